@@ -1,0 +1,72 @@
+"""Scaled dot-product attention, forward and backward.
+
+q is (B, H, Sq, D); k is (B, Hk, Skv, D) and v (B, Hk, Skv, Dv) with H a multiple
+of Hk (grouped-query attention: query head h reads kv head h // (H / Hk)).
+
+    s = scale * q @ k^T + bias        (bias broadcasts to (B, H, Sq, Skv))
+    s = -inf where causal and j > i   (top-left aligned, as PyTorch's is_causal)
+    p = softmax(s, axis=-1)
+    o = p @ v
+    stats = logsumexp(s, axis=-1)     (B, H, Sq, 1), f32, when generate_stats
+
+A row whose scores are all -inf gives o = 0 and stats = -inf.
+"""
+
+from dnnc.dialect.opdef import Attr, Operand, Result, TensorInfo, op
+from dnnc.dialect.types import data_type
+
+SDPA_ATTRS = (
+    Attr("scale", "float", doc="multiplies q @ k^T; usually 1 / sqrt(D)"),
+    Attr("causal", "bool", False),
+)
+
+
+def _check_qkv(ctx):
+    for name in ("q", "k", "v"):
+        ctx.expect_rank(name, 4)
+    q, k, v = ctx["q"], ctx["k"], ctx["v"]
+    b, h, sq, d = q.shape
+    hk, skv = k.shape[1], k.shape[2]
+    if k.shape[0] != b:
+        ctx.fail_dim("k", 0, b, k.shape[0], "batch of 'q'")
+    if hk < 1 or h % hk:
+        ctx.fail_dim("k", 1, f"a divisor of {h}", hk, "heads of 'q'")
+    if k.shape[3] != d:
+        ctx.fail_dim("k", 3, d, k.shape[3], "head dim of 'q'")
+    ctx.expect_shape("v", (b, hk, skv, v.shape[3]), "batch, heads and length of 'k'")
+    bias = ctx.operands.get("bias")
+    if bias is not None:
+        full = (b, h, sq, skv)
+        if bias.rank != 4:
+            ctx.fail("operand 'bias'", f"expected rank 4, got rank {bias.rank}")
+        for i, (want, got) in enumerate(zip(full, bias.shape)):
+            if got not in (want, 1):
+                ctx.fail_dim("bias", i, f"{want} or 1", got, "broadcast to (B, H, Sq, Skv)")
+    return b, h, sq, d, hk, skv, v.shape[3]
+
+
+@op("sdpa", family="attention",
+    operands=["q", "k", "v", Operand("bias", optional=True)],
+    results=["o", Result("stats", optional=True)],
+    attrs=SDPA_ATTRS + (Attr("generate_stats", "bool", False),))
+def _sdpa(ctx):
+    """Attention forward; see the module docstring."""
+    b, h, sq, _, _, _, dv = _check_qkv(ctx)
+    out = {"o": TensorInfo((b, h, sq, dv))}
+    if ctx.attrs["generate_stats"]:
+        out["stats"] = TensorInfo((b, h, sq, 1), data_type.FLOAT)
+    return out
+
+
+@op("sdpa_backward", family="attention",
+    operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True)],
+    results=["dq", "dk", "dv"], attrs=SDPA_ATTRS)
+def _sdpa_backward(ctx):
+    """Attention backward from the forward's o and stats; dk and dv are summed
+    over the query heads that share a kv head."""
+    b, h, sq, _, _, _, dv = _check_qkv(ctx)
+    ctx.expect_shape("o", (b, h, sq, dv), "shape of the forward output")
+    ctx.expect_shape("do", (b, h, sq, dv), "shape of 'o'")
+    ctx.expect_shape("stats", (b, h, sq, 1), "(B, H, Sq, 1)")
+    return {"dq": TensorInfo(ctx["q"].shape), "dk": TensorInfo(ctx["k"].shape),
+            "dv": TensorInfo(ctx["v"].shape)}

@@ -1,0 +1,102 @@
+"""Data types of dnn tensors and their spellings in MLIR, NumPy and the graph API.
+
+Storage types are f32, f16, bf16, the two fp8 formats and bool (results of
+comparisons). ``tf32`` is a compute mode only: it can be a matmul or
+convolution's ``compute_type`` but never a tensor's type.
+"""
+
+import enum
+
+import ml_dtypes
+import numpy as np
+
+from dnnc.errors import GraphError
+
+
+class data_type(enum.Enum):
+    """Tensor and compute data types, named as in cudnn-frontend."""
+
+    FLOAT = "f32"
+    HALF = "f16"
+    BFLOAT16 = "bf16"
+    FP8_E4M3 = "f8E4M3FN"
+    FP8_E5M2 = "f8E5M2"
+    BOOLEAN = "i1"
+    TF32 = "tf32"
+
+    @property
+    def mlir(self):
+        """The MLIR spelling of the element type (``bf16``, ``f8E4M3FN``...)."""
+        return self.value
+
+    @property
+    def numpy(self):
+        """The NumPy dtype that stores this type on the host."""
+        if self is data_type.TF32:
+            raise GraphError("tf32 is a compute type, not a storage type")
+        return _NUMPY[self]
+
+    @property
+    def is_float(self):
+        return self is not data_type.BOOLEAN
+
+    @property
+    def is_storage(self):
+        return self is not data_type.TF32
+
+    @property
+    def itemsize(self):
+        return np.dtype(self.numpy).itemsize
+
+    def __str__(self):
+        return self.value
+
+
+_NUMPY = {
+    data_type.FLOAT: np.dtype(np.float32),
+    data_type.HALF: np.dtype(np.float16),
+    data_type.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+    data_type.FP8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
+    data_type.FP8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
+    data_type.BOOLEAN: np.dtype(np.bool_),
+}
+
+_ALIASES = {
+    "float": data_type.FLOAT, "float32": data_type.FLOAT, "f32": data_type.FLOAT,
+    "half": data_type.HALF, "float16": data_type.HALF, "f16": data_type.HALF,
+    "bfloat16": data_type.BFLOAT16, "bf16": data_type.BFLOAT16,
+    "fp8_e4m3": data_type.FP8_E4M3, "float8_e4m3fn": data_type.FP8_E4M3,
+    "f8e4m3fn": data_type.FP8_E4M3,
+    "fp8_e5m2": data_type.FP8_E5M2, "float8_e5m2": data_type.FP8_E5M2,
+    "f8e5m2": data_type.FP8_E5M2,
+    "bool": data_type.BOOLEAN, "boolean": data_type.BOOLEAN, "i1": data_type.BOOLEAN,
+    "tf32": data_type.TF32,
+}
+
+
+def as_data_type(value):
+    """Accept a data_type, its name, an MLIR/NumPy spelling or a torch dtype."""
+    if isinstance(value, data_type):
+        return value
+    if isinstance(value, str):
+        key = value.lower()
+    else:
+        # numpy dtypes and scalar types, torch dtypes ("torch.bfloat16").
+        try:
+            key = np.dtype(value).name
+        except TypeError:
+            key = str(value).rsplit(".", 1)[-1]
+    try:
+        return _ALIASES[key.lower()]
+    except KeyError:
+        names = ", ".join(sorted({d.name for d in data_type}))
+        raise GraphError(f"unknown data type {value!r}: expected one of {names}") from None
+
+
+def from_mlir(spelling):
+    """data_type for an MLIR element type spelling (``str(type)``)."""
+    for dt in data_type:
+        if dt.value == spelling:
+            return dt
+    raise GraphError(f"unsupported element type {spelling}: expected f32, f16, bf16, "
+                     "f8E4M3FN, f8E5M2 or i1")

@@ -1,0 +1,50 @@
+"""The one error hierarchy of the compiler.
+
+Library code raises these and never prints or exits; the command-line tools map
+them to messages and exit codes. Messages name the op, the operand or tensor,
+the dimension, and say ``expected X, got Y``.
+"""
+
+
+class DnncError(Exception):
+    """Base class of every error dnnc raises on purpose."""
+
+
+class GraphError(DnncError):
+    """A graph was built or used wrongly (unknown tensor, missing input, ...)."""
+
+
+class VerificationError(DnncError):
+    """An op's operands, results or attributes break the op's rules.
+
+    ``op`` is the op name (``dnn.matmul``), ``location`` the source location
+    when the op came from MLIR text.
+    """
+
+    def __init__(self, message, *, op=None, location=None):
+        super().__init__(message)
+        self.op = op
+        self.location = location
+
+
+class UnsupportedError(DnncError):
+    """The request is valid but this version of dnnc does not implement it."""
+
+
+class LoweringError(DnncError):
+    """A pass failed to transform IR it accepted."""
+
+
+class PipelineError(DnncError):
+    """A pass pipeline string names an unknown pass or has bad syntax."""
+
+
+class ToolError(DnncError):
+    """An external tool (ptxas, the MLIR parser, ...) failed.
+
+    ``stderr`` carries what the tool said.
+    """
+
+    def __init__(self, message, *, stderr=""):
+        super().__init__(message if not stderr else f"{message}\n{stderr}")
+        self.stderr = stderr
