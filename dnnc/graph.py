@@ -1,0 +1,620 @@
+"""``dnnc.Graph``: build a dnn graph the way cudnn-frontend's Python graph does.
+
+    g = dnnc.Graph(io_data_type=dnnc.data_type.BFLOAT16)
+    x = g.tensor(name="x", dim=[8, 64, 56, 56], stride=[200704, 1, 3584, 64])
+    w = g.tensor(name="w", dim=[64, 64, 3, 3], stride=[576, 1, 192, 64])
+    y = g.relu(g.conv_fprop(x, w, padding=[1, 1]))
+    y.set_output(True)
+    print(g.to_mlir())
+
+Dims are logical (N, C, [D,] H, W); strides give the physical layout, so
+channels-last is a stride pattern. Every op method checks its operands at once
+and raises a typed error naming the op, operand and dimension.
+
+Element types follow cuDNN: an output tensor takes the type it was given with
+``set_data_type``, else the graph's ``io_data_type``, else the type of its op's
+first input; a virtual (non-output) tensor takes ``intermediate_data_type``
+(f32 by default). Ops with a fixed result type (comparisons give i1, statistics
+are f32) keep it.
+"""
+
+import math
+
+from dnnc.dialect import opdef as _opdef
+from dnnc.dialect.types import as_data_type, data_type
+from dnnc.errors import GraphError, VerificationError
+
+
+def contiguous_strides(dim):
+    """Row-major strides of a logical shape."""
+    strides, step = [], 1
+    for d in reversed(dim):
+        strides.append(step)
+        step *= max(int(d), 1)
+    return list(reversed(strides))
+
+
+class Tensor:
+    """A tensor of a Graph: a graph input, or the result of an op."""
+
+    def __init__(self, graph, name, dim, stride=None, data_type=None, producer=None):
+        self._graph = graph
+        self.name = name
+        self.dim = [int(d) for d in dim]
+        self.stride = list(stride) if stride is not None else None
+        self.data_type = as_data_type(data_type) if data_type is not None else None
+        self.producer = producer  # (Node, result name) or None for a graph input
+        self.is_output = False
+
+    # cudnn-frontend style setters, chainable.
+    def set_output(self, is_output=True):
+        """Mark this tensor as a graph output (or undo it)."""
+        if is_output and not self.is_output:
+            self._graph._outputs.append(self)
+        elif not is_output and self.is_output:
+            self._graph._outputs.remove(self)
+        self.is_output = bool(is_output)
+        return self
+
+    def set_data_type(self, dt):
+        """Fix this tensor's element type."""
+        self.data_type = as_data_type(dt)
+        if not self.data_type.is_storage:
+            raise GraphError(f"tensor '{self.name}': expected a storage type, got {dt}")
+        return self
+
+    def set_stride(self, stride):
+        """Physical strides of an output tensor (in elements)."""
+        _check_stride(self.name, self.dim, stride)
+        self.stride = [int(s) for s in stride]
+        return self
+
+    def set_name(self, name):
+        self.name = str(name)
+        return self
+
+    def get_dim(self):
+        return list(self.dim)
+
+    def get_stride(self):
+        return list(self.stride) if self.stride is not None else contiguous_strides(self.dim)
+
+    def get_data_type(self):
+        return self._graph._resolve_dtype(self)
+
+    @property
+    def is_virtual(self):
+        return self.producer is not None and not self.is_output
+
+    def __repr__(self):
+        return f"Tensor(name={self.name!r}, dim={self.dim}, data_type={self.data_type})"
+
+
+class Node:
+    """One op of a Graph."""
+
+    def __init__(self, opdef, operands, attrs, name):
+        self.opdef = opdef
+        self.operands = operands  # operand name -> Tensor | None | [Tensor]
+        self.attrs = attrs
+        self.name = name
+        self.explicit_name = False  # kept in the IR only when the user gave it
+        self.results = {}  # result name -> Tensor
+        self.fixed_dtypes = {}  # result name -> data_type the op fixes
+
+
+def _check_stride(name, dim, stride):
+    if stride is None:
+        return
+    if len(stride) != len(dim):
+        raise GraphError(f"tensor '{name}' stride: expected {len(dim)} values (rank of dim), "
+                         f"got {len(stride)}")
+    for i, s in enumerate(stride):
+        if int(s) < 0:
+            raise GraphError(f"tensor '{name}' stride {i}: expected >= 0, got {s}")
+
+
+class Graph:
+    """A dnn graph under construction; see the module docstring."""
+
+    def __init__(self, name="main", io_data_type=None, intermediate_data_type=data_type.FLOAT,
+                 compute_data_type=data_type.FLOAT):
+        self.name = name
+        self.io_data_type = as_data_type(io_data_type) if io_data_type is not None else None
+        self.intermediate_data_type = as_data_type(intermediate_data_type)
+        self.compute_data_type = as_data_type(compute_data_type)
+        self._inputs = []
+        self._nodes = []
+        self._outputs = []
+        self._names = set()
+
+    # ------------------------------------------------------------------ tensors
+
+    def tensor(self, name=None, dim=None, stride=None, data_type=None):
+        """A graph input. ``dim`` is logical; ``stride`` defaults to row-major."""
+        if dim is None:
+            raise GraphError("tensor(): expected dim, got none")
+        name = self._unique(name or f"input{len(self._inputs)}")
+        for i, d in enumerate(dim):
+            if int(d) < 0:
+                raise GraphError(f"tensor '{name}' dim {i}: expected >= 0, got {d}")
+        dt = data_type if data_type is not None else self.io_data_type
+        if dt is None:
+            raise GraphError(f"tensor '{name}': expected a data_type (or a graph io_data_type), "
+                             "got none")
+        dt = as_data_type(dt)
+        if not dt.is_storage:
+            raise GraphError(f"tensor '{name}': expected a storage type, got {dt}")
+        _check_stride(name, dim, stride)
+        t = Tensor(self, name, dim, stride, dt)
+        self._inputs.append(t)
+        return t
+
+    def tensor_like(self, array, name=None):
+        """A graph input with the shape, strides and dtype of a NumPy array or
+        a torch tensor."""
+        shape = list(array.shape)
+        if hasattr(array, "stride") and callable(array.stride):
+            stride = list(array.stride())
+        else:
+            stride = [s // array.itemsize for s in array.strides]
+        return self.tensor(name=name, dim=shape, stride=stride, data_type=array.dtype)
+
+    @property
+    def inputs(self):
+        return list(self._inputs)
+
+    @property
+    def outputs(self):
+        return list(self._outputs)
+
+    @property
+    def nodes(self):
+        return list(self._nodes)
+
+    def _unique(self, name):
+        if name in self._names:
+            raise GraphError(f"tensor name '{name}' is used twice")
+        self._names.add(name)
+        return name
+
+    # ------------------------------------------------------------------ op plumbing
+
+    def _op(self, op_name, operands, attrs=None, name=None, declared=None, dtype=None):
+        """Add a node; return its result tensors in the OpDef's result order
+        (None for absent optional results)."""
+        d = _opdef.get(op_name)
+        for key, value in operands.items():
+            for t in value if isinstance(value, list) else [value]:
+                if t is not None and (not isinstance(t, Tensor) or t._graph is not self):
+                    raise GraphError(f"'{d.mlir_name}' operand '{key}': expected a tensor of "
+                                     f"this graph, got {type(t).__name__}")
+        infos = {key: ([self._info(t) for t in v] if isinstance(v, list) else
+                       (self._info(v) if v is not None else None))
+                 for key, v in operands.items()}
+        declared_infos = {k: _opdef.TensorInfo(v) for k, v in (declared or {}).items()}
+        results, full_attrs = _opdef.infer(d, infos, dict(attrs or {}), declared_infos)
+        node_name = name or f"{op_name}{len(self._nodes)}"
+        node = Node(d, dict(operands), full_attrs, node_name)
+        node.explicit_name = name is not None
+        outs = []
+        for r in d.results:
+            info = results.get(r.name)
+            if info is None:
+                outs.append(None)
+                continue
+            t = Tensor(self, f"{node_name}.{r.name}", info.shape, producer=(node, r.name))
+            if info.dtype is not None:
+                node.fixed_dtypes[r.name] = info.dtype
+                t.data_type = info.dtype
+            elif dtype is not None:
+                t.data_type = as_data_type(dtype)
+            node.results[r.name] = t
+            outs.append(t)
+        self._nodes.append(node)
+        return outs
+
+    def _info(self, t):
+        # A tensor whose type the graph has not fixed yet (data_type None) is a float.
+        return _opdef.TensorInfo(t.dim, t.data_type)
+
+    def _resolve_dtype(self, t):
+        if t.producer is None:
+            return t.data_type
+        node, result = t.producer
+        if result in node.fixed_dtypes:
+            return node.fixed_dtypes[result]
+        if t.data_type is not None:
+            return t.data_type
+        if not t.is_output:
+            return self.intermediate_data_type
+        if self.io_data_type is not None:
+            return self.io_data_type
+        for v in node.operands.values():
+            for x in v if isinstance(v, list) else [v]:
+                if x is not None:
+                    dt = self._resolve_dtype(x)
+                    if dt.is_float:
+                        return dt
+        return data_type.FLOAT
+
+    def _compute(self, compute_data_type):
+        dt = as_data_type(compute_data_type) if compute_data_type is not None else \
+            self.compute_data_type
+        if dt not in (data_type.FLOAT, data_type.TF32):
+            raise GraphError(f"compute_data_type: expected float or tf32, got {dt}")
+        return dt.mlir
+
+    # ------------------------------------------------------------------ convolution
+
+    def _conv_attrs(self, nd, padding, stride, dilation, pre_padding, post_padding, conv_mode,
+                    compute_data_type):
+        pad = _spatial("padding", padding, nd, 0)
+        return {
+            "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
+            "post_padding": _spatial("post_padding", post_padding, nd, None) or pad,
+            "stride": _spatial("stride", stride, nd, 1),
+            "dilation": _spatial("dilation", dilation, nd, 1),
+            "mode": conv_mode,
+            "compute_type": self._compute(compute_data_type),
+        }
+
+    def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
+                   pre_padding=None, post_padding=None, conv_mode="cross_correlation",
+                   compute_data_type=None, name=None):
+        """Convolution forward: y = image (*) weight."""
+        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
+                                 post_padding, conv_mode, compute_data_type)
+        return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
+
+    def conv_dgrad(self, loss, filter, dx_dim, padding=None, stride=None, dilation=None,
+                   pre_padding=None, post_padding=None, conv_mode="cross_correlation",
+                   compute_data_type=None, name=None):
+        """Data gradient of a convolution; ``dx_dim`` is the shape of the image."""
+        attrs = self._conv_attrs(len(loss.dim) - 2, padding, stride, dilation, pre_padding,
+                                 post_padding, conv_mode, compute_data_type)
+        return self._op("conv_dgrad", {"dy": loss, "w": filter}, attrs, name,
+                        declared={"dx": dx_dim})[0]
+
+    def conv_wgrad(self, image, loss, dw_dim, padding=None, stride=None, dilation=None,
+                   pre_padding=None, post_padding=None, conv_mode="cross_correlation",
+                   compute_data_type=None, name=None):
+        """Filter gradient of a convolution; ``dw_dim`` is the shape of the filter."""
+        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
+                                 post_padding, conv_mode, compute_data_type)
+        return self._op("conv_wgrad", {"dy": loss, "x": image}, attrs, name,
+                        declared={"dw": dw_dim})[0]
+
+    # ------------------------------------------------------------------ matmul, attention
+
+    def matmul(self, A, B, compute_data_type=None, name=None):
+        """C = A @ B with broadcast batch dims."""
+        return self._op("matmul", {"a": A, "b": B},
+                        {"compute_type": self._compute(compute_data_type)}, name)[0]
+
+    def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
+             generate_stats=False, name=None):
+        """Scaled dot-product attention; returns (O, Stats) with Stats None unless
+        ``generate_stats``. ``attn_scale`` defaults to 1/sqrt(head dim)."""
+        scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
+        o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias},
+                            {"scale": float(scale), "causal": bool(use_causal_mask),
+                             "generate_stats": bool(generate_stats)}, name)
+        return o, stats
+
+    def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
+                      use_causal_mask=False, name=None):
+        """Attention backward; returns (dQ, dK, dV)."""
+        scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
+        return tuple(self._op(
+            "sdpa_backward",
+            {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias},
+            {"scale": float(scale), "causal": bool(use_causal_mask)}, name))
+
+    # ------------------------------------------------------------------ normalization
+
+    def layernorm(self, input, scale=None, bias=None, epsilon=1e-5, axis=1,
+                  norm_forward_phase="inference", name=None):
+        """Layer normalization over dims [axis, rank); returns (Y, mean, inv_variance)
+        with the statistics None in the inference phase."""
+        return tuple(self._op("layernorm", {"x": input, "scale": scale, "bias": bias},
+                              {"axis": _axis(axis, input), "epsilon": float(epsilon),
+                               "training": _training(norm_forward_phase)}, name))
+
+    def rmsnorm(self, input, scale=None, bias=None, epsilon=1e-5, axis=1,
+                norm_forward_phase="inference", name=None):
+        """RMS normalization over dims [axis, rank); returns (Y, inv_rms)."""
+        return tuple(self._op("rmsnorm", {"x": input, "scale": scale, "bias": bias},
+                              {"axis": _axis(axis, input), "epsilon": float(epsilon),
+                               "training": _training(norm_forward_phase)}, name))
+
+    def layernorm_backward(self, grad, input, scale=None, mean=None, inv_variance=None, axis=1,
+                           has_bias=True, name=None):
+        """Returns (dX, dscale, dbias); dscale None without scale, dbias None
+        unless has_bias."""
+        return tuple(self._op("layernorm_backward",
+                              {"dy": grad, "x": input, "scale": scale, "mean": mean,
+                               "inv_variance": inv_variance},
+                              {"axis": _axis(axis, input), "has_bias": bool(has_bias)}, name))
+
+    def rmsnorm_backward(self, grad, input, scale=None, inv_rms=None, axis=1, has_bias=False,
+                         name=None):
+        """Returns (dX, dscale, dbias)."""
+        return tuple(self._op("rmsnorm_backward",
+                              {"dy": grad, "x": input, "scale": scale, "inv_rms": inv_rms},
+                              {"axis": _axis(axis, input), "has_bias": bool(has_bias)}, name))
+
+    def batchnorm(self, input, scale, bias, in_running_mean=None, in_running_var=None,
+                  epsilon=1e-5, momentum=0.1, name=None):
+        """Training batchnorm; returns (Y, mean, inv_variance, next_running_mean,
+        next_running_var), the last two None without running statistics."""
+        return tuple(self._op("batchnorm",
+                              {"x": input, "scale": scale, "bias": bias,
+                               "running_mean": in_running_mean, "running_var": in_running_var},
+                              {"epsilon": float(epsilon), "momentum": float(momentum)}, name))
+
+    def batchnorm_inference(self, input, mean, variance, scale, bias, epsilon=1e-5, name=None):
+        """Inference batchnorm with given statistics."""
+        return self._op("batchnorm_inference",
+                        {"x": input, "scale": scale, "bias": bias, "mean": mean,
+                         "variance": variance}, {"epsilon": float(epsilon)}, name)[0]
+
+    def batchnorm_backward(self, grad, input, scale, mean, inv_variance, name=None):
+        """Returns (dX, dscale, dbias)."""
+        return tuple(self._op("batchnorm_backward",
+                              {"dy": grad, "x": input, "scale": scale, "mean": mean,
+                               "inv_variance": inv_variance}, {}, name))
+
+    def groupnorm(self, input, groups, scale=None, bias=None, epsilon=1e-5,
+                  norm_forward_phase="inference", name=None):
+        """Group normalization; returns (Y, mean, inv_variance)."""
+        return tuple(self._op("groupnorm", {"x": input, "scale": scale, "bias": bias},
+                              {"groups": int(groups), "epsilon": float(epsilon),
+                               "training": _training(norm_forward_phase)}, name))
+
+    def groupnorm_backward(self, grad, input, groups, scale=None, mean=None, inv_variance=None,
+                           has_bias=True, name=None):
+        """Returns (dX, dscale, dbias)."""
+        return tuple(self._op("groupnorm_backward",
+                              {"dy": grad, "x": input, "scale": scale, "mean": mean,
+                               "inv_variance": inv_variance},
+                              {"groups": int(groups), "has_bias": bool(has_bias)}, name))
+
+    def instancenorm(self, input, scale=None, bias=None, epsilon=1e-5,
+                     norm_forward_phase="inference", name=None):
+        """Instance normalization; returns (Y, mean, inv_variance)."""
+        return tuple(self._op("instancenorm", {"x": input, "scale": scale, "bias": bias},
+                              {"epsilon": float(epsilon),
+                               "training": _training(norm_forward_phase)}, name))
+
+    def instancenorm_backward(self, grad, input, scale=None, mean=None, inv_variance=None,
+                              has_bias=True, name=None):
+        """Returns (dX, dscale, dbias)."""
+        return tuple(self._op("instancenorm_backward",
+                              {"dy": grad, "x": input, "scale": scale, "mean": mean,
+                               "inv_variance": inv_variance}, {"has_bias": bool(has_bias)},
+                              name))
+
+    # ------------------------------------------------------------------ softmax, reduction, pooling
+
+    def softmax(self, input, axis=-1, name=None):
+        return self._op("softmax", {"x": input}, {"axis": _axis(axis, input)}, name)[0]
+
+    def log_softmax(self, input, axis=-1, name=None):
+        return self._op("log_softmax", {"x": input}, {"axis": _axis(axis, input)}, name)[0]
+
+    def softmax_backward(self, grad, output, axis=-1, name=None):
+        """dX from dY and the forward output Y."""
+        return self._op("softmax_backward", {"dy": grad, "y": output},
+                        {"axis": _axis(axis, output)}, name)[0]
+
+    def log_softmax_backward(self, grad, output, axis=-1, name=None):
+        return self._op("log_softmax_backward", {"dy": grad, "y": output},
+                        {"axis": _axis(axis, output)}, name)[0]
+
+    def reduction(self, input, mode, axes, keepdims=True, name=None):
+        """Reduce ``input`` over ``axes`` with mode sum, mean, max, min, prod, amax,
+        norm1 or norm2."""
+        axes = sorted({_axis(a, input) for a in ([axes] if isinstance(axes, int) else axes)})
+        return self._op("reduction", {"x": input},
+                        {"mode": str(mode), "axes": axes, "keepdims": bool(keepdims)}, name)[0]
+
+    def _pool_attrs(self, input, mode, window, stride, padding, pre_padding, post_padding,
+                    count_include_pad):
+        nd = len(input.dim) - 2
+        window = _spatial("window", window, nd, None)
+        if window is None:
+            raise GraphError("pooling: expected a window, got none")
+        pad = _spatial("padding", padding, nd, 0)
+        return {"mode": str(mode), "window": window,
+                "stride": _spatial("stride", stride, nd, None) or window,
+                "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
+                "post_padding": _spatial("post_padding", post_padding, nd, None) or pad,
+                "count_include_pad": bool(count_include_pad)}
+
+    def pooling(self, input, mode, window, stride=None, padding=None, pre_padding=None,
+                post_padding=None, count_include_pad=False, name=None):
+        """Max or average pooling; ``stride`` defaults to the window."""
+        return self._op("pooling", {"x": input},
+                        self._pool_attrs(input, mode, window, stride, padding, pre_padding,
+                                         post_padding, count_include_pad), name)[0]
+
+    def pooling_backward(self, grad, input, mode, window, stride=None, padding=None,
+                         pre_padding=None, post_padding=None, count_include_pad=False,
+                         name=None):
+        """Gradient of pooling with respect to its input."""
+        return self._op("pooling_backward", {"dy": grad, "x": input},
+                        self._pool_attrs(input, mode, window, stride, padding, pre_padding,
+                                         post_padding, count_include_pad), name)[0]
+
+    # ------------------------------------------------------------------ pointwise
+
+    def select(self, cond, a, b, name=None):
+        """a where cond else b."""
+        return self._op("select", {"cond": cond, "a": a, "b": b}, {}, name)[0]
+
+    def logical_not(self, input, name=None):
+        return self._op("logical_not", {"x": input}, {}, name)[0]
+
+    # ------------------------------------------------------------------ tensor ops
+
+    def cast(self, input, data_type, name=None):
+        """Convert ``input`` to ``data_type``."""
+        dt = as_data_type(data_type)
+        (y,) = self._op("cast", {"x": input}, {}, name, dtype=dt)
+        return y
+
+    def constant(self, value, data_type=data_type.FLOAT, name=None):
+        """A scalar constant, broadcast by the ops that use it."""
+        (y,) = self._op("constant", {}, {"value": float(value)}, name, dtype=data_type)
+        return y
+
+    def reshape(self, input, dim, name=None):
+        """Same elements in row-major logical order, new logical shape."""
+        return self._op("reshape", {"x": input}, {}, name, declared={"y": list(dim)})[0]
+
+    def transpose(self, input, permutation, name=None):
+        """Permute logical dims: out.dim[i] = input.dim[permutation[i]]."""
+        return self._op("transpose", {"x": input}, {"permutation": list(permutation)}, name)[0]
+
+    def slice(self, input, slices=None, start=None, limit=None, step=None, name=None):
+        """Slice with Python ``slice`` objects (one per dim, missing dims whole)
+        or with explicit start/limit/step lists."""
+        rank = len(input.dim)
+        if slices is not None:
+            slices = list(slices) + [slice(None)] * (rank - len(slices))
+            start, limit, step = [], [], []
+            for d, s in zip(input.dim, slices):
+                a, b, c = s.indices(d)
+                if c <= 0:
+                    raise GraphError(f"slice: expected positive steps, got {c}")
+                start.append(a), limit.append(max(a, b)), step.append(c)
+        start = list(start if start is not None else [0] * rank)
+        limit = list(limit if limit is not None else input.dim)
+        step = list(step if step is not None else [1] * rank)
+        return self._op("slice", {"x": input}, {"start": start, "limit": limit, "step": step},
+                        name)[0]
+
+    def concat(self, inputs, axis, name=None):
+        """Join tensors along ``axis``."""
+        inputs = list(inputs)
+        first = inputs[0] if inputs else None
+        axis = _axis(axis, first) if first is not None else axis
+        return self._op("concat", {"inputs": inputs}, {"axis": axis}, name)[0]
+
+    # ------------------------------------------------------------------ MLIR and execution
+
+    def to_mlir(self):
+        """The graph as dnn-dialect MLIR text."""
+        from dnnc import graph_mlir
+
+        return graph_mlir.to_mlir(self)
+
+    @staticmethod
+    def from_mlir(text):
+        """Read a graph back from dnn-dialect MLIR text."""
+        from dnnc import graph_mlir
+
+        return graph_mlir.from_mlir(text)
+
+    def execute_reference(self, inputs):
+        """Run the NumPy oracle. ``inputs`` maps input tensors (or their names)
+        to arrays; returns a dict output name -> float64 (or bool) array, each
+        value rounded to its tensor's element type."""
+        from dnnc import graph_mlir, interpreter
+
+        module = graph_mlir.to_module(self)
+        outs = interpreter.run_module(module, self._ordered_inputs(inputs))
+        return {t.name: v for t, v in zip(self._outputs, outs)}
+
+    def compile(self, target="cpu", **options):
+        """Compile the graph; ``target="cpu"`` runs it with MLIR's ExecutionEngine."""
+        from dnnc import compiler
+
+        return compiler.compile_graph(self, target=target, **options)
+
+    def _ordered_inputs(self, inputs):
+        by_name = {}
+        for key, value in inputs.items():
+            by_name[key.name if isinstance(key, Tensor) else str(key)] = value
+        ordered = []
+        for t in self._inputs:
+            if t.name not in by_name:
+                raise GraphError(f"input '{t.name}': expected an array, got none")
+            ordered.append(by_name.pop(t.name))
+        if by_name:
+            raise GraphError(f"unknown inputs: {', '.join(sorted(by_name))}; the graph's inputs "
+                             f"are {', '.join(t.name for t in self._inputs)}")
+        return ordered
+
+
+def _spatial(what, value, nd, default):
+    if value is None:
+        return [default] * nd if default is not None else None
+    if isinstance(value, int):
+        return [value] * nd
+    value = [int(v) for v in value]
+    if len(value) != nd:
+        raise VerificationError(f"{what}: expected {nd} values (spatial rank), got {len(value)}")
+    return value
+
+
+def _axis(axis, tensor):
+    rank = len(tensor.dim)
+    a = int(axis)
+    if not -rank <= a < rank:
+        raise GraphError(f"axis {axis}: expected in [{-rank}, {rank}) for tensor '{tensor.name}' "
+                         f"of rank {rank}, got {axis}")
+    return a % rank
+
+
+def _training(phase):
+    phase = str(getattr(phase, "name", phase)).lower()
+    if phase not in ("training", "inference"):
+        raise GraphError(f"norm_forward_phase: expected 'training' or 'inference', got {phase}")
+    return phase == "training"
+
+
+def _unary(op_name, attr_names):
+    def method(self, input, name=None, **kwargs):
+        unknown = set(kwargs) - set(attr_names)
+        if unknown:
+            raise GraphError(f"{op_name}(): unexpected argument {sorted(unknown)[0]!r}; "
+                             f"accepted: {', '.join(attr_names) or 'none'}")
+        return self._op(op_name, {"x": input}, kwargs, name)[0]
+
+    method.__name__ = op_name
+    method.__doc__ = _opdef.get(op_name).doc
+    return method
+
+
+def _binary(op_name):
+    def method(self, a, b, name=None):
+        return self._op(op_name, {"a": a, "b": b}, {}, name)[0]
+
+    method.__name__ = op_name
+    method.__doc__ = _opdef.get(op_name).doc
+    return method
+
+
+def _activation_backward(op_name, attr_names):
+    def method(self, loss, input, name=None, **kwargs):
+        return self._op(op_name, {"dy": loss, "x": input}, kwargs, name)[0]
+
+    method.__name__ = op_name
+    method.__doc__ = _opdef.get(op_name).doc
+    return method
+
+
+def _install_pointwise():
+    from dnnc.dialect import ops_pointwise as pw
+
+    for op_name, (attrs, _) in pw.UNARY.items():
+        setattr(Graph, op_name, _unary(op_name, [a.name for a in attrs]))
+    for op_name in list(pw.BINARY) + list(pw.COMPARE) + list(pw.LOGICAL):
+        setattr(Graph, op_name, _binary(op_name))
+    for op_name, (attrs, _) in pw.ACTIVATION_BACKWARD.items():
+        setattr(Graph, op_name, _activation_backward(op_name, [a.name for a in attrs]))
+
+
+_install_pointwise()

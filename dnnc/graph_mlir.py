@@ -1,0 +1,179 @@
+"""Convert a ``dnnc.Graph`` to dnn-dialect MLIR and back.
+
+The graph becomes one ``func.func`` marked ``dnn.graph``. Graph inputs are its
+arguments and outputs its results, each with its name and physical strides::
+
+    func.func @main(%arg0: tensor<8x64x56x56xbf16> {dnn.name = "x",
+                    dnn.strides = array<i64: 200704, 1, 3584, 64>}) -> ...
+
+Op names given in the graph are kept as ``dnn.name`` on the op. Reading the text
+back gives a graph that prints to the same text.
+"""
+
+from mlir import ir
+
+from dnnc import dialect
+from dnnc.dialect import builders
+from dnnc.errors import GraphError, ToolError
+
+
+def to_module(graph, context=None):
+    """The graph as an ``mlir.ir.Module`` (in a new dnnc context unless given)."""
+    from mlir.dialects import func
+
+    if not graph.outputs:
+        raise GraphError("graph has no outputs: mark at least one tensor with set_output(True)")
+    ctx = context or dialect.context()
+    with ctx, ir.Location.unknown():
+        module = ir.Module.create()
+        arg_types = [builders.tensor_type(t.dim, t.data_type) for t in graph.inputs]
+        res_types = [builders.tensor_type(t.dim, graph._resolve_dtype(t)) for t in graph.outputs]
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp(graph.name, ir.FunctionType.get(arg_types, res_types))
+        fn.attributes["dnn.graph"] = ir.UnitAttr.get()
+        fn.arg_attrs = ir.ArrayAttr.get([_io_attrs(t) for t in graph.inputs])
+        fn.res_attrs = ir.ArrayAttr.get([_io_attrs(t) for t in graph.outputs])
+        block = fn.add_entry_block()
+        values = {id(t): block.arguments[i] for i, t in enumerate(graph.inputs)}
+        with ir.InsertionPoint(block):
+            for node in graph.nodes:
+                _emit(graph, node, values)
+            func.ReturnOp([values[id(t)] for t in graph.outputs])
+    return module
+
+
+def to_mlir(graph):
+    """The graph as MLIR text."""
+    return str(to_module(graph))
+
+
+def _io_attrs(t):
+    return ir.DictAttr.get({
+        "dnn.name": ir.StringAttr.get(t.name),
+        "dnn.strides": ir.DenseI64ArrayAttr.get(t.get_stride()),
+    })
+
+
+def _emit(graph, node, values):
+    operands = {}
+    for key, value in node.operands.items():
+        if isinstance(value, list):
+            operands[key] = [values[id(t)] for t in value]
+        else:
+            operands[key] = values[id(value)] if value is not None else None
+    result_types = {r: builders.tensor_type(t.dim, graph._resolve_dtype(t))
+                    for r, t in node.results.items()}
+    discardable = {}
+    if node.explicit_name:
+        discardable["dnn.name"] = ir.StringAttr.get(node.name)
+    view = builders.create(node.opdef.name, operands, node.attrs, result_types,
+                           discardable=discardable)
+    for r, t in node.results.items():
+        values[id(t)] = view.results[r]
+
+
+def parse(text, context=None):
+    """Parse dnn MLIR text into a module and verify every dnn op. Parse errors
+    become ToolError with MLIR's message; op errors VerificationError."""
+    from dnnc.passes.dnn_verify import verify_module
+
+    ctx = context or dialect.context()
+    with ctx:
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as err:
+            raise ToolError("cannot parse the MLIR input", stderr=_messages(err)) from None
+        verify_module(module)
+    return module
+
+
+def entry_function(module):
+    """The graph function of a module: the one marked ``dnn.graph``, else the
+    only public function that is not a kernel."""
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    marked = [f for f in funcs if "dnn.graph" in f.attributes]
+    if marked:
+        return marked[0]
+    public = [f for f in funcs if "dnn.kernel" not in f.attributes
+              and "sym_visibility" not in f.attributes]
+    if len(public) == 1:
+        return public[0]
+    raise GraphError(f"expected one graph function (marked dnn.graph), found {len(public)}")
+
+
+def _messages(err):
+    diags = getattr(err, "error_diagnostics", None)
+    if diags:
+        return "\n".join(f"{d.location}: error: {d.message}" for d in diags)
+    return str(err)
+
+
+def from_mlir(text):
+    """A Graph from MLIR text holding one graph function."""
+    from dnnc.graph import Graph, Tensor
+
+    module = parse(text)
+    with module.context:
+        fn = entry_function(module)
+        name = ir.StringAttr(fn.attributes["sym_name"]).value
+        graph = Graph(name=name)
+        block = fn.regions[0].blocks[0]
+        arg_attrs = _dicts(fn, "arg_attrs", len(block.arguments))
+        values = {}
+        for i, arg in enumerate(block.arguments):
+            info = builders.info_of(arg.type)
+            attrs = arg_attrs[i]
+            t = graph.tensor(name=attrs.get("dnn.name", f"input{i}"), dim=info.shape,
+                             stride=attrs.get("dnn.strides"), data_type=info.dtype)
+            values[arg] = t
+        for op in block.operations:
+            if op.operation.name == "func.return":
+                returned = list(op.operands)
+                break
+            if not op.operation.name.startswith("dnn."):
+                raise GraphError(f"a graph function holds dnn ops only, got "
+                                 f"'{op.operation.name}'")
+            _read_node(graph, op, values)
+        res_attrs = _dicts(fn, "res_attrs", len(returned))
+        for i, v in enumerate(returned):
+            t = values[v]
+            if not isinstance(t, Tensor) or t.producer is None:
+                raise GraphError(f"graph output #{i} must be produced by an op")
+            attrs = res_attrs[i]
+            t.set_output(True)
+            if "dnn.name" in attrs:
+                t.set_name(attrs["dnn.name"])
+            if "dnn.strides" in attrs:
+                t.set_stride(attrs["dnn.strides"])
+    return graph
+
+
+def _dicts(fn, key, count):
+    out = [{} for _ in range(count)]
+    if key not in fn.attributes:
+        return out
+    for i, d in enumerate(fn.attributes[key]):
+        if "dnn.name" in d:
+            out[i]["dnn.name"] = ir.StringAttr(d["dnn.name"]).value
+        if "dnn.strides" in d:
+            out[i]["dnn.strides"] = list(ir.DenseI64ArrayAttr(d["dnn.strides"]))
+    return out
+
+
+def _read_node(graph, op, values):
+    view = builders.verify(op)
+    operands = {}
+    for key, v in view.operands.items():
+        operands[key] = [values[x] for x in v] if isinstance(v, list) else \
+            (values[v] if v is not None else None)
+    declared = {r: list(builders.info_of(v.type).shape) for r, v in view.results.items()
+                if v is not None and r in view.opdef.declared_results}
+    name = view.discardable.get("dnn.name")
+    name = ir.StringAttr(name).value if name is not None else None
+    outs = graph._op(view.name, operands, view.attrs, name, declared)
+    for r, t in zip(view.opdef.results, outs):
+        if t is None:
+            continue
+        # Keep the element type the text states, so printing gives it back.
+        t.data_type = builders.info_of(view.results[r.name].type).dtype
+        values[view.results[r.name]] = t
