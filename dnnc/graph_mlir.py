@@ -82,7 +82,7 @@ def parse(text, context=None):
         try:
             module = ir.Module.parse(text)
         except ir.MLIRError as err:
-            raise ToolError("cannot parse the MLIR input", stderr=_messages(err)) from None
+            raise ToolError("cannot parse the MLIR input", stderr=_messages(err, text)) from None
         verify_module(module)
     return module
 
@@ -101,11 +101,25 @@ def entry_function(module):
     raise GraphError(f"expected one graph function (marked dnn.graph), found {len(public)}")
 
 
-def _messages(err):
+def _messages(err, text):
+    """MLIR's diagnostics, one per line. Structural errors from IRDL say only
+    "op expects ..."; name the op from the source line they point at."""
+    import re
+
     diags = getattr(err, "error_diagnostics", None)
-    if diags:
-        return "\n".join(f"{d.location}: error: {d.message}" for d in diags)
-    return str(err)
+    if not diags:
+        return str(err)
+    lines = text.splitlines()
+    out = []
+    for d in diags:
+        message = d.message
+        m = re.match(r'loc\("[^"]*":(\d+):\d+\)', str(d.location))
+        if message.startswith("op ") and m and int(m.group(1)) <= len(lines):
+            name = re.search(r'"(dnn\.\w+)"', lines[int(m.group(1)) - 1])
+            if name:
+                message = f"'{name.group(1)}' {message}"
+        out.append(f"{d.location}: error: {message}")
+    return "\n".join(out)
 
 
 def from_mlir(text):
