@@ -453,6 +453,10 @@ class Graph:
         """a where cond else b."""
         return self._op("select", {"cond": cond, "a": a, "b": b}, {}, name)[0]
 
+    def gen_index(self, input, axis, name=None):
+        """Each element's position along ``axis`` (shape taken from ``input``)."""
+        return self._op("gen_index", {"x": input}, {"axis": _axis(axis, input)}, name)[0]
+
     def logical_not(self, input, name=None):
         return self._op("logical_not", {"x": input}, {}, name)[0]
 

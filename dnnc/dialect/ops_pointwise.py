@@ -112,6 +112,17 @@ def _select(ctx):
     return {"y": TensorInfo(broadcast_shapes(ctx, ["cond", "a", "b"]))}
 
 
+@op("gen_index", family="pointwise", operands=[Operand("x", dtype="any")], results=["y"],
+    attrs=[Attr("axis", "int")])
+def _gen_index(ctx):
+    """y = the position of each element along ``axis``, as a float (exact below
+    2^24); x supplies only the shape, as cuDNN's GEN_INDEX. Masks (causal,
+    banded) are built from it with comparisons and select."""
+    x = ctx["x"]
+    ctx.axis("axis", x.rank)
+    return {"y": TensorInfo(x.shape)}
+
+
 def _backward(ctx):
     return {"dx": TensorInfo(broadcast_shapes(ctx, ["dy", "x"]))}
 
@@ -121,4 +132,4 @@ for _name, (_attrs, _doc) in ACTIVATION_BACKWARD.items():
        doc=f"Activation gradient: {_doc}.")(_backward)
 
 POINTWISE_OPS = (set(UNARY) | set(BINARY) | set(COMPARE) | set(LOGICAL)
-                 | {"logical_not", "select"} | set(ACTIVATION_BACKWARD))
+                 | {"logical_not", "select", "gen_index"} | set(ACTIVATION_BACKWARD))
