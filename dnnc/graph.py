@@ -134,7 +134,7 @@ class Graph:
         """A graph input. ``dim`` is logical; ``stride`` defaults to row-major."""
         if dim is None:
             raise GraphError("tensor(): expected dim, got none")
-        name = self._unique(name or f"input{len(self._inputs)}")
+        name = name or f"input{len(self._inputs)}"
         for i, d in enumerate(dim):
             if int(d) < 0:
                 raise GraphError(f"tensor '{name}' dim {i}: expected >= 0, got {d}")
@@ -146,7 +146,7 @@ class Graph:
         if not dt.is_storage:
             raise GraphError(f"tensor '{name}': expected a storage type, got {dt}")
         _check_stride(name, dim, stride)
-        t = Tensor(self, name, dim, stride, dt)
+        t = Tensor(self, self._unique(name), dim, stride, dt)
         self._inputs.append(t)
         return t
 

@@ -231,12 +231,45 @@ def complete_attrs(opdef, attrs, ctx_fail=None):
                 op=opdef.mlir_name)
         else:
             value = a.default
+        value = _check_kind(opdef, a, value)
         if a.choices and value not in a.choices:
             raise VerificationError(
                 f"'{opdef.mlir_name}' op attribute '{a.name}': expected one of "
                 f"{', '.join(map(str, a.choices))}, got {value}", op=opdef.mlir_name)
         out[a.name] = value
     return out
+
+
+def _check_kind(opdef, a, value):
+    """Coerce an attribute's Python value to its kind, or raise naming it."""
+    def bad(expected):
+        raise VerificationError(f"'{opdef.mlir_name}' op attribute '{a.name}': expected "
+                                f"{expected}, got {value!r}", op=opdef.mlir_name)
+
+    if a.kind == "int":
+        if isinstance(value, bool) or not isinstance(value, int):
+            bad("an integer")
+        return value
+    if a.kind == "ints":
+        if isinstance(value, (str, bytes)) or not hasattr(value, "__iter__"):
+            bad("a list of integers")
+        values = tuple(value)
+        if any(isinstance(v, bool) or not isinstance(v, int) for v in values):
+            bad("a list of integers")
+        return values
+    if a.kind == "float":
+        if isinstance(value, bool) or not isinstance(value, (int, float)):
+            bad("a number")
+        return float(value)
+    if a.kind == "bool":
+        if not isinstance(value, bool):
+            bad("true or false")
+        return value
+    if a.kind in ("str", "type"):
+        if not isinstance(value, str):
+            bad("a string")
+        return value
+    return value
 
 
 def infer(opdef, operands, attrs, declared=None, location=None):

@@ -65,7 +65,7 @@ POOL_ATTRS = (
     Attr("pre_padding", "ints"),
     Attr("post_padding", "ints"),
     Attr("count_include_pad", "bool", False,
-         "avg: divide by the whole window, padding included"),
+         doc="avg: divide by the whole window, padding included"),
 )
 
 

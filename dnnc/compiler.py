@@ -1,0 +1,87 @@
+"""The stage loop: run a pipeline of ``dnnc.pipelines`` stage by stage.
+
+Stages are data (``dnnc/pipelines.py``); this module only walks them, writing
+each stage's IR as ``<name>.<stage>.mlir`` when asked to dump, and hands the
+result to the target's back end.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from dnnc import pipelines
+from dnnc.errors import GraphError, UnsupportedError
+
+TARGETS = ("cpu",)
+
+
+@dataclass(frozen=True)
+class Options:
+    """Compilation options; frozen so that they hash into cache keys."""
+
+    target: str = "cpu"
+    dump_ir: str = None
+    stop_after: str = None
+
+    def __post_init__(self):
+        if self.target not in TARGETS:
+            raise UnsupportedError(f"target '{self.target}': expected one of "
+                                   f"{', '.join(TARGETS)}")
+
+
+@dataclass
+class StageResult:
+    """The module after each stage that ran, by stage name (texts)."""
+
+    module: object
+    stages: list = field(default_factory=list)
+
+
+def run_stages(module, stages, *, dump_ir=None, basename="graph", stop_after=None):
+    """Run ``stages`` on ``module`` in place; return the names of the stages run."""
+    from dnnc import passes
+
+    ran = []
+    if dump_ir:
+        os.makedirs(dump_ir, exist_ok=True)
+        _write(dump_ir, f"{basename}.input.mlir", module)
+    for stage in stages:
+        passes.run_pipeline(module, stage.pipeline)
+        ran.append(stage.name)
+        if dump_ir:
+            _write(dump_ir, f"{basename}.{stage.name}.mlir", module)
+        if stop_after == stage.name:
+            break
+    if stop_after and stop_after not in ran:
+        names = ", ".join(s.name for s in stages)
+        raise GraphError(f"unknown stage '{stop_after}': expected one of {names}")
+    return ran
+
+
+def _write(directory, name, module):
+    with open(os.path.join(directory, name), "w") as f:
+        f.write(str(module))
+
+
+def compile_module(module, options=Options(), basename="graph"):
+    """Compile a dnn-level module. Returns an executable for the target, or the
+    module itself when ``options.stop_after`` names a stage."""
+    stages = pipelines.get(options.target)
+    if options.stop_after:
+        run_stages(module, stages, dump_ir=options.dump_ir, basename=basename,
+                   stop_after=options.stop_after)
+        return module
+    if options.target == "cpu":
+        from dnnc import cpu
+
+        front = [s for s in stages if s.name in ("dnn", "decomposed", "fused")]
+        run_stages(module, front, dump_ir=options.dump_ir, basename=basename)
+        return cpu.compile_module(module, dump_ir=options.dump_ir, basename=basename)
+    raise UnsupportedError(f"target '{options.target}' is not available")
+
+
+def compile_graph(graph, target="cpu", **options):
+    """``Graph.compile``: lower the graph and return the target's executable."""
+    from dnnc import graph_mlir
+
+    opts = Options(target=target, **options)
+    return compile_module(graph_mlir.to_module(graph), opts, basename=graph.name)
