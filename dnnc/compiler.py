@@ -81,7 +81,8 @@ def compile_module(module, options=Options(), basename="graph"):
 
 def compile_graph(graph, target="cpu", **options):
     """``Graph.compile``: lower the graph and return the target's executable."""
-    from dnnc import graph_mlir
+    from dnnc import env, graph_mlir
 
+    options.setdefault("dump_ir", env.dump_ir_dir())
     opts = Options(target=target, **options)
     return compile_module(graph_mlir.to_module(graph), opts, basename=graph.name)

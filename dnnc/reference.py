@@ -133,7 +133,7 @@ def _as_result(op, name, value, info):
 
 # ----------------------------------------------------------------------------
 # Pointwise: unary math and activations, binary, comparisons, logic, select,
-# activation backward. Binary ops broadcast as NumPy does.
+# gen_index, activation backward. Binary ops broadcast as NumPy does.
 # ----------------------------------------------------------------------------
 
 _erf = np.vectorize(math.erf, otypes=[np.float64])
@@ -241,6 +241,15 @@ def _logical_not(o, a, r):
 
 def _select(o, a, r):
     return {"y": np.where(o["cond"].astype(bool), o["a"], o["b"])}
+
+
+def _gen_index(o, a, r):
+    """Each element's position along ``axis``; x gives only the shape."""
+    x, axis = o["x"], a["axis"]
+    along = [1] * x.ndim
+    along[axis] = x.shape[axis]
+    positions = np.arange(x.shape[axis], dtype=np.float64).reshape(along)
+    return {"y": np.broadcast_to(positions, x.shape).copy()}
 
 
 # ----------------------------------------------------------------------------
@@ -727,7 +736,8 @@ _OPS.update({name: _unary(fn) for name, fn in UNARY.items()})
 _OPS.update({name: _binary(fn) for name, fn in BINARY.items()})
 _OPS.update({name: _activation_backward(fn) for name, fn in ACTIVATION_DERIVATIVES.items()})
 _OPS.update({
-    "logical_not": _logical_not, "select": _select, "relu_backward": _relu_backward,
+    "logical_not": _logical_not, "select": _select, "gen_index": _gen_index,
+    "relu_backward": _relu_backward,
     # tensor
     "cast": _cast, "constant": _constant, "reshape": _reshape,
     "transpose": _transpose, "slice": _slice, "concat": _concat,

@@ -10,6 +10,7 @@ message has the same shape::
     'dnn.matmul' op operand 'b' dim 1: expected 64 (K of a), got 32
 """
 
+import inspect
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -192,7 +193,7 @@ def op(name, *, family, operands, results, attrs=(), doc="", declared_results=()
             name=name, family=family,
             operands=tuple(o if isinstance(o, Operand) else Operand(o) for o in operands),
             results=tuple(r if isinstance(r, Result) else Result(r) for r in results),
-            attrs=tuple(attrs), infer=infer, doc=doc or (infer.__doc__ or "").strip(),
+            attrs=tuple(attrs), infer=infer, doc=inspect.cleandoc(doc or infer.__doc__ or ""),
             declared_results=tuple(declared_results)))
         return infer
 

@@ -16,7 +16,8 @@ CONV_ATTRS = (
     Attr("stride", "ints"),
     Attr("dilation", "ints"),
     Attr("mode", "str", "cross_correlation", ("cross_correlation", "convolution")),
-    Attr("compute_type", "type", "f32", COMPUTE_TYPES),
+    Attr("compute_type", "type", "f32", COMPUTE_TYPES,
+         "accumulation type; tf32 rounds both operands to tf32"),
 )
 
 

@@ -20,6 +20,8 @@ variance. Training batchnorm updates running statistics with PyTorch's rule
 variance for the running variance).
 """
 
+import math
+
 from dnnc.dialect.opdef import Attr, Operand, Result, TensorInfo, op
 from dnnc.dialect.types import data_type
 
@@ -33,7 +35,7 @@ def _param_shape(ctx, name, shape, why):
         ctx.expect_shape(name, shape, why)
 
 
-def _feature_norm(ctx, stat):
+def _feature_norm(ctx):
     x = ctx["x"]
     if x.rank < 1:
         ctx.fail("operand 'x'", "expected rank >= 1, got rank 0")
@@ -41,7 +43,7 @@ def _feature_norm(ctx, stat):
     pshape = (1,) * axis + x.shape[axis:]
     sshape = x.shape[:axis] + (1,) * (x.rank - axis)
     for p in ("scale", "bias"):
-        _param_shape(ctx, p, pshape, f"[1] * axis + x.shape[axis:]")
+        _param_shape(ctx, p, pshape, "[1] * axis + x.shape[axis:]")
     return x, pshape, sshape
 
 
@@ -51,7 +53,7 @@ def _feature_norm(ctx, stat):
     attrs=(Attr("axis", "int"), EPS) + STATS)
 def _layernorm(ctx):
     """y = (x - mean) * inv_variance * scale + bias over dims [axis, rank)."""
-    x, _, sshape = _feature_norm(ctx, "mean")
+    x, _, sshape = _feature_norm(ctx)
     out = {"y": TensorInfo(x.shape)}
     if ctx.attrs["training"]:
         out["mean"] = TensorInfo(sshape, F32)
@@ -65,7 +67,7 @@ def _layernorm(ctx):
     attrs=(Attr("axis", "int"), EPS) + STATS)
 def _rmsnorm(ctx):
     """y = x * inv_rms * scale + bias, inv_rms = 1 / sqrt(mean(x^2) + epsilon)."""
-    x, _, sshape = _feature_norm(ctx, "inv_rms")
+    x, _, sshape = _feature_norm(ctx)
     out = {"y": TensorInfo(x.shape)}
     if ctx.attrs["training"]:
         out["inv_rms"] = TensorInfo(sshape, F32)
@@ -78,7 +80,7 @@ def _rmsnorm(ctx):
     attrs=(Attr("axis", "int"), Attr("has_bias", "bool", True)))
 def _layernorm_backward(ctx):
     """Gradients of layernorm; dscale when scale is given, dbias when has_bias."""
-    x, pshape, sshape = _feature_norm(ctx, "mean")
+    x, pshape, sshape = _feature_norm(ctx)
     ctx.expect_shape("dy", x.shape, "shape of 'x'")
     ctx.expect_shape("mean", sshape, "x.shape[:axis] + [1, ...]")
     ctx.expect_shape("inv_variance", sshape, "x.shape[:axis] + [1, ...]")
@@ -96,7 +98,7 @@ def _layernorm_backward(ctx):
     attrs=(Attr("axis", "int"), Attr("has_bias", "bool", False)))
 def _rmsnorm_backward(ctx):
     """Gradients of rmsnorm; dscale when scale is given, dbias when has_bias."""
-    x, pshape, sshape = _feature_norm(ctx, "inv_rms")
+    x, pshape, sshape = _feature_norm(ctx)
     ctx.expect_shape("dy", x.shape, "shape of 'x'")
     ctx.expect_shape("inv_rms", sshape, "x.shape[:axis] + [1, ...]")
     out = {"dx": TensorInfo(x.shape)}
@@ -124,6 +126,10 @@ def _batchnorm(ctx):
     x, cshape = _channel_shapes(ctx)
     for p in ("scale", "bias", "running_mean", "running_var"):
         _param_shape(ctx, p, cshape, "[1, C, 1, ...]")
+    per_channel = x.shape[0] * math.prod(x.shape[2:])
+    if per_channel < 2:
+        ctx.fail("operand 'x'", f"expected more than 1 value per channel (N * spatial) for "
+                 f"batch statistics, got {per_channel}")
     has_mean = ctx.operands.get("running_mean") is not None
     if has_mean != (ctx.operands.get("running_var") is not None):
         ctx.fail("operand 'running_var'", "expected running_mean and running_var together, "

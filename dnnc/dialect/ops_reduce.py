@@ -81,10 +81,10 @@ def _pool_geometry(ctx, x_shape):
     ctx.positive("post_padding", post, 0)
     out = []
     for i in range(nd):
-        if pre[i] >= window[i] or post[i] >= window[i]:
-            ctx.fail(f"attribute 'pre_padding' entry {i}",
-                     f"expected padding smaller than the window ({window[i]}), "
-                     f"got {max(pre[i], post[i])}")
+        for attr, pad in (("pre_padding", pre[i]), ("post_padding", post[i])):
+            if pad >= window[i]:
+                ctx.fail(f"attribute '{attr}' entry {i}",
+                         f"expected less than the window ({window[i]}), got {pad}")
         size = output_size(x_shape[2 + i], window[i], pre[i], post[i], stride[i], 1)
         if size < 1:
             ctx.fail(f"attribute 'window' entry {i}",
