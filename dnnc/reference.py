@@ -616,16 +616,22 @@ def _instancenorm_backward(o, a, r):
 # ops from the forward output y.
 # ----------------------------------------------------------------------------
 
+def _shifted(x, axis):
+    """x minus its row maximum; a row that is all -inf is shifted by 0."""
+    m = x.max(axis=axis, keepdims=True)
+    return x - np.where(m == -np.inf, 0.0, m)
+
+
 def _softmax(o, a, r):
-    x, axis = o["x"], a["axis"]
-    e = np.exp(x - x.max(axis=axis, keepdims=True))
-    return {"y": e / e.sum(axis=axis, keepdims=True)}
+    # A row with a finite max sums to >= 1; an all -inf row sums to 0 and gives 0.
+    e = np.exp(_shifted(o["x"], a["axis"]))
+    return {"y": e / np.maximum(e.sum(axis=a["axis"], keepdims=True), 1.0)}
 
 
 def _log_softmax(o, a, r):
-    x, axis = o["x"], a["axis"]
-    shifted = x - x.max(axis=axis, keepdims=True)
-    return {"y": shifted - np.log(np.exp(shifted).sum(axis=axis, keepdims=True))}
+    shifted = _shifted(o["x"], a["axis"])
+    total = np.maximum(np.exp(shifted).sum(axis=a["axis"], keepdims=True), 1.0)
+    return {"y": shifted - np.log(total)}
 
 
 def _softmax_backward(o, a, r):

@@ -14,13 +14,14 @@ def _axis_op(ctx):
 
 @op("softmax", family="softmax", operands=["x"], results=["y"], attrs=[Attr("axis", "int")])
 def _softmax(ctx):
-    """y = exp(x - max) / sum(exp(x - max)) along ``axis``."""
+    """y = exp(x - max) / sum(exp(x - max)) along ``axis``. A row that is all
+    -inf gives zeros, never NaN."""
     return {"y": TensorInfo(_axis_op(ctx).shape)}
 
 
 @op("log_softmax", family="softmax", operands=["x"], results=["y"], attrs=[Attr("axis", "int")])
 def _log_softmax(ctx):
-    """y = x - logsumexp(x) along ``axis``."""
+    """y = x - logsumexp(x) along ``axis``. A row that is all -inf gives -inf."""
     return {"y": TensorInfo(_axis_op(ctx).shape)}
 
 

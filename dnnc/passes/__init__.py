@@ -28,6 +28,7 @@ import re
 from dnnc.errors import DnncError, LoweringError, PipelineError
 
 _PASSES = {}
+_LOADED = False
 
 
 class DnncPass:
@@ -105,8 +106,10 @@ def _load_all():
 
 def registry():
     """Mapping of pass name to pass class, every pass file loaded."""
-    if not _PASSES:
+    global _LOADED
+    if not _LOADED:
         _load_all()
+        _LOADED = True
     return dict(_PASSES)
 
 

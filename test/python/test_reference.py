@@ -932,3 +932,14 @@ def test_every_op_is_covered():
     names = {d.name for d in D.all_ops()}
     assert COVERED == names, (sorted(names - COVERED), sorted(COVERED - names))
     assert ref.supported_ops() == names
+
+
+def test_softmax_of_an_all_minus_inf_row_is_zero_not_nan():
+    x = np.array([[-np.inf, -np.inf, -np.inf], [0.0, 1.0, -np.inf]])
+    info = {"y": TensorInfo((2, 3), data_type.FLOAT)}
+    y = ref.evaluate("softmax", {"x": x}, {"axis": 1}, info)["y"]
+    np.testing.assert_array_equal(y[0], 0.0)
+    np.testing.assert_allclose(y[1], np.exp([0.0, 1.0, -np.inf]) / np.exp([0.0, 1.0]).sum())
+    ly = ref.evaluate("log_softmax", {"x": x}, {"axis": 1}, info)["y"]
+    assert np.all(ly[0] == -np.inf)
+    np.testing.assert_allclose(ly[1], np.log(y[1]))

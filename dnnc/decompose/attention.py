@@ -1,0 +1,110 @@
+"""Scaled dot-product attention, forward and backward, as matmuls, reductions
+and pointwise ops (semantics: dnnc/dialect/ops_attention.py).
+
+    s = scale * q @ k^T (+ bias)
+    s = select(col > row, -inf, s)       causal; row and col from dnn.gen_index
+    m = max(s), shift = 0 where m = -inf else m
+    e = exp(s - shift), l = sum(e)
+    o = (e @ v) / (l, or 1 where l = 0)  stats = shift + log(l)
+
+A fully masked row (all scores -inf) has e = 0 and l = 0, so o = 0 and
+stats = -inf, never NaN. The backward recomputes p = exp(s - stats) (0 where
+stats = -inf) and uses
+
+    dv = p^T @ do,  dp = do @ v^T,  ds = p * (dp - rowsum(do * o))
+    dq = scale * ds @ k,  dk = scale * ds^T @ q
+
+Grouped-query attention (H query heads, Hk kv heads) splits the heads: q and
+the per-query-head tensors become (B, Hk, H/Hk, S, D), k and v (B, Hk, 1, S, D),
+so batched matmuls broadcast each kv head over its group; dk and dv are summed
+over the group dim. Without GQA the tensors stay 4-D.
+"""
+
+from dnnc.decompose.common import NEG_INF
+
+
+def _group(b, t, hk, per):
+    """(B, h, ...) -> (B, Hk, per, ...) for query-head tensors (h = Hk * per),
+    (B, h, 1, ...) for kv tensors and broadcast biases; t itself when per = 1."""
+    if per == 1:
+        return t
+    shape = b.shape_of(t)
+    split = (hk, per) if shape[1] == hk * per else (shape[1], 1)
+    return b.reshape(t, shape[:1] + split + shape[2:])
+
+
+def _ungroup(b, t):
+    """(B, Hk, per, ...) -> (B, Hk * per, ...); 4-D tensors pass through."""
+    shape = b.shape_of(t)
+    if len(shape) == 4:
+        return t
+    return b.reshape(t, (shape[0], shape[1] * shape[2]) + shape[3:])
+
+
+def _sum_group(b, t, per, out=None):
+    """Sum over the group dim of (B, Hk, per, ...); t itself when per = 1."""
+    if per == 1:
+        return b.cast(t, out)
+    return b.sum(t, [2], keepdims=False, out=out)
+
+
+def _heads(b, v):
+    hk = b.shape_of(v.operands["k"])[1]
+    return hk, b.shape_of(v.operands["q"])[1] // hk
+
+
+def _causal(b, s):
+    """-inf above the diagonal (col > row, top-left aligned)."""
+    r = len(b.shape_of(s))
+    row = b.emit("gen_index", {"x": s}, {"axis": r - 2})
+    col = b.emit("gen_index", {"x": s}, {"axis": r - 1})
+    return b.select(b.binary("cmp_gt", col, row), NEG_INF, s)
+
+
+def _scores(b, v, q, hk, per):
+    """scale * q @ k^T + bias, causally masked, on the grouped view."""
+    o, a = v.operands, v.attrs
+    kt = _group(b, b.swap_last(o["k"]), hk, per)
+    s = b.mul(b.matmul(q, kt), a["scale"])
+    if o["bias"] is not None:
+        s = b.add(s, _group(b, o["bias"], hk, per))
+    if a["causal"]:
+        s = _causal(b, s)
+    return s
+
+
+def sdpa(b, v):
+    hk, per = _heads(b, v)
+    s = _scores(b, v, _group(b, v.operands["q"], hk, per), hk, per)
+    last = [len(b.shape_of(s)) - 1]
+    shift = b.where_eq(b.max(s, last), NEG_INF, 0.0)
+    e = b.unary("exp", b.sub(s, shift))
+    total = b.sum(e, last)
+    ev = b.matmul(e, _group(b, v.operands["v"], hk, per))
+    out = {"o": _ungroup(b, b.div(ev, b.where_eq(total, 0.0, 1.0), out=b.out("o")))}
+    if v.results["stats"] is not None:
+        out["stats"] = _ungroup(b, b.add(shift, b.unary("log", total)))
+    return out
+
+
+def sdpa_backward(b, v):
+    o = v.operands
+    hk, per = _heads(b, v)
+    q, k = _group(b, o["q"], hk, per), _group(b, o["k"], hk, per)
+    do, stats = _group(b, o["do"], hk, per), _group(b, o["stats"], hk, per)
+    s = _scores(b, v, q, hk, per)
+    p = b.where_eq(stats, NEG_INF, 0.0, b.unary("exp", b.sub(s, stats)))
+    delta = _group(b, b.sum(b.mul(o["do"], o["o"]), [3]), hk, per)
+    dp = b.matmul(do, _group(b, b.swap_last(o["v"]), hk, per))
+    ds = b.mul(p, b.sub(dp, delta))
+    scale = v.attrs["scale"]
+    dq = b.mul(b.matmul(ds, k), scale, out=b.out("dq"))
+    dk = b.mul(_sum_group(b, b.matmul(b.swap_last(ds), q), per), scale, out=b.out("dk"))
+    dv = _sum_group(b, b.matmul(b.swap_last(p), do), per, out=b.out("dv"))
+    return {"dq": _ungroup(b, dq), "dk": dk, "dv": dv}
+
+
+RULES = {
+    "sdpa": sdpa,
+    "sdpa_backward": sdpa_backward,
+}

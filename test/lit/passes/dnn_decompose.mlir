@@ -1,0 +1,206 @@
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-decompose)' | FileCheck %s
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-decompose{all=true})' | FileCheck %s --check-prefix=ALL
+
+// Default options: inference batchnorm becomes a per-channel multiply-add
+// (a = scale * rsqrt(var + eps), c = bias - mean * a, y = x * a + c).
+
+// CHECK-LABEL: func.func @batchnorm_inference(
+// CHECK-SAME: %[[X:.*]]: tensor<2x3x4x4xf32>, %[[SCALE:.*]]: tensor<1x3x1x1xf32>, %[[BIAS:.*]]: tensor<1x3x1x1xf32>, %[[MEAN:.*]]: tensor<1x3x1x1xf32>, %[[VAR:.*]]: tensor<1x3x1x1xf32>)
+// CHECK-NOT: dnn.batchnorm_inference
+// CHECK: %[[EPS:.*]] = "dnn.constant"() {value = 1.000000e-05 : f64} : () -> tensor<f32>
+// CHECK: %[[VE:.*]] = "dnn.add"(%[[VAR]], %[[EPS]])
+// CHECK: %[[INV:.*]] = "dnn.rsqrt"(%[[VE]])
+// CHECK: %[[A:.*]] = "dnn.mul"(%[[SCALE]], %[[INV]])
+// CHECK: %[[MA:.*]] = "dnn.mul"(%[[MEAN]], %[[A]])
+// CHECK: %[[C:.*]] = "dnn.sub"(%[[BIAS]], %[[MA]])
+// CHECK: %[[XA:.*]] = "dnn.mul"(%[[X]], %[[A]]) : (tensor<2x3x4x4xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x4x4xf32>
+// CHECK: %[[Y:.*]] = "dnn.add"(%[[XA]], %[[C]]) : (tensor<2x3x4x4xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x4x4xf32>
+// CHECK: return %[[Y]]
+func.func @batchnorm_inference(%x: tensor<2x3x4x4xf32>, %scale: tensor<1x3x1x1xf32>, %bias: tensor<1x3x1x1xf32>, %mean: tensor<1x3x1x1xf32>, %var: tensor<1x3x1x1xf32>) -> tensor<2x3x4x4xf32> {
+  %0 = "dnn.batchnorm_inference"(%x, %scale, %bias, %mean, %var) {epsilon = 1.0e-05 : f64} : (tensor<2x3x4x4xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x4x4xf32>
+  return %0 : tensor<2x3x4x4xf32>
+}
+
+// -----
+
+// Default options: instancenorm becomes groupnorm with groups = C; the bf16
+// output and the f32 statistics keep their types.
+
+// CHECK-LABEL: func.func @instancenorm(
+// CHECK-SAME: %[[X:.*]]: tensor<2x6x5x5xbf16>, %[[SCALE:.*]]: tensor<1x6x1x1xbf16>, %[[BIAS:.*]]: tensor<1x6x1x1xbf16>)
+// CHECK-NOT: dnn.instancenorm
+// CHECK: %[[G:.*]]:3 = "dnn.groupnorm"(%[[X]], %[[SCALE]], %[[BIAS]])
+// CHECK-SAME: epsilon = 1.000000e-03 : f64, groups = 6 : i64
+// CHECK-SAME: training = true
+// CHECK-SAME: -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>)
+// CHECK: return %[[G]]#0, %[[G]]#1, %[[G]]#2
+// ALL-LABEL: func.func @instancenorm(
+// ALL-NOT: dnn.groupnorm
+// ALL-NOT: dnn.instancenorm
+// ALL: "dnn.reshape"(%{{.*}}) : (tensor<2x6x5x5xbf16>) -> tensor<2x6x25xbf16>
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = true, mode = "mean"} : (tensor<2x6x25xbf16>) -> tensor<2x6x1xf32>
+// ALL: %[[Y:.*]] = "dnn.add"(%{{.*}}, %{{.*}}) : (tensor<2x6x5x5xf32>, tensor<1x6x1x1xbf16>) -> tensor<2x6x5x5xbf16>
+// ALL: return %[[Y]]
+func.func @instancenorm(%x: tensor<2x6x5x5xbf16>, %scale: tensor<1x6x1x1xbf16>, %bias: tensor<1x6x1x1xbf16>) -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>) {
+  %y, %mean, %inv = "dnn.instancenorm"(%x, %scale, %bias) {epsilon = 1.0e-03 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x6x5x5xbf16>, tensor<1x6x1x1xbf16>, tensor<1x6x1x1xbf16>) -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>)
+  return %y, %mean, %inv : tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>
+}
+
+// -----
+
+// Default options: instancenorm_backward becomes groupnorm_backward, groups = C.
+
+// CHECK-LABEL: func.func @instancenorm_backward(
+// CHECK-SAME: %[[DY:.*]]: tensor<2x4x6xf32>, %[[X:.*]]: tensor<2x4x6xf32>, %[[MEAN:.*]]: tensor<2x4x1xf32>, %[[INV:.*]]: tensor<2x4x1xf32>)
+// CHECK-NOT: dnn.instancenorm_backward
+// CHECK: %[[G:.*]]:2 = "dnn.groupnorm_backward"(%[[DY]], %[[X]], %[[MEAN]], %[[INV]])
+// CHECK-SAME: groups = 4 : i64, has_bias = true
+// CHECK: return %[[G]]#0, %[[G]]#1
+func.func @instancenorm_backward(%dy: tensor<2x4x6xf32>, %x: tensor<2x4x6xf32>, %mean: tensor<2x4x1xf32>, %inv: tensor<2x4x1xf32>) -> (tensor<2x4x6xf32>, tensor<1x4x1xf32>) {
+  %dx, %dbias = "dnn.instancenorm_backward"(%dy, %x, %mean, %inv) {has_bias = true, operandSegmentSizes = array<i32: 1, 1, 0, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>) -> (tensor<2x4x6xf32>, tensor<1x4x1xf32>)
+  return %dx, %dbias : tensor<2x4x6xf32>, tensor<1x4x1xf32>
+}
+
+// -----
+
+// Default options: softmax_backward: dx = y * (dy - sum(dy * y)).
+
+// CHECK-LABEL: func.func @softmax_backward(
+// CHECK-SAME: %[[DY:.*]]: tensor<4x7xf32>, %[[Y:.*]]: tensor<4x7xf32>)
+// CHECK-NOT: dnn.softmax_backward
+// CHECK: %[[P:.*]] = "dnn.mul"(%[[DY]], %[[Y]])
+// CHECK: %[[S:.*]] = "dnn.reduction"(%[[P]]) {axes = array<i64: 1>, keepdims = true, mode = "sum"} : (tensor<4x7xf32>) -> tensor<4x1xf32>
+// CHECK: %[[D:.*]] = "dnn.sub"(%[[DY]], %[[S]])
+// CHECK: %[[DX:.*]] = "dnn.mul"(%[[Y]], %[[D]])
+// CHECK: return %[[DX]]
+func.func @softmax_backward(%dy: tensor<4x7xf32>, %y: tensor<4x7xf32>) -> tensor<4x7xf32> {
+  %0 = "dnn.softmax_backward"(%dy, %y) {axis = 1 : i64} : (tensor<4x7xf32>, tensor<4x7xf32>) -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}
+
+// -----
+
+// Default options: log_softmax_backward: dx = dy - exp(y) * sum(dy); a bf16
+// result comes from the last op, the intermediates are f32.
+
+// CHECK-LABEL: func.func @log_softmax_backward(
+// CHECK-SAME: %[[DY:.*]]: tensor<4x7xbf16>, %[[Y:.*]]: tensor<4x7xbf16>)
+// CHECK-NOT: dnn.log_softmax_backward
+// CHECK: %[[E:.*]] = "dnn.exp"(%[[Y]]) : (tensor<4x7xbf16>) -> tensor<4x7xf32>
+// CHECK: %[[S:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<4x7xbf16>) -> tensor<1x7xf32>
+// CHECK: %[[W:.*]] = "dnn.mul"(%[[E]], %[[S]]) : (tensor<4x7xf32>, tensor<1x7xf32>) -> tensor<4x7xf32>
+// CHECK: %[[DX:.*]] = "dnn.sub"(%[[DY]], %[[W]]) : (tensor<4x7xbf16>, tensor<4x7xf32>) -> tensor<4x7xbf16>
+// CHECK: return %[[DX]]
+func.func @log_softmax_backward(%dy: tensor<4x7xbf16>, %y: tensor<4x7xbf16>) -> tensor<4x7xbf16> {
+  %0 = "dnn.log_softmax_backward"(%dy, %y) {axis = 0 : i64} : (tensor<4x7xbf16>, tensor<4x7xbf16>) -> tensor<4x7xbf16>
+  return %0 : tensor<4x7xbf16>
+}
+
+// -----
+
+// Default options keep the ops that have a kernel; all=true expands softmax
+// with the row maximum subtracted.
+
+// CHECK-LABEL: func.func @softmax(
+// CHECK: "dnn.softmax"
+// ALL-LABEL: func.func @softmax(
+// ALL-SAME: %[[X:.*]]: tensor<4x7xf32>)
+// ALL-NOT: dnn.softmax
+// ALL: %[[M:.*]] = "dnn.reduction"(%[[X]]) {axes = array<i64: 1>, keepdims = true, mode = "max"} : (tensor<4x7xf32>) -> tensor<4x1xf32>
+// ALL: %[[SH:.*]] = "dnn.sub"(%[[X]], %[[M]])
+// ALL: %[[E:.*]] = "dnn.exp"(%[[SH]])
+// ALL: %[[S:.*]] = "dnn.reduction"(%[[E]]) {axes = array<i64: 1>, keepdims = true, mode = "sum"}
+// ALL: %[[Y:.*]] = "dnn.div"(%[[E]], %[[S]])
+// ALL: return %[[Y]]
+func.func @softmax(%x: tensor<4x7xf32>) -> tensor<4x7xf32> {
+  %0 = "dnn.softmax"(%x) {axis = 1 : i64} : (tensor<4x7xf32>) -> tensor<4x7xf32>
+  return %0 : tensor<4x7xf32>
+}
+
+// -----
+
+// Default options keep layernorm; all=true gives mean, biased variance and
+// rsqrt, in f32, with the statistics as results.
+
+// CHECK-LABEL: func.func @layernorm(
+// CHECK: "dnn.layernorm"
+// ALL-LABEL: func.func @layernorm(
+// ALL-SAME: %[[X:.*]]: tensor<3x5x8xf32>, %[[SCALE:.*]]: tensor<1x5x8xf32>, %[[BIAS:.*]]: tensor<1x5x8xf32>)
+// ALL-NOT: dnn.layernorm
+// ALL: %[[MEAN:.*]] = "dnn.reduction"(%[[X]]) {axes = array<i64: 1, 2>, keepdims = true, mode = "mean"} : (tensor<3x5x8xf32>) -> tensor<3x1x1xf32>
+// ALL: %[[C:.*]] = "dnn.sub"(%[[X]], %[[MEAN]])
+// ALL: %[[SQ:.*]] = "dnn.square"(%[[C]])
+// ALL: %[[VAR:.*]] = "dnn.reduction"(%[[SQ]]) {axes = array<i64: 1, 2>, keepdims = true, mode = "mean"}
+// ALL: %[[EPS:.*]] = "dnn.constant"() {value = 1.000000e-05 : f64}
+// ALL: %[[VE:.*]] = "dnn.add"(%[[VAR]], %[[EPS]])
+// ALL: %[[INV:.*]] = "dnn.rsqrt"(%[[VE]])
+// ALL: %[[XHAT:.*]] = "dnn.mul"(%[[C]], %[[INV]])
+// ALL: %[[XS:.*]] = "dnn.mul"(%[[XHAT]], %[[SCALE]])
+// ALL: %[[Y:.*]] = "dnn.add"(%[[XS]], %[[BIAS]])
+// ALL: return %[[Y]], %[[MEAN]], %[[INV]]
+func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>) {
+  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  return %y, %mean, %inv : tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>
+}
+
+// -----
+
+// Default options keep sdpa; all=true gives GQA through 5-D broadcast
+// matmuls, the causal mask from gen_index, and guards for fully masked rows.
+
+// CHECK-LABEL: func.func @sdpa_gqa_causal(
+// CHECK: "dnn.sdpa"
+// ALL-LABEL: func.func @sdpa_gqa_causal(
+// ALL-SAME: %[[Q:.*]]: tensor<1x4x5x8xbf16>, %[[K:.*]]: tensor<1x2x7x8xbf16>, %[[V:.*]]: tensor<1x2x7x8xbf16>)
+// ALL-NOT: dnn.sdpa
+// ALL: %[[QG:.*]] = "dnn.reshape"(%[[Q]]) : (tensor<1x4x5x8xbf16>) -> tensor<1x2x2x5x8xbf16>
+// ALL: %[[KT:.*]] = "dnn.transpose"(%[[K]]) {permutation = array<i64: 0, 1, 3, 2>}
+// ALL: %[[KG:.*]] = "dnn.reshape"(%[[KT]]) : (tensor<1x2x8x7xbf16>) -> tensor<1x2x1x8x7xbf16>
+// ALL: %[[QK:.*]] = "dnn.matmul"(%[[QG]], %[[KG]]) {compute_type = f32} : (tensor<1x2x2x5x8xbf16>, tensor<1x2x1x8x7xbf16>) -> tensor<1x2x2x5x7xf32>
+// ALL: %[[SCALE:.*]] = "dnn.constant"() {value = 1.250000e-01 : f64}
+// ALL: %[[S:.*]] = "dnn.mul"(%[[QK]], %[[SCALE]])
+// ALL: %[[ROW:.*]] = "dnn.gen_index"(%[[S]]) {axis = 3 : i64}
+// ALL: %[[COL:.*]] = "dnn.gen_index"(%[[S]]) {axis = 4 : i64}
+// ALL: %[[ABOVE:.*]] = "dnn.cmp_gt"(%[[COL]], %[[ROW]])
+// ALL: %[[NINF:.*]] = "dnn.constant"() {value = 0xFFF0000000000000 : f64}
+// ALL: %[[SM:.*]] = "dnn.select"(%[[ABOVE]], %[[NINF]], %[[S]])
+// ALL: %[[M:.*]] = "dnn.reduction"(%[[SM]]) {axes = array<i64: 4>, keepdims = true, mode = "max"}
+// ALL: %[[MASKED:.*]] = "dnn.cmp_eq"(%[[M]], %[[NINF]])
+// ALL: %[[ZERO:.*]] = "dnn.constant"() {value = 0.000000e+00 : f64}
+// ALL: %[[SHIFT:.*]] = "dnn.select"(%[[MASKED]], %[[ZERO]], %[[M]])
+// ALL: %[[D:.*]] = "dnn.sub"(%[[SM]], %[[SHIFT]])
+// ALL: %[[E:.*]] = "dnn.exp"(%[[D]])
+// ALL: %[[L:.*]] = "dnn.reduction"(%[[E]]) {axes = array<i64: 4>, keepdims = true, mode = "sum"}
+// ALL: %[[VG:.*]] = "dnn.reshape"(%[[V]]) : (tensor<1x2x7x8xbf16>) -> tensor<1x2x1x7x8xbf16>
+// ALL: %[[EV:.*]] = "dnn.matmul"(%[[E]], %[[VG]])
+// ALL: %[[EMPTY:.*]] = "dnn.cmp_eq"(%[[L]], %[[ZERO]])
+// ALL: %[[ONE:.*]] = "dnn.constant"() {value = 1.000000e+00 : f64}
+// ALL: %[[DEN:.*]] = "dnn.select"(%[[EMPTY]], %[[ONE]], %[[L]])
+// ALL: %[[OG:.*]] = "dnn.div"(%[[EV]], %[[DEN]]) : (tensor<1x2x2x5x8xf32>, tensor<1x2x2x5x1xf32>) -> tensor<1x2x2x5x8xbf16>
+// ALL: %[[O:.*]] = "dnn.reshape"(%[[OG]]) : (tensor<1x2x2x5x8xbf16>) -> tensor<1x4x5x8xbf16>
+// ALL: %[[LOGL:.*]] = "dnn.log"(%[[L]])
+// ALL: %[[LSE:.*]] = "dnn.add"(%[[SHIFT]], %[[LOGL]])
+// ALL: %[[STATS:.*]] = "dnn.reshape"(%[[LSE]]) : (tensor<1x2x2x5x1xf32>) -> tensor<1x4x5x1xf32>
+// ALL: return %[[O]], %[[STATS]]
+func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %v: tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>) {
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
+  return %o, %stats : tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>
+}
+
+// -----
+
+// sdpa_backward with GQA under all=true: dk and dv are summed over the group
+// dim of the 5-D view.
+
+// CHECK-LABEL: func.func @sdpa_backward_gqa(
+// CHECK: "dnn.sdpa_backward"
+// ALL-LABEL: func.func @sdpa_backward_gqa(
+// ALL-NOT: dnn.sdpa_backward
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = false, mode = "sum"} : (tensor<1x2x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+// ALL: %[[DK:.*]] = "dnn.mul"
+// ALL: %[[DV:.*]] = "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = false, mode = "sum"} : (tensor<1x2x2x7x8xf32>) -> tensor<1x2x7x8xf32>
+// ALL: return %{{.*}}, %[[DK]], %[[DV]]
+func.func @sdpa_backward_gqa(%q: tensor<1x4x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>, %o: tensor<1x4x5x8xf32>, %do: tensor<1x4x5x8xf32>, %stats: tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) {
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 0.125 : f64, causal = false} : (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>)
+  return %dq, %dk, %dv : tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>
+}
