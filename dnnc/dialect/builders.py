@@ -10,6 +10,7 @@ Attributes are encoded as:
     bool -> true          str -> "max"                 type -> f32
 """
 
+import contextlib
 from dataclasses import dataclass
 
 from mlir import ir
@@ -107,6 +108,11 @@ def create(name, operands, attrs=None, result_types=None, *, discardable=None, l
     inferred shape, and the inferred dtype or, when the op leaves it free, the
     dtype of the first operand.
     """
+    with loc if loc is not None else contextlib.nullcontext():
+        return _create(name, operands, attrs, result_types, discardable, loc, ip)
+
+
+def _create(name, operands, attrs, result_types, discardable, loc, ip):
     d = _opdef.get(name)
     operands = {o.name: operands.get(o.name) for o in d.operands}
     infos = {k: ([info_of(v.type) for v in val] if isinstance(val, list) else
@@ -157,7 +163,7 @@ def _flat(values):
             yield v
 
 
-def _split(items, values, sizes, what, d):
+def _split(items, values, sizes):
     if sizes is None:
         # At most one optional/variadic group: it takes what the fixed ones leave.
         fixed = sum(1 for i in items if not (i.optional or getattr(i, "variadic", False)))
@@ -181,7 +187,7 @@ def _split(items, values, sizes, what, d):
 
 
 def read(operation):
-    """OpView of a dnn operation."""
+    """OpView of a dnn operation; attributes left out get their static defaults."""
     operation = getattr(operation, "operation", operation)
     d = _opdef.get(operation.name)
     attrs, discardable = {}, {}
@@ -202,8 +208,11 @@ def read(operation):
                 f"'{d.mlir_name}' op attribute '{key}': unknown attribute; expected one of "
                 f"{', '.join(sorted(known)) or 'none'}", op=d.mlir_name,
                 location=operation.location)
-    operands = _split(d.operands, list(operation.operands), operand_sizes, "operand", d)
-    results = _split(d.results, list(operation.results), result_sizes, "result", d)
+    for a in d.attrs:
+        if a.name not in attrs and not a.required:
+            attrs[a.name] = a.default
+    operands = _split(d.operands, list(operation.operands), operand_sizes)
+    results = _split(d.results, list(operation.results), result_sizes)
     return OpView(d, operation, operands, attrs, results, discardable)
 
 

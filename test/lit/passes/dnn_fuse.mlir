@@ -1,0 +1,296 @@
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse)' | FileCheck %s
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false})' | FileCheck %s --check-prefix=NOFUSE
+
+// Each test's graph function ends up holding only calls; a graph body of one
+// call and a return shows that exactly one kernel was made.
+
+// conv + bias + relu: one conv_fprop kernel; the bias is a kernel argument and
+// the ops keep their attributes (dnn.name included).
+// CHECK-LABEL: func.func private @conv_bias_relu_k0_conv_fprop(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<2x3x7x7xf32>, %[[W:[^:]*]]: tensor<5x3x3x3xf32>, %[[B:[^:]*]]: tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32>
+// CHECK-SAME: attributes {dnn.anchor = "conv_fprop", dnn.kernel}
+// CHECK-NEXT: %[[C:.*]] = "dnn.conv_fprop"(%[[X]], %[[W]]) {compute_type = f32, dilation = array<i64: 1, 1>
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[C]], %[[B]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.relu"(%[[S]]) {dnn.name = "act"}
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @conv_bias_relu(
+// CHECK-SAME: attributes {dnn.graph}
+// CHECK-NEXT: %[[R:.*]] = call @conv_bias_relu_k0_conv_fprop(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return %[[R]]
+// NOFUSE-LABEL: func.func private @conv_bias_relu_k0_conv_fprop(
+// NOFUSE: func.func private @conv_bias_relu_k1_pointwise(
+// NOFUSE-LABEL: func.func @conv_bias_relu(
+// NOFUSE-NEXT: %[[C:.*]] = call @conv_bias_relu_k0_conv_fprop(%arg0, %arg1)
+// NOFUSE-NEXT: %[[Y:.*]] = call @conv_bias_relu_k1_pointwise(%[[C]], %arg2)
+// NOFUSE-NEXT: return %[[Y]]
+func.func @conv_bias_relu(%x: tensor<2x3x7x7xf32>, %w: tensor<5x3x3x3xf32>, %b: tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32> attributes {dnn.graph} {
+  %0 = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x7x7xf32>, tensor<5x3x3x3xf32>) -> tensor<2x5x7x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<2x5x7x7xf32>, tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32>
+  %2 = "dnn.relu"(%1) {dnn.name = "act"} : (tensor<2x5x7x7xf32>) -> tensor<2x5x7x7xf32>
+  return %2 : tensor<2x5x7x7xf32>
+}
+
+// -----
+
+// matmul + bias + gelu: one matmul kernel.
+// CHECK-LABEL: func.func private @matmul_bias_gelu_k0_matmul(
+// CHECK-SAME: attributes {dnn.anchor = "matmul", dnn.kernel}
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul"
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[M]],
+// CHECK-NEXT: %[[Y:.*]] = "dnn.gelu"(%[[S]]) {approximate = "tanh"}
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @matmul_bias_gelu(
+// CHECK-NEXT: %[[R:.*]] = call @matmul_bias_gelu_k0_matmul(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return %[[R]]
+func.func @matmul_bias_gelu(%a: tensor<3x5x13xf32>, %w: tensor<13x7xf32>, %b: tensor<7xf32>) -> tensor<3x5x7xf32> {
+  %0 = "dnn.matmul"(%a, %w) {compute_type = f32} : (tensor<3x5x13xf32>, tensor<13x7xf32>) -> tensor<3x5x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<3x5x7xf32>, tensor<7xf32>) -> tensor<3x5x7xf32>
+  %2 = "dnn.gelu"(%1) {approximate = "tanh"} : (tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+  return %2 : tensor<3x5x7xf32>
+}
+
+// -----
+
+// matmul + bias + residual add + relu (+ the output cast): one kernel with the
+// bias and the residual as extra arguments.
+// CHECK-LABEL: func.func private @matmul_bias_residual_relu_k0_matmul(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<5x13xf32>, %[[W:[^:]*]]: tensor<13x7xf32>, %[[B:[^:]*]]: tensor<1x7xf32>, %[[RES:[^:]*]]: tensor<5x7xf32>) -> tensor<5x7xbf16>
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul"(%[[A]], %[[W]])
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[M]], %[[B]])
+// CHECK-NEXT: %[[T:.*]] = "dnn.add"(%[[RES]], %[[S]])
+// CHECK-NEXT: %[[U:.*]] = "dnn.relu"(%[[T]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.cast"(%[[U]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @matmul_bias_residual_relu(
+// CHECK-NEXT: %[[R:.*]] = call @matmul_bias_residual_relu_k0_matmul(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: return %[[R]]
+func.func @matmul_bias_residual_relu(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>, %b: tensor<1x7xf32>, %r: tensor<5x7xf32>) -> tensor<5x7xbf16> {
+  %0 = "dnn.matmul"(%a, %w) {compute_type = f32} : (tensor<5x13xf32>, tensor<13x7xf32>) -> tensor<5x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<5x7xf32>, tensor<1x7xf32>) -> tensor<5x7xf32>
+  %2 = "dnn.add"(%r, %1) : (tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<5x7xf32>
+  %3 = "dnn.relu"(%2) : (tensor<5x7xf32>) -> tensor<5x7xf32>
+  %4 = "dnn.cast"(%3) : (tensor<5x7xf32>) -> tensor<5x7xbf16>
+  return %4 : tensor<5x7xbf16>
+}
+
+// -----
+
+// residual add + layernorm: one layernorm kernel; the sum is also a graph
+// output, so the kernel returns it too.
+// CHECK-LABEL: func.func private @residual_layernorm_k0_layernorm(
+// CHECK-SAME: -> (tensor<5x13xf32>, tensor<5x13xf32>) attributes {dnn.anchor = "layernorm", dnn.kernel}
+// CHECK-NEXT: %[[H:.*]] = "dnn.add"
+// CHECK-NEXT: %[[Y:.*]] = "dnn.layernorm"(%[[H]],
+// CHECK-NEXT: return %[[H]], %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @residual_layernorm(
+// CHECK-NEXT: %[[R:.*]]:2 = call @residual_layernorm_k0_layernorm(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: return %[[R]]#1, %[[R]]#0
+// NOFUSE-LABEL: func.func private @residual_layernorm_k0_pointwise(
+// NOFUSE: func.func private @residual_layernorm_k1_layernorm(
+func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
+  %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  return %1, %0 : tensor<5x13xf32>, tensor<5x13xf32>
+}
+
+// -----
+
+// residual add + rmsnorm: one rmsnorm kernel.
+// CHECK-LABEL: func.func private @residual_rmsnorm_k0_rmsnorm(
+// CHECK-NEXT: "dnn.add"
+// CHECK-NEXT: "dnn.rmsnorm"
+// CHECK-NEXT: return
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @residual_rmsnorm(
+// CHECK-NEXT: %[[R:.*]] = call @residual_rmsnorm_k0_rmsnorm(%arg0, %arg1)
+// CHECK-NEXT: return %[[R]]
+func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tensor<5x13xf32> {
+  %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  return %1 : tensor<5x13xf32>
+}
+
+// -----
+
+// The add has another dnn user: it is no prologue, and the two chains hanging
+// off it form one pointwise kernel.
+// CHECK-LABEL: func.func private @shared_residual_k0_pointwise(
+// CHECK-SAME: -> (tensor<5x13xf32>, tensor<5x13xf32>)
+// CHECK: func.func private @shared_residual_k1_layernorm(
+// CHECK-NEXT: "dnn.layernorm"
+// CHECK-NEXT: return
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @shared_residual(
+// CHECK-NEXT: %[[P:.*]]:2 = call @shared_residual_k0_pointwise(%arg0, %arg1)
+// CHECK-NEXT: %[[Y:.*]] = call @shared_residual_k1_layernorm(%[[P]]#0)
+// CHECK-NEXT: return %[[Y]], %[[P]]#1
+func.func @shared_residual(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
+  %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.exp"(%0) : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  return %1, %2 : tensor<5x13xf32>, tensor<5x13xf32>
+}
+
+// -----
+
+// softmax + pointwise: one softmax kernel.
+// CHECK-LABEL: func.func private @softmax_mul_k0_softmax(
+// CHECK-SAME: attributes {dnn.anchor = "softmax", dnn.kernel}
+// CHECK-NEXT: %[[P:.*]] = "dnn.softmax"
+// CHECK-NEXT: %[[M:.*]] = "dnn.mul"(%[[P]],
+// CHECK-NEXT: %[[Y:.*]] = "dnn.neg"(%[[M]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @softmax_mul(
+// CHECK-NEXT: %[[R:.*]] = call @softmax_mul_k0_softmax(%arg0, %arg1)
+// CHECK-NEXT: return %[[R]]
+func.func @softmax_mul(%x: tensor<5x13xf32>, %m: tensor<5x1xf32>) -> tensor<5x13xf32> {
+  %0 = "dnn.softmax"(%x) {axis = 1 : i64} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.mul"(%0, %m) : (tensor<5x13xf32>, tensor<5x1xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.neg"(%1) : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  return %2 : tensor<5x13xf32>
+}
+
+// -----
+
+// A plain pointwise chain (with a branch and a join) is one kernel; the constant
+// is cloned into it, not passed.
+// CHECK-LABEL: func.func private @pointwise_chain_k0_pointwise(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<3x5x7xf32>, %[[S:[^:]*]]: tensor<5x1xf32>) -> tensor<3x5x7xf32>
+// CHECK-SAME: attributes {dnn.anchor = "pointwise", dnn.kernel}
+// CHECK: %[[C:.*]] = "dnn.constant"() {value = 5.000000e-01 : f64}
+// CHECK: "dnn.cmp_gt"({{.*}}, %[[C]])
+// CHECK: "dnn.select"
+// CHECK-NEXT: return
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @pointwise_chain(
+// CHECK-NEXT: %[[R:.*]] = call @pointwise_chain_k0_pointwise(%arg0, %arg1)
+// CHECK-NEXT: return %[[R]]
+func.func @pointwise_chain(%x: tensor<3x5x7xf32>, %s: tensor<5x1xf32>) -> tensor<3x5x7xf32> {
+  %0 = "dnn.mul"(%x, %s) : (tensor<3x5x7xf32>, tensor<5x1xf32>) -> tensor<3x5x7xf32>
+  %1 = "dnn.tanh"(%0) : (tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+  %c = "dnn.constant"() {value = 5.000000e-01 : f64} : () -> tensor<f32>
+  %2 = "dnn.cmp_gt"(%1, %c) : (tensor<3x5x7xf32>, tensor<f32>) -> tensor<3x5x7xi1>
+  %3 = "dnn.neg"(%0) : (tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+  %4 = "dnn.select"(%2, %1, %3) : (tensor<3x5x7xi1>, tensor<3x5x7xf32>, tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+  return %4 : tensor<3x5x7xf32>
+}
+
+// -----
+
+// The matmul result has two users: no epilogue; relu and exp join one pointwise
+// kernel that reads the matmul's result.
+// CHECK-LABEL: func.func private @shared_anchor_result_k0_matmul(
+// CHECK-NEXT: "dnn.matmul"
+// CHECK-NEXT: return
+// CHECK: func.func private @shared_anchor_result_k1_pointwise(
+// CHECK-SAME: dnn.kernel}
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @shared_anchor_result(
+// CHECK-NEXT: %[[M:.*]] = call @shared_anchor_result_k0_matmul(%arg0, %arg1)
+// CHECK-NEXT: %[[Y:.*]] = call @shared_anchor_result_k1_pointwise(%[[M]])
+// CHECK-NEXT: return %[[Y]]
+func.func @shared_anchor_result(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>) -> tensor<5x7xf32> {
+  %0 = "dnn.matmul"(%a, %w) {compute_type = f32} : (tensor<5x13xf32>, tensor<13x7xf32>) -> tensor<5x7xf32>
+  %1 = "dnn.relu"(%0) : (tensor<5x7xf32>) -> tensor<5x7xf32>
+  %2 = "dnn.exp"(%0) : (tensor<5x7xf32>) -> tensor<5x7xf32>
+  %3 = "dnn.add"(%1, %2) : (tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<5x7xf32>
+  return %3 : tensor<5x7xf32>
+}
+
+// -----
+
+// A norm takes no epilogue; a transpose is a kernel of its own; a constant used
+// by two kernels is cloned into both.
+// CHECK-LABEL: func.func private @no_norm_epilogue_k0_tensor(
+// CHECK-SAME: attributes {dnn.anchor = "tensor", dnn.kernel}
+// CHECK-NEXT: "dnn.transpose"
+// CHECK: func.func private @no_norm_epilogue_k1_pointwise(
+// CHECK-NEXT: "dnn.constant"
+// CHECK-NEXT: "dnn.mul"
+// CHECK: func.func private @no_norm_epilogue_k2_layernorm(
+// CHECK: func.func private @no_norm_epilogue_k3_pointwise(
+// CHECK-NEXT: "dnn.constant"
+// CHECK-NEXT: "dnn.add"
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @no_norm_epilogue(
+// CHECK-NEXT: %[[T:.*]] = call @no_norm_epilogue_k0_tensor(%arg0)
+// CHECK-NEXT: %[[M:.*]] = call @no_norm_epilogue_k1_pointwise(%[[T]])
+// CHECK-NEXT: %[[N:.*]] = call @no_norm_epilogue_k2_layernorm(%[[M]])
+// CHECK-NEXT: %[[Y:.*]] = call @no_norm_epilogue_k3_pointwise(%[[N]])
+// CHECK-NEXT: return %[[Y]]
+func.func @no_norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
+  %c = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
+  %0 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.mul"(%0, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
+  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %3 = "dnn.add"(%2, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
+  return %3 : tensor<5x13xf32>
+}
+
+// -----
+
+// %a and %b form a pointwise chain; %d reads %b and the matmul, which reads %a.
+// Joining %d to the chain would make the two kernels call each other, so %d
+// gets a kernel of its own.
+// CHECK-LABEL: func.func private @join_would_cycle_k0_pointwise(
+// CHECK-SAME: -> (tensor<5x5xf32>, tensor<5x5xf32>)
+// CHECK: func.func private @join_would_cycle_k1_matmul(
+// CHECK: func.func private @join_would_cycle_k2_pointwise(
+// CHECK-SAME: dnn.kernel}
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @join_would_cycle(
+// CHECK-NEXT: %[[AB:.*]]:2 = call @join_would_cycle_k0_pointwise(%arg0)
+// CHECK-NEXT: %[[C:.*]] = call @join_would_cycle_k1_matmul(%[[AB]]#0, %arg0)
+// CHECK-NEXT: %[[D:.*]] = call @join_would_cycle_k2_pointwise(%[[AB]]#1, %[[C]])
+// CHECK-NEXT: return %[[C]], %[[D]]
+func.func @join_would_cycle(%x: tensor<5x5xf32>) -> (tensor<5x5xf32>, tensor<5x5xf32>) {
+  %a = "dnn.exp"(%x) : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  %b = "dnn.relu"(%a) : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  %c = "dnn.matmul"(%a, %x) {compute_type = f32} : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  %d = "dnn.add"(%b, %c) : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  return %c, %d : tensor<5x5xf32>, tensor<5x5xf32>
+}
+
+// -----
+
+// An epilogue operand computed by a later-starting kernel: the calls follow the
+// dependencies, not the order of the first ops.
+// CHECK-LABEL: func.func private @epilogue_reads_later_kernel_k0_pointwise(
+// CHECK: func.func private @epilogue_reads_later_kernel_k1_matmul(
+// CHECK-NEXT: "dnn.matmul"
+// CHECK-NEXT: "dnn.mul"
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @epilogue_reads_later_kernel(
+// CHECK-NEXT: %[[E:.*]] = call @epilogue_reads_later_kernel_k0_pointwise(%arg1)
+// CHECK-NEXT: %[[Y:.*]] = call @epilogue_reads_later_kernel_k1_matmul(%arg0, %[[E]])
+// CHECK-NEXT: return %[[Y]]
+func.func @epilogue_reads_later_kernel(%x: tensor<5x5xf32>, %s: tensor<5x5xf32>) -> tensor<5x5xf32> {
+  %0 = "dnn.matmul"(%x, %x) {compute_type = f32} : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  %1 = "dnn.exp"(%s) : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  %2 = "dnn.mul"(%0, %1) : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
+  return %2 : tensor<5x5xf32>
+}
+
+// -----
+
+// A training norm's statistics used by a later kernel are kernel results; a
+// result nobody uses is not returned.
+// CHECK-LABEL: func.func private @norm_statistics_k0_layernorm(
+// CHECK-SAME: -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
+// CHECK: func.func private @norm_statistics_k1_layernorm_backward(
+// CHECK-SAME: -> tensor<5x13xf32> attributes {dnn.anchor = "layernorm_backward", dnn.kernel}
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @norm_statistics(
+// CHECK-NEXT: %[[F:.*]]:3 = call @norm_statistics_k0_layernorm(%arg0)
+// CHECK-NEXT: %[[B:.*]] = call @norm_statistics_k1_layernorm_backward(%arg1, %arg0, %[[F]]#1, %[[F]]#2)
+// CHECK-NEXT: return %[[F]]#0, %[[B]]
+func.func @norm_statistics(%x: tensor<5x13xf32>, %dy: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
+  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
+  %dx, %dbias = "dnn.layernorm_backward"(%dy, %x, %mean, %inv) {axis = 1 : i64, has_bias = true, operandSegmentSizes = array<i32: 1, 1, 0, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<5x13xf32>, tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>) -> (tensor<5x13xf32>, tensor<1x13xf32>)
+  return %y, %dx : tensor<5x13xf32>, tensor<5x13xf32>
+}

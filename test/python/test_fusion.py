@@ -1,0 +1,287 @@
+"""dnn-canonicalize, dnn-recognize-sdpa and dnn-fuse keep a graph's meaning.
+
+Each graph runs through the NumPy reference interpreter before and after the
+passes (the interpreter follows func.call into the outlined kernels), and the
+test checks how many dnn.kernel functions the fusion made and their anchors.
+Outputs agree to the last bit unless a pass changes where rounding happens
+(sdpa keeps the scores in higher precision than the f32 ops it replaces).
+"""
+
+import numpy as np
+import pytest
+
+import dnnc
+from dnnc import graph_mlir, interpreter, passes
+
+PIPELINE = "builtin.module(dnn-canonicalize,dnn-recognize-sdpa,dnn-fuse,dnn-verify)"
+F32 = dnnc.data_type.FLOAT
+
+
+def _inputs(graph, seed, positive=()):
+    """Seeded random arrays for the graph inputs; names in ``positive`` get values
+    in [0.5, 1.5) (variances, divisors)."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for t in graph.inputs:
+        if t.name in positive:
+            arrays.append(rng.uniform(0.5, 1.5, t.dim))
+        else:
+            arrays.append(rng.standard_normal(t.dim))
+    return arrays
+
+
+def kernels(module):
+    """Anchor names of the dnn.kernel functions of ``module``, in order."""
+    with module.context:
+        return [str(f.attributes["dnn.anchor"]).strip('"') for f in module.body.operations
+                if f.operation.name == "func.func" and "dnn.kernel" in f.attributes]
+
+
+def check(graph, anchors, seed=0, positive=(), pipeline=PIPELINE, rtol=0.0, atol=0.0):
+    """Run ``graph`` before and after ``pipeline``; compare outputs and kernel anchors.
+    Returns the transformed module."""
+    module = graph_mlir.to_module(graph)
+    arrays = _inputs(graph, seed, positive)
+    before = interpreter.run_module(module, arrays)
+    passes.run_pipeline(module, pipeline)
+    after = interpreter.run_module(module, arrays)
+    assert kernels(module) == anchors, str(module)
+    assert len(before) == len(after)
+    for b, a in zip(before, after):
+        assert a.shape == b.shape
+        np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    return module
+
+
+def _graph(name):
+    return dnnc.Graph(name=name, io_data_type=F32)
+
+
+def test_conv_bias_relu():
+    g = _graph("conv_bias_relu")
+    x = g.tensor(name="x", dim=[2, 3, 7, 7])
+    w = g.tensor(name="w", dim=[5, 3, 3, 3])
+    b = g.tensor(name="b", dim=[1, 5, 1, 1])
+    g.relu(g.add(g.conv_fprop(x, w, padding=1), b)).set_output(True)
+    check(g, ["conv_fprop"])
+
+
+def test_matmul_bias_gelu():
+    g = _graph("matmul_bias_gelu")
+    a = g.tensor(name="a", dim=[3, 5, 13])
+    w = g.tensor(name="w", dim=[13, 7])
+    b = g.tensor(name="b", dim=[7])
+    g.gelu(g.add(g.matmul(a, w), b)).set_output(True)
+    check(g, ["matmul"])
+
+
+def test_matmul_bias_residual_relu():
+    g = _graph("mlp")
+    a = g.tensor(name="a", dim=[5, 13])
+    w = g.tensor(name="w", dim=[13, 7])
+    b = g.tensor(name="b", dim=[1, 7])
+    r = g.tensor(name="r", dim=[5, 7])
+    g.relu(g.add(g.add(g.matmul(a, w), b), r)).set_output(True)
+    module = check(g, ["matmul"])
+    assert str(module).count("call @mlp_k0_matmul(%arg0, %arg1, %arg2, %arg3)") == 1
+
+
+@pytest.mark.parametrize("also_output", [False, True])
+def test_residual_layernorm(also_output):
+    g = _graph("res_ln")
+    x = g.tensor(name="x", dim=[3, 5, 13])
+    r = g.tensor(name="r", dim=[3, 5, 13])
+    scale = g.tensor(name="scale", dim=[1, 5, 13])
+    bias = g.tensor(name="bias", dim=[1, 5, 13])
+    h = g.add(x, r)
+    y, _, _ = g.layernorm(h, scale, bias, axis=1)
+    y.set_output(True)
+    if also_output:
+        h.set_output(True)
+    module = check(g, ["layernorm"])
+    results = "-> (tensor<3x5x13xf32>, tensor<3x5x13xf32>)" if also_output else \
+        "-> tensor<3x5x13xf32> attributes {dnn.anchor"
+    assert results in str(module)
+
+
+def test_residual_rmsnorm():
+    g = _graph("res_rms")
+    x = g.tensor(name="x", dim=[7, 13])
+    r = g.tensor(name="r", dim=[7, 13])
+    scale = g.tensor(name="scale", dim=[1, 13])
+    y, _ = g.rmsnorm(g.add(x, r), scale, axis=1)
+    y.set_output(True)
+    check(g, ["rmsnorm"])
+
+
+def _attention(name, heads_k=3, scale_op="mul", bias=True, reuse_scores=False):
+    g = _graph(name)
+    q = g.tensor(name="q", dim=[2, 3, 5, 7])
+    k = g.tensor(name="k", dim=[2, heads_k, 13, 7])
+    v = g.tensor(name="v", dim=[2, heads_k, 13, 5])
+    s = g.matmul(q, g.transpose(k, [0, 1, 3, 2]))
+    if scale_op == "mul":
+        s = g.mul(s, g.constant(7 ** -0.5))
+    elif scale_op == "div":
+        s = g.div(s, g.constant(7 ** 0.5))
+    if bias:
+        s = g.add(s, g.tensor(name="bias", dim=[1, 3, 5, 13]))
+    p = g.softmax(s, axis=-1)
+    g.matmul(p, v).set_output(True)
+    if reuse_scores:
+        s.set_output(True)
+    return g
+
+
+@pytest.mark.parametrize("scale_op,bias", [("mul", True), ("div", True), (None, False)])
+def test_attention_becomes_sdpa(scale_op, bias):
+    g = _attention("attn", scale_op=scale_op, bias=bias)
+    module = check(g, ["sdpa"], rtol=1e-5, atol=1e-6)
+    text = str(module)
+    assert text.count('"dnn.sdpa"') == 1
+    for gone in ("dnn.softmax", "dnn.matmul", "dnn.transpose", "dnn.constant"):
+        assert gone not in text
+
+
+def test_attention_with_shared_scores_is_left_alone():
+    g = _attention("attn_shared", reuse_scores=True)
+    module = check(g, ["tensor", "matmul", "softmax", "matmul"])
+    assert "dnn.sdpa" not in str(module)
+
+
+def test_grouped_query_attention_is_left_alone():
+    # k has one head for three query heads: matmul broadcasting is not GQA.
+    g = _graph("gqa")
+    q = g.tensor(name="q", dim=[2, 3, 5, 7])
+    k = g.tensor(name="k", dim=[2, 1, 13, 7])
+    v = g.tensor(name="v", dim=[2, 1, 13, 5])
+    p = g.softmax(g.matmul(q, g.transpose(k, [0, 1, 3, 2])), axis=-1)
+    g.matmul(p, v).set_output(True)
+    module = check(g, ["tensor", "matmul", "softmax", "matmul"])
+    assert "dnn.sdpa" not in str(module)
+
+
+def test_softmax_backward_chain():
+    g = _graph("sm_bwd")
+    x = g.tensor(name="x", dim=[3, 5, 13])
+    dy = g.tensor(name="dy", dim=[3, 5, 13])
+    y = g.softmax(x, axis=2)
+    dx = g.softmax_backward(dy, y, axis=2)
+    g.mul(dx, g.constant(0.5)).set_output(True)
+    check(g, ["softmax", "softmax_backward", "pointwise"])
+
+
+def test_softmax_mul():
+    g = _graph("sm_mul")
+    x = g.tensor(name="x", dim=[5, 13])
+    m = g.tensor(name="m", dim=[5, 1])
+    g.neg(g.mul(g.softmax(x, axis=1), m)).set_output(True)
+    check(g, ["softmax"])
+
+
+def test_pointwise_chain_with_broadcasting():
+    g = _graph("chain")
+    x = g.tensor(name="x", dim=[3, 5, 7])
+    s = g.tensor(name="s", dim=[5, 1])
+    t = g.tensor(name="t", dim=[7])
+    y = g.tanh(g.add(g.mul(x, s), t))
+    y = g.select(g.cmp_gt(y, g.constant(0.1)), y, g.sub(y, g.constant(1.0)))
+    y.set_output(True)
+    module = check(g, ["pointwise"])
+    # The constants are cloned into the kernel, not passed.
+    assert "call @chain_k0_pointwise(%arg0, %arg1, %arg2)" in str(module)
+
+
+def test_conv_batchnorm_relu():
+    g = _graph("conv_bn")
+    x = g.tensor(name="x", dim=[2, 3, 7, 5])
+    w = g.tensor(name="w", dim=[5, 3, 3, 3])
+    stats = [g.tensor(name=n, dim=[1, 5, 1, 1]) for n in ("mean", "var", "scale", "bias")]
+    y = g.batchnorm_inference(g.conv_fprop(x, w, padding=1), *stats)
+    g.relu(y).set_output(True)
+    check(g, ["conv_fprop", "batchnorm_inference", "pointwise"], positive=("var",))
+
+
+def test_intermediate_used_twice_and_returned():
+    g = _graph("shared")
+    x = g.tensor(name="x", dim=[5, 13])
+    w = g.tensor(name="w", dim=[13, 7])
+    b = g.tensor(name="b", dim=[7])
+    h = g.add(g.matmul(x, w), b)  # epilogue; h is used twice and returned
+    h.set_output(True)
+    g.add(g.relu(h), g.exp(h)).set_output(True)
+    module = check(g, ["matmul", "pointwise"])
+    text = str(module)
+    assert "-> tensor<5x7xf32> attributes {dnn.anchor = \"matmul\"" in text
+    assert "call @shared_k1_pointwise(%0)" in text
+
+
+def test_layernorm_backward_chain():
+    g = _graph("ln_bwd")
+    x = g.tensor(name="x", dim=[3, 5, 7])
+    scale = g.tensor(name="scale", dim=[1, 1, 7])
+    dy = g.tensor(name="dy", dim=[3, 5, 7])
+    y, mean, inv = g.layernorm(x, scale, axis=2, norm_forward_phase="training")
+    y.set_output(True)
+    dx, dscale, dbias = g.layernorm_backward(dy, x, scale, mean, inv, axis=2)
+    g.mul(dx, g.constant(2.0)).set_output(True)
+    dscale.set_output(True)
+    dbias.set_output(True)
+    check(g, ["layernorm", "layernorm_backward", "pointwise"])
+
+
+def test_pooling_relu():
+    g = _graph("pool")
+    x = g.tensor(name="x", dim=[2, 3, 7, 5])
+    g.relu(g.pooling(x, "max", window=[3, 2], stride=[2, 1], padding=1)).set_output(True)
+    check(g, ["pooling", "pointwise"])
+
+
+def test_cast_chain():
+    g = dnnc.Graph(name="casts", io_data_type=dnnc.data_type.HALF)
+    x = g.tensor(name="x", dim=[3, 13])
+    wide = g.cast(x, F32)
+    g.cast(wide, dnnc.data_type.BFLOAT16).set_output(True)  # exact inner cast: folded
+    narrow = g.cast(g.relu(wide), dnnc.data_type.BFLOAT16)
+    g.cast(narrow, dnnc.data_type.HALF).set_output(True)  # rounding inner cast: kept
+    # Two chains that only share the input x are two kernels.
+    module = check(g, ["pointwise", "pointwise"])
+    text = str(module)
+    assert '"dnn.cast"(%arg0) : (tensor<3x13xf16>) -> tensor<3x13xbf16>' in text
+    assert text.count('"dnn.cast"') == 4
+
+
+def test_tensor_ops_and_concat():
+    g = _graph("tensors")
+    x = g.tensor(name="x", dim=[3, 5, 7])
+    t = g.transpose(g.transpose(x, [1, 0, 2]), [1, 0, 2])  # folds away
+    r = g.reshape(g.reshape(t, [15, 7]), [5, 21])  # one reshape
+    s = g.slice(r, [slice(None), slice(1, 20, 2)])
+    g.concat([g.sigmoid(s), s], axis=1).set_output(True)
+    check(g, ["tensor", "tensor", "pointwise", "concat"])
+
+
+def test_join_that_would_make_a_cycle_is_refused():
+    # a and b form a pointwise chain; d reads b and the matmul, which reads a, so
+    # joining d to {a, b} would make the two kernels call each other.
+    g = _graph("cycle")
+    x = g.tensor(name="x", dim=[5, 5])
+    a = g.exp(x)
+    b = g.relu(a)
+    c = g.matmul(a, x)
+    c.set_output(True)
+    g.add(b, c).set_output(True)
+    check(g, ["pointwise", "matmul", "pointwise"])
+
+
+def test_options_turn_off_epilogue_and_prologue():
+    g = _graph("plain")
+    x = g.tensor(name="x", dim=[5, 13])
+    w = g.tensor(name="w", dim=[13, 13])
+    r = g.tensor(name="r", dim=[5, 13])
+    h = g.relu(g.matmul(x, w))
+    y, _, _ = g.layernorm(g.add(h, r), axis=1)
+    y.set_output(True)
+    pipeline = "builtin.module(dnn-fuse{epilogue=false prologue=false})"
+    check(g, ["matmul", "pointwise", "layernorm"], pipeline=pipeline)
+    check(g, ["matmul", "layernorm"])  # relu and the residual add join the matmul
