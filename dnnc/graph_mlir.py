@@ -102,8 +102,8 @@ def entry_function(module):
 
 
 def _messages(err, text):
-    """MLIR's diagnostics, one per line. Structural errors from IRDL say only
-    "op expects ..."; name the op from the source line they point at."""
+    """MLIR's diagnostics, one per line. Structural errors from IRDL do not name
+    the op ("op expects ..."); name it from the source line they point at."""
     import re
 
     diags = getattr(err, "error_diagnostics", None)
@@ -114,10 +114,11 @@ def _messages(err, text):
     for d in diags:
         message = d.message
         m = re.match(r'loc\("[^"]*":(\d+):\d+\)', str(d.location))
-        if message.startswith("op ") and m and int(m.group(1)) <= len(lines):
+        if m and int(m.group(1)) <= len(lines):
             name = re.search(r'"(dnn\.\w+)"', lines[int(m.group(1)) - 1])
-            if name:
-                message = f"'{name.group(1)}' {message}"
+            if name and name.group(1) not in message:
+                op = "" if message.startswith("op ") else "op "
+                message = f"'{name.group(1)}' {op}{message}"
         out.append(f"{d.location}: error: {message}")
     return "\n".join(out)
 

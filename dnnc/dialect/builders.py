@@ -17,10 +17,10 @@ from mlir import ir
 
 from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import as_data_type, data_type, from_mlir
-from dnnc.errors import VerificationError
+from dnnc.errors import DnncError, VerificationError
 
-# Discardable attributes that any dnn op may carry (the op's name in the graph).
-DISCARDABLE_PREFIX = "dnn."
+# The one discardable attribute a dnn op may carry: its name in the graph.
+NAME_ATTR = "dnn.name"
 
 
 def tensor_type(shape, dtype):
@@ -33,11 +33,20 @@ def element_type(dtype):
 
 
 def info_of(type_):
-    """TensorInfo of an MLIR ranked tensor type."""
+    """TensorInfo of an MLIR ranked tensor type with a static shape, no encoding
+    and a dnn element type; anything else is a VerificationError."""
     if not isinstance(type_, ir.RankedTensorType):
         raise VerificationError(f"expected a ranked tensor, got {type_}")
-    t = type_
-    return _opdef.TensorInfo(tuple(t.shape), from_mlir(str(t.element_type)))
+    if type_.encoding is not None:
+        raise VerificationError(f"expected a tensor without encoding, got {type_}")
+    if not type_.has_static_shape:
+        raise VerificationError(f"expected a static shape, got {type_}")
+    try:
+        dtype = from_mlir(str(type_.element_type))
+    except DnncError:
+        raise VerificationError(f"expected element type f32, f16, bf16, f8E4M3FN, f8E5M2 "
+                                f"or i1, got {type_.element_type}") from None
+    return _opdef.TensorInfo(tuple(type_.shape), dtype)
 
 
 def encode_attr(kind, value):
@@ -61,11 +70,12 @@ def decode_attr(kind, attr, where):
     """MLIR attribute -> Python value; a wrong attribute kind is a VerificationError."""
     expected = {"int": "an i64 integer", "ints": "array<i64: ...>", "float": "an f64 float",
                 "bool": "true or false", "str": "a string", "type": "a type"}[kind]
-    if kind == "int" and isinstance(attr, ir.IntegerAttr) and not isinstance(attr, ir.BoolAttr):
+    if (kind == "int" and isinstance(attr, ir.IntegerAttr) and not isinstance(attr, ir.BoolAttr)
+            and str(attr.type) == "i64"):
         return attr.value
     if kind == "ints" and isinstance(attr, ir.DenseI64ArrayAttr):
         return tuple(attr)
-    if kind == "float" and isinstance(attr, ir.FloatAttr):
+    if kind == "float" and isinstance(attr, ir.FloatAttr) and str(attr.type) == "f64":
         return attr.value
     if kind == "bool" and isinstance(attr, ir.BoolAttr):
         return attr.value
@@ -193,21 +203,30 @@ def read(operation):
     attrs, discardable = {}, {}
     known = {a.name: a for a in d.attrs}
     operand_sizes = result_sizes = None
+    def fail(key, message):
+        raise VerificationError(f"'{d.mlir_name}' op attribute '{key}': {message}",
+                                op=d.mlir_name, location=operation.location)
+
     for key, value in operation.attributes.items():
-        if key == "operandSegmentSizes":
+        if key == "operandSegmentSizes" and d.has_optional_operands:
+            if not isinstance(value, ir.DenseI32ArrayAttr):
+                fail(key, f"expected array<i32: ...>, got {value}")
             operand_sizes = list(value)
-        elif key == "resultSegmentSizes":
+        elif key == "resultSegmentSizes" and d.has_optional_results:
+            if not isinstance(value, ir.DenseI32ArrayAttr):
+                fail(key, f"expected array<i32: ...>, got {value}")
             result_sizes = list(value)
-        elif key.startswith(DISCARDABLE_PREFIX):
+        elif key == NAME_ATTR:
+            if not isinstance(value, ir.StringAttr):
+                fail(key, f"expected a string, got {value}")
             discardable[key] = value
         elif key in known:
             attrs[key] = decode_attr(known[key].kind, value,
                                      f"'{d.mlir_name}' op attribute '{key}'")
+        elif known:
+            fail(key, f"unknown attribute; expected one of {', '.join(sorted(known))}")
         else:
-            raise VerificationError(
-                f"'{d.mlir_name}' op attribute '{key}': unknown attribute; expected one of "
-                f"{', '.join(sorted(known)) or 'none'}", op=d.mlir_name,
-                location=operation.location)
+            fail(key, "unknown attribute; the op has no attributes")
     for a in d.attrs:
         if a.name not in attrs and not a.required:
             attrs[a.name] = a.default
@@ -225,10 +244,11 @@ def verify(operation):
     try:
         view = read(operation)
         d = view.opdef
-        infos = {k: ([info_of(v.type) for v in val] if isinstance(val, list) else
-                     (info_of(v.type) if (v := val) is not None else None))
+        infos = {k: ([_info(d, "operand", k, v) for v in val] if isinstance(val, list) else
+                     (_info(d, "operand", k, val) if val is not None else None))
                  for k, val in view.operands.items()}
-        declared = {k: info_of(v.type) for k, v in view.results.items() if v is not None}
+        declared = {k: _info(d, "result", k, v) for k, v in view.results.items()
+                    if v is not None}
         inferred, full = _opdef.infer(d, infos, view.attrs, declared, operation.location)
         for r in d.results:
             have, want = view.results[r.name], inferred.get(r.name)
@@ -256,6 +276,13 @@ def verify(operation):
         if err.location is None:
             err.location = operation.location
         raise
+
+
+def _info(d, kind, name, value):
+    try:
+        return info_of(value.type)
+    except VerificationError as err:
+        raise VerificationError(f"'{d.mlir_name}' op {kind} '{name}': {err}") from None
 
 
 def _shape(shape):

@@ -11,6 +11,7 @@ message has the same shape::
 """
 
 import inspect
+import math
 from dataclasses import dataclass, field
 from typing import Callable
 
@@ -130,7 +131,8 @@ class InferContext:
         info = self.operands[operand]
         ranks = (ranks,) if isinstance(ranks, int) else tuple(ranks)
         if info.rank not in ranks:
-            want = " or ".join(str(r) for r in ranks)
+            want = str(ranks[0]) if len(ranks) == 1 else \
+                ", ".join(map(str, ranks[:-1])) + f" or {ranks[-1]}"
             self.fail(f"operand '{operand}'", f"expected rank {want}, got rank {info.rank}")
 
     def expect_shape(self, operand, shape, why=""):
@@ -220,9 +222,11 @@ def complete_attrs(opdef, attrs, ctx_fail=None):
     known = {a.name for a in opdef.attrs}
     for key in attrs:
         if key not in known:
+            expected = (f"expected one of {', '.join(sorted(known))}" if known
+                        else "the op has no attributes")
             raise VerificationError(
-                f"'{opdef.mlir_name}' op attribute '{key}': unknown attribute; expected one of "
-                f"{', '.join(sorted(known)) or 'none'}", op=opdef.mlir_name)
+                f"'{opdef.mlir_name}' op attribute '{key}': unknown attribute; {expected}",
+                op=opdef.mlir_name)
     for a in opdef.attrs:
         if a.name in attrs and attrs[a.name] is not None:
             value = attrs[a.name]
@@ -261,6 +265,9 @@ def _check_kind(opdef, a, value):
     if a.kind == "float":
         if isinstance(value, bool) or not isinstance(value, (int, float)):
             bad("a number")
+        # Only a constant's value may be infinite (masks use -inf).
+        if math.isnan(value) or (math.isinf(value) and a.name != "value"):
+            bad("a finite number")
         return float(value)
     if a.kind == "bool":
         if not isinstance(value, bool):

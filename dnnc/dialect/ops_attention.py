@@ -41,7 +41,7 @@ def _check_qkv(ctx):
             ctx.fail("operand 'bias'", f"expected rank 4, got rank {bias.rank}")
         for i, (want, got) in enumerate(zip(full, bias.shape)):
             if got not in (want, 1):
-                ctx.fail_dim("bias", i, f"{want} or 1", got, "broadcast to (B, H, Sq, Skv)")
+                ctx.fail_dim("bias", i, f"{want} or 1", got, "broadcast to B, H, Sq, Skv")
     return b, h, sq, d, hk, skv, v.shape[3]
 
 
@@ -67,6 +67,6 @@ def _sdpa_backward(ctx):
     b, h, sq, _, _, _, dv = _check_qkv(ctx)
     ctx.expect_shape("o", (b, h, sq, dv), "shape of the forward output")
     ctx.expect_shape("do", (b, h, sq, dv), "shape of 'o'")
-    ctx.expect_shape("stats", (b, h, sq, 1), "(B, H, Sq, 1)")
+    ctx.expect_shape("stats", (b, h, sq, 1), "shape B, H, Sq, 1")
     return {"dq": TensorInfo(ctx["q"].shape), "dk": TensorInfo(ctx["k"].shape),
             "dv": TensorInfo(ctx["v"].shape)}

@@ -26,8 +26,9 @@ def _reshape(ctx):
     shape = ctx.declared_shape("y")
     x = ctx["x"]
     if math.prod(shape) != math.prod(x.shape):
-        ctx.fail("result 'y'", f"expected {math.prod(x.shape)} elements (as operand 'x' "
-                 f"{'x'.join(map(str, x.shape)) or 'scalar'}), got {math.prod(shape)}")
+        shape_text = "x".join(map(str, x.shape)) or "a scalar"
+        ctx.fail("result 'y'", f"expected {math.prod(x.shape)} elements (the number in operand "
+                 f"'x', {shape_text}), got {math.prod(shape)}")
     return {"y": TensorInfo(shape, x.dtype)}
 
 

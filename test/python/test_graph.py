@@ -108,7 +108,7 @@ def test_shapes_are_inferred():
     (lambda g, x: g.logical_not(x),
      "'dnn.logical_not' op operand 'x': expected a tensor of i1, got f32"),
     (lambda g, x: g.reshape(x, [7]),
-     "'dnn.reshape' op result 'y': expected 12 elements (as operand 'x' 3x4), got 7"),
+     "'dnn.reshape' op result 'y': expected 12 elements (the number in operand 'x', 3x4), got 7"),
     (lambda g, x: g.transpose(x, [0, 0]),
      "'dnn.transpose' op attribute 'permutation': expected a permutation of 0..1, got [0, 0]"),
 ])
