@@ -224,6 +224,9 @@ class Graph:
         node, result = t.producer
         if result in node.fixed_dtypes:
             return node.fixed_dtypes[result]
+        if node.opdef.dtype_from:
+            # Data movement keeps its input's type, whatever the tensor's role.
+            return self._resolve_dtype(node.operands[node.opdef.dtype_from])
         if t.data_type is not None:
             return t.data_type
         if not t.is_output:
@@ -500,11 +503,16 @@ class Graph:
                         name)[0]
 
     def concat(self, inputs, axis, name=None):
-        """Join tensors along ``axis``."""
+        """Join tensors along ``axis``: a chain of binary ``dnn.concat`` ops."""
         inputs = list(inputs)
-        first = inputs[0] if inputs else None
-        axis = _axis(axis, first) if first is not None else axis
-        return self._op("concat", {"inputs": inputs}, {"axis": axis}, name)[0]
+        if len(inputs) < 2:
+            raise GraphError(f"concat: expected at least 2 tensors, got {len(inputs)}")
+        axis = _axis(axis, inputs[0])
+        result = inputs[0]
+        for i, t in enumerate(inputs[1:]):
+            part = name if name is None or i == len(inputs) - 2 else f"{name}.{i}"
+            result = self._op("concat", {"a": result, "b": t}, {"axis": axis}, part)[0]
+        return result
 
     # ------------------------------------------------------------------ MLIR and execution
 

@@ -34,7 +34,19 @@ CPU = FRONT + (
     Stage("llvm", (
         "one-shot-bufferize{bufferize-function-boundaries "
         "function-boundary-type-conversion=identity-layout-map}",
-        "buffer-results-to-out-params{hoist-static-allocs modify-public-functions}",
+        # Results become out-parameters, filled by a copy (memcpy) of the
+        # result buffer. Not hoist-static-allocs: it crashes MLIR 22 when a
+        # function returns one buffer twice, which CSE can make of two outputs.
+        "buffer-results-to-out-params{modify-public-functions}",
+        # Bufferizing an extract_slice / write / insert_slice triple leaves a
+        # copy of a subview onto an identical subview: cse makes the two one
+        # value and canonicalize drops the self-copy (a strided memref.copy
+        # would need MLIR's C runner-utils library, which is not loaded).
+        "cse",
+        "canonicalize",
+        # Free the intermediate buffers (one-shot-bufferize only allocates).
+        "buffer-deallocation-pipeline",
+        "convert-bufferization-to-memref",
         "convert-linalg-to-loops",
         "arith-expand{include-bf16}",
         "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",

@@ -57,7 +57,8 @@ def round_to(array, dtype):
     as float64 (bool arrays pass through; BOOLEAN converts to bool).
 
     Rounding is to nearest even, done once from float64. fp8 types saturate:
-    values beyond the largest finite value become +-max; NaN stays NaN.
+    finite values beyond the largest finite value become +-max; inf becomes
+    +-max in E4M3FN (which has no inf) and stays inf in E5M2; NaN stays NaN.
     """
     dtype = as_data_type(dtype)
     a = np.asarray(array)
@@ -77,7 +78,10 @@ def _round_float(a, dtype):
         return a.astype(dtype.numpy).astype(np.float64)
     if dtype in (data_type.FP8_E4M3, data_type.FP8_E5M2):
         limit = float(ml_dtypes.finfo(dtype.numpy).max)
-        a = np.clip(a, -limit, limit)  # saturate; np.clip keeps NaN
+        # Saturate finite values; np.clip keeps NaN. E5M2 has an infinity and keeps
+        # it; E4M3FN has none, so inf saturates too.
+        clipped = np.clip(a, -limit, limit)
+        a = np.where(np.isinf(a), a, clipped) if dtype is data_type.FP8_E5M2 else clipped
     # ml_dtypes converts through float32: make that first step round-to-odd so
     # the two roundings give the correctly rounded result (no double rounding).
     return _float32_round_to_odd(a).astype(dtype.numpy).astype(np.float64)
@@ -282,7 +286,7 @@ def _slice(o, a, r):
 
 
 def _concat(o, a, r):
-    return {"y": np.concatenate(o["inputs"], axis=a["axis"])}
+    return {"y": np.concatenate([o["a"], o["b"]], axis=a["axis"])}
 
 
 # ----------------------------------------------------------------------------
@@ -349,10 +353,11 @@ def _conv_fprop(o, a, r):
     (n, c), (k, cg), g = x.shape[:2], w.shape[:2], x.shape[1] // w.shape[1]
     out = _conv_out(x.shape[2:], w.shape[2:], a)
     xp = _pad(x, a["pre_padding"], a["post_padding"])
-    wg = w.reshape(g, k // g, cg, -1)  # taps flattened in row-major order
-    y = np.zeros((n, g, k // g, math.prod(out)))
+    taps, points = math.prod(w.shape[2:]), math.prod(out)
+    wg = w.reshape(g, k // g, cg, taps)  # taps flattened in row-major order
+    y = np.zeros((n, g, k // g, points))
     for t, tap in enumerate(_taps(w.shape[2:])):
-        xs = xp[_tap_view(tap, a["dilation"], a["stride"], out)].reshape(n, g, cg, -1)
+        xs = xp[_tap_view(tap, a["dilation"], a["stride"], out)].reshape(n, g, cg, points)
         y += np.einsum("ngcp,gkc->ngkp", xs, wg[..., t])
     return {"y": y.reshape((n, k) + out)}
 
@@ -365,8 +370,8 @@ def _conv_dgrad(o, a, r):
     out = dy.shape[2:]
     pre, post = a["pre_padding"], a["post_padding"]
     dxp = np.zeros((n, c) + tuple(s + p + q for s, p, q in zip(shape[2:], pre, post)))
-    dyg = dy.reshape(n, g, k // g, -1)
-    wg = w.reshape(g, k // g, cg, -1)
+    dyg = dy.reshape(n, g, k // g, math.prod(out))
+    wg = w.reshape(g, k // g, cg, math.prod(w.shape[2:]))
     for t, tap in enumerate(_taps(w.shape[2:])):
         # Scatter-add: the adjoint of fprop's gather for this tap. Padded
         # positions that no window reaches keep a zero gradient.
@@ -381,10 +386,11 @@ def _conv_wgrad(o, a, r):
     (n, c), (k, cg), g = x.shape[:2], shape[:2], x.shape[1] // shape[1]
     out = dy.shape[2:]
     xp = _pad(x, a["pre_padding"], a["post_padding"])
-    dyg = dy.reshape(n, g, k // g, -1)
+    dyg = dy.reshape(n, g, k // g, math.prod(out))
     dw = np.zeros((g, k // g, cg, math.prod(shape[2:])))
     for t, tap in enumerate(_taps(shape[2:])):
-        xs = xp[_tap_view(tap, a["dilation"], a["stride"], out)].reshape(n, g, cg, -1)
+        xs = xp[_tap_view(tap, a["dilation"], a["stride"], out)].reshape(n, g, cg,
+                                                                          math.prod(out))
         dw[..., t] = np.einsum("ngkp,ngcp->gkc", dyg, xs)  # sum over n and outputs
     # fprop applied the flipped filter in 'convolution' mode: flip the gradient back.
     return {"dw": _oriented(dw.reshape(shape), a)}

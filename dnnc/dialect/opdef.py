@@ -83,6 +83,8 @@ class OpDef:
     # Results whose shape cannot be derived from the operands (conv_dgrad's dx,
     # reshape's result) are taken from the declared result type.
     declared_results: tuple = ()
+    # The operand whose element type the result keeps (data-movement ops).
+    dtype_from: str = None
 
     @property
     def mlir_name(self):
@@ -187,7 +189,8 @@ def register(opdef):
     return opdef
 
 
-def op(name, *, family, operands, results, attrs=(), doc="", declared_results=()):
+def op(name, *, family, operands, results, attrs=(), doc="", declared_results=(),
+       dtype_from=None):
     """Decorator form of ``register`` around an infer function."""
 
     def wrap(infer):
@@ -196,7 +199,7 @@ def op(name, *, family, operands, results, attrs=(), doc="", declared_results=()
             operands=tuple(o if isinstance(o, Operand) else Operand(o) for o in operands),
             results=tuple(r if isinstance(r, Result) else Result(r) for r in results),
             attrs=tuple(attrs), infer=infer, doc=inspect.cleandoc(doc or infer.__doc__ or ""),
-            declared_results=tuple(declared_results)))
+            declared_results=tuple(declared_results), dtype_from=dtype_from))
         return infer
 
     return wrap

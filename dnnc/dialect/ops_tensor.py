@@ -7,8 +7,9 @@ from dnnc.dialect.opdef import Attr, Operand, TensorInfo, op
 
 @op("cast", family="pointwise", operands=[Operand("x", dtype="any")], results=["y"])
 def _cast(ctx):
-    """Convert to the result's element type (round to nearest even; fp8 saturates
-    to the largest finite value). The result type says the target type."""
+    """Convert to the result's element type, rounding to nearest even. fp8
+    saturates finite values to the largest finite one; inf saturates in
+    f8E4M3FN (no inf) and stays inf in f8E5M2. The result type is the target."""
     return {"y": TensorInfo(ctx["x"].shape)}
 
 
@@ -20,6 +21,7 @@ def _constant(ctx):
 
 
 @op("reshape", family="tensor", operands=[Operand("x", dtype="any")], results=["y"],
+    dtype_from="x",
     declared_results=("y",))
 def _reshape(ctx):
     """Same elements in row-major logical order, new shape (given by the result type)."""
@@ -33,6 +35,7 @@ def _reshape(ctx):
 
 
 @op("transpose", family="tensor", operands=[Operand("x", dtype="any")], results=["y"],
+    dtype_from="x",
     attrs=[Attr("permutation", "ints")])
 def _transpose(ctx):
     """y.dim[i] = x.dim[permutation[i]]."""
@@ -45,6 +48,7 @@ def _transpose(ctx):
 
 
 @op("slice", family="tensor", operands=[Operand("x", dtype="any")], results=["y"],
+    dtype_from="x",
     attrs=[Attr("start", "ints"), Attr("limit", "ints"), Attr("step", "ints")])
 def _slice(ctx):
     """x[start:limit:step] along every dim (steps positive, bounds in range)."""
@@ -63,30 +67,24 @@ def _slice(ctx):
     return {"y": TensorInfo(shape, x.dtype)}
 
 
-@op("concat", family="tensor", operands=[Operand("inputs", variadic=True, dtype="any")],
-    results=["y"], attrs=[Attr("axis", "int")])
+@op("concat", family="tensor", operands=[Operand("a", dtype="any"), Operand("b", dtype="any")],
+    results=["y"], attrs=[Attr("axis", "int")], dtype_from="a")
 def _concat(ctx):
-    """Join the inputs along ``axis``; all other dims agree."""
-    inputs = ctx["inputs"] or []
-    if not inputs:
-        ctx.fail("operand 'inputs'", "expected at least 1 tensor, got 0")
-    first = inputs[0]
-    axis = ctx.axis("axis", first.rank)
-    total = 0
-    for i, t in enumerate(inputs):
-        if t.rank != first.rank:
-            ctx.fail(f"operand 'inputs' #{i}", f"expected rank {first.rank}, got rank {t.rank}")
-        if t.dtype is not None and first.dtype is not None and t.dtype is not first.dtype:
-            ctx.fail(f"operand 'inputs' #{i}",
-                     f"expected element type {first.dtype}, got {t.dtype}")
-        for d in range(first.rank):
-            if d != axis and t.shape[d] != first.shape[d]:
-                ctx.fail(f"operand 'inputs' #{i} dim {d}",
-                         f"expected {first.shape[d]} (as input #0), got {t.shape[d]}")
-        total += t.shape[axis]
-    shape = list(first.shape)
-    shape[axis] = total
-    return {"y": TensorInfo(shape, first.dtype)}
+    """Join a and b along ``axis``; all other dims and the element types agree.
+    (Binary: IRDL gives all operands of a variadic group one type, so inputs of
+    different sizes cannot share one. More inputs are a chain of concats.)"""
+    a, b = ctx["a"], ctx["b"]
+    axis = ctx.axis("axis", a.rank)
+    if b.rank != a.rank:
+        ctx.fail("operand 'b'", f"expected rank {a.rank} (rank of 'a'), got rank {b.rank}")
+    if a.dtype is not None and b.dtype is not None and a.dtype is not b.dtype:
+        ctx.fail("operand 'b'", f"expected element type {a.dtype} (as 'a'), got {b.dtype}")
+    for d in range(a.rank):
+        if d != axis and b.shape[d] != a.shape[d]:
+            ctx.fail_dim("b", d, a.shape[d], b.shape[d], "as 'a'")
+    shape = list(a.shape)
+    shape[axis] += b.shape[axis]
+    return {"y": TensorInfo(shape, a.dtype)}
 
 
 TENSOR_OPS = {"cast", "constant", "reshape", "transpose", "slice", "concat"}

@@ -9,8 +9,7 @@ dnn ops are pure, so an op whose results are all unused is erased. The folds:
 * ``reshape(reshape(x))`` becomes one reshape; a reshape to x's shape is removed;
 * ``transpose(transpose(x))`` becomes one transpose; an identity permutation is
   removed;
-* a ``slice`` of the whole tensor with step 1, and a ``concat`` of one input,
-  are removed.
+* a ``slice`` of the whole tensor with step 1 is removed.
 
 Before::
 
@@ -153,20 +152,11 @@ def fold_slice(view):
     return False
 
 
-def fold_concat(view):
-    """A concat of one input -> the input."""
-    inputs = view.operands["inputs"]
-    if len(inputs) == 1:
-        return _replace(view, inputs[0])
-    return False
-
-
 FOLDS = {
     "cast": fold_cast,
     "reshape": fold_reshape,
     "transpose": fold_transpose,
     "slice": fold_slice,
-    "concat": fold_concat,
 }
 
 

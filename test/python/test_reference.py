@@ -284,8 +284,8 @@ def test_shape_ops_match_numpy():
     s = run("slice", {"x": x}, start=(1, 0, 2), limit=(3, 5, 7), step=(1, 2, 3))["y"]
     np.testing.assert_array_equal(s, [[[x[i, j, k] for k in (2, 5)] for j in (0, 2, 4)]
                                       for i in (1, 2)])
-    parts = [x[:, :1], x[:, 1:4], x[:, 4:]]
-    np.testing.assert_array_equal(run("concat", {"inputs": parts}, axis=1)["y"], x)
+    head = run("concat", {"a": x[:, :1], "b": x[:, 1:4]}, axis=1)["y"]
+    np.testing.assert_array_equal(run("concat", {"a": head, "b": x[:, 4:]}, axis=1)["y"], x)
     mask = x > 50
     assert run("reshape", {"x": mask}, declared={"y": (105,)})["y"].dtype == np.bool_
 
@@ -942,4 +942,5 @@ def test_softmax_of_an_all_minus_inf_row_is_zero_not_nan():
     np.testing.assert_allclose(y[1], np.exp([0.0, 1.0, -np.inf]) / np.exp([0.0, 1.0]).sum())
     ly = ref.evaluate("log_softmax", {"x": x}, {"axis": 1}, info)["y"]
     assert np.all(ly[0] == -np.inf)
-    np.testing.assert_allclose(ly[1], np.log(y[1]))
+    with np.errstate(divide="ignore"):
+        np.testing.assert_allclose(ly[1], np.log(y[1]))

@@ -728,9 +728,9 @@ func.func @slice_result_shape(%x: tensor<8x6xf32>) -> tensor<6x2xf32> {
 
 // -----
 
-func.func @concat_no_inputs() -> tensor<2xf32> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op operand 'inputs': expected at least 1 tensor, got 0
-  %y = "dnn.concat"() {axis = 0 : i64} : () -> tensor<2xf32>
+func.func @concat_one_input(%a: tensor<2xf32>) -> tensor<2xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op expects exactly 2 operands, but got 1
+  %y = "dnn.concat"(%a) {axis = 0 : i64} : (tensor<2xf32>) -> tensor<2xf32>
   return %y : tensor<2xf32>
 }
 
@@ -744,9 +744,33 @@ func.func @concat_axis_out_of_range(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) ->
 
 // -----
 
-func.func @concat_result_shape(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>, %c: tensor<2x3xf32>) -> tensor<2x6xf32> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op result 'y': expected shape 2x9, got 2x6
-  %y = "dnn.concat"(%a, %b, %c) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x6xf32>
+func.func @concat_result_shape(%a: tensor<2x3xf32>, %b: tensor<2x4xf32>) -> tensor<2x6xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op result 'y': expected shape 2x7, got 2x6
+  %y = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x4xf32>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_other_dims_differ(%a: tensor<2x3xf32>, %b: tensor<3x3xf32>) -> tensor<2x6xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op operand 'b' dim 0: expected 2 (as 'a'), got 3
+  %y = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<3x3xf32>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_rank_differs(%a: tensor<2x3xf32>, %b: tensor<2x3x1xf32>) -> tensor<2x6xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op operand 'b': expected rank 2 (rank of 'a'), got rank 3
+  %y = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3x1xf32>) -> tensor<2x6xf32>
+  return %y : tensor<2x6xf32>
+}
+
+// -----
+
+func.func @concat_element_types_differ(%a: tensor<2x3xf32>, %b: tensor<2x3xf16>) -> tensor<2x6xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.concat' op operand 'b': expected element type f32 (as 'a'), got f16
+  %y = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<2x3xf32>, tensor<2x3xf16>) -> tensor<2x6xf32>
   return %y : tensor<2x6xf32>
 }
 

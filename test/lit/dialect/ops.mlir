@@ -638,24 +638,26 @@ func.func @slice_empty(%x: tensor<8x6xf32>) -> tensor<0x6xf32> {
 
 // -----
 
-// CHECK-LABEL: func.func @concat_three_inputs(
-//  CHECK-SAME:     %[[A:.*]]: tensor<2x3xf16>, %[[B:.*]]: tensor<2x3xf16>, %[[C:.*]]: tensor<2x3xf16>) -> tensor<2x9xf16>
-//  CHECK-NEXT:   %[[Y:.*]] = "dnn.concat"(%[[A]], %[[B]], %[[C]]) {axis = 1 : i64} : (tensor<2x3xf16>, tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x9xf16>
-//  CHECK-NEXT:   return %[[Y]] : tensor<2x9xf16>
-func.func @concat_three_inputs(%a: tensor<2x3xf16>, %b: tensor<2x3xf16>, %c: tensor<2x3xf16>) -> tensor<2x9xf16> {
-  %y = "dnn.concat"(%a, %b, %c) {axis = 1 : i64} : (tensor<2x3xf16>, tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x9xf16>
-  return %y : tensor<2x9xf16>
+// CHECK-LABEL: func.func @concat_different_sizes(
+//  CHECK-SAME:     %[[A:.*]]: tensor<2x3xf16>, %[[B:.*]]: tensor<2x5xf16>) -> tensor<2x8xf16>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.concat"(%[[A]], %[[B]]) {axis = 1 : i64} : (tensor<2x3xf16>, tensor<2x5xf16>) -> tensor<2x8xf16>
+//  CHECK-NEXT:   return %[[Y]] : tensor<2x8xf16>
+func.func @concat_different_sizes(%a: tensor<2x3xf16>, %b: tensor<2x5xf16>) -> tensor<2x8xf16> {
+  %y = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<2x3xf16>, tensor<2x5xf16>) -> tensor<2x8xf16>
+  return %y : tensor<2x8xf16>
 }
 
 // -----
 
-// CHECK-LABEL: func.func @concat_one_input(
-//  CHECK-SAME:     %[[A:.*]]: tensor<2x3xi1>) -> tensor<2x3xi1>
-//  CHECK-NEXT:   %[[Y:.*]] = "dnn.concat"(%[[A]]) {axis = 0 : i64} : (tensor<2x3xi1>) -> tensor<2x3xi1>
-//  CHECK-NEXT:   return %[[Y]] : tensor<2x3xi1>
-func.func @concat_one_input(%a: tensor<2x3xi1>) -> tensor<2x3xi1> {
-  %y = "dnn.concat"(%a) {axis = 0 : i64} : (tensor<2x3xi1>) -> tensor<2x3xi1>
-  return %y : tensor<2x3xi1>
+// CHECK-LABEL: func.func @concat_chain_of_booleans(
+//  CHECK-SAME:     %[[A:.*]]: tensor<2x3xi1>, %[[B:.*]]: tensor<1x3xi1>) -> tensor<5x3xi1>
+//  CHECK-NEXT:   %[[AB:.*]] = "dnn.concat"(%[[A]], %[[B]]) {axis = 0 : i64} : (tensor<2x3xi1>, tensor<1x3xi1>) -> tensor<3x3xi1>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.concat"(%[[AB]], %[[A]]) {axis = 0 : i64} : (tensor<3x3xi1>, tensor<2x3xi1>) -> tensor<5x3xi1>
+//  CHECK-NEXT:   return %[[Y]] : tensor<5x3xi1>
+func.func @concat_chain_of_booleans(%a: tensor<2x3xi1>, %b: tensor<1x3xi1>) -> tensor<5x3xi1> {
+  %ab = "dnn.concat"(%a, %b) {axis = 0 : i64} : (tensor<2x3xi1>, tensor<1x3xi1>) -> tensor<3x3xi1>
+  %y = "dnn.concat"(%ab, %a) {axis = 0 : i64} : (tensor<3x3xi1>, tensor<2x3xi1>) -> tensor<5x3xi1>
+  return %y : tensor<5x3xi1>
 }
 
 // -----

@@ -159,16 +159,6 @@ func.func @partial_slice_is_kept(%arg0: tensor<4x6xf32>) -> tensor<4x3xf32> {
 
 // -----
 
-// CHECK-LABEL: func.func @concat_of_one_input
-// CHECK-NOT: dnn.concat
-// CHECK: return %arg0
-func.func @concat_of_one_input(%arg0: tensor<4x6xf32>) -> tensor<4x6xf32> {
-  %0 = "dnn.concat"(%arg0) {axis = 1 : i64} : (tensor<4x6xf32>) -> tensor<4x6xf32>
-  return %0 : tensor<4x6xf32>
-}
-
-// -----
-
 // CHECK-LABEL: func.func @concat_of_two_inputs_is_kept
 // CHECK-NEXT: %[[Y:.*]] = "dnn.concat"(%arg0, %arg0) {axis = 1 : i64}
 // CHECK-NEXT: return %[[Y]]

@@ -57,7 +57,7 @@ func.func @instancenorm(%x: tensor<2x6x5x5xbf16>, %scale: tensor<1x6x1x1xbf16>, 
 // CHECK-SAME: groups = 4 : i64, has_bias = true
 // CHECK: return %[[G]]#0, %[[G]]#1
 func.func @instancenorm_backward(%dy: tensor<2x4x6xf32>, %x: tensor<2x4x6xf32>, %mean: tensor<2x4x1xf32>, %inv: tensor<2x4x1xf32>) -> (tensor<2x4x6xf32>, tensor<1x4x1xf32>) {
-  %dx, %dbias = "dnn.instancenorm_backward"(%dy, %x, %mean, %inv) {has_bias = true, operandSegmentSizes = array<i32: 1, 1, 0, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>) -> (tensor<2x4x6xf32>, tensor<1x4x1xf32>)
+  %dx, %dbias = "dnn.instancenorm_backward"(%dy, %x, %mean, %inv) {has_bias = true, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<2x4x6xf32>, tensor<2x4x6xf32>, tensor<2x4x1xf32>, tensor<2x4x1xf32>) -> (tensor<2x4x6xf32>, tensor<1x4x1xf32>)
   return %dx, %dbias : tensor<2x4x6xf32>, tensor<1x4x1xf32>
 }
 
@@ -99,7 +99,8 @@ func.func @log_softmax_backward(%dy: tensor<4x7xbf16>, %y: tensor<4x7xbf16>) -> 
 // -----
 
 // Default options keep the ops that have a kernel; all=true expands softmax
-// with the row maximum subtracted.
+// with the row maximum subtracted (0 for a row that is all -inf) and the sum
+// kept at least 1, so such a row gives zeros, not NaN.
 
 // CHECK-LABEL: func.func @softmax(
 // CHECK: "dnn.softmax"
@@ -107,10 +108,16 @@ func.func @log_softmax_backward(%dy: tensor<4x7xbf16>, %y: tensor<4x7xbf16>) -> 
 // ALL-SAME: %[[X:.*]]: tensor<4x7xf32>)
 // ALL-NOT: dnn.softmax
 // ALL: %[[M:.*]] = "dnn.reduction"(%[[X]]) {axes = array<i64: 1>, keepdims = true, mode = "max"} : (tensor<4x7xf32>) -> tensor<4x1xf32>
-// ALL: %[[SH:.*]] = "dnn.sub"(%[[X]], %[[M]])
+// ALL: %[[NEGINF:.*]] = "dnn.constant"() {value = 0xFFF0000000000000 : f64}
+// ALL: %[[EMPTY:.*]] = "dnn.cmp_eq"(%[[M]], %[[NEGINF]])
+// ALL: %[[ZERO:.*]] = "dnn.constant"() {value = 0.000000e+00 : f64}
+// ALL: %[[MS:.*]] = "dnn.select"(%[[EMPTY]], %[[ZERO]], %[[M]])
+// ALL: %[[SH:.*]] = "dnn.sub"(%[[X]], %[[MS]])
 // ALL: %[[E:.*]] = "dnn.exp"(%[[SH]])
 // ALL: %[[S:.*]] = "dnn.reduction"(%[[E]]) {axes = array<i64: 1>, keepdims = true, mode = "sum"}
-// ALL: %[[Y:.*]] = "dnn.div"(%[[E]], %[[S]])
+// ALL: %[[ONE:.*]] = "dnn.constant"() {value = 1.000000e+00 : f64}
+// ALL: %[[SAFE:.*]] = "dnn.max"(%[[S]], %[[ONE]])
+// ALL: %[[Y:.*]] = "dnn.div"(%[[E]], %[[SAFE]])
 // ALL: return %[[Y]]
 func.func @softmax(%x: tensor<4x7xf32>) -> tensor<4x7xf32> {
   %0 = "dnn.softmax"(%x) {axis = 1 : i64} : (tensor<4x7xf32>) -> tensor<4x7xf32>
@@ -183,7 +190,7 @@ func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: te
 // ALL: %[[STATS:.*]] = "dnn.reshape"(%[[LSE]]) : (tensor<1x2x2x5x1xf32>) -> tensor<1x4x5x1xf32>
 // ALL: return %[[O]], %[[STATS]]
 func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %v: tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>) {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
   return %o, %stats : tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>
 }
 

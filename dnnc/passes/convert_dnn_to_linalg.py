@@ -1,0 +1,149 @@
+"""convert-dnn-to-linalg: rewrite every dnn op into linalg-on-tensors, tensor,
+arith and math ops, in every func.func of the module.
+
+1. Composite ops (normalizations, softmax, attention) are first expanded into
+   primitive ops by ``dnnc.decompose.expand_all`` when that module exists; any
+   composite op left is an UnsupportedError naming it.
+2. i1 tensors are stored as i8 once lowered (i1 memrefs do not lower to LLVM):
+   function signatures and func.call results are retyped first.
+3. Each dnn op, in program order, is replaced by what
+   ``dnnc.codegen.linalg.LOWERINGS`` emits for it, and erased.
+4. The graph function (marked ``dnn.graph``) gets ``llvm.emit_c_interface`` so
+   the ExecutionEngine can call it with memref descriptors.
+
+Lit test: test/lit/passes/convert_dnn_to_linalg.mlir (the shape of the IR);
+test/python/test_cpu_ops.py runs every lowering against the reference.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.dialect import builders
+from dnnc.dialect import opdef as _opdef
+from dnnc.errors import DnncError, LoweringError, UnsupportedError
+from dnnc.passes import DnncPass, register
+from dnnc.passes.dnn_verify import dnn_ops
+
+try:
+    from dnnc.decompose import expand_all
+except ImportError:
+    expand_all = None
+
+
+def _functions(module):
+    body = module.regions[0].blocks[0]
+    return [op for op in body.operations if op.operation.name == "func.func"]
+
+
+def _check_supported(module):
+    from dnnc.codegen.linalg import COMPOSITE_FAMILIES, LOWERINGS
+
+    for op in dnn_ops(module):
+        d = _opdef.get(op.name)
+        if d.name in LOWERINGS:
+            continue
+        if d.family in COMPOSITE_FAMILIES:
+            raise UnsupportedError(
+                f"convert-dnn-to-linalg: '{d.mlir_name}' is not a primitive op; run "
+                "dnn-decompose{all=true} first")
+        raise UnsupportedError(
+            f"convert-dnn-to-linalg: '{d.mlir_name}' has no linalg lowering")
+
+
+# ----------------------------------------------------------------------------
+# i1 -> i8 storage at function boundaries
+
+
+def _storage(t):
+    if isinstance(t, ir.RankedTensorType) and str(t.element_type) == "i1":
+        return ir.RankedTensorType.get(list(t.shape), ir.IntegerType.get_signless(8))
+    return t
+
+
+def _retype_signatures(module):
+    for fn in _functions(module):
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        inputs = [_storage(t) for t in ftype.inputs]
+        results = [_storage(t) for t in ftype.results]
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+        if len(fn.regions[0].blocks):
+            for arg in fn.regions[0].blocks[0].arguments:
+                arg.set_type(_storage(arg.type))
+    calls = []
+
+    def visit(op):
+        if op.name == "func.call":
+            calls.append(op)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    visit(module)
+    for call in calls:
+        types = [_storage(r.type) for r in call.results]
+        if all(t == r.type for t, r in zip(types, call.results)):
+            continue
+        new = ir.Operation.create(
+            "func.call", results=types, operands=list(call.operands),
+            attributes=dict(call.attributes.items()), loc=call.location,
+            ip=ir.InsertionPoint(call))
+        for old, value in zip(call.results, new.results):
+            old.replace_all_uses_with(value)
+        call.erase()
+
+
+# ----------------------------------------------------------------------------
+# Lowering
+
+
+def _lower_op(op):
+    from dnnc.codegen.linalg import LOWERINGS
+
+    view = builders.read(op)
+    view.attrs = _opdef.complete_attrs(view.opdef, view.attrs)
+    try:
+        with ir.InsertionPoint(op), op.location:
+            results = LOWERINGS[view.name](view)
+    except DnncError:
+        raise
+    except Exception as err:  # a lowering bug: report it against the op
+        raise LoweringError(f"convert-dnn-to-linalg: lowering '{view.opdef.mlir_name}' failed: "
+                            f"{type(err).__name__}: {err}") from err
+    for name, value in view.results.items():
+        if value is not None:
+            value.replace_all_uses_with(results[name])
+    op.erase()
+
+
+def _mark_entry(module):
+    funcs = _functions(module)
+    marked = [f for f in funcs if "dnn.graph" in f.attributes]
+    if not marked:
+        marked = [f for f in funcs if "dnn.kernel" not in f.attributes
+                  and "sym_visibility" not in f.attributes]
+    for fn in marked:
+        fn.attributes["llvm.emit_c_interface"] = ir.UnitAttr.get()
+
+
+def convert(module):
+    """Run the conversion on a module operation, in place."""
+    module = getattr(module, "operation", module)
+    if expand_all is not None:
+        expand_all(module)
+    _check_supported(module)
+    with module.context, ir.Location.unknown():
+        _retype_signatures(module)
+        for op in dnn_ops(module):
+            _lower_op(op)
+        _mark_entry(module)
+
+
+@register
+@dataclass
+class ConvertDnnToLinalg(DnncPass):
+    NAME = "convert-dnn-to-linalg"
+
+    def run(self, module):
+        convert(module)

@@ -1,0 +1,105 @@
+// convert-dnn-to-linalg replaces every dnn op with linalg.generic (and tensor,
+// arith, math) on tensors, and marks the graph function for the C interface.
+// Values are checked at run time by test/python/test_cpu_ops.py; this file
+// pins the shape of the IR.
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(convert-dnn-to-linalg)' | FileCheck %s
+
+// Broadcasting: b's dim lines up with y's last dim. Floats are widened to f32
+// in the body and the result rounded once. Argument attributes stay.
+
+// CHECK-DAG: #[[ID:.*]] = affine_map<(d0, d1) -> (d0, d1)>
+// CHECK-DAG: #[[LAST:.*]] = affine_map<(d0, d1) -> (d1)>
+// CHECK-LABEL: func.func @add_broadcast(
+//  CHECK-SAME:     %[[A:.*]]: tensor<3x5xbf16> {dnn.name = "a"}, %[[B:.*]]: tensor<5xbf16> {dnn.name = "b"}) -> (tensor<3x5xbf16> {dnn.name = "y"})
+//  CHECK-SAME:     attributes {dnn.graph, llvm.emit_c_interface}
+//       CHECK:   %[[E:.*]] = tensor.empty() : tensor<3x5xbf16>
+//       CHECK:   %[[Y:.*]] = linalg.generic {indexing_maps = [#[[ID]], #[[LAST]], #[[ID]]], iterator_types = ["parallel", "parallel"]} ins(%[[A]], %[[B]] : tensor<3x5xbf16>, tensor<5xbf16>) outs(%[[E]] : tensor<3x5xbf16>)
+//       CHECK:     arith.extf %{{.*}} : bf16 to f32
+//       CHECK:     arith.extf %{{.*}} : bf16 to f32
+//       CHECK:     %[[S:.*]] = arith.addf
+//       CHECK:     %[[T:.*]] = arith.truncf %[[S]] : f32 to bf16
+//       CHECK:     linalg.yield %[[T]] : bf16
+//       CHECK:   return %[[Y]]
+//   CHECK-NOT: dnn.
+func.func @add_broadcast(%a: tensor<3x5xbf16> {dnn.name = "a"}, %b: tensor<5xbf16> {dnn.name = "b"}) -> (tensor<3x5xbf16> {dnn.name = "y"}) attributes {dnn.graph} {
+  %y = "dnn.add"(%a, %b) : (tensor<3x5xbf16>, tensor<5xbf16>) -> tensor<3x5xbf16>
+  return %y : tensor<3x5xbf16>
+}
+
+// -----
+
+// Booleans are stored as i8 once lowered (i1 memrefs do not lower to LLVM):
+// kernel signatures and the calls into them are retyped. A size-1 dim that
+// broadcasts reads index 0; != is the unordered predicate (true on NaN).
+
+// CHECK-DAG: #[[ZERO:.*]] = affine_map<(d0) -> (0)>
+// CHECK-LABEL: func.func private @k0(
+//  CHECK-SAME:     %{{.*}}: tensor<4xf32>, %{{.*}}: tensor<1xf32>) -> tensor<4xi8> attributes {dnn.kernel} {
+//       CHECK:   linalg.generic {indexing_maps = [#{{.*}}, #[[ZERO]], #{{.*}}]
+//       CHECK:     %[[C:.*]] = arith.cmpf une
+//       CHECK:     %[[C8:.*]] = arith.extui %[[C]] : i1 to i8
+//       CHECK:     linalg.yield %[[C8]] : i8
+// CHECK-LABEL: func.func @calls(
+//  CHECK-SAME:     -> tensor<4xi8> attributes {dnn.graph, llvm.emit_c_interface}
+//       CHECK:   %[[R:.*]] = call @k0(%{{.*}}, %{{.*}}) : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xi8>
+//       CHECK:   return %[[R]] : tensor<4xi8>
+func.func private @k0(%a: tensor<4xf32>, %b: tensor<1xf32>) -> tensor<4xi1> attributes {dnn.kernel} {
+  %y = "dnn.cmp_ne"(%a, %b) : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xi1>
+  return %y : tensor<4xi1>
+}
+func.func @calls(%a: tensor<4xf32>, %b: tensor<1xf32>) -> tensor<4xi1> attributes {dnn.graph} {
+  %y = call @k0(%a, %b) : (tensor<4xf32>, tensor<1xf32>) -> tensor<4xi1>
+  return %y : tensor<4xi1>
+}
+
+// -----
+
+// Matmul: batch dims broadcast (b has none), f32 accumulator filled with 0,
+// k is the reduction loop, and the sum is rounded to f16 at the end.
+
+// CHECK-DAG: #[[MAP_A:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d3)>
+// CHECK-DAG: #[[MAP_B:.*]] = affine_map<(d0, d1, d2, d3) -> (d3, d2)>
+// CHECK-DAG: #[[MAP_C:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2)>
+// CHECK-LABEL: func.func @matmul(
+//       CHECK:   %[[Z:.*]] = linalg.generic {{.*}} outs(%{{.*}} : tensor<2x3x5xf32>)
+//       CHECK:     arith.constant 0.000000e+00 : f32
+//       CHECK:   %[[ACC:.*]] = linalg.generic {indexing_maps = [#[[MAP_A]], #[[MAP_B]], #[[MAP_C]]], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}} : tensor<2x3x4xf32>, tensor<4x5xf32>) outs(%[[Z]] : tensor<2x3x5xf32>)
+//       CHECK:     arith.mulf
+//       CHECK:     arith.addf
+//       CHECK:   linalg.generic {{.*}} ins(%[[ACC]] : tensor<2x3x5xf32>) outs(%{{.*}} : tensor<2x3x5xf16>)
+//       CHECK:     arith.truncf %{{.*}} : f32 to f16
+func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf16> attributes {dnn.graph} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<2x3x4xf32>, tensor<4x5xf32>) -> tensor<2x3x5xf16>
+  return %c : tensor<2x3x5xf16>
+}
+
+// -----
+
+// fp8 is encoded with integer arithmetic on the f32 bits (LLVM cannot lower
+// truncf to f8), then bitcast from i8.
+
+// CHECK-LABEL: func.func @to_fp8(
+//       CHECK:   linalg.generic
+//       CHECK:     arith.bitcast %{{.*}} : f32 to i32
+//   CHECK-NOT:     arith.truncf
+//       CHECK:     %[[CODE:.*]] = arith.trunci %{{.*}} : i32 to i8
+//       CHECK:     %[[F8:.*]] = arith.bitcast %[[CODE]] : i8 to f8E4M3FN
+//       CHECK:     linalg.yield %[[F8]] : f8E4M3FN
+func.func @to_fp8(%x: tensor<3xf32>) -> tensor<3xf8E4M3FN> attributes {dnn.graph} {
+  %y = "dnn.cast"(%x) : (tensor<3xf32>) -> tensor<3xf8E4M3FN>
+  return %y : tensor<3xf8E4M3FN>
+}
+
+// -----
+
+// Reduction without keepdims: the reduced dim is dropped from the result map.
+
+// CHECK-DAG: #[[ROW:.*]] = affine_map<(d0, d1) -> (d0)>
+// CHECK-LABEL: func.func @sum(
+//       CHECK:   linalg.generic {indexing_maps = [#{{.*}}, #[[ROW]]], iterator_types = ["parallel", "reduction"]} ins(%{{.*}} : tensor<3x5xf32>) outs(%{{.*}} : tensor<3xf32>)
+//       CHECK:     arith.addf
+func.func @sum(%x: tensor<3x5xf32>) -> tensor<3xf32> attributes {dnn.graph} {
+  %y = "dnn.reduction"(%x) {mode = "sum", axes = array<i64: 1>, keepdims = false} : (tensor<3x5xf32>) -> tensor<3xf32>
+  return %y : tensor<3xf32>
+}
