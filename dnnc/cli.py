@@ -80,9 +80,9 @@ def cmd_run(args, out):
     exe = compiler.compile_module(graph_mlir.parse(text),
                                   compiler.Options(target="cpu", dump_ir=args.dump_ir),
                                   basename=_basename(args.input))
-    got = exe(*inputs)
+    got = exe.run(*inputs)
     out.write(f"{'output':<24}{'shape':<20}{'dtype':<10}{'max |err|':>12}{'max |ref|':>12}\n")
-    for (name, _), g, e in zip(exe.outputs, got, expected):
+    for name, g, e in zip(exe.output_names, got, expected):
         g64 = np.asarray(g).astype(np.float64)
         err = float(np.max(np.abs(g64 - e))) if g64.size else 0.0
         ref = float(np.max(np.abs(e))) if np.size(e) else 0.0

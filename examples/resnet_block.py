@@ -32,7 +32,7 @@ def main():
     expected = g.execute_reference(inputs)
     exe = g.compile(target="cpu")
     got = exe(**inputs)
-    for name, value in zip(expected, got):
+    for name, value in got.items():
         err = np.max(np.abs(np.asarray(value, np.float64) - expected[name]))
         print(f"{name}: shape {value.shape}, max |cpu - reference| = {err:.2e}")
 

@@ -5,6 +5,10 @@ passes (the interpreter follows func.call into the outlined kernels), and the
 test checks how many dnn.kernel functions the fusion made and their anchors.
 Outputs agree to the last bit unless a pass changes where rounding happens
 (sdpa keeps the scores in higher precision than the f32 ops it replaces).
+
+Each graph is also compiled whole by the CPU back end (front pipeline, then
+linalg, LLVM and the ExecutionEngine) and checked against the reference: f32
+arithmetic against float64, so to rtol 1e-4.
 """
 
 import numpy as np
@@ -50,7 +54,23 @@ def check(graph, anchors, seed=0, positive=(), pipeline=PIPELINE, rtol=0.0, atol
     for b, a in zip(before, after):
         assert a.shape == b.shape
         np.testing.assert_allclose(a, b, rtol=rtol, atol=atol)
+    if pipeline == PIPELINE:
+        _check_cpu(graph, arrays, before)
     return module
+
+
+def _check_cpu(graph, arrays, expected):
+    """The CPU back end runs the whole graph and matches the reference."""
+    exe = graph.compile(target="cpu")
+    got = exe.run(*arrays)
+    for name, g, e in zip([t.name for t in graph.outputs], got, expected):
+        g = np.asarray(g)
+        assert g.shape == e.shape, name
+        if e.dtype == np.bool_:
+            np.testing.assert_array_equal(g, e, err_msg=name)
+        else:
+            np.testing.assert_allclose(g.astype(np.float64), e, rtol=1e-4, atol=1e-5,
+                                       err_msg=name)
 
 
 def _graph(name):

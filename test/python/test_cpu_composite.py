@@ -1,0 +1,152 @@
+"""The CPU back end runs every composite op (attention, normalizations, softmax
+and their backward ops) and matches the NumPy reference.
+
+Composite ops reach the CPU through dnn-decompose; these tests compile whole
+graphs with ``Graph.compile(target="cpu")`` and compare with
+``Graph.execute_reference``. Tolerances: f32 results to rtol 2e-4 (f32
+arithmetic against float64, through reductions); bf16 results to 2 bf16 ulps
+(rtol 1.6e-2), since a last-place rounding difference is expected.
+
+Several ops share a graph where they can, to keep JIT compilations few.
+"""
+
+import numpy as np
+import pytest
+
+import dnnc
+
+F32, BF16 = dnnc.data_type.FLOAT, dnnc.data_type.BFLOAT16
+TOL = {F32: dict(rtol=2e-4, atol=2e-5), BF16: dict(rtol=1.6e-2, atol=1e-2)}
+
+
+def _run(g, seed=0, positive=(), special=None):
+    """Compile ``g`` for the CPU, run it on seeded random inputs (NumPy arrays
+    of the inputs' dtypes, some transposed views so they are not contiguous),
+    and compare every output with the reference."""
+    rng = np.random.default_rng(seed)
+    inputs = {}
+    for t in g.inputs:
+        if special and t.name in special:
+            inputs[t.name] = special[t.name]
+            continue
+        values = (rng.uniform(0.5, 1.5, t.dim) if t.name in positive
+                  else rng.standard_normal(t.dim))
+        array = values.astype(t.data_type.numpy)
+        if array.ndim >= 2:  # a non-contiguous view with the same logical values
+            array = np.ascontiguousarray(array.swapaxes(-1, -2)).swapaxes(-1, -2)
+        inputs[t.name] = array
+    expected = g.execute_reference(inputs)
+    got = g.compile(target="cpu")(**inputs)
+    for t in g.outputs:
+        e, v = expected[t.name], np.asarray(got[t.name])
+        assert v.shape == e.shape, t.name
+        assert not np.isnan(v.astype(np.float64)).any() or np.isnan(e).any(), t.name
+        np.testing.assert_allclose(v.astype(np.float64), e, err_msg=t.name,
+                                   **TOL[t.get_data_type()])
+
+
+def _outputs(*tensors):
+    for t in tensors:
+        if t is not None:
+            t.set_output(True)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16])
+@pytest.mark.parametrize("causal,bias,heads_k", [(False, False, 4), (True, True, 2),
+                                                 (True, False, 1)])
+def test_sdpa_forward_and_backward(dt, causal, bias, heads_k):
+    g = dnnc.Graph(io_data_type=dt)
+    q = g.tensor(name="q", dim=[2, 4, 5, 8])
+    k = g.tensor(name="k", dim=[2, heads_k, 7, 8])
+    v = g.tensor(name="v", dim=[2, heads_k, 7, 3])
+    b = g.tensor(name="bias", dim=[1, 4, 5, 7]) if bias else None
+    o, stats = g.sdpa(q, k, v, bias=b, use_causal_mask=causal, generate_stats=True)
+    _outputs(o, stats)
+    do = g.tensor(name="do", dim=[2, 4, 5, 3])
+    o_in = g.tensor(name="o_in", dim=[2, 4, 5, 3], data_type=F32)
+    stats_in = g.tensor(name="stats_in", dim=[2, 4, 5, 1], data_type=F32)
+    _outputs(*g.sdpa_backward(q, k, v, o_in, do, stats_in, bias=b, use_causal_mask=causal))
+    # The backward reads o and stats of a real forward pass, so feed the reference's.
+    rng = np.random.default_rng(1)
+    fwd = dnnc.Graph(io_data_type=F32)
+    fq, fk, fv = (fwd.tensor(name=n, dim=t.dim) for n, t in (("q", q), ("k", k), ("v", v)))
+    fb = fwd.tensor(name="bias", dim=b.dim) if bias else None
+    fo, fs = fwd.sdpa(fq, fk, fv, bias=fb, use_causal_mask=causal, generate_stats=True)
+    _outputs(fo, fs)
+    data = {t.name: rng.standard_normal(t.dim).astype(dt.numpy)
+            for t in g.inputs if t.name in ("q", "k", "v", "bias")}
+    ref = fwd.execute_reference(data)
+    special = dict(data, o_in=ref[fo.name].astype(np.float32),
+                   stats_in=ref[fs.name].astype(np.float32))
+    _run(g, special=special)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16])
+def test_layernorm_and_rmsnorm_forward_and_backward(dt):
+    g = dnnc.Graph(io_data_type=dt)
+    x = g.tensor(name="x", dim=[3, 5, 7])
+    scale = g.tensor(name="scale", dim=[1, 5, 7])
+    bias = g.tensor(name="bias", dim=[1, 5, 7])
+    y, mean, inv = g.layernorm(x, scale, bias, axis=1, norm_forward_phase="training")
+    _outputs(y, mean, inv)
+    dy = g.tensor(name="dy", dim=[3, 5, 7])
+    _outputs(*g.layernorm_backward(dy, x, scale, mean, inv, axis=1))
+    gamma = g.tensor(name="gamma", dim=[1, 1, 7])
+    ry, inv_rms = g.rmsnorm(x, gamma, axis=2, epsilon=1e-3, norm_forward_phase="training")
+    _outputs(ry, inv_rms)
+    _outputs(*g.rmsnorm_backward(dy, x, gamma, inv_rms, axis=2))
+    _outputs(g.layernorm(x, axis=2)[0])  # no affine parameters
+    _run(g)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16])
+def test_batchnorm_training_inference_and_backward(dt):
+    g = dnnc.Graph(io_data_type=dt)
+    x = g.tensor(name="x", dim=[3, 4, 5, 3])
+    scale = g.tensor(name="scale", dim=[1, 4, 1, 1])
+    bias = g.tensor(name="bias", dim=[1, 4, 1, 1])
+    rm = g.tensor(name="running_mean", dim=[1, 4, 1, 1], data_type=F32)
+    rv = g.tensor(name="running_var", dim=[1, 4, 1, 1], data_type=F32)
+    outs = g.batchnorm(x, scale, bias, rm, rv, momentum=0.2)
+    _outputs(*outs)
+    dy = g.tensor(name="dy", dim=[3, 4, 5, 3])
+    _outputs(*g.batchnorm_backward(dy, x, scale, outs[1], outs[2]))
+    _outputs(g.batchnorm_inference(x, rm, rv, scale, bias, epsilon=1e-3))
+    _run(g, positive=("running_var",))
+
+
+@pytest.mark.parametrize("dt", [F32, BF16])
+def test_groupnorm_and_instancenorm_forward_and_backward(dt):
+    g = dnnc.Graph(io_data_type=dt)
+    x = g.tensor(name="x", dim=[2, 6, 3, 5])
+    scale = g.tensor(name="scale", dim=[1, 6, 1, 1])
+    bias = g.tensor(name="bias", dim=[1, 6, 1, 1])
+    y, mean, inv = g.groupnorm(x, 3, scale, bias, norm_forward_phase="training")
+    _outputs(y, mean, inv)
+    dy = g.tensor(name="dy", dim=[2, 6, 3, 5])
+    _outputs(*g.groupnorm_backward(dy, x, 3, scale, mean, inv))
+    iy, imean, iinv = g.instancenorm(x, scale, bias, norm_forward_phase="training")
+    _outputs(iy, imean, iinv)
+    _outputs(*g.instancenorm_backward(dy, x, scale, imean, iinv))
+    _run(g)
+
+
+@pytest.mark.parametrize("dt", [F32, BF16])
+def test_softmax_family_forward_and_backward(dt):
+    g = dnnc.Graph(io_data_type=dt)
+    x = g.tensor(name="x", dim=[3, 13, 7])
+    dy = g.tensor(name="dy", dim=[3, 13, 7])
+    s = g.softmax(x, axis=1)
+    ls = g.log_softmax(x, axis=2)
+    _outputs(s, ls, g.softmax_backward(dy, s, axis=1), g.log_softmax_backward(dy, ls, axis=2))
+    _run(g)
+
+
+def test_softmax_rows_of_minus_inf_give_zeros_on_the_cpu():
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[2, 4])
+    _outputs(g.softmax(x, axis=1), g.log_softmax(x, axis=1))
+    data = np.array([[-np.inf] * 4, [0.0, 1.0, -np.inf, 2.0]], np.float32)
+    got = g.compile(target="cpu").run(data)
+    assert np.all(got[0][0] == 0.0) and np.all(got[1][0] == -np.inf)
+    np.testing.assert_allclose(got[0][1].sum(), 1.0, rtol=1e-6)
