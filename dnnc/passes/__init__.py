@@ -113,6 +113,22 @@ def registry():
     return dict(_PASSES)
 
 
+def dnn_ops(module):
+    """Every dnn op under ``module``, in program order."""
+    found = []
+
+    def visit(op):
+        if op.name.startswith("dnn."):
+            found.append(op)
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    visit(inner.operation)
+
+    visit(getattr(module, "operation", module))
+    return found
+
+
 # ----------------------------------------------------------------------------
 # Pipeline strings
 

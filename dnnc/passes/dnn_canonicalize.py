@@ -32,8 +32,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.dialect import builders
-from dnnc.passes import DnncPass, register
-from dnnc.passes.dnn_verify import dnn_ops
+from dnnc.passes import DnncPass, dnn_ops, register
 
 # For a source element type, the types that hold every one of its values exactly
 # (NaN and inf included): a cast into them is exact. i1 casts to 0.0 / 1.0.

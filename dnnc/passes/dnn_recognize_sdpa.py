@@ -38,8 +38,7 @@ from mlir import ir
 
 from dnnc.dialect import builders
 from dnnc.dialect.types import from_mlir
-from dnnc.passes import DnncPass, register
-from dnnc.passes.dnn_verify import dnn_ops
+from dnnc.passes import DnncPass, dnn_ops, register
 
 
 @dataclass

@@ -13,23 +13,7 @@ Lit test: test/lit/passes/dnn_verify.mlir.
 from dataclasses import dataclass
 
 from dnnc.dialect import builders
-from dnnc.passes import DnncPass, register
-
-
-def dnn_ops(module):
-    """Every dnn op under ``module``, in program order."""
-    found = []
-
-    def visit(op):
-        if op.name.startswith("dnn."):
-            found.append(op)
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-
-    visit(getattr(module, "operation", module))
-    return found
+from dnnc.passes import DnncPass, dnn_ops, register
 
 
 def verify_module(module):
