@@ -350,7 +350,7 @@ def _conv_out(in_spatial, window, a):
 def _conv_fprop(o, a, r):
     x, w = _compute_operands(a, o["x"], o["w"])
     w = _oriented(w, a)
-    (n, c), (k, cg), g = x.shape[:2], w.shape[:2], x.shape[1] // w.shape[1]
+    n, (k, cg), g = x.shape[0], w.shape[:2], x.shape[1] // w.shape[1]
     out = _conv_out(x.shape[2:], w.shape[2:], a)
     xp = _pad(x, a["pre_padding"], a["post_padding"])
     taps, points = math.prod(w.shape[2:]), math.prod(out)
@@ -383,7 +383,7 @@ def _conv_dgrad(o, a, r):
 def _conv_wgrad(o, a, r):
     dy, x = _compute_operands(a, o["dy"], o["x"])
     shape = tuple(r["dw"].shape)
-    (n, c), (k, cg), g = x.shape[:2], shape[:2], x.shape[1] // shape[1]
+    n, (k, cg), g = x.shape[0], shape[:2], x.shape[1] // shape[1]
     out = dy.shape[2:]
     xp = _pad(x, a["pre_padding"], a["post_padding"])
     dyg = dy.reshape(n, g, k // g, math.prod(out))

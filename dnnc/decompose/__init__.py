@@ -27,6 +27,7 @@ from dnnc.decompose import attention, norm, softmax
 from dnnc.decompose.common import Builder, dtype_of, shape_of
 from dnnc.dialect import builders
 from dnnc.errors import LoweringError, UnsupportedError
+from dnnc.passes import dnn_ops
 
 # op name (without "dnn.") -> rule
 COMPOSITE_OPS = {**norm.RULES, **attention.RULES, **softmax.RULES}
@@ -59,18 +60,7 @@ def expand_op(op):
 
 def _composite_ops(module, names):
     """The ops under ``module`` named ``dnn.<name>`` for a name in ``names``."""
-    found = []
-
-    def visit(op):
-        if op.name.startswith("dnn.") and op.name[4:] in names:
-            found.append(op)
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    visit(inner.operation)
-
-    visit(getattr(module, "operation", module))
-    return found
+    return [op for op in dnn_ops(module) if op.name[4:] in names]
 
 
 def expand(module, ops):

@@ -92,7 +92,7 @@ def _conv_wgrad(ctx):
     """dw = gradient of conv_fprop(x, w) with respect to w, given dy. The shape of
     dw is given by the result type."""
     _check_ranks(ctx, ["dy", "x"])
-    dy, x = ctx["dy"], ctx["x"]
+    x = ctx["x"]
     dw = ctx.declared_shape("dw")
     if len(dw) != x.rank:
         ctx.fail("result 'dw'", f"expected rank {x.rank}, got rank {len(dw)}")

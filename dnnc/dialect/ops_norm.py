@@ -35,6 +35,17 @@ def _param_shape(ctx, name, shape, why):
         ctx.expect_shape(name, shape, why)
 
 
+def _gradients(ctx, x, param_shape):
+    """Results of a norm's backward op: dx, and dscale / dbias shaped like the
+    parameters when scale is given / has_bias is set."""
+    out = {"dx": TensorInfo(x.shape)}
+    if ctx.operands.get("scale") is not None:
+        out["dscale"] = TensorInfo(param_shape)
+    if ctx.attrs["has_bias"]:
+        out["dbias"] = TensorInfo(param_shape)
+    return out
+
+
 def _feature_norm(ctx):
     x = ctx["x"]
     if x.rank < 1:
@@ -84,12 +95,7 @@ def _layernorm_backward(ctx):
     ctx.expect_shape("dy", x.shape, "shape of 'x'")
     ctx.expect_shape("mean", sshape, "x.shape[:axis] + [1, ...]")
     ctx.expect_shape("inv_variance", sshape, "x.shape[:axis] + [1, ...]")
-    out = {"dx": TensorInfo(x.shape)}
-    if ctx.operands.get("scale") is not None:
-        out["dscale"] = TensorInfo(pshape)
-    if ctx.attrs["has_bias"]:
-        out["dbias"] = TensorInfo(pshape)
-    return out
+    return _gradients(ctx, x, pshape)
 
 
 @op("rmsnorm_backward", family="norm",
@@ -101,12 +107,7 @@ def _rmsnorm_backward(ctx):
     x, pshape, sshape = _feature_norm(ctx)
     ctx.expect_shape("dy", x.shape, "shape of 'x'")
     ctx.expect_shape("inv_rms", sshape, "x.shape[:axis] + [1, ...]")
-    out = {"dx": TensorInfo(x.shape)}
-    if ctx.operands.get("scale") is not None:
-        out["dscale"] = TensorInfo(pshape)
-    if ctx.attrs["has_bias"]:
-        out["dbias"] = TensorInfo(pshape)
-    return out
+    return _gradients(ctx, x, pshape)
 
 
 def _channel_shapes(ctx):
@@ -199,12 +200,7 @@ def _groupnorm_backward(ctx):
     _param_shape(ctx, "scale", cshape, "[1, C, 1, ...]")
     ctx.expect_shape("mean", sshape, "[N, groups, 1, ...]")
     ctx.expect_shape("inv_variance", sshape, "[N, groups, 1, ...]")
-    out = {"dx": TensorInfo(x.shape)}
-    if ctx.operands.get("scale") is not None:
-        out["dscale"] = TensorInfo(cshape)
-    if ctx.attrs["has_bias"]:
-        out["dbias"] = TensorInfo(cshape)
-    return out
+    return _gradients(ctx, x, cshape)
 
 
 @op("instancenorm", family="norm",
@@ -236,9 +232,4 @@ def _instancenorm_backward(ctx):
     _param_shape(ctx, "scale", cshape, "[1, C, 1, ...]")
     ctx.expect_shape("mean", sshape, "[N, C, 1, ...]")
     ctx.expect_shape("inv_variance", sshape, "[N, C, 1, ...]")
-    out = {"dx": TensorInfo(x.shape)}
-    if ctx.operands.get("scale") is not None:
-        out["dscale"] = TensorInfo(cshape)
-    if ctx.attrs["has_bias"]:
-        out["dbias"] = TensorInfo(cshape)
-    return out
+    return _gradients(ctx, x, cshape)

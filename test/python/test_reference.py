@@ -15,9 +15,9 @@ import pytest
 
 import dnnc.dialect as D
 from dnnc import reference as ref
-from dnnc.dialect import opdef
 from dnnc.dialect.opdef import TensorInfo
 from dnnc.dialect.types import data_type
+from refutil import rng, run
 
 # Ops with at least one test in this file, filled by @covers. The last test
 # checks that it is every op of the dialect.
@@ -29,27 +29,10 @@ def covers(*names):
     return lambda fn: fn
 
 
-def rng():
-    return np.random.default_rng(0)
 
 
-def _info(value):
-    if isinstance(value, list):
-        return [_info(v) for v in value]
-    if value is None:
-        return None
-    value = np.asarray(value)
-    return TensorInfo(value.shape, data_type.BOOLEAN if value.dtype == np.bool_ else None)
 
 
-def run(name, operands, declared=None, **attrs):
-    """Evaluate op ``name`` with the result shapes the dialect infers (as the
-    compiler's caller does); returns the results by name."""
-    d = D.get(name)
-    declared = {k: TensorInfo(s) for k, s in (declared or {}).items()}
-    infos = {k: _info(v) for k, v in operands.items()}
-    results, full = opdef.infer(d, infos, attrs, declared)
-    return ref.evaluate(name, operands, full, results)
 
 
 def numeric_grad(f, x, h=1e-5):

@@ -13,10 +13,7 @@ torch = pytest.importorskip(
 import torch.nn.functional as F  # noqa: E402
 
 import dnnc.dialect as D  # noqa: E402
-from dnnc import reference as ref  # noqa: E402
-from dnnc.dialect import opdef  # noqa: E402
-from dnnc.dialect.opdef import TensorInfo  # noqa: E402
-from dnnc.dialect.types import data_type  # noqa: E402
+from refutil import rng, run  # noqa: E402
 
 pytestmark = pytest.mark.torch
 
@@ -29,25 +26,10 @@ def covers(*names):
     return lambda fn: fn
 
 
-def rng():
-    return np.random.default_rng(0)
 
 
-def _info(value):
-    if isinstance(value, list):
-        return [_info(v) for v in value]
-    if value is None:
-        return None
-    value = np.asarray(value)
-    return TensorInfo(value.shape, data_type.BOOLEAN if value.dtype == np.bool_ else None)
 
 
-def run(name, operands, declared=None, **attrs):
-    """Evaluate op ``name`` with the result shapes the dialect infers."""
-    declared = {k: TensorInfo(s) for k, s in (declared or {}).items()}
-    infos = {k: _info(v) for k, v in operands.items()}
-    results, full = opdef.infer(D.get(name), infos, attrs, declared)
-    return ref.evaluate(name, operands, full, results)
 
 
 def T(a, grad=False):
