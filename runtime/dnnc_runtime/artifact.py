@@ -1,0 +1,411 @@
+"""Reading and validating a ``.dnnpkg`` (format version 1, see docs/artifact.md).
+
+Everything here is pure Python: an artifact is read and checked completely
+(keys, types, dims and strides, every kernel argument naming an existing
+buffer, workspace slices in range, every kernel entry present in the PTX with
+as many parameters as the manifest binds) before any GPU is touched, so a bad
+artifact fails the same way on a laptop and on an H100. Only the arch check
+needs the device, and ``check_arch`` takes its compute capability as a plain
+tuple.
+"""
+
+import io
+import json
+import os
+import re
+import zipfile
+from dataclasses import dataclass
+
+from .cuda import arch_name
+from .errors import ArtifactError
+
+FORMAT_VERSION = 1
+MANIFEST = "manifest.json"
+PTX = "kernels.ptx"
+SOURCE = "graph.mlir"
+
+# Storage types (MLIR spellings) and their size in bytes; i1 is one byte.
+DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i1": 1}
+# Scalar kernel arguments and their size in bytes.
+SCALAR_SIZES = {"i32": 4, "i64": 8, "f32": 4}
+WORKSPACE_ALIGNMENT = 256
+DEFAULT_ALIGNMENT = 16
+_REQUIRED = ("format_version", "arch", "inputs", "outputs", "workspace_bytes", "buffers", "kernels")
+_ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    """One graph input or output: logical dims, strides in elements, dtype."""
+
+    name: str
+    role: str            # "input" or "output"
+    index: int           # position among the inputs (or outputs)
+    dims: tuple
+    strides: tuple
+    dtype: str
+    alignment: int = DEFAULT_ALIGNMENT   # bytes the kernels assume of its address
+
+    @property
+    def label(self):
+        """How messages name it: ``input 'x'``."""
+        return f"{self.role} '{self.name}'"
+
+    @property
+    def itemsize(self):
+        return DTYPE_SIZES[self.dtype]
+
+    @property
+    def numel(self):
+        n = 1
+        for d in self.dims:
+            n *= d
+        return n
+
+    @property
+    def extent(self):
+        """Elements spanned in memory (from the first to the last, inclusive)."""
+        if self.numel == 0:
+            return 0
+        return 1 + sum((d - 1) * s for d, s in zip(self.dims, self.strides))
+
+    @property
+    def nbytes(self):
+        return self.extent * self.itemsize
+
+
+@dataclass(frozen=True)
+class BufferSpec:
+    """A device buffer kernels name: a graph input/output, or a workspace slice."""
+
+    kind: str            # "input", "output" or "workspace"
+    index: int = 0       # for input/output: position
+    offset: int = 0      # for workspace: byte offset in the workspace
+    nbytes: int = 0      # size in bytes (tensor extent, or the slice size)
+
+
+@dataclass(frozen=True)
+class ArgSpec:
+    """A kernel argument: a pointer into a buffer, or a scalar."""
+
+    kind: str            # "buffer" or "scalar"
+    buffer: int = 0
+    byte_offset: int = 0
+    type: str = ""       # scalar type: i32, i64, f32
+    value: object = None
+
+
+@dataclass(frozen=True)
+class KernelSpec:
+    """One launch of the plan."""
+
+    name: str
+    entry: str
+    strategy: str
+    grid: tuple
+    block: tuple
+    shared_bytes: int
+    args: tuple
+
+    @property
+    def has_work(self):
+        """False for an empty grid (zero-size tensors): such a kernel is skipped."""
+        return all(self.grid)
+
+
+@dataclass(frozen=True)
+class Artifact:
+    """A validated .dnnpkg: the manifest, parsed, plus the PTX and source text."""
+
+    manifest: dict
+    ptx: str
+    source: str
+    arch: str
+    graph: str
+    dnnc_version: str
+    mlir_version: str
+    inputs: tuple
+    outputs: tuple
+    workspace_bytes: int
+    buffers: tuple
+    kernels: tuple
+
+
+def read(path_or_bytes):
+    """Read and validate a .dnnpkg from a path, bytes, or a binary file object."""
+    if isinstance(path_or_bytes, (bytes, bytearray, memoryview)):
+        source, where = io.BytesIO(bytes(path_or_bytes)), "<bytes>"
+    elif isinstance(path_or_bytes, (str, os.PathLike)):
+        source = where = os.fspath(path_or_bytes)
+        if not os.path.isfile(source):
+            raise ArtifactError(f"{where}: no such artifact file")
+    elif hasattr(path_or_bytes, "read"):
+        source, where = path_or_bytes, getattr(path_or_bytes, "name", "<file>")
+    else:
+        raise ArtifactError(f"expected a path, bytes or a binary file, got {type(path_or_bytes).__name__}")
+    try:
+        with zipfile.ZipFile(source) as z:
+            names = set(z.namelist())
+            for member in (MANIFEST, PTX):
+                if member not in names:
+                    raise ArtifactError(f"{where}: not a .dnnpkg: the archive has no {member}")
+            raw_manifest = z.read(MANIFEST)
+            ptx = z.read(PTX).decode()
+            source_text = z.read(SOURCE).decode() if SOURCE in names else ""
+    except zipfile.BadZipFile as e:
+        raise ArtifactError(f"{where}: not a .dnnpkg (zip) archive: {e}") from e
+    except UnicodeDecodeError as e:
+        raise ArtifactError(f"{where}: {PTX} or {SOURCE} is not UTF-8 text: {e}") from e
+    try:
+        manifest = json.loads(raw_manifest)
+    except ValueError as e:
+        raise ArtifactError(f"{where}: {MANIFEST} is not valid JSON: {e}") from e
+    return parse(manifest, ptx, source_text)
+
+
+def parse(manifest, ptx="", source=""):
+    """Validate a manifest dict (and the PTX it refers to) into an Artifact."""
+    if not isinstance(manifest, dict):
+        raise ArtifactError(f"{MANIFEST}: expected a JSON object, got {type(manifest).__name__}")
+    if "format_version" not in manifest:
+        raise ArtifactError(f"{MANIFEST}: missing required key: format_version")
+    version = manifest["format_version"]
+    if version != FORMAT_VERSION or isinstance(version, bool):
+        raise ArtifactError(
+            f"{MANIFEST}: format_version: expected {FORMAT_VERSION} (the only version this "
+            f"runtime reads), got {version!r}; use a runtime and compiler of matching versions")
+    missing = [k for k in _REQUIRED if k not in manifest]
+    if missing:
+        raise ArtifactError(f"{MANIFEST}: missing required key(s): {', '.join(missing)}")
+
+    arch = manifest["arch"]
+    if not isinstance(arch, str) or not _ARCH.match(arch):
+        raise ArtifactError(f"{MANIFEST}: arch: expected a name like 'sm_80' or 'sm_90a', got {arch!r}")
+    inputs = _tensors(manifest["inputs"], "input")
+    outputs = _tensors(manifest["outputs"], "output")
+    names = [t.name for t in inputs + outputs]
+    for name in names:
+        if names.count(name) > 1:
+            raise ArtifactError(f"{MANIFEST}: tensor name {name!r} is used more than once")
+    workspace = _int(manifest["workspace_bytes"], "workspace_bytes", minimum=0)
+    buffers = _buffers(manifest["buffers"], inputs, outputs, workspace)
+    kernels = _kernels(manifest["kernels"], buffers)
+    _check_ptx(ptx, kernels)
+    return Artifact(
+        manifest=manifest, ptx=ptx, source=source, arch=arch,
+        graph=str(manifest.get("graph", "")),
+        dnnc_version=str(manifest.get("dnnc_version", "")),
+        mlir_version=str(manifest.get("mlir_version", "")),
+        inputs=inputs, outputs=outputs, workspace_bytes=workspace,
+        buffers=buffers, kernels=kernels)
+
+
+# -- the arch check (needs only the device's compute capability) ------------
+
+def arch_runs_on(arch, capability):
+    """Can code built for ``arch`` run on a GPU of compute ``capability``?
+
+    ``sm_XY`` is PTX for X.Y, which the driver JIT-compiles for any later GPU;
+    ``sm_XYa`` uses arch-specific instructions (wgmma...) that exist on X.Y
+    only; ``sm_XYf`` (family) runs on X.y for y >= Y.
+    """
+    m = _ARCH.match(arch)
+    if not m:
+        return False
+    major, minor, suffix = int(m.group(1)), int(m.group(2)), m.group(3)
+    if suffix == "a":
+        return tuple(capability) == (major, minor)
+    if suffix == "f":
+        return capability[0] == major and capability[1] >= minor
+    return tuple(capability) >= (major, minor)
+
+
+def check_arch(arch, capability, device_name="this GPU"):
+    """Raise ArtifactError unless ``arch`` runs on ``capability``, naming both."""
+    if arch_runs_on(arch, capability):
+        return
+    m = _ARCH.match(arch)
+    need = f"{m.group(1)}.{m.group(2)}"
+    why = {"a": f"it uses arch-specific instructions and runs only on compute capability {need}",
+           "f": f"it runs only on compute capability {m.group(1)}.x with x >= {m.group(2)}",
+           "": f"it needs compute capability {need} or newer"}[m.group(3)]
+    raise ArtifactError(
+        f"artifact built for {arch} cannot run on {device_name} (compute capability "
+        f"{capability[0]}.{capability[1]}, {arch_name(capability)}): {why}; "
+        f"recompile with --arch {arch_name(capability)}")
+
+
+# -- validation helpers -----------------------------------------------------
+
+def _int(value, where, minimum=None, maximum=None):
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ArtifactError(f"{MANIFEST}: {where}: expected an integer, got {value!r}")
+    if minimum is not None and value < minimum:
+        raise ArtifactError(f"{MANIFEST}: {where}: expected >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ArtifactError(f"{MANIFEST}: {where}: expected <= {maximum}, got {value}")
+    return value
+
+
+def _list(value, where, length=None):
+    if not isinstance(value, list):
+        raise ArtifactError(f"{MANIFEST}: {where}: expected a list, got {value!r}")
+    if length is not None and len(value) != length:
+        raise ArtifactError(f"{MANIFEST}: {where}: expected {length} entries, got {len(value)}")
+    return value
+
+
+def _field(entry, key, where):
+    if not isinstance(entry, dict):
+        raise ArtifactError(f"{MANIFEST}: {where}: expected an object, got {entry!r}")
+    if key not in entry:
+        raise ArtifactError(f"{MANIFEST}: {where}: missing key {key!r}")
+    return entry[key]
+
+
+def _tensors(entries, role):
+    specs = []
+    for i, t in enumerate(_list(entries, f"{role}s")):
+        where = f"{role}s[{i}]"
+        name = _field(t, "name", where)
+        if not isinstance(name, str) or not name:
+            raise ArtifactError(f"{MANIFEST}: {where}: name: expected a non-empty string, got {name!r}")
+        where = f"{where} '{name}'"
+        dims = [_int(d, f"{where}: dims", minimum=0) for d in _list(_field(t, "dims", where), f"{where}: dims")]
+        strides = _list(_field(t, "strides", where), f"{where}: strides")
+        if len(strides) != len(dims):
+            raise ArtifactError(f"{MANIFEST}: {where}: strides: expected {len(dims)} (one per dim), "
+                                f"got {len(strides)}")
+        strides = [_int(s, f"{where}: strides", minimum=0) for s in strides]
+        dtype = _field(t, "dtype", where)
+        if dtype not in DTYPE_SIZES:
+            raise ArtifactError(f"{MANIFEST}: {where}: dtype: expected one of "
+                                f"{', '.join(DTYPE_SIZES)}, got {dtype!r}")
+        alignment = _int(t.get("alignment", DEFAULT_ALIGNMENT), f"{where}: alignment", minimum=1)
+        if alignment & (alignment - 1):
+            raise ArtifactError(f"{MANIFEST}: {where}: alignment: expected a power of two, got {alignment}")
+        specs.append(TensorSpec(name, role, i, tuple(dims), tuple(strides), dtype, alignment))
+    return tuple(specs)
+
+
+def _buffers(entries, inputs, outputs, workspace):
+    buffers = []
+    for i, b in enumerate(_list(entries, "buffers")):
+        where = f"buffers[{i}]"
+        kind = _field(b, "kind", where)
+        if kind in ("input", "output"):
+            tensors = inputs if kind == "input" else outputs
+            index = _int(_field(b, "index", where), f"{where}: index", minimum=0)
+            if index >= len(tensors):
+                raise ArtifactError(f"{MANIFEST}: {where}: {kind} index: expected < {len(tensors)} "
+                                    f"(the number of {kind}s), got {index}")
+            buffers.append(BufferSpec(kind, index=index, nbytes=tensors[index].nbytes))
+        elif kind == "workspace":
+            offset = _int(_field(b, "offset", where), f"{where}: offset", minimum=0)
+            nbytes = _int(_field(b, "bytes", where), f"{where}: bytes", minimum=0)
+            if offset % WORKSPACE_ALIGNMENT:
+                raise ArtifactError(f"{MANIFEST}: {where}: offset: expected a multiple of "
+                                    f"{WORKSPACE_ALIGNMENT}, got {offset}")
+            if offset + nbytes > workspace:
+                raise ArtifactError(f"{MANIFEST}: {where}: workspace slice [{offset}, {offset + nbytes}) "
+                                    f"out of range: expected within workspace_bytes = {workspace}")
+            buffers.append(BufferSpec(kind, offset=offset, nbytes=nbytes))
+        else:
+            raise ArtifactError(f"{MANIFEST}: {where}: kind: expected input, output or workspace, "
+                                f"got {kind!r}")
+    return tuple(buffers)
+
+
+def _kernels(entries, buffers):
+    kernels = []
+    for i, k in enumerate(_list(entries, "kernels")):
+        where = f"kernels[{i}]"
+        # ``name`` is the kernel function a launch came from; one function may
+        # launch several entries, so names repeat.
+        name = _field(k, "name", where)
+        if not isinstance(name, str) or not name:
+            raise ArtifactError(f"{MANIFEST}: {where}: name: expected a non-empty string, got {name!r}")
+        where = f"kernels[{i}] '{name}'"
+        entry = _field(k, "entry", where)
+        if not isinstance(entry, str) or not entry:
+            raise ArtifactError(f"{MANIFEST}: {where}: entry: expected a PTX entry name, got {entry!r}")
+        strategy = str(_field(k, "strategy", where))
+        grid = tuple(_int(g, f"{where}: grid", minimum=0, maximum=2**31 - 1)
+                     for g in _list(_field(k, "grid", where), f"{where}: grid", 3))
+        if grid[1] > 65535 or grid[2] > 65535:
+            raise ArtifactError(f"{MANIFEST}: {where}: grid: expected y and z <= 65535, got {list(grid)}")
+        block = tuple(_int(b, f"{where}: block", minimum=1, maximum=1024)
+                      for b in _list(_field(k, "block", where), f"{where}: block", 3))
+        if block[0] * block[1] * block[2] > 1024:
+            raise ArtifactError(f"{MANIFEST}: {where}: block: expected at most 1024 threads, "
+                                f"got {list(block)}")
+        shared = _int(_field(k, "shared_bytes", where), f"{where}: shared_bytes", minimum=0)
+        args = tuple(_arg(a, f"{where}: args[{j}]", buffers)
+                     for j, a in enumerate(_list(_field(k, "args", where), f"{where}: args")))
+        kernels.append(KernelSpec(name, entry, strategy, grid, block, shared, args))
+    return tuple(kernels)
+
+
+def _arg(a, where, buffers):
+    kind = _field(a, "kind", where)
+    if kind == "buffer":
+        index = _int(_field(a, "buffer", where), f"{where}: buffer", minimum=0)
+        if index >= len(buffers):
+            raise ArtifactError(f"{MANIFEST}: {where}: buffer: expected an index < {len(buffers)} "
+                                f"(the number of buffers), got {index}")
+        offset = _int(a.get("byte_offset", 0), f"{where}: byte_offset", minimum=0)
+        if offset > buffers[index].nbytes:
+            raise ArtifactError(f"{MANIFEST}: {where}: byte_offset: expected <= {buffers[index].nbytes} "
+                                f"(the size of buffers[{index}]), got {offset}")
+        return ArgSpec("buffer", buffer=index, byte_offset=offset)
+    if kind == "scalar":
+        type_ = _field(a, "type", where)
+        value = _field(a, "value", where)
+        if type_ not in SCALAR_SIZES:
+            raise ArtifactError(f"{MANIFEST}: {where}: type: expected one of "
+                                f"{', '.join(SCALAR_SIZES)}, got {type_!r}")
+        if type_ == "f32":
+            if not isinstance(value, (int, float)) or isinstance(value, bool):
+                raise ArtifactError(f"{MANIFEST}: {where}: value: expected a number, got {value!r}")
+        else:
+            bits = 8 * SCALAR_SIZES[type_]
+            _int(value, f"{where}: value", minimum=-2**(bits - 1), maximum=2**(bits - 1) - 1)
+        return ArgSpec("scalar", type=type_, value=value)
+    raise ArtifactError(f"{MANIFEST}: {where}: kind: expected buffer or scalar, got {kind!r}")
+
+
+# A kernel's PTX signature: ".entry NAME(" up to the closing ")".
+_PARAM_TYPE = re.compile(r"\.[bsuf](8|16|32|64)\b")
+_PARAM_ARRAY = re.compile(r"\[(\d+)\]")
+
+
+def ptx_params(ptx, entry):
+    """Byte sizes of the parameters of ``.entry entry`` in ``ptx``; None if absent."""
+    m = re.search(r"\.entry\s+" + re.escape(entry) + r"\s*\(", ptx)
+    if not m:
+        return None
+    end = ptx.find(")", m.end())
+    body = ptx[m.end():end].strip()
+    sizes = []
+    for param in filter(None, (p.strip() for p in body.split(","))):
+        t = _PARAM_TYPE.search(param)
+        count = _PARAM_ARRAY.search(param)
+        sizes.append((int(t.group(1)) // 8 if t else 0) * (int(count.group(1)) if count else 1))
+    return sizes
+
+
+def _check_ptx(ptx, kernels):
+    """Every entry exists in the PTX and takes the arguments the manifest binds."""
+    for k in kernels:
+        sizes = ptx_params(ptx, k.entry)
+        if sizes is None:
+            raise ArtifactError(f"kernel '{k.name}': entry {k.entry!r} is not in {PTX}")
+        if len(sizes) != len(k.args):
+            raise ArtifactError(f"kernel '{k.name}': expected {len(sizes)} arguments (the parameters "
+                                f"of .entry {k.entry} in {PTX}), got {len(k.args)} in {MANIFEST}")
+        for j, (size, arg) in enumerate(zip(sizes, k.args)):
+            want = 8 if arg.kind == "buffer" else SCALAR_SIZES[arg.type]
+            if size != want:
+                what = "a pointer" if arg.kind == "buffer" else f"an {arg.type}"
+                raise ArtifactError(f"kernel '{k.name}': argument {j} is {what} ({want} bytes) in "
+                                    f"{MANIFEST}, but parameter {j} of .entry {k.entry} is {size} bytes")

@@ -1,0 +1,277 @@
+"""The thin CUDA driver layer: every GPU call the runtime makes goes through here.
+
+Built on cuda-python's ``cuda.bindings.driver``, imported lazily so that
+``import dnnc_runtime``, loading and validating an artifact, and validating
+arguments all work on a machine without cuda-python, a driver or a GPU.
+
+Every driver function returns ``(CUresult, *values)``; ``call(fn, *args)``
+runs one and turns a failing status into a ``CudaError`` that names the
+function and the status (tinygrad's ``check`` habit: one place, no silent
+errors). The one exception is ``launch``, the hot path, which checks the
+status inline to save a Python call.
+
+Contexts: the runtime works in each device's *primary* context, the one the
+CUDA runtime API, PyTorch, CuPy and Numba use, so pointers and streams from
+those libraries are valid in it. ``Device.activate`` makes it current only
+when it is not already.
+"""
+
+from .errors import CudaError, DeviceError
+
+# Dynamic shared memory above this needs cuFuncSetAttribute (opt-in), on every
+# arch since Volta.
+DEFAULT_SHARED_LIMIT = 48 * 1024
+
+_JIT_LOG_BYTES = 16 * 1024
+
+_d = None           # cuda.bindings.driver once imported
+_SUCCESS = None     # CUresult.CUDA_SUCCESS
+_initialized = False
+_devices = {}
+
+
+def driver():
+    """Import cuda-python's driver module (once) or raise DeviceError."""
+    global _d, _SUCCESS
+    if _d is None:
+        try:
+            from cuda.bindings import driver as d
+        except ImportError:
+            try:
+                from cuda import cuda as d  # cuda-python < 12.6 spelled it so
+            except ImportError as e:
+                raise DeviceError(
+                    "cuda-python is not installed; the runtime needs it to use a GPU "
+                    "(pip install cuda-python)") from e
+        _d, _SUCCESS = d, d.CUresult.CUDA_SUCCESS
+    return _d
+
+
+def _status_text(status):
+    """(name, description) of a CUresult, without raising."""
+    name = getattr(status, "name", str(status))
+    try:
+        err, text = _d.cuGetErrorString(status)
+        desc = text.decode() if err == _SUCCESS and text else ""
+    except Exception:  # the driver library itself may be what is missing
+        desc = ""
+    return name, desc
+
+
+def check(result, call="CUDA driver call"):
+    """Turn a cuda-python result tuple into its values, or raise CudaError.
+
+    Returns None for a call with no outputs, the value for one, a tuple for more.
+    """
+    status = result[0]
+    if status != _SUCCESS:
+        raise CudaError(call, *_status_text(status))
+    if len(result) == 1:
+        return None
+    return result[1] if len(result) == 2 else result[1:]
+
+
+def call(fn, *args):
+    """Run one driver function and check its status (see ``check``)."""
+    return check(fn(*args), fn.__name__)
+
+
+def init():
+    """cuInit once per process; DeviceError when there is no driver or GPU."""
+    global _initialized
+    if _initialized:
+        return
+    d = driver()
+    try:
+        status = d.cuInit(0)[0]
+    except Exception as e:  # cuda-python raises when libcuda.so cannot be loaded
+        raise DeviceError(f"the NVIDIA driver could not be loaded: {e}") from e
+    if status != _SUCCESS:
+        name, desc = _status_text(status)
+        raise DeviceError(f"cuInit failed: {name} ({desc}); no usable CUDA device")
+    _initialized = True
+
+
+def device_count():
+    """Number of CUDA devices; 0 when there is no driver, GPU or cuda-python."""
+    try:
+        init()
+        return call(_d.cuDeviceGetCount)
+    except (DeviceError, CudaError):
+        return 0
+
+
+def current_device_index():
+    """The device of the calling thread's current context, or None if it has none."""
+    init()
+    ctx = call(_d.cuCtxGetCurrent)
+    if ctx is None or int(ctx) == 0:
+        return None
+    return int(call(_d.cuCtxGetDevice))
+
+
+def arch_name(capability):
+    """Compute capability -> the arch an artifact for exactly this GPU names.
+
+    Hopper and later have arch-specific features (wgmma, TMA multicast...) that
+    only the ``a`` variant may use: (9, 0) -> "sm_90a", (8, 0) -> "sm_80".
+    """
+    major, minor = capability
+    return f"sm_{major}{minor}" + ("a" if major >= 9 else "")
+
+
+class Device:
+    """One GPU seen through its retained primary context."""
+
+    def __init__(self, index):
+        init()
+        d = _d
+        count = call(d.cuDeviceGetCount)
+        if not 0 <= index < count:
+            raise DeviceError(f"CUDA device {index} does not exist: expected 0..{count - 1}, "
+                              f"got {index}")
+        self.index = index
+        self.handle = call(d.cuDeviceGet, index)
+        attr = d.CUdevice_attribute
+        self.capability = (
+            call(d.cuDeviceGetAttribute, attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, self.handle),
+            call(d.cuDeviceGetAttribute, attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, self.handle))
+        self.max_shared_optin = call(
+            d.cuDeviceGetAttribute, attr.CU_DEVICE_ATTRIBUTE_MAX_SHARED_MEMORY_PER_BLOCK_OPTIN,
+            self.handle)
+        raw_name = call(d.cuDeviceGetName, 256, self.handle)
+        self.name = raw_name.split(b"\0", 1)[0].decode(errors="replace")
+        # Retained for the life of the process, as the CUDA runtime does.
+        self.context = call(d.cuDevicePrimaryCtxRetain, self.handle)
+        self._context_id = int(self.context)
+
+    @property
+    def arch(self):
+        return arch_name(self.capability)
+
+    def activate(self):
+        """Make this device's primary context current; return True if it was pushed.
+
+        A thread with no current context gets ours set (what the runtime API
+        does implicitly). A thread in another context gets ours pushed, and
+        the caller must ``deactivate(True)`` afterwards so the caller's
+        library (PyTorch tracks its current device this way) sees no change.
+        """
+        current = _d.cuCtxGetCurrent()[1]
+        current_id = 0 if current is None else int(current)
+        if current_id == self._context_id:
+            return False
+        if current_id == 0:
+            call(_d.cuCtxSetCurrent, self.context)
+            return False
+        call(_d.cuCtxPushCurrent, self.context)
+        return True
+
+    def deactivate(self, pushed):
+        if pushed:
+            call(_d.cuCtxPopCurrent)
+
+    def __repr__(self):
+        return f"Device({self.index}, {self.name!r}, {self.arch})"
+
+
+def get_device(index):
+    """The Device for an ordinal, created once per process."""
+    dev = _devices.get(index)
+    if dev is None:
+        dev = _devices[index] = Device(index)
+    return dev
+
+
+# -- modules and functions --------------------------------------------------
+
+def load_module(ptx):
+    """Load PTX text into the current context; on failure the error carries the JIT log."""
+    d = driver()
+    log = bytearray(_JIT_LOG_BYTES)
+    options = [d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER,
+               d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
+    values = [log, len(log)]
+    status, module = d.cuModuleLoadDataEx(ptx.encode() + b"\0", len(options), options, values)
+    if status != _SUCCESS:
+        text = bytes(log).split(b"\0", 1)[0].decode(errors="replace").strip()
+        raise CudaError("cuModuleLoadDataEx", *_status_text(status), log=text)
+    return module
+
+
+def unload_module(module):
+    call(_d.cuModuleUnload, module)
+
+
+def get_function(module, entry):
+    """The kernel named ``entry`` (its PTX .entry name)."""
+    return call(_d.cuModuleGetFunction, module, entry.encode())
+
+
+def allow_dynamic_shared(function, nbytes):
+    """Opt a kernel in to more than 48 KiB of dynamic shared memory."""
+    call(_d.cuFuncSetAttribute, function,
+         _d.CUfunction_attribute.CU_FUNC_ATTRIBUTE_MAX_DYNAMIC_SHARED_SIZE_BYTES, nbytes)
+
+
+def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params):
+    """cuLaunchKernel; ``params`` is the address of a void*[] (0 for no arguments)."""
+    status = _d.cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, 0)[0]
+    if status != _SUCCESS:
+        raise CudaError("cuLaunchKernel", *_status_text(status))
+
+
+# -- memory -----------------------------------------------------------------
+
+def mem_alloc(nbytes):
+    """Device memory of ``nbytes`` (> 0) bytes; returns the address as an int."""
+    return int(call(_d.cuMemAlloc, nbytes))
+
+
+def mem_free(address):
+    call(_d.cuMemFree, address)
+
+
+def copy_to_device(address, host_address, nbytes, stream):
+    """Host -> device copy ordered on ``stream`` (host memory pageable: returns when staged)."""
+    call(_d.cuMemcpyHtoDAsync, address, host_address, nbytes, stream)
+
+
+def copy_to_host(host_address, address, nbytes, stream):
+    """Device -> host copy ordered on ``stream``; synchronize the stream before reading."""
+    call(_d.cuMemcpyDtoHAsync, host_address, address, nbytes, stream)
+
+
+# -- streams and events -----------------------------------------------------
+
+def synchronize(stream):
+    call(_d.cuStreamSynchronize, stream)
+
+
+def synchronize_context():
+    """Wait for all work of the current context, on every stream."""
+    call(_d.cuCtxSynchronize)
+
+
+def is_capturing(stream):
+    """True while ``stream`` is being captured into a CUDA graph."""
+    status = call(_d.cuStreamIsCapturing, stream)
+    return status != _d.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
+
+
+def event_create():
+    return call(_d.cuEventCreate, _d.CUevent_flags.CU_EVENT_DEFAULT)
+
+
+def event_record(event, stream):
+    call(_d.cuEventRecord, event, stream)
+
+
+def event_elapsed_ms(start, end):
+    """Milliseconds between two recorded events (waits for ``end``)."""
+    call(_d.cuEventSynchronize, end)
+    return call(_d.cuEventElapsedTime, start, end)
+
+
+def event_destroy(event):
+    call(_d.cuEventDestroy, event)

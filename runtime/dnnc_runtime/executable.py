@@ -1,0 +1,407 @@
+"""``Executable``: a loaded artifact that runs its launch plan on a GPU.
+
+A call goes in three steps:
+
+1. **Check** (pure Python, ``binding``): match positional/named inputs and
+   ``outputs=`` to the manifest, check every argument. Any bad argument
+   raises ``ArgumentError`` here, before the first CUDA call: nothing is
+   launched.
+2. **Prepare** (first call only): pick the device (the torch tensors', else
+   the current context's, else 0), check the artifact's arch against it, load
+   the PTX, look up every kernel, opt kernels in to > 48 KiB of dynamic shared
+   memory, allocate the workspace (torch's caching allocator when the call
+   uses torch, else cuMemAlloc) and pack each kernel's argument array once:
+   scalars are written then, pointer slots are rewritten on every call.
+3. **Launch**: write the argument pointers into the packed arrays and
+   cuLaunchKernel each kernel of the plan in order on the caller's stream
+   (``stream=`` if given, else torch's current stream when the call uses
+   torch tensors, else the legacy default stream). Kernels with an empty
+   grid (zero-size tensors) are skipped.
+
+CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
+tensors / device arrays makes no allocation, synchronization or host copy,
+so it can be captured (``torch.cuda.graph``) and replayed. Call the
+executable once before capturing: the first call loads the module and
+allocates the workspace, and is refused under capture. Outputs left to the
+runtime under capture come from torch's allocator, which serves capture from
+the graph's private pool; NumPy arguments are refused under capture.
+
+An Executable is not thread-safe, and its one workspace makes concurrent
+calls on different streams race: use one Executable per stream/thread.
+"""
+
+import ctypes
+import statistics
+import sys
+
+import numpy as np
+
+from . import artifact as _artifact
+from . import binding, cuda
+from .binding import DEVICE, NUMPY, TORCH, Bound
+from .errors import ArgumentError, ArtifactError, DeviceError
+
+_SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float}
+
+
+def load(path_or_bytes):
+    """Load a .dnnpkg (a path, its bytes, or a binary file) into an Executable.
+
+    Reads and validates the artifact; touches no GPU until the first call.
+    """
+    return Executable(_artifact.read(path_or_bytes))
+
+
+class Plan(tuple):
+    """The kernels an executable launches, in order (KernelSpec); ``str()`` is a table.
+
+    ``name`` is the kernel function a launch came from (one function may make
+    several launches); ``entry`` the PTX function launched.
+    """
+
+    @property
+    def labels(self):
+        """One unique key per launch: its entry, with ``#i`` added if an entry repeats."""
+        entries = [k.entry for k in self]
+        return [e if entries.count(e) == 1 else f"{e}#{i}" for i, e in enumerate(entries)]
+
+    def __str__(self):
+        rows = [("#", "kernel", "entry", "strategy", "grid", "block", "shared", "args")]
+        for i, k in enumerate(self):
+            note = "" if k.has_work else "  (skipped: empty grid)"
+            rows.append((str(i), k.name, k.entry, k.strategy, "x".join(map(str, k.grid)),
+                         "x".join(map(str, k.block)), str(k.shared_bytes), str(len(k.args)) + note))
+        widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
+        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1]
+                         for r in rows)
+
+
+class _Launch:
+    """One kernel ready to launch: function, dims, and its packed void*[] of arguments.
+
+    Every argument gets an 8-byte slot (big enough for a pointer, i64, i32 or
+    f32; the driver copies as many bytes as the PTX parameter has), and
+    ``params`` is the address of the array of slot addresses that
+    cuLaunchKernel wants. Only pointer slots change between calls.
+    """
+
+    __slots__ = ("index", "kernel", "function", "dims", "params", "slots", "pointers", "_addresses")
+
+    def __init__(self, index, kernel, function, sources):
+        n = len(kernel.args)
+        self.index = index                # position in the plan
+        self.kernel = kernel
+        self.function = function
+        self.dims = (*kernel.grid, *kernel.block, kernel.shared_bytes)
+        self.slots = (ctypes.c_uint64 * max(n, 1))()
+        base = ctypes.addressof(self.slots)
+        self._addresses = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
+        self.params = ctypes.addressof(self._addresses) if n else 0
+        pointers = []
+        for i, arg in enumerate(kernel.args):
+            if arg.kind == "scalar":
+                _SCALAR_CTYPES[arg.type].from_buffer(self.slots, 8 * i).value = arg.value
+            else:
+                source, offset = sources[arg.buffer]
+                pointers.append((i, source, offset + arg.byte_offset))
+        self.pointers = tuple(pointers)   # (slot, index into the call's address list, byte offset)
+
+
+class _Call:
+    """The state of one call between checking its arguments and returning."""
+
+    __slots__ = ("inputs", "outputs", "given", "addresses", "stream", "device", "pushed", "staged")
+
+    def release(self):
+        for address in self.staged:
+            cuda.mem_free(address)
+        self.staged = ()
+        self.device.deactivate(self.pushed)
+
+
+class Executable:
+    """A launch plan loaded from a .dnnpkg. Call it: ``y = exe(x, w)``.
+
+    ``exe(*inputs, outputs=None, stream=None, **named)``: inputs by position or
+    by name; ``outputs`` a list, a dict by name, or one array (for one output),
+    else allocated like the inputs (torch tensors with the manifest's strides
+    for torch inputs, DeviceArray for other device arrays, NumPy arrays for
+    NumPy inputs). Returns the outputs: one object for one output, else a tuple.
+    """
+
+    def __init__(self, artifact):
+        self.artifact = artifact
+        self.inputs = artifact.inputs
+        self.outputs = artifact.outputs
+        self.plan = Plan(artifact.kernels)
+        self.device = None          # cuda.Device, bound by the first call
+        self._module = None
+        self._launches = ()
+        self._workspace = 0         # device address of the workspace (0: none)
+        self._workspace_owner = None  # torch tensor, or "cuda" for cuMemAlloc memory
+        n_in, n_out = len(self.inputs), len(self.outputs)
+        # Where each buffer's address comes from: the call's address list is
+        # [inputs..., outputs..., workspace].
+        self._sources = tuple(
+            (b.index, 0) if b.kind == "input" else
+            (n_in + b.index, 0) if b.kind == "output" else
+            (n_in + n_out, b.offset) for b in artifact.buffers)
+
+    @property
+    def arch(self):
+        return self.artifact.arch
+
+    def __repr__(self):
+        sig = lambda ts: ", ".join(f"{t.name}: {t.dtype}{list(t.dims)}" for t in ts)
+        return (f"<dnnc_runtime.Executable {self.artifact.graph or '?'} for {self.arch}: "
+                f"({sig(self.inputs)}) -> ({sig(self.outputs)}), {len(self.plan)} kernel(s)>")
+
+    # -- calling ------------------------------------------------------------
+
+    def __call__(self, *args, outputs=None, stream=None, **named):
+        call = self._begin(args, named, outputs, stream)
+        try:
+            launch = cuda.launch
+            addresses, handle = call.addresses, call.stream
+            for k in self._launches:
+                slots = k.slots
+                for slot, source, offset in k.pointers:
+                    slots[slot] = addresses[source] + offset
+                launch(k.function, *k.dims, handle, k.params)
+            return self._finish(call)
+        finally:
+            call.release()
+
+    def time(self, *args, repeat=100, warmup=10, outputs=None, stream=None, **named):
+        """Median milliseconds of each kernel over ``repeat`` runs, timed with CUDA events.
+
+        Returns a dict {label: ms} in plan order (``exe.plan.labels``: the PTX
+        entry of each launch; kernels skipped for an empty grid are left out),
+        plus "total" (first kernel's start to last kernel's end). Arguments
+        are as for a call; not for use under graph capture.
+        """
+        call = self._begin(args, named, outputs, stream)
+        events = []
+        try:
+            handle = call.stream
+            events = [(cuda.event_create(), cuda.event_create()) for _ in self._launches]
+            samples = [[] for _ in self._launches]
+            totals = []
+            for r in range(warmup + repeat):
+                for k, (start, end) in zip(self._launches, events):
+                    for slot, source, offset in k.pointers:
+                        k.slots[slot] = call.addresses[source] + offset
+                    cuda.event_record(start, handle)
+                    cuda.launch(k.function, *k.dims, handle, k.params)
+                    cuda.event_record(end, handle)
+                if r >= warmup and events:
+                    for (start, end), s in zip(events, samples):
+                        s.append(cuda.event_elapsed_ms(start, end))
+                    totals.append(cuda.event_elapsed_ms(events[0][0], events[-1][1]))
+            self._finish(call)
+        finally:
+            for pair in events:
+                for event in pair:
+                    cuda.event_destroy(event)
+            call.release()
+        labels = self.plan.labels
+        result = {labels[k.index]: statistics.median(s) for k, s in zip(self._launches, samples)}
+        result["total"] = statistics.median(totals) if totals else 0.0
+        return result
+
+    # -- the steps of a call ------------------------------------------------
+
+    def _begin(self, args, named, outputs, stream):
+        # 1. Check every argument: pure Python, no CUDA call before this is done.
+        values = binding.match_inputs(self.inputs, args, named, self.outputs)
+        ins = [binding.bind(v, s) for v, s in zip(values, self.inputs)]
+        given = outs = None
+        if outputs is not None:
+            given = binding.match_outputs(self.outputs, outputs)
+            outs = [binding.bind(v, s, writable=True) for v, s in zip(given, self.outputs)]
+        every = ins + outs if outs else ins
+        index = binding.common_device(every)
+        device = self.device
+        if device is not None and index is not None and index != device.index:
+            spec = next(b.spec for b in every if b.device is not None)
+            raise ArgumentError(f"{spec.label}: expected a tensor on cuda:{device.index} (where "
+                                f"this executable was loaded), got cuda:{index}", tensor=spec.name)
+        handle = None if stream is None else binding.stream_handle(stream)
+        kinds = {b.kind for b in every}
+        use_torch = TORCH in kinds
+
+        # 2. The GPU from here on.
+        if device is None:
+            device = self._bind_device(index)
+        call = _Call()
+        call.device, call.pushed, call.staged, call.given = device, device.activate(), (), given
+        try:
+            if handle is None:
+                handle = _torch_stream(device.index) if use_torch else 0
+            if self._module is None:
+                self._prepare(device, handle, use_torch)
+            staged = []
+            call.staged = staged
+            if NUMPY in kinds or (outs is None and not use_torch and DEVICE not in kinds):
+                if cuda.is_capturing(handle):
+                    raise ArgumentError("NumPy arguments are copied to and from the device, which "
+                                        "CUDA graph capture forbids: pass device tensors and outputs=")
+                for b in ins:
+                    if b.kind is NUMPY:
+                        b.address = _stage(b.spec, staged, binding.to_layout(b.value, b.spec), handle)
+            if outs is None:
+                outs = [self._allocate(spec, device, use_torch, kinds, handle, staged)
+                        for spec in self.outputs]
+            else:
+                for b in outs:
+                    if b.kind is NUMPY:
+                        b.address = _stage(b.spec, staged, None, handle)
+            call.inputs, call.outputs, call.stream = ins, outs, handle
+            call.addresses = [b.address for b in ins] + [b.address for b in outs] + [self._workspace]
+        except BaseException:
+            call.release()
+            raise
+        return call
+
+    def _allocate(self, spec, device, use_torch, kinds, handle, staged):
+        """An output the caller did not pass, allocated like the inputs."""
+        if use_torch:
+            torch = sys.modules["torch"]
+            t = torch.empty_strided(spec.dims, spec.strides, dtype=binding.torch_dtype(spec.dtype),
+                                    device=_torch_device(device.index))
+            return Bound(spec, TORCH, t.data_ptr(), device.index, t)
+        if DEVICE in kinds:
+            if cuda.is_capturing(handle):
+                raise ArgumentError(f"{spec.label}: allocating an output is not allowed under CUDA "
+                                    f"graph capture: pass outputs=")
+            a = binding.DeviceArray(spec, device)
+            return Bound(spec, DEVICE, a.address, None, a)
+        return Bound(spec, NUMPY, _stage(spec, staged, None, handle), None, None)
+
+    def _finish(self, call):
+        """Copy NumPy outputs back; return what the caller gets."""
+        pending = []
+        for b in call.outputs:
+            if b.kind is NUMPY:
+                flat = np.empty(b.spec.extent, binding.numpy_dtype(b.spec.dtype))
+                if flat.nbytes:
+                    cuda.copy_to_host(flat.ctypes.data, b.address, flat.nbytes, call.stream)
+                pending.append((b, flat))
+        if call.staged:
+            cuda.synchronize(call.stream)
+        for b, flat in pending:
+            view = binding.view_of(flat, b.spec)
+            if b.value is not None:
+                b.value[...] = view
+            else:
+                b.value = view
+        if call.given is not None:
+            results = call.given          # the caller's own objects, filled
+        else:
+            results = [b.value for b in call.outputs]
+        return results[0] if len(results) == 1 else tuple(results)
+
+    # -- first call -----------------------------------------------------------
+
+    def _bind_device(self, index):
+        if index is None:
+            index = cuda.current_device_index()
+        device = cuda.get_device(0 if index is None else index)
+        _artifact.check_arch(self.arch, device.capability, f"{device.name} (cuda:{device.index})")
+        self.device = device
+        return device
+
+    def _prepare(self, device, handle, use_torch):
+        """Load the module, find the kernels, pack their arguments, allocate the workspace."""
+        if cuda.is_capturing(handle):
+            raise DeviceError("the first call of an Executable loads its kernels and allocates its "
+                              "workspace, which CUDA graph capture forbids: call it once before "
+                              "capturing")
+        module = cuda.load_module(self.artifact.ptx)
+        launches = []
+        try:
+            for i, k in enumerate(self.artifact.kernels):
+                if k.shared_bytes > device.max_shared_optin:
+                    raise ArtifactError(f"kernel '{k.name}': expected at most {device.max_shared_optin} "
+                                        f"bytes of shared memory per block on {device.name}, got "
+                                        f"shared_bytes = {k.shared_bytes}")
+                function = cuda.get_function(module, k.entry)
+                if k.shared_bytes > cuda.DEFAULT_SHARED_LIMIT:
+                    cuda.allow_dynamic_shared(function, k.shared_bytes)
+                if k.has_work:
+                    launches.append(_Launch(i, k, function, self._sources))
+            nbytes = self.artifact.workspace_bytes
+            if nbytes:
+                if use_torch:
+                    torch = sys.modules["torch"]
+                    owner = torch.empty(nbytes, dtype=torch.uint8, device=_torch_device(device.index))
+                    self._workspace, self._workspace_owner = owner.data_ptr(), owner
+                else:
+                    self._workspace, self._workspace_owner = cuda.mem_alloc(nbytes), "cuda"
+        except BaseException:
+            cuda.unload_module(module)
+            raise
+        self._module, self._launches = module, tuple(launches)
+
+    # -- lifecycle --------------------------------------------------------------
+
+    def close(self):
+        """Unload the kernels and free the workspace; the next call prepares again."""
+        if self._module is None:
+            return
+        pushed = self.device.activate()
+        try:
+            # Kernels may still use the workspace (on any stream): wait before
+            # handing it back to cuMemFree or torch's allocator.
+            cuda.synchronize_context()
+            if self._workspace_owner == "cuda":
+                cuda.mem_free(self._workspace)
+            cuda.unload_module(self._module)
+        finally:
+            self.device.deactivate(pushed)
+            self._module, self._launches = None, ()
+            self._workspace, self._workspace_owner = 0, None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def __del__(self):
+        try:
+            self.close()
+        except Exception:
+            pass  # interpreter shutdown: the driver may already be gone
+
+
+def _stage(spec, staged, host, stream):
+    """Device memory for a NumPy argument (freed after the call); copy ``host`` in."""
+    if not spec.nbytes:
+        return 0
+    address = cuda.mem_alloc(spec.nbytes)
+    staged.append(address)
+    if host is not None:
+        cuda.copy_to_device(address, host.ctypes.data, host.nbytes, stream)
+    return address
+
+
+_raw_stream = None
+_torch_devices = {}
+
+
+def _torch_stream(index):
+    """torch's current stream on device ``index``, as a handle (cheaply)."""
+    global _raw_stream
+    if _raw_stream is None:
+        torch = sys.modules["torch"]
+        _raw_stream = getattr(torch._C, "_cuda_getCurrentRawStream", None) or (
+            lambda i: torch.cuda.current_stream(i).cuda_stream)
+    return _raw_stream(index)
+
+
+def _torch_device(index):
+    d = _torch_devices.get(index)
+    if d is None:
+        d = _torch_devices[index] = sys.modules["torch"].device("cuda", index)
+    return d

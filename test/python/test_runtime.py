@@ -1,0 +1,661 @@
+"""dnnc_runtime without a GPU: artifact validation, argument checks, launch packing.
+
+.dnnpkg files are built by hand here (zipfile + a manifest dict + a small PTX
+text). Argument checks run against a poisoned CUDA layer (any driver call
+fails the test), which proves they all happen before the first CUDA call. The
+launch path (device binding, argument packing, workspace, NumPy staging,
+skipped empty kernels, streams, timing) runs against ``FakeGPU``, a stand-in
+for ``dnnc_runtime.cuda`` whose memory is host bytearrays and whose kernels
+are Python functions. The real GPU tests are in test/gpu/test_runtime_gpu.py.
+"""
+
+import ctypes
+import io
+import json
+import os
+import subprocess
+import sys
+import zipfile
+
+import numpy as np
+import pytest
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+try:
+    import dnnc_runtime
+except ImportError:  # a plain checkout: the runtime lives in runtime/
+    sys.path.insert(0, os.path.join(ROOT, "runtime"))
+    import dnnc_runtime
+
+from dnnc_runtime import ArgumentError, ArtifactError, CudaError, DeviceError, DnncRuntimeError
+from dnnc_runtime import artifact as artifact_mod
+from dnnc_runtime import cuda as cuda_mod
+
+try:
+    import torch
+except ImportError:
+    torch = None
+
+# Only the .entry signatures matter without a GPU: the loader checks that every
+# kernel's entry exists and takes as many (and as wide) parameters as bound.
+PTX = """
+.version 7.0
+.target sm_80
+.address_size 64
+
+.visible .entry scale2(
+\t.param .u64 scale2_param_0,
+\t.param .u64 scale2_param_1,
+\t.param .u64 scale2_param_2
+)
+{
+\tret;
+}
+
+.visible .entry axpy(
+\t.param .u64 axpy_param_0,
+\t.param .u64 axpy_param_1,
+\t.param .u64 axpy_param_2,
+\t.param .f32 axpy_param_3,
+\t.param .u32 axpy_param_4
+)
+{
+\tret;
+}
+"""
+
+
+def scale_manifest(n=1000, arch="sm_80", dtype="f32"):
+    """y = 2 * x over n elements: one kernel scale2(x, y, n:i64)."""
+    return {
+        "format_version": 1, "dnnc_version": "0.1.0", "mlir_version": "22.1.8",
+        "arch": arch, "graph": "scale",
+        "inputs": [{"name": "x", "dims": [n], "strides": [1], "dtype": dtype}],
+        "outputs": [{"name": "y", "dims": [n], "strides": [1], "dtype": dtype}],
+        "workspace_bytes": 0,
+        "buffers": [{"kind": "input", "index": 0}, {"kind": "output", "index": 0}],
+        "kernels": [{
+            "name": "scale_k0", "entry": "scale2", "strategy": "simt-pointwise",
+            "grid": [(n + 127) // 128, 1, 1], "block": [128, 1, 1], "shared_bytes": 0,
+            "args": [{"kind": "buffer", "buffer": 0, "byte_offset": 0},
+                     {"kind": "buffer", "buffer": 1, "byte_offset": 0},
+                     {"kind": "scalar", "type": "i64", "value": n}]}],
+    }
+
+
+def axpy_manifest():
+    """Two inputs x [2, 3] and w [2, 3] (w stored with padded rows), output y [2, 3].
+
+    Kernel 0 writes x * 2 into the workspace (slice at 256), kernel 1 computes
+    y = ws + w * a; kernel 2 has an empty grid and must never launch.
+    """
+    return {
+        "format_version": 1, "arch": "sm_90a", "graph": "axpy",
+        "inputs": [{"name": "x", "dims": [2, 3], "strides": [3, 1], "dtype": "f32"},
+                   {"name": "w", "dims": [2, 3], "strides": [4, 1], "dtype": "f32"}],
+        "outputs": [{"name": "y", "dims": [2, 3], "strides": [3, 1], "dtype": "f32"}],
+        "workspace_bytes": 512,
+        "buffers": [{"kind": "input", "index": 0}, {"kind": "input", "index": 1},
+                    {"kind": "output", "index": 0},
+                    {"kind": "workspace", "offset": 256, "bytes": 24}],
+        "kernels": [
+            {"name": "k0_scale", "entry": "scale2", "strategy": "simt-pointwise",
+             "grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 0,
+             "args": [{"kind": "buffer", "buffer": 0}, {"kind": "buffer", "buffer": 3},
+                      {"kind": "scalar", "type": "i64", "value": 6}]},
+            {"name": "k1_axpy", "entry": "axpy", "strategy": "simt-generic",
+             "grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 65536,
+             "args": [{"kind": "buffer", "buffer": 3}, {"kind": "buffer", "buffer": 1},
+                      {"kind": "buffer", "buffer": 2, "byte_offset": 0},
+                      {"kind": "scalar", "type": "f32", "value": 0.5},
+                      {"kind": "scalar", "type": "i32", "value": 6}]},
+            {"name": "k2_empty", "entry": "scale2", "strategy": "simt-generic",
+             "grid": [0, 1, 1], "block": [32, 1, 1], "shared_bytes": 0,
+             "args": [{"kind": "buffer", "buffer": 0}, {"kind": "buffer", "buffer": 2},
+                      {"kind": "scalar", "type": "i64", "value": 0}]},
+        ],
+    }
+
+
+def package(manifest, ptx=PTX, source="// graph.mlir\n"):
+    """A .dnnpkg as bytes."""
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("manifest.json", json.dumps(manifest))
+        if ptx is not None:
+            z.writestr("kernels.ptx", ptx)
+        if source is not None:
+            z.writestr("graph.mlir", source)
+    return buf.getvalue()
+
+
+def load(manifest, **kw):
+    return dnnc_runtime.load(package(manifest, **kw))
+
+
+# -- loading and validating artifacts ------------------------------------------
+
+def test_load_from_bytes_path_and_file(tmp_path):
+    data = package(scale_manifest())
+    path = tmp_path / "scale.dnnpkg"
+    path.write_bytes(data)
+    for source in (data, str(path), path, open(path, "rb")):
+        exe = dnnc_runtime.load(source)
+        assert [t.name for t in exe.inputs] == ["x"] and [t.name for t in exe.outputs] == ["y"]
+        assert exe.inputs[0].dims == (1000,) and exe.outputs[0].dtype == "f32"
+        assert exe.arch == "sm_80" and exe.artifact.source == "// graph.mlir\n"
+        assert exe.device is None  # loading touches no GPU
+
+
+def test_plan_is_a_table():
+    exe = load(axpy_manifest())
+    assert [k.name for k in exe.plan] == ["k0_scale", "k1_axpy", "k2_empty"]
+    assert exe.plan[1].shared_bytes == 65536 and exe.plan[1].grid == (1, 1, 1)
+    text = str(exe.plan)
+    lines = text.splitlines()
+    assert lines[0].split() == ["#", "kernel", "entry", "strategy", "grid", "block", "shared", "args"]
+    assert "k1_axpy" in lines[2] and "simt-generic" in lines[2] and "65536" in lines[2]
+    assert "skipped: empty grid" in lines[3]
+    assert "axpy" in repr(exe) and "sm_90a" in repr(exe)
+    assert exe.plan.labels == ["scale2#0", "axpy", "scale2#2"]
+
+
+def test_llvm_style_ptx_signatures():
+    """What MLIR/LLVM's NVPTX back end writes: .ptr/.align qualifiers, .maxntid."""
+    ptx = """
+.version 8.0
+.target sm_90a
+.address_size 64
+
+.visible .entry g_k0_kernel_3(
+	.param .u64 .ptr .align 1 g_k0_kernel_3_param_0,
+	.param .u64 .ptr .global .align 16 g_k0_kernel_3_param_1,
+	.param .u64 g_k0_kernel_3_param_2
+)
+.maxntid 256, 1, 1
+{
+	ret;
+}
+"""
+    m = scale_manifest()
+    m["kernels"][0]["entry"] = "g_k0_kernel_3"
+    assert load(m, ptx=ptx).plan[0].entry == "g_k0_kernel_3"
+    assert artifact_mod.ptx_params(ptx, "g_k0_kernel_3") == [8, 8, 8]
+    assert artifact_mod.ptx_params(".entry s(.param .align 8 .b8 s_param_0[128])", "s") == [128]
+    assert artifact_mod.ptx_params(ptx, "g_k0_kernel") is None
+
+
+def test_format_version_mismatch_names_both_versions():
+    m = scale_manifest()
+    m["format_version"] = 2
+    with pytest.raises(ArtifactError, match=r"format_version: expected 1 .* got 2"):
+        load(m)
+    del m["format_version"]
+    with pytest.raises(ArtifactError, match="missing required key: format_version"):
+        load(m)
+
+
+@pytest.mark.parametrize("key", ["arch", "inputs", "outputs", "workspace_bytes", "buffers", "kernels"])
+def test_missing_required_key(key):
+    m = scale_manifest()
+    del m[key]
+    with pytest.raises(ArtifactError, match=f"missing required key.*{key}"):
+        load(m)
+
+
+def test_not_a_package(tmp_path):
+    with pytest.raises(ArtifactError, match="not a .dnnpkg"):
+        dnnc_runtime.load(b"this is not a zip")
+    with pytest.raises(ArtifactError, match="has no kernels.ptx"):
+        load(scale_manifest(), ptx=None)
+    with pytest.raises(ArtifactError, match="no such artifact file"):
+        dnnc_runtime.load(str(tmp_path / "missing.dnnpkg"))
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        z.writestr("manifest.json", "{not json")
+        z.writestr("kernels.ptx", PTX)
+    with pytest.raises(ArtifactError, match="not valid JSON"):
+        dnnc_runtime.load(buf.getvalue())
+
+
+def test_graph_mlir_is_optional():
+    assert load(scale_manifest(), source=None).artifact.source == ""
+
+
+def _broken(edit):
+    m = axpy_manifest()
+    edit(m)
+    return m
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m.update(arch="hopper"), r"arch: expected a name like 'sm_80'.*got 'hopper'"),
+    (lambda m: m["inputs"][0].update(dtype="f64"), r"inputs\[0\] 'x': dtype: expected one of f32, .*got 'f64'"),
+    (lambda m: m["inputs"][0].update(strides=[3]), r"'x': strides: expected 2 \(one per dim\), got 1"),
+    (lambda m: m["inputs"][0].update(dims=[2, -3]), r"'x': dims: expected >= 0, got -3"),
+    (lambda m: m["inputs"][0].update(dims=[2, "3"]), r"'x': dims: expected an integer, got '3'"),
+    (lambda m: m["inputs"][0].pop("dtype"), r"'x': missing key 'dtype'"),
+    (lambda m: m["outputs"][0].update(name="x"), r"tensor name 'x' is used more than once"),
+    (lambda m: m["buffers"][1].update(index=2), r"buffers\[1\]: input index: expected < 2 .*got 2"),
+    (lambda m: m["buffers"][3].update(offset=100), r"offset: expected a multiple of 256, got 100"),
+    (lambda m: m["buffers"][3].update(bytes=300),
+     r"workspace slice \[256, 556\) out of range: expected within workspace_bytes = 512"),
+    (lambda m: m["buffers"][0].update(kind="constant"), r"kind: expected input, output or workspace"),
+    (lambda m: m["kernels"][0]["args"][1].update(buffer=7),
+     r"kernels\[0\] 'k0_scale': args\[1\]: buffer: expected an index < 4 .*got 7"),
+    (lambda m: m["kernels"][1]["args"][2].update(byte_offset=4096),
+     r"byte_offset: expected <= 24 \(the size of buffers\[2\]\), got 4096"),
+    (lambda m: m["kernels"][0]["args"][2].update(type="f16"), r"type: expected one of i32, i64, f32"),
+    (lambda m: m["kernels"][1]["args"][4].update(value=2**40), r"value: expected <= 2147483647"),
+    (lambda m: m["kernels"][0].update(block=[64, 32, 1]), r"block: expected at most 1024 threads"),
+    (lambda m: m["kernels"][0].update(grid=[1, 1]), r"grid: expected 3 entries, got 2"),
+    (lambda m: m["kernels"][1].update(name=""), r"kernels\[1\]: name: expected a non-empty string"),
+    (lambda m: m["kernels"][0].update(entry="nowhere"), r"entry 'nowhere' is not in kernels.ptx"),
+    (lambda m: m["kernels"][0]["args"].pop(), r"'k0_scale': expected 3 arguments .* got 2"),
+    (lambda m: m["kernels"][0]["args"].__setitem__(2, {"kind": "scalar", "type": "i32", "value": 6}),
+     r"argument 2 is an i32 \(4 bytes\) .* parameter 2 of .entry scale2 is 8 bytes"),
+    (lambda m: m["kernels"][1]["args"].__setitem__(3, {"kind": "buffer", "buffer": 0}),
+     r"argument 3 is a pointer \(8 bytes\) .* is 4 bytes"),
+    (lambda m: m["kernels"][0]["args"][0].update(kind="tma"), r"kind: expected buffer or scalar, got 'tma'"),
+])
+def test_manifest_errors(edit, message):
+    with pytest.raises(ArtifactError, match=message):
+        load(_broken(edit))
+
+
+def test_errors_are_one_hierarchy():
+    for cls in (ArtifactError, ArgumentError, CudaError, DeviceError):
+        assert issubclass(cls, DnncRuntimeError) and issubclass(cls, RuntimeError)
+    err = CudaError("cuModuleLoadDataEx", "CUDA_ERROR_INVALID_PTX", "a PTX JIT compilation failed",
+                    log="ptxas fatal: parse error")
+    assert "cuModuleLoadDataEx failed: CUDA_ERROR_INVALID_PTX" in str(err)
+    assert err.log in str(err) and err.call == "cuModuleLoadDataEx"
+
+
+# -- arch compatibility (pure: takes the compute capability) -------------------
+
+@pytest.mark.parametrize("arch, capability, runs", [
+    ("sm_90a", (9, 0), True), ("sm_90a", (10, 0), False), ("sm_90a", (8, 0), False),
+    ("sm_80", (8, 0), True), ("sm_80", (8, 6), True), ("sm_80", (9, 0), True),
+    ("sm_80", (7, 5), False), ("sm_86", (8, 0), False), ("sm_100a", (10, 0), True),
+    ("sm_100f", (10, 3), True), ("sm_100f", (11, 0), False), ("sm_120", (12, 0), True),
+])
+def test_arch_runs_on(arch, capability, runs):
+    assert artifact_mod.arch_runs_on(arch, capability) is runs
+
+
+def test_arch_errors_name_both():
+    with pytest.raises(ArtifactError, match=r"built for sm_90a cannot run on .*compute capability "
+                                            r"8\.0, sm_80\).*runs only on compute capability 9\.0"):
+        artifact_mod.check_arch("sm_90a", (8, 0))
+    with pytest.raises(ArtifactError, match=r"built for sm_80 .*7\.5, sm_75\).*needs compute "
+                                            r"capability 8\.0 or newer"):
+        artifact_mod.check_arch("sm_80", (7, 5))
+    assert cuda_mod.arch_name((9, 0)) == "sm_90a" and cuda_mod.arch_name((8, 6)) == "sm_86"
+
+
+# -- argument checks happen before any CUDA call --------------------------------
+
+@pytest.fixture
+def no_cuda(monkeypatch):
+    """Every CUDA entry point of the runtime fails the test if called."""
+    def poisoned(name):
+        def fail(*args, **kwargs):
+            raise AssertionError(f"CUDA called: {name}")
+        return fail
+    for name in dir(cuda_mod):
+        obj = getattr(cuda_mod, name)
+        if callable(obj) and not name.startswith("__") and getattr(obj, "__module__", "") == cuda_mod.__name__:
+            if name not in ("arch_name", "check"):
+                monkeypatch.setattr(cuda_mod, name, poisoned(name))
+
+
+class FakeCudaArray:
+    """An object with __cuda_array_interface__ and a made-up device address."""
+
+    def __init__(self, shape, typestr="<f4", strides=None, address=0x7F00_0000_0000, readonly=False):
+        self.__cuda_array_interface__ = {"shape": tuple(shape), "typestr": typestr,
+                                         "data": (address, readonly), "strides": strides,
+                                         "version": 3}
+
+
+def _axpy_args():
+    return np.ones((2, 3), np.float32), np.ones((2, 3), np.float32)
+
+
+@pytest.mark.parametrize("call, tensor, message", [
+    (lambda exe, x, w: exe(x), "w", r"missing input\(s\) w: expected 2 input\(s\) \(x, w\), got 1"),
+    (lambda exe, x, w: exe(x, w, x), None, r"expected 2 input\(s\) \(x, w\), got 3 positional"),
+    (lambda exe, x, w: exe(x, v=w), "v", r"unknown input 'v': expected one of x, w"),
+    (lambda exe, x, w: exe(x, y=w), "y", r"unknown input 'y'.*\(outputs go in outputs=\)"),
+    (lambda exe, x, w: exe(x, w, x=x), "x", r"input 'x' is given both by position and by name"),
+    (lambda exe, x, w: exe(x, np.ones((3, 2), np.float32)), "w",
+     r"input 'w': expected shape \[2, 3\], got \[3, 2\]"),
+    (lambda exe, x, w: exe(x.astype(np.float16), w), "x",
+     r"input 'x': expected dtype f32 \(numpy float32\), got numpy float16"),
+    (lambda exe, x, w: exe(x, [[1.0] * 3] * 2), "w", r"input 'w': expected a torch tensor, .*got list"),
+    (lambda exe, x, w: exe(x, w, outputs=[]), None, r"outputs=: expected 1 output\(s\) \(y\), got 0"),
+    (lambda exe, x, w: exe(x, w, outputs={"z": x}), "z", r"outputs=: unknown output 'z'"),
+    (lambda exe, x, w: exe(x, w, outputs=[np.ones((2, 3), np.float64)]), "y",
+     r"output 'y': expected dtype f32 \(numpy float32\), got numpy float64"),
+    (lambda exe, x, w: exe(x, w, outputs=[np.broadcast_to(np.float32(0), (2, 3))]), "y",
+     r"output 'y': expected a writable array, got a read-only one"),
+    (lambda exe, x, w: exe(x, w, stream="s"), None, r"stream=: expected a CUDA stream"),
+    (lambda exe, x, w: exe(FakeCudaArray((2, 3), "<f2"), w), "x",
+     r"input 'x': expected dtype f32 \(typestr <f4\), got typestr <f2"),
+    (lambda exe, x, w: exe(FakeCudaArray((2, 3)), FakeCudaArray((2, 3))), "w",
+     r"input 'w': expected strides \[4, 1\] \(in elements; any on size-1 dims\), got \[3, 1\]"),
+    (lambda exe, x, w: exe(FakeCudaArray((2, 3), strides=(12, 6)), w), "x",
+     r"expected strides in whole elements of 4 bytes, got byte strides \[12, 6\]"),
+    (lambda exe, x, w: exe(FakeCudaArray((2, 3), address=0x7F00_0000_0004), w), "x",
+     r"input 'x': expected an address aligned to 16 bytes, got 0x7f0000000004 \(4 bytes past"),
+    (lambda exe, x, w: exe(x, w, outputs=[FakeCudaArray((2, 3), readonly=True)]), "y",
+     r"output 'y': expected a writable array, got a read-only one"),
+])
+def test_argument_errors_before_any_cuda_call(no_cuda, call, tensor, message):
+    exe = load(axpy_manifest())
+    with pytest.raises(ArgumentError, match=message) as info:
+        call(exe, *_axpy_args())
+    assert info.value.tensor == tensor
+
+
+def test_good_arguments_reach_the_device(no_cuda):
+    """The checks accept what they should: then the first CUDA call happens."""
+    exe = load(axpy_manifest())
+    x, w = FakeCudaArray((2, 3)), FakeCudaArray((2, 3), strides=(16, 4))
+    with pytest.raises(AssertionError, match="CUDA called"):
+        exe(x, w)
+    # size-1 dims may have any stride; dims of size 0 make any strides fine
+    one = load(scale_manifest(n=1))
+    with pytest.raises(AssertionError, match="CUDA called"):
+        one(FakeCudaArray((1,), strides=(64,)))
+
+
+def test_dlpack_without_torch_is_refused_clearly(no_cuda, monkeypatch):
+    monkeypatch.setitem(sys.modules, "torch", None)
+    monkeypatch.setitem(sys.modules, "torch.utils", None)
+    monkeypatch.setitem(sys.modules, "torch.utils.dlpack", None)
+
+    class Producer:
+        def __dlpack__(self, stream=None):
+            raise AssertionError("not reached")
+
+    exe = load(scale_manifest())
+    with pytest.raises(ArgumentError, match=r"input 'x': a DLPack argument \(Producer\) is imported "
+                                            r"through PyTorch, which is not installed"):
+        exe(Producer())
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.torch
+def test_torch_argument_errors(no_cuda):
+    exe = load(axpy_manifest())
+    x = torch.ones(2, 3)
+    w = torch.ones(2, 4)[:, :3]           # the manifest's padded layout: strides (4, 1)
+    cases = [
+        ((x, w), "x", r"input 'x': expected a CUDA tensor, got a tensor on cpu"),
+        ((x.half(), w), "x", r"input 'x': expected dtype f32 \(torch.float32\), got torch.float16"),
+        ((x.numpy(), torch.ones(2, 3)), "w", r"input 'w': expected strides \[4, 1\] .*got \[3, 1\]"),
+        ((x.numpy(), w), "w", r"input 'w': expected a CUDA tensor, got a tensor on cpu"),
+        ((x.t(), w), "x", r"input 'x': expected shape \[2, 3\], got \[3, 2\]"),
+        ((torch.ones(3, 2).t(), w), "x", r"input 'x': expected strides \[3, 1\] .*got \[1, 2\]"),
+    ]
+    for args, tensor, message in cases:
+        with pytest.raises(ArgumentError, match=message) as info:
+            exe(*args)
+        assert info.value.tensor == tensor
+    with pytest.raises(ArgumentError, match=r"output 'y': expected a CUDA tensor, got a tensor on cpu"):
+        exe(np.ones((2, 3), np.float32), np.ones((2, 3), np.float32), outputs=[torch.empty(2, 3)])
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.torch
+def test_torch_dtype_spellings(no_cuda):
+    for dtype, torch_dtype in [("bf16", torch.bfloat16), ("f16", torch.float16),
+                               ("f8E4M3FN", torch.float8_e4m3fn), ("f8E5M2", torch.float8_e5m2),
+                               ("i1", torch.bool)]:
+        exe = load(scale_manifest(n=4, dtype=dtype))
+        with pytest.raises(ArgumentError, match="expected a CUDA tensor"):  # the dtype was accepted
+            exe(torch.zeros(4, dtype=torch_dtype))
+        with pytest.raises(ArgumentError, match=f"expected dtype {dtype} "):
+            exe(torch.zeros(4, dtype=torch.float32 if dtype != "f32" else torch.float16))
+
+
+def test_numpy_dtype_spellings(no_cuda):
+    import ml_dtypes
+    for dtype, np_dtype in [("bf16", ml_dtypes.bfloat16), ("f8E4M3FN", ml_dtypes.float8_e4m3fn),
+                            ("f8E5M2", ml_dtypes.float8_e5m2), ("i1", np.bool_), ("f16", np.float16)]:
+        exe = load(scale_manifest(n=4, dtype=dtype))
+        with pytest.raises(AssertionError, match="CUDA called"):  # accepted: goes on to the GPU
+            exe(np.zeros(4, np_dtype))
+        with pytest.raises(ArgumentError, match=f"expected dtype {dtype} "):
+            exe(np.zeros(4, np.float32 if dtype != "f32" else np.float16))
+
+
+# -- the launch path, on a fake GPU --------------------------------------------
+
+class FakeDevice:
+    def __init__(self, capability):
+        self.index, self.name, self.capability = 0, "Fake GPU", capability
+        self.max_shared_optin = 227 * 1024
+        self.arch = cuda_mod.arch_name(capability)
+
+    def activate(self):
+        return False
+
+    def deactivate(self, pushed):
+        pass
+
+
+class FakeGPU:
+    """Stands in for dnnc_runtime.cuda: memory is bytearrays, kernels are Python functions.
+
+    A kernel function gets the FakeGPU and the launch's argument values (read
+    back from the packed void*[] exactly as the driver would).
+    """
+
+    PARAMS = {"scale2": ("u64", "u64", "i64"), "axpy": ("u64", "u64", "u64", "f32", "i32")}
+    CTYPES = {"u64": ctypes.c_uint64, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
+              "f32": ctypes.c_float}
+
+    def __init__(self, monkeypatch, capability=(9, 0)):
+        self.device = FakeDevice(capability)
+        self.memory = {}           # base address -> bytearray
+        self.next_address = 0x7F00_0000_0000
+        self.launches = []
+        self.opted_in = {}
+        self.capturing = False
+        self.kernels = {"scale2": self._scale2, "axpy": self._axpy}
+        patch = {
+            "get_device": lambda index: self.device,
+            "current_device_index": lambda: None,
+            "load_module": lambda ptx: "module",
+            "unload_module": lambda module: None,
+            "get_function": lambda module, entry: entry,
+            "allow_dynamic_shared": lambda f, n: self.opted_in.__setitem__(f, n),
+            "launch": self.launch,
+            "mem_alloc": self.alloc,
+            "mem_free": lambda address: self.memory.pop(address),
+            "copy_to_device": self.copy_to_device,
+            "copy_to_host": self.copy_to_host,
+            "synchronize": lambda stream: None,
+            "synchronize_context": lambda: None,
+            "is_capturing": lambda stream: self.capturing,
+            "event_create": lambda: object(),
+            "event_record": lambda event, stream: None,
+            "event_elapsed_ms": lambda a, b: 0.25,
+            "event_destroy": lambda event: None,
+        }
+        for name, fn in patch.items():
+            monkeypatch.setattr(cuda_mod, name, fn)
+
+    # memory
+    def alloc(self, nbytes):
+        address = self.next_address
+        self.memory[address] = bytearray(nbytes)
+        self.next_address += (nbytes + 255) // 256 * 256 + 256
+        return address
+
+    def view(self, address, nbytes):
+        for base, mem in self.memory.items():
+            if base <= address and address + nbytes <= base + len(mem):
+                return memoryview(mem)[address - base:address - base + nbytes]
+        raise AssertionError(f"address {address:#x} (+{nbytes}) is not device memory")
+
+    def array(self, host, strides=None):
+        """A FakeCudaArray over fake device memory holding ``host``."""
+        host = np.ascontiguousarray(host)
+        address = self.alloc(host.nbytes)
+        self.view(address, host.nbytes)[:] = host.tobytes()
+        a = FakeCudaArray(host.shape, host.dtype.str, strides, address)
+        a.host = lambda: np.frombuffer(self.view(address, host.nbytes), host.dtype).reshape(host.shape)
+        return a
+
+    def copy_to_device(self, address, host_address, nbytes, stream):
+        self.view(address, nbytes)[:] = ctypes.string_at(host_address, nbytes)
+
+    def copy_to_host(self, host_address, address, nbytes, stream):
+        ctypes.memmove(host_address, bytes(self.view(address, nbytes)), nbytes)
+
+    def f32(self, address, n):
+        return np.frombuffer(self.view(address, 4 * n), np.float32)
+
+    # launch
+    def launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params):
+        types = self.PARAMS[function]
+        slots = (ctypes.c_void_p * len(types)).from_address(params)
+        args = [self.CTYPES[t].from_address(slots[i]).value for i, t in enumerate(types)]
+        self.launches.append({"function": function, "grid": (gx, gy, gz), "block": (bx, by, bz),
+                              "shared": shared, "stream": stream, "args": args})
+        self.kernels[function](*args)
+
+    def _scale2(self, x, y, n):          # y[i] = 2 x[i], flat
+        self.f32(y, n)[:] = 2 * self.f32(x, n)
+
+    def _axpy(self, ws, w, y, a, n):     # y = ws + a * w, with w's rows padded to 4
+        w2 = np.lib.stride_tricks.as_strided(self.f32(w, 7), (2, 3), (16, 4))
+        self.f32(y, n)[:] = self.f32(ws, n) + a * w2.reshape(-1)
+
+
+def test_launch_packs_pointers_and_scalars(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    exe = load(axpy_manifest())
+    x_host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w_host = np.zeros((2, 4), np.float32)
+    w_host[:, :3] = [[10, 20, 30], [40, 50, 60]]
+    x, w = gpu.array(x_host), gpu.array(w_host)
+    w_view = FakeCudaArray((2, 3), "<f4", (16, 4), w.__cuda_array_interface__["data"][0])
+    y = gpu.array(np.full((2, 3), np.nan, np.float32))
+    out = exe(x, w=w_view, outputs={"y": y}, stream=7)
+    assert out is y
+    np.testing.assert_array_equal(y.host(), 2 * x_host + 0.5 * w_host[:, :3])
+
+    assert [l["function"] for l in gpu.launches] == ["scale2", "axpy"]   # k2 (empty grid) skipped
+    k0, k1 = gpu.launches
+    workspace = exe._workspace
+    x_addr, w_addr, y_addr = (a.__cuda_array_interface__["data"][0] for a in (x, w, y))
+    assert k0["args"] == [x_addr, workspace + 256, 6]
+    assert k1["args"] == [workspace + 256, w_addr, y_addr, 0.5, 6]
+    assert k1["shared"] == 65536 and gpu.opted_in == {"axpy": 65536}
+    assert k0["stream"] == k1["stream"] == 7 and k0["block"] == (32, 1, 1)
+    assert exe.device is gpu.device
+
+    # a second call reuses the workspace and only the pointers change
+    x2 = gpu.array(x_host + 1)
+    exe(x2, w_view, outputs=[y])
+    assert exe._workspace == workspace
+    assert gpu.launches[2]["args"][0] == x2.__cuda_array_interface__["data"][0]
+    assert gpu.launches[2]["stream"] == 0      # no stream given, no torch: the default stream
+
+
+def test_numpy_inputs_are_staged_and_outputs_copied_back(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    exe = load(axpy_manifest())
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w = np.arange(6, dtype=np.float32).reshape(3, 2).T   # any NumPy layout: staging relayouts it
+    y = exe(x, w)
+    assert isinstance(y, np.ndarray) and y.shape == (2, 3)
+    np.testing.assert_array_equal(y, 2 * x + 0.5 * w)
+    given = np.full((2, 3), np.nan, np.float32)
+    assert exe(x=x, w=w, outputs=[given]) is given
+    np.testing.assert_array_equal(given, 2 * x + 0.5 * w)
+    assert set(gpu.memory) == {exe._workspace}        # staging buffers were freed
+
+
+def test_device_arrays_get_device_array_outputs(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    exe = load(scale_manifest(n=8))
+    x = gpu.array(np.arange(8, dtype=np.float32))
+    y = exe(x)
+    assert isinstance(y, dnnc_runtime.binding.DeviceArray)
+    assert y.__cuda_array_interface__["shape"] == (8,)
+    np.testing.assert_array_equal(y.numpy(), 2 * np.arange(8, dtype=np.float32))
+
+
+def test_arch_checked_when_bound_to_the_device(monkeypatch):
+    FakeGPU(monkeypatch, capability=(8, 0))
+    exe = load(axpy_manifest())                      # sm_90a: loads fine anywhere
+    with pytest.raises(ArtifactError, match=r"sm_90a cannot run on Fake GPU \(cuda:0\) \(compute "
+                                            r"capability 8\.0, sm_80\)"):
+        exe(*_axpy_args())
+    assert exe.device is None
+
+
+def test_capture_rules(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    exe = load(scale_manifest(n=8))
+    x, y = gpu.array(np.ones(8, np.float32)), gpu.array(np.ones(8, np.float32))
+    gpu.capturing = True
+    with pytest.raises(DeviceError, match="call it once before capturing"):
+        exe(x, outputs=[y])
+    gpu.capturing = False
+    exe(x, outputs=[y])                               # warm-up outside capture
+    gpu.capturing = True
+    exe(x, outputs=[y])                               # device arrays + outputs: fine
+    with pytest.raises(ArgumentError, match="NumPy arguments .* CUDA graph capture forbids"):
+        exe(np.ones(8, np.float32))
+    with pytest.raises(ArgumentError, match="output 'y': allocating an output is not allowed"):
+        exe(x)
+
+
+def test_time_reports_each_kernel(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    exe = load(axpy_manifest())
+    ms = exe.time(*_axpy_args(), repeat=5, warmup=2)
+    assert ms == {"scale2#0": 0.25, "axpy": 0.25, "total": 0.25}   # scale2 is launched twice
+    assert len(gpu.launches) == 2 * 7
+
+
+@pytest.mark.skipif(torch is None, reason="PyTorch is not installed")
+@pytest.mark.torch
+def test_dlpack_goes_through_torch(no_cuda):
+    exe = load(scale_manifest(n=4))
+    capsule = torch.utils.dlpack.to_dlpack(torch.zeros(4))
+    with pytest.raises(ArgumentError, match="expected a CUDA tensor, got a tensor on cpu"):
+        exe(capsule)
+    with pytest.raises(ArgumentError, match="expected shape \\[4\\], got \\[5\\]"):
+        exe(torch.utils.dlpack.to_dlpack(torch.zeros(5)))
+
+
+# -- the runtime never loads MLIR or the compiler ------------------------------
+
+def test_runtime_imports_no_mlir():
+    code = ("import dnnc_runtime, sys; "
+            "assert not any(m == 'mlir' or m.startswith('mlir.') for m in sys.modules), 'mlir'; "
+            "assert not any(m == 'dnnc' or m.startswith('dnnc.') for m in sys.modules), 'dnnc'")
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(filter(None, [os.path.join(ROOT, "runtime"),
+                                                      env.get("PYTHONPATH")]))
+    proc = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, env=env,
+                          cwd=os.path.join(ROOT, "test"))
+    assert proc.returncode == 0, proc.stderr
+
+
+def test_runtime_sources_never_import_mlir():
+    import re
+    folder = os.path.dirname(dnnc_runtime.__file__)
+    pattern = re.compile(r"^\s*(import|from)\s+(mlir|dnnc)\b", re.M)
+    for name in os.listdir(folder):
+        if name.endswith(".py"):
+            text = open(os.path.join(folder, name)).read()
+            assert not pattern.search(text), name
