@@ -3,6 +3,11 @@
     dnnc compile graph.mlir                 # print the launch plan and the fused IR
     dnnc compile graph.mlir --stage linalg  # stop after another stage
     dnnc compile graph.mlir --dump-ir out/  # write every stage as out/<graph>.<stage>.mlir
+    dnnc compile graph.mlir -o graph.dnnpkg --arch sm_90a
+                                            # compile for a GPU (none needed), write the
+                                            # artifact, print its launch plan
+    dnnc inspect graph.dnnpkg               # the artifact's plan; registers, spills and
+                                            # shared memory per kernel when ptxas is found
     dnnc run graph.mlir                     # compile for the CPU, run on random data,
                                             # compare with the NumPy reference
 
@@ -18,14 +23,24 @@ from dnnc.errors import DnncError
 
 
 def _parser():
+    from dnnc.pipelines import ARCHS
+
     p = argparse.ArgumentParser(prog="dnnc", description="dnnc: compile dnn graphs")
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile a dnn graph and show what came out")
     c.add_argument("input", help="dnn-dialect MLIR file")
-    c.add_argument("--stage", default="fused",
-                   help="stage whose IR to print (dnn, decomposed, fused, linalg, llvm)")
+    c.add_argument("--stage", default=None,
+                   help="stage whose IR to print (dnn, decomposed, fused, linalg, llvm; with "
+                        "--arch: gpu, nvvm, ptx); default: fused, or the whole GPU pipeline "
+                        "with --arch")
     c.add_argument("--dump-ir", metavar="DIR", help="write every stage's IR into DIR")
-    c.add_argument("-o", dest="output", help="write the printed IR here instead of stdout")
+    c.add_argument("--arch", choices=ARCHS,
+                   help="compile for this NVIDIA GPU architecture (target cuda); no GPU needed")
+    c.add_argument("-o", dest="output",
+                   help="write the printed IR here instead of stdout; with --arch (and no "
+                        "--stage), the .dnnpkg artifact")
+    i = sub.add_parser("inspect", help="show a .dnnpkg's launch plan and per-kernel resources")
+    i.add_argument("input", help=".dnnpkg file")
     r = sub.add_parser("run", help="compile for the CPU, run on random inputs, check against "
                                    "the reference")
     r.add_argument("input", help="dnn-dialect MLIR file")
@@ -41,11 +56,18 @@ def _basename(path):
 def cmd_compile(args, out):
     from dnnc import compiler, graph_mlir, plan
 
+    if args.arch:
+        return _compile_cuda(args, out)
+    if args.output and args.output.endswith(".dnnpkg"):
+        from dnnc.pipelines import ARCHS
+
+        raise UsageError(f"writing a .dnnpkg needs --arch ({' or '.join(ARCHS)})")
+    stage = args.stage or "fused"
     module = graph_mlir.parse(open(args.input).read())
-    opts = compiler.Options(target="cpu", dump_ir=args.dump_ir, stop_after=args.stage)
+    opts = compiler.Options(target="cpu", dump_ir=args.dump_ir, stop_after=stage)
     module = compiler.compile_module(module, opts, basename=_basename(args.input))
     text = str(module)
-    if args.stage == "fused":
+    if stage == "fused":
         out.write(plan.describe(module) + "\n\n")
     if args.output:
         with open(args.output, "w") as f:
@@ -55,6 +77,58 @@ def cmd_compile(args, out):
         out.write(text)
     if args.dump_ir:
         out.write(f"stages written to {args.dump_ir}/\n")
+    return 0
+
+
+class UsageError(Exception):
+    """A combination of options that makes no sense (exit code 2)."""
+
+
+def _compile_cuda(args, out):
+    from dnnc import compiler, graph_mlir
+
+    module = graph_mlir.parse(open(args.input).read())
+    opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
+                            stop_after=args.stage)
+    result = compiler.compile_module(module, opts, basename=_basename(args.input))
+    if args.stage:
+        if args.stage == "ptx":
+            from dnnc.codegen.gpu import ptx
+
+            text = ptx.extract(result)
+        else:
+            text = str(result)
+        if args.output:
+            with open(args.output, "w") as f:
+                f.write(text)
+            out.write(f"wrote {args.output}\n")
+        else:
+            out.write(text)
+        return 0
+    out.write(result.describe() + "\n")
+    if args.output:
+        result.save(args.output)
+        out.write(f"wrote {args.output}\n")
+    if args.dump_ir:
+        out.write(f"stages written to {args.dump_ir}/\n")
+    return 0
+
+
+def cmd_inspect(args, out):
+    from dnnc import artifact
+    from dnnc.codegen.gpu import ptxas
+
+    package = artifact.read(args.input)
+    resources = None
+    tool = ptxas.find()
+    if tool is not None:
+        resources = ptxas.assemble(package.ptx, package.arch, ptxas=tool)
+    out.write(package.describe(resources) + "\n")
+    if tool is None:
+        out.write("(ptxas not found: set DNNC_PTXAS or install nvidia-cuda-nvcc to see "
+                  "registers, spills and shared memory)\n")
+    else:
+        out.write(f"(resources from {tool})\n")
     return 0
 
 
@@ -98,6 +172,11 @@ def main(argv=None):
             return cmd_compile(args, sys.stdout)
         if args.command == "run":
             return cmd_run(args, sys.stdout)
+        if args.command == "inspect":
+            return cmd_inspect(args, sys.stdout)
+    except UsageError as err:
+        sys.stderr.write(f"dnnc: error: {err}\n")
+        return 2
     except DnncError as err:
         sys.stderr.write(f"dnnc: error: {err}\n")
         return 1

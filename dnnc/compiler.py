@@ -11,21 +11,41 @@ from dataclasses import dataclass, field
 from dnnc import pipelines
 from dnnc.errors import GraphError, UnsupportedError
 
-TARGETS = ("cpu",)
+TARGETS = ("cpu", "cuda")
 
 
 @dataclass(frozen=True)
 class Options:
-    """Compilation options; frozen so that they hash into cache keys."""
+    """Compilation options; frozen so that they hash into cache keys.
+
+    ``arch`` is the GPU architecture of target ``cuda`` (``sm_80``,
+    ``sm_90a``); it has no default: the JIT fills it in from the device.
+    """
 
     target: str = "cpu"
     dump_ir: str = None
     stop_after: str = None
+    arch: str = None
 
     def __post_init__(self):
         if self.target not in TARGETS:
             raise UnsupportedError(f"target '{self.target}': expected one of "
                                    f"{', '.join(TARGETS)}")
+        if self.arch is not None and self.target != "cuda":
+            raise UnsupportedError(f"option arch='{self.arch}' applies to target 'cuda', "
+                                   f"not '{self.target}'")
+        if self.arch is not None and self.arch not in pipelines.ARCHS:
+            raise UnsupportedError(f"arch '{self.arch}': expected one of "
+                                   f"{', '.join(pipelines.ARCHS)}")
+
+    def stages(self):
+        """The pipeline of this target (and arch)."""
+        if self.target == "cuda":
+            if self.arch is None:
+                raise UnsupportedError("target 'cuda' needs an arch: expected one of "
+                                       f"{', '.join(pipelines.ARCHS)}, got none")
+            return pipelines.get("cuda", self.arch)
+        return pipelines.get(self.target)
 
 
 @dataclass
@@ -48,7 +68,7 @@ def run_stages(module, stages, *, dump_ir=None, basename="graph", stop_after=Non
         passes.run_pipeline(module, stage.pipeline)
         ran.append(stage.name)
         if dump_ir:
-            _write(dump_ir, f"{basename}.{stage.name}.mlir", module)
+            _write_stage(dump_ir, basename, stage, module)
         if stop_after == stage.name:
             break
     if stop_after and stop_after not in ran:
@@ -62,10 +82,23 @@ def _write(directory, name, module):
         f.write(str(module))
 
 
+def _write_stage(directory, basename, stage, module):
+    name = f"{basename}{stage.dump_extension}"
+    if stage.dump_extension == ".ptx":  # the stage's product is the PTX text
+        from dnnc.codegen.gpu import ptx
+
+        with open(os.path.join(directory, name), "w") as f:
+            f.write(ptx.extract(module))
+        return
+    _write(directory, name, module)
+
+
 def compile_module(module, options=Options(), basename="graph"):
-    """Compile a dnn-level module. Returns an executable for the target, or the
-    module itself when ``options.stop_after`` names a stage."""
-    stages = pipelines.get(options.target)
+    """Compile a dnn-level module. Returns an executable for the target (for
+    ``cuda``, a ``dnnc.artifact.Package``: manifest, PTX, source and
+    ``save(path)``), or the module itself when ``options.stop_after`` names a
+    stage."""
+    stages = options.stages()
     if options.stop_after:
         run_stages(module, stages, dump_ir=options.dump_ir, basename=basename,
                    stop_after=options.stop_after)
@@ -76,6 +109,11 @@ def compile_module(module, options=Options(), basename="graph"):
         front = [s for s in stages if s.name in ("dnn", "decomposed", "fused")]
         run_stages(module, front, dump_ir=options.dump_ir, basename=basename)
         return cpu.compile_module(module, dump_ir=options.dump_ir, basename=basename)
+    if options.target == "cuda":
+        from dnnc.codegen.gpu import driver
+
+        return driver.compile_module(module, options.arch, dump_ir=options.dump_ir,
+                                     basename=basename)
     raise UnsupportedError(f"target '{options.target}' is not available")
 
 

@@ -2,6 +2,8 @@
 
 DNNC_DUMP_IR   a directory: write every compilation stage's IR there, as
                ``--dump-ir`` does (``<graph>.<stage>.mlir``).
+DNNC_PTXAS     the ptxas executable to check and inspect PTX with (else the
+               nvidia-cuda-nvcc wheel's, else the one on PATH).
 """
 
 import os
@@ -10,3 +12,8 @@ import os
 def dump_ir_dir():
     """The directory named by DNNC_DUMP_IR, or None."""
     return os.environ.get("DNNC_DUMP_IR") or None
+
+
+def ptxas():
+    """The path named by DNNC_PTXAS, or None."""
+    return os.environ.get("DNNC_PTXAS") or None

@@ -1,9 +1,14 @@
 """Compilation pipelines, declared as data.
 
 A pipeline is a list of stages; a stage has a name (which is also the extension
-of its IR dump: ``graph.fused.mlir``) and the pass pipeline that produces it
-from the previous stage. ``dnnc-opt --dump-pipeline`` prints these tables, and
-``dnnc.compiler`` runs them with one generic loop.
+of its IR dump: ``graph.fused.mlir``; the ``ptx`` stage's dump is the PTX text,
+``graph.ptx``) and the pass pipeline that produces it from the previous
+stage. ``dnnc-opt --dump-pipeline`` prints these tables, and ``dnnc.compiler``
+runs them with one generic loop.
+
+The ``cuda`` pipeline is a function of the GPU architecture (``cuda(arch)``,
+or the names ``cuda-sm_80`` / ``cuda-sm_90a``): only the ``nvvm`` stage's
+target differs.
 """
 
 from dataclasses import dataclass
@@ -13,6 +18,11 @@ from dataclasses import dataclass
 class Stage:
     name: str
     passes: tuple
+    extension: str = None  # of the stage's dump; default ".<name>.mlir"
+
+    @property
+    def dump_extension(self):
+        return self.extension or f".{self.name}.mlir"
 
     @property
     def pipeline(self):
@@ -27,10 +37,13 @@ FRONT = (
     Stage("fused", ("dnn-recognize-sdpa", "dnn-fuse", "dnn-verify")),
 )
 
+# dnn -> linalg on tensors, shared by the CPU and GPU back ends.
+LINALG = Stage("linalg", ("convert-dnn-to-linalg", "canonicalize", "cse"))
+
 # The CPU back end: dnn -> linalg on tensors -> bufferized loops -> LLVM dialect,
 # executed by MLIR's ExecutionEngine.
 CPU = FRONT + (
-    Stage("linalg", ("convert-dnn-to-linalg", "canonicalize", "cse")),
+    LINALG,
     Stage("llvm", (
         "one-shot-bufferize{bufferize-function-boundaries "
         "function-boundary-type-conversion=identity-layout-map}",
@@ -63,27 +76,111 @@ CPU = FRONT + (
     )),
 )
 
+# The GPU back end, strategy simt-generic: linalg on tensors -> bufferized
+# buffers, every compute op in a kernel function -> parallel loops spread over
+# blocks and threads -> gpu.launch_func + one gpu.module -> NVVM -> PTX.
+GPU = Stage("gpu", (
+    "one-shot-bufferize{bufferize-function-boundaries "
+    "function-boundary-type-conversion=identity-layout-map}",
+    # Results become out-parameters (marked bufferize.result, which
+    # dnn-io-strides reads); dnn-host-to-kernels then elides the copies into
+    # them and turns any other host copy into a kernel.
+    "buffer-results-to-out-params{modify-public-functions add-result-attr}",
+    "cse",
+    "canonicalize",
+    "dnn-host-to-kernels",
+    "dnn-io-strides",
+    "dnn-default-config",
+    "dnn-parallel-dims-first",
+    "convert-linalg-to-parallel-loops",
+    "canonicalize",
+    # No canonicalize from here to the mapping: it would fold a one-block
+    # outer loop away, and the threads would be mapped to blocks.
+    "dnn-distribute-loops",
+    "func.func(gpu-map-parallel-loops)",
+    "convert-parallel-loops-to-gpu",
+    "lower-affine",
+    "gpu-launch-sink-index-computations",
+    "gpu-kernel-outlining",
+    "dnn-merge-gpu-modules",
+    "canonicalize",
+    "cse",
+))
+
+ARCHS = ("sm_80", "sm_90a")
+
+
+def nvvm(arch):
+    """The NVVM stage for ``arch``: target attached, math expanded (no
+    libdevice), GPU, SCF and arith to the LLVM dialect with bare-pointer
+    memref arguments (one pointer parameter per buffer)."""
+    return Stage("nvvm", (
+        f"nvvm-attach-target{{chip={arch} features=+ptx80 O=3}}",
+        "dnn-expand-math",
+        "gpu.module(convert-scf-to-cf,"
+        "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
+        "canonicalize,cse)",
+        "convert-nvvm-to-llvm",
+        "reconcile-unrealized-casts",
+    ))
+
+
+PTX = Stage("ptx", ("gpu-module-to-binary{format=isa}",), extension=".ptx")
+
+
+def cuda(arch):
+    """The stages of the CUDA pipeline for ``arch`` (sm_80, sm_90a)."""
+    from dnnc.errors import PipelineError
+
+    if arch not in ARCHS:
+        raise PipelineError(f"unknown GPU architecture '{arch}': expected one of "
+                            f"{', '.join(ARCHS)}")
+    return FRONT + (LINALG, GPU, nvvm(arch), PTX)
+
+
+# Pipelines that are functions of the architecture are named <name>-<arch>.
 PIPELINES = {
     "front": FRONT,
     "cpu": CPU,
+    "cuda": cuda,
 }
 
 
-def get(name):
-    """The stages of a named pipeline."""
+def names():
+    """Every pipeline name ``get`` accepts."""
+    out = []
+    for name, value in PIPELINES.items():
+        out += [f"{name}-{a}" for a in ARCHS] if callable(value) else [name]
+    return sorted(out)
+
+
+def get(name, arch=None):
+    """The stages of a named pipeline; an architecture-dependent one needs
+    ``arch`` or a name like ``cuda-sm_90a``."""
     from dnnc.errors import PipelineError
 
-    try:
-        return PIPELINES[name]
-    except KeyError:
+    base, _, suffix = name.partition("-")
+    value = PIPELINES.get(name)
+    if value is None and suffix and callable(PIPELINES.get(base)):
+        value, arch = PIPELINES[base], suffix
+    if value is None:
         raise PipelineError(f"unknown pipeline '{name}': expected one of "
-                            f"{', '.join(sorted(PIPELINES))}") from None
+                            f"{', '.join(names())}")
+    if callable(value):
+        if arch is None:
+            raise PipelineError(f"pipeline '{name}' needs a GPU architecture: expected one of "
+                                f"{', '.join(f'{name}-{a}' for a in ARCHS)}")
+        return value(arch)
+    return value
 
 
 def describe(name=None):
     """Human-readable listing of one pipeline or of all of them."""
     lines = []
-    for pname in [name] if name else sorted(PIPELINES):
+    selected = [name] if name else names()
+    if name and callable(PIPELINES.get(name)):
+        selected = [f"{name}-{a}" for a in ARCHS]
+    for pname in selected:
         lines.append(f"{pname}:")
         for stage in get(pname):
             lines.append(f"  {stage.name}:")

@@ -1,0 +1,223 @@
+"""The ``.dnnpkg`` artifact: write, read and check it (docs/artifact.md).
+
+A zip holding ``manifest.json`` (format version 1: versions, arch, the graph's
+inputs and outputs, the workspace, the buffers kernels name and the kernels
+in launch order), ``kernels.ptx`` (every kernel, one PTX module) and
+``graph.mlir`` (the source dnn graph). ``Package`` is what
+``compile_module(..., Options(target="cuda", arch=...))`` returns;
+``read`` loads and validates a file. This module never needs a GPU.
+"""
+
+import importlib.metadata
+import io
+import json
+import zipfile
+from dataclasses import dataclass
+
+from dnnc.errors import DnncError
+
+FORMAT_VERSION = 1
+MANIFEST, PTX, SOURCE = "manifest.json", "kernels.ptx", "graph.mlir"
+DTYPES = ("f32", "f16", "bf16", "f8E4M3FN", "f8E5M2", "i1")
+SCALAR_TYPES = ("i32", "i64", "f32")
+
+
+class ArtifactError(DnncError):
+    """A .dnnpkg is malformed, of an unknown format version, or inconsistent."""
+
+
+def dnnc_version():
+    try:
+        return importlib.metadata.version("dnnc")
+    except importlib.metadata.PackageNotFoundError:
+        from dnnc import __version__
+
+        return __version__
+
+
+def mlir_version():
+    """The MLIR release of the bindings (package 22.1.8.4 is MLIR 22.1.8)."""
+    try:
+        version = importlib.metadata.version("xtc-mlir-python-bindings")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+    return ".".join(version.split(".")[:3])
+
+
+def tensor_entry(name, dims, strides, dtype):
+    return {"name": name, "dims": [int(d) for d in dims],
+            "strides": [int(s) for s in strides], "dtype": dtype}
+
+
+def build_manifest(graph, arch, inputs, outputs, plan):
+    """The manifest dict: ``inputs`` / ``outputs`` are tensor_entry dicts,
+    ``plan`` what dnnc.codegen.gpu.host_plan.extract returned."""
+    manifest = {
+        "format_version": FORMAT_VERSION,
+        "dnnc_version": dnnc_version(),
+        "mlir_version": mlir_version(),
+        "arch": arch,
+        "graph": graph,
+        "inputs": list(inputs),
+        "outputs": list(outputs),
+        "workspace_bytes": plan["workspace_bytes"],
+        "buffers": plan["buffers"],
+        "kernels": plan["kernels"],
+    }
+    validate(manifest)
+    return manifest
+
+
+@dataclass
+class Package:
+    """A compiled graph: the manifest, the PTX and the source dnn text."""
+
+    manifest: dict
+    ptx: str
+    source: str
+
+    @property
+    def arch(self):
+        return self.manifest["arch"]
+
+    @property
+    def kernels(self):
+        return self.manifest["kernels"]
+
+    def save(self, path):
+        """Write the package to ``path`` (a .dnnpkg zip)."""
+        write(path, self)
+        return path
+
+    def describe(self, resources=None):
+        """The plan as text: tensors, workspace, then each kernel with its
+        strategy, launch shape and arguments (and, given ``resources`` from
+        dnnc.codegen.gpu.ptxas.assemble, registers / spills / shared memory)."""
+        return describe(self.manifest, resources)
+
+
+def _buffer_text(manifest, index):
+    b = manifest["buffers"][index]
+    if b["kind"] == "workspace":
+        return f"workspace[{b['offset']}:+{b['bytes']}]"
+    return f"{b['kind']} '{manifest[b['kind'] + 's'][b['index']]['name']}'"
+
+
+def describe(manifest, resources=None):
+    m = manifest
+    lines = [f"graph {m['graph']} for {m['arch']} (format {m['format_version']}, "
+             f"dnnc {m['dnnc_version']}, MLIR {m['mlir_version']})"]
+    for kind in ("inputs", "outputs"):
+        for t in m[kind]:
+            lines.append(f"  {kind[:-1]:<7}{t['name']:<20}{t['dtype']:<9}"
+                         f"dims {t['dims']} strides {t['strides']}")
+    lines.append(f"  workspace {m['workspace_bytes']} bytes")
+    lines.append(f"{len(m['kernels'])} kernel launch{'es' if len(m['kernels']) != 1 else ''}:")
+    for i, k in enumerate(m["kernels"]):
+        lines.append(f"  {i}. {k['entry']}  [{k['strategy']}]  from {k['name']}")
+        lines.append(f"     grid {k['grid']} block {k['block']} shared {k['shared_bytes']} B")
+        if resources is not None and k["entry"] in resources:
+            r = resources[k["entry"]]
+            lines.append(f"     ptxas: {r.registers} registers, {r.spill_stores} B spill stores, "
+                         f"{r.spill_loads} B spill loads, {r.shared_bytes} B static shared, "
+                         f"{r.stack_bytes} B stack")
+        args = []
+        for a in k["args"]:
+            if a["kind"] == "buffer":
+                offset = f"+{a['byte_offset']}" if a["byte_offset"] else ""
+                args.append(_buffer_text(m, a["buffer"]) + offset)
+            else:
+                args.append(f"{a['type']} {a['value']}")
+        lines.append(f"     args: {', '.join(args) or 'none'}")
+    return "\n".join(lines)
+
+
+def write(path, package):
+    """Write ``package`` as a zip at ``path`` (written whole, then renamed)."""
+    import os
+    import tempfile
+
+    validate(package.manifest)
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix=".dnnpkg-", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
+            z.writestr(MANIFEST, json.dumps(package.manifest, indent=2) + "\n")
+            z.writestr(PTX, package.ptx)
+            z.writestr(SOURCE, package.source)
+        os.replace(tmp, path)
+    except BaseException:
+        if os.path.exists(tmp):
+            os.unlink(tmp)
+        raise
+
+
+def read(path_or_bytes):
+    """Load and validate a .dnnpkg (a path or its bytes); returns a Package.
+    Raises ArtifactError when it is not a dnnpkg of a known format version."""
+    source = io.BytesIO(path_or_bytes) if isinstance(path_or_bytes, bytes) else path_or_bytes
+    try:
+        with zipfile.ZipFile(source) as z:
+            names = set(z.namelist())
+            missing = [n for n in (MANIFEST, PTX, SOURCE) if n not in names]
+            if missing:
+                raise ArtifactError(f"{path_or_bytes!s:.80}: not a dnnpkg: expected members "
+                                    f"{MANIFEST}, {PTX}, {SOURCE}; missing {', '.join(missing)}")
+            manifest = json.loads(z.read(MANIFEST).decode("utf-8"))
+            ptx = z.read(PTX).decode("utf-8")
+            src = z.read(SOURCE).decode("utf-8")
+    except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError) as err:
+        raise ArtifactError(f"not a readable dnnpkg: {err}") from None
+    validate(manifest)
+    return Package(manifest, ptx, src)
+
+
+def validate(m):
+    """Check a manifest's structure and internal consistency; raise
+    ArtifactError naming the first problem."""
+    def fail(message):
+        raise ArtifactError(f"manifest: {message}")
+
+    if not isinstance(m, dict):
+        fail(f"expected a JSON object, got {type(m).__name__}")
+    if m.get("format_version") != FORMAT_VERSION:
+        fail(f"format_version: expected {FORMAT_VERSION}, got {m.get('format_version')!r}")
+    for key in ("dnnc_version", "mlir_version", "arch", "graph", "inputs", "outputs",
+                "workspace_bytes", "buffers", "kernels"):
+        if key not in m:
+            fail(f"missing key '{key}'")
+    for kind in ("inputs", "outputs"):
+        for t in m[kind]:
+            if t.get("dtype") not in DTYPES:
+                fail(f"{kind} '{t.get('name')}': dtype expected one of {', '.join(DTYPES)}, "
+                     f"got {t.get('dtype')!r}")
+            if len(t.get("dims", [])) != len(t.get("strides", [None])):
+                fail(f"{kind} '{t.get('name')}': expected one stride per dim")
+    workspace = m["workspace_bytes"]
+    for i, b in enumerate(m["buffers"]):
+        kind = b.get("kind")
+        if kind in ("input", "output"):
+            if not 0 <= b.get("index", -1) < len(m[kind + "s"]):
+                fail(f"buffer {i}: {kind} index {b.get('index')} out of range")
+        elif kind == "workspace":
+            if b["offset"] % 256 or b["offset"] < 0 or b["offset"] + b["bytes"] > workspace:
+                fail(f"buffer {i}: workspace slice [{b['offset']}, +{b['bytes']}) is not "
+                     f"256-byte aligned inside {workspace} bytes")
+        else:
+            fail(f"buffer {i}: kind expected input, output or workspace, got {kind!r}")
+    for k in m["kernels"]:
+        for key in ("name", "entry", "strategy", "grid", "block", "shared_bytes", "args"):
+            if key not in k:
+                fail(f"kernel {k.get('entry', '?')}: missing key '{key}'")
+        for a in k["args"]:
+            if a.get("kind") == "buffer":
+                if not 0 <= a.get("buffer", -1) < len(m["buffers"]):
+                    fail(f"kernel {k['entry']}: argument names buffer {a.get('buffer')}, "
+                         f"expected 0 to {len(m['buffers']) - 1}")
+            elif a.get("kind") == "scalar":
+                if a.get("type") not in SCALAR_TYPES:
+                    fail(f"kernel {k['entry']}: scalar type expected one of "
+                         f"{', '.join(SCALAR_TYPES)}, got {a.get('type')!r}")
+            else:
+                fail(f"kernel {k['entry']}: argument kind expected buffer or scalar, "
+                     f"got {a.get('kind')!r}")

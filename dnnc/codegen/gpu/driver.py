@@ -1,0 +1,67 @@
+"""Compile a dnn module for an NVIDIA GPU into a ``dnnc.artifact.Package``.
+
+    package = compile_module(module, arch="sm_90a")
+    package.save("graph.dnnpkg")
+
+1. Read the graph's inputs and outputs (names, dims, declared strides, element
+   types) from the dnn-level graph function, and keep its text for the
+   artifact.
+2. Run the ``cuda`` pipeline (dnnc/pipelines.py) up to the ``gpu`` stage;
+   extract the launch plan from the host code (host_plan.extract), which does
+   not change after that stage.
+3. Run the ``nvvm`` and ``ptx`` stages; read the PTX back; refuse external
+   calls; check every launch against the PTX entries and launch limits.
+"""
+
+from mlir import ir
+
+from dnnc import artifact, pipelines
+from dnnc.codegen.gpu import host_plan, irutil, ptx
+from dnnc.errors import LoweringError
+
+
+def signature(module):
+    """(graph name, inputs, outputs) as artifact.tensor_entry dicts."""
+    with module.context:
+        fn = irutil.graph_function(module)
+        ftype = irutil.function_type(fn)
+        inputs = [_entry(fn, "arg_attrs", i, t, "input")
+                  for i, t in enumerate(ftype.inputs)]
+        outputs = [_entry(fn, "res_attrs", i, t, "output")
+                   for i, t in enumerate(ftype.results)]
+        return irutil.symbol(fn), inputs, outputs
+
+
+def _entry(fn, key, index, type_, prefix):
+    t = ir.RankedTensorType(type_)
+    dims = list(t.shape)
+    name, strides = f"{prefix}{index}", irutil.row_major_strides(dims)
+    if key in fn.attributes:
+        attrs = ir.DictAttr(ir.ArrayAttr(fn.attributes[key])[index])
+        if "dnn.name" in attrs:
+            name = ir.StringAttr(attrs["dnn.name"]).value
+        if "dnn.strides" in attrs:
+            strides = irutil.int_list(attrs["dnn.strides"])
+    return artifact.tensor_entry(name, dims, strides, str(t.element_type))
+
+
+def compile_module(module, arch, dump_ir=None, basename="graph"):
+    """Lower ``module`` (dnn level) in place for ``arch``; return the Package."""
+    from dnnc.compiler import run_stages
+
+    source = str(module)
+    graph, inputs, outputs = signature(module)
+    stages = pipelines.get("cuda", arch)
+    names = [s.name for s in stages]
+    split = names.index("gpu") + 1
+    run_stages(module, stages[:split], dump_ir=dump_ir, basename=basename)
+    plan = host_plan.extract(module, len(inputs))
+    run_stages(module, stages[split:], dump_ir=dump_ir, basename=basename)
+    text = ptx.extract(module)
+    external = ptx.external_calls(text)
+    if external:
+        raise LoweringError(f"the PTX calls functions it does not define: "
+                            f"{', '.join(external)} (a math op reached libdevice?)")
+    host_plan.check(plan, ptx.entries(text))
+    manifest = artifact.build_manifest(graph, arch, inputs, outputs, plan)
+    return artifact.Package(manifest, text, source)

@@ -1,0 +1,142 @@
+"""Small IR helpers shared by the GPU passes and the host-plan extraction.
+
+Walking, finding the graph and kernel functions, reading constants and
+static memref geometry. Nothing here builds kernels.
+"""
+
+from mlir import ir
+
+from dnnc.errors import LoweringError
+
+# Function attributes set by the front half (dnn-fuse, convert-dnn-to-linalg).
+GRAPH_ATTR = "dnn.graph"
+KERNEL_ATTR = "dnn.kernel"
+CONFIG_ATTR = "dnn.config"
+
+
+def ops(root, name=None):
+    """Every op nested under ``root`` (not ``root`` itself), in pre-order;
+    only those named ``name`` when given."""
+    found = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    inner = inner.operation
+                    if name is None or inner.name == name:
+                        found.append(inner)
+                    visit(inner)
+
+    visit(getattr(root, "operation", root))
+    return found
+
+
+def body(op):
+    """The first block of ``op``'s first region."""
+    return getattr(op, "operation", op).regions[0].blocks[0]
+
+
+def functions(module):
+    """The func.func ops at the top level of ``module``."""
+    return [op.operation for op in body(module).operations if op.operation.name == "func.func"]
+
+
+def symbol(op):
+    return ir.StringAttr(op.attributes["sym_name"]).value
+
+
+def graph_function(module):
+    """The function marked ``dnn.graph`` (or the only public function)."""
+    funcs = functions(module)
+    marked = [f for f in funcs if GRAPH_ATTR in f.attributes]
+    if not marked:
+        marked = [f for f in funcs if KERNEL_ATTR not in f.attributes
+                  and "sym_visibility" not in f.attributes]
+    if len(marked) != 1:
+        raise LoweringError(f"expected one graph function (marked {GRAPH_ATTR}), "
+                            f"got {len(marked)}")
+    return marked[0]
+
+
+def kernel_functions(module):
+    return [f for f in functions(module) if KERNEL_ATTR in f.attributes]
+
+
+def function_type(fn):
+    return ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+
+
+def set_function_type(fn, inputs, results):
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+
+
+def is_block_argument(value):
+    return isinstance(value.owner, ir.Block)
+
+
+def defining_op(value):
+    """The op that defines ``value``, or None for a block argument."""
+    if is_block_argument(value):
+        return None
+    return value.owner.operation
+
+
+def constant_int(value):
+    """The integer of an ``arith.constant`` integer or index value, else None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.IntegerAttr):
+        return int(ir.IntegerAttr(attr).value)
+    return None
+
+
+def constant_scalar(value):
+    """The number of a scalar ``arith.constant`` (int or float), else None."""
+    op = defining_op(value)
+    if op is None or op.name != "arith.constant":
+        return None
+    attr = op.attributes["value"]
+    if isinstance(attr, ir.IntegerAttr):
+        return int(ir.IntegerAttr(attr).value)
+    if isinstance(attr, ir.FloatAttr):
+        return float(ir.FloatAttr(attr).value)
+    return None
+
+
+def element_bytes(element_type):
+    """Bytes per stored element (i1 is stored as one byte)."""
+    if not isinstance(element_type, (ir.IntegerType, ir.FloatType)):
+        raise LoweringError(f"no storage size for element type {element_type}")
+    return max(1, (element_type.width + 7) // 8)
+
+
+def memref_geometry(type_):
+    """(shape, strides in elements, offset in elements) of a static memref type."""
+    t = ir.MemRefType(type_)
+    shape = list(t.shape)
+    strides, offset = t.get_strides_and_offset()
+    return shape, list(strides), offset
+
+
+def row_major_strides(shape):
+    strides, step = [], 1
+    for n in reversed(shape):
+        strides.append(step)
+        step *= max(int(n), 1)
+    return list(reversed(strides))
+
+
+def i64_array(values):
+    i64 = ir.IntegerType.get_signless(64)
+    return ir.ArrayAttr.get([ir.IntegerAttr.get(i64, int(v)) for v in values])
+
+
+def int_list(attr):
+    """Python ints of an ArrayAttr of integers or a DenseI64ArrayAttr."""
+    try:
+        return [int(ir.IntegerAttr(a).value) for a in ir.ArrayAttr(attr)]
+    except (ValueError, TypeError):
+        return [int(v) for v in ir.DenseI64ArrayAttr(attr)]

@@ -1,0 +1,45 @@
+"""The PTX that ``gpu-module-to-binary{format=isa}`` made, read back.
+
+After the ``ptx`` stage the module holds one ``gpu.binary`` (dnn-merge-gpu-modules
+put every kernel into one ``gpu.module``) whose ``#gpu.object`` carries the PTX
+text. ``extract`` returns it; ``entries`` lists each ``.entry`` with its
+parameters, which the host plan checks its argument lists against;
+``external_calls`` finds functions the PTX calls without defining them (a math
+function that reached libdevice), which no runtime could link.
+"""
+
+import re
+
+from mlir import ir
+from mlir.dialects import gpu
+
+from dnnc.codegen.gpu import irutil
+from dnnc.errors import LoweringError
+
+
+def extract(module):
+    """The PTX text of the module's single ``gpu.binary``."""
+    binaries = [op.operation for op in irutil.body(module).operations
+                if op.operation.name == "gpu.binary"]
+    if len(binaries) != 1:
+        raise LoweringError(f"expected one gpu.binary after gpu-module-to-binary, "
+                            f"got {len(binaries)}")
+    objects = list(ir.ArrayAttr(binaries[0].attributes["objects"]))
+    if len(objects) != 1:
+        raise LoweringError(f"expected one target object in the gpu.binary, got {len(objects)}")
+    data = gpu.ObjectAttr(objects[0]).object
+    return data.decode("utf-8").rstrip("\0")
+
+
+_ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.S)
+_PARAM = re.compile(r"\.param\s+\.(\w+)")
+
+
+def entries(ptx):
+    """{entry name: [PTX parameter types (u64, u32, f32...)]} in file order."""
+    return {m.group(1): _PARAM.findall(m.group(2)) for m in _ENTRY.finditer(ptx)}
+
+
+def external_calls(ptx):
+    """Names of functions the PTX declares ``.extern`` (called, not defined)."""
+    return re.findall(r"\.extern\s+\.func\s+(?:\([^)]*\)\s*)?([A-Za-z_$][\w$]*)", ptx)

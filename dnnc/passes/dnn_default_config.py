@@ -1,0 +1,54 @@
+"""dnn-default-config: give every kernel function without a ``dnn.config``
+the ``simt-generic`` config.
+
+The heuristics choose a config per kernel; this pass is the fallback that
+makes every kernel compilable: a flat grid of ``block``-thread blocks, one
+thread per point of the iteration space (see dnn-distribute-loops). Kernels
+that already carry a config keep it. Option: ``block`` (threads per block,
+1 to 1024; default 256).
+
+Before::
+
+    func.func private @main_k0_pointwise(...) attributes {dnn.kernel}
+
+After::
+
+    func.func private @main_k0_pointwise(...) attributes {dnn.config = {block = [256, 1, 1],
+        strategy = "simt-generic"}, dnn.kernel}
+
+Lit test: test/lit/passes/dnn_default_config.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil
+from dnnc.errors import PipelineError
+from dnnc.passes import DnncPass, register
+
+STRATEGY = "simt-generic"
+
+
+def simt_generic(block):
+    """The ``dnn.config`` dictionary of the simt-generic strategy."""
+    return ir.DictAttr.get({"strategy": ir.StringAttr.get(STRATEGY),
+                            "block": irutil.i64_array([block, 1, 1])})
+
+
+@register
+@dataclass
+class DnnDefaultConfig(DnncPass):
+    NAME = "dnn-default-config"
+    block: int = 256
+
+    def __post_init__(self):
+        if not 1 <= self.block <= 1024:
+            raise PipelineError(f"pass '{self.NAME}' option 'block': expected 1 to 1024 "
+                                f"threads, got {self.block}")
+
+    def run(self, module):
+        with module.context:
+            for fn in irutil.kernel_functions(module):
+                if irutil.CONFIG_ATTR not in fn.attributes:
+                    fn.attributes[irutil.CONFIG_ATTR] = simt_generic(self.block)

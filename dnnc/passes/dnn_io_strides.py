@@ -1,0 +1,117 @@
+"""dnn-io-strides: give the graph function's inputs and outputs the memory
+layout their ``dnn.strides`` declare.
+
+Bufferization gives every function argument a row-major (identity layout)
+memref. A graph input or output whose declared strides differ (channels-last,
+a transposed view) gets a strided memref type instead, and a copy kernel
+between it and a row-major buffer: inputs are copied in at the start
+(``<graph>_load_<name>``), outputs copied out at the end
+(``<graph>_store_<name>``); everything else keeps working on row-major
+buffers. Strides of size-1 dims do not move any element and are ignored.
+Run after dnn-host-to-kernels, on the bufferized graph function; outputs
+are the arguments ``buffer-results-to-out-params{add-result-attr}`` marked
+``bufferize.result``.
+
+Before::
+
+    func.func @g(%x: memref<2x3x4x5xf32> {dnn.name = "x",
+                 dnn.strides = array<i64: 60, 1, 15, 3>}, ...) {
+      call @g_k0(%x, ...)
+
+After::
+
+    func.func @g(%x: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {...}, ...) {
+      %0 = memref.alloc() : memref<2x3x4x5xf32>
+      call @g_load_x(%x, %0)
+      call @g_k0(%0, ...)
+
+Lit test: test/lit/passes/dnn_io_strides.mlir.
+"""
+
+import re
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import memref
+
+from dnnc.codegen.gpu import irutil, outline
+from dnnc.passes import DnncPass, register
+
+
+def declared_strides(fn, index):
+    """(name, strides) of argument ``index`` from its dnn.name / dnn.strides."""
+    name, strides = f"arg{index}", None
+    if "arg_attrs" in fn.attributes:
+        attrs = ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[index])
+        if "dnn.name" in attrs:
+            name = ir.StringAttr(attrs["dnn.name"]).value
+        if "dnn.strides" in attrs:
+            strides = irutil.int_list(attrs["dnn.strides"])
+    return name, strides
+
+
+def needs_layout(shape, strides):
+    """True when ``strides`` place some element elsewhere than row-major does."""
+    if strides is None:
+        return False
+    dense = irutil.row_major_strides(shape)
+    return any(n != 1 and s != d for n, s, d in zip(shape, strides, dense))
+
+
+def _symbol_part(name):
+    return re.sub(r"[^A-Za-z0-9_]", "_", name)
+
+
+OUTPUT_ATTR = "bufferize.result"
+
+
+def apply(module):
+    module = getattr(module, "operation", module)
+    with module.context, ir.Location.unknown():
+        fn = irutil.graph_function(module)
+        graph = irutil.symbol(fn)
+        ftype = irutil.function_type(fn)
+        block = irutil.body(fn)
+        types = list(ftype.inputs)
+        first = list(block.operations)[0]
+        terminator = list(block.operations)[-1]
+        for i, arg in enumerate(block.arguments):
+            t = ir.MemRefType(arg.type) if isinstance(arg.type, ir.MemRefType) else None
+            name, strides = declared_strides(fn, i)
+            if t is None or not needs_layout(list(t.shape), strides):
+                continue
+            strided = ir.MemRefType.get(list(t.shape), t.element_type,
+                                        layout=ir.StridedLayoutAttr.get(0, strides))
+            with ir.InsertionPoint(first):
+                buf = memref.alloc(t, [], [])
+            arg.replace_all_uses_with(buf)
+            arg.set_type(strided)
+            types[i] = strided
+            if not is_output(fn, i):
+                kernel = outline.copy_kernel(module, f"{graph}_load_{_symbol_part(name)}",
+                                             strided, t)
+                with ir.InsertionPoint(first):
+                    outline.call(kernel, [arg, buf])
+            else:
+                kernel = outline.copy_kernel(module, f"{graph}_store_{_symbol_part(name)}",
+                                             t, strided)
+                with ir.InsertionPoint(terminator):
+                    outline.call(kernel, [buf, arg])
+        irutil.set_function_type(fn, types, list(ftype.results))
+
+
+def is_output(fn, index):
+    """Outputs are the out-parameters ``buffer-results-to-out-params
+    {add-result-attr}`` marked ``bufferize.result``."""
+    if "arg_attrs" not in fn.attributes:
+        return False
+    return OUTPUT_ATTR in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[index])
+
+
+@register
+@dataclass
+class DnnIoStrides(DnncPass):
+    NAME = "dnn-io-strides"
+
+    def run(self, module):
+        apply(module)

@@ -1,0 +1,102 @@
+"""Run the compiled test packages on the GPU with the runtime alone, and check
+them against the NumPy reference's results stored beside them.
+
+The packages come from ``tools/build-gpu-tests`` (run where MLIR is installed;
+it writes ``.pkgs/`` with ``index.json``). This file needs only dnnc_runtime,
+torch and NumPy, so it also proves the compile-here, run-there flow: set
+``DNNC_GPU_PACKAGES`` to use another folder.
+
+Inputs are laid out with the manifest's strides (channels-last cases really
+are channels-last in memory); outputs are pre-filled with NaN (booleans with
+0xFF) so that an element the kernels never write fails the comparison.
+"""
+
+import json
+import os
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+import dnnc_runtime  # noqa: E402
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+FOLDER = os.environ.get("DNNC_GPU_PACKAGES", os.path.join(ROOT, ".pkgs"))
+INDEX = os.path.join(FOLDER, "index.json")
+
+TORCH_DTYPES = {
+    "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+    "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "i1": torch.bool,
+}
+
+
+def _cases():
+    if not os.path.exists(INDEX):
+        return [pytest.param(None, marks=pytest.mark.skip(
+            reason=f"no {INDEX}: build it with tools/build-gpu-tests"))]
+    with open(INDEX) as f:
+        index = json.load(f)
+    return [pytest.param(c, id=c["name"]) for c in index["cases"]]
+
+
+def _to_device(array, spec):
+    """A device tensor with the manifest's dims and strides holding ``array``."""
+    dtype = TORCH_DTYPES[spec["dtype"]]
+    if spec["dtype"] == "bf16":
+        host = torch.from_numpy(np.ascontiguousarray(array).view(np.int16)).view(dtype)
+    elif spec["dtype"].startswith("f8"):
+        host = torch.from_numpy(np.ascontiguousarray(array).view(np.uint8)).view(dtype)
+    else:
+        host = torch.from_numpy(np.ascontiguousarray(array))
+    out = torch.empty_strided(spec["dims"], spec["strides"], dtype=dtype, device="cuda")
+    out.copy_(host.reshape(spec["dims"]).to("cuda"))
+    return out
+
+
+def _poisoned(spec):
+    dtype = TORCH_DTYPES[spec["dtype"]]
+    out = torch.empty_strided(spec["dims"], spec["strides"], dtype=dtype, device="cuda")
+    if dtype == torch.bool:
+        out.view(torch.uint8).fill_(0xFF)
+    elif spec["dtype"].startswith("f8"):
+        out.view(torch.uint8).fill_(0x7F)  # NaN in both fp8 formats
+    else:
+        out.fill_(float("nan"))
+    return out
+
+
+def _fp8_order(codes):
+    """fp8 codes -> integers in the order of their values (sign-magnitude)."""
+    codes = codes.astype(np.int32)
+    magnitude = codes & 0x7F
+    return np.where(codes & 0x80, -magnitude, magnitude)
+
+
+def _check(name, got, expected, rule):
+    if rule["compare"] == "exact" or got.dtype == torch.bool:
+        np.testing.assert_array_equal(got.cpu().numpy(), expected, err_msg=name)
+        return
+    if rule["compare"] == "fp8_ulps":
+        ref = torch.from_numpy(np.asarray(expected, np.float32)).to(got.dtype)
+        a = _fp8_order(got.contiguous().cpu().view(torch.uint8).numpy())
+        b = _fp8_order(ref.view(torch.uint8).numpy())
+        assert np.max(np.abs(a - b), initial=0) <= rule["ulps"], name
+        return
+    values = got.float().cpu().double().numpy()
+    nan = np.isnan(expected)
+    assert not np.isnan(values[~nan]).any(), f"{name}: NaN where the reference has none"
+    np.testing.assert_allclose(values, expected, rtol=rule["rtol"], atol=rule["atol"],
+                               equal_nan=True, err_msg=name)
+
+
+@pytest.mark.gpu
+@pytest.mark.parametrize("case", _cases())
+def test_package_matches_reference(case):
+    exe = dnnc_runtime.load(os.path.join(FOLDER, case["package"]))
+    data = np.load(os.path.join(FOLDER, case["data"]))
+    inputs = {spec["name"]: _to_device(data[spec["key"]], spec) for spec in case["inputs"]}
+    outputs = {spec["name"]: _poisoned(spec) for spec in case["outputs"]}
+    exe(**inputs, outputs=outputs)
+    torch.cuda.synchronize()
+    for spec in case["outputs"]:
+        _check(f"{case['name']}.{spec['name']}", outputs[spec["name"]], data[spec["key"]], spec)

@@ -1,0 +1,45 @@
+// dnn-io-strides gives graph inputs and outputs the layout of their
+// dnn.strides, with copy kernels to and from row-major buffers. Outputs are
+// the arguments marked bufferize.result.
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-io-strides)' | FileCheck %s
+
+// A channels-last input and output each get a strided type and a copy
+// kernel; the row-major argument keeps its type.
+
+// CHECK-LABEL: func.func private @channels_last_load_x(
+//  CHECK-SAME:     memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, %{{.*}}: memref<2x3x4x5xf32>) attributes {dnn.anchor = "copy", dnn.kernel}
+//  CHECK-NEXT:   linalg.copy
+// CHECK-LABEL: func.func private @channels_last_store_y(
+//  CHECK-SAME:     memref<2x3x4x5xf32>, %{{.*}}: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) attributes {dnn.anchor = "copy", dnn.kernel}
+// CHECK-LABEL: func.func @channels_last(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {dnn.name = "x"
+//  CHECK-SAME:     %[[B:.*]]: memref<1x3x1x1xf32> {dnn.name = "b"
+//  CHECK-SAME:     %[[Y:.*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.result, dnn.name = "y"
+//  CHECK-NEXT:   %[[XB:.*]] = memref.alloc() : memref<2x3x4x5xf32>
+//  CHECK-NEXT:   call @channels_last_load_x(%[[X]], %[[XB]])
+//  CHECK-NEXT:   %[[YB:.*]] = memref.alloc() : memref<2x3x4x5xf32>
+//  CHECK-NEXT:   call @k(%[[XB]], %[[B]], %[[YB]])
+//  CHECK-NEXT:   call @channels_last_store_y(%[[YB]], %[[Y]])
+//  CHECK-NEXT:   return
+func.func private @k(%x: memref<2x3x4x5xf32>, %b: memref<1x3x1x1xf32>, %y: memref<2x3x4x5xf32>) attributes {dnn.kernel} {
+  return
+}
+func.func @channels_last(%x: memref<2x3x4x5xf32> {dnn.name = "x", dnn.strides = array<i64: 60, 1, 15, 3>}, %b: memref<1x3x1x1xf32> {dnn.name = "b", dnn.strides = array<i64: 3, 1, 1, 1>}, %y: memref<2x3x4x5xf32> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 60, 1, 15, 3>}) attributes {dnn.graph} {
+  call @k(%x, %b, %y) : (memref<2x3x4x5xf32>, memref<1x3x1x1xf32>, memref<2x3x4x5xf32>) -> ()
+  return
+}
+
+// -----
+
+// Strides of size-1 dims move no element: nothing changes.
+
+// CHECK-LABEL: func.func @unit_dims_ignored(
+//  CHECK-SAME:     %{{.*}}: memref<1x4x1xf32> {dnn.name = "x"
+//  CHECK-SAME:     %{{.*}}: memref<1x4x1xf32> {bufferize.result
+//  CHECK-NEXT:   memref.copy
+//  CHECK-NEXT:   return
+func.func @unit_dims_ignored(%x: memref<1x4x1xf32> {dnn.name = "x", dnn.strides = array<i64: 99, 1, 7>}, %y: memref<1x4x1xf32> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 4, 1, 1>}) attributes {dnn.graph} {
+  memref.copy %x, %y : memref<1x4x1xf32> to memref<1x4x1xf32>
+  return
+}

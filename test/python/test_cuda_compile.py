@@ -1,0 +1,511 @@
+"""The CUDA back end without a GPU: every op of the dialect compiles to PTX for
+sm_80 and sm_90a, ptxas accepts it, the manifest is consistent, and the
+lowering computes the right numbers.
+
+* One graph per op family (several outputs each, to keep compilations few);
+  together they use all 75 ops (``test_families_cover_every_op``).
+* ptxas (DNNC_PTXAS, the nvidia-cuda-nvcc wheel, or PATH) assembles the PTX
+  for the arch it was made for; without one, those tests skip and say why.
+* Numerics: the GPU lowering is run on the CPU up to the thread mapping
+  (bufferization, host-to-kernels, strided I/O, loop distribution into
+  blocks x threads with bounds guards, math expansion), then lowered with the
+  CPU tail and executed by MLIR's ExecutionEngine. Its results must match the
+  CPU back end's to 1e-4 (relative to max(1, |value|)), NaN for NaN;
+  the math expansions must match float64 to 1-2 ulp.
+* A .dnnpkg round-trips through dnnc.artifact; the examples compile; the CLI
+  writes and inspects a package.
+"""
+
+import importlib.machinery
+import importlib.util
+import json
+import os
+import re
+import zipfile
+
+import numpy as np
+import pytest
+
+import dnnc
+import dnnc.cpu
+import dnnc.dialect
+import dnnc.graph_mlir
+from dnnc import artifact, compiler, pipelines
+from dnnc.codegen.gpu import host_plan, ptx, ptxas
+from dnnc.dialect.types import data_type as dt
+from dnnc.errors import UnsupportedError
+from dnnc.passes import run_pipeline
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+ARCHS = pipelines.ARCHS
+F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
+E4M3, E5M2, BOOL = dt.FP8_E4M3, dt.FP8_E5M2, dt.BOOLEAN
+PTXAS = ptxas.find()
+needs_ptxas = pytest.mark.skipif(
+    PTXAS is None, reason="no ptxas: set DNNC_PTXAS, pip install nvidia-cuda-nvcc, or put "
+                          "ptxas on PATH")
+
+
+def outputs(*tensors):
+    for t in tensors:
+        if t is not None:
+            t.set_output(True)
+
+
+# ----------------------------------------------------------------------------
+# One graph per op family
+
+
+UNARY = [("relu", {}), ("gelu", {}), ("gelu", {"approximate": "tanh"}), ("silu", {}),
+         ("swish", {"beta": 1.5}), ("sigmoid", {}), ("tanh", {}), ("elu", {"alpha": 0.7}),
+         ("leaky_relu", {"negative_slope": 0.2}), ("softplus", {}), ("exp", {}), ("abs", {}),
+         ("neg", {}), ("square", {}), ("reciprocal", {}), ("sin", {}), ("cos", {}),
+         ("erf", {}), ("floor", {}), ("ceil", {}), ("log", {}), ("sqrt", {}), ("rsqrt", {})]
+
+
+def pointwise():
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[3, 7, 5])
+    b = g.tensor(name="b", dim=[7, 1])
+    h = g.tensor(name="h", dim=[3, 7, 5], data_type=BF16)
+    m = g.tensor(name="m", dim=[7, 5], data_type=BOOL)
+    for i, (op, attrs) in enumerate(UNARY):
+        outputs(getattr(g, op)(x, name=f"{op}{i}", **attrs))
+    for op in ("add", "sub", "mul", "div", "max", "min", "pow"):
+        outputs(getattr(g, op)(x, b, name=op))
+    cmps = [getattr(g, op)(x, b, name=op)
+            for op in ("cmp_eq", "cmp_ne", "cmp_lt", "cmp_le", "cmp_gt", "cmp_ge")]
+    outputs(*cmps)
+    outputs(g.logical_and(cmps[0], m, name="and"), g.logical_or(cmps[1], m, name="or"),
+            g.logical_not(m, name="not"), g.select(m, x, b, name="select"))
+    for op in ("relu_backward", "gelu_backward", "silu_backward", "sigmoid_backward",
+               "tanh_backward"):
+        outputs(getattr(g, op)(x, h, name=op))
+    outputs(g.cast(h, E4M3, name="to_e4m3"), g.cast(g.cast(x, E5M2), F16, name="via_e5m2"),
+            g.mul(x, g.constant(0.5), name="scaled"), g.gen_index(x, axis=1, name="index"))
+    return g
+
+
+def tensor_ops():
+    g = dnnc.Graph(io_data_type=BF16)
+    x = g.tensor(name="x", dim=[3, 5, 7])
+    y = g.tensor(name="y", dim=[3, 2, 7])
+    outputs(g.reshape(x, [7, 15], name="reshape"), g.transpose(x, [2, 0, 1], name="transpose"),
+            g.slice(x, [slice(1, 3), slice(0, 5, 2), slice(1, 7, 3)], name="slice"),
+            g.concat([x, y], axis=1, name="concat"))
+    return g
+
+
+def matmul_conv():
+    g = dnnc.Graph(io_data_type=F16)
+    a = g.tensor(name="a", dim=[2, 3, 13])
+    b = g.tensor(name="b", dim=[13, 7])
+    outputs(g.matmul(a, b, name="mm"))
+    x = g.tensor(name="x", dim=[2, 3, 7, 5])
+    w = g.tensor(name="w", dim=[4, 3, 3, 2])
+    attrs = dict(pre_padding=[1, 0], post_padding=[1, 1], stride=[2, 1])
+    y = g.conv_fprop(x, w, name="fprop", **attrs)
+    dy = g.tensor(name="dy", dim=[int(d) for d in y.dim])
+    outputs(y, g.conv_dgrad(dy, w, [2, 3, 7, 5], name="dgrad", **attrs),
+            g.conv_wgrad(x, dy, [4, 3, 3, 2], name="wgrad", **attrs))
+    return g
+
+
+def reduce_pool():
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[2, 3, 7, 5])
+    outputs(g.reduction(x, "sum", [1], name="sum"),
+            g.reduction(x, "max", [0, 2, 3], keepdims=False, name="max"))
+    attrs = dict(window=[3, 2], stride=[2, 1], pre_padding=[1, 0], post_padding=[2, 1])
+    p = g.pooling(x, "max", name="pool", **attrs)
+    dy = g.tensor(name="dy", dim=[int(d) for d in p.dim])
+    outputs(p, g.pooling_backward(dy, x, "avg", name="pool_bwd", **attrs))
+    return g
+
+
+def norms():
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[2, 6, 3, 5])
+    scale = g.tensor(name="scale", dim=[1, 6, 1, 1])
+    bias = g.tensor(name="bias", dim=[1, 6, 1, 1])
+    dy = g.tensor(name="dy", dim=[2, 6, 3, 5])
+    y, mean, inv = g.layernorm(x, axis=1, norm_forward_phase="training")
+    outputs(y, mean, inv, *g.layernorm_backward(dy, x, None, mean, inv, axis=1))
+    ry, inv_rms = g.rmsnorm(x, axis=3, norm_forward_phase="training")
+    outputs(ry, inv_rms, *g.rmsnorm_backward(dy, x, None, inv_rms, axis=3))
+    bn = g.batchnorm(x, scale, bias)
+    outputs(*bn, *g.batchnorm_backward(dy, x, scale, bn[1], bn[2]))
+    outputs(g.batchnorm_inference(x, scale, bias, scale, bias))
+    gy, gmean, ginv = g.groupnorm(x, 3, scale, bias, norm_forward_phase="training")
+    outputs(gy, gmean, ginv, *g.groupnorm_backward(dy, x, 3, scale, gmean, ginv))
+    iy, imean, iinv = g.instancenorm(x, scale, bias, norm_forward_phase="training")
+    outputs(iy, imean, iinv, *g.instancenorm_backward(dy, x, scale, imean, iinv))
+    return g
+
+
+def softmax_attention():
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[3, 13, 7])
+    dy = g.tensor(name="dy", dim=[3, 13, 7])
+    s = g.softmax(x, axis=1)
+    ls = g.log_softmax(x, axis=2)
+    outputs(s, ls, g.softmax_backward(dy, s, axis=1), g.log_softmax_backward(dy, ls, axis=2))
+    q = g.tensor(name="q", dim=[1, 2, 5, 8])
+    k = g.tensor(name="k", dim=[1, 2, 7, 8])
+    v = g.tensor(name="v", dim=[1, 2, 7, 3])
+    o, stats = g.sdpa(q, k, v, use_causal_mask=True, generate_stats=True)
+    do = g.tensor(name="do", dim=[1, 2, 5, 3])
+    o_in = g.tensor(name="o_in", dim=[1, 2, 5, 3])
+    st = g.tensor(name="st", dim=[1, 2, 5, 1])
+    outputs(o, stats, *g.sdpa_backward(q, k, v, o_in, do, st, use_causal_mask=True))
+    return g
+
+
+def channels_last():
+    """NHWC input and output (a conv, a bias, a pointwise op) plus a row-major
+    output of the same input."""
+    n, c, h, w = 2, 3, 5, 7
+    nhwc = [h * w * c, 1, w * c, c]
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[n, c, h, w], stride=nhwc)
+    wt = g.tensor(name="w", dim=[4, c, 3, 3], stride=[9 * c, 1, 3 * c, c])
+    b = g.tensor(name="b", dim=[1, c, 1, 1])
+    y = g.relu(g.add(x, b)).set_name("y")
+    y.set_stride(nhwc)
+    z = g.conv_fprop(x, wt, padding=[1, 1]).set_name("z")
+    z.set_stride([h * w * 4, 1, w * 4, 4])
+    outputs(y, z, g.exp(x, name="e"))
+    return g
+
+
+FAMILIES = {f.__name__: f for f in (pointwise, tensor_ops, matmul_conv, reduce_pool, norms,
+                                    softmax_attention, channels_last)}
+
+
+def op_names(g):
+    return set(re.findall(r'"dnn\.(\w+)"', g.to_mlir()))
+
+
+def test_families_cover_every_op():
+    used = set().union(*(op_names(f()) for f in FAMILIES.values()))
+    missing = sorted({d.name for d in dnnc.dialect.all_ops()} - used)
+    assert not missing, f"ops no CUDA test graph uses: {missing}"
+
+
+# ----------------------------------------------------------------------------
+# Compilation, PTX and manifest
+
+
+_PACKAGES = {}
+
+
+def compile_cuda(family, arch):
+    """The Package of a family graph for ``arch`` (compiled once per session)."""
+    key = (family, arch)
+    if key not in _PACKAGES:
+        g = FAMILIES[family]()
+        _PACKAGES[key] = compiler.compile_module(
+            dnnc.graph_mlir.to_module(g), compiler.Options(target="cuda", arch=arch))
+    return _PACKAGES[key]
+
+
+def check_manifest(m, arch):
+    """Every argument names a real buffer, workspace slices are aligned and
+    inside the workspace, launches are within the hardware limits."""
+    assert m["format_version"] == 1 and m["arch"] == arch
+    assert m["mlir_version"].startswith("22.") and m["dnnc_version"] == dnnc.__version__
+    buffers = m["buffers"]
+    for b in buffers:
+        if b["kind"] == "workspace":
+            assert b["offset"] % 256 == 0
+            assert 0 <= b["offset"] and b["offset"] + b["bytes"] <= m["workspace_bytes"]
+        else:
+            assert 0 <= b["index"] < len(m[b["kind"] + "s"])
+    for k in m["kernels"]:
+        assert k["strategy"] == "simt-generic"
+        assert 1 <= k["block"][0] * k["block"][1] * k["block"][2] <= 1024
+        assert all(g >= 1 for g in k["grid"]) and k["grid"][0] < 2 ** 31
+        assert k["grid"][1] <= 65535 and k["grid"][2] <= 65535
+        assert k["shared_bytes"] == 0
+        assert k["args"], k["entry"]
+        for a in k["args"]:
+            if a["kind"] == "buffer":
+                assert 0 <= a["buffer"] < len(buffers) and a["byte_offset"] == 0
+            else:
+                assert a["kind"] == "scalar" and a["type"] in ("i32", "i64", "f32")
+    for kind in ("inputs", "outputs"):
+        assert [t["name"] for t in m[kind]] and all(len(t["dims"]) == len(t["strides"])
+                                                    for t in m[kind])
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_family_compiles_to_ptx(family, arch):
+    package = compile_cuda(family, arch)
+    check_manifest(package.manifest, arch)
+    text = package.ptx
+    assert f".target {arch}" in text
+    assert not ptx.external_calls(text), "the PTX calls functions it does not define"
+    assert not re.search(r"^\s*call", text, re.M), "no calls at all"
+    entries = ptx.entries(text)
+    launched = {k["entry"] for k in package.kernels}
+    assert launched <= set(entries)
+    for k in package.kernels:
+        # Bare-pointer convention: a buffer argument is one 64-bit pointer.
+        params = entries[k["entry"]]
+        assert len(params) == len(k["args"])
+        for p, a in zip(params, k["args"]):
+            assert p == ("u64" if a["kind"] == "buffer" else p), (k["entry"], params)
+    host_plan.check({"buffers": package.manifest["buffers"], "kernels": package.kernels},
+                    entries)
+
+
+@needs_ptxas
+@pytest.mark.parametrize("arch", ARCHS)
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_ptxas_assembles(family, arch):
+    package = compile_cuda(family, arch)
+    resources = ptxas.assemble(package.ptx, arch)
+    for k in package.kernels:
+        r = resources[k["entry"]]
+        assert r.spill_stores == 0 and r.spill_loads == 0, (k["entry"], r)
+        assert 0 < r.registers <= 255
+
+
+def test_strided_inputs_and_outputs_are_declared():
+    package = compile_cuda("channels_last", "sm_90a")
+    tensors = {t["name"]: t for t in package.manifest["inputs"] + package.manifest["outputs"]}
+    assert tensors["x"]["strides"] == [105, 1, 21, 3]
+    assert tensors["w"]["strides"] == [27, 1, 9, 3]
+    assert tensors["b"]["strides"] == [3, 1, 1, 1]
+    assert tensors["z"]["strides"] == [140, 1, 28, 4]
+    names = [k["name"] for k in package.kernels]
+    # One copy kernel per non-row-major tensor, nothing for the row-major ones.
+    assert {n for n in names if "_load_" in n or "_store_" in n} == {
+        "main_load_x", "main_load_w", "main_store_y", "main_store_z"}
+
+
+def test_options():
+    g = channels_last()
+    with pytest.raises(UnsupportedError, match="target 'cuda' needs an arch"):
+        compiler.compile_module(dnnc.graph_mlir.to_module(g), compiler.Options(target="cuda"))
+    with pytest.raises(UnsupportedError, match="arch 'sm_70'"):
+        compiler.Options(target="cuda", arch="sm_70")
+    with pytest.raises(UnsupportedError, match="applies to target 'cuda'"):
+        compiler.Options(target="cpu", arch="sm_80")
+
+
+def test_dump_ir_writes_every_stage_and_the_ptx(tmp_path):
+    module = dnnc.graph_mlir.parse(open(os.path.join(ROOT, "examples", "mlp.mlir")).read())
+    compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_80",
+                                                     dump_ir=str(tmp_path)), basename="mlp")
+    names = sorted(p.name for p in tmp_path.iterdir())
+    assert names == ["mlp.decomposed.mlir", "mlp.dnn.mlir", "mlp.fused.mlir", "mlp.gpu.mlir",
+                     "mlp.input.mlir", "mlp.linalg.mlir", "mlp.nvvm.mlir", "mlp.ptx"]
+    assert "gpu.launch_func" in (tmp_path / "mlp.gpu.mlir").read_text()
+    assert (tmp_path / "mlp.ptx").read_text().lstrip().startswith("//")
+
+
+@pytest.mark.parametrize("name", sorted(f for f in os.listdir(os.path.join(ROOT, "examples"))
+                                        if f.endswith(".mlir")))
+def test_examples_compile(name):
+    text = open(os.path.join(ROOT, "examples", name)).read()
+    package = compiler.compile_module(dnnc.graph_mlir.parse(text),
+                                      compiler.Options(target="cuda", arch="sm_90a"))
+    check_manifest(package.manifest, "sm_90a")
+    if PTXAS:
+        ptxas.assemble(package.ptx, "sm_90a")
+
+
+# ----------------------------------------------------------------------------
+# The artifact
+
+
+def test_package_round_trip(tmp_path):
+    package = compile_cuda("reduce_pool", "sm_80")
+    path = package.save(str(tmp_path / "g.dnnpkg"))
+    back = artifact.read(path)
+    assert back.manifest == package.manifest
+    assert back.ptx == package.ptx and back.source == package.source
+    assert 'func.func @main' in back.source and '"dnn.pooling"' in back.source
+    with zipfile.ZipFile(path) as z:
+        assert sorted(z.namelist()) == ["graph.mlir", "kernels.ptx", "manifest.json"]
+        assert json.loads(z.read("manifest.json")) == package.manifest
+    assert artifact.read(open(path, "rb").read()).manifest == package.manifest
+
+
+def test_package_is_validated(tmp_path):
+    package = compile_cuda("tensor_ops", "sm_80")
+    bad = dict(package.manifest, format_version=2)
+    with pytest.raises(artifact.ArtifactError, match="format_version: expected 1, got 2"):
+        artifact.validate(bad)
+    kernels = json.loads(json.dumps(package.kernels))
+    kernels[0]["args"][0]["buffer"] = 99
+    with pytest.raises(artifact.ArtifactError, match="names buffer 99"):
+        artifact.validate(dict(package.manifest, kernels=kernels))
+    with pytest.raises(artifact.ArtifactError, match="not a readable dnnpkg"):
+        artifact.read(b"not a zip")
+    path = tmp_path / "partial.dnnpkg"
+    with zipfile.ZipFile(path, "w") as z:
+        z.writestr("manifest.json", json.dumps(package.manifest))
+    with pytest.raises(artifact.ArtifactError, match="missing kernels.ptx, graph.mlir"):
+        artifact.read(str(path))
+
+
+def test_cli_compile_and_inspect(tmp_path, capsys):
+    from dnnc import cli
+
+    src = os.path.join(ROOT, "examples", "conv_bias_relu.mlir")
+    out = str(tmp_path / "cbr.dnnpkg")
+    assert cli.main(["compile", src, "-o", out, "--arch", "sm_90a"]) == 0
+    text = capsys.readouterr().out
+    assert "conv_bias_relu_load_x_kernel  [simt-generic]" in text and f"wrote {out}" in text
+    assert cli.main(["inspect", out]) == 0
+    text = capsys.readouterr().out
+    assert "graph conv_bias_relu for sm_90a" in text and "grid [" in text
+    assert ("ptxas: " in text) == (PTXAS is not None)
+    assert cli.main(["compile", src, "-o", str(tmp_path / "x.dnnpkg")]) == 2
+    assert "needs --arch" in capsys.readouterr().err
+
+
+# ----------------------------------------------------------------------------
+# Numerics of the GPU lowering, executed on the CPU
+
+
+# After the GPU passes up to the thread distribution, lower with the CPU
+# tail: each scf.parallel (blocks, threads) runs as a loop, guards included.
+EMULATION_TAIL = (
+    "dnn-expand-math",
+    "arith-expand{include-bf16}",
+    "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
+    "expand-strided-metadata",
+    "lower-affine",
+    "convert-scf-to-cf",
+    "finalize-memref-to-llvm",
+    "convert-arith-to-llvm",
+    "convert-func-to-llvm",
+    "convert-cf-to-llvm",
+    "reconcile-unrealized-casts",
+)
+
+
+def emulate(g):
+    """A CpuExecutable running ``g`` through the GPU lowering (see above)."""
+    module = dnnc.graph_mlir.to_module(g)
+    signature = dnnc.cpu.signature_of(module)
+    for stage in pipelines.get("cuda", "sm_80"):
+        if stage.name == "gpu":
+            break
+        run_pipeline(module, stage.pipeline)
+    gpu = pipelines.GPU.passes
+    upto = gpu[:gpu.index("dnn-distribute-loops") + 1]
+    run_pipeline(module, "builtin.module(" + ",".join(upto + EMULATION_TAIL) + ")")
+    return dnnc.cpu.CpuExecutable(module, signature)
+
+
+def random_inputs(g, seed=0):
+    rng = np.random.default_rng(seed)
+    values = {}
+    for t in g.inputs:
+        if t.get_data_type() is BOOL:
+            values[t.name] = rng.random(t.dim) < 0.5
+        else:
+            values[t.name] = rng.standard_normal(t.dim).astype(np.float32).astype(
+                t.get_data_type().numpy)
+    return values
+
+
+def physical(array, strides):
+    """The row-major-shaped array whose memory holds ``array`` laid out with
+    ``strides`` (a permutation of the dims, as channels-last is)."""
+    order = sorted(range(array.ndim), key=lambda i: -strides[i])
+    return np.ascontiguousarray(array.transpose(order)).reshape(array.shape)
+
+
+def logical(array, strides):
+    order = sorted(range(array.ndim), key=lambda i: -strides[i])
+    shape = [array.shape[i] for i in order]
+    return array.reshape(shape).transpose(np.argsort(order))
+
+
+@pytest.mark.parametrize("family", sorted(FAMILIES))
+def test_gpu_lowering_matches_the_cpu_back_end(family):
+    g = FAMILIES[family]()
+    data = random_inputs(g)
+    expected = g.compile(target="cpu")(**data)
+    strides = {t.name: [int(s) for s in t.get_stride()] for t in g.inputs + g.outputs}
+    feed = {k: physical(v, strides[k]) if v.ndim else v for k, v in data.items()}
+    got = emulate(g)(**feed)
+    for t in g.outputs:
+        e = np.asarray(expected[t.name])
+        v = np.asarray(got[t.name])
+        v = logical(v, strides[t.name]) if v.ndim else v
+        if t.get_data_type() in (E4M3, E5M2, BOOL):
+            np.testing.assert_array_equal(v.view(np.uint8), e.view(np.uint8), err_msg=t.name)
+            continue
+        e64, v64 = e.astype(np.float64), v.astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(v64), np.isnan(e64), err_msg=t.name)
+        ok = ~np.isnan(e64)
+        tol = 1e-4 * np.maximum(1.0, np.abs(e64[ok]))
+        assert np.all(np.abs(v64[ok] - e64[ok]) <= tol), (t.name, np.abs(v64 - e64).max())
+
+
+def ulps(a, b):
+    """|a - b| in f32 units in the last place (sign-magnitude ordered)."""
+    def order(x):
+        i = x.astype(np.float32).view(np.int32).astype(np.int64)
+        return np.where(i < 0, -(i & 0x7FFFFFFF), i)
+    return np.abs(order(a) - order(b))
+
+
+MATH_ULPS = {"exp": 1, "log": 1, "sin": 1, "cos": 1, "tanh": 1, "erf": 1, "sqrt": 0,
+             "rsqrt": 1, "floor": 0, "ceil": 0, "abs": 0, "softplus": 2, "elu": 2}
+
+
+def test_math_expansions_are_accurate():
+    rng = np.random.default_rng(1)
+    xs = np.concatenate([
+        rng.standard_normal(4000) * 3, rng.standard_normal(4000) * 300,
+        np.exp(rng.uniform(-100, 88, 4000)), -np.exp(rng.uniform(-100, 19, 4000)),
+        np.linspace(-10, 10, 2001),
+        [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 88.72, 88.73, -87.3,
+         -103.9, -104.5, 8191.0, 1e8, 1.0, -1.0, 0.84375, 1.25, 6.0, 2.857]]).astype(np.float32)
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[xs.size])
+    results = {op: getattr(g, op)(x, name=op) for op in MATH_ULPS}
+    outputs(*results.values())
+    got = emulate(g)(x=xs)
+    ref = g.execute_reference({"x": xs})
+    for op, limit in MATH_ULPS.items():
+        a, r = got[results[op].name], ref[results[op].name]
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(r), err_msg=op)
+        np.testing.assert_array_equal(np.isinf(a), np.isinf(r), err_msg=op)
+        ok = np.isfinite(r)
+        if op in ("sin", "cos"):
+            # Accurate where the f64 Cody-Waite reduction is exact; bounded beyond.
+            assert np.all(np.abs(a[ok]) <= 1.0), op
+            ok &= np.abs(xs) < 2.0 ** 28 * np.pi / 2
+        worst = ulps(a[ok], r[ok]).max()
+        assert worst <= limit, f"{op}: {worst} ulp, expected at most {limit}"
+
+
+# ----------------------------------------------------------------------------
+# The GPU test packages tool
+
+
+def _load_tool():
+    path = os.path.join(ROOT, "tools", "build-gpu-tests")
+    loader = importlib.machinery.SourceFileLoader("build_gpu_tests", path)
+    spec = importlib.util.spec_from_loader("build_gpu_tests", loader)
+    module = importlib.util.module_from_spec(spec)
+    loader.exec_module(module)
+    return module
+
+
+def test_gpu_test_packages_cover_every_op():
+    tool = _load_tool()
+    used = set()
+    for case in tool.CASES:
+        used |= op_names(case.build())
+    missing = sorted({d.name for d in dnnc.dialect.all_ops()} - used)
+    assert not missing, f"ops tools/build-gpu-tests never packages: {missing}"
