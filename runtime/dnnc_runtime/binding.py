@@ -314,8 +314,12 @@ def to_layout(array, spec):
 def view_of(flat, spec):
     """The logical array a flat buffer in the manifest's layout holds."""
     itemsize = flat.dtype.itemsize
-    return np.lib.stride_tricks.as_strided(
-        flat, shape=spec.dims, strides=[s * itemsize for s in spec.strides])
+    # as_strided goes through __array_interface__, whose type strings cannot
+    # name every ml_dtypes type (fp8 E5M2 fails): stride the raw bytes instead.
+    raw = flat.view(f"u{itemsize}")
+    view = np.lib.stride_tricks.as_strided(
+        raw, shape=spec.dims, strides=[s * itemsize for s in spec.strides])
+    return view.view(flat.dtype)
 
 
 # -- outputs allocated for callers that pass raw device arrays ------------------
