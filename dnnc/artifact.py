@@ -91,8 +91,9 @@ class Package:
 
     def describe(self, resources=None):
         """The plan as text: tensors, workspace, then each kernel with its
-        strategy, launch shape and arguments (and, given ``resources`` from
-        dnnc.codegen.gpu.ptxas.assemble, registers / spills / shared memory)."""
+        strategy (and the reason for it), launch shape and arguments (and,
+        given ``resources`` from dnnc.codegen.gpu.ptxas.assemble, registers /
+        spills / shared memory)."""
         return describe(self.manifest, resources)
 
 
@@ -113,8 +114,12 @@ def describe(manifest, resources=None):
                          f"dims {t['dims']} strides {t['strides']}")
     lines.append(f"  workspace {m['workspace_bytes']} bytes")
     lines.append(f"{len(m['kernels'])} kernel launch{'es' if len(m['kernels']) != 1 else ''}:")
+    explained = set()  # kernel functions whose reason is shown (once: one makes many launches)
     for i, k in enumerate(m["kernels"]):
         lines.append(f"  {i}. {k['entry']}  [{k['strategy']}]  from {k['name']}")
+        if k.get("reason") and k["name"] not in explained:
+            explained.add(k["name"])
+            lines.append(f"     {k['strategy']}: {k['reason']}")
         lines.append(f"     grid {k['grid']} block {k['block']} shared {k['shared_bytes']} B")
         if resources is not None and k["entry"] in resources:
             r = resources[k["entry"]]
@@ -209,6 +214,9 @@ def validate(m):
         for key in ("name", "entry", "strategy", "grid", "block", "shared_bytes", "args"):
             if key not in k:
                 fail(f"kernel {k.get('entry', '?')}: missing key '{key}'")
+        if not isinstance(k.get("reason", ""), str):
+            fail(f"kernel {k['entry']}: reason expected a string, got "
+                 f"{type(k['reason']).__name__}")
         for a in k["args"]:
             if a.get("kind") == "buffer":
                 if not 0 <= a.get("buffer", -1) < len(m["buffers"]):

@@ -6,6 +6,8 @@
     dnnc compile graph.mlir -o graph.dnnpkg --arch sm_90a
                                             # compile for a GPU (none needed), write the
                                             # artifact, print its launch plan
+    dnnc compile graph.mlir --arch sm_90a --config 'graph_k0_softmax=block:128'
+                                            # override the heuristics' kernel config
     dnnc inspect graph.dnnpkg               # the artifact's plan; registers, spills and
                                             # shared memory per kernel when ptxas is found
     dnnc run graph.mlir                     # compile for the CPU, run on random data,
@@ -36,6 +38,11 @@ def _parser():
     c.add_argument("--dump-ir", metavar="DIR", help="write every stage's IR into DIR")
     c.add_argument("--arch", choices=ARCHS,
                    help="compile for this NVIDIA GPU architecture (target cuda); no GPU needed")
+    c.add_argument("--config", metavar="KERNEL=block:N",
+                   help="with --arch: override the heuristics' config of a kernel (as the "
+                        "fused stage names it; '*' for every kernel): "
+                        "KERNEL=key:value[,key:value][;KERNEL=...], keys strategy and block "
+                        "(threads per block, N or NxMxK)")
     c.add_argument("-o", dest="output",
                    help="write the printed IR here instead of stdout; with --arch (and no "
                         "--stage), the .dnnpkg artifact")
@@ -58,6 +65,10 @@ def cmd_compile(args, out):
 
     if args.arch:
         return _compile_cuda(args, out)
+    if args.config:
+        from dnnc.pipelines import ARCHS
+
+        raise UsageError(f"--config configures GPU kernels: it needs --arch ({' or '.join(ARCHS)})")
     if args.output and args.output.endswith(".dnnpkg"):
         from dnnc.pipelines import ARCHS
 
@@ -89,7 +100,7 @@ def _compile_cuda(args, out):
 
     module = graph_mlir.parse(open(args.input).read())
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
-                            stop_after=args.stage)
+                            stop_after=args.stage, config=args.config)
     result = compiler.compile_module(module, opts, basename=_basename(args.input))
     if args.stage:
         if args.stage == "ptx":

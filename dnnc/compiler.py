@@ -3,10 +3,17 @@
 Stages are data (``dnnc/pipelines.py``); this module only walks them, writing
 each stage's IR as ``<name>.<stage>.mlir`` when asked to dump, and hands the
 result to the target's back end.
+
+For target ``cuda`` it also holds the entry points above the stage loop:
+``compile_cuda`` (ahead of time, through the on-disk cache of dnnc/cache.py)
+and ``jit`` (``Graph.compile(target="cuda")``: detect the GPU's arch, compile
+through the cache, return the runtime's Executable).
 """
 
+import hashlib
+import json
 import os
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 
 from dnnc import pipelines
 from dnnc.errors import GraphError, UnsupportedError
@@ -20,12 +27,15 @@ class Options:
 
     ``arch`` is the GPU architecture of target ``cuda`` (``sm_80``,
     ``sm_90a``); it has no default: the JIT fills it in from the device.
+    ``config`` overrides the heuristics' kernel configs (target ``cuda``):
+    ``KERNEL=block:128[;KERNEL=...]``, see dnnc/heuristics/override.py.
     """
 
     target: str = "cpu"
     dump_ir: str = None
     stop_after: str = None
     arch: str = None
+    config: str = None
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -34,9 +44,28 @@ class Options:
         if self.arch is not None and self.target != "cuda":
             raise UnsupportedError(f"option arch='{self.arch}' applies to target 'cuda', "
                                    f"not '{self.target}'")
+        if self.config and self.target != "cuda":
+            raise UnsupportedError(f"option config='{self.config}' applies to target 'cuda', "
+                                   f"not '{self.target}'")
         if self.arch is not None and self.arch not in pipelines.ARCHS:
             raise UnsupportedError(f"arch '{self.arch}': expected one of "
                                    f"{', '.join(pipelines.ARCHS)}")
+
+    # Fields that say where to write things, not what to compile.
+    NOT_IN_KEY = ("dump_ir",)
+
+    def key_fields(self):
+        """The fields that decide the compiled output, as a JSON-ready dict
+        (what the cache key hashes). Every field is a str or None, so it
+        serializes the same way in every process, unlike ``hash()`` of a
+        str, which Python salts per process."""
+        return {f.name: getattr(self, f.name) for f in fields(self)
+                if f.name not in self.NOT_IN_KEY}
+
+    def hash(self):
+        """A stable sha256 hex digest of ``key_fields``."""
+        text = json.dumps(self.key_fields(), sort_keys=True, separators=(",", ":"))
+        return hashlib.sha256(text.encode()).hexdigest()
 
     def stages(self):
         """The pipeline of this target (and arch)."""
@@ -44,7 +73,7 @@ class Options:
             if self.arch is None:
                 raise UnsupportedError("target 'cuda' needs an arch: expected one of "
                                        f"{', '.join(pipelines.ARCHS)}, got none")
-            return pipelines.get("cuda", self.arch)
+            return pipelines.get("cuda", self.arch, config=self.config or "")
         return pipelines.get(self.target)
 
 
@@ -113,7 +142,7 @@ def compile_module(module, options=Options(), basename="graph"):
         from dnnc.codegen.gpu import driver
 
         return driver.compile_module(module, options.arch, dump_ir=options.dump_ir,
-                                     basename=basename)
+                                     basename=basename, config=options.config or "")
     raise UnsupportedError(f"target '{options.target}' is not available")
 
 
@@ -124,3 +153,135 @@ def compile_graph(graph, target="cpu", **options):
     options.setdefault("dump_ir", env.dump_ir_dir())
     opts = Options(target=target, **options)
     return compile_module(graph_mlir.to_module(graph), opts, basename=graph.name)
+
+
+# -- CUDA: ahead of time through the cache, and the JIT -----------------------
+
+# Compute capability -> the arch whose PTX that GPU runs. sm_90a code uses
+# Hopper-only features, so it is for exactly 9.0; sm_80 code runs on any 8.x.
+def arch_for_capability(major, minor):
+    """The arch to compile for a GPU of compute capability ``major.minor``."""
+    if (major, minor) == (9, 0):
+        return "sm_90a"
+    if major == 8:
+        return "sm_80"
+    raise UnsupportedError(
+        f"GPU of compute capability {major}.{minor}: expected 8.x (arch sm_80) or 9.0 "
+        f"(arch sm_90a); supported archs are {', '.join(pipelines.ARCHS)}")
+
+
+NO_DEVICE = "no CUDA device found: pass arch= to compile ahead of time, or use target='cpu'"
+
+
+def detect_arch():
+    """The arch of the current GPU: the device of the calling thread's current
+    context, else device 0, read through cuda-python's driver API (the
+    runtime's thin layer). UnsupportedError when there is no usable GPU or
+    its compute capability is not supported."""
+    try:
+        from dnnc_runtime import DnncRuntimeError
+        from dnnc_runtime import cuda
+    except ImportError as err:
+        raise UnsupportedError(f"{NO_DEVICE} (dnnc_runtime cannot be imported: {err})") from None
+    try:
+        cuda.init()
+        d = cuda.driver()
+        index = cuda.current_device_index()
+        if index is None:
+            if cuda.call(d.cuDeviceGetCount) == 0:
+                raise UnsupportedError(NO_DEVICE)
+            index = 0
+        device = cuda.call(d.cuDeviceGet, index)
+        attr = d.CUdevice_attribute
+        major = cuda.call(d.cuDeviceGetAttribute,
+                          attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MAJOR, device)
+        minor = cuda.call(d.cuDeviceGetAttribute,
+                          attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device)
+    except DnncRuntimeError as err:
+        raise UnsupportedError(f"{NO_DEVICE} ({err})") from None
+    return arch_for_capability(int(major), int(minor))
+
+
+def _dnn_module(graph_or_module):
+    """(module, basename) of a dnnc.Graph, an mlir.ir.Module or dnn MLIR text."""
+    from dnnc import graph_mlir
+    from dnnc.graph import Graph
+
+    if isinstance(graph_or_module, Graph):
+        return graph_mlir.to_module(graph_or_module), graph_or_module.name
+    if isinstance(graph_or_module, str):
+        return graph_mlir.parse(graph_or_module), "graph"
+    return graph_or_module, "graph"
+
+
+def _compile_cuda(graph_or_module, arch, cache, options):
+    """(Package or None, .dnnpkg bytes): on a cache hit only the bytes, read
+    from the entry; on a miss the Package just compiled and its bytes."""
+    from dnnc import cache as jit_cache
+
+    opts = Options(target="cuda", arch=arch, **options)
+    module, basename = _dnn_module(graph_or_module)
+    if not cache:
+        package = compile_module(module, opts, basename=basename)
+        return package, jit_cache.package_bytes(package)
+    key = jit_cache.key_for(str(module), opts)
+    store = jit_cache.default()
+    if not opts.dump_ir:  # asked for the stages' IR: compile, so that it is written
+        data = store.get(key)
+        if data is not None:
+            return None, data
+    package = compile_module(module, opts, basename=basename)
+    package.manifest[jit_cache.KEY_FIELD] = key
+    data = jit_cache.package_bytes(package)
+    try:
+        store.put(key, data)
+    except OSError as err:  # a read-only or full disk costs the next run a compile, no more
+        import warnings
+
+        warnings.warn(f"dnnc cache: cannot write {store.path(key)}: {err}", RuntimeWarning,
+                      stacklevel=3)
+    return package, data
+
+
+def compile_cuda(graph_or_module, arch, cache=True, **options):
+    """Compile a dnnc.Graph, a dnn-level mlir.ir.Module or dnn MLIR text for
+    ``arch`` (sm_80, sm_90a; None: the current GPU's) and return the
+    ``dnnc.artifact.Package``. Needs no GPU when ``arch`` is given.
+
+    With ``cache`` the result comes from, or goes to, the on-disk cache
+    (dnnc/cache.py, $DNNC_CACHE_DIR); a hit runs no pass: it prints the
+    module to compute the key and reads one file. ``options`` are further
+    Options fields (``dump_ir``: compile even on a hit so the IR is written;
+    ``stop_after``: no caching, the module is returned as compile_module does).
+    A module passed in is lowered in place on a miss, as compile_module does.
+    """
+    if arch is None:
+        arch = detect_arch()
+    if options.get("stop_after"):
+        module, basename = _dnn_module(graph_or_module)
+        return compile_module(module, Options(target="cuda", arch=arch, **options),
+                              basename=basename)
+    package, data = _compile_cuda(graph_or_module, arch, cache, options)
+    if package is None:
+        from dnnc import artifact
+
+        package = artifact.read(data)
+    return package
+
+
+def jit(graph, arch=None, cache=True, **options):
+    """``Graph.compile(target="cuda")``: compile for ``arch`` (None: the
+    current GPU's) through the cache and return the runtime's Executable
+    (``dnnc_runtime.load``), callable on torch / CuPy / NumPy arrays. With
+    ``stop_after`` the module is returned instead."""
+    from dnnc import env
+
+    if arch is None:
+        arch = detect_arch()
+    options.setdefault("dump_ir", env.dump_ir_dir())
+    if options.get("stop_after"):
+        return compile_cuda(graph, arch, cache=False, **options)
+    _, data = _compile_cuda(graph, arch, cache, options)
+    import dnnc_runtime
+
+    return dnnc_runtime.load(data)

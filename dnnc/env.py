@@ -1,9 +1,11 @@
 """The environment variables dnnc reads, all in one place.
 
-DNNC_DUMP_IR   a directory: write every compilation stage's IR there, as
-               ``--dump-ir`` does (``<graph>.<stage>.mlir``).
-DNNC_PTXAS     the ptxas executable to check and inspect PTX with (else the
-               nvidia-cuda-nvcc wheel's, else the one on PATH).
+DNNC_DUMP_IR    a directory: write every compilation stage's IR there, as
+                ``--dump-ir`` does (``<graph>.<stage>.mlir``).
+DNNC_PTXAS      the ptxas executable to check and inspect PTX with (else the
+                nvidia-cuda-nvcc wheel's, else the one on PATH).
+DNNC_CACHE_DIR  the directory of the JIT cache of compiled ``.dnnpkg``
+                artifacts (dnnc/cache.py); default ``~/.cache/dnnc``.
 """
 
 import os
@@ -17,3 +19,8 @@ def dump_ir_dir():
 def ptxas():
     """The path named by DNNC_PTXAS, or None."""
     return os.environ.get("DNNC_PTXAS") or None
+
+
+def cache_dir():
+    """The JIT cache directory: DNNC_CACHE_DIR, else ``~/.cache/dnnc``."""
+    return os.path.expanduser(os.environ.get("DNNC_CACHE_DIR") or "~/.cache/dnnc")

@@ -539,10 +539,21 @@ class Graph:
         outs = interpreter.run_module(module, self._ordered_inputs(inputs))
         return {t.name: v for t, v in zip(self._outputs, outs)}
 
-    def compile(self, target="cpu", **options):
-        """Compile the graph; ``target="cpu"`` runs it with MLIR's ExecutionEngine."""
+    def compile(self, target="cpu", arch=None, cache=True, **options):
+        """Compile the graph and return something to call on arrays.
+
+        ``target="cpu"`` runs it with MLIR's ExecutionEngine (``arch`` and
+        ``cache`` do not apply). ``target="cuda"`` is the JIT: it compiles for
+        ``arch`` (None: the current GPU's, sm_80 for 8.x, sm_90a for 9.0;
+        UnsupportedError when there is no GPU) through the on-disk cache
+        (``cache=False`` skips it) and returns a ``dnnc_runtime.Executable``.
+        """
         from dnnc import compiler
 
+        if target == "cuda":
+            return compiler.jit(self, arch=arch, cache=cache, **options)
+        if arch is not None:
+            options["arch"] = arch  # Options says which target an arch belongs to
         return compiler.compile_graph(self, target=target, **options)
 
     def _ordered_inputs(self, inputs):

@@ -7,8 +7,10 @@ stage. ``dnnc-opt --dump-pipeline`` prints these tables, and ``dnnc.compiler``
 runs them with one generic loop.
 
 The ``cuda`` pipeline is a function of the GPU architecture (``cuda(arch)``,
-or the names ``cuda-sm_80`` / ``cuda-sm_90a``): only the ``nvvm`` stage's
-target differs.
+or the names ``cuda-sm_80`` / ``cuda-sm_90a``): the ``configured`` stage's
+heuristics and the ``nvvm`` stage's target differ. ``cuda(arch, config)``
+also carries the user's config override (dnnc/heuristics/override.py) to
+``dnn-configure``.
 """
 
 from dataclasses import dataclass
@@ -110,6 +112,18 @@ GPU = Stage("gpu", (
 ARCHS = ("sm_80", "sm_90a")
 
 
+def configured(arch, config=""):
+    """The ``configured`` stage: the heuristics attach ``dnn.config`` (and
+    ``dnn.config_reason``) to every kernel of the fused stage, for ``arch``,
+    with the user's override ``config`` (``KERNEL=block:128``; whitespace is
+    dropped, since pass options are separated by spaces)."""
+    options = f"arch={arch}"
+    config = "".join((config or "").split())
+    if config:
+        options += f" override={config}"
+    return Stage("configured", (f"dnn-configure{{{options}}}",))
+
+
 def nvvm(arch):
     """The NVVM stage for ``arch``: target attached, math expanded (no
     libdevice), GPU, SCF and arith to the LLVM dialect with bare-pointer
@@ -128,14 +142,15 @@ def nvvm(arch):
 PTX = Stage("ptx", ("gpu-module-to-binary{format=isa}",), extension=".ptx")
 
 
-def cuda(arch):
-    """The stages of the CUDA pipeline for ``arch`` (sm_80, sm_90a)."""
+def cuda(arch, config=""):
+    """The stages of the CUDA pipeline for ``arch`` (sm_80, sm_90a), with the
+    config override ``config`` (see ``configured``)."""
     from dnnc.errors import PipelineError
 
     if arch not in ARCHS:
         raise PipelineError(f"unknown GPU architecture '{arch}': expected one of "
                             f"{', '.join(ARCHS)}")
-    return FRONT + (LINALG, GPU, nvvm(arch), PTX)
+    return FRONT + (configured(arch, config), LINALG, GPU, nvvm(arch), PTX)
 
 
 # Pipelines that are functions of the architecture are named <name>-<arch>.
@@ -154,9 +169,10 @@ def names():
     return sorted(out)
 
 
-def get(name, arch=None):
+def get(name, arch=None, config=""):
     """The stages of a named pipeline; an architecture-dependent one needs
-    ``arch`` or a name like ``cuda-sm_90a``."""
+    ``arch`` or a name like ``cuda-sm_90a``. ``config`` is a config override
+    for the pipelines with a ``configured`` stage (cuda)."""
     from dnnc.errors import PipelineError
 
     base, _, suffix = name.partition("-")
@@ -170,7 +186,10 @@ def get(name, arch=None):
         if arch is None:
             raise PipelineError(f"pipeline '{name}' needs a GPU architecture: expected one of "
                                 f"{', '.join(f'{name}-{a}' for a in ARCHS)}")
-        return value(arch)
+        return value(arch, config) if config else value(arch)
+    if config:
+        raise PipelineError(f"pipeline '{name}' has no configured stage: a config override "
+                            f"applies to the cuda pipeline, got '{config}'")
     return value
 
 

@@ -1,11 +1,20 @@
 """dnn-default-config: give every kernel function without a ``dnn.config``
 the ``simt-generic`` config.
 
-The heuristics choose a config per kernel; this pass is the fallback that
-makes every kernel compilable: a flat grid of ``block``-thread blocks, one
-thread per point of the iteration space (see dnn-distribute-loops). Kernels
-that already carry a config keep it. Option: ``block`` (threads per block,
-1 to 1024; default 256).
+The heuristics (dnn-configure, the ``configured`` stage) choose a config per
+kernel of the fused stage. That config survives to here on the kernel
+function itself: convert-dnn-to-linalg, one-shot-bufferize and
+buffer-results-to-out-params rewrite the function's body and signature in
+place and keep its attributes, so the fused-stage kernel *is* the bufferized
+kernel function, and dnn-distribute-loops reads its ``block``. This pass
+honours such a config: it is checked (a bad block or an unknown field is a
+PipelineError naming the kernel) and kept; one without a ``block`` gets this
+pass's. Kernels born in the ``gpu`` stage, after the heuristics ran
+(dnn-host-to-kernels' copies and fills, dnn-io-strides' layout copies), have
+no config: they get the fallback that makes every kernel compilable, a flat
+grid of ``block``-thread blocks, one thread per point of the iteration space
+(see dnn-distribute-loops). Option: ``block`` (threads per block, 1 to 1024;
+default 256).
 
 Before::
 
@@ -25,6 +34,7 @@ from mlir import ir
 
 from dnnc.codegen.gpu import irutil
 from dnnc.errors import PipelineError
+from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-generic"
@@ -52,3 +62,11 @@ class DnnDefaultConfig(DnncPass):
             for fn in irutil.kernel_functions(module):
                 if irutil.CONFIG_ATTR not in fn.attributes:
                     fn.attributes[irutil.CONFIG_ATTR] = simt_generic(self.block)
+                    continue
+                attr = ir.DictAttr(fn.attributes[irutil.CONFIG_ATTR])
+                try:
+                    config = Config.from_attr(attr, default_block=(self.block, 1, 1))
+                except PipelineError as err:
+                    raise PipelineError(f"kernel '{irutil.symbol(fn)}': {err}") from None
+                if "block" not in attr:
+                    fn.attributes[irutil.CONFIG_ATTR] = config.to_attr()

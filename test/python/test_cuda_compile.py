@@ -300,8 +300,9 @@ def test_dump_ir_writes_every_stage_and_the_ptx(tmp_path):
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_80",
                                                      dump_ir=str(tmp_path)), basename="mlp")
     names = sorted(p.name for p in tmp_path.iterdir())
-    assert names == ["mlp.decomposed.mlir", "mlp.dnn.mlir", "mlp.fused.mlir", "mlp.gpu.mlir",
-                     "mlp.input.mlir", "mlp.linalg.mlir", "mlp.nvvm.mlir", "mlp.ptx"]
+    assert names == ["mlp.configured.mlir", "mlp.decomposed.mlir", "mlp.dnn.mlir",
+                     "mlp.fused.mlir", "mlp.gpu.mlir", "mlp.input.mlir", "mlp.linalg.mlir",
+                     "mlp.nvvm.mlir", "mlp.ptx"]
     assert "gpu.launch_func" in (tmp_path / "mlp.gpu.mlir").read_text()
     assert (tmp_path / "mlp.ptx").read_text().lstrip().startswith("//")
 

@@ -45,13 +45,14 @@ def _entry(fn, key, index, type_, prefix):
     return artifact.tensor_entry(name, dims, strides, str(t.element_type))
 
 
-def compile_module(module, arch, dump_ir=None, basename="graph"):
-    """Lower ``module`` (dnn level) in place for ``arch``; return the Package."""
+def compile_module(module, arch, dump_ir=None, basename="graph", config=""):
+    """Lower ``module`` (dnn level) in place for ``arch``, with the config
+    override ``config`` (dnnc/heuristics/override.py); return the Package."""
     from dnnc.compiler import run_stages
 
     source = str(module)
     graph, inputs, outputs = signature(module)
-    stages = pipelines.get("cuda", arch)
+    stages = pipelines.get("cuda", arch, config=config)
     names = [s.name for s in stages]
     split = names.index("gpu") + 1
     run_stages(module, stages[:split], dump_ir=dump_ir, basename=basename)

@@ -9,12 +9,13 @@ order, following calls, and records:
   per ``memref.alloc`` (offsets aligned to ``ALIGNMENT`` bytes; nothing is
   reused yet);
 * ``kernels``: one record per ``gpu.launch_func``: the kernel function it came
-  from (``name``), the PTX ``entry``, its strategy, grid and block (constants),
-  dynamic shared memory, and its arguments in PTX parameter order. Kernels are
-  lowered with the bare-pointer convention, so a memref argument is one
-  pointer parameter: a buffer plus ``byte_offset`` (0: a view's static offset
-  is folded into the kernel's code); an index / integer / float constant is a
-  scalar.
+  from (``name``), the PTX ``entry``, its strategy (and ``reason``, the
+  heuristics' ``dnn.config_reason``, when the kernel function has one), grid
+  and block (constants), dynamic shared memory, and its arguments in PTX
+  parameter order. Kernels are lowered with the bare-pointer convention, so
+  a memref argument is one pointer parameter: a buffer plus ``byte_offset``
+  (0: a view's static offset is folded into the kernel's code); an index /
+  integer / float constant is a scalar.
 
 Anything else on the host (a copy, a loop, a dynamic size) cannot be planned
 and raises UnsupportedError naming the op. A kernel that stores into a graph
@@ -35,6 +36,7 @@ MAX_GRID = (2 ** 31 - 1, 65535, 65535)
 VIEWS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_shape",
                    "memref.cast", "memref.reinterpret_cast"})
 IGNORED = frozenset({"arith.constant", "memref.dealloc"})
+REASON_ATTR = "dnn.config_reason"
 
 
 class _Planner:
@@ -138,10 +140,12 @@ class _Planner:
         target = tuple(ir.SymbolRefAttr(op.attributes["kernel"]).value)
         entry = target[-1]
         self._check_inputs_read_only(target, args, entry)
+        record = {"name": irutil.symbol(fn), "entry": entry, "strategy": _strategy(fn)}
+        reason = _reason(fn)
+        if reason:
+            record["reason"] = reason
         self.kernels.append({
-            "name": irutil.symbol(fn),
-            "entry": entry,
-            "strategy": _strategy(fn),
+            **record,
             "grid": grid,
             "block": block,
             "shared_bytes": self._const(shared, op, "shared memory") if shared is not None
@@ -206,6 +210,14 @@ def _strategy(fn):
         if "strategy" in config:
             return ir.StringAttr(config["strategy"]).value
     return "simt-generic"
+
+
+def _reason(fn):
+    """Why the kernel has its config (dnn-configure's dnn.config_reason); ""
+    for a kernel made after the configured stage (a layout copy, a fill)."""
+    if REASON_ATTR in fn.attributes:
+        return ir.StringAttr(fn.attributes[REASON_ATTR]).value
+    return ""
 
 
 def extract(module, n_inputs):

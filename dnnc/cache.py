@@ -1,0 +1,260 @@
+"""The JIT cache: compiled ``.dnnpkg`` artifacts on disk, one file per key.
+
+    key = cache.key_for(module_text, options)   # sha256 hex digest
+    data = cache.get(key)                        # bytes, or None on a miss
+    if data is None:
+        data = cache.package_bytes(compile(...), key)
+        cache.put(key, data)
+
+The key hashes everything that decides the artifact: the canonical dnn graph
+text (the module as the MLIR bindings print it), the compile options that
+change the output (``Options.key_fields``), the arch, dnnc's version, a
+digest of the compiler's own sources (every ``.py`` under ``dnnc/``, so an
+edited pass invalidates old entries without a version bump) and the version
+of the MLIR bindings.
+
+An entry is ``<dir>/<key>.dnnpkg``; its manifest records the key under
+``cache_key``. Writers write a temp file (``.<key prefix>-*.tmp``, a name
+``get`` never opens) in the same directory, fsync it and ``os.replace`` it
+onto the entry: readers see the old file or the new one, never a part, and
+processes compiling one key at once are safe (the last replace wins; every
+writer wrote the same bytes). A truncated, corrupt or foreign entry (not a
+zip, a bad CRC, a manifest that does not validate, another key recorded) is
+a miss: the caller recompiles and the put overwrites it.
+
+The directory is ``$DNNC_CACHE_DIR``, else ``~/.cache/dnnc`` (dnnc.env).
+Deleting it is always safe. This module never imports MLIR.
+"""
+
+import functools
+import hashlib
+import importlib.metadata
+import io
+import json
+import os
+import re
+import tempfile
+import time
+import zipfile
+from dataclasses import dataclass
+
+from dnnc import artifact, env
+
+# Bump when the key's recipe or the entry layout changes.
+CACHE_FORMAT = 1
+KEY_FIELD = "cache_key"
+ENTRY_SUFFIX = ".dnnpkg"
+TEMP_SUFFIX = ".tmp"
+# A temp file this old belongs to a writer that died between write and replace.
+STALE_TEMP_SECONDS = 3600
+
+_KEY = re.compile(r"^[0-9a-f]{64}$")
+# Fixed zip timestamps, so that one package always serializes to the same bytes.
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+# -- the key ------------------------------------------------------------------
+
+def digest_sources(root):
+    """sha256 over every ``.py`` file under ``root``: relative path and
+    contents, in sorted path order (so independent of where it is installed)."""
+    files = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
+        for name in filenames:
+            if name.endswith(".py"):
+                files.append(os.path.relpath(os.path.join(dirpath, name), root))
+    h = hashlib.sha256()
+    for rel in sorted(f.replace(os.sep, "/") for f in files):
+        with open(os.path.join(root, rel), "rb") as f:
+            data = f.read()
+        # Length-prefixed, so no two trees hash alike by shifting bytes across files.
+        h.update(f"{rel}\0{len(data)}\0".encode())
+        h.update(data)
+    return h.hexdigest()
+
+
+@functools.lru_cache(maxsize=None)
+def source_digest():
+    """The digest of dnnc's own sources, computed once per process."""
+    return digest_sources(os.path.dirname(os.path.abspath(__file__)))
+
+
+@functools.lru_cache(maxsize=None)
+def mlir_bindings_version():
+    """The full version of the xtc-mlir-python-bindings package (or "unknown")."""
+    try:
+        return importlib.metadata.version("xtc-mlir-python-bindings")
+    except importlib.metadata.PackageNotFoundError:
+        return "unknown"
+
+
+def key_for(module_text, options):
+    """The cache key (64 hex digits) of compiling ``module_text`` (the dnn
+    module as printed by the bindings) with ``options`` (compiler.Options)."""
+    from dnnc import __version__
+
+    recipe = {
+        "cache_format": CACHE_FORMAT,
+        "graph": module_text,
+        "options": options.key_fields(),
+        "arch": options.arch,
+        "dnnc": __version__,
+        "sources": source_digest(),
+        "mlir": mlir_bindings_version(),
+    }
+    text = json.dumps(recipe, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(text.encode()).hexdigest()
+
+
+# -- entries ------------------------------------------------------------------
+
+def package_bytes(package, key=None):
+    """The ``.dnnpkg`` bytes of ``package`` (same members as artifact.write),
+    with ``key`` recorded in the manifest when given. Deterministic: one
+    package always gives the same bytes."""
+    manifest = dict(package.manifest)
+    if key is not None:
+        manifest[KEY_FIELD] = key
+    artifact.validate(manifest)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, text in ((artifact.MANIFEST, json.dumps(manifest, indent=2) + "\n"),
+                           (artifact.PTX, package.ptx), (artifact.SOURCE, package.source)):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, text)
+    return buf.getvalue()
+
+
+def recorded_key(data):
+    """The key an entry's manifest records, or None when ``data`` is not a
+    complete, valid .dnnpkg (truncated, bad CRC, bad manifest, no key)."""
+    try:
+        with zipfile.ZipFile(io.BytesIO(data)) as z:
+            for name in (artifact.PTX, artifact.SOURCE):
+                z.read(name).decode("utf-8")  # reading checks the CRC
+            manifest = json.loads(z.read(artifact.MANIFEST).decode("utf-8"))
+        artifact.validate(manifest)
+    except Exception:  # noqa: BLE001 - whatever is wrong with an entry, it is a miss
+        return None
+    key = manifest.get(KEY_FIELD)
+    return key if isinstance(key, str) else None
+
+
+@dataclass
+class Stats:
+    """What one Cache did in this process."""
+
+    hits: int = 0
+    misses: int = 0
+    bad: int = 0      # entries found but unreadable or foreign (counted as misses too)
+    writes: int = 0
+
+
+class Cache:
+    """The cache in one directory; see the module docstring."""
+
+    def __init__(self, directory):
+        self.directory = os.path.abspath(directory)
+        self.stats = Stats()
+
+    def path(self, key):
+        """The entry file of ``key``."""
+        _check_key(key)
+        return os.path.join(self.directory, key + ENTRY_SUFFIX)
+
+    def get(self, key):
+        """The entry's bytes, or None on a miss (absent, unreadable, corrupt,
+        or recording another key)."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            self.stats.misses += 1
+            return None
+        if recorded_key(data) != key:
+            self.stats.bad += 1
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return data
+
+    def put(self, key, data):
+        """Store ``data`` (.dnnpkg bytes) as the entry of ``key``, atomically;
+        return the entry's path. Bytes that do not record ``key`` are
+        rewritten with it recorded. Raises OSError when the directory cannot
+        be written."""
+        path = self.path(key)
+        if recorded_key(data) != key:
+            data = package_bytes(artifact.read(data), key)
+        os.makedirs(self.directory, exist_ok=True)
+        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=TEMP_SUFFIX,
+                                   dir=self.directory)
+        try:
+            with os.fdopen(fd, "wb") as f:
+                f.write(data)
+                f.flush()
+                os.fsync(f.fileno())  # the bytes are on disk before the name points at them
+            os.replace(tmp, path)
+        except BaseException:
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
+            raise
+        self.stats.writes += 1
+        self.prune_temps()
+        return path
+
+    def prune_temps(self, max_age=STALE_TEMP_SECONDS):
+        """Delete temp files older than ``max_age`` seconds (left by writers
+        that died before their replace); return how many went."""
+        removed = 0
+        now = time.time()
+        try:
+            names = os.listdir(self.directory)
+        except OSError:
+            return 0
+        for name in names:
+            if not (name.startswith(".") and name.endswith(TEMP_SUFFIX)):
+                continue
+            path = os.path.join(self.directory, name)
+            try:
+                if now - os.stat(path).st_mtime > max_age:
+                    os.unlink(path)
+                    removed += 1
+            except OSError:  # another process removed or replaced it first
+                pass
+        return removed
+
+
+def _check_key(key):
+    # Keys become file names: accept nothing that could leave the directory.
+    if not isinstance(key, str) or not _KEY.match(key):
+        raise ValueError(f"cache key: expected 64 lowercase hex digits, got {key!r:.80}")
+
+
+_caches = {}
+
+
+def default():
+    """The Cache of the directory dnnc.env.cache_dir() names now (one object
+    per directory per process, so its stats add up)."""
+    directory = os.path.abspath(env.cache_dir())
+    cache = _caches.get(directory)
+    if cache is None:
+        cache = _caches[directory] = Cache(directory)
+    return cache
+
+
+def get(key):
+    """``default().get(key)``: the entry's bytes or None."""
+    return default().get(key)
+
+
+def put(key, data):
+    """``default().put(key, data)``: store an entry atomically."""
+    return default().put(key, data)

@@ -1,0 +1,89 @@
+"""dnnc's heuristics: a kernel's problem -> ranked configs, as plain Python.
+
+    problem = problem_of(kernel_func, "sm_90a")   # from a dnn.kernel function
+    configs = rank(problem)                       # best first, each with a reason
+    config = choose(problem, override="block:128")
+
+cuDNN calls the strategies "engines" and its heuristics rank them; here the
+rules of each op family live in one module (``pointwise``, ``reduction``,
+``contraction``, ``generic``) of a few functions from a ``Problem`` to
+``Config``s. A config only ever names a strategy the code generator
+implements (``config.IMPLEMENTED``: simt-generic today); each reason names the
+faster strategy DESIGN.md plans for the problem and says it is not
+implemented yet, so the plan can tell a user why a kernel is slow::
+
+    simt-generic: simt-reduce not implemented yet (softmax: 8 rows of 1024);
+        block 128: few points (8): one block of 128 holds them
+
+(``dnnc inspect`` prints ``<strategy>: <reason>``.) Block-size rules are in
+``generic``; ``override`` parses and applies the user's
+``KERNEL=block:128``.
+
+``dnn-configure`` runs ``choose`` on every kernel of the fused stage and
+records the result as ``dnn.config`` (``Config.to_attr``) and
+``dnn.config_reason``. ``mode="autotune"`` (not implemented yet) would
+compile the top few of ``rank`` and time them.
+"""
+
+from dnnc.errors import PipelineError
+from dnnc.heuristics import contraction, generic, override as _override, pointwise, reduction
+from dnnc.heuristics.config import IMPLEMENTED, PLANNED, Config
+from dnnc.heuristics.problem import Problem, TensorSpec, problem_of
+
+__all__ = ["Config", "Problem", "TensorSpec", "IMPLEMENTED", "PLANNED", "problem_of",
+           "rank", "choose", "parse_override"]
+
+# The rules of each op family (dnnc.dialect's families, plus "generic").
+RULES = {
+    "pointwise": pointwise.rank,
+    "tensor": generic.rank_tensor,
+    "matmul": contraction.rank,
+    "conv": contraction.rank,
+    "attention": contraction.rank,
+    "norm": reduction.rank,
+    "softmax": reduction.rank,
+    "reduction": reduction.rank,
+    "pooling": reduction.rank,
+    "generic": generic.rank,
+}
+
+parse_override = _override.parse
+
+
+def rank(problem):
+    """The configs for ``problem``, best first; every one is implemented and
+    has a one-line reason. Deterministic: a function of the problem only."""
+    configs = []
+    for config in RULES.get(problem.family, generic.rank)(problem):
+        if not config.implemented:  # a rule bug, not a user error
+            raise AssertionError(f"heuristics ranked strategy '{config.strategy}' for "
+                                 f"{problem.kernel}, which the code generator does not "
+                                 f"implement")
+        if config not in configs:
+            configs.append(config)
+    return configs
+
+
+def choose(problem, override=None):
+    """The config to compile ``problem`` with: the best ranked, with
+    ``override`` applied. ``override`` is a dict of fields (``{"block": 128}``),
+    their text (``"block:128"``, the part after ``KERNEL=`` of
+    ``override.parse``'s syntax), or a whole Config."""
+    best = rank(problem)[0]
+    if override is None or override == {} or override == "":
+        return best
+    if isinstance(override, Config):
+        fields = {"block": override.block}
+        if override.strategy != best.strategy:
+            fields["strategy"] = override.strategy
+    elif isinstance(override, str):
+        fields = _override.parse(f"{problem.kernel or 'kernel'}={override}")
+        fields = next(iter(fields.values()))
+    elif isinstance(override, dict):
+        text = ",".join(f"{k}:{'x'.join(map(str, v)) if isinstance(v, (tuple, list)) else v}"
+                        for k, v in override.items())
+        fields = next(iter(_override.parse(f"{problem.kernel or 'kernel'}={text}").values()))
+    else:
+        raise PipelineError(f"config override: expected a dict, a string or a Config, "
+                            f"got {type(override).__name__}")
+    return _override.apply(best, fields)

@@ -1,0 +1,150 @@
+"""A kernel's config: the code-generation strategy and its parameters.
+
+On a kernel function it is the ``dnn.config`` dictionary, beside a
+``dnn.config_reason`` string that says why it was chosen::
+
+    func.func private @main_k0_softmax(...) attributes {
+        dnn.config = {block = [128, 1, 1], strategy = "simt-generic"},
+        dnn.config_reason = "simt-reduce not implemented yet (...); block 128: ...",
+        dnn.kernel}
+
+``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``
+and ``vector`` only when they differ from their defaults (the strategies that
+use them are not implemented yet, and a field that does not apply is noise).
+"""
+
+import dataclasses
+from dataclasses import dataclass, field
+
+from dnnc.errors import PipelineError
+
+# The strategies the GPU code generator lowers (dnn-distribute-loops): a
+# config may only name these. DESIGN.md's faster ones are PLANNED.
+IMPLEMENTED = ("simt-generic",)
+PLANNED = ("tc-sm90", "tc-sm80", "simt-reduce", "simt-pointwise")
+
+# The fields each implemented strategy reads; an override may set only these.
+FIELDS = {"simt-generic": ("block",)}
+# Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
+# over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
+FLAT_BLOCKS = ("simt-generic",)
+
+MAX_THREADS = 1024
+ATTR, REASON_ATTR = "dnn.config", "dnn.config_reason"
+
+
+@dataclass(frozen=True)
+class Config:
+    """One way to generate a kernel. ``reason`` (one line, not part of the
+    config's identity) says why the heuristics ranked it where they did."""
+
+    strategy: str = "simt-generic"
+    block: tuple = (256, 1, 1)  # threads per block (x, y, z)
+    tile: tuple = ()            # output tile per block (tensor-core strategies)
+    stages: int = 1             # shared-memory pipeline depth
+    warps: int = 0              # warps per block when not given by block; 0: unused
+    vector: int = 1             # elements per vector load/store
+    reason: str = field(default="", compare=False)
+
+    def __post_init__(self):
+        block = self.block
+        if isinstance(block, int):
+            block = (block,)
+        block = tuple(int(b) for b in block) + (1,) * (3 - len(tuple(block)))
+        object.__setattr__(self, "block", block)
+        object.__setattr__(self, "tile", tuple(int(t) for t in self.tile))
+        if self.strategy not in IMPLEMENTED + PLANNED:
+            raise PipelineError(f"config: strategy '{self.strategy}': expected one of "
+                                f"{', '.join(IMPLEMENTED + PLANNED)}")
+        if len(block) != 3 or min(block) < 1 or not 1 <= self.threads <= MAX_THREADS:
+            raise PipelineError(f"config: block {list(block)}: expected 1 to {MAX_THREADS} "
+                                f"threads per block in up to 3 positive dims, got "
+                                f"{self.threads} threads")
+        for name in ("stages", "vector"):
+            if getattr(self, name) < 1:
+                raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
+        if "\n" in self.reason:
+            raise PipelineError("config: reason: expected one line")
+
+    @property
+    def threads(self):
+        x, y, z = self.block
+        return x * y * z
+
+    @property
+    def implemented(self):
+        return self.strategy in IMPLEMENTED
+
+    def replace(self, **changes):
+        return dataclasses.replace(self, **changes)
+
+    def fields(self):
+        """The config as an ordered dict of the fields that are written."""
+        out = {"strategy": self.strategy, "block": list(self.block)}
+        if self.tile:
+            out["tile"] = list(self.tile)
+        for name, default in (("stages", 1), ("warps", 0), ("vector", 1)):
+            if getattr(self, name) != default:
+                out[name] = getattr(self, name)
+        return out
+
+    def __str__(self):
+        """``simt-generic block=128x1x1`` (and any other written field)."""
+        parts = [self.strategy]
+        for key, value in self.fields().items():
+            if key != "strategy":
+                text = "x".join(map(str, value)) if isinstance(value, list) else str(value)
+                parts.append(f"{key}={text}")
+        return " ".join(parts)
+
+    def to_attr(self):
+        """The ``dnn.config`` DictAttr (needs an active MLIR context)."""
+        from mlir import ir
+
+        i64 = ir.IntegerType.get_signless(64)
+        values = {}
+        for key, value in self.fields().items():
+            if isinstance(value, str):
+                values[key] = ir.StringAttr.get(value)
+            elif isinstance(value, list):
+                values[key] = ir.ArrayAttr.get([ir.IntegerAttr.get(i64, v) for v in value])
+            else:
+                values[key] = ir.IntegerAttr.get(i64, value)
+        return ir.DictAttr.get(values)
+
+    def to_text(self):
+        """The ``dnn.config`` attribute as MLIR prints it (keys sorted)."""
+        items = []
+        for key, value in sorted(self.fields().items()):
+            if isinstance(value, str):
+                items.append(f'{key} = "{value}"')
+            elif isinstance(value, list):
+                items.append(f"{key} = [{', '.join(map(str, value))}]")
+            else:
+                items.append(f"{key} = {value} : i64")
+        return "{" + ", ".join(items) + "}"
+
+    @classmethod
+    def from_attr(cls, attr, reason="", default_block=(256, 1, 1)):
+        """The Config of a ``dnn.config`` DictAttr; a missing block is
+        ``default_block``. Unknown keys are refused: a misspelt field must not
+        be silently ignored downstream."""
+        from mlir import ir
+
+        from dnnc.codegen.gpu import irutil
+
+        d = ir.DictAttr(attr)
+        known = {f.name for f in dataclasses.fields(cls)} - {"reason"}
+        kwargs = {"block": tuple(default_block)}
+        for entry in (d[i] for i in range(len(d))):
+            key = entry.name
+            if key not in known:
+                raise PipelineError(f"config: unknown field '{key}': expected one of "
+                                    f"{', '.join(sorted(known))}")
+            if key == "strategy":
+                kwargs[key] = ir.StringAttr(entry.attr).value
+            elif key in ("block", "tile"):
+                kwargs[key] = tuple(irutil.int_list(entry.attr))
+            else:
+                kwargs[key] = int(ir.IntegerAttr(entry.attr).value)
+        return cls(reason=reason, **kwargs)

@@ -1,0 +1,77 @@
+"""Rules for contractions: matmul, convolution (implicit GEMM), attention.
+
+The faster strategies are the tensor-core ones (DESIGN.md): tc-sm90 (TMA
+loads into a multi-stage shared-memory ring, wgmma, warp-specialized) on
+sm_90a, tc-sm80 (cp.async, ldmatrix, mma.sync) on sm_80 and as sm_90a's
+fallback. Which one would apply depends on the arch and the operand type
+(``tensor_core``). Until they exist, simt-generic gives each output element
+one thread that loops over the reduction (K): the output count sets the
+parallelism, and few outputs get 128-thread blocks.
+"""
+
+from dnnc.heuristics.generic import simt_generic
+
+# Operand types each tensor-core strategy would take (f32 as tf32).
+TC_TYPES = {
+    "tc-sm90": ("f16", "bf16", "f8E4M3FN", "f8E5M2", "f32"),
+    "tc-sm80": ("f16", "bf16", "f32"),
+}
+TC_OF_ARCH = {"sm_90a": "tc-sm90", "sm_80": "tc-sm80"}
+
+
+def tensor_core(problem):
+    """The tensor-core strategy that would take this problem, described, or
+    None (an operand type no tensor-core path takes on this arch)."""
+    strategy = TC_OF_ARCH.get(problem.arch)
+    dtype = problem.dtype
+    if strategy is None or dtype not in TC_TYPES[strategy]:
+        return None
+    return f"{strategy} (as tf32)" if dtype == "f32" else strategy
+
+
+def gemm_shape(problem):
+    """(M, N, K, batch) of the anchor as a GEMM; convolutions as implicit GEMM
+    (M = output pixels, N = output channels, K = reduced elements)."""
+    op, ins = problem.anchor, problem.anchor_inputs
+    out = problem.anchor_outputs[0] if problem.anchor_outputs else None
+    if out is None or len(ins) < 2:
+        return problem.output_elements, 1, 1, 1
+    if op == "matmul":
+        a = ins[0].shape
+        batch = out.elements // max(1, out.shape[-1] * out.shape[-2])
+        return out.shape[-2], out.shape[-1], a[-1], batch
+    if op == "conv_fprop":  # y[N,K,P,Q] = sum over C/g*R*S of x * w[K,C/g,R,S]
+        w = ins[1].shape
+        return out.elements // w[0], w[0], ins[1].elements // w[0], 1
+    if op == "conv_dgrad":  # dx[N,C,H,W] = sum over K*R*S (per group) of dy * w
+        w = ins[1].shape
+        channels = out.shape[1]
+        return out.elements // channels, channels, ins[1].elements // max(1, w[1]), 1
+    if op == "conv_wgrad":  # dw[K,C/g,R,S] = sum over N*P*Q of dy * x
+        dy = ins[0].shape
+        return out.shape[0], out.elements // out.shape[0], ins[0].elements // dy[1], 1
+    # Attention: q[B,H,S,D] against k[B,H,Skv,D]; report S x Skv x D per B*H.
+    q, k = ins[0].shape, ins[1].shape
+    if len(q) >= 2 and len(k) >= 2:
+        return q[-2], k[-2], q[-1], _prod_all(q[:-2])
+    return problem.output_elements, 1, 1, 1
+
+
+def _prod_all(values):
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def rank(problem):
+    m, n, k, batch = gemm_shape(problem)
+    what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
+    facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
+             + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
+    faster = tensor_core(problem)
+    if faster is None:
+        facts += f", a type no tensor-core path takes on {problem.arch}"
+    work = problem.anchor_outputs[0].elements if problem.anchor_outputs else \
+        problem.output_elements
+    return simt_generic(work, problem.sms, faster, facts)

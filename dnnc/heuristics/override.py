@@ -1,0 +1,123 @@
+"""User overrides of the heuristics: ``KERNEL=key:value[,key:value][;KERNEL=...]``.
+
+The text of ``dnnc compile --config``, ``Options(config=...)`` and the
+``override`` option of ``dnn-configure``::
+
+    main_k0_softmax=block:128                   # one kernel, 128 threads per block
+    main_k0_softmax=block:128;main_k1_matmul=block:64
+    *=block:512                                 # every kernel (a named entry wins)
+
+``KERNEL`` is a kernel function's name as the fused stage (and ``dnnc compile``'s
+plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``
+and ``block`` (``128`` or ``128x1x1``) today, since simt-generic reads no
+other. No spaces, braces or parentheses: the text travels inside a pass
+pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
+checked when the text is parsed; that a named kernel exists is checked when
+the kernels are known (dnn-configure).
+"""
+
+import re
+
+from dnnc.errors import PipelineError
+from dnnc.heuristics.config import FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS, PLANNED, Config
+
+ALL = "*"
+_TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
+_NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
+
+
+def _fail(text, message):
+    raise PipelineError(f"config override '{text}': {message}")
+
+
+def _value(text, key, raw):
+    if key == "strategy":
+        if raw in PLANNED:
+            _fail(text, f"strategy '{raw}' is not implemented yet: expected one of "
+                        f"{', '.join(IMPLEMENTED)}")
+        if raw not in IMPLEMENTED:
+            _fail(text, f"unknown strategy '{raw}': expected one of {', '.join(IMPLEMENTED)}")
+        return raw
+    if key == "block":
+        parts = raw.split("x")
+        if not 1 <= len(parts) <= 3 or not all(p.isdigit() for p in parts):
+            _fail(text, f"block: expected threads per block as N or NxMxK, got '{raw}'")
+        block = tuple(int(p) for p in parts)
+        threads = 1
+        for b in block:
+            threads *= b
+        if min(block) < 1 or threads > MAX_THREADS:
+            _fail(text, f"block {raw}: expected 1 to {MAX_THREADS} threads per block, "
+                        f"got {threads}")
+        return block
+    known = sorted({f for fields in FIELDS.values() for f in fields} | {"strategy"})
+    _fail(text, f"unknown key '{key}': expected one of {', '.join(known)}")
+
+
+def parse(text):
+    """``{kernel or "*": {field: value}}`` of an override text; "" is no
+    override. Raises PipelineError naming the entry at fault."""
+    text = "".join((text or "").split())
+    if not _TEXT.fullmatch(text):
+        _fail(text, "expected KERNEL=key:value[,key:value][;KERNEL=...] (letters, digits, "
+                    "_ . $ * = : ; , -)")
+    out = {}
+    for entry in filter(None, text.split(";")):
+        kernel, sep, settings = entry.partition("=")
+        if not sep or not _NAME.fullmatch(kernel) or not settings:
+            _fail(text, f"entry '{entry}': expected KERNEL=key:value[,key:value]")
+        if kernel in out:
+            _fail(text, f"kernel '{kernel}' is given twice")
+        fields = {}
+        for item in settings.split(","):
+            key, sep, raw = item.partition(":")
+            if not sep or not raw:
+                _fail(text, f"entry '{entry}': expected key:value, got '{item}'")
+            fields[key] = _value(text, key, raw)
+        out[kernel] = fields
+    return out
+
+
+def _block_text(block):
+    """128 for (128, 1, 1), 32x2 for (32, 2, 1)."""
+    block = list(block)
+    while len(block) > 1 and block[-1] == 1:
+        block.pop()
+    return "x".join(map(str, block))
+
+
+def fields_for(overrides, kernel):
+    """The fields ``overrides`` sets for ``kernel``: its own entry over ``*``."""
+    return {**overrides.get(ALL, {}), **overrides.get(kernel, {})}
+
+
+def check_kernels(overrides, kernels):
+    """Refuse an override that names a kernel not in ``kernels``."""
+    unknown = [k for k in overrides if k != ALL and k not in kernels]
+    if unknown:
+        raise PipelineError(f"config override names kernel '{unknown[0]}', which is not in "
+                            f"the module: expected one of {', '.join(kernels) or 'none'} "
+                            f"(or '*')")
+
+
+def apply(config, fields):
+    """``config`` with the override ``fields`` set, checked against what its
+    strategy reads; the reason keeps the heuristics' own."""
+    if not fields:
+        return config
+    strategy = fields.get("strategy", config.strategy)
+    extra = sorted(set(fields) - {"strategy"} - set(FIELDS.get(strategy, ())))
+    if extra:
+        raise PipelineError(f"config override: strategy '{strategy}' has no field "
+                            f"'{extra[0]}': expected {', '.join(FIELDS.get(strategy, ()))}")
+    if strategy != config.strategy:  # the old strategy's fields do not carry over
+        config = Config(strategy, config.block, reason=config.reason)
+    changed = config.replace(**fields)
+    if strategy in FLAT_BLOCKS and changed.block[1:] != (1, 1):
+        raise PipelineError(f"config override: strategy '{strategy}' runs 1-D blocks: "
+                            f"expected block N, got {_block_text(changed.block)}")
+    what = " ".join(f"{k}={_block_text(changed.block) if k == 'block' else v}"
+                    for k, v in fields.items())
+    note = f"user override {what}"
+    reason = f"{note}; heuristics: {config.reason}" if config.reason else note
+    return changed.replace(reason=reason)

@@ -1,0 +1,63 @@
+"""Rules for kernels that reduce: softmax, norms, reductions, pooling.
+
+The faster strategy is simt-reduce (DESIGN.md): one warp or block per row or
+window, 16-byte vector loads, warp shuffles, one pass where the math allows
+(online softmax, Welford). simt-generic instead gives each *row* one thread
+that loops over the row's ``extent`` elements, so the row count sets the
+parallelism: few rows get 128-thread blocks (more blocks over the SMs).
+Big blocks are never ranked first here: a looping thread makes long blocks.
+
+``rows_and_extent`` reads the anchor's shapes and attributes per op.
+"""
+
+from dnnc.heuristics.generic import simt_generic
+
+FASTER = "simt-reduce"
+
+
+def _prod(values):
+    n = 1
+    for v in values:
+        n *= v
+    return n
+
+
+def rows_and_extent(problem):
+    """(independent rows, elements reduced per row) of the anchor op."""
+    op = problem.anchor
+    x = problem.anchor_inputs[0] if problem.anchor_inputs else None
+    y = problem.anchor_outputs[0] if problem.anchor_outputs else None
+    if x is None or y is None:
+        return problem.output_elements, 1
+    shape, total = x.shape, x.elements
+    if op in ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward"):
+        axis = problem.attr("axis", len(shape) - 1)
+        extent = shape[axis] if shape else 1
+    elif op in ("layernorm", "rmsnorm", "layernorm_backward", "rmsnorm_backward"):
+        extent = _prod(shape[problem.attr("axis", len(shape) - 1):])
+    elif op in ("batchnorm", "batchnorm_backward"):
+        extent = total // max(1, shape[1]) if len(shape) > 1 else total
+    elif op in ("groupnorm", "groupnorm_backward"):
+        extent = total // max(1, shape[0] * problem.attr("groups", 1))
+    elif op in ("instancenorm", "instancenorm_backward"):
+        extent = _prod(shape[2:])
+    elif op in ("pooling", "pooling_backward"):
+        window = problem.attr("window", ())
+        return (y.elements, _prod(window)) if window else (y.elements, 1)
+    elif op == "reduction":
+        return y.elements, total // max(1, y.elements)
+    else:  # batchnorm_inference: pointwise, given the statistics
+        return total, 1
+    extent = max(1, extent)
+    return max(1, total // extent), extent
+
+
+def rank(problem):
+    rows, extent = rows_and_extent(problem)
+    if extent == 1:  # nothing to reduce: a pointwise problem
+        return simt_generic(problem.output_elements, problem.sms,
+                            "simt-pointwise", f"{problem.anchor}: nothing to reduce, "
+                            f"{problem.output_elements} elements", ops=len(problem.ops))
+    what = "windows" if problem.family == "pooling" else "rows"
+    facts = f"{problem.anchor}: {rows} {what} of {extent}"
+    return simt_generic(rows, problem.sms, FASTER, facts)

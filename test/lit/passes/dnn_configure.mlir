@@ -1,0 +1,114 @@
+// dnn-configure: the heuristics attach dnn.config and dnn.config_reason to
+// every dnn.kernel function of the fused stage. The only strategy the code
+// generator implements is simt-generic; the reason names the faster one that
+// would apply. Block sizes follow the parallelism: 128 for few points, 256 by
+// default, 512/1024 for very large short pointwise chains.
+
+// RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_90a})' | FileCheck %s
+// RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_80})' | FileCheck %s --check-prefix=SM80
+// RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_90a override=softmax_few_rows=block:64;keeps_its_config=block:32})' | FileCheck %s --check-prefix=OVERRIDE
+// RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=*=block:512})' | FileCheck %s --check-prefix=ALL
+// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=no_such_kernel=block:64})' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
+// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=block:2048})' 2>&1 | FileCheck %s --check-prefix=BLOCK
+// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=strategy:tc-sm90})' 2>&1 | FileCheck %s --check-prefix=STRATEGY
+// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_70})' 2>&1 | FileCheck %s --check-prefix=ARCH
+
+// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
+// BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm90': strategy 'tc-sm90' is not implemented yet: expected one of simt-generic
+// ARCH: dnnc-opt: error: pass 'dnn-configure' option 'arch': expected one of sm_80, sm_90a, got 'sm_70'
+
+// A small pointwise chain: 128-thread blocks; simt-pointwise would load 4 f32 at once.
+// CHECK-LABEL: func.func private @small_pointwise(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise (x4 vectors) not implemented yet (1 pointwise op over 32 elements); block 128: few points (32): one block of 128 holds them"
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.relu"(%{{.*}})
+//  CHECK-NEXT:   return %[[Y]]
+// ALL-LABEL: func.func private @small_pointwise(
+//  ALL-SAME:     dnn.config = {block = [512, 1, 1], strategy = "simt-generic"}
+//  ALL-SAME:     dnn.config_reason = "user override block=512; heuristics: simt-pointwise
+func.func private @small_pointwise(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {dnn.anchor = "pointwise", dnn.kernel} {
+  %y = "dnn.relu"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %y : tensor<4x8xf32>
+}
+
+// Enough points for every SM: the default 256.
+// CHECK-LABEL: func.func private @medium_pointwise(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise (x4 vectors) not implemented yet (2 pointwise ops over 1048576 elements); block 256: the default for 1048576 points"
+func.func private @medium_pointwise(%x: tensor<1024x1024xf32>, %b: tensor<1x1024xf32>) -> tensor<1024x1024xf32> attributes {dnn.anchor = "pointwise", dnn.kernel} {
+  %0 = "dnn.add"(%x, %b) : (tensor<1024x1024xf32>, tensor<1x1024xf32>) -> tensor<1024x1024xf32>
+  %1 = "dnn.relu"(%0) : (tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
+  return %1 : tensor<1024x1024xf32>
+}
+
+// 2^24 points: 512-thread blocks; bf16 vectors would be 8 wide.
+// CHECK-LABEL: func.func private @large_pointwise(
+//  CHECK-SAME:     dnn.config = {block = [512, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise (x8 vectors) not implemented yet (1 pointwise op over 16777216 elements); block 512: many points (16777216), 1-op chain: fewer, larger blocks"
+func.func private @large_pointwise(%x: tensor<4096x4096xbf16>, %y: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> attributes {dnn.anchor = "pointwise", dnn.kernel} {
+  %0 = "dnn.add"(%x, %y) : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16>
+  return %0 : tensor<4096x4096xbf16>
+}
+
+// 2^26 points of a one-op chain: 1024-thread blocks.
+// CHECK-LABEL: func.func private @huge_short_chain(
+//  CHECK-SAME:     dnn.config = {block = [1024, 1, 1], strategy = "simt-generic"}
+func.func private @huge_short_chain(%x: tensor<8192x8192xf16>) -> tensor<8192x8192xf16> attributes {dnn.anchor = "pointwise", dnn.kernel} {
+  %0 = "dnn.relu"(%x) : (tensor<8192x8192xf16>) -> tensor<8192x8192xf16>
+  return %0 : tensor<8192x8192xf16>
+}
+
+// 8 rows of 1024: one thread per row in simt-generic, so 128-thread blocks;
+// simt-reduce would give each row a warp or a block.
+// CHECK-LABEL: func.func private @softmax_few_rows(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-reduce not implemented yet (softmax: 8 rows of 1024); block 128: few points (8): one block of 128 holds them"
+// OVERRIDE-LABEL: func.func private @softmax_few_rows(
+//  OVERRIDE-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-generic"}
+//  OVERRIDE-SAME:     dnn.config_reason = "user override block=64; heuristics: simt-reduce not implemented yet (softmax: 8 rows of 1024); block 128: {{.*}}"
+func.func private @softmax_few_rows(%x: tensor<8x1024xf32>) -> tensor<8x1024xf32> attributes {dnn.anchor = "softmax", dnn.kernel} {
+  %y = "dnn.softmax"(%x) {axis = 1 : i64} : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
+  return %y : tensor<8x1024xf32>
+}
+
+// 65536 outputs are few for 132 SMs (128) but not for 108 (256); the
+// tensor-core strategy that would apply follows the arch.
+// CHECK-LABEL: func.func private @matmul(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 not implemented yet (matmul: 128x512x256 (M x N x K) bf16); block 128: few points (65536) for 132 SMs: 512 blocks of 128, not 256 of 256"
+// SM80-LABEL: func.func private @matmul(
+//  SM80-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  SM80-SAME:     dnn.config_reason = "tc-sm80 not implemented yet (matmul: 128x512x256 (M x N x K) bf16); block 256: the default for 65536 points"
+func.func private @matmul(%a: tensor<128x256xbf16>, %b: tensor<256x512xbf16>) -> tensor<128x512xf32> attributes {dnn.anchor = "matmul", dnn.kernel} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<128x256xbf16>, tensor<256x512xbf16>) -> tensor<128x512xf32>
+  return %c : tensor<128x512xf32>
+}
+
+// A data-movement kernel is a copy.
+// CHECK-LABEL: func.func private @reshape(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise not implemented yet (copy by reshape: 24 elements); block 128: few points (24): one block of 128 holds them"
+func.func private @reshape(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> attributes {dnn.anchor = "tensor", dnn.kernel} {
+  %y = "dnn.reshape"(%x) : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
+  return %y : tensor<6x4xf32>
+}
+
+// A config given in the IR is kept, unless the override names the kernel.
+// CHECK-LABEL: func.func private @keeps_its_config(
+//  CHECK-SAME:     dnn.config = {block = [96, 1, 1], strategy = "simt-generic"}, dnn.config_reason = "config given in the input IR", dnn.kernel
+// OVERRIDE-LABEL: func.func private @keeps_its_config(
+//  OVERRIDE-SAME:     dnn.config = {block = [32, 1, 1], strategy = "simt-generic"}, dnn.config_reason = "user override block=32; heuristics: config given in the input IR", dnn.kernel
+func.func private @keeps_its_config(%x: tensor<4xf32>) -> tensor<4xf32> attributes {dnn.anchor = "pointwise", dnn.config = {block = [96, 1, 1], strategy = "simt-generic"}, dnn.kernel} {
+  %y = "dnn.relu"(%x) : (tensor<4xf32>) -> tensor<4xf32>
+  return %y : tensor<4xf32>
+}
+
+// The graph function is no kernel: no config.
+// CHECK-LABEL: func.func @graph_is_not_a_kernel(
+//  CHECK-SAME:     attributes {dnn.graph} {
+//  CHECK-NEXT:   %[[R:.*]] = call @small_pointwise(%{{.*}})
+func.func @graph_is_not_a_kernel(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {dnn.graph} {
+  %0 = call @small_pointwise(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
+  return %0 : tensor<4x8xf32>
+}

@@ -1,0 +1,427 @@
+"""The heuristics (dnnc/heuristics) and the configured stage (dnn-configure).
+
+* Rules per family on hand-made Problems: the block size follows the
+  parallelism, every config is a strategy the code generator implements,
+  every reason names the faster strategy that is not implemented yet.
+* Determinism, the Config <-> dnn.config round trip, overrides (and their
+  errors).
+* End to end (no GPU): the config is in the configured IR, the manifest
+  records strategy and reason, ``dnnc inspect`` prints them, and an
+  overridden block size changes the launch and the PTX's ``.maxntid``.
+"""
+
+import re
+
+import pytest
+
+import dnnc
+from dnnc import artifact, compiler, graph_mlir, heuristics, pipelines
+from dnnc.codegen.gpu import irutil, ptx
+from dnnc.dialect.types import data_type as dt
+from dnnc.errors import PipelineError, UnsupportedError
+from dnnc.heuristics import Config, Problem, TensorSpec, choose, rank
+from dnnc.heuristics import override as override_mod
+
+F32 = dt.FLOAT
+
+
+def spec(shape, dtype="f32"):
+    return TensorSpec(tuple(shape), dtype)
+
+
+def problem(anchor, ins, outs, *, ops=None, arch="sm_90a", attrs=(), anchor_ins=None,
+            anchor_outs=None, kernel="k"):
+    """A Problem whose anchor reads ``ins`` and makes ``outs`` (shapes, or
+    (shape, dtype) pairs)."""
+    def specs(items):
+        return tuple(spec(*i) if isinstance(i[0], (list, tuple)) else spec(i) for i in items)
+
+    ins, outs = specs(ins), specs(outs)
+    return Problem(kernel=kernel, anchor=anchor, ops=tuple(ops or (anchor,)), inputs=ins,
+                   outputs=outs, arch=arch,
+                   anchor_inputs=specs(anchor_ins) if anchor_ins else ins,
+                   anchor_outputs=specs(anchor_outs) if anchor_outs else outs,
+                   anchor_attrs=tuple(sorted(attrs)))
+
+
+def blocks(configs):
+    return [c.block[0] for c in configs]
+
+
+# ----------------------------------------------------------------------------
+# Rules per family
+
+
+def test_pointwise_block_follows_the_element_count():
+    small = problem("pointwise", [[4, 8]], [[4, 8]], ops=["relu"])
+    assert blocks(rank(small))[0] == 128
+    assert "few points (32)" in choose(small).reason
+    medium = problem("pointwise", [[1024, 1024]], [[1024, 1024]], ops=["add", "relu"])
+    assert blocks(rank(medium)) == [256, 128, 512]
+    large = problem("pointwise", [[4096, 4096]], [[4096, 4096]], ops=["add", "relu"])
+    assert choose(large).block == (512, 1, 1)
+    huge = problem("pointwise", [[8192, 8192]], [[8192, 8192]], ops=["relu"])
+    assert choose(huge).block == (1024, 1, 1)
+    # A long chain needs registers: no 1024-thread blocks (64 registers a thread).
+    long_chain = problem("pointwise", [[8192, 8192]], [[8192, 8192]], ops=["gelu"] * 6)
+    assert choose(long_chain).block == (512, 1, 1)
+    longer = problem("pointwise", [[8192, 8192]], [[8192, 8192]], ops=["gelu"] * 12)
+    assert choose(longer).block == (256, 1, 1)
+
+
+def test_pointwise_reason_names_simt_pointwise_and_its_vector_width():
+    f32 = choose(problem("pointwise", [[64, 64]], [[64, 64]], ops=["exp"]))
+    bf16 = choose(problem("pointwise", [([64, 64], "bf16")], [([64, 64], "bf16")], ops=["exp"]))
+    assert f32.reason.startswith("simt-pointwise (x4 vectors) not implemented yet")
+    assert bf16.reason.startswith("simt-pointwise (x8 vectors) not implemented yet")
+
+
+def test_smaller_gpus_need_fewer_points_for_256():
+    # 65536 threads: fewer than two 256-blocks per SM on 132 SMs, not on 108.
+    p = dict(anchor="pointwise", ins=[[256, 256]], outs=[[256, 256]], ops=["relu"])
+    assert choose(problem(**p, arch="sm_90a")).block == (128, 1, 1)
+    assert choose(problem(**p, arch="sm_80")).block == (256, 1, 1)
+
+
+def test_reductions_rank_by_rows_and_name_simt_reduce():
+    few = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
+    c = choose(few)
+    assert c.block == (128, 1, 1)
+    assert c.reason.startswith("simt-reduce not implemented yet (softmax: 8 rows of 1024)")
+    many = problem("softmax", [[262144, 64]], [[262144, 64]], attrs=[("axis", 1)])
+    assert blocks(rank(many)) == [256, 128, 512]
+    # Never a big block first, however many rows: each thread loops over its row.
+    huge = problem("reduction", [[1 << 26, 4]], [[1 << 26, 1]], attrs=[("axes", (1,))])
+    assert choose(huge).block == (256, 1, 1)
+    assert "reduction: 67108864 rows of 4" in choose(huge).reason
+
+
+@pytest.mark.parametrize("anchor, attrs, x, rows, extent", [
+    ("layernorm", [("axis", 1)], [7, 64], 7, 64),
+    ("rmsnorm", [("axis", 2)], [2, 6, 5], 12, 5),
+    ("batchnorm", [], [2, 6, 3, 5], 6, 30),
+    ("groupnorm", [("groups", 3)], [2, 6, 3, 5], 6, 30),
+    ("instancenorm", [], [2, 6, 3, 5], 12, 15),
+    ("log_softmax", [("axis", 0)], [13, 7], 7, 13),
+])
+def test_norm_rows_and_extent(anchor, attrs, x, rows, extent):
+    from dnnc.heuristics import reduction
+
+    p = problem(anchor, [x], [x], attrs=attrs)
+    assert reduction.rows_and_extent(p) == (rows, extent)
+    assert f"{anchor}: {rows} rows of {extent}" in choose(p).reason
+
+
+def test_pooling_and_pointwise_norms():
+    pool = problem("pooling", [[2, 3, 8, 8]], [[2, 3, 4, 4]], attrs=[("window", (2, 2))])
+    assert "simt-reduce not implemented yet (pooling: 96 windows of 4)" in choose(pool).reason
+    # batchnorm_inference reduces nothing: a pointwise problem.
+    bn = problem("batchnorm_inference", [[2, 6, 3, 5]], [[2, 6, 3, 5]])
+    assert choose(bn).reason.startswith("simt-pointwise not implemented yet")
+
+
+def test_contractions_name_the_tensor_core_strategy_of_the_arch():
+    mm = dict(anchor="matmul", ins=[([128, 256], "bf16"), ([256, 512], "bf16")],
+              outs=[[128, 512]])
+    assert choose(problem(**mm)).reason.startswith(
+        "tc-sm90 not implemented yet (matmul: 128x512x256 (M x N x K) bf16)")
+    assert choose(problem(**mm, arch="sm_80")).reason.startswith("tc-sm80 not implemented yet")
+    f32 = problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]])
+    assert choose(f32).reason.startswith(
+        "tc-sm90 (as tf32) not implemented yet (matmul: 8x32x16 (M x N x K) x4 batch f32)")
+    # mma.sync takes no fp8: nothing faster is planned for it on sm_80.
+    fp8 = problem("matmul", [([64, 64], "f8E4M3FN"), ([64, 64], "f8E4M3FN")], [[64, 64]],
+                  arch="sm_80")
+    assert choose(fp8).reason.startswith("no faster strategy planned (matmul: 64x64x64")
+    assert "a type no tensor-core path takes on sm_80" in choose(fp8).reason
+
+
+def test_convolution_is_an_implicit_gemm():
+    from dnnc.heuristics import contraction
+
+    conv = problem("conv_fprop", [([8, 64, 56, 56], "f16"), ([128, 64, 3, 3], "f16")],
+                   [[8, 128, 56, 56]])
+    assert contraction.gemm_shape(conv) == (8 * 56 * 56, 128, 64 * 9, 1)
+    assert "conv_fprop: 25088x128x576 (M x N x K) f16" in choose(conv).reason
+    wgrad = problem("conv_wgrad", [[8, 128, 56, 56], [8, 64, 56, 56]], [[128, 64, 3, 3]])
+    assert contraction.gemm_shape(wgrad) == (128, 64 * 9, 8 * 56 * 56, 1)
+    sdpa = problem("sdpa", [[1, 2, 5, 8], [1, 2, 7, 8], [1, 2, 7, 3]], [[1, 2, 5, 3]])
+    assert "sdpa: 5x7x8 (S x Skv x D) x2 batch" in choose(sdpa).reason
+
+
+def test_tensor_and_unknown_anchors():
+    t = choose(problem("tensor", [[2, 3, 4]], [[6, 4]], ops=["reshape"]))
+    assert t.reason.startswith("simt-pointwise not implemented yet (copy by reshape: 24")
+    other = choose(problem("copy", [[4]], [[4]], ops=[]))
+    assert other.reason.startswith("no faster strategy planned (anchor 'copy', 4 elements)")
+
+
+def every_anchor():
+    ops = [d.name for d in dnnc.dialect.all_ops()]
+    return ops + ["pointwise", "tensor", "not_an_op"]
+
+
+@pytest.mark.parametrize("arch", pipelines.ARCHS)
+@pytest.mark.parametrize("anchor", every_anchor())
+def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
+    # With and without the anchor's operands: a rule must not need more than it has.
+    for p in (problem(anchor, [[4, 6, 8, 8], [4, 6, 8, 8]], [[4, 6, 8, 8]], arch=arch),
+              Problem(kernel="k", anchor=anchor, arch=arch)):
+        configs = rank(p)
+        assert configs and len(set(configs)) == len(configs)
+        for c in configs:
+            assert c.strategy in heuristics.IMPLEMENTED == ("simt-generic",)
+            assert 1 <= c.threads <= 1024
+            assert c.reason and "\n" not in c.reason
+            assert "not implemented yet" in c.reason or "no faster strategy" in c.reason
+        assert choose(p) == configs[0]
+
+
+def test_rank_is_deterministic():
+    p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
+    first = [(c, c.reason) for c in rank(p)]
+    again = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
+    assert p == again and hash(p) == hash(again)
+    assert [(c, c.reason) for c in rank(again)] == first
+
+
+# ----------------------------------------------------------------------------
+# Config
+
+
+def test_config_round_trips_through_its_attribute():
+    with dnnc.dialect.context():
+        for c in (Config(block=128), Config(block=(64, 2)),
+                  Config("tc-sm90", (128, 1, 1), tile=(128, 256, 64), stages=4, warps=8,
+                         vector=8)):
+            attr = c.to_attr()
+            assert str(attr) == c.to_text()
+            assert Config.from_attr(attr) == c
+    assert Config(block=128).to_text() == '{block = [128, 1, 1], strategy = "simt-generic"}'
+    assert str(Config(block=128)) == "simt-generic block=128x1x1"
+
+
+def test_config_is_checked():
+    with pytest.raises(PipelineError, match=r"block \[2048, 1, 1\]: expected 1 to 1024"):
+        Config(block=2048)
+    with pytest.raises(PipelineError, match=r"block \[0, 1, 1\]"):
+        Config(block=0)
+    with pytest.raises(PipelineError, match="strategy 'fast': expected one of simt-generic"):
+        Config("fast")
+    from mlir import ir
+
+    with dnnc.dialect.context():
+        attr = ir.Attribute.parse('{strategy = "simt-generic", blocks = [1, 1, 1]}')
+        with pytest.raises(PipelineError, match="unknown field 'blocks'"):
+            Config.from_attr(attr)
+
+
+# ----------------------------------------------------------------------------
+# Overrides
+
+
+def test_override_syntax():
+    parsed = override_mod.parse(" main_k0_softmax=block:128 ; *=block:64x2,strategy:simt-generic")
+    assert parsed == {"main_k0_softmax": {"block": (128,)},
+                      "*": {"block": (64, 2), "strategy": "simt-generic"}}
+    assert override_mod.fields_for(parsed, "main_k0_softmax")["block"] == (128,)
+    assert override_mod.fields_for(parsed, "other")["block"] == (64, 2)
+    assert override_mod.parse("") == {}
+
+
+def test_override_wins():
+    p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
+    assert choose(p).block == (128, 1, 1)
+    for given in ("block:512", {"block": 512}, Config(block=512)):
+        c = choose(p, override=given)
+        assert c.block == (512, 1, 1) and c.strategy == "simt-generic"
+        assert c.reason.startswith("user override block=512; heuristics: simt-reduce")
+
+
+@pytest.mark.parametrize("text, message", [
+    ("k=block:2048", "block 2048: expected 1 to 1024 threads per block, got 2048"),
+    ("k=block:0", "block 0: expected 1 to 1024 threads per block, got 0"),
+    ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
+    ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
+    ("k=tile:128", "unknown key 'tile': expected one of block, strategy"),
+    ("k=strategy:tc-sm90", "strategy 'tc-sm90' is not implemented yet: expected one of "
+                           "simt-generic"),
+    ("k=strategy:fast", "unknown strategy 'fast'"),
+    ("k=block:1;k=block:2", "kernel 'k' is given twice"),
+    ("block:128", "entry 'block:128': expected KERNEL=key:value"),
+    ("k=block:{1}", "expected KERNEL=key:value"),
+])
+def test_bad_overrides_are_refused(text, message):
+    with pytest.raises(PipelineError, match=re.escape(message)):
+        override_mod.parse(text)
+
+
+# ----------------------------------------------------------------------------
+# End to end: configured IR, manifest, PTX (no GPU)
+
+
+def graph():
+    """A softmax, a matmul + relu, and an exp, over an input in column-major
+    order (whose layout copy is made after the configured stage)."""
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[8, 64], stride=[1, 8])
+    w = g.tensor(name="w", dim=[64, 32])
+    g.relu(g.matmul(g.softmax(x, axis=1), w)).set_name("y").set_output(True)
+    g.exp(x).set_name("z").set_output(True)
+    return g
+
+
+KERNELS = ["main_k0_softmax", "main_k1_matmul", "main_k2_pointwise"]
+
+
+def compile_cuda(config=None, arch="sm_90a", **options):
+    return compiler.compile_module(graph_mlir.to_module(graph()),
+                                   compiler.Options(target="cuda", arch=arch, config=config,
+                                                    **options))
+
+
+def test_configured_stage_holds_the_config_of_every_kernel():
+    fused = compile_cuda(stop_after="fused")
+    assert "dnn.config" not in str(fused)
+    module = compile_cuda(stop_after="configured")
+    with module.context:
+        kernels = irutil.kernel_functions(module)
+        assert [irutil.symbol(k) for k in kernels] == KERNELS
+        for fn in kernels:
+            expected = choose(heuristics.problem_of(fn, "sm_90a"))
+            assert str(fn.attributes["dnn.config"]) == expected.to_text()
+            assert fn.attributes["dnn.config_reason"].value == expected.reason
+    assert ('dnn.config_reason = "simt-reduce not implemented yet (softmax: 8 rows of 64)'
+            in str(module))
+    # The stage is deterministic.
+    assert str(compile_cuda(stop_after="configured")) == str(module)
+
+
+def test_problem_of_a_kernel_function():
+    module = compile_cuda(stop_after="fused")
+    with module.context:
+        fn = irutil.kernel_functions(module)[1]
+        p = heuristics.problem_of(fn, "sm_80")
+        assert p == heuristics.problem_of(fn, "sm_80")
+    assert (p.kernel, p.anchor, p.ops, p.arch, p.family) == (
+        "main_k1_matmul", "matmul", ("matmul", "relu"), "sm_80", "matmul")
+    assert p.inputs == (spec([8, 64]), spec([64, 32])) and p.outputs == (spec([8, 32]),)
+    assert p.anchor_attrs == (("compute_type", "f32"),)
+
+
+def test_manifest_records_strategy_and_reason():
+    package = compile_cuda()
+    by_name = {}
+    for k in package.kernels:
+        by_name.setdefault(k["name"], []).append(k)
+    assert set(by_name) == {"main_load_x", *KERNELS}
+    for name in KERNELS:
+        for k in by_name[name]:
+            assert k["strategy"] == "simt-generic" and k["block"] == [128, 1, 1]
+            assert k["reason"] == by_name[name][0]["reason"]
+    assert by_name["main_k0_softmax"][0]["reason"].startswith("simt-reduce not implemented yet")
+    assert by_name["main_k1_matmul"][0]["reason"].startswith("tc-sm90 (as tf32) not implemented")
+    # The layout copy is made after the heuristics ran: the fallback config, no reason.
+    assert by_name["main_load_x"][0]["block"] == [256, 1, 1]
+    assert "reason" not in by_name["main_load_x"][0]
+    artifact.validate(package.manifest)
+    text = package.describe()
+    assert "simt-generic: simt-reduce not implemented yet (softmax: 8 rows of 64)" in text
+    assert text.count("simt-generic: simt-reduce") == 1  # once per kernel function
+    bad = dict(package.manifest, kernels=[dict(package.kernels[1], reason=3)])
+    with pytest.raises(artifact.ArtifactError, match="reason expected a string, got int"):
+        artifact.validate(bad)
+
+
+def maxntid(text, entry):
+    """The .maxntid of PTX entry ``entry``."""
+    m = re.search(rf"\.entry {re.escape(entry)}\(.*?\)\s*\.maxntid (\d+), (\d+), (\d+)",
+                  text, re.S)
+    assert m, entry
+    return [int(v) for v in m.groups()]
+
+
+def test_an_overridden_block_changes_the_launch_and_the_ptx():
+    default = compile_cuda()
+    changed = compile_cuda(config="main_k2_pointwise=block:64; main_k1_matmul=block:32")
+    assert set(ptx.entries(changed.ptx)) == set(ptx.entries(default.ptx))
+    for before, after in zip(default.kernels, changed.kernels):
+        assert before["entry"] == after["entry"]
+        block = {"main_k2_pointwise": [64, 1, 1], "main_k1_matmul": [32, 1, 1]}.get(
+            after["name"], before["block"])
+        assert after["block"] == block
+        assert maxntid(changed.ptx, after["entry"]) == block
+        assert maxntid(default.ptx, before["entry"]) == before["block"]
+        if after["name"] == "main_k2_pointwise":  # 512 elements: 8 blocks of 64, not 4 of 128
+            assert (before["grid"], after["grid"]) == ([4, 1, 1], [8, 1, 1])
+            assert after["reason"].startswith("user override block=64; heuristics: ")
+    every = compile_cuda(config="*=block:512")
+    assert all(k["block"] == [512, 1, 1] for k in every.kernels if k["name"] in KERNELS)
+
+
+def test_override_errors_name_what_is_wrong():
+    with pytest.raises(PipelineError, match="config override names kernel 'main_k9_relu', "
+                                            "which is not in the module: expected one of "
+                                            + ", ".join(KERNELS)):
+        compile_cuda(config="main_k9_relu=block:128")
+    with pytest.raises(PipelineError, match="block 4096: expected 1 to 1024 threads"):
+        compile_cuda(config="main_k0_softmax=block:4096")
+    with pytest.raises(PipelineError, match="strategy 'simt-generic' runs 1-D blocks: "
+                                            "expected block N, got 32x2"):
+        compile_cuda(config="main_k0_softmax=block:32x2")
+    with pytest.raises(UnsupportedError, match="option config='k=block:1' applies to target "
+                                               "'cuda'"):
+        compiler.Options(target="cpu", config="k=block:1")
+    with pytest.raises(PipelineError, match="pipeline 'cpu' has no configured stage"):
+        pipelines.get("cpu", config="k=block:1")
+
+
+def test_cuda_pipeline_has_the_configured_stage():
+    names = [s.name for s in pipelines.get("cuda", "sm_80")]
+    assert names[names.index("fused") + 1] == "configured"
+    stage = pipelines.get("cuda", "sm_80", config="a=block:64; b=block:32")[names.index(
+        "configured")]
+    assert stage.passes == ("dnn-configure{arch=sm_80 override=a=block:64;b=block:32}",)
+
+
+def test_cli_config_flag(tmp_path, capsys):
+    from dnnc import cli
+
+    src = tmp_path / "g.mlir"
+    src.write_text(graph().to_mlir())
+    out = str(tmp_path / "g.dnnpkg")
+    assert cli.main(["compile", str(src), "--arch", "sm_90a", "-o", out,
+                     "--config", "main_k2_pointwise=block:64"]) == 0
+    assert "block [64, 1, 1]" in capsys.readouterr().out
+    assert cli.main(["inspect", out]) == 0
+    assert "simt-generic: user override block=64; heuristics: simt-pointwise" in \
+        capsys.readouterr().out
+    assert cli.main(["compile", str(src), "--config", "main_k2_pointwise=block:64"]) == 2
+    assert "--config configures GPU kernels: it needs --arch" in capsys.readouterr().err
+    assert cli.main(["compile", str(src), "--arch", "sm_90a", "--config", "nope=block:64"]) == 1
+    assert "dnnc: error: config override names kernel 'nope'" in capsys.readouterr().err
+
+
+def test_default_config_honours_a_config_on_the_kernel():
+    from dnnc.passes import run_pipeline
+
+    text = """
+    func.func private @no_block(%x: memref<4xf32>)
+        attributes {dnn.config = {strategy = "simt-generic"}, dnn.kernel} {
+      return
+    }
+    func.func private @chosen(%x: memref<4xf32>)
+        attributes {dnn.config = {block = [64, 1, 1], strategy = "simt-generic"}, dnn.kernel} {
+      return
+    }
+    """
+    module = graph_mlir.parse(text)
+    run_pipeline(module, "builtin.module(dnn-default-config{block=32})")
+    with module.context:
+        configs = {irutil.symbol(f): str(f.attributes["dnn.config"])
+                   for f in irutil.kernel_functions(module)}
+    assert configs == {"no_block": Config(block=32).to_text(),
+                       "chosen": Config(block=64).to_text()}
+    bad = graph_mlir.parse(text.replace("strategy = ", "threads = 3, strategy = ", 1))
+    with pytest.raises(PipelineError, match="kernel 'no_block': config: unknown field 'threads'"):
+        run_pipeline(bad, "builtin.module(dnn-default-config)")
