@@ -33,7 +33,7 @@ def _parser():
     c.add_argument("input", help="dnn-dialect MLIR file")
     c.add_argument("--stage", default=None,
                    help="stage whose IR to print (dnn, decomposed, fused, linalg, llvm; with "
-                        "--arch: gpu, nvvm, ptx); default: fused, or the whole GPU pipeline "
+                        "--arch: configured, gpu, nvvm, ptx); default: fused, or the whole GPU pipeline "
                         "with --arch")
     c.add_argument("--dump-ir", metavar="DIR", help="write every stage's IR into DIR")
     c.add_argument("--arch", choices=ARCHS,
