@@ -32,9 +32,9 @@ def _parser():
     c = sub.add_parser("compile", help="compile a dnn graph and show what came out")
     c.add_argument("input", help="dnn-dialect MLIR file")
     c.add_argument("--stage", default=None,
-                   help="stage whose IR to print (dnn, decomposed, fused, linalg, llvm; with "
-                        "--arch: configured, gpu, nvvm, ptx); default: fused, or the whole GPU pipeline "
-                        "with --arch")
+                   help="stage whose IR to print (dnn, decomposed, fused, linalg, llvm; "
+                        "with --arch: configured, gpu, nvvm, ptx); default: fused, or the "
+                        "whole GPU pipeline with --arch")
     c.add_argument("--dump-ir", metavar="DIR", help="write every stage's IR into DIR")
     c.add_argument("--arch", choices=ARCHS,
                    help="compile for this NVIDIA GPU architecture (target cuda); no GPU needed")
