@@ -84,13 +84,8 @@ def defining_op(value):
 
 def constant_int(value):
     """The integer of an ``arith.constant`` integer or index value, else None."""
-    op = defining_op(value)
-    if op is None or op.name != "arith.constant":
-        return None
-    attr = op.attributes["value"]
-    if isinstance(attr, ir.IntegerAttr):
-        return int(ir.IntegerAttr(attr).value)
-    return None
+    number = constant_scalar(value)
+    return number if isinstance(number, int) else None
 
 
 def constant_scalar(value):
