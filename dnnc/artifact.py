@@ -137,19 +137,39 @@ def describe(manifest, resources=None):
     return "\n".join(lines)
 
 
+# A fixed timestamp, so one package always gives the same bytes.
+_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
+
+
+def to_bytes(package, extra=None):
+    """The ``.dnnpkg`` bytes of ``package``; ``extra`` adds manifest fields.
+    Deterministic: one package always gives the same bytes."""
+    import io
+
+    manifest = dict(package.manifest, **(extra or {}))
+    validate(manifest)
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, "w") as z:
+        for name, text in ((MANIFEST, json.dumps(manifest, indent=2) + "\n"),
+                           (PTX, package.ptx), (SOURCE, package.source)):
+            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
+            info.compress_type = zipfile.ZIP_DEFLATED
+            info.external_attr = 0o644 << 16
+            z.writestr(info, text)
+    return buf.getvalue()
+
+
 def write(path, package):
     """Write ``package`` as a zip at ``path`` (written whole, then renamed)."""
     import os
     import tempfile
 
-    validate(package.manifest)
+    data = to_bytes(package)
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix=".dnnpkg-", dir=directory)
     try:
-        with os.fdopen(fd, "wb") as f, zipfile.ZipFile(f, "w", zipfile.ZIP_DEFLATED) as z:
-            z.writestr(MANIFEST, json.dumps(package.manifest, indent=2) + "\n")
-            z.writestr(PTX, package.ptx)
-            z.writestr(SOURCE, package.source)
+        with os.fdopen(fd, "wb") as f:
+            f.write(data)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):

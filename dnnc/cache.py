@@ -50,7 +50,6 @@ STALE_TEMP_SECONDS = 3600
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
 # Fixed zip timestamps, so that one package always serializes to the same bytes.
-_ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 
 
 # -- the key ------------------------------------------------------------------
@@ -113,19 +112,7 @@ def package_bytes(package, key=None):
     """The ``.dnnpkg`` bytes of ``package`` (same members as artifact.write),
     with ``key`` recorded in the manifest when given. Deterministic: one
     package always gives the same bytes."""
-    manifest = dict(package.manifest)
-    if key is not None:
-        manifest[KEY_FIELD] = key
-    artifact.validate(manifest)
-    buf = io.BytesIO()
-    with zipfile.ZipFile(buf, "w") as z:
-        for name, text in ((artifact.MANIFEST, json.dumps(manifest, indent=2) + "\n"),
-                           (artifact.PTX, package.ptx), (artifact.SOURCE, package.source)):
-            info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
-            info.compress_type = zipfile.ZIP_DEFLATED
-            info.external_attr = 0o644 << 16
-            z.writestr(info, text)
-    return buf.getvalue()
+    return artifact.to_bytes(package, {KEY_FIELD: key} if key is not None else None)
 
 
 def recorded_key(data):
