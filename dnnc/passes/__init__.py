@@ -113,20 +113,24 @@ def registry():
     return dict(_PASSES)
 
 
-def dnn_ops(module):
-    """Every dnn op under ``module``, in program order."""
+def walk(root):
+    """Every op nested under ``root`` (not ``root`` itself), in program order."""
     found = []
 
     def visit(op):
-        if op.name.startswith("dnn."):
-            found.append(op)
         for region in op.regions:
             for block in region.blocks:
                 for inner in block.operations:
+                    found.append(inner.operation)
                     visit(inner.operation)
 
-    visit(getattr(module, "operation", module))
+    visit(getattr(root, "operation", root))
     return found
+
+
+def dnn_ops(module):
+    """Every dnn op under ``module``, in program order."""
+    return [op for op in walk(module) if op.name.startswith("dnn.")]
 
 
 # ----------------------------------------------------------------------------

@@ -17,19 +17,9 @@ CONFIG_ATTR = "dnn.config"
 def ops(root, name=None):
     """Every op nested under ``root`` (not ``root`` itself), in pre-order;
     only those named ``name`` when given."""
-    found = []
+    from dnnc.passes import walk
 
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    inner = inner.operation
-                    if name is None or inner.name == name:
-                        found.append(inner)
-                    visit(inner)
-
-    visit(getattr(root, "operation", root))
-    return found
+    return [op for op in walk(root) if name is None or op.name == name]
 
 
 def body(op):
