@@ -41,8 +41,9 @@ def _parser():
     c.add_argument("--config", metavar="KERNEL=block:N",
                    help="with --arch: override the heuristics' config of a kernel (as the "
                         "fused stage names it; '*' for every kernel): "
-                        "KERNEL=key:value[,key:value][;KERNEL=...], keys strategy and block "
-                        "(threads per block, N or NxMxK)")
+                        "KERNEL=key:value[,key:value][;KERNEL=...], keys strategy, block "
+                        "(threads per block, N or NxMxK), and for simt-pointwise vector "
+                        "(elements per load) and unroll (vectors per thread)")
     c.add_argument("-o", dest="output",
                    help="write the printed IR here instead of stdout; with --arch (and no "
                         "--stage), the .dnnpkg artifact")

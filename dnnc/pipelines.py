@@ -42,6 +42,13 @@ FRONT = (
 # dnn -> linalg on tensors, shared by the CPU and GPU back ends.
 LINALG = Stage("linalg", ("convert-dnn-to-linalg", "canonicalize", "cse"))
 
+# The GPU back end's: each elementwise producer with one use is merged into
+# its consumer, so that a kernel's pointwise chain is one loop nest (one
+# launch, no intermediate buffer) for the strategies to lower. (Not on the
+# CPU: there it leaves strided copies that need MLIR's runner-utils library.)
+LINALG_GPU = Stage("linalg", ("convert-dnn-to-linalg", "linalg-fuse-elementwise-ops",
+                              "canonicalize", "cse"))
+
 # The CPU back end: dnn -> linalg on tensors -> bufferized loops -> LLVM dialect,
 # executed by MLIR's ExecutionEngine.
 CPU = FRONT + (
@@ -78,9 +85,10 @@ CPU = FRONT + (
     )),
 )
 
-# The GPU back end, strategy simt-generic: linalg on tensors -> bufferized
-# buffers, every compute op in a kernel function -> parallel loops spread over
-# blocks and threads -> gpu.launch_func + one gpu.module -> NVVM -> PTX.
+# The GPU back end: linalg on tensors -> bufferized buffers, every compute op
+# in a kernel function -> parallel loops (16-byte vector loops for the
+# simt-pointwise strategy) spread over blocks and threads -> gpu.launch_func +
+# one gpu.module -> NVVM -> PTX.
 GPU = Stage("gpu", (
     "one-shot-bufferize{bufferize-function-boundaries "
     "function-boundary-type-conversion=identity-layout-map}",
@@ -93,6 +101,7 @@ GPU = Stage("gpu", (
     "dnn-host-to-kernels",
     "dnn-io-strides",
     "dnn-default-config",
+    "dnn-vectorize-pointwise",
     "dnn-parallel-dims-first",
     "convert-linalg-to-parallel-loops",
     "canonicalize",
@@ -150,7 +159,7 @@ def cuda(arch, config=""):
     if arch not in ARCHS:
         raise PipelineError(f"unknown GPU architecture '{arch}': expected one of "
                             f"{', '.join(ARCHS)}")
-    return FRONT + (configured(arch, config), LINALG, GPU, nvvm(arch), PTX)
+    return FRONT + (configured(arch, config), LINALG_GPU, GPU, nvvm(arch), PTX)
 
 
 # Pipelines that are functions of the architecture are named <name>-<arch>.

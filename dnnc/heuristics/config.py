@@ -8,9 +8,9 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.config_reason = "simt-reduce not implemented yet (...); block 128: ...",
         dnn.kernel}
 
-``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``
-and ``vector`` only when they differ from their defaults (the strategies that
-use them are not implemented yet, and a field that does not apply is noise).
+``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
+``vector`` and ``unroll`` only when they differ from their defaults (a field
+that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -20,14 +20,14 @@ from dnnc.errors import PipelineError
 
 # The strategies the GPU code generator lowers (dnn-distribute-loops): a
 # config may only name these. DESIGN.md's faster ones are PLANNED.
-IMPLEMENTED = ("simt-generic",)
-PLANNED = ("tc-sm90", "tc-sm80", "simt-reduce", "simt-pointwise")
+IMPLEMENTED = ("simt-generic", "simt-pointwise")
+PLANNED = ("tc-sm90", "tc-sm80", "simt-reduce")
 
 # The fields each implemented strategy reads; an override may set only these.
-FIELDS = {"simt-generic": ("block",)}
+FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unroll")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
-FLAT_BLOCKS = ("simt-generic",)
+FLAT_BLOCKS = ("simt-generic", "simt-pointwise")
 
 MAX_THREADS = 1024
 ATTR, REASON_ATTR = "dnn.config", "dnn.config_reason"
@@ -44,6 +44,7 @@ class Config:
     stages: int = 1             # shared-memory pipeline depth
     warps: int = 0              # warps per block when not given by block; 0: unused
     vector: int = 1             # elements per vector load/store
+    unroll: int = 1             # vectors per thread (simt-pointwise)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -60,7 +61,7 @@ class Config:
             raise PipelineError(f"config: block {list(block)}: expected 1 to {MAX_THREADS} "
                                 f"threads per block in up to 3 positive dims, got "
                                 f"{self.threads} threads")
-        for name in ("stages", "vector"):
+        for name in ("stages", "vector", "unroll"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
         if "\n" in self.reason:
@@ -83,7 +84,7 @@ class Config:
         out = {"strategy": self.strategy, "block": list(self.block)}
         if self.tile:
             out["tile"] = list(self.tile)
-        for name, default in (("stages", 1), ("warps", 0), ("vector", 1)):
+        for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

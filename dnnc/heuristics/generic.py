@@ -62,11 +62,11 @@ def simt_generic(work, sms, faster, facts, *, ops=None):
 
 def rank_tensor(problem):
     """reshape / transpose / slice / concat kernels: copies, one thread per
-    output element. A vectorized copy (simt-pointwise) would do better where
-    the innermost dim is contiguous on both sides."""
+    output element (simt-pointwise vectorizes elementwise maps in loop order,
+    which a transpose is not)."""
     work = problem.output_elements
     ops = ", ".join(o for o in problem.ops if o != "constant") or problem.anchor
-    return simt_generic(work, problem.sms, "simt-pointwise",
+    return simt_generic(work, problem.sms, None,
                         f"copy by {ops}: {work} elements", ops=len(problem.ops))
 
 

@@ -8,9 +8,13 @@ The text of ``dnnc compile --config``, ``Options(config=...)`` and the
     *=block:512                                 # every kernel (a named entry wins)
 
 ``KERNEL`` is a kernel function's name as the fused stage (and ``dnnc compile``'s
-plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``
-and ``block`` (``128`` or ``128x1x1``) today, since simt-generic reads no
-other. No spaces, braces or parentheses: the text travels inside a pass
+plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
+``block`` (``128`` or ``128x1x1``), and for simt-pointwise ``vector``
+(elements per load, a power of two) and ``unroll`` (vectors per thread)::
+
+    main_k0_pointwise=vector:4,unroll:2
+
+No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
 checked when the text is parsed; that a named kernel exists is checked when
 the kernels are known (dnn-configure).
@@ -22,6 +26,7 @@ from dnnc.errors import PipelineError
 from dnnc.heuristics.config import FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS, PLANNED, Config
 
 ALL = "*"
+MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
 
@@ -50,6 +55,13 @@ def _value(text, key, raw):
             _fail(text, f"block {raw}: expected 1 to {MAX_THREADS} threads per block, "
                         f"got {threads}")
         return block
+    if key in ("vector", "unroll"):
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:
+            _fail(text, f"{key}: expected an integer from 1 to {MAX_PER_THREAD}, got '{raw}'")
+        value = int(raw)
+        if key == "vector" and value & (value - 1):
+            _fail(text, f"vector: expected a power of two, got {value}")
+        return value
     known = sorted({f for fields in FIELDS.values() for f in fields} | {"strategy"})
     _fail(text, f"unknown key '{key}': expected one of {', '.join(known)}")
 

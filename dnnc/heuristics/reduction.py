@@ -10,6 +10,7 @@ Big blocks are never ranked first here: a looping thread makes long blocks.
 ``rows_and_extent`` reads the anchor's shapes and attributes per op.
 """
 
+from dnnc.heuristics import pointwise
 from dnnc.heuristics.generic import simt_generic
 
 FASTER = "simt-reduce"
@@ -55,9 +56,7 @@ def rows_and_extent(problem):
 def rank(problem):
     rows, extent = rows_and_extent(problem)
     if extent == 1:  # nothing to reduce: a pointwise problem
-        return simt_generic(problem.output_elements, problem.sms,
-                            "simt-pointwise", f"{problem.anchor}: nothing to reduce, "
-                            f"{problem.output_elements} elements", ops=len(problem.ops))
+        return pointwise.rank(problem)
     what = "windows" if problem.family == "pooling" else "rows"
     facts = f"{problem.anchor}: {rows} {what} of {extent}"
     return simt_generic(rows, problem.sms, FASTER, facts)

@@ -1,5 +1,6 @@
 """dnn-distribute-loops: spread each kernel function's loops over GPU blocks
-and threads, as its ``dnn.config`` says (strategy ``simt-generic``).
+and threads, as its ``dnn.config`` says (strategies ``simt-generic`` and
+``simt-pointwise``).
 
 Run after ``convert-linalg-to-parallel-loops``. In every function marked
 ``dnn.kernel``:
@@ -45,6 +46,10 @@ from dnnc.codegen.gpu import irutil, loops
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
 
+# The strategies whose loops this pass spreads (simt-pointwise's are vector
+# loops by then: dnn-vectorize-pointwise).
+DISTRIBUTED = ("simt-generic", "simt-pointwise")
+
 # Ops that may stay on the host between launches: they only make or view
 # buffers, or are constants that gpu-kernel-outlining sinks into kernels.
 HOST_OPS = frozenset({
@@ -62,9 +67,9 @@ def block_threads(fn):
                                "or the heuristics first")
     config = ir.DictAttr(fn.attributes[irutil.CONFIG_ATTR])
     strategy = ir.StringAttr(config["strategy"]).value if "strategy" in config else ""
-    if strategy != "simt-generic":
+    if strategy not in DISTRIBUTED:
         raise UnsupportedError(f"kernel '{name}': strategy '{strategy}' has no GPU lowering "
-                               "yet; expected 'simt-generic'")
+                               f"yet; expected one of {', '.join(DISTRIBUTED)}")
     block = irutil.int_list(config["block"]) if "block" in config else [256]
     threads = 1
     for b in block:

@@ -52,33 +52,47 @@ def blocks(configs):
 # Rules per family
 
 
-def test_pointwise_block_follows_the_element_count():
+def test_pointwise_chains_get_vectors():
     small = problem("pointwise", [[4, 8]], [[4, 8]], ops=["relu"])
-    assert blocks(rank(small))[0] == 128
-    assert "few points (32)" in choose(small).reason
+    c = choose(small)
+    assert (c.strategy, c.vector, c.unroll, c.block) == ("simt-pointwise", 4, 1, (128, 1, 1))
+    assert c.reason == "1 pointwise op over 32 elements: vectors of 4 (16 bytes), 1 per " \
+                       "thread, block 128"
     medium = problem("pointwise", [[1024, 1024]], [[1024, 1024]], ops=["add", "relu"])
-    assert blocks(rank(medium)) == [256, 128, 512]
-    large = problem("pointwise", [[4096, 4096]], [[4096, 4096]], ops=["add", "relu"])
-    assert choose(large).block == (512, 1, 1)
-    huge = problem("pointwise", [[8192, 8192]], [[8192, 8192]], ops=["relu"])
-    assert choose(huge).block == (1024, 1, 1)
-    # A long chain needs registers: no 1024-thread blocks (64 registers a thread).
-    long_chain = problem("pointwise", [[8192, 8192]], [[8192, 8192]], ops=["gelu"] * 6)
-    assert choose(long_chain).block == (512, 1, 1)
-    longer = problem("pointwise", [[8192, 8192]], [[8192, 8192]], ops=["gelu"] * 12)
-    assert choose(longer).block == (256, 1, 1)
+    assert choose(medium).block == (256, 1, 1) and choose(medium).unroll == 1
+    # Many waves of vectors: two per thread, four (in smaller blocks) when the
+    # chain's math is long.
+    cheap = problem("pointwise", [([16384, 8192], "bf16")], [([16384, 8192], "bf16")],
+                    ops=["relu"])
+    assert (choose(cheap).vector, choose(cheap).unroll, choose(cheap).block) == (8, 2, (256, 1, 1))
+    heavy = problem("pointwise", [([16384, 8192], "bf16")], [([16384, 8192], "bf16")],
+                    ops=["add", "gelu"])
+    assert (choose(heavy).vector, choose(heavy).unroll, choose(heavy).block) == (8, 4, (128, 1, 1))
+    # The widest element sets the vector; every innermost dim must divide by it.
+    mixed = problem("pointwise", [([64, 24], "bf16"), [1, 24]], [([64, 24], "bf16")],
+                    ops=["add"])
+    assert choose(mixed).vector == 4
+    assert choose(problem("pointwise", [[64, 6]], [[64, 6]], ops=["exp"])).vector == 2
+    # Broadcast along the innermost dim (size 1) does not limit it.
+    column = problem("pointwise", [[64, 32], [64, 1]], [[64, 32]], ops=["mul"])
+    assert choose(column).vector == 4
 
 
-def test_pointwise_reason_names_simt_pointwise_and_its_vector_width():
-    f32 = choose(problem("pointwise", [[64, 64]], [[64, 64]], ops=["exp"]))
-    bf16 = choose(problem("pointwise", [([64, 64], "bf16")], [([64, 64], "bf16")], ops=["exp"]))
-    assert f32.reason.startswith("simt-pointwise (x4 vectors) not implemented yet")
-    assert bf16.reason.startswith("simt-pointwise (x8 vectors) not implemented yet")
+def test_pointwise_without_a_vector_is_simt_generic():
+    odd = problem("pointwise", [[1024, 1023]], [[1024, 1023]], ops=["add", "relu"])
+    configs = rank(odd)
+    assert {c.strategy for c in configs} == {"simt-generic"}
+    assert blocks(configs) == [256, 128, 512]
+    assert configs[0].reason.startswith(
+        "simt-pointwise needs an innermost dim that is a multiple of 2 elements at least, "
+        "got 1023 (2 pointwise ops over 1047552 elements); block 256")
+    scalar = problem("pointwise", [([], "f32")], [([], "f32")], ops=["exp"])
+    assert choose(scalar).strategy == "simt-generic"
 
 
 def test_smaller_gpus_need_fewer_points_for_256():
     # 65536 threads: fewer than two 256-blocks per SM on 132 SMs, not on 108.
-    p = dict(anchor="pointwise", ins=[[256, 256]], outs=[[256, 256]], ops=["relu"])
+    p = dict(anchor="pointwise", ins=[[256, 255]], outs=[[256, 255]], ops=["relu"])
     assert choose(problem(**p, arch="sm_90a")).block == (128, 1, 1)
     assert choose(problem(**p, arch="sm_80")).block == (256, 1, 1)
 
@@ -116,8 +130,8 @@ def test_pooling_and_pointwise_norms():
     pool = problem("pooling", [[2, 3, 8, 8]], [[2, 3, 4, 4]], attrs=[("window", (2, 2))])
     assert "simt-reduce not implemented yet (pooling: 96 windows of 4)" in choose(pool).reason
     # batchnorm_inference reduces nothing: a pointwise problem.
-    bn = problem("batchnorm_inference", [[2, 6, 3, 5]], [[2, 6, 3, 5]])
-    assert choose(bn).reason.startswith("simt-pointwise not implemented yet")
+    bn = problem("batchnorm_inference", [[2, 6, 3, 8]], [[2, 6, 3, 8]])
+    assert choose(bn).strategy == "simt-pointwise"
 
 
 def test_contractions_name_the_tensor_core_strategy_of_the_arch():
@@ -151,7 +165,7 @@ def test_convolution_is_an_implicit_gemm():
 
 def test_tensor_and_unknown_anchors():
     t = choose(problem("tensor", [[2, 3, 4]], [[6, 4]], ops=["reshape"]))
-    assert t.reason.startswith("simt-pointwise not implemented yet (copy by reshape: 24")
+    assert t.reason.startswith("no faster strategy planned (copy by reshape: 24")
     other = choose(problem("copy", [[4]], [[4]], ops=[]))
     assert other.reason.startswith("no faster strategy planned (anchor 'copy', 4 elements)")
 
@@ -170,10 +184,12 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
         configs = rank(p)
         assert configs and len(set(configs)) == len(configs)
         for c in configs:
-            assert c.strategy in heuristics.IMPLEMENTED == ("simt-generic",)
+            assert c.strategy in heuristics.IMPLEMENTED == ("simt-generic", "simt-pointwise")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
-            assert "not implemented yet" in c.reason or "no faster strategy" in c.reason
+            if c.strategy == "simt-generic":  # says why nothing faster runs
+                assert re.search("not implemented yet|no faster strategy|simt-pointwise needs",
+                                 c.reason)
         assert choose(p) == configs[0]
 
 
@@ -317,13 +333,15 @@ def test_manifest_records_strategy_and_reason():
     assert set(by_name) == {"main_load_x", *KERNELS}
     for name in KERNELS:
         for k in by_name[name]:
-            assert k["strategy"] == "simt-generic" and k["block"] == [128, 1, 1]
+            strategy = "simt-pointwise" if name == "main_k2_pointwise" else "simt-generic"
+            assert k["strategy"] == strategy and k["block"] == [128, 1, 1]
             assert k["reason"] == by_name[name][0]["reason"]
     assert by_name["main_k0_softmax"][0]["reason"].startswith("simt-reduce not implemented yet")
     assert by_name["main_k1_matmul"][0]["reason"].startswith("tc-sm90 (as tf32) not implemented")
-    # The layout copy is made after the heuristics ran: the fallback config, no reason.
+    # The layout copy is made after the heuristics ran: the fallback config, which
+    # the reason says.
     assert by_name["main_load_x"][0]["block"] == [256, 1, 1]
-    assert "reason" not in by_name["main_load_x"][0]
+    assert "after the heuristics" in by_name["main_load_x"][0]["reason"]
     artifact.validate(package.manifest)
     text = package.describe()
     assert "simt-generic: simt-reduce not implemented yet (softmax: 8 rows of 64)" in text
@@ -352,8 +370,8 @@ def test_an_overridden_block_changes_the_launch_and_the_ptx():
         assert after["block"] == block
         assert maxntid(changed.ptx, after["entry"]) == block
         assert maxntid(default.ptx, before["entry"]) == before["block"]
-        if after["name"] == "main_k2_pointwise":  # 512 elements: 8 blocks of 64, not 4 of 128
-            assert (before["grid"], after["grid"]) == ([4, 1, 1], [8, 1, 1])
+        if after["name"] == "main_k2_pointwise":  # 128 vectors: 2 blocks of 64, not 1 of 128
+            assert (before["grid"], after["grid"]) == ([1, 1, 1], [2, 1, 1])
             assert after["reason"].startswith("user override block=64; heuristics: ")
     every = compile_cuda(config="*=block:512")
     assert all(k["block"] == [512, 1, 1] for k in every.kernels if k["name"] in KERNELS)
@@ -394,7 +412,7 @@ def test_cli_config_flag(tmp_path, capsys):
                      "--config", "main_k2_pointwise=block:64"]) == 0
     assert "block [64, 1, 1]" in capsys.readouterr().out
     assert cli.main(["inspect", out]) == 0
-    assert "simt-generic: user override block=64; heuristics: simt-pointwise" in \
+    assert "simt-pointwise: user override block=64; heuristics: 1 pointwise op" in \
         capsys.readouterr().out
     assert cli.main(["compile", str(src), "--config", "main_k2_pointwise=block:64"]) == 2
     assert "--config configures GPU kernels: it needs --arch" in capsys.readouterr().err

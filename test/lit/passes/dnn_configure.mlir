@@ -1,8 +1,10 @@
 // dnn-configure: the heuristics attach dnn.config and dnn.config_reason to
-// every dnn.kernel function of the fused stage. The only strategy the code
-// generator implements is simt-generic; the reason names the faster one that
-// would apply. Block sizes follow the parallelism: 128 for few points, 256 by
-// default, 512/1024 for very large short pointwise chains.
+// every dnn.kernel function of the fused stage. Pointwise chains get
+// simt-pointwise (16-byte vectors; two per thread for very large ones) when
+// their innermost dims allow it; everything else gets simt-generic, with a
+// reason that names the faster strategy that would apply. Block sizes follow
+// the parallelism: 128 for few points, 256 by default, 512/1024 for very
+// large short simt-generic pointwise chains.
 
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_90a})' | FileCheck %s
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_80})' | FileCheck %s --check-prefix=SM80
@@ -13,50 +15,60 @@
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=strategy:tc-sm90})' 2>&1 | FileCheck %s --check-prefix=STRATEGY
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_70})' 2>&1 | FileCheck %s --check-prefix=ARCH
 
-// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
+// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
-// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm90': strategy 'tc-sm90' is not implemented yet: expected one of simt-generic
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm90': strategy 'tc-sm90' is not implemented yet: expected one of simt-generic, simt-pointwise
 // ARCH: dnnc-opt: error: pass 'dnn-configure' option 'arch': expected one of sm_80, sm_90a, got 'sm_70'
 
-// A small pointwise chain: 128-thread blocks; simt-pointwise would load 4 f32 at once.
+// A small pointwise chain: vectors of 4 f32, 128-thread blocks.
 // CHECK-LABEL: func.func private @small_pointwise(
-//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-pointwise (x4 vectors) not implemented yet (1 pointwise op over 32 elements); block 128: few points (32): one block of 128 holds them"
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise", vector = 4 : i64}
+//  CHECK-SAME:     dnn.config_reason = "1 pointwise op over 32 elements: vectors of 4 (16 bytes), 1 per thread, block 128"
 //  CHECK-NEXT:   %[[Y:.*]] = "dnn.relu"(%{{.*}})
 //  CHECK-NEXT:   return %[[Y]]
 // ALL-LABEL: func.func private @small_pointwise(
-//  ALL-SAME:     dnn.config = {block = [512, 1, 1], strategy = "simt-generic"}
-//  ALL-SAME:     dnn.config_reason = "user override block=512; heuristics: simt-pointwise
+//  ALL-SAME:     dnn.config = {block = [512, 1, 1], strategy = "simt-pointwise", vector = 4 : i64}
+//  ALL-SAME:     dnn.config_reason = "user override block=512; heuristics: 1 pointwise op
 func.func private @small_pointwise(%x: tensor<4x8xf32>) -> tensor<4x8xf32> attributes {dnn.anchor = "pointwise", dnn.kernel} {
   %y = "dnn.relu"(%x) : (tensor<4x8xf32>) -> tensor<4x8xf32>
   return %y : tensor<4x8xf32>
 }
 
-// Enough points for every SM: the default 256.
+// Enough vectors for every SM: 256-thread blocks.
 // CHECK-LABEL: func.func private @medium_pointwise(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-pointwise (x4 vectors) not implemented yet (2 pointwise ops over 1048576 elements); block 256: the default for 1048576 points"
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-pointwise", vector = 4 : i64}
+//  CHECK-SAME:     dnn.config_reason = "2 pointwise ops over 1048576 elements: vectors of 4 (16 bytes), 1 per thread, block 256"
 func.func private @medium_pointwise(%x: tensor<1024x1024xf32>, %b: tensor<1x1024xf32>) -> tensor<1024x1024xf32> attributes {dnn.anchor = "pointwise", dnn.kernel} {
   %0 = "dnn.add"(%x, %b) : (tensor<1024x1024xf32>, tensor<1x1024xf32>) -> tensor<1024x1024xf32>
   %1 = "dnn.relu"(%0) : (tensor<1024x1024xf32>) -> tensor<1024x1024xf32>
   return %1 : tensor<1024x1024xf32>
 }
 
-// 2^24 points: 512-thread blocks; bf16 vectors would be 8 wide.
+// bf16 vectors are 8 wide.
 // CHECK-LABEL: func.func private @large_pointwise(
-//  CHECK-SAME:     dnn.config = {block = [512, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-pointwise (x8 vectors) not implemented yet (1 pointwise op over 16777216 elements); block 512: many points (16777216), 1-op chain: fewer, larger blocks"
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}
+//  CHECK-SAME:     dnn.config_reason = "1 pointwise op over 16777216 elements: vectors of 8 (16 bytes), 1 per thread, block 256"
 func.func private @large_pointwise(%x: tensor<4096x4096xbf16>, %y: tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16> attributes {dnn.anchor = "pointwise", dnn.kernel} {
   %0 = "dnn.add"(%x, %y) : (tensor<4096x4096xbf16>, tensor<4096x4096xbf16>) -> tensor<4096x4096xbf16>
   return %0 : tensor<4096x4096xbf16>
 }
 
-// 2^26 points of a one-op chain: 1024-thread blocks.
+// 2^23 vectors, many waves: two per thread.
 // CHECK-LABEL: func.func private @huge_short_chain(
-//  CHECK-SAME:     dnn.config = {block = [1024, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-pointwise", unroll = 2 : i64, vector = 8 : i64}
 func.func private @huge_short_chain(%x: tensor<8192x8192xf16>) -> tensor<8192x8192xf16> attributes {dnn.anchor = "pointwise", dnn.kernel} {
   %0 = "dnn.relu"(%x) : (tensor<8192x8192xf16>) -> tensor<8192x8192xf16>
   return %0 : tensor<8192x8192xf16>
+}
+
+// An odd innermost dim takes no vector: simt-generic, and 2^26 points of a
+// one-op chain get 1024-thread blocks.
+// CHECK-LABEL: func.func private @huge_odd_chain(
+//  CHECK-SAME:     dnn.config = {block = [1024, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise needs an innermost dim that is a multiple of 2 elements at least, got 4097 (1 pointwise op over 67129345 elements); block 1024: many points (67129345), 1-op chain: fewer, larger blocks"
+func.func private @huge_odd_chain(%x: tensor<16385x4097xf16>) -> tensor<16385x4097xf16> attributes {dnn.anchor = "pointwise", dnn.kernel} {
+  %0 = "dnn.relu"(%x) : (tensor<16385x4097xf16>) -> tensor<16385x4097xf16>
+  return %0 : tensor<16385x4097xf16>
 }
 
 // 8 rows of 1024: one thread per row in simt-generic, so 128-thread blocks;
@@ -88,7 +100,7 @@ func.func private @matmul(%a: tensor<128x256xbf16>, %b: tensor<256x512xbf16>) ->
 // A data-movement kernel is a copy.
 // CHECK-LABEL: func.func private @reshape(
 //  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-pointwise not implemented yet (copy by reshape: 24 elements); block 128: few points (24): one block of 128 holds them"
+//  CHECK-SAME:     dnn.config_reason = "no faster strategy planned (copy by reshape: 24 elements); block 128: few points (24): one block of 128 holds them"
 func.func private @reshape(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> attributes {dnn.anchor = "tensor", dnn.kernel} {
   %y = "dnn.reshape"(%x) : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
   return %y : tensor<6x4xf32>

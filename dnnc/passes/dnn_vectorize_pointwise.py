@@ -1,0 +1,73 @@
+"""dnn-vectorize-pointwise: lower the elementwise loops of every kernel whose
+``dnn.config`` names the ``simt-pointwise`` strategy to 16-byte vector loads
+and stores (dnnc/codegen/gpu/vectorize.py).
+
+Runs in the ``gpu`` stage on bufferized kernel functions, before
+convert-linalg-to-parallel-loops. The config's ``vector`` is the number of
+elements per load and store, ``unroll`` the vectors each thread handles, and
+``block[0]`` the threads per block (the vector order depends on it). Every
+top-level ``linalg.generic`` that qualifies becomes an ``scf.parallel`` over
+groups of vectors, which dnn-distribute-loops spreads over blocks and
+threads like any other; one that does not qualify (a transposing map, a
+reduction, an innermost dim that is not a multiple of ``vector``) is left
+to the one-thread-per-element lowering. The heuristics only choose
+simt-pointwise for kernels whose generics qualify; the function records
+how many did as ``dnn.vectorized = [done, total]``.
+
+Before (config ``{block = [128, 1, 1], strategy = "simt-pointwise", vector = 8}``)::
+
+    linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]}
+        ins(%x : memref<64x256xbf16>) outs(%y : memref<64x256xbf16>) { ... }
+
+After::
+
+    scf.parallel (%g) = (%c0) to (%c2048) step (%c1) {
+      %j = arith.remui %g, %c32
+      %i = arith.divui %g, %c32
+      %e = arith.muli %j, %c8
+      %v = vector.load %x[%i, %e] {alignment = 16} : memref<64x256xbf16>, vector<8xbf16>
+      ... the body, once per lane ...
+      vector.store %r, %y[%i, %e] {alignment = 16} : memref<64x256xbf16>, vector<8xbf16>
+    }
+
+Lit test: test/lit/passes/dnn_vectorize_pointwise.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil, vectorize
+from dnnc.errors import PipelineError
+from dnnc.heuristics.config import Config
+from dnnc.passes import DnncPass, register
+
+STRATEGY = "simt-pointwise"
+DONE_ATTR = "dnn.vectorized"
+
+
+def pointwise_config(fn):
+    """The kernel's Config when it names simt-pointwise, else None."""
+    if irutil.CONFIG_ATTR not in fn.attributes:
+        return None
+    try:
+        config = Config.from_attr(fn.attributes[irutil.CONFIG_ATTR])
+    except PipelineError as err:
+        raise PipelineError(f"kernel '{irutil.symbol(fn)}': {err}") from None
+    return config if config.strategy == STRATEGY else None
+
+
+@register
+@dataclass
+class DnnVectorizePointwise(DnncPass):
+    NAME = "dnn-vectorize-pointwise"
+
+    def run(self, module):
+        with module.context, ir.Location.unknown():
+            for fn in irutil.kernel_functions(module):
+                config = pointwise_config(fn)
+                if config is None:
+                    continue
+                done, total = vectorize.vectorize_function(
+                    fn, config.vector, config.unroll, config.block[0])
+                fn.attributes[DONE_ATTR] = irutil.i64_array([done, total])
