@@ -11,6 +11,7 @@ in launch order), ``kernels.ptx`` (every kernel, one PTX module) and
 import importlib.metadata
 import io
 import json
+import textwrap
 import zipfile
 from dataclasses import dataclass
 
@@ -97,6 +98,18 @@ class Package:
         return describe(self.manifest, resources)
 
 
+def config_fields(kernel):
+    """The config fields of a launch besides its strategy and block, which the
+    plan shows anyway (``vector=4 unroll=2``; "" for none)."""
+    parts = []
+    for key, value in kernel.get("config", {}).items():
+        if key in ("strategy", "block"):
+            continue
+        text = "x".join(map(str, value)) if isinstance(value, list) else str(value)
+        parts.append(f"{key}={text}")
+    return " ".join(parts)
+
+
 def _buffer_text(manifest, index):
     b = manifest["buffers"][index]
     if b["kind"] == "workspace":
@@ -119,8 +132,12 @@ def describe(manifest, resources=None):
         lines.append(f"  {i}. {k['entry']}  [{k['strategy']}]  from {k['name']}")
         if k.get("reason") and k["name"] not in explained:
             explained.add(k["name"])
-            lines.append(f"     {k['strategy']}: {k['reason']}")
-        lines.append(f"     grid {k['grid']} block {k['block']} shared {k['shared_bytes']} B")
+            lines.append(textwrap.fill(f"{k['strategy']}: {k['reason']}", width=100,
+                                       initial_indent="     ", subsequent_indent="       ",
+                                       break_on_hyphens=False))
+        extra = config_fields(k)
+        lines.append(f"     grid {k['grid']} block {k['block']} shared {k['shared_bytes']} B"
+                     + (f"  config {extra}" if extra else ""))
         if resources is not None and k["entry"] in resources:
             r = resources[k["entry"]]
             lines.append(f"     ptxas: {r.registers} registers, {r.spill_stores} B spill stores, "
@@ -234,9 +251,17 @@ def validate(m):
         for key in ("name", "entry", "strategy", "grid", "block", "shared_bytes", "args"):
             if key not in k:
                 fail(f"kernel {k.get('entry', '?')}: missing key '{key}'")
+        # Optional (older packages lack them): the kernel function's config and
+        # why the heuristics chose it.
         if not isinstance(k.get("reason", ""), str):
             fail(f"kernel {k['entry']}: reason expected a string, got "
                  f"{type(k['reason']).__name__}")
+        config = k.get("config", {})
+        if not isinstance(config, dict):
+            fail(f"kernel {k['entry']}: config expected an object, got {type(config).__name__}")
+        if config.get("strategy", k["strategy"]) != k["strategy"]:
+            fail(f"kernel {k['entry']}: config strategy expected {k['strategy']!r} (the "
+                 f"kernel's strategy), got {config['strategy']!r}")
         for a in k["args"]:
             if a.get("kind") == "buffer":
                 if not 0 <= a.get("buffer", -1) < len(m["buffers"]):

@@ -14,7 +14,7 @@ import json
 import os
 import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from .cuda import arch_name
 from .errors import ArtifactError
@@ -97,7 +97,13 @@ class ArgSpec:
 
 @dataclass(frozen=True)
 class KernelSpec:
-    """One launch of the plan."""
+    """One launch of the plan.
+
+    ``name`` is the kernel function the launch came from, ``strategy`` and
+    ``config`` that function's code-generation strategy and whole config
+    (``{}`` in packages that predate the field), ``reason`` why the heuristics
+    chose it (``""`` when the package does not say).
+    """
 
     name: str
     entry: str
@@ -106,11 +112,24 @@ class KernelSpec:
     block: tuple
     shared_bytes: int
     args: tuple
+    config: dict = field(default_factory=dict, hash=False, compare=False)
+    reason: str = ""
 
     @property
     def has_work(self):
         """False for an empty grid (zero-size tensors): such a kernel is skipped."""
         return all(self.grid)
+
+    @property
+    def config_text(self):
+        """The strategy and the config fields a launch does not show
+        (``simt-pointwise vector=4 unroll=2``); block is the launch's block."""
+        parts = [self.strategy]
+        for key, value in self.config.items():
+            if key not in ("strategy", "block"):
+                text = "x".join(map(str, value)) if isinstance(value, list) else str(value)
+                parts.append(f"{key}={text}")
+        return " ".join(parts)
 
 
 @dataclass(frozen=True)
@@ -342,7 +361,17 @@ def _kernels(entries, buffers):
         shared = _int(_field(k, "shared_bytes", where), f"{where}: shared_bytes", minimum=0)
         args = tuple(_arg(a, f"{where}: args[{j}]", buffers)
                      for j, a in enumerate(_list(_field(k, "args", where), f"{where}: args")))
-        kernels.append(KernelSpec(name, entry, strategy, grid, block, shared, args))
+        # Optional (packages of older compilers lack them): information only.
+        config = k.get("config", {})
+        if not isinstance(config, dict):
+            raise ArtifactError(f"{MANIFEST}: {where}: config: expected an object, got {config!r}")
+        if config.get("strategy", strategy) != strategy:
+            raise ArtifactError(f"{MANIFEST}: {where}: config: strategy expected {strategy!r} "
+                                f"(the kernel's strategy), got {config['strategy']!r}")
+        reason = k.get("reason", "")
+        if not isinstance(reason, str):
+            raise ArtifactError(f"{MANIFEST}: {where}: reason: expected a string, got {reason!r}")
+        kernels.append(KernelSpec(name, entry, strategy, grid, block, shared, args, config, reason))
     return tuple(kernels)
 
 

@@ -224,12 +224,18 @@ def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params):
 # -- memory -----------------------------------------------------------------
 
 def mem_alloc(nbytes):
-    """Device memory of ``nbytes`` (> 0) bytes; returns the address as an int."""
+    """Device memory of ``nbytes`` bytes; returns the address as an int. Zero
+    bytes (a tensor with a zero-size dim) is address 0 and no driver call:
+    cuMemAlloc refuses a size of 0."""
+    if nbytes == 0:
+        return 0
     return int(call(_d.cuMemAlloc, nbytes))
 
 
 def mem_free(address):
-    call(_d.cuMemFree, address)
+    """Free what mem_alloc returned (0, the empty allocation, is a no-op)."""
+    if address:
+        call(_d.cuMemFree, address)
 
 
 def copy_to_device(address, host_address, nbytes, stream):

@@ -16,7 +16,10 @@ A call goes in three steps:
    cuLaunchKernel each kernel of the plan in order on the caller's stream
    (``stream=`` if given, else torch's current stream when the call uses
    torch tensors, else the legacy default stream). Kernels with an empty
-   grid (zero-size tensors) are skipped.
+   grid (zero-size tensors) are skipped, and a plan without kernels loads
+   no module. A tensor with a zero-size dim may sit at address 0 (its
+   alignment is not checked; the compiler drops the kernels that would
+   touch it), and a NumPy one is not staged.
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
@@ -33,6 +36,7 @@ calls on different streams race: use one Executable per stream/thread.
 import ctypes
 import statistics
 import sys
+import textwrap
 
 import numpy as np
 
@@ -56,8 +60,14 @@ class Plan(tuple):
     """The kernels an executable launches, in order (KernelSpec); ``str()`` is a table.
 
     ``name`` is the kernel function a launch came from (one function may make
-    several launches); ``entry`` the PTX function launched.
+    several launches); ``entry`` the PTX function launched. The table has one
+    row per launch: kernel function, entry, strategy (with the config fields
+    the launch does not show), grid, block, dynamic shared memory and the
+    number of arguments; under the first launch of each kernel function, the
+    reason for its config (wrapped), when the package records one.
     """
+
+    WIDTH = 100   # reasons wrap at this column
 
     @property
     def labels(self):
@@ -69,11 +79,20 @@ class Plan(tuple):
         rows = [("#", "kernel", "entry", "strategy", "grid", "block", "shared", "args")]
         for i, k in enumerate(self):
             note = "" if k.has_work else "  (skipped: empty grid)"
-            rows.append((str(i), k.name, k.entry, k.strategy, "x".join(map(str, k.grid)),
+            rows.append((str(i), k.name, k.entry, k.config_text, "x".join(map(str, k.grid)),
                          "x".join(map(str, k.block)), str(k.shared_bytes), str(len(k.args)) + note))
         widths = [max(len(r[c]) for r in rows) for c in range(len(rows[0]) - 1)]
-        return "\n".join("  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1]
-                         for r in rows)
+        indent = " " * (widths[0] + 2)   # reasons start under the kernel column
+        lines, explained = [], set()
+        for n, r in enumerate(rows):
+            lines.append("  ".join(cell.ljust(w) for cell, w in zip(r, widths)) + "  " + r[-1])
+            k = self[n - 1] if n else None
+            if k is not None and k.reason and k.name not in explained:
+                explained.add(k.name)  # once per kernel function: its launches share it
+                lines.append(textwrap.fill(f"why: {k.reason}", width=self.WIDTH,
+                                           initial_indent=indent, subsequent_indent=indent + "     ",
+                                           break_on_hyphens=False))
+        return "\n".join(lines)
 
 
 class _Launch:
@@ -317,7 +336,8 @@ class Executable:
             raise DeviceError("the first call of an Executable loads its kernels and allocates its "
                               "workspace, which CUDA graph capture forbids: call it once before "
                               "capturing")
-        module = cuda.load_module(self.artifact.ptx)
+        # A plan without kernels (every output empty) has no PTX to load.
+        module = cuda.load_module(self.artifact.ptx) if self.artifact.kernels else _NO_MODULE
         launches = []
         try:
             for i, k in enumerate(self.artifact.kernels):
@@ -339,7 +359,7 @@ class Executable:
                 else:
                     self._workspace, self._workspace_owner = cuda.mem_alloc(nbytes), "cuda"
         except BaseException:
-            cuda.unload_module(module)
+            _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
 
@@ -356,7 +376,7 @@ class Executable:
             cuda.synchronize_context()
             if self._workspace_owner == "cuda":
                 cuda.mem_free(self._workspace)
-            cuda.unload_module(self._module)
+            _unload(self._module)
         finally:
             self.device.deactivate(pushed)
             self._module, self._launches = None, ()
@@ -373,6 +393,16 @@ class Executable:
             self.close()
         except Exception:
             pass  # interpreter shutdown: the driver may already be gone
+
+
+# The module of a plan without kernels: nothing was loaded (and _module is
+# not None, so the executable counts as prepared).
+_NO_MODULE = "no kernels"
+
+
+def _unload(module):
+    if module is not _NO_MODULE:
+        cuda.unload_module(module)
 
 
 def _stage(spec, staged, host, stream):

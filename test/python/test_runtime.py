@@ -160,6 +160,51 @@ def test_plan_is_a_table():
     assert exe.plan.labels == ["scale2#0", "axpy", "scale2#2"]
 
 
+REASON = ("simt-pointwise (x4 vectors) not implemented yet (1 pointwise op over 6 elements); "
+          "block 32: few points (6): one block of 32 holds them")
+
+
+def explained_manifest():
+    """axpy_manifest with the optional config and reason of every launch; k0
+    and k2 come from one kernel function, k1 from a copy made after the
+    heuristics."""
+    m = axpy_manifest()
+    k0, k1, k2 = m["kernels"]
+    k0.update(config={"block": [32, 1, 1], "strategy": "simt-pointwise", "vector": 4,
+                      "unroll": 2}, reason=REASON)
+    k1.update(config={"block": [32, 1, 1], "strategy": "simt-generic"},
+              reason="created by dnn-io-strides after the heuristics; default config")
+    k2.update(name="k0_scale", strategy="simt-pointwise", config=k0["config"], reason=REASON)
+    return m
+
+
+def test_plan_shows_strategy_launch_and_reason():
+    exe = load(explained_manifest())
+    k0, k1, _ = exe.plan
+    assert k0.reason == REASON and k0.config["vector"] == 4
+    assert k0.config_text == "simt-pointwise vector=4 unroll=2"
+    assert k1.config_text == "simt-generic"
+    lines = str(exe.plan).splitlines()
+    assert lines[1].split()[:7] == ["0", "k0_scale", "scale2", "simt-pointwise", "vector=4",
+                                    "unroll=2", "1x1x1"]
+    # The reason sits under its launch, indented, wrapped; once per kernel function.
+    text = "\n".join(lines)
+    assert lines[2].lstrip().startswith("why: simt-pointwise (x4 vectors) not implemented yet")
+    assert lines[2].startswith("   why:") and lines[3].startswith("        ")
+    assert all(len(line) <= 100 for line in lines if line.startswith(" "))
+    assert " ".join(line.strip() for line in lines[2:4]) == f"why: {REASON}"
+    assert text.count("why: simt-pointwise") == 1
+    assert "k1_axpy" in lines[4] and "why: created by dnn-io-strides after the heuristics" in lines[5]
+    assert "skipped: empty grid" in lines[-1]
+
+
+def test_manifest_without_config_or_reason_still_loads():
+    """Packages of older compilers have neither field: empty, and no reason line."""
+    exe = load(axpy_manifest())
+    assert all(k.reason == "" and k.config == {} for k in exe.plan)
+    assert "why:" not in str(exe.plan) and len(str(exe.plan).splitlines()) == 4
+
+
 def test_llvm_style_ptx_signatures():
     """What MLIR/LLVM's NVPTX back end writes: .ptr/.align qualifiers, .maxntid."""
     ptx = """
@@ -257,6 +302,10 @@ def _broken(edit):
     (lambda m: m["kernels"][1]["args"].__setitem__(3, {"kind": "buffer", "buffer": 0}),
      r"argument 3 is a pointer \(8 bytes\) .* is 4 bytes"),
     (lambda m: m["kernels"][0]["args"][0].update(kind="tma"), r"kind: expected buffer or scalar, got 'tma'"),
+    (lambda m: m["kernels"][0].update(reason=["slow"]), r"'k0_scale': reason: expected a string"),
+    (lambda m: m["kernels"][0].update(config="block=32"), r"'k0_scale': config: expected an object"),
+    (lambda m: m["kernels"][0].update(config={"strategy": "tc-sm90"}),
+     r"'k0_scale': config: strategy expected 'simt-pointwise' \(the kernel's strategy\), got 'tc-sm90'"),
 ])
 def test_manifest_errors(edit, message):
     with pytest.raises(ArtifactError, match=message):
@@ -635,6 +684,49 @@ def test_dlpack_goes_through_torch(no_cuda):
         exe(capsule)
     with pytest.raises(ArgumentError, match="expected shape \\[4\\], got \\[5\\]"):
         exe(torch.utils.dlpack.to_dlpack(torch.zeros(5)))
+
+
+# -- zero-size tensors -------------------------------------------------------------
+
+def test_zero_size_tensors_launch_nothing_and_allocate_nothing(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    sizes = []
+    alloc = gpu.alloc
+    monkeypatch.setattr(cuda_mod, "mem_alloc", lambda n: sizes.append(n) or alloc(n))
+    m = scale_manifest(n=0)
+    assert m["kernels"][0]["grid"] == [0, 1, 1]
+    exe = load(m)
+    assert not exe.plan[0].has_work
+    y = exe(np.zeros(0, np.float32))
+    assert isinstance(y, np.ndarray) and y.shape == (0,) and y.dtype == np.float32
+    given = np.zeros(0, np.float32)
+    assert exe(np.zeros(0, np.float32), outputs=[given]) is given
+    # Device arrays of zero elements may sit at address 0, unaligned or not.
+    exe(FakeCudaArray((0,), address=0), outputs=[FakeCudaArray((0,), address=0x7F00_0000_0004)])
+    assert gpu.launches == [] and sizes == []
+
+
+def test_plan_without_kernels(monkeypatch):
+    """Every output empty: no kernel, no PTX; loading the (absent) module is skipped."""
+    gpu = FakeGPU(monkeypatch)
+    monkeypatch.setattr(cuda_mod, "load_module", lambda ptx: pytest.fail("module loaded"))
+    m = scale_manifest(n=0)
+    m.update(kernels=[], inputs=[{"name": "x", "dims": [0, 16], "strides": [16, 1], "dtype": "bf16"}],
+             outputs=[{"name": "y", "dims": [0, 16], "strides": [1, 1], "dtype": "bf16"}])
+    exe = load(m, ptx="")
+    assert len(exe.plan) == 0 and str(exe.plan).splitlines()[0].split()[0] == "#"
+    import ml_dtypes
+    y = exe(np.zeros((0, 16), ml_dtypes.bfloat16))
+    assert y.shape == (0, 16) and y.dtype == ml_dtypes.bfloat16
+    assert exe.time(np.zeros((0, 16), ml_dtypes.bfloat16)) == {"total": 0.0}
+    exe.close()
+    assert gpu.launches == []
+
+
+def test_empty_allocation_makes_no_driver_call(monkeypatch):
+    monkeypatch.setattr(cuda_mod, "call", lambda *a: pytest.fail(f"driver called: {a[0]}"))
+    assert cuda_mod.mem_alloc(0) == 0
+    cuda_mod.mem_free(0)
 
 
 # -- the runtime never loads MLIR or the compiler ------------------------------

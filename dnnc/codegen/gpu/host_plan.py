@@ -9,13 +9,31 @@ order, following calls, and records:
   per ``memref.alloc`` (offsets aligned to ``ALIGNMENT`` bytes; nothing is
   reused yet);
 * ``kernels``: one record per ``gpu.launch_func``: the kernel function it came
-  from (``name``), the PTX ``entry``, its strategy (and ``reason``, the
-  heuristics' ``dnn.config_reason``, when the kernel function has one), grid
+  from (``name``), the PTX ``entry``, that function's ``strategy`` and whole
+  ``config`` (its ``dnn.config`` as JSON) and ``reason`` (see below), grid
   and block (constants), dynamic shared memory, and its arguments in PTX
   parameter order. Kernels are lowered with the bare-pointer convention, so
   a memref argument is one pointer parameter: a buffer plus ``byte_offset``
   (0: a view's static offset is folded into the kernel's code); an index /
   integer / float constant is a scalar.
+
+How a launch maps back to its kernel function: the graph function only
+calls kernel functions (``func.call``), and gpu-kernel-outlining leaves each
+``gpu.launch_func`` in the body of the function whose loops it came from. So
+the walk follows every call into the callee and charges the launches found
+there to it; one kernel function may make several launches (one per linalg
+op it holds), which then share its config and reason.
+
+The reason is dnn-configure's ``dnn.config_reason``. A kernel function born
+after the heuristics ran (dnn-host-to-kernels' copies and fills,
+dnn-io-strides' layout copies: ``dnn.anchor`` ``copy`` or ``fill``) has none;
+its reason says who made it and that its config is dnn-default-config's.
+
+A kernel whose loops have no iteration (a zero-size dim) is dropped before
+this (dnn-distribute-loops erases it), so it makes no launch; one that still
+has work (a matmul with K = 0 fills its output with zeros) is launched. A
+graph left with no launch at all (every output has zero elements) raises
+UnsupportedError naming its outputs: the package would hold no PTX.
 
 Anything else on the host (a copy, a loop, a dynamic size) cannot be planned
 and raises UnsupportedError naming the op. A kernel that stores into a graph
@@ -48,6 +66,7 @@ class _Planner:
         self.workspace = 0
         self.kernels = []
         self.where = {}  # memref Value -> buffer index
+        self.graph_name = ""
         self.gpu_funcs = {}  # (module, kernel) -> gpu.func op
         for gm in irutil.body(module).operations:
             if gm.operation.name == "gpu.module":
@@ -58,6 +77,7 @@ class _Planner:
 
     def run(self):
         graph = irutil.graph_function(self.module)
+        self.graph_name = irutil.symbol(graph)
         args = list(irutil.body(graph).arguments)
         if len(args) < self.n_inputs:
             raise LoweringError(f"graph function has {len(args)} arguments, expected at least "
@@ -66,6 +86,8 @@ class _Planner:
             kind, index = ("input", i) if i < self.n_inputs else ("output", i - self.n_inputs)
             self.where[arg] = self._add({"kind": kind, "index": index})
         self._function(graph, None)
+        if not self.kernels:
+            raise UnsupportedError(_nothing_to_launch(graph, self.n_inputs))
         return {"workspace_bytes": self.workspace, "buffers": self.buffers,
                 "kernels": self.kernels}
 
@@ -141,7 +163,10 @@ class _Planner:
         entry = target[-1]
         self._check_inputs_read_only(target, args, entry)
         record = {"name": irutil.symbol(fn), "entry": entry, "strategy": _strategy(fn)}
-        reason = _reason(fn)
+        config = _config(fn)
+        if config:
+            record["config"] = config
+        reason = _reason(fn, self.graph_name)
         if reason:
             record["reason"] = reason
         self.kernels.append({
@@ -212,12 +237,84 @@ def _strategy(fn):
     return "simt-generic"
 
 
-def _reason(fn):
-    """Why the kernel has its config (dnn-configure's dnn.config_reason); ""
-    for a kernel made after the configured stage (a layout copy, a fill)."""
+def _config(fn):
+    """The kernel function's ``dnn.config`` as a JSON-able dict ({} if none)."""
+    if irutil.CONFIG_ATTR not in fn.attributes:
+        return {}
+    return _json(fn.attributes[irutil.CONFIG_ATTR])
+
+
+def _json(attr):
+    """A config attribute as JSON: strings, numbers, booleans, lists, dicts."""
+    if isinstance(attr, ir.StringAttr):
+        return attr.value
+    if isinstance(attr, ir.BoolAttr):
+        return bool(attr.value)
+    if isinstance(attr, ir.IntegerAttr):
+        return int(attr.value)
+    if isinstance(attr, ir.FloatAttr):
+        return float(attr.value)
+    if isinstance(attr, ir.DictAttr):
+        return {attr[i].name: _json(attr[i].attr) for i in range(len(attr))}
+    if isinstance(attr, ir.ArrayAttr):
+        return [_json(a) for a in attr]
+    if isinstance(attr, ir.DenseI64ArrayAttr):
+        return [int(v) for v in attr]
+    return str(attr)
+
+
+# Kernel functions made after the heuristics ran (dnn.anchor "copy" or
+# "fill"), by the name their pass gives them: <graph><suffix>...
+_LATE_KERNELS = (
+    ("_load_", "dnn-io-strides", "copies a strided graph input to a row-major buffer"),
+    ("_store_", "dnn-io-strides", "copies a row-major buffer to a strided graph output"),
+    ("_fill", "dnn-host-to-kernels", "fills a splat constant"),
+    ("_copy", "dnn-host-to-kernels", "a copy that bufferization left on the host"),
+)
+
+
+def _reason(fn, graph_name):
+    """Why the kernel has its config: dnn-configure's dnn.config_reason, or,
+    for a kernel made after the configured stage (a layout copy, a fill),
+    which pass made it; "" when neither applies."""
     if REASON_ATTR in fn.attributes:
         return ir.StringAttr(fn.attributes[REASON_ATTR]).value
-    return ""
+    anchor = ir.StringAttr(fn.attributes["dnn.anchor"]).value \
+        if "dnn.anchor" in fn.attributes else ""
+    if anchor not in ("copy", "fill"):
+        return ""
+    name = irutil.symbol(fn)
+    for suffix, made_by, what in _LATE_KERNELS:
+        if name.startswith(graph_name + suffix):
+            return (f"created by {made_by} after the heuristics ({what}); default config "
+                    "(dnn-default-config)")
+    return ("created by dnn-io-strides/dnn-host-to-kernels after the heuristics; default "
+            "config (dnn-default-config)")
+
+
+def _nothing_to_launch(graph, n_inputs):
+    """The message for a graph whose plan has no launch: which outputs are empty."""
+    args = list(irutil.body(graph).arguments)
+    empty = []
+    for i, arg in enumerate(args[n_inputs:]):
+        t = ir.MemRefType(arg.type)
+        if any(n == 0 for n in t.shape):
+            empty.append(f"output '{_arg_name(graph, n_inputs + i, f'output{i}')}' dims "
+                         f"{list(t.shape)}")
+    name = irutil.symbol(graph)
+    if empty and len(empty) == len(args) - n_inputs:
+        return (f"graph '{name}': nothing to launch: every output has a zero-size dim "
+                f"({', '.join(empty)}); a package without kernels is not supported: give "
+                "some output at least one element")
+    return f"graph '{name}': the host code launches no kernel"
+
+
+def _arg_name(fn, index, default):
+    if "arg_attrs" in fn.attributes:
+        attrs = ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[index])
+        if "dnn.name" in attrs:
+            return ir.StringAttr(attrs["dnn.name"]).value
+    return default
 
 
 def extract(module, n_inputs):
