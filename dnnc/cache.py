@@ -1,17 +1,20 @@
 """The JIT cache: compiled ``.dnnpkg`` artifacts on disk, one file per key.
 
-    key = cache.key_for(module_text, options)   # sha256 hex digest
+    key = cache.key_for_graph(graph, options)   # sha256 hex digest
     data = cache.get(key)                        # bytes, or None on a miss
     if data is None:
         data = cache.package_bytes(compile(...), key)
         cache.put(key, data)
 
-The key hashes everything that decides the artifact: the canonical dnn graph
-text (the module as the MLIR bindings print it), the compile options that
-change the output (``Options.key_fields``), the arch, dnnc's version, a
-digest of the compiler's own sources (every ``.py`` under ``dnnc/``, so an
-edited pass invalidates old entries without a version bump) and the version
-of the MLIR bindings.
+The key hashes everything that decides the artifact: the graph, the compile
+options that change the output (``Options.key_fields``), the arch, dnnc's
+version, a digest of the compiler's own sources (every ``.py`` under
+``dnnc/``, so an edited pass invalidates old entries without a version bump)
+and the version of the MLIR bindings. A ``dnnc.Graph`` stands in the key as
+``Graph.serialize()``, canonical JSON made without MLIR, so that a hit needs
+no MLIR at all (``key_for_graph``); a dnn module stands in it as the text the
+MLIR bindings print (``key_for``). The two forms never give one key, so one
+graph passed once as a Graph and once as a module has two entries.
 
 An entry is ``<dir>/<key>.dnnpkg``; its manifest records the key under
 ``cache_key``. Writers write a temp file (``.<key prefix>-*.tmp``, a name
@@ -41,7 +44,7 @@ from dataclasses import dataclass
 from dnnc import artifact, env
 
 # Bump when the key's recipe or the entry layout changes.
-CACHE_FORMAT = 1
+CACHE_FORMAT = 2
 KEY_FIELD = "cache_key"
 ENTRY_SUFFIX = ".dnnpkg"
 TEMP_SUFFIX = ".tmp"
@@ -49,7 +52,6 @@ TEMP_SUFFIX = ".tmp"
 STALE_TEMP_SECONDS = 3600
 
 _KEY = re.compile(r"^[0-9a-f]{64}$")
-# Fixed zip timestamps, so that one package always serializes to the same bytes.
 
 
 # -- the key ------------------------------------------------------------------
@@ -91,11 +93,22 @@ def mlir_bindings_version():
 def key_for(module_text, options):
     """The cache key (64 hex digits) of compiling ``module_text`` (the dnn
     module as printed by the bindings) with ``options`` (compiler.Options)."""
+    return _key("module", module_text, options)
+
+
+def key_for_graph(graph, options):
+    """The cache key (64 hex digits) of compiling the dnnc.Graph ``graph``
+    with ``options`` (compiler.Options), from ``graph.serialize()``: no MLIR."""
+    return _key("graph", graph.serialize(), options)
+
+
+def _key(form, text, options):
     from dnnc import __version__
 
     recipe = {
         "cache_format": CACHE_FORMAT,
-        "graph": module_text,
+        "form": form,  # "graph" or "module": which of the two texts "graph" holds
+        "graph": text,
         "options": options.key_fields(),
         "arch": options.arch,
         "dnnc": __version__,

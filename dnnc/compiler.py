@@ -5,9 +5,10 @@ each stage's IR as ``<name>.<stage>.mlir`` when asked to dump, and hands the
 result to the target's back end.
 
 For target ``cuda`` it also holds the entry points above the stage loop:
-``compile_cuda`` (ahead of time, through the on-disk cache of dnnc/cache.py)
-and ``jit`` (``Graph.compile(target="cuda")``: detect the GPU's arch, compile
-through the cache, return the runtime's Executable).
+``compile_cuda`` (ahead of time, through the on-disk cache of dnnc/cache.py),
+``jit`` (``Graph.compile(target="cuda")``: detect the GPU's arch, compile
+through the cache, return the runtime's Executable) and ``lookup``, the cache
+read both use, which for a dnnc.Graph imports no MLIR.
 """
 
 import hashlib
@@ -214,25 +215,55 @@ def _dnn_module(graph_or_module):
     return graph_or_module, "graph"
 
 
+def cache_key(graph_or_module, options):
+    """The JIT cache key of compiling ``graph_or_module`` with ``options``
+    (Options). A dnnc.Graph is keyed by ``Graph.serialize()``, which needs no
+    MLIR; an mlir.ir.Module or dnn MLIR text by the module as printed."""
+    from dnnc import cache
+    from dnnc.graph import Graph
+
+    if isinstance(graph_or_module, Graph):
+        return cache.key_for_graph(graph_or_module, options)
+    module, _ = _dnn_module(graph_or_module)
+    return cache.key_for(str(module), options)
+
+
+def lookup(graph_or_module, arch, **options):
+    """(key, .dnnpkg bytes or None): the cache key of compiling
+    ``graph_or_module`` for ``arch`` with ``options`` (further Options
+    fields) and the bytes of its entry in the cache, None on a miss. This is
+    the cache read of ``compile_cuda`` and ``jit``. For a dnnc.Graph it
+    imports no MLIR (nor any dnnc module that does): a hit costs a hash of
+    the graph's serialization and one file read."""
+    from dnnc import cache
+
+    key = cache_key(graph_or_module, Options(target="cuda", arch=arch, **options))
+    return key, cache.default().get(key)
+
+
 def _compile_cuda(graph_or_module, arch, cache, options):
     """(Package or None, .dnnpkg bytes): on a cache hit only the bytes, read
     from the entry; on a miss the Package just compiled and its bytes."""
     from dnnc import cache as jit_cache
 
     opts = Options(target="cuda", arch=arch, **options)
-    module, basename = _dnn_module(graph_or_module)
     if not cache:
+        module, basename = _dnn_module(graph_or_module)
         package = compile_module(module, opts, basename=basename)
         return package, jit_cache.package_bytes(package)
-    key = jit_cache.key_for(str(module), opts)
-    store = jit_cache.default()
-    if not opts.dump_ir:  # asked for the stages' IR: compile, so that it is written
-        data = store.get(key)
+    if isinstance(graph_or_module, str):  # parsed once, for the key and the compile
+        graph_or_module, _ = _dnn_module(graph_or_module)
+    if opts.dump_ir:  # asked for the stages' IR: compile, so that it is written
+        key = cache_key(graph_or_module, opts)
+    else:
+        key, data = lookup(graph_or_module, arch, **options)
         if data is not None:
             return None, data
+    module, basename = _dnn_module(graph_or_module)
     package = compile_module(module, opts, basename=basename)
     package.manifest[jit_cache.KEY_FIELD] = key
     data = jit_cache.package_bytes(package)
+    store = jit_cache.default()
     try:
         store.put(key, data)
     except OSError as err:  # a read-only or full disk costs the next run a compile, no more
@@ -249,8 +280,9 @@ def compile_cuda(graph_or_module, arch, cache=True, **options):
     ``dnnc.artifact.Package``. Needs no GPU when ``arch`` is given.
 
     With ``cache`` the result comes from, or goes to, the on-disk cache
-    (dnnc/cache.py, $DNNC_CACHE_DIR); a hit runs no pass: it prints the
-    module to compute the key and reads one file. ``options`` are further
+    (dnnc/cache.py, $DNNC_CACHE_DIR) through ``lookup``; a hit runs no pass
+    and reads one file, and for a dnnc.Graph imports no MLIR: the key comes
+    from ``Graph.serialize()``, not from the module. ``options`` are further
     Options fields (``dump_ir``: compile even on a hit so the IR is written;
     ``stop_after``: no caching, the module is returned as compile_module does).
     A module passed in is lowered in place on a miss, as compile_module does.

@@ -18,6 +18,7 @@ first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 are f32) keep it.
 """
 
+import json
 import math
 
 from dnnc.dialect import opdef as _opdef
@@ -529,6 +530,50 @@ class Graph:
 
         return graph_mlir.from_mlir(text)
 
+    def serialize(self):
+        """The graph as canonical JSON text, made without MLIR: everything
+        ``to_mlir`` reads, in a fixed form. That is the graph's name and data
+        types; each input's name, dims, strides and element type; each op in
+        order with its name, attributes, operands and result tensors (name,
+        dims, strides, element type as resolved now); the outputs in order.
+        Operands and outputs refer to tensors by position (``input:0``,
+        ``op:3:y``), floats are written exactly (``float.hex``). One graph
+        gives the same text in every process, and graphs whose MLIR differs
+        give different texts: the JIT cache keys graphs by it."""
+        refs = {}
+        inputs = []
+        for i, t in enumerate(self._inputs):
+            refs[id(t)] = f"input:{i}"
+            inputs.append(self._tensor_form(t))
+        nodes = []
+        for j, node in enumerate(self._nodes):
+            operands = {key: _operand_form(refs, value, node, key)
+                        for key, value in node.operands.items()}
+            attrs = {key: _attr_form(node.opdef.attr(key).kind, value)
+                     for key, value in node.attrs.items()}
+            results = {}
+            for r, t in node.results.items():
+                refs[id(t)] = f"op:{j}:{r}"
+                results[r] = self._tensor_form(t)
+            nodes.append({"op": node.opdef.name, "name": node.name,
+                          "explicit_name": node.explicit_name, "operands": operands,
+                          "attrs": attrs, "results": results})
+        form = {
+            "name": self.name,
+            "io_data_type": _dtype_form(self.io_data_type),
+            "intermediate_data_type": _dtype_form(self.intermediate_data_type),
+            "compute_data_type": _dtype_form(self.compute_data_type),
+            "inputs": inputs,
+            "nodes": nodes,
+            "outputs": [_ref(refs, t, "output") for t in self._outputs],
+        }
+        return json.dumps(form, sort_keys=True, separators=(",", ":"), allow_nan=False)
+
+    def _tensor_form(self, t):
+        return {"name": t.name, "dim": [int(d) for d in t.dim],
+                "stride": [int(s) for s in t.get_stride()],
+                "data_type": _dtype_form(self._resolve_dtype(t))}
+
     def execute_reference(self, inputs):
         """Run the NumPy oracle. ``inputs`` maps input tensors (or their names)
         to arrays; returns a dict output name -> float64 (or bool) array, each
@@ -569,6 +614,40 @@ class Graph:
             raise GraphError(f"unknown inputs: {', '.join(sorted(by_name))}; the graph's inputs "
                              f"are {', '.join(t.name for t in self._inputs)}")
         return ordered
+
+
+def _dtype_form(dt):
+    return dt.value if dt is not None else None
+
+
+def _ref(refs, t, where):
+    try:
+        return refs[id(t)]
+    except KeyError:
+        raise GraphError(f"{where} '{t.name}': expected a tensor of this graph made before "
+                         "its use, got an unknown tensor") from None
+
+
+def _operand_form(refs, value, node, key):
+    where = f"op '{node.name}' operand '{key}'"
+    if value is None:
+        return None
+    if isinstance(value, list):
+        return [_ref(refs, t, where) for t in value]
+    return _ref(refs, value, where)
+
+
+def _attr_form(kind, value):
+    """An attribute's value as builders.encode_attr reads it, in JSON."""
+    if kind == "int":
+        return int(value)
+    if kind == "ints":
+        return [int(v) for v in value]
+    if kind == "float":
+        return float(value).hex()  # exact, and defined for the infinities
+    if kind == "bool":
+        return bool(value)
+    return str(value)  # "str", "type"
 
 
 def _spatial(what, value, nd, default):
