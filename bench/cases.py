@@ -1,23 +1,60 @@
 """The benchmark cases: a dnn graph and the PyTorch code that computes the same.
 
-Each case gives ``build()`` → a dnnc.Graph, ``torch_fn(*tensors)`` → the same
-result with PyTorch (cuDNN / cuBLAS / its own kernels), the FLOPs, and the
-minimal bytes it must move (every input read once, every output written once),
-so the runner can report TFLOP/s or TB/s against the device's copy bandwidth.
-Only ``build`` needs dnnc (and so MLIR); the rest is read on the GPU machine.
+Each case gives ``build()`` → a dnnc.Graph, ``torch_fn(torch, *tensors)`` → the
+same result with PyTorch (cuDNN / cuBLAS / its own kernels), the FLOPs, and the
+minimal bytes it must move (every input it needs read once, every output written
+once), so the runner can report TFLOP/s or TB/s against the device's copy
+bandwidth. Only ``build`` needs dnnc (and so MLIR); the rest is read on the GPU
+machine.
+
+Together the cases use every op of the dialect (test/python/test_bench_cases.py
+checks it), one case per pointwise op. ``group`` is the family: pointwise,
+activation-backward, tensor, reduction, norm, softmax, pooling, matmul, conv,
+attention; the name says forward or backward.
+
+The runner fills the inputs with random normal values (bool: fair coin flips)
+in the layouts of the package's manifest. Two optional hooks refine that:
+
+* ``init(torch, *inputs)`` overwrites inputs in place with the values the op
+  expects, for both sides alike: positive numbers for log, statistics computed
+  from x for a norm's backward, the forward's output for softmax backward.
+* ``torch_prepare(torch, *inputs)`` returns what PyTorch keeps from the forward
+  pass in training (max-pool indices, sigmoid's output, an autograd graph). It
+  runs once per input set, untimed, and its results follow the inputs in the
+  arguments of ``torch_fn``.
+
+The reference is the call a PyTorch user makes: torch.nn.functional, torch.*,
+the aten backward op that autograd runs (gelu_backward, _softmax_backward_data,
+native_layer_norm_backward, ...), torch.nn.grad for convolution gradients, and
+``torch.autograd.grad`` on a prepared forward where the backward has no stable
+direct entry point (rms_norm, group_norm, instance_norm and
+scaled_dot_product_attention, whose backward kernel and saved tensors depend on
+the PyTorch version and the backend it picks).
+
+FLOPs of matmul, convolution and attention are the usual 2 per multiply-add
+(causal attention counts the half it computes). For memory-bound cases they are
+nominal, only for information: one per element per elementary operation, zero
+for pure data movement; their rate is bytes / time.
 """
 
+import math
 from dataclasses import dataclass
+
+GROUPS = ("pointwise", "activation-backward", "tensor", "reduction", "norm", "softmax",
+          "pooling", "matmul", "conv", "attention")
 
 
 @dataclass(frozen=True)
 class Case:
     name: str
     build: object          # () -> dnnc.Graph
-    torch_fn: object       # (torch module, *tensors) -> tensor or tuple
+    torch_fn: object       # (torch module, *tensors, *prepared) -> tensor or tuple
     flops: float
     bytes: float
     memory_bound: bool
+    group: str = ""
+    init: object = None            # (torch module, *tensors) -> None, in place
+    torch_prepare: object = None   # (torch module, *tensors) -> tuple, untimed
 
 
 def _graph(name, dt="bf16"):
@@ -25,6 +62,24 @@ def _graph(name, dt="bf16"):
     import dnnc
 
     return dnnc.Graph(name=name, io_data_type=dt)
+
+
+def _numel(shape):
+    return math.prod(shape)
+
+
+def _nhwc(n, c, h, w):
+    """Strides of a logical (N, C, H, W) tensor stored channels-last."""
+    return [c * h * w, 1, w * c, c]
+
+
+BF16, F32, BOOL, FP8 = 2, 4, 1, 1  # bytes per element
+EPS = 1e-5
+
+
+# ============================================================================
+# The original cases (their names are the keys of earlier result files)
+# ============================================================================
 
 
 def _pointwise_gelu():
@@ -94,26 +149,816 @@ def _sdpa():
 
 
 MB = 16384 * 8192 * 2  # one bf16 16384x8192 tensor, bytes
+ROWS = 16384 * 8192    # its elements
 
-CASES = [
+ORIGINAL = [
     Case("gelu 16384x8192 bf16", _pointwise_gelu,
-         lambda t, x: t.nn.functional.gelu(x), 0, 2 * MB, True),
+         lambda t, x: t.nn.functional.gelu(x), 8 * ROWS, 2 * MB, True, "pointwise"),
     Case("add+gelu+add 16384x8192 bf16", _bias_gelu_residual,
-         lambda t, x, b, r: t.nn.functional.gelu(x + b) + r, 0, 3 * MB, True),
+         lambda t, x, b, r: t.nn.functional.gelu(x + b) + r, 10 * ROWS, 2 * MB + MB + 8192 * 2,
+         True, "pointwise"),
     Case("layernorm 16384x8192 bf16", _layernorm,
-         lambda t, x, s, b: t.nn.functional.layer_norm(x, (8192,), s[0], b[0]), 0, 2 * MB, True),
+         lambda t, x, s, b: t.nn.functional.layer_norm(x, (8192,), s[0], b[0]), 7 * ROWS,
+         2 * MB + 2 * 8192 * 2, True, "norm"),
     Case("softmax 16384x8192 bf16", _softmax,
-         lambda t, x: t.softmax(x, dim=1), 0, 2 * MB, True),
+         lambda t, x: t.softmax(x, dim=1), 4 * ROWS, 2 * MB, True, "softmax"),
     Case("matmul 2048^3 bf16", _matmul,
-         lambda t, a, b: a @ b, 2 * 2048 ** 3, 3 * 2048 * 2048 * 2, False),
+         lambda t, a, b: a @ b, 2 * 2048 ** 3, 3 * 2048 * 2048 * 2, False, "matmul"),
     Case("conv 3x3 32x64x56x56 NHWC bf16", _conv,
          lambda t, x, w: t.nn.functional.conv2d(x, w, padding=1),
-         2 * 32 * 64 * 56 * 56 * 64 * 9, 2 * (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9), False),
+         2 * 32 * 64 * 56 * 56 * 64 * 9, 2 * (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9), False,
+         "conv"),
     Case("maxpool 3x3/2 32x64x112x112 NHWC bf16", _maxpool,
          lambda t, x: t.nn.functional.max_pool2d(x, 3, 2, 1),
-         0, 2 * (32 * 64 * 112 * 112 + 32 * 64 * 56 * 56), True),
+         9 * 32 * 64 * 56 * 56, 2 * (32 * 64 * 112 * 112 + 32 * 64 * 56 * 56), True,
+         "pooling"),
     Case("sdpa causal B4 H16 S1024 D64 bf16", _sdpa,
          lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=True),
-         2 * 2 * 4 * 16 * 1024 * 1024 * 64 / 2, 4 * 4 * 16 * 1024 * 64 * 2, False),
+         2 * 2 * 4 * 16 * 1024 * 1024 * 64 / 2, 4 * 4 * 16 * 1024 * 64 * 2, False, "attention"),
 ]
 
+
+# ============================================================================
+# Pointwise: one case per op, 4096x8192
+# ============================================================================
+
+PW = [4096, 8192]
+PWN = _numel(PW)
+PW_NAME = "4096x8192"
+
+
+def _positive(t, *xs):
+    """|x| + 1/16: inside the domain of log, sqrt, rsqrt, pow and away from 1/0."""
+    for x in xs:
+        x.abs_().add_(0.0625)
+
+
+def _spread(t, *xs):
+    """Values over a few units, so floor and ceil see many integers."""
+    for x in xs:
+        x.mul_(8)
+
+
+def _integers(t, *xs):
+    """Small integers, so == and != are true often enough to matter."""
+    for x in xs:
+        x.mul_(2).round_()
+
+
+def _pointwise(op, torch_fn, inputs=("x",), dtype="bf16", out=BF16, flops=1, init=None,
+               label=None, group="pointwise", torch_prepare=None, **attrs):
+    """A case that applies one pointwise op to PW-shaped inputs of ``dtype``;
+    ``out`` is the result's bytes per element."""
+    label = label or op
+    in_bytes = {"bf16": BF16, "bool": BOOL}[dtype]
+
+    def build():
+        g = _graph("".join(c if c.isalnum() else "_" for c in label))
+        ts = [g.tensor(name=n, dim=PW, data_type=dtype) for n in inputs]
+        getattr(g, op)(*ts, **attrs).set_output(True)
+        return g
+
+    return Case(f"{label} {PW_NAME} {dtype}", build, torch_fn, flops * PWN,
+                PWN * (len(inputs) * in_bytes + out), True, group, init, torch_prepare)
+
+
+UNARY = [
+    _pointwise("relu", lambda t, x: t.relu(x)),
+    _pointwise("gelu", lambda t, x: t.nn.functional.gelu(x, approximate="tanh"),
+               label="gelu(tanh)", flops=8, approximate="tanh"),
+    _pointwise("silu", lambda t, x: t.nn.functional.silu(x), flops=4),
+    # swish with beta 1.702 is QuickGELU (CLIP), which PyTorch writes this way.
+    _pointwise("swish", lambda t, x: x * t.sigmoid(1.702 * x), flops=5, beta=1.702),
+    _pointwise("sigmoid", lambda t, x: t.sigmoid(x), flops=3),
+    _pointwise("tanh", lambda t, x: t.tanh(x)),
+    _pointwise("elu", lambda t, x: t.nn.functional.elu(x), flops=3),
+    _pointwise("leaky_relu", lambda t, x: t.nn.functional.leaky_relu(x, 0.01), flops=2),
+    _pointwise("softplus", lambda t, x: t.nn.functional.softplus(x), flops=4),
+    _pointwise("exp", lambda t, x: t.exp(x)),
+    _pointwise("log", lambda t, x: t.log(x), init=_positive),
+    _pointwise("sqrt", lambda t, x: t.sqrt(x), init=_positive),
+    _pointwise("rsqrt", lambda t, x: t.rsqrt(x), init=_positive),
+    _pointwise("abs", lambda t, x: t.abs(x)),
+    _pointwise("neg", lambda t, x: t.neg(x)),
+    _pointwise("square", lambda t, x: t.square(x)),
+    _pointwise("reciprocal", lambda t, x: t.reciprocal(x), init=_positive),
+    _pointwise("sin", lambda t, x: t.sin(x)),
+    _pointwise("cos", lambda t, x: t.cos(x)),
+    _pointwise("erf", lambda t, x: t.erf(x)),
+    _pointwise("floor", lambda t, x: t.floor(x), init=_spread),
+    _pointwise("ceil", lambda t, x: t.ceil(x), init=_spread),
+]
+
+BINARY = [
+    _pointwise("add", lambda t, a, b: t.add(a, b), ("a", "b")),
+    _pointwise("sub", lambda t, a, b: t.sub(a, b), ("a", "b")),
+    _pointwise("mul", lambda t, a, b: t.mul(a, b), ("a", "b")),
+    _pointwise("div", lambda t, a, b: t.div(a, b), ("a", "b"),
+               init=lambda t, a, b: _positive(t, b)),
+    _pointwise("max", lambda t, a, b: t.maximum(a, b), ("a", "b")),
+    _pointwise("min", lambda t, a, b: t.minimum(a, b), ("a", "b")),
+    _pointwise("pow", lambda t, a, b: t.pow(a, b), ("a", "b"), flops=3,
+               init=lambda t, a, b: _positive(t, a)),
+]
+
+COMPARE = [
+    _pointwise("cmp_eq", lambda t, a, b: t.eq(a, b), ("a", "b"), out=BOOL, init=_integers),
+    _pointwise("cmp_ne", lambda t, a, b: t.ne(a, b), ("a", "b"), out=BOOL, init=_integers),
+    _pointwise("cmp_lt", lambda t, a, b: t.lt(a, b), ("a", "b"), out=BOOL),
+    _pointwise("cmp_le", lambda t, a, b: t.le(a, b), ("a", "b"), out=BOOL),
+    _pointwise("cmp_gt", lambda t, a, b: t.gt(a, b), ("a", "b"), out=BOOL),
+    _pointwise("cmp_ge", lambda t, a, b: t.ge(a, b), ("a", "b"), out=BOOL),
+]
+
+LOGICAL = [
+    _pointwise("logical_and", lambda t, a, b: t.logical_and(a, b), ("a", "b"), "bool", BOOL),
+    _pointwise("logical_or", lambda t, a, b: t.logical_or(a, b), ("a", "b"), "bool", BOOL),
+    _pointwise("logical_not", lambda t, x: t.logical_not(x), ("x",), "bool", BOOL),
+]
+
+
+def _select():
+    g = _graph("select")
+    cond = g.tensor(name="cond", dim=PW, data_type="bool")
+    a = g.tensor(name="a", dim=PW)
+    b = g.tensor(name="b", dim=PW)
+    g.select(cond, a, b).set_output(True)
+    return g
+
+
+def _gen_index():
+    # x gives only the shape (it is not read); indices up to 8191 need f32.
+    g = _graph("gen_index")
+    x = g.tensor(name="x", dim=PW)
+    g.gen_index(x, axis=1).set_output(True).set_data_type("f32")
+    return g
+
+
+def _scale():
+    g = _graph("scale")
+    x = g.tensor(name="x", dim=PW)
+    g.mul(x, g.constant(0.125)).set_output(True)
+    return g
+
+
+MASK = [64, 1024, 1024]  # attention scores of 4 x 16 heads, 1024 tokens
+
+
+def _causal_mask():
+    """Scores where key <= query, -inf elsewhere: masks built the cuDNN way,
+    from gen_index, a comparison and select."""
+    g = _graph("causal_mask")
+    x = g.tensor(name="x", dim=MASK)
+    keep = g.cmp_ge(g.gen_index(x, axis=1), g.gen_index(x, axis=2))
+    g.select(keep, x, g.constant(float("-inf"))).set_output(True)
+    return g
+
+
+def _causal_mask_prepare(t, x):
+    # A PyTorch model keeps its mask as a buffer.
+    return (t.ones(MASK[1:], dtype=t.bool, device=x.device).triu(1),)
+
+
+OTHER_POINTWISE = [
+    Case(f"select {PW_NAME} bf16", _select, lambda t, c, a, b: t.where(c, a, b), PWN,
+         PWN * (BOOL + 3 * BF16), True, "pointwise"),
+    Case(f"gen_index {PW_NAME} f32", _gen_index,
+         lambda t, x: t.arange(PW[1], device=x.device, dtype=t.float32).expand(PW).contiguous(),
+         0, PWN * F32, True, "pointwise"),
+    Case(f"mul by constant {PW_NAME} bf16", _scale, lambda t, x: x * 0.125, PWN,
+         PWN * 2 * BF16, True, "pointwise"),
+    Case("causal mask 64x1024x1024 bf16", _causal_mask,
+         lambda t, x, upper: x.masked_fill(upper, float("-inf")),
+         _numel(MASK), _numel(MASK) * 2 * BF16, True, "pointwise",
+         torch_prepare=_causal_mask_prepare),
+]
+
+
+# ============================================================================
+# Activation backward: (dy, x) -> dx, 4096x8192
+# ============================================================================
+
+
+def _saved_output(fn):
+    """PyTorch's sigmoid and tanh backward read the saved output, not x."""
+    return lambda t, dy, x: (getattr(t, fn)(x),)
+
+
+ACTIVATION_BACKWARD = [
+    _pointwise("relu_backward", lambda t, dy, x: t.ops.aten.threshold_backward(dy, x, 0),
+               ("dy", "x"), group="activation-backward"),
+    _pointwise("gelu_backward", lambda t, dy, x: t.ops.aten.gelu_backward(dy, x),
+               ("dy", "x"), flops=10, group="activation-backward"),
+    _pointwise("silu_backward", lambda t, dy, x: t.ops.aten.silu_backward(dy, x),
+               ("dy", "x"), flops=6, group="activation-backward"),
+    _pointwise("sigmoid_backward", lambda t, dy, x, y: t.ops.aten.sigmoid_backward(dy, y),
+               ("dy", "x"), flops=3, group="activation-backward",
+               torch_prepare=_saved_output("sigmoid")),
+    _pointwise("tanh_backward", lambda t, dy, x, y: t.ops.aten.tanh_backward(dy, y),
+               ("dy", "x"), flops=3, group="activation-backward",
+               torch_prepare=_saved_output("tanh")),
+]
+
+
+# ============================================================================
+# Tensor ops: casts and data movement
+# ============================================================================
+
+
+def _cast_fp8():
+    g = _graph("cast_fp8")
+    x = g.tensor(name="x", dim=PW)
+    g.cast(x, "f8E4M3FN").set_output(True)
+    return g
+
+
+def _cast_bf16():
+    g = _graph("cast_bf16")
+    x = g.tensor(name="x", dim=PW, data_type="f32")
+    g.cast(x, "bf16").set_output(True)
+    return g
+
+
+HEADS = [32, 1024, 16, 64]  # B, S, H, D: 32 sequences of 1024 tokens, 16 heads of 64
+HN = _numel(HEADS)
+
+
+def _merge_heads():
+    """Attention output (B, H, S, D) in memory, read as (B, S, H, D) and
+    reshaped to (B, S, H*D): the reshape has to move the data."""
+    b, s, h, d = HEADS
+    g = _graph("merge_heads")
+    x = g.tensor(name="x", dim=HEADS, stride=[h * s * d, d, s * d, 1])
+    g.reshape(x, [b, s, h * d]).set_output(True)
+    return g
+
+
+def _split_heads():
+    g = _graph("split_heads")
+    x = g.tensor(name="x", dim=HEADS)
+    g.transpose(x, [0, 2, 1, 3]).set_output(True)
+    return g
+
+
+QKV = [4096, 3 * 4096]
+
+
+def _slice_k():
+    g = _graph("slice_k")
+    x = g.tensor(name="x", dim=QKV)
+    g.slice(x, [slice(None), slice(4096, 8192)]).set_output(True)
+    return g
+
+
+def _concat():
+    g = _graph("concat")
+    a = g.tensor(name="a", dim=[4096, 4096])
+    b = g.tensor(name="b", dim=[4096, 4096])
+    g.concat([a, b], axis=1).set_output(True)
+    return g
+
+
+TENSOR = [
+    Case(f"cast bf16->fp8e4m3 {PW_NAME}", _cast_fp8, lambda t, x: x.to(t.float8_e4m3fn),
+         0, PWN * (BF16 + FP8), True, "tensor"),
+    Case(f"cast f32->bf16 {PW_NAME}", _cast_bf16, lambda t, x: x.to(t.bfloat16),
+         0, PWN * (F32 + BF16), True, "tensor"),
+    Case("reshape (merge heads) 32x1024x16x64 bf16", _merge_heads,
+         lambda t, x: x.reshape(HEADS[0], HEADS[1], HEADS[2] * HEADS[3]),
+         0, HN * 2 * BF16, True, "tensor"),
+    Case("transpose (split heads) 32x1024x16x64 bf16", _split_heads,
+         lambda t, x: x.transpose(1, 2).contiguous(), 0, HN * 2 * BF16, True, "tensor"),
+    # Only the sliced third is read.
+    Case("slice (k of qkv) 4096x12288 bf16", _slice_k,
+         lambda t, x: x[:, 4096:8192].contiguous(), 0, 4096 * 4096 * 2 * BF16, True, "tensor"),
+    Case("concat 2x 4096x4096 bf16", _concat, lambda t, a, b: t.cat((a, b), dim=1),
+         0, 4 * 4096 * 4096 * BF16, True, "tensor"),
+]
+
+
+# ============================================================================
+# Reductions: rows of 4096x8192 (per-token statistics), columns of 16384x4096
+# ============================================================================
+
+
+def _reduction(mode, torch_fn, init=None):
+    def build():
+        g = _graph(f"reduce_{mode}")
+        x = g.tensor(name="x", dim=PW)
+        g.reduction(x, mode, axes=[1]).set_output(True)
+        return g
+
+    return Case(f"reduce {mode} rows {PW_NAME} bf16", build, torch_fn, PWN,
+                (PWN + PW[0]) * BF16, True, "reduction", init)
+
+
+def _reduce_columns():
+    g = _graph("reduce_sum_columns")
+    dy = g.tensor(name="dy", dim=[16384, 4096])
+    g.reduction(dy, "sum", axes=[0]).set_output(True)
+    return g
+
+
+def _near_one(t, x):
+    """1 + x / 100: a product of 8192 of them stays finite."""
+    x.mul_(0.01).add_(1)
+
+
+REDUCTION = [
+    _reduction("sum", lambda t, x: x.sum(1, keepdim=True)),
+    _reduction("mean", lambda t, x: x.mean(1, keepdim=True)),
+    _reduction("max", lambda t, x: x.amax(1, keepdim=True)),
+    _reduction("min", lambda t, x: x.amin(1, keepdim=True)),
+    _reduction("prod", lambda t, x: x.prod(1, keepdim=True), init=_near_one),
+    # amax is the largest |x| (fp8 scaling); PyTorch's one-kernel form is the inf-norm.
+    _reduction("amax", lambda t, x: t.linalg.vector_norm(x, float("inf"), dim=1, keepdim=True)),
+    _reduction("norm1", lambda t, x: t.linalg.vector_norm(x, 1, dim=1, keepdim=True)),
+    _reduction("norm2", lambda t, x: t.linalg.vector_norm(x, 2, dim=1, keepdim=True)),
+    # The bias gradient of a linear layer: sum dy over the tokens.
+    Case("reduce sum columns 16384x4096 bf16", _reduce_columns,
+         lambda t, dy: dy.sum(0, keepdim=True), 16384 * 4096, (16384 + 1) * 4096 * BF16, True,
+         "reduction"),
+]
+
+
+# ============================================================================
+# Normalizations, forward and backward
+# ============================================================================
+
+D = 8192          # hidden size of the layernorm / rmsnorm rows (16384 of them)
+BN = [32, 128, 56, 56]  # batchnorm: NHWC activations of a ResNet stage
+GN = [8, 320, 64, 64]   # groupnorm: a diffusion UNet block, NCHW
+GROUPS_GN = 32
+IN = [16, 128, 64, 64]  # instancenorm: style-transfer activations, NCHW
+
+
+def _row_stats(t, x, mean=None, inv=None, inv_rms=None):
+    xf = x.float()
+    if mean is not None:
+        mean.copy_(xf.mean(1, keepdim=True))
+        inv.copy_(t.rsqrt(xf.var(1, unbiased=False, keepdim=True) + EPS))
+    if inv_rms is not None:
+        inv_rms.copy_(t.rsqrt(xf.square().mean(1, keepdim=True) + EPS))
+
+
+def _layernorm_training():
+    g = _graph("layernorm_training")
+    x = g.tensor(name="x", dim=[16384, D])
+    s = g.tensor(name="scale", dim=[1, D])
+    b = g.tensor(name="bias", dim=[1, D])
+    for out in g.layernorm(x, s, b, axis=1, norm_forward_phase="training"):
+        out.set_output(True)
+    return g
+
+
+def _layernorm_backward():
+    g = _graph("layernorm_backward")
+    dy = g.tensor(name="dy", dim=[16384, D])
+    x = g.tensor(name="x", dim=[16384, D])
+    s = g.tensor(name="scale", dim=[1, D])
+    mean = g.tensor(name="mean", dim=[16384, 1], data_type="f32")
+    inv = g.tensor(name="inv_variance", dim=[16384, 1], data_type="f32")
+    for out in g.layernorm_backward(dy, x, s, mean, inv, axis=1, has_bias=True):
+        out.set_output(True)
+    return g
+
+
+def _rmsnorm():
+    g = _graph("rmsnorm")
+    x = g.tensor(name="x", dim=[16384, D])
+    s = g.tensor(name="scale", dim=[1, D])
+    g.rmsnorm(x, s, axis=1)[0].set_output(True)
+    return g
+
+
+def _rmsnorm_backward():
+    g = _graph("rmsnorm_backward")
+    dy = g.tensor(name="dy", dim=[16384, D])
+    x = g.tensor(name="x", dim=[16384, D])
+    s = g.tensor(name="scale", dim=[1, D])
+    inv = g.tensor(name="inv_rms", dim=[16384, 1], data_type="f32")
+    dx, dscale, _ = g.rmsnorm_backward(dy, x, s, inv, axis=1)
+    dx.set_output(True)
+    dscale.set_output(True)
+    return g
+
+
+def _rmsnorm_backward_prepare(t, dy, x, s, inv):
+    x_ = x.detach().requires_grad_()
+    w_ = s[0].detach().requires_grad_()
+    return t.nn.functional.rms_norm(x_, (D,), w_, EPS), x_, w_
+
+
+def _channel_params(g, c, names):
+    """Per-channel batchnorm tensors, f32 as cuDNN and PyTorch's mixed
+    precision keep them next to bf16 activations."""
+    return [g.tensor(name=n, dim=[1, c, 1, 1], data_type="f32") for n in names]
+
+
+def _batchnorm():
+    n, c, h, w = BN
+    g = _graph("batchnorm")
+    x = g.tensor(name="x", dim=BN, stride=_nhwc(*BN))
+    s, b, rm, rv = _channel_params(g, c, ["scale", "bias", "running_mean", "running_var"])
+    y, mean, inv, next_rm, next_rv = g.batchnorm(x, s, b, rm, rv, epsilon=EPS, momentum=0.1)
+    y.set_output(True).set_stride(_nhwc(*BN))
+    for out in (mean, inv, next_rm, next_rv):
+        out.set_output(True)
+    return g
+
+
+def _batchnorm_torch(t, x, s, b, rm, rv):
+    """y, and the running statistics F.batch_norm updates in place (the batch
+    mean and inverse deviation stay inside PyTorch)."""
+    y = t.nn.functional.batch_norm(x, rm.view(-1), rv.view(-1), s.view(-1), b.view(-1),
+                                   training=True, momentum=0.1, eps=EPS)
+    return y, None, None, rm, rv
+
+
+def _batchnorm_inference():
+    n, c, h, w = BN
+    g = _graph("batchnorm_inference")
+    x = g.tensor(name="x", dim=BN, stride=_nhwc(*BN))
+    s, b, mean, var = _channel_params(g, c, ["scale", "bias", "mean", "variance"])
+    y = g.batchnorm_inference(x, mean, var, s, b, epsilon=EPS)
+    y.set_output(True).set_stride(_nhwc(*BN))
+    return g
+
+
+def _batchnorm_backward():
+    n, c, h, w = BN
+    g = _graph("batchnorm_backward")
+    dy = g.tensor(name="dy", dim=BN, stride=_nhwc(*BN))
+    x = g.tensor(name="x", dim=BN, stride=_nhwc(*BN))
+    s, mean, inv = _channel_params(g, c, ["scale", "mean", "inv_variance"])
+    dx, dscale, dbias = g.batchnorm_backward(dy, x, s, mean, inv)
+    dx.set_output(True).set_stride(_nhwc(*BN))
+    dscale.set_output(True).set_data_type("f32")
+    dbias.set_output(True).set_data_type("f32")
+    return g
+
+
+def _positive_variance(t, *tensors):
+    tensors[-1].uniform_(0.5, 1.5)
+
+
+def _channel_stats(t, dy, x, s, mean, inv):
+    xf = x.float()
+    mean.copy_(xf.mean((0, 2, 3), keepdim=True))
+    inv.copy_(t.rsqrt(xf.var((0, 2, 3), unbiased=False, keepdim=True) + EPS))
+
+
+def _groupnorm():
+    g = _graph("groupnorm")
+    x = g.tensor(name="x", dim=GN)
+    s = g.tensor(name="scale", dim=[1, GN[1], 1, 1])
+    b = g.tensor(name="bias", dim=[1, GN[1], 1, 1])
+    g.groupnorm(x, GROUPS_GN, s, b, epsilon=EPS)[0].set_output(True)
+    return g
+
+
+def _groupnorm_backward():
+    n, c, h, w = GN
+    g = _graph("groupnorm_backward")
+    dy = g.tensor(name="dy", dim=GN)
+    x = g.tensor(name="x", dim=GN)
+    s = g.tensor(name="scale", dim=[1, c, 1, 1])
+    mean = g.tensor(name="mean", dim=[n, GROUPS_GN, 1, 1], data_type="f32")
+    inv = g.tensor(name="inv_variance", dim=[n, GROUPS_GN, 1, 1], data_type="f32")
+    for out in g.groupnorm_backward(dy, x, GROUPS_GN, s, mean, inv, has_bias=True):
+        out.set_output(True)
+    return g
+
+
+def _group_stats(t, dy, x, s, mean, inv):
+    xf = x.float().reshape(GN[0], GROUPS_GN, -1)
+    mean.copy_(xf.mean(2).reshape(mean.shape))
+    inv.copy_(t.rsqrt(xf.var(2, unbiased=False) + EPS).reshape(inv.shape))
+
+
+def _norm_backward_prepare(forward):
+    """Leaves for x, scale and a bias, and ``forward(x, scale, bias)`` on them."""
+
+    def prepare(t, dy, x, s, *stats):
+        x_ = x.detach().requires_grad_()
+        w_ = s.reshape(-1).detach().requires_grad_()
+        b_ = t.zeros_like(w_).requires_grad_()
+        return forward(t, x_, w_, b_), x_, w_, b_
+
+    return prepare
+
+
+def _autograd_backward(t, dy, *rest):
+    """dx, dscale, dbias of a prepared forward (the last four arguments)."""
+    y, *leaves = rest[-4:]
+    return t.autograd.grad(y, leaves, dy, retain_graph=True)
+
+
+def _instancenorm():
+    g = _graph("instancenorm")
+    x = g.tensor(name="x", dim=IN)
+    s = g.tensor(name="scale", dim=[1, IN[1], 1, 1])
+    b = g.tensor(name="bias", dim=[1, IN[1], 1, 1])
+    g.instancenorm(x, s, b, epsilon=EPS)[0].set_output(True)
+    return g
+
+
+def _instancenorm_backward():
+    n, c, h, w = IN
+    g = _graph("instancenorm_backward")
+    dy = g.tensor(name="dy", dim=IN)
+    x = g.tensor(name="x", dim=IN)
+    s = g.tensor(name="scale", dim=[1, c, 1, 1])
+    mean = g.tensor(name="mean", dim=[n, c, 1, 1], data_type="f32")
+    inv = g.tensor(name="inv_variance", dim=[n, c, 1, 1], data_type="f32")
+    for out in g.instancenorm_backward(dy, x, s, mean, inv, has_bias=True):
+        out.set_output(True)
+    return g
+
+
+def _instance_stats(t, dy, x, s, mean, inv):
+    xf = x.float()
+    mean.copy_(xf.mean((2, 3), keepdim=True))
+    inv.copy_(t.rsqrt(xf.var((2, 3), unbiased=False, keepdim=True) + EPS))
+
+
+NX = 16384 * D                     # elements of a layernorm / rmsnorm x
+BNX, GNX, INX = _numel(BN), _numel(GN), _numel(IN)
+
+NORM = [
+    Case("layernorm training (y, mean, inv_var) 16384x8192 bf16", _layernorm_training,
+         lambda t, x, s, b: t.ops.aten.native_layer_norm(x, [D], s[0], b[0], EPS),
+         7 * NX, 2 * NX * BF16 + 2 * D * BF16 + 2 * 16384 * F32, True, "norm"),
+    Case("layernorm backward 16384x8192 bf16", _layernorm_backward,
+         # The bias argument only says that dbias is wanted (its shape and dtype).
+         lambda t, dy, x, s, mean, inv: t.ops.aten.native_layer_norm_backward(
+             dy, x, [D], mean, inv, s[0], s[0], [True, True, True]),
+         11 * NX, 3 * NX * BF16 + 3 * D * BF16 + 2 * 16384 * F32, True, "norm",
+         init=lambda t, dy, x, s, mean, inv: _row_stats(t, x, mean, inv)),
+    Case("rmsnorm 16384x8192 bf16", _rmsnorm,
+         lambda t, x, s: t.nn.functional.rms_norm(x, (D,), s[0], EPS),
+         4 * NX, 2 * NX * BF16 + D * BF16, True, "norm"),
+    Case("rmsnorm backward 16384x8192 bf16", _rmsnorm_backward,
+         lambda t, dy, x, s, inv, y, x_, w_: t.autograd.grad(y, (x_, w_), dy,
+                                                             retain_graph=True),
+         8 * NX, 3 * NX * BF16 + 2 * D * BF16 + 16384 * F32, True, "norm",
+         init=lambda t, dy, x, s, inv: _row_stats(t, x, inv_rms=inv),
+         torch_prepare=_rmsnorm_backward_prepare),
+    Case("batchnorm training 32x128x56x56 NHWC bf16", _batchnorm, _batchnorm_torch,
+         7 * BNX, 2 * BNX * BF16 + 8 * BN[1] * F32, True, "norm", init=_positive_variance),
+    Case("batchnorm inference 32x128x56x56 NHWC bf16", _batchnorm_inference,
+         lambda t, x, s, b, mean, var: t.nn.functional.batch_norm(
+             x, mean.view(-1), var.view(-1), s.view(-1), b.view(-1), training=False, eps=EPS),
+         2 * BNX, 2 * BNX * BF16 + 4 * BN[1] * F32, True, "norm", init=_positive_variance),
+    Case("batchnorm backward 32x128x56x56 NHWC bf16", _batchnorm_backward,
+         lambda t, dy, x, s, mean, inv: t.ops.aten.native_batch_norm_backward(
+             dy, x, s.view(-1), None, None, mean.view(-1), inv.view(-1), True, EPS,
+             [True, True, True]),
+         8 * BNX, 3 * BNX * BF16 + 5 * BN[1] * F32, True, "norm", init=_channel_stats),
+    Case("groupnorm 32 groups 8x320x64x64 bf16", _groupnorm,
+         lambda t, x, s, b: t.nn.functional.group_norm(x, GROUPS_GN, s.view(-1), b.view(-1),
+                                                       EPS),
+         7 * GNX, 2 * GNX * BF16 + 2 * GN[1] * BF16, True, "norm"),
+    Case("groupnorm backward 32 groups 8x320x64x64 bf16", _groupnorm_backward,
+         _autograd_backward, 11 * GNX,
+         3 * GNX * BF16 + 3 * GN[1] * BF16 + 2 * GN[0] * GROUPS_GN * F32, True, "norm",
+         init=_group_stats,
+         torch_prepare=_norm_backward_prepare(
+             lambda t, x, w, b: t.nn.functional.group_norm(x, GROUPS_GN, w, b, EPS))),
+    Case("instancenorm 16x128x64x64 bf16", _instancenorm,
+         lambda t, x, s, b: t.nn.functional.instance_norm(x, weight=s.view(-1),
+                                                          bias=b.view(-1), eps=EPS),
+         7 * INX, 2 * INX * BF16 + 2 * IN[1] * BF16, True, "norm"),
+    Case("instancenorm backward 16x128x64x64 bf16", _instancenorm_backward,
+         _autograd_backward, 11 * INX,
+         3 * INX * BF16 + 3 * IN[1] * BF16 + 2 * IN[0] * IN[1] * F32, True, "norm",
+         init=_instance_stats,
+         torch_prepare=_norm_backward_prepare(
+             lambda t, x, w, b: t.nn.functional.instance_norm(x, weight=w, bias=b, eps=EPS))),
+]
+
+
+# ============================================================================
+# Softmax and log-softmax, forward and backward, 16384x8192 along the rows
+# ============================================================================
+
+
+def _log_softmax():
+    g = _graph("log_softmax")
+    x = g.tensor(name="x", dim=[16384, 8192])
+    g.log_softmax(x, axis=1).set_output(True)
+    return g
+
+
+def _softmax_backward(op):
+    def build():
+        g = _graph(op)
+        dy = g.tensor(name="dy", dim=[16384, 8192])
+        y = g.tensor(name="y", dim=[16384, 8192])
+        getattr(g, op)(dy, y, axis=1).set_output(True)
+        return g
+
+    return build
+
+
+def _forward_output(fn):
+    """y = the forward's output for a random x."""
+    def init(t, dy, y):
+        y.copy_(getattr(t, fn)(y.float(), dim=1))
+
+    return init
+
+
+SOFTMAX = [
+    Case("log_softmax 16384x8192 bf16", _log_softmax, lambda t, x: t.log_softmax(x, dim=1),
+         4 * ROWS, 2 * MB, True, "softmax"),
+    Case("softmax backward 16384x8192 bf16", _softmax_backward("softmax_backward"),
+         lambda t, dy, y: t.ops.aten._softmax_backward_data(dy, y, 1, t.bfloat16),
+         4 * ROWS, 3 * MB, True, "softmax", init=_forward_output("softmax")),
+    Case("log_softmax backward 16384x8192 bf16", _softmax_backward("log_softmax_backward"),
+         lambda t, dy, y: t.ops.aten._log_softmax_backward_data(dy, y, 1, t.bfloat16),
+         4 * ROWS, 3 * MB, True, "softmax", init=_forward_output("log_softmax")),
+]
+
+
+# ============================================================================
+# Pooling, NHWC
+# ============================================================================
+
+MP_X, MP_Y = [32, 64, 112, 112], [32, 64, 56, 56]   # max 3x3/2 pad 1 (ResNet stem)
+AP_X, AP_Y = [32, 128, 56, 56], [32, 128, 28, 28]   # avg 2x2/2 (DenseNet transition)
+
+
+def _avgpool():
+    g = _graph("avgpool")
+    x = g.tensor(name="x", dim=AP_X, stride=_nhwc(*AP_X))
+    y = g.pooling(x, "avg", window=2, stride=2)
+    y.set_output(True).set_stride(_nhwc(*AP_Y))
+    return g
+
+
+def _pool_backward(mode, xs, ys, **attrs):
+    def build():
+        g = _graph(f"{mode}pool_backward")
+        dy = g.tensor(name="dy", dim=ys, stride=_nhwc(*ys))
+        x = g.tensor(name="x", dim=xs, stride=_nhwc(*xs))
+        dx = g.pooling_backward(dy, x, mode, **attrs)
+        dx.set_output(True).set_stride(_nhwc(*xs))
+        return g
+
+    return build
+
+
+def _maxpool_indices(t, dy, x):
+    return (t.nn.functional.max_pool2d(x, 3, 2, 1, return_indices=True)[1],)
+
+
+POOLING = [
+    Case("avgpool 2x2/2 32x128x56x56 NHWC bf16", _avgpool,
+         lambda t, x: t.nn.functional.avg_pool2d(x, 2, 2),
+         4 * _numel(AP_Y), (_numel(AP_X) + _numel(AP_Y)) * BF16, True, "pooling"),
+    Case("maxpool backward 3x3/2 32x64x112x112 NHWC bf16",
+         _pool_backward("max", MP_X, MP_Y, window=3, stride=2, padding=1),
+         lambda t, dy, x, idx: t.ops.aten.max_pool2d_with_indices_backward(
+             dy, x, [3, 3], [2, 2], [1, 1], [1, 1], False, idx),
+         9 * _numel(MP_Y), (2 * _numel(MP_X) + _numel(MP_Y)) * BF16, True, "pooling",
+         torch_prepare=_maxpool_indices),
+    # Average pooling's gradient needs x's shape only: dy read, dx written.
+    Case("avgpool backward 2x2/2 32x128x56x56 NHWC bf16",
+         _pool_backward("avg", AP_X, AP_Y, window=2, stride=2),
+         lambda t, dy, x: t.ops.aten.avg_pool2d_backward(dy, x, [2, 2], [2, 2], [0, 0], False,
+                                                         True, None),
+         _numel(AP_X), (_numel(AP_X) + _numel(AP_Y)) * BF16, True, "pooling"),
+]
+
+
+# ============================================================================
+# Matmul: cuBLAS's job (moderate sizes: dnnc's kernels are naive today)
+# ============================================================================
+
+LIN = (4096, 2048, 2048)          # tokens, in features, out features
+BMM = (64, 1024, 1024, 64)        # batch, m, n, k: q @ k^T of 4 x 16 heads
+
+
+def _linear():
+    """x @ W^T with W stored (out, in) row-major, as torch.nn.Linear keeps it."""
+    m, k, n = LIN
+    g = _graph("linear")
+    x = g.tensor(name="x", dim=[m, k])
+    w = g.tensor(name="w_t", dim=[k, n], stride=[1, k])
+    g.matmul(x, w).set_output(True)
+    return g
+
+
+def _bmm():
+    b, m, n, k = BMM
+    g = _graph("bmm")
+    q = g.tensor(name="q", dim=[b, m, k])
+    kt = g.tensor(name="k_t", dim=[b, k, n], stride=[n * k, 1, k])
+    g.matmul(q, kt).set_output(True)
+    return g
+
+
+MATMUL = [
+    Case("matmul x@W^T (linear) 4096x2048x2048 bf16", _linear,
+         lambda t, x, w: t.matmul(x, w), 2 * LIN[0] * LIN[1] * LIN[2],
+         (LIN[0] * LIN[1] + LIN[1] * LIN[2] + LIN[0] * LIN[2]) * BF16, False, "matmul"),
+    Case("bmm q@k^T 64x1024x1024x64 bf16", _bmm,
+         lambda t, q, k: t.matmul(q, k), 2 * BMM[0] * BMM[1] * BMM[2] * BMM[3],
+         BMM[0] * (BMM[1] * BMM[3] + BMM[3] * BMM[2] + BMM[1] * BMM[2]) * BF16, False, "matmul"),
+]
+
+
+# ============================================================================
+# Convolution: fprop, dgrad, wgrad (cuDNN's job), NHWC / KRSC
+# ============================================================================
+
+C1X, C1W, C1Y = [32, 256, 56, 56], [64, 256, 1, 1], [32, 64, 56, 56]  # 1x1, 256->64
+CG = [16, 128, 28, 28]   # 3x3 pad 1, 128->128: x and y
+CGW = [128, 128, 3, 3]
+CG_FLOPS = 2 * 16 * 128 * 28 * 28 * 128 * 9
+
+
+def _conv1x1():
+    g = _graph("conv1x1")
+    x = g.tensor(name="x", dim=C1X, stride=_nhwc(*C1X))
+    w = g.tensor(name="w", dim=C1W, stride=_nhwc(*C1W))
+    g.conv_fprop(x, w).set_output(True).set_stride(_nhwc(*C1Y))
+    return g
+
+
+def _dgrad():
+    g = _graph("conv_dgrad")
+    dy = g.tensor(name="dy", dim=CG, stride=_nhwc(*CG))
+    w = g.tensor(name="w", dim=CGW, stride=_nhwc(*CGW))
+    g.conv_dgrad(dy, w, CG, padding=1).set_output(True).set_stride(_nhwc(*CG))
+    return g
+
+
+def _wgrad():
+    g = _graph("conv_wgrad")
+    x = g.tensor(name="x", dim=CG, stride=_nhwc(*CG))
+    dy = g.tensor(name="dy", dim=CG, stride=_nhwc(*CG))
+    g.conv_wgrad(x, dy, CGW, padding=1).set_output(True).set_stride(_nhwc(*CGW))
+    return g
+
+
+CONV = [
+    Case("conv 1x1 32x256x56x56 ->64 NHWC bf16", _conv1x1,
+         lambda t, x, w: t.nn.functional.conv2d(x, w),
+         2 * _numel(C1Y) * 256, (_numel(C1X) + _numel(C1W) + _numel(C1Y)) * BF16, False, "conv"),
+    Case("conv dgrad 3x3 16x128x28x28 NHWC bf16", _dgrad,
+         lambda t, dy, w: t.nn.grad.conv2d_input(CG, w, dy, padding=1),
+         CG_FLOPS, (2 * _numel(CG) + _numel(CGW)) * BF16, False, "conv"),
+    Case("conv wgrad 3x3 16x128x28x28 NHWC bf16", _wgrad,
+         lambda t, x, dy: t.nn.grad.conv2d_weight(x, CGW, dy, padding=1),
+         CG_FLOPS, (2 * _numel(CG) + _numel(CGW)) * BF16, False, "conv"),
+]
+
+
+# ============================================================================
+# Attention backward
+# ============================================================================
+
+ATT = [4, 16, 1024, 64]  # B, H, S, D, as the forward case
+ATTN = _numel(ATT)
+
+
+def _sdpa_backward():
+    b, h, s, d = ATT
+    g = _graph("sdpa_backward")
+    q, k, v, o, do = (g.tensor(name=n, dim=ATT) for n in ("q", "k", "v", "o", "do"))
+    stats = g.tensor(name="stats", dim=[b, h, s, 1], data_type="f32")
+    for out in g.sdpa_backward(q, k, v, o, do, stats, use_causal_mask=True):
+        out.set_output(True)
+    return g
+
+
+def _sdpa_forward_saved(t, q, k, v, o, do, stats):
+    """o and stats (logsumexp of the scaled, masked scores) of q, k, v."""
+    s = t.matmul(q.float(), k.float().transpose(-1, -2)) / math.sqrt(ATT[3])
+    upper = t.ones(ATT[2], ATT[2], dtype=t.bool, device=q.device).triu(1)
+    s.masked_fill_(upper, float("-inf"))
+    stats.copy_(t.logsumexp(s, -1, keepdim=True))
+    o.copy_(t.matmul(t.softmax(s, -1), v.float()))
+
+
+def _sdpa_backward_prepare(t, q, k, v, o, do, stats):
+    leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+    out = t.nn.functional.scaled_dot_product_attention(*leaves, is_causal=True)
+    return (out, *leaves)
+
+
+ATTENTION = [
+    # Five matmuls (s recomputed, dv, dp, dq, dk), half of each under the causal mask.
+    Case("sdpa backward causal B4 H16 S1024 D64 bf16", _sdpa_backward,
+         lambda t, q, k, v, o, do, stats, out, *leaves: t.autograd.grad(out, leaves, do,
+                                                                        retain_graph=True),
+         5 * 2 * ATT[0] * ATT[1] * ATT[2] * ATT[2] * ATT[3] / 2,
+         8 * ATTN * BF16 + ATTN // ATT[3] * F32, False, "attention",
+         init=_sdpa_forward_saved, torch_prepare=_sdpa_backward_prepare),
+]
+
+
+CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
+         + TENSOR + REDUCTION + NORM + SOFTMAX + POOLING + MATMUL + CONV + ATTENTION)

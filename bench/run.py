@@ -5,17 +5,39 @@ Two steps, so the GPU machine needs no MLIR:
     python bench/run.py build --arch sm_90a --out .bench   # compile every case (needs MLIR)
     python bench/run.py run --dir .bench --json bench.json # time on the GPU (runtime + torch)
 
+``--only PATTERN`` (both steps) keeps the cases whose name or group matches:
+a substring, or an fnmatch pattern (``'conv*'``, ``'*backward*'``), case
+insensitive; several patterns are separated by commas. ``build --only`` adds
+to the index of an existing output directory instead of replacing it.
+
 ``run`` prints a table: each case's median time for dnnc and PyTorch (after
 warm-up, ``triton.testing.do_bench`` medians, rotating input sets when they fit
 in L2), the ratio dnnc / PyTorch, and the achieved rate: TB/s for memory-bound
 cases (also as a share of a device-to-device copy measured in the same run),
-TFLOP/s otherwise. Every case is first checked against PyTorch's result.
+TFLOP/s otherwise. Every case is first checked against PyTorch's result (the
+largest relative error over its outputs; for boolean outputs the share of
+elements that differ). A case that cannot run (no package, an error in dnnc or
+in PyTorch) is printed as an error row, with the stage that failed, and the run
+goes on (``--traceback`` prints where it failed). A summary per group follows
+the table: cases measured, geometric mean of the ratios, errors.
+
+The JSON (``--json``, rewritten after every case) holds ``device``, ``torch``,
+``copy_tbs``, ``arch`` and ``rows``, one per measured case: ``case``, ``group``,
+``dnnc_ms``, ``torch_ms``, ``ratio``, ``rel_err`` (the worst output),
+``rel_errs`` (each output; null where PyTorch gives no counterpart),
+``kernels``, ``memory_bound``, ``flops``, ``bytes``, and ``dnnc_tbs`` /
+``torch_tbs`` or ``dnnc_tflops`` / ``torch_tflops``. Cases that could not be
+measured are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and
+the times measured before the failure.
 """
 
 import argparse
+import fnmatch
 import json
+import math
 import os
 import sys
+import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 ROOT = os.path.dirname(HERE)
@@ -24,8 +46,34 @@ for path in (ROOT, os.path.join(ROOT, "runtime"), HERE):
         sys.path.insert(0, path)
 
 
+DEVICE = "cuda"  # where run() puts its tensors
+
+
 def _slug(name):
     return "".join(c if c.isalnum() else "_" for c in name).strip("_")
+
+
+def select(cases, only):
+    """The cases whose name or group matches one of the comma-separated
+    patterns in ``only`` (all of them when ``only`` is empty)."""
+    patterns = [p.strip().lower() for p in (only or "").split(",") if p.strip()]
+    if not patterns:
+        return list(cases)
+
+    def matches(text, pattern):
+        text = text.lower()
+        return pattern in text or fnmatch.fnmatchcase(text, pattern)
+
+    return [c for c in cases
+            if any(matches(c.name, p) or matches(c.group, p) for p in patterns)]
+
+
+def _error_text(e):
+    text = f"{type(e).__name__}: {e}".strip()
+    return text.splitlines()[0][:300] if text else type(e).__name__
+
+
+# ---------------------------------------------------------------------------- build
 
 
 def build(args):
@@ -33,35 +81,198 @@ def build(args):
 
     from dnnc import compiler, graph_mlir
 
+    chosen = select(CASES, args.only)
+    if not chosen:
+        print(f"no case matches --only {args.only!r}", file=sys.stderr)
+        return 2
     os.makedirs(args.out, exist_ok=True)
-    index = []
-    for case in CASES:
-        g = case.build()
-        pkg = compiler.compile_module(graph_mlir.to_module(g),
-                                      compiler.Options(target="cuda", arch=args.arch),
-                                      basename=g.name)
+    index_path = os.path.join(args.out, "cases.json")
+    index = {}
+    if args.only and os.path.exists(index_path):
+        with open(index_path) as f:
+            old = json.load(f)
+        if old.get("arch") == args.arch:
+            index = {c["name"]: c for c in old["cases"]
+                     if os.path.exists(os.path.join(args.out, c["package"]))}
+    failed = []
+    for case in chosen:
+        try:
+            g = case.build()
+            pkg = compiler.compile_module(graph_mlir.to_module(g),
+                                          compiler.Options(target="cuda", arch=args.arch),
+                                          basename=g.name)
+            names = [t["name"] for t in pkg.manifest["inputs"]]
+            if names != [t.name for t in g.inputs]:
+                # torch_fn takes the inputs in the graph's order.
+                raise RuntimeError(f"package inputs {names}: expected the graph's order "
+                                   f"{[t.name for t in g.inputs]}")
+        except Exception as e:  # one case's failure must not stop the others
+            failed.append(case.name)
+            index.pop(case.name, None)
+            print(f"{case.name:<56}FAILED: {_error_text(e)}")
+            continue
         path = os.path.join(args.out, _slug(case.name) + ".dnnpkg")
         pkg.save(path)
-        index.append({"name": case.name, "package": os.path.basename(path),
-                      "kernels": len(pkg.manifest["kernels"])})
-        print(f"{case.name:<44}{len(pkg.manifest['kernels']):>4} kernels")
-    with open(os.path.join(args.out, "cases.json"), "w") as f:
-        json.dump({"arch": args.arch, "cases": index}, f, indent=1)
+        index[case.name] = {"name": case.name, "group": case.group,
+                            "package": os.path.basename(path),
+                            "kernels": len(pkg.manifest["kernels"])}
+        print(f"{case.name:<56}{len(pkg.manifest['kernels']):>4} kernels")
+    with open(index_path, "w") as f:
+        json.dump({"arch": args.arch, "cases": list(index.values())}, f, indent=1)
+    if failed:
+        print(f"{len(failed)} of {len(chosen)} cases failed to build: {', '.join(failed)}",
+              file=sys.stderr)
+        return 1
+    return 0
 
 
-def _inputs(torch, exe, count):
-    """``count`` sets of random device inputs in the manifest's layouts."""
-    dtypes = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
+# ---------------------------------------------------------------------------- run
+
+
+def _dtypes(torch):
+    return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
+            "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "i1": torch.bool}
+
+
+def _inputs(torch, exe, case, count, device=DEVICE):
+    """``count`` sets of random inputs in the manifest's layouts, each
+    ``(tensors, prepared)``: the inputs after ``case.init``, and what
+    ``case.torch_prepare`` keeps for PyTorch."""
+    dtypes = _dtypes(torch)
     sets = []
     for _ in range(count):
         tensors = []
         for spec in exe.inputs:
-            t = torch.empty_strided(spec.dims, spec.strides, dtype=dtypes[spec.dtype],
-                                    device="cuda")
-            t.copy_(torch.randn(spec.dims, device="cuda"))
+            dt = dtypes[spec.dtype]
+            t = torch.empty_strided(spec.dims, spec.strides, dtype=dt, device=device)
+            if dt is torch.bool:
+                t.copy_(torch.rand(spec.dims, device=device) < 0.5)
+            else:
+                t.copy_(torch.randn(spec.dims, device=device))
             tensors.append(t)
-        sets.append(tensors)
+        if case.init is not None:
+            case.init(torch, *tensors)
+        prepared = tuple(case.torch_prepare(torch, *tensors)) if case.torch_prepare else ()
+        sets.append((tensors, prepared))
     return sets
+
+
+def _rel_err(torch, got, want):
+    """||got - want|| / ||want|| in float64 (equal infinities count as equal);
+    for boolean results, the share of elements that differ."""
+    if want.shape != got.shape:
+        if want.numel() != got.numel():
+            raise ValueError(f"PyTorch result of shape {list(want.shape)}: expected "
+                             f"{list(got.shape)} (the dnnc output)")
+        want = want.reshape(got.shape)
+    if got.dtype == torch.bool:
+        return (got != want.bool()).double().mean().item()
+    g, w = got.float().double(), want.float().double()
+    same = (g == w) | (g.isnan() & w.isnan())
+    diff = torch.where(same, torch.zeros_like(g), g - w)
+    ref = torch.where(w.isfinite(), w, torch.zeros_like(w))
+    return (diff.norm() / ref.norm().clamp_min(1e-30)).item()
+
+
+def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=DEVICE):
+    """One row: times, ratio, rates, errors of the comparison with PyTorch; or
+    the stage that failed and its error."""
+    sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
+    stage = "inputs"
+    row = {"case": case.name, "group": case.group}
+    try:
+        sets = _inputs(torch, exe, case, max(1, min(8, int(4 * l2 // max(case.bytes, 1)))),
+                       device)
+        dtypes = _dtypes(torch)
+        outs = [torch.empty_strided(s.dims, s.strides, dtype=dtypes[s.dtype], device=device)
+                for s in exe.outputs]
+        stage = "dnnc"
+        exe(*sets[0][0], outputs=outs)
+        sync()
+        stage = "torch"
+        want = case.torch_fn(torch, *sets[0][0], *sets[0][1])
+        sync()
+        stage = "check"
+        want = list(want) if isinstance(want, (tuple, list)) else [want]
+        errs = [None if w is None else _rel_err(torch, o, w) for o, w in zip(outs, want)]
+        del want
+        step = [0]
+
+        def ours():
+            step[0] = (step[0] + 1) % len(sets)
+            exe(*sets[step[0]][0], outputs=outs)
+
+        def theirs():
+            step[0] = (step[0] + 1) % len(sets)
+            tensors, prepared = sets[step[0]]
+            case.torch_fn(torch, *tensors, *prepared)
+
+        stage = "dnnc timing"
+        row["dnnc_ms"] = bench(ours)
+        stage = "torch timing"
+        row["torch_ms"] = bench(theirs)
+    except Exception as e:
+        row.update(stage=stage, error=_error_text(e))
+        if traceback_wanted:
+            traceback.print_exc()
+        return row
+    finally:
+        sets = outs = None
+        if device == "cuda":
+            try:
+                torch.cuda.empty_cache()
+            except Exception:  # a failed kernel can leave the context unusable
+                pass
+    t_dnnc, t_torch = row["dnnc_ms"], row["torch_ms"]
+    known = [e for e in errs if e is not None]
+    worst = (float("nan") if any(math.isnan(e) for e in known) else max(known)) if known else None
+    row.update(ratio=t_dnnc / t_torch, rel_err=worst, rel_errs=errs,
+               kernels=entry["kernels"], memory_bound=case.memory_bound, flops=case.flops,
+               bytes=case.bytes)
+    if case.memory_bound:
+        row["dnnc_tbs"] = case.bytes / t_dnnc / 1e9
+        row["torch_tbs"] = case.bytes / t_torch / 1e9
+    else:
+        row["dnnc_tflops"] = case.flops / t_dnnc / 1e9
+        row["torch_tflops"] = case.flops / t_torch / 1e9
+    return row
+
+
+NAME_W = 56
+
+
+def _header():
+    return (f"{'case':<{NAME_W}}{'kern':>5}{'dnnc ms':>10}{'torch ms':>10}{'ratio':>8}  "
+            f"{'dnnc rate':>16}{'torch rate':>16}{'rel err':>9}")
+
+
+def _line(r, copy_tbs):
+    if "error" in r:
+        return f"{r['case']:<{NAME_W}}  ERROR ({r['stage']}): {r['error']}"
+    if "dnnc_tbs" in r:
+        mine = f"{r['dnnc_tbs']:.2f} TB/s {100 * r['dnnc_tbs'] / copy_tbs:3.0f}%"
+        base = f"{r['torch_tbs']:.2f} TB/s"
+    else:
+        mine = f"{r['dnnc_tflops']:.1f} TFLOP/s"
+        base = f"{r['torch_tflops']:.1f} TFLOP/s"
+    err = "-" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
+    return (f"{r['case']:<{NAME_W}}{r['kernels']:>5}{r['dnnc_ms']:>10.3f}{r['torch_ms']:>10.3f}"
+            f"{r['ratio']:>8.1f}  {mine:>16}{base:>16}{err:>9}")
+
+
+def _summary(rows, errors):
+    """Per group: cases measured, geometric-mean ratio, errors."""
+    from cases import GROUPS
+
+    groups = [g for g in GROUPS if any(r["group"] == g for r in rows + errors)]
+    groups += sorted({r["group"] for r in rows + errors} - set(groups))
+    lines = [f"{'group':<22}{'cases':>6}{'geomean ratio':>15}{'errors':>8}"]
+    for g in groups:
+        ratios = [r["ratio"] for r in rows if r["group"] == g]
+        geo = math.exp(sum(map(math.log, ratios)) / len(ratios)) if ratios else float("nan")
+        n_err = sum(1 for r in errors if r["group"] == g)
+        lines.append(f"{g:<22}{len(ratios):>6}{geo:>15.1f}{n_err:>8}")
+    return lines
 
 
 def run(args):
@@ -71,86 +282,89 @@ def run(args):
     import dnnc_runtime
     from cases import CASES
 
+    chosen = select(CASES, args.only)
+    if not chosen:
+        print(f"no case matches --only {args.only!r}", file=sys.stderr)
+        return 2
     torch.manual_seed(0)
-    with open(os.path.join(args.dir, "cases.json")) as f:
-        index = {c["name"]: c for c in json.load(f)["cases"]}
+    index_path = os.path.join(args.dir, "cases.json")
+    index, arch = {}, None
+    if os.path.exists(index_path):
+        with open(index_path) as f:
+            data = json.load(f)
+        index, arch = {c["name"]: c for c in data["cases"]}, data.get("arch")
     props = torch.cuda.get_device_properties(0)
     l2 = getattr(props, "L2_cache_size", 50 << 20)
 
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
-    x = torch.randn(16384, 8192, device="cuda", dtype=torch.bfloat16)
+    x = torch.randn(16384, 8192, device=DEVICE, dtype=torch.bfloat16)
     y = torch.empty_like(x)
     copy_ms = bench(lambda: y.copy_(x))
     copy_tbs = 2 * x.numel() * 2 / copy_ms / 1e9
     del x, y
-    rows = []
-    for case in CASES:
-        entry = index.get(case.name)
-        if entry is None:
-            continue
-        exe = dnnc_runtime.load(os.path.join(args.dir, entry["package"]))
-        sets = _inputs(torch, exe, max(1, min(8, int(4 * l2 // max(case.bytes, 1)))))
-        outs = [torch.empty_strided(s.dims, s.strides, dtype=sets[0][0].dtype, device="cuda")
-                for s in exe.outputs]
-        exe(*sets[0], outputs=outs)
-        want = case.torch_fn(torch, *sets[0])
-        err = ((outs[0].double() - want.double()).norm() / want.double().norm()).item()
-        step = [0]
-
-        def ours():
-            step[0] = (step[0] + 1) % len(sets)
-            exe(*sets[step[0]], outputs=outs)
-
-        def theirs():
-            step[0] = (step[0] + 1) % len(sets)
-            case.torch_fn(torch, *sets[step[0]])
-
-        t_dnnc, t_torch = bench(ours), bench(theirs)
-        row = {"case": case.name, "dnnc_ms": t_dnnc, "torch_ms": t_torch,
-               "ratio": t_dnnc / t_torch, "rel_err": err, "kernels": entry["kernels"]}
-        if case.memory_bound:
-            row["dnnc_tbs"] = case.bytes / t_dnnc / 1e9
-            row["torch_tbs"] = case.bytes / t_torch / 1e9
-        else:
-            row["dnnc_tflops"] = case.flops / t_dnnc / 1e9
-            row["torch_tflops"] = case.flops / t_torch / 1e9
-        rows.append(row)
-        del sets, outs, want
-        torch.cuda.empty_cache()
     report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-              "copy_tbs": copy_tbs, "rows": rows}
-    if args.json:
-        with open(args.json, "w") as f:
-            json.dump(report, f, indent=1)
+              "copy_tbs": copy_tbs, "rows": [], "arch": arch, "errors": []}
+    rows, errors = report["rows"], report["errors"]
+
+    def save():
+        if args.json:
+            with open(args.json, "w") as f:
+                json.dump(report, f, indent=1)
+
     print(f"device: {report['device']}, torch {report['torch']}, "
           f"device copy {copy_tbs:.2f} TB/s")
-    print(f"{'case':<40}{'kern':>5}{'dnnc ms':>10}{'torch ms':>10}{'ratio':>8}  "
-          f"{'dnnc rate':>16}{'torch rate':>16}{'rel err':>9}")
-    for r in rows:
-        if "dnnc_tbs" in r:
-            mine = f"{r['dnnc_tbs']:.2f} TB/s {100 * r['dnnc_tbs'] / copy_tbs:3.0f}%"
-            base = f"{r['torch_tbs']:.2f} TB/s"
+    print(_header(), flush=True)
+    for case in chosen:
+        entry = index.get(case.name)
+        if entry is None:
+            row = {"case": case.name, "group": case.group, "stage": "package",
+                   "error": f"not built: no package in {args.dir} (run build first)"}
         else:
-            mine = f"{r['dnnc_tflops']:.1f} TFLOP/s"
-            base = f"{r['torch_tflops']:.1f} TFLOP/s"
-        print(f"{r['case']:<40}{r['kernels']:>5}{r['dnnc_ms']:>10.3f}{r['torch_ms']:>10.3f}"
-              f"{r['ratio']:>8.1f}  {mine:>16}{base:>16}{r['rel_err']:>9.1e}")
+            try:
+                exe = dnnc_runtime.load(os.path.join(args.dir, entry["package"]))
+            except Exception as e:
+                row = {"case": case.name, "group": case.group, "stage": "load",
+                       "error": _error_text(e)}
+            else:
+                try:
+                    row = _measure(torch, bench, exe, case, entry, l2, args.traceback)
+                except Exception as e:
+                    row = {"case": case.name, "group": case.group, "stage": "measure",
+                           "error": _error_text(e)}
+                exe = None
+        (errors if "error" in row else rows).append(row)
+        print(_line(row, copy_tbs), flush=True)
+        save()
+    print()
+    for line in _summary(rows, errors):
+        print(line)
+    if errors:
+        print(f"{len(errors)} of {len(chosen)} cases could not be measured: see the error rows")
+    save()
+    return 0
 
 
 def main():
     p = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     sub = p.add_subparsers(dest="step", required=True)
+    only = dict(default=None, metavar="PATTERN",
+                help="only the cases whose name or group matches (substring or fnmatch "
+                     "pattern, case insensitive; comma-separated for several)")
     b = sub.add_parser("build")
     b.add_argument("--arch", default="sm_90a")
     b.add_argument("--out", default=os.path.join(ROOT, ".bench"))
+    b.add_argument("--only", **only)
     r = sub.add_parser("run")
     r.add_argument("--dir", default=os.path.join(ROOT, ".bench"))
     r.add_argument("--json", default=None)
+    r.add_argument("--only", **only)
+    r.add_argument("--traceback", action="store_true",
+                   help="print the traceback of a case that fails")
     args = p.parse_args()
-    build(args) if args.step == "build" else run(args)
+    return build(args) if args.step == "build" else run(args)
 
 
 if __name__ == "__main__":
-    main()
+    sys.exit(main())

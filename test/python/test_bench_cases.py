@@ -1,0 +1,176 @@
+"""bench/cases.py and bench/run.py without a GPU.
+
+* The cases together use every op of the dialect; names (and so package file
+  names) are unique; groups are the documented ones.
+* FLOPs and bytes are sane: bytes lie between what the graph writes and what
+  it reads and writes in all, compute-bound cases count FLOPs.
+* Each PyTorch reference runs on torch's meta device (shapes and dtypes, no
+  arithmetic) with inputs shaped, strided and typed as the graph's, through
+  the case's ``init`` and ``torch_prepare``, and gives the graph's outputs:
+  same dtype, same number of elements (parameter gradients may drop the
+  broadcast dims), never more outputs than the graph.
+* The runner's ``--only`` selection, its error measure, and one whole
+  measurement on the CPU with a stand-in executable, including a PyTorch
+  reference that raises (an error row, not an exception).
+"""
+
+import functools
+import importlib.util
+import math
+import os
+import re
+import sys
+
+import pytest
+
+import dnnc.dialect
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+BENCH = os.path.join(ROOT, "bench")
+
+
+def _load(name, filename):
+    if BENCH not in sys.path:
+        sys.path.insert(0, BENCH)
+    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, filename))
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+cases = _load("bench_cases", "cases.py")
+runner = _load("bench_run", "run.py")
+CASES = cases.CASES
+IDS = [c.name for c in CASES]
+
+
+@functools.lru_cache(maxsize=None)
+def graph(name):
+    return next(c for c in CASES if c.name == name).build()
+
+
+def io_bytes(tensors):
+    return sum(math.prod(t.dim) * t.get_data_type().itemsize for t in tensors)
+
+
+def test_every_op_is_benchmarked():
+    used = set()
+    for c in CASES:
+        used |= set(re.findall(r'"dnn\.(\w+)"', graph(c.name).to_mlir()))
+    missing = sorted({d.name for d in dnnc.dialect.all_ops()} - used)
+    assert not missing, f"ops no benchmark case uses: {missing}"
+
+
+def test_names_and_groups():
+    assert len(set(IDS)) == len(IDS)
+    slugs = [runner._slug(n) for n in IDS]
+    assert len(set(slugs)) == len(slugs), "two cases would share a package file"
+    assert {c.group for c in CASES} == set(cases.GROUPS)
+
+
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_flops_and_bytes(case):
+    g = graph(case.name)
+    written = io_bytes(g.outputs)
+    assert 0 < written <= case.bytes <= io_bytes(g.inputs) + written
+    assert case.flops >= 0
+    if not case.memory_bound:
+        assert case.flops > 0
+    elif case.group != "tensor" and "gen_index" not in case.name:
+        assert case.flops > 0, "nominal FLOPs of arithmetic cases"
+
+
+@pytest.mark.torch
+@pytest.mark.parametrize("case", CASES, ids=IDS)
+def test_torch_reference_matches_graph(case):
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    dtypes = runner._dtypes(torch)
+    g = graph(case.name)
+    inputs = [torch.empty_strided(t.dim, t.get_stride(), dtype=dtypes[t.get_data_type().mlir],
+                                  device="meta") for t in g.inputs]
+    if case.init is not None:
+        case.init(torch, *inputs)
+    prepared = tuple(case.torch_prepare(torch, *inputs)) if case.torch_prepare else ()
+    results = case.torch_fn(torch, *inputs, *prepared)
+    results = list(results) if isinstance(results, (tuple, list)) else [results]
+    assert 1 <= len(results) <= len(g.outputs)
+    assert results[0] is not None
+    for r, t in zip(results, g.outputs):
+        if r is None:
+            continue
+        assert r.dtype == dtypes[t.get_data_type().mlir], t.name
+        assert r.numel() == math.prod(t.dim), t.name
+        assert [d for d in r.shape if d != 1] == [d for d in t.dim if d != 1], t.name
+
+
+def test_only_selects_by_name_or_group():
+    names = lambda only: {c.name for c in runner.select(CASES, only)}  # noqa: E731
+    assert names(None) == names("") == set(IDS)
+    assert names("conv") == {c.name for c in CASES if c.group == "conv"}
+    assert names("CMP_*") == {c.name for c in CASES if c.name.startswith("cmp_")}
+    assert names("*backward*") >= {c.name for c in CASES if c.group == "activation-backward"}
+    assert names("softmax,matmul") == {c.name for c in CASES
+                                       if c.group in ("softmax", "matmul")
+                                       or "softmax" in c.name or "matmul" in c.name}
+    assert names("no such case") == set()
+
+
+def test_rel_err():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    inf = float("inf")
+    got = torch.tensor([[1.0, -inf, 3.0]])
+    assert runner._rel_err(torch, got, torch.tensor([1.0, -inf, 3.0])) == 0
+    assert runner._rel_err(torch, got, torch.tensor([[1.0, -inf, 4.0]])) == pytest.approx(
+        1 / math.sqrt(17))
+    flags = torch.tensor([True, False, True, True])
+    assert runner._rel_err(torch, flags, torch.tensor([True, True, True, True])) == 0.25
+    with pytest.raises(ValueError, match="expected"):
+        runner._rel_err(torch, got, torch.zeros(4))
+
+
+class _Spec:
+    def __init__(self, dims, dtype="f32"):
+        self.dims, self.dtype = dims, dtype
+        self.strides = [math.prod(dims[i + 1:]) for i in range(len(dims))]
+
+
+class _Executable:
+    """What the runner uses of a dnnc_runtime.Executable: gelu of one input."""
+
+    inputs = [_Spec([4, 8])]
+    outputs = [_Spec([4, 8])]
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def __call__(self, x, outputs):
+        outputs[0].copy_(self.torch.nn.functional.gelu(x))
+
+
+def test_measure_on_cpu():
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    calls = []
+
+    def bench(fn):
+        fn()
+        calls.append(fn)
+        return 0.5 if len(calls) == 1 else 0.25
+
+    good = cases.Case("gelu", None, lambda t, x, x2: t.nn.functional.gelu(x), 32, 256, True,
+                      "pointwise", init=lambda t, x: x.abs_(),
+                      torch_prepare=lambda t, x: (x * 2,))
+    row = runner._measure(torch, bench, _Executable(torch), good, {"kernels": 1}, 1 << 20,
+                          device="cpu")
+    assert "error" not in row
+    assert row["ratio"] == 2 and row["rel_err"] < 1e-6 and row["rel_errs"] == [row["rel_err"]]
+    assert row["dnnc_tbs"] == pytest.approx(256 / 0.5 / 1e9)
+
+    def broken(t, x):
+        raise RuntimeError("no such kernel\nmore")
+
+    bad = cases.Case("broken", None, broken, 32, 256, True, "pointwise")
+    row = runner._measure(torch, bench, _Executable(torch), bad, {"kernels": 1}, 1 << 20,
+                          device="cpu")
+    assert row == {"case": "broken", "group": "pointwise", "stage": "torch",
+                   "error": "RuntimeError: no such kernel"}
+    assert runner._line(row, 4.0).endswith("ERROR (torch): RuntimeError: no such kernel")
