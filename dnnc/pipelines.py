@@ -102,6 +102,7 @@ GPU = Stage("gpu", (
     "dnn-io-strides",
     "dnn-default-config",
     "dnn-vectorize-pointwise",
+    "dnn-reduce-rows",
     "dnn-parallel-dims-first",
     "convert-linalg-to-parallel-loops",
     "canonicalize",

@@ -9,10 +9,12 @@ The text of ``dnnc compile --config``, ``Options(config=...)`` and the
 
 ``KERNEL`` is a kernel function's name as the fused stage (and ``dnnc compile``'s
 plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
-``block`` (``128`` or ``128x1x1``), and for simt-pointwise ``vector``
-(elements per load, a power of two) and ``unroll`` (vectors per thread)::
+``block`` (``128`` or ``128x1x1``), ``vector`` (elements per load, a power
+of two; simt-pointwise and simt-reduce), ``unroll`` (vectors per thread;
+simt-pointwise) and ``tile`` (rows per block; simt-reduce)::
 
     main_k0_pointwise=vector:4,unroll:2
+    main_k0_softmax=block:128,tile:4
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -55,6 +57,11 @@ def _value(text, key, raw):
             _fail(text, f"block {raw}: expected 1 to {MAX_THREADS} threads per block, "
                         f"got {threads}")
         return block
+    if key == "tile":
+        parts = raw.split("x")
+        if not 1 <= len(parts) <= 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
+            _fail(text, f"tile: expected N or NxM positive integers, got '{raw}'")
+        return tuple(int(p) for p in parts)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:
             _fail(text, f"{key}: expected an integer from 1 to {MAX_PER_THREAD}, got '{raw}'")

@@ -47,15 +47,16 @@ from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
 
 # The strategies whose loops this pass spreads (simt-pointwise's are vector
-# loops by then: dnn-vectorize-pointwise).
-DISTRIBUTED = ("simt-generic", "simt-pointwise")
+# loops by then: dnn-vectorize-pointwise; a simt-reduce kernel is one
+# gpu.launch already, dnn-reduce-rows, and has none left).
+DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce")
 
 # Ops that may stay on the host between launches: they only make or view
 # buffers, or are constants that gpu-kernel-outlining sinks into kernels.
 HOST_OPS = frozenset({
     "memref.alloc", "memref.dealloc", "memref.subview", "memref.expand_shape",
     "memref.collapse_shape", "memref.cast", "memref.reinterpret_cast",
-    "arith.constant", "func.return", "func.call",
+    "arith.constant", "func.return", "func.call", "gpu.launch",
 })
 
 

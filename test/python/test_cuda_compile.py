@@ -31,8 +31,8 @@ import dnnc
 import dnnc.cpu
 import dnnc.dialect
 import dnnc.graph_mlir
-from dnnc import artifact, compiler, pipelines
-from dnnc.codegen.gpu import host_plan, ptx, ptxas
+from dnnc import artifact, compiler, heuristics, pipelines
+from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas
 from dnnc.dialect.types import data_type as dt
 from dnnc.errors import UnsupportedError
 from dnnc.passes import run_pipeline
@@ -254,7 +254,7 @@ def check_manifest(m, arch):
         else:
             assert 0 <= b["index"] < len(m[b["kind"] + "s"])
     for k in m["kernels"]:
-        assert k["strategy"] == "simt-generic"
+        assert k["strategy"] in heuristics.IMPLEMENTED
         assert 1 <= k["block"][0] * k["block"][1] * k["block"][2] <= 1024
         assert all(g >= 1 for g in k["grid"]) and k["grid"][0] < 2 ** 31
         assert k["grid"][1] <= 65535 and k["grid"][2] <= 65535
@@ -535,6 +535,12 @@ def emulate(g):
         if stage.name == "gpu":
             break
         run_pipeline(module, stage.pipeline)
+    with module.context:  # a row program's shuffles and barriers need a GPU
+        for fn in irutil.kernel_functions(module):
+            config = heuristics.Config.from_attr(fn.attributes["dnn.config"])
+            if config.strategy == "simt-reduce":
+                fn.attributes["dnn.config"] = heuristics.Config(
+                    "simt-generic", config.block).to_attr()
     gpu = pipelines.GPU.passes
     upto = gpu[:gpu.index("dnn-distribute-loops") + 1]
     run_pipeline(module, "builtin.module(" + ",".join(upto + EMULATION_TAIL) + ")")

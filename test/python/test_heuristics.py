@@ -98,16 +98,29 @@ def test_smaller_gpus_need_fewer_points_for_256():
 
 
 def test_reductions_rank_by_rows_and_name_simt_reduce():
+    # Long rows: a block per row, about four vectors per thread.
     few = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
     c = choose(few)
-    assert c.block == (128, 1, 1)
-    assert c.reason.startswith("simt-reduce not implemented yet (softmax: 8 rows of 1024)")
+    assert (c.strategy, c.block, c.vector, c.tile) == ("simt-reduce", (64, 1, 1), 4, ())
+    assert c.reason == "softmax: 8 rows of 1024: a block of 64 per row, vectors of 4, " \
+                       "4 per thread"
+    bf16 = problem("layernorm", [([16384, 8192], "bf16")], [([16384, 8192], "bf16")],
+                   attrs=[("axis", 1)])
+    assert (choose(bf16).block, choose(bf16).vector) == ((256, 1, 1), 8)
+    # Short rows: a warp each, four to a block.
     many = problem("softmax", [[262144, 64]], [[262144, 64]], attrs=[("axis", 1)])
-    assert blocks(rank(many)) == [256, 128, 512]
-    # Never a big block first, however many rows: each thread loops over its row.
-    huge = problem("reduction", [[1 << 26, 4]], [[1 << 26, 1]], attrs=[("axes", (1,))])
-    assert choose(huge).block == (256, 1, 1)
-    assert "reduction: 67108864 rows of 4" in choose(huge).reason
+    assert (choose(many).block, choose(many).tile) == ((128, 1, 1), (4,))
+    # The innermost axis alone, or simt-generic: one thread per row, never a big
+    # block first (each thread loops over its row).
+    columns = problem("reduction", [[1 << 20, 4]], [[1, 4]], attrs=[("axes", (0,))])
+    assert choose(columns).strategy == "simt-generic"
+    assert choose(columns).reason.startswith("simt-reduce not implemented yet (reduction: 4 "
+                                             "rows of 1048576)")
+    inner = problem("softmax", [[4, 64, 8]], [[4, 64, 8]], attrs=[("axis", 1)])
+    assert choose(inner).strategy == "simt-generic"
+    huge = problem("reduction", [[1 << 26, 4], ], [[1 << 26, 1]], attrs=[("axes", (1,))])
+    assert choose(huge).strategy == "simt-reduce"
+    assert "reduction: 67108864 rows of 4: a warp per row" in choose(huge).reason
 
 
 @pytest.mark.parametrize("anchor, attrs, x, rows, extent", [
@@ -184,7 +197,8 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
         configs = rank(p)
         assert configs and len(set(configs)) == len(configs)
         for c in configs:
-            assert c.strategy in heuristics.IMPLEMENTED == ("simt-generic", "simt-pointwise")
+            assert c.strategy in heuristics.IMPLEMENTED == (
+                "simt-generic", "simt-pointwise", "simt-reduce")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs
@@ -247,11 +261,13 @@ def test_override_syntax():
 
 def test_override_wins():
     p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
-    assert choose(p).block == (128, 1, 1)
-    for given in ("block:512", {"block": 512}, Config(block=512)):
+    assert choose(p).block == (64, 1, 1)
+    for given in ("block:512", {"block": 512}):
         c = choose(p, override=given)
-        assert c.block == (512, 1, 1) and c.strategy == "simt-generic"
-        assert c.reason.startswith("user override block=512; heuristics: simt-reduce")
+        assert c.block == (512, 1, 1) and c.strategy == "simt-reduce"
+        assert c.reason.startswith("user override block=512; heuristics: softmax: 8 rows")
+    c = choose(p, override=Config(block=512))
+    assert c.block == (512, 1, 1) and c.strategy == "simt-generic"
 
 
 @pytest.mark.parametrize("text, message", [
@@ -259,7 +275,10 @@ def test_override_wins():
     ("k=block:0", "block 0: expected 1 to 1024 threads per block, got 0"),
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
-    ("k=tile:128", "unknown key 'tile': expected one of block, strategy"),
+    ("k=stages:2", "unknown key 'stages': expected one of block, strategy, tile, unroll, "
+                   "vector"),
+    ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
+    ("k=vector:3", "vector: expected a power of two, got 3"),
     ("k=strategy:tc-sm90", "strategy 'tc-sm90' is not implemented yet: expected one of "
                            "simt-generic"),
     ("k=strategy:fast", "unknown strategy 'fast'"),
@@ -307,7 +326,7 @@ def test_configured_stage_holds_the_config_of_every_kernel():
             expected = choose(heuristics.problem_of(fn, "sm_90a"))
             assert str(fn.attributes["dnn.config"]) == expected.to_text()
             assert fn.attributes["dnn.config_reason"].value == expected.reason
-    assert ('dnn.config_reason = "simt-reduce not implemented yet (softmax: 8 rows of 64)'
+    assert ('dnn.config_reason = "softmax: 8 rows of 64: a warp per row, 4 rows per block'
             in str(module))
     # The stage is deterministic.
     assert str(compile_cuda(stop_after="configured")) == str(module)
@@ -333,10 +352,11 @@ def test_manifest_records_strategy_and_reason():
     assert set(by_name) == {"main_load_x", *KERNELS}
     for name in KERNELS:
         for k in by_name[name]:
-            strategy = "simt-pointwise" if name == "main_k2_pointwise" else "simt-generic"
+            strategy = {"main_k2_pointwise": "simt-pointwise",
+                        "main_k0_softmax": "simt-reduce"}.get(name, "simt-generic")
             assert k["strategy"] == strategy and k["block"] == [128, 1, 1]
             assert k["reason"] == by_name[name][0]["reason"]
-    assert by_name["main_k0_softmax"][0]["reason"].startswith("simt-reduce not implemented yet")
+    assert by_name["main_k0_softmax"][0]["reason"].startswith("softmax: 8 rows of 64: a warp")
     assert by_name["main_k1_matmul"][0]["reason"].startswith("tc-sm90 (as tf32) not implemented")
     # The layout copy is made after the heuristics ran: the fallback config, which
     # the reason says.
@@ -344,8 +364,8 @@ def test_manifest_records_strategy_and_reason():
     assert "after the heuristics" in by_name["main_load_x"][0]["reason"]
     artifact.validate(package.manifest)
     text = package.describe()
-    assert "simt-generic: simt-reduce not implemented yet (softmax: 8 rows of 64)" in text
-    assert text.count("simt-generic: simt-reduce") == 1  # once per kernel function
+    assert "simt-reduce: softmax: 8 rows of 64: a warp per row" in text
+    assert text.count("simt-reduce: softmax") == 1  # once per kernel function
     bad = dict(package.manifest, kernels=[dict(package.kernels[1], reason=3)])
     with pytest.raises(artifact.ArtifactError, match="reason expected a string, got int"):
         artifact.validate(bad)
@@ -384,7 +404,7 @@ def test_override_errors_name_what_is_wrong():
         compile_cuda(config="main_k9_relu=block:128")
     with pytest.raises(PipelineError, match="block 4096: expected 1 to 1024 threads"):
         compile_cuda(config="main_k0_softmax=block:4096")
-    with pytest.raises(PipelineError, match="strategy 'simt-generic' runs 1-D blocks: "
+    with pytest.raises(PipelineError, match="strategy 'simt-reduce' runs 1-D blocks: "
                                             "expected block N, got 32x2"):
         compile_cuda(config="main_k0_softmax=block:32x2")
     with pytest.raises(UnsupportedError, match="option config='k=block:1' applies to target "

@@ -213,11 +213,13 @@ class _Planner:
 
 
 def _stored_arguments(fn):
-    """Indices of the arguments of gpu.func ``fn`` that some memref.store (or a
-    store into a view of it) writes."""
-    args = list(irutil.body(fn).arguments)
+    """Indices of the arguments of gpu.func ``fn`` that some memref.store or
+    vector.store (or a store into a view of it) writes. Workgroup buffers
+    follow the arguments among the block's arguments: they are not counted."""
+    params = len(irutil.function_type(fn).inputs)
+    args = list(irutil.body(fn).arguments)[:params]
     stored = set()
-    for store in irutil.ops(fn, "memref.store"):
+    for store in irutil.ops(fn, "memref.store") + irutil.ops(fn, "vector.store"):
         target = store.operands[1]
         while not irutil.is_block_argument(target):
             op = irutil.defining_op(target)

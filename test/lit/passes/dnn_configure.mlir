@@ -1,7 +1,8 @@
 // dnn-configure: the heuristics attach dnn.config and dnn.config_reason to
 // every dnn.kernel function of the fused stage. Pointwise chains get
 // simt-pointwise (16-byte vectors; two per thread for very large ones) when
-// their innermost dims allow it; everything else gets simt-generic, with a
+// their innermost dims allow it, softmax / norms / reductions along the
+// innermost axis get simt-reduce; everything else gets simt-generic, with a
 // reason that names the faster strategy that would apply. Block sizes follow
 // the parallelism: 128 for few points, 256 by default, 512/1024 for very
 // large short simt-generic pointwise chains.
@@ -17,7 +18,7 @@
 
 // UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
-// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm90': strategy 'tc-sm90' is not implemented yet: expected one of simt-generic, simt-pointwise
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm90': strategy 'tc-sm90' is not implemented yet: expected one of simt-generic, simt-pointwise, simt-reduce
 // ARCH: dnnc-opt: error: pass 'dnn-configure' option 'arch': expected one of sm_80, sm_90a, got 'sm_70'
 
 // A small pointwise chain: vectors of 4 f32, 128-thread blocks.
@@ -71,14 +72,14 @@ func.func private @huge_odd_chain(%x: tensor<16385x4097xf16>) -> tensor<16385x40
   return %0 : tensor<16385x4097xf16>
 }
 
-// 8 rows of 1024: one thread per row in simt-generic, so 128-thread blocks;
-// simt-reduce would give each row a warp or a block.
+// 8 rows of 1024 f32: simt-reduce, a block of 64 threads per row, each
+// thread loading 4 vectors of 4.
 // CHECK-LABEL: func.func private @softmax_few_rows(
-//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-reduce not implemented yet (softmax: 8 rows of 1024); block 128: few points (8): one block of 128 holds them"
+//  CHECK-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}
+//  CHECK-SAME:     dnn.config_reason = "softmax: 8 rows of 1024: a block of 64 per row, vectors of 4, 4 per thread"
 // OVERRIDE-LABEL: func.func private @softmax_few_rows(
-//  OVERRIDE-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-generic"}
-//  OVERRIDE-SAME:     dnn.config_reason = "user override block=64; heuristics: simt-reduce not implemented yet (softmax: 8 rows of 1024); block 128: {{.*}}"
+//  OVERRIDE-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}
+//  OVERRIDE-SAME:     dnn.config_reason = "user override block=64; heuristics: softmax: 8 rows of 1024: {{.*}}"
 func.func private @softmax_few_rows(%x: tensor<8x1024xf32>) -> tensor<8x1024xf32> attributes {dnn.anchor = "softmax", dnn.kernel} {
   %y = "dnn.softmax"(%x) {axis = 1 : i64} : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
   return %y : tensor<8x1024xf32>

@@ -1,0 +1,87 @@
+"""dnn-reduce-rows: lower every kernel whose ``dnn.config`` names the
+``simt-reduce`` strategy to a row program: one ``gpu.launch`` with a row per
+block (or per warp), warp-shuffle and shared-memory reductions, intermediates
+recomputed rather than stored (dnnc/codegen/gpu/rowwise.py).
+
+Runs in the ``gpu`` stage on bufferized kernel functions, before
+convert-linalg-to-parallel-loops. The config's ``block[0]`` is the threads
+per block, ``tile[0]`` the rows a block handles (1: the whole block works on
+one row; ``block[0] / 32``: a warp per row) and ``vector`` the elements per
+load. A kernel that is not a row program (the heuristics only choose
+simt-reduce for softmax, norms and reductions along the innermost dim, but
+their decompositions vary) is left as it is and handed to simt-generic: its
+``dnn.config`` becomes ``simt-generic`` with the same block, and its
+``dnn.config_reason`` says why, so that the plan shows what runs.
+
+Before (softmax of 64 rows of 256, config ``{block = [64, 1, 1],
+strategy = "simt-reduce", vector = 4}``)::
+
+    linalg.generic ... outs(%m : memref<64x1xf32>)        // fill -inf
+    linalg.generic ... ins(%x) outs(%m) ["parallel", "reduction"]  // max
+    ...
+
+After::
+
+    gpu.launch blocks(...) in (%gx = %c64, ...) threads(...) in (%bx = %c64, ...)
+        workgroup(%smem : memref<4xf32, #gpu.address_space<workgroup>>) {
+      %max = scf.for %c = %c0 to %c1 step %c1 iter_args(%acc = %ninf) -> (f32) {
+        %v = vector.load %x[%row, %j] ...
+        ...
+      }
+      %s1 = gpu.shuffle xor %max, %c16, %c32 : f32
+      ...
+    }
+
+Lit test: test/lit/passes/dnn_reduce_rows.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil, rowwise
+from dnnc.errors import PipelineError
+from dnnc.heuristics.config import REASON_ATTR, Config
+from dnnc.passes import DnncPass, register
+
+STRATEGY = "simt-reduce"
+
+
+def reduce_config(fn):
+    """The kernel's Config when it names simt-reduce, else None."""
+    if irutil.CONFIG_ATTR not in fn.attributes:
+        return None
+    try:
+        config = Config.from_attr(fn.attributes[irutil.CONFIG_ATTR])
+    except PipelineError as err:
+        raise PipelineError(f"kernel '{irutil.symbol(fn)}': {err}") from None
+    return config if config.strategy == STRATEGY else None
+
+
+def fall_back(fn, config, why):
+    """Hand the kernel to simt-generic, saying why in its reason."""
+    generic = Config("simt-generic", config.block)
+    fn.attributes[irutil.CONFIG_ATTR] = generic.to_attr()
+    before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
+        else ""
+    note = f"simt-reduce does not apply ({why}): simt-generic, one thread per row"
+    fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{note}; heuristics: {before}"
+                                                   if before else note)
+
+
+@register
+@dataclass
+class DnnReduceRows(DnncPass):
+    NAME = "dnn-reduce-rows"
+
+    def run(self, module):
+        with module.context, ir.Location.unknown():
+            for fn in irutil.kernel_functions(module):
+                config = reduce_config(fn)
+                if config is None:
+                    continue
+                rows_per_block = config.tile[0] if config.tile else 1
+                try:
+                    rowwise.build(fn, config.vector, config.block[0], rows_per_block)
+                except rowwise.NotARowProgram as why:
+                    fall_back(fn, config, str(why))

@@ -1,0 +1,99 @@
+// dnn-reduce-rows lowers a simt-reduce kernel whose loops all run over the
+// same rows to one gpu.launch, a block per row here (64 threads, vectors of
+// 4): the max and the sum are per-thread folds, warp shuffles and a
+// shared-memory step across the two warps; the exp is computed in a store
+// pass. 64 elements fill a quarter of the block's first vector sweep: the
+// threads past the end read the last vector and are masked.
+// A kernel that is not a row program goes to simt-generic, with the reason.
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-rows,canonicalize,cse)' | FileCheck %s
+
+// CHECK-LABEL: func.func private @softmax(
+//  CHECK-SAME:     %[[X:.*]]: memref<4x64xf32>, %[[Y:.*]]: memref<4x64xf32>)
+//  CHECK-SAME:     strategy = "simt-reduce"
+//       CHECK:   gpu.launch blocks(%[[ROW:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c4, {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c64, {{.*}}) workgroup(%[[SMEM:.*]] : memref<4xf32, #gpu.address_space<workgroup>>)
+//       CHECK:     %[[J0:.*]] = arith.muli %[[T]], %c4 : index
+//  CHECK-NEXT:     %[[IN:.*]] = arith.cmpi ult, %[[J0]], %c64 : index
+//  CHECK-NEXT:     %[[J:.*]] = arith.minui %[[J0]], %c60 : index
+//  CHECK-NEXT:     vector.load %[[X]][%[[ROW]], %[[J]]] {alignment = 16 : i64} : memref<4x64xf32>, vector<4xf32>
+//       CHECK:     %[[PART:.*]] = arith.select %[[IN]], %{{.*}}, %cst_1 : f32
+//  CHECK-NEXT:     gpu.shuffle  xor %[[PART]], %c16_i32, %c32_i32 : f32
+//       CHECK:     gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+//       CHECK:     scf.if
+//  CHECK-NEXT:       memref.store %{{.*}}, %[[SMEM]][%{{.*}}] : memref<4xf32, #gpu.address_space<workgroup>>
+//       CHECK:     gpu.barrier
+//       CHECK:     %[[W0:.*]] = memref.load %[[SMEM]][%c0]
+//  CHECK-NEXT:     %[[W1:.*]] = memref.load %[[SMEM]][%c1]
+//  CHECK-NEXT:     %[[MAX:.*]] = arith.maximumf %[[W0]], %[[W1]] : f32
+//       CHECK:     math.exp
+//       CHECK:     scf.if %[[IN]] {
+//  CHECK-NEXT:       vector.store %{{.*}}, %[[Y]][%[[ROW]], %[[J]]] {alignment = 16 : i64}
+//       CHECK:     gpu.shuffle  xor %{{.*}}, %c16_i32, %c32_i32 : f32
+//       CHECK:     gpu.barrier
+//       CHECK:     memref.load %[[SMEM]][%c2]
+//       CHECK:     arith.divf
+//       CHECK:     vector.store %{{.*}}, %[[Y]][%[[ROW]], %[[J]]]
+//       CHECK:     gpu.terminator
+//   CHECK-NOT:   linalg.generic
+
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0, 0)>
+
+func.func private @softmax(%arg0: memref<4x64xf32>, %arg1: memref<4x64xf32>) attributes {dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}, dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 0.000000e+00 : f32
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<4x1xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%alloc : memref<4x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<4x64xf32>) outs(%alloc : memref<4x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %alloc : memref<4x64xf32>, memref<4x1xf32>) outs(%arg1 : memref<4x64xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in_2, %cst_1 : f32
+    %1 = arith.select %0, %cst_0, %in_2 : f32
+    %2 = arith.subf %in, %1 : f32
+    %3 = math.exp %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%alloc : memref<4x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_0 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg1 : memref<4x64xf32>) outs(%alloc : memref<4x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%arg1, %alloc : memref<4x64xf32>, memref<4x1xf32>) outs(%arg1 : memref<4x64xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.maximumf %in_2, %cst : f32
+    %1 = arith.divf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  return
+}
+
+// -----
+
+// A column sum, read through a transposing map.
+
+// CHECK-LABEL: func.func private @columns(
+//  CHECK-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-reduce does not apply (an indexing map that is not a broadcast in loop order): simt-generic, one thread per row; heuristics: column sums"
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+func.func private @columns(%x: memref<8x4xf32>, %s: memref<1x4xf32>) attributes {dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}, dnn.config_reason = "column sums", dnn.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1) -> (d1, d0)>, affine_map<(d0, d1) -> (0, d0)>], iterator_types = ["parallel", "reduction"]}
+      ins(%x : memref<8x4xf32>) outs(%s : memref<1x4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  }
+  return
+}
