@@ -8,10 +8,8 @@ in launch order), ``kernels.ptx`` (every kernel, one PTX module) and
 ``read`` loads and validates a file. This module never needs a GPU.
 """
 
-import importlib.metadata
 import io
 import json
-import textwrap
 import zipfile
 from dataclasses import dataclass
 
@@ -27,7 +25,13 @@ class ArtifactError(DnncError):
     """A .dnnpkg is malformed, of an unknown format version, or inconsistent."""
 
 
+# importlib.metadata is imported where it is used: it costs tens of
+# milliseconds, and a JIT cache hit reads packages without building one.
+
 def dnnc_version():
+    """The installed dnnc's version (``dnnc.__version__`` when not installed)."""
+    import importlib.metadata
+
     try:
         return importlib.metadata.version("dnnc")
     except importlib.metadata.PackageNotFoundError:
@@ -38,6 +42,8 @@ def dnnc_version():
 
 def mlir_version():
     """The MLIR release of the bindings (package 22.1.8.4 is MLIR 22.1.8)."""
+    import importlib.metadata
+
     try:
         version = importlib.metadata.version("xtc-mlir-python-bindings")
     except importlib.metadata.PackageNotFoundError:
@@ -118,6 +124,8 @@ def _buffer_text(manifest, index):
 
 
 def describe(manifest, resources=None):
+    import textwrap
+
     m = manifest
     lines = [f"graph {m['graph']} for {m['arch']} (format {m['format_version']}, "
              f"dnnc {m['dnnc_version']}, MLIR {m['mlir_version']})"]
@@ -161,8 +169,6 @@ _ZIP_TIME = (1980, 1, 1, 0, 0, 0)
 def to_bytes(package, extra=None):
     """The ``.dnnpkg`` bytes of ``package``; ``extra`` adds manifest fields.
     Deterministic: one package always gives the same bytes."""
-    import io
-
     manifest = dict(package.manifest, **(extra or {}))
     validate(manifest)
     buf = io.BytesIO()

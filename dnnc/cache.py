@@ -31,12 +31,12 @@ Deleting it is always safe. This module never imports MLIR.
 
 import functools
 import hashlib
-import importlib.metadata
+import importlib.util
 import io
 import json
 import os
 import re
-import tempfile
+import sys
 import time
 import zipfile
 from dataclasses import dataclass
@@ -81,12 +81,59 @@ def source_digest():
     return digest_sources(os.path.dirname(os.path.abspath(__file__)))
 
 
+BINDINGS_DIST = "xtc-mlir-python-bindings"
+# A wheel's installed metadata directory: <name>-<version>.dist-info, the name
+# with runs of "-", "_" and "." as one "_" (the wheel spec's normal form).
+_DIST_INFO = re.compile(r"^(?P<name>[^-]+)-(?P<version>[^-]+)\.dist-info$")
+
+
+def _normal_name(name):
+    return re.sub(r"[-_.]+", "_", name).lower()
+
+
+def _dist_info_versions(directory, name):
+    """The versions of ``name`` that ``directory`` has a .dist-info for."""
+    try:
+        entries = os.listdir(directory)
+    except OSError:
+        return []
+    versions = []
+    for entry in entries:
+        match = _DIST_INFO.match(entry)
+        if match and _normal_name(match["name"]) == name:
+            versions.append(match["version"])
+    return versions
+
+
 @functools.lru_cache(maxsize=None)
 def mlir_bindings_version():
-    """The full version of the xtc-mlir-python-bindings package (or "unknown")."""
+    """The full version of the xtc-mlir-python-bindings package (or "unknown").
+
+    Read from the name of its ``.dist-info`` directory beside the ``mlir``
+    package (found without importing it), else in the first ``sys.path``
+    entry that has one. Importing importlib.metadata takes tens of
+    milliseconds, which a cache hit in a fresh process would pay for this one
+    string, so it is asked only when the search finds no single version."""
+    name = _normal_name(BINDINGS_DIST)
     try:
-        return importlib.metadata.version("xtc-mlir-python-bindings")
-    except importlib.metadata.PackageNotFoundError:
+        spec = importlib.util.find_spec("mlir")
+    except (ImportError, ValueError):
+        spec = None
+    places = []
+    if spec is not None and spec.submodule_search_locations:
+        places += [os.path.dirname(p) for p in spec.submodule_search_locations]
+    places += [p or os.curdir for p in sys.path]
+    for place in places:
+        versions = _dist_info_versions(place, name)
+        if len(versions) == 1:
+            return versions[0]
+        if versions:  # stale copies of the metadata: let importlib.metadata choose
+            break
+    from importlib import metadata
+
+    try:
+        return metadata.version(BINDINGS_DIST)
+    except metadata.PackageNotFoundError:
         return "unknown"
 
 
@@ -190,6 +237,8 @@ class Cache:
         path = self.path(key)
         if recorded_key(data) != key:
             data = package_bytes(artifact.read(data), key)
+        import tempfile  # only writers need it (and the random module it imports)
+
         os.makedirs(self.directory, exist_ok=True)
         fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=TEMP_SUFFIX,
                                    dir=self.directory)

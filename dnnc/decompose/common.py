@@ -151,6 +151,12 @@ class Builder:
         return self.reduce("mean", x, axes, True, out)
 
     def max(self, x, axes):
+        """The maximum over ``axes``; -inf over an empty axis, where
+        dnn.reduction refuses max (it has no identity) and where the softmax
+        and attention rules expect the shift of an all -inf row."""
+        shape = shape_of(x)
+        if any(shape[a] == 0 for a in axes):
+            return self.add(self.sum(x, axes), NEG_INF)  # 0 + -inf, in the kept shape
         return self.reduce("max", x, axes)
 
     def matmul(self, a, b, out=None):

@@ -4,6 +4,10 @@ from dnnc.dialect.opdef import Attr, TensorInfo, op
 from dnnc.dialect.ops_conv import output_size
 
 REDUCTION_MODES = ("sum", "mean", "max", "min", "prod", "amax", "norm1", "norm2")
+# Modes with no identity element: reducing no elements has no answer (NumPy
+# and PyTorch refuse too). sum, prod and the norms give their identity; mean
+# gives NaN (0 / 0).
+NEEDS_AN_ELEMENT = ("max", "min", "amax")
 
 
 def _axis_op(ctx):
@@ -44,7 +48,9 @@ op("log_softmax_backward", family="softmax", operands=["dy", "y"], results=["dx"
            Attr("keepdims", "bool", True)])
 def _reduction(ctx):
     """Reduce over ``axes``. amax is the largest absolute value (cuDNN's AMAX);
-    norm1 and norm2 are the L1 and L2 norms."""
+    norm1 and norm2 are the L1 and L2 norms. Over an axis of size 0, sum and
+    the norms give 0, prod 1 and mean NaN; max, min and amax have no identity
+    and are refused."""
     x = ctx["x"]
     axes = tuple(ctx.attrs["axes"])
     for i, a in enumerate(axes):
@@ -52,6 +58,12 @@ def _reduction(ctx):
             ctx.fail(f"attribute 'axes' entry {i}", f"expected an axis in [0, {x.rank}), got {a}")
     if len(set(axes)) != len(axes) or list(axes) != sorted(axes):
         ctx.fail("attribute 'axes'", f"expected distinct axes in increasing order, got {list(axes)}")
+    mode = ctx.attrs["mode"]
+    if mode in NEEDS_AN_ELEMENT:
+        for a in axes:
+            if x.shape[a] == 0:
+                ctx.fail_dim("x", a, "at least 1", 0,
+                             f"mode '{mode}' needs an element to reduce: it has no identity")
     if ctx.attrs["keepdims"]:
         shape = [1 if d in axes else n for d, n in enumerate(x.shape)]
     else:

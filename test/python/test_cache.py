@@ -8,8 +8,9 @@
   dies before its replace leaves a temp file that readers never open);
   truncated, corrupt and foreign entries are misses that get rewritten.
 * Four processes compiling one graph at once all succeed and leave one entry.
-* A hit in a fresh process imports no MLIR, from the cache read to the
-  runtime's Executable: its time is printed (run with -s).
+* A hit in a fresh process imports no MLIR (nor importlib.metadata), from
+  the cache read to the runtime's Executable: its time is printed (run with
+  -s). The MLIR bindings' version in the key comes from a directory name.
 * Graph.compile(target="cuda") with no GPU raises a clear UnsupportedError.
 
 Every test points DNNC_CACHE_DIR at its own tmp_path.
@@ -112,6 +113,28 @@ def test_options_hash_is_the_same_in_every_process():
                              env=dict(os.environ, PYTHONHASHSEED=seed), check=True)
         outs.add(run.stdout.strip())
     assert outs == {f"{opts.hash()} {cache.key_for('module {}', opts)}"}
+
+
+def test_bindings_version_comes_from_the_dist_info_name(tmp_path, monkeypatch):
+    import importlib.metadata
+
+    assert cache.mlir_bindings_version() == importlib.metadata.version(cache.BINDINGS_DIST)
+    lookup = cache.mlir_bindings_version.__wrapped__  # past the per-process cache
+    site = tmp_path / "site"
+    site.mkdir()
+    for name in ("xtc_mlir_python_bindings-1.2.3.dist-info",
+                 "xtc_mlir_python_bindings_extra-9.0.dist-info",  # another package
+                 "xtc_mlir_python_bindings-1.2.2.egg-info", "numpy-2.0.0.dist-info"):
+        (site / name).mkdir()
+    monkeypatch.setattr(cache.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(sys, "path", [str(tmp_path / "absent"), str(site)])
+    monkeypatch.setattr(importlib.metadata, "version", lambda name: "from metadata")
+    assert lookup() == "1.2.3"
+    # Two versions side by side (a stale install): importlib.metadata decides.
+    (site / "XTC_mlir.python_bindings-1.2.4.dist-info").mkdir()
+    assert sorted(cache._dist_info_versions(str(site), "xtc_mlir_python_bindings")) == [
+        "1.2.3", "1.2.4"]
+    assert lookup() == "from metadata"
 
 
 def test_source_digest_covers_every_py_file(tmp_path):
@@ -351,6 +374,7 @@ def test_concurrent_compiles_of_one_graph(cache_dir):
 # bindings, which a hit must not need. The first run fills the cache.
 FRESH_HIT = """
 import hashlib, json, sys, time
+metadata_at_start = "importlib.metadata" in sys.modules
 start = time.perf_counter()
 import dnnc
 from dnnc import cache, compiler
@@ -368,10 +392,12 @@ if data is None:
     sys.exit()
 mlir = lambda: sorted(m for m in sys.modules if m == "mlir" or m.startswith("mlir."))
 after_lookup = mlir()
+metadata_imported = "importlib.metadata" in sys.modules and not metadata_at_start
 exe = g.compile(target="cuda", arch="sm_80")  # the JIT: lookup, then dnnc_runtime.load
 loaded = time.perf_counter()
 print(json.dumps({"hit": True, "key": key, "sha256": hashlib.sha256(data).hexdigest(),
                   "mlir_after_lookup": after_lookup, "mlir_after_jit": mlir(),
+                  "metadata_imported": metadata_imported,
                   "hits": cache.default().stats.hits, "executable": type(exe).__name__,
                   "import": imported - start, "build": built - imported,
                   "lookup": read - built, "jit": loaded - read}))
@@ -391,6 +417,8 @@ def test_hit_in_a_fresh_process_imports_no_mlir(cache_dir):
     assert result["sha256"] == hashlib.sha256(entry).hexdigest()
     assert result["mlir_after_lookup"] == [], "a cache hit imported the MLIR bindings"
     assert result["mlir_after_jit"] == [], "Graph.compile on a hit imported the MLIR bindings"
+    # importlib.metadata alone costs tens of milliseconds to import.
+    assert not result["metadata_imported"], "a cache hit imported importlib.metadata"
     assert result["hits"] == 2 and result["executable"] == "Executable"
     ms = {k: result[k] * 1e3 for k in ("import", "build", "lookup", "jit")}
     print(f"\ncache hit in a fresh process: import dnnc+compiler {ms['import']:.1f} ms, "

@@ -150,3 +150,23 @@ def test_softmax_rows_of_minus_inf_give_zeros_on_the_cpu():
     got = g.compile(target="cpu").run(data)
     assert np.all(got[0][0] == 0.0) and np.all(got[1][0] == -np.inf)
     np.testing.assert_allclose(got[0][1].sum(), 1.0, rtol=1e-6)
+
+
+def test_max_over_an_empty_axis_inside_composites():
+    # dnn.reduction refuses max over an empty axis; softmax and attention
+    # decompose it to -inf there, as their rules for all -inf rows expect.
+    g = dnnc.Graph(io_data_type="f32")
+    x = g.tensor(name="x", dim=[3, 0])
+    g.softmax(x, axis=1).set_name("y").set_output(True)
+    y = g.compile(target="cpu")(x=np.zeros((3, 0), np.float32))["y"]
+    assert y.shape == (3, 0)
+    g = dnnc.Graph(io_data_type="f32")
+    q = g.tensor(name="q", dim=[1, 2, 4, 8])
+    k = g.tensor(name="k", dim=[1, 2, 0, 8])
+    v = g.tensor(name="v", dim=[1, 2, 0, 8])
+    g.sdpa(q, k, v)[0].set_name("o").set_output(True)
+    rng = np.random.default_rng(0)
+    o = g.compile(target="cpu")(q=rng.standard_normal((1, 2, 4, 8)).astype(np.float32),
+                                k=np.zeros((1, 2, 0, 8), np.float32),
+                                v=np.zeros((1, 2, 0, 8), np.float32))["o"]
+    np.testing.assert_array_equal(o, np.zeros((1, 2, 4, 8), np.float32))

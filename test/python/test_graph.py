@@ -105,6 +105,9 @@ def test_shapes_are_inferred():
     (lambda g, x: g.softmax(x, axis=0) and g.reduction(x, "median", [0]),
      "'dnn.reduction' op attribute 'mode': expected one of sum, mean, max, min, prod, amax, "
      "norm1, norm2, got median"),
+    (lambda g, x: g.reduction(g.tensor(name="e", dim=[3, 0]), "min", [1]),
+     "'dnn.reduction' op operand 'x' dim 1: expected at least 1 (mode 'min' needs an element "
+     "to reduce: it has no identity), got 0"),
     (lambda g, x: g.logical_not(x),
      "'dnn.logical_not' op operand 'x': expected a tensor of i1, got f32"),
     (lambda g, x: g.reshape(x, [7]),

@@ -1736,6 +1736,22 @@ func.func @reduction_axes_repeated(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
 
 // -----
 
+func.func @reduction_max_over_empty_axis(%x: tensor<2x0xf32>) -> tensor<2x1xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.reduction' op operand 'x' dim 1: expected at least 1 (mode 'max' needs an element to reduce: it has no identity), got 0
+  %y = "dnn.reduction"(%x) {axes = array<i64: 1>, mode = "max"} : (tensor<2x0xf32>) -> tensor<2x1xf32>
+  return %y : tensor<2x1xf32>
+}
+
+// -----
+
+func.func @reduction_amax_over_several_axes_one_empty(%x: tensor<2x3x0xf32>) -> tensor<f32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.reduction' op operand 'x' dim 2: expected at least 1 (mode 'amax' needs an element to reduce: it has no identity), got 0
+  %y = "dnn.reduction"(%x) {axes = array<i64: 0, 1, 2>, keepdims = false, mode = "amax"} : (tensor<2x3x0xf32>) -> tensor<f32>
+  return %y : tensor<f32>
+}
+
+// -----
+
 func.func @reduction_dropped_dims_in_result(%x: tensor<2x3x4xf32>) -> tensor<2x1x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.reduction' op result 'y': expected shape 2x4, got 2x1x4
   %y = "dnn.reduction"(%x) {axes = array<i64: 1>, keepdims = false, mode = "norm2"} : (tensor<2x3x4xf32>) -> tensor<2x1x4xf32>
