@@ -127,6 +127,19 @@ class Config:
         return "{" + ", ".join(items) + "}"
 
     @classmethod
+    def of_kernel(cls, fn):
+        """The Config of kernel function ``fn``'s ``dnn.config`` (None when
+        it has none); a bad one is a PipelineError naming the kernel."""
+        from dnnc.codegen.gpu import irutil
+
+        if ATTR not in fn.attributes:
+            return None
+        try:
+            return cls.from_attr(fn.attributes[ATTR])
+        except PipelineError as err:
+            raise PipelineError(f"kernel '{irutil.symbol(fn)}': {err}") from None
+
+    @classmethod
     def from_attr(cls, attr, reason="", default_block=(256, 1, 1)):
         """The Config of a ``dnn.config`` DictAttr; a missing block is
         ``default_block``. Unknown keys are refused: a misspelt field must not

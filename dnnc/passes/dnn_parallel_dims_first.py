@@ -34,16 +34,12 @@ from dnnc.codegen.gpu import irutil
 from dnnc.passes import DnncPass, register
 
 
-def _is_parallel(attr):
-    return str(attr).endswith("<parallel>") or str(attr) == '"parallel"'
-
-
 def interchange(op):
     """Reorder ``op``'s loops, parallel first; False when already in order."""
     iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
     n = len(iterators)
-    order = [i for i in range(n) if _is_parallel(iterators[i])] + \
-            [i for i in range(n) if not _is_parallel(iterators[i])]
+    order = [i for i in range(n) if irutil.is_parallel(iterators[i])] + \
+            [i for i in range(n) if not irutil.is_parallel(iterators[i])]
     if order == list(range(n)):
         return False
     new_position = [0] * n  # old loop order[k] becomes loop k

@@ -40,22 +40,10 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil, rowwise
-from dnnc.errors import PipelineError
 from dnnc.heuristics.config import REASON_ATTR, Config
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-reduce"
-
-
-def reduce_config(fn):
-    """The kernel's Config when it names simt-reduce, else None."""
-    if irutil.CONFIG_ATTR not in fn.attributes:
-        return None
-    try:
-        config = Config.from_attr(fn.attributes[irutil.CONFIG_ATTR])
-    except PipelineError as err:
-        raise PipelineError(f"kernel '{irutil.symbol(fn)}': {err}") from None
-    return config if config.strategy == STRATEGY else None
 
 
 def fall_back(fn, config, why):
@@ -77,8 +65,8 @@ class DnnReduceRows(DnncPass):
     def run(self, module):
         with module.context, ir.Location.unknown():
             for fn in irutil.kernel_functions(module):
-                config = reduce_config(fn)
-                if config is None:
+                config = Config.of_kernel(fn)
+                if config is None or config.strategy != STRATEGY:
                     continue
                 rows_per_block = config.tile[0] if config.tile else 1
                 try:

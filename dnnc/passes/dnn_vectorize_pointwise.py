@@ -38,23 +38,11 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil, vectorize
-from dnnc.errors import PipelineError
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-pointwise"
 DONE_ATTR = "dnn.vectorized"
-
-
-def pointwise_config(fn):
-    """The kernel's Config when it names simt-pointwise, else None."""
-    if irutil.CONFIG_ATTR not in fn.attributes:
-        return None
-    try:
-        config = Config.from_attr(fn.attributes[irutil.CONFIG_ATTR])
-    except PipelineError as err:
-        raise PipelineError(f"kernel '{irutil.symbol(fn)}': {err}") from None
-    return config if config.strategy == STRATEGY else None
 
 
 @register
@@ -65,8 +53,8 @@ class DnnVectorizePointwise(DnncPass):
     def run(self, module):
         with module.context, ir.Location.unknown():
             for fn in irutil.kernel_functions(module):
-                config = pointwise_config(fn)
-                if config is None:
+                config = Config.of_kernel(fn)
+                if config is None or config.strategy != STRATEGY:
                     continue
                 done, total = vectorize.vectorize_function(
                     fn, config.vector, config.unroll, config.block[0])

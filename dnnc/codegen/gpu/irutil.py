@@ -1,7 +1,7 @@
 """Small IR helpers shared by the GPU passes and the host-plan extraction.
 
 Walking, finding the graph and kernel functions, reading constants and
-static memref geometry. Nothing here builds kernels.
+static memref geometry, and the few constants the kernel builders make.
 """
 
 from mlir import ir
@@ -125,3 +125,22 @@ def int_list(attr):
         return [int(ir.IntegerAttr(a).value) for a in ir.ArrayAttr(attr)]
     except (ValueError, TypeError):
         return [int(v) for v in ir.DenseI64ArrayAttr(attr)]
+
+
+def index(n):
+    """An ``index`` arith.constant at the current insertion point."""
+    from mlir.dialects import arith
+
+    return arith.constant(ir.IndexType.get(), int(n))
+
+
+def zero_attr(element_type):
+    """The 0 of an integer or float element type, as an attribute."""
+    if isinstance(element_type, ir.IntegerType):
+        return ir.IntegerAttr.get(element_type, 0)
+    return ir.FloatAttr.get(element_type, 0.0)
+
+
+def is_parallel(iterator):
+    """True for a linalg ``parallel`` iterator attribute."""
+    return str(iterator).endswith("<parallel>") or str(iterator) == '"parallel"'

@@ -22,8 +22,7 @@ from dnnc.codegen.gpu import irutil
 from dnnc.errors import UnsupportedError
 
 
-def _index(value):
-    return arith.constant(ir.IndexType.get(), int(value))
+_index = irutil.index
 
 
 def _parallel(upper_bounds):
@@ -88,7 +87,7 @@ def distribute(loop, threads):
             with ir.InsertionPoint(guard.then_block):
                 terminator = scf.YieldOp([])
             with ir.InsertionPoint(terminator):
-                ivs = _delinearize(linear, counts, lbs, steps)
+                ivs = delinearize(linear, counts, lbs, steps)
     for arg, iv in zip(old.arguments, ivs):
         arg.replace_all_uses_with(iv)
     _move_body(old, terminator)
@@ -96,9 +95,11 @@ def distribute(loop, threads):
     return blocks
 
 
-def _delinearize(linear, counts, lbs, steps):
+def delinearize(linear, counts, lbs=None, steps=None):
     """Row-major indices of ``linear`` over ``counts``, scaled by the steps
     and shifted by the lower bounds (the original induction variables)."""
+    lbs = lbs or [0] * len(counts)
+    steps = steps or [1] * len(counts)
     ivs = [None] * len(counts)
     rest = linear
     for k in reversed(range(len(counts))):

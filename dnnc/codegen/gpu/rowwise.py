@@ -46,8 +46,8 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import _clone_body, _identity_layout, _map_exprs
+from dnnc.codegen.gpu import irutil, loops
+from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
 
 WARP = 32
 
@@ -64,12 +64,7 @@ COMBINERS = {
 }
 
 
-def _index(n):
-    return arith.constant(ir.IndexType.get(), int(n))
-
-
-def _is_parallel(attr):
-    return str(attr).endswith("<parallel>") or str(attr) == '"parallel"'
+_index = irutil.index
 
 
 @dataclass
@@ -78,7 +73,7 @@ class Statement:
     kind: str                 # "generic", "copy"
     inner: int = 1            # iteration extent of the innermost dim
     reduction: bool = False
-    exprs: list = field(default_factory=list)   # per operand: _map_exprs
+    exprs: list = field(default_factory=list)   # per operand: broadcast_exprs
     operands: list = field(default_factory=list)
 
 
@@ -106,15 +101,15 @@ def _statements(fn):
             raise NotARowProgram(f"'{op.name}' in the kernel")
         iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
         rank = len(iterators)
-        if rank < 2 or not all(_is_parallel(i) for i in iterators[:-1]):
+        if rank < 2 or not all(irutil.is_parallel(i) for i in iterators[:-1]):
             raise NotARowProgram("a loop nest that is not rows x row")
         maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
         operands = list(op.operands)
         exprs, extents = [], [None] * rank
         for value, amap in zip(operands, maps):
-            if not _identity_layout(value.type):
+            if not identity_layout(value.type):
                 raise NotARowProgram("a strided buffer")
-            e = _map_exprs(amap, rank)
+            e = broadcast_exprs(amap)
             t = ir.MemRefType(value.type)
             if e is None or len(e) != rank or t.rank != rank:
                 raise NotARowProgram("an indexing map that is not a broadcast in loop order")
@@ -132,7 +127,7 @@ def _statements(fn):
         elif this.rows != shape.rows or this.n not in (1, shape.n):
             raise NotARowProgram(f"loops over {list(this.rows)} x {this.n} and "
                                  f"{list(shape.rows)} x {shape.n}")
-        reduction = not _is_parallel(iterators[-1])
+        reduction = not irutil.is_parallel(iterators[-1])
         if len(op.opview.outputs) != 1:
             raise NotARowProgram("a loop nest with several outputs")
         if reduction and exprs[-1][-1] is not None:
@@ -168,7 +163,7 @@ def _combine(name, a, b):
 class _Row:
     """Emits one row's program inside the launch."""
 
-    def __init__(self, fn, shape, width, threads, rows_per_block, smem, outputs):
+    def __init__(self, shape, width, threads, rows_per_block, smem, outputs):
         self.shape, self.width = shape, width
         self.threads, self.rows_per_block = threads, rows_per_block
         self.per_row = threads // rows_per_block
@@ -187,20 +182,7 @@ class _Row:
                              arith.divui(thread, per))
             self.lane = arith.remui(thread, per)
         self.row = row
-        self.row_index = self._delinearize(row)
-
-    def _delinearize(self, linear):
-        out, rest = [None] * len(self.shape.rows), linear
-        for k in reversed(range(len(self.shape.rows))):
-            n = self.shape.rows[k]
-            if n == 1:
-                out[k] = _index(0)
-            elif k == 0:
-                out[k] = rest
-            else:
-                out[k] = arith.remui(rest, _index(n))
-                rest = arith.divui(rest, _index(n))
-        return out
+        self.row_index = loops.delinearize(row, list(self.shape.rows))
 
     # -- positions -----------------------------------------------------------
 
@@ -285,14 +267,14 @@ class _Row:
                 args.append(self.lanes(out_buffer, out_exprs, j, memo, state)[k])
             else:
                 elt = ir.MemRefType(out_buffer.type).element_type
-                args.append(arith.constant(elt, _zero(elt)))
+                args.append(arith.constant(elt, irutil.zero_attr(elt)))
 
             def index_of(d, k=k):
                 if d == len(stmt.exprs[-1]) - 1:
                     return arith.addi(j, _index(k)) if k else j
                 return self.row_index[d]
 
-            results.append(_clone_body(body, args, index_of)[0])
+            results.append(clone_body(body, args, index_of)[0])
             if acc is not None and not isinstance(acc, list):
                 acc = results[-1]
         return results if acc is None or isinstance(acc, list) else acc
@@ -358,7 +340,7 @@ class _Row:
         name, identity = _combiner(stmt.op)
         out = stmt.operands[-1]
         elt = ir.MemRefType(out.type).element_type
-        start = arith.constant(elt, _float_attr(elt, identity))
+        start = arith.constant(elt, ir.FloatAttr.get(elt, identity))
         loop = scf.ForOp(_index(0), _index(self.chunks), _index(1), [start])
         with ir.InsertionPoint(loop.body):
             acc = loop.inner_iter_args[0]
@@ -403,20 +385,6 @@ class _Row:
         return total
 
 
-def _zero(elt):
-    if isinstance(elt, ir.IntegerType):
-        return ir.IntegerAttr.get(elt, 0)
-    return ir.FloatAttr.get(elt, 0.0)
-
-
-def _float_attr(elt, value):
-    return ir.FloatAttr.get(elt, value)
-
-
-def reductions(statements):
-    return sum(1 for s in statements if s.reduction)
-
-
 def build(fn, width, threads, rows_per_block):
     """Replace kernel ``fn``'s body by its row program in one gpu.launch.
     NotARowProgram (nothing changed) when it is not one."""
@@ -436,7 +404,7 @@ def build(fn, width, threads, rows_per_block):
     first = next(op for op in body.operations
                  if op.operation.name not in ("arith.constant",))
     warps = per_row // WARP
-    smem_type = ir.MemRefType.get([max(1, reductions(statements) * warps)], ir.F32Type.get(),
+    smem_type = ir.MemRefType.get([max(1, sum(1 for s in statements if s.reduction) * warps)], ir.F32Type.get(),
                                   memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
     blocks = -(-shape.count // rows_per_block)
     with ir.InsertionPoint(first), fn.location:
@@ -446,7 +414,7 @@ def build(fn, width, threads, rows_per_block):
             ir.IntegerType.get_signless(64), 1)
         block = launch.regions[0].blocks[0]
         smem = block.add_argument(smem_type, fn.location)
-        row = _Row(fn, shape, width, threads, rows_per_block, smem, outputs)
+        row = _Row(shape, width, threads, rows_per_block, smem, outputs)
         try:
             with ir.InsertionPoint(block):
                 terminator = gpu.TerminatorOp()

@@ -35,7 +35,7 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
-from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu import irutil, loops
 
 
 @dataclass
@@ -55,11 +55,7 @@ class Plan:
     reads_outputs: list  # per output: the body reads its current value
 
 
-def _is_parallel(attr):
-    return str(attr).endswith("<parallel>") or str(attr) == '"parallel"'
-
-
-def _map_exprs(amap, rank):
+def broadcast_exprs(amap):
     """Per result: the loop dim it reads, or None for the constant 0; None
     when the map is not a broadcast of the loops in order."""
     out, last = [], -1
@@ -77,7 +73,7 @@ def _map_exprs(amap, rank):
     return out
 
 
-def _identity_layout(type_):
+def identity_layout(type_):
     if not isinstance(type_, ir.MemRefType):
         return False
     t = ir.MemRefType(type_)
@@ -89,7 +85,7 @@ def plan(generic, width):
     op = generic.operation
     iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
     rank = len(iterators)
-    if rank == 0 or not all(_is_parallel(i) for i in iterators):
+    if rank == 0 or not all(irutil.is_parallel(i) for i in iterators):
         return None
     if any(len(r.blocks) != 1 for r in op.regions):
         return None
@@ -101,10 +97,10 @@ def plan(generic, width):
     dims = [None] * rank
     operands = []
     for i, (value, amap) in enumerate(zip(values, maps)):
-        if not _identity_layout(value.type):
+        if not identity_layout(value.type):
             return None
         t = ir.MemRefType(value.type)
-        exprs = _map_exprs(amap, rank)
+        exprs = broadcast_exprs(amap)
         if exprs is None or len(exprs) != t.rank:
             return None
         for d, size in zip(exprs, t.shape):
@@ -131,8 +127,7 @@ def plan(generic, width):
 # Rewrite
 
 
-def _index(n):
-    return arith.constant(ir.IndexType.get(), int(n))
+_index = irutil.index
 
 
 def _vector_type(width, element):
@@ -141,21 +136,6 @@ def _vector_type(width, element):
 
 def _alignment(width, element):
     return width * irutil.element_bytes(element)
-
-
-def _delinearize(linear, counts):
-    """Row-major indices of ``linear`` over ``counts``."""
-    ivs = [None] * len(counts)
-    rest = linear
-    for k in reversed(range(len(counts))):
-        if counts[k] == 1:
-            ivs[k] = _index(0)
-        elif k == 0:
-            ivs[k] = rest
-        else:
-            ivs[k] = arith.remui(rest, _index(counts[k]))
-            rest = arith.divui(rest, _index(counts[k]))
-    return ivs
 
 
 def _operand_indices(operand, ivs):
@@ -177,7 +157,7 @@ def _lane(value, operand, lane):
     return value
 
 
-def _clone_body(body, args, index_of):
+def clone_body(body, args, index_of):
     """The generic's body on scalars ``args``: the values it yields."""
     mapping = dict(zip(body.arguments, args))
     ops = list(body.operations)
@@ -207,25 +187,19 @@ def _compute_and_store(p, ivs, loaded, width):
             if k < len(p.inputs) or p.reads_outputs[k - len(p.inputs)]:
                 args.append(_lane(loaded[k], operand, lane))
             else:  # an output the body does not read: any value of its type
-                args.append(arith.constant(operand.element, _zero_attr(operand.element)))
+                args.append(arith.constant(operand.element, irutil.zero_attr(operand.element)))
 
         def index_of(d, lane=lane):
             if d != rank - 1 or lane == 0:
                 return ivs[d]
             return arith.addi(ivs[d], _index(lane))
 
-        for k, value in enumerate(_clone_body(body, args, index_of)):
+        for k, value in enumerate(clone_body(body, args, index_of)):
             lanes[k].append(value)
     for operand, values in zip(p.outputs, lanes):
         vec = vector.from_elements(_vector_type(width, operand.element), values)
         vector.store(vec, operand.value, _operand_indices(operand, ivs),
                      alignment=_alignment(width, operand.element))
-
-
-def _zero_attr(element):
-    if isinstance(element, ir.IntegerType):
-        return ir.IntegerAttr.get(element, 0)
-    return ir.FloatAttr.get(element, 0.0)
 
 
 def rewrite(p, width, unroll, threads):
@@ -275,7 +249,7 @@ def rewrite(p, width, unroll, threads):
 
 
 def _element_indices(linear, counts, width):
-    ivs = _delinearize(linear, counts)
+    ivs = loops.delinearize(linear, counts)
     if width != 1:
         ivs[-1] = arith.muli(ivs[-1], _index(width))
     return ivs
