@@ -269,7 +269,7 @@ def validate(m):
             fail(f"kernel {k['entry']}: config strategy expected {k['strategy']!r} (the "
                  f"kernel's strategy), got {config['strategy']!r}")
         for a in k["args"]:
-            if a.get("kind") == "buffer":
+            if a.get("kind") in ("buffer", "tma"):  # tma: a TMA descriptor of the buffer
                 if not 0 <= a.get("buffer", -1) < len(m["buffers"]):
                     fail(f"kernel {k['entry']}: argument names buffer {a.get('buffer')}, "
                          f"expected 0 to {len(m['buffers']) - 1}")
@@ -278,5 +278,5 @@ def validate(m):
                     fail(f"kernel {k['entry']}: scalar type expected one of "
                          f"{', '.join(SCALAR_TYPES)}, got {a.get('type')!r}")
             else:
-                fail(f"kernel {k['entry']}: argument kind expected buffer or scalar, "
+                fail(f"kernel {k['entry']}: argument kind expected buffer, scalar or tma, "
                      f"got {a.get('kind')!r}")

@@ -101,6 +101,7 @@ GPU = Stage("gpu", (
     "dnn-host-to-kernels",
     "dnn-io-strides",
     "dnn-default-config",
+    "dnn-map-tensor-cores",
     "dnn-vectorize-pointwise",
     "dnn-reduce-rows",
     "dnn-parallel-dims-first",
@@ -136,14 +137,17 @@ def configured(arch, config=""):
 
 def nvvm(arch):
     """The NVVM stage for ``arch``: target attached, math expanded (no
-    libdevice), GPU, SCF and arith to the LLVM dialect with bare-pointer
-    memref arguments (one pointer parameter per buffer)."""
+    libdevice), GPU, nvgpu, SCF and arith to the LLVM dialect with
+    bare-pointer memref arguments (one pointer parameter per buffer), TMA
+    descriptor parameters made by-value grid constants."""
     return Stage("nvvm", (
         f"nvvm-attach-target{{chip={arch} features=+ptx80 O=3}}",
         "dnn-expand-math",
-        "gpu.module(convert-scf-to-cf,"
+        "gpu.module(convert-scf-to-cf,convert-nvgpu-to-nvvm,"
         "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
         "canonicalize,cse)",
+        # TMA descriptors are passed by value (host_plan's tma arguments).
+        "dnn-tma-grid-constant",
         "convert-nvvm-to-llvm",
         "reconcile-unrealized-casts",
     ))

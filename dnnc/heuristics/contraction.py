@@ -4,12 +4,29 @@ The faster strategies are the tensor-core ones (DESIGN.md): tc-sm90 (TMA
 loads into a multi-stage shared-memory ring, wgmma, warp-specialized) on
 sm_90a, tc-sm80 (cp.async, ldmatrix, mma.sync) on sm_80 and as sm_90a's
 fallback. Which one would apply depends on the arch and the operand type
-(``tensor_core``). Until they exist, simt-generic gives each output element
-one thread that loops over the reduction (K): the output count sets the
-parallelism, and few outputs get 128-thread blocks.
+(``tensor_core``).
+
+tc-sm90 runs matmuls of bf16 and f16 (``tc_sm90``): a block of 384 threads
+(a producer warpgroup, two consumer warpgroups of 64 rows each) per 128 x BN
+output tile, with BN the widest of 256, 128, 64 that still gives the SMs
+enough tiles (a wider tile reads each A row once per 256 columns instead of
+per 128: half the operand traffic per FLOP), and as many ring stages as
+shared memory holds. Convolution and attention, tf32 and fp8 wait for their
+loaders: simt-generic gives each output element one thread that loops over
+the reduction (K); the output count sets the parallelism, and few outputs
+get 128-thread blocks. A GEMM the tc-sm90 kernel cannot take after all (a
+row stride TMA cannot describe, a fused prologue) goes to simt-generic in
+dnn-map-tensor-cores, which says why in the reason.
 """
 
+from dnnc.heuristics.config import Config
 from dnnc.heuristics.generic import simt_generic
+
+# tc-sm90 geometry: the tile's M (two consumer warpgroups of 64 rows), K step
+# (128 bytes of bf16/f16), threads, and the shared memory a block may use.
+TC90_M, TC90_K, TC90_THREADS = 128, 64, 384
+TC90_SMEM = 227 * 1024
+TC90_MAX_STAGES = 8
 
 # Operand types each tensor-core strategy would take (f32 as tf32).
 TC_TYPES = {
@@ -64,6 +81,31 @@ def _prod_all(values):
     return n
 
 
+def _ceil(a, b):
+    return -(-a // b)
+
+
+def tc_sm90(problem, m, n, k, batch, facts):
+    """tc-sm90 Configs, best first, for a bf16/f16 matmul."""
+    tiles = {bn: _ceil(m, TC90_M) * _ceil(n, bn) * batch for bn in (256, 128, 64)}
+    order = []
+    if n > 128 and tiles[256] >= problem.sms // 2:
+        order.append((256, f"N = {n}: 128x256 tiles, {tiles[256]} of them for "
+                           f"{problem.sms} SMs"))
+    if n > 64:
+        order.append((128, f"128x128 tiles, {tiles[128]} of them for {problem.sms} SMs"))
+    order.append((64, f"128x64 tiles, {tiles[64]} of them for {problem.sms} SMs"))
+    configs = []
+    for bn, why in order:
+        stage = (TC90_M + bn) * TC90_K * 2
+        stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024) // (stage + 16))
+        configs.append(Config("tc-sm90", (TC90_THREADS, 1, 1), tile=(TC90_M, bn, TC90_K),
+                              stages=stages,
+                              reason=f"{facts}; {why}; {stages} stages of {stage // 1024} KiB "
+                                     "fill shared memory"))
+    return configs
+
+
 def rank(problem):
     m, n, k, batch = gemm_shape(problem)
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
@@ -74,4 +116,7 @@ def rank(problem):
         facts += f", a type no tensor-core path takes on {problem.arch}"
     work = problem.anchor_outputs[0].elements if problem.anchor_outputs else \
         problem.output_elements
+    if faster == "tc-sm90" and problem.anchor == "matmul" and m * n * batch and k:
+        return tc_sm90(problem, m, n, k, batch, facts) + simt_generic(
+            work, problem.sms, None, facts, fallback_of="tc-sm90")
     return simt_generic(work, problem.sms, faster, facts)

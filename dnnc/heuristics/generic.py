@@ -50,12 +50,15 @@ def block_choices(work, sms, *, ops=None):
             (512, "larger blocks, fewer of them")]
 
 
-def simt_generic(work, sms, faster, facts, *, ops=None):
+def simt_generic(work, sms, faster, facts, *, ops=None, fallback_of=None):
     """simt-generic Configs, best first. ``faster`` names the strategy that
     would serve the kernel better (None: none planned), ``facts`` what the
-    problem is, for the reason."""
+    problem is, for the reason; ``fallback_of`` names a faster strategy
+    ranked above these, which they stand in for where it does not apply."""
     head = f"{faster} not implemented yet ({facts})" if faster else \
         f"no faster strategy planned ({facts})"
+    if fallback_of:
+        head = f"for when {fallback_of} does not apply ({facts})"
     return [Config("simt-generic", (block, 1, 1), reason=f"{head}; block {block}: {why}")
             for block, why in block_choices(work, sms, ops=ops)]
 

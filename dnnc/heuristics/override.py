@@ -11,10 +11,12 @@ The text of ``dnnc compile --config``, ``Options(config=...)`` and the
 plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
 ``block`` (``128`` or ``128x1x1``), ``vector`` (elements per load, a power
 of two; simt-pointwise and simt-reduce), ``unroll`` (vectors per thread;
-simt-pointwise) and ``tile`` (rows per block; simt-reduce)::
+simt-pointwise), ``tile`` (rows per block for simt-reduce; ``BMxBNxBK`` for
+tc-sm90) and ``stages`` (the shared-memory ring's depth; tc-sm90)::
 
     main_k0_pointwise=vector:4,unroll:2
     main_k0_softmax=block:128,tile:4
+    main_k0_matmul=tile:128x256x64,stages:4
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -29,6 +31,7 @@ from dnnc.heuristics.config import FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS
 
 ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
+MAX_STAGES = 8       # shared-memory ring depth (tensor-core strategies)
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
 
@@ -62,6 +65,10 @@ def _value(text, key, raw):
         if not 1 <= len(parts) <= 3 or not all(p.isdigit() and int(p) >= 1 for p in parts):
             _fail(text, f"tile: expected N or NxM positive integers, got '{raw}'")
         return tuple(int(p) for p in parts)
+    if key == "stages":
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_STAGES:
+            _fail(text, f"stages: expected an integer from 1 to {MAX_STAGES}, got '{raw}'")
+        return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:
             _fail(text, f"{key}: expected an integer from 1 to {MAX_PER_THREAD}, got '{raw}'")

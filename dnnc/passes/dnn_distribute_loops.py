@@ -49,7 +49,7 @@ from dnnc.passes import DnncPass, register
 # The strategies whose loops this pass spreads (simt-pointwise's are vector
 # loops by then: dnn-vectorize-pointwise; a simt-reduce kernel is one
 # gpu.launch already, dnn-reduce-rows, and has none left).
-DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce")
+DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce", "tc-sm90")
 
 # Ops that may stay on the host between launches: they only make or view
 # buffers, or are constants that gpu-kernel-outlining sinks into kernels.
@@ -57,6 +57,8 @@ HOST_OPS = frozenset({
     "memref.alloc", "memref.dealloc", "memref.subview", "memref.expand_shape",
     "memref.collapse_shape", "memref.cast", "memref.reinterpret_cast",
     "arith.constant", "func.return", "func.call", "gpu.launch",
+    # a tensor-core kernel's TMA descriptors (dnn-map-tensor-cores)
+    "nvgpu.tma.create.descriptor", "builtin.unrealized_conversion_cast", "llvm.mlir.zero",
 })
 
 

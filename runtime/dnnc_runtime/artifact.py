@@ -1,9 +1,10 @@
 """Reading and validating a ``.dnnpkg`` (format version 1, see docs/artifact.md).
 
 Everything here is pure Python: an artifact is read and checked completely
-(keys, types, dims and strides, every kernel argument naming an existing
-buffer, workspace slices in range, every kernel entry present in the PTX with
-as many parameters as the manifest binds) before any GPU is touched, so a bad
+(keys, types, dims and strides, every kernel argument (buffer, scalar or
+tma) naming an existing buffer, TMA descriptors the driver will encode,
+workspace slices in range, every kernel entry present in the PTX with as many
+and as wide parameters as the manifest binds) before any GPU is touched, so a bad
 artifact fails the same way on a laptop and on an H100. Only the arch check
 needs the device, and ``check_arch`` takes its compute capability as a plain
 tuple.
@@ -16,6 +17,7 @@ import re
 import zipfile
 from dataclasses import dataclass, field
 
+from .cuda import TENSOR_MAP_BYTES, TMA_DATA_TYPES, TMA_L2_PROMOTIONS, TMA_OOB_FILLS, TMA_SWIZZLES
 from .cuda import arch_name
 from .errors import ArtifactError
 
@@ -30,6 +32,13 @@ DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i1": 
 SCALAR_SIZES = {"i32": 4, "i64": 8, "f32": 4}
 WORKSPACE_ALIGNMENT = 256
 DEFAULT_ALIGNMENT = 16
+# TMA (cuTensorMapEncodeTiled) limits: rank, box dims, the bytes its global
+# address and strides (and the innermost box row) come in, the largest stride.
+TMA_MAX_RANK = 5
+TMA_MAX_BOX = 256
+TMA_ALIGNMENT = 16
+TMA_MAX_STRIDE_BYTES = 2**40
+TMA_MAX_DIM = 2**32
 _REQUIRED = ("format_version", "arch", "inputs", "outputs", "workspace_bytes", "buffers", "kernels")
 _ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
 
@@ -86,13 +95,34 @@ class BufferSpec:
 
 @dataclass(frozen=True)
 class ArgSpec:
-    """A kernel argument: a pointer into a buffer, or a scalar."""
+    """A kernel argument: a pointer into a buffer, a scalar, or a TMA descriptor.
 
-    kind: str            # "buffer" or "scalar"
-    buffer: int = 0
+    A "tma" argument is a CUtensorMap (128 bytes, by value) over the tensor
+    at ``buffer`` + ``byte_offset``: ``dtype``, and ``shape``, ``strides``
+    (elements) and ``box`` outermost first, as a tensor's dims; ``swizzle``
+    and ``l2_promotion`` in bytes (0: none); ``oob_fill`` "zero" or "nan".
+    The runtime encodes it on the host once it knows the tensor's address.
+    """
+
+    kind: str            # "buffer", "scalar" or "tma"
+    buffer: int = 0      # buffer and tma: index into the manifest's buffers
     byte_offset: int = 0
     type: str = ""       # scalar type: i32, i64, f32
     value: object = None
+    dtype: str = ""      # tma: storage type of the tensor (f32, f16, bf16, f8E4M3FN, f8E5M2)
+    shape: tuple = ()    # tma: dims, outermost first
+    strides: tuple = ()  # tma: strides in elements, outermost first; the innermost is 1
+    box: tuple = ()      # tma: the tile one copy moves, outermost first
+    swizzle: int = 0     # tma: shared-memory swizzle span in bytes: 0, 32, 64, 128
+    l2_promotion: int = 0  # tma: L2 fetch granularity in bytes: 0, 64, 128, 256
+    oob_fill: str = "zero"  # tma: out-of-bounds elements read as zero, or NaN ("nan")
+
+    @property
+    def nbytes(self):
+        """What the argument takes in the kernel's parameter space."""
+        if self.kind == "scalar":
+            return SCALAR_SIZES[self.type]
+        return TENSOR_MAP_BYTES if self.kind == "tma" else 8
 
 
 @dataclass(frozen=True)
@@ -378,15 +408,10 @@ def _kernels(entries, buffers):
 def _arg(a, where, buffers):
     kind = _field(a, "kind", where)
     if kind == "buffer":
-        index = _int(_field(a, "buffer", where), f"{where}: buffer", minimum=0)
-        if index >= len(buffers):
-            raise ArtifactError(f"{MANIFEST}: {where}: buffer: expected an index < {len(buffers)} "
-                                f"(the number of buffers), got {index}")
-        offset = _int(a.get("byte_offset", 0), f"{where}: byte_offset", minimum=0)
-        if offset > buffers[index].nbytes:
-            raise ArtifactError(f"{MANIFEST}: {where}: byte_offset: expected <= {buffers[index].nbytes} "
-                                f"(the size of buffers[{index}]), got {offset}")
+        index, offset = _buffer_ref(a, where, buffers)
         return ArgSpec("buffer", buffer=index, byte_offset=offset)
+    if kind == "tma":
+        return _tma_arg(a, where, buffers)
     if kind == "scalar":
         type_ = _field(a, "type", where)
         value = _field(a, "value", where)
@@ -400,7 +425,88 @@ def _arg(a, where, buffers):
             bits = 8 * SCALAR_SIZES[type_]
             _int(value, f"{where}: value", minimum=-2**(bits - 1), maximum=2**(bits - 1) - 1)
         return ArgSpec("scalar", type=type_, value=value)
-    raise ArtifactError(f"{MANIFEST}: {where}: kind: expected buffer or scalar, got {kind!r}")
+    raise ArtifactError(f"{MANIFEST}: {where}: kind: expected buffer, scalar or tma, got {kind!r}")
+
+
+def _buffer_ref(a, where, buffers):
+    """(buffer index, byte offset) of a buffer or tma argument, checked."""
+    index = _int(_field(a, "buffer", where), f"{where}: buffer", minimum=0)
+    if index >= len(buffers):
+        raise ArtifactError(f"{MANIFEST}: {where}: buffer: expected an index < {len(buffers)} "
+                            f"(the number of buffers), got {index}")
+    offset = _int(a.get("byte_offset", 0), f"{where}: byte_offset", minimum=0)
+    if offset > buffers[index].nbytes:
+        raise ArtifactError(f"{MANIFEST}: {where}: byte_offset: expected <= {buffers[index].nbytes} "
+                            f"(the size of buffers[{index}]), got {offset}")
+    return index, offset
+
+
+def _tma_arg(a, where, buffers):
+    """A TMA descriptor argument, checked against what cuTensorMapEncodeTiled
+    accepts, so that the only encode failure left at run time is about the
+    caller's tensor (its address), never about the manifest."""
+    index, offset = _buffer_ref(a, where, buffers)
+    if offset % TMA_ALIGNMENT:
+        raise ArtifactError(f"{MANIFEST}: {where}: byte_offset: expected a multiple of {TMA_ALIGNMENT} "
+                            f"(TMA needs a {TMA_ALIGNMENT}-byte aligned address), got {offset}")
+    dtype = _field(a, "dtype", where)
+    if not isinstance(dtype, str) or dtype not in TMA_DATA_TYPES:
+        raise ArtifactError(f"{MANIFEST}: {where}: dtype: expected one of {', '.join(TMA_DATA_TYPES)} "
+                            f"(storage types TMA can move; tf32 is stored as f32), got {dtype!r}")
+    itemsize = DTYPE_SIZES[dtype]
+    shape = _list(_field(a, "shape", where), f"{where}: shape")
+    rank = len(shape)
+    if not 1 <= rank <= TMA_MAX_RANK:
+        raise ArtifactError(f"{MANIFEST}: {where}: shape: expected 1 to {TMA_MAX_RANK} dims, got {rank}")
+    shape = [_int(d, f"{where}: shape", minimum=1, maximum=TMA_MAX_DIM) for d in shape]
+    strides = _list(_field(a, "strides", where), f"{where}: strides")
+    box = _list(_field(a, "box", where), f"{where}: box")
+    for key, value in (("strides", strides), ("box", box)):
+        if len(value) != rank:
+            raise ArtifactError(f"{MANIFEST}: {where}: {key}: expected {rank} entries (one per dim "
+                                f"of shape), got {len(value)}")
+    strides = [_int(s, f"{where}: strides", minimum=0) for s in strides]
+    box = [_int(b, f"{where}: box", minimum=1, maximum=TMA_MAX_BOX) for b in box]
+    if strides[-1] != 1:
+        raise ArtifactError(f"{MANIFEST}: {where}: strides: expected 1 for the innermost dim (TMA "
+                            f"reads it contiguously), got {strides[-1]}")
+    for s in strides[:-1]:
+        nbytes = s * itemsize
+        if nbytes % TMA_ALIGNMENT or nbytes >= TMA_MAX_STRIDE_BYTES:
+            raise ArtifactError(f"{MANIFEST}: {where}: strides: expected the outer strides to be "
+                                f"multiples of {TMA_ALIGNMENT} bytes below 2**40, got {s} elements "
+                                f"of {dtype} = {nbytes} bytes")
+    # The swizzle is part of how the kernel addresses shared memory: no default.
+    swizzle = _int(_field(a, "swizzle", where), f"{where}: swizzle")
+    if swizzle not in TMA_SWIZZLES:
+        raise ArtifactError(f"{MANIFEST}: {where}: swizzle: expected one of "
+                            f"{', '.join(map(str, TMA_SWIZZLES))} (bytes), got {swizzle}")
+    row = box[-1] * itemsize
+    if row % TMA_ALIGNMENT:
+        raise ArtifactError(f"{MANIFEST}: {where}: box: expected the innermost box dim to span a "
+                            f"multiple of {TMA_ALIGNMENT} bytes, got {box[-1]} x {itemsize} = {row} bytes")
+    if swizzle and row > swizzle:
+        raise ArtifactError(f"{MANIFEST}: {where}: box: expected the innermost box dim to span at most "
+                            f"the swizzle ({swizzle} bytes), got {box[-1]} x {itemsize} = {row} bytes")
+    l2_promotion = _int(a.get("l2_promotion", 0), f"{where}: l2_promotion")
+    if l2_promotion not in TMA_L2_PROMOTIONS:
+        raise ArtifactError(f"{MANIFEST}: {where}: l2_promotion: expected one of "
+                            f"{', '.join(map(str, TMA_L2_PROMOTIONS))} (bytes), got {l2_promotion}")
+    oob_fill = a.get("oob_fill", "zero")
+    if not isinstance(oob_fill, str) or oob_fill not in TMA_OOB_FILLS:
+        raise ArtifactError(f"{MANIFEST}: {where}: oob_fill: expected one of "
+                            f"{', '.join(TMA_OOB_FILLS)}, got {oob_fill!r}")
+    if oob_fill == "nan" and TMA_DATA_TYPES[dtype][0] == "UINT8":
+        raise ArtifactError(f"{MANIFEST}: {where}: oob_fill: expected 'zero' for {dtype} (TMA moves "
+                            f"fp8 as UINT8, which has no NaN), got 'nan'")
+    extent = itemsize * (1 + sum((d - 1) * s for d, s in zip(shape, strides)))
+    if offset + extent > buffers[index].nbytes:
+        raise ArtifactError(f"{MANIFEST}: {where}: shape: expected the tensor to lie within "
+                            f"buffers[{index}] ({buffers[index].nbytes} bytes), got byte_offset + extent "
+                            f"= {offset} + {extent} bytes")
+    return ArgSpec("tma", buffer=index, byte_offset=offset, dtype=dtype, shape=tuple(shape),
+                   strides=tuple(strides), box=tuple(box), swizzle=swizzle,
+                   l2_promotion=l2_promotion, oob_fill=oob_fill)
 
 
 # A kernel's PTX signature: ".entry NAME(" up to the closing ")".
@@ -424,7 +530,9 @@ def ptx_params(ptx, entry):
 
 
 def _check_ptx(ptx, kernels):
-    """Every entry exists in the PTX and takes the arguments the manifest binds."""
+    """Every entry exists in the PTX and takes the arguments the manifest binds:
+    a pointer 8 bytes, a scalar its size, a TMA descriptor 128 (``.param
+    .align 64 .b8 NAME[128]``)."""
     for k in kernels:
         sizes = ptx_params(ptx, k.entry)
         if sizes is None:
@@ -433,8 +541,8 @@ def _check_ptx(ptx, kernels):
             raise ArtifactError(f"kernel '{k.name}': expected {len(sizes)} arguments (the parameters "
                                 f"of .entry {k.entry} in {PTX}), got {len(k.args)} in {MANIFEST}")
         for j, (size, arg) in enumerate(zip(sizes, k.args)):
-            want = 8 if arg.kind == "buffer" else SCALAR_SIZES[arg.type]
+            want = arg.nbytes
             if size != want:
-                what = "a pointer" if arg.kind == "buffer" else f"an {arg.type}"
+                what = {"buffer": "a pointer", "tma": "a TMA descriptor"}.get(arg.kind, f"an {arg.type}")
                 raise ArtifactError(f"kernel '{k.name}': argument {j} is {what} ({want} bytes) in "
                                     f"{MANIFEST}, but parameter {j} of .entry {k.entry} is {size} bytes")

@@ -14,6 +14,11 @@ Contexts: the runtime works in each device's *primary* context, the one the
 CUDA runtime API, PyTorch, CuPy and Numba use, so pointers and streams from
 those libraries are valid in it. ``Device.activate`` makes it current only
 when it is not already.
+
+TMA descriptors: ``encode_tensor_map`` builds a CUtensorMap (Hopper's tensor
+memory access descriptor, 128 opaque bytes a kernel takes by value) on the
+host; ``tensor_map_dims``, the pure part, turns the manifest's outermost-first
+shape, strides and box into the driver's innermost-first arrays.
 """
 
 from .errors import CudaError, DeviceError
@@ -281,3 +286,63 @@ def event_elapsed_ms(start, end):
 
 def event_destroy(event):
     call(_d.cuEventDestroy, event)
+
+
+# -- TMA descriptors (CUtensorMap) ---------------------------------------------
+
+TENSOR_MAP_BYTES = 128      # sizeof(CUtensorMap): the kernel parameter's size
+TENSOR_MAP_ALIGNMENT = 128  # alignas(CUtensorMap) since CUDA 13 (64 before): the stricter
+# Storage dtype -> (CUtensorMapDataType, after CU_TENSOR_MAP_DATA_TYPE_; bytes per
+# element). TMA copies bytes without converting them, so fp8 travels as UINT8; an
+# f32 tensor that a kernel reads as tf32 is stored, and encoded, as FLOAT32.
+TMA_DATA_TYPES = {"f32": ("FLOAT32", 4), "f16": ("FLOAT16", 2), "bf16": ("BFLOAT16", 2),
+                  "f8E4M3FN": ("UINT8", 1), "f8E5M2": ("UINT8", 1)}
+# Manifest spellings -> the enum members' suffixes.
+TMA_SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}               # bytes
+TMA_L2_PROMOTIONS = {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}  # bytes
+TMA_OOB_FILLS = {"zero": "NONE", "nan": "NAN_REQUEST_ZERO_FMA"}
+
+
+def tensor_map_dims(shape, strides, box, itemsize):
+    """The driver's ``(globalDim, globalStrides, boxDim, elementStrides)``.
+
+    ``shape``, ``strides`` (in elements) and ``box`` come outermost first, as
+    a tensor's dims do; the driver wants dimension 0 to be the innermost, and
+    strides in bytes for dims 1..rank-1 only (the innermost is contiguous:
+    its stride must be 1 element). Every element stride is 1: the box is
+    read densely. Pure: no driver call.
+    """
+    rank = len(shape)
+    return (tuple(reversed(shape)),
+            tuple(s * itemsize for s in reversed(strides[:-1])),
+            tuple(reversed(box)),
+            (1,) * rank)
+
+
+def encode_tensor_map(dtype, shape, strides, box, swizzle, l2_promotion, oob_fill, address):
+    """The 128 bytes of a tiled CUtensorMap over the tensor at device ``address``.
+
+    Arguments are in the manifest's terms (an ``ArgSpec`` of kind "tma"):
+    ``dtype`` a storage type of ``TMA_DATA_TYPES``; ``shape``, ``strides``
+    (elements) and ``box`` outermost first; ``swizzle`` and ``l2_promotion``
+    in bytes (0 for none); ``oob_fill`` "zero" or "nan". Interleave is always
+    none. Encoding is host-only (no stream operation, so it is allowed under
+    CUDA graph capture) and costs microseconds; a bad descriptor, an address
+    not 16-byte aligned say, raises CudaError (CUDA_ERROR_INVALID_VALUE).
+    """
+    import ctypes
+    d = driver()
+    type_name, itemsize = TMA_DATA_TYPES[dtype]
+    dims, byte_strides, box_dims, element_strides = tensor_map_dims(shape, strides, box, itemsize)
+    u64, u32 = d.cuuint64_t, d.cuuint32_t  # the binding takes no plain ints in these arrays
+    tensor_map = call(
+        d.cuTensorMapEncodeTiled,
+        getattr(d.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + type_name),
+        len(dims), address,
+        [u64(v) for v in dims], [u64(v) for v in byte_strides],
+        [u32(v) for v in box_dims], [u32(v) for v in element_strides],
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(d.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + TMA_SWIZZLES[swizzle]),
+        getattr(d.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + TMA_L2_PROMOTIONS[l2_promotion]),
+        getattr(d.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + TMA_OOB_FILLS[oob_fill]))
+    return ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)

@@ -11,23 +11,31 @@ A call goes in three steps:
    the PTX, look up every kernel, opt kernels in to > 48 KiB of dynamic shared
    memory, allocate the workspace (torch's caching allocator when the call
    uses torch, else cuMemAlloc) and pack each kernel's argument array once:
-   scalars are written then, pointer slots are rewritten on every call.
-3. **Launch**: write the argument pointers into the packed arrays and
-   cuLaunchKernel each kernel of the plan in order on the caller's stream
+   scalars are written then, pointer slots are rewritten on every call, and
+   each TMA descriptor (a 128-byte CUtensorMap the kernel takes by value)
+   gets its own aligned buffer.
+3. **Launch**: write the argument pointers into the packed arrays, encode
+   the TMA descriptors whose tensor moved since they were last encoded (a
+   host-only driver call; pointers are usually stable, so usually none),
+   then cuLaunchKernel each kernel of the plan in order on the caller's stream
    (``stream=`` if given, else torch's current stream when the call uses
    torch tensors, else the legacy default stream). Kernels with an empty
    grid (zero-size tensors) are skipped, and a plan without kernels loads
    no module. A tensor with a zero-size dim may sit at address 0 (its
    alignment is not checked; the compiler drops the kernels that would
-   touch it), and a NumPy one is not staged.
+   touch it), and a NumPy one is not staged. Every launch is bound before
+   the first is made, so an address TMA refuses (``ArgumentError``) still
+   stops the call before anything runs.
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
-so it can be captured (``torch.cuda.graph``) and replayed. Call the
-executable once before capturing: the first call loads the module and
-allocates the workspace, and is refused under capture. Outputs left to the
-runtime under capture come from torch's allocator, which serves capture from
-the graph's private pool; NumPy arguments are refused under capture.
+so it can be captured (``torch.cuda.graph``) and replayed; encoding a TMA
+descriptor is host work, which capture allows (the graph keeps the bytes
+of the launch). Call the executable once before capturing: the first call
+loads the module and allocates the workspace, and is refused under capture.
+Outputs left to the runtime under capture come from torch's allocator, which
+serves capture from the graph's private pool; NumPy arguments are refused
+under capture.
 
 An Executable is not thread-safe, and its one workspace makes concurrent
 calls on different streams race: use one Executable per stream/thread.
@@ -43,7 +51,7 @@ import numpy as np
 from . import artifact as _artifact
 from . import binding, cuda
 from .binding import DEVICE, NUMPY, TORCH, Bound
-from .errors import ArgumentError, ArtifactError, DeviceError
+from .errors import ArgumentError, ArtifactError, CudaError, DeviceError
 
 _SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float}
 
@@ -98,15 +106,20 @@ class Plan(tuple):
 class _Launch:
     """One kernel ready to launch: function, dims, and its packed void*[] of arguments.
 
-    Every argument gets an 8-byte slot (big enough for a pointer, i64, i32 or
-    f32; the driver copies as many bytes as the PTX parameter has), and
-    ``params`` is the address of the array of slot addresses that
-    cuLaunchKernel wants. Only pointer slots change between calls.
+    Every pointer or scalar argument gets an 8-byte slot (big enough for a
+    pointer, i64, i32 or f32; the driver copies as many bytes as the PTX
+    parameter has). A TMA argument gets a ``_TensorMap``: a 128-byte
+    CUtensorMap buffer of its own, aligned as the CUtensorMap type is (the
+    driver copies the 128 bytes into the kernel's ``.param .align 64 .b8
+    [128]``). ``params`` is the address of the array of argument addresses
+    that cuLaunchKernel wants. ``bind`` rewrites what changes between calls:
+    pointer slots, and descriptors whose tensor moved.
     """
 
-    __slots__ = ("index", "kernel", "function", "dims", "params", "slots", "pointers", "_addresses")
+    __slots__ = ("index", "kernel", "function", "dims", "params", "slots", "pointers", "maps",
+                 "_addresses")
 
-    def __init__(self, index, kernel, function, sources):
+    def __init__(self, index, kernel, function, sources, owners):
         n = len(kernel.args)
         self.index = index                # position in the plan
         self.kernel = kernel
@@ -114,16 +127,76 @@ class _Launch:
         self.dims = (*kernel.grid, *kernel.block, kernel.shared_bytes)
         self.slots = (ctypes.c_uint64 * max(n, 1))()
         base = ctypes.addressof(self.slots)
-        self._addresses = (ctypes.c_void_p * max(n, 1))(*[base + 8 * i for i in range(n)])
-        self.params = ctypes.addressof(self._addresses) if n else 0
-        pointers = []
+        addresses = [base + 8 * i for i in range(n)]
+        pointers, maps = [], []
         for i, arg in enumerate(kernel.args):
             if arg.kind == "scalar":
                 _SCALAR_CTYPES[arg.type].from_buffer(self.slots, 8 * i).value = arg.value
+                continue
+            source, offset = sources[arg.buffer]
+            if arg.kind == "tma":
+                tensor_map = _TensorMap(kernel, i, arg, source, offset + arg.byte_offset,
+                                        owners[arg.buffer])
+                addresses[i] = tensor_map.address
+                maps.append(tensor_map)
             else:
-                source, offset = sources[arg.buffer]
                 pointers.append((i, source, offset + arg.byte_offset))
+        self._addresses = (ctypes.c_void_p * max(n, 1))(*addresses)
+        self.params = ctypes.addressof(self._addresses) if n else 0
         self.pointers = tuple(pointers)   # (slot, index into the call's address list, byte offset)
+        self.maps = tuple(maps)
+
+    def bind(self, addresses):
+        """Point the arguments at this call's buffers (``addresses``: the
+        call's address list). Makes no stream operation: allowed under capture."""
+        slots = self.slots
+        for slot, source, offset in self.pointers:
+            slots[slot] = addresses[source] + offset
+        for tensor_map in self.maps:
+            address = addresses[tensor_map.source] + tensor_map.offset
+            if address != tensor_map.encoded:
+                tensor_map.encode(address)
+
+
+class _TensorMap:
+    """The CUtensorMap of one TMA argument, and the tensor address it encodes.
+
+    The descriptor holds the tensor's address, so it is encoded again
+    whenever that moves; encoding costs microseconds and the caller's
+    pointers rarely change, so the last address is kept and an unchanged one
+    costs a comparison.
+    """
+
+    __slots__ = ("kernel", "position", "arg", "source", "offset", "owner", "address", "encoded",
+                 "_storage")
+
+    def __init__(self, kernel, position, arg, source, offset, owner):
+        self.kernel, self.position, self.arg = kernel, position, arg
+        self.source, self.offset = source, offset  # as a pointer slot's
+        self.owner = owner                  # TensorSpec of its input/output; None: the workspace
+        align = cuda.TENSOR_MAP_ALIGNMENT
+        self._storage = ctypes.create_string_buffer(cuda.TENSOR_MAP_BYTES + align)
+        base = ctypes.addressof(self._storage)
+        self.address = (base + align - 1) // align * align
+        self.encoded = None                 # the tensor address the bytes hold (None: not yet)
+
+    def encode(self, address):
+        a = self.arg
+        try:
+            raw = cuda.encode_tensor_map(a.dtype, a.shape, a.strides, a.box, a.swizzle,
+                                         a.l2_promotion, a.oob_fill, address)
+        except CudaError as e:
+            what = (f"cannot encode the TMA descriptor of kernel '{self.kernel.name}' (argument "
+                    f"{self.position}: {a.dtype}{list(a.shape)} at byte offset {self.offset}")
+            if self.owner is None:   # the workspace: its address is the runtime's own
+                raise ArtifactError(f"{what} of the workspace): {e}") from e
+            why = (f"expected an address aligned to {_artifact.TMA_ALIGNMENT} bytes, got {address:#x}"
+                   if address % _artifact.TMA_ALIGNMENT else f"the tensor at {address:#x} was refused")
+            raise ArgumentError(f"{self.owner.label}: {what}): {why} ({e}); raised while binding the "
+                                f"launches, before any kernel of this call ran",
+                                tensor=self.owner.name) from e
+        ctypes.memmove(self.address, raw, cuda.TENSOR_MAP_BYTES)
+        self.encoded = address
 
 
 class _Call:
@@ -165,6 +238,10 @@ class Executable:
             (b.index, 0) if b.kind == "input" else
             (n_in + b.index, 0) if b.kind == "output" else
             (n_in + n_out, b.offset) for b in artifact.buffers)
+        # Whose tensor each buffer is, for messages (None: the workspace).
+        self._owners = tuple(
+            self.inputs[b.index] if b.kind == "input" else
+            self.outputs[b.index] if b.kind == "output" else None for b in artifact.buffers)
 
     @property
     def arch(self):
@@ -182,10 +259,12 @@ class Executable:
         try:
             launch = cuda.launch
             addresses, handle = call.addresses, call.stream
+            # Bind every launch before the first: a TMA descriptor the driver
+            # refuses stops the call with nothing launched. (Each launch has
+            # its own slots, and cuLaunchKernel copies them when called.)
             for k in self._launches:
-                slots = k.slots
-                for slot, source, offset in k.pointers:
-                    slots[slot] = addresses[source] + offset
+                k.bind(addresses)
+            for k in self._launches:
                 launch(k.function, *k.dims, handle, k.params)
             return self._finish(call)
         finally:
@@ -203,13 +282,13 @@ class Executable:
         events = []
         try:
             handle = call.stream
+            for k in self._launches:     # the addresses stay for every run
+                k.bind(call.addresses)
             events = [(cuda.event_create(), cuda.event_create()) for _ in self._launches]
             samples = [[] for _ in self._launches]
             totals = []
             for r in range(warmup + repeat):
                 for k, (start, end) in zip(self._launches, events):
-                    for slot, source, offset in k.pointers:
-                        k.slots[slot] = call.addresses[source] + offset
                     cuda.event_record(start, handle)
                     cuda.launch(k.function, *k.dims, handle, k.params)
                     cuda.event_record(end, handle)
@@ -349,7 +428,7 @@ class Executable:
                 if k.shared_bytes > cuda.DEFAULT_SHARED_LIMIT:
                     cuda.allow_dynamic_shared(function, k.shared_bytes)
                 if k.has_work:
-                    launches.append(_Launch(i, k, function, self._sources))
+                    launches.append(_Launch(i, k, function, self._sources, self._owners))
             nbytes = self.artifact.workspace_bytes
             if nbytes:
                 if use_torch:

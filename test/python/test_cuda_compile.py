@@ -34,7 +34,7 @@ import dnnc.graph_mlir
 from dnnc import artifact, compiler, heuristics, pipelines
 from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas
 from dnnc.dialect.types import data_type as dt
-from dnnc.errors import UnsupportedError
+from dnnc.errors import LoweringError, UnsupportedError
 from dnnc.passes import run_pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -453,6 +453,182 @@ def test_graph_without_any_output_element_is_refused(build):
     with pytest.raises(UnsupportedError, match=re.escape(message)):
         compiler.compile_module(dnnc.graph_mlir.to_module(g),
                                 compiler.Options(target="cuda", arch="sm_90a"))
+
+
+# ----------------------------------------------------------------------------
+# TMA descriptors: the host plan's tma arguments, dnn-tma-grid-constant
+
+
+def _descriptor(tensor, swizzle, l2promo, oob):
+    return (f"!nvgpu.tensormap.descriptor<tensor = memref<{tensor}, 3>, swizzle = {swizzle}, "
+            f"l2promo = {l2promo}, oob = {oob}, interleave = none>")
+
+
+DESC_A = _descriptor("128x64xbf16", "swizzle_128b", "l2promo_256b", "zero")
+DESC_B = _descriptor("64x64xbf16", "swizzle_128b", "none", "nan")
+DESC_W = _descriptor("64x32xf16", "swizzle_64b", "l2promo_64b", "zero")
+
+# A graph calling one kernel function that makes three descriptors on the
+# host (of an input, of a transposed view of an input, of a workspace slice at
+# an offset) and launches a kernel with their addresses and the output. Its
+# gpu.launch is what convert-parallel-loops-to-gpu would leave.
+TMA_MODULE = f"""
+module attributes {{gpu.container_module}} {{
+  func.func @main(%a: memref<256x512xbf16>, %b: memref<2048x4096xbf16>,
+                  %c: memref<256x256xf32>) attributes {{dnn.graph}} {{
+    call @main_k0(%a, %b, %c)
+        : (memref<256x512xbf16>, memref<2048x4096xbf16>, memref<256x256xf32>) -> ()
+    return
+  }}
+  func.func private @main_k0(%a: memref<256x512xbf16>, %b: memref<2048x4096xbf16>,
+                             %c: memref<256x256xf32>) attributes {{dnn.kernel}} {{
+    %c1 = arith.constant 1 : index
+    %c32 = arith.constant 32 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %ua = memref.cast %a : memref<256x512xbf16> to memref<*xbf16>
+    %da = nvgpu.tma.create.descriptor %ua box[%c128, %c64] : memref<*xbf16> -> {DESC_A}
+    %pa = builtin.unrealized_conversion_cast %da : {DESC_A} to !llvm.ptr
+    %bt = memref.reinterpret_cast %b to offset: [0], sizes: [4096, 2048], strides: [1, 4096]
+        : memref<2048x4096xbf16> to memref<4096x2048xbf16, strided<[1, 4096]>>
+    %ub = memref.cast %bt : memref<4096x2048xbf16, strided<[1, 4096]>> to memref<*xbf16>
+    %db = nvgpu.tma.create.descriptor %ub box[%c64, %c64] : memref<*xbf16> -> {DESC_B}
+    %pb = builtin.unrealized_conversion_cast %db : {DESC_B} to !llvm.ptr
+    %w = memref.alloc() : memref<1024x256xf16>
+    %ws = memref.subview %w[64, 0] [128, 256] [1, 1]
+        : memref<1024x256xf16> to memref<128x256xf16, strided<[256, 1], offset: 16384>>
+    %uw = memref.cast %ws : memref<128x256xf16, strided<[256, 1], offset: 16384>> to memref<*xf16>
+    %dw = nvgpu.tma.create.descriptor %uw box[%c64, %c32] : memref<*xf16> -> {DESC_W}
+    %pw = builtin.unrealized_conversion_cast %dw : {DESC_W} to !llvm.ptr
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {{
+      nvvm.prefetch tensormap, %pa : !llvm.ptr
+      nvvm.prefetch tensormap, %pb : !llvm.ptr
+      nvvm.prefetch tensormap, %pw : !llvm.ptr
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %c[%c0, %c0] : memref<256x256xf32>
+      gpu.terminator
+    }}
+    memref.dealloc %w : memref<1024x256xf16>
+    return
+  }}
+}}
+"""
+
+
+def _outlined(text):
+    """``text`` after the gpu stage's outlining (as host_plan.extract sees it)."""
+    from mlir import ir  # after dnnc, which loads libLLVM first
+
+    with dnnc.dialect.context():
+        module = ir.Module.parse(text)
+    run_pipeline(module, "gpu-kernel-outlining,dnn-merge-gpu-modules,canonicalize,cse")
+    return module
+
+
+def test_host_plan_records_tma_descriptors():
+    plan = host_plan.extract(_outlined(TMA_MODULE), 2)
+    assert plan["buffers"] == [{"kind": "input", "index": 0}, {"kind": "input", "index": 1},
+                               {"kind": "output", "index": 0},
+                               {"kind": "workspace", "offset": 0, "bytes": 1024 * 256 * 2}]
+    [kernel] = plan["kernels"]
+    a, b, w, c = kernel["args"]
+    assert a == {"kind": "tma", "buffer": 0, "byte_offset": 0, "dtype": "bf16",
+                 "shape": [256, 512], "strides": [512, 1], "box": [128, 64],
+                 "swizzle": 128, "l2_promotion": 256, "oob_fill": "zero"}
+    # A transposed view: the source memref's strides, outermost first.
+    assert b == {"kind": "tma", "buffer": 1, "byte_offset": 0, "dtype": "bf16",
+                 "shape": [4096, 2048], "strides": [1, 4096], "box": [64, 64],
+                 "swizzle": 128, "l2_promotion": 0, "oob_fill": "nan"}
+    # A workspace slice: its layout's offset (64 rows of 256 f16) in bytes.
+    assert w == {"kind": "tma", "buffer": 3, "byte_offset": 64 * 256 * 2, "dtype": "f16",
+                 "shape": [128, 256], "strides": [256, 1], "box": [64, 32],
+                 "swizzle": 64, "l2_promotion": 64, "oob_fill": "zero"}
+    assert c == {"kind": "buffer", "buffer": 2, "byte_offset": 0}
+
+
+def test_tma_descriptors_are_passed_by_value():
+    module = _outlined(TMA_MODULE)
+    plan = host_plan.extract(module, 2)
+    stages = pipelines.cuda("sm_90a")
+    for stage in stages[[s.name for s in stages].index("nvvm"):]:
+        run_pipeline(module, stage.pipeline)
+    text = ptx.extract(module)
+    assert re.search(r"\.param \.align 64 \.b8 main_k0_kernel_param_0\[128\]", text)
+    assert "cvta.param.u64" in text
+    entries = ptx.entries(text)
+    assert entries == {"main_k0_kernel": ["b8[128]", "b8[128]", "b8[128]", "u64"]}
+    host_plan.check(plan, entries)
+    if PTXAS:
+        ptxas.assemble(text, "sm_90a")
+    # The parameter must be the descriptor by value, and the buffer must exist.
+    with pytest.raises(LoweringError, match="needs the PTX parameter .param .align 64 .b8 "
+                                            r"NAME\[128\] .*got .u64"):
+        host_plan.check(plan, {"main_k0_kernel": ["u64", "b8[128]", "b8[128]", "u64"]})
+    bad = json.loads(json.dumps(plan))
+    bad["kernels"][0]["args"][1]["buffer"] = 9
+    with pytest.raises(LoweringError, match="argument names buffer 9, expected 0 to 3"):
+        host_plan.check(bad, entries)
+
+
+def test_ptx_entries_read_parameter_types():
+    text = (".visible .entry k(\n\t.param .align 64 .b8 k_param_0[128],\n"
+            "\t.param .u64 .ptr .align 1 k_param_1,\n\t.param .u32 k_param_2,\n"
+            "\t.param .f32 k_param_3\n)\n{\n}\n.visible .entry e()\n{\n}\n")
+    assert ptx.entries(text) == {"k": ["b8[128]", "u64", "u32", "f32"], "e": []}
+
+
+_NOT_A_DESCRIPTOR = """
+module attributes {gpu.container_module} {
+  func.func @main(%a: memref<256x512xbf16>) attributes {dnn.graph} {
+    %c1 = arith.constant 1 : index
+    %p = builtin.unrealized_conversion_cast %a : memref<256x512xbf16> to !llvm.ptr
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {
+      nvvm.prefetch tensormap, %p : !llvm.ptr
+      gpu.terminator
+    }
+    return
+  }
+}
+"""
+
+# The kernel function gets an unranked memref: its descriptor's memref is
+# not a memref.cast of a known buffer.
+_UNTRACEABLE = f"""
+module attributes {{gpu.container_module}} {{
+  func.func @main(%a: memref<256x512xbf16>) attributes {{dnn.graph}} {{
+    %u = memref.cast %a : memref<256x512xbf16> to memref<*xbf16>
+    call @main_k0(%u) : (memref<*xbf16>) -> ()
+    return
+  }}
+  func.func private @main_k0(%u: memref<*xbf16>) attributes {{dnn.kernel}} {{
+    %c1 = arith.constant 1 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %d = nvgpu.tma.create.descriptor %u box[%c128, %c64] : memref<*xbf16> -> {DESC_A}
+    %p = builtin.unrealized_conversion_cast %d : {DESC_A} to !llvm.ptr
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c1, %sy = %c1, %sz = %c1) {{
+      nvvm.prefetch tensormap, %p : !llvm.ptr
+      gpu.terminator
+    }}
+    return
+  }}
+}}
+"""
+
+
+@pytest.mark.parametrize("text, message", [
+    (_UNTRACEABLE, "host plan: 'nvgpu.tma.create.descriptor' at .*: expected its memref to be "
+                   "a memref.cast of a ranked memref, got an argument"),
+    (_NOT_A_DESCRIPTOR, "host plan: 'builtin.unrealized_conversion_cast' at .*: expected a "
+                        "cast of one nvgpu.tma.create.descriptor result to !llvm.ptr"),
+])
+def test_untraceable_tma_descriptors_are_refused(text, message):
+    with pytest.raises(UnsupportedError, match=message):
+        host_plan.extract(_outlined(text), 1)
 
 
 # ----------------------------------------------------------------------------

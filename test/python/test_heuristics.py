@@ -150,8 +150,17 @@ def test_pooling_and_pointwise_norms():
 def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     mm = dict(anchor="matmul", ins=[([128, 256], "bf16"), ([256, 512], "bf16")],
               outs=[[128, 512]])
-    assert choose(problem(**mm)).reason.startswith(
-        "tc-sm90 not implemented yet (matmul: 128x512x256 (M x N x K) bf16)")
+    best = choose(problem(**mm))
+    assert (best.strategy, best.block, best.tile, best.stages) == \
+        ("tc-sm90", (384, 1, 1), (128, 128, 64), 7)
+    assert best.reason.startswith("matmul: 128x512x256 (M x N x K) bf16; 128x128 tiles, 4 of "
+                                  "them for 132 SMs; 7 stages of 32 KiB")
+    # Enough tiles of 128 x 256 for the SMs: the wider tile, 4 stages of 48 KiB.
+    big = problem("matmul", [([4096, 4096], "f16"), ([4096, 4096], "f16")], [[4096, 4096]])
+    assert (choose(big).tile, choose(big).stages) == ((128, 256, 64), 4)
+    # The simt-generic configs after them stand in where tc-sm90 does not apply.
+    assert rank(problem(**mm))[-1].reason.startswith(
+        "for when tc-sm90 does not apply (matmul: 128x512x256")
     assert choose(problem(**mm, arch="sm_80")).reason.startswith("tc-sm80 not implemented yet")
     f32 = problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]])
     assert choose(f32).reason.startswith(
@@ -198,11 +207,12 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
         assert configs and len(set(configs)) == len(configs)
         for c in configs:
             assert c.strategy in heuristics.IMPLEMENTED == (
-                "simt-generic", "simt-pointwise", "simt-reduce")
+                "simt-generic", "simt-pointwise", "simt-reduce", "tc-sm90")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs
-                assert re.search("not implemented yet|no faster strategy|simt-pointwise needs",
+                assert re.search("not implemented yet|no faster strategy|simt-pointwise needs"
+                                 "|does not apply",
                                  c.reason)
         assert choose(p) == configs[0]
 
@@ -275,11 +285,12 @@ def test_override_wins():
     ("k=block:0", "block 0: expected 1 to 1024 threads per block, got 0"),
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
-    ("k=stages:2", "unknown key 'stages': expected one of block, strategy, tile, unroll, "
-                   "vector"),
+    ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, stages, strategy, tile, unroll, "
+                  "vector"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),
-    ("k=strategy:tc-sm90", "strategy 'tc-sm90' is not implemented yet: expected one of "
+    ("k=strategy:tc-sm80", "strategy 'tc-sm80' is not implemented yet: expected one of "
                            "simt-generic"),
     ("k=strategy:fast", "unknown strategy 'fast'"),
     ("k=block:1;k=block:2", "kernel 'k' is given twice"),

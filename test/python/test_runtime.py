@@ -301,7 +301,8 @@ def _broken(edit):
      r"argument 2 is an i32 \(4 bytes\) .* parameter 2 of .entry scale2 is 8 bytes"),
     (lambda m: m["kernels"][1]["args"].__setitem__(3, {"kind": "buffer", "buffer": 0}),
      r"argument 3 is a pointer \(8 bytes\) .* is 4 bytes"),
-    (lambda m: m["kernels"][0]["args"][0].update(kind="tma"), r"kind: expected buffer or scalar, got 'tma'"),
+    (lambda m: m["kernels"][0]["args"][0].update(kind="texture"),
+     r"kind: expected buffer, scalar or tma, got 'texture'"),
     (lambda m: m["kernels"][0].update(reason=["slow"]), r"'k0_scale': reason: expected a string"),
     (lambda m: m["kernels"][0].update(config="block=32"), r"'k0_scale': config: expected an object"),
     (lambda m: m["kernels"][0].update(config={"strategy": "tc-sm90"}),
@@ -503,7 +504,8 @@ class FakeGPU:
     back from the packed void*[] exactly as the driver would).
     """
 
-    PARAMS = {"scale2": ("u64", "u64", "i64"), "axpy": ("u64", "u64", "u64", "f32", "i32")}
+    PARAMS = {"scale2": ("u64", "u64", "i64"), "axpy": ("u64", "u64", "u64", "f32", "i32"),
+              "tcopy": ("tma", "u64")}
     CTYPES = {"u64": ctypes.c_uint64, "i64": ctypes.c_int64, "i32": ctypes.c_int32,
               "f32": ctypes.c_float}
 
@@ -514,7 +516,8 @@ class FakeGPU:
         self.launches = []
         self.opted_in = {}
         self.capturing = False
-        self.kernels = {"scale2": self._scale2, "axpy": self._axpy}
+        self.kernels = {"scale2": self._scale2, "axpy": self._axpy, "tcopy": lambda desc, y: None}
+        self.encoded = []          # the arguments of every encode_tensor_map
         patch = {
             "get_device": lambda index: self.device,
             "current_device_index": lambda: None,
@@ -534,6 +537,7 @@ class FakeGPU:
             "event_record": lambda event, stream: None,
             "event_elapsed_ms": lambda a, b: 0.25,
             "event_destroy": lambda event: None,
+            "encode_tensor_map": self.encode_tensor_map,
         }
         for name, fn in patch.items():
             monkeypatch.setattr(cuda_mod, name, fn)
@@ -569,11 +573,24 @@ class FakeGPU:
     def f32(self, address, n):
         return np.frombuffer(self.view(address, 4 * n), np.float32)
 
+    # TMA descriptors: the fake's 128 bytes are the tensor's address, then the box
+    def encode_tensor_map(self, dtype, shape, strides, box, swizzle, l2_promotion, oob_fill, address):
+        self.encoded.append((dtype, shape, strides, box, swizzle, l2_promotion, oob_fill, address))
+        if address % 16:   # what the driver says to an address TMA cannot use
+            raise CudaError("cuTensorMapEncodeTiled", "CUDA_ERROR_INVALID_VALUE", "invalid argument")
+        return address.to_bytes(8, "little") + bytes(box) + bytes(120 - len(box))
+
     # launch
     def launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params):
         types = self.PARAMS[function]
         slots = (ctypes.c_void_p * len(types)).from_address(params)
-        args = [self.CTYPES[t].from_address(slots[i]).value for i, t in enumerate(types)]
+        args = []
+        for i, t in enumerate(types):
+            if t == "tma":   # by value: the parameter points at the 128 bytes, aligned
+                assert slots[i] % 64 == 0
+                args.append(ctypes.string_at(slots[i], 128))
+            else:
+                args.append(self.CTYPES[t].from_address(slots[i]).value)
         self.launches.append({"function": function, "grid": (gx, gy, gz), "block": (bx, by, bz),
                               "shared": shared, "stream": stream, "args": args})
         self.kernels[function](*args)
@@ -684,6 +701,274 @@ def test_dlpack_goes_through_torch(no_cuda):
         exe(capsule)
     with pytest.raises(ArgumentError, match="expected shape \\[4\\], got \\[5\\]"):
         exe(torch.utils.dlpack.to_dlpack(torch.zeros(5)))
+
+
+# -- TMA descriptor arguments ---------------------------------------------------------
+
+TMA_PTX = PTX + """
+.visible .entry tcopy(
+	.param .align 64 .b8 tcopy_param_0[128],
+	.param .u64 .ptr .align 16 tcopy_param_1
+)
+{
+	ret;
+}
+"""
+
+
+def tma_arg(**changes):
+    """A TMA descriptor over all of input 'a' (f16 [64, 128]): 32 x 64 boxes, 128-byte swizzle."""
+    arg = {"kind": "tma", "buffer": 0, "byte_offset": 0, "dtype": "f16",
+           "shape": [64, 128], "strides": [128, 1], "box": [32, 64],
+           "swizzle": 128, "l2_promotion": 256, "oob_fill": "zero"}
+    arg.update(changes)
+    return arg
+
+
+def tma_manifest(**changes):
+    """y = copy of a through TMA: a pointer kernel (scale2 on the workspace), then
+    tcopy(desc(a), y). The first launch shows that a refused descriptor stops the
+    call before anything runs."""
+    return {
+        "format_version": 1, "arch": "sm_90a", "graph": "tcopy",
+        "inputs": [{"name": "a", "dims": [64, 128], "strides": [128, 1], "dtype": "f16"}],
+        "outputs": [{"name": "y", "dims": [32, 64], "strides": [64, 1], "dtype": "f16"}],
+        "workspace_bytes": 256,
+        "buffers": [{"kind": "input", "index": 0}, {"kind": "output", "index": 0},
+                    {"kind": "workspace", "offset": 0, "bytes": 256}],
+        "kernels": [
+            {"name": "k0", "entry": "scale2", "strategy": "simt-pointwise",
+             "grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 0,
+             "args": [{"kind": "buffer", "buffer": 2}, {"kind": "buffer", "buffer": 2},
+                      {"kind": "scalar", "type": "i64", "value": 0}]},
+            {"name": "k1_tcopy", "entry": "tcopy", "strategy": "tc-sm90",
+             "grid": [1, 1, 1], "block": [128, 1, 1], "shared_bytes": 4096,
+             "args": [tma_arg(**changes), {"kind": "buffer", "buffer": 1}]},
+        ],
+    }
+
+
+def test_tma_argument_loads():
+    exe = load(tma_manifest(), ptx=TMA_PTX)
+    arg = exe.plan[1].args[0]
+    assert (arg.kind, arg.buffer, arg.byte_offset, arg.dtype) == ("tma", 0, 0, "f16")
+    assert (arg.shape, arg.strides, arg.box) == ((64, 128), (128, 1), (32, 64))
+    assert (arg.swizzle, arg.l2_promotion, arg.oob_fill, arg.nbytes) == (128, 256, "zero", 128)
+    assert artifact_mod.ptx_params(TMA_PTX, "tcopy") == [128, 8]
+    # l2_promotion and oob_fill have defaults; a box row may exceed 128 bytes unswizzled
+    arg = tma_arg(swizzle=0, box=[2, 128])
+    del arg["l2_promotion"], arg["oob_fill"], arg["byte_offset"]
+    m = tma_manifest()
+    m["kernels"][1]["args"][0] = arg
+    arg = load(m, ptx=TMA_PTX).plan[1].args[0]
+    assert (arg.l2_promotion, arg.oob_fill, arg.byte_offset, arg.box) == (0, "zero", 0, (2, 128))
+    # every storage type TMA moves, rank 1 to 5, a tf32 operand stored as f32
+    for changes in [dict(dtype="f32", shape=[32, 128], box=[32, 32]), dict(dtype="bf16", oob_fill="nan"),
+                    dict(dtype="f8E4M3FN", shape=[64, 256], strides=[256, 1], box=[256, 128]),
+                    dict(dtype="f8E5M2", shape=[16384], strides=[1], box=[128], swizzle=0),
+                    dict(shape=[2, 2, 2, 2, 512], strides=[4096, 2048, 1024, 512, 1],
+                         box=[1, 1, 2, 2, 64]),
+                    dict(byte_offset=256, shape=[63, 128])]:
+        assert load(tma_manifest(**changes), ptx=TMA_PTX).plan[1].args[0].kind == "tma"
+
+
+def _tma_broken(edit):
+    m = tma_manifest()
+    edit(m["kernels"][1]["args"][0])
+    return m
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda a: a.update(buffer=3), r"args\[0\]: buffer: expected an index < 3 \(the number of buffers\), got 3"),
+    (lambda a: a.pop("buffer"), r"args\[0\]: missing key 'buffer'"),
+    (lambda a: a.update(byte_offset=8), r"byte_offset: expected a multiple of 16 .*got 8"),
+    (lambda a: a.update(byte_offset=2**20), r"byte_offset: expected <= 16384 \(the size of buffers\[0\]\)"),
+    (lambda a: a.update(dtype="i1"), r"dtype: expected one of f32, f16, bf16, f8E4M3FN, f8E5M2 .*got 'i1'"),
+    (lambda a: a.update(dtype="tf32"), r"dtype: expected one of .*tf32 is stored as f32\), got 'tf32'"),
+    (lambda a: a.update(dtype=["f16"]), r"dtype: expected one of .*got \['f16'\]"),
+    (lambda a: a.pop("dtype"), r"args\[0\]: missing key 'dtype'"),
+    (lambda a: a.update(shape=[]), r"shape: expected 1 to 5 dims, got 0"),
+    (lambda a: a.update(shape=[1] * 6, strides=[8] * 5 + [1], box=[1] * 6), r"shape: expected 1 to 5 dims, got 6"),
+    (lambda a: a.update(shape=[64, 0]), r"args\[0\]: shape: expected >= 1, got 0"),
+    (lambda a: a.update(shape=[64, 2**32 + 1]), r"shape: expected <= 4294967296, got 4294967297"),
+    (lambda a: a.update(shape=[64, "128"]), r"shape: expected an integer, got '128'"),
+    (lambda a: a.update(shape="64x128"), r"shape: expected a list, got '64x128'"),
+    (lambda a: a.update(strides=[1]), r"strides: expected 2 entries \(one per dim of shape\), got 1"),
+    (lambda a: a.update(box=[32, 64, 1]), r"box: expected 2 entries \(one per dim of shape\), got 3"),
+    (lambda a: a.update(strides=[128, 2]), r"strides: expected 1 for the innermost dim .*got 2"),
+    (lambda a: a.update(strides=[-128, 1]), r"strides: expected >= 0, got -128"),
+    (lambda a: a.update(strides=[4, 1]),
+     r"strides: expected the outer strides to be multiples of 16 bytes below 2\*\*40, got 4 elements "
+     r"of f16 = 8 bytes"),
+    (lambda a: a.update(strides=[2**39, 1], shape=[1, 128]), r"below 2\*\*40, got 549755813888 elements "
+                                                             r"of f16 = 1099511627776 bytes"),
+    (lambda a: a.update(box=[0, 64]), r"box: expected >= 1, got 0"),
+    (lambda a: a.update(box=[512, 64]), r"box: expected <= 256, got 512"),
+    (lambda a: a.update(box=[32, 4]), r"box: expected the innermost box dim to span a multiple of 16 "
+                                      r"bytes, got 4 x 2 = 8 bytes"),
+    (lambda a: a.update(box=[32, 128]), r"box: expected the innermost box dim to span at most the "
+                                        r"swizzle \(128 bytes\), got 128 x 2 = 256 bytes"),
+    (lambda a: a.update(swizzle=32), r"at most the swizzle \(32 bytes\), got 64 x 2 = 128 bytes"),
+    (lambda a: a.update(swizzle=16), r"swizzle: expected one of 0, 32, 64, 128 \(bytes\), got 16"),
+    (lambda a: a.update(swizzle=True), r"swizzle: expected an integer, got True"),
+    (lambda a: a.pop("swizzle"), r"args\[0\]: missing key 'swizzle'"),
+    (lambda a: a.update(l2_promotion=32), r"l2_promotion: expected one of 0, 64, 128, 256 \(bytes\), got 32"),
+    (lambda a: a.update(oob_fill="inf"), r"oob_fill: expected one of zero, nan, got 'inf'"),
+    (lambda a: a.update(oob_fill=None), r"oob_fill: expected one of zero, nan, got None"),
+    (lambda a: a.update(dtype="f8E5M2", oob_fill="nan"), r"oob_fill: expected 'zero' for f8E5M2 .*got 'nan'"),
+    (lambda a: a.update(shape=[128, 128]), r"shape: expected the tensor to lie within buffers\[0\] "
+                                           r"\(16384 bytes\), got byte_offset \+ extent = 0 \+ 32768 bytes"),
+    (lambda a: a.update(byte_offset=16), r"got byte_offset \+ extent = 16 \+ 16384 bytes"),
+])
+def test_tma_manifest_errors(edit, message):
+    with pytest.raises(ArtifactError, match=r"manifest.json: kernels\[1\] 'k1_tcopy': args\[0\]: "):
+        load(_tma_broken(edit), ptx=TMA_PTX)
+    with pytest.raises(ArtifactError, match=message):
+        load(_tma_broken(edit), ptx=TMA_PTX)
+
+
+def test_tma_argument_must_match_a_128_byte_parameter():
+    m = tma_manifest()
+    k0, k1 = m["kernels"]
+    k0["args"][0] = tma_arg(byte_offset=0, shape=[16, 8], strides=[8, 1], box=[16, 8], buffer=2)
+    with pytest.raises(ArtifactError, match=r"kernel 'k0': argument 0 is a TMA descriptor \(128 bytes\) "
+                                            r"in manifest.json, but parameter 0 of .entry scale2 is 8 bytes"):
+        load(m, ptx=TMA_PTX)
+    m = tma_manifest()
+    m["kernels"][1]["args"][0] = {"kind": "buffer", "buffer": 0}
+    with pytest.raises(ArtifactError, match=r"kernel 'k1_tcopy': argument 0 is a pointer \(8 bytes\) "
+                                            r"in manifest.json, but parameter 0 of .entry tcopy is 128 bytes"):
+        load(m, ptx=TMA_PTX)
+
+
+@pytest.mark.parametrize("shape, strides, box, itemsize, expected", [
+    # a row-major bf16 matrix: dim 0 is the innermost; one byte stride (the row's)
+    ([4096, 2048], [2048, 1], [128, 64], 2, ((2048, 4096), (4096,), (64, 128), (1, 1))),
+    # a padded f32 batch of matrices, rank 3
+    ([2, 3, 8], [48, 16, 1], [1, 3, 8], 4, ((8, 3, 2), (64, 192), (8, 3, 1), (1, 1, 1))),
+    # rank 1: no stride at all
+    ([1000], [1], [256], 1, ((1000,), (), (256,), (1,))),
+])
+def test_tensor_map_dims_reverse_to_innermost_first(shape, strides, box, itemsize, expected):
+    assert cuda_mod.tensor_map_dims(shape, strides, box, itemsize) == expected
+
+
+class FakeDriver:
+    """Just enough of cuda.bindings.driver for encode_tensor_map: enums are
+    their member names, cuuintNN_t wrappers are tagged tuples."""
+
+    class Enum:
+        def __getattr__(self, name):
+            return name
+
+    CUresult = type("CUresult", (), {"CUDA_SUCCESS": "CUDA_SUCCESS"})
+
+    def __init__(self, status="CUDA_SUCCESS"):
+        self.status, self.calls = status, []
+        self.raw = ctypes.create_string_buffer(bytes(range(128)), 128)
+        for name in ("CUtensorMapDataType", "CUtensorMapInterleave", "CUtensorMapSwizzle",
+                     "CUtensorMapL2promotion", "CUtensorMapFloatOOBfill"):
+            setattr(self, name, self.Enum())
+        self.cuuint64_t = lambda v: ("u64", v)
+        self.cuuint32_t = lambda v: ("u32", v)
+
+    def cuTensorMapEncodeTiled(self, *args):
+        self.calls.append(args)
+        raw = self.raw
+        return self.status, type("CUtensorMap", (), {"getPtr": lambda _: ctypes.addressof(raw)})()
+
+    def cuGetErrorString(self, status):
+        return "CUDA_SUCCESS", b"invalid argument"
+
+
+def test_encode_tensor_map_asks_the_driver_innermost_first(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setattr(cuda_mod, "_d", fake)
+    monkeypatch.setattr(cuda_mod, "_SUCCESS", "CUDA_SUCCESS")
+    monkeypatch.setattr(cuda_mod, "driver", lambda: fake)
+    raw = cuda_mod.encode_tensor_map("bf16", (4096, 2048), (2048, 1), (128, 64), 128, 256, "zero",
+                                     0x7F00_0000_0000)
+    assert raw == bytes(range(128))       # the CUtensorMap's 128 bytes, copied out
+    assert fake.calls == [(
+        "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 2, 0x7F00_0000_0000,
+        [("u64", 2048), ("u64", 4096)], [("u64", 4096)], [("u32", 64), ("u32", 128)],
+        [("u32", 1), ("u32", 1)], "CU_TENSOR_MAP_INTERLEAVE_NONE", "CU_TENSOR_MAP_SWIZZLE_128B",
+        "CU_TENSOR_MAP_L2_PROMOTION_L2_256B", "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")]
+    for dtype, type_name in [("f32", "FLOAT32"), ("f16", "FLOAT16"), ("f8E4M3FN", "UINT8"),
+                             ("f8E5M2", "UINT8")]:
+        cuda_mod.encode_tensor_map(dtype, (64,), (1,), (64,), 0, 0, "nan", 0)
+        assert fake.calls[-1][0] == f"CU_TENSOR_MAP_DATA_TYPE_{type_name}"
+        assert fake.calls[-1][8:] == ("CU_TENSOR_MAP_SWIZZLE_NONE", "CU_TENSOR_MAP_L2_PROMOTION_NONE",
+                                      "CU_TENSOR_MAP_FLOAT_OOB_FILL_NAN_REQUEST_ZERO_FMA")
+    cuda_mod.encode_tensor_map("f16", (64, 64), (64, 1), (8, 32), 64, 64, "zero", 0)
+    assert fake.calls[-1][8:10] == ("CU_TENSOR_MAP_SWIZZLE_64B", "CU_TENSOR_MAP_L2_PROMOTION_L2_64B")
+    fake.status = "CUDA_ERROR_INVALID_VALUE"
+    with pytest.raises(CudaError, match=r"cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE"):
+        cuda_mod.encode_tensor_map("f16", (64,), (1,), (64,), 0, 0, "zero", 0x7F00_0000_0002)
+
+
+def test_tma_descriptors_are_encoded_when_the_tensor_moves(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    gpu.kernels["scale2"] = lambda *args: None
+    exe = load(tma_manifest(), ptx=TMA_PTX)
+    a = gpu.array(np.ones((64, 128), np.float16))
+    y = gpu.array(np.zeros((32, 64), np.float16))
+    a_addr = a.__cuda_array_interface__["data"][0]
+    exe(a, outputs=[y])
+    assert [l["function"] for l in gpu.launches] == ["scale2", "tcopy"]
+    desc, y_addr = gpu.launches[1]["args"]
+    assert len(desc) == 128 and int.from_bytes(desc[:8], "little") == a_addr and desc[8:10] == bytes([32, 64])
+    assert y_addr == y.__cuda_array_interface__["data"][0]
+    assert gpu.encoded == [("f16", (64, 128), (128, 1), (32, 64), 128, 256, "zero", a_addr)]
+    exe(a, outputs=[y])                    # same tensor: the descriptor is kept
+    assert len(gpu.encoded) == 1 and gpu.launches[3]["args"][0] == desc
+    a2 = gpu.array(np.ones((64, 128), np.float16))
+    exe(a2, outputs=[y])                   # moved: encoded again
+    a2_addr = a2.__cuda_array_interface__["data"][0]
+    assert [e[-1] for e in gpu.encoded] == [a_addr, a2_addr]
+    assert int.from_bytes(gpu.launches[5]["args"][0][:8], "little") == a2_addr
+    exe.time(a2, outputs=[y], repeat=3, warmup=1)
+    assert len(gpu.encoded) == 2 and len(gpu.launches) == 6 + 2 * 4
+    gpu.capturing = True                   # host-only encoding: allowed under capture
+    exe(a, outputs=[y])
+    assert [e[-1] for e in gpu.encoded] == [a_addr, a2_addr, a_addr]
+
+
+def test_tma_address_refused_is_an_argument_error_before_any_launch(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    m = tma_manifest()
+    m["inputs"][0]["alignment"] = 2        # the binding lets it through; TMA does not
+    exe = load(m, ptx=TMA_PTX)
+    base = gpu.alloc(64 * 128 * 2 + 16)
+    a = FakeCudaArray((64, 128), "<f2", address=base + 2)
+    y = gpu.array(np.zeros((32, 64), np.float16))
+    with pytest.raises(ArgumentError, match=r"input 'a': cannot encode the TMA descriptor of kernel "
+                                            r"'k1_tcopy' \(argument 0: f16\[64, 128\] at byte offset 0\): "
+                                            r"expected an address aligned to 16 bytes, got 0x[0-9a-f]+02 "
+                                            r"\(cuTensorMapEncodeTiled failed: CUDA_ERROR_INVALID_VALUE "
+                                            r"\(invalid argument\)\); .*before any kernel of this call ran"
+                       ) as info:
+        exe(a, outputs=[y])
+    assert info.value.tensor == "a" and gpu.launches == []   # k0 did not run either
+    with pytest.raises(ArgumentError, match="input 'a': cannot encode"):
+        exe.time(a, outputs=[y])
+    assert gpu.launches == []
+    exe(FakeCudaArray((64, 128), "<f2", address=base), outputs=[y])   # the next good call encodes
+    assert [e[-1] for e in gpu.encoded] == [base + 2, base + 2, base]
+
+
+def test_tma_over_the_workspace_that_fails_is_an_artifact_error(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    monkeypatch.setattr(cuda_mod, "encode_tensor_map", lambda *a: (_ for _ in ()).throw(
+        CudaError("cuTensorMapEncodeTiled", "CUDA_ERROR_INVALID_VALUE")))
+    m = tma_manifest()
+    m["kernels"][1]["args"][0] = tma_arg(buffer=2, shape=[2, 64], strides=[64, 1], box=[2, 64],
+                                         swizzle=0)
+    exe = load(m, ptx=TMA_PTX)
+    with pytest.raises(ArtifactError, match=r"cannot encode the TMA descriptor of kernel 'k1_tcopy' "
+                                            r"\(argument 0: f16\[2, 64\] at byte offset 0 of the "
+                                            r"workspace\): cuTensorMapEncodeTiled failed"):
+        exe(gpu.array(np.ones((64, 128), np.float16)), outputs=[gpu.array(np.zeros((32, 64), np.float16))])
 
 
 # -- zero-size tensors -------------------------------------------------------------

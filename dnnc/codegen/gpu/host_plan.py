@@ -13,9 +13,31 @@ order, following calls, and records:
   ``config`` (its ``dnn.config`` as JSON) and ``reason`` (see below), grid
   and block (constants), dynamic shared memory, and its arguments in PTX
   parameter order. Kernels are lowered with the bare-pointer convention, so
-  a memref argument is one pointer parameter: a buffer plus ``byte_offset``
-  (0: a view's static offset is folded into the kernel's code); an index /
-  integer / float constant is a scalar.
+  a memref argument is one pointer parameter: a ``buffer`` arg, a buffer
+  plus ``byte_offset`` (0: a view's static offset is folded into the
+  kernel's code); an index / integer / float constant is a ``scalar`` arg;
+  a TMA descriptor is a ``tma`` arg (below).
+
+TMA descriptors (the tensor-core GEMM strategy): a kernel function may make,
+before its launch, ``nvgpu.tma.create.descriptor`` of a ``memref.cast`` of a
+buffer (or a view of one) to an unranked memref, and pass the descriptor to
+the kernel as ``builtin.unrealized_conversion_cast ... to !llvm.ptr`` (its
+address). The runtime builds the 128-byte CUtensorMap and passes it by value
+(dnn-tma-grid-constant makes the kernel's parameter ``.param .align 64 .b8
+NAME[128]``), so such an argument records what it needs::
+
+    {"kind": "tma", "buffer": 0, "byte_offset": 0, "dtype": "bf16",
+     "shape": [256, 512], "strides": [512, 1], "box": [128, 64],
+     "swizzle": 128, "l2_promotion": 256, "oob_fill": "zero"}
+
+``shape`` and ``strides`` (in elements) are the ranked source memref's of
+the ``memref.cast`` (strides from its layout), ``byte_offset`` its layout's
+static offset in bytes, ``box`` the descriptor's ``tensor`` shape, all
+outermost first; ``swizzle`` and ``l2_promotion`` are in bytes (0: none),
+``oob_fill`` is ``zero`` or ``nan``. A descriptor of a memref the plan
+cannot trace to a buffer, or with a dynamic or non-strided layout, raises
+UnsupportedError; so does any other pointer argument. TMA loads only read:
+a ``tma`` arg over a graph input is fine.
 
 How a launch maps back to its kernel function: the graph function only
 calls kernel functions (``func.call``), and gpu-kernel-outlining leaves each
@@ -41,7 +63,10 @@ input (bufferization reusing an input buffer) is a LoweringError: the runtime
 binds the caller's tensors, which must not change.
 """
 
+import re
+
 from mlir import ir
+from mlir.dialects import llvm
 
 from dnnc.codegen.gpu import irutil
 from dnnc.errors import LoweringError, UnsupportedError
@@ -55,6 +80,21 @@ VIEWS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_sha
                    "memref.cast", "memref.reinterpret_cast"})
 IGNORED = frozenset({"arith.constant", "memref.dealloc"})
 REASON_ATTR = "dnn.config_reason"
+TMA_CREATE = "nvgpu.tma.create.descriptor"
+CAST = "builtin.unrealized_conversion_cast"
+
+# The fields of !nvgpu.tensormap.descriptor<...> (the bindings have no
+# accessors for them) and their manifest values.
+_DESCRIPTOR = re.compile(
+    r"^!nvgpu\.tensormap\.descriptor<tensor\s*=\s*(memref<.*>)\s*,\s*"
+    r"swizzle\s*=\s*(\w+)\s*,\s*l2promo\s*=\s*(\w+)\s*,\s*oob\s*=\s*(\w+)\s*,\s*"
+    r"interleave\s*=\s*(\w+)\s*>$", re.S)
+SWIZZLE_BYTES = {"swizzle_none": 0, "none": 0, "swizzle_32b": 32, "swizzle_64b": 64,
+                 "swizzle_128b": 128}
+L2_PROMOTION_BYTES = {"none": 0, "l2promo_64b": 64, "l2promo_128b": 128, "l2promo_256b": 256}
+OOB_FILL = {"zero": "zero", "nan": "nan"}
+# ptx.entries' type of the parameter a TMA descriptor is passed in.
+TMA_PARAM = "b8[128]"
 
 
 class _Planner:
@@ -66,6 +106,8 @@ class _Planner:
         self.workspace = 0
         self.kernels = []
         self.where = {}  # memref Value -> buffer index
+        self.descriptors = {}  # nvgpu.tma.create.descriptor result -> tma record
+        self.tma = {}  # !llvm.ptr cast of a descriptor -> tma record
         self.graph_name = ""
         self.gpu_funcs = {}  # (module, kernel) -> gpu.func op
         for gm in irutil.body(module).operations:
@@ -107,14 +149,18 @@ class _Planner:
                 self.where[op.results[0]] = self._alloc(op)
             elif name in VIEWS:
                 self.where[op.results[0]] = self._buffer_of(op.operands[0], op)
+            elif name == TMA_CREATE:
+                self.descriptors[op.results[0]] = self._descriptor(op)
+            elif name == CAST:
+                self.tma[op.results[0]] = self._descriptor_address(op)
             elif name == "func.call":
                 self._call(op)
             elif name == "gpu.launch_func":
                 self._launch(op, kernel_fn or fn)
             else:
                 raise UnsupportedError(f"host plan: '{name}' on the host at {op.location} is "
-                                       "not a launch, an allocation or a view; it cannot run "
-                                       "on the GPU")
+                                       "not a launch, an allocation, a view or a TMA "
+                                       "descriptor; it cannot run on the GPU")
 
     def _alloc(self, op):
         t = ir.MemRefType(op.results[0].type)
@@ -133,6 +179,67 @@ class _Planner:
             raise UnsupportedError(f"host plan: '{op.name}' at {op.location} uses a buffer "
                                    "the plan does not know (a global or a computed pointer)")
         return self.where[value]
+
+    def _descriptor(self, op):
+        """The tma record of an nvgpu.tma.create.descriptor: its memref is a
+        memref.cast (to unranked) of a ranked view of a known buffer."""
+        where = f"'{op.name}' at {op.location}"
+        source = op.operands[0]
+        cast = irutil.defining_op(source)
+        if cast is None or cast.name != "memref.cast" or \
+                not isinstance(cast.operands[0].type, ir.MemRefType):
+            raise UnsupportedError(f"host plan: {where}: expected its memref to be a "
+                                   "memref.cast of a ranked memref, got "
+                                   f"{'an argument' if cast is None else repr(cast.name)}")
+        if source not in self.where:
+            raise UnsupportedError(f"host plan: {where} describes a memref the plan does not "
+                                   "know (a global or a computed pointer)")
+        buffer = self.where[source]
+        ranked = ir.MemRefType(cast.operands[0].type)
+        if not ranked.has_static_shape:
+            raise UnsupportedError(f"host plan: {where}: the memref {ranked} has a dynamic "
+                                   "shape")
+        try:
+            strides, offset = ranked.get_strides_and_offset()
+        except (RuntimeError, ValueError):
+            raise UnsupportedError(f"host plan: {where}: the memref {ranked} has no strided "
+                                   "layout") from None
+        if any(ranked.is_dynamic_stride_or_offset(v) for v in list(strides) + [offset]):
+            raise UnsupportedError(f"host plan: {where}: the memref {ranked} has a dynamic "
+                                   "stride or offset")
+        element = ranked.element_type
+        text = str(op.results[0].type)
+        m = _DESCRIPTOR.match(text)
+        if not m:
+            raise UnsupportedError(f"host plan: {where}: cannot read the descriptor type "
+                                   f"{text}")
+        tensor, swizzle, l2promo, oob, interleave = m.groups()
+        if interleave != "none":
+            raise UnsupportedError(f"host plan: {where}: interleave {interleave} is not "
+                                   "supported (expected none)")
+        for value, table, what in ((swizzle, SWIZZLE_BYTES, "swizzle"),
+                                   (l2promo, L2_PROMOTION_BYTES, "l2promo"),
+                                   (oob, OOB_FILL, "oob")):
+            if value not in table:
+                raise UnsupportedError(f"host plan: {where}: {what} {value} is not one of "
+                                       f"{', '.join(table)}")
+        box = ir.MemRefType(ir.Type.parse(tensor))
+        return {"kind": "tma", "buffer": buffer,
+                "byte_offset": int(offset) * irutil.element_bytes(element),
+                "dtype": str(element), "shape": [int(n) for n in ranked.shape],
+                "strides": [int(v) for v in strides], "box": [int(n) for n in box.shape],
+                "swizzle": SWIZZLE_BYTES[swizzle], "l2_promotion": L2_PROMOTION_BYTES[l2promo],
+                "oob_fill": OOB_FILL[oob]}
+
+    def _descriptor_address(self, op):
+        """The tma record of an unrealized_conversion_cast of a descriptor to
+        !llvm.ptr (the address the kernel gets)."""
+        if len(op.operands) != 1 or len(op.results) != 1 or \
+                op.operands[0] not in self.descriptors or \
+                not isinstance(op.results[0].type, llvm.PointerType):
+            raise UnsupportedError(f"host plan: '{op.name}' at {op.location}: expected a cast "
+                                   "of one nvgpu.tma.create.descriptor result to !llvm.ptr")
+        return self.descriptors[op.operands[0]]
 
     def _call(self, op):
         callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
@@ -157,6 +264,13 @@ class _Planner:
             if isinstance(value.type, ir.MemRefType):
                 args.append({"kind": "buffer", "buffer": self._buffer_of(value, op),
                              "byte_offset": 0})
+            elif isinstance(value.type, llvm.PointerType):
+                if value not in self.tma:
+                    raise UnsupportedError(f"host plan: pointer kernel argument at "
+                                           f"{op.location} is not the address of a TMA "
+                                           "descriptor (nvgpu.tma.create.descriptor cast to "
+                                           "!llvm.ptr)")
+                args.append(dict(self.tma[value]))
             else:
                 args.append(self._scalar(value, op))
         target = tuple(ir.SymbolRefAttr(op.attributes["kernel"]).value)
@@ -184,6 +298,7 @@ class _Planner:
             return  # after gpu-module-to-binary: the bodies are gone
         for index in _stored_arguments(fn):
             a = args[index]
+            # A tma arg is only read (TMA loads): it may describe an input.
             if a["kind"] == "buffer" and self.buffers[a["buffer"]]["kind"] == "input":
                 name = self.buffers[a["buffer"]]["index"]
                 raise LoweringError(f"kernel '{entry}' writes graph input {name}: inputs are "
@@ -329,7 +444,9 @@ def extract(module, n_inputs):
 
 def check(plan, entries):
     """Check a plan against the PTX ``entries`` (ptx.entries) and the launch
-    limits; raise LoweringError naming the kernel on the first problem."""
+    limits; raise LoweringError naming the kernel on the first problem. A
+    ``tma`` argument's parameter must be the 128-byte descriptor by value
+    (``b8[128]``)."""
     n_buffers = len(plan["buffers"])
     for k in plan["kernels"]:
         name = k["entry"]
@@ -345,7 +462,12 @@ def check(plan, entries):
         for g, limit in zip(k["grid"], MAX_GRID):
             if not 1 <= g <= limit:
                 raise LoweringError(f"kernel '{name}': grid {k['grid']} exceeds {MAX_GRID}")
-        for a in k["args"]:
-            if a["kind"] == "buffer" and not 0 <= a["buffer"] < n_buffers:
+        for a, param in zip(k["args"], entries[name]):
+            if a["kind"] in ("buffer", "tma") and not 0 <= a["buffer"] < n_buffers:
                 raise LoweringError(f"kernel '{name}': argument names buffer {a['buffer']}, "
                                     f"expected 0 to {n_buffers - 1}")
+            if a["kind"] == "tma" and param != TMA_PARAM:
+                raise LoweringError(f"kernel '{name}': a TMA descriptor argument needs the "
+                                    f"PTX parameter .param .align 64 .b8 NAME[128] (the "
+                                    f"CUtensorMap by value), got .{param} (did "
+                                    "dnn-tma-grid-constant run?)")

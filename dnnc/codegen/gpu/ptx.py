@@ -32,12 +32,18 @@ def extract(module):
 
 
 _ENTRY = re.compile(r"\.entry\s+([A-Za-z_$][\w$]*)\s*\(([^)]*)\)", re.S)
-_PARAM = re.compile(r"\.param\s+\.(\w+)")
+# One parameter: ".param .u64 NAME", ".param .u64 .ptr .align 1 NAME", or a
+# byte array passed by value, ".param .align 64 .b8 NAME[128]".
+_PARAM = re.compile(r"\.param\s+(?:\.align\s+\d+\s+)?\.(\w+)"
+                    r"[^,\[]*?(?:\[\s*(\d+)\s*\])?\s*(?:,|$)")
 
 
 def entries(ptx):
-    """{entry name: [PTX parameter types (u64, u32, f32...)]} in file order."""
-    return {m.group(1): _PARAM.findall(m.group(2)) for m in _ENTRY.finditer(ptx)}
+    """{entry name: [PTX parameter types]} in file order: a scalar or pointer
+    parameter's type (u64, u32, f32...), an array parameter's element type and
+    length (``b8[128]``: a TMA descriptor passed by value)."""
+    return {m.group(1): [t + (f"[{n}]" if n else "") for t, n in _PARAM.findall(m.group(2))]
+            for m in _ENTRY.finditer(ptx)}
 
 
 def external_calls(ptx):

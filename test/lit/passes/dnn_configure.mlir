@@ -13,12 +13,12 @@
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=*=block:512})' | FileCheck %s --check-prefix=ALL
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=no_such_kernel=block:64})' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=block:2048})' 2>&1 | FileCheck %s --check-prefix=BLOCK
-// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=strategy:tc-sm90})' 2>&1 | FileCheck %s --check-prefix=STRATEGY
+// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=strategy:tc-sm80})' 2>&1 | FileCheck %s --check-prefix=STRATEGY
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_70})' 2>&1 | FileCheck %s --check-prefix=ARCH
 
 // UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
-// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm90': strategy 'tc-sm90' is not implemented yet: expected one of simt-generic, simt-pointwise, simt-reduce
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm80': strategy 'tc-sm80' is not implemented yet: expected one of simt-generic, simt-pointwise, simt-reduce, tc-sm90
 // ARCH: dnnc-opt: error: pass 'dnn-configure' option 'arch': expected one of sm_80, sm_90a, got 'sm_70'
 
 // A small pointwise chain: vectors of 4 f32, 128-thread blocks.
@@ -85,11 +85,12 @@ func.func private @softmax_few_rows(%x: tensor<8x1024xf32>) -> tensor<8x1024xf32
   return %y : tensor<8x1024xf32>
 }
 
-// 65536 outputs are few for 132 SMs (128) but not for 108 (256); the
-// tensor-core strategy that would apply follows the arch.
+// On sm_90a a bf16 matmul runs on tensor cores: 128x128 tiles (too few of
+// 128x256 for 132 SMs) and as many stages as shared memory holds. On sm_80
+// (tc-sm80 not implemented yet) 65536 outputs are not few for 108 SMs (256).
 // CHECK-LABEL: func.func private @matmul(
-//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 not implemented yet (matmul: 128x512x256 (M x N x K) bf16); block 128: few points (65536) for 132 SMs: 512 blocks of 128, not 256 of 256"
+//  CHECK-SAME:     dnn.config = {block = [384, 1, 1], stages = 7 : i64, strategy = "tc-sm90", tile = [128, 128, 64]}
+//  CHECK-SAME:     dnn.config_reason = "matmul: 128x512x256 (M x N x K) bf16; 128x128 tiles, 4 of them for 132 SMs; 7 stages of 32 KiB fill shared memory"
 // SM80-LABEL: func.func private @matmul(
 //  SM80-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
 //  SM80-SAME:     dnn.config_reason = "tc-sm80 not implemented yet (matmul: 128x512x256 (M x N x K) bf16); block 256: the default for 65536 points"

@@ -1,0 +1,291 @@
+"""What a tensor-core kernel computes: a kernel function read as one GEMM
+plus the pointwise work fused before and after it.
+
+After bufferization a matmul kernel (dnn-fuse's group: matmul, then its
+pointwise consumers) is a short list of ``linalg.generic`` ops on buffers::
+
+    fill      C[m, n] = 0                        (C: an f32 buffer)
+    contract  C[m, n] += ext(A[m, k]) * ext(B[k, n])   (or B[n, k], A[k, m])
+    epilogue  Y[m, n] = f(C[m, n], bias[0, n], R[m, n], ...)   (zero or more)
+
+``match`` recognizes that shape and returns a ``Gemm``: the operands with
+the side their K runs along (the layout the operand loaders need), the
+problem size, and the ``Epilogue``: the elementwise generics after the
+contraction in program order, which the kernel builders evaluate on each
+accumulator value in registers. Anything else (a reduction that is not a
+plain multiply-accumulate, a prologue in the contraction's body, a generic
+that reads C through a transposing map, reshapes between the ops) raises
+``NotAGemm`` with the reason, before any IR is changed; the lowering pass
+then leaves the kernel to simt-generic and says so in its reason.
+
+This module is the seam between the linalg level and every tensor-core
+strategy: tc-sm90 (dnnc/codegen/gpu/tc_sm90.py) reads a ``Gemm``, and an
+implicit-GEMM convolution or an attention kernel would hand it one too (with
+their own operand loaders).
+"""
+
+from dataclasses import dataclass, field
+
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.vectorize import broadcast_exprs
+
+# Element types the tensor cores multiply, and what the kernel names them.
+TC_ELEMENTS = ("bf16", "f16", "f32")
+
+
+class NotAGemm(Exception):
+    """The kernel is not a GEMM with a pointwise epilogue; the message says why."""
+
+
+@dataclass
+class Operand:
+    """One GEMM input: the buffer and which of its dims are batch, M (or N)
+    and K. ``k_major``: K is the innermost (contiguous) dim, the layout the
+    tensor cores read without a transpose."""
+
+    value: object            # the memref (a kernel function argument)
+    dims: dict               # "batch" / "mn" / "k" -> buffer dim (batch: None if broadcast)
+    element: str             # "bf16", "f16", "f32"
+
+    @property
+    def k_major(self):
+        return self.dims["k"] == ir.MemRefType(self.value.type).rank - 1
+
+
+@dataclass
+class Step:
+    """One elementwise generic of the epilogue."""
+
+    op: object               # the linalg.generic
+    inputs: list             # (value, exprs): exprs per buffer dim: loop dim or None (0)
+    outputs: list            # the buffers it writes (identity map)
+
+
+@dataclass
+class Epilogue:
+    """The pointwise work after the contraction, as the kernel builders see it.
+
+    ``accumulator`` is the buffer the contraction writes (C). Each step reads
+    C, kernel arguments (bias, residual, scale...) and earlier steps' outputs,
+    and writes its outputs; a written buffer that is a kernel argument (an
+    output of the kernel) is stored, any other (an intermediate allocation)
+    lives in registers only. C itself is stored when it is a kernel argument.
+    """
+
+    accumulator: object
+    steps: list = field(default_factory=list)
+
+    def stored(self, arguments):
+        """The buffers the kernel must store: outputs that are in ``arguments``."""
+        out = [self.accumulator] if self.accumulator in arguments else []
+        for step in self.steps:
+            out += [v for v in step.outputs if v in arguments and v not in out]
+        return out
+
+
+@dataclass
+class Gemm:
+    a: Operand
+    b: Operand
+    m: int
+    n: int
+    k: int
+    batch: int               # 1: not batched
+    epilogue: Epilogue
+    allocations: list        # memref.alloc ops the lowering replaces (C, intermediates)
+
+    @property
+    def element(self):
+        return self.a.element
+
+
+def _maps(op):
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def _iterators(op):
+    return ["parallel" if irutil.is_parallel(i) else "reduction"
+            for i in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def _body_ops(op):
+    return [o.operation for o in op.regions[0].blocks[0].operations]
+
+
+def _element_name(t):
+    for name in TC_ELEMENTS:
+        if str(t) == name:
+            return name
+    return str(t)
+
+
+def _is_zero_fill(op):
+    """A generic that only writes a 0.0 constant into its one output."""
+    if len(op.operands) != 1 or not all(i == "parallel" for i in _iterators(op)):
+        return False
+    body = _body_ops(op)
+    if len(body) != 1 or body[0].name != "linalg.yield":
+        return False
+    value = irutil.constant_scalar(body[0].operands[0])
+    return value == 0.0
+
+
+def _contraction_body(op, element):
+    """Check the body is acc + ext(a) * ext(b) (no ext for f32 inputs)."""
+    body = _body_ops(op)
+    names = [o.name for o in body]
+    want = ["arith.mulf", "arith.addf", "linalg.yield"]
+    if element != "f32":
+        want = ["arith.extf", "arith.extf"] + want
+    if names != want:
+        raise NotAGemm("the contraction body is not a multiply-accumulate "
+                       f"({', '.join(n for n in names[:-1])}): a fused prologue")
+    block = op.regions[0].blocks[0]
+    a, b, acc = list(block.arguments)
+    mul, add = body[-3], body[-2]
+    if add.operands[0] != acc and add.operands[1] != acc:
+        raise NotAGemm("the contraction does not accumulate into its output")
+    if element != "f32":
+        ext = {body[0].operands[0], body[1].operands[0]}
+        if ext != {a, b}:
+            raise NotAGemm("the contraction body is not ext(a) * ext(b)")
+    elif {mul.operands[0], mul.operands[1]} != {a, b}:
+        raise NotAGemm("the contraction body is not a * b")
+
+
+def _contraction(op):
+    """(A Operand, B Operand, m, n, k, batch, C) of a contraction generic."""
+    iterators = _iterators(op)
+    rank = len(iterators)
+    if rank not in (3, 4) or iterators[:-1] != ["parallel"] * (rank - 1) \
+            or iterators[-1] != "reduction":
+        raise NotAGemm(f"iterators {iterators}: expected [batch,] M, N parallel and K "
+                       "reduction, innermost")
+    maps = _maps(op)
+    a_val, b_val, c_val = list(op.operands)
+    exprs = []
+    for value, amap in zip((a_val, b_val, c_val), maps):
+        e = [r.position if isinstance(r, ir.AffineDimExpr) else None for r in amap.results]
+        if any(x is None and not (isinstance(r, ir.AffineConstantExpr) and r.value == 0)
+               for x, r in zip(e, amap.results)):
+            raise NotAGemm(f"operand map {amap} is not a projection")
+        exprs.append(e)
+    b_dim = 0 if rank == 4 else None
+    m_dim, n_dim, k_dim = rank - 3, rank - 2, rank - 1
+    if exprs[2] != list(range(rank - 1)):
+        raise NotAGemm(f"the accumulator map {maps[2]} is not the identity over [batch,] M, N")
+
+    def operand(value, e, mn_dim, name):
+        side = "M" if name == "A" else "N"
+        used = [x for x in e if x is not None]
+        if mn_dim not in used or k_dim not in used or len(set(used)) != len(used) \
+                or any(x not in (b_dim, mn_dim, k_dim) for x in used):
+            raise NotAGemm(f"{name} is not indexed by ([batch,] {side}, K) in some order")
+        t = ir.MemRefType(value.type)
+        if any(x is None and n != 1 for x, n in zip(e, t.shape)):
+            raise NotAGemm(f"{name} has a broadcast dim of size other than 1")
+        dims = {"mn": e.index(mn_dim), "k": e.index(k_dim),
+                "batch": e.index(b_dim) if b_dim in used else None}
+        return Operand(value, dims, _element_name(t.element_type))
+
+    a = operand(a_val, exprs[0], m_dim, "A")
+    b = operand(b_val, exprs[1], n_dim, "B")
+    if a.element != b.element or a.element not in TC_ELEMENTS:
+        raise NotAGemm(f"operand types {a.element} x {b.element}: expected both bf16, "
+                       "f16 or f32")
+    c_type = ir.MemRefType(c_val.type)
+    if str(c_type.element_type) != "f32":
+        raise NotAGemm(f"accumulator type {c_type.element_type}: expected f32")
+    _contraction_body(op, a.element)
+    shape = list(c_type.shape)
+    ta = ir.MemRefType(a_val.type)
+    k = ta.shape[a.dims["k"]]
+    batch = shape[0] if rank == 4 else 1
+    return a, b, shape[-2], shape[-1], k, batch, c_val
+
+
+def _epilogue_step(op, rank, c_shape):
+    """The Step of an elementwise generic after the contraction."""
+    iterators = _iterators(op)
+    if len(iterators) != rank or any(i != "parallel" for i in iterators):
+        raise NotAGemm("an op after the contraction is not elementwise over its output")
+    for inner in _body_ops(op):
+        if inner.regions and len(inner.regions):
+            raise NotAGemm(f"'{inner.name}' with regions in the epilogue")
+        if inner.name == "linalg.index":
+            raise NotAGemm("the epilogue reads its loop indices")
+    maps = _maps(op)
+    values = list(op.operands)
+    block = op.regions[0].blocks[0]
+    ins_count = len(values) - _count_outputs(op)
+    inputs, outputs = [], []
+    for i, (value, amap) in enumerate(zip(values, maps)):
+        t = ir.MemRefType(value.type)
+        exprs = broadcast_exprs(amap)
+        if exprs is None or len(exprs) != t.rank:
+            raise NotAGemm(f"epilogue operand map {amap} is not a broadcast")
+        if not _identity_layout(t):
+            raise NotAGemm("an epilogue operand has a strided layout")
+        if i < ins_count:
+            inputs.append((value, exprs))
+        else:
+            if exprs != list(range(rank)) or list(t.shape) != c_shape:
+                raise NotAGemm("an epilogue output is not written whole")
+            if any(True for _ in list(block.arguments)[i].uses):
+                raise NotAGemm("an epilogue op reads its output")
+            outputs.append(value)
+    return Step(op, inputs, outputs)
+
+
+def _count_outputs(op):
+    """Outputs of a linalg.generic on buffers: its operandSegmentSizes' second entry."""
+    sizes = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
+    return int(sizes[1])
+
+
+def _identity_layout(t):
+    return ir.AffineMapAttr(t.layout).value == ir.AffineMap.get_identity(t.rank)
+
+
+def match(fn):
+    """The ``Gemm`` of kernel function ``fn``; raises NotAGemm."""
+    ops = [o.operation for o in irutil.body(fn).operations]
+    generics = [o for o in ops if o.name == "linalg.generic"]
+    others = [o for o in ops if o.name not in ("linalg.generic", "memref.alloc", "arith.constant",
+                                                "func.return", "memref.dealloc")]
+    if others:
+        raise NotAGemm(f"'{others[0].name}' in the kernel")
+    reductions = [g for g in generics if "reduction" in _iterators(g)]
+    if len(reductions) != 1:
+        raise NotAGemm(f"{len(reductions)} reductions: expected one contraction")
+    contraction = reductions[0]
+    a, b, m, n, k, batch, c = _contraction(contraction)
+    position = generics.index(contraction)
+    before, after = generics[:position], generics[position + 1:]
+    if len(before) != 1 or not _is_zero_fill(before[0]) or before[0].operands[0] != c:
+        raise NotAGemm("the accumulator is not filled with zeros right before the contraction")
+    arguments = list(irutil.body(fn).arguments)
+    for operand in (a, b):
+        if operand.value not in arguments:
+            raise NotAGemm("a GEMM operand is computed inside the kernel")
+    c_shape = list(ir.MemRefType(c.type).shape)
+    epilogue = Epilogue(c)
+    known = {c}
+    for op in after:
+        step = _epilogue_step(op, len(c_shape), c_shape)
+        for value, exprs in step.inputs:
+            if value in known and exprs != list(range(len(c_shape))):
+                raise NotAGemm("the epilogue reads the accumulator through a broadcast")
+            if value not in known and value not in arguments:
+                raise NotAGemm("the epilogue reads a buffer computed before the GEMM")
+        known.update(step.outputs)
+        epilogue.steps.append(step)
+    allocations = [o for o in ops if o.name == "memref.alloc"]
+    for alloc in allocations:
+        if alloc.results[0] not in known:
+            raise NotAGemm("an allocation the GEMM does not write")
+    if not epilogue.stored(arguments):
+        raise NotAGemm("the kernel stores nothing")
+    return Gemm(a, b, m, n, k, batch, epilogue, allocations)

@@ -1,0 +1,579 @@
+"""The tc-sm90 strategy: a GEMM on Hopper tensor cores (wgmma), fed by TMA
+through a shared-memory ring, with the epilogue fused in registers.
+
+One thread block computes one ``BM x BN`` tile of ``C = A @ B`` (per batch)
+with three warpgroups of 128 threads (warp specialization)::
+
+    warpgroup 0  producer   one thread issues the TMA loads of each K step
+                            (A: BM x BK, B: BN x BK or BK x BN) into stage
+                            s = step % stages, after waiting for the stage
+                            to be empty; the loads complete on full[s]
+    warpgroups 1, 2  consumers  each owns BM/2 = 64 rows of the tile: wait
+                            for full[s], issue BK/16 wgmma m64nBNk16 on
+                            the stage, release the previous stage to the
+                            producer (empty[s - 1]) once its wgmmas are done
+                            (wgmma.wait_group 1 keeps one step in flight),
+                            then run the epilogue on the accumulator
+
+The producer gives registers away (setmaxnreg 40) and the consumers take
+them (232): a consumer's 64 x BN f32 accumulator is BN / 2 registers per
+thread.
+
+**Operand loaders.** ``TmaOperand`` describes how a GEMM operand reaches
+shared memory: the global buffer, its TMA box (128-byte swizzle: a row of
+the box is 128 bytes of K, or of N for an N-major B), where the batch, M/N
+and K coordinates go, and the wgmma descriptor layout of what lands (K-major,
+or MN-major for B stored K x N). A convolution's implicit GEMM plugs in here
+with an im2col TMA box and the same mainloop.
+
+**Mainloop.** ``_producer`` and ``_consumer`` above: an mbarrier pair per
+stage (full: one arrival plus the TMA transaction bytes; empty: one arrival
+per consumer warpgroup), phases tracked by parity from the step number.
+
+**Epilogue.** ``Epilogue`` (dnnc/codegen/gpu/gemm.py) is evaluated on each
+accumulator element where it lies: thread t of a consumer holds, for each 8
+columns j of its 64 x BN slice, the pairs (row, col), (row, col + 1) and
+(row + 8, col), (row + 8, col + 1) with row = 16 * warp + lane / 4 and col =
+8 * j + 2 * (lane % 4) (the wgmma accumulator layout). Bias, residual and
+other operands are loaded at the same coordinates through their broadcast
+maps, the fused pointwise chain runs in f32 registers, and each output is
+stored with a 2-element vector store when the row length allows. Rows and
+columns past M and N are computed on TMA's zero fill and not stored.
+
+The TMA descriptors are made on the host side (``nvgpu.tma.create.descriptor``
+on the kernel function's buffers), passed to the kernel as ``!llvm.ptr``;
+the runtime encodes them per call (``cuTensorMapEncodeTiled``) and passes
+the 128 bytes by value (dnn-tma-grid-constant marks the parameters).
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.vectorize import clone_body
+
+WARPGROUP = 128
+SWIZZLE = 128          # bytes: a TMA box row; BK = SWIZZLE / element bytes
+PRODUCER_REGISTERS = 40
+CONSUMER_REGISTERS = 232
+GROUP_M = 8            # tiles of M per group in the grouped (L2-friendly) tile order
+ALIGN = 1024           # smem alignment 128-byte swizzle atoms need
+# Persistent blocks: one per SM of an H100 SXM / H200 (132; one block fits an
+# SM). A part with fewer SMs runs the rest as a second partial wave.
+PERSISTENT_CTAS = 132
+
+
+class NotSupported(Exception):
+    """tc-sm90 does not take this GEMM; the message says why."""
+
+
+@dataclass(frozen=True)
+class Tile:
+    m: int = 128
+    n: int = 128
+    k: int = 64
+    stages: int = 4
+    consumers: int = 2
+
+    @property
+    def threads(self):
+        return WARPGROUP * (1 + self.consumers)
+
+
+def _element_bytes(element):
+    return 4 if element == "f32" else 2
+
+
+def smem_bytes(tile, element):
+    """Dynamic shared memory of a kernel: the ring, its barriers, alignment slack."""
+    eb = _element_bytes(element)
+    return ALIGN + tile.stages * (tile.m + tile.n) * tile.k * eb + 16 * tile.stages
+
+
+def check(gemm, tile):
+    """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
+    element = gemm.element
+    if element not in ("bf16", "f16"):
+        raise NotSupported(f"{element} operands (tc-sm90 takes bf16 and f16 so far)")
+    eb = _element_bytes(element)
+    if tile.k * eb != SWIZZLE:
+        raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
+    if tile.m != 64 * tile.consumers or tile.n % 64 or not 64 <= tile.n <= 256:
+        raise NotSupported(f"tile {tile.m}x{tile.n}: expected M = 64 per consumer warpgroup "
+                           "and N a multiple of 64 up to 256")
+    if not gemm.a.k_major:
+        raise NotSupported("A is stored K x M (M contiguous); tc-sm90 reads A K-major")
+    if gemm.b.k_major:
+        # The descriptors for it are written (layout col, no tnspB) but no
+        # graph reaches them yet (transposes are not folded into the GEMM,
+        # strided inputs are copied to row-major), so no GPU test has run them.
+        raise NotSupported("B is stored N x K; tc-sm90 takes B stored K x N so far")
+    for name, operand in (("A", gemm.a), ("B", gemm.b)):
+        t = ir.MemRefType(operand.value.type)
+        shape, strides, offset = irutil.memref_geometry(t)
+        if strides[-1] != 1:
+            raise NotSupported(f"{name}'s innermost stride is {strides[-1]}: TMA needs 1")
+        for dim, stride in enumerate(strides[:-1]):
+            if shape[dim] > 1 and (stride * eb) % 16:
+                raise NotSupported(f"{name}'s dim {dim} stride is {stride * eb} bytes: TMA "
+                                   "needs a multiple of 16 (K or N a multiple of "
+                                   f"{16 // eb})")
+        if (offset * eb) % 16:
+            raise NotSupported(f"{name} starts {offset * eb} bytes into its buffer: TMA needs "
+                               "16-byte alignment")
+        if t.rank > 5:
+            raise NotSupported(f"{name} has rank {t.rank}: TMA takes up to 5")
+    if smem_bytes(tile, element) > 227 * 1024:
+        raise NotSupported(f"{tile.stages} stages need {smem_bytes(tile, element)} bytes of "
+                           "shared memory, more than the 232448 an sm_90 block may use")
+
+
+# ----------------------------------------------------------------------------
+# Small builders
+
+
+def _i(n, bits=32):
+    return arith.constant(ir.IntegerType.get_signless(bits), int(n))
+
+
+def _idx(n):
+    return irutil.index(n)
+
+
+def _ptr(space=0):
+    return ir.Type.parse(f"!llvm.ptr<{space}>" if space else "!llvm.ptr")
+
+
+def _if(cond, build_then, build_else=None):
+    op = scf.IfOp(cond, [], has_else=build_else is not None)
+    with ir.InsertionPoint(op.then_block):
+        build_then()
+        scf.YieldOp([])
+    if build_else is not None:
+        with ir.InsertionPoint(op.else_block):
+            build_else()
+            scf.YieldOp([])
+    return op
+
+
+def _for(lower, upper, body, inits=()):
+    """scf.for over index [lower, upper) calling body(iv, *iter_args) -> yields."""
+    loop = scf.ForOp(lower, upper, _idx(1), list(inits))
+    with ir.InsertionPoint(loop.body):
+        out = body(loop.induction_variable, *loop.inner_iter_args)
+        scf.YieldOp(list(out or []))
+    return loop
+
+
+def _cmp(pred, a, b):
+    return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
+
+
+def _to_i32(v):
+    return arith.index_cast(ir.IntegerType.get_signless(32), v)
+
+
+def _to_i64(v):
+    return arith.index_cast(ir.IntegerType.get_signless(64), v)
+
+
+def _shared_ptr(address_i64):
+    return llvm.inttoptr(_ptr(3), address_i64)
+
+
+# Spin on an mbarrier phase. No suspend-time hint: with one (as
+# nvvm.mbarrier.try_wait.parity requires) ptxas puts a NANOSLEEP in the retry
+# path, and a stage that arrives just after the first try waits for it.
+_WAIT = ("{\n.reg .pred P1;\nLAB_WAIT:\n"
+         "mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n"
+         "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}")
+
+
+def _wait(barrier, parity):
+    """Block until the phase of ``barrier`` with parity ``parity`` (i32) completes."""
+    llvm.inline_asm(None, [barrier, parity], _WAIT, "r,r", has_side_effects=True)
+
+
+# ----------------------------------------------------------------------------
+# Operand loaders
+
+
+@dataclass
+class TmaOperand:
+    """How one operand goes from global memory to a stage of the ring.
+
+    ``dims`` maps "batch" / "mn" / "k" to the buffer's dims (gemm.Operand);
+    ``mn_major`` is True for a B stored K x N (N contiguous): the box's rows
+    are then 64 elements of N (128 bytes) and a tile of N takes BN / 64 boxes.
+    """
+
+    value: object
+    dims: dict
+    rows: int               # tile rows of M or N
+    mn_major: bool
+    element: str
+    descriptor: object = None   # host-side !llvm.ptr
+
+    @property
+    def eb(self):
+        return _element_bytes(self.element)
+
+    @property
+    def tile_bytes(self):
+        return self.rows * (SWIZZLE // self.eb) * self.eb
+
+    def box(self, bk):
+        """The TMA box in buffer-dim order (outermost first)."""
+        rank = ir.MemRefType(self.value.type).rank
+        box = [1] * rank
+        box[self.dims["k"]] = bk
+        box[self.dims["mn"]] = (SWIZZLE // self.eb) if self.mn_major else self.rows
+        return box
+
+    def make_descriptor(self, bk):
+        """Host side: the TMA descriptor of the buffer, as an !llvm.ptr."""
+        t = ir.MemRefType(self.value.type)
+        box = self.box(bk)
+        element = t.element_type
+        unranked = ir.UnrankedMemRefType.get(element, None)
+        cast = memref.cast(unranked, self.value)
+        shape = "x".join(map(str, box))
+        desc_type = ir.Type.parse(
+            f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{element}, 3>, "
+            "swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>")
+        desc = nvgpu.TmaCreateDescriptorOp(desc_type, cast, [_idx(b) for b in box]).result
+        self.descriptor = ir.Operation.create(
+            "builtin.unrealized_conversion_cast", results=[_ptr()], operands=[desc]).results[0]
+        return self.descriptor
+
+    def load(self, dest_i64, barrier, batch, mn0, k0):
+        """Issue the TMA load(s) of one stage; coordinates are i32 values."""
+        rank = ir.MemRefType(self.value.type).rank
+        pieces = self.rows // (SWIZZLE // self.eb) if self.mn_major else 1
+        for piece in range(pieces):
+            coords = [_i(0)] * rank
+            if self.dims["batch"] is not None:
+                coords[self.dims["batch"]] = batch
+            coords[self.dims["k"]] = k0
+            mn = mn0
+            if piece:
+                mn = arith.addi(mn0, _i(piece * (SWIZZLE // self.eb)))
+            coords[self.dims["mn"]] = mn
+            dest = dest_i64
+            if piece:
+                dest = arith.addi(dest_i64, _i(piece * self.tile_bytes // pieces, 64))
+            dst = llvm.addrspacecast(_ptr(7), _shared_ptr(dest))
+            nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                dst, self.descriptor, list(reversed(coords)), barrier, [])
+
+
+def _descriptor_constant(mn_major, rows_bytes_between_atoms):
+    """The constant bits of a wgmma shared-memory matrix descriptor for a
+    128-byte-swizzled tile: layout type (bits 62-63 = 1), stride byte offset
+    (8 rows of 128 bytes = 1024), leading byte offset (between 64-element
+    column blocks of an MN-major tile; unused K-major, 1 by convention)."""
+    lbo = (rows_bytes_between_atoms >> 4) if mn_major else 1
+    sbo = 1024 >> 4
+    return (1 << 62) | (sbo << 32) | (lbo << 16)
+
+
+def _matrix_descriptor(address_i64, constant):
+    """A wgmma descriptor: the constant bits | (address & 0x3FFFF) >> 4."""
+    addr = arith.shrui(arith.andi(address_i64, _i(0x3FFFF, 64)), _i(4, 64))
+    return arith.ori(addr, _i(constant, 64))
+
+
+# ----------------------------------------------------------------------------
+# The kernel
+
+
+class Builder:
+    def __init__(self, fn, gemm, tile, ctas):
+        self.fn = fn
+        self.gemm = gemm
+        self.tile = tile
+        self.element = gemm.element
+        self.eb = _element_bytes(self.element)
+        self.a = TmaOperand(gemm.a.value, gemm.a.dims, tile.m, False, self.element)
+        self.b = TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major, self.element)
+        self.steps = -(-gemm.k // tile.k)
+        self.tiles_m = -(-gemm.m // tile.m)
+        self.tiles_n = -(-gemm.n // tile.n)
+        self.total_tiles = self.tiles_m * self.tiles_n * gemm.batch
+        self.ctas = min(self.total_tiles, ctas)
+        self.stage_bytes = self.a.tile_bytes + self.b.tile_bytes
+        self.acc_type = ir.Type.parse(
+            "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
+        self.arguments = list(irutil.body(fn).arguments)
+
+    # -- host side ----------------------------------------------------------
+
+    def build(self):
+        body = irutil.body(self.fn)
+        old = [op.operation for op in body.operations]
+        ret = old[-1]
+        with ir.InsertionPoint(ret):
+            self.a.make_descriptor(self.tile.k)
+            self.b.make_descriptor(self.tile.k)
+            grid = (self.ctas, 1, 1)
+            launch = gpu.LaunchOp(tuple(_idx(g) for g in grid),
+                                  (_idx(self.tile.threads), _idx(1), _idx(1)),
+                                  dynamic_shared_memory_size=_i(smem_bytes(self.tile,
+                                                                           self.element)))
+            block = launch.regions[0].blocks[0]
+            with ir.InsertionPoint(block):
+                self._kernel()
+                gpu.TerminatorOp()
+        # The linalg ops and their buffers go; constants stay (the epilogue's
+        # cloned bodies use them; canonicalize drops the rest).
+        for op in reversed(old[:-1]):
+            if op.name != "arith.constant":
+                op.erase()
+
+    # -- device side --------------------------------------------------------
+
+    def _kernel(self):
+        tile = self.tile
+        tid = gpu.thread_id(gpu.Dimension.x)
+        self.tid = tid
+        warpgroup = arith.divui(tid, _idx(WARPGROUP))
+        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
+            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
+        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
+        self.base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+
+        def init():
+            for s in range(tile.stages):
+                nvvm.MBarrierInitOp(self._full(s), _i(1))
+                nvvm.MBarrierInitOp(self._empty(s), _i(tile.consumers))
+        _if(_cmp("eq", tid, _idx(0)), init)
+        gpu.barrier()
+        _if(_cmp("eq", warpgroup, _idx(0)), self._producer, self._consumer)
+
+    def _tiles(self, body, inits):
+        """The persistent tile loop: block b takes tiles b, b + grid, ...;
+        ``body(batch, tile_m, tile_n, *iter_args)`` -> new iter_args."""
+        def step(t, *args):
+            per_batch = self.tiles_m * self.tiles_n
+            batch = arith.divui(t, _idx(per_batch)) if self.gemm.batch > 1 else _idx(0)
+            within = arith.remui(t, _idx(per_batch)) if self.gemm.batch > 1 else t
+            tile_m, tile_n = self._grouped(within)
+            return body(batch, tile_m, tile_n, *args)
+        loop = scf.ForOp(gpu.block_id(gpu.Dimension.x), _idx(self.total_tiles),
+                         _idx(self.ctas), list(inits))
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp(list(step(loop.induction_variable, *loop.inner_iter_args) or []))
+        return loop
+
+    def _grouped(self, t):
+        """(tile_m, tile_n) of tile ``t`` of a batch in grouped order:
+        GROUP_M tiles of M run down a column of N tiles before moving on,
+        so that the B columns a group reads stay in L2."""
+        per_group = GROUP_M * self.tiles_n
+        group = arith.divui(t, _idx(per_group))
+        first_m = arith.muli(group, _idx(GROUP_M))
+        rows = arith.minui(arith.subi(_idx(self.tiles_m), first_m), _idx(GROUP_M))
+        within = arith.remui(t, _idx(per_group))
+        return arith.addi(first_m, arith.remui(within, rows)), arith.divui(within, rows)
+
+    def _stage_address(self, s):
+        """i64 shared address of stage ``s`` (an index value)."""
+        return arith.addi(self.base, arith.muli(_to_i64(s), _i(self.stage_bytes, 64)))
+
+    def _barrier(self, which, s):
+        offset = self.tile.stages * self.stage_bytes + 8 * which * self.tile.stages
+        if isinstance(s, int):
+            address = arith.addi(self.base, _i(offset + 8 * s, 64))
+        else:
+            address = arith.addi(self.base, arith.addi(_i(offset, 64),
+                                                       arith.muli(_to_i64(s), _i(8, 64))))
+        return _shared_ptr(address)
+
+    def _full(self, s):
+        return self._barrier(0, s)
+
+    def _empty(self, s):
+        return self._barrier(1, s)
+
+    def _slot(self, g):
+        """(stage, parity of its fill) of global K step ``g``: steps run
+        through the ring across tiles, each pass over it flips the parity."""
+        stages = _idx(self.tile.stages)
+        return (arith.remui(g, stages),
+                _to_i32(arith.andi(arith.divui(g, stages), _idx(1))))
+
+    def _producer(self):
+        tile = self.tile
+        nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
+
+        def per_tile(batch, tile_m, tile_n, g):
+            m0 = _to_i32(arith.muli(tile_m, _idx(tile.m)))
+            n0 = _to_i32(arith.muli(tile_n, _idx(tile.n)))
+            b = _to_i32(batch)
+
+            def step(kt, g):
+                s, parity = self._slot(g)
+                # A fresh barrier counts as completed in the phase before
+                # its first: the first pass over the ring does not wait.
+                _wait(self._empty(s), arith.xori(parity, _i(1)))
+                full = self._full(s)
+                nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
+                k0 = _to_i32(arith.muli(kt, _idx(tile.k)))
+                stage = self._stage_address(s)
+                self.a.load(stage, full, b, m0, k0)
+                self.b.load(arith.addi(stage, _i(self.a.tile_bytes, 64)), full, b, n0, k0)
+                return [arith.addi(g, _idx(1))]
+            return _for(_idx(0), _idx(self.steps), step, [g]).results
+
+        _if(_cmp("eq", self.tid, _idx(0)), lambda: self._tiles(per_tile, [_idx(0)]))
+
+    def _consumer(self):
+        tile = self.tile
+        nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
+        local = arith.remui(self.tid, _idx(WARPGROUP))
+        consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
+        leader = _cmp("eq", local, _idx(0))
+        a_const = _descriptor_constant(False, 0)
+        b_const = _descriptor_constant(self.b.mn_major, tile.k * SWIZZLE)
+        a_row_offset = arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))
+        shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {tile.n}, k = 16>")
+        wtype = ir.Attribute.parse(f"#nvvm.wgmma_type<{self.element}>")
+        attrs = {
+            "shape": shape, "typeA": wtype, "typeB": wtype,
+            "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
+            "scaleD": ir.Attribute.parse("#nvvm.wgmma_scale_out<one>"),
+            "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+            "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+            "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"),
+            "layoutB": ir.Attribute.parse(
+                "#nvvm.mma_layout<row>" if self.b.mn_major else "#nvvm.mma_layout<col>"),
+            "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
+        }
+
+        def release(g):
+            """Give the stage of step ``g`` back to the producer (one arrival per
+            consumer warpgroup)."""
+            s = arith.remui(g, _idx(tile.stages))
+            _if(leader, lambda: nvvm.MBarrierArriveOp(None, self._empty(s)))
+
+        def step(kt, acc, g):
+            s, parity = self._slot(g)
+            _wait(self._full(s), parity)
+            stage = self._stage_address(s)
+            desc_a = _matrix_descriptor(arith.addi(stage, a_row_offset), a_const)
+            desc_b = _matrix_descriptor(arith.addi(stage, _i(self.a.tile_bytes, 64)), b_const)
+            nvvm.WgmmaFenceAlignedOp()
+            for kk in range(tile.k // 16):
+                step_a = (16 * self.eb * kk) >> 4                      # along a 128-byte row
+                step_b = (16 * SWIZZLE * kk if self.b.mn_major else 16 * self.eb * kk) >> 4
+                da = arith.addi(desc_a, _i(step_a, 64)) if step_a else desc_a
+                db = arith.addi(desc_b, _i(step_b, 64)) if step_b else desc_b
+                acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[self.acc_type],
+                                          operands=[acc, da, db], attributes=attrs).results[0]
+            nvvm.WgmmaGroupSyncAlignedOp()
+            # One group stays in flight: the previous step's wgmmas are done,
+            # so its stage can be refilled.
+            nvvm.WgmmaWaitGroupSyncOp(1)
+            _if(_cmp("ugt", kt, _idx(0)), lambda: release(arith.subi(g, _idx(1))))
+            return [acc, arith.addi(g, _idx(1))]
+
+        def per_tile(batch, tile_m, tile_n, g):
+            zero = llvm.mlir_zero(self.acc_type)
+            loop = _for(_idx(0), _idx(self.steps), step, [zero, g])
+            acc, g = loop.results
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            if self.steps:
+                release(arith.subi(g, _idx(1)))
+            self._epilogue(acc, consumer, local, batch, tile_m, tile_n)
+            return [g]
+
+        self._tiles(per_tile, [_idx(0)])
+
+    # -- epilogue -------------------------------------------------------------
+
+    def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n):
+        tile, gemm = self.tile, self.gemm
+        warp = arith.divui(local, _idx(32))
+        lane = arith.remui(local, _idx(32))
+        row0 = arith.addi(arith.muli(tile_m, _idx(tile.m)),
+                          arith.addi(arith.muli(consumer, _idx(64)),
+                                     arith.addi(arith.muli(warp, _idx(16)),
+                                                arith.divui(lane, _idx(4)))))
+        col0 = arith.addi(arith.muli(tile_n, _idx(tile.n)),
+                          arith.muli(arith.remui(lane, _idx(4)), _idx(2)))
+        full_m = gemm.m % tile.m == 0
+        full_n = gemm.n % tile.n == 0
+        pairs = gemm.n % 2 == 0
+        stored = gemm.epilogue.stored(self.arguments)
+        for h in range(2):
+            row = arith.addi(row0, _idx(8 * h)) if h else row0
+            row_ok = None if full_m else _cmp("ult", row, _idx(gemm.m))
+            row_safe = row if full_m else arith.minui(row, _idx(gemm.m - 1))
+            for j in range(tile.n // 8):
+                col = arith.addi(col0, _idx(8 * j)) if j else col0
+                values = []
+                for e in range(2):
+                    c = arith.addi(col, _idx(e)) if e else col
+                    c_safe = c if full_n else arith.minui(c, _idx(gemm.n - 1))
+                    v = llvm.extractvalue(ir.F32Type.get(), acc,
+                                          ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
+                    values.append(self._evaluate(v, batch, row_safe, c_safe))
+                self._store(stored, values, batch, row, col, row_ok, full_n, pairs)
+
+    def _evaluate(self, acc_value, batch, row, col):
+        """{buffer: value} of every buffer the epilogue writes, at one point."""
+        epilogue = self.gemm.epilogue
+        point = [batch, row, col] if len(ir.MemRefType(epilogue.accumulator.type).shape) == 3 \
+            else [row, col]
+        env = {epilogue.accumulator: acc_value}
+        for step in epilogue.steps:
+            args = []
+            for value, exprs in step.inputs:
+                if value in env:
+                    args.append(env[value])
+                else:
+                    indices = [point[d] if d is not None else _idx(0) for d in exprs]
+                    args.append(memref.load(value, indices))
+            args += [acc_value] * len(step.outputs)   # outputs are never read
+            results = clone_body(step.op.regions[0].blocks[0], args, None)
+            for buffer, value in zip(step.outputs, results):
+                env[buffer] = value
+        return env
+
+    def _store(self, stored, values, batch, row, col, row_ok, full_n, pairs):
+        rank = len(ir.MemRefType(self.gemm.epilogue.accumulator.type).shape)
+        for buffer in stored:
+            element = ir.MemRefType(buffer.type).element_type
+            lead = [batch] if rank == 3 else []
+            if pairs:
+                vec = vector.from_elements(ir.VectorType.get([2], element),
+                                           [values[0][buffer], values[1][buffer]])
+
+                def store(buffer=buffer, vec=vec):
+                    vector.store(vec, buffer, lead + [row, col])
+                ok = row_ok
+                if not full_n:
+                    col_ok = _cmp("ult", col, _idx(self.gemm.n))
+                    ok = col_ok if ok is None else arith.andi(ok, col_ok)
+                if ok is None:
+                    store()
+                else:
+                    _if(ok, store)
+                continue
+            for e in range(2):
+                c = arith.addi(col, _idx(e)) if e else col
+                ok = _cmp("ult", c, _idx(self.gemm.n))
+                if row_ok is not None:
+                    ok = arith.andi(ok, row_ok)
+                _if(ok, lambda buffer=buffer, c=c, e=e:
+                    memref.store(values[e][buffer], buffer, lead + [row, c]))
+
+
+def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
+    """Replace kernel function ``fn``'s body by the tc-sm90 kernel of ``gemm``,
+    run by up to ``ctas`` persistent blocks."""
+    check(gemm, tile)
+    Builder(fn, gemm, tile, ctas).build()

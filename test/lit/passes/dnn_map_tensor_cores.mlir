@@ -1,0 +1,113 @@
+// dnn-map-tensor-cores lowers a tc-sm90 kernel that reads as one GEMM plus
+// an elementwise epilogue (here: C = A @ B, then relu(C + bias) in bf16) to
+// TMA descriptors on the host side and one gpu.launch of 384 threads: a
+// producer warpgroup issuing the TMA loads of each K step into a 4-stage
+// ring, two consumer warpgroups running wgmma on it and the epilogue on
+// their accumulators, in registers, with 2-element vector stores. The tile
+// loop is persistent: 6 tiles of 128 x 64, 6 blocks.
+// A kernel tc-sm90 does not take goes to simt-generic, with the reason.
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (0, d1)>
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @gemm_bias_relu(
+//  CHECK-SAME:     %[[A:.*]]: memref<256x512xbf16>, %[[B:.*]]: memref<512x192xbf16>, %[[BIAS:.*]]: memref<1x192xbf16>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   %[[UA:.*]] = memref.cast %[[A]] : memref<256x512xbf16> to memref<*xbf16>
+//       CHECK:   %[[DA:.*]] = nvgpu.tma.create.descriptor %[[UA]] box[%c128, %c64] : memref<*xbf16> -> <tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+//       CHECK:   %[[PA:.*]] = builtin.unrealized_conversion_cast %[[DA]] : {{.*}} to !llvm.ptr
+// B is stored K x N: boxes of 64 K-rows of 64 columns (128 bytes).
+//       CHECK:   %[[UB:.*]] = memref.cast %[[B]]
+//       CHECK:   %[[DB:.*]] = nvgpu.tma.create.descriptor %[[UB]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PB:.*]] = builtin.unrealized_conversion_cast %[[DB]]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c99392_i32 {
+//       CHECK:     nvvm.mbarrier.init %{{.*}}, %c1_i32
+//       CHECK:     nvvm.mbarrier.init %{{.*}}, %c2_i32
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if
+//  CHECK-NEXT:       nvvm.setmaxregister  decrease 40
+//       CHECK:           scf.for
+//       CHECK:             llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
+//       CHECK:             nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c24576_i32
+//       CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PA]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+//       CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PB]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 232
+//       CHECK:         scf.for
+//       CHECK:             llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
+//       CHECK:             nvvm.wgmma.fence.aligned
+// Four k16 steps of the 64-wide K tile; B is N-major (tnspB: layout row).
+//       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+//       CHECK:             nvvm.wgmma.commit.group.sync.aligned
+//  CHECK-NEXT:             nvvm.wgmma.wait.group.sync.aligned 1
+//       CHECK:                 nvvm.mbarrier.arrive
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// The epilogue, on the accumulator's registers.
+//       CHECK:           %[[V0:.*]] = llvm.extractvalue %{{.*}}[0]
+//       CHECK:           memref.load %[[BIAS]][%c0, %{{.*}}] : memref<1x192xbf16>
+//       CHECK:           arith.addf %[[V0]]
+//  CHECK-NEXT:           arith.maximumf
+//  CHECK-NEXT:           arith.truncf
+//       CHECK:           vector.from_elements %{{.*}}, %{{.*}} : vector<2xbf16>
+//  CHECK-NEXT:           vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] : memref<256x192xbf16>, vector<2xbf16>
+func.func private @gemm_bias_relu(%A: memref<256x512xbf16>, %B: memref<512x192xbf16>, %bias: memref<1x192xbf16>, %Y: memref<256x192xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<256x192xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x192xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<256x512xbf16>, memref<512x192xbf16>) outs(%C : memref<256x192xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%C, %bias : memref<256x192xf32>, memref<1x192xbf16>) outs(%Y : memref<256x192xbf16>) {
+  ^bb0(%c: f32, %b: bf16, %out: bf16):
+    %0 = arith.extf %b : bf16 to f32
+    %1 = arith.addf %c, %0 : f32
+    %2 = arith.maximumf %1, %zero : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// K = 100: a row of A is 200 bytes, which TMA cannot step by (a multiple of
+// 16 bytes); the kernel stays linalg for simt-generic, and says why.
+// CHECK-LABEL: func.func private @odd_k(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K or N a multiple of 8)): simt-generic, one thread per output; heuristics: matmul"
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+func.func private @odd_k(%A: memref<64x100xbf16>, %B: memref<100x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x100xbf16>, memref<100x64xbf16>) outs(%C : memref<64x64xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
