@@ -55,6 +55,7 @@ class Case:
     group: str = ""
     init: object = None            # (torch module, *tensors) -> None, in place
     torch_prepare: object = None   # (torch module, *tensors) -> tuple, untimed
+    compiled: bool = False         # also time torch.compile(torch_fn) (fused patterns)
 
 
 def _graph(name, dt="bf16"):
@@ -859,7 +860,53 @@ def _bmm():
     return g
 
 
+def _gemm(m, n, k, dt="bf16", epilogue=""):
+    """(build, torch_fn) of an M x N x K matmul, then ``epilogue``: "" (none),
+    "bias_gelu" (gelu(a @ b + bias)) or "bias_residual_relu" (relu(a @ b +
+    bias + r))."""
+    def build():
+        g = _graph(f"gemm_{m}x{n}x{k}_{dt}" + (f"_{epilogue}" if epilogue else ""), dt)
+        a = g.tensor(name="a", dim=[m, k])
+        b = g.tensor(name="b", dim=[k, n])
+        y = g.matmul(a, b, compute_data_type="f32")
+        if epilogue:
+            y = g.add(y, g.tensor(name="bias", dim=[1, n]))
+        if epilogue == "bias_gelu":
+            y = g.gelu(y)
+        elif epilogue == "bias_residual_relu":
+            y = g.relu(g.add(y, g.tensor(name="r", dim=[m, n])))
+        y.set_output(True)
+        return g
+
+    def torch_fn(t, a, b, *rest):
+        y = t.matmul(a, b)
+        if epilogue == "bias_gelu":
+            return t.nn.functional.gelu(y + rest[0])
+        if epilogue == "bias_residual_relu":
+            return t.relu(y + rest[0] + rest[1])
+        return y
+    return build, torch_fn
+
+
+def _gemm_case(m, n, k, dt="bf16", epilogue="", label=""):
+    build, torch_fn = _gemm(m, n, k, dt, epilogue)
+    size = 2 if dt in ("bf16", "f16") else 4
+    extra = {"bias_gelu": n, "bias_residual_relu": n + m * n}.get(epilogue, 0)
+    name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
+        + (f" ({label})" if label else "")
+    return Case(name, build, torch_fn, 2 * m * n * k, (m * k + k * n + m * n + extra) * size,
+                False, "matmul", compiled=bool(epilogue))
+
+
 MATMUL = [
+    _gemm_case(4096, 4096, 4096),
+    _gemm_case(8192, 8192, 8192),
+    _gemm_case(16384, 1024, 4096),
+    _gemm_case(4096, 4096, 4096, "f16"),
+    _gemm_case(64, 4096, 4096, label="skinny"),
+    _gemm_case(256, 256, 65536, label="large K"),
+    _gemm_case(4096, 4096, 4096, epilogue="bias_gelu"),
+    _gemm_case(4096, 4096, 4096, epilogue="bias_residual_relu"),
     Case("matmul x@W^T (linear) 4096x2048x2048 bf16", _linear,
          lambda t, x, w: t.matmul(x, w), 2 * LIN[0] * LIN[1] * LIN[2],
          (LIN[0] * LIN[1] + LIN[1] * LIN[2] + LIN[0] * LIN[2]) * BF16, False, "matmul"),

@@ -211,6 +211,19 @@ def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=
         row["dnnc_ms"] = bench(ours)
         stage = "torch timing"
         row["torch_ms"] = bench(theirs)
+        if case.compiled:
+            # torch.compile (default mode) of the same code: the fused
+            # baseline for fused patterns.
+            stage = "torch.compile"
+            compiled = torch.compile(lambda *ts: case.torch_fn(torch, *ts))
+
+            def theirs_compiled():
+                step[0] = (step[0] + 1) % len(sets)
+                tensors, prepared = sets[step[0]]
+                compiled(*tensors, *prepared)
+            theirs_compiled()
+            sync()
+            row["compile_ms"] = bench(theirs_compiled)
     except Exception as e:
         row.update(stage=stage, error=_error_text(e))
         if traceback_wanted:
@@ -256,8 +269,9 @@ def _line(r, copy_tbs):
         mine = f"{r['dnnc_tflops']:.1f} TFLOP/s"
         base = f"{r['torch_tflops']:.1f} TFLOP/s"
     err = "-" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
+    compiled = f"  torch.compile {r['compile_ms']:.3f} ms" if "compile_ms" in r else ""
     return (f"{r['case']:<{NAME_W}}{r['kernels']:>5}{r['dnnc_ms']:>10.3f}{r['torch_ms']:>10.3f}"
-            f"{r['ratio']:>8.1f}  {mine:>16}{base:>16}{err:>9}")
+            f"{r['ratio']:>8.1f}  {mine:>16}{base:>16}{err:>9}{compiled}")
 
 
 def _summary(rows, errors):
