@@ -123,6 +123,22 @@ def _buffer_text(manifest, index):
     return f"{b['kind']} '{manifest[b['kind'] + 's'][b['index']]['name']}'"
 
 
+def _arg_text(manifest, a):
+    """One kernel argument as describe() prints it: ``input 'x'+64`` (a
+    buffer), ``i64 128`` (a scalar), ``tma(input 'a', bf16 box 128x64,
+    swizzle 128)`` (a TMA descriptor of a buffer)."""
+    if a["kind"] == "scalar":
+        return f"{a['type']} {a['value']}"
+    offset = f"+{a['byte_offset']}" if a.get("byte_offset") else ""
+    text = _buffer_text(manifest, a["buffer"]) + offset
+    if a["kind"] == "tma":
+        box = "x".join(str(d) for d in a.get("box", []))
+        fill = ", oob nan" if a.get("oob_fill") == "nan" else ""
+        return (f"tma({text}, {a.get('dtype', '?')} box {box}, "
+                f"swizzle {a.get('swizzle', 0)}{fill})")
+    return text
+
+
 def describe(manifest, resources=None):
     import textwrap
 
@@ -151,13 +167,7 @@ def describe(manifest, resources=None):
             lines.append(f"     ptxas: {r.registers} registers, {r.spill_stores} B spill stores, "
                          f"{r.spill_loads} B spill loads, {r.shared_bytes} B static shared, "
                          f"{r.stack_bytes} B stack")
-        args = []
-        for a in k["args"]:
-            if a["kind"] == "buffer":
-                offset = f"+{a['byte_offset']}" if a["byte_offset"] else ""
-                args.append(_buffer_text(m, a["buffer"]) + offset)
-            else:
-                args.append(f"{a['type']} {a['value']}")
+        args = [_arg_text(m, a) for a in k["args"]]
         lines.append(f"     args: {', '.join(args) or 'none'}")
     return "\n".join(lines)
 

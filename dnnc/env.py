@@ -4,6 +4,8 @@ DNNC_DUMP_IR    a directory: write every compilation stage's IR there, as
                 ``--dump-ir`` does (``<graph>.<stage>.mlir``).
 DNNC_PTXAS      the ptxas executable to check and inspect PTX with (else the
                 nvidia-cuda-nvcc wheel's, else the one on PATH).
+DNNC_CUOBJDUMP  the cuobjdump executable to disassemble cubins to SASS with
+                (else the nvidia-cuda-cuobjdump wheel's, else the one on PATH).
 DNNC_CACHE_DIR  the directory of the JIT cache of compiled ``.dnnpkg``
                 artifacts (dnnc/cache.py); default ``~/.cache/dnnc``.
 """
@@ -19,6 +21,11 @@ def dump_ir_dir():
 def ptxas():
     """The path named by DNNC_PTXAS, or None."""
     return os.environ.get("DNNC_PTXAS") or None
+
+
+def cuobjdump():
+    """The path named by DNNC_CUOBJDUMP, or None."""
+    return os.environ.get("DNNC_CUOBJDUMP") or None
 
 
 def cache_dir():

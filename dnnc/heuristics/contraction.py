@@ -86,15 +86,18 @@ def _ceil(a, b):
 
 
 def tc_sm90(problem, m, n, k, batch, facts):
-    """tc-sm90 Configs, best first, for a bf16/f16 matmul."""
-    tiles = {bn: _ceil(m, TC90_M) * _ceil(n, bn) * batch for bn in (256, 128, 64)}
-    order = []
-    if n > 128 and tiles[256] >= problem.sms // 2:
-        order.append((256, f"N = {n}: 128x256 tiles, {tiles[256]} of them for "
-                           f"{problem.sms} SMs"))
-    if n > 64:
-        order.append((128, f"128x128 tiles, {tiles[128]} of them for {problem.sms} SMs"))
-    order.append((64, f"128x64 tiles, {tiles[64]} of them for {problem.sms} SMs"))
+    """tc-sm90 Configs, best first, for a bf16/f16 matmul: the widest tile
+    that still gives every other SM a tile, else the narrowest (most tiles).
+    Measured on an H200: 4096^3 runs at 591 TFLOP/s with 128x256 tiles, 492
+    with 128x128; 64x4096x4096 at 79 with 128x64 (64 tiles), 64 with 128x128."""
+    widths = [bn for bn, floor in ((256, 128), (128, 64), (64, 0)) if n > floor]
+    tiles = {bn: _ceil(m, TC90_M) * _ceil(n, bn) * batch for bn in widths}
+    enough = [bn for bn in widths if tiles[bn] >= problem.sms // 2]
+    best = enough[0] if enough else widths[-1]
+    why = {bn: f"128x{bn} tiles, {tiles[bn]} of them for {problem.sms} SMs" for bn in widths}
+    why[best] += (" (the widest with a tile for every other SM)" if enough else
+                  " (the most tiles: too few for the SMs at any width)")
+    order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
     configs = []
     for bn, why in order:
         stage = (TC90_M + bn) * TC90_K * 2

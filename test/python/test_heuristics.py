@@ -152,9 +152,10 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
               outs=[[128, 512]])
     best = choose(problem(**mm))
     assert (best.strategy, best.block, best.tile, best.stages) == \
-        ("tc-sm90", (384, 1, 1), (128, 128, 64), 7)
-    assert best.reason.startswith("matmul: 128x512x256 (M x N x K) bf16; 128x128 tiles, 4 of "
-                                  "them for 132 SMs; 7 stages of 32 KiB")
+        ("tc-sm90", (384, 1, 1), (128, 64, 64), 8)
+    assert best.reason.startswith("matmul: 128x512x256 (M x N x K) bf16; 128x64 tiles, 8 of "
+                                  "them for 132 SMs (the most tiles: too few for the SMs at "
+                                  "any width); 8 stages of 24 KiB")
     # Enough tiles of 128 x 256 for the SMs: the wider tile, 4 stages of 48 KiB.
     big = problem("matmul", [([4096, 4096], "f16"), ([4096, 4096], "f16")], [[4096, 4096]])
     assert (choose(big).tile, choose(big).stages) == ((128, 256, 64), 4)

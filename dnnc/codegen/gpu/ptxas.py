@@ -1,5 +1,6 @@
 """Find and run NVIDIA's ptxas: check that PTX assembles for an arch and read
-each kernel's registers, spills and shared memory (``ptxas -v``).
+each kernel's registers, spills and shared memory (``ptxas -v``);
+``assemble_cubin`` also returns the cubin, for dnnc.codegen.gpu.sass.
 
 No GPU is needed. The search order is ``DNNC_PTXAS`` (a path), the ``ptxas``
 of the ``nvidia-cuda-nvcc`` wheel when installed, then ``ptxas`` on PATH.
@@ -20,17 +21,24 @@ from dnnc.errors import ToolError
 
 def find():
     """The path of a ptxas executable, or None."""
-    override = env.ptxas()
+    return find_tool("ptxas", env.ptxas())
+
+
+def find_tool(name, override=None):
+    """The path of the CUDA tool ``name`` (ptxas, cuobjdump...), or None:
+    ``override`` (a path, from a DNNC_* variable) when given, else the one in
+    an NVIDIA wheel's ``nvidia/*/bin``, else the one on PATH."""
     if override:
         return override if os.access(override, os.X_OK) else None
     spec = importlib.util.find_spec("nvidia")
     if spec is not None and spec.submodule_search_locations:
         for root in spec.submodule_search_locations:
-            # CUDA 13 wheels: nvidia/cu13/bin; CUDA 12 wheels: nvidia/cuda_nvcc/bin.
-            for path in sorted(glob.glob(os.path.join(root, "*", "bin", "ptxas")), reverse=True):
+            # CUDA 13 wheels: nvidia/cu13/bin; CUDA 12 wheels: nvidia/cuda_nvcc/bin
+            # (ptxas), nvidia/cuda_cuobjdump/bin (cuobjdump).
+            for path in sorted(glob.glob(os.path.join(root, "*", "bin", name)), reverse=True):
                 if os.access(path, os.X_OK):
                     return path
-    return shutil.which("ptxas")
+    return shutil.which(name)
 
 
 @dataclass
@@ -48,6 +56,13 @@ def assemble(ptx, arch, ptxas=None):
     """Assemble ``ptx`` for ``arch`` (sm_80, sm_90a...); return
     {entry: KernelResources}. Raises ToolError (with ptxas's messages and a
     command to reproduce) when it fails or when no ptxas is found."""
+    return assemble_cubin(ptx, arch, ptxas)[0]
+
+
+def assemble_cubin(ptx, arch, ptxas=None):
+    """As ``assemble``, and also return the cubin ptxas wrote: a pair
+    ({entry: KernelResources}, cubin bytes), the bytes for
+    dnnc.codegen.gpu.sass.disassemble."""
     ptxas = ptxas or find()
     if ptxas is None:
         raise ToolError("ptxas not found: set DNNC_PTXAS, install nvidia-cuda-nvcc, "
@@ -56,12 +71,15 @@ def assemble(ptx, arch, ptxas=None):
         src = os.path.join(tmp, "kernels.ptx")
         with open(src, "w") as f:
             f.write(ptx)
-        cmd = [ptxas, f"-arch={arch}", "-v", "-o", os.path.join(tmp, "kernels.cubin"), src]
+        out = os.path.join(tmp, "kernels.cubin")
+        cmd = [ptxas, f"-arch={arch}", "-v", "-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True)
-    if proc.returncode != 0:
-        raise ToolError(f"ptxas failed for {arch} (exit {proc.returncode}); reproduce with: "
-                        f"{' '.join(cmd[:-1])} kernels.ptx", stderr=proc.stderr)
-    return parse_verbose(proc.stderr + proc.stdout)
+        if proc.returncode != 0:
+            raise ToolError(f"ptxas failed for {arch} (exit {proc.returncode}); reproduce with: "
+                            f"{' '.join(cmd[:-1])} kernels.ptx", stderr=proc.stderr)
+        with open(out, "rb") as f:
+            cubin = f.read()
+    return parse_verbose(proc.stderr + proc.stdout), cubin
 
 
 def parse_verbose(text):

@@ -1,8 +1,11 @@
-"""The tc-sm90 strategy: a GEMM on Hopper tensor cores (wgmma), fed by TMA
-through a shared-memory ring, with the epilogue fused in registers.
+"""The tc-sm90 strategy: a persistent GEMM on Hopper tensor cores (wgmma),
+fed by TMA through a shared-memory ring, with the epilogue fused in registers.
 
-One thread block computes one ``BM x BN`` tile of ``C = A @ B`` (per batch)
-with three warpgroups of 128 threads (warp specialization)::
+The grid is min(tiles, PERSISTENT_CTAS = 132) blocks. Block b computes the
+``BM x BN`` tiles of ``C = A @ B`` (over every batch) numbered b, b + grid,
+b + 2 grid, ... (``_tiles``), in grouped order (``_grouped``: GROUP_M tiles
+of M down a column of N tiles, so that the B columns a group reads stay in
+L2), with three warpgroups of 128 threads (warp specialization)::
 
     warpgroup 0  producer   one thread issues the TMA loads of each K step
                             (A: BM x BK, B: BN x BK or BK x BN) into stage
@@ -10,10 +13,17 @@ with three warpgroups of 128 threads (warp specialization)::
                             to be empty; the loads complete on full[s]
     warpgroups 1, 2  consumers  each owns BM/2 = 64 rows of the tile: wait
                             for full[s], issue BK/16 wgmma m64nBNk16 on
-                            the stage, release the previous stage to the
-                            producer (empty[s - 1]) once its wgmmas are done
-                            (wgmma.wait_group 1 keeps one step in flight),
-                            then run the epilogue on the accumulator
+                            the stage, release the previous step's stage to
+                            the producer (its empty barrier) once its wgmmas
+                            are done (wgmma.wait_group 1 keeps one step in
+                            flight); after a tile's last step, wait for all,
+                            release that stage, then run the epilogue
+
+The producer's and the consumers' K-step counter runs on across tiles
+(``_slot``: stage = step % stages, the phase parity from step / stages), so
+the ring is not drained between tiles: the consumers release a tile's last
+stage before its epilogue, and the producer, which only waits for empty
+stages, fills the ring with the next tile's K steps while the epilogue runs.
 
 The producer gives registers away (setmaxnreg 40) and the consumers take
 them (232): a consumer's 64 x BN f32 accumulator is BN / 2 registers per
@@ -28,7 +38,11 @@ with an im2col TMA box and the same mainloop.
 
 **Mainloop.** ``_producer`` and ``_consumer`` above: an mbarrier pair per
 stage (full: one arrival plus the TMA transaction bytes; empty: one arrival
-per consumer warpgroup), phases tracked by parity from the step number.
+per consumer warpgroup), phases tracked by parity from the step counter. A
+wait (``_wait``) spins on ``mbarrier.try_wait.parity`` in inline PTX, with
+no suspend-time hint: nvvm.mbarrier.try_wait.parity requires one, and with
+it ptxas puts a NANOSLEEP in the retry path, which a stage arriving just
+after the first try then waits out.
 
 **Epilogue.** ``Epilogue`` (dnnc/codegen/gpu/gemm.py) is evaluated on each
 accumulator element where it lies: thread t of a consumer holds, for each 8
@@ -42,8 +56,9 @@ columns past M and N are computed on TMA's zero fill and not stored.
 
 The TMA descriptors are made on the host side (``nvgpu.tma.create.descriptor``
 on the kernel function's buffers), passed to the kernel as ``!llvm.ptr``;
-the runtime encodes them per call (``cuTensorMapEncodeTiled``) and passes
-the 128 bytes by value (dnn-tma-grid-constant marks the parameters).
+the runtime encodes them (``cuTensorMapEncodeTiled``, again only when a
+tensor's address changes) and passes the 128 bytes by value
+(dnn-tma-grid-constant marks the parameters).
 """
 
 from dataclasses import dataclass

@@ -1,0 +1,130 @@
+"""Find and run NVIDIA's cuobjdump: disassemble a cubin (what
+``ptxas.assemble_cubin`` returns) to SASS, the machine code that runs, and
+count its instructions, to check without a GPU what ptxas made of the PTX
+(the tensor-core kernels' ``HGMMA``, ``UTMALDG``, ``SYNCS``; no ``LDL`` /
+``STL`` local-memory traffic).
+
+No GPU is needed. The search order is ``DNNC_CUOBJDUMP`` (a path), the
+``cuobjdump`` of the ``nvidia-cuda-cuobjdump`` wheel when installed, then
+``cuobjdump`` on PATH. ``cuobjdump -sass`` runs ``nvdisasm`` (the
+``nvidia-cuda-nvdisasm`` wheel), which must be beside it, in a wheel, or on
+PATH; ``missing()`` says which is lacking.
+
+``cuobjdump -sass`` prints, per kernel, a ``Function : NAME`` header, then
+one line per instruction::
+
+    /*2380*/   @P0 HGMMA.64x128x16.F32.BF16 R24, gdesc[UR28].tnspB, R24, gsb0 ;  /* 0x41e0... */
+
+an address, an optional guard predicate (``@P0``, ``@!UP1``), the opcode
+with its modifiers, the operands, then the encoding in a comment (a second
+comment-only line holds the rest of it). A wgmma is an ``HGMMA.MxNxK.D.AB``:
+``HGMMA.64x256x16.F32.BF16`` (bf16 inputs, f32 accumulators); f16 inputs,
+the default, print no input type: ``HGMMA.64x128x16.F32``.
+"""
+
+import collections
+import os
+import re
+import subprocess
+import tempfile
+
+from dnnc import env
+from dnnc.codegen.gpu.ptxas import find_tool
+from dnnc.errors import ToolError
+
+NO_CUOBJDUMP = ("cuobjdump not found: set DNNC_CUOBJDUMP, install nvidia-cuda-cuobjdump, "
+                "or put cuobjdump on PATH")
+_FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
+_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]+\s+)?"
+                          r"([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
+
+
+def find():
+    """The path of a cuobjdump executable, or None."""
+    return find_tool("cuobjdump", env.cuobjdump())
+
+
+def find_nvdisasm(cuobjdump):
+    """The nvdisasm that ``cuobjdump -sass`` runs: the one beside
+    ``cuobjdump``, else an NVIDIA wheel's (CUDA 12 wheels put it apart, in
+    nvidia/cuda_nvdisasm/bin), else the one on PATH; or None."""
+    beside = os.path.join(os.path.dirname(cuobjdump), "nvdisasm")
+    return beside if os.access(beside, os.X_OK) else find_tool("nvdisasm")
+
+
+def missing():
+    """Why ``disassemble`` cannot run here (a sentence), or None when it can."""
+    cuobjdump = find()
+    if cuobjdump is None:
+        return NO_CUOBJDUMP
+    if find_nvdisasm(cuobjdump) is None:
+        return _no_nvdisasm(cuobjdump)
+    return None
+
+
+def _no_nvdisasm(cuobjdump):
+    return (f"nvdisasm not found (cuobjdump -sass runs it): install nvidia-cuda-nvdisasm, "
+            f"or put nvdisasm beside {cuobjdump} or on PATH")
+
+
+def disassemble(cubin, cuobjdump=None):
+    """The SASS text of ``cubin`` (bytes: an ELF cubin, as ptxas writes it),
+    ``cuobjdump -sass``'s output. Raises ToolError (with cuobjdump's messages)
+    when it fails or when no cuobjdump or nvdisasm is found."""
+    cuobjdump = cuobjdump or find()
+    if cuobjdump is None:
+        raise ToolError(NO_CUOBJDUMP)
+    nvdisasm = find_nvdisasm(cuobjdump)
+    if nvdisasm is None:
+        raise ToolError(_no_nvdisasm(cuobjdump))
+    # cuobjdump looks for nvdisasm beside itself, then on PATH.
+    environ = dict(os.environ)
+    environ["PATH"] = os.pathsep.join([os.path.dirname(nvdisasm), environ.get("PATH", "")])
+    with tempfile.TemporaryDirectory(prefix="dnnc-sass-") as tmp:
+        path = os.path.join(tmp, "kernels.cubin")
+        with open(path, "wb") as f:
+            f.write(cubin)
+        cmd = [cuobjdump, "-sass", path]
+        proc = subprocess.run(cmd, capture_output=True, text=True, env=environ)
+    if proc.returncode != 0 or not proc.stdout.strip():
+        raise ToolError(f"cuobjdump failed (exit {proc.returncode}); reproduce with: "
+                        f"{cuobjdump} -sass kernels.cubin", stderr=proc.stderr)
+    return proc.stdout
+
+
+def functions(sass):
+    """{kernel name: its SASS text} from ``disassemble``'s output, in order."""
+    out, name = {}, None
+    for line in sass.splitlines():
+        m = _FUNCTION.match(line)
+        if m:
+            name = m.group(1)
+            out[name] = []
+        elif name is not None:
+            out[name].append(line)
+    return {k: "\n".join(v) for k, v in out.items()}
+
+
+def instructions(sass):
+    """[(opcode, operands)] of the instructions in ``sass`` (all kernels'
+    unless given one of ``functions``'s texts), in order, guard predicates
+    left out: ("HGMMA.64x128x16.F32.BF16", "R24, gdesc[UR28].tnspB, R24, gsb0")."""
+    out = []
+    for line in sass.splitlines():
+        m = _INSTRUCTION.match(line)
+        if m:
+            out.append((m.group(1), m.group(2).strip()))
+    return out
+
+
+def opcodes(sass):
+    """A Counter of the instructions of ``sass`` by full opcode
+    ("HGMMA.64x128x16.F32.BF16") and by mnemonic, the opcode before its first
+    dot ("HGMMA"); an opcode without modifiers ("NOP") is counted once."""
+    counts = collections.Counter()
+    for opcode, _ in instructions(sass):
+        counts[opcode] += 1
+        mnemonic = opcode.split(".", 1)[0]
+        if mnemonic != opcode:
+            counts[mnemonic] += 1
+    return counts

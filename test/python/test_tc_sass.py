@@ -1,0 +1,215 @@
+"""The tc-sm90 tensor-core GEMM kernels without a GPU: what ptxas makes of
+their PTX for sm_90a, read from ptxas -v and from the SASS (cuobjdump).
+
+Three graphs, each compiled once (module-scoped fixture): a bf16 matmul
+4096x4096x4096 (tile 128x256: wgmma n=256), a bf16 matmul 256x384x512 with a
+bias add and gelu in the epilogue and an f16 batched matmul
+[3,65,256]@[3,256,72] (their tile width is the heuristics' choice). For each:
+
+* the manifest's kernels are all tc-sm90 (the epilogue fused: one kernel);
+* ptxas -v: no spills, no stack, registers within what 384 threads per
+  block may have (65536 / 384, rounded down to a multiple of 8: 168), and
+  the dynamic shared memory (manifest) plus the static (ptxas) within
+  sm_90's 232448 bytes per block;
+* the SASS: HGMMA of the tile's shape (64 x BN x 16) and input type only,
+  TMA loads (UTMALDG), mbarrier operations (SYNCS), and no local memory
+  (LDL / STL).
+
+Without ptxas (DNNC_PTXAS, the nvidia-cuda-nvcc wheel, PATH) or cuobjdump
+and nvdisasm (DNNC_CUOBJDUMP, the nvidia-cuda-cuobjdump and
+nvidia-cuda-nvdisasm wheels, PATH) those tests skip and say why.
+``dnnc inspect``'s description of the kernels' TMA arguments is checked too.
+"""
+
+import json
+
+import pytest
+
+import dnnc
+from dnnc import artifact, compiler, graph_mlir
+from dnnc.codegen.gpu import ptxas, sass
+
+ARCH = "sm_90a"
+THREADS = 384  # tc-sm90: one producer and two consumer warpgroups
+MAX_REGISTERS = 65536 // THREADS // 8 * 8  # 168: registers are allocated 8 a thread
+MAX_SHARED = 232448  # sm_90: 227 KiB of shared memory per block at most (opt-in)
+
+PTXAS_MISSING = None if ptxas.find() else (
+    "no ptxas: set DNNC_PTXAS, pip install nvidia-cuda-nvcc, or put ptxas on PATH")
+needs_ptxas = pytest.mark.skipif(PTXAS_MISSING is not None, reason=str(PTXAS_MISSING))
+needs_sass = pytest.mark.skipif(
+    PTXAS_MISSING is not None or sass.missing() is not None,
+    reason=str(PTXAS_MISSING or sass.missing()))
+
+
+def mm4096():
+    g = dnnc.Graph(name="mm4096", io_data_type="bf16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[4096, 4096])
+    b = g.tensor(name="b", dim=[4096, 4096])
+    g.matmul(a, b).set_output(True)
+    return g
+
+
+def mm_bias_gelu():
+    g = dnnc.Graph(name="mm_bias_gelu", io_data_type="bf16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[256, 512])
+    b = g.tensor(name="b", dim=[512, 384])
+    bias = g.tensor(name="bias", dim=[1, 384])
+    g.gelu(g.add(g.matmul(a, b), bias)).set_output(True)
+    return g
+
+
+def bmm_f16():
+    g = dnnc.Graph(name="bmm_f16", io_data_type="f16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[3, 65, 256])
+    b = g.tensor(name="b", dim=[3, 256, 72])
+    g.matmul(a, b).set_output(True)
+    return g
+
+
+# name: (graph, HGMMA's input type, the tile the heuristics must pick or None
+# where the choice is theirs). f16 is HGMMA's default input type: its opcode
+# names none (HGMMA.64x128x16.F32).
+CASES = {
+    "mm4096": (mm4096, ".BF16", [128, 256, 64]),
+    "mm_bias_gelu": (mm_bias_gelu, ".BF16", None),
+    "bmm_f16": (bmm_f16, "", None),
+}
+
+
+def expected_hgmma(name, kernel):
+    """The one HGMMA opcode of a tc-sm90 kernel: each consumer warpgroup
+    issues wgmma m64nBNk16 on its 64 rows of the BM x BN tile."""
+    return f"HGMMA.64x{kernel['config']['tile'][1]}x16.F32{CASES[name][1]}"
+
+
+class Built:
+    """Each case compiled, assembled and disassembled at most once, when
+    first asked for."""
+
+    def __init__(self):
+        self.packages, self.assembled = {}, {}
+
+    def package(self, name):
+        if name not in self.packages:
+            g = CASES[name][0]()
+            self.packages[name] = compiler.compile_module(
+                graph_mlir.to_module(g), compiler.Options(target="cuda", arch=ARCH),
+                basename=name)
+        return self.packages[name]
+
+    def resources(self, name):
+        """({entry: KernelResources}, cubin bytes)."""
+        if name not in self.assembled:
+            self.assembled[name] = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
+        return self.assembled[name]
+
+    def sass(self, name):
+        """{entry: SASS text}."""
+        key = name + ".sass"
+        if key not in self.assembled:
+            self.assembled[key] = sass.functions(sass.disassemble(self.resources(name)[1]))
+        return self.assembled[key]
+
+
+@pytest.fixture(scope="module")
+def built():
+    return Built()
+
+
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_strategy_is_tc_sm90(built, name):
+    kernels = built.package(name).kernels
+    assert len(kernels) == 1, [k["entry"] for k in kernels]
+    for k in kernels:
+        assert k["strategy"] == "tc-sm90", (k["entry"], k["strategy"], k.get("reason"))
+        m, n, _ = k["config"]["tile"]
+        assert m == 128 and n in (64, 128, 256), k["config"]  # 64 rows per consumer
+        assert CASES[name][2] in (None, k["config"]["tile"]), k["config"]
+        assert k["block"] == [THREADS, 1, 1]
+        assert [a["kind"] for a in k["args"]][:2] == ["tma", "tma"]
+
+
+@needs_ptxas
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_registers_spills_shared_memory(built, name):
+    resources = built.resources(name)[0]
+    for k in built.package(name).kernels:
+        r = resources[k["entry"]]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
+        assert 0 < r.registers <= MAX_REGISTERS, (k["entry"], r)
+        assert 0 < k["shared_bytes"] <= MAX_SHARED, k["shared_bytes"]
+        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+
+
+@needs_sass
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
+    functions = built.sass(name)
+    for k in built.package(name).kernels:
+        hgmma = expected_hgmma(name, k)
+        counts = sass.opcodes(functions[k["entry"]])
+        assert counts[hgmma] > 0, sorted(counts)
+        assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
+        assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+
+
+def test_describe_prints_tma_arguments(built):
+    package = built.package("mm_bias_gelu")
+    text = package.describe()
+    assert ("args: tma(input 'a', bf16 box 128x64, swizzle 128), "
+            "tma(input 'b', bf16 box 64x64, swizzle 128), input 'bias', output '") in text, text
+    manifest = json.loads(json.dumps(package.manifest))
+    tma = manifest["kernels"][0]["args"][0]
+    tma.update(byte_offset=64, oob_fill="nan")
+    artifact.validate(manifest)
+    assert "tma(input 'a'+64, bf16 box 128x64, swizzle 128, oob nan)" in \
+        artifact.describe(manifest)
+
+
+@needs_ptxas
+def test_describe_with_ptxas_resources(built):
+    package = built.package("mm_bias_gelu")
+    resources = built.resources("mm_bias_gelu")[0]
+    entry = package.kernels[0]["entry"]
+    text = package.describe(resources)
+    assert f"ptxas: {resources[entry].registers} registers, 0 B spill stores" in text
+
+
+@needs_ptxas
+def test_assemble_returns_what_assemble_cubin_does(built):
+    ptx = built.package("mm_bias_gelu").ptx
+    resources, cubin = built.resources("mm_bias_gelu")
+    assert ptxas.assemble(ptx, ARCH) == resources
+    assert cubin[:4] == b"\x7fELF"
+
+
+SASS = """
+\tcode for sm_90a
+\t\tFunction : k0
+\t.headerflags\t@"EF_CUDA_ACCELERATORS EF_CUDA_SM90 EF_CUDA_VIRTUAL_SM(EF_CUDA_SM90)"
+        /*0000*/                   LDC R1, c[0x0][0x28] ;            /* 0x00000a00ff017b82 */
+                                                                     /* 0x000fe20000000800 */
+        /*0010*/               @P1 BRA 0x230 ;                       /* 0x0000000000601947 */
+        /*0020*/              @!UP0 UTMALDG.2D [UR12], [UR28] ;       /* 0x0000000c1c0075b4 */
+        /*0030*/                   HGMMA.64x128x16.F32.BF16 R24, gdesc[UR28].tnspB, R24, gsb0 ;
+        /*0040*/                   NOP;                              /* 0x0000000000007918 */
+\t\t..........
+
+\t\tFunction : k1
+        /*0000*/                   STL [R1], R2 ;                    /* 0x0000000201007387 */
+        /*0010*/                   EXIT ;                            /* 0x000000000000794d */
+"""
+
+
+def test_sass_parsing():
+    functions = sass.functions(SASS)
+    assert list(functions) == ["k0", "k1"]
+    assert sass.instructions(functions["k0"]) == [
+        ("LDC", "R1, c[0x0][0x28]"), ("BRA", "0x230"), ("UTMALDG.2D", "[UR12], [UR28]"),
+        ("HGMMA.64x128x16.F32.BF16", "R24, gdesc[UR28].tnspB, R24, gsb0"), ("NOP", "")]
+    counts = sass.opcodes(functions["k0"])
+    assert counts["HGMMA"] == counts["HGMMA.64x128x16.F32.BF16"] == 1
+    assert counts["UTMALDG"] == counts["NOP"] == 1 and counts["STL"] == 0
+    assert sass.opcodes(SASS)["STL"] == 1 and sum(sass.opcodes(SASS).values()) == 9
