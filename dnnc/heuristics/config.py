@@ -164,3 +164,27 @@ class Config:
             else:
                 kwargs[key] = int(ir.IntegerAttr(entry.attr).value)
         return cls(reason=reason, **kwargs)
+
+
+def kernels_of(module, strategy):
+    """(kernel function, Config) of every kernel of ``module`` whose
+    ``dnn.config`` names ``strategy``: what a strategy's lowering pass visits."""
+    from dnnc.codegen.gpu import irutil
+
+    for fn in irutil.kernel_functions(module):
+        config = Config.of_kernel(fn)
+        if config is not None and config.strategy == strategy:
+            yield fn, config
+
+
+def fall_back(fn, note, block=(256, 1, 1)):
+    """Hand kernel function ``fn`` to simt-generic with ``block``: a lowering
+    pass whose strategy does not apply after all says so in ``note``, which
+    leads the kernel's reason, before the heuristics' own."""
+    from mlir import ir
+
+    fn.attributes[ATTR] = Config("simt-generic", block).to_attr()
+    before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
+        else ""
+    fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{note}; heuristics: {before}"
+                                                   if before else note)

@@ -57,7 +57,8 @@ HOST_OPS = frozenset({
     "memref.alloc", "memref.dealloc", "memref.subview", "memref.expand_shape",
     "memref.collapse_shape", "memref.cast", "memref.reinterpret_cast",
     "arith.constant", "func.return", "func.call", "gpu.launch",
-    # a tensor-core kernel's TMA descriptors (dnn-map-tensor-cores)
+    # a tensor-core kernel's TMA descriptors (dnn-map-tensor-cores), and the
+    # zero accumulator canonicalize hoists out of its gpu.launch as a constant
     "nvgpu.tma.create.descriptor", "builtin.unrealized_conversion_cast", "llvm.mlir.zero",
 })
 

@@ -43,21 +43,11 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import gemm as gemm_match
-from dnnc.codegen.gpu import irutil, tc_sm90
-from dnnc.heuristics.config import REASON_ATTR, Config
+from dnnc.codegen.gpu import tc_sm90
+from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "tc-sm90"
-
-
-def fall_back(fn, config, why):
-    """Hand the kernel to simt-generic, saying why in its reason."""
-    fn.attributes[irutil.CONFIG_ATTR] = Config("simt-generic", (256, 1, 1)).to_attr()
-    before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
-        else ""
-    note = f"{config.strategy} does not apply ({why}): simt-generic, one thread per output"
-    fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{note}; heuristics: {before}"
-                                                   if before else note)
 
 
 def tile_of(config):
@@ -74,12 +64,10 @@ class DnnMapTensorCores(DnncPass):
 
     def run(self, module):
         with module.context, ir.Location.unknown():
-            for fn in irutil.kernel_functions(module):
-                config = Config.of_kernel(fn)
-                if config is None or config.strategy != STRATEGY:
-                    continue
+            for fn, config in kernels_of(module, STRATEGY):
                 try:
                     found = gemm_match.match(fn)
                     tc_sm90.build(fn, found, tile_of(config))
                 except (gemm_match.NotAGemm, tc_sm90.NotSupported) as why:
-                    fall_back(fn, config, str(why))
+                    fall_back(fn, f"{STRATEGY} does not apply ({why}): simt-generic, one "
+                              "thread per output")

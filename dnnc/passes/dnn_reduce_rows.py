@@ -39,22 +39,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import irutil, rowwise
-from dnnc.heuristics.config import REASON_ATTR, Config
+from dnnc.codegen.gpu import rowwise
+from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-reduce"
-
-
-def fall_back(fn, config, why):
-    """Hand the kernel to simt-generic, saying why in its reason."""
-    generic = Config("simt-generic", config.block)
-    fn.attributes[irutil.CONFIG_ATTR] = generic.to_attr()
-    before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
-        else ""
-    note = f"simt-reduce does not apply ({why}): simt-generic, one thread per row"
-    fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{note}; heuristics: {before}"
-                                                   if before else note)
 
 
 @register
@@ -64,12 +53,10 @@ class DnnReduceRows(DnncPass):
 
     def run(self, module):
         with module.context, ir.Location.unknown():
-            for fn in irutil.kernel_functions(module):
-                config = Config.of_kernel(fn)
-                if config is None or config.strategy != STRATEGY:
-                    continue
+            for fn, config in kernels_of(module, STRATEGY):
                 rows_per_block = config.tile[0] if config.tile else 1
                 try:
                     rowwise.build(fn, config.vector, config.block[0], rows_per_block)
                 except rowwise.NotARowProgram as why:
-                    fall_back(fn, config, str(why))
+                    fall_back(fn, f"simt-reduce does not apply ({why}): simt-generic, one "
+                              "thread per row", config.block)

@@ -38,7 +38,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil, vectorize
-from dnnc.heuristics.config import Config
+from dnnc.heuristics.config import kernels_of
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-pointwise"
@@ -52,10 +52,7 @@ class DnnVectorizePointwise(DnncPass):
 
     def run(self, module):
         with module.context, ir.Location.unknown():
-            for fn in irutil.kernel_functions(module):
-                config = Config.of_kernel(fn)
-                if config is None or config.strategy != STRATEGY:
-                    continue
+            for fn, config in kernels_of(module, STRATEGY):
                 done, total = vectorize.vectorize_function(
                     fn, config.vector, config.unroll, config.block[0])
                 fn.attributes[DONE_ATTR] = irutil.i64_array([done, total])

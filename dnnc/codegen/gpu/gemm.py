@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import broadcast_exprs
+from dnnc.codegen.gpu.vectorize import broadcast_exprs, identity_layout
 
 # Element types the tensor cores multiply, and what the kernel names them.
 TC_ELEMENTS = ("bf16", "f16", "f32")
@@ -94,7 +94,6 @@ class Gemm:
     k: int
     batch: int               # 1: not batched
     epilogue: Epilogue
-    allocations: list        # memref.alloc ops the lowering replaces (C, intermediates)
 
     @property
     def element(self):
@@ -112,13 +111,6 @@ def _iterators(op):
 
 def _body_ops(op):
     return [o.operation for o in op.regions[0].blocks[0].operations]
-
-
-def _element_name(t):
-    for name in TC_ELEMENTS:
-        if str(t) == name:
-            return name
-    return str(t)
 
 
 def _is_zero_fill(op):
@@ -188,7 +180,7 @@ def _contraction(op):
             raise NotAGemm(f"{name} has a broadcast dim of size other than 1")
         dims = {"mn": e.index(mn_dim), "k": e.index(k_dim),
                 "batch": e.index(b_dim) if b_dim in used else None}
-        return Operand(value, dims, _element_name(t.element_type))
+        return Operand(value, dims, str(t.element_type))
 
     a = operand(a_val, exprs[0], m_dim, "A")
     b = operand(b_val, exprs[1], n_dim, "B")
@@ -219,14 +211,14 @@ def _epilogue_step(op, rank, c_shape):
     maps = _maps(op)
     values = list(op.operands)
     block = op.regions[0].blocks[0]
-    ins_count = len(values) - _count_outputs(op)
+    ins_count = len(op.opview.inputs)
     inputs, outputs = [], []
     for i, (value, amap) in enumerate(zip(values, maps)):
         t = ir.MemRefType(value.type)
         exprs = broadcast_exprs(amap)
         if exprs is None or len(exprs) != t.rank:
             raise NotAGemm(f"epilogue operand map {amap} is not a broadcast")
-        if not _identity_layout(t):
+        if not identity_layout(t):
             raise NotAGemm("an epilogue operand has a strided layout")
         if i < ins_count:
             inputs.append((value, exprs))
@@ -237,16 +229,6 @@ def _epilogue_step(op, rank, c_shape):
                 raise NotAGemm("an epilogue op reads its output")
             outputs.append(value)
     return Step(op, inputs, outputs)
-
-
-def _count_outputs(op):
-    """Outputs of a linalg.generic on buffers: its operandSegmentSizes' second entry."""
-    sizes = ir.DenseI32ArrayAttr(op.attributes["operandSegmentSizes"])
-    return int(sizes[1])
-
-
-def _identity_layout(t):
-    return ir.AffineMapAttr(t.layout).value == ir.AffineMap.get_identity(t.rank)
 
 
 def match(fn):
@@ -282,10 +264,9 @@ def match(fn):
                 raise NotAGemm("the epilogue reads a buffer computed before the GEMM")
         known.update(step.outputs)
         epilogue.steps.append(step)
-    allocations = [o for o in ops if o.name == "memref.alloc"]
-    for alloc in allocations:
+    for alloc in (o for o in ops if o.name == "memref.alloc"):
         if alloc.results[0] not in known:
             raise NotAGemm("an allocation the GEMM does not write")
     if not epilogue.stored(arguments):
         raise NotAGemm("the kernel stores nothing")
-    return Gemm(a, b, m, n, k, batch, epilogue, allocations)
+    return Gemm(a, b, m, n, k, batch, epilogue)
