@@ -9,8 +9,8 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector`` and ``unroll`` only when they differ from their defaults (a field
-that does not apply to the strategy is noise).
+``vector``, ``unroll`` and ``split`` only when they differ from their
+defaults (a field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -26,7 +26,7 @@ PLANNED = ("tc-sm80",)
 # The fields each implemented strategy reads; an override may set only these.
 FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unroll"),
           "simt-reduce": ("block", "vector", "tile"),
-          "tc-sm90": ("block", "tile", "stages")}
+          "tc-sm90": ("block", "tile", "stages", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
 FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce")
@@ -47,6 +47,7 @@ class Config:
     warps: int = 0              # warps per block when not given by block; 0: unused
     vector: int = 1             # elements per vector load/store
     unroll: int = 1             # vectors per thread (simt-pointwise)
+    split: int = 1              # K split over this many blocks (tensor-core strategies)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -63,7 +64,7 @@ class Config:
             raise PipelineError(f"config: block {list(block)}: expected 1 to {MAX_THREADS} "
                                 f"threads per block in up to 3 positive dims, got "
                                 f"{self.threads} threads")
-        for name in ("stages", "vector", "unroll"):
+        for name in ("stages", "vector", "unroll", "split"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
         if "\n" in self.reason:
@@ -86,7 +87,8 @@ class Config:
         out = {"strategy": self.strategy, "block": list(self.block)}
         if self.tile:
             out["tile"] = list(self.tile)
-        for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1)):
+        for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
+                              ("split", 1)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

@@ -27,6 +27,8 @@ from dnnc.heuristics.generic import simt_generic
 TC90_M, TC90_K, TC90_THREADS = 128, 64, 384
 TC90_SMEM = 227 * 1024
 TC90_MAX_STAGES = 8
+# Split-K: at least this many K steps (of 64) per split, at most this many splits.
+MIN_SPLIT_STEPS, MAX_SPLIT = 4, 64
 
 # Operand types each tensor-core strategy would take (f32 as tf32).
 TC_TYPES = {
@@ -85,25 +87,52 @@ def _ceil(a, b):
     return -(-a // b)
 
 
+def split_k(tiles, steps, sms):
+    """Blocks to share each tile's K steps: 1 when the tiles keep at least
+    every other SM busy; else enough splits to fill the SMs, each of at
+    least MIN_SPLIT_STEPS K steps, at most MAX_SPLIT."""
+    if tiles >= sms // 2:
+        return 1
+    return max(1, min(sms // tiles, steps // MIN_SPLIT_STEPS, MAX_SPLIT))
+
+
 def tc_sm90(problem, m, n, k, batch, facts):
     """tc-sm90 Configs, best first, for a bf16/f16 matmul: the widest tile
-    that still gives every other SM a tile, else the narrowest (most tiles).
-    Measured on an H200: 4096^3 runs at 591 TFLOP/s with 128x256 tiles, 492
-    with 128x128; 64x4096x4096 at 79 with 128x64 (64 tiles), 64 with 128x128."""
+    that still gives every other SM a tile. When no width does (few rows or
+    columns, a long K), the narrowest tile with K split over enough blocks
+    to fill the SMs: the f32 partials each split writes and the second
+    launch reads back cost more than the narrower tile's extra operand
+    reads. Measured on an H200: 4096^3 runs at 591 TFLOP/s with 128x256
+    tiles, 492 with 128x128; 64x4096x4096 in 0.0215 ms with 64x64 tiles
+    split 2 ways, 0.0236 with 64x128 split 4, 0.0247 with 64x256 split 4;
+    256x256x65536 in 0.042 ms with 128x64 split 16 or 128x128 split 32,
+    0.050 with 128x256 split 64."""
+    # At most 64 rows: one consumer warpgroup and 64-row tiles, half of a
+    # 128-row tile's wgmma work would be padding.
+    bm = 64 if m <= 64 else TC90_M
+    threads = TC90_THREADS if bm == TC90_M else TC90_THREADS - 128
+    steps = _ceil(k, TC90_K)
     widths = [bn for bn, floor in ((256, 128), (128, 64), (64, 0)) if n > floor]
-    tiles = {bn: _ceil(m, TC90_M) * _ceil(n, bn) * batch for bn in widths}
+    tiles = {bn: _ceil(m, bm) * _ceil(n, bn) * batch for bn in widths}
+    splits = {bn: split_k(tiles[bn], steps, problem.sms) for bn in widths}
+    why = {bn: f"{bm}x{bn} tiles, {tiles[bn]} of them for {problem.sms} SMs" for bn in widths}
     enough = [bn for bn in widths if tiles[bn] >= problem.sms // 2]
-    best = enough[0] if enough else widths[-1]
-    why = {bn: f"128x{bn} tiles, {tiles[bn]} of them for {problem.sms} SMs" for bn in widths}
-    why[best] += (" (the widest with a tile for every other SM)" if enough else
-                  " (the most tiles: too few for the SMs at any width)")
+    if enough:
+        best = enough[0]
+        why[best] += " (the widest with a tile for every other SM)"
+    else:
+        best = widths[-1]
+        for bn in widths:
+            if splits[bn] > 1:
+                why[bn] += f", K split {splits[bn]} ways ({tiles[bn] * splits[bn]} blocks)"
+        why[best] += " (too few tiles at any width: the narrowest)"
     order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
     configs = []
     for bn, why in order:
-        stage = (TC90_M + bn) * TC90_K * 2
+        stage = (bm + bn) * TC90_K * 2
         stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024) // (stage + 16))
-        configs.append(Config("tc-sm90", (TC90_THREADS, 1, 1), tile=(TC90_M, bn, TC90_K),
-                              stages=stages,
+        configs.append(Config("tc-sm90", (threads, 1, 1), tile=(bm, bn, TC90_K),
+                              stages=stages, split=1 if enough else splits[bn],
                               reason=f"{facts}; {why}; {stages} stages of {stage // 1024} KiB "
                                      "fill shared memory"))
     return configs

@@ -12,11 +12,13 @@ plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
 ``block`` (``128`` or ``128x1x1``), ``vector`` (elements per load, a power
 of two; simt-pointwise and simt-reduce), ``unroll`` (vectors per thread;
 simt-pointwise), ``tile`` (rows per block for simt-reduce; ``BMxBNxBK`` for
-tc-sm90) and ``stages`` (the shared-memory ring's depth; tc-sm90)::
+tc-sm90), ``stages`` (the shared-memory ring's depth; tc-sm90) and ``split``
+(blocks that share each output tile's K, split-K; tc-sm90)::
 
     main_k0_pointwise=vector:4,unroll:2
     main_k0_softmax=block:128,tile:4
     main_k0_matmul=tile:128x256x64,stages:4
+    main_k0_matmul=tile:128x128x64,split:16
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -32,6 +34,7 @@ from dnnc.heuristics.config import FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS
 ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
 MAX_STAGES = 8       # shared-memory ring depth (tensor-core strategies)
+MAX_SPLIT = 64       # blocks sharing one output tile's K (tensor-core strategies)
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
 
@@ -68,6 +71,10 @@ def _value(text, key, raw):
     if key == "stages":
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_STAGES:
             _fail(text, f"stages: expected an integer from 1 to {MAX_STAGES}, got '{raw}'")
+        return int(raw)
+    if key == "split":
+        if not raw.isdigit() or not 1 <= int(raw) <= MAX_SPLIT:
+            _fail(text, f"split: expected an integer from 1 to {MAX_SPLIT}, got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:

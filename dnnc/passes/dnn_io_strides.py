@@ -25,6 +25,15 @@ After::
       call @g_load_x(%x, %0)
       call @g_k0(%0, ...)
 
+An input whose only readers are kernels that load it themselves in any
+layout is not copied: its strided memref is passed to them as it is. Those
+are the kernels configured ``tc-sm90`` (their TMA descriptors describe the
+buffer as it lies in memory, so a linear layer's weight stored N x K and read
+as K x N needs no transposing copy), each called once, and only when the
+strides are a permutation of a dense layout (a transposed view, not a
+slice). Should such a kernel fall back to simt-generic, its loops read the
+strided memref all the same.
+
 Lit test: test/lit/passes/dnn_io_strides.mlir.
 """
 
@@ -35,6 +44,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil, outline
+from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
 
@@ -82,6 +92,13 @@ def apply(module):
                 continue
             strided = ir.MemRefType.get(list(t.shape), t.element_type,
                                         layout=ir.StridedLayoutAttr.get(0, strides))
+            readers = None if is_output(fn, i) else _strided_readers(module, arg, strides)
+            if readers is not None:
+                arg.set_type(strided)
+                types[i] = strided
+                for callee, index in readers:
+                    _set_argument_type(callee, index, strided)
+                continue
             with ir.InsertionPoint(first):
                 buf = memref.alloc(t, [], [])
             arg.replace_all_uses_with(buf)
@@ -98,6 +115,58 @@ def apply(module):
                 with ir.InsertionPoint(terminator):
                     outline.call(kernel, [buf, arg])
         irutil.set_function_type(fn, types, list(ftype.results))
+
+
+# Strategies whose kernels read an input in whatever layout it has.
+LAYOUT_FREE = ("tc-sm90",)
+
+
+def _strided_readers(module, arg, strides):
+    """[(kernel function, argument index)] of every use of graph input
+    ``arg`` when each is an operand of a call to a kernel that reads any
+    layout (LAYOUT_FREE, called once) and ``strides`` are a permutation of
+    a dense layout; None when the input needs its copy."""
+    shape = list(ir.MemRefType(arg.type).shape)
+    if not _permuted_dense(shape, strides):
+        return None
+    functions = {irutil.symbol(f): f for f in irutil.functions(module)}
+    calls = {}
+    for f in functions.values():
+        for op in irutil.ops(f, "func.call"):
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            calls[callee] = calls.get(callee, 0) + 1
+    readers = []
+    for use in arg.uses:
+        op = use.owner
+        if op.name != "func.call":
+            return None
+        callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        config = None if callee is None else Config.of_kernel(callee)
+        if config is None or config.strategy not in LAYOUT_FREE or \
+                calls[irutil.symbol(callee)] != 1:
+            return None
+        readers.append((callee, use.operand_number))
+    return readers or None
+
+
+def _permuted_dense(shape, strides):
+    """True when ``strides`` lay ``shape`` out densely in some dim order."""
+    dims = sorted((d for d, n in enumerate(shape) if n != 1), key=lambda d: strides[d])
+    step = 1
+    for d in dims:
+        if strides[d] != step:
+            return False
+        step *= shape[d]
+    return True
+
+
+def _set_argument_type(fn, index, type_):
+    arg = irutil.body(fn).arguments[index]
+    arg.set_type(type_)
+    ftype = irutil.function_type(fn)
+    inputs = list(ftype.inputs)
+    inputs[index] = type_
+    irutil.set_function_type(fn, inputs, list(ftype.results))
 
 
 def is_output(fn, index):

@@ -53,8 +53,8 @@ STRATEGY = "tc-sm90"
 def tile_of(config):
     """The tc_sm90.Tile a config describes."""
     m, n, k = (tuple(config.tile) + (128, 128, 64)[len(config.tile):])[:3]
-    consumers = config.threads // tc_sm90.WARPGROUP - 1
-    return tc_sm90.Tile(m, n, k, config.stages, consumers)
+    # A consumer warpgroup per 64 rows of the tile (the block follows).
+    return tc_sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split)
 
 
 @register

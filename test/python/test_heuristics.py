@@ -153,9 +153,20 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     best = choose(problem(**mm))
     assert (best.strategy, best.block, best.tile, best.stages) == \
         ("tc-sm90", (384, 1, 1), (128, 64, 64), 8)
+    # Too few tiles at any width, and K (4 steps of 64) too short to split.
     assert best.reason.startswith("matmul: 128x512x256 (M x N x K) bf16; 128x64 tiles, 8 of "
-                                  "them for 132 SMs (the most tiles: too few for the SMs at "
-                                  "any width); 8 stages of 24 KiB")
+                                  "them for 132 SMs (too few tiles at any width: the "
+                                  "narrowest); 8 stages of 24 KiB")
+    assert best.split == 1
+    # A long K is split over enough blocks to fill the SMs (each split at
+    # least 4 steps); at most 64 rows take 64-row tiles and one consumer.
+    long_k = choose(problem("matmul", [([256, 65536], "bf16"), ([65536, 256], "bf16")],
+                            [[256, 256]]))
+    assert (long_k.tile, long_k.split, long_k.block) == ((128, 64, 64), 16, (384, 1, 1))
+    assert "128x64 tiles, 8 of them for 132 SMs, K split 16 ways (128 blocks)" in long_k.reason
+    skinny = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
+                            [[64, 4096]]))
+    assert (skinny.tile, skinny.split, skinny.block) == ((64, 64, 64), 2, (256, 1, 1))
     # Enough tiles of 128 x 256 for the SMs: the wider tile, 4 stages of 48 KiB.
     big = problem("matmul", [([4096, 4096], "f16"), ([4096, 4096], "f16")], [[4096, 4096]])
     assert (choose(big).tile, choose(big).stages) == ((128, 256, 64), 4)
@@ -287,8 +298,9 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, stages, strategy, tile, unroll, "
-                  "vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, split, stages, strategy, tile, "
+                  "unroll, vector"),
+    ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),
     ("k=strategy:tc-sm80", "strategy 'tc-sm80' is not implemented yet: expected one of "

@@ -51,7 +51,14 @@ class Operand:
 
     @property
     def k_major(self):
-        return self.dims["k"] == ir.MemRefType(self.value.type).rank - 1
+        """K is contiguous in memory: the innermost dim of a row-major buffer,
+        or a strided one whose K stride is 1 (a graph input declared with
+        transposed strides, such as a linear layer's weight read as K x N)."""
+        t = ir.MemRefType(self.value.type)
+        if identity_layout(t):
+            return self.dims["k"] == t.rank - 1
+        _, strides, _ = irutil.memref_geometry(t)
+        return strides[self.dims["k"]] == 1
 
 
 @dataclass

@@ -67,7 +67,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import clone_body
+from dnnc.codegen.gpu.vectorize import clone_body, identity_layout
 
 WARPGROUP = 128
 SWIZZLE = 128          # bytes: a TMA box row; BK = SWIZZLE / element bytes
@@ -91,6 +91,7 @@ class Tile:
     k: int = 64
     stages: int = 4
     consumers: int = 2
+    splits: int = 1          # split-K: blocks that share one output tile's K steps
 
     @property
     def threads(self):
@@ -115,25 +116,23 @@ def check(gemm, tile):
     eb = _element_bytes(element)
     if tile.k * eb != SWIZZLE:
         raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
-    if tile.m != 64 * tile.consumers or tile.n % 64 or not 64 <= tile.n <= 256:
-        raise NotSupported(f"tile {tile.m}x{tile.n}: expected M = 64 per consumer warpgroup "
-                           "and N a multiple of 64 up to 256")
+    if tile.m not in (64, 128) or tile.m != 64 * tile.consumers or tile.n % 64 \
+            or not 64 <= tile.n <= 256:
+        raise NotSupported(f"tile {tile.m}x{tile.n}: expected M = 64 or 128 (64 per consumer "
+                           "warpgroup) and N a multiple of 64 up to 256")
     if not gemm.a.k_major:
         raise NotSupported("A is stored K x M (M contiguous); tc-sm90 reads A K-major")
-    if gemm.b.k_major:
-        # The descriptors for it are written (layout col, no tnspB) but no
-        # graph reaches them yet (transposes are not folded into the GEMM,
-        # strided inputs are copied to row-major), so no GPU test has run them.
-        raise NotSupported("B is stored N x K; tc-sm90 takes B stored K x N so far")
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         t = ir.MemRefType(operand.value.type)
-        shape, strides, offset = irutil.memref_geometry(t)
+        shape, strides, offset = physical_view(t)
+        order = physical_order(t)
         if strides[-1] != 1:
-            raise NotSupported(f"{name}'s innermost stride is {strides[-1]}: TMA needs 1")
+            raise NotSupported(f"{name} has no contiguous dim (smallest stride "
+                               f"{strides[-1]}): TMA needs one")
         for dim, stride in enumerate(strides[:-1]):
             if shape[dim] > 1 and (stride * eb) % 16:
-                raise NotSupported(f"{name}'s dim {dim} stride is {stride * eb} bytes: TMA "
-                                   "needs a multiple of 16 (K or N a multiple of "
+                raise NotSupported(f"{name}'s dim {order[dim]} stride is {stride * eb} bytes: "
+                                   "TMA needs a multiple of 16 (K or N a multiple of "
                                    f"{16 // eb})")
         if (offset * eb) % 16:
             raise NotSupported(f"{name} starts {offset * eb} bytes into its buffer: TMA needs "
@@ -215,6 +214,31 @@ def _wait(barrier, parity):
 # Operand loaders
 
 
+def physical_order(type_):
+    """The dims of memref type ``type_`` from outermost to innermost in
+    memory. A row-major buffer keeps its order; a strided one (a graph input
+    with transposed strides) is sorted by decreasing stride, its size-1
+    dims (which never advance) first."""
+    shape, strides, _ = irutil.memref_geometry(type_)
+    rank = len(shape)
+    if identity_layout(type_) or rank == 0:
+        return list(range(rank))
+    return sorted(range(rank), key=lambda d: (shape[d] != 1, -strides[d], d))
+
+
+def physical_view(type_):
+    """(shape, strides, offset) of ``type_`` with its dims in memory order
+    (``physical_order``); a size-1 dim's stride becomes the buffer's span,
+    a valid TMA stride that is never stepped."""
+    shape, strides, offset = irutil.memref_geometry(type_)
+    order = physical_order(type_)
+    if order == list(range(len(shape))):
+        return shape, strides, offset
+    span = max([s * n for s, n in zip(strides, shape) if n != 1] + [1])
+    return ([shape[d] for d in order],
+            [strides[d] if shape[d] != 1 else span for d in order], offset)
+
+
 @dataclass
 class TmaOperand:
     """How one operand goes from global memory to a stage of the ring.
@@ -222,6 +246,12 @@ class TmaOperand:
     ``dims`` maps "batch" / "mn" / "k" to the buffer's dims (gemm.Operand);
     ``mn_major`` is True for a B stored K x N (N contiguous): the box's rows
     are then 64 elements of N (128 bytes) and a tile of N takes BN / 64 boxes.
+
+    The descriptor, its box and the load coordinates are in memory order
+    (``physical_order``): for a buffer whose strides are a permutation of
+    row-major (a weight ``W[N, K]`` read as ``B[K, N]`` with strides
+    ``[1, K]``) the descriptor describes a ``memref.reinterpret_cast`` of it
+    to the dims as they lie in memory, so TMA sees a row-major tensor.
     """
 
     value: object
@@ -230,6 +260,13 @@ class TmaOperand:
     mn_major: bool
     element: str
     descriptor: object = None   # host-side !llvm.ptr
+
+    def __post_init__(self):
+        t = ir.MemRefType(self.value.type)
+        self.order = physical_order(t)
+        # Buffer dims -> dims of the physical view.
+        self.dims = {key: (None if d is None else self.order.index(d))
+                     for key, d in self.dims.items()}
 
     @property
     def eb(self):
@@ -240,7 +277,7 @@ class TmaOperand:
         return self.rows * (SWIZZLE // self.eb) * self.eb
 
     def box(self, bk):
-        """The TMA box in buffer-dim order (outermost first)."""
+        """The TMA box in memory order (outermost first)."""
         rank = ir.MemRefType(self.value.type).rank
         box = [1] * rank
         box[self.dims["k"]] = bk
@@ -252,8 +289,15 @@ class TmaOperand:
         t = ir.MemRefType(self.value.type)
         box = self.box(bk)
         element = t.element_type
+        source = self.value
+        if self.order != list(range(t.rank)):
+            shape, strides, offset = physical_view(t)
+            view = ir.MemRefType.get(shape, element,
+                                     layout=ir.StridedLayoutAttr.get(offset, strides))
+            source = memref.reinterpret_cast(view, source, [], [], [], [offset], shape,
+                                             strides)
         unranked = ir.UnrankedMemRefType.get(element, None)
-        cast = memref.cast(unranked, self.value)
+        cast = memref.cast(unranked, source)
         shape = "x".join(map(str, box))
         desc_type = ir.Type.parse(
             f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{element}, 3>, "
@@ -317,7 +361,14 @@ class Builder:
         self.tiles_m = -(-gemm.m // tile.m)
         self.tiles_n = -(-gemm.n // tile.n)
         self.total_tiles = self.tiles_m * self.tiles_n * gemm.batch
-        self.ctas = min(self.total_tiles, ctas)
+        # Split-K: each split takes ``per_split`` consecutive K steps; no
+        # split is left empty (7 steps over 4 splits of 2 run as 4, 8 steps
+        # over 3 of 3 as 3).
+        self.per_split = -(-self.steps // max(1, tile.splits)) if self.steps else 0
+        self.splits = -(-self.steps // self.per_split) if self.per_split else 1
+        self.units = self.total_tiles * self.splits
+        self.ctas = min(self.units, ctas)
+        self.partials = None     # split-K: the f32 [split, batch, M, N] workspace
         self.stage_bytes = self.a.tile_bytes + self.b.tile_bytes
         self.acc_type = ir.Type.parse(
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
@@ -332,6 +383,10 @@ class Builder:
         with ir.InsertionPoint(ret):
             self.a.make_descriptor(self.tile.k)
             self.b.make_descriptor(self.tile.k)
+            if self.splits > 1:
+                self.partials = memref.alloc(ir.MemRefType.get(
+                    [self.splits, self.gemm.batch, self.gemm.m, self.gemm.n],
+                    ir.F32Type.get()), [], [])
             grid = (self.ctas, 1, 1)
             launch = gpu.LaunchOp(tuple(_idx(g) for g in grid),
                                   (_idx(self.tile.threads), _idx(1), _idx(1)),
@@ -341,6 +396,8 @@ class Builder:
             with ir.InsertionPoint(block):
                 self._kernel()
                 gpu.TerminatorOp()
+            if self.splits > 1:
+                self._reduce_splits()
         # The linalg ops and their buffers go; constants stay (the epilogue's
         # cloned bodies use them; canonicalize drops the rest).
         for op in reversed(old[:-1]):
@@ -369,15 +426,24 @@ class Builder:
         _if(_cmp("eq", warpgroup, _idx(0)), self._producer, self._consumer)
 
     def _tiles(self, body, inits):
-        """The persistent tile loop: block b takes tiles b, b + grid, ...;
-        ``body(batch, tile_m, tile_n, *iter_args)`` -> new iter_args."""
-        def step(t, *args):
+        """The persistent loop over work units: block b takes units b, b +
+        grid, ...; a unit is a tile and, with split-K, one of its K splits
+        (the splits of a tile are consecutive units). ``body(batch, tile_m,
+        tile_n, (first K step, end, split), *iter_args)`` -> new iter_args."""
+        def step(u, *args):
+            t = arith.divui(u, _idx(self.splits)) if self.splits > 1 else u
             per_batch = self.tiles_m * self.tiles_n
             batch = arith.divui(t, _idx(per_batch)) if self.gemm.batch > 1 else _idx(0)
             within = arith.remui(t, _idx(per_batch)) if self.gemm.batch > 1 else t
             tile_m, tile_n = self._grouped(within)
-            return body(batch, tile_m, tile_n, *args)
-        loop = scf.ForOp(gpu.block_id(gpu.Dimension.x), _idx(self.total_tiles),
+            if self.splits > 1:
+                split = arith.remui(u, _idx(self.splits))
+                first = arith.muli(split, _idx(self.per_split))
+                end = arith.minui(arith.addi(first, _idx(self.per_split)), _idx(self.steps))
+            else:
+                first, end, split = _idx(0), _idx(self.steps), None
+            return body(batch, tile_m, tile_n, (first, end, split), *args)
+        loop = scf.ForOp(gpu.block_id(gpu.Dimension.x), _idx(self.units),
                          _idx(self.ctas), list(inits))
         with ir.InsertionPoint(loop.body):
             scf.YieldOp(list(step(loop.induction_variable, *loop.inner_iter_args) or []))
@@ -424,7 +490,7 @@ class Builder:
         tile = self.tile
         nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
 
-        def per_tile(batch, tile_m, tile_n, g):
+        def per_tile(batch, tile_m, tile_n, k_steps, g):
             m0 = _to_i32(arith.muli(tile_m, _idx(tile.m)))
             n0 = _to_i32(arith.muli(tile_n, _idx(tile.n)))
             b = _to_i32(batch)
@@ -441,7 +507,7 @@ class Builder:
                 self.a.load(stage, full, b, m0, k0)
                 self.b.load(arith.addi(stage, _i(self.a.tile_bytes, 64)), full, b, n0, k0)
                 return [arith.addi(g, _idx(1))]
-            return _for(_idx(0), _idx(self.steps), step, [g]).results
+            return _for(k_steps[0], k_steps[1], step, [g]).results
 
         _if(_cmp("eq", self.tid, _idx(0)), lambda: self._tiles(per_tile, [_idx(0)]))
 
@@ -474,7 +540,7 @@ class Builder:
             s = arith.remui(g, _idx(tile.stages))
             _if(leader, lambda: nvvm.MBarrierArriveOp(None, self._empty(s)))
 
-        def step(kt, acc, g):
+        def step(kt, acc, g, first=None):
             s, parity = self._slot(g)
             _wait(self._full(s), parity)
             stage = self._stage_address(s)
@@ -492,25 +558,30 @@ class Builder:
             # One group stays in flight: the previous step's wgmmas are done,
             # so its stage can be refilled.
             nvvm.WgmmaWaitGroupSyncOp(1)
-            _if(_cmp("ugt", kt, _idx(0)), lambda: release(arith.subi(g, _idx(1))))
+            _if(_cmp("ugt", kt, first), lambda: release(arith.subi(g, _idx(1))))
             return [acc, arith.addi(g, _idx(1))]
 
-        def per_tile(batch, tile_m, tile_n, g):
+        def per_tile(batch, tile_m, tile_n, k_steps, g):
             zero = llvm.mlir_zero(self.acc_type)
-            loop = _for(_idx(0), _idx(self.steps), step, [zero, g])
+            loop = _for(k_steps[0], k_steps[1], lambda kt, acc, g: step(kt, acc, g, k_steps[0]),
+                        [zero, g])
             acc, g = loop.results
             nvvm.WgmmaWaitGroupSyncOp(0)
             if self.steps:
                 release(arith.subi(g, _idx(1)))
-            self._epilogue(acc, consumer, local, batch, tile_m, tile_n)
+            if self.splits > 1:
+                self._store_partial(acc, consumer, local, batch, tile_m, tile_n, k_steps[2])
+            else:
+                self._epilogue(acc, consumer, local, batch, tile_m, tile_n)
             return [g]
 
         self._tiles(per_tile, [_idx(0)])
 
     # -- epilogue -------------------------------------------------------------
 
-    def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n):
-        tile, gemm = self.tile, self.gemm
+    def _origin(self, consumer, local, tile_m, tile_n):
+        """(row, col) of a consumer thread's first accumulator pair in C."""
+        tile = self.tile
         warp = arith.divui(local, _idx(32))
         lane = arith.remui(local, _idx(32))
         row0 = arith.addi(arith.muli(tile_m, _idx(tile.m)),
@@ -519,6 +590,78 @@ class Builder:
                                                 arith.divui(lane, _idx(4)))))
         col0 = arith.addi(arith.muli(tile_n, _idx(tile.n)),
                           arith.muli(arith.remui(lane, _idx(4)), _idx(2)))
+        return row0, col0
+
+    def _store_partial(self, acc, consumer, local, batch, tile_m, tile_n, split):
+        """Split-K: this split's accumulator, unscaled f32, into its slice of
+        the partials workspace (rows and columns past M and N are dropped)."""
+        gemm = self.gemm
+        row0, col0 = self._origin(consumer, local, tile_m, tile_n)
+        f32 = ir.F32Type.get()
+        pairs = gemm.n % 2 == 0
+        for h in range(2):
+            row = arith.addi(row0, _idx(8 * h)) if h else row0
+            row_ok = _cmp("ult", row, _idx(gemm.m))
+            for j in range(self.tile.n // 8):
+                col = arith.addi(col0, _idx(8 * j)) if j else col0
+                v = [llvm.extractvalue(f32, acc, ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
+                     for e in range(2)]
+                where = [split, batch, row]
+                if pairs:
+                    ok = arith.andi(row_ok, _cmp("ult", col, _idx(gemm.n)))
+                    vec = vector.from_elements(ir.VectorType.get([2], f32), v)
+                    _if(ok, lambda vec=vec, col=col:
+                        vector.store(vec, self.partials, where + [col]))
+                    continue
+                for e in range(2):
+                    c = arith.addi(col, _idx(e)) if e else col
+                    ok = arith.andi(row_ok, _cmp("ult", c, _idx(gemm.n)))
+                    _if(ok, lambda c=c, e=e: memref.store(v[e], self.partials, where + [c]))
+
+    def _reduce_splits(self):
+        """Split-K, second launch: sum each output's partials over the
+        splits in a fixed order (the result does not depend on timing), then
+        run the epilogue on it. One thread per pair of columns (per column
+        when N is odd), 256 threads per block."""
+        gemm = self.gemm
+        width = 2 if gemm.n % 2 == 0 else 1
+        per_row = gemm.n // width
+        items = gemm.batch * gemm.m * per_row
+        threads = 256
+        blocks = -(-items // threads)
+        launch = gpu.LaunchOp((_idx(blocks), _idx(1), _idx(1)),
+                              (_idx(threads), _idx(1), _idx(1)))
+        block = launch.regions[0].blocks[0]
+        with ir.InsertionPoint(block):
+            end = gpu.TerminatorOp()
+        with ir.InsertionPoint(end):
+            item = arith.addi(arith.muli(gpu.block_id(gpu.Dimension.x), _idx(threads)),
+                              gpu.thread_id(gpu.Dimension.x))
+
+            def body():
+                col = arith.muli(arith.remui(item, _idx(per_row)), _idx(width))
+                rows = arith.divui(item, _idx(per_row))
+                row = arith.remui(rows, _idx(gemm.m))
+                batch = arith.divui(rows, _idx(gemm.m))
+                f32 = ir.F32Type.get()
+                sums = None
+                for s in range(self.splits):
+                    where = [_idx(s), batch, row, col]
+                    if width == 2:
+                        vec = vector.load(ir.VectorType.get([2], f32), self.partials, where)
+                        got = [vector.extract(vec, [], [e]) for e in range(2)]
+                    else:
+                        got = [memref.load(self.partials, where)]
+                    sums = got if sums is None else [arith.addf(a, b) for a, b in zip(sums, got)]
+                values = [self._evaluate(v, batch, row, arith.addi(col, _idx(e)) if e else col)
+                          for e, v in enumerate(sums)]
+                self._store(self.gemm.epilogue.stored(self.arguments), values, batch, row, col,
+                            None, True, width == 2, count=width)
+            _if(_cmp("ult", item, _idx(items)), body)
+
+    def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n):
+        tile, gemm = self.tile, self.gemm
+        row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         full_m = gemm.m % tile.m == 0
         full_n = gemm.n % tile.n == 0
         pairs = gemm.n % 2 == 0
@@ -558,7 +701,7 @@ class Builder:
                 env[buffer] = value
         return env
 
-    def _store(self, stored, values, batch, row, col, row_ok, full_n, pairs):
+    def _store(self, stored, values, batch, row, col, row_ok, full_n, pairs, count=2):
         rank = len(ir.MemRefType(self.gemm.epilogue.accumulator.type).shape)
         for buffer in stored:
             element = ir.MemRefType(buffer.type).element_type
@@ -578,7 +721,7 @@ class Builder:
                 else:
                     _if(ok, store)
                 continue
-            for e in range(2):
+            for e in range(count):
                 c = arith.addi(col, _idx(e)) if e else col
                 ok = _cmp("ult", c, _idx(self.gemm.n))
                 if row_ok is not None:

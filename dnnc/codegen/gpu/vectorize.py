@@ -77,6 +77,8 @@ def identity_layout(type_):
     if not isinstance(type_, ir.MemRefType):
         return False
     t = ir.MemRefType(type_)
+    if not isinstance(t.layout, ir.AffineMapAttr):  # strided<[...]>: not the identity
+        return False
     return ir.AffineMapAttr(t.layout).value == ir.AffineMap.get_identity(t.rank)
 
 

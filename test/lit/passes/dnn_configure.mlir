@@ -86,12 +86,12 @@ func.func private @softmax_few_rows(%x: tensor<8x1024xf32>) -> tensor<8x1024xf32
 }
 
 // On sm_90a a bf16 matmul runs on tensor cores: 128x64 tiles (too few tiles
-// for 132 SMs at any width: the most of them) and as many stages as shared
-// memory holds. On sm_80 (tc-sm80 not implemented yet) 65536 outputs are not
+// for 132 SMs at any width: the narrowest; K, 4 steps of 64, is too short to
+// split) and as many stages as shared memory holds. On sm_80 (tc-sm80 not implemented yet) 65536 outputs are not
 // few for 108 SMs (256).
 // CHECK-LABEL: func.func private @matmul(
 //  CHECK-SAME:     dnn.config = {block = [384, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}
-//  CHECK-SAME:     dnn.config_reason = "matmul: 128x512x256 (M x N x K) bf16; 128x64 tiles, 8 of them for 132 SMs (the most tiles: too few for the SMs at any width); 8 stages of 24 KiB fill shared memory"
+//  CHECK-SAME:     dnn.config_reason = "matmul: 128x512x256 (M x N x K) bf16; 128x64 tiles, 8 of them for 132 SMs (too few tiles at any width: the narrowest); 8 stages of 24 KiB fill shared memory"
 // SM80-LABEL: func.func private @matmul(
 //  SM80-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
 //  SM80-SAME:     dnn.config_reason = "tc-sm80 not implemented yet (matmul: 128x512x256 (M x N x K) bf16); block 256: the default for 65536 points"

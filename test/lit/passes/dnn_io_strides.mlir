@@ -43,3 +43,43 @@ func.func @unit_dims_ignored(%x: memref<1x4x1xf32> {dnn.name = "x", dnn.strides 
   memref.copy %x, %y : memref<1x4x1xf32> to memref<1x4x1xf32>
   return
 }
+
+// -----
+
+// A transposed input read only by a tc-sm90 kernel (called once) is not
+// copied: the kernel takes the strided memref and its TMA descriptor
+// describes it. Read by a simt kernel too, it gets its copy.
+
+// CHECK-LABEL: func.func private @tc(
+//  CHECK-SAME:     memref<8x16xbf16>, %{{.*}}: memref<16x32xbf16, strided<[1, 16]>>, %{{.*}}: memref<8x32xbf16>)
+// CHECK-LABEL: func.func @weight_n_by_k(
+//  CHECK-SAME:     %[[A:.*]]: memref<8x16xbf16> {dnn.name = "a"
+//  CHECK-SAME:     %[[W:.*]]: memref<16x32xbf16, strided<[1, 16]>> {dnn.name = "w"
+//  CHECK-NEXT:   call @tc(%[[A]], %[[W]], %{{.*}})
+//  CHECK-NEXT:   return
+func.func private @tc(%a: memref<8x16xbf16>, %w: memref<16x32xbf16>, %y: memref<8x32xbf16>) attributes {dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
+  return
+}
+func.func @weight_n_by_k(%a: memref<8x16xbf16> {dnn.name = "a"}, %w: memref<16x32xbf16> {dnn.name = "w", dnn.strides = array<i64: 1, 16>}, %y: memref<8x32xbf16> {bufferize.result, dnn.name = "y"}) attributes {dnn.graph} {
+  call @tc(%a, %w, %y) : (memref<8x16xbf16>, memref<16x32xbf16>, memref<8x32xbf16>) -> ()
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @also_read_by_simt(
+//  CHECK-NEXT:   %[[WB:.*]] = memref.alloc() : memref<16x32xbf16>
+//  CHECK-NEXT:   call @also_read_by_simt_load_w(
+//  CHECK-NEXT:   call @tc2(%{{.*}}, %[[WB]], %{{.*}})
+//  CHECK-NEXT:   call @simt(%[[WB]])
+func.func private @tc2(%a: memref<8x16xbf16>, %w: memref<16x32xbf16>, %y: memref<8x32xbf16>) attributes {dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
+  return
+}
+func.func private @simt(%w: memref<16x32xbf16>) attributes {dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}, dnn.kernel} {
+  return
+}
+func.func @also_read_by_simt(%a: memref<8x16xbf16> {dnn.name = "a"}, %w: memref<16x32xbf16> {dnn.name = "w", dnn.strides = array<i64: 1, 16>}, %y: memref<8x32xbf16> {bufferize.result, dnn.name = "y"}) attributes {dnn.graph} {
+  call @tc2(%a, %w, %y) : (memref<8x16xbf16>, memref<16x32xbf16>, memref<8x32xbf16>) -> ()
+  call @simt(%w) : (memref<16x32xbf16>) -> ()
+  return
+}

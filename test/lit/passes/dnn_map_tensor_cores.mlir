@@ -111,3 +111,45 @@ func.func private @odd_k(%A: memref<64x100xbf16>, %B: memref<100x64xbf16>, %C: m
   }
   return
 }
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// B is a weight stored N x K (strides [1, 512]: K contiguous), the tile has
+// 64 rows (one consumer warpgroup: 256 threads) and K is split 4 ways. The
+// descriptor describes B as it lies in memory (a reinterpret_cast to
+// 128 x 512, box 64 x 64); wgmma reads it K-major (layout col). Each split
+// stores its f32 partial into a [4, 1, 64, 128] workspace; a second launch
+// sums the four in order and stores C.
+// CHECK-LABEL: func.func private @split_k_b_k_major(
+//  CHECK-SAME:     %[[A:.*]]: memref<64x512xbf16>, %[[B:.*]]: memref<512x128xbf16, strided<[1, 512]>>, %[[C:.*]]: memref<64x128xf32> {bufferize.result})
+//       CHECK:   %[[V:.*]] = memref.reinterpret_cast %[[B]] to offset: [0], sizes: [128, 512], strides: [512, 1] : memref<512x128xbf16, strided<[1, 512]>> to memref<128x512xbf16, strided<[512, 1]>>
+//       CHECK:   %[[UB:.*]] = memref.cast %[[V]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UB]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<4x1x64x128xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//       CHECK:           vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<4x1x64x128xf32>, vector<2xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK-COUNT-4:   vector.load %[[P]]
+//       CHECK:         vector.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] : memref<64x128xf32>, vector<2xf32>
+func.func private @split_k_b_k_major(%A: memref<64x512xbf16>, %B: memref<512x128xbf16, strided<[1, 512]>>, %C: memref<64x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], split = 4 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x512xbf16>, memref<512x128xbf16, strided<[1, 512]>>) outs(%C : memref<64x128xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
