@@ -611,7 +611,7 @@ class Builder:
                     ok = arith.andi(row_ok, _cmp("ult", col, _idx(gemm.n)))
                     vec = vector.from_elements(ir.VectorType.get([2], f32), v)
                     _if(ok, lambda vec=vec, col=col:
-                        vector.store(vec, self.partials, where + [col]))
+                        vector.store(vec, self.partials, where + [col], alignment=8))
                     continue
                 for e in range(2):
                     c = arith.addi(col, _idx(e)) if e else col
@@ -648,7 +648,8 @@ class Builder:
                 for s in range(self.splits):
                     where = [_idx(s), batch, row, col]
                     if width == 2:
-                        vec = vector.load(ir.VectorType.get([2], f32), self.partials, where)
+                        vec = vector.load(ir.VectorType.get([2], f32), self.partials, where,
+                                          alignment=8)
                         got = [vector.extract(vec, [], [e]) for e in range(2)]
                     else:
                         got = [memref.load(self.partials, where)]
@@ -710,8 +711,12 @@ class Builder:
                 vec = vector.from_elements(ir.VectorType.get([2], element),
                                            [values[0][buffer], values[1][buffer]])
 
-                def store(buffer=buffer, vec=vec):
-                    vector.store(vec, buffer, lead + [row, col])
+                # col is even and so is N: the pair is aligned to its size
+                # (without saying so the store is split into two).
+                align = 2 * irutil.element_bytes(element)
+
+                def store(buffer=buffer, vec=vec, align=align):
+                    vector.store(vec, buffer, lead + [row, col], alignment=align)
                 ok = row_ok
                 if not full_n:
                     col_ok = _cmp("ult", col, _idx(self.gemm.n))
