@@ -667,10 +667,16 @@ class Builder:
         full_n = gemm.n % tile.n == 0
         pairs = gemm.n % 2 == 0
         stored = gemm.epilogue.stored(self.arguments)
+        # 16-byte stores when every output has 2-byte elements and rows are
+        # a multiple of 8 elements (16 bytes): see _store_quad.
+        wide = gemm.n % 8 == 0 and all(
+            irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2 for b in stored)
+        lane = arith.remui(local, _idx(4))
         for h in range(2):
             row = arith.addi(row0, _idx(8 * h)) if h else row0
             row_ok = None if full_m else _cmp("ult", row, _idx(gemm.m))
             row_safe = row if full_m else arith.minui(row, _idx(gemm.m - 1))
+            group = []
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 values = []
@@ -680,7 +686,70 @@ class Builder:
                     v = llvm.extractvalue(ir.F32Type.get(), acc,
                                           ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
                     values.append(self._evaluate(v, batch, row_safe, c_safe))
-                self._store(stored, values, batch, row, col, row_ok, full_n, pairs)
+                if not wide:
+                    self._store(stored, values, batch, row, col, row_ok, full_n, pairs)
+                    continue
+                group.append(values)
+                if len(group) == 4:
+                    first = arith.addi(arith.muli(tile_n, _idx(tile.n)),
+                                       arith.addi(_idx(8 * (j - 3)), arith.muli(lane, _idx(8))))
+                    self._store_quad(stored, group, batch, row, first, lane, row_ok, full_n)
+                    group = []
+
+    def _store_quad(self, stored, group, batch, row, col, lane, row_ok, full_n):
+        """Store 4 pairs of columns of one row as one 16-byte vector per thread.
+
+        The 4 threads of a quad (lane % 4 = q) hold, for i = 0..3, the pair
+        at columns 8 i + 2 q, 8 i + 2 q + 1 of a 32-column group (the wgmma
+        layout). Packed into 32 bits each, that is a 4 x 4 matrix M[q][i]
+        across the quad; transposing it (two butterfly exchanges, xor 2 then
+        xor 1, 4 shuffles) gives thread q the 8 consecutive columns 8 q ..
+        8 q + 7, which it stores at ``col`` (= the group's first column + 8 q)
+        with one 16-byte store: a warp writes 8 rows x 64 contiguous bytes
+        instead of 8 rows x 16 bytes per instruction."""
+        i32 = ir.IntegerType.get_signless(32)
+        width = arith.constant(i32, 32)
+        bit1 = _cmp("ne", arith.andi(lane, _idx(2)), _idx(0))
+        bit0 = _cmp("ne", arith.andi(lane, _idx(1)), _idx(0))
+        rank = len(ir.MemRefType(self.gemm.epilogue.accumulator.type).shape)
+        lead = [batch] if rank == 3 else []
+
+        def exchange(m, bit, offset, pairs):
+            """One butterfly stage: for each (lo, hi) index pair, the thread
+            whose ``bit`` is set keeps hi and takes its partner's lo as its
+            lo; the partner keeps lo and takes the thread's hi as its hi."""
+            out = list(m)
+            for lo, hi in pairs:
+                send = arith.select(bit, m[lo], m[hi])
+                got = gpu.ShuffleOp(send, arith.constant(i32, offset), width,
+                                    gpu.ShuffleMode.XOR).results[0]
+                out[lo] = arith.select(bit, got, m[lo])
+                out[hi] = arith.select(bit, m[hi], got)
+            return out
+
+        for buffer in stored:
+            element = ir.MemRefType(buffer.type).element_type
+            m = []
+            for values in group:
+                pair = vector.from_elements(ir.VectorType.get([2], element),
+                                            [values[0][buffer], values[1][buffer]])
+                m.append(vector.extract(
+                    vector.bitcast(ir.VectorType.get([1], i32), pair), [], [0]))
+            m = exchange(m, bit1, 2, [(0, 2), (1, 3)])
+            m = exchange(m, bit0, 1, [(0, 1), (2, 3)])
+            packed = vector.bitcast(ir.VectorType.get([8], element),
+                                    vector.from_elements(ir.VectorType.get([4], i32), m))
+
+            def store(buffer=buffer, packed=packed):
+                vector.store(packed, buffer, lead + [row, col], alignment=16)
+            ok = row_ok
+            if not full_n:  # N is a multiple of 8: a vector is all in or all out
+                col_ok = _cmp("ult", col, _idx(self.gemm.n))
+                ok = col_ok if ok is None else arith.andi(ok, col_ok)
+            if ok is None:
+                store()
+            else:
+                _if(ok, store)
 
     def _evaluate(self, acc_value, batch, row, col):
         """{buffer: value} of every buffer the epilogue writes, at one point."""

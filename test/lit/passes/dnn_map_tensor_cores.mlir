@@ -53,8 +53,13 @@
 //       CHECK:           arith.addf %[[V0]]
 //  CHECK-NEXT:           arith.maximumf
 //  CHECK-NEXT:           arith.truncf
+// Four pairs of a row are packed to i32, transposed across the quad (four
+// xor shuffles) and stored as one aligned 16-byte vector per thread.
 //       CHECK:           vector.from_elements %{{.*}}, %{{.*}} : vector<2xbf16>
-//  CHECK-NEXT:           vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] : memref<256x192xbf16>, vector<2xbf16>
+//  CHECK-NEXT:           vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+//       CHECK-COUNT-4:   gpu.shuffle  xor
+//       CHECK:           vector.bitcast %{{.*}} : vector<4xi32> to vector<8xbf16>
+//       CHECK:           vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x192xbf16>, vector<8xbf16>
 func.func private @gemm_bias_relu(%A: memref<256x512xbf16>, %B: memref<512x192xbf16>, %bias: memref<1x192xbf16>, %Y: memref<256x192xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   %C = memref.alloc() {alignment = 64 : i64} : memref<256x192xf32>
@@ -133,10 +138,10 @@ func.func private @odd_k(%A: memref<64x100xbf16>, %B: memref<100x64xbf16>, %C: m
 //       CHECK:   %[[P:.*]] = memref.alloc() : memref<4x1x64x128xf32>
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
 //       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-//       CHECK:           vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<4x1x64x128xf32>, vector<2xf32>
+//       CHECK:           vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<4x1x64x128xf32>, vector<2xf32>
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
 //       CHECK-COUNT-4:   vector.load %[[P]]
-//       CHECK:         vector.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] : memref<64x128xf32>, vector<2xf32>
+//       CHECK:         vector.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<64x128xf32>, vector<2xf32>
 func.func private @split_k_b_k_major(%A: memref<64x512xbf16>, %B: memref<512x128xbf16, strided<[1, 512]>>, %C: memref<64x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], split = 4 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x128xf32>) {
