@@ -100,6 +100,7 @@ GPU = Stage("gpu", (
     "canonicalize",
     "dnn-host-to-kernels",
     "dnn-io-strides",
+    "dnn-transpose-views",
     "dnn-default-config",
     "dnn-map-tensor-cores",
     "dnn-vectorize-pointwise",

@@ -97,7 +97,7 @@ def apply(module):
                 arg.set_type(strided)
                 types[i] = strided
                 for callee, index in readers:
-                    _set_argument_type(callee, index, strided)
+                    set_argument_type(callee, index, strided)
                 continue
             with ir.InsertionPoint(first):
                 buf = memref.alloc(t, [], [])
@@ -160,7 +160,7 @@ def _permuted_dense(shape, strides):
     return True
 
 
-def _set_argument_type(fn, index, type_):
+def set_argument_type(fn, index, type_):
     arg = irutil.body(fn).arguments[index]
     arg.set_type(type_)
     ftype = irutil.function_type(fn)
