@@ -35,7 +35,14 @@ class Stage:
 # that no single kernel implements, and outline each kernel-to-be.
 FRONT = (
     Stage("dnn", ("dnn-verify", "dnn-canonicalize")),
-    Stage("decomposed", ("dnn-decompose", "dnn-canonicalize")),
+    # The norm backwards and group norms split into row and column reductions
+    # with pointwise ops around them, which dnn-fuse makes into row programs,
+    # column programs and broadcast pointwise kernels.
+    Stage("decomposed", (
+        "dnn-decompose",
+        "dnn-decompose{ops=layernorm_backward,rmsnorm_backward,groupnorm,groupnorm_backward}",
+        "dnn-canonicalize",
+    )),
     Stage("fused", ("dnn-recognize-sdpa", "dnn-fuse", "dnn-verify")),
 )
 
@@ -105,6 +112,7 @@ GPU = Stage("gpu", (
     "dnn-map-tensor-cores",
     "dnn-vectorize-pointwise",
     "dnn-reduce-rows",
+    "dnn-reduce-columns",
     "dnn-parallel-dims-first",
     "convert-linalg-to-parallel-loops",
     "canonicalize",

@@ -11,22 +11,41 @@ Backward, from the saved statistics, with g = dy * scale:
     dx     = inv * (g - mean(g) - xhat * mean(g * xhat))   (rmsnorm: no mean(g))
     dscale = sum(dy * xhat), dbias = sum(dy)    over the dims the parameters broadcast on
 
-groupnorm views x (N, C, ...) as (N, G, C/G * spatial) for its statistics;
-instancenorm (and its backward) become groupnorm with G = C. Inference
-batchnorm folds into one per-channel multiply-add, y = x * a + c with
-a = scale * rsqrt(variance + eps) and c = bias - mean * a, the form that fuses
-into a convolution epilogue. Semantics: dnnc/dialect/ops_norm.py.
+The reductions are laid out for the kernels dnn-fuse makes of them: one
+along the innermost dim becomes a row program with the pointwise ops around
+it (dx), one along every other dim a column program (dscale and dbias, which
+read dy and x once). A norm backward over several dims first views x and dy
+as (rows, normalized elements).
+
+groupnorm and instancenorm (which becomes groupnorm with G = C) take their
+statistics over a view of x with one (sample, group) per row, (N, G, 1, ...,
+C/G * spatial); y = x * a + c then applies per (sample, channel)
+coefficients a = inv * scale and c = bias - mean * a, computed on the tiny
+(N, G, C/G, 1, ...) view and read as (N, C, 1, ...), so that each pass over x
+is a row program or a pointwise op with broadcasts, and each reshape only
+relabels a buffer. The backward likewise sums dy and dy * x per (sample,
+channel) over the spatial dims, folds those sums per group into the
+coefficients of dx = a * dy + p * x + q, and sums over the samples for dscale
+and dbias. (PyTorch's kernels take the same steps.)
+Inference batchnorm folds into one per-channel multiply-add, y = x * a + c
+with a = scale * rsqrt(variance + eps) and c = bias - mean * a, the form that
+fuses into a convolution epilogue. Semantics: dnnc/dialect/ops_norm.py.
 """
 
 import math
 
 
-def _moments(b, x, axes, epsilon):
-    """mean, biased variance, inv = rsqrt(var + eps) and xhat over ``axes``."""
+def _statistics(b, x, axes, epsilon):
+    """mean, biased variance, inv = rsqrt(var + eps) and x - mean over ``axes``."""
     mean = b.mean(x, axes)
     centered = b.sub(x, mean)
     var = b.mean(b.unary("square", centered), axes)
-    inv = b.unary("rsqrt", b.add(var, epsilon))
+    return mean, var, b.unary("rsqrt", b.add(var, epsilon)), centered
+
+
+def _moments(b, x, axes, epsilon):
+    """mean, biased variance, inv = rsqrt(var + eps) and xhat over ``axes``."""
+    mean, var, inv, centered = _statistics(b, x, axes, epsilon)
     return mean, var, inv, b.mul(centered, inv)
 
 
@@ -88,15 +107,40 @@ def layernorm(b, v):
     return {"y": y, "mean": mean, "inv_variance": inv}
 
 
-def layernorm_backward(b, v):
-    o = v.operands
+def _as_rows(b, v):
+    """The operands of a feature-norm backward, and (dx dims, parameter-reduction
+    dims). When the op normalizes several dims, x and dy are viewed as
+    (rows, normalized elements), the statistics as (rows, 1) and the scale as
+    (1, normalized elements): dx's sums then run along the innermost dim alone
+    and the parameter gradients' along the leading one, as row and column
+    programs need; ``_restore`` gives the results their shapes back."""
+    o = dict(v.operands)
     axes, param_axes = _feature_axes(b, v)
+    if len(axes) < 2:
+        return o, axes, param_axes
+    shape, axis = b.shape_of(o["x"]), v.attrs["axis"]
+    rows, n = math.prod(shape[:axis]), math.prod(shape[axis:])
+    for name, view in (("dy", (rows, n)), ("x", (rows, n)), ("scale", (1, n)),
+                       ("mean", (rows, 1)), ("inv_variance", (rows, 1)),
+                       ("inv_rms", (rows, 1))):
+        if o.get(name) is not None:
+            o[name] = b.reshape(o[name], view)
+    return o, [1], [0] if axis else []
+
+
+def _restore(b, v, out):
+    """The results of ``_as_rows``' views in the op's result shapes."""
+    return {k: b.reshape(t, b.shape_of(v.results[k])) for k, t in out.items()}
+
+
+def layernorm_backward(b, v):
+    o, axes, param_axes = _as_rows(b, v)
     inv = o["inv_variance"]
     xhat = b.mul(b.sub(o["x"], o["mean"]), inv)
     g = _scaled(b, o["dy"], o["scale"])
     out = {"dx": _input_grad(b, g, xhat, inv, axes, b.out("dx"))}
     out.update(_param_grads(b, v, o["dy"], xhat, param_axes))
-    return out
+    return _restore(b, v, out)
 
 
 def rmsnorm(b, v):
@@ -109,14 +153,13 @@ def rmsnorm(b, v):
 
 
 def rmsnorm_backward(b, v):
-    o = v.operands
-    axes, param_axes = _feature_axes(b, v)
+    o, axes, param_axes = _as_rows(b, v)
     inv = o["inv_rms"]
     xhat = b.mul(o["x"], inv)
     g = _scaled(b, o["dy"], o["scale"])
     out = {"dx": _input_grad(b, g, xhat, inv, axes, b.out("dx"), centered=False)}
     out.update(_param_grads(b, v, o["dy"], xhat, param_axes))
-    return out
+    return _restore(b, v, out)
 
 
 # ---------------------------------------------------------------------- batchnorm
@@ -159,37 +202,106 @@ def batchnorm_backward(b, v):
 
 # ---------------------------------------------------------------------- groupnorm, instancenorm
 
-def _grouped(b, t, groups):
-    """(N, C, ...) -> (N, G, C/G * spatial)."""
-    shape = b.shape_of(t)
-    return b.reshape(t, (shape[0], groups, math.prod(shape[1:]) // groups))
+def _group_rows(shape, groups):
+    """The view of x (N, C, ...) with one (sample, group) per row, of x's rank
+    (at least 3): (N, G, 1, ..., C/G * spatial)."""
+    return (shape[0], groups) + (1,) * (len(shape) - 3) + (math.prod(shape[1:]) // groups,)
 
 
-def _group_stat(b, t, groups):
-    """(N, G, 1, ...) statistics -> (N, G, 1), to broadcast on the grouped view."""
-    return b.reshape(t, (b.shape_of(t)[0], groups, 1))
+def _by_group(shape, groups):
+    """A value per (sample, channel), channels split by group: (N, G, C/G, 1, ...),
+    of x's rank (at least 3). Group statistics (N, G, 1, ...) broadcast on it."""
+    return (shape[0], groups, shape[1] // groups) + (1,) * (len(shape) - 3)
+
+
+def _per_channel(shape):
+    """(N, C, 1, ...): a value per (sample, channel), broadcast on x."""
+    return tuple(shape[:2]) + (1,) * (len(shape) - 2)
+
+
+def _spread(b, v, like):
+    """``v`` broadcast to its shape and ``like``'s together, as v + 0 * position:
+    gen_index reads no memory and its positions are finite, so the sum is v."""
+    position = b.emit("gen_index", {"x": like}, {"axis": 0})
+    return b.add(v, b.mul(position, 0.0))
 
 
 def groupnorm(b, v):
     o, groups = v.operands, v.attrs["groups"]
     shape = b.shape_of(o["x"])
-    mean, _, inv, xhat = _moments(b, _grouped(b, o["x"], groups), [2], v.attrs["epsilon"])
-    y = _affine(b, b.reshape(xhat, shape), o["scale"], o["bias"], b.out("y"))
+    # 1. Statistics: one row of x per (sample, group).
+    rows = b.reshape(o["x"], _group_rows(shape, groups))
+    last = len(b.shape_of(rows)) - 1
+    mean, _, inv, centered = _statistics(b, rows, [last], v.attrs["epsilon"])
     stat_shape = (shape[0], groups) + (1,) * (len(shape) - 2)
-    return {"y": y, "mean": b.reshape(mean, stat_shape),
-            "inv_variance": b.reshape(inv, stat_shape)}
+    out = {"mean": b.reshape(mean, stat_shape), "inv_variance": b.reshape(inv, stat_shape)}
+    scale, bias = o["scale"], o["bias"]
+    if scale is None and bias is None:
+        out["y"] = b.reshape(b.mul(centered, inv, out=b.out("y")), shape)
+        return out
+    # 2. y = x * a + c with a = inv * scale, c = bias - mean * a per (sample, channel).
+    param = (1,) + _by_group(shape, groups)[1:]
+    gamma = b.reshape(scale, param) if scale is not None else None
+    beta = b.reshape(bias, param) if bias is not None else None
+    a = b.mul(inv, gamma) if gamma is not None else _spread(b, inv, beta)
+    c = b.mul(mean, a)
+    c = b.unary("neg", c) if beta is None else b.sub(beta, c)
+    channel = _per_channel(shape)
+    out["y"] = b.add(b.mul(o["x"], b.reshape(a, channel)), b.reshape(c, channel),
+                     out=b.out("y"))
+    return out
 
 
 def groupnorm_backward(b, v):
     o, groups = v.operands, v.attrs["groups"]
-    shape = b.shape_of(o["x"])
-    inv = _group_stat(b, o["inv_variance"], groups)
-    xhat = b.mul(b.sub(_grouped(b, o["x"], groups), _group_stat(b, o["mean"], groups)), inv)
-    g = _grouped(b, _scaled(b, o["dy"], o["scale"]), groups)
-    dx = _input_grad(b, g, xhat, inv, [2], b.out("dx"))
-    out = {"dx": b.reshape(dx, shape)}
-    out.update(_param_grads(b, v, o["dy"], b.reshape(xhat, shape), _channel_axes(b, v)))
-    return out
+    dy, x = o["dy"], o["x"]
+    shape = b.shape_of(x)
+    rank, per_group = len(shape), shape[1] // groups
+    count = per_group * math.prod(shape[2:])  # elements of a (sample, group)
+    channel = _per_channel(shape)
+    # 1. Per (sample, channel): ds = sum(dy * x) and db = sum(dy) over the
+    #    spatial dims, one row each.
+    if rank > 2:
+        rows = channel[:-1] + (math.prod(shape[2:]),)
+        dy_rows, x_rows = b.reshape(dy, rows), b.reshape(x, rows)
+        ds = b.sum(b.mul(dy_rows, x_rows), [rank - 1])
+        db = b.sum(dy_rows, [rank - 1])
+    else:
+        ds, db = b.mul(dy, x), dy
+    # 2. Per (sample, group), on the (N, G, C/G) view (instancenorm: (N, C, 1, ...)
+    #    as it is): s1 = sum(g), s2 = sum(g * xhat) with g = dy * scale, and the
+    #    coefficients of dx = a * dy + p * x + q, all spread per channel.
+    if per_group > 1:
+        view, axes = (shape[0], groups, per_group), [2]
+        stat = (shape[0], groups, 1)
+    else:
+        view, axes, stat = channel, [], channel
+    mean, inv = b.reshape(o["mean"], stat), b.reshape(o["inv_variance"], stat)
+    ds_view, db_view = b.reshape(ds, view), b.reshape(db, view)
+    gamma = b.reshape(o["scale"], (1,) + view[1:]) if o["scale"] is not None else None
+    s1 = b.sum(_scaled(b, db_view, gamma), axes)
+    s2 = b.mul(inv, b.sub(b.sum(_scaled(b, ds_view, gamma), axes), b.mul(mean, s1)))
+    # dx = inv * (g - s1 / count - xhat * s2 / count) with xhat = (x - mean) * inv:
+    # a = inv * scale, p = -inv^2 * s2 / count, q = inv * (mean * inv * s2 - s1) / count.
+    a = b.mul(inv, gamma) if gamma is not None else inv
+    inv_count = b.mul(inv, 1.0 / count)
+    p = b.unary("neg", b.mul(b.mul(inv, inv_count), s2))
+    q = b.mul(inv_count, b.sub(b.mul(b.mul(mean, inv), s2), s1))
+    if per_group > 1:
+        a = a if gamma is not None else _spread(b, a, ds_view)
+        p, q = _spread(b, p, ds_view), _spread(b, q, ds_view)
+    dx = b.add(b.add(b.mul(b.reshape(a, channel), dy), b.mul(b.reshape(p, channel), x)),
+               b.reshape(q, channel), out=b.out("dx"))
+    out = {"dx": dx}
+    # 3. dscale = sum over samples of inv * (ds - mean * db), dbias = of db: on
+    #    (N, C) views, a reduction over the leading dim of a 2-D tensor.
+    samples = tuple(shape[:2])
+    if v.results.get("dscale") is not None:
+        t = b.reshape(b.mul(b.sub(ds_view, b.mul(mean, db_view)), inv), samples)
+        out["dscale"] = b.sum(t, [0], out=b.out("dscale"))
+    if v.results.get("dbias") is not None:
+        out["dbias"] = b.sum(b.reshape(db, samples), [0], out=b.out("dbias"))
+    return _restore(b, v, out)
 
 
 def _as_groupnorm(b, v, name, attrs):

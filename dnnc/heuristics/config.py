@@ -20,12 +20,14 @@ from dnnc.errors import PipelineError
 
 # The strategies the GPU code generator lowers (dnn-distribute-loops): a
 # config may only name these. DESIGN.md's faster ones are PLANNED.
-IMPLEMENTED = ("simt-generic", "simt-pointwise", "simt-reduce", "tc-sm90")
+IMPLEMENTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
+               "tc-sm90")
 PLANNED = ("tc-sm80",)
 
 # The fields each implemented strategy reads; an override may set only these.
 FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unroll"),
           "simt-reduce": ("block", "vector", "tile"),
+          "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
           "tc-sm90": ("block", "tile", "stages", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).

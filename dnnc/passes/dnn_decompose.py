@@ -6,8 +6,8 @@ The rules live in dnnc/decompose/ (one file per family). Options:
   to pointwise ops, reductions, matmuls and tensor ops, e.g. for a target with
   only simple kernels or to check a lowering against the reference.
 * ``ops=softmax,layernorm`` expands exactly the named ops.
-* Neither (the default, as the ``front`` pipeline runs it) expands the ops that
-  no single fast kernel implements, and keeps the ones that have one
+* Neither (the default, as the ``front`` pipeline runs it first) expands the
+  ops that no single fast kernel implements, and keeps the ones that have one
   (sdpa and its backward, layernorm, rmsnorm, batchnorm, groupnorm, softmax...):
 
   - ``batchnorm_inference`` becomes a per-channel multiply-add, a pointwise
@@ -16,6 +16,11 @@ The rules live in dnnc/decompose/ (one file per family). Options:
     ``groupnorm_backward`` with groups = C (the groupnorm kernels serve both);
   - ``softmax_backward`` and ``log_softmax_backward`` become one reduction and
     pointwise ops, which fuse into the neighbouring kernels.
+
+  The ``front`` pipeline then runs it with ``ops=`` naming the norm backwards
+  and groupnorm (and its backward): their expansions are reductions along
+  rows or columns with pointwise ops around them, which dnn-fuse makes into
+  row programs, column programs and pointwise kernels (dnnc/decompose/norm.py).
 
 Before (default options)::
 

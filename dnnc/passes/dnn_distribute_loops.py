@@ -49,7 +49,8 @@ from dnnc.passes import DnncPass, register
 # The strategies whose loops this pass spreads (simt-pointwise's are vector
 # loops by then: dnn-vectorize-pointwise; a simt-reduce kernel is one
 # gpu.launch already, dnn-reduce-rows, and has none left).
-DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce", "tc-sm90")
+DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
+               "tc-sm90")
 
 # Ops that may stay on the host between launches: they only make or view
 # buffers, or are constants that gpu-kernel-outlining sinks into kernels.

@@ -15,16 +15,40 @@ Grouping, in program order:
   conv, softmax or log_softmax kernel when it uses the kernel's chain tip (the
   anchor's result, then the last op that joined) and is that value's only user.
   Its other operands (bias, residual) become kernel arguments;
+* rows: a reduction of the innermost axis alone that keeps it (``rows x 1``,
+  a row program for simt-reduce) takes pointwise ops over its rows on both
+  sides: its chain tip extends as an epilogue does (``dy - sum(dy * y)``),
+  and a pointwise kernel over the reduced tensor's shape that feeds only it
+  joins it (``dy * y`` before the sum, ``exp(y)`` beside it), so that a
+  decomposed softmax backward is one kernel. Beyond the chain (a norm
+  backward's dx is a graph, not a chain): a row reduction joins the kernel
+  making its operand when that is a row kernel over the same rows or a
+  pointwise kernel over them (which becomes a row kernel), else a row kernel
+  over the same rows that reads the same operand (``sum(dy)`` beside
+  ``sum(dy * x)``); a pointwise op over the rows (a whole row or a value per
+  row; operands broadcast to the rows) joins the row kernels it reads, with
+  the pointwise kernels over those rows that it reads, or, reading none, a
+  row kernel that reads one of its operands;
+* columns: a reduction over leading dims that keeps them (``1 x N``, a
+  column program) recomputes the pointwise ops over its operand's shape
+  that compute that operand (``dy * xhat`` from dy, x, mean and inv) rather
+  than reading them from another kernel; those that nothing else needs are
+  placed with it alone. Reductions over the same columns share a kernel
+  (dscale beside dbias), and a pointwise op over the reduced shape that reads
+  one (the cast to the output's type) joins it;
 * prologue (option ``prologue``): an ``add`` whose result feeds a layernorm or
   rmsnorm as x and is otherwise only returned joins the norm's kernel;
 * other pointwise ops join the pointwise kernels of their operands (one kernel
   per connected chain), else start one (anchor "pointwise");
-* reshape, transpose and slice get one kernel each (anchor "tensor");
+* reshape, transpose and slice get one kernel each (anchor "tensor"), but for
+  a reshape that is no graph result: it stays in the graph function, where
+  bufferization makes it a view of its operand's buffer (it moves no data);
 * ``dnn.constant``s are cloned into every kernel that uses them.
 
 A join that would make two kernels depend on each other is refused. A kernel
-returns exactly the values used outside it; calls are emitted in a topological
-order of the kernels, which is also the numbering.
+returns exactly the values used outside it (not those its users recompute);
+calls are emitted in a topological order of the kernels, which is also the
+numbering.
 
 Before::
 
@@ -68,15 +92,23 @@ POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
 EPILOGUE_ANCHORS = {"matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "softmax", "log_softmax"}
 PROLOGUE_NORMS = {"layernorm", "rmsnorm"}
+VIEW = "view"  # the anchor of a reshape left in the graph function
 
 
 @dataclass(eq=False)
 class Group:
     """The ops of one kernel-to-be."""
 
-    anchor: str  # the dnn.anchor of the kernel: an op name, "pointwise" or "tensor"
+    anchor: str  # the dnn.anchor of the kernel: an op name, "pointwise", "tensor" (or VIEW)
     ops: list = field(default_factory=list)
     tip: object = None  # the value an epilogue may extend; None when closed
+    rows: tuple = None  # a row reduction's operand shape: what its pointwise ops span
+    columns: tuple = None  # a column reduction's (operand shape, result shape)
+
+    def spans(self, value):
+        """True when ``value`` is over this row reduction's rows, whole or reduced."""
+        shape = _shape(value)
+        return shape == self.rows or shape == self.rows[:-1] + (1,)
 
 
 def _kind(op):
@@ -98,6 +130,89 @@ def _is_constant(op):
     return op is not None and op.name == "dnn.constant"
 
 
+def _shape(value):
+    return tuple(ir.ShapedType(value.type).shape)
+
+
+def _row_reduction(op):
+    """True for a reduction of the innermost axis alone that keeps it, over
+    rows (rank 2 or more)."""
+    if op.name != "dnn.reduction":
+        return False
+    if "keepdims" in op.attributes and not ir.BoolAttr(op.attributes["keepdims"]).value:
+        return False
+    rank = len(_shape(op.operands[0]))
+    return rank > 1 and list(ir.DenseI64ArrayAttr(op.attributes["axes"])) == [rank - 1]
+
+
+def _column_reduction(op):
+    """(operand shape, result shape) of a reduction over leading dims that keeps
+    them, the innermost not among them; None for any other op."""
+    if op.name != "dnn.reduction":
+        return None
+    if "keepdims" in op.attributes and not ir.BoolAttr(op.attributes["keepdims"]).value:
+        return None
+    shape = _shape(op.operands[0])
+    k = len(shape) - 1
+    axes = sorted(ir.DenseI64ArrayAttr(op.attributes["axes"]))
+    if not axes or axes != list(range(len(axes))) or len(axes) > k:
+        return None
+    return shape, (1,) * len(axes) + shape[len(axes):]
+
+
+def _is_view(op):
+    """True for a reshape of a computed value or argument that is no graph
+    result: a view of its operand's buffer, left in the graph function."""
+    return (op.name == "dnn.reshape" and not _is_constant(_producer(op.operands[0]))
+            and all(u.name.startswith("dnn.") for u in _users(op.results[0])))
+
+
+def _broadcasts(shape, full):
+    """True when a tensor of ``shape`` broadcasts to ``full`` (dims aligned on the right)."""
+    return len(shape) <= len(full) and all(
+        d in (1, f) for d, f in zip(reversed(shape), reversed(full)))
+
+
+def _pointwise_over(op, shapes, full):
+    """True for a pointwise op (no constant) whose result has one of ``shapes``
+    and whose operands broadcast to ``full``."""
+    return (op is not None and _kind(op) in POINTWISE and not _is_constant(op)
+            and all(_shape(r) in shapes for r in op.results)
+            and all(_broadcasts(_shape(v), full) for v in op.operands))
+
+
+def _spans(op, rows):
+    """True for a pointwise op over ``rows``: its result is a whole row or one
+    value per row, and its operands broadcast to the rows."""
+    return _pointwise_over(op, (rows, rows[:-1] + (1,)), rows)
+
+
+def _recomputed(ops):
+    """{column reduction: the pointwise ops over its operand's shape that compute
+    that operand, in program order} and the set of those ops whose every user
+    is such an op or reduction (nothing else needs them)."""
+    position = {op: i for i, op in enumerate(ops)}
+    cones = {}
+    for op in ops:
+        columns = _column_reduction(op)
+        if columns is None:
+            continue
+        cone, todo = set(), [op.operands[0]]
+        while todo:
+            p = _producer(todo.pop())
+            if p not in cone and _pointwise_over(p, (columns[0],), columns[0]):
+                cone.add(p)
+                todo.extend(p.operands)
+        cones[op] = sorted(cone, key=position.__getitem__)
+    members = set().union(*cones.values()) if cones else set()
+    only = set()
+    for op in reversed(ops):
+        if op in members and all(u in only or op in cones.get(u, ())
+                                 for u in _users(op.results[0])):
+            only.add(op)
+    return cones, only
+
+
 class Partition:
     """Splits one block's dnn ops into Groups; see the module docstring."""
 
@@ -108,8 +223,11 @@ class Partition:
         self.epilogue = epilogue
         self.prologue = prologue
         self.prologue_adds = self._prologue_adds(ops) if prologue else set()
+        self.cones, self.column_only = _recomputed(ops)
+        self._holders = None  # computed once placing is done
         for op in ops:
-            self._place(op)
+            if op not in self.column_only:  # placed with its column reductions
+                self._place(op)
 
     # -- dependencies between groups ----------------------------------------
 
@@ -121,10 +239,14 @@ class Partition:
     def _deps(self, groups, extra=()):
         """The groups outside ``groups`` that the ops of ``groups`` and ``extra`` read."""
         out = {}
-        for op in [o for g in groups for o in g.ops] + list(extra):
+        ops = [o for g in groups for o in g.ops] + list(extra)
+        inside = set(ops)  # a recomputed op is inside, whichever group owns it
+        for op in ops:
             if op not in self.producers:  # cached: the bindings' calls are slow
                 self.producers[op] = [_producer(v) for v in op.operands]
             for p in self.producers[op]:
+                if p in inside:
+                    continue
                 g = self.group_of.get(p) if not _is_constant(p) else None
                 if g is not None and g not in groups:
                     out[g] = None
@@ -142,6 +264,17 @@ class Partition:
                     seen.add(d)
                     todo.append(d)
         return False
+
+    def holders(self):
+        """{op: the op sets of the groups that compute it} (several for an op
+        that column kernels recompute)."""
+        if self._holders is None:
+            self._holders = {}
+            for group in self.groups:
+                members = frozenset(group.ops)
+                for op in group.ops:
+                    self._holders.setdefault(op, []).append(members)
+        return self._holders
 
     def _legal(self, members, op):
         """Can ``op`` and the groups ``members`` form one kernel without a cycle?"""
@@ -180,10 +313,13 @@ class Partition:
             if any(not u.name.startswith("dnn.") for u in _users(op.results[0])):
                 self._new("pointwise", op)
         elif kind in POINTWISE:
-            if not self._join_epilogue(op) and op not in self.prologue_adds:
+            if not self._join_epilogue(op) and op not in self.prologue_adds \
+                    and not self._join_reductions(op):
                 self._join_pointwise(op)
         elif kind in TENSOR:
-            self._new("tensor", op)
+            self._new(VIEW if _is_view(op) else "tensor", op)
+        elif kind == "reduction" and self._place_reduction(op):
+            pass
         else:
             group = Group(kind)
             self.groups.append(group)
@@ -192,8 +328,11 @@ class Partition:
                     and _producer(x) not in self.group_of:
                 self._add(group, _producer(x))
             self._add(group, op)
-            if kind in EPILOGUE_ANCHORS:
+            if kind in EPILOGUE_ANCHORS or _row_reduction(op):
                 group.tip = op.results[0]
+            if _row_reduction(op):
+                group.rows = _shape(op.operands[0])
+                self._absorb(group)
 
     def _join_epilogue(self, op):
         if not self.epilogue:
@@ -201,11 +340,123 @@ class Partition:
         for v in op.operands:
             group = self._source(v)
             if (group is not None and group.tip is not None and group.tip == v
-                    and _users(v) == [op] and self._legal([group], op)):
+                    and _users(v) == [op] and self._legal([group], op)
+                    and (group.rows is None or group.spans(op.results[0]))):
                 self._add(group, op)
                 group.tip = op.results[0]
+                if group.rows is not None:
+                    self._absorb(group)
                 return True
         return False
+
+    def _absorb(self, group):
+        """Merge into row-reduction ``group`` each pointwise kernel over its
+        rows whose results only ``group`` uses (and, in turn, the ones that
+        fed those)."""
+        todo = self._deps([group])
+        while todo:
+            g = todo.pop()
+            if g.anchor != "pointwise" or any(_shape(r) != group.rows
+                                              for o in g.ops for r in o.results):
+                continue
+            inside = set(g.ops) | set(group.ops)
+            if any(u.owner.operation not in inside
+                   for o in g.ops for r in o.results for u in r.uses):
+                continue
+            if any(self._reaches(d, [group, g]) for d in self._deps([group, g])):
+                continue
+            for o in g.ops:
+                self._add(group, o)
+            self.groups.remove(g)
+            todo = self._deps([group])
+
+    # -- row and column programs ---------------------------------------------
+
+    def _place_reduction(self, op):
+        """Place a column reduction, or a row reduction that joins a kernel
+        (see the module docstring); False when a row reduction starts one."""
+        columns = _column_reduction(op)
+        if columns is not None:
+            self._place_columns(op, columns)
+            return True
+        if not _row_reduction(op):
+            return False
+        x, rows = op.operands[0], _shape(op.operands[0])
+        source = self._source(x)
+        if source is not None and source.rows == rows and self._legal([source], op):
+            self._add(source, op)
+            return True
+        if source is not None and self._over_rows(source, rows) \
+                and self._legal([source], op):
+            source.anchor, source.rows, source.tip = "reduction", rows, op.results[0]
+            self._add(source, op)
+            self._absorb(source)
+            return True
+        for g in reversed(self.groups):  # a row kernel that reads x too
+            if g.rows == rows and any(x in list(o.operands) for o in g.ops) \
+                    and self._legal([g], op):
+                self._add(g, op)
+                return True
+        return False
+
+    def _over_rows(self, group, rows):
+        """True for a pointwise kernel whose every op is over ``rows``."""
+        return group.anchor == "pointwise" and all(_spans(o, rows) for o in group.ops)
+
+    def _place_columns(self, op, columns):
+        """A column reduction with the ops it recomputes joins the latest kernel
+        over the same columns, else starts one."""
+        ops = self.cones[op] + [op]
+        target = None
+        for g in reversed(self.groups):
+            if g.columns == columns and not any(
+                    self._reaches(d, [g]) for d in self._deps([g], ops)):
+                target = g
+                break
+        if target is None:
+            target = Group("reduction", columns=columns)
+            self.groups.append(target)
+        for o in ops:
+            if o not in target.ops:
+                target.ops.append(o)
+                self.group_of.setdefault(o, target)
+
+    def _join_reductions(self, op):
+        """Join a pointwise op to a column kernel it reads (over the reduced
+        shape), else to the row kernels it reads (over their rows) or, reading
+        none, to the latest row kernel that reads one of its operands; True
+        when joined."""
+        sources = [g for g in dict.fromkeys(self._source(v) for v in op.operands)
+                   if g is not None]
+        for g in sources:
+            if g.columns is not None and _pointwise_over(op, (g.columns[1],), g.columns[1]) \
+                    and self._legal([g], op):
+                self._add(g, op)
+                return True
+        row_groups = [g for g in sources if g.rows is not None]
+        if not row_groups:
+            reads = {v for v in op.operands if not _is_constant(_producer(v))}
+            row_groups = [g for g in reversed(self.groups) if g.rows is not None
+                          and _spans(op, g.rows)
+                          and any(v in reads for o in g.ops for v in o.operands)][:1]
+        rows = next((g.rows for g in row_groups if _spans(op, g.rows)), None)
+        if rows is None:
+            return False
+        members = []
+        for g in row_groups + [g for g in sources if g.anchor == "pointwise"]:
+            if g not in members and (g.rows == rows or self._over_rows(g, rows)) \
+                    and self._legal(members + [g], op):
+                members.append(g)
+        into = next((g for g in members if g.rows == rows), None)
+        if into is None:
+            return False
+        for g in members:
+            if g is not into:
+                for o in g.ops:
+                    self._add(into, o)
+                self.groups.remove(g)
+        self._add(into, op)
+        return True
 
     def _join_pointwise(self, op):
         candidates = []
@@ -265,10 +516,20 @@ def _clone(op, mapping):
     return new
 
 
-def _build_kernel(name, group, position, fn):
-    """Create the kernel function before ``fn``; return it and its (inputs, outputs)."""
+def _build_kernel(name, group, position, fn, partition):
+    """Create the kernel function before ``fn``; return it and its (inputs, outputs).
+    An op the kernel only recomputes (``partition`` places it in another group)
+    is no result of it, nor is an op for users whose groups all compute it."""
     ops = sorted(group.ops, key=position.__getitem__)
     inside = set(ops)
+    holders = partition.holders()
+
+    def read_here(user, op):
+        if partition.group_of.get(op) is not group:
+            return False
+        return user not in inside and not (
+            user in holders and all(op in members for members in holders[user]))
+
     inputs, outputs = {}, []
     for op in ops:
         for v in op.operands:
@@ -276,7 +537,7 @@ def _build_kernel(name, group, position, fn):
             if p not in inside and not _is_constant(p):
                 inputs[v] = None
         for r in op.results:
-            if any(u.owner.operation not in inside for u in r.uses):
+            if any(read_here(u.owner.operation, op) for u in r.uses):
                 outputs.append(r)
     inputs = list(inputs)
     with ops[0].location:
@@ -326,8 +587,15 @@ def fuse_function(fn, epilogue=True, prologue=True):
     terminator = ops[-1]
     replaced, count = {}, 0
     for group in _topological(partition.groups, partition, position):
+        if group.anchor == VIEW:  # a reshape: stays in the graph function
+            with ir.InsertionPoint(terminator):
+                for op in group.ops:
+                    mapping = {v: replaced.get(v, v) for v in op.operands}
+                    new = _clone(op, mapping)
+                    replaced.update(zip(op.results, new.results))
+            continue
         name = f"{graph}_k{count}_{group.anchor}"
-        kernel, inputs, outputs = _build_kernel(name, group, position, fn)
+        kernel, inputs, outputs = _build_kernel(name, group, position, fn, partition)
         if not outputs:  # dead ops (dnn ops are pure): no kernel
             kernel.operation.erase()
             continue

@@ -1,7 +1,11 @@
 """dnn-reduce-rows: lower every kernel whose ``dnn.config`` names the
 ``simt-reduce`` strategy to a row program: one ``gpu.launch`` with a row per
-block (or per warp), warp-shuffle and shared-memory reductions, intermediates
-recomputed rather than stored (dnnc/codegen/gpu/rowwise.py).
+block (or per warp), warp-shuffle and shared-memory reductions
+(dnnc/codegen/gpu/rowwise.py). A thread that has at most 32 elements of its
+row keeps them in registers: its inputs loaded once, every intermediate
+computed once (softmax: one exp per element); longer rows loop over their
+vectors pass by pass, reading the inputs again and recomputing
+intermediates rather than storing them.
 
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``block[0]`` is the threads
@@ -20,16 +24,17 @@ strategy = "simt-reduce", vector = 4}``)::
     linalg.generic ... ins(%x) outs(%m) ["parallel", "reduction"]  // max
     ...
 
-After::
+After (a vector of 4 a thread: held in registers)::
 
     gpu.launch blocks(...) in (%gx = %c64, ...) threads(...) in (%bx = %c64, ...)
         workgroup(%smem : memref<4xf32, #gpu.address_space<workgroup>>) {
-      %max = scf.for %c = %c0 to %c1 step %c1 iter_args(%acc = %ninf) -> (f32) {
-        %v = vector.load %x[%row, %j] ...
-        ...
-      }
+      %v = vector.load %x[%row, %j] ...
+      %max = arith.maximumf ...                  // the thread's part
       %s1 = gpu.shuffle xor %max, %c16, %c32 : f32
       ...
+      %e0 = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(...)   // exp, once
+      ...
+      vector.store %y0, %y[%row, %j] ...         // e * (1 / max(s, 1))
     }
 
 Lit test: test/lit/passes/dnn_reduce_rows.mlir.

@@ -712,9 +712,9 @@ def emulate(g):
             break
         run_pipeline(module, stage.pipeline)
     with module.context:  # a row program's shuffles and barriers need a GPU
-        for fn in irutil.kernel_functions(module):
+        for fn in irutil.kernel_functions(module):  # (column programs: test_colwise.py)
             config = heuristics.Config.from_attr(fn.attributes["dnn.config"])
-            if config.strategy == "simt-reduce":
+            if config.strategy in ("simt-reduce", "simt-reduce-columns"):
                 fn.attributes["dnn.config"] = heuristics.Config(
                     "simt-generic", config.block).to_attr()
     gpu = pipelines.GPU.passes

@@ -324,6 +324,20 @@ def test_default_set_is_the_documented_one():
                            "softmax_backward", "log_softmax_backward"}
 
 
+def test_front_pipeline_expands_the_norms_that_become_row_and_column_programs():
+    """The decomposed stage also expands the norm backwards and the group
+    norms, which dnn-fuse splits into row and column programs."""
+    from dnnc import pipelines
+
+    stage = next(s for s in pipelines.FRONT if s.name == "decomposed")
+    expanded = set(DEFAULT_OPS)
+    for p in stage.passes:
+        if p.startswith("dnn-decompose{ops="):
+            expanded |= set(p[len("dnn-decompose{ops="):-1].split(","))
+    assert set(ROWS_AND_COLUMNS) <= expanded
+    assert not {"layernorm", "rmsnorm", "softmax", "batchnorm", "sdpa"} & expanded
+
+
 def test_pass_all_option():
     case = CASES["sdpa_backward-gqa-masked"]()
     module = graph_mlir.to_module(case.g)
@@ -389,6 +403,39 @@ def test_causal_mask_uses_gen_index():
     decompose.expand_all(module)
     names = [op.name for op in dnn_ops(module)]
     assert names.count("dnn.gen_index") == 2 and "dnn.cmp_gt" in names
+
+
+# The expansions the front pipeline makes of these ops are fused into row
+# programs and column programs: every reduction runs along the innermost dim
+# alone or along every dim but the innermost.
+ROWS_AND_COLUMNS = ("layernorm_backward", "rmsnorm_backward", "groupnorm",
+                    "groupnorm_backward", "instancenorm", "instancenorm_backward")
+
+
+@pytest.mark.parametrize("name", sorted(n for n in CASES
+                                        if n.split("-")[0] in ROWS_AND_COLUMNS))
+def test_norm_reductions_run_along_rows_or_columns(name):
+    module = graph_mlir.to_module(CASES[name]().g)
+    decompose.expand_all(module)
+    for op in dnn_ops(module):
+        if op.name != "dnn.reduction":
+            continue
+        rank = len(op.operands[0].type.shape)
+        axes = sorted(op.attributes["axes"])
+        assert axes in ([rank - 1], list(range(rank - 1))), f"{op}"
+
+
+def test_groupnorm_statistics_read_one_row_per_group():
+    """x (2, 6, 5, 3) in 3 groups: rows of 2 channels * 15 positions, and
+    y = x * a + c with a and c per (sample, channel)."""
+    module = graph_mlir.to_module(CASES["groupnorm-r4-g3-a1-t1"]().g)
+    decompose.expand_all(module)
+    text = str(module)
+    assert "(tensor<2x6x5x3xf32>) -> tensor<2x3x1x30xf32>" in text
+    assert "(tensor<2x3x2x1xf32>) -> tensor<2x6x1x1xf32>" in text
+    y = [op for op in dnn_ops(module) if op.name == "dnn.mul"
+         and str(op.operands[0].type) == "tensor<2x6x5x3xf32>"]
+    assert [str(op.operands[1].type) for op in y] == ["tensor<2x6x1x1xf32>"]
 
 
 # ---------------------------------------------------------------------- element types

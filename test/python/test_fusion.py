@@ -15,7 +15,8 @@ import numpy as np
 import pytest
 
 import dnnc
-from dnnc import graph_mlir, interpreter, passes
+from dnnc import graph_mlir, interpreter, passes, pipelines
+from mlir import ir
 
 PIPELINE = "builtin.module(dnn-canonicalize,dnn-recognize-sdpa,dnn-fuse,dnn-verify)"
 F32 = dnnc.data_type.FLOAT
@@ -278,7 +279,10 @@ def test_tensor_ops_and_concat():
     r = g.reshape(g.reshape(t, [15, 7]), [5, 21])  # one reshape
     s = g.slice(r, [slice(None), slice(1, 20, 2)])
     g.concat([g.sigmoid(s), s], axis=1).set_output(True)
-    check(g, ["tensor", "tensor", "pointwise", "concat"])
+    module = check(g, ["tensor", "pointwise", "concat"])
+    # The reshape moves no data: it stays in the graph function, a view.
+    graph = str(module).split("func.func @tensors(")[1]
+    assert '"dnn.reshape"(%arg0)' in graph
 
 
 def test_join_that_would_make_a_cycle_is_refused():
@@ -305,3 +309,112 @@ def test_options_turn_off_epilogue_and_prologue():
     pipeline = "builtin.module(dnn-fuse{epilogue=false prologue=false})"
     check(g, ["matmul", "pointwise", "layernorm"], pipeline=pipeline)
     check(g, ["matmul", "layernorm"])  # relu and the residual add join the matmul
+
+
+# ---------------------------------------------------------------------------
+# Norms through the whole front pipeline: decomposed into reductions and
+# pointwise ops, then fused into row programs (reductions along the innermost
+# dim), column programs (along the leading dims) and pointwise kernels.
+
+FRONT = "builtin.module(" + ",".join(p for s in pipelines.FRONT for p in s.passes) + ")"
+
+
+def check_front(graph, anchors, positive=()):
+    """``check`` through the front pipeline (the decomposition rounds
+    differently: f32 tolerances), and the CPU back end against the reference."""
+    module = check(graph, anchors, positive=positive, pipeline=FRONT, rtol=1e-5, atol=1e-5)
+    arrays = _inputs(graph, 0, positive)
+    _check_cpu(graph, arrays, interpreter.run_module(graph_mlir.to_module(graph), arrays))
+    return module
+
+
+def reduced_axes(module):
+    """Per kernel, in order: the axes of each of its reductions, as a tuple."""
+    out = []
+    with module.context:
+        for f in module.body.operations:
+            if f.operation.name != "func.func" or "dnn.kernel" not in f.attributes:
+                continue
+            ops = f.regions[0].blocks[0].operations
+            out.append([tuple(ir.DenseI64ArrayAttr(op.attributes["axes"])) for op in ops
+                        if op.operation.name == "dnn.reduction"])
+    return out
+
+
+def graph_ops(module, name):
+    """The names of the ops left in graph function ``name`` besides calls."""
+    text = str(module).split(f"func.func @{name}(")[1]
+    return [line.split('"')[1] for line in text.splitlines() if '= "dnn.' in line]
+
+
+@pytest.mark.parametrize("op", ["layernorm_backward", "rmsnorm_backward"])
+@pytest.mark.parametrize("affine", [True, False])
+def test_norm_backward_is_a_row_and_a_column_program(op, affine):
+    g = _graph(f"{op}_{affine}")
+    dy, x = g.tensor(name="dy", dim=[6, 16]), g.tensor(name="x", dim=[6, 16])
+    scale = g.tensor(name="scale", dim=[1, 16]) if affine else None
+    inv = g.tensor(name="inv", dim=[6, 1])
+    if op == "layernorm_backward":
+        mean = g.tensor(name="mean", dim=[6, 1])
+        outs = g.layernorm_backward(dy, x, scale, mean, inv, axis=1, has_bias=affine)
+    else:
+        outs = g.rmsnorm_backward(dy, x, scale, inv, axis=1, has_bias=affine)
+    for t in outs:
+        if t is not None:
+            t.set_output(True)
+    module = check_front(g, ["reduction", "reduction"] if affine else ["reduction"],
+                         positive=("inv",))
+    # dx: sums along the rows only; dscale and dbias: along the columns, together.
+    rows = [(1,), (1,)] if op == "layernorm_backward" else [(1,)]
+    assert reduced_axes(module) == [rows] + ([[(0,), (0,)]] if affine else [])
+
+
+def test_norm_backward_over_several_dims_reads_rows_of_all_of_them():
+    g = _graph("ln_bwd_3d")
+    dy, x = g.tensor(name="dy", dim=[2, 3, 8]), g.tensor(name="x", dim=[2, 3, 8])
+    scale = g.tensor(name="scale", dim=[1, 3, 8])
+    mean, inv = g.tensor(name="mean", dim=[2, 1, 1]), g.tensor(name="inv", dim=[2, 1, 1])
+    for t in g.layernorm_backward(dy, x, scale, mean, inv, axis=1):
+        t.set_output(True)
+    # Viewed as 2 rows of 24: a row and a column program, then each result
+    # copied back into its shape.
+    module = check_front(g, ["reduction", "reduction", "tensor", "tensor", "tensor"],
+                         positive=("inv",))
+    assert reduced_axes(module)[:2] == [[(1,), (1,)], [(0,), (0,)]]
+
+
+@pytest.mark.parametrize("groups", [3, 6])
+def test_groupnorm_is_statistics_then_pointwise(groups):
+    g = _graph(f"gn{groups}")
+    x = g.tensor(name="x", dim=[2, 6, 4, 5])
+    scale = g.tensor(name="scale", dim=[1, 6, 1, 1])
+    bias = g.tensor(name="bias", dim=[1, 6, 1, 1])
+    for t in g.groupnorm(x, groups, scale, bias, norm_forward_phase="training"):
+        t.set_output(True)
+    # Statistics: a row program over (sample, group) rows; y = x * a + c with
+    # a and c per (sample, channel): computed in the statistics kernel when a
+    # group is one channel (instancenorm), else by a kernel of their own.
+    anchors = ["reduction", "pointwise"] if groups == 6 else \
+        ["reduction", "pointwise", "pointwise"]
+    module = check_front(g, anchors)
+    assert reduced_axes(module)[0] == [(3,), (3,)]
+    assert "dnn.reshape" in graph_ops(module, f"gn{groups}")  # views, no copies
+
+
+@pytest.mark.parametrize("groups", [3, 6])
+def test_groupnorm_backward_kernels(groups):
+    g = _graph(f"gn_bwd{groups}")
+    dy, x = g.tensor(name="dy", dim=[2, 6, 4, 5]), g.tensor(name="x", dim=[2, 6, 4, 5])
+    scale = g.tensor(name="scale", dim=[1, 6, 1, 1])
+    mean = g.tensor(name="mean", dim=[2, groups, 1, 1])
+    inv = g.tensor(name="inv", dim=[2, groups, 1, 1])
+    for t in g.groupnorm_backward(dy, x, groups, scale, mean, inv):
+        t.set_output(True)
+    # Sums of dy and dy * x per (sample, channel) (a row program), their sums
+    # per group into dx's coefficients (a row program over the channels of a
+    # group; with one channel per group, part of the first), dx (pointwise),
+    # dscale and dbias (a column program), copied into their (1, C, 1, 1).
+    per_group = ["reduction"] if groups == 3 else []
+    module = check_front(g, ["reduction"] + per_group + ["pointwise", "reduction", "tensor",
+                                                          "tensor"], positive=("inv",))
+    assert reduced_axes(module)[0] == [(3,), (3,)]

@@ -7,7 +7,7 @@ iteration space is ``rows x N`` (all dims parallel but the last, which is
 parallel or a reduction) or ``rows x 1`` (per-row scalars: a fill, rstd's
 rsqrt), copies between buffers, and ``memref.alloc`` of intermediates.
 softmax is: fill m with -inf; m = max over the row; e = exp(x - m); fill s
-with 0; s = sum of e over the row; y = e / s.
+with 0; s = sum of e over the row; y = e / max(s, 1).
 
 ``build`` interprets those statements in order, at compile time, and emits
 code for one row:
@@ -20,19 +20,44 @@ code for one row:
   warps of a block, through shared memory; the result is combined with the
   buffer's value before the pass (its fill). Every thread ends with it;
 * a full-row intermediate is not stored anywhere: its generic is recorded
-  with the values of its operands at that point, and recomputed, position by
-  position, wherever a later pass reads it. Inputs are read again by each
-  pass that needs them; the row (a few KB to a few hundred) is in L1 or L2
-  by then, so DRAM sees each input about once;
-* a full-row result (an output of the kernel) is stored in a final pass,
-  16-byte vectors at a time; a per-row scalar result by the row's first
-  thread.
+  with the values of its operands at that point and evaluated, position by
+  position, where a later pass reads it. So is a write to a kernel output
+  that a later statement overwrites (bufferization often computes an f32
+  softmax's exp in the output buffer);
+* a full-row result (the last write of an output of the kernel) is stored
+  in a final pass, 16-byte vectors at a time; a per-row scalar result by the
+  row's first thread.
 
 A thread of a row handles the vectors ``lane, lane + T, lane + 2T, ...`` of
 ``vector`` elements (``T`` threads per row: a whole block, or a warp when
 ``tile = [rows per block]`` says so), so that a warp reads consecutive
 vectors. Positions past the row's end (N not a multiple of T * vector) are
 read at the last vector (in bounds) and ignored.
+
+Two forms of the passes, by how much of the row a thread holds:
+
+* **held in registers** (at most ``REGISTER_ELEMENTS`` elements per
+  thread): the passes are unrolled at compile time and every value of a
+  position is computed once and kept for the later passes: the row's own
+  inputs are loaded once, all of them up front (every load of the row in
+  flight before the first reduction), and a full-row intermediate is
+  evaluated once per position (softmax: one exp per element, one read of x
+  from memory);
+* **looped** (longer rows): each pass is an ``scf.for`` over the thread's
+  vectors that loads the inputs again and recomputes the intermediates it
+  reads; the row (a few KB to a few hundred) is in L1 or L2 by the second
+  pass, so DRAM sees each input about once.
+
+Cheaper math, where the row program makes it sound (both far inside the
+tolerances of the ops that use them):
+
+* exp is the hardware's: ``math_approx.exp_fast`` (one ``ex2.approx.ftz.f32``
+  of x log2 e) instead of the polynomial that dnn-expand-math would make, a
+  few ulp for the arguments of softmax;
+* a divisor that several divisions share (a per-row value: softmax's
+  max(s, 1), every lane divides by it) is inverted once per thread and
+  multiplied, within 1.5 ulp of the quotient, instead of a division per
+  element.
 
 Anything else (a transposing map, a reduction over another dim, reshapes in
 the kernel, an accumulation that is not add / mul / max / min) raises
@@ -46,10 +71,20 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from dnnc.codegen.gpu import irutil, loops
+from dnnc.codegen.gpu import irutil, loops, math_approx
 from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
 
 WARP = 32
+# Elements of a row per thread up to which a row program holds them in
+# registers: 32 f32 registers per full-row value kept (the heuristics' four
+# 16-byte vectors per thread of a bf16 row), well inside the 255 a thread
+# may have; 48 to 80 registers in all for the softmax family and the norms,
+# no spills. Measured on an H200, 16384 x 8192 bf16, as a share of a device
+# copy: softmax, log_softmax and the norms at 96-97% held (256 threads x 4
+# vectors), 84-87% looped; softmax backward 101% held, 73% looped (reading
+# two inputs). Held with 128 threads x 8 vectors (64 elements) is no faster
+# (94-96%); 512 x 2 and 1024 x 1 lose on layernorm (74%, 36%).
+REGISTER_ELEMENTS = 32
 
 
 class NotARowProgram(Exception):
@@ -160,16 +195,25 @@ def _combine(name, a, b):
 # Emission
 
 
+def _key(buffer, exprs):
+    """The memo key of ``buffer``'s values read through ``exprs``."""
+    return (buffer, tuple(e is None for e in exprs))
+
+
 class _Row:
     """Emits one row's program inside the launch."""
 
-    def __init__(self, shape, width, threads, rows_per_block, smem, outputs):
+    def __init__(self, shape, width, threads, rows_per_block, smem, outputs, last_writes,
+                 registers):
         self.shape, self.width = shape, width
         self.threads, self.rows_per_block = threads, rows_per_block
         self.per_row = threads // rows_per_block
         self.smem, self.slot = smem, 0
-        self.outputs = outputs   # buffers written to memory (kernel arguments)
-        self.state = {}          # buffer -> ("scalar", v) | ("virtual", stmt, state)
+        self.outputs = outputs          # buffers written to memory (kernel arguments)
+        self.last_writes = last_writes  # buffer -> the statement that writes it last
+        self.state = {}  # buffer -> ("scalar", v) | ("virtual", stmt, state) | ("alias", b)
+        self.held = self.chunks * width <= registers
+        self.vectors = None  # held: per vector of the thread, (j, inside, memo)
 
     # -- where a row starts --------------------------------------------------
 
@@ -184,6 +228,21 @@ class _Row:
         self.row = row
         self.row_index = loops.delinearize(row, list(self.shape.rows))
 
+    def load_row(self, streamed):
+        """Held rows: the positions of the thread's vectors, and the loads of
+        the row's own inputs ``streamed`` ((buffer, exprs) pairs), all issued
+        here, before the first pass needs them."""
+        if not self.held:
+            return
+        self.vectors = []
+        for c in range(self.chunks):
+            j, inside = self.position(_index(c), whole=(c + 1) * self.per_row * self.width
+                                      <= self.shape.n)
+            memo = {}
+            for buffer, exprs in streamed:
+                self.lanes(buffer, exprs, j, memo)
+            self.vectors.append((j, inside, memo))
+
     # -- positions -----------------------------------------------------------
 
     @property
@@ -194,16 +253,35 @@ class _Row:
     def ragged(self):
         return self.shape.n % (self.per_row * self.width) != 0
 
-    def position(self, chunk):
+    def position(self, chunk, whole=False):
         """(first element, in-bounds flag or None) of this thread's vector in
-        ``chunk``; out of bounds, the last vector of the row."""
+        ``chunk``; out of bounds, the last vector of the row. ``whole``: the
+        chunk is known to lie inside the row."""
         v = arith.addi(arith.muli(chunk, _index(self.per_row)), self.lane)
         j = arith.muli(v, _index(self.width))
-        if not self.ragged:
+        if not self.ragged or whole:
             return j, None
         last = self.shape.n - self.width
         inside = arith.cmpi(arith.CmpIPredicate.ult, j, _index(self.shape.n))
         return arith.minui(j, _index(last)), inside
+
+    def sweep(self, step, init=None):
+        """Run ``step(acc, j, inside, memo)`` over the thread's vectors in
+        order, each call's result the next one's ``acc``; return the last.
+        Held rows: unrolled, with each vector's memo kept from sweep to sweep;
+        else an ``scf.for`` whose memo lasts one iteration."""
+        if self.vectors is not None:
+            acc = init
+            for j, inside, memo in self.vectors:
+                acc = step(acc, j, inside, memo)
+            return acc
+        inits = [] if init is None else [init]
+        loop = scf.ForOp(_index(0), _index(self.chunks), _index(1), inits)
+        with ir.InsertionPoint(loop.body):
+            j, inside = self.position(loop.induction_variable)
+            acc = step(loop.inner_iter_args[0] if inits else None, j, inside, {})
+            scf.YieldOp([acc] if inits else [])
+        return loop.results[0] if inits else None
 
     # -- values --------------------------------------------------------------
 
@@ -219,16 +297,22 @@ class _Row:
                 out.append(self.row_index[d])
         return out
 
+    def along(self, buffer, exprs):
+        """True when ``buffer`` read through ``exprs`` varies along the row."""
+        return exprs[-1] is not None and ir.MemRefType(buffer.type).shape[-1] == self.shape.n
+
     def lanes(self, buffer, exprs, j, memo, state=None):
         """The ``width`` values of ``buffer`` at the thread's vector at ``j``
-        (the same value in every lane when it does not vary along the row)."""
+        (the same value in every lane when it does not vary along the row).
+        ``memo`` holds what is already known at ``j``: memory read, and
+        intermediates evaluated (by statement)."""
         state = self.state if state is None else state
-        along = exprs[-1] is not None and ir.MemRefType(buffer.type).shape[-1] == self.shape.n
+        along = self.along(buffer, exprs)
         entry = state.get(buffer)
         if entry is not None and entry[0] == "alias":
             return self.lanes(entry[1], exprs, j, memo, state)
         if entry is None:  # a kernel argument: read memory
-            key = (buffer, tuple(e is None for e in exprs))
+            key = _key(buffer, exprs)
             if key not in memo:
                 idx = self.indices(exprs, j)
                 elt = ir.MemRefType(buffer.type).element_type
@@ -282,44 +366,47 @@ class _Row:
     # -- statements ----------------------------------------------------------
 
     def run(self, stmt):
-        if stmt.kind == "copy":
-            src, dst = stmt.operands
-            rank = ir.MemRefType(dst.type).rank
-            full = ir.MemRefType(dst.type).shape[-1] == self.shape.n
-            exprs = list(range(rank)) if full else list(range(rank - 1)) + [None]
-            if dst in self.outputs and full:
-                self.store_pass(dst, lambda j, memo: self.lanes(src, exprs, j, memo), exprs)
-            elif dst in self.outputs:
-                self.store_scalar(dst, exprs, self.lanes(src, exprs, _index(0), {})[0])
-            else:
-                self.state[dst] = self.state.get(src, ("alias", src))
-            return
         out = stmt.operands[-1]
+        # Only the last write of an output reaches memory: an earlier one is
+        # an intermediate like any other.
+        stored = out in self.outputs and self.last_writes[out] is stmt
+        if stmt.kind == "copy":
+            src = stmt.operands[0]
+            rank = ir.MemRefType(out.type).rank
+            full = ir.MemRefType(out.type).shape[-1] == self.shape.n
+            exprs = list(range(rank)) if full else list(range(rank - 1)) + [None]
+            if stored and full:
+                self.store_pass(out, lambda j, memo: self.lanes(src, exprs, j, memo), exprs)
+            elif stored:
+                self.store_scalar(out, exprs, self.lanes(src, exprs, _index(0), {})[0])
+            else:
+                self.state[out] = self.state.get(src, ("alias", src))
+            return
         if stmt.reduction:
-            self.reduce(stmt)
+            self.reduce(stmt, stored)
         elif stmt.inner == 1 or stmt.exprs[-1][-1] is None:
             # A per-row scalar op (a fill, rsqrt of a variance).
             if stmt.inner != 1:
                 raise NotARowProgram("an elementwise loop that writes a per-row value")
             value = self.evaluate(stmt, _index(0), {}, count=1)[0]
             self.state[out] = ("scalar", value)
-            if out in self.outputs:
+            if stored:
                 self.store_scalar(out, stmt.exprs[-1], value)
-        elif out in self.outputs:
+        elif stored:
             self.store_pass(out, lambda j, memo: self.evaluate(stmt, j, memo), stmt.exprs[-1])
             self.state.pop(out, None)
         else:
             self.state[out] = ("virtual", stmt, dict(self.state))
 
     def store_pass(self, buffer, compute, exprs):
-        """For every vector of the row: compute it, store it."""
+        """For every vector of the row: compute it, store it. The stored
+        values stand for the buffer's in later reads at the same vector."""
         elt = ir.MemRefType(buffer.type).element_type
-        loop = scf.ForOp(_index(0), _index(self.chunks), _index(1))
-        with ir.InsertionPoint(loop.body):
-            j, inside = self.position(loop.induction_variable)
-            values = compute(j, {})
+        align = self.width * irutil.element_bytes(elt)
+
+        def step(_, j, inside, memo):
+            values = compute(j, memo)
             vec = vector.from_elements(ir.VectorType.get([self.width], elt), values)
-            align = self.width * irutil.element_bytes(elt)
             if inside is None:
                 vector.store(vec, buffer, self.indices(exprs, j), alignment=align)
             else:
@@ -327,7 +414,11 @@ class _Row:
                 with ir.InsertionPoint(guard.then_block):
                     vector.store(vec, buffer, self.indices(exprs, j), alignment=align)
                     scf.YieldOp([])
-            scf.YieldOp([])
+            for key in [k for k in memo if isinstance(k, tuple) and k[0] == buffer]:
+                del memo[key]
+            memo[_key(buffer, exprs)] = values
+
+        self.sweep(step)
 
     def store_scalar(self, buffer, exprs, value):
         first = arith.cmpi(arith.CmpIPredicate.eq, self.lane, _index(0))
@@ -336,24 +427,21 @@ class _Row:
             memref.store(value, buffer, self.indices(exprs, _index(0)))
             scf.YieldOp([])
 
-    def reduce(self, stmt):
+    def reduce(self, stmt, stored):
         name, identity = _combiner(stmt.op)
         out = stmt.operands[-1]
         elt = ir.MemRefType(out.type).element_type
-        start = arith.constant(elt, ir.FloatAttr.get(elt, identity))
-        loop = scf.ForOp(_index(0), _index(self.chunks), _index(1), [start])
-        with ir.InsertionPoint(loop.body):
-            acc = loop.inner_iter_args[0]
-            j, inside = self.position(loop.induction_variable)
-            folded = self.evaluate(stmt, j, {}, acc=acc)
-            if inside is not None:
-                folded = arith.select(inside, folded, acc)
-            scf.YieldOp([folded])
-        total = self.across_threads(name, loop.results[0])
+
+        def fold(acc, j, inside, memo):
+            folded = self.evaluate(stmt, j, memo, acc=acc)
+            return folded if inside is None else arith.select(inside, folded, acc)
+
+        partial = self.sweep(fold, arith.constant(elt, ir.FloatAttr.get(elt, identity)))
+        total = self.across_threads(name, partial)
         init = self.lanes(out, stmt.exprs[-1], _index(0), {})[0]
         value = _combine(name, init, total)
         self.state[out] = ("scalar", value)
-        if out in self.outputs:
+        if stored:
             self.store_scalar(out, stmt.exprs[-1], value)
 
     def across_threads(self, name, value):
@@ -385,9 +473,78 @@ class _Row:
         return total
 
 
-def build(fn, width, threads, rows_per_block):
-    """Replace kernel ``fn``'s body by its row program in one gpu.launch.
-    NotARowProgram (nothing changed) when it is not one."""
+def _streamed(statements, args):
+    """(buffer, exprs) of the kernel arguments a row reads along its own
+    elements (not broadcast across rows) and never writes: the data a held
+    row loads up front."""
+    written = {s.operands[-1] for s in statements}
+    out = {}
+    for s in statements:
+        if s.kind != "generic":
+            continue
+        for buffer, exprs in zip(s.operands[:-1], s.exprs[:-1]):
+            if (buffer in args and buffer not in written and exprs[-1] is not None
+                    and all(e is not None for e in exprs)):
+                out.setdefault(_key(buffer, exprs), (buffer, exprs))
+    return list(out.values())
+
+
+def _hardware_exp(root):
+    """Every f32 math.exp under ``root`` becomes math_approx.exp_fast."""
+    for op in irutil.ops(root, "math.exp"):
+        x = op.operands[0]
+        if not isinstance(x.type, ir.F32Type):
+            continue
+        with ir.InsertionPoint(op), op.location:
+            y = math_approx.exp_fast(x)
+        op.results[0].replace_all_uses_with(y)
+        op.erase()
+
+
+def _expression(value, memo):
+    """A key that two values share when the same pure ops compute them from
+    the same values: the lanes' copies of a per-row computation (every lane
+    clones the generic's body) have one."""
+    if value in memo:
+        return memo[value]
+    op = irutil.defining_op(value)
+    if op is None or not op.name.startswith(("arith.", "math.")) or len(op.regions):
+        key = value
+    else:
+        attrs = tuple(sorted((a.name, str(a.attr)) for a in
+                             (op.attributes[i] for i in range(len(op.attributes)))))
+        key = (op.name, attrs, tuple(_expression(v, memo) for v in op.operands),
+               list(op.results).index(value))
+    memo[value] = key
+    return key
+
+
+def _shared_divisors(root):
+    """x / d, for a d that several divisions under ``root`` compute alike,
+    becomes x * (1 / d); CSE leaves one reciprocal per thread (and LLVM
+    hoists it out of a pass's loop)."""
+    divisions, memo = {}, {}
+    for op in irutil.ops(root, "arith.divf"):
+        divisions.setdefault(_expression(op.operands[1], memo), []).append(op)
+    for ops in divisions.values():
+        if len(ops) < 2:
+            continue
+        for op in ops:
+            x, d = op.operands
+            if irutil.constant_scalar(x) == 1.0:
+                continue  # already the reciprocal
+            with ir.InsertionPoint(op), op.location:
+                one = arith.constant(d.type, ir.FloatAttr.get(d.type, 1.0))
+                y = arith.mulf(x, arith.divf(one, d))
+            op.results[0].replace_all_uses_with(y)
+            op.erase()
+
+
+def build(fn, width, threads, rows_per_block, registers=REGISTER_ELEMENTS):
+    """Replace kernel ``fn``'s body by its row program in one gpu.launch; a
+    thread holds its part of the row in registers when that is at most
+    ``registers`` elements. NotARowProgram (nothing changed) when it is not
+    a row program."""
     statements, shape = _statements(fn)
     for s in statements:
         if s.reduction:
@@ -398,14 +555,16 @@ def build(fn, width, threads, rows_per_block):
     per_row = threads // rows_per_block
     if per_row % WARP or threads % rows_per_block or (rows_per_block > 1 and per_row != WARP):
         raise NotARowProgram(f"{threads} threads for {rows_per_block} rows per block")
-    args = set(irutil.body(fn).arguments)
-    outputs = {s.operands[-1] for s in statements if s.operands[-1] in args}
     body = irutil.body(fn)
+    args = set(body.arguments)
+    outputs = {s.operands[-1] for s in statements if s.operands[-1] in args}
+    last_writes = {s.operands[-1]: s for s in statements}
     first = next(op for op in body.operations
                  if op.operation.name not in ("arith.constant",))
     warps = per_row // WARP
-    smem_type = ir.MemRefType.get([max(1, sum(1 for s in statements if s.reduction) * warps)], ir.F32Type.get(),
-                                  memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>"))
+    slots = max(1, sum(1 for s in statements if s.reduction) * warps)
+    smem_type = ir.MemRefType.get([slots], ir.F32Type.get(), memory_space=ir.Attribute.parse(
+        "#gpu.address_space<workgroup>"))
     blocks = -(-shape.count // rows_per_block)
     with ir.InsertionPoint(first), fn.location:
         launch = gpu.LaunchOp((_index(blocks), _index(1), _index(1)),
@@ -414,7 +573,14 @@ def build(fn, width, threads, rows_per_block):
             ir.IntegerType.get_signless(64), 1)
         block = launch.regions[0].blocks[0]
         smem = block.add_argument(smem_type, fn.location)
-        row = _Row(shape, width, threads, rows_per_block, smem, outputs)
+        row = _Row(shape, width, threads, rows_per_block, smem, outputs, last_writes,
+                   registers)
+
+        def program():
+            row.load_row(_streamed(statements, args))
+            for s in statements:
+                row.run(s)
+
         try:
             with ir.InsertionPoint(block):
                 terminator = gpu.TerminatorOp()
@@ -426,14 +592,14 @@ def build(fn, width, threads, rows_per_block):
                     with ir.InsertionPoint(guard.then_block):
                         end = scf.YieldOp([])
                     with ir.InsertionPoint(end):
-                        for s in statements:
-                            row.run(s)
+                        program()
                 else:
-                    for s in statements:
-                        row.run(s)
+                    program()
         except NotARowProgram:
             launch.operation.erase()
             raise
+        _hardware_exp(launch)
+        _shared_divisors(launch)
     for s in reversed(statements):
         s.op.erase()
     for op in list(body.operations):

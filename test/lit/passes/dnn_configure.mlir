@@ -18,7 +18,7 @@
 
 // UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
-// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm80': strategy 'tc-sm80' is not implemented yet: expected one of simt-generic, simt-pointwise, simt-reduce, tc-sm90
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm80': strategy 'tc-sm80' is not implemented yet: expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, tc-sm90
 // ARCH: dnnc-opt: error: pass 'dnn-configure' option 'arch': expected one of sm_80, sm_90a, got 'sm_70'
 
 // A small pointwise chain: vectors of 4 f32, 128-thread blocks.

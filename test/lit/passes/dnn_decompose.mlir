@@ -37,9 +37,9 @@ func.func @batchnorm_inference(%x: tensor<2x3x4x4xf32>, %scale: tensor<1x3x1x1xf
 // ALL-LABEL: func.func @instancenorm(
 // ALL-NOT: dnn.groupnorm
 // ALL-NOT: dnn.instancenorm
-// ALL: "dnn.reshape"(%{{.*}}) : (tensor<2x6x5x5xbf16>) -> tensor<2x6x25xbf16>
-// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = true, mode = "mean"} : (tensor<2x6x25xbf16>) -> tensor<2x6x1xf32>
-// ALL: %[[Y:.*]] = "dnn.add"(%{{.*}}, %{{.*}}) : (tensor<2x6x5x5xf32>, tensor<1x6x1x1xbf16>) -> tensor<2x6x5x5xbf16>
+// ALL: "dnn.reshape"(%{{.*}}) : (tensor<2x6x5x5xbf16>) -> tensor<2x6x1x25xbf16>
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 3>, keepdims = true, mode = "mean"} : (tensor<2x6x1x25xbf16>) -> tensor<2x6x1x1xf32>
+// ALL: %[[Y:.*]] = "dnn.add"(%{{.*}}, %{{.*}}) : (tensor<2x6x5x5xf32>, tensor<2x6x1x1xf32>) -> tensor<2x6x5x5xbf16>
 // ALL: return %[[Y]]
 func.func @instancenorm(%x: tensor<2x6x5x5xbf16>, %scale: tensor<1x6x1x1xbf16>, %bias: tensor<1x6x1x1xbf16>) -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>) {
   %y, %mean, %inv = "dnn.instancenorm"(%x, %scale, %bias) {epsilon = 1.0e-03 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x6x5x5xbf16>, tensor<1x6x1x1xbf16>, tensor<1x6x1x1xbf16>) -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>)

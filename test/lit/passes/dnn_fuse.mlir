@@ -294,3 +294,136 @@ func.func @norm_statistics(%x: tensor<5x13xf32>, %dy: tensor<5x13xf32>) -> (tens
   %dx, %dbias = "dnn.layernorm_backward"(%dy, %x, %mean, %inv) {axis = 1 : i64, has_bias = true, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<5x13xf32>, tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>) -> (tensor<5x13xf32>, tensor<1x13xf32>)
   return %y, %dx : tensor<5x13xf32>, tensor<5x13xf32>
 }
+
+// -----
+
+// A decomposed layernorm backward is two kernels. dx is a row program: both
+// sums along the rows and the pointwise ops around them. dscale and dbias are
+// one column program that recomputes xhat = (x - mean) * inv from x (no xhat
+// buffer between the kernels) and reads dy once.
+// CHECK-LABEL: func.func private @layernorm_backward_k0_reduction(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x16xf32>, %[[MEAN:[^:]*]]: tensor<4x1xf32>, %[[INV:[^:]*]]: tensor<4x1xf32>, %[[DY:[^:]*]]: tensor<4x16xf32>, %[[SCALE:[^:]*]]: tensor<1x16xf32>) -> tensor<4x16xf32>
+// CHECK-SAME: attributes {dnn.anchor = "reduction", dnn.kernel}
+// CHECK: %[[XHAT:.*]] = "dnn.mul"
+// CHECK: %[[G:.*]] = "dnn.mul"(%[[DY]], %[[SCALE]])
+// CHECK: "dnn.reduction"({{.*}}) {axes = array<i64: 1>, keepdims = true, mode = "mean"}
+// CHECK: "dnn.reduction"(%[[G]]) {axes = array<i64: 1>, keepdims = true, mode = "mean"}
+// CHECK: %[[DX:.*]] = "dnn.mul"(%[[INV]],
+// CHECK-NEXT: return %[[DX]]
+// CHECK-LABEL: func.func private @layernorm_backward_k1_reduction(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x16xf32>, %[[MEAN:[^:]*]]: tensor<4x1xf32>, %[[INV:[^:]*]]: tensor<4x1xf32>, %[[DY:[^:]*]]: tensor<4x16xf32>) -> (tensor<1x16xf32>, tensor<1x16xf32>)
+// CHECK-NEXT: %[[C:.*]] = "dnn.sub"(%[[X]], %[[MEAN]])
+// CHECK-NEXT: %[[XHAT:.*]] = "dnn.mul"(%[[C]], %[[INV]])
+// CHECK-NEXT: %[[P:.*]] = "dnn.mul"(%[[DY]], %[[XHAT]])
+// CHECK-NEXT: %[[DSCALE:.*]] = "dnn.reduction"(%[[P]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"}
+// CHECK-NEXT: %[[DBIAS:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"}
+// CHECK-NEXT: return %[[DSCALE]], %[[DBIAS]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @layernorm_backward(
+// CHECK-NEXT: %[[DX:.*]] = call @layernorm_backward_k0_reduction(%arg1, %arg3, %arg4, %arg0, %arg2)
+// CHECK-NEXT: %[[P:.*]]:2 = call @layernorm_backward_k1_reduction(%arg1, %arg3, %arg4, %arg0)
+// CHECK-NEXT: return %[[DX]], %[[P]]#0, %[[P]]#1
+func.func @layernorm_backward(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %scale: tensor<1x16xf32>, %mean: tensor<4x1xf32>, %inv: tensor<4x1xf32>) -> (tensor<4x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>) {
+  %0 = "dnn.sub"(%x, %mean) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %1 = "dnn.mul"(%0, %inv) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %2 = "dnn.mul"(%dy, %scale) : (tensor<4x16xf32>, tensor<1x16xf32>) -> tensor<4x16xf32>
+  %3 = "dnn.mul"(%2, %1) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %4 = "dnn.reduction"(%3) {axes = array<i64: 1>, keepdims = true, mode = "mean"} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  %5 = "dnn.mul"(%1, %4) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %6 = "dnn.sub"(%2, %5) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %7 = "dnn.reduction"(%2) {axes = array<i64: 1>, keepdims = true, mode = "mean"} : (tensor<4x16xf32>) -> tensor<4x1xf32>
+  %8 = "dnn.sub"(%6, %7) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
+  %9 = "dnn.mul"(%inv, %8) : (tensor<4x1xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %10 = "dnn.mul"(%dy, %1) : (tensor<4x16xf32>, tensor<4x16xf32>) -> tensor<4x16xf32>
+  %11 = "dnn.reduction"(%10) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<4x16xf32>) -> tensor<1x16xf32>
+  %12 = "dnn.reduction"(%dy) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<4x16xf32>) -> tensor<1x16xf32>
+  return %9, %11, %12 : tensor<4x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>
+}
+
+// -----
+
+// Group statistics: the reshape of x to one row per (sample, group) stays in
+// the graph function (a view, no copy); the mean and the variance over the
+// rows are one row program.
+// CHECK-LABEL: func.func private @group_statistics_k0_reduction(
+// CHECK-SAME: %[[ROWS:[^:]*]]: tensor<2x3x1x10xf32>) -> (tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>)
+// CHECK-NEXT: %[[MEAN:.*]] = "dnn.reduction"(%[[ROWS]]) {axes = array<i64: 3>, keepdims = true, mode = "mean"}
+// CHECK-NEXT: %[[C:.*]] = "dnn.sub"(%[[ROWS]], %[[MEAN]])
+// CHECK-NEXT: %[[SQ:.*]] = "dnn.square"(%[[C]])
+// CHECK-NEXT: %[[VAR:.*]] = "dnn.reduction"(%[[SQ]]) {axes = array<i64: 3>, keepdims = true, mode = "mean"}
+// CHECK-NEXT: return %[[MEAN]], %[[VAR]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @group_statistics(
+// CHECK-NEXT: %[[ROWS:.*]] = "dnn.reshape"(%arg0) : (tensor<2x6x5x1xf32>) -> tensor<2x3x1x10xf32>
+// CHECK-NEXT: %[[S:.*]]:2 = call @group_statistics_k0_reduction(%[[ROWS]])
+// CHECK-NEXT: return %[[S]]#0, %[[S]]#1
+func.func @group_statistics(%x: tensor<2x6x5x1xf32>) -> (tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>) {
+  %0 = "dnn.reshape"(%x) : (tensor<2x6x5x1xf32>) -> tensor<2x3x1x10xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 3>, keepdims = true, mode = "mean"} : (tensor<2x3x1x10xf32>) -> tensor<2x3x1x1xf32>
+  %2 = "dnn.sub"(%0, %1) : (tensor<2x3x1x10xf32>, tensor<2x3x1x1xf32>) -> tensor<2x3x1x10xf32>
+  %3 = "dnn.square"(%2) : (tensor<2x3x1x10xf32>) -> tensor<2x3x1x10xf32>
+  %4 = "dnn.reduction"(%3) {axes = array<i64: 3>, keepdims = true, mode = "mean"} : (tensor<2x3x1x10xf32>) -> tensor<2x3x1x1xf32>
+  return %1, %4 : tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>
+}
+
+// -----
+
+// A reshape that is a graph result needs a buffer of its own: a kernel.
+// CHECK-LABEL: func.func private @reshape_result_k0_tensor(
+// CHECK-NEXT: "dnn.reshape"
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @reshape_result(
+// CHECK-NEXT: %[[R:.*]] = call @reshape_result_k0_tensor(%arg0)
+// CHECK-NEXT: return %[[R]]
+func.func @reshape_result(%x: tensor<2x6xf32>) -> tensor<3x4xf32> {
+  %0 = "dnn.reshape"(%x) : (tensor<2x6xf32>) -> tensor<3x4xf32>
+  return %0 : tensor<3x4xf32>
+}
+
+// -----
+
+// Two row reductions over the same rows that read the same tensor (dy): one
+// kernel, which reads dy once.
+// CHECK-LABEL: func.func private @sibling_rows_k0_reduction(
+// CHECK-SAME: -> (tensor<3x8x1xf32>, tensor<3x8x1xf32>)
+// CHECK-NEXT: "dnn.mul"
+// CHECK-NEXT: "dnn.reduction"
+// CHECK-NEXT: "dnn.reduction"
+// CHECK-NEXT: return
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @sibling_rows(
+// CHECK-NEXT: %[[S:.*]]:2 = call @sibling_rows_k0_reduction(%arg0, %arg1)
+// CHECK-NEXT: return %[[S]]#0, %[[S]]#1
+func.func @sibling_rows(%dy: tensor<3x8x6xf32>, %x: tensor<3x8x6xf32>) -> (tensor<3x8x1xf32>, tensor<3x8x1xf32>) {
+  %0 = "dnn.mul"(%dy, %x) : (tensor<3x8x6xf32>, tensor<3x8x6xf32>) -> tensor<3x8x6xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 2>, keepdims = true, mode = "sum"} : (tensor<3x8x6xf32>) -> tensor<3x8x1xf32>
+  %2 = "dnn.reduction"(%dy) {axes = array<i64: 2>, keepdims = true, mode = "sum"} : (tensor<3x8x6xf32>) -> tensor<3x8x1xf32>
+  return %1, %2 : tensor<3x8x1xf32>, tensor<3x8x1xf32>
+}
+
+// -----
+
+// A column reduction recomputes its pointwise operand (exp) even when another
+// kernel returns it, and takes the cast of its result; the exp kernel's
+// result goes only to the graph's caller.
+// CHECK-LABEL: func.func private @column_recompute_k0_pointwise(
+// CHECK-SAME: -> tensor<5x8xf32>
+// CHECK-NEXT: "dnn.exp"
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func private @column_recompute_k1_reduction(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<5x8xf32>) -> tensor<1x8xbf16>
+// CHECK-NEXT: %[[E:.*]] = "dnn.exp"(%[[X]])
+// CHECK-NEXT: %[[S:.*]] = "dnn.reduction"(%[[E]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"}
+// CHECK-NEXT: %[[Y:.*]] = "dnn.cast"(%[[S]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @column_recompute(
+// CHECK-NEXT: %[[E:.*]] = call @column_recompute_k0_pointwise(%arg0)
+// CHECK-NEXT: %[[S:.*]] = call @column_recompute_k1_reduction(%arg0)
+// CHECK-NEXT: return %[[E]], %[[S]]
+func.func @column_recompute(%x: tensor<5x8xf32>) -> (tensor<5x8xf32>, tensor<1x8xbf16>) {
+  %0 = "dnn.exp"(%x) : (tensor<5x8xf32>) -> tensor<5x8xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<5x8xf32>) -> tensor<1x8xf32>
+  %2 = "dnn.cast"(%1) : (tensor<1x8xf32>) -> tensor<1x8xbf16>
+  return %0, %2 : tensor<5x8xf32>, tensor<1x8xbf16>
+}

@@ -1,0 +1,164 @@
+// dnn-reduce-columns lowers a simt-reduce-columns kernel, a reduction of the
+// leading dims that keeps the innermost, to a column program: threads fold
+// 16-byte vectors of columns down their rows (a block of 4 x 8 threads,
+// 16 rows a block, 2 rows a step), the 8 row lanes of a block are summed
+// through shared memory, and with the rows split over several blocks a
+// second launch sums their partials in order and casts.
+// A kernel that is not a column program goes to simt-generic, with the reason.
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-columns,canonicalize,cse)' | FileCheck %s
+
+// CHECK-LABEL: func.func private @column_sum(
+//  CHECK-SAME:     %[[X:.*]]: memref<64x32xbf16>, %[[Y:.*]]: memref<1x32xbf16>)
+//  CHECK-SAME:     strategy = "simt-reduce-columns"
+//       CHECK:   %[[PART:.*]] = memref.alloc() : memref<4x32xf32>
+//       CHECK:   gpu.launch blocks(%{{.*}}, %[[BY:.*]], %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in ({{.*}} = %c4, {{.*}} = %c8, {{.*}} = %c1) workgroup(%[[SMEM:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+//       CHECK:     %[[J:.*]] = arith.muli %[[TX]], %c8 : index
+//       CHECK:     %[[V0:.*]] = vector.load %[[X]][%{{.*}}, %[[J]]] {alignment = 16 : i64} : memref<64x32xbf16>, vector<8xbf16>
+//       CHECK:     %[[V1:.*]] = vector.load %[[X]][%{{.*}}, %[[J]]] {alignment = 16 : i64} : memref<64x32xbf16>, vector<8xbf16>
+//       CHECK:     arith.extf
+//       CHECK:     arith.addf
+//       CHECK:     memref.store %{{.*}}, %[[SMEM]]
+//       CHECK:     gpu.barrier
+//       CHECK:     %[[FIRST:.*]] = arith.cmpi eq, %[[TY]], %c0 : index
+//  CHECK-NEXT:     scf.if %[[FIRST]] {
+//  CHECK-NEXT:       memref.load %[[SMEM]][%[[J]]]
+//       CHECK:       %[[SUMS:.*]] = vector.from_elements {{.*}} : vector<8xf32>
+//  CHECK-NEXT:       vector.store %[[SUMS]], %[[PART]][%[[BY]], %[[J]]] {alignment = 16 : i64} : memref<4x32xf32>, vector<8xf32>
+//       CHECK:     gpu.terminator
+//       CHECK:   gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[COL:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c32, {{.*}} = %c1, {{.*}} = %c1) {
+//  CHECK-NEXT:     %[[P0:.*]] = memref.load %[[PART]][%c0, %[[COL]]] : memref<4x32xf32>
+//  CHECK-NEXT:     %[[P1:.*]] = memref.load %[[PART]][%c1, %[[COL]]] : memref<4x32xf32>
+//  CHECK-NEXT:     %[[P2:.*]] = memref.load %[[PART]][%c2, %[[COL]]] : memref<4x32xf32>
+//  CHECK-NEXT:     %[[P3:.*]] = memref.load %[[PART]][%c3, %[[COL]]] : memref<4x32xf32>
+//  CHECK-NEXT:     %[[S1:.*]] = arith.addf %[[P0]], %[[P1]] : f32
+//  CHECK-NEXT:     %[[S2:.*]] = arith.addf %[[S1]], %[[P2]] : f32
+//  CHECK-NEXT:     %[[S3:.*]] = arith.addf %[[S2]], %[[P3]] : f32
+//  CHECK-NEXT:     %[[S:.*]] = arith.addf %[[S3]], %{{.*}} : f32
+//  CHECK-NEXT:     %[[B:.*]] = arith.truncf %[[S]] : f32 to bf16
+//  CHECK-NEXT:     memref.store %[[B]], %[[Y]][%c0, %[[COL]]] : memref<1x32xbf16>
+//  CHECK-NEXT:     gpu.terminator
+//   CHECK-NOT:   linalg.generic
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (0, d1)>
+
+func.func private @column_sum(%x: memref<64x32xbf16>, %y: memref<1x32xbf16>) attributes {dnn.config = {block = [4, 8, 1], strategy = "simt-reduce-columns", tile = [16], unroll = 2 : i64, vector = 8 : i64}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<1x32xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%acc : memref<1x32xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<64x32xbf16>) outs(%acc : memref<1x32xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %e = arith.extf %in : bf16 to f32
+    %s = arith.addf %out, %e : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<1x32xf32>) outs(%y : memref<1x32xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %t = arith.truncf %in : f32 to bf16
+    linalg.yield %t : bf16
+  }
+  return
+}
+
+// -----
+
+// A mean over dims [0, 1] of a 2 x 3 x 16 input, keepdims=false: the 6 rows
+// fit one block (one split), so its ty = 0 threads finish their 4 columns
+// themselves, the scale and the store included, in the same launch.
+
+// CHECK-LABEL: func.func private @one_split_mean(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x3x16xf32>, %[[Y:.*]]: memref<16xf32>)
+//   CHECK-NOT:   memref.alloc
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in ({{.*}} = %c4, {{.*}} = %c2, {{.*}} = %c1)
+//       CHECK:     %[[J:.*]] = arith.muli %[[TX]], %c4 : index
+//       CHECK:     vector.load %[[X]][%{{.*}}, %{{.*}}, %[[J]]] {alignment = 16 : i64} : memref<2x3x16xf32>, vector<4xf32>
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if
+//       CHECK:       arith.divf
+//       CHECK:       %[[MEAN:.*]] = vector.from_elements {{.*}} : vector<4xf32>
+//  CHECK-NEXT:       vector.store %[[MEAN]], %[[Y]][%[[J]]] {alignment = 16 : i64} : memref<16xf32>, vector<4xf32>
+//       CHECK:     gpu.terminator
+//   CHECK-NOT:   gpu.launch
+
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+#col3 = affine_map<(d0, d1, d2) -> (d2)>
+#vec = affine_map<(d0) -> (d0)>
+
+func.func private @one_split_mean(%x: memref<2x3x16xf32>, %y: memref<16xf32>) attributes {dnn.config = {block = [4, 2, 1], strategy = "simt-reduce-columns", tile = [8], vector = 4 : i64}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %six = arith.constant 6.000000e+00 : f32
+  %acc = memref.alloc() : memref<16xf32>
+  linalg.generic {indexing_maps = [#vec], iterator_types = ["parallel"]} outs(%acc : memref<16xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#id3, #col3], iterator_types = ["reduction", "reduction", "parallel"]} ins(%x : memref<2x3x16xf32>) outs(%acc : memref<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %s = arith.addf %out, %in : f32
+    linalg.yield %s : f32
+  }
+  linalg.generic {indexing_maps = [#vec, #vec], iterator_types = ["parallel"]} ins(%acc : memref<16xf32>) outs(%y : memref<16xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %m = arith.divf %in, %six : f32
+    linalg.yield %m : f32
+  }
+  return
+}
+
+// -----
+
+// x minus its column sums needs every row summed before any is read again:
+// not a column program.
+
+// CHECK-LABEL: func.func private @centered(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-reduce-columns does not apply (a reduction's result read over the rows (it needs every row first)): simt-generic, one thread per column; heuristics: column sums"
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#col = affine_map<(d0, d1) -> (0, d1)>
+
+func.func private @centered(%x: memref<8x4xf32>, %y: memref<8x4xf32>) attributes {dnn.config = {block = [4, 8, 1], strategy = "simt-reduce-columns", tile = [8], vector = 4 : i64}, dnn.config_reason = "column sums", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %s = memref.alloc() : memref<1x4xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%s : memref<1x4xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col], iterator_types = ["reduction", "parallel"]} ins(%x : memref<8x4xf32>) outs(%s : memref<1x4xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  }
+  linalg.generic {indexing_maps = [#id, #col, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %s : memref<8x4xf32>, memref<1x4xf32>) outs(%y : memref<8x4xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  }
+  return
+}
+
+// -----
+
+// A row sum is simt-reduce's, not a column program.
+
+// CHECK-LABEL: func.func private @rows(
+//  CHECK-SAME:     dnn.config_reason = "simt-reduce-columns does not apply (a reduction that is not over the leading dims alone): simt-generic, one thread per column"
+//       CHECK:   linalg.generic
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (d0, 0)>
+
+func.func private @rows(%x: memref<8x4xf32>, %s: memref<8x1xf32>) attributes {dnn.config = {block = [4, 8, 1], strategy = "simt-reduce-columns", tile = [8], vector = 4 : i64}, dnn.kernel} {
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "reduction"]} ins(%x : memref<8x4xf32>) outs(%s : memref<8x1xf32>) {
+  ^bb0(%a: f32, %acc: f32):
+    %t = arith.addf %acc, %a : f32
+    linalg.yield %t : f32
+  }
+  return
+}

@@ -1,0 +1,159 @@
+"""Row programs (simt-reduce, dnnc/codegen/gpu/rowwise.py) and the fusion that
+makes them: what one thread's code does per element, read off the PTX, and
+which kernels the softmax family becomes. No GPU needed; the numerics on a GPU
+are tools/build-gpu-tests' softmax_rows and long_rows cases.
+"""
+
+import re
+
+import numpy as np
+import pytest
+
+import dnnc
+import dnnc.graph_mlir
+from dnnc import compiler, interpreter, passes, pipelines
+from dnnc.codegen.gpu import ptxas
+from dnnc.dialect.types import data_type as dt
+
+F32, BF16 = dt.FLOAT, dt.BFLOAT16
+PTXAS = ptxas.find()
+needs_ptxas = pytest.mark.skipif(PTXAS is None, reason="no ptxas")
+
+
+def compile_cuda(g, arch="sm_90a"):
+    module = dnnc.graph_mlir.to_module(g)
+    return compiler.compile_module(module, compiler.Options(target="cuda", arch=arch),
+                                   basename=g.name)
+
+
+def count(ptx, instruction):
+    """How many times ``instruction`` (a PTX opcode prefix) is issued."""
+    return len(re.findall(rf"^\s+{re.escape(instruction)}\b", ptx, re.M))
+
+
+def rows_graph(op, dtype, n, rows=64):
+    g = dnnc.Graph(name=op, io_data_type=dtype)
+    x = g.tensor(name="x", dim=[rows, n])
+    if op in ("softmax", "log_softmax"):
+        getattr(g, op)(x, axis=1).set_output(True)
+    elif op in ("softmax_backward", "log_softmax_backward"):
+        dy = g.tensor(name="dy", dim=[rows, n])
+        getattr(g, op)(dy, x, axis=1).set_output(True)
+    elif op == "layernorm":
+        scale = g.tensor(name="scale", dim=[1, n])
+        bias = g.tensor(name="bias", dim=[1, n])
+        g.layernorm(x, scale, bias, axis=1)[0].set_output(True)
+    return g
+
+
+# ----------------------------------------------------------------------------
+# Held in registers: each input read once, each intermediate computed once
+
+
+def test_softmax_row_held_in_registers():
+    # 8192 bf16 in a block of 256: four vectors of 8 a thread. One load and
+    # one store per vector, one ex2 per element, no division.
+    package = compile_cuda(rows_graph("softmax", BF16, 8192))
+    (kernel,) = package.kernels
+    assert kernel["block"][0] == 256
+    ptx = package.ptx
+    assert count(ptx, "ld.global") == 4 and count(ptx, "st.global") == 4
+    assert count(ptx, "ex2.approx.ftz.f32") == 32
+    assert count(ptx, "div") == 0 and count(ptx, "rcp.rn.f32") == 1
+    assert count(ptx, "bra") <= 2  # the two shared-memory guards: no loop
+
+
+def test_f32_softmax_stores_its_output_once():
+    # Bufferization computes exp(x - max) in the output buffer, which the
+    # last statement overwrites: only that last write reaches memory.
+    package = compile_cuda(rows_graph("softmax", F32, 8192))
+    ptx = package.ptx
+    assert count(ptx, "st.global") == count(ptx, "ld.global") == 4
+    assert count(ptx, "ex2.approx.ftz.f32") == 16
+
+
+@pytest.mark.parametrize("op, loads, ex2", [
+    ("softmax_backward", 8, 0),       # dy and y, once
+    ("log_softmax_backward", 8, 32),  # exp(y) once per element
+    ("layernorm", 12, 0),             # x once, scale and bias by the output pass
+])
+def test_other_rows_held_in_registers(op, loads, ex2):
+    package = compile_cuda(rows_graph(op, BF16, 8192))
+    (kernel,) = package.kernels
+    assert kernel["strategy"] == "simt-reduce"
+    assert count(package.ptx, "ld.global") == loads
+    assert count(package.ptx, "st.global") == 4
+    assert count(package.ptx, "ex2.approx.ftz.f32") == ex2
+
+
+def test_long_rows_loop_and_recompute():
+    # 40000 bf16 in a block of 1024: five vectors of 8 a thread, more than a
+    # thread holds: each pass loops over them and reads x again.
+    g = rows_graph("softmax", BF16, 40000, rows=4)
+    module = dnnc.graph_mlir.to_module(g)
+    compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
+                                                     stop_after="gpu"))
+    text = str(module)
+    assert text.count("scf.for") == 3
+    assert text.count("vector.load") == 3
+    assert text.count('"llvm.nvvm.ex2.approx.ftz.f"') == 2 * 8
+
+
+@needs_ptxas
+@pytest.mark.parametrize("op", ["softmax", "log_softmax", "softmax_backward",
+                                "log_softmax_backward", "layernorm"])
+@pytest.mark.parametrize("dtype", [F32, BF16], ids=["f32", "bf16"])
+def test_held_rows_do_not_spill(op, dtype):
+    package = compile_cuda(rows_graph(op, dtype, 8192))
+    for entry, r in ptxas.assemble(package.ptx, "sm_90a").items():
+        assert r.spill_stores == 0 and r.spill_loads == 0, (entry, r)
+        assert r.registers <= 128, (entry, r)
+
+
+# ----------------------------------------------------------------------------
+# Fusion: a row reduction takes the pointwise ops over its rows
+
+
+FRONT = "builtin.module(" + ",".join(
+    p for s in pipelines.FRONT for p in s.passes) + ")"
+
+
+def kernels(module):
+    """Anchor names of the dnn.kernel functions of ``module``, in order."""
+    with module.context:
+        return [str(f.attributes["dnn.anchor"]).strip('"') for f in module.body.operations
+                if f.operation.name == "func.func" and "dnn.kernel" in f.attributes]
+
+
+def fuse(g):
+    """(kernel anchors after the front pipeline, outputs before, outputs
+    after); the CPU back end, which runs the same kernels, checked too."""
+    module = dnnc.graph_mlir.to_module(g)
+    rng = np.random.default_rng(0)
+    arrays = [rng.standard_normal(t.dim) for t in g.inputs]
+    before = interpreter.run_module(module, arrays)
+    passes.run_pipeline(module, FRONT)
+    after = interpreter.run_module(module, arrays)
+    cpu = g.compile(target="cpu").run(*arrays)
+    for b, c in zip(before, cpu):
+        np.testing.assert_allclose(np.asarray(c, np.float64), b, rtol=1e-4, atol=1e-5)
+    return kernels(module), before, after
+
+
+@pytest.mark.parametrize("op", ["softmax_backward", "log_softmax_backward"])
+def test_softmax_backwards_are_one_row_kernel(op):
+    anchors, before, after = fuse(rows_graph(op, F32, 13, rows=5))
+    assert anchors == ["reduction"]
+    for b, a in zip(before, after):
+        np.testing.assert_allclose(a, b, rtol=1e-6, atol=1e-6)
+
+
+def test_row_reduction_takes_its_epilogue_and_feeding_pointwise_ops():
+    g = dnnc.Graph(name="rows", io_data_type=F32)
+    x = g.tensor(name="x", dim=[4, 9])
+    w = g.tensor(name="w", dim=[4, 9])
+    s = g.reduction(g.mul(x, w), "sum", [1])
+    g.sub(x, g.mul(s, g.constant(0.5))).set_output(True)
+    anchors, before, after = fuse(g)
+    assert anchors == ["reduction"]
+    np.testing.assert_allclose(after[0], before[0], rtol=1e-6)
