@@ -110,12 +110,17 @@ def test_reductions_rank_by_rows_and_name_simt_reduce():
     # Short rows: a warp each, four to a block.
     many = problem("softmax", [[262144, 64]], [[262144, 64]], attrs=[("axis", 1)])
     assert (choose(many).block, choose(many).tile) == ((128, 1, 1), (4,))
-    # The innermost axis alone, or simt-generic: one thread per row, never a big
-    # block first (each thread loops over its row).
+    # Every axis but the innermost: simt-reduce-columns (test_colwise.py).
     columns = problem("reduction", [[1 << 20, 4]], [[1, 4]], attrs=[("axes", (0,))])
-    assert choose(columns).strategy == "simt-generic"
-    assert choose(columns).reason.startswith("simt-reduce not implemented yet (reduction: 4 "
-                                             "rows of 1048576)")
+    assert choose(columns).strategy == "simt-reduce-columns"
+    assert choose(columns).reason.startswith("reduction: 4 columns of 1048576: 1x256 blocks "
+                                             "of 1x256")
+    # Any other axes, or simt-generic: one thread per row, never a big block
+    # first (each thread loops over its row).
+    middle = problem("reduction", [[64, 32, 4]], [[64, 1, 4]], attrs=[("axes", (1,))])
+    assert choose(middle).strategy == "simt-generic"
+    assert choose(middle).reason.startswith("simt-reduce not implemented yet (reduction: 256 "
+                                            "rows of 32)")
     inner = problem("softmax", [[4, 64, 8]], [[4, 64, 8]], attrs=[("axis", 1)])
     assert choose(inner).strategy == "simt-generic"
     huge = problem("reduction", [[1 << 26, 4], ], [[1 << 26, 1]], attrs=[("axes", (1,))])
@@ -159,14 +164,19 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
                                   "narrowest); 8 stages of 24 KiB")
     assert best.split == 1
     # A long K is split over enough blocks to fill the SMs (each split at
-    # least 4 steps); at most 64 rows take 64-row tiles and one consumer.
+    # least 4 steps) when the tiles leave three quarters of them idle; at
+    # most 64 rows take 64-row tiles and one consumer warpgroup.
     long_k = choose(problem("matmul", [([256, 65536], "bf16"), ([65536, 256], "bf16")],
                             [[256, 256]]))
     assert (long_k.tile, long_k.split, long_k.block) == ((128, 64, 64), 16, (384, 1, 1))
     assert "128x64 tiles, 8 of them for 132 SMs, K split 16 ways (128 blocks)" in long_k.reason
     skinny = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
                             [[64, 4096]]))
-    assert (skinny.tile, skinny.split, skinny.block) == ((64, 64, 64), 2, (256, 1, 1))
+    assert (skinny.tile, skinny.split, skinny.block) == ((64, 64, 64), 1, (256, 1, 1))
+    # 16 tiles for 132 SMs: K split 8 ways.
+    skinnier = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 1024], "bf16")],
+                              [[64, 1024]]))
+    assert (skinnier.tile, skinnier.split) == ((64, 64, 64), 8)
     # Enough tiles of 128 x 256 for the SMs: the wider tile, 4 stages of 48 KiB.
     big = problem("matmul", [([4096, 4096], "f16"), ([4096, 4096], "f16")], [[4096, 4096]])
     assert (choose(big).tile, choose(big).stages) == ((128, 256, 64), 4)
@@ -219,7 +229,8 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
         assert configs and len(set(configs)) == len(configs)
         for c in configs:
             assert c.strategy in heuristics.IMPLEMENTED == (
-                "simt-generic", "simt-pointwise", "simt-reduce", "tc-sm90")
+                "simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
+                "tc-sm90")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs
