@@ -667,6 +667,7 @@ class Builder:
         full_n = gemm.n % tile.n == 0
         pairs = gemm.n % 2 == 0
         stored = gemm.epilogue.stored(self.arguments)
+        along_rows = {}   # (buffer, j) -> pair: inputs the same in every row (a bias)
         # 16-byte stores when every output has 2-byte elements and rows are
         # a multiple of 8 elements (16 bytes): see _store_quad.
         wide = gemm.n % 8 == 0 and all(
@@ -679,13 +680,18 @@ class Builder:
             group = []
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
+                loaded = {}
+                if pairs:
+                    pair_safe = col if full_n else arith.minui(col, _idx(gemm.n - 2))
+                    loaded = self._load_pairs(batch, row_safe, pair_safe, along_rows, j)
                 values = []
                 for e in range(2):
                     c = arith.addi(col, _idx(e)) if e else col
                     c_safe = c if full_n else arith.minui(c, _idx(gemm.n - 1))
                     v = llvm.extractvalue(ir.F32Type.get(), acc,
                                           ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
-                    values.append(self._evaluate(v, batch, row_safe, c_safe))
+                    values.append(self._evaluate(
+                        v, batch, row_safe, c_safe, {b: pair[e] for b, pair in loaded.items()}))
                 if not wide:
                     self._store(stored, values, batch, row, col, row_ok, full_n, pairs)
                     continue
@@ -751,17 +757,51 @@ class Builder:
             else:
                 _if(ok, store)
 
-    def _evaluate(self, acc_value, batch, row, col):
-        """{buffer: value} of every buffer the epilogue writes, at one point."""
+    def _load_pairs(self, batch, row, col, along_rows, j):
+        """{buffer: [value at col, value at col + 1]} of the epilogue's inputs
+        that run along the columns (a residual, a bias row), each read with
+        one aligned 2-element load instead of two scalar ones. ``col`` is
+        even and the rows have an even length, so the pair is aligned. An
+        input that does not vary with the row is read once per column pair
+        ``j`` and kept in ``along_rows`` for the thread's other row."""
+        epilogue = self.gemm.epilogue
+        rank = len(ir.MemRefType(epilogue.accumulator.type).shape)
+        point = [batch, row, col] if rank == 3 else [row, col]
+        written = {b for step in epilogue.steps for b in step.outputs} | {epilogue.accumulator}
+        out = {}
+        for step in epilogue.steps:
+            for value, exprs in step.inputs:
+                t = ir.MemRefType(value.type)
+                if value in written or value in out or exprs[-1] != rank - 1 \
+                        or t.shape[-1] % 2:
+                    continue
+                same_rows = rank - 2 not in exprs
+                if same_rows and (value, j) in along_rows:
+                    out[value] = along_rows[(value, j)]
+                    continue
+                indices = [point[d] if d is not None else _idx(0) for d in exprs]
+                vec = vector.load(ir.VectorType.get([2], t.element_type), value, indices,
+                                  alignment=2 * irutil.element_bytes(t.element_type))
+                out[value] = [vector.extract(vec, [], [e]) for e in range(2)]
+                if same_rows:
+                    along_rows[(value, j)] = out[value]
+        return out
+
+    def _evaluate(self, acc_value, batch, row, col, loaded=None):
+        """{buffer: value} of every buffer the epilogue writes, at one point;
+        ``loaded`` holds input values already read there (_load_pairs)."""
         epilogue = self.gemm.epilogue
         point = [batch, row, col] if len(ir.MemRefType(epilogue.accumulator.type).shape) == 3 \
             else [row, col]
         env = {epilogue.accumulator: acc_value}
+        loaded = loaded or {}
         for step in epilogue.steps:
             args = []
             for value, exprs in step.inputs:
                 if value in env:
                     args.append(env[value])
+                elif value in loaded:
+                    args.append(loaded[value])
                 else:
                     indices = [point[d] if d is not None else _idx(0) for d in exprs]
                     args.append(memref.load(value, indices))

@@ -47,9 +47,10 @@
 //  CHECK-NEXT:             nvvm.wgmma.wait.group.sync.aligned 1
 //       CHECK:                 nvvm.mbarrier.arrive
 //       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
-// The epilogue, on the accumulator's registers.
+// The epilogue, on the accumulator's registers; the bias is read a pair of
+// columns at a time (an aligned 2-element load).
+//       CHECK:           vector.load %[[BIAS]][%c0, %{{.*}}] {alignment = 4 : i64} : memref<1x192xbf16>, vector<2xbf16>
 //       CHECK:           %[[V0:.*]] = llvm.extractvalue %{{.*}}[0]
-//       CHECK:           memref.load %[[BIAS]][%c0, %{{.*}}] : memref<1x192xbf16>
 //       CHECK:           arith.addf %[[V0]]
 //  CHECK-NEXT:           arith.maximumf
 //  CHECK-NEXT:           arith.truncf
