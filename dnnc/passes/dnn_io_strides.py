@@ -121,32 +121,43 @@ def apply(module):
 LAYOUT_FREE = ("tc-sm90",)
 
 
+def call_counts(module):
+    """{function name: number of func.call ops calling it} in ``module``."""
+    calls = {}
+    for f in irutil.functions(module):
+        for op in irutil.ops(f, "func.call"):
+            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
+            calls[callee] = calls.get(callee, 0) + 1
+    return calls
+
+
+def layout_free_reader(use, functions, calls):
+    """(kernel function, argument index) when ``use`` is an operand of a
+    call to a kernel that reads any layout (LAYOUT_FREE) and is called once
+    (so retyping its argument changes no other call); None otherwise."""
+    op = use.owner
+    if op.name != "func.call":
+        return None
+    callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+    config = None if callee is None else Config.of_kernel(callee)
+    if config is None or config.strategy not in LAYOUT_FREE or \
+            calls[irutil.symbol(callee)] != 1:
+        return None
+    return callee, use.operand_number
+
+
 def _strided_readers(module, arg, strides):
     """[(kernel function, argument index)] of every use of graph input
-    ``arg`` when each is an operand of a call to a kernel that reads any
-    layout (LAYOUT_FREE, called once) and ``strides`` are a permutation of
-    a dense layout; None when the input needs its copy."""
+    ``arg`` when each is a layout-free reader (layout_free_reader) and
+    ``strides`` are a permutation of a dense layout; None when the input
+    needs its copy."""
     shape = list(ir.MemRefType(arg.type).shape)
     if not _permuted_dense(shape, strides):
         return None
     functions = {irutil.symbol(f): f for f in irutil.functions(module)}
-    calls = {}
-    for f in functions.values():
-        for op in irutil.ops(f, "func.call"):
-            callee = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-            calls[callee] = calls.get(callee, 0) + 1
-    readers = []
-    for use in arg.uses:
-        op = use.owner
-        if op.name != "func.call":
-            return None
-        callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        config = None if callee is None else Config.of_kernel(callee)
-        if config is None or config.strategy not in LAYOUT_FREE or \
-                calls[irutil.symbol(callee)] != 1:
-            return None
-        readers.append((callee, use.operand_number))
-    return readers or None
+    calls = call_counts(module)
+    readers = [layout_free_reader(use, functions, calls) for use in arg.uses]
+    return readers if readers and None not in readers else None
 
 
 def _permuted_dense(shape, strides):

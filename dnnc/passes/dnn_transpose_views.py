@@ -16,9 +16,9 @@ when:
   that permutes the loop dims, an identity output map, a body that yields
   the input);
 * the destination is a ``memref.alloc`` of the graph function, and every
-  other use of it is an operand of a call to a layout-free kernel
-  (dnn_io_strides.LAYOUT_FREE) that is called once and only reads that
-  argument (as an input of its linalg ops);
+  other use of it is an operand of a call to a layout-free kernel called
+  once (dnn_io_strides.layout_free_reader) that only reads that argument
+  (as an input of its linalg ops);
 * the source has a static strided layout.
 
 Before::
@@ -44,9 +44,8 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
-from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
-from dnnc.passes.dnn_io_strides import LAYOUT_FREE, set_argument_type
+from dnnc.passes.dnn_io_strides import call_counts, layout_free_reader, set_argument_type
 
 
 def _permutation(callee):
@@ -110,11 +109,7 @@ def apply(module):
     module = getattr(module, "operation", module)
     with module.context, ir.Location.unknown():
         functions = {irutil.symbol(f): f for f in irutil.functions(module)}
-        calls = {}
-        for f in functions.values():
-            for op in irutil.ops(f, "func.call"):
-                name = ir.FlatSymbolRefAttr(op.attributes["callee"]).value
-                calls[name] = calls.get(name, 0) + 1
+        calls = call_counts(module)
         graph = irutil.graph_function(module)
         for call in list(irutil.body(graph).operations):
             call = call.operation
@@ -133,21 +128,10 @@ def apply(module):
                 view_type, offset = _view_type(source.type, perm)
             except (ValueError, RuntimeError):
                 continue  # no static strided layout
-            readers = []
-            for use in dest.uses:
-                owner = use.owner
-                if owner == call:
-                    continue
-                target = functions.get(ir.FlatSymbolRefAttr(owner.attributes["callee"]).value) \
-                    if owner.name == "func.call" else None
-                config = None if target is None else Config.of_kernel(target)
-                if config is None or config.strategy not in LAYOUT_FREE \
-                        or calls[irutil.symbol(target)] != 1 \
-                        or not _only_read(target, use.operand_number):
-                    readers = None
-                    break
-                readers.append((target, use.operand_number))
-            if not readers:
+            readers = [layout_free_reader(use, functions, calls)
+                       for use in dest.uses if use.owner != call]
+            if not readers or None in readers or \
+                    not all(_only_read(target, index) for target, index in readers):
                 continue
             t = ir.MemRefType(view_type)
             with ir.InsertionPoint(alloc):

@@ -110,7 +110,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil, loops
-from dnnc.codegen.gpu.rowwise import COMBINERS
+from dnnc.codegen.gpu.rowwise import combine, combiner, erase_statements
 from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
 
 FINISH_THREADS = 128
@@ -236,22 +236,6 @@ def _statements(fn):
     return out, shape
 
 
-def _combiner(op):
-    """(combining op name, identity) of a reduction generic's body."""
-    body = op.regions[0].blocks[0]
-    acc = list(body.arguments)[-1]
-    owner = irutil.defining_op(list(body.operations)[-1].operation.operands[0])
-    if owner is None or owner.name not in COMBINERS:
-        raise NotAColumnProgram("a reduction that does not end in add / mul / max / min")
-    if sum(1 for v in owner.operands if v == acc) != 1 or sum(1 for _ in acc.uses) != 1:
-        raise NotAColumnProgram("a reduction that reads its accumulator more than once")
-    return owner.name, COMBINERS[owner.name]
-
-
-def _combine(name, a, b):
-    return ir.Operation.create(name, results=[a.type], operands=[a, b]).results[0]
-
-
 class _Program:
     """The statements interpreted: what the rows launch folds and stores,
     and what the finish does, in program order. A buffer's state is
@@ -270,7 +254,7 @@ class _Program:
                     self._store(s, dict(state))
                 state[out] = state.get(s.operands[0], ("alias", s.operands[0]))
             elif s.kind == "reduction":
-                _combiner(s.op)
+                combiner(s.op, NotAColumnProgram)
                 if ir.MemRefType(out.type).element_type != ir.F32Type.get():
                     raise NotAColumnProgram(f"a reduction that accumulates in "
                                             f"{ir.MemRefType(out.type).element_type}, not f32")
@@ -641,14 +625,14 @@ class _Emitter:
             mine = arith.muli(tx, _index(self.width))
             totals = []
             for k, (s, _) in enumerate(self.program.reductions):
-                name, _ = _combiner(s.op)
+                name, _ = combiner(s.op, NotAColumnProgram)
                 lanes = []
                 for lane in range(self.width):
                     total = None
                     for y in range(self.ty):
                         at = arith.addi(mine, _index((k * self.ty + y) * stride + lane))
                         value = memref.load(smem, [at])
-                        total = value if total is None else _combine(name, total, value)
+                        total = value if total is None else combine(name, total, value)
                     lanes.append(total)
                 totals.append(lanes)
             self.settle(totals, j, None, by)
@@ -672,7 +656,7 @@ class _Emitter:
                          alignment=_alignment(self.width, self.f32))
 
     def identity(self, stmt):
-        _, value = _combiner(stmt.op)
+        _, value = combiner(stmt.op, NotAColumnProgram)
         return arith.constant(self.f32, ir.FloatAttr.get(self.f32, value))
 
     def unflatten(self, values):
@@ -705,14 +689,14 @@ class _Emitter:
     def sum_partials(self, k, col):
         """Partial 0 + partial 1 + ... of reduction ``k`` at column ``col``,
         in that order; PARTIALS_IN_FLIGHT loads at a time."""
-        name, _ = _combiner(self.program.reductions[k][0].op)
+        name, _ = combiner(self.program.reductions[k][0].op, NotAColumnProgram)
         buffer = self.partials[k]
 
         def fold(total, first, count):
             loaded = [memref.load(buffer, [arith.addi(first, _index(g)) if g else first, col])
                       for g in range(count)]
             for value in loaded:
-                total = value if total is None else _combine(name, total, value)
+                total = value if total is None else combine(name, total, value)
             return total
 
         group = PARTIALS_IN_FLIGHT
@@ -743,9 +727,9 @@ class _Emitter:
                 self.store(s, point, self.value_of(s, state, point, memo))
                 continue
             s, state = self.program.reductions[event[1]]
-            name, _ = _combiner(s.op)
+            name, _ = combiner(s.op, NotAColumnProgram)
             before = self.read(s.operands[-1], s.exprs[-1], s, point, memo, state)
-            point.totals[event[1]] = [_combine(name, b, t)
+            point.totals[event[1]] = [combine(name, b, t)
                                       for b, t in zip(before, total_of(event[1]))]
 
 
@@ -794,9 +778,5 @@ def build(fn, width, block, unroll, tile=None):
             for op in reversed(created):
                 op.erase()
             raise
-    for s in reversed(statements):
-        s.op.erase()
-    for op in list(body.operations):
-        if op.operation.name == "memref.alloc" and not any(True for _ in op.results[0].uses):
-            op.operation.erase()
+    erase_statements(fn, statements)
     return emitter.splits

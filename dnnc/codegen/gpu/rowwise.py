@@ -173,22 +173,34 @@ def _statements(fn):
     return out, shape
 
 
-def _combiner(op):
-    """(combining op name, identity) of a reduction generic's body."""
+def combiner(op, error=NotARowProgram):
+    """(combining op name, identity) of a reduction generic's body; raises
+    ``error`` (the caller's kind of refusal) when it has none."""
     body = op.regions[0].blocks[0]
     acc = list(body.arguments)[-1]
     result = list(body.operations)[-1].operation.operands[0]
     owner = irutil.defining_op(result)
     if owner is None or owner.name not in COMBINERS:
-        raise NotARowProgram("a reduction that does not end in add / mul / max / min")
+        raise error("a reduction that does not end in add / mul / max / min")
     ins = list(owner.operands)
     if sum(1 for v in ins if v == acc) != 1 or sum(1 for _ in acc.uses) != 1:
-        raise NotARowProgram("a reduction that reads its accumulator more than once")
+        raise error("a reduction that reads its accumulator more than once")
     return owner.name, COMBINERS[owner.name]
 
 
-def _combine(name, a, b):
+def combine(name, a, b):
+    """``a name b``, ``name`` a combining op of COMBINERS."""
     return ir.Operation.create(name, results=[a.type], operands=[a, b]).results[0]
+
+
+def erase_statements(fn, statements):
+    """After a build: drop the interpreted linalg ops of kernel ``fn`` and
+    the allocations nothing uses any more."""
+    for s in reversed(statements):
+        s.op.erase()
+    for op in list(irutil.body(fn).operations):
+        if op.operation.name == "memref.alloc" and not any(True for _ in op.results[0].uses):
+            op.operation.erase()
 
 
 # ----------------------------------------------------------------------------
@@ -428,7 +440,7 @@ class _Row:
             scf.YieldOp([])
 
     def reduce(self, stmt, stored):
-        name, identity = _combiner(stmt.op)
+        name, identity = combiner(stmt.op)
         out = stmt.operands[-1]
         elt = ir.MemRefType(out.type).element_type
 
@@ -439,7 +451,7 @@ class _Row:
         partial = self.sweep(fold, arith.constant(elt, ir.FloatAttr.get(elt, identity)))
         total = self.across_threads(name, partial)
         init = self.lanes(out, stmt.exprs[-1], _index(0), {})[0]
-        value = _combine(name, init, total)
+        value = combine(name, init, total)
         self.state[out] = ("scalar", value)
         if stored:
             self.store_scalar(out, stmt.exprs[-1], value)
@@ -453,7 +465,7 @@ class _Row:
                 continue
             other = gpu.ShuffleOp(value, arith.constant(i32, offset), width,
                                   gpu.ShuffleMode.XOR).results[0]
-            value = _combine(name, value, other)
+            value = combine(name, value, other)
         warps = self.per_row // WARP
         if warps <= 1:
             return value
@@ -469,7 +481,7 @@ class _Row:
         gpu.BarrierOp()
         total = memref.load(self.smem, [_index(base)])
         for w in range(1, warps):
-            total = _combine(name, total, memref.load(self.smem, [_index(base + w)]))
+            total = combine(name, total, memref.load(self.smem, [_index(base + w)]))
         return total
 
 
@@ -548,7 +560,7 @@ def build(fn, width, threads, rows_per_block, registers=REGISTER_ELEMENTS):
     statements, shape = _statements(fn)
     for s in statements:
         if s.reduction:
-            _combiner(s.op)
+            combiner(s.op)
     if shape.n % width:
         raise NotARowProgram(f"rows of {shape.n} elements are not a multiple of the "
                              f"vector ({width})")
@@ -600,9 +612,5 @@ def build(fn, width, threads, rows_per_block, registers=REGISTER_ELEMENTS):
             raise
         _hardware_exp(launch)
         _shared_divisors(launch)
-    for s in reversed(statements):
-        s.op.erase()
-    for op in list(body.operations):
-        if op.operation.name == "memref.alloc" and not any(True for _ in op.results[0].uses):
-            op.operation.erase()
+    erase_statements(fn, statements)
     return blocks
