@@ -56,6 +56,8 @@ class Case:
     init: object = None            # (torch module, *tensors) -> None, in place
     torch_prepare: object = None   # (torch module, *tensors) -> tuple, untimed
     compiled: bool = False         # also time torch.compile(torch_fn) (fused patterns)
+    host_timed: bool = False       # timed by the host's clock, launch included (tiny problems)
+    config: str = None             # a config override (Options.config): force a strategy
 
 
 def _graph(name, dt="bf16"):
@@ -123,6 +125,14 @@ def _matmul():
     return g
 
 
+def _matmul_4096():
+    g = _graph("matmul_4096")
+    a = g.tensor(name="a", dim=[4096, 4096])
+    b = g.tensor(name="b", dim=[4096, 4096])
+    g.matmul(a, b).set_output(True)
+    return g
+
+
 def _conv():
     g = _graph("conv3x3")
     x = g.tensor(name="x", dim=[32, 64, 56, 56], stride=[64 * 56 * 56, 1, 56 * 64, 64])
@@ -165,6 +175,10 @@ ORIGINAL = [
          lambda t, x: t.softmax(x, dim=1), 4 * ROWS, 2 * MB, True, "softmax"),
     Case("matmul 2048^3 bf16", _matmul,
          lambda t, a, b: a @ b, 2 * 2048 ** 3, 3 * 2048 * 2048 * 2, False, "matmul"),
+    # The Ampere strategy (cp.async, ldmatrix, mma.sync) on whatever GPU runs it.
+    Case("matmul 4096^3 bf16 tc-sm80", _matmul_4096,
+         lambda t, a, b: a @ b, 2 * 4096 ** 3, 3 * 4096 * 4096 * 2, False, "matmul",
+         config="*=strategy:tc-sm80,tile:128x256x32,stages:3"),
     Case("conv 3x3 32x64x56x56 NHWC bf16", _conv,
          lambda t, x, w: t.nn.functional.conv2d(x, w, padding=1),
          2 * 32 * 64 * 56 * 56 * 64 * 9, 2 * (2 * 32 * 64 * 56 * 56 + 64 * 64 * 9), False,
@@ -524,6 +538,34 @@ def _layernorm_backward():
     return g
 
 
+def _residual_norm(kind):
+    """h = x + r; y = norm(h): a transformer's add & norm, both returned (h is
+    the next residual stream); dnn-fuse puts the add into the norm's kernel."""
+    def build():
+        g = _graph(f"residual_{kind}")
+        x = g.tensor(name="x", dim=[16384, D])
+        r = g.tensor(name="r", dim=[16384, D])
+        s = g.tensor(name="scale", dim=[1, D])
+        h = g.add(x, r)
+        h.set_output(True)
+        if kind == "layernorm":
+            y = g.layernorm(h, s, g.tensor(name="bias", dim=[1, D]), axis=1)[0]
+        else:
+            y = g.rmsnorm(h, s, axis=1)[0]
+        y.set_output(True)
+        return g
+    return build
+
+
+def _residual_norm_torch(kind):
+    def fn(t, x, r, s, *b):
+        h = x + r
+        if kind == "layernorm":
+            return h, t.nn.functional.layer_norm(h, (D,), s[0], b[0][0], EPS)
+        return h, t.nn.functional.rms_norm(h, (D,), s[0], EPS)
+    return fn
+
+
 def _rmsnorm():
     g = _graph("rmsnorm")
     x = g.tensor(name="x", dim=[16384, D])
@@ -696,6 +738,12 @@ NORM = [
              dy, x, [D], mean, inv, s[0], s[0], [True, True, True]),
          11 * NX, 3 * NX * BF16 + 3 * D * BF16 + 2 * 16384 * F32, True, "norm",
          init=lambda t, dy, x, s, mean, inv: _row_stats(t, x, mean, inv)),
+    Case("residual+layernorm (h, y) 16384x8192 bf16", _residual_norm("layernorm"),
+         _residual_norm_torch("layernorm"), 8 * NX, 4 * NX * BF16 + 2 * D * BF16, True,
+         "norm", compiled=True),
+    Case("residual+rmsnorm (h, y) 16384x8192 bf16", _residual_norm("rmsnorm"),
+         _residual_norm_torch("rmsnorm"), 5 * NX, 4 * NX * BF16 + D * BF16, True, "norm",
+         compiled=True),
     Case("rmsnorm 16384x8192 bf16", _rmsnorm,
          lambda t, x, s: t.nn.functional.rms_norm(x, (D,), s[0], EPS),
          4 * NX, 2 * NX * BF16 + D * BF16, True, "norm"),
@@ -783,11 +831,83 @@ SOFTMAX = [
 
 
 # ============================================================================
+# Row lengths: softmax, layernorm and rmsnorm forward over rows of 128 to
+# 262144 at one total size, and tiny problems timed with their launch
+# ============================================================================
+
+SWEEP = 16384 * 8192                        # elements of x at every row length
+SWEEP_LENGTHS = [1 << k for k in range(7, 19)]   # 128 .. 262144
+
+
+def _rows(op, rows, n):
+    """(build, torch_fn, flops, bytes) of ``op`` (softmax, layernorm or
+    rmsnorm, forward, bf16) over ``rows`` rows of ``n``."""
+    def build():
+        g = _graph(f"{op}_{rows}x{n}")
+        x = g.tensor(name="x", dim=[rows, n])
+        if op == "softmax":
+            y = g.softmax(x, axis=1)
+        elif op == "layernorm":
+            s = g.tensor(name="scale", dim=[1, n])
+            y = g.layernorm(x, s, g.tensor(name="bias", dim=[1, n]), axis=1, epsilon=EPS)[0]
+        else:
+            y = g.rmsnorm(x, g.tensor(name="scale", dim=[1, n]), axis=1, epsilon=EPS)[0]
+        y.set_output(True)
+        return g
+
+    torch_fn = {
+        "softmax": lambda t, x: t.softmax(x, dim=1),
+        "layernorm": lambda t, x, s, b: t.nn.functional.layer_norm(x, (n,), s[0], b[0], EPS),
+        "rmsnorm": lambda t, x, s: t.nn.functional.rms_norm(x, (n,), s[0], EPS),
+    }[op]
+    params = {"softmax": 0, "layernorm": 2, "rmsnorm": 1}[op]
+    flops = {"softmax": 4, "layernorm": 7, "rmsnorm": 4}[op] * rows * n
+    return build, torch_fn, flops, (2 * rows * n + params * n) * BF16
+
+
+def _sweep_case(op, n):
+    """One point of the row-length sweep: named ``<op> row sweep 2^KK RxN
+    bf16`` (tools/plot-rows reads the op, R and N from it; KK sorts it)."""
+    rows = SWEEP // n
+    build, torch_fn, flops, size = _rows(op, rows, n)
+    return Case(f"{op} row sweep 2^{n.bit_length() - 1:02d} {rows}x{n} bf16", build, torch_fn,
+                flops, size, True, "softmax" if op == "softmax" else "norm")
+
+
+# Problems whose kernels take less than their launch: timed by the host's
+# clock over back-to-back calls (bench/run.py), so the runtime's launch path
+# counts as PyTorch's dispatch does.
+TINY_SHAPES = [(1, 7), (8, 128), (64, 512), (256, 1024)]
+
+
+def _tiny_case(op, rows, n):
+    build, torch_fn, flops, size = _rows(op, rows, n)
+    return Case(f"{op} tiny {rows}x{n} bf16", build, torch_fn, flops, size, True,
+                "softmax" if op == "softmax" else "norm", host_timed=True)
+
+
+ROW_LENGTHS = ([_sweep_case(op, n) for op in ("softmax", "layernorm", "rmsnorm")
+                for n in SWEEP_LENGTHS]
+               + [_tiny_case(op, rows, n) for op in ("softmax", "layernorm", "rmsnorm")
+                  for rows, n in TINY_SHAPES])
+
+
+# ============================================================================
 # Pooling, NHWC
 # ============================================================================
 
 MP_X, MP_Y = [32, 64, 112, 112], [32, 64, 56, 56]   # max 3x3/2 pad 1 (ResNet stem)
 AP_X, AP_Y = [32, 128, 56, 56], [32, 128, 28, 28]   # avg 2x2/2 (DenseNet transition)
+
+
+def _maxpool_relu():
+    """The stem's max pool with a relu after it: one kernel (the relu is the
+    window program's epilogue)."""
+    g = _graph("maxpool_relu")
+    x = g.tensor(name="x", dim=MP_X, stride=_nhwc(*MP_X))
+    y = g.relu(g.pooling(x, "max", window=3, stride=2, padding=1))
+    y.set_output(True).set_stride(_nhwc(*MP_Y))
+    return g
 
 
 def _avgpool():
@@ -815,6 +935,10 @@ def _maxpool_indices(t, dy, x):
 
 
 POOLING = [
+    Case("maxpool+relu 3x3/2 32x64x112x112 NHWC bf16", _maxpool_relu,
+         lambda t, x: t.relu(t.nn.functional.max_pool2d(x, 3, 2, 1)),
+         10 * _numel(MP_Y), (_numel(MP_X) + _numel(MP_Y)) * BF16, True, "pooling",
+         compiled=True),
     Case("avgpool 2x2/2 32x128x56x56 NHWC bf16", _avgpool,
          lambda t, x: t.nn.functional.avg_pool2d(x, 2, 2),
          4 * _numel(AP_Y), (_numel(AP_X) + _numel(AP_Y)) * BF16, True, "pooling"),
@@ -860,15 +984,19 @@ def _bmm():
     return g
 
 
-def _gemm(m, n, k, dt="bf16", epilogue=""):
+def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
     """(build, torch_fn) of an M x N x K matmul, then ``epilogue``: "" (none),
     "bias_gelu" (gelu(a @ b + bias)) or "bias_residual_relu" (relu(a @ b +
-    bias + r))."""
+    bias + r)). ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
+    allow_tf32); ``weight``: B stored N x K (a linear layer's weight)."""
+    io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
+
     def build():
-        g = _graph(f"gemm_{m}x{n}x{k}_{dt}" + (f"_{epilogue}" if epilogue else ""), dt)
+        g = _graph(f"gemm_{m}x{n}x{k}_{dt}" + (f"_{epilogue}" if epilogue else "")
+                   + ("_weight" if weight else ""), io)
         a = g.tensor(name="a", dim=[m, k])
-        b = g.tensor(name="b", dim=[k, n])
-        y = g.matmul(a, b, compute_data_type="f32")
+        b = g.tensor(name="b", dim=[k, n], stride=[1, k] if weight else None)
+        y = g.matmul(a, b, compute_data_type=compute)
         if epilogue:
             y = g.add(y, g.tensor(name="bias", dim=[1, n]))
         if epilogue == "bias_gelu":
@@ -879,7 +1007,13 @@ def _gemm(m, n, k, dt="bf16", epilogue=""):
         return g
 
     def torch_fn(t, a, b, *rest):
-        y = t.matmul(a, b)
+        if compute == "tf32":
+            allowed = t.backends.cuda.matmul.allow_tf32
+            t.backends.cuda.matmul.allow_tf32 = True
+            y = t.matmul(a, b)
+            t.backends.cuda.matmul.allow_tf32 = allowed
+        else:
+            y = t.matmul(a, b)
         if epilogue == "bias_gelu":
             return t.nn.functional.gelu(y + rest[0])
         if epilogue == "bias_residual_relu":
@@ -888,8 +1022,8 @@ def _gemm(m, n, k, dt="bf16", epilogue=""):
     return build, torch_fn
 
 
-def _gemm_case(m, n, k, dt="bf16", epilogue="", label=""):
-    build, torch_fn = _gemm(m, n, k, dt, epilogue)
+def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False):
+    build, torch_fn = _gemm(m, n, k, dt, epilogue, weight)
     size = 2 if dt in ("bf16", "f16") else 4
     extra = {"bias_gelu": n, "bias_residual_relu": n + m * n}.get(epilogue, 0)
     name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
@@ -903,6 +1037,8 @@ MATMUL = [
     _gemm_case(8192, 8192, 8192),
     _gemm_case(16384, 1024, 4096),
     _gemm_case(4096, 4096, 4096, "f16"),
+    _gemm_case(4096, 4096, 4096, "tf32"),
+    _gemm_case(4096, 4096, 4096, "tf32", label="B stored N x K", weight=True),
     _gemm_case(64, 4096, 4096, label="skinny"),
     _gemm_case(256, 256, 65536, label="large K"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_gelu"),
@@ -1008,4 +1144,4 @@ ATTENTION = [
 
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
-         + TENSOR + REDUCTION + NORM + SOFTMAX + POOLING + MATMUL + CONV + ATTENTION)
+         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + ATTENTION)

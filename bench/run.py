@@ -14,21 +14,25 @@ to the index of an existing output directory instead of replacing it.
 warm-up, ``triton.testing.do_bench`` medians, rotating input sets when they fit
 in L2), the ratio dnnc / PyTorch, and the achieved rate: TB/s for memory-bound
 cases (also as a share of a device-to-device copy measured in the same run),
-TFLOP/s otherwise. Every case is first checked against PyTorch's result (the
-largest relative error over its outputs; for boolean outputs the share of
-elements that differ). A case that cannot run (no package, an error in dnnc or
-in PyTorch) is printed as an error row, with the stage that failed, and the run
-goes on (``--traceback`` prints where it failed). A summary per group follows
-the table: cases measured, geometric mean of the ratios, errors.
+TFLOP/s otherwise. Cases marked ``host_timed`` (tiny problems, whose kernels
+take less than their launch) are timed instead by the host's clock over
+back-to-back calls, dnnc's and PyTorch's alike (``host_ms``): their figure
+includes the launch overhead. Every case is first checked against PyTorch's
+result (the largest relative error over its outputs; for boolean outputs the
+share of elements that differ). A case that cannot run (no package, an error
+in dnnc or in PyTorch) is printed as an error row, with the stage that failed,
+and the run goes on (``--traceback`` prints where it failed). A summary per
+group follows the table: cases measured, geometric mean of the ratios, errors.
 
 The JSON (``--json``, rewritten after every case) holds ``device``, ``torch``,
-``copy_tbs``, ``arch`` and ``rows``, one per measured case: ``case``, ``group``,
-``dnnc_ms``, ``torch_ms``, ``ratio``, ``rel_err`` (the worst output),
-``rel_errs`` (each output; null where PyTorch gives no counterpart),
-``kernels``, ``memory_bound``, ``flops``, ``bytes``, and ``dnnc_tbs`` /
-``torch_tbs`` or ``dnnc_tflops`` / ``torch_tflops``. Cases that could not be
-measured are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and
-the times measured before the failure.
+``copy_tbs``, ``arch``, ``date`` (UTC) and ``rows``, one per measured case:
+``case``, ``group``, ``dnnc_ms``, ``torch_ms``, ``ratio``, ``rel_err`` (the
+worst output), ``rel_errs`` (each output; null where PyTorch gives no
+counterpart), ``kernels``, ``memory_bound``, ``flops``, ``bytes``, and
+``dnnc_tbs`` / ``torch_tbs`` or ``dnnc_tflops`` / ``torch_tflops``, and
+``timing``: "host" for the host-timed cases. Cases that could not be measured
+are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and the times
+measured before the failure.
 """
 
 import argparse
@@ -36,7 +40,9 @@ import fnmatch
 import json
 import math
 import os
+import statistics
 import sys
+import time
 import traceback
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -99,7 +105,8 @@ def build(args):
         try:
             g = case.build()
             pkg = compiler.compile_module(graph_mlir.to_module(g),
-                                          compiler.Options(target="cuda", arch=args.arch),
+                                          compiler.Options(target="cuda", arch=args.arch,
+                                                           config=case.config),
                                           basename=g.name)
             names = [t["name"] for t in pkg.manifest["inputs"]]
             if names != [t.name for t in g.inputs]:
@@ -251,6 +258,26 @@ def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=
     return row
 
 
+def host_ms(fn, sync, calls=100, rounds=21):
+    """Milliseconds per call of ``fn`` called back to back, by the host's
+    clock (the median of ``rounds`` rounds of ``calls`` calls, each round
+    ended by ``sync``): what a caller waits for per call when the kernels
+    are shorter than their launch, the launch included. do_bench's events
+    leave the launch out: the host issues it while the GPU still clears L2
+    before the call."""
+    for _ in range(calls):
+        fn()
+    sync()
+    times = []
+    for _ in range(rounds):
+        start = time.perf_counter()
+        for _ in range(calls):
+            fn()
+        sync()
+        times.append((time.perf_counter() - start) * 1e3 / calls)
+    return statistics.median(times)
+
+
 NAME_W = 56
 
 
@@ -313,13 +340,17 @@ def run(args):
     def bench(fn):
         return triton.testing.do_bench(fn, warmup=25, rep=200, return_mode="median")
 
+    def host(fn):
+        return host_ms(fn, torch.cuda.synchronize)
+
     x = torch.randn(16384, 8192, device=DEVICE, dtype=torch.bfloat16)
     y = torch.empty_like(x)
     copy_ms = bench(lambda: y.copy_(x))
     copy_tbs = 2 * x.numel() * 2 / copy_ms / 1e9
     del x, y
     report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
-              "copy_tbs": copy_tbs, "rows": [], "arch": arch, "errors": []}
+              "copy_tbs": copy_tbs, "rows": [], "arch": arch, "errors": [],
+              "date": time.strftime("%Y-%m-%d", time.gmtime())}
     rows, errors = report["rows"], report["errors"]
 
     def save():
@@ -343,7 +374,10 @@ def run(args):
                        "error": _error_text(e)}
             else:
                 try:
-                    row = _measure(torch, bench, exe, case, entry, l2, args.traceback)
+                    row = _measure(torch, host if case.host_timed else bench, exe, case,
+                                   entry, l2, args.traceback)
+                    if case.host_timed:
+                        row["timing"] = "host"
                 except Exception as e:
                     row = {"case": case.name, "group": case.group, "stage": "measure",
                            "error": _error_text(e)}

@@ -12,6 +12,10 @@
                                             # shared memory per kernel when ptxas is found
     dnnc run graph.mlir                     # compile for the CPU, run on random data,
                                             # compare with the NumPy reference
+    dnnc tune graph.mlir --top 4            # on the GPU: time each kernel's top configs,
+                                            # keep the fastest in the tuning database
+                                            # (graph.py: its build() or its one Graph)
+    dnnc tune --export tuned.json           # copy the database; --import merges one in
 
 Errors print as ``dnnc: error: ...``; the exit code is 1 for a bad graph or
 option, 2 for a usage error.
@@ -44,6 +48,10 @@ def _parser():
                         "KERNEL=key:value[,key:value][;KERNEL=...], keys strategy, block "
                         "(threads per block, N or NxMxK), and for simt-pointwise vector "
                         "(elements per load) and unroll (vectors per thread)")
+    c.add_argument("--tuning-db", metavar="FILE",
+                   help="with --arch: take kernel configs from this tuning database ('off': "
+                        "none; default $DNNC_TUNING_DB, else tuning.json in the cache "
+                        "directory; see dnnc tune)")
     c.add_argument("-o", dest="output",
                    help="write the printed IR here instead of stdout; with --arch (and no "
                         "--stage), the .dnnpkg artifact")
@@ -54,7 +62,34 @@ def _parser():
     r.add_argument("input", help="dnn-dialect MLIR file")
     r.add_argument("--seed", type=int, default=0)
     r.add_argument("--dump-ir", metavar="DIR")
+    t = sub.add_parser("tune", help="time each kernel's best ranked configs on the GPU and "
+                                    "record the fastest in the tuning database")
+    t.add_argument("input", nargs="?",
+                   help="dnn-dialect MLIR file, or a Python file whose build() returns a "
+                        "dnnc.Graph (or that makes exactly one); none: only --import/--export")
+    t.add_argument("--arch", choices=ARCHS, help="default: the GPU's")
+    t.add_argument("--top", type=_positive, default=4, metavar="N",
+                   help="candidates per kernel: the heuristics' N best ranked (default 4)")
+    t.add_argument("--db", metavar="FILE",
+                   help="the tuning database (default: $DNNC_TUNING_DB, else tuning.json in "
+                        "the cache directory)")
+    t.add_argument("--retune", action="store_true",
+                   help="tune kernels the database already has for this GPU again")
+    t.add_argument("--import", dest="import_", metavar="FILE",
+                   help="merge this database's entries in first (the newer entry of a "
+                        "problem wins)")
+    t.add_argument("--export", metavar="FILE", help="write the database here when done")
     return p
+
+
+def _positive(text):
+    try:
+        n = int(text)
+    except ValueError:
+        n = 0
+    if n < 1:
+        raise argparse.ArgumentTypeError(f"expected a positive integer, got '{text}'")
+    return n
 
 
 def _basename(path):
@@ -66,10 +101,12 @@ def cmd_compile(args, out):
 
     if args.arch:
         return _compile_cuda(args, out)
-    if args.config:
-        from dnnc.pipelines import ARCHS
+    for flag, value in (("--config", args.config), ("--tuning-db", args.tuning_db)):
+        if value:
+            from dnnc.pipelines import ARCHS
 
-        raise UsageError(f"--config configures GPU kernels: it needs --arch ({' or '.join(ARCHS)})")
+            raise UsageError(f"{flag} configures GPU kernels: it needs --arch "
+                             f"({' or '.join(ARCHS)})")
     if args.output and args.output.endswith(".dnnpkg"):
         from dnnc.pipelines import ARCHS
 
@@ -101,7 +138,8 @@ def _compile_cuda(args, out):
 
     module = graph_mlir.parse(open(args.input).read())
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
-                            stop_after=args.stage, config=args.config)
+                            stop_after=args.stage, config=args.config,
+                            tuning_db=args.tuning_db)
     result = compiler.compile_module(module, opts, basename=_basename(args.input))
     if args.stage:
         if args.stage == "ptx":
@@ -177,6 +215,121 @@ def cmd_run(args, out):
     return 0
 
 
+def load_graph(path):
+    """The graph in file ``path``: MLIR text (.mlir), or the dnnc.Graph a
+    Python file's ``build()`` returns (else the one Graph it makes at top
+    level); its ``main`` is not run."""
+    if not path.endswith(".py"):
+        with open(path) as f:
+            return f.read()
+    import runpy
+
+    from dnnc.graph import Graph
+
+    scope = runpy.run_path(path, run_name="dnnc_graph")
+    if callable(scope.get("build")):
+        graph = scope["build"]()
+        if isinstance(graph, Graph):
+            return graph
+        raise UsageError(f"{path}: build() returned {type(graph).__name__}, expected a "
+                         f"dnnc.Graph")
+    graphs = [v for k, v in scope.items() if isinstance(v, Graph) and not k.startswith("_")]
+    if len(graphs) != 1:
+        raise UsageError(f"{path}: expected a build() function or exactly one dnnc.Graph at "
+                         f"top level, got {len(graphs)} graphs")
+    return graphs[0]
+
+
+class ProgressBar:
+    """The tuner's progress as one line on ``stream``, redrawn in place on a
+    terminal, else one line per kernel."""
+
+    WIDTH = 24
+
+    def __init__(self, stream):
+        self.stream = stream
+        self.tty = hasattr(stream, "isatty") and stream.isatty()
+        self.last = None
+
+    def __call__(self, p):
+        done = (p.kernel - 1) * p.candidates + p.candidate - (p.phase == "compile")
+        fraction = done / max(1, p.kernels * p.candidates)
+        bar = "#" * round(fraction * self.WIDTH)
+        text = (f"[{bar:<{self.WIDTH}}] kernel {p.kernel}/{p.kernels} {p.name}  "
+                f"candidate {p.candidate}/{p.candidates}  {p.elapsed:6.1f} s")
+        if self.tty:
+            self.stream.write("\r" + text[:160].ljust(160))
+        elif p.phase != "compile" and (p.kernel, p.candidate) != self.last:
+            what = f"{p.ms:.4g} ms" if p.ms is not None else f"skipped: {p.note}"
+            self.stream.write(f"{text}  {p.config}: {what}\n")
+            self.last = (p.kernel, p.candidate)
+        self.stream.flush()
+
+    def close(self):
+        if self.tty:
+            self.stream.write("\n")
+            self.stream.flush()
+
+
+def _tune_report(report, out):
+    for r in report.results:
+        k = r.kernel
+        out.write(f"{k.name}  {k.summary}\n")
+        names = [str(c.config) + (f" (ran as {c.ran})" if c.ran else "") for c in r.candidates]
+        width = max(map(len, names), default=0)
+        for c, name in zip(r.candidates, names):
+            mark = "*" if c is r.winner else " "
+            what = f"{c.ms:9.4f} ms" if c.ms is not None else f"skipped: {c.skipped}"
+            out.write(f"  {mark} {name:<{width}}  {what}\n")
+        h = r.heuristic
+        if r.winner is None:
+            out.write("  no candidate ran: nothing recorded\n")
+        elif h is not None and h.ms is not None and r.winner is not h:
+            out.write(f"  tuned {r.winner.ms:.4g} ms vs {h.ms:.4g} ms heuristic "
+                      f"({h.ms / r.winner.ms:.2f}x)\n")
+        else:
+            out.write("  the heuristics' choice is the fastest\n")
+    for name, why in report.not_tuned.items():
+        out.write(f"{name}  not tuned: {why}\n")
+
+
+def cmd_tune(args, out, err):
+    from dnnc.tune import db
+
+    if not (args.input or args.import_ or args.export):
+        raise UsageError("dnnc tune: expected a graph file, --import FILE or --export FILE")
+    path = db.resolve(args.db)
+    if path is None:
+        raise UsageError(f"the tuning database is '{db.OFF}': pass --db FILE")
+    if args.import_:
+        database = db.load(path)
+        added, replaced = database.merge(db.load(args.import_).entries)
+        database.save()
+        out.write(f"imported {args.import_}: {added} new, {replaced} replaced entries "
+                  f"into {path}\n")
+    if args.input:
+        from dnnc import compiler
+        from dnnc.tune import tuner
+
+        graph = load_graph(args.input)
+        arch, gpu = (args.arch, None) if args.arch else compiler.detect_gpu()
+        bar = ProgressBar(err)
+        try:
+            report = tuner.autotune(graph, arch, gpu=gpu, db=path, top=args.top,
+                                    retune=args.retune, progress=bar)
+        finally:
+            bar.close()
+        _tune_report(report, out)
+        tuned = sum(r.winner is not None for r in report.results)
+        out.write(f"tuned {tuned} kernel{'s' if tuned != 1 else ''} on "
+                  f"{report.gpu or arch} in {report.elapsed:.1f} s; database {path}\n")
+    if args.export:
+        database = db.load(path)
+        db.export(args.export, database.entries)
+        out.write(f"exported {len(database.entries)} entries to {args.export}\n")
+    return 0
+
+
 def main(argv=None):
     args = _parser().parse_args(argv)
     try:
@@ -186,6 +339,8 @@ def main(argv=None):
             return cmd_run(args, sys.stdout)
         if args.command == "inspect":
             return cmd_inspect(args, sys.stdout)
+        if args.command == "tune":
+            return cmd_tune(args, sys.stdout, sys.stderr)
     except UsageError as err:
         sys.stderr.write(f"dnnc: error: {err}\n")
         return 2

@@ -8,7 +8,9 @@ For target ``cuda`` it also holds the entry points above the stage loop:
 ``compile_cuda`` (ahead of time, through the on-disk cache of dnnc/cache.py),
 ``jit`` (``Graph.compile(target="cuda")``: detect the GPU's arch, compile
 through the cache, return the runtime's Executable) and ``lookup``, the cache
-read both use, which for a dnnc.Graph imports no MLIR.
+read both use, which for a dnnc.Graph imports no MLIR. ``jit`` with
+``mode="autotune"`` first tunes the graph's kernels (dnnc/tune) into the
+tuning database, which every cuda compile reads.
 """
 
 import hashlib
@@ -20,6 +22,9 @@ from dnnc import pipelines
 from dnnc.errors import GraphError, UnsupportedError
 
 TARGETS = ("cpu", "cuda")
+# How kernel configs are chosen: the heuristics' first choice (or the tuning
+# database's entry), or autotuning the kernels the database lacks first.
+MODES = ("heuristic", "autotune")
 
 
 @dataclass(frozen=True)
@@ -30,6 +35,12 @@ class Options:
     ``sm_90a``); it has no default: the JIT fills it in from the device.
     ``config`` overrides the heuristics' kernel configs (target ``cuda``):
     ``KERNEL=block:128[;KERNEL=...]``, see dnnc/heuristics/override.py.
+    ``tuning_db`` is the tuning database file whose configs the kernels get
+    (dnnc/tune/db.py; None: $DNNC_TUNING_DB, else ``tuning.json`` in the
+    cache directory; ``"off"``: none), ``gpu`` the GPU whose entries to
+    prefer (the JIT fills it in from the device; None: any of the arch).
+    Not the path but a digest of the database's entries for the arch goes
+    into the cache key (``key_fields``).
     """
 
     target: str = "cpu"
@@ -37,6 +48,8 @@ class Options:
     stop_after: str = None
     arch: str = None
     config: str = None
+    tuning_db: str = None
+    gpu: str = None
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -48,20 +61,40 @@ class Options:
         if self.config and self.target != "cuda":
             raise UnsupportedError(f"option config='{self.config}' applies to target 'cuda', "
                                    f"not '{self.target}'")
+        for name in ("tuning_db", "gpu"):
+            if getattr(self, name) is not None and self.target != "cuda":
+                raise UnsupportedError(f"option {name}='{getattr(self, name)}' applies to "
+                                       f"target 'cuda', not '{self.target}'")
         if self.arch is not None and self.arch not in pipelines.ARCHS:
             raise UnsupportedError(f"arch '{self.arch}': expected one of "
                                    f"{', '.join(pipelines.ARCHS)}")
 
-    # Fields that say where to write things, not what to compile.
-    NOT_IN_KEY = ("dump_ir",)
+    # Fields that say where to write or read things, not what to compile.
+    NOT_IN_KEY = ("dump_ir", "tuning_db")
 
     def key_fields(self):
         """The fields that decide the compiled output, as a JSON-ready dict
         (what the cache key hashes). Every field is a str or None, so it
         serializes the same way in every process, unlike ``hash()`` of a
-        str, which Python salts per process."""
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if f.name not in self.NOT_IN_KEY}
+        str, which Python salts per process. For target cuda, ``tuning`` is
+        the digest of the tuning database's entries for the arch (None: no
+        database, or none for the arch): tuning again changes the key.
+        Reading it costs one stat (and a read when the file changed)."""
+        out = {f.name: getattr(self, f.name) for f in fields(self)
+               if f.name not in self.NOT_IN_KEY}
+        if self.target == "cuda":
+            from dnnc.tune import db
+
+            out["tuning"] = db.digest(db.resolve(self.tuning_db), self.arch)
+        return out
+
+    def tuning_path(self):
+        """The tuning database file the configured stage reads ("" when
+        there is none: off, or no file yet)."""
+        from dnnc.tune import db
+
+        path = db.resolve(self.tuning_db) if self.target == "cuda" else None
+        return path if path and os.path.exists(path) else ""
 
     def hash(self):
         """A stable sha256 hex digest of ``key_fields``."""
@@ -74,7 +107,8 @@ class Options:
             if self.arch is None:
                 raise UnsupportedError("target 'cuda' needs an arch: expected one of "
                                        f"{', '.join(pipelines.ARCHS)}, got none")
-            return pipelines.get("cuda", self.arch, config=self.config or "")
+            return pipelines.get("cuda", self.arch, config=self.config or "",
+                                 db=self.tuning_path(), gpu=self.gpu or "")
         return pipelines.get(self.target)
 
 
@@ -143,7 +177,8 @@ def compile_module(module, options=Options(), basename="graph"):
         from dnnc.codegen.gpu import driver
 
         return driver.compile_module(module, options.arch, dump_ir=options.dump_ir,
-                                     basename=basename, config=options.config or "")
+                                     basename=basename, config=options.config or "",
+                                     db=options.tuning_path(), gpu=options.gpu or "")
     raise UnsupportedError(f"target '{options.target}' is not available")
 
 
@@ -179,6 +214,12 @@ def detect_arch():
     context, else device 0, read through cuda-python's driver API (the
     runtime's thin layer). UnsupportedError when there is no usable GPU or
     its compute capability is not supported."""
+    return detect_gpu()[0]
+
+
+def detect_gpu():
+    """(arch, name) of the current GPU, as ``detect_arch`` finds it; the name
+    (``NVIDIA H200``) is None when the driver does not say."""
     try:
         from dnnc_runtime import DnncRuntimeError
         from dnnc_runtime import cuda
@@ -200,7 +241,13 @@ def detect_arch():
                           attr.CU_DEVICE_ATTRIBUTE_COMPUTE_CAPABILITY_MINOR, device)
     except DnncRuntimeError as err:
         raise UnsupportedError(f"{NO_DEVICE} ({err})") from None
-    return arch_for_capability(int(major), int(minor))
+    arch = arch_for_capability(int(major), int(minor))
+    try:
+        raw = cuda.call(d.cuDeviceGetName, 256, device)
+        name = bytes(raw).split(b"\0", 1)[0].decode(errors="replace").strip() or None
+    except (DnncRuntimeError, AttributeError, TypeError):  # a name is a preference only
+        name = None
+    return arch, name
 
 
 def _dnn_module(graph_or_module):
@@ -301,18 +348,45 @@ def compile_cuda(graph_or_module, arch, cache=True, **options):
     return package
 
 
-def jit(graph, arch=None, cache=True, **options):
+def check_mode(mode, **tuning):
+    """Refuse a ``mode`` not in MODES, and autotune options (``tuning``: name
+    -> value, None when not given) with mode heuristic."""
+    if mode not in MODES:
+        raise UnsupportedError(f"mode '{mode}': expected one of {', '.join(MODES)}")
+    given = [name for name, value in tuning.items() if value is not None]
+    if given and mode != "autotune":
+        raise UnsupportedError(f"option {given[0]} applies to mode 'autotune', not '{mode}'")
+
+
+def jit(graph, arch=None, cache=True, mode="heuristic", top=None, progress=None, **options):
     """``Graph.compile(target="cuda")``: compile for ``arch`` (None: the
     current GPU's) through the cache and return the runtime's Executable
     (``dnnc_runtime.load``), callable on torch / CuPy / NumPy arrays. With
-    ``stop_after`` the module is returned instead."""
+    ``stop_after`` the module is returned instead.
+
+    Kernel configs come from the tuning database where it has the kernel's
+    problem, else from the heuristics. ``mode="autotune"`` first tunes the
+    kernels the database lacks for this GPU on it (dnnc/tune/tuner.py: the
+    ``top`` best ranked configs of each, default 4, each compiled and timed;
+    ``progress`` gets a ``tuner.Progress`` per step) and writes the database,
+    then compiles with the winners."""
     from dnnc import env
 
+    check_mode(mode, top=top, progress=progress)
     if arch is None:
-        arch = detect_arch()
+        arch, name = detect_gpu()
+        options.setdefault("gpu", name)
     options.setdefault("dump_ir", env.dump_ir_dir())
     if options.get("stop_after"):
         return compile_cuda(graph, arch, cache=False, **options)
+    if mode == "autotune":
+        from dnnc.tune import tuner
+
+        report = tuner.autotune(graph, arch, gpu=options.get("gpu"),
+                                db=options.get("tuning_db"), config=options.get("config"),
+                                top=top or tuner.DEFAULT_TOP, progress=progress)
+        if report.gpu and not options.get("gpu"):
+            options["gpu"] = report.gpu  # its entries, not another GPU's, for the compile
     _, data = _compile_cuda(graph, arch, cache, options)
     import dnnc_runtime
 

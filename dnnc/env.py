@@ -8,6 +8,10 @@ DNNC_CUOBJDUMP  the cuobjdump executable to disassemble cubins to SASS with
                 (else the nvidia-cuda-cuobjdump wheel's, else the one on PATH).
 DNNC_CACHE_DIR  the directory of the JIT cache of compiled ``.dnnpkg``
                 artifacts (dnnc/cache.py); default ``~/.cache/dnnc``.
+DNNC_TUNING_DB  the tuning database file (dnnc/tune/db.py): where autotuning
+                writes the winning kernel configs and where compiles read
+                them; default ``tuning.json`` in the cache directory; ``off``:
+                compile without one.
 """
 
 import os
@@ -31,3 +35,8 @@ def cuobjdump():
 def cache_dir():
     """The JIT cache directory: DNNC_CACHE_DIR, else ``~/.cache/dnnc``."""
     return os.path.expanduser(os.environ.get("DNNC_CACHE_DIR") or "~/.cache/dnnc")
+
+
+def tuning_db():
+    """The tuning database named by DNNC_TUNING_DB ("off" included), or None."""
+    return os.environ.get("DNNC_TUNING_DB") or None

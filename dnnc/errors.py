@@ -39,6 +39,15 @@ class PipelineError(DnncError):
     """A pass pipeline string names an unknown pass or has bad syntax."""
 
 
+class TuningError(DnncError):
+    """The tuning database cannot be used: unreadable, not JSON, or not a
+    tuning database (dnnc/tune/db.py). ``path`` is the file at fault."""
+
+    def __init__(self, message, *, path=None):
+        super().__init__(message)
+        self.path = path
+
+
 class ToolError(DnncError):
     """An external tool (ptxas, the MLIR parser, ...) failed.
 

@@ -23,7 +23,7 @@ import math
 
 from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import as_data_type, data_type
-from dnnc.errors import GraphError, VerificationError
+from dnnc.errors import GraphError, UnsupportedError, VerificationError
 
 
 def contiguous_strides(dim):
@@ -584,7 +584,7 @@ class Graph:
         outs = interpreter.run_module(module, self._ordered_inputs(inputs))
         return {t.name: v for t, v in zip(self._outputs, outs)}
 
-    def compile(self, target="cpu", arch=None, cache=True, **options):
+    def compile(self, target="cpu", arch=None, cache=True, mode="heuristic", **options):
         """Compile the graph and return something to call on arrays.
 
         ``target="cpu"`` runs it with MLIR's ExecutionEngine (``arch`` and
@@ -592,11 +592,25 @@ class Graph:
         ``arch`` (None: the current GPU's, sm_80 for 8.x, sm_90a for 9.0;
         UnsupportedError when there is no GPU) through the on-disk cache
         (``cache=False`` skips it) and returns a ``dnnc_runtime.Executable``.
+
+        ``mode="heuristic"`` takes each kernel's config from the tuning
+        database when it has the kernel's problem, else the heuristics' first
+        choice. ``mode="autotune"`` (target cuda, on the GPU) first times the
+        top configs (``top=4``) of each kernel the database lacks, records
+        the fastest, then compiles with them; ``progress=`` gets each step
+        (dnnc/tune/tuner.py). ``tuning_db=`` names the database file
+        (default $DNNC_TUNING_DB, else ``tuning.json`` in the cache directory;
+        ``"off"``: none).
         """
         from dnnc import compiler
 
         if target == "cuda":
-            return compiler.jit(self, arch=arch, cache=cache, **options)
+            return compiler.jit(self, arch=arch, cache=cache, mode=mode, **options)
+        compiler.check_mode(mode, top=options.pop("top", None),
+                            progress=options.pop("progress", None))
+        if mode != "heuristic":
+            raise UnsupportedError(f"mode '{mode}' times kernels on a GPU: it applies to "
+                                   f"target 'cuda', not '{target}'")
         if arch is not None:
             options["arch"] = arch  # Options says which target an arch belongs to
         return compiler.compile_graph(self, target=target, **options)

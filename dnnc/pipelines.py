@@ -35,12 +35,13 @@ class Stage:
 # that no single kernel implements, and outline each kernel-to-be.
 FRONT = (
     Stage("dnn", ("dnn-verify", "dnn-canonicalize")),
-    # The norm backwards and group norms split into row and column reductions
-    # with pointwise ops around them, which dnn-fuse makes into row programs,
-    # column programs and broadcast pointwise kernels.
+    # The norm backwards, group norms and batchnorms split into row and column
+    # reductions with pointwise ops around them, which dnn-fuse makes into row
+    # programs, column programs and broadcast pointwise kernels.
     Stage("decomposed", (
         "dnn-decompose",
-        "dnn-decompose{ops=layernorm_backward,rmsnorm_backward,groupnorm,groupnorm_backward}",
+        "dnn-decompose{ops=layernorm_backward,rmsnorm_backward,groupnorm,groupnorm_backward,"
+        "batchnorm,batchnorm_backward}",
         "dnn-canonicalize",
     )),
     Stage("fused", ("dnn-recognize-sdpa", "dnn-fuse", "dnn-verify")),
@@ -106,13 +107,16 @@ GPU = Stage("gpu", (
     "cse",
     "canonicalize",
     "dnn-host-to-kernels",
+    "dnn-layout-views",
     "dnn-io-strides",
     "dnn-transpose-views",
     "dnn-default-config",
     "dnn-map-tensor-cores",
     "dnn-vectorize-pointwise",
     "dnn-reduce-rows",
+    "dnn-reduce-rows-columns",
     "dnn-reduce-columns",
+    "dnn-pool-windows",
     "dnn-parallel-dims-first",
     "convert-linalg-to-parallel-loops",
     "canonicalize",
@@ -124,6 +128,8 @@ GPU = Stage("gpu", (
     "lower-affine",
     "gpu-launch-sink-index-computations",
     "gpu-kernel-outlining",
+    # Cluster launches (the split-row program): the shape onto the kernel.
+    "dnn-kernel-clusters",
     "dnn-merge-gpu-modules",
     "canonicalize",
     "cse",
@@ -132,15 +138,26 @@ GPU = Stage("gpu", (
 ARCHS = ("sm_80", "sm_90a")
 
 
-def configured(arch, config=""):
+def configured(arch, config="", db="", gpu=""):
     """The ``configured`` stage: the heuristics attach ``dnn.config`` (and
     ``dnn.config_reason``) to every kernel of the fused stage, for ``arch``,
     with the user's override ``config`` (``KERNEL=block:128``; whitespace is
-    dropped, since pass options are separated by spaces)."""
+    dropped, since pass options are separated by spaces), and the configs of
+    the tuning database file ``db`` (dnnc/tune/db.py; its path percent-quoted
+    in the option), preferring those tuned on GPU ``gpu``."""
     options = f"arch={arch}"
     config = "".join((config or "").split())
     if config:
         options += f" override={config}"
+    if db:
+        from urllib.parse import quote
+
+        # Spaces, commas and brackets would end the option or the pass.
+        options += f" db={quote(db, safe='/:._-~+@')}"
+    if gpu:
+        from dnnc.tune.db import gpu_token
+
+        options += f" gpu={gpu_token(gpu)}"
     return Stage("configured", (f"dnn-configure{{{options}}}",))
 
 
@@ -165,15 +182,16 @@ def nvvm(arch):
 PTX = Stage("ptx", ("gpu-module-to-binary{format=isa}",), extension=".ptx")
 
 
-def cuda(arch, config=""):
+def cuda(arch, config="", db="", gpu=""):
     """The stages of the CUDA pipeline for ``arch`` (sm_80, sm_90a), with the
-    config override ``config`` (see ``configured``)."""
+    config override ``config`` and the tuning database ``db`` of GPU ``gpu``
+    (see ``configured``)."""
     from dnnc.errors import PipelineError
 
     if arch not in ARCHS:
         raise PipelineError(f"unknown GPU architecture '{arch}': expected one of "
                             f"{', '.join(ARCHS)}")
-    return FRONT + (configured(arch, config), LINALG_GPU, GPU, nvvm(arch), PTX)
+    return FRONT + (configured(arch, config, db, gpu), LINALG_GPU, GPU, nvvm(arch), PTX)
 
 
 # Pipelines that are functions of the architecture are named <name>-<arch>.
@@ -192,10 +210,11 @@ def names():
     return sorted(out)
 
 
-def get(name, arch=None, config=""):
+def get(name, arch=None, config="", db="", gpu=""):
     """The stages of a named pipeline; an architecture-dependent one needs
-    ``arch`` or a name like ``cuda-sm_90a``. ``config`` is a config override
-    for the pipelines with a ``configured`` stage (cuda)."""
+    ``arch`` or a name like ``cuda-sm_90a``. ``config`` is a config override,
+    ``db`` a tuning database file and ``gpu`` the GPU whose entries to
+    prefer, for the pipelines with a ``configured`` stage (cuda)."""
     from dnnc.errors import PipelineError
 
     base, _, suffix = name.partition("-")
@@ -209,10 +228,11 @@ def get(name, arch=None, config=""):
         if arch is None:
             raise PipelineError(f"pipeline '{name}' needs a GPU architecture: expected one of "
                                 f"{', '.join(f'{name}-{a}' for a in ARCHS)}")
-        return value(arch, config) if config else value(arch)
-    if config:
-        raise PipelineError(f"pipeline '{name}' has no configured stage: a config override "
-                            f"applies to the cuda pipeline, got '{config}'")
+        return value(arch, config, db, gpu) if config or db or gpu else value(arch)
+    if config or db:
+        what = f"a config override applies to the cuda pipeline, got '{config}'" if config \
+            else f"a tuning database applies to the cuda pipeline, got '{db}'"
+        raise PipelineError(f"pipeline '{name}' has no configured stage: {what}")
     return value
 
 

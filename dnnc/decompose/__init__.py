@@ -6,7 +6,8 @@ the convolutions, pooling and the tensor ops. Every other op is composite and
 has a rule here that rewrites it, in place, into primitive ops (or, for
 instancenorm, into the more general groupnorm, which is expanded in turn):
 
-    norm.py       layernorm, rmsnorm, batchnorm, groupnorm, instancenorm (+ backward)
+    norm.py       layernorm, rmsnorm, groupnorm, instancenorm (+ backward)
+    batchnorm.py  batchnorm, batchnorm_inference, batchnorm_backward
     attention.py  sdpa, sdpa_backward
     softmax.py    softmax, log_softmax (+ backward)
 
@@ -23,14 +24,14 @@ Statistics results (mean, inv_variance, stats...) are f32, as declared.
 The pass ``dnn-decompose`` (dnnc/passes/dnn_decompose.py) runs these.
 """
 
-from dnnc.decompose import attention, norm, softmax
+from dnnc.decompose import attention, batchnorm, norm, softmax
 from dnnc.decompose.common import Builder, dtype_of, shape_of
 from dnnc.dialect import builders
 from dnnc.errors import LoweringError, UnsupportedError
 from dnnc.passes import dnn_ops
 
 # op name (without "dnn.") -> rule
-COMPOSITE_OPS = {**norm.RULES, **attention.RULES, **softmax.RULES}
+COMPOSITE_OPS = {**norm.RULES, **batchnorm.RULES, **attention.RULES, **softmax.RULES}
 
 
 def expand_op(op):

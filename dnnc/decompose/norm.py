@@ -27,9 +27,8 @@ relabels a buffer. The backward likewise sums dy and dy * x per (sample,
 channel) over the spatial dims, folds those sums per group into the
 coefficients of dx = a * dy + p * x + q, and sums over the samples for dscale
 and dbias. (PyTorch's kernels take the same steps.)
-Inference batchnorm folds into one per-channel multiply-add, y = x * a + c
-with a = scale * rsqrt(variance + eps) and c = bias - mean * a, the form that
-fuses into a convolution epilogue. Semantics: dnnc/dialect/ops_norm.py.
+Batchnorm has its own rules: dnnc/decompose/batchnorm.py. Semantics:
+dnnc/dialect/ops_norm.py.
 """
 
 import math
@@ -90,11 +89,6 @@ def _feature_axes(b, v):
     """(normalized dims [axis, rank), parameter-reduction dims [0, axis))."""
     axis = v.attrs["axis"]
     return list(range(axis, _rank(b, v))), list(range(axis))
-
-
-def _channel_axes(b, v):
-    """Every dim of x but the channel dim 1."""
-    return [0] + list(range(2, _rank(b, v)))
 
 
 # ---------------------------------------------------------------------- layernorm, rmsnorm
@@ -160,44 +154,6 @@ def rmsnorm_backward(b, v):
     out = {"dx": _input_grad(b, g, xhat, inv, axes, b.out("dx"), centered=False)}
     out.update(_param_grads(b, v, o["dy"], xhat, param_axes))
     return _restore(b, v, out)
-
-
-# ---------------------------------------------------------------------- batchnorm
-
-def batchnorm(b, v):
-    o, momentum = v.operands, v.attrs["momentum"]
-    axes = _channel_axes(b, v)
-    mean, var, inv, xhat = _moments(b, o["x"], axes, v.attrs["epsilon"])
-    out = {"y": _affine(b, xhat, o["scale"], o["bias"], b.out("y")),
-           "mean": mean, "inv_variance": inv}
-    if o["running_mean"] is not None:
-        shape = b.shape_of(o["x"])
-        count = math.prod(shape) // shape[1]
-        unbiased = count / (count - 1) if count > 1 else math.inf
-        keep = 1.0 - momentum
-        out["next_running_mean"] = b.add(b.mul(o["running_mean"], keep),
-                                         b.mul(mean, momentum))
-        out["next_running_var"] = b.add(b.mul(o["running_var"], keep),
-                                        b.mul(var, momentum * unbiased))
-    return out
-
-
-def batchnorm_inference(b, v):
-    o = v.operands
-    a = b.mul(o["scale"], b.unary("rsqrt", b.add(o["variance"], v.attrs["epsilon"])))
-    c = b.sub(o["bias"], b.mul(o["mean"], a))
-    return {"y": b.add(b.mul(o["x"], a), c, out=b.out("y"))}
-
-
-def batchnorm_backward(b, v):
-    o = v.operands
-    axes = _channel_axes(b, v)
-    inv = o["inv_variance"]
-    xhat = b.mul(b.sub(o["x"], o["mean"]), inv)
-    g = _scaled(b, o["dy"], o["scale"])
-    out = {"dx": _input_grad(b, g, xhat, inv, axes, b.out("dx"))}
-    out.update(_param_grads(b, v, o["dy"], xhat, axes))
-    return out
 
 
 # ---------------------------------------------------------------------- groupnorm, instancenorm
@@ -324,9 +280,6 @@ RULES = {
     "layernorm_backward": layernorm_backward,
     "rmsnorm": rmsnorm,
     "rmsnorm_backward": rmsnorm_backward,
-    "batchnorm": batchnorm,
-    "batchnorm_inference": batchnorm_inference,
-    "batchnorm_backward": batchnorm_backward,
     "groupnorm": groupnorm,
     "groupnorm_backward": groupnorm_backward,
     "instancenorm": instancenorm,

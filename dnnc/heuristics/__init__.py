@@ -21,12 +21,14 @@ implemented yet, so the plan can tell a user why a kernel is slow::
 
 ``dnn-configure`` runs ``choose`` on every kernel of the fused stage and
 records the result as ``dnn.config`` (``Config.to_attr``) and
-``dnn.config_reason``. ``mode="autotune"`` (not implemented yet) would
-compile the top few of ``rank`` and time them.
+``dnn.config_reason``. ``mode="autotune"`` (dnnc/tune) compiles the top few
+of ``rank``, times them on the GPU and records the fastest in the tuning
+database, whose entries dnn-configure then prefers to ``choose``'s.
 """
 
 from dnnc.errors import PipelineError
-from dnnc.heuristics import contraction, generic, override as _override, pointwise, reduction
+from dnnc.heuristics import contraction, generic, pointwise, reduction, window
+from dnnc.heuristics import override as _override
 from dnnc.heuristics.config import IMPLEMENTED, PLANNED, Config
 from dnnc.heuristics.problem import Problem, TensorSpec, problem_of
 
@@ -43,7 +45,7 @@ RULES = {
     "norm": reduction.rank,
     "softmax": reduction.rank,
     "reduction": reduction.rank,
-    "pooling": reduction.rank,
+    "pooling": window.rank,
     "generic": generic.rank,
 }
 

@@ -19,19 +19,23 @@ from dataclasses import dataclass, field
 from dnnc.errors import PipelineError
 
 # The strategies the GPU code generator lowers (dnn-distribute-loops): a
-# config may only name these. DESIGN.md's faster ones are PLANNED.
+# config may only name these. DESIGN.md's faster ones not built yet are PLANNED.
 IMPLEMENTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
-               "tc-sm90")
-PLANNED = ("tc-sm80",)
+               "simt-reduce-rows-columns", "simt-window", "tc-sm90", "tc-sm80")
+PLANNED = ()
 
 # The fields each implemented strategy reads; an override may set only these.
 FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unroll"),
-          "simt-reduce": ("block", "vector", "tile"),
+          "simt-reduce": ("block", "vector", "tile", "split"),
           "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
-          "tc-sm90": ("block", "tile", "stages", "split")}
+          "simt-reduce-rows-columns": ("block", "vector", "tile"),
+          "simt-window": ("block", "vector"),
+          "tc-sm90": ("block", "tile", "stages", "split"),
+          "tc-sm80": ("block", "tile", "stages")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
-FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce")
+FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-rows-columns",
+               "simt-window")
 
 MAX_THREADS = 1024
 ATTR, REASON_ATTR = "dnn.config", "dnn.config_reason"
@@ -49,7 +53,8 @@ class Config:
     warps: int = 0              # warps per block when not given by block; 0: unused
     vector: int = 1             # elements per vector load/store
     unroll: int = 1             # vectors per thread (simt-pointwise)
-    split: int = 1              # K split over this many blocks (tensor-core strategies)
+    split: int = 1              # K split over this many blocks (tensor-core strategies);
+    #                             a row over a cluster of this many (simt-reduce)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -185,9 +190,15 @@ def fall_back(fn, note, block=(256, 1, 1)):
     """Hand kernel function ``fn`` to simt-generic with ``block``: a lowering
     pass whose strategy does not apply after all says so in ``note``, which
     leads the kernel's reason, before the heuristics' own."""
+    hand_over(fn, Config("simt-generic", block), note)
+
+
+def hand_over(fn, config, note):
+    """Give kernel function ``fn`` the Config ``config`` in place of the one
+    the heuristics chose, ``note`` (why) leading its reason."""
     from mlir import ir
 
-    fn.attributes[ATTR] = Config("simt-generic", block).to_attr()
+    fn.attributes[ATTR] = config.to_attr()
     before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
         else ""
     fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{note}; heuristics: {before}"

@@ -45,7 +45,9 @@ def tensor_core(problem):
     dtype = problem.dtype
     if strategy is None or dtype not in TC_TYPES[strategy]:
         return None
-    return f"{strategy} (as tf32)" if dtype == "f32" else strategy
+    if dtype == "f32" and str(problem.attr("compute_type", "f32")) != "tf32":
+        return None  # an f32 multiply: the tensor cores round to tf32
+    return strategy
 
 
 def gemm_shape(problem):
@@ -112,7 +114,9 @@ def tc_sm90(problem, m, n, k, batch, facts):
     # 128-row tile's wgmma work would be padding.
     bm = 64 if m <= 64 else TC90_M
     threads = TC90_THREADS if bm == TC90_M else TC90_THREADS - 128
-    steps = _ceil(k, TC90_K)
+    # A K step is 128 bytes of each row: 64 bf16/f16, 32 tf32 (f32).
+    bk = TC90_K if problem.dtype in ("bf16", "f16") else TC90_K // 2
+    steps = _ceil(k, bk)
     widths = [bn for bn, floor in ((256, 128), (128, 64), (64, 0)) if n > floor]
     tiles = {bn: _ceil(m, bm) * _ceil(n, bn) * batch for bn in widths}
     splits = {bn: split_k(tiles[bn], steps, problem.sms) for bn in widths}
@@ -130,12 +134,92 @@ def tc_sm90(problem, m, n, k, batch, facts):
     order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
     configs = []
     for bn, why in order:
-        stage = (bm + bn) * TC90_K * 2
+        stage = (bm + bn) * 128
         stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024) // (stage + 16))
-        configs.append(Config("tc-sm90", (threads, 1, 1), tile=(bm, bn, TC90_K),
+        configs.append(Config("tc-sm90", (threads, 1, 1), tile=(bm, bn, bk),
                               stages=stages, split=1 if enough else splits[bn],
                               reason=f"{facts}; {why}; {stages} stages of {stage // 1024} KiB "
                                      "fill shared memory"))
+    return configs
+
+
+# tc-sm80 geometry: (BM, BN, warps down M, warps across N) of the tiles
+# (warp tiles of 64 x 64, 32 x 64 or 32 x 32: the squarest grid, as
+# tc_sm80.Tile lays it out). A stage of a K-major operand takes BM (or BN)
+# rows of a K step's bytes + 16 (tc_sm80.PAD). The 8-warp tiles run one
+# block an SM (230-255 registers x 256 threads): a K step of 128 bytes (64
+# bf16 / f16, 32 tf32: half the barriers per K element) and stages that fill
+# the arch's shared memory (TC80_SHARED). Two 4-warp blocks share an SM: K
+# steps of 64 bytes (32 bf16 / f16, 16 tf32), stages within TC80_SMEM each.
+TC80_WIDE = ((256, 128, 4, 2), (128, 256, 2, 4))
+TC80_TILES = TC80_WIDE + ((128, 128, 2, 2), (64, 128, 2, 2), (64, 64, 2, 2))
+TC80_K_BYTES, TC80_WIDE_K_BYTES, TC80_PAD = 64, 128, 16
+TC80_MAX_STAGES = 4
+TC80_SMEM = 96 * 1024   # two blocks an A100 SM (164 KiB) and more on sm_90
+# Dynamic shared memory one block may use (the opt-in limit).
+TC80_SHARED = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
+
+
+def tc80_k_bytes(warps):
+    """Bytes of K a tc-sm80 step reads of each row, for a block of ``warps``."""
+    return TC80_WIDE_K_BYTES if warps == 8 else TC80_K_BYTES
+
+
+def tc80_stages(bm, bn, warps, arch):
+    """Ring stages of a tc-sm80 tile: up to TC80_MAX_STAGES, within the
+    arch's shared memory for a block alone on its SM (8 warps), within
+    TC80_SMEM for one of two (fewer warps)."""
+    stage = (bm + bn) * (tc80_k_bytes(warps) + TC80_PAD)
+    budget = TC80_SHARED.get(arch, TC80_SHARED["sm_80"]) if warps == 8 else TC80_SMEM
+    return max(2, min(TC80_MAX_STAGES, budget // stage))
+
+
+def tc_sm80(problem, m, n, k, batch, facts):
+    """tc-sm80 Configs, best first, for a bf16 / f16 / tf32 matmul: the
+    8-warp tile, 256 x 128 (128 x 256 when N passes M), when it gives every
+    SM a block, else the narrowest tile (the most blocks); then the others.
+    A tile of BM rows only when M passes BM / 2 (or BM is 64), of 256
+    columns only when N passes 128. On sm_90a they are tc-sm90's fallback.
+    Measured on an H200 (bf16 4096^3; cuBLAS 0.175 ms): 256x128x64 with 3
+    stages 0.327 ms, 128x256x32 with 4 0.329, 128x256x64 with 3 0.329;
+    128x128x64 (4 warps) with 3 0.390, 128x128x32 with 4 0.408. One block
+    an SM either way (the 4-warp tiles also hold 255 registers a thread),
+    so the wider tile, which reads each operand element a third less often
+    per FLOP, eases the L2 to SM traffic that bounds these kernels."""
+    return tc_sm80_configs(m, n, batch, problem.dtype, problem.sms, facts,
+                           fallback=problem.arch == "sm_90a")
+
+
+def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
+    """``tc_sm80`` from the GEMM's size, operand type (bf16, f16, or f32
+    multiplied as tf32) and the SM count: what dnn-map-tensor-cores also
+    uses for a kernel tc-sm90 does not take. ``fallback``: for sm_90a (and
+    its shared memory), else for sm_80."""
+    arch = "sm_90a" if fallback else "sm_80"
+    eb = 4 if dtype == "f32" else 2
+    wide = TC80_WIDE if m >= n else TC80_WIDE[::-1]
+    shapes = [t for t in wide + TC80_TILES[len(TC80_WIDE):]
+              if (m > t[0] // 2 or t[0] == 64) and (n > t[1] // 2 or t[1] <= 128)]
+    tiles = {t: _ceil(m, t[0]) * _ceil(n, t[1]) * batch for t in shapes}
+    enough = [t for t in shapes if tiles[t] >= sms]
+    best = enough[0] if enough else shapes[-1]
+    role = "fallback for when tc-sm90 does not apply: " if fallback else ""
+    configs = []
+    for shape in [best] + [t for t in shapes if t != best]:
+        bm, bn, warps_m, warps_n = shape
+        warps = warps_m * warps_n
+        k_bytes = tc80_k_bytes(warps)
+        stage = (bm + bn) * (k_bytes + TC80_PAD)
+        stages = tc80_stages(bm, bn, warps, arch)
+        why = f"{bm}x{bn} tiles, {tiles[shape]} of them for {sms} SMs"
+        if shape == best:
+            why += " (the widest with a block for every SM)" if enough else \
+                " (too few tiles at any width: the narrowest)"
+        configs.append(Config("tc-sm80", (32 * warps, 1, 1), tile=(bm, bn, k_bytes // eb),
+                              stages=stages,
+                              reason=f"{role}{facts}; {why}, {warps} warps of "
+                                     f"{bm // warps_m}x{bn // warps_n}; {stages} stages of "
+                                     f"{stage // 1024} KiB"))
     return configs
 
 
@@ -145,11 +229,18 @@ def rank(problem):
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
     faster = tensor_core(problem)
-    if faster is None:
+    if faster is None and problem.dtype == "f32" and problem.arch in TC_OF_ARCH:
+        facts += ", an f32 multiply (the tensor cores take f32 as tf32: compute_data_type tf32)"
+    elif faster is None:
         facts += f", a type no tensor-core path takes on {problem.arch}"
     work = problem.anchor_outputs[0].elements if problem.anchor_outputs else \
         problem.output_elements
-    if faster == "tc-sm90" and problem.anchor == "matmul" and m * n * batch and k:
-        return tc_sm90(problem, m, n, k, batch, facts) + simt_generic(
-            work, problem.sms, None, facts, fallback_of="tc-sm90")
+    if faster in ("tc-sm90", "tc-sm80") and problem.anchor == "matmul" and m * n * batch \
+            and k:
+        # On sm_90a tc-sm80's configs follow tc-sm90's: what dnn-map-tensor-
+        # cores and autotuning try where tc-sm90 does not apply.
+        fast = tc_sm80(problem, m, n, k, batch, facts)
+        if faster == "tc-sm90":
+            fast = tc_sm90(problem, m, n, k, batch, facts) + fast
+        return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     return simt_generic(work, problem.sms, faster, facts)

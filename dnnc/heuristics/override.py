@@ -12,13 +12,17 @@ plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
 ``block`` (``128`` or ``128x1x1``), ``vector`` (elements per load, a power
 of two; simt-pointwise and simt-reduce), ``unroll`` (vectors per thread;
 simt-pointwise), ``tile`` (rows per block for simt-reduce; ``BMxBNxBK`` for
-tc-sm90), ``stages`` (the shared-memory ring's depth; tc-sm90) and ``split``
-(blocks that share each output tile's K, split-K; tc-sm90)::
+tc-sm90 and tc-sm80), ``stages`` (the shared-memory ring's depth; tc-sm90,
+tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
+tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
+each row, 2 to 8, sm_90). Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps
+(8 for a tile 256 wide)::
 
     main_k0_pointwise=vector:4,unroll:2
     main_k0_softmax=block:128,tile:4
     main_k0_matmul=tile:128x256x64,stages:4
     main_k0_matmul=tile:128x128x64,split:16
+    main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -144,7 +148,13 @@ def apply(config, fields):
         raise PipelineError(f"config override: strategy '{strategy}' has no field "
                             f"'{extra[0]}': expected {', '.join(FIELDS.get(strategy, ()))}")
     if strategy != config.strategy:  # the old strategy's fields do not carry over
-        config = Config(strategy, config.block, reason=config.reason)
+        block = config.block
+        if strategy == "tc-sm80" and "block" not in fields:
+            # tc-sm80 runs a warp per 32 threads: 4 warps, 8 for a tile 256
+            # wide or tall.
+            tile = fields.get("tile", ())
+            block = (256 if len(tile) > 1 and max(tile[:2]) >= 256 else 128, 1, 1)
+        config = Config(strategy, block, reason=config.reason)
     changed = config.replace(**fields)
     if strategy in FLAT_BLOCKS and changed.block[1:] != (1, 1):
         raise PipelineError(f"config override: strategy '{strategy}' runs 1-D blocks: "

@@ -58,6 +58,7 @@ class Problem:
     anchor_inputs: tuple = ()   # TensorSpec of the anchor op's operands
     anchor_outputs: tuple = ()  # and of its results
     anchor_attrs: tuple = ()    # (name, value) of the anchor's attributes, sorted
+    column_sums: int = 0        # reductions over the leading dims beside the anchor's
 
     @property
     def family(self):
@@ -171,4 +172,17 @@ def problem_of(kernel_func, arch):
             anchor_inputs=tuple(_spec(v.type) for v in op.operands) if op else (),
             anchor_outputs=tuple(_spec(v.type) for v in op.results) if op else (),
             anchor_attrs=attrs,
+            column_sums=sum(1 for o in dnn_ops if o is not op and _column_sum(o)),
         )
+
+
+def _column_sum(op):
+    """True for a dnn.reduction over the leading dims of its operand, keeping
+    the innermost (dnn-fuse puts those of a norm backward beside its dx)."""
+    from mlir import ir
+
+    if op.name != "dnn.reduction" or "axes" not in op.attributes:
+        return False
+    rank = len(ir.ShapedType(op.operands[0].type).shape)
+    axes = sorted(int(a) for a in ir.DenseI64ArrayAttr(op.attributes["axes"]))
+    return rank > 1 and bool(axes) and axes == list(range(len(axes))) and len(axes) < rank

@@ -93,9 +93,64 @@ def simt_reduce(problem, rows, extent):
     while threads < 1024 and threads * VECTORS_PER_THREAD < vectors:
         threads *= 2
     chunks = -(-vectors // threads)
+    if chunks * width > HELD_ELEMENTS and vectors * width > MIN_SPLIT_ROW:
+        split = simt_reduce_split(problem, facts, width, vectors)
+        if split is not None:
+            return split
     return Config("simt-reduce", (threads, 1, 1), vector=width,
                   reason=f"{facts}: a block of {threads} per row, vectors of {width}, "
                          f"{chunks} per thread")
+
+
+# Split rows (simt-reduce with split = C, dnnc/codegen/gpu/rowsplit.py): a
+# row that one block of 1024 threads cannot hold in registers, more than
+# HELD_ELEMENTS a thread (rowwise.REGISTER_ELEMENTS: rows over 32768 bf16 or
+# f32), is dealt to a thread-block cluster of C blocks (sm_90; at most
+# MAX_ROW_SPLIT, the portable cluster size), each holding its part in
+# registers, which exchange their partial reductions through distributed
+# shared memory: the row is read once where one looping block reads it once
+# per pass (softmax 3 times: 49-50% of a copy at 131072 and 262144 bf16 on
+# an H200, 73-76% at 65536). A thread holds HELD_ELEMENTS of the row's
+# full-row inputs together (softmax 32 of x; its backward 16 of dy and 16 of
+# y). Blocks of SPLIT_THREADS, two to an SM at up to 64 registers a thread,
+# so that one block's loads overlap the other's exchange and stores (a held
+# row of 32768 on one 1024-thread block per SM reaches 77-79%, of 16384 on
+# 512-thread blocks 95-98%); 1024 threads (one block per SM) only where 8
+# blocks of 512 are too few, and only for one input (64 registers a thread).
+# Measured on an H200 (bf16, rows x N = 128 Mi elements, share of a copy):
+# split, softmax / layernorm / rmsnorm, 65536: 68 / 62 / 72% (looping: 76 /
+# 73 / 74%); 131072: 61 / 59 / 70% (50 / 49 / 65%); 262144: 52 / 52 / 66%
+# (49 / 48 / 63%). Each block holds one row part and waits at two cluster
+# barriers with nothing else to load, so the split pays from 131072 on only.
+MIN_SPLIT_ROW = 65536
+HELD_ELEMENTS = 32
+SPLIT_ARCHS = ("sm_90a",)
+SPLIT_THREADS = 512
+MAX_ROW_SPLIT = 8
+
+
+def simt_reduce_split(problem, facts, width, vectors):
+    """The split-row simt-reduce config of a row of ``vectors`` vectors of
+    ``width``, or None (not sm_90, or too long for a cluster to hold)."""
+    if problem.arch not in SPLIT_ARCHS:
+        return None
+    x = problem.anchor_inputs[0]
+    streamed = max(1, sum(1 for t in problem.inputs if t.shape == x.shape))
+    held = max(1, HELD_ELEMENTS // streamed // width)  # vectors of each input a thread holds
+    for threads in (SPLIT_THREADS, 1024):
+        if threads > SPLIT_THREADS and streamed > 1:
+            break
+        split = 2
+        while split < MAX_ROW_SPLIT and threads * split * held < vectors:
+            split *= 2
+        if threads * split * held >= vectors:
+            chunks = -(-vectors // (threads * split))
+            return Config("simt-reduce", (threads, 1, 1), vector=width, split=split,
+                          reason=f"{facts}: a cluster of {split} blocks of {threads} per "
+                                 f"row, vectors of {width}, {chunks} per thread held in "
+                                 "registers, partials exchanged through distributed shared "
+                                 "memory")
+    return None
 
 
 # Reductions over every dim but the innermost (simt-reduce-columns,
@@ -165,9 +220,71 @@ def simt_reduce_columns(problem, rows, extent):
                          f"per thread, {tile} rows per block{then}")
 
 
+# Row programs with column sums (simt-reduce-rows-columns,
+# dnnc/codegen/gpu/rowcolumns.py): a norm backward's dx beside its dscale and
+# dbias (dnn-fuse joins them). Rows too long for a warp get a block of the
+# fewest threads that hold the row in registers, ROW_COLUMN_ELEMENTS a
+# thread: one block holds as much of dy and x in flight as two of the row
+# program's, and it stays under 128 registers a thread (8192 bf16 or f32
+# on 256 threads: 104, no spills), so two 256-thread blocks fit an SM where
+# four vectors a thread (512 threads, 73 registers) fit one. The rows are
+# split over G blocks of consecutive rows, each with W x k rows of N f32
+# sums in shared memory (W rows at a time, k column sums), so that every
+# block is resident at once, ROW_COLUMN_BLOCKS_PER_SM to an SM (fewer where
+# threads, registers or shared memory do not fit them), and each folds as
+# many rows: G x N x 4 bytes of partials per sum, written and read once.
+ROW_COLUMN_ELEMENTS = 32
+ROW_COLUMN_BLOCKS_PER_SM = 2
+ROW_COLUMN_REGISTERS = 128
+# Rows a block folds at least: fewer would write more partials than rows.
+ROW_COLUMN_MIN_ROWS = 8
+SM_THREADS, SM_REGISTERS = 2048, 65536
+SM_SHARED = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
+
+
+def simt_reduce_rows_columns(problem, rows, extent, row):
+    """The simt-reduce-rows-columns config of a row problem whose kernel also
+    sums columns (``problem.column_sums``), from its row program's config
+    ``row``; None when there is none."""
+    if not problem.column_sums or row is None:
+        return None
+    width, at_once = row.vector, row.tile[0] if row.tile else 1
+    threads = row.threads
+    if at_once == 1:
+        threads = 64
+        while threads < 1024 and threads * ROW_COLUMN_ELEMENTS < extent:
+            threads *= 2
+    chunks = -(-extent // (width * (threads // at_once)))
+    k = problem.column_sums
+    sums = at_once * k * extent * 4
+    shared = SM_SHARED.get(problem.arch, SM_SHARED["sm_90a"])
+    resident = min(ROW_COLUMN_BLOCKS_PER_SM, SM_THREADS // threads,
+                   SM_REGISTERS // (threads * ROW_COLUMN_REGISTERS), shared // (sums + 1024))
+    if resident < 1:
+        return None
+    blocks = min(-(-rows // max(at_once, ROW_COLUMN_MIN_ROWS)), resident * problem.sms)
+    tile = -(-rows // blocks)
+    tile = -(-tile // at_once) * at_once  # whole rounds of W rows
+    blocks = -(-rows // tile)
+    who = "a warp per row, %d rows per block" % at_once if at_once > 1 else \
+        f"a block of {threads} per row"
+    return Config("simt-reduce-rows-columns", (threads, 1, 1), tile=(at_once, tile),
+                  vector=width,
+                  reason=f"{problem.anchor}: {rows} rows of {extent} and {k} column sums: "
+                         f"{who}, vectors of {width}, {chunks} per thread; {blocks} blocks "
+                         f"of {tile} rows, {sums} B of sums each; the partials summed in a "
+                         f"second launch")
+
+
 def rank(problem):
     rows, extent = rows_and_extent(problem)
     fast = simt_reduce(problem, rows, extent)
+    both = simt_reduce_rows_columns(problem, rows, extent, fast)
+    if both is not None:
+        return [both] + simt_generic(rows, problem.sms, None,
+                                     f"{problem.anchor}: {rows} rows of {extent} and "
+                                     f"{problem.column_sums} column sums",
+                                     fallback_of="simt-reduce-rows-columns")
     if fast is not None:
         return [fast] + simt_generic(rows, problem.sms, None,
                                      f"{problem.anchor}: {rows} rows of {extent}")

@@ -50,7 +50,8 @@ from dnnc.passes import DnncPass, register
 # loops by then: dnn-vectorize-pointwise; a simt-reduce kernel is one
 # gpu.launch already, dnn-reduce-rows, and has none left).
 DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
-               "tc-sm90")
+               "simt-reduce-rows-columns",
+               "simt-window", "tc-sm90", "tc-sm80")
 
 # Ops that may stay on the host between launches: they only make or view
 # buffers, or are constants that gpu-kernel-outlining sinks into kernels.

@@ -12,9 +12,11 @@ Grouping, in program order:
   softmax and log_softmax (and their backward), reduction, pooling,
   pooling_backward, concat (and any other non-pointwise op);
 * epilogue (option ``epilogue``): a pointwise op (cast included) joins a matmul,
-  conv, softmax or log_softmax kernel when it uses the kernel's chain tip (the
-  anchor's result, then the last op that joined) and is that value's only user.
-  Its other operands (bias, residual) become kernel arguments;
+  conv, softmax, log_softmax or pooling kernel when it uses the kernel's chain tip (the
+  anchor's result, then the last op that joined) and is that value's only user
+  (for a matmul: its only user but for the graph's return, so that a returned
+  pre-activation is a second output of the GEMM's epilogue). Its other
+  operands (bias, residual) become kernel arguments;
 * rows: a reduction of the innermost axis alone that keeps it (``rows x 1``,
   a row program for simt-reduce) takes pointwise ops over its rows on both
   sides: its chain tip extends as an epilogue does (``dy - sum(dy * y)``),
@@ -36,6 +38,12 @@ Grouping, in program order:
   placed with it alone. Reductions over the same columns share a kernel
   (dscale beside dbias), and a pointwise op over the reduced shape that reads
   one (the cast to the output's type) joins it;
+* rows and columns: once every op is placed, a column kernel joins a row
+  kernel over the rows it sums (R x N, R > 1, N > 1) that reads or computes
+  everything it reads, when its f32 sums of a row take at most
+  COLUMN_SUMS_BYTES (N x 4 bytes per reduction): a norm backward's dscale
+  and dbias join its dx, and one pass over dy and x makes all three (a
+  row-and-column program). Longer rows keep the two kernels;
 * prologue (option ``prologue``): an ``add`` whose result feeds a layernorm or
   rmsnorm as x and is otherwise only returned joins the norm's kernel;
 * other pointwise ops join the pointwise kernels of their operands (one kernel
@@ -90,9 +98,15 @@ from dnnc.passes import DnncPass, register
 
 POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
-EPILOGUE_ANCHORS = {"matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "softmax", "log_softmax"}
+EPILOGUE_ANCHORS = {"matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "softmax", "log_softmax",
+                    "pooling"}
 PROLOGUE_NORMS = {"layernorm", "rmsnorm"}
 VIEW = "view"  # the anchor of a reshape left in the graph function
+# A column kernel joins a row kernel over its rows (a row-and-column program:
+# dnnc/codegen/gpu/rowcolumns.py) when a block's f32 sums of one row's
+# columns, one per column reduction, take at most this much shared memory:
+# three blocks of the largest fit an H100 SM, two an A100's.
+COLUMN_SUMS_BYTES = 64 * 1024
 
 
 @dataclass(eq=False)
@@ -228,6 +242,7 @@ class Partition:
         for op in ops:
             if op not in self.column_only:  # placed with its column reductions
                 self._place(op)
+        self._join_columns_to_rows()
 
     # -- dependencies between groups ----------------------------------------
 
@@ -340,7 +355,7 @@ class Partition:
         for v in op.operands:
             group = self._source(v)
             if (group is not None and group.tip is not None and group.tip == v
-                    and _users(v) == [op] and self._legal([group], op)
+                    and self._only_user(group, v, op) and self._legal([group], op)
                     and (group.rows is None or group.spans(op.results[0]))):
                 self._add(group, op)
                 group.tip = op.results[0]
@@ -348,6 +363,17 @@ class Partition:
                     self._absorb(group)
                 return True
         return False
+
+    @staticmethod
+    def _only_user(group, value, op):
+        """``op`` is the one dnn user of the chain tip ``value``. A matmul's
+        tip may also be returned (a second output, such as the pre-activation
+        a backward pass needs): the GEMM's epilogue stores it beside the
+        result."""
+        users = _users(value)
+        if group.anchor == "matmul":
+            users = [u for u in users if u.name != "func.return"]
+        return users == [op]
 
     def _absorb(self, group):
         """Merge into row-reduction ``group`` each pointwise kernel over its
@@ -409,7 +435,12 @@ class Partition:
         ops = self.cones[op] + [op]
         target = None
         for g in reversed(self.groups):
-            if g.columns == columns and not any(
+            # Not a kernel whose sums it reads over the rows (a variance's
+            # mean): a column program makes its sums in one pass.
+            made = set(g.ops) - set(ops)
+            reads = any(_producer(v) in made and not _is_constant(_producer(v))
+                        for o in ops for v in o.operands)
+            if g.columns == columns and not reads and not any(
                     self._reaches(d, [g]) for d in self._deps([g], ops)):
                 target = g
                 break
@@ -420,6 +451,35 @@ class Partition:
             if o not in target.ops:
                 target.ops.append(o)
                 self.group_of.setdefault(o, target)
+
+    def _join_columns_to_rows(self):
+        """Merge each column kernel into a row kernel over the rows it sums
+        that reads everything it reads (see the module docstring), when its
+        sums of a row fit COLUMN_SUMS_BYTES."""
+        for col in [g for g in self.groups if g.columns is not None]:
+            shape, count = col.columns[0], sum(1 for o in col.ops if _column_reduction(o))
+            rows = 1
+            for d in shape[:-1]:
+                rows *= d
+            if rows < 2 or shape[-1] < 2 or shape[-1] * count * 4 > COLUMN_SUMS_BYTES:
+                continue
+            inside = set(col.ops)
+            reads = {v for o in col.ops for v in o.operands
+                     if _producer(v) not in inside and not _is_constant(_producer(v))}
+            for g in reversed(self.groups):
+                if g.rows != shape:
+                    continue
+                known = {v for o in g.ops for v in list(o.operands) + list(o.results)}
+                if reads <= known and not any(self._reaches(d, [g, col])
+                                              for d in self._deps([g, col])):
+                    for o in col.ops:
+                        if o not in g.ops:
+                            g.ops.append(o)
+                        if self.group_of.get(o) is col:
+                            self.group_of[o] = g
+                    self.groups.remove(col)
+                    self._holders = None
+                    break
 
     def _join_reductions(self, op):
         """Join a pointwise op to a column kernel it reads (over the reduced

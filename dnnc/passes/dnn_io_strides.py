@@ -29,10 +29,15 @@ An input whose only readers are kernels that load it themselves in any
 layout is not copied: its strided memref is passed to them as it is. Those
 are the kernels configured ``tc-sm90`` (their TMA descriptors describe the
 buffer as it lies in memory, so a linear layer's weight stored N x K and read
-as K x N needs no transposing copy), each called once, and only when the
+as K x N needs no transposing copy) or ``tc-sm80`` (its cp.async copies read
+rows along whichever of K and M/N is contiguous), each called once, and only when the
 strides are a permutation of a dense layout (a transposed view, not a
 slice). Should such a kernel fall back to simt-generic, its loops read the
-strided memref all the same.
+strided memref all the same. Likewise an output whose only users are
+kernels configured ``simt-window`` (a pooling kernel stores each element at
+its own strides, channels-last included) is not copied out. An argument that
+already has its strided type (dnn-layout-views made views of it) is left as
+it is.
 
 Lit test: test/lit/passes/dnn_io_strides.mlir.
 """
@@ -90,9 +95,11 @@ def apply(module):
             name, strides = declared_strides(fn, i)
             if t is None or not needs_layout(list(t.shape), strides):
                 continue
+            if not isinstance(t.layout, ir.AffineMapAttr):
+                continue  # already strided: a view of it is read (dnn-layout-views)
             strided = ir.MemRefType.get(list(t.shape), t.element_type,
                                         layout=ir.StridedLayoutAttr.get(0, strides))
-            readers = None if is_output(fn, i) else _strided_readers(module, arg, strides)
+            readers = _strided_readers(module, arg, strides, is_output(fn, i))
             if readers is not None:
                 arg.set_type(strided)
                 types[i] = strided
@@ -118,7 +125,9 @@ def apply(module):
 
 
 # Strategies whose kernels read an input in whatever layout it has.
-LAYOUT_FREE = ("tc-sm90",)
+LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window")
+# Those whose kernels also write an output in whatever layout it has.
+LAYOUT_FREE_OUTPUTS = ("simt-window",)
 
 
 def call_counts(module):
@@ -131,32 +140,35 @@ def call_counts(module):
     return calls
 
 
-def layout_free_reader(use, functions, calls):
+def layout_free_reader(use, functions, calls, strategies=LAYOUT_FREE):
     """(kernel function, argument index) when ``use`` is an operand of a
-    call to a kernel that reads any layout (LAYOUT_FREE) and is called once
-    (so retyping its argument changes no other call); None otherwise."""
+    call to a kernel whose strategy is one of ``strategies`` (those that read
+    any layout: LAYOUT_FREE) and is called once (so retyping its argument
+    changes no other call); None otherwise."""
     op = use.owner
     if op.name != "func.call":
         return None
     callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
     config = None if callee is None else Config.of_kernel(callee)
-    if config is None or config.strategy not in LAYOUT_FREE or \
+    if config is None or config.strategy not in strategies or \
             calls[irutil.symbol(callee)] != 1:
         return None
     return callee, use.operand_number
 
 
-def _strided_readers(module, arg, strides):
+def _strided_readers(module, arg, strides, output=False):
     """[(kernel function, argument index)] of every use of graph input
     ``arg`` when each is a layout-free reader (layout_free_reader) and
     ``strides`` are a permutation of a dense layout; None when the input
-    needs its copy."""
+    needs its copy. For a graph ``output`` the kernels must write any
+    layout too (LAYOUT_FREE_OUTPUTS)."""
     shape = list(ir.MemRefType(arg.type).shape)
     if not _permuted_dense(shape, strides):
         return None
     functions = {irutil.symbol(f): f for f in irutil.functions(module)}
     calls = call_counts(module)
-    readers = [layout_free_reader(use, functions, calls) for use in arg.uses]
+    strategies = LAYOUT_FREE_OUTPUTS if output else LAYOUT_FREE
+    readers = [layout_free_reader(use, functions, calls, strategies) for use in arg.uses]
     return readers if readers and None not in readers else None
 
 

@@ -1,8 +1,14 @@
 """dnn-map-tensor-cores: lower every kernel whose ``dnn.config`` names a
-tensor-core strategy (``tc-sm90``) to its tensor-core kernel: TMA
-descriptors on the host side and one ``gpu.launch`` running the warp-
-specialized wgmma mainloop with the kernel's pointwise epilogue fused in
-registers (dnnc/codegen/gpu/tc_sm90.py).
+tensor-core strategy to its tensor-core kernel, the kernel's pointwise
+epilogue fused in registers:
+
+* ``tc-sm90``: TMA descriptors on the host side and one ``gpu.launch``
+  running the warp-specialized wgmma mainloop (dnnc/codegen/gpu/tc_sm90.py);
+* ``tc-sm80``: one ``gpu.launch`` of cp.async copies into a shared-memory
+  ring, ldmatrix and mma.sync (dnnc/codegen/gpu/tc_sm80.py); also what a
+  ``tc-sm90`` kernel gets when tc-sm90 does not take it (f32 multiplied in
+  a way it does not support, a stride TMA cannot describe, A stored K x M),
+  with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.
 
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``tile`` is ``[BM, BN, BK]``
@@ -10,8 +16,9 @@ and ``stages`` the depth of the shared-memory ring. The kernel must read as
 one GEMM plus an elementwise epilogue (dnnc/codegen/gpu/gemm.py), and the
 strategy must take it (operand types, TMA's 16-byte stride rule); otherwise
 the kernel is left as it is and handed to simt-generic: its ``dnn.config``
-becomes ``simt-generic`` and its ``dnn.config_reason`` says why, so that the
-plan shows what runs.
+becomes ``simt-generic`` and its ``dnn.config_reason`` says why (for a
+tc-sm90 kernel: why neither tc-sm90 nor tc-sm80 takes it), so that the plan
+shows what runs.
 
 Before (C = A @ B + bias, bf16, config ``{block = [384, 1, 1], stages = 4,
 strategy = "tc-sm90", tile = [128, 128, 64]}``)::
@@ -35,6 +42,22 @@ After::
                           ... arith.addf ... vector.store ... }
     }
 
+After, for ``strategy = "tc-sm80", tile = [64, 64, 32], stages = 3``::
+
+    gpu.launch blocks(...) in (%gx = %c12, ...) threads(...) in (%tx = %c128, ...)
+        dynamic_shared_memory_size %c29184_i32 {
+      nvvm.cp.async.shared.global %dst, %src, 16, cache = cg, %bytes ...   // steps 0, 1
+      nvvm.cp.async.commit.group
+      scf.for %kt ... iter_args(%acc... : !llvm.struct<(f32, f32, f32, f32)>) {
+        nvvm.cp.async.wait.group 1
+        gpu.barrier
+        scf.if ... { nvvm.cp.async.shared.global ... }                     // step kt + 2
+        nvvm.cp.async.commit.group
+        nvvm.ldmatrix ... nvvm.mma.sync A[...] B[...] C[...] ...
+      }
+      ... arith.addf ... vector.store ...
+    }
+
 Lit test: test/lit/passes/dnn_map_tensor_cores.mlir.
 """
 
@@ -43,11 +66,15 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import gemm as gemm_match
-from dnnc.codegen.gpu import tc_sm90
-from dnnc.heuristics.config import fall_back, kernels_of
+from dnnc.codegen.gpu import tc_sm80, tc_sm90
+from dnnc.heuristics.config import ATTR, Config, fall_back, hand_over, kernels_of
+from dnnc.heuristics.contraction import (TC80_K_BYTES, TC80_MAX_STAGES, TC80_PAD, TC80_SMEM,
+                                         tc_sm80_configs)
+from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "tc-sm90"
+SIMT = "simt-generic, one thread per output"
 
 
 def tile_of(config):
@@ -57,6 +84,25 @@ def tile_of(config):
     return tc_sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split)
 
 
+def sm80_tile_of(config, element):
+    """The tc_sm80.Tile a tc-sm80 config describes: a warp per 32 threads;
+    without a tile, 128 x 128 x (64 bytes of ``element``); stages 1 (a
+    config that names none: the ring needs two) is as many as the
+    heuristics would give the tile."""
+    k_default = TC80_K_BYTES // (4 if element == "f32" else 2)
+    m, n, k = (tuple(config.tile) + (128, 128, k_default)[len(config.tile):])[:3]
+    stages = config.stages
+    if stages == 1:
+        stages = min(TC80_MAX_STAGES, TC80_SMEM // ((m + n) * (TC80_K_BYTES + TC80_PAD)))
+    return tc_sm80.Tile(m, n, k, max(2, stages), max(1, config.threads // 32))
+
+
+def sm80_fallback(found):
+    """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs)."""
+    return tc_sm80_configs(found.m, found.n, found.batch, found.element, SMS["sm_90a"],
+                           "", fallback=True)[0]
+
+
 @register
 @dataclass
 class DnnMapTensorCores(DnncPass):
@@ -64,10 +110,41 @@ class DnnMapTensorCores(DnncPass):
 
     def run(self, module):
         with module.context, ir.Location.unknown():
-            for fn, config in kernels_of(module, STRATEGY):
+            # Listed first: a tc-sm90 kernel handed to tc-sm80 is lowered once.
+            sm90 = list(kernels_of(module, STRATEGY))
+            sm80 = list(kernels_of(module, "tc-sm80"))
+            for fn, config in sm90:
+                self._sm90(fn, config)
+            for fn, config in sm80:
                 try:
                     found = gemm_match.match(fn)
-                    tc_sm90.build(fn, found, tile_of(config))
-                except (gemm_match.NotAGemm, tc_sm90.NotSupported) as why:
-                    fall_back(fn, f"{STRATEGY} does not apply ({why}): simt-generic, one "
-                              "thread per output")
+                    tile = sm80_tile_of(config, found.element)
+                    tc_sm80.build(fn, found, tile)
+                except (gemm_match.NotAGemm, tc_sm80.NotSupported) as why:
+                    fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
+                    continue
+                # The config records what runs (an override may name no tile).
+                fn.attributes[ATTR] = config.replace(
+                    tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
+
+    def _sm90(self, fn, config):
+        try:
+            found = gemm_match.match(fn)
+        except gemm_match.NotAGemm as why:
+            fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
+            return
+        try:
+            tc_sm90.build(fn, found, tile_of(config))
+            return
+        except tc_sm90.NotSupported as why:
+            not_sm90 = f"{STRATEGY} does not apply ({why})"
+        fallback = sm80_fallback(found)
+        try:
+            tc_sm80.build(fn, found, sm80_tile_of(fallback, found.element))
+        except tc_sm80.NotSupported as why:
+            fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
+            return
+        hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
+                             stages=fallback.stages),
+                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
+                  f"{fallback.stages} stages")

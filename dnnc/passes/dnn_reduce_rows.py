@@ -11,7 +11,10 @@ Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``block[0]`` is the threads
 per block, ``tile[0]`` the rows a block handles (1: the whole block works on
 one row; ``block[0] / 32``: a warp per row) and ``vector`` the elements per
-load. A kernel that is not a row program (the heuristics only choose
+load. ``split = C`` (sm_90) spreads each row over a cluster of C blocks that
+exchange their partial reductions through distributed shared memory
+(dnnc/codegen/gpu/rowsplit.py): rows too long for one block's registers are
+then held in registers too. A kernel that is not a row program (the heuristics only choose
 simt-reduce for softmax, norms and reductions along the innermost dim, but
 their decompositions vary) is left as it is and handed to simt-generic: its
 ``dnn.config`` becomes ``simt-generic`` with the same block, and its
@@ -44,7 +47,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import rowwise
+from dnnc.codegen.gpu import rowsplit, rowwise
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 
@@ -61,7 +64,10 @@ class DnnReduceRows(DnncPass):
             for fn, config in kernels_of(module, STRATEGY):
                 rows_per_block = config.tile[0] if config.tile else 1
                 try:
-                    rowwise.build(fn, config.vector, config.block[0], rows_per_block)
+                    if config.split > 1:
+                        rowsplit.build(fn, config.vector, config.block[0], config.split)
+                    else:
+                        rowwise.build(fn, config.vector, config.block[0], rows_per_block)
                 except rowwise.NotARowProgram as why:
                     fall_back(fn, f"simt-reduce does not apply ({why}): simt-generic, one "
                               "thread per row", config.block)

@@ -163,6 +163,8 @@ class Device:
         library (PyTorch tracks its current device this way) sees no change.
         """
         current = _d.cuCtxGetCurrent()[1]
+        if current == self.context:   # the usual case, on every call: one comparison
+            return False
         current_id = 0 if current is None else int(current)
         if current_id == self._context_id:
             return False
@@ -221,9 +223,48 @@ def allow_dynamic_shared(function, nbytes):
 
 def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params):
     """cuLaunchKernel; ``params`` is the address of a void*[] (0 for no arguments)."""
-    status = _d.cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream, params, 0)[0]
+    status = _d.cuLaunchKernel(function, gx, gy, gz, bx, by, bz, shared, stream_object(stream),
+                               params, 0)[0]
     if status != _SUCCESS:
         raise CudaError("cuLaunchKernel", *_status_text(status))
+
+
+def launch_all(launches, stream):
+    """cuLaunchKernel each ``(function, gx, gy, gz, bx, by, bz, shared, params)`` of
+    ``launches`` on ``stream``, in order: a plan's launches in one Python frame.
+
+    ``function`` is the CUfunction the driver gave (the binding converts
+    other types per call) and ``params`` the address of the kernel's void*[]
+    (an int: the binding's cheapest form; a tuple of values and ctypes types
+    would be packed again on every launch).
+    """
+    handle = stream_object(stream)
+    run = _d.cuLaunchKernel
+    for function, gx, gy, gz, bx, by, bz, shared, params in launches:
+        status = run(function, gx, gy, gz, bx, by, bz, shared, handle, params, 0)[0]
+        if status != _SUCCESS:
+            raise CudaError("cuLaunchKernel", *_status_text(status))
+
+
+_stream_objects = {}
+_STREAM_OBJECTS_KEPT = 64
+
+
+def stream_object(handle):
+    """The binding's CUstream for an int handle, made once per handle.
+
+    The binding turns an int stream into a new CUstream on every call (a
+    tenth or so of cuLaunchKernel's host time in the binding); a CUstream
+    wraps the handle without owning the stream, so one kept per handle
+    stays valid however long the stream lives. The cache is bounded: a
+    program that creates streams without end clears it now and then.
+    """
+    s = _stream_objects.get(handle)
+    if s is None:
+        if len(_stream_objects) >= _STREAM_OBJECTS_KEPT:
+            _stream_objects.clear()
+        s = _stream_objects[handle] = _d.CUstream(handle)
+    return s
 
 
 # -- memory -----------------------------------------------------------------

@@ -27,6 +27,10 @@ A call goes in three steps:
    the first is made, so an address TMA refuses (``ArgumentError``) still
    stops the call before anything runs.
 
+Calls after the first with torch tensors in the manifest's layout take a
+fast path (``relaunch.Relaunch``) that makes the same checks with what the
+executable worked out once; any other call takes the steps above.
+
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
 so it can be captured (``torch.cuda.graph``) and replayed; encoding a TMA
@@ -49,7 +53,7 @@ import textwrap
 import numpy as np
 
 from . import artifact as _artifact
-from . import binding, cuda
+from . import binding, cuda, relaunch
 from .binding import DEVICE, NUMPY, TORCH, Bound
 from .errors import ArgumentError, ArtifactError, CudaError, DeviceError
 
@@ -229,6 +233,8 @@ class Executable:
         self.device = None          # cuda.Device, bound by the first call
         self._module = None
         self._launches = ()
+        self._launch_args = ()      # cuda.launch_all's form of _launches
+        self._relaunch = None       # relaunch.Relaunch once a call prepared the plan
         self._workspace = 0         # device address of the workspace (0: none)
         self._workspace_owner = None  # torch tensor, or "cuda" for cuMemAlloc memory
         n_in, n_out = len(self.inputs), len(self.outputs)
@@ -255,20 +261,27 @@ class Executable:
     # -- calling ------------------------------------------------------------
 
     def __call__(self, *args, outputs=None, stream=None, **named):
+        fast = self._relaunch
+        if fast is not None and not named:
+            result = fast(args, outputs, stream)
+            if result is not relaunch.MISS:
+                return result
         call = self._begin(args, named, outputs, stream)
         try:
-            launch = cuda.launch
-            addresses, handle = call.addresses, call.stream
+            addresses = call.addresses
             # Bind every launch before the first: a TMA descriptor the driver
             # refuses stops the call with nothing launched. (Each launch has
             # its own slots, and cuLaunchKernel copies them when called.)
             for k in self._launches:
                 k.bind(addresses)
-            for k in self._launches:
-                launch(k.function, *k.dims, handle, k.params)
-            return self._finish(call)
+            cuda.launch_all(self._launch_args, call.stream)
+            result = self._finish(call)
         finally:
             call.release()
+        if fast is None and sys.modules.get("torch") is not None:
+            # Every slot, the workspace's too, has now been written once.
+            self._relaunch = relaunch.Relaunch(self)
+        return result
 
     def time(self, *args, repeat=100, warmup=10, outputs=None, stream=None, **named):
         """Median milliseconds of each kernel over ``repeat`` runs, timed with CUDA events.
@@ -441,6 +454,7 @@ class Executable:
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
+        self._launch_args = tuple((k.function, *k.dims, k.params) for k in launches)
 
     # -- lifecycle --------------------------------------------------------------
 
@@ -458,7 +472,8 @@ class Executable:
             _unload(self._module)
         finally:
             self.device.deactivate(pushed)
-            self._module, self._launches = None, ()
+            self._module, self._launches, self._relaunch = None, (), None
+            self._launch_args = ()
             self._workspace, self._workspace_owner = 0, None
 
     def __enter__(self):

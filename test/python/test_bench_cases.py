@@ -9,9 +9,10 @@
   the case's ``init`` and ``torch_prepare``, and gives the graph's outputs:
   same dtype, same number of elements (parameter gradients may drop the
   broadcast dims), never more outputs than the graph.
-* The runner's ``--only`` selection, its error measure, and one whole
-  measurement on the CPU with a stand-in executable, including a PyTorch
-  reference that raises (an error row, not an exception).
+* The runner's ``--only`` selection, its error measure, its host timing of
+  the tiny cases, and one whole measurement on the CPU with a stand-in
+  executable, including a PyTorch reference that raises (an error row, not an
+  exception).
 """
 
 import functools
@@ -174,3 +175,12 @@ def test_measure_on_cpu():
     assert row == {"case": "broken", "group": "pointwise", "stage": "torch",
                    "error": "RuntimeError: no such kernel"}
     assert runner._line(row, 4.0).endswith("ERROR (torch): RuntimeError: no such kernel")
+
+
+def test_host_timing_counts_every_call():
+    calls, syncs = [], []
+    ms = runner.host_ms(lambda: calls.append(1), lambda: syncs.append(1), calls=10, rounds=3)
+    assert len(calls) == 10 + 3 * 10 and len(syncs) == 1 + 3
+    assert ms >= 0
+    tiny = [c for c in CASES if c.host_timed]
+    assert tiny and all(" tiny " in c.name for c in tiny)

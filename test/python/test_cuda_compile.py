@@ -185,6 +185,26 @@ def channels_last():
     return g
 
 
+def batchnorm_channels_last():
+    """Batchnorm training (with running statistics), backward and inference on
+    channels-last x, dy, y and dx: the rules read them as (N*H*W, C) views of
+    the graph's buffers (dnn-layout-views), with no copy kernel."""
+    n, c, h, w = 3, 8, 5, 7
+    nhwc = [h * w * c, 1, w * c, c]
+    g = dnnc.Graph(io_data_type=F32)
+    x = g.tensor(name="x", dim=[n, c, h, w], stride=nhwc)
+    dy = g.tensor(name="dy", dim=[n, c, h, w], stride=nhwc)
+    p = {k: g.tensor(name=k, dim=[1, c, 1, 1]) for k in ("scale", "bias", "rm", "rv")}
+    y, mean, inv, rm, rv = g.batchnorm(x, p["scale"], p["bias"], p["rm"], p["rv"],
+                                       momentum=0.1)
+    dx, dscale, dbias = g.batchnorm_backward(dy, x, p["scale"], mean, inv)
+    infer = g.batchnorm_inference(x, p["rm"], p["bias"], p["scale"], p["bias"], epsilon=4.0)
+    for t in (y, dx, infer):
+        t.set_stride(nhwc)
+    outputs(y, mean, inv, rm, rv, dx, dscale, dbias, infer)
+    return g
+
+
 def zero_size():
     """Zero-size dims: outputs with no element (no launch) beside outputs that
     must still be written (sums over an empty axis: zeros; a mean: NaN; a
@@ -211,7 +231,8 @@ def zero_size():
 
 
 FAMILIES = {f.__name__: f for f in (pointwise, tensor_ops, matmul_conv, reduce_pool, norms,
-                                    softmax_attention, channels_last, zero_size)}
+                                    softmax_attention, channels_last, batchnorm_channels_last,
+                                    zero_size)}
 
 
 def op_names(g):
@@ -258,7 +279,8 @@ def check_manifest(m, arch):
         assert 1 <= k["block"][0] * k["block"][1] * k["block"][2] <= 1024
         assert all(g >= 1 for g in k["grid"]) and k["grid"][0] < 2 ** 31
         assert k["grid"][1] <= 65535 and k["grid"][2] <= 65535
-        assert k["shared_bytes"] == 0
+        # Dynamic shared memory: a row program's column sums alone.
+        assert k["shared_bytes"] == 0 or k["strategy"] == "simt-reduce-rows-columns"
         assert k["args"], k["entry"]
         for a in k["args"]:
             if a["kind"] == "buffer":
@@ -695,6 +717,7 @@ EMULATION_TAIL = (
     "expand-strided-metadata",
     "lower-affine",
     "convert-scf-to-cf",
+    "convert-vector-to-llvm",  # simt-pointwise's 16-byte vectors
     "finalize-memref-to-llvm",
     "convert-arith-to-llvm",
     "convert-func-to-llvm",
@@ -712,9 +735,11 @@ def emulate(g):
             break
         run_pipeline(module, stage.pipeline)
     with module.context:  # a row program's shuffles and barriers need a GPU
-        for fn in irutil.kernel_functions(module):  # (column programs: test_colwise.py)
+        for fn in irutil.kernel_functions(module):  # (column programs: test_colwise.py,
+            # window programs: test_windows.py)
             config = heuristics.Config.from_attr(fn.attributes["dnn.config"])
-            if config.strategy in ("simt-reduce", "simt-reduce-columns"):
+            if config.strategy in ("simt-reduce", "simt-reduce-columns",
+                                   "simt-reduce-rows-columns", "simt-window"):
                 fn.attributes["dnn.config"] = heuristics.Config(
                     "simt-generic", config.block).to_attr()
     gpu = pipelines.GPU.passes

@@ -38,8 +38,8 @@ class Case:
         self.arrays = []
         self.rng = _rng()
 
-    def input(self, name, dim, value=None, positive=False):
-        t = self.g.tensor(name=name, dim=dim)
+    def input(self, name, dim, value=None, positive=False, stride=None):
+        t = self.g.tensor(name=name, dim=dim, stride=stride)
         if value is None:
             value = self.rng.standard_normal(dim)
             if positive:
@@ -94,26 +94,35 @@ def _cshape(shape):
     return [1, shape[1]] + [1] * (len(shape) - 2)
 
 
-def batchnorm_case(shape, running):
+def _channels_last(shape):
+    """Strides of a logical (N, C, spatial...) tensor stored channels-last."""
+    order = [0] + list(range(2, len(shape))) + [1]
+    strides, step = [0] * len(shape), 1
+    for d in reversed(order):
+        strides[d], step = step, step * shape[d]
+    return strides
+
+
+def batchnorm_case(shape, running, stride=None):
     c = Case()
-    x = c.input("x", shape)
+    x = c.input("x", shape, stride=stride)
     s, b = c.input("scale", _cshape(shape)), c.input("bias", _cshape(shape))
     rm = c.input("rm", _cshape(shape)) if running else None
     rv = c.input("rv", _cshape(shape), positive=True) if running else None
     return c.outputs(*c.g.batchnorm(x, s, b, rm, rv, epsilon=1e-3, momentum=0.2))
 
 
-def batchnorm_inference_case(shape):
+def batchnorm_inference_case(shape, stride=None):
     c = Case()
-    x = c.input("x", shape)
+    x = c.input("x", shape, stride=stride)
     mean, var = c.input("mean", _cshape(shape)), c.input("var", _cshape(shape), positive=True)
     s, b = c.input("scale", _cshape(shape)), c.input("bias", _cshape(shape))
     return c.outputs(c.g.batchnorm_inference(x, mean, var, s, b))
 
 
-def batchnorm_backward_case(shape):
+def batchnorm_backward_case(shape, stride=None):
     c = Case()
-    dy, x = c.input("dy", shape), c.input("x", shape)
+    dy, x = c.input("dy", shape, stride=stride), c.input("x", shape, stride=stride)
     s, mean = c.input("scale", _cshape(shape)), c.input("mean", _cshape(shape))
     inv = c.input("inv", _cshape(shape), positive=True)
     return c.outputs(*c.g.batchnorm_backward(dy, x, s, mean, inv))
@@ -227,6 +236,14 @@ for _shape in ([3, 5], [3, 5, 7], [2, 3, 5, 7], [2, 3, 3, 5, 2]):
     _add(f"batchnorm-r{_r}-running", lambda sh=_shape: batchnorm_case(sh, True))
     _add(f"batchnorm_inference-r{_r}", lambda sh=_shape: batchnorm_inference_case(sh))
     _add(f"batchnorm_backward-r{_r}", lambda sh=_shape: batchnorm_backward_case(sh))
+    if _r > 2:  # x stored channels-last: the rules work on its memory order
+        _cl = _channels_last(_shape)
+        _add(f"batchnorm-r{_r}-running-nhwc",
+             lambda sh=_shape, st=_cl: batchnorm_case(sh, True, st))
+        _add(f"batchnorm_inference-r{_r}-nhwc",
+             lambda sh=_shape, st=_cl: batchnorm_inference_case(sh, st))
+        _add(f"batchnorm_backward-r{_r}-nhwc",
+             lambda sh=_shape, st=_cl: batchnorm_backward_case(sh, st))
 
 for _shape, _groups in (([3, 6, 7], 2), ([2, 6, 5, 3], 3), ([2, 6, 5, 3], 1), ([3, 6], 3),
                         ([2, 6, 3, 5], 6), ([3, 5, 7], None), ([2, 3, 5, 7], None)):
@@ -335,7 +352,7 @@ def test_front_pipeline_expands_the_norms_that_become_row_and_column_programs():
         if p.startswith("dnn-decompose{ops="):
             expanded |= set(p[len("dnn-decompose{ops="):-1].split(","))
     assert set(ROWS_AND_COLUMNS) <= expanded
-    assert not {"layernorm", "rmsnorm", "softmax", "batchnorm", "sdpa"} & expanded
+    assert not {"layernorm", "rmsnorm", "softmax", "sdpa"} & expanded
 
 
 def test_pass_all_option():
@@ -409,7 +426,8 @@ def test_causal_mask_uses_gen_index():
 # programs and column programs: every reduction runs along the innermost dim
 # alone or along every dim but the innermost.
 ROWS_AND_COLUMNS = ("layernorm_backward", "rmsnorm_backward", "groupnorm",
-                    "groupnorm_backward", "instancenorm", "instancenorm_backward")
+                    "groupnorm_backward", "instancenorm", "instancenorm_backward",
+                    "batchnorm", "batchnorm_backward")
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES
@@ -499,3 +517,27 @@ def test_softmax_expansion_keeps_all_minus_inf_rows_finite():
     for e, v in zip(expected.values(), got):
         np.testing.assert_allclose(v, e, rtol=1e-6)
     assert not np.isnan(got[0]).any() and not np.isnan(got[1]).any()
+
+
+def test_channels_last_batchnorm_sums_columns_of_its_memory_order():
+    """x (2, 3, 5, 7) stored channels-last is read as (70, 3): the per-channel
+    sums are column sums, and y goes back through the inverse transpose."""
+    module = graph_mlir.to_module(CASES["batchnorm-r4-running-nhwc"]().g)
+    decompose.expand_all(module)
+    text = str(module)
+    assert "permutation = array<i64: 0, 2, 3, 1>" in text
+    assert "(tensor<2x5x7x3xf32>) -> tensor<70x3xf32>" in text
+    assert "permutation = array<i64: 0, 3, 1, 2>" in text
+    axes = [list(op.attributes["axes"]) for op in dnn_ops(module) if op.name == "dnn.reduction"]
+    assert axes == [[0], [0]]
+
+
+def test_row_major_batchnorm_sums_planes_then_samples():
+    """x (2, 3, 5, 7) row-major: a row sum over the 35 positions of each
+    (sample, channel), then a column sum over the 2 samples."""
+    module = graph_mlir.to_module(CASES["batchnorm_backward-r4"]().g)
+    decompose.expand_all(module)
+    shapes = [(str(op.operands[0].type), list(op.attributes["axes"]))
+              for op in dnn_ops(module) if op.name == "dnn.reduction"]
+    assert shapes == [("tensor<2x3x35xf32>", [2]), ("tensor<2x3xf32>", [0])] * 2
+    assert "dnn.transpose" not in str(module)

@@ -255,7 +255,7 @@ def test_pooling_relu():
     g = _graph("pool")
     x = g.tensor(name="x", dim=[2, 3, 7, 5])
     g.relu(g.pooling(x, "max", window=[3, 2], stride=[2, 1], padding=1)).set_output(True)
-    check(g, ["pooling", "pointwise"])
+    check(g, ["pooling"])  # the relu is the pooling kernel's epilogue
 
 
 def test_cast_chain():
@@ -287,15 +287,29 @@ def test_tensor_ops_and_concat():
 
 def test_join_that_would_make_a_cycle_is_refused():
     # a and b form a pointwise chain; d reads b and the matmul, which reads a, so
-    # joining d to {a, b} would make the two kernels call each other.
+    # joining d to {a, b} would make the two kernels call each other. (c has a
+    # second user, so d is no epilogue of the matmul either.)
     g = _graph("cycle")
     x = g.tensor(name="x", dim=[5, 5])
     a = g.exp(x)
     b = g.relu(a)
     c = g.matmul(a, x)
-    c.set_output(True)
+    g.neg(c).set_output(True)
     g.add(b, c).set_output(True)
-    check(g, ["pointwise", "matmul", "pointwise"])
+    check(g, ["pointwise", "matmul", "pointwise", "pointwise"])
+
+
+def test_returned_matmul_result_keeps_its_epilogue():
+    # The pre-activation is returned and feeds gelu: one matmul kernel stores
+    # both (a second output of the GEMM's epilogue).
+    g = _graph("pre_activation")
+    x = g.tensor(name="x", dim=[5, 13])
+    w = g.tensor(name="w", dim=[13, 7])
+    b = g.tensor(name="b", dim=[1, 7])
+    pre = g.add(g.matmul(x, w), b)
+    pre.set_output(True)
+    g.gelu(pre).set_output(True)
+    check(g, ["matmul"], rtol=1e-6, atol=1e-6)
 
 
 def test_options_turn_off_epilogue_and_prologue():
@@ -349,7 +363,7 @@ def graph_ops(module, name):
 
 @pytest.mark.parametrize("op", ["layernorm_backward", "rmsnorm_backward"])
 @pytest.mark.parametrize("affine", [True, False])
-def test_norm_backward_is_a_row_and_a_column_program(op, affine):
+def test_norm_backward_is_one_row_program_with_column_sums(op, affine):
     g = _graph(f"{op}_{affine}")
     dy, x = g.tensor(name="dy", dim=[6, 16]), g.tensor(name="x", dim=[6, 16])
     scale = g.tensor(name="scale", dim=[1, 16]) if affine else None
@@ -362,11 +376,11 @@ def test_norm_backward_is_a_row_and_a_column_program(op, affine):
     for t in outs:
         if t is not None:
             t.set_output(True)
-    module = check_front(g, ["reduction", "reduction"] if affine else ["reduction"],
-                         positive=("inv",))
-    # dx: sums along the rows only; dscale and dbias: along the columns, together.
+    module = check_front(g, ["reduction"], positive=("inv",))
+    # dx: sums along the rows; dscale and dbias: along the columns, in the
+    # same kernel (one pass over dy and x).
     rows = [(1,), (1,)] if op == "layernorm_backward" else [(1,)]
-    assert reduced_axes(module) == [rows] + ([[(0,), (0,)]] if affine else [])
+    assert reduced_axes(module) == [rows + ([(0,), (0,)] if affine else [])]
 
 
 def test_norm_backward_over_several_dims_reads_rows_of_all_of_them():
@@ -376,11 +390,25 @@ def test_norm_backward_over_several_dims_reads_rows_of_all_of_them():
     mean, inv = g.tensor(name="mean", dim=[2, 1, 1]), g.tensor(name="inv", dim=[2, 1, 1])
     for t in g.layernorm_backward(dy, x, scale, mean, inv, axis=1):
         t.set_output(True)
-    # Viewed as 2 rows of 24: a row and a column program, then each result
-    # copied back into its shape.
-    module = check_front(g, ["reduction", "reduction", "tensor", "tensor", "tensor"],
-                         positive=("inv",))
-    assert reduced_axes(module)[:2] == [[(1,), (1,)], [(0,), (0,)]]
+    # Viewed as 2 rows of 24: a row program with column sums, then each
+    # result copied back into its shape.
+    module = check_front(g, ["reduction", "tensor", "tensor", "tensor"], positive=("inv",))
+    assert reduced_axes(module)[0] == [(1,), (1,), (0,), (0,)]
+
+
+def test_long_norm_backward_rows_keep_a_column_program():
+    # 20000 f32 sums a column reduction: more than a block's shared memory
+    # holds beside dx, so dscale and dbias stay a column program.
+    g = _graph("ln_bwd_long")
+    dy, x = g.tensor(name="dy", dim=[2, 20000]), g.tensor(name="x", dim=[2, 20000])
+    scale = g.tensor(name="scale", dim=[1, 20000])
+    mean, inv = g.tensor(name="mean", dim=[2, 1]), g.tensor(name="inv", dim=[2, 1])
+    for t in g.layernorm_backward(dy, x, scale, mean, inv, axis=1):
+        t.set_output(True)
+    module = graph_mlir.to_module(g)
+    passes.run_pipeline(module, FRONT)
+    assert kernels(module) == ["reduction", "reduction"]
+    assert reduced_axes(module) == [[(1,), (1,)], [(0,), (0,)]]
 
 
 @pytest.mark.parametrize("groups", [3, 6])
@@ -418,3 +446,20 @@ def test_groupnorm_backward_kernels(groups):
     module = check_front(g, ["reduction"] + per_group + ["pointwise", "reduction", "tensor",
                                                           "tensor"], positive=("inv",))
     assert reduced_axes(module)[0] == [(3,), (3,)]
+
+
+def test_channels_last_batchnorm_is_two_column_programs_and_a_pointwise_kernel():
+    """The variance's sum reads the mean over the rows: a column program makes
+    its sums in one pass, so the two sums are kernels of their own; the
+    per-channel ops join them, y is one pointwise kernel over (N*H*W, C)."""
+    n, c, h, w = 2, 4, 3, 5
+    g = _graph("bn_nhwc")
+    x = g.tensor(name="x", dim=[n, c, h, w], stride=[h * w * c, 1, w * c, c])
+    p = [g.tensor(name=k, dim=[1, c, 1, 1]) for k in ("scale", "bias", "rm", "rv")]
+    for t in g.batchnorm(x, *p, momentum=0.1):
+        t.set_output(True)
+    # The transposes of x and y and the returned (1, C) -> (1, C, 1, 1)
+    # reshapes are "tensor" kernels here; on the GPU, views (dnn-layout-views).
+    module = check_front(g, ["tensor", "reduction", "tensor", "tensor", "reduction", "pointwise",
+                             "tensor", "tensor", "tensor"], positive=("rv",))
+    assert [axes for axes in reduced_axes(module) if axes] == [[(0,)], [(0,)]]

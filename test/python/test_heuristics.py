@@ -128,6 +128,49 @@ def test_reductions_rank_by_rows_and_name_simt_reduce():
     assert "reduction: 67108864 rows of 4: a warp per row" in choose(huge).reason
 
 
+@pytest.mark.parametrize("anchor, dtype, n, inputs, block, split", [
+    # Held by one block (at most 32 elements a thread at 1024 threads): no split.
+    ("softmax", "bf16", 32768, 1, 1024, 1),
+    ("softmax", "f32", 32768, 1, 1024, 1),
+    # Up to MIN_SPLIT_ROW a looping block of 1024 (faster there than a cluster).
+    ("softmax", "bf16", 65536, 1, 1024, 1),
+    ("softmax", "f32", 65536, 1, 1024, 1),
+    ("softmax", "bf16", 40000, 1, 1024, 1),
+    # Longer: a cluster of blocks of 512, 32 elements of x a thread...
+    ("softmax", "bf16", 131072, 1, 512, 8),
+    ("softmax", "f32", 131072, 1, 512, 8),
+    ("rmsnorm", "bf16", 131072, 1, 512, 8),
+    # ... blocks of 1024 where 8 of 512 do not hold the row ...
+    ("softmax", "bf16", 140000, 1, 1024, 8),   # ragged: 3 vectors of 8 a thread
+    ("softmax", "bf16", 262144, 1, 1024, 8),
+    ("log_softmax", "f32", 262144, 1, 1024, 8),
+    # ... 16 elements of each of two inputs (dy and y), never 1024 threads:
+    # too few for these rows, which loop.
+    ("softmax_backward", "bf16", 131072, 2, 1024, 1),
+    ("softmax_backward", "bf16", 262144, 2, 1024, 1),
+])
+def test_long_rows_split_over_a_cluster(anchor, dtype, n, inputs, block, split):
+    x = ([2, n], dtype)
+    p = problem(anchor, [x] * inputs, [x], attrs=[("axis", 1)], anchor_ins=[x])
+    c = choose(p)
+    assert (c.strategy, c.block[0], c.split) == ("simt-reduce", block, split), c.reason
+    if split > 1:
+        assert f"a cluster of {split} blocks of {block} per row" in c.reason
+        width = c.vector
+        assert -(-n // (width * block * split)) * width * inputs <= 32
+        # Clusters are sm_90's: an sm_80 row loops, as before.
+        assert choose(problem(anchor, [x] * inputs, [x], attrs=[("axis", 1)],
+                              anchor_ins=[x], arch="sm_80")).split == 1
+
+
+def test_split_limits_match_the_row_programs():
+    from dnnc.codegen.gpu import rowsplit, rowwise
+    from dnnc.heuristics import reduction
+
+    assert reduction.HELD_ELEMENTS == rowwise.REGISTER_ELEMENTS
+    assert reduction.MAX_ROW_SPLIT == rowsplit.MAX_CLUSTER
+
+
 @pytest.mark.parametrize("anchor, attrs, x, rows, extent", [
     ("layernorm", [("axis", 1)], [7, 64], 7, 64),
     ("rmsnorm", [("axis", 2)], [2, 6, 5], 12, 5),
@@ -144,9 +187,40 @@ def test_norm_rows_and_extent(anchor, attrs, x, rows, extent):
     assert f"{anchor}: {rows} rows of {extent}" in choose(p).reason
 
 
-def test_pooling_and_pointwise_norms():
-    pool = problem("pooling", [[2, 3, 8, 8]], [[2, 3, 4, 4]], attrs=[("window", (2, 2))])
-    assert "simt-reduce not implemented yet (pooling: 96 windows of 4)" in choose(pool).reason
+def test_pooling_backward_gathers_dx_on_simt_window():
+    # 2 x 2 / 2: one window covers each input row; 8 bf16 channels a thread.
+    attrs = [("mode", "max"), ("stride", (2, 2)), ("window", (2, 2))]
+    pool = problem("pooling_backward", [([2, 64, 4, 4], "bf16"), ([2, 64, 8, 8], "bf16")],
+                   [([2, 64, 8, 8], "bf16")], attrs=attrs)
+    best = choose(pool)
+    assert (best.strategy, best.vector) == ("simt-window", 8)
+    # A thread per tile of 2 x 2 pixels: 2 x 8 channel groups x 4 x 4 tiles.
+    assert "pooling_backward: 8192 dx elements gathered, 4 taps a thread; a thread per " \
+        "tile of 2x2 pixels and 8 channels where C is contiguous (256 threads)" in best.reason
+    # 5 x 5 / 1 max: 25 covering windows of 25 taps a thread, too many.
+    attrs = [("mode", "max"), ("stride", (1, 1)), ("window", (5, 5))]
+    pool = problem("pooling_backward", [[2, 3, 8, 8], [2, 3, 8, 8]], [[2, 3, 8, 8]],
+                   attrs=attrs)
+    assert "simt-reduce not implemented yet (pooling_backward: 384 windows of 25)" in \
+        choose(pool).reason
+
+
+@pytest.mark.parametrize("dtype, channels, vector", [
+    ("bf16", 64, 8), ("f16", 7, 1), ("f32", 64, 4), ("bf16", 12, 4), ("f32", 6, 2),
+])
+def test_pooling_forward_is_a_window_program(dtype, channels, vector):
+    # 16 bytes of channels per thread, halved until they divide C.
+    x, y = [32, channels, 112, 112], [32, channels, 56, 56]
+    pool = problem("pooling", [(x, dtype)], [(y, dtype)], attrs=[("window", (3, 3))])
+    best = choose(pool)
+    assert (best.strategy, best.vector, best.block) == ("simt-window", vector, (256, 1, 1))
+    assert f"pooling: {32 * channels * 56 * 56} outputs of 9 taps" in best.reason
+    assert [c.strategy for c in rank(pool)][-1] == "simt-generic"
+
+
+def test_a_global_pool_stays_on_simt_generic():
+    pool = problem("pooling", [[8, 64, 14, 14]], [[8, 64, 1, 1]], attrs=[("window", (14, 14))])
+    assert choose(pool).strategy == "simt-generic"
     # batchnorm_inference reduces nothing: a pointwise problem.
     bn = problem("batchnorm_inference", [[2, 6, 3, 8]], [[2, 6, 3, 8]])
     assert choose(bn).strategy == "simt-pointwise"
@@ -183,15 +257,86 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     # The simt-generic configs after them stand in where tc-sm90 does not apply.
     assert rank(problem(**mm))[-1].reason.startswith(
         "for when tc-sm90 does not apply (matmul: 128x512x256")
-    assert choose(problem(**mm, arch="sm_80")).reason.startswith("tc-sm80 not implemented yet")
+    assert choose(problem(**mm, arch="sm_80")).strategy == "tc-sm80"
     f32 = problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]])
+    # An f32 multiply stays off the tensor cores (they round to tf32), saying so;
+    # in tf32 mode it is tc-sm90's, with 32-element (128-byte) K steps.
+    assert choose(f32).strategy == "simt-generic"
     assert choose(f32).reason.startswith(
-        "tc-sm90 (as tf32) not implemented yet (matmul: 8x32x16 (M x N x K) x4 batch f32)")
+        "no faster strategy planned (matmul: 8x32x16 (M x N x K) x4 batch f32, an f32 "
+        "multiply (the tensor cores take f32 as tf32: compute_data_type tf32)")
+    tf32 = problem("matmul", [[4096, 4096], [4096, 4096]], [[4096, 4096]],
+                   attrs=[("compute_type", "tf32")])
+    assert (choose(tf32).strategy, choose(tf32).tile) == ("tc-sm90", (128, 256, 32))
     # mma.sync takes no fp8: nothing faster is planned for it on sm_80.
     fp8 = problem("matmul", [([64, 64], "f8E4M3FN"), ([64, 64], "f8E4M3FN")], [[64, 64]],
                   arch="sm_80")
     assert choose(fp8).reason.startswith("no faster strategy planned (matmul: 64x64x64")
     assert "a type no tensor-core path takes on sm_80" in choose(fp8).reason
+
+
+def test_tc_sm80_ranks_tiles_by_the_blocks_they_make():
+    from dnnc.heuristics import contraction
+
+    # sm_80: enough 256 x 128 tiles for the 108 SMs: 8 warps of 64 x 64, a
+    # block alone on its SM, 128-byte K steps and as many stages of 54 KiB as
+    # 163 KiB holds (3); the narrower tiles follow (4-warp tiles: 64-byte K
+    # steps, 96 KiB: two blocks an SM), then simt-generic.
+    big = problem("matmul", [([4096, 4096], "bf16"), ([4096, 4096], "bf16")], [[4096, 4096]],
+                  arch="sm_80")
+    configs = rank(big)
+    best = configs[0]
+    assert (best.strategy, best.block, best.tile, best.stages) == \
+        ("tc-sm80", (256, 1, 1), (256, 128, 64), 3)
+    assert best.reason == ("matmul: 4096x4096x4096 (M x N x K) bf16; 256x128 tiles, 512 of "
+                           "them for 108 SMs (the widest with a block for every SM), 8 warps "
+                           "of 64x64; 3 stages of 54 KiB")
+    assert [(c.tile, c.block[0], c.stages) for c in configs if c.strategy == "tc-sm80"] == [
+        ((256, 128, 64), 256, 3), ((128, 256, 64), 256, 3), ((128, 128, 32), 128, 4),
+        ((64, 128, 32), 128, 4), ((64, 64, 32), 128, 4)]
+    assert configs[-1].strategy == "simt-generic"
+    assert configs[-1].reason.startswith("for when tc-sm80 does not apply")
+    # N past M: the 256 columns wide tile first.
+    wide = choose(problem("matmul", [([1024, 4096], "bf16"), ([4096, 8192], "bf16")],
+                          [[1024, 8192]], arch="sm_80"))
+    assert (wide.tile, wide.block, wide.stages) == ((128, 256, 64), (256, 1, 1), 3)
+    # Few tiles at any width: the narrowest; at most 64 rows: 64-row tiles only.
+    small = choose(problem("matmul", [([256, 128], "f16"), ([128, 384], "f16")], [[256, 384]],
+                           arch="sm_80"))
+    assert (small.tile, small.block) == ((64, 64, 32), (128, 1, 1))
+    skinny = rank(problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
+                          [[64, 4096]], arch="sm_80"))
+    assert {c.tile[0] for c in skinny if c.strategy == "tc-sm80"} == {64}
+    # tf32 (an f32 matmul whose compute type is tf32): 16 elements of K a
+    # step (64 bytes); plain f32 is multiplied exactly, by simt-generic.
+    tf32 = problem("matmul", [[1024, 1024], [1024, 1024]], [[1024, 1024]], arch="sm_80",
+                   attrs=[("compute_type", "tf32")])
+    assert (choose(tf32).strategy, choose(tf32).tile) == ("tc-sm80", (64, 128, 16))
+    f32 = problem("matmul", [[1024, 1024], [1024, 1024]], [[1024, 1024]], arch="sm_80")
+    assert choose(f32).strategy == "simt-generic"
+    # sm_90a: tc-sm80 configs follow tc-sm90's, before simt-generic.
+    ranked = rank(problem("matmul", [([4096, 4096], "bf16"), ([4096, 4096], "bf16")],
+                          [[4096, 4096]]))
+    strategies = [c.strategy for c in ranked]
+    first80 = strategies.index("tc-sm80")
+    assert set(strategies[:first80]) == {"tc-sm90"}
+    assert strategies.index("simt-generic") > first80 and strategies[-1] == "simt-generic"
+    assert ranked[first80].reason.startswith("fallback for when tc-sm90 does not apply: "
+                                             "matmul: ")
+    # sm_90a's 227 KiB hold 4 stages of the 8-warp tile.
+    fallback = contraction.tc_sm80_configs(4096, 4096, 1, "bf16", 132, "x", fallback=True)[0]
+    assert (fallback.tile, fallback.stages) == ((256, 128, 64), 4)
+    assert contraction.tc_sm80_configs(4096, 4096, 1, "bf16", 132, "x")[0].stages == 3
+
+
+def test_tc_sm80_override():
+    p = problem("matmul", [([256, 128], "bf16"), ([128, 384], "bf16")], [[256, 384]])
+    c = choose(p, override="strategy:tc-sm80,tile:128x128x32,stages:4")
+    assert (c.strategy, c.tile, c.stages, c.block) == ("tc-sm80", (128, 128, 32), 4, (128, 1, 1))
+    wide = choose(p, override="strategy:tc-sm80,tile:128x256x32")
+    assert wide.block == (256, 1, 1)
+    with pytest.raises(PipelineError, match="strategy 'tc-sm80' has no field 'split'"):
+        choose(p, override="strategy:tc-sm80,split:2")
 
 
 def test_convolution_is_an_implicit_gemm():
@@ -230,7 +375,7 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
         for c in configs:
             assert c.strategy in heuristics.IMPLEMENTED == (
                 "simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
-                "tc-sm90")
+                "simt-reduce-rows-columns", "simt-window", "tc-sm90", "tc-sm80")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs
@@ -314,8 +459,6 @@ def test_override_wins():
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),
-    ("k=strategy:tc-sm80", "strategy 'tc-sm80' is not implemented yet: expected one of "
-                           "simt-generic"),
     ("k=strategy:fast", "unknown strategy 'fast'"),
     ("k=block:1;k=block:2", "kernel 'k' is given twice"),
     ("block:128", "entry 'block:128': expected KERNEL=key:value"),
@@ -392,7 +535,8 @@ def test_manifest_records_strategy_and_reason():
             assert k["strategy"] == strategy and k["block"] == [128, 1, 1]
             assert k["reason"] == by_name[name][0]["reason"]
     assert by_name["main_k0_softmax"][0]["reason"].startswith("softmax: 8 rows of 64: a warp")
-    assert by_name["main_k1_matmul"][0]["reason"].startswith("tc-sm90 (as tf32) not implemented")
+    assert by_name["main_k1_matmul"][0]["reason"].startswith("no faster strategy planned")
+    assert "an f32 multiply" in by_name["main_k1_matmul"][0]["reason"]
     # The layout copy is made after the heuristics ran: the fallback config, which
     # the reason says.
     assert by_name["main_load_x"][0]["block"] == [256, 1, 1]

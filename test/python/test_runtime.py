@@ -526,6 +526,7 @@ class FakeGPU:
             "get_function": lambda module, entry: entry,
             "allow_dynamic_shared": lambda f, n: self.opted_in.__setitem__(f, n),
             "launch": self.launch,
+            "launch_all": self.launch_all,
             "mem_alloc": self.alloc,
             "mem_free": lambda address: self.memory.pop(address),
             "copy_to_device": self.copy_to_device,
@@ -594,6 +595,10 @@ class FakeGPU:
         self.launches.append({"function": function, "grid": (gx, gy, gz), "block": (bx, by, bz),
                               "shared": shared, "stream": stream, "args": args})
         self.kernels[function](*args)
+
+    def launch_all(self, launches, stream):
+        for function, gx, gy, gz, bx, by, bz, shared, params in launches:
+            self.launch(function, gx, gy, gz, bx, by, bz, shared, stream, params)
 
     def _scale2(self, x, y, n):          # y[i] = 2 x[i], flat
         self.f32(y, n)[:] = 2 * self.f32(x, n)

@@ -1,13 +1,15 @@
 """The tc-sm90 tensor-core GEMM kernels without a GPU: what ptxas makes of
 their PTX for sm_90a, read from ptxas -v and from the SASS (cuobjdump).
 
-Four graphs, each compiled once (module-scoped fixture): a bf16 matmul
+Six graphs, each compiled once (module-scoped fixture): a bf16 matmul
 4096x4096x4096 (tile 128x256: wgmma n=256), a bf16 matmul 256x384x128 with a
 bias add and gelu in the epilogue, an f16 batched matmul
-[3,65,256]@[3,256,72] (their tile width is the heuristics' choice), and a
+[3,65,256]@[3,256,72] (their tile width is the heuristics' choice), a
 skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 64-row tiles with one consumer warpgroup, B read K-major, K split over
-several blocks. For each:
+several blocks; and two f32 matmuls in tf32 mode: one with B stored N x K
+(read in place) and one with B stored K x N (copied transposed by a launch
+ahead of the GEMM: wgmma reads tf32 only K-major). For each:
 
 * the manifest's first kernel is the tc-sm90 GEMM, with the epilogue fused;
   with split-K a second tc-sm90 kernel sums the partials and runs the
@@ -70,6 +72,27 @@ def bmm_f16():
     return g
 
 
+def linear_tf32():
+    """f32 in tf32 mode, B stored N x K (K-major: what wgmma reads for tf32),
+    with a bias and relu in the epilogue."""
+    g = dnnc.Graph(name="linear_tf32", io_data_type="f32")
+    x = g.tensor(name="x", dim=[1000, 512])
+    w_t = g.tensor(name="w_t", dim=[512, 768], stride=[1, 512])
+    bias = g.tensor(name="bias", dim=[1, 768])
+    g.relu(g.add(g.matmul(x, w_t, compute_data_type="tf32"), bias)).set_output(True)
+    return g
+
+
+def mm_tf32():
+    """f32 in tf32 mode with B stored K x N: a launch copies B transposed
+    (N x K) ahead of the GEMM."""
+    g = dnnc.Graph(name="mm_tf32", io_data_type="f32")
+    a = g.tensor(name="a", dim=[2048, 1024])
+    b = g.tensor(name="b", dim=[1024, 2048])
+    g.matmul(a, b, compute_data_type="tf32").set_output(True)
+    return g
+
+
 def skinny_linear():
     g = dnnc.Graph(name="skinny_linear", io_data_type="bf16", compute_data_type="f32")
     x = g.tensor(name="x", dim=[64, 4096])
@@ -79,13 +102,16 @@ def skinny_linear():
 
 
 # name: (graph, HGMMA's input type, the tile the heuristics must pick or None
-# where the choice is theirs, split-K or None). f16 is HGMMA's default input
-# type: its opcode names none (HGMMA.64x128x16.F32).
+# where the choice is theirs, split-K or None, launches ahead of the GEMM).
+# f16 is HGMMA's default input type: its opcode names none
+# (HGMMA.64x128x16.F32).
 CASES = {
-    "mm4096": (mm4096, ".BF16", [128, 256, 64], 1),
-    "mm_bias_gelu": (mm_bias_gelu, ".BF16", None, 1),
-    "bmm_f16": (bmm_f16, "", None, None),
-    "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8),
+    "mm4096": (mm4096, ".BF16", [128, 256, 64], 1, 0),
+    "mm_bias_gelu": (mm_bias_gelu, ".BF16", None, 1, 0),
+    "bmm_f16": (bmm_f16, "", None, None, 0),
+    "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8, 0),
+    "linear_tf32": (linear_tf32, ".TF32", None, None, 0),
+    "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
 }
 
 
@@ -101,8 +127,10 @@ def gemm_kernels(package):
 
 def expected_hgmma(name, kernel):
     """The one HGMMA opcode of a tc-sm90 kernel: each consumer warpgroup
-    issues wgmma m64nBNk16 on its 64 rows of the BM x BN tile."""
-    return f"HGMMA.64x{kernel['config']['tile'][1]}x16.F32{CASES[name][1]}"
+    issues wgmma m64nBNk16 (k8 for tf32: 32 bytes of K) on its 64 rows of
+    the BM x BN tile."""
+    k = 8 if CASES[name][1] == ".TF32" else 16
+    return f"HGMMA.64x{kernel['config']['tile'][1]}x{k}.F32{CASES[name][1]}"
 
 
 class Built:
@@ -142,9 +170,11 @@ def built():
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_strategy_is_tc_sm90(built, name):
     kernels = built.package(name).kernels
-    gemm = kernels[0]
+    ahead = CASES[name][4]
+    gemm = kernels[ahead]
+    assert gemm_kernels(built.package(name)) == [gemm]
     split = gemm["config"].get("split", 1)
-    assert len(kernels) == (2 if split > 1 else 1), [k["entry"] for k in kernels]
+    assert len(kernels) == ahead + (2 if split > 1 else 1), [k["entry"] for k in kernels]
     assert CASES[name][3] in (None, split), gemm["config"]
     for k in kernels:
         assert k["strategy"] == "tc-sm90", (k["entry"], k["strategy"], k.get("reason"))
@@ -154,8 +184,11 @@ def test_strategy_is_tc_sm90(built, name):
     assert gemm["block"] == [threads_of(gemm), 1, 1]
     assert [a["kind"] for a in gemm["args"]][:2] == ["tma", "tma"]
     if split > 1:  # the partials' sum: a workspace read, no TMA, no shared memory
-        assert kernels[1]["args"][0]["kind"] == "buffer" and kernels[1]["shared_bytes"] == 0
-        assert all(a["kind"] != "tma" for a in kernels[1]["args"])
+        last = kernels[ahead + 1]
+        assert last["args"][0]["kind"] == "buffer" and last["shared_bytes"] == 0
+        assert all(a["kind"] != "tma" for a in last["args"])
+    if ahead:  # B copied transposed into the workspace, which the GEMM's TMA reads
+        assert [a["kind"] for a in kernels[0]["args"]] == ["buffer", "buffer"], kernels[0]
 
 
 @needs_ptxas

@@ -9,7 +9,8 @@ these modules; ``driver`` runs the whole pipeline and makes the artifact.
 * ``loops``: blocks x threads distribution of parallel loops;
 * ``outline``: new kernel functions for work found on the host;
 * ``math_approx`` / ``math_scalar``: math functions as arith code and native
-  intrinsics (no libdevice);
+  intrinsics (no libdevice); ``math_fast``: the hardware's approximations, for
+  results rounded to bf16 / f16;
 * ``ptx``: reading the PTX back (entries, parameters, external calls);
 * ``ptxas``: finding and running ptxas (assembly check, registers, spills);
 * ``irutil``: walking and reading IR.

@@ -183,12 +183,13 @@ def _kind(extents, shape):
     return None
 
 
-def _statements(fn):
-    """(statements, shape) of kernel ``fn``; NotAColumnProgram otherwise."""
+def _statements(fn, skip=()):
+    """(statements, shape) of kernel ``fn``, but for the ops ``skip``
+    (another program's: rowcolumns.py); NotAColumnProgram otherwise."""
     nests, shape = [], None
     for op in irutil.body(fn).operations:
         op = op.operation
-        if op.name in ("arith.constant", "memref.alloc", "func.return"):
+        if op.name in ("arith.constant", "memref.alloc", "func.return") or op in skip:
             continue
         if op.name in ("linalg.copy", "memref.copy"):
             nests.append((op, None))
@@ -731,6 +732,38 @@ class _Emitter:
             before = self.read(s.operands[-1], s.exprs[-1], s, point, memo, state)
             point.totals[event[1]] = [combine(name, b, t)
                                       for b, t in zip(before, total_of(event[1]))]
+
+
+class Finish:
+    """The column reductions of kernel ``fn`` (its statements but the ops
+    ``skip``) when another program folds their rows (rowcolumns.py) into
+    per-block partials, ``tile`` rows a block (None: all): ``allocate`` makes the
+    ``[G, N]`` f32 partials (one per reduction, in program order) that it
+    writes, ``launch`` the finish launch that sums them in order and runs
+    the column statements (3. above). ``reductions``: the reductions'
+    linalg ops; ``statements``: what the finish interprets (to erase)."""
+
+    def __init__(self, fn, skip, tile):
+        self.statements, self.shape = _statements(fn, skip)
+        args = set(irutil.body(fn).arguments)
+        outputs = {s.operands[-1] for s in self.statements if s.operands[-1] in args}
+        program = _Program(self.statements, outputs)
+        if program.row_stores:
+            raise NotAColumnProgram("an output over the rows beside the column sums")
+        self.reductions = [s.op for s, _ in program.reductions]
+        self._emitter = _Emitter(program, self.shape, 1, (1, 1), 1, tile or self.shape.count)
+        self.splits = self._emitter.splits
+
+    def allocate(self, created):
+        for _ in self.reductions:
+            alloc = memref.alloc(ir.MemRefType.get([self.splits, self.shape.n],
+                                                   self._emitter.f32), [], [])
+            created.append(alloc.owner)
+            self._emitter.partials.append(alloc)
+        return list(self._emitter.partials)
+
+    def launch(self, created):
+        self._emitter.finish_launch(created)
 
 
 def build(fn, width, block, unroll, tile=None):

@@ -45,14 +45,15 @@ def _entry(fn, key, index, type_, prefix):
     return artifact.tensor_entry(name, dims, strides, str(t.element_type))
 
 
-def compile_module(module, arch, dump_ir=None, basename="graph", config=""):
+def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="", gpu=""):
     """Lower ``module`` (dnn level) in place for ``arch``, with the config
-    override ``config`` (dnnc/heuristics/override.py); return the Package."""
+    override ``config`` (dnnc/heuristics/override.py) and the tuning
+    database file ``db`` of GPU ``gpu`` (dnnc/tune/db.py); return the Package."""
     from dnnc.compiler import run_stages
 
     source = str(module)
     graph, inputs, outputs = signature(module)
-    stages = pipelines.get("cuda", arch, config=config)
+    stages = pipelines.get("cuda", arch, config=config, db=db, gpu=gpu)
     names = [s.name for s in stages]
     split = names.index("gpu") + 1
     run_stages(module, stages[:split], dump_ir=dump_ir, basename=basename)

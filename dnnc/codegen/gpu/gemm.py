@@ -6,6 +6,8 @@ pointwise consumers) is a short list of ``linalg.generic`` ops on buffers::
 
     fill      C[m, n] = 0                        (C: an f32 buffer)
     contract  C[m, n] += ext(A[m, k]) * ext(B[k, n])   (or B[n, k], A[k, m])
+              (f32 operands: a * b, or tf32(a) * tf32(b) for a matmul whose
+              compute type is tf32: ``Gemm.compute``)
     epilogue  Y[m, n] = f(C[m, n], bias[0, n], R[m, n], ...)   (zero or more)
 
 ``match`` recognizes that shape and returns a ``Gemm``: the operands with
@@ -19,7 +21,8 @@ that reads C through a transposing map, reshapes between the ops) raises
 then leaves the kernel to simt-generic and says so in its reason.
 
 This module is the seam between the linalg level and every tensor-core
-strategy: tc-sm90 (dnnc/codegen/gpu/tc_sm90.py) reads a ``Gemm``, and an
+strategy: tc-sm90 (dnnc/codegen/gpu/tc_sm90.py) and tc-sm80
+(dnnc/codegen/gpu/tc_sm80.py) read a ``Gemm``, and an
 implicit-GEMM convolution or an attention kernel would hand it one too (with
 their own operand loaders).
 """
@@ -101,6 +104,10 @@ class Gemm:
     k: int
     batch: int               # 1: not batched
     epilogue: Epilogue
+    # What the multiply sees: "f32" (bf16, f16 and plain f32 operands are
+    # multiplied exactly), or "tf32" when the contraction rounds both f32
+    # operands to tf32 first (a matmul with compute_type tf32).
+    compute: str = "f32"
 
     @property
     def element(self):
@@ -131,31 +138,87 @@ def _is_zero_fill(op):
     return value == 0.0
 
 
+# The ops of dnnc.codegen.linalg.contraction.round_tf32 on one operand, in
+# order: bitcast, round to nearest even at bit 13 (shrui, andi, addi, addi,
+# andi), keep inf / NaN (andi, cmpi, select), bitcast back.
+TF32_ROUNDING = ("arith.bitcast", "arith.shrui", "arith.andi", "arith.addi", "arith.addi",
+                 "arith.andi", "arith.andi", "arith.cmpi", "arith.select", "arith.bitcast")
+
+
+def _tf32_source(value):
+    """The f32 value that ``value`` rounds to tf32 (round_tf32's exact
+    pattern and constants), or None."""
+    def op_of(v, name):
+        op = irutil.defining_op(v)
+        return op if op is not None and op.name == name else None
+
+    def const(v, number):
+        return irutil.constant_int(v) == number
+
+    out = op_of(value, "arith.bitcast")
+    select = None if out is None else op_of(out.operands[0], "arith.select")
+    if select is None:
+        return None
+    finite, rounded, bits = select.operands
+    cast = op_of(bits, "arith.bitcast")
+    cmp = op_of(finite, "arith.cmpi")
+    mask = op_of(rounded, "arith.andi")
+    if cast is None or cmp is None or mask is None or not const(mask.operands[1], -0x2000):
+        return None
+    exponent = op_of(cmp.operands[0], "arith.andi")
+    if exponent is None or exponent.operands[0] != bits \
+            or not const(exponent.operands[1], 0x7F800000) \
+            or not const(cmp.operands[1], 0x7F800000):
+        return None
+    total = op_of(mask.operands[0], "arith.addi")
+    if total is None:
+        return None
+    half = op_of(total.operands[0], "arith.addi")
+    lsb = op_of(total.operands[1], "arith.andi")
+    shift = None if lsb is None else op_of(lsb.operands[0], "arith.shrui")
+    if half is None or shift is None or half.operands[0] != bits \
+            or not const(half.operands[1], 0xFFF) or not const(lsb.operands[1], 1) \
+            or shift.operands[0] != bits or not const(shift.operands[1], 13):
+        return None
+    return cast.operands[0]
+
+
 def _contraction_body(op, element):
-    """Check the body is acc + ext(a) * ext(b) (no ext for f32 inputs)."""
+    """Check the body is acc + ext(a) * ext(b) (no ext for f32 inputs, or
+    both f32 inputs rounded to tf32); returns what the multiply sees
+    (``Gemm.compute``): "tf32" for the rounded form, else "f32"."""
     body = _body_ops(op)
     names = [o.name for o in body]
+    if names[-3:] != ["arith.mulf", "arith.addf", "linalg.yield"]:
+        raise NotAGemm("the contraction body does not end in a multiply-accumulate")
+    block = op.regions[0].blocks[0]
+    a, b, acc = list(block.arguments)
+    mul, add = body[-3], body[-2]
+    if add.operands[0] != acc and add.operands[1] != acc:
+        raise NotAGemm("the contraction does not accumulate into its output")
+    if element == "f32" and len(body) > 3:
+        sources = {_tf32_source(mul.operands[0]), _tf32_source(mul.operands[1])}
+        if sources != {a, b}:
+            raise NotAGemm("the contraction body is not a * b or tf32(a) * tf32(b): "
+                           "a fused prologue")
+        return "tf32"
     want = ["arith.mulf", "arith.addf", "linalg.yield"]
     if element != "f32":
         want = ["arith.extf", "arith.extf"] + want
     if names != want:
         raise NotAGemm("the contraction body is not a multiply-accumulate "
                        f"({', '.join(n for n in names[:-1])}): a fused prologue")
-    block = op.regions[0].blocks[0]
-    a, b, acc = list(block.arguments)
-    mul, add = body[-3], body[-2]
-    if add.operands[0] != acc and add.operands[1] != acc:
-        raise NotAGemm("the contraction does not accumulate into its output")
     if element != "f32":
         ext = {body[0].operands[0], body[1].operands[0]}
         if ext != {a, b}:
             raise NotAGemm("the contraction body is not ext(a) * ext(b)")
     elif {mul.operands[0], mul.operands[1]} != {a, b}:
         raise NotAGemm("the contraction body is not a * b")
+    return "f32"
 
 
 def _contraction(op):
-    """(A Operand, B Operand, m, n, k, batch, C) of a contraction generic."""
+    """(A Operand, B Operand, m, n, k, batch, C, compute) of a contraction generic."""
     iterators = _iterators(op)
     rank = len(iterators)
     if rank not in (3, 4) or iterators[:-1] != ["parallel"] * (rank - 1) \
@@ -197,12 +260,12 @@ def _contraction(op):
     c_type = ir.MemRefType(c_val.type)
     if str(c_type.element_type) != "f32":
         raise NotAGemm(f"accumulator type {c_type.element_type}: expected f32")
-    _contraction_body(op, a.element)
+    compute = _contraction_body(op, a.element)
     shape = list(c_type.shape)
     ta = ir.MemRefType(a_val.type)
     k = ta.shape[a.dims["k"]]
     batch = shape[0] if rank == 4 else 1
-    return a, b, shape[-2], shape[-1], k, batch, c_val
+    return a, b, shape[-2], shape[-1], k, batch, c_val, compute
 
 
 def _epilogue_step(op, rank, c_shape):
@@ -250,7 +313,7 @@ def match(fn):
     if len(reductions) != 1:
         raise NotAGemm(f"{len(reductions)} reductions: expected one contraction")
     contraction = reductions[0]
-    a, b, m, n, k, batch, c = _contraction(contraction)
+    a, b, m, n, k, batch, c, compute = _contraction(contraction)
     position = generics.index(contraction)
     before, after = generics[:position], generics[position + 1:]
     if len(before) != 1 or not _is_zero_fill(before[0]) or before[0].operands[0] != c:
@@ -276,4 +339,4 @@ def match(fn):
             raise NotAGemm("an allocation the GEMM does not write")
     if not epilogue.stored(arguments):
         raise NotAGemm("the kernel stores nothing")
-    return Gemm(a, b, m, n, k, batch, epilogue)
+    return Gemm(a, b, m, n, k, batch, epilogue, compute)

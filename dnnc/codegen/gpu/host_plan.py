@@ -11,8 +11,9 @@ order, following calls, and records:
 * ``kernels``: one record per ``gpu.launch_func``: the kernel function it came
   from (``name``), the PTX ``entry``, that function's ``strategy`` and whole
   ``config`` (its ``dnn.config`` as JSON) and ``reason`` (see below), grid
-  and block (constants), dynamic shared memory, and its arguments in PTX
-  parameter order. Kernels are lowered with the bare-pointer convention, so
+  and block (constants), dynamic shared memory, the thread-block cluster
+  shape of a launch in clusters (``cluster``, information: the kernel's PTX
+  fixes it, dnn-kernel-clusters), and its arguments in PTX parameter order. Kernels are lowered with the bare-pointer convention, so
   a memref argument is one pointer parameter: a ``buffer`` arg, a buffer
   plus ``byte_offset`` (0: a view's static offset is folded into the
   kernel's code); an index / integer / float constant is a ``scalar`` arg;
@@ -259,6 +260,9 @@ class _Planner:
         block = [self._const(v, op, "block") for v in
                  (launch.blockSizeX, launch.blockSizeY, launch.blockSizeZ)]
         shared = launch.dynamicSharedMemorySize
+        clusters = (launch.clusterSizeX, launch.clusterSizeY, launch.clusterSizeZ)
+        cluster = None if any(v is None for v in clusters) else \
+            [self._const(v, op, "cluster") for v in clusters]
         args = []
         for value in launch.kernelOperands:
             if isinstance(value.type, ir.MemRefType):
@@ -289,6 +293,7 @@ class _Planner:
             "block": block,
             "shared_bytes": self._const(shared, op, "shared memory") if shared is not None
             else 0,
+            **({"cluster": cluster} if cluster else {}),
             "args": args,
         })
 

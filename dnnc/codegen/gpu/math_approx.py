@@ -242,7 +242,7 @@ def erf(x):
 
 def powf(x, y):
     """x^y as C's powf: e^(y ln|x|), negative for a negative x and an odd
-    integer y, NaN for a negative x and a non-integer y; pow(x, 0) = 1,
+    integer y, NaN for a finite negative x and a non-integer y; pow(x, 0) = 1,
     pow(1, y) = 1 even for NaN, and pow(-1, +-inf) = 1."""
     ax = fabs(x)
     r = exp(mul(y, log(ax)))
@@ -252,7 +252,8 @@ def powf(x, y):
     yi = arith.fptosi(i32(), select(small, y, c(0.0)))
     odd = arith.andi(arith.andi(is_int, small),
                      arith.cmpi(I.ne, arith.andi(yi, ci(1)), ci(0)))
-    negative = cmp(P.OLT, x, c(0.0))
+    # A finite negative x only: pow(-inf, 0.5) is +inf.
+    negative = arith.andi(cmp(P.OLT, x, c(0.0)), cmp(P.ONE, x, c(-math.inf)))
     # x = -0.0 with an odd y keeps the sign too: copysign(r, x) covers both.
     r = select(odd, copysign(r, x), r)
     r = select(arith.andi(negative, arith.xori(is_int, arith.constant(

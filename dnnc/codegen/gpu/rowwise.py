@@ -122,12 +122,13 @@ class Shape:
         return math.prod(self.rows)
 
 
-def _statements(fn):
-    """(statements, row shape) of kernel ``fn``; NotARowProgram otherwise."""
+def _statements(fn, skip=()):
+    """(statements, row shape) of kernel ``fn``, but for the ops ``skip``
+    (another program's: rowcolumns.py); NotARowProgram otherwise."""
     out, shape = [], None
     for op in irutil.body(fn).operations:
         op = op.operation
-        if op.name in ("arith.constant", "memref.alloc", "func.return"):
+        if op.name in ("arith.constant", "memref.alloc", "func.return") or op in skip:
             continue
         if op.name in ("linalg.copy", "memref.copy"):
             out.append(Statement(op, "copy", operands=list(op.operands)))
@@ -220,6 +221,9 @@ class _Row:
         self.shape, self.width = shape, width
         self.threads, self.rows_per_block = threads, rows_per_block
         self.per_row = threads // rows_per_block
+        # Threads of a row in one block: the row's threads but where a row
+        # spans a cluster of blocks (rowsplit.py), whose per_row is C times it.
+        self.in_block = self.per_row
         self.smem, self.slot = smem, 0
         self.outputs = outputs          # buffers written to memory (kernel arguments)
         self.last_writes = last_writes  # buffer -> the statement that writes it last
@@ -231,13 +235,17 @@ class _Row:
 
     def start(self, block, thread):
         if self.rows_per_block == 1:
-            row, self.lane = block, thread
-        else:
-            per = _index(self.per_row)
-            row = arith.addi(arith.muli(block, _index(self.rows_per_block)),
-                             arith.divui(thread, per))
-            self.lane = arith.remui(thread, per)
-        self.row = row
+            self.at(block, thread)
+            return
+        per = _index(self.per_row)
+        self.at(arith.addi(arith.muli(block, _index(self.rows_per_block)),
+                           arith.divui(thread, per)), arith.remui(thread, per))
+
+    def at(self, row, lane, local=None):
+        """The program runs on row ``row``, as thread ``lane`` of the row's
+        and ``local`` (default ``lane``) of the row's threads in its block."""
+        self.row, self.lane = row, lane
+        self.local = lane if local is None else local
         self.row_index = loops.delinearize(row, list(self.shape.rows))
 
     def load_row(self, streamed):
@@ -461,18 +469,18 @@ class _Row:
         i32 = ir.IntegerType.get_signless(32)
         width = arith.constant(i32, WARP)
         for offset in (16, 8, 4, 2, 1):
-            if offset >= self.per_row:
+            if offset >= self.in_block:
                 continue
             other = gpu.ShuffleOp(value, arith.constant(i32, offset), width,
                                   gpu.ShuffleMode.XOR).results[0]
             value = combine(name, value, other)
-        warps = self.per_row // WARP
+        warps = self.in_block // WARP
         if warps <= 1:
             return value
         base = self.slot * warps
         self.slot += 1
-        warp = arith.divui(self.lane, _index(WARP))
-        first = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(self.lane, _index(WARP)),
+        warp = arith.divui(self.local, _index(WARP))
+        first = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(self.local, _index(WARP)),
                            _index(0))
         guard = scf.IfOp(first)
         with ir.InsertionPoint(guard.then_block):
@@ -552,11 +560,23 @@ def _shared_divisors(root):
             op.erase()
 
 
-def build(fn, width, threads, rows_per_block, registers=REGISTER_ELEMENTS):
-    """Replace kernel ``fn``'s body by its row program in one gpu.launch; a
-    thread holds its part of the row in registers when that is at most
-    ``registers`` elements. NotARowProgram (nothing changed) when it is not
-    a row program."""
+@dataclass
+class Program:
+    """What a row program is made of: kernel ``fn``'s statements and row
+    shape, its arguments, the arguments it writes (``outputs``), the last
+    statement writing each buffer, and the op before which the launch goes."""
+
+    statements: list
+    shape: Shape
+    args: set
+    outputs: set
+    last_writes: dict
+    first: object
+
+
+def program_of(fn, width):
+    """The Program of kernel ``fn`` read in vectors of ``width`` elements;
+    NotARowProgram (nothing changed) when it is not a row program."""
     statements, shape = _statements(fn)
     for s in statements:
         if s.reduction:
@@ -564,15 +584,26 @@ def build(fn, width, threads, rows_per_block, registers=REGISTER_ELEMENTS):
     if shape.n % width:
         raise NotARowProgram(f"rows of {shape.n} elements are not a multiple of the "
                              f"vector ({width})")
+    body = irutil.body(fn)
+    args = set(body.arguments)
+    first = next(op for op in body.operations
+                 if op.operation.name not in ("arith.constant",))
+    return Program(statements, shape, args,
+                   {s.operands[-1] for s in statements if s.operands[-1] in args},
+                   {s.operands[-1]: s for s in statements}, first)
+
+
+def build(fn, width, threads, rows_per_block, registers=REGISTER_ELEMENTS):
+    """Replace kernel ``fn``'s body by its row program in one gpu.launch; a
+    thread holds its part of the row in registers when that is at most
+    ``registers`` elements. NotARowProgram (nothing changed) when it is not
+    a row program."""
+    p = program_of(fn, width)
+    statements, shape, args = p.statements, p.shape, p.args
+    outputs, last_writes, first = p.outputs, p.last_writes, p.first
     per_row = threads // rows_per_block
     if per_row % WARP or threads % rows_per_block or (rows_per_block > 1 and per_row != WARP):
         raise NotARowProgram(f"{threads} threads for {rows_per_block} rows per block")
-    body = irutil.body(fn)
-    args = set(body.arguments)
-    outputs = {s.operands[-1] for s in statements if s.operands[-1] in args}
-    last_writes = {s.operands[-1]: s for s in statements}
-    first = next(op for op in body.operations
-                 if op.operation.name not in ("arith.constant",))
     warps = per_row // WARP
     slots = max(1, sum(1 for s in statements if s.reduction) * warps)
     smem_type = ir.MemRefType.get([slots], ir.F32Type.get(), memory_space=ir.Attribute.parse(

@@ -99,7 +99,11 @@ class Tile:
 
 
 def _element_bytes(element):
-    return 4 if element == "f32" else 2
+    return 4 if element in ("f32", "tf32") else 2
+
+
+# A wgmma instruction multiplies 32 bytes of K: k = 16 of bf16/f16, 8 of tf32.
+WGMMA_K_BYTES = 32
 
 
 def smem_bytes(tile, element):
@@ -108,11 +112,21 @@ def smem_bytes(tile, element):
     return ALIGN + tile.stages * (tile.m + tile.n) * tile.k * eb + 16 * tile.stages
 
 
+def multiplied(gemm):
+    """The wgmma operand type of ``gemm``: bf16, f16, or tf32 for f32 operands
+    a tf32 matmul rounds (wgmma reads their top 19 bits, rounding toward
+    zero where the reference rounds to nearest: within tf32's precision)."""
+    return "tf32" if gemm.compute == "tf32" else gemm.element
+
+
 def check(gemm, tile):
     """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
-    element = gemm.element
-    if element not in ("bf16", "f16"):
-        raise NotSupported(f"{element} operands (tc-sm90 takes bf16 and f16 so far)")
+    element = multiplied(gemm)
+    if element == "f32":
+        raise NotSupported("f32 operands multiplied in f32: the tensor cores take them as tf32 "
+                           "(compute_data_type='tf32')")
+    if element not in ("bf16", "f16", "tf32"):
+        raise NotSupported(f"{element} operands (tc-sm90 takes bf16, f16 and tf32 so far)")
     eb = _element_bytes(element)
     if tile.k * eb != SWIZZLE:
         raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
@@ -122,7 +136,15 @@ def check(gemm, tile):
                            "warpgroup) and N a multiple of 64 up to 256")
     if not gemm.a.k_major:
         raise NotSupported("A is stored K x M (M contiguous); tc-sm90 reads A K-major")
+    # A tf32 B stored K x N goes through a transposed copy (_transpose_b),
+    # row-major N x K: only K's row length matters for it.
+    transposed = element == "tf32" and not gemm.b.k_major
+    if transposed and (gemm.k * eb) % 16:
+        raise NotSupported(f"K is {gemm.k}: the transposed tf32 B needs rows of a multiple of "
+                           "16 bytes (K a multiple of 4)")
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
+        if name == "B" and transposed:
+            continue
         t = ir.MemRefType(operand.value.type)
         shape, strides, offset = physical_view(t)
         order = physical_order(t)
@@ -353,10 +375,14 @@ class Builder:
         self.fn = fn
         self.gemm = gemm
         self.tile = tile
-        self.element = gemm.element
+        self.element = multiplied(gemm)
         self.eb = _element_bytes(self.element)
         self.a = TmaOperand(gemm.a.value, gemm.a.dims, tile.m, False, self.element)
-        self.b = TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major, self.element)
+        # wgmma reads tf32 only K-major: a B stored K x N is first copied
+        # transposed (N x K) by a launch of its own (_transpose_b).
+        self.transpose_b = self.element == "tf32" and not gemm.b.k_major
+        self.b = None if self.transpose_b else \
+            TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major, self.element)
         self.steps = -(-gemm.k // tile.k)
         self.tiles_m = -(-gemm.m // tile.m)
         self.tiles_n = -(-gemm.n // tile.n)
@@ -369,7 +395,7 @@ class Builder:
         self.units = self.total_tiles * self.splits
         self.ctas = min(self.units, ctas)
         self.partials = None     # split-K: the f32 [split, batch, M, N] workspace
-        self.stage_bytes = self.a.tile_bytes + self.b.tile_bytes
+        self.stage_bytes = self.a.tile_bytes + tile.n * SWIZZLE
         self.acc_type = ir.Type.parse(
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
@@ -381,6 +407,8 @@ class Builder:
         old = [op.operation for op in body.operations]
         ret = old[-1]
         with ir.InsertionPoint(ret):
+            if self.transpose_b:
+                self.b = self._transpose_b()
             self.a.make_descriptor(self.tile.k)
             self.b.make_descriptor(self.tile.k)
             if self.splits > 1:
@@ -403,6 +431,66 @@ class Builder:
         for op in reversed(old[:-1]):
             if op.name != "arith.constant":
                 op.erase()
+
+    TRANSPOSE_TILE = 32
+
+    def _transpose_b(self):
+        """tf32 with B stored K x N: copy B into a row-major [batch,] N x K
+        buffer with a launch of 32 x 8 threads per 32 x 32 tile (read along
+        N, written along K, through a padded shared tile: no bank
+        conflicts), and return the TmaOperand of the copy (K-major). It costs
+        a read and a write of B ahead of the GEMM."""
+        gemm, t = self.gemm, self.TRANSPOSE_TILE
+        dims = gemm.b.dims
+        batched = dims["batch"] is not None
+        shape = ([gemm.batch] if batched else []) + [gemm.n, gemm.k]
+        f32 = ir.F32Type.get()
+        copy = memref.alloc(ir.MemRefType.get(shape, f32), [], [])
+        source_rank = ir.MemRefType(gemm.b.value.type).rank
+        smem_type = ir.MemRefType.get([t, t + 1], f32, memory_space=ir.Attribute.parse(
+            "#gpu.address_space<workgroup>"))
+        grid = (-(-gemm.n // t), -(-gemm.k // t), gemm.batch if batched else 1)
+        launch = gpu.LaunchOp(tuple(_idx(g) for g in grid), (_idx(t), _idx(8), _idx(1)))
+        launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+            ir.IntegerType.get_signless(64), 1)
+        block = launch.regions[0].blocks[0]
+        smem = block.add_argument(smem_type, ir.Location.unknown())
+        with ir.InsertionPoint(block):
+            tx, ty = gpu.thread_id(gpu.Dimension.x), gpu.thread_id(gpu.Dimension.y)
+            n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(t))
+            k0 = arith.muli(gpu.block_id(gpu.Dimension.y), _idx(t))
+            batch = gpu.block_id(gpu.Dimension.z)
+            for i in range(t // 8):
+                # Thread (tx, ty) reads B[k0 + ty + 8 i, n0 + tx]: a warp reads 32
+                # consecutive columns of N.
+                k = arith.addi(k0, arith.addi(ty, _idx(8 * i)))
+                n = arith.addi(n0, tx)
+                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", n, _idx(gemm.n)))
+                where = [_idx(0)] * source_rank
+                where[dims["k"]], where[dims["mn"]] = k, n
+                if batched:
+                    where[dims["batch"]] = batch
+
+                def read(where=where, i=i):
+                    value = memref.load(gemm.b.value, where)
+                    memref.store(value, smem, [arith.addi(ty, _idx(8 * i)), tx])
+                _if(ok, read)
+            gpu.barrier()
+            for i in range(t // 8):
+                # ... and writes copy[n0 + ty + 8 i, k0 + tx] from the tile's
+                # column: a warp writes 32 consecutive K.
+                n = arith.addi(n0, arith.addi(ty, _idx(8 * i)))
+                k = arith.addi(k0, tx)
+                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", n, _idx(gemm.n)))
+
+                def write(n=n, k=k, i=i):
+                    value = memref.load(smem, [tx, arith.addi(ty, _idx(8 * i))])
+                    memref.store(value, copy, ([batch] if batched else []) + [n, k])
+                _if(ok, write)
+            gpu.TerminatorOp()
+        rank = len(shape)
+        return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
+                                 "k": rank - 1}, self.tile.n, False, self.element)
 
     # -- device side --------------------------------------------------------
 
@@ -520,7 +608,8 @@ class Builder:
         a_const = _descriptor_constant(False, 0)
         b_const = _descriptor_constant(self.b.mn_major, tile.k * SWIZZLE)
         a_row_offset = arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))
-        shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {tile.n}, k = 16>")
+        instr_k = WGMMA_K_BYTES // self.eb
+        shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {tile.n}, k = {instr_k}>")
         wtype = ir.Attribute.parse(f"#nvvm.wgmma_type<{self.element}>")
         attrs = {
             "shape": shape, "typeA": wtype, "typeB": wtype,
@@ -547,9 +636,11 @@ class Builder:
             desc_a = _matrix_descriptor(arith.addi(stage, a_row_offset), a_const)
             desc_b = _matrix_descriptor(arith.addi(stage, _i(self.a.tile_bytes, 64)), b_const)
             nvvm.WgmmaFenceAlignedOp()
-            for kk in range(tile.k // 16):
-                step_a = (16 * self.eb * kk) >> 4                      # along a 128-byte row
-                step_b = (16 * SWIZZLE * kk if self.b.mn_major else 16 * self.eb * kk) >> 4
+            for kk in range(tile.k // instr_k):
+                # Along a 128-byte row of K; an MN-major B steps instr_k rows of N.
+                step_a = (WGMMA_K_BYTES * kk) >> 4
+                step_b = (instr_k * SWIZZLE * kk if self.b.mn_major
+                          else WGMMA_K_BYTES * kk) >> 4
                 da = arith.addi(desc_a, _i(step_a, 64)) if step_a else desc_a
                 db = arith.addi(desc_b, _i(step_b, 64)) if step_b else desc_b
                 acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[self.acc_type],
@@ -566,13 +657,17 @@ class Builder:
             loop = _for(k_steps[0], k_steps[1], lambda kt, acc, g: step(kt, acc, g, k_steps[0]),
                         [zero, g])
             acc, g = loop.results
+            # The epilogue's inputs (bias, residual) are read while the last
+            # K step's wgmmas finish: their latency hides behind them.
+            inputs = None if self.splits > 1 else \
+                self._epilogue_inputs(consumer, local, batch, tile_m, tile_n)
             nvvm.WgmmaWaitGroupSyncOp(0)
             if self.steps:
                 release(arith.subi(g, _idx(1)))
             if self.splits > 1:
                 self._store_partial(acc, consumer, local, batch, tile_m, tile_n, k_steps[2])
             else:
-                self._epilogue(acc, consumer, local, batch, tile_m, tile_n)
+                self._epilogue(acc, consumer, local, batch, tile_m, tile_n, inputs)
             return [g]
 
         self._tiles(per_tile, [_idx(0)])
@@ -660,30 +755,50 @@ class Builder:
                             None, True, width == 2, count=width)
             _if(_cmp("ult", item, _idx(items)), body)
 
-    def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n):
+    def _rows(self, row0, h):
+        """(row, row_ok or None, a row index safe to read) of a thread's half
+        ``h`` (rows row0 and row0 + 8)."""
+        full_m = self.gemm.m % self.tile.m == 0
+        row = arith.addi(row0, _idx(8 * h)) if h else row0
+        row_ok = None if full_m else _cmp("ult", row, _idx(self.gemm.m))
+        row_safe = row if full_m else arith.minui(row, _idx(self.gemm.m - 1))
+        return row, row_ok, row_safe
+
+    def _epilogue_inputs(self, consumer, local, batch, tile_m, tile_n):
+        """{(h, j): {buffer: pair}} of the epilogue inputs a thread reads as
+        aligned pairs (_load_pairs) at its accumulator positions, or None
+        when N is odd (then _evaluate reads scalars where they are used)."""
+        tile, gemm = self.tile, self.gemm
+        if gemm.n % 2:
+            return None
+        row0, col0 = self._origin(consumer, local, tile_m, tile_n)
+        along_rows = {}   # (buffer, j) -> pair: inputs the same in every row (a bias)
+        out = {}
+        for h in range(2):
+            _, _, row_safe = self._rows(row0, h)
+            for j in range(tile.n // 8):
+                col = arith.addi(col0, _idx(8 * j)) if j else col0
+                pair_safe = col if gemm.n % tile.n == 0 else arith.minui(col, _idx(gemm.n - 2))
+                out[(h, j)] = self._load_pairs(batch, row_safe, pair_safe, along_rows, j)
+        return out
+
+    def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
         tile, gemm = self.tile, self.gemm
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
-        full_m = gemm.m % tile.m == 0
         full_n = gemm.n % tile.n == 0
         pairs = gemm.n % 2 == 0
         stored = gemm.epilogue.stored(self.arguments)
-        along_rows = {}   # (buffer, j) -> pair: inputs the same in every row (a bias)
         # 16-byte stores when every output has 2-byte elements and rows are
         # a multiple of 8 elements (16 bytes): see _store_quad.
         wide = gemm.n % 8 == 0 and all(
             irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2 for b in stored)
         lane = arith.remui(local, _idx(4))
         for h in range(2):
-            row = arith.addi(row0, _idx(8 * h)) if h else row0
-            row_ok = None if full_m else _cmp("ult", row, _idx(gemm.m))
-            row_safe = row if full_m else arith.minui(row, _idx(gemm.m - 1))
+            row, row_ok, row_safe = self._rows(row0, h)
             group = []
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
-                loaded = {}
-                if pairs:
-                    pair_safe = col if full_n else arith.minui(col, _idx(gemm.n - 2))
-                    loaded = self._load_pairs(batch, row_safe, pair_safe, along_rows, j)
+                loaded = inputs[(h, j)] if inputs is not None else {}
                 values = []
                 for e in range(2):
                     c = arith.addi(col, _idx(e)) if e else col

@@ -103,3 +103,51 @@ func.func @sum(%x: tensor<3x5xf32>) -> tensor<3xf32> attributes {dnn.graph} {
   %y = "dnn.reduction"(%x) {mode = "sum", axes = array<i64: 1>, keepdims = false} : (tensor<3x5xf32>) -> tensor<3xf32>
   return %y : tensor<3xf32>
 }
+
+// -----
+
+// Pooling reads x in place: one reduction over (n, c, o_h, o_w | t_h, t_w)
+// marked dnn.window, x read at o * s + t - pre (clamped; a tap on padding
+// is dropped); no padded copy of x. avg then divides per output.
+
+// CHECK-LABEL: func.func @avg_pool(
+//  CHECK-SAME:     %[[X:.*]]: tensor<1x2x5x5xbf16>
+//   CHECK-NOT:   tensor.insert_slice
+//       CHECK:   linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<3x3xf32>) outs(%{{.*}} : tensor<1x2x3x3xf32>) attrs =  {dnn.window = {count_include_pad = false, mode = "avg", pre_padding = array<i64: 1, 1>, stride = array<i64: 2, 2>, window = array<i64: 3, 3>}}
+//       CHECK:     %[[V:.*]] = tensor.extract %[[X]][
+//       CHECK:     arith.extf %[[V]] : bf16 to f32
+//       CHECK:     arith.select
+//       CHECK:     arith.addf
+//       CHECK:   linalg.generic
+//       CHECK:     arith.divf
+//       CHECK:     arith.truncf
+func.func @avg_pool(%x: tensor<1x2x5x5xbf16>) -> tensor<1x2x3x3xbf16> attributes {dnn.graph} {
+  %y = "dnn.pooling"(%x) {count_include_pad = false, mode = "avg", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 2, 2>, window = array<i64: 3, 3>} : (tensor<1x2x5x5xbf16>) -> tensor<1x2x3x3xbf16>
+  return %y : tensor<1x2x3x3xbf16>
+}
+
+// -----
+
+// Pooling backward gathers dx in place: one reduction over (n, c, h, w |
+// t_h, t_w) marked dnn.window with backward = true; input row h is tap t of
+// window (h + pre - t) / s when s divides it; dy is read there (first), then
+// max recomputes that window's first maximum from x, 4 taps unrolled, and
+// keeps dy where it is tap t. No padded or spread copies.
+
+// CHECK-LABEL: func.func @max_pool_backward(
+//  CHECK-SAME:     %[[DY:[^:]*]]: tensor<1x2x2x2xf32>, %[[X:[^:]*]]: tensor<1x2x4x4xf32>
+//   CHECK-NOT:   tensor.insert_slice
+//       CHECK:   linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%{{.*}} : tensor<2x2xf32>) outs(%{{.*}} : tensor<1x2x4x4xf32>) attrs =  {dnn.window = {backward = true, count_include_pad = false, mode = "max", pre_padding = array<i64: 0, 0>, stride = array<i64: 2, 2>, window = array<i64: 2, 2>}}
+//       CHECK:     arith.divsi
+//       CHECK:     arith.remsi
+//       CHECK:     %[[G:.*]] = tensor.extract %[[DY]][
+// CHECK-COUNT-4:   tensor.extract %[[X]][
+//       CHECK:     %[[HIT:.*]] = arith.cmpi eq
+//       CHECK:     %[[KEEP:.*]] = arith.andi %{{.*}}, %[[HIT]] : i1
+//       CHECK:     arith.select %[[KEEP]], %[[G]]
+//       CHECK:     arith.addf
+//   CHECK-NOT:   tensor.insert_slice
+func.func @max_pool_backward(%dy: tensor<1x2x2x2xf32>, %x: tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32> attributes {dnn.graph} {
+  %dx = "dnn.pooling_backward"(%dy, %x) {count_include_pad = false, mode = "max", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 2, 2>, window = array<i64: 2, 2>} : (tensor<1x2x2x2xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
+  return %dx : tensor<1x2x4x4xf32>
+}

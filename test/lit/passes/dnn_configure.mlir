@@ -13,12 +13,16 @@
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=*=block:512})' | FileCheck %s --check-prefix=ALL
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=no_such_kernel=block:64})' 2>&1 | FileCheck %s --check-prefix=UNKNOWN
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=block:2048})' 2>&1 | FileCheck %s --check-prefix=BLOCK
-// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=strategy:tc-sm80})' 2>&1 | FileCheck %s --check-prefix=STRATEGY
+// RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{override=matmul=strategy:tc-sm100})' 2>&1 | FileCheck %s --check-prefix=STRATEGY
+// RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_90a override=matmul=strategy:tc-sm80,tile:128x128x32,stages:4})' | FileCheck %s --check-prefix=TC80
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_70})' 2>&1 | FileCheck %s --check-prefix=ARCH
 
 // UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
-// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm80': strategy 'tc-sm80' is not implemented yet: expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, tc-sm90
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm100': unknown strategy 'tc-sm100': expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, tc-sm90, tc-sm80
+// TC80-LABEL: func.func private @matmul(
+//  TC80-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [128, 128, 32]}
+//  TC80-SAME:     dnn.config_reason = "user override strategy=tc-sm80 tile=(128, 128, 32) stages=4; heuristics: matmul:
 // ARCH: dnnc-opt: error: pass 'dnn-configure' option 'arch': expected one of sm_80, sm_90a, got 'sm_70'
 
 // A small pointwise chain: vectors of 4 f32, 128-thread blocks.
@@ -87,14 +91,15 @@ func.func private @softmax_few_rows(%x: tensor<8x1024xf32>) -> tensor<8x1024xf32
 
 // On sm_90a a bf16 matmul runs on tensor cores: 128x64 tiles (too few tiles
 // for 132 SMs at any width: the narrowest; K, 4 steps of 64, is too short to
-// split) and as many stages as shared memory holds. On sm_80 (tc-sm80 not implemented yet) 65536 outputs are not
-// few for 108 SMs (256).
+// split) and as many stages as shared memory holds. On sm_80 it runs on
+// tc-sm80: 64x64 tiles, 4 warps of 32x32 (16 tiles: too few for 108 SMs at
+// any width, the narrowest).
 // CHECK-LABEL: func.func private @matmul(
 //  CHECK-SAME:     dnn.config = {block = [384, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}
 //  CHECK-SAME:     dnn.config_reason = "matmul: 128x512x256 (M x N x K) bf16; 128x64 tiles, 8 of them for 132 SMs (too few tiles at any width: the narrowest); 8 stages of 24 KiB fill shared memory"
 // SM80-LABEL: func.func private @matmul(
-//  SM80-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  SM80-SAME:     dnn.config_reason = "tc-sm80 not implemented yet (matmul: 128x512x256 (M x N x K) bf16); block 256: the default for 65536 points"
+//  SM80-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
+//  SM80-SAME:     dnn.config_reason = "matmul: 128x512x256 (M x N x K) bf16; 64x64 tiles, 16 of them for 108 SMs (too few tiles at any width: the narrowest), 4 warps of 32x32; 4 stages of 10 KiB"
 func.func private @matmul(%a: tensor<128x256xbf16>, %b: tensor<256x512xbf16>) -> tensor<128x512xf32> attributes {dnn.anchor = "matmul", dnn.kernel} {
   %c = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<128x256xbf16>, tensor<256x512xbf16>) -> tensor<128x512xf32>
   return %c : tensor<128x512xf32>

@@ -1,5 +1,6 @@
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-decompose)' | FileCheck %s
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-decompose{all=true})' | FileCheck %s --check-prefix=ALL
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-decompose{ops=batchnorm,batchnorm_backward,batchnorm_inference})' | FileCheck %s --check-prefix=BN
 
 // Default options: inference batchnorm becomes a per-channel multiply-add
 // (a = scale * rsqrt(var + eps), c = bias - mean * a, y = x * a + c).
@@ -210,4 +211,74 @@ func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %
 func.func @sdpa_backward_gqa(%q: tensor<1x4x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>, %o: tensor<1x4x5x8xf32>, %do: tensor<1x4x5x8xf32>, %stats: tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 0.125 : f64, causal = false} : (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>)
   return %dq, %dk, %dv : tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>
+}
+
+// -----
+
+// Batchnorm (ops=batchnorm,...): x stored channels-last (a graph input whose
+// strides put C innermost) is read in its memory order as (N*H*W, C): the
+// per-channel sums are column sums (mean, then the centered second moment),
+// y = (x - mean) * (inv * scale) + bias runs on the same view and goes back
+// through the inverse transpose.
+
+// BN-LABEL: func.func @batchnorm_channels_last(
+//  BN-SAME:     %[[X:[^:]*]]: tensor<2x3x4x5xf32> {dnn.strides = array<i64: 60, 1, 15, 3>}
+//       BN:   %[[T:.*]] = "dnn.transpose"(%[[X]]) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x5x3xf32>
+//       BN:   %[[R:.*]] = "dnn.reshape"(%[[T]]) : (tensor<2x4x5x3xf32>) -> tensor<40x3xf32>
+//       BN:   %[[S:.*]] = "dnn.reduction"(%[[R]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<40x3xf32>) -> tensor<1x3xf32>
+//       BN:   %[[MEAN:.*]] = "dnn.mul"(%[[S]], %{{.*}})
+//       BN:   %[[C:.*]] = "dnn.sub"(%[[R]], %[[MEAN]])
+//       BN:   %[[SQ:.*]] = "dnn.square"(%[[C]])
+//       BN:   "dnn.reduction"(%[[SQ]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<40x3xf32>) -> tensor<1x3xf32>
+//       BN:   %[[INV:.*]] = "dnn.rsqrt"
+//       BN:   %[[A:.*]] = "dnn.mul"(%[[INV]], %{{.*}}) : (tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<1x3xf32>
+//       BN:   %[[XA:.*]] = "dnn.mul"(%[[C]], %[[A]]) : (tensor<40x3xf32>, tensor<1x3xf32>) -> tensor<40x3xf32>
+//       BN:   %[[Y:.*]] = "dnn.add"(%[[XA]], %{{.*}}) : (tensor<40x3xf32>, tensor<1x3xf32>) -> tensor<40x3xf32>
+//       BN:   %[[Y4:.*]] = "dnn.reshape"(%[[Y]]) : (tensor<40x3xf32>) -> tensor<2x4x5x3xf32>
+//       BN:   %[[YT:.*]] = "dnn.transpose"(%[[Y4]]) {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x4x5x3xf32>) -> tensor<2x3x4x5xf32>
+//       BN:   %[[M:.*]] = "dnn.reshape"(%[[MEAN]]) : (tensor<1x3xf32>) -> tensor<1x3x1x1xf32>
+//       BN:   %[[I:.*]] = "dnn.reshape"(%[[INV]]) : (tensor<1x3xf32>) -> tensor<1x3x1x1xf32>
+//       BN:   return %[[YT]], %[[M]], %[[I]]
+func.func @batchnorm_channels_last(%x: tensor<2x3x4x5xf32> {dnn.strides = array<i64: 60, 1, 15, 3>}, %scale: tensor<1x3x1x1xf32>, %bias: tensor<1x3x1x1xf32>) -> (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) attributes {dnn.graph} {
+  %y, %mean, %inv = "dnn.batchnorm"(%x, %scale, %bias) {epsilon = 1.0e-05 : f64, momentum = 1.0e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) -> (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>)
+  return %y, %mean, %inv : tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>
+}
+
+// -----
+
+// Batchnorm backward on row-major x: (N, C, H*W) planes; dbias and dscale
+// are row sums over H*W per (sample, channel), then column sums over N.
+
+// BN-LABEL: func.func @batchnorm_backward_planes(
+//   BN-NOT:   dnn.transpose
+//       BN:   %[[DY:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x3x4x5xf32>) -> tensor<2x3x20xf32>
+//       BN:   %[[DB:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 2>, keepdims = true, mode = "sum"} : (tensor<2x3x20xf32>) -> tensor<2x3x1xf32>
+//       BN:   %[[DBN:.*]] = "dnn.reshape"(%[[DB]]) : (tensor<2x3x1xf32>) -> tensor<2x3xf32>
+//       BN:   %[[DBIAS:.*]] = "dnn.reduction"(%[[DBN]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<2x3xf32>) -> tensor<1x3xf32>
+//       BN:   %[[G:.*]] = "dnn.mul"(%[[DY]], %{{.*}}) : (tensor<2x3x20xf32>, tensor<2x3x20xf32>) -> tensor<2x3x20xf32>
+//       BN:   "dnn.reduction"(%[[G]]) {axes = array<i64: 2>, keepdims = true, mode = "sum"} : (tensor<2x3x20xf32>) -> tensor<2x3x1xf32>
+//       BN:   "dnn.reduction"(%{{.*}}) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<2x3xf32>) -> tensor<1x3xf32>
+//       BN:   %[[DX:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x3x20xf32>) -> tensor<2x3x4x5xf32>
+//       BN:   return %[[DX]]
+func.func @batchnorm_backward_planes(%dy: tensor<2x3x4x5xf32>, %x: tensor<2x3x4x5xf32>, %scale: tensor<1x3x1x1xf32>, %mean: tensor<1x3x1x1xf32>, %inv: tensor<1x3x1x1xf32>) -> (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) attributes {dnn.graph} {
+  %dx, %dscale, %dbias = "dnn.batchnorm_backward"(%dy, %x, %scale, %mean, %inv) : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) -> (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>)
+  return %dx, %dscale, %dbias : tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>
+}
+
+// -----
+
+// Inference batchnorm on channels-last x: y = x * a + c on the (N*H*W, C)
+// view, a = scale * rsqrt(var + eps) and c = bias - mean * a per channel.
+
+// BN-LABEL: func.func @batchnorm_inference_channels_last(
+//       BN:   %[[A:.*]] = "dnn.mul"(%{{.*}}, %{{.*}}) : (tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<1x3xf32>
+//       BN:   %[[C:.*]] = "dnn.sub"
+//       BN:   %[[T:.*]] = "dnn.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>}
+//       BN:   %[[R:.*]] = "dnn.reshape"(%[[T]]) : (tensor<2x4x5x3xf32>) -> tensor<40x3xf32>
+//       BN:   %[[XA:.*]] = "dnn.mul"(%[[R]], %[[A]]) : (tensor<40x3xf32>, tensor<1x3xf32>) -> tensor<40x3xf32>
+//       BN:   %[[Y:.*]] = "dnn.add"(%[[XA]], %[[C]])
+//       BN:   "dnn.transpose"(%{{.*}}) {permutation = array<i64: 0, 3, 1, 2>}
+func.func @batchnorm_inference_channels_last(%x: tensor<2x3x4x5xf32> {dnn.strides = array<i64: 60, 1, 15, 3>}, %scale: tensor<1x3x1x1xf32>, %bias: tensor<1x3x1x1xf32>, %mean: tensor<1x3x1x1xf32>, %var: tensor<1x3x1x1xf32>) -> tensor<2x3x4x5xf32> attributes {dnn.graph} {
+  %0 = "dnn.batchnorm_inference"(%x, %scale, %bias, %mean, %var) {epsilon = 1.0e-05 : f64} : (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x4x5xf32>
+  return %0 : tensor<2x3x4x5xf32>
 }

@@ -71,3 +71,76 @@ func.func @exp_f64(%x: f64) -> f64 {
   %y = math.exp %x : f64
   return %y : f64
 }
+
+// -----
+
+// A result only rounded to bf16 takes the hardware's approximation: inside a
+// gpu.module, ex2.approx.ftz of x log2(e); sigmoid's 1 / (1 + e^-x), whose
+// divisor is at least 1, rcp.approx.ftz.
+
+// CHECK-LABEL: gpu.func @sigmoid_bf16(
+//  CHECK-SAME:     %[[X:.*]]: f32) -> bf16
+//       CHECK:   %[[L:.*]] = arith.mulf %{{.*}}, %{{.*}} : f32
+//  CHECK-NEXT:   %[[E:.*]] = llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"(%[[L]]) : (f32) -> f32
+//  CHECK-NEXT:   %[[D:.*]] = arith.addf %{{.*}}, %[[E]] : f32
+//  CHECK-NEXT:   %[[R:.*]] = llvm.call_intrinsic "llvm.nvvm.rcp.approx.ftz.f"(%[[D]]) : (f32) -> f32
+//  CHECK-NEXT:   %[[Y:.*]] = arith.truncf %[[R]] : f32 to bf16
+//  CHECK-NEXT:   gpu.return %[[Y]] : bf16
+gpu.module @kernels {
+  gpu.func @sigmoid_bf16(%x: f32) -> bf16 {
+    %one = arith.constant 1.0 : f32
+    %n = arith.negf %x : f32
+    %e = math.exp %n : f32
+    %d = arith.addf %one, %e : f32
+    %s = arith.divf %one, %d : f32
+    %y = arith.truncf %s : f32 to bf16
+    gpu.return %y : bf16
+  }
+}
+
+// -----
+
+// Outside a gpu.module (the CPU emulation of the GPU lowering) the same
+// formula uses exact stand-ins: llvm.exp2 and a division.
+
+// CHECK-LABEL: func.func @exp_bf16_portable(
+//       CHECK:   %[[E:.*]] = llvm.call_intrinsic "llvm.exp2.f32"
+//  CHECK-NEXT:   arith.truncf %[[E]] : f32 to bf16
+func.func @exp_bf16_portable(%x: f32) -> bf16 {
+  %e = math.exp %x : f32
+  %y = arith.truncf %e : f32 to bf16
+  return %y : bf16
+}
+
+// -----
+
+// A result also used in f32 keeps the accurate form; tanh.approx (2^-11)
+// serves bf16 roundings only, not f16.
+
+// CHECK-LABEL: gpu.func @accurate_uses(
+//   CHECK-NOT:   llvm.nvvm
+//       CHECK:   llvm.call_intrinsic "llvm.floor.f32"
+//   CHECK-NOT:   llvm.nvvm
+//       CHECK:   gpu.return
+gpu.module @kernels {
+  gpu.func @accurate_uses(%x: f32) -> (f32, bf16, f16) {
+    %e = math.exp %x : f32
+    %b = arith.truncf %e : f32 to bf16
+    %t = math.tanh %x : f32
+    %h = arith.truncf %t : f32 to f16
+    gpu.return %e, %b, %h : f32, bf16, f16
+  }
+}
+
+// -----
+
+// CHECK-LABEL: gpu.func @tanh_bf16(
+//       CHECK:   %[[T:.*]] = llvm.call_intrinsic "llvm.tanh.f32"(%{{.*}}) {fastmathFlags = #llvm.fastmath<afn>} : (f32) -> f32
+//  CHECK-NEXT:   arith.truncf %[[T]] : f32 to bf16
+gpu.module @kernels {
+  gpu.func @tanh_bf16(%x: f32) -> bf16 {
+    %t = math.tanh %x : f32
+    %y = arith.truncf %t : f32 to bf16
+    gpu.return %y : bf16
+  }
+}

@@ -157,6 +157,24 @@ func.func @softmax_mul(%x: tensor<5x13xf32>, %m: tensor<5x1xf32>) -> tensor<5x13
 
 // -----
 
+// pooling + pointwise: one pooling kernel (the window program's epilogue).
+// CHECK-LABEL: func.func private @pool_relu_k0_pooling(
+// CHECK-SAME: attributes {dnn.anchor = "pooling", dnn.kernel}
+// CHECK-NEXT: %[[P:.*]] = "dnn.pooling"
+// CHECK-NEXT: %[[Y:.*]] = "dnn.relu"(%[[P]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @pool_relu(
+// CHECK-NEXT: %[[R:.*]] = call @pool_relu_k0_pooling(%arg0)
+// CHECK-NEXT: return %[[R]]
+func.func @pool_relu(%x: tensor<2x3x7x5xf32>) -> tensor<2x3x4x6xf32> {
+  %0 = "dnn.pooling"(%x) {count_include_pad = false, mode = "max", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 2, 1>, window = array<i64: 3, 2>} : (tensor<2x3x7x5xf32>) -> tensor<2x3x4x6xf32>
+  %1 = "dnn.relu"(%0) : (tensor<2x3x4x6xf32>) -> tensor<2x3x4x6xf32>
+  return %1 : tensor<2x3x4x6xf32>
+}
+
+// -----
+
 // A plain pointwise chain (with a branch and a join) is one kernel; the constant
 // is cloned into it, not passed.
 // CHECK-LABEL: func.func private @pointwise_chain_k0_pointwise(
@@ -204,6 +222,27 @@ func.func @shared_anchor_result(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>) -> t
 
 // -----
 
+// A returned pre-activation: matmul + bias is returned and feeds gelu. One
+// matmul kernel returns both, the epilogue's second output.
+// CHECK-LABEL: func.func private @pre_activation_k0_matmul(
+// CHECK-SAME: -> (tensor<5x7xf32>, tensor<5x7xf32>)
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul"
+// CHECK-NEXT: %[[P:.*]] = "dnn.add"(%[[M]],
+// CHECK-NEXT: %[[Y:.*]] = "dnn.gelu"(%[[P]])
+// CHECK-NEXT: return %[[P]], %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @pre_activation(
+// CHECK-NEXT: %[[R:.*]]:2 = call @pre_activation_k0_matmul(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1
+func.func @pre_activation(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>, %b: tensor<1x7xf32>) -> (tensor<5x7xf32>, tensor<5x7xf32>) {
+  %0 = "dnn.matmul"(%a, %w) {compute_type = f32} : (tensor<5x13xf32>, tensor<13x7xf32>) -> tensor<5x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<5x7xf32>, tensor<1x7xf32>) -> tensor<5x7xf32>
+  %2 = "dnn.gelu"(%1) {approximate = "none"} : (tensor<5x7xf32>) -> tensor<5x7xf32>
+  return %1, %2 : tensor<5x7xf32>, tensor<5x7xf32>
+}
+
+// -----
+
 // A norm takes no epilogue; a transpose is a kernel of its own; a constant used
 // by two kernels is cloned into both.
 // CHECK-LABEL: func.func private @no_norm_epilogue_k0_tensor(
@@ -236,24 +275,28 @@ func.func @no_norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
 
 // %a and %b form a pointwise chain; %d reads %b and the matmul, which reads %a.
 // Joining %d to the chain would make the two kernels call each other, so %d
-// gets a kernel of its own.
+// gets a kernel of its own (the matmul has two users: no epilogue).
 // CHECK-LABEL: func.func private @join_would_cycle_k0_pointwise(
 // CHECK-SAME: -> (tensor<5x5xf32>, tensor<5x5xf32>)
 // CHECK: func.func private @join_would_cycle_k1_matmul(
 // CHECK: func.func private @join_would_cycle_k2_pointwise(
+// CHECK-SAME: dnn.kernel}
+// CHECK: func.func private @join_would_cycle_k3_pointwise(
 // CHECK-SAME: dnn.kernel}
 // CHECK-NOT: dnn.kernel
 // CHECK-LABEL: func.func @join_would_cycle(
 // CHECK-NEXT: %[[AB:.*]]:2 = call @join_would_cycle_k0_pointwise(%arg0)
 // CHECK-NEXT: %[[C:.*]] = call @join_would_cycle_k1_matmul(%[[AB]]#0, %arg0)
 // CHECK-NEXT: %[[D:.*]] = call @join_would_cycle_k2_pointwise(%[[AB]]#1, %[[C]])
-// CHECK-NEXT: return %[[C]], %[[D]]
+// CHECK-NEXT: %[[E:.*]] = call @join_would_cycle_k3_pointwise(%[[C]])
+// CHECK-NEXT: return %[[E]], %[[D]]
 func.func @join_would_cycle(%x: tensor<5x5xf32>) -> (tensor<5x5xf32>, tensor<5x5xf32>) {
   %a = "dnn.exp"(%x) : (tensor<5x5xf32>) -> tensor<5x5xf32>
   %b = "dnn.relu"(%a) : (tensor<5x5xf32>) -> tensor<5x5xf32>
   %c = "dnn.matmul"(%a, %x) {compute_type = f32} : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
   %d = "dnn.add"(%b, %c) : (tensor<5x5xf32>, tensor<5x5xf32>) -> tensor<5x5xf32>
-  return %c, %d : tensor<5x5xf32>, tensor<5x5xf32>
+  %e = "dnn.neg"(%c) : (tensor<5x5xf32>) -> tensor<5x5xf32>
+  return %e, %d : tensor<5x5xf32>, tensor<5x5xf32>
 }
 
 // -----
@@ -297,32 +340,27 @@ func.func @norm_statistics(%x: tensor<5x13xf32>, %dy: tensor<5x13xf32>) -> (tens
 
 // -----
 
-// A decomposed layernorm backward is two kernels. dx is a row program: both
-// sums along the rows and the pointwise ops around them. dscale and dbias are
-// one column program that recomputes xhat = (x - mean) * inv from x (no xhat
-// buffer between the kernels) and reads dy once.
+// A decomposed layernorm backward is one kernel. dx is a row program: both
+// sums along the rows and the pointwise ops around them. dscale and dbias
+// sum the same rows along the columns: their column kernel joins dx's, which
+// computes xhat = (x - mean) * inv once for both and reads dy and x once.
 // CHECK-LABEL: func.func private @layernorm_backward_k0_reduction(
-// CHECK-SAME: %[[X:[^:]*]]: tensor<4x16xf32>, %[[MEAN:[^:]*]]: tensor<4x1xf32>, %[[INV:[^:]*]]: tensor<4x1xf32>, %[[DY:[^:]*]]: tensor<4x16xf32>, %[[SCALE:[^:]*]]: tensor<1x16xf32>) -> tensor<4x16xf32>
+// CHECK-SAME: %[[X:[^:]*]]: tensor<4x16xf32>, %[[MEAN:[^:]*]]: tensor<4x1xf32>, %[[INV:[^:]*]]: tensor<4x1xf32>, %[[DY:[^:]*]]: tensor<4x16xf32>, %[[SCALE:[^:]*]]: tensor<1x16xf32>) -> (tensor<4x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>)
 // CHECK-SAME: attributes {dnn.anchor = "reduction", dnn.kernel}
-// CHECK: %[[XHAT:.*]] = "dnn.mul"
+// CHECK: %[[C:.*]] = "dnn.sub"(%[[X]], %[[MEAN]])
+// CHECK-NEXT: %[[XHAT:.*]] = "dnn.mul"(%[[C]], %[[INV]])
 // CHECK: %[[G:.*]] = "dnn.mul"(%[[DY]], %[[SCALE]])
 // CHECK: "dnn.reduction"({{.*}}) {axes = array<i64: 1>, keepdims = true, mode = "mean"}
 // CHECK: "dnn.reduction"(%[[G]]) {axes = array<i64: 1>, keepdims = true, mode = "mean"}
 // CHECK: %[[DX:.*]] = "dnn.mul"(%[[INV]],
-// CHECK-NEXT: return %[[DX]]
-// CHECK-LABEL: func.func private @layernorm_backward_k1_reduction(
-// CHECK-SAME: %[[X:[^:]*]]: tensor<4x16xf32>, %[[MEAN:[^:]*]]: tensor<4x1xf32>, %[[INV:[^:]*]]: tensor<4x1xf32>, %[[DY:[^:]*]]: tensor<4x16xf32>) -> (tensor<1x16xf32>, tensor<1x16xf32>)
-// CHECK-NEXT: %[[C:.*]] = "dnn.sub"(%[[X]], %[[MEAN]])
-// CHECK-NEXT: %[[XHAT:.*]] = "dnn.mul"(%[[C]], %[[INV]])
 // CHECK-NEXT: %[[P:.*]] = "dnn.mul"(%[[DY]], %[[XHAT]])
 // CHECK-NEXT: %[[DSCALE:.*]] = "dnn.reduction"(%[[P]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"}
 // CHECK-NEXT: %[[DBIAS:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"}
-// CHECK-NEXT: return %[[DSCALE]], %[[DBIAS]]
+// CHECK-NEXT: return %[[DX]], %[[DSCALE]], %[[DBIAS]]
 // CHECK-NOT: dnn.kernel
 // CHECK-LABEL: func.func @layernorm_backward(
-// CHECK-NEXT: %[[DX:.*]] = call @layernorm_backward_k0_reduction(%arg1, %arg3, %arg4, %arg0, %arg2)
-// CHECK-NEXT: %[[P:.*]]:2 = call @layernorm_backward_k1_reduction(%arg1, %arg3, %arg4, %arg0)
-// CHECK-NEXT: return %[[DX]], %[[P]]#0, %[[P]]#1
+// CHECK-NEXT: %[[K:.*]]:3 = call @layernorm_backward_k0_reduction(%arg1, %arg3, %arg4, %arg0, %arg2)
+// CHECK-NEXT: return %[[K]]#0, %[[K]]#1, %[[K]]#2
 func.func @layernorm_backward(%dy: tensor<4x16xf32>, %x: tensor<4x16xf32>, %scale: tensor<1x16xf32>, %mean: tensor<4x1xf32>, %inv: tensor<4x1xf32>) -> (tensor<4x16xf32>, tensor<1x16xf32>, tensor<1x16xf32>) {
   %0 = "dnn.sub"(%x, %mean) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>
   %1 = "dnn.mul"(%0, %inv) : (tensor<4x16xf32>, tensor<4x1xf32>) -> tensor<4x16xf32>

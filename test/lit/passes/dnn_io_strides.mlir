@@ -83,3 +83,37 @@ func.func @also_read_by_simt(%a: memref<8x16xbf16> {dnn.name = "a"}, %w: memref<
   call @simt(%w) : (memref<16x32xbf16>) -> ()
   return
 }
+
+// -----
+
+// A channels-last input and output of a simt-window kernel (a pooling) are
+// not copied: the kernel reads and writes each at its own strides. An output
+// of a tc-sm90 kernel still is (its stores assume the row-major layout).
+
+// CHECK-LABEL: func.func private @pool(
+//  CHECK-SAME:     memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %{{.*}}: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>)
+// CHECK-LABEL: func.func @pool_channels_last(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {dnn.name = "x"
+//  CHECK-SAME:     %[[Y:.*]]: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>> {bufferize.result
+//  CHECK-NEXT:   call @pool(%[[X]], %[[Y]])
+//  CHECK-NEXT:   return
+func.func private @pool(%x: memref<2x16x8x8xbf16>, %y: memref<2x16x4x4xbf16>) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-window", vector = 8 : i64}, dnn.kernel} {
+  return
+}
+func.func @pool_channels_last(%x: memref<2x16x8x8xbf16> {dnn.name = "x", dnn.strides = array<i64: 1024, 1, 128, 16>}, %y: memref<2x16x4x4xbf16> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 256, 1, 64, 16>}) attributes {dnn.graph} {
+  call @pool(%x, %y) : (memref<2x16x8x8xbf16>, memref<2x16x4x4xbf16>) -> ()
+  return
+}
+
+// -----
+
+// CHECK-LABEL: func.func @tc_output_copied(
+//       CHECK:   call @tc3(
+//  CHECK-NEXT:   call @tc_output_copied_store_y(
+func.func private @tc3(%a: memref<8x16xbf16>, %w: memref<16x32xbf16>, %y: memref<8x32xbf16>) attributes {dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
+  return
+}
+func.func @tc_output_copied(%a: memref<8x16xbf16> {dnn.name = "a"}, %w: memref<16x32xbf16> {dnn.name = "w"}, %y: memref<8x32xbf16> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 1, 8>}) attributes {dnn.graph} {
+  call @tc3(%a, %w, %y) : (memref<8x16xbf16>, memref<16x32xbf16>, memref<8x32xbf16>) -> ()
+  return
+}

@@ -5,7 +5,9 @@
 // ring, two consumer warpgroups running wgmma on it and the epilogue on
 // their accumulators, in registers, with 2-element vector stores. The tile
 // loop is persistent: 6 tiles of 128 x 64, 6 blocks.
-// A kernel tc-sm90 does not take goes to simt-generic, with the reason.
+// A kernel tc-sm90 does not take goes to tc-sm80, else to simt-generic, with
+// the reason. tc-sm80 kernels: cp.async copies into a shared-memory ring,
+// ldmatrix, mma.sync, the epilogue on the accumulators in registers.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -46,10 +48,11 @@
 //       CHECK:             nvvm.wgmma.commit.group.sync.aligned
 //  CHECK-NEXT:             nvvm.wgmma.wait.group.sync.aligned 1
 //       CHECK:                 nvvm.mbarrier.arrive
-//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
-// The epilogue, on the accumulator's registers; the bias is read a pair of
-// columns at a time (an aligned 2-element load).
+// The epilogue's inputs are read while the last step's wgmmas finish: the
+// bias a pair of columns at a time (an aligned 2-element load).
 //       CHECK:           vector.load %[[BIAS]][%c0, %{{.*}}] {alignment = 4 : i64} : memref<1x192xbf16>, vector<2xbf16>
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// The epilogue, on the accumulator's registers.
 //       CHECK:           %[[V0:.*]] = llvm.extractvalue %{{.*}}[0]
 //       CHECK:           arith.addf %[[V0]]
 //  CHECK-NEXT:           arith.maximumf
@@ -95,12 +98,17 @@ func.func private @gemm_bias_relu(%A: memref<256x512xbf16>, %B: memref<512x192xb
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // K = 100: a row of A is 200 bytes, which TMA cannot step by (a multiple of
-// 16 bytes); the kernel stays linalg for simt-generic, and says why.
+// 16 bytes); tc-sm80 takes the kernel instead, copying A 8 bytes at a time
+// (cp.async.ca) and B, whose rows are 128 bytes, 16 (cp.async.cg); the
+// reason says why.
 // CHECK-LABEL: func.func private @odd_k(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K or N a multiple of 8)): simt-generic, one thread per output; heuristics: matmul"
-//       CHECK:   linalg.generic
-//   CHECK-NOT:   gpu.launch
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K or N a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; heuristics: matmul"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+//       CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+//       CHECK:     nvvm.mma.sync
 func.func private @odd_k(%A: memref<64x100xbf16>, %B: memref<100x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x64xf32>) {
@@ -154,6 +162,143 @@ func.func private @split_k_b_k_major(%A: memref<64x512xbf16>, %B: memref<512x128
     %0 = arith.extf %x : bf16 to f32
     %1 = arith.extf %w : bf16 to f32
     %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// K = 99: A's rows are 198 bytes apart, which no cp.async copy (4 bytes at
+// least, aligned) can start every row at: neither tc-sm90 nor tc-sm80.
+// CHECK-LABEL: func.func private @odd_k_neither(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply ({{.*}}), nor does tc-sm80 (A's rows start 198 bytes apart or in: cp.async copies at least 4 aligned bytes (an even K for bf16)): simt-generic, one thread per output; heuristics: matmul"
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+func.func private @odd_k_neither(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x99xbf16>, memref<99x64xbf16>) outs(%C : memref<64x64xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (0, d1)>
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// tc-sm80: C = A @ B, then relu(C + bias) in f16, M = 100 and N = 72 not
+// tile multiples. 2 x 2 blocks of 4 warps (2 x 2 warps of 32 x 32); 3
+// stages of A (64 rows of 64 + 16 bytes) and B (32 rows of 128 + 16 bytes).
+// The prologue fills 2 stages (a commit group each), waits for the first
+// and reads its first 16 of K's fragments: ldmatrix A (row) and B (col:
+// .trans, B is stored K x N). The fragments are double-buffered: a mainloop
+// step reads the second 16 of K, refills the stage the previous step freed,
+// issues 8 mma.sync m16n8k16 on the first; then waits until one group is in
+// flight, reads the next stage's first 16 of K and issues the second's 8
+// mma.sync. The epilogue reads the bias a pair at a time and stores pairs,
+// guarded at M and N.
+// CHECK-LABEL: func.func private @sm80_bias_relu(
+//  CHECK-SAME:     %[[A:.*]]: memref<100x128xf16>, %[[B:.*]]: memref<128x72xf16>, %[[BIAS:.*]]: memref<1x72xf16>, %[[Y:.*]]: memref<100x72xf16> {bufferize.result})
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c29184_i32 {
+//       CHECK:     memref.extract_aligned_pointer_as_index %[[A]]
+//       CHECK:     memref.extract_aligned_pointer_as_index %[[B]]
+//       CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 16, cache =  cg, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
+//       CHECK:     nvvm.cp.async.commit.group
+//       CHECK:     nvvm.cp.async.commit.group
+//  CHECK-NEXT:     nvvm.cp.async.wait.group 1
+//  CHECK-NEXT:     gpu.barrier
+//       CHECK-COUNT-2: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<row>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+//       CHECK-COUNT-2: nvvm.ldmatrix %{{.*}} {eltType = #nvvm.ld_st_matrix_elt_type<b16>, layout = #nvvm.mma_layout<col>, num = 4 : i32, shape = #nvvm.ld_st_matrix_shape<m = 8, n = 8>}
+//       CHECK:     scf.for
+//       CHECK-COUNT-2: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<row>
+//       CHECK-COUNT-2: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>
+//       CHECK:       scf.if
+//       CHECK:         nvvm.cp.async.shared.global
+//       CHECK:       nvvm.cp.async.commit.group
+// f16 fragments are vector<2xf16> registers (the printer leaves their type implied).
+//       CHECK-COUNT-8: nvvm.mma.sync A[{{.*}}] B[{{.*}}] C[{{.*}}] {layoutA = #nvvm.mma_layout<row>, layoutB = #nvvm.mma_layout<col>, shape = #nvvm.shape<m = 16, n = 8, k = 16>} : (vector<2xf16>, vector<2xf16>, f32) -> !llvm.struct<(f32, f32, f32, f32)>
+//  CHECK-NEXT:       nvvm.cp.async.wait.group 1
+//  CHECK-NEXT:       gpu.barrier
+//       CHECK-COUNT-2: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<row>
+//       CHECK-COUNT-2: nvvm.ldmatrix %{{.*}} {{{.*}}layout = #nvvm.mma_layout<col>
+//       CHECK-COUNT-8: nvvm.mma.sync
+//       CHECK:       scf.yield
+//       CHECK:     nvvm.cp.async.wait.group 0
+//       CHECK:     vector.load %[[BIAS]][%c0, %{{.*}}] {alignment = 4 : i64} : memref<1x72xf16>, vector<2xf16>
+//       CHECK:     arith.maximumf
+//       CHECK:     scf.if
+//  CHECK-NEXT:       vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<100x72xf16>, vector<2xf16>
+func.func private @sm80_bias_relu(%A: memref<100x128xf16>, %B: memref<128x72xf16>, %bias: memref<1x72xf16>, %Y: memref<100x72xf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [128, 1, 1], stages = 3 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<100x72xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<100x72xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<100x128xf16>, memref<128x72xf16>) outs(%C : memref<100x72xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%C, %bias : memref<100x72xf32>, memref<1x72xf16>) outs(%Y : memref<100x72xf16>) {
+  ^bb0(%c: f32, %b: f16, %out: f16):
+    %0 = arith.extf %b : f16 to f32
+    %1 = arith.addf %c, %0 : f32
+    %2 = arith.maximumf %1, %zero : f32
+    %3 = arith.truncf %2 : f32 to f16
+    linalg.yield %3 : f16
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// An f32 matmul multiplied in f32 (no tf32 rounding in the body): mma.sync
+// would round it, so tc-sm80 hands it to simt-generic.
+// CHECK-LABEL: func.func private @sm80_f32_not_tf32(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm80 does not apply (f32 operands with f32 compute: mma.sync multiplies f32 only as tf32 (compute_data_type='tf32')): simt-generic, one thread per output"
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+func.func private @sm80_f32_not_tf32(%A: memref<64x64xf32>, %B: memref<64x64xf32>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [128, 1, 1], stages = 3 : i64, strategy = "tc-sm80", tile = [64, 64, 16]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x64xf32>, memref<64x64xf32>) outs(%C : memref<64x64xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %2 = arith.mulf %x, %w : f32
     %3 = arith.addf %acc, %2 : f32
     linalg.yield %3 : f32
   }

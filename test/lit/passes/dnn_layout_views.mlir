@@ -1,0 +1,120 @@
+// dnn-layout-views: a transpose kernel between a channels-last graph input
+// (or output) and a buffer holding it in its memory order becomes a
+// reinterpret_cast of the argument, which takes its strided type; a kernel
+// that copies a buffer into a graph output through reshapes makes the buffer
+// a view of the output. A copy whose elements would move stays.
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-layout-views)' | FileCheck %s
+
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+#nchw = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// CHECK-NOT:   func.func private @g_k0_tensor
+// CHECK-NOT:   func.func private @g_k3_tensor
+// CHECK-LABEL: func.func @g(
+//  CHECK-SAME:     %[[X:[^:]*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {dnn.name = "x"
+//  CHECK-SAME:     %[[Y:[^:]*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.result
+//  CHECK-NEXT:   %[[V:.*]] = memref.reinterpret_cast %[[X]] to offset: [0], sizes: [2, 4, 5, 3], strides: [60, 15, 3, 1] : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> to memref<2x4x5x3xf32>
+//  CHECK-NEXT:   %[[R:.*]] = memref.collapse_shape %[[V]]
+//  CHECK-NEXT:   %[[W:.*]] = memref.reinterpret_cast %[[Y]] to offset: [0], sizes: [40, 3], strides: [3, 1] : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> to memref<40x3xf32>
+//  CHECK-NEXT:   call @g_k1_pointwise(%[[R]], %[[W]])
+//  CHECK-NEXT:   return
+func.func private @g_k0_tensor(%x: memref<2x3x4x5xf32>, %t: memref<2x4x5x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#nhwc, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<2x3x4x5xf32>) outs(%t : memref<2x4x5x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func private @g_k1_pointwise(%r: memref<40x3xf32>, %o: memref<40x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%r : memref<40x3xf32>) outs(%o : memref<40x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func private @g_k3_tensor(%s: memref<2x4x5x3xf32>, %y: memref<2x3x4x5xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#nchw, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<2x4x5x3xf32>) outs(%y : memref<2x3x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func @g(%x: memref<2x3x4x5xf32> {dnn.name = "x", dnn.strides = array<i64: 60, 1, 15, 3>}, %y: memref<2x3x4x5xf32> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 60, 1, 15, 3>}) attributes {dnn.graph} {
+  %t = memref.alloc() : memref<2x4x5x3xf32>
+  call @g_k0_tensor(%x, %t) : (memref<2x3x4x5xf32>, memref<2x4x5x3xf32>) -> ()
+  %r = memref.collapse_shape %t [[0, 1, 2], [3]] : memref<2x4x5x3xf32> into memref<40x3xf32>
+  %o = memref.alloc() : memref<40x3xf32>
+  call @g_k1_pointwise(%r, %o) : (memref<40x3xf32>, memref<40x3xf32>) -> ()
+  %s = memref.expand_shape %o [[0, 1, 2], [3]] output_shape [2, 4, 5, 3] : memref<40x3xf32> into memref<2x4x5x3xf32>
+  call @g_k3_tensor(%s, %y) : (memref<2x4x5x3xf32>, memref<2x3x4x5xf32>) -> ()
+  return
+}
+
+// -----
+
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// A per-channel statistic made as 1 x 3 and returned as 1 x 3 x 1 x 1: the
+// kernels write the output through a view, and a later reader reads it there.
+
+// CHECK-NOT:   func.func private @r_k1_tensor
+// CHECK-LABEL: func.func @r(
+//  CHECK-SAME:     %[[X:[^:]*]]: memref<8x3xf32>, %[[M:[^:]*]]: memref<1x3x1x1xf32> {bufferize.result
+//  CHECK-NEXT:   %[[V:.*]] = memref.reinterpret_cast %[[M]] to offset: [0], sizes: [1, 3], strides: [3, 1] : memref<1x3x1x1xf32> to memref<1x3xf32>
+//  CHECK-NEXT:   call @r_k0_reduction(%[[X]], %[[V]])
+//  CHECK-NEXT:   call @r_k2_pointwise(%[[X]], %[[V]], %{{.*}})
+func.func private @r_k0_reduction(%x: memref<8x3xf32>, %s: memref<1x3xf32>) attributes {dnn.kernel} {
+  return
+}
+func.func private @r_k1_tensor(%s: memref<1x3xf32>, %m: memref<1x3x1x1xf32>) attributes {dnn.kernel} {
+  %e = memref.expand_shape %s [[0], [1, 2, 3]] output_shape [1, 3, 1, 1] : memref<1x3xf32> into memref<1x3x1x1xf32>
+  linalg.copy ins(%e : memref<1x3x1x1xf32>) outs(%m : memref<1x3x1x1xf32>)
+  return
+}
+func.func private @r_k2_pointwise(%x: memref<8x3xf32>, %s: memref<1x3xf32>, %o: memref<8x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (0, d1)>, #id2], iterator_types = ["parallel", "parallel"]} ins(%x, %s : memref<8x3xf32>, memref<1x3xf32>) outs(%o : memref<8x3xf32>) {
+  ^bb0(%a: f32, %b: f32, %out: f32):
+    %d = arith.subf %a, %b : f32
+    linalg.yield %d : f32
+  }
+  return
+}
+func.func @r(%x: memref<8x3xf32>, %m: memref<1x3x1x1xf32> {bufferize.result}, %y: memref<8x3xf32> {bufferize.result}) attributes {dnn.graph} {
+  %s = memref.alloc() : memref<1x3xf32>
+  call @r_k0_reduction(%x, %s) : (memref<8x3xf32>, memref<1x3xf32>) -> ()
+  call @r_k1_tensor(%s, %m) : (memref<1x3xf32>, memref<1x3x1x1xf32>) -> ()
+  call @r_k2_pointwise(%x, %s, %y) : (memref<8x3xf32>, memref<1x3xf32>, memref<8x3xf32>) -> ()
+  return
+}
+
+// -----
+
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// x is row-major: transposing it moves its elements, and the copy stays.
+
+// CHECK-LABEL: func.func @moves(
+//  CHECK-SAME:     memref<2x3x4x5xf32> {dnn.name = "x"
+//  CHECK-NEXT:   %[[T:.*]] = memref.alloc() : memref<2x4x5x3xf32>
+//  CHECK-NEXT:   call @moves_k0_tensor(%{{.*}}, %[[T]])
+func.func private @moves_k0_tensor(%x: memref<2x3x4x5xf32>, %t: memref<2x4x5x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#nhwc, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<2x3x4x5xf32>) outs(%t : memref<2x4x5x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func private @moves_k1(%t: memref<2x4x5x3xf32>) attributes {dnn.kernel} {
+  return
+}
+func.func @moves(%x: memref<2x3x4x5xf32> {dnn.name = "x", dnn.strides = array<i64: 60, 20, 5, 1>}) attributes {dnn.graph} {
+  %t = memref.alloc() : memref<2x4x5x3xf32>
+  call @moves_k0_tensor(%x, %t) : (memref<2x3x4x5xf32>, memref<2x4x5x3xf32>) -> ()
+  call @moves_k1(%t) : (memref<2x4x5x3xf32>) -> ()
+  return
+}

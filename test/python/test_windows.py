@@ -1,0 +1,170 @@
+"""The simt-window strategy (dnnc/codegen/gpu/windows.py, dnn-pool-windows)
+without a GPU.
+
+* Numerics: a window program's launch runs on the CPU (test_colwise's
+  ``emulate_launches``) against the CPU back end, for max (with a fused
+  relu) and average pooling with and without the padding counted, 2-D and
+  3-D, NCHW and channels-last, channel counts that take 8-, 4- and 1-wide
+  vectors, f32 / bf16 / f16. A channels-last graph tensor is fed and read
+  as its memory holds it (the CPU executable binds row-major buffers).
+* The benchmark's channels-last max pool: one kernel, no layout copies, no
+  workspace; its PTX reads each of the 9 taps as one 16-byte load and
+  stores 8 channels with one; ptxas finds no spills.
+"""
+
+import numpy as np
+import pytest
+
+import dnnc
+import dnnc.cpu
+import dnnc.graph_mlir
+from dnnc import compiler, heuristics, pipelines
+from dnnc.codegen.gpu import irutil, ptxas
+from dnnc.dialect.types import data_type as dt
+from dnnc.passes import run_pipeline
+from test_colwise import TAIL, emulate_launches
+
+F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
+STRATEGY = "simt-window"
+PASS = "dnn-pool-windows"
+PTXAS = ptxas.find()
+
+
+def channels_last(dims):
+    """Strides of logical (N, C, *spatial) dims stored (N, *spatial, C)."""
+    strides, step = [0] * len(dims), dims[1]
+    strides[1] = 1
+    for d in reversed(range(2, len(dims))):
+        strides[d] = step
+        step *= dims[d]
+    strides[0] = step
+    return strides
+
+
+def emulate(g):
+    """A CpuExecutable of graph ``g`` through the GPU lowering, window
+    programs run as loops; also the strategies the kernels ended with."""
+    module = dnnc.graph_mlir.to_module(g)
+    signature = dnnc.cpu.signature_of(module)
+    for stage in pipelines.get("cuda", "sm_90a"):
+        if stage.name == "gpu":
+            break
+        run_pipeline(module, stage.pipeline)
+    with module.context:
+        gpu = list(pipelines.GPU.passes)
+        run_pipeline(module, "builtin.module(" + ",".join(gpu[:gpu.index(PASS) + 1]) + ")")
+        strategies = {irutil.symbol(fn): heuristics.Config.from_attr(
+            fn.attributes["dnn.config"]).strategy for fn in irutil.kernel_functions(module)}
+        emulate_launches(module)
+        module.operation.verify()
+        rest = gpu[gpu.index(PASS) + 1:gpu.index("dnn-distribute-loops") + 1]
+        run_pipeline(module, "builtin.module(" + ",".join(rest + TAIL) + ")")
+    return dnnc.cpu.CpuExecutable(module, signature), strategies
+
+
+def _to_memory(x):
+    """(N, C, *s) values as a channels-last buffer holds them, shaped (N, C, *s)."""
+    order = [0] + list(range(2, x.ndim)) + [1]
+    return np.ascontiguousarray(x.transpose(order)).reshape(x.shape)
+
+
+def _from_memory(buffer):
+    """The (N, C, *s) values of a channels-last buffer bound as (N, C, *s)."""
+    n, c, *s = buffer.shape
+    back = [0, buffer.ndim - 1] + list(range(1, buffer.ndim - 1))
+    return np.asarray(buffer).reshape([n] + s + [c]).transpose(back)
+
+
+POOLS = [
+    ([2, 16, 7, 5], dict(window=[3, 2], stride=[2, 1], pre_padding=[1, 0], post_padding=[2, 1])),
+    ([1, 7, 5, 3, 7], dict(window=[2, 2, 3], stride=[2, 1, 2], pre_padding=[1, 0, 2],
+                           post_padding=[0, 1, 1])),
+    ([2, 12, 9, 9], dict(window=[3, 3], stride=[2, 2], padding=[1, 1])),
+]
+TOLERANCE = {F32: 1e-5, F16: 1e-3, BF16: 8e-3}  # one rounding of the output
+
+
+def pools_graph(dtype, dims, attrs, layout):
+    g = dnnc.Graph(io_data_type=dtype)
+    strides = {"stride": channels_last(dims)} if layout == "nhwc" else {}
+    x = g.tensor(name="x", dim=dims, **strides)
+    for name, mode, counted in (("max_relu", "max", False), ("avg", "avg", False),
+                                ("avg_pad", "avg", True)):
+        y = g.pooling(x, mode, count_include_pad=counted, **attrs)
+        if mode == "max":
+            y = g.relu(y)
+        y.set_name(name).set_output(True)
+        if layout == "nhwc":
+            y.set_stride(channels_last([int(d) for d in y.dim]))
+    return g
+
+
+@pytest.mark.parametrize("layout", ["nchw", "nhwc"])
+@pytest.mark.parametrize("dims, attrs", POOLS, ids=["2d_c16", "3d_c7", "2d_c12"])
+@pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=lambda d: d.mlir)
+def test_window_programs_match_the_cpu_back_end(dtype, dims, attrs, layout):
+    g = pools_graph(dtype, dims, attrs, layout)
+    x = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
+    x = x.astype(dtype.numpy).astype(np.float32)
+    expected = g.compile(target="cpu")(x=x)
+    run, strategies = emulate(g)
+    # One kernel per pool, the relu fused into the max pool's.
+    assert list(strategies.values()) == [STRATEGY] * 3, strategies
+    if layout == "nhwc":
+        got = {k: _from_memory(v) for k, v in run(x=_to_memory(x)).items()}
+    else:
+        got = run(x=x)
+    for name, want in expected.items():
+        e, v = np.asarray(want, np.float64), np.asarray(got[name], np.float64)
+        assert e.shape == v.shape
+        tol = TOLERANCE[dtype] * np.maximum(1.0, np.abs(e))
+        assert np.all(np.abs(v - e) <= tol), (name, np.abs(v - e).max())
+
+
+def maxpool_nhwc(dtype=BF16, dims=(32, 64, 112, 112)):
+    """The benchmark's channels-last max pool 3x3 / 2, padding 1."""
+    g = dnnc.Graph(name="maxpool", io_data_type=dtype)
+    x = g.tensor(name="x", dim=list(dims), stride=channels_last(list(dims)))
+    y = g.pooling(x, "max", window=3, stride=2, padding=1)
+    y.set_output(True).set_stride(channels_last([int(d) for d in y.dim]))
+    return g
+
+
+def _entry(package, name):
+    text = package.ptx[package.ptx.index(f".entry {name}("):]
+    return text[:text.index("\n}\n")]
+
+
+def test_channels_last_max_pool_is_one_kernel_without_copies():
+    package = compiler.compile_cuda(maxpool_nhwc(), "sm_90a", cache=False)
+    m = package.manifest
+    (kernel,) = m["kernels"]
+    assert m["workspace_bytes"] == 0
+    # 32 x 56 x 56 pixels x 64 channels / 8 per thread, 256 threads a block.
+    assert (kernel["strategy"], kernel["grid"], kernel["block"]) == \
+        (STRATEGY, [32 * 56 * 56 * 8 // 256, 1, 1], [256, 1, 1])
+    ops = [line.split()[0] for line in _entry(package, kernel["entry"]).splitlines()
+           if line.startswith("\t")]
+    assert ops.count("ld.global.v4.b32") == 9
+    assert ops.count("st.global.v4.b32") == 1
+    if PTXAS is None:
+        return
+    resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
+    for info in resources.values():
+        assert info.spill_stores == 0 and info.spill_loads == 0
+
+
+def test_nchw_threads_run_along_w():
+    # Channels are not contiguous: a thread per output element, W fastest,
+    # scalar loads; the row-major input needs no copy either.
+    g = dnnc.Graph(name="maxpool", io_data_type=F32)
+    x = g.tensor(name="x", dim=[4, 8, 32, 32])
+    g.pooling(x, "avg", window=2, stride=2).set_output(True)
+    package = compiler.compile_cuda(g, "sm_90a", cache=False)
+    (kernel,) = package.manifest["kernels"]
+    # 8192 outputs: blocks of 128 (simt-generic's rule for few threads).
+    assert (kernel["strategy"], kernel["grid"], kernel["block"]) == \
+        (STRATEGY, [4 * 8 * 16 * 16 // 128, 1, 1], [128, 1, 1])
+    ops = [line.split()[0] for line in _entry(package, kernel["entry"]).splitlines()
+           if line.startswith("\t")]
+    assert ops.count("ld.global.b32") == 4 and ops.count("st.global.b32") == 1
