@@ -19,9 +19,9 @@ graph passed once as a Graph and once as a module has two entries.
 An entry is ``<dir>/<key>.dnnpkg``; its manifest records the key under
 ``cache_key``. Writers write a temp file (``.<key prefix>-*.tmp``, a name
 ``get`` never opens) in the same directory, fsync it and ``os.replace`` it
-onto the entry: readers see the old file or the new one, never a part, and
-processes compiling one key at once are safe (the last replace wins; every
-writer wrote the same bytes). A truncated, corrupt or foreign entry (not a
+onto the entry (dnnc/atomic_file.py): readers see the old file or the new
+one, never a part, and processes compiling one key at once are safe (the
+last replace wins; every writer wrote the same bytes). A truncated, corrupt or foreign entry (not a
 zip, a bad CRC, a manifest that does not validate, another key recorded) is
 a miss: the caller recompiles and the put overwrites it.
 
@@ -41,13 +41,13 @@ import time
 import zipfile
 from dataclasses import dataclass
 
-from dnnc import artifact, env
+from dnnc import artifact, atomic_file, env
 
 # Bump when the key's recipe or the entry layout changes.
 CACHE_FORMAT = 2
 KEY_FIELD = "cache_key"
 ENTRY_SUFFIX = ".dnnpkg"
-TEMP_SUFFIX = ".tmp"
+TEMP_SUFFIX = atomic_file.TEMP_SUFFIX
 # A temp file this old belongs to a writer that died between write and replace.
 STALE_TEMP_SECONDS = 3600
 
@@ -237,23 +237,8 @@ class Cache:
         path = self.path(key)
         if recorded_key(data) != key:
             data = package_bytes(artifact.read(data), key)
-        import tempfile  # only writers need it (and the random module it imports)
-
         os.makedirs(self.directory, exist_ok=True)
-        fd, tmp = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=TEMP_SUFFIX,
-                                   dir=self.directory)
-        try:
-            with os.fdopen(fd, "wb") as f:
-                f.write(data)
-                f.flush()
-                os.fsync(f.fileno())  # the bytes are on disk before the name points at them
-            os.replace(tmp, path)
-        except BaseException:
-            try:
-                os.unlink(tmp)
-            except OSError:
-                pass
-            raise
+        atomic_file.write(path, data, prefix=f".{key[:16]}-")
         self.stats.writes += 1
         self.prune_temps()
         return path

@@ -19,6 +19,8 @@ row stride TMA cannot describe, a fused prologue) goes to simt-generic in
 dnn-map-tensor-cores, which says why in the reason.
 """
 
+import math
+
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.generic import simt_generic
 
@@ -74,15 +76,8 @@ def gemm_shape(problem):
     # Attention: q[B,H,S,D] against k[B,H,Skv,D]; report S x Skv x D per B*H.
     q, k = ins[0].shape, ins[1].shape
     if len(q) >= 2 and len(k) >= 2:
-        return q[-2], k[-2], q[-1], _prod_all(q[:-2])
+        return q[-2], k[-2], q[-1], math.prod(q[:-2])
     return problem.output_elements, 1, 1, 1
-
-
-def _prod_all(values):
-    n = 1
-    for v in values:
-        n *= v
-    return n
 
 
 def _ceil(a, b):

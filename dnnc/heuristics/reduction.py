@@ -10,18 +10,13 @@ Big blocks are never ranked first here: a looping thread makes long blocks.
 ``rows_and_extent`` reads the anchor's shapes and attributes per op.
 """
 
+import math
+
 from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.generic import simt_generic
 
 FASTER = "simt-reduce"
-
-
-def _prod(values):
-    n = 1
-    for v in values:
-        n *= v
-    return n
 
 
 def rows_and_extent(problem):
@@ -36,16 +31,16 @@ def rows_and_extent(problem):
         axis = problem.attr("axis", len(shape) - 1)
         extent = shape[axis] if shape else 1
     elif op in ("layernorm", "rmsnorm", "layernorm_backward", "rmsnorm_backward"):
-        extent = _prod(shape[problem.attr("axis", len(shape) - 1):])
+        extent = math.prod(shape[problem.attr("axis", len(shape) - 1):])
     elif op in ("batchnorm", "batchnorm_backward"):
         extent = total // max(1, shape[1]) if len(shape) > 1 else total
     elif op in ("groupnorm", "groupnorm_backward"):
         extent = total // max(1, shape[0] * problem.attr("groups", 1))
     elif op in ("instancenorm", "instancenorm_backward"):
-        extent = _prod(shape[2:])
+        extent = math.prod(shape[2:])
     elif op in ("pooling", "pooling_backward"):
         window = problem.attr("window", ())
-        return (y.elements, _prod(window)) if window else (y.elements, 1)
+        return (y.elements, math.prod(window)) if window else (y.elements, 1)
     elif op == "reduction":
         return y.elements, total // max(1, y.elements)
     else:  # batchnorm_inference: pointwise, given the statistics

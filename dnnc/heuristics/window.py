@@ -16,6 +16,8 @@ gradient whose threads would load more than ``MAX_GATHER_TAPS`` x taps stays
 on simt-generic too.
 """
 
+import math
+
 from dnnc.heuristics import generic, pointwise, reduction
 from dnnc.heuristics.config import Config
 
@@ -26,19 +28,12 @@ MAX_TAPS = 64
 MAX_GATHER_TAPS = 256
 
 
-def _prod(values):
-    n = 1
-    for v in values:
-        n *= v
-    return n
-
-
 def gather_taps(mode, window, stride):
     """Loads a thread of a window gradient makes (window_gradients.py): the
     (W - 1) / s + 1 windows per dim covering its tile of s_1 x s_2 ... input
     pixels, times the window's taps for max."""
-    windows = _prod((w - 1) // s + 1 for w, s in zip(window, stride))
-    return windows * _prod(window) if mode == "max" else windows
+    windows = math.prod((w - 1) // s + 1 for w, s in zip(window, stride))
+    return windows * math.prod(window) if mode == "max" else windows
 
 
 def simt_window(problem):
@@ -51,9 +46,9 @@ def simt_window(problem):
     window = problem.attr("window", ())
     stride = problem.attr("stride", ()) or (1,) * len(window)
     if problem.anchor not in ("pooling", "pooling_backward") or x is None or y is None \
-            or len(x.shape) < 3 or not window or _prod(window) > MAX_TAPS:
+            or len(x.shape) < 3 or not window or math.prod(window) > MAX_TAPS:
         return []
-    taps = _prod(window)
+    taps = math.prod(window)
     if backward:
         taps = gather_taps(problem.attr("mode", "max"), window, stride)
         if taps > MAX_GATHER_TAPS:
@@ -65,7 +60,7 @@ def simt_window(problem):
     work = -(-y.elements // width)
     if backward:  # a thread per tile of s_1 x s_2 ... input pixels
         pre = problem.attr("pre_padding", ()) or (0,) * len(window)
-        tiles = _prod((n - 1 + p) // s + 1 for n, p, s in zip(x.shape[2:], pre, stride))
+        tiles = math.prod((n - 1 + p) // s + 1 for n, p, s in zip(x.shape[2:], pre, stride))
         work = x.shape[0] * -(-channels // width) * tiles
     facts = (f"pooling: {y.elements} outputs of {taps} taps; channels-last: a thread per "
              f"pixel and {width} channels ({work} threads), else per output")

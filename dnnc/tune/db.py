@@ -26,12 +26,12 @@ strategy reads spelt out, so that it means the same config whatever the
 heuristics rank first later.
 
 Writes go to a temp file in the same directory, fsynced and ``os.replace``d
-onto the file (readers see the old or the new database, never a part),
-after re-reading what is on disk under an exclusive lock and merging into it,
-so that two tuners writing at once both keep their entries. A missing file is
-an empty database; a file that is not a tuning database is a TuningError
-naming it. This module never imports MLIR: the JIT's cache key reads the
-database (``digest``) on every lookup.
+onto the file (dnnc/atomic_file.py; readers see the old or the new database,
+never a part), after re-reading what is on disk under an exclusive lock and
+merging into it, so that two tuners writing at once both keep their entries.
+A missing file is an empty database; a file that is not a tuning database is
+a TuningError naming it. This module never imports MLIR: the JIT's cache key
+reads the database (``digest``) on every lookup.
 """
 
 import hashlib
@@ -40,13 +40,12 @@ import os
 import re
 import time
 
-from dnnc import env
+from dnnc import atomic_file, env
 from dnnc.errors import TuningError
 
 FORMAT = 1
 DEFAULT_NAME = "tuning.json"
 OFF = "off"  # DNNC_TUNING_DB / Options(tuning_db=...) value: compile without a database
-TEMP_SUFFIX = ".tmp"
 REQUIRED = {"arch": str, "gpu": str, "signature": str, "config": str, "ms": (int, float)}
 
 
@@ -180,7 +179,7 @@ class Database:
         with _locked(self.path + ".lock"):
             mine, self.entries = self.entries, _read(self.path)
             self.merge(mine)
-            _write_atomic(self.path, dumps(self.entries))
+            _write(self.path, dumps(self.entries))
         _forget(self.path)
         return self.path
 
@@ -189,7 +188,7 @@ def export(path, entries):
     """Write ``entries`` as the database file ``path`` (replacing it, atomically)."""
     path = os.path.abspath(path)
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _write_atomic(path, dumps(entries))
+    _write(path, dumps(entries))
     _forget(path)
     return path
 
@@ -210,23 +209,8 @@ def _read(path):
     return parse(text, path)
 
 
-def _write_atomic(path, text):
-    import tempfile
-
-    fd, tmp = tempfile.mkstemp(prefix=f".{os.path.basename(path)}-", suffix=TEMP_SUFFIX,
-                               dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())  # the bytes are on disk before the name points at them
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+def _write(path, text):
+    atomic_file.write(path, text.encode("utf-8"), prefix=f".{os.path.basename(path)}-")
 
 
 class _locked:

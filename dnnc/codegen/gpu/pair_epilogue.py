@@ -12,7 +12,12 @@ store, as one aligned 2-element vector when N is even, else element by
 element. Rows past M and columns past N are computed on clamped coordinates
 (no load leaves its buffer) and not stored.
 
-Used by the tc-sm80 kernel (dnnc/codegen/gpu/tc_sm80.py).
+Used by the tc-sm80 kernel (dnnc/codegen/gpu/tc_sm80.py), whose epilogue is
+``apply``, and the tc-sm90 kernel (dnnc/codegen/gpu/tc_sm90.py), which reads
+its input pairs ahead (``load_pairs``) and stores 16-byte groups
+(``store_vector``). ``evaluate`` (the chain at one point) and ``store_lanes``
+(a vector of lanes, aligned to its size) also serve the window kernels
+(dnnc/codegen/gpu/windows.py).
 """
 
 from mlir import ir
@@ -33,6 +38,69 @@ def _if(cond, build):
         scf.YieldOp([])
 
 
+def evaluate(accumulator, steps, value, point, loaded=None, index_of=None):
+    """{buffer: value} of every buffer the elementwise ``steps`` write, run on
+    ``value``, the scalar of ``accumulator`` at ``point`` (its indices).
+    Another input is taken from ``loaded`` ({buffer: value} already read
+    there) or read with a scalar load through its broadcast exprs;
+    ``index_of(dim)`` answers a step's linalg.index (None: none reads one)."""
+    env = {accumulator: value}
+    for step in steps:
+        args = []
+        for buffer, exprs in step.inputs:
+            if buffer in env:
+                args.append(env[buffer])
+            elif loaded and buffer in loaded:
+                args.append(loaded[buffer])
+            else:
+                args.append(memref.load(buffer, [point[d] if d is not None else _idx(0)
+                                                 for d in exprs]))
+        args += [value] * len(step.outputs)   # outputs are never read
+        for buffer, result in zip(step.outputs,
+                                  clone_body(step.op.regions[0].blocks[0], args, index_of)):
+            env[buffer] = result
+    return env
+
+
+def store_vector(vec, buffer, indices, alignment, row_ok=None, col=None, n=None):
+    """Store ``vec`` into ``buffer`` at ``indices`` where ``row_ok`` holds
+    (None: always) and, when ``n`` is given, ``col`` < ``n`` (a vector is
+    all in or all out: N is a multiple of its length)."""
+
+    def store():
+        vector.store(vec, buffer, indices, alignment=alignment)
+    ok = row_ok
+    if n is not None:
+        col_ok = arith.cmpi(arith.CmpIPredicate.ult, col, _idx(n))
+        ok = col_ok if ok is None else arith.andi(ok, col_ok)
+    if ok is None:
+        store()
+    else:
+        _if(ok, store)
+
+
+def store_lanes(values, buffer, indices, row_ok=None, col=None, n=None):
+    """Store the scalars ``values`` as one vector at ``indices``, guarded as
+    in store_vector. The caller's first lane is at an element offset that is
+    a multiple of the length, so the vector is aligned to its size (without
+    saying so the store is split)."""
+    element = ir.MemRefType(buffer.type).element_type
+    vec = vector.from_elements(ir.VectorType.get([len(values)], element), values)
+    store_vector(vec, buffer, indices, len(values) * irutil.element_bytes(element),
+                 row_ok, col, n)
+
+
+def store_scalars(values, buffer, lead, row, col, n, row_ok=None):
+    """Store ``values`` at columns ``col``, ``col`` + 1... of ``row`` (after
+    the ``lead`` indices), each where it is inside N (and ``row_ok``)."""
+    for e, value in enumerate(values):
+        c = arith.addi(col, _idx(e)) if e else col
+        ok = arith.cmpi(arith.CmpIPredicate.ult, c, _idx(n))
+        if row_ok is not None:
+            ok = arith.andi(ok, row_ok)
+        _if(ok, lambda value=value, c=c: memref.store(value, buffer, lead + [row, c]))
+
+
 class PairEpilogue:
     """The epilogue of ``gemm`` (a gemm.Gemm) in a kernel whose arguments are
     ``arguments``; ``full_m`` / ``full_n``: every row / column a thread can
@@ -48,14 +116,16 @@ class PairEpilogue:
         self.full_m, self.full_n = full_m, full_n
         self.pairs = gemm.n % 2 == 0   # an even row length: every pair is aligned
 
-    def _point(self, batch, row, col):
+    def point(self, batch, row, col):
+        """The indices of C at (``batch``, ``row``, ``col``)."""
         return [batch, row, col] if self.rank == 3 else [row, col]
 
-    def _load_pairs(self, point, cache, key):
+    def load_pairs(self, point, cache, key):
         """{input buffer: [value at col, value at col + 1]} of the inputs that
         run along the columns with an even row length, one aligned vector load
-        each; an input the same in every row (a bias) is read once per ``key``
-        (the thread's column pair) and kept in ``cache``."""
+        each (``point``: at an even column); an input the same in every row
+        (a bias) is read once per ``key`` (the thread's column pair) and kept
+        in ``cache``."""
         out = {}
         for step in self.epilogue.steps:
             for value, exprs in step.inputs:
@@ -75,28 +145,29 @@ class PairEpilogue:
                     cache[(value, key)] = out[value]
         return out
 
-    def _evaluate(self, acc_value, point, loaded):
-        """{buffer: value} of every buffer the epilogue writes, at ``point``."""
-        env = {self.epilogue.accumulator: acc_value}
-        for step in self.epilogue.steps:
-            args = []
-            for value, exprs in step.inputs:
-                if value in env:
-                    args.append(env[value])
-                elif value in loaded:
-                    args.append(loaded[value])
-                else:
-                    args.append(memref.load(value, [point[d] if d is not None else _idx(0)
-                                                    for d in exprs]))
-            args += [acc_value] * len(step.outputs)   # outputs are never read
-            for buffer, value in zip(step.outputs,
-                                     clone_body(step.op.regions[0].blocks[0], args, None)):
-                env[buffer] = value
-        return env
+    def evaluate(self, acc_value, point, loaded=None):
+        """{buffer: value} of every buffer the epilogue writes, at ``point``;
+        ``loaded`` holds input values already read there (load_pairs)."""
+        return evaluate(self.epilogue.accumulator, self.epilogue.steps, acc_value, point, loaded)
+
+    def store(self, envs, batch, row, col, row_ok=None, full_n=None):
+        """Store every output the kernel must store from ``envs`` (evaluate's
+        results at columns ``col``, ``col`` + 1...: a pair, or one column when
+        N is odd) in ``row``, where ``row_ok`` holds; ``full_n`` overrides the
+        epilogue's (True: no column guard on a pair)."""
+        full_n = self.full_n if full_n is None else full_n
+        lead = [batch] if self.rank == 3 else []
+        for buffer in self.stored:
+            values = [env[buffer] for env in envs]
+            if self.pairs:
+                store_lanes(values, buffer, lead + [row, col], row_ok, col,
+                            None if full_n else self.gemm.n)
+            else:
+                store_scalars(values, buffer, lead, row, col, self.gemm.n, row_ok)
 
     def apply(self, batch, row, col, values, cache, key):
         """Evaluate and store the pair ``values`` (f32) of C at (``batch``,
-        ``row``, ``col``), ``col`` even; ``cache`` / ``key`` as in _load_pairs."""
+        ``row``, ``col``), ``col`` even; ``cache`` / ``key`` as in load_pairs."""
         gemm = self.gemm
         row_ok = None if self.full_m else arith.cmpi(arith.CmpIPredicate.ult, row,
                                                      _idx(gemm.m))
@@ -104,38 +175,11 @@ class PairEpilogue:
         loaded = {}
         if self.pairs:
             pair_safe = col if self.full_n else arith.minui(col, _idx(gemm.n - 2))
-            loaded = self._load_pairs(self._point(batch, row_safe, pair_safe), cache, key)
+            loaded = self.load_pairs(self.point(batch, row_safe, pair_safe), cache, key)
         envs = []
         for e in range(2):
             c = arith.addi(col, _idx(e)) if e else col
             c_safe = c if self.full_n else arith.minui(c, _idx(gemm.n - 1))
-            envs.append(self._evaluate(values[e], self._point(batch, row_safe, c_safe),
-                                       {b: pair[e] for b, pair in loaded.items()}))
-        lead = [batch] if self.rank == 3 else []
-        for buffer in self.stored:
-            element = ir.MemRefType(buffer.type).element_type
-            if self.pairs:
-                vec = vector.from_elements(ir.VectorType.get([2], element),
-                                           [envs[0][buffer], envs[1][buffer]])
-                # col and N are even: the pair is aligned to its size (without
-                # saying so the store is split in two).
-                align = 2 * irutil.element_bytes(element)
-
-                def store(buffer=buffer, vec=vec, align=align):
-                    vector.store(vec, buffer, lead + [row, col], alignment=align)
-                ok = row_ok
-                if not self.full_n:
-                    col_ok = arith.cmpi(arith.CmpIPredicate.ult, col, _idx(gemm.n))
-                    ok = col_ok if ok is None else arith.andi(ok, col_ok)
-                if ok is None:
-                    store()
-                else:
-                    _if(ok, store)
-                continue
-            for e in range(2):
-                c = arith.addi(col, _idx(e)) if e else col
-                ok = arith.cmpi(arith.CmpIPredicate.ult, c, _idx(gemm.n))
-                if row_ok is not None:
-                    ok = arith.andi(ok, row_ok)
-                _if(ok, lambda buffer=buffer, c=c, e=e:
-                    memref.store(envs[e][buffer], buffer, lead + [row, c]))
+            envs.append(self.evaluate(values[e], self.point(batch, row_safe, c_safe),
+                                      {b: pair[e] for b, pair in loaded.items()}))
+        self.store(envs, batch, row, col, row_ok)

@@ -51,8 +51,9 @@ columns j of its 64 x BN slice, the pairs (row, col), (row, col + 1) and
 8 * j + 2 * (lane % 4) (the wgmma accumulator layout). Bias, residual and
 other operands are loaded at the same coordinates through their broadcast
 maps, the fused pointwise chain runs in f32 registers, and each output is
-stored with a 2-element vector store when the row length allows. Rows and
-columns past M and N are computed on TMA's zero fill and not stored.
+stored with a 2-element vector store when the row length allows
+(``PairEpilogue``, dnnc/codegen/gpu/pair_epilogue.py). Rows and columns past
+M and N are computed on TMA's zero fill and not stored.
 
 The TMA descriptors are made on the host side (``nvgpu.tma.create.descriptor``
 on the kernel function's buffers), passed to the kernel as ``!llvm.ptr``;
@@ -67,7 +68,8 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import clone_body, identity_layout
+from dnnc.codegen.gpu.pair_epilogue import PairEpilogue, store_vector
+from dnnc.codegen.gpu.vectorize import identity_layout
 
 WARPGROUP = 128
 SWIZZLE = 128          # bytes: a TMA box row; BK = SWIZZLE / element bytes
@@ -399,6 +401,8 @@ class Builder:
         self.acc_type = ir.Type.parse(
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
+        self.pair = PairEpilogue(gemm, self.arguments, full_m=gemm.m % tile.m == 0,
+                                 full_n=gemm.n % tile.n == 0)
 
     # -- host side ----------------------------------------------------------
 
@@ -749,10 +753,11 @@ class Builder:
                     else:
                         got = [memref.load(self.partials, where)]
                     sums = got if sums is None else [arith.addf(a, b) for a, b in zip(sums, got)]
-                values = [self._evaluate(v, batch, row, arith.addi(col, _idx(e)) if e else col)
-                          for e, v in enumerate(sums)]
-                self._store(self.gemm.epilogue.stored(self.arguments), values, batch, row, col,
-                            None, True, width == 2, count=width)
+                envs = []
+                for e, v in enumerate(sums):
+                    c = arith.addi(col, _idx(e)) if e else col
+                    envs.append(self.pair.evaluate(v, self.pair.point(batch, row, c)))
+                self.pair.store(envs, batch, row, col, full_n=True)
             _if(_cmp("ult", item, _idx(items)), body)
 
     def _rows(self, row0, h):
@@ -766,8 +771,8 @@ class Builder:
 
     def _epilogue_inputs(self, consumer, local, batch, tile_m, tile_n):
         """{(h, j): {buffer: pair}} of the epilogue inputs a thread reads as
-        aligned pairs (_load_pairs) at its accumulator positions, or None
-        when N is odd (then _evaluate reads scalars where they are used)."""
+        aligned pairs (PairEpilogue.load_pairs) at its accumulator positions,
+        or None when N is odd (then evaluate reads scalars where they are used)."""
         tile, gemm = self.tile, self.gemm
         if gemm.n % 2:
             return None
@@ -779,15 +784,15 @@ class Builder:
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 pair_safe = col if gemm.n % tile.n == 0 else arith.minui(col, _idx(gemm.n - 2))
-                out[(h, j)] = self._load_pairs(batch, row_safe, pair_safe, along_rows, j)
+                out[(h, j)] = self.pair.load_pairs(self.pair.point(batch, row_safe, pair_safe),
+                                                   along_rows, j)
         return out
 
     def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
         tile, gemm = self.tile, self.gemm
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         full_n = gemm.n % tile.n == 0
-        pairs = gemm.n % 2 == 0
-        stored = gemm.epilogue.stored(self.arguments)
+        stored = self.pair.stored
         # 16-byte stores when every output has 2-byte elements and rows are
         # a multiple of 8 elements (16 bytes): see _store_quad.
         wide = gemm.n % 8 == 0 and all(
@@ -805,10 +810,11 @@ class Builder:
                     c_safe = c if full_n else arith.minui(c, _idx(gemm.n - 1))
                     v = llvm.extractvalue(ir.F32Type.get(), acc,
                                           ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
-                    values.append(self._evaluate(
-                        v, batch, row_safe, c_safe, {b: pair[e] for b, pair in loaded.items()}))
+                    values.append(self.pair.evaluate(
+                        v, self.pair.point(batch, row_safe, c_safe),
+                        {b: pair[e] for b, pair in loaded.items()}))
                 if not wide:
-                    self._store(stored, values, batch, row, col, row_ok, full_n, pairs)
+                    self.pair.store(values, batch, row, col, row_ok)
                     continue
                 group.append(values)
                 if len(group) == 4:
@@ -832,8 +838,7 @@ class Builder:
         width = arith.constant(i32, 32)
         bit1 = _cmp("ne", arith.andi(lane, _idx(2)), _idx(0))
         bit0 = _cmp("ne", arith.andi(lane, _idx(1)), _idx(0))
-        rank = len(ir.MemRefType(self.gemm.epilogue.accumulator.type).shape)
-        lead = [batch] if rank == 3 else []
+        lead = [batch] if self.pair.rank == 3 else []
 
         def exchange(m, bit, offset, pairs):
             """One butterfly stage: for each (lo, hi) index pair, the thread
@@ -860,103 +865,9 @@ class Builder:
             m = exchange(m, bit0, 1, [(0, 1), (2, 3)])
             packed = vector.bitcast(ir.VectorType.get([8], element),
                                     vector.from_elements(ir.VectorType.get([4], i32), m))
-
-            def store(buffer=buffer, packed=packed):
-                vector.store(packed, buffer, lead + [row, col], alignment=16)
-            ok = row_ok
-            if not full_n:  # N is a multiple of 8: a vector is all in or all out
-                col_ok = _cmp("ult", col, _idx(self.gemm.n))
-                ok = col_ok if ok is None else arith.andi(ok, col_ok)
-            if ok is None:
-                store()
-            else:
-                _if(ok, store)
-
-    def _load_pairs(self, batch, row, col, along_rows, j):
-        """{buffer: [value at col, value at col + 1]} of the epilogue's inputs
-        that run along the columns (a residual, a bias row), each read with
-        one aligned 2-element load instead of two scalar ones. ``col`` is
-        even and the rows have an even length, so the pair is aligned. An
-        input that does not vary with the row is read once per column pair
-        ``j`` and kept in ``along_rows`` for the thread's other row."""
-        epilogue = self.gemm.epilogue
-        rank = len(ir.MemRefType(epilogue.accumulator.type).shape)
-        point = [batch, row, col] if rank == 3 else [row, col]
-        written = {b for step in epilogue.steps for b in step.outputs} | {epilogue.accumulator}
-        out = {}
-        for step in epilogue.steps:
-            for value, exprs in step.inputs:
-                t = ir.MemRefType(value.type)
-                if value in written or value in out or exprs[-1] != rank - 1 \
-                        or t.shape[-1] % 2:
-                    continue
-                same_rows = rank - 2 not in exprs
-                if same_rows and (value, j) in along_rows:
-                    out[value] = along_rows[(value, j)]
-                    continue
-                indices = [point[d] if d is not None else _idx(0) for d in exprs]
-                vec = vector.load(ir.VectorType.get([2], t.element_type), value, indices,
-                                  alignment=2 * irutil.element_bytes(t.element_type))
-                out[value] = [vector.extract(vec, [], [e]) for e in range(2)]
-                if same_rows:
-                    along_rows[(value, j)] = out[value]
-        return out
-
-    def _evaluate(self, acc_value, batch, row, col, loaded=None):
-        """{buffer: value} of every buffer the epilogue writes, at one point;
-        ``loaded`` holds input values already read there (_load_pairs)."""
-        epilogue = self.gemm.epilogue
-        point = [batch, row, col] if len(ir.MemRefType(epilogue.accumulator.type).shape) == 3 \
-            else [row, col]
-        env = {epilogue.accumulator: acc_value}
-        loaded = loaded or {}
-        for step in epilogue.steps:
-            args = []
-            for value, exprs in step.inputs:
-                if value in env:
-                    args.append(env[value])
-                elif value in loaded:
-                    args.append(loaded[value])
-                else:
-                    indices = [point[d] if d is not None else _idx(0) for d in exprs]
-                    args.append(memref.load(value, indices))
-            args += [acc_value] * len(step.outputs)   # outputs are never read
-            results = clone_body(step.op.regions[0].blocks[0], args, None)
-            for buffer, value in zip(step.outputs, results):
-                env[buffer] = value
-        return env
-
-    def _store(self, stored, values, batch, row, col, row_ok, full_n, pairs, count=2):
-        rank = len(ir.MemRefType(self.gemm.epilogue.accumulator.type).shape)
-        for buffer in stored:
-            element = ir.MemRefType(buffer.type).element_type
-            lead = [batch] if rank == 3 else []
-            if pairs:
-                vec = vector.from_elements(ir.VectorType.get([2], element),
-                                           [values[0][buffer], values[1][buffer]])
-
-                # col is even and so is N: the pair is aligned to its size
-                # (without saying so the store is split into two).
-                align = 2 * irutil.element_bytes(element)
-
-                def store(buffer=buffer, vec=vec, align=align):
-                    vector.store(vec, buffer, lead + [row, col], alignment=align)
-                ok = row_ok
-                if not full_n:
-                    col_ok = _cmp("ult", col, _idx(self.gemm.n))
-                    ok = col_ok if ok is None else arith.andi(ok, col_ok)
-                if ok is None:
-                    store()
-                else:
-                    _if(ok, store)
-                continue
-            for e in range(count):
-                c = arith.addi(col, _idx(e)) if e else col
-                ok = _cmp("ult", c, _idx(self.gemm.n))
-                if row_ok is not None:
-                    ok = arith.andi(ok, row_ok)
-                _if(ok, lambda buffer=buffer, c=c, e=e:
-                    memref.store(values[e][buffer], buffer, lead + [row, c]))
+            # N is a multiple of 8: a vector is all in or all out.
+            store_vector(packed, buffer, lead + [row, col], 16, row_ok, col,
+                         None if full_n else self.gemm.n)
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

@@ -35,13 +35,15 @@ last graph input needs no copy: dnn-io-strides leaves it to this strategy,
 buffer in memory order (``memref.reinterpret_cast``).
 """
 
+import math
 from dataclasses import dataclass, field
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
+from dnnc.codegen.gpu.pair_epilogue import evaluate, store_lanes
+from dnnc.codegen.gpu.vectorize import broadcast_exprs, identity_layout
 
 # Taps unrolled in one thread; a larger window (a global pool) is left to
 # simt-generic.
@@ -215,16 +217,10 @@ def match(fn):
             raise NotAWindowProgram("an allocation the window program does not write")
     if not found.stored(arguments):
         raise NotAWindowProgram("the kernel stores nothing")
-    if _taps(win) > MAX_TAPS:
-        raise NotAWindowProgram(f"a window of {_taps(win)} taps: expected at most {MAX_TAPS}")
+    if math.prod(win) > MAX_TAPS:
+        raise NotAWindowProgram(f"a window of {math.prod(win)} taps: expected at most "
+                                f"{MAX_TAPS}")
     return found
-
-
-def _taps(win):
-    n = 1
-    for w in win:
-        n *= w
-    return n
 
 
 # ----------------------------------------------------------------------------
@@ -391,32 +387,15 @@ class _Emitter:
             if lane:
                 here[1] = arith.addi(point[1], _index(lane))
             value = vector.extract(acc, [], [lane])
-            env = {self.w.acc: value}
-            for step in self.w.steps:
-                args = []
-                for buffer, exprs in step.inputs:
-                    if buffer in env:
-                        args.append(env[buffer])
-                    else:
-                        indices = [here[d] if d is not None else _index(0) for d in exprs]
-                        args.append(memref.load(buffer, indices))
-                args += [value] * len(step.outputs)  # outputs are never read
-                results = clone_body(step.op.regions[0].blocks[0], args,
-                                     lambda dim, here=here: here[dim])
-                for buffer, result in zip(step.outputs, results):
-                    env[buffer] = result
-            out.append(env)
+            out.append(evaluate(self.w.acc, self.w.steps, value, here,
+                                index_of=lambda dim, here=here: here[dim]))
         return out
 
     def store(self, lanes, point):
         for buffer in self.stored:
-            t = ir.MemRefType(buffer.type)
             if self.width > 1 and channel_contiguous(buffer.type, self.width):
                 view, order = _view(buffer)
-                vec = vector.from_elements(self._vec(t.element_type),
-                                           [env[buffer] for env in lanes])
-                vector.store(vec, view, [point[d] for d in order],
-                             alignment=self.width * irutil.element_bytes(t.element_type))
+                store_lanes([env[buffer] for env in lanes], view, [point[d] for d in order])
                 continue
             for lane, env in enumerate(lanes):
                 here = list(point)
