@@ -61,7 +61,7 @@ from dnnc.codegen.gpu import irutil
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import call_counts, declared_strides, is_output, \
     set_argument_type
-from dnnc.passes.dnn_transpose_views import _only_read, _permutation
+from dnnc.passes.dnn_transpose_views import copy_permutation, only_read
 
 RESHAPES = ("memref.expand_shape", "memref.collapse_shape")
 
@@ -89,7 +89,7 @@ def _moves(callee):
     linear order: ``()``), or None when it does anything else."""
     if callee is None:
         return None
-    perm = _permutation(callee)
+    perm = copy_permutation(callee)
     if perm is not None:
         return tuple(perm)
     return () if _reshape_copy(callee) else None
@@ -205,7 +205,7 @@ class _Folder:
         if op.name != "func.call" or op.block != self.body:
             return False
         target = self.functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
-        return target is not None and _only_read(target, index)
+        return target is not None and only_read(target, index)
 
     def fold_input(self, index, arg, strides):
         """Make every copy of input ``index`` a view of it, or none."""

@@ -48,10 +48,10 @@ from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import call_counts, layout_free_reader, set_argument_type
 
 
-def _permutation(callee):
+def copy_permutation(callee):
     """The permutation ``p`` (source dim k is read at output dim p[k]) of a
     kernel that only copies argument 0 into argument 1 through it; None
-    otherwise."""
+    otherwise. Shared with dnn-layout-views."""
     ops = [op.operation for op in irutil.body(callee).operations]
     if len(ops) != 2 or ops[0].name != "linalg.generic" or ops[1].name != "func.return":
         return None
@@ -82,9 +82,9 @@ def _permutation(callee):
     return perm
 
 
-def _only_read(callee, index):
+def only_read(callee, index):
     """True when argument ``index`` of ``callee`` is only an input of its
-    linalg ops."""
+    linalg ops. Shared with dnn-layout-views."""
     arg = irutil.body(callee).arguments[index]
     for use in arg.uses:
         owner = use.owner
@@ -117,7 +117,7 @@ def apply(module):
                 continue
             name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
             callee = functions.get(name)
-            perm = None if callee is None else _permutation(callee)
+            perm = None if callee is None else copy_permutation(callee)
             if perm is None:
                 continue
             source, dest = call.operands
@@ -131,7 +131,7 @@ def apply(module):
             readers = [layout_free_reader(use, functions, calls)
                        for use in dest.uses if use.owner != call]
             if not readers or None in readers or \
-                    not all(_only_read(target, index) for target, index in readers):
+                    not all(only_read(target, index) for target, index in readers):
                 continue
             t = ir.MemRefType(view_type)
             with ir.InsertionPoint(alloc):

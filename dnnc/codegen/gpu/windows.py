@@ -320,7 +320,6 @@ class _Emitter:
     def reduce(self, point, x_view, x_order):
         """The f32 window value of the ``width`` channels at ``point``."""
         w = self.w
-        element = ir.MemRefType(w.x.type).element_type
         nd = len(w.window)
         identity = -float("inf") if w.mode == "max" else 0.0
         vtype = self._vec(self.f32)
