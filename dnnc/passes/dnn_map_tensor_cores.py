@@ -68,8 +68,7 @@ from mlir import ir
 from dnnc.codegen.gpu import gemm as gemm_match
 from dnnc.codegen.gpu import tc_sm80, tc_sm90
 from dnnc.heuristics.config import ATTR, Config, fall_back, hand_over, kernels_of
-from dnnc.heuristics.contraction import (TC80_K_BYTES, TC80_MAX_STAGES, TC80_PAD, TC80_SMEM,
-                                         tc_sm80_configs)
+from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
 
@@ -86,15 +85,17 @@ def tile_of(config):
 
 def sm80_tile_of(config, element):
     """The tc_sm80.Tile a tc-sm80 config describes: a warp per 32 threads;
-    without a tile, 128 x 128 x (64 bytes of ``element``); stages 1 (a
-    config that names none: the ring needs two) is as many as the
-    heuristics would give the tile."""
-    k_default = TC80_K_BYTES // (4 if element == "f32" else 2)
+    without a tile, 128 x 128 x (the K step the heuristics give that many
+    warps); stages 1 (a config that names none: the ring needs two) is as
+    many as the heuristics would give the tile, within sm_80's shared
+    memory (the pass does not know the arch; that budget fits both)."""
+    warps = max(1, config.threads // 32)
+    k_default = tc80_k_bytes(warps) // (4 if element == "f32" else 2)
     m, n, k = (tuple(config.tile) + (128, 128, k_default)[len(config.tile):])[:3]
     stages = config.stages
     if stages == 1:
-        stages = min(TC80_MAX_STAGES, TC80_SMEM // ((m + n) * (TC80_K_BYTES + TC80_PAD)))
-    return tc_sm80.Tile(m, n, k, max(2, stages), max(1, config.threads // 32))
+        stages = tc80_stages(m, n, warps, "sm_80")
+    return tc_sm80.Tile(m, n, k, max(2, stages), warps)
 
 
 def sm80_fallback(found):

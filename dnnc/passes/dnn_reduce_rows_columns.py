@@ -32,9 +32,11 @@ After::
 
     %part = memref.alloc() : memref<4x1024xf32>
     gpu.launch blocks(%g, ...) in (%c4, %c1, %c1) threads(%t, ...) in (%c256, %c1, %c1)
-        workgroup(%slots : memref<16xf32, #gpu.address_space<workgroup>>)
-        dynamic_shared_memory_size %c8192_i32 {
-      ... column sums in shared memory cleared, gpu.barrier ...
+        dynamic_shared_memory_size %c8256_i32 {
+      %raw = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+      %slots = memref.view %raw[%c0][] : ... to memref<16xf32, #gpu.address_space<workgroup>>
+      %sums = memref.view %raw[%c64][] : ... to memref<2048xf32, #gpu.address_space<workgroup>>
+      ... %sums cleared, gpu.barrier ...
       scf.for %r = %first to %end step %c1 {
         ... the row program of row %r: dy and x loaded once, dx stored ...
         ... vector.load / arith.addf / vector.store of the thread's sums ...

@@ -61,7 +61,7 @@ def copy_permutation(callee):
         return None
     if not all(irutil.is_parallel(i) for i in ir.ArrayAttr(generic.attributes["iterator_types"])):
         return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(generic.attributes["indexing_maps"])]
+    maps = irutil.indexing_maps(generic)
     source, dest = maps
     rank = dest.n_dims
     if dest != ir.AffineMap.get_identity(rank) or source.n_dims != rank \
@@ -74,7 +74,7 @@ def copy_permutation(callee):
         perm.append(ir.AffineDimExpr(r).position)
     if sorted(perm) != list(range(rank)) or perm == list(range(rank)):
         return None
-    body = [op.operation for op in generic.regions[0].blocks[0].operations]
+    body = irutil.body_ops(generic)
     block = generic.regions[0].blocks[0]
     if len(body) != 1 or body[0].name != "linalg.yield" \
             or body[0].operands[0] != block.arguments[0]:

@@ -152,7 +152,7 @@ class Shape:
 def _loop_nest(op):
     """(parallel flags, operand exprs, loop extents) of a generic."""
     iterators = [irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"])]
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    maps = irutil.indexing_maps(op)
     if len(op.opview.outputs) != 1:
         raise NotAColumnProgram("a loop nest with several outputs")
     exprs, extents = [], [None] * len(iterators)

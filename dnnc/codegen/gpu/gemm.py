@@ -114,24 +114,16 @@ class Gemm:
         return self.a.element
 
 
-def _maps(op):
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
-
-
 def _iterators(op):
     return ["parallel" if irutil.is_parallel(i) else "reduction"
             for i in ir.ArrayAttr(op.attributes["iterator_types"])]
-
-
-def _body_ops(op):
-    return [o.operation for o in op.regions[0].blocks[0].operations]
 
 
 def _is_zero_fill(op):
     """A generic that only writes a 0.0 constant into its one output."""
     if len(op.operands) != 1 or not all(i == "parallel" for i in _iterators(op)):
         return False
-    body = _body_ops(op)
+    body = irutil.body_ops(op)
     if len(body) != 1 or body[0].name != "linalg.yield":
         return False
     value = irutil.constant_scalar(body[0].operands[0])
@@ -187,7 +179,7 @@ def _contraction_body(op, element):
     """Check the body is acc + ext(a) * ext(b) (no ext for f32 inputs, or
     both f32 inputs rounded to tf32); returns what the multiply sees
     (``Gemm.compute``): "tf32" for the rounded form, else "f32"."""
-    body = _body_ops(op)
+    body = irutil.body_ops(op)
     names = [o.name for o in body]
     if names[-3:] != ["arith.mulf", "arith.addf", "linalg.yield"]:
         raise NotAGemm("the contraction body does not end in a multiply-accumulate")
@@ -225,7 +217,7 @@ def _contraction(op):
             or iterators[-1] != "reduction":
         raise NotAGemm(f"iterators {iterators}: expected [batch,] M, N parallel and K "
                        "reduction, innermost")
-    maps = _maps(op)
+    maps = irutil.indexing_maps(op)
     a_val, b_val, c_val = list(op.operands)
     exprs = []
     for value, amap in zip((a_val, b_val, c_val), maps):
@@ -273,12 +265,12 @@ def _epilogue_step(op, rank, c_shape):
     iterators = _iterators(op)
     if len(iterators) != rank or any(i != "parallel" for i in iterators):
         raise NotAGemm("an op after the contraction is not elementwise over its output")
-    for inner in _body_ops(op):
+    for inner in irutil.body_ops(op):
         if inner.regions and len(inner.regions):
             raise NotAGemm(f"'{inner.name}' with regions in the epilogue")
         if inner.name == "linalg.index":
             raise NotAGemm("the epilogue reads its loop indices")
-    maps = _maps(op)
+    maps = irutil.indexing_maps(op)
     values = list(op.operands)
     block = op.regions[0].blocks[0]
     ins_count = len(op.opview.inputs)

@@ -106,6 +106,24 @@ def memref_geometry(type_):
     return shape, list(strides), offset
 
 
+def memory_order(type_):
+    """The dims of static memref type ``type_`` from outermost to innermost
+    in memory: by decreasing stride, size-1 dims (which never advance)
+    first, ties in logical order."""
+    shape, strides, _ = memref_geometry(type_)
+    return sorted(range(len(shape)), key=lambda d: (shape[d] != 1, -strides[d], d))
+
+
+def indexing_maps(op):
+    """The AffineMaps of a linalg op's ``indexing_maps``."""
+    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+
+
+def body_ops(op):
+    """The operations of the single block of ``op``'s first region."""
+    return [o.operation for o in op.regions[0].blocks[0].operations]
+
+
 def row_major_strides(shape):
     strides, step = [], 1
     for n in reversed(shape):

@@ -39,39 +39,13 @@ Every sum is taken in a fixed order: the same bits on every run. The rows
 launch reads dy and x once and writes dx: 3 passes over the big tensors,
 where a row program and a column program make 5.
 
-Before (a layernorm backward of 64 x 1024 bf16 with dscale and dbias,
-config ``{block = [256, 1, 1], strategy = "simt-reduce-rows-columns",
-tile = [1, 16], vector = 4}``)::
+The IR before and after is in the pass's docstring
+(dnnc/passes/dnn_reduce_rows_columns.py). The row program's warp slots and
+the sums share the dynamic shared memory, slots first.
 
-    linalg.generic ... ins(%x, %mean, %inv) outs(%xhat : memref<64x1024xf32>)
-    ... the row sums of dx, dx stored ...
-    linalg.generic {iterator_types = ["reduction", "parallel"]}
-        ins(%dy, %xhat) outs(%acc : memref<1x1024xf32>)   // dscale
-    linalg.generic ... ins(%acc) outs(%dscale : memref<1x1024xbf16>)
-
-After::
-
-    %part = memref.alloc() : memref<4x1024xf32>
-    gpu.launch blocks(%g, ...) in (%c4, %c1, %c1) threads(%t, ...) in (%c256, %c1, %c1)
-        dynamic_shared_memory_size %c8256_i32 {
-      %raw = gpu.dynamic_shared_memory : memref<?xi8, 3>
-      %slots = memref.view %raw[%c0][] : memref<?xi8, 3> to memref<16xf32, 3>
-      %sums = memref.view %raw[%c64][] : memref<?xi8, 3> to memref<2048xf32, 3>
-      scf.for %c = %t to %c1024 step %c256 { memref.store %zero, %sums[%c] }
-      gpu.barrier
-      scf.for %r = %first to %end step %c1 {
-        ... the row program of row %r ...
-        %s = vector.load %sums[%j] : vector<4xf32>
-        ... arith.addf %s_l, dy_l * xhat_l ...
-        vector.store %s', %sums[%j]
-      }
-      gpu.barrier
-      scf.for %c = %t to %c1024 step %c256 { memref.store %sums[%c], %part[%g, %c] }
-    }
-    gpu.launch ... { ... the G partials of a column summed in order ... }
-
-Anything else raises ``NotARowColumnProgram`` with the reason, before any
-IR is changed; the pass then leaves the kernel to simt-generic.
+A kernel that is not such a program raises ``NotARowColumnProgram`` with
+the reason, before any IR is changed; the pass then leaves the kernel to
+simt-generic.
 
 Lit test: test/lit/passes/dnn_reduce_rows_columns.mlir.
 """
@@ -117,7 +91,7 @@ def _column_ops(fn):
 
 def _column_statement(op, shape):
     """A column reduction as a rowwise Statement over the row program's loops."""
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    maps = irutil.indexing_maps(op)
     exprs = [broadcast_exprs(m) for m in maps]
     rank = len(shape.rows) + 1
     extents = [None] * rank

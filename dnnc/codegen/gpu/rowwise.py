@@ -139,7 +139,7 @@ def _statements(fn, skip=()):
         rank = len(iterators)
         if rank < 2 or not all(irutil.is_parallel(i) for i in iterators[:-1]):
             raise NotARowProgram("a loop nest that is not rows x row")
-        maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        maps = irutil.indexing_maps(op)
         operands = list(op.operands)
         exprs, extents = [], [None] * rank
         for value, amap in zip(operands, maps):

@@ -243,11 +243,10 @@ def physical_order(type_):
     memory. A row-major buffer keeps its order; a strided one (a graph input
     with transposed strides) is sorted by decreasing stride, its size-1
     dims (which never advance) first."""
-    shape, strides, _ = irutil.memref_geometry(type_)
-    rank = len(shape)
+    rank = ir.MemRefType(type_).rank
     if identity_layout(type_) or rank == 0:
         return list(range(rank))
-    return sorted(range(rank), key=lambda d: (shape[d] != 1, -strides[d], d))
+    return irutil.memory_order(type_)
 
 
 def physical_view(type_):

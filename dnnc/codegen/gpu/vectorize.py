@@ -91,7 +91,7 @@ def plan(generic, width):
         return None
     if any(len(r.blocks) != 1 for r in op.regions):
         return None
-    maps = [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+    maps = irutil.indexing_maps(op)
     n_in = len(generic.inputs)
     values = list(generic.inputs) + list(generic.outputs)
     if len(maps) != len(values) or any(m.n_symbols for m in maps):

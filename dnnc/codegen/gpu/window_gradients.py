@@ -44,7 +44,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.windows import NotAWindowProgram, _Emitter, _view
+from dnnc.codegen.gpu.windows import Emitter, NotAWindowProgram, memory_order_view
 
 # x taps one thread of a max window gradient loads (covering windows x
 # taps), all unrolled: 3x3 / 2 takes 36, 3x3 / 1 81; 5x5 / 1 (625) is left
@@ -100,7 +100,7 @@ def _product(ranges):
     return out
 
 
-class GradientEmitter(_Emitter):
+class GradientEmitter(Emitter):
     """A thread's tile of dx (see the module doc)."""
 
     def __init__(self, window, width, threads, stored):
@@ -240,7 +240,7 @@ class GradientEmitter(_Emitter):
     def program(self, linear):
         w = self.w
         if self.width > 1:
-            self.views = {b: _view(b) for b in (w.dy, w.x)}
+            self.views = {b: memory_order_view(b) for b in (w.dy, w.x)}
         tile = self.point(linear)  # [n, c0, q_i...]
         found = self.windows(tile)
         for r in _product(range(s) for s in w.stride):

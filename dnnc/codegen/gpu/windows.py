@@ -42,6 +42,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.gemm import Epilogue, Step
 from dnnc.codegen.gpu.pair_epilogue import evaluate, store_lanes
 from dnnc.codegen.gpu.vectorize import broadcast_exprs, identity_layout
 
@@ -54,15 +55,6 @@ _index = irutil.index
 
 class NotAWindowProgram(Exception):
     """The kernel is not a window reduction with a pointwise epilogue."""
-
-
-@dataclass
-class Step:
-    """One elementwise generic after the window reduction."""
-
-    op: object
-    inputs: list             # (buffer, exprs): exprs per buffer dim: output dim or None
-    outputs: list            # buffers written whole (identity map)
 
 
 @dataclass
@@ -92,29 +84,18 @@ class Window:
 
     def stored(self, arguments):
         """The buffers the kernel writes that are its arguments (outputs)."""
-        out = [self.acc] if self.acc in arguments else []
-        for step in self.steps:
-            out += [v for v in step.outputs if v in arguments and v not in out]
-        return out
-
-
-def _maps(op):
-    return [ir.AffineMapAttr(a).value for a in ir.ArrayAttr(op.attributes["indexing_maps"])]
+        return Epilogue(self.acc, self.steps).stored(arguments)
 
 
 def _parallel_only(op):
     return all(irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"]))
 
 
-def _body_ops(op):
-    return [o.operation for o in op.regions[0].blocks[0].operations]
-
-
 def _fill_value(op):
     """The constant a generic with one output and no input writes, else None."""
     if len(op.opview.inputs) or len(op.operands) != 1 or not _parallel_only(op):
         return None
-    body = _body_ops(op)
+    body = irutil.body_ops(op)
     if len(body) != 1 or body[0].name != "linalg.yield":
         return None
     return irutil.constant_scalar(body[0].operands[0])
@@ -123,15 +104,15 @@ def _fill_value(op):
 def _step(op, shape):
     """The Step of an elementwise generic over ``shape`` after the window."""
     rank = len(shape)
-    if not _parallel_only(op) or len(_maps(op)[0].results) > rank:
+    if not _parallel_only(op) or len(irutil.indexing_maps(op)[0].results) > rank:
         raise NotAWindowProgram("an op after the window reduction is not elementwise")
-    for inner in _body_ops(op):
+    for inner in irutil.body_ops(op):
         if len(inner.regions):
             raise NotAWindowProgram(f"'{inner.name}' with regions after the window reduction")
     block = op.regions[0].blocks[0]
     count = len(op.opview.inputs)
     inputs, outputs = [], []
-    for i, (value, amap) in enumerate(zip(op.operands, _maps(op))):
+    for i, (value, amap) in enumerate(zip(op.operands, irutil.indexing_maps(op))):
         t = ir.MemRefType(value.type)
         exprs = broadcast_exprs(amap)
         if amap.n_dims != rank or exprs is None or len(exprs) != t.rank:
@@ -227,11 +208,7 @@ def match(fn):
 # Layout
 
 
-def physical_order(type_):
-    """The dims of a memref type from outermost to innermost in memory
-    (size-1 dims, which never advance, first; ties keep the logical order)."""
-    shape, strides, _ = irutil.memref_geometry(type_)
-    return sorted(range(len(shape)), key=lambda d: (shape[d] != 1, -strides[d], d))
+physical_order = irutil.memory_order
 
 
 def dense_view(type_):
@@ -272,7 +249,7 @@ def vector_width(window, width):
 # Emission
 
 
-def _view(buffer):
+def memory_order_view(buffer):
     """``buffer`` as an identity-layout memref in memory order (for vector
     accesses), and that order."""
     order, type_ = dense_view(buffer.type)
@@ -285,7 +262,7 @@ def _view(buffer):
     return view, order
 
 
-class _Emitter:
+class Emitter:
     def __init__(self, window, width, threads, stored):
         self.w = window
         self.width = width
@@ -393,7 +370,7 @@ class _Emitter:
     def store(self, lanes, point):
         for buffer in self.stored:
             if self.width > 1 and channel_contiguous(buffer.type, self.width):
-                view, order = _view(buffer)
+                view, order = memory_order_view(buffer)
                 store_lanes([env[buffer] for env in lanes], view, [point[d] for d in order])
                 continue
             for lane, env in enumerate(lanes):
@@ -404,7 +381,7 @@ class _Emitter:
 
     def program(self, linear):
         point = self.point(linear)
-        x_view, x_order = (_view(self.w.x) if self.width > 1 else (self.w.x, None))
+        x_view, x_order = (memory_order_view(self.w.x) if self.width > 1 else (self.w.x, None))
         acc = self.reduce(point, x_view, x_order)
         self.store(self.epilogue(acc, point), point)
 
@@ -416,7 +393,7 @@ def build(fn, window, width, threads):
     the number of blocks."""
     arguments = list(irutil.body(fn).arguments)
     width = vector_width(window, width)
-    kind = _Emitter
+    kind = Emitter
     if window.backward:
         from dnnc.codegen.gpu import window_gradients
 
