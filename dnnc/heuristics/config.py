@@ -29,7 +29,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-reduce": ("block", "vector", "tile", "split"),
           "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
           "simt-reduce-rows-columns": ("block", "vector", "tile"),
-          "simt-window": ("block", "vector"),
+          "simt-window": ("block", "vector", "tile"),
           "tc-sm90": ("block", "tile", "stages", "split"),
           "tc-sm80": ("block", "tile", "stages")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
@@ -48,7 +48,8 @@ class Config:
 
     strategy: str = "simt-generic"
     block: tuple = (256, 1, 1)  # threads per block (x, y, z)
-    tile: tuple = ()            # output tile per block (tensor-core strategies)
+    tile: tuple = ()            # output tile per block (tensor-core strategies); outputs
+    #                             a thread per spatial dim (simt-window)
     stages: int = 1             # shared-memory pipeline depth
     warps: int = 0              # warps per block when not given by block; 0: unused
     vector: int = 1             # elements per vector load/store

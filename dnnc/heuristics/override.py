@@ -12,7 +12,9 @@ plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
 ``block`` (``128`` or ``128x1x1``), ``vector`` (elements per load, a power
 of two; simt-pointwise and simt-reduce), ``unroll`` (vectors per thread;
 simt-pointwise), ``tile`` (rows per block for simt-reduce; ``BMxBNxBK`` for
-tc-sm90 and tc-sm80), ``stages`` (the shared-memory ring's depth; tc-sm90,
+tc-sm90 and tc-sm80; output pixels a thread owns per spatial dim for
+simt-window, ``HxW`` or ``DxHxW``, a shorter one naming the last dims),
+``stages`` (the shared-memory ring's depth; tc-sm90,
 tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
 tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
 each row, 2 to 8, sm_90). Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps
@@ -23,6 +25,7 @@ each row, 2 to 8, sm_90). Switching a kernel to tc-sm80 without a ``block`` give
     main_k0_matmul=tile:128x256x64,stages:4
     main_k0_matmul=tile:128x128x64,split:16
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
+    main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is

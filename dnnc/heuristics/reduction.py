@@ -117,6 +117,10 @@ def simt_reduce(problem, rows, extent):
 # 73 / 74%); 131072: 61 / 59 / 70% (50 / 49 / 65%); 262144: 52 / 52 / 66%
 # (49 / 48 / 63%). Each block holds one row part and waits at two cluster
 # barriers with nothing else to load, so the split pays from 131072 on only.
+# (Those figures are before rowsplit met softmax's and layernorm's two
+# reductions in one exchange, rowmerge.py. A persistent cluster, tile =
+# [rows per cluster], loads its next row during the barrier; it is an
+# override only, ``KERNEL=tile:R``, until measured.)
 MIN_SPLIT_ROW = 65536
 HELD_ELEMENTS = 32
 SPLIT_ARCHS = ("sm_90a",)

@@ -65,7 +65,8 @@ class DnnReduceRows(DnncPass):
                 rows_per_block = config.tile[0] if config.tile else 1
                 try:
                     if config.split > 1:
-                        rowsplit.build(fn, config.vector, config.block[0], config.split)
+                        rowsplit.build(fn, config.vector, config.block[0], config.split,
+                                       rows_per_block)
                     else:
                         rowwise.build(fn, config.vector, config.block[0], rows_per_block)
                 except rowwise.NotARowProgram as why:

@@ -218,6 +218,40 @@ def test_pooling_forward_is_a_window_program(dtype, channels, vector):
     assert [c.strategy for c in rank(pool)][-1] == "simt-generic"
 
 
+def test_pooling_forward_tiles():
+    # 3x3 / 2 overlaps along H and W: 2 x 2 outputs a thread load 25 pixels.
+    attrs = [("mode", "max"), ("stride", (2, 2)), ("window", (3, 3))]
+    pool = problem("pooling", [([32, 64, 112, 112], "bf16")], [([32, 64, 56, 56], "bf16")],
+                   attrs=attrs)
+    configs = rank(pool)
+    assert (configs[0].tile, configs[0].block) == ((2, 2), (256, 1, 1))
+    assert "a thread per 2x2 pixels and 8 channels (200704 threads)" in configs[0].reason
+    assert "overlapping windows: 25 loads for 2x2 outputs, not 36" in configs[0].reason
+    # The tuner's other tiles: one output a thread and 4 x 2.
+    assert [c.tile for c in configs if c.strategy == "simt-window"] == \
+        [(2, 2)] * 3 + [(), (4, 2)]
+    # 2x2 / 2 does not overlap: 2 along H where a thread an output would make
+    # more than a wave (2048 threads x 132 SMs), else one.
+    attrs = [("mode", "avg"), ("stride", (2, 2)), ("window", (2, 2))]
+    big = problem("pooling", [([32, 128, 56, 56], "bf16")], [([32, 128, 28, 28], "bf16")],
+                  attrs=attrs)
+    assert choose(big).tile == (2, 1)
+    assert "401408 threads at one output a thread are more than a wave" in choose(big).reason
+    small = problem("pooling", [([8, 128, 56, 56], "bf16")], [([8, 128, 28, 28], "bf16")],
+                    attrs=attrs)
+    assert choose(small).tile == ()
+    # A 5x5 / 1 tile of 2 x 2 would load 36 pixels: 2 along W alone (30).
+    attrs = [("mode", "max"), ("stride", (1, 1)), ("window", (5, 5))]
+    wide = problem("pooling", [[8, 64, 32, 32]], [[8, 64, 28, 28]], attrs=attrs)
+    assert choose(wide).tile == (1, 2)
+    # A backward's tile is its stride's, not a config field.
+    attrs = [("mode", "max"), ("stride", (2, 2)), ("window", (3, 3))]
+    back = problem("pooling_backward", [([32, 64, 56, 56], "bf16"),
+                                        ([32, 64, 112, 112], "bf16")],
+                   [([32, 64, 112, 112], "bf16")], attrs=attrs)
+    assert all(c.tile == () for c in rank(back))
+
+
 def test_a_global_pool_stays_on_simt_generic():
     pool = problem("pooling", [[8, 64, 14, 14]], [[8, 64, 1, 1]], attrs=[("window", (14, 14))])
     assert choose(pool).strategy == "simt-generic"

@@ -105,8 +105,11 @@ def test_long_rows_loop_and_recompute():
 def test_long_rows_split_over_a_cluster_are_held():
     # 140000 bf16 on sm_90a: a cluster of 8 blocks of 1024 per row, three
     # vectors of 8 a thread (the last one masked past the row's end), held:
-    # x loaded once, one exp per element, no loop; the max and the sum each
-    # exchanged once between the 8 blocks (8 remote loads each).
+    # x loaded once, one exp per element, no loop; the blocks' max and sum
+    # exchanged together, once (8 remote loads each, one cluster barrier
+    # before the one that keeps the blocks until all have read), each
+    # block's sum moved to the row's max (an exp per block) and the held
+    # exps by its own block's factor (one more).
     g = rows_graph("softmax", BF16, 140000, rows=2)
     module = dnnc.graph_mlir.to_module(g)
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
@@ -116,8 +119,48 @@ def test_long_rows_split_over_a_cluster_are_held():
     assert "nvvm.cluster_dim = array<i32: 8, 1, 1>" in text
     assert text.count("scf.for") == 0
     assert text.count("vector.load") == 3
-    assert text.count('"llvm.nvvm.ex2.approx.ftz.f"') == 3 * 8
+    assert text.count('"llvm.nvvm.ex2.approx.ftz.f"') == 3 * 8 + 8 + 1
     assert text.count("nvvm.mapa") == 2 * 8
+    assert text.count("nvvm.cluster.arrive") == 2
+
+
+@pytest.mark.parametrize("op, dtype, exchanges", [
+    ("softmax", BF16, 1), ("log_softmax", F32, 1), ("layernorm", BF16, 1),
+    ("layernorm_training", BF16, 2)])
+def test_split_rows_exchange_their_reductions_once(op, dtype, exchanges):
+    # 131072 on sm_90a: clusters of 8. softmax's max and sum, and a
+    # layernorm's mean and centred squares, meet in one exchange
+    # (rowmerge.py); a layernorm that stores its mean (training) computes it
+    # from the first reduction before the second: two, as before. Each
+    # kernel's blocks meet once more before they leave.
+    if op == "layernorm_training":
+        g = dnnc.Graph(name=op, io_data_type=dtype)
+        x = g.tensor(name="x", dim=[2, 131072])
+        for t in g.layernorm(x, g.tensor(name="scale", dim=[1, 131072]),
+                             g.tensor(name="bias", dim=[1, 131072]), axis=1,
+                             norm_forward_phase="training"):
+            t.set_output(True)
+    else:
+        g = rows_graph(op, dtype, 131072, rows=2)
+    module = dnnc.graph_mlir.to_module(g)
+    compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
+                                                     stop_after="gpu"))
+    assert str(module).count("nvvm.cluster.arrive") == exchanges + 1
+
+
+def test_persistent_clusters_carry_the_next_rows_loads():
+    # tile = [rows per cluster]: 5 rows on 3 clusters (rows c, c + 3), one
+    # row's first vectors loaded up front, the next row's in the loop and
+    # yielded to the next iteration; one exchange a row, slots by parity.
+    module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=5))
+    compiler.compile_module(module, compiler.Options(
+        target="cuda", arch="sm_90a", stop_after="gpu",
+        config="softmax_k0_softmax=tile:2"))
+    text = str(module)
+    assert "blocks in (%c24, %c1, %c1)" in text
+    assert text.count("scf.for") == 1
+    assert "memref<4xf32, #gpu.address_space<workgroup>>" in text  # 2 slots x 2 halves
+    assert text.count("nvvm.cluster.arrive") == 2
 
 
 @needs_ptxas

@@ -11,6 +11,8 @@
   no layout copies, no workspace, a thread per tile of 2 x 2 pixels, its
   loads and a store per pixel 16 bytes wide, no atomics, no spills.
 * A max gradient that would unroll too many taps stays on simt-generic.
+* A ``tile`` override (a forward's outputs a thread) is dropped, its reason
+  saying why: the gradient's tile is its stride's.
 """
 
 import numpy as np
@@ -145,3 +147,12 @@ def test_a_heavily_overlapping_max_gradient_stays_on_simt_generic():
     strategies = [k["strategy"] for k in package.manifest["kernels"]]
     # max: simt-generic's fill and gather loops; avg: a window program each.
     assert strategies == ["simt-generic"] * 2 + [STRATEGY] * 2, strategies
+
+
+def test_a_tile_override_is_dropped_on_a_gradient():
+    package = compiler.compile_cuda(_pool_backward("avg", (2, 64, 8, 8), 2, 2, 0), "sm_90a",
+                                    cache=False, config="*=tile:2x2")
+    (kernel,) = package.manifest["kernels"]
+    assert kernel["strategy"] == STRATEGY and "tile" not in kernel["config"]
+    assert kernel["reason"].startswith("tile 2x2 applies to a forward pool only: dropped; "
+                                       "heuristics: user override tile=")

@@ -2,14 +2,18 @@
 without a GPU.
 
 * Numerics: a window program's launch runs on the CPU (test_colwise's
-  ``emulate_launches``) against the CPU back end, for max (with a fused
+  ``emulate_launches``) against the CPU back end, bit for bit, for max (with a fused
   relu) and average pooling with and without the padding counted, 2-D and
   3-D, NCHW and channels-last, channel counts that take 8-, 4- and 1-wide
-  vectors, f32 / bf16 / f16. A channels-last graph tensor is fed and read
-  as its memory holds it (the CPU executable binds row-major buffers).
+  vectors, f32 / bf16 / f16, with the heuristics' tiles, one output a
+  thread, and tiles that do not divide the output. A channels-last graph
+  tensor is fed and read as its memory holds it (the CPU executable binds
+  row-major buffers).
 * The benchmark's channels-last max pool: one kernel, no layout copies, no
-  workspace; its PTX reads each of the 9 taps as one 16-byte load and
-  stores 8 channels with one; ptxas finds no spills.
+  workspace; a thread's 2 x 2 outputs read the 25 x pixels of their
+  windows as one 16-byte load each and store 8 channels with one each;
+  ptxas finds no spills. A tile the kernel cannot take is dropped, and the
+  kernel's reason says why.
 """
 
 import numpy as np
@@ -41,12 +45,13 @@ def channels_last(dims):
     return strides
 
 
-def emulate(g):
-    """A CpuExecutable of graph ``g`` through the GPU lowering, window
-    programs run as loops; also the strategies the kernels ended with."""
+def emulate(g, config=""):
+    """A CpuExecutable of graph ``g`` through the GPU lowering (with the
+    config override ``config``), window programs run as loops; also the
+    strategies the kernels ended with."""
     module = dnnc.graph_mlir.to_module(g)
     signature = dnnc.cpu.signature_of(module)
-    for stage in pipelines.get("cuda", "sm_90a"):
+    for stage in pipelines.get("cuda", "sm_90a", config=config):
         if stage.name == "gpu":
             break
         run_pipeline(module, stage.pipeline)
@@ -81,7 +86,6 @@ POOLS = [
                            post_padding=[0, 1, 1])),
     ([2, 12, 9, 9], dict(window=[3, 3], stride=[2, 2], padding=[1, 1])),
 ]
-TOLERANCE = {F32: 1e-5, F16: 1e-3, BF16: 8e-3}  # one rounding of the output
 
 
 def pools_graph(dtype, dims, attrs, layout):
@@ -99,26 +103,31 @@ def pools_graph(dtype, dims, attrs, layout):
     return g
 
 
+# Outputs a thread: the heuristics' (2 x 2 where windows overlap), one, and
+# 3 x 1 (2-D) or 2 x 3 x 1 (3-D), which divide none of the outputs' H (or D).
+TILES = ["", "*=tile:1", "*=tile:2x3x1"]
+
+
+@pytest.mark.parametrize("tile", TILES, ids=["heuristics", "tile_1", "tile_ragged"])
 @pytest.mark.parametrize("layout", ["nchw", "nhwc"])
 @pytest.mark.parametrize("dims, attrs", POOLS, ids=["2d_c16", "3d_c7", "2d_c12"])
 @pytest.mark.parametrize("dtype", [F32, BF16, F16], ids=lambda d: d.mlir)
-def test_window_programs_match_the_cpu_back_end(dtype, dims, attrs, layout):
+def test_window_programs_match_the_cpu_back_end(dtype, dims, attrs, layout, tile):
     g = pools_graph(dtype, dims, attrs, layout)
     x = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
     x = x.astype(dtype.numpy).astype(np.float32)
     expected = g.compile(target="cpu")(x=x)
-    run, strategies = emulate(g)
+    run, strategies = emulate(g, tile)
     # One kernel per pool, the relu fused into the max pool's.
     assert list(strategies.values()) == [STRATEGY] * 3, strategies
     if layout == "nhwc":
         got = {k: _from_memory(v) for k, v in run(x=_to_memory(x)).items()}
     else:
         got = run(x=x)
+    # Bit-identical: the taps are folded in the CPU back end's order, in f32,
+    # whatever the tile.
     for name, want in expected.items():
-        e, v = np.asarray(want, np.float64), np.asarray(got[name], np.float64)
-        assert e.shape == v.shape
-        tol = TOLERANCE[dtype] * np.maximum(1.0, np.abs(e))
-        assert np.all(np.abs(v - e) <= tol), (name, np.abs(v - e).max())
+        np.testing.assert_array_equal(np.asarray(got[name]), np.asarray(want), err_msg=name)
 
 
 def maxpool_nhwc(dtype=BF16, dims=(32, 64, 112, 112)):
@@ -140,18 +149,41 @@ def test_channels_last_max_pool_is_one_kernel_without_copies():
     m = package.manifest
     (kernel,) = m["kernels"]
     assert m["workspace_bytes"] == 0
-    # 32 x 56 x 56 pixels x 64 channels / 8 per thread, 256 threads a block.
+    # 32 x 56 x 56 pixels / 2 x 2 a thread x 64 channels / 8 per thread,
+    # 256 threads a block.
     assert (kernel["strategy"], kernel["grid"], kernel["block"]) == \
-        (STRATEGY, [32 * 56 * 56 * 8 // 256, 1, 1], [256, 1, 1])
+        (STRATEGY, [32 * 28 * 28 * 8 // 256, 1, 1], [256, 1, 1])
+    assert kernel["config"]["tile"] == [2, 2]
     ops = [line.split()[0] for line in _entry(package, kernel["entry"]).splitlines()
            if line.startswith("\t")]
-    assert ops.count("ld.global.v4.b32") == 9
-    assert ops.count("st.global.v4.b32") == 1
+    # 5 x 5 x pixels for the 4 windows' 36 taps.
+    assert ops.count("ld.global.v4.b32") == 25
+    assert ops.count("st.global.v4.b32") == 4
     if PTXAS is None:
         return
     resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
     for info in resources.values():
         assert info.spill_stores == 0 and info.spill_loads == 0
+
+
+def test_one_output_a_thread_when_asked():
+    package = compiler.compile_cuda(maxpool_nhwc(), "sm_90a", cache=False, config="*=tile:1")
+    (kernel,) = package.manifest["kernels"]
+    assert kernel["grid"] == [32 * 56 * 56 * 8 // 256, 1, 1]
+    ops = [line.split()[0] for line in _entry(package, kernel["entry"]).splitlines()
+           if line.startswith("\t")]
+    assert ops.count("ld.global.v4.b32") == 9 and ops.count("st.global.v4.b32") == 1
+
+
+def test_a_tile_the_kernel_cannot_take_is_dropped():
+    # 8 x 8 outputs of 3 x 3 / 2 would load 17 x 17 pixels a thread.
+    package = compiler.compile_cuda(maxpool_nhwc(dims=(2, 64, 20, 20)), "sm_90a", cache=False,
+                                    config="*=tile:8x8")
+    (kernel,) = package.manifest["kernels"]
+    assert "tile" not in kernel["config"]
+    assert kernel["reason"].startswith("tile 8x8 loads 289 x pixels a thread: expected at "
+                                       "most 64: one output a thread; heuristics: user "
+                                       "override tile=")
 
 
 def test_nchw_threads_run_along_w():

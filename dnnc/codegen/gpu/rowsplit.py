@@ -28,6 +28,27 @@ and how a reduction ends:
    cluster barrier once more, and waits on it before exiting; the stores of
    the output lie in between.
 
+4. **Merge** (rowmerge.py): where a second reduction reads the first's
+   result in a form rowmerge knows (softmax's sum of exp(x - max), a
+   layernorm's sum of (x - mean)^2), the first ends with the block's
+   partial, the second folds around it, and one exchange carries both
+   partials (slots ``k`` and ``k + 1``): one cluster barrier a row where
+   there were two. The first's row value stands in a placeholder until the
+   exchange gives it; the held full-row values that the second evaluated
+   around the block's own value are moved to the row's (scaled, shifted)
+   or evaluated again.
+5. **Persist** (``rows`` > 1, config ``tile = [rows]``): ``ceil(R / rows)``
+   clusters, cluster ``c`` on rows ``c, c + clusters, ...`` in an
+   ``scf.for``. A held row's first vectors of the next row (up to
+   AHEAD_ELEMENTS of the streamed inputs a thread; the rest at the start of
+   the row) are loaded before the current row's reductions and carried to
+   the next iteration, so that they are in flight while the blocks meet at
+   the barrier and store; the last row of a cluster loads itself again.
+   The rows use the two halves of the exchange slots in turn: a block
+   writes a row's slots only after the next row's first barrier, which
+   every block reaches after its reads of the row before, so one barrier a
+   row suffices; the blocks meet once more after the loop (step 3).
+
 Per-row scalar results (a norm's mean and rstd) are stored by rank 0's
 first thread. The cluster shape is the kernel's own: the launch carries
 ``clusters in (C, 1, 1)``, which dnn-kernel-clusters turns into the
@@ -44,15 +65,19 @@ After::
         workgroup(%smem : memref<32xf32, 3>, %exchange : memref<2xf32, 3>) {
       %row = arith.divui %b, %c4
       %lane = %t + (%b mod 4) * 512
-      ... loads of the thread's 4 vectors, the max: folds, shuffles, %smem ...
+      ... loads of the thread's 4 vectors; the block's max: folds, shuffles,
+      %smem; the block's sum of exp(x - its max) ...
       memref.store %max_block, %exchange[%c0]          // thread 0
+      memref.store %sum_block, %exchange[%c1]
       nvvm.cluster.arrive
       nvvm.cluster.wait
       %p0 = nvvm.mapa %slot0, %c0_i32 : !llvm.ptr<3> -> !llvm.ptr<7>
       %m0 = llvm.load %p0 : !llvm.ptr<7> -> f32
-      ... the 4 partials combined in rank order; the same for the sum ...
+      ... the 4 max and 4 sum partials ...
       nvvm.cluster.arrive                              // done reading
-      ... the output stored from registers ...
+      ... the row's max, in rank order; its sum, of each block's sum times
+      exp(block max - row max); the held exps times their block's factor;
+      the output stored from registers ...
       nvvm.cluster.wait
     }
 
@@ -60,13 +85,18 @@ Lit test: test/lit/passes/dnn_reduce_rows_split.mlir.
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf
+from mlir.dialects import arith, gpu, llvm, math, memref, nvvm, scf, vector
 
-from dnnc.codegen.gpu import irutil, rowwise
+from dnnc.codegen.gpu import irutil, loops, rowmerge, rowwise
 
 # Blocks a cluster may have without the non-portable attribute (which the
 # runtime would have to set on the kernel before launching it).
 MAX_CLUSTER = 8
+# Elements of the streamed inputs a thread of a persistent cluster loads
+# for the next row during the current one.
+AHEAD_ELEMENTS = 8
+# Two reductions of the forms rowmerge.py knows in one exchange.
+MERGE = True
 
 _index = irutil.index
 _WORKGROUP = "#gpu.address_space<workgroup>"
@@ -76,59 +106,244 @@ class _SplitRow(rowwise._Row):
     """rowwise._Row over a row dealt to ``cluster`` blocks: a reduction ends
     with the exchange of the blocks' partials."""
 
-    def __init__(self, shape, width, threads, cluster, smem, exchange, outputs, last_writes,
-                 registers):
-        super().__init__(shape, width, threads, 1, smem, outputs, last_writes, registers)
-        self.cluster, self.exchange = cluster, exchange
+    def __init__(self, shape, width, threads, cluster, smem, exchange, slots, program,
+                 registers, merge=True):
+        super().__init__(shape, width, threads, 1, smem, program.outputs, program.last_writes,
+                         registers)
+        self.program = program
+        self.merge = merge  # two reductions in one exchange where rowmerge finds them
+        self.pending = None  # the first of a merge: (Merge, combining op, init, block partial,
+        #                      placeholder, block value, memo keys before the second)
+        self.subst = None  # (placeholder, value) while the second folds
+        self.placeholders = []  # (placeholder, the row's value)
+        self.cluster, self.exchange, self.slots = cluster, exchange, slots
         self.per_row = threads * cluster
         self.held = self.chunks * width <= registers
         self.exchanges = 0
+        self.parity = None  # persistent clusters: which half of the slots a row uses
         self.marks = []  # one op after each exchange's reads
 
     def start(self, block, thread):
+        """Rank, lane and cluster of the block; the program runs on the
+        cluster's row (one row per cluster)."""
         rank = arith.remui(block, _index(self.cluster))
         lane = arith.addi(arith.muli(rank, _index(self.in_block)), thread)
-        self.at(arith.divui(block, _index(self.cluster)), lane, thread)
+        self.cluster_id = arith.divui(block, _index(self.cluster))
+        self.at(self.cluster_id, lane, thread)
         i64 = ir.IntegerType.get_signless(64)
         # The exchange slots' shared::cta address, which mapa translates to
         # the same slots of another block of the cluster.
         self.exchange_at = arith.index_cast(
             i64, memref.extract_aligned_pointer_as_index(self.exchange))
 
-    def across_threads(self, name, value):
-        value = super().across_threads(name, value)
-        slot = self.exchanges
-        self.exchanges += 1
+    # -- persistent clusters -------------------------------------------------
+
+    def _load(self, streamed, positions, row):
+        """The 16-byte vectors of row ``row`` of the ``streamed`` inputs at
+        the thread's ``positions``, chunk by chunk."""
+        keep = self.row_index
+        self.row_index = loops.delinearize(row, list(self.shape.rows))
+        out = []
+        for j, _ in positions:
+            for buffer, exprs in streamed:
+                elt = ir.MemRefType(buffer.type).element_type
+                out.append(vector.load(ir.VectorType.get([self.width], elt), buffer,
+                                       self.indices(exprs, j),
+                                       alignment=self.width * irutil.element_bytes(elt)))
+        self.row_index = keep
+        return out
+
+    def persist(self, streamed, program, clusters, ahead):
+        """Run ``program()`` on rows ``c, c + clusters, ...`` of cluster
+        ``c``. Held rows: the first vectors of the next row, up to ``ahead``
+        elements of the streamed inputs a thread, are loaded during the
+        current row, so that they are in flight while the blocks meet at
+        the current row's barriers and store its output; the rest at the
+        start of the row."""
+        count = self.shape.count
+        positions = [self.position(_index(c), whole=(c + 1) * self.per_row * self.width
+                                   <= self.shape.n) for c in range(self.chunks)]
+        early = 0
+        if self.held:
+            early = min(len(positions), ahead // (self.width * max(1, len(streamed))))
+        first = self._load(streamed, positions[:early], self.cluster_id)
+        loop = scf.ForOp(self.cluster_id, _index(count), _index(clusters), first + [_index(0)])
+        with ir.InsertionPoint(loop.body):
+            row = loop.induction_variable
+            carried = list(loop.inner_iter_args)
+            rest = self._load(streamed, positions[early:], row) if self.held else []
+            # The last row of the cluster loads itself again (from L2)
+            # rather than branch around the loads.
+            after = arith.addi(row, _index(clusters))
+            after = arith.select(arith.cmpi(arith.CmpIPredicate.ult, after, _index(count)),
+                                 after, row)
+            next_early = self._load(streamed, positions[:early], after)
+            self.at(row, self.lane, self.local)
+            self.parity = carried[-1]
+            if self.held:
+                self.vectors = []
+                vectors = iter(carried[:-1] + rest)
+                for j, inside in positions:
+                    memo = {}
+                    for buffer, exprs in streamed:
+                        vec = next(vectors)
+                        memo[rowwise._key(buffer, exprs)] = [
+                            vector.extract(vec, [], [k]) for k in range(self.width)]
+                    self.vectors.append((j, inside, memo))
+            program()
+            scf.YieldOp(next_early + [arith.subi(_index(1), self.parity)])
+        # No block leaves while another may read its slots.
+        nvvm.cluster_arrive(aligned=True)
+        nvvm.cluster_wait(aligned=True)
+
+    # -- reductions ----------------------------------------------------------
+
+    def _slot(self, k):
+        """The index of exchange slot ``k`` of the current row."""
+        if self.parity is None:
+            return _index(k)
+        return arith.addi(arith.muli(self.parity, _index(self.slots)), _index(k))
+
+    def exchange_partials(self, values):
+        """Write the block's partials ``values`` to its next exchange slots,
+        meet the cluster at its barrier, and read every block's: per value,
+        the C partials in rank order."""
+        base = self.exchanges
+        self.exchanges += len(values)
         first = arith.cmpi(arith.CmpIPredicate.eq, self.local, _index(0))
         guard = scf.IfOp(first)
         with ir.InsertionPoint(guard.then_block):
-            memref.store(value, self.exchange, [_index(slot)])
+            for k, value in enumerate(values):
+                memref.store(value, self.exchange, [self._slot(base + k)])
             scf.YieldOp([])
         # Every thread of every block gets here (a row has no guard: the
-        # grid is exactly rows x C), all its warps converged: .aligned.
+        # grid is exactly rows x C, or a persistent cluster's blocks share
+        # their rows), all its warps converged: .aligned.
         nvvm.cluster_arrive(aligned=True)
         nvvm.cluster_wait(aligned=True)
         i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
-        address = arith.addi(self.exchange_at, arith.constant(i64, 4 * slot))
-        local = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), address)
-        total = None
-        for rank in range(self.cluster):  # fixed order: the same sum in every block
-            remote = nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), local, arith.constant(i32, rank))
-            part = llvm.load(value.type, remote)
-            total = part if total is None else rowwise.combine(name, total, part)
+        out = []
+        for k, value in enumerate(values):
+            offset = arith.muli(arith.index_cast(i64, self._slot(base + k)),
+                                arith.constant(i64, 4))
+            local = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"),
+                                  arith.addi(self.exchange_at, offset))
+            parts = []
+            for rank in range(self.cluster):
+                remote = nvvm.mapa(ir.Type.parse("!llvm.ptr<7>"), local,
+                                   arith.constant(i32, rank))
+                parts.append(llvm.load(value.type, remote))
+            out.append(parts)
         self.marks.append(llvm.mlir_undef(i32).owner.operation)
+        return out
+
+    # -- two reductions, one exchange (rowmerge.py) --------------------------
+
+    def lanes(self, buffer, exprs, j, memo, state=None):
+        values = super().lanes(buffer, exprs, j, memo, state)
+        if self.subst is None:
+            return values
+        placeholder, value = self.subst
+        return [value if v == placeholder else v for v in values]
+
+    def reduce(self, stmt, stored):
+        if self.pending is not None and stmt is self.pending[0].second:
+            return self._second(stmt, stored)
+        merge = None
+        if self.merge and not stored:
+            merge = rowmerge.plan(self.program.statements, stmt, self.outputs,
+                                  self.last_writes, self.program.args, self.ragged)
+        if merge is None:
+            return super().reduce(stmt, stored)
+        # The first: the block's partial only; the row's value, which the
+        # exchange of the second gives, stands in a placeholder meanwhile.
+        name, partial = self.fold(stmt)
+        partial = rowwise._Row.across_threads(self, name, partial)
+        out = stmt.operands[-1]
+        init = self.lanes(out, stmt.exprs[-1], _index(0), {})[0]
+        placeholder = llvm.mlir_undef(partial.type)
+        self.state[out] = ("scalar", placeholder)
+        if merge.kind == "shifted":
+            local = rowwise.combine(name, init, partial)
+        else:
+            local = rowmerge.block_sum(init, partial, self.cluster)
+        seen = [set(memo) for _, _, memo in self.vectors or []]
+        self.pending = (merge, name, init, partial, placeholder, local, seen)
+
+    def _second(self, stmt, stored):
+        merge, first_name, init, partial, placeholder, local, seen = self.pending
+        self.pending = None
+        # The second folds around the block's own value of the first.
+        self.subst = (placeholder, local)
+        name, mine = self.fold(stmt)
+        mine = rowwise._Row.across_threads(self, name, mine)
+        self.subst = None
+        firsts, seconds = self.exchange_partials([partial, mine])
+        if merge.kind == "shifted":
+            value, total, _ = rowmerge.shifted_total(merge, init, firsts, seconds,
+                                                         first_name)
+        else:
+            n = self.shape.n // self.cluster
+            value, total = rowmerge.centred_total(merge, init, firsts, seconds, self.cluster, n)
+        self.placeholders.append((placeholder, value))
+        # What the block holds of the full-row values evaluated around its
+        # own first moves to the row's (merge.scaled: a shifted sum's
+        # exp(a - g(m)) by the factor of its sum, centred squares' a - mean
+        # by the difference of the means); anything else is evaluated again.
+        move = None
+        for (_, _, memo), before in zip(self.vectors or [], seen):
+            for key in [k for k in memo if k not in before and not isinstance(k, tuple)]:
+                if merge.scaled is None or key != id(merge.scaled):
+                    del memo[key]
+                    continue
+                if move is None:
+                    move = self._move(merge, local, mine, value)
+                memo[key] = [move(v) for v in memo[key]]
+        out = stmt.operands[-1]
+        init2 = self.lanes(out, stmt.exprs[-1], _index(0), {})[0]
+        result = rowwise.combine(name, init2, total)
+        self.state[out] = ("scalar", result)
+        if stored:
+            self.store_scalar(out, stmt.exprs[-1], result)
+
+    @staticmethod
+    def _move(merge, local, mine, value):
+        """The map from a value of merge.scaled evaluated around the block's
+        own first (``local``; ``mine``, the block's second) to the row's
+        (``value``, the row's first)."""
+        f32 = mine.type
+        zero = arith.constant(f32, ir.FloatAttr.get(f32, 0.0))
+        if merge.kind == "centred":
+            delta = arith.subf(merge.at(local), merge.at(value))
+            return lambda v: arith.addf(v, delta)
+        # 0 where the block's sum is (every term 0), whatever the factor.
+        factor = math.exp(arith.subf(merge.at(local), merge.at(value)))
+        factor = arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, mine, zero), zero, factor)
+        return lambda v: arith.mulf(v, factor)
+
+    def across_threads(self, name, value):
+        value = super().across_threads(name, value)
+        total = None
+        for part in self.exchange_partials([value])[0]:  # fixed order: the same in every block
+            total = part if total is None else rowwise.combine(name, total, part)
         return total
 
     def finish(self):
         """The arrival after the last reads of another block's shared
         memory, and the wait for every block's before the kernel ends (at
-        the current insertion point)."""
-        if self.marks:
+        the current insertion point); none in a persistent cluster's loop,
+        whose slots alternate from row to row."""
+        if self.marks and self.parity is None:
             with ir.InsertionPoint(self.marks[-1]):
                 nvvm.cluster_arrive(aligned=True)
             nvvm.cluster_wait(aligned=True)
         for mark in self.marks:
             mark.erase()
+        self.marks = []
+        for placeholder, value in self.placeholders:
+            placeholder.replace_all_uses_with(value)
+            placeholder.owner.erase()
+        self.placeholders = []
 
 
 def _cluster_launch(blocks, threads, cluster, attributions):
@@ -151,39 +366,58 @@ def _cluster_launch(blocks, threads, cluster, attributions):
     return launch, block
 
 
-def build(fn, width, threads, cluster, registers=rowwise.REGISTER_ELEMENTS):
+def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMENTS,
+          ahead=None, merge=None):
     """Replace kernel ``fn``'s body by its split-row program: one gpu.launch
-    of ``cluster`` blocks of ``threads`` per row, in clusters. A thread holds
-    its part of the row in registers when that is at most ``registers``
-    elements. rowwise.NotARowProgram (nothing changed) when it is not a row
-    program or the split does not fit."""
+    of ``cluster`` blocks of ``threads`` per ``rows`` rows, in clusters (a
+    persistent cluster where ``rows`` > 1: one row after another, the next
+    row's inputs loaded during the current row). A thread holds its part of
+    the row in registers when that is at most ``registers`` elements.
+    rowwise.NotARowProgram (nothing changed) when it is not a row program or
+    the split does not fit."""
     p = rowwise.program_of(fn, width)
     if threads % rowwise.WARP or threads > 1024:
         raise rowwise.NotARowProgram(f"{threads} threads per block")
     if not 2 <= cluster <= MAX_CLUSTER:
         raise rowwise.NotARowProgram(f"a cluster of {cluster} blocks: expected 2 to "
                                      f"{MAX_CLUSTER}")
+    if rows < 1:
+        raise rowwise.NotARowProgram(f"{rows} rows per cluster")
     reductions = sum(1 for s in p.statements if s.reduction)
+    clusters = -(-p.shape.count // rows)
+    persistent = clusters < p.shape.count
     f32 = ir.F32Type.get()
     space = ir.Attribute.parse(_WORKGROUP)
     smem_type = ir.MemRefType.get([max(1, reductions * threads // rowwise.WARP)], f32,
                                   memory_space=space)
-    exchange_type = ir.MemRefType.get([max(1, reductions)], f32, memory_space=space)
-    blocks = p.shape.count * cluster
+    # A persistent cluster's rows use the two halves of the slots in turn.
+    slots = max(1, reductions)
+    exchange_type = ir.MemRefType.get([slots * (2 if persistent else 1)], f32,
+                                      memory_space=space)
+    blocks = clusters * cluster
     with ir.InsertionPoint(p.first), fn.location:
         launch, block = _cluster_launch(blocks, threads, cluster, [smem_type, exchange_type])
         smem, exchange = list(block.arguments)[18:]
-        row = _SplitRow(p.shape, width, threads, cluster, smem, exchange, p.outputs,
-                        p.last_writes, registers)
+        row = _SplitRow(p.shape, width, threads, cluster, smem, exchange, slots, p, registers,
+                        MERGE if merge is None else merge)
+        streamed = rowwise._streamed(p.statements, p.args)
+
+        def program():
+            for s in p.statements:
+                row.run(s)
+            row.finish()
+
         try:
             with ir.InsertionPoint(block):
                 terminator = gpu.TerminatorOp()
             with ir.InsertionPoint(terminator):
                 row.start(block.arguments[0], block.arguments[3])
-                row.load_row(rowwise._streamed(p.statements, p.args))
-                for s in p.statements:
-                    row.run(s)
-                row.finish()
+                if persistent:
+                    row.persist(streamed, program, clusters,
+                                AHEAD_ELEMENTS if ahead is None else ahead)
+                else:
+                    row.load_row(streamed)
+                    program()
         except rowwise.NotARowProgram:
             launch.erase()
             raise

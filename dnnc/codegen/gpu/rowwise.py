@@ -447,16 +447,21 @@ class _Row:
             memref.store(value, buffer, self.indices(exprs, _index(0)))
             scf.YieldOp([])
 
-    def reduce(self, stmt, stored):
+    def fold(self, stmt):
+        """(combining op, the thread's partial) of reduction ``stmt`` over
+        the thread's vectors."""
         name, identity = combiner(stmt.op)
-        out = stmt.operands[-1]
-        elt = ir.MemRefType(out.type).element_type
+        elt = ir.MemRefType(stmt.operands[-1].type).element_type
 
-        def fold(acc, j, inside, memo):
+        def step(acc, j, inside, memo):
             folded = self.evaluate(stmt, j, memo, acc=acc)
             return folded if inside is None else arith.select(inside, folded, acc)
 
-        partial = self.sweep(fold, arith.constant(elt, ir.FloatAttr.get(elt, identity)))
+        return name, self.sweep(step, arith.constant(elt, ir.FloatAttr.get(elt, identity)))
+
+    def reduce(self, stmt, stored):
+        name, partial = self.fold(stmt)
+        out = stmt.operands[-1]
         total = self.across_threads(name, partial)
         init = self.lanes(out, stmt.exprs[-1], _index(0), {})[0]
         value = combine(name, init, total)

@@ -44,7 +44,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.windows import Emitter, NotAWindowProgram, memory_order_view
+from dnnc.codegen.gpu.windows import Emitter, NotAWindowProgram, memory_order_view, product
 
 # x taps one thread of a max window gradient loads (covering windows x
 # taps), all unrolled: 3x3 / 2 takes 36, 3x3 / 1 81; 5x5 / 1 (625) is left
@@ -91,13 +91,6 @@ def check(window):
     if taps > MAX_GATHER_TAPS:
         raise NotAWindowProgram(f"a window gradient of {taps} taps a thread: expected at most "
                                 f"{MAX_GATHER_TAPS}")
-
-
-def _product(ranges):
-    out = [[]]
-    for r in ranges:
-        out = [o + [k] for o in out for k in r]
-    return out
 
 
 class GradientEmitter(Emitter):
@@ -149,7 +142,7 @@ class GradientEmitter(Emitter):
             rows.append(start)
         best = self._read(w.x, lead + rows)
         arg = vector.broadcast(vi, arith.index_cast(self.i32, flat))
-        for number, tap in enumerate(_product(range(size) for size in w.window)):
+        for number, tap in enumerate(product(range(size) for size in w.window)):
             if number == 0 and not any(w.pre):
                 continue  # without padding, the first real tap is tap 0: best
             rows, real = [], None
@@ -197,7 +190,7 @@ class GradientEmitter(Emitter):
         vf, vi = self._vec(self.f32), self._vec(self.i32)
         lead = tile[:2]
         found = {}
-        for j in _product(range(c) for c in covering(w.window, w.stride)):
+        for j in product(range(c) for c in covering(w.window, w.stride)):
             outs, ok = [], None
             for i, back in enumerate(j):
                 o = arith.subi(tile[2 + i], _index(back)) if back else tile[2 + i]
@@ -243,7 +236,7 @@ class GradientEmitter(Emitter):
             self.views = {b: memory_order_view(b) for b in (w.dy, w.x)}
         tile = self.point(linear)  # [n, c0, q_i...]
         found = self.windows(tile)
-        for r in _product(range(s) for s in w.stride):
+        for r in product(range(s) for s in w.stride):
             rows, inside = [], None
             for i, k in enumerate(r):
                 h = arith.muli(tile[2 + i], _index(w.stride[i]))

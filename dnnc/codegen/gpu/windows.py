@@ -1,6 +1,7 @@
 """The simt-window strategy: a pooling kernel (a window reduction with its
-pointwise epilogue) as one ``gpu.launch`` whose threads each own an output
-pixel and a group of channels, and loop over the window (dnn-pool-windows).
+pointwise epilogue) as one ``gpu.launch`` whose threads each own a tile of
+output pixels and a group of channels, and loop over the windows
+(dnn-pool-windows).
 
 What the kernel is made of, after bufferization (dnnc/codegen/linalg/
 pooling.py's forward lowering, then dnn-fuse's epilogue)::
@@ -15,19 +16,27 @@ pooling.py's forward lowering, then dnn-fuse's epilogue)::
 1. **Mapping.** The output's dims are walked in the memory order of x
    (``physical_order``: N, H, W, C for channels-last, N, C, H, W for NCHW),
    innermost fastest, so that consecutive threads read consecutive
-   addresses. When C is x's contiguous dim each thread owns ``vector``
-   consecutive channels (16 bytes) and every tap is one vector load; when it
-   is not (NCHW), ``vector`` is 1 and the threads run along W.
-2. **Window loop**, unrolled at compile time (at most ``MAX_TAPS`` taps, all
-   loads in flight): tap t reads input row h = o * s + t - pre when
-   0 <= h < in on every spatial dim, else contributes the identity (-inf,
-   0), which is the op's padding semantics; accumulation is in f32. A tap
-   that may fall on padding still loads, from its row clamped into x, and
-   a select drops the value: no branches, so a thread's loads issue back to
-   back rather than one branch's latency after another's.
-3. **Epilogue**, per channel: the steps' bodies are cloned on the f32 value
-   (the avg divisor is one of them: it reads the output's indices), and each
-   kernel output is stored, as one vector where its C is contiguous too.
+   addresses. A thread owns a tile of ``tile`` output pixels (per spatial
+   dim: 2 x 2 from the heuristics for 3x3 / 2, dnnc/heuristics/window.py)
+   and, when C is x's contiguous dim, ``vector`` consecutive channels (16
+   bytes; every x pixel is one vector load); when it is not (NCHW),
+   ``vector`` is 1 and the threads run along W.
+2. **Loads**, unrolled at compile time, all in flight: the tile's windows
+   read x pixel u * s + t - pre (output u of the tile, tap t) per spatial
+   dim, and windows that overlap share pixels, each loaded once (3x3 / 2's
+   2 x 2 outputs: 25 pixels for 36 taps). A pixel on padding (outside x on
+   some dim) contributes the identity (-inf, 0), which is the op's padding
+   semantics: it still loads, from its row clamped into x, and a select
+   drops the value: no branches, so a thread's loads issue back to back
+   rather than one branch's latency after another's.
+3. **Windows**, per output of the tile: its taps (at most ``MAX_TAPS``)
+   folded in row-major order from the identity, in f32: the CPU back end's
+   order, so the results are bit-identical to it whatever the tile.
+4. **Epilogue**, per output and channel: the steps' bodies are cloned on
+   the f32 value (the avg divisor is one of them: it reads the output's
+   indices), and each kernel output is stored, as one vector where its C is
+   contiguous too. Where the tile does not divide the output the last
+   tile's outputs past the end skip their epilogue and store (a guard).
 
 x and the outputs are read and written in their own strides (a channels-
 last graph input needs no copy: dnn-io-strides leaves it to this strategy,
@@ -45,6 +54,7 @@ from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.gemm import Epilogue, Step
 from dnnc.codegen.gpu.pair_epilogue import evaluate, store_lanes
 from dnnc.codegen.gpu.vectorize import broadcast_exprs, identity_layout
+from dnnc.heuristics.window import spatial_tile
 
 # Taps unrolled in one thread; a larger window (a global pool) is left to
 # simt-generic.
@@ -249,6 +259,14 @@ def vector_width(window, width):
 # Emission
 
 
+def product(ranges):
+    """Every index tuple of ``ranges``, row-major (the last fastest)."""
+    out = [[]]
+    for r in ranges:
+        out = [o + [k] for o in out for k in r]
+    return out
+
+
 def memory_order_view(buffer):
     """``buffer`` as an identity-layout memref in memory order (for vector
     accesses), and that order."""
@@ -263,16 +281,22 @@ def memory_order_view(buffer):
 
 
 class Emitter:
-    def __init__(self, window, width, threads, stored):
+    def __init__(self, window, width, threads, stored, tile=()):
         self.w = window
         self.width = width
         self.threads = threads
         self.stored = stored
         self.f32 = ir.F32Type.get()
         shape = window.out_shape
-        # Counts per output dim, channels grouped by the vector.
+        # Outputs a thread owns per spatial dim (no more than the dim holds).
+        self.tile = [min(t, n) for t, n in zip(spatial_tile(tile, len(window.window)),
+                                                shape[2:])]
+        # Counts per output dim: channels grouped by the vector, spatial
+        # dims by the tile.
         self.counts = list(shape)
         self.counts[1] //= width
+        for i, t in enumerate(self.tile):
+            self.counts[2 + i] = -(-shape[2 + i] // t)
         self.order = physical_order(window.x.type)
         self.total = 1
         for c in self.counts:
@@ -294,51 +318,64 @@ class Emitter:
             point[1] = arith.muli(point[1], _index(self.width))
         return point
 
-    def reduce(self, point, x_view, x_order):
-        """The f32 window value of the ``width`` channels at ``point``."""
+    def _identity(self):
+        """The window's identity as a vector: -inf (max), 0 (avg)."""
+        vtype = self._vec(self.f32)
+        value = -float("inf") if self.w.mode == "max" else 0.0
+        return arith.constant(vtype, ir.DenseElementsAttr.get_splat(
+            vtype, ir.FloatAttr.get(self.f32, value)))
+
+    def _row(self, i, origin, offset):
+        """(row, inside) of x row ``origin * s + offset - pre`` of spatial
+        dim ``i`` (``origin``: the tile's first output there): the row
+        clamped into x and the predicate that it is inside, unless it is
+        inside in every tile (then itself and None). A negative row wraps to
+        a huge unsigned value, so one unsigned compare checks both ends."""
+        w = self.w
+        h = arith.muli(origin, _index(w.stride[i]))
+        shift = offset - w.pre[i]
+        if shift:
+            h = arith.addi(h, _index(shift)) if shift > 0 else arith.subi(h, _index(-shift))
+        size = w.in_shape[2 + i]
+        last = (self.counts[2 + i] - 1) * self.tile[i] * w.stride[i] + shift
+        if offset >= w.pre[i] and last < size:
+            return h, None
+        inside = arith.cmpi(arith.CmpIPredicate.ult, h, _index(size))
+        return arith.minui(h, _index(size - 1)), inside
+
+    def gather(self, origin, x_view, x_order):
+        """{input offset: f32 vector} of every x pixel the tile's windows
+        read, each loaded once: offset e_i = u_i * s_i + t_i of output u and
+        tap t. A pixel on padding loads from a row clamped into x and a
+        select turns it into the identity (-inf, 0): no branch, so all the
+        tile's loads are in flight at once."""
         w = self.w
         nd = len(w.window)
-        identity = -float("inf") if w.mode == "max" else 0.0
-        vtype = self._vec(self.f32)
-        acc = arith.constant(vtype, ir.DenseElementsAttr.get_splat(
-            vtype, ir.FloatAttr.get(self.f32, identity)))
-        taps = [[]]
-        for size in w.window:
-            taps = [t + [k] for t in taps for k in range(size)]
-        skip = arith.constant(vtype, ir.DenseElementsAttr.get_splat(
-            vtype, ir.FloatAttr.get(self.f32, identity)))
-        for tap in taps:
-            rows, ok = [], None
-            for i in range(nd):
-                # Input row of this tap; a negative one wraps to a huge
-                # unsigned value, so one unsigned compare checks both ends.
-                h = arith.muli(point[2 + i], _index(w.stride[i]))
-                shift = tap[i] - w.pre[i]
-                if shift:
-                    h = arith.addi(h, _index(shift)) if shift > 0 else \
-                        arith.subi(h, _index(-shift))
-                size = w.in_shape[2 + i]
-                if tap[i] >= w.pre[i] and self._fits(i, tap[i]):
-                    rows.append(h)  # inside x for every output
-                    continue
-                # Every tap loads, from a row clamped into x where it is
-                # padding (its value then dropped): no branch, so all the
-                # window's loads are in flight at once.
-                inside = arith.cmpi(arith.CmpIPredicate.ult, h, _index(size))
-                ok = inside if ok is None else arith.andi(ok, inside)
-                rows.append(arith.minui(h, _index(size - 1)))
-            v = self.load(w.x, [point[0], point[1]] + rows, x_view, x_order)
-            if ok is not None:
-                v = arith.select(ok, v, skip)
+        offsets = [sorted({u * w.stride[i] + t for u in range(self.tile[i])
+                           for t in range(w.window[i])}) for i in range(nd)]
+        rows = [{e: self._row(i, origin[2 + i], e) for e in offsets[i]} for i in range(nd)]
+        skip = self._identity()
+        values = {}
+        for e in product(offsets):
+            picked = [rows[i][k] for i, k in enumerate(e)]
+            ok = None
+            for _, inside in picked:
+                if inside is not None:
+                    ok = inside if ok is None else arith.andi(ok, inside)
+            v = self.load(w.x, origin[:2] + [h for h, _ in picked], x_view, x_order)
+            values[tuple(e)] = v if ok is None else arith.select(ok, v, skip)
+        return values
+
+    def reduce(self, values, u):
+        """The f32 window value of output ``u`` of the tile (its offset per
+        spatial dim) and the thread's ``width`` channels: the taps folded in
+        row-major order from the identity, the CPU back end's order."""
+        w = self.w
+        acc = self._identity()
+        for tap in product(range(k) for k in w.window):
+            v = values[tuple(ui * s + t for ui, s, t in zip(u, w.stride, tap))]
             acc = arith.maximumf(acc, v) if w.mode == "max" else arith.addf(acc, v)
         return acc
-
-    def _fits(self, i, k):
-        """True when tap ``k`` of dim ``i`` never passes x's end: the last
-        window's row there is inside."""
-        w = self.w
-        last = (self.w.out_shape[2 + i] - 1) * w.stride[i] + k - w.pre[i]
-        return last < w.in_shape[2 + i]
 
     def load(self, buffer, logical, view, order):
         """``width`` channels of ``buffer`` at ``logical`` indices, as f32
@@ -380,17 +417,38 @@ class Emitter:
                 memref.store(env[buffer], buffer, here)
 
     def program(self, linear):
-        point = self.point(linear)
+        item = self.point(linear)  # [n, c0, q_i...]: q_i the tile's index
+        origin = item[:2] + [arith.muli(q, _index(t)) if t > 1 else q
+                             for q, t in zip(item[2:], self.tile)]
         x_view, x_order = (memory_order_view(self.w.x) if self.width > 1 else (self.w.x, None))
-        acc = self.reduce(point, x_view, x_order)
-        self.store(self.epilogue(acc, point), point)
+        values = self.gather(origin, x_view, x_order)
+        for u in product(range(t) for t in self.tile):
+            point = origin[:2] + [arith.addi(o, _index(k)) if k else o
+                                  for o, k in zip(origin[2:], u)]
+            # Where the tile does not divide the output, its last outputs
+            # may lie past the end: their epilogue and store are skipped.
+            inside = None
+            for i, k in enumerate(u):
+                n = self.w.out_shape[2 + i]
+                if k and (self.counts[2 + i] - 1) * self.tile[i] + k >= n:
+                    ok = arith.cmpi(arith.CmpIPredicate.ult, point[2 + i], _index(n))
+                    inside = ok if inside is None else arith.andi(inside, ok)
+            acc = self.reduce(values, u)
+            if inside is None:
+                self.store(self.epilogue(acc, point), point)
+                continue
+            guard = scf.IfOp(inside)
+            with ir.InsertionPoint(guard.then_block):
+                self.store(self.epilogue(acc, point), point)
+                scf.YieldOp([])
 
 
-def build(fn, window, width, threads):
+def build(fn, window, width, threads, tile=()):
     """Replace kernel ``fn``'s body by the window program of ``window``:
-    ``threads`` per block, each owning ``width`` channels of an output pixel
-    where x's channels are contiguous (else one output element). Returns
-    the number of blocks."""
+    ``threads`` per block, each owning ``width`` channels of a tile of
+    ``tile`` output pixels (per spatial dim, the last dims when shorter; a
+    forward only) where x's channels are contiguous (else one output
+    element per pixel). Returns the number of blocks."""
     arguments = list(irutil.body(fn).arguments)
     width = vector_width(window, width)
     kind = Emitter
@@ -399,7 +457,10 @@ def build(fn, window, width, threads):
 
         kind = window_gradients.GradientEmitter
         width = window_gradients.lanes(window, width)
-    emitter = kind(window, width, threads, window.stored(arguments))
+    if window.backward:
+        emitter = kind(window, width, threads, window.stored(arguments))
+    else:
+        emitter = kind(window, width, threads, window.stored(arguments), tile)
     body = irutil.body(fn)
     first = next(op for op in body.operations if op.operation.name != "arith.constant")
     blocks = -(-emitter.total // threads)

@@ -5,7 +5,7 @@
 // view of x in memory order), without branches: a tap that may fall on
 // padding reads a row clamped into x and a select puts -inf in its place;
 // the relu and the cast run per channel and the 8 results are stored as one
-// vector.
+// vector. A tile of outputs a thread loads the pixels its windows share once.
 // A kernel that is not a window program goes to simt-generic, with the reason.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-pool-windows,canonicalize,cse)' | FileCheck %s
@@ -39,6 +39,216 @@
 #out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
 
 func.func private @max_relu_channels_last(%x: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %y: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-window", vector = 8 : i64}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c8 = arith.constant 8 : index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %acc = memref.alloc() : memref<2x16x4x4xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %ninf : f32
+  }
+  %taps = memref.alloc() : memref<3x3xf32>
+  linalg.generic {indexing_maps = [#win, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%taps : memref<3x3xf32>) outs(%acc : memref<2x16x4x4xf32>) attrs = {dnn.window = {count_include_pad = false, mode = "max", pre_padding = array<i64: 1, 1>, stride = array<i64: 2, 2>, window = array<i64: 3, 3>}} {
+  ^bb0(%t: f32, %m: f32):
+    %o0 = linalg.index 2 : index
+    %s0 = arith.muli %o0, %c2 : index
+    %t0 = linalg.index 4 : index
+    %a0 = arith.addi %s0, %t0 : index
+    %h = arith.subi %a0, %c1 : index
+    %h_lo = arith.cmpi sge, %h, %c0 : index
+    %h_hi = arith.cmpi slt, %h, %c8 : index
+    %h_ok = arith.andi %h_lo, %h_hi : i1
+    %o1 = linalg.index 3 : index
+    %s1 = arith.muli %o1, %c2 : index
+    %t1 = linalg.index 5 : index
+    %a1 = arith.addi %s1, %t1 : index
+    %w = arith.subi %a1, %c1 : index
+    %w_lo = arith.cmpi sge, %w, %c0 : index
+    %w_hi = arith.cmpi slt, %w, %c8 : index
+    %w_ok = arith.andi %w_lo, %w_hi : i1
+    %ok = arith.andi %h_ok, %w_ok : i1
+    %hc = arith.select %ok, %h, %c0 : index
+    %wc = arith.select %ok, %w, %c0 : index
+    %n = linalg.index 0 : index
+    %c = linalg.index 1 : index
+    %v = memref.load %x[%n, %c, %hc, %wc] : memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>
+    %e = arith.extf %v : bf16 to f32
+    %mx = arith.maximumf %m, %e : f32
+    %r = arith.select %ok, %mx, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<2x16x4x4xf32>) outs(%y : memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) {
+  ^bb0(%a: f32, %o: bf16):
+    %relu = arith.maximumf %a, %zero : f32
+    %b = arith.truncf %relu : f32 to bf16
+    linalg.yield %b : bf16
+  }
+  return
+}
+
+// -----
+
+// A tile of 2 x 2 outputs a thread: the 4 windows' 36 taps read 5 x 5
+// pixels, each loaded once (a 16-byte vector), and the 4 outputs are stored
+// one vector each; 2 x 2 x 2 x 2 work items (n, channel groups, tiles).
+
+// CHECK-LABEL: func.func private @max_relu_tile_2x2(
+//       CHECK:   gpu.launch
+//       CHECK:     arith.cmpi ult, %{{.*}}, %c16 : index
+// CHECK-COUNT-25:    vector.load
+//   CHECK-NOT:       vector.load
+// CHECK-COUNT-4:     vector.store
+//   CHECK-NOT:       vector.store
+//   CHECK-NOT:   linalg.generic
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+
+func.func private @max_relu_tile_2x2(%x: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %y: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-window", tile = [2, 2], vector = 8 : i64}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c8 = arith.constant 8 : index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %acc = memref.alloc() : memref<2x16x4x4xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %ninf : f32
+  }
+  %taps = memref.alloc() : memref<3x3xf32>
+  linalg.generic {indexing_maps = [#win, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%taps : memref<3x3xf32>) outs(%acc : memref<2x16x4x4xf32>) attrs = {dnn.window = {count_include_pad = false, mode = "max", pre_padding = array<i64: 1, 1>, stride = array<i64: 2, 2>, window = array<i64: 3, 3>}} {
+  ^bb0(%t: f32, %m: f32):
+    %o0 = linalg.index 2 : index
+    %s0 = arith.muli %o0, %c2 : index
+    %t0 = linalg.index 4 : index
+    %a0 = arith.addi %s0, %t0 : index
+    %h = arith.subi %a0, %c1 : index
+    %h_lo = arith.cmpi sge, %h, %c0 : index
+    %h_hi = arith.cmpi slt, %h, %c8 : index
+    %h_ok = arith.andi %h_lo, %h_hi : i1
+    %o1 = linalg.index 3 : index
+    %s1 = arith.muli %o1, %c2 : index
+    %t1 = linalg.index 5 : index
+    %a1 = arith.addi %s1, %t1 : index
+    %w = arith.subi %a1, %c1 : index
+    %w_lo = arith.cmpi sge, %w, %c0 : index
+    %w_hi = arith.cmpi slt, %w, %c8 : index
+    %w_ok = arith.andi %w_lo, %w_hi : i1
+    %ok = arith.andi %h_ok, %w_ok : i1
+    %hc = arith.select %ok, %h, %c0 : index
+    %wc = arith.select %ok, %w, %c0 : index
+    %n = linalg.index 0 : index
+    %c = linalg.index 1 : index
+    %v = memref.load %x[%n, %c, %hc, %wc] : memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>
+    %e = arith.extf %v : bf16 to f32
+    %mx = arith.maximumf %m, %e : f32
+    %r = arith.select %ok, %mx, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<2x16x4x4xf32>) outs(%y : memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) {
+  ^bb0(%a: f32, %o: bf16):
+    %relu = arith.maximumf %a, %zero : f32
+    %b = arith.truncf %relu : f32 to bf16
+    linalg.yield %b : bf16
+  }
+  return
+}
+
+// -----
+
+// A tile of 3 along W (a tile names the last dims) does not divide the 4
+// outputs: the second tile's last two outputs lie past the end, so their
+// epilogue and store sit under a guard; the first output's never do.
+
+// CHECK-LABEL: func.func private @max_relu_tile_ragged(
+//       CHECK:   gpu.launch
+// CHECK-COUNT-21:    vector.load
+//   CHECK-NOT:       vector.load
+//       CHECK:       vector.store
+//   CHECK-NOT:       scf.if
+//       CHECK:       %[[PAST:.*]] = arith.cmpi ult, %{{.*}}, %c4 : index
+//       CHECK:       scf.if %[[PAST]] {
+//       CHECK:         vector.store
+//       CHECK:       scf.if
+//       CHECK:         vector.store
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+
+func.func private @max_relu_tile_ragged(%x: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %y: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-window", tile = [3], vector = 8 : i64}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c8 = arith.constant 8 : index
+  %c0 = arith.constant 0 : index
+  %c1 = arith.constant 1 : index
+  %c2 = arith.constant 2 : index
+  %ninf = arith.constant 0xFF800000 : f32
+  %acc = memref.alloc() : memref<2x16x4x4xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<2x16x4x4xf32>) {
+  ^bb0(%o: f32):
+    linalg.yield %ninf : f32
+  }
+  %taps = memref.alloc() : memref<3x3xf32>
+  linalg.generic {indexing_maps = [#win, #out], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction", "reduction"]} ins(%taps : memref<3x3xf32>) outs(%acc : memref<2x16x4x4xf32>) attrs = {dnn.window = {count_include_pad = false, mode = "max", pre_padding = array<i64: 1, 1>, stride = array<i64: 2, 2>, window = array<i64: 3, 3>}} {
+  ^bb0(%t: f32, %m: f32):
+    %o0 = linalg.index 2 : index
+    %s0 = arith.muli %o0, %c2 : index
+    %t0 = linalg.index 4 : index
+    %a0 = arith.addi %s0, %t0 : index
+    %h = arith.subi %a0, %c1 : index
+    %h_lo = arith.cmpi sge, %h, %c0 : index
+    %h_hi = arith.cmpi slt, %h, %c8 : index
+    %h_ok = arith.andi %h_lo, %h_hi : i1
+    %o1 = linalg.index 3 : index
+    %s1 = arith.muli %o1, %c2 : index
+    %t1 = linalg.index 5 : index
+    %a1 = arith.addi %s1, %t1 : index
+    %w = arith.subi %a1, %c1 : index
+    %w_lo = arith.cmpi sge, %w, %c0 : index
+    %w_hi = arith.cmpi slt, %w, %c8 : index
+    %w_ok = arith.andi %w_lo, %w_hi : i1
+    %ok = arith.andi %h_ok, %w_ok : i1
+    %hc = arith.select %ok, %h, %c0 : index
+    %wc = arith.select %ok, %w, %c0 : index
+    %n = linalg.index 0 : index
+    %c = linalg.index 1 : index
+    %v = memref.load %x[%n, %c, %hc, %wc] : memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>
+    %e = arith.extf %v : bf16 to f32
+    %mx = arith.maximumf %m, %e : f32
+    %r = arith.select %ok, %mx, %m : f32
+    linalg.yield %r : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<2x16x4x4xf32>) outs(%y : memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) {
+  ^bb0(%a: f32, %o: bf16):
+    %relu = arith.maximumf %a, %zero : f32
+    %b = arith.truncf %relu : f32 to bf16
+    linalg.yield %b : bf16
+  }
+  return
+}
+
+// -----
+
+// A tile that would load more than 64 pixels a thread is dropped, the
+// reason saying so: one output a thread.
+
+// CHECK-LABEL: func.func private @max_relu_tile_too_large(
+//  CHECK-SAME:   dnn.config = {block = [128, 1, 1], strategy = "simt-window", vector = 8 : i64}
+//  CHECK-SAME:   dnn.config_reason = "tile 4x4 loads 81 x pixels a thread: expected at most 64: one output a thread"
+//       CHECK:   gpu.launch
+// CHECK-COUNT-9:     vector.load
+//   CHECK-NOT:       vector.load
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#win = affine_map<(d0, d1, d2, d3, d4, d5) -> (d4, d5)>
+#out = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3)>
+
+func.func private @max_relu_tile_too_large(%x: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %y: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-window", tile = [4, 4], vector = 8 : i64}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   %c8 = arith.constant 8 : index
   %c0 = arith.constant 0 : index
