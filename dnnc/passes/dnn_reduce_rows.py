@@ -40,7 +40,12 @@ After (a vector of 4 a thread: held in registers)::
       vector.store %y0, %y[%row, %j] ...         // e * (1 / max(s, 1))
     }
 
-Lit test: test/lit/passes/dnn_reduce_rows.mlir.
+Option ``merge``: the forms of dnnc/codegen/gpu/rowmerge.py whose two
+reductions a split row exchanges at once (``shifted``: softmax's max and
+sum of exp; ``centred``: a layernorm's mean and centred squares); by default
+those that measured faster (rowsplit.MERGE).
+
+Lit tests: test/lit/passes/dnn_reduce_rows.mlir, dnn_reduce_rows_split.mlir.
 """
 
 from dataclasses import dataclass
@@ -49,7 +54,7 @@ from mlir import ir
 
 from dnnc.codegen.gpu import rowsplit, rowwise
 from dnnc.heuristics.config import fall_back, kernels_of
-from dnnc.passes import DnncPass, register
+from dnnc.passes import DnncPass, PipelineError, register
 
 STRATEGY = "simt-reduce"
 
@@ -58,15 +63,20 @@ STRATEGY = "simt-reduce"
 @dataclass
 class DnnReduceRows(DnncPass):
     NAME = "dnn-reduce-rows"
+    merge: tuple = tuple(sorted(rowsplit.MERGE))
 
     def run(self, module):
+        unknown = set(self.merge) - set(rowsplit.MERGE_KINDS)
+        if unknown:
+            raise PipelineError(f"pass '{self.NAME}' option 'merge': expected kinds among "
+                                f"{', '.join(rowsplit.MERGE_KINDS)}, got {', '.join(sorted(unknown))}")
         with module.context, ir.Location.unknown():
             for fn, config in kernels_of(module, STRATEGY):
                 rows_per_block = config.tile[0] if config.tile else 1
                 try:
                     if config.split > 1:
                         rowsplit.build(fn, config.vector, config.block[0], config.split,
-                                       rows_per_block)
+                                       rows_per_block, merge=frozenset(self.merge))
                     else:
                         rowwise.build(fn, config.vector, config.block[0], rows_per_block)
                 except rowwise.NotARowProgram as why:

@@ -14,6 +14,7 @@ import dnnc.graph_mlir
 from dnnc import compiler, interpreter, passes, pipelines
 from dnnc.codegen.gpu import ptxas
 from dnnc.dialect.types import data_type as dt
+from dnnc.errors import PipelineError
 
 F32, BF16 = dt.FLOAT, dt.BFLOAT16
 PTXAS = ptxas.find()
@@ -105,11 +106,9 @@ def test_long_rows_loop_and_recompute():
 def test_long_rows_split_over_a_cluster_are_held():
     # 140000 bf16 on sm_90a: a cluster of 8 blocks of 1024 per row, three
     # vectors of 8 a thread (the last one masked past the row's end), held:
-    # x loaded once, one exp per element, no loop; the blocks' max and sum
-    # exchanged together, once (8 remote loads each, one cluster barrier
-    # before the one that keeps the blocks until all have read), each
-    # block's sum moved to the row's max (an exp per block) and the held
-    # exps by its own block's factor (one more).
+    # x loaded once, one exp per element, no loop; the max and the sum each
+    # exchanged once between the 8 blocks (8 remote loads each), then one
+    # cluster barrier more that keeps the blocks until all have read.
     g = rows_graph("softmax", BF16, 140000, rows=2)
     module = dnnc.graph_mlir.to_module(g)
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
@@ -119,20 +118,21 @@ def test_long_rows_split_over_a_cluster_are_held():
     assert "nvvm.cluster_dim = array<i32: 8, 1, 1>" in text
     assert text.count("scf.for") == 0
     assert text.count("vector.load") == 3
-    assert text.count('"llvm.nvvm.ex2.approx.ftz.f"') == 3 * 8 + 8 + 1
+    assert text.count('"llvm.nvvm.ex2.approx.ftz.f"') == 3 * 8
     assert text.count("nvvm.mapa") == 2 * 8
-    assert text.count("nvvm.cluster.arrive") == 2
+    assert text.count("nvvm.cluster.arrive") == 3
 
 
 @pytest.mark.parametrize("op, dtype, exchanges", [
-    ("softmax", BF16, 1), ("log_softmax", F32, 1), ("layernorm", BF16, 1),
+    ("softmax", BF16, 2), ("log_softmax", F32, 2), ("layernorm", BF16, 1),
     ("layernorm_training", BF16, 2)])
-def test_split_rows_exchange_their_reductions_once(op, dtype, exchanges):
-    # 131072 on sm_90a: clusters of 8. softmax's max and sum, and a
-    # layernorm's mean and centred squares, meet in one exchange
-    # (rowmerge.py); a layernorm that stores its mean (training) computes it
-    # from the first reduction before the second: two, as before. Each
-    # kernel's blocks meet once more before they leave.
+def test_split_rows_exchanges(op, dtype, exchanges):
+    # 131072 on sm_90a: clusters of 8. A layernorm's mean and centred
+    # squares meet in one exchange (rowmerge.py's centred form); softmax's
+    # max and sum are exchanged one after the other (its shifted form is
+    # off by default, see rowsplit.MERGE); a layernorm that stores its mean
+    # (training) computes it from the first reduction before the second:
+    # two. Each kernel's blocks meet once more before they leave.
     if op == "layernorm_training":
         g = dnnc.Graph(name=op, io_data_type=dtype)
         x = g.tensor(name="x", dim=[2, 131072])
@@ -151,7 +151,8 @@ def test_split_rows_exchange_their_reductions_once(op, dtype, exchanges):
 def test_persistent_clusters_carry_the_next_rows_loads():
     # tile = [rows per cluster]: 5 rows on 3 clusters (rows c, c + 3), one
     # row's first vectors loaded up front, the next row's in the loop and
-    # yielded to the next iteration; one exchange a row, slots by parity.
+    # yielded to the next iteration; the max and sum exchanged a row, slots
+    # by parity.
     module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=5))
     compiler.compile_module(module, compiler.Options(
         target="cuda", arch="sm_90a", stop_after="gpu",
@@ -160,7 +161,13 @@ def test_persistent_clusters_carry_the_next_rows_loads():
     assert "blocks in (%c24, %c1, %c1)" in text
     assert text.count("scf.for") == 1
     assert "memref<4xf32, #gpu.address_space<workgroup>>" in text  # 2 slots x 2 halves
-    assert text.count("nvvm.cluster.arrive") == 2
+    assert text.count("nvvm.cluster.arrive") == 3
+
+
+def test_unknown_merge_form_is_a_pipeline_error():
+    module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=2))
+    with pytest.raises(PipelineError, match="option 'merge'.*got diagonal"):
+        passes.run_pipeline(module.operation, "builtin.module(dnn-reduce-rows{merge=centred,diagonal})")
 
 
 @needs_ptxas

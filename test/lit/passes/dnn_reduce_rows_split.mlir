@@ -12,11 +12,33 @@
 // row's first thread, rank 0's thread 0.
 //
 // softmax's max and sum, and a layernorm's sum and centred squares, meet in
-// one exchange (dnnc/codegen/gpu/rowmerge.py): the block folds the second
-// around its own first, writes both partials, and moves the blocks' second
-// to the row's first after the one barrier.
+// one exchange (dnnc/codegen/gpu/rowmerge.py) where the option merge names
+// their form: the block folds the second around its own first, writes both
+// partials, and moves the blocks' second to the row's first after the one
+// barrier. By default only the layernorm's (centred) form is merged: the
+// softmax exchanges its max, then its sum (DEFAULT).
 
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-rows,canonicalize,cse)' | FileCheck %s
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-rows{merge=centred,shifted},canonicalize,cse)' | FileCheck %s
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-rows,canonicalize,cse)' | FileCheck %s --check-prefix=DEFAULT
+
+// DEFAULT-LABEL: func.func private @softmax_split(
+//       DEFAULT:     memref.store %{{.*}}[%c0] : memref<2xf32, #gpu.address_space<workgroup>>
+//  DEFAULT-NEXT:     }
+//  DEFAULT-NEXT:     nvvm.cluster.arrive {aligned}
+//  DEFAULT-NEXT:     nvvm.cluster.wait {aligned}
+//       DEFAULT:     memref.store %{{.*}}[%c1] : memref<2xf32, #gpu.address_space<workgroup>>
+//  DEFAULT-NEXT:     }
+//  DEFAULT-NEXT:     nvvm.cluster.arrive {aligned}
+//  DEFAULT-NEXT:     nvvm.cluster.wait {aligned}
+//       DEFAULT:     vector.store
+//  DEFAULT-NEXT:     nvvm.cluster.wait {aligned}
+//  DEFAULT-LABEL: func.func private @layernorm_split(
+//       DEFAULT:     memref.store %{{.*}}[%c0]
+//  DEFAULT-NEXT:     memref.store %{{.*}}[%c1]
+//  DEFAULT-NEXT:     }
+//  DEFAULT-NEXT:     nvvm.cluster.arrive {aligned}
+//   DEFAULT-NOT:     memref.store %{{.*}}[%c1]
+//       DEFAULT:     vector.store
 
 // CHECK-LABEL: func.func private @softmax_split(
 //  CHECK-SAME:     %[[X:.*]]: memref<2x512xf32>, %[[Y:.*]]: memref<2x512xf32>)
