@@ -538,11 +538,13 @@ def _layernorm_backward():
     return g
 
 
-def _residual_norm(kind):
+def _residual_norm(kind, fp8=False):
     """h = x + r; y = norm(h): a transformer's add & norm, both returned (h is
-    the next residual stream); dnn-fuse puts the add into the norm's kernel."""
+    the next residual stream); dnn-fuse puts the add into the norm's kernel.
+    ``fp8``: y is returned as e4m3, scaled by a scalar q first (the next
+    fp8 matmul's input), in the same kernel."""
     def build():
-        g = _graph(f"residual_{kind}")
+        g = _graph(f"residual_{kind}" + ("_fp8" if fp8 else ""))
         x = g.tensor(name="x", dim=[16384, D])
         r = g.tensor(name="r", dim=[16384, D])
         s = g.tensor(name="scale", dim=[1, D])
@@ -552,17 +554,23 @@ def _residual_norm(kind):
             y = g.layernorm(h, s, g.tensor(name="bias", dim=[1, D]), axis=1)[0]
         else:
             y = g.rmsnorm(h, s, axis=1)[0]
+        if fp8:
+            y = g.cast(g.mul(y, g.tensor(name="q", dim=[], data_type="f32")), "f8E4M3FN")
         y.set_output(True)
         return g
     return build
 
 
-def _residual_norm_torch(kind):
-    def fn(t, x, r, s, *b):
+def _residual_norm_torch(kind, fp8=False):
+    def fn(t, x, r, s, *rest):
         h = x + r
         if kind == "layernorm":
-            return h, t.nn.functional.layer_norm(h, (D,), s[0], b[0][0], EPS)
-        return h, t.nn.functional.rms_norm(h, (D,), s[0], EPS)
+            y = t.nn.functional.layer_norm(h, (D,), s[0], rest[0][0], EPS)
+        else:
+            y = t.nn.functional.rms_norm(h, (D,), s[0], EPS)
+        if fp8:
+            y = (y * rest[-1]).to(t.float8_e4m3fn)
+        return h, y
     return fn
 
 
@@ -741,6 +749,9 @@ NORM = [
     Case("residual+layernorm (h, y) 16384x8192 bf16", _residual_norm("layernorm"),
          _residual_norm_torch("layernorm"), 8 * NX, 4 * NX * BF16 + 2 * D * BF16, True,
          "norm", compiled=True),
+    Case("residual+layernorm (h, y*q as e4m3) 16384x8192 bf16", _residual_norm("layernorm", True),
+         _residual_norm_torch("layernorm", True), 9 * NX, 3 * NX * BF16 + NX + 2 * D * BF16,
+         True, "norm", compiled=True),
     Case("residual+rmsnorm (h, y) 16384x8192 bf16", _residual_norm("rmsnorm"),
          _residual_norm_torch("rmsnorm"), 5 * NX, 4 * NX * BF16 + D * BF16, True, "norm",
          compiled=True),
@@ -987,7 +998,9 @@ def _bmm():
 def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
     """(build, torch_fn) of an M x N x K matmul, then ``epilogue``: "" (none),
     "bias_gelu" (gelu(a @ b + bias)) or "bias_residual_relu" (relu(a @ b +
-    bias + r)). ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
+    bias + r)) or "scales" ((a * s) @ (b * c): a scale per row of a and per
+    column of b, as fp8 dequantization applies them; dnn-fold-operand-scales
+    moves both into the epilogue). ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
     allow_tf32); ``weight``: B stored N x K (a linear layer's weight)."""
     io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
 
@@ -996,8 +1009,11 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
                    + ("_weight" if weight else ""), io)
         a = g.tensor(name="a", dim=[m, k])
         b = g.tensor(name="b", dim=[k, n], stride=[1, k] if weight else None)
+        if epilogue == "scales":
+            a = g.cast(g.mul(a, g.tensor(name="s", dim=[m, 1], data_type="f32")), dt)
+            b = g.cast(g.mul(b, g.tensor(name="c", dim=[1, n], data_type="f32")), dt)
         y = g.matmul(a, b, compute_data_type=compute)
-        if epilogue:
+        if epilogue in ("bias_gelu", "bias_residual_relu"):
             y = g.add(y, g.tensor(name="bias", dim=[1, n]))
         if epilogue == "bias_gelu":
             y = g.gelu(y)
@@ -1012,6 +1028,8 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
             t.backends.cuda.matmul.allow_tf32 = True
             y = t.matmul(a, b)
             t.backends.cuda.matmul.allow_tf32 = allowed
+        elif epilogue == "scales":
+            y = t.matmul((a * rest[0]).to(a.dtype), (b * rest[1]).to(b.dtype))
         else:
             y = t.matmul(a, b)
         if epilogue == "bias_gelu":
@@ -1025,7 +1043,8 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
 def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False):
     build, torch_fn = _gemm(m, n, k, dt, epilogue, weight)
     size = 2 if dt in ("bf16", "f16") else 4
-    extra = {"bias_gelu": n, "bias_residual_relu": n + m * n}.get(epilogue, 0)
+    extra = {"bias_gelu": n, "bias_residual_relu": n + m * n,
+             "scales": 2 * (m + n)}.get(epilogue, 0)
     name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
         + (f" ({label})" if label else "")
     return Case(name, build, torch_fn, 2 * m * n * k, (m * k + k * n + m * n + extra) * size,
@@ -1043,6 +1062,7 @@ MATMUL = [
     _gemm_case(256, 256, 65536, label="large K"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_gelu"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_residual_relu"),
+    _gemm_case(4096, 4096, 4096, epilogue="scales"),
     Case("matmul x@W^T (linear) 4096x2048x2048 bf16", _linear,
          lambda t, x, w: t.matmul(x, w), 2 * LIN[0] * LIN[1] * LIN[2],
          (LIN[0] * LIN[1] + LIN[1] * LIN[2] + LIN[0] * LIN[2]) * BF16, False, "matmul"),

@@ -44,7 +44,7 @@ FRONT = (
         "batchnorm,batchnorm_backward}",
         "dnn-canonicalize",
     )),
-    Stage("fused", ("dnn-recognize-sdpa", "dnn-fuse", "dnn-verify")),
+    Stage("fused", ("dnn-recognize-sdpa", "dnn-fold-operand-scales", "dnn-fuse", "dnn-verify")),
 )
 
 # dnn -> linalg on tensors, shared by the CPU and GPU back ends.

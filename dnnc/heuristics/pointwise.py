@@ -34,7 +34,14 @@ TRANSCENDENTAL = frozenset({
 
 
 def widest_bytes(problem):
-    return max((t.element_bytes for t in problem.inputs + problem.outputs), default=4)
+    """Bytes of the widest element of the kernel's tensors but its scalars
+    (rank 0: an f32 scale of a bf16 or fp8 result is read once, not as
+    vectors); all of them when there is nothing else. (Per-row f32 values,
+    a norm's statistics, still count: their 16 bytes of bf16 rows measured
+    slower in a norm backward's row-and-column program.)"""
+    tensors = problem.inputs + problem.outputs
+    shaped = [t for t in tensors if t.shape]
+    return max((t.element_bytes for t in shaped or tensors), default=4)
 
 
 def vector_width(problem):

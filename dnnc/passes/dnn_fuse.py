@@ -12,7 +12,8 @@ Grouping, in program order:
   softmax and log_softmax (and their backward), reduction, pooling,
   pooling_backward, concat (and any other non-pointwise op);
 * epilogue (option ``epilogue``): a pointwise op (cast included) joins a matmul,
-  conv, softmax, log_softmax or pooling kernel when it uses the kernel's chain tip (the
+  conv, softmax, log_softmax, layernorm, rmsnorm or pooling kernel when it
+  uses the kernel's chain tip (the
   anchor's result, then the last op that joined) and is that value's only user
   (for a matmul: its only user but for the graph's return, so that a returned
   pre-activation is a second output of the GEMM's epilogue). Its other
@@ -99,7 +100,7 @@ from dnnc.passes import DnncPass, register
 POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
 EPILOGUE_ANCHORS = {"matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "softmax", "log_softmax",
-                    "pooling"}
+                    "pooling", "layernorm", "rmsnorm"}
 PROLOGUE_NORMS = {"layernorm", "rmsnorm"}
 VIEW = "view"  # the anchor of a reshape left in the graph function
 # A column kernel joins a row kernel over its rows (a row-and-column program:

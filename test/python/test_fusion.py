@@ -1,4 +1,5 @@
-"""dnn-canonicalize, dnn-recognize-sdpa and dnn-fuse keep a graph's meaning.
+"""dnn-canonicalize, dnn-recognize-sdpa, dnn-fold-operand-scales and dnn-fuse
+keep a graph's meaning.
 
 Each graph runs through the NumPy reference interpreter before and after the
 passes (the interpreter follows func.call into the outlined kernels), and the
@@ -18,7 +19,8 @@ import dnnc
 from dnnc import graph_mlir, interpreter, passes, pipelines
 from mlir import ir
 
-PIPELINE = "builtin.module(dnn-canonicalize,dnn-recognize-sdpa,dnn-fuse,dnn-verify)"
+PIPELINE = ("builtin.module(dnn-canonicalize,dnn-recognize-sdpa,dnn-fold-operand-scales,"
+            "dnn-fuse,dnn-verify)")
 F32 = dnnc.data_type.FLOAT
 
 
@@ -123,6 +125,42 @@ def test_residual_layernorm(also_output):
     results = "-> (tensor<3x5x13xf32>, tensor<3x5x13xf32>)" if also_output else \
         "-> tensor<3x5x13xf32> attributes {dnn.anchor"
     assert results in str(module)
+
+
+def test_matmul_operand_scales_join_the_epilogue():
+    # (s * x) @ (w / c) + bias, relu: s per row of x, c per column of w;
+    # both scales move after the product (dnn-fold-operand-scales), one kernel.
+    g = _graph("scaled")
+    x = g.tensor(name="x", dim=[3, 7, 13])
+    s = g.tensor(name="s", dim=[3, 7, 1])
+    w = g.tensor(name="w", dim=[13, 5])
+    c = g.tensor(name="c", dim=[5])
+    b = g.tensor(name="b", dim=[1, 5])
+    g.relu(g.add(g.matmul(g.mul(s, x), g.div(w, c)), b)).set_output(True)
+    module = check(g, ["matmul"], positive=("c",), rtol=1e-5)
+    assert str(module).count("call @scaled_k0_matmul(") == 1
+
+
+def test_matmul_scale_along_k_stays_a_kernel():
+    g = _graph("scaled_k")
+    x = g.tensor(name="x", dim=[7, 13])
+    s = g.tensor(name="s", dim=[1, 13])
+    w = g.tensor(name="w", dim=[13, 5])
+    g.matmul(g.mul(x, s), w).set_output(True)
+    check(g, ["pointwise", "matmul"])
+
+
+def test_residual_layernorm_scaled_fp8_output():
+    # residual add + layernorm + the fp8 output's scale and cast: one kernel.
+    g = _graph("res_ln_fp8")
+    x = g.tensor(name="x", dim=[7, 13])
+    r = g.tensor(name="r", dim=[7, 13])
+    scale = g.tensor(name="scale", dim=[1, 13])
+    bias = g.tensor(name="bias", dim=[1, 13])
+    q = g.tensor(name="q", dim=[])
+    y, _, _ = g.layernorm(g.add(x, r), scale, bias, axis=1)
+    g.cast(g.mul(y, q), dnnc.data_type.FP8_E4M3).set_output(True)
+    check(g, ["layernorm"], positive=("q",))
 
 
 def test_residual_rmsnorm():

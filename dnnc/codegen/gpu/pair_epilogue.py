@@ -130,8 +130,8 @@ class PairEpilogue:
         for step in self.epilogue.steps:
             for value, exprs in step.inputs:
                 t = ir.MemRefType(value.type)
-                if value in self.written or value in out or exprs[-1] != self.rank - 1 \
-                        or t.shape[-1] % 2:
+                if value in self.written or value in out or not exprs \
+                        or exprs[-1] != self.rank - 1 or t.shape[-1] % 2:
                     continue
                 same_rows = self.rank - 2 not in exprs
                 if same_rows and (value, key) in cache:

@@ -142,12 +142,14 @@ def _statements(fn, skip=()):
         maps = irutil.indexing_maps(op)
         operands = list(op.operands)
         exprs, extents = [], [None] * rank
-        for value, amap in zip(operands, maps):
+        for position, (value, amap) in enumerate(zip(operands, maps)):
             if not identity_layout(value.type):
                 raise NotARowProgram("a strided buffer")
             e = broadcast_exprs(amap)
             t = ir.MemRefType(value.type)
-            if e is None or len(e) != rank or t.rank != rank:
+            if t.rank == 0 and e == [] and position < len(operands) - 1:
+                e = [None] * rank  # a scalar input: read at no index (``lanes``)
+            elif e is None or len(e) != rank or t.rank != rank:
                 raise NotARowProgram("an indexing map that is not a broadcast in loop order")
             for d, size in zip(e, t.shape):
                 if d is not None:
@@ -334,7 +336,7 @@ class _Row:
         if entry is None:  # a kernel argument: read memory
             key = _key(buffer, exprs)
             if key not in memo:
-                idx = self.indices(exprs, j)
+                idx = self.indices(exprs, j) if ir.MemRefType(buffer.type).rank else []
                 elt = ir.MemRefType(buffer.type).element_type
                 if along:
                     vec = vector.load(ir.VectorType.get([self.width], elt), buffer, idx,

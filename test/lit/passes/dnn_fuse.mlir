@@ -243,26 +243,52 @@ func.func @pre_activation(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>, %b: tensor
 
 // -----
 
-// A norm takes no epilogue; a transpose is a kernel of its own; a constant used
-// by two kernels is cloned into both.
-// CHECK-LABEL: func.func private @no_norm_epilogue_k0_tensor(
+// residual add + layernorm + the fp8 output's scale and cast: one kernel,
+// which also returns the sum; the scale is a kernel argument.
+// CHECK-LABEL: func.func private @residual_layernorm_fp8_k0_layernorm(
+// CHECK-SAME: -> (tensor<5x13xf32>, tensor<5x13xf8E4M3FN>) attributes {dnn.anchor = "layernorm", dnn.kernel}
+// CHECK-NEXT: %[[H:.*]] = "dnn.add"(%arg0, %arg1)
+// CHECK-NEXT: %[[Y:.*]] = "dnn.layernorm"(%[[H]],
+// CHECK-NEXT: %[[S:.*]] = "dnn.mul"(%[[Y]], %arg4)
+// CHECK-NEXT: %[[Q:.*]] = "dnn.cast"(%[[S]])
+// CHECK-NEXT: return %[[H]], %[[Q]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @residual_layernorm_fp8(
+// CHECK-NEXT: call @residual_layernorm_fp8_k0_layernorm(%arg0, %arg1, %arg2, %arg3, %arg4)
+// NOFUSE-LABEL: func.func private @residual_layernorm_fp8_k0_pointwise(
+// NOFUSE: func.func private @residual_layernorm_fp8_k1_layernorm(
+// NOFUSE: func.func private @residual_layernorm_fp8_k2_pointwise(
+func.func @residual_layernorm_fp8(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>, %q: tensor<f32>) -> (tensor<5x13xf8E4M3FN>, tensor<5x13xf32>) {
+  %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.mul"(%1, %q) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
+  %3 = "dnn.cast"(%2) : (tensor<5x13xf32>) -> tensor<5x13xf8E4M3FN>
+  return %3, %0 : tensor<5x13xf8E4M3FN>, tensor<5x13xf32>
+}
+
+// -----
+
+// A norm takes a pointwise epilogue (the output's scale, cast or shift); a
+// transpose is a kernel of its own; a constant used by two kernels is cloned
+// into both.
+// CHECK-LABEL: func.func private @norm_epilogue_k0_tensor(
 // CHECK-SAME: attributes {dnn.anchor = "tensor", dnn.kernel}
 // CHECK-NEXT: "dnn.transpose"
-// CHECK: func.func private @no_norm_epilogue_k1_pointwise(
+// CHECK: func.func private @norm_epilogue_k1_pointwise(
 // CHECK-NEXT: "dnn.constant"
 // CHECK-NEXT: "dnn.mul"
-// CHECK: func.func private @no_norm_epilogue_k2_layernorm(
-// CHECK: func.func private @no_norm_epilogue_k3_pointwise(
-// CHECK-NEXT: "dnn.constant"
-// CHECK-NEXT: "dnn.add"
+// CHECK: func.func private @norm_epilogue_k2_layernorm(
+// CHECK-NEXT: %[[Y:.*]] = "dnn.layernorm"
+// CHECK-NEXT: %[[C:.*]] = "dnn.constant"
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[Y]], %[[C]])
+// CHECK-NEXT: return %[[S]]
 // CHECK-NOT: dnn.kernel
-// CHECK-LABEL: func.func @no_norm_epilogue(
-// CHECK-NEXT: %[[T:.*]] = call @no_norm_epilogue_k0_tensor(%arg0)
-// CHECK-NEXT: %[[M:.*]] = call @no_norm_epilogue_k1_pointwise(%[[T]])
-// CHECK-NEXT: %[[N:.*]] = call @no_norm_epilogue_k2_layernorm(%[[M]])
-// CHECK-NEXT: %[[Y:.*]] = call @no_norm_epilogue_k3_pointwise(%[[N]])
-// CHECK-NEXT: return %[[Y]]
-func.func @no_norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
+// CHECK-LABEL: func.func @norm_epilogue(
+// CHECK-NEXT: %[[T:.*]] = call @norm_epilogue_k0_tensor(%arg0)
+// CHECK-NEXT: %[[M:.*]] = call @norm_epilogue_k1_pointwise(%[[T]])
+// CHECK-NEXT: %[[N:.*]] = call @norm_epilogue_k2_layernorm(%[[M]])
+// CHECK-NEXT: return %[[N]]
+func.func @norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
   %c = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
   %0 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
   %1 = "dnn.mul"(%0, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>

@@ -1,0 +1,165 @@
+"""dnn-fold-operand-scales: move a scale of a matmul's operand to its result.
+
+A matmul operand that is scaled along the dims the product keeps is scaled
+the same way after the product:
+
+    (s * A) @ B = s * (A @ B)    s: a scalar, or one value per row of A
+    A @ (B * c) = (A @ B) * c    c: a scalar, or one value per column of B
+
+and a division by such a scale likewise (``A / s``). So the scale of a
+matmul's prologue (an fp8 operand's dequantization scale, a row or column
+normalization, a softmax scale applied to q) becomes the first op of its
+epilogue, which dnn-fuse joins to the GEMM's kernel: one kernel, no pass
+over the scaled operand. The result differs from the unfused form only in
+rounding: the operand is no longer rounded to its type after the scale (the
+scale is applied to the f32-accumulated product, then rounded once more to
+the product's type).
+
+Folded only where that is exact in arithmetic: the scale's dims broadcast
+to the operand with 1 along K (a per-K scale changes every product
+differently, and stays a kernel of its own), the scaled value has the
+matmul as its only user, and the operand has the unscaled value's type:
+the multiply's own result, or its cast back to that type (a graph's
+``cast(x * s, bf16)``, whose product is f32). A scale that also changes
+the type (f32 x * s -> bf16: a cast prologue) stays a pointwise kernel.
+Iterated, so that both operands' scales fold.
+
+Before::
+
+    %0 = "dnn.mul"(%a, %s) : (tensor<64x128xbf16>, tensor<64x1xf32>) -> tensor<64x128xbf16>
+    %1 = "dnn.matmul"(%0, %b) : (tensor<64x128xbf16>, tensor<128x32xbf16>) -> tensor<64x32xbf16>
+
+After::
+
+    %0 = "dnn.matmul"(%a, %b) : (tensor<64x128xbf16>, tensor<128x32xbf16>) -> tensor<64x32xbf16>
+    %1 = "dnn.mul"(%0, %s) : (tensor<64x32xbf16>, tensor<64x1xf32>) -> tensor<64x32xbf16>
+
+Lit test: test/lit/passes/dnn_fold_operand_scales.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.dialect import builders
+from dnnc.passes import DnncPass, dnn_ops, register
+
+SCALES = ("mul", "div")  # the ops whose second operand (mul: either) may be a scale
+
+
+def _shape(value):
+    return tuple(ir.RankedTensorType(value.type).shape)
+
+
+def _element(value):
+    return ir.RankedTensorType(value.type).element_type
+
+
+def _producer(value):
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
+
+
+def _keeps(scale, full, k_axis):
+    """True when ``scale`` (right-aligned to ``full``) broadcasts to it and
+    is 1 (or absent) along ``k_axis`` (counted from the end: -1 or -2)."""
+    s = _shape(scale)
+    if len(s) > len(full):
+        return False
+    for d, f in zip(reversed(s), reversed(full)):
+        if d not in (1, f):
+            return False
+    return len(s) < -k_axis or s[k_axis] == 1
+
+
+def _split(op, want, k_axis):
+    """(unscaled operand, scale) of a scale op ``op`` whose unscaled operand
+    has type ``want``, or None when it is no such scale."""
+    name = op.name[4:]
+    if name not in SCALES:
+        return None
+    a, b = op.operands[0], op.operands[1]
+    full = tuple(ir.RankedTensorType(want).shape)
+    candidates = [(a, b)] + ([(b, a)] if name == "mul" else [])
+    for x, s in candidates:
+        if x.type == want and _keeps(s, full, k_axis):
+            return x, s
+    return None
+
+
+def _only_use(value, op):
+    """True when ``op`` is the only user of ``value``, once."""
+    uses = list(value.uses)
+    return len(uses) == 1 and uses[0].owner.operation == op
+
+
+def _scaled(operand, matmul):
+    """(the ops computing ``operand`` to erase, unscaled operand, scale op
+    name, scale) of a matmul operand that is a scale of a value of its own
+    type: ``x * s`` (``x / s``) of that type, or cast back to it; None for
+    any other operand."""
+    op = _producer(operand)
+    if op is None or not _only_use(operand, matmul):
+        return None
+    chain = [op]
+    if op.name == "dnn.cast":
+        inner = _producer(op.operands[0])
+        if inner is None or not _only_use(op.operands[0], op):
+            return None
+        chain.append(inner)
+        op = inner
+    return chain, op
+
+
+def fold(matmul):
+    """Fold one scale of ``matmul``'s operands into its result; True when
+    it changed the IR."""
+    for index, k_axis in ((0, -1), (1, -2)):
+        operand = matmul.operands[index]
+        found = _scaled(operand, matmul)
+        if found is None:
+            continue
+        chain, op = found
+        split = _split(op, operand.type, k_axis)
+        if split is None:
+            continue
+        x, scale = split
+        view = builders.read(matmul)
+        c = matmul.results[0]
+        operands = {"a": matmul.operands[0], "b": matmul.operands[1]}
+        operands["ab"[index]] = x
+        with matmul.location:
+            product = builders.create("matmul", operands, dict(view.attrs), {"c": c.type},
+                                      discardable=view.discardable,
+                                      ip=ir.InsertionPoint(matmul))
+            scaled = builders.create(op.name[4:], {"a": product.results["c"], "b": scale}, {},
+                                     {"y": c.type}, ip=ir.InsertionPoint(matmul))
+        c.replace_all_uses_with(scaled.results["y"])
+        matmul.erase()
+        for dead in chain:
+            dead.erase()
+        return True
+    return False
+
+
+def fold_operand_scales(module):
+    """Fold until nothing changes; return the number of scales moved."""
+    total = 0
+    while True:
+        changed = 0
+        for op in dnn_ops(module):
+            if op.name == "dnn.matmul" and fold(op):
+                changed += 1
+                break  # the op list is stale once one matmul is replaced
+        if not changed:
+            return total
+        total += changed
+
+
+@register
+@dataclass
+class DnnFoldOperandScales(DnncPass):
+    NAME = "dnn-fold-operand-scales"
+
+    def run(self, module):
+        fold_operand_scales(module)
