@@ -20,9 +20,12 @@ to the operand with 1 along K (a per-K scale changes every product
 differently, and stays a kernel of its own), the scaled value has the
 matmul as its only user, and the operand has the unscaled value's type:
 the multiply's own result, or its cast back to that type (a graph's
-``cast(x * s, bf16)``, whose product is f32). A scale that also changes
-the type (f32 x * s -> bf16: a cast prologue) stays a pointwise kernel.
-Iterated, so that both operands' scales fold.
+``cast(x * s, bf16)``, whose product is f32). A bf16 or f16 x scaled to
+f32 (``x * s`` left in f32) folds too when the matmul's operands then
+share one type: the f32 matmul becomes a bf16 / f16 one with f32
+accumulation, which holds every product exactly, as the f32 one did. A
+scale that narrows the type (f32 x * s -> bf16: a cast prologue) stays a
+pointwise kernel. Iterated, so that both operands' scales fold.
 
 Before::
 
@@ -45,6 +48,7 @@ from dnnc.dialect import builders
 from dnnc.passes import DnncPass, dnn_ops, register
 
 SCALES = ("mul", "div")  # the ops whose second operand (mul: either) may be a scale
+WIDENED = ("bf16", "f16")  # operand types whose f32 scale the widening fold undoes
 
 
 def _shape(value):
@@ -72,9 +76,11 @@ def _keeps(scale, full, k_axis):
     return len(s) < -k_axis or s[k_axis] == 1
 
 
-def _split(op, want, k_axis):
+def _split(op, want, k_axis, widening=False):
     """(unscaled operand, scale) of a scale op ``op`` whose unscaled operand
-    has type ``want``, or None when it is no such scale."""
+    has type ``want`` (``widening``: has its shape and a narrower float type
+    that f32 holds exactly, ``want`` being f32), or None when it is no such
+    scale."""
     name = op.name[4:]
     if name not in SCALES:
         return None
@@ -82,7 +88,12 @@ def _split(op, want, k_axis):
     full = tuple(ir.RankedTensorType(want).shape)
     candidates = [(a, b)] + ([(b, a)] if name == "mul" else [])
     for x, s in candidates:
-        if x.type == want and _keeps(s, full, k_axis):
+        if widening:
+            same = (_shape(x) == full and str(_element(x)) in WIDENED
+                    and str(ir.RankedTensorType(want).element_type) == "f32")
+        else:
+            same = x.type == want
+        if same and _keeps(s, full, k_axis):
             return x, s
     return None
 
@@ -111,9 +122,24 @@ def _scaled(operand, matmul):
     return chain, op
 
 
-def fold(matmul):
-    """Fold one scale of ``matmul``'s operands into its result; True when
-    it changed the IR."""
+def _rebuild(matmul, operands, scales):
+    """Replace ``matmul`` by one of ``operands`` followed by ``scales``
+    ([(op name, scale)]), applied in order at the product's type."""
+    view = builders.read(matmul)
+    c = matmul.results[0]
+    with matmul.location:
+        value = builders.create("matmul", {"a": operands[0], "b": operands[1]},
+                                dict(view.attrs), {"c": c.type}, discardable=view.discardable,
+                                ip=ir.InsertionPoint(matmul)).results["c"]
+        for name, scale in scales:
+            value = builders.create(name, {"a": value, "b": scale}, {}, {"y": c.type},
+                                    ip=ir.InsertionPoint(matmul)).results["y"]
+    c.replace_all_uses_with(value)
+    matmul.erase()
+
+
+def _fold_same_type(matmul):
+    """Fold one scale whose operand keeps its type; True when it did."""
     for index, k_axis in ((0, -1), (1, -2)):
         operand = matmul.operands[index]
         found = _scaled(operand, matmul)
@@ -124,22 +150,47 @@ def fold(matmul):
         if split is None:
             continue
         x, scale = split
-        view = builders.read(matmul)
-        c = matmul.results[0]
-        operands = {"a": matmul.operands[0], "b": matmul.operands[1]}
-        operands["ab"[index]] = x
-        with matmul.location:
-            product = builders.create("matmul", operands, dict(view.attrs), {"c": c.type},
-                                      discardable=view.discardable,
-                                      ip=ir.InsertionPoint(matmul))
-            scaled = builders.create(op.name[4:], {"a": product.results["c"], "b": scale}, {},
-                                     {"y": c.type}, ip=ir.InsertionPoint(matmul))
-        c.replace_all_uses_with(scaled.results["y"])
-        matmul.erase()
+        operands = [matmul.operands[0], matmul.operands[1]]
+        operands[index] = x
+        _rebuild(matmul, operands, [(op.name[4:], scale)])
         for dead in chain:
             dead.erase()
         return True
     return False
+
+
+def _fold_widening(matmul):
+    """Fold the f32 scales of bf16 or f16 values (a graph's ``x * s`` with
+    an f32 ``s``, whose product is f32) of one or both operands when the
+    product then multiplies operands of one type: an f32 matmul becomes one
+    of that type (tensor cores) with the scales after it. The two differ
+    in f32 rounding only: the f32 matmul rounds each x * s and product,
+    the folded one each sum's scaling (its products are exact in f32)."""
+    picked, operands, scales = [], [matmul.operands[0], matmul.operands[1]], []
+    for index, k_axis in ((0, -1), (1, -2)):
+        operand = matmul.operands[index]
+        found = _scaled(operand, matmul)
+        if found is None or len(found[0]) != 1:
+            continue
+        op = found[1]
+        split = _split(op, operand.type, k_axis, widening=True)
+        if split is None:
+            continue
+        operands[index] = split[0]
+        scales.append((op.name[4:], split[1]))
+        picked.append(op)
+    if not picked or _element(operands[0]) != _element(operands[1]):
+        return False
+    _rebuild(matmul, operands, scales)
+    for dead in picked:
+        dead.erase()
+    return True
+
+
+def fold(matmul):
+    """Fold a scale of ``matmul``'s operands into its result; True when it
+    changed the IR."""
+    return _fold_same_type(matmul) or _fold_widening(matmul)
 
 
 def fold_operand_scales(module):

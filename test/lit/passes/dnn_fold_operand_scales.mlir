@@ -47,6 +47,30 @@ func.func @cast_back(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>, %s: tensor<8x
 
 // -----
 
+// bf16 operands scaled to f32 (a graph's x * s left in f32): when the
+// matmul's operands then share one type, the f32 matmul becomes a bf16 one
+// with both scales after it; with an f32 operand left (@mixed) it stays.
+// CHECK-LABEL: func.func @widening(
+//  CHECK-NEXT:   %[[P:.*]] = "dnn.matmul"(%arg0, %arg1) {compute_type = f32} : (tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xf32>
+//  CHECK-NEXT:   %[[S:.*]] = "dnn.mul"(%[[P]], %arg2) : (tensor<8x4xf32>, tensor<8x1xf32>) -> tensor<8x4xf32>
+//  CHECK-NEXT:   %[[C:.*]] = "dnn.div"(%[[S]], %arg3) : (tensor<8x4xf32>, tensor<1x4xf32>) -> tensor<8x4xf32>
+//  CHECK-NEXT:   %[[Q:.*]] = "dnn.matmul"(%arg0, %arg1) {compute_type = f32} : (tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xf32>
+//  CHECK-NEXT:   %[[T:.*]] = "dnn.mul"(%[[Q]], %arg2) : (tensor<8x4xf32>, tensor<8x1xf32>) -> tensor<8x4xf32>
+//  CHECK-NEXT:   %[[M:.*]] = "dnn.mul"(%arg0, %arg2) : (tensor<8x16xbf16>, tensor<8x1xf32>) -> tensor<8x16xf32>
+//  CHECK-NEXT:   "dnn.matmul"(%[[M]], %arg4)
+func.func @widening(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>, %s: tensor<8x1xf32>, %c: tensor<1x4xf32>, %f: tensor<16x4xf32>) -> (tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>) {
+  %0 = "dnn.mul"(%a, %s) : (tensor<8x16xbf16>, tensor<8x1xf32>) -> tensor<8x16xf32>
+  %1 = "dnn.div"(%b, %c) : (tensor<16x4xbf16>, tensor<1x4xf32>) -> tensor<16x4xf32>
+  %2 = "dnn.matmul"(%0, %1) {compute_type = f32} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  %3 = "dnn.mul"(%a, %s) : (tensor<8x16xbf16>, tensor<8x1xf32>) -> tensor<8x16xf32>
+  %4 = "dnn.matmul"(%3, %b) {compute_type = f32} : (tensor<8x16xf32>, tensor<16x4xbf16>) -> tensor<8x4xf32>
+  %5 = "dnn.mul"(%a, %s) : (tensor<8x16xbf16>, tensor<8x1xf32>) -> tensor<8x16xf32>
+  %6 = "dnn.matmul"(%5, %f) {compute_type = f32} : (tensor<8x16xf32>, tensor<16x4xf32>) -> tensor<8x4xf32>
+  return %2, %4, %6 : tensor<8x4xf32>, tensor<8x4xf32>, tensor<8x4xf32>
+}
+
+// -----
+
 // What stays: a scale along K (A's columns, B's rows), a divisor scaled by
 // the operand (s / A), a scaled operand that is also returned, and a
 // multiply that also casts (f32 * s -> bf16, in the op or by a cast after
