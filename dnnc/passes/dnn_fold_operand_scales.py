@@ -84,13 +84,14 @@ def _split(op, want, k_axis, widening=False):
     name = op.name[4:]
     if name not in SCALES:
         return None
+    want = ir.RankedTensorType(want)
+    if widening and str(want.element_type) != "f32":
+        return None
+    full = tuple(want.shape)
     a, b = op.operands[0], op.operands[1]
-    full = tuple(ir.RankedTensorType(want).shape)
-    candidates = [(a, b)] + ([(b, a)] if name == "mul" else [])
-    for x, s in candidates:
+    for x, s in [(a, b)] + ([(b, a)] if name == "mul" else []):
         if widening:
-            same = (_shape(x) == full and str(_element(x)) in WIDENED
-                    and str(ir.RankedTensorType(want).element_type) == "f32")
+            same = _shape(x) == full and str(_element(x)) in WIDENED
         else:
             same = x.type == want
         if same and _keeps(s, full, k_axis):
@@ -105,10 +106,10 @@ def _only_use(value, op):
 
 
 def _scaled(operand, matmul):
-    """(the ops computing ``operand`` to erase, unscaled operand, scale op
-    name, scale) of a matmul operand that is a scale of a value of its own
-    type: ``x * s`` (``x / s``) of that type, or cast back to it; None for
-    any other operand."""
+    """(the ops computing ``operand``, which go once it is folded; the op
+    that may be a scale) of a matmul operand that only the matmul reads:
+    the op making it, or through a cast the op the cast reads (also read
+    only there); None otherwise (``_split`` says whether it is a scale)."""
     op = _producer(operand)
     if op is None or not _only_use(operand, matmul):
         return None
@@ -196,15 +197,10 @@ def fold(matmul):
 def fold_operand_scales(module):
     """Fold until nothing changes; return the number of scales moved."""
     total = 0
-    while True:
-        changed = 0
-        for op in dnn_ops(module):
-            if op.name == "dnn.matmul" and fold(op):
-                changed += 1
-                break  # the op list is stale once one matmul is replaced
-        if not changed:
-            return total
-        total += changed
+    # One fold a sweep: the op list is stale once a matmul is replaced.
+    while any(op.name == "dnn.matmul" and fold(op) for op in dnn_ops(module)):
+        total += 1
+    return total
 
 
 @register

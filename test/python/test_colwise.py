@@ -152,9 +152,12 @@ def lower_for_cpu(module):
     return module
 
 
-def emulate(g, config=""):
-    """A CpuExecutable of graph ``g`` through the GPU lowering, column
-    programs included; also the strategies the kernels ended with."""
+def emulate(g, config="", through="dnn-reduce-columns"):
+    """A CpuExecutable of graph ``g`` through the GPU lowering (with the
+    config override ``config``), the launches made by the GPU stage up to
+    pass ``through`` (column programs; window programs with
+    dnn-pool-windows) run as loops; also the strategies the kernels ended
+    with."""
     module = dnnc.graph_mlir.to_module(g)
     signature = dnnc.cpu.signature_of(module)
     for stage in pipelines.get("cuda", "sm_90a", config=config):
@@ -163,13 +166,13 @@ def emulate(g, config=""):
         run_pipeline(module, stage.pipeline)
     with module.context:
         gpu = list(pipelines.GPU.passes)
-        run_pipeline(module, "builtin.module(" + ",".join(
-            gpu[:gpu.index("dnn-reduce-columns") + 1]) + ")")
+        at = gpu.index(through) + 1
+        run_pipeline(module, "builtin.module(" + ",".join(gpu[:at]) + ")")
         strategies = {irutil.symbol(fn): heuristics.Config.from_attr(
             fn.attributes["dnn.config"]).strategy for fn in irutil.kernel_functions(module)}
         emulate_launches(module)
         module.operation.verify()
-        rest = gpu[gpu.index("dnn-reduce-columns") + 1:gpu.index("dnn-distribute-loops") + 1]
+        rest = gpu[at:gpu.index("dnn-distribute-loops") + 1]
         run_pipeline(module, "builtin.module(" + ",".join(rest + TAIL) + ")")
     return dnnc.cpu.CpuExecutable(module, signature), strategies
 

@@ -20,13 +20,11 @@ import numpy as np
 import pytest
 
 import dnnc
-import dnnc.cpu
 import dnnc.graph_mlir
-from dnnc import compiler, heuristics, pipelines
-from dnnc.codegen.gpu import irutil, ptxas
+from dnnc import compiler
+from dnnc.codegen.gpu import ptxas
 from dnnc.dialect.types import data_type as dt
-from dnnc.passes import run_pipeline
-from test_colwise import TAIL, emulate_launches
+from test_colwise import emulate as colwise_emulate
 
 F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
 STRATEGY = "simt-window"
@@ -49,22 +47,7 @@ def emulate(g, config=""):
     """A CpuExecutable of graph ``g`` through the GPU lowering (with the
     config override ``config``), window programs run as loops; also the
     strategies the kernels ended with."""
-    module = dnnc.graph_mlir.to_module(g)
-    signature = dnnc.cpu.signature_of(module)
-    for stage in pipelines.get("cuda", "sm_90a", config=config):
-        if stage.name == "gpu":
-            break
-        run_pipeline(module, stage.pipeline)
-    with module.context:
-        gpu = list(pipelines.GPU.passes)
-        run_pipeline(module, "builtin.module(" + ",".join(gpu[:gpu.index(PASS) + 1]) + ")")
-        strategies = {irutil.symbol(fn): heuristics.Config.from_attr(
-            fn.attributes["dnn.config"]).strategy for fn in irutil.kernel_functions(module)}
-        emulate_launches(module)
-        module.operation.verify()
-        rest = gpu[gpu.index(PASS) + 1:gpu.index("dnn-distribute-loops") + 1]
-        run_pipeline(module, "builtin.module(" + ",".join(rest + TAIL) + ")")
-    return dnnc.cpu.CpuExecutable(module, signature), strategies
+    return colwise_emulate(g, config, through=PASS)
 
 
 def _to_memory(x):
