@@ -62,6 +62,8 @@ LINALG_GPU = Stage("linalg", ("convert-dnn-to-linalg", "linalg-fuse-elementwise-
 CPU = FRONT + (
     LINALG,
     Stage("llvm", (
+        # fp8 conversions as integer code (LLVM has no f8 types).
+        "dnn-expand-fp8",
         "one-shot-bufferize{bufferize-function-boundaries "
         "function-boundary-type-conversion=identity-layout-map}",
         # Results become out-parameters, filled by a copy (memcpy) of the
@@ -163,12 +165,14 @@ def configured(arch, config="", db="", gpu=""):
 
 def nvvm(arch):
     """The NVVM stage for ``arch``: target attached, math expanded (no
-    libdevice), GPU, nvgpu, SCF and arith to the LLVM dialect with
+    libdevice), fp8 conversions lowered for the target, GPU, nvgpu, SCF and arith to the LLVM dialect with
     bare-pointer memref arguments (one pointer parameter per buffer), TMA
     descriptor parameters made by-value grid constants."""
     return Stage("nvvm", (
         f"nvvm-attach-target{{chip={arch} features=+ptx80 O=3}}",
         "dnn-expand-math",
+        # After expand-math, which reads the roundings to fp8.
+        "dnn-expand-fp8",
         "gpu.module(convert-scf-to-cf,convert-nvgpu-to-nvvm,"
         "convert-gpu-to-nvvm{use-bare-ptr-memref-call-conv=true},"
         "canonicalize,cse)",

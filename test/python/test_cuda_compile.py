@@ -32,7 +32,7 @@ import dnnc.cpu
 import dnnc.dialect
 import dnnc.graph_mlir
 from dnnc import artifact, compiler, heuristics, pipelines
-from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas
+from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas, sass
 from dnnc.dialect.types import data_type as dt
 from dnnc.errors import LoweringError, UnsupportedError
 from dnnc.passes import run_pipeline
@@ -324,6 +324,42 @@ def test_ptxas_assembles(family, arch):
         r = resources[k["entry"]]
         assert r.spill_stores == 0 and r.spill_loads == 0, (k["entry"], r)
         assert 0 < r.registers <= 255
+
+
+def _fp8_casts():
+    g = dnnc.Graph(name="fp8_casts")
+    x = g.tensor(name="x", dim=[64, 128], data_type=dt.FLOAT)
+    h = g.tensor(name="h", dim=[64, 128], data_type=dt.BFLOAT16)
+    q = g.tensor(name="q", dim=[64, 128], data_type=dt.FP8_E4M3)
+    g.cast(x, dt.FP8_E4M3).set_output(True)
+    g.cast(h, dt.FP8_E5M2).set_output(True)
+    g.cast(q, dt.FLOAT).set_output(True)
+    return g
+
+
+@pytest.mark.parametrize("arch", ARCHS)
+def test_fp8_conversions_use_the_converters_where_the_gpu_has_them(arch):
+    """sm_90a: one cvt per element converted (dnn-expand-fp8), SASS F2FP;
+    sm_80 has no fp8 converters: integer code, no cvt to or from fp8."""
+    g = _fp8_casts()
+    package = compiler.compile_module(dnnc.graph_mlir.to_module(g),
+                                      compiler.Options(target="cuda", arch=arch))
+    encodes = {fmt: len(re.findall(rf"cvt\.rn\.satfinite\.{fmt}x2\.f32", package.ptx))
+               for fmt in ("e4m3", "e5m2")}
+    decodes = len(re.findall(r"cvt\.rn\.f16x2\.e4m3x2", package.ptx))
+    if arch == "sm_80":
+        assert encodes == {"e4m3": 0, "e5m2": 0} and decodes == 0
+        return
+    # Each thread converts whole 16-byte vectors of its kernel's widest type.
+    assert encodes["e4m3"] % 4 == 0 and encodes["e4m3"] > 0, encodes
+    assert encodes["e5m2"] % 8 == 0 and encodes["e5m2"] > 0, encodes
+    assert decodes % 4 == 0 and decodes > 0, decodes
+    if PTXAS is None or sass.missing() is not None:
+        return
+    _, cubin = ptxas.assemble_cubin(package.ptx, arch)
+    code = sass.disassemble(cubin)
+    assert code.count("F2FP.SATFINITE.E4M3.F32") == encodes["e4m3"]
+    assert code.count("F2FP.SATFINITE.E5M2.F32") == encodes["e5m2"]
 
 
 def test_strided_inputs_and_outputs_are_declared():
@@ -712,6 +748,7 @@ def test_cli_compile_and_inspect(tmp_path, capsys):
 # tail: each scf.parallel (blocks, threads) runs as a loop, guards included.
 EMULATION_TAIL = (
     "dnn-expand-math",
+    "dnn-expand-fp8",
     "arith-expand{include-bf16}",
     "arith-emulate-unsupported-floats{source-types=bf16,f16 target-type=f32}",
     "expand-strided-metadata",

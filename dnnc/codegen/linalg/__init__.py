@@ -7,8 +7,8 @@ with their defaults); its operands are already the lowered Values. The pass
 ``convert-dnn-to-linalg`` (dnnc/passes/convert_dnn_to_linalg.py) walks the
 functions and calls these.
 
-Files, one family each: ``pointwise`` (+ ``scalar`` formulas, ``fp8`` bit
-conversions), ``contraction`` (matmul, tf32), ``conv``, ``reduce``,
+Files, one family each: ``pointwise`` (+ ``scalar`` formulas; ``fp8`` holds the integer
+fp8 conversions that dnn-expand-fp8 uses), ``contraction`` (matmul, tf32), ``conv``, ``reduce``,
 ``pooling`` (+ ``window`` geometry), ``tensor`` (data movement); ``emit``
 holds the shared builders.
 """

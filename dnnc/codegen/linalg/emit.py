@@ -93,31 +93,27 @@ def ci(value, type_=None):
 
 
 def to_f32(value, dtype):
-    """A stored scalar of ``dtype`` as f32 (booleans give 0.0 / 1.0)."""
-    from dnnc.codegen.linalg import fp8
-
+    """A stored scalar of ``dtype`` as f32 (booleans give 0.0 / 1.0). fp8 is an
+    ``arith.extf`` like the 16-bit floats: dnn-expand-fp8 lowers it later, for
+    the target at hand."""
     if dtype is data_type.FLOAT:
         return value
-    if dtype in (data_type.HALF, data_type.BFLOAT16):
+    if dtype in (data_type.HALF, data_type.BFLOAT16, data_type.FP8_E4M3, data_type.FP8_E5M2):
         return arith.extf(f32(), value)
-    if dtype in fp8.FORMATS:
-        return fp8.decode(value, dtype)
     if dtype is data_type.BOOLEAN:
         return arith.uitofp(f32(), to_i1(value))
     raise AssertionError(dtype)
 
 
 def from_f32(value, dtype):
-    """An f32 scalar rounded to the storage of ``dtype`` (to nearest even; fp8
-    saturates; a boolean is ``value != 0``, NaN counting as true)."""
-    from dnnc.codegen.linalg import fp8
-
+    """An f32 scalar rounded to the storage of ``dtype`` (to nearest even; a
+    boolean is ``value != 0``, NaN counting as true). fp8 is an
+    ``arith.truncf`` whose saturation (dnnc/codegen/linalg/fp8.py) is given by
+    dnn-expand-fp8, which lowers it later for the target at hand."""
     if dtype is data_type.FLOAT:
         return value
-    if dtype in (data_type.HALF, data_type.BFLOAT16):
+    if dtype in (data_type.HALF, data_type.BFLOAT16, data_type.FP8_E4M3, data_type.FP8_E5M2):
         return arith.truncf(storage_element(dtype), value)
-    if dtype in fp8.FORMATS:
-        return fp8.encode(value, dtype)
     if dtype is data_type.BOOLEAN:
         return from_i1(arith.cmpf(arith.CmpFPredicate.UNE, value, cf(0.0)))
     raise AssertionError(dtype)

@@ -1,8 +1,9 @@
 """fp8 <-> f32 conversion with integer arithmetic.
 
-LLVM cannot lower ``arith.extf`` / ``arith.truncf`` on f8E4M3FN and f8E5M2, so
-the lowering decodes and encodes the bits itself. Both run on the i8 bit
-pattern (``arith.bitcast`` of the f8 scalar) widened to i32.
+LLVM cannot lower ``arith.extf`` / ``arith.truncf`` on f8E4M3FN and f8E5M2.
+dnn-expand-fp8 replaces them with this integer code wherever the target has
+no fp8 converter instructions (the CPU, sm_80); both functions run on the i8
+bit pattern (``arith.bitcast`` of the f8 scalar) widened to i32.
 
 Formats (sign, exponent, mantissa bits; bias):
 
