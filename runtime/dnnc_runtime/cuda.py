@@ -338,6 +338,10 @@ TENSOR_MAP_ALIGNMENT = 128  # alignas(CUtensorMap) since CUDA 13 (64 before): th
 # f32 tensor that a kernel reads as tf32 is stored, and encoded, as FLOAT32.
 TMA_DATA_TYPES = {"f32": ("FLOAT32", 4), "f16": ("FLOAT16", 2), "bf16": ("BFLOAT16", 2),
                   "f8E4M3FN": ("UINT8", 1), "f8E5M2": ("UINT8", 1)}
+# (driver, descriptor shape) -> the driver's arguments before and after the
+# address, built once: converting them costs more than the encoding itself.
+_TENSOR_MAP_ARGS = {}
+_TENSOR_MAP_ARGS_LIMIT = 1024
 # Manifest spellings -> the enum members' suffixes.
 TMA_SWIZZLES = {0: "NONE", 32: "32B", 64: "64B", 128: "128B"}               # bytes
 TMA_L2_PROMOTIONS = {0: "NONE", 64: "L2_64B", 128: "L2_128B", 256: "L2_256B"}  # bytes
@@ -360,6 +364,24 @@ def tensor_map_dims(shape, strides, box, itemsize):
             (1,) * rank)
 
 
+def _tensor_map_args(d, key, dtype, shape, strides, box, swizzle, l2_promotion, oob_fill):
+    type_name, itemsize = TMA_DATA_TYPES[dtype]
+    dims, byte_strides, box_dims, element_strides = tensor_map_dims(shape, strides, box, itemsize)
+    u64, u32 = d.cuuint64_t, d.cuuint32_t  # the binding takes no plain ints in these arrays
+    head = (getattr(d.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + type_name), len(dims))
+    tail = (
+        [u64(v) for v in dims], [u64(v) for v in byte_strides],
+        [u32(v) for v in box_dims], [u32(v) for v in element_strides],
+        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+        getattr(d.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + TMA_SWIZZLES[swizzle]),
+        getattr(d.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + TMA_L2_PROMOTIONS[l2_promotion]),
+        getattr(d.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + TMA_OOB_FILLS[oob_fill]))
+    if len(_TENSOR_MAP_ARGS) >= _TENSOR_MAP_ARGS_LIMIT:
+        _TENSOR_MAP_ARGS.clear()
+    _TENSOR_MAP_ARGS[key] = head, tail
+    return head, tail
+
+
 def encode_tensor_map(dtype, shape, strides, box, swizzle, l2_promotion, oob_fill, address):
     """The 128 bytes of a tiled CUtensorMap over the tensor at device ``address``.
 
@@ -370,20 +392,13 @@ def encode_tensor_map(dtype, shape, strides, box, swizzle, l2_promotion, oob_fil
     none. Encoding is host-only (no stream operation, so it is allowed under
     CUDA graph capture) and costs microseconds; a bad descriptor, an address
     not 16-byte aligned say, raises CudaError (CUDA_ERROR_INVALID_VALUE).
+    The driver's form of everything but the address is made once per
+    descriptor shape and kept (``_TENSOR_MAP_ARGS``).
     """
     import ctypes
     d = driver()
-    type_name, itemsize = TMA_DATA_TYPES[dtype]
-    dims, byte_strides, box_dims, element_strides = tensor_map_dims(shape, strides, box, itemsize)
-    u64, u32 = d.cuuint64_t, d.cuuint32_t  # the binding takes no plain ints in these arrays
-    tensor_map = call(
-        d.cuTensorMapEncodeTiled,
-        getattr(d.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + type_name),
-        len(dims), address,
-        [u64(v) for v in dims], [u64(v) for v in byte_strides],
-        [u32(v) for v in box_dims], [u32(v) for v in element_strides],
-        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(d.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + TMA_SWIZZLES[swizzle]),
-        getattr(d.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + TMA_L2_PROMOTIONS[l2_promotion]),
-        getattr(d.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + TMA_OOB_FILLS[oob_fill]))
+    key = (id(d), dtype, shape, strides, box, swizzle, l2_promotion, oob_fill)
+    head, tail = _TENSOR_MAP_ARGS.get(key) or _tensor_map_args(
+        d, key, dtype, shape, strides, box, swizzle, l2_promotion, oob_fill)
+    tensor_map = call(d.cuTensorMapEncodeTiled, *head, address, *tail)
     return ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)

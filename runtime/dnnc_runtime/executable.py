@@ -166,13 +166,18 @@ class _TensorMap:
     """The CUtensorMap of one TMA argument, and the tensor address it encodes.
 
     The descriptor holds the tensor's address, so it is encoded again
-    whenever that moves; encoding costs microseconds and the caller's
-    pointers rarely change, so the last address is kept and an unchanged one
-    costs a comparison.
+    whenever that moves. Encoding costs microseconds (about ten through the
+    Python binding, more than many kernels run), so the address the bytes
+    hold is kept, and an unchanged one costs a comparison; the bytes of the
+    last ``RECENT`` addresses are kept too, so that a caller cycling through
+    a few buffers (an allocator reusing them, rotating inputs) copies 128
+    bytes instead of encoding.
     """
 
+    RECENT = 8
+
     __slots__ = ("kernel", "position", "arg", "source", "offset", "owner", "address", "encoded",
-                 "_storage")
+                 "_storage", "_recent")
 
     def __init__(self, kernel, position, arg, source, offset, owner):
         self.kernel, self.position, self.arg = kernel, position, arg
@@ -183,8 +188,19 @@ class _TensorMap:
         base = ctypes.addressof(self._storage)
         self.address = (base + align - 1) // align * align
         self.encoded = None                 # the tensor address the bytes hold (None: not yet)
+        self._recent = {}                   # address -> its 128 bytes, oldest first
 
     def encode(self, address):
+        raw = self._recent.get(address)
+        if raw is None:
+            raw = self._encode(address)
+            if len(self._recent) >= self.RECENT:
+                del self._recent[next(iter(self._recent))]
+            self._recent[address] = raw
+        ctypes.memmove(self.address, raw, cuda.TENSOR_MAP_BYTES)
+        self.encoded = address
+
+    def _encode(self, address):
         a = self.arg
         try:
             raw = cuda.encode_tensor_map(a.dtype, a.shape, a.strides, a.box, a.swizzle,
@@ -199,8 +215,7 @@ class _TensorMap:
             raise ArgumentError(f"{self.owner.label}: {what}): {why} ({e}); raised while binding the "
                                 f"launches, before any kernel of this call ran",
                                 tensor=self.owner.name) from e
-        ctypes.memmove(self.address, raw, cuda.TENSOR_MAP_BYTES)
-        self.encoded = address
+        return raw
 
 
 class _Call:

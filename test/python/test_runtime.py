@@ -935,8 +935,15 @@ def test_tma_descriptors_are_encoded_when_the_tensor_moves(monkeypatch):
     exe.time(a2, outputs=[y], repeat=3, warmup=1)
     assert len(gpu.encoded) == 2 and len(gpu.launches) == 6 + 2 * 4
     gpu.capturing = True                   # host-only encoding: allowed under capture
+    exe(a, outputs=[y])                    # back: a's bytes are kept, not encoded again
+    assert [e[-1] for e in gpu.encoded] == [a_addr, a2_addr]
+    assert gpu.launches[-1]["args"][0] == desc
+    others = [gpu.array(np.ones((64, 128), np.float16)) for _ in range(8)]
+    for t in others:                       # eight more addresses push a's out
+        exe(t, outputs=[y])
     exe(a, outputs=[y])
-    assert [e[-1] for e in gpu.encoded] == [a_addr, a2_addr, a_addr]
+    assert len(gpu.encoded) == 2 + 8 + 1 and gpu.encoded[-1][-1] == a_addr
+    assert gpu.launches[-1]["args"][0] == desc
 
 
 def test_tma_address_refused_is_an_argument_error_before_any_launch(monkeypatch):
