@@ -85,11 +85,11 @@ def _ceil(a, b):
 
 
 def split_k(tiles, steps, sms):
-    """Blocks to share each tile's K steps: 1 when the tiles keep at least a
-    quarter of the SMs busy (the partials' round trip through memory and the
+    """Blocks to share each tile's K steps: 1 when the tiles keep at least
+    half of the SMs busy (the partials' round trip through memory and the
     second launch cost more than the idle SMs); else enough splits to fill
     the SMs, each of at least MIN_SPLIT_STEPS K steps, at most MAX_SPLIT."""
-    if tiles >= sms // 4:
+    if tiles >= sms // 2:
         return 1
     return max(1, min(sms // tiles, steps // MIN_SPLIT_STEPS, MAX_SPLIT))
 
@@ -99,12 +99,12 @@ def tc_sm90(problem, m, n, k, batch, facts):
     that still gives every other SM a tile. When no width does (few rows or
     columns, a long K), the narrowest tile, with K split over enough blocks
     to fill the SMs when the tiles leave most of them idle (split_k).
-    Measured on an H200 with inputs not in L2: 64x4096x4096 in 0.038 ms
-    with 64x64 tiles unsplit (64 tiles), 0.040 with 128x64, 0.043 with 64x64
-    split 2 ways, 0.042-0.044 with 64x128 or 64x256 split 2-8 ways;
-    256x256x65536 in 0.050-0.052 ms split 16 to 64 ways at any width, 0.304
-    unsplit. With inputs in L2, 4096^3 ran at 591 TFLOP/s with 128x256
-    tiles, 492 with 128x128."""
+    Measured on an H200 (do_bench medians, L2 cleared): 64x4096x4096 in
+    0.0202 ms with 64x64 tiles split 2 ways (128 blocks), 0.0225 unsplit
+    (64 tiles), 0.0209-0.0221 split 3-4 ways or 64x128 split 2-4 ways;
+    256x256x65536 in 0.039 ms with 128x64 split 12-16 ways, 0.048-0.055
+    with 8 or 32, or with 64x64 tiles split 8-16 ways. With inputs in L2,
+    4096^3 ran at 591 TFLOP/s with 128x256 tiles, 492 with 128x128."""
     # At most 64 rows: one consumer warpgroup and 64-row tiles, half of a
     # 128-row tile's wgmma work would be padding.
     bm = 64 if m <= 64 else TC90_M
