@@ -225,7 +225,11 @@ def rank(problem):
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
     faster = tensor_core(problem)
     if faster is None and problem.dtype == "f32" and problem.arch in TC_OF_ARCH:
-        facts += ", an f32 multiply (the tensor cores take f32 as tf32: compute_data_type tf32)"
+        # A bf16 graph's intermediates are f32 unless the graph says otherwise:
+        # name both ways onto the tensor cores.
+        facts += (", an f32 multiply (the tensor cores take f32 as tf32: compute_data_type "
+                  "tf32; an operand computed in the graph is bf16/f16 with "
+                  "intermediate_data_type)")
     elif faster is None:
         facts += f", a type no tensor-core path takes on {problem.arch}"
     work = problem.anchor_outputs[0].elements if problem.anchor_outputs else \

@@ -300,7 +300,8 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     assert choose(f32).strategy == "simt-generic"
     assert choose(f32).reason.startswith(
         "no faster strategy planned (matmul: 8x32x16 (M x N x K) x4 batch f32, an f32 "
-        "multiply (the tensor cores take f32 as tf32: compute_data_type tf32)")
+        "multiply (the tensor cores take f32 as tf32: compute_data_type tf32; an operand "
+        "computed in the graph is bf16/f16 with intermediate_data_type)")
     tf32 = problem("matmul", [[4096, 4096], [4096, 4096]], [[4096, 4096]],
                    attrs=[("compute_type", "tf32")])
     assert (choose(tf32).strategy, choose(tf32).tile) == ("tc-sm90", (128, 256, 32))
