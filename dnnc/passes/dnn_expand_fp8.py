@@ -46,6 +46,7 @@ from mlir.dialects import arith, llvm
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.linalg import fp8
+from dnnc.codegen.linalg.emit import ci, storage_element
 from dnnc.dialect.types import data_type
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
@@ -53,7 +54,7 @@ from dnnc.passes import DnncPass, register
 # The first NVIDIA architecture with the fp8 converters (PTX ISA: sm_89).
 NATIVE_FROM_SM = 89
 
-_FORMATS = {t.value: t for t in (data_type.FP8_E4M3, data_type.FP8_E5M2)}
+_FORMATS = {t.mlir: t for t in fp8.FORMATS}
 _PTX_NAME = {data_type.FP8_E4M3: "e4m3", data_type.FP8_E5M2: "e5m2"}
 
 
@@ -65,15 +66,13 @@ def _format(type_):
     return _FORMATS.get(str(type_))
 
 
-def _sm(op):
-    """The sm number of the NVVM target of the gpu.module around ``op``; None
-    outside one (or without an NVVM target)."""
-    parent = op.parent
-    while parent is not None and parent.name != "gpu.module":
-        parent = parent.parent
-    if parent is None or "targets" not in parent.attributes:
+def _sm(gpu_module):
+    """The sm number of the NVVM target of ``gpu_module``; None for no
+    gpu.module (or one without an NVVM target)."""
+    if gpu_module is None or "targets" not in gpu_module.attributes:
         return None
-    found = re.search(r'#nvvm\.target<[^>]*chip = "sm_(\d+)', str(parent.attributes["targets"]))
+    found = re.search(r'#nvvm\.target<[^>]*chip = "sm_(\d+)',
+                      str(gpu_module.attributes["targets"]))
     return int(found.group(1)) if found else None
 
 
@@ -91,13 +90,12 @@ def _encode_native(value, dtype):
     if dtype is data_type.FP8_E5M2:
         # .satfinite made an infinity the largest finite value; E5M2 keeps it.
         bits = arith.bitcast(_i(32), value)
-        magnitude = arith.andi(bits, _const(32, 0x7FFFFFFF))
-        infinite = arith.cmpi(arith.CmpIPredicate.eq, magnitude, _const(32, 0x7F800000))
-        sign = arith.trunci(_i(8), arith.andi(arith.shrui(bits, _const(32, 24)),
-                                                _const(32, 0x80)))
-        inf = arith.ori(sign, _const(8, fp8.FORMATS[dtype].inf_code))
+        magnitude = arith.andi(bits, ci(0x7FFFFFFF))
+        infinite = arith.cmpi(arith.CmpIPredicate.eq, magnitude, ci(0x7F800000))
+        sign = arith.trunci(_i(8), arith.andi(arith.shrui(bits, ci(24)), ci(0x80)))
+        inf = arith.ori(sign, ci(fp8.FORMATS[dtype].inf_code, _i(8)))
         code = arith.select(infinite, inf, code)
-    return arith.bitcast(ir.Type.parse(dtype.value), code)
+    return arith.bitcast(storage_element(dtype), code)
 
 
 def _decode_native(value, dtype):
@@ -108,10 +106,6 @@ def _decode_native(value, dtype):
     halves = llvm.inline_asm(_i(32), [pair], f"cvt.rn.f16x2.{name}x2 $0, $1;", "=r,h")
     half = arith.bitcast(ir.F16Type.get(), arith.trunci(_i(16), halves))
     return arith.extf(ir.F32Type.get(), half)
-
-
-def _const(width, value):
-    return arith.constant(_i(width), value)
 
 
 def _conversion(op):
@@ -137,14 +131,18 @@ def _check(op, dtype, encode):
 def expand(module):
     module = getattr(module, "operation", module)
     with module.context:
+        native_in = {}  # gpu.module (or None) -> whether it has the converters
         for op in irutil.ops(module):
             kind = _conversion(op)
             if kind is None:
                 continue
             dtype, encode = kind
             _check(op, dtype, encode)
-            sm = _sm(op)
-            native = sm is not None and sm >= NATIVE_FROM_SM
+            where = irutil.enclosing(op, "gpu.module")
+            if where not in native_in:
+                sm = _sm(where)
+                native_in[where] = sm is not None and sm >= NATIVE_FROM_SM
+            native = native_in[where]
             with ir.InsertionPoint(op), op.location:
                 f32 = ir.F32Type.get()
                 if encode:

@@ -113,15 +113,6 @@ def _rounded(value, through_math, precision, memo):
     return True
 
 
-def _in_gpu_module(op):
-    parent = op.parent
-    while parent is not None:
-        if parent.name == "gpu.module":
-            return True
-        parent = parent.parent
-    return False
-
-
 def _constant(value):
     """The float value of an arith.constant f32 scalar, else None."""
     owner = value.owner
@@ -239,7 +230,7 @@ def expand(module):
         # v becomes rsqrt v), which the math rewrites then replace.
         plan.sort(key=lambda entry: entry[2] is None)
         for op, half, division in plan:
-            fast = math_fast.Ops(_in_gpu_module(op)) if half else None
+            fast = math_fast.Ops(irutil.enclosing(op, "gpu.module") is not None) if half else None
             if division is None:
                 _expand(op, fast)
                 continue

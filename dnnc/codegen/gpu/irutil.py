@@ -57,6 +57,14 @@ def function_type(fn):
     return ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
 
 
+def enclosing(op, name):
+    """The nearest op named ``name`` around ``op`` (not ``op`` itself), or None."""
+    parent = op.parent
+    while parent is not None and parent.name != name:
+        parent = parent.parent
+    return parent
+
+
 def set_function_type(fn, inputs, results):
     fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
 
