@@ -100,11 +100,13 @@ def tc_sm90(problem, m, n, k, batch, facts):
     columns, a long K), the narrowest tile, with K split over enough blocks
     to fill the SMs when the tiles leave most of them idle (split_k).
     Measured on an H200 (do_bench medians, L2 cleared): 64x4096x4096 in
-    0.0202 ms with 64x64 tiles split 2 ways (128 blocks), 0.0225 unsplit
-    (64 tiles), 0.0209-0.0221 split 3-4 ways or 64x128 split 2-4 ways;
-    256x256x65536 in 0.039 ms with 128x64 split 12-16 ways, 0.048-0.055
-    with 8 or 32, or with 64x64 tiles split 8-16 ways. With inputs in L2,
-    4096^3 ran at 591 TFLOP/s with 128x256 tiles, 492 with 128x128."""
+    0.0187 ms with 64x64 tiles split 2 ways (128 blocks, summed in the same
+    launch), 0.0225 unsplit (64 tiles), 0.0235-0.0255 split 3-4 ways, 0.0207-
+    0.0217 with 64x128 split 2-4 ways; 256x256x65536 in 0.039 ms with 128x64
+    split 12-16 ways (a second launch sums them; 0.046 summed in the GEMM),
+    0.048-0.055 with 8 or 32, or with 64x64 tiles split 8-16 ways. With
+    inputs in L2, 4096^3 ran at 591 TFLOP/s with 128x256 tiles, 492 with
+    128x128."""
     # At most 64 rows: one consumer warpgroup and 64-row tiles, half of a
     # 128-row tile's wgmma work would be padding.
     bm = 64 if m <= 64 else TC90_M

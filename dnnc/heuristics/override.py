@@ -18,7 +18,8 @@ simt-window, ``HxW`` or ``DxHxW``, a shorter one naming the last dims),
 tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
 tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
 each row, 2 to 8, sm_90). Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps
-(8 for a tile 256 wide)::
+(8 for a tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
+per 64 rows, plus the producer's 128)::
 
     main_k0_pointwise=vector:4,unroll:2
     main_k0_softmax=block:128,tile:4
@@ -159,6 +160,9 @@ def apply(config, fields):
             block = (256 if len(tile) > 1 and max(tile[:2]) >= 256 else 128, 1, 1)
         config = Config(strategy, block, reason=config.reason)
     changed = config.replace(**fields)
+    if strategy == "tc-sm90" and "tile" in fields and "block" not in fields:
+        # A producer warpgroup and a consumer warpgroup per 64 rows of the tile.
+        changed = changed.replace(block=(128 * (1 + changed.tile[0] // 64), 1, 1))
     if strategy in FLAT_BLOCKS and changed.block[1:] != (1, 1):
         raise PipelineError(f"config override: strategy '{strategy}' runs 1-D blocks: "
                             f"expected block N, got {_block_text(changed.block)}")

@@ -284,6 +284,12 @@ def mem_free(address):
         call(_d.cuMemFree, address)
 
 
+def memset_async(address, nbytes, stream):
+    """Zero ``nbytes`` bytes of device memory at ``address``, ordered on ``stream``."""
+    if nbytes:
+        call(_d.cuMemsetD8Async, address, 0, nbytes, stream_object(stream))
+
+
 def copy_to_device(address, host_address, nbytes, stream):
     """Host -> device copy ordered on ``stream`` (host memory pageable: returns when staged)."""
     call(_d.cuMemcpyHtoDAsync, address, host_address, nbytes, stream)

@@ -10,7 +10,9 @@ A call goes in three steps:
    the current context's, else 0), check the artifact's arch against it, load
    the PTX, look up every kernel, opt kernels in to > 48 KiB of dynamic shared
    memory, allocate the workspace (torch's caching allocator when the call
-   uses torch, else cuMemAlloc) and pack each kernel's argument array once:
+   uses torch, else cuMemAlloc) and zero it on the call's stream (kernels
+   that count arrivals there, a split-K GEMM's, find their counters at zero
+   and leave them so), and pack each kernel's argument array once:
    scalars are written then, pointer slots are rewritten on every call, and
    each TMA descriptor (a 128-byte CUtensorMap the kernel takes by value)
    gets its own aligned buffer.
@@ -465,6 +467,7 @@ class Executable:
                     self._workspace, self._workspace_owner = owner.data_ptr(), owner
                 else:
                     self._workspace, self._workspace_owner = cuda.mem_alloc(nbytes), "cuda"
+                cuda.memset_async(self._workspace, nbytes, handle)
         except BaseException:
             _unload(module)
             raise

@@ -376,6 +376,14 @@ def test_tc_sm80_override():
         choose(p, override="strategy:tc-sm80,split:2")
 
 
+def test_tc_sm90_tile_override_brings_its_block():
+    p = problem("matmul", [([640, 512], "bf16"), ([512, 512], "bf16")], [[640, 512]])
+    assert choose(p).block == (384, 1, 1)
+    c = choose(p, override="tile:64x64x64,split:2")
+    assert (c.tile, c.split, c.block) == ((64, 64, 64), 2, (256, 1, 1))
+    assert choose(p, override="tile:128x128x64").block == (384, 1, 1)
+
+
 def test_convolution_is_an_implicit_gemm():
     from dnnc.heuristics import contraction
 

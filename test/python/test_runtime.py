@@ -518,6 +518,7 @@ class FakeGPU:
         self.capturing = False
         self.kernels = {"scale2": self._scale2, "axpy": self._axpy, "tcopy": lambda desc, y: None}
         self.encoded = []          # the arguments of every encode_tensor_map
+        self.zeroed = []           # (address, nbytes, stream) of every memset_async
         patch = {
             "get_device": lambda index: self.device,
             "current_device_index": lambda: None,
@@ -529,6 +530,7 @@ class FakeGPU:
             "launch_all": self.launch_all,
             "mem_alloc": self.alloc,
             "mem_free": lambda address: self.memory.pop(address),
+            "memset_async": self.memset_async,
             "copy_to_device": self.copy_to_device,
             "copy_to_host": self.copy_to_host,
             "synchronize": lambda stream: None,
@@ -545,8 +547,9 @@ class FakeGPU:
 
     # memory
     def alloc(self, nbytes):
+        """Fresh memory holds garbage, as cuMemAlloc's does."""
         address = self.next_address
-        self.memory[address] = bytearray(nbytes)
+        self.memory[address] = bytearray(b"\xa5" * nbytes)
         self.next_address += (nbytes + 255) // 256 * 256 + 256
         return address
 
@@ -564,6 +567,10 @@ class FakeGPU:
         a = FakeCudaArray(host.shape, host.dtype.str, strides, address)
         a.host = lambda: np.frombuffer(self.view(address, host.nbytes), host.dtype).reshape(host.shape)
         return a
+
+    def memset_async(self, address, nbytes, stream):
+        self.zeroed.append((address, nbytes, stream))
+        self.view(address, nbytes)[:] = bytes(nbytes)
 
     def copy_to_device(self, address, host_address, nbytes, stream):
         self.view(address, nbytes)[:] = ctypes.string_at(host_address, nbytes)
@@ -630,11 +637,15 @@ def test_launch_packs_pointers_and_scalars(monkeypatch):
     assert k1["shared"] == 65536 and gpu.opted_in == {"axpy": 65536}
     assert k0["stream"] == k1["stream"] == 7 and k0["block"] == (32, 1, 1)
     assert exe.device is gpu.device
+    # The workspace was zeroed on the call's stream before the kernels ran:
+    # the bytes no kernel wrote are still zero.
+    assert gpu.zeroed == [(workspace, 512, 7)]
+    assert bytes(gpu.view(workspace, 256)) == bytes(256)
 
-    # a second call reuses the workspace and only the pointers change
+    # a second call reuses the workspace (not zeroed again) and only the pointers change
     x2 = gpu.array(x_host + 1)
     exe(x2, w_view, outputs=[y])
-    assert exe._workspace == workspace
+    assert exe._workspace == workspace and len(gpu.zeroed) == 1
     assert gpu.launches[2]["args"][0] == x2.__cuda_array_interface__["data"][0]
     assert gpu.launches[2]["stream"] == 0      # no stream given, no torch: the default stream
 

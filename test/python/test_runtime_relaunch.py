@@ -38,9 +38,11 @@ class HostGPU(FakeGPU):
     def __init__(self, monkeypatch):
         super().__init__(monkeypatch)
         self.host = []           # (tensor, base, nbytes) of registered tensors
-        empty_strided = torch.empty_strided
+        empty_strided, empty = torch.empty_strided, torch.empty
         monkeypatch.setattr(torch, "empty_strided",
                             lambda *a, device=None, **k: self.tensor(empty_strided(*a, **k)))
+        monkeypatch.setattr(torch, "empty",   # the workspace
+                            lambda *a, device=None, **k: self.tensor(empty(*a, **k)))
 
     def tensor(self, t):
         """Register ``t`` (its whole storage) as device memory; return it."""
@@ -51,7 +53,7 @@ class HostGPU(FakeGPU):
     def view(self, address, nbytes):
         for _, base, size in self.host:
             if base <= address and address + nbytes <= base + size:
-                return memoryview((ctypes.c_ubyte * nbytes).from_address(address))
+                return memoryview((ctypes.c_ubyte * nbytes).from_address(address)).cast("B")
         return super().view(address, nbytes)
 
 

@@ -1,19 +1,22 @@
 """The tc-sm90 tensor-core GEMM kernels without a GPU: what ptxas makes of
 their PTX for sm_90a, read from ptxas -v and from the SASS (cuobjdump).
 
-Six graphs, each compiled once (module-scoped fixture): a bf16 matmul
+Seven graphs, each compiled once (module-scoped fixture): a bf16 matmul
 4096x4096x4096 (tile 128x256: wgmma n=256), a bf16 matmul 256x384x128 with a
 bias add and gelu in the epilogue, an f16 batched matmul
 [3,65,256]@[3,256,72] (their tile width is the heuristics' choice), a
+skinny bf16 64x4096x4096 (K split 2 ways, summed in the GEMM's launch), a
 skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 64-row tiles with one consumer warpgroup, B read K-major, K split over
-several blocks; and two f32 matmuls in tf32 mode: one with B stored N x K
+8 blocks; and two f32 matmuls in tf32 mode: one with B stored N x K
 (read in place) and one with B stored K x N (copied transposed by a launch
 ahead of the GEMM: wgmma reads tf32 only K-major). For each:
 
 * the manifest's first kernel is the tc-sm90 GEMM, with the epilogue fused;
-  with split-K a second tc-sm90 kernel sums the partials and runs the
-  epilogue (no tensor cores, no shared memory), and nothing else;
+  with split-K over more than 4 blocks a second tc-sm90 kernel sums the
+  partials and runs the epilogue (no tensor cores, no shared memory), and
+  nothing else; over 2-4 blocks the GEMM counts arrivals with a fenced
+  atomic add;
 * ptxas -v: no spills, no stack, registers within what the block's threads
   may have (65536 / threads, rounded down to a multiple of 8: 168 for 384),
   and the dynamic shared memory (manifest) plus the static (ptxas) within
@@ -34,7 +37,7 @@ import pytest
 
 import dnnc
 from dnnc import artifact, compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import ptxas, sass, tc_sm90
 
 ARCH = "sm_90a"
 MAX_SHARED = 232448  # sm_90: 227 KiB of shared memory per block at most (opt-in)
@@ -93,6 +96,16 @@ def mm_tf32():
     return g
 
 
+def skinny_4096():
+    """64 x 4096 x 4096: 64 tiles of 64 x 64, K split 2 ways, summed in the
+    GEMM's own launch by the last split of each tile."""
+    g = dnnc.Graph(name="skinny_4096", io_data_type="bf16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[64, 4096])
+    b = g.tensor(name="b", dim=[4096, 4096])
+    g.matmul(a, b).set_output(True)
+    return g
+
+
 def skinny_linear():
     g = dnnc.Graph(name="skinny_linear", io_data_type="bf16", compute_data_type="f32")
     x = g.tensor(name="x", dim=[64, 4096])
@@ -109,6 +122,7 @@ CASES = {
     "mm4096": (mm4096, ".BF16", [128, 256, 64], 1, 0),
     "mm_bias_gelu": (mm_bias_gelu, ".BF16", None, 1, 0),
     "bmm_f16": (bmm_f16, "", None, None, 0),
+    "skinny_4096": (skinny_4096, ".BF16", [64, 64, 64], 2, 0),
     "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8, 0),
     "linear_tf32": (linear_tf32, ".TF32", None, None, 0),
     "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
@@ -174,7 +188,8 @@ def test_strategy_is_tc_sm90(built, name):
     gemm = kernels[ahead]
     assert gemm_kernels(built.package(name)) == [gemm]
     split = gemm["config"].get("split", 1)
-    assert len(kernels) == ahead + (2 if split > 1 else 1), [k["entry"] for k in kernels]
+    second = split > tc_sm90.LAST_ARRIVAL_SPLITS   # else the last split sums in the GEMM
+    assert len(kernels) == ahead + (2 if second else 1), [k["entry"] for k in kernels]
     assert CASES[name][3] in (None, split), gemm["config"]
     for k in kernels:
         assert k["strategy"] == "tc-sm90", (k["entry"], k["strategy"], k.get("reason"))
@@ -183,7 +198,7 @@ def test_strategy_is_tc_sm90(built, name):
         assert CASES[name][2] in (None, k["config"]["tile"]), k["config"]
     assert gemm["block"] == [threads_of(gemm), 1, 1]
     assert [a["kind"] for a in gemm["args"]][:2] == ["tma", "tma"]
-    if split > 1:  # the partials' sum: a workspace read, no TMA, no shared memory
+    if second:  # the partials' sum: a workspace read, no TMA, no shared memory
         last = kernels[ahead + 1]
         assert last["args"][0]["kind"] == "buffer" and last["shared_bytes"] == 0
         assert all(a["kind"] != "tma" for a in last["args"])
@@ -224,6 +239,11 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
         assert counts[hgmma] > 0, sorted(counts)
         assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
         assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+        split = k["config"].get("split", 1)
+        if 1 < split <= tc_sm90.LAST_ARRIVAL_SPLITS:
+            # The arrival count: a fenced atomic add per warp of a tile.
+            assert counts["ATOMG.E.ADD.STRONG.GPU"] > 0 and counts["MEMBAR.SC.GPU"] > 0, \
+                sorted(counts)
 
 
 def test_describe_prints_tma_arguments(built):

@@ -55,6 +55,12 @@ stored with a 2-element vector store when the row length allows
 (``PairEpilogue``, dnnc/codegen/gpu/pair_epilogue.py). Rows and columns past
 M and N are computed on TMA's zero fill and not stored.
 
+**Split-K.** With ``splits`` S > 1 a work unit is one split of a tile's K
+steps, and the consumers store their f32 accumulators into an ``[S, batch,
+M, N]`` workspace. Up to LAST_ARRIVAL_SPLITS splits, the last warp of a
+tile's splits to arrive sums them and runs the epilogue in this launch
+(``_sum_if_last``); beyond, a second launch does (``_reduce_splits``).
+
 The TMA descriptors are made on the host side (``nvgpu.tma.create.descriptor``
 on the kernel function's buffers), passed to the kernel as ``!llvm.ptr``;
 the runtime encodes them (``cuTensorMapEncodeTiled``, again only when a
@@ -80,6 +86,11 @@ ALIGN = 1024           # smem alignment 128-byte swizzle atoms need
 # Persistent blocks: one per SM of an H100 SXM / H200 (132; one block fits an
 # SM). A part with fewer SMs runs the rest as a second partial wave.
 PERSISTENT_CTAS = 132
+# Split-K over at most this many splits sums the partials in the GEMM's own
+# launch (the last warp of a tile's splits to arrive reads the others'); more
+# splits leave it to a second launch, which spreads the sum over every SM
+# (see Builder._sum_if_last).
+LAST_ARRIVAL_SPLITS = 4
 
 
 class NotSupported(Exception):
@@ -396,6 +407,10 @@ class Builder:
         self.units = self.total_tiles * self.splits
         self.ctas = min(self.units, ctas)
         self.partials = None     # split-K: the f32 [split, batch, M, N] workspace
+        # Split-K summed in this launch: an i32 arrival count per warp of a
+        # tile ([tile, consumer, warp]), zero between calls.
+        self.last_arrival = 1 < self.splits <= LAST_ARRIVAL_SPLITS
+        self.arrivals = None
         self.stage_bytes = self.a.tile_bytes + tile.n * SWIZZLE
         self.acc_type = ir.Type.parse(
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
@@ -418,6 +433,10 @@ class Builder:
                 self.partials = memref.alloc(ir.MemRefType.get(
                     [self.splits, self.gemm.batch, self.gemm.m, self.gemm.n],
                     ir.F32Type.get()), [], [])
+            if self.last_arrival:
+                self.arrivals = memref.alloc(ir.MemRefType.get(
+                    [self.total_tiles * self.tile.consumers * WARPGROUP // 32],
+                    ir.IntegerType.get_signless(32)), [], [])
             grid = (self.ctas, 1, 1)
             launch = gpu.LaunchOp(tuple(_idx(g) for g in grid),
                                   (_idx(self.tile.threads), _idx(1), _idx(1)),
@@ -427,7 +446,7 @@ class Builder:
             with ir.InsertionPoint(block):
                 self._kernel()
                 gpu.TerminatorOp()
-            if self.splits > 1:
+            if self.splits > 1 and not self.last_arrival:
                 self._reduce_splits()
         # The linalg ops and their buffers go; constants stay (the epilogue's
         # cloned bodies use them; canonicalize drops the rest).
@@ -669,6 +688,8 @@ class Builder:
                 release(arith.subi(g, _idx(1)))
             if self.splits > 1:
                 self._store_partial(acc, consumer, local, batch, tile_m, tile_n, k_steps[2])
+                if self.last_arrival:
+                    self._sum_if_last(acc, consumer, local, batch, tile_m, tile_n)
             else:
                 self._epilogue(acc, consumer, local, batch, tile_m, tile_n, inputs)
             return [g]
@@ -715,6 +736,82 @@ class Builder:
                     c = arith.addi(col, _idx(e)) if e else col
                     ok = arith.andi(row_ok, _cmp("ult", c, _idx(gemm.n)))
                     _if(ok, lambda c=c, e=e: memref.store(v[e], self.partials, where + [c]))
+
+    def _sum_if_last(self, acc, consumer, local, batch, tile_m, tile_n):
+        """Split-K in one launch: each warp counts its tile's arrivals; the
+        last of the splits' warps to arrive sums every split's partial at its
+        accumulator positions and runs the epilogue.
+
+        Every lane's partial stores are fenced (membar.gl) and the warp
+        synchronized before lane 0 adds 1 to the warp's counter; lane 0 of
+        the warp that takes it to ``splits`` fences again (its later loads
+        see every split's stores), puts the counter back to zero for the next
+        call, and the warp reads the partials in split order: the sum, as the
+        second launch's, does not depend on which split came last. The
+        warps of the earlier splits go on to their next tile at once; no
+        block waits for another. The last warp reads (splits - 1) partials
+        more than it wrote, so many splits would leave a few SMs reading
+        long after the others are done: beyond LAST_ARRIVAL_SPLITS the sum
+        is a second launch."""
+        i32 = ir.IntegerType.get_signless(32)
+        warp = arith.divui(local, _idx(32))
+        lane = arith.remui(local, _idx(32))
+        tile_index = arith.addi(
+            arith.muli(arith.addi(arith.muli(batch, _idx(self.tiles_m)), tile_m),
+                       _idx(self.tiles_n)), tile_n)
+        counter = arith.addi(arith.muli(arith.addi(
+            arith.muli(tile_index, _idx(self.tile.consumers)), consumer), _idx(WARPGROUP // 32)),
+            warp)
+        first_lane = _cmp("eq", lane, _idx(0))
+        nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+        nvvm.SyncWarpOp(_i(-1))
+        count = scf.IfOp(first_lane, [i32], has_else=True)
+        with ir.InsertionPoint(count.then_block):
+            before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i(1), self.arrivals, [counter])
+            nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+            scf.YieldOp([before])
+        with ir.InsertionPoint(count.else_block):
+            scf.YieldOp([_i(0)])
+        nvvm.SyncWarpOp(_i(-1))
+        before = gpu.ShuffleOp(count.results[0], _i(0), _i(32), gpu.ShuffleMode.IDX).results[0]
+
+        def last():
+            _if(first_lane, lambda: memref.store(_i(0), self.arrivals, [counter]))
+            row0, col0 = self._origin(consumer, local, tile_m, tile_n)
+            summed = acc
+            for h in range(2):
+                _, _, row_safe = self._rows(row0, h)
+                for j in range(self.tile.n // 8):
+                    col = arith.addi(col0, _idx(8 * j)) if j else col0
+                    sums = None
+                    for s in range(self.splits):
+                        got = self._load_partial(s, batch, row_safe, col)
+                        sums = got if sums is None else [arith.addf(a, b)
+                                                         for a, b in zip(sums, got)]
+                    for e in range(2):
+                        summed = llvm.insertvalue(summed, sums[e],
+                                                  ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
+            inputs = self._epilogue_inputs(consumer, local, batch, tile_m, tile_n)
+            self._epilogue(summed, consumer, local, batch, tile_m, tile_n, inputs)
+        _if(_cmp("eq", before, _i(self.splits - 1)), last)
+
+    def _load_partial(self, split, batch, row, col):
+        """Split ``split``'s partials at (row, col), (row, col + 1), read at
+        clamped positions (a column past N reads a valid one, whose value
+        the epilogue does not store)."""
+        gemm = self.gemm
+        f32 = ir.F32Type.get()
+        where = [_idx(split), batch, row]
+        if gemm.n % 2 == 0:
+            safe = col if gemm.n % self.tile.n == 0 else arith.minui(col, _idx(gemm.n - 2))
+            vec = vector.load(ir.VectorType.get([2], f32), self.partials, where + [safe],
+                              alignment=8)
+            return [vector.extract(vec, [], [e]) for e in range(2)]
+        out = []
+        for e in range(2):
+            c = arith.addi(col, _idx(e)) if e else col
+            out.append(memref.load(self.partials, where + [arith.minui(c, _idx(gemm.n - 1))]))
+        return out
 
     def _reduce_splits(self):
         """Split-K, second launch: sum each output's partials over the

@@ -134,24 +134,68 @@ func.func private @odd_k(%A: memref<64x100xbf16>, %B: memref<100x64xbf16>, %C: m
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // B is a weight stored N x K (strides [1, 512]: K contiguous), the tile has
-// 64 rows (one consumer warpgroup: 256 threads) and K is split 4 ways. The
+// 64 rows (one consumer warpgroup: 256 threads) and K is split 8 ways. The
 // descriptor describes B as it lies in memory (a reinterpret_cast to
 // 128 x 512, box 64 x 64); wgmma reads it K-major (layout col). Each split
-// stores its f32 partial into a [4, 1, 64, 128] workspace; a second launch
-// sums the four in order and stores C.
+// stores its f32 partial into an [8, 1, 64, 128] workspace; beyond 4
+// splits a second launch sums the eight in order and stores C.
 // CHECK-LABEL: func.func private @split_k_b_k_major(
 //  CHECK-SAME:     %[[A:.*]]: memref<64x512xbf16>, %[[B:.*]]: memref<512x128xbf16, strided<[1, 512]>>, %[[C:.*]]: memref<64x128xf32> {bufferize.result})
 //       CHECK:   %[[V:.*]] = memref.reinterpret_cast %[[B]] to offset: [0], sizes: [128, 512], strides: [512, 1] : memref<512x128xbf16, strided<[1, 512]>> to memref<128x512xbf16, strided<[512, 1]>>
 //       CHECK:   %[[UB:.*]] = memref.cast %[[V]]
 //       CHECK:   nvgpu.tma.create.descriptor %[[UB]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>
-//       CHECK:   %[[P:.*]] = memref.alloc() : memref<4x1x64x128xf32>
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c8, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
-//       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-//       CHECK:           vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<4x1x64x128xf32>, vector<2xf32>
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<8x1x64x128xf32>
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
-//       CHECK-COUNT-4:   vector.load %[[P]]
+//       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//       CHECK:           vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<8x1x64x128xf32>, vector<2xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK-COUNT-8:   vector.load %[[P]]
 //       CHECK:         vector.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<64x128xf32>, vector<2xf32>
-func.func private @split_k_b_k_major(%A: memref<64x512xbf16>, %B: memref<512x128xbf16, strided<[1, 512]>>, %C: memref<64x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], split = 4 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.kernel} {
+func.func private @split_k_b_k_major(%A: memref<64x512xbf16>, %B: memref<512x128xbf16, strided<[1, 512]>>, %C: memref<64x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], split = 8 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x512xbf16>, memref<512x128xbf16, strided<[1, 512]>>) outs(%C : memref<64x128xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// The same GEMM split 2 ways: one launch. Each consumer warp stores its
+// partial, fences, and lane 0 adds one to the warp's arrival counter (an i32
+// per warp of a tile: 2 tiles x 4 warps); the warp that finds the other
+// split already arrived resets the counter, reads both partials in split
+// order and stores C.
+// CHECK-LABEL: func.func private @split_k_last_arrival(
+//  CHECK-SAME:     %{{.*}}: memref<64x512xbf16>, %{{.*}}: memref<512x128xbf16, strided<[1, 512]>>, %[[C:.*]]: memref<64x128xf32> {bufferize.result})
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<2x1x64x128xf32>
+//       CHECK:   %[[N:.*]] = memref.alloc() : memref<8xi32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:           vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<2x1x64x128xf32>, vector<2xf32>
+//       CHECK:         nvvm.memory.barrier <gpu>
+//       CHECK:         nvvm.bar.warp.sync
+//       CHECK:           memref.atomic_rmw addi %{{.*}}, %[[N]][%{{.*}}] : (i32, memref<8xi32>) -> i32
+//       CHECK:         gpu.shuffle  idx
+//       CHECK:           memref.store %{{.*}}, %[[N]][%{{.*}}] : memref<8xi32>
+//       CHECK-COUNT-2:   vector.load %[[P]]
+//       CHECK:           vector.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<64x128xf32>, vector<2xf32>
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   return
+func.func private @split_k_last_arrival(%A: memref<64x512xbf16>, %B: memref<512x128xbf16, strided<[1, 512]>>, %C: memref<64x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], split = 2 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x128xf32>) {
   ^bb0(%out: f32):
