@@ -14,7 +14,10 @@ to the index of an existing output directory instead of replacing it.
 warm-up, ``triton.testing.do_bench`` medians, rotating input sets when they fit
 in L2), the ratio dnnc / PyTorch, and the achieved rate: TB/s for memory-bound
 cases (also as a share of a device-to-device copy measured in the same run),
-TFLOP/s otherwise. Cases marked ``host_timed`` (tiny problems, whose kernels
+TFLOP/s otherwise; a memory-bound case's share is given twice, of the large
+copy's rate and of a copy that moves the case's own bytes (half read, half
+written), which takes longer per byte on small problems: the limit the
+case's size allows. Cases marked ``host_timed`` (tiny problems, whose kernels
 take less than their launch) are timed instead by the host's clock over
 back-to-back calls, dnnc's and PyTorch's alike (``host_ms``): their figure
 includes the launch overhead. Every case is first checked against PyTorch's
@@ -29,7 +32,8 @@ The JSON (``--json``, rewritten after every case) holds ``device``, ``torch``,
 ``case``, ``group``, ``dnnc_ms``, ``torch_ms``, ``ratio``, ``rel_err`` (the
 worst output), ``rel_errs`` (each output; null where PyTorch gives no
 counterpart), ``kernels``, ``memory_bound``, ``flops``, ``bytes``, and
-``dnnc_tbs`` / ``torch_tbs`` or ``dnnc_tflops`` / ``torch_tflops``, and
+``dnnc_tbs`` / ``torch_tbs`` and ``copy_same_tbs`` (the copy of the same
+bytes) or ``dnnc_tflops`` / ``torch_tflops``, and
 ``timing``: "host" for the host-timed cases. Cases that could not be measured
 are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and the times
 measured before the failure.
@@ -283,7 +287,7 @@ NAME_W = 56
 
 def _header():
     return (f"{'case':<{NAME_W}}{'kern':>5}{'dnnc ms':>10}{'torch ms':>10}{'ratio':>8}  "
-            f"{'dnnc rate':>16}{'torch rate':>16}{'rel err':>9}")
+            f"{'dnnc rate (of copy, same bytes)':>32}{'torch rate':>16}{'rel err':>9}")
 
 
 def _line(r, copy_tbs):
@@ -291,6 +295,8 @@ def _line(r, copy_tbs):
         return f"{r['case']:<{NAME_W}}  ERROR ({r['stage']}): {r['error']}"
     if "dnnc_tbs" in r:
         mine = f"{r['dnnc_tbs']:.2f} TB/s {100 * r['dnnc_tbs'] / copy_tbs:3.0f}%"
+        if r.get("copy_same_tbs"):
+            mine += f" {100 * r['dnnc_tbs'] / r['copy_same_tbs']:3.0f}%"
         base = f"{r['torch_tbs']:.2f} TB/s"
     else:
         mine = f"{r['dnnc_tflops']:.1f} TFLOP/s"
@@ -298,7 +304,7 @@ def _line(r, copy_tbs):
     err = "-" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
     compiled = f"  torch.compile {r['compile_ms']:.3f} ms" if "compile_ms" in r else ""
     return (f"{r['case']:<{NAME_W}}{r['kernels']:>5}{r['dnnc_ms']:>10.3f}{r['torch_ms']:>10.3f}"
-            f"{r['ratio']:>8.1f}  {mine:>16}{base:>16}{err:>9}{compiled}")
+            f"{r['ratio']:>8.1f}  {mine:>32}{base:>16}{err:>9}{compiled}")
 
 
 def _summary(rows, errors):
@@ -351,6 +357,17 @@ def run(args):
         return 2 * x.numel() * 2 / bench(lambda: y.copy_(x)) / 1e9
 
     copy_tbs = copy_rate()
+    same_bytes = {}
+
+    def copy_of(nbytes):
+        """TB/s of a copy that moves ``nbytes`` (half read, half written), once
+        per size; random bytes, buffers freed on return."""
+        if nbytes not in same_bytes:
+            half = max(16, nbytes // 2 // 16 * 16)
+            x = torch.randint(0, 256, (half,), device=DEVICE, dtype=torch.uint8)
+            y = torch.empty_like(x)
+            same_bytes[nbytes] = 2 * half / bench(lambda: y.copy_(x)) / 1e9
+        return same_bytes[nbytes]
     report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "copy_tbs": copy_tbs, "rows": [], "arch": arch, "errors": [],
               "date": time.strftime("%Y-%m-%d", time.gmtime())}
@@ -381,6 +398,8 @@ def run(args):
                                    entry, l2, args.traceback)
                     if case.host_timed:
                         row["timing"] = "host"
+                    elif "dnnc_tbs" in row:
+                        row["copy_same_tbs"] = copy_of(row["bytes"])
                 except Exception as e:
                     row = {"case": case.name, "group": case.group, "stage": "measure",
                            "error": _error_text(e)}

@@ -31,6 +31,10 @@ TC90_SMEM = 227 * 1024
 TC90_MAX_STAGES = 8
 # Split-K: at least this many K steps (of 64) per split, at most this many splits.
 MIN_SPLIT_STEPS, MAX_SPLIT = 4, 64
+# A split K takes a tile wider than the narrowest when each split still runs
+# at least this many K steps (a short split spends its time filling and
+# draining the ring).
+MIN_WIDE_SPLIT_STEPS = 32
 
 # Operand types each tensor-core strategy would take (f32 as tf32).
 TC_TYPES = {
@@ -88,23 +92,32 @@ def split_k(tiles, steps, sms):
     """Blocks to share each tile's K steps: 1 when the tiles keep at least
     half of the SMs busy (the partials' round trip through memory and the
     second launch cost more than the idle SMs); else enough splits to fill
-    the SMs, each of at least MIN_SPLIT_STEPS K steps, at most MAX_SPLIT."""
+    the SMs, each of at least MIN_SPLIT_STEPS K steps, at most MAX_SPLIT, as
+    many as equal runs of K steps make."""
     if tiles >= sms // 2:
         return 1
-    return max(1, min(sms // tiles, steps // MIN_SPLIT_STEPS, MAX_SPLIT))
+    splits = max(1, min(sms // tiles, steps // MIN_SPLIT_STEPS, MAX_SPLIT))
+    # As the kernel runs them: equal runs of steps, none empty (33 splits of
+    # 1024 steps run as 32 of 32).
+    return _ceil(steps, _ceil(steps, splits))
 
 
 def tc_sm90(problem, m, n, k, batch, facts):
     """tc-sm90 Configs, best first, for a bf16/f16 matmul: the widest tile
     that still gives every other SM a tile. When no width does (few rows or
-    columns, a long K), the narrowest tile, with K split over enough blocks
-    to fill the SMs when the tiles leave most of them idle (split_k).
+    columns, a long K), K is split over enough blocks to fill the SMs when
+    the tiles leave most of them idle (split_k), with the widest tile whose
+    splits still run MIN_WIDE_SPLIT_STEPS K steps each, else the narrowest
+    (a wider tile reads fewer operand bytes per FLOP and keeps the tensor
+    cores busier per shared-memory byte, but a short split is mostly ring
+    fill and drain).
     Measured on an H200 (do_bench medians, L2 cleared): 64x4096x4096 in
     0.0187 ms with 64x64 tiles split 2 ways (128 blocks, summed in the same
     launch), 0.0225 unsplit (64 tiles), 0.0235-0.0255 split 3-4 ways, 0.0207-
-    0.0217 with 64x128 split 2-4 ways; 256x256x65536 in 0.039 ms with 128x64
-    split 12-16 ways (a second launch sums them; 0.046 summed in the GEMM),
-    0.048-0.055 with 8 or 32, or with 64x64 tiles split 8-16 ways. With
+    0.0217 with 64x128 split 2-4 ways; 256x256x65536 in 0.0371 ms with
+    128x128 tiles split 32 ways, 0.0365 with 128x256 split 32 (64 blocks) or
+    64x256 split 32, 0.0380 with 128x256 split 64, 0.0390-0.0401 with 128x64
+    split 16 (0.046 summed in the GEMM instead of a second launch). With
     inputs in L2, 4096^3 ran at 591 TFLOP/s with 128x256 tiles, 492 with
     128x128."""
     # At most 64 rows: one consumer warpgroup and 64-row tiles, half of a
@@ -123,11 +136,18 @@ def tc_sm90(problem, m, n, k, batch, facts):
         best = enough[0]
         why[best] += " (the widest with a tile for every other SM)"
     else:
-        best = widths[-1]
         for bn in widths:
             if splits[bn] > 1:
                 why[bn] += f", K split {splits[bn]} ways ({tiles[bn] * splits[bn]} blocks)"
-        why[best] += " (too few tiles at any width: the narrowest)"
+        wide = [bn for bn in widths[:-1]
+                if splits[bn] > 1 and _ceil(steps, splits[bn]) >= MIN_WIDE_SPLIT_STEPS]
+        if wide:
+            best = wide[0]
+            why[best] += (" (too few tiles at any width: the widest whose K splits run "
+                          f"{MIN_WIDE_SPLIT_STEPS} steps or more)")
+        else:
+            best = widths[-1]
+            why[best] += " (too few tiles at any width: the narrowest)"
     order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
     configs = []
     for bn, why in order:

@@ -177,6 +177,16 @@ def test_measure_on_cpu():
     assert runner._line(row, 4.0).endswith("ERROR (torch): RuntimeError: no such kernel")
 
 
+def test_memory_bound_line_gives_both_copy_shares():
+    row = {"case": "reduce", "group": "reduction", "kernels": 1, "dnnc_ms": 0.025,
+           "torch_ms": 0.035, "ratio": 1.4, "dnnc_tbs": 2.7, "torch_tbs": 1.9,
+           "copy_same_tbs": 3.0, "rel_err": 1e-3}
+    # 2.7 TB/s is 65% of a 4.15 TB/s large copy and 90% of the same bytes' copy.
+    assert "2.70 TB/s  65%  90%" in runner._line(row, 4.15)
+    del row["copy_same_tbs"]
+    assert "2.70 TB/s  65%" in runner._line(row, 4.15)
+
+
 def test_host_timing_counts_every_call():
     calls, syncs = [], []
     ms = runner.host_ms(lambda: calls.append(1), lambda: syncs.append(1), calls=10, rounds=3)

@@ -272,12 +272,15 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
                                   "narrowest); 8 stages of 24 KiB")
     assert best.split == 1
     # A long K is split over enough blocks to fill the SMs (each split at
-    # least 4 steps) when the tiles leave half of them idle; at most 64 rows
-    # take 64-row tiles and one consumer warpgroup.
+    # least 4 steps) when the tiles leave half of them idle, with the widest
+    # tile whose splits keep 32 steps (128 wide: 1024 steps in 32 splits;
+    # 256 wide would split 64 ways, 16 steps each); at most 64 rows take
+    # 64-row tiles and one consumer warpgroup.
     long_k = choose(problem("matmul", [([256, 65536], "bf16"), ([65536, 256], "bf16")],
                             [[256, 256]]))
-    assert (long_k.tile, long_k.split, long_k.block) == ((128, 64, 64), 16, (384, 1, 1))
-    assert "128x64 tiles, 8 of them for 132 SMs, K split 16 ways (128 blocks)" in long_k.reason
+    assert (long_k.tile, long_k.split, long_k.block) == ((128, 128, 64), 32, (384, 1, 1))
+    assert ("128x128 tiles, 4 of them for 132 SMs, K split 32 ways (128 blocks) (too few "
+            "tiles at any width: the widest whose K splits run 32 steps or more)") in long_k.reason
     skinny = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
                             [[64, 4096]]))
     # 64 tiles for 132 SMs: split 2 ways (128 blocks).
