@@ -161,7 +161,8 @@ def describe(manifest, resources=None):
                                        break_on_hyphens=False))
         extra = config_fields(k)
         lines.append(f"     grid {k['grid']} block {k['block']} shared {k['shared_bytes']} B"
-                     + (f"  config {extra}" if extra else ""))
+                     + (f"  config {extra}" if extra else "")
+                     + ("  dependent launch" if k.get("dependent_launch") else ""))
         if resources is not None and k["entry"] in resources:
             r = resources[k["entry"]]
             lines.append(f"     ptxas: {r.registers} registers, {r.spill_stores} B spill stores, "
@@ -278,6 +279,9 @@ def validate(m):
         if config.get("strategy", k["strategy"]) != k["strategy"]:
             fail(f"kernel {k['entry']}: config strategy expected {k['strategy']!r} (the "
                  f"kernel's strategy), got {config['strategy']!r}")
+        if not isinstance(k.get("dependent_launch", False), bool):
+            fail(f"kernel {k['entry']}: dependent_launch expected true or false, got "
+                 f"{k['dependent_launch']!r}")
         for a in k["args"]:
             if a.get("kind") in ("buffer", "tma"):  # tma: a TMA descriptor of the buffer
                 if not 0 <= a.get("buffer", -1) < len(m["buffers"]):

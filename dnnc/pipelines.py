@@ -164,12 +164,15 @@ def configured(arch, config="", db="", gpu=""):
 
 
 def nvvm(arch):
-    """The NVVM stage for ``arch``: target attached, math expanded (no
+    """The NVVM stage for ``arch``: target attached, kernels made to wait for
+    the grids ahead (sm_90: programmatic dependent launch), math expanded (no
     libdevice), fp8 conversions lowered for the target, GPU, nvgpu, SCF and arith to the LLVM dialect with
     bare-pointer memref arguments (one pointer parameter per buffer), TMA
     descriptor parameters made by-value grid constants."""
     return Stage("nvvm", (
         f"nvvm-attach-target{{chip={arch} features=+ptx80 O=3}}",
+        # sm_90: each kernel waits for the ones ahead, so it may launch early.
+        "dnn-grid-dependency",
         "dnn-expand-math",
         # After expand-math, which reads the roundings to fp8.
         "dnn-expand-fp8",

@@ -38,7 +38,6 @@ After::
 Lit test: test/lit/passes/dnn_expand_fp8.mlir.
 """
 
-import re
 from dataclasses import dataclass
 
 from mlir import ir
@@ -64,16 +63,6 @@ def _format(type_):
     if isinstance(type_, ir.VectorType):
         type_ = ir.VectorType(type_).element_type
     return _FORMATS.get(str(type_))
-
-
-def _sm(gpu_module):
-    """The sm number of the NVVM target of ``gpu_module``; None for no
-    gpu.module (or one without an NVVM target)."""
-    if gpu_module is None or "targets" not in gpu_module.attributes:
-        return None
-    found = re.search(r'#nvvm\.target<[^>]*chip = "sm_(\d+)',
-                      str(gpu_module.attributes["targets"]))
-    return int(found.group(1)) if found else None
 
 
 def _i(width):
@@ -140,7 +129,7 @@ def expand(module):
             _check(op, dtype, encode)
             where = irutil.enclosing(op, "gpu.module")
             if where not in native_in:
-                sm = _sm(where)
+                sm = irutil.target_sm(where)
                 native_in[where] = sm is not None and sm >= NATIVE_FROM_SM
             native = native_in[where]
             with ir.InsertionPoint(op), op.location:

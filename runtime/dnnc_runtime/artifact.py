@@ -144,6 +144,7 @@ class KernelSpec:
     args: tuple
     config: dict = field(default_factory=dict, hash=False, compare=False)
     reason: str = ""
+    dependent_launch: bool = False   # waits for the grids ahead: may launch before they end
 
     @property
     def has_work(self):
@@ -401,7 +402,12 @@ def _kernels(entries, buffers):
         reason = k.get("reason", "")
         if not isinstance(reason, str):
             raise ArtifactError(f"{MANIFEST}: {where}: reason: expected a string, got {reason!r}")
-        kernels.append(KernelSpec(name, entry, strategy, grid, block, shared, args, config, reason))
+        dependent = k.get("dependent_launch", False)
+        if not isinstance(dependent, bool):
+            raise ArtifactError(f"{MANIFEST}: {where}: dependent_launch: expected true or false, "
+                                f"got {dependent!r}")
+        kernels.append(KernelSpec(name, entry, strategy, grid, block, shared, args, config, reason,
+                                  dependent))
     return tuple(kernels)
 
 

@@ -229,21 +229,45 @@ def launch(function, gx, gy, gz, bx, by, bz, shared, stream, params):
         raise CudaError("cuLaunchKernel", *_status_text(status))
 
 
+def dependent_launch_config(gx, gy, gz, bx, by, bz, shared):
+    """The CUlaunchConfig of a kernel that may be launched before the grids
+    ahead of it on its stream end (programmatic stream serialization, sm_90):
+    one that runs ``griddepcontrol.wait`` before it touches memory. Made once
+    per kernel; launch_all sets its stream."""
+    config = _d.CUlaunchConfig()
+    config.gridDimX, config.gridDimY, config.gridDimZ = gx, gy, gz
+    config.blockDimX, config.blockDimY, config.blockDimZ = bx, by, bz
+    config.sharedMemBytes = shared
+    attribute = _d.CUlaunchAttribute()
+    attribute.id = _d.CUlaunchAttributeID.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION
+    attribute.value.programmaticStreamSerializationAllowed = 1
+    config.attrs = [attribute]
+    config.numAttrs = 1
+    return config
+
+
 def launch_all(launches, stream):
-    """cuLaunchKernel each ``(function, gx, gy, gz, bx, by, bz, shared, params)`` of
+    """Launch each ``(function, gx, gy, gz, bx, by, bz, shared, params, early)`` of
     ``launches`` on ``stream``, in order: a plan's launches in one Python frame.
 
     ``function`` is the CUfunction the driver gave (the binding converts
     other types per call) and ``params`` the address of the kernel's void*[]
     (an int: the binding's cheapest form; a tuple of values and ctypes types
-    would be packed again on every launch).
+    would be packed again on every launch). ``early`` is None (cuLaunchKernel)
+    or the kernel's dependent_launch_config (cuLaunchKernelEx).
     """
     handle = stream_object(stream)
-    run = _d.cuLaunchKernel
-    for function, gx, gy, gz, bx, by, bz, shared, params in launches:
-        status = run(function, gx, gy, gz, bx, by, bz, shared, handle, params, 0)[0]
+    run, run_early = _d.cuLaunchKernel, _d.cuLaunchKernelEx
+    for function, gx, gy, gz, bx, by, bz, shared, params, early in launches:
+        if early is None:
+            status = run(function, gx, gy, gz, bx, by, bz, shared, handle, params, 0)[0]
+            if status != _SUCCESS:
+                raise CudaError("cuLaunchKernel", *_status_text(status))
+            continue
+        early.hStream = handle
+        status = run_early(early, function, params, 0)[0]
         if status != _SUCCESS:
-            raise CudaError("cuLaunchKernel", *_status_text(status))
+            raise CudaError("cuLaunchKernelEx", *_status_text(status))
 
 
 _stream_objects = {}

@@ -19,9 +19,12 @@ A call goes in three steps:
 3. **Launch**: write the argument pointers into the packed arrays, encode
    the TMA descriptors whose tensor moved since they were last encoded (a
    host-only driver call; pointers are usually stable, so usually none),
-   then cuLaunchKernel each kernel of the plan in order on the caller's stream
+   then launch each kernel of the plan in order on the caller's stream
    (``stream=`` if given, else torch's current stream when the call uses
-   torch tensors, else the legacy default stream). Kernels with an empty
+   torch tensors, else the legacy default stream): cuLaunchKernel, or
+   cuLaunchKernelEx with programmatic stream serialization for a kernel the
+   manifest marks ``dependent_launch`` (it waits for the grids ahead, so it
+   may be launched before they end). Kernels with an empty
    grid (zero-size tensors) are skipped, and a plan without kernels loads
    no module. A tensor with a zero-size dim may sit at address 0 (its
    alignment is not checked; the compiler drops the kernels that would
@@ -472,7 +475,10 @@ class Executable:
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
-        self._launch_args = tuple((k.function, *k.dims, k.params) for k in launches)
+        self._launch_args = tuple(
+            (k.function, *k.dims, k.params,
+             cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)
+            for k in launches)
 
     # -- lifecycle --------------------------------------------------------------
 

@@ -70,7 +70,7 @@ class Relaunch:
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
-        self.launches = tuple((k.function, *k.dims, k.params) for k in exe._launches)
+        self.launches = exe._launch_args
 
     def __call__(self, args, outputs, stream):
         """Run the plan on ``args`` (positional inputs) and ``outputs``; MISS if this

@@ -105,6 +105,7 @@ def axpy_manifest():
                       {"kind": "scalar", "type": "i64", "value": 6}]},
             {"name": "k1_axpy", "entry": "axpy", "strategy": "simt-generic",
              "grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 65536,
+             "dependent_launch": True,
              "args": [{"kind": "buffer", "buffer": 3}, {"kind": "buffer", "buffer": 1},
                       {"kind": "buffer", "buffer": 2, "byte_offset": 0},
                       {"kind": "scalar", "type": "f32", "value": 0.5},
@@ -294,6 +295,8 @@ def _broken(edit):
     (lambda m: m["kernels"][1]["args"][4].update(value=2**40), r"value: expected <= 2147483647"),
     (lambda m: m["kernels"][0].update(block=[64, 32, 1]), r"block: expected at most 1024 threads"),
     (lambda m: m["kernels"][0].update(grid=[1, 1]), r"grid: expected 3 entries, got 2"),
+    (lambda m: m["kernels"][1].update(dependent_launch="yes"),
+     r"'k1_axpy': dependent_launch: expected true or false, got 'yes'"),
     (lambda m: m["kernels"][1].update(name=""), r"kernels\[1\]: name: expected a non-empty string"),
     (lambda m: m["kernels"][0].update(entry="nowhere"), r"entry 'nowhere' is not in kernels.ptx"),
     (lambda m: m["kernels"][0]["args"].pop(), r"'k0_scale': expected 3 arguments .* got 2"),
@@ -531,6 +534,7 @@ class FakeGPU:
             "mem_alloc": self.alloc,
             "mem_free": lambda address: self.memory.pop(address),
             "memset_async": self.memset_async,
+            "dependent_launch_config": lambda *dims: ("early", dims),
             "copy_to_device": self.copy_to_device,
             "copy_to_host": self.copy_to_host,
             "synchronize": lambda stream: None,
@@ -589,7 +593,7 @@ class FakeGPU:
         return address.to_bytes(8, "little") + bytes(box) + bytes(120 - len(box))
 
     # launch
-    def launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params):
+    def launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, early=None):
         types = self.PARAMS[function]
         slots = (ctypes.c_void_p * len(types)).from_address(params)
         args = []
@@ -600,12 +604,13 @@ class FakeGPU:
             else:
                 args.append(self.CTYPES[t].from_address(slots[i]).value)
         self.launches.append({"function": function, "grid": (gx, gy, gz), "block": (bx, by, bz),
-                              "shared": shared, "stream": stream, "args": args})
+                              "shared": shared, "stream": stream, "args": args,
+                              "early": early})
         self.kernels[function](*args)
 
     def launch_all(self, launches, stream):
-        for function, gx, gy, gz, bx, by, bz, shared, params in launches:
-            self.launch(function, gx, gy, gz, bx, by, bz, shared, stream, params)
+        for function, gx, gy, gz, bx, by, bz, shared, params, early in launches:
+            self.launch(function, gx, gy, gz, bx, by, bz, shared, stream, params, early)
 
     def _scale2(self, x, y, n):          # y[i] = 2 x[i], flat
         self.f32(y, n)[:] = 2 * self.f32(x, n)
@@ -636,6 +641,8 @@ def test_launch_packs_pointers_and_scalars(monkeypatch):
     assert k1["args"] == [workspace + 256, w_addr, y_addr, 0.5, 6]
     assert k1["shared"] == 65536 and gpu.opted_in == {"axpy": 65536}
     assert k0["stream"] == k1["stream"] == 7 and k0["block"] == (32, 1, 1)
+    # k1 waits for the grids ahead: launched with its dependent-launch config.
+    assert k0["early"] is None and k1["early"] == ("early", (1, 1, 1, 32, 1, 1, 65536))
     assert exe.device is gpu.device
     # The workspace was zeroed on the call's stream before the kernels ran:
     # the bytes no kernel wrote are still zero.

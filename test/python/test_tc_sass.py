@@ -197,6 +197,10 @@ def test_strategy_is_tc_sm90(built, name):
         assert m in (64, 128) and n in (64, 128, 256), k["config"]  # 64 rows per consumer
         assert CASES[name][2] in (None, k["config"]["tile"]), k["config"]
     assert gemm["block"] == [threads_of(gemm), 1, 1]
+    # Every sm_90a kernel waits for the grids ahead (dnn-grid-dependency):
+    # the runtime may launch it before they end.
+    assert all(k.get("dependent_launch") for k in kernels), [k["entry"] for k in kernels]
+    assert built.package(name).ptx.count("griddepcontrol.wait;") == len(kernels)
     assert [a["kind"] for a in gemm["args"]][:2] == ["tma", "tma"]
     if second:  # the partials' sum: a workspace read, no TMA, no shared memory
         last = kernels[ahead + 1]

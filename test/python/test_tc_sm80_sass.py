@@ -146,6 +146,12 @@ def test_matmuls_are_tc_sm80(built, name):
         bm, bn, bk = k["config"]["tile"]
         assert k["block"][0] in (128, 256) and k["shared_bytes"] <= MAX_SHARED, k
         assert bk * (4 if name == "tf32" else 2) == 64, k["config"]
+    # sm_80 has no griddepcontrol: every kernel is launched plainly.
+    if CASES[name][1] == "sm_80":
+        assert "griddepcontrol" not in package.ptx
+        assert not any(k.get("dependent_launch") for k in package.kernels)
+    else:
+        assert all(k.get("dependent_launch") for k in package.kernels)
 
 
 @needs_ptxas

@@ -10,7 +10,9 @@
    extract the launch plan from the host code (host_plan.extract), which does
    not change after that stage.
 3. Run the ``nvvm`` and ``ptx`` stages; read the PTX back; refuse external
-   calls; check every launch against the PTX entries and launch limits.
+   calls; check every launch against the PTX entries and launch limits;
+   mark the launches whose kernel waits for the grids ahead
+   (``dependent_launch``: dnn-grid-dependency).
 """
 
 from mlir import ir
@@ -65,5 +67,9 @@ def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="
         raise LoweringError(f"the PTX calls functions it does not define: "
                             f"{', '.join(external)} (a math op reached libdevice?)")
     host_plan.check(plan, ptx.entries(text))
+    waiting = ptx.waiting_entries(text)
+    for kernel in plan["kernels"]:
+        if kernel["entry"] in waiting:
+            kernel["dependent_launch"] = True
     manifest = artifact.build_manifest(graph, arch, inputs, outputs, plan)
     return artifact.Package(manifest, text, source)

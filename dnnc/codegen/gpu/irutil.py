@@ -4,6 +4,8 @@ Walking, finding the graph and kernel functions, reading constants and
 static memref geometry, and the few constants the kernel builders make.
 """
 
+import re
+
 from mlir import ir
 
 from dnnc.errors import LoweringError
@@ -63,6 +65,16 @@ def enclosing(op, name):
     while parent is not None and parent.name != name:
         parent = parent.parent
     return parent
+
+
+def target_sm(gpu_module):
+    """The sm number of the NVVM target of ``gpu_module`` (90 for sm_90a);
+    None for no gpu.module, or one without an NVVM target."""
+    if gpu_module is None or "targets" not in gpu_module.attributes:
+        return None
+    found = re.search(r'#nvvm\.target<[^>]*chip = "sm_(\d+)',
+                      str(gpu_module.attributes["targets"]))
+    return int(found.group(1)) if found else None
 
 
 def set_function_type(fn, inputs, results):

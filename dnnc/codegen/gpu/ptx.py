@@ -5,7 +5,8 @@ put every kernel into one ``gpu.module``) whose ``#gpu.object`` carries the PTX
 text. ``extract`` returns it; ``entries`` lists each ``.entry`` with its
 parameters, which the host plan checks its argument lists against;
 ``external_calls`` finds functions the PTX calls without defining them (a math
-function that reached libdevice), which no runtime could link.
+function that reached libdevice), which no runtime could link;
+``waiting_entries`` the entries that wait for the grids ahead of them.
 """
 
 import re
@@ -44,6 +45,19 @@ def entries(ptx):
     length (``b8[128]``: a TMA descriptor passed by value)."""
     return {m.group(1): [t + (f"[{n}]" if n else "") for t, n in _PARAM.findall(m.group(2))]
             for m in _ENTRY.finditer(ptx)}
+
+
+def waiting_entries(ptx):
+    """Names of the entries whose code runs ``griddepcontrol.wait``
+    (dnn-grid-dependency): each waits for the grids ahead of it, so it may
+    be launched before they end."""
+    found = list(_ENTRY.finditer(ptx))
+    waiting = set()
+    for i, m in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(ptx)
+        if "griddepcontrol.wait" in ptx[m.end():end]:
+            waiting.add(m.group(1))
+    return waiting
 
 
 def external_calls(ptx):

@@ -1,0 +1,116 @@
+"""dnn-grid-dependency: let each kernel be launched before the one ahead of
+it ends (programmatic dependent launch, sm_90).
+
+Between two kernels of a plan the GPU normally drains the first grid, then
+launches the second: a gap of a microsecond or two that a short kernel
+(split-K's sum, a norm backward's column sums) pays in full. On sm_90 a
+grid launched with the programmatic stream serialization attribute may start
+as soon as every block of the grid ahead has run
+``griddepcontrol.launch_dependents`` (or exited); it must then run
+``griddepcontrol.wait``, which returns once the grid ahead has completed and
+its memory is visible, before it touches memory.
+
+This pass puts, at the entry of every kernel (``gpu.func`` with
+``gpu.kernel``) of a ``gpu.module`` whose NVVM target is sm_90 or newer::
+
+    griddepcontrol.wait;                  // the kernels ahead are done
+    griddepcontrol.launch_dependents;     // the next kernel may launch now
+
+so nothing the kernel does comes before its predecessors are complete, and
+its successor's blocks are launched early enough to wait on the SMs this
+one frees (they take SM room only once every block of this grid has
+started). The second line is left out of a kernel launched with a grid
+that is not constant, or that fills most of the SMs but not all (fewer
+blocks than FULL_WAVE, an H100 / H200's SMs as tc-sm90's persistent grid
+counts them, and at least half of them): its few idle SMs would take
+the successor's first blocks all at once and leave them the work of many
+(a split-K GEMM of 128 blocks made its 128-block sum 5% slower so on an
+H200); its successor then launches when it ends. A smaller grid (a
+statistics pass) leaves most SMs to its successor, and a full one frees
+them as it drains. A kernel launched without the attribute
+treats both lines as no-ops.
+The compiler records in the manifest which kernels wait
+(``dependent_launch``, read from the PTX), and the runtime launches only
+those with the attribute (docs/artifact.md). Kernels for sm_80 are left
+alone.
+
+Before (in ``gpu.module @m [#nvvm.target<chip = "sm_90a">]``)::
+
+    gpu.func @k(...) kernel { <body> }
+
+After::
+
+    gpu.func @k(...) kernel {
+      llvm.inline_asm has_side_effects "griddepcontrol.wait;", ""  : () -> ()
+      llvm.inline_asm has_side_effects "griddepcontrol.launch_dependents;", ""  : () -> ()
+      <body>
+    }
+
+Lit test: test/lit/passes/dnn_grid_dependency.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import llvm
+
+from dnnc.codegen.gpu import irutil
+from dnnc.passes import DnncPass, register
+
+# The first NVIDIA architecture with griddepcontrol (PTX ISA: sm_90).
+FROM_SM = 90
+WAIT = "griddepcontrol.wait;"
+LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents;"
+# Blocks a grid needs for its successor to launch early: one per SM of an
+# H100 SXM / H200.
+FULL_WAVE = 132
+
+
+def _fewest_blocks(module):
+    """{(gpu.module, kernel): the fewest blocks any launch of it has; 0 for a
+    grid that is not constant}."""
+    fewest = {}
+    for launch in irutil.ops(module, "gpu.launch_func"):
+        view = launch.opview
+        sizes = [irutil.constant_int(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ)]
+        blocks = 0 if None in sizes else sizes[0] * sizes[1] * sizes[2]
+        parts = list(ir.SymbolRefAttr(launch.attributes["kernel"]).value)
+        key = (parts[0], parts[-1])
+        fewest[key] = min(fewest.get(key, blocks), blocks)
+    return fewest
+
+
+def triggers_early(blocks):
+    """Whether a kernel whose launches have ``blocks`` blocks at fewest (0:
+    not constant) lets its successor launch as soon as it starts."""
+    return blocks >= FULL_WAVE or 0 < blocks < FULL_WAVE // 2
+
+
+def mark(module):
+    module = getattr(module, "operation", module)
+    fewest = _fewest_blocks(module)
+    for gm in irutil.body(module).operations:
+        gm = gm.operation
+        if gm.name != "gpu.module" or (irutil.target_sm(gm) or 0) < FROM_SM:
+            continue
+        for f in irutil.body(gm).operations:
+            f = f.operation
+            if f.name != "gpu.func" or "gpu.kernel" not in f.attributes:
+                continue
+            lines = [WAIT]
+            if triggers_early(fewest.get((irutil.symbol(gm), irutil.symbol(f)), 0)):
+                lines.append(LAUNCH_DEPENDENTS)
+            entry = f.regions[0].blocks[0]
+            with ir.InsertionPoint.at_block_begin(entry):
+                for text in lines:
+                    llvm.inline_asm(None, [], text, "", has_side_effects=True)
+
+
+@register
+@dataclass
+class DnnGridDependency(DnncPass):
+    NAME = "dnn-grid-dependency"
+
+    def run(self, module):
+        with module.context, ir.Location.unknown():
+            mark(module)
