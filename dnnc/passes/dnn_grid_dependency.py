@@ -74,8 +74,7 @@ def _fewest_blocks(module):
         view = launch.opview
         sizes = [irutil.constant_int(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ)]
         blocks = 0 if None in sizes else sizes[0] * sizes[1] * sizes[2]
-        parts = list(ir.SymbolRefAttr(launch.attributes["kernel"]).value)
-        key = (parts[0], parts[-1])
+        key = irutil.launched_kernel(launch)
         fewest[key] = min(fewest.get(key, blocks), blocks)
     return fewest
 

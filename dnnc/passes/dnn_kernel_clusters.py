@@ -67,14 +67,14 @@ def mark(module):
         shape = cluster_of(launch)
         if shape is None:
             continue
-        parts = list(ir.SymbolRefAttr(launch.attributes["kernel"]).value)
-        fn = kernels.get((parts[0], parts[-1]))
+        module_name, name = irutil.launched_kernel(launch)
+        fn = kernels.get((module_name, name))
         if fn is None:
             raise LoweringError(f"dnn-kernel-clusters: launch of unknown kernel "
-                                f"@{parts[0]}::@{parts[-1]}")
+                                f"@{module_name}::@{name}")
         attr = ir.DenseI32ArrayAttr.get(shape)
         if ATTR in fn.attributes and fn.attributes[ATTR] != attr:
-            raise LoweringError(f"dnn-kernel-clusters: kernel @{parts[-1]} is launched in "
+            raise LoweringError(f"dnn-kernel-clusters: kernel @{name} is launched in "
                                 f"clusters of {list(ir.DenseI32ArrayAttr(fn.attributes[ATTR]))}"
                                 f" and of {shape}")
         fn.attributes[ATTR] = attr

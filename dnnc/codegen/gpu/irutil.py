@@ -67,6 +67,12 @@ def enclosing(op, name):
     return parent
 
 
+def launched_kernel(launch):
+    """(gpu.module name, kernel name) of the kernel a gpu.launch_func launches."""
+    parts = list(ir.SymbolRefAttr(launch.attributes["kernel"]).value)
+    return parts[0], parts[-1]
+
+
 def target_sm(gpu_module):
     """The sm number of the NVVM target of ``gpu_module`` (90 for sm_90a);
     None for no gpu.module, or one without an NVVM target."""

@@ -783,11 +783,9 @@ class Builder:
                 _, _, row_safe = self._rows(row0, h)
                 for j in range(self.tile.n // 8):
                     col = arith.addi(col0, _idx(8 * j)) if j else col0
-                    sums = None
-                    for s in range(self.splits):
-                        got = self._load_partial(s, batch, row_safe, col)
-                        sums = got if sums is None else [arith.addf(a, b)
-                                                         for a, b in zip(sums, got)]
+                    sums = self._in_split_order(
+                        lambda s, col=col, row_safe=row_safe:
+                        self._load_partial(s, batch, row_safe, col))
                     for e in range(2):
                         summed = llvm.insertvalue(summed, sums[e],
                                                   ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
@@ -795,10 +793,20 @@ class Builder:
             self._epilogue(summed, consumer, local, batch, tile_m, tile_n, inputs)
         _if(_cmp("eq", before, _i(self.splits - 1)), last)
 
-    def _load_partial(self, split, batch, row, col):
-        """Split ``split``'s partials at (row, col), (row, col + 1), read at
-        clamped positions (a column past N reads a valid one, whose value
-        the epilogue does not store)."""
+    def _in_split_order(self, load):
+        """The sums over the splits of ``load(split)`` (a list of f32 values),
+        added in split order: both ways of summing split-K (_sum_if_last,
+        _reduce_splits) give the same bits, whatever split finished last."""
+        sums = load(0)
+        for s in range(1, self.splits):
+            sums = [arith.addf(a, b) for a, b in zip(sums, load(s))]
+        return sums
+
+    def _load_partial(self, split, batch, row, col, count=2):
+        """Split ``split``'s partials at columns col .. col + count - 1 of
+        ``row``, read at clamped positions (a column past N reads a valid
+        one, whose value the epilogue does not store): one aligned pair when
+        N is even (count 2), else scalars."""
         gemm = self.gemm
         f32 = ir.F32Type.get()
         where = [_idx(split), batch, row]
@@ -808,7 +816,7 @@ class Builder:
                               alignment=8)
             return [vector.extract(vec, [], [e]) for e in range(2)]
         out = []
-        for e in range(2):
+        for e in range(count):
             c = arith.addi(col, _idx(e)) if e else col
             out.append(memref.load(self.partials, where + [arith.minui(c, _idx(gemm.n - 1))]))
         return out
@@ -838,17 +846,8 @@ class Builder:
                 rows = arith.divui(item, _idx(per_row))
                 row = arith.remui(rows, _idx(gemm.m))
                 batch = arith.divui(rows, _idx(gemm.m))
-                f32 = ir.F32Type.get()
-                sums = None
-                for s in range(self.splits):
-                    where = [_idx(s), batch, row, col]
-                    if width == 2:
-                        vec = vector.load(ir.VectorType.get([2], f32), self.partials, where,
-                                          alignment=8)
-                        got = [vector.extract(vec, [], [e]) for e in range(2)]
-                    else:
-                        got = [memref.load(self.partials, where)]
-                    sums = got if sums is None else [arith.addf(a, b) for a, b in zip(sums, got)]
+                sums = self._in_split_order(
+                    lambda s: self._load_partial(s, batch, row, col, width))
                 envs = []
                 for e, v in enumerate(sums):
                     c = arith.addi(col, _idx(e)) if e else col
