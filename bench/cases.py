@@ -1000,15 +1000,25 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
     "bias_gelu" (gelu(a @ b + bias)) or "bias_residual_relu" (relu(a @ b +
     bias + r)) or "scales" ((a * s) @ (b * c): a scale per row of a and per
     column of b, as fp8 dequantization applies them; dnn-fold-operand-scales
-    moves both into the epilogue). ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
+    moves both into the epilogue), or a prologue: "relu_a" (relu(a) @ b),
+    "cast_a" or "cast_b" (the operand stored f32, cast to ``dt`` for the
+    multiply), which the GEMM applies to the operand's tiles as it loads
+    them. ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
     allow_tf32); ``weight``: B stored N x K (a linear layer's weight)."""
     io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
 
     def build():
         g = _graph(f"gemm_{m}x{n}x{k}_{dt}" + (f"_{epilogue}" if epilogue else "")
                    + ("_weight" if weight else ""), io)
-        a = g.tensor(name="a", dim=[m, k])
-        b = g.tensor(name="b", dim=[k, n], stride=[1, k] if weight else None)
+        a = g.tensor(name="a", dim=[m, k], data_type="f32" if epilogue == "cast_a" else None)
+        b = g.tensor(name="b", dim=[k, n], stride=[1, k] if weight else None,
+                     data_type="f32" if epilogue == "cast_b" else None)
+        if epilogue == "cast_b":
+            b = g.cast(b, dt)
+        if epilogue == "relu_a":
+            a = g.relu(a).set_data_type(dt)
+        elif epilogue == "cast_a":
+            a = g.cast(a, dt)
         if epilogue == "scales":
             a = g.cast(g.mul(a, g.tensor(name="s", dim=[m, 1], data_type="f32")), dt)
             b = g.cast(g.mul(b, g.tensor(name="c", dim=[1, n], data_type="f32")), dt)
@@ -1030,6 +1040,12 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
             t.backends.cuda.matmul.allow_tf32 = allowed
         elif epilogue == "scales":
             y = t.matmul((a * rest[0]).to(a.dtype), (b * rest[1]).to(b.dtype))
+        elif epilogue == "relu_a":
+            y = t.matmul(t.relu(a), b)
+        elif epilogue == "cast_a":
+            y = t.matmul(a.to(b.dtype), b)
+        elif epilogue == "cast_b":
+            y = t.matmul(a, b.to(a.dtype))
         else:
             y = t.matmul(a, b)
         if epilogue == "bias_gelu":
@@ -1044,7 +1060,7 @@ def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False):
     build, torch_fn = _gemm(m, n, k, dt, epilogue, weight)
     size = 2 if dt in ("bf16", "f16") else 4
     extra = {"bias_gelu": n, "bias_residual_relu": n + m * n,
-             "scales": 2 * (m + n)}.get(epilogue, 0)
+             "scales": 2 * (m + n), "cast_a": m * k, "cast_b": k * n}.get(epilogue, 0)
     name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
         + (f" ({label})" if label else "")
     return Case(name, build, torch_fn, 2 * m * n * k, (m * k + k * n + m * n + extra) * size,
@@ -1063,6 +1079,10 @@ MATMUL = [
     _gemm_case(4096, 4096, 4096, epilogue="bias_gelu"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_residual_relu"),
     _gemm_case(4096, 4096, 4096, epilogue="scales"),
+    _gemm_case(4096, 1024, 4096, epilogue="relu_a"),
+    _gemm_case(4096, 1024, 4096, epilogue="cast_a"),
+    _gemm_case(64, 4096, 4096, epilogue="cast_b", label="skinny, f32 weight"),
+    _gemm_case(4096, 4096, 4096, epilogue="relu_a", label="too wide to fuse"),
     Case("matmul x@W^T (linear) 4096x2048x2048 bf16", _linear,
          lambda t, x, w: t.matmul(x, w), 2 * LIN[0] * LIN[1] * LIN[2],
          (LIN[0] * LIN[1] + LIN[1] * LIN[2] + LIN[0] * LIN[2]) * BF16, False, "matmul"),

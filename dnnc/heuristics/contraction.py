@@ -14,8 +14,11 @@ per 128: half the operand traffic per FLOP), and as many ring stages as
 shared memory holds. Convolution and attention, tf32 and fp8 wait for their
 loaders: simt-generic gives each output element one thread that loops over
 the reduction (K); the output count sets the parallelism, and few outputs
-get 128-thread blocks. A GEMM the tc-sm90 kernel cannot take after all (a
-row stride TMA cannot describe, a fused prologue) goes to simt-generic in
+get 128-thread blocks. An operand with a prologue (``Problem.prologues``)
+is loaded as stored and converted in shared memory: its stored width sets
+the ring's stage size, and its converted tiles take shared memory from the
+ring. A GEMM the tc-sm90 kernel cannot take after all (a row stride TMA
+cannot describe) goes to tc-sm80, else simt-generic, in
 dnn-map-tensor-cores, which says why in the reason.
 """
 
@@ -23,12 +26,17 @@ import math
 
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.generic import simt_generic
+from dnnc.heuristics.problem import DTYPE_BYTES
 
 # tc-sm90 geometry: the tile's M (two consumer warpgroups of 64 rows), K step
 # (128 bytes of bf16/f16), threads, and the shared memory a block may use.
 TC90_M, TC90_K, TC90_THREADS = 128, 64, 384
 TC90_SMEM = 227 * 1024
 TC90_MAX_STAGES = 8
+# Converted tiles of a prologue operand (tc_sm90.CONVERTED_A / _B), and the
+# ring a tile with a prologue should keep.
+TC90_CONVERTED_A, TC90_CONVERTED_B = 2, 3
+MIN_PROLOGUE_STAGES = 3
 # Split-K: at least this many K steps (of 64) per split, at most this many splits.
 MIN_SPLIT_STEPS, MAX_SPLIT = 4, 64
 # A split K takes a tile wider than the narrowest when each split still runs
@@ -149,14 +157,29 @@ def tc_sm90(problem, m, n, k, batch, facts):
             best = widths[-1]
             why[best] += " (too few tiles at any width: the narrowest)"
     order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
+    # An operand with a prologue is loaded as stored and converted into
+    # 128-byte rows of K that wgmma reads: CONVERTED_A of them per 64 rows of
+    # A, CONVERTED_B of B (dnnc/codegen/gpu/tc_sm90.py).
+    stored = dict(problem.prologues)
+    source = [DTYPE_BYTES.get(stored[i], 2) if i in stored else 2 for i in (0, 1)]
+    prologue = "".join(f"; a prologue on {'AB'[i]} ({stored[i]} tiles converted in shared "
+                       "memory)" for i in sorted(stored))
     configs = []
     for bn, why in order:
-        stage = (bm + bn) * 128
-        stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024) // (stage + 16))
+        stage = (bm * source[0] + bn * source[1]) * 64
+        converted = (TC90_CONVERTED_A * bm * 128 if 0 in stored else 0) + \
+            (TC90_CONVERTED_B * bn * 128 if 1 in stored else 0)
+        stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - converted) // (stage + 16))
+        if stages < 2:
+            continue
         configs.append(Config("tc-sm90", (threads, 1, 1), tile=(bm, bn, bk),
                               stages=stages, split=1 if enough else splits[bn],
-                              reason=f"{facts}; {why}; {stages} stages of {stage // 1024} KiB "
-                                     "fill shared memory"))
+                              reason=f"{facts}; {why}{prologue}; {stages} stages of "
+                                     f"{stage // 1024} KiB fill shared memory"))
+    # A prologue's converted tiles take shared memory from the ring: a width
+    # left with fewer than MIN_PROLOGUE_STAGES goes after the others.
+    if stored:
+        configs.sort(key=lambda c: c.stages < MIN_PROLOGUE_STAGES)
     return configs
 
 

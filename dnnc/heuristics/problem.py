@@ -59,6 +59,10 @@ class Problem:
     anchor_outputs: tuple = ()  # and of its results
     anchor_attrs: tuple = ()    # (name, value) of the anchor's attributes, sorted
     column_sums: int = 0        # reductions over the leading dims beside the anchor's
+    # Anchor operands computed in the kernel by pointwise ops from a kernel
+    # argument (a matmul's operand prologue): (operand index, the argument's
+    # element type), in operand order.
+    prologues: tuple = ()
 
     @property
     def family(self):
@@ -173,7 +177,29 @@ def problem_of(kernel_func, arch):
             anchor_outputs=tuple(_spec(v.type) for v in op.results) if op else (),
             anchor_attrs=attrs,
             column_sums=sum(1 for o in dnn_ops if o is not op and _column_sum(o)),
+            prologues=_prologues(op) if op is not None and anchor == "matmul" else (),
         )
+
+
+def _prologues(op):
+    """(operand index, stored element type) of each operand of ``op`` that
+    pointwise ops of its kernel compute from one kernel argument."""
+    from dnnc.codegen.gpu import irutil
+
+    out = []
+    for index, value in enumerate(list(op.operands)[:2]):
+        chain = False
+        while not irutil.is_block_argument(value):
+            producer = irutil.defining_op(value)
+            inputs = [v for v in producer.operands
+                      if irutil.is_block_argument(v)
+                      or irutil.defining_op(v).name != "dnn.constant"]
+            if not producer.name.startswith("dnn.") or len(inputs) != 1:
+                break
+            value, chain = inputs[0], True
+        if chain and irutil.is_block_argument(value):
+            out.append((index, _spec(value.type).dtype))
+    return tuple(out)
 
 
 def _column_sum(op):

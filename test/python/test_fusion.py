@@ -363,6 +363,27 @@ def test_options_turn_off_epilogue_and_prologue():
     check(g, ["matmul", "layernorm"])  # relu and the residual add join the matmul
 
 
+def test_matmul_operand_prologues_join_the_matmul():
+    """relu of A and a shift of B by a constant join the matmul's kernel (its
+    operands are reused little: N = 7, M = 5); a cast of B before a matmul
+    of 300 rows stays a kernel (each tile of B would be converted per 128
+    rows); the option turns the join off."""
+    g = _graph("prologues")
+    a = g.tensor(name="a", dim=[5, 13])
+    w = g.tensor(name="w", dim=[13, 7])
+    x = g.tensor(name="x", dim=[300, 13])
+    shifted = g.add(w, g.constant(0.5))
+    g.relu(g.matmul(g.relu(a), shifted)).set_output(True)
+    g.matmul(x, g.neg(w)).set_output(True)
+    module = check(g, ["matmul", "pointwise", "matmul"])
+    with module.context:
+        first = next(f for f in module.body.operations if "dnn.kernel" in f.attributes)
+        names = [op.operation.name for op in first.regions[0].blocks[0].operations]
+    assert names.count("dnn.relu") == 2 and "dnn.add" in names, names
+    off = "builtin.module(dnn-fuse{matmul_prologue=false})"
+    check(g, ["pointwise", "pointwise", "matmul", "pointwise", "matmul"], pipeline=off)
+
+
 # ---------------------------------------------------------------------------
 # Norms through the whole front pipeline: decomposed into reductions and
 # pointwise ops, then fused into row programs (reductions along the innermost

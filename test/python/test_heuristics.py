@@ -690,3 +690,33 @@ def test_default_config_honours_a_config_on_the_kernel():
     bad = graph_mlir.parse(text.replace("strategy = ", "threads = 3, strategy = ", 1))
     with pytest.raises(PipelineError, match="kernel 'no_block': config: unknown field 'threads'"):
         run_pipeline(bad, "builtin.module(dnn-default-config)")
+
+
+def test_tc_sm90_prologue_operands_size_the_ring():
+    """An operand with a prologue is loaded as stored (an f32 B: 4 bytes an
+    element) and converted into tiles that take shared memory from the ring;
+    the reason names the prologue."""
+    import dataclasses
+
+    from dnnc.codegen.gpu import tc_sm90
+
+    base = problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
+                   [([64, 4096], "bf16")])
+    plain = dnnc.heuristics.rank(base)[0]
+    cast = dataclasses.replace(base, prologues=((1, "f32"),))
+    first = dnnc.heuristics.rank(cast)[0]
+    assert first.strategy == "tc-sm90" and first.tile == plain.tile
+    assert "a prologue on B (f32 tiles converted in shared memory)" in first.reason
+    # A stage: 64 rows of bf16 A and 64 columns of f32 B, 64 deep.
+    assert "8 stages of 16 KiB" in plain.reason and "8 stages of 24 KiB" in first.reason
+    wide = dataclasses.replace(base, anchor_inputs=(spec([1024, 4096], "bf16"),
+                                                     spec([4096, 256], "bf16")),
+                               anchor_outputs=(spec([1024, 256], "bf16"),))
+    assert dnnc.heuristics.rank(dataclasses.replace(wide, prologues=((1, "f32"),)))[0].stages \
+        < dnnc.heuristics.rank(wide)[0].stages
+    bm, bn, bk = first.tile
+    tile = tc_sm90.Tile(bm, bn, bk, first.stages, max(1, bm // 64), first.split)
+    size = tc_sm90.smem_bytes(tile, "bf16", (None, "f32"))
+    more = tc_sm90.smem_bytes(dataclasses.replace(tile, stages=first.stages + 1), "bf16",
+                              (None, "f32"))
+    assert size <= 227 * 1024 and (first.stages == 8 or more > 227 * 1024)

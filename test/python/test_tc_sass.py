@@ -106,6 +106,27 @@ def skinny_4096():
     return g
 
 
+def skinny_cast_weight():
+    """64 x 4096 x 4096 with the weight stored f32 K x N and cast to bf16: a
+    prologue on B, whose f32 tiles both consumers convert in shared memory."""
+    g = dnnc.Graph(name="skinny_cast_weight", io_data_type="bf16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[64, 4096])
+    w = g.tensor(name="w", dim=[4096, 4096], data_type="f32")
+    g.matmul(a, g.cast(w, "bf16")).set_output(True)
+    return g
+
+
+def relu_a():
+    """relu(A) @ B, 2048 x 1024 x 1024: a prologue on A that each consumer
+    applies to its 64 rows of the tile."""
+    g = dnnc.Graph(name="relu_a", io_data_type="bf16", intermediate_data_type="bf16",
+                   compute_data_type="f32")
+    a = g.tensor(name="a", dim=[2048, 1024])
+    b = g.tensor(name="b", dim=[1024, 1024])
+    g.matmul(g.relu(a), b).set_output(True)
+    return g
+
+
 def skinny_linear():
     g = dnnc.Graph(name="skinny_linear", io_data_type="bf16", compute_data_type="f32")
     x = g.tensor(name="x", dim=[64, 4096])
@@ -126,7 +147,12 @@ CASES = {
     "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8, 0),
     "linear_tf32": (linear_tf32, ".TF32", None, None, 0),
     "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
+    "skinny_cast_weight": (skinny_cast_weight, ".BF16", [64, 64, 64], 2, 0),
+    "relu_a": (relu_a, ".BF16", None, 1, 0),
 }
+# The cases whose GEMM applies a prologue to an operand's tiles: (operand,
+# its type as stored).
+PROLOGUES = {"skinny_cast_weight": ("B", "f32"), "relu_a": ("A", "bf16")}
 
 
 def threads_of(kernel):
@@ -243,11 +269,32 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
         assert counts[hgmma] > 0, sorted(counts)
         assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
         assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+        if name in PROLOGUES:
+            # The converted tiles: a named barrier per K step (BAR.SYNC
+            # with an id; the block-wide barrier has none) after the fence
+            # that makes them visible to the async proxy.
+            assert any(op.startswith("BAR.SYNC") for op in counts), sorted(counts)
+            assert any(op.startswith("FENCE.VIEW.ASYNC.S") for op in counts), sorted(counts)
         split = k["config"].get("split", 1)
         if 1 < split <= tc_sm90.LAST_ARRIVAL_SPLITS:
             # The arrival count: a fenced atomic add per warp of a tile.
             assert counts["ATOMG.E.ADD.STRONG.GPU"] > 0 and counts["MEMBAR.SC.GPU"] > 0, \
                 sorted(counts)
+
+
+@pytest.mark.parametrize("name", sorted(PROLOGUES))
+def test_prologue_is_in_the_gemm(built, name):
+    """The pointwise ops on the operand run in the GEMM: one kernel, whose
+    reason names the prologue, and whose operand is loaded as stored without
+    swizzle."""
+    package = built.package(name)
+    (gemm,) = package.kernels
+    operand, stored = PROLOGUES[name]
+    assert f"a prologue on {operand} ({stored} tiles converted in shared memory)" in \
+        gemm["reason"], gemm["reason"]
+    tma = [a for a in gemm["args"] if a["kind"] == "tma"]
+    which = tma[0 if operand == "A" else 1]
+    assert which["dtype"] == stored and which["swizzle"] == 0, which
 
 
 def test_describe_prints_tma_arguments(built):

@@ -6,6 +6,9 @@ pointwise consumers) is a short list of ``linalg.generic`` ops on buffers::
 
     fill      C[m, n] = 0                        (C: an f32 buffer)
     contract  C[m, n] += ext(A[m, k]) * ext(B[k, n])   (or B[n, k], A[k, m])
+              (or ext(f(A[m, k])) with f a pointwise prologue that dnn-fuse
+              joined and linalg's elementwise fusion moved into the body:
+              ``Prologue``, one per operand)
               (f32 operands: a * b, or tf32(a) * tf32(b) for a matmul whose
               compute type is tf32: ``Gemm.compute``)
     epilogue  Y[m, n] = f(C[m, n], bias[0, n], R[m, n], ...)   (zero or more)
@@ -15,7 +18,7 @@ the side their K runs along (the layout the operand loaders need), the
 problem size, and the ``Epilogue``: the elementwise generics after the
 contraction in program order, which the kernel builders evaluate on each
 accumulator value in registers. Anything else (a reduction that is not a
-plain multiply-accumulate, a prologue in the contraction's body, a generic
+plain multiply-accumulate, a prologue on f32 operands, a generic
 that reads C through a transposing map, reshapes between the ops) raises
 ``NotAGemm`` with the reason, before any IR is changed; the lowering pass
 then leaves the kernel to simt-generic and says so in its reason.
@@ -43,14 +46,53 @@ class NotAGemm(Exception):
 
 
 @dataclass
+class Prologue:
+    """The pointwise ops a GEMM applies to each element of one operand as it
+    loads it, before the multiply: a slice of the contraction's body from the
+    operand's block argument (an element as stored, of type ``source``) to
+    the value the multiply extends to f32 (of the multiplied type). The
+    operand loader of a tensor-core kernel runs ``apply`` on the elements of
+    each tile it loads, between the global load and the multiply."""
+
+    argument: object         # the body's block argument of the operand
+    ops: list                # the body ops from it to ``result``, in program order
+    result: object           # what the multiply's extf reads
+
+    @property
+    def source(self):
+        return str(self.argument.type)
+
+    def apply(self, value):
+        """The ops cloned at the insertion point on the scalar ``value`` (an
+        element as stored); returns the element to multiply."""
+        mapping = {self.argument: value}
+        for op in self.ops:
+            attrs = {op.attributes[i].name: op.attributes[i].attr
+                     for i in range(len(op.attributes))}
+            new = ir.Operation.create(op.name, results=[r.type for r in op.results],
+                                      operands=[mapping.get(v, v) for v in op.operands],
+                                      attributes=attrs, loc=op.location)
+            mapping.update(zip(op.results, new.results))
+        return mapping[self.result]
+
+
+@dataclass
 class Operand:
     """One GEMM input: the buffer and which of its dims are batch, M (or N)
     and K. ``k_major``: K is the innermost (contiguous) dim, the layout the
-    tensor cores read without a transpose."""
+    tensor cores read without a transpose. ``element`` is the type the
+    tensor cores multiply; with a ``prologue`` the buffer holds ``stored``
+    elements that the prologue turns into it."""
 
     value: object            # the memref (a kernel function argument)
     dims: dict               # "batch" / "mn" / "k" -> buffer dim (batch: None if broadcast)
     element: str             # "bf16", "f16", "f32"
+    prologue: Prologue = None
+
+    @property
+    def stored(self):
+        """The element type of the buffer."""
+        return str(ir.MemRefType(self.value.type).element_type)
 
     @property
     def k_major(self):
@@ -175,10 +217,38 @@ def _tf32_source(value):
     return cast.operands[0]
 
 
-def _contraction_body(op, element):
-    """Check the body is acc + ext(a) * ext(b) (no ext for f32 inputs, or
-    both f32 inputs rounded to tf32); returns what the multiply sees
-    (``Gemm.compute``): "tf32" for the rounded form, else "f32"."""
+def _prologue(block, argument, value, name):
+    """The Prologue turning ``argument`` into ``value`` inside the contraction
+    ``block`` (None when ``value`` is ``argument``): the body ops ``value``
+    depends on, which must depend on no other argument."""
+    if value == argument:
+        return None
+    inside = {op: i for i, op in enumerate(o.operation for o in block.operations)}
+    cone, todo = set(), [value]
+    while todo:
+        v = todo.pop()
+        if irutil.is_block_argument(v):
+            if v != argument:
+                raise NotAGemm(f"the prologue of {name} reads another operand")
+            continue
+        op = irutil.defining_op(v)
+        if op is None or op not in inside or op in cone:
+            continue  # defined outside the body (a constant): read as is
+        if op.regions and len(op.regions):
+            raise NotAGemm(f"'{op.name}' with regions in the prologue of {name}")
+        if op.name == "linalg.index":
+            raise NotAGemm(f"the prologue of {name} reads its loop indices")
+        cone.add(op)
+        todo.extend(op.operands)
+    return Prologue(argument, sorted(cone, key=inside.__getitem__), value)
+
+
+def _contraction_body(op, elements):
+    """Check the body is acc + ext(f(a)) * ext(g(b)) (f, g: prologues, or
+    none) for bf16 / f16 multiplies, acc + a * b or acc + tf32(a) * tf32(b)
+    for f32; returns (what the multiply sees (``Gemm.compute``): "tf32" for
+    the rounded form, else "f32"; the element each side multiplies; the
+    Prologue of each side)."""
     body = irutil.body_ops(op)
     names = [o.name for o in body]
     if names[-3:] != ["arith.mulf", "arith.addf", "linalg.yield"]:
@@ -188,25 +258,58 @@ def _contraction_body(op, element):
     mul, add = body[-3], body[-2]
     if add.operands[0] != acc and add.operands[1] != acc:
         raise NotAGemm("the contraction does not accumulate into its output")
-    if element == "f32" and len(body) > 3:
+    if add.operands[0] != mul.results[0] and add.operands[1] != mul.results[0]:
+        raise NotAGemm("the contraction does not accumulate the product")
+    extended = [irutil.defining_op(v) for v in mul.operands]
+    extended = all(e is not None and e.name == "arith.extf" for e in extended)
+    if not extended and elements != ("f32", "f32"):
+        raise NotAGemm(f"operand types {elements[0]} x {elements[1]} multiplied in f32 without "
+                       "an extension of both")
+    if not extended and len(body) > 3:
         sources = {_tf32_source(mul.operands[0]), _tf32_source(mul.operands[1])}
         if sources != {a, b}:
             raise NotAGemm("the contraction body is not a * b or tf32(a) * tf32(b): "
-                           "a fused prologue")
-        return "tf32"
-    want = ["arith.mulf", "arith.addf", "linalg.yield"]
-    if element != "f32":
-        want = ["arith.extf", "arith.extf"] + want
-    if names != want:
-        raise NotAGemm("the contraction body is not a multiply-accumulate "
-                       f"({', '.join(n for n in names[:-1])}): a fused prologue")
-    if element != "f32":
-        ext = {body[0].operands[0], body[1].operands[0]}
-        if ext != {a, b}:
-            raise NotAGemm("the contraction body is not ext(a) * ext(b)")
-    elif {mul.operands[0], mul.operands[1]} != {a, b}:
-        raise NotAGemm("the contraction body is not a * b")
-    return "f32"
+                           "a prologue on f32 operands")
+        return "tf32", ("f32", "f32"), (None, None)
+    if not extended:
+        if {mul.operands[0], mul.operands[1]} != {a, b}:
+            raise NotAGemm("the contraction body is not a * b")
+        return "f32", ("f32", "f32"), (None, None)
+    inside = set(body)
+    multiplied, prologues = [], []
+    for argument, name in ((a, "A"), (b, "B")):
+        users = [v for v in mul.operands
+                 if _reaches(irutil.defining_op(v).operands[0], argument, inside)]
+        if len(users) != 1:
+            raise NotAGemm(f"the contraction body does not multiply ext({name}) by the "
+                           "other operand")
+        value = irutil.defining_op(users[0]).operands[0]
+        multiplied.append(str(value.type))
+        prologues.append(_prologue(block, argument, value, name))
+    if multiplied[0] != multiplied[1] or multiplied[0] not in ("bf16", "f16"):
+        raise NotAGemm(f"the contraction multiplies {multiplied[0]} x {multiplied[1]}: "
+                       "expected both bf16 or both f16")
+    inside = set(o for p in prologues if p for o in p.ops)
+    extra = [o for o in body[:-3] if o.name != "arith.extf" and o not in inside]
+    if extra or len(body) - 3 - len(inside) != 2:
+        raise NotAGemm("the contraction body computes more than the operands' prologues")
+    return "f32", tuple(multiplied), tuple(prologues)
+
+
+def _reaches(value, argument, inside):
+    """True when ``value`` depends on block argument ``argument`` through the
+    body ops ``inside``."""
+    todo, seen = [value], set()
+    while todo:
+        v = todo.pop()
+        if v == argument:
+            return True
+        op = None if irutil.is_block_argument(v) else irutil.defining_op(v)
+        if op is None or op in seen or op not in inside:
+            continue
+        seen.add(op)
+        todo.extend(op.operands)
+    return False
 
 
 def _contraction(op):
@@ -246,13 +349,14 @@ def _contraction(op):
 
     a = operand(a_val, exprs[0], m_dim, "A")
     b = operand(b_val, exprs[1], n_dim, "B")
-    if a.element != b.element or a.element not in TC_ELEMENTS:
-        raise NotAGemm(f"operand types {a.element} x {b.element}: expected both bf16, "
-                       "f16 or f32")
     c_type = ir.MemRefType(c_val.type)
     if str(c_type.element_type) != "f32":
         raise NotAGemm(f"accumulator type {c_type.element_type}: expected f32")
-    compute = _contraction_body(op, a.element)
+    compute, (a.element, b.element), (a.prologue, b.prologue) = _contraction_body(
+        op, (a.element, b.element))
+    if a.element != b.element or a.element not in TC_ELEMENTS:
+        raise NotAGemm(f"operand types {a.element} x {b.element}: expected both bf16, "
+                       "f16 or f32")
     shape = list(c_type.shape)
     ta = ir.MemRefType(a_val.type)
     k = ta.shape[a.dims["k"]]

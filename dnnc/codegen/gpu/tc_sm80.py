@@ -400,6 +400,10 @@ def check(gemm, tile):
     if element == "f32" and gemm.compute != "tf32":
         raise NotSupported("f32 operands with f32 compute: mma.sync multiplies f32 only as "
                            "tf32 (compute_data_type='tf32')")
+    for name, operand in (("A", gemm.a), ("B", gemm.b)):
+        if operand.prologue is not None:
+            raise NotSupported(f"a prologue on {name} ({operand.stored} -> {element}): "
+                               "tc-sm80 applies none")
     if tile.warps not in (1, 2, 4, 8) or tile.stages < 2:
         raise NotSupported(f"{tile.warps} warps, {tile.stages} stages: expected 1, 2, 4 or 8 "
                            "warps and at least 2 stages")

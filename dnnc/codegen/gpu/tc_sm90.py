@@ -34,7 +34,14 @@ shared memory: the global buffer, its TMA box (128-byte swizzle: a row of
 the box is 128 bytes of K, or of N for an N-major B), where the batch, M/N
 and K coordinates go, and the wgmma descriptor layout of what lands (K-major,
 or MN-major for B stored K x N). A convolution's implicit GEMM plugs in here
-with an im2col TMA box and the same mainloop.
+with an im2col TMA box and the same mainloop. An operand with a prologue
+(``gemm.Prologue``: pointwise ops between the load and the multiply, a cast
+from f32 for one) is loaded as stored, without swizzle, and each K step the
+consumers convert its tile into the swizzled layout wgmma reads
+(``_prologues``, ``_convert``): A's 64 rows by the consumer that multiplies
+them, into one of CONVERTED_A tiles of its own; B by both consumers, into
+one of CONVERTED_B shared tiles; then a fence for the async proxy and a
+named barrier.
 
 **Mainloop.** ``_producer`` and ``_consumer`` above: an mbarrier pair per
 stage (full: one arrival plus the TMA transaction bytes; empty: one arrival
@@ -115,14 +122,42 @@ def _element_bytes(element):
     return 4 if element in ("f32", "tf32") else 2
 
 
+# Stored types a prologue operand's tile may be loaded as (TMA types whose
+# elements the consumers read with 16-byte loads).
+PROLOGUE_SOURCES = ("f32", "bf16", "f16")
+# Converted tiles a prologue operand keeps: A's per consumer (its own wgmmas
+# read the one of the step before while it writes the next), B's shared by
+# both consumers (a consumer one step ahead must not write the tile the
+# other's wgmmas of the step before may still read).
+CONVERTED_A, CONVERTED_B = 2, 3
+
+
+def converted_bytes(tile, prologues):
+    """Shared memory of the converted tiles of operands with a prologue
+    (``prologues``: (A has one, B has one)): 128-byte rows of K."""
+    a, b = prologues
+    return (CONVERTED_A * tile.m * SWIZZLE if a else 0) + \
+        (CONVERTED_B * tile.n * SWIZZLE if b else 0)
+
+
 # A wgmma instruction multiplies 32 bytes of K: k = 16 of bf16/f16, 8 of tf32.
 WGMMA_K_BYTES = 32
 
 
-def smem_bytes(tile, element):
-    """Dynamic shared memory of a kernel: the ring, its barriers, alignment slack."""
+def smem_bytes(tile, element, sources=(None, None)):
+    """Dynamic shared memory of a kernel: the ring, the converted tiles of
+    prologue operands, the ring's barriers, alignment slack. ``sources``:
+    the stored type of A and of B where a prologue converts it, else None."""
     eb = _element_bytes(element)
-    return ALIGN + tile.stages * (tile.m + tile.n) * tile.k * eb + 16 * tile.stages
+    a, b = (_element_bytes(s) if s else eb for s in sources)
+    stage = (tile.m * a + tile.n * b) * tile.k
+    return ALIGN + tile.stages * stage + \
+        converted_bytes(tile, [s is not None for s in sources]) + 16 * tile.stages
+
+
+def _sources(gemm):
+    """(A's stored type, B's) where a prologue converts it, else None."""
+    return tuple(o.stored if o.prologue is not None else None for o in (gemm.a, gemm.b))
 
 
 def multiplied(gemm):
@@ -149,6 +184,10 @@ def check(gemm, tile):
                            "warpgroup) and N a multiple of 64 up to 256")
     if not gemm.a.k_major:
         raise NotSupported("A is stored K x M (M contiguous); tc-sm90 reads A K-major")
+    for name, operand in (("A", gemm.a), ("B", gemm.b)):
+        if operand.prologue is not None and operand.stored not in PROLOGUE_SOURCES:
+            raise NotSupported(f"a prologue on {name} stored as {operand.stored}: tc-sm90 "
+                               f"converts {', '.join(PROLOGUE_SOURCES)} tiles")
     # A tf32 B stored K x N goes through a transposed copy (_transpose_b),
     # row-major N x K: only K's row length matters for it.
     transposed = element == "tf32" and not gemm.b.k_major
@@ -161,6 +200,7 @@ def check(gemm, tile):
         t = ir.MemRefType(operand.value.type)
         shape, strides, offset = physical_view(t)
         order = physical_order(t)
+        eb = _element_bytes(operand.stored)
         if strides[-1] != 1:
             raise NotSupported(f"{name} has no contiguous dim (smallest stride "
                                f"{strides[-1]}): TMA needs one")
@@ -174,9 +214,10 @@ def check(gemm, tile):
                                "16-byte alignment")
         if t.rank > 5:
             raise NotSupported(f"{name} has rank {t.rank}: TMA takes up to 5")
-    if smem_bytes(tile, element) > 227 * 1024:
-        raise NotSupported(f"{tile.stages} stages need {smem_bytes(tile, element)} bytes of "
-                           "shared memory, more than the 232448 an sm_90 block may use")
+    size = smem_bytes(tile, element, _sources(gemm))
+    if size > 227 * 1024:
+        raise NotSupported(f"{tile.stages} stages need {size} bytes of shared memory, more "
+                           "than the 232448 an sm_90 block may use")
 
 
 # ----------------------------------------------------------------------------
@@ -281,6 +322,12 @@ class TmaOperand:
     ``mn_major`` is True for a B stored K x N (N contiguous): the box's rows
     are then 64 elements of N (128 bytes) and a tile of N takes BN / 64 boxes.
 
+    ``swizzled`` False loads the tile as it lies (rows of ``k`` elements, or
+    of ``rows`` elements of N for an MN-major B), without swizzle, in one
+    box: the source tile of an operand with a prologue, which the consumers
+    read, convert and write in the swizzled layout wgmma reads
+    (``Builder._convert``).
+
     The descriptor, its box and the load coordinates are in memory order
     (``physical_order``): for a buffer whose strides are a permutation of
     row-major (a weight ``W[N, K]`` read as ``B[K, N]`` with strides
@@ -294,6 +341,8 @@ class TmaOperand:
     mn_major: bool
     element: str
     descriptor: object = None   # host-side !llvm.ptr
+    swizzled: bool = True
+    k: int = 0                  # the tile's K (elements): the rows of an unswizzled box
 
     def __post_init__(self):
         t = ir.MemRefType(self.value.type)
@@ -308,14 +357,21 @@ class TmaOperand:
 
     @property
     def tile_bytes(self):
+        if not self.swizzled:
+            return self.rows * self.k * self.eb
         return self.rows * (SWIZZLE // self.eb) * self.eb
+
+    @property
+    def pieces(self):
+        """TMA boxes per tile: an MN-major swizzled tile takes one per 128 bytes of N."""
+        return self.rows // (SWIZZLE // self.eb) if self.mn_major and self.swizzled else 1
 
     def box(self, bk):
         """The TMA box in memory order (outermost first)."""
         rank = ir.MemRefType(self.value.type).rank
         box = [1] * rank
         box[self.dims["k"]] = bk
-        box[self.dims["mn"]] = (SWIZZLE // self.eb) if self.mn_major else self.rows
+        box[self.dims["mn"]] = self.rows // self.pieces
         return box
 
     def make_descriptor(self, bk):
@@ -335,7 +391,8 @@ class TmaOperand:
         shape = "x".join(map(str, box))
         desc_type = ir.Type.parse(
             f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{element}, 3>, "
-            "swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>")
+            f"swizzle = {'swizzle_128b' if self.swizzled else 'none'}, l2promo = l2promo_256b, "
+            "oob = zero, interleave = none>")
         desc = nvgpu.TmaCreateDescriptorOp(desc_type, cast, [_idx(b) for b in box]).result
         self.descriptor = ir.Operation.create(
             "builtin.unrealized_conversion_cast", results=[_ptr()], operands=[desc]).results[0]
@@ -344,7 +401,7 @@ class TmaOperand:
     def load(self, dest_i64, barrier, batch, mn0, k0):
         """Issue the TMA load(s) of one stage; coordinates are i32 values."""
         rank = ir.MemRefType(self.value.type).rank
-        pieces = self.rows // (SWIZZLE // self.eb) if self.mn_major else 1
+        pieces = self.pieces
         for piece in range(pieces):
             coords = [_i(0)] * rank
             if self.dims["batch"] is not None:
@@ -389,12 +446,18 @@ class Builder:
         self.tile = tile
         self.element = multiplied(gemm)
         self.eb = _element_bytes(self.element)
-        self.a = TmaOperand(gemm.a.value, gemm.a.dims, tile.m, False, self.element)
+        # An operand with a prologue is loaded as stored, unswizzled, and
+        # converted by the consumers (_convert).
+        self.sources = _sources(gemm)
+        a_source, b_source = self.sources
+        self.a = TmaOperand(gemm.a.value, gemm.a.dims, tile.m, False, a_source or self.element,
+                            swizzled=a_source is None, k=tile.k)
         # wgmma reads tf32 only K-major: a B stored K x N is first copied
         # transposed (N x K) by a launch of its own (_transpose_b).
         self.transpose_b = self.element == "tf32" and not gemm.b.k_major
         self.b = None if self.transpose_b else \
-            TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major, self.element)
+            TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major,
+                       b_source or self.element, swizzled=b_source is None, k=tile.k)
         self.steps = -(-gemm.k // tile.k)
         self.tiles_m = -(-gemm.m // tile.m)
         self.tiles_n = -(-gemm.n // tile.n)
@@ -411,7 +474,10 @@ class Builder:
         # tile ([tile, consumer, warp]), zero between calls.
         self.last_arrival = 1 < self.splits <= LAST_ARRIVAL_SPLITS
         self.arrivals = None
-        self.stage_bytes = self.a.tile_bytes + tile.n * SWIZZLE
+        self.stage_bytes = self.a.tile_bytes + \
+            (self.b.tile_bytes if self.b is not None else tile.n * SWIZZLE)
+        self.ring_bytes = tile.stages * self.stage_bytes
+        self.converted = converted_bytes(tile, [x is not None for x in self.sources])
         self.acc_type = ir.Type.parse(
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
@@ -440,8 +506,8 @@ class Builder:
             grid = (self.ctas, 1, 1)
             launch = gpu.LaunchOp(tuple(_idx(g) for g in grid),
                                   (_idx(self.tile.threads), _idx(1), _idx(1)),
-                                  dynamic_shared_memory_size=_i(smem_bytes(self.tile,
-                                                                           self.element)))
+                                  dynamic_shared_memory_size=_i(smem_bytes(
+                                      self.tile, self.element, self.sources)))
             block = launch.regions[0].blocks[0]
             with ir.InsertionPoint(block):
                 self._kernel()
@@ -575,7 +641,7 @@ class Builder:
         return arith.addi(self.base, arith.muli(_to_i64(s), _i(self.stage_bytes, 64)))
 
     def _barrier(self, which, s):
-        offset = self.tile.stages * self.stage_bytes + 8 * which * self.tile.stages
+        offset = self.ring_bytes + self.converted + 8 * which * self.tile.stages
         if isinstance(s, int):
             address = arith.addi(self.base, _i(offset + 8 * s, 64))
         else:
@@ -655,8 +721,12 @@ class Builder:
             s, parity = self._slot(g)
             _wait(self._full(s), parity)
             stage = self._stage_address(s)
-            desc_a = _matrix_descriptor(arith.addi(stage, a_row_offset), a_const)
-            desc_b = _matrix_descriptor(arith.addi(stage, _i(self.a.tile_bytes, 64)), b_const)
+            a_tile = arith.addi(stage, a_row_offset)
+            b_tile = arith.addi(stage, _i(self.a.tile_bytes, 64))
+            if any(self.sources):
+                a_tile, b_tile = self._prologues(stage, a_tile, b_tile, consumer, local, kt, g)
+            desc_a = _matrix_descriptor(a_tile, a_const)
+            desc_b = _matrix_descriptor(b_tile, b_const)
             nvvm.WgmmaFenceAlignedOp()
             for kk in range(tile.k // instr_k):
                 # Along a 128-byte row of K; an MN-major B steps instr_k rows of N.
@@ -695,6 +765,99 @@ class Builder:
             return [g]
 
         self._tiles(per_tile, [_idx(0)])
+
+    # -- operand prologues -------------------------------------------------------
+
+    def _converted(self, operand, slot, consumer=None):
+        """i64 shared address of converted tile ``slot`` of A (of ``consumer``)
+        or of B, after the ring."""
+        start = self.ring_bytes
+        if operand == "a":
+            per = 64 * SWIZZLE
+            index = arith.addi(arith.muli(consumer, _idx(CONVERTED_A)), slot)
+        else:
+            start += converted_bytes(self.tile, (self.sources[0] is not None, False))
+            per = self.tile.n * SWIZZLE
+            index = slot
+        offset = arith.addi(_i(start, 64), arith.muli(_to_i64(index), _i(per, 64)))
+        return arith.addi(self.base, offset)
+
+    def _prologues(self, stage, a_tile, b_tile, consumer, local, kt, g):
+        """Convert this step's tiles of the operands with a prologue; returns
+        the addresses wgmma reads A (this consumer's 64 rows) and B from.
+        Each thread fences its shared-memory writes for the async proxy
+        (wgmma), then the threads that wrote a tile meet at a named barrier:
+        a consumer's warpgroup for A alone, both consumers for B."""
+        k0 = arith.muli(kt, _idx(self.tile.k))
+        if self.sources[0] is not None:
+            src = arith.addi(stage, arith.muli(_to_i64(consumer),
+                                               _i(64 * self.tile.k * self.a.eb, 64)))
+            a_tile = self._converted("a", arith.remui(g, _idx(CONVERTED_A)), consumer)
+            self._convert(self.a, self.gemm.a.prologue, src, a_tile, 64, local, WARPGROUP, k0)
+        if self.sources[1] is not None:
+            threads = WARPGROUP * self.tile.consumers
+            thread = arith.addi(arith.muli(consumer, _idx(WARPGROUP)), local)
+            b_tile = self._converted("b", arith.remui(g, _idx(CONVERTED_B)))
+            self._convert(self.b, self.gemm.b.prologue, arith.addi(stage, _i(self.a.tile_bytes, 64)), b_tile,
+                          self.tile.n, thread, threads, k0)
+        llvm.inline_asm(None, [], "fence.proxy.async.shared::cta;", "", has_side_effects=True)
+        if self.sources[1] is not None:
+            ident, count = _i(1), _i(WARPGROUP * self.tile.consumers)
+        else:
+            ident, count = _to_i32(arith.addi(consumer, _idx(1))), _i(WARPGROUP)
+        llvm.inline_asm(None, [ident, count], "bar.sync $0, $1;", "r,r",
+                        has_side_effects=True)
+        return a_tile, b_tile
+
+    def _convert(self, operand, prologue, src, dst, lines, thread, threads, k0):
+        """Threads 0 .. ``threads`` - 1 (``thread``: this one) convert ``lines``
+        128-byte rows of a tile into the swizzled layout wgmma reads (the 16-
+        byte chunk c of line L lies at L * 128 + (c ^ L % 8) * 16, as TMA would
+        have written it): each thread reads 16 bytes of the unswizzled source
+        tile ``src`` (``operand``'s stored elements: 8 of 16 bits, 4 of f32, so
+        that 8 threads read 128 contiguous bytes), runs ``prologue`` on them
+        and stores them at ``dst``. A K-major line is a row of the tile's K;
+        an MN-major B's line L is K row L % BK of N columns 64 (L / BK) ..
+        + 63. Elements past K are zeroed when K is ragged (the prologue of
+        TMA's zero fill need not be zero)."""
+        bk, es = self.tile.k, operand.eb
+        per = 16 // es                     # elements a thread converts at once
+        parts = SWIZZLE // (2 * per)       # of a 128-byte line of the multiplied type
+        stored = ir.MemRefType(operand.value.type).element_type
+        element = ir.BF16Type.get() if self.element == "bf16" else ir.F16Type.get()
+        src_type = ir.VectorType.get([per], stored)
+        ragged = self.gemm.k % bk != 0
+        zero = arith.constant(element, 0.0) if ragged else None
+        k_total = _idx(self.gemm.k)
+        for j in range(lines * parts // threads):
+            item = arith.addi(thread, _idx(j * threads))
+            line = arith.divui(item, _idx(parts))
+            first = arith.muli(arith.remui(item, _idx(parts)), _idx(per))  # along the line
+            if operand.mn_major:
+                row, piece = arith.remui(line, _idx(bk)), arith.divui(line, _idx(bk))
+                at = arith.addi(arith.muli(row, _idx(operand.rows)),
+                                arith.addi(arith.muli(piece, _idx(64)), first))
+                ks = [arith.addi(k0, row)] * per
+            else:
+                at = arith.addi(arith.muli(line, _idx(bk)), first)
+                k_first = arith.addi(k0, first)
+                ks = [arith.addi(k_first, _idx(e)) if e else k_first for e in range(per)]
+            source = arith.addi(src, arith.muli(_to_i64(at), _i(es, 64)))
+            vec = llvm.load(src_type, _shared_ptr(source), alignment=16)
+            values = []
+            for e in range(per):
+                value = prologue.apply(vector.extract(vec, [], [e]))
+                if ragged:
+                    value = arith.select(_cmp("ult", ks[e], k_total), value, zero)
+                values.append(value)
+            # Chunk first / 8 of the line, swizzled; f32's half chunk within it.
+            chunk = arith.xori(arith.shrui(first, _idx(3)), arith.andi(line, _idx(7)))
+            offset = arith.addi(arith.muli(line, _idx(SWIZZLE)),
+                                arith.addi(arith.muli(chunk, _idx(16)),
+                                           arith.muli(arith.andi(first, _idx(7)), _idx(2))))
+            target = arith.addi(dst, _to_i64(offset))
+            llvm.store(vector.from_elements(ir.VectorType.get([per], element), values),
+                       _shared_ptr(target), alignment=2 * per)
 
     # -- epilogue -------------------------------------------------------------
 

@@ -1,5 +1,5 @@
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse)' | FileCheck %s
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false})' | FileCheck %s --check-prefix=NOFUSE
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false})' | FileCheck %s --check-prefix=NOFUSE
 
 // Each test's graph function ends up holding only calls; a graph body of one
 // call and a return shows that exactly one kernel was made.
@@ -490,4 +490,33 @@ func.func @column_recompute(%x: tensor<5x8xf32>) -> (tensor<5x8xf32>, tensor<1x8
   %1 = "dnn.reduction"(%0) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<5x8xf32>) -> tensor<1x8xf32>
   %2 = "dnn.cast"(%1) : (tensor<1x8xf32>) -> tensor<1x8xbf16>
   return %0, %2 : tensor<5x8xf32>, tensor<1x8xbf16>
+}
+
+// -----
+
+// Operand prologues: relu of A (N = 64, reused little) joins the matmul's
+// kernel with the cast of B before it; an f32 B cast feeding a matmul of M =
+// 512 rows stays a kernel of its own (each tile of B would be converted once
+// per 128 rows of the result: more than the pass it saves).
+// CHECK-LABEL: func.func private @operand_prologue_k0_matmul(
+//  CHECK-SAME: %arg0: tensor<32x128xbf16>, %arg1: tensor<128x64xf32>
+//  CHECK-NEXT: "dnn.relu"(%arg0)
+//  CHECK-NEXT: "dnn.cast"(%arg1)
+//  CHECK-NEXT: "dnn.matmul"
+//  CHECK-NEXT: return
+// CHECK-LABEL: func.func private @operand_prologue_k1_pointwise(
+//  CHECK-NEXT: "dnn.cast"
+//  CHECK-NEXT: return
+// CHECK-LABEL: func.func private @operand_prologue_k2_matmul(
+//  CHECK-NEXT: "dnn.matmul"
+//  CHECK-NEXT: return
+// NOFUSE-LABEL: func.func @operand_prologue(
+// NOFUSE-NEXT: call @operand_prologue_k0_pointwise
+func.func @operand_prologue(%a: tensor<32x128xbf16>, %w: tensor<128x64xf32>, %x: tensor<512x128xbf16>, %v: tensor<128x64xf32>) -> (tensor<32x64xbf16>, tensor<512x64xbf16>) {
+  %0 = "dnn.relu"(%a) : (tensor<32x128xbf16>) -> tensor<32x128xbf16>
+  %1 = "dnn.cast"(%w) : (tensor<128x64xf32>) -> tensor<128x64xbf16>
+  %2 = "dnn.matmul"(%0, %1) {compute_type = f32} : (tensor<32x128xbf16>, tensor<128x64xbf16>) -> tensor<32x64xbf16>
+  %3 = "dnn.cast"(%v) : (tensor<128x64xf32>) -> tensor<128x64xbf16>
+  %4 = "dnn.matmul"(%x, %3) {compute_type = f32} : (tensor<512x128xbf16>, tensor<128x64xbf16>) -> tensor<512x64xbf16>
+  return %2, %4 : tensor<32x64xbf16>, tensor<512x64xbf16>
 }

@@ -348,3 +348,49 @@ func.func private @sm80_f32_not_tf32(%A: memref<64x64xf32>, %B: memref<64x64xf32
   }
   return
 }
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A prologue in the contraction's body (an f32 A cast to bf16, as dnn-fuse
+// and linalg's elementwise fusion leave it): A is loaded as stored, without
+// swizzle (a box of 128 rows x 64 f32, 32 KiB a stage), and each consumer
+// converts its 64 rows, 4 elements a thread at a time, into a 128-byte-
+// swizzled bf16 tile that wgmma reads; it fences the writes for the async
+// proxy and meets its warpgroup at a named barrier first. B is unchanged.
+// K = 200 is ragged: elements past K are zeroed.
+// CHECK-LABEL: func.func private @cast_prologue_a(
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c128, %c64] : memref<*xf32> -> <tensor = memref<128x64xf32, 3>, swizzle = none
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:             nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c40960_i32
+//       CHECK:       nvvm.setmaxregister  increase 232
+//       CHECK:             llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+//       CHECK:             arith.truncf %{{.*}} : f32 to bf16
+//       CHECK:             arith.cmpi ult
+//       CHECK:             arith.select
+//       CHECK:             llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<4xbf16>, !llvm.ptr<3>
+//       CHECK:             llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//       CHECK:             llvm.inline_asm has_side_effects "bar.sync $0, $1;", "r,r"
+//       CHECK:             nvvm.wgmma.fence.aligned
+//       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+func.func private @cast_prologue_a(%A: memref<256x200xf32>, %B: memref<200x64xbf16>, %C: memref<256x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<256x200xf32>, memref<200x64xbf16>) outs(%C : memref<256x64xf32>) {
+  ^bb0(%x: f32, %w: bf16, %acc: f32):
+    %t = arith.truncf %x : f32 to bf16
+    %0 = arith.extf %t : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
