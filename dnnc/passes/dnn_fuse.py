@@ -388,8 +388,7 @@ class Partition:
             p = _producer(value)
             if p is None or _is_constant(p) or _kind(p) not in OPERAND_PROLOGUE \
                     or len(list(value.uses)) != 1 or _shape(value) != shape \
-                    or not isinstance(self.group_of.get(p), Group) \
-                    or self.group_of[p].anchor != "pointwise":
+                    or getattr(self.group_of.get(p), "anchor", None) != "pointwise":
                 break
             inputs = [v for v in p.operands if not _is_constant(_producer(v))]
             if len(inputs) != 1 or _shape(inputs[0]) != shape:

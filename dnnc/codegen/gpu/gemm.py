@@ -67,11 +67,7 @@ class Prologue:
         element as stored); returns the element to multiply."""
         mapping = {self.argument: value}
         for op in self.ops:
-            attrs = {op.attributes[i].name: op.attributes[i].attr
-                     for i in range(len(op.attributes))}
-            new = ir.Operation.create(op.name, results=[r.type for r in op.results],
-                                      operands=[mapping.get(v, v) for v in op.operands],
-                                      attributes=attrs, loc=op.location)
+            new = irutil.clone_op(op, [mapping.get(v, v) for v in op.operands], op.location)
             mapping.update(zip(op.results, new.results))
         return mapping[self.result]
 
@@ -217,30 +213,21 @@ def _tf32_source(value):
     return cast.operands[0]
 
 
-def _prologue(block, argument, value, name):
-    """The Prologue turning ``argument`` into ``value`` inside the contraction
-    ``block`` (None when ``value`` is ``argument``): the body ops ``value``
-    depends on, which must depend on no other argument."""
-    if value == argument:
-        return None
-    inside = {op: i for i, op in enumerate(o.operation for o in block.operations)}
-    cone, todo = set(), [value]
+def _cone(value, order):
+    """(the body ops ``value`` depends on, in program order; the block
+    arguments it reads). ``order``: the body's ops -> position; values
+    defined outside the body (constants) are read as they are."""
+    cone, arguments, todo = set(), set(), [value]
     while todo:
         v = todo.pop()
         if irutil.is_block_argument(v):
-            if v != argument:
-                raise NotAGemm(f"the prologue of {name} reads another operand")
+            arguments.add(v)
             continue
         op = irutil.defining_op(v)
-        if op is None or op not in inside or op in cone:
-            continue  # defined outside the body (a constant): read as is
-        if op.regions and len(op.regions):
-            raise NotAGemm(f"'{op.name}' with regions in the prologue of {name}")
-        if op.name == "linalg.index":
-            raise NotAGemm(f"the prologue of {name} reads its loop indices")
-        cone.add(op)
-        todo.extend(op.operands)
-    return Prologue(argument, sorted(cone, key=inside.__getitem__), value)
+        if op in order and op not in cone:
+            cone.add(op)
+            todo.extend(op.operands)
+    return sorted(cone, key=order.__getitem__), arguments
 
 
 def _contraction_body(op, elements):
@@ -275,17 +262,25 @@ def _contraction_body(op, elements):
         if {mul.operands[0], mul.operands[1]} != {a, b}:
             raise NotAGemm("the contraction body is not a * b")
         return "f32", ("f32", "f32"), (None, None)
-    inside = set(body)
+    order = {o: i for i, o in enumerate(body)}
+    sides = {}
+    for v in mul.operands:
+        value = irutil.defining_op(v).operands[0]
+        ops, arguments = _cone(value, order)
+        if len(arguments) == 1 and arguments <= {a, b}:
+            sides[arguments.pop()] = (value, ops)
     multiplied, prologues = [], []
     for argument, name in ((a, "A"), (b, "B")):
-        users = [v for v in mul.operands
-                 if _reaches(irutil.defining_op(v).operands[0], argument, inside)]
-        if len(users) != 1:
+        if argument not in sides:
             raise NotAGemm(f"the contraction body does not multiply ext({name}) by the "
                            "other operand")
-        value = irutil.defining_op(users[0]).operands[0]
+        value, ops = sides[argument]
+        for inner in ops:
+            if inner.regions and len(inner.regions) or inner.name == "linalg.index":
+                raise NotAGemm(f"'{inner.name}' in the prologue of {name}: expected "
+                               "elementwise ops of the element alone")
         multiplied.append(str(value.type))
-        prologues.append(_prologue(block, argument, value, name))
+        prologues.append(Prologue(argument, ops, value) if ops else None)
     if multiplied[0] != multiplied[1] or multiplied[0] not in ("bf16", "f16"):
         raise NotAGemm(f"the contraction multiplies {multiplied[0]} x {multiplied[1]}: "
                        "expected both bf16 or both f16")
@@ -294,22 +289,6 @@ def _contraction_body(op, elements):
     if extra or len(body) - 3 - len(inside) != 2:
         raise NotAGemm("the contraction body computes more than the operands' prologues")
     return "f32", tuple(multiplied), tuple(prologues)
-
-
-def _reaches(value, argument, inside):
-    """True when ``value`` depends on block argument ``argument`` through the
-    body ops ``inside``."""
-    todo, seen = [value], set()
-    while todo:
-        v = todo.pop()
-        if v == argument:
-            return True
-        op = None if irutil.is_block_argument(v) else irutil.defining_op(v)
-        if op is None or op in seen or op not in inside:
-            continue
-        seen.add(op)
-        todo.extend(op.operands)
-    return False
 
 
 def _contraction(op):

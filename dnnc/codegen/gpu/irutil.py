@@ -98,6 +98,14 @@ def defining_op(value):
     return value.owner.operation
 
 
+def clone_op(op, operands, loc=None):
+    """A copy of ``op`` (no regions) at the insertion point, on ``operands``,
+    with its attributes and result types."""
+    attrs = {op.attributes[i].name: op.attributes[i].attr for i in range(len(op.attributes))}
+    return ir.Operation.create(op.name, results=[r.type for r in op.results],
+                               operands=list(operands), attributes=attrs, loc=loc)
+
+
 def constant_int(value):
     """The integer of an ``arith.constant`` integer or index value, else None."""
     number = constant_scalar(value)

@@ -131,10 +131,7 @@ def _clone(value, mapping, done):
     op = _owner(value)
     if op is None or op.parent.name != "linalg.generic":
         return value  # defined outside the body
-    operands = [_clone(v, mapping, done) for v in op.operands]
-    attrs = {op.attributes[i].name: op.attributes[i].attr for i in range(len(op.attributes))}
-    new = ir.Operation.create(op.name, results=[r.type for r in op.results],
-                              operands=operands, attributes=attrs)
+    new = irutil.clone_op(op, [_clone(v, mapping, done) for v in op.operands])
     for old, v in zip(op.results, new.results):
         done[old] = v
     return done[value]

@@ -168,10 +168,7 @@ def clone_body(body, args, index_of):
         if op.name == "linalg.index":
             mapping[op.results[0]] = index_of(ir.IntegerAttr(op.attributes["dim"]).value)
             continue
-        operands = [mapping.get(v, v) for v in op.operands]
-        attrs = {op.attributes[i].name: op.attributes[i].attr for i in range(len(op.attributes))}
-        new = ir.Operation.create(op.name, results=[r.type for r in op.results],
-                                  operands=operands, attributes=attrs, loc=op.location)
+        new = irutil.clone_op(op, [mapping.get(v, v) for v in op.operands], op.location)
         for old, value in zip(op.results, new.results):
             mapping[old] = value
     return [mapping.get(v, v) for v in ops[-1].operation.operands]
