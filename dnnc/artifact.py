@@ -145,10 +145,11 @@ def describe(manifest, resources=None):
     m = manifest
     lines = [f"graph {m['graph']} for {m['arch']} (format {m['format_version']}, "
              f"dnnc {m['dnnc_version']}, MLIR {m['mlir_version']})"]
-    for kind in ("inputs", "outputs"):
-        for t in m[kind]:
-            lines.append(f"  {kind[:-1]:<7}{t['name']:<20}{t['dtype']:<9}"
-                         f"dims {t['dims']} strides {t['strides']}")
+    tensors = [(kind[:-1], t) for kind in ("inputs", "outputs") for t in m[kind]]
+    width = max([19] + [len(t["name"]) for _, t in tensors]) + 1
+    for kind, t in tensors:
+        lines.append(f"  {kind:<7}{t['name']:<{width}}{t['dtype']:<9}"
+                     f"dims {t['dims']} strides {t['strides']}")
     lines.append(f"  workspace {m['workspace_bytes']} bytes")
     lines.append(f"{len(m['kernels'])} kernel launch{'es' if len(m['kernels']) != 1 else ''}:")
     explained = set()  # kernel functions whose reason is shown (once: one makes many launches)

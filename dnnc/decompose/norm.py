@@ -17,16 +17,15 @@ it (dx), one along every other dim a column program (dscale and dbias, which
 read dy and x once). A norm backward over several dims first views x and dy
 as (rows, normalized elements).
 
-groupnorm and instancenorm (which becomes groupnorm with G = C) take their
-statistics over a view of x with one (sample, group) per row, (N, G, 1, ...,
-C/G * spatial); y = x * a + c then applies per (sample, channel)
-coefficients a = inv * scale and c = bias - mean * a, computed on the tiny
-(N, G, C/G, 1, ...) view and read as (N, C, 1, ...), so that each pass over x
-is a row program or a pointwise op with broadcasts, and each reshape only
-relabels a buffer. The backward likewise sums dy and dy * x per (sample,
-channel) over the spatial dims, folds those sums per group into the
-coefficients of dx = a * dy + p * x + q, and sums over the samples for dscale
-and dbias. (PyTorch's kernels take the same steps.)
+groupnorm and instancenorm (which becomes groupnorm with G = C) normalize a
+view of x with one (sample, group) per row, (N, G, C/G, spatial), over its
+last two dims, the scale and bias viewed as (1, G, C/G, 1): the statistics
+and y are then one row program whose parameters vary along the row by
+channel (instancenorm: (N, C, spatial) over the last, the parameters a value
+per row), and each reshape only relabels a buffer. The backward sums dy and
+dy * x per (sample, channel) over the spatial dims, folds those sums per
+group into the coefficients of dx = a * dy + p * x + q, and sums over the
+samples for dscale and dbias. (PyTorch's kernels take the same steps.)
 Batchnorm has its own rules: dnnc/decompose/batchnorm.py. Semantics:
 dnnc/dialect/ops_norm.py.
 """
@@ -158,18 +157,6 @@ def rmsnorm_backward(b, v):
 
 # ---------------------------------------------------------------------- groupnorm, instancenorm
 
-def _group_rows(shape, groups):
-    """The view of x (N, C, ...) with one (sample, group) per row, of x's rank
-    (at least 3): (N, G, 1, ..., C/G * spatial)."""
-    return (shape[0], groups) + (1,) * (len(shape) - 3) + (math.prod(shape[1:]) // groups,)
-
-
-def _by_group(shape, groups):
-    """A value per (sample, channel), channels split by group: (N, G, C/G, 1, ...),
-    of x's rank (at least 3). Group statistics (N, G, 1, ...) broadcast on it."""
-    return (shape[0], groups, shape[1] // groups) + (1,) * (len(shape) - 3)
-
-
 def _per_channel(shape):
     """(N, C, 1, ...): a value per (sample, channel), broadcast on x."""
     return tuple(shape[:2]) + (1,) * (len(shape) - 2)
@@ -182,30 +169,45 @@ def _spread(b, v, like):
     return b.add(v, b.mul(position, 0.0))
 
 
+def _group_view(shape, groups):
+    """The view of x (N, C, ...) that groupnorm's forward normalizes, the axes
+    it reduces and the view of a (1, C, 1, ...) parameter. The views keep x's
+    rank where they can (3 at least, 4 for a row of several dims), so that
+    the statistics (N, G, 1, ...) need no reshape:
+
+    * (N, G, C/G, 1, ..., spatial) over all but the first two; the parameters
+      (1, G, C/G, 1, ...) vary along the row by channel;
+    * one channel a group (instancenorm): (N, C, 1, ..., spatial) over the
+      last; the parameters (1, C, 1, ...) are a value per row;
+    * no spatial dims: (N, G, 1, ..., C/G) over the last; the parameters
+      (1, G, 1, ..., C/G) vary along the row."""
+    per_group, spatial = shape[1] // groups, math.prod(shape[2:])
+    ones = (1,) * max(0, len(shape) - 3)
+    if per_group == 1 or spatial == 1:
+        row = spatial if per_group == 1 else per_group
+        view = (shape[0], groups) + ones + (row,)
+        # The parameters: a value per row, or per element of a row of channels.
+        return view, [len(view) - 1], (1, groups) + ones + (row // spatial,)
+    ones = ones[1:]
+    view = (shape[0], groups, per_group) + ones + (spatial,)
+    return view, list(range(2, len(view))), (1, groups, per_group) + ones + (1,)
+
+
 def groupnorm(b, v):
     o, groups = v.operands, v.attrs["groups"]
     shape = b.shape_of(o["x"])
-    # 1. Statistics: one row of x per (sample, group).
-    rows = b.reshape(o["x"], _group_rows(shape, groups))
-    last = len(b.shape_of(rows)) - 1
-    mean, _, inv, centered = _statistics(b, rows, [last], v.attrs["epsilon"])
+    # One (sample, group) per row, its channels and positions the row's
+    # elements, so that the statistics and y are one row program: the
+    # parameters vary along the row by channel, a value per C/G slice.
+    view, axes, param = _group_view(shape, groups)
+    mean, _, inv, centered = _statistics(b, b.reshape(o["x"], view), axes,
+                                         v.attrs["epsilon"])
     stat_shape = (shape[0], groups) + (1,) * (len(shape) - 2)
-    out = {"mean": b.reshape(mean, stat_shape), "inv_variance": b.reshape(inv, stat_shape)}
-    scale, bias = o["scale"], o["bias"]
-    if scale is None and bias is None:
-        out["y"] = b.reshape(b.mul(centered, inv, out=b.out("y")), shape)
-        return out
-    # 2. y = x * a + c with a = inv * scale, c = bias - mean * a per (sample, channel).
-    param = (1,) + _by_group(shape, groups)[1:]
-    gamma = b.reshape(scale, param) if scale is not None else None
-    beta = b.reshape(bias, param) if bias is not None else None
-    a = b.mul(inv, gamma) if gamma is not None else _spread(b, inv, beta)
-    c = b.mul(mean, a)
-    c = b.unary("neg", c) if beta is None else b.sub(beta, c)
-    channel = _per_channel(shape)
-    out["y"] = b.add(b.mul(o["x"], b.reshape(a, channel)), b.reshape(c, channel),
-                     out=b.out("y"))
-    return out
+    scale, bias = (b.reshape(t, param) if t is not None else None
+                   for t in (o["scale"], o["bias"]))
+    xhat = b.mul(centered, inv, out=b.out("y") if scale is None and bias is None else None)
+    return {"y": b.reshape(_affine(b, xhat, scale, bias, b.out("y")), shape),
+            "mean": b.reshape(mean, stat_shape), "inv_variance": b.reshape(inv, stat_shape)}
 
 
 def groupnorm_backward(b, v):

@@ -49,8 +49,10 @@ def rows_and_extent(problem):
     return max(1, total // extent), extent
 
 
-# Anchors whose kernels are row programs when they reduce the innermost axis
-# alone (dnn-reduce-rows checks the kernel itself and falls back otherwise).
+# Anchors whose kernels are row programs when they reduce trailing axes (a
+# reduction: the innermost alone or with the ones before it, groupnorm's
+# channels x positions; the others: their innermost; dnn-reduce-rows checks
+# the kernel itself and falls back otherwise).
 ROW_OPS = ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
            "layernorm", "rmsnorm", "reduction")
 # Vectors of a row per thread a block aims at; rows of at most WARP_ROW
@@ -59,23 +61,30 @@ VECTORS_PER_THREAD = 4
 WARP_ROW = 128
 
 
-def innermost_only(problem):
-    """True when the anchor reduces its operand's innermost axis alone."""
+def row_axes(problem):
+    """How many trailing axes of its operand the anchor reduces, the rest being
+    rows (a row program's, at least one row axis); 0 for any other reduction."""
     x = problem.anchor_inputs[0] if problem.anchor_inputs else None
     if x is None or not x.shape:
-        return False
-    last = len(x.shape) - 1
+        return 0
+    rank = len(x.shape)
+    last = rank - 1
     if problem.anchor == "reduction":
-        return tuple(problem.attr("axes", ())) == (last,)
-    return problem.attr("axis", last) in (last, -1)
+        axes = sorted(problem.attr("axes", ()))
+        trailing = bool(axes) and axes[0] > 0 and axes == list(range(axes[0], rank))
+        return len(axes) if trailing else 0
+    return 1 if problem.attr("axis", last) in (last, -1) else 0
 
 
 def simt_reduce(problem, rows, extent):
     """The simt-reduce config of a row problem, or None."""
-    if problem.anchor not in ROW_OPS or not innermost_only(problem) or extent < 2:
+    axes = row_axes(problem)
+    if problem.anchor not in ROW_OPS or not axes or extent < 2:
         return None
+    # A vector lies inside the innermost axis (a row of several axes reads its
+    # parameters once per vector).
     width = pointwise.vector_width(problem)
-    while width > 1 and extent % width:
+    while width > 1 and problem.anchor_inputs[0].shape[-1] % width:
         width //= 2
     vectors = extent // width
     facts = f"{problem.anchor}: {rows} rows of {extent}"
@@ -88,7 +97,7 @@ def simt_reduce(problem, rows, extent):
     while threads < 1024 and threads * VECTORS_PER_THREAD < vectors:
         threads *= 2
     chunks = -(-vectors // threads)
-    if chunks * width > HELD_ELEMENTS and vectors * width > MIN_SPLIT_ROW:
+    if chunks * width > HELD_ELEMENTS and vectors * width > MIN_SPLIT_ROW and axes == 1:
         split = simt_reduce_split(problem, facts, width, vectors)
         if split is not None:
             return split
@@ -120,7 +129,8 @@ def simt_reduce(problem, rows, extent):
 # (Those figures are before rowsplit met softmax's and layernorm's two
 # reductions in one exchange, rowmerge.py. A persistent cluster, tile =
 # [rows per cluster], loads its next row during the barrier; it is an
-# override only, ``KERNEL=tile:R``, until measured.)
+# override only, ``KERNEL=tile:R``, until measured.) A row of several dims
+# (groupnorm's) is never split.
 MIN_SPLIT_ROW = 65536
 HELD_ELEMENTS = 32
 SPLIT_ARCHS = ("sm_90a",)

@@ -18,8 +18,10 @@ Grouping, in program order:
   (for a matmul: its only user but for the graph's return, so that a returned
   pre-activation is a second output of the GEMM's epilogue). Its other
   operands (bias, residual) become kernel arguments;
-* rows: a reduction of the innermost axis alone that keeps it (``rows x 1``,
-  a row program for simt-reduce) takes pointwise ops over its rows on both
+* rows: a reduction of the trailing axes that keeps them (``rows x 1``, a
+  row program for simt-reduce; the innermost axis alone, or several, as
+  groupnorm's (sample, group) rows of channels x positions) takes pointwise
+  ops over its rows on both
   sides: its chain tip extends as an epilogue does (``dy - sum(dy * y)``),
   and a pointwise kernel over the reduced tensor's shape that feeds only it
   joins it (``dy * y`` before the sum, ``exp(y)`` beside it), so that a
@@ -140,13 +142,14 @@ class Group:
     anchor: str  # the dnn.anchor of the kernel: an op name, "pointwise", "tensor" (or VIEW)
     ops: list = field(default_factory=list)
     tip: object = None  # the value an epilogue may extend; None when closed
-    rows: tuple = None  # a row reduction's operand shape: what its pointwise ops span
+    # A row reduction's (operand shape, result shape): the whole rows and the
+    # value per row that its pointwise ops span.
+    rows: tuple = None
     columns: tuple = None  # a column reduction's (operand shape, result shape)
 
     def spans(self, value):
         """True when ``value`` is over this row reduction's rows, whole or reduced."""
-        shape = _shape(value)
-        return shape == self.rows or shape == self.rows[:-1] + (1,)
+        return _shape(value) in self.rows
 
 
 def _kind(op):
@@ -173,14 +176,21 @@ def _shape(value):
 
 
 def _row_reduction(op):
-    """True for a reduction of the innermost axis alone that keeps it, over
-    rows (rank 2 or more)."""
+    """True for a reduction of trailing axes that keeps them (the innermost
+    alone, or it and the ones before it, never the first): rows of a rank 2
+    or more tensor."""
     if op.name != "dnn.reduction":
         return False
     if "keepdims" in op.attributes and not ir.BoolAttr(op.attributes["keepdims"]).value:
         return False
     rank = len(_shape(op.operands[0]))
-    return rank > 1 and list(ir.DenseI64ArrayAttr(op.attributes["axes"])) == [rank - 1]
+    axes = sorted(ir.DenseI64ArrayAttr(op.attributes["axes"]))
+    return rank > 1 and bool(axes) and axes[0] > 0 and axes == list(range(axes[0], rank))
+
+
+def _rows(op):
+    """The rows of row reduction ``op``: (operand shape, result shape)."""
+    return _shape(op.operands[0]), _shape(op.results[0])
 
 
 def _column_reduction(op):
@@ -220,9 +230,9 @@ def _pointwise_over(op, shapes, full):
 
 
 def _spans(op, rows):
-    """True for a pointwise op over ``rows``: its result is a whole row or one
-    value per row, and its operands broadcast to the rows."""
-    return _pointwise_over(op, (rows, rows[:-1] + (1,)), rows)
+    """True for a pointwise op over ``rows`` (``_rows``): its result is a whole
+    row or one value per row, and its operands broadcast to the rows."""
+    return _pointwise_over(op, rows, rows[0])
 
 
 def _recomputed(ops):
@@ -375,7 +385,7 @@ class Partition:
             if kind in EPILOGUE_ANCHORS or _row_reduction(op):
                 group.tip = op.results[0]
             if _row_reduction(op):
-                group.rows = _shape(op.operands[0])
+                group.rows = _rows(op)
                 self._absorb(group)
 
     def _operand_prologue(self, op, index):
@@ -447,7 +457,7 @@ class Partition:
         todo = self._deps([group])
         while todo:
             g = todo.pop()
-            if g.anchor != "pointwise" or any(_shape(r) != group.rows
+            if g.anchor != "pointwise" or any(_shape(r) != group.rows[0]
                                               for o in g.ops for r in o.results):
                 continue
             inside = set(g.ops) | set(group.ops)
@@ -472,7 +482,7 @@ class Partition:
             return True
         if not _row_reduction(op):
             return False
-        x, rows = op.operands[0], _shape(op.operands[0])
+        x, rows = op.operands[0], _rows(op)
         source = self._source(x)
         if source is not None and source.rows == rows and self._legal([source], op):
             self._add(source, op)
@@ -532,7 +542,7 @@ class Partition:
             reads = {v for o in col.ops for v in o.operands
                      if _producer(v) not in inside and not _is_constant(_producer(v))}
             for g in reversed(self.groups):
-                if g.rows != shape:
+                if g.rows != (shape, shape[:-1] + (1,)):
                     continue
                 known = {v for o in g.ops for v in list(o.operands) + list(o.results)}
                 if reads <= known and not any(self._reaches(d, [g, col])

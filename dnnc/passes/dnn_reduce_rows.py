@@ -14,9 +14,11 @@ one row; ``block[0] / 32``: a warp per row) and ``vector`` the elements per
 load. ``split = C`` (sm_90) spreads each row over a cluster of C blocks that
 exchange their partial reductions through distributed shared memory
 (dnnc/codegen/gpu/rowsplit.py): rows too long for one block's registers are
-then held in registers too. A kernel that is not a row program (the heuristics only choose
-simt-reduce for softmax, norms and reductions along the innermost dim, but
-their decompositions vary) is left as it is and handed to simt-generic: its
+then held in registers too. A row may be several trailing dims (groupnorm's
+channels x positions; never split). A kernel that is not a row program (the
+heuristics only choose simt-reduce for softmax, norms and reductions along
+the innermost or trailing dims, but their decompositions vary) is left as it
+is and handed to simt-generic: its
 ``dnn.config`` becomes ``simt-generic`` with the same block, and its
 ``dnn.config_reason`` says why, so that the plan shows what runs.
 

@@ -163,6 +163,23 @@ def test_long_rows_split_over_a_cluster(anchor, dtype, n, inputs, block, split):
                               anchor_ins=[x], arch="sm_80")).split == 1
 
 
+def test_rows_of_several_trailing_dims():
+    # groupnorm's rows: (sample, group) x (channels, positions), reduced over
+    # both. A vector lies inside a channel's positions (100: vectors of 4,
+    # not 8), and a row of several dims is never split over a cluster.
+    x = ([8, 32, 10, 100], "bf16")
+    c = choose(problem("reduction", [x], [([8, 32, 1, 1], "f32")], attrs=[("axes", (2, 3))]))
+    assert (c.strategy, c.vector, c.split) == ("simt-reduce", 4, 1), c.reason
+    assert "256 rows of 1000" in c.reason
+    long = ([2, 4, 8, 32768], "bf16")
+    c = choose(problem("reduction", [long], [([2, 4, 1, 1], "f32")], attrs=[("axes", (2, 3))]))
+    assert (c.strategy, c.block[0], c.split) == ("simt-reduce", 1024, 1), c.reason
+    # Not trailing: the first axis, or a gap, is no row.
+    for axes in ((1, 3), (0, 1, 2, 3)):
+        c = choose(problem("reduction", [x], [([8, 1, 10, 1], "f32")], attrs=[("axes", axes)]))
+        assert c.strategy != "simt-reduce", axes
+
+
 def test_split_limits_match_the_row_programs():
     from dnnc.codegen.gpu import rowsplit, rowwise
     from dnnc.heuristics import reduction

@@ -103,6 +103,26 @@ def test_long_rows_loop_and_recompute():
     assert text.count('"llvm.nvvm.ex2.approx.ftz.f"') == 2 * 8
 
 
+@pytest.mark.parametrize("groups", [32, 8])
+def test_groupnorm_row_of_channels_is_held(groups):
+    # (sample, group) rows of C/G channels x 256 positions, bf16, 512 or 2048
+    # elements: one kernel, x loaded once a vector (16 bytes), the scale and
+    # bias once a vector too (the channel of its positions), y stored once.
+    g = dnnc.Graph(name="gn", io_data_type=BF16)
+    x = g.tensor(name="x", dim=[2, 64, 16, 16])
+    scale = g.tensor(name="scale", dim=[1, 64, 1, 1])
+    bias = g.tensor(name="bias", dim=[1, 64, 1, 1])
+    g.groupnorm(x, groups, scale, bias)[0].set_output(True)
+    package = compile_cuda(g)
+    (kernel,) = package.kernels
+    assert kernel["strategy"] == "simt-reduce"
+    vectors = 2 * 64 * 256 // 8 // (kernel["grid"][0] * kernel["block"][0])
+    ptx = package.ptx
+    assert count(ptx, "ld.global.v4") == vectors  # 8 bf16 a load
+    assert count(ptx, "ld.global.b16") == 2 * vectors
+    assert count(ptx, "st.global.v4") == vectors
+
+
 def test_long_rows_split_over_a_cluster_are_held():
     # 140000 bf16 on sm_90a: a cluster of 8 blocks of 1024 per row, three
     # vectors of 8 a thread (the last one masked past the row's end), held:

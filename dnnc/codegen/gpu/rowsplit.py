@@ -382,6 +382,8 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     rowwise.NotARowProgram (nothing changed) when it is not a row program or
     the split does not fit."""
     p = rowwise.program_of(fn, width)
+    if len(p.shape.inner) > 1:
+        raise rowwise.NotARowProgram(f"a split row of several dims, {list(p.shape.inner)}")
     if threads % rowwise.WARP or threads > 1024:
         raise rowwise.NotARowProgram(f"{threads} threads per block")
     if not 2 <= cluster <= MAX_CLUSTER:

@@ -6,6 +6,11 @@ What the kernel is made of, after bufferization: ``linalg.generic`` ops whose
 iteration space is ``rows x N`` (all dims parallel but the last, which is
 parallel or a reduction) or ``rows x 1`` (per-row scalars: a fill, rstd's
 rsqrt), copies between buffers, and ``memref.alloc`` of intermediates.
+A row may be several trailing dims, as many as its reductions run over
+(groupnorm's rows of channels x positions, ``rows x C x S``): its elements
+are numbered in row-major order and a kernel argument may vary along an outer
+one of them only (the scale, ``1 x C x 1``), read once per vector, since a
+vector lies inside the innermost dim (its length a multiple of the vector).
 softmax is: fill m with -inf; m = max over the row; e = exp(x - m); fill s
 with 0; s = sum of e over the row; y = e / max(s, 1).
 
@@ -116,20 +121,43 @@ class Statement:
 class Shape:
     rows: tuple               # extents of the row dims
     n: int                    # row length
+    inner: tuple = None       # extents of the row's own dims (default: (n,))
+
+    def __post_init__(self):
+        if self.inner is None:
+            self.inner = (self.n,)
 
     @property
     def count(self):
         return math.prod(self.rows)
 
 
+def _row_dims(generics):
+    """How many trailing loops the row is: those a reduction runs over (all
+    reductions alike), else 1."""
+    found = set()
+    for op in generics:
+        iterators = [irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"])]
+        if all(iterators):
+            continue
+        k = len(iterators) - iterators.index(False)
+        if not all(iterators[:-k]) or any(iterators[-k:]) or k == len(iterators):
+            raise NotARowProgram("a reduction over dims that are not the trailing ones")
+        found.add(k)
+    if len(found) > 1:
+        raise NotARowProgram(f"reductions over {sorted(found)} trailing dims")
+    return found.pop() if found else 1
+
+
 def _statements(fn, skip=()):
     """(statements, row shape) of kernel ``fn``, but for the ops ``skip``
     (another program's: rowcolumns.py); NotARowProgram otherwise."""
     out, shape = [], None
-    for op in irutil.body(fn).operations:
-        op = op.operation
-        if op.name in ("arith.constant", "memref.alloc", "func.return") or op in skip:
-            continue
+    ops = [op.operation for op in irutil.body(fn).operations
+           if op.operation.name not in ("arith.constant", "memref.alloc", "func.return")
+           and op.operation not in skip]
+    inner = _row_dims([op for op in ops if op.name == "linalg.generic"])
+    for op in ops:
         if op.name in ("linalg.copy", "memref.copy"):
             out.append(Statement(op, "copy", operands=list(op.operands)))
             continue
@@ -137,7 +165,7 @@ def _statements(fn, skip=()):
             raise NotARowProgram(f"'{op.name}' in the kernel")
         iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
         rank = len(iterators)
-        if rank < 2 or not all(irutil.is_parallel(i) for i in iterators[:-1]):
+        if rank < inner + 1 or not all(irutil.is_parallel(i) for i in iterators[:-inner]):
             raise NotARowProgram("a loop nest that is not rows x row")
         maps = irutil.indexing_maps(op)
         operands = list(op.operands)
@@ -157,18 +185,19 @@ def _statements(fn, skip=()):
             exprs.append(e)
         if any(x is None for x in extents):
             raise NotARowProgram("a loop no operand indexes")
-        this = Shape(tuple(extents[:-1]), extents[-1])
+        this = Shape(tuple(extents[:-inner]), math.prod(extents[-inner:]),
+                     tuple(extents[-inner:]))
         if shape is None or (shape.n == 1 and this.n > 1):
             if shape is not None and shape.rows != this.rows:
                 raise NotARowProgram("loops over different rows")
             shape = this
-        elif this.rows != shape.rows or this.n not in (1, shape.n):
-            raise NotARowProgram(f"loops over {list(this.rows)} x {this.n} and "
-                                 f"{list(shape.rows)} x {shape.n}")
+        elif this.rows != shape.rows or this.inner not in ((1,) * inner, shape.inner):
+            raise NotARowProgram(f"loops over {list(this.rows)} x {list(this.inner)} and "
+                                 f"{list(shape.rows)} x {list(shape.inner)}")
         reduction = not irutil.is_parallel(iterators[-1])
         if len(op.opview.outputs) != 1:
             raise NotARowProgram("a loop nest with several outputs")
-        if reduction and exprs[-1][-1] is not None:
+        if reduction and any(e is not None for e in exprs[-1][-inner:]):
             raise NotARowProgram("a reduction whose result has the row's dim")
         out.append(Statement(op, "generic", this.n, reduction, exprs, operands))
     if shape is None or shape.n == 1:
@@ -307,21 +336,33 @@ class _Row:
 
     # -- values --------------------------------------------------------------
 
+    def inner_index(self, j):
+        """The indices of the row's own dims at its element ``j`` (``j`` itself
+        for a row of one dim)."""
+        if len(self.shape.inner) == 1:
+            return [j]
+        return loops.delinearize(j, list(self.shape.inner))
+
     def indices(self, exprs, j):
+        """The indices of a buffer read through ``exprs`` (a loop dim, in
+        order, or None for each of its dims) at the row's element ``j``."""
         zero = _index(0)
-        out = []
-        for k, d in enumerate(exprs):
-            if d is None:
-                out.append(zero)
-            elif k == len(exprs) - 1:
-                out.append(j)
-            else:
-                out.append(self.row_index[d])
-        return out
+        rows = len(self.shape.rows)
+        inner = self.inner_index(j) if any(d is not None and d >= rows for d in exprs) else []
+        return [zero if d is None else inner[d - rows] if d >= rows else self.row_index[d]
+                for d in exprs]
 
     def along(self, buffer, exprs):
-        """True when ``buffer`` read through ``exprs`` varies along the row."""
-        return exprs[-1] is not None and ir.MemRefType(buffer.type).shape[-1] == self.shape.n
+        """True when ``buffer`` read through ``exprs`` varies from element to
+        element of the row (along its innermost dim). One that varies along
+        an outer dim of a row of several (a groupnorm's scale, per channel) has
+        a value per vector: vectors lie inside the innermost dim."""
+        return (exprs[-1] is not None
+                and ir.MemRefType(buffer.type).shape[-1] == self.shape.inner[-1] > 1)
+
+    def one_per_row(self, exprs):
+        """True when a buffer read or written through ``exprs`` has a value per row."""
+        return all(d is None for d in exprs[len(self.shape.rows):])
 
     def lanes(self, buffer, exprs, j, memo, state=None):
         """The ``width`` values of ``buffer`` at the thread's vector at ``j``
@@ -376,9 +417,11 @@ class _Row:
                 args.append(arith.constant(elt, irutil.zero_attr(elt)))
 
             def index_of(d, k=k):
-                if d == len(stmt.exprs[-1]) - 1:
-                    return arith.addi(j, _index(k)) if k else j
-                return self.row_index[d]
+                rows = len(self.shape.rows)
+                if d < rows:
+                    return self.row_index[d]
+                i = self.inner_index(j)[d - rows]
+                return arith.addi(i, _index(k)) if k and d == len(stmt.exprs[-1]) - 1 else i
 
             results.append(clone_body(body, args, index_of)[0])
             if acc is not None and not isinstance(acc, list):
@@ -394,9 +437,10 @@ class _Row:
         stored = out in self.outputs and self.last_writes[out] is stmt
         if stmt.kind == "copy":
             src = stmt.operands[0]
-            rank = ir.MemRefType(out.type).rank
-            full = ir.MemRefType(out.type).shape[-1] == self.shape.n
-            exprs = list(range(rank)) if full else list(range(rank - 1)) + [None]
+            t = ir.MemRefType(out.type)
+            rows = t.rank - len(self.shape.inner)
+            full = tuple(t.shape[rows:]) == self.shape.inner
+            exprs = list(range(t.rank)) if full else list(range(rows)) + [None] * (t.rank - rows)
             if stored and full:
                 self.store_pass(out, lambda j, memo: self.lanes(src, exprs, j, memo), exprs)
             elif stored:
@@ -406,7 +450,7 @@ class _Row:
             return
         if stmt.reduction:
             self.reduce(stmt, stored)
-        elif stmt.inner == 1 or stmt.exprs[-1][-1] is None:
+        elif stmt.inner == 1 or self.one_per_row(stmt.exprs[-1]):
             # A per-row scalar op (a fill, rsqrt of a variance).
             if stmt.inner != 1:
                 raise NotARowProgram("an elementwise loop that writes a per-row value")
@@ -588,9 +632,11 @@ def program_of(fn, width):
     for s in statements:
         if s.reduction:
             combiner(s.op)
-    if shape.n % width:
+    if shape.inner[-1] % width:
         raise NotARowProgram(f"rows of {shape.n} elements are not a multiple of the "
-                             f"vector ({width})")
+                             f"vector ({width})" if len(shape.inner) == 1 else
+                             f"rows of {list(shape.inner)} elements: the innermost dim is "
+                             f"not a multiple of the vector ({width})")
     body = irutil.body(fn)
     args = set(body.arguments)
     first = next(op for op in body.operations

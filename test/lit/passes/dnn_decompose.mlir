@@ -40,11 +40,32 @@ func.func @batchnorm_inference(%x: tensor<2x3x4x4xf32>, %scale: tensor<1x3x1x1xf
 // ALL-NOT: dnn.instancenorm
 // ALL: "dnn.reshape"(%{{.*}}) : (tensor<2x6x5x5xbf16>) -> tensor<2x6x1x25xbf16>
 // ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 3>, keepdims = true, mode = "mean"} : (tensor<2x6x1x25xbf16>) -> tensor<2x6x1x1xf32>
-// ALL: %[[Y:.*]] = "dnn.add"(%{{.*}}, %{{.*}}) : (tensor<2x6x5x5xf32>, tensor<2x6x1x1xf32>) -> tensor<2x6x5x5xbf16>
-// ALL: return %[[Y]]
+// ALL: %[[Y:.*]] = "dnn.add"(%{{.*}}, %{{.*}}) : (tensor<2x6x1x25xf32>, tensor<1x6x1x1xbf16>) -> tensor<2x6x1x25xbf16>
+// ALL: %[[R:.*]] = "dnn.reshape"(%[[Y]]) : (tensor<2x6x1x25xbf16>) -> tensor<2x6x5x5xbf16>
+// ALL: return %[[R]]
 func.func @instancenorm(%x: tensor<2x6x5x5xbf16>, %scale: tensor<1x6x1x1xbf16>, %bias: tensor<1x6x1x1xbf16>) -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>) {
   %y, %mean, %inv = "dnn.instancenorm"(%x, %scale, %bias) {epsilon = 1.0e-03 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x6x5x5xbf16>, tensor<1x6x1x1xbf16>, tensor<1x6x1x1xbf16>) -> (tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>)
   return %y, %mean, %inv : tensor<2x6x5x5xbf16>, tensor<2x6x1x1xf32>, tensor<2x6x1x1xf32>
+}
+
+// -----
+
+// groupnorm normalizes one (sample, group) per row: x viewed as (N, G, C/G,
+// spatial) over its last two dims, the scale and bias as (1, G, C/G, 1), so
+// that the statistics and y are one row program.
+
+// ALL-LABEL: func.func @groupnorm(
+// ALL: %[[V:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x6x5x5xf32>) -> tensor<2x3x2x25xf32>
+// ALL: "dnn.reduction"(%[[V]]) {axes = array<i64: 2, 3>, keepdims = true, mode = "mean"} : (tensor<2x3x2x25xf32>) -> tensor<2x3x1x1xf32>
+// ALL: %[[S:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<1x6x1x1xf32>) -> tensor<1x3x2x1xf32>
+// ALL: %[[B:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<1x6x1x1xf32>) -> tensor<1x3x2x1xf32>
+// ALL: "dnn.mul"(%{{.*}}, %[[S]]) : (tensor<2x3x2x25xf32>, tensor<1x3x2x1xf32>) -> tensor<2x3x2x25xf32>
+// ALL: %[[Y:.*]] = "dnn.add"(%{{.*}}, %[[B]]) : (tensor<2x3x2x25xf32>, tensor<1x3x2x1xf32>) -> tensor<2x3x2x25xf32>
+// ALL: %[[R:.*]] = "dnn.reshape"(%[[Y]]) : (tensor<2x3x2x25xf32>) -> tensor<2x6x5x5xf32>
+// ALL: return %[[R]]
+func.func @groupnorm(%x: tensor<2x6x5x5xf32>, %scale: tensor<1x6x1x1xf32>, %bias: tensor<1x6x1x1xf32>) -> tensor<2x6x5x5xf32> {
+  %y = "dnn.groupnorm"(%x, %scale, %bias) {epsilon = 1.0e-05 : f64, groups = 3 : i64, training = false, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x6x5x5xf32>, tensor<1x6x1x1xf32>, tensor<1x6x1x1xf32>) -> (tensor<2x6x5x5xf32>)
+  return %y : tensor<2x6x5x5xf32>
 }
 
 // -----

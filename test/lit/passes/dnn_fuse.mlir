@@ -520,3 +520,39 @@ func.func @operand_prologue(%a: tensor<32x128xbf16>, %w: tensor<128x64xf32>, %x:
   %4 = "dnn.matmul"(%x, %3) {compute_type = f32} : (tensor<512x128xbf16>, tensor<128x64xbf16>) -> tensor<512x64xbf16>
   return %2, %4 : tensor<32x64xbf16>, tensor<512x64xbf16>
 }
+
+// -----
+
+// A row reduction over several trailing dims: groupnorm's decomposition,
+// one (sample, group) per row of 2 channels x 25 positions, its scale and
+// bias (1x3x2x1) varying along the row by channel. Both reductions, the
+// statistics and the affine ops are one row kernel; the reshape of y back
+// to NCHW is left to the graph.
+// CHECK-LABEL: func.func private @groupnorm_rows_k0_reduction(
+// CHECK-SAME: %{{.*}}: tensor<2x3x2x25xf32>, %[[S:.*]]: tensor<1x3x2x1xf32>, %[[B:.*]]: tensor<1x3x2x1xf32>)
+// CHECK: "dnn.reduction"({{.*}}) {axes = array<i64: 2, 3>, keepdims = true, mode = "mean"}
+// CHECK: "dnn.reduction"({{.*}}) {axes = array<i64: 2, 3>, keepdims = true, mode = "mean"}
+// CHECK: "dnn.rsqrt"
+// CHECK: "dnn.mul"(%{{.*}}, %[[S]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.add"(%{{.*}}, %[[B]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-LABEL: func.func @groupnorm_rows(
+// CHECK: call @groupnorm_rows_k0_reduction(
+// CHECK-NOT: call @groupnorm_rows_k{{[1-9]}}_reduction
+func.func @groupnorm_rows(%arg0: tensor<2x6x5x5xf32>, %arg1: tensor<1x6x1x1xf32>, %arg2: tensor<1x6x1x1xf32>) -> tensor<2x6x5x5xf32> {
+  %0 = "dnn.reshape"(%arg0) : (tensor<2x6x5x5xf32>) -> tensor<2x3x2x25xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 2, 3>, keepdims = true, mode = "mean"} : (tensor<2x3x2x25xf32>) -> tensor<2x3x1x1xf32>
+  %2 = "dnn.sub"(%0, %1) : (tensor<2x3x2x25xf32>, tensor<2x3x1x1xf32>) -> tensor<2x3x2x25xf32>
+  %3 = "dnn.square"(%2) : (tensor<2x3x2x25xf32>) -> tensor<2x3x2x25xf32>
+  %4 = "dnn.reduction"(%3) {axes = array<i64: 2, 3>, keepdims = true, mode = "mean"} : (tensor<2x3x2x25xf32>) -> tensor<2x3x1x1xf32>
+  %5 = "dnn.constant"() {value = 1.000000e-05 : f64} : () -> tensor<f32>
+  %6 = "dnn.add"(%4, %5) : (tensor<2x3x1x1xf32>, tensor<f32>) -> tensor<2x3x1x1xf32>
+  %7 = "dnn.rsqrt"(%6) : (tensor<2x3x1x1xf32>) -> tensor<2x3x1x1xf32>
+  %8 = "dnn.reshape"(%arg1) : (tensor<1x6x1x1xf32>) -> tensor<1x3x2x1xf32>
+  %9 = "dnn.reshape"(%arg2) : (tensor<1x6x1x1xf32>) -> tensor<1x3x2x1xf32>
+  %10 = "dnn.mul"(%2, %7) : (tensor<2x3x2x25xf32>, tensor<2x3x1x1xf32>) -> tensor<2x3x2x25xf32>
+  %11 = "dnn.mul"(%10, %8) : (tensor<2x3x2x25xf32>, tensor<1x3x2x1xf32>) -> tensor<2x3x2x25xf32>
+  %12 = "dnn.add"(%11, %9) : (tensor<2x3x2x25xf32>, tensor<1x3x2x1xf32>) -> tensor<2x3x2x25xf32>
+  %13 = "dnn.reshape"(%12) : (tensor<2x3x2x25xf32>) -> tensor<2x6x5x5xf32>
+  return %13 : tensor<2x6x5x5xf32>
+}

@@ -230,3 +230,70 @@ func.func private @columns(%x: memref<8x4xf32>, %s: memref<1x4xf32>) attributes 
   }
   return
 }
+
+// -----
+
+// A row of several dims: groupnorm's (sample, group) rows of 2 channels x 16
+// positions, reduced over both, the scale a value per channel
+// (memref<1x2x2x1>). Vectors lie inside a channel's positions: x is one
+// vector load at (row, channel, position) from the element's place in the
+// row, the scale one scalar load per vector at its channel.
+
+// CHECK-LABEL: func.func private @group_rows(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x2x2x16xf32>, %[[S:.*]]: memref<1x2x2x1xf32>, %[[Y:.*]]: memref<2x2x2x16xf32>
+//       CHECK:   gpu.launch
+//       CHECK:     %[[J:.*]] = arith.minui %{{.*}}, %c28 : index
+//  CHECK-NEXT:     %[[POS:.*]] = arith.remui %[[J]], %c16 : index
+//  CHECK-NEXT:     %[[CH:.*]] = arith.divui %[[J]], %c16 : index
+//  CHECK-NEXT:     vector.load %[[X]][%[[N:.*]], %[[G:.*]], %[[CH]], %[[POS]]] {alignment = 16 : i64} : memref<2x2x2x16xf32>, vector<4xf32>
+//   CHECK-NOT:     vector.load
+//       CHECK:     gpu.shuffle
+//       CHECK:     %[[SCALE:.*]] = memref.load %[[S]][%c0, %[[G]], %[[CH]], %c0] : memref<1x2x2x1xf32>
+//  CHECK-COUNT-4:  arith.mulf %{{.*}}, %[[SCALE]] : f32
+//       CHECK:     vector.store %{{.*}}, %[[Y]][%[[N]], %[[G]], %[[CH]], %[[POS]]] {alignment = 16 : i64}
+//   CHECK-NOT:   linalg.generic
+
+#gmap = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#gmap1 = affine_map<(d0, d1, d2, d3) -> (d0, d1, 0, 0)>
+#gmap2 = affine_map<(d0, d1, d2, d3) -> (0, d1, d2, 0)>
+func.func private @group_rows(%arg0: memref<2x2x2x16xf32>, %arg1: memref<1x2x2x1xf32>, %arg2: memref<2x2x2x16xf32> {bufferize.result}) attributes {dnn.anchor = "reduction", dnn.config = {block = [128, 1, 1], strategy = "simt-reduce", tile = [4], vector = 4 : i64}, dnn.kernel} {
+  %cst = arith.constant 9.99999974E-6 : f32
+  %cst_0 = arith.constant 1.000000e+00 : f32
+  %cst_1 = arith.constant 3.200000e+01 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x2x1x1xf32>
+  linalg.generic {indexing_maps = [#gmap], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x2x1x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<2x2x1x1xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc : memref<2x2x1x1xf32>) outs(%alloc_3 : memref<2x2x1x1xf32>)
+  linalg.generic {indexing_maps = [#gmap, #gmap1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%arg0 : memref<2x2x2x16xf32>) outs(%alloc_3 : memref<2x2x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#gmap, #gmap1, #gmap], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0, %alloc_3 : memref<2x2x2x16xf32>, memref<2x2x1x1xf32>) outs(%arg2 : memref<2x2x2x16xf32>) {
+  ^bb0(%in: f32, %in_4: f32, %out: f32):
+    %0 = arith.divf %in_4, %cst_1 : f32
+    %1 = arith.subf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#gmap, #gmap1], iterator_types = ["parallel", "parallel", "reduction", "reduction"]} ins(%arg2 : memref<2x2x2x16xf32>) outs(%alloc : memref<2x2x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#gmap, #gmap1, #gmap2, #gmap], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg2, %alloc, %arg1 : memref<2x2x2x16xf32>, memref<2x2x1x1xf32>, memref<1x2x2x1xf32>) outs(%arg2 : memref<2x2x2x16xf32>) {
+  ^bb0(%in: f32, %in_4: f32, %in_5: f32, %out: f32):
+    %0 = arith.divf %in_4, %cst_1 : f32
+    %1 = arith.addf %0, %cst : f32
+    %2 = math.sqrt %1 : f32
+    %3 = arith.divf %cst_0, %2 : f32
+    %4 = arith.mulf %in, %3 : f32
+    %5 = arith.mulf %4, %in_5 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
