@@ -141,7 +141,9 @@ def _row_dims(generics):
         if all(iterators):
             continue
         k = len(iterators) - iterators.index(False)
-        if not all(iterators[:-k]) or any(iterators[-k:]) or k == len(iterators):
+        if k == len(iterators):
+            raise NotARowProgram("a reduction over every dim")
+        if any(iterators[-k:]):
             raise NotARowProgram("a reduction over dims that are not the trailing ones")
         found.add(k)
     if len(found) > 1:
