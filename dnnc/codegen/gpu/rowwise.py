@@ -111,7 +111,7 @@ _index = irutil.index
 class Statement:
     op: object
     kind: str                 # "generic", "copy"
-    inner: int = 1            # iteration extent of the innermost dim
+    inner: int = 1            # iteration extent of the row (its dims together)
     reduction: bool = False
     exprs: list = field(default_factory=list)   # per operand: broadcast_exprs
     operands: list = field(default_factory=list)
