@@ -10,6 +10,14 @@ REDUCTION_MODES = ("sum", "mean", "max", "min", "prod", "amax", "norm1", "norm2"
 NEEDS_AN_ELEMENT = ("max", "min", "amax")
 
 
+def trailing_axes(axes, rank):
+    """How many trailing axes of a rank-``rank`` operand ``axes`` are (the
+    innermost alone, or it and the ones before it, never the first): the row
+    dims of a row reduction; 0 for any other set of axes."""
+    axes = sorted(axes)
+    return len(axes) if axes and axes[0] > 0 and axes == list(range(axes[0], rank)) else 0
+
+
 def _axis_op(ctx):
     x = ctx[ctx.opdef.operands[0].name]
     ctx.axis("axis", x.rank)

@@ -12,6 +12,7 @@ Big blocks are never ranked first here: a looping thread makes long blocks.
 
 import math
 
+from dnnc.dialect.ops_reduce import trailing_axes
 from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.generic import simt_generic
@@ -67,12 +68,9 @@ def row_axes(problem):
     x = problem.anchor_inputs[0] if problem.anchor_inputs else None
     if x is None or not x.shape:
         return 0
-    rank = len(x.shape)
-    last = rank - 1
+    last = len(x.shape) - 1
     if problem.anchor == "reduction":
-        axes = sorted(problem.attr("axes", ()))
-        trailing = bool(axes) and axes[0] > 0 and axes == list(range(axes[0], rank))
-        return len(axes) if trailing else 0
+        return trailing_axes(problem.attr("axes", ()), len(x.shape))
     return 1 if problem.attr("axis", last) in (last, -1) else 0
 
 

@@ -106,6 +106,7 @@ from mlir import ir
 from mlir.dialects import func
 
 from dnnc.dialect.ops_pointwise import POINTWISE_OPS
+from dnnc.dialect.ops_reduce import trailing_axes
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
 
@@ -183,9 +184,8 @@ def _row_reduction(op):
         return False
     if "keepdims" in op.attributes and not ir.BoolAttr(op.attributes["keepdims"]).value:
         return False
-    rank = len(_shape(op.operands[0]))
-    axes = sorted(ir.DenseI64ArrayAttr(op.attributes["axes"]))
-    return rank > 1 and bool(axes) and axes[0] > 0 and axes == list(range(axes[0], rank))
+    return trailing_axes(ir.DenseI64ArrayAttr(op.attributes["axes"]),
+                         len(_shape(op.operands[0]))) > 0
 
 
 def _rows(op):

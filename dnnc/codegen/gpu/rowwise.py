@@ -120,12 +120,12 @@ class Statement:
 @dataclass
 class Shape:
     rows: tuple               # extents of the row dims
-    n: int                    # row length
-    inner: tuple = None       # extents of the row's own dims (default: (n,))
+    inner: tuple              # extents of the row's own dims (one, but for groupnorm's)
 
-    def __post_init__(self):
-        if self.inner is None:
-            self.inner = (self.n,)
+    @property
+    def n(self):
+        """The row's length."""
+        return math.prod(self.inner)
 
     @property
     def count(self):
@@ -187,8 +187,7 @@ def _statements(fn, skip=()):
             exprs.append(e)
         if any(x is None for x in extents):
             raise NotARowProgram("a loop no operand indexes")
-        this = Shape(tuple(extents[:-inner]), math.prod(extents[-inner:]),
-                     tuple(extents[-inner:]))
+        this = Shape(tuple(extents[:-inner]), tuple(extents[-inner:]))
         if shape is None or (shape.n == 1 and this.n > 1):
             if shape is not None and shape.rows != this.rows:
                 raise NotARowProgram("loops over different rows")
