@@ -9,8 +9,8 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector``, ``unroll`` and ``split`` only when they differ from their
-defaults (a field that does not apply to the strategy is noise).
+``vector``, ``unroll``, ``split`` and ``staged`` only when they differ from
+their defaults (a field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -26,7 +26,7 @@ PLANNED = ()
 
 # The fields each implemented strategy reads; an override may set only these.
 FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unroll"),
-          "simt-reduce": ("block", "vector", "tile", "split"),
+          "simt-reduce": ("block", "vector", "tile", "split", "staged"),
           "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
           "simt-reduce-rows-columns": ("block", "vector", "tile"),
           "simt-window": ("block", "vector", "tile"),
@@ -56,6 +56,8 @@ class Config:
     unroll: int = 1             # vectors per thread (simt-pointwise)
     split: int = 1              # K split over this many blocks (tensor-core strategies);
     #                             a row over a cluster of this many (simt-reduce)
+    staged: int = 0             # 1: each block of a split row stages its part of the
+    #                             row's inputs in shared memory (simt-reduce)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -75,6 +77,8 @@ class Config:
         for name in ("stages", "vector", "unroll", "split"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
+        if self.staged not in (0, 1):
+            raise PipelineError(f"config: staged: expected 0 or 1, got {self.staged}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 
@@ -96,7 +100,7 @@ class Config:
         if self.tile:
             out["tile"] = list(self.tile)
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
-                              ("split", 1)):
+                              ("split", 1), ("staged", 0)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

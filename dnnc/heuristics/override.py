@@ -17,7 +17,8 @@ simt-window, ``HxW`` or ``DxHxW``, a shorter one naming the last dims),
 ``stages`` (the shared-memory ring's depth; tc-sm90,
 tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
 tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
-each row, 2 to 8, sm_90). Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps
+each row, 2 to 8, sm_90) and ``staged`` (1: a split row's blocks stage their
+parts of the row in shared memory; 0: in registers; simt-reduce). Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps
 (8 for a tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
 
@@ -83,6 +84,10 @@ def _value(text, key, raw):
     if key == "split":
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_SPLIT:
             _fail(text, f"split: expected an integer from 1 to {MAX_SPLIT}, got '{raw}'")
+        return int(raw)
+    if key == "staged":
+        if raw not in ("0", "1"):
+            _fail(text, f"staged: expected 0 or 1, got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:

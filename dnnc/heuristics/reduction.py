@@ -95,6 +95,10 @@ def simt_reduce(problem, rows, extent):
     while threads < 1024 and threads * VECTORS_PER_THREAD < vectors:
         threads *= 2
     chunks = -(-vectors // threads)
+    if chunks * width > HELD_ELEMENTS and vectors * width >= MIN_STAGED_ROW and axes == 1:
+        staged = simt_reduce_staged(problem, facts, width, vectors * width)
+        if staged is not None:
+            return staged
     if chunks * width > HELD_ELEMENTS and vectors * width > MIN_SPLIT_ROW and axes == 1:
         split = simt_reduce_split(problem, facts, width, vectors)
         if split is not None:
@@ -157,6 +161,50 @@ def simt_reduce_split(problem, facts, width, vectors):
                                  f"row, vectors of {width}, {chunks} per thread held in "
                                  "registers, partials exchanged through distributed shared "
                                  "memory")
+    return None
+
+
+# Staged split rows (simt-reduce with split = C and staged = 1,
+# rowsplit.py): a row of MIN_STAGED_ROW elements or more is dealt to a
+# cluster of C blocks of STAGE_THREADS, each copying its contiguous part of
+# the row's streamed inputs (at most STAGE_BYTES) into shared memory with
+# bulk copies and looping over it there: the part waits in shared memory,
+# not registers, while the blocks exchange partials, so three blocks fit an
+# SM and one's copies overlap the others' exchanges and stores. Measured on
+# an H200 (bf16, rows x N = 128 Mi elements, share of a copy, as a CUDA
+# model of the same kernel; layernorm / softmax / rmsnorm): 65536 in 2
+# parts 81 / 83 / 89% (held in registers, looping: 72 / 76 / 73%); 131072 in
+# 4 parts 78 / 78 / 87% (split in registers 60 / 61 / 71%); 262144 in 8
+# parts 75 / 75 / 83% (51 / 52 / 66%). Parts of 32 KB with blocks of 128 or
+# 256 threads, or 64 KB with 512, were within 3% of these. Rows that C = 8
+# parts of STAGE_BYTES cannot hold (f32 past 131072, two streamed inputs
+# past 65536 bf16) or whose length is not a multiple of C x STAGE_THREADS
+# vectors are split in registers or looped as before.
+MIN_STAGED_ROW = 65536
+STAGE_BYTES = 64 * 1024
+STAGE_THREADS = 256
+
+
+def simt_reduce_staged(problem, facts, width, n):
+    """The staged split-row config of rows of ``n`` elements in vectors of
+    ``width``, or None (not sm_90, too long, or not a multiple of the
+    parts' vectors)."""
+    if problem.arch not in SPLIT_ARCHS:
+        return None
+    x = problem.anchor_inputs[0]
+    row_bytes = sum(n * t.element_bytes for t in problem.inputs if t.shape == x.shape)
+    split = 2
+    while split <= MAX_ROW_SPLIT:
+        if row_bytes <= split * STAGE_BYTES:
+            if n % (split * STAGE_THREADS * width):
+                return None
+            return Config("simt-reduce", (STAGE_THREADS, 1, 1), vector=width, split=split,
+                          staged=1, reason=f"{facts}: a cluster of {split} blocks of "
+                          f"{STAGE_THREADS} per row, each copying its {row_bytes // split} "
+                          f"bytes of the row into shared memory and looping over them in "
+                          f"vectors of {width}, partials exchanged through distributed "
+                          "shared memory")
+        split *= 2
     return None
 
 

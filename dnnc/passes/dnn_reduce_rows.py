@@ -14,7 +14,9 @@ one row; ``block[0] / 32``: a warp per row) and ``vector`` the elements per
 load. ``split = C`` (sm_90) spreads each row over a cluster of C blocks that
 exchange their partial reductions through distributed shared memory
 (dnnc/codegen/gpu/rowsplit.py): rows too long for one block's registers are
-then held in registers too. A row may be several trailing dims (groupnorm's
+then held in registers too, or, with ``staged = 1``, each block copies its
+contiguous part of the row into shared memory (bulk copies on an mbarrier)
+and loops over it there. A row may be several trailing dims (groupnorm's
 channels x positions; never split). A kernel that is not a row program (the
 heuristics only choose simt-reduce for softmax, norms and reductions along
 the innermost or trailing dims, but their decompositions vary) is left as it
@@ -43,9 +45,10 @@ After (a vector of 4 a thread: held in registers)::
     }
 
 Option ``merge``: the forms of dnnc/codegen/gpu/rowmerge.py whose two
-reductions a split row exchanges at once (``shifted``: softmax's max and
-sum of exp; ``centred``: a layernorm's mean and centred squares); by default
-those that measured faster (rowsplit.MERGE).
+reductions a split row held in registers exchanges at once (``shifted``:
+softmax's max and sum of exp; ``centred``: a layernorm's mean and centred
+squares); by default those that measured faster (rowsplit.MERGE). A staged
+split row merges both forms, which measured faster there.
 
 Lit tests: test/lit/passes/dnn_reduce_rows.mlir, dnn_reduce_rows_split.mlir.
 """
@@ -78,7 +81,10 @@ class DnnReduceRows(DnncPass):
                 try:
                     if config.split > 1:
                         rowsplit.build(fn, config.vector, config.block[0], config.split,
-                                       rows_per_block, merge=frozenset(self.merge))
+                                       rows_per_block, merge=frozenset(self.merge),
+                                       staged=bool(config.staged))
+                    elif config.staged:
+                        raise rowwise.NotARowProgram("a staged row that is not split")
                     else:
                         rowwise.build(fn, config.vector, config.block[0], rows_per_block)
                 except rowwise.NotARowProgram as why:

@@ -128,36 +128,45 @@ def test_reductions_rank_by_rows_and_name_simt_reduce():
     assert "reduction: 67108864 rows of 4: a warp per row" in choose(huge).reason
 
 
-@pytest.mark.parametrize("anchor, dtype, n, inputs, block, split", [
+@pytest.mark.parametrize("anchor, dtype, n, inputs, block, split, staged", [
     # Held by one block (at most 32 elements a thread at 1024 threads): no split.
-    ("softmax", "bf16", 32768, 1, 1024, 1),
-    ("softmax", "f32", 32768, 1, 1024, 1),
-    # Up to MIN_SPLIT_ROW a looping block of 1024 (faster there than a cluster).
-    ("softmax", "bf16", 65536, 1, 1024, 1),
-    ("softmax", "f32", 65536, 1, 1024, 1),
-    ("softmax", "bf16", 40000, 1, 1024, 1),
-    # Longer: a cluster of blocks of 512, 32 elements of x a thread...
-    ("softmax", "bf16", 131072, 1, 512, 8),
-    ("softmax", "f32", 131072, 1, 512, 8),
-    ("rmsnorm", "bf16", 131072, 1, 512, 8),
-    # ... blocks of 1024 where 8 of 512 do not hold the row ...
-    ("softmax", "bf16", 140000, 1, 1024, 8),   # ragged: 3 vectors of 8 a thread
-    ("softmax", "bf16", 262144, 1, 1024, 8),
-    ("log_softmax", "f32", 262144, 1, 1024, 8),
-    # ... 16 elements of each of two inputs (dy and y), never 1024 threads:
-    # too few for these rows, which loop.
-    ("softmax_backward", "bf16", 131072, 2, 1024, 1),
-    ("softmax_backward", "bf16", 262144, 2, 1024, 1),
+    ("softmax", "bf16", 32768, 1, 1024, 1, 0),
+    ("softmax", "f32", 32768, 1, 1024, 1, 0),
+    # Shorter than MIN_STAGED_ROW and too long to hold: a looping block of 1024.
+    ("softmax", "bf16", 40000, 1, 1024, 1, 0),
+    # From 65536: staged in shared memory, 64 KB of the streamed inputs a
+    # block of 256, the fewest blocks that hold the row...
+    ("softmax", "bf16", 65536, 1, 256, 2, 1),
+    ("softmax", "f32", 65536, 1, 256, 4, 1),
+    ("softmax", "bf16", 131072, 1, 256, 4, 1),
+    ("softmax", "f32", 131072, 1, 256, 8, 1),
+    ("rmsnorm", "bf16", 131072, 1, 256, 4, 1),
+    ("softmax", "bf16", 262144, 1, 256, 8, 1),
+    ("softmax_backward", "bf16", 131072, 2, 256, 8, 1),
+    # ... else split in registers: blocks of 1024 where 8 of 512 do not hold
+    # the row (140000 is no multiple of 8 x 256 vectors of 8; 8 parts of
+    # an f32 262144 are 128 KB) ...
+    ("softmax", "bf16", 140000, 1, 1024, 8, 0),   # ragged: 3 vectors of 8 a thread
+    ("log_softmax", "f32", 262144, 1, 1024, 8, 0),
+    # ... or, 16 elements of each of two inputs (dy and y) a thread and
+    # never 1024 threads, looped.
+    ("softmax_backward", "bf16", 262144, 2, 1024, 1, 0),
 ])
-def test_long_rows_split_over_a_cluster(anchor, dtype, n, inputs, block, split):
+def test_long_rows_split_over_a_cluster(anchor, dtype, n, inputs, block, split, staged):
     x = ([2, n], dtype)
     p = problem(anchor, [x] * inputs, [x], attrs=[("axis", 1)], anchor_ins=[x])
     c = choose(p)
-    assert (c.strategy, c.block[0], c.split) == ("simt-reduce", block, split), c.reason
+    assert (c.strategy, c.block[0], c.split, c.staged) == ("simt-reduce", block, split,
+                                                           staged), c.reason
     if split > 1:
         assert f"a cluster of {split} blocks of {block} per row" in c.reason
         width = c.vector
-        assert -(-n // (width * block * split)) * width * inputs <= 32
+        if staged:
+            part = n // split * inputs * (2 if dtype == "bf16" else 4)
+            assert part <= 64 * 1024 and n % (split * block * width) == 0
+            assert f"copying its {part} bytes of the row into shared memory" in c.reason
+        else:
+            assert -(-n // (width * block * split)) * width * inputs <= 32
         # Clusters are sm_90's: an sm_80 row loops, as before.
         assert choose(problem(anchor, [x] * inputs, [x], attrs=[("axis", 1)],
                               anchor_ins=[x], arch="sm_80")).split == 1
@@ -186,6 +195,7 @@ def test_split_limits_match_the_row_programs():
 
     assert reduction.HELD_ELEMENTS == rowwise.REGISTER_ELEMENTS
     assert reduction.MAX_ROW_SPLIT == rowsplit.MAX_CLUSTER
+    assert reduction.STAGE_BYTES == rowsplit.MAX_STAGE_BYTES
 
 
 @pytest.mark.parametrize("anchor, attrs, x, rows, extent", [
@@ -519,8 +529,9 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, split, stages, strategy, tile, "
-                  "unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, split, staged, stages, strategy, "
+                  "tile, unroll, vector"),
+    ("k=staged:2", "staged: expected 0 or 1, got '2'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),

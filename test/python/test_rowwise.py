@@ -143,16 +143,19 @@ def test_long_rows_split_over_a_cluster_are_held():
     assert text.count("nvvm.cluster.arrive") == 3
 
 
-@pytest.mark.parametrize("op, dtype, exchanges", [
-    ("softmax", BF16, 2), ("log_softmax", F32, 2), ("layernorm", BF16, 1),
-    ("layernorm_training", BF16, 2)])
-def test_split_rows_exchanges(op, dtype, exchanges):
-    # 131072 on sm_90a: clusters of 8. A layernorm's mean and centred
-    # squares meet in one exchange (rowmerge.py's centred form); softmax's
-    # max and sum are exchanged one after the other (its shifted form is
-    # off by default, see rowsplit.MERGE); a layernorm that stores its mean
-    # (training) computes it from the first reduction before the second:
-    # two. Each kernel's blocks meet once more before they leave.
+@pytest.mark.parametrize("op, dtype, staged, exchanges", [
+    ("softmax", BF16, 0, 2), ("log_softmax", F32, 0, 2), ("layernorm", BF16, 0, 1),
+    ("layernorm_training", BF16, 0, 2),
+    ("softmax", BF16, 1, 1), ("log_softmax", F32, 1, 1), ("layernorm", BF16, 1, 1),
+    ("layernorm_training", BF16, 1, 2)])
+def test_split_rows_exchanges(op, dtype, staged, exchanges):
+    # 131072 on sm_90a. Held in registers (clusters of 8 blocks of 512): a
+    # layernorm's mean and centred squares meet in one exchange (rowmerge.py's
+    # centred form); softmax's max and sum are exchanged one after the other
+    # (its shifted form is off by default there, see rowsplit.MERGE). Staged
+    # (the heuristics' choice), the softmax's meet too. A layernorm that
+    # stores its mean (training) computes it from the first reduction before
+    # the second: two. Each kernel's blocks meet once more before they leave.
     if op == "layernorm_training":
         g = dnnc.Graph(name=op, io_data_type=dtype)
         x = g.tensor(name="x", dim=[2, 131072])
@@ -162,21 +165,57 @@ def test_split_rows_exchanges(op, dtype, exchanges):
             t.set_output(True)
     else:
         g = rows_graph(op, dtype, 131072, rows=2)
+    config = None if staged else "*=block:512,split:8,staged:0"
     module = dnnc.graph_mlir.to_module(g)
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
+                                                     stop_after="gpu", config=config))
+    text = str(module)
+    assert text.count("nvvm.cp.async.bulk") == (4 if staged else 0)
+    assert text.count("nvvm.cluster.arrive") == exchanges + 1
+
+
+def test_staged_split_rows_read_their_part_from_shared_memory():
+    # 131072 bf16 on sm_90a: 4 blocks of 256 a row, each copying its 64 KB of
+    # x into dynamic shared memory (4 bulk copies of 16 KB on one mbarrier)
+    # and looping over it there, 4 vectors an iteration: max, sum, output.
+    # x is never read from global memory by the threads.
+    module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=2))
+    compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
                                                      stop_after="gpu"))
-    assert str(module).count("nvvm.cluster.arrive") == exchanges + 1
+    text = str(module)
+    assert "clusters in (%c4, %c1, %c1) blocks in (%c8, %c1, %c1)" in text
+    assert "dynamic_shared_memory_size %c65664_i32" in text
+    assert text.count("nvvm.cp.async.bulk.shared.cluster.global") == 4
+    assert text.count("nvvm.mbarrier.init") == 1
+    assert text.count("scf.for") == 3
+    loads = [line for line in text.splitlines() if "vector.load" in line]
+    assert len(loads) == 3 * 4
+    assert all("memref<32768xbf16, #gpu.address_space<workgroup>>" in line for line in loads)
+
+
+@pytest.mark.parametrize("config, why", [
+    ("tile:2", "a staged split row on a persistent cluster"),
+    ("split:1,staged:1", "a staged row that is not split"),
+    ("split:2", "a staged part of 131072 bytes: expected at most 65536"),
+])
+def test_staged_split_rows_that_do_not_fit_are_refused(config, why):
+    module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=3))
+    compiler.compile_module(module, compiler.Options(
+        target="cuda", arch="sm_90a", stop_after="gpu", config=f"softmax_k0_softmax={config}"))
+    text = str(module)
+    assert 'strategy = "simt-generic"' in text
+    assert f"simt-reduce does not apply ({why})" in text
 
 
 def test_persistent_clusters_carry_the_next_rows_loads():
     # tile = [rows per cluster]: 5 rows on 3 clusters (rows c, c + 3), one
     # row's first vectors loaded up front, the next row's in the loop and
     # yielded to the next iteration; the max and sum exchanged a row, slots
-    # by parity.
+    # by parity. Held in registers: 8 blocks of 512, not staged.
     module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=5))
     compiler.compile_module(module, compiler.Options(
         target="cuda", arch="sm_90a", stop_after="gpu",
-        config="softmax_k0_softmax=tile:2"))
+        config="softmax_k0_softmax=tile:2,block:512,split:8,staged:0"))
     text = str(module)
     assert "blocks in (%c24, %c1, %c1)" in text
     assert text.count("scf.for") == 1

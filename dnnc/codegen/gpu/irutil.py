@@ -1,7 +1,8 @@
 """Small IR helpers shared by the GPU passes and the host-plan extraction.
 
 Walking, finding the graph and kernel functions, reading constants and
-static memref geometry, and the few constants the kernel builders make.
+static memref geometry, the few constants the kernel builders make, and
+the mbarrier wait they share.
 """
 
 import re
@@ -196,3 +197,19 @@ def zero_attr(element_type):
 def is_parallel(iterator):
     """True for a linalg ``parallel`` iterator attribute."""
     return str(iterator).endswith("<parallel>") or str(iterator) == '"parallel"'
+
+
+# Spin on an mbarrier phase. No suspend-time hint: with one (as
+# nvvm.mbarrier.try_wait.parity requires) ptxas puts a NANOSLEEP in the retry
+# path, and a phase that completes just after the first try waits it out.
+_MBARRIER_WAIT = ("{\n.reg .pred P1;\nLAB_WAIT:\n"
+                  "mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n"
+                  "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}")
+
+
+def mbarrier_wait(barrier, parity):
+    """Block until the phase of ``barrier`` (a shared-memory !llvm.ptr<3>)
+    with parity ``parity`` (an i32) completes."""
+    from mlir.dialects import llvm
+
+    llvm.inline_asm(None, [barrier, parity], _MBARRIER_WAIT, "r,r", has_side_effects=True)

@@ -1,8 +1,9 @@
 """The split-row program: simt-reduce with ``split = C`` (dnn-reduce-rows).
 A row too long for one block's registers is spread over a thread-block
-cluster of C blocks (sm_90), each holding ``N / C`` of it in registers, so
-that the row's inputs are read from memory once where one block would loop
-over them pass by pass (softmax: three reads of x).
+cluster of C blocks (sm_90), each holding ``N / C`` of it in registers (or,
+staged, in shared memory), so that the row's inputs are read from memory
+once where one block would loop over them pass by pass (softmax: three
+reads of x).
 
 The program is rowwise.py's, statement for statement (the same
 interpreter, ``rowwise._Row``); what changes is where a thread's vectors lie
@@ -48,6 +49,20 @@ and how a reduction ends:
    writes a row's slots only after the next row's first barrier, which
    every block reaches after its reads of the row before, so one barrier a
    row suffices; the blocks meet once more after the loop (step 3).
+
+6. **Stage** (config ``staged = 1``, ``_StagedRow``): block rank ``r`` takes
+   the contiguous part ``r * L`` to ``(r + 1) * L - 1`` of its row (``L = N /
+   C``, a multiple of the block's vectors), its thread ``t`` the vectors
+   ``t, t + T, ...`` of the part. The block's first thread starts bulk
+   copies (``cp.async.bulk``, STAGE_COPY_BYTES each) of the part of every
+   streamed input into dynamic shared memory, all completing on one
+   mbarrier that every thread then waits on; each pass loops over the part
+   there, STAGE_UNROLL vectors an iteration, and the output pass computes an
+   iteration's vectors (loading a scale or bias from global memory) before
+   it stores them. The part waits in shared memory, not in registers, while
+   the cluster exchanges: blocks are small (256 threads, at most
+   MAX_STAGE_BYTES each), several share an SM, and one block's copies run
+   while another exchanges and stores. One row per cluster; rows of one dim.
 
 Per-row scalar results (a norm's mean and rstd) are stored by rank 0's
 first thread. The cluster shape is the kernel's own: the launch carries
@@ -98,8 +113,17 @@ AHEAD_ELEMENTS = 8
 # The forms of rowmerge.py whose two reductions share one exchange. On an
 # H200 a layernorm's centred merge measured 1-3% faster than two exchanges
 # at 131072 and 262144 elements a row; softmax's shifted merge 2% faster at
-# 131072 but 6% slower at 262144 (0.265 against 0.249 ms), so it is off.
+# 131072 but 6% slower at 262144 (0.265 against 0.249 ms), so it is off
+# there; staged rows merge both (build).
 MERGE_KINDS = ("centred", "shifted")
+# Staged split rows: the most bytes of the streamed inputs a block stages
+# (three blocks to an SM's 227 KB), and the most one bulk copy moves.
+MAX_STAGE_BYTES = 64 * 1024
+STAGE_COPY_BYTES = 16 * 1024
+# Vectors a staged pass handles per loop iteration: an output pass's loads
+# of a scale or bias (from L2) come before the iteration's stores, in flight
+# together.
+STAGE_UNROLL = 4  # a power of two
 MERGE = frozenset({"centred"})
 
 _index = irutil.index
@@ -352,15 +376,128 @@ class _SplitRow(rowwise._Row):
         self.placeholders = []
 
 
-def _cluster_launch(blocks, threads, cluster, attributions):
+class _StagedRow(_SplitRow):
+    """_SplitRow whose blocks each stage a contiguous part of the row's
+    streamed inputs in shared memory (step 6 of the module's doc): block
+    rank ``r`` holds elements ``r * L`` to ``(r + 1) * L`` of the row (``L =
+    N / C``), its thread ``t`` the vectors ``t, t + T, ...`` of that part.
+    Every pass is a loop that reads the part from shared memory."""
+
+    def __init__(self, *args, stages, barrier, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.held = False
+        self.stages = stages    # (buffer, exprs) key -> (buffer, exprs, shared memref)
+        self.barrier = barrier  # the mbarrier's shared address, an i64
+        self.part = self.shape.n // self.cluster
+
+    def start(self, block, thread):
+        super().start(block, thread)
+        rank = arith.remui(block, _index(self.cluster))
+        self.part0 = arith.muli(rank, _index(self.part))
+        self._stage()
+
+    def _stage(self):
+        """The block's first thread issues the bulk copies of its part of
+        each streamed input, all completing on one mbarrier; every thread
+        waits for them."""
+        i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
+        barrier = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), self.barrier)
+        parts = []
+        for buffer, exprs, tile in self.stages.values():
+            elt = ir.MemRefType(buffer.type).element_type
+            parts.append((buffer, exprs, tile, irutil.element_bytes(elt)))
+        total = sum(self.part * size for *_, size in parts)
+        first = arith.cmpi(arith.CmpIPredicate.eq, self.local, _index(0))
+        guard = scf.IfOp(first)
+        with ir.InsertionPoint(guard.then_block):
+            nvvm.MBarrierInitOp(barrier, arith.constant(i32, 1))
+            nvvm.FenceMbarrierInitOp()
+            nvvm.MBarrierArriveExpectTxOp(None, barrier, arith.constant(i32, total))
+            for buffer, exprs, tile, size in parts:
+                # Element (row, part0) of the buffer (identity layout: rows x N).
+                at = arith.addi(arith.muli(self.row, _index(self.shape.n)), self.part0)
+                src = arith.addi(
+                    arith.index_cast(i64, memref.extract_aligned_pointer_as_index(buffer)),
+                    arith.index_cast(i64, arith.muli(at, _index(size))))
+                dst = arith.index_cast(i64, memref.extract_aligned_pointer_as_index(tile))
+                nbytes = self.part * size
+                for offset in range(0, nbytes, STAGE_COPY_BYTES):
+                    piece = min(STAGE_COPY_BYTES, nbytes - offset)
+                    nvvm.CpAsyncBulkGlobalToSharedClusterOp(
+                        llvm.addrspacecast(ir.Type.parse("!llvm.ptr<7>"), llvm.inttoptr(
+                            ir.Type.parse("!llvm.ptr<3>"),
+                            arith.addi(dst, arith.constant(i64, offset)))),
+                        llvm.inttoptr(ir.Type.parse("!llvm.ptr<1>"),
+                                      arith.addi(src, arith.constant(i64, offset))),
+                        barrier, arith.constant(i32, piece))
+            scf.YieldOp([])
+        gpu.BarrierOp()  # the mbarrier is initialized before anyone waits on it
+        irutil.mbarrier_wait(barrier, arith.constant(i32, 0))
+
+    def position(self, chunk, whole=False):
+        v = arith.addi(arith.muli(chunk, _index(self.in_block)), self.local)
+        return arith.addi(self.part0, arith.muli(v, _index(self.width))), None
+
+    @property
+    def unroll(self):
+        """Vectors a pass's loop takes per iteration."""
+        unroll = STAGE_UNROLL
+        while self.chunks % unroll:
+            unroll //= 2
+        return unroll
+
+    def sweep(self, step, init=None):
+        inits = [] if init is None else [init]
+        loop = scf.ForOp(_index(0), _index(self.chunks), _index(self.unroll), inits)
+        with ir.InsertionPoint(loop.body):
+            acc = loop.inner_iter_args[0] if inits else None
+            for k in range(self.unroll):
+                j, inside = self.position(arith.addi(loop.induction_variable, _index(k)))
+                acc = step(acc, j, inside, {})
+            scf.YieldOp([acc] if inits else [])
+        return loop.results[0] if inits else None
+
+    def store_pass(self, buffer, compute, exprs):
+        """The output pass: per iteration, the vectors' values (their global
+        loads, a scale's or a bias's, in flight together), then their stores."""
+        elt = ir.MemRefType(buffer.type).element_type
+        loop = scf.ForOp(_index(0), _index(self.chunks), _index(self.unroll), [])
+        with ir.InsertionPoint(loop.body):
+            done = []
+            for k in range(self.unroll):
+                j, _ = self.position(arith.addi(loop.induction_variable, _index(k)))
+                done.append((j, compute(j, {})))
+            for j, values in done:
+                vector.store(vector.from_elements(ir.VectorType.get([self.width], elt), values),
+                             buffer, self.indices(exprs, j),
+                             alignment=self.width * irutil.element_bytes(elt))
+            scf.YieldOp([])
+
+    def lanes(self, buffer, exprs, j, memo, state=None):
+        key = rowwise._key(buffer, exprs)
+        staged = self.stages.get(key)
+        if (staged is not None and key not in memo
+                and (self.state if state is None else state).get(buffer) is None):
+            elt = ir.MemRefType(buffer.type).element_type
+            vec = vector.load(ir.VectorType.get([self.width], elt), staged[2],
+                              [arith.subi(j, self.part0)],
+                              alignment=self.width * irutil.element_bytes(elt))
+            memo[key] = [vector.extract(vec, [], [k]) for k in range(self.width)]
+        return super().lanes(buffer, exprs, j, memo, state)
+
+
+def _cluster_launch(blocks, threads, cluster, attributions, shared=0):
     """A gpu.launch of ``blocks`` x ``threads`` in clusters of ``cluster``
-    blocks along x, with the workgroup buffers of types ``attributions``:
-    (launch op, body block). The bindings' LaunchOp builder has no clusters."""
+    blocks along x, with the workgroup buffers of types ``attributions`` and
+    ``shared`` bytes of dynamic shared memory: (launch op, body block). The
+    bindings' LaunchOp builder has no clusters."""
     sizes = [_index(blocks), _index(1), _index(1), _index(threads), _index(1), _index(1),
              _index(cluster), _index(1), _index(1)]
+    if shared:
+        sizes.append(arith.constant(ir.IntegerType.get_signless(32), shared))
     launch = ir.Operation.create(
         "gpu.launch", results=[], operands=sizes, regions=1, attributes={
-            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0] + [1] * 9 + [0]),
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0] + [1] * 9 + [1 if shared else 0]),
             "workgroup_attributions": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                          len(attributions))})
     loc = ir.Location.unknown()
@@ -372,8 +509,64 @@ def _cluster_launch(blocks, threads, cluster, attributions):
     return launch, block
 
 
+def _check_staged(p, streamed, width, threads, cluster, persistent):
+    """Refuse a staged split the program does not fit."""
+    n = p.shape.n
+    if persistent:
+        raise rowwise.NotARowProgram("a staged split row on a persistent cluster")
+    if not streamed:
+        raise rowwise.NotARowProgram("a staged split row with no input along the row")
+    if n % (cluster * threads * width):
+        raise rowwise.NotARowProgram(f"a staged split of rows of {n} into {cluster} parts of "
+                                     f"{threads} threads x vectors of {width}: expected a "
+                                     "multiple of their product")
+    part = sum(n // cluster * irutil.element_bytes(ir.MemRefType(b.type).element_type)
+               for b, _ in streamed)
+    if part > MAX_STAGE_BYTES:
+        raise rowwise.NotARowProgram(f"a staged part of {part} bytes: expected at most "
+                                     f"{MAX_STAGE_BYTES}")
+
+
+class _StagedLayout:
+    """The dynamic shared memory of a staged split row (no static buffers:
+    they would sit beside the dynamic memory and push it off its
+    alignment): the mbarrier (8 bytes), the reduction slots, the exchange
+    slots, then each streamed input's part, 128-byte aligned."""
+
+    def __init__(self, part, smem_type, exchange_type, streamed):
+        def end(at, type_, align):
+            at = -(-at // align) * align
+            return at, at + ir.MemRefType(type_).shape[0] * 4
+        self.smem = end(8, smem_type, 16)
+        self.exchange = end(self.smem[1], exchange_type, 16)
+        self.types = {"smem": smem_type, "exchange": exchange_type}
+        at, self.stages = self.exchange[1], []
+        for buffer, exprs in streamed:
+            elt = ir.MemRefType(buffer.type).element_type
+            at = -(-at // 128) * 128
+            self.stages.append((buffer, exprs, at, ir.MemRefType.get(
+                [part], elt, memory_space=ir.Attribute.parse(_WORKGROUP))))
+            at += part * irutil.element_bytes(elt)
+        self.bytes = at
+
+    def views(self):
+        """{"smem", "exchange": memrefs; "stages": rowwise key -> (buffer,
+        exprs, part memref); "barrier": its i64 shared address} at the
+        current insertion point (the launch body)."""
+        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
+            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+            memory_space=ir.Attribute.parse(_WORKGROUP)))
+        out = {name: memref.view(self.types[name], raw, _index(getattr(self, name)[0]), [])
+               for name in ("smem", "exchange")}
+        out["stages"] = {rowwise._key(b, e): (b, e, memref.view(t, raw, _index(at), []))
+                         for b, e, at, t in self.stages}
+        out["barrier"] = arith.index_cast(ir.IntegerType.get_signless(64),
+                                          memref.extract_aligned_pointer_as_index(raw))
+        return out
+
+
 def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMENTS,
-          ahead=None, merge=None):
+          ahead=None, merge=None, staged=False):
     """Replace kernel ``fn``'s body by its split-row program: one gpu.launch
     of ``cluster`` blocks of ``threads`` per ``rows`` rows, in clusters (a
     persistent cluster where ``rows`` > 1: one row after another, the next
@@ -394,6 +587,9 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     reductions = sum(1 for s in p.statements if s.reduction)
     clusters = -(-p.shape.count // rows)
     persistent = clusters < p.shape.count
+    streamed = rowwise._streamed(p.statements, p.args)
+    if staged:
+        _check_staged(p, streamed, width, threads, cluster, persistent)
     f32 = ir.F32Type.get()
     space = ir.Attribute.parse(_WORKGROUP)
     smem_type = ir.MemRefType.get([max(1, reductions * threads // rowwise.WARP)], f32,
@@ -403,12 +599,24 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     exchange_type = ir.MemRefType.get([slots * (2 if persistent else 1)], f32,
                                       memory_space=space)
     blocks = clusters * cluster
+    # Staged, both forms merge: softmax's max and sum in one exchange measured
+    # 2-7% faster there (92.6 / 83.1 / 78.7% of a copy at 65536 / 131072 /
+    # 262144 bf16 on an H200, against 86.2 / 81.3 / 76.8%).
+    merge = frozenset(MERGE_KINDS) if staged else MERGE if merge is None else merge
     with ir.InsertionPoint(p.first), fn.location:
-        launch, block = _cluster_launch(blocks, threads, cluster, [smem_type, exchange_type])
-        smem, exchange = list(block.arguments)[18:]
-        row = _SplitRow(p.shape, width, threads, cluster, smem, exchange, slots, p, registers,
-                        MERGE if merge is None else merge)
-        streamed = rowwise._streamed(p.statements, p.args)
+        if staged:
+            layout = _StagedLayout(p.shape.n // cluster, smem_type, exchange_type, streamed)
+            launch, block = _cluster_launch(blocks, threads, cluster, [], layout.bytes)
+            with ir.InsertionPoint(block):
+                views = layout.views()
+            row = _StagedRow(p.shape, width, threads, cluster, views["smem"],
+                             views["exchange"], slots, p, registers, merge,
+                             stages=views["stages"], barrier=views["barrier"])
+        else:
+            launch, block = _cluster_launch(blocks, threads, cluster, [smem_type, exchange_type])
+            smem, exchange = list(block.arguments)[18:]
+            row = _SplitRow(p.shape, width, threads, cluster, smem, exchange, slots, p,
+                            registers, merge)
 
         def program():
             for s in p.statements:

@@ -46,7 +46,7 @@ named barrier.
 **Mainloop.** ``_producer`` and ``_consumer`` above: an mbarrier pair per
 stage (full: one arrival plus the TMA transaction bytes; empty: one arrival
 per consumer warpgroup), phases tracked by parity from the step counter. A
-wait (``_wait``) spins on ``mbarrier.try_wait.parity`` in inline PTX, with
+wait (``irutil.mbarrier_wait``) spins on ``mbarrier.try_wait.parity`` in inline PTX, with
 no suspend-time hint: nvvm.mbarrier.try_wait.parity requires one, and with
 it ptxas puts a NANOSLEEP in the retry path, which a stage arriving just
 after the first try then waits out.
@@ -273,17 +273,7 @@ def _shared_ptr(address_i64):
     return llvm.inttoptr(_ptr(3), address_i64)
 
 
-# Spin on an mbarrier phase. No suspend-time hint: with one (as
-# nvvm.mbarrier.try_wait.parity requires) ptxas puts a NANOSLEEP in the retry
-# path, and a stage that arrives just after the first try waits for it.
-_WAIT = ("{\n.reg .pred P1;\nLAB_WAIT:\n"
-         "mbarrier.try_wait.parity.shared::cta.b64 P1, [$0], $1;\n"
-         "@P1 bra DONE;\nbra LAB_WAIT;\nDONE:\n}")
-
-
-def _wait(barrier, parity):
-    """Block until the phase of ``barrier`` with parity ``parity`` (i32) completes."""
-    llvm.inline_asm(None, [barrier, parity], _WAIT, "r,r", has_side_effects=True)
+_wait = irutil.mbarrier_wait
 
 
 # ----------------------------------------------------------------------------

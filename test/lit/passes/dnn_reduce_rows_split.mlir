@@ -330,3 +330,72 @@ func.func private @sum_rows_persistent(%arg0: memref<4x512xf32>, %arg1: memref<4
   }
   return
 }
+
+// -----
+
+// staged = 1: block rank r of the cluster copies elements r * 512 to
+// r * 512 + 511 of its row (its contiguous part) into dynamic shared memory
+// with a bulk copy that completes on an mbarrier; every thread waits for
+// it, then each pass reads the part from shared memory, vectors t and
+// t + 64 of it (both in one iteration: the loops fold away), and the output
+// pass computes both vectors before it stores them to the row's elements
+// r * 512 + 4t and r * 512 + 4(t + 64).
+
+// CHECK-LABEL: func.func private @sum_rows_staged(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x1024xf32>, %[[Y:.*]]: memref<2x1024xf32>)
+//       CHECK:   gpu.launch clusters({{.*}}) in ({{.*}} = %c2, {{.*}}) blocks(%[[B:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c4, {{.*}}) threads(%[[T:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c64, {{.*}}) dynamic_shared_memory_size %c2176_i32 {
+//  CHECK-NEXT:     %[[RAW:.*]] = gpu.dynamic_shared_memory : memref<?xi8, #gpu.address_space<workgroup>>
+//  CHECK-NEXT:     memref.view %[[RAW]][%c16][] {{.*}} to memref<2xf32, #gpu.address_space<workgroup>>
+//  CHECK-NEXT:     memref.view %[[RAW]][%c32][] {{.*}} to memref<1xf32, #gpu.address_space<workgroup>>
+//  CHECK-NEXT:     %[[PART:.*]] = memref.view %[[RAW]][%c128][] {{.*}} to memref<512xf32, #gpu.address_space<workgroup>>
+//       CHECK:     %[[ROW:.*]] = arith.divui %[[B]], %c2 : index
+//       CHECK:     %[[RANK:.*]] = arith.remui %[[B]], %c2 : index
+//  CHECK-NEXT:     %[[FIRST:.*]] = arith.muli %[[RANK]], %c512 : index
+//  CHECK-NEXT:     %[[BAR:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
+//       CHECK:     scf.if
+//  CHECK-NEXT:       nvvm.mbarrier.init %[[BAR]], %c1_i32
+//  CHECK-NEXT:       nvvm.fence.mbarrier.init
+//  CHECK-NEXT:       nvvm.mbarrier.arrive.expect_tx %[[BAR]], %c2048_i32
+//       CHECK:       nvvm.cp.async.bulk.shared.cluster.global %{{.*}}, %{{.*}}, %[[BAR]], %c2048_i32
+//  CHECK-NEXT:     }
+//  CHECK-NEXT:     gpu.barrier
+//  CHECK-NEXT:     llvm.inline_asm has_side_effects {{.*}}mbarrier.try_wait.parity{{.*}} %[[BAR]], %c0_i32
+//  CHECK-NEXT:     %[[J0:.*]] = arith.muli %[[T]], %c4 : index
+//  CHECK-NEXT:     vector.load %[[PART]][%[[J0]]]
+//       CHECK:     %[[T1:.*]] = arith.addi %[[T]], %c64 : index
+//  CHECK-NEXT:     %[[J1:.*]] = arith.muli %[[T1]], %c4 : index
+//  CHECK-NEXT:     vector.load %[[PART]][%[[J1]]]
+//   CHECK-NOT:     vector.load %[[X]]
+//       CHECK:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//       CHECK:     %[[AT0:.*]] = arith.addi %[[FIRST]], %[[J0]] : index
+//  CHECK-NEXT:     vector.load %[[PART]][%[[J0]]]
+//       CHECK:     %[[AT1:.*]] = arith.addi %[[FIRST]], %[[J1]] : index
+//  CHECK-NEXT:     vector.load %[[PART]][%[[J1]]]
+//       CHECK:     vector.store %{{.*}}, %[[Y]][%[[ROW]], %[[AT0]]]
+//       CHECK:     vector.store %{{.*}}, %[[Y]][%[[ROW]], %[[AT1]]]
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//  CHECK-NEXT:     gpu.terminator
+
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0, 0)>
+
+func.func private @sum_rows_staged(%arg0: memref<2x1024xf32>, %arg1: memref<2x1024xf32>) attributes {dnn.config = {block = [64, 1, 1], split = 2 : i64, staged = 1 : i64, strategy = "simt-reduce", vector = 4 : i64}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%alloc : memref<2x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<2x1024xf32>) outs(%alloc : memref<2x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %alloc : memref<2x1024xf32>, memref<2x1xf32>) outs(%arg1 : memref<2x1024xf32>) {
+  ^bb0(%in: f32, %in_2: f32, %out: f32):
+    %0 = arith.subf %in, %in_2 : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
