@@ -11,7 +11,10 @@ as soon as every block of the grid ahead has run
 its memory is visible, before it touches memory.
 
 This pass puts, at the entry of every kernel (``gpu.func`` with
-``gpu.kernel``) of a ``gpu.module`` whose NVVM target is sm_90 or newer::
+``gpu.kernel``) of a ``gpu.module`` whose NVVM target is sm_90 or newer
+whose launches have at most MAX_BLOCKS blocks (a larger grid runs long
+enough that an early launch saves nothing, and its blocks would pay for
+the lines)::
 
     griddepcontrol.wait;                  // the kernels ahead are done
     griddepcontrol.launch_dependents;     // the next kernel may launch now
@@ -64,19 +67,28 @@ LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents;"
 # Blocks a grid needs for its successor to launch early: one per SM of an
 # H100 SXM / H200.
 FULL_WAVE = 132
+# The most blocks a dependent kernel may have. A grid of more runs for 100 us
+# or longer, where launching it early saves nothing, while its blocks pay
+# for the two lines: on an H200 a softmax of 1048576 rows of 128 (262144
+# blocks of 4 rows) took 0.318 ms with them and 0.184 without; of 524288 x
+# 256 (131072 blocks) 0.162 and 0.131; of 262144 x 512 (65536 blocks) and a
+# gelu of 16384 x 8192, the same with and without (whether or not the
+# runtime launched them with the attribute).
+MAX_BLOCKS = 65536
 
 
-def _fewest_blocks(module):
-    """{(gpu.module, kernel): the fewest blocks any launch of it has; 0 for a
-    grid that is not constant}."""
-    fewest = {}
+def _blocks(module):
+    """{(gpu.module, kernel): (the fewest, the most) blocks its launches
+    have; 0 for a grid that is not constant}."""
+    out = {}
     for launch in irutil.ops(module, "gpu.launch_func"):
         view = launch.opview
         sizes = [irutil.constant_int(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ)]
         blocks = 0 if None in sizes else sizes[0] * sizes[1] * sizes[2]
         key = irutil.launched_kernel(launch)
-        fewest[key] = min(fewest.get(key, blocks), blocks)
-    return fewest
+        fewest, most = out.get(key, (blocks, blocks))
+        out[key] = (min(fewest, blocks), max(most, blocks))
+    return out
 
 
 def triggers_early(blocks):
@@ -87,7 +99,7 @@ def triggers_early(blocks):
 
 def mark(module):
     module = getattr(module, "operation", module)
-    fewest = _fewest_blocks(module)
+    blocks = _blocks(module)
     for gm in irutil.body(module).operations:
         gm = gm.operation
         if gm.name != "gpu.module" or (irutil.target_sm(gm) or 0) < FROM_SM:
@@ -96,8 +108,11 @@ def mark(module):
             f = f.operation
             if f.name != "gpu.func" or "gpu.kernel" not in f.attributes:
                 continue
+            fewest, most = blocks.get((irutil.symbol(gm), irutil.symbol(f)), (0, 0))
+            if most > MAX_BLOCKS:
+                continue
             lines = [WAIT]
-            if triggers_early(fewest.get((irutil.symbol(gm), irutil.symbol(f)), 0)):
+            if triggers_early(fewest):
                 lines.append(LAUNCH_DEPENDENTS)
             entry = f.regions[0].blocks[0]
             with ir.InsertionPoint.at_block_begin(entry):

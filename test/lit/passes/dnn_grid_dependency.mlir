@@ -1,8 +1,9 @@
 // dnn-grid-dependency starts every kernel of an sm_90a gpu.module with
 // griddepcontrol.wait, ahead of anything else the kernel does, then, in a
 // kernel whose launches have 132 blocks or more, or fewer than 66,
-// griddepcontrol.launch_dependents (128 blocks: not). A function that is not a kernel, and
-// the kernels of an sm_80 module, are left as they are.
+// griddepcontrol.launch_dependents (128 blocks: not). A kernel launched with
+// more than 65536 blocks, a function that is not a kernel, and the kernels of
+// an sm_80 module, are left as they are.
 
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-grid-dependency)' | FileCheck %s
 
@@ -17,6 +18,8 @@
 //       CHECK:   gpu.func @few(%{{.*}}: memref<16xf32>) kernel {
 //  CHECK-NEXT:     llvm.inline_asm has_side_effects "griddepcontrol.wait;", ""  : () -> ()
 //  CHECK-NEXT:     llvm.inline_asm has_side_effects "griddepcontrol.launch_dependents;", ""  : () -> ()
+//  CHECK-NEXT:     gpu.return
+//       CHECK:   gpu.func @many(%{{.*}}: memref<16xf32>) kernel {
 //  CHECK-NEXT:     gpu.return
 //       CHECK:   gpu.func @helper(
 //   CHECK-NOT:     griddepcontrol
@@ -33,6 +36,9 @@ module attributes {gpu.container_module} {
     gpu.launch_func @hopper::@wide blocks in (%c264, %c1, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<16xf32>)
     gpu.launch_func @hopper::@narrow blocks in (%c128, %c1, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<16xf32>)
     gpu.launch_func @hopper::@few blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<16xf32>)
+    %c65537 = arith.constant 65537 : index
+    gpu.launch_func @hopper::@many blocks in (%c1, %c1, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<16xf32>)
+    gpu.launch_func @hopper::@many blocks in (%c65537, %c1, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<16xf32>)
     gpu.launch_func @ampere::@k blocks in (%c264, %c1, %c1) threads in (%c128, %c1, %c1) args(%arg0 : memref<16xf32>)
     return
   }
@@ -47,6 +53,9 @@ module attributes {gpu.container_module} {
       gpu.return
     }
     gpu.func @few(%arg0: memref<16xf32>) kernel {
+      gpu.return
+    }
+    gpu.func @many(%arg0: memref<16xf32>) kernel {
       gpu.return
     }
     gpu.func @helper(%arg0: memref<16xf32>) {
