@@ -95,7 +95,7 @@ def simt_reduce(problem, rows, extent):
     while threads < 1024 and threads * VECTORS_PER_THREAD < vectors:
         threads *= 2
     chunks = -(-vectors // threads)
-    if chunks * width > HELD_ELEMENTS and vectors * width >= MIN_STAGED_ROW and axes == 1:
+    if vectors * width >= MIN_STAGED_ROW and axes == 1:
         staged = simt_reduce_staged(problem, facts, width, vectors * width)
         if staged is not None:
             return staged
@@ -165,7 +165,8 @@ def simt_reduce_split(problem, facts, width, vectors):
 
 
 # Staged split rows (simt-reduce with split = C and staged = 1,
-# rowsplit.py): a row of MIN_STAGED_ROW elements or more is dealt to a
+# rowsplit.py): a row of MIN_STAGED_ROW elements or more (even one that a
+# block of 1024 could hold in registers) is dealt to a
 # cluster of C blocks of STAGE_THREADS, each copying its contiguous part of
 # the row's streamed inputs (at most STAGE_BYTES) into shared memory with
 # bulk copies and looping over it there: the part waits in shared memory,
@@ -176,11 +177,14 @@ def simt_reduce_split(problem, facts, width, vectors):
 # parts 81 / 83 / 89% (held in registers, looping: 72 / 76 / 73%); 131072 in
 # 4 parts 78 / 78 / 87% (split in registers 60 / 61 / 71%); 262144 in 8
 # parts 75 / 75 / 83% (51 / 52 / 66%). Parts of 32 KB with blocks of 128 or
-# 256 threads, or 64 KB with 512, were within 3% of these. Rows that C = 8
+# 256 threads, or 64 KB with 512, were within 3% of these. As built
+# (dnnc, the same GPU), 32768 in 2 parts of 32 KB: 92 / 84 / 93%, against
+# 77 / 79 / 94% held by one block of 1024 threads (4 parts: 81 / 69 / 79%,
+# blocks of 512: 74 / 70 / 81%). Rows that C = 8
 # parts of STAGE_BYTES cannot hold (f32 past 131072, two streamed inputs
 # past 65536 bf16) or whose length is not a multiple of C x STAGE_THREADS
 # vectors are split in registers or looped as before.
-MIN_STAGED_ROW = 65536
+MIN_STAGED_ROW = 32768
 STAGE_BYTES = 64 * 1024
 STAGE_THREADS = 256
 

@@ -129,13 +129,16 @@ def test_reductions_rank_by_rows_and_name_simt_reduce():
 
 
 @pytest.mark.parametrize("anchor, dtype, n, inputs, block, split, staged", [
-    # Held by one block (at most 32 elements a thread at 1024 threads): no split.
-    ("softmax", "bf16", 32768, 1, 1024, 1, 0),
-    ("softmax", "f32", 32768, 1, 1024, 1, 0),
-    # Shorter than MIN_STAGED_ROW and too long to hold: a looping block of 1024.
+    # Held by one block (at most 32 elements a thread): no split.
+    ("softmax", "bf16", 16384, 1, 512, 1, 0),
+    ("softmax", "f32", 16384, 1, 1024, 1, 0),
+    # Too long to hold and no multiple of the staged parts' vectors: a
+    # looping block of 1024.
     ("softmax", "bf16", 40000, 1, 1024, 1, 0),
-    # From 65536: staged in shared memory, 64 KB of the streamed inputs a
-    # block of 256, the fewest blocks that hold the row...
+    # From 32768: staged in shared memory, up to 64 KB of the streamed inputs
+    # a block of 256, the fewest blocks that hold the row...
+    ("softmax", "bf16", 32768, 1, 256, 2, 1),
+    ("softmax", "f32", 32768, 1, 256, 2, 1),
     ("softmax", "bf16", 65536, 1, 256, 2, 1),
     ("softmax", "f32", 65536, 1, 256, 4, 1),
     ("softmax", "bf16", 131072, 1, 256, 4, 1),
