@@ -140,13 +140,19 @@ SPLIT_THREADS = 512
 MAX_ROW_SPLIT = 8
 
 
+def _streamed(problem):
+    """The inputs a row reads along its own elements: those of the anchor's
+    first input's shape (x; a softmax backward's dy and y)."""
+    x = problem.anchor_inputs[0]
+    return [t for t in problem.inputs if t.shape == x.shape]
+
+
 def simt_reduce_split(problem, facts, width, vectors):
     """The split-row simt-reduce config of a row of ``vectors`` vectors of
     ``width``, or None (not sm_90, or too long for a cluster to hold)."""
     if problem.arch not in SPLIT_ARCHS:
         return None
-    x = problem.anchor_inputs[0]
-    streamed = max(1, sum(1 for t in problem.inputs if t.shape == x.shape))
+    streamed = max(1, len(_streamed(problem)))
     held = max(1, HELD_ELEMENTS // streamed // width)  # vectors of each input a thread holds
     for threads in (SPLIT_THREADS, 1024):
         if threads > SPLIT_THREADS and streamed > 1:
@@ -166,8 +172,8 @@ def simt_reduce_split(problem, facts, width, vectors):
 
 # Staged split rows (simt-reduce with split = C and staged = 1,
 # rowsplit.py): a row of MIN_STAGED_ROW elements or more (even one that a
-# block of 1024 could hold in registers) is dealt to a
-# cluster of C blocks of STAGE_THREADS, each copying its contiguous part of
+# block of 1024 could hold in registers) is dealt to a cluster of C blocks
+# of STAGE_THREADS, each copying its contiguous part of
 # the row's streamed inputs (at most STAGE_BYTES) into shared memory with
 # bulk copies and looping over it there: the part waits in shared memory,
 # not registers, while the blocks exchange partials, so three blocks fit an
@@ -180,10 +186,10 @@ def simt_reduce_split(problem, facts, width, vectors):
 # 256 threads, or 64 KB with 512, were within 3% of these. As built
 # (dnnc, the same GPU), 32768 in 2 parts of 32 KB: 92 / 84 / 93%, against
 # 77 / 79 / 94% held by one block of 1024 threads (4 parts: 81 / 69 / 79%,
-# blocks of 512: 74 / 70 / 81%). Rows that C = 8
-# parts of STAGE_BYTES cannot hold (f32 past 131072, two streamed inputs
-# past 65536 bf16) or whose length is not a multiple of C x STAGE_THREADS
-# vectors are split in registers or looped as before.
+# blocks of 512: 74 / 70 / 81%). Rows that C = 8 parts of STAGE_BYTES
+# cannot hold (f32 past 131072, two streamed inputs past 131072 bf16) or
+# whose length is not a multiple of C x STAGE_THREADS vectors are split in
+# registers or looped as before.
 MIN_STAGED_ROW = 32768
 STAGE_BYTES = 64 * 1024
 STAGE_THREADS = 256
@@ -195,8 +201,7 @@ def simt_reduce_staged(problem, facts, width, n):
     parts' vectors)."""
     if problem.arch not in SPLIT_ARCHS:
         return None
-    x = problem.anchor_inputs[0]
-    row_bytes = sum(n * t.element_bytes for t in problem.inputs if t.shape == x.shape)
+    row_bytes = sum(n * t.element_bytes for t in _streamed(problem))
     split = 2
     while split <= MAX_ROW_SPLIT:
         if row_bytes <= split * STAGE_BYTES:

@@ -154,8 +154,8 @@ class _SplitRow(rowwise._Row):
     def start(self, block, thread):
         """Rank, lane and cluster of the block; the program runs on the
         cluster's row (one row per cluster)."""
-        rank = arith.remui(block, _index(self.cluster))
-        lane = arith.addi(arith.muli(rank, _index(self.in_block)), thread)
+        self.rank = arith.remui(block, _index(self.cluster))
+        lane = arith.addi(arith.muli(self.rank, _index(self.in_block)), thread)
         self.cluster_id = arith.divui(block, _index(self.cluster))
         self.at(self.cluster_id, lane, thread)
         i64 = ir.IntegerType.get_signless(64)
@@ -392,8 +392,7 @@ class _StagedRow(_SplitRow):
 
     def start(self, block, thread):
         super().start(block, thread)
-        rank = arith.remui(block, _index(self.cluster))
-        self.part0 = arith.muli(rank, _index(self.part))
+        self.part0 = arith.muli(self.rank, _index(self.part))
         self._stage()
 
     def _stage(self):
@@ -402,10 +401,8 @@ class _StagedRow(_SplitRow):
         waits for them."""
         i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
         barrier = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), self.barrier)
-        parts = []
-        for buffer, exprs, tile in self.stages.values():
-            elt = ir.MemRefType(buffer.type).element_type
-            parts.append((buffer, exprs, tile, irutil.element_bytes(elt)))
+        parts = [(buffer, tile, irutil.element_bytes(ir.MemRefType(tile.type).element_type))
+                 for buffer, _, tile in self.stages.values()]
         total = sum(self.part * size for *_, size in parts)
         first = arith.cmpi(arith.CmpIPredicate.eq, self.local, _index(0))
         guard = scf.IfOp(first)
@@ -413,7 +410,7 @@ class _StagedRow(_SplitRow):
             nvvm.MBarrierInitOp(barrier, arith.constant(i32, 1))
             nvvm.FenceMbarrierInitOp()
             nvvm.MBarrierArriveExpectTxOp(None, barrier, arith.constant(i32, total))
-            for buffer, exprs, tile, size in parts:
+            for buffer, tile, size in parts:
                 # Element (row, part0) of the buffer (identity layout: rows x N).
                 at = arith.addi(arith.muli(self.row, _index(self.shape.n)), self.part0)
                 src = arith.addi(

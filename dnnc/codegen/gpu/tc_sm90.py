@@ -273,9 +273,6 @@ def _shared_ptr(address_i64):
     return llvm.inttoptr(_ptr(3), address_i64)
 
 
-_wait = irutil.mbarrier_wait
-
-
 # ----------------------------------------------------------------------------
 # Operand loaders
 
@@ -665,7 +662,7 @@ class Builder:
                 s, parity = self._slot(g)
                 # A fresh barrier counts as completed in the phase before
                 # its first: the first pass over the ring does not wait.
-                _wait(self._empty(s), arith.xori(parity, _i(1)))
+                irutil.mbarrier_wait(self._empty(s), arith.xori(parity, _i(1)))
                 full = self._full(s)
                 nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
                 k0 = _to_i32(arith.muli(kt, _idx(tile.k)))
@@ -709,7 +706,7 @@ class Builder:
 
         def step(kt, acc, g, first=None):
             s, parity = self._slot(g)
-            _wait(self._full(s), parity)
+            irutil.mbarrier_wait(self._full(s), parity)
             stage = self._stage_address(s)
             a_tile = arith.addi(stage, a_row_offset)
             b_tile = arith.addi(stage, _i(self.a.tile_bytes, 64))
