@@ -154,8 +154,8 @@ class _SplitRow(rowwise._Row):
     def start(self, block, thread):
         """Rank, lane and cluster of the block; the program runs on the
         cluster's row (one row per cluster)."""
-        self.rank = arith.remui(block, _index(self.cluster))
-        lane = arith.addi(arith.muli(self.rank, _index(self.in_block)), thread)
+        rank = arith.remui(block, _index(self.cluster))
+        lane = arith.addi(arith.muli(rank, _index(self.in_block)), thread)
         self.cluster_id = arith.divui(block, _index(self.cluster))
         self.at(self.cluster_id, lane, thread)
         i64 = ir.IntegerType.get_signless(64)
@@ -392,7 +392,9 @@ class _StagedRow(_SplitRow):
 
     def start(self, block, thread):
         super().start(block, thread)
-        self.part0 = arith.muli(self.rank, _index(self.part))
+        # The rank again (CSE merges it with _SplitRow.start's), after the row.
+        rank = arith.remui(block, _index(self.cluster))
+        self.part0 = arith.muli(rank, _index(self.part))
         self._stage()
 
     def _stage(self):
