@@ -227,12 +227,14 @@ def simt_reduce_staged(problem, facts, width, n):
 # are split over G blocks so that the grid is COLUMN_BLOCKS_PER_SM blocks
 # per SM: resident at once, every block folds the same number of rows, so
 # they finish together; more splits would only add partials to write and
-# sum (G x N x 4 bytes each way). Measured on an H200, 16384 x 4096 bf16:
-# the rows launch takes 36-39 us whether G is 16 or 128, unroll 4 or 16,
-# blocks 32x8 or 512x2; the finish 3.7 us at G = 32, 6 us at G = 128. A
-# column of blocks that reads at most COLUMN_ONE_SPLIT
+# sum (G x N x 4 bytes each way). The last block of a column of blocks sums
+# its partials in the same launch. Measured on an H200, 16384 x 4096 bf16:
+# the rows take 36-39 us whether G is 16 or 128, unroll 4 or 16, blocks
+# 32x8 or 512x2; with the partials' sum the whole is 44.0 us at G = 16,
+# 44.6-45.4 at 32, 45.2-45.9 at 64, 46.7 at 8 (a second launch for the
+# sum: 44.5 at 16). A column of blocks that reads at most COLUMN_ONE_SPLIT
 # bytes is not split: one block reads that in about the time a second
-# launch would take to start.
+# launch would take to start (measured when the sum was one).
 COLUMN_OPS = ("reduction",)
 COLUMN_THREADS = 256
 COLUMN_UNROLL = 8
@@ -277,7 +279,7 @@ def simt_reduce_columns(problem, rows, extent):
     tile = -(-extent // splits)
     tile = -(-tile // step) * step  # whole steps of Ty x unroll rows
     splits = -(-extent // tile)
-    then = "; the partials summed in a second launch" if splits > 1 else ""
+    then = "; the last block of a column sums its partials" if splits > 1 else ""
     return Config("simt-reduce-columns", (tx, ty, 1), tile=(tile,), vector=width, unroll=unroll,
                   reason=f"{problem.anchor}: {rows} columns of {extent}: {across}x{splits} "
                          f"blocks of {tx}x{ty}, vectors of {width}, {unroll} rows in flight "

@@ -1,10 +1,11 @@
 """The simt-reduce-columns strategy: a kernel that reduces the leading dims
 of its loops and keeps the innermost (the bias gradient of a linear layer,
 Σ_rows dy; a norm's dgamma, Σ_rows dy·x̂) becomes a "column program": one
-``gpu.launch`` that reads the rows once and writes per-block partials, and
-one that sums them (dnn-reduce-columns). It is simt-reduce's transpose
-(rowwise.py): there a row is folded by the threads of a block, here each
-thread folds its columns down a slice of the rows.
+``gpu.launch`` that reads the rows once, each block writing its partials
+and the last block of each column of blocks summing them
+(dnn-reduce-columns). It is simt-reduce's transpose (rowwise.py): there a
+row is folded by the threads of a block, here each thread folds its columns
+down a slice of the rows.
 
 What the kernel is made of, after bufferization: ``linalg.generic`` ops over
 ``R x N`` (R, the leading dims, are reduced; N, the innermost, is kept):
@@ -44,12 +45,18 @@ reduction's result exists only once every row is folded. Then it emits:
 2. **Partials** (G > 1): each block writes its ``V`` sums per reduction to
    an f32 workspace ``[G, N]`` (a ``memref.alloc`` in the kernel function:
    workspace memory in the launch plan).
-3. **Finish** (a second launch, one thread per column): sums the G partials
-   of its column in order ``g = 0, 1, ...`` (loads in groups of 16 in
-   flight), combines the sum with the accumulator's value before the
-   reduction (its fill), then runs the column statements and stores the
+3. **Finish**, in the same launch (G > 1): after a barrier, thread (0, 0)
+   of each block fences, adds 1 to its column of blocks' arrival count (an
+   i32 workspace ``[grid x]``, zero between calls) and fences again. The
+   block that counts last puts the count back to zero and sums the G
+   partials of its columns: row lane ``ty`` folds partials ``ty, ty + Ty,
+   ...`` in order, and the lanes are combined through shared memory in the
+   order of ty. It combines the sum with the accumulator's value before
+   the reduction (its fill), then runs the column statements and stores the
    kernel's outputs. With G = 1 the blocks' ``ty = 0`` threads finish their
-   ``V`` columns themselves and there is one launch.
+   ``V`` columns themselves. (``Finish`` below is the same sum as a second
+   launch, one thread per column, for rowcolumns.py, whose blocks each
+   write partials of every column.)
 
 No float atomics and a fixed order everywhere: the result is the same bits
 on every run. Positions past N (N / V not a multiple of Tx) read the last
@@ -87,12 +94,27 @@ After::
         ... 8 slots per column summed in the order of ty ...
         vector.store %sums, %part[%by, %j] : memref<16x4096xf32>, vector<8xf32>
       }
-    }
-    gpu.launch blocks(%b, ...) in (%c32, %c1, %c1) threads(%t, ...) in (%c128, %c1, %c1) {
-      %p0 = memref.load %part[%c0, %col] ... %p15 = memref.load %part[%c15, %col]
-      ... arith.addf of the 16, in order ...
-      %y = arith.truncf (arith.addf %sum, %zero) : f32 to bf16
-      memref.store %y, %y_buf[%c0, %col] : memref<1x4096xbf16>
+      gpu.barrier
+      scf.if %tx == 0 && %ty == 0 {
+        llvm.fence syncscope("device") acq_rel
+        %before = memref.atomic_rmw addi %c1_i32, %count[%bx] : (i32, memref<16xi32>) -> i32
+        llvm.fence syncscope("device") acq_rel
+        memref.store %before, %ticket[%c0]          // workgroup memory
+      }
+      gpu.barrier
+      scf.if %ticket[0] == 15 {                     // the last of 16 blocks
+        ... %count[%bx] = 0 ...
+        %p = vector.load %part[%ty, %j] ... %q = vector.load %part[%ty + 8, %j] ...
+        ... %p + %q into the row lane's slots ...
+      }
+      gpu.barrier
+      scf.if %ticket[0] == 15 {
+        scf.if %ty == 0 {
+          ... 8 slots per column summed in the order of ty, + 0.0 (the fill) ...
+          %y = arith.truncf ... : vector<8xf32> to vector<8xbf16>
+          vector.store %y, %y_buf[%c0, %j] : memref<1x4096xbf16>, vector<8xbf16>
+        }
+      }
     }
 
 Anything else (a reduction over other dims, a reduction's result read over
@@ -107,7 +129,7 @@ import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, llvm, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil, loops
 from dnnc.codegen.gpu.rowwise import combine, combiner, erase_statements
@@ -119,6 +141,21 @@ SHARED_BYTES = 48 * 1024  # static shared memory of a block
 MAX_SPLITS = 65535        # grid y
 
 _index = irutil.index
+
+
+def _i32(n):
+    return arith.constant(ir.IntegerType.get_signless(32), n)
+
+
+def _fence():
+    """A GPU-scope acquire-release fence (PTX ``fence.acq_rel.gpu``): after
+    the block's barrier, it orders every thread's earlier stores (the
+    barrier makes them the fencing thread's) before what follows."""
+    llvm.fence(llvm.AtomicOrdering.acq_rel, syncscope="device")
+
+
+def _workgroup():
+    return ir.Attribute.parse("#gpu.address_space<workgroup>")
 
 
 class NotAColumnProgram(Exception):
@@ -339,6 +376,7 @@ class _Emitter:
         self.splits = -(-shape.count // tile)
         self.f32 = ir.F32Type.get()
         self.partials = []
+        self.arrivals = None   # G > 1: an i32 count per column of blocks, zero between calls
 
     # -- values --------------------------------------------------------------
 
@@ -542,28 +580,35 @@ class _Emitter:
                               (_index(self.tx), _index(self.ty), _index(1)))
         created.append(launch.operation)
         block = launch.regions[0].blocks[0]
-        smem = None
+        shared = []
         if self.ty > 1:
             size = len(self.program.reductions) * self.ty * self.tx * self.width
+            shared.append(ir.MemRefType.get([size], self.f32, memory_space=_workgroup()))
+        if self.splits > 1:
+            shared.append(ir.MemRefType.get([1], ir.IntegerType.get_signless(32),
+                                            memory_space=_workgroup()))
+        if shared:
             launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(64), 1)
-            smem = block.add_argument(ir.MemRefType.get(
-                [size], self.f32,
-                memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")),
-                launch.location)
+                ir.IntegerType.get_signless(64), len(shared))
+        buffers = [block.add_argument(t, launch.location) for t in shared]
+        smem = buffers[0] if self.ty > 1 else None
+        ticket = buffers[-1] if self.splits > 1 else None
         with ir.InsertionPoint(block):
             terminator = gpu.TerminatorOp()
         with ir.InsertionPoint(terminator):
-            self.rows_body(list(block.arguments), smem)
+            self.rows_body(list(block.arguments), smem, ticket)
 
-    def rows_body(self, args, smem):
+    def rows_body(self, args, smem, ticket):
         bx, by, tx, ty = args[0], args[1], args[3], args[4]
         j, inside = self.column(bx, tx)
         accs = self.fold_block(by, ty, j, inside)
         if smem is None:
             self.settle(accs, j, inside, by)
         else:
-            self.combine_lanes(accs, smem, bx, by, tx, ty)
+            self.combine_lanes(accs, smem, bx, tx, ty, lambda totals, j: self.settle(
+                totals, j, None, by))
+        if self.splits > 1:
+            self.sum_if_last(bx, tx, ty, smem, ticket)
 
     def fold_block(self, by, ty, j, inside):
         """1. The thread's sums of its columns over its rows of block ``by``:
@@ -606,9 +651,16 @@ class _Emitter:
         points, memos = self.load_rows(rows, j)
         return self.fold_loaded(points, memos, valid, inside, accs)
 
-    def combine_lanes(self, accs, smem, bx, by, tx, ty):
+    def combine_lanes(self, accs, smem, bx, tx, ty, then):
         """2. The block's Ty sums of a column, through shared memory, summed
-        by its ty = 0 thread in the order of ty (deterministic). Slot of
+        by its ty = 0 thread in the order of ty (deterministic), which calls
+        ``then(totals, j)`` with them where its columns are inside N."""
+        self.to_slots(accs, smem, tx, ty)
+        gpu.BarrierOp()
+        self.from_slots(smem, bx, tx, ty, then)
+
+    def to_slots(self, accs, smem, tx, ty):
+        """Each thread's sums into its shared-memory slots. Slot of
         (reduction k, row lane y, column thread x, lane l):
         ((k * Ty + y) * Tx + x) * V + l."""
         stride = self.tx * self.width
@@ -617,7 +669,11 @@ class _Emitter:
             mine = arith.addi(row, arith.muli(tx, _index(self.width)))
             for lane, value in enumerate(acc):
                 memref.store(value, smem, [arith.addi(mine, _index(lane)) if lane else mine])
-        gpu.BarrierOp()
+
+    def from_slots(self, smem, bx, tx, ty, then):
+        """The ty = 0 threads' sums of the slots of their columns, in the
+        order of ty (after a barrier)."""
+        stride = self.tx * self.width
         # Recomputed from the launch's ids: nothing crosses the barrier in registers.
         j, inside = self.column(bx, tx)
         first = arith.cmpi(arith.CmpIPredicate.eq, ty, _index(0))
@@ -636,7 +692,7 @@ class _Emitter:
                         total = value if total is None else combine(name, total, value)
                     lanes.append(total)
                 totals.append(lanes)
-            self.settle(totals, j, None, by)
+            then(totals, j)
             scf.YieldOp([])
 
     def settle(self, totals, j, inside, by):
@@ -655,6 +711,130 @@ class _Emitter:
             vec = vector.from_elements(ir.VectorType.get([self.width], self.f32), lanes)
             vector.store(vec, self.partials[k], [by, j],
                          alignment=_alignment(self.width, self.f32))
+
+    def sum_if_last(self, bx, tx, ty, smem, ticket):
+        """3'. G > 1: the last block of a column of blocks to write its
+        partials sums the G partials of its columns and finishes them, in
+        the same launch.
+
+        After the block's barrier, thread (0, 0) fences (GPU scope,
+        acquire-release: the barrier makes the block's partial stores its
+        own), adds 1 to the column's arrival count, fences again (the other
+        blocks' partials, for the last), and leaves the count it found in
+        shared memory.
+        The block that finds G - 1 puts the count back to zero for the next
+        call (the runtime zeroes the workspace once) and reads the
+        partials: row lane ``ty`` folds partials ty, ty + Ty, ... in order,
+        and the lanes are combined through shared memory in the order of
+        ty, so the sum does not depend on which block came last. The other
+        blocks are done. Barriers stay at the launch's top level, executed
+        by every block."""
+        gpu.BarrierOp()
+        first = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, tx, _index(0)),
+                           arith.cmpi(arith.CmpIPredicate.eq, ty, _index(0)))
+        count = scf.IfOp(first)
+        with ir.InsertionPoint(count.then_block):
+            _fence()
+            before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i32(1), self.arrivals, [bx])
+            _fence()
+            memref.store(before, ticket, [_index(0)])
+            scf.YieldOp([])
+        gpu.BarrierOp()
+
+        def if_last(body):
+            last = arith.cmpi(arith.CmpIPredicate.eq, memref.load(ticket, [_index(0)]),
+                              _i32(self.splits - 1))
+            branch = scf.IfOp(last)
+            with ir.InsertionPoint(branch.then_block):
+                body()
+                scf.YieldOp([])
+
+        def fold():
+            first = arith.andi(arith.cmpi(arith.CmpIPredicate.eq, tx, _index(0)),
+                               arith.cmpi(arith.CmpIPredicate.eq, ty, _index(0)))
+            reset = scf.IfOp(first)
+            with ir.InsertionPoint(reset.then_block):
+                memref.store(_i32(0), self.arrivals, [bx])
+                scf.YieldOp([])
+            j, inside = self.column(bx, tx)
+            sums = self.fold_partials(j, ty)
+            if smem is not None:
+                self.to_slots(sums, smem, tx, ty)
+                return
+            point = _Point(None, j, self.width)
+            if inside is None:
+                self.finish(point, lambda k: sums[k])
+                return
+            branch = scf.IfOp(inside)
+            with ir.InsertionPoint(branch.then_block):
+                self.finish(point, lambda k: sums[k])
+                scf.YieldOp([])
+
+        if_last(fold)
+        if smem is not None:
+            gpu.BarrierOp()
+            if_last(lambda: self.from_slots(smem, bx, tx, ty, lambda totals, j: self.finish(
+                _Point(None, j, self.width), lambda k: totals[k])))
+
+    def fold_partials(self, j, ty):
+        """Row lane ``ty``'s fold of partials ty, ty + Ty, ... (in order) at
+        the ``V`` columns from ``j``: per reduction, per lane.
+        PARTIALS_IN_FLIGHT loads at a time; a partial past G (G not a
+        multiple of Ty) reads the last one and is selected away."""
+        per_lane = -(-self.splits // self.ty)
+        names = [combiner(s.op, NotAColumnProgram)[0] for s, _ in self.program.reductions]
+
+        ragged = self.splits % self.ty != 0
+
+        def group(accs, first, count, guarded):
+            """Fold partials ``first`` .. ``first + count - 1`` of the lane
+            (indices into its sequence); ``guarded``: those that may be past G."""
+            loaded = []
+            for m in range(count):
+                at = arith.addi(first, _index(m)) if m else first
+                g = arith.addi(ty, arith.muli(at, _index(self.ty)))
+                valid = None
+                if ragged and m in guarded:
+                    valid = arith.cmpi(arith.CmpIPredicate.ult, g, _index(self.splits))
+                    g = arith.minui(g, _index(self.splits - 1))
+                loaded.append((valid, [self.load_partial(k, g, j) for k in range(len(names))]))
+            for valid, values in loaded:
+                for k, name in enumerate(names):
+                    folded = [combine(name, a, v) for a, v in zip(accs[k], values[k])]
+                    if valid is not None:
+                        folded = [arith.select(valid, f, a) for f, a in zip(folded, accs[k])]
+                    accs[k] = folded
+            return accs
+
+        accs = [[self.identity(s)] * self.width for s, _ in self.program.reductions]
+        in_flight = PARTIALS_IN_FLIGHT
+        if per_lane <= 4 * in_flight:
+            for m in range(0, per_lane, in_flight):
+                count = min(in_flight, per_lane - m)
+                accs = group(accs, _index(m), count, {per_lane - 1 - m})
+            return accs
+        whole = per_lane // in_flight
+        n = len(accs) * self.width
+        loop = scf.ForOp(_index(0), _index(whole), _index(1), [a for acc in accs for a in acc])
+        with ir.InsertionPoint(loop.body):
+            first = arith.muli(loop.induction_variable, _index(in_flight))
+            folded = group(self.unflatten(list(loop.inner_iter_args)), first, in_flight,
+                           set(range(in_flight)) if per_lane % in_flight == 0 else set())
+            scf.YieldOp([a for acc in folded for a in acc])
+        accs = self.unflatten(list(loop.results)[:n])
+        if per_lane % in_flight:
+            accs = group(accs, _index(whole * in_flight), per_lane % in_flight,
+                         {per_lane % in_flight - 1})
+        return accs
+
+    def load_partial(self, k, g, j):
+        """Partial ``g`` of reduction ``k`` at the ``V`` columns from ``j``."""
+        buffer = self.partials[k]
+        if self.width == 1:
+            return [memref.load(buffer, [g, j])]
+        raw = vector.load(ir.VectorType.get([self.width], self.f32), buffer, [g, j],
+                          alignment=_alignment(self.width, self.f32))
+        return [vector.extract(raw, [], [lane]) for lane in range(self.width)]
 
     def identity(self, stmt):
         _, value = combiner(stmt.op, NotAColumnProgram)
@@ -804,9 +984,10 @@ def build(fn, width, block, unroll, tile=None):
                                                            emitter.f32), [], [])
                     created.append(alloc.owner)
                     emitter.partials.append(alloc)
+                emitter.arrivals = memref.alloc(ir.MemRefType.get(
+                    [-(-emitter.vectors // emitter.tx)], ir.IntegerType.get_signless(32)), [], [])
+                created.append(emitter.arrivals.owner)
             emitter.rows_launch(created)
-            if emitter.splits > 1:
-                emitter.finish_launch(created)
         except NotAColumnProgram:
             for op in reversed(created):
                 op.erase()

@@ -2,8 +2,9 @@
 // leading dims that keeps the innermost, to a column program: threads fold
 // 16-byte vectors of columns down their rows (a block of 4 x 8 threads,
 // 16 rows a block, 2 rows a step), the 8 row lanes of a block are summed
-// through shared memory, and with the rows split over several blocks a
-// second launch sums their partials in order and casts.
+// through shared memory, and with the rows split over several blocks each
+// writes its partials; the last block of a column of blocks to count its
+// arrival sums the partials in order, in the same launch, and casts.
 // A kernel that is not a column program goes to simt-generic, with the reason.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-columns,canonicalize,cse)' | FileCheck %s
@@ -12,7 +13,9 @@
 //  CHECK-SAME:     %[[X:.*]]: memref<64x32xbf16>, %[[Y:.*]]: memref<1x32xbf16>)
 //  CHECK-SAME:     strategy = "simt-reduce-columns"
 //       CHECK:   %[[PART:.*]] = memref.alloc() : memref<4x32xf32>
-//       CHECK:   gpu.launch blocks(%{{.*}}, %[[BY:.*]], %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in ({{.*}} = %c4, {{.*}} = %c8, {{.*}} = %c1) workgroup(%[[SMEM:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
+//       CHECK:   %[[COUNT:.*]] = memref.alloc() : memref<1xi32>
+//   One column of blocks: its arrival count is at 0.
+//       CHECK:   gpu.launch blocks(%{{.*}}, %[[BY:.*]], %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in ({{.*}} = %c4, {{.*}} = %c8, {{.*}} = %c1) workgroup(%[[SMEM:.*]] : memref<256xf32, #gpu.address_space<workgroup>>, %[[TICKET:.*]] : memref<1xi32, #gpu.address_space<workgroup>>)
 //       CHECK:     %[[J:.*]] = arith.muli %[[TX]], %c8 : index
 //       CHECK:     %[[V0:.*]] = vector.load %[[X]][%{{.*}}, %[[J]]] {alignment = 16 : i64} : memref<64x32xbf16>, vector<8xbf16>
 //       CHECK:     %[[V1:.*]] = vector.load %[[X]][%{{.*}}, %[[J]]] {alignment = 16 : i64} : memref<64x32xbf16>, vector<8xbf16>
@@ -25,19 +28,32 @@
 //  CHECK-NEXT:       memref.load %[[SMEM]][%[[J]]]
 //       CHECK:       %[[SUMS:.*]] = vector.from_elements {{.*}} : vector<8xf32>
 //  CHECK-NEXT:       vector.store %[[SUMS]], %[[PART]][%[[BY]], %[[J]]] {alignment = 16 : i64} : memref<4x32xf32>, vector<8xf32>
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if
+//  CHECK-NEXT:       llvm.fence syncscope("device") acq_rel
+//  CHECK-NEXT:       %[[BEFORE:.*]] = memref.atomic_rmw addi %c1_i32, %[[COUNT]][%c0] : (i32, memref<1xi32>) -> i32
+//  CHECK-NEXT:       llvm.fence syncscope("device") acq_rel
+//  CHECK-NEXT:       memref.store %[[BEFORE]], %[[TICKET]][%c0]
+//       CHECK:     gpu.barrier
+//  CHECK-NEXT:     %[[T:.*]] = memref.load %[[TICKET]][%c0]
+//  CHECK-NEXT:     %[[LAST:.*]] = arith.cmpi eq, %[[T]], %c3_i32 : i32
+//  CHECK-NEXT:     scf.if %[[LAST]] {
+//       CHECK:       memref.store %c0_i32, %[[COUNT]][%c0] : memref<1xi32>
+//   Row lane ty folds partial ty (of 4; lanes 4 to 7 have none).
+//       CHECK:       %[[OK:.*]] = arith.cmpi ult, %[[TY]], %c4 : index
+//  CHECK-NEXT:       %[[G:.*]] = arith.minui %[[TY]], %c3 : index
+//  CHECK-NEXT:       vector.load %[[PART]][%[[G]], %[[J]]] {alignment = 16 : i64} : memref<4x32xf32>, vector<8xf32>
+//       CHECK:       arith.select %[[OK]]
+//       CHECK:       memref.store %{{.*}}, %[[SMEM]]
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if %{{.*}} {
+//  CHECK-NEXT:       scf.if %[[FIRST]] {
+//       CHECK:         %[[S:.*]] = arith.addf
+//       CHECK:         arith.truncf
+//       CHECK:         %[[OUT:.*]] = vector.from_elements {{.*}} : vector<8xbf16>
+//  CHECK-NEXT:         vector.store %[[OUT]], %[[Y]][%c0, %[[J]]] {alignment = 16 : i64} : memref<1x32xbf16>, vector<8xbf16>
 //       CHECK:     gpu.terminator
-//       CHECK:   gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[COL:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c32, {{.*}} = %c1, {{.*}} = %c1) {
-//  CHECK-NEXT:     %[[P0:.*]] = memref.load %[[PART]][%c0, %[[COL]]] : memref<4x32xf32>
-//  CHECK-NEXT:     %[[P1:.*]] = memref.load %[[PART]][%c1, %[[COL]]] : memref<4x32xf32>
-//  CHECK-NEXT:     %[[P2:.*]] = memref.load %[[PART]][%c2, %[[COL]]] : memref<4x32xf32>
-//  CHECK-NEXT:     %[[P3:.*]] = memref.load %[[PART]][%c3, %[[COL]]] : memref<4x32xf32>
-//  CHECK-NEXT:     %[[S1:.*]] = arith.addf %[[P0]], %[[P1]] : f32
-//  CHECK-NEXT:     %[[S2:.*]] = arith.addf %[[S1]], %[[P2]] : f32
-//  CHECK-NEXT:     %[[S3:.*]] = arith.addf %[[S2]], %[[P3]] : f32
-//  CHECK-NEXT:     %[[S:.*]] = arith.addf %[[S3]], %{{.*}} : f32
-//  CHECK-NEXT:     %[[B:.*]] = arith.truncf %[[S]] : f32 to bf16
-//  CHECK-NEXT:     memref.store %[[B]], %[[Y]][%c0, %[[COL]]] : memref<1x32xbf16>
-//  CHECK-NEXT:     gpu.terminator
+//   CHECK-NOT:   gpu.launch
 //   CHECK-NOT:   linalg.generic
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
