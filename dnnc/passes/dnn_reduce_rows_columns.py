@@ -44,7 +44,10 @@ After::
       gpu.barrier
       ... memref.store of the block's sums into %part[%g, %c] ...
     }
-    gpu.launch ... { ... the 4 partials of a column summed in order, cast, stored ... }
+    gpu.launch ... threads(%tx, %ty, ...) in (%c32, %c4, %c1) {
+      ... row lane %ty loads partial %ty of its 16-byte vector of columns ...
+      ... the 4 lanes added in order through shared memory, cast, stored ...
+    }
 
 Lit test: test/lit/passes/dnn_reduce_rows_columns.mlir.
 """

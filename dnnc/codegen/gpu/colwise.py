@@ -54,9 +54,9 @@ reduction's result exists only once every row is folded. Then it emits:
    order of ty. It combines the sum with the accumulator's value before
    the reduction (its fill), then runs the column statements and stores the
    kernel's outputs. With G = 1 the blocks' ``ty = 0`` threads finish their
-   ``V`` columns themselves. (``Finish`` below is the same sum as a second
-   launch, one thread per column, for rowcolumns.py, whose blocks each
-   write partials of every column.)
+   ``V`` columns themselves. (``Finish`` below is the same sum as a launch
+   of its own, blocks of Tx x Ty threads over 16-byte vectors of partials,
+   for rowcolumns.py, whose blocks each write partials of every column.)
 
 No float atomics and a fixed order everywhere: the result is the same bits
 on every run. Positions past N (N / V not a multiple of Tx) read the last
@@ -135,7 +135,7 @@ from dnnc.codegen.gpu import irutil, loops
 from dnnc.codegen.gpu.rowwise import combine, combiner, erase_statements
 from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
 
-FINISH_THREADS = 128
+FINISH_THREADS = 256      # threads of a block of the finish launch (Finish)
 PARTIALS_IN_FLIGHT = 16   # partial loads a finishing thread issues before it adds them
 SHARED_BYTES = 48 * 1024  # static shared memory of a block
 MAX_SPLITS = 65535        # grid y
@@ -847,55 +847,43 @@ class _Emitter:
     # -- the finish launch ---------------------------------------------------
 
     def finish_launch(self, created):
-        n = self.shape.n
-        threads = min(FINISH_THREADS, -(-n // 32) * 32)
-        blocks = -(-n // threads)
-        launch = gpu.LaunchOp((_index(blocks), _index(1), _index(1)),
-                              (_index(threads), _index(1), _index(1)))
+        """The finish as a launch of its own (``Finish``): blocks of Tx x Ty
+        threads, each row lane folding every Ty-th partial of its ``V``
+        columns (fold_partials), the lanes combined in order (combine_lanes),
+        then the column statements."""
+        grid = -(-self.vectors // self.tx)
+        launch = gpu.LaunchOp((_index(grid), _index(1), _index(1)),
+                              (_index(self.tx), _index(self.ty), _index(1)))
         created.append(launch.operation)
         block = launch.regions[0].blocks[0]
+        smem = None
+        if self.ty > 1:
+            size = len(self.program.reductions) * self.ty * self.tx * self.width
+            launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
+                ir.IntegerType.get_signless(64), 1)
+            smem = block.add_argument(ir.MemRefType.get([size], self.f32,
+                                                        memory_space=_workgroup()),
+                                      launch.location)
         with ir.InsertionPoint(block):
             terminator = gpu.TerminatorOp()
         with ir.InsertionPoint(terminator):
             args = list(block.arguments)
-            col = arith.addi(arith.muli(args[0], _index(threads)), args[3])
-            if blocks * threads == n:
-                self.finish(_Point(None, col, 1), lambda k: [self.sum_partials(k, col)])
-                return
-            branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, col, _index(n)))
-            with ir.InsertionPoint(branch.then_block):
-                self.finish(_Point(None, col, 1), lambda k: [self.sum_partials(k, col)])
-                scf.YieldOp([])
+            bx, tx, ty = args[0], args[3], args[4]
+            j, inside = self.column(bx, tx)
+            sums = self.fold_partials(j, ty)
 
-    def sum_partials(self, k, col):
-        """Partial 0 + partial 1 + ... of reduction ``k`` at column ``col``,
-        in that order; PARTIALS_IN_FLIGHT loads at a time."""
-        name, _ = combiner(self.program.reductions[k][0].op, NotAColumnProgram)
-        buffer = self.partials[k]
+            def then(totals, j):
+                self.finish(_Point(None, j, self.width), lambda k: totals[k])
 
-        def fold(total, first, count):
-            loaded = [memref.load(buffer, [arith.addi(first, _index(g)) if g else first, col])
-                      for g in range(count)]
-            for value in loaded:
-                total = value if total is None else combine(name, total, value)
-            return total
-
-        group = PARTIALS_IN_FLIGHT
-        if self.splits <= 4 * group:
-            total = None
-            for g in range(0, self.splits, group):
-                total = fold(total, _index(g), min(group, self.splits - g))
-            return total
-        whole = self.splits // group
-        loop = scf.ForOp(_index(0), _index(whole), _index(1),
-                         [self.identity(self.program.reductions[k][0])])
-        with ir.InsertionPoint(loop.body):
-            first = arith.muli(loop.induction_variable, _index(group))
-            scf.YieldOp([fold(loop.inner_iter_args[0], first, group)])
-        total = loop.results[0]
-        if self.splits % group:
-            total = fold(total, _index(whole * group), self.splits % group)
-        return total
+            if smem is not None:
+                self.combine_lanes(sums, smem, bx, tx, ty, then)
+            elif inside is None:
+                then(sums, j)
+            else:
+                branch = scf.IfOp(inside)
+                with ir.InsertionPoint(branch.then_block):
+                    then(sums, j)
+                    scf.YieldOp([])
 
     def finish(self, point, total_of):
         """Each reduction's result (the sum of its rows, ``total_of(k)`` per
@@ -931,7 +919,17 @@ class Finish:
         if program.row_stores:
             raise NotAColumnProgram("an output over the rows beside the column sums")
         self.reductions = [s.op for s, _ in program.reductions]
-        self._emitter = _Emitter(program, self.shape, 1, (1, 1), 1, tile or self.shape.count)
+        tile = tile or self.shape.count
+        width = 16 // 4   # 16 bytes of f32 partials
+        while self.shape.n % width:
+            width //= 2
+        vectors, tx = self.shape.n // width, 1
+        while tx < 32 and tx < vectors:
+            tx *= 2
+        splits, ty = -(-self.shape.count // tile), 1
+        while ty < FINISH_THREADS // tx and ty < splits:
+            ty *= 2
+        self._emitter = _Emitter(program, self.shape, width, (tx, ty), 1, tile)
         self.splits = self._emitter.splits
 
     def allocate(self, created):

@@ -31,9 +31,11 @@ row) and ``k`` column reductions:
 3. **Partials**: after a barrier, the block's threads sum each column's
    ``W`` slots in the order of ``w`` into the f32 workspace ``[G, N]``
    (``G = ceil(R / B)``), one partial row per reduction.
-4. **Finish** (colwise.Finish, a second launch): a thread per column sums
-   the ``G`` partials in the order of ``g``, combines the sum with the
-   accumulator's fill and runs the column statements (cast, store).
+4. **Finish** (colwise.Finish, a second launch): blocks of Tx x Ty
+   threads, a thread per 16-byte vector of partials; row lane ``y`` sums
+   partials ``y, y + Ty, ...`` in order, the lanes are added in the order of
+   ``y`` through shared memory, and the sum is combined with the
+   accumulator's fill before the column statements (cast, store).
 
 Every sum is taken in a fixed order: the same bits on every run. The rows
 launch reads dy and x once and writes dx: 3 passes over the big tensors,

@@ -3,7 +3,8 @@
 // consecutive rows (2 blocks of 64 threads, a vector of 2 a thread): each
 // row's sum along the row makes y, and the same pass folds x into the
 // block's column sums in dynamic shared memory; the blocks' partials go to a
-// [2, 128] workspace that a second launch sums in order and casts.
+// [2, 128] workspace that a second launch sums in order (a row lane per
+// partial, the lanes added in order) and casts.
 // A kernel that is not such a program goes to simt-generic, with the reason.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-reduce-rows-columns,canonicalize,cse)' | FileCheck %s
@@ -40,13 +41,19 @@
 //  CHECK-NEXT:       %[[V:.*]] = memref.load %[[SUMS]][%[[J]]]
 //  CHECK-NEXT:       memref.store %[[V]], %[[PART]][%[[G]], %[[J]]] : memref<2x128xf32>
 //       CHECK:     gpu.terminator
-//       CHECK:   gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[COL:.*]], %{{.*}}, %{{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) {
-//  CHECK-NEXT:     %[[P0:.*]] = memref.load %[[PART]][%c0, %[[COL]]] : memref<2x128xf32>
-//  CHECK-NEXT:     %[[P1:.*]] = memref.load %[[PART]][%c1, %[[COL]]] : memref<2x128xf32>
-//  CHECK-NEXT:     %[[S1:.*]] = arith.addf %[[P0]], %[[P1]] : f32
-//       CHECK:     %[[B:.*]] = arith.truncf %{{.*}} : f32 to bf16
-//  CHECK-NEXT:     memref.store %[[B]], %[[C]][%c0, %[[COL]]] : memref<1x128xbf16>
-//  CHECK-NEXT:     gpu.terminator
+//   The finish: 32 threads over vectors of 4 partials, 2 row lanes, one partial each.
+//       CHECK:   gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in ({{.*}} = %c32, {{.*}} = %c2, {{.*}} = %c1) workgroup(%[[LANES:.*]] : memref<256xf32, #gpu.address_space<workgroup>>) {
+//  CHECK-NEXT:     %[[J:.*]] = arith.muli %[[TX]], %c4 : index
+//  CHECK-NEXT:     vector.load %[[PART]][%[[TY]], %[[J]]] {alignment = 16 : i64} : memref<2x128xf32>, vector<4xf32>
+//       CHECK:     memref.store %{{.*}}, %[[LANES]]
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if
+//       CHECK:       %[[P0:.*]] = memref.load %[[LANES]][%[[J]]]
+//       CHECK:       %[[P1:.*]] = memref.load %[[LANES]]
+//  CHECK-NEXT:       arith.addf %[[P0]], %[[P1]] : f32
+//       CHECK:       %[[B:.*]] = vector.from_elements %{{.*}} : vector<4xbf16>
+//  CHECK-NEXT:       vector.store %[[B]], %[[C]][%c0, %[[J]]] {alignment = 8 : i64} : memref<1x128xbf16>, vector<4xbf16>
+//       CHECK:     gpu.terminator
 //   CHECK-NOT:   linalg.generic
 func.func private @row_and_column_sums(%x: memref<8x128xf32>, %y: memref<8x128xf32>, %c: memref<1x128xbf16>) attributes {dnn.config = {block = [64, 1, 1], strategy = "simt-reduce-rows-columns", tile = [1, 4], vector = 2 : i64}, dnn.kernel} {
   %zero = arith.constant 0.0 : f32
