@@ -38,7 +38,7 @@ __all__ = ["Config", "Problem", "TensorSpec", "IMPLEMENTED", "PLANNED", "problem
 # The rules of each op family (dnnc.dialect's families, plus "generic").
 RULES = {
     "pointwise": pointwise.rank,
-    "tensor": generic.rank_tensor,
+    "tensor": pointwise.rank_tensor,
     "matmul": contraction.rank,
     "conv": contraction.rank,
     "attention": contraction.rank,

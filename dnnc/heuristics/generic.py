@@ -64,9 +64,9 @@ def simt_generic(work, sms, faster, facts, *, ops=None, fallback_of=None):
 
 
 def rank_tensor(problem):
-    """reshape / transpose / slice / concat kernels: copies, one thread per
-    output element (simt-pointwise vectorizes elementwise maps in loop order,
-    which a transpose is not)."""
+    """reshape / transpose / slice / concat kernels as copies, one thread per
+    output element (pointwise.rank_tensor ranks simt-pointwise above these
+    where the innermost dims allow vectors)."""
     work = problem.output_elements
     ops = ", ".join(o for o in problem.ops if o != "constant") or problem.anchor
     return simt_generic(work, problem.sms, None,

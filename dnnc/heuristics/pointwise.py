@@ -18,7 +18,7 @@ keeps one vector per thread, to spread over every SM, in 256-thread blocks
 """
 
 from dnnc.heuristics.config import Config
-from dnnc.heuristics.generic import simt_generic
+from dnnc.heuristics.generic import rank_tensor as simt_tensor, simt_generic
 
 VECTOR_BYTES = 16
 # Vectors per SM beyond which each thread handles two: 8 full waves of
@@ -80,7 +80,12 @@ def rank(problem):
         why = (f"simt-pointwise needs an innermost dim that is a multiple of 2 elements at "
                f"least, got {inner} ({facts})")
         return [c.replace(reason=why + c.reason[c.reason.index(";"):]) for c in generic]
-    vectors = work // width
+    return _vector_configs(problem, facts, width) + generic
+
+
+def _vector_configs(problem, facts, width):
+    """The simt-pointwise configs of ``problem``, by vectors of ``width``."""
+    vectors = problem.output_elements // width
     block = 256 if vectors >= 2 * 256 * problem.sms else 128
     unroll = 1
     if vectors >= UNROLL_VECTORS_PER_SM * problem.sms:
@@ -92,4 +97,19 @@ def rank(problem):
     best = Config("simt-pointwise", (block, 1, 1), vector=width, unroll=unroll, reason=head)
     other = best.replace(unroll=1 if unroll > 1 else 2,
                          reason=f"{facts}: {1 if unroll > 1 else 2} vectors per thread")
-    return [best, other] + generic
+    return [best, other]
+
+
+def rank_tensor(problem):
+    """reshape / transpose / slice / concat kernels: copies. 16-byte vectors
+    along the innermost dim where every innermost dim allows them
+    (dnn-vectorize-pointwise then checks the kernel's maps and views: a
+    transpose that moves the innermost dim, or a slice that starts inside a
+    vector, is handed to simt-generic there, with the reason), else one
+    thread per output element."""
+    generic = simt_tensor(problem)
+    width = usable_width(problem)
+    if width == 1:
+        return generic
+    facts = generic[0].reason[generic[0].reason.index("(") + 1:generic[0].reason.index(")")]
+    return _vector_configs(problem, facts, width) + generic

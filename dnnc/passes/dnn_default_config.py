@@ -1,5 +1,6 @@
 """dnn-default-config: give every kernel function without a ``dnn.config``
-the ``simt-generic`` config.
+a config: ``simt-pointwise`` for a copy that vectorizes, else
+``simt-generic``.
 
 The heuristics (dnn-configure, the ``configured`` stage) choose a config per
 kernel of the fused stage. That config survives to here on the kernel
@@ -11,9 +12,12 @@ honours such a config: it is checked (a bad block or an unknown field is a
 PipelineError naming the kernel) and kept; one without a ``block`` gets this
 pass's. Kernels born in the ``gpu`` stage, after the heuristics ran
 (dnn-host-to-kernels' copies and fills, dnn-io-strides' layout copies), have
-no config: they get the fallback that makes every kernel compilable, a flat
-grid of ``block``-thread blocks, one thread per point of the iteration space
-(see dnn-distribute-loops). Option: ``block`` (threads per block, 1 to 1024;
+no config: a copy whose every op vectorizes (its innermost dim stays
+innermost and contiguous, vectors aligned; dnnc/codegen/gpu/vectorize.py)
+gets ``simt-pointwise`` with vectors of 16 bytes of its widest element, one
+a thread, in ``block``-thread blocks; any other gets the fallback that
+makes every kernel compilable, a flat grid of ``block``-thread blocks, one
+thread per point of the iteration space (see dnn-distribute-loops). Option: ``block`` (threads per block, 1 to 1024;
 default 256).
 
 Before::
@@ -32,12 +36,31 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu import irutil, vectorize
 from dnnc.errors import PipelineError
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-generic"
+VECTOR = "simt-pointwise"
+
+
+def _copy_width(fn):
+    """The vector (16 bytes of its widest element) by which every op of a
+    kernel born in the ``gpu`` stage vectorizes (dnnc/codegen/gpu/vectorize.py:
+    a layout copy whose innermost dim stays innermost and contiguous), else 1."""
+    ops = [op.operation for op in irutil.body(fn).operations]
+    work = [op for op in ops if op.name in ("linalg.copy", "linalg.generic")]
+    views = ("arith.constant", "func.return", "memref.subview", "memref.collapse_shape",
+             "memref.expand_shape", "memref.cast")
+    if not work or any(op.name not in views for op in ops if op not in work):
+        return 1
+    widest = max(irutil.element_bytes(ir.MemRefType(v.type).element_type)
+                 for op in work for v in op.operands)
+    width = max(1, 16 // widest)
+    if all(vectorize.plan(op, width) is not None for op in work):
+        return width
+    return 1
 
 
 def simt_generic(block):
@@ -61,7 +84,9 @@ class DnnDefaultConfig(DnncPass):
         with module.context:
             for fn in irutil.kernel_functions(module):
                 if irutil.CONFIG_ATTR not in fn.attributes:
-                    fn.attributes[irutil.CONFIG_ATTR] = simt_generic(self.block)
+                    width = _copy_width(fn)
+                    fn.attributes[irutil.CONFIG_ATTR] = simt_generic(self.block) if width == 1 \
+                        else Config(VECTOR, (self.block, 1, 1), vector=width).to_attr()
                     continue
                 attr = ir.DictAttr(fn.attributes[irutil.CONFIG_ATTR])
                 try:

@@ -6,13 +6,16 @@ Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``vector`` is the number of
 elements per load and store, ``unroll`` the vectors each thread handles, and
 ``block[0]`` the threads per block (the vector order depends on it). Every
-top-level ``linalg.generic`` that qualifies becomes an ``scf.parallel`` over
-groups of vectors, which dnn-distribute-loops spreads over blocks and
-threads like any other; one that does not qualify (a transposing map, a
-reduction, an innermost dim that is not a multiple of ``vector``) is left
-to the one-thread-per-element lowering. The heuristics only choose
-simt-pointwise for kernels whose generics qualify; the function records
-how many did as ``dnn.vectorized = [done, total]``.
+top-level ``linalg.generic`` or ``linalg.copy`` that qualifies becomes an
+``scf.parallel`` over groups of vectors, which dnn-distribute-loops spreads
+over blocks and threads like any other; one that does not qualify (a map
+that moves the innermost dim, a reduction, an innermost dim that is not a
+multiple of ``vector``, a slice that starts inside a vector) is left to the
+one-thread-per-element lowering. The function records how many did as
+``dnn.vectorized = [done, total]``. The heuristics choose simt-pointwise
+from shapes alone (a copy's views and maps are not known to them): a
+kernel none of whose ops qualifies is handed to simt-generic, its reason
+saying why.
 
 Before (config ``{block = [128, 1, 1], strategy = "simt-pointwise", vector = 8}``)::
 
@@ -38,7 +41,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil, vectorize
-from dnnc.heuristics.config import kernels_of
+from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-pointwise"
@@ -53,6 +56,9 @@ class DnnVectorizePointwise(DnncPass):
     def run(self, module):
         with module.context, ir.Location.unknown():
             for fn, config in kernels_of(module, STRATEGY):
-                done, total = vectorize.vectorize_function(
+                done, total, why = vectorize.vectorize_ops(
                     fn, config.vector, config.unroll, config.block[0])
                 fn.attributes[DONE_ATTR] = irutil.i64_array([done, total])
+                if total and not done:
+                    fall_back(fn, f"{STRATEGY} does not apply ({why}): simt-generic, one "
+                                  f"thread per element", config.block)

@@ -103,6 +103,24 @@ def tensor_ops():
     return g
 
 
+def copies():
+    """Data movement by 16-byte vectors: a heads transpose, a strided input
+    reshaped, slices and a concat at vector boundaries, a bool transpose;
+    and the copies handed back to one thread per element."""
+    g = dnnc.Graph(io_data_type=BF16)
+    x = g.tensor(name="x", dim=[2, 3, 4, 16])
+    heads = g.tensor(name="heads", dim=[2, 3, 4, 16], stride=[3 * 4 * 16, 16, 3 * 16, 1])
+    a = g.tensor(name="a", dim=[6, 32])
+    outputs(g.transpose(x, [0, 2, 1, 3], name="split_heads"),
+            g.reshape(heads, [2, 3, 64], name="merge_heads"),
+            g.slice(a, [slice(1, 6, 2), slice(8, 24)], name="slice"),
+            g.concat([a, g.slice(a, [slice(None), slice(16, 32)])], axis=1, name="concat"),
+            g.transpose(g.cmp_gt(x, g.constant(0.0)), [1, 0, 2, 3], name="mask_t"),
+            g.transpose(a, [1, 0], name="transpose_inner"),
+            g.slice(a, [slice(None), slice(3, 19)], name="misaligned"))
+    return g
+
+
 def matmul_conv():
     g = dnnc.Graph(io_data_type=F16)
     a = g.tensor(name="a", dim=[2, 3, 13])
@@ -230,7 +248,7 @@ def zero_size():
     return g
 
 
-FAMILIES = {f.__name__: f for f in (pointwise, tensor_ops, matmul_conv, reduce_pool, norms,
+FAMILIES = {f.__name__: f for f in (pointwise, tensor_ops, copies, matmul_conv, reduce_pool, norms,
                                     softmax_attention, channels_last, batchnorm_channels_last,
                                     zero_size)}
 
@@ -432,6 +450,29 @@ def test_every_launch_records_its_config_and_reason():
     plan = str(dnnc_runtime.load(artifact.to_bytes(package)).plan)
     assert plan.count("why: ") == len(by_name)
     assert "why: created by dnn-io-strides after the heuristics" in plan
+
+
+def test_copies_take_vectors_where_the_innermost_dim_stays():
+    """The copies family's kernels: 16-byte vectors (simt-pointwise) for
+    every copy that keeps the innermost dim innermost and aligned, the
+    layout copy of the strided input included; simt-generic, with the
+    reason, for a transpose of the innermost dim and a misaligned slice.
+    (test_gpu_lowering_matches_the_cpu_back_end runs them.)"""
+    package = compile_cuda("copies", "sm_90a")
+    by_name = {}
+    for k in package.kernels:
+        by_name.setdefault(k["name"].split("_", 1)[1], []).append(k)
+    generic = {n for n, ks in by_name.items() if ks[0]["strategy"] == "simt-generic"}
+    assert generic == {"k7_tensor", "k8_tensor"}, by_name
+    assert "the copy moves the innermost dim" in by_name["k7_tensor"][0]["reason"]
+    assert "that breaks vectors of 8" in by_name["k8_tensor"][0]["reason"]
+    assert by_name["load_heads"][0]["config"]["vector"] == 8
+    assert by_name["k6_tensor"][0]["config"]["vector"] == 16  # bools: a byte each
+    ptx = package.ptx
+    for name in ("k0_tensor", "k1_tensor", "load_heads", "k4_concat"):
+        entry = ptx[ptx.index(f".entry main_{name}"):]
+        entry = entry[:entry.index("\n}\n")]
+        assert "ld.global.v4.b32" in entry and "st.global.v4.b32" in entry, name
 
 
 def test_manifest_without_config_and_reason_still_validates():

@@ -431,8 +431,15 @@ def test_convolution_is_an_implicit_gemm():
 
 
 def test_tensor_and_unknown_anchors():
+    # A copy by 16-byte vectors where the innermost dims allow them, else
+    # one thread per element.
     t = choose(problem("tensor", [[2, 3, 4]], [[6, 4]], ops=["reshape"]))
-    assert t.reason.startswith("no faster strategy planned (copy by reshape: 24")
+    assert (t.strategy, t.vector) == ("simt-pointwise", 4)
+    assert t.reason == "copy by reshape: 24 elements: vectors of 4 (16 bytes), 1 per thread, " \
+                       "block 128"
+    odd = choose(problem("tensor", [[2, 3, 5]], [[6, 5]], ops=["reshape"]))
+    assert odd.strategy == "simt-generic"
+    assert odd.reason.startswith("no faster strategy planned (copy by reshape: 30")
     other = choose(problem("copy", [[4]], [[4]], ops=[]))
     assert other.reason.startswith("no faster strategy planned (anchor 'copy', 4 elements)")
 

@@ -406,12 +406,16 @@ def _reason(fn, graph_name):
     if anchor not in ("copy", "fill"):
         return ""
     name = irutil.symbol(fn)
+    config = ir.DictAttr(fn.attributes[irutil.CONFIG_ATTR]) \
+        if irutil.CONFIG_ATTR in fn.attributes else None
+    how = "default config (dnn-default-config)"
+    if config is not None and "vector" in config:
+        how += (f": vectors of {ir.IntegerAttr(config['vector']).value}, the copy keeps its "
+                f"innermost dim")
     for suffix, made_by, what in _LATE_KERNELS:
         if name.startswith(graph_name + suffix):
-            return (f"created by {made_by} after the heuristics ({what}); default config "
-                    "(dnn-default-config)")
-    return ("created by dnn-io-strides/dnn-host-to-kernels after the heuristics; default "
-            "config (dnn-default-config)")
+            return f"created by {made_by} after the heuristics ({what}); {how}"
+    return f"created by dnn-io-strides/dnn-host-to-kernels after the heuristics; {how}"
 
 
 def _nothing_to_launch(graph, n_inputs):

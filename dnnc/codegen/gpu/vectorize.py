@@ -1,17 +1,23 @@
-"""The simt-pointwise strategy: an elementwise ``linalg.generic`` on buffers
-becomes a loop over 16-byte vectors (dnn-vectorize-pointwise).
+"""The simt-pointwise strategy: an elementwise ``linalg.generic`` or a
+``linalg.copy`` on buffers becomes a loop over 16-byte vectors
+(dnn-vectorize-pointwise).
 
 A thread handles ``unroll`` vectors of ``vector`` consecutive elements along
-the innermost dim. The rewrite of one generic, in steps:
+the innermost dim. The rewrite of one op, in steps:
 
-1. ``plan`` checks that the generic is vectorizable and says how each operand
-   is read: every loop parallel; every operand an identity-layout buffer whose
-   indexing map keeps the loop order (each result a loop dim or the constant
-   0 of a broadcast); outputs indexed by the identity map; the innermost dim a
-   multiple of ``vector``. An operand that runs along the innermost loop is
-   loaded as a ``vector<V x T>``; one that is broadcast along it is loaded as
-   a scalar and used by every lane. Anything else: ``None`` (the generic stays
-   for convert-linalg-to-parallel-loops, one thread per element).
+1. ``plan`` checks that the op is vectorizable and says how each operand
+   is read: every loop parallel; each operand's indexing map a permutation
+   of the loops (each result a loop dim or the constant 0 of a broadcast;
+   a transpose's input reads them in another order); outputs indexed by the
+   identity map; the innermost dim a multiple of ``vector``. An operand that
+   reads the innermost loop dim must read it as its own innermost dim, with
+   a layout that keeps vectors whole and aligned (identity, or static
+   strides: the innermost 1, the others and the offset multiples of the
+   vector: a slice, a concat's part of its output); it is loaded as a
+   ``vector<V x T>``. One that is broadcast along it is loaded as a scalar
+   and used by every lane. A copy's input and output are identity maps.
+   Anything else: ``None`` and the reason (the op stays for
+   convert-linalg-to-parallel-loops, one thread per element).
 2. ``rewrite`` replaces the generic by a 1-D ``scf.parallel`` over groups of
    ``unroll`` vectors. dnn-distribute-loops gives each thread of a block of
    ``T`` threads one group: vector ``u`` of group ``g`` is
@@ -20,7 +26,8 @@ the innermost dim. The rewrite of one generic, in steps:
    count is not a multiple of ``T * unroll`` each vector is guarded.
 3. Per vector: every load first (all of a thread's vectors are in flight at
    once), then the body of the generic, cloned once per lane on scalars
-   extracted from the vectors, then one ``vector.store`` per output. The
+   extracted from the vectors (a copy stores what it loaded), then one
+   ``vector.store`` per output. The
    loads and stores carry ``alignment = V * element bytes``: the runtime
    checks that every tensor's address is 16-byte aligned, the workspace puts
    intermediates at 256-byte offsets, and a row of a multiple of V elements
@@ -53,6 +60,7 @@ class Plan:
     inputs: list         # Operand per input
     outputs: list        # Operand per output
     reads_outputs: list  # per output: the body reads its current value
+    copy: bool = False   # a linalg.copy: each output vector is the input's
 
 
 def broadcast_exprs(amap):
@@ -82,47 +90,109 @@ def identity_layout(type_):
     return ir.AffineMapAttr(t.layout).value == ir.AffineMap.get_identity(t.rank)
 
 
-def plan(generic, width):
-    """How to vectorize ``generic`` by ``width`` elements, or None."""
-    op = generic.operation
-    iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
-    rank = len(iterators)
-    if rank == 0 or not all(irutil.is_parallel(i) for i in iterators):
-        return None
-    if any(len(r.blocks) != 1 for r in op.regions):
-        return None
-    maps = irutil.indexing_maps(op)
-    n_in = len(generic.inputs)
-    values = list(generic.inputs) + list(generic.outputs)
-    if len(maps) != len(values) or any(m.n_symbols for m in maps):
-        return None
+def projected_exprs(amap):
+    """Per result: the loop dim it reads, or None for the constant 0, in any
+    order but each dim once (a transpose's map); None otherwise."""
+    out = []
+    for expr in amap.results:
+        if isinstance(expr, ir.AffineDimExpr):
+            if expr.position in out:
+                return None
+            out.append(expr.position)
+        elif isinstance(expr, ir.AffineConstantExpr) and expr.value == 0:
+            out.append(None)
+        else:
+            return None
+    return out
+
+
+def aligned_vectors(type_, width):
+    """True when vectors of ``width`` elements along the innermost dim of a
+    buffer of ``type_`` can be loaded whole and aligned: an identity layout,
+    or static strides whose innermost is 1 and whose others, like the
+    offset, are multiples of ``width`` (a slice, or a concat's part of its
+    output, at a vector boundary). The caller checks the innermost extent."""
+    if identity_layout(type_):
+        return True
+    t = ir.MemRefType(type_)
+    if not isinstance(t.layout, ir.StridedLayoutAttr):
+        return False
+    strides, offset = t.get_strides_and_offset()
+    if any(t.is_dynamic_stride_or_offset(v) for v in strides + [offset]):
+        return False
+    return strides[-1] == 1 and offset % width == 0 and all(v % width == 0 for v in strides[:-1])
+
+
+def plan(op, width):
+    """How to vectorize ``op`` (a linalg.generic or linalg.copy) by
+    ``width`` elements, or None."""
+    return plan_or_reason(op, width)[0]
+
+
+def plan_or_reason(op, width):
+    """(Plan, None), or (None, why ``op`` does not vectorize by ``width``)."""
+    op = getattr(op, "operation", op)
+    copy = op.name == "linalg.copy"
+    if copy:
+        values, n_in = list(op.operands), 1
+        rank = ir.MemRefType(values[1].type).rank
+        if ir.MemRefType(values[0].type).element_type != ir.MemRefType(values[1].type).element_type:
+            return None, "a copy that converts"
+        maps = [ir.AffineMap.get_identity(rank)] * 2
+    else:
+        iterators = list(ir.ArrayAttr(op.attributes["iterator_types"]))
+        rank = len(iterators)
+        if not all(irutil.is_parallel(i) for i in iterators):
+            return None, "a reduction"
+        if any(len(r.blocks) != 1 for r in op.regions):
+            return None, "a loop nest of several blocks"
+        maps = irutil.indexing_maps(op)
+        opview = op.opview
+        n_in = len(opview.inputs)
+        values = list(opview.inputs) + list(opview.outputs)
+        if len(maps) != len(values) or any(m.n_symbols for m in maps):
+            return None, "indexing maps with symbols"
+    if rank == 0:
+        return None, "no loop"
     dims = [None] * rank
     operands = []
     for i, (value, amap) in enumerate(zip(values, maps)):
-        if not identity_layout(value.type):
-            return None
+        if not isinstance(value.type, ir.MemRefType):
+            return None, "an operand that is not a buffer"
         t = ir.MemRefType(value.type)
-        exprs = broadcast_exprs(amap)
+        exprs = projected_exprs(amap)
         if exprs is None or len(exprs) != t.rank:
-            return None
+            return None, f"operand {i}: an indexing map that is not a permutation of the loops"
+        if i >= n_in and exprs != list(range(rank)):
+            return None, f"output {i - n_in}: written through a map that is not the identity"
+        along = rank - 1 in exprs
+        if along and exprs[-1] != rank - 1:
+            return None, (f"operand {i} reads the innermost loop dim at its dim "
+                          f"{exprs.index(rank - 1)} of {t.rank}: the copy moves the innermost dim")
+        if along and not aligned_vectors(value.type, width):
+            return None, f"operand {i}: a layout ({t.layout}) that breaks vectors of {width}"
+        if not along and not (identity_layout(value.type) or
+                              isinstance(t.layout, ir.StridedLayoutAttr)):
+            return None, f"operand {i}: a layout ({t.layout}) that is not strided"
         for d, size in zip(exprs, t.shape):
             if d is not None:
                 if dims[d] not in (None, size):
-                    return None
+                    return None, f"loop {d} runs over {dims[d]} and {size}"
                 dims[d] = size
-        if i >= n_in and exprs != list(range(rank)):
-            return None  # outputs are written whole, one vector at a time
-        operands.append(Operand(value, exprs, bool(exprs) and exprs[-1] == rank - 1,
-                                t.element_type))
-    if any(d is None for d in dims) or dims[-1] % width:
-        return None
+        operands.append(Operand(value, exprs, along, t.element_type))
+    if any(d is None for d in dims):
+        return None, "a loop no operand indexes"
+    if dims[-1] % width:
+        return None, f"an innermost dim of {dims[-1]}, not a multiple of {width}"
+    if copy:
+        return Plan(op, dims, operands[:1], operands[1:], [False], copy=True), None
     body = op.regions[0].blocks[0]
     for inner in list(body.operations)[:-1]:
         if len(inner.operation.regions):
-            return None
+            return None, f"'{inner.operation.name}' with a region in the body"
     out_args = list(body.arguments)[n_in:]
     reads = [any(True for _ in arg.uses) for arg in out_args]
-    return Plan(generic, dims, operands[:n_in], operands[n_in:], reads)
+    return Plan(op, dims, operands[:n_in], operands[n_in:], reads), None
 
 
 # ----------------------------------------------------------------------------
@@ -176,7 +246,18 @@ def clone_body(body, args, index_of):
 
 def _compute_and_store(p, ivs, loaded, width):
     """Clone the body per lane and store one vector per output."""
+    if p.copy:
+        (out,) = p.outputs
+        vector.store(loaded[0], out.value, _operand_indices(out, ivs),
+                     alignment=_alignment(width, out.element))
+        return
     body = p.generic.operation.regions[0].blocks[0]
+    moved = _moved_inputs(p, body)
+    if moved is not None:  # the body only yields inputs: store their vectors
+        for out, k in zip(p.outputs, moved):
+            vector.store(loaded[k], out.value, _operand_indices(out, ivs),
+                         alignment=_alignment(width, out.element))
+        return
     operands = p.inputs + p.outputs
     rank = len(p.dims)
     lanes = [[] for _ in p.outputs]
@@ -199,6 +280,23 @@ def _compute_and_store(p, ivs, loaded, width):
         vec = vector.from_elements(_vector_type(width, operand.element), values)
         vector.store(vec, operand.value, _operand_indices(operand, ivs),
                      alignment=_alignment(width, operand.element))
+
+
+def _moved_inputs(p, body):
+    """Per output, the input (by position) that the body yields as it is,
+    loaded as a vector of the output's type; None unless every output is one
+    (a transpose, a permuting copy)."""
+    ops = list(body.operations)
+    if len(ops) != 1:
+        return None
+    args = list(body.arguments)
+    moved = []
+    for value, out in zip(ops[0].operation.operands, p.outputs):
+        k = next((i for i, a in enumerate(args[:len(p.inputs)]) if a == value), None)
+        if k is None or not p.inputs[k].vectorized or p.inputs[k].element != out.element:
+            return None
+        moved.append(k)
+    return moved
 
 
 def rewrite(p, width, unroll, threads):
@@ -269,12 +367,21 @@ def _one_vector(p, linear, counts, width):
 def vectorize_function(fn, width, unroll, threads):
     """Rewrite every vectorizable top-level generic of kernel ``fn``; returns
     (rewritten, total) generic counts."""
-    generics = [op for op in irutil.body(fn).operations
-                if op.operation.name == "linalg.generic"]
-    done = 0
-    for generic in generics:
-        p = plan(generic, width)
+    return vectorize_ops(fn, width, unroll, threads)[:2]
+
+
+def vectorize_ops(fn, width, unroll, threads):
+    """Rewrite every vectorizable top-level ``linalg.generic`` and
+    ``linalg.copy`` of kernel ``fn``; returns (rewritten, total, why the
+    first that was not did not)."""
+    ops = [op for op in irutil.body(fn).operations
+           if op.operation.name in ("linalg.generic", "linalg.copy")]
+    done, why = 0, None
+    for op in ops:
+        p, reason = plan_or_reason(op, width)
         if p is not None:
             rewrite(p, width, unroll, threads)
             done += 1
-    return done, len(generics)
+        elif why is None:
+            why = reason
+    return done, len(ops), why

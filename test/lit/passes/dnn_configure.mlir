@@ -17,7 +17,7 @@
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_90a override=matmul=strategy:tc-sm80,tile:128x128x32,stages:4})' | FileCheck %s --check-prefix=TC80
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_70})' 2>&1 | FileCheck %s --check-prefix=ARCH
 
-// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, keeps_its_config (or '*')
+// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, odd_reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
 // STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm100': unknown strategy 'tc-sm100': expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, tc-sm90, tc-sm80
 // TC80-LABEL: func.func private @matmul(
@@ -105,13 +105,23 @@ func.func private @matmul(%a: tensor<128x256xbf16>, %b: tensor<256x512xbf16>) ->
   return %c : tensor<128x512xf32>
 }
 
-// A data-movement kernel is a copy.
+// A data-movement kernel is a copy: by 16-byte vectors where every
+// innermost dim is a multiple of one (dnn-vectorize-pointwise checks the
+// maps), else one thread per element.
 // CHECK-LABEL: func.func private @reshape(
-//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "no faster strategy planned (copy by reshape: 24 elements); block 128: few points (24): one block of 128 holds them"
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise", vector = 4 : i64}
+//  CHECK-SAME:     dnn.config_reason = "copy by reshape: 24 elements: vectors of 4 (16 bytes), 1 per thread, block 128"
 func.func private @reshape(%x: tensor<2x3x4xf32>) -> tensor<6x4xf32> attributes {dnn.anchor = "tensor", dnn.kernel} {
   %y = "dnn.reshape"(%x) : (tensor<2x3x4xf32>) -> tensor<6x4xf32>
   return %y : tensor<6x4xf32>
+}
+
+// CHECK-LABEL: func.func private @odd_reshape(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "no faster strategy planned (copy by reshape: 30 elements); block 128: few points (30): one block of 128 holds them"
+func.func private @odd_reshape(%x: tensor<2x3x5xf32>) -> tensor<6x5xf32> attributes {dnn.anchor = "tensor", dnn.kernel} {
+  %y = "dnn.reshape"(%x) : (tensor<2x3x5xf32>) -> tensor<6x5xf32>
+  return %y : tensor<6x5xf32>
 }
 
 // A config given in the IR is kept, unless the override names the kernel.

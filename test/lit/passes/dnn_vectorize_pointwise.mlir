@@ -2,7 +2,10 @@
 // simt-pointwise kernels into loops over vectors: aligned vector loads of
 // the operands that run along the innermost dim, scalar loads of those
 // broadcast along it, the body once per lane, one vector store per output.
-// Generics it cannot vectorize, and kernels of other strategies, stay.
+// Copies (linalg.copy, and generics that only move data) are vectorized the
+// same way where the innermost dim stays innermost and contiguous. Ops it
+// cannot vectorize, and kernels of other strategies, stay; a kernel none of
+// whose ops vectorizes goes to simt-generic, with the reason.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-vectorize-pointwise,cse)' | FileCheck %s
 
@@ -110,12 +113,66 @@ func.func private @guarded_with_index(%y: memref<5x4xf32>) attributes {dnn.confi
 
 // -----
 
-// Not vectorized: a transposing map, an innermost dim that is not a
-// multiple of the vector, a reduction. A simt-generic kernel is not touched.
+// Copies: a transpose that keeps the innermost dim reads its input through
+// the permuted map, by vectors; a slice and a concat's part of its output,
+// whose strides and offsets are multiples of the vector, are loaded and
+// stored whole.
+
+// CHECK-LABEL: func.func private @copies(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x4x3x8xbf16>, %[[Y:.*]]: memref<2x3x4x8xbf16>, %[[Q:.*]]: memref<4x24xbf16>, %[[K:.*]]: memref<4x8xbf16>, %[[C:.*]]: memref<4x16xbf16>)
+//  CHECK-SAME:     dnn.vectorized = [3, 3]
+//       CHECK:   scf.parallel (%[[G:.*]]) = (%c0) to (%c24) step (%c1) {
+//       CHECK:     %[[V:.*]] = vector.load %[[X]][%[[I0:.*]], %[[I2:.*]], %[[I1:.*]], %[[E:.*]]] {alignment = 16 : i64} : memref<2x4x3x8xbf16>, vector<8xbf16>
+//  CHECK-NEXT:     vector.store %[[V]], %[[Y]][%[[I0]], %[[I1]], %[[I2]], %[[E]]] {alignment = 16 : i64} : memref<2x3x4x8xbf16>, vector<8xbf16>
+//       CHECK:   %[[SLICE:.*]] = memref.subview %[[Q]][0, 8] [4, 8] [1, 1]
+//       CHECK:   scf.parallel
+//       CHECK:     %[[W:.*]] = vector.load %[[SLICE]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<4x8xbf16, strided<[24, 1], offset: 8>>, vector<8xbf16>
+//  CHECK-NEXT:     vector.store %[[W]], %[[K]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<4x8xbf16>, vector<8xbf16>
+//       CHECK:   %[[PART:.*]] = memref.subview %[[C]][0, 8] [4, 8] [1, 1]
+//       CHECK:   scf.parallel
+//       CHECK:     %[[U:.*]] = vector.load %[[K]]
+//  CHECK-NEXT:     vector.store %[[U]], %[[PART]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<4x8xbf16, strided<[16, 1], offset: 8>>, vector<8xbf16>
+//   CHECK-NOT:   linalg.
+func.func private @copies(%x: memref<2x4x3x8xbf16>, %y: memref<2x3x4x8xbf16>, %q: memref<4x24xbf16>, %k: memref<4x8xbf16>, %c: memref<4x16xbf16>) attributes {dnn.config = {block = [8, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.kernel} {
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d1, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x : memref<2x4x3x8xbf16>) outs(%y : memref<2x3x4x8xbf16>) {
+  ^bb0(%a: bf16, %out: bf16):
+    linalg.yield %a : bf16
+  }
+  %slice = memref.subview %q[0, 8] [4, 8] [1, 1] : memref<4x24xbf16> to memref<4x8xbf16, strided<[24, 1], offset: 8>>
+  linalg.copy ins(%slice : memref<4x8xbf16, strided<[24, 1], offset: 8>>) outs(%k : memref<4x8xbf16>)
+  %part = memref.subview %c[0, 8] [4, 8] [1, 1] : memref<4x16xbf16> to memref<4x8xbf16, strided<[16, 1], offset: 8>>
+  linalg.copy ins(%k : memref<4x8xbf16>) outs(%part : memref<4x8xbf16, strided<[16, 1], offset: 8>>)
+  return
+}
+
+// -----
+
+// A kernel none of whose ops vectorizes is handed to simt-generic, with the
+// reason: here a slice that starts inside a vector.
+
+// CHECK-LABEL: func.func private @misaligned_slice(
+//  CHECK-SAME:     dnn.config = {block = [8, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise does not apply (operand 0: a layout (strided<[24, 1], offset: 3>) that breaks vectors of 8): simt-generic, one thread per element; heuristics: copy by slice"
+//  CHECK-SAME:     dnn.vectorized = [0, 1]
+//       CHECK:   linalg.copy
+func.func private @misaligned_slice(%q: memref<4x24xbf16>, %k: memref<4x8xbf16>) attributes {dnn.config = {block = [8, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.config_reason = "copy by slice", dnn.kernel} {
+  %slice = memref.subview %q[0, 3] [4, 8] [1, 1] : memref<4x24xbf16> to memref<4x8xbf16, strided<[24, 1], offset: 3>>
+  linalg.copy ins(%slice : memref<4x8xbf16, strided<[24, 1], offset: 3>>) outs(%k : memref<4x8xbf16>)
+  return
+}
+
+// -----
+
+// Not vectorized: a map that moves the innermost dim, an innermost dim that
+// is not a multiple of the vector, a reduction. A simt-generic kernel is not
+// touched.
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // CHECK-LABEL: func.func private @stays(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise does not apply (operand 0 reads the innermost loop dim at its dim 0 of 2: the copy moves the innermost dim): simt-generic, one thread per element"
 //  CHECK-SAME:     dnn.vectorized = [0, 3]
 //   CHECK-NOT:   vector.
 //       CHECK:   linalg.generic
