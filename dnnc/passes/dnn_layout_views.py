@@ -14,7 +14,11 @@ is a reshape of a kernel's result (a per-channel statistic computed as
 buffers of one memory order.
 
 Run after dnn-host-to-kernels and before dnn-io-strides, on the bufferized
-graph function. A call is folded when its callee is a kernel whose body only
+graph function, and again after dnn-io-strides: a reshape kernel between
+the row-major copy that dnn-io-strides makes of a strided input (an
+attention output read as B x S x H x D) and a graph output is then a copy
+between two row-major buffers of one memory order, and that copy writes
+the output itself. A call is folded when its callee is a kernel whose body only
 copies its first argument into its second, through a permutation (a
 transpose, as dnn-transpose-views recognizes it) or through reshape views
 and ``linalg.copy`` (a reshape), and every element keeps its address:

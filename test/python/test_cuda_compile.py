@@ -455,8 +455,9 @@ def test_every_launch_records_its_config_and_reason():
 def test_copies_take_vectors_where_the_innermost_dim_stays():
     """The copies family's kernels: 16-byte vectors (simt-pointwise) for
     every copy that keeps the innermost dim innermost and aligned, the
-    layout copy of the strided input included; simt-generic, with the
-    reason, for a transpose of the innermost dim and a misaligned slice.
+    layout copy of the strided input included, which writes the reshaped
+    output itself; simt-generic, with the reason, for a transpose of the
+    innermost dim and a misaligned slice.
     (test_gpu_lowering_matches_the_cpu_back_end runs them.)"""
     package = compile_cuda("copies", "sm_90a")
     by_name = {}
@@ -468,8 +469,11 @@ def test_copies_take_vectors_where_the_innermost_dim_stays():
     assert "that breaks vectors of 8" in by_name["k8_tensor"][0]["reason"]
     assert by_name["load_heads"][0]["config"]["vector"] == 8
     assert by_name["k6_tensor"][0]["config"]["vector"] == 16  # bools: a byte each
+    # merge_heads: the strided input's layout copy writes the output itself
+    # (dnn-layout-views after dnn-io-strides): no reshape kernel.
+    assert "k1_tensor" not in by_name
     ptx = package.ptx
-    for name in ("k0_tensor", "k1_tensor", "load_heads", "k4_concat"):
+    for name in ("k0_tensor", "load_heads", "k4_concat"):
         entry = ptx[ptx.index(f".entry main_{name}"):]
         entry = entry[:entry.index("\n}\n")]
         assert "ld.global.v4.b32" in entry and "st.global.v4.b32" in entry, name
