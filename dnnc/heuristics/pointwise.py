@@ -102,14 +102,38 @@ def _vector_configs(problem, facts, width):
 
 def rank_tensor(problem):
     """reshape / transpose / slice / concat kernels: copies. 16-byte vectors
-    along the innermost dim where every innermost dim allows them
-    (dnn-vectorize-pointwise then checks the kernel's maps and views: a
-    transpose that moves the innermost dim, or a slice that starts inside a
-    vector, is handed to simt-generic there, with the reason), else one
-    thread per output element."""
+    along the innermost dim where every innermost dim allows them and the
+    anchor's attributes do not rule them out (_breaks_vectors), else one
+    thread per output element. dnn-vectorize-pointwise checks the kernel's
+    maps and views, and hands a kernel none of whose ops qualifies to
+    simt-generic, with the reason."""
     generic = simt_tensor(problem)
     width = usable_width(problem)
     if width == 1:
         return generic
     facts = generic[0].reason[generic[0].reason.index("(") + 1:generic[0].reason.index(")")]
+    why = _breaks_vectors(problem, width)
+    if why:
+        why = f"simt-pointwise does not apply ({why}; {facts})"
+        return [c.replace(reason=why + c.reason[c.reason.index(";"):]) for c in generic]
     return _vector_configs(problem, facts, width) + generic
+
+
+def _breaks_vectors(problem, width):
+    """Why the anchor copy of a one-op tensor kernel cannot move vectors of
+    ``width`` along its innermost dim, from its attributes; "" when it can
+    (or when only its maps will tell: dnn-vectorize-pointwise checks)."""
+    if len(problem.ops) != 1:
+        return ""
+    (op,) = problem.ops
+    if op == "transpose":
+        perm = tuple(problem.attr("permutation", ()))
+        if perm and perm[-1] != len(perm) - 1:
+            return f"the transpose {list(perm)} moves the innermost dim"
+    if op == "slice":
+        start, step = problem.attr("start", ()), problem.attr("step", ())
+        if step and step[-1] != 1:
+            return f"a slice with step {step[-1]} along the innermost dim"
+        if start and start[-1] % width:
+            return f"a slice that starts at {start[-1]}, inside a vector of {width}"
+    return ""

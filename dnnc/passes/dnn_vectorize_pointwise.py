@@ -13,8 +13,8 @@ that moves the innermost dim, a reduction, an innermost dim that is not a
 multiple of ``vector``, a slice that starts inside a vector) is left to the
 one-thread-per-element lowering. The function records how many did as
 ``dnn.vectorized = [done, total]``. The heuristics choose simt-pointwise
-from shapes alone (a copy's views and maps are not known to them): a
-kernel none of whose ops qualifies is handed to simt-generic, its reason
+for copies from shapes and the anchor's attributes, not from maps or views:
+a kernel none of whose ops qualifies is handed to simt-generic, its reason
 saying why.
 
 Before (config ``{block = [128, 1, 1], strategy = "simt-pointwise", vector = 8}``)::

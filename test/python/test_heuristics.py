@@ -440,6 +440,21 @@ def test_tensor_and_unknown_anchors():
     odd = choose(problem("tensor", [[2, 3, 5]], [[6, 5]], ops=["reshape"]))
     assert odd.strategy == "simt-generic"
     assert odd.reason.startswith("no faster strategy planned (copy by reshape: 30")
+    # What the anchor's attributes say: a transpose that moves the innermost
+    # dim, a slice that starts inside a vector or steps along it.
+    for op, attrs, why in [
+            ("transpose", {"permutation": (1, 0)}, "the transpose [1, 0] moves the innermost dim"),
+            ("slice", {"start": (0, 3), "step": (1, 1)},
+             "a slice that starts at 3, inside a vector of 8"),
+            ("slice", {"start": (0, 8), "step": (1, 2)},
+             "a slice with step 2 along the innermost dim")]:
+        c = choose(problem("tensor", [([64, 64], "bf16")], [([64, 64], "bf16")], ops=[op],
+                           attrs=attrs.items()))
+        assert c.strategy == "simt-generic", c
+        assert c.reason.startswith(f"simt-pointwise does not apply ({why}; copy by {op}"), c.reason
+    kept = problem("tensor", [([64, 64], "bf16")], [([64, 64], "bf16")], ops=["transpose"],
+                   attrs={"permutation": (0, 1)}.items())
+    assert choose(kept).strategy == "simt-pointwise"
     other = choose(problem("copy", [[4]], [[4]], ops=[]))
     assert other.reason.startswith("no faster strategy planned (anchor 'copy', 4 elements)")
 
