@@ -467,6 +467,13 @@ def _reduction(mode, torch_fn, init=None):
                 (PWN + PW[0]) * BF16, True, "reduction", init)
 
 
+def _reduce_rows_large():
+    g = _graph("reduce_sum_rows_large")
+    x = g.tensor(name="x", dim=[16384, 8192])
+    g.reduction(x, "sum", axes=[1]).set_output(True)
+    return g
+
+
 def _reduce_columns():
     g = _graph("reduce_sum_columns")
     dy = g.tensor(name="dy", dim=[16384, 4096])
@@ -489,6 +496,11 @@ REDUCTION = [
     _reduction("amax", lambda t, x: t.linalg.vector_norm(x, float("inf"), dim=1, keepdim=True)),
     _reduction("norm1", lambda t, x: t.linalg.vector_norm(x, 1, dim=1, keepdim=True)),
     _reduction("norm2", lambda t, x: t.linalg.vector_norm(x, 2, dim=1, keepdim=True)),
+    # The same row sum at the norms' size (256 MiB read): what the 64 MiB
+    # case loses to the launch and the tail.
+    Case("reduce sum rows 16384x8192 bf16", _reduce_rows_large,
+         lambda t, x: x.sum(1, keepdim=True), 16384 * 8192, (16384 * 8192 + 16384) * BF16, True,
+         "reduction"),
     # The bias gradient of a linear layer: sum dy over the tokens.
     Case("reduce sum columns 16384x4096 bf16", _reduce_columns,
          lambda t, dy: dy.sum(0, keepdim=True), 16384 * 4096, (16384 + 1) * 4096 * BF16, True,
