@@ -50,15 +50,18 @@ def block_choices(work, sms, *, ops=None):
             (512, "larger blocks, fewer of them")]
 
 
-def simt_generic(work, sms, faster, facts, *, ops=None, fallback_of=None):
+def simt_generic(work, sms, faster, facts, *, ops=None, fallback_of=None, head=None):
     """simt-generic Configs, best first. ``faster`` names the strategy that
     would serve the kernel better (None: none planned), ``facts`` what the
     problem is, for the reason; ``fallback_of`` names a faster strategy
-    ranked above these, which they stand in for where it does not apply."""
-    head = f"{faster} not implemented yet ({facts})" if faster else \
-        f"no faster strategy planned ({facts})"
-    if fallback_of:
-        head = f"for when {fallback_of} does not apply ({facts})"
+    ranked above these, which they stand in for where it does not apply;
+    ``head``, given, is the reason's first part as it is (why a faster
+    strategy does not apply)."""
+    if head is None:
+        head = f"{faster} not implemented yet ({facts})" if faster else \
+            f"no faster strategy planned ({facts})"
+        if fallback_of:
+            head = f"for when {fallback_of} does not apply ({facts})"
     return [Config("simt-generic", (block, 1, 1), reason=f"{head}; block {block}: {why}")
             for block, why in block_choices(work, sms, ops=ops)]
 
@@ -67,10 +70,14 @@ def rank_tensor(problem):
     """reshape / transpose / slice / concat kernels as copies, one thread per
     output element (pointwise.rank_tensor ranks simt-pointwise above these
     where the innermost dims allow vectors)."""
-    work = problem.output_elements
+    return simt_generic(problem.output_elements, problem.sms, None, tensor_facts(problem),
+                        ops=len(problem.ops))
+
+
+def tensor_facts(problem):
+    """What a tensor kernel is, for its reason: "copy by <ops>: <n> elements"."""
     ops = ", ".join(o for o in problem.ops if o != "constant") or problem.anchor
-    return simt_generic(work, problem.sms, None,
-                        f"copy by {ops}: {work} elements", ops=len(problem.ops))
+    return f"copy by {ops}: {problem.output_elements} elements"
 
 
 def rank(problem):

@@ -18,7 +18,7 @@ keeps one vector per thread, to spread over every SM, in 256-thread blocks
 """
 
 from dnnc.heuristics.config import Config
-from dnnc.heuristics.generic import rank_tensor as simt_tensor, simt_generic
+from dnnc.heuristics.generic import rank_tensor as simt_tensor, simt_generic, tensor_facts
 
 VECTOR_BYTES = 16
 # Vectors per SM beyond which each thread handles two: 8 full waves of
@@ -73,14 +73,14 @@ def rank(problem):
     n = chain_length(problem)
     facts = f"{n} pointwise op{'s' if n != 1 else ''} over {work} elements"
     width = usable_width(problem)
-    generic = simt_generic(work, problem.sms, None, facts, ops=n)
     if width == 1:
         inner = problem.outputs[0].shape[-1] if problem.outputs and problem.outputs[0].shape \
             else 1
         why = (f"simt-pointwise needs an innermost dim that is a multiple of 2 elements at "
                f"least, got {inner} ({facts})")
-        return [c.replace(reason=why + c.reason[c.reason.index(";"):]) for c in generic]
-    return _vector_configs(problem, facts, width) + generic
+        return simt_generic(work, problem.sms, None, facts, ops=n, head=why)
+    return _vector_configs(problem, facts, width) + simt_generic(work, problem.sms, None, facts,
+                                                                  ops=n)
 
 
 def _vector_configs(problem, facts, width):
@@ -107,16 +107,16 @@ def rank_tensor(problem):
     thread per output element. dnn-vectorize-pointwise checks the kernel's
     maps and views, and hands a kernel none of whose ops qualifies to
     simt-generic, with the reason."""
-    generic = simt_tensor(problem)
     width = usable_width(problem)
     if width == 1:
-        return generic
-    facts = generic[0].reason[generic[0].reason.index("(") + 1:generic[0].reason.index(")")]
+        return simt_tensor(problem)
+    facts = tensor_facts(problem)
     why = _breaks_vectors(problem, width)
     if why:
-        why = f"simt-pointwise does not apply ({why}; {facts})"
-        return [c.replace(reason=why + c.reason[c.reason.index(";"):]) for c in generic]
-    return _vector_configs(problem, facts, width) + generic
+        return simt_generic(problem.output_elements, problem.sms, None, facts,
+                            ops=len(problem.ops),
+                            head=f"simt-pointwise does not apply ({why}; {facts})")
+    return _vector_configs(problem, facts, width) + simt_tensor(problem)
 
 
 def _breaks_vectors(problem, width):

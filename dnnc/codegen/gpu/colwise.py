@@ -574,8 +574,12 @@ class _Emitter:
         vec = vector.from_elements(ir.VectorType.get([point.width], elt), values)
         vector.store(vec, out, idx, alignment=_alignment(point.width, elt))
 
-    def rows_launch(self, created):
-        grid = (-(-self.vectors // self.tx), self.splits, 1)
+    def new_launch(self, created, splits, ticket):
+        """A launch of ``ceil(vectors / Tx) x splits`` blocks of Tx x Ty
+        threads, its terminator, and its workgroup buffers: the row lanes'
+        slots (Ty > 1; else None) and, with ``ticket``, the block's arrival
+        count (else None)."""
+        grid = (-(-self.vectors // self.tx), splits, 1)
         launch = gpu.LaunchOp(tuple(_index(g) for g in grid),
                               (_index(self.tx), _index(self.ty), _index(1)))
         created.append(launch.operation)
@@ -584,17 +588,20 @@ class _Emitter:
         if self.ty > 1:
             size = len(self.program.reductions) * self.ty * self.tx * self.width
             shared.append(ir.MemRefType.get([size], self.f32, memory_space=_workgroup()))
-        if self.splits > 1:
+        if ticket:
             shared.append(ir.MemRefType.get([1], ir.IntegerType.get_signless(32),
                                             memory_space=_workgroup()))
         if shared:
             launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(shared))
         buffers = [block.add_argument(t, launch.location) for t in shared]
-        smem = buffers[0] if self.ty > 1 else None
-        ticket = buffers[-1] if self.splits > 1 else None
         with ir.InsertionPoint(block):
             terminator = gpu.TerminatorOp()
+        return (block, terminator, buffers[0] if self.ty > 1 else None,
+                buffers[-1] if ticket else None)
+
+    def rows_launch(self, created):
+        block, terminator, smem, ticket = self.new_launch(created, self.splits, self.splits > 1)
         with ir.InsertionPoint(terminator):
             self.rows_body(list(block.arguments), smem, ticket)
 
@@ -851,21 +858,7 @@ class _Emitter:
         threads, each row lane folding every Ty-th partial of its ``V``
         columns (fold_partials), the lanes combined in order (combine_lanes),
         then the column statements."""
-        grid = -(-self.vectors // self.tx)
-        launch = gpu.LaunchOp((_index(grid), _index(1), _index(1)),
-                              (_index(self.tx), _index(self.ty), _index(1)))
-        created.append(launch.operation)
-        block = launch.regions[0].blocks[0]
-        smem = None
-        if self.ty > 1:
-            size = len(self.program.reductions) * self.ty * self.tx * self.width
-            launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
-                ir.IntegerType.get_signless(64), 1)
-            smem = block.add_argument(ir.MemRefType.get([size], self.f32,
-                                                        memory_space=_workgroup()),
-                                      launch.location)
-        with ir.InsertionPoint(block):
-            terminator = gpu.TerminatorOp()
+        block, terminator, smem, _ = self.new_launch(created, 1, False)
         with ir.InsertionPoint(terminator):
             args = list(block.arguments)
             bx, tx, ty = args[0], args[3], args[4]

@@ -364,12 +364,6 @@ def _one_vector(p, linear, counts, width):
     _compute_and_store(p, ivs, _loads(p, ivs, width), width)
 
 
-def vectorize_function(fn, width, unroll, threads):
-    """Rewrite every vectorizable top-level generic of kernel ``fn``; returns
-    (rewritten, total) generic counts."""
-    return vectorize_ops(fn, width, unroll, threads)[:2]
-
-
 def vectorize_ops(fn, width, unroll, threads):
     """Rewrite every vectorizable top-level ``linalg.generic`` and
     ``linalg.copy`` of kernel ``fn``; returns (rewritten, total, why the
