@@ -474,11 +474,14 @@ def _reduce_rows_large():
     return g
 
 
-def _reduce_columns():
-    g = _graph("reduce_sum_columns")
-    dy = g.tensor(name="dy", dim=[16384, 4096])
-    g.reduction(dy, "sum", axes=[0]).set_output(True)
-    return g
+def _reduce_columns(rows, columns):
+    def build():
+        g = _graph("reduce_sum_columns")
+        dy = g.tensor(name="dy", dim=[rows, columns])
+        g.reduction(dy, "sum", axes=[0]).set_output(True)
+        return g
+
+    return build
 
 
 def _near_one(t, x):
@@ -502,8 +505,12 @@ REDUCTION = [
          lambda t, x: x.sum(1, keepdim=True), 16384 * 8192, (16384 * 8192 + 16384) * BF16, True,
          "reduction"),
     # The bias gradient of a linear layer: sum dy over the tokens.
-    Case("reduce sum columns 16384x4096 bf16", _reduce_columns,
+    Case("reduce sum columns 16384x4096 bf16", _reduce_columns(16384, 4096),
          lambda t, dy: dy.sum(0, keepdim=True), 16384 * 4096, (16384 + 1) * 4096 * BF16, True,
+         "reduction"),
+    # The same column sum at the size, rows x 8192 (256 MiB read).
+    Case("reduce sum columns 16384x8192 bf16", _reduce_columns(16384, 8192),
+         lambda t, dy: dy.sum(0, keepdim=True), 16384 * 8192, (16384 + 1) * 8192 * BF16, True,
          "reduction"),
 ]
 
@@ -921,6 +928,19 @@ ROW_LENGTHS = ([_sweep_case(op, n) for op in ("softmax", "layernorm", "rmsnorm")
 
 MP_X, MP_Y = [32, 64, 112, 112], [32, 64, 56, 56]   # max 3x3/2 pad 1 (ResNet stem)
 AP_X, AP_Y = [32, 128, 56, 56], [32, 128, 28, 28]   # avg 2x2/2 (DenseNet transition)
+# The pooling target's own problem: 128x64x112x112, 3x3/2 (205 MB read).
+BIG_X, BIG_Y = [128, 64, 112, 112], [128, 64, 56, 56]
+
+
+def _pool_big(mode):
+    def build():
+        g = _graph(f"{mode}pool_big")
+        x = g.tensor(name="x", dim=BIG_X, stride=_nhwc(*BIG_X))
+        y = g.pooling(x, mode, window=3, stride=2, padding=1, count_include_pad=True)
+        y.set_output(True).set_stride(_nhwc(*BIG_Y))
+        return g
+
+    return build
 
 
 def _maxpool_relu():
@@ -958,6 +978,12 @@ def _maxpool_indices(t, dy, x):
 
 
 POOLING = [
+    Case("maxpool 3x3/2 128x64x112x112 NHWC bf16", _pool_big("max"),
+         lambda t, x: t.nn.functional.max_pool2d(x, 3, 2, 1),
+         9 * _numel(BIG_Y), (_numel(BIG_X) + _numel(BIG_Y)) * BF16, True, "pooling"),
+    Case("avgpool 3x3/2 128x64x112x112 NHWC bf16", _pool_big("avg"),
+         lambda t, x: t.nn.functional.avg_pool2d(x, 3, 2, 1),
+         9 * _numel(BIG_Y), (_numel(BIG_X) + _numel(BIG_Y)) * BF16, True, "pooling"),
     Case("maxpool+relu 3x3/2 32x64x112x112 NHWC bf16", _maxpool_relu,
          lambda t, x: t.relu(t.nn.functional.max_pool2d(x, 3, 2, 1)),
          10 * _numel(MP_Y), (_numel(MP_X) + _numel(MP_Y)) * BF16, True, "pooling",

@@ -26,7 +26,7 @@ PLANNED = ()
 
 # The fields each implemented strategy reads; an override may set only these.
 FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unroll"),
-          "simt-reduce": ("block", "vector", "tile", "split", "staged"),
+          "simt-reduce": ("block", "vector", "tile", "split", "staged", "unroll"),
           "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
           "simt-reduce-rows-columns": ("block", "vector", "tile"),
           "simt-window": ("block", "vector", "tile"),
@@ -53,7 +53,9 @@ class Config:
     stages: int = 1             # shared-memory pipeline depth
     warps: int = 0              # warps per block when not given by block; 0: unused
     vector: int = 1             # elements per vector load/store
-    unroll: int = 1             # vectors per thread (simt-pointwise)
+    unroll: int = 1             # vectors per thread (simt-pointwise); rows in flight per
+    #                             thread (simt-reduce-columns); vectors a staged pass
+    #                             handles per iteration (simt-reduce, staged = 1)
     split: int = 1              # K split over this many blocks (tensor-core strategies);
     #                             a row over a cluster of this many (simt-reduce)
     staged: int = 0             # 1: each block of a split row stages its part of the

@@ -16,7 +16,8 @@ exchange their partial reductions through distributed shared memory
 (dnnc/codegen/gpu/rowsplit.py): rows too long for one block's registers are
 then held in registers too, or, with ``staged = 1``, each block copies its
 contiguous part of the row into shared memory (bulk copies on an mbarrier)
-and loops over it there. A row may be several trailing dims (groupnorm's
+and loops over it there, ``unroll`` vectors an iteration (a row held in
+registers or looped by one block ignores ``unroll``). A row may be several trailing dims (groupnorm's
 channels x positions; never split). A kernel that is not a row program (the
 heuristics only choose simt-reduce for softmax, norms and reductions along
 the innermost or trailing dims, but their decompositions vary) is left as it
@@ -82,7 +83,8 @@ class DnnReduceRows(DnncPass):
                     if config.split > 1:
                         rowsplit.build(fn, config.vector, config.block[0], config.split,
                                        rows_per_block, merge=frozenset(self.merge),
-                                       staged=bool(config.staged))
+                                       staged=bool(config.staged),
+                                       unroll=config.unroll if config.staged else None)
                     elif config.staged:
                         raise rowwise.NotARowProgram("a staged row that is not split")
                     else:

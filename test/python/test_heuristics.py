@@ -175,6 +175,29 @@ def test_long_rows_split_over_a_cluster(anchor, dtype, n, inputs, block, split, 
                               anchor_ins=[x], arch="sm_80")).split == 1
 
 
+@pytest.mark.parametrize("anchor, params, n, unroll", [
+    # A staged pass takes up to 16 vectors an iteration, and the output
+    # pass's loads of a scale or bias stay at 16 a thread: softmax 16 (the
+    # thread's whole part of 16 vectors), rmsnorm (a scale) 16, layernorm (a
+    # scale and a bias) 8.
+    ("softmax", 0, 262144, 16),
+    ("rmsnorm", 1, 262144, 16),
+    ("layernorm", 2, 262144, 8),
+    ("layernorm", 2, 65536, 8),
+    # 32768 in 2 parts of 32 KB: more blocks than three an SM, as many as
+    # their registers allow: 4 vectors an iteration.
+    ("softmax", 0, 32768, 4),
+    ("layernorm", 2, 32768, 4),
+])
+def test_staged_passes_unroll_within_the_loads_in_flight(anchor, params, n, unroll):
+    x = ([2, n], "bf16")
+    p = problem(anchor, [x] + [([1, n], "bf16")] * params, [x], attrs=[("axis", 1)],
+                anchor_ins=[x])
+    c = choose(p)
+    assert (c.staged, c.unroll) == (1, unroll), c.reason
+    assert f"vectors of 8, {unroll} an iteration" in c.reason
+
+
 def test_rows_of_several_trailing_dims():
     # groupnorm's rows: (sample, group) x (channels, positions), reduced over
     # both. A vector lies inside a channel's positions (100: vectors of 4,

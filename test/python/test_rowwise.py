@@ -174,12 +174,21 @@ def test_split_rows_exchanges(op, dtype, staged, exchanges):
     assert text.count("nvvm.cluster.arrive") == exchanges + 1
 
 
-def test_staged_split_rows_read_their_part_from_shared_memory():
+@pytest.mark.parametrize("op, loops, per_pass", [
+    # softmax: nothing else read along the row, 16 vectors an iteration: a
+    # thread's whole part, so the loops fold away (max, sum, output).
+    ("softmax", 0, 16),
+    # layernorm: the output pass also loads scale and bias, 8 vectors an
+    # iteration (16 such loads in flight): two iterations of each pass
+    # (mean, centred squares, output).
+    ("layernorm", 3, 8),
+])
+def test_staged_split_rows_read_their_part_from_shared_memory(op, loops, per_pass):
     # 131072 bf16 on sm_90a: 4 blocks of 256 a row, each copying its 64 KB of
     # x into dynamic shared memory (4 bulk copies of 16 KB on one mbarrier)
-    # and looping over it there, 4 vectors an iteration: max, sum, output.
-    # x is never read from global memory by the threads.
-    module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=2))
+    # and looping over it there. x is never read from global memory by the
+    # threads.
+    module = dnnc.graph_mlir.to_module(rows_graph(op, BF16, 131072, rows=2))
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
                                                      stop_after="gpu"))
     text = str(module)
@@ -187,16 +196,21 @@ def test_staged_split_rows_read_their_part_from_shared_memory():
     assert "dynamic_shared_memory_size %c65664_i32" in text
     assert text.count("nvvm.cp.async.bulk.shared.cluster.global") == 4
     assert text.count("nvvm.mbarrier.init") == 1
-    assert text.count("scf.for") == 3
-    loads = [line for line in text.splitlines() if "vector.load" in line]
-    assert len(loads) == 3 * 4
-    assert all("memref<32768xbf16, #gpu.address_space<workgroup>>" in line for line in loads)
+    assert text.count("scf.for") == loops
+    assert f"{per_pass} an iteration" in text
+    x = "memref<32768xbf16, #gpu.address_space<workgroup>>"
+    loads = [line for line in text.splitlines() if "vector.load" in line and x in line]
+    assert len(loads) == 3 * per_pass
+    assert not [line for line in text.splitlines()
+                if "vector.load" in line and "memref<2x131072xbf16>" in line]
 
 
 @pytest.mark.parametrize("config, why", [
     ("tile:2", "a staged split row on a persistent cluster"),
     ("split:1,staged:1", "a staged row that is not split"),
     ("split:2", "a staged part of 131072 bytes: expected at most 65536"),
+    ("unroll:3", "passes of 3 vectors an iteration over the 16 vectors a thread has in its "
+                 "part: expected a divisor of them"),
 ])
 def test_staged_split_rows_that_do_not_fit_are_refused(config, why):
     module = dnnc.graph_mlir.to_module(rows_graph("softmax", BF16, 131072, rows=3))

@@ -57,9 +57,9 @@ and how a reduction ends:
    copies (``cp.async.bulk``, STAGE_COPY_BYTES each) of the part of every
    streamed input into dynamic shared memory, all completing on one
    mbarrier that every thread then waits on; each pass loops over the part
-   there, STAGE_UNROLL vectors an iteration, and the output pass computes an
-   iteration's vectors (loading a scale or bias from global memory) before
-   it stores them. The part waits in shared memory, not in registers, while
+   there, ``unroll`` vectors an iteration (config ``unroll``; STAGE_UNROLL
+   when none is given), and the output pass computes an iteration's vectors
+   (loading a scale or bias from global memory) before it stores them. The part waits in shared memory, not in registers, while
    the cluster exchanges: blocks are small (256 threads, at most
    MAX_STAGE_BYTES each), several share an SM, and one block's copies run
    while another exchanges and stores. One row per cluster; rows of one dim.
@@ -120,10 +120,11 @@ MERGE_KINDS = ("centred", "shifted")
 # (three blocks to an SM's 227 KB), and the most one bulk copy moves.
 MAX_STAGE_BYTES = 64 * 1024
 STAGE_COPY_BYTES = 16 * 1024
-# Vectors a staged pass handles per loop iteration: an output pass's loads
-# of a scale or bias (from L2) come before the iteration's stores, in flight
-# together.
-STAGE_UNROLL = 4  # a power of two
+# Vectors a staged pass handles per loop iteration when the caller gives
+# none (the heuristics do: dnnc/heuristics/reduction.py): an output pass's
+# loads of a scale or bias (from L2) come before the iteration's stores, in
+# flight together.
+STAGE_UNROLL = 4
 MERGE = frozenset({"centred"})
 
 _index = irutil.index
@@ -383,12 +384,13 @@ class _StagedRow(_SplitRow):
     N / C``), its thread ``t`` the vectors ``t, t + T, ...`` of that part.
     Every pass is a loop that reads the part from shared memory."""
 
-    def __init__(self, *args, stages, barrier, **kwargs):
+    def __init__(self, *args, stages, barrier, unroll, **kwargs):
         super().__init__(*args, **kwargs)
         self.held = False
         self.stages = stages    # (buffer, exprs) key -> (buffer, exprs, shared memref)
         self.barrier = barrier  # the mbarrier's shared address, an i64
         self.part = self.shape.n // self.cluster
+        self.unroll = unroll    # vectors a pass's loop takes per iteration
 
     def start(self, block, thread):
         super().start(block, thread)
@@ -436,14 +438,6 @@ class _StagedRow(_SplitRow):
     def position(self, chunk, whole=False):
         v = arith.addi(arith.muli(chunk, _index(self.in_block)), self.local)
         return arith.addi(self.part0, arith.muli(v, _index(self.width))), None
-
-    @property
-    def unroll(self):
-        """Vectors a pass's loop takes per iteration."""
-        unroll = STAGE_UNROLL
-        while self.chunks % unroll:
-            unroll //= 2
-        return unroll
 
     def sweep(self, step, init=None):
         inits = [] if init is None else [init]
@@ -508,9 +502,10 @@ def _cluster_launch(blocks, threads, cluster, attributions, shared=0):
     return launch, block
 
 
-def _check_staged(p, streamed, width, threads, cluster, persistent):
+def _check_staged(p, streamed, width, threads, cluster, persistent, unroll):
     """Refuse a staged split the program does not fit."""
     n = p.shape.n
+    vectors = n // (cluster * threads * width) if n % (cluster * threads * width) == 0 else 0
     if persistent:
         raise rowwise.NotARowProgram("a staged split row on a persistent cluster")
     if not streamed:
@@ -524,6 +519,10 @@ def _check_staged(p, streamed, width, threads, cluster, persistent):
     if part > MAX_STAGE_BYTES:
         raise rowwise.NotARowProgram(f"a staged part of {part} bytes: expected at most "
                                      f"{MAX_STAGE_BYTES}")
+    if vectors % unroll:
+        raise rowwise.NotARowProgram(f"passes of {unroll} vectors an iteration over the "
+                                     f"{vectors} vectors a thread has in its part: expected "
+                                     "a divisor of them")
 
 
 class _StagedLayout:
@@ -565,14 +564,16 @@ class _StagedLayout:
 
 
 def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMENTS,
-          ahead=None, merge=None, staged=False):
+          ahead=None, merge=None, staged=False, unroll=None):
     """Replace kernel ``fn``'s body by its split-row program: one gpu.launch
     of ``cluster`` blocks of ``threads`` per ``rows`` rows, in clusters (a
     persistent cluster where ``rows`` > 1: one row after another, the next
     row's inputs loaded during the current row). A thread holds its part of
     the row in registers when that is at most ``registers`` elements.
     rowwise.NotARowProgram (nothing changed) when it is not a row program or
-    the split does not fit."""
+    the split does not fit. Staged, each pass loops over the block's part
+    ``unroll`` vectors an iteration (STAGE_UNROLL, or fewer that divide a
+    thread's vectors, when None)."""
     p = rowwise.program_of(fn, width)
     if len(p.shape.inner) > 1:
         raise rowwise.NotARowProgram(f"a split row of several dims, {list(p.shape.inner)}")
@@ -588,7 +589,12 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     persistent = clusters < p.shape.count
     streamed = rowwise._streamed(p.statements, p.args)
     if staged:
-        _check_staged(p, streamed, width, threads, cluster, persistent)
+        if unroll is None:
+            vectors = max(1, p.shape.n // (cluster * threads * width))
+            unroll = STAGE_UNROLL
+            while vectors % unroll:
+                unroll //= 2
+        _check_staged(p, streamed, width, threads, cluster, persistent, unroll)
     f32 = ir.F32Type.get()
     space = ir.Attribute.parse(_WORKGROUP)
     smem_type = ir.MemRefType.get([max(1, reductions * threads // rowwise.WARP)], f32,
@@ -610,7 +616,7 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
                 views = layout.views()
             row = _StagedRow(p.shape, width, threads, cluster, views["smem"],
                              views["exchange"], slots, p, registers, merge,
-                             stages=views["stages"], barrier=views["barrier"])
+                             stages=views["stages"], barrier=views["barrier"], unroll=unroll)
         else:
             launch, block = _cluster_launch(blocks, threads, cluster, [smem_type, exchange_type])
             smem, exchange = list(block.arguments)[18:]

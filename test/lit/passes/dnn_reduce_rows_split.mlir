@@ -337,9 +337,9 @@ func.func private @sum_rows_persistent(%arg0: memref<4x512xf32>, %arg1: memref<4
 // r * 512 + 511 of its row (its contiguous part) into dynamic shared memory
 // with a bulk copy that completes on an mbarrier; every thread waits for
 // it, then each pass reads the part from shared memory, vectors t and
-// t + 64 of it (both in one iteration: the loops fold away), and the output
-// pass computes both vectors before it stores them to the row's elements
-// r * 512 + 4t and r * 512 + 4(t + 64).
+// t + 64 of it (unroll = 2: both in one iteration, the loops fold away),
+// and the output pass computes both vectors before it stores them to the
+// row's elements r * 512 + 4t and r * 512 + 4(t + 64).
 
 // CHECK-LABEL: func.func private @sum_rows_staged(
 //  CHECK-SAME:     %[[X:.*]]: memref<2x1024xf32>, %[[Y:.*]]: memref<2x1024xf32>)
@@ -380,7 +380,7 @@ func.func private @sum_rows_persistent(%arg0: memref<4x512xf32>, %arg1: memref<4
 #map = affine_map<(d0, d1) -> (d0, d1)>
 #map1 = affine_map<(d0, d1) -> (d0, 0)>
 
-func.func private @sum_rows_staged(%arg0: memref<2x1024xf32>, %arg1: memref<2x1024xf32>) attributes {dnn.config = {block = [64, 1, 1], split = 2 : i64, staged = 1 : i64, strategy = "simt-reduce", vector = 4 : i64}, dnn.kernel} {
+func.func private @sum_rows_staged(%arg0: memref<2x1024xf32>, %arg1: memref<2x1024xf32>) attributes {dnn.config = {block = [64, 1, 1], split = 2 : i64, staged = 1 : i64, strategy = "simt-reduce", unroll = 2 : i64, vector = 4 : i64}, dnn.kernel} {
   %cst = arith.constant 0.000000e+00 : f32
   %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
   linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%alloc : memref<2x1xf32>) {
