@@ -12,9 +12,10 @@ plan) shows it; ``*`` is every kernel. Keys are config fields: ``strategy``,
 ``block`` (``128`` or ``128x1x1``), ``vector`` (elements per load, a power
 of two; simt-pointwise and simt-reduce), ``unroll`` (vectors per thread,
 simt-pointwise; rows in flight per thread, simt-reduce-columns; vectors a
-pass over a staged part takes per iteration, simt-reduce), ``tile`` (rows per block for simt-reduce; ``BMxBNxBK`` for
-tc-sm90 and tc-sm80; output pixels a thread owns per spatial dim for
-simt-window, ``HxW`` or ``DxHxW``, a shorter one naming the last dims),
+pass over a staged part takes per iteration, simt-reduce), ``tile`` (rows
+per block for simt-reduce; ``BMxBNxBK`` for tc-sm90 and tc-sm80; output
+pixels a thread owns per spatial dim for simt-window, ``HxW`` or
+``DxHxW``, a shorter one naming the last dims),
 ``stages`` (the shared-memory ring's depth; tc-sm90,
 tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
 tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share

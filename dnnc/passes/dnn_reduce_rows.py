@@ -17,8 +17,8 @@ exchange their partial reductions through distributed shared memory
 then held in registers too, or, with ``staged = 1``, each block copies its
 contiguous part of the row into shared memory (bulk copies on an mbarrier)
 and loops over it there, ``unroll`` vectors an iteration (a row held in
-registers or looped by one block ignores ``unroll``). A row may be several trailing dims (groupnorm's
-channels x positions; never split). A kernel that is not a row program (the
+registers or looped by one block ignores ``unroll``). A row may be several
+trailing dims (groupnorm's channels x positions; never split). A kernel that is not a row program (the
 heuristics only choose simt-reduce for softmax, norms and reductions along
 the innermost or trailing dims, but their decompositions vary) is left as it
 is and handed to simt-generic: its

@@ -59,10 +59,11 @@ and how a reduction ends:
    mbarrier that every thread then waits on; each pass loops over the part
    there, ``unroll`` vectors an iteration (config ``unroll``; STAGE_UNROLL
    when none is given), and the output pass computes an iteration's vectors
-   (loading a scale or bias from global memory) before it stores them. The part waits in shared memory, not in registers, while
-   the cluster exchanges: blocks are small (256 threads, at most
-   MAX_STAGE_BYTES each), several share an SM, and one block's copies run
-   while another exchanges and stores. One row per cluster; rows of one dim.
+   (loading a scale or bias from global memory) before it stores them. The
+   part waits in shared memory, not in registers, while the cluster
+   exchanges: blocks are small (256 threads, at most MAX_STAGE_BYTES each),
+   several share an SM, and one block's copies run while another exchanges
+   and stores. One row per cluster; rows of one dim.
 
 Per-row scalar results (a norm's mean and rstd) are stored by rank 0's
 first thread. The cluster shape is the kernel's own: the launch carries
@@ -505,7 +506,6 @@ def _cluster_launch(blocks, threads, cluster, attributions, shared=0):
 def _check_staged(p, streamed, width, threads, cluster, persistent, unroll):
     """Refuse a staged split the program does not fit."""
     n = p.shape.n
-    vectors = n // (cluster * threads * width) if n % (cluster * threads * width) == 0 else 0
     if persistent:
         raise rowwise.NotARowProgram("a staged split row on a persistent cluster")
     if not streamed:
@@ -519,6 +519,7 @@ def _check_staged(p, streamed, width, threads, cluster, persistent, unroll):
     if part > MAX_STAGE_BYTES:
         raise rowwise.NotARowProgram(f"a staged part of {part} bytes: expected at most "
                                      f"{MAX_STAGE_BYTES}")
+    vectors = n // (cluster * threads * width)  # a thread's, in its part
     if vectors % unroll:
         raise rowwise.NotARowProgram(f"passes of {unroll} vectors an iteration over the "
                                      f"{vectors} vectors a thread has in its part: expected "
