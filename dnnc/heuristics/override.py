@@ -20,8 +20,9 @@ pixels a thread owns per spatial dim for simt-window, ``HxW`` or
 tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
 tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
 each row, 2 to 8, sm_90) and ``staged`` (1: a split row's blocks stage their
-parts of the row in shared memory; 0: in registers; simt-reduce). Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps
-(8 for a tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
+parts of the row in shared memory; 0: in registers; simt-reduce).
+Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
+tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
 
     main_k0_pointwise=vector:4,unroll:2

@@ -17,8 +17,8 @@ innermost and contiguous, vectors aligned; dnnc/codegen/gpu/vectorize.py)
 gets ``simt-pointwise`` with vectors of 16 bytes of its widest element, one
 a thread, in ``block``-thread blocks; any other gets the fallback that
 makes every kernel compilable, a flat grid of ``block``-thread blocks, one
-thread per point of the iteration space (see dnn-distribute-loops). Option: ``block`` (threads per block, 1 to 1024;
-default 256).
+thread per point of the iteration space (see dnn-distribute-loops).
+Option: ``block`` (threads per block, 1 to 1024; default 256).
 
 Before::
 

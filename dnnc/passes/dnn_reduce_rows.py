@@ -18,10 +18,10 @@ then held in registers too, or, with ``staged = 1``, each block copies its
 contiguous part of the row into shared memory (bulk copies on an mbarrier)
 and loops over it there, ``unroll`` vectors an iteration (a row held in
 registers or looped by one block ignores ``unroll``). A row may be several
-trailing dims (groupnorm's channels x positions; never split). A kernel that is not a row program (the
-heuristics only choose simt-reduce for softmax, norms and reductions along
-the innermost or trailing dims, but their decompositions vary) is left as it
-is and handed to simt-generic: its
+trailing dims (groupnorm's channels x positions; never split). A kernel
+that is not a row program (the heuristics only choose simt-reduce for
+softmax, norms and reductions along the innermost or trailing dims, but
+their decompositions vary) is left as it is and handed to simt-generic: its
 ``dnn.config`` becomes ``simt-generic`` with the same block, and its
 ``dnn.config_reason`` says why, so that the plan shows what runs.
 
@@ -83,8 +83,7 @@ class DnnReduceRows(DnncPass):
                     if config.split > 1:
                         rowsplit.build(fn, config.vector, config.block[0], config.split,
                                        rows_per_block, merge=frozenset(self.merge),
-                                       staged=bool(config.staged),
-                                       unroll=config.unroll if config.staged else None)
+                                       staged=bool(config.staged), unroll=config.unroll)
                     elif config.staged:
                         raise rowwise.NotARowProgram("a staged row that is not split")
                     else:

@@ -57,8 +57,8 @@ and how a reduction ends:
    copies (``cp.async.bulk``, STAGE_COPY_BYTES each) of the part of every
    streamed input into dynamic shared memory, all completing on one
    mbarrier that every thread then waits on; each pass loops over the part
-   there, ``unroll`` vectors an iteration (config ``unroll``; STAGE_UNROLL
-   when none is given), and the output pass computes an iteration's vectors
+   there, ``unroll`` vectors an iteration (config ``unroll``, which the
+   heuristics choose), and the output pass computes an iteration's vectors
    (loading a scale or bias from global memory) before it stores them. The
    part waits in shared memory, not in registers, while the cluster
    exchanges: blocks are small (256 threads, at most MAX_STAGE_BYTES each),
@@ -121,11 +121,6 @@ MERGE_KINDS = ("centred", "shifted")
 # (three blocks to an SM's 227 KB), and the most one bulk copy moves.
 MAX_STAGE_BYTES = 64 * 1024
 STAGE_COPY_BYTES = 16 * 1024
-# Vectors a staged pass handles per loop iteration when the caller gives
-# none (the heuristics do: dnnc/heuristics/reduction.py): an output pass's
-# loads of a scale or bias (from L2) come before the iteration's stores, in
-# flight together.
-STAGE_UNROLL = 4
 MERGE = frozenset({"centred"})
 
 _index = irutil.index
@@ -565,7 +560,7 @@ class _StagedLayout:
 
 
 def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMENTS,
-          ahead=None, merge=None, staged=False, unroll=None):
+          ahead=None, merge=None, staged=False, unroll=1):
     """Replace kernel ``fn``'s body by its split-row program: one gpu.launch
     of ``cluster`` blocks of ``threads`` per ``rows`` rows, in clusters (a
     persistent cluster where ``rows`` > 1: one row after another, the next
@@ -573,8 +568,8 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     the row in registers when that is at most ``registers`` elements.
     rowwise.NotARowProgram (nothing changed) when it is not a row program or
     the split does not fit. Staged, each pass loops over the block's part
-    ``unroll`` vectors an iteration (STAGE_UNROLL, or fewer that divide a
-    thread's vectors, when None)."""
+    ``unroll`` vectors an iteration: an output pass's loads of a scale or
+    bias (from L2) come before the iteration's stores, in flight together."""
     p = rowwise.program_of(fn, width)
     if len(p.shape.inner) > 1:
         raise rowwise.NotARowProgram(f"a split row of several dims, {list(p.shape.inner)}")
@@ -590,11 +585,6 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     persistent = clusters < p.shape.count
     streamed = rowwise._streamed(p.statements, p.args)
     if staged:
-        if unroll is None:
-            vectors = max(1, p.shape.n // (cluster * threads * width))
-            unroll = STAGE_UNROLL
-            while vectors % unroll:
-                unroll //= 2
         _check_staged(p, streamed, width, threads, cluster, persistent, unroll)
     f32 = ir.F32Type.get()
     space = ir.Attribute.parse(_WORKGROUP)
