@@ -204,13 +204,18 @@ def simt_reduce_split(problem, facts, width, vectors):
 # 85% at 8, 90 / 86 / 85% at 16. Smaller parts (32768 in two of 32 KB) fit
 # more blocks an SM than three, as many as their registers allow: they take
 # SMALL_PART_UNROLL (at 8, layernorm's 74 registers a thread measured 70%
-# of a copy against 84% at 4, rmsnorm's 48 88% against 93%).
+# of a copy against 84% at 4, rmsnorm's 48 88% against 93%). A layernorm
+# with a scale alone takes AFFINE_LAYERNORM_UNROLL, not 16: its output pass
+# holds more than an rmsnorm's, 89 registers a thread at 16 (two blocks an
+# SM: 76 / 73% of a copy at 131072 / 262144 on the same GPU) against 54 at
+# 8 (86 / 82%); without scale or bias it takes 16 (32 registers).
 MIN_STAGED_ROW = 32768
 STAGE_BYTES = 64 * 1024
 STAGE_THREADS = 256
 STAGE_UNROLL = 16
 STAGE_LOADS = 16
 SMALL_PART_UNROLL = 4
+AFFINE_LAYERNORM_UNROLL = 8
 
 
 def simt_reduce_staged(problem, facts, width, n):
@@ -235,6 +240,8 @@ def simt_reduce_staged(problem, facts, width, n):
                 unroll = min(SMALL_PART_UNROLL, vectors)
             else:
                 unroll = min(STAGE_UNROLL, STAGE_LOADS // max(1, along), vectors)
+                if problem.anchor == "layernorm" and along:
+                    unroll = min(unroll, AFFINE_LAYERNORM_UNROLL)
             while vectors % unroll:
                 unroll -= 1
             return Config("simt-reduce", (STAGE_THREADS, 1, 1), vector=width, split=split,

@@ -179,11 +179,14 @@ def test_long_rows_split_over_a_cluster(anchor, dtype, n, inputs, block, split, 
     # A staged pass takes up to 16 vectors an iteration, and the output
     # pass's loads of a scale or bias stay at 16 a thread: softmax 16 (the
     # thread's whole part of 16 vectors), rmsnorm (a scale) 16, layernorm (a
-    # scale and a bias) 8.
+    # scale and a bias) 8. A layernorm with a scale alone stays at 8 (its
+    # registers at 16 leave an SM two blocks); without either it takes 16.
     ("softmax", 0, 262144, 16),
     ("rmsnorm", 1, 262144, 16),
     ("layernorm", 2, 262144, 8),
     ("layernorm", 2, 65536, 8),
+    ("layernorm", 1, 131072, 8),
+    ("layernorm", 0, 131072, 16),
     # 32768 in 2 parts of 32 KB: more blocks than three an SM, as many as
     # their registers allow: 4 vectors an iteration.
     ("softmax", 0, 32768, 4),

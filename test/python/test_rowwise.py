@@ -174,19 +174,20 @@ def test_split_rows_exchanges(op, dtype, staged, exchanges):
     assert text.count("nvvm.cluster.arrive") == exchanges + 1
 
 
-@pytest.mark.parametrize("op, loops, per_pass", [
+@pytest.mark.parametrize("op, passes, loops, per_pass", [
     # softmax: nothing else read along the row, 16 vectors an iteration: a
     # thread's whole part, so the loops fold away (max, sum, output).
-    ("softmax", 0, 16),
+    ("softmax", 3, 0, 16),
     # layernorm: the output pass also loads scale and bias, 8 vectors an
-    # iteration (16 such loads in flight): two iterations of each pass
-    # (mean, centred squares, output).
-    ("layernorm", 3, 8),
+    # iteration (16 such loads in flight): two iterations of each pass. The
+    # mean and the centred squares are folded in one pass, then the output.
+    ("layernorm", 2, 2, 8),
 ])
-def test_staged_split_rows_read_their_part_from_shared_memory(op, loops, per_pass):
+def test_staged_split_rows_read_their_part_from_shared_memory(op, passes, loops, per_pass):
     # 131072 bf16 on sm_90a: 4 blocks of 256 a row, each copying its 64 KB of
-    # x into dynamic shared memory (4 bulk copies of 16 KB on one mbarrier)
-    # and looping over it there. x is never read from global memory by the
+    # x into dynamic shared memory (4 bulk copies of 16 KB, a piece on an
+    # mbarrier each, for which the first pass waits as it reaches it) and
+    # looping over it there. x is never read from global memory by the
     # threads.
     module = dnnc.graph_mlir.to_module(rows_graph(op, BF16, 131072, rows=2))
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_90a",
@@ -195,12 +196,16 @@ def test_staged_split_rows_read_their_part_from_shared_memory(op, loops, per_pas
     assert "clusters in (%c4, %c1, %c1) blocks in (%c8, %c1, %c1)" in text
     assert "dynamic_shared_memory_size %c65664_i32" in text
     assert text.count("nvvm.cp.async.bulk.shared.cluster.global") == 4
-    assert text.count("nvvm.mbarrier.init") == 1
+    assert text.count("nvvm.mbarrier.init") == 4
+    assert text.count("nvvm.mbarrier.arrive.expect_tx") == 4
+    # A piece's wait before each 4 vectors of the first pass: the whole part
+    # of 16 unrolled (softmax), or 8 in each of two iterations (layernorm).
+    assert text.count("mbarrier.try_wait.parity") == per_pass // 4
     assert text.count("scf.for") == loops
     assert f"{per_pass} an iteration" in text
     x = "memref<32768xbf16, #gpu.address_space<workgroup>>"
     loads = [line for line in text.splitlines() if "vector.load" in line and x in line]
-    assert len(loads) == 3 * per_pass
+    assert len(loads) == passes * per_pass
     assert not [line for line in text.splitlines()
                 if "vector.load" in line and "memref<2x131072xbf16>" in line]
 

@@ -26,6 +26,11 @@ every block):
   keeps it exact for any centre). A full-row ``a - mean`` that the block
   holds moves by its block's mean less the row's.
 
+A staged split row folds centred squares in the same pass as the sum
+(rowsplit._StagedRow.fold_centred): each vector's squares about its own
+mean, merged with ``chan`` into the block's squares about the block's mean,
+which ``recentred`` moves to the block's shift.
+
 ``plan`` finds the pair by looking at the linalg bodies; the emission is
 rowsplit._SplitRow's. Lit test: test/lit/passes/dnn_reduce_rows_split.mlir.
 """
@@ -322,6 +327,51 @@ def centred_total(merge, init, sums, squares, blocks, n):
                           arith.mulf(count, arith.mulf(d, d)))
         out = term if out is None else arith.addf(out, term)
     return total, out
+
+
+def chan(first, second):
+    """Two folds of centred squares merged (Chan, Golub and LeVeque): each
+    of ``first`` and ``second`` is (sum of the terms, sum of their squares
+    centred on their own mean, count), a count a Python number or an f32
+    value; the squares of the union centre on the union's mean:
+    ``v1 + v2 + (s2 / n2 - s1 / n1)^2 n1 n2 / (n1 + n2)``. Only the
+    difference of the means is squared, so terms far from 0 lose nothing
+    to cancellation. A count of 0 (an empty first) adds nothing. (sum,
+    squares, count)."""
+    (s1, v1, n1), (s2, v2, n2) = first, second
+    f32 = s1.type
+
+    def value(n):
+        return n if isinstance(n, ir.Value) else arith.constant(f32, ir.FloatAttr.get(f32, float(n)))
+
+    def mean(s, n):
+        if isinstance(n, ir.Value):
+            # 0 / 0 at an empty fold: divide by 1 instead (its sum is 0).
+            one = value(1)
+            return arith.divf(s, arith.maximumf(n, one))
+        return arith.mulf(s, value(1.0 / n))
+
+    d = arith.subf(mean(s2, n2), mean(s1, n1))
+    if isinstance(n1, ir.Value) or isinstance(n2, ir.Value):
+        n = arith.addf(value(n1), value(n2))
+        weight = arith.divf(arith.mulf(value(n1), value(n2)), n)
+    else:
+        n = n1 + n2
+        weight = value(n1 * n2 / n)
+    v = arith.addf(arith.addf(v1, v2), arith.mulf(arith.mulf(d, d), weight))
+    return arith.addf(s1, s2), v, n
+
+
+def recentred(merge, init, s, v, n, blocks):
+    """A block's centred squares ``v`` of its ``n`` terms, which centre on
+    their own mean ``s / n``, moved to the block's shift ``h`` that
+    centred_total reads (``merge.at`` of block_sum: the same mean but for
+    rounding, or an accumulator's initial value): ``v + n (s / n - h)^2``."""
+    f32 = s.type
+    d = arith.subf(arith.mulf(s, arith.constant(f32, ir.FloatAttr.get(f32, 1.0 / n))),
+                   merge.at(block_sum(init, s, blocks)))
+    return arith.addf(v, arith.mulf(arith.constant(f32, ir.FloatAttr.get(f32, float(n))),
+                                    arith.mulf(d, d)))
 
 
 def block_sum(init, s, blocks):

@@ -55,15 +55,20 @@ and how a reduction ends:
    C``, a multiple of the block's vectors), its thread ``t`` the vectors
    ``t, t + T, ...`` of the part. The block's first thread starts bulk
    copies (``cp.async.bulk``, STAGE_COPY_BYTES each) of the part of every
-   streamed input into dynamic shared memory, all completing on one
-   mbarrier that every thread then waits on; each pass loops over the part
-   there, ``unroll`` vectors an iteration (config ``unroll``, which the
-   heuristics choose), and the output pass computes an iteration's vectors
-   (loading a scale or bias from global memory) before it stores them. The
-   part waits in shared memory, not in registers, while the cluster
-   exchanges: blocks are small (256 threads, at most MAX_STAGE_BYTES each),
-   several share an SM, and one block's copies run while another exchanges
-   and stores. One row per cluster; rows of one dim.
+   streamed input into dynamic shared memory, piece by piece (at most
+   STAGE_PIECE_BYTES of each input), each piece completing on its own
+   mbarrier; each pass loops over the part there, ``unroll`` vectors an
+   iteration (config ``unroll``, which the heuristics choose), the first
+   waiting for each piece as it reaches it, so that it works on the first
+   pieces while the later ones land. A centred merge (a layernorm's mean
+   and centred squares) is folded in one pass (``fold_centred``: Chan et
+   al.'s merge of per-vector sums and squares about their own mean), not
+   two. The output pass computes an iteration's vectors (loading a scale or
+   bias from global memory) before it stores them. The part waits in
+   shared memory, not in registers, while the cluster exchanges: blocks are
+   small (256 threads, at most MAX_STAGE_BYTES each), several share an SM,
+   and one block's copies run while another exchanges and stores. One row
+   per cluster; rows of one dim.
 
 Per-row scalar results (a norm's mean and rstd) are stored by rank 0's
 first thread. The cluster shape is the kernel's own: the launch carries
@@ -121,6 +126,9 @@ MERGE_KINDS = ("centred", "shifted")
 # (three blocks to an SM's 227 KB), and the most one bulk copy moves.
 MAX_STAGE_BYTES = 64 * 1024
 STAGE_COPY_BYTES = 16 * 1024
+# The most bytes of each streamed input a piece of the part (one mbarrier)
+# holds: the first pass starts on a piece as soon as it lands.
+STAGE_PIECE_BYTES = 16 * 1024
 MERGE = frozenset({"centred"})
 
 _index = irutil.index
@@ -147,6 +155,9 @@ class _SplitRow(rowwise._Row):
         self.exchanges = 0
         self.parity = None  # persistent clusters: which half of the slots a row uses
         self.marks = []  # one op after each exchange's reads
+        # Centred squares folded in the first's sweep (fold_centred) rather
+        # than in a sweep of their own around the block's mean.
+        self.one_pass = False
 
     def start(self, block, thread):
         """Rank, lane and cluster of the block; the program runs on the
@@ -284,10 +295,16 @@ class _SplitRow(rowwise._Row):
             return super().reduce(stmt, stored)
         # The first: the block's partial only; the row's value, which the
         # exchange of the second gives, stands in a placeholder meanwhile.
-        name, partial = self.fold(stmt)
-        partial = rowwise._Row.across_threads(self, name, partial)
         out = stmt.operands[-1]
         init = self.lanes(out, stmt.exprs[-1], _index(0), {})[0]
+        mine = None  # the block's second, when the first's sweep folds it too
+        if merge.kind == "centred" and self.one_pass:
+            partial, mine, count = self.fold_centred(stmt)
+            name = "arith.addf"
+            mine = rowmerge.recentred(merge, init, partial, mine, count, self.cluster)
+        else:
+            name, partial = self.fold(stmt)
+            partial = rowwise._Row.across_threads(self, name, partial)
         placeholder = llvm.mlir_undef(partial.type)
         self.state[out] = ("scalar", placeholder)
         if merge.kind == "shifted":
@@ -295,16 +312,19 @@ class _SplitRow(rowwise._Row):
         else:
             local = rowmerge.block_sum(init, partial, self.cluster)
         seen = [set(memo) for _, _, memo in self.vectors or []]
-        self.pending = (merge, name, init, partial, placeholder, local, seen)
+        self.pending = (merge, name, init, partial, placeholder, local, seen, mine)
 
     def _second(self, stmt, stored):
-        merge, first_name, init, partial, placeholder, local, seen = self.pending
+        merge, first_name, init, partial, placeholder, local, seen, mine = self.pending
         self.pending = None
-        # The second folds around the block's own value of the first.
-        self.subst = (placeholder, local)
-        name, mine = self.fold(stmt)
-        mine = rowwise._Row.across_threads(self, name, mine)
-        self.subst = None
+        if mine is None:
+            # The second folds around the block's own value of the first.
+            self.subst = (placeholder, local)
+            name, mine = self.fold(stmt)
+            mine = rowwise._Row.across_threads(self, name, mine)
+            self.subst = None
+        else:
+            name = rowwise.combiner(stmt.op)[0]
         firsts, seconds = self.exchange_partials([partial, mine])
         if merge.kind == "shifted":
             value, total, _ = rowmerge.shifted_total(merge, init, firsts, seconds,
@@ -380,13 +400,16 @@ class _StagedRow(_SplitRow):
     N / C``), its thread ``t`` the vectors ``t, t + T, ...`` of that part.
     Every pass is a loop that reads the part from shared memory."""
 
-    def __init__(self, *args, stages, barrier, unroll, **kwargs):
+    def __init__(self, *args, stages, barrier, unroll, piece, **kwargs):
         super().__init__(*args, **kwargs)
         self.held = False
         self.stages = stages    # (buffer, exprs) key -> (buffer, exprs, shared memref)
-        self.barrier = barrier  # the mbarrier's shared address, an i64
+        self.barrier = barrier  # the first mbarrier's shared address, an i64
         self.part = self.shape.n // self.cluster
         self.unroll = unroll    # vectors a pass's loop takes per iteration
+        self.piece = piece      # a thread's vectors in each piece (one mbarrier each)
+        self.waiting = True     # the first pass waits for each piece as it reaches it
+        self.one_pass = True
 
     def start(self, block, thread):
         super().start(block, thread)
@@ -395,41 +418,76 @@ class _StagedRow(_SplitRow):
         self.part0 = arith.muli(rank, _index(self.part))
         self._stage()
 
+    def _barrier(self, k):
+        """The shared pointer of mbarrier ``k`` (an int or an index value)."""
+        i64 = ir.IntegerType.get_signless(64)
+        offset = (arith.constant(i64, 8 * k) if isinstance(k, int) else
+                  arith.muli(arith.index_cast(i64, k), arith.constant(i64, 8)))
+        return llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), arith.addi(self.barrier, offset))
+
     def _stage(self):
         """The block's first thread issues the bulk copies of its part of
-        each streamed input, all completing on one mbarrier; every thread
-        waits for them."""
+        each streamed input, piece by piece (``piece`` vectors of each
+        thread: a contiguous ``piece * T * width`` elements of the part), each
+        piece of every input completing on the piece's own mbarrier. No
+        thread waits here: the first pass waits for each piece before it
+        reads it (wait), so that it works on the first pieces while the
+        later ones land."""
         i32, i64 = ir.IntegerType.get_signless(32), ir.IntegerType.get_signless(64)
-        barrier = llvm.inttoptr(ir.Type.parse("!llvm.ptr<3>"), self.barrier)
         parts = [(buffer, tile, irutil.element_bytes(ir.MemRefType(tile.type).element_type))
                  for buffer, _, tile in self.stages.values()]
-        total = sum(self.part * size for *_, size in parts)
+        elements = self.piece * self.in_block * self.width  # of each input, a piece
+        barriers = [self._barrier(k) for k in range(self.part // elements)]
         first = arith.cmpi(arith.CmpIPredicate.eq, self.local, _index(0))
         guard = scf.IfOp(first)
         with ir.InsertionPoint(guard.then_block):
-            nvvm.MBarrierInitOp(barrier, arith.constant(i32, 1))
+            for barrier in barriers:
+                nvvm.MBarrierInitOp(barrier, arith.constant(i32, 1))
             nvvm.FenceMbarrierInitOp()
-            nvvm.MBarrierArriveExpectTxOp(None, barrier, arith.constant(i32, total))
-            for buffer, tile, size in parts:
-                # Element (row, part0) of the buffer (identity layout: rows x N).
-                at = arith.addi(arith.muli(self.row, _index(self.shape.n)), self.part0)
-                src = arith.addi(
-                    arith.index_cast(i64, memref.extract_aligned_pointer_as_index(buffer)),
-                    arith.index_cast(i64, arith.muli(at, _index(size))))
-                dst = arith.index_cast(i64, memref.extract_aligned_pointer_as_index(tile))
-                nbytes = self.part * size
-                for offset in range(0, nbytes, STAGE_COPY_BYTES):
-                    piece = min(STAGE_COPY_BYTES, nbytes - offset)
-                    nvvm.CpAsyncBulkGlobalToSharedClusterOp(
-                        llvm.addrspacecast(ir.Type.parse("!llvm.ptr<7>"), llvm.inttoptr(
-                            ir.Type.parse("!llvm.ptr<3>"),
-                            arith.addi(dst, arith.constant(i64, offset)))),
-                        llvm.inttoptr(ir.Type.parse("!llvm.ptr<1>"),
-                                      arith.addi(src, arith.constant(i64, offset))),
-                        barrier, arith.constant(i32, piece))
+            for k, barrier in enumerate(barriers):
+                nvvm.MBarrierArriveExpectTxOp(None, barrier, arith.constant(
+                    i32, sum(elements * size for *_, size in parts)))
+                for buffer, tile, size in parts:
+                    # Element (row, part0 + k * elements) of the buffer
+                    # (identity layout: rows x N).
+                    at = arith.addi(arith.muli(self.row, _index(self.shape.n)),
+                                    arith.addi(self.part0, _index(k * elements)))
+                    src = arith.addi(
+                        arith.index_cast(i64, memref.extract_aligned_pointer_as_index(buffer)),
+                        arith.index_cast(i64, arith.muli(at, _index(size))))
+                    dst = arith.addi(
+                        arith.index_cast(i64, memref.extract_aligned_pointer_as_index(tile)),
+                        arith.constant(i64, k * elements * size))
+                    nbytes = elements * size
+                    for offset in range(0, nbytes, STAGE_COPY_BYTES):
+                        nvvm.CpAsyncBulkGlobalToSharedClusterOp(
+                            llvm.addrspacecast(ir.Type.parse("!llvm.ptr<7>"), llvm.inttoptr(
+                                ir.Type.parse("!llvm.ptr<3>"),
+                                arith.addi(dst, arith.constant(i64, offset)))),
+                            llvm.inttoptr(ir.Type.parse("!llvm.ptr<1>"),
+                                          arith.addi(src, arith.constant(i64, offset))),
+                            barrier, arith.constant(i32, min(STAGE_COPY_BYTES, nbytes - offset)))
             scf.YieldOp([])
-        gpu.BarrierOp()  # the mbarrier is initialized before anyone waits on it
-        irutil.mbarrier_wait(barrier, arith.constant(i32, 0))
+        gpu.BarrierOp()  # the mbarriers are initialized before anyone waits on them
+
+    def wait(self, base, k):
+        """In the first pass, before vector ``k`` of the iteration from
+        vector ``base``: wait for the piece it lies in, where it may start
+        one (every vector where iterations and pieces do not nest)."""
+        if not self.waiting:
+            return
+        if self.unroll % self.piece == 0:
+            if k % self.piece:
+                return
+        elif self.piece % self.unroll == 0:
+            if k:
+                return
+        if self.chunks == self.piece:
+            piece = 0  # one piece: its mbarrier's address is the first's
+        else:
+            piece = arith.divui(arith.addi(base, _index(k)), _index(self.piece))
+        irutil.mbarrier_wait(self._barrier(piece),
+                             arith.constant(ir.IntegerType.get_signless(32), 0))
 
     def position(self, chunk, whole=False):
         v = arith.addi(arith.muli(chunk, _index(self.in_block)), self.local)
@@ -441,10 +499,92 @@ class _StagedRow(_SplitRow):
         with ir.InsertionPoint(loop.body):
             acc = loop.inner_iter_args[0] if inits else None
             for k in range(self.unroll):
+                self.wait(loop.induction_variable, k)
                 j, inside = self.position(arith.addi(loop.induction_variable, _index(k)))
                 acc = step(acc, j, inside, {})
             scf.YieldOp([acc] if inits else [])
+        self.waiting = False
         return loop.results[0] if inits else None
+
+    def fold_centred(self, stmt):
+        """A centred merge's two folds in one sweep of the part (Chan et
+        al.): the first's terms of an iteration's vectors, their sum and
+        their squares centred on their own mean, merged with the sweep's so
+        far; then across the block's threads. (the block's sum, its squares
+        centred on its mean, its count of terms)."""
+        f32 = ir.F32Type.get()
+
+        def const(v):
+            return arith.constant(f32, ir.FloatAttr.get(f32, v))
+
+        # The body adds each term to -0.0, which leaves it as it is.
+        acc = [const(-0.0)] * self.width
+        zero = const(0.0)
+        loop = scf.ForOp(_index(0), _index(self.chunks), _index(self.unroll), [zero, zero])
+        with ir.InsertionPoint(loop.body):
+            folds = []
+            for k in range(self.unroll):
+                self.wait(loop.induction_variable, k)
+                j, _ = self.position(arith.addi(loop.induction_variable, _index(k)))
+                terms = self.evaluate(stmt, j, {}, acc=acc)
+                s = terms[0]
+                for t in terms[1:]:
+                    s = arith.addf(s, t)
+                mean = arith.mulf(s, const(1.0 / self.width))
+                v = None
+                for t in terms:
+                    d = arith.subf(t, mean)
+                    v = arith.mulf(d, d) if v is None else math.fma(d, d, v)
+                folds.append((s, v, self.width))
+            while len(folds) > 1:  # pairwise, with constant counts and weights
+                folds = [rowmerge.chan(folds[i], folds[i + 1]) if i + 1 < len(folds)
+                         else folds[i] for i in range(0, len(folds), 2)]
+            # The terms folded before this iteration: its first vector's
+            # number times the vector's width.
+            before = arith.uitofp(f32, arith.index_cast(
+                ir.IntegerType.get_signless(32),
+                arith.muli(loop.induction_variable, _index(self.width))))
+            s, v, _ = rowmerge.chan((*loop.inner_iter_args, before), folds[0])
+            scf.YieldOp([s, v])
+        self.waiting = False
+        s, v = loop.results
+        return self._across_threads_centred(s, v, self.chunks * self.width)
+
+    def _across_threads_centred(self, s, v, count):
+        """(sum, centred squares) of the block from each thread's, every
+        thread's fold of ``count`` terms: XOR shuffles, then the warps' in
+        warp order through shared memory (two slots); with the block's count."""
+        i32 = ir.IntegerType.get_signless(32)
+        width = arith.constant(i32, rowwise.WARP)
+        for offset in (16, 8, 4, 2, 1):
+            if offset >= self.in_block:
+                continue
+            pair = [gpu.ShuffleOp(x, arith.constant(i32, offset), width,
+                                  gpu.ShuffleMode.XOR).results[0] for x in (s, v)]
+            # (s, v) first and the other's second in every lane: the same
+            # bits in both lanes (the weight is symmetric, addition commutes).
+            s, v, count = rowmerge.chan((s, v, count), (*pair, count))
+        warps = self.in_block // rowwise.WARP
+        if warps <= 1:
+            return s, v, count
+        base = self.slot * warps
+        self.slot += 2
+        warp = arith.divui(self.local, _index(rowwise.WARP))
+        lead = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(self.local, _index(rowwise.WARP)),
+                          _index(0))
+        guard = scf.IfOp(lead)
+        with ir.InsertionPoint(guard.then_block):
+            memref.store(s, self.smem, [arith.addi(warp, _index(base))])
+            memref.store(v, self.smem, [arith.addi(warp, _index(base + warps))])
+            scf.YieldOp([])
+        gpu.BarrierOp()
+        fold = (memref.load(self.smem, [_index(base)]),
+                memref.load(self.smem, [_index(base + warps)]), count)
+        for w in range(1, warps):
+            fold = rowmerge.chan(fold, (memref.load(self.smem, [_index(base + w)]),
+                                        memref.load(self.smem, [_index(base + warps + w)]),
+                                        count))
+        return fold
 
     def store_pass(self, buffer, compute, exprs):
         """The output pass: per iteration, the vectors' values (their global
@@ -454,6 +594,7 @@ class _StagedRow(_SplitRow):
         with ir.InsertionPoint(loop.body):
             done = []
             for k in range(self.unroll):
+                self.wait(loop.induction_variable, k)
                 j, _ = self.position(arith.addi(loop.induction_variable, _index(k)))
                 done.append((j, compute(j, {})))
             for j, values in done:
@@ -461,6 +602,7 @@ class _StagedRow(_SplitRow):
                              buffer, self.indices(exprs, j),
                              alignment=self.width * irutil.element_bytes(elt))
             scf.YieldOp([])
+        self.waiting = False
 
     def lanes(self, buffer, exprs, j, memo, state=None):
         key = rowwise._key(buffer, exprs)
@@ -521,17 +663,27 @@ def _check_staged(p, streamed, width, threads, cluster, persistent, unroll):
                                      "a divisor of them")
 
 
+def _piece(vectors, chunk_bytes):
+    """A thread's vectors in each piece of a staged part: the most, dividing
+    its ``vectors``, whose ``chunk_bytes`` each (a vector of every thread, of
+    the widest input) stay within STAGE_PIECE_BYTES; at least 1."""
+    piece = max(1, min(vectors, STAGE_PIECE_BYTES // chunk_bytes))
+    while vectors % piece:
+        piece -= 1
+    return piece
+
+
 class _StagedLayout:
     """The dynamic shared memory of a staged split row (no static buffers:
     they would sit beside the dynamic memory and push it off its
-    alignment): the mbarrier (8 bytes), the reduction slots, the exchange
-    slots, then each streamed input's part, 128-byte aligned."""
+    alignment): an mbarrier (8 bytes) per piece, the reduction slots, the
+    exchange slots, then each streamed input's part, 128-byte aligned."""
 
-    def __init__(self, part, smem_type, exchange_type, streamed):
+    def __init__(self, part, smem_type, exchange_type, streamed, pieces):
         def end(at, type_, align):
             at = -(-at // align) * align
             return at, at + ir.MemRefType(type_).shape[0] * 4
-        self.smem = end(8, smem_type, 16)
+        self.smem = end(8 * pieces, smem_type, 16)
         self.exchange = end(self.smem[1], exchange_type, 16)
         self.types = {"smem": smem_type, "exchange": exchange_type}
         at, self.stages = self.exchange[1], []
@@ -545,7 +697,8 @@ class _StagedLayout:
 
     def views(self):
         """{"smem", "exchange": memrefs; "stages": rowwise key -> (buffer,
-        exprs, part memref); "barrier": its i64 shared address} at the
+        exprs, part memref); "barrier": the first mbarrier's i64 shared
+        address} at the
         current insertion point (the launch body)."""
         raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
             [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
@@ -601,13 +754,17 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
     merge = frozenset(MERGE_KINDS) if staged else MERGE if merge is None else merge
     with ir.InsertionPoint(p.first), fn.location:
         if staged:
-            layout = _StagedLayout(p.shape.n // cluster, smem_type, exchange_type, streamed)
+            piece = _piece(p.shape.n // (cluster * threads * width), threads * width * max(
+                irutil.element_bytes(ir.MemRefType(b.type).element_type) for b, _ in streamed))
+            layout = _StagedLayout(p.shape.n // cluster, smem_type, exchange_type, streamed,
+                                   p.shape.n // (cluster * threads * width) // piece)
             launch, block = _cluster_launch(blocks, threads, cluster, [], layout.bytes)
             with ir.InsertionPoint(block):
                 views = layout.views()
             row = _StagedRow(p.shape, width, threads, cluster, views["smem"],
                              views["exchange"], slots, p, registers, merge,
-                             stages=views["stages"], barrier=views["barrier"], unroll=unroll)
+                             stages=views["stages"], barrier=views["barrier"], unroll=unroll,
+                             piece=piece)
         else:
             launch, block = _cluster_launch(blocks, threads, cluster, [smem_type, exchange_type])
             smem, exchange = list(block.arguments)[18:]

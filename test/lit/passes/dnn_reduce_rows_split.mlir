@@ -335,8 +335,9 @@ func.func private @sum_rows_persistent(%arg0: memref<4x512xf32>, %arg1: memref<4
 
 // staged = 1: block rank r of the cluster copies elements r * 512 to
 // r * 512 + 511 of its row (its contiguous part) into dynamic shared memory
-// with a bulk copy that completes on an mbarrier; every thread waits for
-// it, then each pass reads the part from shared memory, vectors t and
+// with a bulk copy that completes on an mbarrier (one piece: the part is
+// under 16 KB); the first pass waits for it, then each pass reads the part
+// from shared memory, vectors t and
 // t + 64 of it (unroll = 2: both in one iteration, the loops fold away),
 // and the output pass computes both vectors before it stores them to the
 // row's elements r * 512 + 4t and r * 512 + 4(t + 64).
@@ -396,6 +397,116 @@ func.func private @sum_rows_staged(%arg0: memref<2x1024xf32>, %arg1: memref<2x10
   ^bb0(%in: f32, %in_2: f32, %out: f32):
     %0 = arith.subf %in, %in_2 : f32
     linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+// A staged layernorm (rows of 16384 f32, 2 blocks of 64 a row, unroll = 4):
+// each block's part is 32 KB, copied in two pieces of 16 KB on an mbarrier
+// each. The first pass waits for a piece before its first vector (piece
+// iv / 16 of the loop's vector iv), so that it works on the first piece
+// while the second lands. It folds the sum and the centred squares at once
+// (Chan et al.): per vector, its sum and its squares about its own mean;
+// the vectors of an iteration merged pairwise, then into the loop's fold
+// (weights from the count so far). The threads' folds merge the same way
+// over shuffles and the warps' through shared memory: the block's pair is
+// ready for the one exchange, with no second pass over the part. Two loops
+// in all: the statistics and the output.
+
+// CHECK-LABEL: func.func private @layernorm_staged(
+//       CHECK:     %[[RAW:.*]] = gpu.dynamic_shared_memory
+//       CHECK:     %[[BASE:.*]] = arith.index_cast %{{.*}} : index to i64
+//       CHECK:     %[[BAR0:.*]] = llvm.inttoptr %[[BASE]] : i64 to !llvm.ptr<3>
+//  CHECK-NEXT:     %[[AT1:.*]] = arith.addi %[[BASE]], %c8_i64 : i64
+//  CHECK-NEXT:     %[[BAR1:.*]] = llvm.inttoptr %[[AT1]] : i64 to !llvm.ptr<3>
+//       CHECK:     scf.if
+//  CHECK-NEXT:       nvvm.mbarrier.init %[[BAR0]], %c1_i32
+//  CHECK-NEXT:       nvvm.mbarrier.init %[[BAR1]], %c1_i32
+//  CHECK-NEXT:       nvvm.fence.mbarrier.init
+//  CHECK-NEXT:       nvvm.mbarrier.arrive.expect_tx %[[BAR0]], %c16384_i32
+//       CHECK:       nvvm.cp.async.bulk.shared.cluster.global %{{.*}}, %{{.*}}, %[[BAR0]], %c16384_i32
+//  CHECK-NEXT:       nvvm.mbarrier.arrive.expect_tx %[[BAR1]], %c16384_i32
+//       CHECK:       nvvm.cp.async.bulk.shared.cluster.global %{{.*}}, %{{.*}}, %[[BAR1]], %c16384_i32
+//  CHECK-NEXT:     }
+//  CHECK-NEXT:     gpu.barrier
+//  CHECK-NEXT:     %[[STATS:.*]]:2 = scf.for %[[IV:.*]] = %c0 to %c32 step %c4 iter_args(%[[S:.*]] = %{{.*}}, %[[V:.*]] = %{{.*}}) -> (f32, f32) {
+//  CHECK-NEXT:       %[[PIECE:.*]] = arith.divui %[[IV]], %c16 : index
+//       CHECK:       %[[BAR:.*]] = llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
+//  CHECK-NEXT:       llvm.inline_asm has_side_effects {{.*}}mbarrier.try_wait.parity{{.*}} %[[BAR]], %c0_i32
+//       CHECK:       %[[VEC:.*]] = vector.load
+//  CHECK-NEXT:       %[[E0:.*]] = vector.extract %[[VEC]][0]
+//  CHECK-NEXT:       %[[E1:.*]] = vector.extract %[[VEC]][1]
+//  CHECK-NEXT:       %[[E2:.*]] = vector.extract %[[VEC]][2]
+//  CHECK-NEXT:       %[[E3:.*]] = vector.extract %[[VEC]][3]
+//  CHECK-NEXT:       %[[A01:.*]] = arith.addf %[[E0]], %[[E1]] : f32
+//  CHECK-NEXT:       %[[A012:.*]] = arith.addf %[[A01]], %[[E2]] : f32
+//  CHECK-NEXT:       %[[SUM0:.*]] = arith.addf %[[A012]], %[[E3]] : f32
+//  CHECK-NEXT:       %[[MEAN0:.*]] = arith.mulf %[[SUM0]], %{{.*}} : f32
+//  CHECK-NEXT:       %[[D0:.*]] = arith.subf %[[E0]], %[[MEAN0]] : f32
+//  CHECK-NEXT:       %[[SQ0:.*]] = arith.mulf %[[D0]], %[[D0]] : f32
+//  CHECK-NEXT:       %[[D1:.*]] = arith.subf %[[E1]], %[[MEAN0]] : f32
+//  CHECK-NEXT:       math.fma %[[D1]], %[[D1]], %[[SQ0]] : f32
+//   CHECK-NOT:       mbarrier
+//       CHECK:       %[[BEFORE:.*]] = arith.uitofp %{{.*}} : i32 to f32
+//       CHECK:       %[[N:.*]] = arith.maximumf %[[BEFORE]], %{{.*}} : f32
+//  CHECK-NEXT:       arith.divf %[[S]], %[[N]] : f32
+//       CHECK:       scf.yield
+//  CHECK-NEXT:     }
+//  CHECK-NEXT:     gpu.shuffle  xor %[[STATS]]#0, %c16_i32
+//  CHECK-NEXT:     gpu.shuffle  xor %[[STATS]]#1, %c16_i32
+//   CHECK-NOT:     scf.for
+//       CHECK:     nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:     nvvm.cluster.wait {aligned}
+//   CHECK-NOT:     nvvm.cluster.wait
+//       CHECK:     scf.for
+//   CHECK-NOT:       mbarrier
+//       CHECK:       vector.store
+//       CHECK:     nvvm.cluster.wait {aligned}
+//  CHECK-NEXT:     gpu.terminator
+
+#map = affine_map<(d0, d1) -> (d0, d1)>
+#map1 = affine_map<(d0, d1) -> (d0, 0)>
+
+func.func private @layernorm_staged(%arg0: memref<2x16384xf32>, %arg1: memref<2x16384xf32>) attributes {dnn.config = {block = [64, 1, 1], split = 2 : i64, staged = 1 : i64, strategy = "simt-reduce", unroll = 4 : i64, vector = 4 : i64}, dnn.kernel} {
+  %cst = arith.constant 9.99999974E-6 : f32
+  %cst_0 = arith.constant 1.000000e+00 : f32
+  %cst_1 = arith.constant 1.638400e+04 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel"]} outs(%alloc : memref<2x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<2x1xf32>
+  linalg.copy ins(%alloc : memref<2x1xf32>) outs(%alloc_3 : memref<2x1xf32>)
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%arg0 : memref<2x16384xf32>) outs(%alloc_3 : memref<2x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %alloc_4 = memref.alloc() {alignment = 64 : i64} : memref<2x16384xf32>
+  linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%arg0, %alloc_3 : memref<2x16384xf32>, memref<2x1xf32>) outs(%alloc_4 : memref<2x16384xf32>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f32):
+    %0 = arith.divf %in_5, %cst_1 : f32
+    %1 = arith.subf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction"]} ins(%alloc_4 : memref<2x16384xf32>) outs(%alloc : memref<2x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel"]} ins(%alloc_4, %alloc : memref<2x16384xf32>, memref<2x1xf32>) outs(%arg1 : memref<2x16384xf32>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f32):
+    %0 = arith.divf %in_5, %cst_1 : f32
+    %1 = arith.addf %0, %cst : f32
+    %2 = math.sqrt %1 : f32
+    %3 = arith.divf %cst_0, %2 : f32
+    %4 = arith.mulf %in, %3 : f32
+    linalg.yield %4 : f32
   }
   return
 }
