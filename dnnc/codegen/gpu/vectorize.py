@@ -35,6 +35,10 @@ the innermost dim. The rewrite of one op, in steps:
 
 NVPTX turns each aligned ``vector<8 x bf16>`` load into one
 ``ld.global.v4.b32``.
+
+4. A kernel of copies into disjoint parts of one buffer (a concat's slabs)
+   gets one loop for all of them (``merge_parts``): one launch, where each
+   copy took its own.
 """
 
 from dataclasses import dataclass
@@ -367,15 +371,101 @@ def _one_vector(p, linear, counts, width):
 def vectorize_ops(fn, width, unroll, threads):
     """Rewrite every vectorizable top-level ``linalg.generic`` and
     ``linalg.copy`` of kernel ``fn``; returns (rewritten, total, why the
-    first that was not did not)."""
+    first that was not did not). Copies into disjoint parts of one buffer
+    (a concat's inputs into its slabs) become one loop (merge_parts)."""
     ops = [op for op in irutil.body(fn).operations
            if op.operation.name in ("linalg.generic", "linalg.copy")]
-    done, why = 0, None
+    done, why, parts = 0, None, []
     for op in ops:
         p, reason = plan_or_reason(op, width)
         if p is not None:
-            rewrite(p, width, unroll, threads)
+            parts.append((p.outputs[0].value if p.copy else None,
+                          [o.value for o in p.inputs], rewrite(p, width, unroll, threads)))
             done += 1
         elif why is None:
             why = reason
+    if done == len(ops) and len(parts) > 1 and _disjoint_parts(parts):
+        merge_parts([loop for *_, loop in parts], threads)
     return done, len(ops), why
+
+
+def _subview(value):
+    """(source, static offsets, static sizes) of a memref.subview with unit
+    strides, or None."""
+    op = irutil.defining_op(value)
+    if op is None or op.name != "memref.subview" or op.operands[1:]:
+        return None
+    view = op.opview
+    if any(s != 1 for s in view.static_strides):
+        return None
+    return op.operands[0], list(view.static_offsets), list(view.static_sizes)
+
+
+def _disjoint_parts(parts):
+    """True when every (output, inputs, loop) of ``parts`` is a copy into a
+    part of one buffer (a static, unit-stride subview), no two parts share
+    an element (their ranges are apart along some dim), and no input is
+    that buffer or a view of it: the copies may run in any order, at once."""
+    views = [_subview(out) if out is not None else None for out, _, _ in parts]
+    if any(v is None for v in views):
+        return False
+    base = views[0][0]
+    if any(v[0] != base for v in views):
+        return False
+    for out, inputs, _ in parts:
+        for value in inputs:
+            seen = value
+            while True:
+                if seen == base:
+                    return False
+                owner = irutil.defining_op(seen)
+                if owner is None or not owner.operands:
+                    break
+                seen = owner.operands[0]
+    for a in range(len(views)):
+        for b in range(a + 1, len(views)):
+            (_, oa, sa), (_, ob, sb) = views[a], views[b]
+            if not any(x + m <= y or y + n <= x for x, m, y, n in zip(oa, sa, ob, sb)):
+                return False
+    return True
+
+
+def merge_parts(loops, threads):
+    """One ``scf.parallel`` for the 1-D ``loops`` (each over a multiple of
+    ``threads`` groups, independent of the others), in place of the last:
+    group ``g`` runs loop k's body at ``g - start_k`` where ``start_k <= g <
+    start_k + n_k``. Each block's groups lie in one loop's range (the
+    distribution gives a block ``threads`` consecutive groups), so a block
+    takes one branch: a concat is one launch, not one per input. None (the
+    loops left as they are) when a count is not such a multiple."""
+    counts = [irutil.constant_int(loop.upperBound[0]) for loop in loops]
+    if any(n is None or n % threads for n in counts):
+        return None
+    last = loops[-1]
+    with ir.InsertionPoint(last), last.location:
+        merged = scf.ParallelOp([], [_index(0)], [_index(sum(counts))], [_index(1)], [])
+        body = merged.regions[0].blocks.append(ir.IndexType.get())
+        with ir.InsertionPoint(body):
+            place = scf.ReduceOp([], 0)
+    g = body.arguments[0]
+    start = 0
+    for k, (loop, n) in enumerate(zip(loops, counts)):
+        with ir.InsertionPoint(place), last.location:
+            here = place
+            if k + 1 < len(loops):
+                branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, g, _index(start + n)),
+                                  has_else=True)
+                with ir.InsertionPoint(branch.then_block):
+                    here = scf.YieldOp([])
+                with ir.InsertionPoint(branch.else_block):
+                    place = scf.YieldOp([])
+        with ir.InsertionPoint(here), last.location:
+            index = arith.subi(g, _index(start)) if start else g
+        old = loop.regions[0].blocks[0]
+        old.arguments[0].replace_all_uses_with(index)
+        for op in list(old.operations)[:-1]:
+            op.move_before(here)
+        start += n
+    for loop in loops:
+        loop.operation.erase()
+    return merged

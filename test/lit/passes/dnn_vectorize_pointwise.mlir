@@ -148,6 +148,41 @@ func.func private @copies(%x: memref<2x4x3x8xbf16>, %y: memref<2x3x4x8xbf16>, %q
 
 // -----
 
+// A concat's copies into its slabs: parts of one buffer that share no
+// element (their columns are apart), from inputs that are not that buffer.
+// They run in any order, at once: one loop over both parts' groups (4 and
+// 8, multiples of the block's 2 threads, so that a block runs one part),
+// group g running the first copy below 4 and the second at g - 4.
+
+// CHECK-LABEL: func.func private @concat_parts(
+//  CHECK-SAME:     %[[A:.*]]: memref<4x8xbf16>, %[[B:.*]]: memref<4x16xbf16>, %[[Y:.*]]: memref<4x24xbf16>)
+//  CHECK-SAME:     dnn.vectorized = [2, 2]
+//       CHECK:   %[[PA:.*]] = memref.subview %[[Y]][0, 0] [4, 8] [1, 1]
+//       CHECK:   %[[PB:.*]] = memref.subview %[[Y]][0, 8] [4, 16] [1, 1]
+//       CHECK:   scf.parallel (%[[G:.*]]) = (%c0) to (%c12) step (%c1) {
+//       CHECK:     %[[FIRST:.*]] = arith.cmpi ult, %[[G]], %c4 : index
+//  CHECK-NEXT:     scf.if %[[FIRST]] {
+//       CHECK:       %[[U:.*]] = vector.load %[[A]][%[[G]], %{{.*}}]
+//  CHECK-NEXT:       vector.store %[[U]], %[[PA]][%[[G]], %{{.*}}] {{.*}}
+//  CHECK-NEXT:     } else {
+//  CHECK-NEXT:       %[[H:.*]] = arith.subi %[[G]], %c4 : index
+//       CHECK:       %[[V:.*]] = vector.load %[[B]][{{.*}}]
+//  CHECK-NEXT:       vector.store %[[V]], %[[PB]][{{.*}}] {{.*}}
+//  CHECK-NEXT:     }
+//  CHECK-NEXT:     scf.reduce
+//  CHECK-NEXT:   }
+//   CHECK-NOT:   scf.parallel
+//   CHECK-NOT:   linalg.
+func.func private @concat_parts(%a: memref<4x8xbf16>, %b: memref<4x16xbf16>, %y: memref<4x24xbf16>) attributes {dnn.config = {block = [2, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.kernel} {
+  %pa = memref.subview %y[0, 0] [4, 8] [1, 1] : memref<4x24xbf16> to memref<4x8xbf16, strided<[24, 1]>>
+  linalg.copy ins(%a : memref<4x8xbf16>) outs(%pa : memref<4x8xbf16, strided<[24, 1]>>)
+  %pb = memref.subview %y[0, 8] [4, 16] [1, 1] : memref<4x24xbf16> to memref<4x16xbf16, strided<[24, 1], offset: 8>>
+  linalg.copy ins(%b : memref<4x16xbf16>) outs(%pb : memref<4x16xbf16, strided<[24, 1], offset: 8>>)
+  return
+}
+
+// -----
+
 // A kernel none of whose ops vectorizes is handed to simt-generic, with the
 // reason: here a slice that starts inside a vector.
 
