@@ -433,6 +433,14 @@ def _concat():
     return g
 
 
+def _concat4():
+    """Four inputs: a chain of three binary concats in the graph."""
+    g = _graph("concat4")
+    parts = [g.tensor(name=n, dim=[4096, 2048]) for n in "abcd"]
+    g.concat(parts, axis=1).set_output(True)
+    return g
+
+
 TENSOR = [
     Case(f"cast bf16->fp8e4m3 {PW_NAME}", _cast_fp8, lambda t, x: x.to(t.float8_e4m3fn),
          0, PWN * (BF16 + FP8), True, "tensor"),
@@ -447,6 +455,8 @@ TENSOR = [
     Case("slice (k of qkv) 4096x12288 bf16", _slice_k,
          lambda t, x: x[:, 4096:8192].contiguous(), 0, 4096 * 4096 * 2 * BF16, True, "tensor"),
     Case("concat 2x 4096x4096 bf16", _concat, lambda t, a, b: t.cat((a, b), dim=1),
+         0, 4 * 4096 * 4096 * BF16, True, "tensor"),
+    Case("concat 4x 4096x2048 bf16", _concat4, lambda t, a, b, c, d: t.cat((a, b, c, d), dim=1),
          0, 4 * 4096 * 4096 * BF16, True, "tensor"),
 ]
 

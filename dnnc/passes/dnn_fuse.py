@@ -10,7 +10,9 @@ Grouping, in program order:
 * anchors start a kernel of their own, named after the op: matmul, conv_fprop,
   conv_dgrad, conv_wgrad, sdpa, sdpa_backward, every norm and norm backward,
   softmax and log_softmax (and their backward), reduction, pooling,
-  pooling_backward, concat (and any other non-pointwise op);
+  pooling_backward, concat (and any other non-pointwise op); a concat whose
+  operand is another concat's result along the same axis, and that
+  result's only use, joins that kernel (a chain of concats is one);
 * epilogue (option ``epilogue``): a pointwise op (cast included) joins a matmul,
   conv, softmax, log_softmax, layernorm, rmsnorm or pooling kernel when it
   uses the kernel's chain tip (the
@@ -370,6 +372,8 @@ class Partition:
             self._new(VIEW if _is_view(op) else "tensor", op)
         elif kind == "reduction" and self._place_reduction(op):
             pass
+        elif kind == "concat" and self._join_concat(op):
+            pass
         else:
             group = Group(kind)
             self.groups.append(group)
@@ -387,6 +391,23 @@ class Partition:
             if _row_reduction(op):
                 group.rows = _rows(op)
                 self._absorb(group)
+
+    def _join_concat(self, op):
+        """Join ``op``, a concat, to the concat kernel making one of its
+        operands along the same axis, when that is the operand's only use:
+        a chain of concats (Graph.concat of three tensors or more) is one
+        kernel, which copies every input straight into its slab of the last
+        result (dnnc/codegen/linalg/tensor.py)."""
+        axis = ir.IntegerAttr(op.attributes["axis"]).value
+        for v in op.operands:
+            p = _producer(v)
+            group = self.group_of.get(p) if p is not None else None
+            if (group is not None and group.anchor == "concat" and p.name == "dnn.concat"
+                    and ir.IntegerAttr(p.attributes["axis"]).value == axis
+                    and _users(v) == [op] and self._legal([group], op)):
+                self._add(group, op)
+                return True
+        return False
 
     def _operand_prologue(self, op, index):
         """The pointwise ops computing operand ``index`` of matmul ``op`` that

@@ -8,7 +8,10 @@ Element types pass through unchanged (booleans stay in their i8 storage).
 * slice: a strided tensor.extract_slice view, copied with linalg.copy. Both
   give a fresh contiguous tensor (a strided view would need a strided
   memref.copy, from MLIR's runtime library, when it leaves a function).
-* concat: each input is copied into its slab of a new tensor, in place.
+* concat: each input is copied into its slab of a new tensor, in place; an
+  input that is itself a concat along the same axis in the same kernel
+  (dnn-fuse joins such a chain) has its own inputs copied into the slabs
+  instead, so that each is moved once.
 
 A result whose element type differs from the input's (the graph API can
 produce that for a virtual f32 input and a typed output) is converted after
@@ -85,14 +88,48 @@ def _concat(view):
     offset = 0
     for value in inputs:
         shape = list(emit.shape_of(value))
-        if shape[axis] and all(shape):
+        parts = _parts(value, axis)
+        if parts is None:  # copied as a whole
+            parts = [(value, 0)] if shape[axis] and all(shape) else []
+        for part_value, start in parts:
+            part_shape = list(emit.shape_of(part_value))
             offsets = [0] * rank
-            offsets[axis] = offset  # this input's slab starts where the previous ended
-
-            result = emit.write_into(result, offsets, shape, [1] * rank,
-                                     lambda part, value=value: emit.copy(value, part))
+            # This input's slab starts where the previous ended.
+            offsets[axis] = offset + start
+            result = emit.write_into(result, offsets, part_shape, [1] * rank,
+                                     lambda part, v=part_value: emit.copy(v, part))
         offset += shape[axis]
     return {"y": result}
+
+
+def _parts(value, axis):
+    """[(input, offset along ``axis``)] when ``value`` is a concat along
+    ``axis`` lowered in this function and used once (here): the copies of
+    its inputs into slabs of a fresh tensor. A concat of it then copies
+    those inputs straight into its own slabs, and the inner one's copies
+    and tensor go unused: a chain of concats moves each input once. None
+    for anything else."""
+    if sum(1 for _ in value.uses) != 1:
+        return None
+    parts = []
+    while True:
+        op = value.owner
+        if not isinstance(op, ir.Operation) and hasattr(op, "operation"):
+            op = op.operation
+        if getattr(op, "name", None) == "bufferization.alloc_tensor":
+            return parts[::-1]
+        if getattr(op, "name", None) != "tensor.insert_slice":
+            return None
+        source, dest = op.operands[0], op.operands[1]
+        copy = source.owner
+        copy = getattr(copy, "operation", copy)
+        view = op.opview
+        if (getattr(copy, "name", None) != "linalg.copy" or list(view.static_strides) != [1] * len(
+                view.static_strides) or any(o != 0 for k, o in enumerate(view.static_offsets)
+                                            if k != axis)):
+            return None
+        parts.append((copy.operands[0], view.static_offsets[axis]))
+        value = dest
 
 
 def _converting(move):

@@ -149,3 +149,29 @@ func.func @max_pool_backward(%dy: tensor<1x2x2x2xf32>, %x: tensor<1x2x4x4xf32>) 
   %dx = "dnn.pooling_backward"(%dy, %x) {count_include_pad = false, mode = "max", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 2, 2>, window = array<i64: 2, 2>} : (tensor<1x2x2x2xf32>, tensor<1x2x4x4xf32>) -> tensor<1x2x4x4xf32>
   return %dx : tensor<1x2x4x4xf32>
 }
+
+// -----
+
+// A chain of concats in one kernel (dnn-fuse joins it): the second copies
+// the first's inputs straight into its slabs (b at column 8, c at 24); the
+// first's own copies are left unused (canonicalization drops them), so
+// nothing goes through the 4 x 24 intermediate.
+
+// CHECK-LABEL: func.func private @concat_chain(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x8xf32>, %[[B:.*]]: tensor<4x16xf32>, %[[C:.*]]: tensor<4x8xf32>) -> tensor<4x32xf32>
+//       CHECK:   %[[Y:.*]] = bufferization.alloc_tensor() : tensor<4x32xf32>
+//  CHECK-NEXT:   %[[P0:.*]] = tensor.extract_slice %[[Y]][0, 0] [4, 8] [1, 1]
+//  CHECK-NEXT:   %[[Y0:.*]] = linalg.copy {{.*}} ins(%[[A]] : tensor<4x8xf32>) outs(%[[P0]] : tensor<4x8xf32>)
+//  CHECK-NEXT:   %[[Y1:.*]] = tensor.insert_slice %[[Y0]] into %[[Y]][0, 0] [4, 8] [1, 1]
+//  CHECK-NEXT:   %[[P1:.*]] = tensor.extract_slice %[[Y1]][0, 8] [4, 16] [1, 1]
+//  CHECK-NEXT:   %[[Y2:.*]] = linalg.copy {{.*}} ins(%[[B]] : tensor<4x16xf32>) outs(%[[P1]] : tensor<4x16xf32>)
+//  CHECK-NEXT:   %[[Y3:.*]] = tensor.insert_slice %[[Y2]] into %[[Y1]][0, 8] [4, 16] [1, 1]
+//  CHECK-NEXT:   %[[P2:.*]] = tensor.extract_slice %[[Y3]][0, 24] [4, 8] [1, 1]
+//  CHECK-NEXT:   %[[Y4:.*]] = linalg.copy {{.*}} ins(%[[C]] : tensor<4x8xf32>) outs(%[[P2]] : tensor<4x8xf32>)
+//  CHECK-NEXT:   %[[Y5:.*]] = tensor.insert_slice %[[Y4]] into %[[Y3]][0, 24] [4, 8] [1, 1]
+//  CHECK-NEXT:   return %[[Y5]] : tensor<4x32xf32>
+func.func private @concat_chain(%a: tensor<4x8xf32>, %b: tensor<4x16xf32>, %c: tensor<4x8xf32>) -> tensor<4x32xf32> attributes {dnn.kernel} {
+  %0 = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x24xf32>
+  %1 = "dnn.concat"(%0, %c) {axis = 1 : i64} : (tensor<4x24xf32>, tensor<4x8xf32>) -> tensor<4x32xf32>
+  return %1 : tensor<4x32xf32>
+}

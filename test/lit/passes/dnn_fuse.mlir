@@ -556,3 +556,28 @@ func.func @groupnorm_rows(%arg0: tensor<2x6x5x5xf32>, %arg1: tensor<1x6x1x1xf32>
   %13 = "dnn.reshape"(%12) : (tensor<2x3x2x25xf32>) -> tensor<2x6x5x5xf32>
   return %13 : tensor<2x6x5x5xf32>
 }
+
+// -----
+
+// A chain of concats along one axis (Graph.concat of three tensors): the
+// second joins the first's kernel, whose result it alone uses. A concat
+// along another axis, or of a result used elsewhere too, is a kernel of its
+// own.
+// CHECK-LABEL: func.func private @concat_chain_k0_concat(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<4x8xf32>, %[[B:[^:]*]]: tensor<4x16xf32>, %[[C:[^:]*]]: tensor<4x8xf32>) -> tensor<4x32xf32>
+// CHECK-NEXT: %[[AB:.*]] = "dnn.concat"(%[[A]], %[[B]]) {axis = 1 : i64}
+// CHECK-NEXT: %[[ABC:.*]] = "dnn.concat"(%[[AB]], %[[C]]) {axis = 1 : i64}
+// CHECK-NEXT: return %[[ABC]]
+// CHECK-LABEL: func.func private @concat_chain_k1_concat(
+// CHECK-NEXT: "dnn.concat"({{.*}}) {axis = 0 : i64}
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @concat_chain(
+// CHECK-NEXT: %[[Y:.*]] = call @concat_chain_k0_concat(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[Z:.*]] = call @concat_chain_k1_concat(%[[Y]])
+// CHECK-NEXT: return %[[Y]], %[[Z]]
+func.func @concat_chain(%a: tensor<4x8xf32>, %b: tensor<4x16xf32>, %c: tensor<4x8xf32>) -> (tensor<4x32xf32>, tensor<8x32xf32>) attributes {dnn.graph} {
+  %0 = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x24xf32>
+  %1 = "dnn.concat"(%0, %c) {axis = 1 : i64} : (tensor<4x24xf32>, tensor<4x8xf32>) -> tensor<4x32xf32>
+  %2 = "dnn.concat"(%1, %1) {axis = 0 : i64} : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<8x32xf32>
+  return %1, %2 : tensor<4x32xf32>, tensor<8x32xf32>
+}
