@@ -75,8 +75,13 @@ def rank_tensor(problem):
 
 
 def tensor_facts(problem):
-    """What a tensor kernel is, for its reason: "copy by <ops>: <n> elements"."""
-    ops = ", ".join(o for o in problem.ops if o != "constant") or problem.anchor
+    """What a tensor kernel is, for its reason: "copy by <ops>: <n> elements"
+    (a chain of k binary concats: "copy by a concat of k + 1 inputs")."""
+    names = [o for o in problem.ops if o != "constant"]
+    if len(names) > 1 and set(names) == {"concat"}:
+        ops = f"a concat of {len(names) + 1} inputs"
+    else:
+        ops = ", ".join(names) or problem.anchor
     return f"copy by {ops}: {problem.output_elements} elements"
 
 

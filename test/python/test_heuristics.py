@@ -463,6 +463,10 @@ def test_tensor_and_unknown_anchors():
     assert (t.strategy, t.vector) == ("simt-pointwise", 4)
     assert t.reason == "copy by reshape: 24 elements: vectors of 4 (16 bytes), 1 per thread, " \
                        "block 128"
+    # A chain of concats in one kernel says how many inputs it copies.
+    chain = choose(problem("concat", [[4, 8]] * 4, [[4, 32]], ops=["concat"] * 3))
+    assert chain.reason.startswith("copy by a concat of 4 inputs: 128 elements: vectors"), \
+        chain.reason
     odd = choose(problem("tensor", [[2, 3, 5]], [[6, 5]], ops=["reshape"]))
     assert odd.strategy == "simt-generic"
     assert odd.reason.startswith("no faster strategy planned (copy by reshape: 30")
