@@ -168,6 +168,10 @@ def apply(config, fields):
             block = (256 if len(tile) > 1 and max(tile[:2]) >= 256 else 128, 1, 1)
         config = Config(strategy, block, reason=config.reason)
     changed = config.replace(**fields)
+    if fields.get("staged") == 0 and "unroll" not in fields and strategy == "simt-reduce":
+        # A staged pass's vectors an iteration mean nothing to a row held in
+        # registers or looped by one block: not left in the config.
+        changed = changed.replace(unroll=1)
     if strategy == "tc-sm90" and "tile" in fields and "block" not in fields:
         # A producer warpgroup and a consumer warpgroup per 64 rows of the tile.
         changed = changed.replace(block=(128 * (1 + changed.tile[0] // 64), 1, 1))

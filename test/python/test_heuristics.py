@@ -443,6 +443,17 @@ def test_tc_sm90_tile_override_brings_its_block():
     assert choose(p, override="tile:128x128x64").block == (384, 1, 1)
 
 
+def test_unstaging_override_drops_the_staged_unroll():
+    # A staged row's vectors an iteration do not carry over to a row held in
+    # registers (staged:0), unless the override sets them too.
+    x = ([2, 262144], "bf16")
+    p = problem("softmax", [x], [x], attrs=[("axis", 1)], anchor_ins=[x])
+    assert (choose(p).staged, choose(p).unroll) == (1, 16)
+    held = choose(p, override="staged:0,block:512")
+    assert (held.staged, held.unroll) == (0, 1)
+    assert choose(p, override="staged:0,block:512,unroll:2").unroll == 2
+
+
 def test_convolution_is_an_implicit_gemm():
     from dnnc.heuristics import contraction
 
