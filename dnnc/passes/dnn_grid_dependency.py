@@ -30,7 +30,12 @@ the successor's first blocks all at once and leave them the work of many
 (a split-K GEMM of 128 blocks made its 128-block sum 5% slower so on an
 H200); its successor then launches when it ends. A smaller grid (a
 statistics pass) leaves most SMs to its successor, and a full one frees
-them as it drains. A kernel launched without the attribute
+them as it drains. A column program (simt-reduce-columns) of FULL_WAVE / 2
+blocks or more leaves the line out too: its blocks are sized to be resident
+at once, two an SM, and an early successor took their slots (on an H200 a
+column sum of 16384 x 8192 called back to back took 101 us with the line,
+64-65 without; 16384 x 4096, 33 us both ways); a smaller one (a norm
+backward's dscale over a few rows) is a statistics pass like any other. A kernel launched without the attribute
 treats both lines as no-ops.
 The compiler records in the manifest which kernels wait
 (``dependent_launch``, read from the PTX), and the runtime launches only
@@ -67,6 +72,9 @@ LAUNCH_DEPENDENTS = "griddepcontrol.launch_dependents;"
 # Blocks a grid needs for its successor to launch early: one per SM of an
 # H100 SXM / H200.
 FULL_WAVE = 132
+# Strategies whose grids are sized to be resident all at once: from
+# FULL_WAVE / 2 blocks on, their successors launch when they end.
+RESIDENT_STRATEGIES = ("simt-reduce-columns",)
 # The most blocks a dependent kernel may have. A grid of more runs for 100 us
 # or longer, where launching it early saves nothing, while its blocks pay
 # for the two lines: on an H200 a softmax of 1048576 rows of 128 (262144
@@ -79,8 +87,9 @@ MAX_BLOCKS = 65536
 
 def _blocks(module):
     """{(gpu.module, kernel): (the fewest, the most) blocks its launches
-    have; 0 for a grid that is not constant}."""
-    out = {}
+    have; 0 for a grid that is not constant} and the set of kernels that a
+    function of a RESIDENT_STRATEGIES config launches."""
+    out, resident = {}, set()
     for launch in irutil.ops(module, "gpu.launch_func"):
         view = launch.opview
         sizes = [irutil.constant_int(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ)]
@@ -88,18 +97,33 @@ def _blocks(module):
         key = irutil.launched_kernel(launch)
         fewest, most = out.get(key, (blocks, blocks))
         out[key] = (min(fewest, blocks), max(most, blocks))
-    return out
+        if _strategy(launch) in RESIDENT_STRATEGIES:
+            resident.add(key)
+    return out, resident
 
 
-def triggers_early(blocks):
+def _strategy(op):
+    """The strategy of the ``dnn.config`` of the function holding ``op``;
+    None without one."""
+    parent = op.parent
+    while parent is not None and parent.name != "func.func":
+        parent = parent.parent
+    if parent is None or "dnn.config" not in parent.attributes:
+        return None
+    config = ir.DictAttr(parent.attributes["dnn.config"])
+    return ir.StringAttr(config["strategy"]).value if "strategy" in config else None
+
+
+def triggers_early(blocks, resident=False):
     """Whether a kernel whose launches have ``blocks`` blocks at fewest (0:
-    not constant) lets its successor launch as soon as it starts."""
-    return blocks >= FULL_WAVE or 0 < blocks < FULL_WAVE // 2
+    not constant) lets its successor launch as soon as it starts;
+    ``resident``: a grid sized to be resident all at once."""
+    return (blocks >= FULL_WAVE and not resident) or 0 < blocks < FULL_WAVE // 2
 
 
 def mark(module):
     module = getattr(module, "operation", module)
-    blocks = _blocks(module)
+    blocks, resident = _blocks(module)
     for gm in irutil.body(module).operations:
         gm = gm.operation
         if gm.name != "gpu.module" or (irutil.target_sm(gm) or 0) < FROM_SM:
@@ -108,11 +132,12 @@ def mark(module):
             f = f.operation
             if f.name != "gpu.func" or "gpu.kernel" not in f.attributes:
                 continue
-            fewest, most = blocks.get((irutil.symbol(gm), irutil.symbol(f)), (0, 0))
+            key = (irutil.symbol(gm), irutil.symbol(f))
+            fewest, most = blocks.get(key, (0, 0))
             if most > MAX_BLOCKS:
                 continue
             lines = [WAIT]
-            if triggers_early(fewest):
+            if triggers_early(fewest, key in resident):
                 lines.append(LAUNCH_DEPENDENTS)
             entry = f.regions[0].blocks[0]
             with ir.InsertionPoint.at_block_begin(entry):

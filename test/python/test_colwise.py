@@ -437,6 +437,10 @@ def test_the_bias_gradient_plan_and_ptx():
     (at,) = atomics
     assert ops[at - 1] == ops[at + 1] == "fence.acq_rel.gpu;"
     assert ops.count("fence.acq_rel.gpu;") == 2
+    # It waits for the kernels ahead, but does not let its successor launch
+    # early: its blocks are all resident at once (dnn-grid-dependency).
+    assert "griddepcontrol.wait;" in entry and rows["dependent_launch"]
+    assert "griddepcontrol.launch_dependents;" not in entry
     if PTXAS is None:
         return
     resources, cubin = ptxas.assemble_cubin(package.ptx, "sm_90a")
