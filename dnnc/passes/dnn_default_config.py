@@ -38,6 +38,7 @@ from mlir import ir
 
 from dnnc.codegen.gpu import irutil, vectorize
 from dnnc.errors import PipelineError
+from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
@@ -57,7 +58,7 @@ def _copy_width(fn):
         return 1
     widest = max(irutil.element_bytes(ir.MemRefType(v.type).element_type)
                  for op in work for v in op.operands)
-    width = max(1, 16 // widest)
+    width = max(1, pointwise.VECTOR_BYTES // widest)
     if all(vectorize.plan(op, width) is not None for op in work):
         return width
     return 1

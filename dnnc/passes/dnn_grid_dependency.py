@@ -35,8 +35,8 @@ blocks or more leaves the line out too: its blocks are sized to be resident
 at once, two an SM, and an early successor took their slots (on an H200 a
 column sum of 16384 x 8192 called back to back took 101 us with the line,
 64-65 without; 16384 x 4096, 33 us both ways); a smaller one (a norm
-backward's dscale over a few rows) is a statistics pass like any other. A kernel launched without the attribute
-treats both lines as no-ops.
+backward's dscale over a few rows) is a statistics pass like any other. A
+kernel launched without the attribute treats both lines as no-ops.
 The compiler records in the manifest which kernels wait
 (``dependent_launch``, read from the PTX), and the runtime launches only
 those with the attribute (docs/artifact.md). Kernels for sm_80 are left
@@ -63,6 +63,7 @@ from mlir import ir
 from mlir.dialects import llvm
 
 from dnnc.codegen.gpu import irutil
+from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
 # The first NVIDIA architecture with griddepcontrol (PTX ISA: sm_90).
@@ -105,13 +106,9 @@ def _blocks(module):
 def _strategy(op):
     """The strategy of the ``dnn.config`` of the function holding ``op``;
     None without one."""
-    parent = op.parent
-    while parent is not None and parent.name != "func.func":
-        parent = parent.parent
-    if parent is None or "dnn.config" not in parent.attributes:
-        return None
-    config = ir.DictAttr(parent.attributes["dnn.config"])
-    return ir.StringAttr(config["strategy"]).value if "strategy" in config else None
+    fn = irutil.enclosing(op, "func.func")
+    config = None if fn is None else Config.of_kernel(fn)
+    return None if config is None else config.strategy
 
 
 def triggers_early(blocks, resident=False):

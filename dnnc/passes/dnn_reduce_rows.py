@@ -15,9 +15,9 @@ load. ``split = C`` (sm_90) spreads each row over a cluster of C blocks that
 exchange their partial reductions through distributed shared memory
 (dnnc/codegen/gpu/rowsplit.py): rows too long for one block's registers are
 then held in registers too, or, with ``staged = 1``, each block copies its
-contiguous part of the row into shared memory (bulk copies, a piece on an mbarrier each)
-and loops over it there, ``unroll`` vectors an iteration (a row held in
-registers or looped by one block ignores ``unroll``). A row may be several
+contiguous part of the row into shared memory (bulk copies, a piece on an
+mbarrier each) and loops over it there, ``unroll`` vectors an iteration (a
+row held in registers or looped by one block ignores ``unroll``). A row may be several
 trailing dims (groupnorm's channels x positions; never split). A kernel
 that is not a row program (the heuristics only choose simt-reduce for
 softmax, norms and reductions along the innermost or trailing dims, but

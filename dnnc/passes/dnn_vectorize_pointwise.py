@@ -14,11 +14,11 @@ multiple of ``vector``, a slice that starts inside a vector) is left to the
 one-thread-per-element lowering. Copies into parts of one buffer that share
 no element, from inputs that are not that buffer (a concat's inputs into
 their slabs), become one ``scf.parallel``, whose groups take the first
-copy's body, then the second's: one launch for the whole concat. The function records how many did as
-``dnn.vectorized = [done, total]``. The heuristics choose simt-pointwise
-for copies from shapes and the anchor's attributes, not from maps or views:
-a kernel none of whose ops qualifies is handed to simt-generic, its reason
-saying why.
+copy's body, then the second's: one launch for the whole concat. The
+function records how many did as ``dnn.vectorized = [done, total]``. The
+heuristics choose simt-pointwise for copies from shapes and the anchor's
+attributes, not from maps or views: a kernel none of whose ops qualifies is
+handed to simt-generic, its reason saying why.
 
 Before (config ``{block = [128, 1, 1], strategy = "simt-pointwise", vector = 8}``)::
 

@@ -342,7 +342,9 @@ def chan(first, second):
     f32 = s1.type
 
     def value(n):
-        return n if isinstance(n, ir.Value) else arith.constant(f32, ir.FloatAttr.get(f32, float(n)))
+        if isinstance(n, ir.Value):
+            return n
+        return arith.constant(f32, ir.FloatAttr.get(f32, float(n)))
 
     def mean(s, n):
         if isinstance(n, ir.Value):

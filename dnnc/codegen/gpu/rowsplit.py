@@ -139,6 +139,10 @@ class _SplitRow(rowwise._Row):
     """rowwise._Row over a row dealt to ``cluster`` blocks: a reduction ends
     with the exchange of the blocks' partials."""
 
+    # Centred squares folded in the first's sweep (fold_centred) rather than
+    # in a sweep of their own around the block's mean.
+    one_pass = False
+
     def __init__(self, shape, width, threads, cluster, smem, exchange, slots, program,
                  registers, merge=MERGE):
         super().__init__(shape, width, threads, 1, smem, program.outputs, program.last_writes,
@@ -155,9 +159,6 @@ class _SplitRow(rowwise._Row):
         self.exchanges = 0
         self.parity = None  # persistent clusters: which half of the slots a row uses
         self.marks = []  # one op after each exchange's reads
-        # Centred squares folded in the first's sweep (fold_centred) rather
-        # than in a sweep of their own around the block's mean.
-        self.one_pass = False
 
     def start(self, block, thread):
         """Rank, lane and cluster of the block; the program runs on the
@@ -400,6 +401,8 @@ class _StagedRow(_SplitRow):
     N / C``), its thread ``t`` the vectors ``t, t + T, ...`` of that part.
     Every pass is a loop that reads the part from shared memory."""
 
+    one_pass = True
+
     def __init__(self, *args, stages, barrier, unroll, piece, **kwargs):
         super().__init__(*args, **kwargs)
         self.held = False
@@ -409,7 +412,6 @@ class _StagedRow(_SplitRow):
         self.unroll = unroll    # vectors a pass's loop takes per iteration
         self.piece = piece      # a thread's vectors in each piece (one mbarrier each)
         self.waiting = True     # the first pass waits for each piece as it reaches it
-        self.one_pass = True
 
     def start(self, block, thread):
         super().start(block, thread)
@@ -548,43 +550,9 @@ class _StagedRow(_SplitRow):
             scf.YieldOp([s, v])
         self.waiting = False
         s, v = loop.results
-        return self._across_threads_centred(s, v, self.chunks * self.width)
-
-    def _across_threads_centred(self, s, v, count):
-        """(sum, centred squares) of the block from each thread's, every
-        thread's fold of ``count`` terms: XOR shuffles, then the warps' in
-        warp order through shared memory (two slots); with the block's count."""
-        i32 = ir.IntegerType.get_signless(32)
-        width = arith.constant(i32, rowwise.WARP)
-        for offset in (16, 8, 4, 2, 1):
-            if offset >= self.in_block:
-                continue
-            pair = [gpu.ShuffleOp(x, arith.constant(i32, offset), width,
-                                  gpu.ShuffleMode.XOR).results[0] for x in (s, v)]
-            # (s, v) first and the other's second in every lane: the same
-            # bits in both lanes (the weight is symmetric, addition commutes).
-            s, v, count = rowmerge.chan((s, v, count), (*pair, count))
-        warps = self.in_block // rowwise.WARP
-        if warps <= 1:
-            return s, v, count
-        base = self.slot * warps
-        self.slot += 2
-        warp = arith.divui(self.local, _index(rowwise.WARP))
-        lead = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(self.local, _index(rowwise.WARP)),
-                          _index(0))
-        guard = scf.IfOp(lead)
-        with ir.InsertionPoint(guard.then_block):
-            memref.store(s, self.smem, [arith.addi(warp, _index(base))])
-            memref.store(v, self.smem, [arith.addi(warp, _index(base + warps))])
-            scf.YieldOp([])
-        gpu.BarrierOp()
-        fold = (memref.load(self.smem, [_index(base)]),
-                memref.load(self.smem, [_index(base + warps)]), count)
-        for w in range(1, warps):
-            fold = rowmerge.chan(fold, (memref.load(self.smem, [_index(base + w)]),
-                                        memref.load(self.smem, [_index(base + warps + w)]),
-                                        count))
-        return fold
+        # Over the threads: the same bits in every lane (chan's weight is
+        # symmetric and addition commutes), the warps' in warp order.
+        return self.merge_across_threads((s, v, self.chunks * self.width), rowmerge.chan)
 
     def store_pass(self, buffer, compute, exprs):
         """The output pass: per iteration, the vectors' values (their global

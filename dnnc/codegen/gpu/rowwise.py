@@ -518,30 +518,50 @@ class _Row:
 
     def across_threads(self, name, value):
         """Combine ``value`` over the threads of the row; every thread gets it."""
+        return self.merge_across_threads(
+            (value,), lambda a, b: (combine(name, a[0], b[0]),))[0]
+
+    def merge_across_threads(self, fold, merge):
+        """Merge a thread's ``fold`` over the threads of the row: XOR
+        shuffles, then the warps' folds in warp order through shared memory
+        (a slot per Value); every thread gets the same. ``fold`` is a tuple
+        of f32 Values, which are exchanged, and of Python values alike in
+        every thread (a count), which are not; ``merge(a, b)`` makes one
+        such tuple of two."""
         i32 = ir.IntegerType.get_signless(32)
         width = arith.constant(i32, WARP)
         for offset in (16, 8, 4, 2, 1):
             if offset >= self.in_block:
                 continue
-            other = gpu.ShuffleOp(value, arith.constant(i32, offset), width,
-                                  gpu.ShuffleMode.XOR).results[0]
-            value = combine(name, value, other)
+            other = tuple(gpu.ShuffleOp(x, arith.constant(i32, offset), width,
+                                        gpu.ShuffleMode.XOR).results[0]
+                          if isinstance(x, ir.Value) else x for x in fold)
+            fold = merge(fold, other)
         warps = self.in_block // WARP
         if warps <= 1:
-            return value
+            return fold
+        exchanged = [k for k, x in enumerate(fold) if isinstance(x, ir.Value)]
         base = self.slot * warps
-        self.slot += 1
+        self.slot += len(exchanged)
         warp = arith.divui(self.local, _index(WARP))
         first = arith.cmpi(arith.CmpIPredicate.eq, arith.remui(self.local, _index(WARP)),
                            _index(0))
         guard = scf.IfOp(first)
         with ir.InsertionPoint(guard.then_block):
-            memref.store(value, self.smem, [arith.addi(warp, _index(base))])
+            for i, k in enumerate(exchanged):
+                memref.store(fold[k], self.smem, [arith.addi(warp, _index(base + i * warps))])
             scf.YieldOp([])
         gpu.BarrierOp()
-        total = memref.load(self.smem, [_index(base)])
+
+        def of_warp(w):
+            out = list(fold)
+            for i, k in enumerate(exchanged):
+                out[k] = memref.load(self.smem, [_index(base + i * warps + w)])
+            return tuple(out)
+
+        total = of_warp(0)
         for w in range(1, warps):
-            total = combine(name, total, memref.load(self.smem, [_index(base + w)]))
+            total = merge(total, of_warp(w))
         return total
 
 

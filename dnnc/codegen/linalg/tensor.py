@@ -113,23 +113,24 @@ def _parts(value, axis):
         return None
     parts = []
     while True:
-        op = value.owner
-        if not isinstance(op, ir.Operation) and hasattr(op, "operation"):
-            op = op.operation
-        if getattr(op, "name", None) == "bufferization.alloc_tensor":
+        op = _producer(value)
+        if op is not None and op.name == "bufferization.alloc_tensor":
             return parts[::-1]
-        if getattr(op, "name", None) != "tensor.insert_slice":
+        if op is None or op.name != "tensor.insert_slice":
             return None
-        source, dest = op.operands[0], op.operands[1]
-        copy = source.owner
-        copy = getattr(copy, "operation", copy)
-        view = op.opview
-        if (getattr(copy, "name", None) != "linalg.copy" or list(view.static_strides) != [1] * len(
-                view.static_strides) or any(o != 0 for k, o in enumerate(view.static_offsets)
-                                            if k != axis)):
+        copy, view = _producer(op.operands[0]), op.opview
+        if (copy is None or copy.name != "linalg.copy"
+                or any(s != 1 for s in view.static_strides)
+                or any(o for k, o in enumerate(view.static_offsets) if k != axis)):
             return None
         parts.append((copy.operands[0], view.static_offsets[axis]))
-        value = dest
+        value = op.operands[1]  # the tensor the slab went into
+
+
+def _producer(value):
+    """The operation defining ``value``; None for a block argument."""
+    owner = value.owner
+    return None if isinstance(owner, ir.Block) else owner.operation
 
 
 def _converting(move):
