@@ -43,6 +43,11 @@ MIN_SPLIT_STEPS, MAX_SPLIT = 4, 64
 # at least this many K steps (a short split spends its time filling and
 # draining the ring).
 MIN_WIDE_SPLIT_STEPS = 32
+# Split-K partials the GEMM's own launch sums (tc_sm90.LAST_ARRIVAL_SPLITS);
+# more splits are first summed in pairs, thread-block clusters of 2 (see
+# split_cluster).
+TC90_LAST_ARRIVAL = 4
+TC90_CLUSTER = 2
 
 # Operand types each tensor-core strategy would take (f32 as tf32).
 TC_TYPES = {
@@ -110,6 +115,29 @@ def split_k(tiles, steps, sms):
     return _ceil(steps, _ceil(steps, splits))
 
 
+def split_cluster(split, steps, units, bm, bn, ring_bytes, sms):
+    """Blocks of a cluster that sum ``split`` K splits (of ``steps`` K steps
+    each) of a ``bm`` x ``bn`` tile through distributed shared memory before
+    leaving partials (1: none): TC90_CLUSTER beyond TC90_LAST_ARRIVAL
+    splits, when it divides them, each split runs MIN_WIDE_SPLIT_STEPS
+    steps or more, every one of the ``units`` blocks is resident at once
+    (one an SM) and the ring (``ring_bytes``, which the sum borrows) holds
+    the tile's f32 accumulators. Pairs halve the partials the second launch
+    reads.
+    Measured on an H200 (do_bench medians, without -> with pairs):
+    256x1024x32768 and 512x512x32768 (128x256 tiles split 16) 0.0475 ->
+    0.0427 and 0.0411 -> 0.0385 ms; 256x256x65536 (128x128 split 32)
+    0.0352-0.0353 -> 0.0350-0.0354 (0.0321 -> 0.0303 called back to back);
+    64x2048x65536 0.0834 -> 0.0834; 128x256x16384 (128x64 split 32, 8 steps
+    a split) 0.0132 -> 0.0139, hence the floor on steps. Clusters of 4 or 8
+    (256x256x65536: 0.047 and 0.049 ms) leave blocks waiting: an H200 holds
+    120 blocks at once in clusters of that size, not 128."""
+    if split <= TC90_LAST_ARRIVAL or split % TC90_CLUSTER or steps < MIN_WIDE_SPLIT_STEPS \
+            or units > sms or ring_bytes < bm * bn * 4:
+        return 1
+    return TC90_CLUSTER
+
+
 def tc_sm90(problem, m, n, k, batch, facts):
     """tc-sm90 Configs, best first, for a bf16/f16 matmul: the widest tile
     that still gives every other SM a tile. When no width does (few rows or
@@ -172,10 +200,15 @@ def tc_sm90(problem, m, n, k, batch, facts):
         stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - converted) // (stage + 16))
         if stages < 2:
             continue
+        split = 1 if enough else splits[bn]
+        cluster = split_cluster(split, _ceil(steps, split), tiles[bn] * split, bm, bn,
+                                stages * stage, problem.sms)
+        summed = f"; the splits summed in clusters of {cluster} ({split // cluster} partials)" \
+            if cluster > 1 else ""
         configs.append(Config("tc-sm90", (threads, 1, 1), tile=(bm, bn, bk),
-                              stages=stages, split=1 if enough else splits[bn],
+                              stages=stages, split=split, cluster=cluster,
                               reason=f"{facts}; {why}{prologue}; {stages} stages of "
-                                     f"{stage // 1024} KiB fill shared memory"))
+                                     f"{stage // 1024} KiB fill shared memory{summed}"))
     # A prologue's converted tiles take shared memory from the ring: a width
     # left with fewer than MIN_PROLOGUE_STAGES goes after the others.
     if stored:

@@ -17,10 +17,14 @@ per block for simt-reduce; ``BMxBNxBK`` for tc-sm90 and tc-sm80; output
 pixels a thread owns per spatial dim for simt-window, ``HxW`` or
 ``DxHxW``, a shorter one naming the last dims),
 ``stages`` (the shared-memory ring's depth; tc-sm90,
-tc-sm80) and ``split`` (blocks that share each output tile's K, split-K;
+tc-sm80), ``split`` (blocks that share each output tile's K, split-K;
 tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
-each row, 2 to 8, sm_90) and ``staged`` (1: a split row's blocks stage their
-parts of the row in shared memory; 0: in registers; simt-reduce).
+each row, 2 to 8, sm_90), ``cluster`` (1, 2, 4 or 8: a split tile's
+consecutive K splits run as a thread-block cluster of this many blocks and
+sum their accumulators through distributed shared memory; tc-sm90; a
+``split`` without a ``cluster`` sets it to 1) and ``staged`` (1: a split row's
+blocks stage their parts of the row in shared memory; 0: in registers;
+simt-reduce).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -29,6 +33,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_softmax=block:128,tile:4
     main_k0_matmul=tile:128x256x64,stages:4
     main_k0_matmul=tile:128x128x64,split:16
+    main_k0_matmul=tile:128x128x64,split:32,cluster:8
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
 
@@ -47,6 +52,7 @@ ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
 MAX_STAGES = 8       # shared-memory ring depth (tensor-core strategies)
 MAX_SPLIT = 64       # blocks sharing one output tile's K (tensor-core strategies)
+CLUSTERS = (1, 2, 4, 8)  # blocks summing their splits in a cluster (tc-sm90; portable sizes)
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
 
@@ -87,6 +93,10 @@ def _value(text, key, raw):
     if key == "split":
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_SPLIT:
             _fail(text, f"split: expected an integer from 1 to {MAX_SPLIT}, got '{raw}'")
+        return int(raw)
+    if key == "cluster":
+        if raw not in tuple(map(str, CLUSTERS)):
+            _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
     if key == "staged":
         if raw not in ("0", "1"):
@@ -172,6 +182,10 @@ def apply(config, fields):
         # A staged pass's vectors an iteration mean nothing to a row held in
         # registers or looped by one block: not left in the config.
         changed = changed.replace(unroll=1)
+    if "split" in fields and "cluster" not in fields and strategy == "tc-sm90":
+        # The heuristics' cluster was sized for their split: a split set by
+        # hand sums without one unless it names one too.
+        changed = changed.replace(cluster=1)
     if strategy == "tc-sm90" and "tile" in fields and "block" not in fields:
         # A producer warpgroup and a consumer warpgroup per 64 rows of the tile.
         changed = changed.replace(block=(128 * (1 + changed.tile[0] // 64), 1, 1))

@@ -337,10 +337,19 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     assert (long_k.tile, long_k.split, long_k.block) == ((128, 128, 64), 32, (384, 1, 1))
     assert ("128x128 tiles, 4 of them for 132 SMs, K split 32 ways (128 blocks) (too few "
             "tiles at any width: the widest whose K splits run 32 steps or more)") in long_k.reason
+    # More splits than the GEMM's launch sums, each of 32 steps, all 128
+    # blocks resident: summed in pairs (clusters of 2) first.
+    assert long_k.cluster == 2
+    assert long_k.reason.endswith("the splits summed in clusters of 2 (16 partials)")
+    # 128x64 tiles split 32 ways run 8 steps a split: no clusters.
+    short = choose(problem("matmul", [([128, 16384], "bf16"), ([16384, 256], "bf16")],
+                           [[128, 256]]))
+    assert (short.tile, short.split, short.cluster) == ((128, 64, 64), 32, 1)
     skinny = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
                             [[64, 4096]]))
     # 64 tiles for 132 SMs: split 2 ways (128 blocks).
-    assert (skinny.tile, skinny.split, skinny.block) == ((64, 64, 64), 2, (256, 1, 1))
+    assert (skinny.tile, skinny.split, skinny.block, skinny.cluster) == \
+        ((64, 64, 64), 2, (256, 1, 1), 1)
     assert "64x64 tiles, 64 of them for 132 SMs, K split 2 ways (128 blocks)" in skinny.reason
     # 16 tiles for 132 SMs: K split 8 ways.
     skinnier = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 1024], "bf16")],
@@ -578,6 +587,21 @@ def test_override_syntax():
     assert override_mod.parse("") == {}
 
 
+def test_override_of_a_split_resets_its_cluster():
+    p = problem("matmul", [([256, 65536], "bf16"), ([65536, 256], "bf16")], [[256, 256]])
+    assert choose(p).cluster == 2
+    # A split set by hand: no cluster unless named too.
+    assert (choose(p, override="split:16").split, choose(p, override="split:16").cluster) == \
+        (16, 1)
+    c = choose(p, override="split:32,cluster:8")
+    assert (c.split, c.cluster) == (32, 8)
+    assert "cluster = 8 : i64, split = 32 : i64" in c.to_text()
+    # Stages and tiles set by hand keep the heuristics' cluster.
+    assert choose(p, override="stages:4").cluster == 2
+    with pytest.raises(PipelineError, match="strategy 'tc-sm80' has no field 'cluster'"):
+        choose(p, override="strategy:tc-sm80,cluster:2")
+
+
 def test_override_wins():
     p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
     assert choose(p).block == (64, 1, 1)
@@ -595,8 +619,9 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, split, staged, stages, strategy, "
-                  "tile, unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, split, staged, stages, "
+                  "strategy, tile, unroll, vector"),
+    ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),

@@ -1,22 +1,25 @@
 """The tc-sm90 tensor-core GEMM kernels without a GPU: what ptxas makes of
 their PTX for sm_90a, read from ptxas -v and from the SASS (cuobjdump).
 
-Seven graphs, each compiled once (module-scoped fixture): a bf16 matmul
+Graphs compiled once each (module-scoped fixture): a bf16 matmul
 4096x4096x4096 (tile 128x256: wgmma n=256), a bf16 matmul 256x384x128 with a
 bias add and gelu in the epilogue, an f16 batched matmul
 [3,65,256]@[3,256,72] (their tile width is the heuristics' choice), a
 skinny bf16 64x4096x4096 (K split 2 ways, summed in the GEMM's launch), a
 skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 64-row tiles with one consumer warpgroup, B read K-major, K split over
-8 blocks; and two f32 matmuls in tf32 mode: one with B stored N x K
+8 blocks; a bf16 256x256x65536 whose 32 K splits are summed in clusters of
+2 first; and two f32 matmuls in tf32 mode: one with B stored N x K
 (read in place) and one with B stored K x N (copied transposed by a launch
 ahead of the GEMM: wgmma reads tf32 only K-major). For each:
 
 * the manifest's first kernel is the tc-sm90 GEMM, with the epilogue fused;
-  with split-K over more than 4 blocks a second tc-sm90 kernel sums the
-  partials and runs the epilogue (no tensor cores, no shared memory), and
-  nothing else; over 2-4 blocks the GEMM counts arrivals with a fenced
-  atomic add;
+  with split-K leaving more than 4 partials a tile (one a split, or one a
+  cluster of splits) a second tc-sm90 kernel sums them and runs the
+  epilogue (no tensor cores, no shared memory), and nothing else; with 2-4
+  the GEMM counts arrivals with a fenced atomic add; splits summed in
+  clusters meet at cluster barriers and store to each other's shared
+  memory;
 * ptxas -v: no spills, no stack, registers within what the block's threads
   may have (65536 / threads, rounded down to a multiple of 8: 168 for 384),
   and the dynamic shared memory (manifest) plus the static (ptxas) within
@@ -106,6 +109,17 @@ def skinny_4096():
     return g
 
 
+def long_k():
+    """256 x 256 x 65536: 4 tiles of 128 x 128, K split 32 ways in clusters
+    of 2 that sum their accumulators through distributed shared memory; a
+    second launch sums the 16 partials."""
+    g = dnnc.Graph(name="long_k", io_data_type="bf16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[256, 65536])
+    b = g.tensor(name="b", dim=[65536, 256])
+    g.matmul(a, b).set_output(True)
+    return g
+
+
 def skinny_cast_weight():
     """64 x 4096 x 4096 with the weight stored f32 K x N and cast to bf16: a
     prologue on B, whose f32 tiles both consumers convert in shared memory."""
@@ -145,6 +159,7 @@ CASES = {
     "bmm_f16": (bmm_f16, "", None, None, 0),
     "skinny_4096": (skinny_4096, ".BF16", [64, 64, 64], 2, 0),
     "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8, 0),
+    "long_k": (long_k, ".BF16", [128, 128, 64], 32, 0),
     "linear_tf32": (linear_tf32, ".TF32", None, None, 0),
     "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
     "skinny_cast_weight": (skinny_cast_weight, ".BF16", [64, 64, 64], 2, 0),
@@ -214,7 +229,11 @@ def test_strategy_is_tc_sm90(built, name):
     gemm = kernels[ahead]
     assert gemm_kernels(built.package(name)) == [gemm]
     split = gemm["config"].get("split", 1)
-    second = split > tc_sm90.LAST_ARRIVAL_SPLITS   # else the last split sums in the GEMM
+    cluster = gemm["config"].get("cluster", 1)
+    # The partials a tile leaves: one a cluster of splits; up to
+    # LAST_ARRIVAL_SPLITS the last to arrive sums them in the GEMM.
+    second = split // cluster > tc_sm90.LAST_ARRIVAL_SPLITS
+    assert gemm.get("cluster", [1, 1, 1]) == [cluster, 1, 1], gemm
     assert len(kernels) == ahead + (2 if second else 1), [k["entry"] for k in kernels]
     assert CASES[name][3] in (None, split), gemm["config"]
     for k in kernels:
@@ -276,7 +295,13 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
             assert any(op.startswith("BAR.SYNC") for op in counts), sorted(counts)
             assert any(op.startswith("FENCE.VIEW.ASYNC.S") for op in counts), sorted(counts)
         split = k["config"].get("split", 1)
-        if 1 < split <= tc_sm90.LAST_ARRIVAL_SPLITS:
+        cluster = k["config"].get("cluster", 1)
+        if cluster > 1:
+            # Cluster barriers, and the slices stored to the owner's shared
+            # memory (st.shared::cluster: a 16-byte ST through its window).
+            assert counts["UCGABAR_ARV"] > 0 and counts["UCGABAR_WAIT"] > 0, sorted(counts)
+            assert counts["ST.E.128"] > 0 and counts["LDS.128"] > 0, sorted(counts)
+        if 1 < split // cluster <= tc_sm90.LAST_ARRIVAL_SPLITS:
             # The arrival count: a fenced atomic add per warp of a tile.
             assert counts["ATOMG.E.ADD.STRONG.GPU"] > 0 and counts["MEMBAR.SC.GPU"] > 0, \
                 sorted(counts)

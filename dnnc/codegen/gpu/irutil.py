@@ -187,6 +187,29 @@ def index(n):
     return arith.constant(ir.IndexType.get(), int(n))
 
 
+def cluster_launch(blocks, threads, cluster, attributions=(), shared=0):
+    """A gpu.launch of ``blocks`` x ``threads`` in thread-block clusters of
+    ``cluster`` blocks along x, with the workgroup buffers of types
+    ``attributions`` and ``shared`` bytes of dynamic shared memory: (launch
+    op, body block). The bindings' LaunchOp builder takes no clusters."""
+    from mlir.dialects import arith
+
+    sizes = [index(n) for n in (blocks, 1, 1, threads, 1, 1, cluster, 1, 1)]
+    if shared:
+        sizes.append(arith.constant(ir.IntegerType.get_signless(32), shared))
+    launch = ir.Operation.create(
+        "gpu.launch", results=[], operands=sizes, regions=1, attributes={
+            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0] + [1] * 9 + [1 if shared else 0]),
+            "workgroup_attributions": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                         len(attributions))})
+    # Block ids, thread ids, grid and block sizes, cluster ids and sizes;
+    # then the workgroup buffers.
+    block = launch.regions[0].blocks.append(*([ir.IndexType.get()] * 18))
+    for t in attributions:
+        block.add_argument(t, ir.Location.unknown())
+    return launch, block
+
+
 def zero_attr(element_type):
     """The 0 of an integer or float element type, as an attribute."""
     if isinstance(element_type, ir.IntegerType):

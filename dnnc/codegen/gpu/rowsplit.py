@@ -585,29 +585,6 @@ class _StagedRow(_SplitRow):
         return super().lanes(buffer, exprs, j, memo, state)
 
 
-def _cluster_launch(blocks, threads, cluster, attributions, shared=0):
-    """A gpu.launch of ``blocks`` x ``threads`` in clusters of ``cluster``
-    blocks along x, with the workgroup buffers of types ``attributions`` and
-    ``shared`` bytes of dynamic shared memory: (launch op, body block). The
-    bindings' LaunchOp builder has no clusters."""
-    sizes = [_index(blocks), _index(1), _index(1), _index(threads), _index(1), _index(1),
-             _index(cluster), _index(1), _index(1)]
-    if shared:
-        sizes.append(arith.constant(ir.IntegerType.get_signless(32), shared))
-    launch = ir.Operation.create(
-        "gpu.launch", results=[], operands=sizes, regions=1, attributes={
-            "operandSegmentSizes": ir.DenseI32ArrayAttr.get([0] + [1] * 9 + [1 if shared else 0]),
-            "workgroup_attributions": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
-                                                         len(attributions))})
-    loc = ir.Location.unknown()
-    # Block ids, thread ids, grid and block sizes, cluster ids and sizes;
-    # then the workgroup buffers.
-    block = launch.regions[0].blocks.append(*([ir.IndexType.get()] * 18))
-    for t in attributions:
-        block.add_argument(t, loc)
-    return launch, block
-
-
 def _check_staged(p, streamed, width, threads, cluster, persistent, unroll):
     """Refuse a staged split the program does not fit."""
     n = p.shape.n
@@ -726,7 +703,7 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
                 irutil.element_bytes(ir.MemRefType(b.type).element_type) for b, _ in streamed))
             layout = _StagedLayout(p.shape.n // cluster, smem_type, exchange_type, streamed,
                                    p.shape.n // (cluster * threads * width) // piece)
-            launch, block = _cluster_launch(blocks, threads, cluster, [], layout.bytes)
+            launch, block = irutil.cluster_launch(blocks, threads, cluster, [], layout.bytes)
             with ir.InsertionPoint(block):
                 views = layout.views()
             row = _StagedRow(p.shape, width, threads, cluster, views["smem"],
@@ -734,7 +711,8 @@ def build(fn, width, threads, cluster, rows=1, registers=rowwise.REGISTER_ELEMEN
                              stages=views["stages"], barrier=views["barrier"], unroll=unroll,
                              piece=piece)
         else:
-            launch, block = _cluster_launch(blocks, threads, cluster, [smem_type, exchange_type])
+            launch, block = irutil.cluster_launch(blocks, threads, cluster,
+                                                  [smem_type, exchange_type])
             smem, exchange = list(block.arguments)[18:]
             row = _SplitRow(p.shape, width, threads, cluster, smem, exchange, slots, p,
                             registers, merge)

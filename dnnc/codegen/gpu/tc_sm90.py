@@ -63,10 +63,15 @@ stored with a 2-element vector store when the row length allows
 M and N are computed on TMA's zero fill and not stored.
 
 **Split-K.** With ``splits`` S > 1 a work unit is one split of a tile's K
-steps, and the consumers store their f32 accumulators into an ``[S, batch,
-M, N]`` workspace. Up to LAST_ARRIVAL_SPLITS splits, the last warp of a
-tile's splits to arrive sums them and runs the epilogue in this launch
-(``_sum_if_last``); beyond, a second launch does (``_reduce_splits``).
+steps, and the consumers store their f32 accumulators into a ``[P, batch,
+M, N]`` workspace of P = S partials. Up to LAST_ARRIVAL_SPLITS partials,
+the last warp of a tile's to arrive sums them and runs the epilogue in this
+launch (``_sum_if_last``); beyond, a second launch does
+(``_reduce_splits``). With ``cluster`` C > 1 the launch runs in
+thread-block clusters of C consecutive splits of a tile, one unit a block,
+which first sum their accumulators through distributed shared memory
+(``_cluster_sum``): P = S / C, and a lone partial (C = S) is not stored at
+all, its owner runs the epilogue.
 
 The TMA descriptors are made on the host side (``nvgpu.tma.create.descriptor``
 on the kernel function's buffers), passed to the kernel as ``!llvm.ptr``;
@@ -112,6 +117,7 @@ class Tile:
     stages: int = 4
     consumers: int = 2
     splits: int = 1          # split-K: blocks that share one output tile's K steps
+    cluster: int = 1         # split-K: consecutive splits summed in a cluster of this many
 
     @property
     def threads(self):
@@ -456,20 +462,48 @@ class Builder:
         self.splits = -(-self.steps // self.per_split) if self.per_split else 1
         self.units = self.total_tiles * self.splits
         self.ctas = min(self.units, ctas)
-        self.partials = None     # split-K: the f32 [split, batch, M, N] workspace
-        # Split-K summed in this launch: an i32 arrival count per warp of a
-        # tile ([tile, consumer, warp]), zero between calls.
-        self.last_arrival = 1 < self.splits <= LAST_ARRIVAL_SPLITS
-        self.arrivals = None
         self.stage_bytes = self.a.tile_bytes + \
             (self.b.tile_bytes if self.b is not None else tile.n * SWIZZLE)
         self.ring_bytes = tile.stages * self.stage_bytes
+        # Split-K in clusters: each cluster of ``cluster`` consecutive splits
+        # sums its accumulators through distributed shared memory
+        # (_cluster_sum) and leaves one partial; ``parts`` partials a tile.
+        self.cluster = tile.cluster
+        self._check_cluster()
+        self.parts = self.splits // self.cluster
+        self.partials = None     # split-K: the f32 [part, batch, M, N] workspace
+        # Partials summed in this launch: an i32 arrival count per warp of a
+        # tile ([tile, consumer, warp]), zero between calls.
+        self.last_arrival = 1 < self.parts <= LAST_ARRIVAL_SPLITS
+        self.arrivals = None
         self.converted = converted_bytes(tile, [x is not None for x in self.sources])
         self.acc_type = ir.Type.parse(
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
         self.pair = PairEpilogue(gemm, self.arguments, full_m=gemm.m % tile.m == 0,
                                  full_n=gemm.n % tile.n == 0)
+
+    def _check_cluster(self):
+        """Raise NotSupported unless the splits can be summed in clusters of
+        ``self.cluster`` blocks (each of which runs one work unit and lends
+        its drained ring to the sum)."""
+        c, tile = self.cluster, self.tile
+        if c == 1:
+            return
+        slices = tile.consumers * WARPGROUP // 32
+        if c not in (2, 4, 8) or c > slices:
+            raise NotSupported(f"a cluster of {c} blocks summing K splits: expected 2, 4 or 8, "
+                               f"at most the tile's {slices} warps of accumulators")
+        if self.splits % c:
+            raise NotSupported(f"K split {self.splits} ways (of {self.per_split} steps) in "
+                               f"clusters of {c}: expected a multiple of {c}")
+        if self.units > self.ctas:
+            raise NotSupported(f"{self.units} split tiles for {self.ctas} blocks: a cluster "
+                               "sum needs a block for each")
+        if self.ring_bytes < tile.m * tile.n * 4:
+            raise NotSupported(f"a cluster sum of {tile.m}x{tile.n} f32 accumulators in a "
+                               f"ring of {self.ring_bytes} bytes: expected at least "
+                               f"{tile.m * tile.n * 4}")
 
     # -- host side ----------------------------------------------------------
 
@@ -482,24 +516,27 @@ class Builder:
                 self.b = self._transpose_b()
             self.a.make_descriptor(self.tile.k)
             self.b.make_descriptor(self.tile.k)
-            if self.splits > 1:
+            if self.parts > 1:
                 self.partials = memref.alloc(ir.MemRefType.get(
-                    [self.splits, self.gemm.batch, self.gemm.m, self.gemm.n],
+                    [self.parts, self.gemm.batch, self.gemm.m, self.gemm.n],
                     ir.F32Type.get()), [], [])
             if self.last_arrival:
                 self.arrivals = memref.alloc(ir.MemRefType.get(
                     [self.total_tiles * self.tile.consumers * WARPGROUP // 32],
                     ir.IntegerType.get_signless(32)), [], [])
-            grid = (self.ctas, 1, 1)
-            launch = gpu.LaunchOp(tuple(_idx(g) for g in grid),
-                                  (_idx(self.tile.threads), _idx(1), _idx(1)),
-                                  dynamic_shared_memory_size=_i(smem_bytes(
-                                      self.tile, self.element, self.sources)))
-            block = launch.regions[0].blocks[0]
+            shared = smem_bytes(self.tile, self.element, self.sources)
+            if self.cluster > 1:
+                _, block = irutil.cluster_launch(self.ctas, self.tile.threads, self.cluster,
+                                                 shared=shared)
+            else:
+                launch = gpu.LaunchOp((_idx(self.ctas), _idx(1), _idx(1)),
+                                      (_idx(self.tile.threads), _idx(1), _idx(1)),
+                                      dynamic_shared_memory_size=_i(shared))
+                block = launch.regions[0].blocks[0]
             with ir.InsertionPoint(block):
                 self._kernel()
                 gpu.TerminatorOp()
-            if self.splits > 1 and not self.last_arrival:
+            if self.parts > 1 and not self.last_arrival:
                 self._reduce_splits()
         # The linalg ops and their buffers go; constants stay (the epilogue's
         # cloned bodies use them; canonicalize drops the rest).
@@ -673,6 +710,13 @@ class Builder:
             return _for(k_steps[0], k_steps[1], step, [g]).results
 
         _if(_cmp("eq", self.tid, _idx(0)), lambda: self._tiles(per_tile, [_idx(0)]))
+        if self.cluster > 1:
+            # The producer's threads meet the cluster at the sum's two
+            # barriers too (each block runs one unit: once each).
+            nvvm.cluster_arrive_relaxed()
+            nvvm.cluster_wait()
+            nvvm.cluster_arrive()
+            nvvm.cluster_wait()
 
     def _consumer(self):
         tile = self.tile
@@ -743,12 +787,13 @@ class Builder:
             nvvm.WgmmaWaitGroupSyncOp(0)
             if self.steps:
                 release(arith.subi(g, _idx(1)))
-            if self.splits > 1:
-                self._store_partial(acc, consumer, local, batch, tile_m, tile_n, k_steps[2])
-                if self.last_arrival:
-                    self._sum_if_last(acc, consumer, local, batch, tile_m, tile_n)
+            where = (consumer, local, batch, tile_m, tile_n)
+            if self.cluster > 1:
+                self._cluster_sum(acc, where, k_steps[2])
+            elif self.splits > 1:
+                self._finish_part(acc, where, k_steps[2])
             else:
-                self._epilogue(acc, consumer, local, batch, tile_m, tile_n, inputs)
+                self._epilogue(acc, *where, inputs)
             return [g]
 
         self._tiles(per_tile, [_idx(0)])
@@ -861,6 +906,79 @@ class Builder:
                           arith.muli(arith.remui(lane, _idx(4)), _idx(2)))
         return row0, col0
 
+    def _finish_part(self, acc, where, part):
+        """Split-K: store partial ``part`` of the tile and, when this launch
+        sums the partials, sum them if it is the last; a lone part (a cluster
+        that took every split) runs the epilogue at once."""
+        if self.parts == 1:
+            self._epilogue(acc, *where, self._epilogue_inputs(*where))
+            return
+        self._store_partial(acc, *where, part)
+        if self.last_arrival:
+            self._sum_if_last(acc, *where)
+
+    def _cluster_sum(self, acc, where, split):
+        """Split-K in clusters: the ``cluster`` blocks of consecutive splits
+        (cluster rank = split % cluster) sum their accumulators through
+        distributed shared memory; then the block that owns each warp's
+        slice finishes it as one partial (_finish_part).
+
+        Warp w of the 8 (4) consumer warps holds slice w of the tile (its 16
+        rows); rank w % cluster owns it. Once every block of the cluster is
+        past its last K step (a cluster barrier: the rings are drained),
+        every warp stores its slice's BN / 2 accumulator values, 16 bytes a
+        lane (lane-interleaved: the layout does not matter, the owner reads
+        it back the same way), into slot (w / cluster, sender rank) of the
+        owner's ring (mapa to the owner's rank, then st.shared::cluster).
+        After a second barrier, whose arrival releases those stores to the
+        cluster, the owning warps add the slots in rank order: the sum does
+        not depend on timing. The first barrier orders execution only (the
+        rings' last reads are done): its arrival is relaxed."""
+        consumer, local = where[0], where[1]
+        c = self.cluster
+        rank = arith.remui(split, _idx(c))
+        slice_ = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)),
+                            arith.divui(local, _idx(32)))
+        owner = arith.remui(slice_, _idx(c))
+        lane = _to_i64(arith.remui(local, _idx(32)))
+        vectors = self.tile.n // 8           # 4 values a vector, BN / 2 values a thread
+        fragment = vectors * 32 * 16         # bytes of a warp's slice
+        f32 = ir.F32Type.get()
+        v4 = ir.VectorType.get([4], f32)
+        first_slot = _to_i64(arith.muli(arith.divui(slice_, _idx(c)), _idx(c)))
+
+        def slot(sender, v):
+            """shared::cta address of vector ``v`` of this lane in the slot of
+            ``sender`` (an i64 rank) for this warp's slice."""
+            index = arith.addi(first_slot, sender)
+            offset = arith.addi(arith.muli(index, _i(fragment, 64)),
+                                arith.addi(_i(v * 512, 64), arith.muli(lane, _i(16, 64))))
+            return _shared_ptr(arith.addi(self.base, offset))
+
+        nvvm.cluster_arrive_relaxed(aligned=True)
+        nvvm.cluster_wait(aligned=True)
+        to = _to_i32(owner)
+        for v in range(vectors):
+            values = [llvm.extractvalue(f32, acc, ir.DenseI64ArrayAttr.get([4 * v + e]))
+                      for e in range(4)]
+            remote = nvvm.mapa(_ptr(7), slot(_to_i64(rank), v), to)
+            llvm.store(vector.from_elements(v4, values), remote, alignment=16)
+        nvvm.cluster_arrive(aligned=True)
+        nvvm.cluster_wait(aligned=True)
+
+        def own():
+            summed = acc
+            for v in range(vectors):
+                total = None
+                for q in range(c):
+                    part = llvm.load(v4, slot(_i(q, 64), v), alignment=16)
+                    total = part if total is None else arith.addf(total, part)
+                for e in range(4):
+                    summed = llvm.insertvalue(summed, vector.extract(total, [], [e]),
+                                              ir.DenseI64ArrayAttr.get([4 * v + e]))
+            self._finish_part(summed, where, arith.divui(split, _idx(c)))
+        _if(_cmp("eq", owner, rank), own)
+
     def _store_partial(self, acc, consumer, local, batch, tile_m, tile_n, split):
         """Split-K: this split's accumulator, unscaled f32, into its slice of
         the partials workspace (rows and columns past M and N are dropped)."""
@@ -889,20 +1007,20 @@ class Builder:
 
     def _sum_if_last(self, acc, consumer, local, batch, tile_m, tile_n):
         """Split-K in one launch: each warp counts its tile's arrivals; the
-        last of the splits' warps to arrive sums every split's partial at its
+        last of the partials' warps to arrive sums every partial at its
         accumulator positions and runs the epilogue.
 
         Every lane's partial stores are fenced (membar.gl) and the warp
         synchronized before lane 0 adds 1 to the warp's counter; lane 0 of
-        the warp that takes it to ``splits`` fences again (its later loads
-        see every split's stores), puts the counter back to zero for the next
-        call, and the warp reads the partials in split order: the sum, as the
+        the warp that takes it to ``parts`` fences again (its later loads
+        see every partial's stores), puts the counter back to zero for the
+        next call, and the warp reads the partials in order: the sum, as the
         second launch's, does not depend on which split came last. The
-        warps of the earlier splits go on to their next tile at once; no
-        block waits for another. The last warp reads (splits - 1) partials
-        more than it wrote, so many splits would leave a few SMs reading
-        long after the others are done: beyond LAST_ARRIVAL_SPLITS the sum
-        is a second launch."""
+        warps of the earlier partials go on to their next tile at once; no
+        block waits for another. The last warp reads (parts - 1) partials
+        more than it wrote, so many would leave a few SMs reading long
+        after the others are done: beyond LAST_ARRIVAL_SPLITS the sum is a
+        second launch."""
         i32 = ir.IntegerType.get_signless(32)
         warp = arith.divui(local, _idx(32))
         lane = arith.remui(local, _idx(32))
@@ -941,14 +1059,14 @@ class Builder:
                                                   ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
             inputs = self._epilogue_inputs(consumer, local, batch, tile_m, tile_n)
             self._epilogue(summed, consumer, local, batch, tile_m, tile_n, inputs)
-        _if(_cmp("eq", before, _i(self.splits - 1)), last)
+        _if(_cmp("eq", before, _i(self.parts - 1)), last)
 
     def _in_split_order(self, load):
-        """The sums over the splits of ``load(split)`` (a list of f32 values),
-        added in split order: both ways of summing split-K (_sum_if_last,
+        """The sums over the partials of ``load(part)`` (a list of f32 values),
+        added in order: both ways of summing split-K (_sum_if_last,
         _reduce_splits) give the same bits, whatever split finished last."""
         sums = load(0)
-        for s in range(1, self.splits):
+        for s in range(1, self.parts):
             sums = [arith.addf(a, b) for a, b in zip(sums, load(s))]
         return sums
 
@@ -972,8 +1090,8 @@ class Builder:
         return out
 
     def _reduce_splits(self):
-        """Split-K, second launch: sum each output's partials over the
-        splits in a fixed order (the result does not depend on timing), then
+        """Split-K, second launch: sum each output's partials in a fixed
+        order (the result does not depend on timing), then
         run the epilogue on it. One thread per pair of columns (per column
         when N is odd), 256 threads per block."""
         gemm = self.gemm

@@ -219,6 +219,63 @@ func.func private @split_k_last_arrival(%A: memref<64x512xbf16>, %B: memref<512x
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
+// The GEMM split 8 ways in clusters of 4: the launch runs 16 blocks in
+// clusters of 4 (consecutive splits of a tile). The producer's threads meet
+// the cluster's two barriers too. After its last K step each consumer warp
+// meets the cluster (a relaxed arrival: the rings are drained), stores its
+// slice (8 vectors of 4 f32 a lane) into the ring of the block that owns
+// the slice (mapa to its rank), and meets the cluster again (the arrival
+// releases the stores); the owning warp adds the 4 blocks' slices in rank
+// order and leaves one partial of 2 ([2, 1, 64, 128]), which the last of
+// the two to arrive sums in this launch.
+// CHECK-LABEL: func.func private @split_k_cluster(
+//  CHECK-SAME:     %{{.*}}: memref<64x512xbf16>, %{{.*}}: memref<512x128xbf16, strided<[1, 512]>>, %[[C:.*]]: memref<64x128xf32> {bufferize.result})
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<2x1x64x128xf32>
+//       CHECK:   %[[N:.*]] = memref.alloc() : memref<8xi32>
+//       CHECK:   gpu.launch clusters({{.*}}) in ({{.*}} = %c4, {{.*}} = %c1, {{.*}} = %c1) blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global
+//       CHECK:       nvvm.cluster.arrive.relaxed
+//  CHECK-NEXT:       nvvm.cluster.wait
+//  CHECK-NEXT:       nvvm.cluster.arrive
+//  CHECK-NEXT:       nvvm.cluster.wait
+//       CHECK:         nvvm.wgmma.mma_async
+//       CHECK:         nvvm.cluster.arrive.relaxed {aligned}
+//  CHECK-NEXT:         nvvm.cluster.wait {aligned}
+//  CHECK-COUNT-8:      nvvm.mapa %{{.*}}, %{{.*}} : !llvm.ptr<3> -> !llvm.ptr<7>
+//       CHECK:         nvvm.cluster.arrive {aligned}
+//  CHECK-NEXT:         nvvm.cluster.wait {aligned}
+//       CHECK:         scf.if
+//  CHECK-COUNT-4:        llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
+//       CHECK:             vector.store %{{.*}}, %[[P]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<2x1x64x128xf32>, vector<2xf32>
+//       CHECK:             memref.atomic_rmw addi %{{.*}}, %[[N]][%{{.*}}] : (i32, memref<8xi32>) -> i32
+//  CHECK-COUNT-2:          vector.load %[[P]]
+//       CHECK:             vector.store %{{.*}}, %[[C]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<64x128xf32>, vector<2xf32>
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   return
+func.func private @split_k_cluster(%A: memref<64x512xbf16>, %B: memref<512x128xbf16, strided<[1, 512]>>, %C: memref<64x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], cluster = 4 : i64, split = 8 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x512xbf16>, memref<512x128xbf16, strided<[1, 512]>>) outs(%C : memref<64x128xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
 // K = 99: A's rows are 198 bytes apart, which no cp.async copy (4 bytes at
 // least, aligned) can start every row at: neither tc-sm90 nor tc-sm80.
 // CHECK-LABEL: func.func private @odd_k_neither(
