@@ -1124,6 +1124,7 @@ MATMUL = [
     _gemm_case(4096, 4096, 4096, "tf32", label="B stored N x K", weight=True),
     _gemm_case(64, 4096, 4096, label="skinny"),
     _gemm_case(256, 256, 65536, label="large K"),
+    _gemm_case(512, 512, 32768, label="long K, K split in pairs of blocks"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_gelu"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_residual_relu"),
     _gemm_case(4096, 4096, 4096, epilogue="scales"),

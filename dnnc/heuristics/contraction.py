@@ -43,11 +43,10 @@ MIN_SPLIT_STEPS, MAX_SPLIT = 4, 64
 # at least this many K steps (a short split spends its time filling and
 # draining the ring).
 MIN_WIDE_SPLIT_STEPS = 32
-# Split-K partials the GEMM's own launch sums (tc_sm90.LAST_ARRIVAL_SPLITS);
-# more splits are first summed in pairs, thread-block clusters of 2 (see
-# split_cluster).
-TC90_LAST_ARRIVAL = 4
+# Split-K: splits summed in pairs first, thread-block clusters of 2, when
+# each runs at least this many K steps (see split_cluster).
 TC90_CLUSTER = 2
+MIN_CLUSTER_SPLIT_STEPS = 16
 
 # Operand types each tensor-core strategy would take (f32 as tf32).
 TC_TYPES = {
@@ -118,22 +117,24 @@ def split_k(tiles, steps, sms):
 def split_cluster(split, steps, units, bm, bn, ring_bytes, sms):
     """Blocks of a cluster that sum ``split`` K splits (of ``steps`` K steps
     each) of a ``bm`` x ``bn`` tile through distributed shared memory before
-    leaving partials (1: none): TC90_CLUSTER beyond TC90_LAST_ARRIVAL
-    splits, when it divides them, each split runs MIN_WIDE_SPLIT_STEPS
-    steps or more, every one of the ``units`` blocks is resident at once
-    (one an SM) and the ring (``ring_bytes``, which the sum borrows) holds
-    the tile's f32 accumulators. Pairs halve the partials the second launch
-    reads.
+    leaving partials (1: none): TC90_CLUSTER when it divides the splits,
+    each split runs MIN_CLUSTER_SPLIT_STEPS steps or more, every one of the
+    ``units`` blocks is resident at once (one an SM) and the ring
+    (``ring_bytes``, which the sum borrows) holds the tile's f32
+    accumulators. Pairs halve the partials stored and read again (two
+    splits leave none: the pair runs the epilogue).
     Measured on an H200 (do_bench medians, without -> with pairs):
     256x1024x32768 and 512x512x32768 (128x256 tiles split 16) 0.0475 ->
     0.0427 and 0.0411 -> 0.0385 ms; 256x256x65536 (128x128 split 32)
-    0.0352-0.0353 -> 0.0350-0.0354 (0.0321 -> 0.0303 called back to back);
-    64x2048x65536 0.0834 -> 0.0834; 128x256x16384 (128x64 split 32, 8 steps
-    a split) 0.0132 -> 0.0139, hence the floor on steps. Clusters of 4 or 8
-    (256x256x65536: 0.047 and 0.049 ms) leave blocks waiting: an H200 holds
-    120 blocks at once in clusters of that size, not 128."""
-    if split <= TC90_LAST_ARRIVAL or split % TC90_CLUSTER or steps < MIN_WIDE_SPLIT_STEPS \
-            or units > sms or ring_bytes < bm * bn * 4:
+    0.0352 -> 0.0347-0.0350; 128x2048x4096 (128x64 split 4, 16 steps a
+    split) 0.0169-0.0170 -> 0.0152-0.0156; 64x4096x4096 (64x64 split 2)
+    0.0186-0.0189 -> 0.0175-0.0181; with 8 steps a split slower: 64x1024x4096
+    (split 8) 0.0109 -> 0.0121, 128x256x16384 (split 32) 0.0132 -> 0.0139.
+    Clusters of 4 or 8 (256x256x65536: 0.047 and 0.049 ms) leave blocks
+    waiting: an H200 holds 120 blocks at once in clusters of that size, not
+    128."""
+    if split % TC90_CLUSTER or steps < MIN_CLUSTER_SPLIT_STEPS or units > sms \
+            or ring_bytes < bm * bn * 4:
         return 1
     return TC90_CLUSTER
 
@@ -203,8 +204,10 @@ def tc_sm90(problem, m, n, k, batch, facts):
         split = 1 if enough else splits[bn]
         cluster = split_cluster(split, _ceil(steps, split), tiles[bn] * split, bm, bn,
                                 stages * stage, problem.sms)
-        summed = f"; the splits summed in clusters of {cluster} ({split // cluster} partials)" \
-            if cluster > 1 else ""
+        parts = split // cluster
+        summed = "" if cluster == 1 else \
+            f"; the splits summed in clusters of {cluster} ({parts} partials)" if parts > 1 else \
+            f"; the splits summed in a cluster of {cluster}, which runs the epilogue"
         configs.append(Config("tc-sm90", (threads, 1, 1), tile=(bm, bn, bk),
                               stages=stages, split=split, cluster=cluster,
                               reason=f"{facts}; {why}{prologue}; {stages} stages of "

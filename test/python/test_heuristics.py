@@ -337,8 +337,8 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     assert (long_k.tile, long_k.split, long_k.block) == ((128, 128, 64), 32, (384, 1, 1))
     assert ("128x128 tiles, 4 of them for 132 SMs, K split 32 ways (128 blocks) (too few "
             "tiles at any width: the widest whose K splits run 32 steps or more)") in long_k.reason
-    # More splits than the GEMM's launch sums, each of 32 steps, all 128
-    # blocks resident: summed in pairs (clusters of 2) first.
+    # Splits of 32 steps, all 128 blocks resident: summed in pairs
+    # (clusters of 2) first.
     assert long_k.cluster == 2
     assert long_k.reason.endswith("the splits summed in clusters of 2 (16 partials)")
     # 128x64 tiles split 32 ways run 8 steps a split: no clusters.
@@ -348,13 +348,16 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     skinny = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
                             [[64, 4096]]))
     # 64 tiles for 132 SMs: split 2 ways (128 blocks).
+    # Two splits of 32 steps: one pair, which runs the epilogue.
     assert (skinny.tile, skinny.split, skinny.block, skinny.cluster) == \
-        ((64, 64, 64), 2, (256, 1, 1), 1)
+        ((64, 64, 64), 2, (256, 1, 1), 2)
+    assert skinny.reason.endswith("summed in a cluster of 2, which runs the epilogue")
     assert "64x64 tiles, 64 of them for 132 SMs, K split 2 ways (128 blocks)" in skinny.reason
     # 16 tiles for 132 SMs: K split 8 ways.
     skinnier = choose(problem("matmul", [([64, 4096], "bf16"), ([4096, 1024], "bf16")],
                               [[64, 1024]]))
-    assert (skinnier.tile, skinnier.split) == ((64, 64, 64), 8)
+    # ... of 8 steps each: not paired.
+    assert (skinnier.tile, skinnier.split, skinnier.cluster) == ((64, 64, 64), 8, 1)
     # Enough tiles of 128 x 256 for the SMs: the wider tile, 4 stages of 48 KiB.
     big = problem("matmul", [([4096, 4096], "f16"), ([4096, 4096], "f16")], [[4096, 4096]])
     assert (choose(big).tile, choose(big).stages) == ((128, 256, 64), 4)

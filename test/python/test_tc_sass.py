@@ -5,7 +5,8 @@ Graphs compiled once each (module-scoped fixture): a bf16 matmul
 4096x4096x4096 (tile 128x256: wgmma n=256), a bf16 matmul 256x384x128 with a
 bias add and gelu in the epilogue, an f16 batched matmul
 [3,65,256]@[3,256,72] (their tile width is the heuristics' choice), a
-skinny bf16 64x4096x4096 (K split 2 ways, summed in the GEMM's launch), a
+skinny bf16 64x4096x4096 (K split 2 ways, summed by the pair of blocks
+as a cluster), a
 skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 64-row tiles with one consumer warpgroup, B read K-major, K split over
 8 blocks; a bf16 256x256x65536 whose 32 K splits are summed in clusters of
@@ -100,8 +101,9 @@ def mm_tf32():
 
 
 def skinny_4096():
-    """64 x 4096 x 4096: 64 tiles of 64 x 64, K split 2 ways, summed in the
-    GEMM's own launch by the last split of each tile."""
+    """64 x 4096 x 4096: 64 tiles of 64 x 64, K split 2 ways; the two
+    blocks of a tile run as a cluster, sum through distributed shared
+    memory and run the epilogue."""
     g = dnnc.Graph(name="skinny_4096", io_data_type="bf16", compute_data_type="f32")
     a = g.tensor(name="a", dim=[64, 4096])
     b = g.tensor(name="b", dim=[4096, 4096])
