@@ -126,10 +126,11 @@ def split_cluster(split, steps, units, bm, bn, ring_bytes, sms):
     Measured on an H200 (do_bench medians, without -> with pairs):
     256x1024x32768 and 512x512x32768 (128x256 tiles split 16) 0.0475 ->
     0.0427 and 0.0411 -> 0.0385 ms; 256x256x65536 (128x128 split 32)
-    0.0352 -> 0.0347-0.0350; 128x2048x4096 (128x64 split 4, 16 steps a
-    split) 0.0169-0.0170 -> 0.0152-0.0156; 64x4096x4096 (64x64 split 2)
-    0.0186-0.0189 -> 0.0175-0.0181; with 8 steps a split slower: 64x1024x4096
-    (split 8) 0.0109 -> 0.0121, 128x256x16384 (split 32) 0.0132 -> 0.0139.
+    0.0352-0.0353 -> 0.0347-0.0354 (within the runs' spread);
+    128x2048x4096 (128x64 split 4, 16 steps a split) 0.0169-0.0170 ->
+    0.0152-0.0156; 64x4096x4096 (64x64 split 2) 0.0186-0.0189 ->
+    0.0175-0.0181; with 8 steps a split slower: 64x1024x4096 (split 8)
+    0.0109 -> 0.0121, 128x256x16384 (split 32) 0.0132 -> 0.0139.
     Clusters of 4 or 8 (256x256x65536: 0.047 and 0.049 ms) leave blocks
     waiting: an H200 holds 120 blocks at once in clusters of that size, not
     128."""
