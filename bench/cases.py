@@ -1043,7 +1043,7 @@ def _bmm():
     return g
 
 
-def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
+def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
     """(build, torch_fn) of an M x N x K matmul, then ``epilogue``: "" (none),
     "bias_gelu" (gelu(a @ b + bias)) or "bias_residual_relu" (relu(a @ b +
     bias + r)) or "scales" ((a * s) @ (b * c): a scale per row of a and per
@@ -1052,13 +1052,15 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
     "cast_a" or "cast_b" (the operand stored f32, cast to ``dt`` for the
     multiply), which the GEMM applies to the operand's tiles as it loads
     them. ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
-    allow_tf32); ``weight``: B stored N x K (a linear layer's weight)."""
+    allow_tf32); ``weight``: B stored N x K (a linear layer's weight);
+    ``transposed_a``: A stored K x M (the x of a weight gradient x^T @ dy)."""
     io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
 
     def build():
         g = _graph(f"gemm_{m}x{n}x{k}_{dt}" + (f"_{epilogue}" if epilogue else "")
-                   + ("_weight" if weight else ""), io)
-        a = g.tensor(name="a", dim=[m, k], data_type="f32" if epilogue == "cast_a" else None)
+                   + ("_weight" if weight else "") + ("_at" if transposed_a else ""), io)
+        a = g.tensor(name="a", dim=[m, k], stride=[1, m] if transposed_a else None,
+                     data_type="f32" if epilogue == "cast_a" else None)
         b = g.tensor(name="b", dim=[k, n], stride=[1, k] if weight else None,
                      data_type="f32" if epilogue == "cast_b" else None)
         if epilogue == "cast_b":
@@ -1104,8 +1106,8 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False):
     return build, torch_fn
 
 
-def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False):
-    build, torch_fn = _gemm(m, n, k, dt, epilogue, weight)
+def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transposed_a=False):
+    build, torch_fn = _gemm(m, n, k, dt, epilogue, weight, transposed_a)
     size = 2 if dt in ("bf16", "f16") else 4
     extra = {"bias_gelu": n, "bias_residual_relu": n + m * n,
              "scales": 2 * (m + n), "cast_a": m * k, "cast_b": k * n}.get(epilogue, 0)
@@ -1122,6 +1124,9 @@ MATMUL = [
     _gemm_case(4096, 4096, 4096, "f16"),
     _gemm_case(4096, 4096, 4096, "tf32"),
     _gemm_case(4096, 4096, 4096, "tf32", label="B stored N x K", weight=True),
+    # x^T @ dy, a linear layer's weight gradient: A stored K x M.
+    _gemm_case(4096, 4096, 4096, label="A stored K x M", transposed_a=True),
+    _gemm_case(4096, 4096, 4096, "tf32", label="A stored K x M", transposed_a=True),
     _gemm_case(64, 4096, 4096, label="skinny"),
     _gemm_case(256, 256, 65536, label="large K"),
     _gemm_case(512, 512, 32768, label="long K, K split in pairs of blocks"),

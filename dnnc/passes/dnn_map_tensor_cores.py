@@ -7,7 +7,7 @@ epilogue fused in registers:
 * ``tc-sm80``: one ``gpu.launch`` of cp.async copies into a shared-memory
   ring, ldmatrix and mma.sync (dnnc/codegen/gpu/tc_sm80.py); also what a
   ``tc-sm90`` kernel gets when tc-sm90 does not take it (f32 multiplied in
-  a way it does not support, a stride TMA cannot describe, A stored K x M),
+  a way it does not support, a stride TMA cannot describe),
   with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.
 
 Runs in the ``gpu`` stage on bufferized kernel functions, before
@@ -67,7 +67,7 @@ from mlir import ir
 
 from dnnc.codegen.gpu import gemm as gemm_match
 from dnnc.codegen.gpu import tc_sm80, tc_sm90
-from dnnc.heuristics.config import ATTR, Config, fall_back, hand_over, kernels_of
+from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
@@ -136,9 +136,15 @@ class DnnMapTensorCores(DnncPass):
             return
         try:
             tc_sm90.build(fn, found, tile_of(config))
-            return
         except tc_sm90.NotSupported as why:
             not_sm90 = f"{STRATEGY} does not apply ({why})"
+        else:
+            copied = tc_sm90.transposed_operands(found)
+            if copied:
+                stored = {"A": "A stored K x M", "B": "B stored K x N"}
+                add_note(fn, " and ".join(stored[c] for c in copied) + " copied transposed "
+                         "first (wgmma reads tf32 only K-major)")
+            return
         fallback = sm80_fallback(found)
         try:
             tc_sm80.build(fn, found, sm80_tile_of(fallback, found.element))

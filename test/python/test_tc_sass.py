@@ -10,9 +10,11 @@ as a cluster), a
 skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 64-row tiles with one consumer warpgroup, B read K-major, K split over
 8 blocks; a bf16 256x256x65536 whose 32 K splits are summed in clusters of
-2 first; and two f32 matmuls in tf32 mode: one with B stored N x K
-(read in place) and one with B stored K x N (copied transposed by a launch
-ahead of the GEMM: wgmma reads tf32 only K-major). For each:
+2 first; a weight gradient x^T @ dy with x stored 4096 x 1024 (A stored
+K x M, which wgmma reads transposed); and three f32 matmuls in tf32 mode:
+one with B stored N x K (read in place), one with B stored K x N and one
+with A stored K x M (each copied transposed by a launch ahead of the GEMM:
+wgmma reads tf32 only K-major). For each:
 
 * the manifest's first kernel is the tc-sm90 GEMM, with the epilogue fused;
   with split-K leaving more than 4 partials a tile (one a split, or one a
@@ -143,6 +145,25 @@ def relu_a():
     return g
 
 
+def weight_grad(dtype="bf16", compute="f32"):
+    """x^T @ dy, a linear layer's weight gradient over 4096 tokens: A (x^T)
+    stored K x M, M contiguous."""
+    g = dnnc.Graph(name=f"weight_grad_{dtype}", io_data_type=dtype, compute_data_type="f32")
+    x_t = g.tensor(name="x_t", dim=[1024, 4096], stride=[1, 1024])
+    dy = g.tensor(name="dy", dim=[4096, 512])
+    g.matmul(x_t, dy, compute_data_type=compute).set_output(True)
+    return g
+
+
+def weight_grad_tf32():
+    """The same in tf32 mode, dy stored N x K: only A is copied transposed."""
+    g = dnnc.Graph(name="weight_grad_tf32", io_data_type="f32")
+    x_t = g.tensor(name="x_t", dim=[1024, 4096], stride=[1, 1024])
+    dy_t = g.tensor(name="dy_t", dim=[4096, 512], stride=[1, 4096])
+    g.matmul(x_t, dy_t, compute_data_type="tf32").set_output(True)
+    return g
+
+
 def skinny_linear():
     g = dnnc.Graph(name="skinny_linear", io_data_type="bf16", compute_data_type="f32")
     x = g.tensor(name="x", dim=[64, 4096])
@@ -164,6 +185,8 @@ CASES = {
     "long_k": (long_k, ".BF16", [128, 128, 64], 32, 0),
     "linear_tf32": (linear_tf32, ".TF32", None, None, 0),
     "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
+    "weight_grad": (weight_grad, ".BF16", None, None, 0),
+    "weight_grad_tf32": (weight_grad_tf32, ".TF32", None, None, 1),
     "skinny_cast_weight": (skinny_cast_weight, ".BF16", [64, 64, 64], 2, 0),
     "relu_a": (relu_a, ".BF16", None, 1, 0),
 }
@@ -253,7 +276,7 @@ def test_strategy_is_tc_sm90(built, name):
         last = kernels[ahead + 1]
         assert last["args"][0]["kind"] == "buffer" and last["shared_bytes"] == 0
         assert all(a["kind"] != "tma" for a in last["args"])
-    if ahead:  # B copied transposed into the workspace, which the GEMM's TMA reads
+    if ahead:  # an operand copied transposed into the workspace, which the GEMM's TMA reads
         assert [a["kind"] for a in kernels[0]["args"]] == ["buffer", "buffer"], kernels[0]
 
 
@@ -322,6 +345,29 @@ def test_prologue_is_in_the_gemm(built, name):
     tma = [a for a in gemm["args"] if a["kind"] == "tma"]
     which = tma[0 if operand == "A" else 1]
     assert which["dtype"] == stored and which["swizzle"] == 0, which
+
+
+@pytest.mark.parametrize("name", ["weight_grad", "weight_grad_tf32"])
+def test_a_stored_k_by_m(built, name):
+    """A 16-bit A stored K x M is read in place, boxes of 64 K-rows of 64
+    columns of M (two a 128-row tile), which wgmma reads transposed (the
+    HGMMA's A descriptor carries .tnspA); a tf32 one is copied transposed
+    first, and the plan says so."""
+    package = built.package(name)
+    gemm = gemm_kernels(package)[0]
+    text = package.describe()
+    if name == "weight_grad":
+        assert "args: tma(input 'x_t', bf16 box 64x64, swizzle 128), " in text, text
+        assert "copied transposed" not in gemm["reason"], gemm["reason"]
+    else:
+        # The GEMM's A is the copy, K-major: boxes of 128 rows of 32 K.
+        assert "args: tma(workspace[0:+16777216], f32 box 128x32, swizzle 128), " in text, text
+        assert "A stored K x M copied transposed first" in package.kernels[0]["reason"]
+    if sass.missing() is None and PTXAS_MISSING is None:
+        text = built.sass(name)[gemm["entry"]]
+        hgmma = [line for line in text.splitlines() if "HGMMA" in line]
+        assert hgmma and all((".tnspA" in line) == (name == "weight_grad") for line in hgmma), \
+            hgmma[:2]
 
 
 def test_describe_prints_tma_arguments(built):

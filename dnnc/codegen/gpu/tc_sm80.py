@@ -1,8 +1,8 @@
 """The tc-sm80 strategy: a GEMM on Ampere tensor cores (mma.sync), fed by
 cp.async through a multi-stage shared-memory ring, with the epilogue fused
 in registers. It runs on sm_80 and later (sm_90a takes it where tc-sm90
-does not: f32 operands multiplied as tf32, strides TMA cannot describe, A
-stored K x M).
+does not: strides TMA cannot describe, such as rows of A or B that are not
+a multiple of 16 bytes).
 
 One block per ``BM x BN`` output tile (over every batch), numbered in
 grouped order (GROUP_M tiles of M down a column of N tiles, so the B columns

@@ -31,10 +31,13 @@ thread.
 
 **Operand loaders.** ``TmaOperand`` describes how a GEMM operand reaches
 shared memory: the global buffer, its TMA box (128-byte swizzle: a row of
-the box is 128 bytes of K, or of N for an N-major B), where the batch, M/N
-and K coordinates go, and the wgmma descriptor layout of what lands (K-major,
-or MN-major for B stored K x N). A convolution's implicit GEMM plugs in here
-with an im2col TMA box and the same mainloop. An operand with a prologue
+the box is 128 bytes of K, or of M or N for an operand stored MN-major),
+where the batch, M/N and K coordinates go, and the wgmma descriptor layout
+of what lands (K-major, or MN-major for A stored K x M or B stored K x N,
+which wgmma reads transposed; it reads tf32 only K-major, so a tf32 operand
+stored MN-major is first copied transposed by a launch of its own). A
+convolution's implicit GEMM plugs in here with an im2col TMA box and the
+same mainloop. An operand with a prologue
 (``gemm.Prologue``: pointwise ops between the load and the multiply, a cast
 from f32 for one) is loaded as stored, without swizzle, and each K step the
 consumers convert its tile into the swizzled layout wgmma reads
@@ -173,6 +176,15 @@ def multiplied(gemm):
     return "tf32" if gemm.compute == "tf32" else gemm.element
 
 
+def transposed_operands(gemm):
+    """The operands ("A", "B") that a copy transposes ahead of the GEMM:
+    wgmma reads tf32 only K-major (16-bit types either way)."""
+    if multiplied(gemm) != "tf32":
+        return ()
+    return tuple(name for name, operand in (("A", gemm.a), ("B", gemm.b))
+                 if not operand.k_major)
+
+
 def check(gemm, tile):
     """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
     element = multiplied(gemm)
@@ -188,20 +200,19 @@ def check(gemm, tile):
             or not 64 <= tile.n <= 256:
         raise NotSupported(f"tile {tile.m}x{tile.n}: expected M = 64 or 128 (64 per consumer "
                            "warpgroup) and N a multiple of 64 up to 256")
-    if not gemm.a.k_major:
-        raise NotSupported("A is stored K x M (M contiguous); tc-sm90 reads A K-major")
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         if operand.prologue is not None and operand.stored not in PROLOGUE_SOURCES:
             raise NotSupported(f"a prologue on {name} stored as {operand.stored}: tc-sm90 "
                                f"converts {', '.join(PROLOGUE_SOURCES)} tiles")
-    # A tf32 B stored K x N goes through a transposed copy (_transpose_b),
-    # row-major N x K: only K's row length matters for it.
-    transposed = element == "tf32" and not gemm.b.k_major
-    if transposed and (gemm.k * eb) % 16:
-        raise NotSupported(f"K is {gemm.k}: the transposed tf32 B needs rows of a multiple of "
-                           "16 bytes (K a multiple of 4)")
+    # A tf32 operand stored MN-major (A K x M, B K x N) goes through a
+    # transposed copy (Builder._transpose), row-major M x K or N x K: only
+    # K's row length matters for it.
+    transposed = transposed_operands(gemm)
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
-        if name == "B" and transposed:
+        if name in transposed:
+            if (gemm.k * eb) % 16:
+                raise NotSupported(f"K is {gemm.k}: the transposed tf32 {name} needs rows of a "
+                                   "multiple of 16 bytes (K a multiple of 4)")
             continue
         t = ir.MemRefType(operand.value.type)
         shape, strides, offset = physical_view(t)
@@ -210,11 +221,12 @@ def check(gemm, tile):
         if strides[-1] != 1:
             raise NotSupported(f"{name} has no contiguous dim (smallest stride "
                                f"{strides[-1]}): TMA needs one")
+        inner = "K" if operand.k_major else {"A": "M", "B": "N"}[name]
         for dim, stride in enumerate(strides[:-1]):
             if shape[dim] > 1 and (stride * eb) % 16:
                 raise NotSupported(f"{name}'s dim {order[dim]} stride is {stride * eb} bytes: "
-                                   "TMA needs a multiple of 16 (K or N a multiple of "
-                                   f"{16 // eb})")
+                                   f"TMA needs a multiple of 16 ({inner}, {name}'s contiguous "
+                                   f"dim, a multiple of {16 // eb})")
         if (offset * eb) % 16:
             raise NotSupported(f"{name} starts {offset * eb} bytes into its buffer: TMA needs "
                                "16-byte alignment")
@@ -312,11 +324,13 @@ class TmaOperand:
     """How one operand goes from global memory to a stage of the ring.
 
     ``dims`` maps "batch" / "mn" / "k" to the buffer's dims (gemm.Operand);
-    ``mn_major`` is True for a B stored K x N (N contiguous): the box's rows
-    are then 64 elements of N (128 bytes) and a tile of N takes BN / 64 boxes.
+    ``mn_major`` is True for an operand stored with M or N contiguous (A
+    stored K x M, B stored K x N): the box's rows are then 64 elements of M
+    or N (128 bytes), a tile of BM or BN takes BM / 64 or BN / 64 boxes, and
+    wgmma reads it transposed (16-bit types only).
 
     ``swizzled`` False loads the tile as it lies (rows of ``k`` elements, or
-    of ``rows`` elements of N for an MN-major B), without swizzle, in one
+    of ``rows`` elements of M or N for an MN-major operand), without swizzle, in one
     box: the source tile of an operand with a prologue, which the consumers
     read, convert and write in the swizzled layout wgmma reads
     (``Builder._convert``).
@@ -330,7 +344,7 @@ class TmaOperand:
 
     value: object
     dims: dict
-    rows: int               # tile rows of M or N
+    rows: int               # tile rows (or, MN-major, columns) of M or N
     mn_major: bool
     element: str
     descriptor: object = None   # host-side !llvm.ptr
@@ -356,7 +370,7 @@ class TmaOperand:
 
     @property
     def pieces(self):
-        """TMA boxes per tile: an MN-major swizzled tile takes one per 128 bytes of N."""
+        """TMA boxes per tile: an MN-major swizzled tile takes one per 128 bytes of M or N."""
         return self.rows // (SWIZZLE // self.eb) if self.mn_major and self.swizzled else 1
 
     def box(self, bk):
@@ -443,12 +457,14 @@ class Builder:
         # converted by the consumers (_convert).
         self.sources = _sources(gemm)
         a_source, b_source = self.sources
-        self.a = TmaOperand(gemm.a.value, gemm.a.dims, tile.m, False, a_source or self.element,
-                            swizzled=a_source is None, k=tile.k)
-        # wgmma reads tf32 only K-major: a B stored K x N is first copied
-        # transposed (N x K) by a launch of its own (_transpose_b).
-        self.transpose_b = self.element == "tf32" and not gemm.b.k_major
-        self.b = None if self.transpose_b else \
+        # wgmma reads tf32 only K-major: a tf32 operand stored MN-major is
+        # first copied transposed (M x K, N x K) by a launch of its own
+        # (_transpose, at build); its TmaOperand is the copy's.
+        self.transposed = transposed_operands(gemm)
+        self.a = None if "A" in self.transposed else \
+            TmaOperand(gemm.a.value, gemm.a.dims, tile.m, not gemm.a.k_major,
+                       a_source or self.element, swizzled=a_source is None, k=tile.k)
+        self.b = None if "B" in self.transposed else \
             TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major,
                        b_source or self.element, swizzled=b_source is None, k=tile.k)
         self.steps = -(-gemm.k // tile.k)
@@ -462,7 +478,10 @@ class Builder:
         self.splits = -(-self.steps // self.per_split) if self.per_split else 1
         self.units = self.total_tiles * self.splits
         self.ctas = min(self.units, ctas)
-        self.stage_bytes = self.a.tile_bytes + \
+        # A's tile first in a stage, then B's (a transposed copy's tiles
+        # are swizzled, 128-byte rows of K).
+        self.a_bytes = self.a.tile_bytes if self.a is not None else tile.m * SWIZZLE
+        self.stage_bytes = self.a_bytes + \
             (self.b.tile_bytes if self.b is not None else tile.n * SWIZZLE)
         self.ring_bytes = tile.stages * self.stage_bytes
         # Split-K in clusters: each cluster of ``cluster`` consecutive splits
@@ -512,8 +531,10 @@ class Builder:
         old = [op.operation for op in body.operations]
         ret = old[-1]
         with ir.InsertionPoint(ret):
-            if self.transpose_b:
-                self.b = self._transpose_b()
+            if "A" in self.transposed:
+                self.a = self._transpose(self.gemm.a, self.gemm.m, self.tile.m)
+            if "B" in self.transposed:
+                self.b = self._transpose(self.gemm.b, self.gemm.n, self.tile.n)
             self.a.make_descriptor(self.tile.k)
             self.b.make_descriptor(self.tile.k)
             if self.parts > 1:
@@ -546,22 +567,24 @@ class Builder:
 
     TRANSPOSE_TILE = 32
 
-    def _transpose_b(self):
-        """tf32 with B stored K x N: copy B into a row-major [batch,] N x K
-        buffer with a launch of 32 x 8 threads per 32 x 32 tile (read along
-        N, written along K, through a padded shared tile: no bank
-        conflicts), and return the TmaOperand of the copy (K-major). It costs
-        a read and a write of B ahead of the GEMM."""
+    def _transpose(self, operand, extent, rows):
+        """tf32 with A stored K x M or B stored K x N (``operand``, ``extent``
+        its M or N, ``rows`` its tile's): copy it into a row-major [batch,]
+        M x K or N x K buffer with a launch of 32 x 8 threads per 32 x 32
+        tile (read along M or N, written along K, through a padded shared
+        tile: no bank conflicts), and return the TmaOperand of the copy
+        (K-major). It costs a read and a write of the operand ahead of the
+        GEMM."""
         gemm, t = self.gemm, self.TRANSPOSE_TILE
-        dims = gemm.b.dims
+        dims = operand.dims
         batched = dims["batch"] is not None
-        shape = ([gemm.batch] if batched else []) + [gemm.n, gemm.k]
+        shape = ([gemm.batch] if batched else []) + [extent, gemm.k]
         f32 = ir.F32Type.get()
         copy = memref.alloc(ir.MemRefType.get(shape, f32), [], [])
-        source_rank = ir.MemRefType(gemm.b.value.type).rank
+        source_rank = ir.MemRefType(operand.value.type).rank
         smem_type = ir.MemRefType.get([t, t + 1], f32, memory_space=ir.Attribute.parse(
             "#gpu.address_space<workgroup>"))
-        grid = (-(-gemm.n // t), -(-gemm.k // t), gemm.batch if batched else 1)
+        grid = (-(-extent // t), -(-gemm.k // t), gemm.batch if batched else 1)
         launch = gpu.LaunchOp(tuple(_idx(g) for g in grid), (_idx(t), _idx(8), _idx(1)))
         launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
             ir.IntegerType.get_signless(64), 1)
@@ -569,40 +592,40 @@ class Builder:
         smem = block.add_argument(smem_type, ir.Location.unknown())
         with ir.InsertionPoint(block):
             tx, ty = gpu.thread_id(gpu.Dimension.x), gpu.thread_id(gpu.Dimension.y)
-            n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(t))
+            r0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(t))
             k0 = arith.muli(gpu.block_id(gpu.Dimension.y), _idx(t))
             batch = gpu.block_id(gpu.Dimension.z)
             for i in range(t // 8):
-                # Thread (tx, ty) reads B[k0 + ty + 8 i, n0 + tx]: a warp reads 32
-                # consecutive columns of N.
+                # Thread (tx, ty) reads the operand at K k0 + ty + 8 i, M or N
+                # r0 + tx: a warp reads 32 consecutive elements of M or N.
                 k = arith.addi(k0, arith.addi(ty, _idx(8 * i)))
-                n = arith.addi(n0, tx)
-                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", n, _idx(gemm.n)))
+                r = arith.addi(r0, tx)
+                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", r, _idx(extent)))
                 where = [_idx(0)] * source_rank
-                where[dims["k"]], where[dims["mn"]] = k, n
+                where[dims["k"]], where[dims["mn"]] = k, r
                 if batched:
                     where[dims["batch"]] = batch
 
                 def read(where=where, i=i):
-                    value = memref.load(gemm.b.value, where)
+                    value = memref.load(operand.value, where)
                     memref.store(value, smem, [arith.addi(ty, _idx(8 * i)), tx])
                 _if(ok, read)
             gpu.barrier()
             for i in range(t // 8):
-                # ... and writes copy[n0 + ty + 8 i, k0 + tx] from the tile's
+                # ... and writes copy[r0 + ty + 8 i, k0 + tx] from the tile's
                 # column: a warp writes 32 consecutive K.
-                n = arith.addi(n0, arith.addi(ty, _idx(8 * i)))
+                r = arith.addi(r0, arith.addi(ty, _idx(8 * i)))
                 k = arith.addi(k0, tx)
-                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", n, _idx(gemm.n)))
+                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", r, _idx(extent)))
 
-                def write(n=n, k=k, i=i):
+                def write(r=r, k=k, i=i):
                     value = memref.load(smem, [tx, arith.addi(ty, _idx(8 * i))])
-                    memref.store(value, copy, ([batch] if batched else []) + [n, k])
+                    memref.store(value, copy, ([batch] if batched else []) + [r, k])
                 _if(ok, write)
             gpu.TerminatorOp()
         rank = len(shape)
         return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
-                                 "k": rank - 1}, self.tile.n, False, self.element)
+                                 "k": rank - 1}, rows, False, self.element)
 
     # -- device side --------------------------------------------------------
 
@@ -705,7 +728,7 @@ class Builder:
                 k0 = _to_i32(arith.muli(kt, _idx(tile.k)))
                 stage = self._stage_address(s)
                 self.a.load(stage, full, b, m0, k0)
-                self.b.load(arith.addi(stage, _i(self.a.tile_bytes, 64)), full, b, n0, k0)
+                self.b.load(arith.addi(stage, _i(self.a_bytes, 64)), full, b, n0, k0)
                 return [arith.addi(g, _idx(1))]
             return _for(k_steps[0], k_steps[1], step, [g]).results
 
@@ -724,9 +747,12 @@ class Builder:
         local = arith.remui(self.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
         leader = _cmp("eq", local, _idx(0))
-        a_const = _descriptor_constant(False, 0)
+        a_const = _descriptor_constant(self.a.mn_major, tile.k * SWIZZLE)
         b_const = _descriptor_constant(self.b.mn_major, tile.k * SWIZZLE)
-        a_row_offset = arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))
+        # A consumer's 64 rows of A: 64 rows of K (K-major), or the tile's
+        # box of 64 columns of M (MN-major).
+        a_part = tile.k * SWIZZLE if self.a.mn_major else 64 * SWIZZLE
+        a_row_offset = arith.muli(_to_i64(consumer), _i(a_part, 64))
         instr_k = WGMMA_K_BYTES // self.eb
         shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {tile.n}, k = {instr_k}>")
         wtype = ir.Attribute.parse(f"#nvvm.wgmma_type<{self.element}>")
@@ -736,7 +762,8 @@ class Builder:
             "scaleD": ir.Attribute.parse("#nvvm.wgmma_scale_out<one>"),
             "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
             "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
-            "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"),
+            "layoutA": ir.Attribute.parse(
+                "#nvvm.mma_layout<col>" if self.a.mn_major else "#nvvm.mma_layout<row>"),
             "layoutB": ir.Attribute.parse(
                 "#nvvm.mma_layout<row>" if self.b.mn_major else "#nvvm.mma_layout<col>"),
             "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
@@ -753,17 +780,18 @@ class Builder:
             irutil.mbarrier_wait(self._full(s), parity)
             stage = self._stage_address(s)
             a_tile = arith.addi(stage, a_row_offset)
-            b_tile = arith.addi(stage, _i(self.a.tile_bytes, 64))
+            b_tile = arith.addi(stage, _i(self.a_bytes, 64))
             if any(self.sources):
                 a_tile, b_tile = self._prologues(stage, a_tile, b_tile, consumer, local, kt, g)
             desc_a = _matrix_descriptor(a_tile, a_const)
             desc_b = _matrix_descriptor(b_tile, b_const)
             nvvm.WgmmaFenceAlignedOp()
             for kk in range(tile.k // instr_k):
-                # Along a 128-byte row of K; an MN-major B steps instr_k rows of N.
-                step_a = (WGMMA_K_BYTES * kk) >> 4
-                step_b = (instr_k * SWIZZLE * kk if self.b.mn_major
-                          else WGMMA_K_BYTES * kk) >> 4
+                # Along a 128-byte row of K; an MN-major operand steps
+                # instr_k rows of K (128 bytes of M or N each).
+                step_a, step_b = ((instr_k * SWIZZLE * kk if operand.mn_major
+                                   else WGMMA_K_BYTES * kk) >> 4
+                                  for operand in (self.a, self.b))
                 da = arith.addi(desc_a, _i(step_a, 64)) if step_a else desc_a
                 db = arith.addi(desc_b, _i(step_b, 64)) if step_b else desc_b
                 acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[self.acc_type],
@@ -822,16 +850,18 @@ class Builder:
         a consumer's warpgroup for A alone, both consumers for B."""
         k0 = arith.muli(kt, _idx(self.tile.k))
         if self.sources[0] is not None:
-            src = arith.addi(stage, arith.muli(_to_i64(consumer),
-                                               _i(64 * self.tile.k * self.a.eb, 64)))
+            # The consumer's 64 rows of A as stored: 64 rows of K elements,
+            # or (MN-major) 64 columns of each row of K.
+            part = 64 * self.a.eb * (1 if self.a.mn_major else self.tile.k)
+            src = arith.addi(stage, arith.muli(_to_i64(consumer), _i(part, 64)))
             a_tile = self._converted("a", arith.remui(g, _idx(CONVERTED_A)), consumer)
             self._convert(self.a, self.gemm.a.prologue, src, a_tile, 64, local, WARPGROUP, k0)
         if self.sources[1] is not None:
             threads = WARPGROUP * self.tile.consumers
             thread = arith.addi(arith.muli(consumer, _idx(WARPGROUP)), local)
             b_tile = self._converted("b", arith.remui(g, _idx(CONVERTED_B)))
-            self._convert(self.b, self.gemm.b.prologue, arith.addi(stage, _i(self.a.tile_bytes, 64)), b_tile,
-                          self.tile.n, thread, threads, k0)
+            self._convert(self.b, self.gemm.b.prologue, arith.addi(stage, _i(self.a_bytes, 64)),
+                          b_tile, self.tile.n, thread, threads, k0)
         llvm.inline_asm(None, [], "fence.proxy.async.shared::cta;", "", has_side_effects=True)
         if self.sources[1] is not None:
             ident, count = _i(1), _i(WARPGROUP * self.tile.consumers)
@@ -849,8 +879,9 @@ class Builder:
         tile ``src`` (``operand``'s stored elements: 8 of 16 bits, 4 of f32, so
         that 8 threads read 128 contiguous bytes), runs ``prologue`` on them
         and stores them at ``dst``. A K-major line is a row of the tile's K;
-        an MN-major B's line L is K row L % BK of N columns 64 (L / BK) ..
-        + 63. Elements past K are zeroed when K is ragged (the prologue of
+        an MN-major operand's line L is K row L % BK of the M or N columns
+        64 (L / BK) .. + 63 (A's 64 lines a consumer: its 64 columns of M, BK
+        being 64 for the 16-bit types a prologue makes). Elements past K are zeroed when K is ragged (the prologue of
         TMA's zero fill need not be zero)."""
         bk, es = self.tile.k, operand.eb
         per = 16 // es                     # elements a thread converts at once

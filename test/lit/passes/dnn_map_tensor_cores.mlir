@@ -103,7 +103,7 @@ func.func private @gemm_bias_relu(%A: memref<256x512xbf16>, %B: memref<512x192xb
 // reason says why.
 // CHECK-LABEL: func.func private @odd_k(
 //  CHECK-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K or N a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; heuristics: matmul"
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K, A's contiguous dim, a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; heuristics: matmul"
 //   CHECK-NOT:   linalg.generic
 //       CHECK:   gpu.launch
 //       CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
@@ -116,6 +116,45 @@ func.func private @odd_k(%A: memref<64x100xbf16>, %B: memref<100x64xbf16>, %C: m
     linalg.yield %zero : f32
   }
   linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x100xbf16>, memref<100x64xbf16>) outs(%C : memref<64x64xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A is stored K x M (strides [1, 256]: M contiguous, the x of x^T @ dy).
+// The descriptor describes A as it lies in memory (a reinterpret_cast to
+// 512 x 256) with boxes of 64 K-rows of 64 columns of M (128 bytes), two
+// a stage for 128 rows; wgmma reads A transposed (layout col).
+// CHECK-LABEL: func.func private @a_stored_k_by_m(
+//  CHECK-SAME:     %[[A:.*]]: memref<256x512xbf16, strided<[1, 256]>>,
+//       CHECK:   %[[V:.*]] = memref.reinterpret_cast %[[A]] to offset: [0], sizes: [512, 256], strides: [256, 1] : memref<256x512xbf16, strided<[1, 256]>> to memref<512x256xbf16, strided<[256, 1]>>
+//       CHECK:   %[[UA:.*]] = memref.cast %[[V]]
+//       CHECK:   %[[DA:.*]] = nvgpu.tma.create.descriptor %[[UA]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PA:.*]] = builtin.unrealized_conversion_cast %[[DA]]
+//       CHECK:   gpu.launch
+//       CHECK:             nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+//       CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PA]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+//       CHECK:             nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PA]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+//       CHECK-COUNT-4:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+func.func private @a_stored_k_by_m(%A: memref<256x512xbf16, strided<[1, 256]>>, %B: memref<512x128xbf16>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 128, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<256x512xbf16, strided<[1, 256]>>, memref<512x128xbf16>) outs(%C : memref<256x128xf32>) {
   ^bb0(%x: bf16, %w: bf16, %acc: f32):
     %0 = arith.extf %x : bf16 to f32
     %1 = arith.extf %w : bf16 to f32
