@@ -139,11 +139,9 @@ class DnnMapTensorCores(DnncPass):
         except tc_sm90.NotSupported as why:
             not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
-            copied = tc_sm90.transposed_operands(found)
-            if copied:
-                stored = {"A": "A stored K x M", "B": "B stored K x N"}
-                add_note(fn, " and ".join(stored[c] for c in copied) + " copied transposed "
-                         "first (wgmma reads tf32 only K-major)")
+            stored = {"A": "A stored K x M", "B": "B stored K x N"}
+            for name, why in tc_sm90.transposed_operands(found).items():
+                add_note(fn, f"{stored[name]} copied transposed first ({why})")
             return
         fallback = sm80_fallback(found)
         try:

@@ -11,7 +11,9 @@ skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 64-row tiles with one consumer warpgroup, B read K-major, K split over
 8 blocks; a bf16 256x256x65536 whose 32 K splits are summed in clusters of
 2 first; a weight gradient x^T @ dy with x stored 4096 x 1024 (A stored
-K x M, which wgmma reads transposed); and three f32 matmuls in tf32 mode:
+K x M, which wgmma reads transposed); a bf16 512x1001x768 whose B rows
+of 2002 bytes TMA cannot step by (B copied transposed, N x K, by a launch
+ahead of the GEMM); and three f32 matmuls in tf32 mode:
 one with B stored N x K (read in place), one with B stored K x N and one
 with A stored K x M (each copied transposed by a launch ahead of the GEMM:
 wgmma reads tf32 only K-major). For each:
@@ -164,6 +166,15 @@ def weight_grad_tf32():
     return g
 
 
+def odd_vocab():
+    """x @ W with W stored K x N and N = 1001: B is copied transposed first."""
+    g = dnnc.Graph(name="odd_vocab", io_data_type="bf16", compute_data_type="f32")
+    x = g.tensor(name="x", dim=[512, 768])
+    w = g.tensor(name="w", dim=[768, 1001])
+    g.matmul(x, w).set_output(True)
+    return g
+
+
 def skinny_linear():
     g = dnnc.Graph(name="skinny_linear", io_data_type="bf16", compute_data_type="f32")
     x = g.tensor(name="x", dim=[64, 4096])
@@ -187,6 +198,7 @@ CASES = {
     "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
     "weight_grad": (weight_grad, ".BF16", None, None, 0),
     "weight_grad_tf32": (weight_grad_tf32, ".TF32", None, None, 1),
+    "odd_vocab": (odd_vocab, ".BF16", None, None, 1),
     "skinny_cast_weight": (skinny_cast_weight, ".BF16", [64, 64, 64], 2, 0),
     "relu_a": (relu_a, ".BF16", None, 1, 0),
 }
@@ -368,6 +380,16 @@ def test_a_stored_k_by_m(built, name):
         hgmma = [line for line in text.splitlines() if "HGMMA" in line]
         assert hgmma and all((".tnspA" in line) == (name == "weight_grad") for line in hgmma), \
             hgmma[:2]
+
+
+def test_rows_tma_cannot_step_by_are_copied(built):
+    """B stored K x N with rows of 2002 bytes: the plan names the copy and
+    why; the GEMM reads the copy."""
+    package = built.package("odd_vocab")
+    assert ("B stored K x N copied transposed first (its rows of 2002 bytes are not a "
+            "multiple of 16 for TMA)") in package.kernels[0]["reason"], package.kernels[0]
+    text = package.describe()
+    assert "tma(input 'x', bf16 box 128x64, swizzle 128), tma(workspace[0:+" in text, text
 
 
 def test_describe_prints_tma_arguments(built):

@@ -176,13 +176,47 @@ def multiplied(gemm):
     return "tf32" if gemm.compute == "tf32" else gemm.element
 
 
+def tma_problem(name, operand):
+    """Why TMA cannot read ``operand`` (named ``name``) where it lies, or
+    None: a contiguous dim, strides of 16-byte multiples, a 16-byte aligned
+    start, rank 5 at most."""
+    t = ir.MemRefType(operand.value.type)
+    shape, strides, offset = physical_view(t)
+    order = physical_order(t)
+    eb = _element_bytes(operand.stored)
+    if strides[-1] != 1:
+        return f"{name} has no contiguous dim (smallest stride {strides[-1]}): TMA needs one"
+    inner = "K" if operand.k_major else {"A": "M", "B": "N"}[name]
+    for dim, stride in enumerate(strides[:-1]):
+        if shape[dim] > 1 and (stride * eb) % 16:
+            return (f"{name}'s dim {order[dim]} stride is {stride * eb} bytes: TMA needs a "
+                    f"multiple of 16 ({inner}, {name}'s contiguous dim, a multiple of "
+                    f"{16 // eb})")
+    if (offset * eb) % 16:
+        return f"{name} starts {offset * eb} bytes into its buffer: TMA needs 16-byte alignment"
+    if t.rank > 5:
+        return f"{name} has rank {t.rank}: TMA takes up to 5"
+    return None
+
+
 def transposed_operands(gemm):
-    """The operands ("A", "B") that a copy transposes ahead of the GEMM:
-    wgmma reads tf32 only K-major (16-bit types either way)."""
-    if multiplied(gemm) != "tf32":
-        return ()
-    return tuple(name for name, operand in (("A", gemm.a), ("B", gemm.b))
-                 if not operand.k_major)
+    """{"A" or "B": why} for the operands that a launch ahead of the GEMM
+    copies transposed (row-major M x K or N x K): those stored MN-major
+    that wgmma cannot read in place (tf32, which it reads only K-major) or
+    TMA cannot (rows of M or N that are not a multiple of 16 bytes), when
+    the copy's rows of K are a multiple of 16 bytes."""
+    tf32 = multiplied(gemm) == "tf32"
+    copied = {}
+    for name, operand in (("A", gemm.a), ("B", gemm.b)):
+        if operand.k_major or (gemm.k * _element_bytes(operand.stored)) % 16:
+            continue
+        if tf32:
+            copied[name] = "wgmma reads tf32 only K-major"
+        elif tma_problem(name, operand) is not None:
+            rows = gemm.m if name == "A" else gemm.n
+            copied[name] = (f"its rows of {rows * _element_bytes(operand.stored)} bytes are "
+                            "not a multiple of 16 for TMA")
+    return copied
 
 
 def check(gemm, tile):
@@ -204,34 +238,18 @@ def check(gemm, tile):
         if operand.prologue is not None and operand.stored not in PROLOGUE_SOURCES:
             raise NotSupported(f"a prologue on {name} stored as {operand.stored}: tc-sm90 "
                                f"converts {', '.join(PROLOGUE_SOURCES)} tiles")
-    # A tf32 operand stored MN-major (A K x M, B K x N) goes through a
-    # transposed copy (Builder._transpose), row-major M x K or N x K: only
-    # K's row length matters for it.
+    # An operand copied transposed (Builder._transpose) is read from the
+    # copy, row-major M x K or N x K with rows of a 16-byte multiple.
     transposed = transposed_operands(gemm)
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         if name in transposed:
-            if (gemm.k * eb) % 16:
-                raise NotSupported(f"K is {gemm.k}: the transposed tf32 {name} needs rows of a "
-                                   "multiple of 16 bytes (K a multiple of 4)")
             continue
-        t = ir.MemRefType(operand.value.type)
-        shape, strides, offset = physical_view(t)
-        order = physical_order(t)
-        eb = _element_bytes(operand.stored)
-        if strides[-1] != 1:
-            raise NotSupported(f"{name} has no contiguous dim (smallest stride "
-                               f"{strides[-1]}): TMA needs one")
-        inner = "K" if operand.k_major else {"A": "M", "B": "N"}[name]
-        for dim, stride in enumerate(strides[:-1]):
-            if shape[dim] > 1 and (stride * eb) % 16:
-                raise NotSupported(f"{name}'s dim {order[dim]} stride is {stride * eb} bytes: "
-                                   f"TMA needs a multiple of 16 ({inner}, {name}'s contiguous "
-                                   f"dim, a multiple of {16 // eb})")
-        if (offset * eb) % 16:
-            raise NotSupported(f"{name} starts {offset * eb} bytes into its buffer: TMA needs "
-                               "16-byte alignment")
-        if t.rank > 5:
-            raise NotSupported(f"{name} has rank {t.rank}: TMA takes up to 5")
+        if element == "tf32" and not operand.k_major:
+            raise NotSupported(f"K is {gemm.k}: the transposed tf32 {name} needs rows of a "
+                               "multiple of 16 bytes (K a multiple of 4)")
+        problem = tma_problem(name, operand)
+        if problem is not None:
+            raise NotSupported(problem)
     size = smem_bytes(tile, element, _sources(gemm))
     if size > 227 * 1024:
         raise NotSupported(f"{tile.stages} stages need {size} bytes of shared memory, more "
@@ -457,8 +475,8 @@ class Builder:
         # converted by the consumers (_convert).
         self.sources = _sources(gemm)
         a_source, b_source = self.sources
-        # wgmma reads tf32 only K-major: a tf32 operand stored MN-major is
-        # first copied transposed (M x K, N x K) by a launch of its own
+        # An operand wgmma or TMA cannot read where it lies (transposed_operands)
+        # is first copied transposed (M x K, N x K) by a launch of its own
         # (_transpose, at build); its TmaOperand is the copy's.
         self.transposed = transposed_operands(gemm)
         self.a = None if "A" in self.transposed else \
@@ -478,11 +496,11 @@ class Builder:
         self.splits = -(-self.steps // self.per_split) if self.per_split else 1
         self.units = self.total_tiles * self.splits
         self.ctas = min(self.units, ctas)
-        # A's tile first in a stage, then B's (a transposed copy's tiles
-        # are swizzled, 128-byte rows of K).
-        self.a_bytes = self.a.tile_bytes if self.a is not None else tile.m * SWIZZLE
+        # A's tile first in a stage, then B's: rows x BK elements as stored
+        # (what the TmaOperand of a transposed copy will load too).
+        self.a_bytes = tile.m * tile.k * _element_bytes(a_source or self.element)
         self.stage_bytes = self.a_bytes + \
-            (self.b.tile_bytes if self.b is not None else tile.n * SWIZZLE)
+            tile.n * tile.k * _element_bytes(b_source or self.element)
         self.ring_bytes = tile.stages * self.stage_bytes
         # Split-K in clusters: each cluster of ``cluster`` consecutive splits
         # sums its accumulators through distributed shared memory
@@ -532,9 +550,9 @@ class Builder:
         ret = old[-1]
         with ir.InsertionPoint(ret):
             if "A" in self.transposed:
-                self.a = self._transpose(self.gemm.a, self.gemm.m, self.tile.m)
+                self.a = self._transpose(self.gemm.a, self.gemm.m, self.tile.m, self.sources[0])
             if "B" in self.transposed:
-                self.b = self._transpose(self.gemm.b, self.gemm.n, self.tile.n)
+                self.b = self._transpose(self.gemm.b, self.gemm.n, self.tile.n, self.sources[1])
             self.a.make_descriptor(self.tile.k)
             self.b.make_descriptor(self.tile.k)
             if self.parts > 1:
@@ -567,22 +585,22 @@ class Builder:
 
     TRANSPOSE_TILE = 32
 
-    def _transpose(self, operand, extent, rows):
-        """tf32 with A stored K x M or B stored K x N (``operand``, ``extent``
-        its M or N, ``rows`` its tile's): copy it into a row-major [batch,]
-        M x K or N x K buffer with a launch of 32 x 8 threads per 32 x 32
-        tile (read along M or N, written along K, through a padded shared
-        tile: no bank conflicts), and return the TmaOperand of the copy
-        (K-major). It costs a read and a write of the operand ahead of the
-        GEMM."""
+    def _transpose(self, operand, extent, rows, source):
+        """A stored K x M or B stored K x N (``operand``, ``extent`` its M or
+        N, ``rows`` its tile's, ``source`` its stored type where a prologue
+        converts its tiles): copy it into a row-major [batch,] M x K or N x K
+        buffer with a launch of 32 x 8 threads per 32 x 32 tile (read along M
+        or N, written along K, through a padded shared tile: no bank
+        conflicts), and return the TmaOperand of the copy (K-major). It costs
+        a read and a write of the operand ahead of the GEMM."""
         gemm, t = self.gemm, self.TRANSPOSE_TILE
         dims = operand.dims
         batched = dims["batch"] is not None
         shape = ([gemm.batch] if batched else []) + [extent, gemm.k]
-        f32 = ir.F32Type.get()
-        copy = memref.alloc(ir.MemRefType.get(shape, f32), [], [])
+        element = ir.MemRefType(operand.value.type).element_type
+        copy = memref.alloc(ir.MemRefType.get(shape, element), [], [])
         source_rank = ir.MemRefType(operand.value.type).rank
-        smem_type = ir.MemRefType.get([t, t + 1], f32, memory_space=ir.Attribute.parse(
+        smem_type = ir.MemRefType.get([t, t + 1], element, memory_space=ir.Attribute.parse(
             "#gpu.address_space<workgroup>"))
         grid = (-(-extent // t), -(-gemm.k // t), gemm.batch if batched else 1)
         launch = gpu.LaunchOp(tuple(_idx(g) for g in grid), (_idx(t), _idx(8), _idx(1)))
@@ -625,7 +643,8 @@ class Builder:
             gpu.TerminatorOp()
         rank = len(shape)
         return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
-                                 "k": rank - 1}, rows, False, self.element)
+                                 "k": rank - 1}, rows, False, source or self.element,
+                          swizzled=source is None, k=self.tile.k)
 
     # -- device side --------------------------------------------------------
 
