@@ -35,7 +35,8 @@ the box is 128 bytes of K, or of M or N for an operand stored MN-major),
 where the batch, M/N and K coordinates go, and the wgmma descriptor layout
 of what lands (K-major, or MN-major for A stored K x M or B stored K x N,
 which wgmma reads transposed; it reads tf32 only K-major, so a tf32 operand
-stored MN-major is first copied transposed by a launch of its own). A
+stored MN-major is first copied transposed by a launch of its own, as is
+one whose rows TMA cannot step by: ``transposed_operands``). A
 convolution's implicit GEMM plugs in here with an im2col TMA box and the
 same mainloop. An operand with a prologue
 (``gemm.Prologue``: pointwise ops between the load and the multiply, a cast
