@@ -202,23 +202,24 @@ def fall_back(fn, note, block=(256, 1, 1)):
     hand_over(fn, Config("simt-generic", block), note)
 
 
-def add_note(fn, note):
-    """Append ``note`` (what a lowering pass did beyond the config) to
-    kernel function ``fn``'s reason."""
+def _set_reason(fn, text):
+    """Kernel function ``fn``'s reason becomes ``text(before)`` (its old
+    reason, or "")."""
     from mlir import ir
 
     before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
         else ""
-    fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{before}; {note}" if before else note)
+    fn.attributes[REASON_ATTR] = ir.StringAttr.get(text(before))
+
+
+def add_note(fn, note):
+    """Append ``note`` (what a lowering pass did beyond the config) to
+    kernel function ``fn``'s reason."""
+    _set_reason(fn, lambda before: f"{before}; {note}" if before else note)
 
 
 def hand_over(fn, config, note):
     """Give kernel function ``fn`` the Config ``config`` in place of the one
     the heuristics chose, ``note`` (why) leading its reason."""
-    from mlir import ir
-
     fn.attributes[ATTR] = config.to_attr()
-    before = ir.StringAttr(fn.attributes[REASON_ATTR]).value if REASON_ATTR in fn.attributes \
-        else ""
-    fn.attributes[REASON_ATTR] = ir.StringAttr.get(f"{note}; heuristics: {before}"
-                                                   if before else note)
+    _set_reason(fn, lambda before: f"{note}; heuristics: {before}" if before else note)

@@ -147,13 +147,13 @@ def relu_a():
     return g
 
 
-def weight_grad(dtype="bf16", compute="f32"):
+def weight_grad():
     """x^T @ dy, a linear layer's weight gradient over 4096 tokens: A (x^T)
     stored K x M, M contiguous."""
-    g = dnnc.Graph(name=f"weight_grad_{dtype}", io_data_type=dtype, compute_data_type="f32")
+    g = dnnc.Graph(name="weight_grad", io_data_type="bf16", compute_data_type="f32")
     x_t = g.tensor(name="x_t", dim=[1024, 4096], stride=[1, 1024])
     dy = g.tensor(name="dy", dim=[4096, 512])
-    g.matmul(x_t, dy, compute_data_type=compute).set_output(True)
+    g.matmul(x_t, dy).set_output(True)
     return g
 
 

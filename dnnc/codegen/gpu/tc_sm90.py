@@ -204,19 +204,25 @@ def transposed_operands(gemm):
     """{"A" or "B": why} for the operands that a launch ahead of the GEMM
     copies transposed (row-major M x K or N x K): those stored MN-major
     that wgmma cannot read in place (tf32, which it reads only K-major) or
-    TMA cannot (rows of M or N that are not a multiple of 16 bytes), when
-    the copy's rows of K are a multiple of 16 bytes."""
+    TMA cannot (rows of M or N that are not a multiple of 16 bytes apart,
+    a misaligned start), when the copy's rows of K are a multiple of 16
+    bytes."""
     tf32 = multiplied(gemm) == "tf32"
     copied = {}
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
-        if operand.k_major or (gemm.k * _element_bytes(operand.stored)) % 16:
+        eb = _element_bytes(operand.stored)
+        if operand.k_major or (gemm.k * eb) % 16:
             continue
         if tf32:
             copied[name] = "wgmma reads tf32 only K-major"
-        elif tma_problem(name, operand) is not None:
-            rows = gemm.m if name == "A" else gemm.n
-            copied[name] = (f"its rows of {rows * _element_bytes(operand.stored)} bytes are "
-                            "not a multiple of 16 for TMA")
+            continue
+        problem = tma_problem(name, operand)
+        if problem is not None:
+            # The rows of M or N lie one K step apart.
+            _, strides, _ = irutil.memref_geometry(operand.value.type)
+            pitch = strides[operand.dims["k"]] * eb
+            copied[name] = (f"its rows of {pitch} bytes are not a multiple of 16 for TMA"
+                            if pitch % 16 else problem)
     return copied
 
 
@@ -383,9 +389,9 @@ class TmaOperand:
 
     @property
     def tile_bytes(self):
-        if not self.swizzled:
-            return self.rows * self.k * self.eb
-        return self.rows * (SWIZZLE // self.eb) * self.eb
+        """rows x BK elements as stored (swizzled: 128-byte rows of K, or BK
+        rows of 128 bytes)."""
+        return self.rows * self.k * self.eb
 
     @property
     def pieces(self):
