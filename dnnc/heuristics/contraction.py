@@ -11,7 +11,8 @@ tc-sm90 runs matmuls of bf16 and f16 (``tc_sm90``): a block of 384 threads
 output tile, with BN the widest of 256, 128, 64 that still gives the SMs
 enough tiles (a wider tile reads each A row once per 256 columns instead of
 per 128: half the operand traffic per FLOP), and as many ring stages as
-shared memory holds. Convolution and attention, tf32 and fp8 wait for their
+shared memory holds beside one set of the epilogue's slots (16 KiB for a
+128-row tile: its output tiles go out through shared memory). Convolution and attention, tf32 and fp8 wait for their
 loaders: simt-generic gives each output element one thread that loops over
 the reduction (K); the output count sets the parallelism, and few outputs
 get 128-thread blocks. An operand with a prologue (``Problem.prologues``)
@@ -36,6 +37,10 @@ TC90_MAX_STAGES = 8
 # Converted tiles of a prologue operand (tc_sm90.CONVERTED_A / _B), and the
 # ring a tile with a prologue should keep.
 TC90_CONVERTED_A, TC90_CONVERTED_B = 2, 3
+# The staged epilogue's slots (tc_sm90.SLOT_BYTES = 2 KiB for each 16 rows of
+# the tile): the ring leaves room for one set (one output, one column slice
+# at a time), so that the output tiles go through shared memory.
+TC90_SLOTS_PER_ROW = 2048 // 16
 MIN_PROLOGUE_STAGES = 3
 # Split-K: at least this many K steps (of 64) per split, at most this many splits.
 MIN_SPLIT_STEPS, MAX_SPLIT = 4, 64
@@ -199,7 +204,10 @@ def tc_sm90(problem, m, n, k, batch, facts):
         stage = (bm * source[0] + bn * source[1]) * 64
         converted = (TC90_CONVERTED_A * bm * 128 if 0 in stored else 0) + \
             (TC90_CONVERTED_B * bn * 128 if 1 in stored else 0)
-        stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - converted) // (stage + 16))
+        # (A prologue's converted tiles take that room: its epilogue stores
+        # from registers.)
+        slots = 0 if stored else TC90_SLOTS_PER_ROW * bm
+        stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - converted - slots) // (stage + 16))
         if stages < 2:
             continue
         split = 1 if enough else splits[bn]

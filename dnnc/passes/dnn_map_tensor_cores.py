@@ -31,7 +31,7 @@ After::
 
     %da = nvgpu.tma.create.descriptor %a' box[%c128, %c64] ...
     %pa = builtin.unrealized_conversion_cast %da : ... to !llvm.ptr
-    ...
+    ...   (B's descriptor; the output's: boxes of 16 rows by 128 bytes)
     gpu.launch blocks(...) in (%gx = %c4, ...) threads(...) in (%tx = %c384, ...)
         dynamic_shared_memory_size %c132160_i32 {
       nvvm.mbarrier.init ...
@@ -39,7 +39,8 @@ After::
                           ... nvvm.cp.async.bulk.tensor.shared.cluster.global ... }
       else {              nvvm.setmaxregister increase 232
                           scf.for ... { nvvm.wgmma.mma_async ... }
-                          ... arith.addf ... vector.store ... }
+                          ... arith.addf ... llvm.store (a shared slot) ...
+                          nvvm.cp.async.bulk.tensor.global.shared.cta ... }
     }
 
 After, for ``strategy = "tc-sm80", tile = [64, 64, 32], stages = 3``::
@@ -135,13 +136,15 @@ class DnnMapTensorCores(DnncPass):
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
         try:
-            tc_sm90.build(fn, found, tile_of(config))
+            epilogue = tc_sm90.build(fn, found, tile_of(config))
         except tc_sm90.NotSupported as why:
             not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
             stored = {"A": "A stored K x M", "B": "B stored K x N"}
             for name, why in tc_sm90.transposed_operands(found).items():
                 add_note(fn, f"{stored[name]} copied transposed first ({why})")
+            if epilogue:
+                add_note(fn, epilogue)
             return
         fallback = sm80_fallback(found)
         try:

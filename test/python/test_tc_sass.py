@@ -13,7 +13,8 @@ skinny bf16 64x1024x4096 whose B is stored N x K (a linear layer's weight):
 2 first; a weight gradient x^T @ dy with x stored 4096 x 1024 (A stored
 K x M, which wgmma reads transposed); a bf16 512x1001x768 whose B rows
 of 2002 bytes TMA cannot step by (B copied transposed, N x K, by a launch
-ahead of the GEMM); and three f32 matmuls in tf32 mode:
+ahead of the GEMM); an f16 GEMM returned with its silu whose rows of
+1998 bytes TMA cannot store; and three f32 matmuls in tf32 mode:
 one with B stored N x K (read in place), one with B stored K x N and one
 with A stored K x M (each copied transposed by a launch ahead of the GEMM:
 wgmma reads tf32 only K-major). For each:
@@ -32,6 +33,11 @@ wgmma reads tf32 only K-major). For each:
 * the SASS of the GEMM: HGMMA of the tile's shape (64 x BN x 16) and input
   type only, TMA loads (UTMALDG), mbarrier operations (SYNCS), and no local
   memory (LDL / STL) in any kernel.
+* no instruction touches a wgmma's accumulator registers before the wait
+  for every group (``sass.wgmma_hazards``), and no subroutine call;
+* the plan says how the epilogue stores (TMA from shared slots, staged rows
+  stored by each warp, or from registers and why), and TMA stores
+  (UTMASTG) are in the SASS exactly where it says TMA.
 
 Without ptxas (DNNC_PTXAS, the nvidia-cuda-nvcc wheel, PATH) or cuobjdump
 and nvdisasm (DNNC_CUOBJDUMP, the nvidia-cuda-cuobjdump and
@@ -175,6 +181,20 @@ def odd_vocab():
     return g
 
 
+def staged_rows_f16():
+    """f16 1100 x 999 x 256 returning the GEMM and its silu: two outputs with
+    rows of 1998 bytes, which TMA cannot store; each warp stores its staged
+    rows itself. (ptxas once read this kernel's accumulators before the last
+    wgmma.wait_group: test_accumulators_read_after_the_last_wait.)"""
+    g = dnnc.Graph(name="staged_rows_f16", io_data_type="f16", compute_data_type="f32")
+    a = g.tensor(name="a", dim=[1100, 256])
+    w = g.tensor(name="w", dim=[999, 256])
+    pre = g.matmul(a, g.transpose(w, [1, 0]))
+    pre.set_output(True)
+    g.silu(pre).set_output(True)
+    return g
+
+
 def skinny_linear():
     g = dnnc.Graph(name="skinny_linear", io_data_type="bf16", compute_data_type="f32")
     x = g.tensor(name="x", dim=[64, 4096])
@@ -201,6 +221,27 @@ CASES = {
     "odd_vocab": (odd_vocab, ".BF16", None, None, 1),
     "skinny_cast_weight": (skinny_cast_weight, ".BF16", [64, 64, 64], 2, 0),
     "relu_a": (relu_a, ".BF16", None, 1, 0),
+    "staged_rows_f16": (staged_rows_f16, "", [128, 128, 64], 1, 0),
+}
+# How each case's epilogue stores its output tiles (the note that ends the
+# GEMM's reason): by TMA from shared-memory slots, staged and stored along
+# rows by each warp (rows TMA cannot store), from registers (why), or, with
+# split-K, as its partials and sums do (no note).
+EPILOGUES = {
+    "mm4096": "the output tiles are stored by TMA from shared memory (2 of 4 column slices "
+              "in flight)",
+    "mm_bias_gelu": "the output tiles are stored by TMA from shared memory (1 of 1 column "
+                    "slices in flight)",
+    "mm_tf32": "the output tiles are stored by TMA from shared memory (2 of 8 column slices "
+               "in flight)",
+    "weight_grad_tf32": None,
+    "odd_vocab": None,
+    "skinny_4096": None,
+    "relu_a": "the epilogue stores from registers (its slots need 16384 bytes of shared "
+              "memory; the ring leaves 1952)",
+    "staged_rows_f16": "the output tiles are staged in shared memory and each warp stores its "
+                       "rows (TMA cannot: its rows are 1998 bytes apart: TMA needs a multiple "
+                       "of 16 (N a multiple of 8))",
 }
 # The cases whose GEMM applies a prologue to an operand's tiles: (operand,
 # its type as stored).
@@ -344,6 +385,47 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
                 sorted(counts)
 
 
+@needs_sass
+@pytest.mark.parametrize("name", sorted(CASES))
+def test_accumulators_read_after_the_last_wait(built, name):
+    """No instruction touches a wgmma's accumulator registers between the
+    HGMMA and the WARPGROUP.DEPBAR that waits for every group (PTX leaves
+    that undefined). ptxas once hoisted the epilogue's conversions of
+    staged_rows_f16 above that wait, past a subroutine call that the tile
+    order's division by a runtime value made; the results were a K step
+    short."""
+    functions = built.sass(name)
+    for k in gemm_kernels(built.package(name)):
+        assert sass.wgmma_hazards(functions[k["entry"]]) == [], k["entry"]
+        assert sass.opcodes(functions[k["entry"]])["CALL"] == 0, k["entry"]
+
+
+@pytest.mark.parametrize("name", sorted(EPILOGUES))
+def test_epilogue_says_how_it_stores(built, name):
+    """The GEMM's reason ends with how the epilogue stores; a kernel whose
+    tiles TMA stores takes the output's descriptor (boxes of a warp's 16
+    rows by 128 bytes), and its SASS has TMA stores (UTMASTG); the others
+    have none."""
+    gemm = gemm_kernels(built.package(name))[0]
+    note = EPILOGUES[name]
+    stores = ("stored by TMA", "each warp stores", "stores from registers")
+    if note is None:
+        assert not any(s in gemm["reason"] for s in stores), gemm["reason"]
+    else:
+        assert gemm["reason"].endswith("; " + note), gemm["reason"]
+    by_tma = note is not None and "stored by TMA" in note
+    outputs = [a for a in gemm["args"] if a["kind"] == "tma"][2:]
+    assert [a["box"][-2:] for a in outputs] == \
+        ([[16, 128 // element_bytes(outputs[0]["dtype"])]] if by_tma else []), outputs
+    if PTXAS_MISSING is None and sass.missing() is None:
+        counts = sass.opcodes(built.sass(name)[gemm["entry"]])
+        assert (counts["UTMASTG"] > 0) == by_tma, sorted(counts)
+
+
+def element_bytes(dtype):
+    return 4 if dtype == "f32" else 2
+
+
 @pytest.mark.parametrize("name", sorted(PROLOGUES))
 def test_prologue_is_in_the_gemm(built, name):
     """The pointwise ops on the operand run in the GEMM: one kernel, whose
@@ -396,7 +478,8 @@ def test_describe_prints_tma_arguments(built):
     package = built.package("mm_bias_gelu")
     text = package.describe()
     assert ("args: tma(input 'a', bf16 box 128x64, swizzle 128), "
-            "tma(input 'b', bf16 box 64x64, swizzle 128), input 'bias', output '") in text, text
+            "tma(input 'b', bf16 box 64x64, swizzle 128), input 'bias', "
+            "tma(output 'gelu2.y', bf16 box 16x64, swizzle 128)") in text, text
     manifest = json.loads(json.dumps(package.manifest))
     tma = manifest["kernels"][0]["args"][0]
     tma.update(byte_offset=64, oob_fill="nan")
@@ -450,3 +533,23 @@ def test_sass_parsing():
     assert counts["HGMMA"] == counts["HGMMA.64x128x16.F32.BF16"] == 1
     assert counts["UTMALDG"] == counts["NOP"] == 1 and counts["STL"] == 0
     assert sass.opcodes(SASS)["STL"] == 1 and sum(sass.opcodes(SASS).values()) == 9
+
+
+HAZARD = """
+        /*0000*/                   HGMMA.64x64x16.F32.BF16 R24, gdesc[UR8], R24, gsb0 ;
+        /*0010*/                   LDS.128 R12, [R23+UR5] ;
+        /*0020*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0030*/                   F2FP.BF16.F32.PACK_AB R1, R25, R24 ;
+        /*0040*/                   STS.64 [R2], R54 ;
+        /*0050*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0060*/                   F2FP.BF16.F32.PACK_AB R3, R27, R26 ;
+"""
+
+
+def test_wgmma_hazards():
+    """Between an HGMMA (m64n64: accumulators R24 .. R55) and the wait for
+    every group: a read of R24/R25 and a 64-bit store of R54/R55 are
+    hazards; a load into R12 .. R15 addressed by R23 is not, nor is a read
+    after the wait."""
+    assert sass.wgmma_hazards(HAZARD) == [("F2FP.BF16.F32.PACK_AB", "R1, R25, R24"),
+                                          ("STS.64", "[R2], R54")]

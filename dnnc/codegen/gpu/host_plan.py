@@ -37,8 +37,9 @@ static offset in bytes, ``box`` the descriptor's ``tensor`` shape, all
 outermost first; ``swizzle`` and ``l2_promotion`` are in bytes (0: none),
 ``oob_fill`` is ``zero`` or ``nan``. A descriptor of a memref the plan
 cannot trace to a buffer, or with a dynamic or non-strided layout, raises
-UnsupportedError; so does any other pointer argument. TMA loads only read:
-a ``tma`` arg over a graph input is fine.
+UnsupportedError; so does any other pointer argument. A ``tma`` arg over a
+graph input is fine: the kernels only load through those (a GEMM's output
+tiles are stored through a descriptor of its output buffer).
 
 How a launch maps back to its kernel function: the graph function only
 calls kernel functions (``func.call``), and gpu-kernel-outlining leaves each

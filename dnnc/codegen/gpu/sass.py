@@ -128,3 +128,51 @@ def opcodes(sass):
         if mnemonic != opcode:
             counts[mnemonic] += 1
     return counts
+
+
+_HGMMA = re.compile(r"^HGMMA\.64x(\d+)x\d+\.F32")
+_REGISTER = re.compile(r"(?<![A-Za-z_])R(\d+)\b")
+
+
+def _registers(opcode, operands):
+    """The general registers an instruction names: a data operand of a 64-
+    or 128-bit access (an opcode with .64 or .128) as the 2 or 4 it spans,
+    an address register in brackets as one (two as ``R2.64``)."""
+    width = 4 if ".128" in opcode else 2 if ".64" in opcode else 1
+    out = set()
+    for part in re.split(r"(\[[^\]]*\])", operands):
+        address = part.startswith("[")
+        for m in _REGISTER.finditer(part):
+            r = int(m.group(1))
+            span = (2 if part[m.end():].startswith(".64") else 1) if address else width
+            out.update(range(r, r + span))
+    return out
+
+
+def wgmma_hazards(sass):
+    """[(opcode, operands)] of the instructions of ``sass`` (one kernel's
+    text, from ``functions``) that name a register of a wgmma's accumulator
+    while it may still be in flight: in program order, between an
+    ``HGMMA.64xN...F32`` (accumulator registers Rd .. Rd + N/2 - 1) and the
+    next ``WARPGROUP.DEPBAR.LE gsb0, 0x0``, any instruction but another
+    HGMMA that names one of them. PTX leaves reading an accumulator before
+    its ``wgmma.wait_group`` undefined; an empty list means ptxas put every
+    such read after the wait. (A kernel whose code after an HGMMA, in
+    program order, belongs to another branch can be reported though it is
+    safe; the tc-sm90 kernels have none.)"""
+    out, live = [], set()
+    for opcode, operands in instructions(sass):
+        m = _HGMMA.match(opcode)
+        if m:
+            first = _REGISTER.search(operands)
+            if first:
+                base = int(first.group(1))
+                live = set(range(base, base + int(m.group(1)) // 2))
+            continue
+        if opcode.startswith("WARPGROUP.DEPBAR") and \
+                operands.replace(" ", "").endswith(",0x0"):
+            live = set()
+            continue
+        if live and _registers(opcode, operands) & live:
+            out.append((opcode, operands))
+    return out

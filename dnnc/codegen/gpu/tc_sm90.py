@@ -61,10 +61,19 @@ columns j of its 64 x BN slice, the pairs (row, col), (row, col + 1) and
 (row + 8, col), (row + 8, col + 1) with row = 16 * warp + lane / 4 and col =
 8 * j + 2 * (lane % 4) (the wgmma accumulator layout). Bias, residual and
 other operands are loaded at the same coordinates through their broadcast
-maps, the fused pointwise chain runs in f32 registers, and each output is
-stored with a 2-element vector store when the row length allows
-(``PairEpilogue``, dnnc/codegen/gpu/pair_epilogue.py). Rows and columns past
-M and N are computed on TMA's zero fill and not stored.
+maps, the fused pointwise chain runs in f32 registers (``PairEpilogue``,
+dnnc/codegen/gpu/pair_epilogue.py). The outputs go through shared memory
+where slots fit beside the ring (``_staging``, ``_staged_epilogue``): each
+consumer warp writes its 16 rows of a 128-byte column slice into a slot in
+TMA's swizzled layout, and one lane stores it with a TMA store
+(``cp.async.bulk.tensor`` shared to global), which runs while the warp goes
+on to the next slice and the next tile's K steps; an output whose rows TMA
+cannot store (an odd row length) is read back from the slot by the warp and
+stored along its rows, 32 consecutive elements an instruction. Without room
+(a prologue's converted tiles), or for an output of another type, the
+epilogue stores from registers: 16 bytes a thread where the rows allow
+(``_store_quad``), else pairs or elements. Rows and columns past M and N are
+computed on TMA's zero fill and not stored (TMA clips them).
 
 **Split-K.** With ``splits`` S > 1 a work unit is one split of a tile's K
 steps, and the consumers store their f32 accumulators into a ``[P, batch,
@@ -107,6 +116,15 @@ PERSISTENT_CTAS = 132
 # splits leave it to a second launch, which spreads the sum over every SM
 # (see Builder._sum_if_last).
 LAST_ARRIVAL_SPLITS = 4
+# The shared memory an sm_90 block may use (dynamic, opted in).
+SMEM_LIMIT = 227 * 1024
+# The staged epilogue (Builder._staged_epilogue): a consumer warp's 16 rows
+# of a 128-byte-wide column slice of the tile go through a shared slot of
+# STAGE_ROWS x 128 bytes, laid out as TMA's 128-byte swizzle lays them.
+STAGE_ROWS = 16
+SLOT_BYTES = STAGE_ROWS * SWIZZLE
+# Output types a TMA store takes from a staged slot.
+STAGED_TYPES = ("bf16", "f16", "f32")
 
 
 class NotSupported(Exception):
@@ -200,6 +218,34 @@ def tma_problem(name, operand):
     return None
 
 
+def stage_problem(buffer):
+    """Why the epilogue cannot stage output ``buffer`` (C's [batch,] M x N)
+    in shared memory, or None: a type of 2 or 4 bytes, contiguous rows."""
+    t = ir.MemRefType(buffer.type)
+    if str(t.element_type) not in STAGED_TYPES:
+        return f"a {t.element_type} output (staged tiles take {', '.join(STAGED_TYPES)})"
+    _, strides, _ = irutil.memref_geometry(t)
+    if strides[-1] != 1:
+        return f"its rows are strided by {strides[-1]} elements"
+    return None
+
+
+def store_problem(buffer):
+    """Why TMA cannot store a staged slot into output ``buffer`` (one
+    stage_problem passes), or None: rows a multiple of 16 bytes apart, a
+    16-byte aligned start."""
+    t = ir.MemRefType(buffer.type)
+    shape, strides, offset = irutil.memref_geometry(t)
+    eb = irutil.element_bytes(t.element_type)
+    for dim, stride in enumerate(strides[:-1]):
+        if shape[dim] > 1 and (stride * eb) % 16:
+            return (f"its rows are {stride * eb} bytes apart: TMA needs a multiple of 16 "
+                    f"(N a multiple of {16 // eb})")
+    if (offset * eb) % 16:
+        return f"it starts {offset * eb} bytes into its buffer: TMA needs 16-byte alignment"
+    return None
+
+
 def transposed_operands(gemm):
     """{"A" or "B": why} for the operands that a launch ahead of the GEMM
     copies transposed (row-major M x K or N x K): those stored MN-major
@@ -258,7 +304,7 @@ def check(gemm, tile):
         if problem is not None:
             raise NotSupported(problem)
     size = smem_bytes(tile, element, _sources(gemm))
-    if size > 227 * 1024:
+    if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages need {size} bytes of shared memory, more "
                            "than the 232448 an sm_90 block may use")
 
@@ -408,26 +454,7 @@ class TmaOperand:
 
     def make_descriptor(self, bk):
         """Host side: the TMA descriptor of the buffer, as an !llvm.ptr."""
-        t = ir.MemRefType(self.value.type)
-        box = self.box(bk)
-        element = t.element_type
-        source = self.value
-        if self.order != list(range(t.rank)):
-            shape, strides, offset = physical_view(t)
-            view = ir.MemRefType.get(shape, element,
-                                     layout=ir.StridedLayoutAttr.get(offset, strides))
-            source = memref.reinterpret_cast(view, source, [], [], [], [offset], shape,
-                                             strides)
-        unranked = ir.UnrankedMemRefType.get(element, None)
-        cast = memref.cast(unranked, source)
-        shape = "x".join(map(str, box))
-        desc_type = ir.Type.parse(
-            f"!nvgpu.tensormap.descriptor<tensor = memref<{shape}x{element}, 3>, "
-            f"swizzle = {'swizzle_128b' if self.swizzled else 'none'}, l2promo = l2promo_256b, "
-            "oob = zero, interleave = none>")
-        desc = nvgpu.TmaCreateDescriptorOp(desc_type, cast, [_idx(b) for b in box]).result
-        self.descriptor = ir.Operation.create(
-            "builtin.unrealized_conversion_cast", results=[_ptr()], operands=[desc]).results[0]
+        self.descriptor = tma_descriptor(self.value, self.box(bk), self.swizzled)
         return self.descriptor
 
     def load(self, dest_i64, barrier, batch, mn0, k0):
@@ -449,6 +476,30 @@ class TmaOperand:
             dst = llvm.addrspacecast(_ptr(7), _shared_ptr(dest))
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                 dst, self.descriptor, list(reversed(coords)), barrier, [])
+
+
+def tma_descriptor(value, box, swizzled=True):
+    """Host side: a TMA descriptor of buffer ``value`` with ``box`` (in memory
+    order, outermost first; 128-byte swizzle or none), as the !llvm.ptr the
+    kernel takes. A buffer whose dims do not lie in order is described
+    through a ``memref.reinterpret_cast`` to its physical view."""
+    t = ir.MemRefType(value.type)
+    element = t.element_type
+    source = value
+    if physical_order(t) != list(range(t.rank)):
+        shape, strides, offset = physical_view(t)
+        view = ir.MemRefType.get(shape, element,
+                                 layout=ir.StridedLayoutAttr.get(offset, strides))
+        source = memref.reinterpret_cast(view, source, [], [], [], [offset], shape, strides)
+    unranked = ir.UnrankedMemRefType.get(element, None)
+    cast = memref.cast(unranked, source)
+    desc_type = ir.Type.parse(
+        f"!nvgpu.tensormap.descriptor<tensor = memref<{'x'.join(map(str, box))}x{element}, 3>, "
+        f"swizzle = {'swizzle_128b' if swizzled else 'none'}, l2promo = l2promo_256b, "
+        "oob = zero, interleave = none>")
+    desc = nvgpu.TmaCreateDescriptorOp(desc_type, cast, [_idx(b) for b in box]).result
+    return ir.Operation.create("builtin.unrealized_conversion_cast", results=[_ptr()],
+                               operands=[desc]).results[0]
 
 
 def _descriptor_constant(mn_major, rows_bytes_between_atoms):
@@ -526,6 +577,49 @@ class Builder:
         self.arguments = list(irutil.body(fn).arguments)
         self.pair = PairEpilogue(gemm, self.arguments, full_m=gemm.m % tile.m == 0,
                                  full_n=gemm.n % tile.n == 0)
+        # The staged epilogue's shared slots, after the ring and the
+        # converted tiles: ``slots`` a consumer warp (0: stored from
+        # registers), and what the plan says of it.
+        self.slots, self.by_tma, self.epilogue_note = self._staging()
+        self.staging_offset = self.ring_bytes + self.converted
+        self.staging_bytes = self.slots * (tile.m // STAGE_ROWS) * SLOT_BYTES
+        self.out_descriptors = []
+
+    def _staging(self):
+        """(slots, by_tma, note): the shared slots each consumer warp stages
+        its output tiles in, and whether TMA stores them. TMA: a set of one
+        slot a stored output for each column slice of the tile that fits
+        beside the ring (a warp writes the next slices while TMA reads the
+        last). Outputs TMA cannot store (rows of an odd length): one set,
+        which the warp reads back and stores along rows. 0 when the epilogue
+        stores from registers, with why (None where split-K's own stores
+        run: its partials and sums store from registers)."""
+        stored = self.pair.stored
+        if self.splits > 1 or not stored:
+            return 0, False, None
+        registers = "the epilogue stores from registers"
+        for buffer in stored:
+            problem = stage_problem(buffer)
+            if problem is not None:
+                return 0, False, f"{registers} ({problem})"
+        problems = [p for p in map(store_problem, stored) if p is not None]
+        widths = {irutil.element_bytes(ir.MemRefType(b.type).element_type) for b in stored}
+        if len(widths) > 1:
+            return 0, False, (f"{registers} (outputs of "
+                              f"{' and '.join(map(str, sorted(widths)))} bytes)")
+        free = SMEM_LIMIT - smem_bytes(self.tile, self.element, self.sources)
+        per_set = len(stored) * (self.tile.m // STAGE_ROWS) * SLOT_BYTES
+        slices = self.tile.n * widths.pop() // SWIZZLE
+        sets = min(1 if problems else slices, free // per_set)
+        if sets == 0:
+            return 0, False, (f"{registers} (its slots need {per_set} bytes of shared memory; "
+                              f"the ring leaves {free})")
+        if problems:
+            return sets * len(stored), False, (
+                "the output tiles are staged in shared memory and each warp stores its rows "
+                f"(TMA cannot: {problems[0]})")
+        return sets * len(stored), True, ("the output tiles are stored by TMA from shared "
+                                          f"memory ({sets} of {slices} column slices in flight)")
 
     def _check_cluster(self):
         """Raise NotSupported unless the splits can be summed in clusters of
@@ -562,6 +656,9 @@ class Builder:
                 self.b = self._transpose(self.gemm.b, self.gemm.n, self.tile.n, self.sources[1])
             self.a.make_descriptor(self.tile.k)
             self.b.make_descriptor(self.tile.k)
+            if self.by_tma:
+                box = [1] * (self.pair.rank - 2) + [STAGE_ROWS, SWIZZLE // self._out_bytes()]
+                self.out_descriptors = [tma_descriptor(b, box) for b in self.pair.stored]
             if self.parts > 1:
                 self.partials = memref.alloc(ir.MemRefType.get(
                     [self.parts, self.gemm.batch, self.gemm.m, self.gemm.n],
@@ -570,7 +667,7 @@ class Builder:
                 self.arrivals = memref.alloc(ir.MemRefType.get(
                     [self.total_tiles * self.tile.consumers * WARPGROUP // 32],
                     ir.IntegerType.get_signless(32)), [], [])
-            shared = smem_bytes(self.tile, self.element, self.sources)
+            shared = smem_bytes(self.tile, self.element, self.sources) + self.staging_bytes
             if self.cluster > 1:
                 _, block = irutil.cluster_launch(self.ctas, self.tile.threads, self.cluster,
                                                  shared=shared)
@@ -705,16 +802,28 @@ class Builder:
         per_group = GROUP_M * self.tiles_n
         group = arith.divui(t, _idx(per_group))
         first_m = arith.muli(group, _idx(GROUP_M))
-        rows = arith.minui(arith.subi(_idx(self.tiles_m), first_m), _idx(GROUP_M))
         within = arith.remui(t, _idx(per_group))
-        return arith.addi(first_m, arith.remui(within, rows)), arith.divui(within, rows)
+        # A group has GROUP_M rows of tiles but the last, which has tiles_m %
+        # GROUP_M: both constants, so no division by a runtime value (a
+        # subroutine call in SASS) lands in the consumers' code.
+        tail = self.tiles_m % GROUP_M
+        if tail == 0:
+            return (arith.addi(first_m, arith.remui(within, _idx(GROUP_M))),
+                    arith.divui(within, _idx(GROUP_M)))
+        full = _cmp("ule", arith.addi(first_m, _idx(GROUP_M)), _idx(self.tiles_m))
+        row = arith.select(full, arith.remui(within, _idx(GROUP_M)),
+                           arith.remui(within, _idx(tail)))
+        col = arith.select(full, arith.divui(within, _idx(GROUP_M)),
+                           arith.divui(within, _idx(tail)))
+        return arith.addi(first_m, row), col
 
     def _stage_address(self, s):
         """i64 shared address of stage ``s`` (an index value)."""
         return arith.addi(self.base, arith.muli(_to_i64(s), _i(self.stage_bytes, 64)))
 
     def _barrier(self, which, s):
-        offset = self.ring_bytes + self.converted + 8 * which * self.tile.stages
+        offset = self.ring_bytes + self.converted + self.staging_bytes + \
+            8 * which * self.tile.stages
         if isinstance(s, int):
             address = arith.addi(self.base, _i(offset + 8 * s, 64))
         else:
@@ -851,6 +960,11 @@ class Builder:
             return [g]
 
         self._tiles(per_tile, [_idx(0)])
+        if self.by_tma:
+            # The last TMA stores are done (written, not just read) before
+            # the block's shared memory goes.
+            _if(_cmp("eq", arith.remui(local, _idx(32)), _idx(0)),
+                lambda: nvvm.CpAsyncBulkWaitGroupOp(0))
 
     # -- operand prologues -------------------------------------------------------
 
@@ -1208,7 +1322,26 @@ class Builder:
                                                    along_rows, j)
         return out
 
+    def _pair(self, acc, batch, row_safe, col, h, j, loaded):
+        """evaluate's results ({buffer: value}) at the thread's accumulator
+        pair (``h``, ``j``): columns ``col`` and ``col`` + 1 of its row (read
+        at ``row_safe``, columns clamped into N)."""
+        full_n = self.gemm.n % self.tile.n == 0
+        values = []
+        for e in range(2):
+            c = arith.addi(col, _idx(e)) if e else col
+            c_safe = c if full_n else arith.minui(c, _idx(self.gemm.n - 1))
+            v = llvm.extractvalue(ir.F32Type.get(), acc,
+                                  ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
+            values.append(self.pair.evaluate(
+                v, self.pair.point(batch, row_safe, c_safe),
+                {b: pair[e] for b, pair in loaded.items()}))
+        return values
+
     def _epilogue(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
+        if self.slots:
+            self._staged_epilogue(acc, consumer, local, batch, tile_m, tile_n, inputs)
+            return
         tile, gemm = self.tile, self.gemm
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         full_n = gemm.n % tile.n == 0
@@ -1224,15 +1357,7 @@ class Builder:
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 loaded = inputs[(h, j)] if inputs is not None else {}
-                values = []
-                for e in range(2):
-                    c = arith.addi(col, _idx(e)) if e else col
-                    c_safe = c if full_n else arith.minui(c, _idx(gemm.n - 1))
-                    v = llvm.extractvalue(ir.F32Type.get(), acc,
-                                          ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
-                    values.append(self.pair.evaluate(
-                        v, self.pair.point(batch, row_safe, c_safe),
-                        {b: pair[e] for b, pair in loaded.items()}))
+                values = self._pair(acc, batch, row_safe, col, h, j, loaded)
                 if not wide:
                     self.pair.store(values, batch, row, col, row_ok)
                     continue
@@ -1242,6 +1367,138 @@ class Builder:
                                        arith.addi(_idx(8 * (j - 3)), arith.muli(lane, _idx(8))))
                     self._store_quad(stored, group, batch, row, first, lane, row_ok, full_n)
                     group = []
+
+    def _out_bytes(self):
+        """Bytes of an element of the stored outputs (one width when staged)."""
+        return irutil.element_bytes(ir.MemRefType(self.pair.stored[0].type).element_type)
+
+    def _staged_epilogue(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
+        """The epilogue through shared memory, stored by TMA.
+
+        Each consumer warp owns 16 rows of the tile (rows 16 w .. 16 w + 15
+        of its consumer's 64). For each column slice of 128 bytes (64
+        columns of a 16-bit output, 32 of f32) it evaluates its pairs there,
+        writes them into its slot (one per stored output) in the layout of
+        TMA's 128-byte swizzle: row r's 16-byte chunk c lies at r * 128 +
+        (c ^ r % 8) * 16, so that the 8 rows a store instruction writes
+        (lane / 4) fall in 8 different chunks, every bank once. Then each
+        lane fences its writes for the async proxy, the warp synchronizes,
+        and lane 0 stores the slot with one TMA store per output (rows past
+        M and columns past N are clipped by TMA) and commits them as one
+        bulk group. The warp goes on to the next slice, and after the last
+        to the next tile's K steps, while TMA reads and writes.
+
+        A slot is written again only after TMA has read it: slice s uses
+        set s % sets, and lane 0 first waits (cp.async.bulk.wait_group.read)
+        until at most sets - 1 of its bulk groups are pending, at a tile's
+        first slice until none is (the set the last tile ended on is not
+        known). The block's last stores are waited for in full before it
+        exits (_consumer).
+
+        Where TMA cannot store the output (``by_tma`` False: rows of an odd
+        length), the warp synchronizes after writing the slot and stores it
+        along its rows itself (_store_rows); one set of slots is enough."""
+        tile = self.tile
+        stored = self.pair.stored
+        eb = self._out_bytes()
+        cols = SWIZZLE // eb                  # columns of a slot row
+        groups = cols // 8                    # accumulator column groups (8 wide) a slot holds
+        warp = arith.divui(local, _idx(32))
+        lane = arith.remui(local, _idx(32))
+        first_lane = _cmp("eq", lane, _idx(0))
+        quad = arith.divui(lane, _idx(4))     # the row within 8 (r % 8)
+        pair_byte = arith.muli(arith.remui(lane, _idx(4)), _idx(2 * eb))
+        # The thread's pair in a group of 8 columns: chunk (pair_byte >> 4)
+        # and byte (pair_byte & 15) within it; the chunk's swizzle xor is
+        # quad (the chunk of a group's first column is even for f32).
+        swizzle = _to_i64(arith.xori(quad, arith.shrui(pair_byte, _idx(4))))
+        within = _to_i64(arith.andi(pair_byte, _idx(15)))
+        warp_index = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)), warp)
+        slots = arith.addi(self.base, arith.addi(
+            _i(self.staging_offset, 64),
+            arith.muli(_to_i64(warp_index), _i(self.slots * SLOT_BYTES, 64))))
+        row_base = arith.addi(slots, arith.muli(_to_i64(quad), _i(SWIZZLE, 64)))
+        row0, col0 = self._origin(consumer, local, tile_m, tile_n)
+        warp_row = arith.addi(arith.muli(tile_m, _idx(tile.m)),
+                              arith.addi(arith.muli(consumer, _idx(64)),
+                                         arith.muli(warp, _idx(STAGE_ROWS))))
+        first_row = _to_i32(warp_row)
+        first_col = arith.muli(tile_n, _idx(tile.n))
+        sets = self.slots // len(stored)
+        vec = {b: ir.VectorType.get([2], ir.MemRefType(b.type).element_type) for b in stored}
+        for s in range(tile.n // cols):
+            if self.by_tma:
+                keep = min(s, sets - 1)
+                _if(first_lane, lambda keep=keep: nvvm.CpAsyncBulkWaitGroupOp(keep, read=True))
+            nvvm.SyncWarpOp(_i(-1))
+            set_ = (s % sets) * len(stored)
+            for h in range(2):
+                _, _, row_safe = self._rows(row0, h)
+                for g in range(groups):
+                    j = s * groups + g
+                    col = arith.addi(col0, _idx(8 * j)) if j else col0
+                    loaded = inputs[(h, j)] if inputs is not None else {}
+                    values = self._pair(acc, batch, row_safe, col, h, j, loaded)
+                    chunk = arith.xori(_i(8 * g * eb // 16, 64), swizzle)
+                    offset = arith.addi(arith.muli(chunk, _i(16, 64)), within)
+                    for i, buffer in enumerate(stored):
+                        at = _i((set_ + i) * SLOT_BYTES + 8 * h * SWIZZLE, 64)
+                        address = arith.addi(row_base, arith.addi(at, offset))
+                        pair = vector.from_elements(vec[buffer],
+                                                    [values[0][buffer], values[1][buffer]])
+                        llvm.store(pair, _shared_ptr(address), alignment=2 * eb)
+            if not self.by_tma:
+                nvvm.SyncWarpOp(_i(-1))
+                for i, buffer in enumerate(stored):
+                    self._store_rows(buffer, arith.addi(slots, _i((set_ + i) * SLOT_BYTES, 64)),
+                                     lane, batch, warp_row,
+                                     arith.addi(first_col, _idx(s * cols)))
+                continue
+            llvm.inline_asm(None, [], "fence.proxy.async.shared::cta;", "",
+                            has_side_effects=True)
+            nvvm.SyncWarpOp(_i(-1))
+
+            def store(s=s, set_=set_):
+                col = _to_i32(arith.addi(first_col, _idx(s * cols)))
+                coords = [col, first_row] + ([_to_i32(batch)] if self.pair.rank == 3 else [])
+                for i, descriptor in enumerate(self.out_descriptors):
+                    src = arith.addi(slots, _i((set_ + i) * SLOT_BYTES, 64))
+                    nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(descriptor, _shared_ptr(src),
+                                                              coords)
+                nvvm.CpAsyncBulkCommitGroupOp()
+            _if(first_lane, store)
+
+    def _store_rows(self, buffer, slot, lane, batch, first_row, first_col):
+        """A warp stores its slot (16 rows of one column slice, in the
+        swizzled layout _staged_epilogue writes) into ``buffer`` along its
+        rows: lane l reads columns l, l + 32... of each row and stores them,
+        a warp instruction 32 consecutive elements of one row, whatever the
+        row's alignment. Rows past M and columns past N are not stored."""
+        gemm = self.gemm
+        element = ir.MemRefType(buffer.type).element_type
+        eb = irutil.element_bytes(element)
+        cols = SWIZZLE // eb
+        lane_byte = arith.muli(lane, _idx(eb))
+        lane_chunk = arith.shrui(lane_byte, _idx(4))
+        lane_within = _to_i64(arith.andi(lane_byte, _idx(15)))
+        lead = [batch] if self.pair.rank == 3 else []
+        for r in range(STAGE_ROWS):
+            row = arith.addi(first_row, _idx(r)) if r else first_row
+            row_ok = None if gemm.m % self.tile.m == 0 else _cmp("ult", row, _idx(gemm.m))
+            for i in range(cols // 32):
+                # Column lane + 32 i: its chunk is lane_chunk | 32 i eb / 16
+                # (no carry), swizzled by r % 8.
+                chunk = arith.xori(lane_chunk, _idx((32 * i * eb // 16) ^ (r % 8)))
+                address = arith.addi(slot, arith.addi(
+                    _i(r * SWIZZLE, 64),
+                    arith.addi(arith.muli(_to_i64(chunk), _i(16, 64)), lane_within)))
+                value = llvm.load(element, _shared_ptr(address))
+                col = arith.addi(first_col, arith.addi(lane, _idx(32 * i)))
+                ok = _cmp("ult", col, _idx(gemm.n))
+                if row_ok is not None:
+                    ok = arith.andi(ok, row_ok)
+                _if(ok, lambda value=value, row=row, col=col:
+                    memref.store(value, buffer, lead + [row, col]))
 
     def _store_quad(self, stored, group, batch, row, col, lane, row_ok, full_n):
         """Store 4 pairs of columns of one row as one 16-byte vector per thread.
@@ -1292,6 +1549,9 @@ class Builder:
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
     """Replace kernel function ``fn``'s body by the tc-sm90 kernel of ``gemm``,
-    run by up to ``ctas`` persistent blocks."""
+    run by up to ``ctas`` persistent blocks. Returns what the plan should say
+    of how the epilogue stores (or None)."""
     check(gemm, tile)
-    Builder(fn, gemm, tile, ctas).build()
+    builder = Builder(fn, gemm, tile, ctas)
+    builder.build()
+    return builder.epilogue_note

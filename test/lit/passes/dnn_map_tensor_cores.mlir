@@ -3,8 +3,11 @@
 // TMA descriptors on the host side and one gpu.launch of 384 threads: a
 // producer warpgroup issuing the TMA loads of each K step into a 4-stage
 // ring, two consumer warpgroups running wgmma on it and the epilogue on
-// their accumulators, in registers, with 2-element vector stores. The tile
-// loop is persistent: 6 tiles of 128 x 64, 6 blocks.
+// their accumulators, in registers; each warp writes its rows of the output
+// tile into a shared slot, and one lane stores the slot with TMA. The tile
+// loop is persistent: 6 tiles of 128 x 64, 6 blocks. Where the slots do not
+// fit beside the ring, the epilogue stores from registers, and the reason
+// says why.
 // A kernel tc-sm90 does not take goes to tc-sm80, else to simt-generic, with
 // the reason. tc-sm80 kernels: cp.async copies into a shared-memory ring,
 // ldmatrix, mma.sync, the epilogue on the accumulators in registers.
@@ -19,6 +22,7 @@
 
 // CHECK-LABEL: func.func private @gemm_bias_relu(
 //  CHECK-SAME:     %[[A:.*]]: memref<256x512xbf16>, %[[B:.*]]: memref<512x192xbf16>, %[[BIAS:.*]]: memref<1x192xbf16>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "the output tiles are stored by TMA from shared memory (1 of 1 column slices in flight)"
 //   CHECK-NOT:   linalg.generic
 //       CHECK:   %[[UA:.*]] = memref.cast %[[A]] : memref<256x512xbf16> to memref<*xbf16>
 //       CHECK:   %[[DA:.*]] = nvgpu.tma.create.descriptor %[[UA]] box[%c128, %c64] : memref<*xbf16> -> <tensor = memref<128x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
@@ -27,7 +31,12 @@
 //       CHECK:   %[[UB:.*]] = memref.cast %[[B]]
 //       CHECK:   %[[DB:.*]] = nvgpu.tma.create.descriptor %[[UB]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
 //       CHECK:   %[[PB:.*]] = builtin.unrealized_conversion_cast %[[DB]]
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c99392_i32 {
+// The output's descriptor: boxes of a warp's 16 rows by 128 bytes.
+//       CHECK:   %[[UY:.*]] = memref.cast %[[Y]]
+//       CHECK:   %[[DY:.*]] = nvgpu.tma.create.descriptor %[[UY]] box[%c16, %c64] : memref<*xbf16> -> <tensor = memref<16x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PY:.*]] = builtin.unrealized_conversion_cast %[[DY]]
+// The ring (4 x 24 KiB) and 8 warps' slots of 2 KiB.
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115776_i32 {
 //       CHECK:     nvvm.mbarrier.init %{{.*}}, %c1_i32
 //       CHECK:     nvvm.mbarrier.init %{{.*}}, %c2_i32
 //       CHECK:     gpu.barrier
@@ -52,18 +61,25 @@
 // bias a pair of columns at a time (an aligned 2-element load).
 //       CHECK:           vector.load %[[BIAS]][%c0, %{{.*}}] {alignment = 4 : i64} : memref<1x192xbf16>, vector<2xbf16>
 //       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// The warp's slot is written once TMA has read it.
+//       CHECK:           nvvm.cp.async.bulk.wait_group 0 {read}
+//       CHECK:           nvvm.bar.warp.sync
 // The epilogue, on the accumulator's registers.
 //       CHECK:           %[[V0:.*]] = llvm.extractvalue %{{.*}}[0]
 //       CHECK:           arith.addf %[[V0]]
 //  CHECK-NEXT:           arith.maximumf
 //  CHECK-NEXT:           arith.truncf
-// Four pairs of a row are packed to i32, transposed across the quad (four
-// xor shuffles) and stored as one aligned 16-byte vector per thread.
+// The pairs go into the warp's slot, each lane fences them for the async
+// proxy, and lane 0 stores the slot.
 //       CHECK:           vector.from_elements %{{.*}}, %{{.*}} : vector<2xbf16>
-//  CHECK-NEXT:           vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
-//       CHECK-COUNT-4:   gpu.shuffle  xor
-//       CHECK:           vector.bitcast %{{.*}} : vector<4xi32> to vector<8xbf16>
-//       CHECK:           vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x192xbf16>, vector<8xbf16>
+//  CHECK-NEXT:           llvm.inttoptr %{{.*}} : i64 to !llvm.ptr<3>
+//  CHECK-NEXT:           llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : vector<2xbf16>, !llvm.ptr<3>
+//       CHECK:           llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//  CHECK-NEXT:           nvvm.bar.warp.sync
+//       CHECK:             nvvm.cp.async.bulk.tensor.global.shared.cta %[[PY]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+//  CHECK-NEXT:             nvvm.cp.async.bulk.commit.group
+// Before the block ends, its stores are complete.
+//       CHECK:         nvvm.cp.async.bulk.wait_group 0{{$}}
 func.func private @gemm_bias_relu(%A: memref<256x512xbf16>, %B: memref<512x192xbf16>, %bias: memref<1x192xbf16>, %Y: memref<256x192xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   %C = memref.alloc() {alignment = 64 : i64} : memref<256x192xf32>
@@ -86,6 +102,51 @@ func.func private @gemm_bias_relu(%A: memref<256x512xbf16>, %B: memref<512x192xb
     %2 = arith.maximumf %1, %zero : f32
     %3 = arith.truncf %2 : f32 to bf16
     linalg.yield %3 : bf16
+  }
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// Seven stages of a 128 x 128 tile leave 1936 bytes of shared memory: no
+// room for the slots, so the epilogue stores from registers. Four pairs of
+// a row are packed to i32, transposed across the quad (four xor shuffles)
+// and stored as one aligned 16-byte vector per thread.
+// CHECK-LABEL: func.func private @registers_epilogue(
+//  CHECK-SAME:     %[[Y:[a-z0-9]+]]: memref<256x256xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "the epilogue stores from registers (its slots need 16384 bytes of shared memory; the ring leaves 1936)"
+//       CHECK:   gpu.launch {{.*}} dynamic_shared_memory_size %c230512_i32 {
+//   CHECK-NOT:     nvvm.cp.async.bulk.tensor.global.shared.cta
+//       CHECK:           vector.from_elements %{{.*}}, %{{.*}} : vector<2xbf16>
+//  CHECK-NEXT:           vector.bitcast %{{.*}} : vector<2xbf16> to vector<1xi32>
+//       CHECK-COUNT-4:   gpu.shuffle  xor
+//       CHECK:           vector.bitcast %{{.*}} : vector<4xi32> to vector<8xbf16>
+//       CHECK:           vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<256x256xbf16>, vector<8xbf16>
+//   CHECK-NOT:     nvvm.cp.async.bulk.wait_group
+func.func private @registers_epilogue(%A: memref<256x512xbf16>, %B: memref<512x256xbf16>, %Y: memref<256x256xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 7 : i64, strategy = "tc-sm90", tile = [128, 128, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<256x256xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<256x512xbf16>, memref<512x256xbf16>) outs(%C : memref<256x256xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%C : memref<256x256xf32>) outs(%Y : memref<256x256xbf16>) {
+  ^bb0(%c: f32, %out: bf16):
+    %0 = arith.truncf %c : f32 to bf16
+    linalg.yield %0 : bf16
   }
   return
 }
