@@ -195,6 +195,19 @@ def multiplied(gemm):
     return "tf32" if gemm.compute == "tf32" else gemm.element
 
 
+def _misaligned(shape, strides, offset, eb):
+    """What breaks TMA's 16-byte rule in a view of ``eb``-byte elements:
+    ("stride", dim, bytes) for the innermost dim stepped by a stride that is
+    not a multiple of 16 bytes (the row pitch before the batch's),
+    ("offset", bytes) for a start that is not 16-byte aligned, or None."""
+    for dim in reversed(range(len(strides) - 1)):
+        if shape[dim] > 1 and (strides[dim] * eb) % 16:
+            return "stride", dim, strides[dim] * eb
+    if (offset * eb) % 16:
+        return "offset", offset * eb
+    return None
+
+
 def tma_problem(name, operand):
     """Why TMA cannot read ``operand`` (named ``name``) where it lies, or
     None: a contiguous dim, strides of 16-byte multiples, a 16-byte aligned
@@ -206,13 +219,12 @@ def tma_problem(name, operand):
     if strides[-1] != 1:
         return f"{name} has no contiguous dim (smallest stride {strides[-1]}): TMA needs one"
     inner = "K" if operand.k_major else {"A": "M", "B": "N"}[name]
-    for dim, stride in enumerate(strides[:-1]):
-        if shape[dim] > 1 and (stride * eb) % 16:
-            return (f"{name}'s dim {order[dim]} stride is {stride * eb} bytes: TMA needs a "
-                    f"multiple of 16 ({inner}, {name}'s contiguous dim, a multiple of "
-                    f"{16 // eb})")
-    if (offset * eb) % 16:
-        return f"{name} starts {offset * eb} bytes into its buffer: TMA needs 16-byte alignment"
+    broken = _misaligned(shape, strides, offset, eb)
+    if broken and broken[0] == "stride":
+        return (f"{name}'s dim {order[broken[1]]} stride is {broken[2]} bytes: TMA needs a "
+                f"multiple of 16 ({inner}, {name}'s contiguous dim, a multiple of {16 // eb})")
+    if broken:
+        return f"{name} starts {broken[1]} bytes into its buffer: TMA needs 16-byte alignment"
     if t.rank > 5:
         return f"{name} has rank {t.rank}: TMA takes up to 5"
     return None
@@ -235,14 +247,15 @@ def store_problem(buffer):
     stage_problem passes), or None: rows a multiple of 16 bytes apart, a
     16-byte aligned start."""
     t = ir.MemRefType(buffer.type)
-    shape, strides, offset = irutil.memref_geometry(t)
     eb = irutil.element_bytes(t.element_type)
-    for dim, stride in enumerate(strides[:-1]):
-        if shape[dim] > 1 and (stride * eb) % 16:
-            return (f"its rows are {stride * eb} bytes apart: TMA needs a multiple of 16 "
-                    f"(N a multiple of {16 // eb})")
-    if (offset * eb) % 16:
-        return f"it starts {offset * eb} bytes into its buffer: TMA needs 16-byte alignment"
+    broken = _misaligned(*irutil.memref_geometry(t), eb)
+    if broken and broken[0] == "stride" and broken[1] == t.rank - 2:
+        return (f"its rows are {broken[2]} bytes apart: TMA needs a multiple of 16 "
+                f"(N a multiple of {16 // eb})")
+    if broken and broken[0] == "stride":
+        return f"its batches are {broken[2]} bytes apart: TMA needs a multiple of 16"
+    if broken:
+        return f"it starts {broken[1]} bytes into its buffer: TMA needs 16-byte alignment"
     return None
 
 
@@ -360,6 +373,17 @@ def _to_i64(v):
 
 def _shared_ptr(address_i64):
     return llvm.inttoptr(_ptr(3), address_i64)
+
+
+def _swizzled(row, chunk, byte):
+    """The offset of byte ``byte`` of 16-byte chunk ``chunk`` of 128-byte row
+    ``row`` of a tile in TMA's 128-byte swizzle (the layout wgmma reads and
+    TMA loads and stores): row * 128 + (chunk ^ row % 8) * 16 + byte, as an
+    index (each argument an index value or an int)."""
+    row, chunk, byte = (_idx(x) if isinstance(x, int) else x for x in (row, chunk, byte))
+    swizzled = arith.xori(chunk, arith.andi(row, _idx(7)))
+    return arith.addi(arith.muli(row, _idx(SWIZZLE)),
+                      arith.addi(arith.muli(swizzled, _idx(16)), byte))
 
 
 # ----------------------------------------------------------------------------
@@ -822,8 +846,7 @@ class Builder:
         return arith.addi(self.base, arith.muli(_to_i64(s), _i(self.stage_bytes, 64)))
 
     def _barrier(self, which, s):
-        offset = self.ring_bytes + self.converted + self.staging_bytes + \
-            8 * which * self.tile.stages
+        offset = self.staging_offset + self.staging_bytes + 8 * which * self.tile.stages
         if isinstance(s, int):
             address = arith.addi(self.base, _i(offset + 8 * s, 64))
         else:
@@ -1053,11 +1076,9 @@ class Builder:
                 if ragged:
                     value = arith.select(_cmp("ult", ks[e], k_total), value, zero)
                 values.append(value)
-            # Chunk first / 8 of the line, swizzled; f32's half chunk within it.
-            chunk = arith.xori(arith.shrui(first, _idx(3)), arith.andi(line, _idx(7)))
-            offset = arith.addi(arith.muli(line, _idx(SWIZZLE)),
-                                arith.addi(arith.muli(chunk, _idx(16)),
-                                           arith.muli(arith.andi(first, _idx(7)), _idx(2))))
+            # Chunk first / 8 of the line; f32's half chunk within it.
+            offset = _swizzled(line, arith.shrui(first, _idx(3)),
+                               arith.muli(arith.andi(first, _idx(7)), _idx(2)))
             target = arith.addi(dst, _to_i64(offset))
             llvm.store(vector.from_elements(ir.VectorType.get([per], element), values),
                        _shared_ptr(target), alignment=2 * per)
@@ -1379,9 +1400,9 @@ class Builder:
         of its consumer's 64). For each column slice of 128 bytes (64
         columns of a 16-bit output, 32 of f32) it evaluates its pairs there,
         writes them into its slot (one per stored output) in the layout of
-        TMA's 128-byte swizzle: row r's 16-byte chunk c lies at r * 128 +
-        (c ^ r % 8) * 16, so that the 8 rows a store instruction writes
-        (lane / 4) fall in 8 different chunks, every bank once. Then each
+        TMA's 128-byte swizzle (``_swizzled``), so that the 8 rows a store
+        instruction writes (lane / 4) fall in 8 different chunks, every bank
+        once. Then each
         lane fences its writes for the async proxy, the warp synchronizes,
         and lane 0 stores the slot with one TMA store per output (rows past
         M and columns past N are clipped by TMA) and commits them as one
@@ -1406,18 +1427,17 @@ class Builder:
         warp = arith.divui(local, _idx(32))
         lane = arith.remui(local, _idx(32))
         first_lane = _cmp("eq", lane, _idx(0))
-        quad = arith.divui(lane, _idx(4))     # the row within 8 (r % 8)
+        quad = arith.divui(lane, _idx(4))     # the thread's row within 8
         pair_byte = arith.muli(arith.remui(lane, _idx(4)), _idx(2 * eb))
-        # The thread's pair in a group of 8 columns: chunk (pair_byte >> 4)
-        # and byte (pair_byte & 15) within it; the chunk's swizzle xor is
-        # quad (the chunk of a group's first column is even for f32).
-        swizzle = _to_i64(arith.xori(quad, arith.shrui(pair_byte, _idx(4))))
-        within = _to_i64(arith.andi(pair_byte, _idx(15)))
+        # The thread's pair in a group of 8 columns: chunk pair_byte >> 4
+        # of the group's (whose first chunk is even for f32: no carry), byte
+        # pair_byte & 15 within it.
+        pair_chunk = arith.shrui(pair_byte, _idx(4))
+        within = arith.andi(pair_byte, _idx(15))
         warp_index = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)), warp)
         slots = arith.addi(self.base, arith.addi(
             _i(self.staging_offset, 64),
             arith.muli(_to_i64(warp_index), _i(self.slots * SLOT_BYTES, 64))))
-        row_base = arith.addi(slots, arith.muli(_to_i64(quad), _i(SWIZZLE, 64)))
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         warp_row = arith.addi(arith.muli(tile_m, _idx(tile.m)),
                               arith.addi(arith.muli(consumer, _idx(64)),
@@ -1434,16 +1454,17 @@ class Builder:
             set_ = (s % sets) * len(stored)
             for h in range(2):
                 _, _, row_safe = self._rows(row0, h)
+                row = arith.addi(quad, _idx(8 * h)) if h else quad
                 for g in range(groups):
                     j = s * groups + g
                     col = arith.addi(col0, _idx(8 * j)) if j else col0
                     loaded = inputs[(h, j)] if inputs is not None else {}
                     values = self._pair(acc, batch, row_safe, col, h, j, loaded)
-                    chunk = arith.xori(_i(8 * g * eb // 16, 64), swizzle)
-                    offset = arith.addi(arith.muli(chunk, _i(16, 64)), within)
+                    chunk = arith.addi(pair_chunk, _idx(8 * g * eb // 16))
+                    offset = _to_i64(_swizzled(row, chunk, within))
                     for i, buffer in enumerate(stored):
-                        at = _i((set_ + i) * SLOT_BYTES + 8 * h * SWIZZLE, 64)
-                        address = arith.addi(row_base, arith.addi(at, offset))
+                        at = _i((set_ + i) * SLOT_BYTES, 64)
+                        address = arith.addi(slots, arith.addi(at, offset))
                         pair = vector.from_elements(vec[buffer],
                                                     [values[0][buffer], values[1][buffer]])
                         llvm.store(pair, _shared_ptr(address), alignment=2 * eb)
@@ -1480,18 +1501,15 @@ class Builder:
         cols = SWIZZLE // eb
         lane_byte = arith.muli(lane, _idx(eb))
         lane_chunk = arith.shrui(lane_byte, _idx(4))
-        lane_within = _to_i64(arith.andi(lane_byte, _idx(15)))
+        lane_within = arith.andi(lane_byte, _idx(15))
         lead = [batch] if self.pair.rank == 3 else []
         for r in range(STAGE_ROWS):
             row = arith.addi(first_row, _idx(r)) if r else first_row
             row_ok = None if gemm.m % self.tile.m == 0 else _cmp("ult", row, _idx(gemm.m))
             for i in range(cols // 32):
-                # Column lane + 32 i: its chunk is lane_chunk | 32 i eb / 16
-                # (no carry), swizzled by r % 8.
-                chunk = arith.xori(lane_chunk, _idx((32 * i * eb // 16) ^ (r % 8)))
-                address = arith.addi(slot, arith.addi(
-                    _i(r * SWIZZLE, 64),
-                    arith.addi(arith.muli(_to_i64(chunk), _i(16, 64)), lane_within)))
+                # Column lane + 32 i: chunk lane_chunk + 32 i eb / 16 of row r.
+                chunk = arith.addi(lane_chunk, _idx(32 * i * eb // 16))
+                address = arith.addi(slot, _to_i64(_swizzled(r, chunk, lane_within)))
                 value = llvm.load(element, _shared_ptr(address))
                 col = arith.addi(first_col, arith.addi(lane, _idx(32 * i)))
                 ok = _cmp("ult", col, _idx(gemm.n))
