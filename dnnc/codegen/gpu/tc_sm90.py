@@ -100,6 +100,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.pair_epilogue import PairEpilogue, store_vector
+from dnnc.codegen.gpu.transpose import transposed_copy
 from dnnc.codegen.gpu.vectorize import identity_layout
 
 WARPGROUP = 128
@@ -711,65 +712,17 @@ class Builder:
             if op.name != "arith.constant":
                 op.erase()
 
-    TRANSPOSE_TILE = 32
-
     def _transpose(self, operand, extent, rows, source):
         """A stored K x M or B stored K x N (``operand``, ``extent`` its M or
         N, ``rows`` its tile's, ``source`` its stored type where a prologue
         converts its tiles): copy it into a row-major [batch,] M x K or N x K
-        buffer with a launch of 32 x 8 threads per 32 x 32 tile (read along M
-        or N, written along K, through a padded shared tile: no bank
-        conflicts), and return the TmaOperand of the copy (K-major). It costs
-        a read and a write of the operand ahead of the GEMM."""
-        gemm, t = self.gemm, self.TRANSPOSE_TILE
-        dims = operand.dims
-        batched = dims["batch"] is not None
-        shape = ([gemm.batch] if batched else []) + [extent, gemm.k]
-        element = ir.MemRefType(operand.value.type).element_type
-        copy = memref.alloc(ir.MemRefType.get(shape, element), [], [])
-        source_rank = ir.MemRefType(operand.value.type).rank
-        smem_type = ir.MemRefType.get([t, t + 1], element, memory_space=ir.Attribute.parse(
-            "#gpu.address_space<workgroup>"))
-        grid = (-(-extent // t), -(-gemm.k // t), gemm.batch if batched else 1)
-        launch = gpu.LaunchOp(tuple(_idx(g) for g in grid), (_idx(t), _idx(8), _idx(1)))
-        launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
-            ir.IntegerType.get_signless(64), 1)
-        block = launch.regions[0].blocks[0]
-        smem = block.add_argument(smem_type, ir.Location.unknown())
-        with ir.InsertionPoint(block):
-            tx, ty = gpu.thread_id(gpu.Dimension.x), gpu.thread_id(gpu.Dimension.y)
-            r0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(t))
-            k0 = arith.muli(gpu.block_id(gpu.Dimension.y), _idx(t))
-            batch = gpu.block_id(gpu.Dimension.z)
-            for i in range(t // 8):
-                # Thread (tx, ty) reads the operand at K k0 + ty + 8 i, M or N
-                # r0 + tx: a warp reads 32 consecutive elements of M or N.
-                k = arith.addi(k0, arith.addi(ty, _idx(8 * i)))
-                r = arith.addi(r0, tx)
-                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", r, _idx(extent)))
-                where = [_idx(0)] * source_rank
-                where[dims["k"]], where[dims["mn"]] = k, r
-                if batched:
-                    where[dims["batch"]] = batch
-
-                def read(where=where, i=i):
-                    value = memref.load(operand.value, where)
-                    memref.store(value, smem, [arith.addi(ty, _idx(8 * i)), tx])
-                _if(ok, read)
-            gpu.barrier()
-            for i in range(t // 8):
-                # ... and writes copy[r0 + ty + 8 i, k0 + tx] from the tile's
-                # column: a warp writes 32 consecutive K.
-                r = arith.addi(r0, arith.addi(ty, _idx(8 * i)))
-                k = arith.addi(k0, tx)
-                ok = arith.andi(_cmp("ult", k, _idx(gemm.k)), _cmp("ult", r, _idx(extent)))
-
-                def write(r=r, k=k, i=i):
-                    value = memref.load(smem, [tx, arith.addi(ty, _idx(8 * i))])
-                    memref.store(value, copy, ([batch] if batched else []) + [r, k])
-                _if(ok, write)
-            gpu.TerminatorOp()
-        rank = len(shape)
+        buffer by a launch of its own (transpose.transposed_copy), and return
+        the TmaOperand of the copy (K-major). It costs a read and a write of
+        the operand ahead of the GEMM."""
+        batched = operand.dims["batch"] is not None
+        copy = transposed_copy(operand.value, operand.dims, extent, self.gemm.k,
+                               self.gemm.batch)
+        rank = 3 if batched else 2
         return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
                                  "k": rank - 1}, rows, False, source or self.element,
                           swizzled=source is None, k=self.tile.k)

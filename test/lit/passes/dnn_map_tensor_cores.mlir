@@ -233,6 +233,49 @@ func.func private @a_stored_k_by_m(%A: memref<256x512xbf16, strided<[1, 256]>>, 
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
+// B stored K x N with rows of 200 bytes, which TMA cannot step by: a launch
+// ahead of the GEMM copies it transposed into a 100 x 512 buffer, 64 x 64
+// tiles through shared memory (rows padded to 66 elements), reading 8-byte
+// vectors along N (100 is a multiple of 4, not of 8) and writing 16-byte
+// vectors along K; the GEMM's TMA descriptor describes the copy.
+// CHECK-LABEL: func.func private @b_rows_misaligned(
+//  CHECK-SAME:     %{{.*}}: memref<256x512xbf16>, %[[B:.*]]: memref<512x100xbf16>,
+//  CHECK-SAME:     dnn.config_reason = "B stored K x N copied transposed first (its rows of 200 bytes are not a multiple of 16 for TMA); the output tiles are stored by TMA from shared memory (4 of 4 column slices in flight)"
+//       CHECK:   %[[V:.*]] = memref.reinterpret_cast %[[B]] to offset: [0], sizes: [512, 100], strides: [100, 1]
+//       CHECK:   %[[COPY:.*]] = memref.alloc() : memref<100x512xbf16>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c8, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1) workgroup(%[[TILE:.*]] : memref<64x66xbf16, #gpu.address_space<workgroup>>)
+//       CHECK:     vector.load %[[V]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<512x100xbf16, strided<[100, 1]>>, vector<4xbf16>
+//       CHECK:     memref.store %{{.*}}, %[[TILE]]
+//       CHECK:     gpu.barrier
+//       CHECK:     memref.load %[[TILE]]
+//       CHECK:     scf.if
+//       CHECK:       vector.store %{{.*}}, %[[COPY]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<100x512xbf16>, vector<8xbf16>
+//       CHECK:   %[[UB:.*]] = memref.cast %[[COPY]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UB]]
+func.func private @b_rows_misaligned(%A: memref<256x512xbf16>, %B: memref<512x100xbf16>, %C: memref<256x100xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 128, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x100xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<256x512xbf16>, memref<512x100xbf16>) outs(%C : memref<256x100xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %acc: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
 // B is a weight stored N x K (strides [1, 512]: K contiguous), the tile has
 // 64 rows (one consumer warpgroup: 256 threads) and K is split 8 ways. The
 // descriptor describes B as it lies in memory (a reinterpret_cast to
