@@ -416,6 +416,23 @@ def _split_heads():
     return g
 
 
+def _transpose_2d():
+    g = _graph("transpose_2d", "f32")
+    x = g.tensor(name="x", dim=[8192, 8192])
+    g.transpose(x, [1, 0]).set_output(True)
+    return g
+
+
+NCHW = [128, 64, 56, 56]  # a ResNet stage's activations
+
+
+def _to_nhwc():
+    g = _graph("to_nhwc")
+    x = g.tensor(name="x", dim=NCHW)
+    g.transpose(x, [0, 2, 3, 1]).set_output(True)
+    return g
+
+
 QKV = [4096, 3 * 4096]
 
 
@@ -452,6 +469,12 @@ TENSOR = [
          0, HN * 2 * BF16, True, "tensor"),
     Case("transpose (split heads) 32x1024x16x64 bf16", _split_heads,
          lambda t, x: x.transpose(1, 2).contiguous(), 0, HN * 2 * BF16, True, "tensor"),
+    # Transposes that move the innermost dim (simt-transpose).
+    Case("transpose (2-D) 8192x8192 f32", _transpose_2d, lambda t, x: x.t().contiguous(),
+         0, 8192 * 8192 * 2 * F32, True, "tensor"),
+    Case("transpose NCHW->NHWC 128x64x56x56 bf16", _to_nhwc,
+         lambda t, x: x.permute(0, 2, 3, 1).contiguous(), 0, _numel(NCHW) * 2 * BF16, True,
+         "tensor"),
     # Only the sliced third is read.
     Case("slice (k of qkv) 4096x12288 bf16", _slice_k,
          lambda t, x: x[:, 4096:8192].contiguous(), 0, 4096 * 4096 * 2 * BF16, True, "tensor"),

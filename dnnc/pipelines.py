@@ -118,6 +118,7 @@ GPU = Stage("gpu", (
     "dnn-default-config",
     "dnn-map-tensor-cores",
     "dnn-vectorize-pointwise",
+    "dnn-tile-transposes",
     "dnn-reduce-rows",
     "dnn-reduce-rows-columns",
     "dnn-reduce-columns",

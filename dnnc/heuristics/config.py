@@ -21,7 +21,8 @@ from dnnc.errors import PipelineError
 # The strategies the GPU code generator lowers (dnn-distribute-loops): a
 # config may only name these. DESIGN.md's faster ones not built yet are PLANNED.
 IMPLEMENTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
-               "simt-reduce-rows-columns", "simt-window", "tc-sm90", "tc-sm80")
+               "simt-reduce-rows-columns", "simt-window", "simt-transpose", "tc-sm90",
+               "tc-sm80")
 PLANNED = ()
 
 # The fields each implemented strategy reads; an override may set only these.
@@ -30,12 +31,13 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
           "simt-reduce-rows-columns": ("block", "vector", "tile"),
           "simt-window": ("block", "vector", "tile"),
+          "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster"),
           "tc-sm80": ("block", "tile", "stages")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
 FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-rows-columns",
-               "simt-window")
+               "simt-window", "simt-transpose")
 
 MAX_THREADS = 1024
 ATTR, REASON_ATTR = "dnn.config", "dnn.config_reason"

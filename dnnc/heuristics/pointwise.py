@@ -106,7 +106,16 @@ def rank_tensor(problem):
     anchor's attributes do not rule them out (_breaks_vectors), else one
     thread per output element. dnn-vectorize-pointwise checks the kernel's
     maps and views, and hands a kernel none of whose ops qualifies to
-    simt-generic, with the reason."""
+    simt-generic, with the reason. A transpose that moves the innermost dim
+    takes simt-transpose (64 x 64 tiles through shared memory, any shape)."""
+    moved = _moves_innermost(problem)
+    if moved:
+        facts = tensor_facts(problem)
+        return [Config("simt-transpose", (256, 1, 1),
+                       reason=f"{facts}: {moved}, so its tiles go through shared memory; "
+                              "block 256")] + \
+            simt_generic(problem.output_elements, problem.sms, None, facts,
+                         ops=len(problem.ops), fallback_of="simt-transpose")
     width = usable_width(problem)
     if width == 1:
         return simt_tensor(problem)
@@ -119,6 +128,19 @@ def rank_tensor(problem):
     return _vector_configs(problem, facts, width) + simt_tensor(problem)
 
 
+def _moves_innermost(problem):
+    """"the transpose P moves the innermost dim" when the kernel is one
+    transpose whose permutation P does (of a dim longer than 1); "" else."""
+    if tuple(o for o in problem.ops if o != "constant") != ("transpose",) \
+            or not problem.outputs or not problem.outputs[0].shape:
+        return ""
+    perm = tuple(problem.attr("permutation", ()))
+    shape = problem.outputs[0].shape
+    if not perm or perm[-1] == len(perm) - 1 or shape[-1] == 1:
+        return ""
+    return f"the transpose {list(perm)} moves the innermost dim"
+
+
 def _breaks_vectors(problem, width):
     """Why the anchor copy of a one-op tensor kernel cannot move vectors of
     ``width`` along its innermost dim, from its attributes; "" when it can
@@ -126,10 +148,6 @@ def _breaks_vectors(problem, width):
     if len(problem.ops) != 1:
         return ""
     (op,) = problem.ops
-    if op == "transpose":
-        perm = tuple(problem.attr("permutation", ()))
-        if perm and perm[-1] != len(perm) - 1:
-            return f"the transpose {list(perm)} moves the innermost dim"
     if op == "slice":
         start, step = problem.attr("start", ()), problem.attr("step", ())
         if step and step[-1] != 1:

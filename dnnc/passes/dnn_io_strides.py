@@ -30,12 +30,14 @@ layout is not copied: its strided memref is passed to them as it is. Those
 are the kernels configured ``tc-sm90`` (their TMA descriptors describe the
 buffer as it lies in memory, so a linear layer's weight stored N x K and read
 as K x N needs no transposing copy) or ``tc-sm80`` (its cp.async copies read
-rows along whichever of K and M/N is contiguous), each called once, and only when the
+rows along whichever of K and M/N is contiguous) or ``simt-transpose`` (its
+tiles read and write any strides), each called once, and only when the
 strides are a permutation of a dense layout (a transposed view, not a
 slice). Should such a kernel fall back to simt-generic, its loops read the
 strided memref all the same. Likewise an output whose only users are
 kernels configured ``simt-window`` (a pooling kernel stores each element at
-its own strides, channels-last included) is not copied out. An argument that
+its own strides, channels-last included) or ``simt-transpose`` is not
+copied out. An argument that
 already has its strided type (dnn-layout-views made views of it) is left as
 it is.
 
@@ -125,9 +127,9 @@ def apply(module):
 
 
 # Strategies whose kernels read an input in whatever layout it has.
-LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window")
+LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose")
 # Those whose kernels also write an output in whatever layout it has.
-LAYOUT_FREE_OUTPUTS = ("simt-window",)
+LAYOUT_FREE_OUTPUTS = ("simt-window", "simt-transpose")
 
 
 def call_counts(module):

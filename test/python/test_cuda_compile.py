@@ -456,17 +456,20 @@ def test_copies_take_vectors_where_the_innermost_dim_stays():
     """The copies family's kernels: 16-byte vectors (simt-pointwise) for
     every copy that keeps the innermost dim innermost and aligned, the
     layout copy of the strided input included, which writes the reshaped
-    output itself; simt-generic, with the reason, for a transpose of the
-    innermost dim and a misaligned slice.
+    output itself; simt-transpose for a transpose of the innermost dim;
+    simt-generic, with the reason, for a misaligned slice.
     (test_gpu_lowering_matches_the_cpu_back_end runs them.)"""
     package = compile_cuda("copies", "sm_90a")
     by_name = {}
     for k in package.kernels:
         by_name.setdefault(k["name"].split("_", 1)[1], []).append(k)
     generic = {n for n, ks in by_name.items() if ks[0]["strategy"] == "simt-generic"}
-    assert generic == {"k7_tensor", "k8_tensor"}, by_name
-    assert by_name["k7_tensor"][0]["reason"].startswith(
-        "simt-pointwise does not apply (the transpose [1, 0] moves the innermost dim; ")
+    assert generic == {"k8_tensor"}, by_name
+    moved = by_name["k7_tensor"][0]
+    assert moved["strategy"] == "simt-transpose"
+    # 6 x 32 bf16: rows of 6 take pairs.
+    assert moved["reason"].endswith("; a 6 x 32 transpose in 64 x 64 tiles: 16-byte reads, "
+                                    "4-byte writes"), moved["reason"]
     assert by_name["k8_tensor"][0]["reason"].startswith(
         "simt-pointwise does not apply (a slice that starts at 3, inside a vector of 8; ")
     assert by_name["load_heads"][0]["config"]["vector"] == 8
@@ -820,10 +823,11 @@ def emulate(g):
         run_pipeline(module, stage.pipeline)
     with module.context:  # a row program's shuffles and barriers need a GPU
         for fn in irutil.kernel_functions(module):  # (column programs: test_colwise.py,
-            # window programs: test_windows.py)
+            # window programs: test_windows.py, transposes: the GPU family transposes_*)
             config = heuristics.Config.from_attr(fn.attributes["dnn.config"])
             if config.strategy in ("simt-reduce", "simt-reduce-columns",
-                                   "simt-reduce-rows-columns", "simt-window"):
+                                   "simt-reduce-rows-columns", "simt-window",
+                                   "simt-transpose"):
                 fn.attributes["dnn.config"] = heuristics.Config(
                     "simt-generic", config.block).to_attr()
     gpu = pipelines.GPU.passes

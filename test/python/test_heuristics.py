@@ -493,10 +493,19 @@ def test_tensor_and_unknown_anchors():
     odd = choose(problem("tensor", [[2, 3, 5]], [[6, 5]], ops=["reshape"]))
     assert odd.strategy == "simt-generic"
     assert odd.reason.startswith("no faster strategy planned (copy by reshape: 30")
-    # What the anchor's attributes say: a transpose that moves the innermost
-    # dim, a slice that starts inside a vector or steps along it.
+    # A transpose that moves the innermost dim: tiles through shared memory,
+    # simt-generic behind it.
+    moved = rank(problem("tensor", [([64, 96], "bf16")], [([96, 64], "bf16")],
+                         ops=["transpose"], attrs={"permutation": (1, 0)}.items()))
+    assert [(c.strategy, c.threads) for c in moved[:2]] == [("simt-transpose", 256),
+                                                           ("simt-generic", 128)]
+    assert moved[0].reason == ("copy by transpose: 6144 elements: the transpose [1, 0] moves "
+                               "the innermost dim, so its tiles go through shared memory; "
+                               "block 256")
+    assert moved[1].reason.startswith("for when simt-transpose does not apply"), moved[1].reason
+    # What the anchor's attributes say: a slice that starts inside a vector
+    # or steps along it.
     for op, attrs, why in [
-            ("transpose", {"permutation": (1, 0)}, "the transpose [1, 0] moves the innermost dim"),
             ("slice", {"start": (0, 3), "step": (1, 1)},
              "a slice that starts at 3, inside a vector of 8"),
             ("slice", {"start": (0, 8), "step": (1, 2)},
@@ -528,7 +537,8 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
         for c in configs:
             assert c.strategy in heuristics.IMPLEMENTED == (
                 "simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
-                "simt-reduce-rows-columns", "simt-window", "tc-sm90", "tc-sm80")
+                "simt-reduce-rows-columns", "simt-window", "simt-transpose", "tc-sm90",
+                "tc-sm80")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs

@@ -1,39 +1,75 @@
-"""A transposing copy: ``[batch,] K x R`` (R contiguous, or any strides) into
-a new row-major ``[batch,] R x K`` buffer, by a launch of its own. tc-sm90
-runs it ahead of a GEMM whose operand wgmma or TMA cannot read where it
-lies (``tc_sm90.transposed_operands``): a tf32 operand stored MN-major, or
-one whose rows TMA cannot step by.
+"""Transposing copies through shared memory: the ``simt-transpose`` strategy
+(a transpose that moves the innermost dim, dnn-tile-transposes) and the
+copy tc-sm90 runs ahead of a GEMM whose operand wgmma or TMA cannot read
+where it lies (``tc_sm90.transposed_operands``).
 
-One block of THREADS threads per TILE x TILE tile of the source (grid: R
-tiles, K tiles, batch), through a shared tile of TILE rows of K::
+A copy is described by its axes (``Axis``: a size, a stride in the source
+and one in the destination), after size-1 dims are dropped and dims that
+stay adjacent in both are merged (``copy_axes``): ``r``, the axis the
+source is contiguous along, ``k``, the one the destination is contiguous
+along, and any number of batch axes. A row-major ``K x R`` to ``R x K``
+transpose is ``r = Axis(R, 1, K)``, ``k = Axis(K, R, 1)``; NCHW to NHWC is
+the same over a batch of N, with R = H * W and K = C.
 
-    1. read    each thread loads its 16-byte vectors of the source's rows
-               (along R; ``read_width`` elements, 1 where R is not
-               contiguous or not aligned), every load before any store to
-               shared memory so that they are all in flight together; a
-               load past the end of R or K reads the last vector or row
-               instead (in bounds, and never written out), so the loads
-               need no branch
+One block of ``threads`` (256 by default) per TILE x TILE tile of (k, r)
+per batch index, through a shared tile of TILE rows of k::
+
+    1. read    each thread loads its vectors along r (``read_width``
+               elements: 16 bytes where the source's strides allow, fewer
+               down to 1), every load before the first store to shared
+               memory so that they are all in flight together; a load past
+               the end of r or k reads the last vector or row instead (in
+               bounds, and never written out), so the loads need no branch
     2. barrier
     3. write   each thread gathers ``write_width`` elements of a column of
-               the shared tile (consecutive K for one R) and stores them
-               as one vector of the copy's row, skipped past R or K
+               the shared tile (consecutive k at one r) and stores them as
+               one vector along k, skipped past the end of r or k
 
 The shared tile's rows are padded to an odd number of 4-byte words, so
 that the column reads of step 3 and the row writes of step 1 fall in
 distinct banks but for a 2-way overlap (a memory-bound copy does not feel
 it: shared memory has several times the bandwidth a block's DRAM share
-needs).
+needs). Blocks are numbered r tile fastest, then k tile, then batch.
 """
+
+from dataclasses import dataclass
+from math import prod
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
 
-TILE = 64        # source rows of K and columns of R per block
+TILE = 64        # rows of k and columns of r per block
 THREADS = 256
 VECTOR_BYTES = 16
+
+
+class NotATranspose(Exception):
+    """The strategy does not take this kernel; the message says why."""
+
+
+@dataclass(frozen=True)
+class Axis:
+    size: int
+    src: int     # stride in the source, elements
+    dst: int     # stride in the destination, elements
+
+
+@dataclass(frozen=True)
+class Copy:
+    """What a transposing copy moves: ``r`` (the source's contiguous axis),
+    ``k`` (the destination's), ``batch`` (the others, outermost first) and
+    the element offsets of both buffers."""
+    r: Axis
+    k: Axis
+    batch: tuple = ()
+    src_offset: int = 0
+    dst_offset: int = 0
+
+    @property
+    def batches(self):
+        return prod(a.size for a in self.batch)
 
 
 def _idx(n):
@@ -44,110 +80,225 @@ def _cmp(pred, a, b):
     return arith.cmpi(getattr(arith.CmpIPredicate, pred), a, b)
 
 
-def read_width(strides, offset, extent, eb):
-    """Elements a thread reads at once along R, the last of the source's
-    ``strides`` ([batch,] K, R): a 16-byte vector when R is contiguous, its
-    length a multiple of the vector and the other strides and the offset
-    too (so each vector starts aligned); else fewer, down to 1."""
-    if strides[-1] != 1:
+def _width(eb, unit, size, steps):
+    """The widest vector (elements, at most 16 bytes) along an axis of
+    stride ``unit`` and ``size`` elements at whose every start the other
+    ``steps`` (strides and the offset) keep it aligned; 1 when none."""
+    if unit != 1:
         return 1
-    steps = strides[:-1]
-    for width in (VECTOR_BYTES // eb, 8 // eb, 4 // eb, 2 // eb, 1):
-        if width >= 1 and extent % width == 0 and offset % width == 0 \
-                and all(s % width == 0 for s in steps):
+    for width in (VECTOR_BYTES // eb, 8 // eb, 4 // eb, 2 // eb):
+        if width > 1 and size % width == 0 and all(s % width == 0 for s in steps):
             return width
     return 1
 
 
-def write_width(k, eb):
-    """Elements a thread writes at once along a row of the copy (K long)."""
-    for width in (VECTOR_BYTES // eb, 8 // eb, 4 // eb, 2 // eb, 1):
-        if width >= 1 and k % width == 0:
-            return width
-    return 1
+def read_width(copy, eb):
+    """Elements a thread reads at once along r."""
+    return _width(eb, copy.r.src, copy.r.size,
+                  [copy.k.src, copy.src_offset] + [a.src for a in copy.batch])
 
 
-def transposed_copy(source, dims, extent, k, batch):
-    """Emit the copy at the current insertion point (host side of a kernel
-    function) and return the new buffer: ``[batch,] extent x k`` row-major
-    with ``copy[b, r, kk] = source[b, kk, r]``. ``dims`` gives the source's
-    "batch" (None when it has none), "k" and "mn" dims; a source dim in
-    none of them has size 1."""
-    shape, strides, offset = irutil.memref_geometry(source.type)
+def write_width(copy, eb):
+    """Elements a thread writes at once along k."""
+    return _width(eb, copy.k.dst, copy.k.size,
+                  [copy.r.dst, copy.dst_offset] + [a.dst for a in copy.batch])
+
+
+def copy_axes(sizes, src_strides, dst_strides, src_offset=0, dst_offset=0):
+    """The Copy of a copy over loop dims of ``sizes`` whose elements lie at
+    ``src_strides`` in the source and ``dst_strides`` in the destination.
+    Raises NotATranspose when both are contiguous along the same axis (a
+    plain copy, which simt-pointwise moves by vectors)."""
+    axes = [Axis(s, a, b) for s, a, b in zip(sizes, src_strides, dst_strides) if s != 1]
+    # Outermost first in the destination; merge an axis into the one before
+    # it where both buffers step over it as over one longer axis.
+    axes.sort(key=lambda a: -a.dst)
+    merged = []
+    for axis in axes:
+        if merged and merged[-1].src == axis.src * axis.size \
+                and merged[-1].dst == axis.dst * axis.size:
+            outer = merged.pop()
+            axis = Axis(outer.size * axis.size, axis.src, axis.dst)
+        merged.append(axis)
+    if len(merged) < 2:
+        raise NotATranspose(f"{'one axis' if merged else 'one element'} to copy, in the "
+                            "same order in both buffers")
+    k = min(merged, key=lambda a: a.dst)
+    r = min((a for a in merged if a is not k), key=lambda a: a.src)
+    if k.src < r.src:
+        raise NotATranspose("the source and the destination are contiguous along the same "
+                            "dim: a plain copy")
+    batch = tuple(a for a in merged if a is not r and a is not k)
+    return Copy(r, k, batch, src_offset, dst_offset)
+
+
+def check_threads(threads, copy, eb):
+    """Raise NotATranspose unless ``threads`` fit the tile's reads and writes."""
+    for width in (read_width(copy, eb), write_width(copy, eb)):
+        per = TILE // width
+        if threads % per or threads // per > TILE or TILE % (threads // per):
+            raise NotATranspose(f"blocks of {threads} threads: expected a multiple of {per} "
+                                f"(threads a row of {TILE} elements in vectors of {width}) "
+                                f"that divides {TILE * per}")
+
+
+def _flat(buffer, extent):
+    """``buffer`` viewed as 1-D from its base: ``extent`` elements."""
+    element = ir.MemRefType(buffer.type).element_type
+    return memref.reinterpret_cast(ir.MemRefType.get([extent], element), buffer, [], [], [],
+                                   [0], [extent], [1])
+
+
+def _extent(offset, axes, which):
+    return offset + 1 + sum((a.size - 1) * getattr(a, which) for a in axes)
+
+
+def emit(copy, source, dest, threads=THREADS):
+    """Emit the copy's launch at the current insertion point (host side)."""
     element = ir.MemRefType(source.type).element_type
     eb = irutil.element_bytes(element)
-    batched = dims["batch"] is not None
-    # The source viewed as [batch,] K x R (vector.load reads along the last
-    # dim), from its own base and offset.
-    order = ([dims["batch"]] if batched else []) + [dims["k"], dims["mn"]]
-    view_shape = [shape[d] for d in order]
-    view_strides = [strides[d] for d in order]
-    view_type = ir.MemRefType.get(view_shape, element, ir.StridedLayoutAttr.get(
-        offset, view_strides))
-    view = memref.reinterpret_cast(view_type, source, [], [], [], [offset], view_shape,
-                                   view_strides)
-    copy = memref.alloc(ir.MemRefType.get(([batch] if batched else []) + [extent, k],
-                                          element), [], [])
-    rw = read_width(view_strides, offset, extent, eb)
-    ww = write_width(k, eb)
+    check_threads(threads, copy, eb)
+    axes = (copy.r, copy.k) + copy.batch
+    src = _flat(source, _extent(copy.src_offset, axes, "src"))
+    dst = _flat(dest, _extent(copy.dst_offset, axes, "dst"))
+    rw, ww = read_width(copy, eb), write_width(copy, eb)
     # An odd number of 4-byte words a row (see the module docstring).
     pitch = TILE + max(1, 4 // eb)
     smem_type = ir.MemRefType.get([TILE, pitch], element, memory_space=ir.Attribute.parse(
         "#gpu.address_space<workgroup>"))
-    grid = (-(-extent // TILE), -(-k // TILE), batch if batched else 1)
-    launch = gpu.LaunchOp(tuple(_idx(g) for g in grid), (_idx(THREADS), _idx(1), _idx(1)))
+    r_tiles, k_tiles = -(-copy.r.size // TILE), -(-copy.k.size // TILE)
+    blocks = r_tiles * k_tiles * copy.batches
+    launch = gpu.LaunchOp((_idx(blocks), _idx(1), _idx(1)), (_idx(threads), _idx(1), _idx(1)))
     launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
         ir.IntegerType.get_signless(64), 1)
     block = launch.regions[0].blocks[0]
     smem = block.add_argument(smem_type, ir.Location.unknown())
     with ir.InsertionPoint(block):
         tid = gpu.thread_id(gpu.Dimension.x)
-        r0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(TILE))
-        k0 = arith.muli(gpu.block_id(gpu.Dimension.y), _idx(TILE))
-        b = gpu.block_id(gpu.Dimension.z)
+        bid = gpu.block_id(gpu.Dimension.x)
+        r0 = arith.muli(arith.remui(bid, _idx(r_tiles)), _idx(TILE))
+        rest = arith.divui(bid, _idx(r_tiles))
+        k0 = arith.muli(arith.remui(rest, _idx(k_tiles)), _idx(TILE))
+        rest = arith.divui(rest, _idx(k_tiles))
+        src_base, dst_base = _idx(copy.src_offset), _idx(copy.dst_offset)
+        for i, axis in reversed(list(enumerate(copy.batch))):
+            at = arith.remui(rest, _idx(axis.size)) if i else rest
+            src_base = arith.addi(src_base, arith.muli(at, _idx(axis.src)))
+            dst_base = arith.addi(dst_base, arith.muli(at, _idx(axis.dst)))
+            if i:
+                rest = arith.divui(rest, _idx(axis.size))
 
         # 1. Read: thread t loads vector t % per of rows t / per + i * rows.
         per = TILE // rw
-        rows = THREADS // per
+        rows = threads // per
         column = arith.muli(arith.remui(tid, _idx(per)), _idx(rw))
         first = arith.divui(tid, _idx(per))
         # The last in-bounds vector and row stand in for those past the end.
-        r = arith.minui(arith.addi(r0, column), _idx(extent - rw))
+        r = arith.minui(arith.addi(r0, column), _idx(copy.r.size - rw))
+        at_r = arith.addi(src_base, arith.muli(r, _idx(copy.r.src)))
         vector_type = ir.VectorType.get([rw], element)
         loaded = []
         for i in range(TILE // rows):
             row = arith.addi(first, _idx(i * rows))
-            where = ([b] if batched else []) + [
-                arith.minui(arith.addi(k0, row), _idx(k - 1)), r]
+            k = arith.minui(arith.addi(k0, row), _idx(copy.k.size - 1))
+            where = [arith.addi(at_r, arith.muli(k, _idx(copy.k.src)))]
             if rw == 1:
-                loaded.append((row, [memref.load(view, where)]))
+                loaded.append((row, [memref.load(src, where)]))
             else:
-                got = vector.load(vector_type, view, where, alignment=rw * eb)
+                got = vector.load(vector_type, src, where, alignment=rw * eb)
                 loaded.append((row, [vector.extract(got, [], [j]) for j in range(rw)]))
         for row, values in loaded:
             for j, value in enumerate(values):
                 memref.store(value, smem, [row, arith.addi(column, _idx(j))])
         gpu.barrier()
 
-        # 3. Write: thread t stores vector t % per of copy rows t / per + i * rows.
+        # 3. Write: thread t stores vector t % per of columns t / per + i * rows.
         per = TILE // ww
-        rows = THREADS // per
+        rows = threads // per
         kk = arith.muli(arith.remui(tid, _idx(per)), _idx(ww))
         first = arith.divui(tid, _idx(per))
-        k_ok = _cmp("ult", arith.addi(k0, kk), _idx(k))
+        k = arith.addi(k0, kk)
+        k_ok = _cmp("ult", k, _idx(copy.k.size))
+        at_k = arith.addi(dst_base, arith.muli(k, _idx(copy.k.dst)))
         vector_type = ir.VectorType.get([ww], element)
         for i in range(TILE // rows):
             c = arith.addi(first, _idx(i * rows))
             values = [memref.load(smem, [arith.addi(kk, _idx(j)), c]) for j in range(ww)]
-            ok = arith.andi(k_ok, _cmp("ult", arith.addi(r0, c), _idx(extent)))
+            r = arith.addi(r0, c)
+            ok = arith.andi(k_ok, _cmp("ult", r, _idx(copy.r.size)))
             guard = scf.IfOp(ok, [], has_else=False)
             with ir.InsertionPoint(guard.then_block):
-                where = ([b] if batched else []) + [arith.addi(r0, c), arith.addi(k0, kk)]
+                where = [arith.addi(at_k, arith.muli(r, _idx(copy.r.dst)))]
                 if ww == 1:
-                    memref.store(values[0], copy, where)
+                    memref.store(values[0], dst, where)
                 else:
-                    vector.store(vector.from_elements(vector_type, values), copy, where,
+                    vector.store(vector.from_elements(vector_type, values), dst, where,
                                  alignment=ww * eb)
                 scf.YieldOp([])
         gpu.TerminatorOp()
-    return copy
+    return launch
+
+
+def transposed_copy(source, dims, extent, k, batch):
+    """tc-sm90's copy of an operand: emit it at the current insertion point
+    (host side of a kernel function) and return the new buffer, ``[batch,]
+    extent x k`` row-major with ``copy[b, r, kk] = source[b, kk, r]``.
+    ``dims`` gives the source's "batch" (None when it has none), "k" and "mn"
+    dims; a source dim in none of them has size 1."""
+    shape, strides, offset = irutil.memref_geometry(source.type)
+    element = ir.MemRefType(source.type).element_type
+    batched = dims["batch"] is not None
+    dest = memref.alloc(ir.MemRefType.get(([batch] if batched else []) + [extent, k],
+                                          element), [], [])
+    copy = Copy(Axis(extent, strides[dims["mn"]], k), Axis(k, strides[dims["k"]], 1),
+                (Axis(batch, strides[dims["batch"]], extent * k),) if batched else (),
+                offset, 0)
+    emit(copy, source, dest)
+    return dest
+
+
+def lower_kernel(fn, threads):
+    """Replace the one copy of kernel function ``fn`` (a ``linalg.generic``
+    whose body yields its input: a transpose) by the tiled launch. Raises
+    NotATranspose, leaving ``fn`` as it is, when it is no such kernel."""
+    ops = [op.operation for op in irutil.body(fn).operations
+           if op.operation.name not in ("arith.constant", "func.return")]
+    if len(ops) != 1 or ops[0].name != "linalg.generic":
+        raise NotATranspose(f"{len(ops)} ops in the kernel: expected one copy")
+    op = ops[0]
+    body = irutil.body_ops(op)
+    block = op.regions[0].blocks[0]
+    if len(op.operands) != 2 or len(body) != 1 or \
+            body[0].operands[0] != block.arguments[0]:
+        raise NotATranspose("the kernel computes, not only copies")
+    if any(not irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"])):
+        raise NotATranspose("the kernel reduces")
+    source, dest = op.operands[0], op.operands[1]
+    sizes = [0] * len(ir.ArrayAttr(op.attributes["iterator_types"]))
+    strides_of = []
+    for value, amap in zip((source, dest), irutil.indexing_maps(op)):
+        if not amap.is_permutation:
+            raise NotATranspose(f"a map {amap} that is not a permutation")
+        shape, strides, offset = irutil.memref_geometry(value.type)
+        per_loop = [0] * len(sizes)
+        for position, expr in enumerate(amap.results):
+            d = ir.AffineDimExpr(expr).position
+            per_loop[d] = strides[position]
+            sizes[d] = shape[position]
+        strides_of.append((per_loop, offset))
+    (src_strides, src_offset), (dst_strides, dst_offset) = strides_of
+    copy = copy_axes(sizes, src_strides, dst_strides, src_offset, dst_offset)
+    eb = irutil.element_bytes(ir.MemRefType(source.type).element_type)
+    check_threads(threads, copy, eb)
+    with ir.InsertionPoint(op):
+        emit(copy, source, dest, threads)
+    op.erase()
+    return describe(copy, eb)
+
+
+def describe(copy, eb):
+    """What the plan says of a copy: "a 64 x 3136 transpose over a batch of
+    8 in 64 x 64 tiles: 16-byte reads, 16-byte writes"."""
+    batch = f" over a batch of {copy.batches}" if copy.batch else ""
+    return (f"a {copy.k.size} x {copy.r.size} transpose{batch} in {TILE} x {TILE} tiles: "
+            f"{read_width(copy, eb) * eb}-byte reads, {write_width(copy, eb) * eb}-byte writes")

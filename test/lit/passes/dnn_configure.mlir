@@ -19,7 +19,7 @@
 
 // UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, odd_reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
-// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm100': unknown strategy 'tc-sm100': expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, tc-sm90, tc-sm80
+// STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm100': unknown strategy 'tc-sm100': expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, simt-transpose, tc-sm90, tc-sm80
 // TC80-LABEL: func.func private @matmul(
 //  TC80-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [128, 128, 32]}
 //  TC80-SAME:     dnn.config_reason = "user override strategy=tc-sm80 tile=(128, 128, 32) stages=4; heuristics: matmul:

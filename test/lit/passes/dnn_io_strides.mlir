@@ -107,6 +107,25 @@ func.func @pool_channels_last(%x: memref<2x16x8x8xbf16> {dnn.name = "x", dnn.str
 
 // -----
 
+// Likewise a simt-transpose kernel's input and output (its tiles read and
+// write any strides): a channels-last x read where it lies, the result
+// written where its declared strides put it, no copies.
+
+// CHECK-LABEL: func.func private @to_nhwc(
+//  CHECK-SAME:     memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %{{.*}}: memref<2x8x8x16xbf16, strided<[1024, 8, 1, 64]>>)
+// CHECK-LABEL: func.func @transpose_strided(
+//  CHECK-NEXT:   call @to_nhwc(
+//  CHECK-NEXT:   return
+func.func private @to_nhwc(%x: memref<2x16x8x8xbf16>, %y: memref<2x8x8x16xbf16>) attributes {dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.kernel} {
+  return
+}
+func.func @transpose_strided(%x: memref<2x16x8x8xbf16> {dnn.name = "x", dnn.strides = array<i64: 1024, 1, 128, 16>}, %y: memref<2x8x8x16xbf16> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 1024, 8, 1, 64>}) attributes {dnn.graph} {
+  call @to_nhwc(%x, %y) : (memref<2x16x8x8xbf16>, memref<2x8x8x16xbf16>) -> ()
+  return
+}
+
+// -----
+
 // CHECK-LABEL: func.func @tc_output_copied(
 //       CHECK:   call @tc3(
 //  CHECK-NEXT:   call @tc_output_copied_store_y(

@@ -234,22 +234,24 @@ func.func private @a_stored_k_by_m(%A: memref<256x512xbf16, strided<[1, 256]>>, 
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // B stored K x N with rows of 200 bytes, which TMA cannot step by: a launch
-// ahead of the GEMM copies it transposed into a 100 x 512 buffer, 64 x 64
-// tiles through shared memory (rows padded to 66 elements), reading 8-byte
+// ahead of the GEMM copies it transposed into a 100 x 512 buffer (both
+// viewed flat), 64 x 64 tiles through shared memory (rows padded to 66
+// elements; 2 x 8 of them, one a block), reading 8-byte
 // vectors along N (100 is a multiple of 4, not of 8) and writing 16-byte
 // vectors along K; the GEMM's TMA descriptor describes the copy.
 // CHECK-LABEL: func.func private @b_rows_misaligned(
 //  CHECK-SAME:     %{{.*}}: memref<256x512xbf16>, %[[B:.*]]: memref<512x100xbf16>,
 //  CHECK-SAME:     dnn.config_reason = "B stored K x N copied transposed first (its rows of 200 bytes are not a multiple of 16 for TMA); the output tiles are stored by TMA from shared memory (4 of 4 column slices in flight)"
-//       CHECK:   %[[V:.*]] = memref.reinterpret_cast %[[B]] to offset: [0], sizes: [512, 100], strides: [100, 1]
 //       CHECK:   %[[COPY:.*]] = memref.alloc() : memref<100x512xbf16>
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c8, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1) workgroup(%[[TILE:.*]] : memref<64x66xbf16, #gpu.address_space<workgroup>>)
-//       CHECK:     vector.load %[[V]][%{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<512x100xbf16, strided<[100, 1]>>, vector<4xbf16>
+//       CHECK:   %[[SRC:.*]] = memref.reinterpret_cast %[[B]] to offset: [0], sizes: [51200], strides: [1]
+//       CHECK:   %[[DST:.*]] = memref.reinterpret_cast %[[COPY]] to offset: [0], sizes: [51200], strides: [1]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c16, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1) workgroup(%[[TILE:.*]] : memref<64x66xbf16, #gpu.address_space<workgroup>>)
+//       CHECK:     vector.load %[[SRC]][%{{.*}}] {alignment = 8 : i64} : memref<51200xbf16>, vector<4xbf16>
 //       CHECK:     memref.store %{{.*}}, %[[TILE]]
 //       CHECK:     gpu.barrier
 //       CHECK:     memref.load %[[TILE]]
 //       CHECK:     scf.if
-//       CHECK:       vector.store %{{.*}}, %[[COPY]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<100x512xbf16>, vector<8xbf16>
+//       CHECK:       vector.store %{{.*}}, %[[DST]][%{{.*}}] {alignment = 16 : i64} : memref<51200xbf16>, vector<8xbf16>
 //       CHECK:   %[[UB:.*]] = memref.cast %[[COPY]]
 //       CHECK:   nvgpu.tma.create.descriptor %[[UB]]
 func.func private @b_rows_misaligned(%A: memref<256x512xbf16>, %B: memref<512x100xbf16>, %C: memref<256x100xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 128, 64]}, dnn.kernel} {
