@@ -423,6 +423,13 @@ def _transpose_2d():
     return g
 
 
+def _transpose_cast():
+    g = _graph("transpose_cast", "f32")
+    x = g.tensor(name="x", dim=[8192, 8192])
+    g.cast(g.transpose(x, [1, 0]), "bf16").set_output(True)
+    return g
+
+
 NCHW = [128, 64, 56, 56]  # a ResNet stage's activations
 
 
@@ -472,6 +479,11 @@ TENSOR = [
     # Transposes that move the innermost dim (simt-transpose).
     Case("transpose (2-D) 8192x8192 f32", _transpose_2d, lambda t, x: x.t().contiguous(),
          0, 8192 * 8192 * 2 * F32, True, "tensor"),
+    # The cast joins the transpose's kernel; PyTorch eager copies and casts
+    # in one copy_ too.
+    Case("transpose+cast (2-D) 8192x8192 f32->bf16", _transpose_cast,
+         lambda t, x: x.t().to(t.bfloat16, memory_format=t.contiguous_format),
+         0, 8192 * 8192 * (F32 + BF16), True, "tensor", compiled=True),
     Case("transpose NCHW->NHWC 128x64x56x56 bf16", _to_nhwc,
          lambda t, x: x.permute(0, 2, 3, 1).contiguous(), 0, _numel(NCHW) * 2 * BF16, True,
          "tensor"),

@@ -21,6 +21,8 @@ from dnnc.heuristics.config import Config
 from dnnc.heuristics.generic import rank_tensor as simt_tensor, simt_generic, tensor_facts
 
 VECTOR_BYTES = 16
+# Ops that move data rather than compute it.
+TENSOR_OPS = frozenset({"transpose", "reshape", "slice", "concat"})
 # Vectors per SM beyond which each thread handles two: 8 full waves of
 # 2048-thread SMs.
 UNROLL_VECTORS_PER_SM = 8 * 2048
@@ -130,9 +132,12 @@ def rank_tensor(problem):
 
 def _moves_innermost(problem):
     """"the transpose P moves the innermost dim" when the kernel is one
-    transpose whose permutation P does (of a dim longer than 1); "" else."""
-    if tuple(o for o in problem.ops if o != "constant") != ("transpose",) \
-            or not problem.outputs or not problem.outputs[0].shape:
+    transpose whose permutation P does (of a dim longer than 1), with the
+    pointwise ops dnn-fuse joins to it; "" else."""
+    names = [o for o in problem.ops if o != "constant"]
+    if not names or names[0] != "transpose" or set(names[1:]) & TENSOR_OPS \
+            or len(problem.inputs) != 1 or not problem.outputs \
+            or not problem.outputs[0].shape:
         return ""
     perm = tuple(problem.attr("permutation", ()))
     shape = problem.outputs[0].shape

@@ -66,6 +66,10 @@ Grouping, in program order:
 * reshape, transpose and slice get one kernel each (anchor "tensor"), but for
   a reshape that is no graph result: it stays in the graph function, where
   bufferization makes it a view of its operand's buffer (it moves no data);
+  a transpose takes an epilogue (option ``epilogue``) of pointwise ops that
+  read no other tensor (a cast, a relu, a scale by a constant), each the
+  only user of the one before: the copy applies them to each element it
+  moves;
 * ``dnn.constant``s are cloned into every kernel that uses them.
 
 A join that would make two kernels depend on each other is refused. A kernel
@@ -369,7 +373,9 @@ class Partition:
                     and not self._join_reductions(op):
                 self._join_pointwise(op)
         elif kind in TENSOR:
-            self._new(VIEW if _is_view(op) else "tensor", op)
+            group = self._new(VIEW if _is_view(op) else "tensor", op)
+            if kind == "transpose" and self.epilogue:
+                group.tip = op.results[0]
         elif kind == "reduction" and self._place_reduction(op):
             pass
         elif kind == "concat" and self._join_concat(op):
@@ -452,13 +458,23 @@ class Partition:
             group = self._source(v)
             if (group is not None and group.tip is not None and group.tip == v
                     and self._only_user(group, v, op) and self._legal([group], op)
-                    and (group.rows is None or group.spans(op.results[0]))):
+                    and (group.rows is None or group.spans(op.results[0]))
+                    and (group.anchor != "tensor" or self._unary(op, v))):
                 self._add(group, op)
                 group.tip = op.results[0]
                 if group.rows is not None:
                     self._absorb(group)
                 return True
         return False
+
+    @staticmethod
+    def _unary(op, value):
+        """``op`` reads no tensor but ``value`` (its other operands are
+        constants) and keeps its shape: what a transpose's kernel applies to
+        each element it moves."""
+        others = [v for v in op.operands if v != value]
+        return all(_is_constant(_producer(v)) for v in others) \
+            and _shape(op.results[0]) == _shape(value)
 
     @staticmethod
     def _only_user(group, value, op):

@@ -7,7 +7,9 @@ source's contiguous dim and writing them along the destination's
 
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The kernel's one ``linalg.generic`` must
-copy its input through permuted maps; its dims are merged where both
+read its one input through permuted maps; its body (a cast, a relu, a scale:
+the epilogue dnn-fuse joins to a transpose) is applied to each element as it
+is written. Its dims are merged where both
 buffers keep them adjacent (NCHW to NHWC is a batch of N transposes of C x
 HW). ``block[0]`` is the threads per block. A kernel that is not such a
 copy, or whose buffers are contiguous along the same dim, is handed to

@@ -503,6 +503,18 @@ def test_tensor_and_unknown_anchors():
                                "the innermost dim, so its tiles go through shared memory; "
                                "block 256")
     assert moved[1].reason.startswith("for when simt-transpose does not apply"), moved[1].reason
+    # With the unary epilogue dnn-fuse joins (a cast) too; not with a second
+    # input, nor after another data movement.
+    cast = choose(problem("tensor", [([64, 96], "f32")], [([96, 64], "bf16")],
+                          ops=["transpose", "cast"], attrs={"permutation": (1, 0)}.items()))
+    assert cast.strategy == "simt-transpose"
+    assert cast.reason.startswith("copy by transpose, cast: 6144 elements: the transpose"), \
+        cast.reason
+    for inputs, ops in [([([64, 96], "f32"), ([96, 64], "f32")], ["transpose", "add"]),
+                        ([([64, 96], "f32")], ["transpose", "reshape"])]:
+        c = choose(problem("tensor", inputs, [([96, 64], "f32")], ops=ops,
+                           attrs={"permutation": (1, 0)}.items()))
+        assert c.strategy != "simt-transpose", (ops, c)
     # What the anchor's attributes say: a slice that starts inside a vector
     # or steps along it.
     for op, attrs, why in [

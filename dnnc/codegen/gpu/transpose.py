@@ -22,8 +22,11 @@ per batch index, through a shared tile of TILE rows of k::
                bounds, and never written out), so the loads need no branch
     2. barrier
     3. write   each thread gathers ``write_width`` elements of a column of
-               the shared tile (consecutive k at one r) and stores them as
-               one vector along k, skipped past the end of r or k
+               the shared tile (consecutive k at one r), puts each through
+               the kernel's pointwise ops where it has some (the epilogue
+               dnn-fuse joins to a transpose: a cast, a relu, a scale), and
+               stores them as one vector along k, skipped past the end of r
+               or k
 
 The shared tile's rows are padded to an odd number of 4-byte words, so
 that the column reads of step 3 and the row writes of step 1 fall in
@@ -39,6 +42,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.vectorize import clone_body
 
 TILE = 64        # rows of k and columns of r per block
 THREADS = 256
@@ -99,7 +103,8 @@ def read_width(copy, eb):
 
 
 def write_width(copy, eb):
-    """Elements a thread writes at once along k."""
+    """Elements a thread writes at once along k (``eb``: the destination's
+    element bytes)."""
     return _width(eb, copy.k.dst, copy.k.size,
                   [copy.r.dst, copy.dst_offset] + [a.dst for a in copy.batch])
 
@@ -132,9 +137,10 @@ def copy_axes(sizes, src_strides, dst_strides, src_offset=0, dst_offset=0):
     return Copy(r, k, batch, src_offset, dst_offset)
 
 
-def check_threads(threads, copy, eb):
-    """Raise NotATranspose unless ``threads`` fit the tile's reads and writes."""
-    for width in (read_width(copy, eb), write_width(copy, eb)):
+def check_threads(threads, copy, eb, out_eb=None):
+    """Raise NotATranspose unless ``threads`` fit the tile's reads and writes
+    (``eb``, ``out_eb``: the source's and the destination's element bytes)."""
+    for width in (read_width(copy, eb), write_width(copy, out_eb or eb)):
         per = TILE // width
         if threads % per or threads // per > TILE or TILE % (threads // per):
             raise NotATranspose(f"blocks of {threads} threads: expected a multiple of {per} "
@@ -153,15 +159,18 @@ def _extent(offset, axes, which):
     return offset + 1 + sum((a.size - 1) * getattr(a, which) for a in axes)
 
 
-def emit(copy, source, dest, threads=THREADS):
-    """Emit the copy's launch at the current insertion point (host side)."""
+def emit(copy, source, dest, threads=THREADS, apply=None):
+    """Emit the copy's launch at the current insertion point (host side).
+    ``apply``, given, maps each element moved (a scalar of the source's
+    type) to the one stored (the destination's type)."""
     element = ir.MemRefType(source.type).element_type
-    eb = irutil.element_bytes(element)
-    check_threads(threads, copy, eb)
+    out_element = ir.MemRefType(dest.type).element_type
+    eb, out_eb = irutil.element_bytes(element), irutil.element_bytes(out_element)
+    check_threads(threads, copy, eb, out_eb)
     axes = (copy.r, copy.k) + copy.batch
     src = _flat(source, _extent(copy.src_offset, axes, "src"))
     dst = _flat(dest, _extent(copy.dst_offset, axes, "dst"))
-    rw, ww = read_width(copy, eb), write_width(copy, eb)
+    rw, ww = read_width(copy, eb), write_width(copy, out_eb)
     # An odd number of 4-byte words a row (see the module docstring).
     pitch = TILE + max(1, 4 // eb)
     smem_type = ir.MemRefType.get([TILE, pitch], element, memory_space=ir.Attribute.parse(
@@ -220,10 +229,12 @@ def emit(copy, source, dest, threads=THREADS):
         k = arith.addi(k0, kk)
         k_ok = _cmp("ult", k, _idx(copy.k.size))
         at_k = arith.addi(dst_base, arith.muli(k, _idx(copy.k.dst)))
-        vector_type = ir.VectorType.get([ww], element)
+        vector_type = ir.VectorType.get([ww], out_element)
         for i in range(TILE // rows):
             c = arith.addi(first, _idx(i * rows))
             values = [memref.load(smem, [arith.addi(kk, _idx(j)), c]) for j in range(ww)]
+            if apply is not None:
+                values = [apply(v) for v in values]
             r = arith.addi(r0, c)
             ok = arith.andi(k_ok, _cmp("ult", r, _idx(copy.r.size)))
             guard = scf.IfOp(ok, [], has_else=False)
@@ -233,7 +244,7 @@ def emit(copy, source, dest, threads=THREADS):
                     memref.store(values[0], dst, where)
                 else:
                     vector.store(vector.from_elements(vector_type, values), dst, where,
-                                 alignment=ww * eb)
+                                 alignment=ww * out_eb)
                 scf.YieldOp([])
         gpu.TerminatorOp()
     return launch
@@ -258,19 +269,23 @@ def transposed_copy(source, dims, extent, k, batch):
 
 
 def lower_kernel(fn, threads):
-    """Replace the one copy of kernel function ``fn`` (a ``linalg.generic``
-    whose body yields its input: a transpose) by the tiled launch. Raises
-    NotATranspose, leaving ``fn`` as it is, when it is no such kernel."""
+    """Replace the one ``linalg.generic`` of kernel function ``fn`` (a
+    transpose: its input read through a permuted map, its body a function
+    of that input alone, such as a cast) by the tiled launch; return what
+    the plan says of it. Raises NotATranspose, leaving ``fn`` as it is, when
+    it is no such kernel."""
     ops = [op.operation for op in irutil.body(fn).operations
            if op.operation.name not in ("arith.constant", "func.return")]
     if len(ops) != 1 or ops[0].name != "linalg.generic":
         raise NotATranspose(f"{len(ops)} ops in the kernel: expected one copy")
     op = ops[0]
-    body = irutil.body_ops(op)
     block = op.regions[0].blocks[0]
-    if len(op.operands) != 2 or len(body) != 1 or \
-            body[0].operands[0] != block.arguments[0]:
-        raise NotATranspose("the kernel computes, not only copies")
+    if len(op.operands) != 2:
+        raise NotATranspose(f"{len(op.operands) - 1} inputs: expected one")
+    body = [o.operation for o in block.operations][:-1]
+    if any(o.name == "linalg.index" or len(o.regions) for o in body) or \
+            any(True for _ in block.arguments[1].uses):
+        raise NotATranspose("the kernel's body reads its output or its indices")
     if any(not irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"])):
         raise NotATranspose("the kernel reduces")
     source, dest = op.operands[0], op.operands[1]
@@ -289,16 +304,23 @@ def lower_kernel(fn, threads):
     (src_strides, src_offset), (dst_strides, dst_offset) = strides_of
     copy = copy_axes(sizes, src_strides, dst_strides, src_offset, dst_offset)
     eb = irutil.element_bytes(ir.MemRefType(source.type).element_type)
-    check_threads(threads, copy, eb)
+    out_eb = irutil.element_bytes(ir.MemRefType(dest.type).element_type)
+    check_threads(threads, copy, eb, out_eb)
+    def apply(x):
+        """The body on one element (its output argument is never read)."""
+        (y,) = clone_body(block, [x, x], None)
+        return y
     with ir.InsertionPoint(op):
-        emit(copy, source, dest, threads)
+        emit(copy, source, dest, threads, apply if body else None)
     op.erase()
-    return describe(copy, eb)
+    applied = ", each element through the kernel's pointwise ops" if body else ""
+    return describe(copy, eb, out_eb) + applied
 
 
-def describe(copy, eb):
+def describe(copy, eb, out_eb):
     """What the plan says of a copy: "a 64 x 3136 transpose over a batch of
     8 in 64 x 64 tiles: 16-byte reads, 16-byte writes"."""
     batch = f" over a batch of {copy.batches}" if copy.batch else ""
     return (f"a {copy.k.size} x {copy.r.size} transpose{batch} in {TILE} x {TILE} tiles: "
-            f"{read_width(copy, eb) * eb}-byte reads, {write_width(copy, eb) * eb}-byte writes")
+            f"{read_width(copy, eb) * eb}-byte reads, "
+            f"{write_width(copy, out_eb) * out_eb}-byte writes")

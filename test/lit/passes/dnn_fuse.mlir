@@ -268,16 +268,16 @@ func.func @residual_layernorm_fp8(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %s
 
 // -----
 
-// A norm takes a pointwise epilogue (the output's scale, cast or shift); a
-// transpose is a kernel of its own; a constant used by two kernels is cloned
-// into both.
+// A norm takes a pointwise epilogue (the output's scale, cast or shift); so
+// does a transpose, of ops that read no other tensor (the scale by a
+// constant); a constant used by two kernels is cloned into both.
 // CHECK-LABEL: func.func private @norm_epilogue_k0_tensor(
 // CHECK-SAME: attributes {dnn.anchor = "tensor", dnn.kernel}
-// CHECK-NEXT: "dnn.transpose"
-// CHECK: func.func private @norm_epilogue_k1_pointwise(
-// CHECK-NEXT: "dnn.constant"
-// CHECK-NEXT: "dnn.mul"
-// CHECK: func.func private @norm_epilogue_k2_layernorm(
+// CHECK-NEXT: %[[T:.*]] = "dnn.transpose"
+// CHECK-NEXT: %[[C:.*]] = "dnn.constant"
+// CHECK-NEXT: %[[M:.*]] = "dnn.mul"(%[[T]], %[[C]])
+// CHECK-NEXT: return %[[M]]
+// CHECK: func.func private @norm_epilogue_k1_layernorm(
 // CHECK-NEXT: %[[Y:.*]] = "dnn.layernorm"
 // CHECK-NEXT: %[[C:.*]] = "dnn.constant"
 // CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[Y]], %[[C]])
@@ -285,8 +285,7 @@ func.func @residual_layernorm_fp8(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %s
 // CHECK-NOT: dnn.kernel
 // CHECK-LABEL: func.func @norm_epilogue(
 // CHECK-NEXT: %[[T:.*]] = call @norm_epilogue_k0_tensor(%arg0)
-// CHECK-NEXT: %[[M:.*]] = call @norm_epilogue_k1_pointwise(%[[T]])
-// CHECK-NEXT: %[[N:.*]] = call @norm_epilogue_k2_layernorm(%[[M]])
+// CHECK-NEXT: %[[N:.*]] = call @norm_epilogue_k1_layernorm(%[[T]])
 // CHECK-NEXT: return %[[N]]
 func.func @norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
   %c = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
@@ -295,6 +294,39 @@ func.func @norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
   %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %3 = "dnn.add"(%2, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   return %3 : tensor<5x13xf32>
+}
+
+// -----
+
+// A transpose's epilogue stops at an op that reads another tensor (the add
+// of %r: a pointwise kernel of its own, with the relu after it), and at a
+// value with two users; the cast before that joins.
+// CHECK-LABEL: func.func private @transpose_epilogue_k0_tensor(
+// CHECK-NEXT: %[[T:.*]] = "dnn.transpose"
+// CHECK-NEXT: %[[C:.*]] = "dnn.cast"(%[[T]])
+// CHECK-NEXT: return %[[C]]
+// CHECK: func.func private @transpose_epilogue_k1_pointwise(
+// CHECK-NEXT: "dnn.add"
+// CHECK-NEXT: "dnn.relu"
+// CHECK: func.func private @transpose_epilogue_k2_tensor(
+// CHECK-NEXT: %[[U:.*]] = "dnn.transpose"
+// CHECK-NEXT: return %[[U]]
+// CHECK: func.func private @transpose_epilogue_k3_pointwise(
+// CHECK-NEXT: "dnn.exp"
+// CHECK: func.func private @transpose_epilogue_k4_pointwise(
+// CHECK-NEXT: "dnn.neg"
+// NOFUSE-LABEL: func.func private @transpose_epilogue_k0_tensor(
+// NOFUSE-NEXT: "dnn.transpose"
+// NOFUSE-NEXT: return
+func.func @transpose_epilogue(%x: tensor<13x5xf32>, %r: tensor<5x13xbf16>) -> (tensor<5x13xbf16>, tensor<5x13xf32>, tensor<5x13xf32>) {
+  %0 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.cast"(%0) : (tensor<5x13xf32>) -> tensor<5x13xbf16>
+  %2 = "dnn.add"(%1, %r) : (tensor<5x13xbf16>, tensor<5x13xbf16>) -> tensor<5x13xbf16>
+  %3 = "dnn.relu"(%2) : (tensor<5x13xbf16>) -> tensor<5x13xbf16>
+  %4 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
+  %5 = "dnn.exp"(%4) : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %6 = "dnn.neg"(%4) : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  return %3, %5, %6 : tensor<5x13xbf16>, tensor<5x13xf32>, tensor<5x13xf32>
 }
 
 // -----

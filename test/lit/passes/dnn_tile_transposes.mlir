@@ -79,13 +79,54 @@ func.func private @plain_copy(%x: memref<64x32xf32>, %y: memref<64x32xf32> {buff
 #t = affine_map<(d0, d1) -> (d1, d0)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// A transpose that also computes is not a copy.
-// CHECK-LABEL: func.func private @computes(
-//  CHECK-SAME:     dnn.config_reason = "simt-transpose does not apply (the kernel computes, not only copies): simt-generic, one thread per element; heuristics: copy"
-func.func private @computes(%x: memref<64x32xf32>, %y: memref<32x64xf32> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.config_reason = "copy", dnn.kernel} {
+// A second input (a residual in the output's layout): not one copy.
+// CHECK-LABEL: func.func private @two_inputs(
+//  CHECK-SAME:     dnn.config_reason = "simt-transpose does not apply (2 inputs: expected one): simt-generic, one thread per element; heuristics: copy"
+func.func private @two_inputs(%x: memref<64x32xf32>, %r: memref<32x64xf32>, %y: memref<32x64xf32> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.config_reason = "copy", dnn.kernel} {
+  linalg.generic {indexing_maps = [#t, #id, #id], iterator_types = ["parallel", "parallel"]} ins(%x, %r : memref<64x32xf32>, memref<32x64xf32>) outs(%y : memref<32x64xf32>) {
+  ^bb0(%in: f32, %in2: f32, %out: f32):
+    %0 = arith.addf %in, %in2 : f32
+    linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A transpose with its epilogue (dnn-fuse joins a cast): the tile holds f32,
+// each element is cast as it is written, 8 bf16 to a 16-byte store.
+// CHECK-LABEL: func.func private @transpose_cast(
+//  CHECK-SAME:     dnn.config_reason = "copy by transpose, cast; a 96 x 200 transpose in 64 x 64 tiles: 16-byte reads, 16-byte writes, each element through the kernel's pointwise ops"
+//       CHECK:   gpu.launch {{.*}} workgroup(%[[TILE:.*]] : memref<64x65xf32, #gpu.address_space<workgroup>>)
+//       CHECK:     gpu.barrier
+//  CHECK-COUNT-8:  memref.load %[[TILE]]
+//  CHECK-COUNT-8:  arith.truncf %{{.*}} : f32 to bf16
+//       CHECK:     scf.if
+//       CHECK:       vector.store %{{.*}}, %{{.*}}[%{{.*}}] {alignment = 16 : i64} : memref<19200xbf16>, vector<8xbf16>
+func.func private @transpose_cast(%x: memref<96x200xf32>, %y: memref<200x96xbf16> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.config_reason = "copy by transpose, cast", dnn.kernel} {
+  linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%x : memref<96x200xf32>) outs(%y : memref<200x96xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  return
+}
+
+// -----
+
+#t = affine_map<(d0, d1) -> (d1, d0)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A body that reads the output's current value is not a copy.
+// CHECK-LABEL: func.func private @reads_output(
+//  CHECK-SAME:     dnn.config_reason = "simt-transpose does not apply (the kernel's body reads its output or its indices): simt-generic, one thread per element; heuristics: copy"
+func.func private @reads_output(%x: memref<64x32xf32>, %y: memref<32x64xf32> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.config_reason = "copy", dnn.kernel} {
   linalg.generic {indexing_maps = [#t, #id], iterator_types = ["parallel", "parallel"]} ins(%x : memref<64x32xf32>) outs(%y : memref<32x64xf32>) {
   ^bb0(%in: f32, %out: f32):
-    %0 = arith.negf %in : f32
+    %0 = arith.addf %in, %out : f32
     linalg.yield %0 : f32
   }
   return
