@@ -256,7 +256,7 @@ def transposed_copy(source, dims, extent, k, batch):
     extent x k`` row-major with ``copy[b, r, kk] = source[b, kk, r]``.
     ``dims`` gives the source's "batch" (None when it has none), "k" and "mn"
     dims; a source dim in none of them has size 1."""
-    shape, strides, offset = irutil.memref_geometry(source.type)
+    _, strides, offset = irutil.memref_geometry(source.type)
     element = ir.MemRefType(source.type).element_type
     batched = dims["batch"] is not None
     dest = memref.alloc(ir.MemRefType.get(([batch] if batched else []) + [extent, k],
@@ -284,7 +284,7 @@ def lower_kernel(fn, threads):
         raise NotATranspose(f"{len(op.operands) - 1} inputs: expected one")
     body = [o.operation for o in block.operations][:-1]
     if any(o.name == "linalg.index" or len(o.regions) for o in body) or \
-            any(True for _ in block.arguments[1].uses):
+            list(block.arguments[1].uses):
         raise NotATranspose("the kernel's body reads its output or its indices")
     if any(not irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"])):
         raise NotATranspose("the kernel reduces")
@@ -303,18 +303,16 @@ def lower_kernel(fn, threads):
         strides_of.append((per_loop, offset))
     (src_strides, src_offset), (dst_strides, dst_offset) = strides_of
     copy = copy_axes(sizes, src_strides, dst_strides, src_offset, dst_offset)
-    eb = irutil.element_bytes(ir.MemRefType(source.type).element_type)
-    out_eb = irutil.element_bytes(ir.MemRefType(dest.type).element_type)
-    check_threads(threads, copy, eb, out_eb)
     def apply(x):
         """The body on one element (its output argument is never read)."""
         (y,) = clone_body(block, [x, x], None)
         return y
-    with ir.InsertionPoint(op):
+    with ir.InsertionPoint(op):  # emit checks the threads before it builds anything
         emit(copy, source, dest, threads, apply if body else None)
     op.erase()
     applied = ", each element through the kernel's pointwise ops" if body else ""
-    return describe(copy, eb, out_eb) + applied
+    return describe(copy, irutil.element_bytes(ir.MemRefType(source.type).element_type),
+                    irutil.element_bytes(ir.MemRefType(dest.type).element_type)) + applied
 
 
 def describe(copy, eb, out_eb):
