@@ -136,15 +136,12 @@ class DnnMapTensorCores(DnncPass):
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
         try:
-            epilogue = tc_sm90.build(fn, found, tile_of(config))
+            notes = tc_sm90.build(fn, found, tile_of(config))
         except tc_sm90.NotSupported as why:
             not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
-            stored = {"A": "A stored K x M", "B": "B stored K x N"}
-            for name, why in tc_sm90.transposed_operands(found).items():
-                add_note(fn, f"{stored[name]} copied transposed first ({why})")
-            if epilogue:
-                add_note(fn, epilogue)
+            for note in notes:
+                add_note(fn, note)
             return
         fallback = sm80_fallback(found)
         try:

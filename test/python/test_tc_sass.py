@@ -15,9 +15,10 @@ K x M, which wgmma reads transposed); a bf16 512x1001x768 whose B rows
 of 2002 bytes TMA cannot step by (B copied transposed, N x K, by a launch
 ahead of the GEMM); an f16 GEMM returned with its silu whose rows of
 1998 bytes TMA cannot store; and three f32 matmuls in tf32 mode:
-one with B stored N x K (read in place), one with B stored K x N and one
-with A stored K x M (each copied transposed by a launch ahead of the GEMM:
-wgmma reads tf32 only K-major). For each:
+one with B stored N x K (read in place), one with B stored K x N (computed
+as Cᵀ = Bᵀ Aᵀ, B the A of that product) and one with A stored K x M, whose
+A fragments the consumers read from shared memory into registers (wgmma
+reads tf32 from shared memory only K-major). For each:
 
 * the manifest's first kernel is the tc-sm90 GEMM, with the epilogue fused;
   with split-K leaving more than 4 partials a tile (one a split, or one a
@@ -46,6 +47,7 @@ nvidia-cuda-nvdisasm wheels, PATH) those tests skip and say why.
 """
 
 import json
+import re
 
 import pytest
 
@@ -101,8 +103,8 @@ def linear_tf32():
 
 
 def mm_tf32():
-    """f32 in tf32 mode with B stored K x N: a launch copies B transposed
-    (N x K) ahead of the GEMM."""
+    """f32 in tf32 mode with B stored K x N: the kernel computes Cᵀ = Bᵀ Aᵀ,
+    with B's fragments read into registers; no launch ahead of it."""
     g = dnnc.Graph(name="mm_tf32", io_data_type="f32")
     a = g.tensor(name="a", dim=[2048, 1024])
     b = g.tensor(name="b", dim=[1024, 2048])
@@ -164,7 +166,8 @@ def weight_grad():
 
 
 def weight_grad_tf32():
-    """The same in tf32 mode, dy stored N x K: only A is copied transposed."""
+    """The same in tf32 mode, dy stored N x K: A's fragments go through
+    registers, nothing is copied."""
     g = dnnc.Graph(name="weight_grad_tf32", io_data_type="f32")
     x_t = g.tensor(name="x_t", dim=[1024, 4096], stride=[1, 1024])
     dy_t = g.tensor(name="dy_t", dim=[4096, 512], stride=[1, 4096])
@@ -215,9 +218,9 @@ CASES = {
     "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8, 0),
     "long_k": (long_k, ".BF16", [128, 128, 64], 32, 0),
     "linear_tf32": (linear_tf32, ".TF32", None, None, 0),
-    "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 1),
+    "mm_tf32": (mm_tf32, ".TF32", [128, 256, 32], 1, 0),
     "weight_grad": (weight_grad, ".BF16", None, None, 0),
-    "weight_grad_tf32": (weight_grad_tf32, ".TF32", None, None, 1),
+    "weight_grad_tf32": (weight_grad_tf32, ".TF32", None, None, 0),
     "odd_vocab": (odd_vocab, ".BF16", None, None, 1),
     "skinny_cast_weight": (skinny_cast_weight, ".BF16", [64, 64, 64], 2, 0),
     "relu_a": (relu_a, ".BF16", None, 1, 0),
@@ -232,8 +235,7 @@ EPILOGUES = {
               "in flight)",
     "mm_bias_gelu": "the output tiles are stored by TMA from shared memory (1 of 1 column "
                     "slices in flight)",
-    "mm_tf32": "the output tiles are stored by TMA from shared memory (2 of 8 column slices "
-               "in flight)",
+    "mm_tf32": "the epilogue stores from registers, element by element down C's columns",
     "weight_grad_tf32": None,
     "odd_vocab": None,
     "skinny_4096": None,
@@ -389,14 +391,16 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_accumulators_read_after_the_last_wait(built, name):
     """No instruction touches a wgmma's accumulator registers between the
-    HGMMA and the WARPGROUP.DEPBAR that waits for every group (PTX leaves
-    that undefined). ptxas once hoisted the epilogue's conversions of
+    HGMMA and the WARPGROUP.DEPBAR that waits for every group, nor the
+    registers of an A fragment before the wait that retires its group
+    (PTX leaves both undefined). ptxas once hoisted the epilogue's conversions of
     staged_rows_f16 above that wait, past a subroutine call that the tile
     order's division by a runtime value made; the results were a K step
     short."""
     functions = built.sass(name)
     for k in gemm_kernels(built.package(name)):
         assert sass.wgmma_hazards(functions[k["entry"]]) == [], k["entry"]
+        assert sass.wgmma_fragment_hazards(functions[k["entry"]]) == [], k["entry"]
         assert sass.opcodes(functions[k["entry"]])["CALL"] == 0, k["entry"]
 
 
@@ -445,23 +449,47 @@ def test_prologue_is_in_the_gemm(built, name):
 def test_a_stored_k_by_m(built, name):
     """A 16-bit A stored K x M is read in place, boxes of 64 K-rows of 64
     columns of M (two a 128-row tile), which wgmma reads transposed (the
-    HGMMA's A descriptor carries .tnspA); a tf32 one is copied transposed
-    first, and the plan says so."""
+    HGMMA's A descriptor carries .tnspA); a tf32 one is read in place too,
+    boxes of 32 K-rows of 32 columns of M, and its fragments go from there
+    to registers (the HGMMA's A is a register), as the plan says."""
     package = built.package(name)
     gemm = gemm_kernels(package)[0]
     text = package.describe()
+    assert "copied transposed" not in gemm["reason"], gemm["reason"]
     if name == "weight_grad":
         assert "args: tma(input 'x_t', bf16 box 64x64, swizzle 128), " in text, text
-        assert "copied transposed" not in gemm["reason"], gemm["reason"]
     else:
-        # The GEMM's A is the copy, K-major: boxes of 128 rows of 32 K.
-        assert "args: tma(workspace[0:+16777216], f32 box 128x32, swizzle 128), " in text, text
-        assert "A stored K x M copied transposed first" in package.kernels[0]["reason"]
+        assert "args: tma(input 'x_t', f32 box 32x32, swizzle 128), " in text, text
+        assert "A stored K x M is read into registers" in gemm["reason"], gemm["reason"]
     if sass.missing() is None and PTXAS_MISSING is None:
         text = built.sass(name)[gemm["entry"]]
         hgmma = [line for line in text.splitlines() if "HGMMA" in line]
         assert hgmma and all((".tnspA" in line) == (name == "weight_grad") for line in hgmma), \
             hgmma[:2]
+        assert all(bool(A_REGISTER.search(line)) == (name != "weight_grad") for line in hgmma), \
+            hgmma[:2]
+
+
+# An HGMMA whose A is a register: "HGMMA.64x256x8.F32.TF32 R24, R152, gdesc[...]".
+A_REGISTER = re.compile(r"HGMMA\.\S+\s+R\d+, R\d+, gdesc")
+
+
+def test_b_stored_k_by_n_in_tf32_computes_the_transpose(built):
+    """tf32 with B stored K x N: one launch, which computes Cᵀ = Bᵀ Aᵀ (B
+    is its A, boxes of 32 K-rows of 32 columns of N, A its B, K-major) and
+    stores C element by element; every HGMMA takes A from registers."""
+    package = built.package("mm_tf32")
+    assert len(package.kernels) == 1, [k["entry"] for k in package.kernels]
+    gemm = package.kernels[0]
+    assert "computes C^T = B^T A^T: B stored K x N is its A, read into registers" \
+        in gemm["reason"], gemm["reason"]
+    text = package.describe()
+    assert "args: tma(input 'b', f32 box 32x32, swizzle 128), " \
+        "tma(input 'a', f32 box 256x32, swizzle 128), output 'matmul0.c'" in text, text
+    if sass.missing() is None and PTXAS_MISSING is None:
+        hgmma = [line for line in built.sass("mm_tf32")[gemm["entry"]].splitlines()
+                 if "HGMMA" in line]
+        assert hgmma and all(A_REGISTER.search(line) for line in hgmma), hgmma[:2]
 
 
 def test_rows_tma_cannot_step_by_are_copied(built):
@@ -553,3 +581,41 @@ def test_wgmma_hazards():
     after the wait."""
     assert sass.wgmma_hazards(HAZARD) == [("F2FP.BF16.F32.PACK_AB", "R1, R25, R24"),
                                           ("STS.64", "[R2], R54")]
+
+
+# A K loop whose wgmmas read A from registers (R164 .. R167) that the next
+# iteration loads again while its group may still be in flight (the wait
+# leaves one): what a loop carrying one set of fragment registers compiles
+# to. Unrolled by two, the loop alternates two sets (FRAGMENTS_SAFE).
+FRAGMENTS_RELOADED = """
+        /*0100*/                   LDS R164, [R4] ;
+        /*0110*/                   LDS R165, [R3] ;
+        /*0120*/                   WARPGROUP.ARRIVE ;
+        /*0130*/                   HGMMA.64x256x8.F32.TF32 R24, R164, gdesc[UR16], R24, gsb0 ;
+        /*0140*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0150*/               @P0 BRA 0x100 ;
+        /*0160*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0170*/                   LDS R164, [R4] ;
+"""
+FRAGMENTS_SAFE = """
+        /*0100*/                   LDS R164, [R4] ;
+        /*0110*/                   HGMMA.64x256x8.F32.TF32 R24, R164, gdesc[UR16], R24, gsb0 ;
+        /*0120*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0130*/                   LDS R152, [R4+0x400] ;
+        /*0140*/                   HGMMA.64x256x8.F32.TF32 R24, R152, gdesc[UR16], R24, gsb0 ;
+        /*0150*/                   WARPGROUP.DEPBAR.LE gsb0, 0x1 ;
+        /*0160*/               @P0 BRA 0x100 ;
+        /*0170*/                   WARPGROUP.DEPBAR.LE gsb0, 0x0 ;
+        /*0180*/                   LDS R164, [R4] ;
+"""
+
+
+def test_wgmma_fragment_hazards():
+    """The loop's second pass loads R164 and R165 while the first pass's
+    group, which reads R164 .. R167, may be in flight: both loads are
+    hazards; the load after the wait for every group is not. Alternating
+    two sets of registers, each load finds the group that read its set
+    retired."""
+    assert sass.wgmma_fragment_hazards(FRAGMENTS_RELOADED) == [("LDS", "R164, [R4]"),
+                                                               ("LDS", "R165, [R3]")]
+    assert sass.wgmma_fragment_hazards(FRAGMENTS_SAFE) == []

@@ -12,6 +12,11 @@ store, as one aligned 2-element vector when N is even, else element by
 element. Rows past M and columns past N are computed on clamped coordinates
 (no load leaves its buffer) and not stored.
 
+A kernel that computes ``Cᵀ = Bᵀ Aᵀ`` (``transposed``: its rows are C's
+columns) evaluates the same chain at C's own indices, reads every input as
+a scalar and stores element by element (``store_transposed``): its pairs
+run down a column of C.
+
 Used by the tc-sm80 kernel (dnnc/codegen/gpu/tc_sm80.py), whose epilogue is
 ``apply``, and the tc-sm90 kernel (dnnc/codegen/gpu/tc_sm90.py), which reads
 its input pairs ahead (``load_pairs``) and stores 16-byte groups
@@ -106,19 +111,47 @@ class PairEpilogue:
     ``arguments``; ``full_m`` / ``full_n``: every row / column a thread can
     hold is inside C (M / N is a multiple of the tile), so no guard is made."""
 
-    def __init__(self, gemm, arguments, full_m=False, full_n=False):
+    def __init__(self, gemm, arguments, full_m=False, full_n=False, transposed=False):
         self.gemm = gemm
+        # ``gemm`` is Cᵀ's (its M is C's N): points swap to C's indices.
+        self.transposed = transposed
         self.epilogue = gemm.epilogue
         self.rank = len(ir.MemRefType(gemm.epilogue.accumulator.type).shape)
         self.stored = gemm.epilogue.stored(arguments)
         self.written = {b for step in gemm.epilogue.steps for b in step.outputs} | {
             gemm.epilogue.accumulator}
         self.full_m, self.full_n = full_m, full_n
-        self.pairs = gemm.n % 2 == 0   # an even row length: every pair is aligned
+        # An even row length: every pair is aligned (a transposed kernel's
+        # pairs are not adjacent in memory).
+        self.pairs = gemm.n % 2 == 0 and not transposed
 
     def point(self, batch, row, col):
-        """The indices of C at (``batch``, ``row``, ``col``)."""
+        """The indices of C at the kernel's (``batch``, ``row``, ``col``)."""
+        if self.transposed:
+            row, col = col, row
         return [batch, row, col] if self.rank == 3 else [row, col]
+
+    def store_transposed(self, envs, batch, row, col, row_ok=None, full_n=None):
+        """A transposed kernel's store of ``envs`` (evaluate's results at its
+        columns ``col``, ``col`` + 1...) in its ``row``: element by element
+        at C's (``col`` + e, ``row``), each where ``row_ok`` holds and, unless
+        ``full_n``, where the column is inside the kernel's N (C's M)."""
+        full_n = self.full_n if full_n is None else full_n
+        lead = [batch] if self.rank == 3 else []
+        for e, env in enumerate(envs):
+            c = arith.addi(col, _idx(e)) if e else col
+            ok = row_ok
+            if not full_n:
+                inside = arith.cmpi(arith.CmpIPredicate.ult, c, _idx(self.gemm.n))
+                ok = inside if ok is None else arith.andi(ok, inside)
+
+            def store(env=env, c=c):
+                for buffer in self.stored:
+                    memref.store(env[buffer], buffer, lead + [c, row])
+            if ok is None:
+                store()
+            else:
+                _if(ok, store)
 
     def load_pairs(self, point, cache, key):
         """{input buffer: [value at col, value at col + 1]} of the inputs that
@@ -155,6 +188,9 @@ class PairEpilogue:
         results at columns ``col``, ``col`` + 1...: a pair, or one column when
         N is odd) in ``row``, where ``row_ok`` holds; ``full_n`` overrides the
         epilogue's (True: no column guard on a pair)."""
+        if self.transposed:
+            self.store_transposed(envs, batch, row, col, row_ok, full_n)
+            return
         full_n = self.full_n if full_n is None else full_n
         lead = [batch] if self.rank == 3 else []
         for buffer in self.stored:

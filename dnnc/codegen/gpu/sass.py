@@ -149,6 +149,62 @@ def _registers(opcode, operands):
     return out
 
 
+_ADDRESSED = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[0-9T]+\s+)?"
+                        r"([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
+_A_REGISTERS = re.compile(r"^R\d+\s*,\s*R(\d+)\s*,")
+
+
+def wgmma_fragment_hazards(sass):
+    """[(opcode, operands)] of the instructions of ``sass`` (one kernel's
+    text) that name a register of a wgmma's A fragment while that wgmma may
+    still be in flight. An ``HGMMA`` whose A is a register (``HGMMA... R24,
+    R152, gdesc[...]``: R152 .. R155) joins the open group, which its
+    ``gsb0`` commits; ``WARPGROUP.DEPBAR.LE gsb0, N`` leaves the N groups
+    committed last in flight. PTX leaves touching a fragment before the wait
+    that retires it undefined: a load of the next K step's fragment into the
+    registers the step in flight reads is the hazard this finds. The text is
+    scanned in program order, and the body of each backward branch (a loop)
+    once more with the groups still in flight at its end, so a loop that
+    reloads the registers its previous iteration's wgmma still reads is
+    caught; forward branches are not followed."""
+    lines = []
+    for line in sass.splitlines():
+        m = _ADDRESSED.match(line)
+        if m:
+            lines.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
+    out = []
+    state = {"open": set(), "groups": []}
+
+    def scan(first, last, follow):
+        for i in range(first, last):
+            address, opcode, operands = lines[i]
+            if opcode.startswith("HGMMA"):
+                a = _A_REGISTERS.match(operands)
+                if a:
+                    state["open"] |= set(range(int(a.group(1)), int(a.group(1)) + 4))
+                if "gsb0" in operands:
+                    state["groups"].append(state["open"])
+                    state["open"] = set()
+                continue
+            if opcode.startswith("WARPGROUP.DEPBAR"):
+                kept = int(operands.rsplit(",", 1)[1], 0)
+                state["groups"] = state["groups"][len(state["groups"]) - kept:] if kept else []
+                continue
+            live = set().union(state["open"], *state["groups"])
+            if live and _registers(opcode, operands) & live \
+                    and (opcode, operands) not in out:
+                out.append((opcode, operands))
+            if follow and opcode.startswith("BRA"):
+                target = int(operands.split()[-1], 16) if operands else None
+                if target is not None and target < address:
+                    start = next((j for j, x in enumerate(lines) if x[0] == target), None)
+                    if start is not None:
+                        scan(start, i + 1, False)
+
+    scan(0, len(lines), True)
+    return out
+
+
 def wgmma_hazards(sass):
     """[(opcode, operands)] of the instructions of ``sass`` (one kernel's
     text, from ``functions``) that name a register of a wgmma's accumulator

@@ -34,9 +34,17 @@ shared memory: the global buffer, its TMA box (128-byte swizzle: a row of
 the box is 128 bytes of K, or of M or N for an operand stored MN-major),
 where the batch, M/N and K coordinates go, and the wgmma descriptor layout
 of what lands (K-major, or MN-major for A stored K x M or B stored K x N,
-which wgmma reads transposed; it reads tf32 only K-major, so a tf32 operand
-stored MN-major is first copied transposed by a launch of its own, as is
-one whose rows TMA cannot step by: ``transposed_operands``). A
+which wgmma reads transposed). wgmma reads tf32 from shared memory only
+K-major, but takes A from registers too: the consumers read a tf32 A
+stored K x M from the stage into wgmma's A fragments (``registers_a``,
+``Builder._fragments``; the K loop runs two steps an iteration so that
+consecutive steps' fragments lie in distinct registers, since a step's
+wgmmas read them while the next is loaded), and a tf32 B stored K x N
+makes the kernel compute ``Cᵀ = Bᵀ Aᵀ`` (``computes_transposed``: B is
+then that product's A; the epilogue evaluates at C's indices and stores
+element by element). An operand stored MN-major that neither reaches is
+first copied transposed by a launch of its own, as is one whose rows TMA
+cannot step by (``transposed_operands``). A
 convolution's implicit GEMM plugs in here with an im2col TMA box and the
 same mainloop. An operand with a prologue
 (``gemm.Prologue``: pointwise ops between the load and the multiply, a cast
@@ -93,7 +101,7 @@ tensor's address changes) and passes the 128 bytes by value
 (dnn-tma-grid-constant marks the parameters).
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
@@ -260,21 +268,48 @@ def store_problem(buffer):
     return None
 
 
+def registers_a(gemm):
+    """A tf32 A stored K x M that TMA reads where it lies: the consumers
+    read its fragments from the stage into registers (``Builder._fragments``)
+    and wgmma takes A from them, since it reads tf32 from shared memory only
+    K-major."""
+    return multiplied(gemm) == "tf32" and not gemm.a.k_major \
+        and tma_problem("A", gemm.a) is None
+
+
+def computes_transposed(gemm, tile):
+    """Whether tc-sm90 computes ``Cᵀ = Bᵀ Aᵀ`` instead of ``C``: a tf32 B
+    stored K x N, which wgmma reads from shared memory only K-major, is the
+    A of the transposed product and goes through registers (registers_a)
+    rather than through a transposing copy, which would read and write all
+    of B ahead of the GEMM. Taken where A is stored K-major, TMA reads B
+    where it lies, and K is not split (the split sums work on C's rows)."""
+    return multiplied(gemm) == "tf32" and gemm.a.k_major and not gemm.b.k_major \
+        and tile.splits == 1 and tma_problem("B", gemm.b) is None
+
+
+def transposed_gemm(gemm):
+    """``gemm`` as ``Cᵀ = Bᵀ Aᵀ``: B's operand is A, A's is B, M and N
+    swap. The epilogue stays C's (PairEpilogue swaps the indices back)."""
+    return replace(gemm, a=gemm.b, b=gemm.a, m=gemm.n, n=gemm.m)
+
+
 def transposed_operands(gemm):
     """{"A" or "B": why} for the operands that a launch ahead of the GEMM
     copies transposed (row-major M x K or N x K): those stored MN-major
-    that wgmma cannot read in place (tf32, which it reads only K-major) or
-    TMA cannot (rows of M or N that are not a multiple of 16 bytes apart,
-    a misaligned start), when the copy's rows of K are a multiple of 16
-    bytes."""
+    that wgmma cannot read in place (a tf32 B, which it reads from shared
+    memory only K-major; a tf32 A goes through registers where TMA can read
+    it: registers_a) or TMA cannot (rows of M or N that are not a multiple
+    of 16 bytes apart, a misaligned start), when the copy's rows of K are a
+    multiple of 16 bytes."""
     tf32 = multiplied(gemm) == "tf32"
     copied = {}
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         eb = _element_bytes(operand.stored)
         if operand.k_major or (gemm.k * eb) % 16:
             continue
-        if tf32:
-            copied[name] = "wgmma reads tf32 only K-major"
+        if tf32 and name == "B":
+            copied[name] = "wgmma reads tf32 from shared memory only K-major"
             continue
         problem = tma_problem(name, operand)
         if problem is not None:
@@ -311,7 +346,7 @@ def check(gemm, tile):
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         if name in transposed:
             continue
-        if element == "tf32" and not operand.k_major:
+        if element == "tf32" and not operand.k_major and name == "B":
             raise NotSupported(f"K is {gemm.k}: the transposed tf32 {name} needs rows of a "
                                "multiple of 16 bytes (K a multiple of 4)")
         problem = tma_problem(name, operand)
@@ -548,10 +583,13 @@ def _matrix_descriptor(address_i64, constant):
 
 
 class Builder:
-    def __init__(self, fn, gemm, tile, ctas):
+    def __init__(self, fn, gemm, tile, ctas, c_transposed=False):
         self.fn = fn
         self.gemm = gemm
         self.tile = tile
+        # ``gemm`` is Cᵀ = Bᵀ Aᵀ's (computes_transposed): the accumulator's
+        # rows are C's columns.
+        self.c_transposed = c_transposed
         self.element = multiplied(gemm)
         self.eb = _element_bytes(self.element)
         # An operand with a prologue is loaded as stored, unswizzled, and
@@ -568,6 +606,8 @@ class Builder:
         self.b = None if "B" in self.transposed else \
             TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major,
                        b_source or self.element, swizzled=b_source is None, k=tile.k)
+        # A's fragments go from the stage to registers (registers_a).
+        self.registers_a = self.a is not None and registers_a(gemm)
         self.steps = -(-gemm.k // tile.k)
         self.tiles_m = -(-gemm.m // tile.m)
         self.tiles_n = -(-gemm.n // tile.n)
@@ -601,7 +641,7 @@ class Builder:
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
         self.pair = PairEpilogue(gemm, self.arguments, full_m=gemm.m % tile.m == 0,
-                                 full_n=gemm.n % tile.n == 0)
+                                 full_n=gemm.n % tile.n == 0, transposed=c_transposed)
         # The staged epilogue's shared slots, after the ring and the
         # converted tiles: ``slots`` a consumer warp (0: stored from
         # registers), and what the plan says of it.
@@ -623,6 +663,8 @@ class Builder:
         if self.splits > 1 or not stored:
             return 0, False, None
         registers = "the epilogue stores from registers"
+        if self.c_transposed:
+            return 0, False, f"{registers}, element by element down C's columns"
         for buffer in stored:
             problem = stage_problem(buffer)
             if problem is not None:
@@ -645,6 +687,22 @@ class Builder:
                 f"(TMA cannot: {problems[0]})")
         return sets * len(stored), True, ("the output tiles are stored by TMA from shared "
                                           f"memory ({sets} of {slices} column slices in flight)")
+
+    def notes(self):
+        """What the plan says of this kernel: how each operand that wgmma
+        cannot read from where it lies gets there, how the epilogue stores."""
+        stored = {"A": "A stored K x M", "B": "B stored K x N"}
+        out = [f"{stored[name]} copied transposed first ({why})"
+               for name, why in self.transposed.items()]
+        if self.c_transposed:
+            out.append("computes C^T = B^T A^T: B stored K x N is its A, read into registers "
+                       "(wgmma reads tf32 from shared memory only K-major)")
+        elif self.registers_a:
+            out.append("A stored K x M is read into registers (wgmma reads tf32 from shared "
+                       "memory only K-major)")
+        if self.epilogue_note:
+            out.append(self.epilogue_note)
+        return out
 
     def _check_cluster(self):
         """Raise NotSupported unless the splits can be summed in clusters of
@@ -886,6 +944,8 @@ class Builder:
             s = arith.remui(g, _idx(tile.stages))
             _if(leader, lambda: nvvm.MBarrierArriveOp(None, self._empty(s)))
 
+        fragments = self._fragment_offsets(consumer, local) if self.registers_a else None
+
         def step(kt, acc, g, first=None):
             s, parity = self._slot(g)
             irutil.mbarrier_wait(self._full(s), parity)
@@ -896,6 +956,7 @@ class Builder:
                 a_tile, b_tile = self._prologues(stage, a_tile, b_tile, consumer, local, kt, g)
             desc_a = _matrix_descriptor(a_tile, a_const)
             desc_b = _matrix_descriptor(b_tile, b_const)
+            a_values = self._fragments(stage, fragments) if self.registers_a else None
             nvvm.WgmmaFenceAlignedOp()
             for kk in range(tile.k // instr_k):
                 # Along a 128-byte row of K; an MN-major operand steps
@@ -905,6 +966,9 @@ class Builder:
                                   for operand in (self.a, self.b))
                 da = arith.addi(desc_a, _i(step_a, 64)) if step_a else desc_a
                 db = arith.addi(desc_b, _i(step_b, 64)) if step_b else desc_b
+                if self.registers_a:
+                    acc = self._wgmma_registers(acc, a_values[kk], db)
+                    continue
                 acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[self.acc_type],
                                           operands=[acc, da, db], attributes=attrs).results[0]
             nvvm.WgmmaGroupSyncAlignedOp()
@@ -914,10 +978,32 @@ class Builder:
             _if(_cmp("ugt", kt, first), lambda: release(arith.subi(g, _idx(1))))
             return [acc, arith.addi(g, _idx(1))]
 
+        def two_steps(first, end):
+            """Steps kt and kt + 1 (if before ``end``) an iteration: with A
+            from registers, the fragments of a step still in flight must stay
+            untouched, so consecutive steps load into distinct registers."""
+            def body(kt, acc, g):
+                acc, g = step(kt, acc, g, first)
+                after = arith.addi(kt, _idx(1))
+                op = scf.IfOp(_cmp("ult", after, end), [self.acc_type, ir.IndexType.get()],
+                              has_else=True)
+                with ir.InsertionPoint(op.then_block):
+                    scf.YieldOp(step(after, acc, g, first))
+                with ir.InsertionPoint(op.else_block):
+                    scf.YieldOp([acc, g])
+                return list(op.results)
+            return body
+
         def per_tile(batch, tile_m, tile_n, k_steps, g):
             zero = llvm.mlir_zero(self.acc_type)
-            loop = _for(k_steps[0], k_steps[1], lambda kt, acc, g: step(kt, acc, g, k_steps[0]),
-                        [zero, g])
+            if self.registers_a:
+                loop = scf.ForOp(k_steps[0], k_steps[1], _idx(2), [zero, g])
+                with ir.InsertionPoint(loop.body):
+                    scf.YieldOp(two_steps(k_steps[0], k_steps[1])(
+                        loop.induction_variable, *loop.inner_iter_args))
+            else:
+                loop = _for(k_steps[0], k_steps[1],
+                            lambda kt, acc, g: step(kt, acc, g, k_steps[0]), [zero, g])
             acc, g = loop.results
             # The epilogue's inputs (bias, residual) are read while the last
             # K step's wgmmas finish: their latency hides behind them.
@@ -941,6 +1027,67 @@ class Builder:
             # the block's shared memory goes.
             _if(_cmp("eq", arith.remui(local, _idx(32)), _idx(0)),
                 lambda: nvvm.CpAsyncBulkWaitGroupOp(0))
+
+    # -- A from registers ----------------------------------------------------------
+
+    def _fragment_offsets(self, consumer, local):
+        """Byte offsets in a stage of where this thread's A fragment of the
+        first k = 8 slice lies (registers_a; the tile MN-major as TMA lays
+        it: boxes of 32 columns of M, each BK rows of K by 128 bytes,
+        swizzled), keyed (h, e) for its elements at rows r + 8 h and columns
+        q + 4 e of the consumer's 64 x 8 slice of A, with r = 16 warp + lane
+        / 4 and q = lane % 4 (wgmma's tf32 A fragment: a0 = (0, 0), a1 = (1,
+        0), a2 = (0, 1), a3 = (1, 1)). Slice kk lies kk * 8 rows of K on. A
+        warp's loads of one register meet two-way bank conflicts: its lanes'
+        32 words lie in 16 banks."""
+        warp = arith.divui(local, _idx(32))
+        lane = arith.remui(local, _idx(32))
+        g, q = arith.divui(lane, _idx(4)), arith.remui(lane, _idx(4))
+        box = self.tile.k * SWIZZLE             # bytes of a box of 32 columns of M
+        # The consumer's 64 rows of M are boxes 2 c and 2 c + 1; warp w's 16
+        # rows are the half w % 2 of box 2 c + w / 2.
+        piece = arith.addi(arith.muli(consumer, _idx(2)), arith.divui(warp, _idx(2)))
+        chunk0 = arith.addi(arith.muli(arith.remui(warp, _idx(2)), _idx(4)),
+                            arith.divui(g, _idx(4)))
+        byte = arith.muli(arith.remui(g, _idx(4)), _idx(4))
+        offsets = {}
+        for h in range(2):
+            for e in range(2):
+                k = arith.addi(q, _idx(4 * e)) if e else q
+                chunk = arith.addi(chunk0, _idx(2 * h)) if h else chunk0
+                at = arith.addi(arith.muli(piece, _idx(box)), _swizzled(k, chunk, byte))
+                offsets[(h, e)] = _to_i64(at)
+        return offsets
+
+    def _fragments(self, stage, offsets):
+        """This thread's A fragments of each k = 8 slice of the stage at
+        ``stage`` (A's tile first in it): [a0, a1, a2, a3] as i32 bits."""
+        i32 = ir.IntegerType.get_signless(32)
+        out = []
+        for kk in range(self.tile.k // (WGMMA_K_BYTES // self.eb)):
+            base = arith.addi(stage, _i(kk * 8 * SWIZZLE, 64)) if kk else stage
+            out.append([llvm.load(i32, _shared_ptr(arith.addi(base, offsets[key])), alignment=4)
+                        for key in ((0, 0), (1, 0), (0, 1), (1, 1))])
+        return out
+
+    def _wgmma_registers(self, acc, fragment, desc_b):
+        """One tf32 wgmma m64nBNk8 with A from registers (``fragment``, four
+        i32) and B from shared memory (``desc_b``), accumulating into
+        ``acc``. Inline PTX: nvvm.wgmma.mma_async takes A only as a
+        descriptor."""
+        count = self.tile.n // 2
+        f32 = ir.F32Type.get()
+        values = [llvm.extractvalue(f32, acc, ir.DenseI64ArrayAttr.get([i]))
+                  for i in range(count)]
+        d = ", ".join(f"${i}" for i in range(count))
+        a = ", ".join(f"${2 * count + i}" for i in range(4))
+        asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               f"wgmma.mma_async.sync.aligned.m64n{self.tile.n}k8.f32.tf32.tf32 "
+               f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1;\n}}\n")
+        constraints = ",".join(["=f"] * count + [str(i) for i in range(count)]
+                               + ["r"] * 4 + ["l"])
+        return llvm.inline_asm(self.acc_type, values + fragment + [desc_b], asm, constraints,
+                               has_side_effects=True)
 
     # -- operand prologues -------------------------------------------------------
 
@@ -1280,9 +1427,10 @@ class Builder:
     def _epilogue_inputs(self, consumer, local, batch, tile_m, tile_n):
         """{(h, j): {buffer: pair}} of the epilogue inputs a thread reads as
         aligned pairs (PairEpilogue.load_pairs) at its accumulator positions,
-        or None when N is odd (then evaluate reads scalars where they are used)."""
+        or None when N is odd or the kernel computes Cᵀ (then evaluate reads
+        scalars where they are used)."""
         tile, gemm = self.tile, self.gemm
-        if gemm.n % 2:
+        if not self.pair.pairs:
             return None
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         along_rows = {}   # (buffer, j) -> pair: inputs the same in every row (a bias)
@@ -1322,7 +1470,7 @@ class Builder:
         stored = self.pair.stored
         # 16-byte stores when every output has 2-byte elements and rows are
         # a multiple of 8 elements (16 bytes): see _store_quad.
-        wide = gemm.n % 8 == 0 and all(
+        wide = gemm.n % 8 == 0 and not self.c_transposed and all(
             irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2 for b in stored)
         lane = arith.remui(local, _idx(4))
         for h in range(2):
@@ -1521,8 +1669,11 @@ class Builder:
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
     """Replace kernel function ``fn``'s body by the tc-sm90 kernel of ``gemm``,
     run by up to ``ctas`` persistent blocks. Returns what the plan should say
-    of how the epilogue stores (or None)."""
+    of it (Builder.notes)."""
+    transposed = computes_transposed(gemm, tile)
+    if transposed:
+        gemm = transposed_gemm(gemm)
     check(gemm, tile)
-    builder = Builder(fn, gemm, tile, ctas)
+    builder = Builder(fn, gemm, tile, ctas, transposed)
     builder.build()
-    return builder.epilogue_note
+    return builder.notes()

@@ -596,3 +596,122 @@ func.func private @cast_prologue_a(%A: memref<256x200xf32>, %B: memref<200x64xbf
   }
   return
 }
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// tf32 with B stored K x N, which wgmma reads from shared memory only
+// K-major: no copy; the kernel computes Cᵀ = Bᵀ Aᵀ. B is its A: boxes of 32
+// K-rows by 32 columns of N (128 bytes, swizzled), whose fragments each
+// consumer thread reads into registers (four 4-byte loads a k = 8 slice)
+// for wgmma m64n64k8 with A in registers ($64-$67) and A's tile as the
+// shared-memory B; C is stored from registers, element by element, at
+// (column, row) of the accumulator.
+// CHECK-LABEL: func.func private @tf32_b_k_by_n(
+//  CHECK-SAME:     dnn.config_reason = "computes C^T = B^T A^T: B stored K x N is its A, read into registers (wgmma reads tf32 from shared memory only K-major); the epilogue stores from registers, element by element down C's columns"
+//   CHECK-NOT:   memref.alloc
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}} box[%c32, %c32]
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}} box[%c64, %c32]
+//       CHECK:   gpu.launch
+//       CHECK:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
+//       CHECK:     nvvm.wgmma.fence.aligned
+//       CHECK:     llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{.*}}{$64, $65, $66, $67}, $68, p, 1, 1;
+//       CHECK:     memref.store %{{.*}}, %[[C:.*]][%{{.*}}, %{{.*}}] : memref<256x128xf32>
+func.func private @tf32_b_k_by_n(%A: memref<256x64xf32>, %B: memref<64x128xf32>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 32]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c13 = arith.constant 13 : i32
+  %c1 = arith.constant 1 : i32
+  %c4095 = arith.constant 4095 : i32
+  %cmask = arith.constant -8192 : i32
+  %cexp = arith.constant 2139095040 : i32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<256x64xf32>, memref<64x128xf32>) outs(%C : memref<256x128xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %xb = arith.bitcast %x : f32 to i32
+    %x1 = arith.shrui %xb, %c13 : i32
+    %x2 = arith.andi %x1, %c1 : i32
+    %x3 = arith.addi %xb, %c4095 : i32
+    %x4 = arith.addi %x3, %x2 : i32
+    %x5 = arith.andi %x4, %cmask : i32
+    %x6 = arith.andi %xb, %cexp : i32
+    %x7 = arith.cmpi ne, %x6, %cexp : i32
+    %x8 = arith.select %x7, %x5, %xb : i32
+    %x9 = arith.bitcast %x8 : i32 to f32
+    %wb = arith.bitcast %w : f32 to i32
+    %w1 = arith.shrui %wb, %c13 : i32
+    %w2 = arith.andi %w1, %c1 : i32
+    %w3 = arith.addi %wb, %c4095 : i32
+    %w4 = arith.addi %w3, %w2 : i32
+    %w5 = arith.andi %w4, %cmask : i32
+    %w6 = arith.andi %wb, %cexp : i32
+    %w7 = arith.cmpi ne, %w6, %cexp : i32
+    %w8 = arith.select %w7, %w5, %wb : i32
+    %w9 = arith.bitcast %w8 : i32 to f32
+    %p = arith.mulf %x9, %w9 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
+
+// -----
+
+#a_t = affine_map<(d0, d1, d2) -> (d2, d0)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// tf32 with A stored K x M and B stored K x N: A's fragments go through
+// registers where it lies; B is copied transposed first.
+// CHECK-LABEL: func.func private @tf32_a_k_by_m(
+//  CHECK-SAME:     dnn.config_reason = "B stored K x N copied transposed first (wgmma reads tf32 from shared memory only K-major); A stored K x M is read into registers (wgmma reads tf32 from shared memory only K-major)
+//       CHECK:   memref.alloc() : memref<128x64xf32>
+//       CHECK:   gpu.launch
+//       CHECK:   gpu.launch
+//       CHECK:     llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32
+func.func private @tf32_a_k_by_m(%A: memref<64x256xf32>, %B: memref<64x128xf32>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 32]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %c13 = arith.constant 13 : i32
+  %c1 = arith.constant 1 : i32
+  %c4095 = arith.constant 4095 : i32
+  %cmask = arith.constant -8192 : i32
+  %cexp = arith.constant 2139095040 : i32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a_t, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<64x256xf32>, memref<64x128xf32>) outs(%C : memref<256x128xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %xb = arith.bitcast %x : f32 to i32
+    %x1 = arith.shrui %xb, %c13 : i32
+    %x2 = arith.andi %x1, %c1 : i32
+    %x3 = arith.addi %xb, %c4095 : i32
+    %x4 = arith.addi %x3, %x2 : i32
+    %x5 = arith.andi %x4, %cmask : i32
+    %x6 = arith.andi %xb, %cexp : i32
+    %x7 = arith.cmpi ne, %x6, %cexp : i32
+    %x8 = arith.select %x7, %x5, %xb : i32
+    %x9 = arith.bitcast %x8 : i32 to f32
+    %wb = arith.bitcast %w : f32 to i32
+    %w1 = arith.shrui %wb, %c13 : i32
+    %w2 = arith.andi %w1, %c1 : i32
+    %w3 = arith.addi %wb, %c4095 : i32
+    %w4 = arith.addi %w3, %w2 : i32
+    %w5 = arith.andi %w4, %cmask : i32
+    %w6 = arith.andi %wb, %cexp : i32
+    %w7 = arith.cmpi ne, %w6, %cexp : i32
+    %w8 = arith.select %w7, %w5, %wb : i32
+    %w9 = arith.bitcast %w8 : i32 to f32
+    %p = arith.mulf %x9, %w9 : f32
+    %s = arith.addf %acc, %p : f32
+    linalg.yield %s : f32
+  }
+  return
+}
