@@ -1163,6 +1163,9 @@ MATMUL = [
     # x^T @ dy, a linear layer's weight gradient: A stored K x M.
     _gemm_case(4096, 4096, 4096, label="A stored K x M", transposed_a=True),
     _gemm_case(4096, 4096, 4096, "tf32", label="A stored K x M", transposed_a=True),
+    # tf32 with K split: B stored K x N read in place (the transposed product).
+    _gemm_case(64, 4096, 4096, "tf32", label="skinny"),
+    _gemm_case(256, 256, 65536, "tf32", label="large K"),
     # An LM head of an odd vocabulary, W stored K x N: rows of 100514 bytes,
     # which TMA cannot step by (W is copied transposed first).
     _gemm_case(4096, 50257, 768, label="N odd"),

@@ -481,7 +481,8 @@ def test_b_stored_k_by_n_in_tf32_computes_the_transpose(built):
     package = built.package("mm_tf32")
     assert len(package.kernels) == 1, [k["entry"] for k in package.kernels]
     gemm = package.kernels[0]
-    assert "computes C^T = B^T A^T: B stored K x N is its A, read into registers" \
+    assert "computes C^T = B^T A^T in 128x256 tiles: B stored K x N is its A, read into " \
+        "registers" \
         in gemm["reason"], gemm["reason"]
     text = package.describe()
     assert "args: tma(input 'b', f32 box 32x32, swizzle 128), " \

@@ -277,15 +277,32 @@ def registers_a(gemm):
         and tma_problem("A", gemm.a) is None
 
 
+def transposed_tile(tile):
+    """The tile of ``Cᵀ = Bᵀ Aᵀ`` that covers what ``tile`` covers of C (its
+    M and N swapped, a consumer warpgroup per 64 rows), or None where that
+    is not a tile tc-sm90 takes (M 64 or 128)."""
+    if tile.n not in (64, 128):
+        return None
+    return replace(tile, m=tile.n, n=tile.m, consumers=tile.n // 64)
+
+
 def computes_transposed(gemm, tile):
     """Whether tc-sm90 computes ``Cᵀ = Bᵀ Aᵀ`` instead of ``C``: a tf32 B
     stored K x N, which wgmma reads from shared memory only K-major, is the
     A of the transposed product and goes through registers (registers_a)
     rather than through a transposing copy, which would read and write all
-    of B ahead of the GEMM. Taken where A is stored K-major, TMA reads B
-    where it lies, and K is not split (the split sums work on C's rows)."""
-    return multiplied(gemm) == "tf32" and gemm.a.k_major and not gemm.b.k_major \
-        and tile.splits == 1 and tma_problem("B", gemm.b) is None
+    of B ahead of the GEMM. Taken where A is stored K-major and TMA reads B
+    where it lies; with K split, where the transposed product has as many
+    tiles as C (the heuristics chose the split for that many), which a
+    transposed_tile always has."""
+    if multiplied(gemm) != "tf32" or not gemm.a.k_major or gemm.b.k_major \
+            or tma_problem("B", gemm.b) is not None:
+        return False
+
+    def tiles(m, n):
+        return -(-m // tile.m) * -(-n // tile.n)
+    return tile.splits == 1 or transposed_tile(tile) is not None \
+        or tiles(gemm.n, gemm.m) == tiles(gemm.m, gemm.n)
 
 
 def transposed_gemm(gemm):
@@ -695,8 +712,9 @@ class Builder:
         out = [f"{stored[name]} copied transposed first ({why})"
                for name, why in self.transposed.items()]
         if self.c_transposed:
-            out.append("computes C^T = B^T A^T: B stored K x N is its A, read into registers "
-                       "(wgmma reads tf32 from shared memory only K-major)")
+            out.append(f"computes C^T = B^T A^T in {self.tile.m}x{self.tile.n} tiles: B stored "
+                       "K x N is its A, read into registers (wgmma reads tf32 from shared "
+                       "memory only K-major)")
         elif self.registers_a:
             out.append("A stored K x M is read into registers (wgmma reads tf32 from shared "
                        "memory only K-major)")
@@ -1673,6 +1691,7 @@ def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
     transposed = computes_transposed(gemm, tile)
     if transposed:
         gemm = transposed_gemm(gemm)
+        tile = transposed_tile(tile) or tile
     check(gemm, tile)
     builder = Builder(fn, gemm, tile, ctas, transposed)
     builder.build()

@@ -605,22 +605,23 @@ func.func private @cast_prologue_a(%A: memref<256x200xf32>, %B: memref<200x64xbf
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // tf32 with B stored K x N, which wgmma reads from shared memory only
-// K-major: no copy; the kernel computes Cᵀ = Bᵀ Aᵀ. B is its A: boxes of 32
-// K-rows by 32 columns of N (128 bytes, swizzled), whose fragments each
-// consumer thread reads into registers (four 4-byte loads a k = 8 slice)
-// for wgmma m64n64k8 with A in registers ($64-$67) and A's tile as the
-// shared-memory B; C is stored from registers, element by element, at
-// (column, row) of the accumulator.
+// K-major: no copy; the kernel computes Cᵀ = Bᵀ Aᵀ in the 64 x 128 tiles
+// that cover C's 128 x 64 (one consumer warpgroup, 256 threads). B is its A:
+// boxes of 32 K-rows by 32 columns of N (128 bytes, swizzled), whose
+// fragments each consumer thread reads into registers (four 4-byte loads a
+// k = 8 slice) for wgmma m64n128k8 with A in registers ($128-$131) and A's
+// tile as the shared-memory B; C is stored from registers, element by
+// element, at (column, row) of the accumulator.
 // CHECK-LABEL: func.func private @tf32_b_k_by_n(
-//  CHECK-SAME:     dnn.config_reason = "computes C^T = B^T A^T: B stored K x N is its A, read into registers (wgmma reads tf32 from shared memory only K-major); the epilogue stores from registers, element by element down C's columns"
+//  CHECK-SAME:     dnn.config_reason = "computes C^T = B^T A^T in 64x128 tiles: B stored K x N is its A, read into registers (wgmma reads tf32 from shared memory only K-major); the epilogue stores from registers, element by element down C's columns"
 //   CHECK-NOT:   memref.alloc
 //       CHECK:   nvgpu.tma.create.descriptor {{.*}} box[%c32, %c32]
-//       CHECK:   nvgpu.tma.create.descriptor {{.*}} box[%c64, %c32]
-//       CHECK:   gpu.launch
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}} box[%c128, %c32]
+//       CHECK:   gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c256,
 //       CHECK:     llvm.load %{{.*}} {alignment = 4 : i64} : !llvm.ptr<3> -> i32
 //       CHECK:     nvvm.wgmma.fence.aligned
-//       CHECK:     llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n64k8.f32.tf32.tf32 {{.*}}{$64, $65, $66, $67}, $68, p, 1, 1;
-//       CHECK:     memref.store %{{.*}}, %[[C:.*]][%{{.*}}, %{{.*}}] : memref<256x128xf32>
+//       CHECK:     llvm.inline_asm has_side_effects {{.*}}wgmma.mma_async.sync.aligned.m64n128k8.f32.tf32.tf32 {{.*}}{$128, $129, $130, $131}, $132, p, 1, 1;
+//       CHECK:     memref.store %{{.*}}, %{{.*}}[%{{.*}}, %{{.*}}] : memref<256x128xf32>
 func.func private @tf32_b_k_by_n(%A: memref<256x64xf32>, %B: memref<64x128xf32>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 32]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   %c13 = arith.constant 13 : i32
