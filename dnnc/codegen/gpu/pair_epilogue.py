@@ -153,29 +153,40 @@ class PairEpilogue:
             else:
                 _if(ok, store)
 
-    def load_pairs(self, point, cache, key):
+    def inputs_along_columns(self):
+        """[(buffer, exprs)] of the inputs that run along C's columns (an
+        even row length, the last dim C's columns): what load_pairs reads."""
+        out = []
+        for step in self.epilogue.steps:
+            for value, exprs in step.inputs:
+                t = ir.MemRefType(value.type)
+                if value in self.written or any(value == v for v, _ in out) or not exprs \
+                        or exprs[-1] != self.rank - 1 or t.shape[-1] % 2:
+                    continue
+                out.append((value, exprs))
+        return out
+
+    def load_pairs(self, point, cache, key, skip=()):
         """{input buffer: [value at col, value at col + 1]} of the inputs that
         run along the columns with an even row length, one aligned vector load
         each (``point``: at an even column); an input the same in every row
         (a bias) is read once per ``key`` (the thread's column pair) and kept
-        in ``cache``."""
+        in ``cache``. Inputs in ``skip`` are read by the caller."""
         out = {}
-        for step in self.epilogue.steps:
-            for value, exprs in step.inputs:
-                t = ir.MemRefType(value.type)
-                if value in self.written or value in out or not exprs \
-                        or exprs[-1] != self.rank - 1 or t.shape[-1] % 2:
-                    continue
-                same_rows = self.rank - 2 not in exprs
-                if same_rows and (value, key) in cache:
-                    out[value] = cache[(value, key)]
-                    continue
-                indices = [point[d] if d is not None else _idx(0) for d in exprs]
-                vec = vector.load(ir.VectorType.get([2], t.element_type), value, indices,
-                                  alignment=2 * irutil.element_bytes(t.element_type))
-                out[value] = [vector.extract(vec, [], [e]) for e in range(2)]
-                if same_rows:
-                    cache[(value, key)] = out[value]
+        for value, exprs in self.inputs_along_columns():
+            t = ir.MemRefType(value.type)
+            if value in skip:
+                continue
+            same_rows = self.rank - 2 not in exprs
+            if same_rows and (value, key) in cache:
+                out[value] = cache[(value, key)]
+                continue
+            indices = [point[d] if d is not None else _idx(0) for d in exprs]
+            vec = vector.load(ir.VectorType.get([2], t.element_type), value, indices,
+                              alignment=2 * irutil.element_bytes(t.element_type))
+            out[value] = [vector.extract(vec, [], [e]) for e in range(2)]
+            if same_rows:
+                cache[(value, key)] = out[value]
         return out
 
     def evaluate(self, acc_value, point, loaded=None):

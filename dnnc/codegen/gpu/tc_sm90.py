@@ -1452,6 +1452,7 @@ class Builder:
             return None
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         along_rows = {}   # (buffer, j) -> pair: inputs the same in every row (a bias)
+        quads = self._quad_inputs()
         out = {}
         for h in range(2):
             _, _, row_safe = self._rows(row0, h)
@@ -1459,8 +1460,53 @@ class Builder:
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 pair_safe = col if gemm.n % tile.n == 0 else arith.minui(col, _idx(gemm.n - 2))
                 out[(h, j)] = self.pair.load_pairs(self.pair.point(batch, row_safe, pair_safe),
-                                                   along_rows, j)
+                                                   along_rows, j, [b for b, _ in quads])
+            if quads:
+                self._load_quads(quads, out, h, batch, row_safe, tile_n, local)
         return out
+
+    def _quad_inputs(self):
+        """[(buffer, exprs)] of the epilogue inputs read 16 bytes a thread
+        (_load_quads): 2-byte inputs that vary along C's rows and columns (a
+        residual), with rows of a multiple of 8 elements; a row-constant
+        input (a bias) is read once per thread anyway."""
+        if self.c_transposed:
+            return []
+        rank = self.pair.rank
+        return [(b, e) for b, e in self.pair.inputs_along_columns()
+                if rank - 2 in e and ir.MemRefType(b.type).shape[-1] % 8 == 0
+                and irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2]
+
+    def _load_quads(self, quads, out, h, batch, row_safe, tile_n, local):
+        """Read ``quads``' values at a thread's accumulator pairs of half
+        ``h`` into ``out[(h, j)]``: per 32 columns, thread q of a quad loads
+        the 8 columns 8 q .. 8 q + 7 of its row with one 16-byte load, and
+        _quad_transpose hands each thread its pairs (columns 8 i + 2 q, i =
+        0..3): a warp reads 8 rows x 64 contiguous bytes an instruction
+        instead of 8 rows x 4 bytes. The inverse of _store_quad."""
+        tile, gemm = self.tile, self.gemm
+        i32 = ir.IntegerType.get_signless(32)
+        lane = arith.remui(local, _idx(4))
+        for g in range(tile.n // 32):
+            first = arith.addi(arith.muli(tile_n, _idx(tile.n)),
+                               arith.addi(_idx(32 * g), arith.muli(lane, _idx(8))))
+            # A group past N reads the row's last 8 columns (N is a multiple
+            # of 8), which the epilogue does not store.
+            safe = first if gemm.n % tile.n == 0 else arith.minui(first, _idx(gemm.n - 8))
+            point = self.pair.point(batch, row_safe, safe)
+            for buffer, exprs in quads:
+                element = ir.MemRefType(buffer.type).element_type
+                vec = vector.load(ir.VectorType.get([8], element), buffer,
+                                  [point[d] if d is not None else _idx(0) for d in exprs],
+                                  alignment=16)
+                words = vector.bitcast(ir.VectorType.get([4], i32), vec)
+                words = _quad_transpose([vector.extract(words, [], [i]) for i in range(4)], lane)
+                for i in range(4):
+                    pair = vector.bitcast(ir.VectorType.get([2], element),
+                                          vector.from_elements(ir.VectorType.get([1], i32),
+                                                               [words[i]]))
+                    out[(h, 4 * g + i)][buffer] = [vector.extract(pair, [], [e])
+                                                   for e in range(2)]
 
     def _pair(self, acc, batch, row_safe, col, h, j, loaded):
         """evaluate's results ({buffer: value}) at the thread's accumulator
@@ -1649,24 +1695,7 @@ class Builder:
         with one 16-byte store: a warp writes 8 rows x 64 contiguous bytes
         instead of 8 rows x 16 bytes per instruction."""
         i32 = ir.IntegerType.get_signless(32)
-        width = arith.constant(i32, 32)
-        bit1 = _cmp("ne", arith.andi(lane, _idx(2)), _idx(0))
-        bit0 = _cmp("ne", arith.andi(lane, _idx(1)), _idx(0))
         lead = [batch] if self.pair.rank == 3 else []
-
-        def exchange(m, bit, offset, pairs):
-            """One butterfly stage: for each (lo, hi) index pair, the thread
-            whose ``bit`` is set keeps hi and takes its partner's lo as its
-            lo; the partner keeps lo and takes the thread's hi as its hi."""
-            out = list(m)
-            for lo, hi in pairs:
-                send = arith.select(bit, m[lo], m[hi])
-                got = gpu.ShuffleOp(send, arith.constant(i32, offset), width,
-                                    gpu.ShuffleMode.XOR).results[0]
-                out[lo] = arith.select(bit, got, m[lo])
-                out[hi] = arith.select(bit, m[hi], got)
-            return out
-
         for buffer in stored:
             element = ir.MemRefType(buffer.type).element_type
             m = []
@@ -1675,13 +1704,35 @@ class Builder:
                                             [values[0][buffer], values[1][buffer]])
                 m.append(vector.extract(
                     vector.bitcast(ir.VectorType.get([1], i32), pair), [], [0]))
-            m = exchange(m, bit1, 2, [(0, 2), (1, 3)])
-            m = exchange(m, bit0, 1, [(0, 1), (2, 3)])
+            m = _quad_transpose(m, lane)
             packed = vector.bitcast(ir.VectorType.get([8], element),
                                     vector.from_elements(ir.VectorType.get([4], i32), m))
             # N is a multiple of 8: a vector is all in or all out.
             store_vector(packed, buffer, lead + [row, col], 16, row_ok, col,
                          None if full_n else self.gemm.n)
+
+
+def _quad_transpose(words, lane):
+    """The 4 x 4 matrix of i32 ``words`` across a quad (thread q = ``lane``
+    % 4 holds row q) transposed, so that thread q holds column q: two
+    butterfly exchanges (xor 2, then xor 1), 4 shuffles. Its own inverse.
+    In each stage, for each (lo, hi) index pair, the thread whose bit is
+    set keeps hi and takes its partner's lo as its lo; the partner keeps lo
+    and takes the thread's hi as its hi."""
+    i32 = ir.IntegerType.get_signless(32)
+    width = arith.constant(i32, 32)
+    m = list(words)
+    for mask, pairs in ((2, [(0, 2), (1, 3)]), (1, [(0, 1), (2, 3)])):
+        bit = _cmp("ne", arith.andi(lane, _idx(mask)), _idx(0))
+        out = list(m)
+        for lo, hi in pairs:
+            send = arith.select(bit, m[lo], m[hi])
+            got = gpu.ShuffleOp(send, arith.constant(i32, mask), width,
+                                gpu.ShuffleMode.XOR).results[0]
+            out[lo] = arith.select(bit, got, m[lo])
+            out[hi] = arith.select(bit, m[hi], got)
+        m = out
+    return m
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
