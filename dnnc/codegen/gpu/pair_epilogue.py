@@ -121,6 +121,7 @@ class PairEpilogue:
         self.written = {b for step in gemm.epilogue.steps for b in step.outputs} | {
             gemm.epilogue.accumulator}
         self.full_m, self.full_n = full_m, full_n
+        self.along_columns = self._inputs_along_columns()
         # An even row length: every pair is aligned (a transposed kernel's
         # pairs are not adjacent in memory).
         self.pairs = gemm.n % 2 == 0 and not transposed
@@ -153,9 +154,10 @@ class PairEpilogue:
             else:
                 _if(ok, store)
 
-    def inputs_along_columns(self):
+    def _inputs_along_columns(self):
         """[(buffer, exprs)] of the inputs that run along C's columns (an
-        even row length, the last dim C's columns): what load_pairs reads."""
+        even row length, the last dim C's columns): what load_pairs reads
+        (``along_columns``)."""
         out = []
         for step in self.epilogue.steps:
             for value, exprs in step.inputs:
@@ -173,7 +175,7 @@ class PairEpilogue:
         (a bias) is read once per ``key`` (the thread's column pair) and kept
         in ``cache``. Inputs in ``skip`` are read by the caller."""
         out = {}
-        for value, exprs in self.inputs_along_columns():
+        for value, exprs in self.along_columns:
             t = ir.MemRefType(value.type)
             if value in skip:
                 continue

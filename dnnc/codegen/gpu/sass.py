@@ -35,7 +35,7 @@ from dnnc.errors import ToolError
 NO_CUOBJDUMP = ("cuobjdump not found: set DNNC_CUOBJDUMP, install nvidia-cuda-cuobjdump, "
                 "or put cuobjdump on PATH")
 _FUNCTION = re.compile(r"^\s*Function\s*:\s*(\S+)")
-_INSTRUCTION = re.compile(r"^\s*/\*[0-9a-fA-F]+\*/\s+(?:@!?U?P[0-9T]+\s+)?"
+_INSTRUCTION = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[0-9T]+\s+)?"
                           r"([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
 
 
@@ -113,7 +113,7 @@ def instructions(sass):
     for line in sass.splitlines():
         m = _INSTRUCTION.match(line)
         if m:
-            out.append((m.group(1), m.group(2).strip()))
+            out.append((m.group(2), m.group(3).strip()))
     return out
 
 
@@ -149,8 +149,6 @@ def _registers(opcode, operands):
     return out
 
 
-_ADDRESSED = re.compile(r"^\s*/\*([0-9a-fA-F]+)\*/\s+(?:@!?U?P[0-9T]+\s+)?"
-                        r"([A-Z][A-Za-z0-9_.]*)\s*([^;]*);")
 _A_REGISTERS = re.compile(r"^R\d+\s*,\s*R(\d+)\s*,")
 
 
@@ -169,7 +167,7 @@ def wgmma_fragment_hazards(sass):
     caught; forward branches are not followed."""
     lines = []
     for line in sass.splitlines():
-        m = _ADDRESSED.match(line)
+        m = _INSTRUCTION.match(line)
         if m:
             lines.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
     out = []

@@ -972,9 +972,11 @@ class Builder:
             b_tile = arith.addi(stage, _i(self.a_bytes, 64))
             if any(self.sources):
                 a_tile, b_tile = self._prologues(stage, a_tile, b_tile, consumer, local, kt, g)
-            desc_a = _matrix_descriptor(a_tile, a_const)
+            if not self.registers_a:
+                desc_a = _matrix_descriptor(a_tile, a_const)
             desc_b = _matrix_descriptor(b_tile, b_const)
-            a_values = self._fragments(stage, fragments) if self.registers_a else None
+            if self.registers_a:
+                a_values = self._fragments(stage, fragments)
             nvvm.WgmmaFenceAlignedOp()
             for kk in range(tile.k // instr_k):
                 # Along a 128-byte row of K; an MN-major operand steps
@@ -982,7 +984,8 @@ class Builder:
                 step_a, step_b = ((instr_k * SWIZZLE * kk if operand.mn_major
                                    else WGMMA_K_BYTES * kk) >> 4
                                   for operand in (self.a, self.b))
-                da = arith.addi(desc_a, _i(step_a, 64)) if step_a else desc_a
+                if not self.registers_a:
+                    da = arith.addi(desc_a, _i(step_a, 64)) if step_a else desc_a
                 db = arith.addi(desc_b, _i(step_b, 64)) if step_b else desc_b
                 if self.registers_a:
                     acc = self._wgmma_registers(acc, a_values[kk], db)
@@ -1473,7 +1476,7 @@ class Builder:
         if self.c_transposed:
             return []
         rank = self.pair.rank
-        return [(b, e) for b, e in self.pair.inputs_along_columns()
+        return [(b, e) for b, e in self.pair.along_columns
                 if rank - 2 in e and ir.MemRefType(b.type).shape[-1] % 8 == 0
                 and irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2]
 
