@@ -70,7 +70,12 @@ columns j of its 64 x BN slice, the pairs (row, col), (row, col + 1) and
 8 * j + 2 * (lane % 4) (the wgmma accumulator layout). Bias, residual and
 other operands are loaded at the same coordinates through their broadcast
 maps, the fused pointwise chain runs in f32 registers (``PairEpilogue``,
-dnnc/codegen/gpu/pair_epilogue.py). The outputs go through shared memory
+dnnc/codegen/gpu/pair_epilogue.py). They are read while the last K step's
+wgmmas run; where an input varies along the rows (a residual: a register
+for every two accumulators), a staged epilogue reads its first column
+slice's then, and each next slice's while it evaluates one
+(``AHEAD_REGISTERS``), so that a 64 x 256 slice of the tile does not
+spill. The outputs go through shared memory
 where slots fit beside the ring (``_staging``, ``_staged_epilogue``): each
 consumer warp writes its 16 rows of a 128-byte column slice into a slot in
 TMA's swizzled layout, and one lane stores it with a TMA store
@@ -134,6 +139,10 @@ STAGE_ROWS = 16
 SLOT_BYTES = STAGE_ROWS * SWIZZLE
 # Output types a TMA store takes from a staged slot.
 STAGED_TYPES = ("bf16", "f16", "f32")
+# The staged epilogue reads the next column slice's residual-like inputs
+# while it evaluates one where a slice's take at most this many registers a
+# thread (one bf16 or f32 input; two would spill beside the accumulators).
+AHEAD_REGISTERS = 16
 
 
 class NotSupported(Exception):
@@ -1027,9 +1036,15 @@ class Builder:
                             lambda kt, acc, g: step(kt, acc, g, k_steps[0]), [zero, g])
             acc, g = loop.results
             # The epilogue's inputs (bias, residual) are read while the last
-            # K step's wgmmas finish: their latency hides behind them.
+            # K step's wgmmas finish: their latency hides behind them. A
+            # staged epilogue with an input that varies along the rows reads
+            # its first column slice's here and each next slice's while it
+            # works on one (a whole tile of such inputs beside the
+            # accumulators would not fit a consumer's registers).
+            first = range(self._slice_groups()) \
+                if self.slots and self._inputs_along_rows() else None
             inputs = None if self.splits > 1 else \
-                self._epilogue_inputs(consumer, local, batch, tile_m, tile_n)
+                self._epilogue_inputs(consumer, local, batch, tile_m, tile_n, first)
             nvvm.WgmmaWaitGroupSyncOp(0)
             if self.steps:
                 release(arith.subi(g, _idx(1)))
@@ -1445,28 +1460,44 @@ class Builder:
         row_safe = row if full_m else arith.minui(row, _idx(self.gemm.m - 1))
         return row, row_ok, row_safe
 
-    def _epilogue_inputs(self, consumer, local, batch, tile_m, tile_n):
+    def _epilogue_inputs(self, consumer, local, batch, tile_m, tile_n, groups=None):
         """{(h, j): {buffer: pair}} of the epilogue inputs a thread reads as
         aligned pairs (PairEpilogue.load_pairs) at its accumulator positions,
-        or None when N is odd or the kernel computes Cᵀ (then evaluate reads
-        scalars where they are used)."""
+        for the 8-column groups j in ``groups`` (a range starting at a
+        multiple of 4; None: every group of the tile), or None when N is odd
+        or the kernel computes Cᵀ (then evaluate reads scalars where they are
+        used)."""
         tile, gemm = self.tile, self.gemm
         if not self.pair.pairs:
             return None
+        groups = range(tile.n // 8) if groups is None else groups
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         along_rows = {}   # (buffer, j) -> pair: inputs the same in every row (a bias)
         quads = self._quad_inputs()
         out = {}
         for h in range(2):
             _, _, row_safe = self._rows(row0, h)
-            for j in range(tile.n // 8):
+            for j in groups:
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 pair_safe = col if gemm.n % tile.n == 0 else arith.minui(col, _idx(gemm.n - 2))
                 out[(h, j)] = self.pair.load_pairs(self.pair.point(batch, row_safe, pair_safe),
                                                    along_rows, j, [b for b, _ in quads])
             if quads:
-                self._load_quads(quads, out, h, batch, row_safe, tile_n, local)
+                self._load_quads(quads, out, h, batch, row_safe, tile_n, local,
+                                 range(groups.start // 4, -(-groups.stop // 4)))
         return out
+
+    def _inputs_along_rows(self):
+        """Whether an epilogue input read as pairs varies along C's rows (a
+        residual: a register for every two of the accumulator's)."""
+        return self._row_input_registers(1) > 0
+
+    def _row_input_registers(self, groups):
+        """The registers a thread's values of the inputs that vary along C's
+        rows take over ``groups`` 8-column groups (both halves)."""
+        return sum(groups * 2 * 2 * irutil.element_bytes(ir.MemRefType(b.type).element_type)
+                   for b, exprs in self.pair.along_columns
+                   if self.pair.rank - 2 in exprs) // 4
 
     def _quad_inputs(self):
         """[(buffer, exprs)] of the epilogue inputs read 16 bytes a thread
@@ -1480,9 +1511,10 @@ class Builder:
                 if rank - 2 in e and ir.MemRefType(b.type).shape[-1] % 8 == 0
                 and irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2]
 
-    def _load_quads(self, quads, out, h, batch, row_safe, tile_n, local):
+    def _load_quads(self, quads, out, h, batch, row_safe, tile_n, local, spans):
         """Read ``quads``' values at a thread's accumulator pairs of half
-        ``h`` into ``out[(h, j)]``: per 32 columns, thread q of a quad loads
+        ``h`` into ``out[(h, j)]`` (j in 4 g .. 4 g + 3 for g in ``spans``,
+        the tile's spans of 32 columns): per 32 columns, thread q of a quad loads
         the 8 columns 8 q .. 8 q + 7 of its row with one 16-byte load, and
         _quad_transpose hands each thread its pairs (columns 8 i + 2 q, i =
         0..3): a warp reads 8 rows x 64 contiguous bytes an instruction
@@ -1490,7 +1522,7 @@ class Builder:
         tile, gemm = self.tile, self.gemm
         i32 = ir.IntegerType.get_signless(32)
         lane = arith.remui(local, _idx(4))
-        for g in range(tile.n // 32):
+        for g in spans:
             first = arith.addi(arith.muli(tile_n, _idx(tile.n)),
                                arith.addi(_idx(32 * g), arith.muli(lane, _idx(8))))
             # A group past N reads the row's last 8 columns (N is a multiple
@@ -1561,6 +1593,11 @@ class Builder:
         """Bytes of an element of the stored outputs (one width when staged)."""
         return irutil.element_bytes(ir.MemRefType(self.pair.stored[0].type).element_type)
 
+    def _slice_groups(self):
+        """The accumulator's 8-column groups in a staged column slice (a
+        128-byte row of the slot: 8 for 16-bit outputs, 4 for f32)."""
+        return SWIZZLE // self._out_bytes() // 8
+
     def _staged_epilogue(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
         """The epilogue through shared memory, stored by TMA.
 
@@ -1614,7 +1651,16 @@ class Builder:
         first_col = arith.muli(tile_n, _idx(tile.n))
         sets = self.slots // len(stored)
         vec = {b: ir.VectorType.get([2], ir.MemRefType(b.type).element_type) for b in stored}
-        for s in range(tile.n // cols):
+        slices = tile.n // cols
+        # Inputs read a slice at a time (see _consumer) load a slice ahead,
+        # while this one is evaluated, where a slice's take few registers.
+        ahead = 1 if self._row_input_registers(groups) <= AHEAD_REGISTERS else 0
+        for s in range(slices):
+            later = s + ahead
+            if inputs is not None and later < slices and (0, later * groups) not in inputs:
+                inputs.update(self._epilogue_inputs(
+                    consumer, local, batch, tile_m, tile_n,
+                    range(later * groups, (later + 1) * groups)))
             if self.by_tma:
                 keep = min(s, sets - 1)
                 _if(first_lane, lambda keep=keep: nvvm.CpAsyncBulkWaitGroupOp(keep, read=True))
