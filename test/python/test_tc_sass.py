@@ -198,28 +198,20 @@ def staged_rows_f16():
     return g
 
 
-def mm_bias_residual():
-    """bf16 4096 x 4096 x 512 + bias + residual, relu: 128 x 256 tiles,
-    whose epilogue reads the residual a column slice ahead (a whole tile's
-    beside the accumulators spilled)."""
-    g = dnnc.Graph(name="mm_bias_residual", io_data_type="bf16", compute_data_type="f32")
-    a = g.tensor(name="a", dim=[4096, 512])
-    b = g.tensor(name="b", dim=[512, 4096])
-    bias = g.tensor(name="bias", dim=[1, 4096])
-    r = g.tensor(name="r", dim=[4096, 4096])
-    g.relu(g.add(g.add(g.matmul(a, b), bias), r)).set_output(True)
-    return g
-
-
-def mm_two_residuals():
-    """The same with two residuals: each slice's read where it is used."""
-    g = dnnc.Graph(name="mm_two_residuals", io_data_type="bf16", compute_data_type="f32")
-    a = g.tensor(name="a", dim=[4096, 512])
-    b = g.tensor(name="b", dim=[512, 4096])
-    r1 = g.tensor(name="r1", dim=[4096, 4096])
-    r2 = g.tensor(name="r2", dim=[4096, 4096])
-    g.relu(g.add(g.add(g.matmul(a, b), r1), r2)).set_output(True)
-    return g
+def mm_residuals(name, bias, residuals):
+    """bf16 4096 x 4096 x 512 (+ bias) + ``residuals`` residuals, relu: 128 x
+    256 tiles, whose epilogue reads one residual a column slice ahead and
+    two at their slice (a whole tile's beside the accumulators spilled)."""
+    def build():
+        g = dnnc.Graph(name=name, io_data_type="bf16", compute_data_type="f32")
+        y = g.matmul(g.tensor(name="a", dim=[4096, 512]), g.tensor(name="b", dim=[512, 4096]))
+        if bias:
+            y = g.add(y, g.tensor(name="bias", dim=[1, 4096]))
+        for i in range(residuals):
+            y = g.add(y, g.tensor(name=f"r{i}", dim=[4096, 4096]))
+        g.relu(y).set_output(True)
+        return g
+    return build
 
 
 def skinny_linear():
@@ -237,8 +229,10 @@ def skinny_linear():
 CASES = {
     "mm4096": (mm4096, ".BF16", [128, 256, 64], 1, 0),
     "mm_bias_gelu": (mm_bias_gelu, ".BF16", None, 1, 0),
-    "mm_bias_residual": (mm_bias_residual, ".BF16", [128, 256, 64], 1, 0),
-    "mm_two_residuals": (mm_two_residuals, ".BF16", [128, 256, 64], 1, 0),
+    "mm_bias_residual": (mm_residuals("mm_bias_residual", True, 1), ".BF16", [128, 256, 64],
+                         1, 0),
+    "mm_two_residuals": (mm_residuals("mm_two_residuals", False, 2), ".BF16", [128, 256, 64],
+                         1, 0),
     "bmm_f16": (bmm_f16, "", None, None, 0),
     "skinny_4096": (skinny_4096, ".BF16", [64, 64, 64], 2, 0),
     "skinny_linear": (skinny_linear, ".BF16", [64, 64, 64], 8, 0),
