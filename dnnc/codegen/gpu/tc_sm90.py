@@ -381,7 +381,7 @@ def check(gemm, tile):
     size = smem_bytes(tile, element, _sources(gemm))
     if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages need {size} bytes of shared memory, more "
-                           "than the 232448 an sm_90 block may use")
+                           f"than the {SMEM_LIMIT} an sm_90 block may use")
 
 
 # ----------------------------------------------------------------------------
@@ -1628,7 +1628,7 @@ class Builder:
         stored = self.pair.stored
         eb = self._out_bytes()
         cols = SWIZZLE // eb                  # columns of a slot row
-        groups = cols // 8                    # accumulator column groups (8 wide) a slot holds
+        groups = self._slice_groups()         # accumulator column groups (8 wide) a slot holds
         warp = arith.divui(local, _idx(32))
         lane = arith.remui(local, _idx(32))
         first_lane = _cmp("eq", lane, _idx(0))
