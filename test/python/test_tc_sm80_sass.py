@@ -22,7 +22,9 @@ And for sm_90a, ``bf16_bias_gelu`` forced to tc-sm80 by a config override
 * SASS: HMMA of the operand type only (HMMA.16816.F32.BF16,
   HMMA.16816.F32 for f16, HMMA.1688.F32.TF32), cp.async (LDGSTS), ldmatrix
   (LDSM; scalar LDS for tf32 operands stored MN-major), and no local memory
-  (LDL / STL).
+  (LDL / STL);
+* where the outputs allow (``QUAD_STORED``), only 16-byte global stores
+  (STG.E.128: PairEpilogue.store_quad).
 
 Without ptxas or cuobjdump / nvdisasm those tests skip and say why.
 """
@@ -181,3 +183,21 @@ def test_sass_has_hmma_cp_async_ldmatrix_no_local_memory(built, name):
         assert {op for op in counts if op.startswith("HMMA.")} == {hmma}, sorted(counts)
         # tf32 operands stored MN-major are read with scalar shared loads (LDS).
         assert counts["LDGSTS"] > 0 and counts["LDSM"] + counts["LDS"] > 0, sorted(counts)
+
+
+# Cases whose outputs store_quad stores: 2-byte outputs, N a multiple of 8,
+# warp tiles of a multiple of 32 columns (the f16 and batched cases keep
+# narrower warp tiles or N = 200 / 72 in places; tf32's outputs are f32).
+QUAD_STORED = ("bf16_bias_gelu", "bf16_sm90a_forced")
+
+
+@needs_sass
+@pytest.mark.parametrize("name", QUAD_STORED)
+def test_outputs_stored_16_bytes_a_thread(built, name):
+    functions = built.sass(name)
+    for k in gemm_kernels(built.package(name)):
+        counts = sass.opcodes(functions[k["entry"]])
+        stores = {op: n for op, n in counts.items() if op.startswith("STG.")}
+        # Every global store (counted by its mnemonic too) is 16 bytes wide.
+        assert stores == {"STG.E.128": counts["STG"]} and counts["STG"] > 0, \
+            (k["entry"], stores)

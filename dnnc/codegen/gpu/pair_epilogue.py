@@ -17,16 +17,23 @@ columns) evaluates the same chain at C's own indices, reads every input as
 a scalar and stores element by element (``store_transposed``): its pairs
 run down a column of C.
 
+Both tensor-core kernels hold an accumulator row's pairs spread over a
+quad of threads (lane % 4 = q: columns 8 i + 2 q, 8 i + 2 q + 1 of each 8):
+where every stored output has 2-byte elements and N is a multiple of 8,
+``store_quad`` exchanges 4 such pairs within the quad (``quad_transpose``,
+4 shuffles) so that each thread stores 8 consecutive columns as one 16-byte
+vector, and a warp instruction writes whole 32-byte sectors.
+
 Used by the tc-sm80 kernel (dnnc/codegen/gpu/tc_sm80.py), whose epilogue is
-``apply``, and the tc-sm90 kernel (dnnc/codegen/gpu/tc_sm90.py), which reads
-its input pairs ahead (``load_pairs``) and stores 16-byte groups
-(``store_vector``). ``evaluate`` (the chain at one point) and ``store_lanes``
-(a vector of lanes, aligned to its size) also serve the window kernels
-(dnnc/codegen/gpu/windows.py).
+``evaluate_pair`` then ``store_quad`` or ``store`` (``apply``: both), and the
+tc-sm90 kernel (dnnc/codegen/gpu/tc_sm90.py), which reads its input pairs
+ahead (``load_pairs``) and stores 16-byte groups. ``evaluate`` (the chain at
+one point) and ``store_lanes`` (a vector of lanes, aligned to its size) also
+serve the window kernels (dnnc/codegen/gpu/windows.py).
 """
 
 from mlir import ir
-from mlir.dialects import arith, memref, scf, vector
+from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.vectorize import clone_body
@@ -214,13 +221,21 @@ class PairEpilogue:
             else:
                 store_scalars(values, buffer, lead, row, col, self.gemm.n, row_ok)
 
-    def apply(self, batch, row, col, values, cache, key):
-        """Evaluate and store the pair ``values`` (f32) of C at (``batch``,
-        ``row``, ``col``), ``col`` even; ``cache`` / ``key`` as in load_pairs."""
+    def row_guard(self, row):
+        """(row_ok, row_safe) of C's ``row``: the check that it lies inside M
+        (None when every row does) and the row clamped into M, where the
+        inputs are read."""
+        if self.full_m:
+            return None, row
+        m = self.gemm.m
+        return (arith.cmpi(arith.CmpIPredicate.ult, row, _idx(m)),
+                arith.minui(row, _idx(m - 1)))
+
+    def evaluate_pair(self, batch, row_safe, col, values, cache, key):
+        """evaluate's results ([{buffer: value}] * 2) at the pair ``values``
+        (f32) of C at (``batch``, ``row_safe``, ``col``), ``col`` even, the
+        columns clamped into N; ``cache`` / ``key`` as in load_pairs."""
         gemm = self.gemm
-        row_ok = None if self.full_m else arith.cmpi(arith.CmpIPredicate.ult, row,
-                                                     _idx(gemm.m))
-        row_safe = row if self.full_m else arith.minui(row, _idx(gemm.m - 1))
         loaded = {}
         if self.pairs:
             pair_safe = col if self.full_n else arith.minui(col, _idx(gemm.n - 2))
@@ -231,4 +246,71 @@ class PairEpilogue:
             c_safe = c if self.full_n else arith.minui(c, _idx(gemm.n - 1))
             envs.append(self.evaluate(values[e], self.point(batch, row_safe, c_safe),
                                       {b: pair[e] for b, pair in loaded.items()}))
-        self.store(envs, batch, row, col, row_ok)
+        return envs
+
+    def apply(self, batch, row, col, values, cache, key):
+        """Evaluate and store the pair ``values`` (f32) of C at (``batch``,
+        ``row``, ``col``), ``col`` even; ``cache`` / ``key`` as in load_pairs."""
+        row_ok, row_safe = self.row_guard(row)
+        self.store(self.evaluate_pair(batch, row_safe, col, values, cache, key),
+                   batch, row, col, row_ok)
+
+    def quads(self):
+        """Whether store_quad can store this epilogue: every stored output
+        has 2-byte elements, C's rows are a multiple of 8 elements (16
+        bytes) and the kernel's rows are C's."""
+        return self.gemm.n % 8 == 0 and not self.transposed and all(
+            irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2 for b in self.stored)
+
+    def store_quad(self, group, batch, row, col, lane, row_ok=None, full_n=None):
+        """Store 4 pairs of columns of one row as one 16-byte vector per thread.
+
+        The 4 threads of a quad (``lane`` % 4 = q) hold, for i = 0..3, the
+        pair at columns 8 i + 2 q, 8 i + 2 q + 1 of a 32-column group
+        (``group``: evaluate_pair's results, in i order). Packed into 32 bits
+        each, that is a 4 x 4 matrix M[q][i] across the quad; transposing it
+        (quad_transpose) gives thread q the 8 consecutive columns 8 q ..
+        8 q + 7, which it stores at ``col`` (= the group's first column +
+        8 q) with one 16-byte store: a warp writes 8 rows x 64 contiguous
+        bytes instead of 8 rows x 16 bytes per instruction. A vector is all
+        in or all out of N (a multiple of 8); unless ``full_n`` (default:
+        the epilogue's), one past N is not stored."""
+        full_n = self.full_n if full_n is None else full_n
+        i32 = ir.IntegerType.get_signless(32)
+        lead = [batch] if self.rank == 3 else []
+        for buffer in self.stored:
+            element = ir.MemRefType(buffer.type).element_type
+            m = []
+            for values in group:
+                pair = vector.from_elements(ir.VectorType.get([2], element),
+                                            [values[0][buffer], values[1][buffer]])
+                m.append(vector.extract(
+                    vector.bitcast(ir.VectorType.get([1], i32), pair), [], [0]))
+            m = quad_transpose(m, lane)
+            packed = vector.bitcast(ir.VectorType.get([8], element),
+                                    vector.from_elements(ir.VectorType.get([4], i32), m))
+            store_vector(packed, buffer, lead + [row, col], 16, row_ok, col,
+                         None if full_n else self.gemm.n)
+
+
+def quad_transpose(words, lane):
+    """The 4 x 4 matrix of i32 ``words`` across a quad (thread q = ``lane``
+    % 4 holds row q) transposed, so that thread q holds column q: two
+    butterfly exchanges (xor 2, then xor 1), 4 shuffles. Its own inverse.
+    In each stage, for each (lo, hi) index pair, the thread whose bit is
+    set keeps hi and takes its partner's lo as its lo; the partner keeps lo
+    and takes the thread's hi as its hi."""
+    i32 = ir.IntegerType.get_signless(32)
+    width = arith.constant(i32, 32)
+    m = list(words)
+    for mask, pairs in ((2, [(0, 2), (1, 3)]), (1, [(0, 1), (2, 3)])):
+        bit = arith.cmpi(arith.CmpIPredicate.ne, arith.andi(lane, _idx(mask)), _idx(0))
+        out = list(m)
+        for lo, hi in pairs:
+            send = arith.select(bit, m[lo], m[hi])
+            got = gpu.ShuffleOp(send, arith.constant(i32, mask), width,
+                                gpu.ShuffleMode.XOR).results[0]
+            out[lo] = arith.select(bit, got, m[lo])
+            out[hi] = arith.select(bit, m[hi], got)
+        m = out
+    return m

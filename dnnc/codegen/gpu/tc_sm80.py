@@ -27,7 +27,8 @@ tiles and 4 warps, 128 x 256 or 256 x 128 and 8)::
                     kt+1; then mma.sync slice kk (WM/16 x WN/8 of them, in
                     serpentine order)
     3. epilogue   wait for all groups; each accumulator pair goes through the
-                  fused pointwise chain and is stored (pair_epilogue.py)
+                  fused pointwise chain and is stored (pair_epilogue.py):
+                  16 bytes a thread where the outputs allow (store_quad)
 
 The fragments are double-buffered in registers so that no mma.sync waits
 for the ldmatrix just before it: the loads of slice kk+1 are in flight
@@ -78,7 +79,12 @@ linalg level rounds (the tensor cores would truncate).
 **Epilogue.** Thread (g, t) of warp (wm, wn) holds, for each mt < WM/16 and
 nt < WN/8, C at rows ``BM*tile_m + WM*wm + 16 mt + g (+ 8)`` and columns
 ``BN*tile_n + WN*wn + 8 nt + 2t (+ 1)``: pairs of adjacent columns, which
-``PairEpilogue`` evaluates and stores.
+``PairEpilogue`` evaluates. Where every output has 2-byte elements, N is a
+multiple of 8 and a warp tile has a multiple of 32 columns, the pairs of 4
+adjacent n8 fragments are exchanged within each quad and every thread
+stores 8 consecutive columns as one 16-byte vector (``store_quad``): a warp
+instruction then writes whole 32-byte sectors, where a pair's 4-byte
+stores leave each sector half written. Else each pair is stored as it lies.
 """
 
 from dataclasses import dataclass
@@ -664,16 +670,31 @@ class Builder:
         col_base = arith.addi(col0, arith.muli(t, _idx(2)))  # + 8 nt
         epilogue = PairEpilogue(gemm, self.arguments, full_m=gemm.m % tile.m == 0,
                                 full_n=gemm.n % tile.n == 0)
+        # Four n8 fragments side by side are a 32-column group whose pairs a
+        # quad exchanges, each thread then storing 16 bytes (store_quad).
+        wide = epilogue.quads() and self.nt % 4 == 0
+        quad_col = arith.addi(col0, arith.muli(t, _idx(8)))  # + 8 (nt - 3)
         f32 = ir.F32Type.get()
         cache = {}
         for mt in range(self.mt):
             for h in range(2):
                 row = _add(row_base, 16 * mt + 8 * h)
+                row_ok, row_safe = epilogue.row_guard(row)
+                group = []
                 for nt in range(self.nt):
                     acc = accs[mt * self.nt + nt]
                     values = [llvm.extractvalue(f32, acc, ir.DenseI64ArrayAttr.get([2 * h + e]))
                               for e in range(2)]
-                    epilogue.apply(batch, row, _add(col_base, 8 * nt), values, cache, nt)
+                    col = _add(col_base, 8 * nt)
+                    envs = epilogue.evaluate_pair(batch, row_safe, col, values, cache, nt)
+                    if not wide:
+                        epilogue.store(envs, batch, row, col, row_ok)
+                        continue
+                    group.append(envs)
+                    if len(group) == 4:
+                        epilogue.store_quad(group, batch, row, _add(quad_col, 8 * (nt - 3)),
+                                            t, row_ok)
+                        group = []
 
 
 def build(fn, gemm, tile):

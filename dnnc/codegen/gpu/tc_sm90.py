@@ -85,7 +85,7 @@ cannot store (an odd row length) is read back from the slot by the warp and
 stored along its rows, 32 consecutive elements an instruction. Without room
 (a prologue's converted tiles), or for an output of another type, the
 epilogue stores from registers: 16 bytes a thread where the rows allow
-(``_store_quad``), else pairs or elements. Rows and columns past M and N are
+(``PairEpilogue.store_quad``), else pairs or elements. Rows and columns past M and N are
 computed on TMA's zero fill and not stored (TMA clips them).
 
 **Split-K.** With ``splits`` S > 1 a work unit is one split of a tile's K
@@ -112,7 +112,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.pair_epilogue import PairEpilogue, store_vector
+from dnnc.codegen.gpu.pair_epilogue import PairEpilogue, quad_transpose
 from dnnc.codegen.gpu.transpose import transposed_copy
 from dnnc.codegen.gpu.vectorize import identity_layout
 
@@ -1516,9 +1516,9 @@ class Builder:
         ``h`` into ``out[(h, j)]`` (j in 4 g .. 4 g + 3 for g in ``spans``,
         the tile's spans of 32 columns): per 32 columns, thread q of a quad loads
         the 8 columns 8 q .. 8 q + 7 of its row with one 16-byte load, and
-        _quad_transpose hands each thread its pairs (columns 8 i + 2 q, i =
+        quad_transpose hands each thread its pairs (columns 8 i + 2 q, i =
         0..3): a warp reads 8 rows x 64 contiguous bytes an instruction
-        instead of 8 rows x 4 bytes. The inverse of _store_quad."""
+        instead of 8 rows x 4 bytes. The inverse of PairEpilogue.store_quad."""
         tile, gemm = self.tile, self.gemm
         i32 = ir.IntegerType.get_signless(32)
         lane = arith.remui(local, _idx(4))
@@ -1535,7 +1535,7 @@ class Builder:
                                   [point[d] if d is not None else _idx(0) for d in exprs],
                                   alignment=16)
                 words = vector.bitcast(ir.VectorType.get([4], i32), vec)
-                words = _quad_transpose([vector.extract(words, [], [i]) for i in range(4)], lane)
+                words = quad_transpose([vector.extract(words, [], [i]) for i in range(4)], lane)
                 for i in range(4):
                     pair = vector.bitcast(ir.VectorType.get([2], element),
                                           vector.from_elements(ir.VectorType.get([1], i32),
@@ -1566,11 +1566,8 @@ class Builder:
         tile, gemm = self.tile, self.gemm
         row0, col0 = self._origin(consumer, local, tile_m, tile_n)
         full_n = gemm.n % tile.n == 0
-        stored = self.pair.stored
-        # 16-byte stores when every output has 2-byte elements and rows are
-        # a multiple of 8 elements (16 bytes): see _store_quad.
-        wide = gemm.n % 8 == 0 and not self.c_transposed and all(
-            irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2 for b in stored)
+        # 16-byte stores where the outputs allow (PairEpilogue.store_quad).
+        wide = self.pair.quads()
         lane = arith.remui(local, _idx(4))
         for h in range(2):
             row, row_ok, row_safe = self._rows(row0, h)
@@ -1586,7 +1583,7 @@ class Builder:
                 if len(group) == 4:
                     first = arith.addi(arith.muli(tile_n, _idx(tile.n)),
                                        arith.addi(_idx(8 * (j - 3)), arith.muli(lane, _idx(8))))
-                    self._store_quad(stored, group, batch, row, first, lane, row_ok, full_n)
+                    self.pair.store_quad(group, batch, row, first, lane, row_ok, full_n)
                     group = []
 
     def _out_bytes(self):
@@ -1731,57 +1728,6 @@ class Builder:
                     ok = arith.andi(ok, row_ok)
                 _if(ok, lambda value=value, row=row, col=col:
                     memref.store(value, buffer, lead + [row, col]))
-
-    def _store_quad(self, stored, group, batch, row, col, lane, row_ok, full_n):
-        """Store 4 pairs of columns of one row as one 16-byte vector per thread.
-
-        The 4 threads of a quad (lane % 4 = q) hold, for i = 0..3, the pair
-        at columns 8 i + 2 q, 8 i + 2 q + 1 of a 32-column group (the wgmma
-        layout). Packed into 32 bits each, that is a 4 x 4 matrix M[q][i]
-        across the quad; transposing it (two butterfly exchanges, xor 2 then
-        xor 1, 4 shuffles) gives thread q the 8 consecutive columns 8 q ..
-        8 q + 7, which it stores at ``col`` (= the group's first column + 8 q)
-        with one 16-byte store: a warp writes 8 rows x 64 contiguous bytes
-        instead of 8 rows x 16 bytes per instruction."""
-        i32 = ir.IntegerType.get_signless(32)
-        lead = [batch] if self.pair.rank == 3 else []
-        for buffer in stored:
-            element = ir.MemRefType(buffer.type).element_type
-            m = []
-            for values in group:
-                pair = vector.from_elements(ir.VectorType.get([2], element),
-                                            [values[0][buffer], values[1][buffer]])
-                m.append(vector.extract(
-                    vector.bitcast(ir.VectorType.get([1], i32), pair), [], [0]))
-            m = _quad_transpose(m, lane)
-            packed = vector.bitcast(ir.VectorType.get([8], element),
-                                    vector.from_elements(ir.VectorType.get([4], i32), m))
-            # N is a multiple of 8: a vector is all in or all out.
-            store_vector(packed, buffer, lead + [row, col], 16, row_ok, col,
-                         None if full_n else self.gemm.n)
-
-
-def _quad_transpose(words, lane):
-    """The 4 x 4 matrix of i32 ``words`` across a quad (thread q = ``lane``
-    % 4 holds row q) transposed, so that thread q holds column q: two
-    butterfly exchanges (xor 2, then xor 1), 4 shuffles. Its own inverse.
-    In each stage, for each (lo, hi) index pair, the thread whose bit is
-    set keeps hi and takes its partner's lo as its lo; the partner keeps lo
-    and takes the thread's hi as its hi."""
-    i32 = ir.IntegerType.get_signless(32)
-    width = arith.constant(i32, 32)
-    m = list(words)
-    for mask, pairs in ((2, [(0, 2), (1, 3)]), (1, [(0, 1), (2, 3)])):
-        bit = _cmp("ne", arith.andi(lane, _idx(mask)), _idx(0))
-        out = list(m)
-        for lo, hi in pairs:
-            send = arith.select(bit, m[lo], m[hi])
-            got = gpu.ShuffleOp(send, arith.constant(i32, mask), width,
-                                gpu.ShuffleMode.XOR).results[0]
-            out[lo] = arith.select(bit, got, m[lo])
-            out[hi] = arith.select(bit, m[hi], got)
-        m = out
-    return m
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

@@ -462,7 +462,9 @@ func.func private @odd_k_neither(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>,
 // step reads the second 16 of K, refills the stage the previous step freed,
 // issues 8 mma.sync m16n8k16 on the first; then waits until one group is in
 // flight, reads the next stage's first 16 of K and issues the second's 8
-// mma.sync. The epilogue reads the bias a pair at a time and stores pairs,
+// mma.sync. The epilogue reads the bias a pair at a time; each quad
+// exchanges 4 fragments' pairs (two butterfly shuffles: xor 2, then xor 1),
+// so that a thread stores 8 consecutive columns as one 16-byte vector,
 // guarded at M and N.
 // CHECK-LABEL: func.func private @sm80_bias_relu(
 //  CHECK-SAME:     %[[A:.*]]: memref<100x128xf16>, %[[B:.*]]: memref<128x72xf16>, %[[BIAS:.*]]: memref<1x72xf16>, %[[Y:.*]]: memref<100x72xf16> {bufferize.result})
@@ -494,8 +496,10 @@ func.func private @odd_k_neither(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>,
 //       CHECK:     nvvm.cp.async.wait.group 0
 //       CHECK:     vector.load %[[BIAS]][%c0, %{{.*}}] {alignment = 4 : i64} : memref<1x72xf16>, vector<2xf16>
 //       CHECK:     arith.maximumf
+//       CHECK:     gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : i32
+//       CHECK:     gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : i32
 //       CHECK:     scf.if
-//  CHECK-NEXT:       vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<100x72xf16>, vector<2xf16>
+//  CHECK-NEXT:       vector.store %{{.*}}, %[[Y]][%{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<100x72xf16>, vector<8xf16>
 func.func private @sm80_bias_relu(%A: memref<100x128xf16>, %B: memref<128x72xf16>, %bias: memref<1x72xf16>, %Y: memref<100x72xf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [128, 1, 1], stages = 3 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   %C = memref.alloc() {alignment = 64 : i64} : memref<100x72xf32>
