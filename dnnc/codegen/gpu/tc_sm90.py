@@ -1454,11 +1454,8 @@ class Builder:
     def _rows(self, row0, h):
         """(row, row_ok or None, a row index safe to read) of a thread's half
         ``h`` (rows row0 and row0 + 8)."""
-        full_m = self.gemm.m % self.tile.m == 0
         row = arith.addi(row0, _idx(8 * h)) if h else row0
-        row_ok = None if full_m else _cmp("ult", row, _idx(self.gemm.m))
-        row_safe = row if full_m else arith.minui(row, _idx(self.gemm.m - 1))
-        return row, row_ok, row_safe
+        return (row, *self.pair.row_guard(row))
 
     def _epilogue_inputs(self, consumer, local, batch, tile_m, tile_n, groups=None):
         """{(h, j): {buffer: pair}} of the epilogue inputs a thread reads as
