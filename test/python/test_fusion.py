@@ -173,6 +173,21 @@ def test_residual_rmsnorm():
     check(g, ["rmsnorm"])
 
 
+@pytest.mark.parametrize("io,out", [(F32, dnnc.data_type.BFLOAT16),
+                                    (dnnc.data_type.BFLOAT16, dnnc.data_type.HALF)])
+def test_residual_rmsnorm_cast(io, out):
+    # residual add + rmsnorm + the output's cast (the sum and the norm in f32):
+    # one kernel.
+    g = dnnc.Graph(name="res_rms_cast", io_data_type=io)
+    x = g.tensor(name="x", dim=[7, 13])
+    r = g.tensor(name="r", dim=[7, 13])
+    scale = g.tensor(name="scale", dim=[1, 13])
+    y, _ = g.rmsnorm(g.add(x, r), scale, axis=1)
+    g.cast(y, out).set_output(True)
+    module = check(g, ["rmsnorm"])
+    assert "call @res_rms_cast_k0_rmsnorm(%arg0, %arg1, %arg2)" in str(module)
+
+
 def _attention(name, heads_k=3, scale_op="mul", bias=True, reuse_scores=False):
     g = _graph(name)
     q = g.tensor(name="q", dim=[2, 3, 5, 7])
@@ -249,6 +264,21 @@ def test_pointwise_chain_with_broadcasting():
     module = check(g, ["pointwise"])
     # The constants are cloned into the kernel, not passed.
     assert "call @chain_k0_pointwise(%arg0, %arg1, %arg2)" in str(module)
+
+
+@pytest.mark.parametrize("act", ["gelu", "silu", "leaky_relu", "elu"])
+def test_bias_activation_chain(act):
+    # x + bias (a [1, N] row), the activation, a per-column scale and the
+    # residual add, with no matmul or conv to carry them: one pointwise kernel.
+    g = _graph(f"bias_{act}")
+    x = g.tensor(name="x", dim=[3, 5, 7])
+    b = g.tensor(name="b", dim=[1, 7])
+    s = g.tensor(name="s", dim=[1, 7])
+    r = g.tensor(name="r", dim=[3, 5, 7])
+    y = getattr(g, act)(g.add(x, b))
+    g.add(g.mul(y, s), r).set_output(True)
+    module = check(g, ["pointwise"])
+    assert f"call @bias_{act}_k0_pointwise(%arg0, %arg1, %arg2, %arg3)" in str(module)
 
 
 def test_conv_batchnorm_relu():

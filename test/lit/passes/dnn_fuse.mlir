@@ -116,6 +116,32 @@ func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tenso
 
 // -----
 
+// residual add + rmsnorm + the output's cast: bf16 inputs summed in f32, the
+// normalized row cast to f16, all in one rmsnorm kernel (the scale is a
+// kernel argument).
+// CHECK-LABEL: func.func private @residual_rmsnorm_cast_k0_rmsnorm(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<5x13xbf16>, %[[R:[^:]*]]: tensor<5x13xbf16>, %[[S:[^:]*]]: tensor<1x13xf32>) -> tensor<5x13xf16>
+// CHECK-SAME: attributes {dnn.anchor = "rmsnorm", dnn.kernel}
+// CHECK-NEXT: %[[H:.*]] = "dnn.add"(%[[X]], %[[R]]) : (tensor<5x13xbf16>, tensor<5x13xbf16>) -> tensor<5x13xf32>
+// CHECK-NEXT: %[[N:.*]] = "dnn.rmsnorm"(%[[H]], %[[S]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.cast"(%[[N]]) : (tensor<5x13xf32>) -> tensor<5x13xf16>
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @residual_rmsnorm_cast(
+// CHECK-NEXT: %[[K:.*]] = call @residual_rmsnorm_cast_k0_rmsnorm(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return %[[K]]
+// NOFUSE-LABEL: func.func private @residual_rmsnorm_cast_k0_pointwise(
+// NOFUSE: func.func private @residual_rmsnorm_cast_k1_rmsnorm(
+// NOFUSE: func.func private @residual_rmsnorm_cast_k2_pointwise(
+func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %scale: tensor<1x13xf32>) -> tensor<5x13xf16> {
+  %0 = "dnn.add"(%x, %r) : (tensor<5x13xbf16>, tensor<5x13xbf16>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.cast"(%1) : (tensor<5x13xf32>) -> tensor<5x13xf16>
+  return %2 : tensor<5x13xf16>
+}
+
+// -----
+
 // The add has another dnn user: it is no prologue, and the two chains hanging
 // off it form one pointwise kernel.
 // CHECK-LABEL: func.func private @shared_residual_k0_pointwise(
@@ -196,6 +222,59 @@ func.func @pointwise_chain(%x: tensor<3x5x7xf32>, %s: tensor<5x1xf32>) -> tensor
   %3 = "dnn.neg"(%0) : (tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
   %4 = "dnn.select"(%2, %1, %3) : (tensor<3x5x7xi1>, tensor<3x5x7xf32>, tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
   return %4 : tensor<3x5x7xf32>
+}
+
+// -----
+
+// A bias + activation + elementwise chain with no matmul or conv before it:
+// x + bias (a [1, N] row), gelu, the per-column scale and the residual add
+// are one pointwise kernel; bias, scale and residual are kernel arguments.
+// CHECK-LABEL: func.func private @bias_gelu_scale_residual_k0_pointwise(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<3x5x7xf32>, %[[B:[^:]*]]: tensor<1x7xf32>, %[[S:[^:]*]]: tensor<1x7xf32>, %[[R:[^:]*]]: tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+// CHECK-SAME: attributes {dnn.anchor = "pointwise", dnn.kernel}
+// CHECK-NEXT: %[[XB:.*]] = "dnn.add"(%[[X]], %[[B]])
+// CHECK-NEXT: %[[G:.*]] = "dnn.gelu"(%[[XB]]) {approximate = "tanh"}
+// CHECK-NEXT: %[[M:.*]] = "dnn.mul"(%[[G]], %[[S]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.add"(%[[M]], %[[R]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @bias_gelu_scale_residual(
+// CHECK-NEXT: %[[K:.*]] = call @bias_gelu_scale_residual_k0_pointwise(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: return %[[K]]
+func.func @bias_gelu_scale_residual(%x: tensor<3x5x7xf32>, %b: tensor<1x7xf32>, %s: tensor<1x7xf32>, %r: tensor<3x5x7xf32>) -> tensor<3x5x7xf32> {
+  %0 = "dnn.add"(%x, %b) : (tensor<3x5x7xf32>, tensor<1x7xf32>) -> tensor<3x5x7xf32>
+  %1 = "dnn.gelu"(%0) {approximate = "tanh"} : (tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+  %2 = "dnn.mul"(%1, %s) : (tensor<3x5x7xf32>, tensor<1x7xf32>) -> tensor<3x5x7xf32>
+  %3 = "dnn.add"(%2, %r) : (tensor<3x5x7xf32>, tensor<3x5x7xf32>) -> tensor<3x5x7xf32>
+  return %3 : tensor<3x5x7xf32>
+}
+
+// -----
+
+// The same with leaky_relu after the bias, a scale by a constant (cloned into
+// the kernel), the residual add and an elu: one pointwise kernel.
+// CHECK-LABEL: func.func private @bias_leaky_relu_elu_k0_pointwise(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<5x7xf32>, %[[B:[^:]*]]: tensor<1x7xf32>, %[[R:[^:]*]]: tensor<5x7xf32>) -> tensor<5x7xf32>
+// CHECK-SAME: attributes {dnn.anchor = "pointwise", dnn.kernel}
+// CHECK-NEXT: %[[XB:.*]] = "dnn.add"(%[[X]], %[[B]])
+// CHECK-NEXT: %[[L:.*]] = "dnn.leaky_relu"(%[[XB]]) {negative_slope = 1.000000e-01 : f64}
+// CHECK-NEXT: %[[C:.*]] = "dnn.constant"() {value = 5.000000e-01 : f64}
+// CHECK-NEXT: %[[M:.*]] = "dnn.mul"(%[[L]], %[[C]])
+// CHECK-NEXT: %[[A:.*]] = "dnn.add"(%[[M]], %[[R]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.elu"(%[[A]]) {alpha = 1.000000e+00 : f64}
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @bias_leaky_relu_elu(
+// CHECK-NEXT: %[[K:.*]] = call @bias_leaky_relu_elu_k0_pointwise(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return %[[K]]
+func.func @bias_leaky_relu_elu(%x: tensor<5x7xf32>, %b: tensor<1x7xf32>, %r: tensor<5x7xf32>) -> tensor<5x7xf32> {
+  %c = "dnn.constant"() {value = 5.000000e-01 : f64} : () -> tensor<f32>
+  %0 = "dnn.add"(%x, %b) : (tensor<5x7xf32>, tensor<1x7xf32>) -> tensor<5x7xf32>
+  %1 = "dnn.leaky_relu"(%0) {negative_slope = 1.000000e-01 : f64} : (tensor<5x7xf32>) -> tensor<5x7xf32>
+  %2 = "dnn.mul"(%1, %c) : (tensor<5x7xf32>, tensor<f32>) -> tensor<5x7xf32>
+  %3 = "dnn.add"(%2, %r) : (tensor<5x7xf32>, tensor<5x7xf32>) -> tensor<5x7xf32>
+  %4 = "dnn.elu"(%3) {alpha = 1.000000e+00 : f64} : (tensor<5x7xf32>) -> tensor<5x7xf32>
+  return %4 : tensor<5x7xf32>
 }
 
 // -----
