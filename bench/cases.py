@@ -373,6 +373,21 @@ ACTIVATION_BACKWARD = [
     _pointwise("tanh_backward", lambda t, dy, x, y: t.ops.aten.tanh_backward(dy, y),
                ("dy", "x"), flops=3, group="activation-backward",
                torch_prepare=_saved_output("tanh")),
+    _pointwise("elu_backward",
+               lambda t, dy, x: t.ops.aten.elu_backward(dy, 1.0, 1.0, 1.0, False, x),
+               ("dy", "x"), flops=4, group="activation-backward", alpha=1.0),
+    _pointwise("leaky_relu_backward",
+               lambda t, dy, x: t.ops.aten.leaky_relu_backward(dy, x, 0.01, False),
+               ("dy", "x"), flops=2, group="activation-backward"),
+    # beta 1.702: QuickGELU's gradient, which PyTorch's autograd computes in
+    # several kernels; here as the one expression it takes eagerly.
+    _pointwise("swish_backward",
+               lambda t, dy, x: dy * (lambda s: s * (1 + 1.702 * x * (1 - s)))(
+                   t.sigmoid(1.702 * x)),
+               ("dy", "x"), flops=7, group="activation-backward", beta=1.702),
+    _pointwise("softplus_backward",
+               lambda t, dy, x: t.ops.aten.softplus_backward(dy, x, 1.0, 20.0),
+               ("dy", "x"), flops=5, group="activation-backward"),
 ]
 
 

@@ -213,12 +213,20 @@ def _silu_derivative(x, a):
     return s * (1.0 + x * (1.0 - s))
 
 
+def _swish_derivative(x, a):
+    s = _sigmoid(a["beta"] * x)
+    return s * (1.0 + a["beta"] * x * (1.0 - s))
+
+
 # f'(x) of each activation; the op is dx = dy * f'(x).
 ACTIVATION_DERIVATIVES = {
     "gelu_backward": _gelu_derivative,
     "silu_backward": _silu_derivative,
     "sigmoid_backward": lambda x, a: _sigmoid(x) * (1.0 - _sigmoid(x)),
     "tanh_backward": lambda x, a: 1.0 - np.tanh(x) ** 2,
+    "swish_backward": _swish_derivative,
+    "softplus_backward": lambda x, a: np.where(a["beta"] * x > a["threshold"], 1.0,
+                                               _sigmoid(a["beta"] * x)),
 }
 
 
@@ -237,6 +245,16 @@ def _activation_backward(derivative):
 def _relu_backward(o, a, r):
     # A select, not dy * (x > 0): an inf dy where x <= 0 gives 0, not NaN.
     return {"dx": np.where(o["x"] > 0, o["dy"], 0.0)}
+
+
+def _elu_backward(o, a, r):
+    # Selects, as relu_backward: the negative side's slope is PyTorch's at 0.
+    x, dy = o["x"], o["dy"]
+    return {"dx": np.where(x > 0, dy, dy * (a["alpha"] * np.exp(np.minimum(x, 0.0))))}
+
+
+def _leaky_relu_backward(o, a, r):
+    return {"dx": np.where(o["x"] > 0, o["dy"], o["dy"] * a["negative_slope"])}
 
 
 def _logical_not(o, a, r):
@@ -749,7 +767,8 @@ _OPS.update({name: _binary(fn) for name, fn in BINARY.items()})
 _OPS.update({name: _activation_backward(fn) for name, fn in ACTIVATION_DERIVATIVES.items()})
 _OPS.update({
     "logical_not": _logical_not, "select": _select, "gen_index": _gen_index,
-    "relu_backward": _relu_backward,
+    "relu_backward": _relu_backward, "elu_backward": _elu_backward,
+    "leaky_relu_backward": _leaky_relu_backward,
     # tensor
     "cast": _cast, "constant": _constant, "reshape": _reshape,
     "transpose": _transpose, "slice": _slice, "concat": _concat,

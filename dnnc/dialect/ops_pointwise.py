@@ -65,6 +65,13 @@ ACTIVATION_BACKWARD = {
     "silu_backward": ((), "dy * silu'(x)"),
     "sigmoid_backward": ((), "dy * s(x) * (1 - s(x))"),
     "tanh_backward": ((), "dy * (1 - tanh(x)^2)"),
+    "swish_backward": ((Attr("beta", "float", 1.0),),
+                       "dy * s (1 + beta x (1 - s)), s = sigmoid(beta x)"),
+    "elu_backward": ((Attr("alpha", "float", 1.0),), "dy where x > 0, else dy * alpha * exp(x)"),
+    "leaky_relu_backward": ((Attr("negative_slope", "float", 0.01),),
+                            "dy where x > 0, else dy * slope"),
+    "softplus_backward": ((Attr("beta", "float", 1.0), Attr("threshold", "float", 20.0)),
+                          "dy where beta x > threshold, else dy * sigmoid(beta x)"),
 }
 
 

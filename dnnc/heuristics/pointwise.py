@@ -31,7 +31,7 @@ UNROLL_VECTORS_PER_SM = 8 * 2048
 TRANSCENDENTAL = frozenset({
     "gelu", "silu", "swish", "sigmoid", "tanh", "elu", "softplus", "exp", "log", "sin",
     "cos", "erf", "pow", "gelu_backward", "silu_backward", "sigmoid_backward",
-    "tanh_backward", "log_softmax",
+    "tanh_backward", "swish_backward", "elu_backward", "softplus_backward", "log_softmax",
 })
 
 

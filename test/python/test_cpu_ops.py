@@ -179,7 +179,11 @@ def test_activation_backward(dtype):
             g.gelu_backward(dy, x, approximate="tanh", name="gelu_tanh_bwd"),
             g.silu_backward(dy, x, name="silu_bwd"),
             g.sigmoid_backward(dy, x, name="sigmoid_bwd"),
-            g.tanh_backward(dy, x, name="tanh_bwd"))
+            g.tanh_backward(dy, x, name="tanh_bwd"),
+            g.swish_backward(dy, x, beta=1.5, name="swish_bwd"),
+            g.elu_backward(dy, x, alpha=0.7, name="elu_bwd"),
+            g.leaky_relu_backward(dy, x, negative_slope=0.2, name="leaky_relu_bwd"),
+            g.softplus_backward(dy, x, beta=2.0, threshold=2.5, name="softplus_bwd"))
     xv = rand(rng, [13], dtype, scale=2.0)
     xv[0] = 0.0
     got, ref = run(g, {"dy": rand(rng, [3, 13], dtype), "x": xv})

@@ -86,7 +86,8 @@ def pointwise():
     outputs(g.logical_and(cmps[0], m, name="and"), g.logical_or(cmps[1], m, name="or"),
             g.logical_not(m, name="not"), g.select(m, x, b, name="select"))
     for op in ("relu_backward", "gelu_backward", "silu_backward", "sigmoid_backward",
-               "tanh_backward"):
+               "tanh_backward", "swish_backward", "elu_backward", "leaky_relu_backward",
+               "softplus_backward"):
         outputs(getattr(g, op)(x, h, name=op))
     outputs(g.cast(h, E4M3, name="to_e4m3"), g.cast(g.cast(x, E5M2), F16, name="via_e5m2"),
             g.mul(x, g.constant(0.5), name="scaled"), g.gen_index(x, axis=1, name="index"))

@@ -212,6 +212,11 @@ ACTIVATION_BACKWARD = {
     "silu_backward": ("silu", {}),
     "sigmoid_backward": ("sigmoid", {}),
     "tanh_backward": ("tanh", {}),
+    "swish_backward": ("swish", {"beta": 1.7}),
+    "elu_backward": ("elu", {"alpha": 0.6}),
+    "leaky_relu_backward": ("leaky_relu", {"negative_slope": 0.2}),
+    # x in [-3, 3]: beta x crosses the threshold, the linear region is checked too.
+    "softplus_backward": ("softplus", {"beta": 2.0, "threshold": 3.0}),
 }
 
 
@@ -225,12 +230,24 @@ def test_activation_backward_is_derivative(name, approximate):
     g = rng()
     x = g.uniform(-3, 3, (3, 5))
     x = np.where(np.abs(x) < 0.05, 0.5, x)  # relu: away from the kink
+    if name == "softplus_backward":  # away from the switch at beta x = threshold
+        x = np.where(np.abs(x - 1.5) < 0.05, 1.0, x)
     dy = g.normal(size=(5,))  # broadcasts against x
     dx = run(name, {"dy": dy, "x": x}, **attrs)["dx"]
     h = 1e-6  # elementwise op: the whole array can be perturbed at once
     slope = (run(forward, {"x": x + h}, **attrs)["y"]
              - run(forward, {"x": x - h}, **attrs)["y"]) / (2 * h)
     np.testing.assert_allclose(dx, dy * slope, rtol=1e-7, atol=1e-9)
+
+
+@covers("elu_backward", "leaky_relu_backward")
+def test_elu_and_leaky_relu_backward_at_zero_take_the_negative_side():
+    # PyTorch's convention: the slope at x = 0 is the negative side's.
+    x, dy = np.array([0.0, -1.0, 2.0]), np.array([3.0, 3.0, 3.0])
+    elu = run("elu_backward", {"dy": dy, "x": x}, alpha=0.5)["dx"]
+    np.testing.assert_allclose(elu, [1.5, 1.5 * np.exp(-1.0), 3.0])
+    leaky = run("leaky_relu_backward", {"dy": dy, "x": x}, negative_slope=0.1)["dx"]
+    np.testing.assert_allclose(leaky, [0.3, 0.3, 3.0])
 
 
 @covers("relu_backward")

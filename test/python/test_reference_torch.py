@@ -175,6 +175,11 @@ ACTIVATION_BACKWARD = {
     "silu_backward": ({}, F.silu),
     "sigmoid_backward": ({}, torch.sigmoid),
     "tanh_backward": ({}, torch.tanh),
+    "swish_backward": ({"beta": 1.7}, lambda t: t * torch.sigmoid(1.7 * t)),
+    "elu_backward": ({"alpha": 0.6}, lambda t: F.elu(t, alpha=0.6)),
+    "leaky_relu_backward": ({"negative_slope": 0.2}, lambda t: F.leaky_relu(t, 0.2)),
+    "softplus_backward": ({"beta": 2.0, "threshold": 3.0},
+                          lambda t: F.softplus(t, beta=2.0, threshold=3.0)),
 }
 
 

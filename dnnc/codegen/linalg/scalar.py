@@ -131,11 +131,25 @@ def _tanh_derivative(x, a):
     return arith.subf(cf(1.0), arith.mulf(t, t))
 
 
+def _swish_derivative(x, a):
+    bx = arith.mulf(cf(a["beta"]), x)
+    s = sigmoid(bx)  # s (1 + beta x (1 - s))
+    return arith.mulf(s, arith.addf(cf(1.0), arith.mulf(bx, arith.subf(cf(1.0), s))))
+
+
+def _softplus_derivative(x, a):
+    # sigmoid(beta x); 1 in the linear region above the threshold.
+    bx = arith.mulf(cf(a["beta"]), x)
+    return arith.select(_gt(bx, cf(a["threshold"])), cf(1.0), sigmoid(bx))
+
+
 DERIVATIVES = {
     "gelu_backward": _gelu_derivative,
     "silu_backward": _silu_derivative,
     "sigmoid_backward": _sigmoid_derivative,
     "tanh_backward": _tanh_derivative,
+    "swish_backward": _swish_derivative,
+    "softplus_backward": _softplus_derivative,
 }
 
 
@@ -143,6 +157,18 @@ def _relu_backward(args, a):
     dy, x = args
     # A select, not dy * (x > 0): an inf dy where x <= 0 gives 0, not NaN.
     return arith.select(_gt(x, cf(0.0)), dy, cf(0.0))
+
+
+def _elu_backward(args, a):
+    dy, x = args
+    # exp of min(x, 0): the selected-away side stays finite.
+    slope = arith.mulf(cf(a["alpha"]), math.exp(arith.minimumf(x, cf(0.0))))
+    return arith.select(_gt(x, cf(0.0)), dy, arith.mulf(dy, slope))
+
+
+def _leaky_relu_backward(args, a):
+    dy, x = args
+    return arith.select(_gt(x, cf(0.0)), dy, arith.mulf(dy, cf(a["negative_slope"])))
 
 
 def _build_table():
@@ -158,6 +184,8 @@ def _build_table():
     for name, fn in DERIVATIVES.items():
         table[name] = (lambda f: lambda args, a: arith.mulf(args[0], f(args[1], a)))(fn)
     table["relu_backward"] = _relu_backward
+    table["elu_backward"] = _elu_backward
+    table["leaky_relu_backward"] = _leaky_relu_backward
     table["logical_not"] = lambda args, a: arith.xori(args[0], const(i1(), 1))
     table["select"] = lambda args, a: arith.select(args[0], args[1], args[2])
     table["cast"] = lambda args, a: args[0]

@@ -538,6 +538,28 @@ func.func @tanh_backward(%dy: tensor<2x3xf16>, %x: tensor<2x3xf16>) -> tensor<2x
 
 // -----
 
+// CHECK-LABEL: func.func @softplus_backward_attrs(
+//  CHECK-SAME:     %[[DY:.*]]: tensor<2x3xbf16>, %[[X:.*]]: tensor<3xbf16>) -> tensor<2x3xbf16>
+//  CHECK-NEXT:   %[[DX:.*]] = "dnn.softplus_backward"(%[[DY]], %[[X]]) {beta = 2.000000e+00 : f64, threshold = 1.000000e+01 : f64} : (tensor<2x3xbf16>, tensor<3xbf16>) -> tensor<2x3xbf16>
+//  CHECK-NEXT:   return %[[DX]] : tensor<2x3xbf16>
+func.func @softplus_backward_attrs(%dy: tensor<2x3xbf16>, %x: tensor<3xbf16>) -> tensor<2x3xbf16> {
+  %dx = "dnn.softplus_backward"(%dy, %x) {beta = 2.000000e+00 : f64, threshold = 1.000000e+01 : f64} : (tensor<2x3xbf16>, tensor<3xbf16>) -> tensor<2x3xbf16>
+  return %dx : tensor<2x3xbf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @elu_backward_default_alpha(
+//  CHECK-SAME:     %[[DY:.*]]: tensor<2x3xf32>, %[[X:.*]]: tensor<2x3xf32>) -> tensor<2x3xf32>
+//  CHECK-NEXT:   %[[DX:.*]] = "dnn.elu_backward"(%[[DY]], %[[X]]) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+//  CHECK-NEXT:   return %[[DX]] : tensor<2x3xf32>
+func.func @elu_backward_default_alpha(%dy: tensor<2x3xf32>, %x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %dx = "dnn.elu_backward"(%dy, %x) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %dx : tensor<2x3xf32>
+}
+
+// -----
+
 // ============================================================================
 // Tensor ops: cast, constant, reshape, transpose, slice, concat.
 // ============================================================================
