@@ -13,7 +13,11 @@ zero-size cases pass tensors without elements (torch puts them at address 0)
 and check that the outputs that do have elements (zeros, NaN means) are
 written, by a plan with no empty launch. Each package is called twice,
 outputs poisoned again before the second call, which must find the
-workspace as the first left it.
+workspace as the first left it and write the same bits as the first: every
+dnnc kernel sums in a fixed order, with no float atomics (split-K partials,
+column partials and cluster exchanges are added in split / rank order;
+integer atomics only count arrivals), so outputs, backward reductions
+included, are deterministic.
 """
 
 import json
@@ -77,6 +81,11 @@ def _fp8_order(codes):
     return np.where(codes & 0x80, -magnitude, magnitude)
 
 
+def _bits(t):
+    """The bytes of ``t``'s elements in logical (row-major) order."""
+    return t.contiguous().reshape(-1).view(torch.uint8).cpu().numpy()
+
+
 def _check(name, got, expected, rule):
     if rule["compare"] == "exact" or got.dtype == torch.bool:
         np.testing.assert_array_equal(got.cpu().numpy(), expected, err_msg=name)
@@ -109,11 +118,22 @@ def test_package_matches_reference(case):
     data = np.load(os.path.join(FOLDER, case["data"]))
     inputs = {spec["name"]: _to_device(data[spec["key"]], spec) for spec in case["inputs"]}
     # Twice, outputs poisoned each time: the second call finds the workspace
-    # as the first left it (split-K arrival counters back at zero).
+    # as the first left it (split-K arrival counters back at zero) and
+    # writes the same bits (sums in a fixed order: NaN where the first call
+    # had NaN, with the same payload).
+    first = {}
     for call in ("first call", "second call"):
         outputs = {spec["name"]: _poisoned(spec) for spec in case["outputs"]}
         exe(**inputs, outputs=outputs)
         torch.cuda.synchronize()
         for spec in case["outputs"]:
-            _check(f"{case['name']}.{spec['name']} ({call})", outputs[spec["name"]],
-                   data[spec["key"]], spec)
+            name = f"{case['name']}.{spec['name']}"
+            _check(f"{name} ({call})", outputs[spec["name"]], data[spec["key"]], spec)
+            bits = _bits(outputs[spec["name"]])
+            if call == "first call":
+                first[spec["name"]] = bits
+                continue
+            differ = np.flatnonzero(bits != first[spec["name"]])
+            assert differ.size == 0, (
+                f"{name}: the second call's bits differ from the first's in {differ.size} of "
+                f"{bits.size} bytes (first at byte {differ[:1].tolist()}): not deterministic")
