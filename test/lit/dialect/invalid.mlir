@@ -572,6 +572,38 @@ func.func @tanh_backward_i1_result(%dy: tensor<2x3xf16>, %x: tensor<2x3xf16>) ->
 
 // -----
 
+func.func @swish_backward_result_shape(%dy: tensor<2x3xf32>, %x: tensor<3xf32>) -> tensor<3x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.swish_backward' op result 'dx': expected shape 2x3, got 3x3
+  %dx = "dnn.swish_backward"(%dy, %x) {beta = 1.500000e+00 : f64} : (tensor<2x3xf32>, tensor<3xf32>) -> tensor<3x3xf32>
+  return %dx : tensor<3x3xf32>
+}
+
+// -----
+
+func.func @elu_backward_i1_operand(%dy: tensor<2x3xf32>, %x: tensor<2x3xi1>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.elu_backward' op operand 'x': expected a floating-point tensor, got i1
+  %dx = "dnn.elu_backward"(%dy, %x) : (tensor<2x3xf32>, tensor<2x3xi1>) -> tensor<2x3xf32>
+  return %dx : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @leaky_relu_backward_i1_result(%dy: tensor<2x3xbf16>, %x: tensor<2x3xbf16>) -> tensor<2x3xi1> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point element type, got i1
+  %dx = "dnn.leaky_relu_backward"(%dy, %x) : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x3xi1>
+  return %dx : tensor<2x3xi1>
+}
+
+// -----
+
+func.func @softplus_backward_result_shape(%dy: tensor<2x3xf16>, %x: tensor<1x3xf16>) -> tensor<1x3xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.softplus_backward' op result 'dx': expected shape 2x3, got 1x3
+  %dx = "dnn.softplus_backward"(%dy, %x) : (tensor<2x3xf16>, tensor<1x3xf16>) -> tensor<1x3xf16>
+  return %dx : tensor<1x3xf16>
+}
+
+// -----
+
 // ============================================================================
 // Tensor ops.
 // ============================================================================

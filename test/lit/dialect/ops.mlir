@@ -560,6 +560,28 @@ func.func @elu_backward_default_alpha(%dy: tensor<2x3xf32>, %x: tensor<2x3xf32>)
 
 // -----
 
+// CHECK-LABEL: func.func @leaky_relu_backward_slope(
+//  CHECK-SAME:     %[[DY:.*]]: tensor<2x3xf16>, %[[X:.*]]: tensor<2x3xf16>) -> tensor<2x3xf16>
+//  CHECK-NEXT:   %[[DX:.*]] = "dnn.leaky_relu_backward"(%[[DY]], %[[X]]) {negative_slope = 2.000000e-01 : f64} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+//  CHECK-NEXT:   return %[[DX]] : tensor<2x3xf16>
+func.func @leaky_relu_backward_slope(%dy: tensor<2x3xf16>, %x: tensor<2x3xf16>) -> tensor<2x3xf16> {
+  %dx = "dnn.leaky_relu_backward"(%dy, %x) {negative_slope = 2.000000e-01 : f64} : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xf16>
+  return %dx : tensor<2x3xf16>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @swish_backward_beta(
+//  CHECK-SAME:     %[[DY:.*]]: tensor<2x3xf32>, %[[X:.*]]: tensor<2x3xf32>) -> tensor<2x3xf32>
+//  CHECK-NEXT:   %[[DX:.*]] = "dnn.swish_backward"(%[[DY]], %[[X]]) {beta = 1.702000e+00 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+//  CHECK-NEXT:   return %[[DX]] : tensor<2x3xf32>
+func.func @swish_backward_beta(%dy: tensor<2x3xf32>, %x: tensor<2x3xf32>) -> tensor<2x3xf32> {
+  %dx = "dnn.swish_backward"(%dy, %x) {beta = 1.702000e+00 : f64} : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xf32>
+  return %dx : tensor<2x3xf32>
+}
+
+// -----
+
 // ============================================================================
 // Tensor ops: cast, constant, reshape, transpose, slice, concat.
 // ============================================================================
