@@ -105,16 +105,17 @@ def functions(sass):
     return {k: "\n".join(v) for k, v in out.items()}
 
 
+def _addressed(sass):
+    """[(address, opcode, operands)] of the instructions in ``sass``, in order."""
+    return [(int(m.group(1), 16), m.group(2), m.group(3).strip())
+            for m in map(_INSTRUCTION.match, sass.splitlines()) if m]
+
+
 def instructions(sass):
     """[(opcode, operands)] of the instructions in ``sass`` (all kernels'
     unless given one of ``functions``'s texts), in order, guard predicates
     left out: ("HGMMA.64x128x16.F32.BF16", "R24, gdesc[UR28].tnspB, R24, gsb0")."""
-    out = []
-    for line in sass.splitlines():
-        m = _INSTRUCTION.match(line)
-        if m:
-            out.append((m.group(2), m.group(3).strip()))
-    return out
+    return [(opcode, operands) for _, opcode, operands in _addressed(sass)]
 
 
 def opcodes(sass):
@@ -165,11 +166,7 @@ def wgmma_fragment_hazards(sass):
     once more with the groups still in flight at its end, so a loop that
     reloads the registers its previous iteration's wgmma still reads is
     caught; forward branches are not followed."""
-    lines = []
-    for line in sass.splitlines():
-        m = _INSTRUCTION.match(line)
-        if m:
-            lines.append((int(m.group(1), 16), m.group(2), m.group(3).strip()))
+    lines = _addressed(sass)
     out = []
     state = {"open": set(), "groups": []}
 
