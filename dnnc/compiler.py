@@ -168,15 +168,15 @@ def compile_module(module, options=Options(), basename="graph"):
                    stop_after=options.stop_after)
         return module
     if options.target == "cpu":
-        from dnnc import cpu
+        from dnnc.targets import cpu
 
         front = [s for s in stages if s.name in ("dnn", "decomposed", "fused")]
         run_stages(module, front, dump_ir=options.dump_ir, basename=basename)
         return cpu.compile_module(module, dump_ir=options.dump_ir, basename=basename)
     if options.target == "cuda":
-        from dnnc.codegen.gpu import driver
+        from dnnc.targets import cuda
 
-        return driver.compile_module(module, options.arch, dump_ir=options.dump_ir,
+        return cuda.compile_module(module, options.arch, dump_ir=options.dump_ir,
                                      basename=basename, config=options.config or "",
                                      db=options.tuning_path(), gpu=options.gpu or "")
     raise UnsupportedError(f"target '{options.target}' is not available")

@@ -34,10 +34,10 @@ from dnnc.heuristics.problem import DTYPE_BYTES
 TC90_M, TC90_K, TC90_THREADS = 128, 64, 384
 TC90_SMEM = 227 * 1024
 TC90_MAX_STAGES = 8
-# Converted tiles of a prologue operand (tc_sm90.CONVERTED_A / _B), and the
+# Converted tiles of a prologue operand (sm90.CONVERTED_A / _B), and the
 # ring a tile with a prologue should keep.
 TC90_CONVERTED_A, TC90_CONVERTED_B = 2, 3
-# The staged epilogue's slots (tc_sm90.SLOT_BYTES = 2 KiB for each 16 rows of
+# The staged epilogue's slots (sm90.SLOT_BYTES = 2 KiB for each 16 rows of
 # the tile): the ring leaves room for one set (one output, one column slice
 # at a time), so that the output tiles go through shared memory.
 TC90_SLOTS_PER_ROW = 2048 // 16
@@ -194,7 +194,7 @@ def tc_sm90(problem, m, n, k, batch, facts):
     order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
     # An operand with a prologue is loaded as stored and converted into
     # 128-byte rows of K that wgmma reads: CONVERTED_A of them per 64 rows of
-    # A, CONVERTED_B of B (dnnc/codegen/gpu/tc_sm90.py).
+    # A, CONVERTED_B of B (dnnc/codegen/gpu/tensorcore/sm90.py).
     stored = dict(problem.prologues)
     source = [DTYPE_BYTES.get(stored[i], 2) if i in stored else 2 for i in (0, 1)]
     prologue = "".join(f"; a prologue on {'AB'[i]} ({stored[i]} tiles converted in shared "
@@ -230,8 +230,8 @@ def tc_sm90(problem, m, n, k, batch, facts):
 
 # tc-sm80 geometry: (BM, BN, warps down M, warps across N) of the tiles
 # (warp tiles of 64 x 64, 32 x 64 or 32 x 32: the squarest grid, as
-# tc_sm80.Tile lays it out). A stage of a K-major operand takes BM (or BN)
-# rows of a K step's bytes + 16 (tc_sm80.PAD). The 8-warp tiles run one
+# sm80.Tile lays it out). A stage of a K-major operand takes BM (or BN)
+# rows of a K step's bytes + 16 (sm80.PAD). The 8-warp tiles run one
 # block an SM (230-255 registers x 256 threads): a K step of 128 bytes (64
 # bf16 / f16, 32 tf32: half the barriers per K element) and stages that fill
 # the arch's shared memory (TC80_SHARED). Two 4-warp blocks share an SM: K

@@ -27,7 +27,7 @@ TENSOR_OPS = frozenset({"transpose", "reshape", "slice", "concat"})
 # 2048-thread SMs.
 UNROLL_VECTORS_PER_SM = 8 * 2048
 
-# Ops whose scalar code is a polynomial or more (dnnc/codegen/gpu/math_approx.py).
+# Ops whose scalar code is a polynomial or more (dnnc/codegen/gpu/math/approx.py).
 TRANSCENDENTAL = frozenset({
     "gelu", "silu", "swish", "sigmoid", "tanh", "elu", "softplus", "exp", "log", "sin",
     "cos", "erf", "pow", "gelu_backward", "silu_backward", "sigmoid_backward",

@@ -108,7 +108,7 @@ def simt_reduce(problem, rows, extent):
                          f"{chunks} per thread")
 
 
-# Split rows (simt-reduce with split = C, dnnc/codegen/gpu/rowsplit.py): a
+# Split rows (simt-reduce with split = C, dnnc/codegen/gpu/reduce/rowsplit.py): a
 # row that one block of 1024 threads cannot hold in registers, more than
 # HELD_ELEMENTS a thread (rowwise.REGISTER_ELEMENTS: rows over 32768 bf16 or
 # f32), is dealt to a thread-block cluster of C blocks (sm_90; at most
@@ -256,7 +256,7 @@ def simt_reduce_staged(problem, facts, width, n):
 
 
 # Reductions over every dim but the innermost (simt-reduce-columns,
-# dnnc/codegen/gpu/colwise.py): a linear layer's bias gradient, a norm's
+# dnnc/codegen/gpu/reduce/colwise.py): a linear layer's bias gradient, a norm's
 # dgamma and dbeta. A block is Tx threads across the columns (a warp reads
 # 32 consecutive 16-byte vectors of a row) by Ty down the rows, 256 in all;
 # each thread has COLUMN_UNROLL 16-byte loads in flight, shared by the
@@ -335,7 +335,7 @@ def simt_reduce_columns(problem, rows, extent):
 
 
 # Row programs with column sums (simt-reduce-rows-columns,
-# dnnc/codegen/gpu/rowcolumns.py): a norm backward's dx beside its dscale and
+# dnnc/codegen/gpu/reduce/rowcolumns.py): a norm backward's dx beside its dscale and
 # dbias (dnn-fuse joins them). Rows too long for a warp get a block of the
 # fewest threads that hold the row in registers, ROW_COLUMN_ELEMENTS a
 # thread: one block holds as much of dy and x in flight as two of the row

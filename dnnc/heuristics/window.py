@@ -1,7 +1,7 @@
 """Rules for pooling kernels: the simt-window strategy.
 
 A forward pooling kernel (with its fused pointwise epilogue) runs as a window
-program (dnnc/codegen/gpu/windows.py): a thread per tile of output pixels
+program (dnnc/codegen/gpu/window/windows.py): a thread per tile of output pixels
 and group of ``vector`` channels, the windows unrolled in registers.
 ``vector`` is 16 bytes of x's element type, halved until it divides C; it
 only takes effect where x's channels are contiguous in memory (channels-
@@ -28,7 +28,7 @@ The block size follows simt-generic's rules for the number of threads
 (dnnc/heuristics/generic.py). A window of more than ``windows.MAX_TAPS``
 taps (a global pool) stays on simt-generic, ranked by
 dnnc/heuristics/reduction.py. The backward gathers dx
-(dnnc/codegen/gpu/window_gradients.py): a thread per tile of s_1 x s_2 ...
+(dnnc/codegen/gpu/window/gradients.py): a thread per tile of s_1 x s_2 ...
 input pixels (those the same windows cover; ``tile`` does not apply) and
 ``vector`` channels; a max gradient whose threads would load more than
 ``MAX_GATHER_TAPS`` x taps stays on simt-generic too.
@@ -39,8 +39,8 @@ import math
 from dnnc.heuristics import generic, pointwise, reduction
 from dnnc.heuristics.config import Config
 
-# Taps a window program unrolls (dnnc/codegen/gpu/windows.py's MAX_TAPS) and
-# x taps a thread of a max window gradient loads (window_gradients.py's
+# Taps a window program unrolls (dnnc/codegen/gpu/window/windows.py's MAX_TAPS) and
+# x taps a thread of a max window gradient loads (window/gradients.py's
 # MAX_GATHER_TAPS), repeated here so that the heuristics import no MLIR.
 MAX_TAPS = 64
 MAX_GATHER_TAPS = 256
@@ -95,7 +95,7 @@ def forward_tile(window, stride, out, channels_threads, sms):
 
 
 def gather_taps(mode, window, stride):
-    """Loads a thread of a window gradient makes (window_gradients.py): the
+    """Loads a thread of a window gradient makes (window/gradients.py): the
     (W - 1) / s + 1 windows per dim covering its tile of s_1 x s_2 ... input
     pixels, times the window's taps for max."""
     windows = math.prod((w - 1) // s + 1 for w, s in zip(window, stride))

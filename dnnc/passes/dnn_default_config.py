@@ -13,7 +13,7 @@ PipelineError naming the kernel) and kept; one without a ``block`` gets this
 pass's. Kernels born in the ``gpu`` stage, after the heuristics ran
 (dnn-host-to-kernels' copies and fills, dnn-io-strides' layout copies), have
 no config: a copy whose every op vectorizes (its innermost dim stays
-innermost and contiguous, vectors aligned; dnnc/codegen/gpu/vectorize.py)
+innermost and contiguous, vectors aligned; dnnc/codegen/gpu/elementwise/vectorize.py)
 gets ``simt-pointwise`` with vectors of 16 bytes of its widest element, one
 a thread, in ``block``-thread blocks; any other gets the fallback that
 makes every kernel compilable, a flat grid of ``block``-thread blocks, one
@@ -36,7 +36,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import irutil, vectorize
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.elementwise import vectorize
 from dnnc.errors import PipelineError
 from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
@@ -48,7 +49,7 @@ VECTOR = "simt-pointwise"
 
 def _copy_width(fn):
     """The vector (16 bytes of its widest element) by which every op of a
-    kernel born in the ``gpu`` stage vectorizes (dnnc/codegen/gpu/vectorize.py:
+    kernel born in the ``gpu`` stage vectorizes (dnnc/codegen/gpu/elementwise/vectorize.py:
     a layout copy whose innermost dim stays innermost and contiguous), else 1."""
     ops = [op.operation for op in irutil.body(fn).operations]
     work = [op for op in ops if op.name in ("linalg.copy", "linalg.generic")]

@@ -7,11 +7,11 @@ ever rounded to a 16-bit float, use the hardware's approximations.
 external calls in the PTX otherwise. This pass runs before that conversion,
 on the whole module (kernels included), and rewrites every math op:
 
-* by default with dnnc/codegen/gpu/math_approx.py: range reduction and
+* by default with dnnc/codegen/gpu/math/approx.py: range reduction and
   polynomials within 1-2 ulp of f32, and ``llvm.call_intrinsic`` of
   ``llvm.sqrt.f32``, ``llvm.floor.f32``... for what PTX has an instruction
   for (math_scalar.py);
-* with dnnc/codegen/gpu/math_fast.py (ex2 / lg2 / rcp / sin / tanh
+* with dnnc/codegen/gpu/math/fast.py (ex2 / lg2 / rcp / sin / tanh
   approximations, a few instructions each) when every use of the result
   ends, through f32 arithmetic, in an ``arith.truncf`` to a float of 16 bits
   or fewer: bf16 keeps 8 significant bits and f16 11, where the
@@ -54,7 +54,8 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith
 
-from dnnc.codegen.gpu import irutil, math_approx, math_fast
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.math import approx as math_approx, fast as math_fast
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
 

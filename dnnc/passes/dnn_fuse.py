@@ -136,7 +136,7 @@ PROLOGUE_MAX_N = {2: 2048, 4: 1024}
 PROLOGUE_MAX_M = 256
 VIEW = "view"  # the anchor of a reshape left in the graph function
 # A column kernel joins a row kernel over its rows (a row-and-column program:
-# dnnc/codegen/gpu/rowcolumns.py) when a block's f32 sums of one row's
+# dnnc/codegen/gpu/reduce/rowcolumns.py) when a block's f32 sums of one row's
 # columns, one per column reduction, take at most this much shared memory:
 # three blocks of the largest fit an H100 SM, two an A100's.
 COLUMN_SUMS_BYTES = 64 * 1024

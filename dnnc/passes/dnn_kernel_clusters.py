@@ -2,7 +2,7 @@
 cluster shape as its own, compile-time attribute.
 
 A ``gpu.launch`` with ``clusters(...) in (X, Y, Z)`` (the split-row program,
-dnnc/codegen/gpu/rowsplit.py) becomes, after gpu-kernel-outlining, a
+dnnc/codegen/gpu/reduce/rowsplit.py) becomes, after gpu-kernel-outlining, a
 ``gpu.launch_func ... clusters in (X, Y, Z)`` of a ``gpu.func`` that no
 longer says so. This pass writes the constant shape on the kernel as
 ``nvvm.cluster_dim = array<i32: X, Y, Z>``, which the NVVM back end emits

@@ -3,9 +3,9 @@ tensor-core strategy to its tensor-core kernel, the kernel's pointwise
 epilogue fused in registers:
 
 * ``tc-sm90``: TMA descriptors on the host side and one ``gpu.launch``
-  running the warp-specialized wgmma mainloop (dnnc/codegen/gpu/tc_sm90.py);
+  running the warp-specialized wgmma mainloop (dnnc/codegen/gpu/tensorcore/sm90.py);
 * ``tc-sm80``: one ``gpu.launch`` of cp.async copies into a shared-memory
-  ring, ldmatrix and mma.sync (dnnc/codegen/gpu/tc_sm80.py); also what a
+  ring, ldmatrix and mma.sync (dnnc/codegen/gpu/tensorcore/sm80.py); also what a
   ``tc-sm90`` kernel gets when tc-sm90 does not take it (f32 multiplied in
   a way it does not support, a stride TMA cannot describe),
   with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.
@@ -13,7 +13,7 @@ epilogue fused in registers:
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``tile`` is ``[BM, BN, BK]``
 and ``stages`` the depth of the shared-memory ring. The kernel must read as
-one GEMM plus an elementwise epilogue (dnnc/codegen/gpu/gemm.py), and the
+one GEMM plus an elementwise epilogue (dnnc/codegen/gpu/tensorcore/gemm.py), and the
 strategy must take it (operand types, TMA's 16-byte stride rule); otherwise
 the kernel is left as it is and handed to simt-generic: its ``dnn.config``
 becomes ``simt-generic`` and its ``dnn.config_reason`` says why (for a
@@ -66,8 +66,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import gemm as gemm_match
-from dnnc.codegen.gpu import tc_sm80, tc_sm90
+from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
+from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs
 from dnnc.heuristics.problem import SMS
@@ -78,14 +78,14 @@ SIMT = "simt-generic, one thread per output"
 
 
 def tile_of(config):
-    """The tc_sm90.Tile a config describes."""
+    """The sm90.Tile a config describes."""
     m, n, k = (tuple(config.tile) + (128, 128, 64)[len(config.tile):])[:3]
     # A consumer warpgroup per 64 rows of the tile (the block follows).
-    return tc_sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster)
+    return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster)
 
 
 def sm80_tile_of(config, element):
-    """The tc_sm80.Tile a tc-sm80 config describes: a warp per 32 threads;
+    """The sm80.Tile a tc-sm80 config describes: a warp per 32 threads;
     without a tile, 128 x 128 x (the K step the heuristics give that many
     warps); stages 1 (a config that names none: the ring needs two) is as
     many as the heuristics would give the tile, within sm_80's shared
@@ -96,7 +96,7 @@ def sm80_tile_of(config, element):
     stages = config.stages
     if stages == 1:
         stages = tc80_stages(m, n, warps, "sm_80")
-    return tc_sm80.Tile(m, n, k, max(2, stages), warps)
+    return sm80.Tile(m, n, k, max(2, stages), warps)
 
 
 def sm80_fallback(found):
@@ -113,16 +113,16 @@ class DnnMapTensorCores(DnncPass):
     def run(self, module):
         with module.context, ir.Location.unknown():
             # Listed first: a tc-sm90 kernel handed to tc-sm80 is lowered once.
-            sm90 = list(kernels_of(module, STRATEGY))
-            sm80 = list(kernels_of(module, "tc-sm80"))
-            for fn, config in sm90:
+            sm90_kernels = list(kernels_of(module, STRATEGY))
+            sm80_kernels = list(kernels_of(module, "tc-sm80"))
+            for fn, config in sm90_kernels:
                 self._sm90(fn, config)
-            for fn, config in sm80:
+            for fn, config in sm80_kernels:
                 try:
                     found = gemm_match.match(fn)
                     tile = sm80_tile_of(config, found.element)
-                    tc_sm80.build(fn, found, tile)
-                except (gemm_match.NotAGemm, tc_sm80.NotSupported) as why:
+                    sm80.build(fn, found, tile)
+                except (gemm_match.NotAGemm, sm80.NotSupported) as why:
                     fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
                     continue
                 # The config records what runs (an override may name no tile).
@@ -136,8 +136,8 @@ class DnnMapTensorCores(DnncPass):
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
         try:
-            notes = tc_sm90.build(fn, found, tile_of(config))
-        except tc_sm90.NotSupported as why:
+            notes = sm90.build(fn, found, tile_of(config))
+        except sm90.NotSupported as why:
             not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
             for note in notes:
@@ -145,8 +145,8 @@ class DnnMapTensorCores(DnncPass):
             return
         fallback = sm80_fallback(found)
         try:
-            tc_sm80.build(fn, found, sm80_tile_of(fallback, found.element))
-        except tc_sm80.NotSupported as why:
+            sm80.build(fn, found, sm80_tile_of(fallback, found.element))
+        except sm80.NotSupported as why:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
             return
         hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,

@@ -3,10 +3,10 @@
 threads each own a tile of output pixels and ``vector`` channels, load the
 x pixels of their windows into registers once and store the fused
 epilogue's results
-(dnnc/codegen/gpu/windows.py). A pooling backward (its window generic marked
+(dnnc/codegen/gpu/window/windows.py). A pooling backward (its window generic marked
 ``backward = true``) is gathered the other way round: a thread owns an input
 pixel and ``vector`` channels of dx and loops over the windows covering it
-(dnnc/codegen/gpu/window_gradients.py).
+(dnnc/codegen/gpu/window/gradients.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, beside
 dnn-reduce-rows, before convert-linalg-to-parallel-loops. The config's
@@ -49,7 +49,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import window_gradients, windows
+from dnnc.codegen.gpu.window import gradients, windows
 from dnnc.heuristics.config import fall_back, hand_over, kernels_of
 from dnnc.heuristics.window import spatial_tile, tile_loads
 from dnnc.passes import DnncPass, register
@@ -68,7 +68,7 @@ class DnnPoolWindows(DnncPass):
                 try:
                     found = windows.match(fn)
                     if found.backward:
-                        window_gradients.check(found)
+                        gradients.check(found)
                 except windows.NotAWindowProgram as why:
                     fall_back(fn, f"simt-window does not apply ({why}): simt-generic, one "
                               "thread per output")

@@ -2,7 +2,7 @@
 ``simt-reduce-columns`` strategy to a column program: a ``gpu.launch`` whose
 threads each fold 16-byte vectors of columns down a slice of the rows, and a
 second one that sums the slices' partials in a fixed order
-(dnnc/codegen/gpu/colwise.py).
+(dnnc/codegen/gpu/reduce/colwise.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, beside
 dnn-reduce-rows, before convert-linalg-to-parallel-loops. The config's
@@ -43,7 +43,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import colwise
+from dnnc.codegen.gpu.reduce import colwise
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 

@@ -1,7 +1,7 @@
 """dnn-reduce-rows: lower every kernel whose ``dnn.config`` names the
 ``simt-reduce`` strategy to a row program: one ``gpu.launch`` with a row per
 block (or per warp), warp-shuffle and shared-memory reductions
-(dnnc/codegen/gpu/rowwise.py). A thread that has at most 32 elements of its
+(dnnc/codegen/gpu/reduce/rowwise.py). A thread that has at most 32 elements of its
 row keeps them in registers: its inputs loaded once, every intermediate
 computed once (softmax: one exp per element); longer rows loop over their
 vectors pass by pass, reading the inputs again and recomputing
@@ -13,7 +13,7 @@ per block, ``tile[0]`` the rows a block handles (1: the whole block works on
 one row; ``block[0] / 32``: a warp per row) and ``vector`` the elements per
 load. ``split = C`` (sm_90) spreads each row over a cluster of C blocks that
 exchange their partial reductions through distributed shared memory
-(dnnc/codegen/gpu/rowsplit.py): rows too long for one block's registers are
+(dnnc/codegen/gpu/reduce/rowsplit.py): rows too long for one block's registers are
 then held in registers too, or, with ``staged = 1``, each block copies its
 contiguous part of the row into shared memory (bulk copies, a piece on an
 mbarrier each) and loops over it there, ``unroll`` vectors an iteration (a
@@ -45,7 +45,7 @@ After (a vector of 4 a thread: held in registers)::
       vector.store %y0, %y[%row, %j] ...         // e * (1 / max(s, 1))
     }
 
-Option ``merge``: the forms of dnnc/codegen/gpu/rowmerge.py whose two
+Option ``merge``: the forms of dnnc/codegen/gpu/reduce/rowmerge.py whose two
 reductions a split row held in registers exchanges at once (``shifted``:
 softmax's max and sum of exp; ``centred``: a layernorm's mean and centred
 squares); by default those that measured faster (rowsplit.MERGE). A staged
@@ -58,7 +58,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import rowsplit, rowwise
+from dnnc.codegen.gpu.reduce import rowsplit, rowwise
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, PipelineError, register
 

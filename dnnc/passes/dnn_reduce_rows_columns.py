@@ -3,7 +3,7 @@
 rows into column sums: one ``gpu.launch`` over blocks of consecutive rows
 that makes the row program's outputs and each block's partial column sums,
 and a second that sums the partials in a fixed order
-(dnnc/codegen/gpu/rowcolumns.py). dnn-fuse makes such kernels of a norm
+(dnnc/codegen/gpu/reduce/rowcolumns.py). dnn-fuse makes such kernels of a norm
 backward: dx beside dscale and dbias, which read the same dy and x.
 
 Runs in the ``gpu`` stage on bufferized kernel functions, beside
@@ -56,7 +56,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import rowcolumns
+from dnnc.codegen.gpu.reduce import rowcolumns
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 

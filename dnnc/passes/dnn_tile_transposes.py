@@ -3,7 +3,7 @@
 the heuristics choose from the anchor's permutation) to one ``gpu.launch``
 that moves 64 x 64 tiles through shared memory, reading vectors along the
 source's contiguous dim and writing them along the destination's
-(dnnc/codegen/gpu/transpose.py).
+(dnnc/codegen/gpu/elementwise/transpose.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The kernel's one ``linalg.generic`` must
@@ -40,7 +40,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import transpose
+from dnnc.codegen.gpu.elementwise import transpose
 from dnnc.heuristics.config import add_note, fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 

@@ -1,6 +1,6 @@
 """dnn-vectorize-pointwise: lower the elementwise loops of every kernel whose
 ``dnn.config`` names the ``simt-pointwise`` strategy to 16-byte vector loads
-and stores (dnnc/codegen/gpu/vectorize.py).
+and stores (dnnc/codegen/gpu/elementwise/vectorize.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``vector`` is the number of
@@ -43,7 +43,8 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu import irutil, vectorize
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.elementwise import vectorize
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.passes import DnncPass, register
 

@@ -1,4 +1,4 @@
-"""The simt-reduce-columns strategy (dnnc/codegen/gpu/colwise.py,
+"""The simt-reduce-columns strategy (dnnc/codegen/gpu/reduce/colwise.py,
 dnn-reduce-columns) without a GPU.
 
 * Numerics: a column program's launches are run on the CPU. Each
@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import dnnc
-import dnnc.cpu
+import dnnc.targets.cpu
 import dnnc.graph_mlir
 from dnnc import compiler, heuristics, pipelines
 from dnnc.codegen.gpu import irutil, ptxas, sass
@@ -180,7 +180,7 @@ def emulate(g, config="", through="dnn-reduce-columns"):
     dnn-pool-windows) run as loops; also the strategies the kernels ended
     with."""
     module = dnnc.graph_mlir.to_module(g)
-    signature = dnnc.cpu.signature_of(module)
+    signature = dnnc.targets.cpu.signature_of(module)
     for stage in pipelines.get("cuda", "sm_90a", config=config):
         if stage.name == "gpu":
             break
@@ -195,7 +195,7 @@ def emulate(g, config="", through="dnn-reduce-columns"):
         module.operation.verify()
         rest = gpu[at:gpu.index("dnn-distribute-loops") + 1]
         run_pipeline(module, "builtin.module(" + ",".join(rest + TAIL) + ")")
-    return dnnc.cpu.CpuExecutable(module, signature), strategies
+    return dnnc.targets.cpu.CpuExecutable(module, signature), strategies
 
 
 # ----------------------------------------------------------------------------
@@ -364,7 +364,7 @@ def test_weight_gradients_fold_in_one_pass(rows, n, config):
     rng = np.random.default_rng(5)
     x, dy = rng.standard_normal((2, rows, n)).astype(np.float32)
     mean, inv = rng.standard_normal((rows, 1)), rng.uniform(0.5, 2, (rows, 1))
-    run = dnnc.cpu.CpuExecutable(module, (
+    run = dnnc.targets.cpu.CpuExecutable(module, (
         [("x", (rows, n), BF16), ("dy", (rows, n), BF16), ("mean", (rows, 1), F32),
          ("inv", (rows, 1), F32)],
         [("dgamma", (1, n), BF16), ("dbeta", (1, n), BF16)]))

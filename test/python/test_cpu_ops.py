@@ -17,7 +17,7 @@ import numpy as np
 import pytest
 
 import dnnc
-import dnnc.cpu
+import dnnc.targets.cpu
 import dnnc.graph_mlir
 from dnnc.dialect.types import data_type as dt
 from dnnc.errors import GraphError, UnsupportedError
@@ -43,7 +43,7 @@ def rand(rng, shape, dtype=F32, scale=1.0, positive=False):
 
 
 def run(g, inputs):
-    exe = dnnc.cpu.compile_module(dnnc.graph_mlir.to_module(g))
+    exe = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))
     got = exe(**inputs)
     ref = g.execute_reference(inputs)
     return got, ref
@@ -205,7 +205,7 @@ def test_constant_and_gen_index():
         ref = g.execute_reference(inputs)
     except UnsupportedError:
         pytest.skip("the reference has no gen_index yet")
-    exe = dnnc.cpu.compile_module(dnnc.graph_mlir.to_module(g))
+    exe = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))
     check(g, exe(**inputs), ref)
 
 
@@ -220,7 +220,7 @@ def test_fp8_decode_all_codes(fmt):
     y = g.cast(x, F32)
     outputs(y)
     codes = np.arange(256, dtype=np.uint8).view(fmt.numpy)
-    got = dnnc.cpu.compile_module(dnnc.graph_mlir.to_module(g))(x=codes)[y.name]
+    got = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))(x=codes)[y.name]
     want = codes.astype(np.float32)
     np.testing.assert_array_equal(np.isnan(got), np.isnan(want))
     ok = ~np.isnan(want)
@@ -264,7 +264,7 @@ def test_fp8_encode(fmt):
     xt = g.tensor(name="x", dim=[x.size], data_type=F32)
     y = g.cast(xt, fmt)
     outputs(y)
-    got = dnnc.cpu.compile_module(dnnc.graph_mlir.to_module(g))(x=x)[y.name]
+    got = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))(x=x)[y.name]
     want = fp8_expected(x, fmt)
     gf, wf = got.astype(np.float32), want.astype(np.float32)
     np.testing.assert_array_equal(np.isnan(gf), np.isnan(wf))
@@ -540,7 +540,7 @@ def test_executable_inputs():
     y = g.tensor(name="y", dim=[3])
     out = g.add(x, y)
     outputs(out)
-    exe = dnnc.cpu.compile_module(dnnc.graph_mlir.to_module(g))
+    exe = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))
     assert exe.input_names == ["x", "y"] and exe.output_names == [out.name]
     xv = np.arange(6, dtype=np.float64).reshape(3, 2).T  # float64, not contiguous
     got = exe(xv, y=[1.0, 2.0, 3.0])[out.name]
@@ -567,7 +567,7 @@ def test_composite_op_without_decomposition_is_unsupported(monkeypatch):
     outputs(g.softmax(g.tensor(name="x", dim=[3, 5]), axis=1, name="softmax"))
     with pytest.raises(UnsupportedError, match=r"'dnn.softmax' is not a primitive op; run "
                                                r"dnn-decompose\{all=true\} first"):
-        dnnc.cpu.compile_module(dnnc.graph_mlir.to_module(g))
+        dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))
 
 
 def test_composite_ops_are_expanded_or_rejected():
@@ -577,7 +577,7 @@ def test_composite_ops_are_expanded_or_rejected():
     outputs(g.softmax(x, axis=1, name="softmax"))
     module = dnnc.graph_mlir.to_module(g)
     try:
-        exe = dnnc.cpu.compile_module(module)
+        exe = dnnc.targets.cpu.compile_module(module)
     except UnsupportedError as err:
         assert "'dnn.softmax' is not a primitive op" in str(err)
         return
@@ -590,7 +590,7 @@ def test_compile_module_keeps_its_input_and_dumps_stages(tmp_path):
     outputs(g.relu(g.tensor(name="x", dim=[3]), name="y"))
     module = dnnc.graph_mlir.to_module(g)
     before = str(module)
-    dnnc.cpu.compile_module(module, dump_ir=str(tmp_path), basename="g")
+    dnnc.targets.cpu.compile_module(module, dump_ir=str(tmp_path), basename="g")
     assert str(module) == before
     assert "linalg.generic" in (tmp_path / "g.linalg.mlir").read_text()
     assert "llvm.func @main" in (tmp_path / "g.llvm.mlir").read_text()

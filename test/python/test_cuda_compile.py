@@ -28,7 +28,7 @@ import numpy as np
 import pytest
 
 import dnnc
-import dnnc.cpu
+import dnnc.targets.cpu
 import dnnc.dialect
 import dnnc.graph_mlir
 from dnnc import artifact, compiler, heuristics, pipelines
@@ -817,7 +817,7 @@ EMULATION_TAIL = (
 def emulate(g):
     """A CpuExecutable running ``g`` through the GPU lowering (see above)."""
     module = dnnc.graph_mlir.to_module(g)
-    signature = dnnc.cpu.signature_of(module)
+    signature = dnnc.targets.cpu.signature_of(module)
     for stage in pipelines.get("cuda", "sm_80"):
         if stage.name == "gpu":
             break
@@ -834,7 +834,7 @@ def emulate(g):
     gpu = pipelines.GPU.passes
     upto = gpu[:gpu.index("dnn-distribute-loops") + 1]
     run_pipeline(module, "builtin.module(" + ",".join(upto + EMULATION_TAIL) + ")")
-    return dnnc.cpu.CpuExecutable(module, signature)
+    return dnnc.targets.cpu.CpuExecutable(module, signature)
 
 
 def random_inputs(g, seed=0):

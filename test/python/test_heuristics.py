@@ -219,7 +219,7 @@ def test_rows_of_several_trailing_dims():
 
 
 def test_split_limits_match_the_row_programs():
-    from dnnc.codegen.gpu import rowsplit, rowwise
+    from dnnc.codegen.gpu.reduce import rowsplit, rowwise
     from dnnc.heuristics import reduction
 
     assert reduction.HELD_ELEMENTS == rowwise.REGISTER_ELEMENTS
@@ -842,7 +842,7 @@ def test_tc_sm90_prologue_operands_size_the_ring():
     the reason names the prologue."""
     import dataclasses
 
-    from dnnc.codegen.gpu import tc_sm90
+    from dnnc.codegen.gpu.tensorcore import sm90
 
     base = problem("matmul", [([64, 4096], "bf16"), ([4096, 4096], "bf16")],
                    [([64, 4096], "bf16")])
@@ -859,8 +859,8 @@ def test_tc_sm90_prologue_operands_size_the_ring():
     assert dnnc.heuristics.rank(dataclasses.replace(wide, prologues=((1, "f32"),)))[0].stages \
         < dnnc.heuristics.rank(wide)[0].stages
     bm, bn, bk = first.tile
-    tile = tc_sm90.Tile(bm, bn, bk, first.stages, max(1, bm // 64), first.split)
-    size = tc_sm90.smem_bytes(tile, "bf16", (None, "f32"))
-    more = tc_sm90.smem_bytes(dataclasses.replace(tile, stages=first.stages + 1), "bf16",
+    tile = sm90.Tile(bm, bn, bk, first.stages, max(1, bm // 64), first.split)
+    size = sm90.smem_bytes(tile, "bf16", (None, "f32"))
+    more = sm90.smem_bytes(dataclasses.replace(tile, stages=first.stages + 1), "bf16",
                               (None, "f32"))
     assert size <= 227 * 1024 and (first.stages == 8 or more > 227 * 1024)

@@ -1,4 +1,4 @@
-"""The formulas of dnnc/codegen/gpu/math_fast.py run in NumPy float32, with
+"""The formulas of dnnc/codegen/gpu/math/fast.py run in NumPy float32, with
 the hardware approximations' documented error bounds injected (both signs),
 against float64: the errors stay far below what a bf16 or f16 rounding
 loses, and the special values (0, +-inf, NaN, subnormals, negative bases of
@@ -16,7 +16,7 @@ import ml_dtypes
 import numpy as np
 import pytest
 
-from dnnc.codegen.gpu import math_fast
+from dnnc.codegen.gpu.math import fast as math_fast
 
 F32 = np.float32
 TINY = 2.0 ** -126

@@ -6,7 +6,7 @@ simt-generic fallback, and ptxas reports no spills for sm_90a. No GPU
 needed; the numerics on a GPU are tools/build-gpu-tests' row_family cases.
 
 At these lengths a row is split over a thread-block cluster (simt-reduce
-with ``split``, dnnc/codegen/gpu/rowsplit.py) whose blocks hold it in
+with ``split``, dnnc/codegen/gpu/reduce/rowsplit.py) whose blocks hold it in
 registers, 32 elements of the row's inputs a thread, where that fits 8
 blocks (the softmax family and the norms forward; the softmax backwards at
 65536); otherwise a block of 1024 threads loops over its row (8 to 64

@@ -53,7 +53,8 @@ import pytest
 
 import dnnc
 from dnnc import artifact, compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass, tc_sm90
+from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu.tensorcore import sm90
 
 ARCH = "sm_90a"
 MAX_SHARED = 232448  # sm_90: 227 KiB of shared memory per block at most (opt-in)
@@ -332,7 +333,7 @@ def test_strategy_is_tc_sm90(built, name):
     cluster = gemm["config"].get("cluster", 1)
     # The partials a tile leaves: one a cluster of splits; up to
     # LAST_ARRIVAL_SPLITS the last to arrive sums them in the GEMM.
-    second = split // cluster > tc_sm90.LAST_ARRIVAL_SPLITS
+    second = split // cluster > sm90.LAST_ARRIVAL_SPLITS
     assert gemm.get("cluster", [1, 1, 1]) == [cluster, 1, 1], gemm
     assert len(kernels) == ahead + (2 if second else 1), [k["entry"] for k in kernels]
     assert CASES[name][3] in (None, split), gemm["config"]
@@ -401,7 +402,7 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
             # memory (st.shared::cluster: a 16-byte ST through its window).
             assert counts["UCGABAR_ARV"] > 0 and counts["UCGABAR_WAIT"] > 0, sorted(counts)
             assert counts["ST.E.128"] > 0 and counts["LDS.128"] > 0, sorted(counts)
-        if 1 < split // cluster <= tc_sm90.LAST_ARRIVAL_SPLITS:
+        if 1 < split // cluster <= sm90.LAST_ARRIVAL_SPLITS:
             # The arrival count: a fenced atomic add per warp of a tile.
             assert counts["ATOMG.E.ADD.STRONG.GPU"] > 0 and counts["MEMBAR.SC.GPU"] > 0, \
                 sorted(counts)

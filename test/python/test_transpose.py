@@ -4,8 +4,8 @@ vector each side takes, and what is refused."""
 
 import pytest
 
-from dnnc.codegen.gpu import transpose
-from dnnc.codegen.gpu.transpose import Axis, Copy, NotATranspose, copy_axes
+from dnnc.codegen.gpu.elementwise import transpose
+from dnnc.codegen.gpu.elementwise.transpose import Axis, Copy, NotATranspose, copy_axes
 
 
 def test_two_dims():

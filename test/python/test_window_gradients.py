@@ -1,5 +1,5 @@
 """Pooling backward on the simt-window strategy
-(dnnc/codegen/gpu/window_gradients.py) without a GPU.
+(dnnc/codegen/gpu/window/gradients.py) without a GPU.
 
 * Numerics: the gathered dx kernels run on the CPU (test_windows'
   ``emulate``) and must equal the CPU back end bit for bit (the same

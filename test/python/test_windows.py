@@ -1,4 +1,4 @@
-"""The simt-window strategy (dnnc/codegen/gpu/windows.py, dnn-pool-windows)
+"""The simt-window strategy (dnnc/codegen/gpu/window/windows.py, dnn-pool-windows)
 without a GPU.
 
 * Numerics: a window program's launch runs on the CPU (test_colwise's

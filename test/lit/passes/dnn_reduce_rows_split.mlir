@@ -1,5 +1,5 @@
 // dnn-reduce-rows with split = C (sm_90) deals each row to a thread-block
-// cluster of C blocks (dnnc/codegen/gpu/rowsplit.py): the launch is in
+// cluster of C blocks (dnnc/codegen/gpu/reduce/rowsplit.py): the launch is in
 // clusters of (C, 1, 1), block b is rank b mod C of row b / C, its thread t
 // thread (b mod C) * T + t of the row's C * T. A reduction folds the block's
 // part as a row program does (shuffles, shared memory across warps), then
@@ -12,7 +12,7 @@
 // row's first thread, rank 0's thread 0.
 //
 // softmax's max and sum, and a layernorm's sum and centred squares, meet in
-// one exchange (dnnc/codegen/gpu/rowmerge.py) where the option merge names
+// one exchange (dnnc/codegen/gpu/reduce/rowmerge.py) where the option merge names
 // their form: the block folds the second around its own first, writes both
 // partials, and moves the blocks' second to the row's first after the one
 // barrier. By default only the layernorm's (centred) form is merged: the

@@ -44,7 +44,7 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.windows import Emitter, NotAWindowProgram, memory_order_view, product
+from dnnc.codegen.gpu.window.windows import Emitter, NotAWindowProgram, memory_order_view, product
 
 # x taps one thread of a max window gradient loads (covering windows x
 # taps), all unrolled: 3x3 / 2 takes 36, 3x3 / 1 81; 5x5 / 1 (625) is left

@@ -1,7 +1,7 @@
 """f32 math for results that are rounded to a 16-bit float (bf16, f16), from
 the hardware's approximations.
 
-math_approx.py keeps f32 results within 1-2 ulp with range reduction and
+math/approx.py keeps f32 results within 1-2 ulp with range reduction and
 polynomials: 25 to 100 SASS instructions per element, more than a
 bandwidth-bound kernel can hide (an H200 streaming bf16 at 4 TB/s leaves each
 element about 30 instruction issues of the whole GPU, loads and stores
@@ -44,7 +44,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, llvm
 
-from dnnc.codegen.gpu import math_scalar as s
+from dnnc.codegen.gpu.math import scalar as s
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -58,7 +58,7 @@ _INV_TWO_PI = 0.15915493667125702
 class Ops:
     """The operations the formulas below are written in, emitted as MLIR at
     the current insertion point: arith, the generic LLVM intrinsics of
-    math_scalar.py, and the hardware approximations (NVPTX intrinsics when
+    math/scalar.py, and the hardware approximations (NVPTX intrinsics when
     ``gpu``, else exact portable equivalents)."""
 
     def __init__(self, gpu):

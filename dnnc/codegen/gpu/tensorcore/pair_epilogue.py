@@ -24,19 +24,19 @@ where every stored output has 2-byte elements and N is a multiple of 8,
 4 shuffles) so that each thread stores 8 consecutive columns as one 16-byte
 vector, and a warp instruction writes whole 32-byte sectors.
 
-Used by the tc-sm80 kernel (dnnc/codegen/gpu/tc_sm80.py), whose epilogue is
+Used by the tc-sm80 kernel (dnnc/codegen/gpu/tensorcore/sm80.py), whose epilogue is
 ``evaluate_pair`` then ``store_quad`` or ``store`` (``apply``: both), and the
-tc-sm90 kernel (dnnc/codegen/gpu/tc_sm90.py), which reads its input pairs
+tc-sm90 kernel (dnnc/codegen/gpu/tensorcore/sm90.py), which reads its input pairs
 ahead (``load_pairs``) and stores 16-byte groups. ``evaluate`` (the chain at
 one point) and ``store_lanes`` (a vector of lanes, aligned to its size) also
-serve the window kernels (dnnc/codegen/gpu/windows.py).
+serve the window kernels (dnnc/codegen/gpu/window/windows.py).
 """
 
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import clone_body
+from dnnc.codegen.gpu.elementwise.vectorize import clone_body
 
 
 def _idx(n):

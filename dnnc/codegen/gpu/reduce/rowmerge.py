@@ -40,7 +40,8 @@ from dataclasses import dataclass
 from mlir import ir
 from mlir.dialects import arith, math
 
-from dnnc.codegen.gpu import irutil, rowwise
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.reduce import rowwise
 
 _MAX = ("arith.maximumf", "arith.maxnumf")
 

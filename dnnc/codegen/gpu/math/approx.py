@@ -8,7 +8,7 @@ depend on the machine that compiled it:
 
 * ops with a native PTX instruction (sqrt.rn, abs, copysign, cvt.rmi / rpi /
   rzi / rni, fma.rn) become calls of the generic LLVM intrinsics
-  (dnnc/codegen/gpu/math_scalar.py);
+  (dnnc/codegen/gpu/math/scalar.py);
 * transcendental functions are range reduction + polynomial, the Cephes
   single-precision algorithms (exp, log, tanh; the sin / cos polynomials),
   polynomials fitted for dnnc (erf: no division, one exponential, the cost
@@ -29,7 +29,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith
 
-from dnnc.codegen.gpu.math_scalar import (
+from dnnc.codegen.gpu.math.scalar import (
     I, P, add, as_float, bits, c, ceil, ci, cmp, copysign, div, f32, fabs, floor, fma, horner,
     i32, intrinsic, isinf, isnan, mul, pow2, roundeven, select, sqrt, sub, trunc,
 )
@@ -61,7 +61,7 @@ def exp(x):
 
 def exp_fast(x):
     """e^x as the hardware computes 2^x: ``ex2.approx.ftz.f32`` (one MUFU op)
-    of x log2(e), for row programs (dnnc/codegen/gpu/rowwise.py), where exp's
+    of x log2(e), for row programs (dnnc/codegen/gpu/reduce/rowwise.py), where exp's
     polynomial would be most of a bandwidth-bound kernel's instructions.
     Within 2 + 1.2 |x| ulp (CUDA's ``__expf``, the same two steps, documents
     2 + floor(|1.173 x|)): rounding x log2(e) costs |x| 2^-24 relative, the

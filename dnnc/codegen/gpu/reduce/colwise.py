@@ -132,8 +132,8 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil, loops
-from dnnc.codegen.gpu.rowwise import combine, combiner, erase_statements
-from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
+from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs, clone_body, identity_layout
+from dnnc.codegen.gpu.reduce.rowwise import combine, combiner, erase_statements
 
 FINISH_THREADS = 256      # threads of a block of the finish launch (Finish)
 PARTIALS_IN_FLIGHT = 16   # partial loads a finishing thread issues before it adds them

@@ -108,7 +108,8 @@ Lit test: test/lit/passes/dnn_reduce_rows_split.mlir.
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, math, memref, nvvm, scf, vector
 
-from dnnc.codegen.gpu import irutil, loops, rowmerge, rowwise
+from dnnc.codegen.gpu import irutil, loops
+from dnnc.codegen.gpu.reduce import rowmerge, rowwise
 
 # Blocks a cluster may have without the non-portable attribute (which the
 # runtime would have to set on the kernel before launching it).

@@ -1,4 +1,4 @@
-"""Scalar builders for the math expansions (dnnc/codegen/gpu/math_approx.py).
+"""Scalar builders for the math expansions (dnnc/codegen/gpu/math/approx.py).
 
 Constants, arith shorthands, and the math functions PTX has an instruction
 for, emitted as calls of the generic LLVM intrinsics (``llvm.call_intrinsic

@@ -93,7 +93,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.pair_epilogue import PairEpilogue
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue
 
 WARP = 32
 PAD = 16                 # bytes after each shared row: an odd pitch in 16-byte units

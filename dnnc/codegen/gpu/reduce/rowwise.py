@@ -76,8 +76,9 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from dnnc.codegen.gpu import irutil, loops, math_approx
-from dnnc.codegen.gpu.vectorize import broadcast_exprs, clone_body, identity_layout
+from dnnc.codegen.gpu import irutil, loops
+from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs, clone_body, identity_layout
+from dnnc.codegen.gpu.math import approx as math_approx
 
 WARP = 32
 # Elements of a row per thread up to which a row program holds them in

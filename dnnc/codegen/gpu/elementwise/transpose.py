@@ -1,7 +1,7 @@
 """Transposing copies through shared memory: the ``simt-transpose`` strategy
 (a transpose that moves the innermost dim, dnn-tile-transposes) and the
 copy tc-sm90 runs ahead of a GEMM whose operand wgmma or TMA cannot read
-where it lies (``tc_sm90.transposed_operands``).
+where it lies (``sm90.transposed_operands``).
 
 A copy is described by its axes (``Axis``: a size, a stride in the source
 and one in the destination), after size-1 dims are dropped and dims that
@@ -42,7 +42,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.vectorize import clone_body
+from dnnc.codegen.gpu.elementwise.vectorize import clone_body
 
 TILE = 64        # rows of k and columns of r per block
 THREADS = 256

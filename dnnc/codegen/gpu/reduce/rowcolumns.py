@@ -55,8 +55,9 @@ Lit test: test/lit/passes/dnn_reduce_rows_columns.mlir.
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from dnnc.codegen.gpu import colwise, irutil, rowwise
-from dnnc.codegen.gpu.vectorize import broadcast_exprs
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs
+from dnnc.codegen.gpu.reduce import colwise, rowwise
 
 # Dynamic shared memory a block's column sums may take: an H100 SM has
 # 227 KB for its blocks, an A100's 163 KB.

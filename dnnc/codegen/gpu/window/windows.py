@@ -51,9 +51,9 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.gemm import Epilogue, Step
-from dnnc.codegen.gpu.pair_epilogue import evaluate, store_lanes
-from dnnc.codegen.gpu.vectorize import broadcast_exprs, identity_layout
+from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs, identity_layout
+from dnnc.codegen.gpu.tensorcore.gemm import Epilogue, Step
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import evaluate, store_lanes
 from dnnc.heuristics.window import spatial_tile
 
 # Taps unrolled in one thread; a larger window (a global pool) is left to
@@ -453,10 +453,10 @@ def build(fn, window, width, threads, tile=()):
     width = vector_width(window, width)
     kind = Emitter
     if window.backward:
-        from dnnc.codegen.gpu import window_gradients
+        from dnnc.codegen.gpu.window import gradients
 
-        kind = window_gradients.GradientEmitter
-        width = window_gradients.lanes(window, width)
+        kind = gradients.GradientEmitter
+        width = gradients.lanes(window, width)
     if window.backward:
         emitter = kind(window, width, threads, window.stored(arguments))
     else:

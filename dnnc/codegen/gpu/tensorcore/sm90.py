@@ -63,14 +63,14 @@ no suspend-time hint: nvvm.mbarrier.try_wait.parity requires one, and with
 it ptxas puts a NANOSLEEP in the retry path, which a stage arriving just
 after the first try then waits out.
 
-**Epilogue.** ``Epilogue`` (dnnc/codegen/gpu/gemm.py) is evaluated on each
+**Epilogue.** ``Epilogue`` (dnnc/codegen/gpu/tensorcore/gemm.py) is evaluated on each
 accumulator element where it lies: thread t of a consumer holds, for each 8
 columns j of its 64 x BN slice, the pairs (row, col), (row, col + 1) and
 (row + 8, col), (row + 8, col + 1) with row = 16 * warp + lane / 4 and col =
 8 * j + 2 * (lane % 4) (the wgmma accumulator layout). Bias, residual and
 other operands are loaded at the same coordinates through their broadcast
 maps, the fused pointwise chain runs in f32 registers (``PairEpilogue``,
-dnnc/codegen/gpu/pair_epilogue.py). They are read while the last K step's
+dnnc/codegen/gpu/tensorcore/pair_epilogue.py). They are read while the last K step's
 wgmmas run; where an input varies along the rows (a residual: a register
 for every two accumulators), a staged epilogue reads its first column
 slice's then, and each next slice's while it evaluates one
@@ -112,9 +112,9 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvgpu, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.pair_epilogue import PairEpilogue, quad_transpose
-from dnnc.codegen.gpu.transpose import transposed_copy
-from dnnc.codegen.gpu.vectorize import identity_layout
+from dnnc.codegen.gpu.elementwise.transpose import transposed_copy
+from dnnc.codegen.gpu.elementwise.vectorize import identity_layout
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, quad_transpose
 
 WARPGROUP = 128
 SWIZZLE = 128          # bytes: a TMA box row; BK = SWIZZLE / element bytes

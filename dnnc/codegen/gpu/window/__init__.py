@@ -1,0 +1,1 @@
+"""simt-window: pooling windows, forward and backward (dnn-pool-windows)."""
