@@ -1,0 +1,78 @@
+"""The tc-sm90 strategy: a persistent GEMM on Hopper tensor cores (wgmma),
+fed by TMA through a shared-memory ring, with the epilogue fused in registers.
+
+The grid is min(units, PERSISTENT_CTAS = 132) blocks. Block b computes the
+``BM x BN`` tiles of ``C = A @ B`` (over every batch) numbered b, b + grid,
+b + 2 grid, ... in grouped order (scheduler.py), with 1 + ``consumers``
+warpgroups of 128 threads (warp specialization)::
+
+    warpgroup 0  producer   one thread issues the TMA loads of each K step
+                            (A: BM x BK, B: BN x BK or BK x BN) into stage
+                            s = step % stages, after waiting for the stage
+                            to be empty; the loads complete on full[s]
+    warpgroups 1, 2  consumers  each owns BM/2 = 64 rows of the tile: wait
+                            for full[s], issue BK/16 wgmma m64nBNk16 on
+                            the stage, release the previous step's stage to
+                            the producer (its empty barrier) once its wgmmas
+                            are done (wgmma.wait_group 1 keeps one step in
+                            flight); after a tile's last step, wait for all,
+                            release that stage, then run the epilogue
+
+The producer's and the consumers' K-step counter runs on across tiles, so
+the ring is not drained between tiles: the consumers release a tile's last
+stage before its epilogue, and the producer, which only waits for empty
+stages, fills the ring with the next tile's K steps while the epilogue runs.
+
+The parts, one file each (what each must provide: the package docstring of
+dnnc/codegen/gpu/tensorcore/):
+
+* ``support``: ``Tile``, ``check`` and the shared memory a tile needs; how
+  each operand reaches wgmma (in place, through registers, from a transposed
+  copy, or as the A of Cᵀ = Bᵀ Aᵀ);
+* ``tma``: the operand loader (TMA tile loads, 128-byte swizzle);
+* ``pipeline``: the ring of stages and its mbarrier pairs;
+* ``mainloop``: the producer and consumer roles, the wgmmas (A from shared
+  memory or from registers); ``prologue``: operand prologues converted by
+  the consumers;
+* ``epilogue``: the fused epilogue, stored from registers or staged in
+  shared memory and stored by TMA;
+* ``splitk``: K split over several units, summed in a fixed order (in the
+  launch, in clusters, or by a second launch);
+* ``scheduler``: the persistent tile scheduler;
+* ``kernel``: the composition (host side: descriptors, workspace, launches;
+  device side: the roles).
+
+The TMA descriptors are made on the host side (``nvgpu.tma.create.descriptor``
+on the kernel function's buffers), passed to the kernel as ``!llvm.ptr``;
+the runtime encodes them (``cuTensorMapEncodeTiled``, again only when a
+tensor's address changes) and passes the 128 bytes by value
+(dnn-tma-grid-constant marks the parameters).
+"""
+
+from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
+from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
+from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
+from dnnc.codegen.gpu.tensorcore.sm90.splitk import LAST_ARRIVAL_SPLITS
+from dnnc.codegen.gpu.tensorcore.sm90.support import (
+    CONVERTED_A, CONVERTED_B, NotSupported, Tile, check, computes_transposed, smem_bytes,
+    transposed_gemm, transposed_operands, transposed_tile,
+)
+
+__all__ = [
+    "CONVERTED_A", "CONVERTED_B", "LAST_ARRIVAL_SPLITS", "NotSupported", "PERSISTENT_CTAS",
+    "SLOT_BYTES", "Tile", "build", "check", "smem_bytes", "transposed_operands",
+]
+
+
+def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
+    """Replace kernel function ``fn``'s body by the tc-sm90 kernel of ``gemm``,
+    run by up to ``ctas`` persistent blocks. Returns what the plan should say
+    of it (Kernel.notes)."""
+    transposed = computes_transposed(gemm, tile)
+    if transposed:
+        gemm = transposed_gemm(gemm)
+        tile = transposed_tile(tile) or tile
+    check(gemm, tile)
+    kernel = Kernel(fn, gemm, tile, ctas, transposed)
+    kernel.build()
+    return kernel.notes()

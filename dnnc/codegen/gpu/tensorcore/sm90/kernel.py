@@ -1,0 +1,178 @@
+"""A tc-sm90 kernel, composed: operand loaders (tma.py), the ring
+(pipeline.py), the warp-specialized mainloop (mainloop.py, prologue.py), the
+epilogue (epilogue.py), split-K (splitk.py) and the tile scheduler
+(scheduler.py), over one geometry (``Kernel``).
+
+Host side (``Kernel.build``, at the kernel function's return): the copies of
+operands that wgmma or TMA cannot read in place, the TMA descriptors, the
+split-K workspace, the ``gpu.launch`` (in clusters for a cluster sum) and a
+second launch that sums split-K partials where this one does not. Device
+side (``Kernel.kernel``): align the dynamic shared memory, initialize the
+ring's barriers, and branch on the warpgroup: 0 runs the producer, the
+others the consumers.
+
+The block's dynamic shared memory, from its 1024-byte aligned base::
+
+    ring         stages x (A's tile, then B's)            Kernel.ring_bytes
+    converted    prologue operands' converted tiles       Kernel.converted
+    slots        the staged epilogue's output slots       Epilogue.staging_bytes
+    barriers     full[stages], empty[stages]              pipeline.Ring
+"""
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.elementwise.transpose import transposed_copy
+from dnnc.codegen.gpu.tensorcore.emit import (
+    cmp as _cmp, i as _i, idx as _idx, if_ as _if, to_i64 as _to_i64,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.epilogue import Epilogue
+from dnnc.codegen.gpu.tensorcore.sm90.mainloop import Consumer, Producer
+from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
+from dnnc.codegen.gpu.tensorcore.sm90.prologue import Prologues
+from dnnc.codegen.gpu.tensorcore.sm90.scheduler import TileScheduler
+from dnnc.codegen.gpu.tensorcore.sm90.splitk import SplitK
+from dnnc.codegen.gpu.tensorcore.sm90.support import (
+    ALIGN, WARPGROUP, converted_bytes, multiplied, prologue_sources, registers_a, smem_bytes,
+    transposed_operands,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand, element_bytes
+
+
+class Kernel:
+    """The tc-sm90 kernel of ``gemm`` in ``tile``s, replacing kernel function
+    ``fn``'s body, run by up to ``ctas`` persistent blocks. ``c_transposed``:
+    ``gemm`` is Cᵀ = Bᵀ Aᵀ's (support.computes_transposed), so the
+    accumulator's rows are C's columns. The parts read the geometry here and
+    each other through this object."""
+
+    def __init__(self, fn, gemm, tile, ctas, c_transposed=False):
+        self.fn = fn
+        self.gemm = gemm
+        self.tile = tile
+        self.c_transposed = c_transposed
+        self.element = multiplied(gemm)
+        self.eb = element_bytes(self.element)
+        # An operand with a prologue is loaded as stored, unswizzled, and
+        # converted by the consumers (prologue.py).
+        self.sources = prologue_sources(gemm)
+        a_source, b_source = self.sources
+        # An operand wgmma or TMA cannot read where it lies (transposed_operands)
+        # is first copied transposed (M x K, N x K) by a launch of its own
+        # (transposed_copy, at build); its TmaOperand is the copy's.
+        self.transposed = transposed_operands(gemm)
+        self.a = None if "A" in self.transposed else \
+            TmaOperand(gemm.a.value, gemm.a.dims, tile.m, not gemm.a.k_major,
+                       a_source or self.element, swizzled=a_source is None, k=tile.k)
+        self.b = None if "B" in self.transposed else \
+            TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major,
+                       b_source or self.element, swizzled=b_source is None, k=tile.k)
+        # A's fragments go from the stage to registers (registers_a).
+        self.registers_a = self.a is not None and registers_a(gemm)
+        self.scheduler = TileScheduler(gemm, tile, ctas)
+        # A's tile first in a stage, then B's: rows x BK elements as stored
+        # (what the TmaOperand of a transposed copy will load too).
+        self.a_bytes = tile.m * tile.k * element_bytes(a_source or self.element)
+        self.stage_bytes = self.a_bytes + \
+            tile.n * tile.k * element_bytes(b_source or self.element)
+        self.ring_bytes = tile.stages * self.stage_bytes
+        self.splitk = SplitK(self)
+        self.converted = converted_bytes(tile, [x is not None for x in self.sources])
+        self.acc_type = ir.Type.parse(
+            "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
+        self.arguments = list(irutil.body(fn).arguments)
+        self.epilogue = Epilogue(self)
+        self.ring = Ring(tile.stages, self.stage_bytes,
+                         self.epilogue.staging_offset + self.epilogue.staging_bytes,
+                         tile.consumers)
+        self.prologues = Prologues(self)
+        self.base = None    # device side: the block's aligned shared-memory base (i64)
+        self.tid = None     # device side: the thread's index in the block
+
+    def notes(self):
+        """What the plan says of this kernel: how each operand that wgmma
+        cannot read from where it lies gets there, how the epilogue stores."""
+        stored = {"A": "A stored K x M", "B": "B stored K x N"}
+        out = [f"{stored[name]} copied transposed first ({why})"
+               for name, why in self.transposed.items()]
+        if self.c_transposed:
+            out.append(f"computes C^T = B^T A^T in {self.tile.m}x{self.tile.n} tiles: B stored "
+                       "K x N is its A, read into registers (wgmma reads tf32 from shared "
+                       "memory only K-major)")
+        elif self.registers_a:
+            out.append("A stored K x M is read into registers (wgmma reads tf32 from shared "
+                       "memory only K-major)")
+        if self.epilogue.note:
+            out.append(self.epilogue.note)
+        return out
+
+    # -- host side ----------------------------------------------------------
+
+    def build(self):
+        """Replace the kernel function's body: the launches, then erase the
+        linalg ops the kernel computes."""
+        body = irutil.body(self.fn)
+        old = [op.operation for op in body.operations]
+        ret = old[-1]
+        tile, scheduler = self.tile, self.scheduler
+        with ir.InsertionPoint(ret):
+            if "A" in self.transposed:
+                self.a = self.transposed_copy(self.gemm.a, self.gemm.m, tile.m, self.sources[0])
+            if "B" in self.transposed:
+                self.b = self.transposed_copy(self.gemm.b, self.gemm.n, tile.n, self.sources[1])
+            self.a.make_descriptor(tile.k)
+            self.b.make_descriptor(tile.k)
+            self.epilogue.make_descriptors()
+            self.splitk.allocate()
+            shared = smem_bytes(tile, self.element, self.sources) + self.epilogue.staging_bytes
+            if self.splitk.cluster > 1:
+                _, block = irutil.cluster_launch(scheduler.ctas, tile.threads,
+                                                 self.splitk.cluster, shared=shared)
+            else:
+                launch = gpu.LaunchOp((_idx(scheduler.ctas), _idx(1), _idx(1)),
+                                      (_idx(tile.threads), _idx(1), _idx(1)),
+                                      dynamic_shared_memory_size=_i(shared))
+                block = launch.regions[0].blocks[0]
+            with ir.InsertionPoint(block):
+                self.kernel()
+                gpu.TerminatorOp()
+            if self.splitk.second_launch:
+                self.splitk.reduce_splits()
+        # The linalg ops and their buffers go; constants stay (the epilogue's
+        # cloned bodies use them; canonicalize drops the rest).
+        for op in reversed(old[:-1]):
+            if op.name != "arith.constant":
+                op.erase()
+
+    def transposed_copy(self, operand, extent, rows, source):
+        """A stored K x M or B stored K x N (``operand``, ``extent`` its M or
+        N, ``rows`` its tile's, ``source`` its stored type where a prologue
+        converts its tiles): copy it into a row-major [batch,] M x K or N x K
+        buffer by a launch of its own (transpose.transposed_copy), and return
+        the TmaOperand of the copy (K-major). It costs a read and a write of
+        the operand ahead of the GEMM."""
+        batched = operand.dims["batch"] is not None
+        copy = transposed_copy(operand.value, operand.dims, extent, self.gemm.k,
+                               self.gemm.batch)
+        rank = 3 if batched else 2
+        return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
+                                 "k": rank - 1}, rows, False, source or self.element,
+                          swizzled=source is None, k=self.tile.k)
+
+    # -- device side --------------------------------------------------------
+
+    def kernel(self):
+        """The body of a block: shared memory, barriers, the warpgroups' roles."""
+        tid = gpu.thread_id(gpu.Dimension.x)
+        self.tid = tid
+        warpgroup = arith.divui(tid, _idx(WARPGROUP))
+        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
+            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
+        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
+        self.base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+        self.ring.base = self.base
+        _if(_cmp("eq", tid, _idx(0)), self.ring.init_barriers)
+        gpu.barrier()
+        _if(_cmp("eq", warpgroup, _idx(0)), Producer(self).run, Consumer(self).run)

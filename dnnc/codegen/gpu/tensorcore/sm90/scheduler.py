@@ -1,0 +1,89 @@
+"""tc-sm90's tile scheduler: which work units a persistent block runs.
+
+A work unit is a ``BM x BN`` tile of C in one batch and, with split-K, one
+of its K splits (a tile's splits are consecutive units). The grid is
+``min(units, ctas)`` blocks; block b runs units b, b + grid, b + 2 grid...
+(``loop``), and within a batch the tiles run in grouped order
+(``grouped``: GROUP_M tiles of M down a column of N tiles, so that the B
+columns a group reads stay in L2).
+
+The producer and the consumers of a block each run ``loop`` with their own
+body; since they walk the same units in the same order, the K steps the
+producer loads are the ones the consumers wait for. A scheduler for another
+kernel (attention's query blocks, a causal mask's uneven work) replaces this
+class and keeps ``loop``'s contract (see dnnc/codegen/gpu/tensorcore/__init__.py).
+"""
+
+from mlir import ir
+from mlir.dialects import arith, gpu, scf
+
+from dnnc.codegen.gpu.tensorcore.emit import cmp as _cmp, idx as _idx
+
+GROUP_M = 8            # tiles of M per group in the grouped (L2-friendly) tile order
+# Persistent blocks: one per SM of an H100 SXM / H200 (132; one block fits an
+# SM). A part with fewer SMs runs the rest as a second partial wave.
+PERSISTENT_CTAS = 132
+
+
+class TileScheduler:
+    """The work units of ``gemm`` in ``tile``s, over at most ``ctas`` blocks."""
+
+    def __init__(self, gemm, tile, ctas):
+        self.batch = gemm.batch
+        self.steps = -(-gemm.k // tile.k)
+        self.tiles_m = -(-gemm.m // tile.m)
+        self.tiles_n = -(-gemm.n // tile.n)
+        self.total_tiles = self.tiles_m * self.tiles_n * gemm.batch
+        # Split-K: each split takes ``per_split`` consecutive K steps; no
+        # split is left empty (7 steps over 4 splits of 2 run as 4, 8 steps
+        # over 3 of 3 as 3).
+        self.per_split = -(-self.steps // max(1, tile.splits)) if self.steps else 0
+        self.splits = -(-self.steps // self.per_split) if self.per_split else 1
+        self.units = self.total_tiles * self.splits
+        self.ctas = min(self.units, ctas)
+
+    def loop(self, body, inits):
+        """The persistent loop over work units: block b takes units b, b +
+        grid, ...; a unit is a tile and, with split-K, one of its K splits
+        (the splits of a tile are consecutive units). ``body(batch, tile_m,
+        tile_n, (first K step, end, split), *iter_args)`` -> new iter_args."""
+        def step(u, *args):
+            t = arith.divui(u, _idx(self.splits)) if self.splits > 1 else u
+            per_batch = self.tiles_m * self.tiles_n
+            batch = arith.divui(t, _idx(per_batch)) if self.batch > 1 else _idx(0)
+            within = arith.remui(t, _idx(per_batch)) if self.batch > 1 else t
+            tile_m, tile_n = self.grouped(within)
+            if self.splits > 1:
+                split = arith.remui(u, _idx(self.splits))
+                first = arith.muli(split, _idx(self.per_split))
+                end = arith.minui(arith.addi(first, _idx(self.per_split)), _idx(self.steps))
+            else:
+                first, end, split = _idx(0), _idx(self.steps), None
+            return body(batch, tile_m, tile_n, (first, end, split), *args)
+        loop = scf.ForOp(gpu.block_id(gpu.Dimension.x), _idx(self.units),
+                         _idx(self.ctas), list(inits))
+        with ir.InsertionPoint(loop.body):
+            scf.YieldOp(list(step(loop.induction_variable, *loop.inner_iter_args) or []))
+        return loop
+
+    def grouped(self, t):
+        """(tile_m, tile_n) of tile ``t`` of a batch in grouped order:
+        GROUP_M tiles of M run down a column of N tiles before moving on,
+        so that the B columns a group reads stay in L2."""
+        per_group = GROUP_M * self.tiles_n
+        group = arith.divui(t, _idx(per_group))
+        first_m = arith.muli(group, _idx(GROUP_M))
+        within = arith.remui(t, _idx(per_group))
+        # A group has GROUP_M rows of tiles but the last, which has tiles_m %
+        # GROUP_M: both constants, so no division by a runtime value (a
+        # subroutine call in SASS) lands in the consumers' code.
+        tail = self.tiles_m % GROUP_M
+        if tail == 0:
+            return (arith.addi(first_m, arith.remui(within, _idx(GROUP_M))),
+                    arith.divui(within, _idx(GROUP_M)))
+        full = _cmp("ule", arith.addi(first_m, _idx(GROUP_M)), _idx(self.tiles_m))
+        row = arith.select(full, arith.remui(within, _idx(GROUP_M)),
+                           arith.remui(within, _idx(tail)))
+        col = arith.select(full, arith.divui(within, _idx(GROUP_M)),
+                           arith.divui(within, _idx(tail)))
+        return arith.addi(first_m, row), col
