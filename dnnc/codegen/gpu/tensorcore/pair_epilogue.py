@@ -33,21 +33,11 @@ serve the window kernels (dnnc/codegen/gpu/window/windows.py).
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf, vector
+from mlir.dialects import arith, gpu, memref, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.vectorize import clone_body
-
-
-def _idx(n):
-    return irutil.index(n)
-
-
-def _if(cond, build):
-    op = scf.IfOp(cond, [], has_else=False)
-    with ir.InsertionPoint(op.then_block):
-        build()
-        scf.YieldOp([])
+from dnnc.codegen.gpu.tensorcore.emit import idx as _idx, if_ as _if
 
 
 def evaluate(accumulator, steps, value, point, loaded=None, index_of=None):

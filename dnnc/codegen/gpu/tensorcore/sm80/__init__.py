@@ -1,0 +1,29 @@
+"""The tc-sm80 strategy: a GEMM on Ampere tensor cores (mma.sync), fed by
+cp.async through a multi-stage shared-memory ring, with the epilogue fused
+in registers. It runs on sm_80 and later (sm_90a takes it where tc-sm90
+does not: strides TMA cannot describe, such as rows of A or B that are not
+a multiple of 16 bytes).
+
+One block per ``BM x BN`` output tile (over every batch), numbered in
+grouped order. The parts, one file each (what each must provide: the
+package docstring of dnnc/codegen/gpu/tensorcore/):
+
+* ``support``: ``Tile``, ``NotSupported`` and the shared constants;
+* ``loader``: the operand loader (``AsyncOperand``: cp.async copies into a
+  padded stage, ldmatrix or scalar fragment reads);
+* ``kernel``: ``check`` and the kernel (prologue, software-pipelined
+  mainloop of ldmatrix and mma.sync);
+* ``epilogue``: the fused epilogue, stored 16 bytes a thread where it can;
+* ``scheduler``: one block per tile, in grouped order.
+"""
+
+from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
+from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
+
+__all__ = ["PAD", "NotSupported", "Tile", "build", "check", "smem_bytes"]
+
+
+def build(fn, gemm, tile):
+    """Replace kernel function ``fn``'s body by the tc-sm80 kernel of ``gemm``."""
+    check(gemm, tile)
+    Kernel(fn, gemm, tile).build()

@@ -1,0 +1,24 @@
+"""tc-sm80's tile scheduler: one block per ``BM x BN`` output tile, batch by
+batch, in grouped order within a batch (GROUP_M tiles of M down a column of
+N tiles, so the B columns a group reads stay in L2)."""
+
+from mlir.dialects import arith, gpu
+
+from dnnc.codegen.gpu.tensorcore.emit import idx as _idx
+
+GROUP_M = 8              # tiles of M per group in the grouped (L2-friendly) order
+
+
+def tile_of_block(tiles_m, tiles_n, batches):
+    """(batch, tile_m, tile_n) of this block, of ``tiles_m x tiles_n`` tiles
+    per batch: batch-major, then grouped order within a batch."""
+    t = gpu.block_id(gpu.Dimension.x)
+    per_batch = tiles_m * tiles_n
+    batch = arith.divui(t, _idx(per_batch)) if batches > 1 else _idx(0)
+    within = arith.remui(t, _idx(per_batch)) if batches > 1 else t
+    per_group = GROUP_M * tiles_n
+    group = arith.divui(within, _idx(per_group))
+    first_m = arith.muli(group, _idx(GROUP_M))
+    rows = arith.minui(arith.subi(_idx(tiles_m), first_m), _idx(GROUP_M))
+    rest = arith.remui(within, _idx(per_group))
+    return batch, arith.addi(first_m, arith.remui(rest, rows)), arith.divui(rest, rows)
