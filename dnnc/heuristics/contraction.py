@@ -194,7 +194,7 @@ def tc_sm90(problem, m, n, k, batch, facts):
     order = [(best, why[best])] + [(bn, why[bn]) for bn in widths if bn != best]
     # An operand with a prologue is loaded as stored and converted into
     # 128-byte rows of K that wgmma reads: CONVERTED_A of them per 64 rows of
-    # A, CONVERTED_B of B (dnnc/codegen/gpu/tensorcore/sm90.py).
+    # A, CONVERTED_B of B (dnnc/codegen/gpu/tensorcore/sm90/).
     stored = dict(problem.prologues)
     source = [DTYPE_BYTES.get(stored[i], 2) if i in stored else 2 for i in (0, 1)]
     prologue = "".join(f"; a prologue on {'AB'[i]} ({stored[i]} tiles converted in shared "

@@ -3,9 +3,9 @@ tensor-core strategy to its tensor-core kernel, the kernel's pointwise
 epilogue fused in registers:
 
 * ``tc-sm90``: TMA descriptors on the host side and one ``gpu.launch``
-  running the warp-specialized wgmma mainloop (dnnc/codegen/gpu/tensorcore/sm90.py);
+  running the warp-specialized wgmma mainloop (dnnc/codegen/gpu/tensorcore/sm90/);
 * ``tc-sm80``: one ``gpu.launch`` of cp.async copies into a shared-memory
-  ring, ldmatrix and mma.sync (dnnc/codegen/gpu/tensorcore/sm80.py); also what a
+  ring, ldmatrix and mma.sync (dnnc/codegen/gpu/tensorcore/sm80/); also what a
   ``tc-sm90`` kernel gets when tc-sm90 does not take it (f32 multiplied in
   a way it does not support, a stride TMA cannot describe),
   with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.

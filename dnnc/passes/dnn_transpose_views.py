@@ -4,7 +4,7 @@ becomes a view instead of a copy.
 ``x @ W.T`` with ``W`` stored (out, in), as a linear layer keeps it, is a
 transpose kernel copying ``W`` into a fresh buffer, then the matmul kernel
 reading that buffer. A tc-sm90 kernel reads its operands through TMA
-descriptors that take any dense layout (dnnc/codegen/gpu/tensorcore/sm90.py), so the
+descriptors that take any dense layout (dnnc/codegen/gpu/tensorcore/sm90/), so the
 copy is not needed: the transposed buffer can be a ``memref.reinterpret_cast``
 of the source with permuted strides, passed to the kernel as it is.
 

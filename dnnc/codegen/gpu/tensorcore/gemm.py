@@ -24,8 +24,8 @@ that reads C through a transposing map, reshapes between the ops) raises
 then leaves the kernel to simt-generic and says so in its reason.
 
 This module is the seam between the linalg level and every tensor-core
-strategy: tc-sm90 (dnnc/codegen/gpu/tensorcore/sm90.py) and tc-sm80
-(dnnc/codegen/gpu/tensorcore/sm80.py) read a ``Gemm``, and an
+strategy: tc-sm90 (dnnc/codegen/gpu/tensorcore/sm90/) and tc-sm80
+(dnnc/codegen/gpu/tensorcore/sm80/) read a ``Gemm``, and an
 implicit-GEMM convolution or an attention kernel would hand it one too (with
 their own operand loaders).
 """

@@ -24,9 +24,9 @@ where every stored output has 2-byte elements and N is a multiple of 8,
 4 shuffles) so that each thread stores 8 consecutive columns as one 16-byte
 vector, and a warp instruction writes whole 32-byte sectors.
 
-Used by the tc-sm80 kernel (dnnc/codegen/gpu/tensorcore/sm80.py), whose epilogue is
+Used by the tc-sm80 kernel (dnnc/codegen/gpu/tensorcore/sm80/), whose epilogue is
 ``evaluate_pair`` then ``store_quad`` or ``store`` (``apply``: both), and the
-tc-sm90 kernel (dnnc/codegen/gpu/tensorcore/sm90.py), which reads its input pairs
+tc-sm90 kernel (dnnc/codegen/gpu/tensorcore/sm90/), which reads its input pairs
 ahead (``load_pairs``) and stores 16-byte groups. ``evaluate`` (the chain at
 one point) and ``store_lanes`` (a vector of lanes, aligned to its size) also
 serve the window kernels (dnnc/codegen/gpu/window/windows.py).
