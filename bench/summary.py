@@ -102,7 +102,7 @@ def markdown(rows):
     lines = ["| " + " | ".join(COLUMNS) + " |", "|" + "---|" * len(COLUMNS)]
     for r in rows:
         compiled = (f"{ratio_text(r['compile_geomean'])} ({r['compile_cases']})"
-                    if r["compile_geomean"] is not None else "")
+                    if r["compile_geomean"] is not None else "—")
         cells = [r["group"], r["backend"], ratio_text(r["geomean"]),
                  f"{ratio_text(r['low'])}–{ratio_text(r['high'])}", str(r["cases"]), compiled,
                  r["device"] or "?", r["date"] or "?", r["commit"] or "?"]

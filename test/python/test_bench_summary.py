@@ -103,7 +103,7 @@ def test_markdown():
     lines = summary.markdown(summary.summarize([(OLD, None, "o"), (NEW, None, "n")]))
     assert lines[0].startswith("| group | PyTorch side |")
     assert lines[1] == "|" + "---|" * len(summary.COLUMNS)
-    assert lines[2] == ("| pointwise | PyTorch's own kernels | 1.00 | 0.50–2.00 | 2 |  "
+    assert lines[2] == ("| pointwise | PyTorch's own kernels | 1.00 | 0.50–2.00 | 2 | — "
                         "| NVIDIA H200 | 2026-01-01 | aaaaaaa |")
     assert lines[3] == ("| matmul | cuBLAS | 2.00 | 1.00–4.00 | 3 | 1.41 (2) "
                         "| NVIDIA H200 | 2026-01-02 | bbbbbbb |")
