@@ -43,6 +43,22 @@ from dataclasses import dataclass
 GROUPS = ("pointwise", "activation-backward", "tensor", "reduction", "norm", "softmax",
           "pooling", "matmul", "conv", "attention")
 
+# What each group's torch_fn reaches in PyTorch: the name docs/performance.md's
+# summary table gives the PyTorch side (bench/summary.py). Cases marked
+# ``compiled`` are also timed under torch.compile, which the table shows apart.
+BACKENDS = {
+    "pointwise": "PyTorch's own kernels",
+    "activation-backward": "PyTorch's own kernels (aten backward ops)",
+    "tensor": "PyTorch's own copy kernels",
+    "reduction": "PyTorch's own kernels",
+    "norm": "PyTorch's own kernels",
+    "softmax": "PyTorch's own kernels",
+    "pooling": "PyTorch's own kernels",
+    "matmul": "cuBLAS",
+    "conv": "cuDNN",
+    "attention": "PyTorch's SDPA (flash or cuDNN attention, its choice)",
+}
+
 
 @dataclass(frozen=True)
 class Case:

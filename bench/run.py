@@ -28,15 +28,26 @@ and the run goes on (``--traceback`` prints where it failed). A summary per
 group follows the table: cases measured, geometric mean of the ratios, errors.
 
 The JSON (``--json``, rewritten after every case) holds ``device``, ``torch``,
-``copy_tbs``, ``arch``, ``date`` (UTC) and ``rows``, one per measured case:
-``case``, ``group``, ``dnnc_ms``, ``torch_ms``, ``ratio``, ``rel_err`` (the
-worst output), ``rel_errs`` (each output; null where PyTorch gives no
-counterpart), ``kernels``, ``memory_bound``, ``flops``, ``bytes``, and
-``dnnc_tbs`` / ``torch_tbs`` and ``copy_same_tbs`` (the copy of the same
-bytes) or ``dnnc_tflops`` / ``torch_tflops``, and
-``timing``: "host" for the host-timed cases. Cases that could not be measured
+``copy_tbs``, ``arch``, ``date`` (UTC), ``commit`` (below) and ``rows``, one
+per measured case: ``case``, ``group``, ``dnnc_ms``, ``torch_ms``, ``ratio``,
+``rel_err`` (the worst output), ``rel_errs`` (each output; null where PyTorch
+gives no counterpart), ``kernels``, ``memory_bound``, ``flops``, ``bytes``,
+and ``dnnc_tbs`` / ``torch_tbs`` and ``copy_same_tbs`` (the copy of the same
+bytes) or ``dnnc_tflops`` / ``torch_tflops``, ``compile_ms`` for the cases
+also timed under ``torch.compile``, and ``timing``: "host" for the
+host-timed cases. Cases that could not be measured
 are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and the times
 measured before the failure.
+
+``run --commit HASH`` names the dnnc commit the packages were built from
+(``commit`` in the JSON); by default it is ``git rev-parse --short HEAD`` of
+this checkout, and null where git cannot tell (no repository, no git). Pass
+it where the packages were built from another tree than the one running them.
+
+Results that docs/performance.md cites live in ``bench/results/``, named
+``device-date-commit-what.json`` (``h200-2026-11-22-50dc0ee-all-cases.json``);
+``python bench/summary.py FILE ...`` prints the rows of that page's summary
+table from them.
 """
 
 import argparse
@@ -45,6 +56,7 @@ import json
 import math
 import os
 import statistics
+import subprocess
 import sys
 import time
 import traceback
@@ -76,6 +88,18 @@ def select(cases, only):
 
     return [c for c in cases
             if any(matches(c.name, p) or matches(c.group, p) for p in patterns)]
+
+
+def head_commit(root=ROOT):
+    """``git rev-parse --short HEAD`` in ``root``, or None where git cannot
+    tell (no git, not a repository)."""
+    try:
+        proc = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=root,
+                              capture_output=True, text=True, timeout=10)
+    except (OSError, subprocess.SubprocessError):
+        return None
+    commit = proc.stdout.strip()
+    return commit if proc.returncode == 0 and commit else None
 
 
 def _error_text(e):
@@ -370,7 +394,8 @@ def run(args):
         return same_bytes[nbytes]
     report = {"device": torch.cuda.get_device_name(0), "torch": torch.__version__,
               "copy_tbs": copy_tbs, "rows": [], "arch": arch, "errors": [],
-              "date": time.strftime("%Y-%m-%d", time.gmtime())}
+              "date": time.strftime("%Y-%m-%d", time.gmtime()),
+              "commit": args.commit if args.commit is not None else head_commit()}
     rows, errors = report["rows"], report["errors"]
 
     def save():
@@ -432,6 +457,9 @@ def main():
     r.add_argument("--only", **only)
     r.add_argument("--traceback", action="store_true",
                    help="print the traceback of a case that fails")
+    r.add_argument("--commit", default=None, metavar="HASH",
+                   help="the dnnc commit the packages were built from, written to the JSON "
+                        "(default: git rev-parse --short HEAD, where that works)")
     args = p.parse_args()
     return build(args) if args.step == "build" else run(args)
 
