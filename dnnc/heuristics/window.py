@@ -25,7 +25,7 @@ loaded once for all of them (``tile_loads``), so:
   windows' loads in flight.
 
 The block size follows simt-generic's rules for the number of threads
-(dnnc/heuristics/generic.py). A window of more than ``windows.MAX_TAPS``
+(dnnc/heuristics/generic.py). A window of more than ``MAX_TAPS``
 taps (a global pool) stays on simt-generic, ranked by
 dnnc/heuristics/reduction.py. The backward gathers dx
 (dnnc/codegen/gpu/window/gradients.py): a thread per tile of s_1 x s_2 ...
@@ -36,10 +36,11 @@ input pixels (those the same windows cover; ``tile`` does not apply) and
 
 import math
 
+from dnnc.codegen.gpu.window.tile import spatial_tile
 from dnnc.heuristics import generic, pointwise, reduction
 from dnnc.heuristics.config import Config
 
-# Taps a window program unrolls (dnnc/codegen/gpu/window/windows.py's MAX_TAPS) and
+# Taps a window program unrolls (dnnc/codegen/gpu/window/program.py's MAX_TAPS) and
 # x taps a thread of a max window gradient loads (window/gradients.py's
 # MAX_GATHER_TAPS), repeated here so that the heuristics import no MLIR.
 MAX_TAPS = 64
@@ -50,14 +51,6 @@ MAX_GATHER_TAPS = 256
 # up to MAX_TAPS.
 MAX_TILE_LOADS = 32
 SM_THREADS = 2048
-
-
-def spatial_tile(tile, dims):
-    """A config's ``tile`` as outputs per spatial dim of a ``dims``-D
-    window: a shorter tile names the last dims (``(2,)`` is 2 along W), the
-    others take 1; () is one output a thread."""
-    tile = list(tile or ())[-dims:] if dims else []
-    return [1] * (dims - len(tile)) + [max(1, int(t)) for t in tile]
 
 
 def tile_loads(window, stride, tile):

@@ -3,7 +3,8 @@
 threads each own a tile of output pixels and ``vector`` channels, load the
 x pixels of their windows into registers once and store the fused
 epilogue's results
-(dnnc/codegen/gpu/window/windows.py). A pooling backward (its window generic marked
+(dnnc/codegen/gpu/window/: program.py matches the kernel, forward.py emits a
+thread's work, windows.py the launch). A pooling backward (its window generic marked
 ``backward = true``) is gathered the other way round: a thread owns an input
 pixel and ``vector`` channels of dx and loops over the windows covering it
 (dnnc/codegen/gpu/window/gradients.py).
@@ -15,10 +16,10 @@ dnn-reduce-rows, before convert-linalg-to-parallel-loops. The config's
 owns one output element per pixel and the threads run along x's contiguous
 dim) and ``tile`` the output pixels a thread owns per spatial dim (a
 forward's; its x pixels loaded once for all of them). A tile the kernel
-cannot take (on a backward, or loading more than ``windows.MAX_TAPS``
+cannot take (on a backward, or loading more than ``program.MAX_TAPS``
 pixels a thread) is dropped, the kernel's ``dnn.config_reason`` saying so. A
 kernel that is not a window program (a window of more than
-``windows.MAX_TAPS`` taps, ops the strategy does not know) is left as it is
+``program.MAX_TAPS`` taps, ops the strategy does not know) is left as it is
 and handed to simt-generic: its ``dnn.config`` becomes ``{block = [256, 1,
 1], strategy = "simt-generic"}`` and its ``dnn.config_reason`` says why.
 
@@ -49,9 +50,10 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu.window import gradients, windows
+from dnnc.codegen.gpu.window import gradients, program, windows
+from dnnc.codegen.gpu.window.tile import spatial_tile
 from dnnc.heuristics.config import fall_back, hand_over, kernels_of
-from dnnc.heuristics.window import spatial_tile, tile_loads
+from dnnc.heuristics.window import tile_loads
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-window"
@@ -66,10 +68,10 @@ class DnnPoolWindows(DnncPass):
         with module.context, ir.Location.unknown():
             for fn, config in kernels_of(module, STRATEGY):
                 try:
-                    found = windows.match(fn)
+                    found = program.match(fn)
                     if found.backward:
                         gradients.check(found)
-                except windows.NotAWindowProgram as why:
+                except program.NotAWindowProgram as why:
                     fall_back(fn, f"simt-window does not apply ({why}): simt-generic, one "
                               "thread per output")
                     continue
@@ -88,9 +90,9 @@ class DnnPoolWindows(DnncPass):
         else:
             loads = tile_loads(found.window, found.stride,
                                spatial_tile(config.tile, len(found.window)))
-            if loads > windows.MAX_TAPS:
+            if loads > program.MAX_TAPS:
                 why = (f"tile {text} loads {loads} x pixels a thread: expected at most "
-                       f"{windows.MAX_TAPS}: one output a thread")
+                       f"{program.MAX_TAPS}: one output a thread")
         if why is None:
             return config
         config = config.replace(tile=())

@@ -1,8 +1,10 @@
 """dnn-reduce-columns: lower every kernel whose ``dnn.config`` names the
 ``simt-reduce-columns`` strategy to a column program: a ``gpu.launch`` whose
-threads each fold 16-byte vectors of columns down a slice of the rows, and a
-second one that sums the slices' partials in a fixed order
-(dnnc/codegen/gpu/reduce/colwise.py).
+threads each fold 16-byte vectors of columns down a slice of the rows, the
+last block of each column of blocks to arrive summing the slices' partials
+in a fixed order (dnnc/codegen/gpu/reduce/colwise.py: ``build`` and the rows
+launch; the kernel is read in colwise_program.py, the finish emitted by
+colwise_finish.py, what both share by colwise_emitter.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, beside
 dnn-reduce-rows, before convert-linalg-to-parallel-loops. The config's
@@ -26,14 +28,18 @@ strategy = "simt-reduce-columns", tile = [128], unroll = 8, vector = 4}``)::
 After::
 
     %part = memref.alloc() : memref<4x64xf32>
+    %count = memref.alloc() : memref<1xi32>
     gpu.launch blocks(%bx, %by, %bz) in (%c1, %c4, %c1) threads(%tx, %ty, %tz) in (%c16, %c16, %c1)
-        workgroup(%smem : memref<1024xf32, #gpu.address_space<workgroup>>) {
+        workgroup(%smem : memref<1024xf32, #gpu.address_space<workgroup>>,
+                  %ticket : memref<1xi32, #gpu.address_space<workgroup>>) {
       ... scf.for: 8 vector.load of rows, 32 arith.addf ...
       ... memref.store to %smem, gpu.barrier, the ty = 0 threads sum 16 slots ...
       vector.store %sums, %part[%by, %j] : memref<4x64xf32>, vector<4xf32>
-    }
-    gpu.launch blocks(...) in (%c1, %c1, %c1) threads(...) in (%c64, %c1, %c1) {
-      ... 4 memref.load %part[%g, %col], arith.addf in order, memref.store ...
+      ... gpu.barrier; thread (0, 0): memref.atomic_rmw addi on %count[%bx] between fences ...
+      scf.if %ticket[0] == 3 {                          // the last of the 4 blocks
+        ... row lane %ty loads %part[%ty, %j], the lanes summed in order through %smem,
+            memref.store ...
+      }
     }
 
 Lit test: test/lit/passes/dnn_reduce_columns.mlir.

@@ -3,8 +3,10 @@
 rows into column sums: one ``gpu.launch`` over blocks of consecutive rows
 that makes the row program's outputs and each block's partial column sums,
 and a second that sums the partials in a fixed order
-(dnnc/codegen/gpu/reduce/rowcolumns.py). dnn-fuse makes such kernels of a norm
-backward: dx beside dscale and dbias, which read the same dy and x.
+(dnnc/codegen/gpu/reduce/rowcolumns.py; the second launch is the column
+program's finish, colwise_finish.py's ``Finish``). dnn-fuse makes such
+kernels of a norm backward: dx beside dscale and dbias, which read the same
+dy and x.
 
 Runs in the ``gpu`` stage on bufferized kernel functions, beside
 dnn-reduce-rows and dnn-reduce-columns, before

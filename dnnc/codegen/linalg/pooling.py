@@ -9,7 +9,7 @@ requires padding smaller than the window).
   itself (``tensor.extract`` at o * s + t - pre, clamped into x, the tap
   dropped where it falls on padding), so no padded copy of x is made and x
   may lie in any layout. It carries ``dnn.window`` (the geometry and mode),
-  by which the simt-window strategy (dnnc/codegen/gpu/window/windows.py) finds it.
+  by which the simt-window strategy (dnnc/codegen/gpu/window/program.py) finds it.
   max reduces with maximumf from -inf (NaN propagates); avg sums, then a
   pointwise generic divides by W_1 * W_2 ... (count_include_pad) or by the
   number of real rows, computed per output from its indices.
@@ -21,7 +21,7 @@ requires padding smaller than the window).
   rule) and takes dy[o] when that is tap t; avg takes dy[o] / divisor(o).
   dy and x are read in place (``tensor.extract``), dy first; the generic
   carries ``dnn.window`` with ``backward = true``, by which simt-window
-  finds it too (dnnc/codegen/gpu/window/gradients.py).
+  finds it too (and dnnc/codegen/gpu/window/gradients.py gathers dx).
 """
 
 import math as pymath

@@ -8,5 +8,7 @@
 * ``rowcolumns``: a row program that also folds its rows into column sums
   (a norm backward's dx with its dscale and dbias, dnn-reduce-rows-columns);
 * ``colwise``: reductions over the leading dims that keep the innermost
-  (dnn-reduce-columns).
+  (dnn-reduce-columns): ``build`` and the rows launch; the kernel read in
+  ``colwise_program``, what both launches share in ``colwise_emitter``, the
+  partials summed in ``colwise_finish`` (also rowcolumns' second launch).
 """

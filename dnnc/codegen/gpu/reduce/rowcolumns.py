@@ -1,13 +1,13 @@
 """The simt-reduce-rows-columns strategy: a row program (rowwise.py) that also
 folds every row it visits into column sums, so that one pass over the rows
 makes a norm backward's dx and the partials of its dscale and dbias, and a
-second launch (colwise.py's finish) sums the partials in order
+second launch (colwise_finish.py's ``Finish``) sums the partials in order
 (dnn-reduce-rows-columns).
 
 What the kernel is made of, after bufferization (dnn-fuse joins a column
 kernel to the row kernel over its rows): a row program's statements over
 ``rows x N`` and ``rows x 1`` (rowwise.py), and a column program's without
-its full statements (colwise.py): reductions with iterators
+its full statements (colwise_program.py): reductions with iterators
 ``[reduction, ..., parallel]`` over the same ``rows x N``, their
 accumulators' fills and what follows them over ``1 x N`` (the cast of
 dscale to bf16). A column reduction reads the row program's values as they
@@ -31,7 +31,7 @@ row) and ``k`` column reductions:
 3. **Partials**: after a barrier, the block's threads sum each column's
    ``W`` slots in the order of ``w`` into the f32 workspace ``[G, N]``
    (``G = ceil(R / B)``), one partial row per reduction.
-4. **Finish** (colwise.Finish, a second launch): blocks of Tx x Ty
+4. **Finish** (colwise_finish.Finish, a second launch): blocks of Tx x Ty
    threads, a thread per 16-byte vector of partials; row lane ``y`` sums
    partials ``y, y + Ty, ...`` in order, the lanes are added in the order of
    ``y`` through shared memory, and the sum is combined with the
@@ -57,7 +57,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs
-from dnnc.codegen.gpu.reduce import colwise, rowwise
+from dnnc.codegen.gpu.reduce import colwise_finish, colwise_program, rowwise
 
 # Dynamic shared memory a block's column sums may take: an H100 SM has
 # 227 KB for its blocks, an A100's 163 KB.
@@ -122,8 +122,8 @@ def _plan(fn, tile):
     others = [op.operation for op in body.operations if op.operation not in column_ops]
     try:
         statements, shape = rowwise._statements(fn, skip=column_ops)
-        finish = colwise.Finish(fn, others, tile)
-    except (rowwise.NotARowProgram, colwise.NotAColumnProgram) as why:
+        finish = colwise_finish.Finish(fn, others, tile)
+    except (rowwise.NotARowProgram, colwise_program.NotAColumnProgram) as why:
         raise NotARowColumnProgram(str(why)) from None
     if (finish.shape.rows, finish.shape.n) != (shape.rows, shape.n):
         raise NotARowColumnProgram(f"column sums over {list(finish.shape.rows)} x "
@@ -317,7 +317,7 @@ def build(fn, width, threads, rows_at_once, tile, registers=rowwise.REGISTER_ELE
             rowwise._hardware_exp(launch)
             rowwise._shared_divisors(launch)
             finish.launch(created)
-        except (rowwise.NotARowProgram, colwise.NotAColumnProgram) as why:
+        except (rowwise.NotARowProgram, colwise_program.NotAColumnProgram) as why:
             for op in reversed(created):
                 op.erase()
             raise NotARowColumnProgram(str(why)) from None

@@ -1,1 +1,14 @@
-"""simt-window: pooling windows, forward and backward (dnn-pool-windows)."""
+"""simt-window: pooling windows, forward and backward (dnn-pool-windows).
+
+Each module imports only those listed before it:
+
+* ``tile``: a config's tile as outputs per spatial dim (no MLIR: the
+  heuristics read it too);
+* ``program``: what a window program is, ``match`` into a ``Window``, and
+  the layout pieces both emitters share;
+* ``forward``: ``Emitter``, a thread's tile of output pixels of a forward
+  pool;
+* ``gradients``: ``GradientEmitter``, a thread's tile of dx, gathered;
+* ``windows``: ``build``, which picks the emitter and lays the launch
+  around it.
+"""

@@ -5,8 +5,9 @@ The kernel (dnnc/codegen/linalg/pooling.py's backward lowering) is the
 forward's shape with the roles turned round: ``acc`` has dx's shape, the
 window generic (``dnn.window`` with ``backward = true``) reads dy and, for
 max, x, and the steps after it (the cast to dx's type) are the epilogue.
-``windows.match`` reads it into a ``Window`` whose ``dy`` is set;
-``windows.build`` emits it with ``GradientEmitter``:
+program.py's ``match`` reads it into a ``Window`` whose ``dy`` is set;
+windows.py's ``build`` emits it with ``GradientEmitter``, which builds on
+the forward's ``Emitter`` (forward.py):
 
 1. **Tiles.** Per spatial dim, input row h is tap t = h + pre - o * s of
    window o. Write h + pre = q * s + r (r < s): the rows of one q (a tile
@@ -30,7 +31,7 @@ max, x, and the steps after it (the cast to dx's type) are the epilogue.
    ascending tap order (the CPU back end's order, so results are bit-
    identical to it) of dy where the window's first maximum is this tap
    (max) or of the share (avg); no atomics, every dx element written once.
-   Then the forward's epilogue and store (windows.py), under a guard where
+   Then the forward's epilogue and store (forward.py), under a guard where
    the pixel may lie outside x (the first and last tiles).
 
 A max gradient loads covering windows x taps of x a thread
@@ -44,7 +45,8 @@ from mlir import ir
 from mlir.dialects import arith, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.window.windows import Emitter, NotAWindowProgram, memory_order_view, product
+from dnnc.codegen.gpu.window.forward import Emitter
+from dnnc.codegen.gpu.window.program import NotAWindowProgram, memory_order_view, product
 
 # x taps one thread of a max window gradient loads (covering windows x
 # taps), all unrolled: 3x3 / 2 takes 36, 3x3 / 1 81; 5x5 / 1 (625) is left
