@@ -29,7 +29,7 @@ Used by the tc-sm80 kernel (dnnc/codegen/gpu/tensorcore/sm80/), whose epilogue i
 tc-sm90 kernel (dnnc/codegen/gpu/tensorcore/sm90/), which reads its input pairs
 ahead (``load_pairs``) and stores 16-byte groups. ``evaluate`` (the chain at
 one point) and ``store_lanes`` (a vector of lanes, aligned to its size) also
-serve the window kernels (dnnc/codegen/gpu/window/windows.py).
+serve the window kernels (dnnc/codegen/gpu/window/forward.py).
 """
 
 from mlir import ir
