@@ -2,8 +2,9 @@
 them against the NumPy reference's results stored beside them.
 
 The packages come from ``tools/build-gpu-tests`` (run where MLIR is installed;
-it writes ``.pkgs/`` with ``index.json``). This file needs only dnnc_runtime,
-torch and NumPy, so it also proves the compile-here, run-there flow: set
+it compiles the cases of ``gpu_cases/`` into ``.pkgs/`` with ``index.json``).
+This file needs only dnnc_runtime, torch and NumPy, and imports none of
+``gpu_cases/``, so it also proves the compile-here, run-there flow: set
 ``DNNC_GPU_PACKAGES`` to use another folder.
 
 Inputs are laid out with the manifest's strides (channels-last cases really

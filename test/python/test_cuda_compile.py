@@ -16,7 +16,6 @@ lowering computes the right numbers.
   writes and inspects a package.
 """
 
-import importlib.machinery
 import importlib.util
 import json
 import os
@@ -924,22 +923,25 @@ def test_math_expansions_are_accurate():
 
 
 # ----------------------------------------------------------------------------
-# The GPU test packages tool
+# The GPU test cases that tools/build-gpu-tests packages
 
 
-def _load_tool():
-    path = os.path.join(ROOT, "tools", "build-gpu-tests")
-    loader = importlib.machinery.SourceFileLoader("build_gpu_tests", path)
-    spec = importlib.util.spec_from_loader("build_gpu_tests", loader)
+def _load_gpu_cases():
+    """test/gpu/gpu_cases, imported from its file rather than by putting
+    test/gpu on sys.path, where its test_tune.py has the name of this
+    folder's."""
+    path = os.path.join(ROOT, "test", "gpu", "gpu_cases", "__init__.py")
+    spec = importlib.util.spec_from_file_location("gpu_cases", path)
     module = importlib.util.module_from_spec(spec)
-    loader.exec_module(module)
+    sys.modules[spec.name] = module  # for the package's relative imports
+    spec.loader.exec_module(module)
     return module
 
 
 def test_gpu_test_packages_cover_every_op():
-    tool = _load_tool()
+    gpu_cases = _load_gpu_cases()
     used = set()
-    for case in tool.CASES:
+    for case in gpu_cases.CASES:
         used |= op_names(case.build())
     missing = sorted({d.name for d in dnnc.dialect.all_ops()} - used)
     assert not missing, f"ops tools/build-gpu-tests never packages: {missing}"

@@ -3,7 +3,8 @@ docs/performance.md) compile to row programs that keep to registers: every
 kernel of softmax, log_softmax, layernorm, rmsnorm and their backwards is
 simt-reduce (the backwards' dscale / dbias simt-reduce-columns), never the
 simt-generic fallback, and ptxas reports no spills for sm_90a. No GPU
-needed; the numerics on a GPU are tools/build-gpu-tests' row_family cases.
+needed; the numerics on a GPU are the row_family cases of
+test/gpu/gpu_cases/row_programs.py.
 
 At these lengths a row is split over a thread-block cluster (simt-reduce
 with ``split``, dnnc/codegen/gpu/reduce/rowsplit.py) whose blocks hold it in

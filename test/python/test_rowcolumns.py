@@ -1,8 +1,8 @@
 """Row programs with column sums (simt-reduce-rows-columns,
 dnnc/codegen/gpu/reduce/rowcolumns.py, dnn-reduce-rows-columns) without a GPU: the
 launches a norm backward becomes, what one thread loads and stores per row,
-ptxas's registers and spills. The numerics on a GPU are tools/build-gpu-tests'
-norm_backward_rows and layer_rms_norm cases.
+ptxas's registers and spills. The numerics on a GPU are the norm_backward_rows
+and layer_rms_norm cases of test/gpu/gpu_cases/normalization.py.
 """
 
 import re

@@ -1,7 +1,7 @@
 """Row programs (simt-reduce, dnnc/codegen/gpu/reduce/rowwise.py) and the fusion that
 makes them: what one thread's code does per element, read off the PTX, and
 which kernels the softmax family becomes. No GPU needed; the numerics on a GPU
-are tools/build-gpu-tests' softmax_rows and long_rows cases.
+are the softmax_rows and long_rows cases of test/gpu/gpu_cases/row_programs.py.
 """
 
 import re

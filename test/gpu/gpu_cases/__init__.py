@@ -1,0 +1,50 @@
+"""The GPU test cases: every dnn op at least once, in f32 and (where the op
+takes them) f16 / bf16 / fp8, on shapes that are multiples of nothing (1, 7,
+127, 1000), with channels-last, padded-row and transposed strides and with
+zero-size dims, each with its tolerances.
+
+tools/build-gpu-tests compiles each case of ``CASES`` into a package and
+stores its inputs and the NumPy reference's outputs beside it; pytest in
+test/gpu runs them with the runtime alone. These modules import dnnc (and
+so MLIR): nothing under test/gpu that pytest collects may import them.
+
+    case.py            Case, outputs, contracted; tolerances (RTOL, TAIL, comparison)
+    strides.py         channels-last and padded-row strides
+    inputs.py          drawing a case's inputs, storing bf16 / fp8 / i1 as bits
+    pointwise.py       activations and their backwards, binary, compare, logic, casts
+    fp8.py             fp8 conversions at their edges, fp8 pointwise
+    data_movement.py   constants, gen_index, reshape, transpose, slice, concat
+    matmul.py          matmuls and the tensor-core GEMMs (tc-sm90, tc-sm80)
+    convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
+    reductions.py      reductions, column reductions
+    pooling.py         pooling forward and backward, row-major and channels-last
+    normalization.py   batch, layer, rms, group and instance norms
+    row_programs.py    softmax and the norms over the row lengths and strides of
+                       the row kernels
+    attention.py       sdpa forward and backward
+    zero_size.py       dims of size 0
+    examples.py        the graphs of examples/
+"""
+
+from . import (attention, convolution, data_movement, examples, fp8, matmul, normalization,
+               pointwise, pooling, reductions, row_programs, zero_size)
+from .case import Case
+
+# In the order index.json lists them.
+CASES = [
+    *pointwise.CASES,
+    *fp8.CASES,
+    *data_movement.CASES,
+    *matmul.CASES,
+    *convolution.CASES,
+    *pointwise.NHWC_AND_BIG_CASES,
+    *reductions.CASES,
+    *pooling.CASES,
+    *normalization.CASES,
+    *row_programs.CASES,
+    *attention.CASES,
+    *zero_size.CASES,
+    *examples.CASES,
+]
+
+__all__ = ["CASES", "Case"]

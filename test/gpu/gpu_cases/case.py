@@ -1,0 +1,87 @@
+"""What a GPU test case is, and how its outputs are compared.
+
+``Case`` names a graph builder and how its inputs are drawn; ``outputs``
+marks a builder's results as graph outputs; ``contracted`` marks an output
+that sums K products, whose tolerance ``comparison`` then scales with K and
+the operands (RTOL, TAIL) instead of with the largest output.
+"""
+
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from dnnc.dialect.types import data_type as dt
+
+F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
+E4M3, E5M2, BOOL = dt.FP8_E4M3, dt.FP8_E5M2, dt.BOOLEAN
+
+# |got - ref| <= atol + rtol |ref|, with atol = rtol * max(1, max |ref|): the
+# GPU computes in f32 (fma-contracted, expanded math) against float64. An
+# output that sums K products (``contracted``) takes atol = rtol * max(1,
+# TAIL sqrt(K) rms(a) rms(b) gain) instead: the rounding errors of its K
+# products add up like a random walk of K steps of their size, TAIL covers
+# the largest of some 10^5 such sums, and ``gain`` bounds what scales of the
+# operands multiply them by. Its values near 0 (where the relative term
+# vanishes) are held to that, not to the largest output.
+RTOL = {"f32": 2e-4, "f16": 2e-3, "bf16": 1.6e-2}
+TAIL = 4.0
+
+# Output name -> (a, b, K) of the graph being built (see ``contracted``).
+CONTRACTIONS = {}
+
+
+def contracted(out, a, b, k, gain=1.0):
+    """Mark ``out`` (or the epilogue ending in it) as a sum of ``k``
+    products of graph inputs ``a`` and ``b`` (tensors), scaled by at most
+    ``gain`` on the way, for its tolerance."""
+    CONTRACTIONS[out.name] = (a.name, b.name, int(k), float(gain))
+    return out
+
+
+@dataclass
+class Case:
+    """A test graph: ``build()`` returns the Graph; ``positive`` names inputs
+    drawn from [0.5, 2) (logs, roots, variances); ``scale`` multiplies the
+    standard normal draws of the others."""
+
+    name: str
+    build: object
+    positive: tuple = ()
+    scale: float = 1.0
+    seed: int = 0
+    notes: str = ""
+    integers: tuple = field(default_factory=tuple)  # inputs drawn from {-2..2} (ties)
+    normal: dict = field(default_factory=dict)  # input name -> (mean, std) of its draws
+    rtol: float = None       # instead of the output type's RTOL (tf32 multiplies)
+    config: str = None       # a config override (Options.config): force a strategy
+    fixed: dict = field(default_factory=dict)  # input name -> values, repeated to its size
+    fp8_ulps: int = 1        # codes an fp8 output may be off by
+
+
+def outputs(*tensors):
+    """Make each of ``tensors`` (None skipped) an output of its graph."""
+    for t in tensors:
+        if t is not None:
+            t.set_output(True)
+
+
+def _rms(x):
+    x = np.asarray(x, np.float64)
+    return float(np.sqrt(np.mean(x * x))) if x.size else 0.0
+
+
+def comparison(dtype, expected, rtol=None, contraction=None, data=None, fp8_ulps=1):
+    """How to compare an output: ``contraction`` is its (a, b, K) from
+    ``contracted`` (then ``data`` holds the inputs' values)."""
+    if dtype is BOOL:
+        return {"compare": "exact"}
+    if dtype in (E4M3, E5M2):
+        return {"compare": "fp8_ulps", "ulps": fp8_ulps}
+    rtol = rtol or RTOL[dtype.mlir]
+    if contraction is not None:
+        a, b, k, gain = contraction
+        scale = max(1.0, TAIL * np.sqrt(k) * _rms(data[a]) * _rms(data[b]) * gain)
+        return {"compare": "allclose", "rtol": rtol, "atol": rtol * scale}
+    finite = expected[np.isfinite(expected)]
+    scale = max(1.0, float(np.abs(finite).max())) if finite.size else 1.0
+    return {"compare": "allclose", "rtol": rtol, "atol": rtol * scale}

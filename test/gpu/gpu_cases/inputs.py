@@ -1,0 +1,43 @@
+"""A case's input data: drawn for its graph's inputs, and stored as bits
+where NumPy has no such type."""
+
+import numpy as np
+
+from .case import BF16, BOOL, E4M3, E5M2
+
+
+def storage(array, dtype):
+    """(array as stored in the .npz, the NumPy dtype it is stored as)."""
+    if dtype is BOOL:
+        return array.astype(np.bool_), "bool"
+    if dtype is BF16:
+        return array.view(np.uint16), "uint16"
+    if dtype in (E4M3, E5M2):
+        return array.view(np.uint8), "uint8"
+    return array, str(array.dtype)
+
+
+def make_inputs(case, g):
+    """The values of ``g``'s inputs by name, drawn as ``case`` says from a
+    generator seeded with ``case.seed``."""
+    rng = np.random.default_rng(case.seed)
+    values = {}
+    for t in g.inputs:
+        dtype = t.get_data_type()
+        if dtype is BOOL:
+            values[t.name] = rng.random(t.dim) < 0.5
+            continue
+        if t.name in case.fixed:
+            size = int(np.prod(t.dim))
+            x = np.resize(np.asarray(case.fixed[t.name], np.float64), size).reshape(t.dim)
+        elif t.name in case.positive:
+            x = rng.uniform(0.5, 2.0, t.dim)
+        elif t.name in case.integers:
+            x = rng.integers(-2, 3, t.dim).astype(np.float64)
+        else:
+            mean, std = case.normal.get(t.name, (0.0, case.scale))
+            x = rng.standard_normal(t.dim) * std + mean
+        # Values representable in the input's type: what the GPU reads is
+        # what the reference reads.
+        values[t.name] = x.astype(np.float32).astype(dtype.numpy)
+    return values

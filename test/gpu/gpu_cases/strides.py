@@ -1,0 +1,22 @@
+"""Strides the cases declare: channels-last and padded rows."""
+
+
+def channels_last(dims):
+    """Strides of logical (N, C, *spatial) dims stored (N, *spatial, C)."""
+    strides, step = [0] * len(dims), dims[1]
+    strides[1] = 1
+    for d in reversed(range(2, len(dims))):
+        strides[d] = step
+        step *= dims[d]
+    strides[0] = step
+    return strides
+
+
+def padded_rows(dims, pad):
+    """Strides of ``dims`` stored row-major but for ``pad`` unused elements
+    after each innermost row: a slice of a buffer ``pad`` elements wider."""
+    strides, step = [0] * len(dims), 1
+    for d in reversed(range(len(dims))):
+        strides[d] = step
+        step *= dims[d] + (pad if d == len(dims) - 1 else 0)
+    return strides
