@@ -14,6 +14,7 @@ from mlir import ir
 
 from dnnc import dialect
 from dnnc.dialect import builders
+from dnnc.dialect.walk import entry_function
 from dnnc.errors import GraphError, ToolError
 
 
@@ -85,20 +86,6 @@ def parse(text, context=None):
             raise ToolError("cannot parse the MLIR input", stderr=_messages(err, text)) from None
         verify_module(module)
     return module
-
-
-def entry_function(module):
-    """The graph function of a module: the one marked ``dnn.graph``, else the
-    only public function that is not a kernel."""
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
-    marked = [f for f in funcs if "dnn.graph" in f.attributes]
-    if marked:
-        return marked[0]
-    public = [f for f in funcs if "dnn.kernel" not in f.attributes
-              and "sym_visibility" not in f.attributes]
-    if len(public) == 1:
-        return public[0]
-    raise GraphError(f"expected one graph function (marked dnn.graph), found {len(public)}")
 
 
 def _messages(err, text):

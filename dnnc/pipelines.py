@@ -15,6 +15,8 @@ also carries the user's config override (dnnc/heuristics/override.py) to
 
 from dataclasses import dataclass
 
+from dnnc.archs import ARCHS
+
 
 @dataclass(frozen=True)
 class Stage:
@@ -140,8 +142,6 @@ GPU = Stage("gpu", (
     "canonicalize",
     "cse",
 ))
-
-ARCHS = ("sm_80", "sm_90a")
 
 
 def configured(arch, config="", db="", gpu=""):

@@ -36,6 +36,7 @@ from dnnc.errors import UnsupportedError
 from dnnc.heuristics import override as override_mod
 from dnnc.heuristics.config import ATTR
 from dnnc.tune import db as db_mod, entry as entry_mod, measure, signature as sig_mod
+from dnnc.version import __version__
 
 DEFAULT_TOP = 4
 
@@ -293,8 +294,6 @@ class Tuner:
         return Result(kernel, candidates, winner)
 
     def _entry(self, result):
-        from dnnc import __version__
-
         kernel, won, first = result.kernel, result.winner, result.heuristic
         heuristic = {"config": first.text}
         if first.ms is not None:
