@@ -3,7 +3,7 @@
 A pipeline is a list of stages; a stage has a name (which is also the extension
 of its IR dump: ``graph.fused.mlir``; the ``ptx`` stage's dump is the PTX text,
 ``graph.ptx``) and the pass pipeline that produces it from the previous
-stage. ``dnnc-opt --dump-pipeline`` prints these tables, and ``dnnc.compiler``
+stage. ``dnnc-opt --dump-pipeline`` prints these tables, and ``dnnc.stages``
 runs them with one generic loop.
 
 The ``cuda`` pipeline is a function of the GPU architecture (``cuda(arch)``,

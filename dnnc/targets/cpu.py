@@ -1,7 +1,7 @@
 """CPU execution: compile a dnn module to LLVM and run it with MLIR's
 ExecutionEngine.
 
-    exe = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(graph))
+    exe = dnnc.targets.cpu.compile_module(graph.to_module())
     outs = exe(x=x_array, w=w_array)   # {output name: array}
 
 ``compile_module`` runs the CPU pipeline (``dnnc.pipelines``) from its
