@@ -15,8 +15,7 @@ from dnnc.errors import (  # noqa: E402
     VerificationError,
 )
 from dnnc.graph import Graph, Tensor  # noqa: E402
-
-__version__ = "0.1.0"
+from dnnc.version import __version__  # noqa: E402
 
 __all__ = [
     "Graph", "Tensor", "data_type", "DnncError", "GraphError", "LoweringError",

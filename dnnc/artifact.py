@@ -14,6 +14,7 @@ import zipfile
 from dataclasses import dataclass
 
 from dnnc.errors import DnncError
+from dnnc.version import __version__
 
 FORMAT_VERSION = 1
 MANIFEST, PTX, SOURCE = "manifest.json", "kernels.ptx", "graph.mlir"
@@ -35,8 +36,6 @@ def dnnc_version():
     try:
         return importlib.metadata.version("dnnc")
     except importlib.metadata.PackageNotFoundError:
-        from dnnc import __version__
-
         return __version__
 
 

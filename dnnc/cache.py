@@ -41,7 +41,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 
-from dnnc import artifact, atomic_file, env
+from dnnc import artifact, atomic_file, env, version
 
 # Bump when the key's recipe or the entry layout changes.
 CACHE_FORMAT = 2
@@ -150,15 +150,13 @@ def key_for_graph(graph, options):
 
 
 def _key(form, text, options):
-    from dnnc import __version__
-
     recipe = {
         "cache_format": CACHE_FORMAT,
         "form": form,  # "graph" or "module": which of the two texts "graph" holds
         "graph": text,
         "options": options.key_fields(),
         "arch": options.arch,
-        "dnnc": __version__,
+        "dnnc": version.__version__,
         "sources": source_digest(),
         "mlir": mlir_bindings_version(),
     }

@@ -97,7 +97,8 @@ def _basename(path):
 
 
 def cmd_compile(args, out):
-    from dnnc import compiler, graph_mlir, plan
+    from dnnc import compiler, plan
+    from dnnc.parsing import parse
 
     if args.arch:
         return _compile_cuda(args, out)
@@ -112,7 +113,7 @@ def cmd_compile(args, out):
 
         raise UsageError(f"writing a .dnnpkg needs --arch ({' or '.join(ARCHS)})")
     stage = args.stage or "fused"
-    module = graph_mlir.parse(open(args.input).read())
+    module = parse(open(args.input).read())
     opts = compiler.Options(target="cpu", dump_ir=args.dump_ir, stop_after=stage)
     module = compiler.compile_module(module, opts, basename=_basename(args.input))
     text = str(module)
@@ -134,9 +135,10 @@ class UsageError(Exception):
 
 
 def _compile_cuda(args, out):
-    from dnnc import compiler, graph_mlir
+    from dnnc import compiler
+    from dnnc.parsing import parse
 
-    module = graph_mlir.parse(open(args.input).read())
+    module = parse(open(args.input).read())
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
                             stop_after=args.stage, config=args.config,
                             tuning_db=args.tuning_db)
@@ -185,11 +187,13 @@ def cmd_inspect(args, out):
 def cmd_run(args, out):
     import numpy as np
 
-    from dnnc import compiler, graph_mlir, interpreter
+    from dnnc import compiler, interpreter
+    from dnnc.dialect.walk import entry_function
+    from dnnc.parsing import parse
 
     text = open(args.input).read()
-    module = graph_mlir.parse(text)
-    fn = graph_mlir.entry_function(module)
+    module = parse(text)
+    fn = entry_function(module)
     rng = np.random.default_rng(args.seed)
     inputs = []
     from dnnc.dialect import builders
@@ -201,7 +205,7 @@ def cmd_run(args, out):
         else:
             inputs.append(rng.random(info.shape) < 0.5)
     expected = interpreter.run_module(module, inputs)
-    exe = compiler.compile_module(graph_mlir.parse(text),
+    exe = compiler.compile_module(parse(text),
                                   compiler.Options(target="cpu", dump_ir=args.dump_ir),
                                   basename=_basename(args.input))
     got = exe.run(*inputs)

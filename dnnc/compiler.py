@@ -1,25 +1,29 @@
-"""The stage loop: run a pipeline of ``dnnc.pipelines`` stage by stage.
+"""The compiler driver: compile a dnn module for a target.
 
-Stages are data (``dnnc/pipelines.py``); this module only walks them, writing
-each stage's IR as ``<name>.<stage>.mlir`` when asked to dump, and hands the
-result to the target's back end.
+``compile_module`` runs the target's pipeline (dnnc/pipelines.py) through the
+stage loop (dnnc/stages.py, which also writes each stage's IR when asked to
+dump) and hands the result to the target's back end (dnnc/targets/).
 
-For target ``cuda`` it also holds the entry points above the stage loop:
-``compile_cuda`` (ahead of time, through the on-disk cache of dnnc/cache.py),
-``jit`` (``Graph.compile(target="cuda")``: detect the GPU's arch, compile
-through the cache, return the runtime's Executable) and ``lookup``, the cache
-read both use, which for a dnnc.Graph imports no MLIR. ``jit`` with
-``mode="autotune"`` first tunes the graph's kernels (dnnc/tune) into the
-tuning database, which every cuda compile reads.
+For target ``cuda`` it also holds the entry points above that:
+``compile_cuda`` (ahead of time, through the on-disk cache of dnnc/cache.py)
+and ``lookup``, the cache read it and the JIT (dnnc/jit.py) use, which for a
+graph imports no MLIR.
+
+What the driver compiles is a graph, a dnn-level ``mlir.ir.Module`` or dnn
+MLIR text. A graph is any object with the three members of ``GraphLike``;
+``dnnc.Graph`` is one. The driver does not import the graph API, which
+imports it: it calls the graph's own ``serialize`` and ``to_module``.
 """
 
 import hashlib
 import json
 import os
-from dataclasses import dataclass, field, fields
+from dataclasses import dataclass, fields
+from typing import Protocol, runtime_checkable
 
 from dnnc import pipelines
-from dnnc.errors import GraphError, UnsupportedError
+from dnnc.errors import UnsupportedError
+from dnnc.stages import run_stages
 
 TARGETS = ("cpu", "cuda")
 # How kernel configs are chosen: the heuristics' first choice (or the tuning
@@ -112,49 +116,21 @@ class Options:
         return pipelines.get(self.target)
 
 
-@dataclass
-class StageResult:
-    """The module after each stage that ran, by stage name (texts)."""
+@runtime_checkable
+class GraphLike(Protocol):
+    """A graph, as the driver sees one (``dnnc.Graph`` is one).
 
-    module: object
-    stages: list = field(default_factory=list)
+    ``name`` names the module's IR dumps (``<name>.fused.mlir``);
+    ``serialize()`` is the canonical text the JIT cache keys the graph on,
+    made without MLIR (a cache hit imports none); ``to_module()`` is the
+    graph as a dnn-level ``mlir.ir.Module``, in a new context, made on every
+    call (the driver lowers it in place)."""
 
+    name: str
 
-def run_stages(module, stages, *, dump_ir=None, basename="graph", stop_after=None):
-    """Run ``stages`` on ``module`` in place; return the names of the stages run."""
-    from dnnc import passes
+    def serialize(self) -> str: ...
 
-    ran = []
-    if dump_ir:
-        os.makedirs(dump_ir, exist_ok=True)
-        _write(dump_ir, f"{basename}.input.mlir", module)
-    for stage in stages:
-        passes.run_pipeline(module, stage.pipeline)
-        ran.append(stage.name)
-        if dump_ir:
-            _write_stage(dump_ir, basename, stage, module)
-        if stop_after == stage.name:
-            break
-    if stop_after and stop_after not in ran:
-        names = ", ".join(s.name for s in stages)
-        raise GraphError(f"unknown stage '{stop_after}': expected one of {names}")
-    return ran
-
-
-def _write(directory, name, module):
-    with open(os.path.join(directory, name), "w") as f:
-        f.write(str(module))
-
-
-def _write_stage(directory, basename, stage, module):
-    name = f"{basename}{stage.dump_extension}"
-    if stage.dump_extension == ".ptx":  # the stage's product is the PTX text
-        from dnnc.codegen.gpu import ptx
-
-        with open(os.path.join(directory, name), "w") as f:
-            f.write(ptx.extract(module))
-        return
-    _write(directory, name, module)
+    def to_module(self): ...
 
 
 def compile_module(module, options=Options(), basename="graph"):
@@ -183,15 +159,16 @@ def compile_module(module, options=Options(), basename="graph"):
 
 
 def compile_graph(graph, target="cpu", **options):
-    """``Graph.compile``: lower the graph and return the target's executable."""
-    from dnnc import env, graph_mlir
+    """``Graph.compile``: lower ``graph`` (a GraphLike) and return the
+    target's executable."""
+    from dnnc import env
 
     options.setdefault("dump_ir", env.dump_ir_dir())
     opts = Options(target=target, **options)
-    return compile_module(graph_mlir.to_module(graph), opts, basename=graph.name)
+    return compile_module(graph.to_module(), opts, basename=graph.name)
 
 
-# -- CUDA: ahead of time through the cache, and the JIT -----------------------
+# -- CUDA: the GPU, and compiling through the cache ---------------------------
 
 # Compute capability -> the arch whose PTX that GPU runs. sm_90a code uses
 # Hopper-only features, so it is for exactly 9.0; sm_80 code runs on any 8.x.
@@ -250,28 +227,28 @@ def detect_gpu():
     return arch, name
 
 
-def _dnn_module(graph_or_module):
-    """(module, basename) of a dnnc.Graph, an mlir.ir.Module or dnn MLIR text."""
-    from dnnc import graph_mlir
-    from dnnc.graph import Graph
-
-    if isinstance(graph_or_module, Graph):
-        return graph_mlir.to_module(graph_or_module), graph_or_module.name
+def dnn_module(graph_or_module):
+    """(module, basename) of what the driver compiles: a graph (GraphLike:
+    its ``to_module()`` and its name), dnn MLIR text (parsed and verified) or
+    an mlir.ir.Module (itself)."""
+    if isinstance(graph_or_module, GraphLike):
+        return graph_or_module.to_module(), graph_or_module.name
     if isinstance(graph_or_module, str):
-        return graph_mlir.parse(graph_or_module), "graph"
+        from dnnc.parsing import parse  # imports MLIR, which a graph's cache hit does not
+
+        return parse(graph_or_module), "graph"
     return graph_or_module, "graph"
 
 
 def cache_key(graph_or_module, options):
     """The JIT cache key of compiling ``graph_or_module`` with ``options``
-    (Options). A dnnc.Graph is keyed by ``Graph.serialize()``, which needs no
-    MLIR; an mlir.ir.Module or dnn MLIR text by the module as printed."""
+    (Options). A graph is keyed by its ``serialize()``, which needs no MLIR;
+    an mlir.ir.Module or dnn MLIR text by the module as printed."""
     from dnnc import cache
-    from dnnc.graph import Graph
 
-    if isinstance(graph_or_module, Graph):
+    if isinstance(graph_or_module, GraphLike):
         return cache.key_for_graph(graph_or_module, options)
-    module, _ = _dnn_module(graph_or_module)
+    module, _ = dnn_module(graph_or_module)
     return cache.key_for(str(module), options)
 
 
@@ -279,7 +256,7 @@ def lookup(graph_or_module, arch, **options):
     """(key, .dnnpkg bytes or None): the cache key of compiling
     ``graph_or_module`` for ``arch`` with ``options`` (further Options
     fields) and the bytes of its entry in the cache, None on a miss. This is
-    the cache read of ``compile_cuda`` and ``jit``. For a dnnc.Graph it
+    the cache read of ``compile_cuda`` and the JIT. For a graph it
     imports no MLIR (nor any dnnc module that does): a hit costs a hash of
     the graph's serialization and one file read."""
     from dnnc import cache
@@ -288,25 +265,29 @@ def lookup(graph_or_module, arch, **options):
     return key, cache.default().get(key)
 
 
-def _compile_cuda(graph_or_module, arch, cache, options):
-    """(Package or None, .dnnpkg bytes): on a cache hit only the bytes, read
-    from the entry; on a miss the Package just compiled and its bytes."""
+def compile_or_read(graph_or_module, arch, cache=True, **options):
+    """(Package or None, .dnnpkg bytes) of compiling ``graph_or_module`` for
+    ``arch`` with ``options`` (further Options fields): on a cache hit only
+    the bytes, read from the entry; on a miss (or without ``cache``) the
+    Package just compiled and its bytes. It is ``compile_cuda`` without
+    building a Package on a hit: the JIT (dnnc/jit.py) hands the bytes to the
+    runtime."""
     from dnnc import cache as jit_cache
 
     opts = Options(target="cuda", arch=arch, **options)
     if not cache:
-        module, basename = _dnn_module(graph_or_module)
+        module, basename = dnn_module(graph_or_module)
         package = compile_module(module, opts, basename=basename)
         return package, jit_cache.package_bytes(package)
     if isinstance(graph_or_module, str):  # parsed once, for the key and the compile
-        graph_or_module, _ = _dnn_module(graph_or_module)
+        graph_or_module, _ = dnn_module(graph_or_module)
     if opts.dump_ir:  # asked for the stages' IR: compile, so that it is written
         key = cache_key(graph_or_module, opts)
     else:
         key, data = lookup(graph_or_module, arch, **options)
         if data is not None:
             return None, data
-    module, basename = _dnn_module(graph_or_module)
+    module, basename = dnn_module(graph_or_module)
     package = compile_module(module, opts, basename=basename)
     package.manifest[jit_cache.KEY_FIELD] = key
     data = jit_cache.package_bytes(package)
@@ -322,14 +303,14 @@ def _compile_cuda(graph_or_module, arch, cache, options):
 
 
 def compile_cuda(graph_or_module, arch, cache=True, **options):
-    """Compile a dnnc.Graph, a dnn-level mlir.ir.Module or dnn MLIR text for
+    """Compile a graph (GraphLike), a dnn-level mlir.ir.Module or dnn MLIR text for
     ``arch`` (sm_80, sm_90a; None: the current GPU's) and return the
     ``dnnc.artifact.Package``. Needs no GPU when ``arch`` is given.
 
     With ``cache`` the result comes from, or goes to, the on-disk cache
     (dnnc/cache.py, $DNNC_CACHE_DIR) through ``lookup``; a hit runs no pass
-    and reads one file, and for a dnnc.Graph imports no MLIR: the key comes
-    from ``Graph.serialize()``, not from the module. ``options`` are further
+    and reads one file, and for a graph imports no MLIR: the key comes
+    from its ``serialize()``, not from the module. ``options`` are further
     Options fields (``dump_ir``: compile even on a hit so the IR is written;
     ``stop_after``: no caching, the module is returned as compile_module does).
     A module passed in is lowered in place on a miss, as compile_module does.
@@ -337,10 +318,10 @@ def compile_cuda(graph_or_module, arch, cache=True, **options):
     if arch is None:
         arch = detect_arch()
     if options.get("stop_after"):
-        module, basename = _dnn_module(graph_or_module)
+        module, basename = dnn_module(graph_or_module)
         return compile_module(module, Options(target="cuda", arch=arch, **options),
                               basename=basename)
-    package, data = _compile_cuda(graph_or_module, arch, cache, options)
+    package, data = compile_or_read(graph_or_module, arch, cache, **options)
     if package is None:
         from dnnc import artifact
 
@@ -356,38 +337,3 @@ def check_mode(mode, **tuning):
     given = [name for name, value in tuning.items() if value is not None]
     if given and mode != "autotune":
         raise UnsupportedError(f"option {given[0]} applies to mode 'autotune', not '{mode}'")
-
-
-def jit(graph, arch=None, cache=True, mode="heuristic", top=None, progress=None, **options):
-    """``Graph.compile(target="cuda")``: compile for ``arch`` (None: the
-    current GPU's) through the cache and return the runtime's Executable
-    (``dnnc_runtime.load``), callable on torch / CuPy / NumPy arrays. With
-    ``stop_after`` the module is returned instead.
-
-    Kernel configs come from the tuning database where it has the kernel's
-    problem, else from the heuristics. ``mode="autotune"`` first tunes the
-    kernels the database lacks for this GPU on it (dnnc/tune/tuner.py: the
-    ``top`` best ranked configs of each, default 4, each compiled and timed;
-    ``progress`` gets a ``tuner.Progress`` per step) and writes the database,
-    then compiles with the winners."""
-    from dnnc import env
-
-    check_mode(mode, top=top, progress=progress)
-    if arch is None:
-        arch, name = detect_gpu()
-        options.setdefault("gpu", name)
-    options.setdefault("dump_ir", env.dump_ir_dir())
-    if options.get("stop_after"):
-        return compile_cuda(graph, arch, cache=False, **options)
-    if mode == "autotune":
-        from dnnc.tune import tuner
-
-        report = tuner.autotune(graph, arch, gpu=options.get("gpu"),
-                                db=options.get("tuning_db"), config=options.get("config"),
-                                top=top or tuner.DEFAULT_TOP, progress=progress)
-        if report.gpu and not options.get("gpu"):
-            options["gpu"] = report.gpu  # its entries, not another GPU's, for the compile
-    _, data = _compile_cuda(graph, arch, cache, options)
-    import dnnc_runtime
-
-    return dnnc_runtime.load(data)

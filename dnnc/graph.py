@@ -516,6 +516,9 @@ class Graph:
         return result
 
     # ------------------------------------------------------------------ MLIR and execution
+    # Imported where they are used: dnnc.graph_mlir imports MLIR, which
+    # building a graph and a JIT cache hit do not need, and the driver is
+    # loaded when a graph is compiled.
 
     def to_mlir(self):
         """The graph as dnn-dialect MLIR text."""
@@ -523,12 +526,19 @@ class Graph:
 
         return graph_mlir.to_mlir(self)
 
+    def to_module(self):
+        """The graph as a dnn-level ``mlir.ir.Module``, in a new dnnc context
+        (what the compiler driver compiles: see ``compiler.GraphLike``)."""
+        from dnnc import graph_mlir
+
+        return graph_mlir.to_module(self)
+
     @staticmethod
     def from_mlir(text):
         """Read a graph back from dnn-dialect MLIR text."""
         from dnnc import graph_mlir
 
-        return graph_mlir.from_mlir(text)
+        return graph_mlir.from_mlir(text, Graph)
 
     def serialize(self):
         """The graph as canonical JSON text, made without MLIR: everything
@@ -578,10 +588,9 @@ class Graph:
         """Run the NumPy oracle. ``inputs`` maps input tensors (or their names)
         to arrays; returns a dict output name -> float64 (or bool) array, each
         value rounded to its tensor's element type."""
-        from dnnc import graph_mlir, interpreter
+        from dnnc import interpreter
 
-        module = graph_mlir.to_module(self)
-        outs = interpreter.run_module(module, self._ordered_inputs(inputs))
+        outs = interpreter.run_module(self.to_module(), self._ordered_inputs(inputs))
         return {t.name: v for t, v in zip(self._outputs, outs)}
 
     def compile(self, target="cpu", arch=None, cache=True, mode="heuristic", **options):
@@ -602,10 +611,12 @@ class Graph:
         (default $DNNC_TUNING_DB, else ``tuning.json`` in the cache directory;
         ``"off"``: none).
         """
+        if target == "cuda":
+            from dnnc import jit
+
+            return jit.jit(self, arch=arch, cache=cache, mode=mode, **options)
         from dnnc import compiler
 
-        if target == "cuda":
-            return compiler.jit(self, arch=arch, cache=cache, mode=mode, **options)
         compiler.check_mode(mode, top=options.pop("top", None),
                             progress=options.pop("progress", None))
         if mode != "heuristic":

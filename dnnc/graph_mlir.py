@@ -8,13 +8,19 @@ arguments and outputs its results, each with its name and physical strides::
 
 Op names given in the graph are kept as ``dnn.name`` on the op. Reading the text
 back gives a graph that prints to the same text.
+
+This module works on whatever object has the Graph's interface and never
+imports dnnc.graph, which imports it: ``to_module`` reads the graph it is
+given, and ``from_mlir`` builds one made by the ``new_graph`` it is given.
 """
 
 from mlir import ir
 
 from dnnc import dialect
 from dnnc.dialect import builders
-from dnnc.errors import GraphError, ToolError
+from dnnc.dialect.walk import entry_function
+from dnnc.errors import GraphError
+from dnnc.parsing import parse
 
 
 def to_module(graph, context=None):
@@ -72,66 +78,16 @@ def _emit(graph, node, values):
         values[id(t)] = view.results[r]
 
 
-def parse(text, context=None):
-    """Parse dnn MLIR text into a module and verify every dnn op. Parse errors
-    become ToolError with MLIR's message; op errors VerificationError."""
-    from dnnc.passes.dnn_verify import verify_module
-
-    ctx = context or dialect.context()
-    with ctx:
-        try:
-            module = ir.Module.parse(text)
-        except ir.MLIRError as err:
-            raise ToolError("cannot parse the MLIR input", stderr=_messages(err, text)) from None
-        verify_module(module)
-    return module
-
-
-def entry_function(module):
-    """The graph function of a module: the one marked ``dnn.graph``, else the
-    only public function that is not a kernel."""
-    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
-    marked = [f for f in funcs if "dnn.graph" in f.attributes]
-    if marked:
-        return marked[0]
-    public = [f for f in funcs if "dnn.kernel" not in f.attributes
-              and "sym_visibility" not in f.attributes]
-    if len(public) == 1:
-        return public[0]
-    raise GraphError(f"expected one graph function (marked dnn.graph), found {len(public)}")
-
-
-def _messages(err, text):
-    """MLIR's diagnostics, one per line. Structural errors from IRDL do not name
-    the op ("op expects ..."); name it from the source line they point at."""
-    import re
-
-    diags = getattr(err, "error_diagnostics", None)
-    if not diags:
-        return str(err)
-    lines = text.splitlines()
-    out = []
-    for d in diags:
-        message = d.message
-        m = re.match(r'loc\("[^"]*":(\d+):\d+\)', str(d.location))
-        if m and int(m.group(1)) <= len(lines):
-            name = re.search(r'"(dnn\.\w+)"', lines[int(m.group(1)) - 1])
-            if name and name.group(1) not in message:
-                op = "" if message.startswith("op ") else "op "
-                message = f"'{name.group(1)}' {op}{message}"
-        out.append(f"{d.location}: error: {message}")
-    return "\n".join(out)
-
-
-def from_mlir(text):
-    """A Graph from MLIR text holding one graph function."""
-    from dnnc.graph import Graph, Tensor
-
+def from_mlir(text, new_graph):
+    """The graph of MLIR text holding one graph function (parsed and
+    verified). ``new_graph(name)`` makes the empty graph, which is then built
+    through its own methods (``tensor``, ``_op``, its tensors' setters):
+    ``Graph.from_mlir`` passes ``Graph``."""
     module = parse(text)
     with module.context:
         fn = entry_function(module)
         name = ir.StringAttr(fn.attributes["sym_name"]).value
-        graph = Graph(name=name)
+        graph = new_graph(name)
         block = fn.regions[0].blocks[0]
         arg_attrs = _dicts(fn, "arg_attrs", len(block.arguments))
         values = {}
@@ -151,8 +107,8 @@ def from_mlir(text):
             _read_node(graph, op, values)
         res_attrs = _dicts(fn, "res_attrs", len(returned))
         for i, v in enumerate(returned):
-            t = values[v]
-            if not isinstance(t, Tensor) or t.producer is None:
+            t = values[v]  # a Tensor: values holds the graph's tensors only
+            if t.producer is None:
                 raise GraphError(f"graph output #{i} must be produced by an op")
             attrs = res_attrs[i]
             t.set_output(True)

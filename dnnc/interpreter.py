@@ -10,7 +10,7 @@ import numpy as np
 
 from dnnc import reference
 from dnnc.dialect import builders
-from dnnc.graph_mlir import entry_function
+from dnnc.dialect.walk import entry_function
 from dnnc.errors import GraphError, UnsupportedError
 
 

@@ -63,10 +63,11 @@ def _where(location, filename, line_offset):
 
 def process(text, pipeline, *, filename="<stdin>", line_offset=0, dump_dir=None):
     """Parse, verify and transform one input; return the output text."""
-    from dnnc import dialect, graph_mlir, passes
+    from dnnc import dialect, passes
+    from dnnc.parsing import parse
 
     ctx = dialect.context()
-    module = graph_mlir.parse(text, context=ctx)
+    module = parse(text, context=ctx)
     if pipeline:
         passes.run_pipeline(module, pipeline, dump_dir=dump_dir)
     return str(module)

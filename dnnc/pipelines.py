@@ -3,7 +3,7 @@
 A pipeline is a list of stages; a stage has a name (which is also the extension
 of its IR dump: ``graph.fused.mlir``; the ``ptx`` stage's dump is the PTX text,
 ``graph.ptx``) and the pass pipeline that produces it from the previous
-stage. ``dnnc-opt --dump-pipeline`` prints these tables, and ``dnnc.compiler``
+stage. ``dnnc-opt --dump-pipeline`` prints these tables, and ``dnnc.stages``
 runs them with one generic loop.
 
 The ``cuda`` pipeline is a function of the GPU architecture (``cuda(arch)``,
@@ -14,6 +14,8 @@ also carries the user's config override (dnnc/heuristics/override.py) to
 """
 
 from dataclasses import dataclass
+
+from dnnc.archs import ARCHS
 
 
 @dataclass(frozen=True)
@@ -140,8 +142,6 @@ GPU = Stage("gpu", (
     "canonicalize",
     "cse",
 ))
-
-ARCHS = ("sm_80", "sm_90a")
 
 
 def configured(arch, config="", db="", gpu=""):

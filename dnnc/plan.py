@@ -9,7 +9,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.graph_mlir import entry_function
+from dnnc.dialect.walk import entry_function
 
 
 @dataclass

@@ -27,8 +27,8 @@ The pass ``dnn-decompose`` (dnnc/passes/dnn_decompose.py) runs these.
 from dnnc.decompose import attention, batchnorm, norm, softmax
 from dnnc.decompose.common import Builder, dtype_of, shape_of
 from dnnc.dialect import builders
+from dnnc.dialect.walk import dnn_ops
 from dnnc.errors import LoweringError, UnsupportedError
-from dnnc.passes import dnn_ops
 
 # op name (without "dnn.") -> rule
 COMPOSITE_OPS = {**norm.RULES, **batchnorm.RULES, **attention.RULES, **softmax.RULES}

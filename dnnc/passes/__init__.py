@@ -25,6 +25,9 @@ import os
 import pkgutil
 import re
 
+# walk and dnn_ops live with the dialect (the code generators and the
+# decomposition rules use them too); the passes import them from here.
+from dnnc.dialect.walk import dnn_ops, walk  # noqa: F401
 from dnnc.errors import DnncError, LoweringError, PipelineError
 
 _PASSES = {}
@@ -111,26 +114,6 @@ def registry():
         _load_all()
         _LOADED = True
     return dict(_PASSES)
-
-
-def walk(root):
-    """Every op nested under ``root`` (not ``root`` itself), in program order."""
-    found = []
-
-    def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    found.append(inner.operation)
-                    visit(inner.operation)
-
-    visit(getattr(root, "operation", root))
-    return found
-
-
-def dnn_ops(module):
-    """Every dnn op under ``module``, in program order."""
-    return [op for op in walk(module) if op.name.startswith("dnn.")]
 
 
 # ----------------------------------------------------------------------------

@@ -57,6 +57,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc import heuristics
+from dnnc.archs import ARCHS
 from dnnc.codegen.gpu import irutil
 from dnnc.errors import PipelineError
 from dnnc.heuristics import config as config_mod, override as override_mod
@@ -75,8 +76,6 @@ class DnnConfigure(DnncPass):
     gpu: str = ""
 
     def __post_init__(self):
-        from dnnc.pipelines import ARCHS
-
         if self.arch not in ARCHS:
             raise PipelineError(f"pass '{self.NAME}' option 'arch': expected one of "
                                 f"{', '.join(ARCHS)}, got '{self.arch}'")

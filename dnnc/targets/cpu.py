@@ -1,7 +1,7 @@
 """CPU execution: compile a dnn module to LLVM and run it with MLIR's
 ExecutionEngine.
 
-    exe = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(graph))
+    exe = dnnc.targets.cpu.compile_module(graph.to_module())
     outs = exe(x=x_array, w=w_array)   # {output name: array}
 
 ``compile_module`` runs the CPU pipeline (``dnnc.pipelines``) from its
@@ -25,6 +25,7 @@ from mlir import ir
 from dnnc import pipelines
 from dnnc.dialect import builders
 from dnnc.dialect.types import as_data_type, data_type
+from dnnc.dialect.walk import entry_function
 from dnnc.errors import GraphError, LoweringError
 
 # Where the CPU pipeline takes over from the dnn-level front half.
@@ -49,8 +50,6 @@ class Signature:
 
 def signature_of(module):
     """The Signature of a dnn-level module's graph function."""
-    from dnnc.graph_mlir import entry_function
-
     with module.context:
         fn = entry_function(module)
         name = ir.StringAttr(fn.attributes["sym_name"]).value

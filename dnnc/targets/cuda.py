@@ -20,6 +20,7 @@ from mlir import ir
 from dnnc import artifact, pipelines
 from dnnc.codegen.gpu import host_plan, irutil, ptx
 from dnnc.errors import LoweringError
+from dnnc.stages import run_stages
 
 
 def signature(module):
@@ -51,8 +52,6 @@ def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="
     """Lower ``module`` (dnn level) in place for ``arch``, with the config
     override ``config`` (dnnc/heuristics/override.py) and the tuning
     database file ``db`` of GPU ``gpu`` (dnnc/tune/db.py); return the Package."""
-    from dnnc.compiler import run_stages
-
     source = str(module)
     graph, inputs, outputs = signature(module)
     stages = pipelines.get("cuda", arch, config=config, db=db, gpu=gpu)

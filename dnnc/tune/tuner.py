@@ -31,11 +31,12 @@ code: it never prints.
 import time
 from dataclasses import dataclass, field
 
-from dnnc import heuristics
+from dnnc import compiler, heuristics
 from dnnc.errors import UnsupportedError
 from dnnc.heuristics import override as override_mod
 from dnnc.heuristics.config import ATTR
 from dnnc.tune import db as db_mod, entry as entry_mod, measure, signature as sig_mod
+from dnnc.version import __version__
 
 DEFAULT_TOP = 4
 
@@ -122,11 +123,10 @@ class Progress:
 
 
 def _source(graph_or_module):
-    """Something compile_cuda can compile again and again: a dnnc.Graph, or
-    MLIR text (a module would be lowered in place)."""
-    from dnnc.graph import Graph
-
-    if isinstance(graph_or_module, (Graph, str)):
+    """Something compile_cuda can compile again and again: a graph
+    (``compiler.GraphLike``), or MLIR text (a module would be lowered in
+    place)."""
+    if isinstance(graph_or_module, (compiler.GraphLike, str)):
         return graph_or_module
     return str(graph_or_module)
 
@@ -134,10 +134,9 @@ def _source(graph_or_module):
 def kernels(graph_or_module, arch):
     """The Kernels of ``graph_or_module`` (a dnnc.Graph, dnn MLIR text or
     module) compiled for ``arch``, in the fused stage's order."""
-    from dnnc import compiler
     from dnnc.codegen.gpu import irutil
 
-    module, _ = compiler._dnn_module(_source(graph_or_module))
+    module, _ = compiler.dnn_module(_source(graph_or_module))
     compiler.compile_module(module, compiler.Options(target="cuda", arch=arch,
                                                      stop_after="fused", tuning_db="off"))
     layouts = sig_mod.kernel_layouts(module)
@@ -155,8 +154,6 @@ def kernels(graph_or_module, arch):
 def compile_candidate(source, arch, config):
     """The default ``compile``: the graph for ``arch`` with override ``config``,
     no JIT cache, no tuning database."""
-    from dnnc import compiler
-
     return compiler.compile_cuda(source, arch, cache=False, config=config, tuning_db="off")
 
 
@@ -293,8 +290,6 @@ class Tuner:
         return Result(kernel, candidates, winner)
 
     def _entry(self, result):
-        from dnnc import __version__
-
         kernel, won, first = result.kernel, result.winner, result.heuristic
         heuristic = {"config": first.text}
         if first.ms is not None:

@@ -91,7 +91,7 @@ def test_key_changes_with_what_it_hashes(monkeypatch):
         m.setattr(cache, "mlir_bindings_version", lambda: "0.0.0")
         changed["mlir"] = cache.key_for(text, cuda_opts())
     with monkeypatch.context() as m:
-        m.setattr(dnnc, "__version__", "999")
+        m.setattr(dnnc.version, "__version__", "999")
         changed["dnnc version"] = cache.key_for(text, cuda_opts())
     for what, key in changed.items():
         assert key != base, f"the key ignores the {what}"

@@ -34,6 +34,7 @@ from dnnc import artifact, compiler, heuristics, pipelines
 from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas, sass
 from dnnc.dialect.types import data_type as dt
 from dnnc.errors import LoweringError, UnsupportedError
+from dnnc.parsing import parse
 from dnnc.passes import run_pipeline
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -404,7 +405,7 @@ def test_options():
 
 
 def test_dump_ir_writes_every_stage_and_the_ptx(tmp_path):
-    module = dnnc.graph_mlir.parse(open(os.path.join(ROOT, "examples", "mlp.mlir")).read())
+    module = parse(open(os.path.join(ROOT, "examples", "mlp.mlir")).read())
     compiler.compile_module(module, compiler.Options(target="cuda", arch="sm_80",
                                                      dump_ir=str(tmp_path)), basename="mlp")
     names = sorted(p.name for p in tmp_path.iterdir())
@@ -419,7 +420,7 @@ def test_dump_ir_writes_every_stage_and_the_ptx(tmp_path):
                                         if f.endswith(".mlir")))
 def test_examples_compile(name):
     text = open(os.path.join(ROOT, "examples", name)).read()
-    package = compiler.compile_module(dnnc.graph_mlir.parse(text),
+    package = compiler.compile_module(parse(text),
                                       compiler.Options(target="cuda", arch="sm_90a"))
     check_manifest(package.manifest, "sm_90a")
     if PTXAS:

@@ -11,6 +11,7 @@ import pytest
 import dnnc
 from dnnc import decompose, graph_mlir, interpreter
 from dnnc.decompose import COMPOSITE_OPS
+from dnnc.dialect.walk import entry_function
 from dnnc.errors import PipelineError, UnsupportedError
 from dnnc.passes import registry, run_pipeline
 
@@ -311,12 +312,12 @@ def test_expand_all_keeps_meaning(name):
     module = graph_mlir.to_module(case.g)
     assert _composites(module)
     before = _run(module, case.arrays)
-    signature = str(graph_mlir.entry_function(module).type)
+    signature = str(entry_function(module).type)
     decompose.expand_all(module)
     assert _composites(module) == []
     assert module.operation.verify()
     verify_module(module)
-    assert str(graph_mlir.entry_function(module).type) == signature
+    assert str(entry_function(module).type) == signature
     _assert_same(before, _run(module, case.arrays))
 
 
@@ -477,13 +478,13 @@ def test_bf16_graphs_keep_result_types(name, monkeypatch):
     case = CASES[name]()
     module = graph_mlir.to_module(case.g)
     assert "bf16" in str(module)
-    signature = str(graph_mlir.entry_function(module).type)
+    signature = str(entry_function(module).type)
     arrays = case.arrays
     before = _run(module, arrays)
     decompose.expand_all(module)
     assert _composites(module) == []
     verify_module(module)
-    assert str(graph_mlir.entry_function(module).type) == signature
+    assert str(entry_function(module).type) == signature
     for op in dnn_ops(module):
         for r in op.results:
             if "bf16" in str(r.type) and op.name not in ("dnn.reshape", "dnn.transpose"):

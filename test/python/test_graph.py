@@ -4,8 +4,8 @@ import numpy as np
 import pytest
 
 import dnnc
-from dnnc import graph_mlir
 from dnnc.errors import GraphError, ToolError, VerificationError
+from dnnc.parsing import parse
 
 
 def _conv_block(io="bf16"):
@@ -157,7 +157,7 @@ def test_from_mlir_reports_parse_and_verify_errors():
     wrong_result = wrong_result.replace("(tensor<3x2xf32>) ->", "(tensor<2x3xf32>) ->").replace(
         "%a: tensor<3x2xf32>", "%a: tensor<2x3xf32>")
     with pytest.raises(VerificationError, match="result 'y': expected shape 2x3, got 3x2"):
-        graph_mlir.parse(wrong_result)
+        parse(wrong_result)
 
 
 def test_execute_reference_checks_inputs_and_rounds_outputs():

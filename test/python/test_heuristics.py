@@ -21,6 +21,7 @@ from dnnc.dialect.types import data_type as dt
 from dnnc.errors import PipelineError, UnsupportedError
 from dnnc.heuristics import Config, Problem, TensorSpec, choose, rank
 from dnnc.heuristics import override as override_mod
+from dnnc.parsing import parse
 
 F32 = dt.FLOAT
 
@@ -824,14 +825,14 @@ def test_default_config_honours_a_config_on_the_kernel():
       return
     }
     """
-    module = graph_mlir.parse(text)
+    module = parse(text)
     run_pipeline(module, "builtin.module(dnn-default-config{block=32})")
     with module.context:
         configs = {irutil.symbol(f): str(f.attributes["dnn.config"])
                    for f in irutil.kernel_functions(module)}
     assert configs == {"no_block": Config(block=32).to_text(),
                        "chosen": Config(block=64).to_text()}
-    bad = graph_mlir.parse(text.replace("strategy = ", "threads = 3, strategy = ", 1))
+    bad = parse(text.replace("strategy = ", "threads = 3, strategy = ", 1))
     with pytest.raises(PipelineError, match="kernel 'no_block': config: unknown field 'threads'"):
         run_pipeline(bad, "builtin.module(dnn-default-config)")
 

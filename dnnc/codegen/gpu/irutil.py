@@ -9,6 +9,7 @@ import re
 
 from mlir import ir
 
+from dnnc.dialect.walk import walk
 from dnnc.errors import LoweringError
 
 # Function attributes set by the front half (dnn-fuse, convert-dnn-to-linalg).
@@ -20,8 +21,6 @@ CONFIG_ATTR = "dnn.config"
 def ops(root, name=None):
     """Every op nested under ``root`` (not ``root`` itself), in pre-order;
     only those named ``name`` when given."""
-    from dnnc.passes import walk
-
     return [op for op in walk(root) if name is None or op.name == name]
 
 

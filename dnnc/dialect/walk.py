@@ -1,0 +1,44 @@
+"""Reading a module without changing it: every op nested under a root, the
+dnn ops, and the graph function.
+
+These are plain IR helpers, at the bottom of the layers with the dialect, so
+that the passes, the code generators, the decomposition rules and the
+driver (the cpu target, the interpreter, the launch plan) all use one
+definition.
+"""
+
+from dnnc.errors import GraphError
+
+
+def walk(root):
+    """Every op nested under ``root`` (not ``root`` itself), in program order."""
+    found = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for inner in block.operations:
+                    found.append(inner.operation)
+                    visit(inner.operation)
+
+    visit(getattr(root, "operation", root))
+    return found
+
+
+def dnn_ops(module):
+    """Every dnn op under ``module``, in program order."""
+    return [op for op in walk(module) if op.name.startswith("dnn.")]
+
+
+def entry_function(module):
+    """The graph function of a module: the one marked ``dnn.graph``, else the
+    only public function that is not a kernel."""
+    funcs = [op for op in module.body.operations if op.operation.name == "func.func"]
+    marked = [f for f in funcs if "dnn.graph" in f.attributes]
+    if marked:
+        return marked[0]
+    public = [f for f in funcs if "dnn.kernel" not in f.attributes
+              and "sym_visibility" not in f.attributes]
+    if len(public) == 1:
+        return public[0]
+    raise GraphError(f"expected one graph function (marked dnn.graph), found {len(public)}")

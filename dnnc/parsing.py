@@ -1,0 +1,50 @@
+"""dnn MLIR text in: parse it into a module and verify every dnn op.
+
+    module = parse(open("graph.mlir").read())
+
+The driver (``compile_cuda`` of MLIR text), ``dnnc`` and ``dnnc-opt`` read
+their input through ``parse``, and ``Graph.from_mlir`` reads a graph's text
+through it. It runs the ``dnn-verify`` checks (dnnc/passes/dnn_verify.py),
+so it sits above the passes, with the driver.
+"""
+
+import re
+
+from mlir import ir
+
+from dnnc import dialect
+from dnnc.errors import ToolError
+from dnnc.passes.dnn_verify import verify_module
+
+
+def parse(text, context=None):
+    """Parse dnn MLIR text into a module and verify every dnn op. Parse errors
+    become ToolError with MLIR's message; op errors VerificationError."""
+    ctx = context or dialect.context()
+    with ctx:
+        try:
+            module = ir.Module.parse(text)
+        except ir.MLIRError as err:
+            raise ToolError("cannot parse the MLIR input", stderr=_messages(err, text)) from None
+        verify_module(module)
+    return module
+
+
+def _messages(err, text):
+    """MLIR's diagnostics, one per line. Structural errors from IRDL do not name
+    the op ("op expects ..."); name it from the source line they point at."""
+    diags = getattr(err, "error_diagnostics", None)
+    if not diags:
+        return str(err)
+    lines = text.splitlines()
+    out = []
+    for d in diags:
+        message = d.message
+        m = re.match(r'loc\("[^"]*":(\d+):\d+\)', str(d.location))
+        if m and int(m.group(1)) <= len(lines):
+            name = re.search(r'"(dnn\.\w+)"', lines[int(m.group(1)) - 1])
+            if name and name.group(1) not in message:
+                op = "" if message.startswith("op ") else "op "
+                message = f"'{name.group(1)}' {op}{message}"
+        out.append(f"{d.location}: error: {message}")
+    return "\n".join(out)
