@@ -2,7 +2,8 @@
 docs/performance.md and docs/performance-history.md cite files that exist:
 every results file under bench/results/ they name is there, every file there
 is cited by docs/performance.md, the results files the history names that
-have been removed say so, and their relative links resolve."""
+have been removed say so, and their relative links resolve. The README's
+documentation table lists every document under docs/."""
 
 import os
 import re
@@ -66,3 +67,12 @@ def test_relative_links_resolve():
             if not path or "://" in path:
                 continue
             assert os.path.exists(os.path.join(DOCS, path)), f"docs/{name} links to {target}"
+
+
+def test_readme_lists_every_document():
+    with open(os.path.join(ROOT, "README.md")) as f:
+        readme = f.read()
+    listed = set(re.findall(r"\]\(docs/([\w.-]+\.md)\)", readme.split("## Documentation", 1)[1]))
+    documents = {n for n in os.listdir(DOCS) if n.endswith(".md")}
+    assert documents - listed == set(), f"README's Documentation lacks {sorted(documents - listed)}"
+    assert listed - documents == set(), f"README lists missing documents {sorted(listed - documents)}"
