@@ -16,31 +16,18 @@
 """
 
 import functools
-import importlib.util
 import math
-import os
 import re
-import sys
 
 import pytest
 
 import dnnc.dialect
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
+import benchutil
 
 
-def _load(name, filename):
-    if BENCH not in sys.path:
-        sys.path.insert(0, BENCH)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, filename))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-cases = _load("bench_cases", "cases.py")
-runner = _load("bench_run", "run.py")
+cases = benchutil.load("bench_cases", "cases.py")
+runner = benchutil.load("bench_run", "run.py")
 CASES = cases.CASES
 IDS = [c.name for c in CASES]
 

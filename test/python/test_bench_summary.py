@@ -5,29 +5,16 @@ a row comes from (the last file that measured the group, or the files a
 the markdown it prints. Also: every group of bench/cases.py names its PyTorch
 side, and bench/run.py's default commit is None outside a git repository."""
 
-import importlib.util
 import json
 import math
-import os
-import sys
 
 import pytest
 
-ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
-BENCH = os.path.join(ROOT, "bench")
+import benchutil
 
 
-def _load(name, filename):
-    if BENCH not in sys.path:
-        sys.path.insert(0, BENCH)
-    spec = importlib.util.spec_from_file_location(name, os.path.join(BENCH, filename))
-    module = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(module)
-    return module
-
-
-summary = _load("bench_summary", "summary.py")
-cases = _load("bench_cases", "cases.py")
+summary = benchutil.load("bench_summary", "summary.py")
+cases = benchutil.load("bench_cases", "cases.py")
 
 
 def row(case, group, dnnc_ms, torch_ms, **extra):
@@ -125,5 +112,5 @@ def test_every_group_names_its_pytorch_side():
 
 
 def test_run_commit_outside_git(tmp_path):
-    runner = _load("bench_run", "run.py")
+    runner = benchutil.load("bench_run", "run.py")
     assert runner.head_commit(str(tmp_path)) is None
