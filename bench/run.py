@@ -248,8 +248,12 @@ def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=
         row["torch_ms"] = bench(theirs)
         if case.compiled:
             # torch.compile (default mode) of the same code: the fused
-            # baseline for fused patterns.
+            # baseline for fused patterns. Every case compiles the same
+            # lambda's code, which dynamo recompiles for each new case and,
+            # past its recompile limit (8), runs eagerly instead: its caches
+            # are cleared first, so each case is compiled afresh.
             stage = "torch.compile"
+            torch._dynamo.reset()
             compiled = torch.compile(lambda *ts: case.torch_fn(torch, *ts))
 
             def theirs_compiled():

@@ -164,6 +164,23 @@ def test_measure_on_cpu():
     assert runner._line(row, 4.0).endswith("ERROR (torch): RuntimeError: no such kernel")
 
 
+def test_each_compiled_case_is_compiled_afresh(monkeypatch):
+    """torch.compile recompiles the runner's one lambda for each case and
+    runs it eagerly past dynamo's recompile limit: the runner clears dynamo's
+    caches before compiling each case."""
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    events = []
+    monkeypatch.setattr(torch._dynamo, "reset", lambda: events.append("reset"))
+    monkeypatch.setattr(torch, "compile", lambda fn: events.append("compile") or fn)
+    fused = cases.Case("gelu", None, lambda t, x: t.nn.functional.gelu(x), 32, 256, True,
+                       "pointwise", compiled=True)
+    for _ in range(3):
+        row = runner._measure(torch, lambda fn: fn() or 0.25, _Executable(torch), fused,
+                              {"kernels": 1}, 1 << 20, device="cpu")
+        assert row["compile_ms"] == 0.25
+    assert events == ["reset", "compile"] * 3
+
+
 def test_memory_bound_line_gives_both_copy_shares():
     row = {"case": "reduce", "group": "reduction", "kernels": 1, "dnnc_ms": 0.025,
            "torch_ms": 0.035, "ratio": 1.4, "dnnc_tbs": 2.7, "torch_tbs": 1.9,
