@@ -126,7 +126,7 @@ def _source(graph_or_module):
     """Something compile_cuda can compile again and again: a graph
     (``compiler.GraphLike``), or MLIR text (a module would be lowered in
     place)."""
-    if isinstance(graph_or_module, (compiler.GraphLike, str)):
+    if compiler.is_graph(graph_or_module) or isinstance(graph_or_module, str):
         return graph_or_module
     return str(graph_or_module)
 
