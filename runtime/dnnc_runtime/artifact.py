@@ -39,6 +39,14 @@ TMA_MAX_BOX = 256
 TMA_ALIGNMENT = 16
 TMA_MAX_STRIDE_BYTES = 2**40
 TMA_MAX_DIM = 2**32
+# cuTensorMapEncodeIm2col's limits: rank, the box (channelsPerPixel,
+# pixelsPerColumn), the pixel box's corners by rank (their precision shrinks
+# as the rank grows), the traversal strides.
+TMA_IM2COL_RANKS = (3, 5)
+TMA_IM2COL_MAX_CHANNELS = 256
+TMA_IM2COL_MAX_PIXELS = 1024
+TMA_IM2COL_CORNERS = {3: (-32768, 32767), 4: (-128, 127), 5: (-16, 15)}
+TMA_MAX_ELEMENT_STRIDE = 8
 _REQUIRED = ("format_version", "arch", "inputs", "outputs", "workspace_bytes", "buffers", "kernels")
 _ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
 
@@ -94,6 +102,20 @@ class BufferSpec:
 
 
 @dataclass(frozen=True)
+class Im2colSpec:
+    """What makes a "tma" argument an im2col-mode descriptor (a convolution's
+    activation read as the rows of its implicit GEMM), outermost first:
+    ``lower`` and ``upper``, the pixel box's corners, one per spatial dim
+    (``[H, W]`` of an ``[N, H, W, C]`` tensor); ``element_strides``, the
+    traversal stride of every dim (the convolution's strides on the spatial
+    dims, 1 on N and C)."""
+
+    lower: tuple
+    upper: tuple
+    element_strides: tuple
+
+
+@dataclass(frozen=True)
 class ArgSpec:
     """A kernel argument: a pointer into a buffer, a scalar, or a TMA descriptor.
 
@@ -102,6 +124,10 @@ class ArgSpec:
     (elements) and ``box`` outermost first, as a tensor's dims; ``swizzle``
     and ``l2_promotion`` in bytes (0: none); ``oob_fill`` "zero" or "nan".
     The runtime encodes it on the host once it knows the tensor's address.
+    ``im2col`` is None for a tiled descriptor (cuTensorMapEncodeTiled); an
+    im2col one (cuTensorMapEncodeIm2col) has an ``Im2colSpec`` there, a
+    tensor of rank 3 to 5 (``[N, (D,) H, W, C]``) and ``box`` ``[pixels,
+    channels]``.
     """
 
     kind: str            # "buffer", "scalar" or "tma"
@@ -116,6 +142,7 @@ class ArgSpec:
     swizzle: int = 0     # tma: shared-memory swizzle span in bytes: 0, 32, 64, 128
     l2_promotion: int = 0  # tma: L2 fetch granularity in bytes: 0, 64, 128, 256
     oob_fill: str = "zero"  # tma: out-of-bounds elements read as zero, or NaN ("nan")
+    im2col: Im2colSpec = None  # tma: im2col mode's corners and strides; None: tiled
 
     @property
     def nbytes(self):
@@ -449,8 +476,9 @@ def _buffer_ref(a, where, buffers):
 
 def _tma_arg(a, where, buffers):
     """A TMA descriptor argument, checked against what cuTensorMapEncodeTiled
-    accepts, so that the only encode failure left at run time is about the
-    caller's tensor (its address), never about the manifest."""
+    (or, with an ``im2col`` field, cuTensorMapEncodeIm2col) accepts, so that
+    the only encode failure left at run time is about the caller's tensor
+    (its address), never about the manifest."""
     index, offset = _buffer_ref(a, where, buffers)
     if offset % TMA_ALIGNMENT:
         raise ArtifactError(f"{MANIFEST}: {where}: byte_offset: expected a multiple of {TMA_ALIGNMENT} "
@@ -460,19 +488,33 @@ def _tma_arg(a, where, buffers):
         raise ArtifactError(f"{MANIFEST}: {where}: dtype: expected one of {', '.join(TMA_DATA_TYPES)} "
                             f"(storage types TMA can move; tf32 is stored as f32), got {dtype!r}")
     itemsize = DTYPE_SIZES[dtype]
+    im2col = a.get("im2col")
     shape = _list(_field(a, "shape", where), f"{where}: shape")
     rank = len(shape)
-    if not 1 <= rank <= TMA_MAX_RANK:
-        raise ArtifactError(f"{MANIFEST}: {where}: shape: expected 1 to {TMA_MAX_RANK} dims, got {rank}")
+    low, high = TMA_IM2COL_RANKS if im2col is not None else (1, TMA_MAX_RANK)
+    if not low <= rank <= high:
+        mode = " (an im2col descriptor: N, [D, H,] W, C)" if im2col is not None else ""
+        raise ArtifactError(f"{MANIFEST}: {where}: shape: expected {low} to {high} dims{mode}, "
+                            f"got {rank}")
     shape = [_int(d, f"{where}: shape", minimum=1, maximum=TMA_MAX_DIM) for d in shape]
     strides = _list(_field(a, "strides", where), f"{where}: strides")
-    box = _list(_field(a, "box", where), f"{where}: box")
-    for key, value in (("strides", strides), ("box", box)):
-        if len(value) != rank:
-            raise ArtifactError(f"{MANIFEST}: {where}: {key}: expected {rank} entries (one per dim "
-                                f"of shape), got {len(value)}")
+    if len(strides) != rank:
+        raise ArtifactError(f"{MANIFEST}: {where}: strides: expected {rank} entries (one per dim "
+                            f"of shape), got {len(strides)}")
     strides = [_int(s, f"{where}: strides", minimum=0) for s in strides]
-    box = [_int(b, f"{where}: box", minimum=1, maximum=TMA_MAX_BOX) for b in box]
+    box = _list(_field(a, "box", where), f"{where}: box")
+    if im2col is None:
+        if len(box) != rank:
+            raise ArtifactError(f"{MANIFEST}: {where}: box: expected {rank} entries (one per dim "
+                                f"of shape), got {len(box)}")
+        box = [_int(b, f"{where}: box", minimum=1, maximum=TMA_MAX_BOX) for b in box]
+    else:
+        if len(box) != 2:
+            raise ArtifactError(f"{MANIFEST}: {where}: box: expected 2 entries ([pixels, channels] "
+                                f"of an im2col descriptor), got {len(box)}")
+        box = [_int(box[0], f"{where}: box: pixels", minimum=1, maximum=TMA_IM2COL_MAX_PIXELS),
+               _int(box[1], f"{where}: box: channels", minimum=1, maximum=TMA_IM2COL_MAX_CHANNELS)]
+        im2col = _im2col(im2col, f"{where}: im2col", shape)
     if strides[-1] != 1:
         raise ArtifactError(f"{MANIFEST}: {where}: strides: expected 1 for the innermost dim (TMA "
                             f"reads it contiguously), got {strides[-1]}")
@@ -512,7 +554,39 @@ def _tma_arg(a, where, buffers):
                             f"= {offset} + {extent} bytes")
     return ArgSpec("tma", buffer=index, byte_offset=offset, dtype=dtype, shape=tuple(shape),
                    strides=tuple(strides), box=tuple(box), swizzle=swizzle,
-                   l2_promotion=l2_promotion, oob_fill=oob_fill)
+                   l2_promotion=l2_promotion, oob_fill=oob_fill, im2col=im2col)
+
+
+def _im2col(field, where, shape):
+    """The ``im2col`` field of a tma argument over a tensor of ``shape``
+    (rank 3 to 5, checked), checked against cuTensorMapEncodeIm2col."""
+    if not isinstance(field, dict):
+        raise ArtifactError(f"{MANIFEST}: {where}: expected an object, got {field!r}")
+    rank = len(shape)
+    spatial = rank - 2
+    low, high = TMA_IM2COL_CORNERS[rank]
+    corners = {}
+    for key in ("lower", "upper"):
+        value = _list(_field(field, key, where), f"{where}: {key}")
+        if len(value) != spatial:
+            raise ArtifactError(f"{MANIFEST}: {where}: {key}: expected {spatial} entries (one per "
+                                f"spatial dim of a rank {rank} tensor), got {len(value)}")
+        corners[key] = tuple(_int(v, f"{where}: {key} (rank {rank})", minimum=low, maximum=high)
+                             for v in value)
+    names = ("D", "H", "W")[-spatial:]
+    for name, n, lower, upper in zip(names, shape[1:-1], corners["lower"], corners["upper"]):
+        # The box spans [lower, n - 1 + upper] along a spatial dim: it must hold a pixel.
+        if n + upper - lower < 1:
+            raise ArtifactError(f"{MANIFEST}: {where}: expected a pixel box of at least one pixel "
+                                f"along {name} (size + upper - lower >= 1), got {n} + {upper} - "
+                                f"{lower} = {n + upper - lower}")
+    steps = _list(_field(field, "element_strides", where), f"{where}: element_strides")
+    if len(steps) != rank:
+        raise ArtifactError(f"{MANIFEST}: {where}: element_strides: expected {rank} entries (one per "
+                            f"dim of shape), got {len(steps)}")
+    steps = tuple(_int(v, f"{where}: element_strides", minimum=1, maximum=TMA_MAX_ELEMENT_STRIDE)
+                  for v in steps)
+    return Im2colSpec(corners["lower"], corners["upper"], steps)
 
 
 # A kernel's PTX signature: ".entry NAME(" up to the closing ")".

@@ -19,6 +19,9 @@ TMA descriptors: ``encode_tensor_map`` builds a CUtensorMap (Hopper's tensor
 memory access descriptor, 128 opaque bytes a kernel takes by value) on the
 host; ``tensor_map_dims``, the pure part, turns the manifest's outermost-first
 shape, strides and box into the driver's innermost-first arrays.
+``encode_im2col_tensor_map`` and ``im2col_tensor_map_dims`` do the same for
+an im2col-mode descriptor (cuTensorMapEncodeIm2col: a convolution's
+activation read as the rows of its implicit GEMM).
 """
 
 from .errors import CudaError, DeviceError
@@ -394,22 +397,65 @@ def tensor_map_dims(shape, strides, box, itemsize):
             (1,) * rank)
 
 
-def _tensor_map_args(d, key, dtype, shape, strides, box, swizzle, l2_promotion, oob_fill):
-    type_name, itemsize = TMA_DATA_TYPES[dtype]
-    dims, byte_strides, box_dims, element_strides = tensor_map_dims(shape, strides, box, itemsize)
-    u64, u32 = d.cuuint64_t, d.cuuint32_t  # the binding takes no plain ints in these arrays
-    head = (getattr(d.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + type_name), len(dims))
-    tail = (
-        [u64(v) for v in dims], [u64(v) for v in byte_strides],
-        [u32(v) for v in box_dims], [u32(v) for v in element_strides],
-        d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
-        getattr(d.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + TMA_SWIZZLES[swizzle]),
-        getattr(d.CUtensorMapL2promotion, "CU_TENSOR_MAP_L2_PROMOTION_" + TMA_L2_PROMOTIONS[l2_promotion]),
-        getattr(d.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + TMA_OOB_FILLS[oob_fill]))
+def im2col_tensor_map_dims(shape, strides, box, lower, upper, element_strides, itemsize):
+    """The driver's ``(globalDim, globalStrides, pixelBoxLowerCorner,
+    pixelBoxUpperCorner, channelsPerPixel, pixelsPerColumn, elementStrides)``
+    of an im2col descriptor.
+
+    ``shape``, ``strides`` (in elements) and ``element_strides`` come one per
+    dim, and ``lower`` and ``upper`` one per spatial dim, all outermost first
+    (``[N, H, W, C]``: corners ``[H, W]``); ``box`` is ``[pixels, channels]``.
+    The driver wants every array innermost first (dim 0 is C, corner 0 is
+    W's) and strides in bytes for dims 1..rank-1, as ``tensor_map_dims``.
+    Pure: no driver call.
+    """
+    dims, byte_strides, _, _ = tensor_map_dims(shape, strides, box, itemsize)
+    pixels, channels = box
+    return (dims, byte_strides, tuple(reversed(lower)), tuple(reversed(upper)),
+            channels, pixels, tuple(reversed(element_strides)))
+
+
+def _enums(d, dtype, swizzle, l2_promotion, oob_fill):
+    """The driver's (data type, interleave, swizzle, L2 promotion, OOB fill)
+    enum members for a descriptor in the manifest's terms."""
+    return (getattr(d.CUtensorMapDataType, "CU_TENSOR_MAP_DATA_TYPE_" + TMA_DATA_TYPES[dtype][0]),
+            d.CUtensorMapInterleave.CU_TENSOR_MAP_INTERLEAVE_NONE,
+            getattr(d.CUtensorMapSwizzle, "CU_TENSOR_MAP_SWIZZLE_" + TMA_SWIZZLES[swizzle]),
+            getattr(d.CUtensorMapL2promotion,
+                    "CU_TENSOR_MAP_L2_PROMOTION_" + TMA_L2_PROMOTIONS[l2_promotion]),
+            getattr(d.CUtensorMapFloatOOBfill, "CU_TENSOR_MAP_FLOAT_OOB_FILL_" + TMA_OOB_FILLS[oob_fill]))
+
+
+def _keep(key, head, tail):
+    """Keep the driver's form of one descriptor shape (bounded)."""
     if len(_TENSOR_MAP_ARGS) >= _TENSOR_MAP_ARGS_LIMIT:
         _TENSOR_MAP_ARGS.clear()
     _TENSOR_MAP_ARGS[key] = head, tail
     return head, tail
+
+
+def _tensor_map_args(d, key, dtype, shape, strides, box, swizzle, l2_promotion, oob_fill):
+    itemsize = TMA_DATA_TYPES[dtype][1]
+    dims, byte_strides, box_dims, element_strides = tensor_map_dims(shape, strides, box, itemsize)
+    u64, u32 = d.cuuint64_t, d.cuuint32_t  # the binding takes no plain ints in these arrays
+    data_type, *modes = _enums(d, dtype, swizzle, l2_promotion, oob_fill)
+    return _keep(key, (data_type, len(dims)), (
+        [u64(v) for v in dims], [u64(v) for v in byte_strides],
+        [u32(v) for v in box_dims], [u32(v) for v in element_strides], *modes))
+
+
+def _im2col_tensor_map_args(d, key, dtype, shape, strides, box, lower, upper, element_strides,
+                            swizzle, l2_promotion, oob_fill):
+    itemsize = TMA_DATA_TYPES[dtype][1]
+    dims, byte_strides, lower_corner, upper_corner, channels, pixels, steps = \
+        im2col_tensor_map_dims(shape, strides, box, lower, upper, element_strides, itemsize)
+    u64, u32 = d.cuuint64_t, d.cuuint32_t
+    data_type, *modes = _enums(d, dtype, swizzle, l2_promotion, oob_fill)
+    # The corners are plain (signed) ints in the binding, the rest cuuintNN_t.
+    return _keep(key, (data_type, len(dims)), (
+        [u64(v) for v in dims], [u64(v) for v in byte_strides],
+        list(lower_corner), list(upper_corner), u32(channels), u32(pixels),
+        [u32(v) for v in steps], *modes))
 
 
 def encode_tensor_map(dtype, shape, strides, box, swizzle, l2_promotion, oob_fill, address):
@@ -425,10 +471,34 @@ def encode_tensor_map(dtype, shape, strides, box, swizzle, l2_promotion, oob_fil
     The driver's form of everything but the address is made once per
     descriptor shape and kept (``_TENSOR_MAP_ARGS``).
     """
-    import ctypes
     d = driver()
     key = (id(d), dtype, shape, strides, box, swizzle, l2_promotion, oob_fill)
     head, tail = _TENSOR_MAP_ARGS.get(key) or _tensor_map_args(
         d, key, dtype, shape, strides, box, swizzle, l2_promotion, oob_fill)
-    tensor_map = call(d.cuTensorMapEncodeTiled, *head, address, *tail)
+    return _bytes(call(d.cuTensorMapEncodeTiled, *head, address, *tail))
+
+
+def encode_im2col_tensor_map(dtype, shape, strides, box, lower, upper, element_strides, swizzle,
+                             l2_promotion, oob_fill, address):
+    """The 128 bytes of an im2col-mode CUtensorMap over the tensor at device
+    ``address`` (cuTensorMapEncodeIm2col).
+
+    As ``encode_tensor_map``, with ``shape`` and ``strides`` the activation's
+    (``[N, H, W, C]`` or ``[N, D, H, W, C]``, outermost first), ``box``
+    ``[pixels, channels]``, and ``lower``, ``upper`` (one per spatial dim)
+    and ``element_strides`` (one per dim) outermost first: the manifest's
+    ``im2col`` field. Kept per descriptor shape in ``_TENSOR_MAP_ARGS`` too.
+    """
+    d = driver()
+    key = (id(d), "im2col", dtype, shape, strides, box, lower, upper, element_strides, swizzle,
+           l2_promotion, oob_fill)
+    head, tail = _TENSOR_MAP_ARGS.get(key) or _im2col_tensor_map_args(
+        d, key, dtype, shape, strides, box, lower, upper, element_strides, swizzle,
+        l2_promotion, oob_fill)
+    return _bytes(call(d.cuTensorMapEncodeIm2col, *head, address, *tail))
+
+
+def _bytes(tensor_map):
+    """The 128 bytes of a CUtensorMap the binding returned."""
+    import ctypes
     return ctypes.string_at(tensor_map.getPtr(), TENSOR_MAP_BYTES)

@@ -208,8 +208,14 @@ class _TensorMap:
     def _encode(self, address):
         a = self.arg
         try:
-            raw = cuda.encode_tensor_map(a.dtype, a.shape, a.strides, a.box, a.swizzle,
-                                         a.l2_promotion, a.oob_fill, address)
+            if a.im2col is None:
+                raw = cuda.encode_tensor_map(a.dtype, a.shape, a.strides, a.box, a.swizzle,
+                                             a.l2_promotion, a.oob_fill, address)
+            else:
+                i = a.im2col
+                raw = cuda.encode_im2col_tensor_map(a.dtype, a.shape, a.strides, a.box, i.lower,
+                                                    i.upper, i.element_strides, a.swizzle,
+                                                    a.l2_promotion, a.oob_fill, address)
         except CudaError as e:
             what = (f"cannot encode the TMA descriptor of kernel '{self.kernel.name}' (argument "
                     f"{self.position}: {a.dtype}{list(a.shape)} at byte offset {self.offset}")

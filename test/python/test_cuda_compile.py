@@ -740,6 +740,161 @@ def test_untraceable_tma_descriptors_are_refused(text, message):
         host_plan.extract(_outlined(text), 1)
 
 
+# Im2col descriptors: a kernel function making one of an NHWC activation (a
+# 3x3 convolution, padding 1, stride 2) and one of an NDHWC workspace slice.
+DESC_X = _descriptor("128x64xbf16", "swizzle_128b", "l2promo_256b", "zero")
+DESC_V = _descriptor("64x16xf16", "none", "none", "zero")
+IM2COL_X = ("{dnn.im2col = {lower = array<i64: -1, -1>, upper = array<i64: -1, -1>, "
+            "element_strides = array<i64: 1, 2, 2, 1>}}")
+IM2COL_V = ("{dnn.im2col = {lower = array<i64: 0, -1, -1>, upper = array<i64: -2, -1, -1>, "
+            "element_strides = array<i64: 1, 1, 1, 1, 1>}}")
+
+
+def _im2col_module(x_attr=IM2COL_X, v_attr=IM2COL_V, x_box="%c128, %c64", desc_x=DESC_X):
+    return f"""
+module attributes {{gpu.container_module}} {{
+  func.func @main(%x: memref<2x8x8x64xbf16>, %y: memref<64xf32>) attributes {{dnn.graph}} {{
+    call @main_k0(%x, %y) : (memref<2x8x8x64xbf16>, memref<64xf32>) -> ()
+    return
+  }}
+  func.func private @main_k0(%x: memref<2x8x8x64xbf16>, %y: memref<64xf32>)
+      attributes {{dnn.kernel}} {{
+    %c1 = arith.constant 1 : index
+    %c16 = arith.constant 16 : index
+    %c64 = arith.constant 64 : index
+    %c128 = arith.constant 128 : index
+    %ux = memref.cast %x : memref<2x8x8x64xbf16> to memref<*xbf16>
+    %dx = nvgpu.tma.create.descriptor %ux box[{x_box}] {x_attr} : memref<*xbf16> -> {desc_x}
+    %px = builtin.unrealized_conversion_cast %dx : {desc_x} to !llvm.ptr
+    %w = memref.alloc() : memref<4096xf16>
+    %v = memref.reinterpret_cast %w to offset: [512], sizes: [1, 3, 4, 4, 16],
+        strides: [768, 256, 64, 16, 1]
+        : memref<4096xf16> to memref<1x3x4x4x16xf16, strided<[768, 256, 64, 16, 1], offset: 512>>
+    %uv = memref.cast %v : memref<1x3x4x4x16xf16, strided<[768, 256, 64, 16, 1], offset: 512>>
+        to memref<*xf16>
+    %dv = nvgpu.tma.create.descriptor %uv box[%c64, %c16] {v_attr} : memref<*xf16> -> {DESC_V}
+    %pv = builtin.unrealized_conversion_cast %dv : {DESC_V} to !llvm.ptr
+    gpu.launch blocks(%bx, %by, %bz) in (%gx = %c1, %gy = %c1, %gz = %c1)
+               threads(%tx, %ty, %tz) in (%sx = %c128, %sy = %c1, %sz = %c1) {{
+      nvvm.prefetch tensormap, %px : !llvm.ptr
+      nvvm.prefetch tensormap, %pv : !llvm.ptr
+      %c0 = arith.constant 0 : index
+      %one = arith.constant 1.0 : f32
+      memref.store %one, %y[%c0] : memref<64xf32>
+      gpu.terminator
+    }}
+    memref.dealloc %w : memref<4096xf16>
+    return
+  }}
+}}
+"""
+
+
+def test_host_plan_records_im2col_descriptors():
+    plan = host_plan.extract(_outlined(_im2col_module()), 1)
+    [kernel] = plan["kernels"]
+    x, v, y = kernel["args"]
+    assert x == {"kind": "tma", "buffer": 0, "byte_offset": 0, "dtype": "bf16",
+                 "shape": [2, 8, 8, 64], "strides": [4096, 512, 64, 1], "box": [128, 64],
+                 "swizzle": 128, "l2_promotion": 256, "oob_fill": "zero",
+                 "im2col": {"lower": [-1, -1], "upper": [-1, -1],
+                            "element_strides": [1, 2, 2, 1]}}
+    # Rank 5 (N, D, H, W, C) over a workspace slice at an offset.
+    assert v == {"kind": "tma", "buffer": 2, "byte_offset": 512 * 2, "dtype": "f16",
+                 "shape": [1, 3, 4, 4, 16], "strides": [768, 256, 64, 16, 1], "box": [64, 16],
+                 "swizzle": 0, "l2_promotion": 0, "oob_fill": "zero",
+                 "im2col": {"lower": [0, -1, -1], "upper": [-2, -1, -1],
+                            "element_strides": [1, 1, 1, 1, 1]}}
+    assert y == {"kind": "buffer", "buffer": 1, "byte_offset": 0}
+    # The runtime reads the records as im2col descriptors.
+    where = "kernels[0]: args[0]"
+    buffers = [runtime_artifact.BufferSpec("input", nbytes=2 * 8 * 8 * 64 * 2),
+               runtime_artifact.BufferSpec("output", nbytes=256),
+               runtime_artifact.BufferSpec("workspace", nbytes=plan["workspace_bytes"])]
+    spec = runtime_artifact._tma_arg(x, where, buffers)
+    assert spec.im2col == runtime_artifact.Im2colSpec((-1, -1), (-1, -1), (1, 2, 2, 1))
+    assert runtime_artifact._tma_arg(v, where, buffers).im2col.lower == (0, -1, -1)
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(x_attr="{dnn.im2col = [-1, -1]}"),
+     r"expected a dictionary of lower, upper, element_strides, got \[-1, -1\]"),
+    (dict(x_attr="{dnn.im2col = {lower = array<i64: -1, -1>, upper = array<i64: -1, -1>}}"),
+     r"expected a dictionary of lower, upper, element_strides, got \{lower = "),
+    (dict(x_attr=IM2COL_X.replace("lower = array<i64: -1, -1>", "lower = [-1, -1]")),
+     r"lower: expected array<i64: \.\.\.>, got \[-1, -1\]"),
+    (dict(x_attr=IM2COL_X.replace("upper = array<i64: -1, -1>", "upper = array<i64: -1>")),
+     r"upper: expected 2 entries for a rank 4 tensor, got \[-1\]"),
+    (dict(v_attr=IM2COL_V.replace("lower = array<i64: 0, -1, -1>", "lower = array<i64: -1, -1>")),
+     r"lower: expected 3 entries for a rank 5 tensor, got \[-1, -1\]"),
+    (dict(x_attr=IM2COL_X.replace("1, 2, 2, 1", "2, 2")),
+     r"element_strides: expected 4 entries for a rank 4 tensor, got \[2, 2\]"),
+    (dict(x_box="%c16, %c16, %c64", desc_x=_descriptor("16x16x64xbf16", "swizzle_128b",
+                                                       "l2promo_256b", "zero")),
+     r"expected a box of two dims \[pixels, channels\], got \[16, 16, 64\]"),
+])
+def test_malformed_im2col_descriptors_are_refused(changes, message):
+    with pytest.raises(UnsupportedError, match=r"host plan: 'nvgpu.tma.create.descriptor' at .*: "
+                                               r"dnn.im2col: " + message):
+        host_plan.extract(_outlined(_im2col_module(**changes)), 1)
+
+
+# TMA_MODULE with dnn.im2col on the descriptor of its matrix %a.
+_IM2COL_RANK2 = TMA_MODULE.replace(f"box[%c128, %c64] : memref<*xbf16> -> {DESC_A}",
+                                   f"box[%c128, %c64] {IM2COL_X} : memref<*xbf16> -> {DESC_A}")
+
+
+def test_im2col_descriptor_of_a_matrix_is_refused():
+    assert _IM2COL_RANK2 != TMA_MODULE
+    with pytest.raises(UnsupportedError, match=r"dnn.im2col: expected a tensor of rank 3 to 5 "
+                                               r"\(N, \[D, H,\] W, C\), got rank 2"):
+        host_plan.extract(_outlined(_IM2COL_RANK2), 2)
+
+
+def test_im2col_descriptor_builder_makes_what_the_host_plan_reads():
+    """tma.im2col_descriptor's IR is the convention: the kernel function's
+    launch takes the pointer it returns (standing in for an llvm.mlir.zero)."""
+    from mlir import ir
+    from mlir.dialects import memref
+
+    from dnnc.codegen.gpu.tensorcore.sm90 import tma
+
+    text = _im2col_module().replace(
+        "    %ux = memref.cast", "    %px = llvm.mlir.zero : !llvm.ptr\n    %ux = memref.cast")
+    text = re.sub(r"    %dx = .*\n    %px = builtin.*\n", "", text)
+    with dnnc.dialect.context():
+        module = ir.Module.parse(text)
+        kernel_fn = [f for f in irutil.functions(module.operation)
+                     if irutil.symbol(f) == "main_k0"][0]
+        x = irutil.body(kernel_fn).arguments[0]
+        zero = [op for op in irutil.body(kernel_fn).operations
+                if op.operation.name == "llvm.mlir.zero"][0]
+        with ir.InsertionPoint(zero), ir.Location.unknown():
+            # A 16-channel slice of x's 64 channels: a view in memory order.
+            view = ir.MemRefType.get([2, 8, 8, 16], ir.BF16Type.get(),
+                                     layout=ir.StridedLayoutAttr.get(16, [4096, 512, 64, 1]))
+            source = memref.reinterpret_cast(view, x, [], [], [], [16], [2, 8, 8, 16],
+                                             [4096, 512, 64, 1])
+            with pytest.raises(LoweringError, match=r"im2col descriptor of memref<2x8x8x16xbf16"
+                                                    r".*: upper: expected 2 entries, got \[-1\]"):
+                tma.im2col_descriptor(source, 64, 16, [-1, 0], [-1], [1, 2, 1, 1])
+            with pytest.raises(LoweringError, match=r"expected a rank 3 to 5 activation .*got "
+                                                    r"rank 1"):
+                tma.im2col_descriptor(irutil.body(kernel_fn).arguments[1], 64, 16, [], [], [1])
+            pointer = tma.im2col_descriptor(source, 64, 16, [-1, 0], [-1, -2], [1, 2, 1, 1],
+                                            swizzled=False)
+        zero.result.replace_all_uses_with(pointer)
+        zero.operation.erase()
+        assert module.operation.verify()
+    run_pipeline(module, "gpu-kernel-outlining,dnn-merge-gpu-modules,canonicalize,cse")
+    x_arg = host_plan.extract(module, 1)["kernels"][0]["args"][0]
+    assert x_arg == {"kind": "tma", "buffer": 0, "byte_offset": 32, "dtype": "bf16",
+                     "shape": [2, 8, 8, 16], "strides": [4096, 512, 64, 1], "box": [64, 16],
+                     "swizzle": 0, "l2_promotion": 256, "oob_fill": "zero",
+                     "im2col": {"lower": [-1, 0], "upper": [-1, -2],
+                                "element_strides": [1, 2, 1, 1]}}
+
+
 # ----------------------------------------------------------------------------
 # The artifact
 

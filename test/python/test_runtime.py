@@ -545,6 +545,7 @@ class FakeGPU:
             "event_elapsed_ms": lambda a, b: 0.25,
             "event_destroy": lambda event: None,
             "encode_tensor_map": self.encode_tensor_map,
+            "encode_im2col_tensor_map": self.encode_im2col_tensor_map,
         }
         for name, fn in patch.items():
             monkeypatch.setattr(cuda_mod, name, fn)
@@ -591,6 +592,13 @@ class FakeGPU:
         if address % 16:   # what the driver says to an address TMA cannot use
             raise CudaError("cuTensorMapEncodeTiled", "CUDA_ERROR_INVALID_VALUE", "invalid argument")
         return address.to_bytes(8, "little") + bytes(box) + bytes(120 - len(box))
+
+    def encode_im2col_tensor_map(self, dtype, shape, strides, box, lower, upper, element_strides,
+                                 swizzle, l2_promotion, oob_fill, address):
+        self.encoded.append(("im2col", dtype, shape, strides, box, lower, upper, element_strides,
+                             swizzle, l2_promotion, oob_fill, address))
+        return address.to_bytes(8, "little") + bytes(box) + bytes(element_strides) + \
+            bytes(120 - len(box) - len(element_strides))
 
     # launch
     def launch(self, function, gx, gy, gz, bx, by, bz, shared, stream, params, early=None):
@@ -900,6 +908,9 @@ class FakeDriver:
         raw = self.raw
         return self.status, type("CUtensorMap", (), {"getPtr": lambda _: ctypes.addressof(raw)})()
 
+    def cuTensorMapEncodeIm2col(self, *args):
+        return self.cuTensorMapEncodeTiled(*args)
+
     def cuGetErrorString(self, status):
         return "CUDA_SUCCESS", b"invalid argument"
 
@@ -999,6 +1010,165 @@ def test_tma_over_the_workspace_that_fails_is_an_artifact_error(monkeypatch):
                                             r"\(argument 0: f16\[2, 64\] at byte offset 0 of the "
                                             r"workspace\): cuTensorMapEncodeTiled failed"):
         exe(gpu.array(np.ones((64, 128), np.float16)), outputs=[gpu.array(np.zeros((32, 64), np.float16))])
+
+
+# -- TMA im2col descriptors -----------------------------------------------------------
+
+def im2col_arg(**changes):
+    """An im2col descriptor over input 'x' (f16 [N=2, H=8, W=8, C=64]) for a
+    3x3 convolution with padding 1 and stride 2: 128 pixels of 64 channels."""
+    arg = tma_arg(shape=[2, 8, 8, 64], strides=[4096, 512, 64, 1], box=[128, 64],
+                  im2col={"lower": [-1, -1], "upper": [-1, -1], "element_strides": [1, 2, 2, 1]})
+    arg.update(changes)
+    return arg
+
+
+def im2col_manifest(**changes):
+    """tma_manifest with the descriptor made an im2col one over x [2, 8, 8, 64]
+    (as many bytes as tma_manifest's input)."""
+    m = tma_manifest()
+    m["inputs"][0].update(name="x", dims=[2, 8, 8, 64], strides=[4096, 512, 64, 1])
+    m["kernels"][1]["args"][0] = im2col_arg(**changes)
+    return m
+
+
+def _im2col_field(**changes):
+    field = im2col_arg()["im2col"]
+    field.update(changes)
+    return field
+
+
+def test_tma_im2col_argument_loads():
+    arg = load(im2col_manifest(), ptx=TMA_PTX).plan[1].args[0]
+    assert (arg.kind, arg.shape, arg.strides, arg.box) == ("tma", (2, 8, 8, 64), (4096, 512, 64, 1),
+                                                          (128, 64))
+    assert arg.im2col == artifact_mod.Im2colSpec((-1, -1), (-1, -1), (1, 2, 2, 1))
+    assert load(tma_manifest(), ptx=TMA_PTX).plan[1].args[0].im2col is None   # tiled
+    # rank 3 to 5, each with its corners' extremes; the box's extremes (1024
+    # pixels, 256 one-byte channels unswizzled); bf16 with NaN fill
+    for changes in [
+            dict(shape=[2, 64, 64], strides=[4096, 64, 1],
+                 im2col={"lower": [-32768], "upper": [32767], "element_strides": [1, 8, 1]}),
+            dict(im2col={"lower": [-128, 127], "upper": [-128, 127], "element_strides": [1, 1, 1, 1]}),
+            dict(shape=[2, 4, 4, 4, 64], strides=[4096, 1024, 256, 64, 1],
+                 im2col={"lower": [-16, 0, 15], "upper": [-16, -3, 15], "element_strides": [1] * 5}),
+            dict(dtype="f8E4M3FN", shape=[1, 8, 8, 256], strides=[16384, 2048, 256, 1],
+                 box=[1024, 256], swizzle=0),
+            dict(dtype="bf16", oob_fill="nan", box=[1, 8], swizzle=0)]:
+        arg = load(im2col_manifest(**changes), ptx=TMA_PTX).plan[1].args[0]
+        assert arg.im2col is not None and list(arg.box) == changes.get("box", [128, 64])
+
+
+@pytest.mark.parametrize("changes, message", [
+    (dict(shape=[64, 128], strides=[128, 1]), r"shape: expected 3 to 5 dims \(an im2col descriptor: "
+                                             r"N, \[D, H,\] W, C\), got 2"),
+    (dict(shape=[1] * 5 + [64], strides=[64] * 5 + [1]), r"shape: expected 3 to 5 dims .*got 6"),
+    (dict(box=[2, 8, 64]), r"box: expected 2 entries \(\[pixels, channels\] of an im2col descriptor\), "
+                           r"got 3"),
+    (dict(box=[0, 64]), r"box: pixels: expected >= 1, got 0"),
+    (dict(box=[1025, 64]), r"box: pixels: expected <= 1024, got 1025"),
+    (dict(box=[128, 257], swizzle=0), r"box: channels: expected <= 256, got 257"),
+    (dict(box=[128, 128]), r"box: expected the innermost box dim to span at most the swizzle "
+                           r"\(128 bytes\), got 128 x 2 = 256 bytes"),
+    (dict(box=[128, 4]), r"box: expected the innermost box dim to span a multiple of 16 bytes, "
+                         r"got 4 x 2 = 8 bytes"),
+    (dict(strides=[4096, 512, 4, 1]), r"strides: expected the outer strides to be multiples of 16 "
+                                      r"bytes below 2\*\*40, got 4 elements of f16 = 8 bytes"),
+    (dict(strides=[4096, 512, 64, 2]), r"strides: expected 1 for the innermost dim .*got 2"),
+    (dict(byte_offset=8), r"byte_offset: expected a multiple of 16 .*got 8"),
+    (dict(im2col=[[-1, -1], [-1, -1], [1, 2, 2, 1]]), r"im2col: expected an object, got \[\["),
+    (dict(im2col=_im2col_field(lower=None)), r"im2col: lower: expected a list, got None"),
+    (dict(im2col={"lower": [-1, -1], "upper": [-1, -1]}), r"im2col: missing key 'element_strides'"),
+    (dict(im2col=_im2col_field(lower=[-1])), r"im2col: lower: expected 2 entries \(one per spatial "
+                                             r"dim of a rank 4 tensor\), got 1"),
+    (dict(im2col=_im2col_field(upper=[-1, -1, -1])), r"im2col: upper: expected 2 entries .*got 3"),
+    (dict(im2col=_im2col_field(lower=[-1, 128])), r"im2col: lower \(rank 4\): expected <= 127, got 128"),
+    (dict(im2col=_im2col_field(upper=[-129, 0])), r"im2col: upper \(rank 4\): expected >= -128, got -129"),
+    (dict(im2col=_im2col_field(lower=[-1, 1.5])), r"im2col: lower \(rank 4\): expected an integer, "
+                                                  r"got 1.5"),
+    (dict(shape=[2, 4, 4, 4, 64], strides=[4096, 1024, 256, 64, 1],
+          im2col={"lower": [-16, 0, 16], "upper": [0, 0, 0], "element_strides": [1] * 5}),
+     r"im2col: lower \(rank 5\): expected <= 15, got 16"),
+    (dict(shape=[2, 64, 64], strides=[4096, 64, 1],
+          im2col={"lower": [0], "upper": [-32769], "element_strides": [1, 1, 1]}),
+     r"im2col: upper \(rank 3\): expected >= -32768, got -32769"),
+    (dict(im2col=_im2col_field(lower=[0, 0], upper=[-8, 0])),
+     r"im2col: expected a pixel box of at least one pixel along H \(size \+ upper - "
+     r"lower >= 1\), got 8 \+ -8 - 0 = 0"),
+    (dict(shape=[2, 4, 4, 4, 64], strides=[4096, 1024, 256, 64, 1],
+          im2col={"lower": [0, 0, 3], "upper": [0, 0, -2], "element_strides": [1] * 5}),
+     r"im2col: expected a pixel box of at least one pixel along W .*got 4 \+ -2 - 3 = -1"),
+    (dict(im2col=_im2col_field(element_strides=[1, 2, 1])), r"im2col: element_strides: expected 4 "
+                                                            r"entries \(one per dim of shape\), got 3"),
+    (dict(im2col=_im2col_field(element_strides=[1, 0, 2, 1])), r"im2col: element_strides: expected "
+                                                               r">= 1, got 0"),
+    (dict(im2col=_im2col_field(element_strides=[1, 9, 2, 1])), r"im2col: element_strides: expected "
+                                                               r"<= 8, got 9"),
+])
+def test_tma_im2col_manifest_errors(changes, message):
+    with pytest.raises(ArtifactError, match=r"manifest.json: kernels\[1\] 'k1_tcopy': args\[0\]: "
+                                            + message):
+        load(im2col_manifest(**changes), ptx=TMA_PTX)
+
+
+@pytest.mark.parametrize("shape, strides, box, lower, upper, steps, itemsize, expected", [
+    # N, H, W, C bf16, a different value per dim: the corners come back (W, H), the
+    # dims and element strides (C, W, H, N)
+    ([2, 8, 6, 64], [3072, 384, 64, 1], [128, 64], [-1, -2], [-3, -4], [1, 2, 3, 1], 2,
+     ((64, 6, 8, 2), (128, 768, 6144), (-2, -1), (-4, -3), 64, 128, (1, 3, 2, 1))),
+    # N, D, H, W, C f32, channels padded to 16
+    ([1, 2, 3, 4, 8], [384, 192, 64, 16, 1], [32, 8], [0, -1, -2], [1, 2, 3], [1, 1, 2, 3, 1], 4,
+     ((8, 4, 3, 2, 1), (64, 256, 768, 1536), (-2, -1, 0), (3, 2, 1), 8, 32, (1, 3, 2, 1, 1))),
+    # N, W, C one-byte
+    ([4, 100, 32], [3200, 32, 1], [256, 32], [-5], [5], [1, 4, 1], 1,
+     ((32, 100, 4), (32, 3200), (-5,), (5,), 32, 256, (1, 4, 1))),
+])
+def test_im2col_tensor_map_dims_reverse_to_innermost_first(shape, strides, box, lower, upper, steps,
+                                                           itemsize, expected):
+    assert cuda_mod.im2col_tensor_map_dims(shape, strides, box, lower, upper, steps,
+                                           itemsize) == expected
+
+
+def test_encode_im2col_tensor_map_asks_the_driver_innermost_first(monkeypatch):
+    fake = FakeDriver()
+    monkeypatch.setattr(cuda_mod, "_d", fake)
+    monkeypatch.setattr(cuda_mod, "_SUCCESS", "CUDA_SUCCESS")
+    monkeypatch.setattr(cuda_mod, "driver", lambda: fake)
+    args = ("bf16", (2, 8, 6, 64), (3072, 384, 64, 1), (128, 64), (-1, -2), (-3, -4), (1, 2, 3, 1),
+            128, 256, "zero")
+    raw = cuda_mod.encode_im2col_tensor_map(*args, 0x7F00_0000_0000)
+    assert raw == bytes(range(128))
+    assert fake.calls == [(
+        "CU_TENSOR_MAP_DATA_TYPE_BFLOAT16", 4, 0x7F00_0000_0000,
+        [("u64", 64), ("u64", 6), ("u64", 8), ("u64", 2)], [("u64", 128), ("u64", 768), ("u64", 6144)],
+        [-2, -1], [-4, -3], ("u32", 64), ("u32", 128),
+        [("u32", 1), ("u32", 3), ("u32", 2), ("u32", 1)], "CU_TENSOR_MAP_INTERLEAVE_NONE",
+        "CU_TENSOR_MAP_SWIZZLE_128B", "CU_TENSOR_MAP_L2_PROMOTION_L2_256B",
+        "CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE")]
+    # the driver's form is kept per descriptor shape, apart from the tiled one's
+    key = (id(fake), "im2col", *args)
+    assert cuda_mod._TENSOR_MAP_ARGS[key] == (fake.calls[0][:2], fake.calls[0][3:])
+    cuda_mod.encode_im2col_tensor_map(*args, 0x7F00_0000_0100)
+    assert fake.calls[1] == fake.calls[0][:2] + (0x7F00_0000_0100,) + fake.calls[0][3:]
+    fake.status = "CUDA_ERROR_INVALID_VALUE"
+    with pytest.raises(CudaError, match=r"cuTensorMapEncodeIm2col failed: CUDA_ERROR_INVALID_VALUE"):
+        cuda_mod.encode_im2col_tensor_map(*args, 0x7F00_0000_0002)
+
+
+def test_tma_im2col_descriptors_are_encoded_in_im2col_mode_at_launch(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    gpu.kernels["scale2"] = lambda *args: None
+    exe = load(im2col_manifest(), ptx=TMA_PTX)
+    x = gpu.array(np.ones((2, 8, 8, 64), np.float16))
+    y = gpu.array(np.zeros((32, 64), np.float16))
+    x_addr = x.__cuda_array_interface__["data"][0]
+    exe(x, outputs=[y])
+    assert gpu.encoded == [("im2col", "f16", (2, 8, 8, 64), (4096, 512, 64, 1), (128, 64), (-1, -1),
+                            (-1, -1), (1, 2, 2, 1), 128, 256, "zero", x_addr)]
+    desc = gpu.launches[1]["args"][0]
+    assert int.from_bytes(desc[:8], "little") == x_addr and desc[8:14] == bytes([128, 64, 1, 2, 2, 1])
+    exe(x, outputs=[y])                    # same tensor: kept, as a tiled descriptor is
+    assert len(gpu.encoded) == 1 and gpu.launches[3]["args"][0] == desc
 
 
 # -- zero-size tensors -------------------------------------------------------------

@@ -41,6 +41,34 @@ UnsupportedError; so does any other pointer argument. A ``tma`` arg over a
 graph input is fine: the kernels only load through those (a GEMM's output
 tiles are stored through a descriptor of its output buffer).
 
+Im2col descriptors (the activation of an implicit-GEMM convolution, loaded
+with ``cp.async.bulk.tensor`` in im2col mode): the same
+``nvgpu.tma.create.descriptor``, of the activation as it lies in memory,
+outermost first (``[N, H, W, C]`` or ``[N, D, H, W, C]``, C contiguous),
+whose ``tensor`` (the box) is ``memref<PIXELSxCHANNELSxT, 3>``, carrying the
+discardable attribute ``dnn.im2col``::
+
+    %d = nvgpu.tma.create.descriptor %u box[%c128, %c64] {dnn.im2col = {
+           lower = array<i64: -1, -1>, upper = array<i64: -1, -1>,
+           element_strides = array<i64: 1, 1, 1, 1>}} : memref<*xbf16> -> ...
+
+``lower`` and ``upper`` are the pixel box's lower and upper corners, one per
+spatial dim (outermost first: ``[H, W]``, or ``[D, H, W]``), and
+``element_strides`` the traversal stride of every dim of the tensor,
+outermost first (the convolution's strides on the spatial dims, 1 on N and
+C). The arg gets the attribute as an ``im2col`` field; everything else is as
+for a tiled descriptor, ``box`` being ``[pixels, channels]``::
+
+    {"kind": "tma", "buffer": 0, "byte_offset": 0, "dtype": "bf16",
+     "shape": [8, 56, 56, 64], "strides": [200704, 3584, 64, 1],
+     "box": [128, 64], "swizzle": 128, "l2_promotion": 256, "oob_fill": "zero",
+     "im2col": {"lower": [-1, -1], "upper": [-1, -1],
+                "element_strides": [1, 1, 1, 1]}}
+
+The runtime encodes it with cuTensorMapEncodeIm2col. A tensor of rank other
+than 3 to 5, a box of other than two dims, or an attribute that is not such
+a dictionary of the right lengths raises UnsupportedError.
+
 How a launch maps back to its kernel function: the graph function only
 calls kernel functions (``func.call``), and gpu-kernel-outlining leaves each
 ``gpu.launch_func`` in the body of the function whose loops it came from. So
@@ -83,6 +111,8 @@ VIEWS = frozenset({"memref.subview", "memref.expand_shape", "memref.collapse_sha
 IGNORED = frozenset({"arith.constant", "memref.dealloc"})
 REASON_ATTR = "dnn.config_reason"
 TMA_CREATE = "nvgpu.tma.create.descriptor"
+IM2COL_ATTR = "dnn.im2col"
+_IM2COL_KEYS = ("lower", "upper", "element_strides")
 CAST = "builtin.unrealized_conversion_cast"
 
 # The fields of !nvgpu.tensormap.descriptor<...> (the bindings have no
@@ -226,12 +256,16 @@ class _Planner:
                 raise UnsupportedError(f"host plan: {where}: {what} {value} is not one of "
                                        f"{', '.join(table)}")
         box = ir.MemRefType(ir.Type.parse(tensor))
-        return {"kind": "tma", "buffer": buffer,
-                "byte_offset": int(offset) * irutil.element_bytes(element),
-                "dtype": str(element), "shape": [int(n) for n in ranked.shape],
-                "strides": [int(v) for v in strides], "box": [int(n) for n in box.shape],
-                "swizzle": SWIZZLE_BYTES[swizzle], "l2_promotion": L2_PROMOTION_BYTES[l2promo],
-                "oob_fill": OOB_FILL[oob]}
+        record = {"kind": "tma", "buffer": buffer,
+                  "byte_offset": int(offset) * irutil.element_bytes(element),
+                  "dtype": str(element), "shape": [int(n) for n in ranked.shape],
+                  "strides": [int(v) for v in strides], "box": [int(n) for n in box.shape],
+                  "swizzle": SWIZZLE_BYTES[swizzle],
+                  "l2_promotion": L2_PROMOTION_BYTES[l2promo], "oob_fill": OOB_FILL[oob]}
+        if IM2COL_ATTR in op.attributes:
+            record["im2col"] = _im2col(op.attributes[IM2COL_ATTR], where, ranked.rank,
+                                       record["box"])
+        return record
 
     def _descriptor_address(self, op):
         """The tma record of an unrealized_conversion_cast of a descriptor to
@@ -331,6 +365,32 @@ class _Planner:
             return {"kind": "scalar", "type": "f32", "value": float(number)}
         raise UnsupportedError(f"host plan: kernel argument of type {t} at {op.location}: "
                                "expected a memref, index, i32, i64 or f32")
+
+
+def _im2col(attr, where, rank, box):
+    """The ``im2col`` field of a tma record: ``dnn.im2col`` of a descriptor
+    of a rank ``rank`` tensor whose box is ``box``, checked."""
+    what = f"host plan: {where}: {IM2COL_ATTR}"
+    if not 3 <= rank <= 5:
+        raise UnsupportedError(f"{what}: expected a tensor of rank 3 to 5 (N, [D, H,] W, C), "
+                               f"got rank {rank}")
+    if len(box) != 2:
+        raise UnsupportedError(f"{what}: expected a box of two dims [pixels, channels], "
+                               f"got {box}")
+    keys = [] if not isinstance(attr, ir.DictAttr) else [attr[i].name for i in range(len(attr))]
+    if sorted(keys) != sorted(_IM2COL_KEYS):
+        raise UnsupportedError(f"{what}: expected a dictionary of {', '.join(_IM2COL_KEYS)}, "
+                               f"got {attr}")
+    field = {}
+    for key, length in zip(_IM2COL_KEYS, (rank - 2, rank - 2, rank)):
+        value = attr[key]
+        if not isinstance(value, ir.DenseI64ArrayAttr):
+            raise UnsupportedError(f"{what}: {key}: expected array<i64: ...>, got {value}")
+        field[key] = [int(v) for v in value]
+        if len(field[key]) != length:
+            raise UnsupportedError(f"{what}: {key}: expected {length} entries for a rank "
+                                   f"{rank} tensor, got {field[key]}")
+    return field
 
 
 def _stored_arguments(fn):

@@ -15,6 +15,22 @@ The descriptor, its box and the load coordinates are in memory order
 (``physical_order``), so that a buffer with permuted strides reads as a
 row-major tensor (``tma_descriptor`` goes through a
 ``memref.reinterpret_cast`` to its physical view).
+
+Im2col mode (``im2col_descriptor``, for the activation of an implicit-GEMM
+convolution): the descriptor is made as a tiled one is, of the activation as
+it lies in memory (``[N, H, W, C]`` or ``[N, D, H, W, C]``, C contiguous),
+with a 2-D box ``[pixels, channels]`` (one GEMM row per output pixel, BK
+channels of it), and carries ``dnn.im2col = {lower, upper,
+element_strides}``: the pixel box's corners per spatial dim (outermost
+first; for padding ``p``, filter size ``r`` and dilation ``d``: ``lower =
+-p``, ``upper = p - d * (r - 1)``) and one traversal stride per dim (the
+convolution's strides on the spatial dims, 1 on N and C). The host plan
+turns the attribute into the manifest's ``im2col`` field and the runtime
+encodes the descriptor with cuTensorMapEncodeIm2col (host_plan.py). Its
+loader issues ``nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp`` with
+``mode = im2col``: coordinates innermost first (C, W, H[, D], N: the
+column's first pixel) and one i16 offset per spatial dim, innermost first
+(the filter tap).
 """
 
 from dataclasses import dataclass
@@ -24,8 +40,10 @@ from mlir.dialects import arith, llvm, memref, nvgpu, nvvm
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.vectorize import identity_layout
+from dnnc.codegen.gpu.host_plan import IM2COL_ATTR
 from dnnc.codegen.gpu.tensorcore.emit import i as _i, idx as _idx, ptr as _ptr
 from dnnc.codegen.gpu.tensorcore.emit import shared_ptr as _shared_ptr
+from dnnc.errors import LoweringError
 
 SWIZZLE = 128          # bytes: a TMA box row; BK = SWIZZLE / element bytes
 
@@ -164,19 +182,54 @@ def tma_descriptor(value, box, swizzled=True):
     kernel takes. A buffer whose dims do not lie in order is described
     through a ``memref.reinterpret_cast`` to its physical view."""
     t = ir.MemRefType(value.type)
-    element = t.element_type
     source = value
     if physical_order(t) != list(range(t.rank)):
         shape, strides, offset = physical_view(t)
-        view = ir.MemRefType.get(shape, element,
+        view = ir.MemRefType.get(shape, t.element_type,
                                  layout=ir.StridedLayoutAttr.get(offset, strides))
         source = memref.reinterpret_cast(view, source, [], [], [], [offset], shape, strides)
-    unranked = ir.UnrankedMemRefType.get(element, None)
-    cast = memref.cast(unranked, source)
+    return _descriptor_pointer(_create_descriptor(source, box, swizzled))
+
+
+def im2col_descriptor(value, pixels, channels, lower, upper, element_strides, swizzled=True):
+    """Host side: an im2col-mode TMA descriptor of activation ``value`` (a
+    ranked memref already in memory order, ``[N, H, W, C]`` or ``[N, D, H,
+    W, C]`` with C contiguous; a ``memref.reinterpret_cast`` the caller
+    made), whose box is ``pixels`` pixels of ``channels`` channels each, as
+    the !llvm.ptr the kernel takes. ``lower`` and ``upper`` are the pixel
+    box's corners per spatial dim and ``element_strides`` the traversal
+    stride per dim, all outermost first (see the module docstring); they go
+    on the descriptor op as ``dnn.im2col``, which the host plan reads."""
+    rank = ir.MemRefType(value.type).rank
+    lower, upper, element_strides = list(lower), list(upper), list(element_strides)
+    if not 3 <= rank <= 5:
+        raise LoweringError(f"im2col descriptor of {value.type}: expected a rank 3 to 5 "
+                            f"activation (N, [D, H,] W, C), got rank {rank}")
+    for name, got, want in (("lower", lower, rank - 2), ("upper", upper, rank - 2),
+                            ("element_strides", element_strides, rank)):
+        if len(got) != want:
+            raise LoweringError(f"im2col descriptor of {value.type}: {name}: expected {want} "
+                                f"entries, got {got}")
+    op = _create_descriptor(value, [pixels, channels], swizzled)
+    i64s = ir.DenseI64ArrayAttr.get
+    op.attributes[IM2COL_ATTR] = ir.DictAttr.get({
+        "lower": i64s(lower), "upper": i64s(upper), "element_strides": i64s(element_strides)})
+    return _descriptor_pointer(op)
+
+
+def _create_descriptor(source, box, swizzled):
+    """The nvgpu.tma.create.descriptor op of ranked memref ``source`` (cast
+    to unranked, as the op takes it) with ``box``."""
+    element = ir.MemRefType(source.type).element_type
+    cast = memref.cast(ir.UnrankedMemRefType.get(element, None), source)
     desc_type = ir.Type.parse(
         f"!nvgpu.tensormap.descriptor<tensor = memref<{'x'.join(map(str, box))}x{element}, 3>, "
         f"swizzle = {'swizzle_128b' if swizzled else 'none'}, l2promo = l2promo_256b, "
         "oob = zero, interleave = none>")
-    desc = nvgpu.TmaCreateDescriptorOp(desc_type, cast, [_idx(b) for b in box]).result
+    return nvgpu.TmaCreateDescriptorOp(desc_type, cast, [_idx(b) for b in box]).operation
+
+
+def _descriptor_pointer(op):
+    """The descriptor made by ``op`` as the !llvm.ptr a kernel argument is."""
     return ir.Operation.create("builtin.unrealized_conversion_cast", results=[_ptr()],
-                               operands=[desc]).results[0]
+                               operands=[op.results[0]]).results[0]
