@@ -1313,5 +1313,9 @@ ATTENTION = [
 ]
 
 
+from conv_cases import cases as _conv_cases  # noqa: E402  (bench/ is on sys.path)
+
+RESNET = _conv_cases(Case)
+
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
-         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + ATTENTION)
+         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET + ATTENTION)

@@ -61,6 +61,10 @@ TC_TYPES = {
 TC_OF_ARCH = {"sm_90a": "tc-sm90", "sm_80": "tc-sm80"}
 
 
+# The convolutions tc-sm90 runs as implicit GEMM (sm90/im2col.py).
+IMPLICIT_GEMM = ("conv_fprop", "conv_dgrad", "conv_wgrad")
+
+
 def tensor_core(problem):
     """The tensor-core strategy that would take this problem, described, or
     None (an operand type no tensor-core path takes on this arch)."""
@@ -331,5 +335,20 @@ def rank(problem):
         fast = tc_sm80(problem, m, n, k, batch, facts)
         if faster == "tc-sm90":
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
+        return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
+    if faster == "tc-sm90" and problem.anchor in IMPLICIT_GEMM and m * n and k \
+            and problem.dtype in ("bf16", "f16"):
+        # Each filter tap's channels are read in whole K steps (the loader
+        # zero-fills past C): the steps the kernel runs.
+        if problem.anchor == "conv_wgrad":
+            # N runs over (tap, C): a tile must lie in one tap.
+            channels = problem.anchor_inputs[0].shape[1]
+            fast = [c for c in tc_sm90(problem, m, n, k, 1, facts)
+                    if channels % c.tile[1] == 0]
+        else:
+            w = problem.anchor_inputs[1].shape
+            reduced = w[0] if problem.anchor == "conv_dgrad" else w[1]
+            steps_k = math.prod(w[2:]) * _ceil(reduced, TC90_K) * TC90_K
+            fast = tc_sm90(problem, m, n, steps_k, 1, facts)
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     return simt_generic(work, problem.sms, faster, facts)

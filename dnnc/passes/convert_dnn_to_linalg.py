@@ -103,6 +103,7 @@ def _lower_op(op):
 
     view = builders.read(op)
     view.attrs = _opdef.complete_attrs(view.opdef, view.attrs)
+    _describe_conv(op, view)
     try:
         with ir.InsertionPoint(op), op.location:
             results = LOWERINGS[view.name](view)
@@ -115,6 +116,20 @@ def _lower_op(op):
         if value is not None:
             value.replace_all_uses_with(results[name])
     op.erase()
+
+
+def _describe_conv(op, view):
+    """A convolution in a kernel function: record its geometry on the
+    function (``dnn.conv``, conv.describe), which the tensor-core kernels
+    read after the linalg form has folded it into indexing maps."""
+    from dnnc.codegen.linalg import conv
+
+    fn = op.parent
+    if view.name not in conv.OPERANDS or fn.name != "func.func" \
+            or "dnn.kernel" not in fn.attributes:
+        return
+    arguments = list(fn.regions[0].blocks[0].arguments)
+    fn.attributes["dnn.conv"] = conv.describe(view, arguments)
 
 
 def _mark_entry(module):

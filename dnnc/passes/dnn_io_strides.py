@@ -128,8 +128,12 @@ def apply(module):
 
 # Strategies whose kernels read an input in whatever layout it has.
 LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose")
-# Those whose kernels also write an output in whatever layout it has.
+# Those whose kernels also write an output in whatever layout it has; and a
+# tc-sm90 convolution (a kernel function with IMPLICIT_GEMM's attribute),
+# whose epilogue stores channels-last rows.
 LAYOUT_FREE_OUTPUTS = ("simt-window", "simt-transpose")
+IMPLICIT_GEMM = "dnn.conv"
+
 
 
 def call_counts(module):
@@ -152,8 +156,10 @@ def layout_free_reader(use, functions, calls, strategies=LAYOUT_FREE):
         return None
     callee = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
     config = None if callee is None else Config.of_kernel(callee)
-    if config is None or config.strategy not in strategies or \
-            calls[irutil.symbol(callee)] != 1:
+    if config is None or calls[irutil.symbol(callee)] != 1:
+        return None
+    if config.strategy not in strategies and not (
+            config.strategy == "tc-sm90" and IMPLICIT_GEMM in callee.attributes):
         return None
     return callee, use.operand_number
 
@@ -188,10 +194,51 @@ def _permuted_dense(shape, strides):
 def set_argument_type(fn, index, type_):
     arg = irutil.body(fn).arguments[index]
     arg.set_type(type_)
+    retype_views(arg)
     ftype = irutil.function_type(fn)
     inputs = list(ftype.inputs)
     inputs[index] = type_
     irutil.set_function_type(fn, inputs, list(ftype.results))
+
+
+def _reshaped_layout(op, source):
+    """The strided layout of the result of ``op`` (a memref.expand_shape or
+    collapse_shape) of a ``source`` of strided memref type, as MLIR infers
+    it: an expanded group's innermost dim keeps the source dim's stride and
+    each outer one steps over the dims inside it; a collapsed group takes its
+    innermost stride that moves (a dim of more than one element)."""
+    shape, strides, offset = irutil.memref_geometry(source.type)
+    out = ir.MemRefType(op.results[0].type)
+    groups = [irutil.int_list(g) for g in ir.ArrayAttr(op.attributes["reassociation"])]
+    result = [0] * out.rank
+    if op.name == "memref.expand_shape":
+        for src, group in enumerate(groups):
+            step = strides[src]
+            for d in reversed(group):
+                result[d] = step
+                step *= out.shape[d]
+    else:
+        for dst, group in enumerate(groups):
+            moving = [d for d in group if shape[d] != 1] or group
+            result[dst] = strides[moving[-1]]
+    return ir.StridedLayoutAttr.get(offset, result)
+
+
+def retype_views(value):
+    """Give the reshapes of ``value`` (memref.expand_shape and
+    collapse_shape, and theirs in turn) the layout their source now has,
+    after ``value`` was retyped from row-major to strided."""
+    for use in list(value.uses):
+        op = use.owner
+        if op.name not in ("memref.expand_shape", "memref.collapse_shape") \
+                or use.operand_number != 0:
+            continue
+        result = op.results[0]
+        t = ir.MemRefType(result.type)
+        result.set_type(ir.MemRefType.get(list(t.shape), t.element_type,
+                                          layout=_reshaped_layout(op, value),
+                                          memory_space=t.memory_space))
+        retype_views(result)
 
 
 def is_output(fn, index):

@@ -66,6 +66,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
 from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
@@ -130,6 +131,9 @@ class DnnMapTensorCores(DnncPass):
                     tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
 
     def _sm90(self, fn, config):
+        if conv_match.ATTR in fn.attributes:
+            self._sm90_conv(fn, config)
+            return
         try:
             found = gemm_match.match(fn)
         except gemm_match.NotAGemm as why:
@@ -153,3 +157,21 @@ class DnnMapTensorCores(DnncPass):
                              stages=fallback.stages),
                   f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
                   f"{fallback.stages} stages")
+
+    def _sm90_conv(self, fn, config):
+        """A convolution kernel: tc-sm90's implicit GEMM, else simt-generic
+        (tc-sm80 has no convolution loader yet)."""
+        tile = tile_of(config)
+        try:
+            conv = conv_match.match(fn, tile.k)
+        except gemm_match.NotAGemm as why:
+            fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
+            return
+        try:
+            notes = sm90.build_conv(fn, conv, tile)
+        except sm90.NotSupported as why:
+            conv_match.discard(conv.made)
+            fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
+            return
+        for note in notes:
+            add_note(fn, note)

@@ -11,6 +11,7 @@ import pytest
 from dnnc.codegen.gpu.tensorcore import interfaces
 from dnnc.codegen.gpu.tensorcore.sm80.loader import AsyncOperand
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import Epilogue
+from dnnc.codegen.gpu.tensorcore.sm90.im2col import FilterOperand, Im2colOperand
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import Consumer, Producer
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import TileScheduler
 from dnnc.codegen.gpu.tensorcore.sm90.support import Tile
@@ -18,6 +19,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand
 
 IMPLEMENTATIONS = [
     (interfaces.OperandLoader, TmaOperand),
+    (interfaces.OperandLoader, Im2colOperand),
+    (interfaces.OperandLoader, FilterOperand),
     (interfaces.TileScheduler, TileScheduler),
     (interfaces.Role, Producer),
     (interfaces.Role, Consumer),
@@ -50,10 +53,11 @@ def test_implementation_has_every_member(protocol, cls):
         assert have == want, f"{cls.__name__}.{name}{tuple(have)}: expected {tuple(want)}"
 
 
-def test_loader_data_is_declared_fields():
-    fields = {f.name for f in dataclasses.fields(TmaOperand)}
+@pytest.mark.parametrize("cls", [TmaOperand, Im2colOperand, FilterOperand])
+def test_loader_data_is_declared_fields(cls):
+    fields = {f.name for f in dataclasses.fields(cls)}
     for name in interfaces.OperandLoader.__annotations__:
-        assert name in fields, f"TmaOperand has no field {name}"
+        assert name in fields, f"{cls.__name__} has no field {name}"
 
 
 def test_scheduler_data():

@@ -141,3 +141,39 @@ def lower_conv_wgrad(view):
     acc = emit.generic([xs, dys], [acc], [x_map, dy_map, dw_map],
                        [PARALLEL] * (3 + nd) + [REDUCTION] * (1 + nd), _mac)[0]
     return {"dw": contraction.finish(_groups_merge(acc, 0), out.dtype)}
+
+
+# The operands of each direction, in the order ``describe`` lists their
+# kernel arguments.
+OPERANDS = {"conv_fprop": ("x", "w"), "conv_dgrad": ("dy", "w"), "conv_wgrad": ("x", "dy")}
+
+
+def describe(view, arguments):
+    """What an implicit-GEMM kernel needs to know of the convolution ``view``
+    that the linalg form no longer says plainly, as the ``dnn.conv``
+    attribute of its kernel function: the direction, the geometry per
+    spatial dim, the groups, and which of the function's ``arguments`` (its
+    block arguments) each operand is (-1 for one computed in the kernel: a
+    fused prologue)."""
+    from mlir import ir
+
+    a = view.attrs
+    w = emit.logical_info(view.operands["w"] if "w" in view.operands else view.results["dw"])
+    x = emit.logical_info(view.operands["x"] if "x" in view.operands else view.results["dx"])
+    i64 = ir.IntegerType.get_signless(64)
+
+    def ints(values):
+        return ir.DenseI64ArrayAttr.get([int(v) for v in values])
+
+    def index(value):
+        return next((i for i, arg in enumerate(arguments) if arg == value), -1)
+
+    fields = {
+        "direction": ir.StringAttr.get(view.name[len("conv_"):]),
+        "stride": ints(a["stride"]), "dilation": ints(a["dilation"]),
+        "pre": ints(a["pre_padding"]), "post": ints(a["post_padding"]),
+        "flip": ir.BoolAttr.get(a["mode"] == "convolution"),
+        "groups": ir.IntegerAttr.get(i64, x.shape[1] // w.shape[1]),
+        "operands": ints(index(view.operands[name]) for name in OPERANDS[view.name]),
+    }
+    return ir.DictAttr.get(fields)

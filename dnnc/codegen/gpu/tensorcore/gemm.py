@@ -124,9 +124,14 @@ class Epilogue:
 
     accumulator: object
     steps: list = field(default_factory=list)
+    # The buffers the kernel stores, where they are not kernel arguments
+    # (views of them: an implicit GEMM's, conv.py); None: the arguments written.
+    outputs: list = None
 
     def stored(self, arguments):
         """The buffers the kernel must store: outputs that are in ``arguments``."""
+        if self.outputs is not None:
+            return list(self.outputs)
         out = [self.accumulator] if self.accumulator in arguments else []
         for step in self.steps:
             out += [v for v in step.outputs if v in arguments and v not in out]

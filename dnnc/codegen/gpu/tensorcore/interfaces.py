@@ -21,10 +21,11 @@ fixed order, so the IR each emits lands where the kernel expects it.
 
 How the next kernels plug in:
 
-* **Convolution** (implicit GEMM) keeps the mainloop, the epilogue and the
-  scheduler and replaces A's loader (fprop: the activation read through an
-  im2col TMA box per K step, coordinates from the output pixel and the
-  filter tap) or B's (wgrad). Its ``load`` completes on the same full
+* **Convolution** (implicit GEMM, tensorcore/conv.py) keeps the mainloop,
+  the epilogue and the scheduler and replaces both loaders (sm90/im2col.py):
+  A, the activation, read by one TMA load in im2col mode per K step (BM
+  output pixels' input pixels at one filter tap, BK channels each); B, the
+  filter viewed as [K, taps, C]. Their ``load`` completes on the same full
   barrier with the same transaction bytes, in the same swizzled layout.
 * **Attention** keeps the loaders (Q, K, V tiles are plain TMA tiles), the
   pipeline and the epilogue's store path, and replaces the mainloop (two

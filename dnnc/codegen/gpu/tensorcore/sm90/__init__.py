@@ -50,8 +50,10 @@ tensor's address changes) and passes the 128 bytes by value
 """
 
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
+from dnnc.codegen.gpu.tensorcore.sm90.im2col import FilterOperand, Im2colOperand, check_conv
 from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
+from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import LAST_ARRIVAL_SPLITS
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     CONVERTED_A, CONVERTED_B, NotSupported, Tile, check, computes_transposed, smem_bytes,
@@ -60,8 +62,32 @@ from dnnc.codegen.gpu.tensorcore.sm90.support import (
 
 __all__ = [
     "CONVERTED_A", "CONVERTED_B", "LAST_ARRIVAL_SPLITS", "NotSupported", "PERSISTENT_CTAS",
-    "SLOT_BYTES", "Tile", "build", "check", "smem_bytes", "transposed_operands",
+    "SLOT_BYTES", "Tile", "build", "build_conv", "check", "smem_bytes", "transposed_operands",
 ]
+
+
+def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
+    """Replace kernel function ``fn``'s body by the tc-sm90 implicit-GEMM
+    kernel of convolution ``conv`` (tensorcore/conv.py): the matmul kernel
+    with the convolution's operand loaders (im2col.py). Returns what the
+    plan should say of it."""
+    check_conv(conv, tile)
+    check(conv.gemm, tile)
+    element = conv.gemm.element
+    if conv.direction == "wgrad":
+        # A: dy's pixels by K, K contiguous: a matmul operand stored K x M.
+        dy = conv.gemm.a
+        loaders = (TmaOperand(dy.value, dy.dims, tile.m, True, element, k=tile.k),
+                   Im2colOperand(conv, tile.n, element, tile.k, mn_major=True))
+    else:
+        loaders = (Im2colOperand(conv, tile.m, element, tile.k),
+                   FilterOperand(conv, tile.n, element, tile.k,
+                                 mn_major=conv.direction == "dgrad"))
+    kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders)
+    kernel.build()
+    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
+    return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
+            f"{conv.taps} filter taps x {conv.channels} channels"] + kernel.notes()
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

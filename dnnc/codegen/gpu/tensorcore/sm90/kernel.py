@@ -47,7 +47,7 @@ class Kernel:
     accumulator's rows are C's columns. The parts read the geometry here and
     each other through this object."""
 
-    def __init__(self, fn, gemm, tile, ctas, c_transposed=False):
+    def __init__(self, fn, gemm, tile, ctas, c_transposed=False, loaders=None):
         self.fn = fn
         self.gemm = gemm
         self.tile = tile
@@ -62,10 +62,14 @@ class Kernel:
         # is first copied transposed (M x K, N x K) by a launch of its own
         # (transposed_copy, at build); its TmaOperand is the copy's.
         self.transposed = transposed_operands(gemm)
-        self.a = None if "A" in self.transposed else \
+        # An implicit GEMM brings its own loaders (im2col.py), which read
+        # the operands where they lie.
+        if loaders is not None:
+            self.transposed = {}
+        self.a = loaders[0] if loaders is not None else None if "A" in self.transposed else \
             TmaOperand(gemm.a.value, gemm.a.dims, tile.m, not gemm.a.k_major,
                        a_source or self.element, swizzled=a_source is None, k=tile.k)
-        self.b = None if "B" in self.transposed else \
+        self.b = loaders[1] if loaders is not None else None if "B" in self.transposed else \
             TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major,
                        b_source or self.element, swizzled=b_source is None, k=tile.k)
         # A's fragments go from the stage to registers (registers_a).
@@ -139,10 +143,12 @@ class Kernel:
                 gpu.TerminatorOp()
             if self.splitk.second_launch:
                 self.splitk.reduce_splits()
-        # The linalg ops and their buffers go; constants stay (the epilogue's
-        # cloned bodies use them; canonicalize drops the rest).
+        # The linalg ops and their buffers go, last first; constants stay (the
+        # epilogue's cloned bodies use them; canonicalize drops the rest), and
+        # so do views the launch reads (an implicit GEMM's operands).
         for op in reversed(old[:-1]):
-            if op.name != "arith.constant":
+            if op.name != "arith.constant" and \
+                    not any(True for r in op.results for _ in r.uses):
                 op.erase()
 
     def transposed_copy(self, operand, extent, rows, source):

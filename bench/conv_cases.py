@@ -1,0 +1,149 @@
+"""Convolution cases on tensor cores: ResNet-50's layers (bf16, NHWC, KRSC
+filters) as the issue's performance table lists them, against PyTorch's
+cuDNN in the same process, and the fused patterns (conv + bias + relu,
+conv + batchnorm-inference + relu, conv + bias + residual + relu) against
+PyTorch eager and torch.compile.
+
+Imported by cases.py (``RESNET``); a case's graph is built when it runs.
+"""
+
+
+BF16 = 2
+
+
+def _nhwc(n, c, *spatial):
+    """Channels-last strides of a logical [N, C, *spatial] tensor."""
+    dims = [n, c] + list(spatial)
+    strides = [0] * len(dims)
+    step = 1
+    for d in [1] + list(range(len(dims) - 1, 1, -1)) + [0]:
+        strides[d] = step
+        step *= dims[d]
+    return strides
+
+
+def out_size(size, r, stride, pad):
+    return (size + 2 * pad - r) // stride + 1
+
+
+def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
+    """A graph of one forward convolution of x [n, c, h, h] by w [k, c, r, r]
+    (both channels-last), with ``epilogue``: None, "bias_relu", "bn_relu"
+    (per-channel scale and shift: batchnorm inference folded) or
+    "bias_residual_relu"."""
+    import dnnc
+
+    p = out_size(h, r, stride, pad)
+    g = dnnc.Graph(name=name, io_data_type=dt)
+    x = g.tensor(name="x", dim=[n, c, h, h], stride=_nhwc(n, c, h, h))
+    w = g.tensor(name="w", dim=[k, c, r, r], stride=_nhwc(k, c, r, r))
+    y = g.conv_fprop(x, w, padding=pad, stride=stride)
+    if epilogue in ("bias_relu", "bias_residual_relu"):
+        y = g.add(y, g.tensor(name="b", dim=[1, k, 1, 1]))
+    if epilogue == "bn_relu":
+        y = g.add(g.mul(y, g.tensor(name="scale", dim=[1, k, 1, 1])),
+                  g.tensor(name="shift", dim=[1, k, 1, 1]))
+    if epilogue == "bias_residual_relu":
+        y = g.add(y, g.tensor(name="r", dim=[n, k, p, p], stride=_nhwc(n, k, p, p)))
+    if epilogue:
+        y = g.relu(y)
+    y.set_output(True).set_stride(_nhwc(n, k, p, p))
+    return g
+
+
+def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
+    """A graph of one data (``direction`` "dgrad") or filter ("wgrad")
+    gradient of the convolution conv_graph makes, channels-last."""
+    import dnnc
+
+    p = out_size(h, r, stride, pad)
+    g = dnnc.Graph(name=name, io_data_type=dt)
+    # The inputs in the order the PyTorch function takes them.
+    if direction == "dgrad":
+        dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
+        w = g.tensor(name="w", dim=[k, c, r, r], stride=_nhwc(k, c, r, r))
+        out = g.conv_dgrad(dy, w, [n, c, h, h], padding=pad, stride=stride)
+        out.set_output(True).set_stride(_nhwc(n, c, h, h))
+    else:
+        x = g.tensor(name="x", dim=[n, c, h, h], stride=_nhwc(n, c, h, h))
+        dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
+        out = g.conv_wgrad(x, dy, [k, c, r, r], padding=pad, stride=stride)
+        out.set_output(True).set_stride(_nhwc(k, c, r, r))
+    return g
+
+
+def _torch_grad(direction, shape, stride, pad):
+    if direction == "dgrad":
+        return lambda t, dy, w: t.nn.grad.conv2d_input(shape, w, dy, stride=stride, padding=pad)
+    return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad)
+
+
+def _torch_conv(stride, pad, epilogue):
+    def fn(t, x, w, *rest):
+        y = t.nn.functional.conv2d(x, w, stride=stride, padding=pad)
+        if epilogue == "bias_relu":
+            y = y + rest[0]
+        elif epilogue == "bn_relu":
+            y = y * rest[0] + rest[1]
+        elif epilogue == "bias_residual_relu":
+            y = y + rest[0] + rest[1]
+        return t.relu(y) if epilogue else y
+    return fn
+
+
+# (what, N, C, H, K, R, stride, pad): ResNet-50's 3x3 layers, its 1x1
+# layers and the stem (cases.py's CONV has 3x3 32x64x56x56 and 1x1
+# 32x256x56x56 -> 64).
+LAYERS = [
+    ("3x3", 32, 128, 28, 128, 3, 1, 1),
+    ("3x3", 32, 256, 14, 256, 3, 1, 1),
+    ("3x3", 32, 512, 7, 512, 3, 1, 1),
+    ("3x3", 128, 64, 56, 64, 3, 1, 1),
+    ("3x3", 128, 256, 14, 256, 3, 1, 1),
+    ("1x1", 32, 64, 56, 256, 1, 1, 0),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0),
+    ("1x1", 128, 256, 56, 64, 1, 1, 0),
+    ("7x7/2 stem", 32, 3, 224, 64, 7, 2, 3),
+]
+# The gradients of ResNet-50's stride-1 layers (cases.py's CONV has the
+# 3x3 16x128x28x28 pair).
+GRADS = [
+    ("3x3", 32, 64, 56, 64, 3, 1, 1),
+    ("3x3", 32, 128, 28, 128, 3, 1, 1),
+    ("3x3", 32, 256, 14, 256, 3, 1, 1),
+    ("3x3", 32, 512, 7, 512, 3, 1, 1),
+    ("1x1", 32, 256, 56, 64, 1, 1, 0),
+    ("1x1", 32, 64, 56, 256, 1, 1, 0),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0),
+]
+FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
+         ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
+
+
+def cases(Case):
+    """The cases, made with cases.py's ``Case``."""
+    out = []
+    for what, n, c, h, k, r, s, pad in LAYERS + FUSED:
+        epilogue = None if what[0].isdigit() else what
+        p = out_size(h, r, s, pad)
+        label = what if epilogue is None else f"3x3 + {epilogue.replace('_', ' + ')}"
+        name = f"conv {label} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        slug = "conv_" + "".join(ch if ch.isalnum() else "_" for ch in f"{label}_{n}_{c}_{h}_{k}")
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad, epilogue):
+                        conv_graph(slug, *a[:5], stride=a[5], pad=a[6], epilogue=a[7]),
+                        _torch_conv(s, pad, epilogue), flops, nbytes, False, "conv",
+                        compiled=epilogue is not None))
+    for direction in ("dgrad", "wgrad"):
+        for what, n, c, h, k, r, s, pad in GRADS:
+            p = out_size(h, r, s, pad)
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+            flops = 2 * n * k * p * p * c * r * r
+            nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+            slug = f"conv_{direction}_{what}_{n}_{c}_{h}_{k}"
+            out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
+                            _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    return out

@@ -1,0 +1,507 @@
+"""What an implicit-GEMM convolution kernel computes: a kernel function
+holding one convolution in its linalg form (dnnc/codegen/linalg/conv.py)
+and the pointwise epilogue dnn-fuse joined to it, read as a GEMM.
+
+The forward convolution of channels-last tensors is the GEMM
+
+    Y[m, k] = sum over (tap, c) of X(m, tap)[c] * W[k, tap, c]
+
+with m the output pixel (n, p, q) in N·P·Q order, k the output channel, and
+X(m, tap) the input pixel that output pixel m reads at filter tap ``tap``
+(zero where it falls in the padding). Nothing of im2col is stored: the
+kernel's loaders (sm90/im2col.py) read X through TMA's im2col mode and W as
+``[K, taps, C]`` tiles. Each tap's channels are read in whole K steps of
+``bk``, the loader zero-filling past C, so the GEMM's K is taps x C rounded
+up to ``bk``.
+
+The linalg form (bufferized, at dnn-map-tensor-cores) keeps the
+convolution's semantics for the CPU and for simt-generic: x converted to f32
+into a zero-padded buffer, the filter split into groups, a contraction over
+(c, taps) into an f32 accumulator ``[N, G, K/G, P, Q]``, then the epilogue's
+generics over that shape or its ``[N, K, P, Q]`` collapse, writing the
+outputs or buffers copied into them. The geometry the maps fold away is the
+function's ``dnn.conv`` attribute (conv.describe).
+
+The data gradient of a stride-1 convolution is such a forward convolution
+of dy: padded by the dilated filter's extent less the forward padding, the
+filter's taps flipped and its K and C exchanged, so W is read with C (the
+GEMM's N) contiguous. A strided data gradient would read dy with zeros
+between its pixels, which the im2col traversal cannot step.
+
+``match`` checks that shape (the ops before the contraction only pad and
+convert x, the filter is a kernel argument, one group, channels-last
+operands TMA can read) and returns a ``Conv``: the geometry, the operand
+views the loaders describe, and a ``gemm.Gemm`` whose epilogue runs on
+two-dimensional ``[N·P·Q, K]`` views of the buffers it reads and writes, so
+that the tensor-core epilogues (sm90/epilogue.py) treat it as a matmul's.
+Anything else raises ``gemm.NotAGemm`` with the reason, before any IR is
+changed except the views it made, which the kernel's build erases when
+unused.
+"""
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import memref
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs
+from dnnc.codegen.gpu.tensorcore.gemm import TC_ELEMENTS, Epilogue, Gemm, NotAGemm, Operand, Step
+
+ATTR = "dnn.conv"
+# Body ops a generic before the contraction may hold: it pads and converts x.
+PAD_OPS = ("arith.extf", "linalg.yield")
+VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview", "memref.cast",
+            "memref.reinterpret_cast")
+
+
+@dataclass
+class Conv:
+    """A forward convolution as an implicit GEMM.
+
+    ``x``: the activation as it lies, ``[N, (D,) H, W, C]`` (a view of the
+    kernel argument); ``w``: the filter as ``[K, taps, C]``; ``out``: the
+    output's spatial sizes; the geometry per spatial dim, outermost first;
+    ``flip``: convolution mode (tap t of x meets the filter's tap
+    taps - 1 - t); ``gemm``: M = N·P·Q, N = K, K = taps x channels rounded up
+    to the tile's K step, its operands the two views."""
+
+    x: object
+    w: object
+    channels: int
+    filter: list
+    out: list
+    stride: list
+    dilation: list
+    pre: list
+    post: list
+    flip: bool
+    gemm: Gemm
+    made: list               # the ops match made (views, stand-ins): discard's
+    direction: str = "fprop"  # or "dgrad": x is dy, the GEMM's N the filter's C
+
+    @property
+    def taps(self):
+        return math.prod(self.filter)
+
+    @property
+    def padded_channels(self):
+        """C rounded up to whole K steps: the GEMM's K per tap."""
+        return self.gemm.k // self.taps
+
+
+def _geometry(fn):
+    attrs = ir.DictAttr(fn.attributes[ATTR])
+    g = {name: irutil.int_list(attrs[name]) for name in
+         ("stride", "dilation", "pre", "post", "operands")}
+    g["direction"] = ir.StringAttr(attrs["direction"]).value
+    g["flip"] = ir.BoolAttr(attrs["flip"]).value
+    g["groups"] = ir.IntegerAttr(attrs["groups"]).value
+    return g
+
+
+def _iterators(op):
+    return ["parallel" if irutil.is_parallel(i) else "reduction"
+            for i in ir.ArrayAttr(op.attributes["iterator_types"])]
+
+
+def _root(value):
+    """The value ``value`` is a view of (through reshapes, subviews, casts)."""
+    while True:
+        op = irutil.defining_op(value)
+        if op is None or op.name not in VIEW_OPS:
+            return value
+        value = op.operands[0]
+
+
+def _strides(value, exprs, sizes):
+    """{loop dim: stride in elements} of buffer ``value`` read through
+    ``exprs`` (a loop dim or None per buffer dim), over its dims of more than
+    one element; and its static offset."""
+    shape, strides, offset = irutil.memref_geometry(value.type)
+    out = {}
+    for d, n, s in zip(exprs, shape, strides):
+        if d is not None and n != 1:
+            if n != sizes[d]:
+                raise NotAGemm("an epilogue operand covers part of a loop dim")
+            out[d] = s
+    return out, offset
+
+
+def _describe(value):
+    """What a buffer the epilogue reads or writes is, for a reason."""
+    shape, strides, _ = irutil.memref_geometry(_root(value).type)
+    what = "the kernel's" if irutil.is_block_argument(_root(value)) else "a"
+    return f"{what} {'x'.join(map(str, shape))} buffer with strides {strides}"
+
+
+def _group_stride(strides, dims, sizes, what):
+    """The stride of the flattened ``dims`` (outermost first) of a buffer
+    with ``strides`` per loop dim, None when it is broadcast along all of
+    them; raises NotAGemm when they do not flatten to one stride."""
+    moving = [d for d in dims if sizes[d] != 1]
+    used = [d for d in moving if d in strides]
+    if not used:
+        return None
+    if used != moving:
+        raise NotAGemm(f"an epilogue operand varies along some of the {what} dims only")
+    step = strides[moving[-1]]
+    for d in reversed(moving):
+        if strides[d] != step:
+            raise NotAGemm(f"an epilogue operand's {what} dims do not flatten to one stride "
+                           "(channels-last operands do)")
+        step *= sizes[d]
+    return strides[moving[-1]]
+
+
+class _Views:
+    """Two-dimensional ``[M, N]`` views (memref.reinterpret_cast) of the
+    epilogue's buffers, made at the top of the kernel function; and stand-in
+    values for the buffers that live in registers only."""
+
+    def __init__(self, fn, m, n):
+        self.fn, self.m, self.n = fn, m, n
+        self.made = {}
+        self.first = list(irutil.body(fn).operations)[0]
+        self.ops = []
+
+    def made_ops(self):
+        return list(self.ops)
+
+    def view(self, value, exprs, sizes, m_dims, n_dims):
+        """(the view, its exprs over (m, n)) of ``value`` read through
+        ``exprs`` in a loop space of ``sizes`` whose output pixel dims are
+        ``m_dims`` and channel dims ``n_dims``."""
+        strides, offset = _strides(value, exprs, sizes)
+        try:
+            sm = _group_stride(strides, m_dims, sizes, "output pixel")
+            sn = _group_stride(strides, n_dims, sizes, "channel")
+        except NotAGemm as why:
+            raise NotAGemm(f"{why}; it is {_describe(value)}") from None
+        key = (value, sm, sn)
+        if key not in self.made:
+            shape = [self.m if sm is not None else 1, self.n if sn is not None else 1]
+            pitch = [sm if sm is not None else shape[1], sn if sn is not None else 1]
+            element = ir.MemRefType(value.type).element_type
+            if pitch == [shape[1], 1] and offset == 0:
+                t = ir.MemRefType.get(shape, element)
+            else:
+                t = ir.MemRefType.get(shape, element,
+                                      layout=ir.StridedLayoutAttr.get(offset, pitch))
+            with ir.InsertionPoint(self.first), ir.Location.unknown():
+                self.made[key] = memref.reinterpret_cast(t, value, [], [], [], [offset], shape,
+                                                         pitch)
+                self.ops.append(irutil.defining_op(self.made[key]))
+        return self.made[key], [0 if sm is not None else None, 1 if sn is not None else None]
+
+    def register_value(self):
+        """A stand-in ``[M, N]`` f32 buffer for one that lives in registers."""
+        t = ir.MemRefType.get([self.m, self.n], ir.F32Type.get())
+        with ir.InsertionPoint(self.first), ir.Location.unknown():
+            value = memref.alloc(t, [], [])
+        self.ops.append(irutil.defining_op(value))
+        return value
+
+
+def _check_pad(op, operands):
+    """A generic before the contraction only pads and converts the
+    convolution's ``operands``."""
+    if "reduction" in _iterators(op):
+        raise NotAGemm("a second reduction in the kernel")
+    names = [o.name for o in irutil.body_ops(op)]
+    if any(name not in PAD_OPS for name in names):
+        bad = next(name for name in names if name not in PAD_OPS)
+        raise NotAGemm(f"'{bad}' applied to a convolution operand: a prologue "
+                       "(tc-sm90 convolutions take none yet)")
+    for value in op.operands[:len(op.opview.inputs)]:
+        root = _root(value)
+        if irutil.is_block_argument(root) and root not in operands:
+            raise NotAGemm("an op before the convolution reads another kernel input")
+
+
+def _activation(x, element):
+    """The ``[N, (D,) H, W, C]`` view of channels-last ``x`` (logical
+    ``[N, C, (D,) H, W]``)."""
+    shape, strides, offset = irutil.memref_geometry(x.type)
+    if strides[1] != 1 and shape[1] != 1:
+        raise NotAGemm(f"x has strides {strides}: tc-sm90 convolutions read channels-last "
+                       "activations (C contiguous)")
+    order = [0] + list(range(2, len(shape))) + [1]
+    view_shape = [shape[d] for d in order]
+    view_strides = [strides[d] for d in order]
+    view_strides[-1] = 1
+    t = ir.MemRefType.get(view_shape, ir.MemRefType(x.type).element_type,
+                          layout=ir.StridedLayoutAttr.get(offset, view_strides))
+    return memref.reinterpret_cast(t, x, [], [], [], [offset], view_shape, view_strides)
+
+
+def _filter(w):
+    """The ``[K, taps, C]`` view of a KRSC filter (logical ``[K, C, R, S]``)."""
+    shape, strides, offset = irutil.memref_geometry(w.type)
+    k, c, window = shape[0], shape[1], shape[2:]
+    taps = math.prod(window)
+    expected = [c * math.prod(window[i + 1:]) for i in range(len(window))]
+    moving = [(s, e) for s, e, n in zip(strides[2:], expected, window) if n != 1]
+    if (c != 1 and strides[1] != 1) or any(s != e for s, e in moving):
+        raise NotAGemm(f"w has strides {strides}: tc-sm90 convolutions read KRSC filters "
+                       "(C contiguous, then the taps)")
+    view_shape, view_strides = [k, taps, c], [strides[0], c, 1]
+    t = ir.MemRefType.get(view_shape, ir.MemRefType(w.type).element_type,
+                          layout=ir.StridedLayoutAttr.get(offset, view_strides))
+    return memref.reinterpret_cast(t, w, [], [], [], [offset], view_shape, view_strides)
+
+
+def match(fn, bk):
+    """The ``Conv`` of kernel function ``fn`` for K steps of ``bk``
+    elements; raises NotAGemm."""
+    if ATTR not in fn.attributes:
+        raise NotAGemm("not a convolution kernel")
+    g = _geometry(fn)
+    direction = g["direction"]
+    if direction == "dgrad" and any(s != 1 for s in g["stride"]):
+        raise NotAGemm(f"a data gradient of stride {g['stride']}: tc-sm90 takes stride 1 so "
+                       "far (a stride leaves zeros between dy's pixels, which im2col cannot "
+                       "step)")
+    if g["groups"] != 1:
+        raise NotAGemm(f"{g['groups']} groups: tc-sm90 convolutions take one so far")
+    arguments = list(irutil.body(fn).arguments)
+    if min(g["operands"]) < 0:
+        raise NotAGemm("a convolution operand is computed in the kernel (a prologue)")
+    # fprop (x, w), dgrad (dy, w), wgrad (x, dy): the first is read by im2col.
+    x, other = (arguments[i] for i in g["operands"])
+    element = str(ir.MemRefType(x.type).element_type)
+    if element not in TC_ELEMENTS[:2] or str(ir.MemRefType(other.type).element_type) != element:
+        raise NotAGemm(f"operand types {element} x {ir.MemRefType(other.type).element_type}: "
+                       "tc-sm90 convolutions take bf16 and f16 so far")
+    ops = [o.operation for o in irutil.body(fn).operations]
+    generics = [o for o in ops if o.name == "linalg.generic"]
+    reductions = [o for o in generics if "reduction" in _iterators(o)]
+    if len(reductions) != 1:
+        raise NotAGemm(f"{len(reductions)} reductions: expected one convolution")
+    contraction = reductions[0]
+    position = ops.index(contraction)
+    for op in ops[:position]:
+        if op.name == "linalg.generic":
+            _check_pad(op, (x, other))
+        elif op.name not in VIEW_OPS + ("memref.alloc", "arith.constant", "linalg.copy"):
+            raise NotAGemm(f"'{op.name}' before the convolution")
+    body = [o.name for o in irutil.body_ops(contraction)]
+    if any(name not in ("arith.extf", "arith.mulf", "arith.addf", "linalg.yield")
+           for name in body):
+        raise NotAGemm("the convolution's body is not a multiply-accumulate of converted "
+                       "operands")
+    if _root(contraction.operands[1]) != other:
+        raise NotAGemm(f"the {'dy' if direction == 'wgrad' else 'filter'} is not a kernel "
+                       "argument read as it is")
+    acc = contraction.operands[2]
+    acc_shape = list(ir.MemRefType(acc.type).shape)
+    nd = len(acc_shape) - 3
+    x_shape = list(ir.MemRefType(x.type).shape)
+    other_shape = list(ir.MemRefType(other.type).shape)
+    if direction == "wgrad":
+        # dw [K, C, *window] = dy^T (pixels x K) times im2col(x) (pixels x
+        # taps x C): M = K, N = taps x C, the reduction over N·P·Q.
+        channels, window, out = x_shape[1], acc_shape[3:], other_shape[2:]
+        m, n = acc_shape[1], math.prod(window) * channels
+        k = other_shape[0] * math.prod(out)
+    else:
+        # fprop: acc [N, 1, K, *out], w [K, C, *window]; dgrad: acc [N, 1, C,
+        # *in], w [K, C, *window], dy [N, K, *out].
+        channels, window, out = x_shape[1], other_shape[2:], acc_shape[3:]
+        if direction == "dgrad":
+            # dx is the stride-1 forward convolution of dy, padded by the
+            # dilated filter's extent less the forward padding, with the
+            # filter flipped and its K and C exchanged (B is read MN-major).
+            extent = [(r - 1) * d for r, d in zip(window, g["dilation"])]
+            g["pre"] = [e - p for e, p in zip(extent, g["pre"])]
+            g["post"] = [e - p for e, p in zip(extent, g["post"])]
+            g["flip"] = not g["flip"]
+        m, n = acc_shape[0] * math.prod(out), acc_shape[2]
+        k = math.prod(window) * -(-channels // bk) * bk
+    if channels % (16 // (2 if element in ("bf16", "f16") else 4)):
+        raise NotAGemm(f"C = {channels}: TMA reads pixels 16-byte aligned, C a multiple of 8 "
+                       f"for {element} (the channels are not padded yet)")
+    views = _Views(fn, m, n)
+    try:
+        return _conv(g, views, x, other, element, ops, position, arguments,
+                     (channels, window, out, m, n, k, nd))
+    except NotAGemm:
+        discard(views.made_ops())
+        raise
+
+
+def discard(ops):
+    """Erase the views ``match`` made (a Conv's ``made``) that nothing uses:
+    when no kernel is built after all."""
+    for op in reversed(ops):
+        if not any(True for r in op.results for _ in r.uses):
+            op.erase()
+
+
+def _conv(g, views, x, other, element, ops, position, arguments, sizes):
+    """match's second half: the epilogue over views, the operand views."""
+    channels, window, out, m, n, k, nd = sizes
+    direction = g["direction"]
+    acc = ops[position].operands[2]
+    accumulator = views.register_value()
+    epilogue = Epilogue(accumulator, outputs=[])
+    # Buffers of the accumulator's values: the accumulator and its views.
+    values = {acc: accumulator}
+    for op in ops[position + 1:]:
+        if op.name in VIEW_OPS and _root(op.operands[0]) in values:
+            values[op.results[0]] = values[_root(op.operands[0])]
+    copies = _copies(ops[position + 1:], arguments)
+    for op in ops[position + 1:]:
+        if op.name in VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc", "arith.constant",
+                                                "func.return", "linalg.copy", "memref.copy"):
+            continue
+        if op.name != "linalg.generic":
+            raise NotAGemm(f"'{op.name}' in the epilogue")
+        epilogue.steps.append(_step(op, views, values, copies, epilogue, arguments, nd,
+                                    direction))
+    if not epilogue.outputs:
+        raise NotAGemm("the kernel stores nothing")
+    with ir.InsertionPoint(views.first), ir.Location.unknown():
+        x_view = _activation(x, element)
+        other_view = _pixels_by_channels(other) if direction == "wgrad" else _filter(other)
+    views.ops += [irutil.defining_op(x_view), irutil.defining_op(other_view)]
+    rank = nd + 2
+    if direction == "wgrad":
+        # A: dy as [N·P·Q, K], K (the GEMM's M) contiguous; B: x by im2col,
+        # C (the GEMM's N) contiguous.
+        a = Operand(other_view, {"batch": None, "mn": 1, "k": 0}, element)
+        b = Operand(x_view, {"batch": None, "mn": rank - 1, "k": 0}, element)
+    else:
+        dgrad = direction == "dgrad"
+        a = Operand(x_view, {"batch": None, "mn": 0, "k": rank - 1}, element)
+        b = Operand(other_view, {"batch": None, "mn": 2 if dgrad else 0,
+                                 "k": 0 if dgrad else 2}, element)
+    gemm = Gemm(a, b, m, n, k, 1, epilogue)
+    return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
+                g["post"], g["flip"], gemm, views.made_ops(), direction)
+
+
+def _pixels_by_channels(dy):
+    """The ``[N·P·Q, K]`` view of channels-last ``dy`` (logical
+    ``[N, K, *out]``)."""
+    shape, strides, offset = irutil.memref_geometry(dy.type)
+    dims = [0] + list(range(2, len(shape)))
+    sizes = {d: shape[d] for d in range(len(shape))}
+    try:
+        pitch = _group_stride({d: strides[d] for d in range(len(shape))}, dims, sizes,
+                              "pixel")
+    except NotAGemm:
+        pitch = None
+    if (shape[1] != 1 and strides[1] != 1) or pitch is None:
+        raise NotAGemm(f"dy has strides {strides}: tc-sm90 filter gradients read channels-"
+                       "last gradients (pixels of K contiguous channels)")
+    view_shape = [math.prod(shape) // shape[1], shape[1]]
+    view_strides = [pitch, 1]
+    t = ir.MemRefType.get(view_shape, ir.MemRefType(dy.type).element_type,
+                          layout=ir.StridedLayoutAttr.get(offset, view_strides))
+    return memref.reinterpret_cast(t, dy, [], [], [], [offset], view_shape, view_strides)
+
+
+def _copies(ops, arguments):
+    """{buffer: the kernel argument a copy after the epilogue writes it to}."""
+    out = {}
+    for op in ops:
+        if op.name in ("linalg.copy", "memref.copy"):
+            source, dest = op.operands[0], op.operands[1]
+            if _root(dest) not in arguments:
+                raise NotAGemm("the epilogue copies into a buffer that is not an output")
+            out[_root(source)] = (source, dest)
+    return out
+
+
+def _step(op, views, values, copies, epilogue, arguments, nd, direction):
+    """The epilogue Step of elementwise generic ``op`` over 2-D views."""
+    iterators = _iterators(op)
+    if any(i != "parallel" for i in iterators):
+        raise NotAGemm("an op after the convolution is not elementwise")
+    for inner in irutil.body_ops(op):
+        if inner.regions and len(inner.regions) or inner.name == "linalg.index":
+            raise NotAGemm(f"'{inner.name}' in the epilogue")
+    rank = len(iterators)
+    # The loop space: [N, G, K, *out] (G = 1) or its collapse [N, K, *out];
+    # a filter gradient's [G, K, C, *window] or [K, C, *window], whose N
+    # runs over the taps, then C.
+    spatial = list(range(rank - nd, rank))
+    if rank not in (2 + nd, 3 + nd):
+        raise NotAGemm(f"an epilogue op of {rank} loops over a {2 + nd}-D output")
+    first = rank - nd - 2
+    if direction == "wgrad":
+        m_dims, n_dims = [first], spatial + [first + 1]
+    else:
+        m_dims, n_dims = [0] + spatial, [first + 1]
+    maps = irutil.indexing_maps(op)
+    ins = len(op.opview.inputs)
+    sizes = _loop_sizes(op, maps)
+    inputs, outputs = [], []
+    block = op.regions[0].blocks[0]
+    for i, (value, amap) in enumerate(zip(op.operands, maps)):
+        exprs = broadcast_exprs(amap)
+        if exprs is None:
+            raise NotAGemm(f"epilogue operand map {amap} is not a broadcast")
+        root = _root(value)
+        if i < ins:
+            if root in values:
+                if sorted(d for d in exprs if d is not None) != list(range(rank)):
+                    raise NotAGemm("the epilogue reads the accumulator through a broadcast")
+                inputs.append((values[root], [0, 1]))
+            elif root in arguments:
+                inputs.append(views.view(value, exprs, sizes, m_dims, n_dims))
+            else:
+                raise NotAGemm("the epilogue reads a buffer computed before the convolution")
+            continue
+        if exprs != list(range(rank)):
+            raise NotAGemm("an epilogue output is not written whole")
+        if any(True for _ in list(block.arguments)[i].uses):
+            raise NotAGemm("an epilogue op reads its output")
+        if root in arguments:
+            target = views.view(value, exprs, sizes, m_dims, n_dims)[0]
+            epilogue.outputs.append(target)
+        elif root in copies:
+            source, dest = copies[root]
+            target = _copied_view(views, source, dest, value, exprs, sizes, m_dims, n_dims)
+            epilogue.outputs.append(target)
+        else:
+            target = views.register_value()
+        values[root] = target
+        outputs.append(target)
+    return Step(op, inputs, outputs)
+
+
+def _copied_view(views, source, dest, value, exprs, sizes, m_dims, n_dims):
+    """The view of output ``dest`` that a copy from ``source`` (a view of
+    the buffer ``value`` a step writes) fills: ``dest`` read through the
+    step's loops, where the copy's source is ``value`` or its collapse to
+    ``dest``'s shape."""
+    if source == value:
+        return views.view(dest, exprs, sizes, m_dims, n_dims)[0]
+    op = irutil.defining_op(source)
+    if op is None or op.name != "memref.collapse_shape" or op.operands[0] != value:
+        raise NotAGemm("the epilogue's output reaches the kernel's output through views "
+                       "other than a collapse")
+    groups = [irutil.int_list(g) for g in ir.ArrayAttr(op.attributes["reassociation"])]
+    # dest's dim i reads the loop of the innermost dim of group i that moves.
+    dest_exprs = []
+    shape = list(ir.MemRefType(value.type).shape)
+    for group in groups:
+        moving = [d for d in group if shape[d] != 1] or group[-1:]
+        if len(moving) != 1:
+            raise NotAGemm("the epilogue's output collapses dims that both move")
+        dest_exprs.append(exprs[moving[0]])
+    return views.view(dest, dest_exprs, sizes, m_dims, n_dims)[0]
+
+
+def _loop_sizes(op, maps):
+    """Each loop's size, read from the operands its dims index alone."""
+    sizes = {}
+    for value, amap in zip(op.operands, maps):
+        shape = list(ir.MemRefType(value.type).shape)
+        for expr, n in zip(amap.results, shape):
+            if isinstance(expr, ir.AffineDimExpr):
+                sizes[expr.position] = max(sizes.get(expr.position, 1), n)
+    return [sizes.get(d, 1) for d in range(len(_iterators(op)))]
