@@ -16,6 +16,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     data_movement.py   constants, gen_index, reshape, transpose, slice, concat
     matmul.py          matmuls and the tensor-core GEMMs (tc-sm90, tc-sm80)
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
+    conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
+                       and its fallbacks), ten to a graph
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -26,8 +28,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     examples.py        the graphs of examples/
 """
 
-from . import (attention, convolution, data_movement, examples, fp8, matmul, normalization,
-               pointwise, pooling, reductions, row_programs, zero_size)
+from . import (attention, conv_random, convolution, data_movement, examples, fp8, matmul,
+               normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -37,6 +39,7 @@ CASES = [
     *data_movement.CASES,
     *matmul.CASES,
     *convolution.CASES,
+    *conv_random.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,
