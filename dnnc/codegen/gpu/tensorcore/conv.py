@@ -231,6 +231,10 @@ def _activation(x, element):
     view_shape = [shape[d] for d in order]
     view_strides = [strides[d] for d in order]
     view_strides[-1] = 1
+    # A dim of one element never steps: give it the dense stride TMA takes.
+    for i in reversed(range(len(view_shape) - 1)):
+        if view_shape[i] == 1:
+            view_strides[i] = view_strides[i + 1] * view_shape[i + 1]
     t = ir.MemRefType.get(view_shape, ir.MemRefType(x.type).element_type,
                           layout=ir.StridedLayoutAttr.get(offset, view_strides))
     return memref.reinterpret_cast(t, x, [], [], [], [offset], view_shape, view_strides)
@@ -246,7 +250,7 @@ def _filter(w):
     if (c != 1 and strides[1] != 1) or any(s != e for s, e in moving):
         raise NotAGemm(f"w has strides {strides}: tc-sm90 convolutions read KRSC filters "
                        "(C contiguous, then the taps)")
-    view_shape, view_strides = [k, taps, c], [strides[0], c, 1]
+    view_shape, view_strides = [k, taps, c], [strides[0] if k != 1 else taps * c, c, 1]
     t = ir.MemRefType.get(view_shape, ir.MemRefType(w.type).element_type,
                           layout=ir.StridedLayoutAttr.get(offset, view_strides))
     return memref.reinterpret_cast(t, w, [], [], [], [offset], view_shape, view_strides)
@@ -393,11 +397,13 @@ def _pixels_by_channels(dy):
                               "pixel")
     except NotAGemm:
         pitch = None
+    if pitch is None and all(shape[d] == 1 for d in dims):
+        pitch = shape[1]            # one pixel
     if (shape[1] != 1 and strides[1] != 1) or pitch is None:
         raise NotAGemm(f"dy has strides {strides}: tc-sm90 filter gradients read channels-"
                        "last gradients (pixels of K contiguous channels)")
     view_shape = [math.prod(shape) // shape[1], shape[1]]
-    view_strides = [pitch, 1]
+    view_strides = [pitch if view_shape[0] != 1 else shape[1], 1]
     t = ir.MemRefType.get(view_shape, ir.MemRefType(dy.type).element_type,
                           layout=ir.StridedLayoutAttr.get(offset, view_strides))
     return memref.reinterpret_cast(t, dy, [], [], [], [offset], view_shape, view_strides)
