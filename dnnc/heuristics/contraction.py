@@ -341,8 +341,9 @@ def rank(problem):
         # Each filter tap's channels are read in whole K steps (the loader
         # zero-fills past C): the steps the kernel runs.
         if problem.anchor == "conv_wgrad":
-            # N runs over (tap, C): a tile must lie in one tap.
-            channels = problem.anchor_inputs[0].shape[1]
+            # N runs over (tap, C): a tile must lie in one tap (the
+            # anchor's inputs are dy, x).
+            channels = problem.anchor_inputs[1].shape[1]
             fast = [c for c in tc_sm90(problem, m, n, k, 1, facts)
                     if channels % c.tile[1] == 0]
         else:

@@ -1,6 +1,9 @@
-"""Random forward convolutions: 520 configurations drawn from a fixed seed,
+"""Random convolutions: 520 forward configurations drawn from a fixed seed,
 ten to a graph (each with inputs of its own), half of the graphs bf16 and
-half f16: what the tc-sm90 implicit GEMM takes, and what falls back from it.
+half f16: what the tc-sm90 implicit GEMM takes, and what falls back from it;
+and 520 data gradients and 520 filter gradients drawn alike (their own
+seeds; no epilogue; a data gradient's stride is 1 in three draws of four and
+a filter gradient's C 64 or 128 in most, what tc-sm90 takes of them).
 
 Most are what tc-sm90 takes: one group, channels-last x (strides
 [HWC, 1, WC, C]), KRSC filters ([RSC, 1, SC, C]), channels-last outputs and
@@ -138,8 +141,10 @@ def _channels(rng, share_odd):
     return int(rng.choice(pool))
 
 
-def _draw_one(rng):
-    """A ConvConfig within BUDGET."""
+def _draw_one(rng, direction="fprop"):
+    """A ConvConfig within BUDGET (for a data gradient, stride 1 in three
+    draws of four: what tc-sm90 takes; for a filter gradient, C a multiple
+    of 64 in most draws, its tiles' width)."""
     while True:
         kind = rng.random()
         groups, channels_last, share_odd = 1, True, ODD_C
@@ -156,25 +161,31 @@ def _draw_one(rng):
                 channels_last, share_odd = False, 0.0
             c = _channels(rng, share_odd)
             k = int(rng.choice(WIDE + ODD))
+        if direction == "wgrad" and groups == 1 and rng.random() < 0.7:
+            c = int(rng.choice((64, 128)))
         nd = 3 if rng.random() < THREE_D else 2
         image, window, stride, dilation, pre, post = _geometry(rng, nd)
+        if direction == "dgrad" and rng.random() < 0.75:
+            stride = (1,) * nd
         conv = ConvConfig(
             n=int(rng.integers(1, 5)), c=c, k=k, image=image, filter=window, stride=stride,
             dilation=dilation, pre=pre, post=post,
             mode="convolution" if rng.random() < CONVOLUTION_MODE else "cross_correlation",
             groups=groups, channels_last=channels_last,
-            epilogue=str(rng.choice(EPILOGUES)) if rng.random() < EPILOGUE else None)
-        if conv.elements() <= BUDGET:
+            epilogue=str(rng.choice(EPILOGUES)) if rng.random() < EPILOGUE and
+            direction == "fprop" else None)
+        if all(o >= 1 for o in conv.out) and conv.elements() <= BUDGET:
             return conv
 
 
-def draw(seed=SEED, count=GRAPHS * PER_GRAPH):
+def draw(seed=SEED, count=GRAPHS * PER_GRAPH, direction="fprop"):
     """``count`` ConvConfigs drawn from ``seed``."""
     rng = np.random.default_rng(seed)
-    return [_draw_one(rng) for _ in range(count)]
+    return [_draw_one(rng, direction) for _ in range(count)]
 
 
 CONFIGS = draw()
+GRAD_CONFIGS = {d: draw(SEED + i, direction=d) for i, d in enumerate(("dgrad", "wgrad"), 1)}
 
 
 def add_conv(g, i, conv):
@@ -206,11 +217,41 @@ def add_conv(g, i, conv):
     return y
 
 
-def random_convs(dtype, convs):
+def add_grad(g, i, conv, direction):
+    """Add the data (``direction`` "dgrad") or filter ("wgrad") gradient of
+    ``conv`` to graph ``g``: inputs ``dy<i>`` and ``w<i>`` or ``x<i>``,
+    output ``dx<i>`` or ``dw<i>``, laid out as ``conv`` lays out its
+    tensors."""
+    geometry = dict(pre_padding=list(conv.pre), post_padding=list(conv.post),
+                    stride=list(conv.stride), dilation=list(conv.dilation),
+                    conv_mode=conv.mode)
+    if direction == "dgrad":
+        dy = g.tensor(name=f"dy{i}", dim=conv.y_dims, stride=conv.strides(conv.y_dims))
+        w = g.tensor(name=f"w{i}", dim=conv.w_dims, stride=conv.strides(conv.w_dims))
+        out = g.conv_dgrad(dy, w, conv.x_dims, **geometry).set_name(f"dx{i}")
+        dims, (a, b) = conv.x_dims, (dy, w)
+        # dx sums at most K / groups x taps products (fewer where strided).
+        reduced = conv.k // conv.groups * math.prod(conv.filter)
+    else:
+        x = g.tensor(name=f"x{i}", dim=conv.x_dims, stride=conv.strides(conv.x_dims))
+        dy = g.tensor(name=f"dy{i}", dim=conv.y_dims, stride=conv.strides(conv.y_dims))
+        out = g.conv_wgrad(x, dy, conv.w_dims, **geometry).set_name(f"dw{i}")
+        dims, (a, b) = conv.w_dims, (x, dy)
+        reduced = conv.n * math.prod(conv.out)
+    if conv.channels_last:
+        out.set_stride(channels_last(dims))
+    outputs(contracted(out, a, b, reduced))
+    return out
+
+
+def random_convs(dtype, convs, direction="fprop"):
     def build():
         g = dnnc.Graph(io_data_type=dtype)
         for i, conv in enumerate(convs):
-            add_conv(g, i, conv)
+            if direction == "fprop":
+                add_conv(g, i, conv)
+            else:
+                add_grad(g, i, conv, direction)
         return g
     return build
 
@@ -219,5 +260,11 @@ CASES = [
     Case(f"conv_random_{j:02d}_{dtype.mlir}",
          random_convs(dtype, CONFIGS[j * PER_GRAPH:(j + 1) * PER_GRAPH]),
          positive=tuple(f"s{i}" for i in range(PER_GRAPH)), seed=SEED + j)
+    for j, dtype in zip(range(GRAPHS), [BF16, F16] * GRAPHS)
+] + [
+    Case(f"conv_random_{direction}_{j:02d}_{dtype.mlir}",
+         random_convs(dtype, configs[j * PER_GRAPH:(j + 1) * PER_GRAPH], direction),
+         seed=SEED + 1000 * (i + 1) + j)
+    for i, (direction, configs) in enumerate(GRAD_CONFIGS.items())
     for j, dtype in zip(range(GRAPHS), [BF16, F16] * GRAPHS)
 ]

@@ -323,9 +323,18 @@ def match(fn, bk):
             g["flip"] = not g["flip"]
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
-    if channels % (16 // (2 if element in ("bf16", "f16") else 4)):
-        raise NotAGemm(f"C = {channels}: TMA reads pixels 16-byte aligned, C a multiple of 8 "
-                       f"for {element} (the channels are not padded yet)")
+    multiple = 16 // (2 if element in ("bf16", "f16") else 4)
+    if channels % multiple:
+        raise NotAGemm(f"C = {channels}: TMA reads pixels 16-byte aligned, C a multiple of "
+                       f"{multiple} for {element} (the channels are not padded yet)")
+    # The operand read MN-major must have rows TMA can step: a data
+    # gradient's filter rows of C, a filter gradient's dy rows of K.
+    if direction == "dgrad" and n % multiple:
+        raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, by TMA "
+                       f"in rows of a multiple of 16 bytes (C a multiple of {multiple})")
+    if direction == "wgrad" and m % multiple:
+        raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, by TMA in "
+                       f"rows of a multiple of 16 bytes (K a multiple of {multiple})")
     views = _Views(fn, m, n)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,
