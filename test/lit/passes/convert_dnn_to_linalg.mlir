@@ -1,5 +1,6 @@
 // convert-dnn-to-linalg replaces every dnn op with linalg.generic (and tensor,
 // arith, math) on tensors, and marks the graph function for the C interface.
+// A kernel function holding a convolution records its geometry (dnn.conv).
 // Values are checked at run time by test/python/test_cpu_ops.py; this file
 // pins the shape of the IR.
 
@@ -174,4 +175,59 @@ func.func private @concat_chain(%a: tensor<4x8xf32>, %b: tensor<4x16xf32>, %c: t
   %0 = "dnn.concat"(%a, %b) {axis = 1 : i64} : (tensor<4x8xf32>, tensor<4x16xf32>) -> tensor<4x24xf32>
   %1 = "dnn.concat"(%0, %c) {axis = 1 : i64} : (tensor<4x24xf32>, tensor<4x8xf32>) -> tensor<4x32xf32>
   return %1 : tensor<4x32xf32>
+}
+
+// -----
+
+// A convolution in a kernel function: the function records its geometry as
+// dnn.conv, which the implicit-GEMM kernels read once the linalg form has
+// folded it into indexing maps. flip is the convolution mode (the taps
+// reversed); groups is C over the filter's C; operands lists the kernel
+// arguments holding the data operand and the filter (x, w).
+
+// CHECK-LABEL: func.func private @conv_fprop_geometry(
+//  CHECK-SAME:     attributes {dnn.conv = {dilation = array<i64: 2, 1>, direction = "fprop", flip = true, groups = 2 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 2>, pre = array<i64: 1, 0>, stride = array<i64: 2, 2>}, dnn.kernel}
+//       CHECK:   linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+//   CHECK-NOT:   dnn.conv_fprop
+func.func private @conv_fprop_geometry(%x: tensor<1x4x5x5xbf16>, %w: tensor<4x2x3x3xbf16>) -> tensor<1x4x2x3xbf16> attributes {dnn.kernel} {
+  %y = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 2, 1>, mode = "convolution", post_padding = array<i64: 1, 2>, pre_padding = array<i64: 1, 0>, stride = array<i64: 2, 2>} : (tensor<1x4x5x5xbf16>, tensor<4x2x3x3xbf16>) -> tensor<1x4x2x3xbf16>
+  return %y : tensor<1x4x2x3xbf16>
+}
+
+// -----
+
+// A filter gradient's op takes (dy, x), but operands always lists x first,
+// then dy: here x is argument 1 and dy argument 0.
+
+// CHECK-LABEL: func.func private @conv_wgrad_operands(
+//  CHECK-SAME:     %{{.*}}: tensor<1x16x6x6xbf16>, %{{.*}}: tensor<1x16x6x6xbf16>) -> tensor<16x16x3x3xbf16>
+//  CHECK-SAME:     dnn.conv = {{.*}}direction = "wgrad"{{.*}}operands = array<i64: 1, 0>
+func.func private @conv_wgrad_operands(%dy: tensor<1x16x6x6xbf16>, %x: tensor<1x16x6x6xbf16>) -> tensor<16x16x3x3xbf16> attributes {dnn.kernel} {
+  %dw = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x16x6x6xbf16>, tensor<1x16x6x6xbf16>) -> tensor<16x16x3x3xbf16>
+  return %dw : tensor<16x16x3x3xbf16>
+}
+
+// -----
+
+// An operand computed in the kernel (a relu dnn-fuse joined before the
+// convolution) is no argument: its index is -1.
+
+// CHECK-LABEL: func.func private @conv_operand_computed(
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 1>
+func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %r = "dnn.relu"(%x) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+  return %y : tensor<1x8x4x4xbf16>
+}
+
+// -----
+
+// Only kernel functions get it: a convolution in the graph function itself
+// does not.
+
+// CHECK-LABEL: func.func @conv_in_graph(
+//  CHECK-SAME:     attributes {dnn.graph, llvm.emit_c_interface} {
+func.func @conv_in_graph(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.graph} {
+  %y = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+  return %y : tensor<1x8x4x4xbf16>
 }

@@ -1,6 +1,8 @@
 // dnn-io-strides gives graph inputs and outputs the layout of their
 // dnn.strides, with copy kernels to and from row-major buffers. Outputs are
-// the arguments marked bufferize.result.
+// the arguments marked bufferize.result. Kernels that read or write any
+// layout take the strided memref itself, no copy; the reshapes of an
+// argument so retyped get the layout it now has.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-io-strides)' | FileCheck %s
 
@@ -88,7 +90,8 @@ func.func @also_read_by_simt(%a: memref<8x16xbf16> {dnn.name = "a"}, %w: memref<
 
 // A channels-last input and output of a simt-window kernel (a pooling) are
 // not copied: the kernel reads and writes each at its own strides. An output
-// of a tc-sm90 kernel still is (its stores assume the row-major layout).
+// of a tc-sm90 GEMM kernel still is (its stores assume the row-major
+// layout); a tc-sm90 convolution's is not (below).
 
 // CHECK-LABEL: func.func private @pool(
 //  CHECK-SAME:     memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>, %{{.*}}: memref<2x16x4x4xbf16, strided<[256, 1, 64, 16]>>)
@@ -134,5 +137,45 @@ func.func private @tc3(%a: memref<8x16xbf16>, %w: memref<16x32xbf16>, %y: memref
 }
 func.func @tc_output_copied(%a: memref<8x16xbf16> {dnn.name = "a"}, %w: memref<16x32xbf16> {dnn.name = "w"}, %y: memref<8x32xbf16> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 1, 8>}) attributes {dnn.graph} {
   call @tc3(%a, %w, %y) : (memref<8x16xbf16>, memref<16x32xbf16>, memref<8x32xbf16>) -> ()
+  return
+}
+
+// -----
+
+// A tc-sm90 convolution kernel (it carries dnn.conv) reads channels-last x
+// and a KRSC filter where they lie (its TMA descriptors describe them) and
+// its epilogue writes channels-last rows of y: all three are passed strided,
+// with no copy kernel. The filter's expand_shape into groups is retyped
+// with the layout the filter now has (the group dim steps over all of it),
+// and the generic that reads x sees x's new type.
+
+// CHECK-LABEL: func.func private @conv(
+//  CHECK-SAME:     %[[X:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %[[W:[^:]*]]: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %[[Y:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result})
+//       CHECK:   linalg.generic {{.*}} ins(%[[X]] : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+//       CHECK:   memref.expand_shape %[[W]] {{\[}}[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+//       CHECK:   linalg.copy {{.*}} outs(%[[Y]] : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+//   CHECK-NOT:   func.func
+// CHECK-LABEL: func.func @conv_channels_last(
+//  CHECK-SAME:     %[[GX:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {dnn.name = "x"
+//  CHECK-SAME:     %[[GW:[^:]*]]: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> {dnn.name = "w"
+//  CHECK-SAME:     %[[GY:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result, dnn.name = "y"
+//  CHECK-NEXT:   call @conv(%[[GX]], %[[GW]], %[[GY]])
+//  CHECK-NEXT:   return
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+func.func private @conv(%x: memref<1x16x6x6xbf16>, %w: memref<16x16x3x3xbf16>, %y: memref<1x16x6x6xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %xf = memref.alloc() {alignment = 64 : i64} : memref<1x16x6x6xf32>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x16x6x6xbf16>) outs(%xf : memref<1x16x6x6xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16> into memref<1x16x16x3x3xbf16>
+  %yb = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xbf16>
+  %yc = memref.collapse_shape %yb [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
+  linalg.copy ins(%yc : memref<1x16x6x6xbf16>) outs(%y : memref<1x16x6x6xbf16>)
+  return
+}
+func.func @conv_channels_last(%x: memref<1x16x6x6xbf16> {dnn.name = "x", dnn.strides = array<i64: 576, 1, 96, 16>}, %w: memref<16x16x3x3xbf16> {dnn.name = "w", dnn.strides = array<i64: 144, 1, 48, 16>}, %y: memref<1x16x6x6xbf16> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 576, 1, 96, 16>}) attributes {dnn.graph} {
+  call @conv(%x, %w, %y) : (memref<1x16x6x6xbf16>, memref<16x16x3x3xbf16>, memref<1x16x6x6xbf16>) -> ()
   return
 }

@@ -11,6 +11,10 @@
 // A kernel tc-sm90 does not take goes to tc-sm80, else to simt-generic, with
 // the reason. tc-sm80 kernels: cp.async copies into a shared-memory ring,
 // ldmatrix, mma.sync, the epilogue on the accumulators in registers.
+// A convolution kernel (marked dnn.conv) becomes the same kernel with other
+// operand loaders: the activation read by TMA in im2col mode, the filter as
+// [K, taps, C] tiles (an implicit GEMM); one tc-sm90 does not take goes to
+// simt-generic, with the reason.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -718,5 +722,233 @@ func.func private @tf32_a_k_by_m(%A: memref<64x256xf32>, %B: memref<64x128xf32>,
     %s = arith.addf %acc, %p : f32
     linalg.yield %s : f32
   }
+  return
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#x = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#y = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// A forward convolution (3x3, padding 1, channels-last x and y, a KRSC
+// filter), as convert-dnn-to-linalg and bufferization leave it: x converted
+// into a zero-padded f32 buffer, the contraction over (c, r, s), the result
+// rounded to bf16 and copied into y. tc-sm90 runs it as an implicit GEMM
+// of M = N·P·Q = 36 output pixels, N = K = 16 output channels and 9 K steps
+// (taps outer; each tap's 16 channels in one step of 64, zero-filled past
+// C). Its descriptors: x as it lies, [N, H, W, C], in im2col mode (a box of
+// 64 pixels by 64 channels; the pixel box's corners from the padding and
+// the filter's extent: -1 and 1 - 2 = -1); the filter as [K, taps, C] in
+// boxes of [64, 1, 64]; y as the 2-D [N·P·Q, K] view the epilogue stores.
+// The producer's A load is an im2col-mode copy at the output pixel's
+// first-tap position with the tap's (r, s) as im2col offsets; its B load
+// reads the same tap and channels of the filter. The mainloop and the
+// epilogue are the matmul's: no linalg op is left.
+// CHECK-LABEL: func.func private @conv_fprop_im2col(
+//  CHECK-SAME:     %[[X:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %[[W:[^:]*]]: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %[[Y:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "conv_fprop; implicit GEMM (fprop): x read by TMA in im2col mode, 9 filter taps x 16 channels; the output tiles are stored by TMA from shared memory
+//   CHECK-NOT:   linalg.
+//       CHECK:   %[[YV:.*]] = memref.reinterpret_cast %[[Y]] to offset: [0], sizes: [36, 16], strides: [16, 1]
+//       CHECK:   %[[XV:.*]] = memref.reinterpret_cast %[[X]] to offset: [0], sizes: [1, 6, 6, 16], strides: [576, 96, 16, 1]
+//       CHECK:   %[[WV:.*]] = memref.reinterpret_cast %[[W]] to offset: [0], sizes: [16, 9, 16], strides: [144, 16, 1]
+//       CHECK:   %[[UX:.*]] = memref.cast %[[XV]]
+//       CHECK:   %[[DX:.*]] = nvgpu.tma.create.descriptor %[[UX]] box[%c64, %c64] {dnn.im2col = {element_strides = array<i64: 1, 1, 1, 1>, lower = array<i64: -1, -1>, upper = array<i64: -1, -1>}} : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PX:.*]] = builtin.unrealized_conversion_cast %[[DX]]
+//       CHECK:   %[[UW:.*]] = memref.cast %[[WV]]
+//       CHECK:   %[[DW:.*]] = nvgpu.tma.create.descriptor %[[UW]] box[%c64, %c1, %c64] : memref<*xbf16> -> <tensor = memref<64x1x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PW:.*]] = builtin.unrealized_conversion_cast %[[DW]]
+//       CHECK:   %[[UY:.*]] = memref.cast %[[YV]]
+//       CHECK:   %[[DY:.*]] = nvgpu.tma.create.descriptor %[[UY]] box[%c16, %c64]
+//       CHECK:   %[[PY:.*]] = builtin.unrealized_conversion_cast %[[DY]]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:     nvvm.setmaxregister  decrease 40
+//       CHECK:         scf.for %{{.*}} = %c0 to %c9 step %c1
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+// K step k0 = tap x 64 + c0.
+//       CHECK:           %[[TAP:.*]] = arith.divui %[[K0:.*]], %c64_i32 : i32
+//  CHECK-NEXT:           %[[C0:.*]] = arith.remui %[[K0]], %c64_i32 : i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PX]], %[[FULL:[^,]*]], box[%[[C0]], %{{.*}}, %{{.*}}, %{{.*}}] im2col[%{{.*}}, %{{.*}}] {mode = #nvvm.tma_load_mode<im2col>}
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PW]], %[[FULL]], box[%[[C0]], %[[TAP]], %{{.*}}] :
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 232
+//       CHECK:         scf.for %{{.*}} = %c0 to %c9 step %c1
+// Both operands K-major (B: layout col).
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//       CHECK:           arith.truncf
+//       CHECK:             nvvm.cp.async.bulk.tensor.global.shared.cta %[[PY]], %{{.*}}, box[%{{.*}}, %{{.*}}]
+//   CHECK-NOT:   linalg.
+func.func private @conv_fprop_im2col(%x: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %w: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %y: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_fprop", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x16x8x8xf32>
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%padded : memref<1x16x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  %xf = memref.alloc() {alignment = 64 : i64} : memref<1x16x6x6xf32>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>) outs(%xf : memref<1x16x6x6xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %inner = memref.subview %padded[0, 0, 1, 1] [1, 16, 6, 6] [1, 1, 1, 1] : memref<1x16x8x8xf32> to memref<1x16x6x6xf32, strided<[1024, 64, 8, 1], offset: 9>>
+  linalg.copy ins(%xf : memref<1x16x6x6xf32>) outs(%inner : memref<1x16x6x6xf32, strided<[1024, 64, 8, 1], offset: 9>>)
+  %xg = memref.expand_shape %padded [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 8, 8] : memref<1x16x8x8xf32> into memref<1x1x16x8x8xf32>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xf32>
+  linalg.generic {indexing_maps = [#id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<1x1x16x6x6xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%xg, %wg : memref<1x1x16x8x8xf32>, memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>) outs(%acc : memref<1x1x16x6x6xf32>) {
+  ^bb0(%in: f32, %in_w: bf16, %out: f32):
+    %0 = arith.extf %in_w : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %yb = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xbf16>
+  linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<1x1x16x6x6xf32>) outs(%yb : memref<1x1x16x6x6xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %yc = memref.collapse_shape %yb [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
+  linalg.copy ins(%yc : memref<1x16x6x6xbf16>) outs(%y : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+  return
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#x = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#y = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// C = 3 (an RGB stem): a pixel's channels are 6 bytes, and TMA steps pixels
+// by multiples of 16. tc-sm90 does not take it (tc-sm80 has no convolution
+// loader): the kernel goes to simt-generic as it is, the reason saying why,
+// and none of the views the match made is left.
+// CHECK-LABEL: func.func private @conv_fprop_c3(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (C = 3: TMA reads pixels 16-byte aligned, C a multiple of 8 for bf16 (the channels are not padded yet)): simt-generic, one thread per output; heuristics: conv_fprop"
+//   CHECK-NOT:   memref.reinterpret_cast
+//   CHECK-NOT:   nvgpu.tma.create.descriptor
+//       CHECK:   linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
+//   CHECK-NOT:   gpu.launch
+func.func private @conv_fprop_c3(%x: memref<1x3x6x6xbf16, strided<[108, 1, 18, 3]>>, %w: memref<16x3x3x3xbf16, strided<[27, 1, 9, 3]>>, %y: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_fprop", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x3x8x8xf32>
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%padded : memref<1x3x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  %xf = memref.alloc() {alignment = 64 : i64} : memref<1x3x6x6xf32>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x3x6x6xbf16, strided<[108, 1, 18, 3]>>) outs(%xf : memref<1x3x6x6xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %inner = memref.subview %padded[0, 0, 1, 1] [1, 3, 6, 6] [1, 1, 1, 1] : memref<1x3x8x8xf32> to memref<1x3x6x6xf32, strided<[192, 64, 8, 1], offset: 9>>
+  linalg.copy ins(%xf : memref<1x3x6x6xf32>) outs(%inner : memref<1x3x6x6xf32, strided<[192, 64, 8, 1], offset: 9>>)
+  %xg = memref.expand_shape %padded [[0], [1, 2], [3], [4]] output_shape [1, 1, 3, 8, 8] : memref<1x3x8x8xf32> into memref<1x1x3x8x8xf32>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 3, 3, 3] : memref<16x3x3x3xbf16, strided<[27, 1, 9, 3]>> into memref<1x16x3x3x3xbf16, strided<[432, 27, 1, 9, 3]>>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xf32>
+  linalg.generic {indexing_maps = [#id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<1x1x16x6x6xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%xg, %wg : memref<1x1x3x8x8xf32>, memref<1x16x3x3x3xbf16, strided<[432, 27, 1, 9, 3]>>) outs(%acc : memref<1x1x16x6x6xf32>) {
+  ^bb0(%in: f32, %in_w: bf16, %out: f32):
+    %0 = arith.extf %in_w : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %yb = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xbf16>
+  linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<1x1x16x6x6xf32>) outs(%yb : memref<1x1x16x6x6xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %yc = memref.collapse_shape %yb [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
+  linalg.copy ins(%yc : memref<1x16x6x6xbf16>) outs(%y : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+  return
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#dy = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 - d6 + 2, d4 - d7 + 2)>
+#w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>
+#dx = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// The data gradient of a stride-1 3x3 convolution without padding: dy
+// 4 x 4, dx 6 x 6. It is the forward convolution of dy padded by
+// (R - 1) x dilation - pad = 2 (the im2col box's corners -2 and 2 - 2 = 0),
+// each K step reading filter tap 8 - t for tap t (flipped) with K and C
+// exchanged: the filter's tile is read C-contiguous, so B is MN-major (wgmma
+// layout row).
+// CHECK-LABEL: func.func private @conv_dgrad_as_fprop(
+//  CHECK-SAME:     %[[DY:[^:]*]]: memref<1x16x4x4xbf16, strided<[256, 1, 64, 16]>>, %[[W:[^:]*]]: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>
+//  CHECK-SAME:     dnn.config_reason = "conv_dgrad; implicit GEMM (dgrad): dy read by TMA in im2col mode, 9 filter taps x 16 channels
+//       CHECK:   %[[DYV:.*]] = memref.reinterpret_cast %[[DY]] to offset: [0], sizes: [1, 4, 4, 16], strides: [256, 64, 16, 1]
+//       CHECK:   %[[WV:.*]] = memref.reinterpret_cast %[[W]] to offset: [0], sizes: [16, 9, 16], strides: [144, 16, 1]
+//       CHECK:   %[[UDY:.*]] = memref.cast %[[DYV]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UDY]] box[%c64, %c64] {dnn.im2col = {element_strides = array<i64: 1, 1, 1, 1>, lower = array<i64: -2, -2>, upper = array<i64: 0, 0>}}
+//       CHECK:   %[[UW:.*]] = memref.cast %[[WV]]
+//       CHECK:   %[[DW:.*]] = nvgpu.tma.create.descriptor %[[UW]] box[%c64, %c1, %c64] : memref<*xbf16> -> <tensor = memref<64x1x64xbf16, 3>
+//       CHECK:   %[[PW:.*]] = builtin.unrealized_conversion_cast %[[DW]]
+//       CHECK:   gpu.launch
+//       CHECK:           %[[TAP:.*]] = arith.divui %[[K0:.*]], %c64_i32 : i32
+//  CHECK-NEXT:           %[[C0:.*]] = arith.remui %[[K0]], %c64_i32 : i32
+// The output pixel's first-tap position: p - 2.
+//       CHECK:           arith.subi %{{.*}}, %c2_i32 : i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} im2col[%{{.*}}, %{{.*}}] {mode = #nvvm.tma_load_mode<im2col>}
+//       CHECK:           %[[FLIPPED:.*]] = arith.subi %c8_i32, %[[TAP]] : i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PW]], %{{.*}}, box[%{{.*}}, %[[FLIPPED]], %[[C0]]] :
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <row>]
+//   CHECK-NOT:   linalg.
+func.func private @conv_dgrad_as_fprop(%dy: memref<1x16x4x4xbf16, strided<[256, 1, 64, 16]>>, %w: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %dx: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_dgrad", dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 0, 0>, pre = array<i64: 0, 0>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %placed = memref.alloc() {alignment = 64 : i64} : memref<1x16x8x8xf32>
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%placed : memref<1x16x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  %dyf = memref.alloc() {alignment = 64 : i64} : memref<1x16x4x4xf32>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%dy : memref<1x16x4x4xbf16, strided<[256, 1, 64, 16]>>) outs(%dyf : memref<1x16x4x4xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %inner = memref.subview %placed[0, 0, 2, 2] [1, 16, 4, 4] [1, 1, 1, 1] : memref<1x16x8x8xf32> to memref<1x16x4x4xf32, strided<[1024, 64, 8, 1], offset: 18>>
+  linalg.copy ins(%dyf : memref<1x16x4x4xf32>) outs(%inner : memref<1x16x4x4xf32, strided<[1024, 64, 8, 1], offset: 18>>)
+  %dyg = memref.expand_shape %placed [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 8, 8] : memref<1x16x8x8xf32> into memref<1x1x16x8x8xf32>
+  %wg = memref.expand_shape %w [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xf32>
+  linalg.generic {indexing_maps = [#id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<1x1x16x6x6xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#dy, #w, #dx], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%dyg, %wg : memref<1x1x16x8x8xf32>, memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>) outs(%acc : memref<1x1x16x6x6xf32>) {
+  ^bb0(%in: f32, %in_w: bf16, %out: f32):
+    %0 = arith.extf %in_w : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %dxb = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xbf16>
+  linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<1x1x16x6x6xf32>) outs(%dxb : memref<1x1x16x6x6xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %dxc = memref.collapse_shape %dxb [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
+  linalg.copy ins(%dxc : memref<1x16x6x6xbf16>) outs(%dx : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
   return
 }
