@@ -117,6 +117,9 @@ GPU = Stage("gpu", (
     # row-major becomes a view, that copy writing the output itself.
     "dnn-layout-views",
     "dnn-transpose-views",
+    # Tensor-core convolutions' operands channels-last: intermediates
+    # allocated so, anything else through a layout kernel.
+    "dnn-conv-layouts",
     "dnn-default-config",
     "dnn-map-tensor-cores",
     "dnn-vectorize-pointwise",

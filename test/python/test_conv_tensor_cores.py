@@ -17,9 +17,12 @@ without a tuning database:
   the implicit GEMM with the filter's taps and each tap's channels rounded
   up to whole K steps; x is read through an im2col-mode TMA descriptor, the
   filter as [K, taps, C] boxes of one tap.
-* ``FALLBACKS``: C = 3, two groups, row-major (NCHW) x, all operands
-  NCHW, and a 3-D filter whose im2col pixel box TMA cannot describe:
-  simt-generic, the reason saying why tc-sm90 does not apply.
+* ``LAID_OUT``: C = 3, row-major (NCHW) x, all operands NCHW: tc-sm90
+  after dnn-conv-layouts' kernels (pixels padded to 16 bytes; transposes to
+  and from channels-last), the plan naming them.
+* ``FALLBACKS``: two groups, and a 3-D filter whose im2col pixel box TMA
+  cannot describe: simt-generic, the reason saying why tc-sm90 does not
+  apply.
 * ``bias_relu_bf16`` through ptxas and the SASS (skipped without ptxas or
   cuobjdump, as test_tc_sass.py skips): no spills, no stack, no local
   memory; HGMMA of the tile's shape on bf16, TMA loads.
@@ -99,23 +102,33 @@ TENSOR_CORES = {
     "scale_shift_bf16": conv_graph("scale_shift_bf16", "bf16", [1, 128, 8, 8], 128, [1, 1],
                                    epilogue="scale_shift"),
 }
+# name: (graph builder, what dnn-conv-layouts' kernels do, how many): the
+# convolution runs on tensor cores, its operands laid out first.
+LAID_OUT = {
+    # C = 3 and a filter of one column (nothing to fold into the channels,
+    # tensorcore/fold.py): each pixel padded to 8 channels (16 bytes), x's
+    # and w's.
+    "c3_bf16": (conv_graph("c3_bf16", "bf16", [2, 3, 16, 16], 16, [7, 1], stride=[2, 2],
+                           pre_padding=[3, 0], post_padding=[3, 0]),
+                "its own strides, pixels padded to 16 bytes", 2),
+    # An RGB stem, 7 x 7 / 2: its columns folded into the channels by the
+    # convolution's own launches, no layout kernel.
+    "stem_bf16": (conv_graph("stem_bf16", "bf16", [2, 3, 32, 32], 64, [7, 7], stride=[2, 2],
+                             padding=[3, 3]),
+                  None, 0),
+    "nchw_x_bf16": (conv_graph("nchw_x_bf16", "bf16", [2, 16, 8, 8], 32, [3, 3],
+                               row_major=("x",), padding=[1, 1]),
+                    "the row-major one", 1),
+    # All of it NCHW: x and w transposed in, y out.
+    "nchw_f16": (conv_graph("nchw_f16", "f16", [2, 16, 8, 8], 32, [3, 3],
+                            row_major=("x", "w", "y"), padding=[1, 1]),
+                 "the row-major one", 3),
+}
 # name: (graph builder, what the reason says of why tc-sm90 does not apply).
 FALLBACKS = {
-    "c3_bf16": (conv_graph("c3_bf16", "bf16", [2, 3, 16, 16], 16, [7, 7], stride=[2, 2],
-                           padding=[3, 3]),
-                "C = 3: TMA reads pixels 16-byte aligned, C a multiple of 8 for bf16"),
     "groups2_f16": (conv_graph("groups2_f16", "f16", [2, 16, 8, 8], 16, [3, 3], groups=2,
                                padding=[1, 1]),
                     "2 groups: tc-sm90 convolutions take one so far"),
-    "nchw_x_bf16": (conv_graph("nchw_x_bf16", "bf16", [2, 16, 8, 8], 32, [3, 3],
-                               row_major=("x",), padding=[1, 1]),
-                    "x has strides [1024, 64, 8, 1]: tc-sm90 convolutions read channels-last "
-                    "activations (C contiguous)"),
-    # All of it NCHW: the output, which the epilogue stores, is found first.
-    "nchw_f16": (conv_graph("nchw_f16", "f16", [2, 16, 8, 8], 32, [3, 3],
-                            row_major=("x", "w", "y"), padding=[1, 1]),
-                 "an epilogue operand's output pixel dims do not flatten to one stride "
-                 "(channels-last operands do)"),
     # Corners of a rank-5 im2col box lie in [-16, 15]: pre-padding 17 is past them.
     "box_3d_f16": (conv_graph("box_3d_f16", "f16", [1, 8, 8, 4, 4], 8, [7, 1, 1],
                               dilation=[3, 1, 1], pre_padding=[17, 0, 0],
@@ -132,7 +145,8 @@ class Built:
 
     def package(self, name):
         if name not in self.packages:
-            build = TENSOR_CORES[name] if name in TENSOR_CORES else FALLBACKS[name][0]
+            build = TENSOR_CORES[name] if name in TENSOR_CORES else \
+                {**FALLBACKS, **LAID_OUT}[name][0]
             self.packages[name] = compiler.compile_module(
                 graph_mlir.to_module(build()),
                 compiler.Options(target="cuda", arch=ARCH, tuning_db="off"), basename=name)
@@ -175,6 +189,24 @@ def test_implicit_gemm_on_tensor_cores(built, name):
     # single tap's first), a box of one tap.
     assert sorted(b["shape"]) == sorted([int(w.dim[0]), taps, channels]), b
     assert len(b["box"]) == 3 and min(b["box"]) == 1, b
+
+
+@pytest.mark.parametrize("name", sorted(LAID_OUT))
+def test_operands_laid_out_for_tensor_cores(built, name):
+    kernels = built.package(name).kernels
+    _, what, count = LAID_OUT[name]
+    layouts = [k for k in kernels if "_layout_" in k["entry"]]
+    assert len(layouts) == count, [k["entry"] for k in kernels]
+    if what is None:
+        gemm = gemm_kernels(built.package(name))[0]
+        assert "7 filter taps x 21 channels, the filter's columns folded into its channels " \
+            "first" in gemm["reason"], gemm["reason"]
+    for k in layouts:
+        assert k["reason"].startswith("created by dnn-conv-layouts") and what in k["reason"], \
+            k["reason"]
+    convs = [k for k in kernels if "conv_fprop" in k["entry"]]
+    assert convs and all(k["strategy"] == "tc-sm90" for k in convs), \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
 
 
 @pytest.mark.parametrize("name", sorted(FALLBACKS))

@@ -298,12 +298,16 @@ def check_manifest(m, arch):
         assert 1 <= k["block"][0] * k["block"][1] * k["block"][2] <= 1024
         assert all(g >= 1 for g in k["grid"]) and k["grid"][0] < 2 ** 31
         assert k["grid"][1] <= 65535 and k["grid"][2] <= 65535
-        # Dynamic shared memory: a row program's column sums alone.
-        assert k["shared_bytes"] == 0 or k["strategy"] == "simt-reduce-rows-columns"
+        # Dynamic shared memory: a row program's column sums, and the rings
+        # of the tensor-core kernels (the small convolutions here take tc-sm90).
+        assert k["shared_bytes"] == 0 or k["strategy"] in (
+            "simt-reduce-rows-columns", "tc-sm90", "tc-sm80")
         assert k["args"], k["entry"]
         for a in k["args"]:
             if a["kind"] == "buffer":
                 assert 0 <= a["buffer"] < len(buffers) and a["byte_offset"] == 0
+            elif a["kind"] == "tma":
+                assert k["strategy"] == "tc-sm90" and 0 <= a["buffer"] < len(buffers)
             else:
                 assert a["kind"] == "scalar" and a["type"] in ("i32", "i64", "f32")
     for kind in ("inputs", "outputs"):
@@ -937,10 +941,10 @@ def test_cli_compile_and_inspect(tmp_path, capsys):
     out = str(tmp_path / "cbr.dnnpkg")
     assert cli.main(["compile", src, "-o", out, "--arch", "sm_90a"]) == 0
     text = capsys.readouterr().out
-    # x is channels-last, y is not: the tensor-core kernel cannot store y,
-    # the plan says why, and simt-generic reads x where it lies.
-    assert "conv_bias_relu_k0_conv_fprop_kernel  [simt-generic]" in text
-    assert "tc-sm90 does not apply (an epilogue operand's output pixel dims" in text
+    # x is channels-last, y is not: the tensor-core kernel reads x where it
+    # lies and writes y channels-last, which a layout kernel transposes.
+    assert "0. conv_bias_relu_k0_conv_fprop_kernel  [tc-sm90]" in text
+    assert "1. conv_bias_relu_layout_0_kernel  [simt-transpose]" in text
     assert "load_x" not in text and f"wrote {out}" in text
     assert cli.main(["inspect", out]) == 0
     text = capsys.readouterr().out

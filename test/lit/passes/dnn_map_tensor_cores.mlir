@@ -828,17 +828,25 @@ func.func private @conv_fprop_im2col(%x: memref<1x16x6x6xbf16, strided<[576, 1, 
 #w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
 #y = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
 
-// C = 3 (an RGB stem): a pixel's channels are 6 bytes, and TMA steps pixels
-// by multiples of 16. tc-sm90 does not take it (tc-sm80 has no convolution
-// loader): the kernel goes to simt-generic as it is, the reason saying why,
-// and none of the views the match made is left.
+// C = 3 (an RGB stem) with pixels 3 channels apart (6 bytes; TMA steps
+// pixels by multiples of 16) and a 3 x 3 filter: its columns are folded
+// into the channels (tensorcore/fold.py). Two launches ahead of the GEMM
+// write x' (the output's 6 columns, 3 x 3 = 9 channels a pixel, padded to
+// 16) and w' ([16, 3 taps, 9 channels], padded to 16); the implicit GEMM
+// then reads x' by im2col with a 3 x 1 filter: 3 K steps instead of 9.
 // CHECK-LABEL: func.func private @conv_fprop_c3(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (C = 3: TMA reads pixels 16-byte aligned, C a multiple of 8 for bf16 (the channels are not padded yet)): simt-generic, one thread per output; heuristics: conv_fprop"
-//   CHECK-NOT:   memref.reinterpret_cast
-//   CHECK-NOT:   nvgpu.tma.create.descriptor
-//       CHECK:   linalg.generic {{.*}} iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]
-//   CHECK-NOT:   gpu.launch
+//  CHECK-SAME:     dnn.config_reason = "conv_fprop; implicit GEMM (fprop): x read by TMA in im2col mode, 3 filter taps x 9 channels, the filter's columns folded into its channels first (tensorcore/fold.py)
+//       CHECK:   %[[XF:.*]] = memref.alloc() : memref<1x6x6x16xbf16>
+//       CHECK:   %[[WF:.*]] = memref.alloc() : memref<16x3x16xbf16>
+//       CHECK:   gpu.launch
+//       CHECK:     memref.store %{{.*}}, %[[XF]]
+//       CHECK:   gpu.launch
+//       CHECK:     memref.store %{{.*}}, %[[WF]]
+//       CHECK:   memref.reinterpret_cast %[[XF]] to offset: [0], sizes: [1, 6, 6, 9], strides: [576, 96, 16, 1]
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}} {dnn.im2col = {element_strides = array<i64: 1, 1, 1, 1>, lower = array<i64: -1, 0>, upper = array<i64: -1, 0>}}
+//       CHECK:   gpu.launch {{.*}} dynamic_shared_memory_size
+//       CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} im2col[
+//   CHECK-NOT:   linalg.generic
 func.func private @conv_fprop_c3(%x: memref<1x3x6x6xbf16, strided<[108, 1, 18, 3]>>, %w: memref<16x3x3x3xbf16, strided<[27, 1, 9, 3]>>, %y: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_fprop", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   %padded = memref.alloc() {alignment = 64 : i64} : memref<1x3x8x8xf32>

@@ -47,6 +47,7 @@ from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs
+from dnnc.codegen.gpu.tensorcore import fold
 from dnnc.codegen.gpu.tensorcore.gemm import TC_ELEMENTS, Epilogue, Gemm, NotAGemm, Operand, Step
 
 ATTR = "dnn.conv"
@@ -231,10 +232,13 @@ def _activation(x, element):
     view_shape = [shape[d] for d in order]
     view_strides = [strides[d] for d in order]
     view_strides[-1] = 1
-    # A dim of one element never steps: give it the dense stride TMA takes.
+    # A dim of one element never steps: give it a stride TMA takes (a
+    # multiple of 16 bytes).
+    unit = 16 // irutil.element_bytes(ir.MemRefType(x.type).element_type)
     for i in reversed(range(len(view_shape) - 1)):
-        if view_shape[i] == 1:
-            view_strides[i] = view_strides[i + 1] * view_shape[i + 1]
+        if view_shape[i] == 1 and (view_strides[i] % unit or not view_strides[i]):
+            dense = view_strides[i + 1] * view_shape[i + 1]
+            view_strides[i] = -(-dense // unit) * unit
     t = ir.MemRefType.get(view_shape, ir.MemRefType(x.type).element_type,
                           layout=ir.StridedLayoutAttr.get(offset, view_strides))
     return memref.reinterpret_cast(t, x, [], [], [], [offset], view_shape, view_strides)
@@ -245,12 +249,15 @@ def _filter(w):
     shape, strides, offset = irutil.memref_geometry(w.type)
     k, c, window = shape[0], shape[1], shape[2:]
     taps = math.prod(window)
-    expected = [c * math.prod(window[i + 1:]) for i in range(len(window))]
+    # The taps one pitch apart (C, or C padded: dnn-conv-layouts).
+    pitch = next((s for s, n in zip(reversed(strides[2:]), reversed(window)) if n != 1), c)
+    expected = [pitch * math.prod(window[i + 1:]) for i in range(len(window))]
     moving = [(s, e) for s, e, n in zip(strides[2:], expected, window) if n != 1]
-    if (c != 1 and strides[1] != 1) or any(s != e for s, e in moving):
+    if (c != 1 and strides[1] != 1) or pitch < c or any(s != e for s, e in moving):
         raise NotAGemm(f"w has strides {strides}: tc-sm90 convolutions read KRSC filters "
                        "(C contiguous, then the taps)")
-    view_shape, view_strides = [k, taps, c], [strides[0] if k != 1 else taps * c, c, 1]
+    view_shape = [k, taps, c]
+    view_strides = [strides[0] if k != 1 else taps * pitch, pitch, 1]
     t = ir.MemRefType.get(view_shape, ir.MemRefType(w.type).element_type,
                           layout=ir.StridedLayoutAttr.get(offset, view_strides))
     return memref.reinterpret_cast(t, w, [], [], [], [offset], view_shape, view_strides)
@@ -324,9 +331,17 @@ def match(fn, bk):
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
     multiple = 16 // (2 if element in ("bf16", "f16") else 4)
-    if channels % multiple:
-        raise NotAGemm(f"C = {channels}: TMA reads pixels 16-byte aligned, C a multiple of "
-                       f"{multiple} for {element} (the channels are not padded yet)")
+    # TMA steps pixels (and filter taps) 16-byte aligned: C a multiple of
+    # 8, or channels-last with each pixel padded to that (dnn-conv-layouts).
+    _, x_strides, _ = irutil.memref_geometry(x.type)
+    pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape))) if x_shape[d] != 1),
+                 channels)
+    if pitch % multiple and not fold.folds(direction, channels, window,
+                                           irutil.element_bytes(ir.MemRefType(x.type).element_type),
+                                           bk):
+        raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
+                       f"elements apart (C = {channels}): TMA steps them by multiples of 16 "
+                       f"bytes ({multiple} {element} elements)")
     # The operand read MN-major must have rows TMA can step: a data
     # gradient's filter rows of C, a filter gradient's dy rows of K.
     if direction == "dgrad" and n % multiple:

@@ -49,6 +49,10 @@ tensor's address changes) and passes the 128 bytes by value
 (dnn-tma-grid-constant marks the parameters).
 """
 
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.tensorcore import fold
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import FilterOperand, Im2colOperand, check_conv
 from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
@@ -71,6 +75,11 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     kernel of convolution ``conv`` (tensorcore/conv.py): the matmul kernel
     with the convolution's operand loaders (im2col.py). Returns what the
     plan should say of it."""
+    keep = []
+    if fold.applies(conv, tile.k):
+        ret = list(irutil.body(fn).operations)[-1]
+        with ir.InsertionPoint(ret), ret.location:
+            conv, keep = fold.fold(conv)
     check_conv(conv, tile)
     check(conv.gemm, tile)
     element = conv.gemm.element
@@ -83,11 +92,13 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
         loaders = (Im2colOperand(conv, tile.m, element, tile.k),
                    FilterOperand(conv, tile.n, element, tile.k,
                                  mn_major=conv.direction == "dgrad"))
-    kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders)
+    kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
     kernel.build()
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
+    folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
+        if keep else ""
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels"] + kernel.notes()
+            f"{conv.taps} filter taps x {conv.channels} channels{folded}"] + kernel.notes()
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

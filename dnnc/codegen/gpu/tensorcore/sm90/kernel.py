@@ -47,8 +47,10 @@ class Kernel:
     accumulator's rows are C's columns. The parts read the geometry here and
     each other through this object."""
 
-    def __init__(self, fn, gemm, tile, ctas, c_transposed=False, loaders=None):
+    def __init__(self, fn, gemm, tile, ctas, c_transposed=False, loaders=None, keep=()):
         self.fn = fn
+        # Ops made ahead of the kernel that its build keeps (a fold's launches).
+        self.keep = list(keep)
         self.gemm = gemm
         self.tile = tile
         self.c_transposed = c_transposed
@@ -148,7 +150,8 @@ class Kernel:
         # so do views the launch reads (an implicit GEMM's operands).
         for op in reversed(old[:-1]):
             if op.name != "arith.constant" and \
-                    not any(True for r in op.results for _ in r.uses):
+                    not any(True for r in op.results for _ in r.uses) and \
+                    not any(op == kept for kept in self.keep):
                 op.erase()
 
     def transposed_copy(self, operand, extent, rows, source):

@@ -1,0 +1,292 @@
+"""dnn-conv-layouts: give every activation and filter a tensor-core
+convolution reads or writes the channels-last layout its kernel takes.
+
+A tensor-core convolution (a kernel configured tc-sm90 or tc-sm80 whose
+function carries ``dnn.conv``, dnnc/codegen/gpu/tensorcore/conv.py) reads x,
+dy, the filter and a residual, and writes its output, channels-last: logical
+``[N, C, *spatial]`` with C contiguous, then the spatial dims, then N
+(strides ``[HWC, 1, WC, C]``; a filter KRSC). dnn-io-strides passes graph
+inputs and outputs declared so as they are. Any other buffer of rank 4 or 5
+with more than one dim of more than one element that is not channels-last
+gets it here:
+
+* an **intermediate** (a ``memref.alloc`` of the graph function) whose every
+  user is a call of a kernel, called once, that reads and writes any layout
+  (another tensor-core convolution; tc-sm90 and tc-sm80 reading it, or
+  simt-window, simt-transpose and simt-generic reading or writing it) is
+  allocated channels-last: an alloc in memory order ``[N, *spatial, C]`` and
+  a ``memref.reinterpret_cast`` of it to the logical dims, which every user
+  takes (their arguments retyped). So consecutive convolutions pass
+  channels-last activations without a copy, as do a pooling or a fallback
+  kernel between them;
+* **anything else** (a graph input or output without channels-last strides,
+  an intermediate another kernel needs row-major) is copied: the
+  convolution reads or writes its own channels-last buffer, and a layout
+  kernel before it (for what it reads) or after it (for what it writes)
+  moves the elements between the two layouts: a transpose
+  (``simt-transpose``, 64 x 64 tiles through shared memory) when the other
+  buffer is row-major, else a copy. The plan shows that kernel, named
+  ``<graph>_layout_<n>``.
+
+Run after dnn-transpose-views and before dnn-default-config, on the
+bufferized graph function.
+
+Before (x a row-major NCHW graph input)::
+
+    call @g_k0_conv_fprop(%x, %w, %y)     // tc-sm90, dnn.conv
+
+After::
+
+    %0 = memref.alloc() : memref<2x6x6x16xbf16>
+    %1 = memref.reinterpret_cast %0 to offset: [0], sizes: [2, 16, 6, 6],
+        strides: [576, 1, 96, 16] : ... to memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>
+    call @g_layout_0(%x, %0)              // NCHW -> NHWC, simt-transpose
+    call @g_k0_conv_fprop(%1, %w, %y)     // its argument retyped
+
+Lit test: test/lit/passes/dnn_conv_layouts.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import linalg, memref
+
+from dnnc.codegen.gpu import irutil, outline
+from dnnc.codegen.gpu.tensorcore import fold
+from dnnc.heuristics.config import Config
+from dnnc.passes import DnncPass, register
+from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, call_counts, set_argument_type
+
+CONV_STRATEGIES = ("tc-sm90", "tc-sm80")
+# Strategies whose kernels read (and write) a buffer in any layout.
+READ_ANY = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-generic")
+WRITE_ANY = ("simt-window", "simt-transpose", "simt-generic")
+TRANSPOSE = "simt-transpose"
+
+
+def channels_last_order(rank):
+    """The logical dims ``[N, C, *spatial]`` in channels-last memory order."""
+    return [0] + list(range(2, rank)) + [1]
+
+
+def _channels_last(shape, element, pitch):
+    """Channels-last strides of logical ``shape``, pixels ``pitch``
+    elements apart."""
+    strides, step = [0] * len(shape), 1
+    for d in reversed(channels_last_order(len(shape))):
+        strides[d] = step
+        step *= pitch if d == 1 else shape[d]
+    return ir.MemRefType.get(list(shape), element, layout=ir.StridedLayoutAttr.get(0, strides))
+
+
+def _target(t, pitched):
+    """The channels-last type a convolution needs for buffer type ``t``
+    (rank 4 or 5, two or more dims that move), or None when ``t`` is one
+    already: C contiguous, then the spatial dims, then N, dense but for the
+    pixels' pitch; for an operand TMA reads (``pitched``) that pitch a
+    multiple of 16 bytes (a C = 3 bf16 image's pixels 8 elements apart)."""
+    if t.rank not in (4, 5):
+        return None
+    shape, strides, _ = irutil.memref_geometry(t)
+    order = channels_last_order(t.rank)
+    moving = [d for d in order if shape[d] != 1]
+    if len(moving) < 2:
+        return None
+    unit = 16 // irutil.element_bytes(t.element_type)
+    spatial = [d for d in moving if d != 1]
+    pitch = strides[spatial[-1]] if spatial else shape[1]
+    have = irutil.memref_geometry(_channels_last(shape, t.element_type, pitch))[1]
+    if pitch >= shape[1] and all(strides[d] == have[d] for d in moving) and \
+            (not pitched or not spatial or pitch % unit == 0):
+        return None
+    pitch = -(-shape[1] // unit) * unit if pitched else shape[1]
+    return _channels_last(shape, t.element_type, pitch)
+
+
+def _physical(t):
+    """The row-major buffer under channels-last type ``t``: its dims in
+    channels-last order, C padded to the pixels' pitch."""
+    shape, strides, _ = irutil.memref_geometry(t)
+    order = channels_last_order(t.rank)
+    dims = [shape[d] for d in order]
+    inner = order[-2]
+    dims[-1] = strides[inner]          # the pixels' pitch (C, or C padded)
+    return ir.MemRefType.get(dims, t.element_type)
+
+
+def is_conv(fn, config):
+    return config is not None and config.strategy in CONV_STRATEGIES and \
+        IMPLICIT_GEMM in fn.attributes
+
+
+def _writes(fn, index):
+    if "arg_attrs" not in fn.attributes:
+        return False
+    return "bufferize.result" in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[index])
+
+
+class _Layouts:
+    def __init__(self, module):
+        self.module = module
+        self.fn = irutil.graph_function(module)
+        self.graph = irutil.symbol(self.fn)
+        self.functions = {irutil.symbol(f): f for f in irutil.functions(module)}
+        self.calls = call_counts(module)
+        self.made = 0
+
+    def callee(self, call):
+        return self.functions.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
+
+    def run(self):
+        for call in list(irutil.ops(self.fn, "func.call")):
+            callee = self.callee(call)
+            if callee is None or self.calls[irutil.symbol(callee)] != 1 or \
+                    not is_conv(callee, Config.of_kernel(callee)):
+                continue
+            operands = [i for i in irutil.int_list(
+                ir.DictAttr(callee.attributes[IMPLICIT_GEMM])["operands"]) if i >= 0]
+            if self.folded(callee, call, operands):
+                operands = []       # read by the fold's launch (tensorcore/fold.py)
+            for index, value in enumerate(list(call.operands)):
+                t = value.type
+                if not isinstance(t, ir.MemRefType) or not ir.MemRefType(t).has_static_shape:
+                    continue
+                target = _target(ir.MemRefType(t), index in operands)
+                if target is not None and not self.reallocate(value, target):
+                    self.copy(call, callee, index, value, target)
+
+    @staticmethod
+    def folded(callee, call, operands):
+        """Whether the convolution folds its filter's columns into its
+        channels (tensorcore/fold.py), reading x and w with loads that take
+        any pitch."""
+        if len(operands) != 2:
+            return False
+        attrs = ir.DictAttr(callee.attributes[IMPLICIT_GEMM])
+        direction = ir.StringAttr(attrs["direction"]).value
+        x, w = (ir.MemRefType(call.operands[i].type) for i in operands)
+        config = Config.of_kernel(callee)
+        eb = irutil.element_bytes(x.element_type)
+        bk = config.tile[2] if len(config.tile) > 2 else 128 // eb
+        return fold.folds(direction, x.shape[1], list(w.shape[2:]), eb, bk)
+
+    def adaptable(self, use):
+        """(kernel, argument index) of ``use`` when it is an operand of a
+        call to a kernel, called once, that takes any layout for it."""
+        op = use.owner
+        if op.name != "func.call":
+            return None
+        callee = self.callee(op)
+        config = None if callee is None else Config.of_kernel(callee)
+        if config is None or self.calls[irutil.symbol(callee)] != 1:
+            return None
+        index = use.operand_number
+        if is_conv(callee, config):
+            return callee, index
+        allowed = WRITE_ANY if _writes(callee, index) else READ_ANY
+        return (callee, index) if config.strategy in allowed else None
+
+    def reallocate(self, value, strided):
+        """Allocate intermediate ``value`` as ``strided`` (channels-last)
+        when every user takes it; False when it is not such a buffer."""
+        op = irutil.defining_op(value)
+        if op is None or op.name != "memref.alloc" or op.operands:
+            return False
+        users = [self.adaptable(use) for use in value.uses]
+        if not users or None in users:
+            return False
+        with ir.InsertionPoint(op), op.location:
+            cast = self._view(memref.alloc(_physical(strided), [], []), strided)
+        value.replace_all_uses_with(cast)
+        op.erase()
+        for callee, index in users:
+            set_argument_type(callee, index, strided)
+        return True
+
+    @staticmethod
+    def _view(buffer, strided):
+        t = ir.MemRefType(strided)
+        strides, _ = t.get_strides_and_offset()
+        return memref.reinterpret_cast(strided, buffer, [], [], [], [0], list(t.shape),
+                                       list(strides))
+
+    def copy(self, call, callee, index, value, strided):
+        """The convolution reads or writes a channels-last buffer of its
+        own (``strided``), moved from or to ``value`` by a layout kernel: a
+        transpose between row-major buffers where the pixels are not
+        padded, else a copy between the two strided views."""
+        t = ir.MemRefType(value.type)
+        writes = _writes(callee, index)
+        physical_type = _physical(strided)
+        dense = list(physical_type.shape)[-1] == t.shape[1] and \
+            irutil.memref_geometry(t)[1] == irutil.row_major_strides(list(t.shape))
+        with ir.InsertionPoint(call), call.location:
+            physical = memref.alloc(physical_type, [], [])
+            view = self._view(physical, strided)
+        other = physical if dense else view
+        kernel = self.layout_kernel(t, ir.MemRefType(other.type), writes, dense)
+        where = ir.InsertionPoint.after(call) if writes else ir.InsertionPoint(call)
+        with where, call.location:
+            outline.call(kernel, [other, value] if writes else [value, other])
+        call.operands[index] = view
+        set_argument_type(callee, index, strided)
+
+    def layout_kernel(self, t, other, to_source, dense):
+        """A kernel copying between buffer type ``t`` and ``other`` (``to_source``:
+        from the latter): for ``dense``, ``other`` is the row-major buffer
+        of ``t``'s dims in channels-last order and the copy a transpose;
+        else the channels-last view of ``t``'s dims and the copy direct."""
+        order = channels_last_order(t.rank)
+        name = f"{self.graph}_layout_{self.made}"
+        self.made += 1
+        source, dest = (other, t) if to_source else (t, other)
+        row_major = dense
+        loops = t.rank
+        # Loops over the destination's dims; the source read through the
+        # permutation between the two (physical dim l is logical dim order[l]).
+        if dense:
+            read = list(order) if to_source else [order.index(d) for d in range(loops)]
+        else:
+            read = list(range(loops))
+        source_map = ir.AffineMap.get_permutation(read)
+
+        def body(args):
+            ident = ir.AffineMap.get_identity(loops)
+            parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+            op = linalg.GenericOp([], [args[0]], [args[1]],
+                                  ir.ArrayAttr.get([ir.AffineMapAttr.get(source_map),
+                                                    ir.AffineMapAttr.get(ident)]),
+                                  ir.ArrayAttr.get([parallel] * loops))
+            element = ir.MemRefType(source).element_type
+            block = op.regions[0].blocks.append(element, element)
+            with ir.InsertionPoint(block):
+                linalg.YieldOp([block.arguments[0]])
+
+        kernel = outline.new_kernel(self.module, name, [source, dest], body, "copy")
+        name = irutil.symbol(kernel)
+        kernel.attributes["dnn.config_reason"] = ir.StringAttr.get(
+            "created by dnn-conv-layouts after the heuristics: moves a tensor-core "
+            "convolution's operand between its channels-last layout and "
+            + ("the row-major one" if row_major else "its own strides, pixels padded to 16 bytes"
+               if list(_physical(ir.MemRefType(other)).shape)[-1] != t.shape[1] and not dense
+               else "its own strides"))
+        if row_major:
+            kernel.attributes["dnn.config"] = Config(TRANSPOSE, (256, 1, 1)).to_attr()
+        self.functions[name] = kernel
+        self.calls[name] = 1
+        return kernel
+
+
+def apply(module):
+    module = getattr(module, "operation", module)
+    with module.context, ir.Location.unknown():
+        _Layouts(module).run()
+
+
+@register
+@dataclass
+class DnnConvLayouts(DnncPass):
+    NAME = "dnn-conv-layouts"
+
+    def run(self, module):
+        apply(module)

@@ -1,0 +1,113 @@
+// dnn-conv-layouts gives a tensor-core convolution's operands the
+// channels-last layout its kernel reads and writes. A row-major (NCHW)
+// graph input is transposed into a channels-last buffer by a layout kernel
+// (simt-transpose) before the convolution; an intermediate whose every user
+// takes any layout (here a pooling kernel, simt-window) is allocated
+// channels-last instead, its users' arguments retyped; an intermediate a
+// kernel needs row-major (a row reduction) gets a layout kernel after the
+// convolution that writes it; a C = 3 image's pixels are padded to 8
+// channels (16 bytes) by a copy, and so are its filter's taps (where the
+// convolution does not fold its filter's columns into the channels).
+
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-conv-layouts)' | FileCheck %s
+
+module {
+  func.func private @g_k0_conv_fprop(%x: memref<2x16x6x6xbf16>, %w: memref<32x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %y: memref<2x32x6x6xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func private @g_k1_pooling(%x: memref<2x32x6x6xbf16>, %y: memref<2x32x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "pooling", dnn.config = {block = [128, 1, 1], strategy = "simt-window"}, dnn.kernel} {
+    return
+  }
+  func.func private @g_k2_conv_fprop(%x: memref<2x32x3x3xbf16>, %w: memref<32x32x1x1xbf16, strided<[32, 1, 32, 32]>>, %y: memref<2x32x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 0, 0>, pre = array<i64: 0, 0>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func private @g_k3_reduction(%x: memref<2x32x3x3xbf16>, %y: memref<2x1x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "reduction", dnn.config = {block = [128, 1, 1], strategy = "simt-reduce"}, dnn.kernel} {
+    return
+  }
+  func.func @g(%x: memref<2x16x6x6xbf16>, %w: memref<32x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %w2: memref<32x32x1x1xbf16, strided<[32, 1, 32, 32]>>, %out: memref<2x1x3x3xbf16> {bufferize.result}) attributes {dnn.graph} {
+    %0 = memref.alloc() : memref<2x32x6x6xbf16>
+    call @g_k0_conv_fprop(%x, %w, %0) : (memref<2x16x6x6xbf16>, memref<32x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<2x32x6x6xbf16>) -> ()
+    %1 = memref.alloc() : memref<2x32x3x3xbf16>
+    call @g_k1_pooling(%0, %1) : (memref<2x32x6x6xbf16>, memref<2x32x3x3xbf16>) -> ()
+    %2 = memref.alloc() : memref<2x32x3x3xbf16>
+    call @g_k2_conv_fprop(%1, %w2, %2) : (memref<2x32x3x3xbf16>, memref<32x32x1x1xbf16, strided<[32, 1, 32, 32]>>, memref<2x32x3x3xbf16>) -> ()
+    call @g_k3_reduction(%2, %out) : (memref<2x32x3x3xbf16>, memref<2x1x3x3xbf16>) -> ()
+    return
+  }
+}
+
+// The layout kernels' reads: NCHW -> NHWC for x (loops over the
+// destination's dims), NHWC -> NCHW for the reduction's input.
+// CHECK-DAG: #[[IN:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+// CHECK-DAG: #[[OUT:.*]] = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+
+// The kernels' arguments retyped channels-last; the reduction's kept.
+// CHECK-LABEL: func.func private @g_k0_conv_fprop(
+//  CHECK-SAME:     memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>
+//  CHECK-SAME:     memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>> {bufferize.result}
+// CHECK-LABEL: func.func private @g_k1_pooling(
+//  CHECK-SAME:     memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>>
+//  CHECK-SAME:     memref<2x32x3x3xbf16, strided<[288, 1, 96, 32]>> {bufferize.result}
+// CHECK-LABEL: func.func private @g_k2_conv_fprop(
+//  CHECK-SAME:     memref<2x32x3x3xbf16, strided<[288, 1, 96, 32]>>
+//  CHECK-SAME:     memref<2x32x3x3xbf16, strided<[288, 1, 96, 32]>> {bufferize.result}
+// CHECK-LABEL: func.func private @g_k3_reduction(
+//  CHECK-SAME:     %{{.*}}: memref<2x32x3x3xbf16>, %{{.*}}: memref<2x1x3x3xbf16> {bufferize.result}
+
+// The layout kernels: transposes.
+// CHECK-LABEL: func.func private @g_layout_0(
+//  CHECK-SAME:     %{{.*}}: memref<2x16x6x6xbf16>, %{{.*}}: memref<2x6x6x16xbf16>)
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}
+//  CHECK-SAME:     dnn.config_reason = "created by dnn-conv-layouts after the heuristics: moves a tensor-core convolution's operand between its channels-last layout and the row-major one"
+//       CHECK:   linalg.generic {indexing_maps = [#[[IN]], #{{.*}}]
+// CHECK-LABEL: func.func private @g_layout_1(
+//  CHECK-SAME:     %{{.*}}: memref<2x3x3x32xbf16>, %{{.*}}: memref<2x32x3x3xbf16>)
+//  CHECK-SAME:     strategy = "simt-transpose"
+//       CHECK:   linalg.generic {indexing_maps = [#[[OUT]], #{{.*}}]
+
+// CHECK-LABEL: func.func @g(
+//       CHECK:   %[[A0:.*]] = memref.alloc() : memref<2x6x6x32xbf16>
+//       CHECK:   %[[V0:.*]] = memref.reinterpret_cast %[[A0]] to offset: [0], sizes: [2, 32, 6, 6], strides: [1152, 1, 192, 32]
+//       CHECK:   %[[XP:.*]] = memref.alloc() : memref<2x6x6x16xbf16>
+//       CHECK:   %[[XV:.*]] = memref.reinterpret_cast %[[XP]] to offset: [0], sizes: [2, 16, 6, 6], strides: [576, 1, 96, 16]
+//       CHECK:   call @g_layout_0(%{{.*}}, %[[XP]])
+//       CHECK:   call @g_k0_conv_fprop(%[[XV]], %{{.*}}, %[[V0]])
+//       CHECK:   %[[A1:.*]] = memref.alloc() : memref<2x3x3x32xbf16>
+//       CHECK:   %[[V1:.*]] = memref.reinterpret_cast %[[A1]]
+//       CHECK:   call @g_k1_pooling(%[[V0]], %[[V1]])
+//       CHECK:   %[[R:.*]] = memref.alloc() : memref<2x32x3x3xbf16>
+//       CHECK:   %[[P2:.*]] = memref.alloc() : memref<2x3x3x32xbf16>
+//       CHECK:   %[[V2:.*]] = memref.reinterpret_cast %[[P2]]
+//       CHECK:   call @g_k2_conv_fprop(%[[V1]], %{{.*}}, %[[V2]])
+//       CHECK:   call @g_layout_1(%[[P2]], %[[R]])
+//       CHECK:   call @g_k3_reduction(%[[R]], %{{.*}})
+
+// -----
+
+module {
+  func.func private @s_k0_conv_fprop(%x: memref<2x3x16x16xbf16, strided<[768, 1, 48, 3]>>, %w: memref<16x3x7x1xbf16, strided<[21, 1, 3, 3]>>, %y: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 3, 0>, pre = array<i64: 3, 0>, stride = array<i64: 2, 2>}, dnn.kernel} {
+    return
+  }
+  func.func @s(%x: memref<2x3x16x16xbf16, strided<[768, 1, 48, 3]>>, %w: memref<16x3x7x1xbf16, strided<[21, 1, 3, 3]>>, %y: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.graph} {
+    call @s_k0_conv_fprop(%x, %w, %y) : (memref<2x3x16x16xbf16, strided<[768, 1, 48, 3]>>, memref<16x3x7x1xbf16, strided<[21, 1, 3, 3]>>, memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>) -> ()
+    return
+  }
+}
+
+// A C = 3 image and its 7 x 1 filter (one column: nothing to fold into the
+// channels, tensorcore/fold.py): copied into buffers whose pixels (taps)
+// are 8 channels apart; the output, channels-last already, is written in
+// place.
+// CHECK-LABEL: func.func private @s_k0_conv_fprop(
+//  CHECK-SAME:     memref<2x3x16x16xbf16, strided<[2048, 1, 128, 8]>>, %{{.*}}: memref<16x3x7x1xbf16, strided<[56, 1, 8, 8]>>, %{{.*}}: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}
+// CHECK-LABEL: func.func private @s_layout_0(
+//  CHECK-SAME:     memref<2x3x16x16xbf16, strided<[768, 1, 48, 3]>>, %{{.*}}: memref<2x3x16x16xbf16, strided<[2048, 1, 128, 8]>>)
+//  CHECK-SAME:     dnn.config_reason = "created by dnn-conv-layouts after the heuristics: moves a tensor-core convolution's operand between its channels-last layout and its own strides, pixels padded to 16 bytes"
+// CHECK-LABEL: func.func private @s_layout_1(
+//  CHECK-SAME:     memref<16x3x7x1xbf16, strided<[21, 1, 3, 3]>>, %{{.*}}: memref<16x3x7x1xbf16, strided<[56, 1, 8, 8]>>)
+// CHECK-LABEL: func.func @s(
+//       CHECK:   %[[XP:.*]] = memref.alloc() : memref<2x16x16x8xbf16>
+//       CHECK:   call @s_layout_0(%{{.*}}, %{{.*}})
+//       CHECK:   %[[WP:.*]] = memref.alloc() : memref<16x7x1x8xbf16>
+//       CHECK:   call @s_layout_1(%{{.*}}, %{{.*}})
+//       CHECK:   call @s_k0_conv_fprop(
