@@ -2,7 +2,7 @@
 filters) as the issue's performance table lists them, against PyTorch's
 cuDNN in the same process, and the fused patterns (conv + bias + relu,
 conv + batchnorm-inference + relu, conv + bias + residual + relu) against
-PyTorch eager and torch.compile.
+PyTorch eager and torch.compile; and one layer on tc-sm80, forced (``SM80``).
 
 Imported by cases.py (``RESNET``); a case's graph is built when it runs.
 """
@@ -118,6 +118,12 @@ GRADS = [
 ]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
          ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
+# The Ampere strategy's implicit GEMM (a cp.async gather, mma.sync) on
+# whatever GPU runs it: (what, N, C, H, K, R, stride, pad, config). Measured
+# on an H200 (do_bench medians; cuDNN 0.021 ms, tc-sm90 0.022): 256x128x64
+# tiles in 3 stages 0.029 ms, 128x128x64 in 3 0.035, 128x128x32 in 4 (what
+# the heuristics give it) 0.040, 64x128x32 in 4 0.053.
+SM80 = [("3x3", 32, 128, 28, 128, 3, 1, 1, "*=strategy:tc-sm80,tile:256x128x64,stages:3")]
 
 
 def cases(Case):
@@ -135,6 +141,16 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6], epilogue=a[7]),
                         _torch_conv(s, pad, epilogue), flops, nbytes, False, "conv",
                         compiled=epilogue is not None))
+    for what, n, c, h, k, r, s, pad, config in SM80:
+        p = out_size(h, r, s, pad)
+        name = f"conv {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16 tc-sm80"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        slug = f"conv_sm80_{what}_{n}_{c}_{h}_{k}"
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_conv(s, pad, None), flops, nbytes, False, "conv",
+                        config=config))
     for direction in ("dgrad", "wgrad"):
         for what, n, c, h, k, r, s, pad in GRADS:
             p = out_size(h, r, s, pad)

@@ -12,10 +12,12 @@ output tile, with BN the widest of 256, 128, 64 that still gives the SMs
 enough tiles (a wider tile reads each A row once per 256 columns instead of
 per 128: half the operand traffic per FLOP), and as many ring stages as
 shared memory holds beside one set of the epilogue's slots (16 KiB for a
-128-row tile: its output tiles go out through shared memory). Convolution and attention, tf32 and fp8 wait for their
-loaders: simt-generic gives each output element one thread that loops over
-the reduction (K); the output count sets the parallelism, and few outputs
-get 128-thread blocks. An operand with a prologue (``Problem.prologues``)
+128-row tile: its output tiles go out through shared memory). Convolutions
+(bf16, f16) run as implicit GEMM on either (``_implicit_gemm``), with the
+same tiles as a matmul of their M x N. Attention waits for its loaders:
+simt-generic gives each output element one thread that loops over the
+reduction (K); the output count sets the parallelism, and few outputs get
+128-thread blocks. An operand with a prologue (``Problem.prologues``)
 is loaded as stored and converted in shared memory: its stored width sets
 the ring's stage size, and its converted tiles take shared memory from the
 ring. A GEMM the tc-sm90 kernel cannot take after all (a row stride TMA
@@ -61,7 +63,8 @@ TC_TYPES = {
 TC_OF_ARCH = {"sm_90a": "tc-sm90", "sm_80": "tc-sm80"}
 
 
-# The convolutions tc-sm90 runs as implicit GEMM (sm90/im2col.py).
+# The convolutions tc-sm90 and tc-sm80 run as implicit GEMM (sm90/im2col.py,
+# sm80/im2col.py).
 IMPLICIT_GEMM = ("conv_fprop", "conv_dgrad", "conv_wgrad")
 
 
@@ -312,6 +315,45 @@ def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
     return configs
 
 
+def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False):
+    """tc-sm80 Configs, best first, for an implicit-GEMM convolution of M x N
+    (``tc_sm80_configs``' tiles); a filter gradient's (``channels``: its C)
+    only those whose N divides C, so that a tile lies in one filter tap."""
+    configs = tc_sm80_configs(m, n, 1, dtype, sms, facts, fallback)
+    if channels is not None:
+        configs = [c for c in configs if channels % c.tile[1] == 0]
+    return configs
+
+
+def _implicit_gemm(problem, faster, m, n, k, facts):
+    """The tensor-core Configs of a convolution, best first: tc-sm90's on
+    sm_90a, then tc-sm80's (its fallback), or tc-sm80's on sm_80. Each tap's
+    channels are read in whole K steps (the loaders zero-fill past C): a
+    forward or data gradient's K is taps x C rounded up to the tile's K."""
+    if problem.anchor == "conv_wgrad":
+        # N runs over (tap, C): a tile must lie in one tap (the anchor's
+        # inputs are dy, x).
+        channels = problem.anchor_inputs[1].shape[1]
+        fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
+                            fallback=faster == "tc-sm90")
+        if faster == "tc-sm90":
+            fast = [c for c in tc_sm90(problem, m, n, k, 1, facts)
+                    if channels % c.tile[1] == 0] + fast
+        return fast
+    w = problem.anchor_inputs[1].shape
+    reduced = w[0] if problem.anchor == "conv_dgrad" else w[1]
+    taps = math.prod(w[2:])
+    fast = []
+    for c in tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
+                          fallback=faster == "tc-sm90"):
+        bk = c.tile[2]
+        fast.append(c.replace(reason=f"{c.reason}; K {taps * _ceil(reduced, bk) * bk} "
+                                     f"({taps} taps x {reduced} channels in steps of {bk})"))
+    if faster == "tc-sm90":
+        fast = tc_sm90(problem, m, n, taps * _ceil(reduced, TC90_K) * TC90_K, 1, facts) + fast
+    return fast
+
+
 def rank(problem):
     m, n, k, batch = gemm_shape(problem)
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
@@ -336,20 +378,8 @@ def rank(problem):
         if faster == "tc-sm90":
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
-    if faster == "tc-sm90" and problem.anchor in IMPLICIT_GEMM and m * n and k \
+    if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
             and problem.dtype in ("bf16", "f16"):
-        # Each filter tap's channels are read in whole K steps (the loader
-        # zero-fills past C): the steps the kernel runs.
-        if problem.anchor == "conv_wgrad":
-            # N runs over (tap, C): a tile must lie in one tap (the
-            # anchor's inputs are dy, x).
-            channels = problem.anchor_inputs[1].shape[1]
-            fast = [c for c in tc_sm90(problem, m, n, k, 1, facts)
-                    if channels % c.tile[1] == 0]
-        else:
-            w = problem.anchor_inputs[1].shape
-            reduced = w[0] if problem.anchor == "conv_dgrad" else w[1]
-            steps_k = math.prod(w[2:]) * _ceil(reduced, TC90_K) * TC90_K
-            fast = tc_sm90(problem, m, n, steps_k, 1, facts)
+        fast = _implicit_gemm(problem, faster, m, n, k, facts)
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     return simt_generic(work, problem.sms, faster, facts)

@@ -36,8 +36,9 @@ strides are a permutation of a dense layout (a transposed view, not a
 slice). Should such a kernel fall back to simt-generic, its loops read the
 strided memref all the same. Likewise an output whose only users are
 kernels configured ``simt-window`` (a pooling kernel stores each element at
-its own strides, channels-last included) or ``simt-transpose`` is not
-copied out. An argument that
+its own strides, channels-last included) or ``simt-transpose``, or a
+convolution configured ``tc-sm90`` or ``tc-sm80`` (an implicit GEMM, whose
+epilogue stores channels-last rows), is not copied out. An argument that
 already has its strided type (dnn-layout-views made views of it) is left as
 it is.
 
@@ -129,10 +130,12 @@ def apply(module):
 # Strategies whose kernels read an input in whatever layout it has.
 LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose")
 # Those whose kernels also write an output in whatever layout it has; and a
-# tc-sm90 convolution (a kernel function with IMPLICIT_GEMM's attribute),
-# whose epilogue stores channels-last rows.
+# tensor-core convolution (a kernel function with IMPLICIT_GEMM's attribute
+# configured one of IMPLICIT_GEMM_STRATEGIES), whose epilogue stores
+# channels-last rows.
 LAYOUT_FREE_OUTPUTS = ("simt-window", "simt-transpose")
 IMPLICIT_GEMM = "dnn.conv"
+IMPLICIT_GEMM_STRATEGIES = ("tc-sm90", "tc-sm80")
 
 
 
@@ -159,7 +162,7 @@ def layout_free_reader(use, functions, calls, strategies=LAYOUT_FREE):
     if config is None or calls[irutil.symbol(callee)] != 1:
         return None
     if config.strategy not in strategies and not (
-            config.strategy == "tc-sm90" and IMPLICIT_GEMM in callee.attributes):
+            config.strategy in IMPLICIT_GEMM_STRATEGIES and IMPLICIT_GEMM in callee.attributes):
         return None
     return callee, use.operand_number
 

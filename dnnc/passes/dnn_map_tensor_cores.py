@@ -10,6 +10,12 @@ epilogue fused in registers:
   a way it does not support, a stride TMA cannot describe),
   with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.
 
+A kernel whose function carries ``dnn.conv`` is a convolution: each
+strategy runs it as an implicit GEMM (tensorcore/conv.py) with its own
+operand loaders (sm90/im2col.py: TMA's im2col mode; sm80/im2col.py: a
+cp.async gather), matched for the tile's K step; one tc-sm90 does not take
+goes to tc-sm80 likewise (its tiles from ``tc_sm80_conv``).
+
 Runs in the ``gpu`` stage on bufferized kernel functions, before
 convert-linalg-to-parallel-loops. The config's ``tile`` is ``[BM, BN, BK]``
 and ``stages`` the depth of the shared-memory ring. The kernel must read as
@@ -62,6 +68,7 @@ After, for ``strategy = "tc-sm80", tile = [64, 64, 32], stages = 3``::
 Lit test: test/lit/passes/dnn_map_tensor_cores.mlir.
 """
 
+import dataclasses
 from dataclasses import dataclass
 
 from mlir import ir
@@ -70,7 +77,7 @@ from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
 from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
-from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs
+from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs, tc_sm80_conv
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
 
@@ -119,6 +126,9 @@ class DnnMapTensorCores(DnncPass):
             for fn, config in sm90_kernels:
                 self._sm90(fn, config)
             for fn, config in sm80_kernels:
+                if conv_match.ATTR in fn.attributes:
+                    self._sm80_conv(fn, config)
+                    continue
                 try:
                     found = gemm_match.match(fn)
                     tile = sm80_tile_of(config, found.element)
@@ -159,8 +169,10 @@ class DnnMapTensorCores(DnncPass):
                   f"{fallback.stages} stages")
 
     def _sm90_conv(self, fn, config):
-        """A convolution kernel: tc-sm90's implicit GEMM, else simt-generic
-        (tc-sm80 has no convolution loader yet)."""
+        """A convolution kernel: tc-sm90's implicit GEMM, else tc-sm80's
+        (what tc-sm90 does not take for its loaders or tiles: an im2col box
+        or a stride TMA cannot describe, a filter gradient's C), else
+        simt-generic."""
         tile = tile_of(config)
         try:
             conv = conv_match.match(fn, tile.k)
@@ -171,7 +183,60 @@ class DnnMapTensorCores(DnncPass):
             notes = sm90.build_conv(fn, conv, tile)
         except sm90.NotSupported as why:
             conv_match.discard(conv.made)
-            fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
+            not_sm90 = f"{STRATEGY} does not apply ({why})"
+        else:
+            for note in notes:
+                add_note(fn, note)
             return
+        gemm = conv.gemm
+        fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
+                                 conv.channels if conv.direction == "wgrad" else None,
+                                 fallback=True)
+        if not fallbacks:
+            fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile of N divides C = "
+                          f"{conv.channels}): {SIMT}")
+            return
+        fallback = fallbacks[0]
+        try:
+            notes, _ = self._build_sm80_conv(fn, sm80_tile_of(fallback, gemm.element))
+        except (gemm_match.NotAGemm, sm80.NotSupported) as why:
+            fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
+            return
+        hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
+                             stages=fallback.stages),
+                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
+                  f"{fallback.stages} stages")
         for note in notes:
             add_note(fn, note)
+
+    def _sm80_conv(self, fn, config):
+        """A convolution kernel configured tc-sm80: its implicit GEMM, else
+        simt-generic. Without a tile (an override that names none) a filter
+        gradient's tile is narrowed to lie in one filter tap."""
+        # Implicit-GEMM operands are 16-bit (conv.match takes no other).
+        tile = sm80_tile_of(config, "bf16")
+        try:
+            notes, tile = self._build_sm80_conv(fn, tile, narrow=not config.tile)
+        except (gemm_match.NotAGemm, sm80.NotSupported) as why:
+            fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
+            return
+        fn.attributes[ATTR] = config.replace(
+            tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
+        for note in notes:
+            add_note(fn, note)
+
+    @staticmethod
+    def _build_sm80_conv(fn, tile, narrow=False):
+        """Match the convolution of ``fn`` for ``tile`` and build its tc-sm80
+        kernel; (the notes for the plan, the tile it ran with) (``narrow``:
+        a filter gradient's N narrowed to a divisor of C where ``tile``'s is
+        not). On failure the views the match made are erased again."""
+        conv = conv_match.match(fn, tile.k, "tc-sm80")
+        if narrow and conv.direction == "wgrad" and conv.channels % tile.n:
+            n = next((n for n in (64, 32, 16) if n < tile.n and conv.channels % n == 0), None)
+            tile = dataclasses.replace(tile, n=n) if n else tile
+        try:
+            return sm80.build_conv(fn, conv, tile), tile
+        except sm80.NotSupported:
+            conv_match.discard(conv.made)
+            raise

@@ -1,7 +1,7 @@
-"""Forward convolutions for sm_90a without a GPU: which run as tc-sm90's
-implicit GEMM (dnnc/codegen/gpu/tensorcore/conv.py, sm90/im2col.py) and
-which fall back to simt-generic, read from the plan; and what ptxas makes of
-one implicit GEMM.
+"""Convolutions without a GPU: which run as tc-sm90's implicit GEMM on
+sm_90a (dnnc/codegen/gpu/tensorcore/conv.py, sm90/im2col.py), as tc-sm80's
+on sm_80 (sm80/im2col.py), and which fall back, read from the plan; and what
+ptxas makes of some implicit GEMMs.
 
 Each graph holds one convolution, compiled once (module-scoped fixture)
 without a tuning database:
@@ -20,12 +20,21 @@ without a tuning database:
 * ``LAID_OUT``: C = 3, row-major (NCHW) x, all operands NCHW: tc-sm90
   after dnn-conv-layouts' kernels (pixels padded to 16 bytes; transposes to
   and from channels-last), the plan naming them.
-* ``FALLBACKS``: two groups, and a 3-D filter whose im2col pixel box TMA
-  cannot describe: simt-generic, the reason saying why tc-sm90 does not
+* ``FALLBACKS``: two groups: simt-generic, the reason saying why tc-sm90
+  does not apply.
+* ``SM80_FALLBACKS``: a 3-D filter whose im2col pixel box TMA cannot
+  describe: tc-sm80's implicit GEMM, the reason saying why tc-sm90 does not
   apply.
 * ``bias_relu_bf16`` through ptxas and the SASS (skipped without ptxas or
   cuobjdump, as test_tc_sass.py skips): no spills, no stack, no local
   memory; HGMMA of the tile's shape on bf16, TMA loads.
+
+For sm_80, the graphs of ``TENSOR_CORES`` and ``GRADS`` (data gradients of
+stride 1 and filter gradients, channels-last) are one tc-sm80 kernel each,
+whose reason names the implicit GEMM gathered by cp.async; groups fall back
+to simt-generic, naming tc-sm80. ``SM80_SASS`` through ptxas and the SASS:
+no spills, no stack, no local memory, registers within 255; HMMA of the
+operand type only, cp.async (LDGSTS) and ldmatrix (LDSM).
 """
 
 import math
@@ -37,6 +46,7 @@ from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import ptxas, sass
 from dnnc.codegen.gpu.tensorcore import sm90
 from test_tc_sass import ARCH, MAX_SHARED, gemm_kernels, needs_sass
+from test_tc_sm80_sass import MAX_SHARED as SM80_MAX_SHARED
 
 
 def channels_last(dims):
@@ -129,6 +139,9 @@ FALLBACKS = {
     "groups2_f16": (conv_graph("groups2_f16", "f16", [2, 16, 8, 8], 16, [3, 3], groups=2,
                                padding=[1, 1]),
                     "2 groups: tc-sm90 convolutions take one so far"),
+}
+# name: (graph builder, why tc-sm90 does not apply): tc-sm80 takes them.
+SM80_FALLBACKS = {
     # Corners of a rank-5 im2col box lie in [-16, 15]: pre-padding 17 is past them.
     "box_3d_f16": (conv_graph("box_3d_f16", "f16", [1, 8, 8, 4, 4], 8, [7, 1, 1],
                               dilation=[3, 1, 1], pre_padding=[17, 0, 0],
@@ -137,27 +150,68 @@ FALLBACKS = {
 }
 
 
+def grad_graph(name, direction, dtype, x_dims, k, window, **attrs):
+    """The data (``direction`` "dgrad") or filter ("wgrad") gradient of the
+    convolution of x ``x_dims`` by a ``k`` x C x ``window`` filter, every
+    tensor channels-last."""
+    def build():
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        w_dims = [k, x_dims[1], *window]
+        x = g.tensor(name="x", dim=x_dims, stride=channels_last(x_dims))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        y_dims = [int(d) for d in g.conv_fprop(x, w, **attrs).dim]
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        dy = g.tensor(name="dy", dim=y_dims, stride=channels_last(y_dims))
+        if direction == "dgrad":
+            w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+            out, dims = g.conv_dgrad(dy, w, x_dims, **attrs), x_dims
+        else:
+            x = g.tensor(name="x", dim=x_dims, stride=channels_last(x_dims))
+            out, dims = g.conv_wgrad(x, dy, w_dims, **attrs), w_dims
+        out.set_output(True).set_stride(channels_last(dims))
+        return g
+    return build
+
+
+# name: (graph builder, direction): tc-sm80 on sm_80.
+GRADS = {
+    "dgrad_3x3_bf16": (grad_graph("dgrad_3x3_bf16", "dgrad", "bf16", [2, 24, 9, 11], 40,
+                                  [3, 3], padding=[1, 1]), "dgrad"),
+    "dgrad_dilated_f16": (grad_graph("dgrad_dilated_f16", "dgrad", "f16", [3, 16, 12, 10], 32,
+                                     [3, 2], dilation=[2, 1], pre_padding=[2, 0],
+                                     post_padding=[1, 1], conv_mode="convolution"), "dgrad"),
+    "wgrad_3x3_bf16": (grad_graph("wgrad_3x3_bf16", "wgrad", "bf16", [2, 64, 9, 11], 24,
+                                  [3, 3], padding=[1, 1]), "wgrad"),
+    "wgrad_strided_f16": (grad_graph("wgrad_strided_f16", "wgrad", "f16", [2, 128, 13, 9],
+                                     16, [2, 3], stride=[2, 2], pre_padding=[1, 0],
+                                     post_padding=[0, 1]), "wgrad"),
+}
+# Assembled for sm_80: the HMMA opcode of each one's type.
+SM80_SASS = {"bias_relu_bf16": "HMMA.16816.F32.BF16", "strided_dilated_f16": "HMMA.16816.F32",
+             "dgrad_3x3_bf16": "HMMA.16816.F32.BF16", "wgrad_strided_f16": "HMMA.16816.F32"}
+
+
 class Built:
-    """Each graph compiled, and assembled, at most once."""
+    """Each graph compiled for each arch, and assembled, at most once."""
 
     def __init__(self):
         self.packages, self.assembled = {}, {}
 
-    def package(self, name):
-        if name not in self.packages:
-            build = TENSOR_CORES[name] if name in TENSOR_CORES else \
-                {**FALLBACKS, **LAID_OUT}[name][0]
-            self.packages[name] = compiler.compile_module(
+    def package(self, name, arch=ARCH):
+        if (name, arch) not in self.packages:
+            build = TENSOR_CORES.get(name) or GRADS.get(name, (None,))[0] or \
+                {**FALLBACKS, **SM80_FALLBACKS, **LAID_OUT}[name][0]
+            self.packages[name, arch] = compiler.compile_module(
                 graph_mlir.to_module(build()),
-                compiler.Options(target="cuda", arch=ARCH, tuning_db="off"), basename=name)
-        return self.packages[name]
+                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
+        return self.packages[name, arch]
 
-    def assembly(self, name):
+    def assembly(self, name, arch=ARCH):
         """({entry: KernelResources}, {entry: SASS text})."""
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
+        if (name, arch) not in self.assembled:
+            resources, cubin = ptxas.assemble_cubin(self.package(name, arch).ptx, arch)
+            self.assembled[name, arch] = resources, sass.functions(sass.disassemble(cubin))
+        return self.assembled[name, arch]
 
 
 @pytest.fixture(scope="module")
@@ -244,3 +298,69 @@ def test_implicit_gemm_sass(built):
     assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
+
+
+@pytest.mark.parametrize("name", sorted(SM80_FALLBACKS))
+def test_tc_sm90_falls_back_to_tc_sm80(built, name):
+    (k,) = built.package(name).kernels
+    why = SM80_FALLBACKS[name][1]
+    assert k["strategy"] == "tc-sm80", (k["entry"], k["strategy"], k["reason"])
+    assert k["reason"].startswith(f"tc-sm90 does not apply ({why}"), k["reason"]
+    assert "implicit GEMM (fprop): x gathered by cp.async" in k["reason"], k["reason"]
+
+
+@pytest.mark.parametrize("name", sorted(TENSOR_CORES) + sorted(GRADS))
+def test_implicit_gemm_on_tc_sm80(built, name):
+    """One tc-sm80 kernel: the operands read where they lie (no copy into or
+    out of channels-last), the epilogue fused."""
+    kernels = built.package(name, "sm_80").kernels
+    assert [k["strategy"] for k in kernels] == ["tc-sm80"], \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    (k,) = kernels
+    direction = GRADS[name][1] if name in GRADS else "fprop"
+    g = (GRADS[name][0] if name in GRADS else TENSOR_CORES[name])()
+    x = next(t for t in g.inputs if t.name in ("x", "dy") and
+             (direction != "wgrad" or t.name == "x"))
+    w_dims = [int(d) for d in (g.outputs[0] if direction == "wgrad" else
+                               next(t for t in g.inputs if t.name == "w")).dim]
+    taps = math.prod(w_dims[2:])
+    read = "dy" if direction == "dgrad" else "x"
+    assert (f"implicit GEMM ({direction}): {read} gathered by cp.async, {taps} filter taps "
+            f"x {int(x.dim[1])} channels") in k["reason"], k["reason"]
+    bm, bn, bk = k["config"]["tile"]
+    assert k["block"][0] in (128, 256) and k["shared_bytes"] <= SM80_MAX_SHARED, k
+    if direction == "wgrad":   # a tile of N lies in one filter tap
+        assert w_dims[1] % bn == 0, (w_dims, k["config"])
+
+
+def test_tc_sm80_fallback_names_tc_sm80(built):
+    kernels = built.package("groups2_f16", "sm_80").kernels
+    convs = [k for k in kernels if "conv_fprop" in k["entry"]]
+    assert convs and all(k["strategy"] == "simt-generic" for k in convs), \
+        [(k["entry"], k["strategy"]) for k in kernels]
+    assert convs[0]["reason"].startswith(
+        "tc-sm80 does not apply (2 groups: tc-sm80 convolutions take one so far)"), \
+        convs[0]["reason"]
+
+
+@needs_sass
+@pytest.mark.parametrize("name", sorted(SM80_SASS))
+def test_implicit_gemm_tc_sm80_sass(built, name):
+    """ptxas's verdict and the SASS of tc-sm80 implicit GEMMs: no spills or
+    local memory, registers within 255 and what the block's threads may
+    have, shared memory within sm_80's; HMMA of the operand type only,
+    cp.async and ldmatrix."""
+    package = built.package(name, "sm_80")
+    resources, functions = built.assembly(name, "sm_80")
+    (k,) = package.kernels
+    r = resources[k["entry"]]
+    threads = k["block"][0] * k["block"][1] * k["block"][2]
+    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
+    assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (k["entry"], r)
+    assert k["shared_bytes"] + r.shared_bytes <= SM80_MAX_SHARED, (k["shared_bytes"], r)
+    counts = sass.opcodes(functions[k["entry"]])
+    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    hmma = SM80_SASS[name]
+    assert counts[hmma] > 0 and {op for op in counts if op.startswith("HMMA.")} == {hmma}, \
+        sorted(counts)
+    assert counts["LDGSTS"] > 0 and counts["LDSM"] > 0, sorted(counts)

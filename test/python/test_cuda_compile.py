@@ -985,13 +985,15 @@ def emulate(g):
         if stage.name == "gpu":
             break
         run_pipeline(module, stage.pipeline)
-    with module.context:  # a row program's shuffles and barriers need a GPU
+    # A row program's shuffles and barriers need a GPU, as do the tensor-core
+    # kernels (the small convolutions here take tc-sm90; GPU cases test them).
+    with module.context:
         for fn in irutil.kernel_functions(module):  # (column programs: test_colwise.py,
             # window programs: test_windows.py, transposes: the GPU family transposes_*)
             config = heuristics.Config.from_attr(fn.attributes["dnn.config"])
             if config.strategy in ("simt-reduce", "simt-reduce-columns",
                                    "simt-reduce-rows-columns", "simt-window",
-                                   "simt-transpose"):
+                                   "simt-transpose", "tc-sm90", "tc-sm80"):
                 fn.attributes["dnn.config"] = heuristics.Config(
                     "simt-generic", config.block).to_attr()
     gpu = pipelines.GPU.passes

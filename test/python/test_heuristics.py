@@ -480,6 +480,27 @@ def test_convolution_is_an_implicit_gemm():
     assert "sdpa: 5x7x8 (S x Skv x D) x2 batch" in choose(sdpa).reason
 
 
+def test_convolutions_on_tensor_cores():
+    """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
+    on sm_80, each tap's channels read in whole K steps; a filter
+    gradient's tiles of N lie in one filter tap."""
+    bf16 = [([8, 40, 28, 28], "bf16"), ([64, 40, 3, 3], "bf16")]
+    for arch, first in (("sm_90a", "tc-sm90"), ("sm_80", "tc-sm80")):
+        configs = rank(problem("conv_fprop", bf16, [([8, 64, 28, 28], "bf16")], arch=arch))
+        strategies = [c.strategy for c in configs]
+        assert strategies[0] == first and "tc-sm80" in strategies, strategies
+        assert strategies[-1] == "simt-generic", strategies
+        sm80 = [c for c in configs if c.strategy == "tc-sm80"]
+        # 40 channels a tap take 64 of K in steps of 32 or of 64.
+        assert all(f"K 576 (9 taps x 40 channels in steps of {c.tile[2]})" in c.reason
+                   for c in sm80), [c.reason for c in sm80]
+    for channels, widths in ((192, {64}), (96, set())):
+        wgrad = rank(problem("conv_wgrad", [([8, 64, 28, 28], "bf16"),
+                                            ([8, channels, 28, 28], "bf16")],
+                             [([64, channels, 3, 3], "bf16")], arch="sm_80"))
+        assert {c.tile[1] for c in wgrad if c.strategy == "tc-sm80"} == widths, wgrad
+
+
 def test_tensor_and_unknown_anchors():
     # A copy by 16-byte vectors where the innermost dims allow them, else
     # one thread per element.

@@ -9,6 +9,7 @@ from types import SimpleNamespace
 import pytest
 
 from dnnc.codegen.gpu.tensorcore import interfaces
+from dnnc.codegen.gpu.tensorcore.sm80 import im2col as sm80_im2col
 from dnnc.codegen.gpu.tensorcore.sm80.loader import AsyncOperand
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import Epilogue
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import FilterOperand, Im2colOperand
@@ -26,6 +27,8 @@ IMPLEMENTATIONS = [
     (interfaces.Role, Consumer),
     (interfaces.Epilogue, Epilogue),
     (interfaces.CopyLoader, AsyncOperand),
+    (interfaces.CopyLoader, sm80_im2col.Im2colOperand),
+    (interfaces.CopyLoader, sm80_im2col.FilterOperand),
 ]
 
 

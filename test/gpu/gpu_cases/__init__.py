@@ -17,7 +17,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     matmul.py          matmuls and the tensor-core GEMMs (tc-sm90, tc-sm80)
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
-                       and its fallbacks), ten to a graph
+                       and its fallbacks), ten to a graph; data and filter
+                       gradients alike; some of each with tc-sm80 forced
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms

@@ -12,15 +12,21 @@ side or 3-D volumes of 1-8; filters of 1-7 taps a dim; stride and dilation
 1-3 a dim; pre and post padding each 0 .. (R - 1) * dilation; a quarter in
 convolution mode. Some end in a fused epilogue: bias + relu, bias + a
 residual (laid out as the output) + relu, or scale * y + shift per channel.
-The rest fall back to simt-generic, their reason in the plan: C not a
-multiple of 8 (1, 3, 7, 63, 65), groups (depthwise, 2 or 4), row-major
-(NCHW) operands, and 3-D filters whose im2col pixel box TMA cannot describe
-(``tma_im2col_fits``).
+The rest fall back, their reason in the plan: to simt-generic, C not a
+multiple of 8 (1, 3, 7, 63, 65), groups (depthwise, 2 or 4) and row-major
+(NCHW) operands; to tc-sm80's implicit GEMM, 3-D filters whose im2col pixel
+box TMA cannot describe (``tma_im2col_fits``).
 
 Output channels K are drawn from all of those sizes: rows of 1, 3 or 65
 channels are what the epilogue cannot store by TMA. Each convolution's
 inputs, filter and outputs together hold at most ``BUDGET`` elements, to
 keep the packages' data small.
+
+The first ``SM80_GRAPHS`` graphs of each direction are built again with
+tc-sm80 forced (``conv_random_sm80_*``: its implicit GEMM, a cp.async
+gather and mma.sync, in the tiles of ``SM80_CONFIGS`` in turn: 4 warps of
+128 x 128 with no tile named, 64 x 64 in 3 stages, and 8 warps of
+256 x 128 x 64); what tc-sm80 does not take falls back to simt-generic.
 """
 
 import math
@@ -256,6 +262,13 @@ def random_convs(dtype, convs, direction="fprop"):
     return build
 
 
+# tc-sm80 forced on a share of the same graphs, in tiles of each size its
+# heuristics use (a filter gradient's N narrowed to divide C where no tile
+# is named).
+SM80_GRAPHS = 12
+SM80_CONFIGS = ("*=strategy:tc-sm80", "*=strategy:tc-sm80,tile:64x64x32,stages:3",
+                "*=strategy:tc-sm80,tile:256x128x64,stages:3")
+
 CASES = [
     Case(f"conv_random_{j:02d}_{dtype.mlir}",
          random_convs(dtype, CONFIGS[j * PER_GRAPH:(j + 1) * PER_GRAPH]),
@@ -267,4 +280,11 @@ CASES = [
          seed=SEED + 1000 * (i + 1) + j)
     for i, (direction, configs) in enumerate(GRAD_CONFIGS.items())
     for j, dtype in zip(range(GRAPHS), [BF16, F16] * GRAPHS)
+] + [
+    Case(f"conv_random_sm80_{direction}_{j:02d}_{dtype.mlir}",
+         random_convs(dtype, configs[j * PER_GRAPH:(j + 1) * PER_GRAPH], direction),
+         positive=tuple(f"s{i}" for i in range(PER_GRAPH)) if direction == "fprop" else (),
+         seed=SEED + 1000 * i + j, config=SM80_CONFIGS[j % len(SM80_CONFIGS)])
+    for i, (direction, configs) in enumerate([("fprop", CONFIGS), *GRAD_CONFIGS.items()])
+    for j, dtype in zip(range(SM80_GRAPHS), [BF16, F16] * SM80_GRAPHS)
 ]

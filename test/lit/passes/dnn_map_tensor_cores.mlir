@@ -14,7 +14,8 @@
 // A convolution kernel (marked dnn.conv) becomes the same kernel with other
 // operand loaders: the activation read by TMA in im2col mode, the filter as
 // [K, taps, C] tiles (an implicit GEMM); one tc-sm90 does not take goes to
-// simt-generic, with the reason.
+// tc-sm80, else to simt-generic, with the reason. A tc-sm80 convolution: x
+// gathered by cp.async.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -958,5 +959,72 @@ func.func private @conv_dgrad_as_fprop(%dy: memref<1x16x4x4xbf16, strided<[256, 
   }
   %dxc = memref.collapse_shape %dxb [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
   linalg.copy ins(%dxc : memref<1x16x6x6xbf16>) outs(%dx : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+  return
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#x = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#w = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#y = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// A convolution configured tc-sm80 (a 3x3 filter, padding 1, then relu;
+// x, w and y channels-last): its implicit GEMM, M = 20 output pixels, N = 16
+// output channels, K = 9 taps x 16 channels rounded up to 32 a tap. x is
+// gathered by cp.async from the kernel argument as it lies (an [N, H, W, C]
+// view), the filter read as [K, taps, C]; the epilogue stores y through an
+// [N·P·Q, K] view.
+// CHECK-LABEL: func.func private @sm80_conv_relu(
+//  CHECK-SAME:     dnn.config_reason = "conv_fprop: 20x16x144 (M x N x K) bf16; implicit GEMM (fprop): x gathered by cp.async, 9 filter taps x 16 channels"
+//   CHECK-DAG:   memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [1, 4, 5, 16], strides: [320, 80, 16, 1]
+//   CHECK-DAG:   memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [16, 9, 16], strides: [144, 16, 1]
+//   CHECK-DAG:   memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [20, 16], strides: [16, 1]
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+//       CHECK:     scf.for
+//       CHECK:       nvvm.ldmatrix
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     arith.maximumf
+//   CHECK-NOT:   linalg.generic
+func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>, %arg1: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %arg2: memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}, dnn.config_reason = "conv_fprop: 20x16x144 (M x N x K) bf16", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %padded = memref.alloc() {alignment = 64 : i64} : memref<1x16x6x7xf32>
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%padded : memref<1x16x6x7xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %xf = memref.alloc() {alignment = 64 : i64} : memref<1x16x4x5xf32>
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>) outs(%xf : memref<1x16x4x5xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %inner = memref.subview %padded[0, 0, 1, 1] [1, 16, 4, 5] [1, 1, 1, 1] : memref<1x16x6x7xf32> to memref<1x16x4x5xf32, strided<[672, 42, 7, 1], offset: 8>>
+  linalg.copy ins(%xf : memref<1x16x4x5xf32>) outs(%inner : memref<1x16x4x5xf32, strided<[672, 42, 7, 1], offset: 8>>)
+  %xg = memref.expand_shape %padded [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 6, 7] : memref<1x16x6x7xf32> into memref<1x1x16x6x7xf32>
+  %wg = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+  %acc = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x4x5xf32>
+  linalg.generic {indexing_maps = [#id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%acc : memref<1x1x16x4x5xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#x, #w, #y], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%xg, %wg : memref<1x1x16x6x7xf32>, memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>) outs(%acc : memref<1x1x16x4x5xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %yb = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x4x5xbf16>
+  linalg.generic {indexing_maps = [#id5, #id5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%acc : memref<1x1x16x4x5xf32>) outs(%yb : memref<1x1x16x4x5xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.maximumf %in, %cst : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  %y = memref.collapse_shape %yb [[0], [1, 2], [3], [4]] : memref<1x1x16x4x5xbf16> into memref<1x16x4x5xbf16>
+  linalg.copy ins(%y : memref<1x16x4x5xbf16>) outs(%arg2 : memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>)
   return
 }

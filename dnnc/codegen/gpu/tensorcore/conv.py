@@ -9,7 +9,8 @@ The forward convolution of channels-last tensors is the GEMM
 with m the output pixel (n, p, q) in N·P·Q order, k the output channel, and
 X(m, tap) the input pixel that output pixel m reads at filter tap ``tap``
 (zero where it falls in the padding). Nothing of im2col is stored: the
-kernel's loaders (sm90/im2col.py) read X through TMA's im2col mode and W as
+kernel's loaders read X through TMA's im2col mode (tc-sm90, sm90/im2col.py)
+or gather it by cp.async (tc-sm80, sm80/im2col.py), and W as
 ``[K, taps, C]`` tiles. Each tap's channels are read in whole K steps of
 ``bk``, the loader zero-filling past C, so the GEMM's K is taps x C rounded
 up to ``bk``.
@@ -30,10 +31,12 @@ between its pixels, which the im2col traversal cannot step.
 
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, the filter is a kernel argument, one group, channels-last
-operands TMA can read) and returns a ``Conv``: the geometry, the operand
-views the loaders describe, and a ``gemm.Gemm`` whose epilogue runs on
-two-dimensional ``[N·P·Q, K]`` views of the buffers it reads and writes, so
-that the tensor-core epilogues (sm90/epilogue.py) treat it as a matmul's.
+operands the loaders can read in 16-byte pieces) and returns a ``Conv``:
+the geometry, the operand views the loaders describe, and a ``gemm.Gemm``
+whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
+it reads and writes, so that the tensor-core epilogues (sm90/epilogue.py,
+sm80/epilogue.py) treat it as a matmul's. Its reasons name the strategy
+that asked (``match``'s ``strategy``).
 Anything else raises ``gemm.NotAGemm`` with the reason, before any IR is
 changed except the views it made, which the kernel's build erases when
 unused.
@@ -55,6 +58,13 @@ ATTR = "dnn.conv"
 PAD_OPS = ("arith.extf", "linalg.yield")
 VIEW_OPS = ("memref.expand_shape", "memref.collapse_shape", "memref.subview", "memref.cast",
             "memref.reinterpret_cast")
+# How each strategy reads the operands' rows of channels, for the reasons:
+# TMA's boxes (sm90/im2col.py) or cp.async's chunks (sm80/im2col.py), both
+# 16-byte aligned.
+READS = {"tc-sm90": "TMA steps them by multiples of 16 bytes",
+         "tc-sm80": "cp.async copies them in aligned 16-byte chunks"}
+ROWS = {"tc-sm90": "by TMA in rows of a multiple of 16 bytes",
+        "tc-sm80": "by cp.async in aligned 16-byte chunks"}
 
 
 @dataclass
@@ -205,7 +215,7 @@ class _Views:
         return value
 
 
-def _check_pad(op, operands):
+def _check_pad(op, operands, strategy):
     """A generic before the contraction only pads and converts the
     convolution's ``operands``."""
     if "reduction" in _iterators(op):
@@ -214,19 +224,19 @@ def _check_pad(op, operands):
     if any(name not in PAD_OPS for name in names):
         bad = next(name for name in names if name not in PAD_OPS)
         raise NotAGemm(f"'{bad}' applied to a convolution operand: a prologue "
-                       "(tc-sm90 convolutions take none yet)")
+                       f"({strategy} convolutions take none yet)")
     for value in op.operands[:len(op.opview.inputs)]:
         root = _root(value)
         if irutil.is_block_argument(root) and root not in operands:
             raise NotAGemm("an op before the convolution reads another kernel input")
 
 
-def _activation(x, element):
+def _activation(x, strategy):
     """The ``[N, (D,) H, W, C]`` view of channels-last ``x`` (logical
     ``[N, C, (D,) H, W]``)."""
     shape, strides, offset = irutil.memref_geometry(x.type)
     if strides[1] != 1 and shape[1] != 1:
-        raise NotAGemm(f"x has strides {strides}: tc-sm90 convolutions read channels-last "
+        raise NotAGemm(f"x has strides {strides}: {strategy} convolutions read channels-last "
                        "activations (C contiguous)")
     order = [0] + list(range(2, len(shape))) + [1]
     view_shape = [shape[d] for d in order]
@@ -244,7 +254,7 @@ def _activation(x, element):
     return memref.reinterpret_cast(t, x, [], [], [], [offset], view_shape, view_strides)
 
 
-def _filter(w):
+def _filter(w, strategy):
     """The ``[K, taps, C]`` view of a KRSC filter (logical ``[K, C, R, S]``)."""
     shape, strides, offset = irutil.memref_geometry(w.type)
     k, c, window = shape[0], shape[1], shape[2:]
@@ -254,7 +264,7 @@ def _filter(w):
     expected = [pitch * math.prod(window[i + 1:]) for i in range(len(window))]
     moving = [(s, e) for s, e, n in zip(strides[2:], expected, window) if n != 1]
     if (c != 1 and strides[1] != 1) or pitch < c or any(s != e for s, e in moving):
-        raise NotAGemm(f"w has strides {strides}: tc-sm90 convolutions read KRSC filters "
+        raise NotAGemm(f"w has strides {strides}: {strategy} convolutions read KRSC filters "
                        "(C contiguous, then the taps)")
     view_shape = [k, taps, c]
     view_strides = [strides[0] if k != 1 else taps * pitch, pitch, 1]
@@ -263,19 +273,21 @@ def _filter(w):
     return memref.reinterpret_cast(t, w, [], [], [], [offset], view_shape, view_strides)
 
 
-def match(fn, bk):
+def match(fn, bk, strategy="tc-sm90"):
     """The ``Conv`` of kernel function ``fn`` for K steps of ``bk``
-    elements; raises NotAGemm."""
+    elements; raises NotAGemm, its reason naming ``strategy`` (the one
+    that would run it: "tc-sm90" or "tc-sm80")."""
     if ATTR not in fn.attributes:
         raise NotAGemm("not a convolution kernel")
     g = _geometry(fn)
+    g["strategy"] = strategy
     direction = g["direction"]
     if direction == "dgrad" and any(s != 1 for s in g["stride"]):
-        raise NotAGemm(f"a data gradient of stride {g['stride']}: tc-sm90 takes stride 1 so "
+        raise NotAGemm(f"a data gradient of stride {g['stride']}: {strategy} takes stride 1 so "
                        "far (a stride leaves zeros between dy's pixels, which im2col cannot "
                        "step)")
     if g["groups"] != 1:
-        raise NotAGemm(f"{g['groups']} groups: tc-sm90 convolutions take one so far")
+        raise NotAGemm(f"{g['groups']} groups: {strategy} convolutions take one so far")
     arguments = list(irutil.body(fn).arguments)
     if min(g["operands"]) < 0:
         raise NotAGemm("a convolution operand is computed in the kernel (a prologue)")
@@ -284,7 +296,7 @@ def match(fn, bk):
     element = str(ir.MemRefType(x.type).element_type)
     if element not in TC_ELEMENTS[:2] or str(ir.MemRefType(other.type).element_type) != element:
         raise NotAGemm(f"operand types {element} x {ir.MemRefType(other.type).element_type}: "
-                       "tc-sm90 convolutions take bf16 and f16 so far")
+                       f"{strategy} convolutions take bf16 and f16 so far")
     ops = [o.operation for o in irutil.body(fn).operations]
     generics = [o for o in ops if o.name == "linalg.generic"]
     reductions = [o for o in generics if "reduction" in _iterators(o)]
@@ -294,7 +306,7 @@ def match(fn, bk):
     position = ops.index(contraction)
     for op in ops[:position]:
         if op.name == "linalg.generic":
-            _check_pad(op, (x, other))
+            _check_pad(op, (x, other), strategy)
         elif op.name not in VIEW_OPS + ("memref.alloc", "arith.constant", "linalg.copy"):
             raise NotAGemm(f"'{op.name}' before the convolution")
     body = [o.name for o in irutil.body_ops(contraction)]
@@ -331,25 +343,29 @@ def match(fn, bk):
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
     multiple = 16 // (2 if element in ("bf16", "f16") else 4)
-    # TMA steps pixels (and filter taps) 16-byte aligned: C a multiple of
-    # 8, or channels-last with each pixel padded to that (dnn-conv-layouts).
+    # The loaders step pixels (and filter taps) 16-byte aligned: C a
+    # multiple of 8, or channels-last with each pixel padded to that
+    # (dnn-conv-layouts); tc-sm90 folds a stem's filter columns into its
+    # channels instead (fold.py).
     _, x_strides, _ = irutil.memref_geometry(x.type)
     pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape))) if x_shape[d] != 1),
                  channels)
-    if pitch % multiple and not fold.folds(direction, channels, window,
-                                           irutil.element_bytes(ir.MemRefType(x.type).element_type),
-                                           bk):
+    folds = strategy == "tc-sm90" and fold.folds(
+        direction, channels, window, irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
+    if strategy == "tc-sm80" and channels % multiple:
+        pitch = channels    # its chunks are whole: no padded pitch
+    if pitch % multiple and not folds:
         raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
-                       f"elements apart (C = {channels}): TMA steps them by multiples of 16 "
-                       f"bytes ({multiple} {element} elements)")
-    # The operand read MN-major must have rows TMA can step: a data
+                       f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
+                       f"{element} elements)")
+    # The operand read MN-major must have rows the loaders can step: a data
     # gradient's filter rows of C, a filter gradient's dy rows of K.
     if direction == "dgrad" and n % multiple:
-        raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, by TMA "
-                       f"in rows of a multiple of 16 bytes (C a multiple of {multiple})")
+        raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, "
+                       f"{ROWS[strategy]} (C a multiple of {multiple})")
     if direction == "wgrad" and m % multiple:
-        raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, by TMA in "
-                       f"rows of a multiple of 16 bytes (K a multiple of {multiple})")
+        raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
+                       f"{ROWS[strategy]} (K a multiple of {multiple})")
     views = _Views(fn, m, n)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,
@@ -391,8 +407,9 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes):
     if not epilogue.outputs:
         raise NotAGemm("the kernel stores nothing")
     with ir.InsertionPoint(views.first), ir.Location.unknown():
-        x_view = _activation(x, element)
-        other_view = _pixels_by_channels(other) if direction == "wgrad" else _filter(other)
+        x_view = _activation(x, g["strategy"])
+        other_view = _pixels_by_channels(other, g["strategy"]) if direction == "wgrad" else \
+            _filter(other, g["strategy"])
     views.ops += [irutil.defining_op(x_view), irutil.defining_op(other_view)]
     rank = nd + 2
     if direction == "wgrad":
@@ -410,7 +427,7 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes):
                 g["post"], g["flip"], gemm, views.made_ops(), direction)
 
 
-def _pixels_by_channels(dy):
+def _pixels_by_channels(dy, strategy):
     """The ``[N·P·Q, K]`` view of channels-last ``dy`` (logical
     ``[N, K, *out]``)."""
     shape, strides, offset = irutil.memref_geometry(dy.type)
@@ -424,7 +441,7 @@ def _pixels_by_channels(dy):
     if pitch is None and all(shape[d] == 1 for d in dims):
         pitch = shape[1]            # one pixel
     if (shape[1] != 1 and strides[1] != 1) or pitch is None:
-        raise NotAGemm(f"dy has strides {strides}: tc-sm90 filter gradients read channels-"
+        raise NotAGemm(f"dy has strides {strides}: {strategy} filter gradients read channels-"
                        "last gradients (pixels of K contiguous channels)")
     view_shape = [math.prod(shape) // shape[1], shape[1]]
     view_strides = [pitch if view_shape[0] != 1 else shape[1], 1]

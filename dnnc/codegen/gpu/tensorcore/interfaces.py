@@ -35,7 +35,10 @@ How the next kernels plug in:
 
 tc-sm80 (sm80/) has the same layers on Ampere's instructions: a loader of
 cp.async copies (``CopyLoader``), a block-per-tile scheduler, a
-software-pipelined mma.sync mainloop and the same pair epilogue.
+software-pipelined mma.sync mainloop and the same pair epilogue. Its
+convolution replaces the loaders likewise (sm80/im2col.py): the activation
+gathered by cp.async pixel by pixel, zero-filled in the padding, into the
+stage layout the matmul's loader leaves.
 
 These protocols are documentation a test checks (test_tensorcore_parts.py:
 each implementation has every member); nothing calls through them.

@@ -11,19 +11,36 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
 * ``support``: ``Tile``, ``NotSupported`` and the shared constants;
 * ``loader``: the operand loader (``AsyncOperand``: cp.async copies into a
   padded stage, ldmatrix or scalar fragment reads);
+* ``im2col``: a convolution's loaders (implicit GEMM: the activation
+  gathered pixel by pixel, the filter a tile per tap), in ``build_conv``;
 * ``kernel``: ``check`` and the kernel (prologue, software-pipelined
   mainloop of ldmatrix and mma.sync);
 * ``epilogue``: the fused epilogue, stored 16 bytes a thread where it can;
 * ``scheduler``: one block per tile, in grouped order.
 """
 
+from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
-__all__ = ["PAD", "NotSupported", "Tile", "build", "check", "smem_bytes"]
+__all__ = ["PAD", "NotSupported", "Tile", "build", "build_conv", "check", "smem_bytes"]
 
 
 def build(fn, gemm, tile):
     """Replace kernel function ``fn``'s body by the tc-sm80 kernel of ``gemm``."""
     check(gemm, tile)
     Kernel(fn, gemm, tile).build()
+
+
+def build_conv(fn, conv, tile):
+    """Replace kernel function ``fn``'s body by the tc-sm80 implicit-GEMM
+    kernel of convolution ``conv`` (tensorcore/conv.py, matched for K steps
+    of ``tile.k``): the matmul kernel with the convolution's loaders
+    (im2col.py). Returns what the plan should say of it; raises
+    NotSupported, the IR unchanged but for ``conv``'s views."""
+    loaders = im2col.loaders(conv, tile)
+    check(conv.gemm, tile, loaders)
+    Kernel(fn, conv.gemm, tile, loaders).build()
+    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
+    return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
+            f"filter taps x {conv.channels} channels"]

@@ -57,15 +57,22 @@ def _round_tf32(bits):
     finite = _cmp("ne", arith.andi(bits, _i(0x7F800000)), _i(0x7F800000))
     return arith.select(finite, rounded, bits)
 
-def smem_bytes(gemm, tile):
-    """Dynamic shared memory of the kernel: ``stages`` stages of A and B."""
-    a = AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k)
-    b = AsyncOperand("B", gemm.b, tile.n, tile, gemm.n, gemm.k)
+def operand_loaders(gemm, tile):
+    """A GEMM's loaders: each operand a plain tile (AsyncOperand)."""
+    return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k),
+            AsyncOperand("B", gemm.b, tile.n, tile, gemm.n, gemm.k))
+
+
+def smem_bytes(gemm, tile, loaders=None):
+    """Dynamic shared memory of the kernel: ``stages`` stages of A and B
+    (brought by ``loaders``, else by operand_loaders)."""
+    a, b = loaders or operand_loaders(gemm, tile)
     return tile.stages * (a.bytes + b.bytes)
 
 
-def check(gemm, tile):
-    """Raise NotSupported unless tc-sm80 with ``tile`` computes ``gemm``."""
+def check(gemm, tile, loaders=None):
+    """Raise NotSupported unless tc-sm80 with ``tile`` computes ``gemm``
+    (its operands brought by ``loaders``, else by operand_loaders)."""
     element = gemm.element
     if element not in ("bf16", "f16", "f32"):
         raise NotSupported(f"{element} operands: expected bf16, f16, or f32 as tf32")
@@ -87,19 +94,20 @@ def check(gemm, tile):
     if accumulators > MAX_ACCUMULATORS:
         raise NotSupported(f"warp tile {tile.warp_m}x{tile.warp_n}: {accumulators} accumulator "
                            f"registers a thread, expected at most {MAX_ACCUMULATORS}")
-    size = smem_bytes(gemm, tile)   # also checks each operand's layout (AsyncOperand)
+    # Making the loaders also checks each operand's layout (AsyncOperand).
+    size = smem_bytes(gemm, tile, loaders)
     if size > MAX_SHARED:
         raise NotSupported(f"{tile.stages} stages need {size} bytes of shared memory, more "
                            f"than the {MAX_SHARED} a block may use")
 
 class Kernel:
     """The tc-sm80 kernel of ``gemm`` in ``tile``s, replacing kernel function
-    ``fn``'s body."""
+    ``fn``'s body. ``loaders``: the (A, B) CopyLoaders, where they are not
+    plain tiles of the operands (an implicit GEMM's: im2col.py)."""
 
-    def __init__(self, fn, gemm, tile):
+    def __init__(self, fn, gemm, tile, loaders=None):
         self.fn, self.gemm, self.tile = fn, gemm, tile
-        self.a = AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k)
-        self.b = AsyncOperand("B", gemm.b, tile.n, tile, gemm.n, gemm.k)
+        self.a, self.b = loaders or operand_loaders(gemm, tile)
         self.tf32 = gemm.element == "f32"
         self.steps = -(-gemm.k // tile.k)
         self.kk_steps = tile.k * self.a.eb // MMA_K_BYTES
@@ -129,10 +137,12 @@ class Kernel:
             with ir.InsertionPoint(block):
                 self.kernel()
                 gpu.TerminatorOp()
-        # The linalg ops and their buffers go; constants stay (the epilogue's
-        # cloned bodies use them; canonicalize drops the rest).
+        # The linalg ops and their buffers go, last first; constants stay (the
+        # epilogue's cloned bodies use them; canonicalize drops the rest), and
+        # so do views the launch reads (an implicit GEMM's operands).
         for op in reversed(old[:-1]):
-            if op.name != "arith.constant":
+            if op.name != "arith.constant" and \
+                    not any(True for r in op.results for _ in r.uses):
                 op.erase()
 
     def kernel(self):

@@ -95,6 +95,37 @@ class AsyncOperand:
 
     # -- global -> shared ---------------------------------------------------
 
+    def chunk(self, tid, c, threads):
+        """(chunk number, line, column in elements along the line, exists: an
+        i1, or None where it always does) of this thread's ``c``-th chunk of
+        a stage's tile.
+
+        A warp's 32 chunks cover 32 / per_line whole lines. With fewer than
+        8 chunks of 16 bytes a line (64-byte K-major rows), numbering them
+        row-major puts two lines in each quarter warp (8 threads: one
+        128-byte wavefront of shared stores), whose chunks collide in a bank
+        group (pitch 5 x 16 bytes: chunk 0 of line 0 and chunk 3 of line 1).
+        Numbered down the lines instead, a quarter warp writes one chunk of
+        8 consecutive lines, distinct bank groups at an odd pitch; the warp
+        still reads the same whole rows of global memory."""
+        elems = self.width // self.eb
+        down = self.width == 16 and self.per_line < 8 and WARP % self.per_line == 0 \
+            and self.chunks % WARP == 0
+        lines_per_warp = WARP // self.per_line
+        chunk = _add(tid, c * threads)
+        if down:
+            j = arith.remui(chunk, _idx(WARP))
+            line = arith.addi(arith.muli(arith.divui(chunk, _idx(WARP)),
+                                         _idx(lines_per_warp)),
+                              arith.remui(j, _idx(lines_per_warp)))
+            col = arith.muli(arith.divui(j, _idx(lines_per_warp)), _idx(elems))
+        else:
+            line = arith.divui(chunk, _idx(self.per_line))
+            col = arith.muli(arith.remui(chunk, _idx(self.per_line)), _idx(elems))
+        exists = None if self.chunks % threads == 0 or (c + 1) * threads <= self.chunks \
+            else _cmp("ult", chunk, _idx(self.chunks))
+        return chunk, line, col, exists
+
     def prepare(self, tid, threads, batch, mn0):
         """Per-thread copy plan, before the mainloop: for each of its chunks,
         (shared byte offset in a stage, i64 global byte address at k = 0, row
@@ -107,30 +138,9 @@ class AsyncOperand:
             lead_v = arith.muli(batch, _idx(st[dims["batch"]]))
         else:
             lead_v = _idx(0)
-        elems = self.width // self.eb
         plan = []
-        # A warp's 32 chunks cover 32 / per_line whole lines. With fewer than
-        # 8 chunks of 16 bytes a line (64-byte K-major rows), numbering them
-        # row-major puts two lines in each quarter warp (8 threads: one
-        # 128-byte wavefront of shared stores), whose chunks collide in a bank
-        # group (pitch 5 x 16 bytes: chunk 0 of line 0 and chunk 3 of line 1).
-        # Numbered down the lines instead, a quarter warp writes one chunk of
-        # 8 consecutive lines, distinct bank groups at an odd pitch; the warp
-        # still reads the same whole rows of global memory.
-        down = self.width == 16 and self.per_line < 8 and WARP % self.per_line == 0 \
-            and self.chunks % WARP == 0
-        lines_per_warp = WARP // self.per_line
         for c in range(-(-self.chunks // threads)):
-            chunk = _add(tid, c * threads)
-            if down:
-                j = arith.remui(chunk, _idx(WARP))
-                line = arith.addi(arith.muli(arith.divui(chunk, _idx(WARP)),
-                                             _idx(lines_per_warp)),
-                                  arith.remui(j, _idx(lines_per_warp)))
-                col = arith.muli(arith.divui(j, _idx(lines_per_warp)), _idx(elems))
-            else:
-                line = arith.divui(chunk, _idx(self.per_line))
-                col = arith.muli(arith.remui(chunk, _idx(self.per_line)), _idx(elems))
+            chunk, line, col, exists = self.chunk(tid, c, threads)
             # K-major: a line is a row of M/N at mn0 + line, its chunks run
             # along K; MN-major: a line is a row of K, chunks run along M/N
             # from mn0.
@@ -143,18 +153,15 @@ class AsyncOperand:
             elem = arith.addi(_add(lead_v, lead), arith.muli(mn, _idx(st[dims["mn"]])))
             elem = arith.addi(elem, arith.muli(along, _idx(st[dims["k"]])))
             address = arith.addi(base, arith.muli(_i64(elem), _i(self.eb, 64)))
-            exists = None if self.chunks % threads == 0 or (c + 1) * threads <= self.chunks \
-                else _cmp("ult", chunk, _idx(self.chunks))
             plan.append((_i64(dst), address, base, mn, along, exists))
         return plan
 
     def load(self, plan, stage_i64, k0):
         """Issue this thread's cp.async copies of K step ``k0`` (index: the
         first K element) into the stage at shared address ``stage_i64``."""
-        k_step_bytes = arith.muli(_i64(k0), _i(self.strides[self.operand.dims["k"]] * self.eb,
-                                               64))
+        k_first, k_step_bytes = self.k_step(k0)
         for dst, address, base, mn, along, exists in plan:
-            k = arith.addi(k0, along)
+            k = arith.addi(k_first, along)
             # Bytes that lie inside the operand: 0 past M/N or K; a chunk
             # that crosses the end of a line's contiguous dim copies its part.
             if self.k_major:
@@ -169,18 +176,31 @@ class AsyncOperand:
             # Nothing to read: point at the operand's base (never dereferenced).
             src = arith.select(_cmp("sgt", size, _idx(0)),
                                arith.addi(address, k_step_bytes), base)
-            dst_ptr = llvm.inttoptr(_ptr(3), arith.addi(stage_i64, dst))
+            self.copy(arith.addi(stage_i64, dst), src, size, exists)
 
-            def copy(dst_ptr=dst_ptr, src=src, size=size):
-                nvvm.CpAsyncOp(dst_ptr, llvm.inttoptr(_ptr(1), src), self.width,
-                               ir.Attribute.parse("#nvvm<load_cache_modifier cg>"
-                                                  if self.width == 16 else
-                                                  "#nvvm<load_cache_modifier ca>"),
-                               cpSize=_i32(size))
-            if exists is None:
-                copy()
-            else:
-                _if(exists, copy)
+    def k_step(self, k0):
+        """(the K coordinate the bounds check of K step ``k0`` starts from,
+        the i64 byte offset of the step from the plan's addresses): ``k0``
+        and ``k0`` times K's stride, for an operand whose K is one dim."""
+        stride = self.strides[self.operand.dims["k"]] * self.eb
+        return k0, arith.muli(_i64(k0), _i(stride, 64))
+
+    def copy(self, dst_i64, src_i64, size, exists=None):
+        """One cp.async of ``width`` bytes from global address ``src_i64`` to
+        shared address ``dst_i64``, reading ``size`` (index) bytes of them
+        and zero-filling the rest; only where ``exists`` (an i1) holds."""
+        dst_ptr = llvm.inttoptr(_ptr(3), dst_i64)
+
+        def issue():
+            nvvm.CpAsyncOp(dst_ptr, llvm.inttoptr(_ptr(1), src_i64), self.width,
+                           ir.Attribute.parse("#nvvm<load_cache_modifier cg>"
+                                              if self.width == 16 else
+                                              "#nvvm<load_cache_modifier ca>"),
+                           cpSize=_i32(size))
+        if exists is None:
+            issue()
+        else:
+            _if(exists, issue)
 
     # -- shared -> registers ------------------------------------------------
 
