@@ -8,6 +8,8 @@ Imported by cases.py (``RESNET``); a case's graph is built when it runs.
 """
 
 
+import math
+
 BF16 = 2
 
 
@@ -78,6 +80,42 @@ def _torch_grad(direction, shape, stride, pad):
     return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad)
 
 
+def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
+    """A forward convolution of channels-last x by a KRSC-style filter, any
+    rank and groups; ``dt`` "tf32": f32 tensors multiplied as tf32 (what
+    PyTorch's cuDNN convolutions do with f32 by default)."""
+    import dnnc
+
+    g = dnnc.Graph(name=name, io_data_type="f32" if dt == "tf32" else dt)
+    x = g.tensor(name="x", dim=x_dims, stride=_nhwc(*x_dims))
+    w = g.tensor(name="w", dim=w_dims, stride=_nhwc(*w_dims))
+    y = g.conv_fprop(x, w, stride=stride, padding=pad,
+                     **({"compute_data_type": "tf32"} if dt == "tf32" else {}))
+    y_dims = [int(d) for d in y.dim]
+    y.set_output(True).set_stride(_nhwc(*y_dims))
+    return g
+
+
+def _torch_general(stride, pad, groups, rank):
+    conv = {4: "conv2d", 5: "conv3d"}[rank]
+    return lambda t, x, w: getattr(t.nn.functional, conv)(x, w, stride=stride, padding=pad,
+                                                          groups=groups)
+
+
+# (label, x dims, w dims, stride, padding, groups, dtype): f16 layers, a 3-D
+# convolution, depthwise convolutions (MobileNetV2's 3x3, ConvNeXt's 7x7) and
+# a grouped one.
+GENERAL = [
+    ("3x3 f16", [32, 128, 28, 28], [128, 128, 3, 3], 1, 1, 1, "f16"),
+    ("1x1 f16", [32, 256, 56, 56], [64, 256, 1, 1], 1, 0, 1, "f16"),
+    ("3x3 tf32", [32, 128, 28, 28], [128, 128, 3, 3], 1, 1, 1, "tf32"),
+    ("3x3x3 3-D", [8, 64, 16, 56, 56], [64, 64, 3, 3, 3], 1, 1, 1, "bf16"),
+    ("3x3 depthwise", [32, 144, 56, 56], [144, 1, 3, 3], 1, 1, 144, "bf16"),
+    ("7x7 depthwise", [32, 96, 56, 56], [96, 1, 7, 7], 1, 3, 96, "bf16"),
+    ("3x3 2 groups", [32, 256, 28, 28], [256, 128, 3, 3], 1, 1, 2, "bf16"),
+]
+
+
 def _torch_conv(stride, pad, epilogue):
     def fn(t, x, w, *rest):
         y = t.nn.functional.conv2d(x, w, stride=stride, padding=pad)
@@ -141,6 +179,17 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6], epilogue=a[7]),
                         _torch_conv(s, pad, epilogue), flops, nbytes, False, "conv",
                         compiled=epilogue is not None))
+    for what, x_dims, w_dims, s, pad, groups, dt in GENERAL:
+        name = f"conv {what} {'x'.join(map(str, x_dims))} ->{w_dims[0]} NHWC {dt}"
+        y_spatial = [out_size(d, r, s, pad) for d, r in zip(x_dims[2:], w_dims[2:])]
+        reduced = w_dims[1] * math.prod(w_dims[2:])
+        flops = 2 * x_dims[0] * w_dims[0] * math.prod(y_spatial) * reduced
+        nbytes = (math.prod(x_dims) + math.prod(w_dims)
+                  + x_dims[0] * w_dims[0] * math.prod(y_spatial)) * (4 if dt == "tf32" else 2)
+        slug = "conv_" + "".join(ch if ch.isalnum() else "_" for ch in what + "_" + dt)
+        out.append(Case(name, lambda slug=slug, a=(x_dims, w_dims, s, pad, groups, dt):
+                        general_graph(slug, *a), _torch_general(s, pad, groups, len(x_dims)),
+                        flops, nbytes, False, "conv"))
     for what, n, c, h, k, r, s, pad, config in SM80:
         p = out_size(h, r, s, pad)
         name = f"conv {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16 tc-sm80"

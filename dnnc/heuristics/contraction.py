@@ -330,28 +330,47 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     sm_90a, then tc-sm80's (its fallback), or tc-sm80's on sm_80. Each tap's
     channels are read in whole K steps (the loaders zero-fill past C): a
     forward or data gradient's K is taps x C rounded up to the tile's K."""
+    groups = conv_groups(problem)
     if problem.anchor == "conv_wgrad":
         # N runs over (tap, C): a tile must lie in one tap (the anchor's
-        # inputs are dy, x).
-        channels = problem.anchor_inputs[1].shape[1]
+        # inputs are dy, x). A group is a batch of M = K / groups.
+        channels = problem.anchor_inputs[1].shape[1] // groups
         fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
                             fallback=faster == "tc-sm90")
         if faster == "tc-sm90":
-            fast = [c for c in tc_sm90(problem, m, n, k, 1, facts)
+            fast = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
                     if channels % c.tile[1] == 0] + fast
         return fast
     w = problem.anchor_inputs[1].shape
-    reduced = w[0] if problem.anchor == "conv_dgrad" else w[1]
+    reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
     taps = math.prod(w[2:])
+    # A K step is 128 bytes of a row: 64 bf16 / f16, 32 tf32 (f32, a forward
+    # convolution's: tc-sm90 only).
+    bk90 = TC90_K if problem.dtype in ("bf16", "f16") else TC90_K // 2
     fast = []
+    # (tc-sm80 takes one group: its match says so where it gets more.)
+    plain = problem.dtype in ("bf16", "f16")
     for c in tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
-                          fallback=faster == "tc-sm90"):
+                          fallback=faster == "tc-sm90") if plain else []:
         bk = c.tile[2]
         fast.append(c.replace(reason=f"{c.reason}; K {taps * _ceil(reduced, bk) * bk} "
                                      f"({taps} taps x {reduced} channels in steps of {bk})"))
     if faster == "tc-sm90":
-        fast = tc_sm90(problem, m, n, taps * _ceil(reduced, TC90_K) * TC90_K, 1, facts) + fast
+        # A group is a batch of N = its output channels.
+        fast = tc_sm90(problem, m, n // groups, taps * _ceil(reduced, bk90) * bk90, groups,
+                       facts) + fast
     return fast
+
+
+def conv_groups(problem):
+    """The groups of a convolution anchor: its channels over the filter's
+    (fprop: x's C over w's; dgrad: dx's; wgrad: x's over dw's)."""
+    ins, out = problem.anchor_inputs, problem.anchor_outputs[0]
+    if problem.anchor == "conv_fprop":
+        return max(1, ins[0].shape[1] // ins[1].shape[1])
+    if problem.anchor == "conv_dgrad":
+        return max(1, out.shape[1] // ins[1].shape[1])
+    return max(1, ins[1].shape[1] // out.shape[1])
 
 
 def rank(problem):
@@ -379,7 +398,8 @@ def rank(problem):
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and problem.dtype in ("bf16", "f16"):
+            and (problem.dtype in ("bf16", "f16")
+                 or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     return simt_generic(work, problem.sms, faster, facts)

@@ -52,6 +52,7 @@ from mlir import ir
 from mlir.dialects import linalg, memref
 
 from dnnc.codegen.gpu import irutil, outline
+from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.codegen.gpu.tensorcore import fold
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
@@ -145,6 +146,8 @@ class _Layouts:
                 continue
             operands = [i for i in irutil.int_list(
                 ir.DictAttr(callee.attributes[IMPLICIT_GEMM])["operands"]) if i >= 0]
+            if self.grouped_out(callee, call, operands):
+                continue            # simt-generic will run it where it lies
             if self.folded(callee, call, operands):
                 operands = []       # read by the fold's launch (tensorcore/fold.py)
             for index, value in enumerate(list(call.operands)):
@@ -154,6 +157,22 @@ class _Layouts:
                 target = _target(ir.MemRefType(t), index in operands)
                 if target is not None and not self.reallocate(value, target):
                     self.copy(call, callee, index, value, target)
+
+    @staticmethod
+    def grouped_out(callee, call, operands):
+        """Whether the convolution's groups keep it off the tensor cores
+        (tensorcore/conv.groups_problem: a depthwise convolution)."""
+        attrs = ir.DictAttr(callee.attributes[IMPLICIT_GEMM])
+        groups = ir.IntegerAttr(attrs["groups"]).value
+        if groups == 1 or len(operands) != 2:
+            return False
+        direction = ir.StringAttr(attrs["direction"]).value
+        x = ir.MemRefType(call.operands[operands[0]].type)
+        config = Config.of_kernel(callee)
+        bk = config.tile[2] if len(config.tile) > 2 else \
+            128 // irutil.element_bytes(x.element_type)
+        return conv_match.groups_problem(direction, groups, x.shape[1] // groups,
+                                         bk) is not None
 
     @staticmethod
     def folded(callee, call, operands):

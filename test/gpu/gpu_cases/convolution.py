@@ -6,7 +6,8 @@ fused bias and relu.
 
 import dnnc
 
-from .case import BF16, F16, F32, Case, outputs
+from .case import BF16, F16, F32, Case, contracted, outputs
+from .strides import channels_last
 
 
 CONV2D = [
@@ -59,7 +60,45 @@ def conv_nhwc(dtype):
     return build
 
 
+def conv_grouped(dtype):
+    """Grouped convolutions with 64 channels a group (what tc-sm90 runs as a
+    batch of GEMMs, one a group), channels-last: forward with bias + relu,
+    3-D forward, the data and filter gradients."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype)
+        for i, (xd, wd, groups, attrs) in enumerate([
+                ([2, 128, 9, 10], [128, 64, 3, 3], 2, dict(padding=[1, 1])),
+                ([1, 256, 7, 5], [64, 64, 1, 3], 4, dict(stride=[1, 2], pre_padding=[0, 1],
+                                                          post_padding=[0, 0])),
+                ([2, 128, 4, 5, 6], [32, 64, 3, 1, 2], 2, dict(pre_padding=[1, 0, 1],
+                                                                post_padding=[1, 0, 0]))]):
+            x = g.tensor(name=f"x{i}", dim=xd, stride=channels_last(xd))
+            w = g.tensor(name=f"w{i}", dim=wd, stride=channels_last(wd))
+            y = g.conv_fprop(x, w, **attrs)
+            yd = [int(d) for d in y.dim]
+            if i == 0:
+                b = g.tensor(name="b0", dim=[1, wd[0], 1, 1])
+                y = g.relu(g.add(y, b))
+            y.set_name(f"y{i}").set_stride(channels_last(yd))
+            taps = 1
+            for r in wd[2:]:
+                taps *= r
+            outputs(contracted(y, x, w, wd[1] * taps))
+            if len(xd) == 4:
+                dy = g.tensor(name=f"dy{i}", dim=yd, stride=channels_last(yd))
+                if attrs.get("stride", [1])[-1] == 1:
+                    dx = g.conv_dgrad(dy, w, xd, **attrs).set_name(f"dx{i}")
+                    dx.set_stride(channels_last(xd))
+                    outputs(contracted(dx, dy, w, wd[0] // groups * taps))
+                dw = g.conv_wgrad(x, dy, wd, **attrs).set_name(f"dw{i}")
+                dw.set_stride(channels_last(wd))
+                outputs(contracted(dw, x, dy, yd[0] * yd[2] * yd[3]))
+        return g
+    return build
+
+
 CASES = [
+    *(Case(f"conv_grouped_{d.mlir}", conv_grouped(d)) for d in (BF16, F16)),
     *(Case(f"conv_fprop_{d.mlir}", conv_fprop(d)) for d in (F32, F16, BF16)),
     Case("conv_fprop_tf32", conv_fprop(F32, "tf32")),
     *(Case(f"conv_grads_{d.mlir}", conv_grads(d)) for d in (F32, BF16)),

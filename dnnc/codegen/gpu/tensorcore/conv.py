@@ -51,7 +51,9 @@ from mlir.dialects import memref
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs
 from dnnc.codegen.gpu.tensorcore import fold
-from dnnc.codegen.gpu.tensorcore.gemm import TC_ELEMENTS, Epilogue, Gemm, NotAGemm, Operand, Step
+from dnnc.codegen.gpu.tensorcore.gemm import (
+    TC_ELEMENTS, TF32_ROUNDING, Epilogue, Gemm, NotAGemm, Operand, Step,
+)
 
 ATTR = "dnn.conv"
 # Body ops a generic before the contraction may hold: it pads and converts x.
@@ -91,6 +93,7 @@ class Conv:
     gemm: Gemm
     made: list               # the ops match made (views, stand-ins): discard's
     direction: str = "fprop"  # or "dgrad": x is dy, the GEMM's N the filter's C
+    groups: int = 1           # the GEMM's batch; ``channels`` are a group's
 
     @property
     def taps(self):
@@ -126,17 +129,26 @@ def _root(value):
         value = op.operands[0]
 
 
-def _strides(value, exprs, sizes):
+def _strides(value, exprs, sizes, split=None, groups=1):
     """{loop dim: stride in elements} of buffer ``value`` read through
     ``exprs`` (a loop dim or None per buffer dim), over its dims of more than
-    one element; and its static offset."""
+    one element; and its static offset. With ``groups`` > 1, loop dim
+    ``split`` (a collapsed [groups x channels] dim) reads as two:
+    ("outer", split), the group, and ("inner", split), the channel."""
     shape, strides, offset = irutil.memref_geometry(value.type)
     out = {}
     for d, n, s in zip(exprs, shape, strides):
-        if d is not None and n != 1:
-            if n != sizes[d]:
+        if d is None or n == 1:
+            continue
+        if d == split and groups > 1:
+            inner = sizes[("inner", d)]
+            if n != groups * inner:
                 raise NotAGemm("an epilogue operand covers part of a loop dim")
-            out[d] = s
+            out[("outer", d)], out[("inner", d)] = s * inner, s
+            continue
+        if n != sizes[d]:
+            raise NotAGemm("an epilogue operand covers part of a loop dim")
+        out[d] = s
     return out, offset
 
 
@@ -167,12 +179,13 @@ def _group_stride(strides, dims, sizes, what):
 
 
 class _Views:
-    """Two-dimensional ``[M, N]`` views (memref.reinterpret_cast) of the
-    epilogue's buffers, made at the top of the kernel function; and stand-in
-    values for the buffers that live in registers only."""
+    """``[M, N]`` views (memref.reinterpret_cast) of the epilogue's buffers,
+    ``[G, M, N]`` for a convolution of G > 1 groups (the GEMM's batch), made
+    at the top of the kernel function; and stand-in values for the buffers
+    that live in registers only."""
 
-    def __init__(self, fn, m, n):
-        self.fn, self.m, self.n = fn, m, n
+    def __init__(self, fn, m, n, groups=1):
+        self.fn, self.m, self.n, self.groups = fn, m, n, groups
         self.made = {}
         self.first = list(irutil.body(fn).operations)[0]
         self.ops = []
@@ -180,22 +193,30 @@ class _Views:
     def made_ops(self):
         return list(self.ops)
 
-    def view(self, value, exprs, sizes, m_dims, n_dims):
-        """(the view, its exprs over (m, n)) of ``value`` read through
-        ``exprs`` in a loop space of ``sizes`` whose output pixel dims are
-        ``m_dims`` and channel dims ``n_dims``."""
-        strides, offset = _strides(value, exprs, sizes)
+    def view(self, value, exprs, sizes, dims, strides=None):
+        """(the view, its exprs over ([g,] m, n)) of ``value`` read through
+        ``exprs`` in a loop space of ``sizes``; ``dims`` = (group dims,
+        output pixel dims, channel dims) of that space; ``strides``, given,
+        are the buffer's per loop dim instead of what ``exprs`` say."""
+        b_dims, m_dims, n_dims, split = dims
+        offset = irutil.memref_geometry(value.type)[2]
+        if strides is None:
+            strides, offset = _strides(value, exprs, sizes, split, self.groups)
         try:
+            sb = _group_stride(strides, b_dims, sizes, "group") if self.groups > 1 else None
             sm = _group_stride(strides, m_dims, sizes, "output pixel")
             sn = _group_stride(strides, n_dims, sizes, "channel")
         except NotAGemm as why:
             raise NotAGemm(f"{why}; it is {_describe(value)}") from None
-        key = (value, sm, sn)
+        key = (value, sb, sm, sn)
         if key not in self.made:
             shape = [self.m if sm is not None else 1, self.n if sn is not None else 1]
             pitch = [sm if sm is not None else shape[1], sn if sn is not None else 1]
+            if self.groups > 1:
+                shape = [self.groups if sb is not None else 1] + shape
+                pitch = [sb if sb is not None else shape[1] * shape[2]] + pitch
             element = ir.MemRefType(value.type).element_type
-            if pitch == [shape[1], 1] and offset == 0:
+            if pitch == irutil.row_major_strides(shape) and offset == 0:
                 t = ir.MemRefType.get(shape, element)
             else:
                 t = ir.MemRefType.get(shape, element,
@@ -204,25 +225,36 @@ class _Views:
                 self.made[key] = memref.reinterpret_cast(t, value, [], [], [], [offset], shape,
                                                          pitch)
                 self.ops.append(irutil.defining_op(self.made[key]))
-        return self.made[key], [0 if sm is not None else None, 1 if sn is not None else None]
+        exprs = [0 if sm is not None else None, 1 if sn is not None else None]
+        if self.groups > 1:
+            exprs = [0 if sb is not None else None] + [e + 1 if e is not None else None
+                                                       for e in exprs]
+        return self.made[key], exprs
 
     def register_value(self):
-        """A stand-in ``[M, N]`` f32 buffer for one that lives in registers."""
-        t = ir.MemRefType.get([self.m, self.n], ir.F32Type.get())
+        """A stand-in ``[[G,] M, N]`` f32 buffer for one that lives in registers."""
+        shape = ([self.groups] if self.groups > 1 else []) + [self.m, self.n]
+        t = ir.MemRefType.get(shape, ir.F32Type.get())
         with ir.InsertionPoint(self.first), ir.Location.unknown():
             value = memref.alloc(t, [], [])
         self.ops.append(irutil.defining_op(value))
         return value
 
+    @property
+    def whole(self):
+        """The exprs of a buffer of the accumulator's shape."""
+        return list(range(3 if self.groups > 1 else 2))
 
-def _check_pad(op, operands, strategy):
+
+def _check_pad(op, operands, strategy, tf32=False):
     """A generic before the contraction only pads and converts the
-    convolution's ``operands``."""
+    convolution's ``operands`` (f32 ones rounded to tf32: ``tf32``)."""
     if "reduction" in _iterators(op):
         raise NotAGemm("a second reduction in the kernel")
     names = [o.name for o in irutil.body_ops(op)]
-    if any(name not in PAD_OPS for name in names):
-        bad = next(name for name in names if name not in PAD_OPS)
+    allowed = PAD_OPS + (TF32_ROUNDING if tf32 else ())
+    if any(name not in allowed for name in names):
+        bad = next(name for name in names if name not in allowed)
         raise NotAGemm(f"'{bad}' applied to a convolution operand: a prologue "
                        f"({strategy} convolutions take none yet)")
     for value in op.operands[:len(op.opview.inputs)]:
@@ -273,6 +305,19 @@ def _filter(w, strategy):
     return memref.reinterpret_cast(t, w, [], [], [], [offset], view_shape, view_strides)
 
 
+def groups_problem(direction, groups, channels, bk):
+    """Why a convolution of ``groups`` groups reducing ``channels`` a group
+    (forward: C / G; data gradient: K / G) is no implicit GEMM in K steps of
+    ``bk``, or None. A K step past a group's channels would read the next
+    group's, which the filter's zeros (past its C) cancel only where they
+    are finite: a group's channels must fill whole K steps (a depthwise
+    convolution's one channel never does)."""
+    if groups == 1 or direction == "wgrad" or channels % bk == 0:
+        return None
+    return (f"{groups} groups of {channels} channels: a group's channels are read in whole K "
+            f"steps of {bk}")
+
+
 def match(fn, bk, strategy="tc-sm90"):
     """The ``Conv`` of kernel function ``fn`` for K steps of ``bk``
     elements; raises NotAGemm, its reason naming ``strategy`` (the one
@@ -286,17 +331,18 @@ def match(fn, bk, strategy="tc-sm90"):
         raise NotAGemm(f"a data gradient of stride {g['stride']}: {strategy} takes stride 1 so "
                        "far (a stride leaves zeros between dy's pixels, which im2col cannot "
                        "step)")
-    if g["groups"] != 1:
-        raise NotAGemm(f"{g['groups']} groups: {strategy} convolutions take one so far")
+    groups = g["groups"]
+    if groups != 1 and strategy != "tc-sm90":
+        raise NotAGemm(f"{groups} groups: {strategy} convolutions take one so far")
     arguments = list(irutil.body(fn).arguments)
     if min(g["operands"]) < 0:
         raise NotAGemm("a convolution operand is computed in the kernel (a prologue)")
     # fprop (x, w), dgrad (dy, w), wgrad (x, dy): the first is read by im2col.
     x, other = (arguments[i] for i in g["operands"])
     element = str(ir.MemRefType(x.type).element_type)
-    if element not in TC_ELEMENTS[:2] or str(ir.MemRefType(other.type).element_type) != element:
+    if element not in TC_ELEMENTS or str(ir.MemRefType(other.type).element_type) != element:
         raise NotAGemm(f"operand types {element} x {ir.MemRefType(other.type).element_type}: "
-                       f"{strategy} convolutions take bf16 and f16 so far")
+                       f"{strategy} convolutions take bf16, f16 and f32 as tf32")
     ops = [o.operation for o in irutil.body(fn).operations]
     generics = [o for o in ops if o.name == "linalg.generic"]
     reductions = [o for o in generics if "reduction" in _iterators(o)]
@@ -306,12 +352,25 @@ def match(fn, bk, strategy="tc-sm90"):
     position = ops.index(contraction)
     for op in ops[:position]:
         if op.name == "linalg.generic":
-            _check_pad(op, (x, other), strategy)
+            _check_pad(op, (x, other), strategy, element == "f32")
         elif op.name not in VIEW_OPS + ("memref.alloc", "arith.constant", "linalg.copy"):
             raise NotAGemm(f"'{op.name}' before the convolution")
     body = [o.name for o in irutil.body_ops(contraction)]
-    if any(name not in ("arith.extf", "arith.mulf", "arith.addf", "linalg.yield")
-           for name in body):
+    allowed = ("arith.extf", "arith.mulf", "arith.addf", "linalg.yield")
+    compute = "f32"
+    if element == "f32":
+        # f32 operands: only as tf32 (the linalg form rounds both, the pad
+        # generic x, the body w: gemm.TF32_ROUNDING), a forward convolution
+        # (wgmma reads tf32 from shared memory only K-major).
+        if not any(name == "arith.bitcast" for name in body):
+            raise NotAGemm("f32 operands multiplied in f32: the tensor cores take them as "
+                           "tf32 (compute_data_type='tf32')")
+        if direction != "fprop" or strategy != "tc-sm90":
+            raise NotAGemm(f"a tf32 {direction}: {strategy} runs tf32 forward convolutions "
+                           "only (wgmma reads tf32 from shared memory only K-major)")
+        allowed += TF32_ROUNDING
+        compute = "tf32"
+    if any(name not in allowed for name in body):
         raise NotAGemm("the convolution's body is not a multiply-accumulate of converted "
                        "operands")
     if _root(contraction.operands[1]) != other:
@@ -325,13 +384,16 @@ def match(fn, bk, strategy="tc-sm90"):
     if direction == "wgrad":
         # dw [K, C, *window] = dy^T (pixels x K) times im2col(x) (pixels x
         # taps x C): M = K, N = taps x C, the reduction over N·P·Q.
-        channels, window, out = x_shape[1], acc_shape[3:], other_shape[2:]
+        channels, window, out = x_shape[1] // groups, acc_shape[3:], other_shape[2:]
         m, n = acc_shape[1], math.prod(window) * channels
         k = other_shape[0] * math.prod(out)
     else:
         # fprop: acc [N, 1, K, *out], w [K, C, *window]; dgrad: acc [N, 1, C,
         # *in], w [K, C, *window], dy [N, K, *out].
-        channels, window, out = x_shape[1], other_shape[2:], acc_shape[3:]
+        channels, window, out = x_shape[1] // groups, other_shape[2:], acc_shape[3:]
+        problem = groups_problem(direction, groups, channels, bk)
+        if problem:
+            raise NotAGemm(f"{problem} ({strategy})")
         if direction == "dgrad":
             # dx is the stride-1 forward convolution of dy, padded by the
             # dilated filter's extent less the forward padding, with the
@@ -366,10 +428,10 @@ def match(fn, bk, strategy="tc-sm90"):
     if direction == "wgrad" and m % multiple:
         raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
                        f"{ROWS[strategy]} (K a multiple of {multiple})")
-    views = _Views(fn, m, n)
+    views = _Views(fn, m, n, groups)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,
-                     (channels, window, out, m, n, k, nd))
+                     (channels, window, out, m, n, k, nd), compute)
     except NotAGemm:
         discard(views.made_ops())
         raise
@@ -383,19 +445,29 @@ def discard(ops):
             op.erase()
 
 
-def _conv(g, views, x, other, element, ops, position, arguments, sizes):
+def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute="f32"):
     """match's second half: the epilogue over views, the operand views."""
     channels, window, out, m, n, k, nd = sizes
     direction = g["direction"]
     acc = ops[position].operands[2]
+    copies = _copies(ops[position + 1:], arguments)
     accumulator = views.register_value()
-    epilogue = Epilogue(accumulator, outputs=[])
+    stored = []
+    if acc in copies:
+        # The accumulator itself is an output (an f32 result): stored
+        # through the output's view, which stands for it.
+        rank = len(ir.MemRefType(acc.type).shape)
+        sizes = dict(enumerate(ir.MemRefType(acc.type).shape))
+        source, dest = copies[acc]
+        accumulator = _copied_view(views, source, dest, acc, list(range(rank)), sizes,
+                                   _loop_dims(rank, nd, direction, views.groups, sizes))
+        stored.append(accumulator)
+    epilogue = Epilogue(accumulator, outputs=stored)
     # Buffers of the accumulator's values: the accumulator and its views.
     values = {acc: accumulator}
     for op in ops[position + 1:]:
         if op.name in VIEW_OPS and _root(op.operands[0]) in values:
             values[op.results[0]] = values[_root(op.operands[0])]
-    copies = _copies(ops[position + 1:], arguments)
     for op in ops[position + 1:]:
         if op.name in VIEW_OPS or op.name in ("memref.alloc", "memref.dealloc", "arith.constant",
                                                 "func.return", "linalg.copy", "memref.copy"):
@@ -422,9 +494,11 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes):
         a = Operand(x_view, {"batch": None, "mn": 0, "k": rank - 1}, element)
         b = Operand(other_view, {"batch": None, "mn": 2 if dgrad else 0,
                                  "k": 0 if dgrad else 2}, element)
-    gemm = Gemm(a, b, m, n, k, 1, epilogue)
+    # The groups are the GEMM's batch (the loaders offset each by its
+    # channels, im2col.py).
+    gemm = Gemm(a, b, m, n, k, views.groups, epilogue, compute)
     return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
-                g["post"], g["flip"], gemm, views.made_ops(), direction)
+                g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups)
 
 
 def _pixels_by_channels(dy, strategy):
@@ -471,20 +545,16 @@ def _step(op, views, values, copies, epilogue, arguments, nd, direction):
         if inner.regions and len(inner.regions) or inner.name == "linalg.index":
             raise NotAGemm(f"'{inner.name}' in the epilogue")
     rank = len(iterators)
-    # The loop space: [N, G, K, *out] (G = 1) or its collapse [N, K, *out];
-    # a filter gradient's [G, K, C, *window] or [K, C, *window], whose N
-    # runs over the taps, then C.
-    spatial = list(range(rank - nd, rank))
+    # The loop space: [N, G, K, *out] or its collapse [N, G·K, *out]; a
+    # filter gradient's [G, K, C, *window] or [G·K, C, *window], whose N
+    # runs over the taps, then C. Collapsed, the G·K dim reads as two
+    # (_strides' split) where G > 1.
     if rank not in (2 + nd, 3 + nd):
         raise NotAGemm(f"an epilogue op of {rank} loops over a {2 + nd}-D output")
-    first = rank - nd - 2
-    if direction == "wgrad":
-        m_dims, n_dims = [first], spatial + [first + 1]
-    else:
-        m_dims, n_dims = [0] + spatial, [first + 1]
     maps = irutil.indexing_maps(op)
     ins = len(op.opview.inputs)
-    sizes = _loop_sizes(op, maps)
+    sizes = dict(enumerate(_loop_sizes(op, maps)))
+    dims = _loop_dims(rank, nd, direction, views.groups, sizes)
     inputs, outputs = [], []
     block = op.regions[0].blocks[0]
     for i, (value, amap) in enumerate(zip(op.operands, maps)):
@@ -496,9 +566,9 @@ def _step(op, views, values, copies, epilogue, arguments, nd, direction):
             if root in values:
                 if sorted(d for d in exprs if d is not None) != list(range(rank)):
                     raise NotAGemm("the epilogue reads the accumulator through a broadcast")
-                inputs.append((values[root], [0, 1]))
+                inputs.append((values[root], views.whole))
             elif root in arguments:
-                inputs.append(views.view(value, exprs, sizes, m_dims, n_dims))
+                inputs.append(views.view(value, exprs, sizes, dims))
             else:
                 raise NotAGemm("the epilogue reads a buffer computed before the convolution")
             continue
@@ -507,11 +577,11 @@ def _step(op, views, values, copies, epilogue, arguments, nd, direction):
         if any(True for _ in list(block.arguments)[i].uses):
             raise NotAGemm("an epilogue op reads its output")
         if root in arguments:
-            target = views.view(value, exprs, sizes, m_dims, n_dims)[0]
+            target = views.view(value, exprs, sizes, dims)[0]
             epilogue.outputs.append(target)
         elif root in copies:
             source, dest = copies[root]
-            target = _copied_view(views, source, dest, value, exprs, sizes, m_dims, n_dims)
+            target = _copied_view(views, source, dest, value, exprs, sizes, dims)
             epilogue.outputs.append(target)
         else:
             target = views.register_value()
@@ -520,27 +590,51 @@ def _step(op, views, values, copies, epilogue, arguments, nd, direction):
     return Step(op, inputs, outputs)
 
 
-def _copied_view(views, source, dest, value, exprs, sizes, m_dims, n_dims):
+def _loop_dims(rank, nd, direction, groups, sizes):
+    """(group dims, output pixel dims, channel dims, the split dim or None)
+    of an epilogue's loop space of ``rank`` loops, ``sizes`` (a dict, which
+    gains the split dim's halves)."""
+    spatial = list(range(rank - nd, rank))
+    wgrad = direction == "wgrad"
+    if rank == 3 + nd:
+        b_dims = [0] if wgrad else [1]
+        m_dims, n_dims = ([1], spatial + [2]) if wgrad else ([0] + spatial, [2])
+        return b_dims, m_dims, n_dims, None
+    merged = 0 if wgrad else 1
+    split = merged if groups > 1 else None
+    inner = ("inner", merged) if split is not None else merged
+    b_dims = [("outer", merged)] if split is not None else []
+    if split is not None:
+        sizes[("outer", merged)] = groups
+        sizes[("inner", merged)] = sizes[merged] // groups
+    m_dims, n_dims = ([inner], spatial + [1]) if wgrad else ([0] + spatial, [inner])
+    return b_dims, m_dims, n_dims, split
+
+
+def _copied_view(views, source, dest, value, exprs, sizes, dims):
     """The view of output ``dest`` that a copy from ``source`` (a view of
     the buffer ``value`` a step writes) fills: ``dest`` read through the
     step's loops, where the copy's source is ``value`` or its collapse to
-    ``dest``'s shape."""
+    ``dest``'s shape (the groups' [G, K] collapsed to G·K)."""
     if source == value:
-        return views.view(dest, exprs, sizes, m_dims, n_dims)[0]
+        return views.view(dest, exprs, sizes, dims)[0]
     op = irutil.defining_op(source)
     if op is None or op.name != "memref.collapse_shape" or op.operands[0] != value:
         raise NotAGemm("the epilogue's output reaches the kernel's output through views "
                        "other than a collapse")
     groups = [irutil.int_list(g) for g in ir.ArrayAttr(op.attributes["reassociation"])]
-    # dest's dim i reads the loop of the innermost dim of group i that moves.
-    dest_exprs = []
+    # dest's dim i holds group i of value's dims: each loop reading one of
+    # them steps dest's stride times the sizes of the dims inside it.
     shape = list(ir.MemRefType(value.type).shape)
-    for group in groups:
-        moving = [d for d in group if shape[d] != 1] or group[-1:]
-        if len(moving) != 1:
-            raise NotAGemm("the epilogue's output collapses dims that both move")
-        dest_exprs.append(exprs[moving[0]])
-    return views.view(dest, dest_exprs, sizes, m_dims, n_dims)[0]
+    dest_shape, dest_strides, _ = irutil.memref_geometry(dest.type)
+    strides = {}
+    for group, size, stride in zip(groups, dest_shape, dest_strides):
+        step = stride
+        for d in reversed(group):
+            if shape[d] != 1 and exprs[d] is not None:
+                strides[exprs[d]] = step
+            step *= shape[d]
+    return views.view(dest, None, sizes, dims, strides=strides)[0]
 
 
 def _loop_sizes(op, maps):

@@ -54,7 +54,9 @@ from mlir import ir
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore import fold
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
-from dnnc.codegen.gpu.tensorcore.sm90.im2col import FilterOperand, Im2colOperand, check_conv
+from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
+    FilterOperand, GroupRows, Im2colOperand, check_conv,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand
@@ -86,7 +88,8 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     if conv.direction == "wgrad":
         # A: dy's pixels by K, K contiguous: a matmul operand stored K x M.
         dy = conv.gemm.a
-        loaders = (TmaOperand(dy.value, dy.dims, tile.m, True, element, k=tile.k),
+        a = TmaOperand(dy.value, dy.dims, tile.m, True, element, k=tile.k)
+        loaders = (GroupRows(a, conv.gemm.m) if conv.groups > 1 else a,
                    Im2colOperand(conv, tile.n, element, tile.k, mn_major=True))
     else:
         loaders = (Im2colOperand(conv, tile.m, element, tile.k),
@@ -97,8 +100,10 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
     folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
         if keep else ""
+    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels{folded}"] + kernel.notes()
+            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
+        kernel.notes()
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

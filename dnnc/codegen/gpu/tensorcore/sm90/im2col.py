@@ -127,6 +127,9 @@ class Im2colOperand:
         i16 = ir.IntegerType.get_signless(16)
         offsets = [arith.trunci(i16, arith.muli(t, _i(d)) if d != 1 else t)
                    for t, d in zip(taps, conv.dilation)]
+        if conv.groups > 1:
+            # Group ``batch``'s channels.
+            c0 = arith.addi(c0, arith.muli(batch, _i(conv.channels)))
         pixel, image = _split(first, conv.out)
         starts = [arith.subi(arith.muli(o, _i(s)) if s != 1 else o, _i(p))
                   for o, s, p in zip(pixel, conv.stride, conv.pre)]
@@ -185,6 +188,15 @@ class FilterOperand:
         tap, c0 = arith.divui(k0, _i(padded)), arith.remui(k0, _i(padded))
         if conv.flip:
             tap = arith.subi(_i(conv.taps - 1), tap)
+        if conv.groups > 1:
+            # Group ``batch``'s filters: its K (the GEMM's N of a forward
+            # convolution, the reduced channels of a data gradient).
+            rows = conv.channels if self.mn_major else conv.gemm.n
+            offset = arith.muli(batch, _i(rows))
+            if self.mn_major:
+                c0 = arith.addi(c0, offset)
+            else:
+                mn0 = arith.addi(mn0, offset)
         for piece in range(self.pieces):
             mn = arith.addi(mn0, _i(piece * SWIZZLE // self.eb)) if piece else mn0
             coords = [c0, tap, mn] if self.mn_major else [mn, tap, c0]
@@ -194,3 +206,23 @@ class FilterOperand:
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                 dst, self.descriptor, list(reversed([coords[d] for d in self.order])),
                 barrier, [])
+
+
+@dataclass
+class GroupRows:
+    """A plain TMA operand (``TmaOperand``) whose rows of M or N are offset
+    by ``rows`` per batch index: a grouped filter gradient's dy, whose group
+    g is channels g·K/G onward."""
+
+    inner: object
+    rows: int
+
+    def __getattr__(self, name):
+        return getattr(self.inner, name)
+
+    def make_descriptor(self, bk):
+        return self.inner.make_descriptor(bk)
+
+    def load(self, dest_i64, barrier, batch, mn0, k0):
+        mn0 = arith.addi(mn0, arith.muli(batch, _i(self.rows)))
+        self.inner.load(dest_i64, barrier, batch, mn0, k0)
