@@ -79,6 +79,12 @@ def store_problem(buffer):
                 f"(N a multiple of {16 // eb})")
     if broken and broken[0] == "stride":
         return f"its batches are {broken[2]} bytes apart: TMA needs a multiple of 16"
+    shape, strides, _ = irutil.memref_geometry(t)
+    if t.rank == 3 and shape[0] > 1 and strides[0] < strides[1] * shape[1]:
+        # (A grouped convolution's output: group g is channels g·N onward
+        # of each pixel's row.) The store descriptors take batches outermost.
+        return "its batches interleave its rows (batch stride " \
+            f"{strides[0]}, rows {strides[1]} elements apart)"
     if broken:
         return f"it starts {broken[1]} bytes into its buffer: TMA needs 16-byte alignment"
     return None
