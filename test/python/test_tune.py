@@ -593,3 +593,19 @@ def test_cli_compile_takes_a_tuning_db(tmp_path, capsys):
     assert "tuned: " not in capsys.readouterr().out
     assert cli.main(["compile", str(src), "--tuning-db", "off"]) == 2
     assert configs
+
+
+def test_convolutions_are_tuned_over_their_tensor_core_configs():
+    """A channels-last bf16 convolution is a kernel the tuner times: its
+    candidates are tc-sm90's implicit-GEMM tiles, best first, then the
+    fallbacks."""
+    g = dnnc.Graph(name="cv", io_data_type=dt.BFLOAT16)
+    n, c, h, k = 8, 256, 14, 256
+    x = g.tensor(name="x", dim=[n, c, h, h], stride=[h * h * c, 1, h * c, c])
+    w = g.tensor(name="w", dim=[k, c, 3, 3], stride=[9 * c, 1, 3 * c, c])
+    g.conv_fprop(x, w, padding=1).set_output(True).set_name("y")
+    todo, skipped = tuner.Tuner(ARCH, gpu="Another GPU", retune=True).plan(g)
+    assert [kernel.name for kernel in todo] == ["cv_k0_conv_fprop"], skipped
+    strategies = [config.strategy for config in todo[0].configs]
+    assert strategies[0] == "tc-sm90" and strategies.count("tc-sm90") >= 2, strategies
+    assert "simt-generic" in strategies, strategies
