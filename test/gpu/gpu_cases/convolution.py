@@ -97,8 +97,33 @@ def conv_grouped(dtype):
     return build
 
 
+def conv_fused_tc(dtype):
+    """The patterns a network fuses into a tensor-core convolution's
+    epilogue, channels-last: batchnorm inference (scale, shift) + relu after
+    a forward convolution, the activation's gradient after a data gradient,
+    a scale of a filter gradient."""
+    def build():
+        n, c, h, k = 2, 64, 7, 64
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype)
+
+        def tensor(name, dims):
+            return g.tensor(name=name, dim=dims, stride=channels_last(dims))
+        x, w = tensor("x", [n, c, h, h]), tensor("w", [k, c, 3, 3])
+        s, t = g.tensor(name="s", dim=[1, k, 1, 1]), g.tensor(name="t", dim=[1, k, 1, 1])
+        y = g.relu(g.add(g.mul(g.conv_fprop(x, w, padding=1), s), t)).set_name("y")
+        outputs(contracted(y.set_stride(channels_last([n, k, h, h])), x, w, c * 9, 2.0))
+        dy, prev = tensor("dy", [n, k, h, h]), tensor("prev", [n, c, h, h])
+        dx = g.relu_backward(g.conv_dgrad(dy, w, [n, c, h, h], padding=1), prev).set_name("dx")
+        outputs(contracted(dx.set_stride(channels_last([n, c, h, h])), dy, w, k * 9))
+        dw = g.mul(g.conv_wgrad(x, dy, [k, c, 3, 3], padding=1), g.constant(0.5)).set_name("dw")
+        outputs(contracted(dw.set_stride(channels_last([k, c, 3, 3])), x, dy, n * h * h))
+        return g
+    return build
+
+
 CASES = [
     *(Case(f"conv_grouped_{d.mlir}", conv_grouped(d)) for d in (BF16, F16)),
+    *(Case(f"conv_fused_tc_{d.mlir}", conv_fused_tc(d), positive=("s",)) for d in (BF16, F16)),
     *(Case(f"conv_fprop_{d.mlir}", conv_fprop(d)) for d in (F32, F16, BF16)),
     # On tc-sm90 the tensor cores read tf32 by truncation where the reference
     # rounds to nearest (as the tf32 matmul cases).

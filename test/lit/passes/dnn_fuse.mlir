@@ -692,3 +692,63 @@ func.func @concat_chain(%a: tensor<4x8xf32>, %b: tensor<4x16xf32>, %c: tensor<4x
   %2 = "dnn.concat"(%1, %1) {axis = 0 : i64} : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<8x32xf32>
   return %1, %2 : tensor<4x32xf32>, tensor<8x32xf32>
 }
+
+// -----
+
+// The patterns a convolution network fuses (each one kernel, as the
+// tensor-core implicit GEMM runs them: its epilogue): conv + batchnorm
+// inference (a per-channel scale and shift) + relu; conv + bias + residual
+// + relu; a data gradient with the activation's gradient.
+// CHECK-LABEL: func.func private @conv_bn_relu_k0_conv_fprop(
+// CHECK-SAME: attributes {dnn.anchor = "conv_fprop", dnn.kernel}
+// CHECK-NEXT: "dnn.conv_fprop"
+// CHECK-NEXT: "dnn.mul"
+// CHECK-NEXT: "dnn.add"
+// CHECK-NEXT: "dnn.relu"
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @conv_bn_relu(
+// CHECK-NEXT: call @conv_bn_relu_k0_conv_fprop(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: return
+func.func @conv_bn_relu(%x: tensor<2x3x7x7xf32>, %w: tensor<5x3x3x3xf32>, %s: tensor<1x5x1x1xf32>, %t: tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32> attributes {dnn.graph} {
+  %0 = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x7x7xf32>, tensor<5x3x3x3xf32>) -> tensor<2x5x7x7xf32>
+  %1 = "dnn.mul"(%0, %s) : (tensor<2x5x7x7xf32>, tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32>
+  %2 = "dnn.add"(%1, %t) : (tensor<2x5x7x7xf32>, tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32>
+  %3 = "dnn.relu"(%2) : (tensor<2x5x7x7xf32>) -> tensor<2x5x7x7xf32>
+  return %3 : tensor<2x5x7x7xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func private @conv_bias_residual_relu_k0_conv_fprop(
+// CHECK-SAME: attributes {dnn.anchor = "conv_fprop", dnn.kernel}
+// CHECK-NEXT: "dnn.conv_fprop"
+// CHECK-NEXT: "dnn.add"
+// CHECK-NEXT: "dnn.add"
+// CHECK-NEXT: "dnn.relu"
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @conv_bias_residual_relu(
+// CHECK-NEXT: call @conv_bias_residual_relu_k0_conv_fprop(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: return
+func.func @conv_bias_residual_relu(%x: tensor<2x3x7x7xf32>, %w: tensor<5x3x3x3xf32>, %b: tensor<1x5x1x1xf32>, %r: tensor<2x5x7x7xf32>) -> tensor<2x5x7x7xf32> attributes {dnn.graph} {
+  %0 = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x3x7x7xf32>, tensor<5x3x3x3xf32>) -> tensor<2x5x7x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<2x5x7x7xf32>, tensor<1x5x1x1xf32>) -> tensor<2x5x7x7xf32>
+  %2 = "dnn.add"(%1, %r) : (tensor<2x5x7x7xf32>, tensor<2x5x7x7xf32>) -> tensor<2x5x7x7xf32>
+  %3 = "dnn.relu"(%2) : (tensor<2x5x7x7xf32>) -> tensor<2x5x7x7xf32>
+  return %3 : tensor<2x5x7x7xf32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func private @dgrad_relu_backward_k0_conv_dgrad(
+// CHECK-SAME: attributes {dnn.anchor = "conv_dgrad", dnn.kernel}
+// CHECK-NEXT: "dnn.conv_dgrad"
+// CHECK-NEXT: "dnn.relu_backward"
+// CHECK-NEXT: return
+// CHECK-LABEL: func.func @dgrad_relu_backward(
+// CHECK-NEXT: call @dgrad_relu_backward_k0_conv_dgrad(%arg0, %arg1, %arg2)
+// CHECK-NEXT: return
+func.func @dgrad_relu_backward(%dy: tensor<2x5x7x7xf32>, %w: tensor<5x3x3x3xf32>, %x: tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32> attributes {dnn.graph} {
+  %0 = "dnn.conv_dgrad"(%dy, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x5x7x7xf32>, tensor<5x3x3x3xf32>) -> tensor<2x3x7x7xf32>
+  %1 = "dnn.relu_backward"(%0, %x) : (tensor<2x3x7x7xf32>, tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32>
+  return %1 : tensor<2x3x7x7xf32>
+}
