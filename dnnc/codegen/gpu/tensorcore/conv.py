@@ -221,7 +221,12 @@ class _Views:
             else:
                 t = ir.MemRefType.get(shape, element,
                                       layout=ir.StridedLayoutAttr.get(offset, pitch))
-            with ir.InsertionPoint(self.first), ir.Location.unknown():
+            # At the top, or right after ``value`` where the body defines
+            # it (a reshape of an argument).
+            source = irutil.defining_op(value)
+            where = ir.InsertionPoint(self.first) if source is None else \
+                ir.InsertionPoint.after(source)
+            with where, ir.Location.unknown():
                 self.made[key] = memref.reinterpret_cast(t, value, [], [], [], [offset], shape,
                                                          pitch)
                 self.ops.append(irutil.defining_op(self.made[key]))
