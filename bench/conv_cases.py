@@ -143,8 +143,8 @@ LAYERS = [
     ("1x1", 128, 256, 56, 64, 1, 1, 0),
     ("7x7/2 stem", 32, 3, 224, 64, 7, 2, 3),
 ]
-# The gradients of ResNet-50's stride-1 layers (cases.py's CONV has the
-# 3x3 16x128x28x28 pair).
+# The gradients of ResNet-50's layers (cases.py's CONV has the 3x3
+# 16x128x28x28 pair).
 GRADS = [
     ("3x3", 32, 64, 56, 64, 3, 1, 1),
     ("3x3", 32, 128, 28, 128, 3, 1, 1),
@@ -153,6 +153,9 @@ GRADS = [
     ("1x1", 32, 256, 56, 64, 1, 1, 0),
     ("1x1", 32, 64, 56, 256, 1, 1, 0),
     ("1x1", 32, 1024, 14, 256, 1, 1, 0),
+    # The strided layers (layer2.0's 3x3 and its 1x1 downsample).
+    ("3x3/2", 32, 128, 56, 128, 3, 2, 1),
+    ("1x1/2", 32, 256, 56, 512, 1, 2, 0),
 ]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
          ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
@@ -207,7 +210,7 @@ def cases(Case):
             flops = 2 * n * k * p * p * c * r * r
             nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
             shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
-            slug = f"conv_{direction}_{what}_{n}_{c}_{h}_{k}"
+            slug = f"conv_{direction}_{what.replace('/', 's')}_{n}_{c}_{h}_{k}"
             out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                             _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))

@@ -94,6 +94,9 @@ class Conv:
     made: list               # the ops match made (views, stand-ins): discard's
     direction: str = "fprop"  # or "dgrad": x is dy, the GEMM's N the filter's C
     groups: int = 1           # the GEMM's batch; ``channels`` are a group's
+    # A strided data gradient: where dy's first pixel lies in the zero-inserted
+    # dy (per spatial dim), which dilate.py writes ahead of the GEMM; None.
+    inserted: list = None
 
     @property
     def taps(self):
@@ -332,7 +335,8 @@ def match(fn, bk, strategy="tc-sm90"):
     g = _geometry(fn)
     g["strategy"] = strategy
     direction = g["direction"]
-    if direction == "dgrad" and any(s != 1 for s in g["stride"]):
+    strided = direction == "dgrad" and any(s != 1 for s in g["stride"])
+    if strided and strategy != "tc-sm90":
         raise NotAGemm(f"a data gradient of stride {g['stride']}: {strategy} takes stride 1 so "
                        "far (a stride leaves zeros between dy's pixels, which im2col cannot "
                        "step)")
@@ -403,9 +407,15 @@ def match(fn, bk, strategy="tc-sm90"):
             # dx is the stride-1 forward convolution of dy, padded by the
             # dilated filter's extent less the forward padding, with the
             # filter flipped and its K and C exchanged (B is read MN-major).
+            # Strided, of dy with stride - 1 zeros between its pixels,
+            # written first (dilate.py), the padding in it.
             extent = [(r - 1) * d for r, d in zip(window, g["dilation"])]
-            g["pre"] = [e - p for e, p in zip(extent, g["pre"])]
-            g["post"] = [e - p for e, p in zip(extent, g["post"])]
+            if strided:
+                g["inserted"] = [e - p for e, p in zip(extent, g["pre"])]
+                g["pre"], g["post"] = [0] * len(window), [0] * len(window)
+            else:
+                g["pre"] = [e - p for e, p in zip(extent, g["pre"])]
+                g["post"] = [e - p for e, p in zip(extent, g["post"])]
             g["flip"] = not g["flip"]
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
@@ -421,7 +431,7 @@ def match(fn, bk, strategy="tc-sm90"):
         direction, channels, window, irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
     if strategy == "tc-sm80" and channels % multiple:
         pitch = channels    # its chunks are whole: no padded pitch
-    if pitch % multiple and not folds:
+    if pitch % multiple and not folds and not strided:
         raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
                        f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
                        f"{element} elements)")
@@ -503,7 +513,8 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
     # channels, im2col.py).
     gemm = Gemm(a, b, m, n, k, views.groups, epilogue, compute)
     return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
-                g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups)
+                g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups,
+                g.get("inserted"))
 
 
 def _pixels_by_channels(dy, strategy):

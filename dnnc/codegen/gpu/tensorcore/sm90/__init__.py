@@ -53,6 +53,7 @@ from mlir import ir
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore import fold
+from dnnc.codegen.gpu.tensorcore.dilate import dilate
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
     FilterOperand, GroupRows, Im2colOperand, check_conv,
@@ -78,10 +79,14 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     with the convolution's operand loaders (im2col.py). Returns what the
     plan should say of it."""
     keep = []
+    ret = list(irutil.body(fn).operations)[-1]
     if fold.applies(conv, tile.k):
-        ret = list(irutil.body(fn).operations)[-1]
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
+    inserted = conv.inserted is not None
+    if inserted:
+        with ir.InsertionPoint(ret), ret.location:
+            conv, keep = dilate(conv)
     check_conv(conv, tile)
     check(conv.gemm, tile)
     element = conv.gemm.element
@@ -101,6 +106,9 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
         if keep else ""
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
+    if inserted:
+        folded = ", of dy with stride - 1 zeros between its pixels, written first " \
+            "(tensorcore/dilate.py)"
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
             f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
         kernel.notes()
