@@ -1111,3 +1111,30 @@ def test_gpu_test_packages_cover_every_op():
         used |= op_names(case.build())
     missing = sorted({d.name for d in dnnc.dialect.all_ops()} - used)
     assert not missing, f"ops tools/build-gpu-tests never packages: {missing}"
+
+
+def test_resnet50_example_runs_on_tensor_cores():
+    """examples/resnet50.py's graph (ResNet-50 inference, bf16, NHWC,
+    batchnorm folded) compiles for sm_90a into one tc-sm90 implicit GEMM per
+    convolution (the stem's folded: its two launches and the GEMM's), the
+    fully connected layer's matmul and the two pools: nothing on
+    simt-generic, no layout kernel."""
+    import importlib.util
+
+    spec = importlib.util.spec_from_file_location(
+        "resnet50_example", os.path.join(ROOT, "examples", "resnet50.py"))
+    example = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(example)
+    g = example.build_graph(2)
+    package = compiler.compile_module(g.to_module(), compiler.Options(
+        target="cuda", arch="sm_90a", tuning_db="off"), basename=g.name)
+    check_manifest(package.manifest, "sm_90a")
+    kernels = package.manifest["kernels"]
+    strategies = [k["config"]["strategy"] for k in kernels]
+    assert set(strategies) == {"tc-sm90", "simt-window"}, sorted(set(strategies))
+    assert strategies.count("simt-window") == 2                 # max and average pool
+    convs = {k["name"] for k in kernels if "conv_fprop" in k["name"]}
+    assert len(convs) == len(example.convolutions()) == 53
+    assert not any("_layout_" in k["entry"] for k in kernels)
+    stem = next(k for k in kernels if k["name"] == min(convs))
+    assert "folded into its channels" in stem["reason"], stem["reason"]
