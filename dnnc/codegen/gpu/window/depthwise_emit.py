@@ -44,7 +44,7 @@ from dnnc.codegen.gpu import irutil, loops
 from dnnc.codegen.gpu.tensorcore.pair_epilogue import store_lanes
 from dnnc.codegen.gpu.window.depthwise import evaluate
 from dnnc.codegen.gpu.window.program import channel_contiguous, memory_order_view, product
-from dnnc.heuristics.depthwise import channel_slice
+from dnnc.codegen.gpu.window.tile import channel_slice
 
 _index = irutil.index
 _WORKGROUP = "#gpu.address_space<workgroup>"
@@ -133,14 +133,16 @@ class _Thread:
             v = vector.load(ir.VectorType.get([self.g.width], element), self.x_view,
                             [indices[d] for d in self.x_order],
                             alignment=self.g.width * irutil.element_bytes(element))
-        return v if element == self.f32 else arith.extf(self.vtype, v)
+        return v
+
+    def _f32(self, v):
+        return v if self.f.element == self.f32 else arith.extf(self.vtype, v)
 
     def _weights(self, tap, cg):
         g, element = self.g, self.f.element
         offset = arith.addi(_index(tap * g.slice * g.width), arith.muli(cg, _index(g.width)))
-        v = vector.load(ir.VectorType.get([g.width], element), self.smem, [offset],
-                        alignment=g.width * irutil.element_bytes(element))
-        return v if element == self.f32 else arith.extf(self.vtype, v)
+        return vector.load(ir.VectorType.get([g.width], element), self.smem, [offset],
+                           alignment=g.width * irutil.element_bytes(element))
 
     def mainloop(self, n, c0, cg, origin):
         """The tile's f32 sums, one vector per output: ``origin`` is the
@@ -161,23 +163,34 @@ class _Thread:
             row_ok = None
             for _, inside in picked:
                 row_ok = _both(row_ok, inside)
-            pixels = {}
+            raw = ir.VectorType.get([g.width], f.element)
+            skip = arith.constant(raw, ir.DenseElementsAttr.get_splat(
+                raw, irutil.zero_attr(f.element)))
+            pixels = {}  # as stored (16 bytes), converted where used
             for e in cols:
                 w_index, w_ok = col[e]
                 v = self._load_x([n, c0] + [h for h, _ in picked] + [w_index])
                 ok = _both(row_ok, w_ok)
-                pixels[e] = v if ok is None else arith.select(ok, v, zero)
+                pixels[e] = v if ok is None else arith.select(ok, v, skip)
             base = 0
             for i, t in enumerate(upper):
                 base = base * f.window[i] + t
-            for t in range(width_taps):
-                weights = self._weights(base * width_taps + t, cg)
+            weights = [self._f32(self._weights(base * width_taps + t, cg))
+                       for t in range(width_taps)]
+            # Pixel by pixel, each converted once and used by every output
+            # whose window holds it: a pixel's f32 copy lives briefly
+            # (registers), and each output still sums its taps in order.
+            for e in cols:
+                pixel = self._f32(pixels[e])
                 for u in range(g.tile):
+                    t, rest = divmod(e - u * s_w, dl_w)
+                    if rest or not 0 <= t < width_taps:
+                        continue
                     # mul and add marked contractible: one fma (dnn-expand-math
                     # takes no vector math.fma).
-                    product_ = arith.mulf(pixels[u * s_w + t * dl_w], weights,
-                                          fastmath=ir.Attribute.parse(_CONTRACT))
-                    accs[u] = arith.addf(accs[u], product_, fastmath=ir.Attribute.parse(_CONTRACT))
+                    contract = ir.Attribute.parse(_CONTRACT)
+                    accs[u] = arith.addf(accs[u], arith.mulf(pixel, weights[t], fastmath=contract),
+                                         fastmath=contract)
         return accs
 
     def epilogue(self, acc, n, c0, spatial):
