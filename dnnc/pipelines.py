@@ -128,6 +128,7 @@ GPU = Stage("gpu", (
     "dnn-reduce-rows-columns",
     "dnn-reduce-columns",
     "dnn-pool-windows",
+    "dnn-depthwise-conv",
     "dnn-parallel-dims-first",
     "convert-linalg-to-parallel-loops",
     "canonicalize",

@@ -28,6 +28,7 @@ dnn-map-tensor-cores, which says why in the reason.
 import math
 
 from dnnc.heuristics.config import Config
+from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
 from dnnc.heuristics.problem import DTYPE_BYTES
 
@@ -378,6 +379,9 @@ def rank(problem):
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
+    depthwise = rank_depthwise(problem, facts)
+    if depthwise:  # memory-bound: nothing for the tensor cores
+        return depthwise
     faster = tensor_core(problem)
     if faster is None and problem.dtype == "f32" and problem.arch in TC_OF_ARCH:
         # A bf16 graph's intermediates are f32 unless the graph says otherwise:

@@ -60,8 +60,9 @@ from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, call_counts, set_argument_
 
 CONV_STRATEGIES = ("tc-sm90", "tc-sm80")
 # Strategies whose kernels read (and write) a buffer in any layout.
-READ_ANY = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-generic")
-WRITE_ANY = ("simt-window", "simt-transpose", "simt-generic")
+READ_ANY = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-depthwise",
+            "simt-generic")
+WRITE_ANY = ("simt-window", "simt-transpose", "simt-depthwise", "simt-generic")
 TRANSPOSE = "simt-transpose"
 
 

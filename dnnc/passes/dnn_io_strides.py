@@ -36,9 +36,11 @@ strides are a permutation of a dense layout (a transposed view, not a
 slice). Should such a kernel fall back to simt-generic, its loops read the
 strided memref all the same. Likewise an output whose only users are
 kernels configured ``simt-window`` (a pooling kernel stores each element at
-its own strides, channels-last included) or ``simt-transpose``, or a
-convolution configured ``tc-sm90`` or ``tc-sm80`` (an implicit GEMM, whose
-epilogue stores channels-last rows), is not copied out. An argument that
+its own strides, channels-last included), ``simt-transpose`` or
+``simt-depthwise`` (a depthwise convolution stores channel vectors at the
+output's strides), or a convolution configured ``tc-sm90`` or ``tc-sm80``
+(an implicit GEMM, whose epilogue stores channels-last rows), is not copied
+out. An argument that
 already has its strided type (dnn-layout-views made views of it) is left as
 it is.
 
@@ -128,12 +130,12 @@ def apply(module):
 
 
 # Strategies whose kernels read an input in whatever layout it has.
-LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose")
+LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-depthwise")
 # Those whose kernels also write an output in whatever layout it has; and a
 # tensor-core convolution (a kernel function with IMPLICIT_GEMM's attribute
 # configured one of IMPLICIT_GEMM_STRATEGIES), whose epilogue stores
 # channels-last rows.
-LAYOUT_FREE_OUTPUTS = ("simt-window", "simt-transpose")
+LAYOUT_FREE_OUTPUTS = ("simt-window", "simt-transpose", "simt-depthwise")
 IMPLICIT_GEMM = "dnn.conv"
 IMPLICIT_GEMM_STRATEGIES = ("tc-sm90", "tc-sm80")
 

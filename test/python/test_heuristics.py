@@ -572,7 +572,7 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
             assert c.strategy in heuristics.IMPLEMENTED == (
                 "simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
                 "simt-reduce-rows-columns", "simt-window", "simt-transpose", "tc-sm90",
-                "tc-sm80")
+                "tc-sm80", "simt-depthwise")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs

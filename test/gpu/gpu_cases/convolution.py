@@ -1,7 +1,7 @@
 """Convolution cases: forward, data and filter gradients on 2-D and 3-D
 problems with uneven padding, strides and dilations (and true convolution
-mode), in f32, f16, bf16 and tf32; and a channels-last forward with a
-fused bias and relu.
+mode), in f32, f16, bf16 and tf32; a channels-last forward with a fused
+bias and relu; grouped and depthwise convolutions.
 """
 
 import dnnc
@@ -121,7 +121,48 @@ def conv_fused_tc(dtype):
     return build
 
 
+# (x dims, window, attrs, bias + relu): depthwise convolutions (groups ==
+# C, simt-depthwise): MobileNet's 3x3 / 1 and / 2, ConvNeXt's 7x7, uneven
+# padding, a W that the 4-output tiles do not divide, C of 12, 6 and 5
+# (4-, 2- and 1-channel vectors), convolution mode with a dilation.
+DEPTHWISE = [
+    ([2, 32, 9, 13], [3, 3], dict(padding=[1, 1]), True),
+    ([2, 24, 10, 11], [7, 7], dict(padding=[3, 3]), True),
+    ([1, 16, 8, 9], [3, 3], dict(stride=[2, 2], pre_padding=[0, 1], post_padding=[1, 0]), False),
+    ([2, 40, 12, 15], [7, 7], dict(stride=[2, 2], pre_padding=[3, 2], post_padding=[2, 3]),
+     True),
+    ([2, 12, 7, 10], [3, 3], dict(padding=[1, 1]), True),
+    ([1, 6, 6, 7], [3, 3], dict(pre_padding=[1, 0], post_padding=[0, 2]), False),
+    ([1, 5, 5, 9], [3, 3], dict(padding=[1, 1]), True),
+    ([1, 16, 9, 9], [3, 3], dict(padding=[2, 2], dilation=[2, 2], conv_mode="convolution"),
+     False),
+]
+
+
+def conv_depthwise(dtype):
+    """Depthwise convolutions, channels-last x and y (DEPTHWISE), and one
+    of row-major x (which simt-depthwise hands to simt-generic)."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype)
+        for i, (xd, win, attrs, epilogue) in enumerate(DEPTHWISE + [DEPTHWISE[0][:2] + (
+                dict(padding=[1, 1]), False)]):
+            last = i == len(DEPTHWISE)
+            x = g.tensor(name=f"x{i}", dim=xd, stride=None if last else channels_last(xd))
+            w = g.tensor(name=f"w{i}", dim=[xd[1], 1] + win)
+            y = g.conv_fprop(x, w, **attrs)
+            yd = [int(d) for d in y.dim]
+            if epilogue:
+                y = g.relu(g.add(y, g.tensor(name=f"b{i}", dim=[1, xd[1], 1, 1])))
+            y.set_name(f"y{i}")
+            if not last:
+                y.set_stride(channels_last(yd))
+            outputs(contracted(y, x, w, win[0] * win[1]))
+        return g
+    return build
+
+
 CASES = [
+    *(Case(f"conv_depthwise_{d.mlir}", conv_depthwise(d)) for d in (BF16, F16)),
     *(Case(f"conv_grouped_{d.mlir}", conv_grouped(d)) for d in (BF16, F16)),
     *(Case(f"conv_fused_tc_{d.mlir}", conv_fused_tc(d), positive=("s",)) for d in (BF16, F16)),
     *(Case(f"conv_fprop_{d.mlir}", conv_fprop(d)) for d in (F32, F16, BF16)),

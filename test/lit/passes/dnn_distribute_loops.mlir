@@ -116,7 +116,7 @@ func.func private @no_config(%x: memref<f32>) attributes {dnn.kernel} {
 
 // -----
 
-// ERROR: error: kernel 'other_strategy': strategy 'tc-sm100' has no GPU lowering yet; expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, simt-transpose, tc-sm90, tc-sm80
+// ERROR: error: kernel 'other_strategy': strategy 'tc-sm100' has no GPU lowering yet; expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, simt-transpose, simt-depthwise, tc-sm90, tc-sm80
 func.func private @other_strategy(%x: memref<f32>) attributes {dnn.config = {strategy = "tc-sm100"}, dnn.kernel} {
   return
 }

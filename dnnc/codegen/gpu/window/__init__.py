@@ -10,5 +10,8 @@ Each module imports only those listed before it:
   pool;
 * ``gradients``: ``GradientEmitter``, a thread's tile of dx, gathered;
 * ``windows``: ``build``, which picks the emitter and lays the launch
-  around it.
+  around it;
+* ``depthwise``, ``depthwise_emit``: the simt-depthwise strategy
+  (dnn-depthwise-conv), a depthwise convolution as a window program whose
+  taps are weighted per channel: its matcher, and its launch and thread.
 """

@@ -1,0 +1,77 @@
+"""dnn-depthwise-conv: lower every kernel whose ``dnn.config`` names the
+``simt-depthwise`` strategy (a forward convolution with one channel a
+group, and its fused pointwise epilogue) to one ``gpu.launch`` whose
+threads each own ``vector`` channels of ``tile`` outputs along W, load the
+x rows of their windows into registers once, weight them by the block's
+filters staged in shared memory, and store the epilogue's results
+(dnnc/codegen/gpu/window/: depthwise.py matches the kernel,
+depthwise_emit.py emits the launch).
+
+Runs in the ``gpu`` stage on bufferized kernel functions, after
+dnn-pool-windows, before convert-linalg-to-parallel-loops. The config's
+``block[0]`` is the threads per block (rounded down to a multiple of the
+block's channel groups), ``vector`` the channels per thread and ``tile``'s
+last entry the outputs per thread along W. A kernel this strategy does not
+take (not a depthwise convolution after all, an op it does not know, x's
+channels not contiguous in memory, so that a thread's channels are not one
+vector) is left as it is and handed to simt-generic: its ``dnn.config``
+becomes ``{block = [256, 1, 1], strategy = "simt-generic"}`` and its
+``dnn.config_reason`` says why.
+
+Before (3x3 / 1 of channels-last bf16 with a bias and a relu; config
+``{block = [256, 1, 1], strategy = "simt-depthwise", tile = [1, 4], vector = 8}``)::
+
+    linalg.generic ... outs(%xpad : memref<2x16x10x10xf32>)       // pad x, extf
+    linalg.generic ... outs(%acc : memref<2x16x1x8x8xf32>)        // fill 0
+    linalg.generic {... "reduction", "reduction", "reduction"}    // the convolution
+        ins(%xpad_groups, %w_groups) outs(%acc)
+    %c = memref.collapse_shape %acc ...
+    linalg.generic ins(%c, %bias) outs(%y : memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>)
+
+After (a thread per 8 channels x 4 outputs along W, 2 channel groups x 128
+tiles a block)::
+
+    gpu.launch blocks(%bx, %by, %bz) in (%c1, %c1, %c1) threads(...) in (%c256, ...)
+        workgroup(%w_smem : memref<144xbf16, #gpu.address_space<workgroup>>) {
+      scf.for ... { memref.load %w[...]; memref.store ..., %w_smem[...] }   // filters
+      gpu.barrier
+      ... 3 rows x 6 x (vector.load %xv[...] : vector<8xbf16>, arith.select on padding)
+      ... 3 x (vector.load %w_smem : vector<8xbf16>, 4 x math.fma) a row
+      ... per output: bias, relu, truncf per channel, vector.store ... : vector<8xbf16>
+    }
+
+Lit test: test/lit/passes/dnn_depthwise_conv.mlir.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.codegen.gpu.window import depthwise, depthwise_emit
+from dnnc.codegen.gpu.window.program import channel_contiguous
+from dnnc.heuristics.config import fall_back, kernels_of
+from dnnc.heuristics.depthwise import STRATEGY
+from dnnc.passes import DnncPass, register
+
+
+@register
+@dataclass
+class DnnDepthwiseConv(DnncPass):
+    NAME = "dnn-depthwise-conv"
+
+    def run(self, module):
+        with module.context, ir.Location.unknown():
+            for fn, config in kernels_of(module, STRATEGY):
+                try:
+                    found = depthwise.match(fn)
+                    width = max(1, config.vector or 1)
+                    while width > 1 and not channel_contiguous(found.x.type, width):
+                        width //= 2
+                    if not channel_contiguous(found.x.type, 1):
+                        raise depthwise.NotDepthwise("x's channels are not contiguous")
+                except depthwise.NotDepthwise as why:
+                    fall_back(fn, f"simt-depthwise does not apply ({why}): simt-generic, one "
+                              "thread per output")
+                    continue
+                tile = list(config.tile or (1,))[-1]
+                depthwise_emit.build(fn, found, width, config.block[0], tile)
