@@ -886,3 +886,23 @@ def test_tc_sm90_prologue_operands_size_the_ring():
     more = sm90.smem_bytes(dataclasses.replace(tile, stages=first.stages + 1), "bf16",
                               (None, "f32"))
     assert size <= 227 * 1024 and (first.stages == 8 or more > 227 * 1024)
+
+
+def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
+    """A convolution whose first tc-sm90 config is 64 wide, unsplit, with
+    fewer tiles than SMs gets the 128-wide tile split 2 ways first (as many
+    blocks, measured faster on an H200); one whose first is wider keeps it."""
+    from dnnc.heuristics.config import Config
+    from dnnc.heuristics.contraction import _split_wider
+
+    narrow = Config("tc-sm90", (384, 1, 1), tile=(128, 64, 64), stages=8,
+                    reason="conv_fprop: 1568x512x4608 (M x N x K) bf16; 128x64 tiles, 104 of "
+                           "them for 132 SMs")
+    wide = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6,
+                  reason="conv_fprop: ...; 128x128 tiles, 52 of them for 132 SMs")
+    ranked = _split_wider([narrow, wide], 132)
+    assert ranked[0].tile == (128, 128, 64) and ranked[0].split == 2 and ranked[0].cluster == 1
+    assert ranked[1:] == [narrow, wide]
+    many = narrow.replace(reason=narrow.reason.replace("104 of", "140 of"))
+    assert _split_wider([many, wide], 132) == [many, wide]
+    assert _split_wider([wide, narrow], 132) == [wide, narrow]
