@@ -340,7 +340,8 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
                             fallback=faster == "tc-sm90")
         if faster == "tc-sm90":
             fast = _split_wider([c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
-                                 if channels % c.tile[1] == 0], problem.sms) + fast
+                                 if channels % c.tile[1] == 0], problem.sms, m // groups, n,
+                                groups) + fast
         return fast
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
@@ -359,13 +360,14 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     if faster == "tc-sm90":
         # A group is a batch of N = its output channels.
         fast = _split_wider(tc_sm90(problem, m, n // groups, taps * _ceil(reduced, bk90) * bk90,
-                                    groups, facts), problem.sms) + fast
+                                    groups, facts), problem.sms, m, n // groups, groups) + fast
     return fast
 
 
-def _split_wider(configs, sms):
-    """tc-sm90's convolution configs with, first, the 128-wide tile split 2
-    ways where the first is 64 wide, unsplit, with fewer tiles than SMs: as
+def _split_wider(configs, sms, m, n, batch):
+    """tc-sm90's configs of a convolution (an ``m`` x ``n`` GEMM, ``batch``
+    of them) with, first, the 128-wide tile split 2 ways where the first
+    is 64 wide, unsplit, with fewer tiles than SMs: as
     many blocks (half the tiles, each K split in two), each tile reading its
     A rows once per 128 columns instead of per 64. Measured on an H200
     (do_bench medians, 2026-11-27): the 3x3 32x512x7x7 forward in 0.0256 ms
@@ -379,22 +381,13 @@ def _split_wider(configs, sms):
     wide = next((c for c in configs if c.tile[:2] == (first.tile[0], 128)), None)
     if first.tile[1] != 64 or first.split != 1 or wide is None or wide.split != 1:
         return configs
-    tiles = _tile_count(first.reason)
-    if tiles is None or tiles >= sms:
+    if _ceil(m, first.tile[0]) * _ceil(n, 64) * batch >= sms:
         return configs
     split = wide.replace(split=2, cluster=1,
                          reason=f"{wide.reason}; K split 2 ways: as many blocks as "
                                 f"{first.tile[0]}x64 tiles, twice as wide (fewer tiles "
                                 "than SMs)")
     return [split] + configs
-
-
-def _tile_count(reason):
-    """The tile count a tc_sm90 reason states ("..., N of them for ..."), or None."""
-    import re
-
-    found = re.search(r"tiles, (\d+) of them", reason or "")
-    return int(found.group(1)) if found else None
 
 
 def conv_groups(problem):

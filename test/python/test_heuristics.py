@@ -900,9 +900,9 @@ def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
                            "them for 132 SMs")
     wide = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6,
                   reason="conv_fprop: ...; 128x128 tiles, 52 of them for 132 SMs")
-    ranked = _split_wider([narrow, wide], 132)
+    ranked = _split_wider([narrow, wide], 132, 1568, 512, 1)     # 104 tiles of 128x64
     assert ranked[0].tile == (128, 128, 64) and ranked[0].split == 2 and ranked[0].cluster == 1
     assert ranked[1:] == [narrow, wide]
-    many = narrow.replace(reason=narrow.reason.replace("104 of", "140 of"))
-    assert _split_wider([many, wide], 132) == [many, wide]
-    assert _split_wider([wide, narrow], 132) == [wide, narrow]
+    many = narrow
+    assert _split_wider([many, wide], 132, 2240, 512, 1) == [many, wide]    # 144 tiles
+    assert _split_wider([wide, narrow], 132, 1568, 512, 1) == [wide, narrow]
