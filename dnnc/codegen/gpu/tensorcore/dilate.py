@@ -30,7 +30,7 @@ from mlir.dialects import arith, memref, scf
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import idx as _idx
-from dnnc.codegen.gpu.tensorcore.fold import _digits, _launch, _pitch
+from dnnc.codegen.gpu.tensorcore.fold import digits, pixel_pitch, thread_launch
 from dnnc.codegen.gpu.tensorcore.gemm import Operand
 
 
@@ -43,13 +43,13 @@ def dilate(conv):
     shape = list(ir.MemRefType(dy.type).shape)
     n, pixels, channels = shape[0], shape[1:-1], shape[-1]
     lengths = [h + (r - 1) * d for h, r, d in zip(conv.out, conv.filter, conv.dilation)]
-    pitch = _pitch(channels, element)
+    pitch = pixel_pitch(channels, element)
     z = memref.alloc(ir.MemRefType.get([n] + lengths + [pitch], element), [], [])
     zero = arith.constant(element, 0.0)
     made = [irutil.defining_op(z), irutil.defining_op(zero)]
 
     def write(i):
-        image, *at, k = _digits(i, [n] + lengths + [channels])
+        image, *at, k = digits(i, [n] + lengths + [channels])
         rows, inside = [], None
         for a, off, s, p in zip(at, conv.inserted, conv.stride, pixels):
             t = arith.subi(a, _idx(off))
@@ -68,7 +68,7 @@ def dilate(conv):
             scf.YieldOp([zero])
         memref.store(branch.results[0], z, [image] + at + [k])
 
-    made.append(_launch(n * math.prod(lengths) * channels, write))
+    made.append(thread_launch(n * math.prod(lengths) * channels, write))
     strides = irutil.memref_geometry(z.type)[1]
     view_type = ir.MemRefType.get([n] + lengths + [channels], element,
                                   layout=ir.StridedLayoutAttr.get(0, strides))

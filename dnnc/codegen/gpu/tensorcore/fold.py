@@ -50,12 +50,12 @@ def applies(conv, bk):
     return folds(conv.direction, conv.channels, conv.filter, eb, bk)
 
 
-def _pitch(channels, element):
+def pixel_pitch(channels, element):
     unit = UNIT // irutil.element_bytes(element)
     return -(-channels // unit) * unit
 
 
-def _launch(total, body):
+def thread_launch(total, body):
     """A launch of one thread per element of ``total``: ``body(i)`` with i
     the element's index (an index value), for i < total."""
     blocks = -(-total // THREADS)
@@ -72,7 +72,7 @@ def _launch(total, body):
     return launch.operation
 
 
-def _digits(i, sizes):
+def digits(i, sizes):
     """Index ``i`` as digits of mixed radix ``sizes`` (outermost first)."""
     out = []
     for size in reversed(sizes):
@@ -88,7 +88,7 @@ def fold(conv):
     element = ir.MemRefType(conv.x.type).element_type
     c, s_count = conv.channels, conv.filter[-1]
     channels = c * s_count
-    pitch = _pitch(channels, element)
+    pitch = pixel_pitch(channels, element)
     x_shape = list(ir.MemRefType(conv.x.type).shape)   # [N, (D,) H, W, C]
     spatial = x_shape[1:-1]
     folded_spatial = spatial[:-1] + [conv.out[-1]]
@@ -102,7 +102,7 @@ def fold(conv):
             irutil.defining_op(zero)]
 
     def write_x(i):
-        *pixel, j = _digits(i, [n] + folded_spatial + [channels])
+        *pixel, j = digits(i, [n] + folded_spatial + [channels])
         s, ch = arith.divui(j, _idx(c)), arith.remui(j, _idx(c))
         column = arith.subi(arith.addi(arith.muli(pixel[-1], _idx(conv.stride[-1])),
                                        arith.muli(s, _idx(conv.dilation[-1]))),
@@ -117,7 +117,7 @@ def fold(conv):
         memref.store(branch.results[0], x_buffer, pixel + [j])
 
     def write_w(i):
-        kk, tap, j = _digits(i, [k, outer_taps, channels])
+        kk, tap, j = digits(i, [k, outer_taps, channels])
         s, ch = arith.divui(j, _idx(c)), arith.remui(j, _idx(c))
         if conv.flip:
             # Convolution mode: the whole tap index reversed (the loader
@@ -126,8 +126,8 @@ def fold(conv):
         source = arith.addi(arith.muli(tap, _idx(s_count)), s)
         memref.store(memref.load(conv.w, [kk, source, ch]), w_buffer, [kk, tap, j])
 
-    made.append(_launch(n * math.prod(folded_spatial) * channels, write_x))
-    made.append(_launch(k * outer_taps * channels, write_w))
+    made.append(thread_launch(n * math.prod(folded_spatial) * channels, write_x))
+    made.append(thread_launch(k * outer_taps * channels, write_w))
     x_type = ir.MemRefType.get([n] + folded_spatial + [channels], element,
                                layout=ir.StridedLayoutAttr.get(0, irutil.memref_geometry(
                                    x_buffer.type)[1]))

@@ -76,12 +76,10 @@ def check_conv(conv, tile):
 
 
 @dataclass
-class Im2colOperand:
-    """A of a forward convolution or a data gradient: ``rows`` (BM) output
-    pixels by ``k`` (BK) channels of their input pixels at one tap,
-    K-major. B of a filter gradient (``mn_major``): ``k`` (BK) output
-    pixels by ``rows`` (BN) channels of their input pixels at the tap of the
-    tile's columns, in boxes of 64 channels (128 bytes)."""
+class _ConvTile:
+    """What both convolution loaders hold: ``rows`` (BM or BN) of the tile
+    by ``k`` (BK) elements of ``element`` a K step; ``mn_major``: loaded in
+    boxes of 128 bytes of M or N by BK rows."""
 
     conv: object
     rows: int
@@ -100,7 +98,18 @@ class Im2colOperand:
 
     @property
     def pieces(self):
+        """TMA boxes per tile: MN-major, one per 128 bytes of M or N."""
         return self.rows // (SWIZZLE // self.eb) if self.mn_major else 1
+
+
+@dataclass
+class Im2colOperand(_ConvTile):
+    """A of a forward convolution or a data gradient: ``rows`` (BM) output
+    pixels by ``k`` (BK) channels of their input pixels at one tap,
+    K-major. B of a filter gradient (``mn_major``): ``k`` (BK) output
+    pixels by ``rows`` (BN) channels of their input pixels at the tap of the
+    tile's columns, in boxes of 64 channels (128 bytes)."""
+
 
     def make_descriptor(self, bk):
         lower, upper = corners(self.conv)
@@ -146,35 +155,16 @@ class Im2colOperand:
 
 
 @dataclass
-class FilterOperand:
+class FilterOperand(_ConvTile):
     """B of a forward convolution: ``rows`` (BN) output channels by ``k``
     (BK) input channels of the filter at one tap, K-major; of a data
     gradient (``mn_major``): ``rows`` input channels by ``k`` output
     channels, in boxes of 64 input channels (128 bytes) by BK."""
 
-    conv: object
-    rows: int
-    element: str
-    k: int
-    mn_major: bool = False
-    descriptor: object = None
 
     def __post_init__(self):
         # [K, taps, C] in memory order (a 1-tap filter's size-1 dim first).
         self.order = physical_order(self.conv.w.type)
-
-    @property
-    def eb(self):
-        return element_bytes(self.element)
-
-    @property
-    def tile_bytes(self):
-        return self.rows * self.k * self.eb
-
-    @property
-    def pieces(self):
-        """TMA boxes per tile: MN-major, one per 128 bytes of N."""
-        return self.rows // (SWIZZLE // self.eb) if self.mn_major else 1
 
     def make_descriptor(self, bk):
         # [K, taps, C] (a data gradient's B: [its K, taps, its N]).
