@@ -248,63 +248,64 @@ class _Layouts:
         t = ir.MemRefType(value.type)
         writes = _writes(callee, index)
         physical_type = _physical(strided)
-        dense = list(physical_type.shape)[-1] == t.shape[1] and \
+        padded = list(physical_type.shape)[-1] != t.shape[1]
+        dense = not padded and \
             irutil.memref_geometry(t)[1] == irutil.row_major_strides(list(t.shape))
         with ir.InsertionPoint(call), call.location:
             physical = memref.alloc(physical_type, [], [])
             view = self._view(physical, strided)
         other = physical if dense else view
-        kernel = self.layout_kernel(t, ir.MemRefType(other.type), writes, dense)
+        kernel = self.layout_kernel(t, ir.MemRefType(other.type), writes, dense, padded)
         where = ir.InsertionPoint.after(call) if writes else ir.InsertionPoint(call)
         with where, call.location:
             outline.call(kernel, [other, value] if writes else [value, other])
         call.operands[index] = view
         set_argument_type(callee, index, strided)
 
-    def layout_kernel(self, t, other, to_source, dense):
+    def layout_kernel(self, t, other, to_source, dense, padded):
         """A kernel copying between buffer type ``t`` and ``other`` (``to_source``:
         from the latter): for ``dense``, ``other`` is the row-major buffer
-        of ``t``'s dims in channels-last order and the copy a transpose;
-        else the channels-last view of ``t``'s dims and the copy direct."""
-        order = channels_last_order(t.rank)
-        name = f"{self.graph}_layout_{self.made}"
+        of ``t``'s dims in channels-last order and the copy a transpose
+        (simt-transpose); else the channels-last view of ``t``'s dims
+        (``padded``: its pixels padded to 16 bytes) and the copy direct."""
+        base = f"{self.graph}_layout_{self.made}"
         self.made += 1
         source, dest = (other, t) if to_source else (t, other)
-        row_major = dense
-        loops = t.rank
-        # Loops over the destination's dims; the source read through the
-        # permutation between the two (physical dim l is logical dim order[l]).
         if dense:
-            read = list(order) if to_source else [order.index(d) for d in range(loops)]
+            # Loops over the destination's dims, the source read through the
+            # permutation between the two (physical dim l is logical dim order[l]).
+            order = channels_last_order(t.rank)
+            read = list(order) if to_source else [order.index(d) for d in range(t.rank)]
+            kernel = outline.new_kernel(self.module, base, [source, dest],
+                                        lambda args: _permuted_copy(args, read), "copy")
+            kernel.attributes["dnn.config"] = Config(TRANSPOSE, (256, 1, 1)).to_attr()
+            what = "the row-major one"
         else:
-            read = list(range(loops))
-        source_map = ir.AffineMap.get_permutation(read)
-
-        def body(args):
-            ident = ir.AffineMap.get_identity(loops)
-            parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
-            op = linalg.GenericOp([], [args[0]], [args[1]],
-                                  ir.ArrayAttr.get([ir.AffineMapAttr.get(source_map),
-                                                    ir.AffineMapAttr.get(ident)]),
-                                  ir.ArrayAttr.get([parallel] * loops))
-            element = ir.MemRefType(source).element_type
-            block = op.regions[0].blocks.append(element, element)
-            with ir.InsertionPoint(block):
-                linalg.YieldOp([block.arguments[0]])
-
-        kernel = outline.new_kernel(self.module, name, [source, dest], body, "copy")
-        name = irutil.symbol(kernel)
+            kernel = outline.copy_kernel(self.module, base, source, dest)
+            what = "its own strides" + (", pixels padded to 16 bytes" if padded else "")
         kernel.attributes["dnn.config_reason"] = ir.StringAttr.get(
             "created by dnn-conv-layouts after the heuristics: moves a tensor-core "
-            "convolution's operand between its channels-last layout and "
-            + ("the row-major one" if row_major else "its own strides, pixels padded to 16 bytes"
-               if list(_physical(ir.MemRefType(other)).shape)[-1] != t.shape[1] and not dense
-               else "its own strides"))
-        if row_major:
-            kernel.attributes["dnn.config"] = Config(TRANSPOSE, (256, 1, 1)).to_attr()
+            f"convolution's operand between its channels-last layout and {what}")
+        name = irutil.symbol(kernel)
         self.functions[name] = kernel
         self.calls[name] = 1
         return kernel
+
+
+def _permuted_copy(args, read):
+    """``args[1]`` = ``args[0]`` read through the permutation ``read`` (a
+    linalg.generic over the destination's dims)."""
+    loops = len(read)
+    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+    op = linalg.GenericOp([], [args[0]], [args[1]],
+                          ir.ArrayAttr.get([
+                              ir.AffineMapAttr.get(ir.AffineMap.get_permutation(read)),
+                              ir.AffineMapAttr.get(ir.AffineMap.get_identity(loops))]),
+                          ir.ArrayAttr.get([parallel] * loops))
+    element = ir.MemRefType(args[0].type).element_type
+    block = op.regions[0].blocks.append(element, element)
+    with ir.InsertionPoint(block):
+        linalg.YieldOp([block.arguments[0]])
 
 
 def apply(module):
