@@ -14,10 +14,11 @@ per 128: half the operand traffic per FLOP), and as many ring stages as
 shared memory holds beside one set of the epilogue's slots (16 KiB for a
 128-row tile: its output tiles go out through shared memory). Convolutions
 (bf16, f16) run as implicit GEMM on either (``_implicit_gemm``), with the
-same tiles as a matmul of their M x N. Attention waits for its loaders:
-simt-generic gives each output element one thread that loops over the
-reduction (K); the output count sets the parallelism, and few outputs get
-128-thread blocks. An operand with a prologue (``Problem.prologues``)
+same tiles as a matmul of their M x N. The attention forward (sdpa, bf16
+and f16) runs on tc-sm90's flash kernel (``tc_sm90_attention``); the
+backward and other types wait for theirs: simt-generic gives each output
+element one thread that loops over the reduction (K); the output count sets
+the parallelism, and few outputs get 128-thread blocks. An operand with a prologue (``Problem.prologues``)
 is loaded as stored and converted in shared memory: its stored width sets
 the ring's stage size, and its converted tiles take shared memory from the
 ring. A GEMM the tc-sm90 kernel cannot take after all (a row stride TMA
@@ -390,6 +391,47 @@ def _split_wider(configs, sms, m, n, batch):
     return [split] + configs
 
 
+# The attention forward kernel (sm90/flash.py): query rows a block (64 per
+# consumer warpgroup), the most ring stages worth having, and the registers
+# a consumer thread gives O (Dv / 2), S (BN / 2) and P (BN / 4).
+TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_REGISTERS = 128, 3, 176
+
+
+def _attention_smem(bm, bn, d, dv, stages):
+    """flash.smem_bytes: Q, the ring of K and V tiles (head dims in 64-wide
+    boxes), barriers, alignment slack."""
+    def padded(x):
+        return _ceil(x, 64) * 64
+    return 1024 + bm * padded(d) * 2 + stages * bn * (padded(d) + padded(dv)) * 2 \
+        + 8 * (1 + 2 * stages)
+
+
+def tc_sm90_attention(problem, facts):
+    """tc-sm90 Configs for an sdpa forward of 16-bit q, k, v (sm90/flash.py):
+    128 query rows a block (64 with fewer query rows), 128 kv rows a step
+    where O, S and P fit a consumer thread's registers, else 64, and as many
+    ring stages (up to 3) as shared memory holds beside the Q tile."""
+    ins = problem.anchor_inputs
+    if len(ins) < 3 or problem.anchor != "sdpa":
+        return []
+    sq, d, dv = ins[0].shape[-2], ins[0].shape[-1], ins[2].shape[-1]
+    bm = 64 if sq <= 64 else TC90_ATTENTION_M
+    configs = []
+    for bn in (128, 64):
+        if dv // 2 + bn // 2 + bn // 4 > TC90_ATTENTION_REGISTERS:
+            continue
+        stages = max((s for s in range(2, TC90_ATTENTION_STAGES + 1)
+                      if _attention_smem(bm, bn, d, dv, s) <= TC90_SMEM), default=0)
+        if not stages:
+            continue
+        configs.append(Config(
+            "tc-sm90", (128 * (1 + bm // 64), 1, 1), tile=(bm, bn), stages=stages,
+            reason=f"attention forward ({facts}): {bm} query rows a block, {bn} kv rows a "
+                   f"step, {stages} stages (the most shared memory holds, up to "
+                   f"{TC90_ATTENTION_STAGES})"))
+    return configs
+
+
 def conv_groups(problem):
     """The groups of a convolution anchor: its channels over the filter's
     (fprop: x's C over w's; dgrad: dx's; wgrad: x's over dw's)."""
@@ -433,4 +475,9 @@ def rank(problem):
                  or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
+    if faster == "tc-sm90" and problem.family == "attention" and \
+            problem.dtype in ("bf16", "f16"):
+        fast = tc_sm90_attention(problem, facts)
+        if fast:
+            return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     return simt_generic(work, problem.sms, faster, facts)

@@ -3,7 +3,10 @@ arith and math ops, in every func.func of the module.
 
 1. Composite ops (normalizations, softmax, attention) are first expanded into
    primitive ops by ``dnnc.decompose.expand_all`` when that module exists; any
-   composite op left is an UnsupportedError naming it.
+   composite op left is an UnsupportedError naming it. An sdpa that is a
+   kernel function's whole work is first recorded on the function
+   (``dnn.attention``, dnnc/codegen/linalg/attention.py) for the
+   tensor-core attention kernel.
 2. i1 tensors are stored as i8 once lowered (i1 memrefs do not lower to LLVM):
    function signatures and func.call results are retyped first.
 3. Each dnn op, in program order, is replaced by what
@@ -132,6 +135,20 @@ def _describe_conv(op, view):
     fn.attributes["dnn.conv"] = conv.describe(view, arguments)
 
 
+def _describe_attention(op):
+    """An sdpa that is a kernel's whole work: record it on the function
+    (``dnn.attention``, linalg/attention.describe) before its expansion, for
+    the tensor-core attention kernel."""
+    from dnnc.codegen.linalg import attention
+
+    fn = op.parent
+    if op.name != "dnn.sdpa" or fn.name != "func.func" or "dnn.kernel" not in fn.attributes:
+        return
+    described = attention.describe(builders.read(op), fn)
+    if described is not None:
+        fn.attributes[attention.ATTR] = described
+
+
 def _mark_entry(module):
     funcs = _functions(module)
     marked = [f for f in funcs if "dnn.graph" in f.attributes]
@@ -145,6 +162,9 @@ def _mark_entry(module):
 def convert(module):
     """Run the conversion on a module operation, in place."""
     module = getattr(module, "operation", module)
+    with module.context, ir.Location.unknown():
+        for op in dnn_ops(module):
+            _describe_attention(op)
     if expand_all is not None:
         expand_all(module)
     _check_supported(module)

@@ -60,8 +60,10 @@ HOST_OPS = frozenset({
     "memref.collapse_shape", "memref.cast", "memref.reinterpret_cast",
     "arith.constant", "func.return", "func.call", "gpu.launch",
     # a tensor-core kernel's TMA descriptors (dnn-map-tensor-cores), and the
-    # zero accumulator canonicalize hoists out of its gpu.launch as a constant
+    # zero and undefined accumulators canonicalize hoists out of its
+    # gpu.launch as constants
     "nvgpu.tma.create.descriptor", "builtin.unrealized_conversion_cast", "llvm.mlir.zero",
+    "llvm.mlir.undef",
 })
 
 

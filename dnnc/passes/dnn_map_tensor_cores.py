@@ -10,7 +10,10 @@ epilogue fused in registers:
   a way it does not support, a stride TMA cannot describe),
   with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.
 
-A kernel whose function carries ``dnn.conv`` is a convolution: each
+A kernel whose function carries ``dnn.attention`` is one sdpa forward:
+tc-sm90 replaces the body (its expansion) by the attention kernel
+(sm90/flash.py); what that kernel does not take keeps the expansion, on
+simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
 strategy runs it as an implicit GEMM (tensorcore/conv.py) with its own
 operand loaders (sm90/im2col.py: TMA's im2col mode; sm80/im2col.py: a
 cp.async gather), matched for the tile's K step; one tc-sm90 does not take
@@ -73,9 +76,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from dnnc.codegen.gpu.tensorcore import attention as attention_match
 from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
 from dnnc.codegen.gpu.tensorcore import sm80, sm90
+from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, build_attention
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs, tc_sm80_conv
 from dnnc.heuristics.problem import SMS
@@ -141,6 +146,9 @@ class DnnMapTensorCores(DnncPass):
                     tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
 
     def _sm90(self, fn, config):
+        if attention_match.ATTR in fn.attributes:
+            self._sm90_attention(fn, config)
+            return
         if conv_match.ATTR in fn.attributes:
             self._sm90_conv(fn, config)
             return
@@ -167,6 +175,19 @@ class DnnMapTensorCores(DnncPass):
                              stages=fallback.stages),
                   f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
                   f"{fallback.stages} stages")
+
+    def _sm90_attention(self, fn, config):
+        """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), else
+        simt-generic on the expansion the body holds."""
+        m, n = (tuple(config.tile) + (128, 128))[:2]
+        try:
+            att = attention_match.match(fn)
+            notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages)))
+        except (attention_match.NotAnAttention, sm90.NotSupported) as why:
+            fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
+            return
+        for note in notes:
+            add_note(fn, note)
 
     def _sm90_conv(self, fn, config):
         """A convolution kernel: tc-sm90's implicit GEMM, else tc-sm80's

@@ -37,7 +37,7 @@ CONSUMER_REGISTERS = 232
 WGMMA_K_BYTES = 32
 
 
-def _descriptor_constant(mn_major, rows_bytes_between_atoms):
+def descriptor_constant(mn_major, rows_bytes_between_atoms):
     """The constant bits of a wgmma shared-memory matrix descriptor for a
     128-byte-swizzled tile: layout type (bits 62-63 = 1), stride byte offset
     (8 rows of 128 bytes = 1024), leading byte offset (between 64-element
@@ -47,7 +47,7 @@ def _descriptor_constant(mn_major, rows_bytes_between_atoms):
     return (1 << 62) | (sbo << 32) | (lbo << 16)
 
 
-def _matrix_descriptor(address_i64, constant):
+def matrix_descriptor(address_i64, constant):
     """A wgmma descriptor: the constant bits | (address & 0x3FFFF) >> 4."""
     addr = arith.shrui(arith.andi(address_i64, _i(0x3FFFF, 64)), _i(4, 64))
     return arith.ori(addr, _i(constant, 64))
@@ -106,8 +106,8 @@ class Consumer:
         local = arith.remui(k.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(k.tid, _idx(WARPGROUP)), _idx(1))
         leader = _cmp("eq", local, _idx(0))
-        a_const = _descriptor_constant(k.a.mn_major, tile.k * SWIZZLE)
-        b_const = _descriptor_constant(k.b.mn_major, tile.k * SWIZZLE)
+        a_const = descriptor_constant(k.a.mn_major, tile.k * SWIZZLE)
+        b_const = descriptor_constant(k.b.mn_major, tile.k * SWIZZLE)
         # A consumer's 64 rows of A: 64 rows of K (K-major), or the tile's
         # box of 64 columns of M (MN-major).
         a_part = tile.k * SWIZZLE if k.a.mn_major else 64 * SWIZZLE
@@ -146,8 +146,8 @@ class Consumer:
                 a_tile, b_tile = k.prologues.convert_step(stage, a_tile, b_tile, consumer,
                                                           local, kt, g)
             if not k.registers_a:
-                desc_a = _matrix_descriptor(a_tile, a_const)
-            desc_b = _matrix_descriptor(b_tile, b_const)
+                desc_a = matrix_descriptor(a_tile, a_const)
+            desc_b = matrix_descriptor(b_tile, b_const)
             if k.registers_a:
                 a_values = self.fragments(stage, fragments)
             nvvm.WgmmaFenceAlignedOp()

@@ -1,0 +1,126 @@
+"""What a tensor-core attention kernel computes: a kernel function whose
+whole work is one ``dnn.sdpa`` (semantics: dnnc/dialect/ops_attention.py),
+read from its ``dnn.attention`` attribute (dnnc/codegen/linalg/attention.py)
+and its bufferized arguments.
+
+The body is the sdpa's expansion (matmuls, reductions, pointwise ops) over
+intermediates the size of the score matrix; a tensor-core kernel replaces it
+whole and reads q, k and v and writes o (and the statistics) where they lie.
+
+``match`` returns an ``Attention``: the buffers, the problem's sizes and
+which features it uses. What it cannot read (a head dim that is not the
+contiguous dim, rows TMA cannot step) raises ``NotAnAttention`` with the
+reason, before any IR is changed.
+"""
+
+from dataclasses import dataclass
+
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.linalg.attention import ATTR, OPERANDS, RESULTS
+
+__all__ = ["ATTR", "Attention", "NotAnAttention", "match"]
+
+
+class NotAnAttention(Exception):
+    """The kernel is not an attention a tensor-core kernel reads; the message
+    says why."""
+
+
+@dataclass
+class Attention:
+    """q ``[B, H, Sq, D]``, k ``[B, Hk, Skv, D]``, v ``[B, Hk, Skv, Dv]``, o
+    ``[B, H, Sq, Dv]`` and stats ``[B, H, Sq, 1]`` (f32, or None): memref
+    values of the kernel function; ``bias`` a memref broadcasting to
+    ``[B, H, Sq, Skv]`` or None. Query head h reads kv head h // (H / Hk)."""
+
+    q: object
+    k: object
+    v: object
+    o: object
+    stats: object
+    bias: object
+    batch: int
+    heads: int
+    kv_heads: int
+    sq: int
+    skv: int
+    d: int
+    dv: int
+    scale: float
+    causal: bool
+    element: str
+
+    @property
+    def group(self):
+        """Query heads per kv head."""
+        return self.heads // self.kv_heads
+
+    def flops(self):
+        """Multiply-adds x 2 of the two products, less the causal half."""
+        full = 2 * self.batch * self.heads * self.sq * self.skv * (self.d + self.dv)
+        return full // 2 if self.causal else full
+
+
+def _shape(value):
+    return list(ir.MemRefType(value.type).shape)
+
+
+def _element(value):
+    return str(ir.MemRefType(value.type).element_type)
+
+
+def _rows_problem(name, value):
+    """Why TMA cannot read or a thread cannot store ``value``'s rows
+    (``[B, H, S, D]``), or None: D contiguous, every other stride a multiple
+    of 16 bytes, a 16-byte aligned start."""
+    shape, strides, offset = irutil.memref_geometry(value.type)
+    eb = 4 if _element(value) == "f32" else 2
+    if strides[3] != 1 and shape[3] != 1:
+        return f"{name}'s head dim has stride {strides[3]}: expected 1 (contiguous)"
+    for dim in range(3):
+        if shape[dim] > 1 and (strides[dim] * eb) % 16:
+            return (f"{name}'s dim {dim} has stride {strides[dim] * eb} bytes: expected a "
+                    "multiple of 16")
+    if (offset * eb) % 16:
+        return f"{name} starts {offset * eb} bytes into its buffer: expected 16-byte alignment"
+    return None
+
+
+def match(fn):
+    """The Attention of kernel function ``fn`` (it carries ``dnn.attention``);
+    NotAnAttention when its buffers are not what the kernels read."""
+    if ATTR not in fn.attributes:
+        raise NotAnAttention("the kernel is not one sdpa")
+    info = ir.DictAttr(fn.attributes[ATTR])
+    operands = dict(zip(OPERANDS, ir.DenseI64ArrayAttr(info["operands"])))
+    results = dict(zip(RESULTS, ir.DenseI64ArrayAttr(info["results"])))
+    arguments = list(irutil.body(fn).arguments)
+    inputs = len(arguments) - ir.IntegerAttr(info["returned"]).value
+    values = {}
+    for name in ("q", "k", "v"):
+        if operands[name] < 0:
+            raise NotAnAttention(f"{name} is computed in the kernel, not a kernel argument")
+        values[name] = arguments[operands[name]]
+    if results["o"] < 0:
+        raise NotAnAttention("o is not an output of the kernel")
+    for name in RESULTS:
+        values[name] = arguments[inputs + results[name]] if results[name] >= 0 else None
+    values["bias"] = arguments[operands["bias"]] if operands["bias"] >= 0 else None
+    element = _element(values["q"])
+    for name in ("k", "v", "o"):
+        if _element(values[name]) != element:
+            raise NotAnAttention(f"{name} is {_element(values[name])}, q is {element}: "
+                                 "expected one type")
+    for name in ("q", "k", "v", "o"):
+        problem = _rows_problem(name, values[name])
+        if problem:
+            raise NotAnAttention(problem)
+    b, h, sq, d = _shape(values["q"])
+    _, hk, skv, _ = _shape(values["k"])
+    dv = _shape(values["v"])[3]
+    return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
+                     values["bias"], b, h, hk, sq, skv, d, dv,
+                     ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
+                     element)

@@ -1,0 +1,533 @@
+"""tc-sm90's attention forward: one kernel in the FlashAttention manner, on
+wgmma, fed by TMA.
+
+A block computes ``tile.m`` query rows of one (batch, head): 1 + consumers
+warpgroups of 128 threads (warp specialization, as the GEMM's mainloop)::
+
+    warpgroup 0  producer   one thread loads the block's Q tile once (its
+                            own barrier), then each K tile and V tile of
+                            ``tile.n`` kv rows into stage j % stages of a
+                            ring (pipeline.py), after waiting for the
+                            stage to be empty
+    warpgroups 1..  consumers  each owns 64 query rows: per kv step, S =
+                            Q Kᵀ on wgmma (Q and K from shared memory),
+                            the online softmax in registers, O += P V on
+                            wgmma with P from registers (inline PTX: the
+                            NVVM op takes A only from shared memory), then
+                            release the stage
+
+Q, K and V tiles lie in TMA's 128-byte swizzle, in boxes of 64 columns of
+the head dim (a head dim that is not a multiple of 64 is zero-filled by TMA
+past its end; a K step of QKᵀ is 16 of it). V is read MN-major (its head
+dim, wgmma's N, is contiguous). The wgmma accumulator layout of S is the
+layout of wgmma's A fragments for a 16-bit type, so P goes from S's
+registers to P V's without any exchange: a thread's four 32-bit A registers
+of a 16-column slice kk are its S values 8 kk .. 8 kk + 7 rounded in pairs.
+
+The softmax keeps, per row, the running maximum ``m`` of the scaled scores
+in base 2 (scale x log2 e folded into one FMA with the subtraction, the
+exponential ``ex2.approx``) and the thread's part of the row sum ``l``
+(the quad's four parts are summed once, at the end). Scores past the kv
+length, and above the diagonal under a causal mask (row i sees columns j <=
+i, top-left aligned), are -inf; only the tiles that reach past either are
+masked. A row whose scores are all -inf keeps m = -inf, takes 0 as its
+shift, and ends with l = 0: o = 0 and stats = -inf.
+
+The epilogue scales O by 1 / l, rounds it to the output type and stores it
+from registers (each thread two columns of two rows per 8-column block),
+and the statistics ``(m + log2 l) ln 2``, the natural log-sum-exp of the
+scaled scores.
+
+The grid is (B x H, query tiles); a causal grid runs its query tiles last
+first, since the longest (the last) should not start last.
+
+The block's dynamic shared memory, from its 1024-byte aligned base::
+
+    Q          tile.m x padded(D) elements
+    ring       stages x (K: tile.n x padded(D), V: tile.n x padded(Dv))
+    barriers   q_full, full[stages], empty[stages]
+"""
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
+from mlir.dialects import math as mmath
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.math.scalar import intrinsic
+from dnnc.codegen.gpu.tensorcore.emit import (
+    add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if, ptr as _ptr,
+    shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.mainloop import (
+    CONSUMER_REGISTERS, PRODUCER_REGISTERS, descriptor_constant, matrix_descriptor,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
+from dnnc.codegen.gpu.tensorcore.sm90.support import (
+    ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, physical_order, tma_descriptor
+
+BOX = 64                 # head-dim elements of a 128-byte box row (16-bit types)
+INSTR_K = 16             # wgmma's k for 16-bit types
+LOG2E = 1.4426950408889634
+LN2 = 0.6931471805599453
+# Registers a consumer thread may give its accumulators and P: O (Dv / 2),
+# S (tile.n / 2) and P (tile.n / 4), below CONSUMER_REGISTERS with room for
+# the addresses and the softmax's temporaries.
+ACCUMULATOR_REGISTERS = 176
+
+
+@dataclass(frozen=True)
+class FlashTile:
+    """``m`` query rows per block (64 per consumer warpgroup), ``n`` kv rows
+    per step, ``stages`` ring stages of K and V tiles."""
+
+    m: int = 128
+    n: int = 128
+    stages: int = 2
+
+    @property
+    def consumers(self):
+        return self.m // 64
+
+    @property
+    def threads(self):
+        return WARPGROUP * (1 + self.consumers)
+
+
+def padded(d):
+    """The head dim as a whole number of 64-element boxes."""
+    return -(-d // BOX) * BOX
+
+
+def smem_bytes(tile, d, dv):
+    """Dynamic shared memory of the kernel: Q, the ring, the barriers, slack."""
+    ring = tile.stages * tile.n * (padded(d) + padded(dv)) * 2
+    return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 2 * tile.stages)
+
+
+def check(att, tile):
+    """Raise NotSupported unless this kernel with ``tile`` computes ``att``
+    (tensorcore/attention.Attention)."""
+    if att.element not in ("bf16", "f16"):
+        raise NotSupported(f"{att.element} q, k, v (the attention kernel takes bf16 and f16)")
+    for name, d in (("D", att.d), ("Dv", att.dv)):
+        if d % 8 or not 8 <= d <= 256:
+            raise NotSupported(f"head dim {name} = {d}: expected a multiple of 8 up to 256")
+    if att.bias is not None:
+        raise NotSupported("an additive bias (not yet in the tensor-core kernel)")
+    if not att.scale > 0:
+        raise NotSupported(f"scale {att.scale}: expected a positive scale")
+    if tile.m not in (64, 128) or tile.n not in (64, 128) or tile.stages < 2:
+        raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64 or "
+                           "128 rows of each and 2 stages or more")
+    registers = att.dv // 2 + tile.n // 2 + tile.n // 4
+    if registers > ACCUMULATOR_REGISTERS:
+        raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {registers} accumulator "
+                           f"registers a thread, expected at most {ACCUMULATOR_REGISTERS}")
+    size = smem_bytes(tile, att.d, att.dv)
+    if size > SMEM_LIMIT:
+        raise NotSupported(f"{tile.stages} stages of {tile.n} kv rows need {size} bytes of "
+                           f"shared memory, more than {SMEM_LIMIT}")
+
+
+class Rows:
+    """The TMA loads of one operand's tiles: ``rows`` rows of S (a box per
+    64 columns of the head dim ``width``) of a ``[B, H, S, D]`` buffer with D
+    contiguous, in whatever order the other dims lie."""
+
+    def __init__(self, value, rows, width):
+        self.value = value
+        self.rows = rows
+        self.boxes = padded(width) // BOX
+        self.order = physical_order(ir.MemRefType(value.type))
+        self.descriptor = None
+
+    @property
+    def box_bytes(self):
+        return self.rows * SWIZZLE
+
+    @property
+    def bytes(self):
+        return self.box_bytes * self.boxes
+
+    def make_descriptor(self):
+        """Host side: the descriptor, boxes of rows x 64, 128-byte swizzle."""
+        logical = [1, 1, self.rows, BOX]
+        self.descriptor = tma_descriptor(self.value, [logical[d] for d in self.order])
+
+    def load(self, dest_i64, barrier, b, h, s0):
+        """The tile at batch ``b``, head ``h``, first row ``s0`` (i32 values)
+        into shared memory at ``dest_i64``, completing on ``barrier``."""
+        for box in range(self.boxes):
+            logical = [b, h, s0, _i(box * BOX)]
+            coords = [logical[d] for d in self.order]
+            dst = llvm.addrspacecast(_ptr(7), _shared_ptr(_add(dest_i64, box * self.box_bytes)))
+            nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                dst, self.descriptor, list(reversed(coords)), barrier, [])
+
+
+def _f32(x):
+    return arith.constant(ir.F32Type.get(), float(x))
+
+
+def _struct(n):
+    return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * n) + ")>")
+
+
+def _unpack(struct, n):
+    f32 = ir.F32Type.get()
+    return [llvm.extractvalue(f32, struct, ir.DenseI64ArrayAttr.get([e])) for e in range(n)]
+
+
+def _pack(values):
+    out = llvm.mlir_undef(_struct(len(values)))
+    for e, x in enumerate(values):
+        out = llvm.insertvalue(out, x, ir.DenseI64ArrayAttr.get([e]))
+    return out
+
+
+def _tree(op, values):
+    while len(values) > 1:
+        values = [op(values[j], values[j + 1]) if j + 1 < len(values) else values[j]
+                  for j in range(0, len(values), 2)]
+    return values[0]
+
+
+def _quad(op, x):
+    """``op`` of ``x`` over the 4 lanes of a quad (the threads of one row)."""
+    i32 = ir.IntegerType.get_signless(32)
+    for mask in (1, 2):
+        other = gpu.ShuffleOp(x, arith.constant(i32, mask), arith.constant(i32, 32),
+                              gpu.ShuffleMode.XOR).results[0]
+        x = op(x, other)
+    return x
+
+
+def _ex2(x):
+    return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x)
+
+
+def _row_of(e):
+    """Which of a thread's two rows (0: r, 1: r + 8) accumulator value ``e`` is in."""
+    return (e % 4) // 2
+
+
+def _column_of(e):
+    """Accumulator value ``e``'s column, less the thread's first (2 x lane % 4)."""
+    return 8 * (e // 4) + e % 2
+
+
+class FlashForward:
+    """The attention forward kernel of ``att`` in ``tile``s, replacing kernel
+    function ``fn``'s body."""
+
+    def __init__(self, fn, att, tile):
+        check(att, tile)
+        self.fn, self.att, self.tile = fn, att, tile
+        self.q = Rows(att.q, tile.m, att.d)
+        self.k = Rows(att.k, tile.n, att.d)
+        self.v = Rows(att.v, tile.n, att.dv)
+        self.stage_bytes = self.k.bytes + self.v.bytes
+        self.ring = Ring(tile.stages, self.stage_bytes, tile.stages * self.stage_bytes + 8,
+                         tile.consumers)
+        self.q_tiles = -(-att.sq // tile.m)
+        self.kv_tiles = -(-att.skv // tile.n)
+        self.n_s = tile.n // 2            # S values a thread holds
+        self.n_o = att.dv // 2            # O values a thread holds
+        self.c = att.scale * LOG2E        # scores to base-2 exponents
+
+    def notes(self):
+        t = self.tile
+        return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
+                f"warpgroups), {t.n} kv rows a step in a {t.stages}-stage ring; S = QK^T and "
+                "O += PV on wgmma, the online softmax in registers"]
+
+    # -- host side ----------------------------------------------------------
+
+    def build(self):
+        body = irutil.body(self.fn)
+        old = [op.operation for op in body.operations]
+        ret = old[-1]
+        t = self.tile
+        with ir.InsertionPoint(ret), ret.location:
+            for operand in (self.q, self.k, self.v):
+                operand.make_descriptor()
+            shared = smem_bytes(t, self.att.d, self.att.dv)
+            launch = gpu.LaunchOp(
+                (_idx(self.att.batch * self.att.heads), _idx(self.q_tiles), _idx(1)),
+                (_idx(t.threads), _idx(1), _idx(1)), dynamic_shared_memory_size=_i(shared))
+            block = launch.regions[0].blocks[0]
+            with ir.InsertionPoint(block):
+                self.kernel()
+                gpu.TerminatorOp()
+        # The expansion's ops go, last first; constants stay (canonicalize
+        # drops those left unused).
+        for op in reversed(old[:-1]):
+            if op.name != "arith.constant" and \
+                    not any(True for r in op.results for _ in r.uses):
+                op.erase()
+
+    # -- device side --------------------------------------------------------
+
+    def kernel(self):
+        att, t = self.att, self.tile
+        tid = gpu.thread_id(gpu.Dimension.x)
+        self.tid = tid
+        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
+            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
+        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
+        base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+        self.q_base = base
+        self.ring.base = _add(base, self.q.bytes)
+        self.q_full = _shared_ptr(_add(self.ring.base, t.stages * self.stage_bytes))
+        head = gpu.block_id(gpu.Dimension.x)
+        self.b = arith.divui(head, _idx(att.heads))
+        self.h = arith.remui(head, _idx(att.heads))
+        self.hk = arith.divui(self.h, _idx(att.group)) if att.group > 1 else self.h
+        tile_y = gpu.block_id(gpu.Dimension.y)
+        if att.causal:  # the longest query tiles first
+            tile_y = arith.subi(_idx(self.q_tiles - 1), tile_y)
+        self.m0 = arith.muli(tile_y, _idx(t.m))
+        if att.causal:
+            # Row i sees columns up to i: the tiles up to the block's last row.
+            reach = arith.divui(_add(self.m0, t.m + t.n - 1), _idx(t.n))
+            self.steps = arith.minui(reach, _idx(self.kv_tiles))
+        else:
+            self.steps = _idx(self.kv_tiles)
+
+        def init():
+            nvvm.MBarrierInitOp(self.q_full, _i(1))
+            self.ring.init_barriers()
+        _if(_cmp("eq", tid, _idx(0)), init)
+        gpu.barrier()
+        warpgroup = arith.divui(tid, _idx(WARPGROUP))
+        _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
+
+    def producer(self):
+        nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
+        t, ring = self.tile, self.ring
+
+        def issue():
+            b, h, hk = _to_i32(self.b), _to_i32(self.h), _to_i32(self.hk)
+            nvvm.MBarrierArriveExpectTxOp(None, self.q_full, _i(self.q.bytes))
+            self.q.load(self.q_base, self.q_full, b, h, _to_i32(self.m0))
+
+            def step(j):
+                s, parity = ring.slot(j)
+                # A fresh barrier counts as completed in the phase before
+                # its first: the first pass over the ring does not wait.
+                irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
+                full = ring.full(s)
+                nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
+                n0 = _to_i32(arith.muli(j, _idx(t.n)))
+                stage = ring.stage(s)
+                self.k.load(stage, full, b, hk, n0)
+                self.v.load(_add(stage, self.k.bytes), full, b, hk, n0)
+            _for(_idx(0), self.steps, step)
+        _if(_cmp("eq", self.tid, _idx(0)), issue)
+
+    def consumer(self):
+        nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
+        att, t, ring = self.att, self.tile, self.ring
+        local = arith.remui(self.tid, _idx(WARPGROUP))
+        consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
+        leader = _cmp("eq", local, _idx(0))
+        lane = arith.remui(local, _idx(32))
+        first = arith.addi(self.m0, arith.muli(consumer, _idx(64)))  # the warpgroup's first row
+        row = arith.addi(first, arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
+                                           arith.divui(lane, _idx(4))))
+        rows = [row, _add(row, 8)]
+        column = arith.muli(arith.remui(lane, _idx(4)), _idx(2))   # the thread's first column
+        self.rows, self.column, self.lane = rows, column, lane
+
+        irutil.mbarrier_wait(self.q_full, _i(0))
+        # Q: the warpgroup's 64 rows of each box, K-major.
+        k_major = descriptor_constant(False, 0)
+        q_desc = matrix_descriptor(
+            arith.addi(self.q_base, arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))),
+            k_major)
+        v_const = descriptor_constant(True, t.n * SWIZZLE)
+        s_type, o_type = _struct(self.n_s), _struct(self.n_o)
+        element = ir.Attribute.parse(f"#nvvm.wgmma_type<{att.element}>")
+        s_attrs = {
+            "shape": ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {t.n}, k = {INSTR_K}>"),
+            "typeA": element, "typeB": element,
+            "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
+            "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+            "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+            "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"),
+            "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
+            "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
+        }
+        neg_inf = _f32(-math.inf)
+
+        def step(j, o_acc, m_a, m_b, l_a, l_b):
+            s, parity = ring.slot(j)
+            irutil.mbarrier_wait(ring.full(s), parity)
+            stage = ring.stage(s)
+            k_desc = matrix_descriptor(stage, k_major)
+            v_desc = matrix_descriptor(_add(stage, self.k.bytes), v_const)
+            # S = Q K^T over the head dim, 16 columns a wgmma.
+            nvvm.WgmmaFenceAlignedOp()
+            acc = llvm.mlir_undef(s_type)
+            for kk in range(-(-att.d // INSTR_K)):
+                box, within = divmod(kk * INSTR_K, BOX)
+                da = _add(q_desc, (box * self.q.box_bytes + 2 * within) >> 4)
+                db = _add(k_desc, (box * self.k.box_bytes + 2 * within) >> 4)
+                attrs = dict(s_attrs, scaleD=ir.Attribute.parse(
+                    f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
+                acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[s_type],
+                                          operands=[acc, da, db], attributes=attrs).results[0]
+            nvvm.WgmmaGroupSyncAlignedOp()
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            scores = self.masked(_unpack(acc, self.n_s), j, first)
+            m, l_, o_acc, p = self.softmax(scores, [m_a, m_b], [l_a, l_b], o_acc)
+            # O += P V over the step's kv rows, 16 a wgmma.
+            nvvm.WgmmaFenceAlignedOp()
+            for kk in range(t.n // INSTR_K):
+                fragment = [self.pair(p[8 * kk + 2 * r], p[8 * kk + 2 * r + 1])
+                            for r in range(4)]
+                o_acc = self.wgmma_p(o_acc, fragment,
+                                     _add(v_desc, (kk * INSTR_K * SWIZZLE) >> 4))
+            nvvm.WgmmaGroupSyncAlignedOp()
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            _if(leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
+            return [o_acc] + m + l_
+        zero = _f32(0.0)
+        loop = _for(_idx(0), self.steps, step,
+                    [llvm.mlir_zero(o_type), neg_inf, neg_inf, zero, zero])
+        o_acc, m_a, m_b, l_a, l_b = loop.results
+        self.store(o_acc, [m_a, m_b], [l_a, l_b])
+
+    # -- the softmax ----------------------------------------------------------
+
+    def masked(self, scores, j, first):
+        """``scores`` with -inf past the kv length and, causal, above the
+        diagonal; the test runs only in the steps that reach past either."""
+        att, t = self.att, self.tile
+        n0 = arith.muli(j, _idx(t.n))
+        end = _add(n0, t.n)
+        need = None
+        if att.skv % t.n:
+            need = _cmp("ugt", end, _idx(att.skv))
+        if att.causal:
+            # The warpgroup's first row sees columns up to itself.
+            diagonal = _cmp("ugt", end, _add(first, 1))
+            need = diagonal if need is None else arith.ori(need, diagonal)
+        if need is None:
+            return scores
+        f32 = ir.F32Type.get()
+        op = scf.IfOp(need, [f32] * len(scores), has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            i32 = ir.IntegerType.get_signless(32)
+            limits = []
+            for r in self.rows:
+                last = _idx(att.skv - 1)
+                if att.causal:
+                    last = arith.minui(r, last)
+                # Value e is masked when its column offset exceeds this.
+                limits.append(arith.index_cast(i32, arith.subi(arith.subi(last, n0),
+                                                                self.column)))
+            neg_inf = _f32(-math.inf)
+            out = [arith.select(_cmp("sgt", _i(_column_of(e)), limits[_row_of(e)]), neg_inf, x)
+                   for e, x in enumerate(scores)]
+            scf.YieldOp(out)
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(scores)
+        return list(op.results)
+
+    def softmax(self, scores, m, l_, o_acc):
+        """One step of the online softmax: the new row maxima and sums, O
+        rescaled, and P (the exponentials, f32)."""
+        c = _f32(self.c)
+        zero, neg_inf = _f32(0.0), _f32(-math.inf)
+        new_m, shift = [], []
+        for r in range(2):
+            mine = [x for e, x in enumerate(scores) if _row_of(e) == r]
+            top = _quad(arith.maxnumf, _tree(arith.maxnumf, mine))
+            new = arith.maxnumf(m[r], arith.mulf(top, c))
+            new_m.append(new)
+            # A row with no score yet keeps m = -inf: its exponentials are 0.
+            shift.append(arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, new, neg_inf),
+                                      zero, new))
+        alpha = [_ex2(arith.subf(m[r], shift[r])) for r in range(2)]
+        negated = [arith.negf(x) for x in shift]
+        p = [_ex2(arith.addf(arith.mulf(x, c), negated[_row_of(e)]))
+             for e, x in enumerate(scores)]
+        new_l = []
+        for r in range(2):
+            total = _tree(arith.addf, [x for e, x in enumerate(p) if _row_of(e) == r])
+            new_l.append(arith.addf(arith.mulf(l_[r], alpha[r]), total))
+        o = _unpack(o_acc, self.n_o)
+        o_acc = _pack([arith.mulf(x, alpha[_row_of(e)]) for e, x in enumerate(o)])
+        return new_m, new_l, o_acc, p
+
+    def pair(self, lo, hi):
+        """Two f32 values rounded to the element type, packed in an i32 (``lo``
+        in the low half): one 32-bit register of a wgmma A fragment."""
+        element = ir.BF16Type.get() if self.att.element == "bf16" else ir.F16Type.get()
+        f32 = ir.F32Type.get()
+        both = vector.from_elements(ir.VectorType.get([2], f32), [lo, hi])
+        narrow = arith.truncf(ir.VectorType.get([2], element), both)
+        return llvm.bitcast(ir.IntegerType.get_signless(32), narrow)
+
+    def wgmma_p(self, acc, fragment, desc_v):
+        """One wgmma m64nDvk16, A (P) from registers ``fragment`` (four i32),
+        B (V) from shared memory MN-major, accumulating into ``acc``."""
+        n, count = self.att.dv, self.n_o
+        t = self.att.element
+        values = _unpack(acc, count)
+        d = ", ".join(f"${e}" for e in range(count))
+        a = ", ".join(f"${2 * count + e}" for e in range(4))
+        asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
+               f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1, 1;\n}}\n")
+        constraints = ",".join(["=f"] * count + [str(e) for e in range(count)]
+                               + ["r"] * 4 + ["l"])
+        return llvm.inline_asm(_struct(count), values + fragment + [desc_v], asm, constraints,
+                               has_side_effects=True)
+
+    # -- the epilogue ---------------------------------------------------------
+
+    def store(self, o_acc, m, l_):
+        """O / l rounded to the output type, and the statistics, for the
+        thread's rows that exist."""
+        att = self.att
+        f32 = ir.F32Type.get()
+        zero, one = _f32(0.0), _f32(1.0)
+        totals = [_quad(arith.addf, x) for x in l_]
+        empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
+        scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
+        o = _unpack(o_acc, self.n_o)
+        element = ir.MemRefType(att.o.type).element_type
+        pair_type = ir.VectorType.get([2], element)
+        for r in range(2):
+            def write(r=r):
+                index = [self.b, self.h, self.rows[r]]
+                for block in range(att.dv // 8):
+                    e = 4 * block + 2 * r
+                    both = vector.from_elements(ir.VectorType.get([2], f32),
+                                                [arith.mulf(o[e], scale[r]),
+                                                 arith.mulf(o[e + 1], scale[r])])
+                    vector.store(arith.truncf(pair_type, both), att.o,
+                                 index + [_add(self.column, 8 * block)])
+                if att.stats is not None:
+                    def stats():
+                        lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), _f32(LN2))
+                        lse = arith.select(empty[r], _f32(-math.inf), lse)
+                        memref.store(lse, att.stats, index + [_idx(0)])
+                    _if(_cmp("eq", self.column, _idx(0)), stats)
+            _if(_cmp("ult", self.rows[r], _idx(att.sq)), write)
+
+
+def build_attention(fn, att, tile):
+    """Replace kernel function ``fn``'s body by the attention forward kernel
+    of ``att`` in ``tile``s. Returns what the plan should say of it."""
+    kernel = FlashForward(fn, att, tile)
+    kernel.build()
+    return kernel.notes()

@@ -1,0 +1,52 @@
+"""What a tensor-core attention kernel needs to know of a ``dnn.sdpa`` that
+its expansion into matmuls, reductions and pointwise ops (dnnc/decompose/
+attention.py) no longer says plainly: the ``dnn.attention`` attribute of its
+kernel function, recorded before the expansion (convert-dnn-to-linalg).
+
+Fields: ``scale`` (f64), ``causal`` (bool), ``operands`` (which block
+argument of the function each of q, k, v and bias is; -1 for none, or for
+one computed in the kernel) and ``results`` (which operand of the
+function's return each of o and stats is; -1 for none) and ``returned``
+(how many values the function returns). After bufferization a returned
+value is the out-parameter at (number of arguments - returned + its
+position).
+"""
+
+from mlir import ir
+
+ATTR = "dnn.attention"
+OPERANDS = ("q", "k", "v", "bias")
+RESULTS = ("o", "stats")
+
+
+def describe(view, fn):
+    """The ``dnn.attention`` attribute of the sdpa ``view`` in kernel
+    function ``fn`` (a func.func operation), or None when the sdpa is not
+    the kernel's whole work (a result used by another op of the kernel)."""
+    block = fn.regions[0].blocks[0]
+    arguments = list(block.arguments)
+    ret = list(block.operations)[-1]
+    returned = list(ret.operands)
+
+    def index(value, among):
+        return next((i for i, x in enumerate(among) if x == value), -1)
+
+    results = []
+    for name in RESULTS:
+        value = view.results.get(name)
+        if value is None:
+            results.append(-1)
+            continue
+        if any(use.owner.operation != ret.operation for use in value.uses):
+            return None
+        results.append(index(value, returned))
+    a = view.attrs
+    return ir.DictAttr.get({
+        "scale": ir.FloatAttr.get(ir.F64Type.get(), float(a["scale"])),
+        "causal": ir.BoolAttr.get(bool(a["causal"])),
+        "operands": ir.DenseI64ArrayAttr.get(
+            [-1 if view.operands.get(n) is None else index(view.operands[n], arguments)
+             for n in OPERANDS]),
+        "results": ir.DenseI64ArrayAttr.get(results),
+        "returned": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(returned)),
+    })
