@@ -38,8 +38,11 @@ from registers (each thread two columns of two rows per 8-column block),
 and the statistics ``(m + log2 l) ln 2``, the natural log-sum-exp of the
 scaled scores.
 
-The grid is (B x H, query tiles); a causal grid runs its query tiles last
-first, since the longest (the last) should not start last.
+The grid is (query tiles, B x H): the blocks that run together share few
+heads, whose K and V stay in L2 (ordered by head first, the blocks of the
+first wave would read every head's K and V, more than L2 holds, and each
+again from memory). A causal grid runs each head's query tiles last first,
+since the longest (the last) should not start last.
 
 The block's dynamic shared memory, from its 1024-byte aligned base::
 
@@ -56,7 +59,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 from mlir.dialects import math as mmath
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.math.scalar import intrinsic
+from dnnc.codegen.gpu.math.scalar import fma, intrinsic
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if, ptr as _ptr,
     shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
@@ -221,6 +224,40 @@ def _column_of(e):
     return 8 * (e // 4) + e % 2
 
 
+class Turns:
+    """The two consumer warpgroups take turns issuing their products
+    (FlashAttention-3's ping-pong): warpgroup c waits on named barrier 1 + c
+    before it issues and then arrives on the other's, so that one's softmax
+    runs while the other's wgmmas do. Warpgroup 0 goes first: warpgroup 1
+    arrives on its barrier once at the start, and skips its arrival after
+    its last step, so that every wait meets exactly one arrival."""
+
+    THREADS = 2 * WARPGROUP
+
+    def __init__(self, consumer, steps):
+        i32 = ir.IntegerType.get_signless(32)
+        self.consumer = consumer
+        self.steps = steps
+        self.mine = arith.index_cast(i32, _add(consumer, 1))
+        self.other = arith.index_cast(i32, arith.subi(_idx(2), consumer))
+
+    def _bar(self, op, barrier):
+        llvm.inline_asm(None, [barrier], f"{op} $0, {self.THREADS};", "r",
+                        has_side_effects=True)
+
+    def start(self):
+        _if(_cmp("eq", self.consumer, _idx(1)), lambda: self._bar("bar.arrive", self.other))
+
+    def begin(self):
+        self._bar("bar.sync", self.mine)
+
+    def end(self, j):
+        last = _cmp("eq", j, arith.subi(self.steps, _idx(1)))
+        skip = arith.andi(last, _cmp("eq", self.consumer, _idx(1)))
+        _if(arith.xori(skip, arith.constant(ir.IntegerType.get_signless(1), 1)),
+            lambda: self._bar("bar.arrive", self.other))
+
+
 class FlashForward:
     """The attention forward kernel of ``att`` in ``tile``s, replacing kernel
     function ``fn``'s body."""
@@ -258,7 +295,7 @@ class FlashForward:
                 operand.make_descriptor()
             shared = smem_bytes(t, self.att.d, self.att.dv)
             launch = gpu.LaunchOp(
-                (_idx(self.att.batch * self.att.heads), _idx(self.q_tiles), _idx(1)),
+                (_idx(self.q_tiles), _idx(self.att.batch * self.att.heads), _idx(1)),
                 (_idx(t.threads), _idx(1), _idx(1)), dynamic_shared_memory_size=_i(shared))
             block = launch.regions[0].blocks[0]
             with ir.InsertionPoint(block):
@@ -285,14 +322,14 @@ class FlashForward:
         self.q_base = base
         self.ring.base = _add(base, self.q.bytes)
         self.q_full = _shared_ptr(_add(self.ring.base, t.stages * self.stage_bytes))
-        head = gpu.block_id(gpu.Dimension.x)
+        head = gpu.block_id(gpu.Dimension.y)
         self.b = arith.divui(head, _idx(att.heads))
         self.h = arith.remui(head, _idx(att.heads))
         self.hk = arith.divui(self.h, _idx(att.group)) if att.group > 1 else self.h
-        tile_y = gpu.block_id(gpu.Dimension.y)
+        tile_x = gpu.block_id(gpu.Dimension.x)
         if att.causal:  # the longest query tiles first
-            tile_y = arith.subi(_idx(self.q_tiles - 1), tile_y)
-        self.m0 = arith.muli(tile_y, _idx(t.m))
+            tile_x = arith.subi(_idx(self.q_tiles - 1), tile_x)
+        self.m0 = arith.muli(tile_x, _idx(t.m))
         if att.causal:
             # Row i sees columns up to i: the tiles up to the block's last row.
             reach = arith.divui(_add(self.m0, t.m + t.n - 1), _idx(t.n))
@@ -336,25 +373,90 @@ class FlashForward:
         att, t, ring = self.att, self.tile, self.ring
         local = arith.remui(self.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
-        leader = _cmp("eq", local, _idx(0))
+        self.leader = _cmp("eq", local, _idx(0))
         lane = arith.remui(local, _idx(32))
         first = arith.addi(self.m0, arith.muli(consumer, _idx(64)))  # the warpgroup's first row
         row = arith.addi(first, arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
                                            arith.divui(lane, _idx(4))))
-        rows = [row, _add(row, 8)]
-        column = arith.muli(arith.remui(lane, _idx(4)), _idx(2))   # the thread's first column
-        self.rows, self.column, self.lane = rows, column, lane
+        self.rows = [row, _add(row, 8)]
+        self.column = arith.muli(arith.remui(lane, _idx(4)), _idx(2))  # the thread's first
+        self.first = first
 
         irutil.mbarrier_wait(self.q_full, _i(0))
         # Q: the warpgroup's 64 rows of each box, K-major.
-        k_major = descriptor_constant(False, 0)
-        q_desc = matrix_descriptor(
+        self.k_major = descriptor_constant(False, 0)
+        self.q_desc = matrix_descriptor(
             arith.addi(self.q_base, arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))),
-            k_major)
-        v_const = descriptor_constant(True, t.n * SWIZZLE)
-        s_type, o_type = _struct(self.n_s), _struct(self.n_o)
+            self.k_major)
+        self.v_const = descriptor_constant(True, t.n * SWIZZLE)
+        turns = Turns(consumer, self.steps) if t.consumers == 2 else None
+        if turns:
+            turns.start()
+
+        # Step 0: S_0, its softmax; no P V yet.
+        if turns:
+            turns.begin()
+        acc = self.qk(_idx(0))
+        nvvm.WgmmaGroupSyncAlignedOp()
+        if turns:
+            turns.end(_idx(0))
+        nvvm.WgmmaWaitGroupSyncOp(0)
+        neg_inf, zero = _f32(-math.inf), _f32(0.0)
+        m, l_, _, p = self.softmax(self.masked(_unpack(acc, self.n_s), _idx(0)),
+                                   [neg_inf, neg_inf], [zero, zero])
+        pairs = self.pairs(p)
+
+        # Step j: S_j, then O (rescaled for step j - 1's maxima) += P_{j-1}
+        # V_{j-1}, issued together in this warpgroup's turn; S_j's softmax
+        # runs while P V (and the other warpgroup's products) do; then the
+        # stage of step j - 1 is released.
+        def step(j, o_acc, m_a, m_b, l_a, l_b, alpha_a, alpha_b, *pairs):
+            if turns:
+                turns.begin()
+            acc = self.qk(j)
+            nvvm.WgmmaGroupSyncAlignedOp()
+            o_acc = self.rescale(o_acc, [alpha_a, alpha_b])
+            before = arith.subi(j, _idx(1))
+            o_acc = self.pv(o_acc, list(pairs), before)
+            nvvm.WgmmaGroupSyncAlignedOp()
+            if turns:
+                turns.end(j)
+            nvvm.WgmmaWaitGroupSyncOp(1)
+            m, l_, alpha, p = self.softmax(self.masked(_unpack(acc, self.n_s), j),
+                                           [m_a, m_b], [l_a, l_b])
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            self.release(before)
+            return [o_acc] + m + l_ + alpha + self.pairs(p)
+        one = _f32(1.0)
+        loop = _for(_idx(1), self.steps, step,
+                    [llvm.mlir_zero(_struct(self.n_o))] + m + l_ + [one, one] + pairs)
+        o_acc, m_a, m_b, l_a, l_b, alpha_a, alpha_b = loop.results[:7]
+        pairs = list(loop.results[7:])
+        # The last step's P V.
+        last = arith.subi(self.steps, _idx(1))
+        o_acc = self.rescale(o_acc, [alpha_a, alpha_b])
+        nvvm.WgmmaFenceAlignedOp()
+        o_acc = self.pv(o_acc, pairs, last)
+        nvvm.WgmmaGroupSyncAlignedOp()
+        nvvm.WgmmaWaitGroupSyncOp(0)
+        self.release(last)
+        self.store(o_acc, [m_a, m_b], [l_a, l_b])
+
+    # -- the products ---------------------------------------------------------
+
+    def qk(self, j):
+        """Issue S = Q K_j^T over the head dim (16 columns a wgmma), after
+        waiting for step ``j``'s stage; returns the accumulator in flight."""
+        att, t, ring = self.att, self.tile, self.ring
+        s, parity = ring.slot(j)
+        irutil.mbarrier_wait(ring.full(s), parity)
+        k_desc = matrix_descriptor(ring.stage(s), self.k_major)
+        s_type = _struct(self.n_s)
+        # After the wait: registers the wgmmas read (O, P) were written by
+        # ordinary instructions.
+        nvvm.WgmmaFenceAlignedOp()
         element = ir.Attribute.parse(f"#nvvm.wgmma_type<{att.element}>")
-        s_attrs = {
+        attrs = {
             "shape": ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {t.n}, k = {INSTR_K}>"),
             "typeA": element, "typeB": element,
             "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
@@ -364,49 +466,35 @@ class FlashForward:
             "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
             "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
         }
-        neg_inf = _f32(-math.inf)
+        acc = llvm.mlir_undef(s_type)
+        for kk in range(-(-att.d // INSTR_K)):
+            box, within = divmod(kk * INSTR_K, BOX)
+            da = _add(self.q_desc, (box * self.q.box_bytes + 2 * within) >> 4)
+            db = _add(k_desc, (box * self.k.box_bytes + 2 * within) >> 4)
+            step_attrs = dict(attrs, scaleD=ir.Attribute.parse(
+                f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
+            acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[s_type],
+                                      operands=[acc, da, db], attributes=step_attrs).results[0]
+        return acc
 
-        def step(j, o_acc, m_a, m_b, l_a, l_b):
-            s, parity = ring.slot(j)
-            irutil.mbarrier_wait(ring.full(s), parity)
-            stage = ring.stage(s)
-            k_desc = matrix_descriptor(stage, k_major)
-            v_desc = matrix_descriptor(_add(stage, self.k.bytes), v_const)
-            # S = Q K^T over the head dim, 16 columns a wgmma.
-            nvvm.WgmmaFenceAlignedOp()
-            acc = llvm.mlir_undef(s_type)
-            for kk in range(-(-att.d // INSTR_K)):
-                box, within = divmod(kk * INSTR_K, BOX)
-                da = _add(q_desc, (box * self.q.box_bytes + 2 * within) >> 4)
-                db = _add(k_desc, (box * self.k.box_bytes + 2 * within) >> 4)
-                attrs = dict(s_attrs, scaleD=ir.Attribute.parse(
-                    f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
-                acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[s_type],
-                                          operands=[acc, da, db], attributes=attrs).results[0]
-            nvvm.WgmmaGroupSyncAlignedOp()
-            nvvm.WgmmaWaitGroupSyncOp(0)
-            scores = self.masked(_unpack(acc, self.n_s), j, first)
-            m, l_, o_acc, p = self.softmax(scores, [m_a, m_b], [l_a, l_b], o_acc)
-            # O += P V over the step's kv rows, 16 a wgmma.
-            nvvm.WgmmaFenceAlignedOp()
-            for kk in range(t.n // INSTR_K):
-                fragment = [self.pair(p[8 * kk + 2 * r], p[8 * kk + 2 * r + 1])
-                            for r in range(4)]
-                o_acc = self.wgmma_p(o_acc, fragment,
-                                     _add(v_desc, (kk * INSTR_K * SWIZZLE) >> 4))
-            nvvm.WgmmaGroupSyncAlignedOp()
-            nvvm.WgmmaWaitGroupSyncOp(0)
-            _if(leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
-            return [o_acc] + m + l_
-        zero = _f32(0.0)
-        loop = _for(_idx(0), self.steps, step,
-                    [llvm.mlir_zero(o_type), neg_inf, neg_inf, zero, zero])
-        o_acc, m_a, m_b, l_a, l_b = loop.results
-        self.store(o_acc, [m_a, m_b], [l_a, l_b])
+    def pv(self, o_acc, pairs, j):
+        """Issue O += P V_j over step ``j``'s kv rows (16 a wgmma), P from
+        registers (``pairs``: 4 i32 per 16 columns of S)."""
+        s = arith.remui(j, _idx(self.tile.stages))
+        v_desc = matrix_descriptor(_add(self.ring.stage(s), self.k.bytes), self.v_const)
+        for kk in range(self.tile.n // INSTR_K):
+            o_acc = self.wgmma_p(o_acc, pairs[4 * kk:4 * kk + 4],
+                                 _add(v_desc, (kk * INSTR_K * SWIZZLE) >> 4))
+        return o_acc
+
+    def release(self, j):
+        """Give step ``j``'s stage back to the producer (one arrival a warpgroup)."""
+        s = arith.remui(j, _idx(self.tile.stages))
+        _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, self.ring.empty(s)))
 
     # -- the softmax ----------------------------------------------------------
 
-    def masked(self, scores, j, first):
+    def masked(self, scores, j):
         """``scores`` with -inf past the kv length and, causal, above the
         diagonal; the test runs only in the steps that reach past either."""
         att, t = self.att, self.tile
@@ -417,7 +505,7 @@ class FlashForward:
             need = _cmp("ugt", end, _idx(att.skv))
         if att.causal:
             # The warpgroup's first row sees columns up to itself.
-            diagonal = _cmp("ugt", end, _add(first, 1))
+            diagonal = _cmp("ugt", end, _add(self.first, 1))
             need = diagonal if need is None else arith.ori(need, diagonal)
         if need is None:
             return scores
@@ -441,9 +529,9 @@ class FlashForward:
             scf.YieldOp(scores)
         return list(op.results)
 
-    def softmax(self, scores, m, l_, o_acc):
-        """One step of the online softmax: the new row maxima and sums, O
-        rescaled, and P (the exponentials, f32)."""
+    def softmax(self, scores, m, l_):
+        """One step of the online softmax: the new row maxima and sums, the
+        factor O takes for the new maxima, and P (the exponentials, f32)."""
         c = _f32(self.c)
         zero, neg_inf = _f32(0.0), _f32(-math.inf)
         new_m, shift = [], []
@@ -457,15 +545,22 @@ class FlashForward:
                                       zero, new))
         alpha = [_ex2(arith.subf(m[r], shift[r])) for r in range(2)]
         negated = [arith.negf(x) for x in shift]
-        p = [_ex2(arith.addf(arith.mulf(x, c), negated[_row_of(e)]))
-             for e, x in enumerate(scores)]
+        p = [_ex2(fma(x, c, negated[_row_of(e)])) for e, x in enumerate(scores)]
         new_l = []
         for r in range(2):
             total = _tree(arith.addf, [x for e, x in enumerate(p) if _row_of(e) == r])
             new_l.append(arith.addf(arith.mulf(l_[r], alpha[r]), total))
+        return new_m, new_l, alpha, p
+
+    def rescale(self, o_acc, alpha):
+        """O's rows times their factors ``alpha``."""
         o = _unpack(o_acc, self.n_o)
-        o_acc = _pack([arith.mulf(x, alpha[_row_of(e)]) for e, x in enumerate(o)])
-        return new_m, new_l, o_acc, p
+        return _pack([arith.mulf(x, alpha[_row_of(e)]) for e, x in enumerate(o)])
+
+    def pairs(self, p):
+        """P rounded and packed as wgmma's A fragments: 4 i32 per 16 columns
+        (a thread's values 8 kk .. 8 kk + 7 of slice kk, in pairs)."""
+        return [self.pair(p[2 * e], p[2 * e + 1]) for e in range(len(p) // 2)]
 
     def pair(self, lo, hi):
         """Two f32 values rounded to the element type, packed in an i32 (``lo``
@@ -515,7 +610,7 @@ class FlashForward:
                                                 [arith.mulf(o[e], scale[r]),
                                                  arith.mulf(o[e + 1], scale[r])])
                     vector.store(arith.truncf(pair_type, both), att.o,
-                                 index + [_add(self.column, 8 * block)])
+                                 index + [_add(self.column, 8 * block)], alignment=4)
                 if att.stats is not None:
                     def stats():
                         lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), _f32(LN2))
