@@ -268,9 +268,11 @@ class FlashForward:
         self.q = Rows(att.q, tile.m, att.d)
         self.k = Rows(att.k, tile.n, att.d)
         self.v = Rows(att.v, tile.n, att.dv)
-        self.stage_bytes = self.k.bytes + self.v.bytes
-        self.ring = Ring(tile.stages, self.stage_bytes, tile.stages * self.stage_bytes + 8,
-                         tile.consumers)
+        # Two rings, K's then V's, their barriers after both (after q_full).
+        k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
+        self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
+        self.ring_v = Ring(tile.stages, self.v.bytes, v_ring + 8 + 16 * tile.stages,
+                           tile.consumers)
         self.q_tiles = -(-att.sq // tile.m)
         self.kv_tiles = -(-att.skv // tile.n)
         self.n_s = tile.n // 2            # S values a thread holds
@@ -280,7 +282,7 @@ class FlashForward:
     def notes(self):
         t = self.tile
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
-                f"warpgroups), {t.n} kv rows a step in a {t.stages}-stage ring; S = QK^T and "
+                f"warpgroups), {t.n} kv rows a step, K and V in rings of {t.stages} stages; S = QK^T and "
                 "O += PV on wgmma, the online softmax in registers"]
 
     # -- host side ----------------------------------------------------------
@@ -320,8 +322,9 @@ class FlashForward:
         base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
         base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
         self.q_base = base
-        self.ring.base = _add(base, self.q.bytes)
-        self.q_full = _shared_ptr(_add(self.ring.base, t.stages * self.stage_bytes))
+        self.ring_k.base = _add(base, self.q.bytes)
+        self.ring_v.base = _add(self.ring_k.base, t.stages * self.k.bytes)
+        self.q_full = _shared_ptr(_add(self.ring_v.base, t.stages * self.v.bytes))
         head = gpu.block_id(gpu.Dimension.y)
         self.b = arith.divui(head, _idx(att.heads))
         self.h = arith.remui(head, _idx(att.heads))
@@ -339,7 +342,8 @@ class FlashForward:
 
         def init():
             nvvm.MBarrierInitOp(self.q_full, _i(1))
-            self.ring.init_barriers()
+            self.ring_k.init_barriers()
+            self.ring_v.init_barriers()
         _if(_cmp("eq", tid, _idx(0)), init)
         gpu.barrier()
         warpgroup = arith.divui(tid, _idx(WARPGROUP))
@@ -347,7 +351,7 @@ class FlashForward:
 
     def producer(self):
         nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
-        t, ring = self.tile, self.ring
+        t = self.tile
 
         def issue():
             b, h, hk = _to_i32(self.b), _to_i32(self.h), _to_i32(self.hk)
@@ -355,22 +359,21 @@ class FlashForward:
             self.q.load(self.q_base, self.q_full, b, h, _to_i32(self.m0))
 
             def step(j):
-                s, parity = ring.slot(j)
-                # A fresh barrier counts as completed in the phase before
-                # its first: the first pass over the ring does not wait.
-                irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
-                full = ring.full(s)
-                nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
                 n0 = _to_i32(arith.muli(j, _idx(t.n)))
-                stage = ring.stage(s)
-                self.k.load(stage, full, b, hk, n0)
-                self.v.load(_add(stage, self.k.bytes), full, b, hk, n0)
+                for ring, rows in ((self.ring_k, self.k), (self.ring_v, self.v)):
+                    s, parity = ring.slot(j)
+                    # A fresh barrier counts as completed in the phase
+                    # before its first: the first pass does not wait.
+                    irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
+                    full = ring.full(s)
+                    nvvm.MBarrierArriveExpectTxOp(None, full, _i(rows.bytes))
+                    rows.load(ring.stage(s), full, b, hk, n0)
             _for(_idx(0), self.steps, step)
         _if(_cmp("eq", self.tid, _idx(0)), issue)
 
     def consumer(self):
         nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
-        att, t, ring = self.att, self.tile, self.ring
+        t = self.tile
         local = arith.remui(self.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
         self.leader = _cmp("eq", local, _idx(0))
@@ -401,6 +404,7 @@ class FlashForward:
         if turns:
             turns.end(_idx(0))
         nvvm.WgmmaWaitGroupSyncOp(0)
+        self.release(self.ring_k, _idx(0))
         neg_inf, zero = _f32(-math.inf), _f32(0.0)
         m, l_, _, p = self.softmax(self.masked(_unpack(acc, self.n_s), _idx(0)),
                                    [neg_inf, neg_inf], [zero, zero])
@@ -422,10 +426,11 @@ class FlashForward:
             if turns:
                 turns.end(j)
             nvvm.WgmmaWaitGroupSyncOp(1)
+            self.release(self.ring_k, j)
             m, l_, alpha, p = self.softmax(self.masked(_unpack(acc, self.n_s), j),
                                            [m_a, m_b], [l_a, l_b])
             nvvm.WgmmaWaitGroupSyncOp(0)
-            self.release(before)
+            self.release(self.ring_v, before)
             return [o_acc] + m + l_ + alpha + self.pairs(p)
         one = _f32(1.0)
         loop = _for(_idx(1), self.steps, step,
@@ -435,11 +440,10 @@ class FlashForward:
         # The last step's P V.
         last = arith.subi(self.steps, _idx(1))
         o_acc = self.rescale(o_acc, [alpha_a, alpha_b])
-        nvvm.WgmmaFenceAlignedOp()
         o_acc = self.pv(o_acc, pairs, last)
         nvvm.WgmmaGroupSyncAlignedOp()
         nvvm.WgmmaWaitGroupSyncOp(0)
-        self.release(last)
+        self.release(self.ring_v, last)
         self.store(o_acc, [m_a, m_b], [l_a, l_b])
 
     # -- the products ---------------------------------------------------------
@@ -447,7 +451,7 @@ class FlashForward:
     def qk(self, j):
         """Issue S = Q K_j^T over the head dim (16 columns a wgmma), after
         waiting for step ``j``'s stage; returns the accumulator in flight."""
-        att, t, ring = self.att, self.tile, self.ring
+        att, t, ring = self.att, self.tile, self.ring_k
         s, parity = ring.slot(j)
         irutil.mbarrier_wait(ring.full(s), parity)
         k_desc = matrix_descriptor(ring.stage(s), self.k_major)
@@ -480,17 +484,20 @@ class FlashForward:
     def pv(self, o_acc, pairs, j):
         """Issue O += P V_j over step ``j``'s kv rows (16 a wgmma), P from
         registers (``pairs``: 4 i32 per 16 columns of S)."""
-        s = arith.remui(j, _idx(self.tile.stages))
-        v_desc = matrix_descriptor(_add(self.ring.stage(s), self.k.bytes), self.v_const)
+        s, parity = self.ring_v.slot(j)
+        irutil.mbarrier_wait(self.ring_v.full(s), parity)
+        v_desc = matrix_descriptor(self.ring_v.stage(s), self.v_const)
+        nvvm.WgmmaFenceAlignedOp()
         for kk in range(self.tile.n // INSTR_K):
             o_acc = self.wgmma_p(o_acc, pairs[4 * kk:4 * kk + 4],
                                  _add(v_desc, (kk * INSTR_K * SWIZZLE) >> 4))
         return o_acc
 
-    def release(self, j):
-        """Give step ``j``'s stage back to the producer (one arrival a warpgroup)."""
+    def release(self, ring, j):
+        """Give step ``j``'s stage of ``ring`` back to the producer (one
+        arrival a warpgroup)."""
         s = arith.remui(j, _idx(self.tile.stages))
-        _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, self.ring.empty(s)))
+        _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
 
     # -- the softmax ----------------------------------------------------------
 
