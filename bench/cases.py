@@ -29,7 +29,11 @@ native_layer_norm_backward, ...), torch.nn.grad for convolution gradients, and
 ``torch.autograd.grad`` on a prepared forward where the backward has no stable
 direct entry point (rms_norm, group_norm, instance_norm and
 scaled_dot_product_attention, whose backward kernel and saved tensors depend on
-the PyTorch version and the backend it picks).
+the PyTorch version and the backend it picks). Where the target is one library
+the reference pins it: the attention forward cases of the issue's table run
+PyTorch's SDPA on cuDNN attention only. ``others`` names further PyTorch paths
+to the same result, timed beside the reference and reported apart
+(``torch_<name>_ms``): those cases also time SDPA's flash backend.
 
 FLOPs of matmul, convolution and attention are the usual 2 per multiply-add
 (causal attention counts the half it computes). For memory-bound cases they are
@@ -38,7 +42,7 @@ for pure data movement; their rate is bytes / time.
 """
 
 import math
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 GROUPS = ("pointwise", "activation-backward", "tensor", "reduction", "norm", "softmax",
           "pooling", "matmul", "conv", "attention")
@@ -56,7 +60,8 @@ BACKENDS = {
     "pooling": "PyTorch's own kernels",
     "matmul": "cuBLAS",
     "conv": "cuDNN",
-    "attention": "PyTorch's SDPA (flash or cuDNN attention, its choice)",
+    "attention": "PyTorch's SDPA on cuDNN attention (its own backend choice for the "
+                 "S1024 D64 forward and the backward)",
 }
 
 
@@ -74,6 +79,9 @@ class Case:
     compiled: bool = False         # also time torch.compile(torch_fn) (fused patterns)
     host_timed: bool = False       # timed by the host's clock, launch included (tiny problems)
     config: str = None             # a config override (Options.config): force a strategy
+    # Other PyTorch paths to the same result, timed beside torch_fn: {name:
+    # fn}, fn as torch_fn (another SDPA backend). Left out of the hash: a dict.
+    others: dict = field(default_factory=dict, hash=False)
 
 
 def _graph(name, dt="bf16"):
@@ -1313,9 +1321,75 @@ ATTENTION = [
 ]
 
 
+# ============================================================================
+# Attention forward: the issue's performance table, against cuDNN
+# ============================================================================
+#
+# [B, H, S, D] row-major q, k and v (k and v with fewer heads under GQA),
+# bf16 unless named. PyTorch's side is pinned to cuDNN attention, the
+# target, with sdpa_kernel (PyTorch's own choice may change between
+# releases and shapes); its flash backend is timed beside it ("flash").
+
+def _sdpa_forward(b, h, hk, s, d, causal, dt):
+    def build():
+        g = _graph(f"sdpa_b{b}_h{h}_kv{hk}_s{s}_d{d}_{dt}" + ("_causal" if causal else ""), dt)
+        q = g.tensor(name="q", dim=[b, h, s, d])
+        k = g.tensor(name="k", dim=[b, hk, s, d])
+        v = g.tensor(name="v", dim=[b, hk, s, d])
+        g.sdpa(q, k, v, use_causal_mask=causal)[0].set_output(True)
+        return g
+
+    return build
+
+
+def _sdpa_on(backend, causal, gqa):
+    """F.scaled_dot_product_attention restricted to one SDPBackend: it
+    raises where that backend refuses the problem."""
+    def torch_fn(t, q, k, v):
+        # enable_gqa only where needed: older PyTorch lacks the argument.
+        gqa_arg = {"enable_gqa": True} if gqa else {}
+        with t.nn.attention.sdpa_kernel(getattr(t.nn.attention.SDPBackend, backend)):
+            return t.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal,
+                                                                **gqa_arg)
+
+    return torch_fn
+
+
+def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16"):
+    hk = hk or h
+    heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
+    name = f"sdpa{' causal' if causal else ''} B{b} {heads} S{s} D{d} {dt}"
+    # Two matmuls (QK^T, PV) of 2 FLOPs per multiply-add; causal: half.
+    flops = 4 * b * h * s * s * d / (2 if causal else 1)
+    size = (2 * b * h * s * d + 2 * b * hk * s * d) * BF16  # q, o; k, v (f16: 2 bytes too)
+    return Case(name, _sdpa_forward(b, h, hk, s, d, causal, dt),
+                _sdpa_on("CUDNN_ATTENTION", causal, hk != h), flops, size, False, "attention",
+                others={"flash": _sdpa_on("FLASH_ATTENTION", causal, hk != h)})
+
+
+ATTENTION_FORWARD = [
+    _sdpa_case(b, h, s, d, causal, hk, dt)
+    for b, h, s, d, hk, dt in [
+        (4, 16, 4096, 128, None, "bf16"),
+        (4, 16, 4096, 64, None, "bf16"),
+        (4, 16, 4096, 256, None, "bf16"),
+        # B x S kept at 16384 tokens.
+        (16, 16, 1024, 128, None, "bf16"),
+        (8, 16, 2048, 128, None, "bf16"),
+        (2, 16, 8192, 128, None, "bf16"),
+        (1, 16, 16384, 128, None, "bf16"),
+        # GQA: 64 query heads share 8 kv heads.
+        (1, 64, 8192, 128, 8, "bf16"),
+        (1, 64, 16384, 128, 8, "bf16"),
+    ]
+    for causal in (False, True)
+] + [_sdpa_case(4, 16, 4096, 128, dt="f16")]
+
+
 from conv_cases import cases as _conv_cases  # noqa: E402  (bench/ is on sys.path)
 
 RESNET = _conv_cases(Case)
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
-         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET + ATTENTION)
+         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
+         + ATTENTION + ATTENTION_FORWARD)

@@ -20,7 +20,12 @@ written), which takes longer per byte on small problems: the limit the
 case's size allows. Cases marked ``host_timed`` (tiny problems, whose kernels
 take less than their launch) are timed instead by the host's clock over
 back-to-back calls, dnnc's and PyTorch's alike (``host_ms``): their figure
-includes the launch overhead. Every case is first checked against PyTorch's
+includes the launch overhead. A case's ``others`` (other PyTorch paths to the
+same result, such as SDPA's flash backend beside the cuDNN reference) are
+timed the same way and printed in a column of their own, ``NAME ms``, present
+when some chosen case has that variant; a variant that raises (a backend that
+refuses the problem) is printed as ``-`` and does not make the case an error
+row. Every case is first checked against PyTorch's
 result (the largest relative error over its outputs; for boolean outputs the
 share of elements that differ). A case that cannot run (no package, an error
 in dnnc or in PyTorch) is printed as an error row, with the stage that failed,
@@ -34,10 +39,15 @@ per measured case: ``case``, ``group``, ``dnnc_ms``, ``torch_ms``, ``ratio``,
 gives no counterpart), ``kernels``, ``memory_bound``, ``flops``, ``bytes``,
 and ``dnnc_tbs`` / ``torch_tbs`` and ``copy_same_tbs`` (the copy of the same
 bytes) or ``dnnc_tflops`` / ``torch_tflops``, ``compile_ms`` for the cases
-also timed under ``torch.compile``, and ``timing``: "host" for the
+also timed under ``torch.compile``, ``torch_NAME_ms`` for each of the
+case's ``others`` (null where the variant raised, its error then in
+``torch_NAME_error``), and ``timing``: "host" for the
 host-timed cases. Cases that could not be measured
 are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and the times
 measured before the failure.
+
+Without PyTorch, Triton or a GPU that PyTorch sees, ``run`` says which and
+exits with status 2 (as when no case matches ``--only``).
 
 ``run --commit HASH`` names the dnnc commit the packages were built from
 (``commit`` in the JSON); by default it is ``git rev-parse --short HEAD`` of
@@ -246,6 +256,8 @@ def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=
         row["dnnc_ms"] = bench(ours)
         stage = "torch timing"
         row["torch_ms"] = bench(theirs)
+        for name, fn in case.others.items():
+            row.update(_time_variant(torch, bench, sync, name, fn, sets, traceback_wanted))
         if case.compiled:
             # torch.compile (default mode) of the same code: the fused
             # baseline for fused patterns. Every case compiles the same
@@ -290,6 +302,28 @@ def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=
     return row
 
 
+def _time_variant(torch, bench, sync, name, fn, sets, traceback_wanted=False):
+    """``torch_NAME_ms`` of another PyTorch path to the case's result, timed
+    as the reference is, over the same input sets; where it raises (a backend
+    that refuses the problem) the time is None and ``torch_NAME_error`` says
+    why: the variant is missing, the case is not an error."""
+    step = [0]
+
+    def call():
+        step[0] = (step[0] + 1) % len(sets)
+        tensors, prepared = sets[step[0]]
+        fn(torch, *tensors, *prepared)
+
+    try:
+        call()
+        sync()
+        return {f"torch_{name}_ms": bench(call)}
+    except Exception as e:
+        if traceback_wanted:
+            traceback.print_exc()
+        return {f"torch_{name}_ms": None, f"torch_{name}_error": _error_text(e)}
+
+
 def host_ms(fn, sync, calls=100, rounds=21):
     """Milliseconds per call of ``fn`` called back to back, by the host's
     clock (the median of ``rounds`` rounds of ``calls`` calls, each round
@@ -311,14 +345,26 @@ def host_ms(fn, sync, calls=100, rounds=21):
 
 
 NAME_W = 56
+VARIANT_W = 12  # a column of another PyTorch path (``Case.others``)
 
 
-def _header():
+def _header(others=()):
+    """The table's header; ``others``: the names of the variant columns."""
     return (f"{'case':<{NAME_W}}{'kern':>5}{'dnnc ms':>10}{'torch ms':>10}{'ratio':>8}  "
-            f"{'dnnc rate (of copy, same bytes)':>32}{'torch rate':>16}{'rel err':>9}")
+            f"{'dnnc rate (of copy, same bytes)':>32}{'torch rate':>16}{'rel err':>9}"
+            + "".join(f"{name + ' ms':>{VARIANT_W}}" for name in others))
 
 
-def _line(r, copy_tbs):
+def _variant_cells(r, others):
+    """The row's time of each variant in ``others``, "-" where it is missing."""
+    cells = []
+    for name in others:
+        ms = r.get(f"torch_{name}_ms")
+        cells.append(f"{ms:>{VARIANT_W}.3f}" if ms is not None else f"{'-':>{VARIANT_W}}")
+    return "".join(cells)
+
+
+def _line(r, copy_tbs, others=()):
     if "error" in r:
         return f"{r['case']:<{NAME_W}}  ERROR ({r['stage']}): {r['error']}"
     if "dnnc_tbs" in r:
@@ -332,7 +378,8 @@ def _line(r, copy_tbs):
     err = "-" if r["rel_err"] is None else f"{r['rel_err']:.1e}"
     compiled = f"  torch.compile {r['compile_ms']:.3f} ms" if "compile_ms" in r else ""
     return (f"{r['case']:<{NAME_W}}{r['kernels']:>5}{r['dnnc_ms']:>10.3f}{r['torch_ms']:>10.3f}"
-            f"{r['ratio']:>8.1f}  {mine:>32}{base:>16}{err:>9}{compiled}")
+            f"{r['ratio']:>8.1f}  {mine:>32}{base:>16}{err:>9}{_variant_cells(r, others)}"
+            f"{compiled}")
 
 
 def _summary(rows, errors):
@@ -351,8 +398,15 @@ def _summary(rows, errors):
 
 
 def run(args):
-    import torch
-    import triton.testing
+    try:
+        import torch
+        import triton.testing
+    except ImportError as e:
+        print(f"run needs PyTorch and Triton: {e}", file=sys.stderr)
+        return 2
+    if not torch.cuda.is_available():
+        print(f"run needs a CUDA GPU: PyTorch {torch.__version__} sees none", file=sys.stderr)
+        return 2
 
     import dnnc_runtime
     from cases import CASES
@@ -409,7 +463,9 @@ def run(args):
 
     print(f"device: {report['device']}, torch {report['torch']}, "
           f"device copy {copy_tbs:.2f} TB/s")
-    print(_header(), flush=True)
+    # A column per variant that some chosen case has, in the cases' order.
+    others = list(dict.fromkeys(name for case in chosen for name in case.others))
+    print(_header(others), flush=True)
     for case in chosen:
         entry = index.get(case.name)
         if entry is None:
@@ -434,7 +490,7 @@ def run(args):
                            "error": _error_text(e)}
                 exe = None
         (errors if "error" in row else rows).append(row)
-        print(_line(row, copy_tbs), flush=True)
+        print(_line(row, copy_tbs, others), flush=True)
         save()
     print()
     for line in _summary(rows, errors):

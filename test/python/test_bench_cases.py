@@ -12,12 +12,18 @@
 * The runner's ``--only`` selection, its error measure, its host timing of
   the tiny cases, and one whole measurement on the CPU with a stand-in
   executable, including a PyTorch reference that raises (an error row, not an
-  exception).
+  exception) and a case's other PyTorch path that raises (a missing time,
+  not an error row); ``run`` without a GPU says so.
+* The attention forward cases: one per shape of the issue's table, the
+  reference pinned to cuDNN attention and SDPA's flash backend beside it.
 """
 
+import argparse
 import functools
 import math
 import re
+import sys
+import types
 
 import pytest
 
@@ -79,16 +85,17 @@ def test_torch_reference_matches_graph(case):
     if case.init is not None:
         case.init(torch, *inputs)
     prepared = tuple(case.torch_prepare(torch, *inputs)) if case.torch_prepare else ()
-    results = case.torch_fn(torch, *inputs, *prepared)
-    results = list(results) if isinstance(results, (tuple, list)) else [results]
-    assert 1 <= len(results) <= len(g.outputs)
-    assert results[0] is not None
-    for r, t in zip(results, g.outputs):
-        if r is None:
-            continue
-        assert r.dtype == dtypes[t.get_data_type().mlir], t.name
-        assert r.numel() == math.prod(t.dim), t.name
-        assert [d for d in r.shape if d != 1] == [d for d in t.dim if d != 1], t.name
+    for fn in [case.torch_fn, *case.others.values()]:
+        results = fn(torch, *inputs, *prepared)
+        results = list(results) if isinstance(results, (tuple, list)) else [results]
+        assert 1 <= len(results) <= len(g.outputs)
+        assert results[0] is not None
+        for r, t in zip(results, g.outputs):
+            if r is None:
+                continue
+            assert r.dtype == dtypes[t.get_data_type().mlir], t.name
+            assert r.numel() == math.prod(t.dim), t.name
+            assert [d for d in r.shape if d != 1] == [d for d in t.dim if d != 1], t.name
 
 
 def test_only_selects_by_name_or_group():
@@ -198,3 +205,73 @@ def test_host_timing_counts_every_call():
     assert ms >= 0
     tiny = [c for c in CASES if c.host_timed]
     assert tiny and all(" tiny " in c.name for c in tiny)
+
+
+class _Attention:
+    """A stand-in executable of sdpa (PyTorch's math on the CPU)."""
+
+    inputs = [_Spec([1, 2, 16, 8])] * 3
+    outputs = [_Spec([1, 2, 16, 8])]
+
+    def __init__(self, torch):
+        self.torch = torch
+
+    def __call__(self, q, k, v, outputs):
+        outputs[0].copy_(self.torch.nn.functional.scaled_dot_product_attention(q, k, v))
+
+
+def test_a_refused_variant_is_missing_not_an_error():
+    """SDPA pinned to cuDNN attention refuses CPU tensors: its time is
+    missing, the case is measured."""
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    times = iter([0.5, 0.25, 0.125])
+    case = cases.Case("sdpa", None, lambda t, q, k, v: t.nn.functional.scaled_dot_product_attention(
+                          q, k, v), 4 * 2 * 16 * 16 * 8, 4 * 2 * 16 * 8 * 4, False, "attention",
+                      others={"copy": lambda t, q, k, v: q.clone(),
+                              "cudnn": cases._sdpa_on("CUDNN_ATTENTION", False, False)})
+    row = runner._measure(torch, lambda fn: fn() or next(times), _Attention(torch), case,
+                          {"kernels": 1}, 1 << 20, device="cpu")
+    assert "error" not in row
+    assert (row["dnnc_ms"], row["torch_ms"], row["ratio"]) == (0.5, 0.25, 2)
+    assert row["torch_copy_ms"] == 0.125 and "torch_copy_error" not in row
+    assert row["torch_cudnn_ms"] is None and row["torch_cudnn_error"].startswith("RuntimeError")
+    others = ["copy", "cudnn"]
+    assert runner._header(others).endswith("     copy ms    cudnn ms")
+    assert runner._line(row, 4.0, others).endswith("       0.125           -")
+    assert runner._line(row, 4.0).endswith(f"{row['rel_err']:.1e}")  # no columns asked
+
+
+def test_run_without_a_gpu(monkeypatch, capsys):
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    if torch.cuda.is_available():
+        pytest.skip("a GPU is present")
+    # Past the import of Triton (absent from CPU-only environments).
+    monkeypatch.setitem(sys.modules, "triton", types.ModuleType("triton"))
+    monkeypatch.setitem(sys.modules, "triton.testing", types.ModuleType("triton.testing"))
+    args = argparse.Namespace(dir="nowhere", json=None, only="attention", traceback=False,
+                              commit=None)
+    assert runner.run(args) == 2
+    assert "needs a CUDA GPU" in capsys.readouterr().err
+
+
+ATTENTION_FORWARD = [c for c in CASES if c.group == "attention" and c.others]
+
+
+def test_attention_forward_cases():
+    names = {c.name for c in ATTENTION_FORWARD}
+    for shape in ["B4 H16 S4096 D128", "B4 H16 S4096 D64", "B4 H16 S4096 D256",
+                  "B16 H16 S1024 D128", "B8 H16 S2048 D128", "B2 H16 S8192 D128",
+                  "B1 H16 S16384 D128", "B1 GQA H64 KV8 S8192 D128",
+                  "B1 GQA H64 KV8 S16384 D128"]:
+        assert {f"sdpa {shape} bf16", f"sdpa causal {shape} bf16"} <= names
+    assert "sdpa B4 H16 S4096 D128 f16" in names and len(names) == 19
+    for c in ATTENTION_FORWARD:
+        assert set(c.others) == {"flash"} and not c.memory_bound
+        g = graph(c.name)
+        q, k, _ = g.inputs
+        (b, h, s, d), hk = q.dim, k.dim[1]
+        assert c.flops == 4 * b * h * s * s * d / (2 if "causal" in c.name else 1)
+        assert c.bytes == (2 * b * h + 2 * b * hk) * s * d * 2
+    # The S4096 D128 pair of the reference figures: 0.892 / 0.506 ms on cuDNN.
+    pair = {c.name: c.flops for c in ATTENTION_FORWARD if "B4 H16 S4096 D128 bf16" in c.name}
+    assert pair["sdpa B4 H16 S4096 D128 bf16"] == 2 * pair["sdpa causal B4 H16 S4096 D128 bf16"]
