@@ -71,7 +71,9 @@ from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, physical_order, tma_descriptor
+from dnnc.codegen.gpu.tensorcore.sm90.tma import (
+    SWIZZLE, physical_order, swizzled_offset, tma_descriptor,
+)
 
 BOX = 64                 # head-dim elements of a 128-byte box row (16-bit types)
 INSTR_K = 16             # wgmma's k for 16-bit types
@@ -173,6 +175,23 @@ class Rows:
                 dst, self.descriptor, list(reversed(coords)), barrier, [])
 
 
+class StoredRows(Rows):
+    """The TMA stores of an output's rows: boxes of ``rows`` rows by 64
+    columns, from the swizzled boxes of a tile of ``tile_rows`` rows."""
+
+    def __init__(self, value, rows, width, tile_rows):
+        super().__init__(value, rows, width)
+        self.tile_box_bytes = tile_rows * SWIZZLE
+
+    def store(self, src_i64, b, h, s0):
+        for box in range(self.boxes):
+            logical = [b, h, s0, _i(box * BOX)]
+            coords = [logical[d] for d in self.order]
+            nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(
+                self.descriptor, _shared_ptr(_add(src_i64, box * self.tile_box_bytes)),
+                list(reversed(coords)))
+
+
 def _f32(x):
     return arith.constant(ir.F32Type.get(), float(x))
 
@@ -268,6 +287,9 @@ class FlashForward:
         self.q = Rows(att.q, tile.m, att.d)
         self.k = Rows(att.k, tile.n, att.d)
         self.v = Rows(att.v, tile.n, att.dv)
+        # O is stored by TMA from the Q tile's boxes where it fits them.
+        self.o = StoredRows(att.o, 16, att.dv, tile.m) \
+            if padded(att.dv) <= padded(att.d) else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -293,8 +315,9 @@ class FlashForward:
         ret = old[-1]
         t = self.tile
         with ir.InsertionPoint(ret), ret.location:
-            for operand in (self.q, self.k, self.v):
-                operand.make_descriptor()
+            for operand in (self.q, self.k, self.v, self.o):
+                if operand is not None:
+                    operand.make_descriptor()
             shared = smem_bytes(t, self.att.d, self.att.dv)
             launch = gpu.LaunchOp(
                 (_idx(self.q_tiles), _idx(self.att.batch * self.att.heads), _idx(1)),
@@ -378,6 +401,7 @@ class FlashForward:
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
         self.leader = _cmp("eq", local, _idx(0))
         lane = arith.remui(local, _idx(32))
+        self.local, self.lane, self.consumer = local, lane, consumer
         first = arith.addi(self.m0, arith.muli(consumer, _idx(64)))  # the warpgroup's first row
         row = arith.addi(first, arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
                                            arith.divui(lane, _idx(4))))
@@ -600,24 +624,26 @@ class FlashForward:
         """O / l rounded to the output type, and the statistics, for the
         thread's rows that exist."""
         att = self.att
-        f32 = ir.F32Type.get()
         zero, one = _f32(0.0), _f32(1.0)
         totals = [_quad(arith.addf, x) for x in l_]
         empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
         scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
         o = _unpack(o_acc, self.n_o)
-        element = ir.MemRefType(att.o.type).element_type
-        pair_type = ir.VectorType.get([2], element)
+        # pairs[r][block]: row r's two columns of 8-column block ``block``.
+        pairs = [[self.pair(arith.mulf(o[4 * block + 2 * r], scale[r]),
+                            arith.mulf(o[4 * block + 2 * r + 1], scale[r]))
+                  for block in range(att.dv // 8)] for r in range(2)]
+        if self.o is not None:
+            self.store_staged(pairs)
         for r in range(2):
             def write(r=r):
                 index = [self.b, self.h, self.rows[r]]
-                for block in range(att.dv // 8):
-                    e = 4 * block + 2 * r
-                    both = vector.from_elements(ir.VectorType.get([2], f32),
-                                                [arith.mulf(o[e], scale[r]),
-                                                 arith.mulf(o[e + 1], scale[r])])
-                    vector.store(arith.truncf(pair_type, both), att.o,
-                                 index + [_add(self.column, 8 * block)], alignment=4)
+                if self.o is None:
+                    element = ir.MemRefType(att.o.type).element_type
+                    pair_type = ir.VectorType.get([2], element)
+                    for block, bits in enumerate(pairs[r]):
+                        vector.store(llvm.bitcast(pair_type, bits), att.o,
+                                     index + [_add(self.column, 8 * block)], alignment=4)
                 if att.stats is not None:
                     def stats():
                         lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), _f32(LN2))
@@ -625,6 +651,31 @@ class FlashForward:
                         memref.store(lse, att.stats, index + [_idx(0)])
                     _if(_cmp("eq", self.column, _idx(0)), stats)
             _if(_cmp("ult", self.rows[r], _idx(att.sq)), write)
+
+    def store_staged(self, pairs):
+        """O through shared memory and TMA stores: each warp writes its 16
+        rows into its warpgroup's rows of the Q tile (free once the last S
+        is done), in the same swizzled boxes, and its first lane stores them
+        (TMA drops the rows past Sq and the columns past Dv)."""
+        byte = arith.muli(arith.remui(self.lane, _idx(4)), _idx(4))
+        first = arith.addi(arith.muli(self.consumer, _idx(64)),
+                           arith.muli(arith.divui(self.local, _idx(32)), _idx(16)))
+        for r in range(2):
+            row = arith.addi(first, _add(arith.divui(self.lane, _idx(4)), 8 * r))
+            for block, bits in enumerate(pairs[r]):
+                box, chunk = divmod(block, 8)
+                at = arith.addi(self.q_base, _to_i64(swizzled_offset(row, chunk, byte)))
+                llvm.store(bits, _shared_ptr(_add(at, box * self.q.box_bytes)), alignment=4)
+        llvm.inline_asm(None, [], "fence.proxy.async.shared::cta;", "", has_side_effects=True)
+        nvvm.SyncWarpOp(_i(-1))
+
+        def issue():
+            src = arith.addi(self.q_base, _to_i64(arith.muli(first, _idx(SWIZZLE))))
+            self.o.store(src, _to_i32(self.b), _to_i32(self.h),
+                         _to_i32(arith.addi(self.m0, first)))
+            nvvm.CpAsyncBulkCommitGroupOp()
+            nvvm.CpAsyncBulkWaitGroupOp(0)
+        _if(_cmp("eq", self.lane, _idx(0)), issue)
 
 
 def build_attention(fn, att, tile):
