@@ -2,19 +2,22 @@
 wgmma, fed by TMA.
 
 A block computes ``tile.m`` query rows of one (batch, head): 1 + consumers
-warpgroups of 128 threads (warp specialization, as the GEMM's mainloop)::
+warpgroups of 128 threads (warp specialization, as the GEMM's mainloop),
+the consumers taking turns at the tensor cores (``Turns``)::
 
     warpgroup 0  producer   one thread loads the block's Q tile once (its
                             own barrier), then each K tile and V tile of
-                            ``tile.n`` kv rows into stage j % stages of a
-                            ring (pipeline.py), after waiting for the
-                            stage to be empty
-    warpgroups 1..  consumers  each owns 64 query rows: per kv step, S =
-                            Q Kᵀ on wgmma (Q and K from shared memory),
-                            the online softmax in registers, O += P V on
-                            wgmma with P from registers (inline PTX: the
-                            NVVM op takes A only from shared memory), then
-                            release the stage
+                            ``tile.n`` kv rows into stage j % stages of
+                            K's ring and of V's (pipeline.py), after
+                            waiting for the stage to be empty
+    warpgroups 1..  consumers  each owns 64 query rows: in its turn, issue
+                            S_j = Q K_jᵀ (Q and K from shared memory) and
+                            O += P_{j-1} V_{j-1} (P from registers: inline
+                            PTX, the NVVM op takes A only from shared
+                            memory); release K_j once S_j is done; the
+                            online softmax of S_j in registers, while P V
+                            and the other warpgroups' products run; then
+                            release V_{j-1}
 
 Q, K and V tiles lie in TMA's 128-byte swizzle, in boxes of 64 columns of
 the head dim (a head dim that is not a multiple of 64 is zero-filled by TMA
@@ -33,10 +36,11 @@ i, top-left aligned), are -inf; only the tiles that reach past either are
 masked. A row whose scores are all -inf keeps m = -inf, takes 0 as its
 shift, and ends with l = 0: o = 0 and stats = -inf.
 
-The epilogue scales O by 1 / l, rounds it to the output type and stores it
-from registers (each thread two columns of two rows per 8-column block),
-and the statistics ``(m + log2 l) ln 2``, the natural log-sum-exp of the
-scaled scores.
+The epilogue scales O by 1 / l, rounds it to the output type, writes it
+into the warpgroup's rows of the Q tile (free once its last S is done) and
+stores each warp's 16 rows by TMA (from registers where Dv needs more boxes
+than D); the statistics ``(m + log2 l) ln 2``, the natural log-sum-exp of
+the scaled scores, go from registers.
 
 The grid is (query tiles, B x H): the blocks that run together share few
 heads, whose K and V stay in L2 (ordered by head first, the blocks of the
@@ -46,9 +50,10 @@ since the longest (the last) should not start last.
 
 The block's dynamic shared memory, from its 1024-byte aligned base::
 
-    Q          tile.m x padded(D) elements
-    ring       stages x (K: tile.n x padded(D), V: tile.n x padded(Dv))
-    barriers   q_full, full[stages], empty[stages]
+    Q          tile.m x padded(D) elements (O's staging at the end)
+    K ring     stages x tile.n x padded(D)
+    V ring     stages x tile.n x padded(Dv)
+    barriers   q_full, K's full[stages] and empty[stages], V's likewise
 """
 
 import math
@@ -64,9 +69,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if, ptr as _ptr,
     shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.mainloop import (
-    CONSUMER_REGISTERS, PRODUCER_REGISTERS, descriptor_constant, matrix_descriptor,
-)
+from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
@@ -79,10 +82,10 @@ BOX = 64                 # head-dim elements of a 128-byte box row (16-bit types
 INSTR_K = 16             # wgmma's k for 16-bit types
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
-# Registers a consumer thread may give its accumulators and P: O (Dv / 2),
-# S (tile.n / 2) and P (tile.n / 4), below CONSUMER_REGISTERS with room for
-# the addresses and the softmax's temporaries.
-ACCUMULATOR_REGISTERS = 176
+# Registers a consumer thread keeps beside its accumulators and P (O: Dv /
+# 2, S: tile.n / 2, P: tile.n / 4), for the addresses and the softmax's
+# temporaries.
+SPARE_REGISTERS = 32
 
 
 @dataclass(frozen=True)
@@ -126,13 +129,15 @@ def check(att, tile):
         raise NotSupported("an additive bias (not yet in the tensor-core kernel)")
     if not att.scale > 0:
         raise NotSupported(f"scale {att.scale}: expected a positive scale")
-    if tile.m not in (64, 128) or tile.n not in (64, 128) or tile.stages < 2:
-        raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64 or "
-                           "128 rows of each and 2 stages or more")
-    registers = att.dv // 2 + tile.n // 2 + tile.n // 4
-    if registers > ACCUMULATOR_REGISTERS:
-        raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {registers} accumulator "
-                           f"registers a thread, expected at most {ACCUMULATOR_REGISTERS}")
+    if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
+        raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
+                           "or 192 query rows, 64 or 128 kv rows and 2 stages or more")
+    held = att.dv // 2 + tile.n // 2 + tile.n // 4
+    budget = registers(tile.consumers)[1] - SPARE_REGISTERS
+    if held > budget:
+        raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {held} accumulator "
+                           f"registers a thread, expected at most {budget} with "
+                           f"{tile.consumers} consumer warpgroups")
     size = smem_bytes(tile, att.d, att.dv)
     if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages of {tile.n} kv rows need {size} bytes of "
@@ -244,37 +249,49 @@ def _column_of(e):
 
 
 class Turns:
-    """The two consumer warpgroups take turns issuing their products
+    """The consumer warpgroups take turns issuing their products
     (FlashAttention-3's ping-pong): warpgroup c waits on named barrier 1 + c
-    before it issues and then arrives on the other's, so that one's softmax
-    runs while the other's wgmmas do. Warpgroup 0 goes first: warpgroup 1
-    arrives on its barrier once at the start, and skips its arrival after
-    its last step, so that every wait meets exactly one arrival."""
+    before it issues and then arrives on the next one's (c + 1, the last on
+    the first's), so that the others' softmax runs while one's wgmmas do.
+    Warpgroup 0 goes first: the last arrives on its barrier once at the
+    start, and skips its arrival after its last step, so that every wait
+    meets exactly one arrival."""
 
     THREADS = 2 * WARPGROUP
 
-    def __init__(self, consumer, steps):
+    def __init__(self, consumer, consumers, steps):
         i32 = ir.IntegerType.get_signless(32)
         self.consumer = consumer
+        self.last = consumers - 1
         self.steps = steps
         self.mine = arith.index_cast(i32, _add(consumer, 1))
-        self.other = arith.index_cast(i32, arith.subi(_idx(2), consumer))
+        following = arith.remui(_add(consumer, 1), _idx(consumers))
+        self.next = arith.index_cast(i32, _add(following, 1))
 
     def _bar(self, op, barrier):
         llvm.inline_asm(None, [barrier], f"{op} $0, {self.THREADS};", "r",
                         has_side_effects=True)
 
     def start(self):
-        _if(_cmp("eq", self.consumer, _idx(1)), lambda: self._bar("bar.arrive", self.other))
+        _if(_cmp("eq", self.consumer, _idx(self.last)),
+            lambda: self._bar("bar.arrive", self.next))
 
     def begin(self):
         self._bar("bar.sync", self.mine)
 
     def end(self, j):
         last = _cmp("eq", j, arith.subi(self.steps, _idx(1)))
-        skip = arith.andi(last, _cmp("eq", self.consumer, _idx(1)))
+        skip = arith.andi(last, _cmp("eq", self.consumer, _idx(self.last)))
         _if(arith.xori(skip, arith.constant(ir.IntegerType.get_signless(1), 1)),
-            lambda: self._bar("bar.arrive", self.other))
+            lambda: self._bar("bar.arrive", self.next))
+
+
+def registers(consumers):
+    """(producer's, each consumer's) registers a thread, setmaxnreg's
+    multiples of 8, within the SM's 64K for 1 + consumers warpgroups."""
+    producer = 24
+    per = (65536 // WARPGROUP - producer) // consumers // 8 * 8
+    return producer, min(per, 240)
 
 
 class FlashForward:
@@ -373,7 +390,8 @@ class FlashForward:
         _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
 
     def producer(self):
-        nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
+        nvvm.SetMaxRegisterOp(registers(self.tile.consumers)[0],
+                              nvvm.SetMaxRegisterAction.decrease)
         t = self.tile
 
         def issue():
@@ -395,7 +413,8 @@ class FlashForward:
         _if(_cmp("eq", self.tid, _idx(0)), issue)
 
     def consumer(self):
-        nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
+        nvvm.SetMaxRegisterOp(registers(self.tile.consumers)[1],
+                              nvvm.SetMaxRegisterAction.increase)
         t = self.tile
         local = arith.remui(self.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
@@ -416,7 +435,7 @@ class FlashForward:
             arith.addi(self.q_base, arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))),
             self.k_major)
         self.v_const = descriptor_constant(True, t.n * SWIZZLE)
-        turns = Turns(consumer, self.steps) if t.consumers == 2 else None
+        turns = Turns(consumer, t.consumers, self.steps) if t.consumers > 1 else None
         if turns:
             turns.start()
 
