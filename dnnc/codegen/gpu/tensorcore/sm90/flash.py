@@ -64,10 +64,14 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 from mlir.dialects import math as mmath
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.math.scalar import fma, intrinsic
+from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if, ptr as _ptr,
     shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
+    BOX, column_of, ex2, f32, pack, pairs as fragment_pairs, quad, row_of, struct, tree,
+    unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
@@ -78,8 +82,6 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import (
     SWIZZLE, physical_order, swizzled_offset, tma_descriptor,
 )
 
-BOX = 64                 # head-dim elements of a 128-byte box row (16-bit types)
-INSTR_K = 16             # wgmma's k for 16-bit types
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 # Registers a consumer thread keeps beside its accumulators and P (O: Dv /
@@ -195,57 +197,6 @@ class StoredRows(Rows):
             nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(
                 self.descriptor, _shared_ptr(_add(src_i64, box * self.tile_box_bytes)),
                 list(reversed(coords)))
-
-
-def _f32(x):
-    return arith.constant(ir.F32Type.get(), float(x))
-
-
-def _struct(n):
-    return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * n) + ")>")
-
-
-def _unpack(struct, n):
-    f32 = ir.F32Type.get()
-    return [llvm.extractvalue(f32, struct, ir.DenseI64ArrayAttr.get([e])) for e in range(n)]
-
-
-def _pack(values):
-    out = llvm.mlir_undef(_struct(len(values)))
-    for e, x in enumerate(values):
-        out = llvm.insertvalue(out, x, ir.DenseI64ArrayAttr.get([e]))
-    return out
-
-
-def _tree(op, values):
-    while len(values) > 1:
-        values = [op(values[j], values[j + 1]) if j + 1 < len(values) else values[j]
-                  for j in range(0, len(values), 2)]
-    return values[0]
-
-
-def _quad(op, x):
-    """``op`` of ``x`` over the 4 lanes of a quad (the threads of one row)."""
-    i32 = ir.IntegerType.get_signless(32)
-    for mask in (1, 2):
-        other = gpu.ShuffleOp(x, arith.constant(i32, mask), arith.constant(i32, 32),
-                              gpu.ShuffleMode.XOR).results[0]
-        x = op(x, other)
-    return x
-
-
-def _ex2(x):
-    return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x)
-
-
-def _row_of(e):
-    """Which of a thread's two rows (0: r, 1: r + 8) accumulator value ``e`` is in."""
-    return (e % 4) // 2
-
-
-def _column_of(e):
-    """Accumulator value ``e``'s column, less the thread's first (2 x lane % 4)."""
-    return 8 * (e // 4) + e % 2
 
 
 class Turns:
@@ -448,8 +399,8 @@ class FlashForward:
             turns.end(_idx(0))
         nvvm.WgmmaWaitGroupSyncOp(0)
         self.release(self.ring_k, _idx(0))
-        neg_inf, zero = _f32(-math.inf), _f32(0.0)
-        m, l_, _, p = self.softmax(self.masked(_unpack(acc, self.n_s), _idx(0)),
+        neg_inf, zero = f32(-math.inf), f32(0.0)
+        m, l_, _, p = self.softmax(self.masked(unpack(acc, self.n_s), _idx(0)),
                                    [neg_inf, neg_inf], [zero, zero])
         pairs = self.pairs(p)
 
@@ -470,14 +421,14 @@ class FlashForward:
                 turns.end(j)
             nvvm.WgmmaWaitGroupSyncOp(1)
             self.release(self.ring_k, j)
-            m, l_, alpha, p = self.softmax(self.masked(_unpack(acc, self.n_s), j),
+            m, l_, alpha, p = self.softmax(self.masked(unpack(acc, self.n_s), j),
                                            [m_a, m_b], [l_a, l_b])
             nvvm.WgmmaWaitGroupSyncOp(0)
             self.release(self.ring_v, before)
             return [o_acc] + m + l_ + alpha + self.pairs(p)
-        one = _f32(1.0)
+        one = f32(1.0)
         loop = _for(_idx(1), self.steps, step,
-                    [llvm.mlir_zero(_struct(self.n_o))] + m + l_ + [one, one] + pairs)
+                    [llvm.mlir_zero(struct(self.n_o))] + m + l_ + [one, one] + pairs)
         o_acc, m_a, m_b, l_a, l_b, alpha_a, alpha_b = loop.results[:7]
         pairs = list(loop.results[7:])
         # The last step's P V.
@@ -498,31 +449,11 @@ class FlashForward:
         s, parity = ring.slot(j)
         irutil.mbarrier_wait(ring.full(s), parity)
         k_desc = matrix_descriptor(ring.stage(s), self.k_major)
-        s_type = _struct(self.n_s)
         # After the wait: registers the wgmmas read (O, P) were written by
         # ordinary instructions.
         nvvm.WgmmaFenceAlignedOp()
-        element = ir.Attribute.parse(f"#nvvm.wgmma_type<{att.element}>")
-        attrs = {
-            "shape": ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {t.n}, k = {INSTR_K}>"),
-            "typeA": element, "typeB": element,
-            "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
-            "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
-            "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
-            "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"),
-            "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
-            "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
-        }
-        acc = llvm.mlir_undef(s_type)
-        for kk in range(-(-att.d // INSTR_K)):
-            box, within = divmod(kk * INSTR_K, BOX)
-            da = _add(self.q_desc, (box * self.q.box_bytes + 2 * within) >> 4)
-            db = _add(k_desc, (box * self.k.box_bytes + 2 * within) >> 4)
-            step_attrs = dict(attrs, scaleD=ir.Attribute.parse(
-                f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
-            acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[s_type],
-                                      operands=[acc, da, db], attributes=step_attrs).results[0]
-        return acc
+        return wgmma_ss(t.n, att.element, self.q_desc, self.q.box_bytes, k_desc,
+                        self.k.box_bytes, att.d)
 
     def pv(self, o_acc, pairs, j):
         """Issue O += P V_j over step ``j``'s kv rows (16 a wgmma), P from
@@ -531,10 +462,7 @@ class FlashForward:
         irutil.mbarrier_wait(self.ring_v.full(s), parity)
         v_desc = matrix_descriptor(self.ring_v.stage(s), self.v_const)
         nvvm.WgmmaFenceAlignedOp()
-        for kk in range(self.tile.n // INSTR_K):
-            o_acc = self.wgmma_p(o_acc, pairs[4 * kk:4 * kk + 4],
-                                 _add(v_desc, (kk * INSTR_K * SWIZZLE) >> 4))
-        return o_acc
+        return wgmma_rs(o_acc, self.att.dv, self.att.element, pairs, v_desc)
 
     def release(self, ring, j):
         """Give step ``j``'s stage of ``ring`` back to the producer (one
@@ -571,8 +499,8 @@ class FlashForward:
                 # Value e is masked when its column offset exceeds this.
                 limits.append(arith.index_cast(i32, arith.subi(arith.subi(last, n0),
                                                                 self.column)))
-            neg_inf = _f32(-math.inf)
-            out = [arith.select(_cmp("sgt", _i(_column_of(e)), limits[_row_of(e)]), neg_inf, x)
+            neg_inf = f32(-math.inf)
+            out = [arith.select(_cmp("sgt", _i(column_of(e)), limits[row_of(e)]), neg_inf, x)
                    for e, x in enumerate(scores)]
             scf.YieldOp(out)
         with ir.InsertionPoint(op.else_block):
@@ -582,60 +510,37 @@ class FlashForward:
     def softmax(self, scores, m, l_):
         """One step of the online softmax: the new row maxima and sums, the
         factor O takes for the new maxima, and P (the exponentials, f32)."""
-        c = _f32(self.c)
-        zero, neg_inf = _f32(0.0), _f32(-math.inf)
+        c = f32(self.c)
+        zero, neg_inf = f32(0.0), f32(-math.inf)
         new_m, shift = [], []
         for r in range(2):
-            mine = [x for e, x in enumerate(scores) if _row_of(e) == r]
-            top = _quad(arith.maxnumf, _tree(arith.maxnumf, mine))
+            mine = [x for e, x in enumerate(scores) if row_of(e) == r]
+            top = quad(arith.maxnumf, tree(arith.maxnumf, mine))
             new = arith.maxnumf(m[r], arith.mulf(top, c))
             new_m.append(new)
             # A row with no score yet keeps m = -inf: its exponentials are 0.
             shift.append(arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, new, neg_inf),
                                       zero, new))
-        alpha = [_ex2(arith.subf(m[r], shift[r])) for r in range(2)]
+        alpha = [ex2(arith.subf(m[r], shift[r])) for r in range(2)]
         negated = [arith.negf(x) for x in shift]
-        p = [_ex2(fma(x, c, negated[_row_of(e)])) for e, x in enumerate(scores)]
+        p = [ex2(fma(x, c, negated[row_of(e)])) for e, x in enumerate(scores)]
         new_l = []
         for r in range(2):
-            total = _tree(arith.addf, [x for e, x in enumerate(p) if _row_of(e) == r])
+            total = tree(arith.addf, [x for e, x in enumerate(p) if row_of(e) == r])
             new_l.append(arith.addf(arith.mulf(l_[r], alpha[r]), total))
         return new_m, new_l, alpha, p
 
     def rescale(self, o_acc, alpha):
         """O's rows times their factors ``alpha``."""
-        o = _unpack(o_acc, self.n_o)
-        return _pack([arith.mulf(x, alpha[_row_of(e)]) for e, x in enumerate(o)])
+        o = unpack(o_acc, self.n_o)
+        return pack([arith.mulf(x, alpha[row_of(e)]) for e, x in enumerate(o)])
 
     def pairs(self, p):
-        """P rounded and packed as wgmma's A fragments: 4 i32 per 16 columns
-        (a thread's values 8 kk .. 8 kk + 7 of slice kk, in pairs)."""
-        return [self.pair(p[2 * e], p[2 * e + 1]) for e in range(len(p) // 2)]
+        """P rounded and packed as wgmma's A fragments (fragments.pairs)."""
+        return fragment_pairs(p, self.att.element)
 
     def pair(self, lo, hi):
-        """Two f32 values rounded to the element type, packed in an i32 (``lo``
-        in the low half): one 32-bit register of a wgmma A fragment."""
-        element = ir.BF16Type.get() if self.att.element == "bf16" else ir.F16Type.get()
-        f32 = ir.F32Type.get()
-        both = vector.from_elements(ir.VectorType.get([2], f32), [lo, hi])
-        narrow = arith.truncf(ir.VectorType.get([2], element), both)
-        return llvm.bitcast(ir.IntegerType.get_signless(32), narrow)
-
-    def wgmma_p(self, acc, fragment, desc_v):
-        """One wgmma m64nDvk16, A (P) from registers ``fragment`` (four i32),
-        B (V) from shared memory MN-major, accumulating into ``acc``."""
-        n, count = self.att.dv, self.n_o
-        t = self.att.element
-        values = _unpack(acc, count)
-        d = ", ".join(f"${e}" for e in range(count))
-        a = ", ".join(f"${2 * count + e}" for e in range(4))
-        asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{t}.{t} "
-               f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1, 1;\n}}\n")
-        constraints = ",".join(["=f"] * count + [str(e) for e in range(count)]
-                               + ["r"] * 4 + ["l"])
-        return llvm.inline_asm(_struct(count), values + fragment + [desc_v], asm, constraints,
-                               has_side_effects=True)
+        return fragment_pairs([lo, hi], self.att.element)[0]
 
     # -- the epilogue ---------------------------------------------------------
 
@@ -643,11 +548,11 @@ class FlashForward:
         """O / l rounded to the output type, and the statistics, for the
         thread's rows that exist."""
         att = self.att
-        zero, one = _f32(0.0), _f32(1.0)
-        totals = [_quad(arith.addf, x) for x in l_]
+        zero, one = f32(0.0), f32(1.0)
+        totals = [quad(arith.addf, x) for x in l_]
         empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
         scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
-        o = _unpack(o_acc, self.n_o)
+        o = unpack(o_acc, self.n_o)
         # pairs[r][block]: row r's two columns of 8-column block ``block``.
         pairs = [[self.pair(arith.mulf(o[4 * block + 2 * r], scale[r]),
                             arith.mulf(o[4 * block + 2 * r + 1], scale[r]))
@@ -665,8 +570,8 @@ class FlashForward:
                                      index + [_add(self.column, 8 * block)], alignment=4)
                 if att.stats is not None:
                     def stats():
-                        lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), _f32(LN2))
-                        lse = arith.select(empty[r], _f32(-math.inf), lse)
+                        lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), f32(LN2))
+                        lse = arith.select(empty[r], f32(-math.inf), lse)
                         memref.store(lse, att.stats, index + [_idx(0)])
                     _if(_cmp("eq", self.column, _idx(0)), stats)
             _if(_cmp("ult", self.rows[r], _idx(att.sq)), write)

@@ -1,0 +1,149 @@
+"""wgmma accumulators as values in registers, for kernels that compute on
+them between products (the attention kernels, flash.py and
+flash_backward.py).
+
+An m64nN f32 accumulator is an ``!llvm.struct`` of N / 2 f32 values per
+thread of the warpgroup: value e of thread (warp w, lane l) is row 16 w +
+l / 4 + 8 ``row_of(e)`` of the 64, column 2 (l % 4) + ``column_of(e)``.
+For 16-bit A operands the same positions, rounded in pairs
+(``pairs``), are wgmma's A fragments of the next product: a thread's four
+32-bit registers of 16-column slice kk are its values 8 kk .. 8 kk + 7, so
+an accumulator becomes an A operand without any exchange.
+
+``wgmma_ss`` issues a product of two shared-memory operands (both K-major,
+128-byte swizzled boxes of 64 columns of K); ``wgmma_rs`` one with A from
+registers and B from shared memory MN-major (inline PTX: the NVVM op takes
+A only from shared memory).
+"""
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, vector
+
+from dnnc.codegen.gpu.math.scalar import intrinsic
+from dnnc.codegen.gpu.tensorcore.emit import add as _add
+
+BOX = 64                 # K elements of a 128-byte box row (16-bit types)
+INSTR_K = 16             # wgmma's k for 16-bit types
+
+
+def f32(x):
+    """An f32 constant."""
+    return arith.constant(ir.F32Type.get(), float(x))
+
+
+def struct(n):
+    """The accumulator type of n f32 values a thread."""
+    return ir.Type.parse("!llvm.struct<(" + ", ".join(["f32"] * n) + ")>")
+
+
+def unpack(acc, n):
+    """The n f32 values of accumulator ``acc``."""
+    t = ir.F32Type.get()
+    return [llvm.extractvalue(t, acc, ir.DenseI64ArrayAttr.get([e])) for e in range(n)]
+
+
+def pack(values):
+    """An accumulator of ``values``."""
+    out = llvm.mlir_undef(struct(len(values)))
+    for e, x in enumerate(values):
+        out = llvm.insertvalue(out, x, ir.DenseI64ArrayAttr.get([e]))
+    return out
+
+
+def tree(op, values):
+    """``op`` over ``values`` as a balanced tree."""
+    while len(values) > 1:
+        values = [op(values[j], values[j + 1]) if j + 1 < len(values) else values[j]
+                  for j in range(0, len(values), 2)]
+    return values[0]
+
+
+def quad(op, x):
+    """``op`` of ``x`` over the 4 lanes of a quad (the threads of one row)."""
+    i32 = ir.IntegerType.get_signless(32)
+    for mask in (1, 2):
+        other = gpu.ShuffleOp(x, arith.constant(i32, mask), arith.constant(i32, 32),
+                              gpu.ShuffleMode.XOR).results[0]
+        x = op(x, other)
+    return x
+
+
+def ex2(x):
+    """2^x, the hardware's ex2.approx.ftz."""
+    return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x)
+
+
+def row_of(e):
+    """Which of a thread's two rows (0: r, 1: r + 8) accumulator value ``e`` is in."""
+    return (e % 4) // 2
+
+
+def column_of(e):
+    """Accumulator value ``e``'s column, less the thread's first (2 x lane % 4)."""
+    return 8 * (e // 4) + e % 2
+
+
+def pair(lo, hi, element):
+    """Two f32 values rounded to ``element`` (bf16, f16), packed in an i32
+    (``lo`` in the low half): one 32-bit register of a wgmma A fragment."""
+    narrow_type = ir.BF16Type.get() if element == "bf16" else ir.F16Type.get()
+    t = ir.F32Type.get()
+    both = vector.from_elements(ir.VectorType.get([2], t), [lo, hi])
+    narrow = arith.truncf(ir.VectorType.get([2], narrow_type), both)
+    return llvm.bitcast(ir.IntegerType.get_signless(32), narrow)
+
+
+def pairs(values, element):
+    """Accumulator values as wgmma A fragments: 4 i32 per 16 columns."""
+    return [pair(values[2 * e], values[2 * e + 1], element) for e in range(len(values) // 2)]
+
+
+def wgmma_ss(n, element, a_desc, a_box_bytes, b_desc, b_box_bytes, depth):
+    """Issue acc = A Bᵀ, m64nNk16 steps over ``depth`` elements of K (a
+    multiple of 8; the boxes hold zeros up to a multiple of 16), A and B
+    K-major in boxes of 64 columns of K (``*_box_bytes`` apart) from the
+    matrix descriptors ``a_desc`` and ``b_desc`` (i64). Returns the
+    accumulator in flight (n / 2 f32 a thread): wait for it before use."""
+    acc_type = struct(n // 2)
+    kind = ir.Attribute.parse(f"#nvvm.wgmma_type<{element}>")
+    attrs = {
+        "shape": ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = {INSTR_K}>"),
+        "typeA": kind, "typeB": kind,
+        "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
+        "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+        "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
+        "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"),
+        "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
+        "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
+    }
+    acc = llvm.mlir_undef(acc_type)
+    for kk in range(-(-depth // INSTR_K)):
+        box, within = divmod(kk * INSTR_K, BOX)
+        da = _add(a_desc, (box * a_box_bytes + 2 * within) >> 4)
+        db = _add(b_desc, (box * b_box_bytes + 2 * within) >> 4)
+        step = dict(attrs, scaleD=ir.Attribute.parse(
+            f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
+        acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[acc_type],
+                                  operands=[acc, da, db], attributes=step).results[0]
+    return acc
+
+
+def wgmma_rs(acc, n, element, fragments, b_desc):
+    """Issue acc += A B, A from registers (``fragments``: 4 i32 per 16
+    columns of K, as ``pairs`` makes them) and B from shared memory
+    MN-major (``b_desc``: its first 16 rows of K, 128-byte rows in boxes of
+    64 columns of N; each next 16 rows lie 2048 bytes on)."""
+    count = n // 2
+    for kk in range(len(fragments) // 4):
+        values = unpack(acc, count)
+        d = ", ".join(f"${e}" for e in range(count))
+        a = ", ".join(f"${2 * count + e}" for e in range(4))
+        asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+               f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{element}.{element} "
+               f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1, 1;\n}}\n")
+        constraints = ",".join(["=f"] * count + [str(e) for e in range(count)]
+                               + ["r"] * 4 + ["l"])
+        acc = llvm.inline_asm(struct(count), values + fragments[4 * kk:4 * kk + 4]
+                              + [_add(b_desc, (kk * INSTR_K * 128) >> 4)],
+                              asm, constraints, has_side_effects=True)
+    return acc
