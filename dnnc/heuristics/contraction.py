@@ -398,6 +398,8 @@ def _split_wider(configs, sms, m, n, batch):
 TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_SPARE = 128, 3, 32
 # Query rows from which head dims up to 64 take 192-row blocks.
 TC90_ATTENTION_TALL_SQ = 2048
+# The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
+TC90_ATTENTION_BACKWARD_D = 128
 
 
 def _attention_smem(bm, bn, d, dv, stages):
@@ -422,9 +424,16 @@ def tc_sm90_attention(problem, facts):
     (causal 0.342, 0.360); S1024 causal in 0.0455 ms with 192, 0.0421 with
     128 (fewer, longer blocks balance worse along the diagonal)."""
     ins = problem.anchor_inputs
-    if len(ins) < 3 or problem.anchor != "sdpa":
+    if len(ins) < 3 or problem.anchor not in ("sdpa", "sdpa_backward"):
         return []
     sq, d, dv = ins[0].shape[-2], ins[0].shape[-1], ins[2].shape[-1]
+    if problem.anchor == "sdpa_backward":
+        # sm90/flash_backward.py sizes its two kernels from the head dims.
+        if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
+            return []
+        return [Config("tc-sm90", (384, 1, 1), reason=(
+            f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
+            "block, no atomics"))]
     if sq <= 64:
         heights = (64,)
     elif max(d, dv) <= 64 and sq >= TC90_ATTENTION_TALL_SQ:

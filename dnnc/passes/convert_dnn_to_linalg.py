@@ -136,13 +136,14 @@ def _describe_conv(op, view):
 
 
 def _describe_attention(op):
-    """An sdpa that is a kernel's whole work: record it on the function
+    """An sdpa or sdpa_backward that is a kernel's whole work: record it on the function
     (``dnn.attention``, linalg/attention.describe) before its expansion, for
     the tensor-core attention kernel."""
     from dnnc.codegen.linalg import attention
 
     fn = op.parent
-    if op.name != "dnn.sdpa" or fn.name != "func.func" or "dnn.kernel" not in fn.attributes:
+    if op.name not in ("dnn.sdpa", "dnn.sdpa_backward") or fn.name != "func.func" \
+            or "dnn.kernel" not in fn.attributes:
         return
     described = attention.describe(builders.read(op), fn)
     if described is not None:

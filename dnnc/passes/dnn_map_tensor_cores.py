@@ -81,6 +81,7 @@ from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
 from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, build_attention
+from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import build_attention_backward
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs, tc_sm80_conv
 from dnnc.heuristics.problem import SMS
@@ -177,12 +178,16 @@ class DnnMapTensorCores(DnncPass):
                   f"{fallback.stages} stages")
 
     def _sm90_attention(self, fn, config):
-        """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), else
+        """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), an
+        sdpa_backward kernel its backward (sm90/flash_backward.py), else
         simt-generic on the expansion the body holds."""
         m, n = (tuple(config.tile) + (128, 128))[:2]
         try:
-            att = attention_match.match(fn)
-            notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages)))
+            if attention_match.op_of(fn) == "sdpa_backward":
+                notes = build_attention_backward(fn, attention_match.match_backward(fn))
+            else:
+                att = attention_match.match(fn)
+                notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages)))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return

@@ -1,12 +1,14 @@
-"""What a tensor-core attention kernel needs to know of a ``dnn.sdpa`` that
-its expansion into matmuls, reductions and pointwise ops (dnnc/decompose/
-attention.py) no longer says plainly: the ``dnn.attention`` attribute of its
-kernel function, recorded before the expansion (convert-dnn-to-linalg).
+"""What a tensor-core attention kernel needs to know of a ``dnn.sdpa`` or
+``dnn.sdpa_backward`` that its expansion into matmuls, reductions and
+pointwise ops (dnnc/decompose/attention.py) no longer says plainly: the
+``dnn.attention`` attribute of its kernel function, recorded before the
+expansion (convert-dnn-to-linalg).
 
-Fields: ``scale`` (f64), ``causal`` (bool), ``operands`` (which block
-argument of the function each of q, k, v and bias is; -1 for none, or for
+Fields: ``op`` (sdpa or sdpa_backward), ``scale`` (f64), ``causal`` (bool),
+``operands`` (which block argument of the function each of q, k, v and bias
+is, for the backward q, k, v, o, do, stats and bias; -1 for none, or for
 one computed in the kernel) and ``results`` (which operand of the
-function's return each of o and stats is; -1 for none) and ``returned``
+function's return each of o and stats, or dq, dk and dv, is; -1 for none) and ``returned``
 (how many values the function returns). After bufferization a returned
 value is the out-parameter at (number of arguments - returned + its
 position).
@@ -17,6 +19,13 @@ from mlir import ir
 ATTR = "dnn.attention"
 OPERANDS = ("q", "k", "v", "bias")
 RESULTS = ("o", "stats")
+BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias")
+BACKWARD_RESULTS = ("dq", "dk", "dv")
+
+
+def roles(op):
+    """(operand names, result names) the attribute lists for op ``op``."""
+    return (OPERANDS, RESULTS) if op == "sdpa" else (BACKWARD_OPERANDS, BACKWARD_RESULTS)
 
 
 def describe(view, fn):
@@ -31,8 +40,9 @@ def describe(view, fn):
     def index(value, among):
         return next((i for i, x in enumerate(among) if x == value), -1)
 
+    operand_names, result_names = roles(view.name)
     results = []
-    for name in RESULTS:
+    for name in result_names:
         value = view.results.get(name)
         if value is None:
             results.append(-1)
@@ -42,11 +52,12 @@ def describe(view, fn):
         results.append(index(value, returned))
     a = view.attrs
     return ir.DictAttr.get({
+        "op": ir.StringAttr.get(view.name),
         "scale": ir.FloatAttr.get(ir.F64Type.get(), float(a["scale"])),
         "causal": ir.BoolAttr.get(bool(a["causal"])),
         "operands": ir.DenseI64ArrayAttr.get(
             [-1 if view.operands.get(n) is None else index(view.operands[n], arguments)
-             for n in OPERANDS]),
+             for n in operand_names]),
         "results": ir.DenseI64ArrayAttr.get(results),
         "returned": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), len(returned)),
     })

@@ -18,9 +18,10 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.linalg.attention import ATTR, OPERANDS, RESULTS
+from dnnc.codegen.linalg.attention import ATTR, roles
 
-__all__ = ["ATTR", "Attention", "NotAnAttention", "match"]
+__all__ = ["ATTR", "Attention", "AttentionBackward", "NotAnAttention", "match",
+           "match_backward", "op_of"]
 
 
 class NotAnAttention(Exception):
@@ -88,39 +89,89 @@ def _rows_problem(name, value):
     return None
 
 
-def match(fn):
-    """The Attention of kernel function ``fn`` (it carries ``dnn.attention``);
-    NotAnAttention when its buffers are not what the kernels read."""
-    if ATTR not in fn.attributes:
-        raise NotAnAttention("the kernel is not one sdpa")
+def op_of(fn):
+    """The op (sdpa, sdpa_backward) kernel function ``fn``'s ``dnn.attention``
+    describes."""
+    return ir.StringAttr(ir.DictAttr(fn.attributes[ATTR])["op"]).value
+
+
+def _values(fn, required, outputs, rows):
+    """(the buffers by role, the attribute) of kernel function ``fn``: each
+    of ``required`` operands must be a kernel argument and each of
+    ``outputs`` an output; those named in ``rows`` are read or written in
+    rows of one element type."""
     info = ir.DictAttr(fn.attributes[ATTR])
-    operands = dict(zip(OPERANDS, ir.DenseI64ArrayAttr(info["operands"])))
-    results = dict(zip(RESULTS, ir.DenseI64ArrayAttr(info["results"])))
+    operand_names, result_names = roles(ir.StringAttr(info["op"]).value)
+    operands = dict(zip(operand_names, ir.DenseI64ArrayAttr(info["operands"])))
+    results = dict(zip(result_names, ir.DenseI64ArrayAttr(info["results"])))
     arguments = list(irutil.body(fn).arguments)
     inputs = len(arguments) - ir.IntegerAttr(info["returned"]).value
     values = {}
-    for name in ("q", "k", "v"):
-        if operands[name] < 0:
+    for name in operand_names:
+        if name in required and operands[name] < 0:
             raise NotAnAttention(f"{name} is computed in the kernel, not a kernel argument")
-        values[name] = arguments[operands[name]]
-    if results["o"] < 0:
-        raise NotAnAttention("o is not an output of the kernel")
-    for name in RESULTS:
+        values[name] = arguments[operands[name]] if operands[name] >= 0 else None
+    for name in result_names:
+        if name in outputs and results[name] < 0:
+            raise NotAnAttention(f"{name} is not an output of the kernel")
         values[name] = arguments[inputs + results[name]] if results[name] >= 0 else None
-    values["bias"] = arguments[operands["bias"]] if operands["bias"] >= 0 else None
     element = _element(values["q"])
-    for name in ("k", "v", "o"):
+    for name in rows:
         if _element(values[name]) != element:
             raise NotAnAttention(f"{name} is {_element(values[name])}, q is {element}: "
                                  "expected one type")
-    for name in ("q", "k", "v", "o"):
+    for name in rows:
         problem = _rows_problem(name, values[name])
         if problem:
             raise NotAnAttention(problem)
+    return values, info, element
+
+
+def _sizes(values):
     b, h, sq, d = _shape(values["q"])
     _, hk, skv, _ = _shape(values["k"])
-    dv = _shape(values["v"])[3]
+    return b, h, hk, sq, skv, d, _shape(values["v"])[3]
+
+
+def match(fn):
+    """The Attention of kernel function ``fn`` (it carries ``dnn.attention``
+    of an sdpa); NotAnAttention when its buffers are not what the kernels
+    read."""
+    if ATTR not in fn.attributes or op_of(fn) != "sdpa":
+        raise NotAnAttention("the kernel is not one sdpa")
+    values, info, element = _values(fn, ("q", "k", "v"), ("o",), ("q", "k", "v", "o"))
     return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
-                     values["bias"], b, h, hk, sq, skv, d, dv,
+                     values["bias"], *_sizes(values),
                      ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
                      element)
+
+
+@dataclass
+class AttentionBackward(Attention):
+    """An sdpa backward: ``Attention``'s fields (o the forward's output,
+    stats its log-sum-exp, f32 ``[B, H, Sq, 1]``) with ``do`` (like o) and
+    the gradients ``dq``, ``dk``, ``dv`` (like q, k, v)."""
+
+    do: object = None
+    dq: object = None
+    dk: object = None
+    dv_grad: object = None
+
+
+def match_backward(fn):
+    """The AttentionBackward of kernel function ``fn`` (it carries
+    ``dnn.attention`` of an sdpa_backward); NotAnAttention when its
+    buffers are not what the kernels read."""
+    if ATTR not in fn.attributes or op_of(fn) != "sdpa_backward":
+        raise NotAnAttention("the kernel is not one sdpa_backward")
+    rows = ("q", "k", "v", "o", "do", "dq", "dk", "dv")
+    values, info, element = _values(fn, ("q", "k", "v", "o", "do", "stats"),
+                                    ("dq", "dk", "dv"), rows)
+    stats = values["stats"]
+    if _element(stats) != "f32":
+        raise NotAnAttention(f"stats is {_element(stats)}: expected f32")
+    return AttentionBackward(values["q"], values["k"], values["v"], values["o"], stats,
+                             values["bias"], *_sizes(values),
+                             ir.FloatAttr(info["scale"]).value,
+                             ir.BoolAttr(info["causal"]).value, element,
+                             values["do"], values["dq"], values["dk"], values["dv"])

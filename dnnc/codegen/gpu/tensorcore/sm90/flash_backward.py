@@ -1,0 +1,624 @@
+"""tc-sm90's attention backward: two kernels in the FlashAttention-2
+manner, on wgmma, fed by TMA, with no atomics (each gradient element is
+summed by one thread in a fixed order, so two runs write the same bits).
+
+With P = exp(scale S - stats) recomputed from the forward's log-sum-exp
+(``stats``; a row at -inf has P = 0) and delta = rowsum(dO ∘ O)::
+
+    dV = Pᵀ dO      dP = dO Vᵀ      dS = P ∘ (dP - delta)
+    dQ = scale dS K                 dK = scale dSᵀ Q
+
+1. ``DqKernel``: a block per 128 query rows of one (batch, head), Q and
+   dO resident, K and V tiles of ``n`` kv rows through a ring. Each of its
+   two consumer warpgroups (64 rows) first computes delta for its rows
+   (from o and do in global memory) and writes it to a workspace, then per
+   kv step issues S = Q Kᵀ and dP = dO Vᵀ, recomputes P, forms dS, and
+   accumulates dQ += dS K (dS from registers, K read MN-major).
+2. ``DkvKernel``: a block per 128 kv rows of one (batch, kv head), K and V
+   resident, the Q and dO tiles of ``m`` query rows of every query head of
+   the group through a ring (grouped-query heads sum into one dK, dV).
+   Per step it issues Sᵀ = K Qᵀ and dPᵀ = V dOᵀ, recomputes Pᵀ (the
+   log-sum-exp and delta of its columns read from global memory), forms
+   dSᵀ, and accumulates dV += Pᵀ dO and dK += dSᵀ Q (Pᵀ and dSᵀ from
+   registers, dO and Q read MN-major).
+
+Both run the forward's scheme (flash.py): a producer warpgroup and two
+consumer warpgroups that take turns at the tensor cores (``Turns``), step
+j's first products issued with step j - 1's accumulating ones, so the
+elementwise work of one step runs under the products. dQ costs the
+recomputation of S and dP a second time (seven products where a kernel
+with dQ summed by atomics runs five); what it buys is a deterministic sum.
+
+Head dims up to 128 (multiples of 8); the accumulators of both gradients of
+64 kv rows (D / 2 + Dv / 2 registers a thread) must fit beside the step's.
+"""
+
+import math
+from dataclasses import dataclass
+
+from mlir import ir
+from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
+
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.emit import (
+    add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if,
+    shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.flash import Rows, Turns, padded, registers
+from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
+    column_of, ex2, f32, pairs, quad, row_of, struct, unpack, wgmma_rs, wgmma_ss,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
+from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
+from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
+from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
+
+LOG2E = 1.4426950408889634
+MAX_HEAD_DIM = 128
+MAX_STAGES = 4
+# Registers a consumer thread keeps beside its accumulators.
+SPARE_REGISTERS = 40
+
+
+@dataclass(frozen=True)
+class BackwardTiles:
+    """``dq_n``: kv rows a step of the dQ kernel; ``dkv_m``: query rows a
+    step of the dK dV kernel; their rings' stages. Both kernels' blocks hold
+    128 rows (two consumer warpgroups of 64)."""
+
+    dq_n: int
+    dkv_m: int
+    dq_stages: int
+    dkv_stages: int
+
+    rows: int = 128
+    consumers: int = 2
+
+    @property
+    def threads(self):
+        return WARPGROUP * (1 + self.consumers)
+
+
+def _smem(resident_rows, resident_widths, ring_rows, ring_widths, stages):
+    return ALIGN + 8 * (1 + 2 * stages) + 2 * (
+        resident_rows * sum(padded(w) for w in resident_widths)
+        + stages * ring_rows * sum(padded(w) for w in ring_widths))
+
+
+def tiles_for(d, dv):
+    """The BackwardTiles of head dims ``d``, ``dv``: the dQ kernel's steps of
+    64 kv rows, the dK dV kernel's of 32 query rows (its registers hold both
+    gradients; with steps of 64 and head dims of 64, ptxas 12.9 ignores the
+    consumers' setmaxnreg, C7508, and spills); as many stages as shared
+    memory holds, up to MAX_STAGES."""
+    dkv_m = 32
+
+    def stages(resident, ring_rows, ring):
+        fits = [s for s in range(2, MAX_STAGES + 1)
+                if _smem(128, resident, ring_rows, ring, s) <= SMEM_LIMIT]
+        return max(fits, default=0)
+    return BackwardTiles(64, dkv_m, stages((d, dv), 64, (d, dv)),
+                         stages((d, dv), dkv_m, (d, dv)))
+
+
+def check(att, tiles):
+    """Raise NotSupported unless these kernels compute the backward ``att``
+    (tensorcore/attention.AttentionBackward)."""
+    if att.element not in ("bf16", "f16"):
+        raise NotSupported(f"{att.element} q, k, v (the attention kernels take bf16 and f16)")
+    for name, d in (("D", att.d), ("Dv", att.dv)):
+        if d % 8 or not 8 <= d <= MAX_HEAD_DIM:
+            raise NotSupported(f"head dim {name} = {d}: the backward kernels take multiples "
+                               f"of 8 up to {MAX_HEAD_DIM}")
+    if att.bias is not None:
+        raise NotSupported("an additive bias (not yet in the tensor-core kernels)")
+    if not att.scale > 0:
+        raise NotSupported(f"scale {att.scale}: expected a positive scale")
+    if not tiles.dq_stages or not tiles.dkv_stages:
+        raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
+    budget = registers(tiles.consumers)[1] - SPARE_REGISTERS
+    held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2
+    if held > budget:
+        raise NotSupported(f"head dims {att.d}, {att.dv}: {held} accumulator registers a "
+                           f"thread, expected at most {budget}")
+
+
+class _Blocks:
+    """What both kernels share: the block's shared memory (resident tiles
+    behind one barrier, then a ring whose stage holds two tiles), the
+    warpgroup roles, the consumer's thread geometry and the turns."""
+
+    def __init__(self, att, resident, ring_tiles, stages):
+        self.att = att
+        self.resident = resident            # Rows, loaded once
+        self.ring_tiles = ring_tiles        # (Rows, Rows): a stage's two tiles
+        self.stages = stages
+        self.resident_bytes = sum(r.bytes for r in resident)
+        self.stage_bytes = sum(r.bytes for r in ring_tiles)
+        self.ring = Ring(stages, self.stage_bytes, stages * self.stage_bytes + 8, 2)
+
+    @property
+    def threads(self):
+        return 3 * WARPGROUP
+
+    @property
+    def shared(self):
+        return ALIGN + self.resident_bytes + self.stages * self.stage_bytes \
+            + 8 * (1 + 2 * self.stages)
+
+    def launch(self, grid):
+        for rows in list(self.resident) + list(self.ring_tiles):
+            if rows.descriptor is None:
+                rows.make_descriptor()
+        launch = gpu.LaunchOp((_idx(grid[0]), _idx(grid[1]), _idx(1)),
+                              (_idx(self.threads), _idx(1), _idx(1)),
+                              dynamic_shared_memory_size=_i(self.shared))
+        with ir.InsertionPoint(launch.regions[0].blocks[0]):
+            self.kernel()
+            gpu.TerminatorOp()
+
+    def kernel(self):
+        tid = gpu.thread_id(gpu.Dimension.x)
+        self.tid = tid
+        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
+            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
+        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
+        base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+        self.bases = []
+        at = base
+        for rows in self.resident:
+            self.bases.append(at)
+            at = _add(at, rows.bytes)
+        self.ring.base = at
+        self.resident_full = _shared_ptr(_add(at, self.stages * self.stage_bytes))
+        self.place()
+
+        def init():
+            nvvm.MBarrierInitOp(self.resident_full, _i(1))
+            self.ring.init_barriers()
+        _if(_cmp("eq", tid, _idx(0)), init)
+        gpu.barrier()
+        warpgroup = arith.divui(tid, _idx(WARPGROUP))
+        _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
+
+    def producer(self):
+        nvvm.SetMaxRegisterOp(registers(2)[0], nvvm.SetMaxRegisterAction.decrease)
+        ring = self.ring
+
+        def issue():
+            nvvm.MBarrierArriveExpectTxOp(None, self.resident_full, _i(self.resident_bytes))
+            for rows, base, coords in zip(self.resident, self.bases, self.resident_coords()):
+                rows.load(base, self.resident_full, *[_to_i32(c) for c in coords])
+
+            def step(j):
+                s, parity = ring.slot(j)
+                irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
+                full = ring.full(s)
+                nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
+                at = ring.stage(s)
+                for rows, coords in zip(self.ring_tiles, self.step_coords(j)):
+                    rows.load(at, full, *[_to_i32(c) for c in coords])
+                    at = _add(at, rows.bytes)
+            _for(_idx(0), self.steps, step)
+        _if(_cmp("eq", self.tid, _idx(0)), issue)
+
+    def consumer_setup(self):
+        nvvm.SetMaxRegisterOp(registers(2)[1], nvvm.SetMaxRegisterAction.increase)
+        local = arith.remui(self.tid, _idx(WARPGROUP))
+        self.consumer_index = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
+        self.leader = _cmp("eq", local, _idx(0))
+        self.lane = arith.remui(local, _idx(32))
+        # The thread's first row of the warpgroup's 64 and first column.
+        self.row_in = arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
+                                 arith.divui(self.lane, _idx(4)))
+        self.column = arith.muli(arith.remui(self.lane, _idx(4)), _idx(2))
+        self.turns = Turns(self.consumer_index, 2, self.steps)
+        self.turns.start()
+
+    def resident_desc(self, which):
+        """The wgmma descriptor of the warpgroup's 64 rows of resident tile
+        ``which`` (K-major)."""
+        offset = arith.muli(_to_i64(self.consumer_index), _i(64 * SWIZZLE, 64))
+        return matrix_descriptor(arith.addi(self.bases[which], offset),
+                                 descriptor_constant(False, 0))
+
+    def stage_descs(self, j):
+        """Step ``j``'s stage: (first tile's address, second's), after
+        waiting for it to be full."""
+        s, parity = self.ring.slot(j)
+        irutil.mbarrier_wait(self.ring.full(s), parity)
+        first = self.ring.stage(s)
+        return first, _add(first, self.ring_tiles[0].bytes)
+
+    def stage_of(self, j):
+        first = self.ring.stage(arith.remui(j, _idx(self.stages)))
+        return first, _add(first, self.ring_tiles[0].bytes)
+
+    def release(self, j):
+        s = arith.remui(j, _idx(self.stages))
+        _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, self.ring.empty(s)))
+
+    def pipelined(self, first_products, elementwise, accumulate, inits):
+        """The consumer's steps: step j's ``first_products(j)`` (issued in
+        the warpgroup's turn with step j - 1's ``accumulate(accs, frags,
+        j - 1)``), then ``elementwise(j, products)`` -> A fragments for
+        step j's accumulation; returns the accumulators after the last
+        step (``inits`` where there is none)."""
+        types = [x.type for x in inits]
+        op = scf.IfOp(_cmp("ugt", self.steps, _idx(0)), types, has_else=True)
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(list(inits))
+        with ir.InsertionPoint(op.then_block):
+            self.turns.begin()
+            products = first_products(_idx(0))
+            nvvm.WgmmaGroupSyncAlignedOp()
+            self.turns.end(_idx(0))
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            frags = elementwise(_idx(0), products)
+            n_acc, n_frag = len(inits), len(frags)
+
+            def step(j, *state):
+                accs, frags = list(state[:n_acc]), list(state[n_acc:])
+                self.turns.begin()
+                products = first_products(j)
+                nvvm.WgmmaGroupSyncAlignedOp()
+                before = arith.subi(j, _idx(1))
+                accs = accumulate(accs, frags, before)
+                nvvm.WgmmaGroupSyncAlignedOp()
+                self.turns.end(j)
+                nvvm.WgmmaWaitGroupSyncOp(1)
+                frags = elementwise(j, products)
+                nvvm.WgmmaWaitGroupSyncOp(0)
+                self.release(before)
+                return accs + frags
+            loop = _for(_idx(1), self.steps, step, list(inits) + frags)
+            accs, frags = list(loop.results[:n_acc]), list(loop.results[n_acc:n_acc + n_frag])
+            last = arith.subi(self.steps, _idx(1))
+            accs = accumulate(accs, frags, last)
+            nvvm.WgmmaGroupSyncAlignedOp()
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            self.release(last)
+            scf.YieldOp(accs)
+        return list(op.results)
+
+    def store(self, acc, n, buffer, b, h, first_row, limit, scale=None):
+        """Accumulator ``acc`` (64 rows by n columns, times ``scale``) into
+        rows ``first_row`` + the warpgroup's of ``buffer`` [B, H, S, n],
+        the rows below ``limit``."""
+        values = unpack(acc, n // 2)
+        if scale is not None:
+            c = f32(scale)
+            values = [arith.mulf(x, c) for x in values]
+        element = ir.MemRefType(buffer.type).element_type
+        pair_type = ir.VectorType.get([2], element)
+        narrow = self.att.element
+        packed = pairs(values, narrow)
+        for r in range(2):
+            row = arith.addi(first_row, _add(self.row_in, 8 * r))
+
+            def write(r=r, row=row):
+                for block in range(n // 8):
+                    bits = packed[2 * block + r]
+                    vector.store(llvm.bitcast(pair_type, bits), buffer,
+                                 [b, h, row, _add(self.column, 8 * block)], alignment=4)
+            _if(_cmp("ult", row, _idx(limit)), write)
+
+
+class DqKernel(_Blocks):
+    """dQ (and delta) for 128 query rows of one (batch, head) a block."""
+
+    def __init__(self, att, tiles, delta):
+        self.n = tiles.dq_n
+        super().__init__(att, [Rows(att.q, 128, att.d), Rows(att.do, 128, att.dv)],
+                         (Rows(att.k, self.n, att.d), Rows(att.v, self.n, att.dv)),
+                         tiles.dq_stages)
+        self.delta = delta
+        self.q_tiles = -(-att.sq // 128)
+        self.kv_tiles = -(-att.skv // self.n)
+        self.c = att.scale * LOG2E
+
+    def grid(self):
+        return (self.q_tiles, self.att.batch * self.att.heads)
+
+    def place(self):
+        att = self.att
+        head = gpu.block_id(gpu.Dimension.y)
+        self.b = arith.divui(head, _idx(att.heads))
+        self.h = arith.remui(head, _idx(att.heads))
+        self.hk = arith.divui(self.h, _idx(att.group)) if att.group > 1 else self.h
+        tile_x = gpu.block_id(gpu.Dimension.x)
+        if att.causal:
+            tile_x = arith.subi(_idx(self.q_tiles - 1), tile_x)
+        self.m0 = arith.muli(tile_x, _idx(128))
+        if att.causal:
+            reach = arith.divui(_add(self.m0, 128 + self.n - 1), _idx(self.n))
+            self.steps = arith.minui(reach, _idx(self.kv_tiles))
+        else:
+            self.steps = _idx(self.kv_tiles)
+
+    def resident_coords(self):
+        return [(self.b, self.h, self.m0)] * 2
+
+    def step_coords(self, j):
+        n0 = arith.muli(j, _idx(self.n))
+        return [(self.b, self.hk, n0)] * 2
+
+    def consumer(self):
+        att = self.att
+        self.consumer_setup()
+        first = arith.addi(self.m0, arith.muli(self.consumer_index, _idx(64)))
+        rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
+        clamped = [arith.minui(r, _idx(att.sq - 1)) for r in rows]
+        # The rows' log-sum-exp in base 2 (+inf where it is -inf: P = 0).
+        shift = []
+        for r in clamped:
+            lse = memref.load(att.stats, [self.b, self.h, r, _idx(0)])
+            scaled = arith.mulf(lse, f32(LOG2E))
+            shift.append(arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, lse,
+                                                 f32(-math.inf)), f32(math.inf), scaled))
+        delta = [self.row_delta(r) for r in clamped]
+        for r, row, d in zip(range(2), rows, delta):
+            _if(arith.andi(_cmp("eq", self.column, _idx(0)), _cmp("ult", row, _idx(att.sq))),
+                lambda row=row, d=d: memref.store(d, self.delta, [self.b, self.h, row]))
+        irutil.mbarrier_wait(self.resident_full, _i(0))
+        q_desc, do_desc = self.resident_desc(0), self.resident_desc(1)
+        k_mn = descriptor_constant(True, self.n * SWIZZLE)
+        k_rows, v_rows = self.ring_tiles
+        n, el = self.n, att.element
+
+        def first_products(j):
+            k_at, v_at = self.stage_descs(j)
+            nvvm.WgmmaFenceAlignedOp()
+            s = wgmma_ss(n, el, q_desc, self.resident[0].box_bytes,
+                         matrix_descriptor(k_at, descriptor_constant(False, 0)),
+                         k_rows.box_bytes, att.d)
+            dp = wgmma_ss(n, el, do_desc, self.resident[1].box_bytes,
+                          matrix_descriptor(v_at, descriptor_constant(False, 0)),
+                          v_rows.box_bytes, att.dv)
+            return s, dp
+
+        def elementwise(j, products):
+            s = self.masked(unpack(products[0], n // 2), j, first, rows)
+            dp = unpack(products[1], n // 2)
+            ds = []
+            for e, (x, y) in enumerate(zip(s, dp)):
+                p = ex2(fma(x, f32(self.c), arith.negf(shift[row_of(e)])))
+                ds.append(arith.mulf(p, arith.subf(y, delta[row_of(e)])))
+            return pairs(ds, el)
+
+        def accumulate(accs, frags, j):
+            k_at, _ = self.stage_of(j)
+            nvvm.WgmmaFenceAlignedOp()
+            return [wgmma_rs(accs[0], att.d, el, frags, matrix_descriptor(k_at, k_mn))]
+
+        dq, = self.pipelined(first_products, elementwise, accumulate,
+                             [llvm.mlir_zero(struct(att.d // 2))])
+        self.store(dq, att.d, att.dq, self.b, self.h, first, att.sq, att.scale)
+
+    def row_delta(self, row):
+        """rowsum(dO ∘ O) of ``row``, the quad's four threads each summing
+        every fourth 8-column chunk, then exchanging."""
+        att = self.att
+        element = ir.MemRefType(att.o.type).element_type
+        chunk_type = ir.VectorType.get([8], element)
+        wide = ir.VectorType.get([8], ir.F32Type.get())
+        chunks = att.dv // 8
+        quarter = arith.remui(self.lane, _idx(4))
+        total = f32(0.0)
+        for t in range(-(-chunks // 4)):
+            chunk = _add(quarter, 4 * t)
+            weight = None
+            if 4 * (t + 1) > chunks:
+                weight = arith.select(_cmp("ult", chunk, _idx(chunks)), f32(1.0), f32(0.0))
+                chunk = arith.minui(chunk, _idx(chunks - 1))
+            at = [self.b, self.h, row, arith.muli(chunk, _idx(8))]
+            o = arith.extf(wide, vector.load(chunk_type, att.o, at))
+            do = arith.extf(wide, vector.load(chunk_type, att.do, at))
+            part = vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
+                                    arith.mulf(o, do))
+            if weight is not None:
+                part = arith.mulf(part, weight)
+            total = arith.addf(total, part)
+        return quad(arith.addf, total)
+
+    def masked(self, scores, j, first, rows):
+        """``scores`` with -inf past the kv length and, causal, above the
+        diagonal, in the steps that reach past either."""
+        att, n = self.att, self.n
+        n0 = arith.muli(j, _idx(n))
+        end = _add(n0, n)
+        need = None
+        if att.skv % n:
+            need = _cmp("ugt", end, _idx(att.skv))
+        if att.causal:
+            diagonal = _cmp("ugt", end, _add(first, 1))
+            need = diagonal if need is None else arith.ori(need, diagonal)
+        if need is None:
+            return scores
+        i32 = ir.IntegerType.get_signless(32)
+        op = scf.IfOp(need, [ir.F32Type.get()] * len(scores), has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            limits = []
+            for r in rows:
+                last = _idx(att.skv - 1)
+                if att.causal:
+                    last = arith.minui(r, last)
+                limits.append(arith.index_cast(i32, arith.subi(arith.subi(last, n0),
+                                                                self.column)))
+            out = [arith.select(_cmp("sgt", _i(column_of(e)), limits[row_of(e)]),
+                                f32(-math.inf), x) for e, x in enumerate(scores)]
+            scf.YieldOp(out)
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(scores)
+        return list(op.results)
+
+
+class DkvKernel(_Blocks):
+    """dK and dV for 128 kv rows of one (batch, kv head) a block."""
+
+    def __init__(self, att, tiles, delta):
+        self.m = tiles.dkv_m
+        super().__init__(att, [Rows(att.k, 128, att.d), Rows(att.v, 128, att.dv)],
+                         (Rows(att.q, self.m, att.d), Rows(att.do, self.m, att.dv)),
+                         tiles.dkv_stages)
+        self.delta = delta
+        self.kv_tiles = -(-att.skv // 128)
+        self.q_tiles = -(-att.sq // self.m)
+        self.c = att.scale * LOG2E
+
+    def grid(self):
+        return (self.kv_tiles, self.att.batch * self.att.kv_heads)
+
+    def place(self):
+        att = self.att
+        head = gpu.block_id(gpu.Dimension.y)
+        self.b = arith.divui(head, _idx(att.kv_heads))
+        self.hk = arith.remui(head, _idx(att.kv_heads))
+        self.n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(128))
+        # Causal: kv row j is seen by query rows i >= j only.
+        self.first_tile = arith.divui(self.n0, _idx(self.m)) if att.causal else _idx(0)
+        self.span = arith.subi(_idx(self.q_tiles),
+                               arith.minui(self.first_tile, _idx(self.q_tiles)))
+        self.steps = arith.muli(self.span, _idx(att.group))
+
+    def at_step(self, j):
+        """(query head, first query row) of step ``j``: the group's heads in
+        turn, each over its query tiles."""
+        span = arith.maxui(self.span, _idx(1))
+        g = arith.divui(j, span)
+        tile = arith.addi(self.first_tile, arith.remui(j, span))
+        head = arith.addi(arith.muli(self.hk, _idx(self.att.group)), g) \
+            if self.att.group > 1 else self.hk
+        return head, arith.muli(tile, _idx(self.m))
+
+    def resident_coords(self):
+        return [(self.b, self.hk, self.n0)] * 2
+
+    def step_coords(self, j):
+        head, m0 = self.at_step(j)
+        return [(self.b, head, m0)] * 2
+
+    def consumer(self):
+        att = self.att
+        self.consumer_setup()
+        first = arith.addi(self.n0, arith.muli(self.consumer_index, _idx(64)))
+        rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
+        irutil.mbarrier_wait(self.resident_full, _i(0))
+        k_desc, v_desc = self.resident_desc(0), self.resident_desc(1)
+        mn = descriptor_constant(True, self.m * SWIZZLE)
+        k_major = descriptor_constant(False, 0)
+        q_rows, do_rows = self.ring_tiles
+        m, el = self.m, att.element
+        count = m // 2
+
+        def first_products(j):
+            q_at, do_at = self.stage_descs(j)
+            nvvm.WgmmaFenceAlignedOp()
+            st = wgmma_ss(m, el, k_desc, self.resident[0].box_bytes,
+                          matrix_descriptor(q_at, k_major), q_rows.box_bytes, att.d)
+            dpt = wgmma_ss(m, el, v_desc, self.resident[1].box_bytes,
+                           matrix_descriptor(do_at, k_major), do_rows.box_bytes, att.dv)
+            return st, dpt
+
+        def elementwise(j, products):
+            head, m0 = self.at_step(j)
+            # The log-sum-exp (base 2) and delta of the thread's columns.
+            shift, delta = {}, {}
+            for e in range(count):
+                key = column_of(e)
+                if key in shift:
+                    continue
+                q = arith.addi(m0, _add(self.column, key))
+                q = arith.minui(q, _idx(att.sq - 1))
+                lse = memref.load(att.stats, [self.b, head, q, _idx(0)])
+                shift[key] = arith.select(
+                    arith.cmpf(arith.CmpFPredicate.OEQ, lse, f32(-math.inf)), f32(math.inf),
+                    arith.mulf(lse, f32(LOG2E)))
+                delta[key] = memref.load(self.delta, [self.b, head, q])
+            st = self.masked(unpack(products[0], count), m0, rows, first)
+            dpt = unpack(products[1], count)
+            p, ds = [], []
+            for e, (x, y) in enumerate(zip(st, dpt)):
+                key = column_of(e)
+                pe = ex2(fma(x, f32(self.c), arith.negf(shift[key])))
+                p.append(pe)
+                ds.append(arith.mulf(pe, arith.subf(y, delta[key])))
+            return pairs(p, el) + pairs(ds, el)
+
+        def accumulate(accs, frags, j):
+            q_at, do_at = self.stage_of(j)
+            half = len(frags) // 2
+            nvvm.WgmmaFenceAlignedOp()
+            dv = wgmma_rs(accs[0], att.dv, el, frags[:half], matrix_descriptor(do_at, mn))
+            dk = wgmma_rs(accs[1], att.d, el, frags[half:], matrix_descriptor(q_at, mn))
+            return [dv, dk]
+
+        dv, dk = self.pipelined(first_products, elementwise, accumulate,
+                                [llvm.mlir_zero(struct(att.dv // 2)),
+                                 llvm.mlir_zero(struct(att.d // 2))])
+        self.store(dk, att.d, att.dk, self.b, self.hk, first, att.skv, att.scale)
+        self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
+
+    def masked(self, scores, m0, rows, first):
+        """Sᵀ (rows kv, columns q) with -inf past the query length and,
+        causal, where the kv row is after the query row, in the steps that
+        reach past either."""
+        att, m = self.att, self.m
+        end = _add(m0, m)
+        need = None
+        if att.sq % m:
+            need = _cmp("ugt", end, _idx(att.sq))
+        if att.causal:
+            # Some kv row of the warpgroup after the tile's first query row.
+            late = _cmp("ugt", _add(first, 63), m0)
+            need = late if need is None else arith.ori(need, late)
+        if need is None:
+            return scores
+        i32 = ir.IntegerType.get_signless(32)
+        op = scf.IfOp(need, [ir.F32Type.get()] * len(scores), has_else=True)
+        with ir.InsertionPoint(op.then_block):
+            # Column offset o (from the thread's first) is valid when
+            # m0 + column + o < Sq and, causal, >= the row.
+            high = arith.index_cast(i32, arith.subi(arith.subi(_idx(att.sq), m0),
+                                                    self.column))
+            lows = [arith.index_cast(i32, arith.subi(arith.subi(r, m0), self.column))
+                    for r in rows]
+            out = []
+            for e, x in enumerate(scores):
+                o = _i(column_of(e))
+                bad = _cmp("sge", o, high)
+                if att.causal:
+                    bad = arith.ori(bad, _cmp("slt", o, lows[row_of(e)]))
+                out.append(arith.select(bad, f32(-math.inf), x))
+            scf.YieldOp(out)
+        with ir.InsertionPoint(op.else_block):
+            scf.YieldOp(scores)
+        return list(op.results)
+
+
+def build_attention_backward(fn, att):
+    """Replace kernel function ``fn``'s body by the two backward kernels of
+    ``att`` (a delta workspace between them). Returns what the plan should
+    say of it."""
+    tiles = tiles_for(att.d, att.dv)
+    check(att, tiles)
+    body = irutil.body(fn)
+    old = [op.operation for op in body.operations]
+    ret = old[-1]
+    with ir.InsertionPoint(ret), ret.location:
+        delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
+                                               ir.F32Type.get()), [], [])
+        dq = DqKernel(att, tiles, delta)
+        dq.launch(dq.grid())
+        dkv = DkvKernel(att, tiles, delta)
+        dkv.launch(dkv.grid())
+    for op in reversed(old[:-1]):
+        if op.name != "arith.constant" and \
+                not any(True for r in op.results for _ in r.uses):
+            op.erase()
+    return [f"attention backward: a dQ kernel (128 query rows a block, {tiles.dq_n} kv rows "
+            f"a step, {tiles.dq_stages} stages; delta = rowsum(dO o O) into a workspace) "
+            f"and a dK dV kernel (128 kv rows a block, {tiles.dkv_m} query rows a step, "
+            f"{tiles.dkv_stages} stages), products on wgmma, no atomics"]
