@@ -25,12 +25,16 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     row_programs.py    softmax and the norms over the row lengths and strides of
                        the row kernels
     attention.py       sdpa forward and backward
+    attention_random.py
+                       320 random sdpa forwards (tc-sm90's attention kernel
+                       and its fallbacks), eight to a graph
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
 """
 
-from . import (attention, conv_random, convolution, data_movement, examples, fp8, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+from . import (attention, attention_random, conv_random, convolution, data_movement, examples,
+               fp8, matmul, normalization, pointwise, pooling, reductions, row_programs,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -47,6 +51,7 @@ CASES = [
     *normalization.CASES,
     *row_programs.CASES,
     *attention.CASES,
+    *attention_random.CASES,
     *zero_size.CASES,
     *examples.CASES,
 ]

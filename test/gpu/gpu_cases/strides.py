@@ -1,4 +1,4 @@
-"""Strides the cases declare: channels-last and padded rows."""
+"""Strides the cases declare: channels-last, padded rows and interleaved heads."""
 
 
 def channels_last(dims):
@@ -20,3 +20,11 @@ def padded_rows(dims, pad):
         strides[d] = step
         step *= dims[d] + (pad if d == len(dims) - 1 else 0)
     return strides
+
+
+def heads_interleaved(dims):
+    """Strides of logical (B, H, S, D) dims stored (B, S, H, D): the heads of
+    a position side by side, as a projection's output reshaped to heads
+    lies (PyTorch's [B, S, H, D] transposed to [B, H, S, D])."""
+    b, h, s, d = dims
+    return [s * h * d, d, h * d, 1]

@@ -1,6 +1,8 @@
 // convert-dnn-to-linalg replaces every dnn op with linalg.generic (and tensor,
 // arith, math) on tensors, and marks the graph function for the C interface.
-// A kernel function holding a convolution records its geometry (dnn.conv).
+// A kernel function holding a convolution records its geometry (dnn.conv);
+// one whose whole work is an sdpa records what the attention kernel reads
+// (dnn.attention).
 // Values are checked at run time by test/python/test_cpu_ops.py; this file
 // pins the shape of the IR.
 
@@ -230,4 +232,72 @@ func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x
 func.func @conv_in_graph(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.graph} {
   %y = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
   return %y : tensor<1x8x4x4xbf16>
+}
+
+// -----
+
+// A kernel function whose whole work is one sdpa records it before the
+// expansion (dnn.attention): its scale and mask, which block argument each
+// of q, k, v and bias is (-1: none), which returned value each of o and
+// stats is, and how many values the function returns (after bufferization
+// the out-parameters are the last arguments).
+
+// CHECK-LABEL: func.func private @sdpa_causal_stats(
+//  CHECK-SAME:     dnn.attention = {causal = true, operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}
+//   CHECK-NOT:   dnn.sdpa
+func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {causal = true, generate_stats = true, scale = 1.250000e-01 : f64} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>)
+  return %o, %stats : tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>
+}
+
+// -----
+
+// The indices follow the arguments and the returned values wherever they
+// are: here the bias is argument 0, q argument 2, and stats is returned
+// before o.
+
+// CHECK-LABEL: func.func private @sdpa_bias_reordered(
+//  CHECK-SAME:     dnn.attention = {causal = false, operands = array<i64: 2, 3, 1, 0>, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64}
+func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x2x9x16xf16>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>) -> (tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
+  %o, %stats = "dnn.sdpa"(%q, %k, %v, %bias) {causal = false, generate_stats = true, scale = 5.000000e-01 : f64} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<1x1x7x9xf16>) -> (tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>)
+  return %stats, %o : tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>
+}
+
+// -----
+
+// q computed in the kernel (a relu dnn-fuse joined before the sdpa) is no
+// argument: its index is -1; without statistics, stats is -1 too.
+
+// CHECK-LABEL: func.func private @sdpa_q_computed(
+//  CHECK-SAME:     dnn.attention = {causal = false, operands = array<i64: -1, 1, 2, -1>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}
+func.func private @sdpa_q_computed(%x: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
+  %q = "dnn.relu"(%x) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  return %o : tensor<1x2x7x64xbf16>
+}
+
+// -----
+
+// An sdpa whose o another op of the kernel reads is not the kernel's whole
+// work: no dnn.attention.
+
+// CHECK-LABEL: func.func private @sdpa_o_used_in_kernel(
+//   CHECK-NOT:   dnn.attention
+//       CHECK:   linalg.generic
+func.func private @sdpa_o_used_in_kernel(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %y = "dnn.relu"(%o) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
+  return %y : tensor<1x2x7x64xbf16>
+}
+
+// -----
+
+// Only kernel functions get it: an sdpa in the graph function itself does
+// not.
+
+// CHECK-LABEL: func.func @sdpa_in_graph(
+//  CHECK-SAME:     attributes {dnn.graph, llvm.emit_c_interface} {
+func.func @sdpa_in_graph(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.graph} {
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  return %o : tensor<1x2x7x64xbf16>
 }

@@ -16,6 +16,11 @@
 // [K, taps, C] tiles (an implicit GEMM); one tc-sm90 does not take goes to
 // tc-sm80, else to simt-generic, with the reason. A tc-sm80 convolution: x
 // gathered by cp.async.
+// An attention kernel (marked dnn.attention: one sdpa forward) becomes
+// tc-sm90's attention kernel: TMA loads of Q and a ring of K and V tiles,
+// QK^T on wgmma, the online softmax in registers, PV on wgmma with P in
+// registers; one the kernel does not take (a bias) keeps its expansion,
+// on simt-generic, with the reason.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -1026,5 +1031,289 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
   }
   %y = memref.collapse_shape %yb [[0], [1, 2], [3], [4]] : memref<1x1x16x4x5xbf16> into memref<1x16x4x5xbf16>
   linalg.copy ins(%y : memref<1x16x4x5xbf16>) outs(%arg2 : memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>)
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#qk_q = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#qk_k = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#qk_s = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#row = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#pv_v = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+
+// An sdpa forward (causal, grouped-query: 4 query heads over 2 kv heads,
+// Sq = Skv = 128, D = 64, bf16, with its statistics; q stored (B, S, H, D)),
+// as convert-dnn-to-linalg and bufferization leave it: the kernel function
+// carries dnn.attention, its body the expansion (QK^T, the mask, the row
+// max, exp, the row sum, PV, the division, the log-sum-exp). tc-sm90
+// replaces the body by the attention kernel (sm90/flash.py): q, k and v
+// read through TMA descriptors in boxes of 128 rows by 64 columns (q's
+// through a view in the order its dims lie, [B, S, H, D]); one gpu.launch
+// of 384 threads a block (a producer warpgroup and two consumers of 64
+// query rows each), a block per (batch, head), the Q tile and a 3-stage
+// ring of K and V tiles in 115768 bytes of shared memory. The producer loads Q once, then each
+// K and V tile when its stage is empty; a consumer computes S = QK^T on
+// wgmma from shared memory (four k16 steps of D, K read K-major), the
+// online softmax on S's registers (quad shuffles for the row max, ex2),
+// then O += PV on wgmma with P's fragments in registers (inline PTX: eight
+// k16 steps of the 128 kv rows, V read MN-major), and releases the stage.
+// The epilogue sums the row's quad, scales O by 1 / l and stores it and
+// the statistics from registers.
+// CHECK-LABEL: func.func private @sdpa_causal_gqa(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %[[K:[^:]*]]: memref<1x2x128x64xbf16>, %[[V:[^:]*]]: memref<1x2x128x64xbf16>, %[[O:[^:]*]]: memref<1x4x128x64xbf16> {bufferize.result}, %[[STATS:[^:]*]]: memref<1x4x128x1xf32> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 128 query rows a block (2 consumer warpgroups), 128 kv rows a step in a 3-stage ring; S = QK^T and O += PV on wgmma, the online softmax in registers"
+//   CHECK-NOT:   linalg.
+//       CHECK:   %[[QL:.*]] = memref.reinterpret_cast %[[Q]] to offset: [0], sizes: [1, 128, 4, 64], strides: [32768, 256, 64, 1]
+//       CHECK:   %[[UQ:.*]] = memref.cast %[[QL]]
+//       CHECK:   %[[DQ:.*]] = nvgpu.tma.create.descriptor %[[UQ]] box[%c1, %c128, %c1, %c64] : memref<*xbf16> -> <tensor = memref<1x128x1x64xbf16, 3>, swizzle = swizzle_128b, l2promo = l2promo_256b, oob = zero, interleave = none>
+//       CHECK:   %[[PQ:.*]] = builtin.unrealized_conversion_cast %[[DQ]]
+//       CHECK:   %[[UK:.*]] = memref.cast %[[K]]
+//       CHECK:   %[[DK:.*]] = nvgpu.tma.create.descriptor %[[UK]] box[%c1, %c1, %c128, %c64] : memref<*xbf16> -> <tensor = memref<1x1x128x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PK:.*]] = builtin.unrealized_conversion_cast %[[DK]]
+//       CHECK:   %[[UV:.*]] = memref.cast %[[V]]
+//       CHECK:   %[[DV:.*]] = nvgpu.tma.create.descriptor %[[UV]] box[%c1, %c1, %c128, %c64] : memref<*xbf16> -> <tensor = memref<1x1x128x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PV:.*]] = builtin.unrealized_conversion_cast %[[DV]]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115768_i32 {
+// Q's barrier expects one arrival, each stage's full barrier one (the
+// producer's), its empty barrier two (the consumers').
+//       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
+//       CHECK:     nvvm.mbarrier.init %{{.*}}, %c2_i32
+//       CHECK:     gpu.barrier
+//       CHECK:     scf.if
+//  CHECK-NEXT:       nvvm.setmaxregister  decrease 40
+// The Q tile (128 x 64 x 2 bytes) at [b, q0, h, 0] of q as it lies.
+//       CHECK:         nvvm.mbarrier.arrive.expect_tx %[[QFULL]], %c16384_i32
+//  CHECK-NEXT:         %[[Q0:.*]] = arith.index_cast
+//       CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PQ]], %[[QFULL]], box[%c0_i32, %{{.*}}, %[[Q0]], %{{.*}}]
+//       CHECK:         scf.for
+//       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
+// A stage: a K tile and a V tile, 16384 bytes each.
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c32768_i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PK]], %[[FULL]], box[%c0_i32, %[[KV0:.*]], %[[HK:.*]], %[[B:.*]]] :
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PV]], %[[FULL]], box[%c0_i32, %[[KV0]], %[[HK]], %[[B]]] :
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 232
+//       CHECK:         llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QFULL]], %c0_i32
+//       CHECK:         scf.for
+//       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
+//       CHECK:           nvvm.wgmma.fence.aligned
+// S = QK^T: 64 x 128 a consumer, D in four k16 steps.
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+//  CHECK-NEXT:           nvvm.wgmma.wait.group.sync.aligned 0
+// The row max across the quad that holds a row, and the exponentials.
+//       CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+//       CHECK:           gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+//       CHECK:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+//       CHECK:           nvvm.wgmma.fence.aligned
+// O += PV: P rounded to bf16 pairs, four 32-bit A registers a k16 step
+// ($64-$67), V's descriptor ($68), B transposed (MN-major).
+//       CHECK:           arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
+// CHECK-COUNT-8:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+//  CHECK-NEXT:           nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:           scf.yield
+// The epilogue: l summed over the quad, O / l rounded and stored by pairs,
+// the statistics (m + log2 l) ln 2 by one thread of the quad.
+//       CHECK:         gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+//       CHECK:         gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
+//       CHECK:           vector.store %{{.*}}, %[[O]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x4x128x64xbf16>, vector<2xbf16>
+//       CHECK:             math.log2
+//       CHECK:             memref.store %{{.*}}, %[[STATS]][%{{.*}}, %{{.*}}, %{{.*}}, %c0] : memref<1x4x128x1xf32>
+//   CHECK-NOT:   linalg.
+func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %q_groups = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 128, 64] : memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>> into memref<1x2x2x128x64xbf16, strided<[32768, 128, 64, 256, 1]>>
+  %k_groups = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 128, 1, 64] : memref<1x2x128x64xbf16> into memref<1x2x128x1x64xbf16>
+  %s = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x128xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q_groups, %k_groups : memref<1x2x2x128x64xbf16, strided<[32768, 128, 64, 256, 1]>>, memref<1x2x128x1x64xbf16>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: bf16, %in_10: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_10 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = linalg.index 3 : index
+    %2 = linalg.index 4 : index
+    %3 = arith.index_cast %1 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %2 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst_1, %0 : f32
+    linalg.yield %8 : f32
+  }
+  %m = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x1xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %shift = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x1xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%m : memref<1x2x2x128x1xf32>) outs(%shift : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in, %cst_1 : f32
+    %1 = arith.select %0, %cst_2, %in : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s, %shift : memref<1x2x2x128x128xf32>, memref<1x2x2x128x1xf32>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: f32, %in_10: f32, %out: f32):
+    %0 = arith.subf %in, %in_10 : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %v_groups = memref.expand_shape %v [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 128, 64] : memref<1x2x128x64xbf16> into memref<1x2x1x128x64xbf16>
+  %pv = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%pv : memref<1x2x2x128x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #pv_v, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s, %v_groups : memref<1x2x2x128x128xf32>, memref<1x2x1x128x64xbf16>) outs(%pv : memref<1x2x2x128x64xf32>) {
+  ^bb0(%in: f32, %in_10: bf16, %out: f32):
+    %0 = arith.extf %in_10 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %o_groups = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x64xbf16>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%pv, %m : memref<1x2x2x128x64xf32>, memref<1x2x2x128x1xf32>) outs(%o_groups : memref<1x2x2x128x64xbf16>) {
+  ^bb0(%in: f32, %in_10: f32, %out: bf16):
+    %0 = arith.cmpf oeq, %in_10, %cst_2 : f32
+    %1 = arith.select %0, %cst, %in_10 : f32
+    %2 = arith.divf %in, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  %o_heads = memref.collapse_shape %o_groups [[0], [1, 2], [3], [4]] : memref<1x2x2x128x64xbf16> into memref<1x4x128x64xbf16>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%shift, %m : memref<1x2x2x128x1xf32>, memref<1x2x2x128x1xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %in_10: f32, %out: f32):
+    %0 = math.log %in_10 : f32
+    %1 = arith.addf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %stats_heads = memref.collapse_shape %m [[0], [1, 2], [3], [4]] : memref<1x2x2x128x1xf32> into memref<1x4x128x1xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%o_heads : memref<1x4x128x64xbf16>) outs(%o : memref<1x4x128x64xbf16>)
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%stats_heads : memref<1x4x128x1xf32>) outs(%stats : memref<1x4x128x1xf32>)
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#qk_q = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+#qk_k = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+#qk_s = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#bias = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#pv_v = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+
+// An sdpa with an additive bias (f16, no statistics): the attention kernel
+// does not take a bias yet, so the kernel keeps its expansion and runs on
+// simt-generic; the reason says why.
+// CHECK-LABEL: func.func private @sdpa_bias(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (an additive bias (not yet in the tensor-core kernel)): simt-generic, one thread per output; heuristics: sdpa"
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, operands = array<i64: 0, 1, 2, 3>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %s = memref.alloc() {alignment = 64 : i64} : memref<1x2x16x32xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : memref<1x2x16x64xf16>, memref<1x2x32x64xf16>) outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%in: f16, %in_5: f16, %out: f32):
+    %0 = arith.extf %in : f16 to f32
+    %1 = arith.extf %in_5 : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : memref<1x2x16x32xf32>, memref<1x1x16x32xf16>) outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%in: f32, %in_5: f16, %out: f32):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.extf %in_5 : f16 to f32
+    %2 = arith.addf %0, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %m = memref.alloc() {alignment = 64 : i64} : memref<1x2x16x1xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x16x32xf32>) outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : memref<1x2x16x32xf32>, memref<1x2x16x1xf32>) outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in_5, %cst_1 : f32
+    %1 = arith.select %0, %cst_2, %in_5 : f32
+    %2 = arith.subf %in, %1 : f32
+    %3 = math.exp %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x16x32xf32>) outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %pv = memref.alloc() {alignment = 64 : i64} : memref<1x2x16x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%pv : memref<1x2x16x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #pv_v, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s, %v : memref<1x2x16x32xf32>, memref<1x2x32x64xf16>) outs(%pv : memref<1x2x16x64xf32>) {
+  ^bb0(%in: f32, %in_5: f16, %out: f32):
+    %0 = arith.extf %in_5 : f16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%pv, %m : memref<1x2x16x64xf32>, memref<1x2x16x1xf32>) outs(%o : memref<1x2x16x64xf16>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f16):
+    %0 = arith.cmpf oeq, %in_5, %cst_2 : f32
+    %1 = arith.select %0, %cst, %in_5 : f32
+    %2 = arith.divf %in, %1 : f32
+    %3 = arith.truncf %2 : f32 to f16
+    linalg.yield %3 : f16
+  }
   return
 }
