@@ -434,6 +434,8 @@ def tc_sm90_attention(problem, facts):
         return [Config("tc-sm90", (384, 1, 1), reason=(
             f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
             "block, no atomics"))]
+    if max(d, dv) > 256:
+        return []
     if sq <= 64:
         heights = (64,)
     elif max(d, dv) <= 64 and sq >= TC90_ATTENTION_TALL_SQ:
@@ -508,4 +510,7 @@ def rank(problem):
         fast = tc_sm90_attention(problem, facts)
         if fast:
             return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
+        limit = TC90_ATTENTION_BACKWARD_D if problem.anchor == "sdpa_backward" else 256
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"tc-sm90's attention kernels do not take it ({facts}): head dims up to {limit}"))
     return simt_generic(work, problem.sms, faster, facts)

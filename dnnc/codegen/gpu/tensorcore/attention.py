@@ -95,11 +95,12 @@ def op_of(fn):
     return ir.StringAttr(ir.DictAttr(fn.attributes[ATTR])["op"]).value
 
 
-def _values(fn, required, outputs, rows):
+def _values(fn, required, outputs, rows, wide=()):
     """(the buffers by role, the attribute) of kernel function ``fn``: each
     of ``required`` operands must be a kernel argument and each of
     ``outputs`` an output; those named in ``rows`` are read or written in
-    rows of one element type."""
+    rows of q's element type, or of f32 for those also in ``wide`` (what
+    the kernels read or write from registers, not by wgmma)."""
     info = ir.DictAttr(fn.attributes[ATTR])
     operand_names, result_names = roles(ir.StringAttr(info["op"]).value)
     operands = dict(zip(operand_names, ir.DenseI64ArrayAttr(info["operands"])))
@@ -117,9 +118,15 @@ def _values(fn, required, outputs, rows):
         values[name] = arguments[inputs + results[name]] if results[name] >= 0 else None
     element = _element(values["q"])
     for name in rows:
-        if _element(values[name]) != element:
-            raise NotAnAttention(f"{name} is {_element(values[name])}, q is {element}: "
-                                 "expected one type")
+        got = _element(values[name])
+        if got != element and not (name in wide and got == "f32"):
+            also = " or f32" if name in wide else ""
+            raise NotAnAttention(f"{name} is {got}, q is {element}: expected {element}{also}")
+    for name, dim in (("q", "D"), ("v", "Dv")):
+        size = _shape(values[name])[3]
+        if size % 8:
+            raise NotAnAttention(f"head dim {dim} = {size}: expected a multiple of 8 (TMA "
+                                 "reads rows of a multiple of 16 bytes)")
     for name in rows:
         problem = _rows_problem(name, values[name])
         if problem:
@@ -139,7 +146,7 @@ def match(fn):
     read."""
     if ATTR not in fn.attributes or op_of(fn) != "sdpa":
         raise NotAnAttention("the kernel is not one sdpa")
-    values, info, element = _values(fn, ("q", "k", "v"), ("o",), ("q", "k", "v", "o"))
+    values, info, element = _values(fn, ("q", "k", "v"), ("o",), ("q", "k", "v", "o"), ("o",))
     return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
                      values["bias"], *_sizes(values),
                      ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
@@ -166,7 +173,7 @@ def match_backward(fn):
         raise NotAnAttention("the kernel is not one sdpa_backward")
     rows = ("q", "k", "v", "o", "do", "dq", "dk", "dv")
     values, info, element = _values(fn, ("q", "k", "v", "o", "do", "stats"),
-                                    ("dq", "dk", "dv"), rows)
+                                    ("dq", "dk", "dv"), rows, ("o", "dq", "dk", "dv"))
     stats = values["stats"]
     if _element(stats) != "f32":
         raise NotAnAttention(f"stats is {_element(stats)}: expected f32")

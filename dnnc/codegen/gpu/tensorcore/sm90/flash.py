@@ -255,9 +255,11 @@ class FlashForward:
         self.q = Rows(att.q, tile.m, att.d)
         self.k = Rows(att.k, tile.n, att.d)
         self.v = Rows(att.v, tile.n, att.dv)
-        # O is stored by TMA from the Q tile's boxes where it fits them.
+        # O is stored by TMA from the Q tile's boxes where it fits them (and
+        # has q's type; an f32 o goes from registers).
+        same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
         self.o = StoredRows(att.o, 16, att.dv, tile.m) \
-            if padded(att.dv) <= padded(att.d) else None
+            if padded(att.dv) <= padded(att.d) and same else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -272,7 +274,7 @@ class FlashForward:
     def notes(self):
         t = self.tile
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
-                f"warpgroups), {t.n} kv rows a step, K and V in rings of {t.stages} stages; S = QK^T and "
+                f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V in rings of {t.stages} stages; S = QK^T and "
                 "O += PV on wgmma, the online softmax in registers"]
 
     # -- host side ----------------------------------------------------------
@@ -487,8 +489,7 @@ class FlashForward:
             need = diagonal if need is None else arith.ori(need, diagonal)
         if need is None:
             return scores
-        f32 = ir.F32Type.get()
-        op = scf.IfOp(need, [f32] * len(scores), has_else=True)
+        op = scf.IfOp(need, [ir.F32Type.get()] * len(scores), has_else=True)
         with ir.InsertionPoint(op.then_block):
             i32 = ir.IntegerType.get_signless(32)
             limits = []
@@ -553,21 +554,28 @@ class FlashForward:
         empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
         scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
         o = unpack(o_acc, self.n_o)
-        # pairs[r][block]: row r's two columns of 8-column block ``block``.
-        pairs = [[self.pair(arith.mulf(o[4 * block + 2 * r], scale[r]),
-                            arith.mulf(o[4 * block + 2 * r + 1], scale[r]))
-                  for block in range(att.dv // 8)] for r in range(2)]
+        element = ir.MemRefType(att.o.type).element_type
+        wide = isinstance(element, ir.F32Type)
+
+        def two(r, block):
+            lo, hi = (arith.mulf(o[4 * block + 2 * r + i], scale[r]) for i in range(2))
+            if wide:
+                return vector.from_elements(ir.VectorType.get([2], element), [lo, hi])
+            return self.pair(lo, hi)
+        # pairs[r][block]: row r's two columns of 8-column block ``block``
+        # (an i32 of two 16-bit values, or two f32).
+        pairs = [[two(r, block) for block in range(att.dv // 8)] for r in range(2)]
         if self.o is not None:
             self.store_staged(pairs)
         for r in range(2):
             def write(r=r):
                 index = [self.b, self.h, self.rows[r]]
                 if self.o is None:
-                    element = ir.MemRefType(att.o.type).element_type
                     pair_type = ir.VectorType.get([2], element)
                     for block, bits in enumerate(pairs[r]):
-                        vector.store(llvm.bitcast(pair_type, bits), att.o,
-                                     index + [_add(self.column, 8 * block)], alignment=4)
+                        value = bits if wide else llvm.bitcast(pair_type, bits)
+                        vector.store(value, att.o, index + [_add(self.column, 8 * block)],
+                                     alignment=8 if wide else 4)
                 if att.stats is not None:
                     def stats():
                         lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), f32(LN2))

@@ -293,16 +293,20 @@ class _Blocks:
             values = [arith.mulf(x, c) for x in values]
         element = ir.MemRefType(buffer.type).element_type
         pair_type = ir.VectorType.get([2], element)
-        narrow = self.att.element
-        packed = pairs(values, narrow)
+        wide = isinstance(element, ir.F32Type)
+        if wide:
+            packed = [vector.from_elements(pair_type, values[2 * e:2 * e + 2])
+                      for e in range(len(values) // 2)]
+        else:
+            packed = [llvm.bitcast(pair_type, x) for x in pairs(values, self.att.element)]
         for r in range(2):
             row = arith.addi(first_row, _add(self.row_in, 8 * r))
 
             def write(r=r, row=row):
                 for block in range(n // 8):
-                    bits = packed[2 * block + r]
-                    vector.store(llvm.bitcast(pair_type, bits), buffer,
-                                 [b, h, row, _add(self.column, 8 * block)], alignment=4)
+                    vector.store(packed[2 * block + r], buffer,
+                                 [b, h, row, _add(self.column, 8 * block)],
+                                 alignment=8 if wide else 4)
             _if(_cmp("ult", row, _idx(limit)), write)
 
 
@@ -401,9 +405,12 @@ class DqKernel(_Blocks):
         """rowsum(dO ∘ O) of ``row``, the quad's four threads each summing
         every fourth 8-column chunk, then exchanging."""
         att = self.att
-        element = ir.MemRefType(att.o.type).element_type
-        chunk_type = ir.VectorType.get([8], element)
         wide = ir.VectorType.get([8], ir.F32Type.get())
+
+        def load(buffer, at):
+            element = ir.MemRefType(buffer.type).element_type
+            chunk = vector.load(ir.VectorType.get([8], element), buffer, at)
+            return chunk if isinstance(element, ir.F32Type) else arith.extf(wide, chunk)
         chunks = att.dv // 8
         quarter = arith.remui(self.lane, _idx(4))
         total = f32(0.0)
@@ -414,8 +421,7 @@ class DqKernel(_Blocks):
                 weight = arith.select(_cmp("ult", chunk, _idx(chunks)), f32(1.0), f32(0.0))
                 chunk = arith.minui(chunk, _idx(chunks - 1))
             at = [self.b, self.h, row, arith.muli(chunk, _idx(8))]
-            o = arith.extf(wide, vector.load(chunk_type, att.o, at))
-            do = arith.extf(wide, vector.load(chunk_type, att.do, at))
+            o, do = load(att.o, at), load(att.do, at)
             part = vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
                                     arith.mulf(o, do))
             if weight is not None:
