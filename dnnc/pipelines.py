@@ -142,6 +142,8 @@ GPU = Stage("gpu", (
     "gpu-kernel-outlining",
     # Cluster launches (the split-row program): the shape onto the kernel.
     "dnn-kernel-clusters",
+    # Kernels that reallocate registers between warpgroups: one block per SM.
+    "dnn-register-budget",
     "dnn-merge-gpu-modules",
     "canonicalize",
     "cse",

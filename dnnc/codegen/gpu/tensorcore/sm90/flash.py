@@ -205,8 +205,8 @@ class Turns:
     before it issues and then arrives on the next one's (c + 1, the last on
     the first's), so that the others' softmax runs while one's wgmmas do.
     Warpgroup 0 goes first: the last arrives on its barrier once at the
-    start, and skips its arrival after its last step, so that every wait
-    meets exactly one arrival."""
+    start, and skips its arrival after its last turn (of ``steps`` a
+    warpgroup), so that every wait meets exactly one arrival."""
 
     THREADS = 2 * WARPGROUP
 

@@ -59,6 +59,12 @@ MAX_HEAD_DIM = 128
 MAX_STAGES = 4
 # Registers a consumer thread keeps beside its accumulators.
 SPARE_REGISTERS = 40
+# The dK dV kernel's shared buffers of a step's log-sum-exp and delta: a
+# set of 2 x 64 f32 per step parity per consumer warpgroup.
+STAGED_SET = 2 * 64 * 4
+STAGED_BYTES = 2 * 2 * STAGED_SET
+# setmaxnreg (flash.registers for two consumer warpgroups).
+PRODUCER_REGISTERS, CONSUMER_REGISTERS = registers(2)
 
 
 @dataclass(frozen=True)
@@ -87,16 +93,14 @@ def _smem(resident_rows, resident_widths, ring_rows, ring_widths, stages):
 
 
 def tiles_for(d, dv):
-    """The BackwardTiles of head dims ``d``, ``dv``: the dQ kernel's steps of
-    64 kv rows, the dK dV kernel's of 32 query rows (its registers hold both
-    gradients; with steps of 64 and head dims of 64, ptxas 12.9 ignores the
-    consumers' setmaxnreg, C7508, and spills); as many stages as shared
+    """The BackwardTiles of head dims ``d``, ``dv``: steps of 64 kv rows (dQ
+    kernel) and of 64 query rows (dK dV kernel); as many stages as shared
     memory holds, up to MAX_STAGES."""
-    dkv_m = 32
+    dkv_m = 64 if max(d, dv) <= 64 else 32
 
     def stages(resident, ring_rows, ring):
         fits = [s for s in range(2, MAX_STAGES + 1)
-                if _smem(128, resident, ring_rows, ring, s) <= SMEM_LIMIT]
+                if _smem(128, resident, ring_rows, ring, s) + STAGED_BYTES <= SMEM_LIMIT]
         return max(fits, default=0)
     return BackwardTiles(64, dkv_m, stages((d, dv), 64, (d, dv)),
                          stages((d, dv), dkv_m, (d, dv)))
@@ -117,8 +121,8 @@ def check(att, tiles):
         raise NotSupported(f"scale {att.scale}: expected a positive scale")
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
-    budget = registers(tiles.consumers)[1] - SPARE_REGISTERS
-    held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2
+    budget = CONSUMER_REGISTERS - SPARE_REGISTERS
+    held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2 - 32
     if held > budget:
         raise NotSupported(f"head dims {att.d}, {att.dv}: {held} accumulator registers a "
                            f"thread, expected at most {budget}")
@@ -126,17 +130,21 @@ def check(att, tiles):
 
 class _Blocks:
     """What both kernels share: the block's shared memory (resident tiles
-    behind one barrier, then a ring whose stage holds two tiles), the
-    warpgroup roles, the consumer's thread geometry and the turns."""
+    behind one barrier, then a ring whose stage holds two tiles, then
+    ``extra`` bytes), the warpgroup roles, the consumer's thread geometry
+    and the turns (``turns_per_step`` a step)."""
 
-    def __init__(self, att, resident, ring_tiles, stages):
+    turns_per_step = 1
+
+    def __init__(self, att, resident, ring_tiles, stages, extra=0):
         self.att = att
+        self.extra = extra                  # bytes after the ring (1024-aligned)
         self.resident = resident            # Rows, loaded once
         self.ring_tiles = ring_tiles        # (Rows, Rows): a stage's two tiles
         self.stages = stages
         self.resident_bytes = sum(r.bytes for r in resident)
         self.stage_bytes = sum(r.bytes for r in ring_tiles)
-        self.ring = Ring(stages, self.stage_bytes, stages * self.stage_bytes + 8, 2)
+        self.ring = Ring(stages, self.stage_bytes, stages * self.stage_bytes + extra + 8, 2)
 
     @property
     def threads(self):
@@ -144,7 +152,7 @@ class _Blocks:
 
     @property
     def shared(self):
-        return ALIGN + self.resident_bytes + self.stages * self.stage_bytes \
+        return ALIGN + self.resident_bytes + self.stages * self.stage_bytes + self.extra \
             + 8 * (1 + 2 * self.stages)
 
     def launch(self, grid):
@@ -172,7 +180,8 @@ class _Blocks:
             self.bases.append(at)
             at = _add(at, rows.bytes)
         self.ring.base = at
-        self.resident_full = _shared_ptr(_add(at, self.stages * self.stage_bytes))
+        self.extra_base = _add(at, self.stages * self.stage_bytes)
+        self.resident_full = _shared_ptr(_add(self.extra_base, self.extra))
         self.place()
 
         def init():
@@ -184,7 +193,7 @@ class _Blocks:
         _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
 
     def producer(self):
-        nvvm.SetMaxRegisterOp(registers(2)[0], nvvm.SetMaxRegisterAction.decrease)
+        nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
         ring = self.ring
 
         def issue():
@@ -205,7 +214,7 @@ class _Blocks:
         _if(_cmp("eq", self.tid, _idx(0)), issue)
 
     def consumer_setup(self):
-        nvvm.SetMaxRegisterOp(registers(2)[1], nvvm.SetMaxRegisterAction.increase)
+        nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
         local = arith.remui(self.tid, _idx(WARPGROUP))
         self.consumer_index = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
         self.leader = _cmp("eq", local, _idx(0))
@@ -214,7 +223,8 @@ class _Blocks:
         self.row_in = arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
                                  arith.divui(self.lane, _idx(4)))
         self.column = arith.muli(arith.remui(self.lane, _idx(4)), _idx(2))
-        self.turns = Turns(self.consumer_index, 2, self.steps)
+        self.turns = Turns(self.consumer_index, 2,
+                           arith.muli(self.steps, _idx(self.turns_per_step)))
         self.turns.start()
 
     def resident_desc(self, which):
@@ -464,11 +474,13 @@ class DqKernel(_Blocks):
 class DkvKernel(_Blocks):
     """dK and dV for 128 kv rows of one (batch, kv head) a block."""
 
+    turns_per_step = 2
+
     def __init__(self, att, tiles, delta):
         self.m = tiles.dkv_m
         super().__init__(att, [Rows(att.k, 128, att.d), Rows(att.v, 128, att.dv)],
                          (Rows(att.q, self.m, att.d), Rows(att.do, self.m, att.dv)),
-                         tiles.dkv_stages)
+                         tiles.dkv_stages, STAGED_BYTES)
         self.delta = delta
         self.kv_tiles = -(-att.skv // 128)
         self.q_tiles = -(-att.sq // self.m)
@@ -507,10 +519,20 @@ class DkvKernel(_Blocks):
         return [(self.b, head, m0)] * 2
 
     def consumer(self):
+        """Per step, in two turns: Sᵀ and dPᵀ; then, once Pᵀ and dSᵀ are
+        formed, dV += Pᵀ dO and dK += dSᵀ Q. A step's log-sum-exp and delta
+        (m of each) are loaded one value a thread into the warpgroup's
+        shared buffer for the step's parity, so no thread keeps the
+        columns' values in registers across the products."""
         att = self.att
         self.consumer_setup()
         first = arith.addi(self.n0, arith.muli(self.consumer_index, _idx(64)))
         rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
+        local = arith.remui(self.tid, _idx(WARPGROUP))
+        own = arith.addi(self.extra_base, arith.muli(_to_i64(self.consumer_index),
+                                                     _i(2 * STAGED_SET, 64)))
+        staging = arith.index_cast(ir.IntegerType.get_signless(32),
+                                   _add(self.consumer_index, 3))
         irutil.mbarrier_wait(self.resident_full, _i(0))
         k_desc, v_desc = self.resident_desc(0), self.resident_desc(1)
         mn = descriptor_constant(True, self.m * SWIZZLE)
@@ -519,51 +541,68 @@ class DkvKernel(_Blocks):
         m, el = self.m, att.element
         count = m // 2
 
-        def first_products(j):
+        def step(j, dv, dk):
+            head, m0 = self.at_step(j)
+            # This thread's value of the step's log-sum-exp (threads 0 ..
+            # m - 1) or delta (m .. 2 m - 1), loaded under the products.
+            column = arith.remui(local, _idx(m))
+            q = arith.minui(arith.addi(m0, column), _idx(att.sq - 1))
+            lse = memref.load(att.stats, [self.b, head, q, _idx(0)])
+            delta = memref.load(self.delta, [self.b, head, q])
+            value = arith.select(_cmp("ult", local, _idx(m)), lse, delta)
+            turn = arith.muli(j, _idx(2))
+            self.turns.begin()
             q_at, do_at = self.stage_descs(j)
             nvvm.WgmmaFenceAlignedOp()
             st = wgmma_ss(m, el, k_desc, self.resident[0].box_bytes,
                           matrix_descriptor(q_at, k_major), q_rows.box_bytes, att.d)
             dpt = wgmma_ss(m, el, v_desc, self.resident[1].box_bytes,
                            matrix_descriptor(do_at, k_major), do_rows.box_bytes, att.dv)
-            return st, dpt
-
-        def elementwise(j, products):
-            head, m0 = self.at_step(j)
-            # The log-sum-exp (base 2) and delta of the thread's columns.
-            shift, delta = {}, {}
+            nvvm.WgmmaGroupSyncAlignedOp()
+            self.turns.end(turn)
+            buffer = arith.addi(own, arith.muli(_to_i64(arith.remui(j, _idx(2))),
+                                                _i(STAGED_SET, 64)))
+            _if(_cmp("ult", local, _idx(2 * m)), lambda: llvm.store(
+                value, _shared_ptr(arith.addi(buffer, arith.muli(_to_i64(local), _i(4, 64)))),
+                alignment=4))
+            llvm.inline_asm(None, [staging], f"bar.sync $0, {WARPGROUP};", "r",
+                            has_side_effects=True)
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            # The thread's columns' values from the buffer.
+            shift, deltas = {}, {}
             for e in range(count):
                 key = column_of(e)
                 if key in shift:
                     continue
-                q = arith.addi(m0, _add(self.column, key))
-                q = arith.minui(q, _idx(att.sq - 1))
-                lse = memref.load(att.stats, [self.b, head, q, _idx(0)])
+                at = arith.muli(_to_i64(_add(self.column, key)), _i(4, 64))
+                x = llvm.load(ir.F32Type.get(), _shared_ptr(arith.addi(buffer, at)))
                 shift[key] = arith.select(
-                    arith.cmpf(arith.CmpFPredicate.OEQ, lse, f32(-math.inf)), f32(math.inf),
-                    arith.mulf(lse, f32(LOG2E)))
-                delta[key] = memref.load(self.delta, [self.b, head, q])
-            st = self.masked(unpack(products[0], count), m0, rows, first)
-            dpt = unpack(products[1], count)
+                    arith.cmpf(arith.CmpFPredicate.OEQ, x, f32(-math.inf)), f32(math.inf),
+                    arith.mulf(x, f32(LOG2E)))
+                deltas[key] = llvm.load(ir.F32Type.get(), _shared_ptr(
+                    arith.addi(buffer, _add(at, 4 * m))))
+            st = self.masked(unpack(st, count), m0, rows, first)
+            dpt = unpack(dpt, count)
             p, ds = [], []
             for e, (x, y) in enumerate(zip(st, dpt)):
                 key = column_of(e)
                 pe = ex2(fma(x, f32(self.c), arith.negf(shift[key])))
                 p.append(pe)
-                ds.append(arith.mulf(pe, arith.subf(y, delta[key])))
-            return pairs(p, el) + pairs(ds, el)
-
-        def accumulate(accs, frags, j):
-            q_at, do_at = self.stage_of(j)
-            half = len(frags) // 2
+                ds.append(arith.mulf(pe, arith.subf(y, deltas[key])))
+            p, ds = pairs(p, el), pairs(ds, el)
+            self.turns.begin()
             nvvm.WgmmaFenceAlignedOp()
-            dv = wgmma_rs(accs[0], att.dv, el, frags[:half], matrix_descriptor(do_at, mn))
-            dk = wgmma_rs(accs[1], att.d, el, frags[half:], matrix_descriptor(q_at, mn))
+            dv = wgmma_rs(dv, att.dv, el, p, matrix_descriptor(do_at, mn))
+            dk = wgmma_rs(dk, att.d, el, ds, matrix_descriptor(q_at, mn))
+            nvvm.WgmmaGroupSyncAlignedOp()
+            self.turns.end(_add(turn, 1))
+            nvvm.WgmmaWaitGroupSyncOp(0)
+            self.release(j)
             return [dv, dk]
 
-        dv, dk = self.pipelined(first_products, elementwise, accumulate,
-                                [llvm.mlir_zero(struct(att.dv // 2)),
-                                 llvm.mlir_zero(struct(att.d // 2))])
+        loop = _for(_idx(0), self.steps, step,
+                    [llvm.mlir_zero(struct(att.dv // 2)), llvm.mlir_zero(struct(att.d // 2))])
+        dv, dk = loop.results
         self.store(dk, att.d, att.dk, self.b, self.hk, first, att.skv, att.scale)
         self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
 
