@@ -1386,10 +1386,90 @@ ATTENTION_FORWARD = [
 ] + [_sdpa_case(4, 16, 4096, 128, dt="f16")]
 
 
+# Attention backward: the issue's table (D64 and D128, causal and not)
+# against cuDNN's backward (the forward it differentiates run through cuDNN
+# too, outside the timing). o and stats are the forward's, computed in f32
+# by ``init``.
+
+def _sdpa_backward_graph(b, h, hk, s, d, causal):
+    def build():
+        g = _graph(f"sdpa_backward_b{b}_h{h}_kv{hk}_s{s}_d{d}" + ("_causal" if causal else ""))
+        q = g.tensor(name="q", dim=[b, h, s, d])
+        k = g.tensor(name="k", dim=[b, hk, s, d])
+        v = g.tensor(name="v", dim=[b, hk, s, d])
+        o = g.tensor(name="o", dim=[b, h, s, d])
+        do = g.tensor(name="do", dim=[b, h, s, d])
+        stats = g.tensor(name="stats", dim=[b, h, s, 1], data_type="f32")
+        for out in g.sdpa_backward(q, k, v, o, do, stats, use_causal_mask=causal):
+            out.set_output(True)
+        return g
+
+    return build
+
+
+def _sdpa_saved(causal):
+    """``init``: o and stats (the log-sum-exp of the scaled, masked scores)
+    of q, k, v, in f32 (k and v repeated over a group of query heads)."""
+    def init(t, q, k, v, o, do, stats):
+        group = q.shape[1] // k.shape[1]
+        kf = k.float().repeat_interleave(group, 1)
+        vf = v.float().repeat_interleave(group, 1)
+        scores = t.matmul(q.float(), kf.transpose(-1, -2)) / math.sqrt(q.shape[-1])
+        if causal:
+            n = q.shape[2]
+            scores.masked_fill_(t.ones(n, n, dtype=t.bool, device=q.device).triu(1),
+                                float("-inf"))
+        stats.copy_(t.logsumexp(scores, -1, keepdim=True))
+        o.copy_(t.matmul(t.softmax(scores, -1), vf))
+
+    return init
+
+
+def _sdpa_grad_on(backend, causal, gqa):
+    """The backward through one SDPBackend: ``prepare`` runs the forward
+    (outside the timing), the timed function its autograd.grad."""
+    def prepare(t, q, k, v, o, do, stats):
+        leaves = [x.detach().requires_grad_() for x in (q, k, v)]
+        gqa_arg = {"enable_gqa": True} if gqa else {}
+        with t.nn.attention.sdpa_kernel(getattr(t.nn.attention.SDPBackend, backend)):
+            out = t.nn.functional.scaled_dot_product_attention(*leaves, is_causal=causal,
+                                                               **gqa_arg)
+        return (out, *leaves)
+
+    def grad(t, q, k, v, o, do, stats, out, *leaves):
+        return t.autograd.grad(out, leaves, do, retain_graph=True)
+
+    return prepare, grad
+
+
+def _sdpa_backward_case(b, h, s, d, causal=False, hk=None):
+    hk = hk or h
+    heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
+    name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16"
+    # Five matmuls (S recomputed, dP, dV, dQ, dK); causal: half.
+    flops = 5 * 2 * b * h * s * s * d / (2 if causal else 1)
+    size = (6 * b * h * s * d + 4 * b * hk * s * d) * BF16 + b * h * s * F32
+    prepare, grad = _sdpa_grad_on("CUDNN_ATTENTION", causal, hk != h)
+    return Case(name, _sdpa_backward_graph(b, h, hk, s, d, causal), grad, flops, size, False,
+                "attention", init=_sdpa_saved(causal), torch_prepare=prepare)
+
+
+ATTENTION_BACKWARD = [
+    _sdpa_backward_case(b, h, s, d, causal, hk)
+    for b, h, s, d, hk in [
+        (4, 16, 4096, 128, None),
+        (4, 16, 4096, 64, None),
+        (16, 16, 1024, 128, None),
+        (1, 64, 8192, 128, 8),
+    ]
+    for causal in (False, True)
+]
+
+
 from conv_cases import cases as _conv_cases  # noqa: E402  (bench/ is on sys.path)
 
 RESNET = _conv_cases(Case)
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
-         + ATTENTION + ATTENTION_FORWARD)
+         + ATTENTION + ATTENTION_FORWARD + ATTENTION_BACKWARD)
