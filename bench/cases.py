@@ -61,7 +61,7 @@ BACKENDS = {
     "matmul": "cuBLAS",
     "conv": "cuDNN",
     "attention": "PyTorch's SDPA on cuDNN attention (its own backend choice for the "
-                 "S1024 D64 forward and the backward)",
+                 "S1024 D64 forward and backward)",
 }
 
 
