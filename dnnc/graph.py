@@ -297,23 +297,34 @@ class Graph:
                         {"compute_type": self._compute(compute_data_type)}, name)[0]
 
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
-             generate_stats=False, name=None):
+             generate_stats=False, use_causal_mask_bottom_right=False,
+             sliding_window_length=None, name=None):
         """Scaled dot-product attention; returns (O, Stats) with Stats None unless
-        ``generate_stats``. ``attn_scale`` defaults to 1/sqrt(head dim)."""
+        ``generate_stats``. ``attn_scale`` defaults to 1/sqrt(head dim).
+        ``use_causal_mask`` masks the columns right of the top-left aligned
+        diagonal (row i sees columns up to i), ``use_causal_mask_bottom_right``
+        those right of the bottom-right aligned one (up to i + Skv - Sq);
+        ``sliding_window_length`` W also masks those W or more left of it
+        (causal implied)."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias},
-                            {"scale": float(scale), "causal": bool(use_causal_mask),
-                             "generate_stats": bool(generate_stats)}, name)
+                            dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
+                                             sliding_window_length),
+                                 scale=float(scale), generate_stats=bool(generate_stats)),
+                            name)
         return o, stats
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
-                      use_causal_mask=False, name=None):
-        """Attention backward; returns (dQ, dK, dV)."""
+                      use_causal_mask=False, use_causal_mask_bottom_right=False,
+                      sliding_window_length=None, name=None):
+        """Attention backward; returns (dQ, dK, dV). The masks are the
+        forward's (``sdpa``)."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         return tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias},
-            {"scale": float(scale), "causal": bool(use_causal_mask)}, name))
+            dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
+                             sliding_window_length), scale=float(scale)), name))
 
     # ------------------------------------------------------------------ normalization
 
@@ -684,6 +695,19 @@ def _spatial(what, value, nd, default):
     if len(value) != nd:
         raise VerificationError(f"{what}: expected {nd} values (spatial rank), got {len(value)}")
     return value
+
+
+def _mask_attrs(causal, bottom_right, window):
+    """The sdpa attributes of cudnn-frontend's mask arguments."""
+    if causal and bottom_right:
+        raise GraphError("sdpa: expected one of use_causal_mask and "
+                         "use_causal_mask_bottom_right, got both")
+    if window is not None and (not isinstance(window, int) or window < 1):
+        raise GraphError(f"sdpa: sliding_window_length: expected a positive integer, got "
+                         f"{window!r}")
+    return {"causal": bool(causal or bottom_right or window),
+            "diagonal": "bottom_right" if bottom_right else "top_left",
+            "window": int(window or 0)}
 
 
 def _axis(axis, tensor):

@@ -430,13 +430,19 @@ def _sum_heads(t, kv_heads):
 
 
 def _scores(q, k, bias, a):
-    """s = scale q k^T + bias, -inf where causal and j > i (top-left aligned)."""
+    """s = scale q k^T + bias, -inf where causal and j > i + shift, and where
+    j <= i + shift - window (shift: 0 top-left aligned, Skv - Sq bottom-right)."""
     s = a["scale"] * np.matmul(q, np.swapaxes(k, -1, -2))
     if bias is not None:
         s = s + bias
+    sq, skv = s.shape[-2:]
+    shift = skv - sq if a.get("diagonal", "top_left") == "bottom_right" else 0
+    i = np.arange(sq)[:, None] + shift
+    j = np.arange(skv)[None, :]
     if a["causal"]:
-        above = np.triu(np.ones(s.shape[-2:], dtype=bool), k=1)
-        s = np.where(above, -np.inf, s)
+        s = np.where(j > i, -np.inf, s)
+    if a.get("window", 0):
+        s = np.where(j <= i - a["window"], -np.inf, s)
     return s
 
 

@@ -2,7 +2,8 @@
 and pointwise ops (semantics: dnnc/dialect/ops_attention.py).
 
     s = scale * q @ k^T (+ bias)
-    s = select(col > row, -inf, s)       causal; row and col from dnn.gen_index
+    s = select(col > row + shift, -inf, s)           causal; row and col from dnn.gen_index
+    s = select(col <= row + shift - window, -inf, s) a sliding window
     m = max(s), shift = 0 where m = -inf else m
     e = exp(s - shift), l = sum(e)
     o = (e @ v) / (l, or 1 where l = 0)  stats = shift + log(l)
@@ -53,12 +54,27 @@ def _heads(b, v):
     return hk, b.shape_of(v.operands["q"])[1] // hk
 
 
-def _causal(b, s):
-    """-inf above the diagonal (col > row, top-left aligned)."""
-    r = len(b.shape_of(s))
+def diagonal_shift(attrs, sq, skv):
+    """The column of row 0's diagonal: 0 top-left aligned, Skv - Sq
+    bottom-right."""
+    return skv - sq if attrs.get("diagonal", "top_left") == "bottom_right" else 0
+
+
+def _masked(b, s, attrs):
+    """-inf right of the diagonal (col > row + shift) when causal, and left of
+    the window (col <= row + shift - window) when there is one."""
+    shape = b.shape_of(s)
+    r = len(shape)
+    shift = diagonal_shift(attrs, shape[-2], shape[-1])
     row = b.emit("gen_index", {"x": s}, {"axis": r - 2})
     col = b.emit("gen_index", {"x": s}, {"axis": r - 1})
-    return b.select(b.binary("cmp_gt", col, row), NEG_INF, s)
+    diagonal = b.add(row, float(shift)) if shift else row
+    if attrs["causal"]:
+        s = b.select(b.binary("cmp_gt", col, diagonal), NEG_INF, s)
+    if attrs.get("window", 0):
+        left = b.sub(diagonal, float(attrs["window"]))
+        s = b.select(b.binary("cmp_le", col, left), NEG_INF, s)
+    return s
 
 
 def _scores(b, v, q, hk, per):
@@ -68,8 +84,8 @@ def _scores(b, v, q, hk, per):
     s = b.mul(b.matmul(q, kt), a["scale"])
     if o["bias"] is not None:
         s = b.add(s, _group(b, o["bias"], hk, per))
-    if a["causal"]:
-        s = _causal(b, s)
+    if a["causal"] or a.get("window", 0):
+        s = _masked(b, s, a)
     return s
 
 

@@ -4,7 +4,13 @@ q is (B, H, Sq, D); k is (B, Hk, Skv, D) and v (B, Hk, Skv, Dv) with H a multipl
 of Hk (grouped-query attention: query head h reads kv head h // (H / Hk)).
 
     s = scale * q @ k^T + bias        (bias broadcasts to (B, H, Sq, Skv))
-    s = -inf where causal and j > i   (top-left aligned, as PyTorch's is_causal)
+    s = -inf where causal and j > i + shift
+    s = -inf where window > 0 and j <= i + shift - window
+
+with shift = 0 when ``diagonal`` is top_left (PyTorch's is_causal) and Skv -
+Sq when it is bottom_right (cuDNN's bottom-right alignment: the last query
+row sees the last key); ``window`` is a sliding window: row i sees at most
+that many columns, ending at its diagonal.
     p = softmax(s, axis=-1)
     o = p @ v
     stats = logsumexp(s, axis=-1)     (B, H, Sq, 1), f32, when generate_stats
@@ -18,12 +24,19 @@ from dnnc.dialect.types import data_type
 SDPA_ATTRS = (
     Attr("scale", "float", doc="multiplies q @ k^T; usually 1 / sqrt(D)"),
     Attr("causal", "bool", False),
+    Attr("diagonal", "str", "top_left", ("top_left", "bottom_right"),
+         doc="where the causal diagonal and the window's right end lie"),
+    Attr("window", "int", 0, doc="columns a row sees at most, ending at its diagonal; 0: all"),
 )
 
 
 def _check_qkv(ctx):
     for name in ("q", "k", "v"):
         ctx.expect_rank(name, 4)
+    window = ctx.attrs.get("window", 0)
+    if window < 0:
+        ctx.fail("attribute 'window'", f"expected 0 (no window) or a positive length, got "
+                                         f"{window}")
     q, k, v = ctx["q"], ctx["k"], ctx["v"]
     b, h, sq, d = q.shape
     hk, skv = k.shape[1], k.shape[2]

@@ -81,6 +81,59 @@ def test_sdpa_forward_and_backward(dt, causal, bias, heads_k):
     _run(g, special=special)
 
 
+@pytest.mark.parametrize("sq,skv", [(5, 9), (9, 5)])
+@pytest.mark.parametrize("bottom_right,window", [(True, None), (False, 3), (True, 2)])
+def test_sdpa_masks(sq, skv, bottom_right, window):
+    """Bottom-right aligned causal masks and sliding windows, forward and
+    backward, on the CPU against the reference; the reference's mask against
+    one written out element by element. With Sq > Skv bottom-right aligned,
+    the first rows see nothing: o = 0 and stats = -inf, not NaN."""
+    g = dnnc.Graph(io_data_type=F32)
+    q = g.tensor(name="q", dim=[1, 2, sq, 8])
+    k = g.tensor(name="k", dim=[1, 2, skv, 8])
+    v = g.tensor(name="v", dim=[1, 2, skv, 4])
+    masks = dict(use_causal_mask=not bottom_right, use_causal_mask_bottom_right=bottom_right,
+                 sliding_window_length=window)
+    o, stats = g.sdpa(q, k, v, generate_stats=True, **masks)
+    _outputs(o, stats)
+    do = g.tensor(name="do", dim=[1, 2, sq, 4])
+    o_in = g.tensor(name="o_in", dim=[1, 2, sq, 4])
+    stats_in = g.tensor(name="stats_in", dim=[1, 2, sq, 1])
+    _outputs(*g.sdpa_backward(q, k, v, o_in, do, stats_in, **masks))
+    rng = np.random.default_rng(3)
+    data = {n: rng.standard_normal(t.dim).astype(np.float32)
+            for n, t in (("q", q), ("k", k), ("v", v))}
+    # The mask written out: row i sees column j when j <= i + shift and,
+    # with a window W, j > i + shift - W.
+    shift = skv - sq if bottom_right else 0
+    seen = np.array([[j <= i + shift and (window is None or j > i + shift - window)
+                      for j in range(skv)] for i in range(sq)])
+    s = np.matmul(data["q"].astype(np.float64), np.swapaxes(data["k"], -1, -2)) / np.sqrt(8)
+    s = np.where(seen, s, -np.inf)
+    top = np.max(s, axis=-1, keepdims=True)
+    e = np.where(seen, np.exp(s - np.where(np.isinf(top), 0, top)), 0.0)
+    total = e.sum(-1, keepdims=True)
+    want_o = np.matmul(e / np.where(total == 0, 1, total), data["v"])
+    ref = g.execute_reference(dict(data, do=np.zeros(do.dim, np.float32),
+                                   o_in=np.zeros(o_in.dim, np.float32),
+                                   stats_in=np.zeros(stats_in.dim, np.float32)))
+    np.testing.assert_allclose(ref[o.name], want_o, rtol=1e-6, atol=1e-9)
+    assert (np.isneginf(ref[stats.name][..., 0]) == ~seen.any(-1)).all()
+    special = dict(data, do=rng.standard_normal(do.dim).astype(np.float32),
+                   o_in=ref[o.name].astype(np.float32),
+                   stats_in=ref[stats.name].astype(np.float32))
+    _run(g, special=special)
+
+
+def test_sdpa_mask_arguments_are_checked():
+    g = dnnc.Graph(io_data_type=F32)
+    q, k, v = (g.tensor(name=n, dim=[1, 1, 4, 8]) for n in "qkv")
+    with pytest.raises(dnnc.GraphError, match="use_causal_mask and use_causal_mask_bottom"):
+        g.sdpa(q, k, v, use_causal_mask=True, use_causal_mask_bottom_right=True)
+    with pytest.raises(dnnc.GraphError, match="sliding_window_length: expected a positive"):
+        g.sdpa(q, k, v, sliding_window_length=0)
+
+
 @pytest.mark.parametrize("dt", [F32, BF16])
 def test_layernorm_and_rmsnorm_forward_and_backward(dt):
     g = dnnc.Graph(io_data_type=dt)

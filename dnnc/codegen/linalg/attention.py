@@ -5,6 +5,8 @@ pointwise ops (dnnc/decompose/attention.py) no longer says plainly: the
 expansion (convert-dnn-to-linalg).
 
 Fields: ``op`` (sdpa or sdpa_backward), ``scale`` (f64), ``causal`` (bool),
+``diagonal`` (top_left or bottom_right) and ``window`` (i64, 0 for none): the
+op's masks,
 ``operands`` (which block argument of the function each of q, k, v and bias
 is, for the backward q, k, v, o, do, stats and bias; -1 for none, or for
 one computed in the kernel) and ``results`` (which operand of the
@@ -55,6 +57,8 @@ def describe(view, fn):
         "op": ir.StringAttr.get(view.name),
         "scale": ir.FloatAttr.get(ir.F64Type.get(), float(a["scale"])),
         "causal": ir.BoolAttr.get(bool(a["causal"])),
+        "diagonal": ir.StringAttr.get(a.get("diagonal", "top_left")),
+        "window": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(a.get("window", 0))),
         "operands": ir.DenseI64ArrayAttr.get(
             [-1 if view.operands.get(n) is None else index(view.operands[n], arguments)
              for n in operand_names]),

@@ -34,7 +34,9 @@ class Attention:
     """q ``[B, H, Sq, D]``, k ``[B, Hk, Skv, D]``, v ``[B, Hk, Skv, Dv]``, o
     ``[B, H, Sq, Dv]`` and stats ``[B, H, Sq, 1]`` (f32, or None): memref
     values of the kernel function; ``bias`` a memref broadcasting to
-    ``[B, H, Sq, Skv]`` or None. Query head h reads kv head h // (H / Hk)."""
+    ``[B, H, Sq, Skv]`` or None. Query head h reads kv head h // (H / Hk).
+    Row i sees column j when j <= i + shift (``causal``) and j > i + shift -
+    window (``window`` > 0); see ops_attention.py."""
 
     q: object
     k: object
@@ -52,6 +54,18 @@ class Attention:
     scale: float
     causal: bool
     element: str
+    diagonal: str = "top_left"
+    window: int = 0
+
+    @property
+    def shift(self):
+        """Row 0's diagonal column: 0 top-left aligned, Skv - Sq bottom-right."""
+        return self.skv - self.sq if self.diagonal == "bottom_right" else 0
+
+    @property
+    def masked(self):
+        """Whether any score is masked (causal or a window)."""
+        return self.causal or self.window > 0
 
     @property
     def group(self):
@@ -134,6 +148,11 @@ def _values(fn, required, outputs, rows, wide=()):
     return values, info, element
 
 
+def _masks(info):
+    return (ir.StringAttr(info["diagonal"]).value if "diagonal" in info else "top_left",
+            ir.IntegerAttr(info["window"]).value if "window" in info else 0)
+
+
 def _sizes(values):
     b, h, sq, d = _shape(values["q"])
     _, hk, skv, _ = _shape(values["k"])
@@ -150,7 +169,7 @@ def match(fn):
     return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
                      values["bias"], *_sizes(values),
                      ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
-                     element)
+                     element, *_masks(info))
 
 
 @dataclass
@@ -180,5 +199,5 @@ def match_backward(fn):
     return AttentionBackward(values["q"], values["k"], values["v"], values["o"], stats,
                              values["bias"], *_sizes(values),
                              ir.FloatAttr(info["scale"]).value,
-                             ir.BoolAttr(info["causal"]).value, element,
+                             ir.BoolAttr(info["causal"]).value, element, *_masks(info),
                              values["do"], values["dq"], values["dk"], values["dv"])

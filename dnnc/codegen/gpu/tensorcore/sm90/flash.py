@@ -31,10 +31,13 @@ The softmax keeps, per row, the running maximum ``m`` of the scaled scores
 in base 2 (scale x log2 e folded into one FMA with the subtraction, the
 exponential ``ex2.approx``) and the thread's part of the row sum ``l``
 (the quad's four parts are summed once, at the end). Scores past the kv
-length, and above the diagonal under a causal mask (row i sees columns j <=
-i, top-left aligned), are -inf; only the tiles that reach past either are
-masked. A row whose scores are all -inf keeps m = -inf, takes 0 as its
-shift, and ends with l = 0: o = 0 and stats = -inf.
+length, right of the diagonal under a causal mask (row i sees columns j <=
+i + shift: shift 0 top-left aligned, Skv - Sq bottom-right) and left of a
+sliding window (j <= i + shift - window) are -inf (``mask_columns``); only
+the tiles that reach past one of those are tested, and a block loads only
+the kv tiles its rows see (``column_tiles``). A row whose scores are all
+-inf keeps m = -inf, takes 0 as its shift, and ends with l = 0: o = 0 and
+stats = -inf; a block whose rows see no column runs no step.
 
 The epilogue scales O by 1 / l, rounds it to the output type, writes it
 into the warpgroup's rows of the Q tile (free once its last S is done) and
@@ -199,6 +202,71 @@ class StoredRows(Rows):
                 list(reversed(coords)))
 
 
+def column_tiles(att, first_row, rows, n):
+    """[start, end) (index values) of the tiles of ``n`` key columns that
+    query rows ``first_row`` .. + ``rows`` - 1 see: up to the last row's
+    diagonal when causal, from the first row's window start with a window."""
+    tiles = -(-att.skv // n)
+    end = _idx(tiles)
+    if att.causal:
+        # Columns up to last row + shift (+ 1, rounded up to whole tiles).
+        reach = arith.maxsi(_add(first_row, rows + att.shift + n - 1), _idx(0))
+        end = arith.minui(arith.divui(reach, _idx(n)), end)
+    start = _idx(0)
+    if att.window:
+        left = arith.maxsi(_add(first_row, att.shift - att.window + 1), _idx(0))
+        start = arith.minui(arith.divui(left, _idx(n)), end)
+    return start, end
+
+
+def mask_columns(att, scores, n0, n, rows, column, first):
+    """``scores`` (a thread's accumulator values: query rows ``rows``, key
+    columns n0 + ``column`` + column_of(e)) with -inf where a row does not
+    see the column (past Skv, right of its diagonal when causal, left of its
+    window); the test runs only where the tile of ``n`` columns at ``n0``
+    reaches past one of those for some row of the warpgroup's 64 from
+    ``first``."""
+    end = _add(n0, n)
+    need = []
+    if att.skv % n:
+        need.append(_cmp("ugt", end, _idx(att.skv)))
+    if att.causal:
+        need.append(_cmp("sgt", end, _add(first, att.shift + 1)))
+    if att.window:
+        need.append(_cmp("slt", n0, _add(first, 64 + att.shift - att.window)))
+    if not need:
+        return scores
+    cond = need[0]
+    for c in need[1:]:
+        cond = arith.ori(cond, c)
+    op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        i32 = ir.IntegerType.get_signless(32)
+        base = arith.addi(n0, column)
+
+        def offset(x):
+            return arith.index_cast(i32, arith.subi(x, base))
+        his, los = [], []
+        for r in rows:
+            last = _idx(att.skv - 1)
+            if att.causal:
+                last = arith.minsi(_add(r, att.shift), last)
+            his.append(offset(last))
+            if att.window:
+                los.append(offset(_add(r, att.shift - att.window + 1)))
+        out = []
+        for e, x in enumerate(scores):
+            o = _i(column_of(e))
+            bad = _cmp("sgt", o, his[row_of(e)])
+            if att.window:
+                bad = arith.ori(bad, _cmp("slt", o, los[row_of(e)]))
+            out.append(arith.select(bad, f32(-math.inf), x))
+        scf.YieldOp(out)
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(scores)
+    return list(op.results)
+
+
 class Turns:
     """The consumer warpgroups take turns issuing their products
     (FlashAttention-3's ping-pong): warpgroup c waits on named barrier 1 + c
@@ -326,12 +394,9 @@ class FlashForward:
         if att.causal:  # the longest query tiles first
             tile_x = arith.subi(_idx(self.q_tiles - 1), tile_x)
         self.m0 = arith.muli(tile_x, _idx(t.m))
-        if att.causal:
-            # Row i sees columns up to i: the tiles up to the block's last row.
-            reach = arith.divui(_add(self.m0, t.m + t.n - 1), _idx(t.n))
-            self.steps = arith.minui(reach, _idx(self.kv_tiles))
-        else:
-            self.steps = _idx(self.kv_tiles)
+        # The kv tiles the block's rows see: step j loads tile start + j.
+        self.start, end = column_tiles(att, self.m0, t.m, t.n)
+        self.steps = arith.subi(end, self.start)
 
         def init():
             nvvm.MBarrierInitOp(self.q_full, _i(1))
@@ -353,7 +418,7 @@ class FlashForward:
             self.q.load(self.q_base, self.q_full, b, h, _to_i32(self.m0))
 
             def step(j):
-                n0 = _to_i32(arith.muli(j, _idx(t.n)))
+                n0 = _to_i32(arith.muli(arith.addi(self.start, j), _idx(t.n)))
                 for ring, rows in ((self.ring_k, self.k), (self.ring_v, self.v)):
                     s, parity = ring.slot(j)
                     # A fresh barrier counts as completed in the phase
@@ -391,7 +456,22 @@ class FlashForward:
         turns = Turns(consumer, t.consumers, self.steps) if t.consumers > 1 else None
         if turns:
             turns.start()
+        neg_inf, zero = f32(-math.inf), f32(0.0)
+        # A block whose rows see no column (bottom-right aligned, Sq > Skv)
+        # has no step: O = 0, stats = -inf.
+        none = [llvm.mlir_zero(struct(self.n_o)), neg_inf, neg_inf, zero, zero]
+        run = scf.IfOp(_cmp("ugt", self.steps, _idx(0)), [x.type for x in none],
+                       has_else=True)
+        with ir.InsertionPoint(run.else_block):
+            scf.YieldOp(none)
+        with ir.InsertionPoint(run.then_block):
+            scf.YieldOp(self.steps_of(turns))
+        o_acc, m_a, m_b, l_a, l_b = run.results
+        self.store(o_acc, [m_a, m_b], [l_a, l_b])
 
+    def steps_of(self, turns):
+        """The block's steps (at least one): returns O, the row maxima and
+        the row sums."""
         # Step 0: S_0, its softmax; no P V yet.
         if turns:
             turns.begin()
@@ -440,7 +520,7 @@ class FlashForward:
         nvvm.WgmmaGroupSyncAlignedOp()
         nvvm.WgmmaWaitGroupSyncOp(0)
         self.release(self.ring_v, last)
-        self.store(o_acc, [m_a, m_b], [l_a, l_b])
+        return [o_acc, m_a, m_b, l_a, l_b]
 
     # -- the products ---------------------------------------------------------
 
@@ -475,38 +555,11 @@ class FlashForward:
     # -- the softmax ----------------------------------------------------------
 
     def masked(self, scores, j):
-        """``scores`` with -inf past the kv length and, causal, above the
-        diagonal; the test runs only in the steps that reach past either."""
-        att, t = self.att, self.tile
-        n0 = arith.muli(j, _idx(t.n))
-        end = _add(n0, t.n)
-        need = None
-        if att.skv % t.n:
-            need = _cmp("ugt", end, _idx(att.skv))
-        if att.causal:
-            # The warpgroup's first row sees columns up to itself.
-            diagonal = _cmp("ugt", end, _add(self.first, 1))
-            need = diagonal if need is None else arith.ori(need, diagonal)
-        if need is None:
-            return scores
-        op = scf.IfOp(need, [ir.F32Type.get()] * len(scores), has_else=True)
-        with ir.InsertionPoint(op.then_block):
-            i32 = ir.IntegerType.get_signless(32)
-            limits = []
-            for r in self.rows:
-                last = _idx(att.skv - 1)
-                if att.causal:
-                    last = arith.minui(r, last)
-                # Value e is masked when its column offset exceeds this.
-                limits.append(arith.index_cast(i32, arith.subi(arith.subi(last, n0),
-                                                                self.column)))
-            neg_inf = f32(-math.inf)
-            out = [arith.select(_cmp("sgt", _i(column_of(e)), limits[row_of(e)]), neg_inf, x)
-                   for e, x in enumerate(scores)]
-            scf.YieldOp(out)
-        with ir.InsertionPoint(op.else_block):
-            scf.YieldOp(scores)
-        return list(op.results)
+        """``scores`` of step ``j`` with -inf where a row does not see the
+        column (mask_columns)."""
+        n0 = arith.muli(arith.addi(self.start, j), _idx(self.tile.n))
+        return mask_columns(self.att, scores, n0, self.tile.n, self.rows, self.column,
+                            self.first)
 
     def softmax(self, scores, m, l_):
         """One step of the online softmax: the new row maxima and sums, the

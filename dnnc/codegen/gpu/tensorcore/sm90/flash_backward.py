@@ -29,6 +29,11 @@ elementwise work of one step runs under the products. dQ costs the
 recomputation of S and dP a second time (seven products where a kernel
 with dQ summed by atomics runs five); what it buys is a deterministic sum.
 
+Masks are the forward's (flash.py: causal with either diagonal alignment, a
+sliding window): the dQ kernel steps over the kv tiles its rows see
+(``column_tiles``), the dK dV kernel over the query tiles that see its kv
+rows, each masking the scores past them.
+
 Head dims up to 128 (multiples of 8); the accumulators of both gradients of
 64 kv rows (D / 2 + Dv / 2 registers a thread) must fit beside the step's.
 """
@@ -45,7 +50,9 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if,
     shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.flash import Rows, Turns, padded, registers
+from dnnc.codegen.gpu.tensorcore.sm90.flash import (
+    Rows, Turns, column_tiles, mask_columns, padded, registers,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     column_of, ex2, f32, pairs, quad, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
@@ -346,17 +353,15 @@ class DqKernel(_Blocks):
         if att.causal:
             tile_x = arith.subi(_idx(self.q_tiles - 1), tile_x)
         self.m0 = arith.muli(tile_x, _idx(128))
-        if att.causal:
-            reach = arith.divui(_add(self.m0, 128 + self.n - 1), _idx(self.n))
-            self.steps = arith.minui(reach, _idx(self.kv_tiles))
-        else:
-            self.steps = _idx(self.kv_tiles)
+        # The kv tiles the block's rows see: step j's is start + j.
+        self.start, end = column_tiles(att, self.m0, 128, self.n)
+        self.steps = arith.subi(end, self.start)
 
     def resident_coords(self):
         return [(self.b, self.h, self.m0)] * 2
 
     def step_coords(self, j):
-        n0 = arith.muli(j, _idx(self.n))
+        n0 = arith.muli(arith.addi(self.start, j), _idx(self.n))
         return [(self.b, self.hk, n0)] * 2
 
     def consumer(self):
@@ -440,35 +445,10 @@ class DqKernel(_Blocks):
         return quad(arith.addf, total)
 
     def masked(self, scores, j, first, rows):
-        """``scores`` with -inf past the kv length and, causal, above the
-        diagonal, in the steps that reach past either."""
-        att, n = self.att, self.n
-        n0 = arith.muli(j, _idx(n))
-        end = _add(n0, n)
-        need = None
-        if att.skv % n:
-            need = _cmp("ugt", end, _idx(att.skv))
-        if att.causal:
-            diagonal = _cmp("ugt", end, _add(first, 1))
-            need = diagonal if need is None else arith.ori(need, diagonal)
-        if need is None:
-            return scores
-        i32 = ir.IntegerType.get_signless(32)
-        op = scf.IfOp(need, [ir.F32Type.get()] * len(scores), has_else=True)
-        with ir.InsertionPoint(op.then_block):
-            limits = []
-            for r in rows:
-                last = _idx(att.skv - 1)
-                if att.causal:
-                    last = arith.minui(r, last)
-                limits.append(arith.index_cast(i32, arith.subi(arith.subi(last, n0),
-                                                                self.column)))
-            out = [arith.select(_cmp("sgt", _i(column_of(e)), limits[row_of(e)]),
-                                f32(-math.inf), x) for e, x in enumerate(scores)]
-            scf.YieldOp(out)
-        with ir.InsertionPoint(op.else_block):
-            scf.YieldOp(scores)
-        return list(op.results)
+        """``scores`` of step ``j`` with -inf where a row does not see the
+        column (flash.mask_columns)."""
+        n0 = arith.muli(arith.addi(self.start, j), _idx(self.n))
+        return mask_columns(self.att, scores, n0, self.n, rows, self.column, first)
 
 
 class DkvKernel(_Blocks):
@@ -495,10 +475,18 @@ class DkvKernel(_Blocks):
         self.b = arith.divui(head, _idx(att.kv_heads))
         self.hk = arith.remui(head, _idx(att.kv_heads))
         self.n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(128))
-        # Causal: kv row j is seen by query rows i >= j only.
-        self.first_tile = arith.divui(self.n0, _idx(self.m)) if att.causal else _idx(0)
-        self.span = arith.subi(_idx(self.q_tiles),
-                               arith.minui(self.first_tile, _idx(self.q_tiles)))
+        # The query tiles that see the block's kv rows: kv row j is seen by
+        # query rows i >= j - shift when causal, i <= j - shift + window - 1
+        # with a window.
+        end = _idx(self.q_tiles)
+        if att.window:
+            last = arith.maxsi(_add(self.n0, 128 - att.shift + att.window - 1), _idx(0))
+            end = arith.minui(arith.divui(_add(last, self.m - 1), _idx(self.m)), end)
+        self.first_tile = _idx(0)
+        if att.causal:
+            first = arith.maxsi(_add(self.n0, -att.shift), _idx(0))
+            self.first_tile = arith.minui(arith.divui(first, _idx(self.m)), end)
+        self.span = arith.subi(end, self.first_tile)
         self.steps = arith.muli(self.span, _idx(att.group))
 
     def at_step(self, j):
@@ -607,35 +595,45 @@ class DkvKernel(_Blocks):
         self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
 
     def masked(self, scores, m0, rows, first):
-        """Sᵀ (rows kv, columns q) with -inf past the query length and,
-        causal, where the kv row is after the query row, in the steps that
-        reach past either."""
+        """Sᵀ (rows kv, columns q) with -inf where the query row does not see
+        the kv row (past Sq; before the kv row's diagonal, q < kv - shift,
+        when causal; past its window, q > kv - shift + window - 1), in the
+        steps whose tile reaches one of those for some kv row of the
+        warpgroup's 64 from ``first``."""
         att, m = self.att, self.m
         end = _add(m0, m)
-        need = None
+        need = []
         if att.sq % m:
-            need = _cmp("ugt", end, _idx(att.sq))
+            need.append(_cmp("ugt", end, _idx(att.sq)))
         if att.causal:
-            # Some kv row of the warpgroup after the tile's first query row.
-            late = _cmp("ugt", _add(first, 63), m0)
-            need = late if need is None else arith.ori(need, late)
-        if need is None:
+            need.append(_cmp("sgt", _add(first, 63 - att.shift), m0))
+        if att.window:
+            need.append(_cmp("sgt", end, _add(first, att.window - att.shift)))
+        if not need:
             return scores
+        cond = need[0]
+        for c in need[1:]:
+            cond = arith.ori(cond, c)
         i32 = ir.IntegerType.get_signless(32)
-        op = scf.IfOp(need, [ir.F32Type.get()] * len(scores), has_else=True)
+        op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
         with ir.InsertionPoint(op.then_block):
-            # Column offset o (from the thread's first) is valid when
-            # m0 + column + o < Sq and, causal, >= the row.
-            high = arith.index_cast(i32, arith.subi(arith.subi(_idx(att.sq), m0),
-                                                    self.column))
-            lows = [arith.index_cast(i32, arith.subi(arith.subi(r, m0), self.column))
-                    for r in rows]
+            base = arith.addi(m0, self.column)
+
+            def offset(x):
+                return arith.index_cast(i32, arith.subi(x, base))
+            # Column offset o (from the thread's first) is query m0 + column
+            # + o: valid when below Sq and within the kv row's band.
+            high = offset(_idx(att.sq))
+            lows = [offset(_add(r, -att.shift)) for r in rows]
+            tops = [offset(_add(r, att.window - 1 - att.shift)) for r in rows]
             out = []
             for e, x in enumerate(scores):
                 o = _i(column_of(e))
                 bad = _cmp("sge", o, high)
                 if att.causal:
                     bad = arith.ori(bad, _cmp("slt", o, lows[row_of(e)]))
+                if att.window:
+                    bad = arith.ori(bad, _cmp("sgt", o, tops[row_of(e)]))
                 out.append(arith.select(bad, f32(-math.inf), x))
             scf.YieldOp(out)
         with ir.InsertionPoint(op.else_block):
