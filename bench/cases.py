@@ -1448,7 +1448,8 @@ def _sdpa_backward_case(b, h, s, d, causal=False, hk=None):
     name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16"
     # Five matmuls (S recomputed, dP, dV, dQ, dK); causal: half.
     flops = 5 * 2 * b * h * s * s * d / (2 if causal else 1)
-    size = (6 * b * h * s * d + 4 * b * hk * s * d) * BF16 + b * h * s * F32
+    # q, o, do and dq; k, v, dk and dv; the statistics.
+    size = (4 * b * h * s * d + 4 * b * hk * s * d) * BF16 + b * h * s * F32
     prepare, grad = _sdpa_grad_on("CUDNN_ATTENTION", causal, hk != h)
     return Case(name, _sdpa_backward_graph(b, h, hk, s, d, causal), grad, flops, size, False,
                 "attention", init=_sdpa_saved(causal), torch_prepare=prepare)

@@ -25,8 +25,9 @@ Before::
 
 After::
 
-    %0 = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false,
-                                 scale = 1.250000e-01 : f64} : ...
+    %0 = "dnn.sdpa"(%q, %k, %v) {causal = false, diagonal = "top_left",
+                                 generate_stats = false, scale = 1.250000e-01 : f64,
+                                 window = 0 : i64} : ...
 
 Lit test: test/lit/passes/dnn_recognize_sdpa.mlir.
 """
