@@ -39,7 +39,9 @@ kernels configured ``simt-window`` (a pooling kernel stores each element at
 its own strides, channels-last included), ``simt-transpose`` or
 ``simt-depthwise`` (a depthwise convolution stores channel vectors at the
 output's strides), or a convolution configured ``tc-sm90`` or ``tc-sm80``
-(an implicit GEMM, whose epilogue stores channels-last rows), is not copied
+(an implicit GEMM, whose epilogue stores channels-last rows), or an
+attention configured ``tc-sm90`` (its kernels store at the outputs' strides:
+o laid out [B, S, H, D] as attention outputs usually are), is not copied
 out. An argument that
 already has its strided type (dnn-layout-views made views of it) is left as
 it is.
@@ -138,6 +140,10 @@ LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-dept
 LAYOUT_FREE_OUTPUTS = ("simt-window", "simt-transpose", "simt-depthwise")
 IMPLICIT_GEMM = "dnn.conv"
 IMPLICIT_GEMM_STRATEGIES = ("tc-sm90", "tc-sm80")
+# A tc-sm90 attention kernel (sm90/flash.py, flash_backward.py) stores its
+# outputs through their memrefs' strides too (TMA in memory order, or
+# vector stores).
+ATTENTION = "dnn.attention"
 
 
 
@@ -164,7 +170,8 @@ def layout_free_reader(use, functions, calls, strategies=LAYOUT_FREE):
     if config is None or calls[irutil.symbol(callee)] != 1:
         return None
     if config.strategy not in strategies and not (
-            config.strategy in IMPLICIT_GEMM_STRATEGIES and IMPLICIT_GEMM in callee.attributes):
+            config.strategy in IMPLICIT_GEMM_STRATEGIES and IMPLICIT_GEMM in callee.attributes) \
+            and not (config.strategy == "tc-sm90" and ATTENTION in callee.attributes):
         return None
     return callee, use.operand_number
 
