@@ -179,3 +179,25 @@ func.func @conv_channels_last(%x: memref<1x16x6x6xbf16> {dnn.name = "x", dnn.str
   call @conv(%x, %w, %y) : (memref<1x16x6x6xbf16>, memref<16x16x3x3xbf16>, memref<1x16x6x6xbf16>) -> ()
   return
 }
+
+// -----
+
+// A tc-sm90 attention kernel (it carries dnn.attention) reads q, k and v
+// laid out [B, S, H, D] where they lie and writes o at its strides: all four
+// are passed strided, with no copy kernel.
+
+// CHECK-LABEL: func.func private @attention(
+//  CHECK-SAME:     %{{[^:]*}}: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>>, %{{[^:]*}}: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>>, %{{[^:]*}}: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>>, %[[O:[^:]*]]: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>> {bufferize.result})
+//       CHECK:   linalg.copy {{.*}} outs(%[[O]] : memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>>)
+//   CHECK-NOT:   func.func
+// CHECK-LABEL: func.func @attention_bshd(
+//       CHECK:   call @attention(
+//  CHECK-NEXT:   return
+func.func private @attention(%q: memref<1x2x8x16xbf16>, %k: memref<1x2x8x16xbf16>, %v: memref<1x2x8x16xbf16>, %o: memref<1x2x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 2.500000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.kernel} {
+  linalg.copy ins(%q : memref<1x2x8x16xbf16>) outs(%o : memref<1x2x8x16xbf16>)
+  return
+}
+func.func @attention_bshd(%q: memref<1x2x8x16xbf16> {dnn.name = "q", dnn.strides = array<i64: 256, 16, 32, 1>}, %k: memref<1x2x8x16xbf16> {dnn.name = "k", dnn.strides = array<i64: 256, 16, 32, 1>}, %v: memref<1x2x8x16xbf16> {dnn.name = "v", dnn.strides = array<i64: 256, 16, 32, 1>}, %o: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "o", dnn.strides = array<i64: 256, 16, 32, 1>}) attributes {dnn.graph} {
+  call @attention(%q, %k, %v, %o) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
+  return
+}
