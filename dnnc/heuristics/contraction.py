@@ -448,7 +448,8 @@ def tc_sm90_attention(problem, facts):
         # flash.registers: what setmaxnreg gives each consumer thread.
         budget = min(240, (512 - 24) // consumers // 8 * 8) - TC90_ATTENTION_SPARE
         for bn in (128, 64):
-            if dv // 2 + bn // 2 + bn // 4 > budget:
+            # O, S, P, and a step's bias values.
+            if dv // 2 + bn // 2 + bn // 4 + (bn // 2 if len(ins) > 3 else 0) > budget:
                 continue
             stages = max((s for s in range(2, TC90_ATTENTION_STAGES + 1)
                           if _attention_smem(bm, bn, d, dv, s) <= TC90_SMEM), default=0)

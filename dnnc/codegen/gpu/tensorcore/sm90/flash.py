@@ -131,13 +131,17 @@ def check(att, tile):
         if d % 8 or not 8 <= d <= 256:
             raise NotSupported(f"head dim {name} = {d}: expected a multiple of 8 up to 256")
     if att.bias is not None:
-        raise NotSupported("an additive bias (not yet in the tensor-core kernel)")
+        kind = str(ir.MemRefType(att.bias.type).element_type)
+        if kind not in (att.element, "f32"):
+            raise NotSupported(f"a {kind} bias with {att.element} q, k, v: expected "
+                               f"{att.element} or f32")
     if not att.scale > 0:
         raise NotSupported(f"scale {att.scale}: expected a positive scale")
     if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
         raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")
-    held = att.dv // 2 + tile.n // 2 + tile.n // 4
+    # O, S, P, and a step's bias values.
+    held = att.dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if att.bias is not None else 0)
     budget = registers(tile.consumers)[1] - SPARE_REGISTERS
     if held > budget:
         raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {held} accumulator "
@@ -473,6 +477,7 @@ class FlashForward:
         """The block's steps (at least one): returns O, the row maxima and
         the row sums."""
         # Step 0: S_0, its softmax; no P V yet.
+        biases = self.biases(_idx(0))
         if turns:
             turns.begin()
         acc = self.qk(_idx(0))
@@ -483,7 +488,7 @@ class FlashForward:
         self.release(self.ring_k, _idx(0))
         neg_inf, zero = f32(-math.inf), f32(0.0)
         m, l_, _, p = self.softmax(self.masked(unpack(acc, self.n_s), _idx(0)),
-                                   [neg_inf, neg_inf], [zero, zero])
+                                   [neg_inf, neg_inf], [zero, zero], biases)
         pairs = self.pairs(p)
 
         # Step j: S_j, then O (rescaled for step j - 1's maxima) += P_{j-1}
@@ -491,6 +496,9 @@ class FlashForward:
         # runs while P V (and the other warpgroup's products) do; then the
         # stage of step j - 1 is released.
         def step(j, o_acc, m_a, m_b, l_a, l_b, alpha_a, alpha_b, *pairs):
+            # The step's bias values are loaded ahead of the turn: their
+            # latency passes while the warpgroup waits for it.
+            biases = self.biases(j)
             if turns:
                 turns.begin()
             acc = self.qk(j)
@@ -504,7 +512,7 @@ class FlashForward:
             nvvm.WgmmaWaitGroupSyncOp(1)
             self.release(self.ring_k, j)
             m, l_, alpha, p = self.softmax(self.masked(unpack(acc, self.n_s), j),
-                                           [m_a, m_b], [l_a, l_b])
+                                           [m_a, m_b], [l_a, l_b], biases)
             nvvm.WgmmaWaitGroupSyncOp(0)
             self.release(self.ring_v, before)
             return [o_acc] + m + l_ + alpha + self.pairs(p)
@@ -554,6 +562,34 @@ class FlashForward:
 
     # -- the softmax ----------------------------------------------------------
 
+    def biases(self, j):
+        """The bias values at the thread's scores of step ``j``, times
+        log2 e (f32), or None without a bias. The bias broadcasts over its
+        dims of size 1; rows and columns past the ends are read clamped (the
+        mask makes those scores -inf)."""
+        att = self.att
+        if att.bias is None:
+            return None
+        shape = list(ir.MemRefType(att.bias.type).shape)
+        wide = str(ir.MemRefType(att.bias.type).element_type) == "f32"
+        n0 = arith.muli(arith.addi(self.start, j), _idx(self.tile.n))
+        batch = self.b if shape[0] > 1 else _idx(0)
+        head = self.h if shape[1] > 1 else _idx(0)
+        rows = [arith.minui(r, _idx(att.sq - 1)) if shape[2] > 1 else _idx(0)
+                for r in self.rows]
+        base = arith.addi(n0, self.column)
+        log2e = f32(LOG2E)
+        out = []
+        for e in range(self.n_s):
+            col = _idx(0)
+            if shape[3] > 1:
+                col = arith.minui(_add(base, column_of(e)), _idx(att.skv - 1))
+            x = memref.load(att.bias, [batch, head, rows[row_of(e)], col])
+            if not wide:
+                x = arith.extf(ir.F32Type.get(), x)
+            out.append(arith.mulf(x, log2e))
+        return out
+
     def masked(self, scores, j):
         """``scores`` of step ``j`` with -inf where a row does not see the
         column (mask_columns)."""
@@ -561,10 +597,15 @@ class FlashForward:
         return mask_columns(self.att, scores, n0, self.tile.n, self.rows, self.column,
                             self.first)
 
-    def softmax(self, scores, m, l_):
+    def softmax(self, scores, m, l_, biases=None):
         """One step of the online softmax: the new row maxima and sums, the
-        factor O takes for the new maxima, and P (the exponentials, f32)."""
+        factor O takes for the new maxima, and P (the exponentials, f32).
+        With ``biases`` (the step's bias values, times log2 e) the scores
+        are first scale S log2 e + bias log2 e, in base 2 already."""
         c = f32(self.c)
+        if biases is not None:
+            scores = [fma(x, c, b) for x, b in zip(scores, biases)]
+            c = f32(1.0)
         zero, neg_inf = f32(0.0), f32(-math.inf)
         new_m, shift = [], []
         for r in range(2):
