@@ -28,13 +28,17 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     attention_random.py
                        320 random sdpa forwards (tc-sm90's attention kernel
                        and its fallbacks), eight to a graph
+    attention_backward_random.py
+                       320 random sdpa backwards (tc-sm90's dQ and dK dV
+                       kernels and their fallbacks), eight to a graph, o and
+                       the statistics their forward's
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
 """
 
-from . import (attention, attention_random, conv_random, convolution, data_movement, examples,
-               fp8, matmul, normalization, pointwise, pooling, reductions, row_programs,
-               zero_size)
+from . import (attention, attention_backward_random, attention_random, conv_random, convolution,
+               data_movement, examples, fp8, matmul, normalization, pointwise, pooling,
+               reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -52,6 +56,7 @@ CASES = [
     *row_programs.CASES,
     *attention.CASES,
     *attention_random.CASES,
+    *attention_backward_random.CASES,
     *zero_size.CASES,
     *examples.CASES,
 ]

@@ -1,9 +1,10 @@
 """What a GPU test case is, and how its outputs are compared.
 
-``Case`` names a graph builder and how its inputs are drawn; ``outputs``
-marks a builder's results as graph outputs; ``contracted`` marks an output
-that sums K products, whose tolerance ``comparison`` then scales with K and
-the operands (RTOL, TAIL) instead of with the largest output.
+``Case`` names a graph builder and how its inputs are drawn (or derived
+from the others drawn); ``outputs`` marks a builder's results as graph
+outputs; ``contracted`` marks an output that sums K products, whose
+tolerance ``comparison`` then scales with K and the operands (RTOL, TAIL)
+instead of with the largest output.
 """
 
 from dataclasses import dataclass, field
@@ -55,6 +56,10 @@ class Case:
     rtol: float = None       # instead of the output type's RTOL (tf32 multiplies)
     config: str = None       # a config override (Options.config): force a strategy
     fixed: dict = field(default_factory=dict)  # input name -> values, repeated to its size
+    # values -> {input name: values}: inputs that must agree with the others
+    # (an sdpa backward's o and statistics, its forward's of the drawn q, k
+    # and v), computed once those are drawn.
+    derived: object = None
     fp8_ulps: int = 1        # codes an fp8 output may be off by
 
 

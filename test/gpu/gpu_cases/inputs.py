@@ -19,7 +19,9 @@ def storage(array, dtype):
 
 def make_inputs(case, g):
     """The values of ``g``'s inputs by name, drawn as ``case`` says from a
-    generator seeded with ``case.seed``."""
+    generator seeded with ``case.seed``; then those ``case.derived``
+    computes from them (drawn first, so that the draws of the others do
+    not depend on it), rounded to their types as the others are."""
     rng = np.random.default_rng(case.seed)
     values = {}
     for t in g.inputs:
@@ -40,4 +42,9 @@ def make_inputs(case, g):
         # Values representable in the input's type: what the GPU reads is
         # what the reference reads.
         values[t.name] = x.astype(np.float32).astype(dtype.numpy)
+    if case.derived is not None:
+        types = {t.name: t.get_data_type() for t in g.inputs}
+        for name, x in case.derived(values).items():
+            values[name] = np.asarray(x, np.float64).astype(np.float32).astype(
+                types[name].numpy)
     return values

@@ -1,8 +1,8 @@
 // convert-dnn-to-linalg replaces every dnn op with linalg.generic (and tensor,
 // arith, math) on tensors, and marks the graph function for the C interface.
 // A kernel function holding a convolution records its geometry (dnn.conv);
-// one whose whole work is an sdpa records what the attention kernel reads
-// (dnn.attention).
+// one whose whole work is an sdpa or an sdpa_backward records what the
+// attention kernels read (dnn.attention).
 // Values are checked at run time by test/python/test_cpu_ops.py; this file
 // pins the shape of the IR.
 
@@ -237,13 +237,13 @@ func.func @conv_in_graph(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> 
 // -----
 
 // A kernel function whose whole work is one sdpa records it before the
-// expansion (dnn.attention): its scale and mask, which block argument each
-// of q, k, v and bias is (-1: none), which returned value each of o and
-// stats is, and how many values the function returns (after bufferization
-// the out-parameters are the last arguments).
+// expansion (dnn.attention): the op, its scale and mask, which block
+// argument each of q, k, v and bias is (-1: none), which returned value
+// each of o and stats is, and how many values the function returns (after
+// bufferization the out-parameters are the last arguments).
 
 // CHECK-LABEL: func.func private @sdpa_causal_stats(
-//  CHECK-SAME:     dnn.attention = {causal = true, operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}
+//  CHECK-SAME:     dnn.attention = {causal = true, op = "sdpa", operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}
 //   CHECK-NOT:   dnn.sdpa
 func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
   %o, %stats = "dnn.sdpa"(%q, %k, %v) {causal = true, generate_stats = true, scale = 1.250000e-01 : f64} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>)
@@ -257,7 +257,7 @@ func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9
 // before o.
 
 // CHECK-LABEL: func.func private @sdpa_bias_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, operands = array<i64: 2, 3, 1, 0>, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64}
+//  CHECK-SAME:     dnn.attention = {causal = false, op = "sdpa", operands = array<i64: 2, 3, 1, 0>, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64}
 func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x2x9x16xf16>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>) -> (tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
   %o, %stats = "dnn.sdpa"(%q, %k, %v, %bias) {causal = false, generate_stats = true, scale = 5.000000e-01 : f64} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<1x1x7x9xf16>) -> (tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>)
   return %stats, %o : tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>
@@ -269,11 +269,37 @@ func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x
 // argument: its index is -1; without statistics, stats is -1 too.
 
 // CHECK-LABEL: func.func private @sdpa_q_computed(
-//  CHECK-SAME:     dnn.attention = {causal = false, operands = array<i64: -1, 1, 2, -1>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}
+//  CHECK-SAME:     dnn.attention = {causal = false, op = "sdpa", operands = array<i64: -1, 1, 2, -1>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}
 func.func private @sdpa_q_computed(%x: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
   %q = "dnn.relu"(%x) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
   %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
+}
+
+// -----
+
+// An sdpa_backward records the same, op = "sdpa_backward": which argument
+// each of q, k, v, o, do, stats and bias is, which returned value each of
+// dq, dk and dv is.
+
+// CHECK-LABEL: func.func private @sdpa_backward_causal_bias(
+//  CHECK-SAME:     dnn.attention = {causal = true, op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6>, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64}
+//   CHECK-NOT:   dnn.sdpa_backward
+func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
+  return %dq, %dk, %dv : tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>
+}
+
+// -----
+
+// The backward's indices follow the arguments and returned values too:
+// stats is argument 0, no bias (-1), dk returned first.
+
+// CHECK-LABEL: func.func private @sdpa_backward_reordered(
+//  CHECK-SAME:     dnn.attention = {causal = false, op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1>, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64}
+func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>, %v: tensor<2x2x9x16xf16>, %o: tensor<2x2x7x16xf16>, %do: tensor<2x2x7x16xf16>) -> (tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
+  return %dk, %dq, %dv : tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>
 }
 
 // -----

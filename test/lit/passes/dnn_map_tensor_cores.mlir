@@ -17,10 +17,12 @@
 // tc-sm80, else to simt-generic, with the reason. A tc-sm80 convolution: x
 // gathered by cp.async.
 // An attention kernel (marked dnn.attention: one sdpa forward) becomes
-// tc-sm90's attention kernel: TMA loads of Q and a ring of K and V tiles,
+// tc-sm90's attention kernel: TMA loads of Q and rings of K and V tiles,
 // QK^T on wgmma, the online softmax in registers, PV on wgmma with P in
 // registers; one the kernel does not take (a bias) keeps its expansion,
-// on simt-generic, with the reason.
+// on simt-generic, with the reason. An sdpa_backward kernel becomes two
+// launches, the dQ kernel and the dK dV kernel, with delta in a buffer
+// between them.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -1050,20 +1052,24 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 // max, exp, the row sum, PV, the division, the log-sum-exp). tc-sm90
 // replaces the body by the attention kernel (sm90/flash.py): q, k and v
 // read through TMA descriptors in boxes of 128 rows by 64 columns (q's
-// through a view in the order its dims lie, [B, S, H, D]); one gpu.launch
-// of 384 threads a block (a producer warpgroup and two consumers of 64
-// query rows each), a block per (batch, head), the Q tile and a 3-stage
-// ring of K and V tiles in 115768 bytes of shared memory. The producer loads Q once, then each
-// K and V tile when its stage is empty; a consumer computes S = QK^T on
-// wgmma from shared memory (four k16 steps of D, K read K-major), the
-// online softmax on S's registers (quad shuffles for the row max, ex2),
-// then O += PV on wgmma with P's fragments in registers (inline PTX: eight
-// k16 steps of the 128 kv rows, V read MN-major), and releases the stage.
-// The epilogue sums the row's quad, scales O by 1 / l and stores it and
-// the statistics from registers.
+// through a view in the order its dims lie, [B, S, H, D]), o's in boxes of
+// a warp's 16 rows; one gpu.launch of 384 threads a block (a
+// producer warpgroup and two consumers of 64 query rows each), a block per
+// (query tile, batch x head), the Q tile and 3-stage rings of K tiles and
+// of V tiles in 115768 bytes of shared memory. The producer loads Q once,
+// then each K and each V tile when its stage is empty. The consumers take
+// turns at the tensor cores (named barriers of 256 threads); in its turn a
+// consumer issues S_j = Q K_j^T on wgmma from shared memory (four k16 steps
+// of D, K read K-major) and O += P_{j-1} V_{j-1} with P's fragments in
+// registers (inline PTX: eight k16 steps of the 128 kv rows, V read
+// MN-major), hands the turn on, and runs the online softmax of S_j (quad
+// shuffles for the row max, ex2) while P V runs; each stage is released
+// once its product is done. The epilogue sums the row's quad, writes O / l
+// into the warpgroup's rows of the Q tile and stores them by TMA, and
+// stores the statistics from registers.
 // CHECK-LABEL: func.func private @sdpa_causal_gqa(
 //  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %[[K:[^:]*]]: memref<1x2x128x64xbf16>, %[[V:[^:]*]]: memref<1x2x128x64xbf16>, %[[O:[^:]*]]: memref<1x4x128x64xbf16> {bufferize.result}, %[[STATS:[^:]*]]: memref<1x4x128x1xf32> {bufferize.result})
-//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 128 query rows a block (2 consumer warpgroups), 128 kv rows a step in a 3-stage ring; S = QK^T and O += PV on wgmma, the online softmax in registers"
+//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 128 query rows a block (2 consumer warpgroups), 128 kv rows a step, K and V in rings of 3 stages; S = QK^T and O += PV on wgmma, the online softmax in registers"
 //   CHECK-NOT:   linalg.
 //       CHECK:   %[[QL:.*]] = memref.reinterpret_cast %[[Q]] to offset: [0], sizes: [1, 128, 4, 64], strides: [32768, 256, 64, 1]
 //       CHECK:   %[[UQ:.*]] = memref.cast %[[QL]]
@@ -1075,56 +1081,88 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:   %[[UV:.*]] = memref.cast %[[V]]
 //       CHECK:   %[[DV:.*]] = nvgpu.tma.create.descriptor %[[UV]] box[%c1, %c1, %c128, %c64] : memref<*xbf16> -> <tensor = memref<1x1x128x64xbf16, 3>, swizzle = swizzle_128b
 //       CHECK:   %[[PV:.*]] = builtin.unrealized_conversion_cast %[[DV]]
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115768_i32 {
+//       CHECK:   %[[UO:.*]] = memref.cast %[[O]]
+//       CHECK:   %[[DO:.*]] = nvgpu.tma.create.descriptor %[[UO]] box[%c1, %c1, %c16, %c64] : memref<*xbf16> -> <tensor = memref<1x1x16x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PO:.*]] = builtin.unrealized_conversion_cast %[[DO]]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115768_i32 {
 // Q's barrier expects one arrival, each stage's full barrier one (the
 // producer's), its empty barrier two (the consumers').
 //       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
 //       CHECK:     nvvm.mbarrier.init %{{.*}}, %c2_i32
 //       CHECK:     gpu.barrier
 //       CHECK:     scf.if
-//  CHECK-NEXT:       nvvm.setmaxregister  decrease 40
+//  CHECK-NEXT:       nvvm.setmaxregister  decrease 24
 // The Q tile (128 x 64 x 2 bytes) at [b, q0, h, 0] of q as it lies.
 //       CHECK:         nvvm.mbarrier.arrive.expect_tx %[[QFULL]], %c16384_i32
 //  CHECK-NEXT:         %[[Q0:.*]] = arith.index_cast
 //       CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PQ]], %[[QFULL]], box[%c0_i32, %{{.*}}, %[[Q0]], %{{.*}}]
 //       CHECK:         scf.for
+// A K tile into K's ring, a V tile into V's, 16384 bytes each, each when
+// its stage is empty.
 //       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
-// A stage: a K tile and a V tile, 16384 bytes each.
-//       CHECK:           nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c32768_i32
-//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PK]], %[[FULL]], box[%c0_i32, %[[KV0:.*]], %[[HK:.*]], %[[B:.*]]] :
-//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PV]], %[[FULL]], box[%c0_i32, %[[KV0]], %[[HK]], %[[B]]] :
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %[[KFULL:.*]], %c16384_i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PK]], %[[KFULL]], box[%c0_i32, %[[KV0:.*]], %[[HK:.*]], %[[B:.*]]] :
+//       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %[[VFULL:.*]], %c16384_i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PV]], %[[VFULL]], box[%c0_i32, %[[KV0]], %[[HK]], %[[B]]] :
 //       CHECK:     } else {
-//  CHECK-NEXT:       nvvm.setmaxregister  increase 232
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 240
 //       CHECK:         llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QFULL]], %c0_i32
+// The first turn is the first consumer's: the last arrives on its barrier.
+//       CHECK:         scf.if
+//  CHECK-NEXT:           llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
+//       CHECK:         llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+//       CHECK:         llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
+//       CHECK:         nvvm.wgmma.fence.aligned
+// S_0 = Q K_0^T: 64 x 128 a consumer, D in four k16 steps.
+// CHECK-COUNT-4:       nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//       CHECK:         nvvm.wgmma.commit.group.sync.aligned
+// Step j: in its turn, S_j, then O += P_{j-1} V_{j-1}: P rounded to bf16
+// pairs, four 32-bit A registers a k16 step ($64-$67), V's descriptor
+// ($68), B transposed (MN-major).
 //       CHECK:         scf.for
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+//       CHECK:           nvvm.wgmma.fence.aligned
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
 //       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity
 //       CHECK:           nvvm.wgmma.fence.aligned
-// S = QK^T: 64 x 128 a consumer, D in four k16 steps.
-// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// CHECK-COUNT-8:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
 //       CHECK:           nvvm.wgmma.commit.group.sync.aligned
-//  CHECK-NEXT:           nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:           llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
+// S_j done (the older group): K_j's stage goes back.
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 1
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 // The row max across the quad that holds a row, and the exponentials.
 //       CHECK:           gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
 //       CHECK:           gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
 //       CHECK:           llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
-//       CHECK:           nvvm.wgmma.fence.aligned
-// O += PV: P rounded to bf16 pairs, four 32-bit A registers a k16 step
-// ($64-$67), V's descriptor ($68), B transposed (MN-major).
-//       CHECK:           arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
-// CHECK-COUNT-8:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
-//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
-//  CHECK-NEXT:           nvvm.wgmma.wait.group.sync.aligned 0
+// P V done: V_{j-1}'s stage goes back; P_j rounded for the next step.
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
 //       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:           arith.truncf %{{.*}} : vector<2xf32> to vector<2xbf16>
 //       CHECK:           scf.yield
-// The epilogue: l summed over the quad, O / l rounded and stored by pairs,
-// the statistics (m + log2 l) ln 2 by one thread of the quad.
+// The last P V.
+//       CHECK:         nvvm.wgmma.fence.aligned
+// CHECK-COUNT-8:       llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+//       CHECK:         nvvm.wgmma.wait.group.sync.aligned 0
+// The epilogue: l summed over the quad; O / l rounded, each thread's pairs
+// written into the Q tile (16 of them: 2 rows x 8 column blocks), a warp's
+// 16 rows stored by one TMA store; no store of o from registers; the
+// statistics (m + log2 l) ln 2 by one thread of the quad.
 //       CHECK:         gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
 //       CHECK:         gpu.shuffle  xor %{{.*}}, %c2_i32, %c32_i32 : f32
-//       CHECK:           vector.store %{{.*}}, %[[O]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x4x128x64xbf16>, vector<2xbf16>
+// CHECK-COUNT-16:      llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+//       CHECK:         llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//  CHECK-NEXT:         nvvm.bar.warp.sync
+//       CHECK:           nvvm.cp.async.bulk.tensor.global.shared.cta %[[PO]], %{{.*}}, box[%c0_i32, %{{.*}}, %{{.*}}, %{{.*}}]
+//  CHECK-NEXT:           nvvm.cp.async.bulk.commit.group
+//  CHECK-NEXT:           nvvm.cp.async.bulk.wait_group 0
+//   CHECK-NOT:         vector.store
 //       CHECK:             math.log2
 //       CHECK:             memref.store %{{.*}}, %[[STATS]][%{{.*}}, %{{.*}}, %{{.*}}, %c0] : memref<1x4x128x1xf32>
 //   CHECK-NOT:   linalg.
-func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, op = "sdpa", operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -1243,7 +1281,7 @@ func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 6
 //   CHECK-NOT:   gpu.launch
 //       CHECK:   linalg.generic
 //   CHECK-NOT:   gpu.launch
-func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, operands = array<i64: 0, 1, 2, 3>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, op = "sdpa", operands = array<i64: 0, 1, 2, 3>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -1315,5 +1353,267 @@ func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16
     %3 = arith.truncf %2 : f32 to f16
     linalg.yield %3 : f16
   }
+  return
+}
+
+// -----
+
+#map = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#map4 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#map5 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map6 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#map7 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+#map8 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d3)>
+#map9 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d4)>
+#map10 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+
+// An sdpa backward (causal, grouped-query: 4 query heads over 2 kv heads,
+// Sq = 64, Skv = 96, D = Dv = 64, bf16) as convert-dnn-to-linalg and
+// bufferization leave it: the kernel function carries dnn.attention (op =
+// "sdpa_backward"), its body the expansion (P recomputed from the
+// statistics, delta = rowsum(dO o O), dP = dO V^T, dS = P (dP - delta), dQ
+// = scale dS K, dK = scale dS^T Q and dV = P^T dO, the group's heads
+// summed). tc-sm90 replaces the body by two launches of 384 threads (a
+// producer warpgroup, two consumers of 64 rows that take turns at the
+// tensor cores) with delta in a buffer between them (sm90/flash_backward.py):
+// the dQ kernel, a block per (query tile, batch x head), Q and dO resident
+// (TMA boxes of 128 rows), K and V tiles of 64 kv rows through a 4-stage
+// ring; then the dK dV kernel, a block per (kv tile, batch x kv head), K and
+// V resident, Q and dO tiles of 32 query rows through a 4-stage ring. S and
+// dP (their transposes in the second) run on wgmma from shared memory, the
+// products with P or dS on the register-A wgmma (inline PTX); the
+// gradients are written from registers.
+// CHECK-LABEL: func.func private @sdpa_backward_causal_gqa(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x64x64xbf16>, %[[K:[^:]*]]: memref<1x2x96x64xbf16>, %[[V:[^:]*]]: memref<1x2x96x64xbf16>, %[[O:[^:]*]]: memref<1x4x64x64xbf16>, %[[DO:[^:]*]]: memref<1x4x64x64xbf16>, %[[STATS:[^:]*]]: memref<1x4x64x1xf32>, %[[DQ:[^:]*]]: memref<1x4x64x64xbf16> {bufferize.result}, %[[DK:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "sdpa_backward; attention backward: a dQ kernel (128 query rows a block, 64 kv rows a step, 4 stages; delta = rowsum(dO o O) into a workspace) and a dK dV kernel (128 kv rows a block, 32 query rows a step, 4 stages), products on wgmma, no atomics"
+//   CHECK-NOT:   linalg.
+// delta: one f32 for each (batch, head, query row).
+//       CHECK:   %[[DELTA:.*]] = memref.alloc() : memref<1x4x64xf32>
+// The dQ kernel's descriptors: Q and dO in boxes of 128 rows, K and V of 64.
+//       CHECK:   %[[UQ:.*]] = memref.cast %[[Q]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UQ]] box[%c1, %c1, %c128, %c64] : memref<*xbf16> -> <tensor = memref<1x1x128x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[UDO:.*]] = memref.cast %[[DO]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UDO]] box[%c1, %c1, %c128, %c64] : memref<*xbf16> -> <tensor = memref<1x1x128x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[UK:.*]] = memref.cast %[[K]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UK]] box[%c1, %c1, %c64, %c64] : memref<*xbf16> -> <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[UV:.*]] = memref.cast %[[V]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UV]] box[%c1, %c1, %c64, %c64] : memref<*xbf16> -> <tensor = memref<1x1x64x64xbf16, 3>, swizzle = swizzle_128b
+// The dQ kernel: the resident tiles (2 x 16 KiB) and 4 stages of a K and a
+// V tile (2 x 8 KiB) in 99400 bytes.
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c99400_i32 {
+//       CHECK:       nvvm.setmaxregister  decrease 24
+//       CHECK:         nvvm.mbarrier.arrive.expect_tx %[[RESIDENT:.*]], %c32768_i32
+//       CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[RESIDENT]], box
+//       CHECK:         nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[RESIDENT]], box
+//       CHECK:         scf.for
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %[[FULL:.*]], %c16384_i32
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %{{.*}}, %[[FULL]], box
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 240
+// delta of the consumer's rows: o and do read in vectors of 8, the products
+// summed over the row's quad, stored by one thread.
+//       CHECK:         vector.load %[[O]]{{.*}} : memref<1x4x64x64xbf16>, vector<8xbf16>
+//       CHECK:         vector.load %[[DO]]{{.*}} : memref<1x4x64x64xbf16>, vector<8xbf16>
+//       CHECK:         gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+//       CHECK:           memref.store %{{.*}}, %[[DELTA]][
+// In its turn, S = Q K^T and dP = dO V^T: 64 x 64 each, four k16 steps of D.
+//       CHECK:         llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+// CHECK-COUNT-8:       nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// Step j: S_j and dP_j, then dQ += dS_{j-1} K_{j-1} with dS's fragments in
+// registers (four k16 steps of the 64 kv rows, K read MN-major).
+//       CHECK:         scf.for
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+// CHECK-COUNT-8:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+//       CHECK:           llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
+// The last step's dQ += dS K; dQ scaled and written from registers.
+// CHECK-COUNT-4:       llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+//       CHECK:           vector.store %{{.*}}, %[[DQ]][{{.*}}] {alignment = 4 : i64} : memref<1x4x64x64xbf16>, vector<2xbf16>
+//       CHECK:       gpu.terminator
+// The dK dV kernel's descriptors: K and V in boxes of 128 rows, Q and dO of
+// 32.
+//       CHECK:   nvgpu.tma.create.descriptor %[[UK]] box[%c1, %c1, %c128, %c64]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UV]] box[%c1, %c1, %c128, %c64]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UQ]] box[%c1, %c1, %c32, %c64]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UDO]] box[%c1, %c1, %c32, %c64]
+// The resident tiles (2 x 16 KiB) and 4 stages of a Q and a dO tile (2 x 4
+// KiB) in 66632 bytes.
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c66632_i32 {
+//       CHECK:       nvvm.setmaxregister  decrease 24
+//       CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+//       CHECK:         scf.for
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c8192_i32
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 240
+// In its turn, S^T = K Q^T and dP^T = V dO^T: 64 x 32 each.
+//       CHECK:         llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+// CHECK-COUNT-8:       nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+// The log-sum-exp and delta of the step's query rows (S^T's columns).
+//       CHECK:         memref.load %[[STATS]]
+//       CHECK:         memref.load %[[DELTA]]
+// Step j: S^T_j and dP^T_j, then dV += P^T_{j-1} dO_{j-1} and dK += dS^T_{j-1}
+// Q_{j-1} (two k16 steps of the 32 query rows each).
+//       CHECK:         scf.for
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+// CHECK-COUNT-8:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+//       CHECK:           llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
+// CHECK-COUNT-4:       llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+// dK (scaled) and dV written from registers.
+//       CHECK:           vector.store %{{.*}}, %[[DK]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
+//       CHECK:           vector.store %{{.*}}, %[[DV]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
+//       CHECK:       gpu.terminator
+//   CHECK-NOT:   gpu.launch
+//   CHECK-NOT:   linalg.
+//       CHECK:   return
+func.func private @sdpa_backward_causal_gqa(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1>, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+  %cst = arith.constant 0xFF800000 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_2 = memref.expand_shape %k [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 96, 64] : memref<1x2x96x64xbf16> into memref<1x2x1x96x64xbf16>
+  %expand_shape_3 = memref.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_4 = memref.expand_shape %stats [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_5 = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc : memref<1x2x2x64x96xf32>) outs(%alloc_6 : memref<1x2x2x64x96xf32>)
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape, %expand_shape_5 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc_6 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_7 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map4, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%expand_shape_4, %alloc_6 : memref<1x2x2x64x1xf32>, memref<1x2x2x64x96xf32>) outs(%alloc_7 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %out: f32):
+    %0 = linalg.index 3 : index
+    %1 = linalg.index 4 : index
+    %2 = arith.mulf %in_17, %cst_0 : f32
+    %3 = arith.index_cast %0 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %1 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst, %2 : f32
+    %9 = arith.subf %8, %in : f32
+    %10 = math.exp %9 : f32
+    %11 = arith.cmpf oeq, %in, %cst : f32
+    %12 = arith.select %11, %cst_1, %10 : f32
+    linalg.yield %12 : f32
+  }
+  %alloc_8 = memref.alloc() {alignment = 64 : i64} : memref<1x4x64x1xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5, #map6], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%do, %o : memref<1x4x64x64xbf16>, memref<1x4x64x64xbf16>) outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %expand_shape_9 = memref.expand_shape %alloc_8 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_10 = memref.expand_shape %v [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape_3, %expand_shape_10 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map, #map4, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_7, %alloc, %expand_shape_9 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x96xf32>, memref<1x2x2x64x1xf32>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %in_18: f32, %out: f32):
+    %0 = arith.subf %in_17, %in_18 : f32
+    %1 = arith.mulf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_11 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map1, #map7, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape_2 : memref<1x2x2x64x96xf32>, memref<1x2x1x96x64xbf16>) outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_12 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xbf16>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_11 : memref<1x2x2x64x64xf32>) outs(%alloc_12 : memref<1x2x2x64x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  %alloc_13 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_14 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_14 : memref<1x2x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_14 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_15 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_16 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_14 : memref<1x2x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_16 : memref<1x2x96x64xf32>) outs(%dk : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc_7, %expand_shape_3 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%dv : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_12 [[0], [1, 2], [3], [4]] : memref<1x2x2x64x64xbf16> into memref<1x4x64x64xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
   return
 }
