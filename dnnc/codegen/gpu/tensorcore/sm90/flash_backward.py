@@ -34,6 +34,10 @@ sliding window): the dQ kernel steps over the kv tiles its rows see
 (``column_tiles``), the dK dV kernel over the query tiles that see its kv
 rows, each masking the scores past them.
 
+An additive bias (bf16, f16 or f32, broadcast over any dims; no dbias) is
+read at each thread's scores from global memory, ahead of the products, and
+added to the recomputed scores in base 2.
+
 Head dims up to 128 (multiples of 8); the accumulators of both gradients of
 64 kv rows (D / 2 + Dv / 2 registers a thread) must fit beside the step's.
 """
@@ -99,11 +103,33 @@ def _smem(resident_rows, resident_widths, ring_rows, ring_widths, stages):
         + stages * ring_rows * sum(padded(w) for w in ring_widths))
 
 
-def tiles_for(d, dv):
+def bias_values(att, b, h, queries, keys):
+    """The bias at (query ``queries[e]``, key ``keys[e]``) for each e (index
+    values; clamped into the bias, whose dims of size 1 broadcast), times
+    log2 e, as f32; None without a bias."""
+    if att.bias is None:
+        return None
+    shape = list(ir.MemRefType(att.bias.type).shape)
+    wide = str(ir.MemRefType(att.bias.type).element_type) == "f32"
+    batch = b if shape[0] > 1 else _idx(0)
+    head = h if shape[1] > 1 else _idx(0)
+    out = []
+    for q, k in zip(queries, keys):
+        row = arith.minui(q, _idx(att.sq - 1)) if shape[2] > 1 else _idx(0)
+        col = arith.minui(k, _idx(att.skv - 1)) if shape[3] > 1 else _idx(0)
+        x = memref.load(att.bias, [batch, head, row, col])
+        if not wide:
+            x = arith.extf(ir.F32Type.get(), x)
+        out.append(arith.mulf(x, f32(LOG2E)))
+    return out
+
+
+def tiles_for(d, dv, bias=False):
     """The BackwardTiles of head dims ``d``, ``dv``: steps of 64 kv rows (dQ
     kernel) and of 64 query rows (dK dV kernel); as many stages as shared
-    memory holds, up to MAX_STAGES."""
-    dkv_m = 64 if max(d, dv) <= 64 else 32
+    memory holds, up to MAX_STAGES. With a bias (its values beside the
+    step's in registers) the dK dV kernel steps 32 query rows."""
+    dkv_m = 64 if max(d, dv) <= 64 and not bias else 32
 
     def stages(resident, ring_rows, ring):
         fits = [s for s in range(2, MAX_STAGES + 1)
@@ -123,13 +149,17 @@ def check(att, tiles):
             raise NotSupported(f"head dim {name} = {d}: the backward kernels take multiples "
                                f"of 8 up to {MAX_HEAD_DIM}")
     if att.bias is not None:
-        raise NotSupported("an additive bias (not yet in the tensor-core kernels)")
+        kind = str(ir.MemRefType(att.bias.type).element_type)
+        if kind not in (att.element, "f32"):
+            raise NotSupported(f"a {kind} bias with {att.element} q, k, v: expected "
+                               f"{att.element} or f32")
     if not att.scale > 0:
         raise NotSupported(f"scale {att.scale}: expected a positive scale")
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
     budget = CONSUMER_REGISTERS - SPARE_REGISTERS
-    held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2 - 32
+    held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2 - 32 + \
+        (tiles.dkv_m // 2 if att.bias is not None else 0)
     if held > budget:
         raise NotSupported(f"head dims {att.d}, {att.dv}: {held} accumulator registers a "
                            f"thread, expected at most {budget}")
@@ -388,6 +418,11 @@ class DqKernel(_Blocks):
         n, el = self.n, att.element
 
         def first_products(j):
+            # The step's bias values, loaded ahead of the products.
+            base = arith.addi(arith.muli(arith.addi(self.start, j), _idx(n)), self.column)
+            biases = bias_values(att, self.b, self.h,
+                                 [rows[row_of(e)] for e in range(n // 2)],
+                                 [_add(base, column_of(e)) for e in range(n // 2)])
             k_at, v_at = self.stage_descs(j)
             nvvm.WgmmaFenceAlignedOp()
             s = wgmma_ss(n, el, q_desc, self.resident[0].box_bytes,
@@ -396,14 +431,18 @@ class DqKernel(_Blocks):
             dp = wgmma_ss(n, el, do_desc, self.resident[1].box_bytes,
                           matrix_descriptor(v_at, descriptor_constant(False, 0)),
                           v_rows.box_bytes, att.dv)
-            return s, dp
+            return s, dp, biases
 
         def elementwise(j, products):
             s = self.masked(unpack(products[0], n // 2), j, first, rows)
             dp = unpack(products[1], n // 2)
+            biases = products[2]
             ds = []
             for e, (x, y) in enumerate(zip(s, dp)):
-                p = ex2(fma(x, f32(self.c), arith.negf(shift[row_of(e)])))
+                offset = arith.negf(shift[row_of(e)])
+                if biases is not None:
+                    offset = arith.subf(biases[e], shift[row_of(e)])
+                p = ex2(fma(x, f32(self.c), offset))
                 ds.append(arith.mulf(p, arith.subf(y, delta[row_of(e)])))
             return pairs(ds, el)
 
@@ -538,6 +577,11 @@ class DkvKernel(_Blocks):
             lse = memref.load(att.stats, [self.b, head, q, _idx(0)])
             delta = memref.load(self.delta, [self.b, head, q])
             value = arith.select(_cmp("ult", local, _idx(m)), lse, delta)
+            # The bias at the thread's (kv row, query column) scores.
+            base = arith.addi(m0, self.column)
+            biases = bias_values(att, self.b, head,
+                                 [_add(base, column_of(e)) for e in range(count)],
+                                 [rows[row_of(e)] for e in range(count)])
             turn = arith.muli(j, _idx(2))
             self.turns.begin()
             q_at, do_at = self.stage_descs(j)
@@ -574,7 +618,10 @@ class DkvKernel(_Blocks):
             p, ds = [], []
             for e, (x, y) in enumerate(zip(st, dpt)):
                 key = column_of(e)
-                pe = ex2(fma(x, f32(self.c), arith.negf(shift[key])))
+                offset = arith.negf(shift[key])
+                if biases is not None:
+                    offset = arith.subf(biases[e], shift[key])
+                pe = ex2(fma(x, f32(self.c), offset))
                 p.append(pe)
                 ds.append(arith.mulf(pe, arith.subf(y, deltas[key])))
             p, ds = pairs(p, el), pairs(ds, el)
@@ -645,7 +692,7 @@ def build_attention_backward(fn, att):
     """Replace kernel function ``fn``'s body by the two backward kernels of
     ``att`` (a delta workspace between them). Returns what the plan should
     say of it."""
-    tiles = tiles_for(att.d, att.dv)
+    tiles = tiles_for(att.d, att.dv, att.bias is not None)
     check(att, tiles)
     body = irutil.body(fn)
     old = [op.operation for op in body.operations]
