@@ -14,9 +14,9 @@ causal or not (top-left: with Sq < Skv the last kv rows get no gradient
 from any query); the default scale 1 / sqrt(D) in most, else one from
 1 / (2 sqrt(D)) to 3 / sqrt(D); in a share of the draws some of q, k, v,
 o, do, dq, dk and dv stored (B, S, H, D) (``heads_interleaved``; TMA
-reads such q, k, v and do where they lie, the kernels o too; such
-gradients they write row-major and dnn-io-strides copies out), and some
-of o, dq, dk and dv f32 (``WIDE``: read or written from registers).
+reads such q, k, v and do where they lie, the kernels o too, and they
+write such gradients where they lie), and some of o, dq, dk and dv f32
+(``WIDE``: read or written from registers).
 
 o and the statistics must be the forward's of the same q, k and v, or the
 gradients mean nothing. Most configurations take them as graph inputs that
@@ -27,8 +27,17 @@ on the GPU (tc-sm90's forward kernel) and hands them to the backward as an
 intermediate (o in the graph's type or f32, never stored (B, S, H, D)).
 
 The rest (``BIAS`` of the draws, kept tiny) add a bias, broadcast or
-whole, which the kernels do not take: their expansion runs on
-simt-generic, the reason in the plan.
+whole, which the backward kernels do not take: their expansion runs on
+simt-generic, the reason in the plan (an sdpa forward in the graph takes
+it: tc-sm90's forward).
+
+Then, from a generator of their own (so that the draws above stay as they
+are), ``MASKED`` of the draws without a bias (``MASKED_LONG`` of those
+with a length of 1000 or more, whose masks skip whole tiles) get other
+masks, as attention_random's: causal aligned to the bottom-right corner
+(with Sq > Skv the first query rows see no key: their statistics are
+-inf, P = 0), a sliding window of 1 to max(Sq, Skv) keys
+(log-uniform), or both.
 
 Each configuration's data, about as the packages' .npz files hold it
 compressed (``AttentionBackwardConfig.stored_bytes``), is at most
@@ -37,7 +46,7 @@ it fits; a graph's at most ``GRAPH_BUDGET``. ``LONG`` of the draws take
 one length of 1000 or 4097 with a budget of ``LONG_BUDGET``, B = 1 and a
 kv head or two, their head dims drawn again until they fit (1000 fits
 every head dim; 4097, its gradients stored beside q, k and v, only those
-up to 32). The family's packages take some 25 MiB.
+up to 32). The family's packages take some 23 MiB.
 
 Tolerances: case.comparison's default, the output type's rtol (the input
 type's for an f32 gradient: ``Case.rtol``) times the largest output.
@@ -53,9 +62,9 @@ dP = delta, dS = 0) the error is that of delta, f32 sums of Dv products
 that o rounded to its type enters, below the floor rtol x 1 of the
 default. Emulated in NumPy on these draws (P and dS rounded as the
 kernels round them, o and the statistics from the emulated forward for
-the ``FORWARD`` ones, float64 sums), every gradient stays within 0.3 of
-its tolerance (the median 0.1), while a delta 3% off breaks it (the
-median 2.2).
+the ``FORWARD`` ones, masked keys at P = 0, float64 sums), every
+gradient stays within 0.3 of its tolerance (the median 0.1; masked draws
+0.07), while a delta 3% off breaks it (the median 2.2).
 """
 
 import math
@@ -65,6 +74,7 @@ import numpy as np
 
 import dnnc
 
+from .attention_random import MASKS, with_masks
 from .case import BF16, F16, F32, RTOL, Case
 from .strides import heads_interleaved
 
@@ -84,6 +94,9 @@ WIDENED = ("o", "dq", "dk", "dv")
 # Shares of the draws.
 OTHER_D, OTHER_DV, CAUSAL, OTHER_SCALE, INTERLEAVED, WIDE, FORWARD, BIAS, LONG = \
     0.25, 0.15, 0.5, 0.2, 0.25, 0.15, 0.2, 0.03, 0.05
+# Shares of the draws without a bias given other masks (MASKED; MASKED_LONG
+# of those with a length of 1000 or more): ``decorate``.
+MASKED, MASKED_LONG = 0.12, 0.5
 # Bytes of a configuration's data in the packages (see the module docstring).
 BUDGET = 96 * 1024
 LONG_BUDGET = 1400 * 1024
@@ -98,7 +111,9 @@ class AttentionBackwardConfig:
     (of OPERANDS) stored (B, S, H, D); ``wide`` those (of WIDENED) in f32;
     ``forward``: o and the statistics from an sdpa forward in the graph,
     not inputs; ``bias`` the bias's dims (broadcasting to [batch, heads,
-    sq, skv]) or None."""
+    sq, skv]) or None; the masks: ``causal`` (a diagonal and the columns
+    past it masked), aligned ``bottom_right`` or top-left, and a sliding
+    ``window`` (0 for none; implies causal)."""
 
     batch: int
     heads: int
@@ -113,6 +128,8 @@ class AttentionBackwardConfig:
     wide: tuple = ()
     forward: bool = False
     bias: tuple = None
+    bottom_right: bool = False
+    window: int = 0
 
     def dims(self, tensor):
         """The logical (B, H, S, D) dims of ``tensor`` (one of OPERANDS)."""
@@ -140,10 +157,16 @@ class AttentionBackwardConfig:
                 + 4 * self.batch * self.heads * self.sq
         return total + sum((5 if x in self.wide else 3) * size[x] for x in GRADIENTS)
 
+    def masks(self):
+        """Graph.sdpa's (and sdpa_backward's) mask arguments."""
+        return dict(use_causal_mask=self.causal and not self.bottom_right,
+                    use_causal_mask_bottom_right=self.bottom_right,
+                    sliding_window_length=self.window or None)
+
     def tensor_core_eligible(self):
         """What tc-sm90's attention backward takes: no bias (q, k, v and do
         are 16-bit, D and Dv multiples of 8 up to 128 and every stride a
-        multiple of 16 bytes by construction)."""
+        multiple of 16 bytes by construction; every mask)."""
         return self.bias is None
 
 
@@ -241,16 +264,35 @@ def _draw_one(rng):
             return att
 
 
+def decorate(groups, seed):
+    """The draws ``groups`` with masks (attention_random.with_masks:
+    MASKED of those without a bias, MASKED_LONG of those with a length of
+    1000 or more), drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for group in groups:
+        group = list(group)
+        for i, att in enumerate(group):
+            if att.bias is not None:
+                continue
+            share = MASKED_LONG if max(att.sq, att.skv) >= 1000 else MASKED
+            if rng.random() < share:
+                group[i] = with_masks(rng, att, MASKS)
+        out.append(group)
+    return out
+
+
 def draw(seed=SEED, graphs=GRAPHS, per_graph=PER_GRAPH):
     """``graphs`` lists of ``per_graph`` AttentionBackwardConfigs drawn from
-    ``seed``, each list within GRAPH_BUDGET."""
+    ``seed``, each list within GRAPH_BUDGET; then ``decorate``d (from seed
+    + 1)."""
     rng = np.random.default_rng(seed)
     out = []
     while len(out) < graphs:
         group = [_draw_one(rng) for _ in range(per_graph)]
         if sum(a.stored_bytes() for a in group) <= GRAPH_BUDGET:
             out.append(group)
-    return out
+    return decorate(out, seed + 1)
 
 
 CONFIGS = draw()
@@ -258,8 +300,8 @@ CONFIGS = draw()
 
 def _forward(g, att, q, k, v, bias, dtype):
     """o and the statistics of ``att``'s sdpa forward in graph ``g``."""
-    o, stats = g.sdpa(q, k, v, attn_scale=att.scale, bias=bias, use_causal_mask=att.causal,
-                      generate_stats=True)
+    o, stats = g.sdpa(q, k, v, attn_scale=att.scale, bias=bias, generate_stats=True,
+                      **att.masks())
     o.set_data_type(F32 if "o" in att.wide else dtype)
     return o, stats
 
@@ -280,7 +322,7 @@ def add_backward(g, i, att, dtype):
         stats = g.tensor(name=f"stats{i}", dim=[att.batch, att.heads, att.sq, 1],
                          data_type=F32)
     grads = g.sdpa_backward(q, k, v, o, do, stats, attn_scale=att.scale, bias=bias,
-                            use_causal_mask=att.causal)
+                            **att.masks())
     for x, t in zip(GRADIENTS, grads):
         t.set_name(f"{x}{i}")
         if x in att.wide:

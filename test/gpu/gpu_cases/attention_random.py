@@ -16,12 +16,24 @@ the statistics in most; the default scale 1 / sqrt(D) in most, else one
 from 1 / (2 sqrt(D)) to 3 / sqrt(D) (a flatter or a sharper softmax);
 and in a share of the draws some of q, k, v and o stored (B, S, H, D)
 and read as (B, H, S, D) (``heads_interleaved``): rows of one head H x D
-elements apart. (TMA reads such q, k and v where they lie; such an o
-the kernel writes row-major and dnn-io-strides copies out.)
+elements apart. (TMA reads such q, k and v where they lie and writes
+such an o where it lies.)
 
 The rest (``BIAS`` of the draws, kept tiny) add a bias, broadcast or
-whole, which the kernel does not take: their expansion runs on
-simt-generic, the reason in the plan.
+whole, of the other 16-bit type than q's (an f16 bias in a bf16 graph,
+a bf16 one in an f16 graph), which the kernel does not take: their
+expansion runs on simt-generic, the reason in the plan.
+
+Then, from a generator of their own (so that the draws above stay as they
+are), ``MASKED`` of the draws without a bias (``MASKED_LONG`` of those
+with a length of 1000 or more, whose masks skip whole tiles) get other
+masks: causal aligned to the bottom-right corner (row i sees the keys up
+to i + Skv - Sq; with Sq > Skv the first rows see none: o = 0, stats =
+-inf), a sliding window of 1 to max(Sq, Skv) keys (log-uniform) ending at
+the top-left or bottom-right diagonal, or both; and ``TC_BIAS`` of them
+an additive bias the kernel takes: q's type or f32, of the shapes
+[1, H, Sq, Skv], [B, 1, Sq, Skv] and [B, 1, 1, Skv] the first (in a
+random order) within ``TC_BIAS_BUDGET`` and its graph's budget.
 
 Each sdpa's data, about as the packages' .npz files hold it compressed
 (``AttentionConfig.stored_bytes``: inputs 2 bytes an element, o 3 and the
@@ -31,15 +43,17 @@ a graph's at most ``GRAPH_BUDGET``: the larger lengths come with small
 B x H x D. ``LONG`` of the draws take one length of 1000 or 4097 (Skv
 more often) with a budget of ``LONG_BUDGET``, B = 1 and a kv head or
 two, their head dims drawn again until they fit, so that long sequences
-also meet the common head dims. The family's packages take some 25 MiB.
+also meet the common head dims. A bias on tc-sm90 adds at most
+``TC_BIAS_BUDGET`` bytes. The family's packages take some 24 MiB.
 
 o is a weighted average of v's rows (weights summing to 1), not a sum
 that grows with Skv: its tolerance is the output type's, scaled by the
 largest output (case.comparison's default), not ``contracted``'s. The
 kernel rounds the weights to the input type before P V, which adds at
 most a rounding of that type times max |v|: emulated in NumPy on these
-inputs (f32 scores, P rounded, l from the unrounded P), o stays within a
-quarter of its tolerance.
+inputs (f32 scores, the bias added, masked keys at P = 0, P rounded, l
+from the unrounded P), o stays within a quarter of its tolerance, masked
+and biased draws as the others.
 """
 
 import math
@@ -49,7 +63,7 @@ import numpy as np
 
 import dnnc
 
-from .case import BF16, F16, Case, outputs
+from .case import BF16, F16, F32, Case, outputs
 from .strides import heads_interleaved
 
 SEED = 20261127
@@ -66,10 +80,19 @@ OPERANDS = ("q", "k", "v", "o")
 # Shares of the draws.
 OTHER_D, OTHER_DV, CAUSAL, STATS, OTHER_SCALE, INTERLEAVED, BIAS, LONG = \
     0.25, 0.15, 0.5, 0.85, 0.2, 0.25, 0.03, 0.05
+# Shares of the draws without a bias given other masks (MASKED; MASKED_LONG
+# of those with a length of 1000 or more, where masks skip whole tiles) and
+# a bias the kernel takes (TC_BIAS): ``decorate``. The masks: bottom-right,
+# a window, both.
+MASKED, MASKED_LONG, TC_BIAS = 0.12, 0.5, 0.10
+MASKS = (("bottom_right",), ("window",), ("bottom_right", "window"))
+# A bias of the other 16-bit type than q's (the tiny draws with a bias).
+OTHER = "other"
 # Bytes of an sdpa's data in the packages (see the module docstring).
 BUDGET = 96 * 1024
 LONG_BUDGET = 1200 * 1024
 GRAPH_BUDGET = 1600 * 1024
+TC_BIAS_BUDGET = 64 * 1024
 
 
 @dataclass(frozen=True)
@@ -78,7 +101,10 @@ class AttentionConfig:
     skv, d]``, v ``[batch, kv_heads, skv, dv]``; ``scale`` None for 1 /
     sqrt(d); ``interleaved`` the operands (of OPERANDS) stored (B, S, H,
     D); ``bias`` the bias's dims (broadcasting to [batch, heads, sq, skv])
-    or None."""
+    or None, ``bias_type`` its type: None for q's, "f32" or OTHER (the
+    other 16-bit type); the masks: ``causal`` (a diagonal and columns past
+    it masked), aligned ``bottom_right`` or top-left, and a sliding
+    ``window`` (0 for none; implies causal)."""
 
     batch: int
     heads: int
@@ -92,6 +118,9 @@ class AttentionConfig:
     scale: float = None
     interleaved: tuple = ()
     bias: tuple = None
+    bias_type: str = None
+    bottom_right: bool = False
+    window: int = 0
 
     def dims(self, operand):
         """The logical (B, H, S, D) dims of ``operand`` (one of OPERANDS)."""
@@ -107,17 +136,25 @@ class AttentionConfig:
 
     def stored_bytes(self):
         """About what the package's data file holds of it (compressed):
-        inputs 2 bytes an element, o 3 (a 16-bit value as float64), the
-        statistics 4 (an f32 value as float64)."""
-        inputs = sum(math.prod(self.dims(x)) for x in "qkv") + math.prod(self.bias or [0])
+        inputs 2 bytes an element (an f32 bias 4), o 3 (a 16-bit value as
+        float64), the statistics 4 (an f32 value as float64)."""
+        inputs = sum(math.prod(self.dims(x)) for x in "qkv")
+        bias = (4 if self.bias_type == "f32" else 2) * math.prod(self.bias or [0])
         stats = self.batch * self.heads * self.sq if self.stats else 0
-        return 2 * inputs + 3 * math.prod(self.dims("o")) + 4 * stats
+        return 2 * inputs + bias + 3 * math.prod(self.dims("o")) + 4 * stats
+
+    def masks(self):
+        """Graph.sdpa's mask arguments."""
+        return dict(use_causal_mask=self.causal and not self.bottom_right,
+                    use_causal_mask_bottom_right=self.bottom_right,
+                    sliding_window_length=self.window or None)
 
     def tensor_core_eligible(self):
-        """What tc-sm90's attention kernel takes: no bias (q, k, v and o are
-        16-bit, D and Dv multiples of 8 up to 256 and every stride a
-        multiple of 16 bytes by construction)."""
-        return self.bias is None
+        """What tc-sm90's attention kernel takes: no bias or one of q's type
+        or f32 (q, k, v and o are 16-bit, D and Dv multiples of 8 up to 256
+        and every stride a multiple of 16 bytes by construction; every
+        mask)."""
+        return self.bias_type != OTHER
 
 
 def _size(rng):
@@ -156,7 +193,7 @@ def _with_bias(rng):
             (1, 1, sq, skv))[int(rng.integers(4))]
     return AttentionConfig(batch, heads, kv_heads, sq, skv, d, d,
                            causal=bool(rng.random() < CAUSAL),
-                           stats=bool(rng.random() < STATS), bias=bias)
+                           stats=bool(rng.random() < STATS), bias=bias, bias_type=OTHER)
 
 
 def _without_bias(rng, batch, kv_heads, group, sq, skv, budget):
@@ -206,28 +243,87 @@ def _draw_one(rng):
             return att
 
 
+def with_masks(rng, att, masks=MASKS):
+    """``att`` (a configuration of this family or of
+    attention_backward_random) with the masks of one of ``masks``:
+    bottom-right aligned, a window of 1 to max(Sq, Skv) keys
+    (log-uniform), or both (causal either way)."""
+    mask = masks[int(rng.integers(len(masks)))]
+    # exp of a uniform draw in [0, log(max + 1)): 1 to max, short ones as
+    # often as long ones.
+    longest = max(att.sq, att.skv) + 1
+    window = int(np.exp(rng.uniform(0, np.log(longest)))) if "window" in mask else 0
+    return replace(att, causal=True, bottom_right="bottom_right" in mask, window=window)
+
+
+def _biased(rng, att, room):
+    """``att`` with a bias the kernel takes, q's type or f32, of the first
+    of its shapes (in a random order) whose bytes fit ``room``; ``att``
+    where none does."""
+    b, h, sq, skv = att.batch, att.heads, att.sq, att.skv
+    shapes = [(1, h, sq, skv), (b, 1, sq, skv), (b, 1, 1, skv)]
+    bias_type = "f32" if rng.random() < 0.5 else None
+    for i in rng.permutation(len(shapes)):
+        biased = replace(att, bias=shapes[i], bias_type=bias_type)
+        if biased.stored_bytes() - att.stored_bytes() <= room:
+            return biased
+    return att
+
+
+def decorate(groups, seed):
+    """The draws ``groups`` with masks (MASKED of those without a bias,
+    MASKED_LONG of those with a length of 1000 or more) and a bias the
+    kernel takes (TC_BIAS of them, within TC_BIAS_BUDGET and the graph's
+    budget), drawn from ``seed``."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for group in groups:
+        group = list(group)
+        for i, att in enumerate(group):
+            if att.bias is not None:
+                continue
+            share = MASKED_LONG if max(att.sq, att.skv) >= 1000 else MASKED
+            masked, biased = rng.random() < share, rng.random() < TC_BIAS
+            if masked:
+                att = with_masks(rng, att)
+            if biased:
+                room = GRAPH_BUDGET - sum(a.stored_bytes() for a in group)
+                att = _biased(rng, att, min(TC_BIAS_BUDGET, room))
+            group[i] = att
+        out.append(group)
+    return out
+
+
 def draw(seed=SEED, graphs=GRAPHS, per_graph=PER_GRAPH):
     """``graphs`` lists of ``per_graph`` AttentionConfigs drawn from
-    ``seed``, each list within GRAPH_BUDGET."""
+    ``seed``, each list within GRAPH_BUDGET; then ``decorate``d (from
+    seed + 1)."""
     rng = np.random.default_rng(seed)
     out = []
     while len(out) < graphs:
         group = [_draw_one(rng) for _ in range(per_graph)]
         if sum(a.stored_bytes() for a in group) <= GRAPH_BUDGET:
             out.append(group)
-    return out
+    return decorate(out, seed + 1)
 
 
 CONFIGS = draw()
 
 
-def add_sdpa(g, i, att):
-    """Add ``att`` to graph ``g`` as inputs ``q<i>``, ``k<i>``, ``v<i>``
-    (and ``bias<i>``) and outputs ``o<i>`` (and ``stats<i>``)."""
+def bias_type(att, dtype):
+    """The type of ``att``'s bias in a graph of ``dtype`` (None: ``dtype``)."""
+    return {None: None, "f32": F32, OTHER: F16 if dtype is BF16 else BF16}[att.bias_type]
+
+
+def add_sdpa(g, i, att, dtype):
+    """Add ``att`` to graph ``g`` (of io type ``dtype``) as inputs ``q<i>``,
+    ``k<i>``, ``v<i>`` (and ``bias<i>``) and outputs ``o<i>`` (and
+    ``stats<i>``)."""
     q, k, v = (g.tensor(name=f"{x}{i}", dim=att.dims(x), stride=att.strides(x)) for x in "qkv")
-    bias = g.tensor(name=f"bias{i}", dim=list(att.bias)) if att.bias else None
-    o, stats = g.sdpa(q, k, v, attn_scale=att.scale, bias=bias, use_causal_mask=att.causal,
-                      generate_stats=att.stats)
+    bias = g.tensor(name=f"bias{i}", dim=list(att.bias),
+                    data_type=bias_type(att, dtype)) if att.bias else None
+    o, stats = g.sdpa(q, k, v, attn_scale=att.scale, bias=bias, generate_stats=att.stats,
+                      **att.masks())
     o.set_name(f"o{i}")
     if "o" in att.interleaved:
         o.set_stride(att.strides("o"))
@@ -241,7 +337,7 @@ def random_attention(dtype, configs):
     def build():
         g = dnnc.Graph(io_data_type=dtype)
         for i, att in enumerate(configs):
-            add_sdpa(g, i, att)
+            add_sdpa(g, i, att, dtype)
         return g
     return build
 

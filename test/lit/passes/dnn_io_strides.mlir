@@ -201,3 +201,32 @@ func.func @attention_bshd(%q: memref<1x2x8x16xbf16> {dnn.name = "q", dnn.strides
   call @attention(%q, %k, %v, %o) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
   return
 }
+
+// -----
+
+// So does a tc-sm90 attention backward kernel for its gradients: dq and dk
+// laid out [B, S, H, D] are passed strided and written where they lie, no
+// copy kernel; dv, row-major, keeps its type.
+
+// CHECK-LABEL: func.func private @attention_backward(
+//  CHECK-SAME:     %{{[^:]*}}: memref<1x2x8x1xf32>, %[[DQ:[^:]*]]: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>> {bufferize.result}, %[[DK:[^:]*]]: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x8x16xbf16> {bufferize.result})
+//       CHECK:   linalg.copy {{.*}} outs(%[[DQ]] : memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>>)
+//       CHECK:   linalg.copy {{.*}} outs(%[[DK]] : memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>>)
+//       CHECK:   linalg.copy {{.*}} outs(%[[DV]] : memref<1x2x8x16xbf16>)
+//   CHECK-NOT:   func.func
+// CHECK-LABEL: func.func @attention_backward_bshd(
+//  CHECK-SAME:     %[[GDQ:[^:]*]]: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>> {bufferize.result, dnn.name = "dq"
+//  CHECK-SAME:     %[[GDK:[^:]*]]: memref<1x2x8x16xbf16, strided<[256, 16, 32, 1]>> {bufferize.result, dnn.name = "dk"
+//  CHECK-SAME:     %[[GDV:[^:]*]]: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dv"
+//  CHECK-NEXT:   call @attention_backward({{.*}}, %[[GDQ]], %[[GDK]], %[[GDV]])
+//  CHECK-NEXT:   return
+func.func private @attention_backward(%q: memref<1x2x8x16xbf16>, %k: memref<1x2x8x16xbf16>, %v: memref<1x2x8x16xbf16>, %o: memref<1x2x8x16xbf16>, %do: memref<1x2x8x16xbf16>, %stats: memref<1x2x8x1xf32>, %dq: memref<1x2x8x16xbf16> {bufferize.result}, %dk: memref<1x2x8x16xbf16> {bufferize.result}, %dv: memref<1x2x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "bottom_right", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1>, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 4 : i64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.kernel} {
+  linalg.copy ins(%q : memref<1x2x8x16xbf16>) outs(%dq : memref<1x2x8x16xbf16>)
+  linalg.copy ins(%k : memref<1x2x8x16xbf16>) outs(%dk : memref<1x2x8x16xbf16>)
+  linalg.copy ins(%v : memref<1x2x8x16xbf16>) outs(%dv : memref<1x2x8x16xbf16>)
+  return
+}
+func.func @attention_backward_bshd(%q: memref<1x2x8x16xbf16> {dnn.name = "q"}, %k: memref<1x2x8x16xbf16> {dnn.name = "k"}, %v: memref<1x2x8x16xbf16> {dnn.name = "v"}, %o: memref<1x2x8x16xbf16> {dnn.name = "o"}, %do: memref<1x2x8x16xbf16> {dnn.name = "do"}, %stats: memref<1x2x8x1xf32> {dnn.name = "stats"}, %dq: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dq", dnn.strides = array<i64: 256, 16, 32, 1>}, %dk: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dk", dnn.strides = array<i64: 256, 16, 32, 1>}, %dv: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dv"}) attributes {dnn.graph} {
+  call @attention_backward(%q, %k, %v, %o, %do, %stats, %dq, %dk, %dv) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x1xf32>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
+  return
+}

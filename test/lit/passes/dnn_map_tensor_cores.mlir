@@ -18,9 +18,10 @@
 // gathered by cp.async.
 // An attention kernel (marked dnn.attention: one sdpa forward) becomes
 // tc-sm90's attention kernel: TMA loads of Q and rings of K and V tiles,
-// QK^T on wgmma, the online softmax in registers, PV on wgmma with P in
-// registers; one the kernel does not take (a bias) keeps its expansion,
-// on simt-generic, with the reason. An sdpa_backward kernel becomes two
+// QK^T on wgmma, the online softmax in registers (an additive bias read at
+// the thread's scores), PV on wgmma with P in registers; one the kernel
+// does not take (a bias of another type than q's or f32) keeps its
+// expansion, on simt-generic, with the reason. An sdpa_backward kernel becomes two
 // launches, the dQ kernel and the dK dV kernel, with delta in a buffer
 // between them.
 
@@ -1162,7 +1163,7 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:             math.log2
 //       CHECK:             memref.store %{{.*}}, %[[STATS]][%{{.*}}, %{{.*}}, %{{.*}}, %c0] : memref<1x4x128x1xf32>
 //   CHECK-NOT:   linalg.
-func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, op = "sdpa", operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -1272,16 +1273,32 @@ func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 6
 #row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
 #pv_v = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
 
-// An sdpa with an additive bias (f16, no statistics): the attention kernel
-// does not take a bias yet, so the kernel keeps its expansion and runs on
-// simt-generic; the reason says why.
+// An sdpa with an additive bias (f16 as q, broadcast over the heads; no
+// statistics): tc-sm90's attention kernel reads it. Ahead of a step's turn
+// each thread loads the bias at its scores (its 2 rows by 32 of the step's
+// 128 columns, clamped into the bias: the scores past it are masked or not
+// stored) times log2 e, and folds it into the base-2 scores with one FMA
+// (s scale log2 e + bias log2 e).
 // CHECK-LABEL: func.func private @sdpa_bias(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (an additive bias (not yet in the tensor-core kernel)): simt-generic, one thread per output; heuristics: sdpa"
-//   CHECK-NOT:   gpu.launch
-//       CHECK:   linalg.generic
-//   CHECK-NOT:   gpu.launch
-func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, op = "sdpa", operands = array<i64: 0, 1, 2, 3>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+//  CHECK-SAME:     %[[BIAS:[^:]*]]: memref<1x1x16x32xf16>, %{{[^:]*}}: memref<1x2x16x64xf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 64 query rows a block (1 consumer warpgroup), 128 kv rows a step, K and V in rings of 3 stages; S = QK^T and O += PV on wgmma, the online softmax in registers"
+//   CHECK-NOT:   linalg.
+//       CHECK:   %[[SCALE:.*]] = arith.constant 0.180336878 : f32
+//       CHECK:   %[[LOG2E:.*]] = arith.constant 1.44269502 : f32
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:       nvvm.setmaxregister  increase 240
+//       CHECK:         %[[B0:.*]] = memref.load %[[BIAS]][%c0, %c0, %{{.*}}, %{{.*}}] : memref<1x1x16x32xf16>
+//  CHECK-NEXT:         %[[E0:.*]] = arith.extf %[[B0]] : f16 to f32
+//  CHECK-NEXT:         %[[L0:.*]] = arith.mulf %[[E0]], %[[LOG2E]] : f32
+// CHECK-COUNT-63:      memref.load %[[BIAS]][%c0, %c0, %{{.*}}, %{{.*}}] : memref<1x1x16x32xf16>
+//   CHECK-NOT:         memref.load %[[BIAS]]
+//       CHECK:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 16>, D[<f32>, <zero>, <wrapped>], A[<f16>, <one>, <row>], B[<f16>, <one>, <col>]
+//       CHECK:         llvm.call_intrinsic "llvm.fma.f32"(%{{.*}}, %[[SCALE]], %[[L0]]) : (f32, f32, f32) -> f32
+// CHECK-COUNT-63:      llvm.call_intrinsic "llvm.fma.f32"(%{{.*}}, %[[SCALE]], %{{.*}}) : (f32, f32, f32) -> f32
+//       CHECK:         llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
+//   CHECK-NOT:   linalg.
+//       CHECK:   return
+func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, 3>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -1303,6 +1320,101 @@ func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16
   ^bb0(%in: f32, %in_5: f16, %out: f32):
     %0 = arith.mulf %in, %cst_0 : f32
     %1 = arith.extf %in_5 : f16 to f32
+    %2 = arith.addf %0, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %m = memref.alloc() {alignment = 64 : i64} : memref<1x2x16x1xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x16x32xf32>) outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %m : memref<1x2x16x32xf32>, memref<1x2x16x1xf32>) outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in_5, %cst_1 : f32
+    %1 = arith.select %0, %cst_2, %in_5 : f32
+    %2 = arith.subf %in, %1 : f32
+    %3 = math.exp %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x16x32xf32>) outs(%m : memref<1x2x16x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %pv = memref.alloc() {alignment = 64 : i64} : memref<1x2x16x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%pv : memref<1x2x16x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #pv_v, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s, %v : memref<1x2x16x32xf32>, memref<1x2x32x64xf16>) outs(%pv : memref<1x2x16x64xf32>) {
+  ^bb0(%in: f32, %in_5: f16, %out: f32):
+    %0 = arith.extf %in_5 : f16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%pv, %m : memref<1x2x16x64xf32>, memref<1x2x16x1xf32>) outs(%o : memref<1x2x16x64xf16>) {
+  ^bb0(%in: f32, %in_5: f32, %out: f16):
+    %0 = arith.cmpf oeq, %in_5, %cst_2 : f32
+    %1 = arith.select %0, %cst, %in_5 : f32
+    %2 = arith.divf %in, %1 : f32
+    %3 = arith.truncf %2 : f32 to f16
+    linalg.yield %3 : f16
+  }
+  return
+}
+
+// -----
+
+
+#id = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#qk_q = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d4)>
+#qk_k = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+#qk_s = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#bias = affine_map<(d0, d1, d2, d3) -> (d0, 0, d2, d3)>
+#row = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#pv_v = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d4, d3)>
+
+// A bias of another type than q's (bf16 with f16 q, k and v) or f32: the
+// kernel does not take it, so the kernel keeps its expansion and runs on
+// simt-generic; the reason says why.
+// CHECK-LABEL: func.func private @sdpa_bias_of_another_type(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (a bf16 bias with f16 q, k, v: expected f16 or f32): simt-generic, one thread per output; heuristics: sdpa"
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+//   CHECK-NOT:   gpu.launch
+func.func private @sdpa_bias_of_another_type(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xbf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, 3>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %s = memref.alloc() {alignment = 64 : i64} : memref<1x2x16x32xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q, %k : memref<1x2x16x64xf16>, memref<1x2x32x64xf16>) outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%in: f16, %in_5: f16, %out: f32):
+    %0 = arith.extf %in : f16 to f32
+    %1 = arith.extf %in_5 : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #bias, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s, %bias : memref<1x2x16x32xf32>, memref<1x1x16x32xbf16>) outs(%s : memref<1x2x16x32xf32>) {
+  ^bb0(%in: f32, %in_5: bf16, %out: f32):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.extf %in_5 : bf16 to f32
     %2 = arith.addf %0, %1 : f32
     linalg.yield %2 : f32
   }
@@ -1382,13 +1494,13 @@ func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16
 // the dQ kernel, a block per (query tile, batch x head), Q and dO resident
 // (TMA boxes of 128 rows), K and V tiles of 64 kv rows through a 4-stage
 // ring; then the dK dV kernel, a block per (kv tile, batch x kv head), K and
-// V resident, Q and dO tiles of 32 query rows through a 4-stage ring. S and
-// dP (their transposes in the second) run on wgmma from shared memory, the
-// products with P or dS on the register-A wgmma (inline PTX); the
-// gradients are written from registers.
+// V resident, Q and dO tiles of 64 query rows through a 4-stage ring, each
+// step in two turns. S and dP (their transposes in the second) run on
+// wgmma from shared memory, the products with P or dS on the register-A
+// wgmma (inline PTX); the gradients are written from registers.
 // CHECK-LABEL: func.func private @sdpa_backward_causal_gqa(
 //  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x64x64xbf16>, %[[K:[^:]*]]: memref<1x2x96x64xbf16>, %[[V:[^:]*]]: memref<1x2x96x64xbf16>, %[[O:[^:]*]]: memref<1x4x64x64xbf16>, %[[DO:[^:]*]]: memref<1x4x64x64xbf16>, %[[STATS:[^:]*]]: memref<1x4x64x1xf32>, %[[DQ:[^:]*]]: memref<1x4x64x64xbf16> {bufferize.result}, %[[DK:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result})
-//  CHECK-SAME:     dnn.config_reason = "sdpa_backward; attention backward: a dQ kernel (128 query rows a block, 64 kv rows a step, 4 stages; delta = rowsum(dO o O) into a workspace) and a dK dV kernel (128 kv rows a block, 32 query rows a step, 4 stages), products on wgmma, no atomics"
+//  CHECK-SAME:     dnn.config_reason = "sdpa_backward; attention backward: a dQ kernel (128 query rows a block, 64 kv rows a step, 4 stages; delta = rowsum(dO o O) into a workspace) and a dK dV kernel (128 kv rows a block, 64 query rows a step, 4 stages), products on wgmma, no atomics"
 //   CHECK-NOT:   linalg.
 // delta: one f32 for each (batch, head, query row).
 //       CHECK:   %[[DELTA:.*]] = memref.alloc() : memref<1x4x64xf32>
@@ -1437,36 +1549,50 @@ func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16
 //       CHECK:           vector.store %{{.*}}, %[[DQ]][{{.*}}] {alignment = 4 : i64} : memref<1x4x64x64xbf16>, vector<2xbf16>
 //       CHECK:       gpu.terminator
 // The dK dV kernel's descriptors: K and V in boxes of 128 rows, Q and dO of
-// 32.
+// 64 (a step's query rows for head dims up to 64).
 //       CHECK:   nvgpu.tma.create.descriptor %[[UK]] box[%c1, %c1, %c128, %c64]
 //       CHECK:   nvgpu.tma.create.descriptor %[[UV]] box[%c1, %c1, %c128, %c64]
-//       CHECK:   nvgpu.tma.create.descriptor %[[UQ]] box[%c1, %c1, %c32, %c64]
-//       CHECK:   nvgpu.tma.create.descriptor %[[UDO]] box[%c1, %c1, %c32, %c64]
-// The resident tiles (2 x 16 KiB) and 4 stages of a Q and a dO tile (2 x 4
-// KiB) in 66632 bytes.
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c66632_i32 {
+//       CHECK:   nvgpu.tma.create.descriptor %[[UQ]] box[%c1, %c1, %c64, %c64]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UDO]] box[%c1, %c1, %c64, %c64]
+// The resident tiles (2 x 16 KiB), 4 stages of a Q and a dO tile (2 x 8
+// KiB) and each consumer's two buffers (a step's parity) of 64 log-sum-exp
+// and 64 delta values (2 x 2 x 512 bytes) in 101448 bytes.
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c101448_i32 {
 //       CHECK:       nvvm.setmaxregister  decrease 24
 //       CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
 //       CHECK:         scf.for
-//       CHECK:           nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c8192_i32
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
 //       CHECK:     } else {
 //  CHECK-NEXT:       nvvm.setmaxregister  increase 240
-// In its turn, S^T = K Q^T and dP^T = V dO^T: 64 x 32 each.
-//       CHECK:         llvm.inline_asm has_side_effects "bar.sync $0, 256;"
-// CHECK-COUNT-8:       nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
-// The log-sum-exp and delta of the step's query rows (S^T's columns).
-//       CHECK:         memref.load %[[STATS]]
-//       CHECK:         memref.load %[[DELTA]]
-// Step j: S^T_j and dP^T_j, then dV += P^T_{j-1} dO_{j-1} and dK += dS^T_{j-1}
-// Q_{j-1} (two k16 steps of the 32 query rows each).
+// A step in two turns. First a thread reads one value of the step's query
+// rows: the log-sum-exp (the warpgroup's first 64 threads) or delta (the
+// next 64).
 //       CHECK:         scf.for
+//       CHECK:           memref.load %[[STATS]]
+//       CHECK:           memref.load %[[DELTA]]
+// Turn one: S^T = K Q^T and dP^T = V dO^T, 64 x 64 each (four k16 steps of
+// D).
 //       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;"
-// CHECK-COUNT-8:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 32, k = 16>
+// CHECK-COUNT-8:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
 //       CHECK:           nvvm.wgmma.commit.group.sync.aligned
-// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:             llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
+// While they run, the values go into the warpgroup's buffer of the step's
+// parity (a barrier of its 128 threads); then each thread reads the
+// log-sum-exp and delta of its 16 columns of S^T.
+//       CHECK:             llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// CHECK-COUNT-32:        llvm.load %{{.*}} : !llvm.ptr<3> -> f32
+//   CHECK-NOT:           llvm.load
+// Turn two: dV += P^T dO and dK += dS^T Q, from registers (four k16 steps
+// of the 64 query rows each); the stage goes back once both are done.
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;"
+// CHECK-COUNT-8:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
 //       CHECK:           nvvm.wgmma.commit.group.sync.aligned
-//       CHECK:           llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
-// CHECK-COUNT-4:       llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16
+//       CHECK:             llvm.inline_asm has_side_effects "bar.arrive $0, 256;"
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:           scf.yield
 // dK (scaled) and dV written from registers.
 //       CHECK:           vector.store %{{.*}}, %[[DK]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
 //       CHECK:           vector.store %{{.*}}, %[[DV]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
@@ -1474,7 +1600,7 @@ func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16
 //   CHECK-NOT:   gpu.launch
 //   CHECK-NOT:   linalg.
 //       CHECK:   return
-func.func private @sdpa_backward_causal_gqa(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1>, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+func.func private @sdpa_backward_causal_gqa(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1>, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0.000000e+00 : f32
