@@ -396,6 +396,8 @@ def _split_wider(configs, sms, m, n, batch):
 # a consumer thread keeps beside O (Dv / 2), S (BN / 2) and P (BN / 4)
 # (flash.SPARE_REGISTERS).
 TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_SPARE = 128, 3, 32
+# Registers a biased attention step keeps beyond its bias values.
+TC90_ATTENTION_BIAS_SPARE = 16
 # Query rows from which head dims up to 64 take 192-row blocks.
 TC90_ATTENTION_TALL_SQ = 2048
 # The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
@@ -447,9 +449,18 @@ def tc_sm90_attention(problem, facts):
         consumers = bm // 64
         # flash.registers: what setmaxnreg gives each consumer thread.
         budget = min(240, (512 - 24) // consumers // 8 * 8) - TC90_ATTENTION_SPARE
+        biased = len(ins) > 3
+        # O, S, P, and a step's bias values; with a bias, ptxas needs
+        # TC90_ATTENTION_BIAS_SPARE more beside them (it spilled 4-140 bytes
+        # at the edge of the budget): the widest step that fits so, else the
+        # narrowest that fits the plain budget (a small spill beats
+        # simt-generic).
+        def held(bn, spare=0):
+            return dv // 2 + bn // 2 + bn // 4 + (bn // 2 + spare if biased else 0)
+        widths = [bn for bn in (128, 64) if held(bn, TC90_ATTENTION_BIAS_SPARE) <= budget] \
+            or [bn for bn in (64,) if held(bn) <= budget]
         for bn in (128, 64):
-            # O, S, P, and a step's bias values.
-            if dv // 2 + bn // 2 + bn // 4 + (bn // 2 if len(ins) > 3 else 0) > budget:
+            if bn not in widths:
                 continue
             stages = max((s for s in range(2, TC90_ATTENTION_STAGES + 1)
                           if _attention_smem(bm, bn, d, dv, s) <= TC90_SMEM), default=0)

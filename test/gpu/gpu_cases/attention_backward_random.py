@@ -26,10 +26,9 @@ rounded to its type) from the drawn q, k and v (``Case.derived``); in
 on the GPU (tc-sm90's forward kernel) and hands them to the backward as an
 intermediate (o in the graph's type or f32, never stored (B, S, H, D)).
 
-The rest (``BIAS`` of the draws, kept tiny) add a bias, broadcast or
-whole, which the backward kernels do not take: their expansion runs on
-simt-generic, the reason in the plan (an sdpa forward in the graph takes
-it: tc-sm90's forward).
+The rest (``BIAS`` of the draws, kept tiny) add a bias of the graph's
+type, broadcast or whole, which both kernels read at their recomputed
+scores (an sdpa forward in the graph takes it too).
 
 Then, from a generator of their own (so that the draws above stay as they
 are), ``MASKED`` of the draws without a bias (``MASKED_LONG`` of those
@@ -164,10 +163,11 @@ class AttentionBackwardConfig:
                     sliding_window_length=self.window or None)
 
     def tensor_core_eligible(self):
-        """What tc-sm90's attention backward takes: no bias (q, k, v and do
-        are 16-bit, D and Dv multiples of 8 up to 128 and every stride a
-        multiple of 16 bytes by construction; every mask)."""
-        return self.bias is None
+        """What tc-sm90's attention backward takes: every draw (q, k, v and
+        do are 16-bit, D and Dv multiples of 8 up to 128 and every stride a
+        multiple of 16 bytes by construction; every mask; a bias of the
+        graph's type)."""
+        return True
 
 
 def _size(rng):
