@@ -7,8 +7,14 @@ as in q (grouped-query patterns are left alone)::
     s  = matmul(q, kt)
     s  = mul(s, c) | mul(c, s) | div(s, c)        optional, c a dnn.constant
     s  = add(s, bias) | add(bias, s)              optional, bias rank 4, broadcasts to s
+    s  = cast(s)                                  optional
     p  = softmax(s, axis = 3)
+    p  = cast(p)                                  optional
     o  = matmul(p, v)
+
+where q and k may each come scaled by a constant (``mul(q, c)``,
+``div(k, c)``; the scale before the product, as PyTorch code often writes
+it), which folds into the sdpa's scale.
 
 Every intermediate (kt, the scores, p) must have no other user, and both
 matmuls must accumulate in f32 (sdpa has no tf32 mode). scale is c, 1 / c for a
@@ -123,10 +129,45 @@ def match_scores(value, user):
     if tr is None or not _only_user(kt, mm) or list(tr.attrs["permutation"]) != [0, 1, 3, 2]:
         return None
     k = tr.operands["x"]
+    ops = ops + [mm, tr]
+    # A scale applied to q or to k before the product (q * c @ kᵀ, as
+    # PyTorch code often writes it) folds into the sdpa's.
+    for name in ("q", "k"):
+        operand = q if name == "q" else k
+        scaled = _defining(operand, "mul", "div")
+        found = _scaled_operand(scaled, mm if name == "q" else tr) if scaled else None
+        if found is not None:
+            inner, c = found
+            scale *= c
+            ops.append(scaled)
+            if name == "q":
+                q = inner
+            else:
+                k = inner
     qs, ks = _shape(q), _shape(k)
     if len(qs) != 4 or len(ks) != 4 or qs[:2] != ks[:2] or qs[3] != ks[3]:
         return None
-    return q, k, scale, ops + [mm, tr]
+    return q, k, scale, ops
+
+
+def _scaled_operand(view, user):
+    """(x, c) when ``view`` is mul(x, c), mul(c, x) or div(x, c) (c a
+    dnn.constant, 1 / c for a div) whose result only ``user`` uses and x
+    has its shape; else None."""
+    result = view.results["y"]
+    if not _only_user(result, user):
+        return None
+    a, b = view.operands["a"], view.operands["b"]
+    pairs = [(a, b)] if view.name == "div" else [(a, b), (b, a)]
+    for x, factor in pairs:
+        const = _defining(factor, "constant")
+        if const is None or _shape(x) != _shape(result):
+            continue
+        c = _constant_value(const)
+        if view.name == "mul":
+            return x, c
+        return (x, 1.0 / c) if c != 0.0 else None
+    return None
 
 
 def _broadcasts_to(bias, shape):
@@ -139,16 +180,31 @@ def match_attention(final):
     if not _f32_matmul(final):
         return None
     p, v = final.operands["a"], final.operands["b"]
+    ops = [final]
+    # A cast of the probabilities (softmax in f32, then to the matmul's
+    # type) is the sdpa's own rounding of P.
+    p_user = final
+    cast = _defining(p, "cast")
+    if cast is not None and _only_user(p, final):
+        ops.append(cast)
+        p, p_user = cast.operands["x"], cast
     sm = _defining(p, "softmax")
-    if sm is None or not _only_user(p, final):
+    if sm is None or not _only_user(p, p_user):
         return None
+    ops.append(sm)
     s = sm.operands["x"]
     score_shape = _shape(s)
     if len(score_shape) != 4 or sm.attrs["axis"] != 3:
         return None
-    found, bias, ops = None, None, [final, sm]
+    # A cast of the scores (to f32 for the softmax) likewise.
+    s_user = sm
+    cast = _defining(s, "cast")
+    if cast is not None and _only_user(s, sm) and _shape(cast.operands["x"]) == score_shape:
+        ops.append(cast)
+        s, s_user = cast.operands["x"], cast
+    found, bias = None, None
     add = _defining(s, "add")
-    if add is not None and _only_user(s, sm):
+    if add is not None and _only_user(s, s_user):
         for scores, other in ((add.operands["a"], add.operands["b"]),
                               (add.operands["b"], add.operands["a"])):
             if _shape(scores) != score_shape or not _broadcasts_to(other, score_shape):
@@ -158,7 +214,7 @@ def match_attention(final):
                 bias, ops = other, ops + [add]
                 break
     if found is None:
-        found = match_scores(s, sm)
+        found = match_scores(s, s_user)
     if found is None:
         return None
     q, k, scale, score_ops = found

@@ -12,6 +12,8 @@ linalg, LLVM and the ExecutionEngine) and checked against the reference: f32
 arithmetic against float64, so to rtol 1e-4.
 """
 
+import re
+
 import numpy as np
 import pytest
 
@@ -215,6 +217,33 @@ def test_attention_becomes_sdpa(scale_op, bias):
     assert text.count('"dnn.sdpa"') == 1
     for gone in ("dnn.softmax", "dnn.matmul", "dnn.transpose", "dnn.constant"):
         assert gone not in text
+
+
+@pytest.mark.parametrize("scaled", ["q", "k"])
+def test_attention_written_the_pytorch_way_becomes_sdpa(scaled):
+    """q (or k) scaled before the product, the scores cast for the softmax
+    and the probabilities cast back: one sdpa, whose scale is the product
+    of the scales, with the same outputs."""
+    g = _graph(f"attn_{scaled}")
+    q = g.tensor(name="q", dim=[2, 3, 5, 8])
+    k = g.tensor(name="k", dim=[2, 3, 13, 8])
+    v = g.tensor(name="v", dim=[2, 3, 13, 5])
+    if scaled == "q":
+        q = g.mul(q, g.constant(8 ** -0.5))
+    else:
+        k = g.div(k, g.constant(2.0))
+    s = g.cast(g.matmul(q, g.transpose(k, [0, 1, 3, 2])), F32)
+    p = g.cast(g.softmax(s, axis=-1), F32)
+    g.matmul(p, v).set_output(True)
+    module = check(g, ["sdpa"], rtol=1e-5, atol=1e-6)
+    text = str(module)
+    assert text.count('"dnn.sdpa"') == 1
+    for gone in ("dnn.softmax", "dnn.matmul", "dnn.transpose", "dnn.constant", "dnn.cast",
+                 "dnn.mul", "dnn.div"):
+        assert gone not in text
+    (got,) = re.findall(r"scale = ([-+0-9.e]+) : f64", text)
+    # The constant is an f32 tensor: the scale is its rounded value.
+    assert float(got) == pytest.approx(8 ** -0.5 if scaled == "q" else 0.5, rel=1e-7), text
 
 
 def test_attention_with_shared_scores_is_left_alone():

@@ -221,3 +221,44 @@ func.func @tf32_matmuls(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: te
   %3 = "dnn.matmul"(%2, %v) {compute_type = tf32} : (tensor<1x2x3x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32>
   return %3 : tensor<1x2x3x4xf32>
 }
+
+// -----
+
+// The scale applied to q before the product, as PyTorch code often writes
+// it, folds into the sdpa's scale; casts of the scores to f32 for the
+// softmax and of the probabilities back to bf16 are the sdpa's own
+// roundings. Everything between q, k, v and o goes.
+// CHECK-LABEL: func.func @scaled_q_and_casts
+// CHECK-NOT: dnn.cast
+// CHECK: %[[O:.*]] = "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, scale = 1.250000e-01 : f64, window = 0 : i64} : {{.*}} -> tensor<1x2x3x4xbf16>
+// CHECK-NEXT: return %[[O]]
+func.func @scaled_q_and_casts(%q: tensor<1x2x3x8xbf16>, %k: tensor<1x2x5x8xbf16>, %v: tensor<1x2x5x4xbf16>) -> tensor<1x2x3x4xbf16> {
+  %c = "dnn.constant"() {value = 1.250000e-01 : f64} : () -> tensor<f32>
+  %qs = "dnn.mul"(%q, %c) : (tensor<1x2x3x8xbf16>, tensor<f32>) -> tensor<1x2x3x8xbf16>
+  %kt = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xbf16>) -> tensor<1x2x8x5xbf16>
+  %s = "dnn.matmul"(%qs, %kt) {compute_type = f32} : (tensor<1x2x3x8xbf16>, tensor<1x2x8x5xbf16>) -> tensor<1x2x3x5xbf16>
+  %sf = "dnn.cast"(%s) : (tensor<1x2x3x5xbf16>) -> tensor<1x2x3x5xf32>
+  %p = "dnn.softmax"(%sf) {axis = 3 : i64} : (tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xf32>
+  %pb = "dnn.cast"(%p) : (tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xbf16>
+  %o = "dnn.matmul"(%pb, %v) {compute_type = f32} : (tensor<1x2x3x5xbf16>, tensor<1x2x5x4xbf16>) -> tensor<1x2x3x4xbf16>
+  return %o : tensor<1x2x3x4xbf16>
+}
+
+// -----
+
+// k divided by a constant before its transpose, and the product scaled
+// again: the scales multiply (0.5 / 2 = 0.25).
+// CHECK-LABEL: func.func @scaled_k
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, scale = 2.500000e-01 : f64, window = 0 : i64}
+// CHECK-NOT: dnn.div
+func.func @scaled_k(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32> {
+  %two = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
+  %half = "dnn.constant"() {value = 5.000000e-01 : f64} : () -> tensor<f32>
+  %ks = "dnn.div"(%k, %two) : (tensor<1x2x5x8xf32>, tensor<f32>) -> tensor<1x2x5x8xf32>
+  %kt = "dnn.transpose"(%ks) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x8x5xf32>
+  %s = "dnn.matmul"(%q, %kt) {compute_type = f32} : (tensor<1x2x3x8xf32>, tensor<1x2x8x5xf32>) -> tensor<1x2x3x5xf32>
+  %ss = "dnn.mul"(%s, %half) : (tensor<1x2x3x5xf32>, tensor<f32>) -> tensor<1x2x3x5xf32>
+  %p = "dnn.softmax"(%ss) {axis = 3 : i64} : (tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xf32>
+  %o = "dnn.matmul"(%p, %v) {compute_type = f32} : (tensor<1x2x3x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32>
+  return %o : tensor<1x2x3x4xf32>
+}
