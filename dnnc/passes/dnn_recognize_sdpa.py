@@ -170,6 +170,21 @@ def _scaled_operand(view, user):
     return None
 
 
+def _float_cast(value):
+    """The dnn.cast defining ``value`` when it casts between f32, bf16 and
+    f16 (the roundings the sdpa makes itself, or finer); else None."""
+    cast = _defining(value, "cast")
+    floats = ("f32", "bf16", "f16")
+    if cast is None or _element(value) not in floats or \
+            _element(cast.operands["x"]) not in floats:
+        return None
+    return cast
+
+
+def _element(value):
+    return str(ir.RankedTensorType(value.type).element_type)
+
+
 def _broadcasts_to(bias, shape):
     bs = _shape(bias)
     return len(bs) == 4 and all(b in (1, s) for b, s in zip(bs, shape))
@@ -184,7 +199,7 @@ def match_attention(final):
     # A cast of the probabilities (softmax in f32, then to the matmul's
     # type) is the sdpa's own rounding of P.
     p_user = final
-    cast = _defining(p, "cast")
+    cast = _float_cast(p)
     if cast is not None and _only_user(p, final):
         ops.append(cast)
         p, p_user = cast.operands["x"], cast
@@ -198,7 +213,7 @@ def match_attention(final):
         return None
     # A cast of the scores (to f32 for the softmax) likewise.
     s_user = sm
-    cast = _defining(s, "cast")
+    cast = _float_cast(s)
     if cast is not None and _only_user(s, sm) and _shape(cast.operands["x"]) == score_shape:
         ops.append(cast)
         s, s_user = cast.operands["x"], cast
