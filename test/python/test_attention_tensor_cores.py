@@ -733,7 +733,6 @@ def test_matcher_reads_the_bufferized_kernel():
         (2, 8, 2, 4, 77, 130, 96, 64)
     assert (att.scale, att.causal, att.element) == (1 / math.sqrt(96), True, "f16")
     assert (att.diagonal, att.window, att.shift) == ("top_left", 0, 0)
-    assert att.flops() == 2 * 2 * 8 * 77 * 130 * (96 + 64) // 2
 
 
 @pytest.mark.parametrize("backward", [False, True])

@@ -72,11 +72,6 @@ class Attention:
         """Query heads per kv head."""
         return self.heads // self.kv_heads
 
-    def flops(self):
-        """Multiply-adds x 2 of the two products, less the causal half."""
-        full = 2 * self.batch * self.heads * self.sq * self.skv * (self.d + self.dv)
-        return full // 2 if self.causal else full
-
 
 def _shape(value):
     return list(ir.MemRefType(value.type).shape)
