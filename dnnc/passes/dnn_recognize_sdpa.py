@@ -89,20 +89,26 @@ def _constant_value(view):
     return float(np.array(view.attrs["value"]).astype(dtype.numpy))
 
 
-def _scaled_scores(view):
-    """(scores, scale) when ``view`` is mul(s, c), mul(c, s) or div(s, c) with c a
-    dnn.constant and s a matmul result; else None."""
+def _constant_factor(view, accept):
+    """(x, c) when ``view`` is mul(x, c), mul(c, x) or div(x, c) (1 / c
+    for a div) with c a dnn.constant and ``accept(x)``; else None."""
     a, b = view.operands["a"], view.operands["b"]
     pairs = [(a, b)] if view.name == "div" else [(a, b), (b, a)]
-    for scores, factor in pairs:
+    for x, factor in pairs:
         const = _defining(factor, "constant")
-        if const is None or _defining(scores, "matmul") is None:
+        if const is None or not accept(x):
             continue
         c = _constant_value(const)
         if view.name == "mul":
-            return scores, c
-        return (scores, 1.0 / c) if c != 0.0 else None
+            return x, c
+        return (x, 1.0 / c) if c != 0.0 else None
     return None
+
+
+def _scaled_scores(view):
+    """(scores, scale) when ``view`` is mul(s, c), mul(c, s) or div(s, c) with c a
+    dnn.constant and s a matmul result; else None."""
+    return _constant_factor(view, lambda s: _defining(s, "matmul") is not None)
 
 
 def match_scores(value, user):
@@ -157,17 +163,7 @@ def _scaled_operand(view, user):
     result = view.results["y"]
     if not _only_user(result, user):
         return None
-    a, b = view.operands["a"], view.operands["b"]
-    pairs = [(a, b)] if view.name == "div" else [(a, b), (b, a)]
-    for x, factor in pairs:
-        const = _defining(factor, "constant")
-        if const is None or _shape(x) != _shape(result):
-            continue
-        c = _constant_value(const)
-        if view.name == "mul":
-            return x, c
-        return (x, 1.0 / c) if c != 0.0 else None
-    return None
+    return _constant_factor(view, lambda x: _shape(x) == _shape(result))
 
 
 def _float_cast(value):

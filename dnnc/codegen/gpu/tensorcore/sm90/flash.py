@@ -122,14 +122,15 @@ def smem_bytes(tile, d, dv):
     return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 2 * tile.stages)
 
 
-def check(att, tile):
-    """Raise NotSupported unless this kernel with ``tile`` computes ``att``
-    (tensorcore/attention.Attention)."""
+def check_operands(att, kernels, max_head_dim, head_dims):
+    """What both attention kernels refuse of ``att``'s operands, in the
+    words of ``kernels`` ("the attention kernel takes") and ``head_dims``
+    (what a head dim must be, up to ``max_head_dim``): raise NotSupported."""
     if att.element not in ("bf16", "f16"):
-        raise NotSupported(f"{att.element} q, k, v (the attention kernel takes bf16 and f16)")
+        raise NotSupported(f"{att.element} q, k, v ({kernels} bf16 and f16)")
     for name, d in (("D", att.d), ("Dv", att.dv)):
-        if d % 8 or not 8 <= d <= 256:
-            raise NotSupported(f"head dim {name} = {d}: expected a multiple of 8 up to 256")
+        if d % 8 or not 8 <= d <= max_head_dim:
+            raise NotSupported(f"head dim {name} = {d}: {head_dims} {max_head_dim}")
     if att.bias is not None:
         kind = str(ir.MemRefType(att.bias.type).element_type)
         if kind not in (att.element, "f32"):
@@ -137,6 +138,12 @@ def check(att, tile):
                                f"{att.element} or f32")
     if not att.scale > 0:
         raise NotSupported(f"scale {att.scale}: expected a positive scale")
+
+
+def check(att, tile):
+    """Raise NotSupported unless this kernel with ``tile`` computes ``att``
+    (tensorcore/attention.Attention)."""
+    check_operands(att, "the attention kernel takes", 256, "expected a multiple of 8 up to")
     if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
         raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")

@@ -55,7 +55,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
-    Rows, Turns, column_tiles, mask_columns, padded, registers,
+    Rows, Turns, check_operands, column_tiles, mask_columns, padded, registers,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     column_of, ex2, f32, pairs, quad, row_of, struct, unpack, wgmma_rs, wgmma_ss,
@@ -142,19 +142,8 @@ def tiles_for(d, dv, bias=False):
 def check(att, tiles):
     """Raise NotSupported unless these kernels compute the backward ``att``
     (tensorcore/attention.AttentionBackward)."""
-    if att.element not in ("bf16", "f16"):
-        raise NotSupported(f"{att.element} q, k, v (the attention kernels take bf16 and f16)")
-    for name, d in (("D", att.d), ("Dv", att.dv)):
-        if d % 8 or not 8 <= d <= MAX_HEAD_DIM:
-            raise NotSupported(f"head dim {name} = {d}: the backward kernels take multiples "
-                               f"of 8 up to {MAX_HEAD_DIM}")
-    if att.bias is not None:
-        kind = str(ir.MemRefType(att.bias.type).element_type)
-        if kind not in (att.element, "f32"):
-            raise NotSupported(f"a {kind} bias with {att.element} q, k, v: expected "
-                               f"{att.element} or f32")
-    if not att.scale > 0:
-        raise NotSupported(f"scale {att.scale}: expected a positive scale")
+    check_operands(att, "the attention kernels take", MAX_HEAD_DIM,
+                   "the backward kernels take multiples of 8 up to")
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
     budget = CONSUMER_REGISTERS - SPARE_REGISTERS
