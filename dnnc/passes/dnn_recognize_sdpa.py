@@ -1,7 +1,8 @@
 """dnn-recognize-sdpa: replace the attention pattern between two matmuls by one dnn.sdpa.
 
 The pattern, with q, k, v of rank 4 (B, H, S, D) and as many heads in k and v
-as in q (grouped-query patterns are left alone)::
+as in q, or one that the matmuls broadcast over q's (multi-query attention:
+sdpa's kv heads of 1); other grouped-query patterns are left alone::
 
     kt = transpose(k, permutation = [0, 1, 3, 2])
     s  = matmul(q, kt)
@@ -151,7 +152,8 @@ def match_scores(value, user):
             else:
                 k = inner
     qs, ks = _shape(q), _shape(k)
-    if len(qs) != 4 or len(ks) != 4 or qs[:2] != ks[:2] or qs[3] != ks[3]:
+    if len(qs) != 4 or len(ks) != 4 or qs[0] != ks[0] or ks[1] not in (qs[1], 1) \
+            or qs[3] != ks[3]:
         return None
     return q, k, scale, ops
 
@@ -231,7 +233,8 @@ def match_attention(final):
     q, k, scale, score_ops = found
     b, h, sq, _ = _shape(q)
     vs = _shape(v)
-    if len(vs) != 4 or vs[:3] != [b, h, _shape(k)[2]] or score_shape != [b, h, sq, vs[2]]:
+    hk = _shape(k)[1]
+    if len(vs) != 4 or vs[:3] != [b, hk, _shape(k)[2]] or score_shape != [b, h, sq, vs[2]]:
         return None
     return Match(q, k, v, bias, scale, final, ops + score_ops)
 

@@ -252,11 +252,25 @@ def test_attention_with_shared_scores_is_left_alone():
     assert "dnn.sdpa" not in str(module)
 
 
-def test_grouped_query_attention_is_left_alone():
-    # k has one head for three query heads: matmul broadcasting is not GQA.
-    g = _graph("gqa")
+def test_multi_query_attention_becomes_sdpa():
+    # k and v have one head for three query heads, which the matmuls
+    # broadcast: multi-query attention, sdpa with one kv head.
+    g = _graph("mqa")
     q = g.tensor(name="q", dim=[2, 3, 5, 7])
     k = g.tensor(name="k", dim=[2, 1, 13, 7])
+    v = g.tensor(name="v", dim=[2, 1, 13, 5])
+    p = g.softmax(g.matmul(q, g.transpose(k, [0, 1, 3, 2])), axis=-1)
+    g.matmul(p, v).set_output(True)
+    module = check(g, ["sdpa"], rtol=1e-5, atol=1e-6)
+    assert str(module).count('"dnn.sdpa"') == 1
+
+
+def test_mismatched_kv_heads_are_left_alone():
+    # k has q's four heads and v one, broadcast: k and v of an sdpa share
+    # their heads, so this is not one.
+    g = _graph("kv_heads")
+    q = g.tensor(name="q", dim=[2, 4, 5, 7])
+    k = g.tensor(name="k", dim=[2, 4, 13, 7])
     v = g.tensor(name="v", dim=[2, 1, 13, 5])
     p = g.softmax(g.matmul(q, g.transpose(k, [0, 1, 3, 2])), axis=-1)
     g.matmul(p, v).set_output(True)

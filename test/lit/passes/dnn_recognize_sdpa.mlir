@@ -177,15 +177,15 @@ func.func @wrong_transpose(%q: tensor<2x2x3x8xf32>, %k: tensor<2x2x8x5xf32>, %v:
 
 // -----
 
-// One kv head for two query heads (matmul broadcasting): grouped-query
-// attention is not recognized.
-// CHECK-LABEL: func.func @grouped_query_heads
+// k with q's two heads and v with one, broadcast: an sdpa's k and v share
+// their heads, so this is not one.
+// CHECK-LABEL: func.func @mismatched_kv_heads
 // CHECK-NOT: dnn.sdpa
 // CHECK: "dnn.softmax"
 // CHECK-NOT: dnn.sdpa
-func.func @grouped_query_heads(%q: tensor<1x2x3x8xf32>, %k: tensor<1x1x5x8xf32>, %v: tensor<1x1x5x4xf32>) -> tensor<1x2x3x4xf32> {
-  %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x1x5x8xf32>) -> tensor<1x1x8x5xf32>
-  %1 = "dnn.matmul"(%q, %0) {compute_type = f32} : (tensor<1x2x3x8xf32>, tensor<1x1x8x5xf32>) -> tensor<1x2x3x5xf32>
+func.func @mismatched_kv_heads(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x1x5x4xf32>) -> tensor<1x2x3x4xf32> {
+  %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x8x5xf32>
+  %1 = "dnn.matmul"(%q, %0) {compute_type = f32} : (tensor<1x2x3x8xf32>, tensor<1x2x8x5xf32>) -> tensor<1x2x3x5xf32>
   %2 = "dnn.softmax"(%1) {axis = 3 : i64} : (tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xf32>
   %3 = "dnn.matmul"(%2, %v) {compute_type = f32} : (tensor<1x2x3x5xf32>, tensor<1x1x5x4xf32>) -> tensor<1x2x3x4xf32>
   return %3 : tensor<1x2x3x4xf32>
@@ -261,4 +261,18 @@ func.func @scaled_k(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor
   %p = "dnn.softmax"(%ss) {axis = 3 : i64} : (tensor<1x2x3x5xf32>) -> tensor<1x2x3x5xf32>
   %o = "dnn.matmul"(%p, %v) {compute_type = f32} : (tensor<1x2x3x5xf32>, tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32>
   return %o : tensor<1x2x3x4xf32>
+}
+
+// -----
+
+// k and v with one head, broadcast by the matmuls over q's three:
+// multi-query attention, an sdpa with one kv head.
+// CHECK-LABEL: func.func @multi_query
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, scale = 1.000000e+00 : f64, window = 0 : i64} : (tensor<2x3x5x8xf32>, tensor<2x1x7x8xf32>, tensor<2x1x7x4xf32>) -> tensor<2x3x5x4xf32>
+func.func @multi_query(%q: tensor<2x3x5x8xf32>, %k: tensor<2x1x7x8xf32>, %v: tensor<2x1x7x4xf32>) -> tensor<2x3x5x4xf32> {
+  %kt = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<2x1x7x8xf32>) -> tensor<2x1x8x7xf32>
+  %s = "dnn.matmul"(%q, %kt) {compute_type = f32} : (tensor<2x3x5x8xf32>, tensor<2x1x8x7xf32>) -> tensor<2x3x5x7xf32>
+  %p = "dnn.softmax"(%s) {axis = 3 : i64} : (tensor<2x3x5x7xf32>) -> tensor<2x3x5x7xf32>
+  %o = "dnn.matmul"(%p, %v) {compute_type = f32} : (tensor<2x3x5x7xf32>, tensor<2x1x7x4xf32>) -> tensor<2x3x5x4xf32>
+  return %o : tensor<2x3x5x4xf32>
 }
