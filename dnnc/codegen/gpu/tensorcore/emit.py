@@ -3,7 +3,7 @@ pair epilogue): constants, casts, comparisons, ``scf.if`` and ``scf.for``,
 shared-memory pointers. Each emits at the current insertion point."""
 
 from mlir import ir
-from mlir.dialects import arith, llvm, scf
+from mlir.dialects import arith, gpu, llvm, memref, scf
 
 from dnnc.codegen.gpu import irutil
 
@@ -72,3 +72,27 @@ def add(v, n):
 def shared_ptr(address_i64):
     """A shared-memory pointer (``!llvm.ptr<3>``) to an i64 address."""
     return llvm.inttoptr(ptr(3), address_i64)
+
+
+def shared_base(align=None):
+    """The i64 address of the block's dynamic shared memory, rounded up to
+    a multiple of ``align`` bytes when given (the room for that is the
+    kernel's to reserve)."""
+    raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
+        [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
+        memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
+    base = to_i64(memref.extract_aligned_pointer_as_index(raw))
+    if align:
+        base = arith.andi(arith.addi(base, i(align - 1, 64)), i(-align, 64))
+    return base
+
+
+def erase_replaced(ops, keep=()):
+    """Erase the ops of a kernel function body a launch replaced, last
+    first, each once nothing uses it; constants stay (cloned bodies may use
+    them; canonicalize drops the rest), and so do the ops in ``keep``."""
+    for op in reversed(ops):
+        if op.name != "arith.constant" and \
+                not any(True for r in op.results for _ in r.uses) and \
+                not any(op == kept for kept in keep):
+            op.erase()

@@ -35,11 +35,12 @@ not move a shared load above a cp.async (which writes shared memory).
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf
+from mlir.dialects import arith, gpu, llvm, nvvm, scf
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, i as _i, idx as _idx, if_ as _if, to_i64 as _i64,
+    add as _add, cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, shared_base,
+    to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm80.epilogue import Epilogue
 from dnnc.codegen.gpu.tensorcore.sm80.loader import AsyncOperand
@@ -137,13 +138,9 @@ class Kernel:
             with ir.InsertionPoint(block):
                 self.kernel()
                 gpu.TerminatorOp()
-        # The linalg ops and their buffers go, last first; constants stay (the
-        # epilogue's cloned bodies use them; canonicalize drops the rest), and
-        # so do views the launch reads (an implicit GEMM's operands).
-        for op in reversed(old[:-1]):
-            if op.name != "arith.constant" and \
-                    not any(True for r in op.results for _ in r.uses):
-                op.erase()
+        # The linalg ops and their buffers go; views the launch reads (an
+        # implicit GEMM's operands) stay.
+        erase_replaced(old[:-1])
 
     def kernel(self):
         """The body of a block: the prologue, the mainloop, the epilogue."""
@@ -156,10 +153,7 @@ class Kernel:
         batch, tile_m, tile_n = tile_of_block(self.tiles_m, self.tiles_n, self.gemm.batch)
         m0 = arith.muli(tile_m, _idx(tile.m))
         n0 = arith.muli(tile_n, _idx(tile.n))
-        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
-            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
-            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
-        self.base = _i64(memref.extract_aligned_pointer_as_index(raw))
+        self.base = shared_base()
         plan_a = self.a.prepare(tid, tile.threads, batch, m0)
         plan_b = self.b.prepare(tid, tile.threads, batch, n0)
         ring = tile.stages * self.stage_bytes

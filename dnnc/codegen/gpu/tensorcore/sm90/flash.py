@@ -69,8 +69,8 @@ from mlir.dialects import math as mmath
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if, ptr as _ptr,
-    shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
+    ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     BOX, column_of, ex2, f32, pack, pairs as fragment_pairs, quad, row_of, struct, tree,
@@ -230,6 +230,42 @@ def column_tiles(att, first_row, rows, n):
     return start, end
 
 
+def query_block(att, rows, n):
+    """Device side, for a grid of (query tiles of ``rows``, B x H): the
+    block's (batch, head, kv head, first query row, first kv tile, kv tiles)
+    as index values, the kv tiles (of ``n`` columns) those its rows see
+    (``column_tiles``). A causal grid runs each head's last query tiles, the
+    longest, first."""
+    head = gpu.block_id(gpu.Dimension.y)
+    b = arith.divui(head, _idx(att.heads))
+    h = arith.remui(head, _idx(att.heads))
+    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
+    tile_x = gpu.block_id(gpu.Dimension.x)
+    if att.causal:
+        tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
+    m0 = arith.muli(tile_x, _idx(rows))
+    start, end = column_tiles(att, m0, rows, n)
+    return b, h, hk, m0, start, arith.subi(end, start)
+
+
+def masked_select(scores, need, bad_of):
+    """``scores`` with -inf where ``bad_of(e)`` (an i1 built in the masking
+    branch) holds, in an scf.if on the OR of the conditions ``need`` (the
+    scores unchanged otherwise, and without a condition)."""
+    if not need:
+        return scores
+    cond = need[0]
+    for c in need[1:]:
+        cond = arith.ori(cond, c)
+    op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        bad = bad_of()
+        scf.YieldOp([arith.select(bad(e), f32(-math.inf), x) for e, x in enumerate(scores)])
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(scores)
+    return list(op.results)
+
+
 def mask_columns(att, scores, n0, n, rows, column, first):
     """``scores`` (a thread's accumulator values: query rows ``rows``, key
     columns n0 + ``column`` + column_of(e)) with -inf where a row does not
@@ -245,13 +281,8 @@ def mask_columns(att, scores, n0, n, rows, column, first):
         need.append(_cmp("sgt", end, _add(first, att.shift + 1)))
     if att.window:
         need.append(_cmp("slt", n0, _add(first, 64 + att.shift - att.window)))
-    if not need:
-        return scores
-    cond = need[0]
-    for c in need[1:]:
-        cond = arith.ori(cond, c)
-    op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
-    with ir.InsertionPoint(op.then_block):
+
+    def bad_of():
         i32 = ir.IntegerType.get_signless(32)
         base = arith.addi(n0, column)
 
@@ -265,17 +296,15 @@ def mask_columns(att, scores, n0, n, rows, column, first):
             his.append(offset(last))
             if att.window:
                 los.append(offset(_add(r, att.shift - att.window + 1)))
-        out = []
-        for e, x in enumerate(scores):
+
+        def bad(e):
             o = _i(column_of(e))
-            bad = _cmp("sgt", o, his[row_of(e)])
+            out = _cmp("sgt", o, his[row_of(e)])
             if att.window:
-                bad = arith.ori(bad, _cmp("slt", o, los[row_of(e)]))
-            out.append(arith.select(bad, f32(-math.inf), x))
-        scf.YieldOp(out)
-    with ir.InsertionPoint(op.else_block):
-        scf.YieldOp(scores)
-    return list(op.results)
+                out = arith.ori(out, _cmp("slt", o, los[row_of(e)]))
+            return out
+        return bad
+    return masked_select(scores, need, bad_of)
 
 
 class Turns:
@@ -375,12 +404,8 @@ class FlashForward:
             with ir.InsertionPoint(block):
                 self.kernel()
                 gpu.TerminatorOp()
-        # The expansion's ops go, last first; constants stay (canonicalize
-        # drops those left unused).
-        for op in reversed(old[:-1]):
-            if op.name != "arith.constant" and \
-                    not any(True for r in op.results for _ in r.uses):
-                op.erase()
+        # The expansion's ops go.
+        erase_replaced(old[:-1])
 
     # -- device side --------------------------------------------------------
 
@@ -388,26 +413,14 @@ class FlashForward:
         att, t = self.att, self.tile
         tid = gpu.thread_id(gpu.Dimension.x)
         self.tid = tid
-        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
-            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
-            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
-        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
-        base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+        base = shared_base(ALIGN)
         self.q_base = base
         self.ring_k.base = _add(base, self.q.bytes)
         self.ring_v.base = _add(self.ring_k.base, t.stages * self.k.bytes)
         self.q_full = _shared_ptr(_add(self.ring_v.base, t.stages * self.v.bytes))
-        head = gpu.block_id(gpu.Dimension.y)
-        self.b = arith.divui(head, _idx(att.heads))
-        self.h = arith.remui(head, _idx(att.heads))
-        self.hk = arith.divui(self.h, _idx(att.group)) if att.group > 1 else self.h
-        tile_x = gpu.block_id(gpu.Dimension.x)
-        if att.causal:  # the longest query tiles first
-            tile_x = arith.subi(_idx(self.q_tiles - 1), tile_x)
-        self.m0 = arith.muli(tile_x, _idx(t.m))
-        # The kv tiles the block's rows see: step j loads tile start + j.
-        self.start, end = column_tiles(att, self.m0, t.m, t.n)
-        self.steps = arith.subi(end, self.start)
+        # Step j loads kv tile start + j.
+        self.b, self.h, self.hk, self.m0, self.start, self.steps = \
+            query_block(att, t.m, t.n)
 
         def init():
             nvvm.MBarrierInitOp(self.q_full, _i(1))

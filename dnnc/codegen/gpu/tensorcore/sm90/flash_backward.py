@@ -51,11 +51,11 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if,
-    shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
+    shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
-    Rows, Turns, check_operands, column_tiles, mask_columns, padded, registers,
+    Rows, Turns, check_operands, mask_columns, masked_select, padded, query_block, registers,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     column_of, ex2, f32, pairs, quad, row_of, struct, unpack, wgmma_rs, wgmma_ss,
@@ -195,11 +195,7 @@ class _Blocks:
     def kernel(self):
         tid = gpu.thread_id(gpu.Dimension.x)
         self.tid = tid
-        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
-            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
-            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
-        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
-        base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+        base = shared_base(ALIGN)
         self.bases = []
         at = base
         for rows in self.resident:
@@ -363,18 +359,9 @@ class DqKernel(_Blocks):
         return (self.q_tiles, self.att.batch * self.att.heads)
 
     def place(self):
-        att = self.att
-        head = gpu.block_id(gpu.Dimension.y)
-        self.b = arith.divui(head, _idx(att.heads))
-        self.h = arith.remui(head, _idx(att.heads))
-        self.hk = arith.divui(self.h, _idx(att.group)) if att.group > 1 else self.h
-        tile_x = gpu.block_id(gpu.Dimension.x)
-        if att.causal:
-            tile_x = arith.subi(_idx(self.q_tiles - 1), tile_x)
-        self.m0 = arith.muli(tile_x, _idx(128))
         # The kv tiles the block's rows see: step j's is start + j.
-        self.start, end = column_tiles(att, self.m0, 128, self.n)
-        self.steps = arith.subi(end, self.start)
+        self.b, self.h, self.hk, self.m0, self.start, self.steps = \
+            query_block(self.att, 128, self.n)
 
     def resident_coords(self):
         return [(self.b, self.h, self.m0)] * 2
@@ -645,14 +632,9 @@ class DkvKernel(_Blocks):
             need.append(_cmp("sgt", _add(first, 63 - att.shift), m0))
         if att.window:
             need.append(_cmp("sgt", end, _add(first, att.window - att.shift)))
-        if not need:
-            return scores
-        cond = need[0]
-        for c in need[1:]:
-            cond = arith.ori(cond, c)
-        i32 = ir.IntegerType.get_signless(32)
-        op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
-        with ir.InsertionPoint(op.then_block):
+
+        def bad_of():
+            i32 = ir.IntegerType.get_signless(32)
             base = arith.addi(m0, self.column)
 
             def offset(x):
@@ -662,19 +644,17 @@ class DkvKernel(_Blocks):
             high = offset(_idx(att.sq))
             lows = [offset(_add(r, -att.shift)) for r in rows]
             tops = [offset(_add(r, att.window - 1 - att.shift)) for r in rows]
-            out = []
-            for e, x in enumerate(scores):
+
+            def bad(e):
                 o = _i(column_of(e))
-                bad = _cmp("sge", o, high)
+                out = _cmp("sge", o, high)
                 if att.causal:
-                    bad = arith.ori(bad, _cmp("slt", o, lows[row_of(e)]))
+                    out = arith.ori(out, _cmp("slt", o, lows[row_of(e)]))
                 if att.window:
-                    bad = arith.ori(bad, _cmp("sgt", o, tops[row_of(e)]))
-                out.append(arith.select(bad, f32(-math.inf), x))
-            scf.YieldOp(out)
-        with ir.InsertionPoint(op.else_block):
-            scf.YieldOp(scores)
-        return list(op.results)
+                    out = arith.ori(out, _cmp("sgt", o, tops[row_of(e)]))
+                return out
+            return bad
+        return masked_select(scores, need, bad_of)
 
 
 def build_attention_backward(fn, att):
@@ -693,10 +673,7 @@ def build_attention_backward(fn, att):
         dq.launch(dq.grid())
         dkv = DkvKernel(att, tiles, delta)
         dkv.launch(dkv.grid())
-    for op in reversed(old[:-1]):
-        if op.name != "arith.constant" and \
-                not any(True for r in op.results for _ in r.uses):
-            op.erase()
+    erase_replaced(old[:-1])
     return [f"attention backward: a dQ kernel (128 query rows a block, {tiles.dq_n} kv rows "
             f"a step, {tiles.dq_stages} stages; delta = rowsum(dO o O) into a workspace) "
             f"and a dK dV kernel (128 kv rows a block, {tiles.dkv_m} query rows a step, "

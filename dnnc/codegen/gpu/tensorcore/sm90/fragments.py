@@ -12,8 +12,9 @@ an accumulator becomes an A operand without any exchange.
 
 ``wgmma_ss`` issues a product of two shared-memory operands (both K-major,
 128-byte swizzled boxes of 64 columns of K); ``wgmma_rs`` one with A from
-registers and B from shared memory MN-major (inline PTX: the NVVM op takes
-A only from shared memory).
+registers and B from shared memory MN-major, each step a
+``wgmma_registers_a`` (inline PTX: the NVVM op takes A only from shared
+memory; the GEMM mainloop's tf32 A from registers uses it too).
 """
 
 from mlir import ir
@@ -128,22 +129,31 @@ def wgmma_ss(n, element, a_desc, a_box_bytes, b_desc, b_box_bytes, depth):
     return acc
 
 
+def wgmma_registers_a(acc, n, k, element, fragment, b_desc, transpose_b=None):
+    """One wgmma m64nNk``k``, A from registers (``fragment``: four i32) and
+    B from shared memory (``b_desc``), accumulating into ``acc`` (n / 2 f32
+    a thread); ``transpose_b`` the instruction's transpose bit for B (1: B
+    MN-major), None for a type that has none (tf32). Inline PTX:
+    nvvm.wgmma.mma_async takes A only as a descriptor."""
+    count = n // 2
+    values = unpack(acc, count)
+    d = ", ".join(f"${e}" for e in range(count))
+    a = ", ".join(f"${2 * count + e}" for e in range(4))
+    transpose = "" if transpose_b is None else f", {transpose_b}"
+    asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
+           f"wgmma.mma_async.sync.aligned.m64n{n}k{k}.f32.{element}.{element} "
+           f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1{transpose};\n}}\n")
+    constraints = ",".join(["=f"] * count + [str(e) for e in range(count)] + ["r"] * 4 + ["l"])
+    return llvm.inline_asm(struct(count), values + list(fragment) + [b_desc], asm, constraints,
+                           has_side_effects=True)
+
+
 def wgmma_rs(acc, n, element, fragments, b_desc):
     """Issue acc += A B, A from registers (``fragments``: 4 i32 per 16
     columns of K, as ``pairs`` makes them) and B from shared memory
     MN-major (``b_desc``: its first 16 rows of K, 128-byte rows in boxes of
     64 columns of N; each next 16 rows lie 2048 bytes on)."""
-    count = n // 2
     for kk in range(len(fragments) // 4):
-        values = unpack(acc, count)
-        d = ", ".join(f"${e}" for e in range(count))
-        a = ", ".join(f"${2 * count + e}" for e in range(4))
-        asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               f"wgmma.mma_async.sync.aligned.m64n{n}k16.f32.{element}.{element} "
-               f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1, 1;\n}}\n")
-        constraints = ",".join(["=f"] * count + [str(e) for e in range(count)]
-                               + ["r"] * 4 + ["l"])
-        acc = llvm.inline_asm(struct(count), values + fragments[4 * kk:4 * kk + 4]
-                              + [_add(b_desc, (kk * INSTR_K * 128) >> 4)],
-                              asm, constraints, has_side_effects=True)
+        acc = wgmma_registers_a(acc, n, INSTR_K, element, fragments[4 * kk:4 * kk + 4],
+                                _add(b_desc, (kk * INSTR_K * 128) >> 4), transpose_b=1)
     return acc

@@ -20,12 +20,12 @@ The block's dynamic shared memory, from its 1024-byte aligned base::
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, memref
+from mlir.dialects import arith, gpu
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.transpose import transposed_copy
 from dnnc.codegen.gpu.tensorcore.emit import (
-    cmp as _cmp, i as _i, idx as _idx, if_ as _if, to_i64 as _to_i64,
+    cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, shared_base,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import Epilogue
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import Consumer, Producer
@@ -145,14 +145,9 @@ class Kernel:
                 gpu.TerminatorOp()
             if self.splitk.second_launch:
                 self.splitk.reduce_splits()
-        # The linalg ops and their buffers go, last first; constants stay (the
-        # epilogue's cloned bodies use them; canonicalize drops the rest), and
-        # so do views the launch reads (an implicit GEMM's operands).
-        for op in reversed(old[:-1]):
-            if op.name != "arith.constant" and \
-                    not any(True for r in op.results for _ in r.uses) and \
-                    not any(op == kept for kept in self.keep):
-                op.erase()
+        # The linalg ops and their buffers go; views the launch reads (an
+        # implicit GEMM's operands) and a fold's launches stay.
+        erase_replaced(old[:-1], self.keep)
 
     def transposed_copy(self, operand, extent, rows, source):
         """A stored K x M or B stored K x N (``operand``, ``extent`` its M or
@@ -176,11 +171,7 @@ class Kernel:
         tid = gpu.thread_id(gpu.Dimension.x)
         self.tid = tid
         warpgroup = arith.divui(tid, _idx(WARPGROUP))
-        raw = gpu.dynamic_shared_memory(ir.MemRefType.get(
-            [ir.ShapedType.get_dynamic_size()], ir.IntegerType.get_signless(8),
-            memory_space=ir.Attribute.parse("#gpu.address_space<workgroup>")))
-        base = _to_i64(memref.extract_aligned_pointer_as_index(raw))
-        self.base = arith.andi(arith.addi(base, _i(ALIGN - 1, 64)), _i(-ALIGN, 64))
+        self.base = shared_base(ALIGN)
         self.ring.base = self.base
         _if(_cmp("eq", tid, _idx(0)), self.ring.init_barriers)
         gpu.barrier()

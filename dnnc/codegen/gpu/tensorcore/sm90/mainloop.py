@@ -28,6 +28,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, for_ as _for, i as _i, idx as _idx, if_ as _if, shared_ptr as _shared_ptr,
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
+from dnnc.codegen.gpu.tensorcore.sm90.fragments import wgmma_registers_a
 from dnnc.codegen.gpu.tensorcore.sm90.support import WARPGROUP
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset
 
@@ -273,19 +274,5 @@ class Consumer:
     def wgmma_registers(self, acc, fragment, desc_b):
         """One tf32 wgmma m64nBNk8 with A from registers (``fragment``, four
         i32) and B from shared memory (``desc_b``), accumulating into
-        ``acc``. Inline PTX: nvvm.wgmma.mma_async takes A only as a
-        descriptor."""
-        k = self.k
-        count = k.tile.n // 2
-        f32 = ir.F32Type.get()
-        values = [llvm.extractvalue(f32, acc, ir.DenseI64ArrayAttr.get([i]))
-                  for i in range(count)]
-        d = ", ".join(f"${i}" for i in range(count))
-        a = ", ".join(f"${2 * count + i}" for i in range(4))
-        asm = ("{\n.reg .pred p;\nsetp.ne.b32 p, 1, 0;\n"
-               f"wgmma.mma_async.sync.aligned.m64n{k.tile.n}k8.f32.tf32.tf32 "
-               f"{{{d}}}, {{{a}}}, ${2 * count + 4}, p, 1, 1;\n}}\n")
-        constraints = ",".join(["=f"] * count + [str(i) for i in range(count)]
-                               + ["r"] * 4 + ["l"])
-        return llvm.inline_asm(k.acc_type, values + fragment + [desc_b], asm, constraints,
-                               has_side_effects=True)
+        ``acc`` (fragments.wgmma_registers_a)."""
+        return wgmma_registers_a(acc, self.k.tile.n, 8, "tf32", fragment, desc_b)
