@@ -96,3 +96,14 @@ def erase_replaced(ops, keep=()):
                 not any(True for r in op.results for _ in r.uses) and \
                 not any(op == kept for kept in keep):
             op.erase()
+
+
+def launch(grid, threads, shared, body):
+    """A gpu.launch of ``grid`` blocks (x, y) of ``threads`` threads with
+    ``shared`` bytes of dynamic shared memory, whose body ``body()`` emits."""
+    op = gpu.LaunchOp((idx(grid[0]), idx(grid[1]), idx(1)), (idx(threads), idx(1), idx(1)),
+                      dynamic_shared_memory_size=i(shared))
+    with ir.InsertionPoint(op.regions[0].blocks[0]):
+        body()
+        gpu.TerminatorOp()
+    return op

@@ -39,7 +39,8 @@ from mlir.dialects import arith, gpu, llvm, nvvm, scf
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, shared_base,
+    add as _add, cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, launch,
+    shared_base,
     to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm80.epilogue import Epilogue
@@ -130,14 +131,8 @@ class Kernel:
         old = [op.operation for op in body.operations]
         with ir.InsertionPoint(old[-1]):
             blocks = self.tiles_m * self.tiles_n * self.gemm.batch
-            launch = gpu.LaunchOp((_idx(blocks), _idx(1), _idx(1)),
-                                  (_idx(self.tile.threads), _idx(1), _idx(1)),
-                                  dynamic_shared_memory_size=_i(
-                                      self.tile.stages * self.stage_bytes))
-            block = launch.regions[0].blocks[0]
-            with ir.InsertionPoint(block):
-                self.kernel()
-                gpu.TerminatorOp()
+            launch((blocks, 1), self.tile.threads, self.tile.stages * self.stage_bytes,
+                   self.kernel)
         # The linalg ops and their buffers go; views the launch reads (an
         # implicit GEMM's operands) stay.
         erase_replaced(old[:-1])

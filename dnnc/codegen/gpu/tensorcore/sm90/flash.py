@@ -70,7 +70,7 @@ from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
-    ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    launch, ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     BOX, column_of, ex2, f32, pack, pairs as fragment_pairs, quad, row_of, struct, tree,
@@ -397,13 +397,8 @@ class FlashForward:
                 if operand is not None:
                     operand.make_descriptor()
             shared = smem_bytes(t, self.att.d, self.att.dv)
-            launch = gpu.LaunchOp(
-                (_idx(self.q_tiles), _idx(self.att.batch * self.att.heads), _idx(1)),
-                (_idx(t.threads), _idx(1), _idx(1)), dynamic_shared_memory_size=_i(shared))
-            block = launch.regions[0].blocks[0]
-            with ir.InsertionPoint(block):
-                self.kernel()
-                gpu.TerminatorOp()
+            launch((self.q_tiles, self.att.batch * self.att.heads), t.threads, shared,
+                   self.kernel)
         # The expansion's ops go.
         erase_replaced(old[:-1])
 

@@ -52,7 +52,7 @@ from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
-    shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    launch, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
     Rows, Turns, check_operands, mask_columns, masked_select, padded, query_block, registers,
@@ -185,12 +185,7 @@ class _Blocks:
         for rows in list(self.resident) + list(self.ring_tiles):
             if rows.descriptor is None:
                 rows.make_descriptor()
-        launch = gpu.LaunchOp((_idx(grid[0]), _idx(grid[1]), _idx(1)),
-                              (_idx(self.threads), _idx(1), _idx(1)),
-                              dynamic_shared_memory_size=_i(self.shared))
-        with ir.InsertionPoint(launch.regions[0].blocks[0]):
-            self.kernel()
-            gpu.TerminatorOp()
+        launch(grid, self.threads, self.shared, self.kernel)
 
     def kernel(self):
         tid = gpu.thread_id(gpu.Dimension.x)
