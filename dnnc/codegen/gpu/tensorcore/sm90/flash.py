@@ -374,7 +374,6 @@ class FlashForward:
         self.ring_v = Ring(tile.stages, self.v.bytes, v_ring + 8 + 16 * tile.stages,
                            tile.consumers)
         self.q_tiles = -(-att.sq // tile.m)
-        self.kv_tiles = -(-att.skv // tile.n)
         self.n_s = tile.n // 2            # S values a thread holds
         self.n_o = att.dv // 2            # O values a thread holds
         self.c = att.scale * LOG2E        # scores to base-2 exponents

@@ -347,7 +347,6 @@ class DqKernel(_Blocks):
                          tiles.dq_stages)
         self.delta = delta
         self.q_tiles = -(-att.sq // 128)
-        self.kv_tiles = -(-att.skv // self.n)
         self.c = att.scale * LOG2E
 
     def grid(self):
