@@ -449,7 +449,9 @@ def tc_sm90_attention(problem, facts):
         consumers = bm // 64
         # flash.registers: what setmaxnreg gives each consumer thread.
         budget = min(240, (512 - 24) // consumers // 8 * 8) - TC90_ATTENTION_SPARE
-        biased = len(ins) > 3
+        # A bias is a float operand after q, k and v (a padding mask's
+        # lengths are int32).
+        biased = any(spec.dtype != "i32" for spec in ins[3:])
         # O, S, P, and a step's bias values; with a bias, ptxas needs
         # TC90_ATTENTION_BIAS_SPARE more beside them (it spilled 4-140 bytes
         # at the edge of the budget): the widest step that fits so, else the

@@ -32,13 +32,16 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        320 random sdpa backwards (tc-sm90's dQ and dK dV
                        kernels and their fallbacks), eight to a graph, o and
                        the statistics their forward's
+    attention_padding.py
+                       96 random sdpa forward and backward pairs with
+                       padding masks (per-batch sequence lengths)
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
 """
 
-from . import (attention, attention_backward_random, attention_random, conv_random, convolution,
-               data_movement, examples, fp8, matmul, normalization, pointwise, pooling,
-               reductions, row_programs, zero_size)
+from . import (attention, attention_backward_random, attention_padding, attention_random,
+               conv_random, convolution, data_movement, examples, fp8, matmul, normalization,
+               pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -57,6 +60,7 @@ CASES = [
     *attention.CASES,
     *attention_random.CASES,
     *attention_backward_random.CASES,
+    *attention_padding.CASES,
     *zero_size.CASES,
     *examples.CASES,
 ]
