@@ -906,12 +906,14 @@ def without_lengths(manifest, args, padding):
 def test_one_tensor_core_kernel(built, name):
     package = built.package(name)
     kernels = [k for k in package.kernels if "sdpa" in k["name"]]
-    assert [k["strategy"] for k in kernels] == ["tc-sm90"], \
+    # Split-KV (too few query tiles for the SMs): a second kernel merges.
+    split = kernels[0]["config"].get("split", 1)
+    assert [k["strategy"] for k in kernels] == ["tc-sm90"] * (2 if split > 1 else 1), \
         [(k["entry"], k["strategy"], k.get("reason")) for k in package.kernels]
     # No copy kernel: an o stored (B, S, H, D) is written where it lies.
     assert not [k["entry"] for k in package.kernels
                 if k["reason"].startswith("created by dnn-io-strides")]
-    (k,) = kernels
+    k = kernels[0]
     (b, h, hk, sq, skv, d, dv), inputs = sizes(TENSOR_CORES[name])
     bias = inputs.get("bias")
     bm, bn = k["config"]["tile"]
@@ -919,10 +921,10 @@ def test_one_tensor_core_kernel(built, name):
     expected = rank(problem(sq, skv, d, dv, inputs["q"].get_data_type().mlir, b=b, h=h,
                             hk=hk, bias=bias and [int(x) for x in bias.dim],
                             bias_type=bias and bias.get_data_type().mlir))[0]
-    assert (bm, bn, stages) == (*expected.tile, expected.stages)
+    assert (bm, bn, stages, split) == (*expected.tile, expected.stages, expected.split)
     consumers = bm // 64
     assert k["block"] == [128 * (1 + consumers), 1, 1]
-    assert k["grid"] == [-(-sq // bm), b * h, 1]
+    assert k["grid"] == [-(-sq // bm), b * h, split]
     assert k["shared_bytes"] == flash.smem_bytes(flash.FlashTile(bm, bn, stages), d, dv) \
         <= MAX_SHARED
     plural = "s" if consumers > 1 else ""
@@ -943,6 +945,9 @@ def test_one_tensor_core_kernel(built, name):
         assert (args[3]["kind"], tensor_of(manifest, args[3])) == ("buffer", "bias"), args[3]
         args = args[:3] + args[4:]
     # o, or the relu of it, the graph's first output: their strides agree.
+    if split > 1:  # o and the statistics go to the workspace, then the merge
+        assert [a["kind"] for a in args[3:]] == ["buffer"] * 2, args
+        return
     o_tensor = TENSOR_CORES[name]().outputs[0]
     staged = name not in O_F32 and padded(dv) <= padded(d)
     o, stored = args[3], args[4:]
@@ -1211,7 +1216,10 @@ def test_random_attention_plans(gpu_cases, graph):
     for i, att in enumerate(configs):
         (kernels,) = by_config[i].values()
         if att.tensor_core_eligible():
-            assert [k["strategy"] for k in kernels] == ["tc-sm90"], (att, kernels[0]["reason"])
+            # Split-KV (few query tiles, long kv): a merging kernel follows.
+            split = kernels[0]["config"].get("split", 1)
+            assert [k["strategy"] for k in kernels] == ["tc-sm90"] * (1 + (split > 1)), \
+                (att, kernels[0]["reason"])
             assert kernels[0]["block"][0] == forward_block(att)
         else:
             assert all(k["strategy"] == "simt-generic" for k in kernels), att
@@ -1428,7 +1436,7 @@ def test_attention_sass(built, name):
     ex2 (MUFU.EX2); no accumulator or P fragment register touched while
     its wgmma may run."""
     (_, _, _, _, _, _, dv), _ = sizes(TENSOR_CORES[name])
-    (k,) = built.package(name).kernels
+    k = built.package(name).kernels[0]  # (a split-KV merge after it: test_split_kv_kernels)
     resources, functions = built.assembly(name)
     r = resources[k["entry"]]
     threads = k["block"][0]
@@ -1482,3 +1490,39 @@ def test_attention_backward_sass(built, name):
         assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
         assert sass.wgmma_hazards(text) == []
         assert sass.wgmma_fragment_hazards(text) == []
+
+
+@pytest.mark.parametrize("b, h, hk, sq, skv, split", [
+    (1, 32, 8, 1, 131072, 4),   # 32 blocks: 4 a query tile (132 SMs)
+    (1, 4, 4, 64, 20000, 16),   # 4 blocks: the most splits
+    (1, 8, 2, 3, 900, 1),       # 8 kv tiles: one block keeps them all
+    (8, 32, 8, 1, 8192, 1),     # 256 blocks fill the SMs
+])
+def test_split_kv_heuristics(b, h, hk, sq, skv, split):
+    """Too few query tiles x B x H for the SMs: the first tc-sm90 config
+    splits each query tile's kv tiles over up to sms / blocks blocks (at
+    most 16), each keeping at least 8 kv tiles."""
+    (first,) = [c for c in rank(problem(sq, skv, 128, 128, b=b, h=h, hk=hk))
+                if c.strategy == "tc-sm90"][:1]
+    assert first.split == split, first
+    assert ("split over" in first.reason) == (split > 1), first.reason
+
+
+@needs_sass
+def test_split_kv_kernels():
+    """A split-KV forward: the attention kernel on a (query tiles, B x H,
+    splits) grid, then the merging kernel (a thread per row and 4 columns),
+    both without spills; o and the statistics written by the second."""
+    build = sdpa_graph("split_kv", "bf16", 1, 8, 2, 1, 5000, 128, bottom_right=True)
+    package = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch=ARCH, tuning_db="off"), basename="split_kv")
+    attention, merge = package.kernels
+    assert attention["grid"] == [1, 8, 5] and attention["config"]["split"] == 5
+    assert "split over 5 blocks" in attention["reason"]
+    assert merge["block"] == [128, 1, 1] and merge["grid"] == [-(-8 * 128 // 4 // 128), 1, 1]
+    written = {tensor_of(package.manifest, a) for a in merge["args"]}
+    assert {"sdpa0.o", "sdpa0.stats", "workspace"} <= written, written
+    resources, _ = ptxas.assemble_cubin(package.ptx, ARCH)
+    for entry in (attention["entry"], merge["entry"]):
+        r = resources[entry]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (entry, r)

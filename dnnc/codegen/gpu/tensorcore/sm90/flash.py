@@ -72,6 +72,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
     launch, ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
+from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     BOX, column_of, ex2, f32, pack, pairs as fragment_pairs, quad, row_of, struct, tree,
     unpack, wgmma_rs, wgmma_ss,
@@ -97,11 +98,13 @@ SPARE_REGISTERS = 32
 @dataclass(frozen=True)
 class FlashTile:
     """``m`` query rows per block (64 per consumer warpgroup), ``n`` kv rows
-    per step, ``stages`` ring stages of K and V tiles."""
+    per step, ``stages`` ring stages of K and V tiles; ``splits`` blocks
+    share each query tile's kv tiles (split-KV, ``flash_combine``)."""
 
     m: int = 128
     n: int = 128
     stages: int = 2
+    splits: int = 1
 
     @property
     def consumers(self):
@@ -274,7 +277,7 @@ class FlashForward:
         # has q's type; an f32 o goes from registers).
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
         self.o = StoredRows(att.o, 16, att.dv, tile.m) \
-            if padded(att.dv) <= padded(att.d) and same else None
+            if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -287,9 +290,12 @@ class FlashForward:
 
     def notes(self):
         t = self.tile
+        split = (f"; the kv tiles split over {t.splits} blocks, their partial O and "
+                 "log-sum-exp merged by a second kernel" if t.splits > 1 else "")
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
-                f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V in rings of {t.stages} stages; S = QK^T and "
-                "O += PV on wgmma, the online softmax in registers"]
+                f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V "
+                f"in rings of {t.stages} stages; S = QK^T and O += PV on wgmma, the online "
+                f"softmax in registers{split}"]
 
     # -- host side ----------------------------------------------------------
 
@@ -303,8 +309,12 @@ class FlashForward:
                 if operand is not None:
                     operand.make_descriptor()
             shared = smem_bytes(t, self.att.d, self.att.dv)
-            launch((self.q_tiles, self.att.batch * self.att.heads), t.threads, shared,
+            if t.splits > 1:
+                self.partials = Partials(self.att, t.splits)
+            launch((self.q_tiles, self.att.batch * self.att.heads, t.splits), t.threads, shared,
                    self.kernel)
+            if t.splits > 1:
+                self.partials.combine()
         # The expansion's ops go.
         erase_replaced(old[:-1])
 
@@ -322,6 +332,8 @@ class FlashForward:
         # Step j loads kv tile start + j.
         self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = \
             query_block(att, t.m, t.n)
+        if t.splits > 1:
+            self.start, self.steps = split_range(self.start, self.steps, t.splits)
 
         def init():
             nvvm.MBarrierInitOp(self.q_full, _i(1))
@@ -392,7 +404,10 @@ class FlashForward:
         with ir.InsertionPoint(run.then_block):
             scf.YieldOp(self.steps_of(turns))
         o_acc, m_a, m_b, l_a, l_b = run.results
-        self.store(o_acc, [m_a, m_b], [l_a, l_b])
+        if t.splits > 1:
+            self.partials.store(self, unpack(o_acc, self.n_o), [m_a, m_b], [l_a, l_b])
+        else:
+            self.store(o_acc, [m_a, m_b], [l_a, l_b])
 
     def steps_of(self, turns):
         """The block's steps (at least one): returns O, the row maxima and
