@@ -481,10 +481,12 @@ class Interpreter:
         keep = []
         for dst, src, size, lanes, group in self.pending:
             done = lanes & mask & (group < self.committed - n)
-            for lane in np.nonzero(done)[0]:
-                data = np.zeros(16, np.uint8)
-                data[:size[lane]] = self.gmem[src[lane]:src[lane] + size[lane]]
-                self.smem[dst[lane]:dst[lane] + 16] = data
+            lanes_done = np.nonzero(done)[0]
+            if len(lanes_done):
+                step = np.arange(16)
+                inside = step < size[lanes_done, None]
+                at = np.where(inside, src[lanes_done, None] + step, 0)
+                self.smem[dst[lanes_done, None] + step] = np.where(inside, self.gmem[at], 0)
             rest = lanes & ~done
             if rest.any():
                 keep.append((dst, src, size, rest, group))

@@ -135,18 +135,26 @@ def smem_bytes(tile, d, dv):
     return tile.m * pitch(d) + tile.stages * tile.n * (pitch(d) + pitch(dv))
 
 
-def q_in_registers(tile, d):
+def _held(tile, dv, biased):
+    """f32 registers a thread holds through a step beside Q: O (Dv / 2 a
+    16-row fragment), S (n / 2), P (n / 4) and a step's bias values (n /
+    2)."""
+    return tile.mt * (dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if biased else 0))
+
+
+def q_in_registers(tile, d, dv, biased):
     """Whether a warp keeps its Q fragments in registers (4 a thread per
-    m16 fragment and k16 slice)."""
-    return tile.mt * padded(d) // 4 <= Q_REGISTERS
+    m16 fragment and k16 slice): at most Q_REGISTERS of them, within the
+    budget beside what a step holds."""
+    q = tile.mt * padded(d) // 4
+    return q <= Q_REGISTERS and _held(tile, dv, biased) + q <= MAX_REGISTERS - SPARE_REGISTERS
 
 
 def held_registers(tile, d, dv, biased):
-    """The f32 registers a thread holds through a step: O (Dv / 2 a 16-row
-    fragment), S (n / 2), P (n / 4), Q where it stays in registers, and a
-    step's bias values (n / 2)."""
-    per = dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if biased else 0)
-    return tile.mt * per + (tile.mt * padded(d) // 4 if q_in_registers(tile, d) else 0)
+    """The f32 registers a thread holds through a step: ``_held``'s, and Q
+    where it stays in registers."""
+    q = tile.mt * padded(d) // 4 if q_in_registers(tile, d, dv, biased) else 0
+    return _held(tile, dv, biased) + q
 
 
 def fits(tile, d, dv, biased, shared=MAX_SHARED):
@@ -163,7 +171,8 @@ def fits(tile, d, dv, biased, shared=MAX_SHARED):
     if held > budget:
         return (f"D {d}, Dv {dv} with {tile.rows} query rows a warp and {tile.n} kv rows a "
                 f"step: {held} registers a thread for O, S, P"
-                f"{', Q' if q_in_registers(tile, d) else ''}{' and the bias' if biased else ''}"
+                f"{', Q' if q_in_registers(tile, d, dv, biased) else ''}"
+                f"{' and the bias' if biased else ''}"
                 f", expected at most {budget}")
     size = smem_bytes(tile, d, dv)
     if size > shared:
@@ -340,7 +349,7 @@ class FlashForward:
         self.k = TileRows(att.k, tile.n, att.d, att.skv, t)
         self.v = TileRows(att.v, tile.n, att.dv, att.skv, t)
         self.stage_bytes = self.k.bytes + self.v.bytes
-        self.q_registers = q_in_registers(tile, att.d)
+        self.q_registers = q_in_registers(tile, att.d, att.dv, att.bias is not None)
         self.kd = padded(att.d) // K_STEP    # k16 slices of the head dim
         self.nt = tile.n // 8                # n8 tiles of S
         self.ot = att.dv // 8                # n8 tiles of O
