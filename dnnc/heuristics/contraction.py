@@ -480,7 +480,7 @@ def tc_sm90_attention(problem, facts):
 # ring; the shared memory of an sm_80 block.
 TC80_ATTENTION_SHAPES = (
     (64, ((128, 64, 4), (128, 64, 8), (64, 64, 4))),
-    (128, ((128, 64, 8), (128, 64, 4), (64, 64, 4))),
+    (128, ((128, 32, 4), (128, 64, 8), (64, 64, 4))),
     (256, ((128, 32, 8), (64, 32, 4))),
 )
 # Query rows up to which a block takes 64 of them (one m16 fragment a warp).
@@ -494,13 +494,17 @@ def tc_sm80_attention_tiles(sq, d, dv, biased, shared=TC80_SHARED["sm_80"]):
     """tc-sm80 attention forward tiles (sm80.FlashTile), best first, for
     ``sq`` query rows of head dims ``d`` and ``dv`` (``biased``: with an
     additive bias), each one ``sm80.flash.fits`` takes within ``shared``
-    bytes: FlashAttention-2's shapes on an A100, 128 query rows a block
-    over 4 warps of 32 (head dims up to 64: each K and V fragment a warp
-    reads serves two m16 fragments, half the shared-memory reads a FLOP of
-    16 rows a warp) or 8 warps of 16 (up to 128: O, S, P and Q fit a
-    thread's registers), and 32 kv rows a step above 128 (the ring within
-    an sm_80 block's shared memory); 64 rows over 4 warps for 64 query rows
-    or fewer. Two stages: the loads of step j + 1 run under step j."""
+    bytes. 128 query rows a block over 4 warps of 32 where O, S and P fit a
+    thread's registers (FlashAttention-2's blocks on an A100): each K and V
+    fragment a warp reads serves two m16 fragments, 0.375 ldmatrix an
+    mma.sync for head dims of 128 with 32 kv rows a step and Q read again
+    each step, against 0.5 for warps of 16 rows, whose shared-memory reads
+    would bound the tensor cores; two such blocks share an SM (up to 255
+    registers x 128 threads each). With a bias (its values take
+    registers), or head dims above 128, 8 warps of 16 (32 kv rows a step
+    above 128: the ring within an sm_80 block's shared memory); 64 rows
+    over 4 warps for 64 query rows or fewer. Two stages: the loads of step
+    j + 1 run under step j."""
     from dnnc.codegen.gpu.tensorcore.sm80 import flash
 
     width = max(d, dv)

@@ -5,8 +5,9 @@ what it computes, run on the CPU by test/python/kernel_interpreter.py.
 
 * Heuristics (``tc_sm80_attention``): on sm_80 an sdpa of bf16 or f16
   ranks tc-sm80 first (128 query rows over 4 warps of 32 for head dims up
-  to 64, over 8 warps of 16 up to 128, 32 kv rows a step above; 64 query
-  rows for 64 or fewer), then simt-generic; every tile they rank for head
+  to 128, 64 kv rows a step up to 64 and 32 above; with a bias or above
+  128, over 8 warps of 16; 64 query rows for 64 or fewer), then
+  simt-generic; every tile they rank for head
   dims that are multiples of 8 up to 256, with a bias or not, is one the
   kernel's ``check`` takes within sm_80's shared memory. The backward
   stays on simt-generic.
@@ -41,7 +42,9 @@ from dnnc.codegen.gpu.tensorcore.sm80 import NotSupported, flash
 from dnnc.heuristics import rank
 from dnnc.heuristics.contraction import TC80_SHARED, tc_sm80_attention_tiles
 from kernel_interpreter import run_kernel
-from test_attention_tensor_cores import BiasValue, backward_problem, problem, sdpa_graph
+from test_attention_tensor_cores import (
+    BiasValue, backward_problem, problem, ptx_entries, sdpa_graph,
+)
 from test_cuda_compile import _load_gpu_cases
 from test_tc_sass import needs_sass
 
@@ -67,8 +70,10 @@ def attention(d, dv, element="bf16", scale=0.125, bias=None, kind=attention_matc
     (1024, 32, 64, None, (128, 64), 4),
     # With a bias its values take registers: 8 warps of 16.
     (1024, 64, 64, [1, 8, 1024, 1000], (128, 64), 8),
-    (1024, 80, 80, None, (128, 64), 8),
-    (1024, 128, 128, None, (128, 64), 8),
+    # Up to 128: 4 warps of 32, 32 kv rows a step, Q read again each step.
+    (1024, 80, 80, None, (128, 32), 4),
+    (1024, 128, 128, None, (128, 32), 4),
+    (1024, 64, 128, None, (128, 32), 4),
     (1024, 128, 128, [1, 1, 1, 1000], (128, 64), 8),
     # Above 128: 32 kv rows a step (the ring within sm_80's 163 KiB).
     (1024, 192, 128, None, (128, 32), 8),
@@ -287,8 +292,8 @@ def test_fallback_says_why(built, name):
 
 @pytest.mark.parametrize("config, tile, threads", [
     # The strategy alone: the tile the heuristics rank on sm_80.
-    ("*=strategy:tc-sm80", [128, 64], 256),
-    ("*=strategy:tc-sm80,tile:128x32,block:128", [128, 32], 128),
+    ("*=strategy:tc-sm80", [128, 32], 128),
+    ("*=strategy:tc-sm80,tile:128x64,block:256", [128, 64], 256),
 ])
 def test_override_on_sm90a_reaches_the_kernel(built, config, tile, threads):
     """On sm_90a a config override naming tc-sm80 runs this kernel, not
@@ -311,10 +316,14 @@ def test_override_on_sm90a_reaches_the_kernel(built, config, tile, threads):
 @needs_sass
 @pytest.mark.parametrize("name", SASS_CASES)
 def test_sass(built, name):
-    """No spills, stack or local memory; shared memory within an sm_80
-    block's; HMMA.16816 of the input type, ldmatrix of K and Q (LDSM.16.M88)
-    and of V transposed (LDSM.16.MT88), cp.async (LDGSTS), MUFU.EX2."""
+    """No spills, stack or local memory (dnn-register-budget gives the
+    kernel a launch bound, ``.minnctapersm 1``, without which ptxas may
+    hold it to 128 registers); shared memory within an sm_80 block's;
+    HMMA.16816 of the input type, ldmatrix of K and Q (LDSM.16.M88) and of
+    V transposed (LDSM.16.MT88), cp.async (LDGSTS), MUFU.EX2."""
     (k,) = sdpa_kernels(built.package(name))
+    directives, _ = ptx_entries(built.package(name).ptx)[k["entry"]]
+    assert directives == [".maxntid", f"{k['block'][0]},", "1,", "1", ".minnctapersm", "1"]
     resources, functions = built.assembly(name)
     r = resources[k["entry"]]
     assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
