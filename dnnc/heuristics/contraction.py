@@ -509,6 +509,11 @@ def tc_sm80_attention_tiles(sq, d, dv, biased, shared=TC80_SHARED["sm_80"]):
 
     width = max(d, dv)
     shapes = next((s for limit, s in TC80_ATTENTION_SHAPES if width <= limit), ())
+    if biased:
+        # A step's bias values and their loads: ptxas spilled 8-40 bytes
+        # with warps of 32 rows where O, S, P and the bias fit the count
+        # (D 72 to 104 with 32 kv rows a step).
+        shapes = tuple(s for s in shapes if s[0] // s[2] == 16)
     if sq <= TC80_ATTENTION_SHORT:
         shapes = tuple(s for s in shapes if s[0] == 64) + shapes
     out = []
