@@ -1395,6 +1395,38 @@ ATTENTION_FORWARD = [
 ]
 
 
+# Decode: one query row a head against a long kv sequence, memory-bound (K
+# and V read once is the floor); GQA with 4 query heads a kv head, and plain
+# multi-head attention.
+
+def _sdpa_decode(b, h, hk, skv, d):
+    def build():
+        g = _graph(f"sdpa_decode_b{b}_h{h}_kv{hk}_s{skv}_d{d}")
+        q = g.tensor(name="q", dim=[b, h, 1, d])
+        k = g.tensor(name="k", dim=[b, hk, skv, d])
+        v = g.tensor(name="v", dim=[b, hk, skv, d])
+        g.sdpa(q, k, v)[0].set_output(True)
+        return g
+
+    return build
+
+
+def _sdpa_decode_case(b, h, hk, skv, d):
+    heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
+    flops = 4 * b * h * skv * d
+    size = (2 * b * h * d + 2 * b * hk * skv * d) * BF16
+    return Case(f"sdpa decode B{b} {heads} Skv{skv} D{d} bf16", _sdpa_decode(b, h, hk, skv, d),
+                _sdpa_on("CUDNN_ATTENTION", False, hk != h), flops, size, True, "attention",
+                others={"flash": _sdpa_on("FLASH_ATTENTION", False, hk != h)})
+
+
+ATTENTION_DECODE = [
+    _sdpa_decode_case(b, h, hk, skv, 128)
+    for b, h, hk, skv in [(8, 32, 8, 8192), (4, 32, 8, 32768), (1, 32, 8, 131072),
+                          (16, 16, 16, 8192)]
+]
+
+
 # Attention backward: the table (D64 and D128, causal and not)
 # against cuDNN's backward (the forward it differentiates run through cuDNN
 # too, outside the timing). o and stats are the forward's, computed in f32
@@ -1482,4 +1514,4 @@ RESNET = _conv_cases(Case)
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
-         + ATTENTION + ATTENTION_FORWARD + ATTENTION_BACKWARD)
+         + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_BACKWARD)

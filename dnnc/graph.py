@@ -298,33 +298,41 @@ class Graph:
 
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,
-             sliding_window_length=None, name=None):
+             sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
+             seq_len_kv=None, name=None):
         """Scaled dot-product attention; returns (O, Stats) with Stats None unless
         ``generate_stats``. ``attn_scale`` defaults to 1/sqrt(head dim).
         ``use_causal_mask`` masks the columns right of the top-left aligned
         diagonal (row i sees columns up to i), ``use_causal_mask_bottom_right``
         those right of the bottom-right aligned one (up to i + Skv - Sq);
         ``sliding_window_length`` W also masks those W or more left of it
-        (causal implied)."""
+        (causal implied). ``use_padding_mask`` takes each batch entry's
+        lengths from ``seq_len_q`` and ``seq_len_kv`` (int32, B x 1 x 1 x 1):
+        the rows and columns past them are padding (O = 0 there)."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
-        o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias},
+        o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias,
+                                     **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
                             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                                              sliding_window_length),
+                                 padding=bool(use_padding_mask),
                                  scale=float(scale), generate_stats=bool(generate_stats)),
                             name)
         return o, stats
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
                       use_causal_mask=False, use_causal_mask_bottom_right=False,
-                      sliding_window_length=None, name=None):
+                      sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
+                      seq_len_kv=None, name=None):
         """Attention backward; returns (dQ, dK, dV). The masks are the
         forward's (``sdpa``)."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         return tuple(self._op(
             "sdpa_backward",
-            {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias},
+            {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
+             **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
-                             sliding_window_length), scale=float(scale)), name))
+                             sliding_window_length), padding=bool(use_padding_mask),
+                 scale=float(scale)), name))
 
     # ------------------------------------------------------------------ normalization
 
@@ -708,6 +716,14 @@ def _mask_attrs(causal, bottom_right, window):
     return {"causal": bool(causal or bottom_right or window),
             "diagonal": "bottom_right" if bottom_right else "top_left",
             "window": int(window or 0)}
+
+
+def _lengths(padding, seq_len_q, seq_len_kv):
+    """The sdpa operands of cudnn-frontend's padding-mask arguments."""
+    if not padding and (seq_len_q is not None or seq_len_kv is not None):
+        raise GraphError("sdpa: seq_len_q and seq_len_kv: expected use_padding_mask=True "
+                         "with them, got use_padding_mask=False")
+    return {"seq_len_q": seq_len_q, "seq_len_kv": seq_len_kv}
 
 
 def _axis(axis, tensor):

@@ -10,6 +10,7 @@ import numpy as np
 
 from dnnc import reference
 from dnnc.dialect import builders
+from dnnc.dialect.types import data_type
 from dnnc.dialect.walk import entry_function
 from dnnc.errors import GraphError, UnsupportedError
 
@@ -37,8 +38,8 @@ def _run_function(func, funcs, args):
         if value.shape != info.shape:
             raise GraphError(f"input #{arg.arg_number}: expected shape {info.shape}, "
                              f"got {value.shape}")
-        env[arg] = reference.round_to(value.astype(np.float64) if info.dtype.is_float
-                                      else value.astype(bool), info.dtype)
+        env[arg] = reference.round_to(value.astype(bool) if info.dtype is data_type.BOOLEAN
+                                      else value.astype(np.float64), info.dtype)
     for op in block.operations:
         name = op.operation.name
         if name == "func.return":

@@ -25,6 +25,7 @@ import numpy as np
 from dnnc.dialect.ops_conv import output_size
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import UnsupportedError
+from dnnc.reference_attention import sdpa, sdpa_backward
 
 __all__ = ["evaluate", "round_to", "round_tf32"]
 
@@ -54,7 +55,8 @@ def evaluate(name, operands, attrs, results):
 
 def round_to(array, dtype):
     """Round a float64 array to the storage precision of ``dtype`` and return it
-    as float64 (bool arrays pass through; BOOLEAN converts to bool).
+    as float64 (bool arrays pass through; BOOLEAN converts to bool, INT32
+    truncates toward zero).
 
     Rounding is to nearest even, done once from float64. fp8 types saturate:
     finite values beyond the largest finite value become +-max; inf becomes
@@ -66,6 +68,8 @@ def round_to(array, dtype):
         return a
     if dtype is data_type.BOOLEAN:
         return a != 0
+    if dtype is data_type.INT32:  # toward zero, as a conversion to int32 does
+        return np.trunc(a.astype(np.float64))
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is the rounding
         return _round_float(a.astype(np.float64), dtype)
 
@@ -415,72 +419,6 @@ def _conv_wgrad(o, a, r):
 
 
 # ----------------------------------------------------------------------------
-# Scaled dot-product attention (see ops_attention.py). k and v are expanded to
-# the H query heads (GQA: query head h reads kv head h // (H / Hk)).
-# ----------------------------------------------------------------------------
-
-def _expand_heads(t, heads):
-    return np.repeat(t, heads // t.shape[1], axis=1)
-
-
-def _sum_heads(t, kv_heads):
-    """Sum the gradients of the query heads that share a kv head."""
-    b, h = t.shape[:2]
-    return t.reshape((b, kv_heads, h // kv_heads) + t.shape[2:]).sum(axis=2)
-
-
-def _scores(q, k, bias, a):
-    """s = scale q k^T + bias, -inf where causal and j > i + shift, and where
-    j <= i + shift - window (shift: 0 top-left aligned, Skv - Sq bottom-right)."""
-    s = a["scale"] * np.matmul(q, np.swapaxes(k, -1, -2))
-    if bias is not None:
-        s = s + bias
-    sq, skv = s.shape[-2:]
-    shift = skv - sq if a.get("diagonal", "top_left") == "bottom_right" else 0
-    i = np.arange(sq)[:, None] + shift
-    j = np.arange(skv)[None, :]
-    if a["causal"]:
-        s = np.where(j > i, -np.inf, s)
-    if a.get("window", 0):
-        s = np.where(j <= i - a["window"], -np.inf, s)
-    return s
-
-
-def _logsumexp_rows(s):
-    """logsumexp over the last axis, keepdims; -inf for an all -inf row."""
-    m = s.max(axis=-1, keepdims=True)
-    shift = np.where(np.isneginf(m), 0.0, m)
-    return shift + np.log(np.exp(s - shift).sum(axis=-1, keepdims=True))
-
-
-def _probabilities(s, stats):
-    """p = exp(s - stats); a fully masked row (stats = -inf) has p = 0."""
-    return np.where(np.isneginf(stats), 0.0, np.exp(s - stats))
-
-
-def _sdpa(o, a, r):
-    q, h = o["q"], o["q"].shape[1]
-    s = _scores(q, _expand_heads(o["k"], h), o.get("bias"), a)
-    stats = _logsumexp_rows(s)
-    p = _probabilities(s, stats)
-    return {"o": np.matmul(p, _expand_heads(o["v"], h)), "stats": stats}
-
-
-def _sdpa_backward(o, a, r):
-    q, do, h, hk = o["q"], o["do"], o["q"].shape[1], o["k"].shape[1]
-    k, v = _expand_heads(o["k"], h), _expand_heads(o["v"], h)
-    p = _probabilities(_scores(q, k, o.get("bias"), a), o["stats"])
-    dv = np.matmul(np.swapaxes(p, -1, -2), do)
-    dp = np.matmul(do, np.swapaxes(v, -1, -2))
-    # Softmax backward: ds = p * (dp - rowsum(dp * p)), and rowsum(dp * p)
-    # equals rowsum(do * o) since o = p v.
-    ds = p * (dp - (do * o["o"]).sum(axis=-1, keepdims=True))
-    dq = a["scale"] * np.matmul(ds, k)
-    dk = a["scale"] * np.matmul(np.swapaxes(ds, -1, -2), q)
-    return {"dq": dq, "dk": _sum_heads(dk, hk), "dv": _sum_heads(dv, hk)}
-
-
-# ----------------------------------------------------------------------------
 # Normalizations (see ops_norm.py). Statistics keep the rank of x. Forward:
 # xhat = (x - mean) * inv_variance (rmsnorm: x * inv_rms), y = xhat * scale +
 # bias with absent scale = 1, bias = 0. Backward ops use the saved statistics.
@@ -781,7 +719,7 @@ _OPS.update({
     # matmul, convolution, attention
     "matmul": _matmul,
     "conv_fprop": _conv_fprop, "conv_dgrad": _conv_dgrad, "conv_wgrad": _conv_wgrad,
-    "sdpa": _sdpa, "sdpa_backward": _sdpa_backward,
+    "sdpa": sdpa, "sdpa_backward": sdpa_backward,
     # normalization
     "layernorm": _layernorm, "layernorm_backward": _layernorm_backward,
     "rmsnorm": _rmsnorm, "rmsnorm_backward": _rmsnorm_backward,

@@ -4,6 +4,8 @@ and pointwise ops (semantics: dnnc/dialect/ops_attention.py).
     s = scale * q @ k^T (+ bias)
     s = select(col > row + shift, -inf, s)           causal; row and col from dnn.gen_index
     s = select(col <= row + shift - window, -inf, s) a sliding window
+    s = select(row >= Lq or col >= Lkv, -inf, s)     padding; Lq, Lkv the batch
+                                                     entry's lengths, clamped
     m = max(s), shift = 0 where m = -inf else m
     e = exp(s - shift), l = sum(e)
     o = (e @ v) / (l, or 1 where l = 0)  stats = shift + log(l)
@@ -22,6 +24,9 @@ over the group dim. Without GQA the tensors stay 4-D.
 """
 
 from dnnc.decompose.common import NEG_INF
+from dnnc.dialect.types import data_type
+
+F32 = data_type.FLOAT
 
 
 def _group(b, t, hk, per):
@@ -60,15 +65,34 @@ def diagonal_shift(attrs, sq, skv):
     return skv - sq if attrs.get("diagonal", "top_left") == "bottom_right" else 0
 
 
-def _masked(b, s, attrs):
-    """-inf right of the diagonal (col > row + shift) when causal, and left of
-    the window (col <= row + shift - window) when there is one."""
+def _lengths(b, v, hk, per, sq, skv):
+    """Each batch entry's (Lq, Lkv) as f32 (B, 1, 1, 1) tensors (grouped like
+    the scores), clamped to [0, Sq] and [0, Skv]."""
+    def one(name, limit):
+        length = b.cast(v.operands[name], F32)
+        length = b.binary("max", b.binary("min", length, float(limit)), 0.0)
+        return _group(b, length, hk, per)
+    return one("seq_len_q", sq), one("seq_len_kv", skv)
+
+
+def _masked(b, s, v, hk, per):
+    """-inf right of the diagonal (col > row + shift) when causal, left of
+    the window (col <= row + shift - window) when there is one, and in the
+    padding (row >= Lq, col >= Lkv)."""
+    attrs = v.attrs
     shape = b.shape_of(s)
     r = len(shape)
-    shift = diagonal_shift(attrs, shape[-2], shape[-1])
     row = b.emit("gen_index", {"x": s}, {"axis": r - 2})
     col = b.emit("gen_index", {"x": s}, {"axis": r - 1})
-    diagonal = b.add(row, float(shift)) if shift else row
+    shift = float(diagonal_shift(attrs, shape[-2], shape[-1]))
+    if attrs.get("padding", False):
+        lq, lkv = _lengths(b, v, hk, per, shape[-2], shape[-1])
+        outside = b.binary("logical_or", b.binary("cmp_ge", row, lq),
+                           b.binary("cmp_ge", col, lkv))
+        s = b.select(outside, NEG_INF, s)
+        if attrs.get("diagonal", "top_left") == "bottom_right":
+            shift = b.sub(lkv, lq)
+    diagonal = b.add(row, shift) if not isinstance(shift, float) or shift else row
     if attrs["causal"]:
         s = b.select(b.binary("cmp_gt", col, diagonal), NEG_INF, s)
     if attrs.get("window", 0):
@@ -84,8 +108,8 @@ def _scores(b, v, q, hk, per):
     s = b.mul(b.matmul(q, kt), a["scale"])
     if o["bias"] is not None:
         s = b.add(s, _group(b, o["bias"], hk, per))
-    if a["causal"] or a.get("window", 0):
-        s = _masked(b, s, a)
+    if a["causal"] or a.get("window", 0) or a.get("padding", False):
+        s = _masked(b, s, v, hk, per)
     return s
 
 

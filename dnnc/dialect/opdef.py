@@ -45,7 +45,7 @@ class Operand:
     name: str
     optional: bool = False
     variadic: bool = False
-    dtype: str = "float"  # "float", "bool" or "any"
+    dtype: str = "float"  # "float", "bool", "int32" or "any"
 
 
 @dataclass(frozen=True)
@@ -303,6 +303,9 @@ def infer(opdef, operands, attrs, declared=None, location=None):
             if o.dtype == "bool" and info.dtype is not data_type.BOOLEAN:
                 ctx.fail(f"operand '{o.name}'",
                          f"expected a tensor of i1, got {info.dtype or 'a float tensor'}")
+            if o.dtype == "int32" and info.dtype is not data_type.INT32:
+                ctx.fail(f"operand '{o.name}'",
+                         f"expected a tensor of int32, got {info.dtype or 'a float tensor'}")
             if info.dtype is None:
                 continue
             if o.dtype == "float" and not info.dtype.is_float:

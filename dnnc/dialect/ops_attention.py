@@ -16,6 +16,16 @@ that many columns, ending at its diagonal.
     stats = logsumexp(s, axis=-1)     (B, H, Sq, 1), f32, when generate_stats
 
 A row whose scores are all -inf gives o = 0 and stats = -inf.
+
+With ``padding`` (cuDNN's padding mask, variable sequence lengths), int32
+operands ``seq_len_q`` and ``seq_len_kv`` of shape (B, 1, 1, 1) give each
+batch entry's lengths Lq[b] and Lkv[b], clamped to [0, Sq] and [0, Skv]:
+
+    s = -inf where i >= Lq[b] or j >= Lkv[b]
+
+so a padded query row is fully masked (o = 0, stats = -inf, dq = 0) and a
+padded key column gets no weight (dk = dv = 0); the bottom-right diagonal
+is each entry's own, shift = Lkv[b] - Lq[b].
 """
 
 from dnnc.dialect.opdef import Attr, Operand, Result, TensorInfo, op
@@ -27,7 +37,11 @@ SDPA_ATTRS = (
     Attr("diagonal", "str", "top_left", ("top_left", "bottom_right"),
          doc="where the causal diagonal and the window's right end lie"),
     Attr("window", "int", 0, doc="columns a row sees at most, ending at its diagonal; 0: all"),
+    Attr("padding", "bool", False,
+         doc="rows from seq_len_q[b] and columns from seq_len_kv[b] are padding"),
 )
+LENGTHS = (Operand("seq_len_q", optional=True, dtype="int32"),
+           Operand("seq_len_kv", optional=True, dtype="int32"))
 
 
 def _check_qkv(ctx):
@@ -55,11 +69,28 @@ def _check_qkv(ctx):
         for i, (want, got) in enumerate(zip(full, bias.shape)):
             if got not in (want, 1):
                 ctx.fail_dim("bias", i, f"{want} or 1", got, "broadcast to B, H, Sq, Skv")
+    _check_lengths(ctx, b)
     return b, h, sq, d, hk, skv, v.shape[3]
 
 
+def _check_lengths(ctx, b):
+    """seq_len_q and seq_len_kv: both (B, 1, 1, 1) with ``padding``, absent
+    without."""
+    given = [n for n in ("seq_len_q", "seq_len_kv") if ctx.operands.get(n) is not None]
+    if not ctx.attrs.get("padding", False):
+        if given:
+            ctx.fail(f"operand '{given[0]}'", "expected none without padding=True "
+                                              "(use_padding_mask), got a tensor")
+        return
+    for name in ("seq_len_q", "seq_len_kv"):
+        if name not in given:
+            ctx.fail(f"operand '{name}'", "expected an int32 tensor (B, 1, 1, 1) with "
+                                          "padding=True (use_padding_mask), got none")
+        ctx.expect_shape(name, (b, 1, 1, 1), "one length per batch entry")
+
+
 @op("sdpa", family="attention",
-    operands=["q", "k", "v", Operand("bias", optional=True)],
+    operands=["q", "k", "v", Operand("bias", optional=True), *LENGTHS],
     results=["o", Result("stats", optional=True)],
     attrs=SDPA_ATTRS + (Attr("generate_stats", "bool", False),))
 def _sdpa(ctx):
@@ -72,7 +103,7 @@ def _sdpa(ctx):
 
 
 @op("sdpa_backward", family="attention",
-    operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True)],
+    operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True), *LENGTHS],
     results=["dq", "dk", "dv"], attrs=SDPA_ATTRS)
 def _sdpa_backward(ctx):
     """Attention backward from the forward's o and stats; dk and dv are summed

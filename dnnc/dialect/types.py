@@ -1,7 +1,8 @@
 """Data types of dnn tensors and their spellings in MLIR, NumPy and the graph API.
 
-Storage types are f32, f16, bf16, the two fp8 formats and bool (results of
-comparisons). ``tf32`` is a compute mode only: it can be a matmul or
+Storage types are f32, f16, bf16, the two fp8 formats, bool (results of
+comparisons) and int32 (per-batch sequence lengths and page tables: operands
+of attention, not of arithmetic). ``tf32`` is a compute mode only: it can be a matmul or
 convolution's ``compute_type`` but never a tensor's type.
 """
 
@@ -22,6 +23,7 @@ class data_type(enum.Enum):
     FP8_E4M3 = "f8E4M3FN"
     FP8_E5M2 = "f8E5M2"
     BOOLEAN = "i1"
+    INT32 = "i32"
     TF32 = "tf32"
 
     @property
@@ -38,7 +40,7 @@ class data_type(enum.Enum):
 
     @property
     def is_float(self):
-        return self is not data_type.BOOLEAN
+        return self not in (data_type.BOOLEAN, data_type.INT32)
 
     @property
     def is_storage(self):
@@ -59,6 +61,7 @@ _NUMPY = {
     data_type.FP8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
     data_type.FP8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
     data_type.BOOLEAN: np.dtype(np.bool_),
+    data_type.INT32: np.dtype(np.int32),
 }
 
 _ALIASES = {
@@ -70,6 +73,7 @@ _ALIASES = {
     "fp8_e5m2": data_type.FP8_E5M2, "float8_e5m2": data_type.FP8_E5M2,
     "f8e5m2": data_type.FP8_E5M2,
     "bool": data_type.BOOLEAN, "boolean": data_type.BOOLEAN, "i1": data_type.BOOLEAN,
+    "int32": data_type.INT32, "i32": data_type.INT32,
     "tf32": data_type.TF32,
 }
 
@@ -99,4 +103,4 @@ def from_mlir(spelling):
         if dt.value == spelling:
             return dt
     raise GraphError(f"unsupported element type {spelling}: expected f32, f16, bf16, "
-                     "f8E4M3FN, f8E5M2 or i1")
+                     "f8E4M3FN, f8E5M2, i1 or i32")

@@ -401,6 +401,10 @@ TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_SPARE = 128, 3, 32
 TC90_ATTENTION_BIAS_SPARE = 16
 # Query rows from which head dims up to 64 take 192-row blocks.
 TC90_ATTENTION_TALL_SQ = 2048
+# Split-KV (flash_combine.py): kv tiles a split block keeps at least, and
+# the most blocks a query tile's kv tiles are split over.
+TC90_ATTENTION_SPLIT_TILES = 8
+TC90_ATTENTION_SPLITS = 16
 # The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
 TC90_ATTENTION_BACKWARD_D = 128
 
@@ -450,7 +454,9 @@ def tc_sm90_attention(problem, facts):
         consumers = bm // 64
         # flash.registers: what setmaxnreg gives each consumer thread.
         budget = min(240, (512 - 24) // consumers // 8 * 8) - TC90_ATTENTION_SPARE
-        biased = len(ins) > 3
+        # A bias is a float operand after q, k and v (a padding mask's
+        # lengths are int32).
+        biased = any(spec.dtype != "i32" for spec in ins[3:])
         # O, S, P, and a step's bias values; with a bias, ptxas needs
         # TC90_ATTENTION_BIAS_SPARE more beside them (it spilled 4-140 bytes
         # at the edge of the budget): the widest step that fits so, else the
@@ -467,11 +473,15 @@ def tc_sm90_attention(problem, facts):
                           if _attention_smem(bm, bn, d, dv, s) <= TC90_SMEM), default=0)
             if not stages:
                 continue
+            split = _attention_split(problem, bm, bn)
             configs.append(Config(
                 "tc-sm90", (128 * (1 + consumers), 1, 1), tile=(bm, bn), stages=stages,
+                split=split,
                 reason=f"attention forward ({facts}): {bm} query rows a block, {bn} kv rows "
                        f"a step, {stages} stages (the most shared memory holds, up to "
-                       f"{TC90_ATTENTION_STAGES})"))
+                       f"{TC90_ATTENTION_STAGES})"
+                       + (f", the kv tiles split over {split} blocks (too few query tiles "
+                          "for the SMs)" if split > 1 else "")))
     return configs
 
 
@@ -541,6 +551,20 @@ def tc_sm80_attention(problem, facts):
             reason=f"attention forward ({facts}): {tile.m} query rows a block ({tile.warps} "
                    f"warps of {tile.rows}), {tile.n} kv rows a step, {tile.stages} stages"))
     return configs
+
+
+def _attention_split(problem, bm, bn):
+    """Blocks a query tile's kv tiles are split over (flash_combine.py):
+    enough for the grid of query tiles x B x H to fill the SMs, each block
+    keeping at least TC90_ATTENTION_SPLIT_TILES kv tiles, at most
+    TC90_ATTENTION_SPLITS; 1 where the grid fills them already."""
+    q, k = problem.anchor_inputs[0].shape, problem.anchor_inputs[1].shape
+    blocks = _ceil(q[-2], bm) * q[0] * q[1]
+    if 2 * blocks > problem.sms:
+        return 1
+    tiles = _ceil(k[-2], bn)
+    return max(1, min(problem.sms // blocks, tiles // TC90_ATTENTION_SPLIT_TILES,
+                      TC90_ATTENTION_SPLITS))
 
 
 def conv_groups(problem):

@@ -207,7 +207,8 @@ class DnnMapTensorCores(DnncPass):
                 notes = build_attention_backward(fn, attention_match.match_backward(fn))
             else:
                 att = attention_match.match(fn)
-                notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages)))
+                notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
+                                                           max(1, config.split)))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return

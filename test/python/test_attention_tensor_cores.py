@@ -106,15 +106,26 @@ def masks(causal=False, bottom_right=False, window=None):
                 sliding_window_length=window)
 
 
+def lengths(g, b, padding):
+    """With ``padding``, the padding mask's arguments: int32 inputs
+    seq_len_q and seq_len_kv of [b, 1, 1, 1]; else none."""
+    if not padding:
+        return {}
+    return dict(use_padding_mask=True,
+                **{x: g.tensor(name=x, dim=[b, 1, 1, 1], data_type="int32")
+                   for x in ("seq_len_q", "seq_len_kv")})
+
+
 def sdpa_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, stats=True,
                bias=None, bias_type=None, interleaved=(), relu=False, bottom_right=False,
-               window=None, **graph):
+               window=None, padding=False, **graph):
     """One sdpa of q [b, h, sq, d], k [b, hk, skv, d], v [b, hk, skv, dv]
     (dv = d unless given); ``bias`` its dims or None (``bias_type`` its
     type where not ``dtype``); ``interleaved`` the tensors (of "q", "k",
     "v", "o") stored (B, S, H, D); ``relu``: o goes through a relu before
     it is returned (o an intermediate); ``causal``, ``bottom_right`` and
-    ``window`` the masks (``masks``)."""
+    ``window`` the masks (``masks``); ``padding`` adds a padding mask
+    (``lengths``)."""
     dv = dv or d
 
     def build():
@@ -125,7 +136,7 @@ def sdpa_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, stats=T
                    for x in "qkv")
         bias_t = g.tensor(name="bias", dim=bias, data_type=bias_type) if bias else None
         o, s = g.sdpa(q, k, v, bias=bias_t, generate_stats=stats,
-                      **masks(causal, bottom_right, window))
+                      **masks(causal, bottom_right, window), **lengths(g, b, padding))
         (g.relu(o) if relu else o).set_output(True)
         if "o" in interleaved:
             o.set_stride(heads_interleaved([b, h, sq, dv]))
@@ -137,7 +148,7 @@ def sdpa_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, stats=T
 
 def backward_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, bias=None,
                    interleaved=(), types=None, bottom_right=False, window=None,
-                   bias_type=None):
+                   bias_type=None, padding=False):
     """One sdpa_backward of q [b, h, sq, d], k [b, hk, skv, d], v [b, hk,
     skv, dv], o and do [b, h, sq, dv] and stats (f32) into dq, dk and dv;
     ``interleaved`` the tensors (of q, k, v, o, do, dq, dk, dv) stored (B,
@@ -160,7 +171,8 @@ def backward_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, bia
         stats = g.tensor(name="stats", dim=[b, h, sq, 1], data_type="f32")
         bias_t = g.tensor(name="bias", dim=bias, data_type=bias_type) if bias else None
         grads = g.sdpa_backward(t["q"], t["k"], t["v"], t["o"], t["do"], stats, bias=bias_t,
-                                **masks(causal, bottom_right, window))
+                                **masks(causal, bottom_right, window),
+                                **lengths(g, b, padding))
         for x, grad in zip(("dq", "dk", "dv"), grads):
             grad.set_name(x).set_output(True)
             if x in types:
@@ -234,6 +246,11 @@ TENSOR_CORES = {
     # Both: a window of 33 ending at the bottom-right aligned diagonal.
     "bottom_right_window_bf16": sdpa_graph("bottom_right_window_bf16", "bf16", 1, 4, 4, 129,
                                            1000, 96, bottom_right=True, window=33),
+    # Padding masks: each batch entry's lengths read by the kernel.
+    "padding_f16": sdpa_graph("padding_f16", "f16", 3, 8, 2, 300, 333, 128, padding=True),
+    "padding_bottom_right_window_bf16": sdpa_graph(
+        "padding_bottom_right_window_bf16", "bf16", 3, 4, 4, 129, 1000, 64, bottom_right=True,
+        window=200, padding=True),
 }
 # name: graph builder of one sdpa_backward.
 BACKWARD = {
@@ -266,6 +283,11 @@ BACKWARD = {
     "bwd_bottom_right_window_bf16": backward_graph("bwd_bottom_right_window_bf16", "bf16", 1,
                                                    4, 4, 129, 1000, 96, dv=64,
                                                    bottom_right=True, window=33),
+    # Padding masks, with the bottom-right diagonal each entry's own.
+    "bwd_padding_bf16": backward_graph("bwd_padding_bf16", "bf16", 3, 8, 2, 300, 333, 128,
+                                       bottom_right=True, padding=True),
+    "bwd_padding_causal_f16": backward_graph("bwd_padding_causal_f16", "f16", 2, 4, 4, 200,
+                                             150, 64, causal=True, padding=True),
 }
 # name: (graph builder, what the reason starts with); every sdpa or
 # sdpa_backward kernel of the plan is simt-generic.
@@ -310,7 +332,8 @@ FALLBACKS = {
 SASS_CASES = ("d64_bf16", "d64_causal_bf16", "d128_f16", "d128_causal_f16", "d256_bf16",
               "d256_causal_f16", "d64_tall_bf16", "d64_tall_causal_f16",
               "bias_heads_d128_bf16", "bias_tall_bf16", "bias_d96_f16", "bias_d256_f32_bf16",
-              "window_f16", "bottom_right_window_bf16")
+              "window_f16", "bottom_right_window_bf16", "padding_f16",
+              "padding_bottom_right_window_bf16")
 # What ptxas 13.5 makes of this today: with a bias, D = Dv 256 fits the
 # consumers' registers only at the edge (O, S, P and the bias: 208), where
 # the heuristics take it anyway (rather than simt-generic), and the kernel
@@ -321,7 +344,8 @@ SASS_XFAIL = {
                           "bytes",
 }
 BACKWARD_SASS_CASES = ("bwd_d64_bf16", "bwd_d64_causal_bf16", "bwd_d128_f16",
-                       "bwd_d128_causal_f16", "bwd_bottom_right_bf16", "bwd_window_f16")
+                       "bwd_d128_causal_f16", "bwd_bottom_right_bf16", "bwd_window_f16",
+                       "bwd_padding_bf16", "bwd_padding_causal_f16")
 
 
 def problem(sq, skv, d, dv, dtype="bf16", arch=ARCH, b=2, h=8, hk=2, bias=None,
@@ -647,11 +671,21 @@ def test_attention_attribute_records_operands_and_results():
     module, fn = linalg_kernel(build)
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
-    # q, k, v and bias are the kernel's arguments 0-3; o and stats its two
-    # returned values, in that order.
+    # q, k, v and bias are the kernel's arguments 0-3 (no lengths); o and
+    # stats its two returned values, in that order.
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: '
-                    '0, 1, 2, 3>, results = array<i64: 0, 1>, returned = 2 : i64, scale = '
-                    '1.250000e-01 : f64, window = 0 : i64}'), info
+                    '0, 1, 2, 3, -1, -1>, padding = false, results = array<i64: 0, 1>, '
+                    'returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}'), info
+
+
+def test_attention_attribute_records_the_lengths():
+    """With a padding mask, the lengths seq_len_q and seq_len_kv are the
+    kernel's arguments after q, k and v (no bias here)."""
+    module, fn = linalg_kernel(sdpa_graph("recorded_lengths", "bf16", 2, 4, 2, 7, 9, 64,
+                                          padding=True))
+    with module.context:
+        info = str(fn.attributes[attention_match.ATTR])
+    assert "operands = array<i64: 0, 1, 2, -1, 3, 4>, padding = true" in info, info
 
 
 def test_attention_attribute_of_the_backward():
@@ -664,8 +698,9 @@ def test_attention_attribute_of_the_backward():
         info = str(fn.attributes[attention_match.ATTR])
         assert attention_match.op_of(fn) == "sdpa_backward"
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa_backward", operands = '
-                    'array<i64: 0, 1, 2, 3, 4, 5, 6>, results = array<i64: 0, 1, 2>, returned = '
-                    '3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}'), info
+                    'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1>, padding = false, results = '
+                    'array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
+                    'window = 0 : i64}'), info
 
 
 @pytest.mark.parametrize("build, diagonal, window", [
@@ -691,12 +726,12 @@ def test_attention_attribute_records_the_masks(build, diagonal, window):
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
         op = attention_match.op_of(fn)
-    operands, results = (("0, 1, 2, -1", "0, 1") if op == "sdpa" else
-                         ("0, 1, 2, 3, 4, 5, -1", "0, 1, 2"))
+    operands, results = (("0, 1, 2, -1, -1, -1", "0, 1") if op == "sdpa" else
+                         ("0, 1, 2, 3, 4, 5, -1, -1, -1", "0, 1, 2"))
     assert info == (f'{{causal = true, diagonal = "{diagonal}", op = "{op}", operands = '
-                    f'array<i64: {operands}>, results = array<i64: {results}>, returned = '
-                    f'{results.count(",") + 1} : i64, scale = 1.250000e-01 : f64, window = '
-                    f'{window} : i64}}'), info
+                    f'array<i64: {operands}>, padding = false, results = array<i64: '
+                    f'{results}>, returned = {results.count(",") + 1} : i64, scale = '
+                    f'1.250000e-01 : f64, window = {window} : i64}}'), info
 
 
 def test_attention_attribute_only_on_the_sdpa_kernel():
@@ -750,6 +785,23 @@ def test_matchers_read_the_masks(backward, sq, skv, bottom_right, window, shift)
     assert (att.causal, att.masked) == (True, True)
     assert (att.diagonal, att.window, att.shift) == \
         ("bottom_right" if bottom_right else "top_left", window or 0, shift)
+    assert not att.padding and att.seq_len_q is None and att.seq_len_kv is None
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_matchers_read_the_lengths(backward):
+    """With a padding mask the matchers hand the kernels the lengths: the
+    kernel function's int32 arguments seq_len_q and seq_len_kv."""
+    graph = backward_graph if backward else sdpa_graph
+    module, fn = bufferized_kernel(graph("lengths_matched", "bf16", 3, 4, 2, 70, 90, 64,
+                                         padding=True))
+    with module.context:
+        att = (attention_match.match_backward if backward else attention_match.match)(fn)
+        arguments = list(irutil.body(fn).arguments)
+        assert (att.padding, att.masked, att.causal) == (True, True, False)
+        for value in (att.seq_len_q, att.seq_len_kv):
+            assert value in arguments
+            assert str(value.type).startswith("memref<3x1x1x1xi32")
 
 
 def test_backward_matcher_reads_the_bufferized_kernel():
@@ -840,16 +892,27 @@ def sizes(build):
 O_F32 = ("o_f32_bf16",)
 
 
+def without_lengths(manifest, args, padding):
+    """A kernel's args but the padding mask's lengths, which (with
+    ``padding``) are read as buffers."""
+    named = [tensor_of(manifest, a) if a["kind"] != "scalar" else None for a in args]
+    lengths = [a for a, x in zip(args, named) if x in ("seq_len_q", "seq_len_kv")]
+    assert [a["kind"] for a in lengths] == (["buffer"] * 2 if padding else []), lengths
+    return [a for a, x in zip(args, named) if x not in ("seq_len_q", "seq_len_kv")]
+
+
 @pytest.mark.parametrize("name", sorted(TENSOR_CORES))
 def test_one_tensor_core_kernel(built, name):
     package = built.package(name)
     kernels = [k for k in package.kernels if "sdpa" in k["name"]]
-    assert [k["strategy"] for k in kernels] == ["tc-sm90"], \
+    # Split-KV (too few query tiles for the SMs): a second kernel merges.
+    split = kernels[0]["config"].get("split", 1)
+    assert [k["strategy"] for k in kernels] == ["tc-sm90"] * (2 if split > 1 else 1), \
         [(k["entry"], k["strategy"], k.get("reason")) for k in package.kernels]
     # No copy kernel: an o stored (B, S, H, D) is written where it lies.
     assert not [k["entry"] for k in package.kernels
                 if k["reason"].startswith("created by dnn-io-strides")]
-    (k,) = kernels
+    k = kernels[0]
     (b, h, hk, sq, skv, d, dv), inputs = sizes(TENSOR_CORES[name])
     bias = inputs.get("bias")
     bm, bn = k["config"]["tile"]
@@ -857,10 +920,10 @@ def test_one_tensor_core_kernel(built, name):
     expected = rank(problem(sq, skv, d, dv, inputs["q"].get_data_type().mlir, b=b, h=h,
                             hk=hk, bias=bias and [int(x) for x in bias.dim],
                             bias_type=bias and bias.get_data_type().mlir))[0]
-    assert (bm, bn, stages) == (*expected.tile, expected.stages)
+    assert (bm, bn, stages, split) == (*expected.tile, expected.stages, expected.split)
     consumers = bm // 64
     assert k["block"] == [128 * (1 + consumers), 1, 1]
-    assert k["grid"] == [-(-sq // bm), b * h, 1]
+    assert k["grid"] == [-(-sq // bm), b * h, split]
     assert k["shared_bytes"] == flash.smem_bytes(flash.FlashTile(bm, bn, stages), d, dv) \
         <= MAX_SHARED
     plural = "s" if consumers > 1 else ""
@@ -873,7 +936,7 @@ def test_one_tensor_core_kernel(built, name):
     # its boxes fit the Q tile's, else from registers; the statistics from
     # registers.
     manifest = package.manifest
-    args = k["args"]
+    args = without_lengths(manifest, k["args"], "seq_len_q" in inputs)
     for arg, x, rows in zip(args[:3], "qkv", (bm, bn, bn)):
         assert (arg["kind"], tensor_of(manifest, arg)) == ("tma", x), arg
         assert arg["box"] == box_of(inputs, x, rows), (x, arg)
@@ -881,6 +944,9 @@ def test_one_tensor_core_kernel(built, name):
         assert (args[3]["kind"], tensor_of(manifest, args[3])) == ("buffer", "bias"), args[3]
         args = args[:3] + args[4:]
     # o, or the relu of it, the graph's first output: their strides agree.
+    if split > 1:  # o and the statistics go to the workspace, then the merge
+        assert [a["kind"] for a in args[3:]] == ["buffer"] * 2, args
+        return
     o_tensor = TENSOR_CORES[name]().outputs[0]
     staged = name not in O_F32 and padded(dv) <= padded(d)
     o, stored = args[3], args[4:]
@@ -947,7 +1013,7 @@ def test_backward_two_kernels(built, name):
     for kernel, tma in ((dq, (("q", 128), ("do", 128), ("k", tiles.dq_n), ("v", tiles.dq_n))),
                         (dkv, (("k", 128), ("v", 128), ("q", tiles.dkv_m),
                                ("do", tiles.dkv_m)))):
-        args = kernel["args"]
+        args = without_lengths(manifest, kernel["args"], "seq_len_q" in inputs)
         assert [(a["kind"], tensor_of(manifest, a)) for a in args[:4]] == \
             [("tma", x) for x, _ in tma], args
         for arg, (x, rows) in zip(args, tma):
@@ -956,7 +1022,8 @@ def test_backward_two_kernels(built, name):
     # The rest from registers: o, do and the statistics read where they
     # lie, the gradients written into the outputs, delta through the
     # workspace.
-    rest = [sorted(tensor_of(manifest, a) for a in kernel["args"][4:]) for kernel in kernels]
+    rest = [sorted(tensor_of(manifest, a) for a in without_lengths(
+        manifest, kernel["args"], "seq_len_q" in inputs)[4:]) for kernel in kernels]
     assert rest == [sorted(["stats", "o", "do", "workspace", "dq"]),
                     sorted(["stats", "workspace", "dk", "dv"])]
     workspaces = [{a["buffer"] for a in kernel["args"]
@@ -1148,7 +1215,10 @@ def test_random_attention_plans(gpu_cases, graph):
     for i, att in enumerate(configs):
         (kernels,) = by_config[i].values()
         if att.tensor_core_eligible():
-            assert [k["strategy"] for k in kernels] == ["tc-sm90"], (att, kernels[0]["reason"])
+            # Split-KV (few query tiles, long kv): a merging kernel follows.
+            split = kernels[0]["config"].get("split", 1)
+            assert [k["strategy"] for k in kernels] == ["tc-sm90"] * (1 + (split > 1)), \
+                (att, kernels[0]["reason"])
             assert kernels[0]["block"][0] == forward_block(att)
         else:
             assert all(k["strategy"] == "simt-generic" for k in kernels), att
@@ -1365,7 +1435,7 @@ def test_attention_sass(built, name):
     ex2 (MUFU.EX2); no accumulator or P fragment register touched while
     its wgmma may run."""
     (_, _, _, _, _, _, dv), _ = sizes(TENSOR_CORES[name])
-    (k,) = built.package(name).kernels
+    k = built.package(name).kernels[0]  # (a split-KV merge after it: test_split_kv_kernels)
     resources, functions = built.assembly(name)
     r = resources[k["entry"]]
     threads = k["block"][0]
@@ -1419,3 +1489,39 @@ def test_attention_backward_sass(built, name):
         assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
         assert sass.wgmma_hazards(text) == []
         assert sass.wgmma_fragment_hazards(text) == []
+
+
+@pytest.mark.parametrize("b, h, hk, sq, skv, split", [
+    (1, 32, 8, 1, 131072, 4),   # 32 blocks: 4 a query tile (132 SMs)
+    (1, 4, 4, 64, 20000, 16),   # 4 blocks: the most splits
+    (1, 8, 2, 3, 900, 1),       # 8 kv tiles: one block keeps them all
+    (8, 32, 8, 1, 8192, 1),     # 256 blocks fill the SMs
+])
+def test_split_kv_heuristics(b, h, hk, sq, skv, split):
+    """Too few query tiles x B x H for the SMs: the first tc-sm90 config
+    splits each query tile's kv tiles over up to sms / blocks blocks (at
+    most 16), each keeping at least 8 kv tiles."""
+    (first,) = [c for c in rank(problem(sq, skv, 128, 128, b=b, h=h, hk=hk))
+                if c.strategy == "tc-sm90"][:1]
+    assert first.split == split, first
+    assert ("split over" in first.reason) == (split > 1), first.reason
+
+
+@needs_sass
+def test_split_kv_kernels():
+    """A split-KV forward: the attention kernel on a (query tiles, B x H,
+    splits) grid, then the merging kernel (a thread per row and 4 columns),
+    both without spills; o and the statistics written by the second."""
+    build = sdpa_graph("split_kv", "bf16", 1, 8, 2, 1, 5000, 128, bottom_right=True)
+    package = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch=ARCH, tuning_db="off"), basename="split_kv")
+    attention, merge = package.kernels
+    assert attention["grid"] == [1, 8, 5] and attention["config"]["split"] == 5
+    assert "split over 5 blocks" in attention["reason"]
+    assert merge["block"] == [128, 1, 1] and merge["grid"] == [-(-8 * 128 // 4 // 128), 1, 1]
+    written = {tensor_of(package.manifest, a) for a in merge["args"]}
+    assert {"sdpa0.o", "sdpa0.stats", "workspace"} <= written, written
+    resources, _ = ptxas.assemble_cubin(package.ptx, ARCH)
+    for entry in (attention["entry"], merge["entry"]):
+        r = resources[entry]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (entry, r)

@@ -254,7 +254,22 @@ def test_run_without_a_gpu(monkeypatch, capsys):
     assert "needs a CUDA GPU" in capsys.readouterr().err
 
 
-ATTENTION_FORWARD = [c for c in CASES if c.group == "attention" and c.others]
+ATTENTION_FORWARD = [c for c in CASES if c.group == "attention" and c.others
+                     and not c.name.startswith("sdpa decode")]
+ATTENTION_DECODE = [c for c in CASES if c.name.startswith("sdpa decode")]
+
+
+def test_attention_decode_cases():
+    """One query row a head against 8k to 128k keys, memory-bound: the
+    floor is q, o, K and V moved once."""
+    assert len(ATTENTION_DECODE) == 4
+    for c in ATTENTION_DECODE:
+        assert c.memory_bound and set(c.others) == {"flash"}
+        q, k, v = graph(c.name).inputs
+        (b, h, sq, d), (_, hk, skv, _) = q.dim, k.dim
+        assert sq == 1 and skv >= 8192 and v.dim == k.dim
+        assert c.bytes == (2 * b * h * d + 2 * b * hk * skv * d) * 2
+        assert c.flops == 4 * b * h * skv * d
 
 
 def test_attention_forward_cases():

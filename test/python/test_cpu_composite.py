@@ -125,6 +125,81 @@ def test_sdpa_masks(sq, skv, bottom_right, window):
     _run(g, special=special)
 
 
+@pytest.mark.parametrize("masks", [{}, dict(use_causal_mask=True),
+                                   dict(use_causal_mask_bottom_right=True),
+                                   dict(use_causal_mask_bottom_right=True,
+                                        sliding_window_length=2)])
+def test_sdpa_padding(masks):
+    """Padding masks (per-batch sequence lengths), forward and backward, GQA,
+    on the CPU against the reference; the reference against the padded
+    entries cut to their lengths and run unpadded, with a bottom-right
+    diagonal each entry's own. Padded rows give o = 0 and stats = -inf;
+    padded rows and columns get zero gradients. Lengths past the end clamp."""
+    lengths = [(5, 9), (3, 4), (0, 6), (6, 0), (7, 12)]  # Sq = 6, Skv = 9
+    g = dnnc.Graph(io_data_type=F32)
+    q = g.tensor(name="q", dim=[5, 4, 6, 8])
+    k = g.tensor(name="k", dim=[5, 2, 9, 8])
+    v = g.tensor(name="v", dim=[5, 2, 9, 4])
+    lq = g.tensor(name="lq", dim=[5, 1, 1, 1], data_type=dnnc.data_type.INT32)
+    lkv = g.tensor(name="lkv", dim=[5, 1, 1, 1], data_type=dnnc.data_type.INT32)
+    pad = dict(masks, use_padding_mask=True, seq_len_q=lq, seq_len_kv=lkv)
+    o, stats = g.sdpa(q, k, v, generate_stats=True, **pad)
+    _outputs(o, stats)
+    do = g.tensor(name="do", dim=[5, 4, 6, 4])
+    o_in = g.tensor(name="o_in", dim=[5, 4, 6, 4])
+    stats_in = g.tensor(name="stats_in", dim=[5, 4, 6, 1])
+    dq, dk, dv = g.sdpa_backward(q, k, v, o_in, do, stats_in, **pad)
+    _outputs(dq, dk, dv)
+    rng = np.random.default_rng(5)
+    data = {t.name: rng.standard_normal(t.dim).astype(np.float32) for t in (q, k, v, do)}
+    data["lq"] = np.array([a for a, _ in lengths], np.int32).reshape(5, 1, 1, 1)
+    data["lkv"] = np.array([b for _, b in lengths], np.int32).reshape(5, 1, 1, 1)
+    ref = g.execute_reference(dict(data, o_in=np.zeros(o_in.dim, np.float32),
+                                   stats_in=np.zeros(stats_in.dim, np.float32)))
+    for n, (a, b) in enumerate(lengths):
+        a, b = min(a, 6), min(b, 9)
+        one = dnnc.Graph(io_data_type=F32)
+        args = [one.tensor(name=t.name, dim=[1, t.dim[1], s, t.dim[3]])
+                for t, s in ((q, a), (k, b), (v, b))]
+        if not a or not b:  # every row padded, or seeing no column
+            assert not ref[o.name][n].any() and np.isneginf(ref[stats.name][n]).all()
+            continue
+        uo, us = one.sdpa(*args, generate_stats=True, **masks)
+        _outputs(uo, us)
+        cut = {"q": data["q"][n:n + 1, :, :a], "k": data["k"][n:n + 1, :, :b],
+               "v": data["v"][n:n + 1, :, :b]}
+        got = one.execute_reference(cut)
+        np.testing.assert_allclose(ref[o.name][n, :, :a], got[uo.name][0], rtol=1e-9)
+        np.testing.assert_array_equal(ref[stats.name][n, :, :a], got[us.name][0])
+        assert not ref[o.name][n, :, a:].any()
+        assert np.isneginf(ref[stats.name][n, :, a:]).all()
+    special = dict(data, o_in=ref[o.name].astype(np.float32),
+                   stats_in=ref[stats.name].astype(np.float32))
+    ref = g.execute_reference(special)
+    for n, (a, b) in enumerate(lengths):
+        assert not ref[dq.name][n, :, a:].any() and not ref[dk.name][n, :, b:].any()
+        assert not ref[dv.name][n, :, b:].any()
+    _run(g, special=special)
+
+
+def test_sdpa_padding_arguments_are_checked():
+    g = dnnc.Graph(io_data_type=F32)
+    q, k, v = (g.tensor(name=n, dim=[2, 1, 4, 8]) for n in "qkv")
+    lq = g.tensor(name="lq", dim=[2, 1, 1, 1], data_type=dnnc.data_type.INT32)
+    bad = g.tensor(name="bad", dim=[2, 1, 1, 1])
+    short = g.tensor(name="short", dim=[1, 1, 1, 1], data_type=dnnc.data_type.INT32)
+    with pytest.raises(dnnc.GraphError, match="expected use_padding_mask=True"):
+        g.sdpa(q, k, v, seq_len_q=lq, seq_len_kv=lq)
+    with pytest.raises(dnnc.VerificationError, match="'seq_len_kv'.*expected an int32 tensor"):
+        g.sdpa(q, k, v, use_padding_mask=True, seq_len_q=lq)
+    with pytest.raises(dnnc.VerificationError, match="'seq_len_q'.*expected a tensor of int32, got f32"):
+        g.sdpa(q, k, v, use_padding_mask=True, seq_len_q=bad, seq_len_kv=lq)
+    with pytest.raises(dnnc.VerificationError, match="'seq_len_kv' dim 0: expected 2"):
+        g.sdpa(q, k, v, use_padding_mask=True, seq_len_q=lq, seq_len_kv=short)
+    with pytest.raises(dnnc.VerificationError, match="operand 'a'.*floating-point"):
+        g.add(lq, lq)
+
+
 def test_sdpa_mask_arguments_are_checked():
     g = dnnc.Graph(io_data_type=F32)
     q, k, v = (g.tensor(name=n, dim=[1, 1, 4, 8]) for n in "qkv")

@@ -74,6 +74,7 @@ LAYERS = [
     ("dialect and IR utilities", [
         "dnnc.dialect.**",      # the dnn dialect; walk.py: walking a module, its graph function
         "dnnc.reference",       # the NumPy oracle
+        "dnnc.reference_attention",  # its attention part
         "dnnc.artifact",        # the .dnnpkg package
         "dnnc.archs",           # the GPU architectures dnnc compiles for
         "dnnc.errors",

@@ -5,10 +5,11 @@ pointwise ops (dnnc/decompose/attention.py) no longer says plainly: the
 expansion (convert-dnn-to-linalg).
 
 Fields: ``op`` (sdpa or sdpa_backward), ``scale`` (f64), ``causal`` (bool),
-``diagonal`` (top_left or bottom_right) and ``window`` (i64, 0 for none): the
-op's masks,
-``operands`` (which block argument of the function each of q, k, v and bias
-is, for the backward q, k, v, o, do, stats and bias; -1 for none, or for
+``diagonal`` (top_left or bottom_right), ``window`` (i64, 0 for none) and
+``padding`` (bool): the op's masks,
+``operands`` (which block argument of the function each of q, k, v, bias,
+seq_len_q and seq_len_kv is, for the backward q, k, v, o, do, stats, bias and
+the lengths; -1 for none, or for
 one computed in the kernel) and ``results`` (which operand of the
 function's return each of o and stats, or dq, dk and dv, is; -1 for none) and ``returned``
 (how many values the function returns). After bufferization a returned
@@ -19,9 +20,9 @@ position).
 from mlir import ir
 
 ATTR = "dnn.attention"
-OPERANDS = ("q", "k", "v", "bias")
+OPERANDS = ("q", "k", "v", "bias", "seq_len_q", "seq_len_kv")
 RESULTS = ("o", "stats")
-BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias")
+BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias", "seq_len_q", "seq_len_kv")
 BACKWARD_RESULTS = ("dq", "dk", "dv")
 
 
@@ -59,6 +60,7 @@ def describe(view, fn):
         "causal": ir.BoolAttr.get(bool(a["causal"])),
         "diagonal": ir.StringAttr.get(a.get("diagonal", "top_left")),
         "window": ir.IntegerAttr.get(ir.IntegerType.get_signless(64), int(a.get("window", 0))),
+        "padding": ir.BoolAttr.get(bool(a.get("padding", False))),
         "operands": ir.DenseI64ArrayAttr.get(
             [-1 if view.operands.get(n) is None else index(view.operands[n], arguments)
              for n in operand_names]),

@@ -93,7 +93,8 @@ def ci(value, type_=None):
 
 
 def to_f32(value, dtype):
-    """A stored scalar of ``dtype`` as f32 (booleans give 0.0 / 1.0). fp8 is an
+    """A stored scalar of ``dtype`` as f32 (booleans give 0.0 / 1.0, int32 its
+    value, exact up to 2^24). fp8 is an
     ``arith.extf`` like the 16-bit floats: dnn-expand-fp8 lowers it later, for
     the target at hand."""
     if dtype is data_type.FLOAT:
@@ -102,6 +103,8 @@ def to_f32(value, dtype):
         return arith.extf(f32(), value)
     if dtype is data_type.BOOLEAN:
         return arith.uitofp(f32(), to_i1(value))
+    if dtype is data_type.INT32:
+        return arith.sitofp(f32(), value)
     raise AssertionError(dtype)
 
 
@@ -116,6 +119,8 @@ def from_f32(value, dtype):
         return arith.truncf(storage_element(dtype), value)
     if dtype is data_type.BOOLEAN:
         return from_i1(arith.cmpf(arith.CmpFPredicate.UNE, value, cf(0.0)))
+    if dtype is data_type.INT32:
+        return arith.fptosi(i32(), value)
     raise AssertionError(dtype)
 
 

@@ -34,13 +34,20 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        320 random sdpa backwards (tc-sm90's dQ and dK dV
                        kernels and their fallbacks), eight to a graph, o and
                        the statistics their forward's
+    attention_decode.py
+                       split-KV sdpa forwards: decoding steps over long kv
+                       sequences, masks, padding masks
+    attention_padding.py
+                       96 random sdpa forward and backward pairs with
+                       padding masks (per-batch sequence lengths)
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
 """
 
-from . import (attention, attention_backward_random, attention_random, attention_sm80,
-               conv_random, convolution, data_movement, examples, fp8, matmul, normalization,
-               pointwise, pooling, reductions, row_programs, zero_size)
+from . import (attention, attention_backward_random, attention_decode, attention_padding,
+               attention_random, attention_sm80, conv_random, convolution, data_movement, examples,
+               fp8, matmul, normalization, pointwise, pooling, reductions, row_programs,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -60,6 +67,8 @@ CASES = [
     *attention_random.CASES,
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
+    *attention_padding.CASES,
+    *attention_decode.CASES,
     *zero_size.CASES,
     *examples.CASES,
 ]

@@ -212,8 +212,40 @@ func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: te
 // ALL: %[[STATS:.*]] = "dnn.reshape"(%[[LSE]]) : (tensor<1x2x2x5x1xf32>) -> tensor<1x4x5x1xf32>
 // ALL: return %[[O]], %[[STATS]]
 func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %v: tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>) {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
   return %o, %stats : tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>
+}
+
+// -----
+
+// sdpa with a padding mask under all=true: the int32 lengths are cast to f32,
+// clamped to [0, S], and mask the rows at or past Lq and the columns at or
+// past Lkv; the bottom-right diagonal's shift is Lkv - Lq.
+
+// CHECK-LABEL: func.func @sdpa_padding(
+// CHECK: "dnn.sdpa"
+// ALL-LABEL: func.func @sdpa_padding(
+// ALL-SAME: %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %[[LKV:[^:]*]]: tensor<2x1x1x1xi32>)
+// ALL-NOT: dnn.sdpa
+// ALL: %[[ROW:.*]] = "dnn.gen_index"(%[[S:.*]]) {axis = 2 : i64}
+// ALL: %[[COL:.*]] = "dnn.gen_index"(%[[S]]) {axis = 3 : i64}
+// ALL: %[[Q32:.*]] = "dnn.cast"(%[[LQ]]) : (tensor<2x1x1x1xi32>) -> tensor<2x1x1x1xf32>
+// ALL: "dnn.min"(%[[Q32]],
+// ALL: %[[Q:.*]] = "dnn.max"(
+// ALL: %[[KV32:.*]] = "dnn.cast"(%[[LKV]]) : (tensor<2x1x1x1xi32>) -> tensor<2x1x1x1xf32>
+// ALL: "dnn.min"(%[[KV32]],
+// ALL: %[[KV:.*]] = "dnn.max"(
+// ALL: %[[PADROW:.*]] = "dnn.cmp_ge"(%[[ROW]], %[[Q]])
+// ALL: %[[PADCOL:.*]] = "dnn.cmp_ge"(%[[COL]], %[[KV]])
+// ALL: %[[PAD:.*]] = "dnn.logical_or"(%[[PADROW]], %[[PADCOL]])
+// ALL: %[[SP:.*]] = "dnn.select"(%[[PAD]], %{{.*}}, %[[S]])
+// ALL: %[[SHIFT:.*]] = "dnn.sub"(%[[KV]], %[[Q]])
+// ALL: %[[DIAG:.*]] = "dnn.add"(%[[ROW]], %[[SHIFT]])
+// ALL: %[[ABOVE:.*]] = "dnn.cmp_gt"(%[[COL]], %[[DIAG]])
+// ALL: "dnn.select"(%[[ABOVE]], %{{.*}}, %[[SP]])
+func.func @sdpa_padding(%q: tensor<2x2x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x8xf32>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32> {
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {scale = 0.125 : f64, causal = true, diagonal = "bottom_right", padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1>} : (tensor<2x2x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32>
+  return %o : tensor<2x2x5x8xf32>
 }
 
 // -----
@@ -230,7 +262,7 @@ func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %
 // ALL: %[[DV:.*]] = "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = false, mode = "sum"} : (tensor<1x2x2x7x8xf32>) -> tensor<1x2x7x8xf32>
 // ALL: return %{{.*}}, %[[DK]], %[[DV]]
 func.func @sdpa_backward_gqa(%q: tensor<1x4x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>, %o: tensor<1x4x5x8xf32>, %do: tensor<1x4x5x8xf32>, %stats: tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 0.125 : f64, causal = false} : (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 0.125 : f64, causal = false, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>)
   return %dq, %dk, %dv : tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>
 }
 

@@ -36,7 +36,10 @@ class Attention:
     values of the kernel function; ``bias`` a memref broadcasting to
     ``[B, H, Sq, Skv]`` or None. Query head h reads kv head h // (H / Hk).
     Row i sees column j when j <= i + shift (``causal``) and j > i + shift -
-    window (``window`` > 0); see ops_attention.py."""
+    window (``window`` > 0); with padding, ``seq_len_q`` and ``seq_len_kv``
+    (int32 memrefs ``[B, 1, 1, 1]``) give each batch entry's lengths, past
+    which rows and columns are masked, and the bottom-right shift is
+    theirs; see ops_attention.py."""
 
     q: object
     k: object
@@ -56,16 +59,24 @@ class Attention:
     element: str
     diagonal: str = "top_left"
     window: int = 0
+    seq_len_q: object = None
+    seq_len_kv: object = None
 
     @property
     def shift(self):
-        """Row 0's diagonal column: 0 top-left aligned, Skv - Sq bottom-right."""
+        """Row 0's diagonal column: 0 top-left aligned, Skv - Sq bottom-right
+        (without padding; with it, each batch entry's Lkv - Lq)."""
         return self.skv - self.sq if self.diagonal == "bottom_right" else 0
 
     @property
+    def padding(self):
+        """Whether each batch entry has lengths of its own."""
+        return self.seq_len_q is not None
+
+    @property
     def masked(self):
-        """Whether any score is masked (causal or a window)."""
-        return self.causal or self.window > 0
+        """Whether any score is masked (causal, a window or padding)."""
+        return self.causal or self.window > 0 or self.padding
 
     @property
     def group(self):
@@ -118,9 +129,10 @@ def _values(fn, required, outputs, rows, wide=()):
     inputs = len(arguments) - ir.IntegerAttr(info["returned"]).value
     values = {}
     for name in operand_names:
-        if name in required and operands[name] < 0:
+        at = operands.get(name, -1)
+        if name in required and at < 0:
             raise NotAnAttention(f"{name} is computed in the kernel, not a kernel argument")
-        values[name] = arguments[operands[name]] if operands[name] >= 0 else None
+        values[name] = arguments[at] if at >= 0 else None
     for name in result_names:
         if name in outputs and results[name] < 0:
             raise NotAnAttention(f"{name} is not an output of the kernel")
@@ -143,9 +155,15 @@ def _values(fn, required, outputs, rows, wide=()):
     return values, info, element
 
 
-def _masks(info):
+def _masks(info, values):
+    """(diagonal, window, seq_len_q, seq_len_kv) of the attribute and buffers."""
+    padding = "padding" in info and ir.BoolAttr(info["padding"]).value
+    lengths = (values["seq_len_q"], values["seq_len_kv"]) if padding else (None, None)
+    if padding and any(x is None for x in lengths):
+        raise NotAnAttention("the sequence lengths are computed in the kernel, not kernel "
+                             "arguments")
     return (ir.StringAttr(info["diagonal"]).value if "diagonal" in info else "top_left",
-            ir.IntegerAttr(info["window"]).value if "window" in info else 0)
+            ir.IntegerAttr(info["window"]).value if "window" in info else 0) + lengths
 
 
 def _sizes(values):
@@ -164,7 +182,7 @@ def match(fn):
     return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
                      values["bias"], *_sizes(values),
                      ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
-                     element, *_masks(info))
+                     element, *_masks(info, values))
 
 
 @dataclass
@@ -194,5 +212,6 @@ def match_backward(fn):
     return AttentionBackward(values["q"], values["k"], values["v"], values["o"], stats,
                              values["bias"], *_sizes(values),
                              ir.FloatAttr(info["scale"]).value,
-                             ir.BoolAttr(info["causal"]).value, element, *_masks(info),
-                             values["do"], values["dq"], values["dk"], values["dv"])
+                             ir.BoolAttr(info["causal"]).value, element,
+                             *_masks(info, values), values["do"], values["dq"],
+                             values["dk"], values["dv"])

@@ -102,9 +102,11 @@ def erase_replaced(ops, keep=()):
 
 
 def launch(grid, threads, shared, body):
-    """A gpu.launch of ``grid`` blocks (x, y) of ``threads`` threads with
-    ``shared`` bytes of dynamic shared memory, whose body ``body()`` emits."""
-    op = gpu.LaunchOp((idx(grid[0]), idx(grid[1]), idx(1)), (idx(threads), idx(1), idx(1)),
+    """A gpu.launch of ``grid`` blocks (x, y, and z when given) of ``threads``
+    threads with ``shared`` bytes of dynamic shared memory, whose body
+    ``body()`` emits."""
+    z = grid[2] if len(grid) > 2 else 1
+    op = gpu.LaunchOp((idx(grid[0]), idx(grid[1]), idx(z)), (idx(threads), idx(1), idx(1)),
                       dynamic_shared_memory_size=i(shared))
     with ir.InsertionPoint(op.regions[0].blocks[0]):
         body()

@@ -72,11 +72,13 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
     launch, ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
+from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     BOX, column_of, ex2, f32, pack, pairs as fragment_pairs, quad, row_of, struct, tree,
     unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
+from dnnc.codegen.gpu.tensorcore.sm90.masks import mask_columns, query_block
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
@@ -96,11 +98,13 @@ SPARE_REGISTERS = 32
 @dataclass(frozen=True)
 class FlashTile:
     """``m`` query rows per block (64 per consumer warpgroup), ``n`` kv rows
-    per step, ``stages`` ring stages of K and V tiles."""
+    per step, ``stages`` ring stages of K and V tiles; ``splits`` blocks
+    share each query tile's kv tiles (split-KV, ``flash_combine``)."""
 
     m: int = 128
     n: int = 128
     stages: int = 2
+    splits: int = 1
 
     @property
     def consumers(self):
@@ -213,100 +217,6 @@ class StoredRows(Rows):
                 list(reversed(coords)))
 
 
-def column_tiles(att, first_row, rows, n):
-    """[start, end) (index values) of the tiles of ``n`` key columns that
-    query rows ``first_row`` .. + ``rows`` - 1 see: up to the last row's
-    diagonal when causal, from the first row's window start with a window."""
-    tiles = -(-att.skv // n)
-    end = _idx(tiles)
-    if att.causal:
-        # Columns up to last row + shift (+ 1, rounded up to whole tiles).
-        reach = arith.maxsi(_add(first_row, rows + att.shift + n - 1), _idx(0))
-        end = arith.minui(arith.divui(reach, _idx(n)), end)
-    start = _idx(0)
-    if att.window:
-        left = arith.maxsi(_add(first_row, att.shift - att.window + 1), _idx(0))
-        start = arith.minui(arith.divui(left, _idx(n)), end)
-    return start, end
-
-
-def query_block(att, rows, n):
-    """Device side, for a grid of (query tiles of ``rows``, B x H): the
-    block's (batch, head, kv head, first query row, first kv tile, kv tiles)
-    as index values, the kv tiles (of ``n`` columns) those its rows see
-    (``column_tiles``). A causal grid runs each head's last query tiles, the
-    longest, first."""
-    head = gpu.block_id(gpu.Dimension.y)
-    b = arith.divui(head, _idx(att.heads))
-    h = arith.remui(head, _idx(att.heads))
-    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
-    tile_x = gpu.block_id(gpu.Dimension.x)
-    if att.causal:
-        tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
-    m0 = arith.muli(tile_x, _idx(rows))
-    start, end = column_tiles(att, m0, rows, n)
-    return b, h, hk, m0, start, arith.subi(end, start)
-
-
-def masked_select(scores, need, bad_of):
-    """``scores`` with -inf where ``bad_of(e)`` (an i1 built in the masking
-    branch) holds, in an scf.if on the OR of the conditions ``need`` (the
-    scores unchanged otherwise, and without a condition)."""
-    if not need:
-        return scores
-    cond = need[0]
-    for c in need[1:]:
-        cond = arith.ori(cond, c)
-    op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
-    with ir.InsertionPoint(op.then_block):
-        bad = bad_of()
-        scf.YieldOp([arith.select(bad(e), f32(-math.inf), x) for e, x in enumerate(scores)])
-    with ir.InsertionPoint(op.else_block):
-        scf.YieldOp(scores)
-    return list(op.results)
-
-
-def mask_columns(att, scores, n0, n, rows, column, first):
-    """``scores`` (a thread's accumulator values: query rows ``rows``, key
-    columns n0 + ``column`` + column_of(e)) with -inf where a row does not
-    see the column (past Skv, right of its diagonal when causal, left of its
-    window); the test runs only where the tile of ``n`` columns at ``n0``
-    reaches past one of those for some row of the warpgroup's 64 from
-    ``first``."""
-    end = _add(n0, n)
-    need = []
-    if att.skv % n:
-        need.append(_cmp("ugt", end, _idx(att.skv)))
-    if att.causal:
-        need.append(_cmp("sgt", end, _add(first, att.shift + 1)))
-    if att.window:
-        need.append(_cmp("slt", n0, _add(first, 64 + att.shift - att.window)))
-
-    def bad_of():
-        i32 = ir.IntegerType.get_signless(32)
-        base = arith.addi(n0, column)
-
-        def offset(x):
-            return arith.index_cast(i32, arith.subi(x, base))
-        his, los = [], []
-        for r in rows:
-            last = _idx(att.skv - 1)
-            if att.causal:
-                last = arith.minsi(_add(r, att.shift), last)
-            his.append(offset(last))
-            if att.window:
-                los.append(offset(_add(r, att.shift - att.window + 1)))
-
-        def bad(e):
-            o = _i(column_of(e))
-            out = _cmp("sgt", o, his[row_of(e)])
-            if att.window:
-                out = arith.ori(out, _cmp("slt", o, los[row_of(e)]))
-            return out
-        return bad
-    return masked_select(scores, need, bad_of)
-
-
 class Turns:
     """The consumer warpgroups take turns issuing their products
     (FlashAttention-3's ping-pong): warpgroup c waits on named barrier 1 + c
@@ -367,7 +277,7 @@ class FlashForward:
         # has q's type; an f32 o goes from registers).
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
         self.o = StoredRows(att.o, 16, att.dv, tile.m) \
-            if padded(att.dv) <= padded(att.d) and same else None
+            if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -380,9 +290,12 @@ class FlashForward:
 
     def notes(self):
         t = self.tile
+        split = (f"; the kv tiles split over {t.splits} blocks, their partial O and "
+                 "log-sum-exp merged by a second kernel" if t.splits > 1 else "")
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
-                f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V in rings of {t.stages} stages; S = QK^T and "
-                "O += PV on wgmma, the online softmax in registers"]
+                f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V "
+                f"in rings of {t.stages} stages; S = QK^T and O += PV on wgmma, the online "
+                f"softmax in registers{split}"]
 
     # -- host side ----------------------------------------------------------
 
@@ -396,8 +309,12 @@ class FlashForward:
                 if operand is not None:
                     operand.make_descriptor()
             shared = smem_bytes(t, self.att.d, self.att.dv)
-            launch((self.q_tiles, self.att.batch * self.att.heads), t.threads, shared,
+            if t.splits > 1:
+                self.partials = Partials(self.att, t.splits)
+            launch((self.q_tiles, self.att.batch * self.att.heads, t.splits), t.threads, shared,
                    self.kernel)
+            if t.splits > 1:
+                self.partials.combine()
         # The expansion's ops go.
         erase_replaced(old[:-1])
 
@@ -413,8 +330,10 @@ class FlashForward:
         self.ring_v.base = _add(self.ring_k.base, t.stages * self.k.bytes)
         self.q_full = _shared_ptr(_add(self.ring_v.base, t.stages * self.v.bytes))
         # Step j loads kv tile start + j.
-        self.b, self.h, self.hk, self.m0, self.start, self.steps = \
+        self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = \
             query_block(att, t.m, t.n)
+        if t.splits > 1:
+            self.start, self.steps = split_range(self.start, self.steps, t.splits)
 
         def init():
             nvvm.MBarrierInitOp(self.q_full, _i(1))
@@ -485,7 +404,10 @@ class FlashForward:
         with ir.InsertionPoint(run.then_block):
             scf.YieldOp(self.steps_of(turns))
         o_acc, m_a, m_b, l_a, l_b = run.results
-        self.store(o_acc, [m_a, m_b], [l_a, l_b])
+        if t.splits > 1:
+            self.partials.store(self, unpack(o_acc, self.n_o), [m_a, m_b], [l_a, l_b])
+        else:
+            self.store(o_acc, [m_a, m_b], [l_a, l_b])
 
     def steps_of(self, turns):
         """The block's steps (at least one): returns O, the row maxima and
@@ -608,7 +530,8 @@ class FlashForward:
         """``scores`` of step ``j`` with -inf where a row does not see the
         column (mask_columns)."""
         n0 = arith.muli(arith.addi(self.start, j), _idx(self.tile.n))
-        return mask_columns(self.att, scores, n0, self.tile.n, self.rows, self.column,
+        return mask_columns(self.att, self.extent, scores, n0, self.tile.n, self.rows,
+                            self.column,
                             self.first)
 
     def softmax(self, scores, m, l_, biases=None):

@@ -55,12 +55,15 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     launch, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
-    Rows, Turns, check_operands, mask_columns, masked_select, padded, query_block, registers,
+    Rows, Turns, check_operands, padded, registers,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     column_of, ex2, f32, pairs, quad, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
+from dnnc.codegen.gpu.tensorcore.sm90.masks import (
+    Extent, mask_columns, masked_select, negated, plus, query_block,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
@@ -354,7 +357,7 @@ class DqKernel(_Blocks):
 
     def place(self):
         # The kv tiles the block's rows see: step j's is start + j.
-        self.b, self.h, self.hk, self.m0, self.start, self.steps = \
+        self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = \
             query_block(self.att, 128, self.n)
 
     def resident_coords(self):
@@ -457,7 +460,8 @@ class DqKernel(_Blocks):
         """``scores`` of step ``j`` with -inf where a row does not see the
         column (flash.mask_columns)."""
         n0 = arith.muli(arith.addi(self.start, j), _idx(self.n))
-        return mask_columns(self.att, scores, n0, self.n, rows, self.column, first)
+        return mask_columns(self.att, self.extent, scores, n0, self.n, rows, self.column,
+                            first)
 
 
 class DkvKernel(_Blocks):
@@ -484,18 +488,26 @@ class DkvKernel(_Blocks):
         self.b = arith.divui(head, _idx(att.kv_heads))
         self.hk = arith.remui(head, _idx(att.kv_heads))
         self.n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(128))
+        ext = self.extent = Extent(att, self.b)
         # The query tiles that see the block's kv rows: kv row j is seen by
         # query rows i >= j - shift when causal, i <= j - shift + window - 1
-        # with a window.
-        end = _idx(self.q_tiles)
+        # with a window, i < Sq (Lq with padding); none when the kv rows
+        # are all padding.
+        if ext.padding:
+            end = arith.divui(_add(ext.sq, self.m - 1), _idx(self.m))
+        else:
+            end = _idx(self.q_tiles)
+        shift = negated(ext.shift)
         if att.window:
-            last = arith.maxsi(_add(self.n0, 128 - att.shift + att.window - 1), _idx(0))
+            last = arith.maxsi(plus(self.n0, shift, 128 + att.window - 1), _idx(0))
             end = arith.minui(arith.divui(_add(last, self.m - 1), _idx(self.m)), end)
         self.first_tile = _idx(0)
         if att.causal:
-            first = arith.maxsi(_add(self.n0, -att.shift), _idx(0))
+            first = arith.maxsi(plus(self.n0, shift), _idx(0))
             self.first_tile = arith.minui(arith.divui(first, _idx(self.m)), end)
         self.span = arith.subi(end, self.first_tile)
+        if ext.padding:
+            self.span = arith.select(_cmp("uge", self.n0, ext.skv), _idx(0), self.span)
         self.steps = arith.muli(self.span, _idx(att.group))
 
     def at_step(self, j):
@@ -617,15 +629,19 @@ class DkvKernel(_Blocks):
         when causal; past its window, q > kv - shift + window - 1), in the
         steps whose tile reaches one of those for some kv row of the
         warpgroup's 64 from ``first``."""
-        att, m = self.att, self.m
+        att, m, ext = self.att, self.m, self.extent
         end = _add(m0, m)
         need = []
-        if att.sq % m:
+        if ext.padding:
+            need.append(_cmp("ugt", end, ext.sq))
+            need.append(_cmp("sgt", _add(first, 64), ext.skv))
+        elif att.sq % m:
             need.append(_cmp("ugt", end, _idx(att.sq)))
+        shift = negated(ext.shift)
         if att.causal:
-            need.append(_cmp("sgt", _add(first, 63 - att.shift), m0))
+            need.append(_cmp("sgt", plus(first, shift, 63), m0))
         if att.window:
-            need.append(_cmp("sgt", end, _add(first, att.window - att.shift)))
+            need.append(_cmp("sgt", end, plus(first, shift, att.window)))
 
         def bad_of():
             i32 = ir.IntegerType.get_signless(32)
@@ -635,9 +651,10 @@ class DkvKernel(_Blocks):
                 return arith.index_cast(i32, arith.subi(x, base))
             # Column offset o (from the thread's first) is query m0 + column
             # + o: valid when below Sq and within the kv row's band.
-            high = offset(_idx(att.sq))
-            lows = [offset(_add(r, -att.shift)) for r in rows]
-            tops = [offset(_add(r, att.window - 1 - att.shift)) for r in rows]
+            high = offset(plus(ext.sq))
+            lows = [offset(plus(r, shift)) for r in rows]
+            tops = [offset(plus(r, shift, att.window - 1)) for r in rows]
+            dead = [_cmp("sge", r, ext.skv) for r in rows] if ext.padding else None
 
             def bad(e):
                 o = _i(column_of(e))
@@ -646,6 +663,8 @@ class DkvKernel(_Blocks):
                     out = arith.ori(out, _cmp("slt", o, lows[row_of(e)]))
                 if att.window:
                     out = arith.ori(out, _cmp("sgt", o, tops[row_of(e)]))
+                if dead:
+                    out = arith.ori(out, dead[row_of(e)])
                 return out
             return bad
         return masked_select(scores, need, bad_of)

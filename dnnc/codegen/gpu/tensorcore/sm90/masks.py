@@ -1,0 +1,176 @@
+"""Where the attention kernels' blocks work and what they mask
+(semantics: dnnc/dialect/ops_attention.py): the kv tiles a block of query
+rows sees, and -inf at the scores a row does not see.
+
+Row i sees column j when j < Skv, j <= i + shift (causal) and j > i + shift
+- window (a sliding window), with shift 0 top-left aligned and Skv - Sq
+bottom-right. With padding, each batch entry has lengths of its own, read
+from the seq_len buffers when the block starts (``Extent``): row i sees
+nothing when i >= Lq[b], column j is seen only when j < Lkv[b], and the
+bottom-right shift is Lkv[b] - Lq[b]. Lengths and shift are then index
+values where they are Python ints otherwise; ``plus`` adds either kind, so
+the IR of a kernel without padding holds only constants there.
+
+Scores are a thread's wgmma accumulator values (fragments.row_of and
+column_of give their rows and columns).
+"""
+
+import math
+
+from mlir import ir
+from mlir.dialects import arith, gpu, memref, scf
+
+from dnnc.codegen.gpu.tensorcore.emit import add as _add, cmp as _cmp, i as _i, idx as _idx
+from dnnc.codegen.gpu.tensorcore.sm90.fragments import column_of, f32, row_of
+
+
+def plus(*terms):
+    """The sum of index values and Python ints (an index value)."""
+    constant = sum(t for t in terms if isinstance(t, int))
+    values = [t for t in terms if not isinstance(t, int)]
+    if not values:
+        return _idx(constant)
+    total = values[0]
+    for v in values[1:]:
+        total = arith.addi(total, v)
+    return _add(total, constant)
+
+
+def negated(x):
+    """-x of an index value or a Python int."""
+    return -x if isinstance(x, int) else arith.subi(_idx(0), x)
+
+
+def _length(buffer, b, limit):
+    """Batch entry ``b``'s length in ``buffer`` (int32 ``[B, 1, 1, 1]``),
+    clamped to [0, ``limit``], as an index value."""
+    zero = _idx(0)
+    x = memref.load(buffer, [b, zero, zero, zero])
+    x = arith.maxsi(arith.minsi(x, _i(limit)), _i(0))
+    return arith.index_cast(ir.IndexType.get(), x)
+
+
+class Extent:
+    """The lengths the masks of a block of batch entry ``b`` use: ``sq``,
+    ``skv`` and ``shift``, Python ints, or with padding index values (the
+    entry's lengths)."""
+
+    def __init__(self, att, b):
+        self.padding = att.padding
+        if not att.padding:
+            self.sq, self.skv, self.shift = att.sq, att.skv, att.shift
+            return
+        self.sq = _length(att.seq_len_q, b, att.sq)
+        self.skv = _length(att.seq_len_kv, b, att.skv)
+        self.shift = arith.subi(self.skv, self.sq) if att.diagonal == "bottom_right" else 0
+
+
+def column_tiles(att, ext, first_row, rows, n):
+    """[start, end) (index values) of the tiles of ``n`` key columns that
+    query rows ``first_row`` .. + ``rows`` - 1 see: up to Skv (``ext``'s),
+    up to the last row's diagonal when causal, from the first row's window
+    start with a window; none when the rows are all padding."""
+    if isinstance(ext.skv, int):
+        end = _idx(-(-ext.skv // n))
+    else:
+        end = arith.divui(_add(ext.skv, n - 1), _idx(n))
+    last = rows - 1
+    if ext.padding:
+        # The last row that is not padding (the rows past it see nothing).
+        last = arith.subi(arith.minsi(plus(first_row, rows), ext.sq), first_row)
+        last = arith.subi(last, _idx(1))
+    if att.causal:
+        # Columns up to last row + shift (+ 1, rounded up to whole tiles).
+        reach = arith.maxsi(plus(first_row, last, ext.shift, n), _idx(0))
+        end = arith.minui(arith.divui(reach, _idx(n)), end)
+    start = _idx(0)
+    if att.window:
+        left = arith.maxsi(plus(first_row, ext.shift, 1 - att.window), _idx(0))
+        start = arith.minui(arith.divui(left, _idx(n)), end)
+    if ext.padding:
+        end = arith.select(_cmp("sge", first_row, ext.sq), start, end)
+    return start, end
+
+
+def query_block(att, rows, n):
+    """Device side, for a grid of (query tiles of ``rows``, B x H): the
+    block's (batch, head, kv head, first query row, first kv tile, kv tiles,
+    Extent) with index values, the kv tiles (of ``n`` columns) those its
+    rows see (``column_tiles``). A causal grid runs each head's last query
+    tiles, the longest, first."""
+    head = gpu.block_id(gpu.Dimension.y)
+    b = arith.divui(head, _idx(att.heads))
+    h = arith.remui(head, _idx(att.heads))
+    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
+    tile_x = gpu.block_id(gpu.Dimension.x)
+    if att.causal:
+        tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
+    m0 = arith.muli(tile_x, _idx(rows))
+    ext = Extent(att, b)
+    start, end = column_tiles(att, ext, m0, rows, n)
+    return b, h, hk, m0, start, arith.subi(end, start), ext
+
+
+def masked_select(scores, need, bad_of):
+    """``scores`` with -inf where ``bad_of(e)`` (an i1 built in the masking
+    branch) holds, in an scf.if on the OR of the conditions ``need`` (the
+    scores unchanged otherwise, and without a condition)."""
+    if not need:
+        return scores
+    cond = need[0]
+    for c in need[1:]:
+        cond = arith.ori(cond, c)
+    op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        bad = bad_of()
+        scf.YieldOp([arith.select(bad(e), f32(-math.inf), x) for e, x in enumerate(scores)])
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp(scores)
+    return list(op.results)
+
+
+def mask_columns(att, ext, scores, n0, n, rows, column, first):
+    """``scores`` (a thread's accumulator values: query rows ``rows``, key
+    columns n0 + ``column`` + column_of(e)) with -inf where a row does not
+    see the column (past Skv, right of its diagonal when causal, left of its
+    window, the row or the column padding); the test runs only where the
+    tile of ``n`` columns at ``n0`` reaches past one of those for some row
+    of the warpgroup's 64 from ``first``."""
+    end = _add(n0, n)
+    need = []
+    if not isinstance(ext.skv, int):
+        need.append(_cmp("ugt", end, ext.skv))
+    elif ext.skv % n:
+        need.append(_cmp("ugt", end, _idx(ext.skv)))
+    if att.causal:
+        need.append(_cmp("sgt", end, plus(first, ext.shift, 1)))
+    if att.window:
+        need.append(_cmp("slt", n0, plus(first, ext.shift, 64 - att.window)))
+    if ext.padding:
+        need.append(_cmp("sgt", _add(first, 64), ext.sq))
+
+    def bad_of():
+        i32 = ir.IntegerType.get_signless(32)
+        base = arith.addi(n0, column)
+
+        def offset(x):
+            return arith.index_cast(i32, arith.subi(x, base))
+        his, los = [], []
+        for r in rows:
+            last = plus(ext.skv, -1)
+            if att.causal:
+                last = arith.minsi(plus(r, ext.shift), last)
+            if ext.padding:
+                last = arith.select(_cmp("sge", r, ext.sq), _idx(-1), last)
+            his.append(offset(last))
+            if att.window:
+                los.append(offset(plus(r, ext.shift, 1 - att.window)))
+
+        def bad(e):
+            o = _i(column_of(e))
+            out = _cmp("sgt", o, his[row_of(e)])
+            if att.window:
+                out = arith.ori(out, _cmp("slt", o, los[row_of(e)]))
+            return out
+        return bad
+    return masked_select(scores, need, bad_of)
