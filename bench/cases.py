@@ -1355,16 +1355,19 @@ def _sdpa_on(backend, causal, gqa):
     return torch_fn
 
 
-def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16"):
+def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None):
+    """The sdpa forward case; ``strategy`` (with its ``config`` override)
+    names a strategy forced on whatever GPU runs it, in the name too."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
-    name = f"sdpa{' causal' if causal else ''} B{b} {heads} S{s} D{d} {dt}"
+    name = f"sdpa{' causal' if causal else ''} B{b} {heads} S{s} D{d} {dt}" + \
+        (f" {strategy}" if strategy else "")
     # Two matmuls (QK^T, PV) of 2 FLOPs per multiply-add; causal: half.
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     size = (2 * b * h * s * d + 2 * b * hk * s * d) * BF16  # q, o; k, v (f16: 2 bytes too)
     return Case(name, _sdpa_forward(b, h, hk, s, d, causal, dt),
                 _sdpa_on("CUDNN_ATTENTION", causal, hk != h), flops, size, False, "attention",
-                others={"flash": _sdpa_on("FLASH_ATTENTION", causal, hk != h)})
+                others={"flash": _sdpa_on("FLASH_ATTENTION", causal, hk != h)}, config=config)
 
 
 ATTENTION_FORWARD = [
@@ -1383,7 +1386,13 @@ ATTENTION_FORWARD = [
         (1, 64, 16384, 128, 8, "bf16"),
     ]
     for causal in (False, True)
-] + [_sdpa_case(4, 16, 4096, 128, dt="f16")]
+] + [_sdpa_case(4, 16, 4096, 128, dt="f16")] + [
+    # The Ampere kernel (mma.sync, cp.async: sm80/flash.py) on whatever GPU
+    # runs it, with the tile its heuristics give these problems on sm_80.
+    _sdpa_case(4, 16, 4096, d, causal, strategy="tc-sm80",
+               config=f"*=strategy:tc-sm80,tile:128x{n},stages:2,block:128")
+    for d, causal, n in ((128, False, 32), (128, True, 32), (64, False, 64))
+]
 
 
 # Decode: one query row a head against a long kv sequence, memory-bound (K

@@ -15,8 +15,9 @@ shared memory holds beside one set of the epilogue's slots (16 KiB for a
 128-row tile: its output tiles go out through shared memory). Convolutions
 (bf16, f16) run as implicit GEMM on either (``_implicit_gemm``), with the
 same tiles as a matmul of their M x N. The attention forward (sdpa, bf16
-and f16) runs on tc-sm90's flash kernel (``tc_sm90_attention``); the
-backward and other types wait for theirs: simt-generic gives each output
+and f16) runs on tc-sm90's flash kernel (``tc_sm90_attention``) on sm_90a,
+on tc-sm80's (``tc_sm80_attention``, mma.sync) on sm_80; the backward (on
+sm_80) and other types wait for theirs: simt-generic gives each output
 element one thread that loops over the reduction (K); the output count sets
 the parallelism, and few outputs get 128-thread blocks. An operand with a prologue (``Problem.prologues``)
 is loaded as stored and converted in shared memory: its stored width sets
@@ -484,6 +485,74 @@ def tc_sm90_attention(problem, facts):
     return configs
 
 
+# tc-sm80's attention forward (sm80/flash.py): (query rows a block, kv rows
+# a step, warps), best first, by the wider head dim; stages of the K and V
+# ring; the shared memory of an sm_80 block.
+TC80_ATTENTION_SHAPES = (
+    (64, ((128, 64, 4), (128, 64, 8), (64, 64, 4))),
+    (128, ((128, 32, 4), (128, 64, 8), (64, 64, 4))),
+    (256, ((128, 32, 8), (64, 32, 4))),
+)
+# Query rows up to which a block takes 64 of them (one m16 fragment a warp).
+TC80_ATTENTION_SHORT = 64
+# Shapes any head dims up to 256 fit one of.
+TC80_ATTENTION_LAST = ((128, 64, 8), (128, 32, 8), (64, 64, 4), (64, 32, 4))
+TC80_ATTENTION_STAGES = 2
+
+
+def tc_sm80_attention_tiles(sq, d, dv, biased, shared=TC80_SHARED["sm_80"]):
+    """tc-sm80 attention forward tiles (sm80.FlashTile), best first, for
+    ``sq`` query rows of head dims ``d`` and ``dv`` (``biased``: with an
+    additive bias), each one ``sm80.flash.fits`` takes within ``shared``
+    bytes. 128 query rows a block over 4 warps of 32 where O, S and P fit a
+    thread's registers (FlashAttention-2's blocks on an A100): each K and V
+    fragment a warp reads serves two m16 fragments, 0.375 ldmatrix an
+    mma.sync for head dims of 128 with 32 kv rows a step and Q read again
+    each step, against 0.5 for warps of 16 rows, whose shared-memory reads
+    would bound the tensor cores; two such blocks share an SM (up to 255
+    registers x 128 threads each). With a bias (its values take
+    registers), or head dims above 128, 8 warps of 16 (32 kv rows a step
+    above 128: the ring within an sm_80 block's shared memory); 64 rows
+    over 4 warps for 64 query rows or fewer. Two stages: the loads of step
+    j + 1 run under step j."""
+    from dnnc.codegen.gpu.tensorcore.sm80 import flash
+
+    width = max(d, dv)
+    shapes = next((s for limit, s in TC80_ATTENTION_SHAPES if width <= limit), ())
+    if biased:
+        # A step's bias values and their loads: ptxas spilled 8-40 bytes
+        # with warps of 32 rows where O, S, P and the bias fit the count
+        # (D 72 to 104 with 32 kv rows a step).
+        shapes = tuple(s for s in shapes if s[0] // s[2] == 16)
+    if sq <= TC80_ATTENTION_SHORT:
+        shapes = tuple(s for s in shapes if s[0] == 64) + shapes
+    out = []
+    for m, n, warps in shapes + TC80_ATTENTION_LAST:
+        tile = flash.FlashTile(m, n, TC80_ATTENTION_STAGES, warps)
+        if tile not in out and flash.fits(tile, d, dv, biased, shared) is None:
+            out.append(tile)
+    return out
+
+
+def tc_sm80_attention(problem, facts):
+    """tc-sm80 Configs for an sdpa forward of 16-bit q, k, v on sm_80
+    (sm80/flash.py), best first (``tc_sm80_attention_tiles``); none for
+    the backward (no tc-sm80 kernel yet) or head dims over 256."""
+    ins = problem.anchor_inputs
+    if len(ins) < 3 or problem.anchor != "sdpa":
+        return []
+    sq, d, dv = ins[0].shape[-2], ins[0].shape[-1], ins[2].shape[-1]
+    if max(d, dv) > 256:
+        return []
+    configs = []
+    for tile in tc_sm80_attention_tiles(sq, d, dv, len(ins) > 3):
+        configs.append(Config(
+            "tc-sm80", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
+            reason=f"attention forward ({facts}): {tile.m} query rows a block ({tile.warps} "
+                   f"warps of {tile.rows}), {tile.n} kv rows a step, {tile.stages} stages"))
+    return configs
+
+
 def _attention_split(problem, bm, bn):
     """Blocks a query tile's kv tiles are split over (flash_combine.py):
     enough for the grid of query tiles x B x H to fill the SMs, each block
@@ -549,4 +618,10 @@ def rank(problem):
         limit = TC90_ATTENTION_BACKWARD_D if problem.anchor == "sdpa_backward" else 256
         return simt_generic(work, problem.sms, None, facts, head=(
             f"tc-sm90's attention kernels do not take it ({facts}): head dims up to {limit}"))
+    if faster == "tc-sm80" and problem.anchor == "sdpa" and problem.dtype in ("bf16", "f16"):
+        fast = tc_sm80_attention(problem, facts)
+        if fast:
+            return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"tc-sm80's attention kernel does not take it ({facts}): head dims up to 256"))
     return simt_generic(work, problem.sms, faster, facts)

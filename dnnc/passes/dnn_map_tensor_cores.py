@@ -10,10 +10,12 @@ epilogue fused in registers:
   a way it does not support, a stride TMA cannot describe),
   with the tile ``dnnc.heuristics.contraction.tc_sm80_configs`` ranks first.
 
-A kernel whose function carries ``dnn.attention`` is one sdpa forward:
-tc-sm90 replaces the body (its expansion) by the attention kernel
-(sm90/flash.py); what that kernel does not take keeps the expansion, on
-simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
+A kernel whose function carries ``dnn.attention`` is one sdpa forward (or
+backward): tc-sm90 replaces the body (its expansion) by the attention
+kernel (sm90/flash.py, flash_backward.py), tc-sm80 by its forward kernel
+(sm80/flash.py; its tile from the config, else the first
+``tc_sm80_attention_tiles`` ranks); what a kernel does not take keeps the
+expansion, on simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
 strategy runs it as an implicit GEMM (tensorcore/conv.py) with its own
 operand loaders (sm90/im2col.py: TMA's im2col mode; sm80/im2col.py: a
 cp.async gather), matched for the tile's K step; one tc-sm90 does not take
@@ -83,7 +85,9 @@ from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import build_attention_backward
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
-from dnnc.heuristics.contraction import tc80_k_bytes, tc80_stages, tc_sm80_configs, tc_sm80_conv
+from dnnc.heuristics.contraction import (
+    tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
+)
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
 
@@ -113,6 +117,19 @@ def sm80_tile_of(config, element):
     return sm80.Tile(m, n, k, max(2, stages), warps)
 
 
+def sm80_attention_tile_of(config, att):
+    """The sm80.FlashTile a tc-sm80 config of attention ``att`` describes:
+    ``tile`` = [query rows a block, kv rows a step (64 if left out)] over a
+    warp per 32 threads, 2 stages unless it names more; without a tile
+    (an override that names the strategy alone), the first the heuristics
+    rank for ``att``, whatever the block."""
+    if config.tile:
+        m, n = (tuple(config.tile) + (64,))[:2]
+        return sm80.FlashTile(m, n, max(2, config.stages), max(1, config.threads // 32))
+    ranked = tc_sm80_attention_tiles(att.sq, att.d, att.dv, att.bias is not None)
+    return ranked[0] if ranked else sm80.FlashTile()
+
+
 def sm80_fallback(found):
     """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs)."""
     return tc_sm80_configs(found.m, found.n, found.batch, found.element, SMS["sm_90a"],
@@ -132,6 +149,9 @@ class DnnMapTensorCores(DnncPass):
             for fn, config in sm90_kernels:
                 self._sm90(fn, config)
             for fn, config in sm80_kernels:
+                if attention_match.ATTR in fn.attributes:
+                    self._sm80_attention(fn, config)
+                    continue
                 if conv_match.ATTR in fn.attributes:
                     self._sm80_conv(fn, config)
                     continue
@@ -192,6 +212,27 @@ class DnnMapTensorCores(DnncPass):
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
+        for note in notes:
+            add_note(fn, note)
+
+    def _sm80_attention(self, fn, config):
+        """An sdpa kernel configured tc-sm80: its attention forward
+        (sm80/flash.py), else simt-generic on the expansion the body holds
+        (an sdpa_backward too: tc-sm80 has no backward kernel)."""
+        if attention_match.op_of(fn) != "sdpa":
+            fall_back(fn, "tc-sm80 does not apply (an sdpa backward: tc-sm80 has no attention "
+                          f"backward kernel): {SIMT}")
+            return
+        try:
+            att = attention_match.match(fn)
+            tile = sm80_attention_tile_of(config, att)
+            notes = sm80.build_attention(fn, att, tile)
+        except (attention_match.NotAnAttention, sm80.NotSupported) as why:
+            fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
+            return
+        # The config records what runs (an override may name no tile).
+        fn.attributes[ATTR] = config.replace(block=(tile.threads, 1, 1), tile=(tile.m, tile.n),
+                                             stages=tile.stages).to_attr()
         for note in notes:
             add_note(fn, note)
 

@@ -1,6 +1,12 @@
 """dnn-register-budget: a kernel whose warpgroups reallocate registers
 (``setmaxnreg``: the tensor-core kernels' producers give registers to their
-consumers) gets ``nvvm.minctasm = 1``.
+consumers) gets ``nvvm.minctasm = 1``; so does tc-sm80's attention kernel
+(launched from a kernel function that carries ``dnn.attention`` and is
+configured tc-sm80), whose threads hold O, S, P and Q in up to 255
+registers: with the block size alone as its launch bound ptxas may keep a
+block of 128 or 256 threads to 128 registers a thread and spill (seen with
+ptxas 13 at head dims 32 / 8, 64 / 72, 248 / 120); any launch bound lets
+it take what the kernel needs.
 
 ptxas applies ``setmaxnreg`` only when it knows the register count a thread
 has at the kernel's entry, which it derives from the launch bounds: the
@@ -27,19 +33,44 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
+from dnnc.heuristics.config import ATTR as CONFIG
+from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
 ATTR = "nvvm.minctasm"
 
 
+# Kernel functions whose launched kernels hold as many registers as ptxas
+# gives them: (the attribute they carry, their configured strategy).
+WIDE_KERNELS = (("dnn.attention", "tc-sm80"),)
+
+
+def _wide(module):
+    """{(gpu.module, gpu.func) names} launched from the kernel functions of
+    WIDE_KERNELS."""
+    out = set()
+    for fn in irutil.functions(module):
+        config = Config.of_kernel(fn) if CONFIG in fn.attributes else None
+        if config is None or not any(attr in fn.attributes and config.strategy == strategy
+                                     for attr, strategy in WIDE_KERNELS):
+            continue
+        for launch in irutil.ops(fn, "gpu.launch_func"):
+            out.add(tuple(ir.SymbolRefAttr(launch.attributes["kernel"]).value))
+    return out
+
+
 def mark(module):
     module = getattr(module, "operation", module)
+    wide = _wide(module)
     for gm in irutil.body(module).operations:
         if gm.operation.name != "gpu.module":
             continue
         for f in irutil.body(gm.operation).operations:
             fn = f.operation
-            if fn.name == "gpu.func" and irutil.ops(fn, "nvvm.setmaxregister"):
+            if fn.name != "gpu.func":
+                continue
+            if irutil.ops(fn, "nvvm.setmaxregister") or \
+                    (irutil.symbol(gm.operation), irutil.symbol(fn)) in wide:
                 fn.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
 
 

@@ -13,8 +13,9 @@ from it; which fall back and why; and what ptxas makes of the kernels.
   registers more) fit a consumer thread's registers, else 64; as many
   stages (up to 3) as shared memory holds; simt-generic comes last. An
   sdpa_backward of head dims up to 128 ranks one tc-sm90 config (384
-  threads, no tile). Larger head dims, f32 and sm_80 stay on
-  simt-generic, the reason saying why. Every config they rank for head
+  threads, no tile). Larger head dims, f32 and the backward on sm_80
+  stay on simt-generic, the reason saying why (the forward on sm_80:
+  test_attention_sm80.py). Every config they rank for head
   dims that are multiples of 8 (up to 256 forward, 128 backward), with a
   bias or not, is one the kernels' ``check`` takes.
 * ``dnn.attention`` (convert-dnn-to-linalg) in the linalg stage: the op,
@@ -500,8 +501,6 @@ def test_heuristics_rank_the_attention_backward(d, dv, dtype):
     (lambda: problem(100, 100, 64, 64, "f32"),
      "no faster strategy planned (sdpa: 100x100x64 (S x Skv x D) x16 batch f32, an f32 "
      "multiply"),
-    (lambda: problem(100, 100, 64, 64, arch="sm_80"),
-     "tc-sm80 not implemented yet (sdpa: 100x100x64"),
     (lambda: problem(100, 100, 264, 64),
      "tc-sm90's attention kernels do not take it (sdpa: 100x100x264 (S x Skv x D) x16 batch "
      "bf16): head dims up to 256"),

@@ -279,7 +279,13 @@ def test_attention_forward_cases():
                   "B1 H16 S16384 D128", "B1 GQA H64 KV8 S8192 D128",
                   "B1 GQA H64 KV8 S16384 D128"]:
         assert {f"sdpa {shape} bf16", f"sdpa causal {shape} bf16"} <= names
-    assert "sdpa B4 H16 S4096 D128 f16" in names and len(names) == 19
+    assert "sdpa B4 H16 S4096 D128 f16" in names and len(names) == 22
+    # The Ampere kernel forced on the S4096 D128 pair and D64.
+    forced = {c.name: c.config for c in ATTENTION_FORWARD if c.config}
+    assert set(forced) == {"sdpa B4 H16 S4096 D128 bf16 tc-sm80",
+                           "sdpa causal B4 H16 S4096 D128 bf16 tc-sm80",
+                           "sdpa B4 H16 S4096 D64 bf16 tc-sm80"}
+    assert all(c.startswith("*=strategy:tc-sm80,") for c in forced.values())
     for c in ATTENTION_FORWARD:
         assert set(c.others) == {"flash"} and not c.memory_bound
         g = graph(c.name)

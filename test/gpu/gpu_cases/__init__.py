@@ -28,6 +28,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     attention_random.py
                        320 random sdpa forwards (tc-sm90's attention kernel
                        and its fallbacks), eight to a graph
+    attention_sm80.py  40 random sdpa forwards on tc-sm80's attention kernel (a
+                       config override), five to a graph
     attention_backward_random.py
                        320 random sdpa backwards (tc-sm90's dQ and dK dV
                        kernels and their fallbacks), eight to a graph, o and
@@ -43,8 +45,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 """
 
 from . import (attention, attention_backward_random, attention_decode, attention_padding,
-               attention_random, conv_random, convolution, data_movement, examples, fp8, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               attention_random, attention_sm80, conv_random, convolution, data_movement, examples,
+               fp8, matmul, normalization, pointwise, pooling, reductions, row_programs,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -62,6 +65,7 @@ CASES = [
     *row_programs.CASES,
     *attention.CASES,
     *attention_random.CASES,
+    *attention_sm80.CASES,
     *attention_backward_random.CASES,
     *attention_padding.CASES,
     *attention_decode.CASES,

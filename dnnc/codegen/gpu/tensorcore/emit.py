@@ -1,11 +1,14 @@
 """Small IR emitters the tensor-core kernels share (tc-sm90, tc-sm80, the
 pair epilogue): constants, casts, comparisons, ``scf.if`` and ``scf.for``,
-shared-memory pointers. Each emits at the current insertion point."""
+shared-memory pointers, and the register arithmetic of the attention
+kernels (reductions over a quad of lanes, ``ex2``, f32 pairs rounded to a
+16-bit type). Each emits at the current insertion point."""
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, scf
+from mlir.dialects import arith, gpu, llvm, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.math.scalar import intrinsic
 
 
 def i(n, bits=32):
@@ -109,3 +112,43 @@ def launch(grid, threads, shared, body):
         body()
         gpu.TerminatorOp()
     return op
+
+
+def f32(x):
+    """An f32 constant."""
+    return arith.constant(ir.F32Type.get(), float(x))
+
+
+def tree(op, values):
+    """``op`` over ``values`` as a balanced tree."""
+    while len(values) > 1:
+        values = [op(values[j], values[j + 1]) if j + 1 < len(values) else values[j]
+                  for j in range(0, len(values), 2)]
+    return values[0]
+
+
+def quad(op, x):
+    """``op`` of ``x`` over the 4 lanes of a quad (lanes 4g .. 4g + 3: the
+    threads that hold one row of an mma.sync or wgmma accumulator)."""
+    i32 = ir.IntegerType.get_signless(32)
+    for mask in (1, 2):
+        other = gpu.ShuffleOp(x, arith.constant(i32, mask), arith.constant(i32, 32),
+                              gpu.ShuffleMode.XOR).results[0]
+        x = op(x, other)
+    return x
+
+
+def ex2(x):
+    """2^x, the hardware's ex2.approx.ftz."""
+    return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x)
+
+
+def pair(lo, hi, element):
+    """Two f32 values rounded to ``element`` (bf16, f16), packed in an i32
+    (``lo`` in the low half): one 32-bit register of a 16-bit A fragment
+    (wgmma's or mma.sync's)."""
+    narrow_type = ir.BF16Type.get() if element == "bf16" else ir.F16Type.get()
+    t = ir.F32Type.get()
+    both = vector.from_elements(ir.VectorType.get([2], t), [lo, hi])
+    narrow = arith.truncf(ir.VectorType.get([2], narrow_type), both)
+    return llvm.bitcast(ir.IntegerType.get_signless(32), narrow)

@@ -16,14 +16,18 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
 * ``kernel``: ``check`` and the kernel (prologue, software-pipelined
   mainloop of ldmatrix and mma.sync);
 * ``epilogue``: the fused epilogue, stored 16 bytes a thread where it can;
-* ``scheduler``: one block per tile, in grouped order.
+* ``scheduler``: one block per tile, in grouped order;
+* ``flash``: the attention forward (FlashAttention-2's scheme on mma.sync),
+  a kernel of its own beside the GEMM's parts (``build_attention``).
 """
 
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
+from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
-__all__ = ["PAD", "NotSupported", "Tile", "build", "build_conv", "check", "smem_bytes"]
+__all__ = ["PAD", "FlashTile", "NotSupported", "Tile", "build", "build_attention", "build_conv",
+           "check", "smem_bytes"]
 
 
 def build(fn, gemm, tile):

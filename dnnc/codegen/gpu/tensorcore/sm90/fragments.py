@@ -15,21 +15,22 @@ an accumulator becomes an A operand without any exchange.
 registers and B from shared memory MN-major, each step a
 ``wgmma_registers_a`` (inline PTX: the NVVM op takes A only from shared
 memory; the GEMM mainloop's tf32 A from registers uses it too).
+
+The register arithmetic around them (``f32``, ``tree``, ``quad``, ``ex2``,
+``pair``) lives in tensorcore/emit.py, which tc-sm80's attention kernel
+shares; it is re-exported here for the kernels that import it from here.
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, vector
+from mlir.dialects import llvm
 
-from dnnc.codegen.gpu.math.scalar import intrinsic
 from dnnc.codegen.gpu.tensorcore.emit import add as _add
+# Shared with tc-sm80's attention kernel; imported from here by flash.py
+# and flash_backward.py.
+from dnnc.codegen.gpu.tensorcore.emit import ex2, f32, pair, quad, tree  # noqa: F401
 
 BOX = 64                 # K elements of a 128-byte box row (16-bit types)
 INSTR_K = 16             # wgmma's k for 16-bit types
-
-
-def f32(x):
-    """An f32 constant."""
-    return arith.constant(ir.F32Type.get(), float(x))
 
 
 def struct(n):
@@ -51,27 +52,10 @@ def pack(values):
     return out
 
 
-def tree(op, values):
-    """``op`` over ``values`` as a balanced tree."""
-    while len(values) > 1:
-        values = [op(values[j], values[j + 1]) if j + 1 < len(values) else values[j]
-                  for j in range(0, len(values), 2)]
-    return values[0]
 
 
-def quad(op, x):
-    """``op`` of ``x`` over the 4 lanes of a quad (the threads of one row)."""
-    i32 = ir.IntegerType.get_signless(32)
-    for mask in (1, 2):
-        other = gpu.ShuffleOp(x, arith.constant(i32, mask), arith.constant(i32, 32),
-                              gpu.ShuffleMode.XOR).results[0]
-        x = op(x, other)
-    return x
 
 
-def ex2(x):
-    """2^x, the hardware's ex2.approx.ftz."""
-    return intrinsic("llvm.nvvm.ex2.approx.ftz.f", x)
 
 
 def row_of(e):
@@ -84,14 +68,6 @@ def column_of(e):
     return 8 * (e // 4) + e % 2
 
 
-def pair(lo, hi, element):
-    """Two f32 values rounded to ``element`` (bf16, f16), packed in an i32
-    (``lo`` in the low half): one 32-bit register of a wgmma A fragment."""
-    narrow_type = ir.BF16Type.get() if element == "bf16" else ir.F16Type.get()
-    t = ir.F32Type.get()
-    both = vector.from_elements(ir.VectorType.get([2], t), [lo, hi])
-    narrow = arith.truncf(ir.VectorType.get([2], narrow_type), both)
-    return llvm.bitcast(ir.IntegerType.get_signless(32), narrow)
 
 
 def pairs(values, element):

@@ -1,0 +1,568 @@
+"""Runs a tensor-core kernel's ``gpu.launch`` on the CPU, for tests without
+a GPU: the IR dnn-map-tensor-cores leaves (arith, scf, memref, vector,
+llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync)
+interpreted with NumPy, every thread of every block in lockstep.
+
+Each SSA value is an array over all threads of the grid (``lanes``: block
+after block, a block's threads in order, so that a warp is 32 consecutive
+lanes); an ``scf.if`` runs both branches under lane masks and selects;
+an ``scf.for`` with bounds that differ between lanes runs until the last
+lane is done, each lane only its own iterations. Memory is bytes: the
+kernel function's memref arguments in one global array, each block's
+dynamic shared memory in another. The warp-wide ops take their operands
+from the warp's 32 lanes as the PTX ISA lays them out (ldmatrix's rows
+addressed by lanes 8 i .. 8 i + 7; mma.m16n8k16's fragments by g = lane /
+4, t = lane % 4). A cp.async writes shared memory only when a
+``cp.async.wait_group`` waits for its group, the latest the hardware may,
+so a read of a tile before its wait sees what was there before.
+
+Lockstep execution cannot show a race between warps (a missing barrier);
+it checks the layouts, the indexing and the arithmetic.
+"""
+
+import numpy as np
+from mlir import ir
+
+from dnnc.codegen.gpu import irutil
+
+GLOBAL_ALIGN = 1 << 12
+
+
+class Ptr:
+    """A pointer value: its address space (1 global, 3 shared) and the
+    address of each lane."""
+
+    def __init__(self, space, address):
+        self.space, self.address = space, address
+
+
+def _bf16_bits(x):
+    """f32 values rounded to bf16 (to nearest even), as uint16 bits."""
+    bits = np.asarray(x, np.float32).view(np.uint32).astype(np.uint64)
+    rounded = (bits + 0x7FFF + ((bits >> 16) & 1)) >> 16
+    return rounded.astype(np.uint16)
+
+
+def _bf16_values(bits):
+    return (np.asarray(bits, np.uint32) << 16).astype(np.uint32).view(np.float32)
+
+
+def _element(type_):
+    """(NumPy storage dtype, bytes) of a scalar MLIR type."""
+    s = str(type_)
+    return {"bf16": (np.uint16, 2), "f16": (np.float16, 2), "f32": (np.float32, 4),
+            "i32": (np.int64, 4), "i64": (np.int64, 8), "i8": (np.int64, 1),
+            "index": (np.int64, 8), "i1": (np.bool_, 1)}[s]
+
+
+class Interpreter:
+    """One launch of kernel function ``fn`` (its body a gpu.launch) on
+    ``arrays`` (NumPy arrays, one per function argument in order: outputs
+    are written into theirs)."""
+
+    def __init__(self, fn, arrays):
+        self.fn = fn
+        self.args = list(irutil.body(fn).arguments)
+        self.gmem = bytearray()
+        self.bases = []
+        for value, array in zip(self.args, arrays):
+            start = -(-len(self.gmem) // GLOBAL_ALIGN) * GLOBAL_ALIGN + GLOBAL_ALIGN
+            data = self._to_bytes(value.type, array)
+            self.gmem += bytes(start - len(self.gmem)) + data
+            self.bases.append(start)
+        self.gmem = np.frombuffer(bytes(self.gmem) + bytes(64), np.uint8).copy()
+        self.arrays = arrays
+
+    # -- memory ---------------------------------------------------------------
+
+    @staticmethod
+    def _to_bytes(type_, array):
+        t = ir.MemRefType(type_)
+        dtype, _ = _element(t.element_type)
+        a = np.asarray(array)
+        if str(t.element_type) == "bf16":
+            a = _bf16_bits(a.astype(np.float32))
+        shape, strides, offset = irutil.memref_geometry(type_)
+        size = 1 + offset + sum((n - 1) * s for n, s in zip(shape, strides))
+        flat = np.zeros(size, dtype)
+        index = offset + sum(np.indices(shape)[d] * strides[d] for d in range(len(shape)))
+        flat[index] = a.astype(flat.dtype)
+        return flat.tobytes()
+
+    def read_back(self):
+        """The function's arguments as arrays (f32 for bf16) after the run."""
+        out = []
+        for value, base in zip(self.args, self.bases):
+            t = ir.MemRefType(value.type)
+            shape, strides, offset = irutil.memref_geometry(value.type)
+            dtype, eb = _element(t.element_type)
+            index = offset + sum(np.indices(shape)[d] * strides[d] for d in range(len(shape)))
+            addresses = base + index * eb
+            out.append(self._load(self.gmem, addresses.reshape(-1), str(t.element_type))
+                       .reshape(shape))
+        return out
+
+    @staticmethod
+    def _load(mem, address, kind):
+        """Elements of ``kind`` at byte addresses ``address`` of ``mem``."""
+        n = {"bf16": 2, "f16": 2, "f32": 4, "i32": 4}[kind]
+        raw = mem[np.asarray(address)[..., None] + np.arange(n)]
+        if kind == "bf16":
+            return _bf16_values(raw.copy().view(np.uint16)[..., 0])
+        view = {"f16": np.float16, "f32": np.float32, "i32": np.uint32}[kind]
+        return raw.copy().view(view)[..., 0]
+
+    @staticmethod
+    def _store(mem, address, bits_bytes, mask):
+        """Write ``bits_bytes`` ([lanes, n] uint8) at ``address`` where ``mask``."""
+        address = np.asarray(address)[mask]
+        data = bits_bytes[mask]
+        if len(address):
+            mem[address[:, None] + np.arange(data.shape[1])] = data
+
+    def _mem(self, space):
+        return self.smem if space == 3 else self.gmem
+
+    def _arg_index(self, value):
+        return next(i for i, a in enumerate(self.args) if a == value)
+
+    def _memref_address(self, memref_value, indices):
+        t = ir.MemRefType(memref_value.type)
+        shape, strides, offset = irutil.memref_geometry(memref_value.type)
+        _, eb = _element(t.element_type)
+        base = self.bases[self._arg_index(memref_value)]
+        element = offset + sum(np.asarray(i) * s for i, s in zip(indices, strides))
+        return base + element * eb
+
+    # -- the run --------------------------------------------------------------
+
+    def run(self):
+        body = irutil.body(self.fn)
+        self.env = {arg: None for arg in self.args}   # memrefs: read through self.bases
+        launch = None
+        for op in body.operations:
+            if op.operation.name == "gpu.launch":
+                launch = op.operation
+                break
+            self._scalar_op(op.operation)
+        assert launch is not None
+        sizes = [int(self._const(v)) for v in list(launch.operands)[:6]]
+        grid, block = sizes[:3], sizes[3:]
+        assert block[1:] == [1, 1] and grid[2] == 1
+        shared = int(self._const(list(launch.operands)[-1]))
+        threads = block[0]
+        blocks = grid[0] * grid[1]
+        self.lanes = blocks * threads
+        lane = np.arange(self.lanes)
+        self.block_index = lane // threads
+        self.smem_stride = -(-max(shared, 1) // 1024) * 1024
+        self.smem = np.zeros(blocks * self.smem_stride + 64, np.uint8)
+        region = launch.regions[0].blocks[0]
+        a = self.launch_args = list(region.arguments)
+        block_x = self.block_index % grid[0]
+        block_y = self.block_index // grid[0]
+        tid = lane % threads
+        for value, x in zip(a, [block_x, block_y, 0 * lane, tid, 0 * lane, 0 * lane]
+                            + [np.full(self.lanes, s) for s in sizes]):
+            self.env[value] = x
+        self.pending = []
+        self.committed = np.zeros(self.lanes, np.int64)
+        self._block(region, np.ones(self.lanes, bool))
+
+    def _const(self, value):
+        return self.env[value] if value in self.env else None
+
+    def _scalar_op(self, op):
+        if op.name == "arith.constant":
+            self.env[op.results[0]] = self._constant(op)
+
+    @staticmethod
+    def _constant(op):
+        attr = op.attributes["value"]
+        t = op.results[0].type
+        if isinstance(t, ir.F32Type):
+            return np.float32(ir.FloatAttr(attr).value)
+        if isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1:
+            return np.bool_(ir.IntegerAttr(attr).value)
+        return np.int64(ir.IntegerAttr(attr).value)
+
+    def _block(self, block, mask):
+        """Run the ops of ``block`` on the lanes of ``mask``; returns the
+        operands of its terminator (scf.yield)."""
+        for op in block.operations:
+            op = op.operation
+            if op.name in ("scf.yield", "gpu.terminator"):
+                return [self.env[v] for v in op.operands]
+            self._op(op, mask)
+        return []
+
+    def _op(self, op, mask):
+        name = op.name
+        ins = [self.env[v] for v in op.operands]
+        handler = getattr(self, "_" + name.replace(".", "_"), None)
+        if handler is None:
+            raise NotImplementedError(f"kernel interpreter: {name}")
+        out = handler(op, ins, mask)
+        if out is not None:
+            out = out if isinstance(out, list) else [out]
+            for r, v in zip(op.results, out):
+                self.env[r] = v
+
+    # -- arith, math ----------------------------------------------------------
+
+    def _arith_constant(self, op, ins, mask):
+        return self._constant(op)
+
+    def _arith_addi(self, op, ins, mask):
+        return self._wrap(op, np.add(*ins))
+
+    def _arith_subi(self, op, ins, mask):
+        return self._wrap(op, np.subtract(*ins))
+
+    def _arith_muli(self, op, ins, mask):
+        return self._wrap(op, np.multiply(*ins))
+
+    def _arith_divui(self, op, ins, mask):
+        return np.floor_divide(ins[0], np.where(np.asarray(ins[1]) == 0, 1, ins[1]))
+
+    def _arith_remui(self, op, ins, mask):
+        return np.remainder(ins[0], np.where(np.asarray(ins[1]) == 0, 1, ins[1]))
+
+    def _arith_minui(self, op, ins, mask):
+        return np.minimum(*ins)
+
+    def _arith_minsi(self, op, ins, mask):
+        return np.minimum(*ins)
+
+    def _arith_maxsi(self, op, ins, mask):
+        return np.maximum(*ins)
+
+    def _arith_andi(self, op, ins, mask):
+        return np.bitwise_and(*ins)
+
+    def _arith_ori(self, op, ins, mask):
+        return np.bitwise_or(*ins)
+
+    def _arith_xori(self, op, ins, mask):
+        return np.bitwise_xor(*ins)
+
+    @staticmethod
+    def _wrap(op, x):
+        t = op.results[0].type
+        if isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 32:
+            x = ((np.asarray(x, np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
+        return x
+
+    def _arith_cmpi(self, op, ins, mask):
+        names = ["eq", "ne", "slt", "sle", "sgt", "sge", "ult", "ule", "ugt", "uge"]
+        p = names[int(ir.IntegerAttr(op.attributes["predicate"]).value)]
+        a, b = (np.asarray(x, np.int64) for x in ins)
+        if p.startswith("u"):
+            # Unsigned: a negative value is past any other.
+            a, b = a.astype(np.uint64), b.astype(np.uint64)
+        return {"eq": a == b, "ne": a != b, "slt": a < b, "sle": a <= b, "sgt": a > b,
+                "sge": a >= b, "ult": a < b, "ule": a <= b, "ugt": a > b, "uge": a >= b}[p]
+
+    def _arith_cmpf(self, op, ins, mask):
+        p = int(ir.IntegerAttr(op.attributes["predicate"]).value)
+        assert p == 1, "only oeq"
+        return np.asarray(ins[0]) == np.asarray(ins[1])
+
+    def _arith_select(self, op, ins, mask):
+        c, a, b = ins
+        if isinstance(a, Ptr):
+            return Ptr(a.space, np.where(c, a.address, b.address))
+        c = np.asarray(c)
+        a, b = np.asarray(a), np.asarray(b)
+        if a.ndim > c.ndim or b.ndim > c.ndim:
+            c = c.reshape(c.shape + (1,) * (max(a.ndim, b.ndim) - c.ndim))
+        return np.where(c, a, b)
+
+    def _arith_index_cast(self, op, ins, mask):
+        return self._wrap(op, np.asarray(ins[0], np.int64))
+
+    def _arith_addf(self, op, ins, mask):
+        return np.add(*ins, dtype=np.float32)
+
+    def _arith_subf(self, op, ins, mask):
+        return np.subtract(*ins, dtype=np.float32)
+
+    def _arith_mulf(self, op, ins, mask):
+        return np.multiply(*ins, dtype=np.float32)
+
+    def _arith_divf(self, op, ins, mask):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.divide(*ins, dtype=np.float32)
+
+    def _arith_negf(self, op, ins, mask):
+        return np.negative(ins[0], dtype=np.float32)
+
+    def _arith_maxnumf(self, op, ins, mask):
+        return np.fmax(*ins).astype(np.float32)
+
+    def _arith_extf(self, op, ins, mask):
+        src = str(op.operands[0].type)
+        if src == "bf16":
+            return _bf16_values(ins[0])
+        return np.asarray(ins[0]).astype(np.float32)
+
+    def _arith_truncf(self, op, ins, mask):
+        t = op.results[0].type
+        element = ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t
+        if str(element) == "bf16":
+            return _bf16_bits(ins[0])
+        return np.asarray(ins[0]).astype(np.float16)
+
+    def _math_log2(self, op, ins, mask):
+        with np.errstate(divide="ignore", invalid="ignore"):
+            return np.log2(np.asarray(ins[0], np.float64)).astype(np.float32)
+
+    def _llvm_call_intrinsic(self, op, ins, mask):
+        callee = ir.StringAttr(op.attributes["intrin"]).value
+        if callee == "llvm.fma.f32":
+            return (np.asarray(ins[0], np.float64) * ins[1] + ins[2]).astype(np.float32)
+        if callee == "llvm.nvvm.ex2.approx.ftz.f":
+            with np.errstate(over="ignore"):
+                return np.exp2(np.asarray(ins[0], np.float64)).astype(np.float32)
+        raise NotImplementedError(callee)
+
+    # -- scf --------------------------------------------------------------------
+
+    def _scf_if(self, op, ins, mask):
+        cond = np.broadcast_to(np.asarray(ins[0], bool), (self.lanes,))
+        then_mask, else_mask = mask & cond, mask & ~cond
+        outs = None
+        if then_mask.any():
+            outs = self._block(op.regions[0].blocks[0], then_mask)
+        if len(op.regions[1].blocks) and else_mask.any():
+            other = self._block(op.regions[1].blocks[0], else_mask)
+            outs = other if outs is None else [
+                np.where(cond.reshape(cond.shape + (1,) * (np.ndim(a) - 1)), a, b)
+                for a, b in zip(outs, other)]
+        if op.results and outs is None:
+            outs = [np.zeros(self.lanes, np.float32) for _ in op.results]
+        return outs or None
+
+    def _scf_for(self, op, ins, mask):
+        lower, upper, step = (np.broadcast_to(np.asarray(x, np.int64), (self.lanes,))
+                              for x in ins[:3])
+        values = [np.broadcast_to(np.asarray(v), (self.lanes,) + np.shape(v)[1:]).copy()
+                  if np.ndim(v) else np.full(self.lanes, v) for v in ins[3:]]
+        body = op.regions[0].blocks[0]
+        iv_arg, *iter_args = list(body.arguments)
+        iv = lower.copy()
+        while True:
+            active = mask & (iv < upper)
+            if not active.any():
+                break
+            self.env[iv_arg] = iv
+            for a, v in zip(iter_args, values):
+                self.env[a] = v
+            new = self._block(body, active)
+            values = [np.where(active.reshape((-1,) + (1,) * (np.ndim(n) - 1)),
+                               np.broadcast_to(n, np.shape(v)), v)
+                      for n, v in zip(new, values)]
+            iv = iv + step
+        return values
+
+    # -- gpu ----------------------------------------------------------------------
+
+    def _gpu_thread_id(self, op, ins, mask):
+        assert "x" in str(op.attributes["dimension"])
+        return self.env[self.launch_args[3]]
+
+    def _gpu_block_id(self, op, ins, mask):
+        dim = str(op.attributes["dimension"])
+        return self.env[self.launch_args[0 if dim.endswith("x>") else 1]]
+
+    def _gpu_barrier(self, op, ins, mask):
+        return None
+
+    def _gpu_dynamic_shared_memory(self, op, ins, mask):
+        return Ptr(3, self.block_index * self.smem_stride)
+
+    def _gpu_shuffle(self, op, ins, mask):
+        value, offset, _ = ins
+        assert "xor" in str(op.attributes["mode"]), op.attributes["mode"]
+        lanes = np.arange(self.lanes)
+        partner = lanes ^ np.asarray(offset, np.int64)
+        v = np.broadcast_to(np.asarray(value), (self.lanes,))
+        return [v[partner], np.ones(self.lanes, bool)]
+
+    # -- memref, vector, llvm --------------------------------------------------------
+
+    def _memref_extract_aligned_pointer_as_index(self, op, ins, mask):
+        if isinstance(ins[0], Ptr):
+            return ins[0].address
+        return np.int64(self.bases[self._arg_index(op.operands[0])])
+
+    def _memref_load(self, op, ins, mask):
+        address = self._memref_address(op.operands[0], ins[1:])
+        kind = str(ir.MemRefType(op.operands[0].type).element_type)
+        address = np.broadcast_to(address, (self.lanes,))
+        got = self._load(self.gmem, np.where(mask, address, 0), kind)
+        return _bf16_bits(got) if kind == "bf16" else got
+
+    def _memref_store(self, op, ins, mask):
+        value = np.broadcast_to(np.asarray(ins[0], np.float32), (self.lanes,))
+        address = np.broadcast_to(self._memref_address(op.operands[1], ins[2:]), (self.lanes,))
+        self._store(self.gmem, address, value.view(np.uint8).reshape(self.lanes, 4), mask)
+
+    def _vector_from_elements(self, op, ins, mask):
+        return np.stack([np.broadcast_to(x, (self.lanes,)) for x in ins], axis=1)
+
+    def _bytes_of(self, type_, value):
+        """[lanes, n] uint8 of ``value`` of ``type_``."""
+        s = str(type_)
+        v = np.asarray(value)
+        if s in ("i32",):
+            return np.broadcast_to(v, (self.lanes,)).astype(np.uint64).astype(np.uint32) \
+                .view(np.uint8).reshape(self.lanes, 4)
+        element = ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) \
+            else type_
+        dtype = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32}[str(element)]
+        v = np.ascontiguousarray(np.broadcast_to(v, (self.lanes,) + v.shape[1:]).astype(dtype))
+        return v.view(np.uint8).reshape(self.lanes, -1)
+
+    def _vector_store(self, op, ins, mask):
+        address = np.broadcast_to(self._memref_address(op.operands[1], ins[2:]), (self.lanes,))
+        self._store(self.gmem, address, self._bytes_of(op.operands[0].type, ins[0]), mask)
+
+    def _llvm_inttoptr(self, op, ins, mask):
+        space = 3 if "ptr<3>" in str(op.results[0].type) else 1
+        return Ptr(space, np.broadcast_to(np.asarray(ins[0], np.int64), (self.lanes,)))
+
+    def _llvm_store(self, op, ins, mask):
+        ptr = ins[1]
+        self._store(self._mem(ptr.space), ptr.address,
+                    self._bytes_of(op.operands[0].type, ins[0]), mask)
+
+    def _llvm_load(self, op, ins, mask):
+        ptr = ins[0]
+        t = op.results[0].type
+        n = ir.VectorType(t).shape[0]
+        kind = str(ir.VectorType(t).element_type)
+        address = np.where(mask, ptr.address, 0)
+        raw = self._mem(ptr.space)[address[:, None] + np.arange(2 * n)]
+        return raw.copy().view(np.uint16 if kind == "bf16" else np.float16)
+
+    def _llvm_bitcast(self, op, ins, mask):
+        dst = op.results[0].type
+        v = np.asarray(ins[0])
+        if str(dst) == "i32":   # vector<2x16-bit> -> i32
+            bits = v.view(np.uint16) if v.dtype == np.float16 else v.astype(np.uint16)
+            return bits[:, 0].astype(np.int64) | (bits[:, 1].astype(np.int64) << 16)
+        # i32 -> vector<2x16-bit>
+        bits = np.broadcast_to(v, (self.lanes,)).astype(np.int64) & 0xFFFFFFFF
+        pair = np.stack([bits & 0xFFFF, bits >> 16], axis=1).astype(np.uint16)
+        return pair.view(np.float16) if "f16" in str(dst) and "bf16" not in str(dst) else pair
+
+    def _llvm_extractvalue(self, op, ins, mask):
+        position = list(ir.DenseI64ArrayAttr(op.attributes["position"]))[0]
+        return np.asarray(ins[0])[:, position]
+
+    # -- nvvm ---------------------------------------------------------------------------
+
+    def _nvvm_bar_warp_sync(self, op, ins, mask):
+        return None
+
+    def _nvvm_cp_async_shared_global(self, op, ins, mask):
+        dst, src = ins[0], ins[1]
+        size = np.broadcast_to(np.asarray(ins[2] if len(ins) > 2 else 16, np.int64),
+                               (self.lanes,))
+        self.pending.append((dst.address.copy(), src.address.copy(), size.copy(), mask.copy(),
+                             self.committed.copy()))
+
+    def _nvvm_cp_async_commit_group(self, op, ins, mask):
+        self.committed = self.committed + mask
+
+    def _nvvm_cp_async_wait_group(self, op, ins, mask):
+        n = int(ir.IntegerAttr(op.attributes["n"]).value)
+        keep = []
+        for dst, src, size, lanes, group in self.pending:
+            done = lanes & mask & (group < self.committed - n)
+            lanes_done = np.nonzero(done)[0]
+            if len(lanes_done):
+                step = np.arange(16)
+                inside = step < size[lanes_done, None]
+                at = np.where(inside, src[lanes_done, None] + step, 0)
+                self.smem[dst[lanes_done, None] + step] = np.where(inside, self.gmem[at], 0)
+            rest = lanes & ~done
+            if rest.any():
+                keep.append((dst, src, size, rest, group))
+        self.pending = keep
+
+    def _nvvm_ldmatrix(self, op, ins, mask):
+        transpose = "col" in str(op.attributes["layout"])
+        address = ins[0].address
+        warps = self.lanes // 32
+        rows = address.reshape(warps, 4, 8)      # matrix i, row r: lane 8 i + r
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+        out = np.zeros((warps, 32, 4), np.int64)
+        mem = self.smem
+        for i in range(4):
+            if not transpose:
+                at = rows[:, i, g] + 4 * t       # [warps, 32]
+                word = self._load(mem, at, "i32")
+                out[:, :, i] = word.astype(np.int64)
+            else:
+                lo = self._load(mem, rows[:, i, 2 * t] + 2 * g, "f16").view(np.uint16)
+                hi = self._load(mem, rows[:, i, 2 * t + 1] + 2 * g, "f16").view(np.uint16)
+                out[:, :, i] = lo.astype(np.int64) | (hi.astype(np.int64) << 16)
+        return out.reshape(self.lanes, 4)
+
+    def _halves(self, regs, kind):
+        """Each 32-bit register ([...] int64 or [..., 2] f16 / bf16 bits)
+        as two f32 values [..., 2]."""
+        r = np.asarray(regs)
+        if r.dtype == np.float16:
+            return r.astype(np.float32)
+        if r.ndim and r.shape[-1] == 2 and r.dtype == np.uint16:
+            bits = r
+        else:
+            bits = np.stack([r & 0xFFFF, (r >> 16) & 0xFFFF], axis=-1).astype(np.uint16)
+        if kind == "bf16":
+            return _bf16_values(bits)
+        return bits.view(np.float16).astype(np.float32)
+
+    def _nvvm_mma_sync(self, op, ins, mask):
+        kind = str(op.attributes["multiplicandAPtxType"]).split("<")[1].rstrip(">")
+        a = [self._halves(x, kind) for x in ins[0:4]]       # [lanes, 2] each
+        b = [self._halves(x, kind) for x in ins[4:6]]
+        c = [np.broadcast_to(np.asarray(x, np.float32), (self.lanes,)) for x in ins[6:10]]
+        warps = self.lanes // 32
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+        A = np.zeros((warps, 16, 16))
+        B = np.zeros((warps, 16, 8))
+        C = np.zeros((warps, 16, 8))
+
+        def w(x):
+            return np.asarray(x).reshape((warps, 32) + np.shape(x)[1:])
+        for j in range(2):
+            A[:, g, 2 * t + j] = w(a[0])[:, :, j]
+            A[:, g + 8, 2 * t + j] = w(a[1])[:, :, j]
+            A[:, g, 8 + 2 * t + j] = w(a[2])[:, :, j]
+            A[:, g + 8, 8 + 2 * t + j] = w(a[3])[:, :, j]
+            B[:, 2 * t + j, g] = w(b[0])[:, :, j]
+            B[:, 8 + 2 * t + j, g] = w(b[1])[:, :, j]
+            C[:, g, 2 * t + j] = w(c[j])
+            C[:, g + 8, 2 * t + j] = w(c[2 + j])
+        D = (A @ B + C).astype(np.float32)
+        out = np.zeros((warps, 32, 4), np.float32)
+        for j in range(2):
+            out[:, :, j] = D[:, g, 2 * t + j]
+            out[:, :, 2 + j] = D[:, g + 8, 2 * t + j]
+        return out.reshape(self.lanes, 4)
+
+
+def run_kernel(fn, arrays):
+    """Run kernel function ``fn`` on ``arrays`` (one per argument, in order);
+    returns every argument's array after the run (outputs written)."""
+    interpreter = Interpreter(fn, arrays)
+    interpreter.run()
+    return interpreter.read_back()
+
+
+__all__ = ["Interpreter", "run_kernel"]
