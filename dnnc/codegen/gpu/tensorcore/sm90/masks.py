@@ -12,16 +12,16 @@ values where they are Python ints otherwise; ``plus`` adds either kind, so
 the IR of a kernel without padding holds only constants there.
 
 Scores are a thread's wgmma accumulator values (fragments.row_of and
-column_of give their rows and columns).
+column_of give their rows and columns); the masking branch is
+attention_tiles.masked_select, which tc-sm80's kernel shares.
 """
 
-import math
-
 from mlir import ir
-from mlir.dialects import arith, gpu, memref, scf
+from mlir.dialects import arith, gpu, memref
 
+from dnnc.codegen.gpu.tensorcore.attention_tiles import masked_select
 from dnnc.codegen.gpu.tensorcore.emit import add as _add, cmp as _cmp, i as _i, idx as _idx
-from dnnc.codegen.gpu.tensorcore.sm90.fragments import column_of, f32, row_of
+from dnnc.codegen.gpu.tensorcore.sm90.fragments import column_of, row_of
 
 
 def plus(*terms):
@@ -109,24 +109,6 @@ def query_block(att, rows, n):
     ext = Extent(att, b)
     start, end = column_tiles(att, ext, m0, rows, n)
     return b, h, hk, m0, start, arith.subi(end, start), ext
-
-
-def masked_select(scores, need, bad_of):
-    """``scores`` with -inf where ``bad_of(e)`` (an i1 built in the masking
-    branch) holds, in an scf.if on the OR of the conditions ``need`` (the
-    scores unchanged otherwise, and without a condition)."""
-    if not need:
-        return scores
-    cond = need[0]
-    for c in need[1:]:
-        cond = arith.ori(cond, c)
-    op = scf.IfOp(cond, [ir.F32Type.get()] * len(scores), has_else=True)
-    with ir.InsertionPoint(op.then_block):
-        bad = bad_of()
-        scf.YieldOp([arith.select(bad(e), f32(-math.inf), x) for e, x in enumerate(scores)])
-    with ir.InsertionPoint(op.else_block):
-        scf.YieldOp(scores)
-    return list(op.results)
 
 
 def mask_columns(att, ext, scores, n0, n, rows, column, first):
