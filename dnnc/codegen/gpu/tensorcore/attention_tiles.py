@@ -1,14 +1,22 @@
-"""Where an attention forward kernel's blocks and steps fall, for any
-tensor-core strategy: which (batch, head) and query rows a block takes,
-which tiles of kv rows those rows see under the masks, and the branch that
-masks scores only on the tiles that need it.
+"""Where an attention kernel's blocks and steps fall, for any tensor-core
+strategy: which (batch, head) and query rows a block takes, which tiles of
+kv rows those rows see under the masks, and -inf at the scores a row does
+not see, tested only on the tiles that need it.
 
 The masks (dnnc/dialect/ops_attention.py; tensorcore/attention.Attention):
 row i sees column j when j < Skv, j <= i + shift (``causal``: shift 0
 top-left aligned, Skv - Sq bottom-right) and j > i + shift - window (a
-sliding ``window`` > 0, causal too). A block's rows see a contiguous range
-of kv tiles (``column_tiles``): it loads only those, and a block whose
-rows see no column runs no step at all (o = 0, stats = -inf).
+sliding ``window`` > 0, causal too). With padding, each batch entry has
+lengths of its own, read from the seq_len buffers when the block starts
+(``Extent``): row i sees nothing when i >= Lq[b], column j is seen only
+when j < Lkv[b], and the bottom-right shift is Lkv[b] - Lq[b]. Lengths and
+shift are then index values where they are Python ints otherwise; ``plus``
+adds either kind, so the IR of a kernel without padding holds only
+constants there.
+
+A block's rows see a contiguous range of kv tiles (``column_tiles``): it
+loads only those, and a block whose rows see no column runs no step at all
+(o = 0, stats = -inf).
 
 The grid is (query tiles, B x H): the blocks that run together share few
 heads, whose K and V stay in L2 (ordered by head first, the blocks of the
@@ -16,71 +24,130 @@ first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
 since the longest (the last) should not start last.
 
-tc-sm80's attention kernel (sm80/flash.py) takes these from here; tc-sm90's
-(sm90/flash.py) has the same rules for its own layouts.
+Scores are a thread's accumulator values in the layout of the kernel's
+products: ``mask_columns`` takes the kernel's ``position(e)``, the row (of
+the thread's rows) and column (from the thread's first) of value e.
+tc-sm90's kernels (sm90/flash.py, sm90/flash_backward.py) and tc-sm80's
+(sm80/flash.py) take these from here.
 """
 
 import math
 
 from mlir import ir
-from mlir.dialects import arith, gpu, scf
+from mlir.dialects import arith, gpu, memref, scf
 
-from dnnc.codegen.gpu.tensorcore.emit import add, f32, idx
+from dnnc.codegen.gpu.tensorcore.emit import add as _add, cmp as _cmp, f32, i as _i, idx as _idx
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
 
 
-def column_tiles(att, first_row, rows, n):
+def plus(*terms):
+    """The sum of index values and Python ints (an index value)."""
+    constant = sum(t for t in terms if isinstance(t, int))
+    values = [t for t in terms if not isinstance(t, int)]
+    if not values:
+        return _idx(constant)
+    total = values[0]
+    for v in values[1:]:
+        total = arith.addi(total, v)
+    return _add(total, constant)
+
+
+def negated(x):
+    """-x of an index value or a Python int."""
+    return -x if isinstance(x, int) else arith.subi(_idx(0), x)
+
+
+def _length(buffer, b, limit):
+    """Batch entry ``b``'s length in ``buffer`` (int32 ``[B, 1, 1, 1]``),
+    clamped to [0, ``limit``], as an index value."""
+    zero = _idx(0)
+    x = memref.load(buffer, [b, zero, zero, zero])
+    x = arith.maxsi(arith.minsi(x, _i(limit)), _i(0))
+    return arith.index_cast(ir.IndexType.get(), x)
+
+
+class Extent:
+    """The lengths the masks of a block of batch entry ``b`` use: ``sq``,
+    ``skv`` and ``shift``, Python ints, or with padding index values (the
+    entry's lengths)."""
+
+    def __init__(self, att, b):
+        self.padding = att.padding
+        if not att.padding:
+            self.sq, self.skv, self.shift = att.sq, att.skv, att.shift
+            return
+        self.sq = _length(att.seq_len_q, b, att.sq)
+        self.skv = _length(att.seq_len_kv, b, att.skv)
+        self.shift = arith.subi(self.skv, self.sq) if att.diagonal == "bottom_right" else 0
+
+
+def column_tiles(att, ext, first_row, rows, n):
     """[start, end) (index values) of the tiles of ``n`` key columns that
-    query rows ``first_row`` .. + ``rows`` - 1 see: up to the last row's
-    diagonal when causal, from the first row's window start with a window."""
-    tiles = -(-att.skv // n)
-    end = idx(tiles)
+    query rows ``first_row`` .. + ``rows`` - 1 see: up to Skv (``ext``'s),
+    up to the last row's diagonal when causal, from the first row's window
+    start with a window; none when the rows are all padding."""
+    if isinstance(ext.skv, int):
+        end = _idx(-(-ext.skv // n))
+    else:
+        end = arith.divui(_add(ext.skv, n - 1), _idx(n))
+    last = rows - 1
+    if ext.padding:
+        # The last row that is not padding (the rows past it see nothing).
+        last = arith.subi(arith.minsi(plus(first_row, rows), ext.sq), first_row)
+        last = arith.subi(last, _idx(1))
     if att.causal:
         # Columns up to last row + shift (+ 1, rounded up to whole tiles).
-        reach = arith.maxsi(add(first_row, rows + att.shift + n - 1), idx(0))
-        end = arith.minui(arith.divui(reach, idx(n)), end)
-    start = idx(0)
+        reach = arith.maxsi(plus(first_row, last, ext.shift, n), _idx(0))
+        end = arith.minui(arith.divui(reach, _idx(n)), end)
+    start = _idx(0)
     if att.window:
-        left = arith.maxsi(add(first_row, att.shift - att.window + 1), idx(0))
-        start = arith.minui(arith.divui(left, idx(n)), end)
+        left = arith.maxsi(plus(first_row, ext.shift, 1 - att.window), _idx(0))
+        start = arith.minui(arith.divui(left, _idx(n)), end)
+    if ext.padding:
+        end = arith.select(_cmp("sge", first_row, ext.sq), start, end)
     return start, end
 
 
 def query_block(att, rows, n):
     """Device side, for a grid of (query tiles of ``rows``, B x H): the
-    block's (batch, head, kv head, first query row, first kv tile, kv tiles)
-    as index values, the kv tiles (of ``n`` columns) those its rows see
-    (``column_tiles``). Query head h reads kv head h // (H / Hk). A causal
-    grid runs each head's last query tiles, the longest, first."""
+    block's (batch, head, kv head, first query row, first kv tile, kv tiles,
+    Extent) with index values, the kv tiles (of ``n`` columns) those its
+    rows see (``column_tiles``). A causal grid runs each head's last query
+    tiles, the longest, first."""
     head = gpu.block_id(gpu.Dimension.y)
-    b = arith.divui(head, idx(att.heads))
-    h = arith.remui(head, idx(att.heads))
-    hk = arith.divui(h, idx(att.group)) if att.group > 1 else h
+    b = arith.divui(head, _idx(att.heads))
+    h = arith.remui(head, _idx(att.heads))
+    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
     tile_x = gpu.block_id(gpu.Dimension.x)
     if att.causal:
-        tile_x = arith.subi(idx(-(-att.sq // rows) - 1), tile_x)
-    m0 = arith.muli(tile_x, idx(rows))
-    start, end = column_tiles(att, m0, rows, n)
-    return b, h, hk, m0, start, arith.subi(end, start)
+        tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
+    m0 = arith.muli(tile_x, _idx(rows))
+    ext = Extent(att, b)
+    start, end = column_tiles(att, ext, m0, rows, n)
+    return b, h, hk, m0, start, arith.subi(end, start), ext
 
 
-def mask_needed(att, n0, n, first, rows):
+def mask_needed(att, ext, n0, n, first, rows):
     """The i1 conditions (index comparisons, uniform over ``rows`` query
     rows from ``first``) under which the tile of ``n`` columns from ``n0``
-    holds a score some of those rows do not see: it reaches past Skv, right
-    of the first row's diagonal, or left of the last row's window. None of
-    them holds on the tiles wholly inside every row's view."""
-    end = add(n0, n)
+    holds a score some of those rows do not see: it reaches past Skv (the
+    ``Extent``'s), right of the first row's diagonal, or left of the last
+    row's window, or some of the rows are padding. None of them holds on
+    the tiles wholly inside every row's view."""
+    end = _add(n0, n)
     need = []
-    if att.skv % n:
-        need.append(arith.cmpi(arith.CmpIPredicate.ugt, end, idx(att.skv)))
+    if not isinstance(ext.skv, int):
+        need.append(_cmp("ugt", end, ext.skv))
+    elif ext.skv % n:
+        need.append(_cmp("ugt", end, _idx(ext.skv)))
     if att.causal:
-        need.append(arith.cmpi(arith.CmpIPredicate.sgt, end, add(first, att.shift + 1)))
+        need.append(_cmp("sgt", end, plus(first, ext.shift, 1)))
     if att.window:
-        need.append(arith.cmpi(arith.CmpIPredicate.slt, n0,
-                               add(first, rows + att.shift - att.window)))
+        need.append(_cmp("slt", n0, plus(first, ext.shift, rows - att.window)))
+    if ext.padding:
+        need.append(_cmp("sgt", _add(first, rows), ext.sq))
     return need
 
 
@@ -100,3 +167,41 @@ def masked_select(scores, need, bad_of):
     with ir.InsertionPoint(op.else_block):
         scf.YieldOp(scores)
     return list(op.results)
+
+
+def mask_columns(att, ext, scores, n0, n, rows, column, first, span, position):
+    """``scores`` (a thread's accumulator values: value e at query row
+    ``rows[r]`` and key column n0 + ``column`` + c, (r, c) =
+    ``position(e)``) with -inf where a row does not see the column (past
+    Skv, right of its diagonal when causal, left of its window, the row or
+    the column padding); the test runs only where the tile of ``n``
+    columns at ``n0`` reaches past one of those for some of the ``span``
+    rows from ``first`` (``mask_needed``)."""
+    need = mask_needed(att, ext, n0, n, first, span)
+
+    def bad_of():
+        i32 = ir.IntegerType.get_signless(32)
+        base = arith.addi(n0, column)
+
+        def offset(x):
+            return arith.index_cast(i32, arith.subi(x, base))
+        his, los = [], []
+        for r in rows:
+            last = plus(ext.skv, -1)
+            if att.causal:
+                last = arith.minsi(plus(r, ext.shift), last)
+            if ext.padding:
+                last = arith.select(_cmp("sge", r, ext.sq), _idx(-1), last)
+            his.append(offset(last))
+            if att.window:
+                los.append(offset(plus(r, ext.shift, 1 - att.window)))
+
+        def bad(e):
+            row, col = position(e)
+            o = _i(col)
+            out = _cmp("sgt", o, his[row])
+            if att.window:
+                out = arith.ori(out, _cmp("slt", o, los[row]))
+            return out
+        return bad
+    return masked_select(scores, need, bad_of)

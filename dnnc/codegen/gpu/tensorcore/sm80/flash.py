@@ -67,7 +67,7 @@ from mlir.dialects import math as mmath
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    LN2, LOG2E, mask_needed, masked_select, query_block,
+    LN2, LOG2E, mask_columns, query_block,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, i as _i, idx as _idx, if_ as _if,
@@ -390,7 +390,8 @@ class FlashForward:
         warp, lane = arith.divui(tid, _idx(WARP)), arith.remui(tid, _idx(WARP))
         self.lane = lane
         self.g, self.t4 = arith.divui(lane, _idx(4)), arith.remui(lane, _idx(4))
-        self.b, self.h, hk, self.m0, self.start, self.steps = query_block(att, t.m, t.n)
+        self.b, self.h, hk, self.m0, self.start, self.steps, self.extent = \
+            query_block(att, t.m, t.n)
         self.base = shared_base()
         self.ring = _add(self.base, self.q.bytes)
         q_plan = self.q.prepare(tid, self.b, self.h)
@@ -609,33 +610,9 @@ class FlashForward:
         does not see the column (past Skv, right of its diagonal when
         causal, left of its window); tested only on the tiles that reach
         past one of those for some row of the warp."""
-        att, t = self.att, self.tile
-        need = mask_needed(att, n0, t.n, self.first, t.rows)
-
-        def bad_of():
-            i32 = ir.IntegerType.get_signless(32)
-            base = arith.addi(n0, self.column)
-
-            def offset(x):
-                return arith.index_cast(i32, arith.subi(x, base))
-            his, los = [], []
-            for r in self.rows:
-                last = _idx(att.skv - 1)
-                if att.causal:
-                    last = arith.minsi(_add(r, att.shift), last)
-                his.append(offset(last))
-                if att.window:
-                    los.append(offset(_add(r, att.shift - att.window + 1)))
-
-            def bad(e):
-                row, column = self._s_row(e)
-                o = _i(column)
-                out = _cmp("sgt", o, his[row])
-                if att.window:
-                    out = arith.ori(out, _cmp("slt", o, los[row]))
-                return out
-            return bad
-        return masked_select(scores, need, bad_of)
+        t = self.tile
+        return mask_columns(self.att, self.extent, scores, n0, t.n, self.rows, self.column,
+                            self.first, t.rows, self._s_row)
 
     def softmax(self, scores, m, l_, biases=None):
         """One step of the online softmax: the new row maxima and sums, the
@@ -673,7 +650,7 @@ class FlashForward:
     def store(self, o, m, l_):
         """O / l rounded to o's type, and the statistics, for the thread's
         rows that exist."""
-        att, t = self.att, self.tile
+        att = self.att
         zero, one = f32(0.0), f32(1.0)
         totals = [quad(arith.addf, x) for x in l_]
         empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]

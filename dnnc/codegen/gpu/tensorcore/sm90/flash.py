@@ -68,17 +68,18 @@ from mlir.dialects import math as mmath
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.attention_tiles import mask_columns, query_block
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
-    launch, ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
+    if_ as _if, launch, ptr as _ptr, quad, shared_base, shared_ptr as _shared_ptr,
+    to_i32 as _to_i32, to_i64 as _to_i64, tree,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
-    BOX, column_of, ex2, f32, pack, pairs as fragment_pairs, quad, row_of, struct, tree,
+    BOX, accumulator_position, column_of, pack, pairs as fragment_pairs, row_of, struct,
     unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
-from dnnc.codegen.gpu.tensorcore.sm90.masks import mask_columns, query_block
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
@@ -531,8 +532,7 @@ class FlashForward:
         column (mask_columns)."""
         n0 = arith.muli(arith.addi(self.start, j), _idx(self.tile.n))
         return mask_columns(self.att, self.extent, scores, n0, self.tile.n, self.rows,
-                            self.column,
-                            self.first)
+                            self.column, self.first, 64, accumulator_position)
 
     def softmax(self, scores, m, l_, biases=None):
         """One step of the online softmax: the new row maxima and sums, the

@@ -50,20 +50,21 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.attention_tiles import (
+    Extent, mask_columns, masked_select, negated, plus, query_block,
+)
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, erase_replaced, for_ as _for, i as _i, idx as _idx, if_ as _if,
-    launch, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
+    if_ as _if, launch, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32,
+    to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
     Rows, Turns, check_operands, padded, registers,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
-    column_of, ex2, f32, pairs, quad, row_of, struct, unpack, wgmma_rs, wgmma_ss,
+    accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
-from dnnc.codegen.gpu.tensorcore.sm90.masks import (
-    Extent, mask_columns, masked_select, negated, plus, query_block,
-)
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
@@ -461,7 +462,7 @@ class DqKernel(_Blocks):
         column (flash.mask_columns)."""
         n0 = arith.muli(arith.addi(self.start, j), _idx(self.n))
         return mask_columns(self.att, self.extent, scores, n0, self.n, rows, self.column,
-                            first)
+                            first, 64, accumulator_position)
 
 
 class DkvKernel(_Blocks):

@@ -26,9 +26,8 @@ from mlir.dialects import arith, gpu, memref, vector
 from mlir.dialects import math as mmath
 
 from dnnc.codegen.gpu.tensorcore.emit import (
-    cmp as _cmp, idx as _idx, if_ as _if, launch,
+    cmp as _cmp, ex2, f32, idx as _idx, if_ as _if, launch, quad,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.fragments import ex2, f32, quad
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453

@@ -18,16 +18,13 @@ memory; the GEMM mainloop's tf32 A from registers uses it too).
 
 The register arithmetic around them (``f32``, ``tree``, ``quad``, ``ex2``,
 ``pair``) lives in tensorcore/emit.py, which tc-sm80's attention kernel
-shares; it is re-exported here for the kernels that import it from here.
+shares.
 """
 
 from mlir import ir
 from mlir.dialects import llvm
 
-from dnnc.codegen.gpu.tensorcore.emit import add as _add
-# Shared with tc-sm80's attention kernel; imported from here by flash.py
-# and flash_backward.py.
-from dnnc.codegen.gpu.tensorcore.emit import ex2, f32, pair, quad, tree  # noqa: F401
+from dnnc.codegen.gpu.tensorcore.emit import add as _add, pair
 
 BOX = 64                 # K elements of a 128-byte box row (16-bit types)
 INSTR_K = 16             # wgmma's k for 16-bit types
@@ -66,6 +63,13 @@ def row_of(e):
 def column_of(e):
     """Accumulator value ``e``'s column, less the thread's first (2 x lane % 4)."""
     return 8 * (e // 4) + e % 2
+
+
+def accumulator_position(e):
+    """(row_of(e), column_of(e)): where accumulator value ``e`` lies among
+    the thread's rows and from its first column (attention_tiles'
+    ``position``)."""
+    return row_of(e), column_of(e)
 
 
 
