@@ -409,6 +409,12 @@ TC90_ATTENTION_SPLITS = 16
 TC90_ATTENTION_BACKWARD_D = 128
 
 
+def _attention_biased(ins):
+    """Whether an sdpa kernel's inputs hold a bias: a float operand after
+    q, k and v (a padding mask's lengths are int32)."""
+    return any(spec.dtype != "i32" for spec in ins[3:])
+
+
 def _attention_smem(bm, bn, d, dv, stages):
     """flash.smem_bytes: Q, the ring of K and V tiles (head dims in 64-wide
     boxes), barriers, alignment slack."""
@@ -454,9 +460,7 @@ def tc_sm90_attention(problem, facts):
         consumers = bm // 64
         # flash.registers: what setmaxnreg gives each consumer thread.
         budget = min(240, (512 - 24) // consumers // 8 * 8) - TC90_ATTENTION_SPARE
-        # A bias is a float operand after q, k and v (a padding mask's
-        # lengths are int32).
-        biased = any(spec.dtype != "i32" for spec in ins[3:])
+        biased = _attention_biased(ins)
         # O, S, P, and a step's bias values; with a bias, ptxas needs
         # TC90_ATTENTION_BIAS_SPARE more beside them (it spilled 4-140 bytes
         # at the edge of the budget): the widest step that fits so, else the
@@ -545,7 +549,7 @@ def tc_sm80_attention(problem, facts):
     if max(d, dv) > 256:
         return []
     configs = []
-    for tile in tc_sm80_attention_tiles(sq, d, dv, len(ins) > 3):
+    for tile in tc_sm80_attention_tiles(sq, d, dv, _attention_biased(ins)):
         configs.append(Config(
             "tc-sm80", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
             reason=f"attention forward ({facts}): {tile.m} query rows a block ({tile.warps} "
