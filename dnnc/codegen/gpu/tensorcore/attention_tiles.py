@@ -24,6 +24,10 @@ first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
 since the longest (the last) should not start last.
 
+A row's online softmax ends the same way in every kernel (``row_sums``,
+``log_sum_exp``): the quad's partial sums added, 1 / l (0 for a row that
+saw nothing), and the statistics from the base-2 maximum.
+
 Scores are a thread's accumulator values in the layout of the kernel's
 products: ``mask_columns`` takes the kernel's ``position(e)``, the row (of
 the thread's rows) and column (from the thread's first) of value e.
@@ -36,7 +40,11 @@ import math
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf
 
-from dnnc.codegen.gpu.tensorcore.emit import add as _add, cmp as _cmp, f32, i as _i, idx as _idx
+from mlir.dialects import math as mmath
+
+from dnnc.codegen.gpu.tensorcore.emit import (
+    add as _add, cmp as _cmp, f32, i as _i, idx as _idx, quad,
+)
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -205,3 +213,21 @@ def mask_columns(att, ext, scores, n0, n, rows, column, first, span, position):
             return out
         return bad
     return masked_select(scores, need, bad_of)
+
+
+def row_sums(l_):
+    """(totals, empty, scale) of a thread's rows from their partial sums
+    ``l_`` (a quad's four threads hold parts of a row): the row sums l,
+    whether l = 0 (the row saw no column), and 1 / l (0 where l = 0)."""
+    zero, one = f32(0.0), f32(1.0)
+    totals = [quad(arith.addf, x) for x in l_]
+    empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
+    scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
+    return totals, empty, scale
+
+
+def log_sum_exp(m, total, empty):
+    """A row's statistics: its natural log-sum-exp, (m + log2 l) ln 2 from
+    the base-2 maximum ``m`` and the sum ``total``; -inf where ``empty``."""
+    lse = arith.mulf(arith.addf(m, mmath.log2(total)), f32(LN2))
+    return arith.select(empty, f32(-math.inf), lse)

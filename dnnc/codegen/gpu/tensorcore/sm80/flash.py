@@ -62,12 +62,11 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
-from mlir.dialects import math as mmath
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    LN2, LOG2E, mask_columns, query_block,
+    LOG2E, log_sum_exp, mask_columns, query_block, row_sums,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, i as _i, idx as _idx, if_ as _if,
@@ -651,10 +650,7 @@ class FlashForward:
         """O / l rounded to o's type, and the statistics, for the thread's
         rows that exist."""
         att = self.att
-        zero, one = f32(0.0), f32(1.0)
-        totals = [quad(arith.addf, x) for x in l_]
-        empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
-        scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
+        totals, empty, scale = row_sums(l_)
         o = [arith.mulf(x, scale[self._o_row(e)]) for e, x in enumerate(o)]
         element = ir.MemRefType(att.o.type).element_type
 
@@ -680,9 +676,8 @@ class FlashForward:
                                      alignment=8 if self.o_wide else 4)
                 if att.stats is not None:
                     def stats():
-                        lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), f32(LN2))
-                        lse = arith.select(empty[r], f32(-math.inf), lse)
-                        memref.store(lse, att.stats, index + [_idx(0)])
+                        memref.store(log_sum_exp(m[r], totals[r], empty[r]), att.stats,
+                                     index + [_idx(0)])
                     _if(_cmp("eq", self.t4, _idx(0)), stats)
             _if(_cmp("ult", row, _idx(att.sq)), write)
 

@@ -64,11 +64,12 @@ from dataclasses import dataclass
 
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
-from mlir.dialects import math as mmath
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
-from dnnc.codegen.gpu.tensorcore.attention_tiles import mask_columns, query_block
+from dnnc.codegen.gpu.tensorcore.attention_tiles import (
+    LOG2E, log_sum_exp, mask_columns, query_block, row_sums,
+)
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
     if_ as _if, launch, ptr as _ptr, quad, shared_base, shared_ptr as _shared_ptr,
@@ -88,8 +89,6 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import (
     SWIZZLE, physical_order, swizzled_offset, tma_descriptor,
 )
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 # Registers a consumer thread keeps beside its accumulators and P (O: Dv /
 # 2, S: tile.n / 2, P: tile.n / 4), for the addresses and the softmax's
 # temporaries.
@@ -580,10 +579,7 @@ class FlashForward:
         """O / l rounded to the output type, and the statistics, for the
         thread's rows that exist."""
         att = self.att
-        zero, one = f32(0.0), f32(1.0)
-        totals = [quad(arith.addf, x) for x in l_]
-        empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
-        scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
+        totals, empty, scale = row_sums(l_)
         o = unpack(o_acc, self.n_o)
         element = ir.MemRefType(att.o.type).element_type
         wide = isinstance(element, ir.F32Type)
@@ -609,9 +605,8 @@ class FlashForward:
                                      alignment=8 if wide else 4)
                 if att.stats is not None:
                     def stats():
-                        lse = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), f32(LN2))
-                        lse = arith.select(empty[r], f32(-math.inf), lse)
-                        memref.store(lse, att.stats, index + [_idx(0)])
+                        memref.store(log_sum_exp(m[r], totals[r], empty[r]), att.stats,
+                                     index + [_idx(0)])
                     _if(_cmp("eq", self.column, _idx(0)), stats)
             _if(_cmp("ult", self.rows[r], _idx(att.sq)), write)
 

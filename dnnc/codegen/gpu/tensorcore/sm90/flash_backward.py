@@ -51,7 +51,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    Extent, mask_columns, masked_select, negated, plus, query_block,
+    LOG2E, Extent, mask_columns, masked_select, negated, plus, query_block,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
@@ -69,7 +69,6 @@ from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
 
-LOG2E = 1.4426950408889634
 MAX_HEAD_DIM = 128
 MAX_STAGES = 4
 # Registers a consumer thread keeps beside its accumulators.

@@ -25,12 +25,9 @@ from mlir import ir
 from mlir.dialects import arith, gpu, memref, vector
 from mlir.dialects import math as mmath
 
-from dnnc.codegen.gpu.tensorcore.emit import (
-    cmp as _cmp, ex2, f32, idx as _idx, if_ as _if, launch, quad,
-)
+from dnnc.codegen.gpu.tensorcore.attention_tiles import LN2, LOG2E, log_sum_exp, row_sums
+from dnnc.codegen.gpu.tensorcore.emit import cmp as _cmp, ex2, f32, idx as _idx, if_ as _if, launch
 
-LOG2E = 1.4426950408889634
-LN2 = 0.6931471805599453
 THREADS = 128
 # Columns a thread of the combine kernel merges.
 CHUNK = 4
@@ -65,10 +62,7 @@ class Partials:
         first), its rows' maxima ``m`` (base 2) and partial sums ``l_``,
         normalized, into the workspaces."""
         att = self.att
-        zero, one = f32(0.0), f32(1.0)
-        totals = [quad(arith.addf, x) for x in l_]
-        empty = [arith.cmpf(arith.CmpFPredicate.OEQ, x, zero) for x in totals]
-        scale = [arith.select(e, zero, arith.divf(one, x)) for e, x in zip(empty, totals)]
+        totals, empty, scale = row_sums(l_)
         z = gpu.block_id(gpu.Dimension.z)
         pair = ir.VectorType.get([2], ir.F32Type.get())
         for r in range(2):
@@ -81,9 +75,7 @@ class Partials:
                                  alignment=8)
 
                 def lse():
-                    value = arith.mulf(arith.addf(m[r], mmath.log2(totals[r])), f32(LN2))
-                    memref.store(arith.select(empty[r], f32(-math.inf), value), self.lse,
-                                 index)
+                    memref.store(log_sum_exp(m[r], totals[r], empty[r]), self.lse, index)
                 _if(_cmp("eq", fwd.column, _idx(0)), lse)
             _if(_cmp("ult", fwd.rows[r], _idx(att.sq)), write)
 
