@@ -24,9 +24,12 @@ first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
 since the longest (the last) should not start last.
 
-A row's online softmax ends the same way in every kernel (``row_sums``,
-``log_sum_exp``): the quad's partial sums added, 1 / l (0 for a row that
-saw nothing), and the statistics from the base-2 maximum.
+A row's online softmax runs the same way in every kernel
+(``online_softmax``: base 2, the scale folded into one FMA, ex2.approx; a
+row with no score yet keeps m = -inf and takes 0 as its shift) and ends the
+same way (``row_sums``, ``log_sum_exp``): the quad's partial sums added,
+1 / l (0 for a row that saw nothing), and the statistics from the base-2
+maximum.
 
 Scores are a thread's accumulator values in the layout of the kernel's
 products: ``mask_columns`` takes the kernel's ``position(e)``, the row (of
@@ -42,8 +45,9 @@ from mlir.dialects import arith, gpu, memref, scf
 
 from mlir.dialects import math as mmath
 
+from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, f32, i as _i, idx as _idx, quad,
+    add as _add, cmp as _cmp, ex2, f32, i as _i, idx as _idx, quad, tree,
 )
 
 LOG2E = 1.4426950408889634
@@ -213,6 +217,39 @@ def mask_columns(att, ext, scores, n0, n, rows, column, first, span, position):
             return out
         return bad
     return masked_select(scores, need, bad_of)
+
+
+def online_softmax(scores, m, l_, c, row, biases=None):
+    """One step of the online softmax over a thread's ``scores`` (value e
+    in row ``row(e)`` of the thread's ``len(m)`` rows): the new row maxima
+    and sums, the factor O takes for the new maxima, and P (the
+    exponentials, f32). ``m`` holds the running maxima of the scores times
+    ``c`` (the scale times log2 e), ``l_`` the thread's parts of the row
+    sums. With ``biases`` (the step's bias values, times log2 e) the scores
+    are first c S + bias log2 e, in base 2 already."""
+    c = f32(c)
+    if biases is not None:
+        scores = [fma(x, c, b) for x, b in zip(scores, biases)]
+        c = f32(1.0)
+    zero, neg_inf = f32(0.0), f32(-math.inf)
+    rows = range(len(m))
+    new_m, shift = [], []
+    for r in rows:
+        mine = [x for e, x in enumerate(scores) if row(e) == r]
+        top = quad(arith.maxnumf, tree(arith.maxnumf, mine))
+        new = arith.maxnumf(m[r], arith.mulf(top, c))
+        new_m.append(new)
+        # A row with no score yet keeps m = -inf: its exponentials are 0.
+        shift.append(arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, new, neg_inf),
+                                  zero, new))
+    alpha = [ex2(arith.subf(m[r], shift[r])) for r in rows]
+    negated = [arith.negf(x) for x in shift]
+    p = [ex2(fma(x, c, negated[row(e)])) for e, x in enumerate(scores)]
+    new_l = []
+    for r in rows:
+        total = tree(arith.addf, [x for e, x in enumerate(p) if row(e) == r])
+        new_l.append(arith.addf(arith.mulf(l_[r], alpha[r]), total))
+    return new_m, new_l, alpha, p
 
 
 def row_sums(l_):

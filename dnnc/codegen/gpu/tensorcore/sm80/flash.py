@@ -64,14 +64,12 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    LOG2E, log_sum_exp, mask_columns, query_block, row_sums,
+    LOG2E, log_sum_exp, mask_columns, online_softmax, query_block, row_sums,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, erase_replaced, ex2, f32, i as _i, idx as _idx, if_ as _if,
-    launch, pair, ptr as _ptr, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _i32,
-    to_i64 as _i64, tree,
+    add as _add, cmp as _cmp, erase_replaced, f32, i as _i, idx as _idx, if_ as _if, launch,
+    pair, ptr as _ptr, shared_base, shared_ptr as _shared_ptr, to_i32 as _i32, to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm80.support import MAX_SHARED, WARP, NotSupported
 
@@ -614,35 +612,9 @@ class FlashForward:
                             self.first, t.rows, self._s_row)
 
     def softmax(self, scores, m, l_, biases=None):
-        """One step of the online softmax: the new row maxima and sums, the
-        factor O takes for the new maxima, and P (the exponentials, f32).
-        With ``biases`` (the step's bias values, times log2 e) the scores
-        are first scale S log2 e + bias log2 e, in base 2 already."""
-        c = f32(self.c)
-        if biases is not None:
-            scores = [fma(x, c, b) for x, b in zip(scores, biases)]
-            c = f32(1.0)
-        zero, neg_inf = f32(0.0), f32(-math.inf)
-        rows = [[] for _ in m]
-        for e, x in enumerate(scores):
-            rows[self._s_row(e)[0]].append(x)
-        new_m, shift = [], []
-        for r, mine in enumerate(rows):
-            top = quad(arith.maxnumf, tree(arith.maxnumf, mine))
-            new = arith.maxnumf(m[r], arith.mulf(top, c))
-            new_m.append(new)
-            # A row with no score yet keeps m = -inf: its exponentials are 0.
-            shift.append(arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, new, neg_inf),
-                                      zero, new))
-        alpha = [ex2(arith.subf(m[r], shift[r])) for r in range(len(m))]
-        negated = [arith.negf(x) for x in shift]
-        p = [ex2(fma(x, c, negated[self._s_row(e)[0]])) for e, x in enumerate(scores)]
-        sums = [[] for _ in m]
-        for e, x in enumerate(p):
-            sums[self._s_row(e)[0]].append(x)
-        new_l = [arith.addf(arith.mulf(l_[r], alpha[r]), tree(arith.addf, sums[r]))
-                 for r in range(len(m))]
-        return new_m, new_l, alpha, p
+        """One step of the online softmax (attention_tiles.online_softmax)
+        over the thread's rows."""
+        return online_softmax(scores, m, l_, self.c, lambda e: self._s_row(e)[0], biases)
 
     # -- the epilogue ---------------------------------------------------------
 

@@ -66,14 +66,13 @@ from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    LOG2E, log_sum_exp, mask_columns, query_block, row_sums,
+    LOG2E, log_sum_exp, mask_columns, online_softmax, query_block, row_sums,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
-    if_ as _if, launch, ptr as _ptr, quad, shared_base, shared_ptr as _shared_ptr,
-    to_i32 as _to_i32, to_i64 as _to_i64, tree,
+    add as _add, cmp as _cmp, erase_replaced, f32, for_ as _for, i as _i, idx as _idx,
+    if_ as _if, launch, ptr as _ptr, shared_base, shared_ptr as _shared_ptr,
+    to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
@@ -534,32 +533,9 @@ class FlashForward:
                             self.column, self.first, 64, accumulator_position)
 
     def softmax(self, scores, m, l_, biases=None):
-        """One step of the online softmax: the new row maxima and sums, the
-        factor O takes for the new maxima, and P (the exponentials, f32).
-        With ``biases`` (the step's bias values, times log2 e) the scores
-        are first scale S log2 e + bias log2 e, in base 2 already."""
-        c = f32(self.c)
-        if biases is not None:
-            scores = [fma(x, c, b) for x, b in zip(scores, biases)]
-            c = f32(1.0)
-        zero, neg_inf = f32(0.0), f32(-math.inf)
-        new_m, shift = [], []
-        for r in range(2):
-            mine = [x for e, x in enumerate(scores) if row_of(e) == r]
-            top = quad(arith.maxnumf, tree(arith.maxnumf, mine))
-            new = arith.maxnumf(m[r], arith.mulf(top, c))
-            new_m.append(new)
-            # A row with no score yet keeps m = -inf: its exponentials are 0.
-            shift.append(arith.select(arith.cmpf(arith.CmpFPredicate.OEQ, new, neg_inf),
-                                      zero, new))
-        alpha = [ex2(arith.subf(m[r], shift[r])) for r in range(2)]
-        negated = [arith.negf(x) for x in shift]
-        p = [ex2(fma(x, c, negated[row_of(e)])) for e, x in enumerate(scores)]
-        new_l = []
-        for r in range(2):
-            total = tree(arith.addf, [x for e, x in enumerate(p) if row_of(e) == r])
-            new_l.append(arith.addf(arith.mulf(l_[r], alpha[r]), total))
-        return new_m, new_l, alpha, p
+        """One step of the online softmax (attention_tiles.online_softmax)
+        over the thread's two rows."""
+        return online_softmax(scores, m, l_, self.c, row_of, biases)
 
     def rescale(self, o_acc, alpha):
         """O's rows times their factors ``alpha``."""
