@@ -26,9 +26,7 @@ from dataclasses import replace
 
 import numpy as np
 
-import dnnc
-
-from .attention_random import AttentionConfig, add_sdpa
+from .attention_random import AttentionConfig, random_attention
 from .case import BF16, F16, Case
 
 SEED = 20261205
@@ -105,17 +103,8 @@ def draw(seed=SEED, graphs=GRAPHS, per_graph=PER_GRAPH):
 CONFIGS = draw()
 
 
-def sm80_attention(dtype, configs):
-    def build():
-        g = dnnc.Graph(io_data_type=dtype)
-        for i, att in enumerate(configs):
-            add_sdpa(g, i, att, dtype)
-        return g
-    return build
-
-
 CASES = [
-    Case(f"attention_sm80_{j:02d}_{dtype.mlir}", sm80_attention(dtype, configs),
+    Case(f"attention_sm80_{j:02d}_{dtype.mlir}", random_attention(dtype, configs),
          seed=SEED + j, config=CONFIG)
     for j, (configs, dtype) in enumerate(zip(CONFIGS, [BF16, F16] * GRAPHS))
 ]
