@@ -1,9 +1,10 @@
 """Data types of dnn tensors and their spellings in MLIR, NumPy and the graph API.
 
 Storage types are f32, f16, bf16, the two fp8 formats, bool (results of
-comparisons) and int32 (per-batch sequence lengths and page tables: operands
-of attention, not of arithmetic). ``tf32`` is a compute mode only: it can be a matmul or
-convolution's ``compute_type`` but never a tensor's type.
+comparisons) and int32 (an attention padding mask's per-batch sequence
+lengths: operands of attention, not of arithmetic). ``tf32`` is a compute
+mode only: it can be a matmul or convolution's ``compute_type`` but never a
+tensor's type.
 """
 
 import enum
