@@ -56,6 +56,9 @@ def rows_and_extent(problem):
 # the kernel itself and falls back otherwise).
 ROW_OPS = ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
            "layernorm", "rmsnorm", "reduction")
+# Norms over the dims from ``axis`` on: a row of several dims when ``axis`` is
+# not the last (the forward's reductions run over all of them).
+FEATURE_NORMS = ("layernorm", "rmsnorm")
 # Vectors of a row per thread a block aims at; rows of at most WARP_ROW
 # vectors get a warp each, four rows to a 128-thread block.
 VECTORS_PER_THREAD = 4
@@ -71,7 +74,17 @@ def row_axes(problem):
     last = len(x.shape) - 1
     if problem.anchor == "reduction":
         return trailing_axes(problem.attr("axes", ()), len(x.shape))
-    return 1 if problem.attr("axis", last) in (last, -1) else 0
+    axis = problem.attr("axis", last)
+    if problem.anchor in FEATURE_NORMS and 1 <= axis < last:
+        return len(x.shape) - axis
+    return 1 if axis in (last, -1) else 0
+
+
+def vector_extent(problem):
+    """The extent of the dim a row's vectors run along: its last dim of more
+    than one element (rowwise.Shape.vector_dim), the operand's last if none."""
+    shape = problem.anchor_inputs[0].shape
+    return next((n for n in reversed(shape) if n > 1), shape[-1])
 
 
 def simt_reduce(problem, rows, extent):
@@ -82,7 +95,8 @@ def simt_reduce(problem, rows, extent):
     # A vector lies inside the innermost axis (a row of several axes reads its
     # parameters once per vector).
     width = pointwise.vector_width(problem)
-    while width > 1 and problem.anchor_inputs[0].shape[-1] % width:
+    inner = vector_extent(problem)
+    while width > 1 and inner % width:
         width //= 2
     vectors = extent // width
     facts = f"{problem.anchor}: {rows} rows of {extent}"

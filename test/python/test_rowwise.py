@@ -123,6 +123,48 @@ def test_groupnorm_row_of_channels_is_held(groups):
     assert count(ptx, "st.global.v4") == vectors
 
 
+def _feature_norm(kind, dims, residual=False):
+    g = dnnc.Graph(name="norm", io_data_type=BF16)
+    x = g.tensor(name="x", dim=dims)
+    params = [1] + dims[1:]
+    scale = g.tensor(name="scale", dim=params, data_type=F32)
+    if residual:
+        x = g.add(x, g.tensor(name="r", dim=dims))
+    if kind == "layernorm":
+        bias = g.tensor(name="bias", dim=params, data_type=F32)
+        outs = g.layernorm(x, scale, bias, axis=1, norm_forward_phase="training")
+    else:
+        outs = g.rmsnorm(x, scale, axis=1, norm_forward_phase="training")
+    for t in outs:
+        t.set_output(True)
+    return g
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "rmsnorm"])
+def test_norm_over_trailing_unit_dims_is_the_row_kernel(kind):
+    # cudnn-frontend's form, x [rows, hidden, 1, 1] normalized over dims 1-3,
+    # after a residual add: the same row program, vectors along hidden, as
+    # over [rows, hidden]; the same PTX.
+    four = compile_cuda(_feature_norm(kind, [256, 1024, 1, 1], residual=True))
+    two = compile_cuda(_feature_norm(kind, [256, 1024], residual=True))
+    (kernel,) = four.kernels
+    assert kernel["strategy"] == "simt-reduce"
+    assert kernel["config"]["vector"] == 4  # 16 bytes of the f32 scale
+    assert count(four.ptx, "ld.global.v4") > 0
+    assert four.ptx == two.ptx
+
+
+def test_norm_over_several_dims_vectors_along_the_last_long_one():
+    # [rows, 4, 96, 1]: vectors run along the 96 (the dim after it is one
+    # element); the scale varies along the whole row, so it is read as
+    # vectors too.
+    package = compile_cuda(_feature_norm("rmsnorm", [64, 4, 96, 1]))
+    (kernel,) = package.kernels
+    assert kernel["strategy"] == "simt-reduce"
+    assert kernel["config"]["vector"] == 4  # 16 bytes of the f32 scale
+    assert count(package.ptx, "ld.global.v4") > 0
+
+
 def test_long_rows_split_over_a_cluster_are_held():
     # 140000 bf16 on sm_90a: a cluster of 8 blocks of 1024 per row, three
     # vectors of 8 a thread (the last one masked past the row's end), held:

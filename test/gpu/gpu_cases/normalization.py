@@ -1,7 +1,8 @@
 """Normalization cases: batchnorm (training, inference, backward; also
 channels-last), layernorm and rmsnorm, groupnorm and instancenorm, forward
 and backward, with and without their parameters; the norms' backwards over
-rows of 1 to 8192 and over many rows; groupnorm as row programs.
+rows of 1 to 8192 and over many rows; groupnorm as row programs; norms over
+several trailing dims (cudnn-frontend's [rows, hidden, 1, 1]) as row programs.
 """
 
 import dnnc
@@ -174,6 +175,34 @@ def group_norm_rows(dtype):
     return build
 
 
+def norms_over_trailing_dims(dtype):
+    """Norms over several trailing dims as row programs: cudnn-frontend's
+    layernorm and rmsnorm of x [rows, hidden, 1, 1] (after a residual add,
+    training and inference, and the backward), a hidden size whose vectors
+    are 2 elements (770), unit dims between the row's dims ([rows, 4, 96,
+    1]), and a layernorm over (C, H, W) of an NCHW tensor whose W (6) holds
+    no 16-byte vector."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype)
+        outs = []
+        for name, dims in (("a", [96, 1024, 1, 1]), ("b", [33, 770, 1, 1]),
+                           ("c", [40, 4, 96, 1]), ("d", [5, 12, 7, 6])):
+            x = g.tensor(name=f"x_{name}", dim=dims)
+            params = [1] + dims[1:]
+            scale = g.tensor(name=f"scale_{name}", dim=params, data_type=F32)
+            bias = g.tensor(name=f"bias_{name}", dim=params, data_type=F32)
+            if name == "a":
+                x = g.add(x, g.tensor(name="residual_a", dim=dims))
+            y, mean, inv = g.layernorm(x, scale, bias, axis=1, norm_forward_phase="training")
+            dy = g.tensor(name=f"dy_{name}", dim=dims)
+            outs += [y, mean, inv, *g.layernorm_backward(dy, x, scale, mean, inv, axis=1)]
+            ry, inv_rms = g.rmsnorm(x, scale, axis=1, norm_forward_phase="training")
+            outs += [ry, inv_rms, g.layernorm(x, scale, bias, axis=1)[0]]
+        outputs(*outs)
+        return g
+    return build
+
+
 CASES = [
     *(Case(f"batch_norm_nhwc_{d.mlir}", batch_norm_nhwc(d), positive=("running_var",))
       for d in (F32, BF16, F16)),
@@ -188,4 +217,6 @@ CASES = [
     *(Case(f"group_norm_variants_{d.mlir}", group_norm_variants(d))
       for d in (F32, BF16, F16)),
     *(Case(f"group_norm_rows_{d.mlir}", group_norm_rows(d)) for d in (F32, BF16, F16)),
+    *(Case(f"norms_over_trailing_dims_{d.mlir}", norms_over_trailing_dims(d))
+      for d in (F32, BF16, F16)),
 ]

@@ -297,3 +297,49 @@ func.func private @group_rows(%arg0: memref<2x2x2x16xf32>, %arg1: memref<1x2x2x1
   }
   return
 }
+
+// -----
+
+// A row of several dims whose last are one element (cudnn-frontend's
+// [rows, hidden, 1, 1]): the vectors run along hidden, each access through a
+// view of the buffer without its trailing unit dims.
+
+// CHECK-LABEL: func.func private @rms_unit_dims(
+//  CHECK-SAME:     %[[X:.*]]: memref<2x512x1x1xf32>, %[[Y:.*]]: memref<2x512x1x1xf32>)
+//       CHECK:   gpu.launch
+//       CHECK:     %[[J0:.*]] = arith.muli %{{.*}}, %c4 : index
+//       CHECK:     %[[XV:.*]] = memref.reinterpret_cast %[[X]] to offset: [0], sizes: [2, 512], strides: [512, 1] : memref<2x512x1x1xf32> to memref<2x512xf32>
+//  CHECK-NEXT:     vector.load %[[XV]][%{{.*}}, %[[J0]]] {alignment = 16 : i64} : memref<2x512xf32>, vector<4xf32>
+//       CHECK:     gpu.shuffle
+//       CHECK:     math.rsqrt
+//       CHECK:     %[[YV:.*]] = memref.reinterpret_cast %[[Y]] to offset: [0], sizes: [2, 512], strides: [512, 1] : memref<2x512x1x1xf32> to memref<2x512xf32>
+//  CHECK-NEXT:     vector.store %{{.*}}, %[[YV]][%{{.*}}, %[[J0]]] {alignment = 16 : i64} : memref<2x512xf32>, vector<4xf32>
+//       CHECK:     gpu.terminator
+//   CHECK-NOT:   linalg.generic
+
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, 0)>
+
+func.func private @rms_unit_dims(%x: memref<2x512x1x1xf32>, %y: memref<2x512x1x1xf32>) attributes {dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %n = arith.constant 5.120000e+02 : f32
+  %s = memref.alloc() {alignment = 64 : i64} : memref<2x1x1x1xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%s : memref<2x1x1x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1], iterator_types = ["parallel", "reduction", "reduction", "reduction"]} ins(%x : memref<2x512x1x1xf32>) outs(%s : memref<2x1x1x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %in : f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map1, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x, %s : memref<2x512x1x1xf32>, memref<2x1x1x1xf32>) outs(%y : memref<2x512x1x1xf32>) {
+  ^bb0(%in: f32, %in_0: f32, %out: f32):
+    %0 = arith.divf %in_0, %n : f32
+    %1 = math.rsqrt %0 : f32
+    %2 = arith.mulf %in, %1 : f32
+    linalg.yield %2 : f32
+  }
+  return
+}

@@ -10,7 +10,11 @@ A row may be several trailing dims, as many as its reductions run over
 (groupnorm's rows of channels x positions, ``rows x C x S``): its elements
 are numbered in row-major order and a kernel argument may vary along an outer
 one of them only (the scale, ``1 x C x 1``), read once per vector, since a
-vector lies inside the innermost dim (its length a multiple of the vector).
+vector lies inside the row's vector dim (its length a multiple of the
+vector): the innermost, but for unit dims after it. A layernorm of
+cudnn-frontend's ``rows x hidden x 1 x 1`` runs along hidden, each vector
+access through a view of its buffer without the trailing unit dims, and
+compiles to the same code as over ``rows x hidden``.
 softmax is: fill m with -inf; m = max over the row; e = exp(x - m); fill s
 with 0; s = sum of e over the row; y = e / max(s, 1).
 
@@ -131,6 +135,35 @@ class Shape:
     @property
     def count(self):
         return math.prod(self.rows)
+
+    @property
+    def vector_dim(self):
+        """The row dim vectors run along: the last of more than one element
+        (a row of [hidden, 1, 1], cuDNN's form of a layernorm's input, runs
+        along hidden), else the last."""
+        return next((d for d in reversed(range(len(self.inner))) if self.inner[d] > 1),
+                    len(self.inner) - 1)
+
+
+def vector_axis(buffer):
+    """The dim of ``buffer`` that a vector of it runs along: its last of more
+    than one element; None when it has none."""
+    shape = ir.MemRefType(buffer.type).shape
+    return next((d for d in reversed(range(len(shape))) if shape[d] > 1), None)
+
+
+def squeezed(buffer, indices):
+    """``buffer`` and ``indices`` without the unit dims after its vector axis,
+    so that a vector access runs along the view's innermost dim."""
+    t = ir.MemRefType(buffer.type)
+    axis = vector_axis(buffer)
+    if axis is None or axis == t.rank - 1:
+        return buffer, indices
+    shape = list(t.shape[:axis + 1])
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    view = ir.MemRefType.get(shape, t.element_type)
+    return (memref.reinterpret_cast(view, buffer, [], [], [], [0], shape, strides),
+            indices[:axis + 1])
 
 
 def _row_dims(generics):
@@ -356,11 +389,15 @@ class _Row:
 
     def along(self, buffer, exprs):
         """True when ``buffer`` read through ``exprs`` varies from element to
-        element of the row (along its innermost dim). One that varies along
-        an outer dim of a row of several (a groupnorm's scale, per channel) has
-        a value per vector: vectors lie inside the innermost dim."""
-        return (exprs[-1] is not None
-                and ir.MemRefType(buffer.type).shape[-1] == self.shape.inner[-1] > 1)
+        element of the row (along its vector dim, the innermost but for unit
+        dims after it). One that varies along an outer dim of a row of
+        several (a groupnorm's scale, per channel) has a value per vector:
+        vectors lie inside the vector dim."""
+        axis = vector_axis(buffer)
+        return (axis is not None
+                and exprs[axis] == len(self.shape.rows) + self.shape.vector_dim
+                and ir.MemRefType(buffer.type).shape[axis]
+                == self.shape.inner[self.shape.vector_dim] > 1)
 
     def one_per_row(self, exprs):
         """True when a buffer read or written through ``exprs`` has a value per row."""
@@ -382,7 +419,8 @@ class _Row:
                 idx = self.indices(exprs, j) if ir.MemRefType(buffer.type).rank else []
                 elt = ir.MemRefType(buffer.type).element_type
                 if along:
-                    vec = vector.load(ir.VectorType.get([self.width], elt), buffer, idx,
+                    view, at = squeezed(buffer, idx)
+                    vec = vector.load(ir.VectorType.get([self.width], elt), view, at,
                                       alignment=self.width * irutil.element_bytes(elt))
                     memo[key] = [vector.extract(vec, [], [k]) for k in range(self.width)]
                 else:
@@ -408,6 +446,7 @@ class _Row:
         out_buffer, out_exprs = stmt.operands[-1], stmt.exprs[-1]
         reads_out = any(True for _ in list(body.arguments)[-1].uses)
         results = []
+        along = len(self.shape.rows) + self.shape.vector_dim
         for k in range(count or self.width):
             args = [v[k] for v in values]
             if acc is not None:
@@ -423,7 +462,7 @@ class _Row:
                 if d < rows:
                     return self.row_index[d]
                 i = self.inner_index(j)[d - rows]
-                return arith.addi(i, _index(k)) if k and d == len(stmt.exprs[-1]) - 1 else i
+                return arith.addi(i, _index(k)) if k and d == along else i
 
             results.append(clone_body(body, args, index_of)[0])
             if acc is not None and not isinstance(acc, list):
@@ -476,11 +515,12 @@ class _Row:
             values = compute(j, memo)
             vec = vector.from_elements(ir.VectorType.get([self.width], elt), values)
             if inside is None:
-                vector.store(vec, buffer, self.indices(exprs, j), alignment=align)
+                vector.store(vec, *squeezed(buffer, self.indices(exprs, j)), alignment=align)
             else:
                 guard = scf.IfOp(inside)
                 with ir.InsertionPoint(guard.then_block):
-                    vector.store(vec, buffer, self.indices(exprs, j), alignment=align)
+                    vector.store(vec, *squeezed(buffer, self.indices(exprs, j)),
+                                 alignment=align)
                     scf.YieldOp([])
             for key in [k for k in memo if isinstance(k, tuple) and k[0] == buffer]:
                 del memo[key]
@@ -654,10 +694,10 @@ def program_of(fn, width):
     for s in statements:
         if s.reduction:
             combiner(s.op)
-    if shape.inner[-1] % width:
+    if shape.inner[shape.vector_dim] % width:
         raise NotARowProgram(f"rows of {shape.n} elements are not a multiple of the "
                              f"vector ({width})" if len(shape.inner) == 1 else
-                             f"rows of {list(shape.inner)} elements: the innermost dim is "
+                             f"rows of {list(shape.inner)} elements: the vector dim is "
                              f"not a multiple of the vector ({width})")
     body = irutil.body(fn)
     args = set(body.arguments)
