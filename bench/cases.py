@@ -630,6 +630,50 @@ def _layernorm_training():
     return g
 
 
+# cudnn-frontend's form of a transformer's norms: x [tokens, hidden, 1, 1],
+# normalized over dims 1-3, f32 parameters [1, hidden, 1, 1] (its samples and
+# tests shape them so).
+FE_ROWS, FE_HIDDEN = 2048, 4096
+
+
+def _frontend_norm(kind):
+    def build():
+        g = _graph(f"frontend_{kind}")
+        dims, params = [FE_ROWS, FE_HIDDEN, 1, 1], [1, FE_HIDDEN, 1, 1]
+        x = g.tensor(name="x", dim=dims)
+        s = g.tensor(name="scale", dim=params, data_type="f32")
+        if kind == "layernorm":
+            b = g.tensor(name="bias", dim=params, data_type="f32")
+            outs = g.layernorm(x, s, b, axis=1, norm_forward_phase="training")
+        else:
+            outs = g.rmsnorm(x, s, axis=1, norm_forward_phase="training")
+        for out in outs:
+            if out is not None:
+                out.set_output(True)
+        return g
+    return build
+
+
+def _frontend_norm_torch(kind):
+    """PyTorch's layernorm / rmsnorm of the [tokens, hidden] view, with the
+    parameters in x's dtype (its kernels take no f32 parameters with bf16 x;
+    cast untimed, ``_frontend_norm_prepare``); rmsnorm's y and inv_rms from
+    its fused kernel where PyTorch has one."""
+    def fn(t, x, s, *rest):
+        x2 = x.view(FE_ROWS, FE_HIDDEN)
+        if kind == "layernorm":
+            return t.ops.aten.native_layer_norm(x2, [FE_HIDDEN], rest[-2], rest[-1], EPS)
+        if hasattr(t.ops.aten, "_fused_rms_norm"):  # y and inv_rms in one kernel
+            return t.ops.aten._fused_rms_norm(x2, [FE_HIDDEN], rest[-1], EPS)
+        inv = t.rsqrt(x2.float().square().mean(1, keepdim=True) + EPS)
+        return t.nn.functional.rms_norm(x2, (FE_HIDDEN,), rest[-1], EPS), inv
+    return fn
+
+
+def _frontend_norm_prepare(t, x, *params):
+    return tuple(p.view(-1).to(x.dtype) for p in params)
+
+
 def _layernorm_backward():
     g = _graph("layernorm_backward")
     dy = g.tensor(name="dy", dim=[16384, D])
@@ -844,6 +888,16 @@ NORM = [
     Case("layernorm training (y, mean, inv_var) 16384x8192 bf16", _layernorm_training,
          lambda t, x, s, b: t.ops.aten.native_layer_norm(x, [D], s[0], b[0], EPS),
          7 * NX, 2 * NX * BF16 + 2 * D * BF16 + 2 * 16384 * F32, True, "norm"),
+    Case("layernorm training [2048, 4096, 1, 1] bf16, f32 parameters (cudnn-frontend's form)",
+         _frontend_norm("layernorm"), _frontend_norm_torch("layernorm"),
+         7 * FE_ROWS * FE_HIDDEN,
+         2 * FE_ROWS * FE_HIDDEN * BF16 + 2 * FE_HIDDEN * F32 + 2 * FE_ROWS * F32, True, "norm",
+         torch_prepare=_frontend_norm_prepare),
+    Case("rmsnorm training [2048, 4096, 1, 1] bf16, f32 scale (cudnn-frontend's form)",
+         _frontend_norm("rmsnorm"), _frontend_norm_torch("rmsnorm"),
+         4 * FE_ROWS * FE_HIDDEN,
+         2 * FE_ROWS * FE_HIDDEN * BF16 + FE_HIDDEN * F32 + FE_ROWS * F32, True, "norm",
+         torch_prepare=_frontend_norm_prepare),
     Case("layernorm backward 16384x8192 bf16", _layernorm_backward,
          # The bias argument only says that dbias is wanted (its shape and dtype).
          lambda t, dy, x, s, mean, inv: t.ops.aten.native_layer_norm_backward(
