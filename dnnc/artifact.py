@@ -200,7 +200,10 @@ def write(path, package):
 
     data = to_bytes(package)
     directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix=".dnnpkg-", dir=directory)
+    try:
+        fd, tmp = tempfile.mkstemp(prefix=".dnnpkg-", dir=directory)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write '{path}': {err.strerror}") from None
     try:
         with os.fdopen(fd, "wb") as f:
             f.write(data)
@@ -226,7 +229,8 @@ def read(path_or_bytes):
             ptx = z.read(PTX).decode("utf-8")
             src = z.read(SOURCE).decode("utf-8")
     except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError) as err:
-        raise ArtifactError(f"not a readable dnnpkg: {err}") from None
+        where = "" if isinstance(path_or_bytes, bytes) else f"{path_or_bytes}: "
+        raise ArtifactError(f"{where}not a readable dnnpkg: {err}") from None
     validate(manifest)
     return Package(manifest, ptx, src)
 

@@ -11,7 +11,8 @@
     dnnc inspect graph.dnnpkg               # the artifact's plan; registers, spills and
                                             # shared memory per kernel when ptxas is found
     dnnc run graph.mlir                     # compile for the CPU, run on random data,
-                                            # compare with the NumPy reference
+                                            # compare with the NumPy reference: PASS, or
+                                            # FAIL with the outputs that differ (exit 1)
     dnnc tune graph.mlir --top 4            # on the GPU: time each kernel's top configs,
                                             # keep the fastest in the tuning database
                                             # (graph.py: its build() or its one Graph)
@@ -32,6 +33,7 @@ def _parser():
     from dnnc.pipelines import ARCHS
 
     p = argparse.ArgumentParser(prog="dnnc", description="dnnc: compile dnn graphs")
+    p.add_argument("--version", action="version", version=_version())
     sub = p.add_subparsers(dest="command", required=True)
     c = sub.add_parser("compile", help="compile a dnn graph and show what came out")
     c.add_argument("input", help="dnn-dialect MLIR file")
@@ -80,6 +82,13 @@ def _parser():
                         "problem wins)")
     t.add_argument("--export", metavar="FILE", help="write the database here when done")
     return p
+
+
+def _version():
+    """dnnc's version, and the MLIR it was built against where the bindings load."""
+    from dnnc.artifact import dnnc_version, mlir_version
+
+    return f"dnnc {dnnc_version()} (MLIR {mlir_version()})"
 
 
 def _positive(text):
@@ -209,14 +218,35 @@ def cmd_run(args, out):
                                   compiler.Options(target="cpu", dump_ir=args.dump_ir),
                                   basename=_basename(args.input))
     got = exe.run(*inputs)
-    out.write(f"{'output':<24}{'shape':<20}{'dtype':<10}{'max |err|':>12}{'max |ref|':>12}\n")
-    for name, g, e in zip(exe.output_names, got, expected):
+    out.write(f"{'output':<24}{'shape':<20}{'dtype':<10}{'max |err|':>12}{'max |ref|':>12}"
+              f"{'allowed':>12}  verdict\n")
+    failed = []
+    for name, spec, g, e in zip(exe.output_names, exe.signature.outputs, got, expected):
         g64 = np.asarray(g).astype(np.float64)
-        err = float(np.max(np.abs(g64 - e))) if g64.size else 0.0
-        ref = float(np.max(np.abs(e))) if np.size(e) else 0.0
+        e64 = np.asarray(e, dtype=np.float64)
+        err = float(np.max(np.abs(g64 - e64))) if g64.size else 0.0
+        ref = float(np.max(np.abs(e64))) if e64.size else 0.0
+        allowed = RUN_RTOL.get(spec.dtype.mlir, 0.0) * max(1.0, ref)
+        ok = bool(np.array_equal(np.isnan(g64), np.isnan(e64))) and \
+            bool(np.all(np.abs(np.nan_to_num(g64 - e64, nan=0.0)) <= allowed))
+        if not ok:
+            failed.append(name)
         shape = "x".join(map(str, np.shape(g))) or "scalar"
-        out.write(f"{name:<24}{shape:<20}{str(np.asarray(g).dtype):<10}{err:>12.3g}{ref:>12.3g}\n")
+        out.write(f"{name:<24}{shape:<20}{str(np.asarray(g).dtype):<10}{err:>12.3g}{ref:>12.3g}"
+                  f"{allowed:>12.3g}  {'ok' if ok else 'MISMATCH'}\n")
+    n = len(exe.output_names)
+    if failed:
+        out.write(f"FAIL: {len(failed)} of {n} outputs differ from the reference by more than "
+                  f"allowed: {', '.join(failed)}\n")
+        return 1
+    out.write(f"PASS: {n} output{'s' if n != 1 else ''} within tolerance of the reference\n")
     return 0
+
+
+# ``dnnc run``'s tolerance: |got - ref| <= RUN_RTOL[dtype] * max(1, max |ref|),
+# the output's storage precision with room for f32 accumulation (booleans and
+# integers exact). NaN must be where the reference has NaN.
+RUN_RTOL = {"f32": 1e-3, "f16": 4e-3, "bf16": 3.2e-2, "f8E4M3FN": 0.25, "f8E5M2": 0.5}
 
 
 def load_graph(path):

@@ -32,7 +32,14 @@ def _parser():
                    help="print the pipelines dnnc declares and exit")
     p.add_argument("--list-passes", action="store_true", help="print dnnc's passes and exit")
     p.add_argument("-o", dest="output", default="-", help="output file ('-' for stdout)")
+    p.add_argument("--version", action="version", version=_version())
     return p
+
+
+def _version():
+    from dnnc.artifact import dnnc_version, mlir_version
+
+    return f"dnnc-opt {dnnc_version()} (MLIR {mlir_version()})"
 
 
 def _chunks(text, split):
@@ -122,7 +129,11 @@ def main(argv=None):
         sys.stderr.write(f"dnnc-opt: error: {err}\n")
         return 1
     filename = args.input
-    text = sys.stdin.read() if filename == "-" else open(filename).read()
+    try:
+        text = sys.stdin.read() if filename == "-" else _read(filename)
+    except OSError as err:
+        sys.stderr.write(f"dnnc-opt: error: cannot read '{filename}': {err.strerror}\n")
+        return 1
     outputs, failed = [], False
     for line_offset, chunk in _chunks(text, args.split_input_file):
         try:
@@ -135,9 +146,18 @@ def main(argv=None):
     if args.output == "-":
         sys.stdout.write(out)
     else:
-        with open(args.output, "w") as f:
-            f.write(out)
+        try:
+            with open(args.output, "w") as f:
+                f.write(out)
+        except OSError as err:
+            sys.stderr.write(f"dnnc-opt: error: cannot write '{args.output}': {err.strerror}\n")
+            return 1
     return 1 if failed else 0
+
+
+def _read(filename):
+    with open(filename) as f:
+        return f.read()
 
 
 if __name__ == "__main__":
