@@ -361,9 +361,45 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
                                      f"({taps} taps x {reduced} channels in steps of {bk})"))
     if faster == "tc-sm90":
         # A group is a batch of N = its output channels.
-        fast = _split_wider(tc_sm90(problem, m, n // groups, taps * _ceil(reduced, bk90) * bk90,
-                                    groups, facts), problem.sms, m, n // groups, groups) + fast
+        configs = tc_sm90(problem, m, n // groups, taps * _ceil(reduced, bk90) * bk90, groups,
+                          facts)
+        configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
+        fast = _split_wider(configs, problem.sms, m, n // groups, groups) + fast
     return fast
+
+
+# A convolution's tile count leaves a last wave this full at least, or a
+# narrower tile is taken whose last wave is WAVE_GAIN fuller.
+FULL_WAVE, WAVE_GAIN = 0.8, 0.15
+
+
+def _wave_share(tiles, sms):
+    """How full the waves of ``tiles`` blocks over ``sms`` SMs are, on average."""
+    return tiles / (_ceil(tiles, sms) * sms)
+
+
+def _whole_waves(configs, sms, m, n, batch):
+    """tc-sm90's configs of a convolution with, first, the next narrower
+    tile where the first (unsplit) leaves its last wave mostly empty and the
+    narrower fills its waves: the 3x3 128x256x14x14 forward has 196 tiles of
+    128x256 (1.48 waves of 132: 74% full) and 392 of 128x128 (2.97: 99%).
+    Measured on an H200 (do_bench medians, 2026-11-27): 0.0436 ms with
+    128x128 tiles against 0.0536 with 128x256 (cuDNN 0.0452-0.0457)."""
+    if not configs or configs[0].strategy != "tc-sm90" or configs[0].split != 1:
+        return configs
+    first = configs[0]
+    bm, bn = first.tile[:2]
+    narrow = next((c for c in configs if c.tile[:2] == (bm, bn // 2) and c.split == 1), None)
+    if narrow is None:
+        return configs
+    wide, half = (_ceil(m, bm) * _ceil(n, w) * batch for w in (bn, bn // 2))
+    if _wave_share(wide, sms) >= FULL_WAVE or \
+            _wave_share(half, sms) < _wave_share(wide, sms) + WAVE_GAIN:
+        return configs
+    reason = (f"{narrow.reason}; {bm}x{bn // 2} tiles, not {bm}x{bn}: {half} tiles fill "
+              f"{_wave_share(half, sms):.0%} of their waves, {wide} only "
+              f"{_wave_share(wide, sms):.0%}")
+    return [narrow.replace(reason=reason)] + [c for c in configs if c is not narrow]
 
 
 def _split_wider(configs, sms, m, n, batch):
@@ -376,7 +412,14 @@ def _split_wider(configs, sms, m, n, batch):
     against 0.0279 with 128x64 tiles (104 of them); the 3x3 32x256x14x14
     filter gradient in 0.0331 against 0.0361 (72 tiles). Not taken where
     the first config is wider (1x1 32x1024x14x14 with 98 tiles of 128x128:
-    0.0250 split 2 against 0.0144)."""
+    0.0250 split 2 against 0.0144). The two splits of a tile run as a
+    cluster of 2 that sums them through distributed shared memory and runs
+    the epilogue (no partials in memory, no second launch), with 4 ring
+    stages: the same day, the forward took 0.0206-0.0213 ms so (cuDNN
+    0.0205-0.0209) against 0.0260-0.0263 with a cluster of 1 and 6 stages,
+    0.0238 with the cluster and 6 stages, 0.0241 with 4 stages alone; the
+    filter gradient 0.0234 against 0.0327-0.0331 (0.0263 with 4 stages
+    alone, 0.0232 split 3 ways with 4)."""
     if not configs or configs[0].strategy != "tc-sm90":
         return configs
     first = configs[0]
@@ -385,11 +428,17 @@ def _split_wider(configs, sms, m, n, batch):
         return configs
     if _ceil(m, first.tile[0]) * _ceil(n, 64) * batch >= sms:
         return configs
-    split = wide.replace(split=2, cluster=1,
+    stages = min(wide.stages, SPLIT_WIDER_STAGES)
+    split = wide.replace(split=2, cluster=2, stages=stages,
                          reason=f"{wide.reason}; K split 2 ways: as many blocks as "
                                 f"{first.tile[0]}x64 tiles, twice as wide (fewer tiles "
-                                "than SMs)")
+                                f"than SMs), the pair of splits a cluster that runs the "
+                                f"epilogue, {stages} stages")
     return [split] + configs
+
+
+# The ring of _split_wider's tiles: measured faster than a full one (6 stages).
+SPLIT_WIDER_STAGES = 4
 
 
 # The attention forward kernel (sm90/flash.py): query rows a block (64 per

@@ -888,10 +888,30 @@ def test_tc_sm90_prologue_operands_size_the_ring():
     assert size <= 227 * 1024 and (first.stages == 8 or more > 227 * 1024)
 
 
+def test_convolution_takes_the_narrower_tile_that_fills_its_waves():
+    """128x256 tiles of the 3x3 128x256x14x14 forward are 196 blocks, 1.48
+    waves of 132 SMs; 128x128 tiles are 392, 2.97 waves: the narrower goes
+    first. Where the wide tile's waves are full enough, or the narrower's
+    are no fuller, the order stays."""
+    from dnnc.heuristics.config import Config
+    from dnnc.heuristics.contraction import _whole_waves
+
+    wide = Config("tc-sm90", (384, 1, 1), tile=(128, 256, 64), stages=4, reason="wide")
+    narrow = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6, reason="narrow")
+    ranked = _whole_waves([wide, narrow], 132, 25088, 256, 1)
+    assert [c.tile for c in ranked] == [(128, 128, 64), (128, 256, 64)]
+    assert "392 tiles fill 99% of their waves, 196 only 74%" in ranked[0].reason
+    assert _whole_waves([wide, narrow], 132, 100352, 256, 1) == [wide, narrow]  # 784: 99%
+    assert _whole_waves([wide, narrow], 132, 6272, 512, 1) == [wide, narrow]    # 98 vs 196
+    split = wide.replace(split=2)
+    assert _whole_waves([split, narrow], 132, 25088, 256, 1) == [split, narrow]
+
+
 def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
     """A convolution whose first tc-sm90 config is 64 wide, unsplit, with
     fewer tiles than SMs gets the 128-wide tile split 2 ways first (as many
-    blocks, measured faster on an H200); one whose first is wider keeps it."""
+    blocks, a cluster of 2 summing the pair, 4 stages: measured faster on an
+    H200); one whose first is wider keeps it."""
     from dnnc.heuristics.config import Config
     from dnnc.heuristics.contraction import _split_wider
 
@@ -901,7 +921,8 @@ def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
     wide = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6,
                   reason="conv_fprop: ...; 128x128 tiles, 52 of them for 132 SMs")
     ranked = _split_wider([narrow, wide], 132, 1568, 512, 1)     # 104 tiles of 128x64
-    assert ranked[0].tile == (128, 128, 64) and ranked[0].split == 2 and ranked[0].cluster == 1
+    assert ranked[0].tile == (128, 128, 64) and ranked[0].split == 2
+    assert ranked[0].cluster == 2 and ranked[0].stages == 4   # the pair sums in a cluster
     assert ranked[1:] == [narrow, wide]
     many = narrow
     assert _split_wider([many, wide], 132, 2240, 512, 1) == [many, wide]    # 144 tiles
