@@ -38,6 +38,9 @@ most T * page_size), and sequence b's kv position j lives in
 (v likewise through page_table_v). Paging needs ``padding``: only positions
 j < Lkv[b] are read, and the caller guarantees that their table entries are
 pages in [0, P); entries from Lkv[b] on may hold anything (cuDNN's contract).
+The rows of a named page from Lkv[b] on get no weight but may be read with
+the page (tc-sm90 multiplies them by zero), so they must hold finite values,
+as the padding of an unpaged k and v must.
 """
 
 from dnnc.dialect.opdef import Attr, Operand, Result, TensorInfo, op

@@ -726,7 +726,7 @@ def test_attention_attribute_records_the_masks(build, diagonal, window):
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
         op = attention_match.op_of(fn)
-    operands, results = (("0, 1, 2, -1, -1, -1", "0, 1") if op == "sdpa" else
+    operands, results = (("0, 1, 2, -1, -1, -1, -1, -1", "0, 1") if op == "sdpa" else
                          ("0, 1, 2, 3, 4, 5, -1, -1, -1", "0, 1, 2"))
     assert info == (f'{{causal = true, diagonal = "{diagonal}", op = "{op}", operands = '
                     f'array<i64: {operands}>, padding = false, results = array<i64: '
