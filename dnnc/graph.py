@@ -766,6 +766,9 @@ def _page_tables(k, k_table, v_table, max_seq_len_kv, padding):
         raise GraphError("sdpa: paged_attention_k_table: expected use_padding_mask=True with "
                          "seq_len_kv (cuDNN's paged attention needs it), got "
                          "use_padding_mask=False")
+    if len(k.dim) != 4:
+        raise GraphError(f"sdpa: k: expected a paged cache (num_pages, H_kv, page_size, D), "
+                         f"got shape {tuple(k.dim)}")
     room = k_table.dim[2] * k.dim[2]
     if max_seq_len_kv is None:
         max_seq_len_kv = room

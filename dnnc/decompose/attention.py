@@ -26,9 +26,10 @@ first gathered into a contiguous (B, Hk, Skv, D) tensor without a gather op:
 
 Selecting instead of multiplying by a one-hot keeps pages that hold inf or
 NaN (any page the table does not name) out of the sum; zeroing the
-positions from Lkv on keeps those of stale table entries out of e @ v. It
-costs B * T * (cache size) elementwise work, fine for the CPU back end and
-the tests it serves, not a fast path.
+positions from Lkv on keeps those of stale table entries out of e @ v. The
+select is fused into the sum's kernel, so memory is that of the contiguous
+K and V, but the work is B * T * (cache size): correct for the CPU back end
+and simt-generic (page sizes tc-sm90 does not read), not a fast path.
 
 Grouped-query attention (H query heads, Hk kv heads) splits the heads: q and
 the per-query-head tensors become (B, Hk, H/Hk, S, D), k and v (B, Hk, 1, S, D),

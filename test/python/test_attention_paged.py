@@ -180,6 +180,10 @@ def test_paged_arguments_are_checked():
     small = g.tensor(name="small", dim=[7, 1, 2, 8])
     with pytest.raises(dnnc.VerificationError, match="'v' dim 2: expected 4 .page size"):
         g.sdpa(q, kc, small, **tables, **pad)
+    three = g.tensor(name="three", dim=[7, 4, 8])
+    with pytest.raises(dnnc.GraphError, match=r"k: expected a paged cache \(num_pages, H_kv, "
+                                              r"page_size, D\), got shape \(7, 4, 8\)"):
+        g.sdpa(q, three, vc, **tables, **pad)
     heads = g.tensor(name="heads", dim=[7, 2, 4, 8])
     with pytest.raises(dnnc.VerificationError, match="'v' dim 1: expected 1"):
         g.sdpa(q, kc, heads, **tables, **pad)
