@@ -9,7 +9,9 @@ the consumers taking turns at the tensor cores (``Turns``)::
                             own barrier), then each K tile and V tile of
                             ``tile.n`` kv rows into stage j % stages of
                             K's ring and of V's (pipeline.py), after
-                            waiting for the stage to be empty
+                            waiting for the stage to be empty (from
+                            the pages their tables name, with a paged
+                            cache: paged.py)
     warpgroups 1..  consumers  each owns 64 query rows: in its turn, issue
                             S_j = Q K_jᵀ (Q and K from shared memory) and
                             O += P_{j-1} V_{j-1} (P from registers: inline
