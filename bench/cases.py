@@ -1481,6 +1481,72 @@ ATTENTION_DECODE = [
 ]
 
 
+# Paged decode (cuDNN's paged attention): the decode steps above with K and V
+# in a paged cache, pages of 64 rows placed by a random permutation (K's and
+# V's apart), every sequence whole (seq_len_kv = Skv). PyTorch has no paged
+# SDPA: its side gathers the pages into a contiguous cache untimed
+# (torch_prepare) and times SDPA (cuDNN; FlashAttention beside) on that, so
+# the ratio prices reading K and V through the page tables.
+
+def _sdpa_paged_decode(b, h, hk, skv, d, page):
+    slots = -(-skv // page)
+
+    def build():
+        g = _graph(f"sdpa_paged_decode_b{b}_h{h}_kv{hk}_s{skv}_d{d}_p{page}")
+        q = g.tensor(name="q", dim=[b, h, 1, d])
+        k = g.tensor(name="k_cache", dim=[b * slots, hk, page, d])
+        v = g.tensor(name="v_cache", dim=[b * slots, hk, page, d])
+        lq, lkv = (g.tensor(name=x, dim=[b, 1, 1, 1], data_type="int32")
+                   for x in ("seq_len_q", "seq_len_kv"))
+        kt, vt = (g.tensor(name=x, dim=[b, 1, slots, 1], data_type="int32")
+                  for x in ("k_table", "v_table"))
+        g.sdpa(q, k, v, use_padding_mask=True, seq_len_q=lq, seq_len_kv=lkv,
+               paged_attention_k_table=kt, paged_attention_v_table=vt,
+               paged_attention_max_seq_len_kv=skv)[0].set_output(True)
+        return g
+
+    def init(t, q, k, v, lq, lkv, kt, vt):
+        lq.fill_(1)
+        lkv.fill_(skv)
+        for table in (kt, vt):
+            table.copy_(t.randperm(b * slots, device=table.device).view(b, 1, slots, 1))
+
+    def gather(t, q, k, v, lq, lkv, kt, vt):
+        def contiguous(cache, table):
+            pages = cache[table.view(b, slots).long()]  # B, T, Hk, page, D
+            return pages.transpose(1, 2).reshape(b, hk, slots * page, d)[:, :, :skv]
+        return contiguous(k, kt).contiguous(), contiguous(v, vt).contiguous()
+
+    return build, init, gather
+
+
+def _sdpa_on_gathered(backend, gqa):
+    """SDPA on the contiguous K and V torch_prepare gathered."""
+    sdpa = _sdpa_on(backend, False, gqa)
+
+    def torch_fn(t, q, k, v, lq, lkv, kt, vt, k_full, v_full):
+        return sdpa(t, q, k_full, v_full)
+
+    return torch_fn
+
+
+def _sdpa_paged_decode_case(b, h, hk, skv, d, page):
+    heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
+    flops = 4 * b * h * skv * d
+    size = (2 * b * h * d + 2 * b * hk * skv * d) * BF16
+    build, init, gather = _sdpa_paged_decode(b, h, hk, skv, d, page)
+    return Case(f"sdpa paged decode B{b} {heads} Skv{skv} D{d} page{page} bf16", build,
+                _sdpa_on_gathered("CUDNN_ATTENTION", hk != h), flops, size, True, "attention",
+                init=init, torch_prepare=gather,
+                others={"flash": _sdpa_on_gathered("FLASH_ATTENTION", hk != h)})
+
+
+ATTENTION_PAGED = [
+    _sdpa_paged_decode_case(b, h, hk, skv, 128, page)
+    for b, h, hk, skv, page in [(8, 32, 8, 8192, 64), (8, 32, 8, 8192, 16),
+                                (4, 32, 8, 32768, 256)]
+]
+
 # Attention backward: the issue's table (D64 and D128, causal and not)
 # against cuDNN's backward (the forward it differentiates run through cuDNN
 # too, outside the timing). o and stats are the forward's, computed in f32
@@ -1568,4 +1634,5 @@ RESNET = _conv_cases(Case)
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
-         + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_BACKWARD)
+         + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
+         + ATTENTION_BACKWARD)

@@ -176,7 +176,8 @@ def build(args):
 
 def _dtypes(torch):
     return {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
-            "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "i1": torch.bool}
+            "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "i1": torch.bool,
+            "i32": torch.int32}
 
 
 def _inputs(torch, exe, case, count, device=DEVICE):

@@ -299,7 +299,8 @@ class Graph:
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,
              sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
-             seq_len_kv=None, name=None):
+             seq_len_kv=None, paged_attention_k_table=None, paged_attention_v_table=None,
+             paged_attention_max_seq_len_kv=None, name=None):
         """Scaled dot-product attention; returns (O, Stats) with Stats None unless
         ``generate_stats``. ``attn_scale`` defaults to 1/sqrt(head dim).
         ``use_causal_mask`` masks the columns right of the top-left aligned
@@ -308,23 +309,46 @@ class Graph:
         ``sliding_window_length`` W also masks those W or more left of it
         (causal implied). ``use_padding_mask`` takes each batch entry's
         lengths from ``seq_len_q`` and ``seq_len_kv`` (int32, B x 1 x 1 x 1):
-        the rows and columns past them are padding (O = 0 there)."""
+        the rows and columns past them are padding (O = 0 there).
+
+        A paged KV cache (cuDNN's paged attention, inference only): K and V
+        are caches (num_pages, H_kv, page_size, D), ``paged_attention_k_table``
+        and ``paged_attention_v_table`` (int32, B x 1 x pages_per_seq x 1)
+        name each sequence's pages, position j of sequence b being row
+        j % page_size of page table[b, 0, j // page_size, 0];
+        ``paged_attention_max_seq_len_kv`` is Skv (default pages_per_seq x
+        page_size). It needs ``use_padding_mask``; only positions below
+        seq_len_kv are read, and their table entries must be valid pages."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
+        tables, paged = _page_tables(k, paged_attention_k_table, paged_attention_v_table,
+                                     paged_attention_max_seq_len_kv, use_padding_mask)
         o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias,
-                                     **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
+                                     **_lengths(use_padding_mask, seq_len_q, seq_len_kv),
+                                     **tables},
                             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                                              sliding_window_length),
                                  padding=bool(use_padding_mask),
-                                 scale=float(scale), generate_stats=bool(generate_stats)),
+                                 scale=float(scale), generate_stats=bool(generate_stats),
+                                 **paged),
                             name)
         return o, stats
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
                       use_causal_mask=False, use_causal_mask_bottom_right=False,
                       sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
-                      seq_len_kv=None, name=None):
+                      seq_len_kv=None, paged_attention_k_table=None,
+                      paged_attention_v_table=None, paged_attention_max_seq_len_kv=None,
+                      name=None):
         """Attention backward; returns (dQ, dK, dV). The masks are the
-        forward's (``sdpa``)."""
+        forward's (``sdpa``). A paged KV cache is forward only, as in cuDNN:
+        K and V here are contiguous (B, H_kv, S_kv, D), and the paged_attention
+        arguments are refused."""
+        for arg, given in (("paged_attention_k_table", paged_attention_k_table),
+                           ("paged_attention_v_table", paged_attention_v_table),
+                           ("paged_attention_max_seq_len_kv", paged_attention_max_seq_len_kv)):
+            if given is not None:
+                raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
+                                       "cache is forward only, as in cuDNN), got a value")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         return tuple(self._op(
             "sdpa_backward",
@@ -716,6 +740,44 @@ def _mask_attrs(causal, bottom_right, window):
     return {"causal": bool(causal or bottom_right or window),
             "diagonal": "bottom_right" if bottom_right else "top_left",
             "window": int(window or 0)}
+
+
+def _page_tables(k, k_table, v_table, max_seq_len_kv, padding):
+    """The sdpa operands and attribute of cudnn-frontend's paged-attention
+    arguments: ({} and {}) without them."""
+    if k_table is None and v_table is None:
+        if max_seq_len_kv is not None:
+            raise GraphError("sdpa: paged_attention_max_seq_len_kv: expected it only with "
+                             "paged_attention_k_table and paged_attention_v_table, got "
+                             f"{max_seq_len_kv!r} without them")
+        return {}, {}
+    for name, table in (("paged_attention_k_table", k_table),
+                        ("paged_attention_v_table", v_table)):
+        if table is None:
+            raise GraphError(f"sdpa: {name}: expected an int32 tensor (B, 1, pages_per_seq, "
+                             "1) with the other page table, got None")
+        if table.data_type is not data_type.INT32:
+            got = table.data_type.value if table.data_type else "a tensor of no set data type"
+            raise GraphError(f"sdpa: {name}: expected an int32 tensor, got {got}")
+        if len(table.dim) != 4:
+            raise GraphError(f"sdpa: {name}: expected rank 4 (B, 1, pages_per_seq, 1), got "
+                             f"shape {tuple(table.dim)}")
+    if not padding:
+        raise GraphError("sdpa: paged_attention_k_table: expected use_padding_mask=True with "
+                         "seq_len_kv (cuDNN's paged attention needs it), got "
+                         "use_padding_mask=False")
+    if len(k.dim) != 4:
+        raise GraphError(f"sdpa: k: expected a paged cache (num_pages, H_kv, page_size, D), "
+                         f"got shape {tuple(k.dim)}")
+    room = k_table.dim[2] * k.dim[2]
+    if max_seq_len_kv is None:
+        max_seq_len_kv = room
+    if not isinstance(max_seq_len_kv, int) or not 1 <= max_seq_len_kv <= room:
+        raise GraphError(f"sdpa: paged_attention_max_seq_len_kv: expected an integer in 1.."
+                         f"{room} (pages_per_seq {k_table.dim[2]} x page_size {k.dim[2]}), "
+                         f"got {max_seq_len_kv!r}")
+    return ({"page_table_k": k_table, "page_table_v": v_table},
+            {"max_seq_len_kv": max_seq_len_kv})
 
 
 def _lengths(padding, seq_len_q, seq_len_kv):

@@ -5,6 +5,9 @@ the present results (``r``).
 
 k and v are expanded to the H query heads (GQA: query head h reads kv head
 h // (H / Hk)); the gradients of the heads that share a kv head are summed.
+A paged k and v are first gathered into contiguous (B, Hk, Skv, D) tensors;
+positions from each sequence's Lkv on are not read (their table entries may
+be anything) and stay zero, masked by the padding.
 """
 
 import numpy as np
@@ -25,6 +28,28 @@ def _lengths(o, sq, skv):
     (B, 1, 1, 1)."""
     return (np.clip(o["seq_len_q"], 0, sq).reshape(-1, 1, 1, 1),
             np.clip(o["seq_len_kv"], 0, skv).reshape(-1, 1, 1, 1))
+
+
+def gather_pages(cache, table, lengths, skv):
+    """The contiguous (B, Hk, Skv, D) tensor of a paged ``cache`` (P, Hk,
+    page_size, D): position j < lengths[b] of sequence b is row j % page_size
+    of page table[b, 0, j // page_size, 0]; later positions are zero."""
+    page = cache.shape[2]
+    b = table.shape[0]
+    out = np.zeros((b, cache.shape[1], skv, cache.shape[3]), cache.dtype)
+    for n in range(b):
+        for j in range(int(np.clip(lengths.reshape(-1)[n], 0, skv))):
+            out[n, :, j] = cache[int(table[n, 0, j // page, 0]), :, j % page]
+    return out
+
+
+def _unpaged(o, a):
+    """The operands with k and v contiguous (o itself when they are)."""
+    if o.get("page_table_k") is None:
+        return o
+    skv, lengths = a["max_seq_len_kv"], o["seq_len_kv"]
+    return dict(o, k=gather_pages(o["k"], o["page_table_k"], lengths, skv),
+                v=gather_pages(o["v"], o["page_table_v"], lengths, skv))
 
 
 def _scores(o, q, k, a):
@@ -65,6 +90,7 @@ def _probabilities(s, stats):
 
 
 def sdpa(o, a, r):
+    o = _unpaged(o, a)
     q, h = o["q"], o["q"].shape[1]
     s = _scores(o, q, _expand_heads(o["k"], h), a)
     stats = _logsumexp_rows(s)

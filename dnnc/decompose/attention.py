@@ -17,13 +17,30 @@ stats = -inf) and uses
     dv = p^T @ do,  dp = do @ v^T,  ds = p * (dp - rowsum(do * o))
     dq = scale * ds @ k,  dk = scale * ds^T @ q
 
+A paged k or v (a cache (P, Hk, page_size, D) and a table (B, 1, T, 1)) is
+first gathered into a contiguous (B, Hk, Skv, D) tensor without a gather op:
+
+    hit = (table[b, t] == p)                 p from dnn.gen_index over the pages
+    pages[b, t] = sum_p select(hit, cache[p], 0)
+    kv = reshape(transpose(pages)) [:, :, :Skv], 0 where position >= Lkv
+
+Selecting instead of multiplying by a one-hot keeps pages that hold inf or
+NaN (any page the table does not name) out of the sum; zeroing the
+positions from Lkv on keeps those of stale table entries out of e @ v. The
+select is fused into the sum's kernel, so memory is that of the contiguous
+K and V, but the work is B * T * (cache size): correct for the CPU back end
+and simt-generic (page sizes tc-sm90 does not read), not a fast path.
+
 Grouped-query attention (H query heads, Hk kv heads) splits the heads: q and
 the per-query-head tensors become (B, Hk, H/Hk, S, D), k and v (B, Hk, 1, S, D),
 so batched matmuls broadcast each kv head over its group; dk and dv are summed
 over the group dim. Without GQA the tensors stay 4-D.
 """
 
+from types import SimpleNamespace
+
 from dnnc.decompose.common import NEG_INF
+from dnnc.dialect.ops_attention import paged
 from dnnc.dialect.types import data_type
 
 F32 = data_type.FLOAT
@@ -113,7 +130,38 @@ def _scores(b, v, q, hk, per):
     return s
 
 
+def _gather_pages(b, cache, table, lkv, skv):
+    """The contiguous (B, Hk, Skv, D) tensor of a paged ``cache`` through
+    ``table`` (module docstring); positions from ``lkv`` on are 0."""
+    pages, hk, page, d = b.shape_of(cache)
+    batch, _, slots, _ = b.shape_of(table)
+    wide = b.reshape(cache, (1, 1, pages, hk, page, d))
+    which = b.reshape(b.cast(table, F32), (batch, slots, 1, 1, 1, 1))
+    hit = b.binary("cmp_eq", which, b.emit("gen_index", {"x": wide}, {"axis": 2}))
+    picked = b.sum(b.select(hit, wide, 0.0, out=b.dtype_of(cache)), [2], keepdims=False)
+    rows = b.reshape(b.transpose(picked, [0, 2, 1, 3, 4]), (batch, hk, slots * page, d))
+    if slots * page != skv:
+        rows = b.emit("slice", {"x": rows}, {"start": [0, 0, 0, 0],
+                                             "limit": [batch, hk, skv, d],
+                                             "step": [1, 1, 1, 1]})
+    position = b.emit("gen_index", {"x": rows}, {"axis": 2})
+    return b.select(b.binary("cmp_ge", position, lkv), 0.0, rows, out=b.dtype_of(cache))
+
+
+def _unpaged(b, v):
+    """``v`` with its k and v gathered into contiguous tensors when paged."""
+    o = v.operands
+    if not paged(o):
+        return v
+    skv = v.attrs["max_seq_len_kv"]
+    lkv = b.binary("max", b.binary("min", b.cast(o["seq_len_kv"], F32), float(skv)), 0.0)
+    operands = dict(o, k=_gather_pages(b, o["k"], o["page_table_k"], lkv, skv),
+                    v=_gather_pages(b, o["v"], o["page_table_v"], lkv, skv))
+    return SimpleNamespace(operands=operands, attrs=v.attrs, results=v.results)
+
+
 def sdpa(b, v):
+    v = _unpaged(b, v)
     hk, per = _heads(b, v)
     s = _scores(b, v, _group(b, v.operands["q"], hk, per), hk, per)
     last = [len(b.shape_of(s)) - 1]

@@ -26,6 +26,21 @@ batch entry's lengths Lq[b] and Lkv[b], clamped to [0, Sq] and [0, Skv]:
 so a padded query row is fully masked (o = 0, stats = -inf, dq = 0) and a
 padded key column gets no weight (dk = dv = 0); the bottom-right diagonal
 is each entry's own, shift = Lkv[b] - Lq[b].
+
+A paged KV cache (cuDNN's paged attention, forward only) replaces k and v by
+caches of pages: k is (P, Hk, page_size, D) and v (Pv, Hk, page_size, Dv),
+and int32 operands ``page_table_k`` and ``page_table_v`` of shape (B, 1, T, 1)
+name each sequence's pages. The attribute ``max_seq_len_kv`` is then Skv (at
+most T * page_size), and sequence b's kv position j lives in
+
+    k[page_table_k[b, 0, j // page_size, 0], :, j % page_size, :]
+
+(v likewise through page_table_v). Paging needs ``padding``: only positions
+j < Lkv[b] are read, and the caller guarantees that their table entries are
+pages in [0, P); entries from Lkv[b] on may hold anything (cuDNN's contract).
+The rows of a named page from Lkv[b] on get no weight but may be read with
+the page (tc-sm90 multiplies them by zero), so they must hold finite values,
+as the padding of an unpaged k and v must.
 """
 
 from dnnc.dialect.opdef import Attr, Operand, Result, TensorInfo, op
@@ -40,8 +55,17 @@ SDPA_ATTRS = (
     Attr("padding", "bool", False,
          doc="rows from seq_len_q[b] and columns from seq_len_kv[b] are padding"),
 )
+PAGED_ATTRS = (Attr("max_seq_len_kv", "int", 0,
+                    doc="Skv of a paged k and v (page_table_k, page_table_v); 0 unpaged"),)
 LENGTHS = (Operand("seq_len_q", optional=True, dtype="int32"),
            Operand("seq_len_kv", optional=True, dtype="int32"))
+PAGE_TABLES = (Operand("page_table_k", optional=True, dtype="int32"),
+               Operand("page_table_v", optional=True, dtype="int32"))
+
+
+def paged(operands):
+    """Whether an sdpa's k and v are paged caches (its operands by name)."""
+    return any(operands.get(n) is not None for n in ("page_table_k", "page_table_v"))
 
 
 def _check_qkv(ctx):
@@ -54,13 +78,19 @@ def _check_qkv(ctx):
     q, k, v = ctx["q"], ctx["k"], ctx["v"]
     b, h, sq, d = q.shape
     hk, skv = k.shape[1], k.shape[2]
-    if k.shape[0] != b:
+    if k.shape[0] != b and not paged(ctx.operands):
         ctx.fail_dim("k", 0, b, k.shape[0], "batch of 'q'")
     if hk < 1 or h % hk:
         ctx.fail_dim("k", 1, f"a divisor of {h}", hk, "heads of 'q'")
     if k.shape[3] != d:
         ctx.fail_dim("k", 3, d, k.shape[3], "head dim of 'q'")
-    ctx.expect_shape("v", (b, hk, skv, v.shape[3]), "batch, heads and length of 'k'")
+    if paged(ctx.operands):
+        skv = _check_pages(ctx, b, hk)
+    else:
+        if ctx.attrs.get("max_seq_len_kv", 0):
+            ctx.fail("attribute 'max_seq_len_kv'", f"expected 0 without page tables, got "
+                                                   f"{ctx.attrs['max_seq_len_kv']}")
+        ctx.expect_shape("v", (b, hk, skv, v.shape[3]), "batch, heads and length of 'k'")
     bias = ctx.operands.get("bias")
     if bias is not None:
         full = (b, h, sq, skv)
@@ -71,6 +101,43 @@ def _check_qkv(ctx):
                 ctx.fail_dim("bias", i, f"{want} or 1", got, "broadcast to B, H, Sq, Skv")
     _check_lengths(ctx, b)
     return b, h, sq, d, hk, skv, v.shape[3]
+
+
+def _check_pages(ctx, b, hk):
+    """The paged caches and their tables (module docstring); returns Skv,
+    the attribute max_seq_len_kv."""
+    given = [n for n in ("page_table_k", "page_table_v") if ctx.operands.get(n) is not None]
+    if len(given) == 1:
+        missing = ({"page_table_k", "page_table_v"} - set(given)).pop()
+        ctx.fail(f"operand '{missing}'", f"expected an int32 tensor (B, 1, T, 1) with "
+                                          f"'{given[0]}', got none")
+    if not ctx.attrs.get("padding", False):
+        ctx.fail("attribute 'padding'", "expected true with a paged k and v (paged attention "
+                                        "needs seq_len_kv), got false")
+    k, v = ctx["k"], ctx["v"]
+    page = k.shape[2]
+    if v.shape[1] != hk:
+        ctx.fail_dim("v", 1, hk, v.shape[1], "kv heads of 'k'")
+    if v.shape[2] != page:
+        ctx.fail_dim("v", 2, page, v.shape[2], "page size of 'k'")
+    if page < 1:
+        ctx.fail_dim("k", 2, "a page size of at least 1", page)
+    for name in given:
+        table = ctx[name]
+        if table.rank != 4:
+            ctx.fail(f"operand '{name}'", f"expected rank 4 (B, 1, T, 1), got rank {table.rank}")
+        for dim, want in ((0, b), (1, 1), (3, 1)):
+            if table.shape[dim] != want:
+                ctx.fail_dim(name, dim, want, table.shape[dim], "shape B, 1, T, 1")
+    pages = ctx["page_table_k"].shape[2]
+    if ctx["page_table_v"].shape[2] != pages:
+        ctx.fail_dim("page_table_v", 2, pages, ctx["page_table_v"].shape[2],
+                     "pages per sequence of 'page_table_k'")
+    skv = ctx.attrs.get("max_seq_len_kv", 0)
+    if not 1 <= skv <= pages * page:
+        ctx.fail("attribute 'max_seq_len_kv'",
+                 f"expected 1..{pages * page} (T = {pages} pages of {page} rows), got {skv}")
+    return skv
 
 
 def _check_lengths(ctx, b):
@@ -90,9 +157,9 @@ def _check_lengths(ctx, b):
 
 
 @op("sdpa", family="attention",
-    operands=["q", "k", "v", Operand("bias", optional=True), *LENGTHS],
+    operands=["q", "k", "v", Operand("bias", optional=True), *LENGTHS, *PAGE_TABLES],
     results=["o", Result("stats", optional=True)],
-    attrs=SDPA_ATTRS + (Attr("generate_stats", "bool", False),))
+    attrs=SDPA_ATTRS + (Attr("generate_stats", "bool", False),) + PAGED_ATTRS)
 def _sdpa(ctx):
     """Attention forward; see the module docstring."""
     b, h, sq, _, _, _, dv = _check_qkv(ctx)

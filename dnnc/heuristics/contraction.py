@@ -107,7 +107,7 @@ def gemm_shape(problem):
     # Attention: q[B,H,S,D] against k[B,H,Skv,D]; report S x Skv x D per B*H.
     q, k = ins[0].shape, ins[1].shape
     if len(q) >= 2 and len(k) >= 2:
-        return q[-2], k[-2], q[-1], math.prod(q[:-2])
+        return q[-2], _attention_skv(problem), q[-1], math.prod(q[:-2])
     return problem.output_elements, 1, 1, 1
 
 
@@ -458,6 +458,22 @@ TC90_ATTENTION_SPLITS = 16
 TC90_ATTENTION_BACKWARD_D = 128
 
 
+def _attention_skv(problem):
+    """Skv of an attention anchor: k's dim 2, or a paged cache's
+    max_seq_len_kv (k's dim 2 is then its page size)."""
+    return problem.attr("max_seq_len_kv", 0) or problem.anchor_inputs[1].shape[-2]
+
+
+def _attention_page_fits(problem, bn):
+    """Whether tc-sm90's kernel reads a paged cache in tiles of ``bn`` kv
+    rows (sm90/paged.py: the page a multiple of bn, or a divisor of it that
+    is a multiple of 8); True unpaged."""
+    if not problem.attr("max_seq_len_kv", 0):
+        return True
+    page = problem.anchor_inputs[1].shape[-2]
+    return page % bn == 0 if page >= bn else bn % page == 0 and page % 8 == 0
+
+
 def _attention_biased(ins):
     """Whether an sdpa kernel's inputs hold a bias: a float operand after
     q, k and v (a padding mask's lengths are int32)."""
@@ -520,7 +536,7 @@ def tc_sm90_attention(problem, facts):
         widths = [bn for bn in (128, 64) if held(bn, TC90_ATTENTION_BIAS_SPARE) <= budget] \
             or [bn for bn in (64,) if held(bn) <= budget]
         for bn in (128, 64):
-            if bn not in widths:
+            if bn not in widths or not _attention_page_fits(problem, bn):
                 continue
             stages = max((s for s in range(2, TC90_ATTENTION_STAGES + 1)
                           if _attention_smem(bm, bn, d, dv, s) <= TC90_SMEM), default=0)
@@ -611,11 +627,11 @@ def _attention_split(problem, bm, bn):
     enough for the grid of query tiles x B x H to fill the SMs, each block
     keeping at least TC90_ATTENTION_SPLIT_TILES kv tiles, at most
     TC90_ATTENTION_SPLITS; 1 where the grid fills them already."""
-    q, k = problem.anchor_inputs[0].shape, problem.anchor_inputs[1].shape
+    q = problem.anchor_inputs[0].shape
     blocks = _ceil(q[-2], bm) * q[0] * q[1]
     if 2 * blocks > problem.sms:
         return 1
-    tiles = _ceil(k[-2], bn)
+    tiles = _ceil(_attention_skv(problem), bn)
     return max(1, min(problem.sms // blocks, tiles // TC90_ATTENTION_SPLIT_TILES,
                       TC90_ATTENTION_SPLITS))
 
@@ -669,8 +685,12 @@ def rank(problem):
         if fast:
             return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
         limit = TC90_ATTENTION_BACKWARD_D if problem.anchor == "sdpa_backward" else 256
+        why = f"head dims up to {limit}"
+        if not any(_attention_page_fits(problem, bn) for bn in (128, 64)):
+            why = (f"a paged K and V of page size {problem.anchor_inputs[1].shape[-2]}: "
+                   "expected a multiple of 64, or 8, 16 or 32")
         return simt_generic(work, problem.sms, None, facts, head=(
-            f"tc-sm90's attention kernels do not take it ({facts}): head dims up to {limit}"))
+            f"tc-sm90's attention kernels do not take it ({facts}): {why}"))
     if faster == "tc-sm80" and problem.anchor == "sdpa" and problem.dtype in ("bf16", "f16"):
         fast = tc_sm80_attention(problem, facts)
         if fast:

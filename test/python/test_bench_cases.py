@@ -255,8 +255,52 @@ def test_run_without_a_gpu(monkeypatch, capsys):
 
 
 ATTENTION_FORWARD = [c for c in CASES if c.group == "attention" and c.others
-                     and not c.name.startswith("sdpa decode")]
+                     and not c.name.startswith(("sdpa decode", "sdpa paged"))]
 ATTENTION_DECODE = [c for c in CASES if c.name.startswith("sdpa decode")]
+ATTENTION_PAGED = [c for c in CASES if c.name.startswith("sdpa paged decode")]
+
+
+def test_attention_paged_cases():
+    """Paged decode: the decode floor (q, o, K and V once), caches of pages
+    and int32 tables and lengths, in the order init and torch_prepare take
+    them."""
+    assert len(ATTENTION_PAGED) == 3
+    for c in ATTENTION_PAGED:
+        assert c.memory_bound and set(c.others) == {"flash"} and c.torch_prepare
+        q, k, v, lq, lkv, kt, vt = graph(c.name).inputs
+        (b, h, sq, d), (pages, hk, page, _) = q.dim, k.dim
+        skv = int(re.search(r"Skv(\d+)", c.name).group(1))
+        assert sq == 1 and v.dim == k.dim and f"page{page} " in c.name
+        assert kt.dim == vt.dim == [b, 1, pages // b, 1] and pages * page >= skv
+        assert {t.get_data_type().mlir for t in (lq, lkv, kt, vt)} == {"i32"}
+        assert c.bytes == (2 * b * h * d + 2 * b * hk * skv * d) * 2
+    assert "sdpa paged decode B8 GQA H32 KV8 Skv8192 D128 page64 bf16" in \
+        {c.name for c in ATTENTION_PAGED}
+
+
+def test_attention_paged_torch_side_matches_the_reference():
+    """PyTorch's side of a small paged decode (init's random tables, the
+    untimed gather, SDPA's math on the CPU) against the dnnc reference of
+    the same graph and inputs: the gather is the op's paging."""
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    import numpy as np
+    b, h, hk, skv, d, page = 2, 4, 2, 100, 16, 16
+    build, init, gather = cases._sdpa_paged_decode(b, h, hk, skv, d, page)
+    g = build()
+    torch.manual_seed(0)
+    tensors = []
+    for t in g.inputs:
+        x = torch.randn(t.dim)
+        # The graph's bf16 values, held in f32 for SDPA's math on the CPU.
+        tensors.append(x.to(torch.int32) if t.get_data_type().mlir == "i32"
+                       else x.to(torch.bfloat16).float())
+    init(torch, *tensors)
+    k_full, v_full = gather(torch, *tensors)
+    fn = cases._sdpa_on_gathered("MATH", True)
+    got = fn(torch, *tensors, k_full, v_full)
+    values = {t.name: x.numpy() for t, x in zip(g.inputs, tensors)}
+    want = g.execute_reference(values)[g.outputs[0].name]  # rounded to bf16
+    np.testing.assert_allclose(got.double().numpy(), want, rtol=8e-3, atol=1e-3)
 
 
 def test_attention_decode_cases():

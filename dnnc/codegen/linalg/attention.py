@@ -6,9 +6,10 @@ expansion (convert-dnn-to-linalg).
 
 Fields: ``op`` (sdpa or sdpa_backward), ``scale`` (f64), ``causal`` (bool),
 ``diagonal`` (top_left or bottom_right), ``window`` (i64, 0 for none) and
-``padding`` (bool): the op's masks,
+``padding`` (bool): the op's masks, ``max_seq_len_kv`` (i64, only with
+a paged k and v: their Skv),
 ``operands`` (which block argument of the function each of q, k, v, bias,
-seq_len_q and seq_len_kv is, for the backward q, k, v, o, do, stats, bias and
+seq_len_q, seq_len_kv and the page tables is, for the backward q, k, v, o, do, stats, bias and
 the lengths; -1 for none, or for
 one computed in the kernel) and ``results`` (which operand of the
 function's return each of o and stats, or dq, dk and dv, is; -1 for none) and ``returned``
@@ -20,7 +21,7 @@ position).
 from mlir import ir
 
 ATTR = "dnn.attention"
-OPERANDS = ("q", "k", "v", "bias", "seq_len_q", "seq_len_kv")
+OPERANDS = ("q", "k", "v", "bias", "seq_len_q", "seq_len_kv", "page_table_k", "page_table_v")
 RESULTS = ("o", "stats")
 BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias", "seq_len_q", "seq_len_kv")
 BACKWARD_RESULTS = ("dq", "dk", "dv")
@@ -54,7 +55,11 @@ def describe(view, fn):
             return None
         results.append(index(value, returned))
     a = view.attrs
+    paged = {"max_seq_len_kv": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
+                                                  int(a["max_seq_len_kv"]))} \
+        if a.get("max_seq_len_kv", 0) else {}
     return ir.DictAttr.get({
+        **paged,
         "op": ir.StringAttr.get(view.name),
         "scale": ir.FloatAttr.get(ir.F64Type.get(), float(a["scale"])),
         "causal": ir.BoolAttr.get(bool(a["causal"])),

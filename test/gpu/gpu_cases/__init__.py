@@ -40,14 +40,16 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     attention_padding.py
                        96 random sdpa forward and backward pairs with
                        padding masks (per-batch sequence lengths)
+    attention_paged.py sdpa forwards over paged KV caches (page tables,
+                       page sizes, decode and prefill)
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
 """
 
 from . import (attention, attention_backward_random, attention_decode, attention_padding,
-               attention_random, attention_sm80, conv_random, convolution, data_movement, examples,
-               fp8, matmul, normalization, pointwise, pooling, reductions, row_programs,
-               zero_size)
+               attention_paged, attention_random, attention_sm80, conv_random, convolution,
+               data_movement, examples, fp8, matmul, normalization, pointwise, pooling,
+               reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -68,6 +70,7 @@ CASES = [
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
     *attention_padding.CASES,
+    *attention_paged.CASES,
     *attention_decode.CASES,
     *zero_size.CASES,
     *examples.CASES,

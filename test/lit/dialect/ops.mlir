@@ -837,21 +837,34 @@ func.func @conv_wgrad(%dy: tensor<2x6x4x4xf16>, %x: tensor<2x4x8x8xf16>) -> tens
 
 // CHECK-LABEL: func.func @sdpa(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xbf16>, %[[K:.*]]: tensor<2x4x32x8xbf16>, %[[V:.*]]: tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
-//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
 //  CHECK-NEXT:   return %[[O]] : tensor<2x4x16x8xbf16>
 func.func @sdpa(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x32x8xbf16>, %v: tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16> {
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
   return %o : tensor<2x4x16x8xbf16>
+}
+
+// -----
+
+// A paged KV cache: k and v are (pages, Hk, page_size, D), the int32 tables
+// (B, 1, T, 1), max_seq_len_kv is Skv.
+
+// CHECK-LABEL: func.func @sdpa_paged(
+//  CHECK-SAME:     %[[Q:[^:]*]]: tensor<2x4x1x8xf16>, %[[K:[^:]*]]: tensor<9x2x16x8xf16>, %[[V:[^:]*]]: tensor<9x2x16x8xf16>, %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %[[LKV:[^:]*]]: tensor<2x1x1x1xi32>, %[[KT:[^:]*]]: tensor<2x1x4x1xi32>, %[[VT:[^:]*]]: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[LQ]], %[[LKV]], %[[KT]], %[[VT]]) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>, padding = true, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+func.func @sdpa_paged(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: tensor<9x2x16x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x4x1xi32>, %vt: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16> {
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>, padding = true, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+  return %o : tensor<2x4x1x8xf16>
 }
 
 // -----
 
 // CHECK-LABEL: func.func @sdpa_gqa_causal(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xf16>, %[[K:.*]]: tensor<2x2x16x8xf16>, %[[V:.*]]: tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
-//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
 //  CHECK-NEXT:   return %[[O]] : tensor<2x4x16x16xf16>
 func.func @sdpa_gqa_causal(%q: tensor<2x4x16x8xf16>, %k: tensor<2x2x16x8xf16>, %v: tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16> {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
   return %o : tensor<2x4x16x16xf16>
 }
 
@@ -859,10 +872,10 @@ func.func @sdpa_gqa_causal(%q: tensor<2x4x16x8xf16>, %k: tensor<2x2x16x8xf16>, %
 
 // CHECK-LABEL: func.func @sdpa_bias_and_stats(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xbf16>, %[[K:.*]]: tensor<2x4x32x8xbf16>, %[[V:.*]]: tensor<2x4x32x8xbf16>, %[[BIAS:.*]]: tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
-//  CHECK-NEXT:   %[[R:.*]]:2 = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[BIAS]]) {generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
+//  CHECK-NEXT:   %[[R:.*]]:2 = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[BIAS]]) {generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
 //  CHECK-NEXT:   return %[[R]]#0, %[[R]]#1 : tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>
 func.func @sdpa_bias_and_stats(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x32x8xbf16>, %v: tensor<2x4x32x8xbf16>, %bias: tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>) {
-  %r:2 = "dnn.sdpa"(%q, %k, %v, %bias) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
+  %r:2 = "dnn.sdpa"(%q, %k, %v, %bias) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
   return %r#0, %r#1 : tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>
 }
 

@@ -212,7 +212,7 @@ func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: te
 // ALL: %[[STATS:.*]] = "dnn.reshape"(%[[LSE]]) : (tensor<1x2x2x5x1xf32>) -> tensor<1x4x5x1xf32>
 // ALL: return %[[O]], %[[STATS]]
 func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %v: tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>) {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
   return %o, %stats : tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>
 }
 
@@ -244,8 +244,44 @@ func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %
 // ALL: %[[ABOVE:.*]] = "dnn.cmp_gt"(%[[COL]], %[[DIAG]])
 // ALL: "dnn.select"(%[[ABOVE]], %{{.*}}, %[[SP]])
 func.func @sdpa_padding(%q: tensor<2x2x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x8xf32>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32> {
-  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {scale = 0.125 : f64, causal = true, diagonal = "bottom_right", padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1>} : (tensor<2x2x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {scale = 0.125 : f64, causal = true, diagonal = "bottom_right", padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0>} : (tensor<2x2x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32>
   return %o : tensor<2x2x5x8xf32>
+}
+
+// -----
+
+// sdpa with a paged KV cache under all=true: each cache is gathered into a
+// contiguous (B, Hk, Skv, D) tensor without a gather op: the table entries
+// (as f32) are compared with the page index, the matching page selected and
+// summed over the pages, the slots laid end to end, cut to max_seq_len_kv,
+// and the positions at or past Lkv zeroed; attention then reads those.
+
+// CHECK-LABEL: func.func @sdpa_paged(
+// CHECK: "dnn.sdpa"
+// ALL-LABEL: func.func @sdpa_paged(
+// ALL-SAME: %[[Q:[^:]*]]: tensor<2x2x3x8xf32>, %[[KC:[^:]*]]: tensor<5x1x4x8xf32>, %[[VC:[^:]*]]: tensor<5x1x4x8xf32>, %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %[[LKV:[^:]*]]: tensor<2x1x1x1xi32>, %[[KT:[^:]*]]: tensor<2x1x2x1xi32>, %[[VT:[^:]*]]: tensor<2x1x2x1xi32>)
+// ALL-NOT: dnn.sdpa
+// ALL: %[[L32:.*]] = "dnn.cast"(%[[LKV]])
+// ALL: %[[L:.*]] = "dnn.max"(
+// ALL: %[[WIDE:.*]] = "dnn.reshape"(%[[KC]]) : (tensor<5x1x4x8xf32>) -> tensor<1x1x5x1x4x8xf32>
+// ALL: %[[T32:.*]] = "dnn.cast"(%[[KT]]) : (tensor<2x1x2x1xi32>) -> tensor<2x1x2x1xf32>
+// ALL: %[[T:.*]] = "dnn.reshape"(%[[T32]]) : (tensor<2x1x2x1xf32>) -> tensor<2x2x1x1x1x1xf32>
+// ALL: %[[P:.*]] = "dnn.gen_index"(%[[WIDE]]) {axis = 2 : i64}
+// ALL: %[[HIT:.*]] = "dnn.cmp_eq"(%[[T]], %[[P]]) : (tensor<2x2x1x1x1x1xf32>, tensor<1x1x5x1x4x8xf32>) -> tensor<2x2x5x1x4x8xi1>
+// ALL: %[[PICK:.*]] = "dnn.select"(%[[HIT]], %[[WIDE]], %{{.*}})
+// ALL: %[[PAGES:.*]] = "dnn.reduction"(%[[PICK]]) {axes = array<i64: 2>, keepdims = false, mode = "sum"} : (tensor<2x2x5x1x4x8xf32>) -> tensor<2x2x1x4x8xf32>
+// ALL: %[[SLOTS:.*]] = "dnn.transpose"(%[[PAGES]]) {permutation = array<i64: 0, 2, 1, 3, 4>}
+// ALL: %[[ROWS:.*]] = "dnn.reshape"(%[[SLOTS]]) : (tensor<2x1x2x4x8xf32>) -> tensor<2x1x8x8xf32>
+// ALL: %[[CUT:.*]] = "dnn.slice"(%[[ROWS]]) {limit = array<i64: 2, 1, 7, 8>, start = array<i64: 0, 0, 0, 0>, step = array<i64: 1, 1, 1, 1>}
+// ALL: %[[POS:.*]] = "dnn.gen_index"(%[[CUT]]) {axis = 2 : i64}
+// ALL: %[[PAST:.*]] = "dnn.cmp_ge"(%[[POS]], %[[L]])
+// ALL: %[[K:.*]] = "dnn.select"(%[[PAST]], %{{.*}}, %[[CUT]]) : {{.*}} -> tensor<2x1x7x8xf32>
+// ALL: "dnn.cast"(%[[VT]])
+// ALL: "dnn.transpose"(%[[K]])
+// ALL: "dnn.matmul"(
+func.func @sdpa_paged(%q: tensor<2x2x3x8xf32>, %kc: tensor<5x1x4x8xf32>, %vc: tensor<5x1x4x8xf32>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x2x1xi32>, %vt: tensor<2x1x2x1xi32>) -> tensor<2x2x3x8xf32> {
+  %o = "dnn.sdpa"(%q, %kc, %vc, %lq, %lkv, %kt, %vt) {scale = 0.125 : f64, causal = false, padding = true, max_seq_len_kv = 7 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>} : (tensor<2x2x3x8xf32>, tensor<5x1x4x8xf32>, tensor<5x1x4x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x2x1xi32>, tensor<2x1x2x1xi32>) -> tensor<2x2x3x8xf32>
+  return %o : tensor<2x2x3x8xf32>
 }
 
 // -----

@@ -1163,7 +1163,7 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:             math.log2
 //       CHECK:             memref.store %{{.*}}, %[[STATS]][%{{.*}}, %{{.*}}, %{{.*}}, %c0] : memref<1x4x128x1xf32>
 //   CHECK-NOT:   linalg.
-func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -1298,7 +1298,7 @@ func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 6
 //       CHECK:         llvm.call_intrinsic "llvm.nvvm.ex2.approx.ftz.f"
 //   CHECK-NOT:   linalg.
 //       CHECK:   return
-func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, 3, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, 3, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -1393,7 +1393,7 @@ func.func private @sdpa_bias(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16
 //   CHECK-NOT:   gpu.launch
 //       CHECK:   linalg.generic
 //   CHECK-NOT:   gpu.launch
-func.func private @sdpa_bias_of_another_type(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xbf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, 3, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+func.func private @sdpa_bias_of_another_type(%q: memref<1x2x16x64xf16>, %k: memref<1x2x32x64xf16>, %v: memref<1x2x32x64xf16>, %bias: memref<1x1x16x32xbf16>, %o: memref<1x2x16x64xf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, 3, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32

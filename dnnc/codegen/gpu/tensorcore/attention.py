@@ -39,7 +39,10 @@ class Attention:
     window (``window`` > 0); with padding, ``seq_len_q`` and ``seq_len_kv``
     (int32 memrefs ``[B, 1, 1, 1]``) give each batch entry's lengths, past
     which rows and columns are masked, and the bottom-right shift is
-    theirs; see ops_attention.py."""
+    theirs; see ops_attention.py. With a paged cache, k is ``[P, Hk,
+    page, D]`` and v ``[P, Hk, page, Dv]``, ``page_table_k`` and
+    ``page_table_v`` (int32 memrefs ``[B, 1, T, 1]``) name each batch
+    entry's pages and ``skv`` is the op's max_seq_len_kv."""
 
     q: object
     k: object
@@ -61,6 +64,18 @@ class Attention:
     window: int = 0
     seq_len_q: object = None
     seq_len_kv: object = None
+    page_table_k: object = None
+    page_table_v: object = None
+
+    @property
+    def paged(self):
+        """Whether k and v are paged caches."""
+        return self.page_table_k is not None
+
+    @property
+    def page(self):
+        """Rows a page of a paged cache holds (None unpaged)."""
+        return _shape(self.k)[2] if self.paged else None
 
     @property
     def shift(self):
@@ -166,10 +181,23 @@ def _masks(info, values):
             ir.IntegerAttr(info["window"]).value if "window" in info else 0) + lengths
 
 
-def _sizes(values):
+def _sizes(values, info):
     b, h, sq, d = _shape(values["q"])
     _, hk, skv, _ = _shape(values["k"])
+    if "max_seq_len_kv" in info:  # a paged cache: k's dim 2 is its page
+        skv = ir.IntegerAttr(info["max_seq_len_kv"]).value
     return b, h, hk, sq, skv, d, _shape(values["v"])[3]
+
+
+def _page_tables(info, values):
+    """(page_table_k, page_table_v) of a paged sdpa, else (None, None)."""
+    if "max_seq_len_kv" not in info:
+        return None, None
+    tables = (values.get("page_table_k"), values.get("page_table_v"))
+    if any(x is None for x in tables):
+        raise NotAnAttention("the page tables are computed in the kernel, not kernel "
+                             "arguments")
+    return tables
 
 
 def match(fn):
@@ -180,9 +208,9 @@ def match(fn):
         raise NotAnAttention("the kernel is not one sdpa")
     values, info, element = _values(fn, ("q", "k", "v"), ("o",), ("q", "k", "v", "o"), ("o",))
     return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
-                     values["bias"], *_sizes(values),
+                     values["bias"], *_sizes(values, info),
                      ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
-                     element, *_masks(info, values))
+                     element, *_masks(info, values), *_page_tables(info, values))
 
 
 @dataclass
@@ -210,8 +238,8 @@ def match_backward(fn):
     if _element(stats) != "f32":
         raise NotAnAttention(f"stats is {_element(stats)}: expected f32")
     return AttentionBackward(values["q"], values["k"], values["v"], values["o"], stats,
-                             values["bias"], *_sizes(values),
+                             values["bias"], *_sizes(values, info),
                              ir.FloatAttr(info["scale"]).value,
                              ir.BoolAttr(info["causal"]).value, element,
-                             *_masks(info, values), values["do"], values["dq"],
+                             *_masks(info, values), None, None, values["do"], values["dq"],
                              values["dk"], values["dv"])

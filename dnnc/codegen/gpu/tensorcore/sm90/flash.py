@@ -9,7 +9,9 @@ the consumers taking turns at the tensor cores (``Turns``)::
                             own barrier), then each K tile and V tile of
                             ``tile.n`` kv rows into stage j % stages of
                             K's ring and of V's (pipeline.py), after
-                            waiting for the stage to be empty
+                            waiting for the stage to be empty (from
+                            the pages their tables name, with a paged
+                            cache: paged.py)
     warpgroups 1..  consumers  each owns 64 query rows: in its turn, issue
                             S_j = Q K_jᵀ (Q and K from shared memory) and
                             O += P_{j-1} V_{j-1} (P from registers: inline
@@ -80,6 +82,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
+from dnnc.codegen.gpu.tensorcore.sm90.paged import PagedRows, check_pages
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
@@ -157,6 +160,8 @@ def check(att, tile):
         raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {held} accumulator "
                            f"registers a thread, expected at most {budget} with "
                            f"{tile.consumers} consumer warpgroups")
+    if att.paged:
+        check_pages(att, tile.n)
     size = smem_bytes(tile, att.d, att.dv)
     if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages of {tile.n} kv rows need {size} bytes of "
@@ -270,8 +275,12 @@ class FlashForward:
         check(att, tile)
         self.fn, self.att, self.tile = fn, att, tile
         self.q = Rows(att.q, tile.m, att.d)
-        self.k = Rows(att.k, tile.n, att.d)
-        self.v = Rows(att.v, tile.n, att.dv)
+        if att.paged:  # K and V tiles from their pages (paged.py)
+            self.k = PagedRows(att.k, att.page_table_k, tile.n, att.d)
+            self.v = PagedRows(att.v, att.page_table_v, tile.n, att.dv)
+        else:
+            self.k = Rows(att.k, tile.n, att.d)
+            self.v = Rows(att.v, tile.n, att.dv)
         # O is stored by TMA from the Q tile's boxes where it fits them (and
         # has q's type; an f32 o goes from registers).
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
@@ -350,6 +359,9 @@ class FlashForward:
 
         def issue():
             b, h, hk = _to_i32(self.b), _to_i32(self.h), _to_i32(self.hk)
+            if self.att.paged:
+                for rows in (self.k, self.v):
+                    rows.bind(self.extent.skv)
             nvvm.MBarrierArriveExpectTxOp(None, self.q_full, _i(self.q.bytes))
             self.q.load(self.q_base, self.q_full, b, h, _to_i32(self.m0))
 
