@@ -53,16 +53,36 @@ def vector_width(problem):
 
 def usable_width(problem):
     """The widest vector (a power of two, at most ``vector_width``) that
-    divides the innermost dim of every output and of every input that is not
-    broadcast along it; 1 when none does."""
+    divides the vector dim of every output and of every input that is not
+    broadcast along it; 1 when none does. The vector dim is the innermost,
+    or, where the outputs' innermost dims are one element (cudnn-frontend's
+    ``[rows, hidden, 1, 1]``), the last dim longer than one
+    (dnn-vectorize-pointwise reads such buffers through views without their
+    trailing unit dims)."""
     width = vector_width(problem)
-    inner = [t.shape[-1] for t in problem.outputs if t.shape]
-    inner += [t.shape[-1] for t in problem.inputs if t.shape and t.shape[-1] != 1]
     if any(not t.shape for t in problem.outputs):
         return 1  # a rank-0 result: one element
+    axis = _vector_axis(problem)
+    inner = [t.shape[axis] for t in problem.outputs]
+    inner += [t.shape[axis] for t in problem.inputs if t.shape and t.shape[axis] != 1]
     while width > 1 and any(d % width for d in inner):
         width //= 2
     return width
+
+
+def _vector_axis(problem):
+    """The dim vectors run along: the outputs' last dim longer than one when
+    their innermost are one element and every tensor has their rank, else
+    the innermost (-1)."""
+    shapes = [t.shape for t in problem.outputs]
+    if not shapes or not shapes[0]:
+        return -1
+    rank = len(shapes[0])
+    if any(s[-1] != 1 for s in shapes) or \
+            any(len(t.shape) != rank for t in problem.inputs + problem.outputs if t.shape):
+        return -1
+    longer = [d for d in range(rank) if any(s[d] > 1 for s in shapes)]
+    return longer[-1] if longer else -1
 
 
 def chain_length(problem):
@@ -76,9 +96,9 @@ def rank(problem):
     facts = f"{n} pointwise op{'s' if n != 1 else ''} over {work} elements"
     width = usable_width(problem)
     if width == 1:
-        inner = problem.outputs[0].shape[-1] if problem.outputs and problem.outputs[0].shape \
-            else 1
-        why = (f"simt-pointwise needs an innermost dim that is a multiple of 2 elements at "
+        inner = problem.outputs[0].shape[_vector_axis(problem)] \
+            if problem.outputs and problem.outputs[0].shape else 1
+        why = (f"simt-pointwise needs a vector dim that is a multiple of 2 elements at "
                f"least, got {inner} ({facts})")
         return simt_generic(work, problem.sms, None, facts, ops=n, head=why)
     return _vector_configs(problem, facts, width) + simt_generic(work, problem.sms, None, facts,

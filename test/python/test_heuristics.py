@@ -85,7 +85,7 @@ def test_pointwise_without_a_vector_is_simt_generic():
     assert {c.strategy for c in configs} == {"simt-generic"}
     assert blocks(configs) == [256, 128, 512]
     assert configs[0].reason.startswith(
-        "simt-pointwise needs an innermost dim that is a multiple of 2 elements at least, "
+        "simt-pointwise needs a vector dim that is a multiple of 2 elements at least, "
         "got 1023 (2 pointwise ops over 1047552 elements); block 256")
     scalar = problem("pointwise", [([], "f32")], [([], "f32")], ops=["exp"])
     assert choose(scalar).strategy == "simt-generic"

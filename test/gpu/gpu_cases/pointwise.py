@@ -110,6 +110,23 @@ def pointwise_nhwc(dtype):
     return build
 
 
+def pointwise_unit_dims(dtype):
+    """A chain over cudnn-frontend's [rows, hidden, 1, 1] with a per-row and a
+    per-hidden operand: vectors along hidden through views without the
+    trailing unit dims; and a hidden of 770, vectors of 2."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype)
+        outs = []
+        for name, (rows, hidden) in (("a", (37, 1024)), ("b", (5, 770))):
+            x = g.tensor(name=f"x_{name}", dim=[rows, hidden, 1, 1])
+            r = g.tensor(name=f"r_{name}", dim=[rows, 1, 1, 1])
+            p = g.tensor(name=f"p_{name}", dim=[1, hidden, 1, 1])
+            outs.append(g.gelu(g.add(g.mul(x, r), p)).set_name(f"y_{name}"))
+        outputs(*outs)
+        return g
+    return build
+
+
 def big_pointwise():
     g = dnnc.Graph(io_data_type=F32)
     x = g.tensor(name="x", dim=[1000, 127])
@@ -132,4 +149,5 @@ CASES = [
 NHWC_AND_BIG_CASES = [
     *(Case(f"pointwise_nhwc_{d.mlir}", pointwise_nhwc(d)) for d in (F32, BF16)),
     Case("big_pointwise_f32", big_pointwise),
+    *(Case(f"pointwise_unit_dims_{d.mlir}", pointwise_unit_dims(d)) for d in (F32, BF16)),
 ]

@@ -70,7 +70,7 @@ func.func private @huge_short_chain(%x: tensor<8192x8192xf16>) -> tensor<8192x81
 // one-op chain get 1024-thread blocks.
 // CHECK-LABEL: func.func private @huge_odd_chain(
 //  CHECK-SAME:     dnn.config = {block = [1024, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-pointwise needs an innermost dim that is a multiple of 2 elements at least, got 4097 (1 pointwise op over 67129345 elements); block 1024: many points (67129345), 1-op chain: fewer, larger blocks"
+//  CHECK-SAME:     dnn.config_reason = "simt-pointwise needs a vector dim that is a multiple of 2 elements at least, got 4097 (1 pointwise op over 67129345 elements); block 1024: many points (67129345), 1-op chain: fewer, larger blocks"
 func.func private @huge_odd_chain(%x: tensor<16385x4097xf16>) -> tensor<16385x4097xf16> attributes {dnn.anchor = "pointwise", dnn.kernel} {
   %0 = "dnn.relu"(%x) : (tensor<16385x4097xf16>) -> tensor<16385x4097xf16>
   return %0 : tensor<16385x4097xf16>

@@ -53,6 +53,40 @@ func.func private @broadcasts(%x: memref<3x8xf32>, %r: memref<1x8xf32>, %c: memr
 
 // -----
 
+// Trailing loops of one element (cudnn-frontend's [rows, hidden, 1, 1]): the
+// vectors run along hidden, each operand read and written through a view
+// of its leading dims; the per-row operand is broadcast along the vectors.
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#row4 = affine_map<(d0, d1, d2, d3) -> (0, d1, d2, d3)>
+#col4 = affine_map<(d0, d1, d2, d3) -> (d0, 0, 0, 0)>
+
+// CHECK-LABEL: func.func private @unit_dims(
+//  CHECK-SAME:     %[[X:.*]]: memref<3x8x1x1xf32>, %[[R:.*]]: memref<1x8x1x1xf32>, %[[C:.*]]: memref<3x1x1x1xf32>, %[[Y:.*]]: memref<3x8x1x1xf32>)
+//  CHECK-SAME:     dnn.vectorized = [1, 1]
+//   CHECK-DAG:   %[[XV:.*]] = memref.reinterpret_cast %[[X]] to offset: [0], sizes: [3, 8], strides: [8, 1] : memref<3x8x1x1xf32> to memref<3x8xf32>
+//   CHECK-DAG:   %[[RV:.*]] = memref.reinterpret_cast %[[R]] to offset: [0], sizes: [1, 8], strides: [8, 1] : memref<1x8x1x1xf32> to memref<1x8xf32>
+//   CHECK-DAG:   %[[CV:.*]] = memref.reinterpret_cast %[[C]] to offset: [0], sizes: [3], strides: [1] : memref<3x1x1x1xf32> to memref<3xf32>
+//   CHECK-DAG:   %[[YV:.*]] = memref.reinterpret_cast %[[Y]] to offset: [0], sizes: [3, 8], strides: [8, 1] : memref<3x8x1x1xf32> to memref<3x8xf32>
+//       CHECK:   scf.parallel
+//       CHECK:     %[[VX:.*]] = vector.load %[[XV]][%[[I:.*]], %[[E:.*]]] {alignment = 16 : i64} : memref<3x8xf32>, vector<4xf32>
+//  CHECK-NEXT:     vector.load %[[RV]][%{{.*}}, %[[E]]] {alignment = 16 : i64} : memref<1x8xf32>, vector<4xf32>
+//  CHECK-NEXT:     memref.load %[[CV]][%[[I]]] : memref<3xf32>
+//       CHECK:     vector.store %{{.*}}, %[[YV]][%[[I]], %[[E]]] {alignment = 16 : i64} : memref<3x8xf32>, vector<4xf32>
+//   CHECK-NOT:   linalg.generic
+func.func private @unit_dims(%x: memref<3x8x1x1xf32>, %r: memref<1x8x1x1xf32>, %c: memref<3x1x1x1xf32>, %y: memref<3x8x1x1xf32>) attributes {dnn.config = {block = [2, 1, 1], strategy = "simt-pointwise", vector = 4 : i64}, dnn.kernel} {
+  linalg.generic {indexing_maps = [#id4, #row4, #col4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]}
+      ins(%x, %r, %c : memref<3x8x1x1xf32>, memref<1x8x1x1xf32>, memref<3x1x1x1xf32>) outs(%y : memref<3x8x1x1xf32>) {
+  ^bb0(%a: f32, %b: f32, %s: f32, %out: f32):
+    %t = arith.addf %a, %b : f32
+    %u = arith.mulf %t, %s : f32
+    linalg.yield %u : f32
+  }
+  return
+}
+
+// -----
+
 // Two vectors per thread of a 4-thread block: thread t of group block b
 // takes vectors 8b + t and 8b + t + 4, and loads both before computing.
 

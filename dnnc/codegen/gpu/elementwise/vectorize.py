@@ -41,7 +41,8 @@ NVPTX turns each aligned ``vector<8 x bf16>`` load into one
    copy took its own.
 """
 
-from dataclasses import dataclass
+import math
+from dataclasses import dataclass, replace
 
 from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
@@ -55,6 +56,8 @@ class Operand:
     exprs: list          # per buffer dim: loop dim index, or None (constant 0)
     vectorized: bool     # runs along the innermost loop: loaded as a vector
     element: object      # the element type
+    kept: int = None     # read through a view of its first ``kept`` dims (the
+                         # rest are trailing unit dims of trailing unit loops)
 
 
 @dataclass
@@ -127,6 +130,45 @@ def aligned_vectors(type_, width):
     return strides[-1] == 1 and offset % width == 0 and all(v % width == 0 for v in strides[:-1])
 
 
+def _without_unit_loops(dims, operands, width):
+    """(dims, operands, None) of a loop nest whose trailing loops run over
+    one element (cudnn-frontend's ``[rows, hidden, 1, 1]``) without them:
+    each operand read through a view of its leading dims, vectors along the
+    last loop longer than one; (.., reason) when an operand's trailing unit
+    dims are not those loops' or its layout is not the identity."""
+    keep = max(d for d, n in enumerate(dims) if n > 1) + 1
+    out = []
+    for i, o in enumerate(operands):
+        t = ir.MemRefType(o.value.type)
+        kept = next((p for p in range(t.rank, 0, -1)
+                     if o.exprs[p - 1] is not None and o.exprs[p - 1] < keep), 0)
+        if any(n != 1 for n in t.shape[kept:]) or \
+                any(e is not None and e >= keep for e in o.exprs[:kept]):
+            return None, None, f"operand {i}: trailing unit loops that are not its last dims"
+        if not identity_layout(o.value.type):
+            return None, None, (f"operand {i}: trailing unit dims in a layout ({t.layout}) "
+                                "that is not the identity")
+        exprs = o.exprs[:kept]
+        along = keep - 1 in exprs
+        if along and exprs[-1] != keep - 1:
+            return None, None, f"operand {i} reads the vector loop at another dim than its last"
+        out.append(Operand(o.value, exprs, along, o.element, kept))
+    return dims[:keep], out, None
+
+
+def _squeezed(operand):
+    """The view of an operand that ``_without_unit_loops`` reads (made at the
+    current insertion point), or the operand itself."""
+    if operand.kept is None:
+        return operand
+    t = ir.MemRefType(operand.value.type)
+    shape = list(t.shape[:operand.kept])
+    strides = [math.prod(shape[d + 1:]) for d in range(len(shape))]
+    view = memref.reinterpret_cast(ir.MemRefType.get(shape, t.element_type), operand.value,
+                                   [], [], [], [0], shape, strides)
+    return Operand(view, operand.exprs, operand.vectorized, operand.element)
+
+
 def plan(op, width):
     """How to vectorize ``op`` (a linalg.generic or linalg.copy) by
     ``width`` elements, or None."""
@@ -186,6 +228,10 @@ def plan_or_reason(op, width):
         operands.append(Operand(value, exprs, along, t.element_type))
     if any(d is None for d in dims):
         return None, "a loop no operand indexes"
+    if dims[-1] == 1 and any(d > 1 for d in dims):
+        dims, operands, why = _without_unit_loops(dims, operands, width)
+        if why:
+            return None, why
     if dims[-1] % width:
         return None, f"an innermost dim of {dims[-1]}, not a multiple of {width}"
     if copy:
@@ -274,6 +320,8 @@ def _compute_and_store(p, ivs, loaded, width):
                 args.append(arith.constant(operand.element, irutil.zero_attr(operand.element)))
 
         def index_of(d, lane=lane):
+            if d >= rank:  # a trailing unit loop
+                return _index(0)
             if d != rank - 1 or lane == 0:
                 return ivs[d]
             return arith.addi(ivs[d], _index(lane))
@@ -315,6 +363,8 @@ def rewrite(p, width, unroll, threads):
     blocks = -(-vectors // per_block)
     guarded = vectors % per_block != 0
     with ir.InsertionPoint(op), op.location:
+        p = replace(p, inputs=[_squeezed(o) for o in p.inputs],
+                    outputs=[_squeezed(o) for o in p.outputs])
         zero, one = _index(0), _index(1)
         loop = scf.ParallelOp([], [zero], [_index(blocks * threads)], [one], [])
         body = loop.regions[0].blocks.append(ir.IndexType.get())
