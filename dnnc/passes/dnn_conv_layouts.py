@@ -179,10 +179,13 @@ class _Layouts:
 
     @staticmethod
     def dilated(callee):
-        """Whether the convolution is a strided data gradient, whose dy the
-        launch that inserts zeros reads (tensorcore/dilate.py)."""
+        """Whether the convolution is a grouped strided data gradient, whose
+        dy the launch that inserts zeros reads (tensorcore/dilate.py); one
+        of one group reads dy by TMA, a stride-1 gradient a stride phase
+        (tensorcore/phases.py)."""
         attrs = ir.DictAttr(callee.attributes[IMPLICIT_GEMM])
         return ir.StringAttr(attrs["direction"]).value == "dgrad" and \
+            ir.IntegerAttr(attrs["groups"]).value != 1 and \
             any(s != 1 for s in irutil.int_list(attrs["stride"]))
 
     @staticmethod

@@ -52,7 +52,7 @@ tensor's address changes) and passes the 128 bytes by value
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold
+from dnnc.codegen.gpu.tensorcore import fold, phases
 from dnnc.codegen.gpu.tensorcore.dilate import dilate
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
@@ -78,6 +78,8 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     kernel of convolution ``conv`` (tensorcore/conv.py): the matmul kernel
     with the convolution's operand loaders (im2col.py). Returns what the
     plan should say of it."""
+    if conv.phased:
+        return build_phases(fn, conv, tile, ctas)
     keep = []
     ret = list(irutil.body(fn).operations)[-1]
     if fold.applies(conv, tile.k):
@@ -112,6 +114,34 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
             f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
         kernel.notes()
+
+
+def _conv_loaders(conv, tile):
+    """The A and B loaders of a forward convolution or data gradient."""
+    element = conv.gemm.element
+    return (Im2colOperand(conv, tile.m, element, tile.k),
+            FilterOperand(conv, tile.n, element, tile.k, mn_major=conv.direction == "dgrad"))
+
+
+def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
+    """Replace kernel function ``fn``'s body by the kernels of strided data
+    gradient ``conv`` (``phased``) split by stride phase
+    (tensorcore/phases.py), a stride-1 implicit GEMM of this kernel per
+    phase with taps. Raises NotSupported, before any IR is made, where a
+    phase's loaders or ``tile`` do not take it. Returns what the plan
+    should say."""
+    def check_part(part):
+        check_conv(part, tile)
+        check(part.gemm, tile)
+
+    def build_gemm(part):
+        kernel = Kernel(fn, part.gemm, tile, ctas, loaders=_conv_loaders(part, tile))
+        kernel.build(erase=False)
+        return kernel.notes()
+
+    split, notes = phases.build(fn, conv, check_part, build_gemm)
+    return [f"implicit GEMM (dgrad): dy read by TMA in im2col mode, "
+            f"{phases.note(conv, split)}"] + notes
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

@@ -36,7 +36,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, i as _i, idx as _idx, if_ as _if, shared_ptr as _shared_ptr,
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, quad_transpose
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, at, quad_transpose
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     SMEM_LIMIT, WARPGROUP, misaligned, smem_bytes,
 )
@@ -146,6 +146,10 @@ class Epilogue:
             if problem is not None:
                 return 0, False, f"{registers} ({problem})"
         problems = [p for p in map(store_problem, stored) if p is not None]
+        if self.pair.pixels:
+            # A stride phase's rows are dx's pixels s apart (phases.py): a
+            # TMA box of consecutive rows does not hold them.
+            problems.append("its rows are the pixels of a stride phase, not one stride apart")
         widths = {irutil.element_bytes(ir.MemRefType(b.type).element_type) for b in stored}
         if len(widths) > 1:
             return 0, False, (f"{registers} (outputs of "
@@ -258,9 +262,9 @@ class Epilogue:
             point = self.pair.point(batch, row_safe, safe)
             for buffer, exprs in quads:
                 element = ir.MemRefType(buffer.type).element_type
-                vec = vector.load(ir.VectorType.get([8], element), buffer,
-                                  [point[d] if d is not None else _idx(0) for d in exprs],
-                                  alignment=16)
+                vec = vector.load(ir.VectorType.get([8], element), *at(
+                    self.pair.pixels, buffer,
+                    [point[d] if d is not None else _idx(0) for d in exprs]), alignment=16)
                 words = vector.bitcast(ir.VectorType.get([4], i32), vec)
                 words = quad_transpose([vector.extract(words, [], [i]) for i in range(4)], lane)
                 for i in range(4):
@@ -458,4 +462,4 @@ class Epilogue:
                 if row_ok is not None:
                     ok = arith.andi(ok, row_ok)
                 _if(ok, lambda value=value, row=row, col=col:
-                    memref.store(value, buffer, lead + [row, col]))
+                    memref.store(value, *at(self.pair.pixels, buffer, lead + [row, col])))
