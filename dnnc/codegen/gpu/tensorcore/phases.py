@@ -48,12 +48,16 @@ dx from it against the numpy reference). The rest builds it for tc-sm90
   view ``[N, H_phi, W_phi, C]`` with strides (H W C, s W C, s C, 1)
   (``pixel_views``); the epilogue reads and writes those, splitting its
   row into (n, i, j) (``gemm.Epilogue.pixels``, pair_epilogue.at). TMA
-  stores tiles of consecutive rows, so the staged slots are stored by the
-  warps along their rows (sm90/epilogue.py), as a grouped convolution's;
-* the empty phases: one launch each, a thread an element, evaluates the
-  fused epilogue on an accumulator of 0 at its pixels and stores it
-  (``empty_launch``), so dx is written everywhere and a fused epilogue
-  (a bias, an activation's backward) sees what the unfused graph does.
+  stores tiles of consecutive rows, so tc-sm90 stores them from registers,
+  16 bytes a thread where the rows allow, as tc-sm80 does any output;
+* the empty phases: one launch each, a thread 8 channels of a pixel (one
+  where C is no multiple of 8), evaluates the fused epilogue on an
+  accumulator of 0 at its pixels and stores it (``empty_launch``), so dx is
+  written everywhere and a fused epilogue (a bias, an activation's
+  backward) sees what the unfused graph does.
+
+A filter whose only phase with taps takes them all in the filter's order
+(a 1 x 1 filter) is read where it lies, without the copy.
 
 Taken for every strided data gradient of one group; a grouped one keeps
 the zero-inserting launch (dilate.py), whose views know the groups'
@@ -71,7 +75,7 @@ from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import erase_replaced, f32 as _f32, idx as _idx
 from dnnc.codegen.gpu.tensorcore.fold import digits, thread_launch
 from dnnc.codegen.gpu.tensorcore.gemm import Operand
-from dnnc.codegen.gpu.tensorcore.pair_epilogue import at as _at, evaluate
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import evaluate, store_lanes
 
 
 @dataclass(frozen=True)
@@ -180,10 +184,12 @@ def sub_filters(conv, phases):
     pitch = max(pitch, -(-c // 8) * 8)
     lists = [(i, p.taps) for i, p in enumerate(phases) if not p.empty]
     total = sum(len(t) for _, t in lists)
-    buffer = memref.alloc(ir.MemRefType.get([k, total, pitch], element), [], [])
-    made = [irutil.defining_op(buffer)]
     # Each copied tap's source tap, in the buffer's tap order.
     sources = [tap_index(tap, conv.filter, conv.flip) for _, taps in lists for tap in taps]
+    if len(lists) == 1 and sources == list(range(conv.taps)):
+        return {lists[0][0]: w}, []
+    buffer = memref.alloc(ir.MemRefType.get([k, total, pitch], element), [], [])
+    made = [irutil.defining_op(buffer)]
 
     def write(i):
         kk, tap, ch = digits(i, [k, total, c])
@@ -266,23 +272,32 @@ def phase_conv(conv, phase, w_view, pixels):
 
 def empty_launch(conv, phase, pixels):
     """Emit the launch that writes an empty phase's pixels: the epilogue of
-    an accumulator of 0, one thread an element."""
+    an accumulator of 0, a thread 8 consecutive channels (one where C is no
+    multiple of 8), stored as vectors of up to 16 bytes."""
     epilogue = conv.gemm.epilogue
     stored = epilogue.stored([])          # a convolution's: its output views
     n = conv.gemm.n
+    width = 8 if n % 8 == 0 else 1
     rows = conv.gemm.m // math.prod(conv.out) * math.prod(phase.out)
 
     def write(i):
-        row, col = digits(i, [rows, n])
-        point = [row, col]
-        env = evaluate(epilogue.accumulator, epilogue.steps, _f32(0.0), point,
-                       pixels=pixels)
+        row, group = digits(i, [rows, n // width])
+        first = arith.muli(group, _idx(width)) if width != 1 else group
+        envs = []
+        for e in range(width):
+            col = arith.addi(first, _idx(e)) if e else first
+            envs.append(evaluate(epilogue.accumulator, epilogue.steps, _f32(0.0), [row, col],
+                                 pixels=pixels))
         for buffer in stored:
-            value = env[buffer]
-            target, indices = _at(pixels, buffer, point)
-            memref.store(value, target, indices)
+            # 16-byte vectors at most: the alignment the runtime checks.
+            lanes = max(1, min(width, 16 // irutil.element_bytes(
+                ir.MemRefType(buffer.type).element_type)))
+            for e in range(0, width, lanes):
+                col = arith.addi(first, _idx(e)) if e else first
+                store_lanes([env[buffer] for env in envs[e:e + lanes]], buffer, [row, col],
+                            pixels=pixels)
 
-    return thread_launch(rows * n, write)
+    return thread_launch(rows * n // width, write)
 
 
 def build(fn, conv, check, build_gemm):

@@ -145,11 +145,14 @@ class Epilogue:
             problem = stage_problem(buffer)
             if problem is not None:
                 return 0, False, f"{registers} ({problem})"
-        problems = [p for p in map(store_problem, stored) if p is not None]
         if self.pair.pixels:
             # A stride phase's rows are dx's pixels s apart (phases.py): a
-            # TMA box of consecutive rows does not hold them.
-            problems.append("its rows are the pixels of a stride phase, not one stride apart")
+            # TMA box of consecutive rows does not hold them, and a warp's
+            # 16-byte stores from registers (8 rows x 64 bytes an
+            # instruction) write them in fewer instructions than the warp's
+            # stores of a staged slot (one row's 64 bytes).
+            return 0, False, f"{registers} (its rows are the pixels of a stride phase)"
+        problems = [p for p in map(store_problem, stored) if p is not None]
         widths = {irutil.element_bytes(ir.MemRefType(b.type).element_type) for b in stored}
         if len(widths) > 1:
             return 0, False, (f"{registers} (outputs of "
