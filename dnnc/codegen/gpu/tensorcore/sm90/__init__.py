@@ -49,6 +49,8 @@ tensor's address changes) and passes the 128 bytes by value
 (dnn-tma-grid-constant marks the parameters).
 """
 
+from dataclasses import replace
+
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
@@ -130,12 +132,28 @@ def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
     phase with taps. Raises NotSupported, before any IR is made, where a
     phase's loaders or ``tile`` do not take it. Returns what the plan
     should say."""
+    tiles = {}
+
     def check_part(part):
         check_conv(part, tile)
         check(part.gemm, tile)
+        # The kernel's own checks (split-K's), on the phase's K: a K split
+        # the heuristics summed in clusters for the whole gradient's K may
+        # not divide into them for a phase's, which then sums its splits
+        # without (the kernel constructs no IR).
+        key = (tuple(part.filter), tuple(part.out))
+        try:
+            Kernel(fn, part.gemm, tile, ctas, loaders=_conv_loaders(part, tile))
+            tiles[key] = tile
+        except NotSupported:
+            if tile.cluster == 1:
+                raise
+            tiles[key] = replace(tile, cluster=1)
+            Kernel(fn, part.gemm, tiles[key], ctas, loaders=_conv_loaders(part, tiles[key]))
 
     def build_gemm(part):
-        kernel = Kernel(fn, part.gemm, tile, ctas, loaders=_conv_loaders(part, tile))
+        used = tiles[(tuple(part.filter), tuple(part.out))]
+        kernel = Kernel(fn, part.gemm, used, ctas, loaders=_conv_loaders(part, used))
         kernel.build(erase=False)
         return kernel.notes()
 
