@@ -1,4 +1,5 @@
-"""A strided data gradient as the stride-1 one of dy with zeros inserted.
+"""A grouped strided data gradient as the stride-1 one of dy with zeros
+inserted.
 
 The forward convolution of stride s pairs padded input row o * s + r * dl
 with dy[o] and w[r], so dx[h] gathers dy[o] * w[r] over h + pre = o * s +
@@ -16,10 +17,10 @@ ahead of the GEMM writes z, one thread an element, into a buffer of the
 plan's workspace, its pixels padded to 16 bytes.
 
 This costs s^2 (s x s in 2-D) times the tensor-core work of the gradient:
-the GEMM multiplies the zeros too. A decomposition by stride phase (s^2
-stride-1 problems, each a sub-filter, each writing every s-th pixel of dx)
-would not, but its outputs are not rows of one matrix: the epilogue would
-have to address pixels, not rows.
+the GEMM multiplies the zeros too. A strided data gradient of one group is
+split by stride phase instead (phases.py), a stride-1 GEMM per phase and no
+zeros multiplied; this stays for a grouped one, whose epilogue views carry
+the groups' batch (``[G, M, N]``), which the phases' pixel views do not.
 """
 
 import math
