@@ -17,6 +17,8 @@
   per phase with taps (plus the copy and the empty phases' launches), the
   plan naming the phases and their taps; tc-sm80 likewise on sm_80; a
   grouped one keeps the zero-inserting launch.
+  A K split the heuristics (here an override) sum in clusters that a
+  phase's K steps do not divide is summed without clusters for that phase.
 * SASS: every phase's GEMM is HGMMA (sm_90a) with no spills or local
   memory.
 """
@@ -307,3 +309,22 @@ def test_phase_gemms_sass(name):
                 sorted(counts)
             assert counts["UTMALDG"] > 0, sorted(counts)
     assert gemms == PLANNED[name][1]
+
+
+def test_phase_splits_clusters_it_cannot_sum_without():
+    """A K split summed in clusters of 4 (an override) that the phases of
+    one and two taps (K steps) cannot divide: they sum without clusters,
+    the 4-tap phase keeps them; every phase is a tc-sm90 GEMM."""
+    build = PLANNED["s2_3x3"][0]
+    package = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch="sm_90a", tuning_db="off",
+        config="*=strategy:tc-sm90,tile:64x64x64,stages:4,split:4,cluster:4"),
+        basename="clusters")
+    kernels = package.kernels
+    assert all(k["strategy"] == "tc-sm90" for k in kernels), \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    gemms = [k for k in kernels if k.get("shared_bytes", 0) > 0]
+    assert len(gemms) == 4, [k["entry"] for k in kernels]
+    # Phases of 1, 2, 2 and 4 taps (K steps): only the last splits 4 ways.
+    assert [k.get("cluster", [1, 1, 1])[0] for k in gemms] == [1, 1, 1, 4], gemms
+    assert "4 stride phases" in kernels[0]["reason"], kernels[0]["reason"]

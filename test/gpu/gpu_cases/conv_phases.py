@@ -5,7 +5,8 @@ it, 1 x 1 (phases without taps, written by the epilogue of 0), dilation
 sharing a factor with the stride, images that are no multiple of the
 stride, convolution mode, 3-D, and a grouped one (which inserts zeros
 instead, tensorcore/dilate.py). One graph of them per 16-bit type on
-tc-sm90, and again with tc-sm80 forced.
+tc-sm90, again with tc-sm80 forced, and once (bf16) with tc-sm90's K split
+4 ways in clusters of 4 (phases of fewer K steps sum without clusters).
 
 Epilogues: bias + relu (a phase without taps holds relu(bias)), bias + a
 residual laid out as dx + relu (the residual read through the phases'
@@ -92,5 +93,6 @@ CASES = [
          seed=SEED + j, config=config)
     for j, (suffix, config, dtype) in enumerate([
         ("", None, BF16), ("", None, F16),
-        ("_sm80", "*=strategy:tc-sm80", BF16), ("_sm80", "*=strategy:tc-sm80", F16)])
+        ("_sm80", "*=strategy:tc-sm80", BF16), ("_sm80", "*=strategy:tc-sm80", F16),
+        ("_clusters", "*=strategy:tc-sm90,tile:64x64x64,stages:4,split:4,cluster:4", BF16)])
 ]

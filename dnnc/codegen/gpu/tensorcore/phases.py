@@ -175,8 +175,8 @@ def phases_of(conv):
 
 def sub_filters(conv, phases):
     """Emit the launch that copies every phase's taps of the filter into one
-    workspace buffer; return ({phase index: its ``[K, T, C]`` view}, the
-    ops made)."""
+    workspace buffer; return {phase index: its ``[K, T, C]`` view} (the
+    filter's own view where one phase takes every tap in order)."""
     w = conv.w                                    # [K, taps, C] view of the filter
     element = ir.MemRefType(w.type).element_type
     k, _, c = list(ir.MemRefType(w.type).shape)
@@ -187,9 +187,8 @@ def sub_filters(conv, phases):
     # Each copied tap's source tap, in the buffer's tap order.
     sources = [tap_index(tap, conv.filter, conv.flip) for _, taps in lists for tap in taps]
     if len(lists) == 1 and sources == list(range(conv.taps)):
-        return {lists[0][0]: w}, []
+        return {lists[0][0]: w}
     buffer = memref.alloc(ir.MemRefType.get([k, total, pitch], element), [], [])
-    made = [irutil.defining_op(buffer)]
 
     def write(i):
         kk, tap, ch = digits(i, [k, total, c])
@@ -201,7 +200,7 @@ def sub_filters(conv, phases):
                                   _idx(s), source)
         memref.store(memref.load(w, [kk, source, ch]), buffer, [kk, tap, ch])
 
-    made.append(thread_launch(k * total * c, write))
+    thread_launch(k * total * c, write)
     views, first = {}, 0
     for index, taps in lists:
         shape = [k, len(taps), c]
@@ -209,9 +208,8 @@ def sub_filters(conv, phases):
         offset = first * pitch
         t = ir.MemRefType.get(shape, element, layout=ir.StridedLayoutAttr.get(offset, strides))
         views[index] = memref.reinterpret_cast(t, buffer, [], [], [], [offset], shape, strides)
-        made.append(irutil.defining_op(views[index]))
         first += len(taps)
-    return views, made
+    return views
 
 
 def epilogue_buffers(epilogue):
@@ -226,12 +224,12 @@ def epilogue_buffers(epilogue):
 
 
 def pixel_views(conv, phase):
-    """({[M, N] view: (its ``[N, *out_phase, N]`` pixel view, the row's
-    radices)}, the ops made) for ``phase``, over the epilogue's views of
-    dx-shaped buffers (rows: dx's pixels in N·H·W order)."""
+    """{[M, N] view: (its ``[images, *phase.out, N]`` pixel view, the row's
+    radices)} for ``phase``, over the epilogue's views of dx-shaped buffers
+    (rows: dx's pixels in N·H·W order)."""
     images = conv.gemm.m // math.prod(conv.out)
     sizes = [images] + phase.out
-    made, pixels = [], {}
+    pixels = {}
     # dx's pixel strides in rows: [H·W, W, 1] (3-D: [D·H·W, H·W, W, 1]).
     pitch = [math.prod(conv.out[d:]) for d in range(len(conv.out) + 1)]
     for view in epilogue_buffers(conv.gemm.epilogue):
@@ -249,9 +247,8 @@ def pixel_views(conv, phase):
         with ir.InsertionPoint.after(irutil.defining_op(view)), ir.Location.unknown():
             pixel = memref.reinterpret_cast(t, source, [], [], [], [first], view_shape,
                                             view_strides)
-        made.append(irutil.defining_op(pixel))
         pixels[view] = (pixel, sizes)
-    return pixels, made
+    return pixels
 
 
 def phase_conv(conv, phase, w_view, pixels):
@@ -318,9 +315,9 @@ def build(fn, conv, check, build_gemm):
     ret = old[-1]
     notes = []
     with ir.InsertionPoint(ret), ret.location:
-        views = sub_filters(conv, split)[0] if full else {}
+        views = sub_filters(conv, split) if full else {}
         for index, phase in enumerate(split):
-            pixels = pixel_views(conv, phase)[0]
+            pixels = pixel_views(conv, phase)
             if phase.empty:
                 empty_launch(conv, phase, pixels)
             else:
