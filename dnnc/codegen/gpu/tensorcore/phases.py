@@ -50,8 +50,8 @@ dx from it against the numpy reference). The rest builds it for tc-sm90
   row into (n, i, j) (``gemm.Epilogue.pixels``, pair_epilogue.at). TMA
   stores tiles of consecutive rows, so tc-sm90 stores them from registers,
   16 bytes a thread where the rows allow, as tc-sm80 does any output;
-* the empty phases: one launch each, a thread 8 channels of a pixel (one
-  where C is no multiple of 8), evaluates the fused epilogue on an
+* the empty phases: one launch for them all, a thread 8 channels of a
+  pixel (one where C is no multiple of 8), evaluates the fused epilogue on an
   accumulator of 0 at its pixels and stores it (``empty_launch``), so dx is
   written everywhere and a fused epilogue (a bias, an activation's
   backward) sees what the unfused graph does.
@@ -69,7 +69,7 @@ from dataclasses import dataclass, replace
 from itertools import product
 
 from mlir import ir
-from mlir.dialects import arith, memref
+from mlir.dialects import arith, memref, scf
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import erase_replaced, f32 as _f32, idx as _idx
@@ -267,18 +267,21 @@ def phase_conv(conv, phase, w_view, pixels):
     return out
 
 
-def empty_launch(conv, phase, pixels):
-    """Emit the launch that writes an empty phase's pixels: the epilogue of
-    an accumulator of 0, a thread 8 consecutive channels (one where C is no
-    multiple of 8), stored as vectors of up to 16 bytes."""
+def empty_launch(conv, empty):
+    """Emit the launch that writes the empty phases' pixels (``empty``:
+    [(Phase, its pixel views)]): the epilogue of an accumulator of 0, a
+    thread 8 consecutive channels of a pixel (one where C is no multiple of
+    8), stored as vectors of up to 16 bytes; one launch for them all, each
+    thread in one phase's range of the launch."""
     epilogue = conv.gemm.epilogue
     stored = epilogue.stored([])          # a convolution's: its output views
     n = conv.gemm.n
     width = 8 if n % 8 == 0 else 1
-    rows = conv.gemm.m // math.prod(conv.out) * math.prod(phase.out)
+    images = conv.gemm.m // math.prod(conv.out)
+    counts = [images * math.prod(phase.out) * (n // width) for phase, _ in empty]
 
-    def write(i):
-        row, group = digits(i, [rows, n // width])
+    def write_phase(i, pixels):
+        row, group = arith.divui(i, _idx(n // width)), arith.remui(i, _idx(n // width))
         first = arith.muli(group, _idx(width)) if width != 1 else group
         envs = []
         for e in range(width):
@@ -294,7 +297,21 @@ def empty_launch(conv, phase, pixels):
                 store_lanes([env[buffer] for env in envs[e:e + lanes]], buffer, [row, col],
                             pixels=pixels)
 
-    return thread_launch(rows * n // width, write)
+    def write(i, index=0, start=0):
+        pixels = empty[index][1]
+        if index == len(empty) - 1:
+            write_phase(arith.subi(i, _idx(start)) if start else i, pixels)
+            return
+        end = start + counts[index]
+        branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, _idx(end)), has_else=True)
+        with ir.InsertionPoint(branch.then_block):
+            write_phase(arith.subi(i, _idx(start)) if start else i, pixels)
+            scf.YieldOp([])
+        with ir.InsertionPoint(branch.else_block):
+            write(i, index + 1, end)
+            scf.YieldOp([])
+
+    return thread_launch(sum(counts), write)
 
 
 def build(fn, conv, check, build_gemm):
@@ -313,16 +330,18 @@ def build(fn, conv, check, build_gemm):
     body = irutil.body(fn)
     old = [op.operation for op in body.operations]
     ret = old[-1]
-    notes = []
+    notes, empty = [], []
     with ir.InsertionPoint(ret), ret.location:
         views = sub_filters(conv, split) if full else {}
         for index, phase in enumerate(split):
             pixels = pixel_views(conv, phase)
             if phase.empty:
-                empty_launch(conv, phase, pixels)
+                empty.append((phase, pixels))
             else:
                 part_notes = build_gemm(phase_conv(conv, phase, views[index], pixels))
                 notes = notes or part_notes
+        if empty:
+            empty_launch(conv, empty)
     # The linalg ops and the views nothing reads go (the whole dx's).
     erase_replaced(old[:-1])
     return split, notes
