@@ -6,7 +6,8 @@ sharing a factor with the stride, images that are no multiple of the
 stride, convolution mode, 3-D, and a grouped one (which inserts zeros
 instead, tensorcore/dilate.py). One graph of them per 16-bit type on
 tc-sm90, again with tc-sm80 forced, and once (bf16) with tc-sm90's K split
-4 ways in clusters of 4 (phases of fewer K steps sum without clusters).
+4 ways in clusters of 4 (phases of fewer K steps sum without clusters);
+and a few with dx stored in f32.
 
 Epilogues: bias + relu (a phase without taps holds relu(bias)), bias + a
 residual laid out as dx + relu (the residual read through the phases'
@@ -17,7 +18,7 @@ import math
 
 import dnnc
 
-from .case import BF16, F16, Case, contracted, outputs
+from .case import BF16, F16, F32, Case, contracted, outputs
 from .conv_random import ConvConfig
 from .strides import channels_last
 
@@ -49,10 +50,11 @@ CONFIGS = [
 ]
 
 
-def add_dgrad(g, i, conv):
+def add_dgrad(g, i, conv, out_type=None):
     """Add the data gradient of ``conv`` and its epilogue to ``g``: inputs
     ``dy<i>``, ``w<i>`` (``b<i>``, ``r<i>``, ``s<i>``, ``t<i>``), output
-    ``dx<i>``, every tensor channels-last."""
+    ``dx<i>`` (of ``out_type``, else the graph's), every tensor
+    channels-last."""
     dy = g.tensor(name=f"dy{i}", dim=conv.y_dims, stride=channels_last(conv.y_dims))
     w = g.tensor(name=f"w{i}", dim=conv.w_dims, stride=channels_last(conv.w_dims))
     dx = g.conv_dgrad(dy, w, conv.x_dims, pre_padding=list(conv.pre),
@@ -72,16 +74,18 @@ def add_dgrad(g, i, conv):
                    g.tensor(name=f"t{i}", dim=per_channel))
         gain = 2.0
     dx.set_name(f"dx{i}").set_stride(channels_last(conv.x_dims))
+    if out_type is not None:
+        dx.set_data_type(out_type)
     # dx sums at most K / groups x taps products (fewer: a phase's taps).
     outputs(contracted(dx, dy, w, conv.k // conv.groups * math.prod(conv.filter), gain))
     return dx
 
 
-def phase_dgrads(dtype):
+def phase_dgrads(dtype, out_type=None, configs=CONFIGS):
     def build():
         g = dnnc.Graph(io_data_type=dtype, compute_data_type="f32")
-        for i, conv in enumerate(CONFIGS):
-            add_dgrad(g, i, conv)
+        for i, conv in enumerate(configs):
+            add_dgrad(g, i, conv, out_type)
         return g
     return build
 
@@ -95,4 +99,9 @@ CASES = [
         ("", None, BF16), ("", None, F16),
         ("_sm80", "*=strategy:tc-sm80", BF16), ("_sm80", "*=strategy:tc-sm80", F16),
         ("_clusters", "*=strategy:tc-sm90,tile:64x64x64,stages:4,split:4,cluster:4", BF16)])
+] + [
+    # dx stored in f32: the accumulator itself, through the phases' views.
+    Case("conv_phases_f32_out_bf16", phase_dgrads(BF16, F32, CONFIGS[:5]),
+         positive=tuple(f"s{i}" for i, c in enumerate(CONFIGS[:5])
+                        if c.epilogue == "scale_shift"), seed=SEED + 10),
 ]
