@@ -12,6 +12,11 @@ store, as one aligned 2-element vector when N is even, else element by
 element. Rows past M and columns past N are computed on clamped coordinates
 (no load leaves its buffer) and not stored.
 
+Where the epilogue maps a buffer to a pixel view (``gemm.Epilogue.pixels``:
+a strided data gradient's stride phase, tensorcore/phases.py), every load
+and store of it goes through ``at``, which splits C's row into the pixel's
+coordinates.
+
 A kernel that computes ``Cᵀ = Bᵀ Aᵀ`` (``transposed``: its rows are C's
 columns) evaluates the same chain at C's own indices, reads every input as
 a scalar and stores element by element (``store_transposed``): its pairs

@@ -22,8 +22,10 @@ which runs while the warp goes on to the next slice and the next tile's K
 steps; an output whose rows TMA cannot store (an odd row length) is read
 back from the slot by the warp and stored along its rows, 32 consecutive
 elements an instruction (``store_rows``). Without room (a prologue's
-converted tiles), or for an output of another type, the epilogue stores from
-registers (``apply``): 16 bytes a thread where the rows allow
+converted tiles), for an output of another type, or for a stride phase's
+rows (dx's pixels s apart, addressed through pixel views:
+tensorcore/phases.py), the epilogue stores from registers (``apply``): 16
+bytes a thread where the rows allow
 (``PairEpilogue.store_quad``), else pairs or elements. Rows and columns past
 M and N are computed on TMA's zero fill and not stored (TMA clips them).
 """
