@@ -13,6 +13,9 @@
   with NaN first, against the reference, with fused epilogues (a bias and
   relu, whose empty phases hold relu(bias); a residual read through pixel
   views; an f32 dx).
+  The same for 30 strided data gradients of the GPU cases' random draws
+  (conv_random.py: strides, dilations and paddings up to 3 and 15, 2-D and
+  3-D), each with an epilogue in turn.
 * Plans: on sm_90a a strided data gradient is tc-sm90 kernels, one GEMM
   per phase with taps (plus the copy and the empty phases' launches), the
   plan naming the phases and their taps; tc-sm80 likewise on sm_80; a
@@ -328,3 +331,35 @@ def test_phase_splits_clusters_it_cannot_sum_without():
     # Phases of 1, 2, 2 and 4 taps (K steps): only the last splits 4 ways.
     assert [k.get("cluster", [1, 1, 1])[0] for k in gemms] == [1, 1, 1, 4], gemms
     assert "4 stride phases" in kernels[0]["reason"], kernels[0]["reason"]
+
+
+def random_strided_dgrads(count=30):
+    """The first ``count`` strided data gradients of the GPU cases' random
+    draws (conv_random.py) that tc-sm80 takes: one group, channels-last, C
+    and K multiples of 8."""
+    from test_cuda_compile import _load_gpu_cases
+
+    configs = _load_gpu_cases().conv_random.GRAD_CONFIGS["dgrad"]
+    picked = [c for c in configs if any(s > 1 for s in c.stride) and c.groups == 1 and
+              c.channels_last and c.c % 8 == 0 and c.k % 8 == 0]
+    return picked[:count]
+
+
+@pytest.mark.parametrize("index", range(30))
+def test_random_phased_dgrads_interpreted(index):
+    """The random draws' strided data gradients on tc-sm80's phase kernels,
+    interpreted, against the reference (no NaN left: every pixel written)."""
+    conv = random_strided_dgrads()[index]
+    dtype = ("bf16", "f16")[index % 2]
+    build = dgrad_graph(f"r{index}", dtype, list(conv.x_dims), conv.k, list(conv.filter),
+                        epilogue=("bias_relu", "residual", None)[index % 3],
+                        stride=list(conv.stride), dilation=list(conv.dilation),
+                        pre_padding=list(conv.pre), post_padding=list(conv.post),
+                        conv_mode=conv.mode)
+    expected, got, config = interpret(build, dtype)
+    assert 'strategy = "tc-sm80"' in config, (conv, config)
+    assert not np.isnan(got).any(), (conv, np.argwhere(np.isnan(got))[:5])
+    rtol = {"bf16": 1.6e-2, "f16": 2e-3}[dtype]
+    # dx sums up to K x taps products: the tolerance scales with their count.
+    atol = rtol * max(1.0, 4 * math.sqrt(conv.k * math.prod(conv.filter)))
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol, err_msg=str(conv))
