@@ -19,7 +19,7 @@
 * Plans: on sm_90a a strided data gradient is tc-sm90 kernels, one GEMM
   per phase with taps (plus the copy and the empty phases' launches), the
   plan naming the phases and their taps; tc-sm80 likewise on sm_80; a
-  grouped one keeps the zero-inserting launch.
+  grouped one on tc-sm90, each phase's GEMM batched over the groups.
   A K split the heuristics (here an override) sum in clusters that a
   phase's K steps do not divide is summed without clusters for that phase.
 * SASS: every phase's GEMM is HGMMA (sm_90a) with no spills or local
@@ -274,22 +274,31 @@ def test_plan_says_stride_phases(name, arch):
     assert len(big) == gemms, [(k["entry"], k["block"], k.get("shared_bytes")) for k in kernels]
 
 
-def test_grouped_strided_dgrad_inserts_zeros():
-    """A grouped strided data gradient keeps dy with zeros inserted
-    (tensorcore/dilate.py), one GEMM over the groups' batch."""
+@pytest.mark.parametrize("window, launches", [((3, 3), 5), ((1, 1), 2)])
+def test_grouped_strided_dgrad_by_phase(window, launches):
+    """A grouped strided data gradient splits by phase too, each phase's
+    GEMM batched over the groups (tc-sm90; the 3 x 3's copy and 4 GEMMs,
+    the 1 x 1's GEMM and empty phases' launch)."""
+    pad = [w // 2 for w in window]
+
     def build():
         g = dnnc.Graph(name="p4", io_data_type="bf16", compute_data_type="f32")
-        dy = g.tensor(name="dy", dim=[2, 128, 5, 5], stride=channels_last([2, 128, 5, 5]))
-        w = g.tensor(name="w", dim=[128, 64, 3, 3], stride=channels_last([128, 64, 3, 3]))
-        dx = g.conv_dgrad(dy, w, [2, 128, 9, 9], stride=[2, 2], padding=[1, 1])
+        w_dims = [128, 64, *window]
+        x = g.tensor(name="x", dim=[2, 128, 9, 9], stride=channels_last([2, 128, 9, 9]))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        y_dims = [int(d) for d in g.conv_fprop(x, w, stride=[2, 2], padding=pad).dim]
+        g = dnnc.Graph(name="p4", io_data_type="bf16", compute_data_type="f32")
+        dy = g.tensor(name="dy", dim=y_dims, stride=channels_last(y_dims))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        dx = g.conv_dgrad(dy, w, [2, 128, 9, 9], stride=[2, 2], padding=pad)
         dx.set_output(True).set_stride(channels_last([2, 128, 9, 9]))
         return g
     kernels = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
         target="cuda", arch="sm_90a", tuning_db="off"), basename="p4").kernels
-    assert all(k["strategy"] == "tc-sm90" for k in kernels), \
+    assert [k["strategy"] for k in kernels] == ["tc-sm90"] * launches, \
         [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
-    assert "2 groups" in kernels[0]["reason"] and "stride - 1 zeros between its pixels" in \
-        kernels[0]["reason"], kernels[0]["reason"]
+    assert "4 stride phases" in kernels[0]["reason"] and \
+        "2 groups (a GEMM each, the batch)" in kernels[0]["reason"], kernels[0]["reason"]
 
 
 @needs_sass

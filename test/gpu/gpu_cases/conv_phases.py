@@ -3,8 +3,8 @@
 and 3, filters smaller than the stride, of a size that is no multiple of
 it, 1 x 1 (phases without taps, written by the epilogue of 0), dilation
 sharing a factor with the stride, images that are no multiple of the
-stride, convolution mode, 3-D, and a grouped one (which inserts zeros
-instead, tensorcore/dilate.py). One graph of them per 16-bit type on
+stride, convolution mode, 3-D, and grouped ones (3 x 3 and 1 x 1, on
+tc-sm90: each phase's GEMM batched over the groups). One graph of them per 16-bit type on
 tc-sm90, again with tc-sm80 forced, and once (bf16) with tc-sm90's K split
 4 ways in clusters of 4 (phases of fewer K steps sum without clusters);
 and a few with dx stored in f32.
@@ -47,6 +47,8 @@ CONFIGS = [
                mode="convolution", epilogue="scale_shift"),
     ConvConfig(1, 128, 128, (9, 9), (3, 3), (2, 2), (1, 1), (1, 1), (1, 1), groups=2,
                epilogue="bias_relu"),
+    ConvConfig(2, 128, 256, (7, 8), (1, 1), (2, 2), (1, 1), (0, 0), (0, 0), groups=2,
+               epilogue="bias_residual_relu"),
 ]
 
 

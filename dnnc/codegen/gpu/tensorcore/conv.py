@@ -27,10 +27,9 @@ The data gradient of a stride-1 convolution is such a forward convolution
 of dy: padded by the dilated filter's extent less the forward padding, the
 filter's taps flipped and its K and C exchanged, so W is read with C (the
 GEMM's N) contiguous. A strided one is not (dx's rows between the strided
-ones meet other taps): tc-sm90 splits it by stride phase into such stride-1
+ones meet other taps): it is split by stride phase into such stride-1
 gradients (phases.py; a ``Conv`` that is ``phased`` keeps the forward
-convolution's geometry for that split), or, grouped, runs it on dy with
-zeros between its pixels (dilate.py).
+convolution's geometry for that split).
 
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, the filter is a kernel argument, one group, channels-last
@@ -99,11 +98,7 @@ class Conv:
     made: list               # the ops match made (views, stand-ins): discard's
     direction: str = "fprop"  # or "dgrad": x is dy, the GEMM's N the filter's C
     groups: int = 1           # the GEMM's batch; ``channels`` are a group's
-    # A grouped strided data gradient: where dy's first pixel lies in the
-    # zero-inserted dy (per spatial dim), which dilate.py writes ahead of
-    # the GEMM; None.
-    inserted: list = None
-    # A strided data gradient of one group, built as stride phases
+    # A strided data gradient, built as stride phases
     # (phases.py): stride, dilation, pre, post and flip are the forward
     # convolution's, ``out`` dx's sizes, the gemm dx's whole.
     phased: bool = False
@@ -278,16 +273,10 @@ def match(fn, bk, strategy="tc-sm90"):
             # dilated filter's extent less the forward padding, with the
             # filter flipped and its K and C exchanged (B is read MN-major).
             # Strided: one such gradient per stride phase (phases.py),
-            # which splits the forward geometry kept here; grouped, of dy
-            # with stride - 1 zeros between its pixels, written first
-            # (dilate.py), the padding in it.
+            # which splits the forward geometry kept here.
             extent = [(r - 1) * d for r, d in zip(window, g["dilation"])]
-            if strided and groups == 1:
+            if strided:
                 g["phased"] = True
-            elif strided:
-                g["inserted"] = [e - p for e, p in zip(extent, g["pre"])]
-                g["pre"], g["post"] = [0] * len(window), [0] * len(window)
-                g["flip"] = not g["flip"]
             else:
                 g["pre"] = [e - p for e, p in zip(extent, g["pre"])]
                 g["post"] = [e - p for e, p in zip(extent, g["post"])]
@@ -306,7 +295,7 @@ def match(fn, bk, strategy="tc-sm90"):
         direction, channels, window, irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
     if strategy == "tc-sm80" and channels % multiple:
         pitch = channels    # its chunks are whole: no padded pitch
-    if pitch % multiple and not folds and not (strided and groups != 1):
+    if pitch % multiple and not folds:
         raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
                        f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
                        f"{element} elements)")
@@ -389,7 +378,7 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
     gemm = Gemm(a, b, m, n, k, views.groups, epilogue, compute)
     return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
                 g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups,
-                g.get("inserted"), g.get("phased", False))
+                g.get("phased", False))
 
 
 def _pixels_by_channels(dy, strategy):

@@ -59,9 +59,11 @@ dx from it against the numpy reference). The rest builds it for tc-sm90
 A filter whose only phase with taps takes them all in the filter's order
 (a 1 x 1 filter) is read where it lies, without the copy.
 
-Taken for every strided data gradient of one group; a grouped one keeps
-the zero-inserting launch (dilate.py), whose views know the groups'
-batch.
+Taken for every strided data gradient, grouped ones too: their GEMMs'
+batch is the groups, the epilogue's views ``[G, M, N]`` and the pixel
+views ``[G, N, H_phi, W_phi, C/G]``. (It replaced a launch that wrote dy
+with s - 1 zeros between its pixels, whose stride-1 gradient multiplied
+the zeros too: prod(s) times the tensor-core work.)
 """
 
 import math
@@ -226,7 +228,8 @@ def epilogue_buffers(epilogue):
 def pixel_views(conv, phase):
     """{[M, N] view: (its ``[images, *phase.out, N]`` pixel view, the row's
     radices)} for ``phase``, over the epilogue's views of dx-shaped buffers
-    (rows: dx's pixels in N·H·W order)."""
+    (rows: dx's pixels in N·H·W order; a grouped gradient's ``[G, M, N]``
+    views keep their batch dim first)."""
     images = conv.gemm.m // math.prod(conv.out)
     sizes = [images] + phase.out
     pixels = {}
@@ -234,14 +237,14 @@ def pixel_views(conv, phase):
     pitch = [math.prod(conv.out[d:]) for d in range(len(conv.out) + 1)]
     for view in epilogue_buffers(conv.gemm.epilogue):
         shape, strides, offset = irutil.memref_geometry(view.type)
-        if len(shape) != 2 or shape[0] != conv.gemm.m or shape[0] == 1:
+        if shape[-2] != conv.gemm.m or shape[-2] == 1:
             continue
-        row, col = strides
+        *lead, row, col = strides
         source = irutil.defining_op(view).operands[0]
         first = offset + row * sum(p * q for p, q in zip(phase.phase, pitch[1:]))
-        view_shape = sizes + [shape[1]]
-        view_strides = [row * pitch[0]] + [row * p * s for p, s in
-                                           zip(pitch[1:], conv.stride)] + [col]
+        view_shape = shape[:-2] + sizes + [shape[-1]]
+        view_strides = lead + [row * pitch[0]] + [row * p * s for p, s in
+                                                  zip(pitch[1:], conv.stride)] + [col]
         t = ir.MemRefType.get(view_shape, ir.MemRefType(view.type).element_type,
                               layout=ir.StridedLayoutAttr.get(first, view_strides))
         with ir.InsertionPoint.after(irutil.defining_op(view)), ir.Location.unknown():
@@ -278,34 +281,39 @@ def empty_launch(conv, empty):
     n = conv.gemm.n
     width = 8 if n % 8 == 0 else 1
     images = conv.gemm.m // math.prod(conv.out)
-    counts = [images * math.prod(phase.out) * (n // width) for phase, _ in empty]
+    # A grouped gradient's views are [G, M, N]: a batch index first.
+    batched = len(ir.MemRefType(epilogue.accumulator.type).shape) == 3
+    batch = conv.gemm.batch if batched else 1
+    counts = [batch * images * math.prod(phase.out) * (n // width) for phase, _ in empty]
 
-    def write_phase(i, pixels):
-        row, group = arith.divui(i, _idx(n // width)), arith.remui(i, _idx(n // width))
+    def write_phase(i, phase, pixels):
+        rows = images * math.prod(phase.out)
+        b, row, group = digits(i, [batch, rows, n // width])
         first = arith.muli(group, _idx(width)) if width != 1 else group
+        lead = [b] if batched else []
         envs = []
         for e in range(width):
             col = arith.addi(first, _idx(e)) if e else first
-            envs.append(evaluate(epilogue.accumulator, epilogue.steps, _f32(0.0), [row, col],
-                                 pixels=pixels))
+            envs.append(evaluate(epilogue.accumulator, epilogue.steps, _f32(0.0),
+                                 lead + [row, col], pixels=pixels))
         for buffer in stored:
             # 16-byte vectors at most: the alignment the runtime checks.
             lanes = max(1, min(width, 16 // irutil.element_bytes(
                 ir.MemRefType(buffer.type).element_type)))
             for e in range(0, width, lanes):
                 col = arith.addi(first, _idx(e)) if e else first
-                store_lanes([env[buffer] for env in envs[e:e + lanes]], buffer, [row, col],
-                            pixels=pixels)
+                store_lanes([env[buffer] for env in envs[e:e + lanes]], buffer,
+                            lead + [row, col], pixels=pixels)
 
     def write(i, index=0, start=0):
-        pixels = empty[index][1]
+        phase, pixels = empty[index]
         if index == len(empty) - 1:
-            write_phase(arith.subi(i, _idx(start)) if start else i, pixels)
+            write_phase(arith.subi(i, _idx(start)) if start else i, phase, pixels)
             return
         end = start + counts[index]
         branch = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, _idx(end)), has_else=True)
         with ir.InsertionPoint(branch.then_block):
-            write_phase(arith.subi(i, _idx(start)) if start else i, pixels)
+            write_phase(arith.subi(i, _idx(start)) if start else i, phase, pixels)
             scf.YieldOp([])
         with ir.InsertionPoint(branch.else_block):
             write(i, index + 1, end)

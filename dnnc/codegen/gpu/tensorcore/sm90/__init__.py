@@ -55,7 +55,6 @@ from mlir import ir
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore import fold, phases
-from dnnc.codegen.gpu.tensorcore.dilate import dilate
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
     FilterOperand, GroupRows, Im2colOperand, check_conv,
@@ -87,10 +86,6 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
-    inserted = conv.inserted is not None
-    if inserted:
-        with ir.InsertionPoint(ret), ret.location:
-            conv, keep = dilate(conv)
     check_conv(conv, tile)
     check(conv.gemm, tile)
     element = conv.gemm.element
@@ -110,9 +105,6 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
         if keep else ""
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
-    if inserted:
-        folded = ", of dy with stride - 1 zeros between its pixels, written first " \
-            "(tensorcore/dilate.py)"
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
             f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
         kernel.notes()
@@ -158,8 +150,9 @@ def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
         return kernel.notes()
 
     split, notes = phases.build(fn, conv, check_part, build_gemm)
+    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM (dgrad): dy read by TMA in im2col mode, "
-            f"{phases.note(conv, split)}"] + notes
+            f"{phases.note(conv, split)}{grouped}"] + notes
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):
