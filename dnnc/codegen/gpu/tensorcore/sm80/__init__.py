@@ -21,7 +21,7 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
   a kernel of its own beside the GEMM's parts (``build_attention``).
 """
 
-from dnnc.codegen.gpu.tensorcore import phases
+from dnnc.codegen.gpu.tensorcore import phase_kernels, phases
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
@@ -53,7 +53,7 @@ def build_conv(fn, conv, tile):
             Kernel(fn, part.gemm, tile, im2col.loaders(part, tile)).build(erase=False)
             return []
 
-        split, _ = phases.build(fn, conv, check_part, build_gemm)
+        split, _ = phase_kernels.build(fn, conv, check_part, build_gemm)
         return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"]
     loaders = im2col.loaders(conv, tile)
     check(conv.gemm, tile, loaders)

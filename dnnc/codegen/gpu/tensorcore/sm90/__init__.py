@@ -54,7 +54,7 @@ from dataclasses import replace
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold, phases
+from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
     FilterOperand, GroupRows, Im2colOperand, check_conv,
@@ -149,7 +149,7 @@ def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
         kernel.build(erase=False)
         return kernel.notes()
 
-    split, notes = phases.build(fn, conv, check_part, build_gemm)
+    split, notes = phase_kernels.build(fn, conv, check_part, build_gemm)
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM (dgrad): dy read by TMA in im2col mode, "
             f"{phases.note(conv, split)}{grouped}"] + notes
