@@ -35,8 +35,9 @@ def sub_filters(conv, phases):
     w = conv.w                                    # [K, taps, C] view of the filter
     element = ir.MemRefType(w.type).element_type
     k, _, c = list(ir.MemRefType(w.type).shape)
-    pitch = irutil.memref_geometry(w.type)[1][1]
-    pitch = max(pitch, -(-c // 8) * 8)
+    # Taps 16 bytes apart at least, the steps TMA reads the buffer in.
+    unit = 16 // irutil.element_bytes(element)
+    pitch = -(-c // unit) * unit
     lists = [(i, p.taps) for i, p in enumerate(phases) if not p.empty]
     total = sum(len(t) for _, t in lists)
     # Each copied tap's source tap, in the buffer's tap order.

@@ -47,15 +47,17 @@ either strategy (sm90/__init__.py's ``build_phases``, sm80's
   phi_w), not rows of a matrix. Each of the epilogue's ``[M, N]`` views of
   dx-shaped buffers (outputs, and inputs such as a residual) gets a pixel
   view ``[N, H_phi, W_phi, C]`` with strides (H W C, s W C, s C, 1)
-  (``phase_kernels.pixel_views``); the epilogue reads and writes those, splitting its
-  row into (n, i, j) (``gemm.Epilogue.pixels``, pair_epilogue.at). TMA
-  stores tiles of consecutive rows, so tc-sm90 stores them from registers,
-  16 bytes a thread where the rows allow, as tc-sm80 does any output;
+  (``phase_kernels.pixel_views``); the epilogue reads and writes those,
+  splitting its row into (n, i, j) (``gemm.Epilogue.pixels``,
+  pair_epilogue.at). TMA stores tiles of consecutive rows, so tc-sm90
+  stores them from registers, 16 bytes a thread where the rows allow, as
+  tc-sm80 does any output;
 * the empty phases: one launch for them all, a thread 8 channels of a
-  pixel (one where C is no multiple of 8), evaluates the fused epilogue on an
-  accumulator of 0 at its pixels and stores it (``phase_kernels.empty_launch``), so dx is
-  written everywhere and a fused epilogue (a bias, an activation's
-  backward) sees what the unfused graph does.
+  pixel (one where C is no multiple of 8), evaluates the fused epilogue on
+  an accumulator of 0 at its pixels and stores it
+  (``phase_kernels.empty_launch``), so dx is written everywhere and a fused
+  epilogue (a bias, an activation's backward) sees what the unfused graph
+  does.
 
 A filter whose only phase with taps takes them all in the filter's order
 (a 1 x 1 filter) is read where it lies, without the copy.
