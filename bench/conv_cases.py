@@ -157,6 +157,13 @@ GRADS = [
     ("3x3/2", 32, 128, 56, 128, 3, 2, 1),
     ("1x1/2", 32, 256, 56, 512, 1, 2, 0),
 ]
+# The strided data gradients again in other tiles: their stride phases run
+# in the tile the heuristics choose for the whole gradient (a phase has a
+# quarter of its rows), so these say what a tile chosen for a phase gives.
+PHASE_TILES = [
+    ("3x3/2", 32, 128, 56, 128, 3, 2, 1, "*=strategy:tc-sm90,tile:128x64x64,stages:8"),
+    ("1x1/2", 32, 256, 56, 512, 1, 2, 0, "*=strategy:tc-sm90,tile:128x128x64,stages:6"),
+]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
          ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
 # The Ampere strategy's implicit GEMM (a cp.async gather, mma.sync) on
@@ -214,4 +221,15 @@ def cases(Case):
             out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                             _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    for what, n, c, h, k, r, s, pad, config in PHASE_TILES:
+        p = out_size(h, r, s, pad)
+        tile = config.split("tile:")[1].split(",")[0]
+        name = f"conv dgrad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16 tile {tile}"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        slug = f"conv_dgrad_{what.replace('/', 's')}_{n}_{c}_{h}_{k}_{tile}"
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        grad_graph(slug, "dgrad", *a[:5], stride=a[5], pad=a[6]),
+                        _torch_grad("dgrad", [n, c, h, h], s, pad), flops, nbytes, False,
+                        "conv", config=config))
     return out

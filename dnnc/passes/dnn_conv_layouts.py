@@ -151,8 +151,6 @@ class _Layouts:
                 continue            # simt-generic will run it where it lies
             if self.folded(callee, call, operands):
                 operands = []       # read by the fold's launch (tensorcore/fold.py)
-            elif self.dilated(callee):
-                operands = operands[1:]     # dy: read by the launch of tensorcore/dilate.py
             for index, value in enumerate(list(call.operands)):
                 t = value.type
                 if not isinstance(t, ir.MemRefType) or not ir.MemRefType(t).has_static_shape:
@@ -176,14 +174,6 @@ class _Layouts:
             128 // irutil.element_bytes(x.element_type)
         return conv_match.groups_problem(direction, groups, x.shape[1] // groups,
                                          bk) is not None
-
-    @staticmethod
-    def dilated(callee):
-        """Whether the convolution is a strided data gradient, whose dy the
-        launch that inserts zeros reads (tensorcore/dilate.py)."""
-        attrs = ir.DictAttr(callee.attributes[IMPLICIT_GEMM])
-        return ir.StringAttr(attrs["direction"]).value == "dgrad" and \
-            any(s != 1 for s in irutil.int_list(attrs["stride"]))
 
     @staticmethod
     def folded(callee, call, operands):

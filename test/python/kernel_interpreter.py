@@ -16,6 +16,11 @@ addressed by lanes 8 i .. 8 i + 7; mma.m16n8k16's fragments by g = lane /
 ``cp.async.wait_group`` waits for its group, the latest the hardware may,
 so a read of a tile before its wait sees what was there before.
 
+A kernel function of several launches (a stride-phased data gradient's:
+copies into buffers of its own, then GEMMs) runs them in order; its host
+side's views (memref.reinterpret_cast) and buffers (memref.alloc) are
+addresses in the same global array.
+
 Lockstep execution cannot show a race between warps (a missing barrier);
 it checks the layouts, the indexing and the arithmetic.
 """
@@ -72,6 +77,8 @@ class Interpreter:
             self.bases.append(start)
         self.gmem = np.frombuffer(bytes(self.gmem) + bytes(64), np.uint8).copy()
         self.arrays = arrays
+        # The host side's views and buffers: {memref value: base address}.
+        self.memrefs = {}
 
     # -- memory ---------------------------------------------------------------
 
@@ -126,26 +133,56 @@ class Interpreter:
     def _arg_index(self, value):
         return next(i for i, a in enumerate(self.args) if a == value)
 
+    def _base(self, memref_value):
+        """The base address of a function argument or a host-side view or
+        buffer (a view's offset is in its type)."""
+        if memref_value in self.memrefs:
+            return self.memrefs[memref_value]
+        return self.bases[self._arg_index(memref_value)]
+
     def _memref_address(self, memref_value, indices):
         t = ir.MemRefType(memref_value.type)
         shape, strides, offset = irutil.memref_geometry(memref_value.type)
         _, eb = _element(t.element_type)
-        base = self.bases[self._arg_index(memref_value)]
+        base = self._base(memref_value)
         element = offset + sum(np.asarray(i) * s for i, s in zip(indices, strides))
         return base + element * eb
 
     # -- the run --------------------------------------------------------------
 
     def run(self):
+        """Every launch of the kernel function, in order."""
         body = irutil.body(self.fn)
         self.env = {arg: None for arg in self.args}   # memrefs: read through self.bases
-        launch = None
+        launches = 0
         for op in body.operations:
-            if op.operation.name == "gpu.launch":
-                launch = op.operation
-                break
-            self._scalar_op(op.operation)
-        assert launch is not None
+            op = op.operation
+            if op.name == "gpu.launch":
+                self._launch(op)
+                launches += 1
+            elif op.name in ("memref.reinterpret_cast", "memref.expand_shape",
+                             "memref.collapse_shape", "memref.subview", "memref.cast"):
+                # A view: its type's offset counts from the source's base.
+                self.memrefs[op.results[0]] = self._base(op.operands[0])
+                self.env[op.results[0]] = None
+            elif op.name == "memref.alloc":
+                self._allocate(op.results[0])
+                self.env[op.results[0]] = None
+            else:
+                self._scalar_op(op)
+        assert launches
+
+    def _allocate(self, value):
+        """A host-side buffer: zeroed bytes after the global array's end."""
+        shape, strides, offset = irutil.memref_geometry(value.type)
+        _, eb = _element(ir.MemRefType(value.type).element_type)
+        size = (1 + offset + sum((n - 1) * s for n, s in zip(shape, strides))) * eb
+        start = -(-len(self.gmem) // GLOBAL_ALIGN) * GLOBAL_ALIGN + GLOBAL_ALIGN
+        self.gmem = np.concatenate([self.gmem,
+                                    np.zeros(start + size + 64 - len(self.gmem), np.uint8)])
+        self.memrefs[value] = start
+
+    def _launch(self, launch):
         sizes = [int(self._const(v)) for v in list(launch.operands)[:6]]
         grid, block = sizes[:3], sizes[3:]
         assert block[1:] == [1, 1] and grid[2] == 1
@@ -300,6 +337,9 @@ class Interpreter:
     def _arith_maxnumf(self, op, ins, mask):
         return np.fmax(*ins).astype(np.float32)
 
+    def _arith_maximumf(self, op, ins, mask):
+        return np.maximum(*ins).astype(np.float32)
+
     def _arith_extf(self, op, ins, mask):
         src = str(op.operands[0].type)
         if src == "bf16":
@@ -394,7 +434,7 @@ class Interpreter:
     def _memref_extract_aligned_pointer_as_index(self, op, ins, mask):
         if isinstance(ins[0], Ptr):
             return ins[0].address
-        return np.int64(self.bases[self._arg_index(op.operands[0])])
+        return np.int64(self._base(op.operands[0]))
 
     def _memref_load(self, op, ins, mask):
         address = self._memref_address(op.operands[0], ins[1:])
@@ -404,9 +444,13 @@ class Interpreter:
         return _bf16_bits(got) if kind == "bf16" else got
 
     def _memref_store(self, op, ins, mask):
-        value = np.broadcast_to(np.asarray(ins[0], np.float32), (self.lanes,))
         address = np.broadcast_to(self._memref_address(op.operands[1], ins[2:]), (self.lanes,))
-        self._store(self.gmem, address, value.view(np.uint8).reshape(self.lanes, 4), mask)
+        kind = str(ir.MemRefType(op.operands[1].type).element_type)
+        # A bf16 value is its bits (as memref.load and arith.truncf leave it).
+        dtype = {"bf16": np.uint16, "f16": np.float16}.get(kind, np.float32)
+        value = np.ascontiguousarray(np.broadcast_to(np.asarray(ins[0]).astype(dtype),
+                                                     (self.lanes,)))
+        self._store(self.gmem, address, value.view(np.uint8).reshape(self.lanes, -1), mask)
 
     def _vector_from_elements(self, op, ins, mask):
         return np.stack([np.broadcast_to(x, (self.lanes,)) for x in ins], axis=1)
@@ -423,6 +467,52 @@ class Interpreter:
         dtype = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32}[str(element)]
         v = np.ascontiguousarray(np.broadcast_to(v, (self.lanes,) + v.shape[1:]).astype(dtype))
         return v.view(np.uint8).reshape(self.lanes, -1)
+
+    # Vectors of 16- and 32-bit elements as the other ops hold them: bf16 as
+    # its bits (uint16), f16, f32, i32 as int64.
+    _VECTOR_STORAGE = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32, "i32": np.uint32}
+
+    def _vector_bytes(self, type_, value):
+        """[lanes, bytes] uint8 of vector ``value`` of ``type_``."""
+        kind = str(ir.VectorType(type_).element_type)
+        v = np.broadcast_to(np.asarray(value), (self.lanes, ir.VectorType(type_).shape[0]))
+        if kind == "i32":
+            v = v.astype(np.int64) & 0xFFFFFFFF
+        return np.ascontiguousarray(v.astype(self._VECTOR_STORAGE[kind])).view(np.uint8) \
+            .reshape(self.lanes, -1)
+
+    def _vector_of_bytes(self, type_, raw):
+        """The vector of ``type_`` whose bytes are ``raw`` ([lanes, bytes])."""
+        kind = str(ir.VectorType(type_).element_type)
+        v = np.ascontiguousarray(raw).view(self._VECTOR_STORAGE[kind])
+        if kind == "i32":
+            return self._wrap_i32(v.astype(np.int64))
+        return v
+
+    @staticmethod
+    def _wrap_i32(x):
+        return ((np.asarray(x, np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+    def _vector_bitcast(self, op, ins, mask):
+        return self._vector_of_bytes(op.results[0].type,
+                                     self._vector_bytes(op.operands[0].type, ins[0]))
+
+    def _vector_extract(self, op, ins, mask):
+        (position,) = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
+        return np.broadcast_to(np.asarray(ins[0]), (self.lanes,) + np.shape(ins[0])[1:])[
+            :, position]
+
+    def _vector_load(self, op, ins, mask):
+        t = ir.VectorType(op.results[0].type)
+        _, eb = _element(t.element_type)
+        address = np.broadcast_to(self._memref_address(op.operands[0], ins[1:]), (self.lanes,))
+        address = np.where(mask, address, 0)
+        raw = self.gmem[address[:, None] + np.arange(t.shape[0] * eb)]
+        return self._vector_of_bytes(t, raw)
+
+    def _llvm_mlir_zero(self, op, ins, mask):
+        fields = str(op.results[0].type).count("f32")
+        return np.zeros((self.lanes, fields), np.float32)
 
     def _vector_store(self, op, ins, mask):
         address = np.broadcast_to(self._memref_address(op.operands[1], ins[2:]), (self.lanes,))

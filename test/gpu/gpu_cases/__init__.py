@@ -19,6 +19,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
                        gradients alike; some of each with tc-sm80 forced
+    conv_phases.py     strided data gradients split by stride phase, with fused
+                       epilogues, on tc-sm90 and tc-sm80
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -47,9 +49,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 """
 
 from . import (attention, attention_backward_random, attention_decode, attention_padding,
-               attention_paged, attention_random, attention_sm80, conv_random, convolution,
-               data_movement, examples, fp8, matmul, normalization, pointwise, pooling,
-               reductions, row_programs, zero_size)
+               attention_paged, attention_random, attention_sm80, conv_phases, conv_random,
+               convolution, data_movement, examples, fp8, matmul, normalization, pointwise,
+               pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -60,6 +62,7 @@ CASES = [
     *matmul.CASES,
     *convolution.CASES,
     *conv_random.CASES,
+    *conv_phases.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,

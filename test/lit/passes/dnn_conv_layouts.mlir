@@ -7,7 +7,8 @@
 // kernel needs row-major (a row reduction) gets a layout kernel after the
 // convolution that writes it; a C = 3 image's pixels are padded to 8
 // channels (16 bytes) by a copy, and so are its filter's taps (where the
-// convolution does not fold its filter's columns into the channels).
+// convolution does not fold its filter's columns into the channels), and a
+// strided data gradient's dy (its stride phases read it by TMA).
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-conv-layouts)' | FileCheck %s
 
@@ -111,3 +112,27 @@ module {
 //       CHECK:   %[[WP:.*]] = memref.alloc() : memref<16x7x1x8xbf16>
 //       CHECK:   call @s_layout_1(%{{.*}}, %{{.*}})
 //       CHECK:   call @s_k0_conv_fprop(
+
+// -----
+
+module {
+  func.func private @d_k0_conv_dgrad(%dy: memref<2x12x4x4xbf16, strided<[192, 1, 48, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %dx: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 0, 0>, pre = array<i64: 1, 1>, stride = array<i64: 2, 2>}, dnn.kernel} {
+    return
+  }
+  func.func @d(%dy: memref<2x12x4x4xbf16, strided<[192, 1, 48, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %dx: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.graph} {
+    call @d_k0_conv_dgrad(%dy, %w, %dx) : (memref<2x12x4x4xbf16, strided<[192, 1, 48, 12]>>, memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>) -> ()
+    return
+  }
+}
+
+// A data gradient of stride 2 whose dy has K = 12 channels (24-byte
+// pixels): its stride phases read dy by TMA's im2col mode
+// (tensorcore/phases.py), so dy is copied into a buffer whose pixels are
+// 16 channels apart, as a stride-1 gradient's is.
+// CHECK-LABEL: func.func private @d_k0_conv_dgrad(
+//  CHECK-SAME:     memref<2x12x4x4xbf16, strided<[256, 1, 64, 16]>>, %{{.*}}: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %{{.*}}: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}
+// CHECK-LABEL: func.func private @d_layout_0(
+//  CHECK-SAME:     memref<2x12x4x4xbf16, strided<[192, 1, 48, 12]>>, %{{.*}}: memref<2x12x4x4xbf16, strided<[256, 1, 64, 16]>>)
+// CHECK-LABEL: func.func @d(
+//       CHECK:   memref.alloc() : memref<2x4x4x16xbf16>
+//       CHECK:   call @d_layout_0(%{{.*}}, %{{.*}})

@@ -972,6 +972,85 @@ func.func private @conv_dgrad_as_fprop(%dy: memref<1x16x4x4xbf16, strided<[256, 
 
 // -----
 
+// A data gradient of stride 2 (3x3, padding 1, dx 6 x 6, dy 3 x 3) split by
+// stride phase: phases (0, 0), (0, 1), (1, 0), (1, 1) of dx's rows and
+// columns take 1, 2, 2 and 4 of the filter's taps. One launch copies each
+// phase's taps into a [16, 9, 16] buffer (the last, tap 0 of phase (1, 1),
+// from filter tap 0); then one stride-1 implicit GEMM per phase over dy as
+// it lies (im2col boxes from 0 to 0: no padding left in a phase), reading
+// its slice of the buffer and storing its 3 x 3 pixels through a view of dx
+// at its first pixel (offsets 0, 16, 96, 112), its rows 2 pixels apart
+// (strides 192 and 32): from registers, as TMA stores consecutive rows.
+// CHECK-LABEL: func.func private @conv_dgrad_by_stride_phase(
+//  CHECK-SAME:     %[[DY:[^:]*]]: memref<1x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %[[W:[^:]*]]: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %[[DX:[^:]*]]: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>
+//  CHECK-SAME:     dnn.config_reason = "conv_dgrad; implicit GEMM (dgrad): dy read by TMA in im2col mode, stride [2, 2]: 4 stride phases (tensorcore/phases.py), a stride-1 GEMM each of 1/2/2/4 filter taps x 16 channels; the epilogue stores from registers (its rows are the pixels of a stride phase)"
+//   CHECK-DAG:   %[[P11:.*]] = memref.reinterpret_cast %[[DX]] to offset: [112], sizes: [1, 3, 3, 16], strides: [576, 192, 32, 1]
+//   CHECK-DAG:   %[[P10:.*]] = memref.reinterpret_cast %[[DX]] to offset: [96], sizes: [1, 3, 3, 16], strides: [576, 192, 32, 1]
+//   CHECK-DAG:   %[[P01:.*]] = memref.reinterpret_cast %[[DX]] to offset: [16], sizes: [1, 3, 3, 16], strides: [576, 192, 32, 1]
+//   CHECK-DAG:   %[[P00:.*]] = memref.reinterpret_cast %[[DX]] to offset: [0], sizes: [1, 3, 3, 16], strides: [576, 192, 32, 1]
+//   CHECK-DAG:   %[[WV:.*]] = memref.reinterpret_cast %[[W]] to offset: [0], sizes: [16, 9, 16], strides: [144, 16, 1]
+//       CHECK:   %[[SUB:.*]] = memref.alloc() : memref<16x9x16xbf16>
+//       CHECK:   gpu.launch
+//       CHECK:       %[[LAST:.*]] = arith.cmpi eq, %[[TAP:.*]], %c8 : index
+//  CHECK-NEXT:       %[[SOURCE:.*]] = arith.select %[[LAST]], %c0, %{{.*}} : index
+//  CHECK-NEXT:       %[[V:.*]] = memref.load %[[WV]][%[[K:[0-9a-z_]+]], %[[SOURCE]], %[[C:[0-9a-z_]+]]]
+//  CHECK-NEXT:       memref.store %[[V]], %[[SUB]][%[[K]], %[[TAP]], %[[C]]]
+//       CHECK:   tma.create.descriptor {{.*}}lower = array<i64: 0, 0>, upper = array<i64: 0, 0>
+//       CHECK:   gpu.launch
+//       CHECK:             vector.store %{{.*}}, %[[P00]][
+//       CHECK:   tma.create.descriptor {{.*}}lower = array<i64: 0, 0>, upper = array<i64: 0, 0>
+//       CHECK:   gpu.launch
+//       CHECK:             vector.store %{{.*}}, %[[P01]][
+//       CHECK:   tma.create.descriptor {{.*}}lower = array<i64: 0, 0>, upper = array<i64: 0, 0>
+//       CHECK:   gpu.launch
+//       CHECK:             vector.store %{{.*}}, %[[P10]][
+//       CHECK:   tma.create.descriptor {{.*}}lower = array<i64: 0, 0>, upper = array<i64: 0, 0>
+//       CHECK:   gpu.launch
+//       CHECK:             vector.store %{{.*}}, %[[P11]][
+//   CHECK-NOT:   gpu.launch
+//   CHECK-NOT:   linalg.
+func.func private @conv_dgrad_by_stride_phase(%arg0: memref<1x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %arg1: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %arg2: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_dgrad", dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 2, 2>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x16x8x8xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x16x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<1x16x3x3xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<1x16x3x3xbf16, strided<[144, 1, 48, 16]>>) outs(%alloc_0 : memref<1x16x3x3xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 16, 3, 3] [1, 1, 2, 2] : memref<1x16x8x8xf32> to memref<1x16x3x3xf32, strided<[1024, 64, 16, 2], offset: 9>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<1x16x3x3xf32>) outs(%subview : memref<1x16x3x3xf32, strided<[1024, 64, 16, 2], offset: 9>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 8, 8] : memref<1x16x8x8xf32> into memref<1x1x16x8x8xf32>
+  %expand_shape_1 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<1x1x16x6x6xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + -d6 + 2, d4 + -d7 + 2)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d5, d2, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<1x1x16x8x8xf32>, memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>) outs(%alloc_2 : memref<1x1x16x6x6xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x1x16x6x6xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<1x1x16x6x6xf32>) outs(%alloc_3 : memref<1x1x16x6x6xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x16x6x6xbf16>) outs(%arg2 : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+  return
+}
+
+// -----
+
 #id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #id5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 #x = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>

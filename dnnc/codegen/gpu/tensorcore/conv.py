@@ -26,8 +26,10 @@ function's ``dnn.conv`` attribute (conv.describe).
 The data gradient of a stride-1 convolution is such a forward convolution
 of dy: padded by the dilated filter's extent less the forward padding, the
 filter's taps flipped and its K and C exchanged, so W is read with C (the
-GEMM's N) contiguous. A strided data gradient would read dy with zeros
-between its pixels, which the im2col traversal cannot step.
+GEMM's N) contiguous. A strided one is not (dx's rows between the strided
+ones meet other taps): it is split by stride phase into such stride-1
+gradients (phases.py; a ``Conv`` that is ``phased`` keeps the forward
+convolution's geometry for that split).
 
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, the filter is a kernel argument, one group, channels-last
@@ -96,9 +98,10 @@ class Conv:
     made: list               # the ops match made (views, stand-ins): discard's
     direction: str = "fprop"  # or "dgrad": x is dy, the GEMM's N the filter's C
     groups: int = 1           # the GEMM's batch; ``channels`` are a group's
-    # A strided data gradient: where dy's first pixel lies in the zero-inserted
-    # dy (per spatial dim), which dilate.py writes ahead of the GEMM; None.
-    inserted: list = None
+    # A strided data gradient, built as stride phases
+    # (phases.py): stride, dilation, pre, post and flip are the forward
+    # convolution's, ``out`` dx's sizes, the gemm dx's whole.
+    phased: bool = False
 
     @property
     def taps(self):
@@ -202,10 +205,6 @@ def match(fn, bk, strategy="tc-sm90"):
     g["strategy"] = strategy
     direction = g["direction"]
     strided = direction == "dgrad" and any(s != 1 for s in g["stride"])
-    if strided and strategy != "tc-sm90":
-        raise NotAGemm(f"a data gradient of stride {g['stride']}: {strategy} takes stride 1 so "
-                       "far (a stride leaves zeros between dy's pixels, which im2col cannot "
-                       "step)")
     groups = g["groups"]
     if groups != 1 and strategy != "tc-sm90":
         raise NotAGemm(f"{groups} groups: {strategy} convolutions take one so far")
@@ -273,16 +272,15 @@ def match(fn, bk, strategy="tc-sm90"):
             # dx is the stride-1 forward convolution of dy, padded by the
             # dilated filter's extent less the forward padding, with the
             # filter flipped and its K and C exchanged (B is read MN-major).
-            # Strided, of dy with stride - 1 zeros between its pixels,
-            # written first (dilate.py), the padding in it.
+            # Strided: one such gradient per stride phase (phases.py),
+            # which splits the forward geometry kept here.
             extent = [(r - 1) * d for r, d in zip(window, g["dilation"])]
             if strided:
-                g["inserted"] = [e - p for e, p in zip(extent, g["pre"])]
-                g["pre"], g["post"] = [0] * len(window), [0] * len(window)
+                g["phased"] = True
             else:
                 g["pre"] = [e - p for e, p in zip(extent, g["pre"])]
                 g["post"] = [e - p for e, p in zip(extent, g["post"])]
-            g["flip"] = not g["flip"]
+                g["flip"] = not g["flip"]
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
     multiple = 16 // (2 if element in ("bf16", "f16") else 4)
@@ -297,7 +295,7 @@ def match(fn, bk, strategy="tc-sm90"):
         direction, channels, window, irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
     if strategy == "tc-sm80" and channels % multiple:
         pitch = channels    # its chunks are whole: no padded pitch
-    if pitch % multiple and not folds and not strided:
+    if pitch % multiple and not folds:
         raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
                        f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
                        f"{element} elements)")
@@ -380,7 +378,7 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
     gemm = Gemm(a, b, m, n, k, views.groups, epilogue, compute)
     return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
                 g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups,
-                g.get("inserted"))
+                g.get("phased", False))
 
 
 def _pixels_by_channels(dy, strategy):

@@ -127,6 +127,10 @@ class Epilogue:
     # The buffers the kernel stores, where they are not kernel arguments
     # (views of them: an implicit GEMM's, conv.py); None: the arguments written.
     outputs: list = None
+    # {[M, N] view: (pixel view, radices of the row)}: the views a stride
+    # phase of a data gradient reads and writes instead (tensorcore/phases.py,
+    # pair_epilogue.at); None: the buffers as they are.
+    pixels: dict = None
 
     def stored(self, arguments):
         """The buffers the kernel must store: outputs that are in ``arguments``."""

@@ -12,6 +12,11 @@ store, as one aligned 2-element vector when N is even, else element by
 element. Rows past M and columns past N are computed on clamped coordinates
 (no load leaves its buffer) and not stored.
 
+Where the epilogue maps a buffer to a pixel view (``gemm.Epilogue.pixels``:
+a strided data gradient's stride phase, tensorcore/phases.py), every load
+and store of it goes through ``at``, which splits C's row into the pixel's
+coordinates.
+
 A kernel that computes ``Cᵀ = Bᵀ Aᵀ`` (``transposed``: its rows are C's
 columns) evaluates the same chain at C's own indices, reads every input as
 a scalar and stores element by element (``store_transposed``): its pairs
@@ -40,12 +45,30 @@ from dnnc.codegen.gpu.elementwise.vectorize import clone_body
 from dnnc.codegen.gpu.tensorcore.emit import idx as _idx, if_ as _if
 
 
-def evaluate(accumulator, steps, value, point, loaded=None, index_of=None):
+def at(pixels, buffer, indices):
+    """(the memref, its indices) that C's ``indices`` ([batch,] row, col) of
+    ``buffer`` address: ``buffer`` itself, or where ``pixels`` (a
+    gemm.Epilogue's) maps it to a pixel view, that view at the row split
+    into its pixel's coordinates (a stride phase's rows are pixels of dx
+    that are not one stride apart: tensorcore/phases.py)."""
+    if not pixels or buffer not in pixels:
+        return buffer, indices
+    view, sizes = pixels[buffer]
+    *lead, row, col = indices
+    coords = []
+    for size in reversed(sizes[1:]):
+        coords.append(arith.remui(row, _idx(size)) if size != 1 else _idx(0))
+        row = arith.divui(row, _idx(size)) if size != 1 else row
+    return view, lead + [row] + list(reversed(coords)) + [col]
+
+
+def evaluate(accumulator, steps, value, point, loaded=None, index_of=None, pixels=None):
     """{buffer: value} of every buffer the elementwise ``steps`` write, run on
     ``value``, the scalar of ``accumulator`` at ``point`` (its indices).
     Another input is taken from ``loaded`` ({buffer: value} already read
-    there) or read with a scalar load through its broadcast exprs;
-    ``index_of(dim)`` answers a step's linalg.index (None: none reads one)."""
+    there) or read with a scalar load through its broadcast exprs (through
+    ``pixels``' views: ``at``); ``index_of(dim)`` answers a step's
+    linalg.index (None: none reads one)."""
     env = {accumulator: value}
     for step in steps:
         args = []
@@ -55,8 +78,8 @@ def evaluate(accumulator, steps, value, point, loaded=None, index_of=None):
             elif loaded and buffer in loaded:
                 args.append(loaded[buffer])
             else:
-                args.append(memref.load(buffer, [point[d] if d is not None else _idx(0)
-                                                 for d in exprs]))
+                args.append(memref.load(*at(pixels, buffer, [
+                    point[d] if d is not None else _idx(0) for d in exprs])))
         args += [value] * len(step.outputs)   # outputs are never read
         for buffer, result in zip(step.outputs,
                                   clone_body(step.op.regions[0].blocks[0], args, index_of)):
@@ -64,13 +87,14 @@ def evaluate(accumulator, steps, value, point, loaded=None, index_of=None):
     return env
 
 
-def store_vector(vec, buffer, indices, alignment, row_ok=None, col=None, n=None):
-    """Store ``vec`` into ``buffer`` at ``indices`` where ``row_ok`` holds
-    (None: always) and, when ``n`` is given, ``col`` < ``n`` (a vector is
-    all in or all out: N is a multiple of its length)."""
+def store_vector(vec, buffer, indices, alignment, row_ok=None, col=None, n=None, pixels=None):
+    """Store ``vec`` into ``buffer`` at ``indices`` (through ``pixels``:
+    ``at``) where ``row_ok`` holds (None: always) and, when ``n`` is given,
+    ``col`` < ``n`` (a vector is all in or all out: N is a multiple of its
+    length)."""
 
     def store():
-        vector.store(vec, buffer, indices, alignment=alignment)
+        vector.store(vec, *at(pixels, buffer, indices), alignment=alignment)
     ok = row_ok
     if n is not None:
         col_ok = arith.cmpi(arith.CmpIPredicate.ult, col, _idx(n))
@@ -81,7 +105,7 @@ def store_vector(vec, buffer, indices, alignment, row_ok=None, col=None, n=None)
         _if(ok, store)
 
 
-def store_lanes(values, buffer, indices, row_ok=None, col=None, n=None):
+def store_lanes(values, buffer, indices, row_ok=None, col=None, n=None, pixels=None):
     """Store the scalars ``values`` as one vector at ``indices``, guarded as
     in store_vector. The caller's first lane is at an element offset that is
     a multiple of the length, so the vector is aligned to its size (without
@@ -89,10 +113,10 @@ def store_lanes(values, buffer, indices, row_ok=None, col=None, n=None):
     element = ir.MemRefType(buffer.type).element_type
     vec = vector.from_elements(ir.VectorType.get([len(values)], element), values)
     store_vector(vec, buffer, indices, len(values) * irutil.element_bytes(element),
-                 row_ok, col, n)
+                 row_ok, col, n, pixels)
 
 
-def store_scalars(values, buffer, lead, row, col, n, row_ok=None):
+def store_scalars(values, buffer, lead, row, col, n, row_ok=None, pixels=None):
     """Store ``values`` at columns ``col``, ``col`` + 1... of ``row`` (after
     the ``lead`` indices), each where it is inside N (and ``row_ok``)."""
     for e, value in enumerate(values):
@@ -100,7 +124,8 @@ def store_scalars(values, buffer, lead, row, col, n, row_ok=None):
         ok = arith.cmpi(arith.CmpIPredicate.ult, c, _idx(n))
         if row_ok is not None:
             ok = arith.andi(ok, row_ok)
-        _if(ok, lambda value=value, c=c: memref.store(value, buffer, lead + [row, c]))
+        _if(ok, lambda value=value, c=c: memref.store(value, *at(pixels, buffer,
+                                                                  lead + [row, c])))
 
 
 class PairEpilogue:
@@ -113,6 +138,8 @@ class PairEpilogue:
         # ``gemm`` is Cᵀ's (its M is C's N): points swap to C's indices.
         self.transposed = transposed
         self.epilogue = gemm.epilogue
+        # {[M, N] view: (pixel view, radices)}: a stride phase's (at).
+        self.pixels = gemm.epilogue.pixels or {}
         self.rank = len(ir.MemRefType(gemm.epilogue.accumulator.type).shape)
         self.stored = gemm.epilogue.stored(arguments)
         self.written = {b for step in gemm.epilogue.steps for b in step.outputs} | {
@@ -145,7 +172,7 @@ class PairEpilogue:
 
             def store(env=env, c=c):
                 for buffer in self.stored:
-                    memref.store(env[buffer], buffer, lead + [c, row])
+                    memref.store(env[buffer], *at(self.pixels, buffer, lead + [c, row]))
             if ok is None:
                 store()
             else:
@@ -181,7 +208,8 @@ class PairEpilogue:
                 out[value] = cache[(value, key)]
                 continue
             indices = [point[d] if d is not None else _idx(0) for d in exprs]
-            vec = vector.load(ir.VectorType.get([2], t.element_type), value, indices,
+            vec = vector.load(ir.VectorType.get([2], t.element_type),
+                              *at(self.pixels, value, indices),
                               alignment=2 * irutil.element_bytes(t.element_type))
             out[value] = [vector.extract(vec, [], [e]) for e in range(2)]
             if same_rows:
@@ -191,7 +219,8 @@ class PairEpilogue:
     def evaluate(self, acc_value, point, loaded=None):
         """{buffer: value} of every buffer the epilogue writes, at ``point``;
         ``loaded`` holds input values already read there (load_pairs)."""
-        return evaluate(self.epilogue.accumulator, self.epilogue.steps, acc_value, point, loaded)
+        return evaluate(self.epilogue.accumulator, self.epilogue.steps, acc_value, point, loaded,
+                        pixels=self.pixels)
 
     def store(self, envs, batch, row, col, row_ok=None, full_n=None):
         """Store every output the kernel must store from ``envs`` (evaluate's
@@ -207,9 +236,9 @@ class PairEpilogue:
             values = [env[buffer] for env in envs]
             if self.pairs:
                 store_lanes(values, buffer, lead + [row, col], row_ok, col,
-                            None if full_n else self.gemm.n)
+                            None if full_n else self.gemm.n, self.pixels)
             else:
-                store_scalars(values, buffer, lead, row, col, self.gemm.n, row_ok)
+                store_scalars(values, buffer, lead, row, col, self.gemm.n, row_ok, self.pixels)
 
     def row_guard(self, row):
         """(row_ok, row_safe) of C's ``row``: the check that it lies inside M
@@ -280,7 +309,7 @@ class PairEpilogue:
             packed = vector.bitcast(ir.VectorType.get([8], element),
                                     vector.from_elements(ir.VectorType.get([4], i32), m))
             store_vector(packed, buffer, lead + [row, col], 16, row_ok, col,
-                         None if full_n else self.gemm.n)
+                         None if full_n else self.gemm.n, self.pixels)
 
 
 def quad_transpose(words, lane):

@@ -21,6 +21,7 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
   a kernel of its own beside the GEMM's parts (``build_attention``).
 """
 
+from dnnc.codegen.gpu.tensorcore import phase_kernels, phases
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
@@ -42,9 +43,20 @@ def build_conv(fn, conv, tile):
     of ``tile.k``): the matmul kernel with the convolution's loaders
     (im2col.py). Returns what the plan should say of it; raises
     NotSupported, the IR unchanged but for ``conv``'s views."""
+    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
+    if conv.phased:
+        # A strided data gradient: a stride-1 one per stride phase.
+        def check_part(part):
+            check(part.gemm, tile, im2col.loaders(part, tile))
+
+        def build_gemm(part):
+            Kernel(fn, part.gemm, tile, im2col.loaders(part, tile)).build(erase=False)
+            return []
+
+        split, _ = phase_kernels.build(fn, conv, check_part, build_gemm)
+        return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"]
     loaders = im2col.loaders(conv, tile)
     check(conv.gemm, tile, loaders)
     Kernel(fn, conv.gemm, tile, loaders).build()
-    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
     return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
             f"filter taps x {conv.channels} channels"]

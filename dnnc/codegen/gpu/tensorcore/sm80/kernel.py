@@ -124,9 +124,11 @@ class Kernel:
 
     # -- host side ----------------------------------------------------------
 
-    def build(self):
+    def build(self, erase=True):
         """Replace the kernel function's body: the launch, then erase the
-        linalg ops the kernel computes."""
+        linalg ops the kernel computes (``erase`` False: the caller does,
+        after more kernels of the same body: a data gradient's stride
+        phases)."""
         body = irutil.body(self.fn)
         old = [op.operation for op in body.operations]
         with ir.InsertionPoint(old[-1]):
@@ -135,7 +137,8 @@ class Kernel:
                    self.kernel)
         # The linalg ops and their buffers go; views the launch reads (an
         # implicit GEMM's operands) stay.
-        erase_replaced(old[:-1])
+        if erase:
+            erase_replaced(old[:-1])
 
     def kernel(self):
         """The body of a block: the prologue, the mainloop, the epilogue."""

@@ -49,11 +49,12 @@ tensor's address changes) and passes the 128 bytes by value
 (dnn-tma-grid-constant marks the parameters).
 """
 
+from dataclasses import replace
+
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold
-from dnnc.codegen.gpu.tensorcore.dilate import dilate
+from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
     FilterOperand, GroupRows, Im2colOperand, check_conv,
@@ -78,15 +79,13 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     kernel of convolution ``conv`` (tensorcore/conv.py): the matmul kernel
     with the convolution's operand loaders (im2col.py). Returns what the
     plan should say of it."""
+    if conv.phased:
+        return build_phases(fn, conv, tile, ctas)
     keep = []
     ret = list(irutil.body(fn).operations)[-1]
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
-    inserted = conv.inserted is not None
-    if inserted:
-        with ir.InsertionPoint(ret), ret.location:
-            conv, keep = dilate(conv)
     check_conv(conv, tile)
     check(conv.gemm, tile)
     element = conv.gemm.element
@@ -106,12 +105,54 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
         if keep else ""
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
-    if inserted:
-        folded = ", of dy with stride - 1 zeros between its pixels, written first " \
-            "(tensorcore/dilate.py)"
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
             f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
         kernel.notes()
+
+
+def _conv_loaders(conv, tile):
+    """The A and B loaders of a forward convolution or data gradient."""
+    element = conv.gemm.element
+    return (Im2colOperand(conv, tile.m, element, tile.k),
+            FilterOperand(conv, tile.n, element, tile.k, mn_major=conv.direction == "dgrad"))
+
+
+def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
+    """Replace kernel function ``fn``'s body by the kernels of strided data
+    gradient ``conv`` (``phased``) split by stride phase
+    (tensorcore/phases.py), a stride-1 implicit GEMM of this kernel per
+    phase with taps. Raises NotSupported, before any IR is made, where a
+    phase's loaders or ``tile`` do not take it. Returns what the plan
+    should say."""
+    tiles = {}
+
+    def check_part(part):
+        check_conv(part, tile)
+        check(part.gemm, tile)
+        # The kernel's own checks (split-K's), on the phase's K: a K split
+        # the heuristics summed in clusters for the whole gradient's K may
+        # not divide into them for a phase's, which then sums its splits
+        # without (the kernel constructs no IR).
+        key = (tuple(part.filter), tuple(part.out))
+        try:
+            Kernel(fn, part.gemm, tile, ctas, loaders=_conv_loaders(part, tile))
+            tiles[key] = tile
+        except NotSupported:
+            if tile.cluster == 1:
+                raise
+            tiles[key] = replace(tile, cluster=1)
+            Kernel(fn, part.gemm, tiles[key], ctas, loaders=_conv_loaders(part, tiles[key]))
+
+    def build_gemm(part):
+        used = tiles[(tuple(part.filter), tuple(part.out))]
+        kernel = Kernel(fn, part.gemm, used, ctas, loaders=_conv_loaders(part, used))
+        kernel.build(erase=False)
+        return kernel.notes()
+
+    split, notes = phase_kernels.build(fn, conv, check_part, build_gemm)
+    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
+    return [f"implicit GEMM (dgrad): dy read by TMA in im2col mode, "
+            f"{phases.note(conv, split)}{grouped}"] + notes
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

@@ -22,8 +22,10 @@ which runs while the warp goes on to the next slice and the next tile's K
 steps; an output whose rows TMA cannot store (an odd row length) is read
 back from the slot by the warp and stored along its rows, 32 consecutive
 elements an instruction (``store_rows``). Without room (a prologue's
-converted tiles), or for an output of another type, the epilogue stores from
-registers (``apply``): 16 bytes a thread where the rows allow
+converted tiles), for an output of another type, or for a stride phase's
+rows (dx's pixels s apart, addressed through pixel views:
+tensorcore/phases.py), the epilogue stores from registers (``apply``): 16
+bytes a thread where the rows allow
 (``PairEpilogue.store_quad``), else pairs or elements. Rows and columns past
 M and N are computed on TMA's zero fill and not stored (TMA clips them).
 """
@@ -36,7 +38,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, i as _i, idx as _idx, if_ as _if, shared_ptr as _shared_ptr,
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, quad_transpose
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, at, quad_transpose
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     SMEM_LIMIT, WARPGROUP, misaligned, smem_bytes,
 )
@@ -145,6 +147,13 @@ class Epilogue:
             problem = stage_problem(buffer)
             if problem is not None:
                 return 0, False, f"{registers} ({problem})"
+        if self.pair.pixels:
+            # A stride phase's rows are dx's pixels s apart (phases.py): a
+            # TMA box of consecutive rows does not hold them, and a warp's
+            # 16-byte stores from registers (8 rows x 64 bytes an
+            # instruction) write them in fewer instructions than the warp's
+            # stores of a staged slot (one row's 64 bytes).
+            return 0, False, f"{registers} (its rows are the pixels of a stride phase)"
         problems = [p for p in map(store_problem, stored) if p is not None]
         widths = {irutil.element_bytes(ir.MemRefType(b.type).element_type) for b in stored}
         if len(widths) > 1:
@@ -258,9 +267,9 @@ class Epilogue:
             point = self.pair.point(batch, row_safe, safe)
             for buffer, exprs in quads:
                 element = ir.MemRefType(buffer.type).element_type
-                vec = vector.load(ir.VectorType.get([8], element), buffer,
-                                  [point[d] if d is not None else _idx(0) for d in exprs],
-                                  alignment=16)
+                vec = vector.load(ir.VectorType.get([8], element), *at(
+                    self.pair.pixels, buffer,
+                    [point[d] if d is not None else _idx(0) for d in exprs]), alignment=16)
                 words = vector.bitcast(ir.VectorType.get([4], i32), vec)
                 words = quad_transpose([vector.extract(words, [], [i]) for i in range(4)], lane)
                 for i in range(4):
@@ -458,4 +467,4 @@ class Epilogue:
                 if row_ok is not None:
                     ok = arith.andi(ok, row_ok)
                 _if(ok, lambda value=value, row=row, col=col:
-                    memref.store(value, buffer, lead + [row, col]))
+                    memref.store(value, *at(self.pair.pixels, buffer, lead + [row, col])))

@@ -115,9 +115,11 @@ class Kernel:
 
     # -- host side ----------------------------------------------------------
 
-    def build(self):
+    def build(self, erase=True):
         """Replace the kernel function's body: the launches, then erase the
-        linalg ops the kernel computes."""
+        linalg ops the kernel computes (``erase`` False: the caller does,
+        after more kernels of the same body: a data gradient's stride
+        phases)."""
         body = irutil.body(self.fn)
         old = [op.operation for op in body.operations]
         ret = old[-1]
@@ -147,7 +149,8 @@ class Kernel:
                 self.splitk.reduce_splits()
         # The linalg ops and their buffers go; views the launch reads (an
         # implicit GEMM's operands) and a fold's launches stay.
-        erase_replaced(old[:-1], self.keep)
+        if erase:
+            erase_replaced(old[:-1], self.keep)
 
     def transposed_copy(self, operand, extent, rows, source):
         """A stored K x M or B stored K x N (``operand``, ``extent`` its M or
