@@ -10,10 +10,16 @@ stream when the call passes torch tensors).
 
 ``backend_version`` reports dnnc's version, not a cuDNN one: major * 10000 +
 minor * 100 + patch (0.1.0 is 100); ``backend_version_string`` the text.
+cudnn-frontend code often gates features on cuDNN versions
+(``LooseVersion(cudnn.backend_version_string()) < "8.9.5"``) and skips them
+on dnnc's 0.x; DNNC_FRONTEND_REPORTED_VERSION (dnnc/env.py) makes both
+report the version it names instead, encoded as cuDNN 9 encodes its own
+(major * 10000 + minor * 100 + patch).
 """
 
 import itertools
 
+from dnnc import env
 from dnnc.errors import GraphError
 from dnnc.version import __version__
 
@@ -61,13 +67,15 @@ def _check(handle):
 
 
 def backend_version():
-    """dnnc's version as one number: major * 10000 + minor * 100 + patch."""
-    major, minor, patch = (int(p) for p in (__version__.split("+")[0].split(".") + ["0"] * 3)[:3])
+    """The reported version as one number: major * 10000 + minor * 100 + patch."""
+    parts = (backend_version_string().split("+")[0].split(".") + ["0"] * 3)[:3]
+    major, minor, patch = (int(p) for p in parts)
     return major * 10000 + minor * 100 + patch
 
 
 def backend_version_string():
-    return __version__
+    """dnnc's version, or DNNC_FRONTEND_REPORTED_VERSION's."""
+    return env.frontend_reported_version() or __version__
 
 
 def get_last_error_string():

@@ -164,6 +164,12 @@ def test_serialize_deserialize_round_trip_on_cpu():
         cudnn.pygraph().deserialize(b"not a plan")
 
 
+def test_reported_version_can_be_set_for_version_gated_code(monkeypatch):
+    monkeypatch.setenv("DNNC_FRONTEND_REPORTED_VERSION", "9.19.0")
+    assert cudnn.backend_version_string() == "9.19.0"
+    assert cudnn.backend_version() == 91900
+
+
 def test_handles_streams_and_versions():
     h = cudnn.create_handle()
     cudnn.set_stream(handle=h, stream=0)
