@@ -72,15 +72,58 @@ def _label(t):
 
 
 def _buffer(pack, t, role):
+    """The buffer of ``t``, viewed with ``t``'s dims and strides.
+
+    cuDNN takes a buffer as a pointer: the tensor's dims and strides say
+    where its elements are, whatever the buffer's own shape (cudnn-frontend's
+    tests pass a [K] buffer for a [1, K, 1, 1] tensor). So does dnnc, where
+    it can check it: a buffer of the tensor's dims is used as it is; one of
+    other dims is taken as storage when it is contiguous, of the tensor's
+    element size, and holds every element the tensor's strides reach.
+    Anything else is an ``InvalidVariantPackError``.
+    """
     try:
         value = pack[t]
     except KeyError:
         raise InvalidVariantPackError(f"variant pack: {role} {_label(t)} is missing") from None
     shape = getattr(value, "shape", None)
-    if shape is not None and list(shape) != list(t._dim):
-        raise InvalidVariantPackError(f"variant pack: {role} {_label(t)}: expected dims "
-                                      f"{list(t._dim)}, got {list(shape)}")
-    return value
+    if shape is None or list(shape) == list(t._dim):
+        return value
+    extent = 1 + sum((d - 1) * s for d, s in zip(t._dim, t._stride) if d > 0)
+    numel = 1
+    for d in shape:
+        numel *= int(d)
+    itemsize = _ITEMSIZE.get(t.get_data_type().name)
+    got_itemsize = _itemsize_of(value)
+    if numel < extent or not _is_contiguous(value) or (itemsize and got_itemsize != itemsize):
+        raise InvalidVariantPackError(
+            f"variant pack: {role} {_label(t)}: expected dims {list(t._dim)} (or contiguous "
+            f"storage of at least {extent} elements of {itemsize} bytes), got dims "
+            f"{list(shape)}{'' if _is_contiguous(value) else ', not contiguous'}, "
+            f"{numel} elements of {got_itemsize} bytes")
+    return _restride(value, t)
+
+
+def _itemsize_of(value):
+    dtype = getattr(value, "dtype", None)
+    size = getattr(dtype, "itemsize", None)
+    return size if size is not None else getattr(value, "itemsize", None)
+
+
+def _is_contiguous(value):
+    if hasattr(value, "is_contiguous"):
+        return value.is_contiguous()
+    flags = getattr(value, "flags", None)
+    return bool(flags is not None and flags["C_CONTIGUOUS"])
+
+
+def _restride(value, t):
+    """The contiguous buffer ``value`` seen with ``t``'s dims and strides."""
+    if hasattr(value, "as_strided"):      # torch
+        return value.reshape(-1).as_strided(t._dim, t._stride)
+    flat = value.reshape(-1)
+    return np.lib.stride_tricks.as_strided(flat, shape=t._dim,
+                                           strides=[s * flat.itemsize for s in t._stride])
 
 
 def scalar_value(value, t):

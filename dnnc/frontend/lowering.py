@@ -171,11 +171,13 @@ class Lowering:
                     strides = strides_in_order_of(d.dim, like)
                 if strides is not None:
                     layouts[id(t)] = strides
+                # A type set on a virtual tensor converts to it, as in cuDNN
+                # (identity + set_data_type is cuDNN's cast).
+                dt = enums.to_dnnc(t._data_type, f"tensor '{t.get_name()}'")
+                if dt is not None:
+                    d.set_data_type(dt)
                 if not t.get_is_virtual():
                     d.set_output(True)
-                    dt = enums.to_dnnc(t._data_type, f"tensor '{t.get_name()}'")
-                    if dt is not None:
-                        d.set_data_type(dt)
                     if strides is not None:
                         d.set_stride(strides)
                     if t.get_name():

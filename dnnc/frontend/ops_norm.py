@@ -52,7 +52,8 @@ class NormOps:
         def lower(ctx, node):
             i = node.inputs
             return ctx.graph.layernorm(
-                ctx.tensor(i["input"], "layernorm input"), ctx.tensor(i["scale"], "layernorm scale"),
+                ctx.tensor(i["input"], "layernorm input"),
+                ctx.tensor(i["scale"], "layernorm scale"),
                 ctx.tensor(i["bias"], "layernorm bias"),
                 epsilon=ctx.scalar(epsilon, "layernorm epsilon"), norm_forward_phase=phase)
 
@@ -106,7 +107,8 @@ class NormOps:
         def lower(ctx, node):
             i = node.inputs
             return ctx.graph.batchnorm(
-                ctx.tensor(i["input"], "batchnorm input"), ctx.tensor(i["scale"], "batchnorm scale"),
+                ctx.tensor(i["input"], "batchnorm input"),
+                ctx.tensor(i["scale"], "batchnorm scale"),
                 ctx.tensor(i["bias"], "batchnorm bias"),
                 in_running_mean=ctx.tensor(i["in_running_mean"], "batchnorm in_running_mean"),
                 in_running_var=ctx.tensor(i["in_running_var"], "batchnorm in_running_var"),

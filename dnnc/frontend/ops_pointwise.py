@@ -14,9 +14,13 @@ a + b * b; a clipped relu: max/min against constants). Modes dnnc cannot
 express (``mod``) raise ``cudnnGraphNotSupportedError`` naming them.
 
 Pointwise math in dnnc is fp32; ``compute_data_type`` may be NOT_SET or
-FLOAT (anything else is refused, not ignored).
+FLOAT (anything else is refused, not ignored). cuDNN lets arithmetic take a
+boolean or int32 operand (a ReLU mask times a gradient) and a select or
+logical op take a nonzero number as true; dnnc's ops are typed, so such
+operands are converted first (``as_float``: a cast; ``as_bool``: != 0).
 """
 
+from dnnc.dialect.types import data_type as dnnc_type
 from dnnc.frontend.enums import data_type, library_type
 from dnnc.frontend.lowering import unsupported
 
@@ -30,13 +34,29 @@ def check_pointwise_compute(op, compute_data_type):
                           f"got {dt.name}")
 
 
+def as_float(g, x):
+    """``x`` as a float tensor: booleans and int32 are cast."""
+    if x.get_data_type() in (dnnc_type.BOOLEAN, dnnc_type.INT32):
+        return g.cast(x, dnnc_type.FLOAT)
+    return x
+
+
+def as_bool(g, x):
+    """``x`` as a boolean tensor: a number is true where nonzero."""
+    if x.get_data_type() is dnnc_type.BOOLEAN:
+        return x
+    return g.cmp_ne(as_float(g, x), g.constant(0.0))
+
+
 def _unary(op, make):
     """A one-input op; ``make(graph, x)`` builds it in dnnc."""
     def method(self, input, compute_data_type=data_type.NOT_SET, name=""):
         check_pointwise_compute(op, compute_data_type)
 
         def lower(ctx, node):
-            return [make(ctx.graph, ctx.tensor(node.inputs["input"], f"{op} input"))]
+            x = ctx.tensor(node.inputs["input"], f"{op} input")
+            return [make(ctx.graph, as_bool(ctx.graph, x) if op == "logical_not" else
+                         as_float(ctx.graph, x))]
 
         return self._add(op, name, {"input": input}, lower)[0]
 
@@ -46,14 +66,16 @@ def _unary(op, make):
 
 
 def _binary(op, first, second, make):
-    """A two-input op with cudnn-frontend's argument names ``first``, ``second``."""
+    """A two-input op with cudnn-frontend's argument names ``first``, ``second``;
+    the logical ops take booleans, the others floats."""
+    convert = as_bool if op.startswith("logical_") else as_float
     def method(self, *args, compute_data_type=data_type.NOT_SET, name="", **kwargs):
         a, b = _two(op, first, second, args, kwargs)
         check_pointwise_compute(op, compute_data_type)
 
         def lower(ctx, node):
-            x = ctx.tensor(node.inputs[first], f"{op} {first}")
-            y = ctx.tensor(node.inputs[second], f"{op} {second}")
+            x = convert(ctx.graph, ctx.tensor(node.inputs[first], f"{op} {first}"))
+            y = convert(ctx.graph, ctx.tensor(node.inputs[second], f"{op} {second}"))
             return [make(ctx.graph, x, y)]
 
         return self._add(op, name, {first: a, second: b}, lower)[0]
@@ -251,9 +273,10 @@ class PointwiseOps:
         check_pointwise_compute("binary_select", compute_data_type)
 
         def lower(ctx, node):
-            return [ctx.graph.select(ctx.tensor(node.inputs["mask"], "binary_select mask"),
-                                     ctx.tensor(node.inputs["input0"], "binary_select input0"),
-                                     ctx.tensor(node.inputs["input1"], "binary_select input1"))]
+            g, i = ctx.graph, node.inputs
+            return [g.select(as_bool(g, ctx.tensor(i["mask"], "binary_select mask")),
+                             as_float(g, ctx.tensor(i["input0"], "binary_select input0")),
+                             as_float(g, ctx.tensor(i["input1"], "binary_select input1")))]
 
         return self._add("binary_select", name,
                          {"input0": input0, "input1": input1, "mask": mask}, lower)[0]

@@ -37,7 +37,8 @@ import zipfile
 
 from dnnc.errors import GraphError, UnsupportedError
 from dnnc.frontend import enums, handle as _handle
-from dnnc.frontend.enums import build_plan_policy, data_type, heur_mode, tensor_reordering
+from dnnc.frontend.enums import (behavior_note, build_plan_policy, data_type, heur_mode,
+                                 tensor_reordering)
 from dnnc.frontend.errors import (InvalidGraphError, InvalidVariantPackError,
                                   cudnnGraphNotSupportedError)
 from dnnc.frontend.execute import Plan, scalar_value
@@ -291,11 +292,12 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         return 0
 
     def get_behavior_notes(self):
-        return []
+        """RUNTIME_COMPILATION: dnnc compiles each plan when it is built."""
+        return [behavior_note.RUNTIME_COMPILATION]
 
     def get_behavior_notes_for_plan_at_index(self, index):
         _index(index)
-        return []
+        return self.get_behavior_notes()
 
     def get_plan_name_at_index(self, index):
         """The kernels of the plan, each with its strategy and config."""

@@ -251,13 +251,27 @@ def test_variant_pack_errors():
         g.execute({a: av, y: out}, None)
     with pytest.raises(cudnn.InvalidVariantPackError, match="output tensor.*missing"):
         g.execute({a: av, b: bv}, None)
-    with pytest.raises(ValueError, match=r"'a'.*expected dims \[4, 5\], got \[5, 4\]"):
+    with pytest.raises(ValueError, match=r"'a'.*expected dims \[4, 5\].*got dims \[5, 4\], "
+                       "not contiguous"):
         g.execute({a: av.T, b: bv, y: out}, None)
+    with pytest.raises(cudnn.InvalidVariantPackError, match=r"output .*at least 20 elements"):
+        g.execute({a: av, b: bv, y: np.zeros(19, np.float32)}, None)
+    with pytest.raises(cudnn.InvalidVariantPackError, match="of 4 bytes.*of 8 bytes"):
+        g.execute({a: av, b: bv, y: np.zeros(20, np.float64)}, None)
     with pytest.raises(cudnn.InvalidVariantPackError, match="uid 999"):
         g.execute({999: av, a: av, b: bv, y: out}, None)
     other = _graph().tensor(name="o", dim=[1])
     with pytest.raises(cudnn.InvalidVariantPackError, match="not a tensor of this graph"):
         g.execute({other: av, a: av, b: bv, y: out}, None)
+
+
+def test_buffers_of_other_dims_are_storage_as_in_cudnn():
+    g, a, b, y = _add_graph()
+    _build(g)
+    av = np.arange(20, dtype=np.float32).reshape(4, 5)
+    flat_out = np.zeros(20, np.float32)                 # cuDNN takes pointers: any shape
+    g.execute({a: av.reshape(20), b: np.ones(5, np.float32), y: flat_out}, None)
+    np.testing.assert_array_equal(flat_out.reshape(4, 5), av + 1)
 
 
 def test_missing_scalar_and_execute_before_build():
