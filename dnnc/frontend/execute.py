@@ -78,9 +78,10 @@ def _buffer(pack, t, role):
     where its elements are, whatever the buffer's own shape (cudnn-frontend's
     tests pass a [K] buffer for a [1, K, 1, 1] tensor). So does dnnc, where
     it can check it: a buffer of the tensor's dims is used as it is; one of
-    other dims is taken as storage when it is contiguous, of the tensor's
-    element size, and holds every element the tensor's strides reach.
-    Anything else is an ``InvalidVariantPackError``.
+    other dims is taken as storage when it is dense (contiguous in some dim
+    order, as channels-last is), of the tensor's element size, and holds
+    every element the tensor's strides reach. Anything else is an
+    ``InvalidVariantPackError``.
     """
     try:
         value = pack[t]
@@ -95,11 +96,12 @@ def _buffer(pack, t, role):
         numel *= int(d)
     itemsize = _ITEMSIZE.get(t.get_data_type().name)
     got_itemsize = _itemsize_of(value)
-    if numel < extent or not _is_contiguous(value) or (itemsize and got_itemsize != itemsize):
+    dense = _is_dense(value)
+    if numel < extent or not dense or (itemsize and got_itemsize != itemsize):
         raise InvalidVariantPackError(
-            f"variant pack: {role} {_label(t)}: expected dims {list(t._dim)} (or contiguous "
+            f"variant pack: {role} {_label(t)}: expected dims {list(t._dim)} (or dense "
             f"storage of at least {extent} elements of {itemsize} bytes), got dims "
-            f"{list(shape)}{'' if _is_contiguous(value) else ', not contiguous'}, "
+            f"{list(shape)}{'' if dense else ', not dense'}, "
             f"{numel} elements of {got_itemsize} bytes")
     return _restride(value, t)
 
@@ -110,20 +112,36 @@ def _itemsize_of(value):
     return size if size is not None else getattr(value, "itemsize", None)
 
 
-def _is_contiguous(value):
-    if hasattr(value, "is_contiguous"):
-        return value.is_contiguous()
-    flags = getattr(value, "flags", None)
-    return bool(flags is not None and flags["C_CONTIGUOUS"])
+def _element_strides(value):
+    if hasattr(value, "stride") and callable(value.stride):
+        return list(value.stride())
+    return [st // value.itemsize for st in value.strides]
+
+
+def _is_dense(value):
+    """Whether ``value``'s elements fill one block of memory without gaps
+    or overlaps, its first element lowest: packed strides in some order."""
+    try:
+        pairs = sorted(zip(_element_strides(value), value.shape))
+    except (AttributeError, TypeError):
+        return False
+    step = 1
+    for stride, size in pairs:
+        if size != 1 and stride != step:
+            return False
+        step *= int(size)
+    return True
 
 
 def _restride(value, t):
-    """The contiguous buffer ``value`` seen with ``t``'s dims and strides."""
-    if hasattr(value, "as_strided"):      # torch
-        return value.reshape(-1).as_strided(t._dim, t._stride)
-    flat = value.reshape(-1)
-    return np.lib.stride_tricks.as_strided(flat, shape=t._dim,
-                                           strides=[s * flat.itemsize for s in t._stride])
+    """The dense buffer ``value`` seen with ``t``'s dims and strides, from
+    its first (lowest) element."""
+    if hasattr(value, "as_strided"):      # torch: strides count from the storage offset
+        return value.as_strided(t._dim, t._stride)
+    base = np.lib.stride_tricks.as_strided(value, shape=(value.size,),
+                                           strides=(value.itemsize,))
+    return np.lib.stride_tricks.as_strided(base, shape=t._dim,
+                                           strides=[st * value.itemsize for st in t._stride])
 
 
 def scalar_value(value, t):

@@ -255,9 +255,11 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
 
     def check_support(self):
         """Compile (unless scalars are still unknown): an unsupported graph
-        raises cudnnGraphNotSupportedError here."""
+        raises cudnnGraphNotSupportedError here. Without
+        create_execution_plans first, the plan is dnnc's heuristics' (there
+        is no other)."""
         if self._modes is None:
-            raise GraphError("check_support: expected create_execution_plans() first")
+            self.create_execution_plans()   # dnnc's one plan needs no engine choice
         if not self._runtime_scalars():
             self._plan_for({})
         self._supported = True

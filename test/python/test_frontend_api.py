@@ -252,8 +252,8 @@ def test_variant_pack_errors():
     with pytest.raises(cudnn.InvalidVariantPackError, match="output tensor.*missing"):
         g.execute({a: av, b: bv}, None)
     with pytest.raises(ValueError, match=r"'a'.*expected dims \[4, 5\].*got dims \[5, 4\], "
-                       "not contiguous"):
-        g.execute({a: av.T, b: bv, y: out}, None)
+                       "not dense"):
+        g.execute({a: np.zeros((5, 8), np.float32)[:, ::2], b: bv, y: out}, None)
     with pytest.raises(cudnn.InvalidVariantPackError, match=r"output .*at least 20 elements"):
         g.execute({a: av, b: bv, y: np.zeros(19, np.float32)}, None)
     with pytest.raises(cudnn.InvalidVariantPackError, match="of 4 bytes.*of 8 bytes"):
@@ -272,6 +272,9 @@ def test_buffers_of_other_dims_are_storage_as_in_cudnn():
     flat_out = np.zeros(20, np.float32)                 # cuDNN takes pointers: any shape
     g.execute({a: av.reshape(20), b: np.ones(5, np.float32), y: flat_out}, None)
     np.testing.assert_array_equal(flat_out.reshape(4, 5), av + 1)
+    out_t = np.zeros((10, 2), np.float32).T             # dense, in another dim order
+    g.execute({a: av, b: np.ones(5, np.float32), y: out_t}, None)
+    np.testing.assert_array_equal(out_t.T.reshape(4, 5), av + 1)
 
 
 def test_missing_scalar_and_execute_before_build():
