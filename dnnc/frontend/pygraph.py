@@ -353,12 +353,17 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         target = self.target or default_target()
         try:
             if target == "cuda":
-                from dnnc import compiler
+                # As dnnc.jit compiles: the GPU's arch and name (the tuning
+                # database is keyed by it), through the cache.
+                from dnnc import compiler, env
 
+                options = {"dump_ir": env.dump_ir_dir()}
                 arch = self.arch
                 if arch is None:
-                    arch, _ = compiler.detect_gpu()
-                _, package = compiler.compile_or_read(g, arch, True)
+                    arch, gpu = compiler.detect_gpu()
+                    if gpu:
+                        options["gpu"] = gpu
+                _, package = compiler.compile_or_read(g, arch, True, **options)
                 import dnnc_runtime
 
                 exe = dnnc_runtime.load(package)
