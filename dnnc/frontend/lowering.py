@@ -198,6 +198,25 @@ class Lowering:
                     t._stride = d.get_stride()
                 t._inferred_type = enums.library_type(d.get_data_type())
 
+    def output_type(self, t, d):
+        """The dnnc type frontend tensor ``t`` is to have, as dnnc.Graph would
+        resolve it (see dnnc/graph.py) were ``t`` made directly: its own,
+        else for an output the graph's io type or ``d``'s operands' float
+        type, else None (a virtual tensor: the intermediate type)."""
+        if t is None:
+            return None
+        dt = enums.to_dnnc(t._data_type, f"tensor '{t.get_name()}'")
+        if dt is not None or t.get_is_virtual():
+            return dt
+        if self.graph.io_data_type is not None:
+            return self.graph.io_data_type
+        node, _ = d.producer
+        for v in node.operands.values():
+            for x in v if isinstance(v, list) else [v]:
+                if x is not None and x.get_data_type().is_float:
+                    return x.get_data_type()
+        return None
+
     def dnnc_of(self, t):
         return self.tensors.get(id(t))
 

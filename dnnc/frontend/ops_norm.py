@@ -17,7 +17,15 @@ floats here): dnnc compiles their values into the kernels (see
 ``batchnorm_inference`` takes the inverse standard deviation, as cuDNN's
 does; dnnc's op takes the variance, so it is composed here from pointwise
 ops: (x - mean) * inv_variance * scale + bias.
+
+cuDNN's samples give layernorm and rmsnorm x as [rows, hidden, 1, 1]. Those
+(every dim after the second 1, the parameters [1, hidden, 1, 1]) are
+lowered as the norm of [rows, hidden], reshaped in and out, which dnnc runs
+as one row program (simt-reduce) instead of a generic kernel per step; see
+``_Rows``.
 """
+
+import math
 
 from dnnc.frontend import enums
 from dnnc.frontend.enums import data_type, norm_forward_phase
@@ -40,6 +48,47 @@ def _no_peers(op, peer_stats):
                           "dnnc")
 
 
+class _Rows:
+    """The [rows, hidden] form of a norm over x [rows, hidden, 1, ..., 1]
+    (the cuDNN samples' layernorm): ``flat(t)`` reshapes an operand (x-shaped,
+    parameter-shaped [1, hidden, 1..] or statistics-shaped [rows, 1, 1..])
+    to rank 2, ``back(d, t)`` reshapes a result to the frontend tensor
+    ``t``'s rank, first giving it the type ``t`` is to have (a reshape keeps
+    its input's type).
+
+    ``of(ctx, x, params)`` is None unless x is of that form and every
+    parameter either absent or [1, hidden, 1, ...].
+    """
+
+    def __init__(self, ctx, dims):
+        self.ctx, self.dims = ctx, list(dims)
+        self.rows, self.hidden = dims[0], math.prod(dims[1:])
+
+    @staticmethod
+    def of(ctx, x, params):
+        dims = list(x.dim)
+        if len(dims) <= 2 or any(d != 1 for d in dims[2:]):
+            return None
+        for p in params:
+            if p is not None and list(p.dim) != [1] + dims[1:]:
+                return None
+        return _Rows(ctx, dims)
+
+    def flat(self, d):
+        if d is None:
+            return None
+        return self.ctx.graph.reshape(d, [d.dim[0], math.prod(d.dim[1:])])
+
+    def back(self, d, t):
+        if d is None:
+            return None
+        dt = self.ctx.output_type(t, d)
+        if dt is not None:
+            d.set_data_type(dt)
+        shape = [d.dim[0], d.dim[1]] + [1] * (len(self.dims) - 2)
+        return self.ctx.graph.reshape(d, shape)
+
+
 class NormOps:
     """The normalization methods of ``pygraph``."""
 
@@ -51,11 +100,16 @@ class NormOps:
 
         def lower(ctx, node):
             i = node.inputs
-            return ctx.graph.layernorm(
-                ctx.tensor(i["input"], "layernorm input"),
-                ctx.tensor(i["scale"], "layernorm scale"),
-                ctx.tensor(i["bias"], "layernorm bias"),
-                epsilon=ctx.scalar(epsilon, "layernorm epsilon"), norm_forward_phase=phase)
+            x = ctx.tensor(i["input"], "layernorm input")
+            s = ctx.tensor(i["scale"], "layernorm scale")
+            b = ctx.tensor(i["bias"], "layernorm bias")
+            eps = ctx.scalar(epsilon, "layernorm epsilon")
+            rows = _Rows.of(ctx, x, [s, b])
+            if rows is None:
+                return ctx.graph.layernorm(x, s, b, epsilon=eps, norm_forward_phase=phase)
+            made = ctx.graph.layernorm(rows.flat(x), rows.flat(s), rows.flat(b), epsilon=eps,
+                                       norm_forward_phase=phase)
+            return [rows.back(d, t) for d, t in zip(made, node.outputs)]
 
         outs = self._add("layernorm", name, {"input": input, "scale": scale, "bias": bias},
                          lower, n_out=3, present=[True] + [phase == "training"] * 2)
@@ -71,10 +125,16 @@ class NormOps:
 
         def lower(ctx, node):
             i = node.inputs
-            return ctx.graph.rmsnorm(
-                ctx.tensor(i["input"], "rmsnorm input"), ctx.tensor(i["scale"], "rmsnorm scale"),
-                ctx.tensor(i["bias"], "rmsnorm bias"),
-                epsilon=ctx.scalar(epsilon, "rmsnorm epsilon"), norm_forward_phase=phase)
+            x = ctx.tensor(i["input"], "rmsnorm input")
+            s = ctx.tensor(i["scale"], "rmsnorm scale")
+            b = ctx.tensor(i["bias"], "rmsnorm bias")
+            eps = ctx.scalar(epsilon, "rmsnorm epsilon")
+            rows = _Rows.of(ctx, x, [s, b])
+            if rows is None:
+                return ctx.graph.rmsnorm(x, s, b, epsilon=eps, norm_forward_phase=phase)
+            made = ctx.graph.rmsnorm(rows.flat(x), rows.flat(s), rows.flat(b), epsilon=eps,
+                                     norm_forward_phase=phase)
+            return [rows.back(d, t) for d, t in zip(made, node.outputs)]
 
         return self._add("rmsnorm", name, {"input": input, "scale": scale, "bias": bias},
                          lower, n_out=2, present=[True, phase == "training"])
@@ -165,13 +225,19 @@ class NormOps:
 
         def lower(ctx, node):
             i = node.inputs
-            return ctx.graph.layernorm_backward(
-                ctx.tensor(i["grad"], "layernorm_backward grad"),
-                ctx.tensor(i["input"], "layernorm_backward input"),
-                scale=ctx.tensor(i["scale"], "layernorm_backward scale"),
-                mean=ctx.tensor(i["mean"], "layernorm_backward mean"),
-                inv_variance=ctx.tensor(i["inv_variance"], "layernorm_backward inv_variance"),
-                has_bias=True)
+            dy = ctx.tensor(i["grad"], "layernorm_backward grad")
+            x = ctx.tensor(i["input"], "layernorm_backward input")
+            s = ctx.tensor(i["scale"], "layernorm_backward scale")
+            m = ctx.tensor(i["mean"], "layernorm_backward mean")
+            iv = ctx.tensor(i["inv_variance"], "layernorm_backward inv_variance")
+            rows = _Rows.of(ctx, x, [s])
+            if rows is None or list(dy.dim) != list(x.dim):
+                return ctx.graph.layernorm_backward(dy, x, scale=s, mean=m, inv_variance=iv,
+                                                    has_bias=True)
+            made = ctx.graph.layernorm_backward(
+                rows.flat(dy), rows.flat(x), scale=rows.flat(s), mean=rows.flat(m),
+                inv_variance=rows.flat(iv), has_bias=True)
+            return [rows.back(d, t) for d, t in zip(made, node.outputs)]
 
         return self._add("layernorm_backward", name,
                          {"grad": grad, "input": input, "scale": scale, "mean": mean,
@@ -184,12 +250,17 @@ class NormOps:
 
         def lower(ctx, node):
             i = node.inputs
-            return ctx.graph.rmsnorm_backward(
-                ctx.tensor(i["grad"], "rmsnorm_backward grad"),
-                ctx.tensor(i["input"], "rmsnorm_backward input"),
-                scale=ctx.tensor(i["scale"], "rmsnorm_backward scale"),
-                inv_rms=ctx.tensor(i["inv_variance"], "rmsnorm_backward inv_variance"),
-                has_bias=bool(has_dbias))
+            dy = ctx.tensor(i["grad"], "rmsnorm_backward grad")
+            x = ctx.tensor(i["input"], "rmsnorm_backward input")
+            s = ctx.tensor(i["scale"], "rmsnorm_backward scale")
+            iv = ctx.tensor(i["inv_variance"], "rmsnorm_backward inv_variance")
+            rows = _Rows.of(ctx, x, [s])
+            if rows is None or list(dy.dim) != list(x.dim):
+                return ctx.graph.rmsnorm_backward(dy, x, scale=s, inv_rms=iv,
+                                                  has_bias=bool(has_dbias))
+            made = ctx.graph.rmsnorm_backward(rows.flat(dy), rows.flat(x), scale=rows.flat(s),
+                                              inv_rms=rows.flat(iv), has_bias=bool(has_dbias))
+            return [rows.back(d, t) for d, t in zip(made, node.outputs)]
 
         return self._add("rmsnorm_backward", name,
                          {"grad": grad, "input": input, "scale": scale,

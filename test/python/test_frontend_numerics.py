@@ -324,3 +324,47 @@ def test_jit_graph_cache_and_uids():
     g.execute({xu: x, yu: y}, None, handle=handle)
     torch.testing.assert_close(y, F.gelu(torch.tanh(x)), atol=1e-6, rtol=1e-5)
     cudnn.destroy_handle(handle)
+
+
+def test_rmsnorm_rows_training_and_backward_lower_to_rank_2_norms():
+    torch.manual_seed(10)
+    N, C = 12, 50
+    x, w, dy = torch.randn(N, C, 1, 1), torch.randn(1, C, 1, 1), torch.randn(N, C, 1, 1)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, W, DY = g.tensor_like(x), g.tensor_like(w), g.tensor_like(dy)
+    Y, inv = g.rmsnorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X, scale=W,
+                       epsilon=1e-5)
+    DX, DW, DB = g.rmsnorm_backward(grad=DY, input=X, scale=W, inv_variance=inv,
+                                    has_dbias=False)
+    assert DB is None
+    for t in (Y, inv, DX, DW):
+        t.set_output(True)
+    text = g.to_mlir()
+    assert "dnn.reshape" in text and f"tensor<{N}x{C}xf32>" in text   # the row form
+    _build(g)
+    y, iv, dx, dw = (torch.empty_like(a) for a in (x, torch.empty(N, 1, 1, 1), x, w))
+    g.execute({X: x, W: w, DY: dy, Y: y, inv: iv, DX: dx, DW: dw}, None)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ref = xg * torch.rsqrt(xg.pow(2).mean(dim=(1, 2, 3), keepdim=True) + 1e-5) * wg
+    ref.backward(dy)
+    torch.testing.assert_close(y, ref.detach(), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(iv, torch.rsqrt(x.pow(2).mean(dim=(1, 2, 3), keepdim=True)
+                                               + 1e-5), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(dx, xg.grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(dw, wg.grad, atol=1e-4, rtol=1e-5)
+
+
+def test_layernorm_over_several_spatial_dims_keeps_the_direct_form():
+    torch.manual_seed(11)
+    x, s, b = torch.randn(2, 3, 4, 5), torch.randn(1, 3, 4, 5), torch.randn(1, 3, 4, 5)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, S, B = g.tensor_like(x), g.tensor_like(s), g.tensor_like(b)
+    Y, _, _ = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.INFERENCE, input=X,
+                          scale=S, bias=B, epsilon=1e-5)
+    Y.set_output(True)
+    assert "dnn.reshape" not in g.to_mlir()
+    _build(g)
+    y = torch.empty_like(x)
+    g.execute({X: x, S: s, B: b, Y: y}, None)
+    torch.testing.assert_close(y, F.layer_norm(x, [3, 4, 5], s[0], b[0], 1e-5), atol=1e-5,
+                               rtol=1e-5)
