@@ -41,7 +41,10 @@ class Plan:
         back end runs one function of loops."""
         if self.target == "cpu":
             return [("main", "cpu: MLIR ExecutionEngine (linalg loops)")]
-        return [(k.name, k.config_text) for k in self.exe.plan]
+        seen = {}
+        for k in self.exe.plan:   # one entry per kernel function, not per launch
+            seen.setdefault(k.name, k.config_text)
+        return list(seen.items())
 
     @property
     def name(self):

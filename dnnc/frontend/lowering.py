@@ -100,6 +100,7 @@ class Lowering:
         stride = t._stride or contiguous_strides(t._dim)
         dt = enums.to_dnnc(t._data_type, f"tensor '{name}'")
         made = self.graph.tensor(name=name, dim=t._dim, stride=stride, data_type=dt)
+        t._inferred_type = enums.library_type(made.get_data_type())
         self.inputs.append((t, made))
         return made
 

@@ -35,7 +35,7 @@ import itertools
 import json
 import zipfile
 
-from dnnc.errors import GraphError, UnsupportedError
+from dnnc.errors import DnncError, GraphError, UnsupportedError
 from dnnc.frontend import enums, handle as _handle
 from dnnc.frontend.enums import (behavior_note, build_plan_policy, data_type, heur_mode,
                                  tensor_reordering)
@@ -195,9 +195,15 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
 
     # -- lowering ----------------------------------------------------------------
 
-    def _infer(self):
-        """Give op outputs their dims, strides and type (placeholder scalars)."""
-        Lowering(self).run()
+    def _try_infer(self):
+        """Give tensors the dims, strides and type dnnc works out (placeholder
+        scalars), for the getters; a graph that does not lower yet (an
+        output whose dims the caller has still to set) leaves them unset,
+        as cuDNN leaves them before validate."""
+        try:
+            Lowering(self).run()
+        except DnncError:
+            pass
 
     def _lower(self, values=None):
         uids = [t.get_uid() for t in self._tensors]
@@ -477,7 +483,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
                                     f"{header.get('format')!r}")
         self.__init__(name=header["name"], handle=self.handle, target=header["target"])
         ins = [self._restore(f) for f in header["inputs"]]
-        outs = [self._restore(f) for f in header["outputs"]]
+        outs = [self._restore(f, output=True) for f in header["outputs"]]
         if header["target"] == "cuda":
             import dnnc_runtime
 
@@ -491,10 +497,11 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         self._modes, self._supported, self._built = [heur_mode.A], True, True
         self._lowering = _Deserialized()
 
-    def _restore(self, form):
+    def _restore(self, form, output=False):
         t = Tensor(self, dim=form["dim"], stride=form["stride"],
                    data_type=enums.data_type[form["data_type"]], name=form["name"],
                    uid=form["uid"])
+        t._restored_output = output
         self._tensors.append(t)
         return t
 
@@ -503,15 +510,16 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     def __repr__(self):
         lines = [f"pygraph '{self.name}': io {self.io_data_type.name}, intermediate "
                  f"{self.intermediate_data_type.name}, compute {self.compute_data_type.name}"]
+        restored = [t for t in self._tensors if getattr(t, "_restored_output", False)]
         for t in self._tensors:
-            if t.is_input:
+            if t.is_input and t not in restored:
                 lines.append(f"  input  {_short(t)}")
         for node in self._nodes:
             ins = ", ".join(f"{k}={_ref(v)}" for k, v in node.inputs.items() if v is not None)
             outs = ", ".join(_ref(t) for t in node.outputs)
             lines.append(f"  {node.op} '{node.name}'({ins}) -> {outs}")
         for t in self._tensors:
-            if not t.is_input and not t.get_is_virtual():
+            if (not t.is_input and not t.get_is_virtual()) or t in restored:
                 lines.append(f"  output {_short(t)}")
         if self._last_plan is not None:
             lines.append(f"  plan ({self._last_plan.target}): {self._last_plan.name}")

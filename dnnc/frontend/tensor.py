@@ -50,8 +50,8 @@ class tensor:  # noqa: N801 (cudnn-frontend's name)
     def get_data_type(self):
         if self._data_type is not data_type.NOT_SET:
             return self._data_type
-        if self._graph is not None and self._producer is not None:
-            self._graph._infer()
+        if self._inferred_type is enums.data_type.NOT_SET and self._graph is not None:
+            self._graph._try_infer()   # an input takes the graph's io type, an output dnnc's rule
         return self._inferred_type
 
     def set_data_type(self, data_type=data_type.NOT_SET):
@@ -61,7 +61,7 @@ class tensor:  # noqa: N801 (cudnn-frontend's name)
 
     def get_dim(self):
         if not self._dim and self._graph is not None and self._producer is not None:
-            self._graph._infer()
+            self._graph._try_infer()
         return list(self._dim)
 
     def set_dim(self, dim):
@@ -71,7 +71,7 @@ class tensor:  # noqa: N801 (cudnn-frontend's name)
 
     def get_stride(self):
         if not self._stride and self._graph is not None and self._producer is not None:
-            self._graph._infer()
+            self._graph._try_infer()
         return list(self._stride)
 
     def set_stride(self, stride):
