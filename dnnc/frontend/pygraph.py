@@ -315,6 +315,14 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
             return "not compiled yet: pass-by-value scalars arrive with execute"
         return plan.name
 
+    def describe_plan(self):
+        """The last compiled plan's launch table (kernels, strategies, grids,
+        the heuristics' reasons), or why there is none yet."""
+        plan = self._last_plan or (None if self._runtime_scalars() else self._plan_for({}))
+        if plan is None:
+            return "not compiled yet: pass-by-value scalars arrive with execute"
+        return plan.describe()
+
     def deselect_engines(self, names):
         pass  # one engine, which no cuDNN engine name matches
 

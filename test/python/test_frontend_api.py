@@ -114,6 +114,7 @@ def test_lifecycle_with_numpy_buffers_against_numpy():
     assert g.get_execution_plan_count() == 1 and g.get_engine_count() == 1
     assert g.get_workspace_size() == 0 and g.get_knobs_for_engine(0) == []
     assert "cpu" in g.get_plan_name_at_index(0)
+    assert "cpu executable" in g.describe_plan()
     av = np.random.default_rng(0).standard_normal((4, 5)).astype(np.float32)
     bv = np.arange(5, dtype=np.float32).reshape(1, 5)
     out = np.full((4, 5), np.nan, np.float32)
