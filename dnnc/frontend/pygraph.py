@@ -150,11 +150,18 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         return self._keep(t)
 
     def _new_uid(self, uid):
+        """A uid the caller gave, else None: one is assigned when first read
+        (``get_uid``) or when the graph is lowered, as cuDNN assigns them at
+        validation, so that uids the caller sets later do not collide."""
         if uid is not None and int(uid) != -1:
             return int(uid)
-        taken = {t.get_uid() for t in self._tensors}
+        return None
+
+    def _assign_uid(self, t):
+        taken = {x._uid for x in self._tensors if x._uid is not None}
         for candidate in self._uids:
             if candidate not in taken:
+                t._uid = candidate
                 return candidate
 
     def _keep(self, t):
@@ -206,6 +213,9 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
             pass
 
     def _lower(self, values=None):
+        for t in self._tensors:
+            if t._uid is None:
+                self._assign_uid(t)
         uids = [t.get_uid() for t in self._tensors]
         dup = sorted({u for u in uids if uids.count(u) > 1})
         if dup:

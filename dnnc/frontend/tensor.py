@@ -101,6 +101,8 @@ class tensor:  # noqa: N801 (cudnn-frontend's name)
         return self._value is not None
 
     def get_uid(self):
+        if self._uid is None and self._graph is not None:
+            self._graph._assign_uid(self)
         return self._uid
 
     def set_uid(self, uid):

@@ -289,3 +289,18 @@ def test_missing_scalar_and_execute_before_build():
     with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 's'"):
         g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
     assert "execute" in g.get_plan_name_at_index(0)    # not compiled until values come
+
+
+def test_uids_are_assigned_when_read_or_lowered_around_the_callers():
+    g = _graph()
+    x = g.tensor(name="x", dim=[3])
+    y = g.exp(x).set_output(True).set_uid(1)          # as cudnn-frontend's sdpa tests do
+    z = g.tensor(name="z", dim=[3], uid=2)
+    g.add(x, z).set_output(True)
+    g.validate()
+    uids = [t.get_uid() for t in g._tensors]
+    assert y.get_uid() == 1 and z.get_uid() == 2 and x.get_uid() not in (1, 2)
+    assert len(set(uids)) == len(uids)
+    x.set_uid(2)
+    with pytest.raises(cudnn.InvalidGraphError, match="uid 2"):
+        g.validate()
