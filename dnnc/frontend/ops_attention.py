@@ -29,6 +29,14 @@ def _refuse(op, **options):
             raise unsupported(op, f"{key} is not supported by dnnc")
 
 
+def _same_kv_heads(op, k, v):
+    """cuDNN lets k and v have different head counts (each dividing q's);
+    dnnc's sdpa takes one count for both."""
+    if len(k.dim) == 4 and len(v.dim) == 4 and k.dim[1] != v.dim[1]:
+        raise unsupported(op, f"k with {k.dim[1]} heads and v with {v.dim[1]}: dnnc expects "
+                          "k and v to have the same number of heads")
+
+
 def _masks(op, use_causal_mask, use_causal_mask_bottom_right, sliding_window_length,
            alignment, left_bound, right_bound):
     """dnnc's (causal, bottom_right, window) from cuDNN's mask arguments."""
@@ -88,10 +96,11 @@ class AttentionOps:
         def lower(ctx, node):
             i = node.inputs
             causal, bottom_right, window = masks
+            k_, v_ = ctx.tensor(i["k"], "sdpa k"), ctx.tensor(i["v"], "sdpa v")
+            _same_kv_heads("sdpa", k_, v_)
             return ctx.graph.sdpa(
-                ctx.tensor(i["q"], "sdpa q"), ctx.tensor(i["k"], "sdpa k"),
-                ctx.tensor(i["v"], "sdpa v"), attn_scale=ctx.scalar(attn_scale,
-                                                                    "sdpa attn_scale"),
+                ctx.tensor(i["q"], "sdpa q"), k_, v_,
+                attn_scale=ctx.scalar(attn_scale, "sdpa attn_scale"),
                 bias=ctx.tensor(i["bias"], "sdpa bias"), use_causal_mask=causal,
                 generate_stats=bool(generate_stats), use_causal_mask_bottom_right=bottom_right,
                 sliding_window_length=window, use_padding_mask=bool(use_padding_mask),
@@ -127,9 +136,11 @@ class AttentionOps:
         def lower(ctx, node):
             i = node.inputs
             causal, bottom_right, window = masks
+            k_, v_ = ctx.tensor(i["k"], "sdpa_backward k"), ctx.tensor(i["v"], "sdpa_backward v")
+            _same_kv_heads("sdpa_backward", k_, v_)
             return ctx.graph.sdpa_backward(
-                ctx.tensor(i["q"], "sdpa_backward q"), ctx.tensor(i["k"], "sdpa_backward k"),
-                ctx.tensor(i["v"], "sdpa_backward v"), ctx.tensor(i["o"], "sdpa_backward o"),
+                ctx.tensor(i["q"], "sdpa_backward q"), k_, v_,
+                ctx.tensor(i["o"], "sdpa_backward o"),
                 ctx.tensor(i["dO"], "sdpa_backward dO"),
                 ctx.tensor(i["stats"], "sdpa_backward stats"),
                 attn_scale=ctx.scalar(attn_scale, "sdpa_backward attn_scale"),

@@ -95,6 +95,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
 
     def _reset(self):
         self._lowering = None       # the Lowering of the last validate
+        self._unsupported = None    # what validate found dnnc cannot run
         self._modes = None          # heuristics modes of create_execution_plans
         self._supported = False
         self._built = False
@@ -235,12 +236,25 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     # -- lifecycle ---------------------------------------------------------------
 
     def validate(self):
-        """Lower to dnnc: every op's operands, shapes and types are checked."""
-        self._lowering = self._lower()
+        """Lower to dnnc: every op's operands, shapes and types are checked; a
+        graph built wrongly raises InvalidGraphError here. One dnnc cannot
+        run (an option, a data type it lacks) is reported as cuDNN reports
+        it, by create_execution_plans (and check_support) raising
+        cudnnGraphNotSupportedError."""
+        self._unsupported = None
+        try:
+            self._lowering = self._lower()
+        except cudnnGraphNotSupportedError as err:
+            self._lowering, self._unsupported = None, err
 
     def build_operation_graph(self):
-        if self._lowering is None:
+        if self._lowering is None and self._unsupported is None:
             self.validate()
+
+    def _check_supported(self):
+        self.build_operation_graph()
+        if self._unsupported is not None:
+            raise self._unsupported
 
     def key(self):
         """A hash of the graph as dnnc sees it."""
@@ -250,7 +264,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         if isinstance(heur_modes, heur_mode):
             heur_modes = [heur_modes]
         self._modes = [enums.enum_member(heur_mode, m, "heur_mode") for m in heur_modes]
-        self.build_operation_graph()
+        self._check_supported()
 
     def create_execution_plan(self, engine_id, knobs=None):
         if int(engine_id) != 0:
@@ -276,6 +290,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         is no other)."""
         if self._modes is None:
             self.create_execution_plans()   # dnnc's one plan needs no engine choice
+        self._check_supported()
         if not self._runtime_scalars():
             self._plan_for({})
         self._supported = True

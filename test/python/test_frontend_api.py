@@ -191,8 +191,10 @@ def test_unsupported_data_type_is_a_graph_error_naming_it():
     g = _graph()
     x = g.tensor(name="x", dim=[4], data_type=cudnn.data_type.INT8)
     g.relu(x).set_output(True)
+    g.validate()                      # as in cuDNN: create_execution_plans says what is not
+    g.build_operation_graph()         # supported, which cudnn-frontend code catches to skip
     with pytest.raises(cudnn.UnsupportedDataTypeError, match="tensor 'x'.*INT8") as err:
-        g.validate()
+        g.create_execution_plans([cudnn.heur_mode.A])
     assert isinstance(err.value, GraphError)
     assert isinstance(err.value, cudnn.cudnnGraphNotSupportedError)
     assert isinstance(err.value, UnsupportedError)
@@ -222,8 +224,11 @@ def test_device_tensor_epsilon_is_refused_naming_it():
     s = g.tensor(name="s", dim=[1, 8, 1, 1])
     eps = g.tensor(name="eps", dim=[1, 1, 1, 1])        # not pass-by-value
     g.layernorm(cudnn.norm_forward_phase.INFERENCE, x, s, s, eps)[0].set_output(True)
+    g.validate()
     with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="layernorm epsilon.*'eps'"):
-        g.validate()
+        g.check_support()
+    with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="layernorm epsilon.*'eps'"):
+        g.to_mlir()
 
 
 def test_shape_errors_are_value_errors():
@@ -304,3 +309,14 @@ def test_uids_are_assigned_when_read_or_lowered_around_the_callers():
     x.set_uid(2)
     with pytest.raises(cudnn.InvalidGraphError, match="uid 2"):
         g.validate()
+
+
+def test_kv_head_counts_dnnc_lacks_are_not_supported_errors():
+    g = _graph()
+    q = g.tensor(name="q", dim=[1, 6, 8, 16])
+    k = g.tensor(name="k", dim=[1, 6, 8, 16])
+    v = g.tensor(name="v", dim=[1, 1, 8, 16])
+    g.sdpa(q=q, k=k, v=v, is_inference=True)[0].set_output(True)
+    g.validate()
+    with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="k with 6 heads and v with 1"):
+        g.create_execution_plans([cudnn.heur_mode.A])
