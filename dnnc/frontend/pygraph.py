@@ -30,6 +30,7 @@ GPU when there is one, else the CPU.
 """
 
 import base64
+import functools
 import io
 import itertools
 import json
@@ -557,6 +558,42 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         if self._last_plan is not None:
             lines.append(f"  plan ({self._last_plan.target}): {self._last_plan.name}")
         return "\n".join(lines)
+
+
+# Outputs of the ops whose refusals are deferred (1 for every other op).
+_OUTPUTS = {"sdpa": 2, "sdpa_backward": 3, "sdpa_fp8": 4, "sdpa_fp8_backward": 6,
+            "sdpa_mxfp8": 2, "layernorm": 3, "rmsnorm": 2, "instancenorm": 3, "batchnorm": 5,
+            "layernorm_backward": 3, "rmsnorm_backward": 3, "instancenorm_backward": 3,
+            "batchnorm_backward": 3, "adalayernorm": 3, "adalayernorm_backward": 3,
+            "genstats": 2, "block_scale_quantize": 2}
+
+
+def _deferring(method):
+    """``method`` (an op), with a refusal (cudnnGraphNotSupportedError)
+    recorded as an op whose lowering raises it, and placeholder outputs
+    returned: cuDNN reports what it does not support when plans are
+    created, where cudnn-frontend code and frameworks catch it to fall
+    back, not when the op is added."""
+    n_out = _OUTPUTS.get(method.__name__, 1)
+
+    @functools.wraps(method)
+    def op(self, *args, **kwargs):
+        try:
+            return method(self, *args, **kwargs)
+        except cudnnGraphNotSupportedError as err:
+            def lower(ctx, node, err=err):
+                raise err
+
+            outs = self._add(method.__name__, kwargs.get("name", ""), {}, lower, n_out=n_out)
+            return outs[0] if n_out == 1 else tuple(outs)
+
+    return op
+
+
+for _mixin in (PointwiseOps, CoreOps, NormOps, AttentionOps):
+    for _name, _method in vars(_mixin).items():
+        if callable(_method) and not _name.startswith("_"):
+            setattr(pygraph, _name, _deferring(_method))
 
 
 class _Deserialized:

@@ -214,8 +214,13 @@ def test_unsupported_data_type_is_a_graph_error_naming_it():
 def test_unsupported_options_raise_cudnns_error_naming_them(build, option):
     g = _graph()
     x = g.tensor(name="x", dim=[1, 2, 8, 8])
+    out = build(g, x)                 # refused where cuDNN refuses: creating plans
+    (out[0] if isinstance(out, (list, tuple)) else out).set_output(True)
+    g.validate()
     with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=option):
-        build(g, x)
+        g.create_execution_plans([cudnn.heur_mode.A])
+    with pytest.raises(cudnn.cudnnGraphNotSupportedError, match=option):
+        g.check_support()
 
 
 def test_device_tensor_epsilon_is_refused_naming_it():
