@@ -34,6 +34,8 @@ class Plan:
         self.outputs = outputs        # frontend tensors, in its output order
         self.dnnc_graph = dnnc_graph  # the dnnc.Graph compiled (None after deserialize)
         self.package = package        # the .dnnpkg bytes (target cuda)
+        self._in_dims = [tuple(t._dim) for t in inputs]
+        self._out_dims = [tuple(t._dim) for t in outputs]
 
     @property
     def kernels(self):
@@ -58,15 +60,16 @@ class Plan:
 
     def run(self, pack, stream):
         """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""
-        ins = [_buffer(pack, t, "input") for t in self.inputs]
-        outs = [_buffer(pack, t, "output") for t in self.outputs]
+        ins = [_buffer(pack, t, d, "input") for t, d in zip(self.inputs, self._in_dims)]
+        outs = [_buffer(pack, t, d, "output") for t, d in zip(self.outputs, self._out_dims)]
         if self.target == "cpu":
             results = self.exe.run(*[_host_array(b) for b in ins])
             for t, out, value in zip(self.outputs, outs, results):
                 _write_back(t, out, value)
             return
-        ins = [_device(b, t) for b, t in zip(ins, self.inputs)]
-        outs = [_device(b, t) for b, t in zip(outs, self.outputs)]
+        if any(type(b) is int for b in ins) or any(type(b) is int for b in outs):
+            ins = [_device(b, t) for b, t in zip(ins, self.inputs)]
+            outs = [_device(b, t) for b, t in zip(outs, self.outputs)]
         self.exe(*ins, outputs=outs, stream=stream)
 
 
@@ -74,7 +77,7 @@ def _label(t):
     return f"tensor '{t.get_name()}' (uid {t.get_uid()})"
 
 
-def _buffer(pack, t, role):
+def _buffer(pack, t, dims, role):
     """The buffer of ``t``, viewed with ``t``'s dims and strides.
 
     cuDNN takes a buffer as a pointer: the tensor's dims and strides say
@@ -91,7 +94,7 @@ def _buffer(pack, t, role):
     except KeyError:
         raise InvalidVariantPackError(f"variant pack: {role} {_label(t)} is missing") from None
     shape = getattr(value, "shape", None)
-    if shape is None or list(shape) == list(t._dim):
+    if shape is None or tuple(shape) == dims:
         return value
     extent = 1 + sum((d - 1) * s for d, s in zip(t._dim, t._stride) if d > 0)
     numel = 1
@@ -148,15 +151,12 @@ def _restride(value, t):
 
 
 def scalar_value(value, t):
-    """A pass-by-value tensor's number from the variant pack."""
+    """A pass-by-value tensor's number from the variant pack: a one-element
+    torch tensor or NumPy array (``item()``), or a Python number."""
+    item = getattr(value, "item", None)
     try:
-        if hasattr(value, "detach"):     # a torch tensor
-            value = value.detach().cpu().reshape(-1)[0].item()
-        array = np.asarray(value, dtype=np.float64).reshape(-1)
-        if array.size != 1:
-            raise ValueError
-        return float(array[0])
-    except (TypeError, ValueError, IndexError):
+        return float(item() if item is not None else value)
+    except (TypeError, ValueError, RuntimeError):
         raise InvalidVariantPackError(f"variant pack: pass-by-value {_label(t)}: expected one "
                                       f"number (a CPU tensor, an array or a float), got "
                                       f"{type(value).__name__}") from None

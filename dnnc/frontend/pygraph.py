@@ -95,6 +95,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         self._reset()
 
     def _reset(self):
+        self._by_uid = None         # uid -> tensor, for variant packs keyed by uid
         self._lowering = None       # the Lowering of the last validate
         self._unsupported = None    # what validate found dnnc cannot run
         self._modes = None          # heuristics modes of create_execution_plans
@@ -160,6 +161,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         return None
 
     def _assign_uid(self, t):
+        self._by_uid = None
         taken = {x._uid for x in self._tensors if x._uid is not None}
         for candidate in self._uids:
             if candidate not in taken:
@@ -375,9 +377,9 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
 
     def _runtime_scalars(self):
         """The pass-by-value tensors whose values come with execute."""
-        lowering = self._lowering or self._lower()
-        self._lowering = lowering
-        return [t for t in lowering.scalars if t._value is None]
+        if self._lowering is None:
+            self._lowering = self._lower()
+        return [t for t in self._lowering.scalars if t._value is None]
 
     def _plan_for(self, values):
         key = tuple(sorted(values.items()))
@@ -447,7 +449,9 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
                      override_strides)
 
     def _pack(self, variant_pack):
-        by_uid = {t.get_uid(): t for t in self._tensors}
+        by_uid = self._by_uid
+        if by_uid is None:
+            by_uid = self._by_uid = {t.get_uid(): t for t in self._tensors}
         pack = {}
         for key, value in variant_pack.items():
             if key is None:
