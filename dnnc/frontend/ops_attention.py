@@ -33,8 +33,10 @@ def _same_kv_heads(op, k, v):
     """cuDNN lets k and v have different head counts (each dividing q's);
     dnnc's sdpa takes one count for both."""
     if len(k.dim) == 4 and len(v.dim) == 4 and k.dim[1] != v.dim[1]:
-        raise unsupported(op, f"k with {k.dim[1]} heads and v with {v.dim[1]}: dnnc expects "
+        err = unsupported(op, f"k with {k.dim[1]} heads and v with {v.dim[1]}: dnnc expects "
                           "k and v to have the same number of heads")
+        err.at_validate = True   # an attribute check: cuDNN's validate makes it
+        raise err
 
 
 def _masks(op, use_causal_mask, use_causal_mask_bottom_right, sliding_window_length,

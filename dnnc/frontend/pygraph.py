@@ -239,15 +239,19 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     # -- lifecycle ---------------------------------------------------------------
 
     def validate(self):
-        """Lower to dnnc: every op's operands, shapes and types are checked; a
-        graph built wrongly raises InvalidGraphError here. One dnnc cannot
-        run (an option, a data type it lacks) is reported as cuDNN reports
-        it, by create_execution_plans (and check_support) raising
-        cudnnGraphNotSupportedError."""
+        """Lower to dnnc: every op's operands, shapes and types are checked.
+        Errors come where cuDNN gives them: a graph built wrongly raises
+        InvalidGraphError here, and so does an op option dnnc refuses
+        (cudnnGraphNotSupportedError: cuDNN's validate checks op
+        attributes); what only the lowering or the compiler finds dnnc
+        cannot run (a data type, a problem) is raised by
+        create_execution_plans and check_support."""
         self._unsupported = None
         try:
             self._lowering = self._lower()
         except cudnnGraphNotSupportedError as err:
+            if getattr(err, "at_validate", False):
+                raise
             self._lowering, self._unsupported = None, err
 
     def build_operation_graph(self):
@@ -575,8 +579,8 @@ _OUTPUTS = {"sdpa": 2, "sdpa_backward": 3, "sdpa_fp8": 4, "sdpa_fp8_backward": 6
 def _deferring(method):
     """``method`` (an op), with a refusal (cudnnGraphNotSupportedError)
     recorded as an op whose lowering raises it, and placeholder outputs
-    returned: cuDNN reports what it does not support when plans are
-    created, where cudnn-frontend code and frameworks catch it to fall
+    returned: cuDNN reports an op option it does not support from
+    ``validate``, where cudnn-frontend code catches it to skip or fall
     back, not when the op is added."""
     n_out = _OUTPUTS.get(method.__name__, 1)
 
@@ -585,6 +589,8 @@ def _deferring(method):
         try:
             return method(self, *args, **kwargs)
         except cudnnGraphNotSupportedError as err:
+            err.at_validate = True
+
             def lower(ctx, node, err=err):
                 raise err
 
