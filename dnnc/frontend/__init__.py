@@ -12,8 +12,8 @@ One purpose per module: enums (``enums``), errors (``errors``), tensors
 (``tensor``), the graph and its lifecycle (``pygraph``), the ops
 (``ops_pointwise``, ``ops_core``, ``ops_norm``, ``ops_attention``), the
 lowering to ``dnnc.Graph`` (``lowering``), plans and execute (``execute``),
-handles and versions (``handle``), and the helpers ``graph`` / ``jit`` /
-``graph_cache`` (``decorators``).
+handles and versions (``handle``), the helpers ``graph`` / ``jit`` /
+``graph_cache`` (``decorators``) and the ``Graph`` wrapper (``wrapper``).
 """
 
 from dnnc.frontend.decorators import graph, graph_cache, jit
@@ -32,12 +32,13 @@ from dnnc.frontend.handle import (
 )
 from dnnc.frontend.pygraph import pygraph
 from dnnc.frontend.tensor import tensor
+from dnnc.frontend.wrapper import Graph
 from dnnc.version import __version__
 
 __all__ = [
     "attention_implementation", "backend_version", "backend_version_string", "behavior_note",
     "build_plan_policy", "convolution_mode", "create_handle", "cudnnGraphNotSupportedError",
-    "data_type", "destroy_handle", "diagonal_alignment", "get_last_error_string", "get_stream",
+    "data_type", "destroy_handle", "Graph", "diagonal_alignment", "get_last_error_string", "get_stream",
     "graph", "graph_cache", "heur_mode", "InvalidGraphError", "InvalidVariantPackError", "jit",
     "knob", "knob_type", "moe_grouped_matmul_mode", "norm_forward_phase", "numerical_note",
     "pygraph", "reduction_mode", "reshape_mode", "scalar_type", "set_stream", "tensor",

@@ -112,7 +112,7 @@ class AttentionOps:
         return tuple(self._add("sdpa", name,
                                {"q": q, "k": k, "v": v, "bias": bias, "seq_len_q": seq_len_q,
                                 "seq_len_kv": seq_len_kv}, lower, n_out=2,
-                               present=[True, bool(generate_stats)]))
+                               present=[True, bool(generate_stats)], labels=["O", "Stats"]))
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None, dBias=None,
                       use_alibi_mask=False, use_padding_mask=False, seq_len_q=None,
@@ -155,7 +155,7 @@ class AttentionOps:
         return tuple(self._add("sdpa_backward", name,
                                {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats,
                                 "bias": bias, "seq_len_q": seq_len_q, "seq_len_kv": seq_len_kv},
-                               lower, n_out=3))
+                               lower, n_out=3, labels=["dQ", "dK", "dV"]))
 
     def sdpa_fp8(self, q, k, v, *args, **kwargs):
         raise unsupported("sdpa_fp8", "fp8 attention with descale/scale tensors is not "

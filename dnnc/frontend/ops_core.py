@@ -76,7 +76,8 @@ class CoreOps:
                 stride=_nonempty(stride), dilation=_nonempty(dilation), pre_padding=pre,
                 post_padding=post, conv_mode=mode, compute_data_type=compute)]
 
-        return self._add("conv_fprop", name, {"image": image, "weight": weight}, lower)[0]
+        return self._add("conv_fprop", name, {"image": image, "weight": weight}, lower,
+                         labels=["Y"])[0]
 
     def conv_dgrad(self, loss, filter, padding=None, stride=None, dilation=None,
                    convolution_mode=convolution_mode.CROSS_CORRELATION,
@@ -98,7 +99,8 @@ class CoreOps:
                 stride=_nonempty(stride), dilation=_nonempty(dilation), pre_padding=pre,
                 post_padding=post, conv_mode=mode, compute_data_type=compute)]
 
-        return self._add("conv_dgrad", name, {"loss": loss, "filter": filter}, lower)[0]
+        return self._add("conv_dgrad", name, {"loss": loss, "filter": filter}, lower,
+                         labels=["DX"])[0]
 
     def conv_wgrad(self, image, loss, padding=None, stride=None, dilation=None,
                    convolution_mode=convolution_mode.CROSS_CORRELATION,
@@ -120,7 +122,8 @@ class CoreOps:
                 stride=_nonempty(stride), dilation=_nonempty(dilation), pre_padding=pre,
                 post_padding=post, conv_mode=mode, compute_data_type=compute)]
 
-        return self._add("conv_wgrad", name, {"image": image, "loss": loss}, lower)[0]
+        return self._add("conv_wgrad", name, {"image": image, "loss": loss}, lower,
+                         labels=["DW"])[0]
 
     def matmul(self, A, B, compute_data_type=data_type.NOT_SET, padding=0.0, name=""):
         """C = A @ B over the last two dims, batch dims broadcast."""
@@ -134,7 +137,7 @@ class CoreOps:
                                      ctx.tensor(node.inputs["B"], "matmul B"),
                                      compute_data_type=compute)]
 
-        return self._add("matmul", name, {"A": A, "B": B}, lower)[0]
+        return self._add("matmul", name, {"A": A, "B": B}, lower, labels=["C"])[0]
 
     def reduction(self, input, mode, compute_data_type=data_type.NOT_SET, name=""):
         """Reduce ``input`` to the output dims the caller sets (``set_dim``):
@@ -180,7 +183,8 @@ class CoreOps:
             return [g.reduction(x, "sum", axes, keepdims=True),
                     g.reduction(g.square(x), "sum", axes, keepdims=True)]
 
-        return tuple(self._add("genstats", name, {"input": input}, lower, n_out=2))
+        return tuple(self._add("genstats", name, {"input": input}, lower, n_out=2,
+                                    labels=["SUM", "SQ_SUM"]))
 
     def slice(self, input, slices=(), compute_data_type=data_type.NOT_SET, name=""):
         """A strided window of ``input``: one Python ``slice`` per dim (missing

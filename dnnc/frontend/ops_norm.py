@@ -34,6 +34,11 @@ from dnnc.frontend.lowering import unsupported
 from dnnc.frontend.ops_pointwise import check_pointwise_compute
 
 
+# cuDNN's names of the outputs (``<op name>::Y``...).
+_STATS = ["Y", "MEAN", "INV_VARIANCE"]
+_GRADS = ["DX", "DSCALE", "DBIAS"]
+
+
 def _phase(op, phase):
     phase = enums.enum_member(norm_forward_phase, phase, f"{op} norm_forward_phase")
     if phase is norm_forward_phase.NOT_SET:
@@ -112,7 +117,8 @@ class NormOps:
             return [rows.back(d, t) for d, t in zip(made, node.outputs)]
 
         outs = self._add("layernorm", name, {"input": input, "scale": scale, "bias": bias},
-                         lower, n_out=3, present=[True] + [phase == "training"] * 2)
+                         lower, n_out=3, present=[True] + [phase == "training"] * 2,
+                         labels=_STATS)
         return outs
 
     def rmsnorm(self, norm_forward_phase, input, scale, bias=None, epsilon=None,
@@ -137,7 +143,8 @@ class NormOps:
             return [rows.back(d, t) for d, t in zip(made, node.outputs)]
 
         return self._add("rmsnorm", name, {"input": input, "scale": scale, "bias": bias},
-                         lower, n_out=2, present=[True, phase == "training"])
+                         lower, n_out=2, present=[True, phase == "training"],
+                         labels=["Y", "INV_VARIANCE"])
 
     def instancenorm(self, norm_forward_phase, input, scale, bias, epsilon,
                      compute_data_type=data_type.NOT_SET, name=""):
@@ -154,7 +161,8 @@ class NormOps:
                 epsilon=ctx.scalar(epsilon, "instancenorm epsilon"), norm_forward_phase=phase)
 
         return self._add("instancenorm", name, {"input": input, "scale": scale, "bias": bias},
-                         lower, n_out=3, present=[True] + [phase == "training"] * 2)
+                         lower, n_out=3, present=[True] + [phase == "training"] * 2,
+                         labels=_STATS)
 
     def batchnorm(self, input, scale, bias, in_running_mean, in_running_var, epsilon, momentum,
                   peer_stats=(), compute_data_type=data_type.NOT_SET, name=""):
@@ -178,7 +186,8 @@ class NormOps:
         return self._add("batchnorm", name,
                          {"input": input, "scale": scale, "bias": bias,
                           "in_running_mean": in_running_mean, "in_running_var": in_running_var},
-                         lower, n_out=5, present=[True, True, True, running, running])
+                         lower, n_out=5, present=[True, True, True, running, running],
+                         labels=_STATS + ["NEXT_RUNNING_MEAN", "NEXT_RUNNING_VAR"])
 
     def batchnorm_inference(self, input, mean, inv_variance, scale, bias,
                             compute_data_type=data_type.NOT_SET, name=""):
@@ -197,7 +206,7 @@ class NormOps:
 
         return self._add("batchnorm_inference", name,
                          {"input": input, "mean": mean, "inv_variance": inv_variance,
-                          "scale": scale, "bias": bias}, lower)[0]
+                          "scale": scale, "bias": bias}, lower, labels=["Y"])[0]
 
     def batchnorm_backward(self, grad, input, scale, mean, inv_variance, peer_stats=(),
                            compute_data_type=data_type.NOT_SET, name=""):
@@ -216,7 +225,7 @@ class NormOps:
 
         return self._add("batchnorm_backward", name,
                          {"grad": grad, "input": input, "scale": scale, "mean": mean,
-                          "inv_variance": inv_variance}, lower, n_out=3)
+                          "inv_variance": inv_variance}, lower, n_out=3, labels=_GRADS)
 
     def layernorm_backward(self, grad, input, scale, mean, inv_variance,
                            compute_data_type=data_type.NOT_SET, name=""):
@@ -241,7 +250,7 @@ class NormOps:
 
         return self._add("layernorm_backward", name,
                          {"grad": grad, "input": input, "scale": scale, "mean": mean,
-                          "inv_variance": inv_variance}, lower, n_out=3)
+                          "inv_variance": inv_variance}, lower, n_out=3, labels=_GRADS)
 
     def rmsnorm_backward(self, grad, input, scale, inv_variance, has_dbias,
                          compute_data_type=data_type.NOT_SET, name=""):
@@ -265,7 +274,7 @@ class NormOps:
         return self._add("rmsnorm_backward", name,
                          {"grad": grad, "input": input, "scale": scale,
                           "inv_variance": inv_variance}, lower, n_out=3,
-                         present=[True, True, bool(has_dbias)])
+                         present=[True, True, bool(has_dbias)], labels=_GRADS)
 
     def instancenorm_backward(self, grad, input, scale, mean=None, inv_variance=None,
                               compute_data_type=data_type.NOT_SET, name=""):
@@ -284,7 +293,7 @@ class NormOps:
 
         return self._add("instancenorm_backward", name,
                          {"grad": grad, "input": input, "scale": scale, "mean": mean,
-                          "inv_variance": inv_variance}, lower, n_out=3)
+                          "inv_variance": inv_variance}, lower, n_out=3, labels=_GRADS)
 
     def adalayernorm(self, norm_forward_phase, input, scale, bias=None, epsilon=None,
                      compute_data_type=data_type.NOT_SET, name=""):

@@ -176,9 +176,12 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     def _uid_changed(self):
         self._reset()
 
-    def _add(self, op, name, inputs, lower, n_out=1, present=None, dims_from_caller=False):
+    def _add(self, op, name, inputs, lower, n_out=1, present=None, dims_from_caller=False,
+             labels=None):
         """Record an op; returns its output tensors (None where ``present`` says
-        the op has no such output)."""
+        the op has no such output). An op given a name names its outputs as
+        cuDNN does, ``<name>::<label>`` (``LN::Y``, ``mm::C``; ``OUT_<i>`` by
+        default)."""
         for key, value in inputs.items():
             for t in value if isinstance(value, list) else [value]:
                 if t is not None and not isinstance(t, Tensor):
@@ -190,8 +193,9 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
             if not present[i]:
                 node.outputs.append(None)
                 continue
+            label = labels[i] if labels else f"OUT_{i}"
             t = Tensor(self, is_virtual=True, uid=self._new_uid(-1), producer=(node, i),
-                       name=f"{name}::{i}" if name else "")
+                       name=f"{name}::{label}" if name else "")
             self._tensors.append(t)
             node.outputs.append(t)
         self._nodes.append(node)

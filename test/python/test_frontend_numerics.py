@@ -368,3 +368,29 @@ def test_layernorm_over_several_spatial_dims_keeps_the_direct_form():
     g.execute({X: x, S: s, B: b, Y: y}, None)
     torch.testing.assert_close(y, F.layer_norm(x, [3, 4, 5], s[0], b[0], 1e-5), atol=1e-5,
                                rtol=1e-5)
+
+
+def test_graph_wrapper_as_the_samples_use_it():
+    torch.manual_seed(12)
+    a, b, d = torch.randn(2, 16, 24), torch.randn(2, 24, 8), torch.randn(1, 1, 8)
+    with cudnn.Graph(io_data_type=cudnn.data_type.FLOAT, target="cpu",
+                     inputs=["mm::A", "mm::B", "bias::bias"], outputs=["bias::OUT_0"]) as graph:
+        c = graph.bias(name="bias", input=graph.matmul(name="mm", A=a, B=b), bias=d)
+        c.set_output(True)
+    torch.testing.assert_close(graph(a, b, d), a @ b + d, atol=1e-5, rtol=1e-5)
+
+    x, s, bb = torch.randn(32, 40, 1, 1), torch.randn(1, 40, 1, 1), torch.randn(1, 40, 1, 1)
+    eps = torch.full((1, 1, 1, 1), 1e-5)
+    with cudnn.Graph(io_data_type=cudnn.data_type.FLOAT, target="cpu",
+                     inputs=["ln::input", "ln::scale", "ln::bias", "ln::epsilon"],
+                     outputs=["ln::Y", "ln::MEAN", "ln::INV_VARIANCE"]) as graph:
+        y, mean, inv = graph.layernorm(name="ln", input=x, scale=s, bias=bb, epsilon=eps,
+                                       norm_forward_phase=cudnn.norm_forward_phase.TRAINING)
+        for t in (y, mean, inv):
+            t.set_output(True).set_data_type(torch.float32)
+    y_out, m_out, _ = graph(x, s, bb, eps)
+    torch.testing.assert_close(y_out, F.layer_norm(x, [40, 1, 1], s[0], bb[0], 1e-5),
+                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(m_out, x.mean(dim=(1, 2, 3), keepdim=True))
+    by_name = graph({"ln::input": x, "ln::scale": s, "ln::bias": bb, "ln::epsilon": eps})
+    torch.testing.assert_close(by_name["ln::Y"], y_out)
