@@ -41,6 +41,26 @@ def layernorm_rows(dtype, rows, hidden):
     return build
 
 
+def layernorm_rows_backward(dtype, rows, hidden):
+    """cuDNN's layernorm backward over [rows, hidden, 1, 1]; mean and
+    inv_variance drawn (inv_variance positive)."""
+    def build():
+        g = _graph(dtype)
+        dims = [rows, hidden, 1, 1]
+        dy = g.tensor(name="dy", dim=dims)
+        x = g.tensor(name="x", dim=dims)
+        scale = g.tensor(name="scale", dim=[1, hidden, 1, 1])
+        mean = g.tensor(name="mean", dim=[rows, 1, 1, 1], data_type=cudnn.data_type.FLOAT)
+        inv = g.tensor(name="inv_var", dim=[rows, 1, 1, 1], data_type=cudnn.data_type.FLOAT)
+        dx, dscale, dbias = g.layernorm_backward(grad=dy, input=x, scale=scale, mean=mean,
+                                                 inv_variance=inv)
+        _out(dx, "dx")
+        _out(dscale, "dscale").set_data_type(cudnn.data_type.FLOAT)
+        _out(dbias, "dbias").set_data_type(cudnn.data_type.FLOAT)
+        return g.to_dnnc()
+    return build
+
+
 def rmsnorm_rows(dtype, rows, hidden):
     def build():
         g = _graph(dtype)
@@ -119,6 +139,8 @@ def sdpa_causal_stats(dtype, bottom_right):
 CASES = [
     *(Case(f"frontend_layernorm_rows_{t}_{h}", layernorm_rows(dt, 256, h))
       for t, dt in (("f32", F32), ("bf16", BF16)) for h in (768, 1000)),
+    *(Case(f"frontend_layernorm_rows_backward_{t}", layernorm_rows_backward(dt, 256, 768),
+           positive=("inv_var",)) for t, dt in (("f32", F32), ("bf16", BF16))),
     *(Case(f"frontend_rmsnorm_rows_{t}", rmsnorm_rows(dt, 256, 1024))
       for t, dt in (("f16", F16), ("bf16", BF16))),
     *(Case(f"frontend_conv_bias_relu_clip_{t}", conv_bias_relu_clip(dt))
