@@ -124,11 +124,13 @@ class AttentionOps:
                       dropout=None, rng_dump=None, use_deterministic_algorithm=False,
                       compute_data_type=data_type.NOT_SET, name="", score_mod=None,
                       score_mod_bprop=None, sink_token=None, dSink_token=None):
-        """Returns (dQ, dK, dV)."""
+        """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` holds
+        whatever its value: dnnc's kernels sum in a fixed order, with no
+        float atomics, so every run gives the same bits."""
         _refuse("sdpa_backward", dBias=dBias, use_alibi_mask=use_alibi_mask,
                 max_total_seq_len_q=max_total_seq_len_q,
                 max_total_seq_len_kv=max_total_seq_len_kv, dropout=dropout, rng_dump=rng_dump,
-                use_deterministic_algorithm=use_deterministic_algorithm, score_mod=score_mod,
+                score_mod=score_mod,
                 score_mod_bprop=score_mod_bprop, sink_token=sink_token, dSink_token=dSink_token)
         check_pointwise_compute("sdpa_backward", compute_data_type)
         masks = _masks("sdpa_backward", use_causal_mask, use_causal_mask_bottom_right,
