@@ -12,6 +12,11 @@ DNNC_TUNING_DB  the tuning database file (dnnc/tune/db.py): where autotuning
                 writes the winning kernel configs and where compiles read
                 them; default ``tuning.json`` in the cache directory; ``off``:
                 compile without one.
+DNNC_FRONTEND_REPORTED_VERSION
+                a version string (``9.19.0``) that dnnc.frontend's
+                ``backend_version`` / ``backend_version_string`` report
+                instead of dnnc's, for code that gates features on cuDNN
+                versions; unset: dnnc's version.
 """
 
 import os
@@ -40,3 +45,8 @@ def cache_dir():
 def tuning_db():
     """The tuning database named by DNNC_TUNING_DB ("off" included), or None."""
     return os.environ.get("DNNC_TUNING_DB") or None
+
+
+def frontend_reported_version():
+    """The version string named by DNNC_FRONTEND_REPORTED_VERSION, or None."""
+    return os.environ.get("DNNC_FRONTEND_REPORTED_VERSION") or None

@@ -43,6 +43,7 @@ LAYERS = [
     ("user-facing API", [
         "dnnc.graph",           # dnnc.Graph: graph building
         "dnnc.graph_mlir",      # Graph <-> dnn MLIR
+        "dnnc.frontend.**",     # cudnn-frontend's Python API, lowered to dnnc.Graph
     ]),
     ("compiler driver", [
         "dnnc.jit",             # Graph.compile(target="cuda"): autotune, cache, runtime

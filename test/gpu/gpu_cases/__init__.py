@@ -46,12 +46,13 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        page sizes, decode and prefill)
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
+    frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
 """
 
 from . import (attention, attention_backward_random, attention_decode, attention_padding,
                attention_paged, attention_random, attention_sm80, conv_phases, conv_random,
-               convolution, data_movement, examples, fp8, matmul, normalization, pointwise,
-               pooling, reductions, row_programs, zero_size)
+               convolution, data_movement, examples, fp8, frontend, matmul, normalization,
+               pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -77,6 +78,7 @@ CASES = [
     *attention_decode.CASES,
     *zero_size.CASES,
     *examples.CASES,
+    *frontend.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

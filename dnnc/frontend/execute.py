@@ -1,0 +1,217 @@
+"""Plans and ``execute``: running a built frontend graph on the caller's buffers.
+
+A ``Plan`` is one compiled form of a frontend graph: dnnc's executable and
+which frontend tensor each of its inputs and outputs is. On a GPU (target
+``cuda``) the executable is the runtime's (``dnnc_runtime.Executable``,
+compiled through the JIT and its cache): ``execute`` passes the caller's
+tensors (torch CUDA tensors, anything with ``__cuda_array_interface__`` or
+DLPack, or raw device pointers as ints, which get the tensor's dims, strides
+and type) in the executable's order and launches on the caller's stream.
+Without a GPU (target ``cpu``) it is the CPU back end's executable: NumPy
+arrays and CPU torch tensors go in, and the outputs are copied into the
+caller's output buffers.
+
+The variant pack maps tensors (or their uids) to buffers, as in
+cudnn-frontend. Every input and output of the plan must be in it, with the
+tensor's dims; pass-by-value scalars are read from it as numbers (a CPU
+tensor, a NumPy array or a Python number). The workspace argument is
+accepted and not used: dnnc's executables own their workspace, which is why
+``get_workspace_size`` is 0.
+"""
+
+import numpy as np
+
+from dnnc.frontend.errors import InvalidVariantPackError
+
+
+class Plan:
+    """One compiled form of a frontend graph (see the module docstring)."""
+
+    def __init__(self, target, exe, inputs, outputs, dnnc_graph=None, package=None):
+        self.target = target          # "cuda" or "cpu"
+        self.exe = exe
+        self.inputs = inputs          # frontend tensors, in the executable's input order
+        self.outputs = outputs        # frontend tensors, in its output order
+        self.dnnc_graph = dnnc_graph  # the dnnc.Graph compiled (None after deserialize)
+        self.package = package        # the .dnnpkg bytes (target cuda)
+        self._in_dims = [tuple(t._dim) for t in inputs]
+        self._out_dims = [tuple(t._dim) for t in outputs]
+
+    @property
+    def kernels(self):
+        """(kernel function, strategy and config) of each launch; the CPU
+        back end runs one function of loops."""
+        if self.target == "cpu":
+            return [("main", "cpu: MLIR ExecutionEngine (linalg loops)")]
+        seen = {}
+        for k in self.exe.plan:   # one entry per kernel function, not per launch
+            seen.setdefault(k.name, k.config_text)
+        return list(seen.items())
+
+    @property
+    def name(self):
+        return "; ".join(f"{name}: {config}" for name, config in self.kernels)
+
+    def describe(self):
+        """The executable's launch table (target cuda) or its signature."""
+        if self.target == "cpu":
+            return f"cpu executable {self.exe.input_names} -> {self.exe.output_names}"
+        return str(self.exe.plan)
+
+    def run(self, pack, stream):
+        """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""
+        ins = [_buffer(pack, t, d, "input") for t, d in zip(self.inputs, self._in_dims)]
+        outs = [_buffer(pack, t, d, "output") for t, d in zip(self.outputs, self._out_dims)]
+        if self.target == "cpu":
+            results = self.exe.run(*[_host_array(b) for b in ins])
+            for t, out, value in zip(self.outputs, outs, results):
+                _write_back(t, out, value)
+            return
+        if any(type(b) is int for b in ins) or any(type(b) is int for b in outs):
+            ins = [_device(b, t) for b, t in zip(ins, self.inputs)]
+            outs = [_device(b, t) for b, t in zip(outs, self.outputs)]
+        self.exe(*ins, outputs=outs, stream=stream)
+
+
+def _label(t):
+    return f"tensor '{t.get_name()}' (uid {t.get_uid()})"
+
+
+def _buffer(pack, t, dims, role):
+    """The buffer of ``t``, viewed with ``t``'s dims and strides.
+
+    cuDNN takes a buffer as a pointer: the tensor's dims and strides say
+    where its elements are, whatever the buffer's own shape (cudnn-frontend's
+    tests pass a [K] buffer for a [1, K, 1, 1] tensor). So does dnnc, where
+    it can check it: a buffer of the tensor's dims is used as it is; one of
+    other dims is taken as storage when it is dense (contiguous in some dim
+    order, as channels-last is), of the tensor's element size, and holds
+    every element the tensor's strides reach. Anything else is an
+    ``InvalidVariantPackError``.
+    """
+    try:
+        value = pack[t]
+    except KeyError:
+        raise InvalidVariantPackError(f"variant pack: {role} {_label(t)} is missing") from None
+    shape = getattr(value, "shape", None)
+    if shape is None or tuple(shape) == dims:
+        return value
+    extent = 1 + sum((d - 1) * s for d, s in zip(t._dim, t._stride) if d > 0)
+    numel = 1
+    for d in shape:
+        numel *= int(d)
+    itemsize = _ITEMSIZE.get(t.get_data_type().name)
+    got_itemsize = _itemsize_of(value)
+    dense = _is_dense(value)
+    if numel < extent or not dense or (itemsize and got_itemsize != itemsize):
+        raise InvalidVariantPackError(
+            f"variant pack: {role} {_label(t)}: expected dims {list(t._dim)} (or dense "
+            f"storage of at least {extent} elements of {itemsize} bytes), got dims "
+            f"{list(shape)}{'' if dense else ', not dense'}, "
+            f"{numel} elements of {got_itemsize} bytes")
+    return _restride(value, t)
+
+
+def _itemsize_of(value):
+    dtype = getattr(value, "dtype", None)
+    size = getattr(dtype, "itemsize", None)
+    return size if size is not None else getattr(value, "itemsize", None)
+
+
+def _element_strides(value):
+    if hasattr(value, "stride") and callable(value.stride):
+        return list(value.stride())
+    return [st // value.itemsize for st in value.strides]
+
+
+def _is_dense(value):
+    """Whether ``value``'s elements fill one block of memory without gaps
+    or overlaps, its first element lowest: packed strides in some order."""
+    try:
+        pairs = sorted(zip(_element_strides(value), value.shape))
+    except (AttributeError, TypeError):
+        return False
+    step = 1
+    for stride, size in pairs:
+        if size != 1 and stride != step:
+            return False
+        step *= int(size)
+    return True
+
+
+def _restride(value, t):
+    """The dense buffer ``value`` seen with ``t``'s dims and strides, from
+    its first (lowest) element."""
+    if hasattr(value, "as_strided"):      # torch: strides count from the storage offset
+        return value.as_strided(t._dim, t._stride)
+    base = np.lib.stride_tricks.as_strided(value, shape=(value.size,),
+                                           strides=(value.itemsize,))
+    return np.lib.stride_tricks.as_strided(base, shape=t._dim,
+                                           strides=[st * value.itemsize for st in t._stride])
+
+
+def scalar_value(value, t):
+    """A pass-by-value tensor's number from the variant pack: a one-element
+    torch tensor or NumPy array (``item()``), or a Python number."""
+    item = getattr(value, "item", None)
+    try:
+        return float(item() if item is not None else value)
+    except (TypeError, ValueError, RuntimeError):
+        raise InvalidVariantPackError(f"variant pack: pass-by-value {_label(t)}: expected one "
+                                      f"number (a CPU tensor, an array or a float), got "
+                                      f"{type(value).__name__}") from None
+
+
+def _host_array(value):
+    """An input for the CPU back end, as a NumPy array of its values."""
+    if hasattr(value, "detach"):         # torch: bf16/fp8 have no NumPy twin, widen them
+        t = value.detach().cpu()
+        if t.dtype.is_floating_point and t.dtype.itemsize < 4 and str(t.dtype) != "torch.float16":
+            t = t.float()
+        return t.numpy()
+    if isinstance(value, int):
+        raise InvalidVariantPackError("variant pack: a raw device pointer cannot be read by the "
+                                      "CPU back end: pass arrays or CPU tensors")
+    return np.asarray(value)
+
+
+def _write_back(t, out, value):
+    if hasattr(out, "copy_"):            # torch
+        import torch
+
+        host = np.asarray(value)
+        if host.dtype.kind == "V" or host.dtype.name in ("bfloat16", "float8_e4m3fn",
+                                                         "float8_e5m2"):
+            host = host.astype(np.float32)
+        out.copy_(torch.from_numpy(np.ascontiguousarray(host)))
+        return
+    if isinstance(out, np.ndarray):
+        out[...] = np.asarray(value).astype(out.dtype)
+        return
+    raise InvalidVariantPackError(f"variant pack: output {_label(t)}: expected a NumPy array or "
+                                  f"a torch tensor on the CPU back end, got {type(out).__name__}")
+
+
+class _DevicePointer:
+    """A raw device address (an int in the variant pack) seen as an array
+    with the tensor's dims, strides and type, for the runtime's binding."""
+
+    _TYPESTR = {"FLOAT": "<f4", "HALF": "<f2", "BFLOAT16": "<V2", "FP8_E4M3": "|V1",
+                "FP8_E5M2": "|V1", "BOOLEAN": "|b1", "INT32": "<i4"}
+
+    def __init__(self, address, t, itemsize):
+        dtype = t.get_data_type().name
+        self.__cuda_array_interface__ = {
+            "shape": tuple(t._dim), "typestr": self._TYPESTR[dtype],
+            "strides": tuple(s * itemsize for s in t._stride), "data": (address, False),
+            "version": 3}
+
+
+_ITEMSIZE = {"FLOAT": 4, "HALF": 2, "BFLOAT16": 2, "FP8_E4M3": 1, "FP8_E5M2": 1, "BOOLEAN": 1,
+             "INT32": 4}
+
+
+def _device(value, t):
+    if isinstance(value, int):
+        return _DevicePointer(value, t, _ITEMSIZE[t.get_data_type().name])
+    return value

@@ -1,0 +1,170 @@
+"""cudnn-frontend's scaled dot-product attention on a ``pygraph``.
+
+``sdpa(q, k, v, is_inference=, attn_scale=, ...)`` returns (O, Stats), Stats
+None unless statistics are generated (``generate_stats=True``, or
+``is_inference=False`` in the older spelling); ``sdpa_backward`` returns
+(dQ, dK, dV). Both lower to dnnc's ``sdpa`` / ``sdpa_backward``.
+
+Masks map as cuDNN defines them: ``use_causal_mask`` (diagonal top-left),
+``use_causal_mask_bottom_right``, ``sliding_window_length``, or the band
+form ``diagonal_alignment`` + ``diagonal_band_right_bound=0`` (causal) +
+``diagonal_band_left_bound=W`` (a window of W); ``use_padding_mask`` with
+``seq_len_q`` / ``seq_len_kv``. ``attn_scale`` is a float or a pass-by-value
+tensor (compiled in). Options dnnc does not implement (dropout, ALiBi,
+block masks, paged caches, score modifiers, sink tokens, a dBias output,
+ragged tensors, other band bounds) raise ``cudnnGraphNotSupportedError``
+naming the option.
+"""
+
+from dnnc.frontend import enums
+from dnnc.frontend.enums import attention_implementation, data_type, diagonal_alignment
+from dnnc.frontend.lowering import unsupported
+from dnnc.frontend.ops_pointwise import check_pointwise_compute
+
+
+def _refuse(op, **options):
+    """Raise for the first option given that dnnc does not implement."""
+    for key, value in options.items():
+        if value is not None and value is not False:
+            raise unsupported(op, f"{key} is not supported by dnnc")
+
+
+def _same_kv_heads(op, k, v):
+    """cuDNN lets k and v have different head counts (each dividing q's);
+    dnnc's sdpa takes one count for both."""
+    if len(k.dim) == 4 and len(v.dim) == 4 and k.dim[1] != v.dim[1]:
+        err = unsupported(op, f"k with {k.dim[1]} heads and v with {v.dim[1]}: dnnc expects "
+                          "k and v to have the same number of heads")
+        err.at_validate = True   # an attribute check: cuDNN's validate makes it
+        raise err
+
+
+def _masks(op, use_causal_mask, use_causal_mask_bottom_right, sliding_window_length,
+           alignment, left_bound, right_bound):
+    """dnnc's (causal, bottom_right, window) from cuDNN's mask arguments."""
+    alignment = enums.enum_member(diagonal_alignment, alignment, f"{op} diagonal_alignment")
+    causal, bottom_right = bool(use_causal_mask), bool(use_causal_mask_bottom_right)
+    window = sliding_window_length
+    if right_bound is not None:
+        if int(right_bound) != 0:
+            raise unsupported(op, f"diagonal_band_right_bound: expected 0 (a causal mask), got "
+                              f"{right_bound}")
+        if alignment is diagonal_alignment.BOTTOM_RIGHT:
+            bottom_right = True
+        else:
+            causal = True
+    if left_bound is not None:
+        if right_bound is None and not (causal or bottom_right):
+            raise unsupported(op, "diagonal_band_left_bound without a right bound (a band not "
+                              "ending at the diagonal) is not supported by dnnc")
+        if window is not None and int(window) != int(left_bound):
+            raise unsupported(op, f"sliding_window_length {window} and diagonal_band_left_bound "
+                              f"{left_bound}: expected one window")
+        window = int(left_bound)
+    if window is not None and alignment is diagonal_alignment.BOTTOM_RIGHT:
+        bottom_right = True
+    if causal and bottom_right:
+        causal = False   # the bottom-right diagonal was asked for explicitly
+    return causal, bottom_right, window
+
+
+class AttentionOps:
+    """The attention methods of ``pygraph``."""
+
+    def sdpa(self, q, k, v, is_inference=None, attn_scale=None, bias=None, block_mask=None,
+             use_alibi_mask=False, use_padding_mask=False, seq_len_q=None, seq_len_kv=None,
+             use_causal_mask=False, use_causal_mask_bottom_right=False,
+             sliding_window_length=None, diagonal_alignment=diagonal_alignment.TOP_LEFT,
+             diagonal_band_left_bound=None, diagonal_band_right_bound=None, dropout=None,
+             rng_dump=None, paged_attention_k_table=None, paged_attention_v_table=None,
+             paged_attention_max_seq_len_kv=None, compute_data_type=data_type.NOT_SET, name="",
+             score_mod=None, generate_stats=None,
+             implementation=attention_implementation.AUTO, score_max=None, score_sum_exp=None,
+             sink_token=None, unfuse_fma=False):
+        """Returns (O, Stats); Stats (fp32 log-sum-exp per row) only with statistics."""
+        _refuse("sdpa", block_mask=block_mask, use_alibi_mask=use_alibi_mask, dropout=dropout,
+                rng_dump=rng_dump, paged_attention_k_table=paged_attention_k_table,
+                paged_attention_v_table=paged_attention_v_table,
+                paged_attention_max_seq_len_kv=paged_attention_max_seq_len_kv,
+                score_mod=score_mod, score_max=score_max, score_sum_exp=score_sum_exp,
+                sink_token=sink_token, unfuse_fma=unfuse_fma)
+        check_pointwise_compute("sdpa", compute_data_type)
+        if generate_stats is None:
+            generate_stats = is_inference is not None and not is_inference
+        masks = _masks("sdpa", use_causal_mask, use_causal_mask_bottom_right,
+                       sliding_window_length, diagonal_alignment, diagonal_band_left_bound,
+                       diagonal_band_right_bound)
+
+        def lower(ctx, node):
+            i = node.inputs
+            causal, bottom_right, window = masks
+            k_, v_ = ctx.tensor(i["k"], "sdpa k"), ctx.tensor(i["v"], "sdpa v")
+            _same_kv_heads("sdpa", k_, v_)
+            return ctx.graph.sdpa(
+                ctx.tensor(i["q"], "sdpa q"), k_, v_,
+                attn_scale=ctx.scalar(attn_scale, "sdpa attn_scale"),
+                bias=ctx.tensor(i["bias"], "sdpa bias"), use_causal_mask=causal,
+                generate_stats=bool(generate_stats), use_causal_mask_bottom_right=bottom_right,
+                sliding_window_length=window, use_padding_mask=bool(use_padding_mask),
+                seq_len_q=ctx.tensor(i["seq_len_q"], "sdpa seq_len_q"),
+                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa seq_len_kv"))
+
+        return tuple(self._add("sdpa", name,
+                               {"q": q, "k": k, "v": v, "bias": bias, "seq_len_q": seq_len_q,
+                                "seq_len_kv": seq_len_kv}, lower, n_out=2,
+                               present=[True, bool(generate_stats)], labels=["O", "Stats"]))
+
+    def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None, dBias=None,
+                      use_alibi_mask=False, use_padding_mask=False, seq_len_q=None,
+                      seq_len_kv=None, max_total_seq_len_q=None, max_total_seq_len_kv=None,
+                      use_causal_mask=False, use_causal_mask_bottom_right=False,
+                      sliding_window_length=None,
+                      diagonal_alignment=diagonal_alignment.TOP_LEFT,
+                      diagonal_band_left_bound=None, diagonal_band_right_bound=None,
+                      dropout=None, rng_dump=None, use_deterministic_algorithm=False,
+                      compute_data_type=data_type.NOT_SET, name="", score_mod=None,
+                      score_mod_bprop=None, sink_token=None, dSink_token=None):
+        """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` holds
+        whatever its value: dnnc's kernels sum in a fixed order, with no
+        float atomics, so every run gives the same bits."""
+        _refuse("sdpa_backward", dBias=dBias, use_alibi_mask=use_alibi_mask,
+                max_total_seq_len_q=max_total_seq_len_q,
+                max_total_seq_len_kv=max_total_seq_len_kv, dropout=dropout, rng_dump=rng_dump,
+                score_mod=score_mod,
+                score_mod_bprop=score_mod_bprop, sink_token=sink_token, dSink_token=dSink_token)
+        check_pointwise_compute("sdpa_backward", compute_data_type)
+        masks = _masks("sdpa_backward", use_causal_mask, use_causal_mask_bottom_right,
+                       sliding_window_length, diagonal_alignment, diagonal_band_left_bound,
+                       diagonal_band_right_bound)
+
+        def lower(ctx, node):
+            i = node.inputs
+            causal, bottom_right, window = masks
+            k_, v_ = ctx.tensor(i["k"], "sdpa_backward k"), ctx.tensor(i["v"], "sdpa_backward v")
+            _same_kv_heads("sdpa_backward", k_, v_)
+            return ctx.graph.sdpa_backward(
+                ctx.tensor(i["q"], "sdpa_backward q"), k_, v_,
+                ctx.tensor(i["o"], "sdpa_backward o"),
+                ctx.tensor(i["dO"], "sdpa_backward dO"),
+                ctx.tensor(i["stats"], "sdpa_backward stats"),
+                attn_scale=ctx.scalar(attn_scale, "sdpa_backward attn_scale"),
+                bias=ctx.tensor(i["bias"], "sdpa_backward bias"), use_causal_mask=causal,
+                use_causal_mask_bottom_right=bottom_right, sliding_window_length=window,
+                use_padding_mask=bool(use_padding_mask),
+                seq_len_q=ctx.tensor(i["seq_len_q"], "sdpa_backward seq_len_q"),
+                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa_backward seq_len_kv"))
+
+        return tuple(self._add("sdpa_backward", name,
+                               {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats,
+                                "bias": bias, "seq_len_q": seq_len_q, "seq_len_kv": seq_len_kv},
+                               lower, n_out=3, labels=["dQ", "dK", "dV"]))
+
+    def sdpa_fp8(self, q, k, v, *args, **kwargs):
+        raise unsupported("sdpa_fp8", "fp8 attention with descale/scale tensors is not "
+                          "supported by dnnc")
+
+    def sdpa_fp8_backward(self, *args, **kwargs):
+        raise unsupported("sdpa_fp8_backward", "fp8 attention is not supported by dnnc")
+
+    def sdpa_mxfp8(self, *args, **kwargs):
+        raise unsupported("sdpa_mxfp8", "mxfp8 attention is not supported by dnnc")

@@ -1,0 +1,136 @@
+"""dnnc.frontend on a real GPU: cudnn-frontend-style graphs executed on torch
+CUDA tensors through the JIT and the runtime, against torch.
+
+Covers what the CPU tests cannot: the runtime binding of the caller's
+buffers (torch tensors, raw device pointers from ``data_ptr()``, buffers
+of other dims taken as storage), the stream set with ``set_stream``, output
+layouts (channels-last in, channels-last out) checked by the runtime, and a
+serialized plan run after ``deserialize``. Outputs start as NaN, so an
+element nothing writes fails.
+
+Needs the MLIR bindings (the JIT compiles here), PyTorch with CUDA and a GPU
+of arch sm_80 or sm_90a; the folder's conftest skips it without a GPU.
+"""
+
+import pytest
+
+try:
+    import mlir  # noqa: F401
+except ImportError as err:
+    pytest.skip(f"the MLIR bindings are not installed ({err}): the JIT compiles on this "
+                "machine", allow_module_level=True)
+
+torch = pytest.importorskip("torch")
+F = torch.nn.functional
+
+import dnnc.frontend as cudnn  # noqa: E402
+
+
+def _nan_like(t):
+    return torch.full_like(t, float("nan"))
+
+
+def _build(g):
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    g.build_plans()
+
+
+@pytest.fixture
+def handle():
+    h = cudnn.create_handle()
+    stream = torch.cuda.Stream()
+    cudnn.set_stream(handle=h, stream=stream.cuda_stream)
+    yield h, stream
+    cudnn.destroy_handle(h)
+
+
+def test_layernorm_rows_bf16_on_a_set_stream(handle):
+    h, stream = handle
+    torch.manual_seed(0)
+    N, C = 2048, 768
+    x = (3 * torch.randn(N, C, 1, 1, device="cuda", dtype=torch.bfloat16) - 0.5) \
+        .to(memory_format=torch.channels_last)
+    scale = torch.randn(1, C, 1, 1, device="cuda", dtype=torch.bfloat16)
+    bias = torch.randn(1, C, 1, 1, device="cuda", dtype=torch.bfloat16)
+    eps = torch.full((1, 1, 1, 1), 1e-5)
+    g = cudnn.pygraph(intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=h)
+    X = g.tensor(name="X", dim=x.size(), stride=x.stride(), data_type=x.dtype)
+    S = g.tensor_like(scale)
+    B = g.tensor_like(bias)
+    E = g.tensor(name="eps", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=torch.float32)
+    Y, mean, inv = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X,
+                               scale=S, bias=B, epsilon=E)
+    Y.set_output(True).set_data_type(x.dtype)
+    mean.set_output(True).set_data_type(torch.float32)
+    inv.set_output(True).set_data_type(torch.float32)
+    _build(g)
+    y = _nan_like(x)
+    m = torch.full((N, 1, 1, 1), float("nan"), device="cuda")
+    iv = torch.full((N, 1, 1, 1), float("nan"), device="cuda")
+    torch.cuda.synchronize()
+    g.execute({X: x, S: scale, B: bias, E: eps, Y: y, mean: m, inv: iv}, None, handle=h)
+    stream.synchronize()
+    xf = x.double()
+    ref = F.layer_norm(xf, [C, 1, 1], scale.double()[0], bias.double()[0], 1e-5)
+    torch.testing.assert_close(y.double(), ref, atol=3e-2, rtol=1.6e-2)
+    torch.testing.assert_close(m.double(), xf.mean(dim=(1, 2, 3), keepdim=True),
+                               atol=1e-4, rtol=1e-4)
+    assert "cuda" == g._last_plan.target
+
+
+def test_conv_bias_relu_through_jit_with_uids_and_raw_pointers(handle):
+    h, stream = handle
+    torch.manual_seed(1)
+    x = torch.randn(4, 32, 17, 17, device="cuda", dtype=torch.float16) \
+        .to(memory_format=torch.channels_last)
+    w = torch.randn(64, 32, 3, 3, device="cuda", dtype=torch.float16) \
+        .to(memory_format=torch.channels_last) * 0.1
+    b = torch.randn(1, 64, 1, 1, device="cuda", dtype=torch.float16)
+
+    @cudnn.jit(heur_modes=[cudnn.heur_mode.A])
+    def make(handle, x, w, b):
+        with cudnn.graph(handle) as (g, _):
+            X, W, B = g.tensor_like(x), g.tensor_like(w), g.tensor_like(b)
+            conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1],
+                                dilation=[1, 1])
+            Y = g.relu(input=g.bias(input=conv, bias=B), lower_clip=0.5, upper_clip=1.5)
+            Y.set_output(True)
+        return g, [X, W, B, Y]
+
+    g, (xu, wu, bu, yu) = make(h, x, w, b)
+    y = torch.full((4, 64, 17, 17), float("nan"), device="cuda", dtype=torch.float16) \
+        .to(memory_format=torch.channels_last)
+    torch.cuda.synchronize()
+    g.execute({xu: x.data_ptr(), wu: w, bu: b, yu: y.data_ptr()}, None, handle=h)
+    stream.synchronize()
+    ref = torch.clamp(F.conv2d(x.float(), w.float(), padding=1) + b.float(), 0.5, 1.5)
+    torch.testing.assert_close(y.float(), ref, atol=4e-3, rtol=2e-3)
+
+    data = g.serialize()
+    g2 = cudnn.pygraph(handle=h)
+    g2.deserialize(data)
+    y2 = _nan_like(y)
+    torch.cuda.synchronize()
+    g2.execute({xu: x, wu: w, bu: b, yu: y2}, None, handle=h)
+    stream.synchronize()
+    torch.testing.assert_close(y2, y)
+
+
+def test_reduction_into_a_buffer_of_other_dims(handle):
+    h, stream = handle
+    x = torch.randn(4, 16, 8, 8, device="cuda").to(memory_format=torch.channels_last)
+    g = cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT, handle=h)
+    X = g.tensor_like(x)
+    Y = g.reduction(X, mode=cudnn.reduction_mode.ADD)
+    Y.set_output(True).set_dim([4, 1, 8, 8])
+    _build(g)
+    y = torch.full((4, 8, 8), float("nan"), device="cuda")   # cuDNN takes pointers
+    torch.cuda.synchronize()
+    g.execute({X: x, Y: y}, None, handle=h)
+    stream.synchronize()
+    torch.testing.assert_close(y, x.sum(dim=1), atol=1e-5, rtol=1e-5)

@@ -1,0 +1,396 @@
+"""dnnc.frontend graphs, written as cudnn-frontend's samples write them, run on
+the CPU back end against PyTorch (CPU) references."""
+
+import pytest
+
+import dnnc.frontend as cudnn
+
+torch = pytest.importorskip(
+    "torch", reason="PyTorch not installed: frontend-vs-PyTorch comparisons skipped")
+import torch.nn.functional as F  # noqa: E402
+
+pytestmark = pytest.mark.torch
+
+
+def _build(g):
+    g.validate()
+    g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    g.check_support()
+    g.build_plans()
+
+
+def _graph(**kw):
+    return cudnn.pygraph(intermediate_data_type=cudnn.data_type.FLOAT,
+                         compute_data_type=cudnn.data_type.FLOAT, target="cpu", **kw)
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 1e-4), (torch.bfloat16, 3e-2)])
+def test_layernorm_training_and_backward(dtype, tol):
+    torch.manual_seed(0)
+    N, C = 48, 80                                   # [batch * seq, hidden, 1, 1]
+    x = (3 * torch.randn(N, C, 1, 1) - 0.5).to(dtype).to(memory_format=torch.channels_last)
+    scale = (5 * torch.randn(1, C, 1, 1) - 1).to(dtype)
+    bias = (7 * torch.randn(1, C, 1, 1) - 2).to(dtype)
+    eps = torch.full((1, 1, 1, 1), 1e-3)
+
+    g = _graph()
+    X = g.tensor(name="X", dim=x.size(), stride=x.stride(), data_type=x.dtype)
+    S = g.tensor(name="scale", dim=scale.size(), stride=scale.stride(), data_type=scale.dtype)
+    B = g.tensor(name="bias", dim=bias.size(), stride=bias.stride(), data_type=bias.dtype)
+    E = g.tensor(name="epsilon", dim=eps.size(), stride=eps.stride(), is_pass_by_value=True,
+                 data_type=eps.dtype)
+    Y, mean, inv_var = g.layernorm(name="LN", norm_forward_phase=cudnn.norm_forward_phase.TRAINING,
+                                   input=X, scale=S, bias=B, epsilon=E)
+    Y.set_output(True).set_data_type(x.dtype)
+    mean.set_output(True).set_data_type(torch.float32)
+    inv_var.set_output(True).set_data_type(torch.float32)
+    _build(g)
+    y, m, iv = torch.empty_like(x), torch.empty(N, 1, 1, 1), torch.empty(N, 1, 1, 1)
+    g.execute({X: x, S: scale, B: bias, E: eps, Y: y, mean: m, inv_var: iv}, None)
+
+    xf = x.float()
+    y_ref = F.layer_norm(xf, [C, 1, 1], scale.float().squeeze(0), bias.float().squeeze(0), 1e-3)
+    torch.testing.assert_close(y.float(), y_ref, atol=tol * 10, rtol=tol)
+    torch.testing.assert_close(m, xf.mean(dim=(1, 2, 3), keepdim=True), atol=tol, rtol=tol)
+    iv_ref = torch.rsqrt(xf.var(dim=(1, 2, 3), keepdim=True, unbiased=False) + 1e-3)
+    torch.testing.assert_close(iv, iv_ref, atol=tol, rtol=tol)
+
+    if dtype is not torch.float32:
+        return
+    xg = xf.clone().requires_grad_()
+    sg = scale.float().clone().requires_grad_()
+    bg = bias.float().clone().requires_grad_()
+    dy = torch.randn(N, C, 1, 1)
+    F.layer_norm(xg, [C, 1, 1], sg.squeeze(0), bg.squeeze(0), 1e-3).backward(dy)
+
+    bwd = _graph()
+    DY = bwd.tensor(name="DY", dim=x.size(), stride=x.stride(), data_type=x.dtype)
+    Xb = bwd.tensor_like(X, name="X")
+    Sb = bwd.tensor_like(S, name="scale")
+    Mb = bwd.tensor_like(mean, name="mean")
+    Ib = bwd.tensor_like(inv_var, name="inv_var")
+    DX, DS, DB = bwd.layernorm_backward(name="DLN", grad=DY, input=Xb, scale=Sb, mean=Mb,
+                                        inv_variance=Ib)
+    for t in (DX, DS, DB):
+        t.set_output(True).set_data_type(x.dtype)
+    _build(bwd)
+    dx, ds, db = torch.empty_like(x), torch.empty_like(scale), torch.empty_like(bias)
+    bwd.execute({Xb: x, Sb: scale, DY: dy, Mb: m, Ib: iv, DX: dx, DS: ds, DB: db}, None)
+    torch.testing.assert_close(dx, xg.grad, atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(ds, sg.grad, atol=1e-3, rtol=1e-4)
+    torch.testing.assert_close(db, bg.grad, atol=1e-3, rtol=1e-4)
+
+
+def test_rmsnorm_inference_uses_tensor_like_and_uids():
+    torch.manual_seed(1)
+    x = torch.randn(16, 40, 1, 1)
+    w = torch.randn(1, 40, 1, 1)
+    g = _graph()
+    X, W = g.tensor_like(x), g.tensor_like(w)
+    Y, inv = g.rmsnorm(norm_forward_phase=cudnn.norm_forward_phase.INFERENCE, input=X, scale=W,
+                       epsilon=1e-5)
+    assert inv is None
+    Y.set_output(True)
+    _build(g)
+    y = torch.empty_like(x)
+    g.execute({X.get_uid(): x, W.get_uid(): w, Y.get_uid(): y}, None)
+    ref = x * torch.rsqrt(x.pow(2).mean(dim=(1, 2, 3), keepdim=True) + 1e-5) * w
+    torch.testing.assert_close(y, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_conv_bias_relu_with_clips_channels_last():
+    torch.manual_seed(2)
+    x = torch.randn(2, 8, 9, 9).to(memory_format=torch.channels_last)
+    w = torch.randn(16, 8, 3, 3).to(memory_format=torch.channels_last)
+    b = torch.randn(1, 16, 1, 1)
+    with cudnn.graph(None, io_data_type=cudnn.data_type.FLOAT) as (g, _):
+        g.target = "cpu"
+        X, W, B = g.tensor_like(x), g.tensor_like(w), g.tensor_like(b)
+        conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[2, 2], dilation=[1, 1])
+        Y = g.relu(name="relu", input=g.bias(name="bias", input=conv, bias=B),
+                   lower_clip=0.5, upper_clip=1.5)
+        Y.set_output(True)
+    _build(g)
+    assert Y.get_dim() == [2, 16, 5, 5]
+    # cuDNN's layout rule: the output takes the image's stride order (channels-last).
+    assert Y.get_stride() == [400, 1, 80, 16]
+    y = torch.empty(2, 16, 5, 5).to(memory_format=torch.channels_last)
+    g.execute({X: x, W: w, B: b, Y: y}, None)
+    ref = torch.clamp(F.conv2d(x, w, padding=1, stride=2) + b, min=0.5, max=1.5)
+    torch.testing.assert_close(y, ref, atol=1e-4, rtol=1e-4)
+
+
+def test_leaky_relu_through_relu_negative_slope_and_backward():
+    torch.manual_seed(3)
+    x, dy = torch.randn(4, 33), torch.randn(4, 33)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, DY = g.tensor_like(x), g.tensor_like(dy)
+    Y = g.relu(input=X, negative_slope=0.2).set_output(True)
+    DX = g.leaky_relu_backward(loss=DY, input=X, negative_slope=0.2).set_output(True)
+    _build(g)
+    y, dx = torch.empty_like(x), torch.empty_like(x)
+    g.execute({X: x, DY: dy, Y: y, DX: dx}, None)
+    torch.testing.assert_close(y, F.leaky_relu(x, 0.2))
+    torch.testing.assert_close(dx, torch.where(x > 0, dy, 0.2 * dy))
+
+
+def test_matmul_bias_relu():
+    torch.manual_seed(4)
+    a, b, bias = torch.randn(2, 12, 20), torch.randn(2, 20, 24), torch.randn(1, 1, 24)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    A, B, Bias = g.tensor_like(a), g.tensor_like(b), g.tensor_like(bias)
+    C = g.relu(input=g.bias(input=g.matmul(A, B), bias=Bias)).set_output(True)
+    _build(g)
+    c = torch.empty(2, 12, 24)
+    g.execute({A: a, B: b, Bias: bias, C: c}, None)
+    torch.testing.assert_close(c, torch.relu(a @ b + bias), atol=1e-4, rtol=1e-4)
+
+
+def test_sdpa_causal_with_stats_and_backward():
+    torch.manual_seed(5)
+    B, H, S, D = 1, 2, 16, 8
+    q, k, v = (torch.randn(B, H, S, D) for _ in range(3))
+    scale = 0.3
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
+    O, stats = g.sdpa(q=Q, k=K, v=V, attn_scale=scale, is_inference=False, use_causal_mask=True)
+    O.set_output(True)
+    stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    o, st = torch.empty_like(q), torch.empty(B, H, S, 1)
+    g.execute({Q: q, K: k, V: v, O: o, stats: st}, None)
+    scores = (q @ k.transpose(-1, -2)) * scale
+    scores = scores.masked_fill(torch.ones(S, S, dtype=torch.bool).triu(1), float("-inf"))
+    torch.testing.assert_close(o, torch.softmax(scores, -1) @ v, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(st, torch.logsumexp(scores, -1, keepdim=True), atol=1e-5,
+                               rtol=1e-5)
+
+    qg, kg, vg = (t.clone().requires_grad_() for t in (q, k, v))
+    do = torch.randn_like(q)
+    F.scaled_dot_product_attention(qg, kg, vg, is_causal=True, scale=scale).backward(do)
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=o, do=do, st=st).items()}
+    dQ, dK, dV = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"],
+                                   stats=t["st"], attn_scale=scale, use_causal_mask=True)
+    for x in (dQ, dK, dV):
+        x.set_output(True)
+    _build(bwd)
+    dq, dk, dv = (torch.empty_like(q) for _ in range(3))
+    bwd.execute({t["q"]: q, t["k"]: k, t["v"]: v, t["o"]: o, t["do"]: do, t["st"]: st,
+                 dQ: dq, dK: dk, dV: dv}, None)
+    for got, want in ((dq, qg.grad), (dk, kg.grad), (dv, vg.grad)):
+        torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_wgrad_and_dgrad_take_the_callers_dims():
+    torch.manual_seed(6)
+    x, dy = torch.randn(2, 4, 8, 8), torch.randn(2, 6, 8, 8)
+    w = torch.randn(6, 4, 3, 3)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, DY, W = g.tensor_like(x), g.tensor_like(dy), g.tensor_like(w)
+    DW = g.conv_wgrad(image=X, loss=DY, padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    DW.set_output(True).set_dim([6, 4, 3, 3])
+    DX = g.conv_dgrad(loss=DY, filter=W, padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+    DX.set_output(True).set_dim([2, 4, 8, 8])
+    _build(g)
+    dw, dx = torch.empty(6, 4, 3, 3), torch.empty_like(x)
+    g.execute({X: x, DY: dy, W: w, DW: dw, DX: dx}, None)
+    torch.testing.assert_close(dw, torch.nn.grad.conv2d_weight(x, w.shape, dy, padding=1),
+                               atol=1e-4, rtol=1e-4)
+    torch.testing.assert_close(dx, torch.nn.grad.conv2d_input(x.shape, w, dy, padding=1),
+                               atol=1e-4, rtol=1e-4)
+
+
+def test_slice_and_reduction_and_genstats():
+    torch.manual_seed(7)
+    x = torch.randn(3, 10, 6, 5)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X = g.tensor_like(x)
+    S = g.slice(X, [slice(0, 2), slice(1, 9, 2)]).set_output(True)
+    R = g.reduction(X, mode=cudnn.reduction_mode.ADD)
+    R.set_output(True).set_dim([3, 1, 6, 5]).set_data_type(cudnn.data_type.FLOAT)
+    M = g.reduction(X, mode=cudnn.reduction_mode.MAX).set_output(True).set_dim([1, 10, 1, 1])
+    SUM, SQ = g.genstats(X)
+    SUM.set_output(True)
+    SQ.set_output(True)
+    _build(g)
+    s, r, m = torch.empty(2, 4, 6, 5), torch.empty(3, 1, 6, 5), torch.empty(1, 10, 1, 1)
+    sm, sq = torch.empty(1, 10, 1, 1), torch.empty(1, 10, 1, 1)
+    g.execute({X: x, S: s, R: r, M: m, SUM: sm, SQ: sq}, None)
+    torch.testing.assert_close(s, x[0:2, 1:9:2])
+    torch.testing.assert_close(r, x.sum(1, keepdim=True), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(m, x.amax(dim=(0, 2, 3), keepdim=True))
+    torch.testing.assert_close(sm, x.sum(dim=(0, 2, 3), keepdim=True), atol=1e-4, rtol=1e-5)
+    torch.testing.assert_close(sq, (x * x).sum(dim=(0, 2, 3), keepdim=True), atol=1e-4,
+                               rtol=1e-5)
+
+
+def test_batchnorm_training_inference_and_backward():
+    torch.manual_seed(8)
+    N, C = 4, 6
+    x = torch.randn(N, C, 5, 5)
+    scale, bias = torch.randn(1, C, 1, 1), torch.randn(1, C, 1, 1)
+    rm, rv = torch.randn(1, C, 1, 1), torch.rand(1, C, 1, 1) + 0.5
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, S, B, RM, RV = (g.tensor_like(a) for a in (x, scale, bias, rm, rv))
+    eps = g.tensor(name="eps", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                   data_type=cudnn.data_type.FLOAT)
+    mom = g.tensor(name="mom", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                   data_type=cudnn.data_type.FLOAT)
+    Y, mean, inv, nrm, nrv = g.batchnorm(input=X, scale=S, bias=B, in_running_mean=RM,
+                                         in_running_var=RV, epsilon=eps, momentum=mom)
+    for t in (Y, mean, inv, nrm, nrv):
+        t.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    Yi = g.batchnorm_inference(input=X, mean=RM, inv_variance=RV, scale=S, bias=B)
+    Yi.set_output(True)
+    _build(g)
+    outs = [torch.empty_like(x), *(torch.empty(1, C, 1, 1) for _ in range(4)),
+            torch.empty_like(x)]
+    pack = {X: x, S: scale, B: bias, RM: rm, RV: rv, eps: 1e-5, mom: torch.tensor([0.1])}
+    pack.update(zip((Y, mean, inv, nrm, nrv, Yi), outs))
+    g.execute(pack, None)
+    rm_ref, rv_ref = rm.flatten().clone(), rv.flatten().clone()
+    y_ref = F.batch_norm(x, rm_ref, rv_ref, scale.flatten(), bias.flatten(), training=True,
+                         momentum=0.1, eps=1e-5)
+    torch.testing.assert_close(outs[0], y_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(outs[3].flatten(), rm_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(outs[4].flatten(), rv_ref, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(outs[5], (x - rm) * rv * scale + bias, atol=1e-5, rtol=1e-5)
+
+
+def test_instancenorm_training():
+    torch.manual_seed(9)
+    x = torch.randn(2, 3, 4, 5)
+    s, b = torch.randn(1, 3, 1, 1), torch.randn(1, 3, 1, 1)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, S, B = g.tensor_like(x), g.tensor_like(s), g.tensor_like(b)
+    Y, mean, inv = g.instancenorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X,
+                                  scale=S, bias=B, epsilon=1e-5)
+    Y.set_output(True)
+    _build(g)
+    y = torch.empty_like(x)
+    g.execute({X: x, S: s, B: b, Y: y}, None)
+    ref = F.instance_norm(x, weight=s.flatten(), bias=b.flatten(), eps=1e-5)
+    torch.testing.assert_close(y, ref, atol=1e-5, rtol=1e-5)
+
+
+def test_scale_by_a_pass_by_value_scalar_recompiles_per_value():
+    x = torch.randn(3, 7)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X = g.tensor_like(x)
+    alpha = g.tensor(name="alpha", dim=[1, 1], is_pass_by_value=True,
+                     data_type=cudnn.data_type.FLOAT)
+    Y = g.swish(g.scale(X, alpha)).set_output(True)
+    _build(g)
+    for a in (0.5, 2.0):
+        y = torch.empty_like(x)
+        g.execute({X: x, alpha: torch.tensor([[a]]), Y: y}, None)
+        torch.testing.assert_close(y, F.silu(x * a), atol=1e-6, rtol=1e-5)
+    assert len(g._plans) == 2
+
+
+def test_cmp_and_binary_select():
+    x, t = torch.randn(5, 6), torch.randn(5, 6)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, T = g.tensor_like(x), g.tensor_like(t)
+    Y = g.binary_select(input0=X, input1=T, mask=g.cmp_gt(input=X, comparison=T))
+    Y.set_output(True)
+    _build(g)
+    y = torch.empty_like(x)
+    g.execute({X: x, T: t, Y: y}, None)
+    torch.testing.assert_close(y, torch.maximum(x, t))
+
+
+def test_jit_graph_cache_and_uids():
+    calls = []
+
+    @cudnn.jit(heur_modes=[cudnn.heur_mode.A, cudnn.heur_mode.B])
+    @cudnn.graph_cache(key_fn=lambda h, x: (tuple(x.shape), x.dtype))
+    def make(handle, x):
+        calls.append(1)
+        with cudnn.graph(handle, io_data_type=cudnn.data_type.FLOAT) as (g, _):
+            g.target = "cpu"
+            X = g.tensor_like(x)
+            Y = g.gelu(g.tanh(X)).set_output(True)
+        return g, [X, Y]
+
+    handle = cudnn.create_handle()
+    x = torch.randn(4, 9)
+    g, (xu, yu) = make(handle, x)
+    g2, uids2 = make(handle, torch.randn(4, 9))
+    assert g is g2 and uids2 == [xu, yu] and len(calls) == 1
+    y = torch.empty_like(x)
+    g.execute({xu: x, yu: y}, None, handle=handle)
+    torch.testing.assert_close(y, F.gelu(torch.tanh(x)), atol=1e-6, rtol=1e-5)
+    cudnn.destroy_handle(handle)
+
+
+def test_rmsnorm_rows_training_and_backward_lower_to_rank_2_norms():
+    torch.manual_seed(10)
+    N, C = 12, 50
+    x, w, dy = torch.randn(N, C, 1, 1), torch.randn(1, C, 1, 1), torch.randn(N, C, 1, 1)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, W, DY = g.tensor_like(x), g.tensor_like(w), g.tensor_like(dy)
+    Y, inv = g.rmsnorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X, scale=W,
+                       epsilon=1e-5)
+    DX, DW, DB = g.rmsnorm_backward(grad=DY, input=X, scale=W, inv_variance=inv,
+                                    has_dbias=False)
+    assert DB is None
+    for t in (Y, inv, DX, DW):
+        t.set_output(True)
+    text = g.to_mlir()
+    assert "dnn.reshape" in text and f"tensor<{N}x{C}xf32>" in text   # the row form
+    _build(g)
+    y, iv, dx, dw = (torch.empty_like(a) for a in (x, torch.empty(N, 1, 1, 1), x, w))
+    g.execute({X: x, W: w, DY: dy, Y: y, inv: iv, DX: dx, DW: dw}, None)
+    xg, wg = x.clone().requires_grad_(), w.clone().requires_grad_()
+    ref = xg * torch.rsqrt(xg.pow(2).mean(dim=(1, 2, 3), keepdim=True) + 1e-5) * wg
+    ref.backward(dy)
+    torch.testing.assert_close(y, ref.detach(), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(iv, torch.rsqrt(x.pow(2).mean(dim=(1, 2, 3), keepdim=True)
+                                               + 1e-5), atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(dx, xg.grad, atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(dw, wg.grad, atol=1e-4, rtol=1e-5)
+
+
+def test_layernorm_over_several_spatial_dims_keeps_the_direct_form():
+    torch.manual_seed(11)
+    x, s, b = torch.randn(2, 3, 4, 5), torch.randn(1, 3, 4, 5), torch.randn(1, 3, 4, 5)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, S, B = g.tensor_like(x), g.tensor_like(s), g.tensor_like(b)
+    Y, _, _ = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.INFERENCE, input=X,
+                          scale=S, bias=B, epsilon=1e-5)
+    Y.set_output(True)
+    assert "dnn.reshape" not in g.to_mlir()
+    _build(g)
+    y = torch.empty_like(x)
+    g.execute({X: x, S: s, B: b, Y: y}, None)
+    torch.testing.assert_close(y, F.layer_norm(x, [3, 4, 5], s[0], b[0], 1e-5), atol=1e-5,
+                               rtol=1e-5)
+
+
+def test_graph_wrapper_as_the_samples_use_it():
+    torch.manual_seed(12)
+    a, b, d = torch.randn(2, 16, 24), torch.randn(2, 24, 8), torch.randn(1, 1, 8)
+    with cudnn.Graph(io_data_type=cudnn.data_type.FLOAT, target="cpu",
+                     inputs=["mm::A", "mm::B", "bias::bias"], outputs=["bias::OUT_0"]) as graph:
+        c = graph.bias(name="bias", input=graph.matmul(name="mm", A=a, B=b), bias=d)
+        c.set_output(True)
+    torch.testing.assert_close(graph(a, b, d), a @ b + d, atol=1e-5, rtol=1e-5)
+
+    x, s, bb = torch.randn(32, 40, 1, 1), torch.randn(1, 40, 1, 1), torch.randn(1, 40, 1, 1)
+    eps = torch.full((1, 1, 1, 1), 1e-5)
+    with cudnn.Graph(io_data_type=cudnn.data_type.FLOAT, target="cpu",
+                     inputs=["ln::input", "ln::scale", "ln::bias", "ln::epsilon"],
+                     outputs=["ln::Y", "ln::MEAN", "ln::INV_VARIANCE"]) as graph:
+        y, mean, inv = graph.layernorm(name="ln", input=x, scale=s, bias=bb, epsilon=eps,
+                                       norm_forward_phase=cudnn.norm_forward_phase.TRAINING)
+        for t in (y, mean, inv):
+            t.set_output(True).set_data_type(torch.float32)
+    y_out, m_out, _ = graph(x, s, bb, eps)
+    torch.testing.assert_close(y_out, F.layer_norm(x, [40, 1, 1], s[0], bb[0], 1e-5),
+                               atol=1e-5, rtol=1e-5)
+    torch.testing.assert_close(m_out, x.mean(dim=(1, 2, 3), keepdim=True))
+    by_name = graph({"ln::input": x, "ln::scale": s, "ln::bias": bb, "ln::epsilon": eps})
+    torch.testing.assert_close(by_name["ln::Y"], y_out)
