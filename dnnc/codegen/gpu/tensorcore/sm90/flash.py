@@ -47,6 +47,14 @@ stores each warp's 16 rows by TMA (from registers where Dv needs more boxes
 than D); the statistics ``(m + log2 l) ln 2``, the natural log-sum-exp of
 the scaled scores, go from registers.
 
+With a GQA group folded (``tile.fold`` = G = H / Hkv, a decoding step:
+G x Sq rows within the tile) a block holds every query row of the G
+query heads of one kv head, and reads each K and V tile once for them: Q
+comes in one box of [1, G, Sq, 64] (``GroupRows``, which says where each
+tile row's head and query are), the masks and the kv tiles the block sees
+use each row's query, and O and the statistics go from registers to each
+valid row's own (b, h, s). The grid is then (1, B x Hkv, splits).
+
 The grid is (query tiles, B x H): the blocks that run together share few
 heads, whose K and V stay in L2 (ordered by head first, the blocks of the
 first wave would read every head's K and V, more than L2 holds, and each
