@@ -1178,9 +1178,13 @@ def test_random_attention_draws(gpu_cases):
 
 
 def forward_block(att):
-    """The threads of the forward kernel of ``att``: 256 for 64 query rows
-    or fewer, 512 for head dims up to 64 over 2048 query rows or more, else
-    384."""
+    """The threads of the forward kernel of ``att``: with the query heads of
+    a GQA group folded (G > 1, G x Sq rows up to 128, no bias), 256 for 64
+    rows or fewer, else 384; unfolded, 256 for 64 query rows or fewer, 512
+    for head dims up to 64 over 2048 query rows or more, else 384."""
+    group = att.heads // att.kv_heads
+    if group > 1 and group * att.sq <= 128 and not att.bias:
+        return 256 if group * att.sq <= 64 else 384
     if att.sq <= 64:
         return 256
     return 512 if max(att.d, att.dv) <= 64 and att.sq >= 2048 else 384
