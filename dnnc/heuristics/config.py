@@ -9,7 +9,7 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector``, ``unroll``, ``split``, ``cluster`` and ``staged`` only when they differ from
+``vector``, ``unroll``, ``split``, ``cluster``, ``staged`` and ``fold`` only when they differ from
 their defaults (a field that does not apply to the strategy is noise).
 """
 
@@ -33,7 +33,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-window": ("block", "vector", "tile"),
           "simt-depthwise": ("block", "vector", "tile"),
           "simt-transpose": ("block",),
-          "tc-sm90": ("block", "tile", "stages", "split", "cluster"),
+          "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold"),
           "tc-sm80": ("block", "tile", "stages")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
@@ -65,6 +65,8 @@ class Config:
     #                             through distributed shared memory (tc-sm90)
     staged: int = 0             # 1: each block of a split row stages its part of the
     #                             row's inputs in shared memory (simt-reduce)
+    fold: int = 1               # query heads of a GQA group whose rows share one block
+    #                             (tc-sm90's attention forward)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -81,7 +83,7 @@ class Config:
             raise PipelineError(f"config: block {list(block)}: expected 1 to {MAX_THREADS} "
                                 f"threads per block in up to 3 positive dims, got "
                                 f"{self.threads} threads")
-        for name in ("stages", "vector", "unroll", "split", "cluster"):
+        for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
         if self.staged not in (0, 1):
@@ -107,7 +109,7 @@ class Config:
         if self.tile:
             out["tile"] = list(self.tile)
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
-                              ("split", 1), ("cluster", 1), ("staged", 0)):
+                              ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

@@ -22,9 +22,10 @@ tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
 each row, 2 to 8, sm_90), ``cluster`` (1, 2, 4 or 8: a split tile's
 consecutive K splits run as a thread-block cluster of this many blocks and
 sum their accumulators through distributed shared memory; tc-sm90; a
-``split`` without a ``cluster`` sets it to 1) and ``staged`` (1: a split row's
+``split`` without a ``cluster`` sets it to 1), ``staged`` (1: a split row's
 blocks stage their parts of the row in shared memory; 0: in registers;
-simt-reduce).
+simt-reduce) and ``fold`` (tc-sm90's attention forward: the query heads of
+a kv head's group whose rows one block holds; 1 or the group's size).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -93,6 +94,10 @@ def _value(text, key, raw):
     if key == "split":
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_SPLIT:
             _fail(text, f"split: expected an integer from 1 to {MAX_SPLIT}, got '{raw}'")
+        return int(raw)
+    if key == "fold":
+        if not raw.isdigit() or int(raw) < 1:
+            _fail(text, f"fold: expected a positive integer, got '{raw}'")
         return int(raw)
     if key == "cluster":
         if raw not in tuple(map(str, CLUSTERS)):

@@ -208,7 +208,8 @@ class DnnMapTensorCores(DnncPass):
             else:
                 att = attention_match.match(fn)
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
-                                                           max(1, config.split)))
+                                                           max(1, config.split),
+                                                           max(1, config.fold)))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return

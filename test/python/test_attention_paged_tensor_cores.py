@@ -42,16 +42,21 @@ def paged_problem(page, skv, sq=1, b=8, h=32, hk=8, d=128, slots=None):
                                           (8, {64, 128}), (32, {64, 128})])
 def test_heuristics_take_pages_the_kernel_reads(page, widths):
     """A decode step (B8, 32 query heads over 8, D128) over 8192 kv rows:
-    tc-sm90 with kv tiles the page fits, split over blocks as the
-    contiguous cache's Skv would be (Skv is max_seq_len_kv, not the page)."""
+    tc-sm90 with kv tiles the page fits, the groups folded, split over
+    blocks as the contiguous cache's Skv would be (Skv is max_seq_len_kv,
+    not the page)."""
     configs = [c for c in rank(paged_problem(page, 8192)) if c.strategy == "tc-sm90"]
     assert configs and {c.tile[1] for c in configs} <= widths
     for c in configs:
         assert page % c.tile[1] == 0 or (c.tile[1] % page == 0 and page % 8 == 0)
-    # 8 x 32 blocks of one query tile fill 132 SMs: no split; B1 does not.
-    assert configs[0].split == 1
+    # The 4 heads of a group in a block: 8 x 8 blocks, each kv tile range
+    # split in 2 for 132 SMs; B1 more.
+    assert (configs[0].fold, configs[0].split) == (4, 2), configs[0]
     small = [c for c in rank(paged_problem(page, 8192, b=1)) if c.strategy == "tc-sm90"]
-    assert small[0].split > 1, small[0]
+    assert small[0].split > 2, small[0]
+    # Without groups (MHA), 8 x 32 blocks of one query tile fill the SMs.
+    mha = [c for c in rank(paged_problem(page, 8192, hk=32)) if c.strategy == "tc-sm90"]
+    assert (mha[0].fold, mha[0].split) == (1, 1), mha[0]
 
 
 def test_heuristics_send_other_pages_to_simt_generic():

@@ -871,12 +871,13 @@ def tensor_of(manifest, arg):
     return manifest[buffer["kind"] + "s"][buffer["index"]]["name"]
 
 
-def box_of(tensors, name, rows):
-    """The TMA box of ``rows`` rows by 64 columns of tensor ``name`` (of
-    ``tensors``, by name), in the order its dims lie in memory."""
+def box_of(tensors, name, rows, heads=1):
+    """The TMA box of ``heads`` heads by ``rows`` rows by 64 columns of
+    tensor ``name`` (of ``tensors``, by name), in the order its dims lie in
+    memory."""
     strides = [int(s) for s in tensors[name].get_stride()]
     order = sorted(range(4), key=lambda i: -strides[i])
-    return [[1, 1, rows, 64][i] for i in order]
+    return [[1, heads, rows, 64][i] for i in order]
 
 
 def sizes(build):
@@ -921,9 +922,13 @@ def test_one_tensor_core_kernel(built, name):
                             hk=hk, bias=bias and [int(x) for x in bias.dim],
                             bias_type=bias and bias.get_data_type().mlir))[0]
     assert (bm, bn, stages, split) == (*expected.tile, expected.stages, expected.split)
+    # A GQA decode folds its groups (test_attention_gqa_fold.py): a block
+    # per (batch, kv head), Q's box the group's heads x Sq rows.
+    fold = k["config"].get("fold", 1)
+    assert fold == expected.fold
     consumers = bm // 64
     assert k["block"] == [128 * (1 + consumers), 1, 1]
-    assert k["grid"] == [-(-sq // bm), b * h, split]
+    assert k["grid"] == ([1, b * hk, split] if fold > 1 else [-(-sq // bm), b * h, split])
     assert k["shared_bytes"] == flash.smem_bytes(flash.FlashTile(bm, bn, stages), d, dv) \
         <= MAX_SHARED
     plural = "s" if consumers > 1 else ""
@@ -937,9 +942,10 @@ def test_one_tensor_core_kernel(built, name):
     # registers.
     manifest = package.manifest
     args = without_lengths(manifest, k["args"], "seq_len_q" in inputs)
-    for arg, x, rows in zip(args[:3], "qkv", (bm, bn, bn)):
+    for arg, x, rows, heads in zip(args[:3], "qkv", (sq if fold > 1 else bm, bn, bn),
+                                   (fold, 1, 1)):
         assert (arg["kind"], tensor_of(manifest, arg)) == ("tma", x), arg
-        assert arg["box"] == box_of(inputs, x, rows), (x, arg)
+        assert arg["box"] == box_of(inputs, x, rows, heads), (x, arg)
     if bias is not None:
         assert (args[3]["kind"], tensor_of(manifest, args[3])) == ("buffer", "bias"), args[3]
         args = args[:3] + args[4:]
@@ -948,7 +954,7 @@ def test_one_tensor_core_kernel(built, name):
         assert [a["kind"] for a in args[3:]] == ["buffer"] * 2, args
         return
     o_tensor = TENSOR_CORES[name]().outputs[0]
-    staged = name not in O_F32 and padded(dv) <= padded(d)
+    staged = name not in O_F32 and padded(dv) <= padded(d) and fold == 1
     o, stored = args[3], args[4:]
     assert o["kind"] == ("tma" if staged else "buffer"), o
     if staged:
@@ -1172,9 +1178,13 @@ def test_random_attention_draws(gpu_cases):
 
 
 def forward_block(att):
-    """The threads of the forward kernel of ``att``: 256 for 64 query rows
-    or fewer, 512 for head dims up to 64 over 2048 query rows or more, else
-    384."""
+    """The threads of the forward kernel of ``att``: with the query heads of
+    a GQA group folded (G > 1, G x Sq rows up to 128, no bias), 256 for 64
+    rows or fewer, else 384; unfolded, 256 for 64 query rows or fewer, 512
+    for head dims up to 64 over 2048 query rows or more, else 384."""
+    group = att.heads // att.kv_heads
+    if group > 1 and group * att.sq <= 128 and not att.bias:
+        return 256 if group * att.sq <= 64 else 384
     if att.sq <= 64:
         return 256
     return 512 if max(att.d, att.dv) <= 64 and att.sq >= 2048 else 384
@@ -1492,15 +1502,19 @@ def test_attention_backward_sass(built, name):
 
 
 @pytest.mark.parametrize("b, h, hk, sq, skv, split", [
-    (1, 32, 8, 1, 131072, 4),   # 32 blocks: 4 a query tile (132 SMs)
+    (1, 32, 32, 1, 131072, 4),  # 32 blocks: 4 a query tile (132 SMs)
     (1, 4, 4, 64, 20000, 16),   # 4 blocks: the most splits
     (1, 8, 2, 3, 900, 1),       # 8 kv tiles: one block keeps them all
-    (8, 32, 8, 1, 8192, 1),     # 256 blocks fill the SMs
+    (8, 32, 32, 1, 8192, 1),    # 256 blocks fill the SMs
+    # GQA decode, the groups folded: a block per (batch, kv head).
+    (1, 32, 8, 1, 131072, 16),  # 8 blocks: the most splits
+    (8, 32, 8, 1, 8192, 2),     # 64 blocks: 2 each
+    (8, 64, 8, 16, 8192, 2),    # 8 x 16 rows fill a block of 128: 64 blocks
 ])
 def test_split_kv_heuristics(b, h, hk, sq, skv, split):
-    """Too few query tiles x B x H for the SMs: the first tc-sm90 config
-    splits each query tile's kv tiles over up to sms / blocks blocks (at
-    most 16), each keeping at least 8 kv tiles."""
+    """Too few query tiles x B x H (B x Hkv where the groups fold) for the
+    SMs: the first tc-sm90 config splits each query tile's kv tiles over up
+    to sms / blocks blocks (at most 16), each keeping at least 8 kv tiles."""
     (first,) = [c for c in rank(problem(sq, skv, 128, 128, b=b, h=h, hk=hk))
                 if c.strategy == "tc-sm90"][:1]
     assert first.split == split, first
@@ -1510,13 +1524,15 @@ def test_split_kv_heuristics(b, h, hk, sq, skv, split):
 @needs_sass
 def test_split_kv_kernels():
     """A split-KV forward: the attention kernel on a (query tiles, B x H,
-    splits) grid, then the merging kernel (a thread per row and 4 columns),
-    both without spills; o and the statistics written by the second."""
+    splits) grid (B x Hkv: this GQA decode folds its groups), then the
+    merging kernel (a thread per row and 4 columns), both without spills;
+    o and the statistics written by the second."""
     build = sdpa_graph("split_kv", "bf16", 1, 8, 2, 1, 5000, 128, bottom_right=True)
     package = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
         target="cuda", arch=ARCH, tuning_db="off"), basename="split_kv")
     attention, merge = package.kernels
-    assert attention["grid"] == [1, 8, 5] and attention["config"]["split"] == 5
+    assert attention["grid"] == [1, 2, 5] and attention["config"]["split"] == 5
+    assert attention["config"]["fold"] == 4
     assert "split over 5 blocks" in attention["reason"]
     assert merge["block"] == [128, 1, 1] and merge["grid"] == [-(-8 * 128 // 4 // 128), 1, 1]
     written = {tensor_of(package.manifest, a) for a in merge["args"]}

@@ -44,15 +44,19 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        padding masks (per-batch sequence lengths)
     attention_paged.py sdpa forwards over paged KV caches (page tables,
                        page sizes, decode and prefill)
+    attention_gqa_fold.py
+                       GQA decode steps whose query heads fold into one
+                       block per kv head (row maps, masks, lengths, paged,
+                       split-KV)
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
 """
 
-from . import (attention, attention_backward_random, attention_decode, attention_padding,
-               attention_paged, attention_random, attention_sm80, conv_phases, conv_random,
-               convolution, data_movement, examples, fp8, frontend, matmul, normalization,
-               pointwise, pooling, reductions, row_programs, zero_size)
+from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
+               attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
+               conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
+               normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -76,6 +80,7 @@ CASES = [
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_decode.CASES,
+    *attention_gqa_fold.CASES,
     *zero_size.CASES,
     *examples.CASES,
     *frontend.CASES,

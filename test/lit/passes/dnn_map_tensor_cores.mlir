@@ -1822,3 +1822,139 @@ func.func private @sdpa_backward_causal_gqa(%q: memref<1x4x64x64xbf16>, %k: memr
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
   return
 }
+
+// -----
+
+// A GQA decode step folded (dnn.config fold = 2: the 2 query heads of a kv
+// head in one block): q [1, 4, 3, 64] over k and v [1, 2, 64, 64], bf16,
+// bottom-right causal, with its statistics. A block per (batch, kv head):
+// grid (1, B x Hkv = 2, 1); Q's 2 heads x 3 rows in one TMA box [1, 2, 3,
+// 64] (768 bytes on its barrier), loaded at (b, kv head x 2, 0); tile row r
+// is query r % 3 of head kv head x 2 + r / 3 ([B, H, S, D]: the heads
+// outside the rows); o and the statistics from registers at each row's own
+// (b, head, query), only for the rows below 2 x 3 (no TMA store).
+// CHECK-LABEL: func.func private @sdpa_gqa_fold(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x3x64xbf16>, %[[K:[^:]*]]: memref<1x2x64x64xbf16>, %[[V:[^:]*]]: memref<1x2x64x64xbf16>, %[[O:[^:]*]]: memref<1x4x3x64xbf16> {bufferize.result}, %[[STATS:[^:]*]]: memref<1x4x3x1xf32> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 64 query rows a block (1 consumer warpgroup), 128 kv rows a step, K and V in rings of 3 stages; S = QK^T and O += PV on wgmma, the online softmax in registers; the 2 query heads g of each kv head in one block's rows (row g x Sq + s for query s), each K and V tile read once for the group"
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c2, %c3, %c64] : memref<*xbf16> -> <tensor = memref<1x2x3x64xbf16, 3>
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c1, %c128, %c64] : memref<*xbf16> -> <tensor = memref<1x1x128x64xbf16, 3>
+//       CHECK:   gpu.launch blocks(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c1, %{{.*}} = %c2, %{{.*}} = %c1) threads(%{{.*}}, %{{.*}}, %{{.*}}) in (%{{.*}} = %c256, %{{.*}} = %c1, %{{.*}} = %c1)
+//       CHECK:     %[[BY:.*]] = gpu.block_id  y
+//  CHECK-NEXT:     %[[B:.*]] = arith.divui %[[BY]], %c2 : index
+//  CHECK-NEXT:     %[[HK:.*]] = arith.remui %[[BY]], %c2 : index
+//  CHECK-NEXT:     %[[H0:.*]] = arith.muli %[[HK]], %c2 : index
+//       CHECK:       %[[B32:.*]] = arith.index_cast %[[B]] : index to i32
+//  CHECK-NEXT:       %[[H32:.*]] = arith.index_cast %[[H0]] : index to i32
+//       CHECK:       nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c768_i32
+//       CHECK:       nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, box[%c0_i32, %c0_i32, %[[H32]], %[[B32]]]
+//       CHECK:       nvvm.setmaxregister  increase 240
+//       CHECK:       %[[ROW8:.*]] = arith.addi %[[ROW:.*]], %c8 : index
+//       CHECK:       %[[G:.*]] = arith.divui %[[ROW]], %c3 : index
+//  CHECK-NEXT:       %[[S:.*]] = arith.remui %[[ROW]], %c3 : index
+//       CHECK:       %[[HEAD:.*]] = arith.addi %[[H0]], %[[G]] : index
+//       CHECK:       %[[VALID:.*]] = arith.cmpi ult, %[[ROW]], %c6 : index
+//  CHECK-NEXT:       scf.if %[[VALID]] {
+//  CHECK-NEXT:         vector.store %{{.*}}, %[[O]][%[[B]], %[[HEAD]], %[[S]], %{{.*}}]
+//       CHECK:         memref.store %{{.*}}, %[[STATS]][%[[B]], %[[HEAD]], %[[S]], %c0]
+//       CHECK:       arith.cmpi ult, %[[ROW8]], %c6 : index
+//   CHECK-NOT:       nvvm.cp.async.bulk.tensor.global.shared.cta
+//       CHECK:   return
+func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2x64x64xbf16>, %arg2: memref<1x2x64x64xbf16>, %arg3: memref<1x4x3x64xbf16> {bufferize.result}, %arg4: memref<1x4x3x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "bottom_right", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], fold = 2 : i64, stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 6.100000e+01 : f32
+  %cst_1 = arith.constant 1.250000e-01 : f32
+  %cst_2 = arith.constant 0xFF800000 : f32
+  %cst_3 = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 3, 64] : memref<1x4x3x64xbf16> into memref<1x2x2x3x64xbf16>
+  %expand_shape_4 = memref.expand_shape %arg1 [[0], [1], [2], [3, 4]] output_shape [1, 2, 64, 1, 64] : memref<1x2x64x64xbf16> into memref<1x2x64x1x64xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x3x64xf32>
+  %alloc_5 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x3x64xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_5 : memref<1x2x2x3x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_3 : f32
+  }
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x3x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_5 : memref<1x2x2x3x64xf32>) outs(%alloc_6 : memref<1x2x2x3x64xf32>)
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape, %expand_shape_4 : memref<1x2x2x3x64xbf16>, memref<1x2x64x1x64xbf16>) outs(%alloc_6 : memref<1x2x2x3x64xf32>) {
+  ^bb0(%in: bf16, %in_12: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_12 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_6 : memref<1x2x2x3x64xf32>) outs(%alloc : memref<1x2x2x3x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %cst_1 : f32
+    %1 = linalg.index 3 : index
+    %2 = linalg.index 4 : index
+    %3 = arith.index_cast %1 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.addf %4, %cst_0 : f32
+    %6 = arith.index_cast %2 : index to i64
+    %7 = arith.uitofp %6 : i64 to f32
+    %8 = arith.cmpf ogt, %7, %5 : f32
+    %9 = arith.select %8, %cst_2, %0 : f32
+    linalg.yield %9 : f32
+  }
+  %alloc_7 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x3x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_7 : memref<1x2x2x3x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc : memref<1x2x2x3x64xf32>) outs(%alloc_7 : memref<1x2x2x3x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %alloc_8 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x3x1xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_7 : memref<1x2x2x3x1xf32>) outs(%alloc_8 : memref<1x2x2x3x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in, %cst_2 : f32
+    %1 = arith.select %0, %cst_3, %in : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc, %alloc_8 : memref<1x2x2x3x64xf32>, memref<1x2x2x3x1xf32>) outs(%alloc : memref<1x2x2x3x64xf32>) {
+  ^bb0(%in: f32, %in_12: f32, %out: f32):
+    %0 = arith.subf %in, %in_12 : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_7 : memref<1x2x2x3x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_3 : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc : memref<1x2x2x3x64xf32>) outs(%alloc_7 : memref<1x2x2x3x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %expand_shape_9 = memref.expand_shape %arg2 [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 64, 64] : memref<1x2x64x64xbf16> into memref<1x2x1x64x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>, affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape_9 : memref<1x2x2x3x64xf32>, memref<1x2x1x64x64xbf16>) outs(%alloc_5 : memref<1x2x2x3x64xf32>) {
+  ^bb0(%in: f32, %in_12: bf16, %out: f32):
+    %0 = arith.extf %in_12 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_10 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x3x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_5, %alloc_7 : memref<1x2x2x3x64xf32>, memref<1x2x2x3x1xf32>) outs(%alloc_10 : memref<1x2x2x3x64xbf16>) {
+  ^bb0(%in: f32, %in_12: f32, %out: bf16):
+    %0 = arith.cmpf oeq, %in_12, %cst_3 : f32
+    %1 = arith.select %0, %cst, %in_12 : f32
+    %2 = arith.divf %in, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_10 [[0], [1, 2], [3], [4]] : memref<1x2x2x3x64xbf16> into memref<1x4x3x64xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_8, %alloc_7 : memref<1x2x2x3x1xf32>, memref<1x2x2x3x1xf32>) outs(%alloc_7 : memref<1x2x2x3x1xf32>) {
+  ^bb0(%in: f32, %in_12: f32, %out: f32):
+    %0 = math.log %in_12 : f32
+    %1 = arith.addf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %collapse_shape_11 = memref.collapse_shape %alloc_7 [[0], [1, 2], [3], [4]] : memref<1x2x2x3x1xf32> into memref<1x4x3x1xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x3x64xbf16>) outs(%arg3 : memref<1x4x3x64xbf16>)
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape_11 : memref<1x4x3x1xf32>) outs(%arg4 : memref<1x4x3x1xf32>)
+  return
+}

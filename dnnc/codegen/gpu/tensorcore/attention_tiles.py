@@ -141,6 +141,23 @@ def query_block(att, rows, n):
     return b, h, hk, m0, start, arith.subi(end, start), ext
 
 
+def group_block(att, fold, n):
+    """Device side, for a grid of (1, B x Hkv) blocks that each hold the
+    ``fold`` (= H / Hkv) query heads of one kv head, all Sq rows of each
+    (tc-sm90's folded GQA): query_block's values, the head the group's
+    first (kv head x fold) and the first query row 0; the kv tiles those
+    of query rows 0 .. Sq - 1 (``column_tiles``: each folded row sees what
+    its query does)."""
+    head = gpu.block_id(gpu.Dimension.y)
+    b = arith.divui(head, _idx(att.kv_heads))
+    hk = arith.remui(head, _idx(att.kv_heads))
+    h = arith.muli(hk, _idx(fold))
+    m0 = _idx(0)
+    ext = Extent(att, b)
+    start, end = column_tiles(att, ext, m0, att.sq, n)
+    return b, h, hk, m0, start, arith.subi(end, start), ext
+
+
 def mask_needed(att, ext, n0, n, first, rows):
     """The i1 conditions (index comparisons, uniform over ``rows`` query
     rows from ``first``) under which the tile of ``n`` columns from ``n0``

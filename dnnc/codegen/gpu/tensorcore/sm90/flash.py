@@ -47,6 +47,14 @@ stores each warp's 16 rows by TMA (from registers where Dv needs more boxes
 than D); the statistics ``(m + log2 l) ln 2``, the natural log-sum-exp of
 the scaled scores, go from registers.
 
+With a GQA group folded (``tile.fold`` = G = H / Hkv, a decoding step:
+G x Sq rows within the tile) a block holds every query row of the G
+query heads of one kv head, and reads each K and V tile once for them: Q
+comes in one box of [1, G, Sq, 64] (``GroupRows``, which says where each
+tile row's head and query are), the masks and the kv tiles the block sees
+use each row's query, and O and the statistics go from registers to each
+valid row's own (b, h, s). The grid is then (1, B x Hkv, splits).
+
 The grid is (query tiles, B x H): the blocks that run together share few
 heads, whose K and V stay in L2 (ordered by head first, the blocks of the
 first wave would read every head's K and V, more than L2 holds, and each
@@ -69,7 +77,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    LOG2E, log_sum_exp, mask_columns, online_softmax, query_block, row_sums,
+    LOG2E, group_block, log_sum_exp, mask_columns, online_softmax, query_block, row_sums,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, f32, for_ as _for, i as _i, idx as _idx,
@@ -101,12 +109,15 @@ SPARE_REGISTERS = 32
 class FlashTile:
     """``m`` query rows per block (64 per consumer warpgroup), ``n`` kv rows
     per step, ``stages`` ring stages of K and V tiles; ``splits`` blocks
-    share each query tile's kv tiles (split-KV, ``flash_combine``)."""
+    share each query tile's kv tiles (split-KV, ``flash_combine``);
+    ``fold`` query heads (a GQA group, > 1) share a block's rows
+    (``GroupRows``)."""
 
     m: int = 128
     n: int = 128
     stages: int = 2
     splits: int = 1
+    fold: int = 1
 
     @property
     def consumers(self):
@@ -162,10 +173,27 @@ def check(att, tile):
                            f"{tile.consumers} consumer warpgroups")
     if att.paged:
         check_pages(att, tile.n)
+    if tile.fold > 1:
+        check_fold(att, tile)
     size = smem_bytes(tile, att.d, att.dv)
     if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages of {tile.n} kv rows need {size} bytes of "
                            f"shared memory, more than {SMEM_LIMIT}")
+
+
+def check_fold(att, tile):
+    """Raise NotSupported unless ``tile.fold`` query heads fold into one
+    block of ``att``: the whole group H / Hkv, its fold x Sq rows within
+    the tile's, no bias (read per row's head, which the kernel does not
+    do)."""
+    if tile.fold != att.group:
+        raise NotSupported(f"{tile.fold} query heads folded into a block: expected the "
+                           f"group's H / Hkv = {att.group}")
+    if tile.fold * att.sq > tile.m:
+        raise NotSupported(f"{tile.fold} query heads of Sq = {att.sq} rows folded into a "
+                           f"block: {tile.fold * att.sq} rows, expected at most {tile.m}")
+    if att.bias is not None:
+        raise NotSupported("a bias with query heads folded into a block: expected none")
 
 
 class Rows:
@@ -188,6 +216,11 @@ class Rows:
     def bytes(self):
         return self.box_bytes * self.boxes
 
+    @property
+    def arrival_bytes(self):
+        """Bytes a load of a tile brings (its barrier's transaction count)."""
+        return self.bytes
+
     def make_descriptor(self):
         """Host side: the descriptor, boxes of rows x 64, 128-byte swizzle."""
         logical = [1, 1, self.rows, BOX]
@@ -202,6 +235,38 @@ class Rows:
             dst = llvm.addrspacecast(_ptr(7), _shared_ptr(_add(dest_i64, box * self.box_bytes)))
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                 dst, self.descriptor, list(reversed(coords)), barrier, [])
+
+
+class GroupRows(Rows):
+    """The TMA load of a GQA group's query rows into a tile of ``rows``
+    rows: per 64 columns of the head dim, one box of logical shape [1,
+    ``heads``, ``sq``, 64] (in the buffer's physical order, as every box
+    here), which fills the tile's first heads x sq rows; the rows past them
+    are not loaded (the block's results there are dropped: rows are
+    independent in both products and in the softmax). The box lays its
+    rows out in memory order: tile row r is query s of the group's head g
+    with r = g sq + s where the heads lie outside the rows ([B, H, S, D]),
+    r = s heads + g where inside ([B, S, H, D])."""
+
+    def __init__(self, value, rows, width, heads, sq):
+        super().__init__(value, rows, width)
+        self.heads, self.sq = heads, sq
+        self.heads_outer = self.order.index(1) < self.order.index(2)
+
+    @property
+    def arrival_bytes(self):
+        return self.heads * self.sq * SWIZZLE * self.boxes
+
+    def make_descriptor(self):
+        """Host side: boxes of the group's heads x sq rows by 64 columns."""
+        logical = [1, self.heads, self.sq, BOX]
+        self.descriptor = tma_descriptor(self.value, [logical[d] for d in self.order])
+
+    def head_and_query(self, row):
+        """(head of the group, query row) of tile row ``row`` (index values)."""
+        if self.heads_outer:
+            return arith.divui(row, _idx(self.sq)), arith.remui(row, _idx(self.sq))
+        return arith.remui(row, _idx(self.heads)), arith.divui(row, _idx(self.heads))
 
 
 class StoredRows(Rows):
@@ -274,7 +339,11 @@ class FlashForward:
     def __init__(self, fn, att, tile):
         check(att, tile)
         self.fn, self.att, self.tile = fn, att, tile
-        self.q = Rows(att.q, tile.m, att.d)
+        self.folded = tile.fold > 1
+        if self.folded:  # a GQA group's rows in one block (GroupRows)
+            self.q = GroupRows(att.q, tile.m, att.d, tile.fold, att.sq)
+        else:
+            self.q = Rows(att.q, tile.m, att.d)
         if att.paged:  # K and V tiles from their pages (paged.py)
             self.k = PagedRows(att.k, att.page_table_k, tile.n, att.d)
             self.v = PagedRows(att.v, att.page_table_v, tile.n, att.dv)
@@ -285,13 +354,15 @@ class FlashForward:
         # has q's type; an f32 o goes from registers).
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
         self.o = StoredRows(att.o, 16, att.dv, tile.m) \
-            if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 else None
+            if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 \
+            and not self.folded else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
         self.ring_v = Ring(tile.stages, self.v.bytes, v_ring + 8 + 16 * tile.stages,
                            tile.consumers)
-        self.q_tiles = -(-att.sq // tile.m)
+        self.q_tiles = 1 if self.folded else -(-att.sq // tile.m)
+        self.blocks = att.batch * (att.kv_heads if self.folded else att.heads)
         self.n_s = tile.n // 2            # S values a thread holds
         self.n_o = att.dv // 2            # O values a thread holds
         self.c = att.scale * LOG2E        # scores to base-2 exponents
@@ -300,6 +371,11 @@ class FlashForward:
         t = self.tile
         split = (f"; the kv tiles split over {t.splits} blocks, their partial O and "
                  "log-sum-exp merged by a second kernel" if t.splits > 1 else "")
+        if self.folded:
+            rows = "g x Sq + s" if self.q.heads_outer else "s x G + g"
+            split = (f"; the {t.fold} query heads g of each kv head in one block's rows "
+                     f"(row {rows} for query s), each K and V tile read once for the "
+                     f"group" + split)
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
                 f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V "
                 f"in rings of {t.stages} stages; S = QK^T and O += PV on wgmma, the online "
@@ -319,8 +395,7 @@ class FlashForward:
             shared = smem_bytes(t, self.att.d, self.att.dv)
             if t.splits > 1:
                 self.partials = Partials(self.att, t.splits)
-            launch((self.q_tiles, self.att.batch * self.att.heads, t.splits), t.threads, shared,
-                   self.kernel)
+            launch((self.q_tiles, self.blocks, t.splits), t.threads, shared, self.kernel)
             if t.splits > 1:
                 self.partials.combine()
         # The expansion's ops go.
@@ -338,8 +413,8 @@ class FlashForward:
         self.ring_v.base = _add(self.ring_k.base, t.stages * self.k.bytes)
         self.q_full = _shared_ptr(_add(self.ring_v.base, t.stages * self.v.bytes))
         # Step j loads kv tile start + j.
-        self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = \
-            query_block(att, t.m, t.n)
+        block = group_block(att, t.fold, t.n) if self.folded else query_block(att, t.m, t.n)
+        self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = block
         if t.splits > 1:
             self.start, self.steps = split_range(self.start, self.steps, t.splits)
 
@@ -362,7 +437,7 @@ class FlashForward:
             if self.att.paged:
                 for rows in (self.k, self.v):
                     rows.bind(self.extent.skv)
-            nvvm.MBarrierArriveExpectTxOp(None, self.q_full, _i(self.q.bytes))
+            nvvm.MBarrierArriveExpectTxOp(None, self.q_full, _i(self.q.arrival_bytes))
             self.q.load(self.q_base, self.q_full, b, h, _to_i32(self.m0))
 
             def step(j):
@@ -393,6 +468,19 @@ class FlashForward:
         self.rows = [row, _add(row, 8)]
         self.column = arith.muli(arith.remui(lane, _idx(4)), _idx(2))  # the thread's first
         self.first = first
+        # The query rows the masks test at once: the warpgroup's 64, or
+        # with a folded group every query row (its rows hold each of them).
+        self.span = (first, 64)
+        # Each of the thread's two rows: its head (where its O and
+        # statistics go) and, folded, the tile row it is, self.rows then
+        # holding its query row.
+        self.heads = [self.h, self.h]
+        if self.folded:
+            self.tile_rows = self.rows
+            pairs = [self.q.head_and_query(r) for r in self.tile_rows]
+            self.heads = [arith.addi(self.h, g) for g, _ in pairs]
+            self.rows = [s for _, s in pairs]
+            self.span = (_idx(0), self.att.sq)
 
         irutil.mbarrier_wait(self.q_full, _i(0))
         # Q: the warpgroup's 64 rows of each box, K-major.
@@ -542,7 +630,7 @@ class FlashForward:
         column (mask_columns)."""
         n0 = arith.muli(arith.addi(self.start, j), _idx(self.tile.n))
         return mask_columns(self.att, self.extent, scores, n0, self.tile.n, self.rows,
-                            self.column, self.first, 64, accumulator_position)
+                            self.column, *self.span, accumulator_position)
 
     def softmax(self, scores, m, l_, biases=None):
         """One step of the online softmax (attention_tiles.online_softmax)
@@ -584,7 +672,7 @@ class FlashForward:
             self.store_staged(pairs)
         for r in range(2):
             def write(r=r):
-                index = [self.b, self.h, self.rows[r]]
+                index = [self.b, self.heads[r], self.rows[r]]
                 if self.o is None:
                     pair_type = ir.VectorType.get([2], element)
                     for block, bits in enumerate(pairs[r]):
@@ -596,7 +684,14 @@ class FlashForward:
                         memref.store(log_sum_exp(m[r], totals[r], empty[r]), att.stats,
                                      index + [_idx(0)])
                     _if(_cmp("eq", self.column, _idx(0)), stats)
-            _if(_cmp("ult", self.rows[r], _idx(att.sq)), write)
+            _if(self.valid(r), write)
+
+    def valid(self, r):
+        """Whether the thread's row ``r`` is one of the problem's: its query
+        row below Sq, folded its tile row below the group's G x Sq (an i1)."""
+        if self.folded:
+            return _cmp("ult", self.tile_rows[r], _idx(self.tile.fold * self.att.sq))
+        return _cmp("ult", self.rows[r], _idx(self.att.sq))
 
     def store_staged(self, pairs):
         """O through shared memory and TMA stores: each warp writes its 16

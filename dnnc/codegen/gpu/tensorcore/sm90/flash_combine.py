@@ -67,7 +67,7 @@ class Partials:
         pair = ir.VectorType.get([2], ir.F32Type.get())
         for r in range(2):
             def write(r=r):
-                index = [z, fwd.b, fwd.h, fwd.rows[r]]
+                index = [z, fwd.b, fwd.heads[r], fwd.rows[r]]
                 for block in range(att.dv // 8):
                     lo, hi = (arith.mulf(o[4 * block + 2 * r + i], scale[r]) for i in range(2))
                     col = arith.addi(fwd.column, _idx(8 * block))
@@ -77,7 +77,7 @@ class Partials:
                 def lse():
                     memref.store(log_sum_exp(m[r], totals[r], empty[r]), self.lse, index)
                 _if(_cmp("eq", fwd.column, _idx(0)), lse)
-            _if(_cmp("ult", fwd.rows[r], _idx(att.sq)), write)
+            _if(fwd.valid(r), write)
 
     def combine(self):
         """Host side: the launch of the kernel that merges the partials."""
