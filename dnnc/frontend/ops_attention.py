@@ -9,10 +9,14 @@ Masks map as cuDNN defines them: ``use_causal_mask`` (diagonal top-left),
 ``use_causal_mask_bottom_right``, ``sliding_window_length``, or the band
 form ``diagonal_alignment`` + ``diagonal_band_right_bound=0`` (causal) +
 ``diagonal_band_left_bound=W`` (a window of W); ``use_padding_mask`` with
-``seq_len_q`` / ``seq_len_kv``. ``attn_scale`` is a float or a pass-by-value
-tensor (compiled in). Options dnnc does not implement (dropout, ALiBi,
-block masks, paged caches, score modifiers, sink tokens, a dBias output,
-ragged tensors, other band bounds) raise ``cudnnGraphNotSupportedError``
+``seq_len_q`` / ``seq_len_kv``; a paged KV cache with
+``paged_attention_k_table`` / ``paged_attention_v_table`` (int32
+``[B, 1, pages, 1]``) and ``paged_attention_max_seq_len_kv``, K and V then
+``[pages, H_kv, page_size, D]`` caches (forward only, as in cuDNN).
+``attn_scale`` is a float or a pass-by-value tensor (compiled in). Options
+dnnc does not implement (dropout, ALiBi, block masks, score modifiers, sink
+tokens, a dBias output, ragged tensors, other band bounds) raise
+``cudnnGraphNotSupportedError``
 naming the option.
 """
 
@@ -83,9 +87,7 @@ class AttentionOps:
              sink_token=None, unfuse_fma=False):
         """Returns (O, Stats); Stats (fp32 log-sum-exp per row) only with statistics."""
         _refuse("sdpa", block_mask=block_mask, use_alibi_mask=use_alibi_mask, dropout=dropout,
-                rng_dump=rng_dump, paged_attention_k_table=paged_attention_k_table,
-                paged_attention_v_table=paged_attention_v_table,
-                paged_attention_max_seq_len_kv=paged_attention_max_seq_len_kv,
+                rng_dump=rng_dump,
                 score_mod=score_mod, score_max=score_max, score_sum_exp=score_sum_exp,
                 sink_token=sink_token, unfuse_fma=unfuse_fma)
         check_pointwise_compute("sdpa", compute_data_type)
@@ -107,11 +109,16 @@ class AttentionOps:
                 generate_stats=bool(generate_stats), use_causal_mask_bottom_right=bottom_right,
                 sliding_window_length=window, use_padding_mask=bool(use_padding_mask),
                 seq_len_q=ctx.tensor(i["seq_len_q"], "sdpa seq_len_q"),
-                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa seq_len_kv"))
+                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa seq_len_kv"),
+                paged_attention_k_table=ctx.tensor(i["k_table"], "sdpa paged_attention_k_table"),
+                paged_attention_v_table=ctx.tensor(i["v_table"], "sdpa paged_attention_v_table"),
+                paged_attention_max_seq_len_kv=None if paged_attention_max_seq_len_kv is None
+                else int(paged_attention_max_seq_len_kv))
 
         return tuple(self._add("sdpa", name,
                                {"q": q, "k": k, "v": v, "bias": bias, "seq_len_q": seq_len_q,
-                                "seq_len_kv": seq_len_kv}, lower, n_out=2,
+                                "seq_len_kv": seq_len_kv, "k_table": paged_attention_k_table,
+                                "v_table": paged_attention_v_table}, lower, n_out=2,
                                present=[True, bool(generate_stats)], labels=["O", "Stats"]))
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None, dBias=None,

@@ -183,6 +183,42 @@ def test_sdpa_causal_with_stats_and_backward():
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_sdpa_over_a_paged_cache():
+    # cuDNN's paged attention as its samples write it: K and V caches of
+    # pages [pages, H, page_size, D], int32 tables [B, 1, pages_per_seq, 1],
+    # the kv lengths through the padding mask; against SDPA on the cache
+    # gathered into each sequence's contiguous K and V.
+    torch.manual_seed(7)
+    B, H, Sq, D, page, per_seq = 2, 2, 3, 8, 4, 3
+    pages = B * per_seq
+    q = torch.randn(B, H, Sq, D)
+    kc, vc = torch.randn(pages, H, page, D), torch.randn(pages, H, page, D)
+    table = torch.randperm(pages, dtype=torch.int32).reshape(B, 1, per_seq, 1)
+    lq = torch.full((B, 1, 1, 1), Sq, dtype=torch.int32)
+    lkv = torch.tensor([9, 12], dtype=torch.int32).reshape(B, 1, 1, 1)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Q, K, V = g.tensor_like(q), g.tensor_like(kc), g.tensor_like(vc)
+    KT, VT = g.tensor_like(table), g.tensor_like(table.clone())
+    LQ, LKV = g.tensor_like(lq), g.tensor_like(lkv)
+    O, _ = g.sdpa(q=Q, k=K, v=V, is_inference=True, attn_scale=0.5, use_padding_mask=True,
+                  seq_len_q=LQ, seq_len_kv=LKV, use_causal_mask_bottom_right=True,
+                  paged_attention_k_table=KT, paged_attention_v_table=VT,
+                  paged_attention_max_seq_len_kv=page * per_seq)
+    O.set_output(True)
+    _build(g)
+    o = torch.empty_like(q)
+    g.execute({Q: q, K: kc, V: vc, KT: table, VT: table, LQ: lq, LKV: lkv, O: o}, None)
+    for b in range(B):
+        rows = table[b, 0, :, 0].long()
+        k = kc[rows].permute(1, 0, 2, 3).reshape(H, per_seq * page, D)[:, :int(lkv[b])]
+        v = vc[rows].permute(1, 0, 2, 3).reshape(H, per_seq * page, D)[:, :int(lkv[b])]
+        scores = (q[b] @ k.transpose(-1, -2)) * 0.5
+        shift = int(lkv[b]) - Sq   # bottom-right: row i sees columns up to i + shift
+        mask = torch.arange(k.shape[1])[None, :] > (torch.arange(Sq)[:, None] + shift)
+        want = torch.softmax(scores.masked_fill(mask, float("-inf")), -1) @ v
+        torch.testing.assert_close(o[b], want, atol=1e-5, rtol=1e-5)
+
+
 def test_wgrad_and_dgrad_take_the_callers_dims():
     torch.manual_seed(6)
     x, dy = torch.randn(2, 4, 8, 8), torch.randn(2, 6, 8, 8)
