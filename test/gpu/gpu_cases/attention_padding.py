@@ -34,7 +34,7 @@ import numpy as np
 
 import dnnc
 
-from .case import BF16, F16, F32, RTOL, Case, outputs
+from .case import BF16, F16, F32, RTOL, Case, graph_of, outputs
 
 SEED = 20261129
 GRAPHS = 12
@@ -176,12 +176,7 @@ def add_pair(g, i, att):
 
 
 def padded_attention(dtype, configs):
-    def build():
-        g = dnnc.Graph(io_data_type=dtype)
-        for i, att in enumerate(configs):
-            add_pair(g, i, att)
-        return g
-    return build
+    return graph_of(add_pair, dtype, configs)
 
 
 def derive_forward(dtype, configs):

@@ -28,7 +28,7 @@ import numpy as np
 
 import dnnc
 
-from .case import BF16, F16, RTOL, Case, outputs
+from .case import BF16, F16, RTOL, Case, graph_of, outputs
 
 SEED = 20261127
 INT32 = dnnc.data_type.INT32
@@ -99,12 +99,7 @@ def add_sdpa(g, i, att):
 
 
 def paged_attention(dtype, configs):
-    def build():
-        g = dnnc.Graph(io_data_type=dtype)
-        for i, att in enumerate(configs):
-            add_sdpa(g, i, att)
-        return g
-    return build
+    return graph_of(add_sdpa, dtype, configs)
 
 
 def _fixed(configs, seed):

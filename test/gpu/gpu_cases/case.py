@@ -63,6 +63,20 @@ class Case:
     fp8_ulps: int = 1        # codes an fp8 output may be off by
 
 
+def graph_of(add, dtype, configs):
+    """A case's build: one graph of ``dtype`` tensors into which ``add(g, i,
+    config)`` puts each of ``configs`` (attention families draw several
+    configurations per package)."""
+    def build():
+        import dnnc
+
+        g = dnnc.Graph(io_data_type=dtype)
+        for i, config in enumerate(configs):
+            add(g, i, config)
+        return g
+    return build
+
+
 def outputs(*tensors):
     """Make each of ``tensors`` (None skipped) an output of its graph."""
     for t in tensors:
