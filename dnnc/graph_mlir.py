@@ -29,6 +29,7 @@ def to_module(graph, context=None):
 
     if not graph.outputs:
         raise GraphError("graph has no outputs: mark at least one tensor with set_output(True)")
+    _check_layouts(graph)
     ctx = context or dialect.context()
     with ctx, ir.Location.unknown():
         module = ir.Module.create()
@@ -46,6 +47,20 @@ def to_module(graph, context=None):
                 _emit(graph, node, values)
             func.ReturnOp([values[id(t)] for t in graph.outputs])
     return module
+
+
+def _check_layouts(graph):
+    """The inputs' and outputs' strides against the layout rule every path
+    shares (dnnc_runtime/layout.py): an output's elements at distinct
+    addresses."""
+    from dnnc_runtime import layout
+
+    for kind, tensors, output in (("input", graph.inputs, False),
+                                  ("output", graph.outputs, True)):
+        for t in tensors:
+            wrong = layout.problem(t.dim, t.get_stride(), output)
+            if wrong:
+                raise GraphError(f"{kind} '{t.name}': {wrong}")
 
 
 def to_mlir(graph):

@@ -13,7 +13,7 @@ import re
 from mlir import ir
 
 from dnnc import dialect
-from dnnc.errors import ToolError
+from dnnc.errors import GraphError, ToolError
 from dnnc.passes.dnn_verify import verify_module
 
 
@@ -27,7 +27,36 @@ def parse(text, context=None):
         except ir.MLIRError as err:
             raise ToolError("cannot parse the MLIR input", stderr=_messages(err, text)) from None
         verify_module(module)
+        check_layouts(module)
     return module
+
+
+def check_layouts(module):
+    """The ``dnn.strides`` of every function's arguments and results against
+    the layout rule every path shares (dnnc_runtime/layout.py): one stride
+    per dim, none negative, no two elements of a result at one address.
+    GraphError names the tensor."""
+    from dnnc_runtime import layout
+
+    for op in module.body.operations:
+        if op.operation.name != "func.func":
+            continue
+        fn = op.operation
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        for key, types, output in (("arg_attrs", ftype.inputs, False),
+                                   ("res_attrs", ftype.results, True)):
+            if key not in fn.attributes:
+                continue
+            for i, (attrs, t) in enumerate(zip(fn.attributes[key], types)):
+                attrs = ir.DictAttr(attrs)
+                if "dnn.strides" not in attrs or not isinstance(t, ir.RankedTensorType):
+                    continue
+                strides = list(ir.DenseI64ArrayAttr(attrs["dnn.strides"]))
+                wrong = layout.problem(ir.RankedTensorType(t).shape, strides, output)
+                if wrong:
+                    name = ir.StringAttr(attrs["dnn.name"]).value if "dnn.name" in attrs \
+                        else f"{'output' if output else 'input'}{i}"
+                    raise GraphError(f"{'output' if output else 'input'} '{name}': {wrong}")
 
 
 def _messages(err, text):

@@ -19,6 +19,7 @@ from dataclasses import dataclass, field
 
 from .cuda import TENSOR_MAP_BYTES, TMA_DATA_TYPES, TMA_L2_PROMOTIONS, TMA_OOB_FILLS, TMA_SWIZZLES
 from .cuda import arch_name
+from . import layout
 from .errors import ArtifactError
 
 FORMAT_VERSION = 1
@@ -354,6 +355,9 @@ def _tensors(entries, role):
             raise ArtifactError(f"{MANIFEST}: {where}: strides: expected {len(dims)} (one per dim), "
                                 f"got {len(strides)}")
         strides = [_int(s, f"{where}: strides", minimum=0) for s in strides]
+        wrong = layout.problem(dims, strides, output=role == "output")
+        if wrong:
+            raise ArtifactError(f"{MANIFEST}: {where}: {wrong}")
         dtype = _field(t, "dtype", where)
         if dtype not in DTYPE_SIZES:
             raise ArtifactError(f"{MANIFEST}: {where}: dtype: expected one of "
