@@ -637,8 +637,8 @@ def _attention_fold(problem):
     decoding step: one query row or a few), without a bias (its rows would
     be read per head). Each K and V tile is then read once for the group,
     not G times: decoding reads little else (B8 H32 KV8 Skv 8192 D128
-    bf16 unfolded took 0.139 ms on an H200 against cuDNN's 0.080, which
-    folds; the folded kernel is not timed yet). Every mask maps onto the
+    bf16 took 0.139 ms unfolded on an H200, 0.077 folded, against cuDNN's
+    0.080, which folds too). Every mask maps onto the
     folded rows (each row keeps its query's diagonal, window and length)."""
     ins = problem.anchor_inputs
     heads, kv_heads, sq = ins[0].shape[1], ins[1].shape[1], ins[0].shape[-2]
