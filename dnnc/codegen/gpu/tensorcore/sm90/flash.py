@@ -81,23 +81,22 @@ from dnnc.codegen.gpu.tensorcore.attention_tiles import (
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, f32, for_ as _for, i as _i, idx as _idx,
-    if_ as _if, launch, ptr as _ptr, shared_base, shared_ptr as _shared_ptr,
+    if_ as _if, launch, shared_base, shared_ptr as _shared_ptr,
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
-    BOX, accumulator_position, column_of, pack, pairs as fragment_pairs, row_of, struct,
+    accumulator_position, column_of, pack, pairs as fragment_pairs, row_of, struct,
     unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.paged import PagedRows, check_pages
+from dnnc.codegen.gpu.tensorcore.sm90.rows import GroupRows, Rows, StoredRows, padded
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.tma import (
-    SWIZZLE, physical_order, swizzled_offset, tma_descriptor,
-)
+from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset
 
 # Registers a consumer thread keeps beside its accumulators and P (O: Dv /
 # 2, S: tile.n / 2, P: tile.n / 4), for the addresses and the softmax's
@@ -126,11 +125,6 @@ class FlashTile:
     @property
     def threads(self):
         return WARPGROUP * (1 + self.consumers)
-
-
-def padded(d):
-    """The head dim as a whole number of 64-element boxes."""
-    return -(-d // BOX) * BOX
 
 
 def smem_bytes(tile, d, dv):
@@ -194,96 +188,6 @@ def check_fold(att, tile):
                            f"block: {tile.fold * att.sq} rows, expected at most {tile.m}")
     if att.bias is not None:
         raise NotSupported("a bias with query heads folded into a block: expected none")
-
-
-class Rows:
-    """The TMA loads of one operand's tiles: ``rows`` rows of S (a box per
-    64 columns of the head dim ``width``) of a ``[B, H, S, D]`` buffer with D
-    contiguous, in whatever order the other dims lie."""
-
-    def __init__(self, value, rows, width):
-        self.value = value
-        self.rows = rows
-        self.boxes = padded(width) // BOX
-        self.order = physical_order(ir.MemRefType(value.type))
-        self.descriptor = None
-
-    @property
-    def box_bytes(self):
-        return self.rows * SWIZZLE
-
-    @property
-    def bytes(self):
-        return self.box_bytes * self.boxes
-
-    @property
-    def arrival_bytes(self):
-        """Bytes a load of a tile brings (its barrier's transaction count)."""
-        return self.bytes
-
-    def make_descriptor(self):
-        """Host side: the descriptor, boxes of rows x 64, 128-byte swizzle."""
-        logical = [1, 1, self.rows, BOX]
-        self.descriptor = tma_descriptor(self.value, [logical[d] for d in self.order])
-
-    def load(self, dest_i64, barrier, b, h, s0):
-        """The tile at batch ``b``, head ``h``, first row ``s0`` (i32 values)
-        into shared memory at ``dest_i64``, completing on ``barrier``."""
-        for box in range(self.boxes):
-            logical = [b, h, s0, _i(box * BOX)]
-            coords = [logical[d] for d in self.order]
-            dst = llvm.addrspacecast(_ptr(7), _shared_ptr(_add(dest_i64, box * self.box_bytes)))
-            nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
-                dst, self.descriptor, list(reversed(coords)), barrier, [])
-
-
-class GroupRows(Rows):
-    """The TMA load of a GQA group's query rows into a tile of ``rows``
-    rows: per 64 columns of the head dim, one box of logical shape [1,
-    ``heads``, ``sq``, 64] (in the buffer's physical order, as every box
-    here), which fills the tile's first heads x sq rows; the rows past them
-    are not loaded (the block's results there are dropped: rows are
-    independent in both products and in the softmax). The box lays its
-    rows out in memory order: tile row r is query s of the group's head g
-    with r = g sq + s where the heads lie outside the rows ([B, H, S, D]),
-    r = s heads + g where inside ([B, S, H, D])."""
-
-    def __init__(self, value, rows, width, heads, sq):
-        super().__init__(value, rows, width)
-        self.heads, self.sq = heads, sq
-        self.heads_outer = self.order.index(1) < self.order.index(2)
-
-    @property
-    def arrival_bytes(self):
-        return self.heads * self.sq * SWIZZLE * self.boxes
-
-    def make_descriptor(self):
-        """Host side: boxes of the group's heads x sq rows by 64 columns."""
-        logical = [1, self.heads, self.sq, BOX]
-        self.descriptor = tma_descriptor(self.value, [logical[d] for d in self.order])
-
-    def head_and_query(self, row):
-        """(head of the group, query row) of tile row ``row`` (index values)."""
-        if self.heads_outer:
-            return arith.divui(row, _idx(self.sq)), arith.remui(row, _idx(self.sq))
-        return arith.remui(row, _idx(self.heads)), arith.divui(row, _idx(self.heads))
-
-
-class StoredRows(Rows):
-    """The TMA stores of an output's rows: boxes of ``rows`` rows by 64
-    columns, from the swizzled boxes of a tile of ``tile_rows`` rows."""
-
-    def __init__(self, value, rows, width, tile_rows):
-        super().__init__(value, rows, width)
-        self.tile_box_bytes = tile_rows * SWIZZLE
-
-    def store(self, src_i64, b, h, s0):
-        for box in range(self.boxes):
-            logical = [b, h, s0, _i(box * BOX)]
-            coords = [logical[d] for d in self.order]
-            nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(
-                self.descriptor, _shared_ptr(_add(src_i64, box * self.tile_box_bytes)),
-                list(reversed(coords)))
 
 
 class Turns:

@@ -58,14 +58,13 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     if_ as _if, launch, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32,
     to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.flash import (
-    Rows, Turns, check_operands, padded, registers,
-)
+from dnnc.codegen.gpu.tensorcore.sm90.flash import Turns, check_operands, registers
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
+from dnnc.codegen.gpu.tensorcore.sm90.rows import Rows, padded
 from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
 

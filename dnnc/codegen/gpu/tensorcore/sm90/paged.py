@@ -36,7 +36,8 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import BOX
 from dnnc.codegen.gpu.tensorcore.sm90.support import NotSupported
-from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, physical_order, tma_descriptor
+from dnnc.codegen.gpu.tensorcore.sm90.rows import Rows
+from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, tma_descriptor
 
 # Rows of one 128-byte swizzle pattern: a page loaded on its own must start
 # at a multiple of them within the tile.
@@ -60,33 +61,20 @@ def _shape(value):
     return list(ir.MemRefType(value.type).shape)
 
 
-class PagedRows:
+class PagedRows(Rows):
     """The TMA loads of K's or V's tiles of ``rows`` kv rows (a box per 64
     columns of the head dim ``width``) from the paged cache ``value``
-    through ``table``; the interface of flash.Rows (``bytes``, ``load``),
-    with ``bind`` giving the block's kv length first."""
+    through ``table``: a tile as rows.Rows lays it out (``bytes``,
+    ``load``), with ``bind`` giving the block's kv length first."""
 
     def __init__(self, value, table, rows, width):
-        self.value, self.table = value, table
-        self.rows = rows
+        super().__init__(value, rows, width)
+        self.table = table
         pages, _, self.page, _ = _shape(value)
         self.pages = pages
         self.slots = _shape(table)[2]
         self.box_rows = min(rows, self.page)
-        self.boxes = -(-width // BOX)
-        self.order = physical_order(ir.MemRefType(value.type))
-        self.descriptor = None
         self.lkv = None
-
-    @property
-    def box_bytes(self):
-        """Bytes of one 64-column box of a tile (what the consumers step by)."""
-        return self.rows * SWIZZLE
-
-    @property
-    def bytes(self):
-        """Bytes a tile of ``rows`` rows fills (every load of it together)."""
-        return self.box_bytes * self.boxes
 
     def make_descriptor(self):
         """Host side: boxes of ``box_rows`` rows of one page by 64 columns,

@@ -1,0 +1,109 @@
+"""TMA loads and stores of the attention kernels' tiles (sm90/flash.py,
+flash_backward.py; paged.py's pages): rows of a ``[B, H, S, D]`` operand
+with D contiguous, in whatever order the other dims lie, a box per 64
+columns of the head dim, in TMA's 128-byte swizzle."""
+
+from mlir import ir
+from mlir.dialects import arith, llvm, nvvm
+
+from dnnc.codegen.gpu.tensorcore.emit import (
+    add as _add, i as _i, idx as _idx, ptr as _ptr, shared_ptr as _shared_ptr,
+)
+from dnnc.codegen.gpu.tensorcore.sm90.fragments import BOX
+from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, physical_order, tma_descriptor
+
+
+def padded(d):
+    """The head dim as a whole number of 64-element boxes."""
+    return -(-d // BOX) * BOX
+
+
+
+class Rows:
+    """The TMA loads of one operand's tiles: ``rows`` rows of S (a box per
+    64 columns of the head dim ``width``) of a ``[B, H, S, D]`` buffer with D
+    contiguous, in whatever order the other dims lie."""
+
+    def __init__(self, value, rows, width):
+        self.value = value
+        self.rows = rows
+        self.boxes = padded(width) // BOX
+        self.order = physical_order(ir.MemRefType(value.type))
+        self.descriptor = None
+
+    @property
+    def box_bytes(self):
+        return self.rows * SWIZZLE
+
+    @property
+    def bytes(self):
+        return self.box_bytes * self.boxes
+
+    @property
+    def arrival_bytes(self):
+        """Bytes a load of a tile brings (its barrier's transaction count)."""
+        return self.bytes
+
+    def make_descriptor(self):
+        """Host side: the descriptor, boxes of rows x 64, 128-byte swizzle."""
+        logical = [1, 1, self.rows, BOX]
+        self.descriptor = tma_descriptor(self.value, [logical[d] for d in self.order])
+
+    def load(self, dest_i64, barrier, b, h, s0):
+        """The tile at batch ``b``, head ``h``, first row ``s0`` (i32 values)
+        into shared memory at ``dest_i64``, completing on ``barrier``."""
+        for box in range(self.boxes):
+            logical = [b, h, s0, _i(box * BOX)]
+            coords = [logical[d] for d in self.order]
+            dst = llvm.addrspacecast(_ptr(7), _shared_ptr(_add(dest_i64, box * self.box_bytes)))
+            nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
+                dst, self.descriptor, list(reversed(coords)), barrier, [])
+
+
+class GroupRows(Rows):
+    """The TMA load of a GQA group's query rows into a tile of ``rows``
+    rows: per 64 columns of the head dim, one box of logical shape [1,
+    ``heads``, ``sq``, 64] (in the buffer's physical order, as every box
+    here), which fills the tile's first heads x sq rows; the rows past them
+    are not loaded (the block's results there are dropped: rows are
+    independent in both products and in the softmax). The box lays its
+    rows out in memory order: tile row r is query s of the group's head g
+    with r = g sq + s where the heads lie outside the rows ([B, H, S, D]),
+    r = s heads + g where inside ([B, S, H, D])."""
+
+    def __init__(self, value, rows, width, heads, sq):
+        super().__init__(value, rows, width)
+        self.heads, self.sq = heads, sq
+        self.heads_outer = self.order.index(1) < self.order.index(2)
+
+    @property
+    def arrival_bytes(self):
+        return self.heads * self.sq * SWIZZLE * self.boxes
+
+    def make_descriptor(self):
+        """Host side: boxes of the group's heads x sq rows by 64 columns."""
+        logical = [1, self.heads, self.sq, BOX]
+        self.descriptor = tma_descriptor(self.value, [logical[d] for d in self.order])
+
+    def head_and_query(self, row):
+        """(head of the group, query row) of tile row ``row`` (index values)."""
+        if self.heads_outer:
+            return arith.divui(row, _idx(self.sq)), arith.remui(row, _idx(self.sq))
+        return arith.remui(row, _idx(self.heads)), arith.divui(row, _idx(self.heads))
+
+
+class StoredRows(Rows):
+    """The TMA stores of an output's rows: boxes of ``rows`` rows by 64
+    columns, from the swizzled boxes of a tile of ``tile_rows`` rows."""
+
+    def __init__(self, value, rows, width, tile_rows):
+        super().__init__(value, rows, width)
+        self.tile_box_bytes = tile_rows * SWIZZLE
+
+    def store(self, src_i64, b, h, s0):
+        for box in range(self.boxes):
+            logical = [b, h, s0, _i(box * BOX)]
+            coords = [logical[d] for d in self.order]
+            nvvm.CpAsyncBulkTensorSharedCTAToGlobalOp(
+                self.descriptor, _shared_ptr(_add(src_i64, box * self.tile_box_bytes)),
+                list(reversed(coords)))
