@@ -183,6 +183,39 @@ def test_sdpa_causal_with_stats_and_backward():
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_sdpa_stats_packed_and_gradients_laid_out_like_their_inputs():
+    # cudnn-frontend's tests hand q in [B, S, H, D] order and allocate the
+    # statistics as a packed [B, H, S, 1] tensor: Stats does not follow q's
+    # layout, and each of dQ, dK, dV follows its own input's.
+    torch.manual_seed(6)
+    B, H, S, D = 2, 3, 8, 8
+    q = torch.randn(B, S, H, D).transpose(1, 2)
+    k, v = torch.randn(B, H, S, D), torch.randn(B, S, H, D).transpose(1, 2)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
+    O, stats = g.sdpa(q=Q, k=K, v=V, attn_scale=0.4, is_inference=False)
+    O.set_output(True)
+    stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    assert stats.get_stride() == [H * S, S, 1, 1]
+    assert O.get_stride() == list(q.stride())
+    o, st = torch.empty_like(q), torch.empty(B, H, S, 1)
+    g.execute({Q: q, K: k, V: v, O: o, stats: st}, None)
+    scores = (q @ k.transpose(-1, -2)) * 0.4
+    torch.testing.assert_close(st, torch.logsumexp(scores, -1, keepdim=True), atol=1e-5,
+                               rtol=1e-5)
+
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=o, do=q, st=st).items()}
+    dQ, dK, dV = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"],
+                                   stats=t["st"], attn_scale=0.4)
+    for x in (dQ, dK, dV):
+        x.set_output(True)
+    _build(bwd)
+    assert (dQ.get_stride(), dK.get_stride(), dV.get_stride()) == \
+        (list(q.stride()), list(k.stride()), list(v.stride()))
+
+
 def test_sdpa_over_a_paged_cache():
     # cuDNN's paged attention as its samples write it: K and V caches of
     # pages [pages, H, page_size, D], int32 tables [B, 1, pages_per_seq, 1],
