@@ -137,7 +137,7 @@ func.func @segment_of_required_result_zero(%x: tensor<2x3xf32>) -> tensor<2x1xf3
 // -----
 
 func.func @unsupported_element_type(%x: tensor<2x3xf64>) -> tensor<2x3xf64> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2 or i1, got f64
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8 or ui8, got f64
   %y = "dnn.sin"(%x) : (tensor<2x3xf64>) -> tensor<2x3xf64>
   return %y : tensor<2x3xf64>
 }
@@ -161,7 +161,7 @@ func.func @bool_operand_expected(%a: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> ten
 // -----
 
 func.func @float_result_expected(%x: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.abs' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.abs' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.abs"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -301,7 +301,7 @@ func.func @silu_result_shape(%x: tensor<2x3xbf16>) -> tensor<3x2xbf16> {
 // -----
 
 func.func @sigmoid_i1_result(%x: tensor<2x3xf8E4M3FN>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sigmoid' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sigmoid' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.sigmoid"(%x) : (tensor<2x3xf8E4M3FN>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -365,7 +365,7 @@ func.func @reciprocal_i1_operand(%x: tensor<2x3xi1>) -> tensor<2x3xf32> {
 // -----
 
 func.func @sin_i1_result(%x: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.sin"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -405,7 +405,7 @@ func.func @div_no_broadcast_leading_dim(%a: tensor<2x3xf32>, %b: tensor<5x4x3xf3
 // -----
 
 func.func @max_i1_result(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.max' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.max' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.max"(%a, %b) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -525,7 +525,7 @@ func.func @gen_index_axis_out_of_range(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @gen_index_i1_result(%x: tensor<2x3xi1>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.gen_index' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.gen_index' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.gen_index"(%x) {axis = 0 : i64} : (tensor<2x3xi1>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -565,7 +565,7 @@ func.func @sigmoid_backward_i1_operand(%dy: tensor<2x3xi1>, %x: tensor<2x3xf32>)
 // -----
 
 func.func @tanh_backward_i1_result(%dy: tensor<2x3xf16>, %x: tensor<2x3xf16>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.tanh_backward' op result 'dx': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.tanh_backward' op result 'dx': expected a floating-point or integer element type, got i1
   %dx = "dnn.tanh_backward"(%dy, %x) : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xi1>
   return %dx : tensor<2x3xi1>
 }
@@ -589,7 +589,7 @@ func.func @elu_backward_i1_operand(%dy: tensor<2x3xf32>, %x: tensor<2x3xi1>) -> 
 // -----
 
 func.func @leaky_relu_backward_i1_result(%dy: tensor<2x3xbf16>, %x: tensor<2x3xbf16>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point or integer element type, got i1
   %dx = "dnn.leaky_relu_backward"(%dy, %x) : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x3xi1>
   return %dx : tensor<2x3xi1>
 }
