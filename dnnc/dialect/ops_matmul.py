@@ -35,7 +35,8 @@ def check_compute(ctx, names):
                 "accumulation type; tf32 rounds f32 operands to tf32; i32 (si8 / ui8 "
                 "operands) is exact integer accumulation")])
 def _matmul(ctx):
-    """c[..., m, n] = sum_k a[..., m, k] * b[..., k, n]; batch dims broadcast."""
+    """c[..., m, n] = sum_k a[..., m, k] * b[..., k, n]; batch dims broadcast.
+    si8 / ui8 operands accumulate exactly in int32 (compute_type i32)."""
     check_compute(ctx, ["a", "b"])
     a, b = ctx["a"], ctx["b"]
     for name, t in (("a", a), ("b", b)):
