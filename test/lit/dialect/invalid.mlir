@@ -152,6 +152,54 @@ func.func @float_operand_expected(%x: tensor<2x3xi1>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @int8_operand_of_float_op(%x: tensor<2x3xsi8>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.relu' op operand 'x': expected a floating-point tensor, got si8
+  %y = "dnn.relu"(%x) : (tensor<2x3xsi8>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @int8_matmul_with_a_float_operand(%a: tensor<2x3xsi8>, %b: tensor<3x4xbf16>) -> tensor<2x4xi32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op operand 'b': expected si8 or ui8 (as operand 'a'), got bf16
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xsi8>, tensor<3x4xbf16>) -> tensor<2x4xi32>
+  return %c : tensor<2x4xi32>
+}
+
+// -----
+
+func.func @int8_conv_with_float_compute(%x: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_fprop' op attribute 'compute_type': expected i32 (the accumulation of si8 / ui8 operands), got f32
+  %y = "dnn.conv_fprop"(%x, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32>
+  return %y : tensor<1x2x4x4xi32>
+}
+
+// -----
+
+func.func @int32_compute_of_float_operands(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': i32 takes si8 or ui8 operands: expected f32 or tf32 for operand 'a' of f32, got i32
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %c : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @int8_data_gradient(%dy: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xsi8>) -> tensor<1x2x4x4xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_dgrad' op operand 'dy': expected a floating-point tensor, got si8
+  %dx = "dnn.conv_dgrad"(%dy, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xsi8>) -> tensor<1x2x4x4xf32>
+  return %dx : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+func.func @signless_i8_is_not_a_dnn_type(%x: tensor<2x3xi8>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.cast' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8 or ui8, got i8
+  %y = "dnn.cast"(%x) : (tensor<2x3xi8>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
 func.func @bool_operand_expected(%a: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> tensor<2x3xi1> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.logical_and' op operand 'a': expected a tensor of i1, got f32
   %y = "dnn.logical_and"(%a, %b) : (tensor<2x3xf32>, tensor<2x3xi1>) -> tensor<2x3xi1>
@@ -845,7 +893,7 @@ func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x5xf32>) -
 // -----
 
 func.func @matmul_unknown_compute_type(%a: tensor<4x8xf16>, %b: tensor<8x5xf16>) -> tensor<4x5xf16> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': expected one of f32, tf32, got f16
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': expected one of f32, tf32, i32, got f16
   %c = "dnn.matmul"(%a, %b) {compute_type = f16} : (tensor<4x8xf16>, tensor<8x5xf16>) -> tensor<4x5xf16>
   return %c : tensor<4x5xf16>
 }
