@@ -245,16 +245,11 @@ class Graph:
         return data_type.FLOAT
 
     def _compute(self, compute_data_type, *operands):
-        """The compute type of a convolution or matmul: the one given, else
-        int32 for int8 / uint8 operands (cuDNN's only choice for them), else
-        the graph's."""
-        if compute_data_type is not None:
-            dt = as_data_type(compute_data_type)
-        elif operands and all(self._resolve_dtype(t) in (data_type.INT8, data_type.UINT8)
-                              for t in operands):
+        """The compute type given, else int32 for int8 / uint8 operands (cuDNN's only one)."""
+        dt = as_data_type(compute_data_type or self.compute_data_type)
+        if compute_data_type is None and operands and all(
+                self._resolve_dtype(t) in (data_type.INT8, data_type.UINT8) for t in operands):
             dt = data_type.INT32
-        else:
-            dt = self.compute_data_type
         if dt not in (data_type.FLOAT, data_type.TF32, data_type.INT32):
             raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {dt}")
         return dt.mlir
