@@ -244,17 +244,20 @@ class Graph:
                         return dt
         return data_type.FLOAT
 
-    def _compute(self, compute_data_type):
-        dt = as_data_type(compute_data_type) if compute_data_type is not None else \
-            self.compute_data_type
-        if dt not in (data_type.FLOAT, data_type.TF32):
-            raise GraphError(f"compute_data_type: expected float or tf32, got {dt}")
+    def _compute(self, compute_data_type, *operands):
+        """The compute type given, else int32 for int8 / uint8 operands (cuDNN's only one)."""
+        dt = as_data_type(compute_data_type or self.compute_data_type)
+        if compute_data_type is None and operands and all(
+                self._resolve_dtype(t) in (data_type.INT8, data_type.UINT8) for t in operands):
+            dt = data_type.INT32
+        if dt not in (data_type.FLOAT, data_type.TF32, data_type.INT32):
+            raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {dt}")
         return dt.mlir
 
     # ------------------------------------------------------------------ convolution
 
     def _conv_attrs(self, nd, padding, stride, dilation, pre_padding, post_padding, conv_mode,
-                    compute_data_type):
+                    compute_data_type, operands=()):
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -262,15 +265,16 @@ class Graph:
             "stride": _spatial("stride", stride, nd, 1),
             "dilation": _spatial("dilation", dilation, nd, 1),
             "mode": conv_mode,
-            "compute_type": self._compute(compute_data_type),
+            "compute_type": self._compute(compute_data_type, *operands),
         }
 
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
-        """Convolution forward: y = image (*) weight."""
+        """Convolution forward: y = image (*) weight. int8 / uint8 operands
+        accumulate exactly in int32 (compute_data_type int32, their default)."""
         attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+                                 post_padding, conv_mode, compute_data_type, (image, weight))
         return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
 
     def conv_dgrad(self, loss, filter, dx_dim, padding=None, stride=None, dilation=None,
@@ -294,9 +298,10 @@ class Graph:
     # ------------------------------------------------------------------ matmul, attention
 
     def matmul(self, A, B, compute_data_type=None, name=None):
-        """C = A @ B with broadcast batch dims."""
+        """C = A @ B with broadcast batch dims. int8 / uint8 operands
+        accumulate exactly in int32 (compute_data_type int32, their default)."""
         return self._op("matmul", {"a": A, "b": B},
-                        {"compute_type": self._compute(compute_data_type)}, name)[0]
+                        {"compute_type": self._compute(compute_data_type, A, B)}, name)[0]
 
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 SMS = {"sm_80": 108, "sm_90a": 132}
 
 DTYPE_BYTES = {"f64": 8, "f32": 4, "tf32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1,
-               "f8E5M2": 1, "i64": 8, "i32": 4, "i8": 1, "i1": 1, "index": 8}
+               "f8E5M2": 1, "i64": 8, "i32": 4, "i8": 1, "si8": 1, "ui8": 1, "i1": 1, "index": 8}
 
 # Anchors that are not op names (dnn-fuse): a pointwise chain, and
 # reshape / transpose / slice kernels.

@@ -7,7 +7,9 @@ that every loop appears alone in some indexing map (linalg infers loop ranges
 from those). Operands are first converted to f32 (tf32-rounded in tf32 mode);
 x is zero-padded. The window flip of ``mode = "convolution"`` goes into the
 data operand's index (R - 1 - r), so the filter is always read at its own
-tap r. Accumulation is f32, rounded once to the result type.
+tap r. Accumulation is f32, rounded once to the result type; a forward
+convolution of int8 / uint8 operands (``compute_type = i32``) converts them
+to i32 instead and accumulates exactly in i32 (contraction.py).
 
 Below, per spatial dim: s stride, dl dilation, R window, pre padding.
 """
@@ -44,8 +46,9 @@ def _tap(r_loop, window_len, dilation, flip):
 
 
 def _padded_f32(x, pre, post, compute_type):
+    """x zero-padded, in the accumulator's type (f32, or i32 in i32 mode)."""
     scalar = contraction.operand_scalar(emit.logical_info(x).dtype, compute_type)
-    return window.pad(x, pre, post, 0.0, emit.f32(), scalar)
+    return window.pad(x, pre, post, 0.0, contraction.accumulator(compute_type), scalar)
 
 
 def _mac(x, y, acc):
@@ -74,10 +77,11 @@ def lower_conv_fprop(view):
         for i in range(nd)])
     w_map = emit.amap(loops, [d(1), d(2), d(c_loop)] + [d(r0 + i) for i in range(nd)])
     y_map = emit.amap(loops, [d(0), d(1), d(2)] + [d(o0 + i) for i in range(nd)])
-    acc = emit.filled([n, g, k // g] + list(out.shape[2:]), emit.f32(), 0.0)
+    ct = a["compute_type"]
+    acc = emit.filled([n, g, k // g] + list(out.shape[2:]), contraction.accumulator(ct), 0.0)
     acc = emit.generic([xs, ws], [acc], [x_map, w_map, y_map],
-                       [PARALLEL] * (3 + nd) + [REDUCTION] * (1 + nd), _mac)[0]
-    return {"y": contraction.finish(_groups_merge(acc, 1), out.dtype)}
+                       [PARALLEL] * (3 + nd) + [REDUCTION] * (1 + nd), contraction.mac(ct))[0]
+    return {"y": contraction.finish(_groups_merge(acc, 1), out.dtype, ct)}
 
 
 def lower_conv_dgrad(view):

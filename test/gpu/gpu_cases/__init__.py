@@ -51,11 +51,14 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
+    int8.py            int8 / uint8 convolutions and matmuls (exact int32
+                       accumulation), casts at the byte types' edges, and
+                       cudnn-frontend's int8 test graphs
 """
 
 from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
                attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
+               conv_random, convolution, data_movement, examples, fp8, frontend, int8, matmul,
                normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
@@ -84,6 +87,7 @@ CASES = [
     *zero_size.CASES,
     *examples.CASES,
     *frontend.CASES,
+    *int8.CASES,
 ]
 
 __all__ = ["CASES", "Case"]
