@@ -341,9 +341,11 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
                             fallback=faster == "tc-sm90")
         if faster == "tc-sm90":
-            fast = _split_wider([c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
-                                 if channels % c.tile[1] == 0], problem.sms, m // groups, n,
-                                groups) + fast
+            configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
+                       if channels % c.tile[1] == 0]
+            if problem.dtype == "f32":
+                configs = _tf32_wgrad(configs, groups)
+            fast = _split_wider(configs, problem.sms, m // groups, n, groups) + fast
         return fast
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
@@ -366,6 +368,19 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
         fast = _split_wider(configs, problem.sms, m, n // groups, groups) + fast
     return fast
+
+
+def _tf32_wgrad(configs, groups):
+    """tc-sm90's configs of a tf32 filter gradient: it runs as the
+    transposed product dwᵀ = im2col(x)ᵀ dy (sm90/tf32_conv.py), whose tile
+    is the config's with M and N swapped, so N 64 or 128 (M of the
+    transposed tile); one group (none where there are more)."""
+    if groups > 1:
+        return []
+    return [c.replace(reason=f"{c.reason}; run as dw^T = im2col(x)^T dy in {c.tile[1]}x"
+                             f"{c.tile[0]} tiles (x through registers, dy copied K-major: "
+                             "wgmma reads tf32 from shared memory only K-major)")
+            for c in configs if c.tile[1] in (64, 128)]
 
 
 # A convolution's tile count leaves a last wave this full at least, or a
@@ -706,8 +721,7 @@ def rank(problem):
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and (problem.dtype in ("bf16", "f16")
-                 or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
+            and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \
