@@ -16,11 +16,17 @@ Element types follow cuDNN: an output tensor takes the type it was given with
 first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 (f32 by default). Ops with a fixed result type (comparisons give i1, statistics
 are f32) keep it.
+
+What a convolution or a matmul multiplies in is its ``compute_data_type``,
+else the graph's; where neither says, f32 convolutions multiply as tf32 and
+everything else exactly, as cuDNN and cuBLAS do by default
+(dnnc/compute_types.py holds the rule).
 """
 
 import json
 import math
 
+from dnnc import compute_types
 from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import GraphError, UnsupportedError, VerificationError
@@ -121,11 +127,13 @@ class Graph:
     """A dnn graph under construction; see the module docstring."""
 
     def __init__(self, name="main", io_data_type=None, intermediate_data_type=data_type.FLOAT,
-                 compute_data_type=data_type.FLOAT):
+                 compute_data_type=None):
         self.name = name
         self.io_data_type = as_data_type(io_data_type) if io_data_type is not None else None
         self.intermediate_data_type = as_data_type(intermediate_data_type)
-        self.compute_data_type = as_data_type(compute_data_type)
+        # None: not asked, each op's default (dnnc/compute_types.py).
+        self.compute_data_type = as_data_type(compute_data_type) \
+            if compute_data_type is not None else None
         self._inputs = []
         self._nodes = []
         self._outputs = []
@@ -244,17 +252,21 @@ class Graph:
                         return dt
         return data_type.FLOAT
 
-    def _compute(self, compute_data_type):
-        dt = as_data_type(compute_data_type) if compute_data_type is not None else \
+    def _compute(self, compute_data_type, op="matmul", operands=()):
+        """The compute type of ``op`` on ``operands``: the one asked on the
+        op, else on the graph, else the default (compute_types.resolve)."""
+        asked = as_data_type(compute_data_type) if compute_data_type is not None else \
             self.compute_data_type
-        if dt not in (data_type.FLOAT, data_type.TF32):
-            raise GraphError(f"compute_data_type: expected float or tf32, got {dt}")
-        return dt.mlir
+        if asked is not None and asked not in (data_type.FLOAT, data_type.TF32):
+            raise GraphError(f"compute_data_type: expected float or tf32, got {asked}")
+        types = [self._resolve_dtype(t) for t in operands if isinstance(t, Tensor)]
+        return compute_types.resolve(op, asked, types).mlir
 
     # ------------------------------------------------------------------ convolution
 
-    def _conv_attrs(self, nd, padding, stride, dilation, pre_padding, post_padding, conv_mode,
-                    compute_data_type):
+    def _conv_attrs(self, op, operands, padding, stride, dilation, pre_padding, post_padding,
+                    conv_mode, compute_data_type):
+        nd = len(operands[0].dim) - 2 if isinstance(operands[0], Tensor) else 0
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -262,23 +274,26 @@ class Graph:
             "stride": _spatial("stride", stride, nd, 1),
             "dilation": _spatial("dilation", dilation, nd, 1),
             "mode": conv_mode,
-            "compute_type": self._compute(compute_data_type),
+            "compute_type": self._compute(compute_data_type, op, operands),
         }
 
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
-        """Convolution forward: y = image (*) weight."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        """Convolution forward: y = image (*) weight. ``compute_data_type``
+        None takes the graph's; where neither says, f32 operands multiply as
+        tf32, as cuDNN's do ("float" multiplies them exactly: see
+        dnnc/compute_types.py). So for the gradients."""
+        attrs = self._conv_attrs("conv_fprop", (image, weight), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
 
     def conv_dgrad(self, loss, filter, dx_dim, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Data gradient of a convolution; ``dx_dim`` is the shape of the image."""
-        attrs = self._conv_attrs(len(loss.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_dgrad", (loss, filter), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_dgrad", {"dy": loss, "w": filter}, attrs, name,
                         declared={"dx": dx_dim})[0]
 
@@ -286,8 +301,8 @@ class Graph:
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Filter gradient of a convolution; ``dw_dim`` is the shape of the filter."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_wgrad", (image, loss), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_wgrad", {"dy": loss, "x": image}, attrs, name,
                         declared={"dw": dw_dim})[0]
 

@@ -29,6 +29,7 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
+from dnnc.compute_types import NOTE as TF32_NOTE
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
@@ -338,8 +339,10 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         # N runs over (tap, C): a tile must lie in one tap (the anchor's
         # inputs are dy, x). A group is a batch of M = K / groups.
         channels = problem.anchor_inputs[1].shape[1] // groups
+        # (tc-sm80's gather loader takes 16-bit operands only.)
         fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
-                            fallback=faster == "tc-sm90")
+                            fallback=faster == "tc-sm90") \
+            if problem.dtype in ("bf16", "f16") else []
         if faster == "tc-sm90":
             configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
                        if channels % c.tile[1] == 0]
@@ -698,6 +701,9 @@ def rank(problem):
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
+    if problem.anchor in IMPLICIT_GEMM and problem.dtype == "f32" and \
+            str(problem.attr("compute_type", "f32")) == "tf32":
+        facts += f", {TF32_NOTE}"
     depthwise = rank_depthwise(problem, facts)
     if depthwise:  # memory-bound: nothing for the tensor cores
         return depthwise
@@ -723,6 +729,11 @@ def rank(problem):
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
             and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
+        if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
+            return simt_generic(work, problem.sms, None, facts, head=(
+                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes one "
+                "group of C a multiple of 64 (a tile of its transposed product, 64 or 128 "
+                "rows, lies in one filter tap)"))
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \
             problem.dtype in ("bf16", "f16"):

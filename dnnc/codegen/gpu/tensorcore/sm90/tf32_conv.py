@@ -133,27 +133,39 @@ def build_wgrad(fn, conv, tile, ctas):
 
     check_wgrad(conv, tile)
     check_conv(conv, tile)
-    flipped = transposed_tile(tile)
     body = irutil.body(fn)
     before = len(list(body.operations))
     ret = list(body.operations)[-1]
     with ir.InsertionPoint(ret), ret.location:
         b, launch = dy_k_major(conv.gemm)
     gemm = replace(transposed_gemm(conv.gemm), b=b)
-    try:
-        check(gemm, flipped)
+
+    def kernel_of(used):
+        check(gemm, used)
         if not registers_a(gemm):
             raise NotSupported("x cannot be read into registers where it lies")
+        loaders = (Im2colOperand(conv, used.m, gemm.element, used.k, mn_major=True),
+                   _tma(b, used))
+        return Kernel(fn, gemm, used, ctas, c_transposed=True, loaders=loaders, keep=[launch])
+
+    flipped = transposed_tile(tile)
+    try:
+        try:
+            kernel = kernel_of(flipped)
+        except NotSupported:
+            # Split-K's checks (the kernel constructs no IR): a cluster sum
+            # the heuristics chose may not divide the splits this K allows;
+            # the splits are then summed without one.
+            if flipped.cluster == 1:
+                raise
+            flipped = replace(flipped, cluster=1)
+            kernel = kernel_of(flipped)
     except NotSupported:
         # The copy's ops lie between the old body and its return.
         made = [op.operation for op in body.operations][before - 1:-1]
         for op in reversed(made):
             op.erase()
         raise
-    loaders = (Im2colOperand(conv, flipped.m, gemm.element, flipped.k, mn_major=True),
-               _tma(b, flipped))
-    kernel = Kernel(fn, gemm, flipped, ctas, c_transposed=True, loaders=loaders,
-                    keep=[launch])
     kernel.build()
     return [f"implicit GEMM (wgrad, tf32): x read by TMA in im2col mode, {conv.taps} filter "
             f"taps x {conv.channels} channels; computes dw^T = im2col(x)^T dy in "
