@@ -31,7 +31,8 @@ the filter ``[K, taps, C]``), but each gradient has an operand that is not:
 
 ``build_wgrad`` builds the filter gradient; the data gradient goes through
 ``sm90.build_conv`` (and ``build_phases`` where strided) with the filter
-copied by ``filter_k_major``.
+copied by ``filter_k_major``. Lit test:
+test/lit/passes/dnn_map_tensor_cores_tf32_conv.mlir.
 """
 
 from dataclasses import replace
