@@ -66,8 +66,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import LAST_ARRIVAL_SPLITS
 from dnnc.codegen.gpu.tensorcore.sm90.tf32_conv import tf32_gradient
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
-    CONVERTED_A, CONVERTED_B, NotSupported, Tile, check, computes_transposed, smem_bytes,
-    transposed_gemm, transposed_operands, transposed_tile,
+    CONVERTED_A, CONVERTED_B, NotSupported, Tile, check, computes_transposed, multiplied,
+    smem_bytes, transposed_gemm, transposed_operands, transposed_tile,
 )
 
 __all__ = [
@@ -112,7 +112,16 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
                    Im2colOperand(conv, tile.n, element, tile.k, mn_major=True))
     else:
         loaders = _conv_loaders(conv, tile)
-    kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
+    try:
+        kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
+    except NotSupported:
+        # Split-K's checks (the kernel constructs no IR): a cluster sum the
+        # heuristics chose may not divide the splits this K allows. tf32
+        # has no tc-sm80 to fall back to: its splits are summed without.
+        if tile.cluster == 1 or multiplied(conv.gemm) != "tf32":
+            raise
+        kernel = Kernel(fn, conv.gemm, replace(tile, cluster=1), ctas, loaders=loaders,
+                        keep=keep)
     kernel.build()
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
