@@ -31,12 +31,12 @@ from test_tc_sass import A_REGISTER, ARCH, MAX_SHARED, gemm_kernels, needs_sass
 
 
 def conv_graph(direction, graph_compute=None, op_compute=None, dtype="f32", x_dims=(1, 8, 5, 5),
-               k=8, window=(3, 3), **attrs):
+               k=8, window=(3, 3), groups=1, **attrs):
     """One ``direction`` convolution of f32 (or ``dtype``) tensors,
     channels-last, with the graph's and the op's compute types as given."""
     g = dnnc.Graph(io_data_type=dtype, compute_data_type=graph_compute)
     x_dims = list(x_dims)
-    w_dims = [k, x_dims[1], *window]
+    w_dims = [k, x_dims[1] // groups, *window]
     probe = dnnc.Graph(io_data_type=dtype)
     y_dims = [int(d) for d in probe.conv_fprop(
         probe.tensor(dim=x_dims), probe.tensor(dim=w_dims), **attrs).dim]
@@ -163,6 +163,8 @@ GRADS = {
     "dgrad_3x3_s2": ("dgrad", [2, 32, 13, 10], 48, [3, 3], dict(padding=[1, 1], stride=[2, 2])),
     "dgrad_c20": ("dgrad", [1, 20, 6, 7], 16, [3, 3], dict(padding=[1, 1],
                                                              conv_mode="convolution")),
+    # Two groups of 64 channels each way: the copy [G·C/G, taps, K/G].
+    "dgrad_groups2": ("dgrad", [2, 128, 6, 7], 128, [3, 3], dict(padding=[1, 1], groups=2)),
     "wgrad_3x3": ("wgrad", [2, 64, 9, 11], 24, [3, 3], dict(padding=[1, 1])),
     "wgrad_5x3_s2": ("wgrad", [3, 128, 13, 9], 64, [5, 3], dict(stride=[2, 2],
                                                                  pre_padding=[2, 0],
@@ -208,6 +210,8 @@ def test_tf32_gradient_on_tc_sm90(built, name):
         assert "the filter copied K-major first (wgmma reads tf32 from shared memory only " \
             "K-major)" in reason, reason
         strided = "stride" in GRADS[name][4]
+        groups = GRADS[name][4].get("groups", 1)
+        assert (f"{groups} groups" in reason) == (groups > 1), reason
         assert ("stride phases" in reason) == strided, reason
         # The copy's launch, then a GEMM (one a stride phase with taps).
         assert kernels[0] not in gemms
