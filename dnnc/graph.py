@@ -16,11 +16,8 @@ Element types follow cuDNN: an output tensor takes the type it was given with
 first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 (f32 by default). Ops with a fixed result type (comparisons give i1, statistics
 are f32) keep it.
-
-What a convolution or a matmul multiplies in is its ``compute_data_type``,
-else the graph's; where neither says, f32 convolutions multiply as tf32 and
-everything else exactly, as cuDNN and cuBLAS do by default
-(dnnc/compute_types.py holds the rule).
+A convolution or matmul multiplies in its ``compute_data_type``, else the
+graph's, else as dnnc/compute_types.py says (f32 convolutions: tf32).
 """
 
 import json
@@ -132,8 +129,7 @@ class Graph:
         self.io_data_type = as_data_type(io_data_type) if io_data_type is not None else None
         self.intermediate_data_type = as_data_type(intermediate_data_type)
         # None: not asked, each op's default (dnnc/compute_types.py).
-        self.compute_data_type = as_data_type(compute_data_type) \
-            if compute_data_type is not None else None
+        self.compute_data_type = compute_data_type and as_data_type(compute_data_type)
         self._inputs = []
         self._nodes = []
         self._outputs = []
@@ -253,8 +249,7 @@ class Graph:
         return data_type.FLOAT
 
     def _compute(self, compute_data_type, op="matmul", operands=()):
-        """The compute type of ``op`` on ``operands``: the one asked on the
-        op, else on the graph, else the default (compute_types.resolve)."""
+        """``op``'s compute type: asked on it, on the graph, else compute_types'."""
         asked = as_data_type(compute_data_type) if compute_data_type is not None else \
             self.compute_data_type
         if asked is not None and asked not in (data_type.FLOAT, data_type.TF32):
@@ -266,7 +261,7 @@ class Graph:
 
     def _conv_attrs(self, op, operands, padding, stride, dilation, pre_padding, post_padding,
                     conv_mode, compute_data_type):
-        nd = len(operands[0].dim) - 2 if isinstance(operands[0], Tensor) else 0
+        nd = len(operands[0].dim) - 2
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -280,10 +275,8 @@ class Graph:
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
-        """Convolution forward: y = image (*) weight. ``compute_data_type``
-        None takes the graph's; where neither says, f32 operands multiply as
-        tf32, as cuDNN's do ("float" multiplies them exactly: see
-        dnnc/compute_types.py). So for the gradients."""
+        """Convolution forward: y = image (*) weight. f32 operands multiply as
+        tf32 unless the op or the graph asks for "float" (compute_types.py)."""
         attrs = self._conv_attrs("conv_fprop", (image, weight), padding, stride, dilation,
                                  pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
