@@ -15,9 +15,8 @@ Element types follow cuDNN: an output tensor takes the type it was given with
 ``set_data_type``, else the graph's ``io_data_type``, else the type of its op's
 first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 (f32 by default). Ops with a fixed result type (comparisons give i1, statistics
-are f32) keep it.
-A convolution or matmul multiplies in its ``compute_data_type``, else the
-graph's, else as dnnc/compute_types.py says (f32 convolutions: tf32).
+are f32) keep it. A convolution or matmul multiplies in its ``compute_data_type``,
+else the graph's, else as dnnc/compute_types.py says (f32 convolutions: tf32).
 """
 
 import json
