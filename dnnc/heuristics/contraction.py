@@ -347,7 +347,7 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
             configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
                        if channels % c.tile[1] == 0]
             if problem.dtype == "f32":
-                configs = _tf32_wgrad(configs, groups)
+                configs = _tf32_wgrad(configs)
             fast = _split_wider(configs, problem.sms, m // groups, n, groups) + fast
         return fast
     w = problem.anchor_inputs[1].shape
@@ -373,13 +373,11 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     return fast
 
 
-def _tf32_wgrad(configs, groups):
+def _tf32_wgrad(configs):
     """tc-sm90's configs of a tf32 filter gradient: it runs as the
     transposed product dwᵀ = im2col(x)ᵀ dy (sm90/tf32_conv.py), whose tile
     is the config's with M and N swapped, so N 64 or 128 (M of the
-    transposed tile); one group (none where there are more)."""
-    if groups > 1:
-        return []
+    transposed tile)."""
     return [c.replace(reason=f"{c.reason}; run as dw^T = im2col(x)^T dy in {c.tile[1]}x"
                              f"{c.tile[0]} tiles (x through registers, dy copied K-major: "
                              "wgmma reads tf32 from shared memory only K-major)")
@@ -731,8 +729,8 @@ def rank(problem):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
         if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
             return simt_generic(work, problem.sms, None, facts, head=(
-                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes one "
-                "group of C a multiple of 64 (a tile of its transposed product, 64 or 128 "
+                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes C "
+                "(a group's) a multiple of 64 (a tile of its transposed product, 64 or 128 "
                 "rows, lies in one filter tap)"))
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \

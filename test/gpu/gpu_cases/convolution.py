@@ -178,8 +178,9 @@ CASES = [
     # rounds to nearest (as the tf32 matmul cases).
     Case("conv_fprop_tf32", conv_fprop(F32, "tf32"), rtol=2e-3),
     # f32 tensors, the compute type left to its default (tf32): grouped
-    # convolutions (a data gradient's filter copied K-major per group) and
-    # the fused patterns on tc-sm90's tf32 paths.
+    # convolutions (a data gradient's filter copied K-major per group, a
+    # filter gradient's groups the batch of its transposed product) and the
+    # fused patterns on tc-sm90's tf32 paths.
     Case("conv_grouped_tf32", conv_grouped(F32), rtol=2e-3),
     Case("conv_fused_tc_tf32", conv_fused_tc(F32), positive=("s",), rtol=2e-3),
     *(Case(f"conv_grads_{d.mlir}", conv_grads(d)) for d in (F32, BF16)),

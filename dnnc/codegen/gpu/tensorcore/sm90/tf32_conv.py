@@ -27,7 +27,8 @@ the filter ``[K, taps, C]``), but each gradient has an operand that is not:
   ``[K, N·P·Q]`` (``dy_k_major``, pixels contiguous, rows padded to 16
   bytes): a read and a write of dy, where the GEMM reads it once per
   column of tiles. The epilogue stores dw as C (PairEpilogue swaps the
-  indices back), so split-K and fusion are the matmul's.
+  indices back), so split-K and fusion are the matmul's; groups are its
+  batch, as a bf16 filter gradient's.
 
 ``build_wgrad`` builds the filter gradient; the data gradient goes through
 ``sm90.build_conv`` (and ``build_phases`` where strided) with the filter
@@ -97,8 +98,9 @@ def filter_k_major(conv):
 def dy_k_major(gemm):
     """Emit, at the current insertion point (host side), the launch that
     copies a filter gradient's dy (the GEMM's A, ``[N·P·Q, K]`` with K
-    contiguous) into ``[K, N·P·Q]`` with the pixels contiguous. Returns
-    (its Operand as the B of the transposed product, K-major; the launch)."""
+    contiguous, every group's channels) into ``[K, N·P·Q]`` with the pixels
+    contiguous. Returns (its Operand as the B of the transposed product,
+    K-major, group g's rows g·K/G onward; the launch)."""
     a = gemm.a
     element = ir.MemRefType(a.value.type).element_type
     (pixels, channels), strides, offset = irutil.memref_geometry(a.value.type)
@@ -113,9 +115,6 @@ def dy_k_major(gemm):
 def check_wgrad(conv, tile):
     """Raise NotSupported unless the transposed product of tf32 filter
     gradient ``conv`` runs in ``tile`` (its transposed tile)."""
-    if conv.groups > 1:
-        raise NotSupported(f"a tf32 filter gradient of {conv.groups} groups: tc-sm90 takes "
-                           "one group (dy's copy is not split by group)")
     if transposed_tile(tile) is None:
         raise NotSupported(f"a tf32 filter gradient in tiles of {tile.n} columns: its "
                            "transposed product (x through registers) takes tiles of N 64 or "
@@ -128,7 +127,7 @@ def build_wgrad(fn, conv, tile, ctas):
     im2col mode into registers, dy copied K-major first. Raises
     NotSupported (the copy's IR erased again) where ``tile`` does not take
     it. Returns the plan's notes."""
-    from dnnc.codegen.gpu.tensorcore.sm90.im2col import Im2colOperand, check_conv
+    from dnnc.codegen.gpu.tensorcore.sm90.im2col import GroupRows, Im2colOperand, check_conv
     from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
     from dnnc.codegen.gpu.tensorcore.sm90.support import check, registers_a
 
@@ -145,8 +144,11 @@ def build_wgrad(fn, conv, tile, ctas):
         check(gemm, used)
         if not registers_a(gemm):
             raise NotSupported("x cannot be read into registers where it lies")
+        # Groups are the GEMM's batch: group g's x channels (the im2col
+        # loader offsets them) and dy rows of the copy (GroupRows).
+        dy = _tma(b, used)
         loaders = (Im2colOperand(conv, used.m, gemm.element, used.k, mn_major=True),
-                   _tma(b, used))
+                   GroupRows(dy, gemm.n) if conv.groups > 1 else dy)
         return Kernel(fn, gemm, used, ctas, c_transposed=True, loaders=loaders, keep=[launch])
 
     flipped = transposed_tile(tile)
@@ -168,8 +170,9 @@ def build_wgrad(fn, conv, tile, ctas):
             op.erase()
         raise
     kernel.build()
+    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM (wgrad, tf32): x read by TMA in im2col mode, {conv.taps} filter "
-            f"taps x {conv.channels} channels; computes dw^T = im2col(x)^T dy in "
+            f"taps x {conv.channels} channels{grouped}; computes dw^T = im2col(x)^T dy in "
             f"{flipped.m}x{flipped.n} tiles: x is its A, read into registers, dy copied "
             "K-major first (wgmma reads tf32 from shared memory only K-major)"] + \
         [n for n in kernel.notes() if not n.startswith("computes C^T")]
