@@ -55,11 +55,13 @@ def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
 
 def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
     """A graph of one data (``direction`` "dgrad") or filter ("wgrad")
-    gradient of the convolution conv_graph makes, channels-last."""
+    gradient of the convolution conv_graph makes, channels-last; ``dt``
+    "tf32": f32 tensors, which dnnc's convolutions multiply as tf32 by
+    default (dnnc/compute_types.py), as PyTorch's cuDNN ones do."""
     import dnnc
 
     p = out_size(h, r, stride, pad)
-    g = dnnc.Graph(name=name, io_data_type=dt)
+    g = dnnc.Graph(name=name, io_data_type="f32" if dt == "tf32" else dt)
     # The inputs in the order the PyTorch function takes them.
     if direction == "dgrad":
         dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
@@ -80,6 +82,20 @@ def _torch_grad(direction, shape, stride, pad):
     return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad)
 
 
+def _allow_tf32(fn):
+    """PyTorch's side of a tf32 case: ``fn`` with cuDNN's tf32 convolutions
+    allowed (PyTorch's default, set here so that a changed default does not
+    turn the comparison into one against exact f32)."""
+    def run(t, *args):
+        allowed = t.backends.cudnn.allow_tf32
+        t.backends.cudnn.allow_tf32 = True
+        try:
+            return fn(t, *args)
+        finally:
+            t.backends.cudnn.allow_tf32 = allowed
+    return run
+
+
 def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
     """A forward convolution of channels-last x by a KRSC-style filter, any
     rank and groups; ``dt`` "tf32": f32 tensors multiplied as tf32 (what
@@ -89,8 +105,7 @@ def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
     g = dnnc.Graph(name=name, io_data_type="f32" if dt == "tf32" else dt)
     x = g.tensor(name="x", dim=x_dims, stride=_nhwc(*x_dims))
     w = g.tensor(name="w", dim=w_dims, stride=_nhwc(*w_dims))
-    y = g.conv_fprop(x, w, stride=stride, padding=pad,
-                     **({"compute_data_type": "tf32"} if dt == "tf32" else {}))
+    y = g.conv_fprop(x, w, stride=stride, padding=pad)
     y_dims = [int(d) for d in y.dim]
     y.set_output(True).set_stride(_nhwc(*y_dims))
     return g
@@ -98,8 +113,8 @@ def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
 
 def _torch_general(stride, pad, groups, rank):
     conv = {4: "conv2d", 5: "conv3d"}[rank]
-    return lambda t, x, w: getattr(t.nn.functional, conv)(x, w, stride=stride, padding=pad,
-                                                          groups=groups)
+    return _allow_tf32(lambda t, x, w: getattr(t.nn.functional, conv)(
+        x, w, stride=stride, padding=pad, groups=groups))
 
 
 # (label, x dims, w dims, stride, padding, groups, dtype): f16 layers, a 3-D
@@ -156,6 +171,14 @@ GRADS = [
     # The strided layers (layer2.0's 3x3 and its 1x1 downsample).
     ("3x3/2", 32, 128, 56, 128, 3, 2, 1),
     ("1x1/2", 32, 256, 56, 512, 1, 2, 0),
+]
+# The tf32 gradients of ResNet-50's 3x3 layers (f32 tensors; PyTorch with
+# cuDNN's tf32 allowed), beside GENERAL's tf32 forward.
+TF32_GRADS = [
+    ("3x3", 32, 64, 56, 64, 3, 1, 1),
+    ("3x3", 32, 128, 28, 128, 3, 1, 1),
+    ("3x3", 32, 256, 14, 256, 3, 1, 1),
+    ("3x3", 32, 512, 7, 512, 3, 1, 1),
 ]
 # The strided data gradients again in other tiles: their stride phases run
 # in the tile the heuristics choose for the whole gradient (a phase has a
@@ -221,6 +244,18 @@ def cases(Case):
             out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                             _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    for direction in ("dgrad", "wgrad"):
+        for what, n, c, h, k, r, s, pad in TF32_GRADS:
+            p = out_size(h, r, s, pad)
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32"
+            flops = 2 * n * k * p * p * c * r * r
+            nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
+            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+            slug = f"conv_{direction}_tf32_{what}_{n}_{c}_{h}_{k}"
+            out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"),
+                            _allow_tf32(_torch_grad(direction, shape, s, pad)), flops, nbytes,
+                            False, "conv"))
     for what, n, c, h, k, r, s, pad, config in PHASE_TILES:
         p = out_size(h, r, s, pad)
         tile = config.split("tile:")[1].split(",")[0]

@@ -15,12 +15,14 @@ Element types follow cuDNN: an output tensor takes the type it was given with
 ``set_data_type``, else the graph's ``io_data_type``, else the type of its op's
 first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 (f32 by default). Ops with a fixed result type (comparisons give i1, statistics
-are f32) keep it.
+are f32) keep it. A convolution or matmul multiplies in its ``compute_data_type``,
+else the graph's, else as dnnc/compute_types.py says (f32 convolutions: tf32).
 """
 
 import json
 import math
 
+from dnnc import compute_types
 from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import GraphError, UnsupportedError, VerificationError
@@ -121,11 +123,12 @@ class Graph:
     """A dnn graph under construction; see the module docstring."""
 
     def __init__(self, name="main", io_data_type=None, intermediate_data_type=data_type.FLOAT,
-                 compute_data_type=data_type.FLOAT):
+                 compute_data_type=None):
         self.name = name
         self.io_data_type = as_data_type(io_data_type) if io_data_type is not None else None
         self.intermediate_data_type = as_data_type(intermediate_data_type)
-        self.compute_data_type = as_data_type(compute_data_type)
+        # None: not asked, each op's default (dnnc/compute_types.py).
+        self.compute_data_type = compute_data_type and as_data_type(compute_data_type)
         self._inputs = []
         self._nodes = []
         self._outputs = []
@@ -244,20 +247,20 @@ class Graph:
                         return dt
         return data_type.FLOAT
 
-    def _compute(self, compute_data_type, *operands):
-        """The compute type given, else int32 for int8 / uint8 operands (cuDNN's only one)."""
-        dt = as_data_type(compute_data_type or self.compute_data_type)
-        if compute_data_type is None and operands and all(
-                self._resolve_dtype(t) in (data_type.INT8, data_type.UINT8) for t in operands):
-            dt = data_type.INT32
-        if dt not in (data_type.FLOAT, data_type.TF32, data_type.INT32):
-            raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {dt}")
-        return dt.mlir
+    def _compute(self, compute_data_type, op="matmul", operands=()):
+        """``op``'s compute type: asked on it, on the graph, else compute_types'."""
+        asked = as_data_type(compute_data_type) if compute_data_type is not None else \
+            self.compute_data_type
+        if asked not in (None, data_type.FLOAT, data_type.TF32, data_type.INT32):
+            raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {asked}")
+        types = [self._resolve_dtype(t) for t in operands if isinstance(t, Tensor)]
+        return compute_types.resolve(op, asked, types).mlir
 
     # ------------------------------------------------------------------ convolution
 
-    def _conv_attrs(self, nd, padding, stride, dilation, pre_padding, post_padding, conv_mode,
-                    compute_data_type, operands=()):
+    def _conv_attrs(self, op, operands, padding, stride, dilation, pre_padding, post_padding,
+                    conv_mode, compute_data_type):
+        nd = len(operands[0].dim) - 2
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -265,24 +268,23 @@ class Graph:
             "stride": _spatial("stride", stride, nd, 1),
             "dilation": _spatial("dilation", dilation, nd, 1),
             "mode": conv_mode,
-            "compute_type": self._compute(compute_data_type, *operands),
+            "compute_type": self._compute(compute_data_type, op, operands),
         }
 
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
-        """Convolution forward: y = image (*) weight. int8 / uint8 operands
-        accumulate exactly in int32 (compute_data_type int32, their default)."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type, (image, weight))
+        """Convolution forward: y = image (*) weight (compute types: compute_types.py)."""
+        attrs = self._conv_attrs("conv_fprop", (image, weight), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
 
     def conv_dgrad(self, loss, filter, dx_dim, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Data gradient of a convolution; ``dx_dim`` is the shape of the image."""
-        attrs = self._conv_attrs(len(loss.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_dgrad", (loss, filter), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_dgrad", {"dy": loss, "w": filter}, attrs, name,
                         declared={"dx": dx_dim})[0]
 
@@ -290,18 +292,18 @@ class Graph:
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Filter gradient of a convolution; ``dw_dim`` is the shape of the filter."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_wgrad", (image, loss), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_wgrad", {"dy": loss, "x": image}, attrs, name,
                         declared={"dw": dw_dim})[0]
 
     # ------------------------------------------------------------------ matmul, attention
 
     def matmul(self, A, B, compute_data_type=None, name=None):
-        """C = A @ B with broadcast batch dims. int8 / uint8 operands
-        accumulate exactly in int32 (compute_data_type int32, their default)."""
+        """C = A @ B with broadcast batch dims (compute types: compute_types.py)."""
         return self._op("matmul", {"a": A, "b": B},
-                        {"compute_type": self._compute(compute_data_type, A, B)}, name)[0]
+                        {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
+                        name)[0]
 
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,

@@ -54,9 +54,10 @@ class Lowering:
             intermediate_data_type=enums.to_dnnc(fgraph.intermediate_data_type,
                                                  "pygraph intermediate_data_type")
             or enums.to_dnnc(enums.data_type.FLOAT, ""),
+            # NOT_SET: not asked, each op's default (dnnc/compute_types.py:
+            # f32 convolutions multiply as tf32); FLOAT asks for exact f32.
             compute_data_type=enums.to_dnnc(fgraph.compute_data_type,
-                                            "pygraph compute_data_type")
-            or enums.to_dnnc(enums.data_type.FLOAT, ""))
+                                            "pygraph compute_data_type"))
         self.tensors = {}             # id(frontend tensor) -> dnnc Tensor
         self.inputs = []              # (frontend tensor, dnnc Tensor) of the graph inputs
         self.scalars = []             # pass-by-value frontend tensors read as values

@@ -29,6 +29,7 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
+from dnnc.compute_types import NOTE as TF32_NOTE
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
@@ -338,12 +339,16 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         # N runs over (tap, C): a tile must lie in one tap (the anchor's
         # inputs are dy, x). A group is a batch of M = K / groups.
         channels = problem.anchor_inputs[1].shape[1] // groups
+        # (tc-sm80's gather loader takes 16-bit operands only.)
         fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
-                            fallback=faster == "tc-sm90")
+                            fallback=faster == "tc-sm90") \
+            if problem.dtype in ("bf16", "f16") else []
         if faster == "tc-sm90":
-            fast = _split_wider([c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
-                                 if channels % c.tile[1] == 0], problem.sms, m // groups, n,
-                                groups) + fast
+            configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
+                       if channels % c.tile[1] == 0]
+            if problem.dtype == "f32":
+                configs = _tf32_wgrad(configs)
+            fast = _split_wider(configs, problem.sms, m // groups, n, groups) + fast
         return fast
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
@@ -366,6 +371,17 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
         fast = _split_wider(configs, problem.sms, m, n // groups, groups) + fast
     return fast
+
+
+def _tf32_wgrad(configs):
+    """tc-sm90's configs of a tf32 filter gradient: it runs as the
+    transposed product dwᵀ = im2col(x)ᵀ dy (sm90/tf32_conv.py), whose tile
+    is the config's with M and N swapped, so N 64 or 128 (M of the
+    transposed tile)."""
+    return [c.replace(reason=f"{c.reason}; run as dw^T = im2col(x)^T dy in {c.tile[1]}x"
+                             f"{c.tile[0]} tiles (x through registers, dy copied K-major: "
+                             "wgmma reads tf32 from shared memory only K-major)")
+            for c in configs if c.tile[1] in (64, 128)]
 
 
 # A convolution's tile count leaves a last wave this full at least, or a
@@ -683,6 +699,9 @@ def rank(problem):
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
+    if problem.anchor in IMPLICIT_GEMM and problem.dtype == "f32" and \
+            str(problem.attr("compute_type", "f32")) == "tf32":
+        facts += f", {TF32_NOTE}"
     depthwise = rank_depthwise(problem, facts)
     if depthwise:  # memory-bound: nothing for the tensor cores
         return depthwise
@@ -706,9 +725,13 @@ def rank(problem):
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and (problem.dtype in ("bf16", "f16")
-                 or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
+            and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
+        if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
+            return simt_generic(work, problem.sms, None, facts, head=(
+                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes C "
+                "(a group's) a multiple of 64 (a tile of its transposed product, 64 or 128 "
+                "rows, lies in one filter tap)"))
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \
             problem.dtype in ("bf16", "f16"):

@@ -70,7 +70,8 @@ After, for ``strategy = "tc-sm80", tile = [64, 64, 32], stages = 3``::
       ... arith.addf ... vector.store ...
     }
 
-Lit test: test/lit/passes/dnn_map_tensor_cores.mlir.
+Lit test: test/lit/passes/dnn_map_tensor_cores.mlir (tf32 convolution
+gradients: dnn_map_tensor_cores_tf32_conv.mlir).
 """
 
 import dataclasses

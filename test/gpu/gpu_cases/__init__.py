@@ -19,6 +19,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
                        gradients alike; some of each with tc-sm80 forced
+    conv_random_tf32.py
+                       520 random forward convolutions, data gradients and
+                       filter gradients each of f32 tensors, tf32 by default
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
     reductions.py      reductions, column reductions
@@ -58,8 +61,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 
 from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
                attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, convolution, data_movement, examples, fp8, frontend, int8, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               conv_random, conv_random_tf32, convolution, data_movement, examples, fp8,
+               frontend, int8, matmul, normalization, pointwise, pooling, reductions,
+               row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -70,6 +74,7 @@ CASES = [
     *matmul.CASES,
     *convolution.CASES,
     *conv_random.CASES,
+    *conv_random_tf32.CASES,
     *conv_phases.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,

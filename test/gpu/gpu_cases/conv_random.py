@@ -147,8 +147,8 @@ def _channels(rng, share_odd):
     return int(rng.choice(pool))
 
 
-def _draw_one(rng, direction="fprop"):
-    """A ConvConfig within BUDGET (for a data gradient, stride 1 in three
+def _draw_one(rng, direction="fprop", budget=BUDGET):
+    """A ConvConfig within ``budget`` elements (for a data gradient, stride 1 in three
     draws of four: what tc-sm90 takes; for a filter gradient, C a multiple
     of 64 in most draws, its tiles' width)."""
     while True:
@@ -180,14 +180,14 @@ def _draw_one(rng, direction="fprop"):
             groups=groups, channels_last=channels_last,
             epilogue=str(rng.choice(EPILOGUES)) if rng.random() < EPILOGUE and
             direction == "fprop" else None)
-        if all(o >= 1 for o in conv.out) and conv.elements() <= BUDGET:
+        if all(o >= 1 for o in conv.out) and conv.elements() <= budget:
             return conv
 
 
-def draw(seed=SEED, count=GRAPHS * PER_GRAPH, direction="fprop"):
-    """``count`` ConvConfigs drawn from ``seed``."""
+def draw(seed=SEED, count=GRAPHS * PER_GRAPH, direction="fprop", budget=BUDGET):
+    """``count`` ConvConfigs drawn from ``seed``, each within ``budget`` elements."""
     rng = np.random.default_rng(seed)
-    return [_draw_one(rng, direction) for _ in range(count)]
+    return [_draw_one(rng, direction, budget) for _ in range(count)]
 
 
 CONFIGS = draw()
@@ -250,9 +250,12 @@ def add_grad(g, i, conv, direction):
     return out
 
 
-def random_convs(dtype, convs, direction="fprop"):
+def random_convs(dtype, convs, direction="fprop", compute=None):
+    """A build of one graph of ``dtype`` tensors holding ``convs`` (each its
+    own inputs) in ``direction``; ``compute``: the graph's compute_data_type
+    (None: each convolution's default, tf32 for f32 tensors)."""
     def build():
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=compute)
         for i, conv in enumerate(convs):
             if direction == "fprop":
                 add_conv(g, i, conv)

@@ -239,9 +239,9 @@ def match(fn, bk, strategy="tc-sm90"):
         if not any(name == "arith.bitcast" for name in body):
             raise NotAGemm("f32 operands multiplied in f32: the tensor cores take them as "
                            "tf32 (compute_data_type='tf32')")
-        if direction != "fprop" or strategy != "tc-sm90":
-            raise NotAGemm(f"a tf32 {direction}: {strategy} runs tf32 forward convolutions "
-                           "only (wgmma reads tf32 from shared memory only K-major)")
+        if strategy != "tc-sm90":
+            raise NotAGemm(f"a tf32 {direction}: {strategy} takes 16-bit convolutions only "
+                           "(its gather loader reads bf16 / f16 chunks)")
         allowed += TF32_ROUNDING
         compute = "tf32"
     if any(name not in allowed for name in body):
@@ -300,11 +300,14 @@ def match(fn, bk, strategy="tc-sm90"):
                        f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
                        f"{element} elements)")
     # The operand read MN-major must have rows the loaders can step: a data
-    # gradient's filter rows of C, a filter gradient's dy rows of K.
-    if direction == "dgrad" and n % multiple:
+    # gradient's filter rows of C, a filter gradient's dy rows of K. tf32
+    # gradients copy that operand K-major first (sm90/tf32_conv.py), into
+    # rows padded to 16 bytes.
+    copied = compute == "tf32" and direction != "fprop"
+    if direction == "dgrad" and n % multiple and not copied:
         raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, "
                        f"{ROWS[strategy]} (C a multiple of {multiple})")
-    if direction == "wgrad" and m % multiple:
+    if direction == "wgrad" and m % multiple and not copied:
         raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
                        f"{ROWS[strategy]} (K a multiple of {multiple})")
     views = _Views(fn, m, n, groups)
