@@ -465,7 +465,8 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
     """tc-sm90 Configs for an sdpa_backward: the fused kernel first
     (sm90/flash_backward_fused.py: tile [query rows a step, kv rows a
     block], dQ summed by f32 reduce-adds, in no fixed order) where it takes
-    the head dims and there is no bias, then the two kernels
+    the head dims, there is no bias and the op does not ask to be
+    ``deterministic``, then the two kernels
     (sm90/flash_backward.py: tile [128, 128], each gradient summed in a
     fixed order, the deterministic mode), which size their tiles from the
     head dims."""
@@ -476,6 +477,9 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
     two = Config("tc-sm90", (384, 1, 1), tile=TC90_ATTENTION_TWO_KERNELS, reason=(
         f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
         "block, no atomics (deterministic)"))
+    if problem.attr("deterministic", False):
+        return [two.replace(reason=f"{two.reason}; the graph asks for a deterministic "
+                                   "backward")]
     biased = any(spec.dtype != "i32" for spec in problem.anchor_inputs[6:])
     why = fused.refusal(d, dv, biased)
     if why:

@@ -254,7 +254,10 @@ class DqSum:
 
 class FusedKernel(DkvKernel):
     """dK, dV of 128 kv rows of one (batch, kv head) a block, and their part
-    of dQ of every query tile that sees them."""
+    of dQ of every query tile that sees them. Kv rows past Skv are masked
+    (``mask_past_skv``): their dS goes into dQ (times K's zero rows)."""
+
+    mask_past_skv = True
 
     def __init__(self, att, tile, delta, dq_sum):
         self.m = tile.m
