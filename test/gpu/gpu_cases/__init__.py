@@ -36,6 +36,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        320 random sdpa backwards (tc-sm90's dQ and dK dV
                        kernels and their fallbacks), eight to a graph, o and
                        the statistics their forward's
+    attention_backward_fused.py
+                       the fused sdpa backward on chosen problems (both
+                       splits of dQ, masks, lengths past a tile, layouts),
+                       each beside its deterministic twin (the two kernels)
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -53,9 +57,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
 """
 
-from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
-               attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
+from . import (attention, attention_backward_fused, attention_backward_random,
+               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
+               attention_random, attention_sm80, conv_phases, conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
                normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
@@ -77,6 +81,7 @@ CASES = [
     *attention_random.CASES,
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
+    *attention_backward_fused.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_decode.CASES,
