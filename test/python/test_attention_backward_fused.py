@@ -238,3 +238,35 @@ def test_fused_sass(built, name):
     assert "tnspA.tnspB" in text
     assert sass.wgmma_hazards(text) == []
     assert sass.wgmma_fragment_hazards(text) == []
+
+
+def _swizzled(row, chunk, byte):
+    """TMA's 128-byte swizzle (tma.swizzled_offset) on ints."""
+    return row * 128 + ((chunk ^ row % 8) * 16) + byte
+
+
+@pytest.mark.parametrize("base", [0, 1024 * 37])
+def test_xor_addresses_are_the_swizzled_ones(base):
+    """The kernel's stores into its swizzled tiles take the address of a
+    thread's chunk and XOR the fragment's chunk into bits 4-6
+    (``FusedKernel.swizzled_rows``): the same address as the swizzle's
+    formula, for every row, thread column and fragment (a 1024-aligned
+    tile). dS: fragment k of 16-bit pairs at chunk k // 2, byte 2 column;
+    dQ staging: f32 pair e at box (e // 4) // 4, chunk 2 ((e // 4) % 4) +
+    column // 4, byte 4 column % 16."""
+    for row in range(128):
+        for column in (0, 2, 4, 6):
+            ds_row = base + _swizzled(row, 0, 2 * column)
+            for k in range(16):
+                want = base + _swizzled(row, k // 2, 2 * column)
+                assert ds_row ^ ((k // 2) << 4) == want, (row, column, k)
+            if row >= 64:
+                continue
+            dq_row = base + _swizzled(row, column // 4, 4 * column % 16)
+            for e in range(0, 64, 2):
+                block = e // 4
+                col = column + 8 * (block % 4)      # within the box
+                want = base + (block // 4) * 64 * 128 + _swizzled(row, col * 4 // 16,
+                                                                  col * 4 % 16)
+                got = (dq_row ^ ((2 * (block % 4)) << 4)) + (block // 4) * 64 * 128
+                assert got == want, (row, column, e)

@@ -10,7 +10,8 @@
    kept f32), a thread per 8 columns of a row, written where dq lies.
 
 Both are plain SIMT kernels on a (row tiles, B x H) grid: they read or write
-each element of O, dO, dQ once, with 16-byte (f32: 32-byte) vectors.
+each element of O, dO, dQ once, in 16-byte vectors (rows of q, o, do and dq
+start 16-byte aligned: tensorcore/attention.py checks it).
 """
 
 from mlir import ir
@@ -75,7 +76,7 @@ def _partial_delta(att, b, h, row, quarter):
 
     def load(buffer, at):
         element = ir.MemRefType(buffer.type).element_type
-        chunk = vector.load(_vector(8, element), buffer, at)
+        chunk = vector.load(_vector(8, element), buffer, at, alignment=16)
         return chunk if isinstance(element, ir.F32Type) else arith.extf(wide, chunk)
     chunks = att.dv // 8
     total = f32(0.0)
@@ -108,7 +109,7 @@ def convert(att, dq_sum):
 
         def write():
             f32_type = ir.F32Type.get()
-            x = vector.load(_vector(CHUNK, f32_type), dq_sum, [b, h, row, column])
+            x = vector.load(_vector(CHUNK, f32_type), dq_sum, [b, h, row, column], alignment=16)
             scale = vector.broadcast(_vector(CHUNK, f32_type), f32(att.scale))
             x = arith.mulf(x, scale)
             element = ir.MemRefType(att.dq.type).element_type
