@@ -47,12 +47,15 @@ into dq_sum (rows past Sq dropped by TMA). The staging tile is reused the
 next step: its leader waits for the previous reduce to have read it
 (``cp.async.bulk.wait_group.read 0``) and the consumer meets on its own
 named barrier before writing; after writing (and ``fence.proxy.async``)
-it meets again before the leader issues. Against red.global.add.v2.f32
-from registers (D / 4 atomics a thread a step, 64 x D / 2 x 4 bytes of
-8-byte atomics a consumer at L2), the reduce costs the same D / 4 shared
-stores a thread plus two barriers, and L2 receives whole 128-byte rows: at
-the 1.4 TFLOP of a B4 H16 S4096 D128 backward, the 8-byte atomics would
-number ~5 x 10^8 in ~2.5 ms, near what L2's atomic units retire.
+it meets again before the leader issues. Why not red.global.add.v2.f32
+from registers: a thread would issue one per pair of its dQ_i values (16 a
+step for either D), as many instructions as the staging's 8-byte shared
+stores (each with one XOR for its address), so the issue slots are about
+even, two barriers and one thread's reduce-adds aside; but each would
+reach L2 as an 8-byte atomic, where the reduce-add brings whole 128-byte
+rows. By estimate (not measured), a B4 H16 S4096 D128 backward (1.4
+TFLOP, ~2.5 ms at cuDNN's speed) would send ~5 x 10^8 such atomics, ~2 x
+10^11 a second, about what L2's atomic units are reported to retire.
 
 A step's log-sum-exp and delta go through the consumer's shared buffer as
 in flash_backward's dK dV kernel; masks (causal either alignment, a
