@@ -51,6 +51,9 @@ FUSED = {
         bottom_right=True),
     "d128_window_f16": backward_graph("d128_window_f16", "f16", 1, 4, 2, 333, 300, 128,
                                       window=77),
+    "d128_bottom_right_window_f16": backward_graph(
+        "d128_bottom_right_window_f16", "f16", 2, 8, 2, 300, 333, 128, bottom_right=True,
+        window=100),
     "d64_padding_causal_bf16": backward_graph("d64_padding_causal_bf16", "bf16", 3, 4, 2, 200,
                                               250, 64, causal=True, padding=True),
     "d128_interleaved_f16": backward_graph(
@@ -59,7 +62,7 @@ FUSED = {
         types={"o": "f32", "dq": "f32", "dk": "f32"}),
 }
 SASS_CASES = ("d64_bf16", "d64_causal_f16", "d128_bf16", "d128_causal_bf16",
-              "d64_padding_causal_bf16", "d128_window_f16")
+              "d64_padding_causal_bf16", "d128_window_f16", "d128_bottom_right_window_f16")
 
 
 def compile_graph(build, name, config=None):

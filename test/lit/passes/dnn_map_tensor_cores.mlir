@@ -2021,19 +2021,22 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
 //       CHECK:           nvvm.wgmma.commit.group.sync.aligned
 //       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
 //       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
-// dS^T into the step's dS tile, a 4-byte pair a store; then the
-// consumer's part of dQ_i, both operands MN-major (four k16 steps of its
-// 64 kv rows), its own group before dV and dK (register A).
+// dV += P^T dO from registers (four k16 steps of the 64 query rows), a
+// group of its own; while it runs, dS^T into the step's dS tile, a 4-byte
+// pair a store; then the consumer's part of dQ_i, both operands MN-major
+// (four k16 steps of its 64 kv rows), and dK += dS^T Q, a group each.
+// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
 // CHECK-COUNT-16:        llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
 //       CHECK:           llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
 //       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
 // CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
 //       CHECK:           nvvm.wgmma.commit.group.sync.aligned
-// CHECK-COUNT-8:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
 //       CHECK:           nvvm.wgmma.commit.group.sync.aligned
 //       CHECK:           nvvm.wgmma.wait.group.sync.aligned 1
 // dQ_i's part into the staging tile once the last reduce has read it, then
-// two TMA reduce-adds of 32 columns each, while dV and dK run.
+// two TMA reduce-adds of 32 columns each, while dK runs.
 //       CHECK:             nvvm.cp.async.bulk.wait_group 0 {read}
 //       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
 // CHECK-COUNT-16:        llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>

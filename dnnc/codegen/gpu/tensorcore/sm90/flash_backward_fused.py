@@ -11,12 +11,15 @@ delta) (flash_backward.py)::
     launch 2  FusedKernel: a block per 128 kv rows of one (batch, kv head),
               K and V resident, Q and dO tiles of 64 query rows (each
               query head of the group in turn) through a ring:
-                  Sᵀ = K Qᵀ, dPᵀ = V dOᵀ          (SS; per warpgroup 64 kv rows)
+                  Sᵀ = K Qᵀ, dPᵀ = V dOᵀ      (SS; per warpgroup 64 kv rows)
                   Pᵀ, dSᵀ in registers
-                  dV += Pᵀ dO, dK += dSᵀ Q         (RS, as flash_backward)
+                  dV += Pᵀ dO                  (RS, as flash_backward; runs
+                                                while dS is staged)
                   dS -> shared memory, then
-                  dQ_i[:, half c] = dS K[:, half c] (SS, both operands MN-major)
-                  dq_sum[rows of Q_i] += dQ_i      (TMA tensor reduce-add, f32)
+                  dQ_i (the consumer's part) = dS K  (SS, both MN-major)
+                  dK += dSᵀ Q                  (RS)
+                  dq_sum[rows of Q_i] += dQ_i  (TMA tensor reduce-add, f32,
+                                                while dK runs)
     launch 3  Convert (flash_backward_dq.py): dq = scale dq_sum, rounded
 
 Warp roles: warpgroup 0 the producer (one thread: K and V once behind
@@ -223,11 +226,16 @@ def wgmma_mn(n, element, a_desc, b_desc, depth):
 
 
 def launder(x):
-    """``x`` (an i64) through an opaque move, in the loop that uses it:
-    the descriptors of the resident tiles and their K steps (64-bit each)
-    are then made in the loop, not kept in registers across it, which the
-    consumers' accumulators need."""
-    return llvm.inline_asm(x.type, [x], "mov.b64 $0, $1;", "=l,l", has_side_effects=True)
+    """``x`` (an i64 or an index) through an opaque move, in the loop that
+    uses it: what is derived from it (the descriptors of the resident
+    tiles and their K steps, the masks' bounds of the thread's rows; 64-bit
+    each) is then made in the loop, not kept in registers across it, which
+    the consumers' accumulators need."""
+    index = isinstance(x.type, ir.IndexType)
+    value = _to_i64(x) if index else x
+    out = llvm.inline_asm(value.type, [value], "mov.b64 $0, $1;", "=l,l",
+                          has_side_effects=True)
+    return arith.index_cast(ir.IndexType.get(), out) if index else out
 
 
 class DqSum:
@@ -342,8 +350,12 @@ class FusedKernel(DkvKernel):
                 alignment=4))
             self.bar(own_barrier, WARPGROUP)
             nvvm.WgmmaWaitGroupSyncOp(0)
-            # 2. Pᵀ and dSᵀ.
-            p, ds = self.gradients(st, dpt, m0, rows, first, buffer)
+            # 2. Pᵀ and dSᵀ, and dV += Pᵀ dO issued at once (a group of its
+            # own): it runs while dSᵀ is staged and the consumers meet.
+            p, ds = self.gradients(st, dpt, m0, [launder(r) for r in rows], first, buffer)
+            nvvm.WgmmaFenceAlignedOp()
+            dv = wgmma_rs(dv, att.dv, el, p, matrix_descriptor(do_at, mn))
+            nvvm.WgmmaGroupSyncAlignedOp()
             # 3. dSᵀ into the step's dS tile, for dQ.
             tile = arith.addi(ds_base, arith.muli(_to_i64(parity), _i(DS_TILE, 64)))
             self.stage_ds(ds, tile)
@@ -352,18 +364,17 @@ class FusedKernel(DkvKernel):
                 self.bar(_i(MEET), 2 * WARPGROUP)
             else:
                 self.bar(own_barrier, WARPGROUP)
-            # 4. The consumer's part of dQ_i first (a group of its own),
-            # then dV and dK.
+            # 4. The consumer's part of dQ_i (a group of its own), then dK.
             nvvm.WgmmaFenceAlignedOp()
             a_desc = matrix_descriptor(arith.addi(tile, ds_part),
                                        descriptor_constant(True, DS_TILE))
             dq = wgmma_mn(width, el, a_desc, b_at, depth)
             nvvm.WgmmaGroupSyncAlignedOp()
-            dv = wgmma_rs(dv, att.dv, el, p, matrix_descriptor(do_at, mn))
             dk = wgmma_rs(dk, att.d, el, ds, matrix_descriptor(q_at, mn))
             nvvm.WgmmaGroupSyncAlignedOp()
+            # dV and dQ_i done (groups complete in order); dK may run on.
             nvvm.WgmmaWaitGroupSyncOp(1)
-            # 5. dQ_i's half into dq_sum, while dV and dK run.
+            # 5. dQ_i's part into dq_sum, while dK runs.
             self.reduce_dq(dq, staging, own_barrier, head, m0, column_i32)
             nvvm.WgmmaWaitGroupSyncOp(0)
             self.release(j)
