@@ -347,11 +347,14 @@ class Graph:
                       sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
                       seq_len_kv=None, paged_attention_k_table=None,
                       paged_attention_v_table=None, paged_attention_max_seq_len_kv=None,
-                      name=None):
+                      use_deterministic_algorithm=False, name=None):
         """Attention backward; returns (dQ, dK, dV). The masks are the
         forward's (``sdpa``). A paged KV cache is forward only, as in cuDNN:
         K and V here are contiguous (B, H_kv, S_kv, D), and the paged_attention
-        arguments are refused."""
+        arguments are refused. ``use_deterministic_algorithm`` asks for
+        kernels that sum every gradient in a fixed order, so that two runs
+        write the same bits (the default, faster backward adds dQ's parts
+        in whatever order its blocks finish)."""
         for arg, given in (("paged_attention_k_table", paged_attention_k_table),
                            ("paged_attention_v_table", paged_attention_v_table),
                            ("paged_attention_max_seq_len_kv", paged_attention_max_seq_len_kv)):
@@ -365,7 +368,7 @@ class Graph:
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale)), name))
+                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name))
 
     # ------------------------------------------------------------------ normalization
 

@@ -472,6 +472,42 @@ TC90_ATTENTION_SPLIT_TILES = 8
 TC90_ATTENTION_SPLITS = 16
 # The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
 TC90_ATTENTION_BACKWARD_D = 128
+# The tile of the two-kernel backward's config (dnn_map_tensor_cores'
+# TWO_KERNEL_BACKWARD): 128 rows a block in both kernels.
+TC90_ATTENTION_TWO_KERNELS = (128, 128)
+
+
+def _tc_sm90_attention_backward(problem, facts, d, dv):
+    """tc-sm90 Configs for an sdpa_backward: the fused kernel first
+    (sm90/flash_backward_fused.py: tile [query rows a step, kv rows a
+    block], dQ summed by f32 reduce-adds, in no fixed order) where it takes
+    the head dims, there is no bias and the op does not ask to be
+    ``deterministic``, then the two kernels
+    (sm90/flash_backward.py: tile [128, 128], each gradient summed in a
+    fixed order, the deterministic mode), which size their tiles from the
+    head dims."""
+    from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_fused as fused
+
+    if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
+        return []
+    two = Config("tc-sm90", (384, 1, 1), tile=TC90_ATTENTION_TWO_KERNELS, reason=(
+        f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
+        "block, no atomics (deterministic)"))
+    if problem.attr("deterministic", False):
+        return [two.replace(reason=f"{two.reason}; the graph asks for a deterministic "
+                                   "backward")]
+    biased = any(spec.dtype != "i32" for spec in problem.anchor_inputs[6:])
+    why = fused.refusal(d, dv, biased)
+    if why:
+        return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
+    tile = fused.tile_for(d, dv)
+    return [Config("tc-sm90", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
+                   reason=f"attention backward ({facts}): one fused kernel, a block per "
+                          f"{tile.n} kv rows, {tile.m} query rows a step, {tile.stages} stages, "
+                          "dQ summed in f32 by TMA reduce-adds (not deterministic; tile "
+                          f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
+                          "names the deterministic two kernels)"),
+            two]
 
 
 def _attention_skv(problem):
@@ -522,12 +558,7 @@ def tc_sm90_attention(problem, facts):
         return []
     sq, d, dv = ins[0].shape[-2], ins[0].shape[-1], ins[2].shape[-1]
     if problem.anchor == "sdpa_backward":
-        # sm90/flash_backward.py sizes its two kernels from the head dims.
-        if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
-            return []
-        return [Config("tc-sm90", (384, 1, 1), reason=(
-            f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
-            "block, no atomics"))]
+        return _tc_sm90_attention_backward(problem, facts, d, dv)
     if max(d, dv) > 256:
         return []
     fold = _attention_fold(problem)

@@ -39,6 +39,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        320 random sdpa backwards (tc-sm90's dQ and dK dV
                        kernels and their fallbacks), eight to a graph, o and
                        the statistics their forward's
+    attention_backward_fused.py
+                       the fused sdpa backward on chosen problems (both
+                       splits of dQ, masks, lengths past a tile, layouts),
+                       each beside its deterministic twin (the two kernels)
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -59,11 +63,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        cudnn-frontend's int8 test graphs
 """
 
-from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
-               attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, conv_random_tf32, convolution, data_movement, examples, fp8,
-               frontend, int8, matmul, normalization, pointwise, pooling, reductions,
-               row_programs, zero_size)
+from . import (attention, attention_backward_fused, attention_backward_random,
+               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
+               attention_random, attention_sm80, conv_phases, conv_random, conv_random_tf32,
+               convolution, data_movement, examples, fp8, frontend, int8, matmul,
+               normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -85,6 +89,7 @@ CASES = [
     *attention_random.CASES,
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
+    *attention_backward_fused.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_decode.CASES,
