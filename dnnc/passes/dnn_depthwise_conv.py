@@ -47,7 +47,7 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu.window import depthwise, depthwise_emit
+from dnnc.codegen.gpu.window import depthwise, depthwise_dgrad, depthwise_emit, depthwise_wgrad
 from dnnc.codegen.gpu.window.program import channel_contiguous
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.heuristics.depthwise import STRATEGY
@@ -74,4 +74,9 @@ class DnnDepthwiseConv(DnncPass):
                               "thread per output")
                     continue
                 tile = list(config.tile or (1,))[-1]
-                depthwise_emit.build(fn, found, width, config.block[0], tile)
+                if found.direction == "dgrad":
+                    depthwise_dgrad.build(fn, found, width, config.block[0], tile)
+                elif found.direction == "wgrad":
+                    depthwise_wgrad.build(fn, found, width, config.block[0], tile, config.split)
+                else:
+                    depthwise_emit.build(fn, found, width, config.block[0], tile)

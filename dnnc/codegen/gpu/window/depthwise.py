@@ -1,8 +1,8 @@
 """What a depthwise convolution program is (the simt-depthwise strategy):
-``match`` reads a kernel function holding one forward convolution whose
-groups are its channels (one input channel a group, one filter a channel:
-MobileNet's 3x3, ConvNeXt's 7x7) and its fused pointwise epilogue into a
-``Depthwise``.
+``match`` reads a kernel function holding one convolution, forward, data
+gradient or filter gradient, whose groups are its channels (one input
+channel a group, one filter a channel: MobileNet's 3x3, ConvNeXt's 7x7)
+and its fused pointwise epilogue into a ``Depthwise``.
 
 A depthwise convolution is a pooling window whose taps are weighted per
 channel: ``y[n, c, o] = sum over taps t of x[n, c, o * s + t * dl - pre] *
@@ -23,6 +23,14 @@ conv.py's ``lower_conv_fprop``, then dnn-fuse's epilogue); G = C, Kg = 1::
     chain    generics over acc's shape or its [N, C, *out] collapse
              (collapse_shape views of computed buffers; linalg.copy of a
              computed buffer into an output argument)
+
+A data gradient's kernel has the same shape with dy in x's place (placed
+into a zero buffer with stride - 1 zeros between its pixels: window.place)
+and dx's shape for acc; a filter gradient's reads x and dy and reduces over
+N and the output pixels into acc [C, 1, 1, *win], collapsed to dw's
+[C, 1, *win]. ``Depthwise`` names the operands by role: ``x`` is the one
+read through windows (x, or dy in a data gradient), ``w`` the one read per
+channel (the filter, or dy in a filter gradient).
 
 The geometry is read from the function's ``dnn.conv`` attribute
 (conv.describe), not from the maps. The chain is kept as a list of links
@@ -75,9 +83,10 @@ class Link:
 
 @dataclass
 class Depthwise:
-    x: object                 # kernel argument [N, C, *in]
-    w: object                 # kernel argument [C, 1, *win]
-    acc: object               # the f32 accumulator [N, C, 1, *out]
+    x: object                 # kernel argument read through windows: x, or a dgrad's dy
+    w: object                 # kernel argument read per channel: the filter [C, 1, *win],
+    #                           or a wgrad's dy [N, C, *out]
+    acc: object               # the f32 accumulator [N, C, 1, *out] ([C, 1, 1, *win]: wgrad)
     window: list
     stride: list
     dilation: list
@@ -86,6 +95,7 @@ class Depthwise:
     chain: list
     stored: list              # kernel arguments the chain writes, [N, C, *out]
     ops: list                 # the kernel's ops, erased once lowered
+    direction: str = "fprop"  # "fprop", "dgrad" or "wgrad"
 
     @property
     def in_shape(self):
@@ -95,6 +105,11 @@ class Depthwise:
     def out_shape(self):
         shape = list(ir.MemRefType(self.acc.type).shape)
         return shape[:2] + shape[3:]
+
+    @property
+    def dy_shape(self):
+        """A filter gradient's dy [N, C, *out] (the pixels it reduces over)."""
+        return list(ir.MemRefType(self.w.type).shape)
 
     @property
     def element(self):
@@ -151,8 +166,9 @@ def match(fn):
     if ATTR not in fn.attributes:
         raise NotDepthwise("no dnn.conv attribute")
     attrs = ir.DictAttr(fn.attributes[ATTR])
-    if ir.StringAttr(attrs["direction"]).value != "fprop":
-        raise NotDepthwise("not a forward convolution")
+    direction = ir.StringAttr(attrs["direction"]).value
+    # The operands as dnn.conv lists them (conv.OPERANDS): fprop (x, w),
+    # dgrad (dy, w), wgrad (x, dy); each is (x, w) by role here.
     xi, wi = irutil.int_list(attrs["operands"])
     arguments = list(irutil.body(fn).arguments)
     if xi < 0 or wi < 0:
@@ -160,9 +176,15 @@ def match(fn):
     x, w = arguments[xi], arguments[wi]
     xs, ws = list(ir.MemRefType(x.type).shape), list(ir.MemRefType(w.type).shape)
     groups = ir.IntegerAttr(attrs["groups"]).value
-    if len(xs) < 3 or ws[1] != 1 or ws[0] != xs[1] or groups != xs[1]:
-        raise NotDepthwise(f"groups {groups} of x {xs} and w {ws}: expected one channel a "
-                           "group and one filter a channel")
+    filter_shape = ws if direction != "wgrad" else None
+    if direction == "wgrad":
+        if len(ws) != len(xs) or ws[:2] != xs[:2] or groups != xs[1]:
+            raise NotDepthwise(f"groups {groups} of x {xs} and dy {ws}: expected one channel "
+                               "a group")
+    elif len(xs) < 3 or ws[1] != 1 or ws[0] != xs[1] or groups != xs[1]:
+        raise NotDepthwise(f"groups {groups} of {'dy' if direction == 'dgrad' else 'x'} "
+                           f"{xs} and w {ws}: expected one channel a group and one filter a "
+                           "channel")
     ops = [o.operation for o in irutil.body(fn).operations]
     convs = [o for o in ops if o.name == "linalg.generic" and _reduces(o)]
     if len(convs) != 1:
@@ -177,6 +199,11 @@ def match(fn):
     acc = list(conv.operands)[-1]
     nd = len(xs) - 2
     acc_shape = list(ir.MemRefType(acc.type).shape)
+    if direction == "wgrad":
+        if acc_shape[:3] != [xs[1], 1, 1]:
+            raise NotDepthwise(f"a filter gradient's accumulator {acc_shape}: expected "
+                               f"[{xs[1]}, 1, 1, *window]")
+        filter_shape = [xs[1], 1] + acc_shape[3:]
     out = acc_shape[:2] + acc_shape[3:]
     ranks = {nd + 3: acc_shape, nd + 2: out}
     known, chain, stored = {acc}, [], []
@@ -205,8 +232,8 @@ def match(fn):
     if not stored:
         raise NotDepthwise("the kernel stores nothing")
     ints = lambda name: irutil.int_list(attrs[name])  # noqa: E731
-    return Depthwise(x, w, acc, ws[2:], ints("stride"), ints("dilation"), ints("pre"),
-                     ir.BoolAttr(attrs["flip"]).value, chain, stored, ops)
+    return Depthwise(x, w, acc, filter_shape[2:], ints("stride"), ints("dilation"), ints("pre"),
+                     ir.BoolAttr(attrs["flip"]).value, chain, stored, ops, direction)
 
 
 def _argument_indices(buffer, indices):

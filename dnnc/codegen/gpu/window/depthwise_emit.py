@@ -65,6 +65,10 @@ class Geometry:
         self.pixels = max(1, threads // self.slice)
         self.threads = self.pixels * self.slice
         self.tile = max(1, min(tile, shape[-1]))
+        if found.direction == "dgrad":
+            # A whole number of stride phases along W (depthwise_dgrad.py).
+            phases = found.stride[-1]
+            self.tile = max(1, self.tile // phases) * phases
         # Tiles along the output's dims: N, the spatial dims but the last,
         # then the last in tiles of ``tile``.
         self.counts = [shape[0]] + shape[2:-1] + [-(-shape[-1] // self.tile)]
@@ -116,7 +120,7 @@ def _both(a, b):
     return arith.andi(a, b)
 
 
-class _Thread:
+class Thread:
     """2. and 3.: one thread's tile (see the module doc)."""
 
     def __init__(self, g, smem):
@@ -144,14 +148,23 @@ class _Thread:
         return vector.load(ir.VectorType.get([g.width], element), self.smem, [offset],
                            alignment=g.width * irutil.element_bytes(element))
 
-    def mainloop(self, n, c0, cg, origin):
+    def zero(self):
+        return arith.constant(self.vtype, ir.DenseElementsAttr.get_splat(
+            self.vtype, ir.FloatAttr.get(self.f32, 0.0)))
+
+    def fma(self, acc, a, b):
+        """acc + a * b, mul and add marked contractible: one fma
+        (dnn-expand-math takes no vector math.fma)."""
+        contract = ir.Attribute.parse(_CONTRACT)
+        return arith.addf(acc, arith.mulf(a, b, fastmath=contract), fastmath=contract)
+
+    def mainloop(self, n, c0, cg, origin, q):
         """The tile's f32 sums, one vector per output: ``origin`` is the
-        tile's first output per spatial dim."""
+        tile's first output per spatial dim, ``q`` the tile's index along
+        the last."""
         f, g = self.f, self.g
         nd = len(f.window)
-        zero = arith.constant(self.vtype, ir.DenseElementsAttr.get_splat(
-            self.vtype, ir.FloatAttr.get(self.f32, 0.0)))
-        accs = [zero] * g.tile
+        accs = [self.zero()] * g.tile
         last = nd - 1
         s_w, dl_w, width_taps = f.stride[last], f.dilation[last], f.window[last]
         cols = sorted({u * s_w + t * dl_w for u in range(g.tile) for t in range(width_taps)})
@@ -186,11 +199,7 @@ class _Thread:
                     t, rest = divmod(e - u * s_w, dl_w)
                     if rest or not 0 <= t < width_taps:
                         continue
-                    # mul and add marked contractible: one fma (dnn-expand-math
-                    # takes no vector math.fma).
-                    contract = ir.Attribute.parse(_CONTRACT)
-                    accs[u] = arith.addf(accs[u], arith.mulf(pixel, weights[t], fastmath=contract),
-                                         fastmath=contract)
+                    accs[u] = self.fma(accs[u], pixel, weights[t])
         return accs
 
     def epilogue(self, acc, n, c0, spatial):
@@ -218,7 +227,7 @@ class _Thread:
         n, q = ivs[0], ivs[-1]
         origin = ivs[1:-1] + [arith.muli(q, _index(g.tile)) if g.tile > 1 else q]
         c0 = arith.muli(arith.addi(arith.muli(by, _index(g.slice)), cg), _index(g.width))
-        accs = self.mainloop(n, c0, cg, origin)
+        accs = self.mainloop(n, c0, cg, origin, q)
         size = f.out_shape[-1]
         for u, acc in enumerate(accs):
             spatial = origin[:-1] + [arith.addi(origin[-1], _index(u)) if u else origin[-1]]
@@ -232,10 +241,11 @@ class _Thread:
                 self.epilogue(acc, n, c0, spatial)
 
 
-def build(fn, found, width, threads, tile):
+def build(fn, found, width, threads, tile, thread_class=Thread):
     """Replace kernel ``fn``'s body by the depthwise program of ``found``:
     about ``threads`` a block, ``width`` channels and ``tile`` outputs along
-    W a thread. Returns the Geometry."""
+    W a thread, whose mainloop is ``thread_class``'s (a data gradient's:
+    depthwise_dgrad.py). Returns the Geometry."""
     g = Geometry(found, width, threads, tile)
     body = irutil.body(fn)
     first = next(op for op in body.operations if op.operation.name != "arith.constant")
@@ -255,7 +265,7 @@ def build(fn, found, width, threads, tile):
             cg = arith.remui(tx, _index(g.slice)) if g.slice > 1 else _index(0)
             local = arith.divui(tx, _index(g.slice)) if g.slice > 1 else tx
             item = arith.addi(arith.muli(bx, _index(g.pixels)), local)
-            thread = _Thread(g, smem)
+            thread = thread_class(g, smem)
             if g.blocks[0] * g.pixels != g.tiles:
                 guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, item, _index(g.tiles)))
                 with ir.InsertionPoint(guard.then_block):
