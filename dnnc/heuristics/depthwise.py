@@ -1,4 +1,16 @@
-"""Rules for depthwise convolutions: the simt-depthwise strategy.
+"""Rules for depthwise convolutions: the simt-depthwise strategy, forward,
+data gradient and filter gradient.
+
+Gradients: a data gradient has the forward's configs (dy read where the
+forward reads x), its tile rounded to a whole number of W stride phases
+(dnnc/codegen/gpu/window/depthwise_dgrad.py). A filter gradient
+(depthwise_wgrad.py) reduces over N x P x Q: ``tile`` is the run of output
+pixels along W a work item takes (WGRAD_TILE), ``split`` the blocks the
+reduction is spread over, chosen so that the grid holds WGRAD_WAVES blocks
+an SM but its partial sums (written, then read back by the second launch)
+stay under 1/WGRAD_WORKSPACE_SHARE of the bytes of x and dy.
+
+Forward:
 
 A forward convolution with one input channel a group and one filter a
 channel (groups == C == K, w [C, 1, *win]) does C * taps multiply-adds per

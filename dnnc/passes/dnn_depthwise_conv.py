@@ -1,11 +1,15 @@
 """dnn-depthwise-conv: lower every kernel whose ``dnn.config`` names the
-``simt-depthwise`` strategy (a forward convolution with one channel a
-group, and its fused pointwise epilogue) to one ``gpu.launch`` whose
-threads each own ``vector`` channels of ``tile`` outputs along W, load the
-x rows of their windows into registers once, weight them by the block's
-filters staged in shared memory, and store the epilogue's results
+``simt-depthwise`` strategy (a convolution with one channel a group, and
+its fused pointwise epilogue) to one ``gpu.launch`` whose threads each own
+``vector`` channels of ``tile`` outputs along W, load the x rows of their
+windows into registers once, weight them by the block's filters staged in
+shared memory, and store the epilogue's results
 (dnnc/codegen/gpu/window/: depthwise.py matches the kernel,
-depthwise_emit.py emits the launch).
+depthwise_emit.py emits the launch). A data gradient is the same launch
+reading dy (depthwise_dgrad.py: a strided one's W phases fixed when the
+kernel is built, its rows predicated); a filter gradient is two launches,
+partial sums over ``split`` blocks along N x P x Q into a workspace, then
+their sum in order with the epilogue (depthwise_wgrad.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, after
 dnn-pool-windows, before convert-linalg-to-parallel-loops. The config's
