@@ -62,7 +62,7 @@ def wgrad_lanes(groups, window, width, threads):
     if rows_split(window, width):
         for k in window[:-1]:
             rows *= k
-    slice_ = max(k for k in range(1, groups + 1)
-                 if groups % k == 0 and k * rows * WGRAD_MIN_LANES <= max(threads, rows))
+    slice_ = max((k for k in range(1, groups + 1)
+                  if groups % k == 0 and k * rows * WGRAD_MIN_LANES <= threads), default=1)
     return slice_, rows, max(1, threads // (slice_ * rows))
 
