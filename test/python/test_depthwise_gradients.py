@@ -2,9 +2,10 @@
 (dnnc/codegen/gpu/window/depthwise_dgrad.py, depthwise_wgrad.py), without
 a GPU: the kernels dnn-depthwise-conv builds, interpreted on the CPU by
 kernel_interpreter.py, against the NumPy reference (outputs NaN-poisoned
-first); the plans (one kernel for a data gradient, two for a filter
-gradient: partial sums and their deterministic sum), the data gradient's
-compile-time stride phases along W.
+first); the plans of the benchmark's layers (one kernel for a data
+gradient, two for a filter gradient: partial sums and their deterministic
+sum, no layout copies, the workspace bounded), their PTX through ptxas; the
+heuristics; the data gradient's compile-time stride phases along W.
 """
 
 import ml_dtypes
@@ -14,12 +15,15 @@ from mlir import ir
 
 import dnnc
 from dnnc import compiler, graph_mlir, passes, pipelines
-from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu import irutil, ptxas
 from dnnc.codegen.gpu.window.depthwise_dgrad import taps_of_outputs
+from dnnc.heuristics import rank
+from dnnc.heuristics.problem import Problem, TensorSpec
 from kernel_interpreter import run_kernel
 from test_conv_tensor_cores import channels_last
 
 STRATEGY = "simt-depthwise"
+PTXAS = ptxas.find()
 
 
 def depthwise_graph(name, direction, dtype, x_dims, window, epilogue=None, out_type=None,
@@ -179,3 +183,65 @@ def test_depthwise_wgrad_kernels_compute_the_gradient(name):
     assert launches == 2
     pixels = int(np.prod(x_dims)) // x_dims[1]
     check(expected, got, dtype, pixels)
+
+
+# ----------------------------------------------------------------------------
+# Plans and PTX of the benchmark's layers
+
+
+def _bench_graph(direction, n, c, h, r, pad, stride=1):
+    return depthwise_graph(f"dw_{direction}_{c}_{r}_{stride}", direction, "bf16",
+                           [n, c, h, h], [r, r], padding=[pad, pad], stride=[stride, stride])()
+
+
+@pytest.mark.parametrize("direction,n,c,h,r,pad,stride,spills", [
+    ("dgrad", 32, 144, 56, 3, 1, 1, False),
+    ("dgrad", 32, 144, 56, 3, 1, 2, False),
+    ("dgrad", 32, 96, 56, 7, 3, 1, True),
+    ("wgrad", 32, 144, 56, 3, 1, 1, False),
+    ("wgrad", 32, 96, 56, 7, 3, 1, False),
+])
+def test_benchmark_gradients_plan(direction, n, c, h, r, pad, stride, spills):
+    """MobileNetV2's 3x3 and ConvNeXt's 7x7 gradients (channels-last bf16):
+    no layout copies; a data gradient is one kernel, a filter gradient two
+    (the partials' workspace at most 1/16 of x and dy) with 16-byte loads of
+    x and dy; ptxas assembles them (the 7x7 data gradient's 8 outputs a
+    thread spill a few bytes, as the forward's do)."""
+    package = compiler.compile_cuda(_bench_graph(direction, n, c, h, r, pad, stride), "sm_90a",
+                                    cache=False)
+    m = package.manifest
+    kernels = m["kernels"]
+    assert {k["strategy"] for k in kernels} == {STRATEGY}, [k["reason"] for k in kernels]
+    assert len(kernels) == (1 if direction == "dgrad" else 2)
+    p = (h + 2 * pad - r) // stride + 1
+    if direction == "dgrad":
+        assert m["workspace_bytes"] == 0
+    else:
+        inputs = (n * c * h * h + n * c * p * p) * 2
+        assert 0 < 2 * m["workspace_bytes"] <= inputs // 16 + 4096
+        split = kernels[0]["config"]["split"]
+        assert m["workspace_bytes"] == split * r * r * c * 4
+    text = package.ptx[package.ptx.index(f".entry {kernels[0]['entry']}("):]
+    text = text[:text.index("\n}\n")]
+    assert "ld.global.v4.b32" in text or "ld.global.nc.v4.b32" in text
+    if PTXAS is None:
+        return
+    resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
+    for info in resources.values():
+        assert info.spill_stores <= (64 if spills else 0)
+
+
+def test_heuristics_rank_depthwise_gradients_first():
+    def problem(anchor, ins, out):
+        return Problem(kernel="k", anchor=anchor, arch="sm_90a",
+                       anchor_inputs=tuple(TensorSpec(tuple(s), "bf16") for s in ins),
+                       anchor_outputs=(TensorSpec(tuple(out), "bf16"),),
+                       anchor_attrs=(("stride", (2, 2)),))
+    dgrad = rank(problem("conv_dgrad", ([32, 144, 28, 28], [144, 1, 3, 3]), [32, 144, 56, 56]))
+    assert dgrad[0].strategy == STRATEGY and dgrad[0].tile == (1, 4)
+    assert "simt-generic" in [c.strategy for c in dgrad]
+    wgrad = rank(problem("conv_wgrad", ([32, 144, 28, 28], [32, 144, 56, 56]), [144, 1, 3, 3]))
+    assert wgrad[0].strategy == STRATEGY and wgrad[0].split > 1
+    # Grouped but not depthwise (2 channels a group): not simt-depthwise.
+    grouped = rank(problem("conv_dgrad", ([32, 144, 28, 28], [144, 2, 3, 3]), [32, 288, 56, 56]))
+    assert grouped[0].strategy != STRATEGY
