@@ -43,7 +43,7 @@ fallback.
 import math
 
 from dnnc.heuristics import generic, pointwise
-from dnnc.codegen.gpu.window.tile import wgrad_lanes
+from dnnc.codegen.gpu.window.tile import SMEM_BYTES, wgrad_lanes
 from dnnc.heuristics.config import Config
 
 STRATEGY = "simt-depthwise"
@@ -60,6 +60,9 @@ TYPES = ("bf16", "f16", "f32")
 WGRAD_TILE = 8
 WGRAD_WAVES = (2, 4, 1)
 WGRAD_WORKSPACE_SHARE = 16
+# The bytes of a group's channels that tc-sm90's grouped implicit GEMM reads
+# in whole K steps (64 bf16 / f16 channels: tensorcore/conv.groups_problem).
+SMALL_GROUP_K_STEP = 128
 
 
 def _roles(problem):
@@ -92,18 +95,56 @@ def is_depthwise(problem):
             and str(problem.attr("compute_type", "f32")) == "f32")
 
 
+def is_small_groups(problem):
+    """Whether ``problem`` is a forward convolution of a few channels a
+    group (not depthwise) that simt-depthwise takes: groups the tensor
+    cores do not (a group's Cg channels no whole K steps of
+    SMALL_GROUP_K_STEP bytes; f32 computed as f32), whose filters for one
+    vector of output channels fit shared memory (window/tile.py)."""
+    inputs = problem.anchor_inputs
+    if problem.anchor != "conv_fprop" or len(inputs) < 2 or not problem.anchor_outputs:
+        return False
+    x, w = inputs[0], inputs[1]
+    types = {t.dtype for t in inputs}
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape) or len(types) != 1 \
+            or not types <= set(TYPES) or str(problem.attr("compute_type", "f32")) != "f32":
+        return False
+    cg, k = w.shape[1], w.shape[0]
+    if cg < 1 or x.shape[1] % cg or x.shape[1] // cg < 2 or k % (x.shape[1] // cg):
+        return False
+    if x.dtype != "f32" and (cg * x.element_bytes) % SMALL_GROUP_K_STEP == 0:
+        return False  # tc-sm90's grouped implicit GEMM takes it
+    width = _grouped_width(k, k // (x.shape[1] // cg), x.element_bytes)
+    return width * math.prod(w.shape[2:]) * cg * x.element_bytes <= SMEM_BYTES
+
+
+def _grouped_width(k, kg, element_bytes):
+    """Output channels a thread of a grouped convolution owns: 16 bytes,
+    halved until they divide K and hold whole groups or divide one
+    (window/grouped_emit.py)."""
+    width = max(1, pointwise.VECTOR_BYTES // element_bytes)
+    while width > 1 and (k % width or (width % kg and kg % width)):
+        width //= 2
+    return width
+
+
 def simt_depthwise(problem):
-    """The simt-depthwise configs of a depthwise convolution, best first, or []."""
-    if not is_depthwise(problem):
+    """The simt-depthwise configs of a depthwise or small-group
+    convolution, best first, or []."""
+    grouped = not is_depthwise(problem) and is_small_groups(problem)
+    if not is_depthwise(problem) and not grouped:
         return []
     if problem.anchor == "conv_wgrad":
         return wgrad_configs(problem)
     x, w = _roles(problem)
     y = problem.anchor_outputs[0]
-    channels = x.shape[1]
+    channels = y.shape[1] if problem.anchor == "conv_fprop" else x.shape[1]
     width = max(1, pointwise.VECTOR_BYTES // x.element_bytes)
     while width > 1 and channels % width:
         width //= 2
+    if grouped:
+        width = _grouped_width(channels, channels // (x.shape[1] // w.shape[1]),
+                               x.element_bytes)
     taps = math.prod(w.shape[2:])
     out_w = y.shape[-1]
     stride = list(problem.attr("stride", ()) or (1,))
@@ -115,7 +156,8 @@ def simt_depthwise(problem):
     tiles = list(dict.fromkeys(max(1, t // phases) * phases for t in tiles))
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
-    facts = (f"depthwise {problem.anchor}: {y.elements} outputs of {taps} taps, {channels} "
+    kind = f"{x.shape[1] // w.shape[1]} groups of {w.shape[1]}" if grouped else "depthwise"
+    facts = (f"{kind} {problem.anchor}: {y.elements} outputs of {taps} taps, {channels} "
              f"channels; a thread per {width} channels x {tile} outputs along W ({work} "
              f"threads), the block's filters in shared memory")
     best = [Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile),

@@ -51,11 +51,24 @@ from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu.window import depthwise, depthwise_dgrad, depthwise_emit, depthwise_wgrad
+from dnnc.codegen.gpu.window import (depthwise, depthwise_dgrad, depthwise_emit, depthwise_wgrad,
+                                     grouped_emit)
 from dnnc.codegen.gpu.window.program import channel_contiguous
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.heuristics.depthwise import STRATEGY
 from dnnc.passes import DnncPass, register
+
+
+def _fits(found, width, grouped):
+    """Whether a thread may own ``width`` channels: x's channels of one
+    load contiguous in memory, and for a grouped convolution, the channels
+    dividing K and holding whole groups or dividing one (grouped_emit.py)."""
+    if not grouped:
+        return channel_contiguous(found.x.type, width)
+    k, kg = found.out_shape[1], found.kg
+    if k % width or (width % kg and kg % width):
+        return False
+    return channel_contiguous(found.x.type, grouped_emit.piece(found.cg, kg, width))
 
 
 @register
@@ -69,7 +82,8 @@ class DnnDepthwiseConv(DnncPass):
                 try:
                     found = depthwise.match(fn)
                     width = max(1, config.vector or 1)
-                    while width > 1 and not channel_contiguous(found.x.type, width):
+                    grouped = found.cg > 1 or found.kg > 1
+                    while width > 1 and not _fits(found, width, grouped):
                         width //= 2
                     if not channel_contiguous(found.x.type, 1):
                         raise depthwise.NotDepthwise("x's channels are not contiguous")
@@ -78,7 +92,9 @@ class DnnDepthwiseConv(DnncPass):
                               "thread per output")
                     continue
                 tile = list(config.tile or (1,))[-1]
-                if found.direction == "dgrad":
+                if grouped:
+                    grouped_emit.build(fn, found, width, config.block[0], tile)
+                elif found.direction == "dgrad":
                     depthwise_dgrad.build(fn, found, width, config.block[0], tile)
                 elif found.direction == "wgrad":
                     depthwise_wgrad.build(fn, found, width, config.block[0], tile, config.split)

@@ -528,6 +528,11 @@ class Interpreter:
         return self._vector_of_bytes(op.results[0].type,
                                      self._vector_bytes(op.operands[0].type, ins[0]))
 
+    def _vector_broadcast(self, op, ins, mask):
+        n = ir.VectorType(op.results[0].type).shape[0]
+        v = np.broadcast_to(np.asarray(ins[0]), (self.lanes,))
+        return np.repeat(v[:, None], n, axis=1)
+
     def _vector_extract(self, op, ins, mask):
         (position,) = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))
         return np.broadcast_to(np.asarray(ins[0]), (self.lanes,) + np.shape(ins[0])[1:])[

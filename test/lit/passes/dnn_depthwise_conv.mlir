@@ -1,12 +1,14 @@
 // dnn-depthwise-conv lowers a simt-depthwise kernel, a depthwise convolution
 // (groups == C, its dnn.conv attribute) with its pointwise epilogue, to one
-// gpu.launch (a filter gradient: two, below): the block first copies its channels' filters into shared memory
-// as [tap, channel], then each thread owns 8 channels of 4 outputs along W of
+// gpu.launch: the block first copies its channels' filters into shared
+// memory as [tap, channel], then each thread owns 8 channels of 4 outputs along W of
 // a channels-last x, loads the 3 x 6 x pixels of their windows as 16-byte
 // vectors (through an identity-layout view of x in memory order), reads each
 // tap's 8 weights as one 16-byte vector from shared memory, and stores the
 // bias + relu epilogue's results as 16-byte vectors. A kernel whose x is not
-// channels-last is handed to simt-generic, its reason saying why.
+// channels-last is handed to simt-generic, its reason saying why. Then a
+// depthwise data gradient, a filter gradient (two launches) and a grouped
+// convolution of a few channels a group (below).
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-depthwise-conv,canonicalize,cse)' | FileCheck %s
 
@@ -268,6 +270,77 @@ module {
     }
     %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<16x1x1x3x3xbf16> into memref<16x1x3x3xbf16>
     linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x1x3x3xbf16>) outs(%arg2 : memref<16x1x3x3xbf16>)
+    return
+  }
+}
+
+// -----
+
+// A grouped convolution of 4 channels a group (4 groups, K = C = 16): a
+// thread's 8 output channels are two groups, which read the 8 input
+// channels of one 16-byte x vector; the block stages the filters as
+// [tap, c, channel] (9 x 4 x 16); for input channel c of the group, lanes
+// 0-3 take span element c and lanes 4-7 element 4 + c (vector.from_elements
+// of converted scalars), times the [tap, c] weights' vector.
+
+// CHECK-LABEL: func.func private @grouped_4_a_group_nhwc
+// CHECK-NOT:     linalg.generic
+// CHECK:         gpu.launch
+// CHECK-SAME:      workgroup(%[[SMEM:.*]] : memref<576xbf16, #gpu.address_space<workgroup>>)
+// CHECK:           memref.load %{{.*}} : memref<16x4x3x3xbf16, strided<[36, 1, 12, 4]>>
+// CHECK:           gpu.barrier
+// CHECK-COUNT-12:  vector.load %[[SMEM]]
+// CHECK:           %[[X:.*]] = vector.load %{{.*}} : memref<2x6x6x16xbf16>, vector<8xbf16>
+// CHECK:           %[[XF:.*]] = arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+// CHECK:           %[[C0:.*]] = vector.extract %[[XF]][0]
+// CHECK:           %[[C4:.*]] = vector.extract %[[XF]][4]
+// CHECK:           vector.from_elements %[[C0]], %[[C0]], %[[C0]], %[[C0]], %[[C4]], %[[C4]], %[[C4]], %[[C4]] : vector<8xf32>
+// CHECK:           arith.mulf {{.*}} fastmath<contract> : vector<8xf32>
+// CHECK:           vector.store %{{.*}} : memref<2x6x6x16xbf16>, vector<8xbf16>
+// CHECK-NOT:     linalg.generic
+#map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map1 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#map4 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+module {
+  func.func private @grouped_4_a_group_nhwc(%arg0: memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %arg1: memref<16x4x3x3xbf16, strided<[36, 1, 12, 4]>>, %arg2: memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [128, 1, 1], strategy = "simt-depthwise", tile = [1, 4], vector = 8 : i64}, dnn.config_reason = "heuristics", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 4 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    %cst = arith.constant 0.000000e+00 : f32
+    %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x16x8x8xf32>
+    linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x16x8x8xf32>) {
+    ^bb0(%out: f32):
+      linalg.yield %cst : f32
+    }
+    %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<2x16x6x6xf32>
+    linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>) outs(%alloc_0 : memref<2x16x6x6xf32>) {
+    ^bb0(%in: bf16, %out: f32):
+      %0 = arith.extf %in : bf16 to f32
+      linalg.yield %0 : f32
+    }
+    %subview = memref.subview %alloc[0, 0, 1, 1] [2, 16, 6, 6] [1, 1, 1, 1] : memref<2x16x8x8xf32> to memref<2x16x6x6xf32, strided<[1024, 64, 8, 1], offset: 9>>
+    linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<2x16x6x6xf32>) outs(%subview : memref<2x16x6x6xf32, strided<[1024, 64, 8, 1], offset: 9>>)
+    %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [2, 4, 4, 8, 8] : memref<2x16x8x8xf32> into memref<2x4x4x8x8xf32>
+    %expand_shape_1 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [4, 4, 4, 3, 3] : memref<16x4x3x3xbf16, strided<[36, 1, 12, 4]>> into memref<4x4x4x3x3xbf16, strided<[144, 36, 1, 12, 4]>>
+    %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<2x4x4x6x6xf32>
+    linalg.generic {indexing_maps = [#map1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<2x4x4x6x6xf32>) {
+    ^bb0(%out: f32):
+      linalg.yield %cst : f32
+    }
+    linalg.generic {indexing_maps = [#map2, #map3, #map4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<2x4x4x8x8xf32>, memref<4x4x4x3x3xbf16, strided<[144, 36, 1, 12, 4]>>) outs(%alloc_2 : memref<2x4x4x6x6xf32>) {
+    ^bb0(%in: f32, %in_4: bf16, %out: f32):
+      %0 = arith.extf %in_4 : bf16 to f32
+      %1 = arith.mulf %in, %0 : f32
+      %2 = arith.addf %out, %1 : f32
+      linalg.yield %2 : f32
+    }
+    %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<2x4x4x6x6xbf16>
+    linalg.generic {indexing_maps = [#map1, #map1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<2x4x4x6x6xf32>) outs(%alloc_3 : memref<2x4x4x6x6xbf16>) {
+    ^bb0(%in: f32, %out: bf16):
+      %0 = arith.truncf %in : f32 to bf16
+      linalg.yield %0 : bf16
+    }
+    %collapse_shape = memref.collapse_shape %alloc_3 [[0], [1, 2], [3], [4]] : memref<2x4x4x6x6xbf16> into memref<2x16x6x6xbf16>
+    linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<2x16x6x6xbf16>) outs(%arg2 : memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
     return
   }
 }

@@ -96,6 +96,17 @@ class Depthwise:
     stored: list              # kernel arguments the chain writes, [N, C, *out]
     ops: list                 # the kernel's ops, erased once lowered
     direction: str = "fprop"  # "fprop", "dgrad" or "wgrad"
+    groups: int = 0           # G (0: one a channel)
+
+    @property
+    def cg(self):
+        """Input channels a group (1: depthwise)."""
+        return ir.MemRefType(self.w.type).shape[1] if self.direction == "fprop" else 1
+
+    @property
+    def kg(self):
+        """Output channels a group (1: depthwise)."""
+        return ir.MemRefType(self.acc.type).shape[2] if self.direction == "fprop" else 1
 
     @property
     def in_shape(self):
@@ -104,7 +115,9 @@ class Depthwise:
     @property
     def out_shape(self):
         shape = list(ir.MemRefType(self.acc.type).shape)
-        return shape[:2] + shape[3:]
+        if self.direction == "wgrad":
+            return [shape[0] * shape[1], shape[2]] + shape[3:]
+        return [shape[0], shape[1] * shape[2]] + shape[3:]
 
     @property
     def dy_shape(self):
@@ -181,10 +194,14 @@ def match(fn):
         if len(ws) != len(xs) or ws[:2] != xs[:2] or groups != xs[1]:
             raise NotDepthwise(f"groups {groups} of x {xs} and dy {ws}: expected one channel "
                                "a group")
+    elif direction == "fprop":
+        # Depthwise, or groups of a few channels (grouped_emit.py).
+        if len(xs) < 3 or groups < 2 or ws[1] * groups != xs[1] or ws[0] % groups:
+            raise NotDepthwise(f"groups {groups} of x {xs} and w {ws}: expected a grouped "
+                               "convolution")
     elif len(xs) < 3 or ws[1] != 1 or ws[0] != xs[1] or groups != xs[1]:
-        raise NotDepthwise(f"groups {groups} of {'dy' if direction == 'dgrad' else 'x'} "
-                           f"{xs} and w {ws}: expected one channel a group and one filter a "
-                           "channel")
+        raise NotDepthwise(f"groups {groups} of dy {xs} and w {ws}: expected one channel a "
+                           "group and one filter a channel")
     ops = [o.operation for o in irutil.body(fn).operations]
     convs = [o for o in ops if o.name == "linalg.generic" and _reduces(o)]
     if len(convs) != 1:
@@ -204,7 +221,12 @@ def match(fn):
             raise NotDepthwise(f"a filter gradient's accumulator {acc_shape}: expected "
                                f"[{xs[1]}, 1, 1, *window]")
         filter_shape = [xs[1], 1] + acc_shape[3:]
-    out = acc_shape[:2] + acc_shape[3:]
+    # acc is [N, G, K / G, *out] (fprop, dgrad) or [G, K / G, C / G, *win]
+    # (wgrad), collapsed by the chain to the output's shape.
+    if direction == "wgrad":
+        out = [acc_shape[0] * acc_shape[1], acc_shape[2]] + acc_shape[3:]
+    else:
+        out = [acc_shape[0], acc_shape[1] * acc_shape[2]] + acc_shape[3:]
     ranks = {nd + 3: acc_shape, nd + 2: out}
     known, chain, stored = {acc}, [], []
     for o in ops[at + 1:]:
@@ -233,7 +255,7 @@ def match(fn):
         raise NotDepthwise("the kernel stores nothing")
     ints = lambda name: irutil.int_list(attrs[name])  # noqa: E731
     return Depthwise(x, w, acc, filter_shape[2:], ints("stride"), ints("dilation"), ints("pre"),
-                     ir.BoolAttr(attrs["flip"]).value, chain, stored, ops, direction)
+                     ir.BoolAttr(attrs["flip"]).value, chain, stored, ops, direction, groups)
 
 
 def _argument_indices(buffer, indices):
@@ -262,7 +284,14 @@ def _argument_indices(buffer, indices):
 def evaluate(found, value, point):
     """{buffer: scalar} of every buffer the chain of ``found`` writes, from
     ``value``, the f32 accumulator at output ``point`` ([n, c, *o])."""
-    long_point = point[:2] + [irutil.index(0)] + point[2:]
+    # The accumulator's point: a forward's output channel k is group k / Kg,
+    # channel k % Kg of it; a filter gradient's is dw's [k, c] with k split.
+    if found.direction == "wgrad" or found.kg == 1:
+        long_point = point[:1] + [point[1], irutil.index(0)] + point[2:] \
+            if found.direction != "wgrad" else point[:1] + [irutil.index(0)] + point[1:]
+    else:
+        kg = irutil.index(found.kg)
+        long_point = [point[0], arith.divui(point[1], kg), arith.remui(point[1], kg)] + point[2:]
     env = {found.acc: value}
     for link in found.chain:
         if link.kind in ("alias", "copy"):

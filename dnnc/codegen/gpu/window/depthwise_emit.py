@@ -12,7 +12,9 @@ whole channels-last pixels, consecutive 16-byte vectors.
 A thread's work, unrolled at compile time:
 
 1. **Filter.** The block copies its channels' taps into shared memory as
-   ``[taps, slice * width]`` (stored type; flipped in convolution mode), so
+   ``[taps, slice * width]`` (``[taps, Cg, slice * width]`` for a grouped
+   convolution's Cg filters a channel: grouped_emit.py; stored type;
+   flipped in convolution mode), so
    that a tap's weights for a thread's channels are one 16-byte vector
    (the filter is ``[C, 1, R, S]``: a channel's taps are contiguous, the
    channels of one tap are not). A barrier follows.
@@ -60,7 +62,10 @@ class Geometry:
         shape = found.out_shape
         self.groups = shape[1] // width
         taps = math.prod(found.window)
-        self.slice = channel_slice(self.groups, width, taps,
+        # A grouped convolution's output channel has Cg filters (its
+        # group's input channels): the block stages Cg x taps a channel.
+        self.cg = found.cg
+        self.slice = channel_slice(self.groups, width, taps * self.cg,
                                    irutil.element_bytes(found.element), threads)
         self.pixels = max(1, threads // self.slice)
         self.threads = self.pixels * self.slice
@@ -75,7 +80,7 @@ class Geometry:
         self.tiles = math.prod(self.counts)
         self.blocks = (-(-self.tiles // self.pixels), self.groups // self.slice)
         self.taps = taps
-        self.smem = ir.MemRefType.get([taps * self.slice * width], found.element,
+        self.smem = ir.MemRefType.get([taps * self.cg * self.slice * width], found.element,
                                       memory_space=ir.Attribute.parse(_WORKGROUP))
 
 
@@ -84,16 +89,19 @@ def _stage_filter(g, smem, tx, by):
     thread tx copies elements tx, tx + threads, ... (a loop)."""
     f = g.found
     channels = g.slice * g.width
-    size = g.taps * channels
+    size = g.taps * g.cg * channels
     loop = scf.ForOp(tx, _index(size), _index(g.threads))
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
-        tap, local = arith.divui(i, _index(channels)), arith.remui(i, _index(channels))
+        row, local = arith.divui(i, _index(channels)), arith.remui(i, _index(channels))
+        # Rows [tap, cc] of a grouped convolution's Cg filters a channel.
+        tap, cc = (arith.divui(row, _index(g.cg)), arith.remui(row, _index(g.cg))) \
+            if g.cg > 1 else (row, _index(0))
         c = arith.addi(arith.muli(by, _index(channels)), local)
         taps = loops.delinearize(tap, list(f.window))
         if f.flip:  # convolution mode: tap t reads filter tap R - 1 - t
             taps = [arith.subi(_index(r - 1), t) for r, t in zip(f.window, taps)]
-        memref.store(memref.load(f.w, [c, _index(0)] + taps), smem, [i])
+        memref.store(memref.load(f.w, [c, cc] + taps), smem, [i])
         scf.YieldOp([])
 
 

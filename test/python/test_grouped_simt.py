@@ -1,0 +1,100 @@
+"""Grouped convolutions of a few channels a group on the simt-depthwise
+strategy (dnnc/codegen/gpu/window/grouped_emit.py), without a GPU: the
+kernels dnn-depthwise-conv builds, interpreted on the CPU by
+kernel_interpreter.py against the NumPy reference (outputs NaN-poisoned
+first) for groups of 2 to 32 channels, more output channels a group than
+input (and fewer), a vector holding two groups or a group spanning vectors,
+narrow vectors (3 channels a group), strides, dilation, asymmetric padding,
+convolution mode and a bias + relu epilogue; the lane permutation; the
+heuristics (what the tensor cores take stays there); ResNeXt-50's layer as
+one kernel with no copies and no spills.
+"""
+
+import numpy as np
+import pytest
+
+from dnnc import compiler
+from dnnc.codegen.gpu import ptxas
+from dnnc.codegen.gpu.window.grouped_emit import lane_sources, span
+from dnnc.heuristics import rank
+from dnnc.heuristics.problem import Problem, TensorSpec
+from test_conv_tensor_cores import conv_graph
+from test_depthwise_gradients import check, interpret
+
+STRATEGY = "simt-depthwise"
+PTXAS = ptxas.find()
+
+GROUPED = {
+    # name: (dtype, x dims, K, window, groups, attrs, epilogue)
+    "4_a_group_bf16": ("bf16", [2, 16, 6, 7], 16, [3, 3], 4, dict(padding=[1, 1]), None),
+    "4_a_group_s2_bias_relu_f16": ("f16", [1, 32, 5, 9], 32, [3, 3], 8,
+                                   dict(padding=[1, 1], stride=[2, 2]), "bias_relu"),
+    "2_in_4_out_f32": ("f32", [1, 8, 5, 6], 16, [3, 3], 4, dict(pre_padding=[1, 0],
+                                                                post_padding=[0, 2]), None),
+    "multiplier_2_bf16": ("bf16", [1, 8, 5, 6], 16, [3, 3], 8, dict(padding=[1, 1]), None),
+    "32_in_16_out_bf16": ("bf16", [1, 64, 5, 6], 32, [3, 3], 2, dict(padding=[1, 1]), None),
+    "3_a_group_dilated_f16": ("f16", [1, 12, 5, 6], 12, [5, 3], 4,
+                              dict(padding=[2, 1], dilation=[1, 2]), None),
+    "8_in_16_out_convolution_bf16": ("bf16", [2, 16, 7, 5], 32, [3, 3], 2,
+                                     dict(padding=[1, 1], conv_mode="convolution"), None),
+    "3d_f16": ("f16", [1, 16, 3, 4, 5], 16, [3, 3, 3], 4, dict(padding=[1, 1, 1]), None),
+}
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED))
+def test_grouped_kernel_computes_the_convolution(name):
+    dtype, x_dims, k, window, groups, attrs, epilogue = GROUPED[name]
+    build = conv_graph(f"gr_{name}", dtype, x_dims, k, window, groups=groups,
+                       epilogue=epilogue, **attrs)
+    expected, got, config, launches = interpret(build, dtype)
+    assert f'strategy = "{STRATEGY}"' in config, config
+    assert launches == 1
+    check(expected, got, dtype, x_dims[1] // groups * int(np.prod(window)))
+
+
+def test_lanes_pick_their_groups_channels():
+    # 4 in, 4 out a group, 8 lanes: lanes 0-3 read span 0-3, 4-7 span 4-7.
+    assert span(4, 4, 8) == 8
+    assert lane_sources(4, 4, 8)[1] == [1, 1, 1, 1, 5, 5, 5, 5]
+    # 8 in, 16 out: a group spans two vectors, every lane reads channel c.
+    assert span(8, 16, 8) == 8 and lane_sources(8, 16, 8)[3] == [3] * 8
+    # Multiplier 2 (1 in, 2 out): 8 lanes read 4 input channels.
+    assert span(1, 2, 8) == 4 and lane_sources(1, 2, 8)[0] == [0, 0, 1, 1, 2, 2, 3, 3]
+
+
+def _problem(x, w, dtype="bf16"):
+    y = [x[0], w[0]] + x[2:]
+    return Problem(kernel="k", anchor="conv_fprop", arch="sm_90a",
+                   anchor_inputs=(TensorSpec(tuple(x), dtype), TensorSpec(tuple(w), dtype)),
+                   anchor_outputs=(TensorSpec(tuple(y), dtype),))
+
+
+def test_heuristics_take_small_groups_and_leave_wide_ones_to_the_tensor_cores():
+    resnext = rank(_problem([32, 128, 56, 56], [128, 4, 3, 3]))[0]
+    assert (resnext.strategy, resnext.vector) == (STRATEGY, 8)
+    assert "32 groups of 4" in resnext.reason
+    # 64 channels a group: tc-sm90's grouped implicit GEMM.
+    assert rank(_problem([32, 256, 28, 28], [256, 64, 3, 3]))[0].strategy == "tc-sm90"
+    # 3 output channels a group: one channel a thread.
+    assert rank(_problem([2, 12, 9, 9], [12, 3, 3, 3]))[0].vector == 1
+
+
+def test_resnext_layer_is_one_kernel_without_copies_or_spills():
+    build = conv_graph("resnext", "bf16", [32, 128, 56, 56], 128, [3, 3], groups=32,
+                       padding=[1, 1])
+    package = compiler.compile_cuda(build(), "sm_90a", cache=False)
+    m = package.manifest
+    (kernel,) = m["kernels"]
+    assert kernel["strategy"] == STRATEGY, kernel["reason"]
+    assert m["workspace_bytes"] == 0
+    text = package.ptx[package.ptx.index(f".entry {kernel['entry']}("):]
+    text = text[:text.index("\n}\n")]
+    # 3 rows x (4 + 2) pixels of one 16-byte span each; 4 vectors stored.
+    ops = [line.split()[0] for line in text.splitlines() if line.startswith("\t")]
+    assert ops.count("ld.global.v4.b32") == 18
+    assert ops.count("st.global.v4.b32") == 4
+    if PTXAS is None:
+        return
+    resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
+    for info in resources.values():
+        assert info.spill_stores == 0
