@@ -95,27 +95,43 @@ def is_depthwise(problem):
             and str(problem.attr("compute_type", "f32")) == "f32")
 
 
-def is_small_groups(problem):
-    """Whether ``problem`` is a forward convolution of a few channels a
-    group (not depthwise) that simt-depthwise takes: groups the tensor
-    cores do not (a group's Cg channels no whole K steps of
-    SMALL_GROUP_K_STEP bytes; f32 computed as f32), whose filters for one
-    vector of output channels fit shared memory (window/tile.py)."""
-    inputs = problem.anchor_inputs
-    if problem.anchor != "conv_fprop" or len(inputs) < 2 or not problem.anchor_outputs:
-        return False
-    x, w = inputs[0], inputs[1]
-    types = {t.dtype for t in inputs}
-    if len(x.shape) < 3 or len(w.shape) != len(x.shape) or len(types) != 1 \
-            or not types <= set(TYPES) or str(problem.attr("compute_type", "f32")) != "f32":
-        return False
+def _group_shape(problem):
+    """(G, ins, outs) of a grouped forward convolution or data gradient:
+    its groups, the channels a group of the operand read through windows
+    (x: Cg; dy: Kg) and of the output (y: Kg; dx: Cg); None for another
+    anchor or a shape that is no grouped convolution."""
+    inputs, outputs = problem.anchor_inputs, problem.anchor_outputs
+    if problem.anchor not in ("conv_fprop", "conv_dgrad") or len(inputs) < 2 or not outputs:
+        return None
+    data, w, out = inputs[0], inputs[1], outputs[0]
+    x = data if problem.anchor == "conv_fprop" else out
     cg, k = w.shape[1], w.shape[0]
-    if cg < 1 or x.shape[1] % cg or x.shape[1] // cg < 2 or k % (x.shape[1] // cg):
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape) or cg < 1 or x.shape[1] % cg:
+        return None
+    groups = x.shape[1] // cg
+    if groups < 2 or k % groups:
+        return None
+    kg = k // groups
+    return (groups, cg, kg) if problem.anchor == "conv_fprop" else (groups, kg, cg)
+
+
+def is_small_groups(problem):
+    """Whether ``problem`` is a forward convolution or data gradient of a
+    few channels a group (not depthwise) that simt-depthwise takes: groups
+    the tensor cores do not (the channels a group reduces no whole K steps
+    of SMALL_GROUP_K_STEP bytes; f32 computed as f32), whose filters for one
+    vector of output channels fit shared memory (window/tile.py)."""
+    shape = _group_shape(problem)
+    types = {t.dtype for t in problem.anchor_inputs}
+    if shape is None or len(types) != 1 or not types <= set(TYPES) \
+            or str(problem.attr("compute_type", "f32")) != "f32":
         return False
-    if x.dtype != "f32" and (cg * x.element_bytes) % SMALL_GROUP_K_STEP == 0:
+    _, ins, outs = shape
+    data, w = problem.anchor_inputs[0], problem.anchor_inputs[1]
+    if data.dtype != "f32" and (ins * data.element_bytes) % SMALL_GROUP_K_STEP == 0:
         return False  # tc-sm90's grouped implicit GEMM takes it
-    width = _grouped_width(k, k // (x.shape[1] // cg), x.element_bytes)
-    return width * math.prod(w.shape[2:]) * cg * x.element_bytes <= SMEM_BYTES
+    width = _grouped_width(problem.anchor_outputs[0].shape[1], outs, data.element_bytes)
+    return width * math.prod(w.shape[2:]) * ins * data.element_bytes <= SMEM_BYTES
 
 
 def _grouped_width(k, kg, element_bytes):
@@ -138,13 +154,14 @@ def simt_depthwise(problem):
         return wgrad_configs(problem)
     x, w = _roles(problem)
     y = problem.anchor_outputs[0]
-    channels = y.shape[1] if problem.anchor == "conv_fprop" else x.shape[1]
-    width = max(1, pointwise.VECTOR_BYTES // x.element_bytes)
+    channels = y.shape[1]
+    element_bytes = problem.anchor_inputs[0].element_bytes
+    width = max(1, pointwise.VECTOR_BYTES // element_bytes)
     while width > 1 and channels % width:
         width //= 2
     if grouped:
-        width = _grouped_width(channels, channels // (x.shape[1] // w.shape[1]),
-                               x.element_bytes)
+        groups, ins, outs = _group_shape(problem)
+        width = _grouped_width(channels, outs, element_bytes)
     taps = math.prod(w.shape[2:])
     out_w = y.shape[-1]
     stride = list(problem.attr("stride", ()) or (1,))
@@ -156,7 +173,7 @@ def simt_depthwise(problem):
     tiles = list(dict.fromkeys(max(1, t // phases) * phases for t in tiles))
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
-    kind = f"{x.shape[1] // w.shape[1]} groups of {w.shape[1]}" if grouped else "depthwise"
+    kind = f"{groups} groups of {ins} channels" if grouped else "depthwise"
     facts = (f"{kind} {problem.anchor}: {y.elements} outputs of {taps} taps, {channels} "
              f"channels; a thread per {width} channels x {tile} outputs along W ({work} "
              f"threads), the block's filters in shared memory")

@@ -65,10 +65,10 @@ def _fits(found, width, grouped):
     dividing K and holding whole groups or dividing one (grouped_emit.py)."""
     if not grouped:
         return channel_contiguous(found.x.type, width)
-    k, kg = found.out_shape[1], found.kg
-    if k % width or (width % kg and kg % width):
+    k, per = found.out_shape[1], found.outs_per_group
+    if k % width or (width % per and per % width):
         return False
-    return channel_contiguous(found.x.type, grouped_emit.piece(found.cg, kg, width))
+    return channel_contiguous(found.x.type, grouped_emit.piece(found.ins_per_group, per, width))
 
 
 @register
@@ -82,7 +82,7 @@ class DnnDepthwiseConv(DnncPass):
                 try:
                     found = depthwise.match(fn)
                     width = max(1, config.vector or 1)
-                    grouped = found.cg > 1 or found.kg > 1
+                    grouped = found.ins_per_group > 1 or found.outs_per_group > 1
                     while width > 1 and not _fits(found, width, grouped):
                         width //= 2
                     if not channel_contiguous(found.x.type, 1):

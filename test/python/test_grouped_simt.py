@@ -1,5 +1,6 @@
 """Grouped convolutions of a few channels a group on the simt-depthwise
-strategy (dnnc/codegen/gpu/window/grouped_emit.py), without a GPU: the
+strategy (dnnc/codegen/gpu/window/grouped_emit.py), forward and data
+gradient, without a GPU: the
 kernels dnn-depthwise-conv builds, interpreted on the CPU by
 kernel_interpreter.py against the NumPy reference (outputs NaN-poisoned
 first) for groups of 2 to 32 channels, more output channels a group than
@@ -98,3 +99,47 @@ def test_resnext_layer_is_one_kernel_without_copies_or_spills():
     resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
     for info in resources.values():
         assert info.spill_stores == 0
+
+
+GROUPED_DGRADS = {
+    # name: (dtype, dx dims, K, window, groups, attrs)
+    "4_a_group_bf16": ("bf16", [2, 16, 6, 7], 16, [3, 3], 4, dict(padding=[1, 1])),
+    "4_a_group_s2_f16": ("f16", [1, 32, 9, 9], 32, [3, 3], 8, dict(padding=[1, 1],
+                                                                  stride=[2, 2])),
+    "2_dx_4_dy_s3_dilated_f32": ("f32", [1, 8, 10, 11], 16, [3, 3], 4, dict(
+        stride=[3, 3], dilation=[2, 1], pre_padding=[2, 0], post_padding=[1, 2])),
+    "multiplier_2_bf16": ("bf16", [1, 8, 5, 6], 16, [3, 3], 8, dict(padding=[1, 1])),
+    "8_dx_16_dy_convolution_f16": ("f16", [2, 16, 7, 5], 32, [3, 3], 2,
+                                   dict(padding=[1, 1], conv_mode="convolution")),
+    "3_a_group_bf16": ("bf16", [1, 12, 5, 6], 12, [5, 3], 4, dict(padding=[2, 1])),
+}
+
+
+def _grouped_dgrad(name, dtype, dx_dims, k, window, groups, attrs):
+    from test_conv_tensor_cores import channels_last
+
+    import dnnc
+
+    def build():
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        w_dims = [k, dx_dims[1] // groups, *window]
+        x = g.tensor(name="x", dim=dx_dims, stride=channels_last(dx_dims))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        y_dims = [int(d) for d in g.conv_fprop(x, w, **attrs).dim]
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        dy = g.tensor(name="dy", dim=y_dims, stride=channels_last(y_dims))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        dx = g.conv_dgrad(dy, w, dx_dims, **attrs)
+        dx.set_output(True).set_stride(channels_last(dx_dims))
+        return g
+    return build
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED_DGRADS))
+def test_grouped_dgrad_kernel_computes_the_gradient(name):
+    dtype, dx_dims, k, window, groups, attrs = GROUPED_DGRADS[name]
+    build = _grouped_dgrad(f"gd_{name}", dtype, dx_dims, k, window, groups, attrs)
+    expected, got, config, launches = interpret(build, dtype)
+    assert f'strategy = "{STRATEGY}"' in config, config
+    assert launches == 1
+    check(expected, got, dtype, k // groups * int(np.prod(window)))

@@ -99,14 +99,19 @@ class Depthwise:
     groups: int = 0           # G (0: one a channel)
 
     @property
-    def cg(self):
-        """Input channels a group (1: depthwise)."""
-        return ir.MemRefType(self.w.type).shape[1] if self.direction == "fprop" else 1
+    def ins_per_group(self):
+        """Channels a group of the operand read through windows: a
+        forward's Cg (x), a data gradient's Kg (dy); 1 when depthwise."""
+        if self.direction == "wgrad":
+            return 1
+        ws = ir.MemRefType(self.w.type).shape
+        return ws[1] if self.direction == "fprop" else ws[0] // self.groups
 
     @property
-    def kg(self):
-        """Output channels a group (1: depthwise)."""
-        return ir.MemRefType(self.acc.type).shape[2] if self.direction == "fprop" else 1
+    def outs_per_group(self):
+        """Channels a group of the output: a forward's Kg (y), a data
+        gradient's Cg (dx), the accumulator's third dim; 1 when depthwise."""
+        return 1 if self.direction == "wgrad" else ir.MemRefType(self.acc.type).shape[2]
 
     @property
     def in_shape(self):
@@ -199,9 +204,9 @@ def match(fn):
         if len(xs) < 3 or groups < 2 or ws[1] * groups != xs[1] or ws[0] % groups:
             raise NotDepthwise(f"groups {groups} of x {xs} and w {ws}: expected a grouped "
                                "convolution")
-    elif len(xs) < 3 or ws[1] != 1 or ws[0] != xs[1] or groups != xs[1]:
-        raise NotDepthwise(f"groups {groups} of dy {xs} and w {ws}: expected one channel a "
-                           "group and one filter a channel")
+    elif len(xs) < 3 or groups < 2 or ws[0] != xs[1] or xs[1] % groups:
+        raise NotDepthwise(f"groups {groups} of dy {xs} and w {ws}: expected a grouped "
+                           "convolution")
     ops = [o.operation for o in irutil.body(fn).operations]
     convs = [o for o in ops if o.name == "linalg.generic" and _reduces(o)]
     if len(convs) != 1:
@@ -284,14 +289,15 @@ def _argument_indices(buffer, indices):
 def evaluate(found, value, point):
     """{buffer: scalar} of every buffer the chain of ``found`` writes, from
     ``value``, the f32 accumulator at output ``point`` ([n, c, *o])."""
-    # The accumulator's point: a forward's output channel k is group k / Kg,
-    # channel k % Kg of it; a filter gradient's is dw's [k, c] with k split.
-    if found.direction == "wgrad" or found.kg == 1:
+    # The accumulator's point: output channel k is group k / per, channel
+    # k % per of it (per: Kg of a forward, Cg of a data gradient); a filter
+    # gradient's is dw's [k, c] with k split.
+    if found.direction == "wgrad" or found.outs_per_group == 1:
         long_point = point[:1] + [point[1], irutil.index(0)] + point[2:] \
             if found.direction != "wgrad" else point[:1] + [irutil.index(0)] + point[1:]
     else:
-        kg = irutil.index(found.kg)
-        long_point = [point[0], arith.divui(point[1], kg), arith.remui(point[1], kg)] + point[2:]
+        per = irutil.index(found.outs_per_group)
+        long_point = [point[0], arith.divui(point[1], per), arith.remui(point[1], per)] + point[2:]
     env = {found.acc: value}
     for link in found.chain:
         if link.kind in ("alias", "copy"):

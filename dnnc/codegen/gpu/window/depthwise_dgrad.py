@@ -107,35 +107,43 @@ class DgradThread(Thread):
                 col[e] = (arith.minui(c, _index(size_w - 1)),
                           arith.cmpi(arith.CmpIPredicate.ult, c, _index(size_w)))
         accs = [self.zero()] * g.tile
-        raw = None
         for upper in product(range(k) for k in f.window[:last]):
             picked = [self._upper_row(i, origin[i], t) for i, t in enumerate(upper)]
             row_ok = None
             for _, inside in picked:
                 row_ok = inside if row_ok is None else (
                     row_ok if inside is None else arith.andi(row_ok, inside))
-            if raw is None:
-                raw = self._skip()
             pixels = {}
             for e in cols:
-                v = self._load_x([n, c0] + [r for r, _ in picked] + [col[e][0]])
                 ok = row_ok if col[e][1] is None else (
                     col[e][1] if row_ok is None else arith.andi(row_ok, col[e][1]))
-                pixels[e] = v if ok is None else arith.select(ok, v, raw)
+                pixels[e] = self.inputs_at(n, c0, [r for r, _ in picked] + [col[e][0]], ok)
             base = 0
             for i, t in enumerate(upper):
                 base = base * f.window[i] + t
             used = sorted({t for taps in plan.values() for t, _ in taps})
-            weights = {t: self._f32(self._weights(base * width_taps + t, cg)) for t in used}
+            weights = {t: self.tap_weights(base * width_taps + t, cg) for t in used}
             # Pixel by pixel, as the forward: each converted once for every
             # output that takes it.
             for e in cols:
-                pixel = self._f32(pixels[e])
                 for u in range(g.tile):
                     for t, at in plan[u]:
                         if at == e:
-                            accs[u] = self.fma(accs[u], pixel, weights[t])
+                            for pixel, weight in zip(pixels[e], weights[t]):
+                                accs[u] = self.fma(accs[u], pixel, weight)
         return accs
+
+    def inputs_at(self, n, c0, spatial, ok):
+        """[the f32 vector of the thread's channels of dy at pixel
+        ``spatial``, zero where ``ok`` is false] (a grouped gradient's: one
+        vector per dy channel of the group, grouped_emit.py)."""
+        v = self._load_x([n, c0] + spatial)
+        return [self._f32(v if ok is None else arith.select(ok, v, self._skip()))]
+
+    def tap_weights(self, tap, cg):
+        """[the f32 weights of filter tap ``tap`` for the thread's
+        channels] (one vector per dy channel of a group: grouped_emit.py)."""
+        return [self._f32(self._weights(tap, cg))]
 
     def _skip(self):
         """The stored type's zero vector: what a pixel off dy reads."""

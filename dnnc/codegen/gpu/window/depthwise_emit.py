@@ -62,10 +62,10 @@ class Geometry:
         shape = found.out_shape
         self.groups = shape[1] // width
         taps = math.prod(found.window)
-        # A grouped convolution's output channel has Cg filters (its
-        # group's input channels): the block stages Cg x taps a channel.
-        self.cg = found.cg
-        self.slice = channel_slice(self.groups, width, taps * self.cg,
+        # A grouped convolution's output channel has a filter per input
+        # channel of its group: the block stages ``ins`` x taps a channel.
+        self.ins = found.ins_per_group
+        self.slice = channel_slice(self.groups, width, taps * self.ins,
                                    irutil.element_bytes(found.element), threads)
         self.pixels = max(1, threads // self.slice)
         self.threads = self.pixels * self.slice
@@ -80,7 +80,7 @@ class Geometry:
         self.tiles = math.prod(self.counts)
         self.blocks = (-(-self.tiles // self.pixels), self.groups // self.slice)
         self.taps = taps
-        self.smem = ir.MemRefType.get([taps * self.cg * self.slice * width], found.element,
+        self.smem = ir.MemRefType.get([taps * self.ins * self.slice * width], found.element,
                                       memory_space=ir.Attribute.parse(_WORKGROUP))
 
 
@@ -89,19 +89,30 @@ def _stage_filter(g, smem, tx, by):
     thread tx copies elements tx, tx + threads, ... (a loop)."""
     f = g.found
     channels = g.slice * g.width
-    size = g.taps * g.cg * channels
+    size = g.taps * g.ins * channels
     loop = scf.ForOp(tx, _index(size), _index(g.threads))
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
         row, local = arith.divui(i, _index(channels)), arith.remui(i, _index(channels))
-        # Rows [tap, cc] of a grouped convolution's Cg filters a channel.
-        tap, cc = (arith.divui(row, _index(g.cg)), arith.remui(row, _index(g.cg))) \
-            if g.cg > 1 else (row, _index(0))
+        # Rows [tap, i] of a grouped convolution's filters a channel, one
+        # per input channel i of its group.
+        tap, cc = (arith.divui(row, _index(g.ins)), arith.remui(row, _index(g.ins))) \
+            if g.ins > 1 else (row, _index(0))
         c = arith.addi(arith.muli(by, _index(channels)), local)
         taps = loops.delinearize(tap, list(f.window))
         if f.flip:  # convolution mode: tap t reads filter tap R - 1 - t
             taps = [arith.subi(_index(r - 1), t) for r, t in zip(f.window, taps)]
-        memref.store(memref.load(f.w, [c, cc] + taps), smem, [i])
+        if f.direction == "dgrad":
+            # dx channel c of group c / Cg takes dy channel (c / Cg) Kg + i
+            # through filter w[(c / Cg) Kg + i, c % Cg].
+            per = g.found.outs_per_group
+            group, within = (arith.divui(c, _index(per)), arith.remui(c, _index(per))) \
+                if per > 1 else (c, _index(0))
+            k = arith.addi(arith.muli(group, _index(g.ins)), cc) if g.ins > 1 else group
+            at = [k, within]
+        else:
+            at = [c, cc]
+        memref.store(memref.load(f.w, at + taps), smem, [i])
         scf.YieldOp([])
 
 

@@ -1,7 +1,8 @@
 """Grouped convolutions of a few channels a group (ResNeXt's 32 groups of 4,
-2 / 4 / 8 channels a group) on the simt-depthwise strategy: the forward's
-launch and thread (depthwise_emit.py) with another mainloop,
-``GroupedThread``.
+2 / 4 / 8 channels a group), forward and data gradient, on the
+simt-depthwise strategy: the depthwise launch and threads
+(depthwise_emit.py, depthwise_dgrad.py) reading their inputs another way,
+``GroupedThread`` and ``GroupedDgradThread``.
 
 ``y[n, k, o] = sum over c < Cg and taps t of x[n, (k / Kg) Cg + c, o s + t
 dl - pre] * w[k, c, t]`` (Kg = K / G output channels a group). Channels
@@ -27,6 +28,13 @@ and input channel c for the thread's outputs are one vector.
 Per row of taps the pixels are loaded as in the forward (each once for
 every output of the tile that reads it), the taps summed in row-major order
 and, within a tap, the group's input channels in order.
+
+A data gradient is the same with the roles turned round (``SpanInputs``):
+a thread owns ``width`` dx channels, which read the Kg dy channels of their
+groups (``dx[c] = sum over i < Kg and taps of dy[(c / Cg) Kg + i] * w[(c /
+Cg) Kg + i, c % Cg]``), through depthwise_dgrad.py's mainloop (stride
+phases along W at compile time, rows predicated); the block stages the
+filter as [tap, i, dx channel].
 """
 
 import math
@@ -35,63 +43,67 @@ from mlir import ir
 from mlir.dialects import arith, memref, vector
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.window.depthwise_dgrad import DgradThread
 from dnnc.codegen.gpu.window.depthwise_emit import Thread, _both, _row, build as build_launch
 from dnnc.codegen.gpu.window.program import memory_order_view, product
 
 _index = irutil.index
 
 
-def span(cg, kg, width):
-    """Input channels the ``width`` output channels of a thread read."""
-    return cg * max(1, width // kg)
+def span(ins, outs, width):
+    """Input channels the ``width`` output channels of a thread read, of
+    groups of ``ins`` input and ``outs`` output channels."""
+    return ins * max(1, width // outs)
 
 
-def piece(cg, kg, width):
-    """Elements of one x load of the span: its largest power-of-two divisor
-    up to ``width`` (the span's start is a multiple of the span)."""
-    return math.gcd(span(cg, kg, width), width)
+def piece(ins, outs, width):
+    """Elements of one load of the span: its largest divisor that divides
+    ``width`` too (the span's start is a multiple of the span)."""
+    return math.gcd(span(ins, outs, width), width)
 
 
-def lane_sources(cg, kg, width):
+def lane_sources(ins, outs, width):
     """[c][j]: the span element output lane j multiplies by its group's
     input channel c (see the module doc)."""
-    return [[(j // kg) * cg + c if width >= kg else c for j in range(width)]
-            for c in range(cg)]
+    return [[(j // outs) * ins + c if width >= outs else c for j in range(width)]
+            for c in range(ins)]
 
 
-class GroupedThread(Thread):
-    """A thread's tile of a grouped convolution (see the module doc)."""
+class SpanInputs:
+    """The grouped inputs of a thread (see the module doc), for a thread
+    class of depthwise_emit.py (forward) or depthwise_dgrad.py (data
+    gradient): ``inputs_at`` loads its groups' span at a pixel and returns
+    one f32 vector per input channel of a group, ``tap_weights`` the
+    matching weights of a tap. Roles: a forward's inputs are x's Cg
+    channels a group, its outputs y's Kg; a data gradient's inputs are dy's
+    Kg, its outputs dx's Cg (the filter staged transposed: depthwise_emit's
+    ``_stage_filter``)."""
 
-    def __init__(self, g, smem):
-        super().__init__(g, smem)
-        f = self.f
-        self.span = span(f.cg, f.kg, g.width)
-        self.piece = piece(f.cg, f.kg, g.width)
-        self.sources = lane_sources(f.cg, f.kg, g.width)
-        self.view, self.order = memory_order_view(f.x)
+    def setup_span(self):
+        f, g = self.f, self.g
+        self.ins, self.outs = f.ins_per_group, f.outs_per_group
+        self.span = span(self.ins, self.outs, g.width)
+        self.piece = piece(self.ins, self.outs, g.width)
+        self.sources = lane_sources(self.ins, self.outs, g.width)
+        self.span_view, self.span_order = memory_order_view(f.x)
 
-    def _first_input(self, c0):
-        """The span's first channel: (k0 / Kg) Cg."""
-        f = self.f
-        if self.g.width >= f.kg:
-            return arith.muli(c0, _index(f.cg // f.kg)) if f.cg % f.kg == 0 else \
-                arith.muli(arith.divui(c0, _index(f.kg)), _index(f.cg))
-        return arith.muli(arith.divui(c0, _index(f.kg)), _index(f.cg))
+    def first_input(self, c0):
+        """The span's first channel: (k0 / outs) ins."""
+        group = arith.divui(c0, _index(self.outs)) if self.outs > 1 else c0
+        return arith.muli(group, _index(self.ins)) if self.ins > 1 else group
 
-    def _load_span(self, indices, c_in, ok):
-        """The span's f32 scalars at pixel ``indices`` (channel dim left
-        out), zero where ``ok`` is false."""
-        f = self.f
-        element = f.element
+    def inputs_at(self, n, c0, spatial, ok):
+        element = self.f.element
         vtype = ir.VectorType.get([self.piece], element)
-        values = []
+        c_in = self.first_input(c0)
+        scalars = []
         for p in range(self.span // self.piece):
             c = arith.addi(c_in, _index(p * self.piece)) if p else c_in
-            at = [indices[0], c] + indices[1:]
+            at = [n, c] + spatial
             if self.piece == 1:
-                v = vector.broadcast(vtype, memref.load(f.x, at))
+                v = vector.broadcast(vtype, memref.load(self.f.x, at))
             else:
-                v = vector.load(vtype, self.view, [at[d] for d in self.order],
+                v = vector.load(vtype, self.span_view, [at[d] for d in self.span_order],
                                 alignment=self.piece * irutil.element_bytes(element))
             if ok is not None:
                 zero = arith.constant(vtype, ir.DenseElementsAttr.get_splat(
@@ -99,8 +111,20 @@ class GroupedThread(Thread):
                 v = arith.select(ok, v, zero)
             if element != self.f32:
                 v = arith.extf(ir.VectorType.get([self.piece], self.f32), v)
-            values += [vector.extract(v, [], [i]) for i in range(self.piece)]
-        return values
+            scalars += [vector.extract(v, [], [i]) for i in range(self.piece)]
+        return [vector.from_elements(self.vtype, [scalars[i] for i in source])
+                for source in self.sources]
+
+    def tap_weights(self, tap, cg):
+        return [self._f32(self._weights(tap * self.ins + c, cg)) for c in range(self.ins)]
+
+
+class GroupedThread(SpanInputs, Thread):
+    """A thread's tile of a grouped forward convolution."""
+
+    def __init__(self, g, smem):
+        super().__init__(g, smem)
+        self.setup_span()
 
     def mainloop(self, n, c0, cg, origin, q):
         f, g = self.f, self.g
@@ -110,7 +134,6 @@ class GroupedThread(Thread):
         cols = sorted({u * s_w + t * dl_w for u in range(g.tile) for t in range(width_taps)})
         count_w = (g.counts[-1] - 1) * g.tile + 1
         col = {e: _row(f, last, origin[last], e, count_w) for e in cols}
-        c_in = self._first_input(c0)
         for upper in product(range(k) for k in f.window[:last]):
             picked = [_row(f, i, origin[i], t * f.dilation[i], g.counts[1 + i])
                       for i, t in enumerate(upper)]
@@ -120,24 +143,32 @@ class GroupedThread(Thread):
             base = 0
             for i, t in enumerate(upper):
                 base = base * f.window[i] + t
-            weights = [[self._f32(self._weights((base * width_taps + t) * f.cg + c, cg))
-                        for c in range(f.cg)] for t in range(width_taps)]
+            weights = [self.tap_weights(base * width_taps + t, cg) for t in range(width_taps)]
             for e in cols:
                 w_index, w_ok = col[e]
-                scalars = self._load_span([n] + [h for h, _ in picked] + [w_index], c_in,
-                                          _both(row_ok, w_ok))
-                lanes = [vector.from_elements(self.vtype, [scalars[i] for i in source])
-                         for source in self.sources]
+                lanes = self.inputs_at(n, c0, [h for h, _ in picked] + [w_index],
+                                       _both(row_ok, w_ok))
                 for u in range(g.tile):
                     t, rest = divmod(e - u * s_w, dl_w)
                     if rest or not 0 <= t < width_taps:
                         continue
-                    for c in range(f.cg):
-                        accs[u] = self.fma(accs[u], lanes[c], weights[t][c])
+                    for pixel, weight in zip(lanes, weights[t]):
+                        accs[u] = self.fma(accs[u], pixel, weight)
         return accs
 
 
+class GroupedDgradThread(SpanInputs, DgradThread):
+    """A thread's tile of a grouped data gradient: depthwise_dgrad.py's
+    mainloop (stride phases along W) over dy's span."""
+
+    def __init__(self, g, smem):
+        super().__init__(g, smem)
+        self.setup_span()
+
+
 def build(fn, found, width, threads, tile):
-    """Replace kernel ``fn``'s body (a grouped forward convolution that
-    depthwise.py's ``match`` read) by its launch. Returns the Geometry."""
-    return build_launch(fn, found, width, threads, tile, GroupedThread)
+    """Replace kernel ``fn``'s body (a grouped forward convolution or data
+    gradient that depthwise.py's ``match`` read) by its launch. Returns the
+    Geometry."""
+    thread = GroupedDgradThread if found.direction == "dgrad" else GroupedThread
+    return build_launch(fn, found, width, threads, tile, thread)
