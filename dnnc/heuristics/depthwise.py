@@ -96,15 +96,19 @@ def is_depthwise(problem):
 
 
 def _group_shape(problem):
-    """(G, ins, outs) of a grouped forward convolution or data gradient:
-    its groups, the channels a group of the operand read through windows
-    (x: Cg; dy: Kg) and of the output (y: Kg; dx: Cg); None for another
+    """(G, ins, outs) of a grouped convolution: its groups, the channels a
+    group of the operand read through windows (x: Cg; a data gradient's
+    dy: Kg) and of the output (y and dw: Kg; dx: Cg); None for another
     anchor or a shape that is no grouped convolution."""
     inputs, outputs = problem.anchor_inputs, problem.anchor_outputs
-    if problem.anchor not in ("conv_fprop", "conv_dgrad") or len(inputs) < 2 or not outputs:
+    if problem.anchor not in ("conv_fprop", "conv_dgrad", "conv_wgrad") or len(inputs) < 2 \
+            or not outputs:
         return None
     data, w, out = inputs[0], inputs[1], outputs[0]
-    x = data if problem.anchor == "conv_fprop" else out
+    if problem.anchor == "conv_wgrad":   # (dy, x) -> dw
+        x, w = inputs[1], out
+    else:
+        x = data if problem.anchor == "conv_fprop" else out
     cg, k = w.shape[1], w.shape[0]
     if len(x.shape) < 3 or len(w.shape) != len(x.shape) or cg < 1 or x.shape[1] % cg:
         return None
@@ -112,7 +116,7 @@ def _group_shape(problem):
     if groups < 2 or k % groups:
         return None
     kg = k // groups
-    return (groups, cg, kg) if problem.anchor == "conv_fprop" else (groups, kg, cg)
+    return (groups, kg, cg) if problem.anchor == "conv_dgrad" else (groups, cg, kg)
 
 
 def is_small_groups(problem):
@@ -127,9 +131,12 @@ def is_small_groups(problem):
             or str(problem.attr("compute_type", "f32")) != "f32":
         return False
     _, ins, outs = shape
-    data, w = problem.anchor_inputs[0], problem.anchor_inputs[1]
+    data = problem.anchor_inputs[0]
     if data.dtype != "f32" and (ins * data.element_bytes) % SMALL_GROUP_K_STEP == 0:
         return False  # tc-sm90's grouped implicit GEMM takes it
+    if problem.anchor == "conv_wgrad":   # no filter staged: the partials fit any Cg
+        return True
+    w = problem.anchor_inputs[1]
     width = _grouped_width(problem.anchor_outputs[0].shape[1], outs, data.element_bytes)
     return width * math.prod(w.shape[2:]) * ins * data.element_bytes <= SMEM_BYTES
 
@@ -195,10 +202,10 @@ def wgrad_configs(problem):
     sums then summed in order by a second launch)."""
     dy, x = problem.anchor_inputs[0], problem.anchor_inputs[1]
     dw = problem.anchor_outputs[0]
-    channels, window = x.shape[1], list(dw.shape[2:])
-    width = max(1, pointwise.VECTOR_BYTES // x.element_bytes)
-    while width > 1 and channels % width:
-        width //= 2
+    channels, window, cg = dy.shape[1], list(dw.shape[2:]), dw.shape[1]
+    kg = channels // (x.shape[1] // cg)
+    kind = "depthwise" if cg == kg == 1 else f"{x.shape[1] // cg} groups of {cg} channels"
+    width = _grouped_width(channels, kg, x.element_bytes)
     out = list(dy.shape[2:])
     stride = list(problem.attr("stride", ()) or (1,))
     tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
@@ -210,15 +217,16 @@ def wgrad_configs(problem):
     configs = []
     for waves, tile in [(w, tile) for w in WGRAD_WAVES] + [(WGRAD_WAVES[0], max(1, tile // 2))]:
         block = 256
-        slice_, rows, lanes = wgrad_lanes(channels // width, window, width, block)
+        slice_, units, lanes = wgrad_lanes(channels // width, window, width, block, cg)
         grid_y = channels // width // slice_
         items = dy.shape[0] * math.prod(out[:-1]) * -(-out[-1] // tile)
         split = max(1, min(-(-items // lanes), -(-waves * problem.sms // grid_y), most))
+        share = "a share of the filter" if units > 1 else "the filter"
         config = Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile), split=split,
-                        reason=(f"depthwise conv_wgrad: {dw.elements} filter taps summed over "
+                        reason=(f"{kind} conv_wgrad: {dw.elements} filter taps summed over "
                                 f"{dy.elements // channels} pixels, {channels} channels; a "
-                                f"thread per {width} channels x {'a filter row' if rows > 1 else 'the filter'}"
-                                f", runs of {tile} pixels along W ({items} of them) over "
+                                f"thread per {width} channels x {share}, runs of {tile} "
+                                f"pixels along W ({items} of them) over "
                                 f"{split} x {lanes} threads ({waves} blocks an SM), then a "
                                 f"second launch sums the {split} partials in order"))
         if config not in configs:

@@ -47,6 +47,7 @@ tiles a block)::
 Lit test: test/lit/passes/dnn_depthwise_conv.mlir.
 """
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -54,6 +55,7 @@ from mlir import ir
 from dnnc.codegen.gpu.window import (depthwise, depthwise_dgrad, depthwise_emit, depthwise_wgrad,
                                      grouped_emit)
 from dnnc.codegen.gpu.window.program import channel_contiguous
+from dnnc.codegen.gpu.window.tile import wgrad_units
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.heuristics.depthwise import STRATEGY
 from dnnc.passes import DnncPass, register
@@ -63,6 +65,14 @@ def _fits(found, width, grouped):
     """Whether a thread may own ``width`` channels: x's channels of one
     load contiguous in memory, and for a grouped convolution, the channels
     dividing K and holding whole groups or dividing one (grouped_emit.py)."""
+    if found.direction == "wgrad":
+        # dy's channel vectors, and x's chunk of input channels a group.
+        k, per = found.dy_shape[1], found.outs_per_group
+        if k % width or (width % per and per % width):
+            return False
+        _, chunk = wgrad_units(found.window, width, found.ins_per_group)
+        return (channel_contiguous(found.w.type, width)
+                and channel_contiguous(found.x.type, math.gcd(chunk, width)))
     if not grouped:
         return channel_contiguous(found.x.type, width)
     k, per = found.out_shape[1], found.outs_per_group
@@ -92,11 +102,11 @@ class DnnDepthwiseConv(DnncPass):
                               "thread per output")
                     continue
                 tile = list(config.tile or (1,))[-1]
-                if grouped:
+                if found.direction == "wgrad":
+                    depthwise_wgrad.build(fn, found, width, config.block[0], tile, config.split)
+                elif grouped:
                     grouped_emit.build(fn, found, width, config.block[0], tile)
                 elif found.direction == "dgrad":
                     depthwise_dgrad.build(fn, found, width, config.block[0], tile)
-                elif found.direction == "wgrad":
-                    depthwise_wgrad.build(fn, found, width, config.block[0], tile, config.split)
                 else:
                     depthwise_emit.build(fn, found, width, config.block[0], tile)

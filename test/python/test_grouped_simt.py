@@ -1,6 +1,6 @@
 """Grouped convolutions of a few channels a group on the simt-depthwise
-strategy (dnnc/codegen/gpu/window/grouped_emit.py), forward and data
-gradient, without a GPU: the
+strategy (dnnc/codegen/gpu/window/grouped_emit.py, depthwise_wgrad.py),
+forward, data gradient and filter gradient, without a GPU: the
 kernels dnn-depthwise-conv builds, interpreted on the CPU by
 kernel_interpreter.py against the NumPy reference (outputs NaN-poisoned
 first) for groups of 2 to 32 channels, more output channels a group than
@@ -143,3 +143,51 @@ def test_grouped_dgrad_kernel_computes_the_gradient(name):
     assert f'strategy = "{STRATEGY}"' in config, config
     assert launches == 1
     check(expected, got, dtype, k // groups * int(np.prod(window)))
+
+
+GROUPED_WGRADS = {
+    # name: (dtype, x dims, K, window, groups, attrs, config override)
+    "4_a_group_bf16": ("bf16", [2, 16, 6, 7], 16, [3, 3], 4, dict(padding=[1, 1]), ""),
+    # 8 a group, 3 x 3: a thread per filter row (3 taps x 8 channels x 8
+    # lanes), split over 3 blocks of 4 lanes.
+    "8_a_group_rows_split_f16": ("f16", [1, 32, 9, 9], 32, [3, 3], 4, dict(
+        padding=[1, 1], stride=[2, 2]), "*=strategy:simt-depthwise,block:64,tile:1x3,split:3"),
+    # 32 in, 16 out a group: rows and chunks of the 32 input channels.
+    "32_in_16_out_chunks_bf16": ("bf16", [1, 64, 5, 6], 32, [3, 3], 2, dict(padding=[1, 1]),
+                                 ""),
+    "2_in_4_out_dilated_f32": ("f32", [2, 8, 10, 11], 16, [3, 3], 4, dict(
+        stride=[3, 3], dilation=[2, 1], pre_padding=[2, 0], post_padding=[1, 2]), ""),
+    "multiplier_2_convolution_bf16": ("bf16", [1, 8, 5, 6], 16, [3, 3], 8, dict(
+        padding=[1, 1], conv_mode="convolution"), ""),
+    "3_a_group_f16": ("f16", [1, 12, 5, 6], 12, [5, 3], 4, dict(padding=[2, 1]), ""),
+}
+
+
+def _grouped_wgrad(name, dtype, x_dims, k, window, groups, attrs):
+    from test_conv_tensor_cores import channels_last
+
+    import dnnc
+
+    def build():
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        w_dims = [k, x_dims[1] // groups, *window]
+        x = g.tensor(name="x", dim=x_dims, stride=channels_last(x_dims))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        y_dims = [int(d) for d in g.conv_fprop(x, w, **attrs).dim]
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        x = g.tensor(name="x", dim=x_dims, stride=channels_last(x_dims))
+        dy = g.tensor(name="dy", dim=y_dims, stride=channels_last(y_dims))
+        dw = g.conv_wgrad(x, dy, w_dims, **attrs)
+        dw.set_output(True).set_stride(channels_last(w_dims))
+        return g
+    return build
+
+
+@pytest.mark.parametrize("name", sorted(GROUPED_WGRADS))
+def test_grouped_wgrad_kernels_compute_the_gradient(name):
+    dtype, x_dims, k, window, groups, attrs, config = GROUPED_WGRADS[name]
+    build = _grouped_wgrad(f"gw_{name}", dtype, x_dims, k, window, groups, attrs)
+    expected, got, found, launches = interpret(build, dtype, config)
+    assert f'strategy = "{STRATEGY}"' in found, found
+    assert launches == 2
+    check(expected, got, dtype, int(np.prod(x_dims)) // x_dims[1])

@@ -101,17 +101,20 @@ class Depthwise:
     @property
     def ins_per_group(self):
         """Channels a group of the operand read through windows: a
-        forward's Cg (x), a data gradient's Kg (dy); 1 when depthwise."""
-        if self.direction == "wgrad":
-            return 1
+        forward's and a filter gradient's Cg (x), a data gradient's Kg
+        (dy); 1 when depthwise."""
+        if self.direction == "wgrad":  # acc [G, Kg, Cg, *win]
+            return ir.MemRefType(self.acc.type).shape[2]
         ws = ir.MemRefType(self.w.type).shape
         return ws[1] if self.direction == "fprop" else ws[0] // self.groups
 
     @property
     def outs_per_group(self):
         """Channels a group of the output: a forward's Kg (y), a data
-        gradient's Cg (dx), the accumulator's third dim; 1 when depthwise."""
-        return 1 if self.direction == "wgrad" else ir.MemRefType(self.acc.type).shape[2]
+        gradient's Cg (dx), a filter gradient's Kg (dw's K); 1 when
+        depthwise."""
+        shape = ir.MemRefType(self.acc.type).shape
+        return shape[1] if self.direction == "wgrad" else shape[2]
 
     @property
     def in_shape(self):
@@ -196,9 +199,10 @@ def match(fn):
     groups = ir.IntegerAttr(attrs["groups"]).value
     filter_shape = ws if direction != "wgrad" else None
     if direction == "wgrad":
-        if len(ws) != len(xs) or ws[:2] != xs[:2] or groups != xs[1]:
-            raise NotDepthwise(f"groups {groups} of x {xs} and dy {ws}: expected one channel "
-                               "a group")
+        if len(ws) != len(xs) or ws[0] != xs[0] or groups < 2 or xs[1] % groups \
+                or ws[1] % groups:
+            raise NotDepthwise(f"groups {groups} of x {xs} and dy {ws}: expected a grouped "
+                               "convolution")
     elif direction == "fprop":
         # Depthwise, or groups of a few channels (grouped_emit.py).
         if len(xs) < 3 or groups < 2 or ws[1] * groups != xs[1] or ws[0] % groups:
@@ -222,10 +226,11 @@ def match(fn):
     nd = len(xs) - 2
     acc_shape = list(ir.MemRefType(acc.type).shape)
     if direction == "wgrad":
-        if acc_shape[:3] != [xs[1], 1, 1]:
+        expected = [groups, ws[1] // groups, xs[1] // groups]
+        if acc_shape[:3] != expected:
             raise NotDepthwise(f"a filter gradient's accumulator {acc_shape}: expected "
-                               f"[{xs[1]}, 1, 1, *window]")
-        filter_shape = [xs[1], 1] + acc_shape[3:]
+                               f"{expected + ['*window']}")
+        filter_shape = [ws[1], xs[1] // groups] + acc_shape[3:]
     # acc is [N, G, K / G, *out] (fprop, dgrad) or [G, K / G, C / G, *win]
     # (wgrad), collapsed by the chain to the output's shape.
     if direction == "wgrad":
@@ -292,12 +297,14 @@ def evaluate(found, value, point):
     # The accumulator's point: output channel k is group k / per, channel
     # k % per of it (per: Kg of a forward, Cg of a data gradient); a filter
     # gradient's is dw's [k, c] with k split.
-    if found.direction == "wgrad" or found.outs_per_group == 1:
-        long_point = point[:1] + [point[1], irutil.index(0)] + point[2:] \
-            if found.direction != "wgrad" else point[:1] + [irutil.index(0)] + point[1:]
+    at = 0 if found.direction == "wgrad" else 1   # the split channel's dim
+    per = found.outs_per_group
+    if per == 1:
+        split = [point[at], irutil.index(0)]
     else:
-        per = irutil.index(found.outs_per_group)
-        long_point = [point[0], arith.divui(point[1], per), arith.remui(point[1], per)] + point[2:]
+        split = [arith.divui(point[at], irutil.index(per)),
+                 arith.remui(point[at], irutil.index(per))]
+    long_point = point[:at] + split + point[at + 1:]
     env = {found.acc: value}
     for link in found.chain:
         if link.kind in ("alias", "copy"):

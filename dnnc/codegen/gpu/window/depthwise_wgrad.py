@@ -1,7 +1,8 @@
-"""The filter gradient of a depthwise convolution on the simt-depthwise
-strategy: ``dw[c, t] = sum over n and output pixels o of dy[n, c, o] *
-x[n, c, o * s + t * dl - pre]``, a reduction over N x P x Q per (channel,
-tap), as two launches in one kernel function and no float atomics.
+"""The filter gradient of a depthwise or grouped convolution on the
+simt-depthwise strategy: ``dw[k, i, t] = sum over n and output pixels o of
+dy[n, k, o] * x[n, (k / Kg) Cg + i, o * s + t * dl - pre]`` (depthwise: Cg
+= Kg = 1), a reduction over N x P x Q per (channel, tap), as two launches
+in one kernel function and no float atomics.
 
 Bytes: x and dy are read once from DRAM (each at least once: the minimum),
 dw is a few KiB; so the kernel is memory-bound and shaped as the forward
@@ -20,8 +21,13 @@ is: 16-byte channel vectors, a warp reading whole channels-last pixels.
    as the forward does; padding and the run's tail past Q read zeros (a
    select, no branch). Then the block sums its lanes in shared memory, a
    tap at a time (a [threads, width] f32 buffer, lane order fixed), and
-   writes its partial sums to the workspace ``[split, taps, C]`` f32
+   writes its partial sums to the workspace ``[split, taps x Cg, K]`` f32
    (tile.py's ``wgrad_lanes``: a block's channel groups, rows and lanes).
+   A grouped gradient's thread also takes a chunk of its groups' Cg input
+   channels (all where they fit: ``wgrad_units``): per pixel it loads the
+   chunk's channels of each group its vector covers and gives output lane
+   j the one of its group (vector.from_elements: no instruction), as
+   grouped_emit.py does.
 2. **Sum** (one thread per tap and channel vector): the ``split`` partials
    of its tap in order, the fused epilogue (depthwise.evaluate) on each
    channel's sum, dw stored (its channels are not contiguous in KCRS or
@@ -39,7 +45,8 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 from dnnc.codegen.gpu import irutil, loops
 from dnnc.codegen.gpu.window.depthwise import evaluate
 from dnnc.codegen.gpu.window.program import memory_order_view, product
-from dnnc.codegen.gpu.window.tile import rows_split, wgrad_lanes
+from dnnc.codegen.gpu.window.grouped_emit import lane_sources
+from dnnc.codegen.gpu.window.tile import wgrad_lanes, wgrad_units
 
 _index = irutil.index
 _WORKGROUP = "#gpu.address_space<workgroup>"
@@ -52,15 +59,19 @@ class Geometry:
 
     def __init__(self, found, width, threads, tile, split):
         self.found, self.width = found, width
-        self.channels = found.in_shape[1]
+        self.channels = found.dy_shape[1]      # K: dw's output channels
         self.groups = self.channels // width
         window = list(found.window)
         self.taps = math.prod(window)
+        self.cg, self.kg = found.ins_per_group, found.outs_per_group
+        rows, self.chunk = wgrad_units(window, width, self.cg)
+        self.by_rows = rows > 0
         self.row_taps = window[-1]
-        self.by_rows = rows_split(window, width)
+        self.chunks = self.cg // self.chunk
         self.thread_taps = self.row_taps if self.by_rows else self.taps
-        self.slice, self.rows, self.lanes = wgrad_lanes(self.groups, window, width, threads)
-        self.sub = self.slice * self.rows       # threads of one lane
+        self.slice, self.units, self.lanes = wgrad_lanes(self.groups, window, width, threads,
+                                                         self.cg)
+        self.sub = self.slice * self.units      # threads of one lane
         self.threads = self.lanes * self.sub
         out = found.dy_shape[2:]
         self.tile = max(1, min(tile, out[-1]))
@@ -69,7 +80,7 @@ class Geometry:
         self.items = math.prod(self.counts)
         self.split = max(1, min(split, -(-self.items // self.lanes)))
         self.blocks = (self.split, self.groups // self.slice)
-        self.workspace = ir.MemRefType.get([self.split, self.taps, self.channels],
+        self.workspace = ir.MemRefType.get([self.split, self.taps * self.cg, self.channels],
                                            ir.F32Type.get())
         self.smem = ir.MemRefType.get([self.threads * width], ir.F32Type.get(),
                                       memory_space=ir.Attribute.parse(_WORKGROUP))
@@ -141,10 +152,42 @@ class _Partials:
             self.raw, irutil.zero_attr(self.f.element)))
         return arith.select(ok, v, zero)
 
-    def item(self, accs, item, c0, rg):
+    def _inputs(self, n, c0, ic, spatial, ok):
+        """The f32 x vectors of the thread's output lanes at pixel
+        ``spatial``, one per input channel of its chunk ``ic`` (see the
+        module doc), zero where ``ok`` is false."""
+        f, g = self.f, self.g
+        if g.cg == 1 and g.kg == 1:
+            x = self._load(f.x, self.x_view, self.x_order, [n, c0] + spatial)
+            return [self._f32(self._masked(x, ok))]
+        element = f.element
+        part = math.gcd(g.chunk, g.width)
+        vtype = ir.VectorType.get([part], element)
+        group = arith.divui(c0, _index(g.kg)) if g.kg > 1 else c0
+        first = arith.addi(arith.muli(group, _index(g.cg)), arith.muli(ic, _index(g.chunk)))
+        scalars = []
+        for gi in range(max(1, g.width // g.kg)):
+            for p in range(g.chunk // part):
+                c = arith.addi(first, _index(gi * g.cg + p * part)) if gi or p else first
+                at = [n, c] + spatial
+                if part == 1:
+                    v = vector.broadcast(vtype, memref.load(f.x, at))
+                else:
+                    v = vector.load(vtype, self.x_view, [at[d] for d in self.x_order],
+                                    alignment=part * irutil.element_bytes(element))
+                if ok is not None:
+                    v = arith.select(ok, v, arith.constant(vtype, ir.DenseElementsAttr.get_splat(
+                        vtype, irutil.zero_attr(element))))
+                if element != self.f32:
+                    v = arith.extf(ir.VectorType.get([part], self.f32), v)
+                scalars += [vector.extract(v, [], [i]) for i in range(part)]
+        return [vector.from_elements(self.vtype, [scalars[i] for i in source])
+                for source in lane_sources(g.chunk, g.kg, g.width)]
+
+    def item(self, accs, item, c0, rg, ic):
         """``accs`` after the work item ``item`` (see the module doc); ``rg``
         the thread's filter row (a linear index over the rows), or None
-        when it takes them all."""
+        when it takes them all; ``ic`` its chunk of input channels."""
         f, g = self.f, self.g
         ivs = loops.delinearize(item, g.counts)
         n, rows, run = ivs[0], ivs[1:-1], ivs[-1]
@@ -185,15 +228,16 @@ class _Partials:
                 row_ok = _both(row_ok, ok)
             contract = ir.Attribute.parse(_CONTRACT)
             for e in cols:
-                x = self._load(f.x, self.x_view, self.x_order, [n, c0] + picked + [col[e][0]])
-                pixel = self._f32(self._masked(x, _both(row_ok, col[e][1])))
+                pixels = self._inputs(n, c0, ic, picked + [col[e][0]], _both(row_ok, col[e][1]))
                 for u in range(g.tile):
                     t, rest = divmod(e - u * s_w, dl_w)
                     if rest or not 0 <= t < g.row_taps:
                         continue
-                    j = index * g.row_taps + t
-                    accs[j] = arith.addf(accs[j], arith.mulf(pixel, dys[u], fastmath=contract),
-                                         fastmath=contract)
+                    for i, pixel in enumerate(pixels):
+                        j = (index * g.row_taps + t) * g.chunk + i
+                        accs[j] = arith.addf(accs[j], arith.mulf(pixel, dys[u],
+                                                                 fastmath=contract),
+                                             fastmath=contract)
         return accs
 
 
@@ -206,15 +250,21 @@ def _partials(g, workspace):
         lane = arith.divui(tx, _index(g.sub)) if g.lanes > 1 else _index(0)
         rest = arith.remui(tx, _index(g.sub)) if g.lanes > 1 else tx
         cg = arith.remui(rest, _index(g.slice)) if g.slice > 1 else _index(0)
-        rg = (arith.divui(rest, _index(g.slice)) if g.slice > 1 else rest) if g.by_rows else None
+        # The thread's unit of the filter: a row (or all of them) and a
+        # chunk of input channels.
+        unit = arith.divui(rest, _index(g.slice)) if g.slice > 1 else rest
+        rg = (arith.divui(unit, _index(g.chunks)) if g.chunks > 1 else unit) \
+            if g.by_rows else None
+        ic = arith.remui(unit, _index(g.chunks)) if g.chunks > 1 else _index(0)
         c0 = arith.muli(arith.addi(arith.muli(by, _index(g.slice)), cg), _index(g.width))
         start = arith.addi(arith.muli(bx, _index(g.lanes)), lane)
         zero = arith.constant(thread.vtype, ir.DenseElementsAttr.get_splat(
             thread.vtype, ir.FloatAttr.get(thread.f32, 0.0)))
         loop = scf.ForOp(start, _index(g.items), _index(g.split * g.lanes),
-                         [zero] * g.thread_taps)
+                         [zero] * (g.thread_taps * g.chunk))
         with ir.InsertionPoint(loop.body):
-            scf.YieldOp(thread.item(list(loop.inner_iter_args), loop.induction_variable, c0, rg))
+            scf.YieldOp(thread.item(list(loop.inner_iter_args), loop.induction_variable, c0, rg,
+                                    ic))
         accs = list(loop.results)
         # The block's lanes summed a tap at a time, in lane order.
         slot = arith.muli(tx, _index(g.width))
@@ -229,9 +279,14 @@ def _partials(g, workspace):
                                                     _index(g.sub * g.width)), slot)
                     scf.YieldOp([arith.addf(total.inner_iter_args[0],
                                             vector.load(thread.vtype, smem, [at_lane]))])
-                tap = _index(j) if rg is None else \
-                    arith.addi(arith.muli(rg, _index(g.row_taps)), _index(j))
-                vector.store(total.results[0], workspace, [bx, tap, c0])
+                # Workspace row tap x Cg + input channel.
+                t, i = divmod(j, g.chunk)
+                tap = _index(t) if rg is None else \
+                    arith.addi(arith.muli(rg, _index(g.row_taps)), _index(t))
+                channel = arith.addi(arith.muli(ic, _index(g.chunk)), _index(i)) \
+                    if g.chunks > 1 else _index(i)
+                row = arith.addi(arith.muli(tap, _index(g.cg)), channel) if g.cg > 1 else tap
+                vector.store(total.results[0], workspace, [bx, row, c0])
                 scf.YieldOp([])
             gpu.barrier()
 
@@ -239,7 +294,7 @@ def _partials(g, workspace):
 def _sum(g, workspace):
     """2.: the partials summed in order, the epilogue, dw stored."""
     f = g.found
-    total = g.taps * g.groups
+    total = g.taps * g.cg * g.groups
     launch, args, at = _launch((-(-total // SUM_THREADS), 1), SUM_THREADS)
     bx, tx = args[0], args[3]
     f32 = ir.F32Type.get()
@@ -248,20 +303,22 @@ def _sum(g, workspace):
         i = arith.addi(arith.muli(bx, _index(SUM_THREADS)), tx)
         guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, _index(total)))
         with ir.InsertionPoint(guard.then_block):
-            tap = arith.divui(i, _index(g.groups))
+            row = arith.divui(i, _index(g.groups))
+            tap, channel = (arith.divui(row, _index(g.cg)), arith.remui(row, _index(g.cg))) \
+                if g.cg > 1 else (row, _index(0))
             c0 = arith.muli(arith.remui(i, _index(g.groups)), _index(g.width))
             zero = arith.constant(vtype, ir.DenseElementsAttr.get_splat(
                 vtype, ir.FloatAttr.get(f32, 0.0)))
             loop = scf.ForOp(_index(0), _index(g.split), _index(1), [zero])
             with ir.InsertionPoint(loop.body):
-                part = vector.load(vtype, workspace, [loop.induction_variable, tap, c0])
+                part = vector.load(vtype, workspace, [loop.induction_variable, row, c0])
                 scf.YieldOp([arith.addf(loop.inner_iter_args[0], part)])
             taps = loops.delinearize(tap, list(f.window))
             if f.flip:  # convolution mode: position tap t is filter tap R - 1 - t
                 taps = [arith.subi(_index(r - 1), t) for r, t in zip(f.window, taps)]
             for lane in range(g.width):
                 c = arith.addi(c0, _index(lane)) if lane else c0
-                point = [c, _index(0)] + taps
+                point = [c, channel] + taps
                 env = evaluate(f, vector.extract(loop.results[0], [], [lane]), point)
                 for buffer in f.stored:
                     memref.store(env[buffer], buffer, point)

@@ -37,14 +37,25 @@ def channel_slice(groups, width, taps, element_bytes, threads):
 MAX_ACCUMULATORS = 96
 
 
-def rows_split(window, width):
-    """Whether a thread of a depthwise filter gradient of a ``window``
-    filter and ``width`` channels takes one filter row rather than the
-    whole filter (depthwise_wgrad.py)."""
+def wgrad_units(window, width, cg=1):
+    """(filter rows, input channels) a thread of a depthwise or grouped
+    filter gradient takes (depthwise_wgrad.py), of a ``window`` filter,
+    ``width`` output channels and ``cg`` input channels a group: the whole
+    filter (rows 0) and all ``cg`` where its accumulators fit
+    MAX_ACCUMULATORS, else one filter row (a 1-D filter: the whole of it)
+    and the most of the ``cg`` that fit (a divisor of ``cg``)."""
     taps = 1
     for k in window:
         taps *= k
-    return taps * width > MAX_ACCUMULATORS and len(window) > 1
+    if taps * cg * width <= MAX_ACCUMULATORS:
+        return 0, cg
+    rows = 1
+    for k in window[:-1]:
+        rows *= k
+    row_taps = window[-1] if len(window) > 1 else taps
+    chunk = max((d for d in range(1, cg + 1)
+                 if cg % d == 0 and row_taps * d * width <= MAX_ACCUMULATORS), default=1)
+    return (rows if len(window) > 1 else 0), chunk
 
 
 # Lanes a depthwise filter gradient's block keeps at least, where its
@@ -53,16 +64,14 @@ def rows_split(window, width):
 WGRAD_MIN_LANES = 8
 
 
-def wgrad_lanes(groups, window, width, threads):
-    """(channel groups a block owns, filter rows a lane's threads cover,
-    lanes: threads that share a channel group and tap set) of a depthwise
-    filter gradient's partial-sums block of about ``threads``: the most
-    channel groups that leave WGRAD_MIN_LANES lanes."""
-    rows = 1
-    if rows_split(window, width):
-        for k in window[:-1]:
-            rows *= k
+def wgrad_lanes(groups, window, width, threads, cg=1):
+    """(channel groups a block owns, threads of one channel group that
+    share out the filter (its rows, its input channels: wgrad_units),
+    lanes: threads that share a channel group and a unit of the filter) of
+    a depthwise or grouped filter gradient's partial-sums block of about
+    ``threads``: the most channel groups that leave WGRAD_MIN_LANES lanes."""
+    rows, chunk = wgrad_units(window, width, cg)
+    units = max(1, rows) * (cg // chunk)
     slice_ = max((k for k in range(1, groups + 1)
-                  if groups % k == 0 and k * rows * WGRAD_MIN_LANES <= threads), default=1)
-    return slice_, rows, max(1, threads // (slice_ * rows))
-
+                  if groups % k == 0 and k * units * WGRAD_MIN_LANES <= threads), default=1)
+    return slice_, units, max(1, threads // (slice_ * units))
