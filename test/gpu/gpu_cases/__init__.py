@@ -22,9 +22,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
     conv_grouped_simt.py
-                       576 random depthwise convolutions (forward, data and
-                       filter gradients) on simt-depthwise, eight to a graph,
-                       bf16, f16 and f32
+                       576 random depthwise and small-group convolutions
+                       (forward, data and filter gradients) on
+                       simt-depthwise, eight to a graph, bf16, f16 and f32
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms

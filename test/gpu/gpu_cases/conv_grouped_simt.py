@@ -1,7 +1,14 @@
-"""Random depthwise convolutions on the simt-depthwise strategy: forward,
-data gradient and filter gradient, 192 of each direction drawn from a fixed
-seed, eight to a graph, a third of the graphs each bf16, f16 and f32 (f32
-computed as f32: simt-depthwise takes no tf32).
+"""Random depthwise and small-group convolutions on the simt-depthwise
+strategy: forward, data gradient and filter gradient, 192 of each direction
+drawn from a fixed seed, eight to a graph, a third of the graphs each bf16,
+f16 and f32 (f32 computed as f32: simt-depthwise takes no tf32).
+
+Groups: two draws in three depthwise (K = C, a third of them K = 2C: a
+channel multiplier), one in three of a few channels a group: Cg from 2, 3,
+4, 8, 16 and Kg from Cg, 2 Cg or Cg / 2 (ResNeXt's 4 in, 4 out among them).
+(A 3-D one whose filters for a vector of output channels overflow the
+shared memory simt-depthwise stages them in runs on simt-generic, its plan
+saying why: one such forward in these draws.)
 
 Geometry: N 1-4; 2-D images of 1-24 pixels a side (a tenth 3-D, 1-8);
 filters of 3, 5 or 7 taps a dim (a fifth 1-7 at random); stride 1-3 and
@@ -31,6 +38,8 @@ PER_GRAPH = 8
 CHANNELS = (8, 16, 24, 32, 40, 64, 96, 3, 4, 12, 20)
 BUDGET = 30000
 THREE_D, CONVOLUTION_MODE, EPILOGUE, ANY_FILTER = 0.1, 0.25, 0.2, 0.2
+SMALL_GROUPS, MULTIPLIER = 1 / 3, 1 / 3
+GROUP_CHANNELS = (2, 3, 4, 4, 8, 16)
 SPLIT_CONFIG = "*=strategy:simt-depthwise,block:32,split:5"
 
 
@@ -52,16 +61,28 @@ def _geometry(rng, nd):
                          (image, window, stride, dilation, pre, post))
 
 
+def _channels(rng):
+    """(C, K, groups): depthwise (with a multiplier of 1 or 2) or a few
+    channels a group."""
+    if rng.random() < SMALL_GROUPS:
+        cg = int(rng.choice(GROUP_CHANNELS))
+        kg = max(1, int(rng.choice([cg, 2 * cg, cg // 2])))
+        groups = int(rng.integers(2, 9))
+        return cg * groups, kg * groups, groups
+    c = int(rng.choice(CHANNELS))
+    return c, c * (2 if rng.random() < MULTIPLIER else 1), c
+
+
 def _draw_one(rng, direction):
     while True:
-        c = int(rng.choice(CHANNELS))
+        c, k, groups = _channels(rng)
         nd = 3 if rng.random() < THREE_D else 2
         image, window, stride, dilation, pre, post = _geometry(rng, nd)
         conv = ConvConfig(
-            n=int(rng.integers(1, 5)), c=c, k=c, image=image, filter=window, stride=stride,
+            n=int(rng.integers(1, 5)), c=c, k=k, image=image, filter=window, stride=stride,
             dilation=dilation, pre=pre, post=post,
             mode="convolution" if rng.random() < CONVOLUTION_MODE else "cross_correlation",
-            groups=c, epilogue="bias_relu" if direction != "wgrad" and
+            groups=groups, epilogue="bias_relu" if direction != "wgrad" and
             rng.random() < EPILOGUE else None)
         if all(o >= 1 for o in conv.out) and conv.elements() <= BUDGET:
             return conv
