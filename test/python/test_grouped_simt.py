@@ -191,3 +191,58 @@ def test_grouped_wgrad_kernels_compute_the_gradient(name):
     assert f'strategy = "{STRATEGY}"' in found, found
     assert launches == 2
     check(expected, got, dtype, int(np.prod(x_dims)) // x_dims[1])
+
+
+# ----------------------------------------------------------------------------
+# The GPU family's random draws, interpreted
+
+
+def _family_graph(name, direction, dtype, conv):
+    """One draw of conv_grouped_simt.py (no epilogue) as a graph of one
+    kernel, every tensor channels-last."""
+    import dnnc
+    from test_conv_tensor_cores import channels_last
+
+    geometry = dict(pre_padding=list(conv.pre), post_padding=list(conv.post),
+                    stride=list(conv.stride), dilation=list(conv.dilation),
+                    conv_mode=conv.mode)
+
+    def build():
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        if direction == "fprop":
+            x = g.tensor(name="x", dim=conv.x_dims, stride=channels_last(conv.x_dims))
+            w = g.tensor(name="w", dim=conv.w_dims, stride=channels_last(conv.w_dims))
+            out, dims = g.conv_fprop(x, w, **geometry), conv.y_dims
+        elif direction == "dgrad":
+            dy = g.tensor(name="dy", dim=conv.y_dims, stride=channels_last(conv.y_dims))
+            w = g.tensor(name="w", dim=conv.w_dims, stride=channels_last(conv.w_dims))
+            out, dims = g.conv_dgrad(dy, w, conv.x_dims, **geometry), conv.x_dims
+        else:
+            x = g.tensor(name="x", dim=conv.x_dims, stride=channels_last(conv.x_dims))
+            dy = g.tensor(name="dy", dim=conv.y_dims, stride=channels_last(conv.y_dims))
+            out, dims = g.conv_wgrad(x, dy, conv.w_dims, **geometry), conv.w_dims
+        out.set_output(True).set_stride(channels_last(dims))
+        return g
+    return build
+
+
+FAMILY_DRAWS = 8
+
+
+@pytest.mark.parametrize("direction", ["fprop", "dgrad", "wgrad"])
+@pytest.mark.parametrize("index", range(FAMILY_DRAWS))
+def test_family_draws_interpreted(direction, index):
+    """The first draws of each direction of the GPU family (depthwise,
+    multipliers, small groups; strides, dilations, asymmetric padding, 3-D),
+    interpreted, against the reference."""
+    from test_cuda_compile import _load_gpu_cases
+
+    conv = _load_gpu_cases().conv_grouped_simt.CONFIGS[direction][index]
+    dtype = ("bf16", "f16", "f32")[index % 3]
+    build = _family_graph(f"fam_{direction}_{index}", direction, dtype, conv)
+    expected, got, config, _ = interpret(build, dtype)
+    assert f'strategy = "{STRATEGY}"' in config, (conv, config)
+    reduced = (conv.n * int(np.prod(conv.out)) if direction == "wgrad" else
+               (conv.c if direction == "fprop" else conv.k) // conv.groups
+               * int(np.prod(conv.filter)))
+    check(expected, got, dtype, reduced)
