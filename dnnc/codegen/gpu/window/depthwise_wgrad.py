@@ -44,6 +44,7 @@ from mlir.dialects import arith, gpu, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil, loops
 from dnnc.codegen.gpu.window.depthwise import evaluate
+from dnnc.codegen.gpu.window.depthwise_emit import _both
 from dnnc.codegen.gpu.window.program import memory_order_view, product
 from dnnc.codegen.gpu.window.grouped_emit import lane_sources
 from dnnc.codegen.gpu.window.tile import wgrad_lanes, wgrad_units
@@ -110,12 +111,6 @@ def _clamped(value, size, always):
         return value, None
     inside = arith.cmpi(arith.CmpIPredicate.ult, value, _index(size))
     return arith.minui(value, _index(size - 1)), inside
-
-
-def _both(a, b):
-    if a is None or b is None:
-        return a if b is None else b
-    return arith.andi(a, b)
 
 
 def _shifted(value, shift):

@@ -1,8 +1,9 @@
 """The tile of a window program: the outputs a thread of a forward pool owns
 per spatial dim; the channels a block of a depthwise convolution owns, and
-how a depthwise filter gradient's block divides its threads. It imports no MLIR, so that the heuristics
-(dnnc/heuristics/window.py), which choose the tile, read it as the forward
-emitter (forward.py) does; the rest of the window programs is listed in
+how a depthwise filter gradient's block divides its threads. It imports no
+MLIR, so that the heuristics (dnnc/heuristics/window.py, depthwise.py),
+which choose the tile, read it as the emitters (forward.py,
+depthwise_wgrad.py) do; the rest of the window programs is listed in
 __init__.py.
 """
 
