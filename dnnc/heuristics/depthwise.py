@@ -1,5 +1,6 @@
-"""Rules for depthwise convolutions: the simt-depthwise strategy, forward,
-data gradient and filter gradient.
+"""Rules for depthwise convolutions and those of a few channels a group
+(ResNeXt's 32 groups of 4: window/grouped_emit.py): the simt-depthwise
+strategy, forward, data gradient and filter gradient.
 
 Gradients: a data gradient has the forward's configs (dy read where the
 forward reads x), its tile rounded to a whole number of W stride phases
@@ -120,11 +121,12 @@ def _group_shape(problem):
 
 
 def is_small_groups(problem):
-    """Whether ``problem`` is a forward convolution or data gradient of a
-    few channels a group (not depthwise) that simt-depthwise takes: groups
-    the tensor cores do not (the channels a group reduces no whole K steps
-    of SMALL_GROUP_K_STEP bytes; f32 computed as f32), whose filters for one
-    vector of output channels fit shared memory (window/tile.py)."""
+    """Whether ``problem`` is a convolution (any direction) of a few
+    channels a group (not depthwise) that simt-depthwise takes: groups the
+    tensor cores do not (the channels a group reduces no whole K steps of
+    SMALL_GROUP_K_STEP bytes; f32 computed as f32), whose filters for one
+    vector of output channels fit shared memory (window/tile.py; a filter
+    gradient stages none)."""
     shape = _group_shape(problem)
     types = {t.dtype for t in problem.anchor_inputs}
     if shape is None or len(types) != 1 or not types <= set(TYPES) \
