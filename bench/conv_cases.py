@@ -53,33 +53,37 @@ def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
     return g
 
 
-def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
+def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16", groups=1):
     """A graph of one data (``direction`` "dgrad") or filter ("wgrad")
-    gradient of the convolution conv_graph makes, channels-last; ``dt``
-    "tf32": f32 tensors, which dnnc's convolutions multiply as tf32 by
-    default (dnnc/compute_types.py), as PyTorch's cuDNN ones do."""
+    gradient of the convolution conv_graph makes (of ``groups`` groups: the
+    filter [k, c / groups, r, r]), channels-last; ``dt`` "tf32": f32
+    tensors, which dnnc's convolutions multiply as tf32 by default
+    (dnnc/compute_types.py), as PyTorch's cuDNN ones do."""
     import dnnc
 
     p = out_size(h, r, stride, pad)
+    cg = c // groups
     g = dnnc.Graph(name=name, io_data_type="f32" if dt == "tf32" else dt)
     # The inputs in the order the PyTorch function takes them.
     if direction == "dgrad":
         dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
-        w = g.tensor(name="w", dim=[k, c, r, r], stride=_nhwc(k, c, r, r))
+        w = g.tensor(name="w", dim=[k, cg, r, r], stride=_nhwc(k, cg, r, r))
         out = g.conv_dgrad(dy, w, [n, c, h, h], padding=pad, stride=stride)
         out.set_output(True).set_stride(_nhwc(n, c, h, h))
     else:
         x = g.tensor(name="x", dim=[n, c, h, h], stride=_nhwc(n, c, h, h))
         dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
-        out = g.conv_wgrad(x, dy, [k, c, r, r], padding=pad, stride=stride)
-        out.set_output(True).set_stride(_nhwc(k, c, r, r))
+        out = g.conv_wgrad(x, dy, [k, cg, r, r], padding=pad, stride=stride)
+        out.set_output(True).set_stride(_nhwc(k, cg, r, r))
     return g
 
 
-def _torch_grad(direction, shape, stride, pad):
+def _torch_grad(direction, shape, stride, pad, groups=1):
     if direction == "dgrad":
-        return lambda t, dy, w: t.nn.grad.conv2d_input(shape, w, dy, stride=stride, padding=pad)
-    return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad)
+        return lambda t, dy, w: t.nn.grad.conv2d_input(shape, w, dy, stride=stride, padding=pad,
+                                                       groups=groups)
+    return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad,
+                                                    groups=groups)
 
 
 def _allow_tf32(fn):
@@ -119,7 +123,7 @@ def _torch_general(stride, pad, groups, rank):
 
 # (label, x dims, w dims, stride, padding, groups, dtype): f16 layers, a 3-D
 # convolution, depthwise convolutions (MobileNetV2's 3x3, ConvNeXt's 7x7) and
-# a grouped one.
+# grouped ones.
 GENERAL = [
     ("3x3 f16", [32, 128, 28, 28], [128, 128, 3, 3], 1, 1, 1, "f16"),
     ("1x1 f16", [32, 256, 56, 56], [64, 256, 1, 1], 1, 0, 1, "f16"),
@@ -128,6 +132,16 @@ GENERAL = [
     ("3x3 depthwise", [32, 144, 56, 56], [144, 1, 3, 3], 1, 1, 144, "bf16"),
     ("7x7 depthwise", [32, 96, 56, 56], [96, 1, 7, 7], 1, 3, 96, "bf16"),
     ("3x3 2 groups", [32, 256, 28, 28], [256, 128, 3, 3], 1, 1, 2, "bf16"),
+    # ResNeXt-50 32x4d's first stage 3x3: 32 groups of 4 channels.
+    ("3x3 32 groups", [32, 128, 56, 56], [128, 4, 3, 3], 1, 1, 32, "bf16"),
+]
+# Gradients of grouped convolutions, channels-last bf16, memory-bound: the
+# depthwise layers above (MobileNetV2's 3x3, ConvNeXt's 7x7) and ResNeXt-50's
+# 32-group 3x3. (what, N, C, H, R, pad, groups); K = C.
+GROUPED_GRADS = [
+    ("3x3 depthwise", 32, 144, 56, 3, 1, 144),
+    ("7x7 depthwise", 32, 96, 56, 7, 3, 96),
+    ("3x3 32 groups", 32, 128, 56, 3, 1, 32),
 ]
 
 
@@ -256,6 +270,21 @@ def cases(Case):
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"),
                             _allow_tf32(_torch_grad(direction, shape, s, pad)), flops, nbytes,
                             False, "conv"))
+        for what, n, c, h, r, pad, groups in GROUPED_GRADS:
+            p = out_size(h, r, 1, pad)
+            cg = c // groups
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16"
+            flops = 2 * n * c * p * p * cg * r * r
+            # Memory-bound: the minimal bytes are the two activations read or
+            # written once and the filter.
+            nbytes = (n * c * h * h + c * cg * r * r + n * c * p * p) * BF16
+            shape = [n, c, h, h] if direction == "dgrad" else [c, cg, r, r]
+            slug = f"conv_{direction}_{what.replace(' ', '_')}_{n}_{c}_{h}"
+            out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, c, r, 1, pad),
+                            groups=groups: grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6],
+                                                      groups=groups),
+                            _torch_grad(direction, shape, 1, pad, groups), flops, nbytes, True,
+                            "conv"))
     for what, n, c, h, k, r, s, pad, config in PHASE_TILES:
         p = out_size(h, r, s, pad)
         tile = config.split("tile:")[1].split(",")[0]

@@ -12,7 +12,9 @@ follows both:
   (``Graph(compute_data_type=...)``), is taken as asked: ``"float"``
   multiplies f32 exactly, ``"tf32"`` rounds both operands to tf32;
 * none asked (both left None, the default): a convolution whose operands
-  are both f32 multiplies as tf32; int8 / uint8 operands multiply and add
+  are both f32 multiplies as tf32, unless it has groups (depthwise and
+  grouped convolutions run on simt-depthwise's f32 FMAs, whose exact
+  products no tensor core would improve on); int8 / uint8 operands multiply and add
   in int32, exactly (cuDNN's only compute type for them); every other
   convolution and every matmul multiplies in f32 (16-bit operands are exact
   in either).
@@ -33,15 +35,16 @@ NOTE = ("f32 operands multiplied as tf32 (the default for f32 convolutions, as c
         "compute_data_type='float' multiplies them exactly)")
 
 
-def resolve(op, asked, operand_types):
+def resolve(op, asked, operand_types, groups=1):
     """The compute type (a dnnc ``data_type``: FLOAT, TF32 or INT32) of ``op`` (a
     dnn op name) whose operands have ``operand_types``, given ``asked``:
-    the op's compute_data_type, else the graph's, None where neither says."""
+    the op's compute_data_type, else the graph's, None where neither says;
+    ``groups``, a convolution's."""
     if asked is not None:
         return asked
     if operand_types and all(t in (data_type.INT8, data_type.UINT8) for t in operand_types):
         return data_type.INT32
-    if op in CONVOLUTIONS and operand_types and \
+    if op in CONVOLUTIONS and groups == 1 and operand_types and \
             all(t is data_type.FLOAT for t in operand_types):
         return data_type.TF32
     return data_type.FLOAT

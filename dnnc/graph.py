@@ -247,20 +247,23 @@ class Graph:
                         return dt
         return data_type.FLOAT
 
-    def _compute(self, compute_data_type, op="matmul", operands=()):
+    def _compute(self, compute_data_type, op="matmul", operands=(), groups=1):
         """``op``'s compute type: asked on it, on the graph, else compute_types'."""
         asked = as_data_type(compute_data_type) if compute_data_type is not None else \
             self.compute_data_type
         if asked not in (None, data_type.FLOAT, data_type.TF32, data_type.INT32):
             raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {asked}")
         types = [self._resolve_dtype(t) for t in operands if isinstance(t, Tensor)]
-        return compute_types.resolve(op, asked, types).mlir
+        return compute_types.resolve(op, asked, types, groups).mlir
 
     # ------------------------------------------------------------------ convolution
 
     def _conv_attrs(self, op, operands, padding, stride, dilation, pre_padding, post_padding,
                     conv_mode, compute_data_type):
         nd = len(operands[0].dim) - 2
+        # operands: (x, w), (dy, w, dx dims) or (x, dy, dw dims): the groups.
+        x = operands[2] if op == "conv_dgrad" else operands[0].dim
+        groups = x[1] // max((operands[2] if op == "conv_wgrad" else operands[1].dim)[1], 1)
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -268,7 +271,7 @@ class Graph:
             "stride": _spatial("stride", stride, nd, 1),
             "dilation": _spatial("dilation", dilation, nd, 1),
             "mode": conv_mode,
-            "compute_type": self._compute(compute_data_type, op, operands),
+            "compute_type": self._compute(compute_data_type, op, operands, groups),
         }
 
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
@@ -283,7 +286,7 @@ class Graph:
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Data gradient of a convolution; ``dx_dim`` is the shape of the image."""
-        attrs = self._conv_attrs("conv_dgrad", (loss, filter), padding, stride, dilation,
+        attrs = self._conv_attrs("conv_dgrad", (loss, filter, dx_dim), padding, stride, dilation,
                                  pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_dgrad", {"dy": loss, "w": filter}, attrs, name,
                         declared={"dx": dx_dim})[0]
@@ -292,7 +295,7 @@ class Graph:
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Filter gradient of a convolution; ``dw_dim`` is the shape of the filter."""
-        attrs = self._conv_attrs("conv_wgrad", (image, loss), padding, stride, dilation,
+        attrs = self._conv_attrs("conv_wgrad", (image, loss, dw_dim), padding, stride, dilation,
                                  pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_wgrad", {"dy": loss, "x": image}, attrs, name,
                         declared={"dw": dw_dim})[0]

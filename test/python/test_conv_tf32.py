@@ -102,6 +102,29 @@ def test_resolve():
     assert compute_types.resolve("conv_fprop", None, [f32, bf16]) is f32
     assert compute_types.resolve("matmul", None, [f32, f32]) is f32
     assert compute_types.resolve("matmul", tf32, [f32, f32]) is tf32
+    # Grouped and depthwise f32 convolutions run on simt-depthwise's f32 FMAs.
+    assert compute_types.resolve("conv_fprop", None, [f32, f32], groups=32) is f32
+    assert compute_types.resolve("conv_wgrad", tf32, [f32, f32], groups=2) is tf32
+    i8, u8, i32 = data_type.INT8, data_type.UINT8, data_type.INT32
+    assert compute_types.resolve("matmul", None, [i8, u8]) is i32
+
+
+@pytest.mark.parametrize("direction", ["fprop", "dgrad", "wgrad"])
+def test_grouped_f32_convolutions_default_to_f32(direction):
+    import dnnc
+
+    g = dnnc.Graph(io_data_type="float32")
+    x = g.tensor(name="x", dim=[2, 32, 9, 9])
+    w = g.tensor(name="w", dim=[32, 1, 3, 3])
+    dy = g.tensor(name="dy", dim=[2, 32, 9, 9])
+    if direction == "fprop":
+        y = g.conv_fprop(x, w, padding=[1, 1])
+    elif direction == "dgrad":
+        y = g.conv_dgrad(dy, w, [2, 32, 9, 9], padding=[1, 1])
+    else:
+        y = g.conv_wgrad(x, dy, [32, 1, 3, 3], padding=[1, 1])
+    y.set_output(True)
+    assert "compute_type = f32" in g.to_mlir()
 
 
 def test_intermediate_f32_operands_default_to_tf32():
@@ -180,7 +203,9 @@ class Built:
     def package(self, name, arch=ARCH):
         if (name, arch) not in self.packages:
             direction, x_dims, k, window, attrs = GRADS[name]
-            g = conv_graph(direction, x_dims=x_dims, k=k, window=window, **attrs)
+            # Grouped f32 convolutions multiply in f32 unless asked for tf32.
+            g = conv_graph(direction, "tf32" if attrs.get("groups", 1) > 1 else None,
+                           x_dims=x_dims, k=k, window=window, **attrs)
             self.packages[name, arch] = compiler.compile_module(
                 graph_mlir.to_module(g),
                 compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)

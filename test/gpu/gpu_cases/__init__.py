@@ -24,6 +24,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        filter gradients each of f32 tensors, tf32 by default
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
+    conv_grouped_simt.py
+                       576 random depthwise and small-group convolutions
+                       (forward, data and filter gradients) on
+                       simt-depthwise, eight to a graph, bf16, f16 and f32
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -65,9 +69,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_random, attention_sm80, conv_phases, conv_random, conv_random_tf32,
-               convolution, data_movement, examples, fp8, frontend, int8, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               attention_random, attention_sm80, conv_grouped_simt, conv_phases, conv_random,
+               conv_random_tf32, convolution, data_movement, examples, fp8, frontend, int8,
+               matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -80,6 +84,7 @@ CASES = [
     *conv_random.CASES,
     *conv_random_tf32.CASES,
     *conv_phases.CASES,
+    *conv_grouped_simt.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,

@@ -12,10 +12,12 @@ side or 3-D volumes of 1-8; filters of 1-7 taps a dim; stride and dilation
 1-3 a dim; pre and post padding each 0 .. (R - 1) * dilation; a quarter in
 convolution mode. Some end in a fused epilogue: bias + relu, bias + a
 residual (laid out as the output) + relu, or scale * y + shift per channel.
-The rest fall back, their reason in the plan: to simt-generic, C not a
-multiple of 8 (1, 3, 7, 63, 65), groups (depthwise, 2 or 4) and row-major
-(NCHW) operands; to tc-sm80's implicit GEMM, 3-D filters whose im2col pixel
-box TMA cannot describe (``tma_im2col_fits``).
+The rest fall back, their reason in the plan: to simt-depthwise, groups
+(depthwise, 2 or 4) of fewer than 64 channels a group (conv_grouped_simt.py
+draws more of those); to simt-generic, C not a multiple of 8 (1, 3, 7, 63,
+65), row-major (NCHW) operands and groups simt-depthwise does not stage; to
+tc-sm80's implicit GEMM, 3-D filters whose im2col pixel box TMA cannot
+describe (``tma_im2col_fits``).
 
 Output channels K are drawn from all of those sizes: rows of 1, 3 or 65
 channels are what the epilogue cannot store by TMA. Each convolution's

@@ -68,12 +68,13 @@ def conv_nhwc(dtype):
     return build
 
 
-def conv_grouped(dtype):
+def conv_grouped(dtype, compute=None):
     """Grouped convolutions with 64 channels a group (what tc-sm90 runs as a
     batch of GEMMs, one a group), channels-last: forward with bias + relu,
-    3-D forward, the data and filter gradients."""
+    3-D forward, the data and filter gradients; ``compute`` the graph's
+    compute type."""
     def build():
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=compute)
         for i, (xd, wd, groups, attrs) in enumerate([
                 ([2, 128, 9, 10], [128, 64, 3, 3], 2, dict(padding=[1, 1])),
                 ([1, 256, 7, 5], [64, 64, 1, 3], 4, dict(stride=[1, 2], pre_padding=[0, 1],
@@ -177,11 +178,12 @@ CASES = [
     # On tc-sm90 the tensor cores read tf32 by truncation where the reference
     # rounds to nearest (as the tf32 matmul cases).
     Case("conv_fprop_tf32", conv_fprop(F32, "tf32"), rtol=2e-3),
-    # f32 tensors, the compute type left to its default (tf32): grouped
-    # convolutions (a data gradient's filter copied K-major per group, a
-    # filter gradient's groups the batch of its transposed product) and the
-    # fused patterns on tc-sm90's tf32 paths.
-    Case("conv_grouped_tf32", conv_grouped(F32), rtol=2e-3),
+    # f32 tensors multiplied as tf32 on tc-sm90's tf32 paths: grouped
+    # convolutions, asking for tf32 (grouped f32 ones default to f32) (a data
+    # gradient's filter copied K-major per group, a filter gradient's groups
+    # the batch of its transposed product), and the fused patterns, the
+    # compute type left to its default (tf32).
+    Case("conv_grouped_tf32", conv_grouped(F32, "tf32"), rtol=2e-3),
     Case("conv_fused_tc_tf32", conv_fused_tc(F32), positive=("s",), rtol=2e-3),
     *(Case(f"conv_grads_{d.mlir}", conv_grads(d)) for d in (F32, BF16)),
     *(Case(f"conv_nhwc_{d.mlir}", conv_nhwc(d)) for d in (F32, F16)),
