@@ -83,6 +83,9 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
         return build_phases(fn, conv, tile, ctas)
     keep = []
     ret = list(irutil.body(fn).operations)[-1]
+    if conv.gemm.a.prologue is not None and conv.channels % 8:
+        raise NotSupported(f"C = {conv.channels} with a prologue on x: its conversion takes "
+                           "whole 16-byte pieces of channels (C a multiple of 8)")
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
@@ -96,18 +99,33 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
         loaders = (GroupRows(a, conv.gemm.m) if conv.groups > 1 else a,
                    Im2colOperand(conv, tile.n, element, tile.k, mn_major=True))
     else:
-        loaders = (Im2colOperand(conv, tile.m, element, tile.k),
+        # x with a prologue is loaded as it lies, for the consumers to convert.
+        loaders = (Im2colOperand(conv, tile.m, element, tile.k,
+                                 swizzled=conv.gemm.a.prologue is None),
                    FilterOperand(conv, tile.n, element, tile.k,
                                  mn_major=conv.direction == "dgrad"))
     kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
+    # (Read before the build erases the prologue's generic.)
+    prologue = conv.gemm.a.prologue
+    applied = "" if prologue is None else \
+        (f"; a prologue on x ({', '.join(_op_names(prologue.ops))}; "
+         f"{len(prologue.channels)} per-channel operands) run on each tile of x in shared "
+         "memory, the taps in the padding zeroed after it")
     kernel.build()
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
     folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
         if keep else ""
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
+            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}{applied}"] + \
         kernel.notes()
+
+
+def _op_names(ops):
+    """The prologue's arithmetic for the plan: its ops but the conversions
+    between f32 and the stored type, in order, once each."""
+    names = [o.name.split(".")[-1] for o in ops if o.name not in ("arith.extf", "arith.truncf")]
+    return list(dict.fromkeys(names)) or ["a cast"]
 
 
 def _conv_loaders(conv, tile):
