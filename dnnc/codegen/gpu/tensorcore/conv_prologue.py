@@ -129,11 +129,15 @@ def match(generic, source, arguments, element):
         if value == source and exprs == list(range(rank)):
             argument = arg
             continue
+        # Per channel: its dims of more than one element run along C (loop
+        # dim 1); those of one are read at 0, whatever the map says.
+        shape = ir.MemRefType(value.type).shape
+        moving = [d for d, size in enumerate(shape) if size != 1]
         if not any(value == a for a in arguments) or exprs is None \
-                or any(e not in (None, 1) for e in exprs):
+                or any(exprs[d] != 1 for d in moving) or len(moving) > 1:
             raise NotAGemm("the prologue reads a tensor that is neither x nor per channel of x "
                            f"(map {amap})")
-        channels.append(ChannelInput(arg, value, exprs.index(1) if 1 in exprs else None))
+        channels.append(ChannelInput(arg, value, moving[0] if moving else None))
     if argument is None:
         raise NotAGemm("the prologue does not read x whole")
     body = irutil.body_ops(generic)

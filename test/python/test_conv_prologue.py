@@ -1,0 +1,242 @@
+"""cuDNN's BN-ReLU-conv without a GPU: relu(x * scale + shift), scale and
+shift per channel of x, before a forward convolution, as a prologue of the
+convolution's kernel (dnn-fuse's ``conv_prologue``; tc-sm90's conversion of
+x's tiles, dnnc/codegen/gpu/tensorcore/sm90/prologue.py).
+
+* Fusion keeps the graph's meaning: the NumPy reference interpreter gives
+  the same bits before and after the front pipeline, which makes one
+  conv_fprop kernel (the plain scale + shift and a relu alone too); the
+  CPU back end, which runs the fused kernel's linalg form, matches the
+  reference (the padding is zeros after the prologue, not relu(shift)).
+* A pre-activation with another user stays a kernel of its own and only
+  the ops after it join; what tc-sm90 cannot run with a prologue (C not a
+  multiple of 8, a depthwise convolution) keeps two kernels; the option
+  off keeps two.
+* On sm_90a the plan is one tc-sm90 kernel whose reason says that the
+  prologue runs on x's tiles with the padding's taps zeroed, x read by an
+  im2col TMA descriptor without swizzle; on sm_80 (no prologues on
+  tc-sm80) a pointwise kernel, then tc-sm80's implicit GEMM.
+* ptxas and the SASS (skipped without them): HGMMA on the operand type,
+  TMA loads, no spills, no local memory, shared memory within sm_90's.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import dnnc
+from dnnc import compiler, graph_mlir, interpreter, passes, pipelines, plan
+from dnnc.codegen.gpu import ptxas, sass
+from test_conv_tensor_cores import channels_last
+from test_tc_sass import ARCH, MAX_SHARED, gemm_kernels, needs_sass
+
+FRONT = "builtin.module(" + ",".join(p for s in pipelines.FRONT for p in s.passes) + ")"
+
+
+def bn_conv(name, dtype, x_dims, k, window, prologue="bn_relu", groups=1, shared=False,
+            **attrs):
+    """A forward convolution of ``prologue``(x): "bn_relu" relu(x * scale +
+    shift), "bn" x * scale + shift, "relu"; scale and shift f32 per
+    channel, x, the filter and y channels-last of ``dtype`` (the graph's
+    intermediates too). ``shared``: x * scale + shift is also returned (a
+    pre-activation another user needs)."""
+    g = dnnc.Graph(name=name, io_data_type=dtype, intermediate_data_type=dtype,
+                   compute_data_type="f32")
+    c = x_dims[1]
+    w_dims = [k, c // groups, *window]
+    x = g.tensor(name="x", dim=list(x_dims), stride=channels_last(list(x_dims)))
+    w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+    h = x
+    if prologue in ("bn_relu", "bn"):
+        per_channel = [1, c] + [1] * len(window)
+        scale = g.tensor(name="scale", dim=per_channel, data_type="f32")
+        shift = g.tensor(name="shift", dim=per_channel, data_type="f32")
+        h = g.add(g.mul(h, scale), shift)
+        if shared:
+            h.set_output(True).set_stride(channels_last(list(x_dims)))
+    if prologue in ("bn_relu", "relu"):
+        h = g.relu(h)
+    y = g.conv_fprop(h, w, **attrs)
+    y.set_output(True).set_stride(channels_last([int(d) for d in y.dim]))
+    return g
+
+
+# name: graph; each fuses into one conv_fprop kernel.
+FUSED = {
+    "bn_relu_3x3_bf16": lambda: bn_conv("bn_relu_3x3_bf16", "bf16", [2, 64, 9, 11], 40, [3, 3],
+                                        padding=[1, 1]),
+    "bn_relu_strided_f16": lambda: bn_conv(
+        "bn_relu_strided_f16", "f16", [3, 16, 13, 10], 24, [3, 2], stride=[2, 3],
+        dilation=[2, 1], pre_padding=[2, 0], post_padding=[1, 1]),
+    "bn_1x1_bf16": lambda: bn_conv("bn_1x1_bf16", "bf16", [2, 72, 5, 6], 16, [1, 1],
+                                   prologue="bn"),
+    "relu_3d_bf16": lambda: bn_conv("relu_3d_bf16", "bf16", [1, 8, 4, 5, 6], 8, [3, 2, 3],
+                                    prologue="relu", stride=[1, 2, 1], pre_padding=[1, 0, 2],
+                                    post_padding=[0, 1, 1]),
+    "bn_relu_groups_bf16": lambda: bn_conv("bn_relu_groups_bf16", "bf16", [1, 128, 5, 5], 32,
+                                           [3, 3], groups=2, padding=[1, 1]),
+}
+
+
+def _inputs(graph, seed=0):
+    """Seeded random inputs; shifts of both signs around 0.5, so that
+    relu(shift) is mostly not 0 (the padding would show it)."""
+    rng = np.random.default_rng(seed)
+    arrays = []
+    for t in graph.inputs:
+        values = rng.standard_normal([int(d) for d in t.dim])
+        arrays.append(values + 0.5 if t.name == "shift" else values)
+    return arrays
+
+
+def _anchors(module):
+    with module.context:
+        return [str(f.attributes["dnn.anchor"]).strip('"') for f in module.body.operations
+                if f.operation.name == "func.func" and "dnn.kernel" in f.attributes]
+
+
+def _fused(graph, pipeline=FRONT):
+    """The graph's module after ``pipeline``, checked to compute what the
+    graph does to the last bit (the reference interpreter before and after)."""
+    module = graph_mlir.to_module(graph)
+    arrays = _inputs(graph)
+    before = interpreter.run_module(module, arrays)
+    passes.run_pipeline(module, pipeline)
+    after = interpreter.run_module(module, arrays)
+    for b, a in zip(before, after):
+        np.testing.assert_array_equal(a, b)
+    return module
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_prologue_joins_the_convolution(name):
+    module = _fused(FUSED[name]())
+    assert _anchors(module) == ["conv_fprop"], str(module)
+
+
+@pytest.mark.parametrize("name", ["bn_relu_3x3_bf16", "bn_relu_strided_f16", "relu_3d_bf16"])
+def test_cpu_back_end_matches_reference(name):
+    """The fused kernel on the CPU against the NumPy reference: to the
+    output type's rounding (accumulation orders differ), relative to the
+    sum of |x| |w| of each output."""
+    graph = FUSED[name]()
+    arrays = _inputs(graph)
+    (expected,) = interpreter.run_module(graph_mlir.to_module(graph), arrays)
+    (got,) = graph.compile(target="cpu").run(*arrays)
+    got = np.asarray(got, np.float64)
+    w = next(t for t in graph.inputs if t.name == "w")
+    reduced = math.prod(int(d) for d in w.dim[1:])
+    eps = 2.0 ** -8 if "bf16" in name else 2.0 ** -11
+    tol = 2 * eps * np.sqrt(reduced) * max(1.0, float(np.abs(expected).max()))
+    assert got.shape == expected.shape
+    np.testing.assert_allclose(got, expected, rtol=0, atol=tol)
+
+
+def test_shared_preactivation_is_not_computed_twice():
+    """x * scale + shift also returned: its kernel stores it, the relu alone
+    joins the convolution."""
+    graph = bn_conv("shared_bf16", "bf16", [2, 64, 6, 6], 32, [3, 3], shared=True,
+                    padding=[1, 1])
+    module = _fused(graph)
+    assert _anchors(module) == ["pointwise", "conv_fprop"], str(module)
+    kernels = plan.kernels(module)
+    assert kernels[0].ops == ["mul", "add"] and kernels[1].ops == ["relu", "conv_fprop"], \
+        [str(k) for k in kernels]
+
+
+@pytest.mark.parametrize("x_dims, groups", [([2, 3, 8, 8], 1), ([2, 64, 8, 8], 64)])
+def test_what_tc_sm90_cannot_run_keeps_two_kernels(x_dims, groups):
+    """C = 3 (pixels of 6 bytes) and a depthwise convolution: no prologue."""
+    graph = bn_conv(f"unfused_{x_dims[1]}", "bf16", x_dims, x_dims[1], [3, 3], groups=groups,
+                    padding=[1, 1])
+    assert _anchors(_fused(graph)) == ["pointwise", "conv_fprop"]
+
+
+def test_option_off_keeps_two_kernels():
+    graph = FUSED["bn_relu_3x3_bf16"]()
+    off = FRONT.replace("dnn-fuse,", "dnn-fuse{conv_prologue=false},")
+    assert _anchors(_fused(graph, off)) == ["pointwise", "conv_fprop"]
+
+
+class Built:
+    """Each graph compiled for each arch, and assembled, at most once."""
+
+    def __init__(self):
+        self.packages, self.assembled = {}, {}
+
+    def package(self, name, arch=ARCH):
+        if (name, arch) not in self.packages:
+            self.packages[name, arch] = compiler.compile_module(
+                graph_mlir.to_module(FUSED[name]()),
+                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
+        return self.packages[name, arch]
+
+    def assembly(self, name):
+        if name not in self.assembled:
+            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
+            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
+        return self.assembled[name]
+
+
+@pytest.fixture(scope="module")
+def built():
+    return Built()
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_one_tc_sm90_kernel(built, name):
+    kernels = built.package(name).kernels
+    assert [k["strategy"] for k in kernels] == ["tc-sm90"] * len(kernels), \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    (gemm,) = gemm_kernels(built.package(name))
+    assert gemm is kernels[0], [k["entry"] for k in kernels]
+    reason = gemm["reason"]
+    assert "implicit GEMM (fprop): x read by TMA in im2col mode" in reason, reason
+    assert "a prologue on x (" in reason and \
+        "run on each tile of x in shared memory, the taps in the padding zeroed after it" \
+        in reason, reason
+    assert "a prologue on A (" in reason, reason    # the heuristics counted its shared memory
+    # x as it lies (no swizzle: the consumers convert it), the per-channel
+    # operands read as buffers.
+    a = gemm["args"][0]
+    assert a["kind"] == "tma" and "im2col" in a and a["swizzle"] == 0, a
+    inputs = [t["name"] for t in built.package(name).manifest["inputs"]]
+    buffers = {inputs[arg["buffer"]] for arg in gemm["args"]
+               if arg["kind"] == "buffer" and arg["buffer"] < len(inputs)}
+    assert buffers == ({"scale", "shift"} if "bn" in name else set()), gemm["args"]
+
+
+def test_sm80_keeps_the_prologue_a_kernel(built):
+    kernels = built.package("bn_relu_3x3_bf16", "sm_80").kernels
+    convs = [k for k in kernels if "conv_fprop" in k["entry"]]
+    assert len(convs) == 1 and convs[0]["strategy"] == "tc-sm80", \
+        [(k["entry"], k["strategy"]) for k in kernels]
+    assert any("pointwise" in k["entry"] for k in kernels), [k["entry"] for k in kernels]
+
+
+@needs_sass
+@pytest.mark.parametrize("name", ["bn_relu_3x3_bf16", "bn_relu_strided_f16",
+                                  "bn_relu_groups_bf16"])
+def test_prologue_sass(built, name):
+    """No spills or local memory, registers within what 65536 / threads
+    leaves, shared memory within sm_90's; HGMMA of the operand type only,
+    TMA loads, no use of an accumulator before its wgmma's wait."""
+    package = built.package(name)
+    resources, functions = built.assembly(name)
+    for k in package.kernels:
+        r = resources[k["entry"]]
+        threads = k["block"][0] * k["block"][1] * k["block"][2]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
+        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
+        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+        counts = sass.opcodes(functions[k["entry"]])
+        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    (gemm,) = gemm_kernels(package)
+    counts = sass.opcodes(functions[gemm["entry"]])
+    kind = "BF16" if "bf16" in name else "F16"
+    hgmma = {op for op in counts if op.startswith("HGMMA.")}
+    assert hgmma == {f"HGMMA.64x{gemm['config']['tile'][1]}x16.F32"
+                     + (".BF16" if kind == "BF16" else "")}, sorted(counts)
+    assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+    assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
