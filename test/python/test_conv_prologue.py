@@ -14,7 +14,9 @@ x's tiles, dnnc/codegen/gpu/tensorcore/sm90/prologue.py).
   off keeps two.
 * On sm_90a the plan is one tc-sm90 kernel whose reason says that the
   prologue runs on x's tiles with the padding's taps zeroed, x read by an
-  im2col TMA descriptor without swizzle; on sm_80 (no prologues on
+  im2col TMA descriptor without swizzle (without padding too, where linalg
+  moves a relu into the convolution's body; and unsplit where the
+  heuristics split a K of one step, which tc-sm90 refuses); on sm_80 (no prologues on
   tc-sm80) a pointwise kernel, then tc-sm80's implicit GEMM.
 * ptxas and the SASS (skipped without them): HGMMA on the operand type,
   TMA loads, no spills, no local memory, shared memory within sm_90's.
@@ -76,6 +78,13 @@ FUSED = {
                                     post_padding=[0, 1, 1]),
     "bn_relu_groups_bf16": lambda: bn_conv("bn_relu_groups_bf16", "bf16", [1, 128, 5, 5], 32,
                                            [3, 3], groups=2, padding=[1, 1]),
+    # No padding: linalg moves a relu alone into the convolution's body.
+    "relu_1x1_bf16": lambda: bn_conv("relu_1x1_bf16", "bf16", [2, 64, 5, 6], 16, [1, 1],
+                                     prologue="relu"),
+    # One K step, which the heuristics split in two (a cluster of 2): run
+    # unsplit, not on tc-sm80 (no prologues there).
+    "bn_relu_one_step_f16": lambda: bn_conv("bn_relu_one_step_f16", "f16", [1, 64, 7, 10], 128,
+                                            [1, 1], stride=[3, 3]),
 }
 
 
@@ -115,7 +124,8 @@ def test_prologue_joins_the_convolution(name):
     assert _anchors(module) == ["conv_fprop"], str(module)
 
 
-@pytest.mark.parametrize("name", ["bn_relu_3x3_bf16", "bn_relu_strided_f16", "relu_3d_bf16"])
+@pytest.mark.parametrize("name", ["bn_relu_3x3_bf16", "bn_relu_strided_f16", "relu_3d_bf16",
+                                  "relu_1x1_bf16"])
 def test_cpu_back_end_matches_reference(name):
     """The fused kernel on the CPU against the NumPy reference: to the
     output type's rounding (accumulation orders differ), relative to the

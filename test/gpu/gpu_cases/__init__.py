@@ -21,6 +21,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        gradients alike; some of each with tc-sm80 forced
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
+    conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
+                       the convolution's prologue), eight to a graph
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -55,8 +57,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 
 from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
                attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               conv_prologue, conv_random, convolution, data_movement, examples, fp8, frontend,
+               matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -68,6 +70,7 @@ CASES = [
     *convolution.CASES,
     *conv_random.CASES,
     *conv_phases.CASES,
+    *conv_prologue.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,

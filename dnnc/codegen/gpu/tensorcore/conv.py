@@ -239,7 +239,14 @@ def match(fn, bk, strategy="tc-sm90"):
             _check_pad(op, (x, other), strategy, element == "f32")
         elif op.name not in VIEW_OPS + ("memref.alloc", "arith.constant", "linalg.copy"):
             raise NotAGemm(f"'{op.name}' before the convolution")
-    body = [o.name for o in irutil.body_ops(contraction)]
+    if len(contraction.opview.inputs) != 2:
+        raise NotAGemm(f"the convolution reads {len(contraction.opview.inputs)} operands: "
+                       "expected x and the filter")
+    if g["prologue"] and prologue is None:
+        # No padding: linalg's fusion moved the prologue into the body.
+        prologue = conv_prologue.match_body(contraction, x, element)
+    inside = set(prologue.ops) if prologue is not None else set()
+    body = [o.name for o in irutil.body_ops(contraction) if o not in inside]
     allowed = ("arith.extf", "arith.mulf", "arith.addf", "linalg.yield")
     compute = "f32"
     if element == "f32":

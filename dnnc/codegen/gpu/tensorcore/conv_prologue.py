@@ -8,7 +8,9 @@ elementwise generic (after linalg's elementwise fusion) that reads x and
 the per-channel tensors and writes a buffer of x's shape, which the
 convolution pads with zeros and converts to f32 (conv.py's pad generics).
 ``match`` reads that generic as a ``ConvPrologue``: the body ops from x's
-element, and each per-channel input with its channel. tc-sm90
+element, and each per-channel input with its channel. Without padding
+there is no padded buffer, and linalg moves a prologue that reads x alone
+(a relu) into the convolution's body: ``match_body`` reads it there. tc-sm90
 (sm90/prologue.py) loads x's tiles as stored and runs ``apply`` on each
 element while converting the tile into the layout wgmma reads.
 
@@ -24,7 +26,7 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore.gemm import NotAGemm
+from dnnc.codegen.gpu.tensorcore.gemm import NotAGemm, _cone
 
 # The types tc-sm90 multiplies that a prologue's x may be stored as: the
 # conversion reads 16-byte pieces of 8 elements (16-bit types only: x's
@@ -153,3 +155,30 @@ def match(generic, source, arguments, element):
             raise NotAGemm(f"'{o.name}' in the prologue: expected elementwise ops of the "
                            "element alone")
     return ConvPrologue(generic, source, argument, channels, ops, result)
+
+
+def match_body(contraction, source, element):
+    """The ConvPrologue inside ``contraction``'s body (a convolution without
+    padding: linalg fused the prologue's generic into it): the ops from x's
+    block argument to the ``element`` value the multiply extends. Raises
+    NotAGemm where the body is no such thing."""
+    body = irutil.body_ops(contraction)
+    argument = list(contraction.regions[0].blocks[0].arguments)[0]
+    mul = next((o for o in body if o.name == "arith.mulf"), None)
+    if mul is None:
+        raise NotAGemm("the convolution's body multiplies nothing")
+    order = {o: i for i, o in enumerate(body)}
+    for v in mul.operands:
+        extended = irutil.defining_op(v)
+        if extended is None or extended.name != "arith.extf":
+            continue
+        result = extended.operands[0]
+        ops, arguments = _cone(result, order)
+        if arguments == {argument} and ops and str(result.type) == element:
+            for o in ops:
+                if len(o.regions) or o.name == "linalg.index":
+                    raise NotAGemm(f"'{o.name}' in the prologue: expected elementwise ops of "
+                                   "the element alone")
+            return ConvPrologue(contraction, source, argument, [], ops, result)
+    raise NotAGemm(f"the convolution's body does not multiply an {element} that x's prologue "
+                   "computes")
