@@ -219,6 +219,10 @@ class Interpreter:
         t = op.results[0].type
         if isinstance(t, ir.F32Type):
             return np.float32(ir.FloatAttr(attr).value)
+        if isinstance(t, ir.BF16Type):    # held as its bits, as loads leave it
+            return _bf16_bits(np.float32(ir.FloatAttr(attr).value))[()]
+        if isinstance(t, ir.F16Type):
+            return np.float16(ir.FloatAttr(attr).value)
         if isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1:
             return np.bool_(ir.IntegerAttr(attr).value)
         return np.int64(ir.IntegerAttr(attr).value)
@@ -282,6 +286,9 @@ class Interpreter:
 
     def _arith_xori(self, op, ins, mask):
         return np.bitwise_xor(*ins)
+
+    def _arith_shrui(self, op, ins, mask):
+        return np.right_shift(np.asarray(ins[0], np.int64), np.asarray(ins[1], np.int64))
 
     @staticmethod
     def _wrap(op, x):

@@ -20,6 +20,13 @@ x's tiles, dnnc/codegen/gpu/tensorcore/sm90/prologue.py).
   tc-sm80) a pointwise kernel, then tc-sm80's implicit GEMM.
 * ptxas and the SASS (skipped without them): HGMMA on the operand type,
   TMA loads, no spills, no local memory, shared memory within sm_90's.
+* The consumers' conversion itself (Prologues.begin_tile, convert_conv)
+  in a launch of its own on the kernel interpreter (kernel_interpreter.py),
+  fed the tiles TMA's im2col mode would load (computed in NumPy: x at each
+  row's tap, zeros in the padding and past C and M): every element of
+  every converted tile, in wgmma's swizzled layout, equals the prologue
+  computed in NumPy with the padding left at zero, for strides, dilations,
+  asymmetric padding, 3-D and C past a K step.
 """
 
 import math
@@ -30,6 +37,7 @@ import pytest
 import dnnc
 from dnnc import compiler, graph_mlir, interpreter, passes, pipelines, plan
 from dnnc.codegen.gpu import ptxas, sass
+from mlir import ir
 from test_conv_tensor_cores import channels_last
 from test_tc_sass import ARCH, MAX_SHARED, gemm_kernels, needs_sass
 
@@ -250,3 +258,205 @@ def test_prologue_sass(built, name):
                      + (".BF16" if kind == "BF16" else "")}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
+
+
+# ---------------------------------------------------------------------------
+# The conversion itself, on the kernel interpreter: tc-sm90's consumers'
+# conversion of x's tiles (Prologues.begin_tile, convert_conv) in a launch of
+# its own, its source tiles as TMA's im2col mode would load them (x at each
+# row's tap, zeros in the padding, past C and past M), its output against
+# the prologue applied in NumPy with the padding's zeros kept.
+
+def _gpu_ready(graph):
+    """The graph's module at dnn-map-tensor-cores (before it runs) and its
+    convolution's kernel function."""
+    from dnnc.stages import run_stages
+
+    module = graph_mlir.to_module(graph)
+    stages = pipelines.cuda(ARCH)
+    gpu = next(s for s in stages if s.name == "gpu")
+    run_stages(module, stages[:stages.index(gpu)])
+    before = gpu.passes[:gpu.passes.index("dnn-map-tensor-cores")]
+    with module.context:
+        passes.run_pipeline(module, "builtin.module(" + ",".join(before) + ")")
+        fn = next(f.operation for f in module.body.operations
+                  if "dnn.conv" in f.attributes)
+    return module, fn
+
+
+def _arguments(module, fn):
+    """(graph tensor name, shape) of each argument of kernel function
+    ``fn``, from the graph function's call of it."""
+    from dnnc.codegen.gpu import irutil
+
+    graph = next(f.operation for f in module.body.operations if "dnn.graph" in f.attributes)
+    names = [ir.StringAttr(ir.DictAttr(a)["dnn.name"]).value
+             for a in ir.ArrayAttr(graph.attributes["arg_attrs"])]
+    arguments = list(irutil.body(graph).arguments)
+    callee = irutil.symbol(fn)
+    call = next(op.operation for op in irutil.body(graph).operations
+                if op.operation.name == "func.call"
+                and ir.FlatSymbolRefAttr(op.attributes["callee"]).value == callee)
+    out = []
+    for v in call.operands:
+        index = next(i for i, a in enumerate(arguments) if a == v)
+        out.append((names[index], list(ir.MemRefType(v.type).shape)))
+    return out
+
+
+class _Stub:
+    """What Prologues reads of a tc-sm90 Kernel."""
+
+    def __init__(self, conv, tile):
+        from dnnc.codegen.gpu.tensorcore.sm90.im2col import Im2colOperand
+
+        self.gemm, self.tile = conv.gemm, tile
+        self.element = conv.gemm.element
+        self.a = Im2colOperand(conv, tile.m, self.element, tile.k, swizzled=False)
+
+
+def _emit_conversion(fn, conv, tile, tiles_m, steps):
+    """A launch at the end of ``fn``: block b converts tile b // steps of
+    M at K step b % steps, read from a new argument (tiles x BM x BK as
+    stored) into another (the two consumers' converted tiles, swizzled, as
+    raw elements)."""
+    from mlir.dialects import arith, gpu, llvm, vector
+
+    from dnnc.codegen.gpu import irutil
+    from dnnc.codegen.gpu.tensorcore.emit import idx, shared_base, shared_ptr, to_i64
+    from dnnc.codegen.gpu.tensorcore.sm90.prologue import Prologues
+
+    block = irutil.body(fn)
+    element = ir.MemRefType(conv.x.type).element_type
+    blocks = tiles_m * steps
+    shape = ir.MemRefType.get([blocks, tile.m * tile.k], element)
+    loc = ir.Location.unknown()
+    src, out = block.add_argument(shape, loc), block.add_argument(shape, loc)
+    inputs = [a.type for a in block.arguments]
+    fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, []))
+    ret = list(block.operations)[-1]
+    threads = 2 * 128
+    per = tile.m * tile.k // threads
+    with ir.InsertionPoint(ret), loc:
+        launch = gpu.LaunchOp((idx(blocks), idx(1), idx(1)), (idx(threads), idx(1), idx(1)),
+                              dynamic_shared_memory_size=arith.constant(
+                                  ir.IntegerType.get_signless(32), 2 * tile.m * 128))
+        with ir.InsertionPoint(launch.regions[0].blocks[0]):
+            b = gpu.block_id(gpu.Dimension.x)
+            tid = gpu.thread_id(gpu.Dimension.x)
+            base = shared_base(1024)
+            # The source tile as TMA would leave it: rows of BK elements.
+            vec = ir.VectorType.get([8], element)
+            for j in range(per // 8):
+                e = arith.muli(arith.addi(tid, idx(j * threads)), idx(8))
+                value = vector.load(vec, src, [b, e])
+                llvm.store(value, shared_ptr(arith.addi(base, to_i64(arith.muli(e, idx(2))))))
+            gpu.barrier()
+            stub = _Stub(conv, tile)
+            prologues = Prologues(stub)
+            consumer = arith.divui(tid, idx(128))
+            local = arith.remui(tid, idx(128))
+            tile_m, kt = arith.divui(b, idx(steps)), arith.remui(b, idx(steps))
+            prologues.begin_tile(consumer, local, idx(0), tile_m)
+            part = to_i64(arith.muli(consumer, idx(64 * 128)))
+            converted = arith.addi(base, to_i64(idx(tile.m * 128)))
+            prologues.convert_conv(arith.addi(base, part), arith.addi(converted, part), local,
+                                   arith.muli(kt, idx(tile.k)))
+            gpu.barrier()
+            for j in range(per // 8):
+                e = arith.muli(arith.addi(tid, idx(j * threads)), idx(8))
+                at = arith.addi(converted, to_i64(arith.muli(e, idx(2))))
+                vector.store(llvm.load(vec, shared_ptr(at)), out, [b, e])
+            gpu.TerminatorOp()
+    return launch
+
+
+def _reference_tiles(conv_dims, x, scale, shift, tile, tiles_m, steps, prologue):
+    """(source tiles as TMA loads them, converted tiles in wgmma's swizzled
+    layout), each [tiles x BM x BK], from NumPy."""
+    import ml_dtypes
+
+    (n, c, image, window, stride, dilation, pre, out) = conv_dims
+    padded = -(-c // tile.k) * tile.k
+    m_total = n * math.prod(out)
+    src = np.zeros((tiles_m * steps, tile.m, tile.k), np.float32)
+    want = np.zeros_like(src)
+    bf16 = ml_dtypes.bfloat16
+    for t in range(tiles_m * steps):
+        tm, kt = divmod(t, steps)
+        tap, c0 = divmod(kt * tile.k, padded)
+        taps = np.unravel_index(tap, window)
+        for r in range(tile.m):
+            m = tm * tile.m + r
+            if m >= m_total:
+                continue
+            image_index, *pixel = np.unravel_index(m, [n] + list(out))
+            at = [o * s - p + t_ * d for o, s, p, t_, d in
+                  zip(pixel, stride, pre, taps, dilation)]
+            if not all(0 <= a < size for a, size in zip(at, image)):
+                continue
+            channels = np.arange(c0, min(c0 + tile.k, c))
+            if not len(channels):
+                continue
+            values = x[(image_index, *at)][channels]          # x is [N, *image, C]
+            src[t, r, :len(channels)] = values
+            h = values.astype(np.float32)
+            if prologue in ("bn_relu", "bn"):
+                h = (h * scale[channels]).astype(bf16).astype(np.float32)
+                h = (h + shift[channels]).astype(bf16).astype(np.float32)
+            if prologue in ("bn_relu", "relu"):
+                h = np.maximum(h, 0)
+            want[t, r, :len(channels)] = h.astype(bf16).astype(np.float32)
+    # wgmma's layout: each consumer's 64 rows of 128 bytes, 16-byte chunk j
+    # of row L at chunk j ^ (L % 8).
+    swizzled = np.zeros_like(want)
+    for r in range(tile.m):
+        for j in range(tile.k // 8):
+            at = (j ^ (r % 64 % 8)) * 8
+            swizzled[:, r, at:at + 8] = want[:, r, j * 8:j * 8 + 8]
+    return src, swizzled
+
+
+@pytest.mark.parametrize("prologue, x_dims, window, attrs", [
+    ("bn_relu", [3, 72, 10, 9], [3, 3], dict(stride=[2, 1], dilation=[1, 2],
+                                              pre_padding=[2, 1], post_padding=[0, 3])),
+    ("bn", [1, 16, 5, 4, 6], [2, 3, 3], dict(stride=[1, 1, 2], dilation=[2, 1, 1],
+                                             pre_padding=[1, 0, 2], post_padding=[0, 2, 1])),
+    ("relu", [3, 8, 9, 5], [1, 2], dict(pre_padding=[0, 1], post_padding=[0, 0])),
+])
+def test_conversion_zeroes_the_padding(prologue, x_dims, window, attrs):
+    """Every tile of M (the last past M in part) at every K step (C = 72:
+    two steps a tap, the second past C in part). The first case has two
+    tiles of M, stride, dilation and asymmetric padding; the second is 3-D
+    with a shift and no relu; the third a relu alone (relu(0) is 0: the
+    rows, channels and layout)."""
+    from dnnc.codegen.gpu.tensorcore import conv as conv_match
+    from dnnc.codegen.gpu.tensorcore.sm90 import Tile
+    from kernel_interpreter import run_kernel
+
+    graph = bn_conv("convert", "bf16", x_dims, 8, window, prologue=prologue, **attrs)
+    module, fn = _gpu_ready(graph)
+    tile = Tile(128, 64, 64, 4, 2)
+    with module.context, ir.Location.unknown():
+        conv = conv_match.match(fn, tile.k)
+        assert conv.gemm.a.prologue is not None
+        tiles_m = -(-conv.gemm.m // tile.m)
+        steps = conv.gemm.k // tile.k
+        _emit_conversion(fn, conv, tile, tiles_m, steps)
+        dims = (x_dims[0], x_dims[1], x_dims[2:], window, conv.stride, conv.dilation, conv.pre,
+                conv.out)
+    rng = np.random.default_rng(7)
+    arrays = {t.name: rng.standard_normal([int(d) for d in t.dim]) for t in graph.inputs}
+    arrays["shift"] = arrays.get("shift", np.zeros(1)) + 0.5
+    nhwc = np.moveaxis(arrays["x"], 1, -1)
+    import ml_dtypes
+    nhwc = nhwc.astype(ml_dtypes.bfloat16).astype(np.float32)
+    scale = arrays.get("scale", np.ones(x_dims[1])).reshape(-1).astype(np.float32)
+    shift = arrays.get("shift", np.zeros(x_dims[1])).reshape(-1).astype(np.float32)
+    src, want = _reference_tiles(dims, nhwc, scale, shift, tile, tiles_m, steps, prologue)
+    with module.context:
+        args = [arrays.get(name, np.zeros(shape)) for name, shape in _arguments(module, fn)]
+        args += [src.reshape(len(src), -1), np.zeros((len(src), tile.m * tile.k))]
+        got = run_kernel(fn, args)[-1].reshape(want.shape)
+    # Where the padding's taps kept relu(shift), this fails.
+    np.testing.assert_array_equal(got, want)
