@@ -98,14 +98,34 @@ class ConvPrologue:
     def element(self):
         return str(self.result.type)
 
-    def apply(self, value, per_channel):
-        """The body ops cloned at the insertion point on ``value`` (an
-        element of x as stored) and ``per_channel`` ({ChannelInput.argument:
-        that input's element at the channel}); returns the element to
-        multiply."""
-        mapping = {self.argument: value, **per_channel}
+    def apply(self, values, per_channel):
+        """The body ops cloned at the insertion point on vectors: ``values``
+        (a vector of elements of x as stored, one channel each) and
+        ``per_channel`` ({ChannelInput.argument: a vector of that input's
+        elements at the same channels}); returns the vector of elements to
+        multiply. Values from outside the body (constants) are broadcast:
+        one op a vector, not an op an element, so that LLVM can pair the
+        16-bit arithmetic (HMUL2, HADD2)."""
+        from mlir.dialects import vector
+
+        width = ir.VectorType(values.type).shape[0]
+
+        def wide(t):
+            return ir.VectorType.get([width], t)
+
+        mapping = {self.argument: values, **per_channel}
         for op in self.ops:
-            new = irutil.clone_op(op, [mapping.get(v, v) for v in op.operands], op.location)
+            if op.name == "arith.constant":     # a scalar of the body: broadcast
+                new = irutil.clone_op(op, [], op.location)
+                mapping[op.results[0]] = vector.broadcast(wide(op.results[0].type),
+                                                          new.results[0])
+                continue
+            operands = [mapping[v] if v in mapping else vector.broadcast(wide(v.type), v)
+                        for v in op.operands]
+            attrs = {op.attributes[i].name: op.attributes[i].attr
+                     for i in range(len(op.attributes))}
+            new = ir.Operation.create(op.name, results=[wide(r.type) for r in op.results],
+                                      operands=operands, attributes=attrs, loc=op.location)
             mapping.update(zip(op.results, new.results))
         return mapping[self.result]
 

@@ -15,7 +15,9 @@ BN-ReLU-conv) is converted so too, with two things more, both per K step
 of one filter tap ``t`` and BK channels from c0:
 
 * each element's per-channel operands (scale, shift): a thread converts the
-  same 8 channels of each of its 4 rows, so it loads them once a step;
+  same 8 channels of each of its 4 rows, so it loads them once a step (once
+  a tile where C fits one K step), and applies the prologue to a row's 8
+  elements as vectors (LLVM pairs the 16-bit arithmetic);
 * the padding: TMA zero-fills the taps of a row (an output pixel o) that
   fall outside the image, and the prologue would make them relu(shift),
   not the zeros the convolution pads with. A tap lies in the image where,
@@ -55,12 +57,16 @@ class Prologues:
         self.conv = a if isinstance(a, ConvPrologue) else None
         self.rows = None
         self.batch = None
+        self.channels = None
 
     def begin_tile(self, consumer, local, batch, tile_m):
         """Before a tile's K steps (a convolution's prologue): for each of
         the 4 rows of A this thread converts, the output pixel's start
         position o * stride - pre per spatial dim (i32) and whether the row
-        is one of M's; and the tile's group (``batch``)."""
+        is one of M's; the tile's group (``batch``); and, where C fits one
+        K step (every step reads channels 0 .. BK - 1 of its tap), this
+        thread's channels and their per-channel operands, loaded once a
+        tile rather than once a step."""
         k = self.k
         conv = k.a.conv
         self.batch = batch
@@ -73,6 +79,35 @@ class Prologues:
             starts = [arith.subi(arith.muli(o, _i(s)) if s != 1 else o, _i(p))
                       for o, s, p in zip(pixel, conv.stride, conv.pre)]
             self.rows.append((starts, _cmp("ult", m, _i(k.gemm.m))))
+        self.channels = self.step_channels(local, _i(0)) \
+            if conv.padded_channels == k.tile.k else None
+
+    def step_channels(self, local, c0):
+        """(whether this thread's 8 channels of a K step from channel
+        ``c0`` (i32) lie in C, {per-channel input's block argument: a
+        vector of its 8 values}); past C the operands are read at channel
+        0 (the elements are zeroed)."""
+        k = self.k
+        conv = k.a.conv
+        first = arith.muli(arith.remui(local, _idx(SWIZZLE // (2 * PIECE))), _idx(PIECE))
+        channel = arith.addi(_to_i32(first), c0)
+        in_c = _cmp("ult", channel, _i(conv.channels))
+        channel = arith.select(in_c, channel, _i(0))
+        if conv.groups > 1:
+            channel = arith.addi(channel, arith.muli(_to_i32(self.batch), _i(conv.channels)))
+        channel = arith.index_cast(ir.IndexType.get(), channel)
+        operands = {}
+        for c in self.conv.channels:
+            t = ir.MemRefType(c.value.type)
+            values = []
+            for e in range(PIECE):
+                at = arith.addi(channel, _idx(e)) if e and c.channel_dim is not None \
+                    else channel
+                indices = [at if d == c.channel_dim else _idx(0) for d in range(t.rank)]
+                values.append(memref.load(c.value, indices))
+            operands[c.argument] = vector.from_elements(
+                ir.VectorType.get([PIECE], t.element_type), values)
+        return in_c, operands
 
     @staticmethod
     def lines(local):
@@ -194,7 +229,10 @@ class Prologues:
         conv, prologue = k.a.conv, self.conv
         bk, es = k.tile.k, k.a.eb
         element = ir.BF16Type.get() if k.element == "bf16" else ir.F16Type.get()
-        zero = arith.constant(element, 0.0)
+        zero = arith.constant(ir.VectorType.get([PIECE], element),
+                              ir.DenseElementsAttr.get_splat(
+                                  ir.VectorType.get([PIECE], element),
+                                  ir.FloatAttr.get(element, 0.0)))
         # The step's tap and first channel; the taps' offsets along each dim.
         padded = conv.padded_channels
         k0_i32 = _to_i32(k0)
@@ -202,24 +240,9 @@ class Prologues:
         taps, _ = _split(tap, conv.filter)
         offsets = [arith.muli(t, _i(d)) if d != 1 else t for t, d in zip(taps, conv.dilation)]
         sizes = list(ir.MemRefType(conv.x.type).shape)[1:-1]
-        # This thread's 8 channels: in C, and their per-channel operands
-        # (read at channel 0 past C, then zeroed).
+        # This thread's 8 channels (in C?) and their per-channel operands.
+        in_c, operands = self.channels or self.step_channels(local, c0)
         first = arith.muli(arith.remui(local, _idx(SWIZZLE // (2 * PIECE))), _idx(PIECE))
-        channel = arith.addi(_to_i32(first), c0)
-        in_c = _cmp("ult", channel, _i(conv.channels))
-        channel = arith.select(in_c, channel, _i(0))
-        if conv.groups > 1:
-            channel = arith.addi(channel, arith.muli(_to_i32(self.batch), _i(conv.channels)))
-        channel = arith.index_cast(ir.IndexType.get(), channel)
-        operands = []
-        for e in range(PIECE):
-            at = arith.addi(channel, _idx(e)) if e else channel
-            values = {}
-            for c in prologue.channels:
-                rank = ir.MemRefType(c.value.type).rank
-                indices = [at if d == c.channel_dim else _idx(0) for d in range(rank)]
-                values[c.argument] = memref.load(c.value, indices)
-            operands.append(values)
         src_type = ir.VectorType.get([PIECE], ir.MemRefType(conv.x.type).element_type)
         for line, (starts, in_m) in zip(self.lines(local), self.rows):
             keep = arith.andi(in_m, in_c)
@@ -228,10 +251,8 @@ class Prologues:
             at = arith.addi(arith.muli(line, _idx(bk)), first)
             source = arith.addi(src, arith.muli(_to_i64(at), _i(es, 64)))
             vec = llvm.load(src_type, _shared_ptr(source), alignment=16)
-            values = [arith.select(keep, prologue.apply(vector.extract(vec, [], [e]),
-                                                        operands[e]), zero)
-                      for e in range(PIECE)]
+            # The row's 8 elements at once: one select for the padding.
+            values = arith.select(keep, prologue.apply(vec, operands), zero)
             offset = swizzled_offset(line, arith.shrui(first, _idx(3)), _idx(0))
             target = arith.addi(dst, _to_i64(offset))
-            llvm.store(vector.from_elements(ir.VectorType.get([PIECE], element), values),
-                       _shared_ptr(target), alignment=16)
+            llvm.store(values, _shared_ptr(target), alignment=16)
