@@ -72,7 +72,9 @@ Grouping, in program order:
   activation never stored. The chain stops at a value with another user (a
   pre-activation that feeds a residual too): the ops that make it stay a
   kernel of their own, which stores it once, and only those after it join,
-  so no work is done twice;
+  so no work is done twice. Where tc-sm90 would not run the chain, the
+  convolution's kernel says why in ``dnn.fusion_note`` (dnn-configure puts
+  it in the plan's reason);
 * other pointwise ops join the pointwise kernels of their operands (one kernel
   per connected chain), else start one (anchor "pointwise");
 * reshape, transpose and slice get one kernel each (anchor "tensor"), but for
@@ -166,6 +168,9 @@ class Group:
     # value per row that its pointwise ops span.
     rows: tuple = None
     columns: tuple = None  # a column reduction's (operand shape, result shape)
+    # Why ops that could have joined the kernel did not (``dnn.fusion_note``,
+    # which dnn-configure adds to the kernel's reason): the plan says so.
+    note: str = None
 
     def spans(self, value):
         """True when ``value`` is over this row reduction's rows, whole or reduced."""
@@ -420,7 +425,8 @@ class Partition:
                     for p in self._operand_prologue(op, index):
                         self._move(p, group)
             if kind == "conv_fprop" and self.conv_prologue:
-                for p in self._conv_prologue(op):
+                chain, group.note = self._conv_prologue(op)
+                for p in chain:
                     self._move(p, group)
             self._add(group, op)
             if kind in EPILOGUE_ANCHORS or _row_reduction(op):
@@ -475,7 +481,9 @@ class Partition:
 
     def _conv_prologue(self, op):
         """The pointwise ops computing forward convolution ``op``'s x that
-        join its kernel (see the module docstring), in program order."""
+        join its kernel (see the module docstring), in program order, and
+        why such a chain does not join (None where it does or there is
+        none)."""
         chain, value = [], op.operands[0]
         shape = _shape(value)
         while True:
@@ -490,15 +498,18 @@ class Partition:
             chain.append(p)
             value = inputs[0]
         if not chain:
-            return []
+            return [], None
         w = op.operands[1]
         attrs = {name: list(ir.DenseI64ArrayAttr(op.attributes[name]))
                  for name in ("stride", "dilation", "pre_padding", "post_padding")}
         stored = str(ir.ShapedType(value.type).element_type)
-        if fusion_problem(stored, str(ir.ShapedType(w.type).element_type), shape, _shape(w),
-                          **attrs):
-            return []
-        return chain[::-1]
+        problem = fusion_problem(stored, str(ir.ShapedType(w.type).element_type), shape,
+                                 _shape(w), **attrs)
+        if problem:
+            names = ", ".join(_kind(p) for p in chain[::-1])
+            return [], (f"x's {names} left to a kernel of their own (tc-sm90 runs no prologue "
+                        f"on x here: {problem})")
+        return chain[::-1], None
 
     def _move(self, op, group):
         """Move ``op`` from its pointwise kernel into ``group``; a kernel left
@@ -775,6 +786,8 @@ def _build_kernel(name, group, position, fn, partition):
                              visibility="private", ip=ir.InsertionPoint(fn))
         kernel.attributes["dnn.kernel"] = ir.UnitAttr.get()
         kernel.attributes["dnn.anchor"] = ir.StringAttr.get(group.anchor)
+        if group.note:
+            kernel.attributes["dnn.fusion_note"] = ir.StringAttr.get(group.note)
         block = kernel.add_entry_block()
         mapping = dict(zip(inputs, block.arguments))
         with ir.InsertionPoint(block):

@@ -163,12 +163,25 @@ def test_shared_preactivation_is_not_computed_twice():
         [str(k) for k in kernels]
 
 
-@pytest.mark.parametrize("x_dims, groups", [([2, 3, 8, 8], 1), ([2, 64, 8, 8], 64)])
-def test_what_tc_sm90_cannot_run_keeps_two_kernels(x_dims, groups):
-    """C = 3 (pixels of 6 bytes) and a depthwise convolution: no prologue."""
+@pytest.mark.parametrize("x_dims, groups, why", [
+    ([2, 3, 8, 8], 1, "C = 3: a prologue's x is read by TMA in 16-byte pixels"),
+    ([2, 64, 8, 8], 64, "64 groups of 1 channels: a group's channels are read in whole K "
+                        "steps of 64"),
+])
+def test_what_tc_sm90_cannot_run_keeps_two_kernels(x_dims, groups, why):
+    """C = 3 (pixels of 6 bytes) and a depthwise convolution: no prologue;
+    the convolution's kernel says why (dnn.fusion_note, which ends its
+    reason in the plan)."""
     graph = bn_conv(f"unfused_{x_dims[1]}", "bf16", x_dims, x_dims[1], [3, 3], groups=groups,
                     padding=[1, 1])
-    assert _anchors(_fused(graph)) == ["pointwise", "conv_fprop"]
+    module = _fused(graph)
+    assert _anchors(module) == ["pointwise", "conv_fprop"]
+    with module.context:
+        conv = next(f for f in module.body.operations if "dnn.kernel" in f.attributes
+                    and str(f.attributes["dnn.anchor"]) == '"conv_fprop"')
+        note = ir.StringAttr(conv.attributes["dnn.fusion_note"]).value
+    assert note.startswith("x's mul, add, relu left to a kernel of their own (tc-sm90 runs no "
+                           f"prologue on x here: {why}"), note
 
 
 def test_option_off_keeps_two_kernels():
@@ -223,6 +236,15 @@ def test_one_tc_sm90_kernel(built, name):
     buffers = {inputs[arg["buffer"]] for arg in gemm["args"]
                if arg["kind"] == "buffer" and arg["buffer"] < len(inputs)}
     assert buffers == ({"scale", "shift"} if "bn" in name else set()), gemm["args"]
+
+
+def test_plan_says_why_the_prologue_is_a_kernel():
+    graph = bn_conv("c3_plan", "bf16", [2, 3, 8, 8], 8, [3, 3], padding=[1, 1])
+    package = compiler.compile_module(graph_mlir.to_module(graph), compiler.Options(
+        target="cuda", arch=ARCH, tuning_db="off"), basename="c3_plan")
+    (conv,) = [k for k in package.kernels if k["entry"].endswith("conv_fprop_kernel")]
+    assert "x's mul, add, relu left to a kernel of their own (tc-sm90 runs no prologue on x " \
+        "here: C = 3" in conv["reason"], conv["reason"]
 
 
 def test_sm80_keeps_the_prologue_a_kernel(built):

@@ -181,8 +181,9 @@ def describe(view, arguments):
         "groups": ir.IntegerAttr.get(i64, x.shape[1] // w.shape[1]),
         "operands": ints(index(x_source if name == "x" and x_source is not None
                                else view.operands[name]) for name in OPERANDS[view.name]),
-        "prologue": ir.BoolAttr.get(x_source is not None),
     }
+    if x_source is not None:
+        fields["prologue"] = ir.BoolAttr.get(True)
     return ir.DictAttr.get(fields)
 
 
