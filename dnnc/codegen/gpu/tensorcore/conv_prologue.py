@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore.gemm import NotAGemm
+# (gemm's cone of a contraction body's value: the matmul prologue's reading.)
+from dnnc.codegen.gpu.tensorcore.gemm import NotAGemm, _cone
 
 # The types tc-sm90 multiplies that a prologue's x may be stored as: the
 # conversion reads 16-byte pieces of 8 elements (16-bit types only: x's
@@ -203,19 +204,3 @@ def match_body(contraction, source, element):
     raise NotAGemm(f"the convolution's body does not multiply an {element} that x's prologue "
                    "computes")
 
-
-def _cone(value, order):
-    """(the body ops ``value`` depends on, in program order; the block
-    arguments it reads). ``order``: the body's ops -> position; values from
-    outside the body (constants) are read as they are."""
-    cone, arguments, todo = set(), set(), [value]
-    while todo:
-        v = todo.pop()
-        if irutil.is_block_argument(v):
-            arguments.add(v)
-            continue
-        op = irutil.defining_op(v)
-        if op in order and op not in cone:
-            cone.add(op)
-            todo.extend(op.operands)
-    return sorted(cone, key=order.__getitem__), arguments
