@@ -99,17 +99,19 @@ def draw(seed=SEED, count=GRAPHS * PER_GRAPH):
 CONFIGS = draw()
 
 
-def _classic(c, k, image, window, stride, pre, post, prologue="bn_relu"):
+def _classic(c, k, image, window, stride, pre, post, prologue="bn_relu", nhwc=True):
     nd = len(image)
     conv = ConvConfig(n=2, c=c, k=k, image=tuple(image), filter=tuple(window),
                       stride=(stride,) * nd, dilation=(1,) * nd, pre=tuple(pre),
-                      post=tuple(post))
+                      post=tuple(post), channels_last=nhwc)
     return PrologueConfig(conv, prologue)
 
 
 # ResNet's shapes, small: 3 x 3 padded by 1 (stride 1 and 2), 1 x 1 (stride
 # 1 and 2), 3 x 3 padded on one side only (TF's SAME at stride 2), two
-# K steps of channels, 3-D 3 x 3 x 3, and the plain scale and shift.
+# K steps of channels, 3-D 3 x 3 x 3, the plain scale and shift, and NCHW
+# tensors (x laid out channels-last by a kernel of dnn-conv-layouts first,
+# which the prologue then reads).
 CLASSIC = [
     _classic(64, 64, [9, 11], [3, 3], 1, [1, 1], [1, 1]),
     _classic(64, 128, [10, 10], [3, 3], 2, [1, 1], [1, 1]),
@@ -119,16 +121,17 @@ CLASSIC = [
     _classic(136, 40, [6, 7], [3, 3], 1, [1, 1], [1, 1]),
     _classic(32, 32, [4, 5, 6], [3, 3, 3], 1, [1, 1, 1], [1, 1, 1]),
     _classic(64, 64, [9, 11], [3, 3], 1, [1, 1], [1, 1], prologue="bn"),
+    _classic(64, 32, [8, 8], [3, 3], 1, [1, 1], [1, 1], nhwc=False),
 ]
 
 
 def add_prologue_conv(g, i, config):
     """Add ``config`` to graph ``g``: inputs ``x<i>``, ``w<i>``, ``s<i>``
     (scale), ``t<i>`` (shift); output ``y<i>`` (and ``h<i>``, the
-    pre-activation, where shared)."""
+    pre-activation, where shared), channels-last where ``config.conv`` is."""
     conv = config.conv
-    x = g.tensor(name=f"x{i}", dim=conv.x_dims, stride=channels_last(conv.x_dims))
-    w = g.tensor(name=f"w{i}", dim=conv.w_dims, stride=channels_last(conv.w_dims))
+    x = g.tensor(name=f"x{i}", dim=conv.x_dims, stride=conv.strides(conv.x_dims))
+    w = g.tensor(name=f"w{i}", dim=conv.w_dims, stride=conv.strides(conv.w_dims))
     h = x
     if config.prologue in ("bn_relu", "bn"):
         per_channel = [1, conv.c] + [1] * len(conv.image)
@@ -136,7 +139,9 @@ def add_prologue_conv(g, i, config):
         shift = g.tensor(name=f"t{i}", dim=per_channel, data_type="f32")
         h = g.add(g.mul(h, scale), shift)
         if config.shared:
-            h.set_name(f"h{i}").set_stride(channels_last(conv.x_dims))
+            h.set_name(f"h{i}")
+            if conv.channels_last:
+                h.set_stride(channels_last(conv.x_dims))
             outputs(h)
     if config.prologue in ("bn_relu", "relu"):
         h = g.relu(h)
@@ -144,7 +149,9 @@ def add_prologue_conv(g, i, config):
                      stride=list(conv.stride), dilation=list(conv.dilation),
                      conv_mode=conv.mode)
     assert [int(d) for d in y.dim] == conv.y_dims, (y.dim, conv)
-    y.set_name(f"y{i}").set_stride(channels_last(conv.y_dims))
+    y.set_name(f"y{i}")
+    if conv.channels_last:
+        y.set_stride(channels_last(conv.y_dims))
     outputs(contracted(y, x, w, conv.reduced, GAIN))
     return y
 
