@@ -1,7 +1,8 @@
 """Convolution cases on tensor cores: ResNet-50's layers (bf16, NHWC, KRSC
 filters) as the issue's performance table lists them, against PyTorch's
 cuDNN in the same process, and the fused patterns (conv + bias + relu,
-conv + batchnorm-inference + relu, conv + bias + residual + relu) against
+conv + batchnorm-inference + relu, conv + bias + residual + relu, and
+BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
 PyTorch eager and torch.compile; and one layer on tc-sm80, forced (``SM80``).
 
 Imported by cases.py (``RESNET``); a case's graph is built when it runs.
@@ -51,6 +52,28 @@ def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
         y = g.relu(y)
     y.set_output(True).set_stride(_nhwc(n, k, p, p))
     return g
+
+
+def prologue_graph(name, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
+    """cuDNN's BN-ReLU-conv: the convolution of relu(x * scale + shift),
+    scale and shift per channel of x (a training network's batchnorm
+    folded), every tensor of ``dt`` as PyTorch's eager code has them."""
+    import dnnc
+
+    p = out_size(h, r, stride, pad)
+    g = dnnc.Graph(name=name, io_data_type=dt, intermediate_data_type=dt)
+    x = g.tensor(name="x", dim=[n, c, h, h], stride=_nhwc(n, c, h, h))
+    w = g.tensor(name="w", dim=[k, c, r, r], stride=_nhwc(k, c, r, r))
+    scale = g.tensor(name="scale", dim=[1, c, 1, 1])
+    shift = g.tensor(name="shift", dim=[1, c, 1, 1])
+    y = g.conv_fprop(g.relu(g.add(g.mul(x, scale), shift)), w, padding=pad, stride=stride)
+    y.set_output(True).set_stride(_nhwc(n, k, p, p))
+    return g
+
+
+def _torch_prologue(stride, pad):
+    return lambda t, x, w, scale, shift: t.nn.functional.conv2d(
+        t.relu(x * scale + shift), w, stride=stride, padding=pad)
 
 
 def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16", groups=1):
@@ -203,6 +226,9 @@ PHASE_TILES = [
 ]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
          ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
+# BN-ReLU-conv on ResNet-50's 3x3 layer: the batchnorm and relu of the
+# layer before as the convolution's prologue.
+PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]
 # The Ampere strategy's implicit GEMM (a cp.async gather, mma.sync) on
 # whatever GPU runs it: (what, N, C, H, K, R, stride, pad, config). Measured
 # on an H200 (do_bench medians; cuDNN 0.021 ms, tc-sm90 0.022): 256x128x64
@@ -226,6 +252,15 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6], epilogue=a[7]),
                         _torch_conv(s, pad, epilogue), flops, nbytes, False, "conv",
                         compiled=epilogue is not None))
+    for what, n, c, h, k, r, s, pad in PROLOGUES:
+        p = out_size(h, r, s, pad)
+        name = f"conv bn + relu + {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p + 2 * c) * BF16
+        slug = f"conv_bn_relu_prologue_{what}_{n}_{c}_{h}_{k}"
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        prologue_graph(slug, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_prologue(s, pad), flops, nbytes, False, "conv", compiled=True))
     for what, x_dims, w_dims, s, pad, groups, dt in GENERAL:
         name = f"conv {what} {'x'.join(map(str, x_dims))} ->{w_dims[0]} NHWC {dt}"
         y_spatial = [out_size(d, r, s, pad) for d, r in zip(x_dims[2:], w_dims[2:])]

@@ -177,23 +177,30 @@ def problem_of(kernel_func, arch):
             anchor_outputs=tuple(_spec(v.type) for v in op.results) if op else (),
             anchor_attrs=attrs,
             column_sums=sum(1 for o in dnn_ops if o is not op and _column_sum(o)),
-            prologues=_prologues(op) if op is not None and anchor == "matmul" else (),
+            prologues=_prologues(op) if op is not None and anchor in ("matmul", "conv_fprop")
+            else (),
         )
 
 
 def _prologues(op):
     """(operand index, stored element type) of each operand of ``op`` that
-    pointwise ops of its kernel compute from one kernel argument."""
+    pointwise ops of its kernel compute from one kernel argument of its
+    shape (their other operands constants, or per-channel tensors: a
+    convolution's scale and shift)."""
+    from mlir import ir
+
     from dnnc.codegen.gpu import irutil
 
     out = []
     for index, value in enumerate(list(op.operands)[:2]):
         chain = False
+        shape = list(ir.ShapedType(value.type).shape)
         while not irutil.is_block_argument(value):
             producer = irutil.defining_op(value)
             inputs = [v for v in producer.operands
-                      if irutil.is_block_argument(v)
-                      or irutil.defining_op(v).name != "dnn.constant"]
+                      if (irutil.is_block_argument(v)
+                          or irutil.defining_op(v).name != "dnn.constant")
+                      and list(ir.ShapedType(v.type).shape) == shape]
             if not producer.name.startswith("dnn.") or len(inputs) != 1:
                 break
             value, chain = inputs[0], True

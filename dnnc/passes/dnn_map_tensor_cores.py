@@ -278,6 +278,9 @@ class DnnMapTensorCores(DnncPass):
             for note in notes:
                 add_note(fn, note)
             return
+        if conv.gemm.a.prologue is not None and tile.splits > 1 \
+                and self._sm90_conv_unsplit(fn, config, tile, not_sm90):
+            return
         gemm = conv.gemm
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
                                  conv.channels if conv.direction == "wgrad" else None,
@@ -298,6 +301,28 @@ class DnnMapTensorCores(DnncPass):
                   f"{fallback.stages} stages")
         for note in notes:
             add_note(fn, note)
+
+    @staticmethod
+    def _sm90_conv_unsplit(fn, config, tile, not_sm90):
+        """A convolution with a prologue on x whose K split tc-sm90 does
+        not take (more splits than a short K's steps): tc-sm80 takes no
+        prologue, so tc-sm90 runs it unsplit rather than simt-generic.
+        False where that fails too."""
+        unsplit = dataclasses.replace(tile, splits=1, cluster=1)
+        try:
+            conv = conv_match.match(fn, tile.k)
+        except gemm_match.NotAGemm:
+            return False
+        try:
+            notes = sm90.build_conv(fn, conv, unsplit)
+        except sm90.NotSupported:
+            conv_match.discard(conv.made)
+            return False
+        fn.attributes[ATTR] = config.replace(split=1, cluster=1).to_attr()
+        add_note(fn, f"{not_sm90}: K unsplit (tc-sm80 takes no prologue on x)")
+        for note in notes:
+            add_note(fn, note)
+        return True
 
     def _sm80_conv(self, fn, config):
         """A convolution kernel configured tc-sm80: its implicit GEMM, else

@@ -242,6 +242,16 @@ class Interpreter:
             return np.full((1, n), value, {"f16": np.float16, "f32": np.float32}[kind])
         if isinstance(t, ir.F32Type):
             return np.float32(ir.FloatAttr(attr).value)
+        if isinstance(t, ir.VectorType):   # a splat: [1, n], as lanes broadcast
+            value = ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value
+            element = ir.VectorType(t).element_type
+            one = _bf16_bits(np.float32(value)) if isinstance(element, ir.BF16Type) else \
+                np.asarray(value, np.float16 if isinstance(element, ir.F16Type) else np.float32)
+            return np.full((1, ir.VectorType(t).shape[0]), one)
+        if isinstance(t, ir.BF16Type):    # held as its bits, as loads leave it
+            return _bf16_bits(np.float32(ir.FloatAttr(attr).value))[()]
+        if isinstance(t, ir.F16Type):
+            return np.float16(ir.FloatAttr(attr).value)
         if isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1:
             return np.bool_(ir.IntegerAttr(attr).value)
         return np.int64(ir.IntegerAttr(attr).value)
@@ -306,6 +316,9 @@ class Interpreter:
     def _arith_xori(self, op, ins, mask):
         return np.bitwise_xor(*ins)
 
+    def _arith_shrui(self, op, ins, mask):
+        return np.right_shift(np.asarray(ins[0], np.int64), np.asarray(ins[1], np.int64))
+
     @staticmethod
     def _wrap(op, x):
         t = op.results[0].type
@@ -364,10 +377,9 @@ class Interpreter:
         return np.maximum(*ins).astype(np.float32)
 
     def _arith_extf(self, op, ins, mask):
-        src = op.operands[0].type
-        if isinstance(src, ir.VectorType):
-            src = ir.VectorType(src).element_type
-        if str(src) == "bf16":
+        t = op.operands[0].type
+        src = str(ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t)
+        if src == "bf16":
             return _bf16_values(ins[0])
         return np.asarray(ins[0]).astype(np.float32)
 
@@ -524,14 +536,14 @@ class Interpreter:
     def _wrap_i32(x):
         return ((np.asarray(x, np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
 
+    def _vector_broadcast(self, op, ins, mask):
+        n = ir.VectorType(op.results[0].type).shape[0]
+        x = np.broadcast_to(np.asarray(ins[0]), (self.lanes,))
+        return np.repeat(x[:, None], n, axis=1)
+
     def _vector_bitcast(self, op, ins, mask):
         return self._vector_of_bytes(op.results[0].type,
                                      self._vector_bytes(op.operands[0].type, ins[0]))
-
-    def _vector_broadcast(self, op, ins, mask):
-        n = ir.VectorType(op.results[0].type).shape[0]
-        v = np.broadcast_to(np.asarray(ins[0]), (self.lanes,))
-        return np.repeat(v[:, None], n, axis=1)
 
     def _vector_extract(self, op, ins, mask):
         (position,) = list(ir.DenseI64ArrayAttr(op.attributes["static_position"]))

@@ -157,8 +157,10 @@ def describe(view, arguments):
     that the linalg form no longer says plainly, as the ``dnn.conv``
     attribute of its kernel function: the direction, the geometry per
     spatial dim, the groups, and which of the function's ``arguments`` (its
-    block arguments) each operand is (-1 for one computed in the kernel: a
-    fused prologue)."""
+    block arguments) each operand is (-1 for one computed in the kernel).
+    A forward convolution's x that pointwise ops of the kernel compute from
+    one argument of its shape (a prologue dnn-fuse joined: relu(x * scale +
+    shift)) names that argument, and ``prologue`` is true."""
     from mlir import ir
 
     a = view.attrs
@@ -172,12 +174,39 @@ def describe(view, arguments):
     def index(value):
         return next((i for i, arg in enumerate(arguments) if arg == value), -1)
 
+    x_source = _prologue_source(view.operands["x"], arguments) \
+        if view.name == "conv_fprop" else None
+
     fields = {
         "direction": ir.StringAttr.get(view.name[len("conv_"):]),
         "stride": ints(a["stride"]), "dilation": ints(a["dilation"]),
         "pre": ints(a["pre_padding"]), "post": ints(a["post_padding"]),
         "flip": ir.BoolAttr.get(a["mode"] == "convolution"),
         "groups": ir.IntegerAttr.get(i64, x.shape[1] // w.shape[1]),
-        "operands": ints(index(view.operands[name]) for name in OPERANDS[view.name]),
+        "operands": ints(index(x_source if name == "x" and x_source is not None
+                               else view.operands[name]) for name in OPERANDS[view.name]),
     }
+    if x_source is not None:
+        fields["prologue"] = ir.BoolAttr.get(True)
     return ir.DictAttr.get(fields)
+
+
+def _prologue_source(x, arguments):
+    """The function argument that the elementwise generics computing ``x``
+    read at x's shape (their other inputs broadcast: per-channel scale and
+    shift), or None where x is an argument or not so computed."""
+    from mlir import ir
+
+    value, steps = x, 0
+    while not any(value == arg for arg in arguments):
+        owner = value.owner
+        op = None if isinstance(owner, ir.Block) else owner.operation
+        if op is None or op.name != "linalg.generic":
+            return None
+        inputs = list(op.operands)[:len(op.opview.inputs)]
+        shape = list(ir.ShapedType(x.type).shape)
+        same = [v for v in inputs if list(ir.ShapedType(v.type).shape) == shape]
+        if len(same) != 1:
+            return None
+        value, steps = same[0], steps + 1
+    return value if steps else None

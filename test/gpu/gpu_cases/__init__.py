@@ -28,6 +28,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
                        simt-depthwise, eight to a graph, bf16, f16 and f32
+    conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
+                       the convolution's prologue), eight to a graph
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -69,9 +71,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_random, attention_sm80, conv_grouped_simt, conv_phases, conv_random,
-               conv_random_tf32, convolution, data_movement, examples, fp8, frontend, int8,
-               matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               attention_random, attention_sm80, conv_grouped_simt, conv_phases, conv_prologue,
+               conv_random, conv_random_tf32, convolution, data_movement, examples, fp8,
+               frontend, int8, matmul, normalization, pointwise, pooling, reductions,
+               row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -85,6 +88,7 @@ CASES = [
     *conv_random_tf32.CASES,
     *conv_phases.CASES,
     *conv_grouped_simt.CASES,
+    *conv_prologue.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,

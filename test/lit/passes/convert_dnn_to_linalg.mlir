@@ -211,14 +211,28 @@ func.func private @conv_wgrad_operands(%dy: tensor<1x16x6x6xbf16>, %x: tensor<1x
 
 // -----
 
-// An operand computed in the kernel (a relu dnn-fuse joined before the
-// convolution) is no argument: its index is -1.
+// A forward convolution's x that pointwise ops of the kernel compute from
+// one argument of its shape (a prologue dnn-fuse joined: relu(x * s + b),
+// s and b per channel) names that argument, with prologue = true; an x
+// computed from two (x + r) is no argument: its index is -1.
+
+// CHECK-LABEL: func.func private @conv_operand_prologue(
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: 0, 3>{{.*}}prologue = true
+func.func private @conv_operand_prologue(%x: tensor<1x8x4x4xbf16>, %s: tensor<1x8x1x1xf32>, %b: tensor<1x8x1x1xf32>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %m = "dnn.mul"(%x, %s) : (tensor<1x8x4x4xbf16>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xbf16>
+  %a = "dnn.add"(%m, %b) : (tensor<1x8x4x4xbf16>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xbf16>
+  %r = "dnn.relu"(%a) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+  return %y : tensor<1x8x4x4xbf16>
+}
 
 // CHECK-LABEL: func.func private @conv_operand_computed(
-//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 1>
-func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
-  %r = "dnn.relu"(%x) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
-  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 2>
+//  CHECK-NOT:      prologue
+//  CHECK-SAME:     dnn.kernel
+func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %r: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %a = "dnn.add"(%x, %r) : (tensor<1x8x4x4xbf16>, tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%a, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
   return %y : tensor<1x8x4x4xbf16>
 }
 

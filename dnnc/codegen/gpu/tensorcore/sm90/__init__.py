@@ -87,6 +87,9 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
         return tf32_conv.build_wgrad(fn, conv, tile, ctas)
     keep = []
     ret = list(irutil.body(fn).operations)[-1]
+    if conv.gemm.a.prologue is not None and conv.channels % 8:
+        raise NotSupported(f"C = {conv.channels} with a prologue on x: its conversion takes "
+                           "whole 16-byte pieces of channels (C a multiple of 8)")
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
@@ -122,12 +125,26 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
             raise
         kernel = Kernel(fn, conv.gemm, replace(tile, cluster=1), ctas, loaders=loaders,
                         keep=keep)
+    # (Read before the build erases the prologue's generic.)
+    prologue = conv.gemm.a.prologue
+    applied = "" if prologue is None else \
+        (f"; a prologue on x ({', '.join(_op_names(prologue.ops))}; "
+         f"{len(prologue.channels)} per-channel operands) run on each tile of x in shared "
+         "memory, the taps in the padding zeroed after it")
     kernel.build()
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}{copied}"] + \
+            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}{copied}"
+            f"{applied}"] + \
         kernel.notes()
+
+
+def _op_names(ops):
+    """The prologue's arithmetic for the plan: its ops but the conversions
+    between f32 and the stored type, in order, once each."""
+    names = [o.name.split(".")[-1] for o in ops if o.name not in ("arith.extf", "arith.truncf")]
+    return list(dict.fromkeys(names)) or ["a cast"]
 
 
 def _conv_loaders(conv, tile):
@@ -135,7 +152,9 @@ def _conv_loaders(conv, tile):
     filter read as the GEMM's B lies: C-contiguous, or K-major where a tf32
     gradient copied it)."""
     element = conv.gemm.element
-    return (Im2colOperand(conv, tile.m, element, tile.k),
+    # x with a prologue is loaded as it lies, for the consumers to convert.
+    return (Im2colOperand(conv, tile.m, element, tile.k,
+                          swizzled=conv.gemm.a.prologue is None),
             FilterOperand(conv, tile.n, element, tile.k, mn_major=not conv.gemm.b.k_major))
 
 
