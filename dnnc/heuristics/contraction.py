@@ -29,6 +29,7 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
+from dnnc.codegen.gpu.tensorcore import wgrad_taps
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
@@ -318,14 +319,67 @@ def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
     return configs
 
 
-def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False):
+def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False, batch=1):
     """tc-sm80 Configs, best first, for an implicit-GEMM convolution of M x N
-    (``tc_sm80_configs``' tiles); a filter gradient's (``channels``: its C)
-    only those whose N divides C, so that a tile lies in one filter tap."""
-    configs = tc_sm80_configs(m, n, 1, dtype, sms, facts, fallback)
+    (``tc_sm80_configs``' tiles), ``batch`` of them; a filter gradient's
+    whose tiles lie in one filter tap (``channels``: its C) only those whose
+    N divides C."""
+    configs = tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback)
     if channels is not None:
         configs = [c for c in configs if channels % c.tile[1] == 0]
     return configs
+
+
+def _fewest_columns(configs, channels, taps, batched):
+    """A filter gradient's tensor-core ``configs`` whose tiles' N need not
+    divide C (``channels``; wgrad_taps.py), those that compute the fewest
+    columns a tap first (C = 144: tiles of 64 compute 192 columns a tap,
+    of 128 or 256 all 256), in their order otherwise; each reason says how
+    its columns cover C."""
+    def covered(c):
+        return wgrad_taps.covered(channels, c.tile[1])
+    out = []
+    for c in sorted(configs, key=covered):
+        if channels % c.tile[1] == 0:
+            out.append(c)
+            continue
+        how = f"the {taps} taps the GEMM's batch, " if batched else ""
+        out.append(c.replace(reason=f"{c.reason}; {how}C = {channels} in tiles of "
+                                    f"{c.tile[1]}: {covered(c)} columns a tap, "
+                                    f"{channels / covered(c):.0%} of them C (the rest "
+                                    "zero-filled, not stored)"))
+    return out
+
+
+def _wgrad(problem, faster, m, n, k, facts):
+    """The tensor-core Configs of a filter gradient (M = K, N = taps x C),
+    best first, in the GEMM layout wgrad_taps.py picks for its C and taps:
+    tiles whose N divides C (one tap each), any tile (one tap, or the taps
+    as the GEMM's batch, the fewest columns computed first), or none."""
+    groups = conv_groups(problem)
+    # The anchor's inputs are dy, x. A group is a batch of M = K / groups.
+    channels = problem.anchor_inputs[1].shape[1] // groups
+    taps = n // max(1, channels)
+    batched = wgrad_taps.tap_batched(groups, channels, taps)
+    if wgrad_taps.problem(groups, channels, taps):
+        return []
+    whole = channels if wgrad_taps.tiles_in_tap(channels, taps) else None
+    columns, batch = (channels, taps) if batched else (n, groups)
+    fast = tc_sm80_conv(m, columns, problem.dtype, problem.sms, facts, whole,
+                        fallback=faster == "tc-sm90", batch=batch)
+    if faster == "tc-sm90":
+        sm90 = tc_sm90(problem, m // groups, columns, k, batch, facts)
+        if whole is not None:
+            sm90 = _split_wider([c for c in sm90 if whole % c.tile[1] == 0], problem.sms,
+                                m // groups, n, groups)
+        fast = sm90 + fast
+    if whole is None:
+        # (_split_wider's wider tile would compute more columns past C.)
+        fast = _fewest_columns([c for c in fast if c.strategy == "tc-sm90"], channels, taps,
+                               batched) + \
+            _fewest_columns([c for c in fast if c.strategy == "tc-sm80"], channels, taps,
+                            batched)
+    return fast
 
 
 def _implicit_gemm(problem, faster, m, n, k, facts):
@@ -335,16 +389,7 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     forward or data gradient's K is taps x C rounded up to the tile's K."""
     groups = conv_groups(problem)
     if problem.anchor == "conv_wgrad":
-        # N runs over (tap, C): a tile must lie in one tap (the anchor's
-        # inputs are dy, x). A group is a batch of M = K / groups.
-        channels = problem.anchor_inputs[1].shape[1] // groups
-        fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
-                            fallback=faster == "tc-sm90")
-        if faster == "tc-sm90":
-            fast = _split_wider([c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
-                                 if channels % c.tile[1] == 0], problem.sms, m // groups, n,
-                                groups) + fast
-        return fast
+        return _wgrad(problem, faster, m, n, k, facts)
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
     taps = math.prod(w[2:])
@@ -667,6 +712,17 @@ def _attention_split(problem, bm, bn, fold=1):
                       TC90_ATTENTION_SPLITS))
 
 
+def _no_implicit_gemm(problem, n):
+    """Why ``_implicit_gemm`` gave no config for a convolution of GEMM
+    columns ``n``."""
+    groups = conv_groups(problem)
+    channels = problem.anchor_inputs[1].shape[1] // groups
+    why = None
+    if problem.anchor == "conv_wgrad":
+        why = wgrad_taps.problem(groups, channels, n // max(1, channels))
+    return why or "no tile fits its shared memory"
+
+
 def conv_groups(problem):
     """The groups of a convolution anchor: its channels over the filter's
     (fprop: x's C over w's; dgrad: dx's; wgrad: x's over dw's)."""
@@ -709,6 +765,9 @@ def rank(problem):
             and (problem.dtype in ("bf16", "f16")
                  or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
+        if not fast:
+            return simt_generic(work, problem.sms, None, facts, head=(
+                f"{faster} does not apply ({facts}): {_no_implicit_gemm(problem, n)}"))
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \
             problem.dtype in ("bf16", "f16"):
