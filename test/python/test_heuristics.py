@@ -483,7 +483,9 @@ def test_convolution_is_an_implicit_gemm():
 def test_convolutions_on_tensor_cores():
     """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
     on sm_80, each tap's channels read in whole K steps; a filter
-    gradient's tiles of N lie in one filter tap."""
+    gradient's tiles of N lie in one filter tap: of a width that divides C
+    (a multiple of 64), or any where the taps are the GEMM's batch
+    (dnnc/codegen/gpu/tensorcore/wgrad_taps.py)."""
     bf16 = [([8, 40, 28, 28], "bf16"), ([64, 40, 3, 3], "bf16")]
     for arch, first in (("sm_90a", "tc-sm90"), ("sm_80", "tc-sm80")):
         configs = rank(problem("conv_fprop", bf16, [([8, 64, 28, 28], "bf16")], arch=arch))
@@ -494,7 +496,7 @@ def test_convolutions_on_tensor_cores():
         # 40 channels a tap take 64 of K in steps of 32 or of 64.
         assert all(f"K 576 (9 taps x 40 channels in steps of {c.tile[2]})" in c.reason
                    for c in sm80), [c.reason for c in sm80]
-    for channels, widths in ((192, {64}), (96, set())):
+    for channels, widths in ((192, {64}), (96, {64, 128})):
         wgrad = rank(problem("conv_wgrad", [([8, 64, 28, 28], "bf16"),
                                             ([8, channels, 28, 28], "bf16")],
                              [([64, channels, 3, 3], "bf16")], arch="sm_80"))
