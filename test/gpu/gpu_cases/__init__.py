@@ -21,6 +21,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        gradients alike; some of each with tc-sm80 forced
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
+    conv_wgrad_channels.py
+                       96 random filter gradients whose C is no multiple of
+                       the tile width (8 to 200), eight to a graph, on
+                       tc-sm90 and some with tc-sm80 forced
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -55,8 +59,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 
 from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
                attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               conv_random, conv_wgrad_channels, convolution, data_movement, examples, fp8,
+               frontend, matmul, normalization, pointwise, pooling, reductions, row_programs,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -68,6 +73,7 @@ CASES = [
     *convolution.CASES,
     *conv_random.CASES,
     *conv_phases.CASES,
+    *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,
