@@ -157,6 +157,15 @@ GRADS = [
     ("3x3/2", 32, 128, 56, 128, 3, 2, 1),
     ("1x1/2", 32, 256, 56, 512, 1, 2, 0),
 ]
+# Filter gradients whose C is no multiple of the tile width (tensorcore/
+# wgrad_taps.py): MobileNetV2's 1x1 expansion and projection at 56 x 56
+# (C = 24 and 144) and a 3x3 of C = 96 (not depthwise), wgrad only.
+WGRAD_CHANNELS = [
+    ("1x1", 32, 144, 56, 24, 1, 1, 0),
+    ("1x1", 32, 24, 56, 144, 1, 1, 0),
+    ("3x3", 32, 96, 28, 96, 3, 1, 1),
+    ("3x3", 32, 144, 28, 144, 3, 1, 1),
+]
 # The strided data gradients again in other tiles: their stride phases run
 # in the tile the heuristics choose for the whole gradient (a phase has a
 # quarter of its rows), so these say what a tile chosen for a phase gives.
@@ -210,17 +219,18 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
-    for direction in ("dgrad", "wgrad"):
-        for what, n, c, h, k, r, s, pad in GRADS:
-            p = out_size(h, r, s, pad)
-            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
-            flops = 2 * n * k * p * p * c * r * r
-            nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
-            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
-            slug = f"conv_{direction}_{what.replace('/', 's')}_{n}_{c}_{h}_{k}"
-            out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
-                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
-                            _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    grads = [(d, layer) for d in ("dgrad", "wgrad") for layer in GRADS] + \
+        [("wgrad", layer) for layer in WGRAD_CHANNELS]
+    for direction, (what, n, c, h, k, r, s, pad) in grads:
+        p = out_size(h, r, s, pad)
+        name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+        slug = f"conv_{direction}_{what.replace('/', 's')}_{n}_{c}_{h}_{k}"
+        out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                        grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
     for what, n, c, h, k, r, s, pad, config in PHASE_TILES:
         p = out_size(h, r, s, pad)
         tile = config.split("tile:")[1].split(",")[0]
