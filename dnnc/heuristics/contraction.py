@@ -14,7 +14,9 @@ per 128: half the operand traffic per FLOP), and as many ring stages as
 shared memory holds beside one set of the epilogue's slots (16 KiB for a
 128-row tile: its output tiles go out through shared memory). Convolutions
 (bf16, f16) run as implicit GEMM on either (``_implicit_gemm``), with the
-same tiles as a matmul of their M x N. The attention forward (sdpa, bf16
+same tiles as a matmul of their M x N; a filter gradient's tiles lie in one
+filter tap, or its taps are the GEMM's batch (``_wgrad``,
+dnnc/codegen/gpu/tensorcore/wgrad_taps.py). The attention forward (sdpa, bf16
 and f16) runs on tc-sm90's flash kernel (``tc_sm90_attention``) on sm_90a,
 on tc-sm80's (``tc_sm80_attention``, mma.sync) on sm_80; the backward (on
 sm_80) and other types wait for theirs: simt-generic gives each output
@@ -346,8 +348,7 @@ def _fewest_columns(configs, channels, taps, batched):
         how = f"the {taps} taps the GEMM's batch, " if batched else ""
         out.append(c.replace(reason=f"{c.reason}; {how}C = {channels} in tiles of "
                                     f"{c.tile[1]}: {covered(c)} columns a tap, "
-                                    f"{channels / covered(c):.0%} of them C (the rest "
-                                    "zero-filled, not stored)"))
+                                    f"{channels / covered(c):.0%} of them C"))
     return out
 
 
