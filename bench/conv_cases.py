@@ -217,6 +217,15 @@ TF32_GRADS = [
     ("3x3", 32, 256, 14, 256, 3, 1, 1),
     ("3x3", 32, 512, 7, 512, 3, 1, 1),
 ]
+# Filter gradients whose C is no multiple of the tile width (tensorcore/
+# wgrad_taps.py): MobileNetV2's 1x1 expansion and projection at 56 x 56
+# (C = 24 and 144) and a 3x3 of C = 96 (not depthwise), wgrad only.
+WGRAD_CHANNELS = [
+    ("1x1", 32, 144, 56, 24, 1, 1, 0),
+    ("1x1", 32, 24, 56, 144, 1, 1, 0),
+    ("3x3", 32, 96, 28, 96, 3, 1, 1),
+    ("3x3", 32, 144, 28, 144, 3, 1, 1),
+]
 # The strided data gradients again in other tiles: their stride phases run
 # in the tile the heuristics choose for the whole gradient (a phase has a
 # quarter of its rows), so these say what a tile chosen for a phase gives.
@@ -283,7 +292,8 @@ def cases(Case):
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
     for direction in ("dgrad", "wgrad"):
-        for what, n, c, h, k, r, s, pad in GRADS:
+        for what, n, c, h, k, r, s, pad in GRADS + (WGRAD_CHANNELS if direction == "wgrad"
+                                                   else []):
             p = out_size(h, r, s, pad)
             name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
             flops = 2 * n * k * p * p * c * r * r

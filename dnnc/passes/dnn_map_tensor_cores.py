@@ -283,8 +283,8 @@ class DnnMapTensorCores(DnncPass):
             return
         gemm = conv.gemm
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
-                                 conv.channels if conv.direction == "wgrad" else None,
-                                 fallback=True)
+                                 conv.channels if conv.tiles_in_tap else None,
+                                 fallback=True, batch=gemm.batch)
         if not fallbacks:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile of N divides C = "
                           f"{conv.channels}): {SIMT}")
@@ -347,7 +347,7 @@ class DnnMapTensorCores(DnncPass):
         a filter gradient's N narrowed to a divisor of C where ``tile``'s is
         not). On failure the views the match made are erased again."""
         conv = conv_match.match(fn, tile.k, "tc-sm80")
-        if narrow and conv.direction == "wgrad" and conv.channels % tile.n:
+        if narrow and conv.tiles_in_tap and conv.channels % tile.n:
             n = next((n for n in (64, 32, 16) if n < tile.n and conv.channels % n == 0), None)
             tile = dataclasses.replace(tile, n=n) if n else tile
         try:

@@ -30,6 +30,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        simt-depthwise, eight to a graph, bf16, f16 and f32
     conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
                        the convolution's prologue), eight to a graph
+    conv_wgrad_channels.py
+                       96 random filter gradients whose C is no multiple of
+                       the tile width (8 to 200), eight to a graph, on
+                       tc-sm90 and some with tc-sm80 forced
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -72,9 +76,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
                attention_random, attention_sm80, conv_grouped_simt, conv_phases, conv_prologue,
-               conv_random, conv_random_tf32, convolution, data_movement, examples, fp8,
-               frontend, int8, matmul, normalization, pointwise, pooling, reductions,
-               row_programs, zero_size)
+               conv_random, conv_random_tf32, conv_wgrad_channels, convolution, data_movement,
+               examples, fp8, frontend, int8, matmul, normalization, pointwise, pooling,
+               reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -89,6 +93,7 @@ CASES = [
     *conv_phases.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
+    *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,

@@ -3,7 +3,10 @@ ten to a graph (each with inputs of its own), half of the graphs bf16 and
 half f16: what the tc-sm90 implicit GEMM takes, and what falls back from it;
 and 520 data gradients and 520 filter gradients drawn alike (their own
 seeds; no epilogue; a data gradient's stride is 1 in three draws of four and
-a filter gradient's C 64 or 128 in most, what tc-sm90 takes of them).
+a filter gradient's C 64 or 128 in most: its tiles lie in one filter tap;
+the other multiples of 8, 8 to 40 and 256, run on tc-sm90 too, one tap in
+tiles past C or the taps as the GEMM's batch: tensorcore/wgrad_taps.py,
+and conv_wgrad_channels.py for more of them).
 
 Most are what tc-sm90 takes: one group, channels-last x (strides
 [HWC, 1, WC, C]), KRSC filters ([RSC, 1, SC, C]), channels-last outputs and
@@ -152,7 +155,7 @@ def _channels(rng, share_odd):
 def _draw_one(rng, direction="fprop", budget=BUDGET):
     """A ConvConfig within ``budget`` elements (for a data gradient, stride 1 in three
     draws of four: what tc-sm90 takes; for a filter gradient, C a multiple
-    of 64 in most draws, its tiles' width)."""
+    of 64 in most draws, its tiles' width, as before tc-sm90 took others)."""
     while True:
         kind = rng.random()
         groups, channels_last, share_odd = 1, True, ODD_C

@@ -2203,3 +2203,66 @@ func.func private @sdpa_backward_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
   return
 }
+
+// -----
+
+// A filter gradient of C = 24 over 3 x 3 taps (dw [16, 24, 3, 3], KRSC):
+// no tile of 64 columns lies in one tap, so the taps are the GEMM's batch
+// (tensorcore/wgrad_taps.py): dw viewed as [taps, K, C] (taps C apart, rows
+// taps x C apart), x read at the batch's tap by TMA in im2col mode, 9
+// units (one 64 x 64 tile a tap), each output column stored where it is
+// below C.
+// CHECK-LABEL: func.func private @conv_wgrad_taps_batched(
+//  CHECK-SAME:     %[[DY:[^:]*]]: memref<1x16x6x6xbf16, {{.*}}>, %[[X:[^:]*]]: memref<1x24x6x6xbf16, {{.*}}>, %[[DW:[^:]*]]: memref<16x24x3x3xbf16
+//  CHECK-SAME:     dnn.config_reason = "conv_wgrad; implicit GEMM (wgrad): x read by TMA in im2col mode, 9 filter taps x 24 channels (the taps the GEMM's batch: 64 columns a tap, those past C zero-filled and not stored)
+//   CHECK-DAG:   %[[TAPS:.*]] = memref.reinterpret_cast %[[DW]] to offset: [0], sizes: [9, 16, 24], strides: [24, 216, 1]
+//   CHECK-DAG:   memref.reinterpret_cast %[[X]] to offset: [0], sizes: [1, 6, 6, 24], strides: [864, 144, 24, 1]
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}}dnn.im2col
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c9,
+//       CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}im2col[
+//       CHECK:     %[[OK:.*]] = arith.cmpi ult, %[[COL:.*]], %c24 : index
+//       CHECK:     memref.store %{{.*}}, %[[TAPS]][%{{.*}}, %{{.*}}, %[[COL]]]
+#wg = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#wg1 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#wg2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d2, d3 + d6, d4 + d7)>
+#wg3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>
+#wg4 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func private @conv_wgrad_taps_batched(%dy: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %x: memref<1x24x6x6xbf16, strided<[864, 1, 144, 24]>>, %dw: memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_wgrad", dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 1 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x24x8x8xf32>
+  linalg.generic {indexing_maps = [#wg], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x24x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<1x24x6x6xf32>
+  linalg.generic {indexing_maps = [#wg, #wg], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x24x6x6xbf16, strided<[864, 1, 144, 24]>>) outs(%alloc_0 : memref<1x24x6x6xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 24, 6, 6] [1, 1, 1, 1] : memref<1x24x8x8xf32> to memref<1x24x6x6xf32, strided<[1536, 64, 8, 1], offset: 9>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<1x24x6x6xf32>) outs(%subview : memref<1x24x6x6xf32, strided<[1536, 64, 8, 1], offset: 9>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [1, 1, 24, 8, 8] : memref<1x24x8x8xf32> into memref<1x1x24x8x8xf32>
+  %expand_shape_1 = memref.expand_shape %dy [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 6, 6] : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> into memref<1x1x16x6x6xbf16, strided<[576, 16, 1, 96, 16]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x16x24x3x3xf32>
+  linalg.generic {indexing_maps = [#wg1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<1x16x24x3x3xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#wg2, #wg3, #wg4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<1x1x24x8x8xf32>, memref<1x1x16x6x6xbf16, strided<[576, 16, 1, 96, 16]>>) outs(%alloc_2 : memref<1x16x24x3x3xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x16x24x3x3xbf16>
+  linalg.generic {indexing_maps = [#wg1, #wg1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<1x16x24x3x3xf32>) outs(%alloc_3 : memref<1x16x24x3x3xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<1x16x24x3x3xbf16> into memref<16x24x3x3xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x24x3x3xbf16>) outs(%dw : memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>>)
+  return
+}

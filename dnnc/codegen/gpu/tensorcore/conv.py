@@ -31,6 +31,11 @@ ones meet other taps): it is split by stride phase into such stride-1
 gradients (phases.py; a ``Conv`` that is ``phased`` keeps the forward
 convolution's geometry for that split).
 
+A filter gradient dw[K, taps, C] is dyᵀ · im2col(x), its GEMM's N over
+(tap, channel) where a tile lies in one tap (C a multiple of the tile's
+N), or over C alone with the taps as the GEMM's batch (``tap_batched``):
+wgrad_taps.py says which and why.
+
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, or, where dnn-fuse joined a prologue to a forward convolution,
 compute x from the activation and per-channel tensors (conv_prologue.py:
@@ -53,7 +58,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import conv_prologue, fold
+from dnnc.codegen.gpu.tensorcore import conv_prologue, fold, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.conv_views import (
     VIEW_OPS, Views as _Views, copied_view as _copied_view, copies as _copies,
     group_stride as _group_stride, iterators as _iterators, loop_dims as _loop_dims,
@@ -104,6 +109,15 @@ class Conv:
     # (phases.py): stride, dilation, pre, post and flip are the forward
     # convolution's, ``out`` dx's sizes, the gemm dx's whole.
     phased: bool = False
+    # A filter gradient whose taps are the GEMM's batch (wgrad_taps.py):
+    # N = C, batch b reads x at tap b.
+    tap_batched: bool = False
+
+    @property
+    def tiles_in_tap(self):
+        """Whether a filter gradient's tile N must divide C (wgrad_taps.py)."""
+        return self.direction == "wgrad" and not self.tap_batched and \
+            wgrad_taps.tiles_in_tap(self.channels, self.taps)
 
     @property
     def taps(self):
@@ -272,11 +286,18 @@ def match(fn, bk, strategy="tc-sm90"):
     nd = len(acc_shape) - 3
     x_shape = list(ir.MemRefType(x.type).shape)
     other_shape = list(ir.MemRefType(other.type).shape)
+    batched = False
     if direction == "wgrad":
         # dw [K, C, *window] = dy^T (pixels x K) times im2col(x) (pixels x
-        # taps x C): M = K, N = taps x C, the reduction over N·P·Q.
+        # taps x C): M = K, N = taps x C, the reduction over N·P·Q; or N =
+        # C, the taps the batch (wgrad_taps.py).
         channels, window, out = x_shape[1] // groups, acc_shape[3:], other_shape[2:]
-        m, n = acc_shape[1], math.prod(window) * channels
+        taps = math.prod(window)
+        problem = wgrad_taps.problem(groups, channels, taps)
+        if problem:
+            raise NotAGemm(f"{problem} ({strategy})")
+        batched = wgrad_taps.tap_batched(groups, channels, taps)
+        m, n = acc_shape[1], channels if batched else taps * channels
         k = other_shape[0] * math.prod(out)
     else:
         # fprop: acc [N, 1, K, *out], w [K, C, *window]; dgrad: acc [N, 1, C,
@@ -327,8 +348,12 @@ def match(fn, bk, strategy="tc-sm90"):
     if direction == "wgrad" and m % multiple and not copied:
         raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
                        f"{ROWS[strategy]} (K a multiple of {multiple})")
+    if batched and compute == "tf32":
+        raise NotAGemm(f"a tf32 filter gradient of C = {channels} over {math.prod(window)} "
+                       "filter taps: its transposed product takes C a multiple of 64 (a tile "
+                       f"lies in one tap) ({strategy})")
     g["prologue"] = prologue
-    views = _Views(fn, m, n, groups)
+    views = _Views(fn, m, n, math.prod(window) if batched else groups, tap_batched=batched)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,
                      (channels, window, out, m, n, k, nd), compute)
@@ -360,7 +385,8 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
         sizes = dict(enumerate(ir.MemRefType(acc.type).shape))
         source, dest = copies[acc]
         accumulator = _copied_view(views, source, dest, acc, list(range(rank)), sizes,
-                                   _loop_dims(rank, nd, direction, views.groups, sizes))
+                                   _loop_dims(rank, nd, direction, views.groups, sizes,
+                                              views.tap_batched))
         stored.append(accumulator)
     epilogue = Epilogue(accumulator, outputs=stored)
     # Buffers of the accumulator's values: the accumulator and its views.
@@ -397,11 +423,12 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
         b = Operand(other_view, {"batch": None, "mn": 2 if dgrad else 0,
                                  "k": 0 if dgrad else 2}, element)
     # The groups are the GEMM's batch (the loaders offset each by its
-    # channels, im2col.py).
+    # channels, im2col.py), or a filter gradient's taps (wgrad_taps.py).
     gemm = Gemm(a, b, m, n, k, views.groups, epilogue, compute)
+    groups = 1 if views.tap_batched else views.groups
     return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
-                g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups,
-                g.get("phased", False))
+                g["post"], g["flip"], gemm, views.made_ops(), direction, groups,
+                g.get("phased", False), views.tap_batched)
 
 
 def _pixels_by_channels(dy, strategy):

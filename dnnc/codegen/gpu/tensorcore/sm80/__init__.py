@@ -21,7 +21,7 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
   a kernel of its own beside the GEMM's parts (``build_attention``).
 """
 
-from dnnc.codegen.gpu.tensorcore import phase_kernels, phases
+from dnnc.codegen.gpu.tensorcore import phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
@@ -59,4 +59,4 @@ def build_conv(fn, conv, tile):
     check(conv.gemm, tile, loaders)
     Kernel(fn, conv.gemm, tile, loaders).build()
     return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
-            f"filter taps x {conv.channels} channels"]
+            f"filter taps x {conv.channels} channels{wgrad_taps.note(conv, tile.n)}"]

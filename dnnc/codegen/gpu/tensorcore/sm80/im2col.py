@@ -23,8 +23,10 @@ carries a 64-bit address and one 32-bit coordinate per checked dim.
 
 The same loader reads B of a filter gradient (MN-major): its K runs over
 output pixels, its N over (tap, channel), C a multiple of BN so that a tile
-lies in one tap: the tap's offset and each chunk's channel are fixed in
-``prepare``, and each K step splits the chunk's pixel into (n, p, q).
+lies in one tap, or over C alone (one tap, or the taps as the GEMM's
+batch: tensorcore/wgrad_taps.py), the chunks past C zeros: the tap's
+offset and each chunk's channel are fixed in ``prepare``, and each K step
+splits the chunk's pixel into (n, p, q).
 
 ``FilterOperand``, B of a forward convolution (K-major: rows of output
 channels) or of a data gradient (MN-major: rows of the GEMM's K, dy's
@@ -83,7 +85,7 @@ def loaders(conv, tile):
         raise NotSupported(f"{conv.padded_channels} channels a tap in K steps of {tile.k}: "
                            "the convolution was matched for another K step")
     if conv.direction == "wgrad":
-        if conv.channels % tile.n:
+        if conv.tiles_in_tap and conv.channels % tile.n:
             raise NotSupported(f"a filter gradient of C = {conv.channels} in tiles of "
                                f"{tile.n} columns: a tile must lie in one filter tap (C a "
                                "multiple of the tile's N)")
@@ -157,7 +159,7 @@ class Im2colOperand(AsyncOperand):
 
     def prepare(self, tid, threads, batch, mn0):
         if not self.k_major:
-            return self._prepare_columns(tid, threads, mn0)
+            return self._prepare_columns(tid, threads, batch, mn0)
         conv = self.conv
         base = _i64(memref.extract_aligned_pointer_as_index(self.value))
         ragged_m = self.extent["mn"] % self.rows != 0
@@ -218,12 +220,22 @@ class Im2colOperand(AsyncOperand):
 
     # -- B of a filter gradient: output pixels (K) by channels of one tap ----
 
-    def _prepare_columns(self, tid, threads, n0):
+    def _prepare_columns(self, tid, threads, batch, n0):
         conv = self.conv
         base = _i64(memref.extract_aligned_pointer_as_index(self.value))
-        # The tile's columns lie in one tap (loaders checks C % BN).
-        tap = arith.divui(n0, _idx(conv.channels))
-        first_channel = arith.subi(n0, arith.muli(tap, _idx(conv.channels)))
+        if conv.tap_batched:
+            # The taps are the GEMM's batch (wgrad_taps.py): the tile's
+            # columns are channels of tap ``batch``.
+            tap, first_channel = batch, n0
+        else:
+            # The tile's columns lie in one tap (loaders checks C % BN, or
+            # one tap).
+            tap = arith.divui(n0, _idx(conv.channels))
+            first_channel = arith.subi(n0, arith.muli(tap, _idx(conv.channels)))
+        # Tiles that cover more than C a tap: the chunks past C are zeros
+        # (C a multiple of 8: a chunk is wholly in or out), which the
+        # epilogue does not store.
+        ragged = conv.channels % self.rows != 0
         if conv.flip:   # dw's tap t reads x at taps - 1 - t in convolution mode
             tap = arith.subi(_idx(conv.taps - 1), tap)
         # Input coordinate of output pixel 0 at this tap, per dim.
@@ -234,15 +246,16 @@ class Im2colOperand(AsyncOperand):
             _, line, col, exists = self.chunk(tid, c, threads)
             dst = arith.addi(arith.muli(line, _idx(self.pitch)), arith.muli(col, _idx(self.eb)))
             channel = arith.addi(first_channel, col)
+            inside = _cmp("ult", channel, _idx(conv.channels)) if ragged else None
             chunks.append((_i64(dst), self._address(base, arith.addi(corner, channel)), line,
-                           exists))
+                           exists, inside))
         return base, [_i32(shifts[d]) for d in self.checked], chunks
 
     def _load_columns(self, plan, stage_i64, k0):
         conv = self.conv
         base, shifts, chunks = plan
         ragged_k = self.extent["k"] % self.bk != 0
-        for dst, address, line, exists in chunks:
+        for dst, address, line, exists, inside in chunks:
             pixel = arith.addi(k0, line)
             coords, image = _split(pixel, conv.out)
             strided = [arith.muli(o, _idx(s)) if s != 1 else o
@@ -253,5 +266,7 @@ class Im2colOperand(AsyncOperand):
                                for d, s in zip(self.checked, shifts)])
             if ragged_k:
                 ok.append(_cmp("ult", pixel, _idx(self.extent["k"])))
+            if inside is not None:
+                ok.append(inside)
             self._copy_if(arith.addi(stage_i64, dst), base, self._address(address, elem),
                           _all(ok), exists)

@@ -54,7 +54,7 @@ from dataclasses import replace
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases
+from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
     FilterOperand, GroupRows, Im2colOperand, check_conv,
@@ -136,8 +136,7 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
             f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}{copied}"
-            f"{applied}"] + \
-        kernel.notes()
+            f"{applied}{wgrad_taps.note(conv, tile.n)}"] + kernel.notes()
 
 
 def _op_names(ops):

@@ -18,6 +18,11 @@ tap (r * dilation, ...); TMA walks the pixels in N·P·Q order across rows
 and images and fills with zeros what falls outside the input (the padding),
 past C, and past the last image (the tile's rows past M).
 
+A filter gradient's B is the same load, MN-major: BK output pixels by
+BN channels of their input pixels at the tile's tap, in boxes of 64
+channels; its tap is the column's (N = taps x C, a tile in one tap) or
+the batch index (the taps as the GEMM's batch: tensorcore/wgrad_taps.py).
+
 ``FilterOperand`` (B) loads BN output channels' weights at one tap: a tiled
 TMA box ``[BN, 1, BK]`` of the filter viewed as ``[K, taps, C]``, zero past
 K and C. In convolution mode the filter's tap is taps - 1 - t.
@@ -58,7 +63,7 @@ def corners(conv):
 def check_conv(conv, tile):
     """Raise NotSupported unless TMA's im2col mode describes ``conv`` and
     its loaders take ``tile``."""
-    if conv.direction == "wgrad" and conv.channels % tile.n:
+    if conv.tiles_in_tap and conv.channels % tile.n:
         raise NotSupported(f"a filter gradient of C = {conv.channels} in tiles of "
                            f"{tile.n} columns: a tile must lie in one filter tap (C a "
                            "multiple of the tile's N)")
@@ -124,9 +129,16 @@ class Im2colOperand(_ConvTile):
 
     def load(self, dest_i64, barrier, batch, mn0, k0):
         conv = self.conv
-        if self.mn_major:
+        if self.mn_major and conv.tap_batched:
+            # The tile's columns are channels of tap ``batch`` (the taps
+            # are the GEMM's batch: wgrad_taps.py); TMA fills past C with
+            # zeros, which the epilogue does not store.
+            tap, c0, first = batch, mn0, k0
+        elif self.mn_major:
             # The tile's columns are (tap, channel), C of them a tap (C a
-            # multiple of BN: a tile lies in one tap); its K, pixels.
+            # multiple of BN: a tile lies in one tap, or one tap, whose
+            # tiles' columns past C the epilogue does not store); its K,
+            # pixels.
             tap, c0 = arith.divui(mn0, _i(conv.channels)), arith.remui(mn0, _i(conv.channels))
             first = k0
         else:
