@@ -504,6 +504,12 @@ def _split_wider(configs, sms, m, n, batch, k):
     return [split] + configs
 
 
+# What the reason of a kernel whose sums are in no fixed order says (the fused
+# attention backward's dQ): tools/build-gpu-tests reads it so that such a
+# package's two calls are not required to write the same bits.
+NOT_DETERMINISTIC = "not deterministic"
+
+
 # The ring of _split_wider's tiles: measured faster than a full one (6 stages).
 SPLIT_WIDER_STAGES = 4
 
@@ -555,7 +561,7 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
     return [Config("tc-sm90", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
                    reason=f"attention backward ({facts}): one fused kernel, a block per "
                           f"{tile.n} kv rows, {tile.m} query rows a step, {tile.stages} stages, "
-                          "dQ summed in f32 by TMA reduce-adds (not deterministic; tile "
+                          f"dQ summed in f32 by TMA reduce-adds ({NOT_DETERMINISTIC}; tile "
                           f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
                           "names the deterministic two kernels)"),
             two]

@@ -18,7 +18,9 @@ workspace as the first left it and write the same bits as the first: every
 dnnc kernel sums in a fixed order, with no float atomics (split-K partials,
 column partials and cluster exchanges are added in split / rank order;
 integer atomics only count arrivals), so outputs, backward reductions
-included, are deterministic.
+included, are deterministic; the one exception, a package whose index entry
+says ``"deterministic": false`` (the fused attention backward sums dQ by
+TMA reduce-adds), has both calls checked against the reference only.
 """
 
 import json
@@ -133,6 +135,8 @@ def test_package_matches_reference(case):
         for spec in case["outputs"]:
             name = f"{case['name']}.{spec['name']}"
             _check(f"{name} ({call})", outputs[spec["name"]], data[spec["key"]], spec)
+            if not case.get("deterministic", True):
+                continue  # dQ summed by reduce-adds in no fixed order: checked above
             bits = _bits(outputs[spec["name"]])
             if call == "first call":
                 first[spec["name"]] = bits
