@@ -142,19 +142,28 @@ class Packed:
         return arith.divui(t, _idx(self.seq)), arith.remui(t, _idx(self.seq))
 
 
+def _row_stride(shape, strides):
+    """The stride between packed rows: the sequence dim's, or with S = 1
+    (whose stride a memref need not keep) the batch dim's."""
+    return strides[0] if shape[2] == 1 else strides[2]
+
+
 def merged_type(value):
     """The ``[1, H, B x S, D]`` memref type of a ragged ``[B, H, S, D]``
     buffer whose batch stride is S times its sequence stride: one run of
     packed rows, which a TMA box crosses from entry to entry."""
     t = ir.MemRefType(value.type)
-    (b, h, s, d), (_, sh, ss, sd), offset = irutil.memref_geometry(value.type)
-    return ir.MemRefType.get([1, h, b * s, d], t.element_type,
-                             layout=ir.StridedLayoutAttr.get(offset, [b * s * ss, sh, ss, sd]))
+    shape, strides, offset = irutil.memref_geometry(value.type)
+    b, h, s, d = shape
+    ss = _row_stride(shape, strides)
+    return ir.MemRefType.get([1, h, b * s, d], t.element_type, layout=ir.StridedLayoutAttr.get(
+        offset, [b * s * ss, strides[1], ss, strides[3]]))
 
 
 def merge_problem(name, value):
     """Why ragged ``value`` cannot be read as packed rows, or None."""
-    (b, _, s, _), (sb, _, ss, _), _ = irutil.memref_geometry(value.type)
+    shape, strides, _ = irutil.memref_geometry(value.type)
+    (b, _, s, _), sb, ss = shape, strides[0], _row_stride(shape, strides)
     if b > 1 and sb != s * ss:
         return (f"ragged {name} has batch stride {sb}: expected S x its sequence stride = "
                 f"{s * ss} (a buffer of packed rows, not copied to another layout)")
