@@ -2033,3 +2033,43 @@ func.func @name_not_a_string(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   %y = "dnn.relu"(%x) {dnn.name = 3 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
+
+// -----
+
+func.func @sdpa_ragged_without_padding(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'ragged_q': expected padding=True (use_padding_mask: the lengths of the packed sequences) with ragged offsets, got false
+  %o = "dnn.sdpa"(%q, %k, %v, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0>, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_strides_count(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'ragged_strides': expected 4 values (one per tensor q, k, v, o), got 1
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_stride_of_a_padded_tensor(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'ragged_strides': entry for 'k': expected 0 (not ragged), got 16
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 16, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_strides_without_offsets(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'ragged_strides': expected none or zeros without ragged offsets, got [32, 0, 0, 0]
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_offsets_shape(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'ragged_q' dim 0: expected 3 (one offset per batch entry and the end), got 2
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %bad) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}

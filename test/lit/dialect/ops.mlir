@@ -859,6 +859,19 @@ func.func @sdpa_paged(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: ten
 
 // -----
 
+// Ragged (packed) q, k, v and o: int32 offsets (B + 1, 1, 1, 1) of each,
+// their sequence strides in ragged_strides, with the padding mask's lengths.
+
+// CHECK-LABEL: func.func @sdpa_ragged(
+//  CHECK-SAME:     %[[Q:[^:]*]]: tensor<2x4x6x8xf16>, %[[K:[^:]*]]: tensor<2x2x9x8xf16>, %[[V:[^:]*]]: tensor<2x2x9x8xf16>, %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %[[LKV:[^:]*]]: tensor<2x1x1x1xi32>, %[[OQ:[^:]*]]: tensor<3x1x1x1xi32>, %[[OKV:[^:]*]]: tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[LQ]], %[[LKV]], %[[OQ]], %[[OKV]], %[[OKV]], %[[OQ]]) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1>, padding = true, ragged_strides = array<i64: 32, 16, 16, 32>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+func.func @sdpa_ragged(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %okv: tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq, %okv, %okv, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1>, padding = true, ragged_strides = array<i64: 32, 16, 16, 32>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @sdpa_gqa_causal(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xf16>, %[[K:.*]]: tensor<2x2x16x8xf16>, %[[V:.*]]: tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
 //  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
