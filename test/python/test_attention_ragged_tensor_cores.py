@@ -208,3 +208,14 @@ def test_ragged_attention_sass(backward):
         assert any(op.startswith("HGMMA.") and op.endswith(".F32.BF16") for op in counts)
         assert counts["UTMALDG"] >= 4, counts["UTMALDG"]
         assert counts["UTMASTG"] == 0
+
+
+def test_a_ragged_decode_runs_unsplit_and_unfolded():
+    """The heuristics fold a decode step's GQA group and split its kv tiles;
+    ragged, the kernel runs unfolded and unsplit (both address padded rows),
+    and the plan's config says so."""
+    package = compiled(ragged_graph("ragged_decode", b=8, h=32, hk=8, sq=1, skv=8192))
+    (k,) = package.kernels
+    assert k["strategy"] == "tc-sm90", k["reason"]
+    assert k["config"].get("fold", 1) == 1 and k["config"].get("split", 1) == 1, k["config"]
+    assert k["grid"] == [1, 8 * 32, 1]

@@ -69,7 +69,6 @@ The block's dynamic shared memory, from its 1024-byte aligned base::
     barriers   q_full, K's full[stages] and empty[stages], V's likewise
 """
 
-import dataclasses
 import math
 from dataclasses import dataclass
 
@@ -661,10 +660,6 @@ class FlashForward:
 def build_attention(fn, att, tile):
     """Replace kernel function ``fn``'s body by the attention forward kernel
     of ``att`` in ``tile``s. Returns what the plan should say of it."""
-    if att.ragged and (tile.splits > 1 or tile.fold > 1):
-        # Split-KV's combine and a folded group's rows address padded rows:
-        # a ragged problem runs in whole query tiles of one head.
-        tile = dataclasses.replace(tile, splits=1, fold=1)
     kernel = FlashForward(fn, att, tile)
     kernel.build()
     return kernel.notes()
