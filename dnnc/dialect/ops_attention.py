@@ -59,9 +59,12 @@ stride_s is the packed row t where entry b starts, so, as a tensor of the
 IR, entry b's row s is the tensor's element (t' // S, h, t' % S, d) with t'
 = t + s, and elements no entry covers are not read. Ragged needs
 ``padding``: the lengths seq_len_q (q, o, do, dq) and seq_len_kv (k, v, dk,
-dv) say how many rows each entry has, its rows past them belong to the next
-entry, and entries must not overlap; the rows from off[B] / stride_s on
-are the buffer's end. The statistics stay padded (B, H, Sq, 1). A ragged
+dv), clamped to [0, S], say how many rows each entry has; its rows past them
+belong to the next entry (or are the buffer's end). Entries must not overlap
+and must lie within the buffer's B * S packed rows (a row past them reads
+as zero and is not written); off[B], the end of the last entry, is not read.
+Unlike FlashAttention's cu_seqlens, the entries need not be in order nor
+adjacent. The statistics stay padded (B, H, Sq, 1). A ragged
 result is written at its entries' rows below their lengths only; what its
 other elements hold is unspecified (tc-sm90 leaves them as they were, the
 decomposition writes 0). As with padding, the rows the entries do not own
