@@ -79,28 +79,9 @@ class Tensor:
         return self
 
     def set_ragged_offset(self, offsets):
-        """Make this tensor ragged (cuDNN's packed, "THD" layout): ``offsets``
-        is an int32 (B + 1, 1, 1, 1) tensor of element offsets, batch entry
-        b's sequence starting off[b] elements into this tensor's buffer. Taken
-        by sdpa and sdpa_backward for q, k, v, o, dO, dQ, dK and dV, with the
-        padding mask's lengths; semantics in dnnc/dialect/ops_attention.py."""
-        _attention.check_offsets(self, offsets)
-        users = self._graph._users(self)
-        for node, role in users:
-            if not _attention.takes_ragged(node.opdef.name):
-                raise GraphError(f"tensor '{self.name}': a ragged offset is taken by sdpa and "
-                                 f"sdpa_backward only, got the tensor {role} "
-                                 f"'{node.opdef.mlir_name}'")
-        self.ragged_offset = offsets
-        try:
-            for node, _ in users:
-                _attention.ragged(node, final=False)
-                self._graph._check_node(node)
-        except Exception:
-            self.ragged_offset = None
-            for node, _ in users:
-                _attention.ragged(node, final=False)
-            raise
+        """Make this tensor ragged (packed, THD) for sdpa: ``offsets`` (int32, B + 1
+        x 1 x 1 x 1) holds where each batch entry starts (graph_attention.py)."""
+        _attention.set_ragged_offset(self, offsets)
         return self
 
     def get_ragged_offset(self):
@@ -134,9 +115,7 @@ class Node:
         self.explicit_name = False  # kept in the IR only when the user gave it
         self.results = {}  # result name -> Tensor
         self.fixed_dtypes = {}  # result name -> data_type the op fixes
-        # Run before the node becomes IR: sets what depends on its tensors'
-        # final strides (an sdpa's ragged strides).
-        self.finish = None
+        self.finish = None  # run as it becomes IR (an sdpa's ragged strides)
 
 
 def _check_stride(name, dim, stride):
@@ -211,24 +190,6 @@ class Graph:
     def nodes(self):
         return list(self._nodes)
 
-    def _users(self, t):
-        """(node, "produced by" or "read by") of each node that makes or
-        reads tensor ``t``."""
-        out = [(t.producer[0], "produced by")] if t.producer is not None else []
-        for node in self._nodes:
-            for value in node.operands.values():
-                if t in (value if isinstance(value, list) else [value]):
-                    out.append((node, "read by"))
-                    break
-        return out
-
-    def _check_node(self, node):
-        """Check ``node``'s operands and attributes again (after a change)."""
-        infos = {key: ([self._info(t) for t in v] if isinstance(v, list) else
-                       (self._info(v) if v is not None else None))
-                 for key, v in node.operands.items()}
-        _opdef.infer(node.opdef, infos, dict(node.attrs))
-
     def _unique(self, name):
         if name in self._names:
             raise GraphError(f"tensor name '{name}' is used twice")
@@ -246,11 +207,7 @@ class Graph:
                 if t is not None and (not isinstance(t, Tensor) or t._graph is not self):
                     raise GraphError(f"'{d.mlir_name}' operand '{key}': expected a tensor of "
                                      f"this graph, got {type(t).__name__}")
-                if t is not None and t.ragged_offset is not None and \
-                        not _attention.takes_ragged(op_name):
-                    raise GraphError(f"'{d.mlir_name}' operand '{key}': tensor '{t.name}' is "
-                                     "ragged: expected a ragged offset only on the tensors of "
-                                     "sdpa and sdpa_backward")
+                _attention.check_operand(d, key, t)
         infos = {key: ([self._info(t) for t in v] if isinstance(v, list) else
                        (self._info(v) if v is not None else None))
                  for key, v in operands.items()}
@@ -379,7 +336,8 @@ class Graph:
         j % page_size of page table[b, 0, j // page_size, 0];
         ``paged_attention_max_seq_len_kv`` is Skv (default pages_per_seq x
         page_size). It needs ``use_padding_mask``; only positions below
-        seq_len_kv are read, and their table entries must be valid pages."""
+        seq_len_kv are read, and their table entries must be valid pages.
+        Ragged (packed) q, k, v, o: ``Tensor.set_ragged_offset``."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         tables, paged = _page_tables(k, paged_attention_k_table, paged_attention_v_table,
                                      paged_attention_max_seq_len_kv, use_padding_mask)
@@ -392,19 +350,7 @@ class Graph:
                                  scale=float(scale), generate_stats=bool(generate_stats),
                                  **paged),
                             name)
-        self._ragged(o.producer[0])
-        return o, stats
-
-    def _ragged(self, node):
-        """Take the ragged offsets of an attention node's tensors now, and
-        again when it becomes IR (an output's strides may be set later)."""
-        try:
-            _attention.ragged(node, final=False)
-            self._check_node(node)
-        except Exception:
-            self._nodes.remove(node)  # a refused call adds nothing
-            raise
-        node.finish = lambda: _attention.ragged(node)
+        return _attention.take_ragged(self, (o, stats))
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
                       use_causal_mask=False, use_causal_mask_bottom_right=False,
@@ -423,15 +369,13 @@ class Graph:
                 raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
                                        "cache is forward only, as in cuDNN), got a value")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
-        grads = tuple(self._op(
+        return _attention.take_ragged(self, tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale)), name))
-        self._ragged(grads[0].producer[0])
-        return grads
+                 scale=float(scale)), name)))
 
     # ------------------------------------------------------------------ normalization
 

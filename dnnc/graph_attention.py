@@ -2,9 +2,12 @@
 passing on, checked and turned into the op's operands and attributes, as
 cudnn-frontend names them: the masks (``use_causal_mask``,
 ``use_causal_mask_bottom_right``, ``sliding_window_length``), the padding
-mask's lengths and a paged KV cache's page tables. Errors are GraphError,
-naming the argument and what was expected."""
+mask's lengths and a paged KV cache's page tables; and the ragged offsets
+of its tensors (``Tensor.set_ragged_offset``), which become its ragged_*
+operands and ragged_strides. Errors are GraphError, naming the argument
+and what was expected."""
 
+from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import data_type
 from dnnc.errors import GraphError
 
@@ -160,3 +163,72 @@ def ragged(node, final=True):
     for name, _, off in tensors:
         node.operands[f"ragged_{name}"] = off
     node.attrs["ragged_strides"] = tuple(strides) if given else ()
+
+
+def check_operand(opdef, key, t):
+    """Refuse a ragged tensor ``t`` as operand ``key`` of an op that does
+    not take ragged tensors."""
+    if t is not None and getattr(t, "ragged_offset", None) is not None and \
+            not takes_ragged(opdef.name):
+        raise GraphError(f"'{opdef.mlir_name}' operand '{key}': tensor '{t.name}' is ragged: "
+                         "expected a ragged offset only on the tensors of sdpa and "
+                         "sdpa_backward")
+
+
+def _users(graph, t):
+    """(node, "produced by" or "read by") of each node of ``graph`` that
+    makes or reads tensor ``t``."""
+    out = [(t.producer[0], "produced by")] if t.producer is not None else []
+    for node in graph._nodes:
+        for value in node.operands.values():
+            if t in (value if isinstance(value, list) else [value]):
+                out.append((node, "read by"))
+                break
+    return out
+
+
+def _check_node(graph, node):
+    """Check ``node``'s operands and attributes again (after a change)."""
+    infos = {key: ([graph._info(t) for t in v] if isinstance(v, list) else
+                   (graph._info(v) if v is not None else None))
+             for key, v in node.operands.items()}
+    _opdef.infer(node.opdef, infos, dict(node.attrs))
+
+
+def set_ragged_offset(tensor, offsets):
+    """Tensor.set_ragged_offset: check ``offsets``, and the ops that make or
+    read ``tensor`` (attention ops, which take it now), or leave all as
+    they were and raise."""
+    check_offsets(tensor, offsets)
+    graph = tensor._graph
+    users = _users(graph, tensor)
+    for node, role in users:
+        if not takes_ragged(node.opdef.name):
+            raise GraphError(f"tensor '{tensor.name}': a ragged offset is taken by sdpa and "
+                             f"sdpa_backward only, got the tensor {role} "
+                             f"'{node.opdef.mlir_name}'")
+    tensor.ragged_offset = offsets
+    try:
+        for node, _ in users:
+            ragged(node, final=False)
+            _check_node(graph, node)
+    except Exception:
+        tensor.ragged_offset = None
+        for node, _ in users:
+            ragged(node, final=False)
+        raise
+
+
+def take_ragged(graph, results):
+    """Take the ragged offsets of the tensors of the attention node that
+    made ``results`` (returned) now, and again when it becomes IR (an
+    output's strides may be set later); a refused node leaves the graph."""
+    node = results[0].producer[0]
+    try:
+        ragged(node, final=False)
+        _check_node(graph, node)
+    except Exception:
+        graph._nodes.remove(node)
+        raise
+    node.finish = lambda: ragged(node)
+    return results

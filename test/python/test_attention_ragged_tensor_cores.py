@@ -219,3 +219,20 @@ def test_a_ragged_decode_runs_unsplit_and_unfolded():
     assert k["strategy"] == "tc-sm90", k["reason"]
     assert k["config"].get("fold", 1) == 1 and k["config"].get("split", 1) == 1, k["config"]
     assert k["grid"] == [1, 8 * 32, 1]
+
+
+def test_a_kernel_that_does_not_say_it_reads_ragged_tensors_refuses_them():
+    """check_operands refuses ragged tensors unless the kernel says it
+    addresses their packed rows (ragged=True): a kernel written for padded
+    tensors (one that calls it as before) falls back rather than read the
+    wrong rows."""
+    from types import SimpleNamespace
+
+    from dnnc.codegen.gpu.tensorcore.sm90 import NotSupported
+    from dnnc.codegen.gpu.tensorcore.sm90.flash import check_operands
+
+    att = SimpleNamespace(ragged={"q": (None, 256), "o": (None, 256)}, element="bf16", d=64,
+                          dv=64, bias=None, scale=0.125)
+    with pytest.raises(NotSupported, match="ragged q, o: the kernel takes padded tensors only"):
+        check_operands(att, "the kernel takes", 128, "multiples of 8 up to")
+    check_operands(att, "the kernel takes", 128, "multiples of 8 up to", ragged=True)

@@ -135,10 +135,15 @@ def smem_bytes(tile, d, dv):
     return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 2 * tile.stages)
 
 
-def check_operands(att, kernels, max_head_dim, head_dims):
+def check_operands(att, kernels, max_head_dim, head_dims, ragged=False):
     """What both attention kernels refuse of ``att``'s operands, in the
     words of ``kernels`` ("the attention kernel takes") and ``head_dims``
-    (what a head dim must be, up to ``max_head_dim``): raise NotSupported."""
+    (what a head dim must be, up to ``max_head_dim``): raise NotSupported.
+    ``ragged``: the kernel reads and writes ragged tensors at their packed
+    rows (rows.RaggedRows, rows.Packed); a kernel that does not say so
+    refuses them (it would address padded rows)."""
+    if att.ragged and not ragged:
+        raise NotSupported(f"ragged {', '.join(att.ragged)}: {kernels} padded tensors only")
     if att.element not in ("bf16", "f16"):
         raise NotSupported(f"{att.element} q, k, v ({kernels} bf16 and f16)")
     for name, d in (("D", att.d), ("Dv", att.dv)):
@@ -156,7 +161,8 @@ def check_operands(att, kernels, max_head_dim, head_dims):
 def check(att, tile):
     """Raise NotSupported unless this kernel with ``tile`` computes ``att``
     (tensorcore/attention.Attention)."""
-    check_operands(att, "the attention kernel takes", 256, "expected a multiple of 8 up to")
+    check_operands(att, "the attention kernel takes", 256, "expected a multiple of 8 up to",
+                   ragged=True)
     if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
         raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")

@@ -147,7 +147,7 @@ def check(att, tiles):
     """Raise NotSupported unless these kernels compute the backward ``att``
     (tensorcore/attention.AttentionBackward)."""
     check_operands(att, "the attention kernels take", MAX_HEAD_DIM,
-                   "the backward kernels take multiples of 8 up to")
+                   "the backward kernels take multiples of 8 up to", ragged=True)
     check_ragged(att)
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
