@@ -1694,28 +1694,33 @@ def _sdpa_grad_on(backend, causal, gqa):
     return prepare, grad
 
 
-def _sdpa_backward_case(b, h, s, d, causal=False, hk=None):
+def _sdpa_backward_case(b, h, s, d, causal=False, hk=None, config=None, suffix=""):
+    """The backward case; ``config`` an override (``suffix`` then names
+    it: the two-kernel twins)."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
-    name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16"
+    name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16{suffix}"
     # Five matmuls (S recomputed, dP, dV, dQ, dK); causal: half.
     flops = 5 * 2 * b * h * s * s * d / (2 if causal else 1)
     # q, o, do and dq; k, v, dk and dv; the statistics.
     size = (4 * b * h * s * d + 4 * b * hk * s * d) * BF16 + b * h * s * F32
     prepare, grad = _sdpa_grad_on("CUDNN_ATTENTION", causal, hk != h)
     return Case(name, _sdpa_backward_graph(b, h, hk, s, d, causal), grad, flops, size, False,
-                "attention", init=_sdpa_saved(causal), torch_prepare=prepare)
+                "attention", init=_sdpa_saved(causal), torch_prepare=prepare, config=config)
 
 
+_BACKWARD_SHAPES = [(4, 16, 4096, 128, None), (4, 16, 4096, 64, None),
+                    (16, 16, 1024, 128, None), (1, 64, 8192, 128, 8)]
+# The default (the fused kernel for D 64 and 128), then each beside its
+# twin on tc-sm90's two kernels (the deterministic backward, forced by the
+# config override of tile 128x128), for A/B timing in one run.
 ATTENTION_BACKWARD = [
     _sdpa_backward_case(b, h, s, d, causal, hk)
-    for b, h, s, d, hk in [
-        (4, 16, 4096, 128, None),
-        (4, 16, 4096, 64, None),
-        (16, 16, 1024, 128, None),
-        (1, 64, 8192, 128, 8),
-    ]
-    for causal in (False, True)
+    for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
+] + [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config="*=tile:128x128",
+                        suffix=" two-kernel")
+    for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
 ]
 
 

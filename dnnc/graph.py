@@ -15,12 +15,14 @@ Element types follow cuDNN: an output tensor takes the type it was given with
 ``set_data_type``, else the graph's ``io_data_type``, else the type of its op's
 first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 (f32 by default). Ops with a fixed result type (comparisons give i1, statistics
-are f32) keep it.
+are f32) keep it. A convolution or matmul multiplies in its ``compute_data_type``,
+else the graph's, else as dnnc/compute_types.py says (f32 convolutions: tf32).
 """
 
 import json
 import math
 
+from dnnc import compute_types
 from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import GraphError, UnsupportedError, VerificationError
@@ -133,11 +135,12 @@ class Graph:
     """A dnn graph under construction; see the module docstring."""
 
     def __init__(self, name="main", io_data_type=None, intermediate_data_type=data_type.FLOAT,
-                 compute_data_type=data_type.FLOAT):
+                 compute_data_type=None):
         self.name = name
         self.io_data_type = as_data_type(io_data_type) if io_data_type is not None else None
         self.intermediate_data_type = as_data_type(intermediate_data_type)
-        self.compute_data_type = as_data_type(compute_data_type)
+        # None: not asked, each op's default (dnnc/compute_types.py).
+        self.compute_data_type = compute_data_type and as_data_type(compute_data_type)
         self._inputs = []
         self._nodes = []
         self._outputs = []
@@ -260,17 +263,23 @@ class Graph:
                         return dt
         return data_type.FLOAT
 
-    def _compute(self, compute_data_type):
-        dt = as_data_type(compute_data_type) if compute_data_type is not None else \
+    def _compute(self, compute_data_type, op="matmul", operands=(), groups=1):
+        """``op``'s compute type: asked on it, on the graph, else compute_types'."""
+        asked = as_data_type(compute_data_type) if compute_data_type is not None else \
             self.compute_data_type
-        if dt not in (data_type.FLOAT, data_type.TF32):
-            raise GraphError(f"compute_data_type: expected float or tf32, got {dt}")
-        return dt.mlir
+        if asked not in (None, data_type.FLOAT, data_type.TF32, data_type.INT32):
+            raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {asked}")
+        types = [self._resolve_dtype(t) for t in operands if isinstance(t, Tensor)]
+        return compute_types.resolve(op, asked, types, groups).mlir
 
     # ------------------------------------------------------------------ convolution
 
-    def _conv_attrs(self, nd, padding, stride, dilation, pre_padding, post_padding, conv_mode,
-                    compute_data_type):
+    def _conv_attrs(self, op, operands, padding, stride, dilation, pre_padding, post_padding,
+                    conv_mode, compute_data_type):
+        nd = len(operands[0].dim) - 2
+        # operands: (x, w), (dy, w, dx dims) or (x, dy, dw dims): the groups.
+        x = operands[2] if op == "conv_dgrad" else operands[0].dim
+        groups = x[1] // max((operands[2] if op == "conv_wgrad" else operands[1].dim)[1], 1)
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -278,23 +287,23 @@ class Graph:
             "stride": _spatial("stride", stride, nd, 1),
             "dilation": _spatial("dilation", dilation, nd, 1),
             "mode": conv_mode,
-            "compute_type": self._compute(compute_data_type),
+            "compute_type": self._compute(compute_data_type, op, operands, groups),
         }
 
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
-        """Convolution forward: y = image (*) weight."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        """Convolution forward: y = image (*) weight (compute types: compute_types.py)."""
+        attrs = self._conv_attrs("conv_fprop", (image, weight), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
 
     def conv_dgrad(self, loss, filter, dx_dim, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Data gradient of a convolution; ``dx_dim`` is the shape of the image."""
-        attrs = self._conv_attrs(len(loss.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_dgrad", (loss, filter, dx_dim), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_dgrad", {"dy": loss, "w": filter}, attrs, name,
                         declared={"dx": dx_dim})[0]
 
@@ -302,17 +311,18 @@ class Graph:
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Filter gradient of a convolution; ``dw_dim`` is the shape of the filter."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_wgrad", (image, loss, dw_dim), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_wgrad", {"dy": loss, "x": image}, attrs, name,
                         declared={"dw": dw_dim})[0]
 
     # ------------------------------------------------------------------ matmul, attention
 
     def matmul(self, A, B, compute_data_type=None, name=None):
-        """C = A @ B with broadcast batch dims."""
+        """C = A @ B with broadcast batch dims (compute types: compute_types.py)."""
         return self._op("matmul", {"a": A, "b": B},
-                        {"compute_type": self._compute(compute_data_type)}, name)[0]
+                        {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
+                        name)[0]
 
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,
@@ -357,11 +367,14 @@ class Graph:
                       sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
                       seq_len_kv=None, paged_attention_k_table=None,
                       paged_attention_v_table=None, paged_attention_max_seq_len_kv=None,
-                      name=None):
+                      use_deterministic_algorithm=False, name=None):
         """Attention backward; returns (dQ, dK, dV). The masks are the
         forward's (``sdpa``). A paged KV cache is forward only, as in cuDNN:
         K and V here are contiguous (B, H_kv, S_kv, D), and the paged_attention
-        arguments are refused."""
+        arguments are refused. ``use_deterministic_algorithm`` asks for
+        kernels that sum every gradient in a fixed order, so that two runs
+        write the same bits (the default, faster backward adds dQ's parts
+        in whatever order its blocks finish)."""
         for arg, given in (("paged_attention_k_table", paged_attention_k_table),
                            ("paged_attention_v_table", paged_attention_v_table),
                            ("paged_attention_max_seq_len_kv", paged_attention_max_seq_len_kv)):
@@ -375,7 +388,7 @@ class Graph:
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale)), name)))
+                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name)))
 
     # ------------------------------------------------------------------ normalization
 

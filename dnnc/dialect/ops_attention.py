@@ -250,7 +250,11 @@ def _sdpa(ctx):
 @op("sdpa_backward", family="attention",
     operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True), *LENGTHS,
               *_ragged_operands(BACKWARD_RAGGED)],
-    results=["dq", "dk", "dv"], attrs=SDPA_ATTRS + RAGGED_ATTRS)
+    results=["dq", "dk", "dv"],
+    attrs=SDPA_ATTRS + RAGGED_ATTRS + (Attr("deterministic", "bool", False,
+                                            doc="every run writes the same bits (gradients "
+                                                "summed in a fixed order); the faster kernels "
+                                                "sum dq in any order"),))
 def _sdpa_backward(ctx):
     """Attention backward from the forward's o and stats; dk and dv are summed
     over the query heads that share a kv head."""

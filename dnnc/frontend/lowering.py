@@ -54,9 +54,10 @@ class Lowering:
             intermediate_data_type=enums.to_dnnc(fgraph.intermediate_data_type,
                                                  "pygraph intermediate_data_type")
             or enums.to_dnnc(enums.data_type.FLOAT, ""),
+            # NOT_SET: not asked, each op's default (dnnc/compute_types.py:
+            # f32 convolutions multiply as tf32); FLOAT asks for exact f32.
             compute_data_type=enums.to_dnnc(fgraph.compute_data_type,
-                                            "pygraph compute_data_type")
-            or enums.to_dnnc(enums.data_type.FLOAT, ""))
+                                            "pygraph compute_data_type"))
         self.tensors = {}             # id(frontend tensor) -> dnnc Tensor
         self.inputs = []              # (frontend tensor, dnnc Tensor) of the graph inputs
         self.scalars = []             # pass-by-value frontend tensors read as values
@@ -159,11 +160,11 @@ class Lowering:
     def finish(self):
         layouts = {id(t): d.get_stride() for t, d in self.inputs}
         for node in self.fgraph._nodes:
-            like = None if node.op == "matmul" else _first_layout(node, layouts)
-            for t in node.outputs:
+            for index, t in enumerate(node.outputs):
                 d = self.tensors.get(id(t))
                 if t is None or d is None:
                     continue
+                like = _output_layout(node, index, layouts, len(d.dim))
                 what = f"{node.op} '{node.name}' output '{t.get_name()}'"
                 if t._user_dim and list(t._dim) != list(d.dim):
                     raise InvalidGraphError(f"{what}: dims set to {t._dim}, but the op makes "
@@ -232,6 +233,28 @@ def _unique_output_name(ctx, t, d):
     name = t.get_name()
     taken = {x.name for x in ctx.graph.inputs} | {x.name for x in ctx.graph.outputs if x is not d}
     return name if name not in taken else f"{name}_{t.get_uid()}"
+
+
+# Outputs whose layout cuDNN does not take from the op's first input: sdpa's
+# statistics are packed [B, H, S, 1] whatever q's layout; each gradient of
+# sdpa_backward takes the layout of its own input (dQ of q, dK of k, dV of v).
+# An entry of None means packed in index order.
+_OUTPUT_LIKE = {("sdpa", 1): None, ("sdpa_backward", 0): "q", ("sdpa_backward", 1): "k",
+                ("sdpa_backward", 2): "v"}
+
+
+def _output_layout(node, index, layouts, rank):
+    """The strides whose order output ``index`` of ``node`` takes when the
+    caller did not set its strides, or None for dnnc's own (a matmul's)."""
+    if (node.op, index) in _OUTPUT_LIKE:
+        source = _OUTPUT_LIKE[node.op, index]
+        if source is None:
+            return list(range(rank, 0, -1))
+        t = node.inputs.get(source)
+        return layouts.get(id(t)) if t is not None else None
+    if node.op == "matmul":
+        return None
+    return _first_layout(node, layouts)
 
 
 def _first_layout(node, layouts):

@@ -135,9 +135,10 @@ class AttentionOps:
                       dropout=None, rng_dump=None, use_deterministic_algorithm=False,
                       compute_data_type=data_type.NOT_SET, name="", score_mod=None,
                       score_mod_bprop=None, sink_token=None, dSink_token=None):
-        """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` holds
-        whatever its value: dnnc's kernels sum in a fixed order, with no
-        float atomics, so every run gives the same bits."""
+        """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` picks
+        kernels that sum every gradient in a fixed order (tc-sm90's two
+        backward kernels), so every run gives the same bits; without it the
+        fused backward adds dQ's parts in whatever order its blocks finish."""
         _refuse("sdpa_backward", dBias=dBias, use_alibi_mask=use_alibi_mask,
                 dropout=dropout, rng_dump=rng_dump,
                 score_mod=score_mod,
@@ -162,7 +163,8 @@ class AttentionOps:
                 use_causal_mask_bottom_right=bottom_right, sliding_window_length=window,
                 use_padding_mask=bool(use_padding_mask),
                 seq_len_q=ctx.tensor(i["seq_len_q"], "sdpa_backward seq_len_q"),
-                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa_backward seq_len_kv"))
+                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa_backward seq_len_kv"),
+                use_deterministic_algorithm=bool(use_deterministic_algorithm))
 
         return tuple(self._add("sdpa_backward", name,
                                {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats,

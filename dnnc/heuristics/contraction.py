@@ -29,6 +29,7 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
+from dnnc.compute_types import NOTE as TF32_NOTE
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
@@ -338,12 +339,16 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         # N runs over (tap, C): a tile must lie in one tap (the anchor's
         # inputs are dy, x). A group is a batch of M = K / groups.
         channels = problem.anchor_inputs[1].shape[1] // groups
+        # (tc-sm80's gather loader takes 16-bit operands only.)
         fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
-                            fallback=faster == "tc-sm90")
+                            fallback=faster == "tc-sm90") \
+            if problem.dtype in ("bf16", "f16") else []
         if faster == "tc-sm90":
-            fast = _split_wider([c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
-                                 if channels % c.tile[1] == 0], problem.sms, m // groups, n,
-                                groups) + fast
+            configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
+                       if channels % c.tile[1] == 0]
+            if problem.dtype == "f32":
+                configs = _tf32_wgrad(configs)
+            fast = _split_wider(configs, problem.sms, m // groups, n, groups) + fast
         return fast
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
@@ -366,6 +371,17 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
         fast = _split_wider(configs, problem.sms, m, n // groups, groups) + fast
     return fast
+
+
+def _tf32_wgrad(configs):
+    """tc-sm90's configs of a tf32 filter gradient: it runs as the
+    transposed product dwᵀ = im2col(x)ᵀ dy (sm90/tf32_conv.py), whose tile
+    is the config's with M and N swapped, so N 64 or 128 (M of the
+    transposed tile)."""
+    return [c.replace(reason=f"{c.reason}; run as dw^T = im2col(x)^T dy in {c.tile[1]}x"
+                             f"{c.tile[0]} tiles (x through registers, dy copied K-major: "
+                             "wgmma reads tf32 from shared memory only K-major)")
+            for c in configs if c.tile[1] in (64, 128)]
 
 
 # A convolution's tile count leaves a last wave this full at least, or a
@@ -456,6 +472,42 @@ TC90_ATTENTION_SPLIT_TILES = 8
 TC90_ATTENTION_SPLITS = 16
 # The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
 TC90_ATTENTION_BACKWARD_D = 128
+# The tile of the two-kernel backward's config (dnn_map_tensor_cores'
+# TWO_KERNEL_BACKWARD): 128 rows a block in both kernels.
+TC90_ATTENTION_TWO_KERNELS = (128, 128)
+
+
+def _tc_sm90_attention_backward(problem, facts, d, dv):
+    """tc-sm90 Configs for an sdpa_backward: the fused kernel first
+    (sm90/flash_backward_fused.py: tile [query rows a step, kv rows a
+    block], dQ summed by f32 reduce-adds, in no fixed order) where it takes
+    the head dims, there is no bias and the op does not ask to be
+    ``deterministic``, then the two kernels
+    (sm90/flash_backward.py: tile [128, 128], each gradient summed in a
+    fixed order, the deterministic mode), which size their tiles from the
+    head dims."""
+    from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_fused as fused
+
+    if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
+        return []
+    two = Config("tc-sm90", (384, 1, 1), tile=TC90_ATTENTION_TWO_KERNELS, reason=(
+        f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
+        "block, no atomics (deterministic)"))
+    if problem.attr("deterministic", False):
+        return [two.replace(reason=f"{two.reason}; the graph asks for a deterministic "
+                                   "backward")]
+    biased = any(spec.dtype != "i32" for spec in problem.anchor_inputs[6:])
+    why = fused.refusal(d, dv, biased)
+    if why:
+        return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
+    tile = fused.tile_for(d, dv)
+    return [Config("tc-sm90", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
+                   reason=f"attention backward ({facts}): one fused kernel, a block per "
+                          f"{tile.n} kv rows, {tile.m} query rows a step, {tile.stages} stages, "
+                          "dQ summed in f32 by TMA reduce-adds (not deterministic; tile "
+                          f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
+                          "names the deterministic two kernels)"),
+            two]
 
 
 def _attention_skv(problem):
@@ -506,12 +558,7 @@ def tc_sm90_attention(problem, facts):
         return []
     sq, d, dv = ins[0].shape[-2], ins[0].shape[-1], ins[2].shape[-1]
     if problem.anchor == "sdpa_backward":
-        # sm90/flash_backward.py sizes its two kernels from the head dims.
-        if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
-            return []
-        return [Config("tc-sm90", (384, 1, 1), reason=(
-            f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
-            "block, no atomics"))]
+        return _tc_sm90_attention_backward(problem, facts, d, dv)
     if max(d, dv) > 256:
         return []
     fold = _attention_fold(problem)
@@ -683,6 +730,9 @@ def rank(problem):
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
+    if problem.anchor in IMPLICIT_GEMM and problem.dtype == "f32" and \
+            str(problem.attr("compute_type", "f32")) == "tf32":
+        facts += f", {TF32_NOTE}"
     depthwise = rank_depthwise(problem, facts)
     if depthwise:  # memory-bound: nothing for the tensor cores
         return depthwise
@@ -706,9 +756,13 @@ def rank(problem):
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and (problem.dtype in ("bf16", "f16")
-                 or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
+            and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
+        if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
+            return simt_generic(work, problem.sms, None, facts, head=(
+                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes C "
+                "(a group's) a multiple of 64 (a tile of its transposed product, 64 or 128 "
+                "rows, lies in one filter tap)"))
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \
             problem.dtype in ("bf16", "f16"):

@@ -37,7 +37,7 @@ INDEX = os.path.join(FOLDER, "index.json")
 TORCH_DTYPES = {
     "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
     "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "i1": torch.bool,
-    "i32": torch.int32,
+    "i32": torch.int32, "si8": torch.int8, "ui8": torch.uint8,
 }
 
 
@@ -71,6 +71,8 @@ def _poisoned(spec):
         out.view(torch.uint8).fill_(0xFF)
     elif spec["dtype"].startswith("f8"):
         out.view(torch.uint8).fill_(0x7F)  # NaN in both fp8 formats
+    elif spec["dtype"] in ("i32", "si8", "ui8"):
+        out.fill_({"i32": -0x5A5A5A5B, "si8": -91, "ui8": 0xA5}[spec["dtype"]])  # 0xA5 bytes
     else:
         out.fill_(float("nan"))
     return out

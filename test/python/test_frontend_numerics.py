@@ -183,6 +183,39 @@ def test_sdpa_causal_with_stats_and_backward():
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_sdpa_stats_packed_and_gradients_laid_out_like_their_inputs():
+    # cudnn-frontend's tests hand q in [B, S, H, D] order and allocate the
+    # statistics as a packed [B, H, S, 1] tensor: Stats does not follow q's
+    # layout, and each of dQ, dK, dV follows its own input's.
+    torch.manual_seed(6)
+    B, H, S, D = 2, 3, 8, 8
+    q = torch.randn(B, S, H, D).transpose(1, 2)
+    k, v = torch.randn(B, H, S, D), torch.randn(B, S, H, D).transpose(1, 2)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
+    O, stats = g.sdpa(q=Q, k=K, v=V, attn_scale=0.4, is_inference=False)
+    O.set_output(True)
+    stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    assert stats.get_stride() == [H * S, S, 1, 1]
+    assert O.get_stride() == list(q.stride())
+    o, st = torch.empty_like(q), torch.empty(B, H, S, 1)
+    g.execute({Q: q, K: k, V: v, O: o, stats: st}, None)
+    scores = (q @ k.transpose(-1, -2)) * 0.4
+    torch.testing.assert_close(st, torch.logsumexp(scores, -1, keepdim=True), atol=1e-5,
+                               rtol=1e-5)
+
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=o, do=q, st=st).items()}
+    dQ, dK, dV = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"],
+                                   stats=t["st"], attn_scale=0.4)
+    for x in (dQ, dK, dV):
+        x.set_output(True)
+    _build(bwd)
+    assert (dQ.get_stride(), dK.get_stride(), dV.get_stride()) == \
+        (list(q.stride()), list(k.stride()), list(v.stride()))
+
+
 def test_sdpa_over_a_paged_cache():
     # cuDNN's paged attention as its samples write it: K and V caches of
     # pages [pages, H, page_size, D], int32 tables [B, 1, pages_per_seq, 1],
@@ -491,3 +524,111 @@ def test_sdpa_on_ragged_thd_tensors():
         torch.testing.assert_close(rows(o, b), want, atol=1e-5, rtol=1e-5)
         for got, ref in ((dq, qb.grad), (dk, kb.grad), (dv, vb.grad)):
             torch.testing.assert_close(rows(got, b), ref, atol=1e-4, rtol=1e-4)
+
+
+def _conv_int64(x, w, padding):
+    """NumPy int64 cross-correlation of (N, C, H, W) by (K, C, R, S)."""
+    import numpy as np
+
+    x, w = x.astype(np.int64), w.astype(np.int64)
+    (n, _, h, wd), (k, _, r, s) = x.shape, w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    p, q = h + 2 * padding - r + 1, wd + 2 * padding - s + 1
+    y = np.zeros((n, k, p, q), np.int64)
+    for i in range(r):
+        for j in range(s):
+            y += np.einsum("nchw,kc->nkhw", xp[:, :, i:i + p, j:j + q], w[:, :, i, j])
+    return y
+
+
+def test_conv_int8_as_cudnn_frontends_test_builds_it():
+    """test_conv_bias.py::test_conv_int8's graph (io INT8, intermediate and
+    compute INT32, identity to an INT32 output, channels-last tensors, the
+    output buffer a larger int32 tensor used as storage), exact against
+    NumPy's int64 sums."""
+    torch.manual_seed(0)
+    n, c, h, w, k = 2, 64, 12, 10, 4
+    x = torch.randint(-127, 128, (n, c, h, w), dtype=torch.int8) \
+        .to(memory_format=torch.channels_last)
+    wt = torch.randint(-127, 128, (k, c, 3, 3), dtype=torch.int8) \
+        .to(memory_format=torch.channels_last)
+
+    @cudnn.jit(heur_modes=[cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    def create(xg, wg):
+        with cudnn.graph(None, io_data_type=cudnn.data_type.INT8,
+                         intermediate_data_type=cudnn.data_type.INT32,
+                         compute_data_type=cudnn.data_type.INT32) as (g, _):
+            g.target = "cpu"
+            X, W = g.tensor_like(xg), g.tensor_like(wg)
+            conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1],
+                                dilation=[1, 1])
+            Y = g.identity(name="identity", input=conv)
+            Y.set_output(True).set_data_type(cudnn.data_type.INT32)
+            return g, [X, W, Y]
+
+    g, (xu, wu, yu) = create(x, wt)
+    y = torch.randint(0, 127, x.size(), dtype=torch.int32).to(memory_format=torch.channels_last)
+    g.execute({xu: x, wu: wt, yu: y}, torch.empty(g.get_workspace_size(), dtype=torch.uint8))
+    # Y is [n, k, h, w] channels-last at the start of y's storage.
+    got = y.permute(0, 2, 3, 1).reshape(-1)[:n * h * w * k].reshape(n, h, w, k).permute(0, 3, 1, 2)
+    want = _conv_int64(x.numpy(), wt.numpy(), 1)
+    assert torch.equal(got, torch.from_numpy(want).to(torch.int32))
+
+
+@pytest.mark.parametrize("a_type, b_type, mma_type", [
+    (torch.int8, torch.bfloat16, torch.bfloat16), (torch.int8, torch.int8, torch.float32),
+    (torch.float16, torch.int8, torch.float16), (torch.int8, torch.float16, torch.bfloat16),
+])
+def test_mixed_precision_matmul_with_int8_casts(a_type, b_type, mma_type):
+    """test_matmul_bias_relu.py::test_mixed_precision_matmul's graph: int8
+    operands cast (identity + set_data_type) to the MMA type, B column-major."""
+    torch.manual_seed(5)
+    bsz, m, n, k = 4, 8, 16, 32
+    if a_type is torch.int8:
+        a = torch.randint(4, (bsz, m, k), dtype=torch.int8) - 1
+    else:
+        a = 2 * torch.randn(bsz, m, k, dtype=a_type) - 0.5
+    if b_type is torch.int8:
+        stored = torch.randint(3, (bsz, k, n), dtype=torch.int8) - 2
+    else:
+        stored = 3 * torch.randn(bsz, k, n, dtype=b_type) - 1.25
+    b = torch.as_strided(stored, (bsz, k, n), (n * k, 1, n))
+    mma = {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float16: cudnn.data_type.HALF,
+           torch.float32: cudnn.data_type.FLOAT}[mma_type]
+    g = cudnn.pygraph(target="cpu")
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    A_cast = g.identity(input=A, compute_data_type=cudnn.data_type.FLOAT)
+    A_cast.set_data_type(mma)
+    B_cast = g.identity(input=B, compute_data_type=cudnn.data_type.FLOAT)
+    B_cast.set_data_type(mma)
+    C = g.matmul(name="matmul", A=A_cast, B=B_cast, compute_data_type=cudnn.data_type.FLOAT)
+    C.set_output(True).set_data_type(mma)
+    _build(g)
+    want = torch.matmul(a.to(mma_type).float(), b.to(mma_type).float()).to(mma_type)
+    got = torch.zeros_like(want)
+    g.execute({A: a, B: b, C: got}, None)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_int8_matmul_fuzzer_form_casts_both_to_float():
+    """test_matmul_fuzzer.py's int8 configurations: A and B int8 (B strided),
+    both cast to FLOAT, then bias and relu, a FLOAT output."""
+    torch.manual_seed(6)
+    a = torch.randint(-3, 4, (3, 17, 40), dtype=torch.int8)
+    b = torch.as_strided(torch.randint(-3, 4, (3 * 40 * 9,), dtype=torch.int8), (3, 40, 9),
+                         (360, 1, 40))
+    bias = torch.randint(-3, 4, (1, 17, 1)).float()
+    g = cudnn.pygraph(compute_data_type=cudnn.data_type.FLOAT,
+                      intermediate_data_type=cudnn.data_type.FLOAT, target="cpu")
+    A, B, Bias = g.tensor_like(a), g.tensor_like(b), g.tensor_like(bias)
+    Ac = g.identity(input=A, compute_data_type=cudnn.data_type.FLOAT)
+    Ac.set_data_type(cudnn.data_type.FLOAT)
+    Bc = g.identity(input=B, compute_data_type=cudnn.data_type.FLOAT)
+    Bc.set_data_type(cudnn.data_type.FLOAT)
+    C = g.relu(name="relu", input=g.bias(name="bias", input=g.matmul(name="matmul", A=Ac, B=Bc),
+                                         bias=Bias))
+    C.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    got = torch.empty(3, 17, 9)
+    g.execute({A: a, B: b, Bias: bias, C: got}, None)
+    assert torch.equal(got, torch.relu(a.float() @ b.float() + bias))

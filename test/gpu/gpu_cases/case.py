@@ -96,7 +96,7 @@ def _rms(x):
 def comparison(dtype, expected, rtol=None, contraction=None, data=None, fp8_ulps=1):
     """How to compare an output: ``contraction`` is its (a, b, K) from
     ``contracted`` (then ``data`` holds the inputs' values)."""
-    if dtype is BOOL:
+    if dtype is BOOL or dtype.is_integer:
         return {"compare": "exact"}
     if dtype in (E4M3, E5M2):
         return {"compare": "fp8_ulps", "ulps": fp8_ulps}

@@ -137,7 +137,7 @@ func.func @segment_of_required_result_zero(%x: tensor<2x3xf32>) -> tensor<2x1xf3
 // -----
 
 func.func @unsupported_element_type(%x: tensor<2x3xf64>) -> tensor<2x3xf64> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2 or i1, got f64
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8 or ui8, got f64
   %y = "dnn.sin"(%x) : (tensor<2x3xf64>) -> tensor<2x3xf64>
   return %y : tensor<2x3xf64>
 }
@@ -152,6 +152,54 @@ func.func @float_operand_expected(%x: tensor<2x3xi1>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @int8_operand_of_float_op(%x: tensor<2x3xsi8>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.relu' op operand 'x': expected a floating-point tensor, got si8
+  %y = "dnn.relu"(%x) : (tensor<2x3xsi8>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @int8_matmul_with_a_float_operand(%a: tensor<2x3xsi8>, %b: tensor<3x4xbf16>) -> tensor<2x4xi32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op operand 'b': expected si8 or ui8 (as operand 'a'), got bf16
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xsi8>, tensor<3x4xbf16>) -> tensor<2x4xi32>
+  return %c : tensor<2x4xi32>
+}
+
+// -----
+
+func.func @int8_conv_with_float_compute(%x: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_fprop' op attribute 'compute_type': expected i32 (the accumulation of si8 / ui8 operands), got f32
+  %y = "dnn.conv_fprop"(%x, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32>
+  return %y : tensor<1x2x4x4xi32>
+}
+
+// -----
+
+func.func @int32_compute_of_float_operands(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': i32 takes si8 or ui8 operands: expected f32 or tf32 for operand 'a' of f32, got i32
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %c : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @int8_data_gradient(%dy: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xsi8>) -> tensor<1x2x4x4xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_dgrad' op operand 'dy': expected a floating-point tensor, got si8
+  %dx = "dnn.conv_dgrad"(%dy, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xsi8>) -> tensor<1x2x4x4xf32>
+  return %dx : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+func.func @signless_i8_is_not_a_dnn_type(%x: tensor<2x3xi8>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.cast' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8 or ui8, got i8
+  %y = "dnn.cast"(%x) : (tensor<2x3xi8>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
 func.func @bool_operand_expected(%a: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> tensor<2x3xi1> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.logical_and' op operand 'a': expected a tensor of i1, got f32
   %y = "dnn.logical_and"(%a, %b) : (tensor<2x3xf32>, tensor<2x3xi1>) -> tensor<2x3xi1>
@@ -161,7 +209,7 @@ func.func @bool_operand_expected(%a: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> ten
 // -----
 
 func.func @float_result_expected(%x: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.abs' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.abs' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.abs"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -301,7 +349,7 @@ func.func @silu_result_shape(%x: tensor<2x3xbf16>) -> tensor<3x2xbf16> {
 // -----
 
 func.func @sigmoid_i1_result(%x: tensor<2x3xf8E4M3FN>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sigmoid' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sigmoid' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.sigmoid"(%x) : (tensor<2x3xf8E4M3FN>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -365,7 +413,7 @@ func.func @reciprocal_i1_operand(%x: tensor<2x3xi1>) -> tensor<2x3xf32> {
 // -----
 
 func.func @sin_i1_result(%x: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.sin"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -405,7 +453,7 @@ func.func @div_no_broadcast_leading_dim(%a: tensor<2x3xf32>, %b: tensor<5x4x3xf3
 // -----
 
 func.func @max_i1_result(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.max' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.max' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.max"(%a, %b) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -525,7 +573,7 @@ func.func @gen_index_axis_out_of_range(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @gen_index_i1_result(%x: tensor<2x3xi1>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.gen_index' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.gen_index' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.gen_index"(%x) {axis = 0 : i64} : (tensor<2x3xi1>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -565,7 +613,7 @@ func.func @sigmoid_backward_i1_operand(%dy: tensor<2x3xi1>, %x: tensor<2x3xf32>)
 // -----
 
 func.func @tanh_backward_i1_result(%dy: tensor<2x3xf16>, %x: tensor<2x3xf16>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.tanh_backward' op result 'dx': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.tanh_backward' op result 'dx': expected a floating-point or integer element type, got i1
   %dx = "dnn.tanh_backward"(%dy, %x) : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xi1>
   return %dx : tensor<2x3xi1>
 }
@@ -589,7 +637,7 @@ func.func @elu_backward_i1_operand(%dy: tensor<2x3xf32>, %x: tensor<2x3xi1>) -> 
 // -----
 
 func.func @leaky_relu_backward_i1_result(%dy: tensor<2x3xbf16>, %x: tensor<2x3xbf16>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point or integer element type, got i1
   %dx = "dnn.leaky_relu_backward"(%dy, %x) : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x3xi1>
   return %dx : tensor<2x3xi1>
 }
@@ -845,7 +893,7 @@ func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x5xf32>) -
 // -----
 
 func.func @matmul_unknown_compute_type(%a: tensor<4x8xf16>, %b: tensor<8x5xf16>) -> tensor<4x5xf16> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': expected one of f32, tf32, got f16
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': expected one of f32, tf32, i32, got f16
   %c = "dnn.matmul"(%a, %b) {compute_type = f16} : (tensor<4x8xf16>, tensor<8x5xf16>) -> tensor<4x5xf16>
   return %c : tensor<4x5xf16>
 }

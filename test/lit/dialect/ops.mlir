@@ -1,6 +1,6 @@
 // Round trip of every dnn op: each prints back as it was written, and the
 // printed form parses and prints again unchanged. Each element type
-// (f32, f16, bf16, f8E4M3FN, f8E5M2, i1) appears somewhere.
+// (f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8, ui8) appears somewhere.
 
 // RUN: dnnc-opt %s --split-input-file | FileCheck %s
 // RUN: dnnc-opt %s --split-input-file | dnnc-opt --split-input-file | FileCheck %s
@@ -750,6 +750,31 @@ func.func @matmul_rank2_times_batched(%a: tensor<4x8xf16>, %b: tensor<2x3x8x5xf1
 func.func @matmul_tf32(%a: tensor<4x8xf32>, %b: tensor<8x5xf32>) -> tensor<4x5xf32> {
   %c = "dnn.matmul"(%a, %b) {compute_type = tf32} : (tensor<4x8xf32>, tensor<8x5xf32>) -> tensor<4x5xf32>
   return %c : tensor<4x5xf32>
+}
+
+// -----
+
+// int8 / uint8 operands accumulate in int32 (compute_type i32).
+// CHECK-LABEL: func.func @matmul_int8(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x8xsi8>, %[[B:.*]]: tensor<8x5xui8>) -> tensor<4x5xi32>
+//  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]]) {compute_type = i32} : (tensor<4x8xsi8>, tensor<8x5xui8>) -> tensor<4x5xi32>
+//  CHECK-NEXT:   return %[[C]] : tensor<4x5xi32>
+func.func @matmul_int8(%a: tensor<4x8xsi8>, %b: tensor<8x5xui8>) -> tensor<4x5xi32> {
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<4x8xsi8>, tensor<8x5xui8>) -> tensor<4x5xi32>
+  return %c : tensor<4x5xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv_fprop_int8_to_int8(
+//  CHECK-SAME:     %[[X:.*]]: tensor<1x4x5x5xsi8>, %[[W:.*]]: tensor<2x4x3x3xsi8>) -> (tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>)
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.conv_fprop"(%[[X]], %[[W]]) {compute_type = i32, dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x5x5xsi8>, tensor<2x4x3x3xsi8>) -> tensor<1x2x3x3xsi8>
+//  CHECK-NEXT:   %[[F:.*]] = "dnn.cast"(%[[Y]]) : (tensor<1x2x3x3xsi8>) -> tensor<1x2x3x3xf32>
+//  CHECK-NEXT:   return %[[Y]], %[[F]] : tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>
+func.func @conv_fprop_int8_to_int8(%x: tensor<1x4x5x5xsi8>, %w: tensor<2x4x3x3xsi8>) -> (tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>) {
+  %y = "dnn.conv_fprop"(%x, %w) {compute_type = i32, dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x5x5xsi8>, tensor<2x4x3x3xsi8>) -> tensor<1x2x3x3xsi8>
+  %f = "dnn.cast"(%y) : (tensor<1x2x3x3xsi8>) -> tensor<1x2x3x3xf32>
+  return %y, %f : tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>
 }
 
 // -----

@@ -211,14 +211,28 @@ func.func private @conv_wgrad_operands(%dy: tensor<1x16x6x6xbf16>, %x: tensor<1x
 
 // -----
 
-// An operand computed in the kernel (a relu dnn-fuse joined before the
-// convolution) is no argument: its index is -1.
+// A forward convolution's x that pointwise ops of the kernel compute from
+// one argument of its shape (a prologue dnn-fuse joined: relu(x * s + b),
+// s and b per channel) names that argument, with prologue = true; an x
+// computed from two (x + r) is no argument: its index is -1.
+
+// CHECK-LABEL: func.func private @conv_operand_prologue(
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: 0, 3>{{.*}}prologue = true
+func.func private @conv_operand_prologue(%x: tensor<1x8x4x4xbf16>, %s: tensor<1x8x1x1xf32>, %b: tensor<1x8x1x1xf32>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %m = "dnn.mul"(%x, %s) : (tensor<1x8x4x4xbf16>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xbf16>
+  %a = "dnn.add"(%m, %b) : (tensor<1x8x4x4xbf16>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xbf16>
+  %r = "dnn.relu"(%a) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+  return %y : tensor<1x8x4x4xbf16>
+}
 
 // CHECK-LABEL: func.func private @conv_operand_computed(
-//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 1>
-func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
-  %r = "dnn.relu"(%x) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
-  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 2>
+//  CHECK-NOT:      prologue
+//  CHECK-SAME:     dnn.kernel
+func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %r: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %a = "dnn.add"(%x, %r) : (tensor<1x8x4x4xbf16>, tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%a, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
   return %y : tensor<1x8x4x4xbf16>
 }
 
@@ -350,4 +364,37 @@ func.func private @sdpa_o_used_in_kernel(%q: tensor<1x2x7x64xbf16>, %k: tensor<1
 func.func @sdpa_in_graph(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.graph} {
   %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
+}
+
+// -----
+
+// int8 / uint8 (si8 / ui8) matmul with i32 compute: the operands are
+// sign- or zero-extended and the products summed in i32; a cast to int8
+// saturates in integers. No si8 / ui8 is left: they are stored as i8, as
+// booleans are, once lowered (and the casts to signless i8 are gone).
+
+// CHECK-LABEL: func.func @matmul_int8(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x8xi8> {dnn.name = "a"}, %[[B:.*]]: tensor<8x5xi8> {dnn.name = "b"}) -> (tensor<4x5xi32> {dnn.name = "c"}, tensor<4x5xi8> {dnn.name = "q"})
+//       CHECK:   %[[ZERO:.*]] = linalg.generic
+//       CHECK:     arith.constant 0 : i32
+//       CHECK:   %[[C:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<4x8xi8>, tensor<8x5xi8>) outs(%[[ZERO]] : tensor<4x5xi32>)
+//  CHECK-NEXT:   ^bb0(%[[X:.*]]: i8, %[[Y:.*]]: i8, %[[ACC:.*]]: i32):
+//  CHECK-NEXT:     %[[XW:.*]] = arith.extsi %[[X]] : i8 to i32
+//  CHECK-NEXT:     %[[YW:.*]] = arith.extui %[[Y]] : i8 to i32
+//  CHECK-NEXT:     %[[P:.*]] = arith.muli %[[XW]], %[[YW]] : i32
+//  CHECK-NEXT:     %[[S:.*]] = arith.addi %[[ACC]], %[[P]] : i32
+//  CHECK-NEXT:     linalg.yield %[[S]] : i32
+//       CHECK:   %[[Q:.*]] = linalg.generic {{.*}} ins(%[[C]] : tensor<4x5xi32>) outs(%{{.*}} : tensor<4x5xi8>)
+//       CHECK:     arith.maxsi
+//       CHECK:     arith.minsi
+//       CHECK:     %[[T:.*]] = arith.trunci %{{.*}} : i32 to i8
+//       CHECK:     linalg.yield %[[T]] : i8
+//       CHECK:   return %[[C]], %[[Q]] : tensor<4x5xi32>, tensor<4x5xi8>
+//   CHECK-NOT: si8
+//   CHECK-NOT: ui8
+//   CHECK-NOT: unrealized_conversion_cast
+func.func @matmul_int8(%a: tensor<4x8xsi8> {dnn.name = "a"}, %b: tensor<8x5xui8> {dnn.name = "b"}) -> (tensor<4x5xi32> {dnn.name = "c"}, tensor<4x5xsi8> {dnn.name = "q"}) attributes {dnn.graph} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<4x8xsi8>, tensor<8x5xui8>) -> tensor<4x5xi32>
+  %q = "dnn.cast"(%c) : (tensor<4x5xi32>) -> tensor<4x5xsi8>
+  return %c, %q : tensor<4x5xi32>, tensor<4x5xsi8>
 }

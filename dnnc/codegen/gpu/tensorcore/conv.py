@@ -32,7 +32,9 @@ gradients (phases.py; a ``Conv`` that is ``phased`` keeps the forward
 convolution's geometry for that split).
 
 ``match`` checks that shape (the ops before the contraction only pad and
-convert x, the filter is a kernel argument, one group, channels-last
+convert x, or, where dnn-fuse joined a prologue to a forward convolution,
+compute x from the activation and per-channel tensors (conv_prologue.py:
+the GEMM's A then carries it), the filter is a kernel argument, one group, channels-last
 operands the loaders can read in 16-byte pieces) and returns a ``Conv``:
 the geometry, the operand views the loaders describe, and a ``gemm.Gemm``
 whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
@@ -51,7 +53,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold
+from dnnc.codegen.gpu.tensorcore import conv_prologue, fold
 from dnnc.codegen.gpu.tensorcore.conv_views import (
     VIEW_OPS, Views as _Views, copied_view as _copied_view, copies as _copies,
     group_stride as _group_stride, iterators as _iterators, loop_dims as _loop_dims,
@@ -120,6 +122,8 @@ def _geometry(fn):
     g["direction"] = ir.StringAttr(attrs["direction"]).value
     g["flip"] = ir.BoolAttr(attrs["flip"]).value
     g["groups"] = ir.IntegerAttr(attrs["groups"]).value
+    # A forward convolution's x computed by a prologue (conv_prologue.py).
+    g["prologue"] = "prologue" in attrs and ir.BoolAttr(attrs["prologue"]).value
     return g
 
 
@@ -224,12 +228,25 @@ def match(fn, bk, strategy="tc-sm90"):
         raise NotAGemm(f"{len(reductions)} reductions: expected one convolution")
     contraction = reductions[0]
     position = ops.index(contraction)
+    prologue = None
     for op in ops[:position]:
-        if op.name == "linalg.generic":
+        if op.name == "linalg.generic" and g["prologue"] and prologue is None \
+                and any(v == x for v in list(op.operands)[:len(op.opview.inputs)]):
+            if strategy != "tc-sm90":
+                raise NotAGemm(f"a prologue on x ({strategy} convolutions take none)")
+            prologue = conv_prologue.match(op, x, arguments, element)
+        elif op.name == "linalg.generic":
             _check_pad(op, (x, other), strategy, element == "f32")
         elif op.name not in VIEW_OPS + ("memref.alloc", "arith.constant", "linalg.copy"):
             raise NotAGemm(f"'{op.name}' before the convolution")
-    body = [o.name for o in irutil.body_ops(contraction)]
+    if len(contraction.opview.inputs) != 2:
+        raise NotAGemm(f"the convolution reads {len(contraction.opview.inputs)} operands: "
+                       "expected x and the filter")
+    if g["prologue"] and prologue is None:
+        # No padding: linalg's fusion moved the prologue into the body.
+        prologue = conv_prologue.match_body(contraction, x, element)
+    inside = set(prologue.ops) if prologue is not None else set()
+    body = [o.name for o in irutil.body_ops(contraction) if o not in inside]
     allowed = ("arith.extf", "arith.mulf", "arith.addf", "linalg.yield")
     compute = "f32"
     if element == "f32":
@@ -239,9 +256,9 @@ def match(fn, bk, strategy="tc-sm90"):
         if not any(name == "arith.bitcast" for name in body):
             raise NotAGemm("f32 operands multiplied in f32: the tensor cores take them as "
                            "tf32 (compute_data_type='tf32')")
-        if direction != "fprop" or strategy != "tc-sm90":
-            raise NotAGemm(f"a tf32 {direction}: {strategy} runs tf32 forward convolutions "
-                           "only (wgmma reads tf32 from shared memory only K-major)")
+        if strategy != "tc-sm90":
+            raise NotAGemm(f"a tf32 {direction}: {strategy} takes 16-bit convolutions only "
+                           "(its gather loader reads bf16 / f16 chunks)")
         allowed += TF32_ROUNDING
         compute = "tf32"
     if any(name not in allowed for name in body):
@@ -300,13 +317,17 @@ def match(fn, bk, strategy="tc-sm90"):
                        f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
                        f"{element} elements)")
     # The operand read MN-major must have rows the loaders can step: a data
-    # gradient's filter rows of C, a filter gradient's dy rows of K.
-    if direction == "dgrad" and n % multiple:
+    # gradient's filter rows of C, a filter gradient's dy rows of K. tf32
+    # gradients copy that operand K-major first (sm90/tf32_conv.py), into
+    # rows padded to 16 bytes.
+    copied = compute == "tf32" and direction != "fprop"
+    if direction == "dgrad" and n % multiple and not copied:
         raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, "
                        f"{ROWS[strategy]} (C a multiple of {multiple})")
-    if direction == "wgrad" and m % multiple:
+    if direction == "wgrad" and m % multiple and not copied:
         raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
                        f"{ROWS[strategy]} (K a multiple of {multiple})")
+    g["prologue"] = prologue
     views = _Views(fn, m, n, groups)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,
@@ -370,7 +391,9 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
         b = Operand(x_view, {"batch": None, "mn": rank - 1, "k": 0}, element)
     else:
         dgrad = direction == "dgrad"
-        a = Operand(x_view, {"batch": None, "mn": 0, "k": rank - 1}, element)
+        # A prologue on x runs on each element of A's tiles (sm90/prologue.py).
+        a = Operand(x_view, {"batch": None, "mn": 0, "k": rank - 1}, element,
+                    g.get("prologue"))
         b = Operand(other_view, {"batch": None, "mn": 2 if dgrad else 0,
                                  "k": 0 if dgrad else 2}, element)
     # The groups are the GEMM's batch (the loaders offset each by its

@@ -491,6 +491,7 @@ class DkvKernel(_Blocks):
     """dK and dV for 128 kv rows of one (batch, kv head) a block."""
 
     turns_per_step = 2
+    mask_past_skv = False
 
     def __init__(self, att, tiles, delta):
         self.m = tiles.dkv_m
@@ -665,6 +666,12 @@ class DkvKernel(_Blocks):
             need.append(_cmp("sgt", _add(first, 64), ext.skv))
         elif att.sq % m:
             need.append(_cmp("ugt", end, _idx(att.sq)))
+        # Kv rows past Skv (without padding) are masked only where a
+        # kernel asks (``mask_past_skv``): the dK dV kernel drops their
+        # rows, the fused kernel also multiplies their dS into dQ.
+        past_skv = self.mask_past_skv and not ext.padding and att.skv % 128
+        if past_skv:
+            need.append(_cmp("sgt", _add(first, 64), _idx(att.skv)))
         shift = negated(ext.shift)
         if att.causal:
             need.append(_cmp("sgt", plus(first, shift, 63), m0))
@@ -682,7 +689,8 @@ class DkvKernel(_Blocks):
             high = offset(plus(ext.sq))
             lows = [offset(plus(r, shift)) for r in rows]
             tops = [offset(plus(r, shift, att.window - 1)) for r in rows]
-            dead = [_cmp("sge", r, ext.skv) for r in rows] if ext.padding else None
+            dead = [_cmp("sge", r, plus(ext.skv)) for r in rows] \
+                if ext.padding or past_skv else None
 
             def bad(e):
                 o = _i(column_of(e))

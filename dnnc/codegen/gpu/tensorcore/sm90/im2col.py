@@ -39,7 +39,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import (
 CORNER_RANGE = {3: (-2 ** 15, 2 ** 15 - 1), 4: (-2 ** 7, 2 ** 7 - 1), 5: (-2 ** 4, 2 ** 4 - 1)}
 
 
-def _split(value, sizes):
+def split(value, sizes):
     """``value`` (i32) as digits of mixed radix ``sizes`` (outermost first)."""
     digits = []
     for size in reversed(sizes):
@@ -108,15 +108,18 @@ class Im2colOperand(_ConvTile):
     pixels by ``k`` (BK) channels of their input pixels at one tap,
     K-major. B of a filter gradient (``mn_major``): ``k`` (BK) output
     pixels by ``rows`` (BN) channels of their input pixels at the tap of the
-    tile's columns, in boxes of 64 channels (128 bytes)."""
+    tile's columns, in boxes of 64 channels (128 bytes). ``swizzled``
+    False: A loaded as it lies (rows of BK channels, no swizzle), for the
+    consumers to convert (a prologue on x, sm90/prologue.py)."""
 
+    swizzled: bool = True
 
     def make_descriptor(self, bk):
         lower, upper = corners(self.conv)
         strides = [1] + list(self.conv.stride) + [1]
         pixels, channels = (bk, self.rows // self.pieces) if self.mn_major else (self.rows, bk)
         self.descriptor = im2col_descriptor(self.conv.x, pixels, channels, lower, upper,
-                                            strides)
+                                            strides, self.swizzled)
         return self.descriptor
 
     def load(self, dest_i64, barrier, batch, mn0, k0):
@@ -132,14 +135,14 @@ class Im2colOperand(_ConvTile):
             first = mn0
         if conv.flip and conv.direction == "wgrad":
             tap = arith.subi(_i(conv.taps - 1), tap)
-        taps, _ = _split(tap, conv.filter)
+        taps, _ = split(tap, conv.filter)
         i16 = ir.IntegerType.get_signless(16)
         offsets = [arith.trunci(i16, arith.muli(t, _i(d)) if d != 1 else t)
                    for t, d in zip(taps, conv.dilation)]
         if conv.groups > 1:
             # Group ``batch``'s channels.
             c0 = arith.addi(c0, arith.muli(batch, _i(conv.channels)))
-        pixel, image = _split(first, conv.out)
+        pixel, image = split(first, conv.out)
         starts = [arith.subi(arith.muli(o, _i(s)) if s != 1 else o, _i(p))
                   for o, s, p in zip(pixel, conv.stride, conv.pre)]
         width = SWIZZLE // self.eb
