@@ -28,6 +28,7 @@ from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import GraphError, UnsupportedError, VerificationError
 from dnnc.graph_attention import lengths as _lengths, mask_attrs as _mask_attrs
 from dnnc.graph_attention import page_tables as _page_tables
+from dnnc import graph_attention as _attention
 
 
 def contiguous_strides(dim):
@@ -50,6 +51,7 @@ class Tensor:
         self.data_type = as_data_type(data_type) if data_type is not None else None
         self.producer = producer  # (Node, result name) or None for a graph input
         self.is_output = False
+        self.ragged_offset = None  # a packed (THD) tensor's offsets: set_ragged_offset
 
     # cudnn-frontend style setters, chainable.
     def set_output(self, is_output=True):
@@ -77,6 +79,15 @@ class Tensor:
     def set_name(self, name):
         self.name = str(name)
         return self
+
+    def set_ragged_offset(self, offsets):
+        """Make this tensor ragged (packed, THD) for sdpa: ``offsets`` (int32, B + 1
+        x 1 x 1 x 1) holds where each batch entry starts (graph_attention.py)."""
+        _attention.set_ragged_offset(self, offsets)
+        return self
+
+    def get_ragged_offset(self):
+        return self.ragged_offset
 
     def get_dim(self):
         return list(self.dim)
@@ -106,6 +117,7 @@ class Node:
         self.explicit_name = False  # kept in the IR only when the user gave it
         self.results = {}  # result name -> Tensor
         self.fixed_dtypes = {}  # result name -> data_type the op fixes
+        self.finish = None  # run as it becomes IR (an sdpa's ragged strides)
 
 
 def _check_stride(name, dim, stride):
@@ -136,8 +148,9 @@ class Graph:
 
     # ------------------------------------------------------------------ tensors
 
-    def tensor(self, name=None, dim=None, stride=None, data_type=None):
-        """A graph input. ``dim`` is logical; ``stride`` defaults to row-major."""
+    def tensor(self, name=None, dim=None, stride=None, data_type=None, ragged_offset=None):
+        """A graph input. ``dim`` is logical; ``stride`` defaults to row-major;
+        ``ragged_offset`` makes it ragged (``Tensor.set_ragged_offset``)."""
         if dim is None:
             raise GraphError("tensor(): expected dim, got none")
         name = name or f"input{len(self._inputs)}"
@@ -154,6 +167,8 @@ class Graph:
         _check_stride(name, dim, stride)
         t = Tensor(self, self._unique(name), dim, stride, dt)
         self._inputs.append(t)
+        if ragged_offset is not None:
+            t.set_ragged_offset(ragged_offset)
         return t
 
     def tensor_like(self, array, name=None):
@@ -195,6 +210,7 @@ class Graph:
                 if t is not None and (not isinstance(t, Tensor) or t._graph is not self):
                     raise GraphError(f"'{d.mlir_name}' operand '{key}': expected a tensor of "
                                      f"this graph, got {type(t).__name__}")
+                _attention.check_operand(d, key, t)
         infos = {key: ([self._info(t) for t in v] if isinstance(v, list) else
                        (self._info(v) if v is not None else None))
                  for key, v in operands.items()}
@@ -330,7 +346,8 @@ class Graph:
         j % page_size of page table[b, 0, j // page_size, 0];
         ``paged_attention_max_seq_len_kv`` is Skv (default pages_per_seq x
         page_size). It needs ``use_padding_mask``; only positions below
-        seq_len_kv are read, and their table entries must be valid pages."""
+        seq_len_kv are read, and their table entries must be valid pages.
+        Ragged (packed) q, k, v, o: ``Tensor.set_ragged_offset``."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         tables, paged = _page_tables(k, paged_attention_k_table, paged_attention_v_table,
                                      paged_attention_max_seq_len_kv, use_padding_mask)
@@ -343,7 +360,7 @@ class Graph:
                                  scale=float(scale), generate_stats=bool(generate_stats),
                                  **paged),
                             name)
-        return o, stats
+        return _attention.take_ragged(self, (o, stats))
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
                       use_causal_mask=False, use_causal_mask_bottom_right=False,
@@ -365,13 +382,13 @@ class Graph:
                 raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
                                        "cache is forward only, as in cuDNN), got a value")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
-        return tuple(self._op(
+        return _attention.take_ragged(self, tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name))
+                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name)))
 
     # ------------------------------------------------------------------ normalization
 

@@ -103,6 +103,9 @@ class Lowering:
         made = self.graph.tensor(name=name, dim=t._dim, stride=stride, data_type=dt)
         t._inferred_type = enums.library_type(made.get_data_type())
         self.inputs.append((t, made))
+        if t._ragged_offset is not None:
+            made.set_ragged_offset(self.tensor(t._ragged_offset, f"tensor '{name}' ragged "
+                                                                 "offset"))
         return made
 
     def scalar(self, value, what):
@@ -184,6 +187,9 @@ class Lowering:
                         d.set_stride(strides)
                     if t.get_name():
                         d.set_name(_unique_output_name(self, t, d))
+                    if t._ragged_offset is not None:
+                        d.set_ragged_offset(self.tensor(t._ragged_offset,
+                                                        f"{what} ragged offset"))
         self._copy_back()
 
     def _copy_back(self):

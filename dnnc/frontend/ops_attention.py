@@ -13,9 +13,13 @@ form ``diagonal_alignment`` + ``diagonal_band_right_bound=0`` (causal) +
 ``paged_attention_k_table`` / ``paged_attention_v_table`` (int32
 ``[B, 1, pages, 1]``) and ``paged_attention_max_seq_len_kv``, K and V then
 ``[pages, H_kv, page_size, D]`` caches (forward only, as in cuDNN).
-``attn_scale`` is a float or a pass-by-value tensor (compiled in). Options
+``attn_scale`` is a float or a pass-by-value tensor (compiled in). Ragged
+(packed, THD) q, k, v, o, dO, dQ, dK and dV are tensors with
+``set_ragged_offset`` (int32 offsets), taken with the padding mask; the
+backward's ``max_total_seq_len_q`` / ``_kv`` (cuDNN's bounds on the packed
+rows, for its workspace) are accepted and not needed. Options
 dnnc does not implement (dropout, ALiBi, block masks, score modifiers, sink
-tokens, a dBias output, ragged tensors, other band bounds) raise
+tokens, a dBias output, other band bounds) raise
 ``cudnnGraphNotSupportedError``
 naming the option.
 """
@@ -136,8 +140,7 @@ class AttentionOps:
         backward kernels), so every run gives the same bits; without it the
         fused backward adds dQ's parts in whatever order its blocks finish."""
         _refuse("sdpa_backward", dBias=dBias, use_alibi_mask=use_alibi_mask,
-                max_total_seq_len_q=max_total_seq_len_q,
-                max_total_seq_len_kv=max_total_seq_len_kv, dropout=dropout, rng_dump=rng_dump,
+                dropout=dropout, rng_dump=rng_dump,
                 score_mod=score_mod,
                 score_mod_bprop=score_mod_bprop, sink_token=sink_token, dSink_token=dSink_token)
         check_pointwise_compute("sdpa_backward", compute_data_type)

@@ -211,9 +211,14 @@ class DnnMapTensorCores(DnncPass):
                 notes = self._sm90_attention_backward(fn, config)
             else:
                 att = attention_match.match(fn)
+                split, fold = max(1, config.split), max(1, config.fold)
+                if att.ragged and (split > 1 or fold > 1):
+                    # Split-KV's merge and a folded group's rows address
+                    # padded rows: a ragged problem runs unsplit, unfolded.
+                    split = fold = 1
+                    fn.attributes[ATTR] = config.replace(split=1, fold=1).to_attr()
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
-                                                           max(1, config.split),
-                                                           max(1, config.fold)))
+                                                           split, fold))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return

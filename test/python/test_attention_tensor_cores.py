@@ -708,7 +708,8 @@ def test_attention_attribute_records_operands_and_results():
     # q, k, v and bias are the kernel's arguments 0-3 (no lengths); o and
     # stats its two returned values, in that order.
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: '
-                    '0, 1, 2, 3, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, '
+                    '0, 1, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = '
+                    'array<i64: 0, 1>, '
                     'returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}'), info
 
 
@@ -719,7 +720,8 @@ def test_attention_attribute_records_the_lengths():
                                           padding=True))
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
-    assert "operands = array<i64: 0, 1, 2, -1, 3, 4, -1, -1>, padding = true" in info, info
+    assert "operands = array<i64: 0, 1, 2, -1, 3, 4, -1, -1, -1, -1, -1, -1>, padding = " \
+        "true" in info, info
 
 
 def test_attention_attribute_of_the_backward():
@@ -732,7 +734,8 @@ def test_attention_attribute_of_the_backward():
         info = str(fn.attributes[attention_match.ATTR])
         assert attention_match.op_of(fn) == "sdpa_backward"
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa_backward", operands = '
-                    'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1>, padding = false, results = '
+                    'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, '
+                    'padding = false, results = '
                     'array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
                     'window = 0 : i64}'), info
 
@@ -760,8 +763,8 @@ def test_attention_attribute_records_the_masks(build, diagonal, window):
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
         op = attention_match.op_of(fn)
-    operands, results = (("0, 1, 2, -1, -1, -1, -1, -1", "0, 1") if op == "sdpa" else
-                         ("0, 1, 2, 3, 4, 5, -1, -1, -1", "0, 1, 2"))
+    operands, results = (("0, 1, 2" + ", -1" * 9, "0, 1") if op == "sdpa" else
+                         ("0, 1, 2, 3, 4, 5" + ", -1" * 11, "0, 1, 2"))
     assert info == (f'{{causal = true, diagonal = "{diagonal}", op = "{op}", operands = '
                     f'array<i64: {operands}>, padding = false, results = array<i64: '
                     f'{results}>, returned = {results.count(",") + 1} : i64, scale = '

@@ -465,6 +465,67 @@ def test_graph_wrapper_as_the_samples_use_it():
     torch.testing.assert_close(by_name["ln::Y"], y_out)
 
 
+def test_sdpa_on_ragged_thd_tensors():
+    # cuDNN's packed variable-length layout as its tests write it: q, k, v,
+    # o of dims [B, H, S, D] over THD buffers (strides [S H D, D, H D, 1]),
+    # int32 ragged offsets [B + 1, 1, 1, 1] (prefix sums of the lengths
+    # times H D) set on each, the lengths through the padding mask; against
+    # SDPA on each sequence alone, forward and backward.
+    torch.manual_seed(8)
+    B, H, S, D = 3, 2, 6, 8
+    lengths = torch.tensor([4, 6, 1], dtype=torch.int32)
+    total = int(lengths.sum())
+    off = torch.cat([torch.zeros(1, dtype=torch.int32), torch.cumsum(lengths, 0)]) * H * D
+    off = off.to(torch.int32).reshape(B + 1, 1, 1, 1)
+    seq = lengths.reshape(B, 1, 1, 1)
+
+    def packed(rows):
+        buf = torch.zeros(B * S, H, D)
+        buf[:total] = rows
+        return buf.reshape(B, S, H, D).permute(0, 2, 1, 3)   # strides [S H D, D, H D, 1]
+    q, k, v, do = (packed(torch.randn(total, H, D)) for _ in range(4))
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
+    OFF, LEN = g.tensor_like(off), g.tensor_like(seq)
+    for t in (Q, K, V):
+        t.set_ragged_offset(OFF)
+    O, stats = g.sdpa(q=Q, k=K, v=V, attn_scale=0.4, generate_stats=True, use_causal_mask=True,
+                      use_padding_mask=True, seq_len_q=LEN, seq_len_kv=LEN)
+    O.set_output(True).set_stride(list(q.stride())).set_ragged_offset(OFF)
+    stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    o = torch.full_like(q, float("nan"))
+    st = torch.empty(B, H, S, 1)
+    g.execute({Q: q, K: k, V: v, OFF: off, LEN: seq, O: o, stats: st}, None)
+
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=o, do=do, st=st).items()}
+    BOFF, BLEN = bwd.tensor_like(off), bwd.tensor_like(seq)
+    for n in ("q", "k", "v", "o", "do"):
+        t[n].set_ragged_offset(BOFF)
+    grads = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"], stats=t["st"],
+                              attn_scale=0.4, use_causal_mask=True, use_padding_mask=True,
+                              seq_len_q=BLEN, seq_len_kv=BLEN, max_total_seq_len_q=total,
+                              max_total_seq_len_kv=total)
+    for x in grads:
+        x.set_output(True).set_stride(list(q.stride())).set_ragged_offset(BOFF)
+    _build(bwd)
+    dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+    bwd.execute({t["q"]: q, t["k"]: k, t["v"]: v, t["o"]: o, t["do"]: do, t["st"]: st,
+                 BOFF: off, BLEN: seq, grads[0]: dq, grads[1]: dk, grads[2]: dv}, None)
+
+    def rows(x, b):   # sequence b of packed x as [H, L, D]
+        start, n = int(off[b]) // (H * D), int(lengths[b])
+        return x.permute(0, 2, 1, 3).reshape(B * S, H, D)[start:start + n].transpose(0, 1)
+    for b in range(B):
+        qb, kb, vb = (rows(x, b).clone().requires_grad_() for x in (q, k, v))
+        want = F.scaled_dot_product_attention(qb, kb, vb, is_causal=True, scale=0.4)
+        want.backward(rows(do, b))
+        torch.testing.assert_close(rows(o, b), want, atol=1e-5, rtol=1e-5)
+        for got, ref in ((dq, qb.grad), (dk, kb.grad), (dv, vb.grad)):
+            torch.testing.assert_close(rows(got, b), ref, atol=1e-4, rtol=1e-4)
+
+
 def _conv_int64(x, w, padding):
     """NumPy int64 cross-correlation of (N, C, H, W) by (K, C, R, S)."""
     import numpy as np

@@ -61,6 +61,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        padding masks (per-batch sequence lengths)
     attention_paged.py sdpa forwards over paged KV caches (page tables,
                        page sizes, decode and prefill)
+    attention_ragged.py
+                       64 random sdpa forwards and 64 backwards on ragged
+                       (packed, THD) tensors: offsets, lengths, gaps
     attention_gqa_fold.py
                        GQA decode steps whose query heads fold into one
                        block per kv head (row maps, masks, lengths, paged,
@@ -75,10 +78,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_random, attention_sm80, conv_grouped_simt, conv_phases, conv_prologue,
-               conv_random, conv_random_tf32, conv_wgrad_channels, convolution, data_movement,
-               examples, fp8, frontend, int8, matmul, normalization, pointwise, pooling,
-               reductions, row_programs, zero_size)
+               attention_ragged, attention_random, attention_sm80, conv_grouped_simt,
+               conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_wgrad_channels,
+               convolution, data_movement, examples, fp8, frontend, int8, matmul,
+               normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -106,6 +109,7 @@ CASES = [
     *attention_backward_fused.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
+    *attention_ragged.CASES,
     *attention_decode.CASES,
     *attention_gqa_fold.CASES,
     *zero_size.CASES,

@@ -61,6 +61,10 @@ class Case:
     # and v), computed once those are drawn.
     derived: object = None
     fp8_ulps: int = 1        # codes an fp8 output may be off by
+    # values -> {output name: bool mask}: the elements the op leaves as they
+    # were (a ragged output's rows no batch entry owns), NaN in the expected
+    # output, so that the GPU must leave them poisoned with NaN.
+    unspecified: object = None
 
 
 def graph_of(add, dtype, configs):

@@ -101,7 +101,10 @@ def frontend_conv_int8(n, c, h, w, k):
 
 def frontend_mixed_matmul(a_type, b_type, mma_type):
     """test_matmul_bias_relu.py::test_mixed_precision_matmul's graph: A and B
-    (B column-major) cast by identity + set_data_type to the MMA type."""
+    (B column-major) cast by identity + set_data_type to the MMA type. The
+    test views B with strides (N·K, 1, N), whose rows overlap in memory; here
+    B is truly column-major (N·K, 1, K), so that the logical array stored as
+    the package's input is the one the GPU reads."""
     names = {"int8": cudnn.data_type.INT8, "bf16": cudnn.data_type.BFLOAT16,
              "f16": cudnn.data_type.HALF, "f32": cudnn.data_type.FLOAT}
 
@@ -109,7 +112,7 @@ def frontend_mixed_matmul(a_type, b_type, mma_type):
         bsz, m, n, k = 16, 32, 64, 128
         g = cudnn.pygraph(name="frontend_mixed")
         a = g.tensor(name="a", dim=[bsz, m, k], data_type=names[a_type])
-        b = g.tensor(name="b", dim=[bsz, k, n], stride=[n * k, 1, n], data_type=names[b_type])
+        b = g.tensor(name="b", dim=[bsz, k, n], stride=[n * k, 1, k], data_type=names[b_type])
         ac = g.identity(input=a, compute_data_type=cudnn.data_type.FLOAT)
         ac.set_data_type(names[mma_type])
         bc = g.identity(input=b, compute_data_type=cudnn.data_type.FLOAT)

@@ -257,10 +257,10 @@ func.func @conv_in_graph(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> 
 // bufferization the out-parameters are the last arguments).
 
 // CHECK-LABEL: func.func private @sdpa_causal_stats(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 //   CHECK-NOT:   dnn.sdpa
 func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v) {causal = true, generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {causal = true, generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>)
   return %o, %stats : tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>
 }
 
@@ -271,9 +271,9 @@ func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9
 // before o.
 
 // CHECK-LABEL: func.func private @sdpa_bias_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 2, 3, 1, 0, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 2, 3, 1, 0, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x2x9x16xf16>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>) -> (tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v, %bias) {causal = false, generate_stats = true, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<1x1x7x9xf16>) -> (tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v, %bias) {causal = false, generate_stats = true, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<1x1x7x9xf16>) -> (tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>)
   return %stats, %o : tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>
 }
 
@@ -283,10 +283,10 @@ func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x
 // argument: its index is -1; without statistics, stats is -1 too.
 
 // CHECK-LABEL: func.func private @sdpa_q_computed(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: -1, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: -1, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_q_computed(%x: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
   %q = "dnn.relu"(%x) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
 }
 
@@ -297,9 +297,9 @@ func.func private @sdpa_q_computed(%x: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x6
 // window of 4 columns.
 
 // CHECK-LABEL: func.func private @sdpa_bottom_right_window(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "bottom_right", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 4 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "bottom_right", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 4 : i64}
 func.func private @sdpa_bottom_right_window(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, diagonal = "bottom_right", generate_stats = false, scale = 1.250000e-01 : f64, window = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, diagonal = "bottom_right", generate_stats = false, scale = 1.250000e-01 : f64, window = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
 }
 
@@ -310,10 +310,10 @@ func.func private @sdpa_bottom_right_window(%q: tensor<1x2x7x64xbf16>, %k: tenso
 // dq, dk and dv is.
 
 // CHECK-LABEL: func.func private @sdpa_backward_causal_bias(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 //   CHECK-NOT:   dnn.sdpa_backward
 func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
   return %dq, %dk, %dv : tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>
 }
 
@@ -323,9 +323,9 @@ func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tens
 // stats is argument 0, no bias (-1), dk returned first.
 
 // CHECK-LABEL: func.func private @sdpa_backward_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>, %v: tensor<2x2x9x16xf16>, %o: tensor<2x2x7x16xf16>, %do: tensor<2x2x7x16xf16>) -> (tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
   return %dk, %dq, %dv : tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>
 }
 
@@ -334,9 +334,9 @@ func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tens
 // The backward's masks too: a top-left window of 3 columns.
 
 // CHECK-LABEL: func.func private @sdpa_backward_window(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
 func.func private @sdpa_backward_window(%q: tensor<1x2x7x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x16xf16>, %o: tensor<1x2x7x16xf16>, %do: tensor<1x2x7x16xf16>, %stats: tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, diagonal = "top_left", scale = 2.500000e-01 : f64, window = 3 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, diagonal = "top_left", scale = 2.500000e-01 : f64, window = 3 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>)
   return %dq, %dk, %dv : tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>
 }
 
@@ -349,7 +349,7 @@ func.func private @sdpa_backward_window(%q: tensor<1x2x7x16xf16>, %k: tensor<1x2
 //   CHECK-NOT:   dnn.attention
 //       CHECK:   linalg.generic
 func.func private @sdpa_o_used_in_kernel(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   %y = "dnn.relu"(%o) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %y : tensor<1x2x7x64xbf16>
 }
@@ -362,7 +362,7 @@ func.func private @sdpa_o_used_in_kernel(%q: tensor<1x2x7x64xbf16>, %k: tensor<1
 // CHECK-LABEL: func.func @sdpa_in_graph(
 //  CHECK-SAME:     attributes {dnn.graph, llvm.emit_c_interface} {
 func.func @sdpa_in_graph(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.graph} {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
 }
 
