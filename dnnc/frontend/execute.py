@@ -21,6 +21,7 @@ accepted and not used: dnnc's executables own their workspace, which is why
 
 import numpy as np
 
+from dnnc.frontend.enums import data_type
 from dnnc.frontend.errors import InvalidVariantPackError
 
 
@@ -60,7 +61,8 @@ class Plan:
 
     def run(self, pack, stream):
         """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""
-        ins = [_buffer(pack, t, d, "input") for t, d in zip(self.inputs, self._in_dims)]
+        ins = [_narrowed(_buffer(pack, t, d, "input"), t)
+               for t, d in zip(self.inputs, self._in_dims)]
         outs = [_buffer(pack, t, d, "output") for t, d in zip(self.outputs, self._out_dims)]
         if self.target == "cpu":
             results = self.exe.run(*[_host_array(b) for b in ins])
@@ -71,6 +73,27 @@ class Plan:
             ins = [_device(b, t) for b, t in zip(ins, self.inputs)]
             outs = [_device(b, t) for b, t in zip(outs, self.outputs)]
         self.exe(*ins, outputs=outs, stream=stream)
+
+
+def _narrowed(value, t):
+    """An int64 input (only ragged offsets are lowered from int64: cuDNN 9.6+
+    takes them so) as the int32 tensor dnnc reads; offsets past int32 are an
+    ``InvalidVariantPackError``."""
+    if t.get_data_type() != data_type.INT64 or isinstance(value, int):
+        return value
+    if hasattr(value, "to") and hasattr(value, "dtype"):    # torch
+        import torch
+
+        narrow = value.to(torch.int32)
+        fits = bool((narrow.to(value.dtype) == value).all())
+    else:
+        wide = np.asarray(value)
+        narrow = wide.astype(np.int32)
+        fits = bool((narrow == wide).all())
+    if not fits:
+        raise InvalidVariantPackError(f"variant pack: {_label(t)}: ragged offsets past 2^31 "
+                                      "elements (dnnc reads them as int32)")
+    return narrow
 
 
 def _label(t):

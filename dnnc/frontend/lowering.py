@@ -62,6 +62,7 @@ class Lowering:
         self.inputs = []              # (frontend tensor, dnnc Tensor) of the graph inputs
         self.scalars = []             # pass-by-value frontend tensors read as values
         self._names = set()
+        self._offsets = set()         # id() of the tensors used as ragged offsets
 
     # -- reading operands ----------------------------------------------------
 
@@ -99,11 +100,18 @@ class Lowering:
         if not t._dim:
             raise InvalidGraphError(f"tensor '{name}': expected dims, got none")
         stride = t._stride or contiguous_strides(t._dim)
-        dt = enums.to_dnnc(t._data_type, f"tensor '{name}'")
+        if id(t) in self._offsets and t._data_type == enums.data_type.INT64:
+            # cuDNN 9.6+ takes int64 ragged offsets: dnnc's are int32, and
+            # execute narrows the bound tensor (offsets past 2^31 elements
+            # are refused there).
+            dt = enums.to_dnnc(enums.data_type.INT32, "")
+        else:
+            dt = enums.to_dnnc(t._data_type, f"tensor '{name}'")
         made = self.graph.tensor(name=name, dim=t._dim, stride=stride, data_type=dt)
         t._inferred_type = enums.library_type(made.get_data_type())
         self.inputs.append((t, made))
         if t._ragged_offset is not None:
+            self._offsets.add(id(t._ragged_offset))
             made.set_ragged_offset(self.tensor(t._ragged_offset, f"tensor '{name}' ragged "
                                                                  "offset"))
         return made
@@ -188,6 +196,7 @@ class Lowering:
                     if t.get_name():
                         d.set_name(_unique_output_name(self, t, d))
                     if t._ragged_offset is not None:
+                        self._offsets.add(id(t._ragged_offset))
                         d.set_ragged_offset(self.tensor(t._ragged_offset,
                                                         f"{what} ragged offset"))
         self._copy_back()

@@ -465,18 +465,20 @@ def test_graph_wrapper_as_the_samples_use_it():
     torch.testing.assert_close(by_name["ln::Y"], y_out)
 
 
-def test_sdpa_on_ragged_thd_tensors():
+@pytest.mark.parametrize("offset_dtype", [torch.int32, torch.int64])
+def test_sdpa_on_ragged_thd_tensors(offset_dtype):
     # cuDNN's packed variable-length layout as its tests write it: q, k, v,
     # o of dims [B, H, S, D] over THD buffers (strides [S H D, D, H D, 1]),
-    # int32 ragged offsets [B + 1, 1, 1, 1] (prefix sums of the lengths
-    # times H D) set on each, the lengths through the padding mask; against
-    # SDPA on each sequence alone, forward and backward.
+    # ragged offsets [B + 1, 1, 1, 1] (prefix sums of the lengths times H D;
+    # int64 as cuDNN 9.6+ takes them, int32) set on each, the lengths through
+    # the padding mask; against SDPA on each sequence alone, forward and
+    # backward.
     torch.manual_seed(8)
     B, H, S, D = 3, 2, 6, 8
     lengths = torch.tensor([4, 6, 1], dtype=torch.int32)
     total = int(lengths.sum())
     off = torch.cat([torch.zeros(1, dtype=torch.int32), torch.cumsum(lengths, 0)]) * H * D
-    off = off.to(torch.int32).reshape(B + 1, 1, 1, 1)
+    off = off.to(offset_dtype).reshape(B + 1, 1, 1, 1)
     seq = lengths.reshape(B, 1, 1, 1)
 
     def packed(rows):
