@@ -240,23 +240,34 @@ class DnnMapTensorCores(DnncPass):
     def _sm90_conv(self, fn, config):
         """A convolution kernel: tc-sm90's implicit GEMM, else tc-sm80's
         (what tc-sm90 does not take for its loaders or tiles: an im2col box
-        or a stride TMA cannot describe, a filter gradient's C), else
-        simt-generic."""
+        or a stride TMA cannot describe, channels not a multiple of 16
+        bytes, a filter gradient's C), else simt-generic."""
         tile = tile_of(config)
         try:
             conv = conv_match.match(fn, tile.k)
+        except conv_match.Unaligned as why:
+            # Channels TMA cannot step: tc-sm80's loaders read them (the
+            # GEMM's shape, for its tile, from its own match).
+            not_sm90 = f"{STRATEGY} does not apply ({why})"
+            try:
+                conv = conv_match.match(fn, tile.k, "tc-sm80")
+            except gemm_match.NotAGemm as why:
+                fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
+                return
+            conv_match.discard(conv.made)
         except gemm_match.NotAGemm as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
-        try:
-            notes = sm90.build_conv(fn, conv, tile)
-        except sm90.NotSupported as why:
-            conv_match.discard(conv.made)
-            not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
-            for note in notes:
-                add_note(fn, note)
-            return
+            try:
+                notes = sm90.build_conv(fn, conv, tile)
+            except sm90.NotSupported as why:
+                conv_match.discard(conv.made)
+                not_sm90 = f"{STRATEGY} does not apply ({why})"
+            else:
+                for note in notes:
+                    add_note(fn, note)
+                return
         gemm = conv.gemm
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
                                  conv.channels if conv.direction == "wgrad" else None,

@@ -33,7 +33,8 @@ convolution's geometry for that split).
 
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, the filter is a kernel argument, one group, channels-last
-operands the loaders can read in 16-byte pieces) and returns a ``Conv``:
+operands; for tc-sm90, rows of channels TMA reads in 16-byte pieces, else
+``Unaligned``, which tc-sm80 takes) and returns a ``Conv``:
 the geometry, the operand views the loaders describe, and a ``gemm.Gemm``
 whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
 it reads and writes, so that the tensor-core epilogues (sm90/epilogue.py,
@@ -64,13 +65,10 @@ from dnnc.codegen.gpu.tensorcore.gemm import (
 ATTR = "dnn.conv"
 # Body ops a generic before the contraction may hold: it pads and converts x.
 PAD_OPS = ("arith.extf", "linalg.yield")
-# How each strategy reads the operands' rows of channels, for the reasons:
-# TMA's boxes (sm90/im2col.py) or cp.async's chunks (sm80/im2col.py), both
-# 16-byte aligned.
-READS = {"tc-sm90": "TMA steps them by multiples of 16 bytes",
-         "tc-sm80": "cp.async copies them in aligned 16-byte chunks"}
-ROWS = {"tc-sm90": "by TMA in rows of a multiple of 16 bytes",
-        "tc-sm80": "by cp.async in aligned 16-byte chunks"}
+# How tc-sm90 reads the operands' rows of channels, for the reasons: TMA's
+# boxes (sm90/im2col.py), 16-byte aligned.
+READS = "TMA steps them by multiples of 16 bytes"
+ROWS = "by TMA in rows of a multiple of 16 bytes"
 
 
 @dataclass
@@ -111,6 +109,11 @@ class Conv:
     def padded_channels(self):
         """C rounded up to whole K steps: the GEMM's K per tap."""
         return self.gemm.k // self.taps
+
+
+class Unaligned(NotAGemm):
+    """tc-sm90's TMA cannot read an operand whose rows of channels are not
+    a multiple of 16 bytes; tc-sm80's loaders can (the kernel goes there)."""
 
 
 def _geometry(fn):
@@ -284,29 +287,31 @@ def match(fn, bk, strategy="tc-sm90"):
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
     multiple = 16 // (2 if element in ("bf16", "f16") else 4)
-    # The loaders step pixels (and filter taps) 16-byte aligned: C a
-    # multiple of 8, or channels-last with each pixel padded to that
-    # (dnn-conv-layouts); tc-sm90 folds a stem's filter columns into its
-    # channels instead (fold.py).
-    _, x_strides, _ = irutil.memref_geometry(x.type)
-    pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape))) if x_shape[d] != 1),
-                 channels)
-    folds = strategy == "tc-sm90" and fold.folds(
-        direction, channels, window, irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
-    if strategy == "tc-sm80" and channels % multiple:
-        pitch = channels    # its chunks are whole: no padded pitch
-    if pitch % multiple and not folds:
-        raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
-                       f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
-                       f"{element} elements)")
-    # The operand read MN-major must have rows the loaders can step: a data
-    # gradient's filter rows of C, a filter gradient's dy rows of K.
-    if direction == "dgrad" and n % multiple:
-        raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, "
-                       f"{ROWS[strategy]} (C a multiple of {multiple})")
-    if direction == "wgrad" and m % multiple:
-        raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
-                       f"{ROWS[strategy]} (K a multiple of {multiple})")
+    # tc-sm90's loaders step pixels (and filter taps) by TMA, 16-byte
+    # aligned: C a multiple of 8 (or a stem whose filter columns fold into
+    # its channels, fold.py). tc-sm80's take any pitch: cp.async of the
+    # widest size the rows' alignment allows, else element-wise loads, each
+    # zero past C (sm80/loader.py), so a convolution tc-sm90 does not take
+    # for its channels (``Unaligned``) goes to tc-sm80, the operands where
+    # they lie.
+    if strategy == "tc-sm90":
+        _, x_strides, _ = irutil.memref_geometry(x.type)
+        pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape)))
+                      if x_shape[d] != 1), channels)
+        folds = fold.folds(direction, channels, window,
+                           irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
+        if pitch % multiple and not folds:
+            raise Unaligned(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
+                            f"elements apart (C = {channels}): tc-sm90's {READS} ({multiple} "
+                            f"{element} elements)")
+        # The operand read MN-major must have rows TMA can step: a data
+        # gradient's filter rows of C, a filter gradient's dy rows of K.
+        if direction == "dgrad" and n % multiple:
+            raise Unaligned(f"a data gradient of C = {n}: tc-sm90 reads the filter "
+                            f"C-contiguous, {ROWS} (C a multiple of {multiple})")
+        if direction == "wgrad" and m % multiple:
+            raise Unaligned(f"a filter gradient of K = {m}: tc-sm90 reads dy K-contiguous, "
+                            f"{ROWS} (K a multiple of {multiple})")
     views = _Views(fn, m, n, groups)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,

@@ -36,6 +36,7 @@ A filter gradient's A, dy as ``[N·P·Q, K]``, is a plain MN-major operand
 (``AsyncOperand``).
 """
 
+from mlir import ir
 from mlir.dialects import arith, memref
 
 from dnnc.codegen.gpu import irutil
@@ -136,6 +137,9 @@ class Im2colOperand(AsyncOperand):
         self.checked = [d for d in range(len(self.image))
                         if conv.pre[d] > 0 or conv.post[d] > 0]
         self.ragged_c = conv.padded_channels != conv.channels
+        # A chunk may straddle C (C not a multiple of a chunk's elements:
+        # 3, 63): it copies the channels below C and zero-fills the rest.
+        self.split_c = conv.channels % (self.width // self.eb) != 0
 
     def _pixel(self, image, coords):
         """x's element offset (index) of pixel ``coords`` of ``image``,
@@ -183,8 +187,7 @@ class Im2colOperand(AsyncOperand):
 
     def load(self, plan, stage_i64, k0):
         if not self.k_major:
-            self._load_columns(plan, stage_i64, k0)
-            return
+            return self._load_columns(plan, stage_i64, k0)
         conv = self.conv
         base, chunks = plan
         padded = conv.padded_channels
@@ -198,23 +201,34 @@ class Im2colOperand(AsyncOperand):
         step = arith.muli(_i64(elem), _i(self.eb, 64))
         shifts = [_i32(offsets[d]) for d in self.checked]
         c0_32 = _i32(c0) if self.ragged_c else None
+        pending = []
         for dst, address, coords, row_ok, channel_room, exists in chunks:
             ok = self._inside([arith.addi(c, s) for c, s in zip(coords, shifts)])
             if row_ok is not None:
                 ok.append(row_ok)
-            if channel_room is not None:
+            size = None
+            if channel_room is not None and self.split_c:
+                # Bytes of channels c0 + col .. below C, at most a chunk.
+                room = arith.subi(channel_room, c0_32)
+                size = arith.index_cast(ir.IndexType.get(), arith.maxsi(arith.minsi(
+                    arith.muli(room, _i(self.eb)), _i(self.width)), _i(0)))
+                ok.append(_cmp("sgt", room, _i(0)))
+            elif channel_room is not None:
                 ok.append(_cmp("ult", c0_32, channel_room))
-            self._copy_if(arith.addi(stage_i64, dst), base, arith.addi(address, step),
-                          _all(ok), exists)
+            pending += self._copy_if(arith.addi(stage_i64, dst), base,
+                                     arith.addi(address, step), _all(ok), exists, size)
+        return pending
 
-    def _copy_if(self, dst, base, src, ok, exists):
+    def _copy_if(self, dst, base, src, ok, exists, size=None):
         """Copy a chunk from ``src`` where ``ok`` (None: always), else zero
-        it (src-size 0, pointing at the operand's base, never read)."""
+        it (src-size 0, pointing at the operand's base, never read);
+        ``size``: the bytes to read where not the whole chunk. Returns the
+        stores still to issue (AsyncOperand.copy)."""
+        size = _idx(self.width) if size is None else size
         if ok is None:
-            self.copy(dst, src, _idx(self.width), exists)
-            return
-        self.copy(dst, arith.select(ok, src, base),
-                  arith.select(ok, _idx(self.width), _idx(0)), exists)
+            return self.copy(dst, src, size, exists)
+        return self.copy(dst, arith.select(ok, src, base),
+                         arith.select(ok, size, _idx(0)), exists)
 
     # -- B of a filter gradient: output pixels (K) by channels of one tap ----
 
@@ -242,6 +256,7 @@ class Im2colOperand(AsyncOperand):
         conv = self.conv
         base, shifts, chunks = plan
         ragged_k = self.extent["k"] % self.bk != 0
+        pending = []
         for dst, address, line, exists in chunks:
             pixel = arith.addi(k0, line)
             coords, image = _split(pixel, conv.out)
@@ -253,5 +268,6 @@ class Im2colOperand(AsyncOperand):
                                for d, s in zip(self.checked, shifts)])
             if ragged_k:
                 ok.append(_cmp("ult", pixel, _idx(self.extent["k"])))
-            self._copy_if(arith.addi(stage_i64, dst), base, self._address(address, elem),
-                          _all(ok), exists)
+            pending += self._copy_if(arith.addi(stage_i64, dst), base,
+                                     self._address(address, elem), _all(ok), exists)
+        return pending

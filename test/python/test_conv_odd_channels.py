@@ -1,0 +1,192 @@
+"""Convolutions whose channel counts are not a multiple of 8 (16 bytes of
+bf16 / f16) on tensor cores, without a GPU: tc-sm80's implicit GEMM, its
+loaders reading the operands where they lie and zero-filling past C
+(dnnc/codegen/gpu/tensorcore/sm80/loader.py, sm80/im2col.py), on sm_80 and
+on sm_90a (where tc-sm90's TMA cannot step such pixels: conv.Unaligned).
+
+* The kernels, interpreted on the CPU (kernel_interpreter.py), their
+  output poisoned with NaN first, against the NumPy reference: forward
+  convolutions of C and K in {1, 3, 6, 7, 12, 63, 65} (odd C: element-wise
+  chunks; C = 6 and 12: cp.async of 4 and 8 bytes cut at C), strided,
+  dilated, asymmetrically padded, 3-D, in convolution mode, with a bias and
+  relu; data gradients of odd K and C, stride 1 and strided (stride
+  phases); filter gradients of odd K.
+* Plans: on sm_90a one tc-sm80 kernel, no layout kernel copying an operand
+  into padded pixels, the reason saying why tc-sm90 does not apply; a
+  filter gradient whose C no tile's N divides stays on simt-generic,
+  saying so.
+* SASS (sm_80 and sm_90a): HMMA of the operand type, no spills or local
+  memory.
+"""
+
+import math
+
+import numpy as np
+import pytest
+
+import dnnc
+from dnnc import compiler, graph_mlir
+from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu.tensorcore import fold
+from test_conv_phases import interpret
+from test_conv_tensor_cores import channels_last
+from test_tc_sass import needs_sass
+
+
+def conv_graph(name, direction, dtype, x_dims, k, window, epilogue=None, **attrs):
+    """One convolution (``direction`` "fprop", "dgrad" or "wgrad") of x
+    ``x_dims`` by a ``k`` x C x ``window`` filter, every tensor
+    channels-last; ``epilogue`` "bias_relu" (forward only)."""
+    def build():
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        w_dims = [k, x_dims[1], *window]
+        x = g.tensor(name="x", dim=x_dims, stride=channels_last(x_dims))
+        w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+        y = g.conv_fprop(x, w, **attrs)
+        if direction == "fprop":
+            if epilogue == "bias_relu":
+                b_dims = [1, k] + [1] * (len(x_dims) - 2)
+                y = g.relu(g.add(y, g.tensor(name="b", dim=b_dims)))
+            y.set_output(True).set_stride(channels_last([int(d) for d in y.dim]))
+            return g
+        y_dims = [int(d) for d in y.dim]
+        g = dnnc.Graph(name=name, io_data_type=dtype, compute_data_type="f32")
+        dy = g.tensor(name="dy", dim=y_dims, stride=channels_last(y_dims))
+        if direction == "dgrad":
+            w = g.tensor(name="w", dim=w_dims, stride=channels_last(w_dims))
+            out, dims = g.conv_dgrad(dy, w, x_dims, **attrs), x_dims
+        else:
+            x = g.tensor(name="x", dim=x_dims, stride=channels_last(x_dims))
+            out, dims = g.conv_wgrad(x, dy, w_dims, **attrs), w_dims
+        out.set_output(True).set_stride(channels_last(dims))
+        return g
+    return build
+
+
+# name: (direction, dtype, x dims, K, window, attrs, epilogue)
+INTERPRETED = {
+    "fprop_c3_k64_3x3_bf16": ("fprop", "bf16", [2, 3, 9, 7], 64, [3, 3],
+                              dict(padding=[1, 1]), None),
+    "fprop_c63_k65_bias_relu_bf16": ("fprop", "bf16", [1, 63, 6, 5], 65, [3, 3],
+                                     dict(padding=[1, 1]), "bias_relu"),
+    "fprop_c7_k3_strided_dilated_f16": ("fprop", "f16", [2, 7, 11, 10], 3, [3, 2],
+                                        dict(stride=[2, 3], dilation=[2, 1],
+                                             pre_padding=[2, 0], post_padding=[1, 1],
+                                             conv_mode="convolution"), None),
+    "fprop_c1_k8_bf16": ("fprop", "bf16", [3, 1, 8, 9], 8, [5, 3],
+                         dict(pre_padding=[2, 1], post_padding=[0, 1]), None),
+    "fprop_c6_k7_f16": ("fprop", "f16", [2, 6, 7, 7], 7, [3, 3], dict(padding=[1, 1]), None),
+    "fprop_c12_k10_bf16": ("fprop", "bf16", [2, 12, 6, 5], 10, [2, 2], dict(stride=[2, 1]),
+                           None),
+    "fprop_c65_3d_f16": ("fprop", "f16", [1, 65, 4, 3, 5], 9, [2, 3, 1],
+                         dict(pre_padding=[1, 1, 0], post_padding=[0, 1, 0]), None),
+    "dgrad_k65_c63_bf16": ("dgrad", "bf16", [1, 63, 5, 6], 65, [3, 3], dict(padding=[1, 1]),
+                           None),
+    "dgrad_k3_c16_f16": ("dgrad", "f16", [2, 16, 7, 6], 3, [3, 3],
+                         dict(pre_padding=[0, 2], post_padding=[2, 1],
+                              conv_mode="convolution"), None),
+    "dgrad_k7_c5_strided_bf16": ("dgrad", "bf16", [1, 5, 9, 8], 7, [3, 3],
+                                 dict(stride=[2, 2], padding=[1, 1]), None),
+    "wgrad_k65_c64_bf16": ("wgrad", "bf16", [2, 64, 5, 4], 65, [3, 3], dict(padding=[1, 1]),
+                           None),
+    "wgrad_k3_c64_strided_f16": ("wgrad", "f16", [2, 64, 9, 7], 3, [2, 3],
+                                 dict(stride=[2, 2], pre_padding=[1, 0], post_padding=[0, 1]),
+                                 None),
+}
+
+
+def build_of(name):
+    direction, dtype, x_dims, k, window, attrs, epilogue = INTERPRETED[name]
+    return conv_graph(name, direction, dtype, x_dims, k, window, epilogue, **attrs)
+
+
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name", sorted(INTERPRETED))
+def test_odd_channels_interpreted(name, arch):
+    """The kernel tc-sm80 builds (on sm_90a: handed over by tc-sm90),
+    interpreted, within the type's tolerance of the reference, every output
+    written (no NaN left)."""
+    direction, dtype, x_dims, k, window, _, _ = INTERPRETED[name]
+    if arch == "sm_90a" and fold.folds(direction, x_dims[1], window, 2, 64):
+        pytest.skip("tc-sm90 folds the filter's columns into the channels (fold.py)")
+    expected, got, config = interpret(build_of(name), dtype, arch)
+    assert 'strategy = "tc-sm80"' in config, config
+    assert not np.isnan(got).any(), np.argwhere(np.isnan(got))[:5]
+    rtol = {"bf16": 1.6e-2, "f16": 2e-3}[dtype]
+    reduced = {"fprop": x_dims[1], "dgrad": k, "wgrad": x_dims[0] * math.prod(x_dims[2:])}
+    products = reduced[direction] * (1 if direction == "wgrad" else math.prod(window))
+    atol = rtol * max(1.0, 4 * math.sqrt(products))
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+
+
+# ----------------------------------------------------------------------------
+# Plans and SASS
+
+def package(name, arch):
+    return compiler.compile_module(graph_mlir.to_module(build_of(name)()), compiler.Options(
+        target="cuda", arch=arch, tuning_db="off"), basename=f"{name}_{arch}")
+
+
+PLANNED = ["fprop_c63_k65_bias_relu_bf16", "dgrad_k65_c63_bf16", "wgrad_k65_c64_bf16",
+           "fprop_c12_k10_bf16", "dgrad_k3_c16_f16", "dgrad_k7_c5_strided_bf16"]
+
+
+@pytest.mark.parametrize("name", PLANNED)
+def test_sm90a_plan_is_one_tc_sm80_kernel(name):
+    """On sm_90a: one tc-sm80 kernel reading the operands where they lie (no
+    layout kernel padding pixels), the reason naming why tc-sm90 does not
+    apply (rows of channels TMA cannot step)."""
+    kernels = package(name, "sm_90a").kernels
+    # One kernel function (a strided data gradient's: its stride phases'
+    # launches).
+    assert {k["entry"].rsplit("_kernel", 1)[0] for k in kernels} == \
+        {f"{name}_k0_conv_{INTERPRETED[name][0]}"}, [k["entry"] for k in kernels]
+    assert {k["strategy"] for k in kernels} == {"tc-sm80"}, \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    reason = kernels[0]["reason"]
+    assert reason.startswith("tc-sm90 does not apply (") and "16 bytes" in reason, reason
+    assert "implicit GEMM" in reason, reason
+
+
+def test_wgrad_of_odd_c_falls_back():
+    """A filter gradient's tile must lie in one filter tap: C = 63 has no
+    tile of N that divides it, so the heuristics rank simt-generic first,
+    the plan saying it runs for want of tc-sm90."""
+    build = conv_graph("wg63", "wgrad", "bf16", [2, 63, 5, 4], 16, [3, 3], padding=[1, 1])
+    kernels = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch="sm_90a", tuning_db="off"), basename="wg63").kernels
+    conv = next(k for k in kernels if "conv_wgrad_kernel" in k["entry"])
+    reason = conv["reason"]
+    assert conv["strategy"] == "simt-generic", reason
+    assert reason.startswith("for when tc-sm90 does not apply (conv_wgrad: 16x567x40"), reason
+
+
+SASS = {"fprop_c63_k65_bias_relu_bf16": "HMMA.16816.F32.BF16",
+        "dgrad_k65_c63_bf16": "HMMA.16816.F32.BF16",
+        "fprop_c12_k10_bf16": "HMMA.16816.F32.BF16",
+        "wgrad_k3_c64_strided_f16": "HMMA.16816.F32"}
+
+
+@needs_sass
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("name", sorted(SASS))
+def test_odd_channels_sass(name, arch):
+    """ptxas's verdict and the SASS: no spills or local memory, registers
+    within what the block's threads may have; HMMA of the operand type only;
+    the odd operands' element loads (LDG.E.U16) and shared stores (STS.128)
+    where C or K is odd, cp.async (LDGSTS) for the rest."""
+    built = package(name, arch)
+    resources, cubin = ptxas.assemble_cubin(built.ptx, arch)
+    functions = sass.functions(sass.disassemble(cubin))
+    (k,) = built.kernels
+    r = resources[k["entry"]]
+    threads = k["block"][0] * k["block"][1] * k["block"][2]
+    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
+    assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (k["entry"], r)
+    counts = sass.opcodes(functions[k["entry"]])
+    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    hmma = SASS[name]
+    assert counts[hmma] > 0 and {op for op in counts if op.startswith("HMMA.")} == {hmma}, \
+        sorted(counts)
+    if "c63" in name or "k65" in name:
+        assert any(op.startswith("LDG") and "U16" in op for op in counts), sorted(counts)
