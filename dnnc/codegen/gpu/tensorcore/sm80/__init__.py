@@ -49,14 +49,31 @@ def build_conv(fn, conv, tile):
         def check_part(part):
             check(part.gemm, tile, im2col.loaders(part, tile))
 
+        built = []
+
         def build_gemm(part):
-            Kernel(fn, part.gemm, tile, im2col.loaders(part, tile)).build(erase=False)
+            loaders = im2col.loaders(part, tile)
+            built.append(loaders)
+            Kernel(fn, part.gemm, tile, loaders).build(erase=False)
             return []
 
         split, _ = phase_kernels.build(fn, conv, check_part, build_gemm)
-        return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"]
+        return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"
+                f"{_unaligned(built[0]) if built else ''}"]
     loaders = im2col.loaders(conv, tile)
     check(conv.gemm, tile, loaders)
     Kernel(fn, conv.gemm, tile, loaders).build()
     return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
-            f"filter taps x {conv.channels} channels"]
+            f"filter taps x {conv.channels} channels{_unaligned(loaders)}"]
+
+
+def _unaligned(loaders):
+    """What the plan says of operands read in pieces narrower than 16 bytes
+    (channels not a multiple of 8: im2col.py), or ""."""
+    pieces = [f"{op.name} element by element through registers" if op.element_wise else
+              f"{op.name} in {op.width}-byte copies"
+              for op in loaders if op.element_wise or op.width < 16]
+    if not pieces:
+        return ""
+    return (f"; {', '.join(pieces)}, zero past the channels in the loader (no padded copy: "
+            "TMA cannot step such pixels)")

@@ -13,9 +13,22 @@ splits each of the thread's rows into (n, p, q) once, and keeps the address
 of x[n, p * stride - pre, q * stride - pre, chunk's channel] (which may lie
 outside x) and the coordinates it checks. Per K step the tap (r, s) and c0
 give one offset, (r * dil) * H's stride + (s * dil) * W's stride + c0, the
-same for every chunk; a chunk reads 16 bytes from its address plus that
+same for every chunk; a chunk reads its bytes from its address plus that
 offset, or none (cp.async's src-size 0: zeros) where the pixel falls in the
-padding, the channels past C or the row past M. Only the spatial dims whose
+padding, the channels past C or the row past M.
+
+**Any C.** A chunk is 16 bytes where the pixels' pitch allows (C a multiple
+of 8 for 16-bit types), else the widest cp.async it allows (8 or 4 bytes:
+C = 12, 6), else 16 bytes loaded element by element through registers (odd
+C: 3, 63; loader.py's element-wise chunks). A chunk that straddles C reads
+the channels below it and zero-fills the rest (a src-size of the bytes
+left; the element-wise loads zero past it), so the last K step of each tap
+is padded in the loader and nothing is padded in memory. That is what lets
+tc-sm90 hand such convolutions to tc-sm80 on sm_90a, rather than TMA
+(which cannot describe a pixel stride that is not a multiple of 16 bytes)
+reading a padded copy of x: one launch, x read once. The filter
+(``FilterOperand``) and a filter gradient's dy are plain tiles that take
+the same three kinds of chunk, cut at C or K (AsyncOperand's bounds). Only the spatial dims whose
 taps can reach the padding are checked (pre or post padding > 0: else every
 tap of every output pixel lands inside the image), and a row past M is
 folded into the first checked coordinate (moved out of range), so a chunk
@@ -88,7 +101,7 @@ def loaders(conv, tile):
             raise NotSupported(f"a filter gradient of C = {conv.channels} in tiles of "
                                f"{tile.n} columns: a tile must lie in one filter tap (C a "
                                "multiple of the tile's N)")
-        return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k),
+        return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k, element_wise=True),
                 Im2colOperand(conv, tile))
     return Im2colOperand(conv, tile), FilterOperand(conv, tile)
 
@@ -100,7 +113,7 @@ class FilterOperand(AsyncOperand):
     def __init__(self, conv, tile):
         gemm = conv.gemm
         # Bounds along K: the channels the step's tap holds.
-        super().__init__("B", gemm.b, tile.n, tile, gemm.n, conv.channels)
+        super().__init__("B", gemm.b, tile.n, tile, gemm.n, conv.channels, element_wise=True)
         self.conv = conv
 
     def k_step(self, k0):
@@ -126,9 +139,9 @@ class Im2colOperand(AsyncOperand):
     def __init__(self, conv, tile):
         gemm = conv.gemm
         if conv.direction == "wgrad":
-            super().__init__("B", gemm.b, tile.n, tile, gemm.n, gemm.k)
+            super().__init__("B", gemm.b, tile.n, tile, gemm.n, gemm.k, element_wise=True)
         else:
-            super().__init__("A", gemm.a, tile.m, tile, gemm.m, gemm.k)
+            super().__init__("A", gemm.a, tile.m, tile, gemm.m, gemm.k, element_wise=True)
         self.conv = conv
         shape = list(irutil.memref_geometry(self.value.type)[0])
         # x as [N, *image, C]: its image sizes and their strides.

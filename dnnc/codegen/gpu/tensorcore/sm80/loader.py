@@ -25,7 +25,9 @@ operand (``element_wise``) keeps the stage layout and the chunks of 16 bytes, an
 each chunk is loaded element by element into registers (2-byte loads, the
 elements past the operand's end zero instead of read) and stored to the
 stage as one 16-byte shared store. That is the loader padding the operand:
-no padded copy is ever made in memory. The loads are synchronous where
+no padded copy is ever made in memory. The convolution loaders
+(im2col.py) take it; a matmul's operands do not (yet), their odd rows
+NotSupported. The loads are synchronous where
 cp.async is not: ``load`` returns the stores (``pending``) so that the
 mainloop issues them after the mma.syncs of the slice it loads under,
 which hide the loads' latency; the stage they write is free from the
@@ -68,9 +70,11 @@ from dnnc.codegen.gpu.tensorcore.sm80.support import (
 class AsyncOperand:
     """How one GEMM operand goes from global memory to a stage of the ring
     (cp.async), and where its fragments are in the stage (see the module
-    docstring). ``rows`` is BM (A) or BN (B)."""
+    docstring). ``rows`` is BM (A) or BN (B); ``element_wise``: rows 2
+    bytes apart are loaded element by element (a convolution's loaders ask
+    for it), else NotSupported."""
 
-    def __init__(self, name, operand, rows, tile, extent_mn, extent_k):
+    def __init__(self, name, operand, rows, tile, extent_mn, extent_k, element_wise=False):
         self.name, self.operand = name, operand
         self.value = operand.value
         self.rows, self.bk = rows, tile.k
@@ -89,6 +93,11 @@ class AsyncOperand:
         steps = [s * self.eb for d, s in enumerate(strides) if d != operand.dims[inner]
                  and shape[d] > 1] + [offset * self.eb]
         self.width = next((w for w in (16, 8, 4) if all(x % w == 0 for x in steps)), None)
+        if self.width is None and not element_wise:
+            raise NotSupported(f"{name}'s rows start {min(x for x in steps if x % 4)} bytes "
+                               "apart or in: cp.async copies at least 4 aligned bytes "
+                               f"(an even {'K' if self.k_major else 'M or N'} for "
+                               f"{operand.element})")
         self.element_wise = self.width is None
         if self.element_wise:
             self.width = 16
