@@ -191,3 +191,22 @@ def test_odd_channels_sass(name, arch):
         sorted(counts)
     if "c63" in name or "k65" in name:
         assert any(op.startswith("LDG") and "U16" in op for op in counts), sorted(counts)
+
+
+def test_fold_tc_sm90_does_not_take_goes_to_tc_sm80():
+    """A stem-like convolution folded for tc-sm90 whose folded GEMM tc-sm90
+    then does not take (one K step, which a K split in clusters of 2 cannot
+    divide): the fold's launches are removed again and tc-sm80 runs the
+    convolution unfolded, in one launch; interpreted against the
+    reference."""
+    build = conv_graph("fold_out", "fprop", "bf16", [3, 1, 13, 10], 65, [1, 7],
+                       stride=[2, 3], dilation=[2, 3], pre_padding=[0, 10],
+                       post_padding=[0, 17], conv_mode="convolution")
+    kernels = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch="sm_90a", tuning_db="off"), basename="fold_out").kernels
+    assert [k["strategy"] for k in kernels] == ["tc-sm80"], \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    assert "tc-sm90 does not apply (K split" in kernels[0]["reason"], kernels[0]["reason"]
+    expected, got, _ = interpret(build, "bf16", "sm_90a")
+    assert not np.isnan(got).any()
+    np.testing.assert_allclose(got, expected, rtol=1.6e-2, atol=1.6e-2 * 4 * math.sqrt(7))

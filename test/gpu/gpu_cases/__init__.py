@@ -21,6 +21,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        gradients alike; some of each with tc-sm80 forced
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
+    conv_odd_channels.py
+                       360 random convolutions (fprop, dgrad, wgrad) whose
+                       channel counts are not multiples of 8, on tc-sm80's
+                       loaders that zero-fill past C, ten to a graph
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -54,9 +58,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 """
 
 from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
-               attention_padding, attention_paged, attention_random, attention_sm80, conv_phases,
-               conv_random, convolution, data_movement, examples, fp8, frontend, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               attention_padding, attention_paged, attention_random, attention_sm80,
+               conv_odd_channels, conv_phases, conv_random, convolution, data_movement, examples,
+               fp8, frontend, matmul, normalization, pointwise, pooling, reductions, row_programs,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -68,6 +73,7 @@ CASES = [
     *convolution.CASES,
     *conv_random.CASES,
     *conv_phases.CASES,
+    *conv_odd_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,

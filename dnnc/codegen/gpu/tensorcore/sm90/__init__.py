@@ -86,6 +86,26 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
+    try:
+        kernel = _conv_kernel(fn, conv, tile, ctas, keep)
+    except NotSupported:
+        # The fold's launches go again (last made first), so that the
+        # kernel function is as it was for the strategy it goes to next.
+        for op in reversed(keep):
+            op.erase()
+        raise
+    kernel.build()
+    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
+    folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
+        if keep else ""
+    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
+    return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
+            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
+        kernel.notes()
+
+
+def _conv_kernel(fn, conv, tile, ctas, keep):
+    """The Kernel of ``conv`` (checked: raises NotSupported), not built."""
     check_conv(conv, tile)
     check(conv.gemm, tile)
     element = conv.gemm.element
@@ -99,15 +119,7 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
         loaders = (Im2colOperand(conv, tile.m, element, tile.k),
                    FilterOperand(conv, tile.n, element, tile.k,
                                  mn_major=conv.direction == "dgrad"))
-    kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
-    kernel.build()
-    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
-    folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
-        if keep else ""
-    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
-    return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
-        kernel.notes()
+    return Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
 
 
 def _conv_loaders(conv, tile):
