@@ -12,10 +12,16 @@ side or 3-D volumes of 1-8; filters of 1-7 taps a dim; stride and dilation
 1-3 a dim; pre and post padding each 0 .. (R - 1) * dilation; a quarter in
 convolution mode. Some end in a fused epilogue: bias + relu, bias + a
 residual (laid out as the output) + relu, or scale * y + shift per channel.
-The rest fall back, their reason in the plan: to simt-generic, C not a
-multiple of 8 (1, 3, 7, 63, 65), groups (depthwise, 2 or 4) and row-major
-(NCHW) operands; to tc-sm80's implicit GEMM, 3-D filters whose im2col pixel
-box TMA cannot describe (``tma_im2col_fits``).
+The rest fall back, their reason in the plan: to simt-generic, groups
+(depthwise, 2 or 4) and row-major (NCHW) operands; to tc-sm80's implicit
+GEMM, 3-D filters whose im2col pixel box TMA cannot describe
+(``tma_im2col_fits``), and channels TMA cannot step (C, or a data
+gradient's K and C, or a filter gradient's K, not a multiple of 8: 1, 3, 7,
+63, 65), which tc-sm80's loaders read where they lie, zero past C (a
+forward convolution of C below 8 and a filter of several columns keeps
+tc-sm90, its columns folded into the channels: tensorcore/fold.py); a
+filter gradient whose C no tc-sm80 tile of N divides stays on
+simt-generic. conv_odd_channels.py draws more of those.
 
 Output channels K are drawn from all of those sizes: rows of 1, 3 or 65
 channels are what the epilogue cannot store by TMA. Each convolution's
@@ -120,7 +126,8 @@ class ConvConfig:
                    for p, q, f, d in zip(self.pre, self.post, self.filter, self.dilation))
 
     def tensor_core_eligible(self):
-        """What tc-sm90 takes (bf16 and f16 alike)."""
+        """What tc-sm90 takes (bf16 and f16 alike) without handing it to
+        tc-sm80 or folding it."""
         return (self.groups == 1 and self.channels_last and self.c % 8 == 0
                 and self.tma_im2col_fits())
 
