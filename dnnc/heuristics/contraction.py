@@ -321,10 +321,12 @@ def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
 def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False):
     """tc-sm80 Configs, best first, for an implicit-GEMM convolution of M x N
     (``tc_sm80_configs``' tiles); a filter gradient's (``channels``: its C)
-    only those whose N divides C, so that a tile lies in one filter tap."""
+    those whose N divides C first, a tile then lying in one filter tap (one
+    tap's offset a chunk; a tile that spans taps computes each column's,
+    sm80/im2col.py)."""
     configs = tc_sm80_configs(m, n, 1, dtype, sms, facts, fallback)
     if channels is not None:
-        configs = [c for c in configs if channels % c.tile[1] == 0]
+        configs.sort(key=lambda c: channels % c.tile[1] != 0)
     return configs
 
 

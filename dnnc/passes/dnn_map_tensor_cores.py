@@ -273,8 +273,8 @@ class DnnMapTensorCores(DnncPass):
                                  conv.channels if conv.direction == "wgrad" else None,
                                  fallback=True)
         if not fallbacks:
-            fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile of N divides C = "
-                          f"{conv.channels}): {SIMT}")
+            fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile for "
+                          f"{gemm.m}x{gemm.n}): {SIMT}")
             return
         fallback = fallbacks[0]
         try:

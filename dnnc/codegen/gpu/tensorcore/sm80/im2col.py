@@ -54,7 +54,7 @@ from mlir.dialects import arith, memref
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
-    cmp as _cmp, i as _i, idx as _idx, to_i32 as _i32, to_i64 as _i64,
+    add as _add, cmp as _cmp, i as _i, idx as _idx, to_i32 as _i32, to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm80.loader import AsyncOperand
 from dnnc.codegen.gpu.tensorcore.sm80.support import NotSupported
@@ -97,10 +97,6 @@ def loaders(conv, tile):
         raise NotSupported(f"{conv.padded_channels} channels a tap in K steps of {tile.k}: "
                            "the convolution was matched for another K step")
     if conv.direction == "wgrad":
-        if conv.channels % tile.n:
-            raise NotSupported(f"a filter gradient of C = {conv.channels} in tiles of "
-                               f"{tile.n} columns: a tile must lie in one filter tap (C a "
-                               "multiple of the tile's N)")
         return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k, element_wise=True),
                 Im2colOperand(conv, tile))
     return Im2colOperand(conv, tile), FilterOperand(conv, tile)
@@ -243,44 +239,70 @@ class Im2colOperand(AsyncOperand):
         return self.copy(dst, arith.select(ok, src, base),
                          arith.select(ok, size, _idx(0)), exists)
 
-    # -- B of a filter gradient: output pixels (K) by channels of one tap ----
+    # -- B of a filter gradient: output pixels (K) by (tap, channel) -------
 
-    def _prepare_columns(self, tid, threads, n0):
+    def _column(self, base, n):
+        """Where column ``n`` (index) of a filter gradient's B starts: the
+        address of its channel at output pixel 0 (which may lie outside
+        x), the i32 input coordinates of the checked dims there, and
+        whether it lies before N (None where every column does)."""
         conv = self.conv
-        base = _i64(memref.extract_aligned_pointer_as_index(self.value))
-        # The tile's columns lie in one tap (loaders checks C % BN).
-        tap = arith.divui(n0, _idx(conv.channels))
-        first_channel = arith.subi(n0, arith.muli(tap, _idx(conv.channels)))
+        tap = arith.divui(n, _idx(conv.channels))
+        channel = arith.subi(n, arith.muli(tap, _idx(conv.channels)))
+        inside = None
+        if self.extent["mn"] % self.rows or self.element_wise:
+            inside = _cmp("ult", n, _idx(self.extent["mn"]))
+            tap = arith.minui(tap, _idx(conv.taps - 1))    # a column past N: any tap
         if conv.flip:   # dw's tap t reads x at taps - 1 - t in convolution mode
             tap = arith.subi(_idx(conv.taps - 1), tap)
         # Input coordinate of output pixel 0 at this tap, per dim.
         shifts = [arith.subi(o, _idx(p)) for o, p in zip(_tap_offsets(conv, tap), conv.pre)]
-        corner = self._pixel(_idx(0), shifts)
+        address = self._address(base, arith.addi(self._pixel(_idx(0), shifts), channel))
+        return address, [_i32(shifts[d]) for d in self.checked], inside
+
+    def _prepare_columns(self, tid, threads, n0):
+        """Each chunk's columns: one (tap, channel) start where a chunk
+        lies in one tap (C a multiple of its elements, the tile's start a
+        multiple of them too); for element-wise chunks (odd C) one per
+        element, each element's tap its own, so that a tile may span taps
+        whatever C is."""
+        base = _i64(memref.extract_aligned_pointer_as_index(self.value))
+        elements = self.width // self.eb
         chunks = []
         for c in range(-(-self.chunks // threads)):
             _, line, col, exists = self.chunk(tid, c, threads)
             dst = arith.addi(arith.muli(line, _idx(self.pitch)), arith.muli(col, _idx(self.eb)))
-            channel = arith.addi(first_channel, col)
-            chunks.append((_i64(dst), self._address(base, arith.addi(corner, channel)), line,
-                           exists))
-        return base, [_i32(shifts[d]) for d in self.checked], chunks
+            n = arith.addi(n0, col)
+            starts = [self._column(base, _add(n, j)) for j in range(elements)] \
+                if self.element_wise else [self._column(base, n)]
+            chunks.append((_i64(dst), starts, line, exists))
+        return base, chunks
 
     def _load_columns(self, plan, stage_i64, k0):
         conv = self.conv
-        base, shifts, chunks = plan
+        base, chunks = plan
         ragged_k = self.extent["k"] % self.bk != 0
         pending = []
-        for dst, address, line, exists in chunks:
+        for dst, starts, line, exists in chunks:
             pixel = arith.addi(k0, line)
             coords, image = _split(pixel, conv.out)
             strided = [arith.muli(o, _idx(s)) if s != 1 else o
                        for o, s in zip(coords, conv.stride)]
-            # _pixel adds the view's offset, which the address holds already.
-            elem = arith.subi(self._pixel(image, strided), _idx(self.offset))
-            ok = self._inside([arith.addi(_i32(strided[d]), s)
-                               for d, s in zip(self.checked, shifts)])
-            if ragged_k:
-                ok.append(_cmp("ult", pixel, _idx(self.extent["k"])))
-            pending += self._copy_if(arith.addi(stage_i64, dst), base,
-                                     self._address(address, elem), _all(ok), exists)
+            # _pixel adds the view's offset, which the addresses hold already.
+            step = arith.muli(_i64(arith.subi(self._pixel(image, strided), _idx(self.offset))),
+                              _i(self.eb, 64))
+            common = [_cmp("ult", pixel, _idx(self.extent["k"]))] if ragged_k else []
+            pieces = []
+            for address, shifts, inside in starts:
+                ok = self._inside([arith.addi(_i32(strided[d]), s)
+                                   for d, s in zip(self.checked, shifts)]) + common
+                if inside is not None:
+                    ok.append(inside)
+                pieces.append((arith.addi(address, step), _all(ok)))
+            if not self.element_wise:
+                ((src, ok),) = pieces
+                pending += self._copy_if(arith.addi(stage_i64, dst), base, src, ok, exists)
+            else:
+                pending.append(self.element_gather(arith.addi(stage_i64, dst), base, pieces,
+                                                   exists))
         return pending

@@ -231,21 +231,31 @@ class AsyncOperand:
         return []
 
     def element_chunk(self, dst_i64, src_i64, size, exists=None):
-        """A chunk of an element-wise operand: its elements loaded now, 2 bytes
-        each, the ones at or past ``size`` bytes zero (their load reads the
-        chunk's first element, which lies inside wherever ``size`` > 0, and
-        else ``src_i64`` is the operand's base); returns a function that
-        stores them to ``dst_i64`` as one 16-byte vector, where ``exists``
-        holds. A chunk that does not exist loads from its address all the
-        same: it lies inside the operand (a thread's last chunk past the
-        tile's, whose row or column check zeroed its size)."""
-        i16 = ir.IntegerType.get_signless(16)
-        elements = []
+        """A chunk of an element-wise operand: its elements loaded now, 2
+        bytes each, the ones at or past ``size`` bytes zero (their load
+        reads the chunk's first element, which lies inside wherever
+        ``size`` > 0, and else ``src_i64`` is the operand's base). Returns
+        a function that stores them to ``dst_i64`` (``element_gather``)."""
+        pieces = []
         for j in range(self.width // 2):
             inside = _cmp("sgt", size, _idx(2 * j))
-            address = arith.select(inside, _add(src_i64, 2 * j), src_i64)
+            pieces.append((_add(src_i64, 2 * j), inside))
+        return self.element_gather(dst_i64, src_i64, pieces, exists)
+
+    def element_gather(self, dst_i64, safe_i64, pieces, exists=None):
+        """Load a chunk's 2-byte elements from ``pieces`` ((i64 address,
+        i1 or None: whether to read it) each), zero where not read (their
+        load reads ``safe_i64`` instead, an address inside the operand);
+        returns a function that stores them to shared ``dst_i64`` as one
+        16-byte vector, where ``exists`` holds. A chunk that does not exist
+        loads all the same: its addresses are checked like any other's."""
+        i16 = ir.IntegerType.get_signless(16)
+        elements = []
+        for address, ok in pieces:
+            if ok is not None:
+                address = arith.select(ok, address, safe_i64)
             value = llvm.load(i16, llvm.inttoptr(_ptr(1), address))
-            elements.append(arith.select(inside, value, _i(0, 16)))
+            elements.append(value if ok is None else arith.select(ok, value, _i(0, 16)))
 
         def store():
             vec = vector.from_elements(ir.VectorType.get([len(elements)], i16), elements)
