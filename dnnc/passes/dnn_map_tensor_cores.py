@@ -278,14 +278,15 @@ class DnnMapTensorCores(DnncPass):
             return
         fallback = fallbacks[0]
         try:
-            notes, _ = self._build_sm80_conv(fn, sm80_tile_of(fallback, gemm.element))
+            notes, tile = self._build_sm80_conv(fn, sm80_tile_of(fallback, gemm.element))
         except (gemm_match.NotAGemm, sm80.NotSupported) as why:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
             return
-        hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
-                             stages=fallback.stages),
-                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
-                  f"{fallback.stages} stages")
+        # The tile that runs (narrowed for element-wise loads: fit_element_wise).
+        shape = (tile.m, tile.n, tile.k)
+        hand_over(fn, Config("tc-sm80", (tile.threads, 1, 1), tile=shape, stages=tile.stages),
+                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, shape))} tiles, "
+                  f"{tile.stages} stages")
         for note in notes:
             add_note(fn, note)
 
@@ -316,6 +317,13 @@ class DnnMapTensorCores(DnncPass):
             n = next((n for n in (64, 32, 16) if n < tile.n and conv.channels % n == 0), None)
             tile = dataclasses.replace(tile, n=n) if n else tile
         try:
+            fitted = sm80.fit_element_wise(conv, tile)
+            if fitted.k != tile.k:
+                # The match's K (each tap's channels in whole steps) is the
+                # tile's K step's.
+                conv_match.discard(conv.made)
+                conv = conv_match.match(fn, fitted.k, "tc-sm80")
+            tile = fitted
             return sm80.build_conv(fn, conv, tile), tile
         except sm80.NotSupported:
             conv_match.discard(conv.made)

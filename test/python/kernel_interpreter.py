@@ -274,6 +274,13 @@ class Interpreter:
     def _arith_maxsi(self, op, ins, mask):
         return np.maximum(*ins)
 
+    def _arith_extui(self, op, ins, mask):
+        width = ir.IntegerType(op.operands[0].type).width
+        return np.bitwise_and(np.asarray(ins[0], np.int64), (1 << width) - 1)
+
+    def _arith_shli(self, op, ins, mask):
+        return self._wrap(op, np.left_shift(np.asarray(ins[0], np.int64), ins[1]))
+
     def _arith_andi(self, op, ins, mask):
         return np.bitwise_and(*ins)
 
@@ -464,8 +471,9 @@ class Interpreter:
                 .view(np.uint8).reshape(self.lanes, 4)
         element = ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) \
             else type_
-        dtype = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32,
-                 "i16": np.uint16}[str(element)]
+        if str(element) == "i32":   # an element-wise chunk's packed pairs
+            return self._vector_bytes(type_, value)
+        dtype = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32}[str(element)]
         v = np.ascontiguousarray(np.broadcast_to(v, (self.lanes,) + v.shape[1:]).astype(dtype))
         return v.view(np.uint8).reshape(self.lanes, -1)
 

@@ -209,3 +209,22 @@ def test_fold_tc_sm90_does_not_take_goes_to_tc_sm80():
     expected, got, _ = interpret(build, "bf16", "sm_90a")
     assert not np.isnan(got).any()
     np.testing.assert_allclose(got, expected, rtol=1.6e-2, atol=1.6e-2 * 4 * math.sqrt(7))
+
+
+@needs_sass
+@pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
+@pytest.mark.parametrize("direction", ["fprop", "dgrad"])
+def test_large_odd_channels_fit_registers(direction, arch):
+    """A layer-sized 3x3 convolution of 63 -> 65 channels: the heuristics'
+    tile (256 x 128 x 64 on sm_90a) holds too many element-wise loads for
+    a thread's registers; the tile runs narrowed (sm80.fit_element_wise)
+    and ptxas spills nothing."""
+    build = conv_graph(f"big_{direction}", direction, "bf16", [32, 63, 56, 56], 65, [3, 3],
+                       padding=[1, 1])
+    built = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch=arch, tuning_db="off"), basename=f"big_{direction}_{arch}")
+    (k,) = built.kernels
+    assert k["strategy"] == "tc-sm80", k.get("reason")
+    resources, _ = ptxas.assemble_cubin(built.ptx, arch)
+    r = resources[k["entry"]]
+    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["config"], r)

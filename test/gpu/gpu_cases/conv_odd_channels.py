@@ -16,8 +16,9 @@ columns keeps tc-sm90's stem fold (tensorcore/fold.py).
 * dgrad: K (dy's channels, reduced) and C (the GEMM's N, the filter read
   C-contiguous) likewise, stride 1 in half the draws (strided ones: stride
   phases, tensorcore/phases.py);
-* wgrad: K (dy's channels, the GEMM's M) unaligned, C a multiple of 64 (a
-  tile of N lies in one filter tap; an unaligned C stays on simt-generic).
+* wgrad: K (dy's channels, the GEMM's M) or C (x's, the GEMM's N over
+  (tap, channel): a tile's columns may span filter taps) unaligned, or
+  both.
 
 Geometry as conv_random.py draws it: N 1-4, 2-D images of 1-20 pixels a
 side or 3-D of 1-8, filters 1-7, stride and dilation 1-3, asymmetric
@@ -41,13 +42,13 @@ def _draw_one(rng, direction):
     """A ConvConfig within BUDGET with unaligned channels where
     ``direction`` reduces or stores them."""
     while True:
-        if direction == "wgrad":
+        if direction == "wgrad" and rng.random() < 0.4:
             c, k = int(rng.choice((64, 128))), int(rng.choice(ODD))
         else:
             reduced, other = int(rng.choice(ODD)), int(rng.choice(ODD + WIDE))
             if rng.random() < 0.25:
                 reduced, other = other, reduced     # the stored channels unaligned
-            c, k = (reduced, other) if direction == "fprop" else (other, reduced)
+            c, k = (reduced, other) if direction != "dgrad" else (other, reduced)
         nd = 3 if rng.random() < THREE_D else 2
         image, window, stride, dilation, pre, post = _geometry(rng, nd)
         if direction == "dgrad" and rng.random() < 0.5:

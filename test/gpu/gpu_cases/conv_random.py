@@ -19,9 +19,8 @@ GEMM, 3-D filters whose im2col pixel box TMA cannot describe
 gradient's K and C, or a filter gradient's K, not a multiple of 8: 1, 3, 7,
 63, 65), which tc-sm80's loaders read where they lie, zero past C (a
 forward convolution of C below 8 and a filter of several columns keeps
-tc-sm90, its columns folded into the channels: tensorcore/fold.py); a
-filter gradient whose C no tc-sm80 tile of N divides stays on
-simt-generic. conv_odd_channels.py draws more of those.
+tc-sm90, its columns folded into the channels: tensorcore/fold.py).
+conv_odd_channels.py draws more of those.
 
 Output channels K are drawn from all of those sizes: rows of 1, 3 or 65
 channels are what the epilogue cannot store by TMA. Each convolution's

@@ -35,9 +35,11 @@ folded into the first checked coordinate (moved out of range), so a chunk
 carries a 64-bit address and one 32-bit coordinate per checked dim.
 
 The same loader reads B of a filter gradient (MN-major): its K runs over
-output pixels, its N over (tap, channel), C a multiple of BN so that a tile
-lies in one tap: the tap's offset and each chunk's channel are fixed in
-``prepare``, and each K step splits the chunk's pixel into (n, p, q).
+output pixels, its N over (tap, channel): each chunk's tap and channel are
+fixed in ``prepare`` (for element-wise chunks, each element's: a column of
+an odd C may lie in another tap than its neighbour), so a tile may span
+taps whatever C is, and each K step splits the chunk's pixel into (n, p,
+q).
 
 ``FilterOperand``, B of a forward convolution (K-major: rows of output
 channels) or of a data gradient (MN-major: rows of the GEMM's K, dy's

@@ -249,16 +249,20 @@ class AsyncOperand:
         returns a function that stores them to shared ``dst_i64`` as one
         16-byte vector, where ``exists`` holds. A chunk that does not exist
         loads all the same: its addresses are checked like any other's."""
-        i16 = ir.IntegerType.get_signless(16)
+        i16, i32 = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32)
         elements = []
         for address, ok in pieces:
             if ok is not None:
                 address = arith.select(ok, address, safe_i64)
             value = llvm.load(i16, llvm.inttoptr(_ptr(1), address))
             elements.append(value if ok is None else arith.select(ok, value, _i(0, 16)))
+        # Packed in pairs at once: a word per two elements is what stays
+        # live until the store (half the registers of one per element).
+        words = [arith.ori(arith.extui(i32, lo), arith.shli(arith.extui(i32, hi), _i(16)))
+                 for lo, hi in zip(elements[0::2], elements[1::2])]
 
         def store():
-            vec = vector.from_elements(ir.VectorType.get([len(elements)], i16), elements)
+            vec = vector.from_elements(ir.VectorType.get([len(words)], i32), words)
             dst = llvm.inttoptr(_ptr(3), dst_i64)
             if exists is None:
                 llvm.store(vec, dst, alignment=16)
