@@ -483,7 +483,8 @@ def test_convolution_is_an_implicit_gemm():
 def test_convolutions_on_tensor_cores():
     """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
     on sm_80, each tap's channels read in whole K steps; a filter
-    gradient's tiles of N lie in one filter tap."""
+    gradient's tiles of N that lie in one filter tap (N divides C) ranked
+    first, those that span taps after them."""
     bf16 = [([8, 40, 28, 28], "bf16"), ([64, 40, 3, 3], "bf16")]
     for arch, first in (("sm_90a", "tc-sm90"), ("sm_80", "tc-sm80")):
         configs = rank(problem("conv_fprop", bf16, [([8, 64, 28, 28], "bf16")], arch=arch))
@@ -494,11 +495,15 @@ def test_convolutions_on_tensor_cores():
         # 40 channels a tap take 64 of K in steps of 32 or of 64.
         assert all(f"K 576 (9 taps x 40 channels in steps of {c.tile[2]})" in c.reason
                    for c in sm80), [c.reason for c in sm80]
-    for channels, widths in ((192, {64}), (96, set())):
+    for channels, first in ((192, 64), (96, None), (63, None)):
         wgrad = rank(problem("conv_wgrad", [([8, 64, 28, 28], "bf16"),
                                             ([8, channels, 28, 28], "bf16")],
                              [([64, channels, 3, 3], "bf16")], arch="sm_80"))
-        assert {c.tile[1] for c in wgrad if c.strategy == "tc-sm80"} == widths, wgrad
+        widths = [c.tile[1] for c in wgrad if c.strategy == "tc-sm80"]
+        assert widths and wgrad[0].strategy == "tc-sm80", wgrad
+        dividing = [channels % n == 0 for n in widths]
+        assert dividing == sorted(dividing, reverse=True), (channels, widths)
+        assert (widths[0] if channels % widths[0] == 0 else None) == first, (channels, widths)
 
 
 def test_tensor_and_unknown_anchors():
