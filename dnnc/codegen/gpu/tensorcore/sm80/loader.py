@@ -55,7 +55,7 @@ linalg level rounds (the tensor cores would truncate).
 """
 
 from mlir import ir
-from mlir.dialects import arith, llvm, memref, nvvm, vector
+from mlir.dialects import arith, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
@@ -238,28 +238,47 @@ class AsyncOperand:
         a function that stores them to ``dst_i64`` (``element_gather``)."""
         pieces = []
         for j in range(self.width // 2):
-            inside = _cmp("sgt", size, _idx(2 * j))
+            inside = _cmp("sgt", size, _idx(2 * j)) if j else None
             pieces.append((_add(src_i64, 2 * j), inside))
-        return self.element_gather(dst_i64, src_i64, pieces, exists)
+        return self.element_gather(dst_i64, src_i64, pieces, exists,
+                                   _cmp("sgt", size, _idx(0)))
 
-    def element_gather(self, dst_i64, safe_i64, pieces, exists=None):
+    def element_gather(self, dst_i64, safe_i64, pieces, exists=None, any_=None):
         """Load a chunk's 2-byte elements from ``pieces`` ((i64 address,
         i1 or None: whether to read it) each), zero where not read (their
         load reads ``safe_i64`` instead, an address inside the operand);
-        returns a function that stores them to shared ``dst_i64`` as one
-        16-byte vector, where ``exists`` holds. A chunk that does not exist
-        loads all the same: its addresses are checked like any other's."""
+        ``any_``: an i1 that holds where some piece is read (their loads
+        are skipped where it does not: a chunk past C, past M or in the
+        padding, which C = 3's K steps are mostly), the pieces' own i1s
+        then read only where it does. Returns a function that stores them
+        to shared ``dst_i64`` as one 16-byte vector, where ``exists`` holds.
+        A chunk that does not exist loads all the same: its addresses are
+        checked like any other's."""
         i16, i32 = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32)
-        elements = []
-        for address, ok in pieces:
-            if ok is not None:
-                address = arith.select(ok, address, safe_i64)
-            value = llvm.load(i16, llvm.inttoptr(_ptr(1), address))
-            elements.append(value if ok is None else arith.select(ok, value, _i(0, 16)))
-        # Packed in pairs at once: a word per two elements is what stays
-        # live until the store (half the registers of one per element).
-        words = [arith.ori(arith.extui(i32, lo), arith.shli(arith.extui(i32, hi), _i(16)))
-                 for lo, hi in zip(elements[0::2], elements[1::2])]
+
+        def load():
+            elements = []
+            for address, ok in pieces:
+                if ok is not None:
+                    address = arith.select(ok, address, safe_i64)
+                value = llvm.load(i16, llvm.inttoptr(_ptr(1), address))
+                elements.append(value if ok is None else arith.select(ok, value, _i(0, 16)))
+            # Packed in pairs at once: a word per two elements is what
+            # stays live until the store (half the registers of one per
+            # element).
+            return [arith.ori(arith.extui(i32, lo), arith.shli(arith.extui(i32, hi), _i(16)))
+                    for lo, hi in zip(elements[0::2], elements[1::2])]
+
+        if any_ is None:
+            words = load()
+        else:
+            branch = scf.IfOp(any_, [i32] * (len(pieces) // 2), has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                scf.YieldOp(load())
+            with ir.InsertionPoint(branch.else_block):
+                zero = _i(0)
+                scf.YieldOp([zero] * (len(pieces) // 2))
+            words = list(branch.results)
 
         def store():
             vec = vector.from_elements(ir.VectorType.get([len(words)], i32), words)
