@@ -1547,6 +1547,97 @@ ATTENTION_PAGED = [
                                 (4, 32, 8, 32768, 256)]
 ]
 
+# Ragged (packed, THD) attention: B8 sequences of varying lengths packed
+# one after another (cuDNN's ragged offsets, with the padding mask's
+# lengths), q, k and v [B, H, S, D] with strides [S H D, D, H D, 1] over
+# B x S rows, S the longest length; o padded, the same layout (rows past a
+# sequence's length 0, as the padding mask gives them). PyTorch's side is
+# FlashAttention's varlen kernel (torch.nn.attention.varlen.varlen_attn,
+# cu_seqlens from the offsets) on the packed rows, its result put into a
+# zeroed padded buffer with one index_copy (a pass over o, as dnnc's writes
+# o's B x S rows): cuDNN's ragged attention is not reachable from PyTorch.
+# Beside it: varlen alone ("varlen", no copy) and cuDNN attention on the
+# same sequences padded to S ("cudnn_padded": B S^2 work, gathered outside
+# the timing), for scale. FLOPs count each sequence's own L^2.
+
+RAGGED_LENGTHS = (512, 1024, 2048, 4096, 256, 3072, 1536, 768)
+
+
+def _sdpa_ragged(h, d, causal, lengths=RAGGED_LENGTHS):
+    b, s = len(lengths), max(lengths)
+    thd = [s * h * d, d, h * d, 1]
+    starts = [sum(lengths[:i]) for i in range(b + 1)]
+
+    def build():
+        g = _graph(f"sdpa_ragged_b{b}_h{h}_s{s}_d{d}" + ("_causal" if causal else ""))
+        off = g.tensor(name="offsets", dim=[b + 1, 1, 1, 1], data_type="int32")
+        lens = g.tensor(name="seq_len", dim=[b, 1, 1, 1], data_type="int32")
+        q, k, v = (g.tensor(name=x, dim=[b, h, s, d], stride=thd, ragged_offset=off)
+                   for x in ("q", "k", "v"))
+        o, _ = g.sdpa(q, k, v, use_causal_mask=causal, use_padding_mask=True, seq_len_q=lens,
+                      seq_len_kv=lens)
+        o.set_output(True).set_stride(thd)
+        return g
+
+    def init(t, off, lens, q, k, v):
+        off.copy_(t.tensor([x * h * d for x in starts], dtype=t.int32).view(b + 1, 1, 1, 1))
+        lens.copy_(t.tensor(lengths, dtype=t.int32).view(b, 1, 1, 1))
+
+    def prepare(t, off, lens, q, k, v):
+        total = starts[-1]
+        rows = [x.permute(0, 2, 1, 3).reshape(b * s, h, d)[:total] for x in (q, k, v)]
+        cu = t.tensor(starts, dtype=t.int32, device=q.device)
+        at = t.cat([t.arange(n, device=q.device) + i * s for i, n in enumerate(lengths)])
+        padded = t.zeros(b * s, h, d, dtype=q.dtype, device=q.device)
+        # The sequences padded to S for cuDNN (outside the timing).
+        dense = []
+        for x in rows:
+            full = t.zeros(b * s, h, d, dtype=q.dtype, device=q.device)
+            full.index_copy_(0, at, x)
+            dense.append(full.view(b, s, h, d).permute(0, 2, 1, 3))
+        return (*rows, cu, at, padded, *dense)
+
+    return build, init, prepare
+
+
+def _varlen(t, q, k, v, cu, longest, causal):
+    from torch.nn.attention import varlen
+
+    try:
+        return varlen.varlen_attn(q, k, v, cu, cu, longest, longest,
+                                  window_size=(-1, 0) if causal else (-1, -1))
+    except TypeError:  # releases before window_size took is_causal
+        return varlen.varlen_attn(q, k, v, cu, cu, longest, longest, is_causal=causal)
+
+
+def _sdpa_ragged_case(h, d, causal, lengths=RAGGED_LENGTHS):
+    b, s = len(lengths), max(lengths)
+    name = f"sdpa ragged{' causal' if causal else ''} B{b} H{h} S{s} D{d} bf16"
+    flops = sum(4 * h * n * n * d / (2 if causal else 1) for n in lengths)
+    size = 4 * sum(lengths) * h * d * BF16  # q, k, v, o's rows
+    build, init, prepare = _sdpa_ragged(h, d, causal, lengths)
+    cudnn = _sdpa_on("CUDNN_ATTENTION", causal, False)
+
+    def torch_fn(t, off, lens, q, k, v, qr, kr, vr, cu, at, padded, *dense):
+        padded.index_copy_(0, at, _varlen(t, qr, kr, vr, cu, s, causal))
+        return padded.view(b, s, h, d).permute(0, 2, 1, 3)
+
+    def varlen_alone(t, off, lens, q, k, v, qr, kr, vr, cu, at, padded, *dense):
+        # The kernel alone: its rows are not put into the padded buffer,
+        # which goes back as it is (a variant is timed, not compared).
+        _varlen(t, qr, kr, vr, cu, s, causal)
+        return padded.view(b, s, h, d).permute(0, 2, 1, 3)
+
+    def cudnn_padded(t, off, lens, q, k, v, qr, kr, vr, cu, at, padded, qd, kd, vd):
+        return cudnn(t, qd, kd, vd)
+
+    return Case(name, build, torch_fn, flops, size, False, "attention", init=init,
+                torch_prepare=prepare,
+                others={"varlen": varlen_alone, "cudnn_padded": cudnn_padded})
+
+
+ATTENTION_RAGGED = [_sdpa_ragged_case(16, 128, causal) for causal in (False, True)]
+
 # Attention backward: the issue's table (D64 and D128, causal and not)
 # against cuDNN's backward (the forward it differentiates run through cuDNN
 # too, outside the timing). o and stats are the forward's, computed in f32
@@ -1603,28 +1694,33 @@ def _sdpa_grad_on(backend, causal, gqa):
     return prepare, grad
 
 
-def _sdpa_backward_case(b, h, s, d, causal=False, hk=None):
+def _sdpa_backward_case(b, h, s, d, causal=False, hk=None, config=None, suffix=""):
+    """The backward case; ``config`` an override (``suffix`` then names
+    it: the two-kernel twins)."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
-    name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16"
+    name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16{suffix}"
     # Five matmuls (S recomputed, dP, dV, dQ, dK); causal: half.
     flops = 5 * 2 * b * h * s * s * d / (2 if causal else 1)
     # q, o, do and dq; k, v, dk and dv; the statistics.
     size = (4 * b * h * s * d + 4 * b * hk * s * d) * BF16 + b * h * s * F32
     prepare, grad = _sdpa_grad_on("CUDNN_ATTENTION", causal, hk != h)
     return Case(name, _sdpa_backward_graph(b, h, hk, s, d, causal), grad, flops, size, False,
-                "attention", init=_sdpa_saved(causal), torch_prepare=prepare)
+                "attention", init=_sdpa_saved(causal), torch_prepare=prepare, config=config)
 
 
+_BACKWARD_SHAPES = [(4, 16, 4096, 128, None), (4, 16, 4096, 64, None),
+                    (16, 16, 1024, 128, None), (1, 64, 8192, 128, 8)]
+# The default (the fused kernel for D 64 and 128), then each beside its
+# twin on tc-sm90's two kernels (the deterministic backward, forced by the
+# config override of tile 128x128), for A/B timing in one run.
 ATTENTION_BACKWARD = [
     _sdpa_backward_case(b, h, s, d, causal, hk)
-    for b, h, s, d, hk in [
-        (4, 16, 4096, 128, None),
-        (4, 16, 4096, 64, None),
-        (16, 16, 1024, 128, None),
-        (1, 64, 8192, 128, 8),
-    ]
-    for causal in (False, True)
+    for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
+] + [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config="*=tile:128x128",
+                        suffix=" two-kernel")
+    for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
 ]
 
 
@@ -1635,4 +1731,4 @@ RESNET = _conv_cases(Case)
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
-         + ATTENTION_BACKWARD)
+         + ATTENTION_RAGGED + ATTENTION_BACKWARD)

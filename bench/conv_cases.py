@@ -1,7 +1,8 @@
 """Convolution cases on tensor cores: ResNet-50's layers (bf16, NHWC, KRSC
 filters) as the issue's performance table lists them, against PyTorch's
 cuDNN in the same process, and the fused patterns (conv + bias + relu,
-conv + batchnorm-inference + relu, conv + bias + residual + relu) against
+conv + batchnorm-inference + relu, conv + bias + residual + relu, and
+BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
 PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``);
 and layers whose channel counts are not multiples of 8 (``ODD_CHANNELS``,
 ``ODD_GRADS``).
@@ -55,31 +56,73 @@ def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
     return g
 
 
-def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
-    """A graph of one data (``direction`` "dgrad") or filter ("wgrad")
-    gradient of the convolution conv_graph makes, channels-last."""
+def prologue_graph(name, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
+    """cuDNN's BN-ReLU-conv: the convolution of relu(x * scale + shift),
+    scale and shift per channel of x (a training network's batchnorm
+    folded), every tensor of ``dt`` as PyTorch's eager code has them."""
     import dnnc
 
     p = out_size(h, r, stride, pad)
-    g = dnnc.Graph(name=name, io_data_type=dt)
+    g = dnnc.Graph(name=name, io_data_type=dt, intermediate_data_type=dt)
+    x = g.tensor(name="x", dim=[n, c, h, h], stride=_nhwc(n, c, h, h))
+    w = g.tensor(name="w", dim=[k, c, r, r], stride=_nhwc(k, c, r, r))
+    scale = g.tensor(name="scale", dim=[1, c, 1, 1])
+    shift = g.tensor(name="shift", dim=[1, c, 1, 1])
+    y = g.conv_fprop(g.relu(g.add(g.mul(x, scale), shift)), w, padding=pad, stride=stride)
+    y.set_output(True).set_stride(_nhwc(n, k, p, p))
+    return g
+
+
+def _torch_prologue(stride, pad):
+    return lambda t, x, w, scale, shift: t.nn.functional.conv2d(
+        t.relu(x * scale + shift), w, stride=stride, padding=pad)
+
+
+def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16", groups=1):
+    """A graph of one data (``direction`` "dgrad") or filter ("wgrad")
+    gradient of the convolution conv_graph makes (of ``groups`` groups: the
+    filter [k, c / groups, r, r]), channels-last; ``dt`` "tf32": f32
+    tensors, which dnnc's convolutions multiply as tf32 by default
+    (dnnc/compute_types.py), as PyTorch's cuDNN ones do."""
+    import dnnc
+
+    p = out_size(h, r, stride, pad)
+    cg = c // groups
+    g = dnnc.Graph(name=name, io_data_type="f32" if dt == "tf32" else dt)
     # The inputs in the order the PyTorch function takes them.
     if direction == "dgrad":
         dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
-        w = g.tensor(name="w", dim=[k, c, r, r], stride=_nhwc(k, c, r, r))
+        w = g.tensor(name="w", dim=[k, cg, r, r], stride=_nhwc(k, cg, r, r))
         out = g.conv_dgrad(dy, w, [n, c, h, h], padding=pad, stride=stride)
         out.set_output(True).set_stride(_nhwc(n, c, h, h))
     else:
         x = g.tensor(name="x", dim=[n, c, h, h], stride=_nhwc(n, c, h, h))
         dy = g.tensor(name="dy", dim=[n, k, p, p], stride=_nhwc(n, k, p, p))
-        out = g.conv_wgrad(x, dy, [k, c, r, r], padding=pad, stride=stride)
-        out.set_output(True).set_stride(_nhwc(k, c, r, r))
+        out = g.conv_wgrad(x, dy, [k, cg, r, r], padding=pad, stride=stride)
+        out.set_output(True).set_stride(_nhwc(k, cg, r, r))
     return g
 
 
-def _torch_grad(direction, shape, stride, pad):
+def _torch_grad(direction, shape, stride, pad, groups=1):
     if direction == "dgrad":
-        return lambda t, dy, w: t.nn.grad.conv2d_input(shape, w, dy, stride=stride, padding=pad)
-    return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad)
+        return lambda t, dy, w: t.nn.grad.conv2d_input(shape, w, dy, stride=stride, padding=pad,
+                                                       groups=groups)
+    return lambda t, x, dy: t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad,
+                                                    groups=groups)
+
+
+def _allow_tf32(fn):
+    """PyTorch's side of a tf32 case: ``fn`` with cuDNN's tf32 convolutions
+    allowed (PyTorch's default, set here so that a changed default does not
+    turn the comparison into one against exact f32)."""
+    def run(t, *args):
+        allowed = t.backends.cudnn.allow_tf32
+        t.backends.cudnn.allow_tf32 = True
+        try:
+            return fn(t, *args)
+        finally:
+            t.backends.cudnn.allow_tf32 = allowed
+    return run
 
 
 def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
@@ -91,8 +134,7 @@ def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
     g = dnnc.Graph(name=name, io_data_type="f32" if dt == "tf32" else dt)
     x = g.tensor(name="x", dim=x_dims, stride=_nhwc(*x_dims))
     w = g.tensor(name="w", dim=w_dims, stride=_nhwc(*w_dims))
-    y = g.conv_fprop(x, w, stride=stride, padding=pad,
-                     **({"compute_data_type": "tf32"} if dt == "tf32" else {}))
+    y = g.conv_fprop(x, w, stride=stride, padding=pad)
     y_dims = [int(d) for d in y.dim]
     y.set_output(True).set_stride(_nhwc(*y_dims))
     return g
@@ -100,13 +142,13 @@ def general_graph(name, x_dims, w_dims, stride, pad, groups=1, dt="bf16"):
 
 def _torch_general(stride, pad, groups, rank):
     conv = {4: "conv2d", 5: "conv3d"}[rank]
-    return lambda t, x, w: getattr(t.nn.functional, conv)(x, w, stride=stride, padding=pad,
-                                                          groups=groups)
+    return _allow_tf32(lambda t, x, w: getattr(t.nn.functional, conv)(
+        x, w, stride=stride, padding=pad, groups=groups))
 
 
 # (label, x dims, w dims, stride, padding, groups, dtype): f16 layers, a 3-D
 # convolution, depthwise convolutions (MobileNetV2's 3x3, ConvNeXt's 7x7) and
-# a grouped one.
+# grouped ones.
 GENERAL = [
     ("3x3 f16", [32, 128, 28, 28], [128, 128, 3, 3], 1, 1, 1, "f16"),
     ("1x1 f16", [32, 256, 56, 56], [64, 256, 1, 1], 1, 0, 1, "f16"),
@@ -115,6 +157,16 @@ GENERAL = [
     ("3x3 depthwise", [32, 144, 56, 56], [144, 1, 3, 3], 1, 1, 144, "bf16"),
     ("7x7 depthwise", [32, 96, 56, 56], [96, 1, 7, 7], 1, 3, 96, "bf16"),
     ("3x3 2 groups", [32, 256, 28, 28], [256, 128, 3, 3], 1, 1, 2, "bf16"),
+    # ResNeXt-50 32x4d's first stage 3x3: 32 groups of 4 channels.
+    ("3x3 32 groups", [32, 128, 56, 56], [128, 4, 3, 3], 1, 1, 32, "bf16"),
+]
+# Gradients of grouped convolutions, channels-last bf16, memory-bound: the
+# depthwise layers above (MobileNetV2's 3x3, ConvNeXt's 7x7) and ResNeXt-50's
+# 32-group 3x3. (what, N, C, H, R, pad, groups); K = C.
+GROUPED_GRADS = [
+    ("3x3 depthwise", 32, 144, 56, 3, 1, 144),
+    ("7x7 depthwise", 32, 96, 56, 7, 3, 96),
+    ("3x3 32 groups", 32, 128, 56, 3, 1, 32),
 ]
 
 
@@ -159,6 +211,23 @@ GRADS = [
     ("3x3/2", 32, 128, 56, 128, 3, 2, 1),
     ("1x1/2", 32, 256, 56, 512, 1, 2, 0),
 ]
+# The tf32 gradients of ResNet-50's 3x3 layers (f32 tensors; PyTorch with
+# cuDNN's tf32 allowed), beside GENERAL's tf32 forward.
+TF32_GRADS = [
+    ("3x3", 32, 64, 56, 64, 3, 1, 1),
+    ("3x3", 32, 128, 28, 128, 3, 1, 1),
+    ("3x3", 32, 256, 14, 256, 3, 1, 1),
+    ("3x3", 32, 512, 7, 512, 3, 1, 1),
+]
+# Filter gradients whose C is no multiple of the tile width (tensorcore/
+# wgrad_taps.py): MobileNetV2's 1x1 expansion and projection at 56 x 56
+# (C = 24 and 144) and a 3x3 of C = 96 (not depthwise), wgrad only.
+WGRAD_CHANNELS = [
+    ("1x1", 32, 144, 56, 24, 1, 1, 0),
+    ("1x1", 32, 24, 56, 144, 1, 1, 0),
+    ("3x3", 32, 96, 28, 96, 3, 1, 1),
+    ("3x3", 32, 144, 28, 144, 3, 1, 1),
+]
 # The strided data gradients again in other tiles: their stride phases run
 # in the tile the heuristics choose for the whole gradient (a phase has a
 # quarter of its rows), so these say what a tile chosen for a phase gives.
@@ -168,6 +237,9 @@ PHASE_TILES = [
 ]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
          ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
+# BN-ReLU-conv on ResNet-50's 3x3 layer: the batchnorm and relu of the
+# layer before as the convolution's prologue.
+PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]
 # The Ampere strategy's implicit GEMM (a cp.async gather, mma.sync) on
 # whatever GPU runs it: (what, N, C, H, K, R, stride, pad, config). Measured
 # on an H200 (do_bench medians; cuDNN 0.021 ms, tc-sm90 0.022): 256x128x64
@@ -207,6 +279,15 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6], epilogue=a[7]),
                         _torch_conv(s, pad, epilogue), flops, nbytes, False, "conv",
                         compiled=epilogue is not None))
+    for what, n, c, h, k, r, s, pad in PROLOGUES:
+        p = out_size(h, r, s, pad)
+        name = f"conv bn + relu + {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p + 2 * c) * BF16
+        slug = f"conv_bn_relu_prologue_{what}_{n}_{c}_{h}_{k}"
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        prologue_graph(slug, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_prologue(s, pad), flops, nbytes, False, "conv", compiled=True))
     for what, x_dims, w_dims, s, pad, groups, dt in GENERAL:
         name = f"conv {what} {'x'.join(map(str, x_dims))} ->{w_dims[0]} NHWC {dt}"
         y_spatial = [out_size(d, r, s, pad) for d, r in zip(x_dims[2:], w_dims[2:])]
@@ -252,7 +333,8 @@ def cases(Case):
                         grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                         _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
     for direction in ("dgrad", "wgrad"):
-        for what, n, c, h, k, r, s, pad in GRADS:
+        for what, n, c, h, k, r, s, pad in GRADS + (WGRAD_CHANNELS if direction == "wgrad"
+                                                   else []):
             p = out_size(h, r, s, pad)
             name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
             flops = 2 * n * k * p * p * c * r * r
@@ -262,6 +344,33 @@ def cases(Case):
             out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                             _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    for direction in ("dgrad", "wgrad"):
+        for what, n, c, h, k, r, s, pad in TF32_GRADS:
+            p = out_size(h, r, s, pad)
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32"
+            flops = 2 * n * k * p * p * c * r * r
+            nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
+            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+            slug = f"conv_{direction}_tf32_{what}_{n}_{c}_{h}_{k}"
+            out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"),
+                            _allow_tf32(_torch_grad(direction, shape, s, pad)), flops, nbytes,
+                            False, "conv"))
+        for what, n, c, h, r, pad, groups in GROUPED_GRADS:
+            p = out_size(h, r, 1, pad)
+            cg = c // groups
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16"
+            flops = 2 * n * c * p * p * cg * r * r
+            # Memory-bound: the minimal bytes are the two activations read or
+            # written once and the filter.
+            nbytes = (n * c * h * h + c * cg * r * r + n * c * p * p) * BF16
+            shape = [n, c, h, h] if direction == "dgrad" else [c, cg, r, r]
+            slug = f"conv_{direction}_{what.replace(' ', '_')}_{n}_{c}_{h}"
+            out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, c, r, 1, pad),
+                            groups=groups: grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6],
+                                                      groups=groups),
+                            _torch_grad(direction, shape, 1, pad, groups), flops, nbytes, True,
+                            "conv"))
     for what, n, c, h, k, r, s, pad, config in PHASE_TILES:
         p = out_size(h, r, s, pad)
         tile = config.split("tile:")[1].split(",")[0]

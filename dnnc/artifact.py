@@ -18,7 +18,7 @@ from dnnc.version import __version__
 
 FORMAT_VERSION = 1
 MANIFEST, PTX, SOURCE = "manifest.json", "kernels.ptx", "graph.mlir"
-DTYPES = ("f32", "f16", "bf16", "f8E4M3FN", "f8E5M2", "i1", "i32")
+DTYPES = ("f32", "f16", "bf16", "f8E4M3FN", "f8E5M2", "i1", "i32", "si8", "ui8")
 SCALAR_TYPES = ("i32", "i64", "f32")
 
 

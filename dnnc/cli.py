@@ -211,6 +211,10 @@ def cmd_run(args, out):
         info = builders.info_of(arg.type)
         if info.dtype.is_float:
             inputs.append(rng.standard_normal(info.shape).astype(info.dtype.numpy))
+        elif info.dtype.is_integer and info.dtype.itemsize == 1:
+            limits = np.iinfo(info.dtype.numpy)  # int8 / uint8: their whole range
+            inputs.append(rng.integers(limits.min, limits.max + 1, info.shape)
+                          .astype(info.dtype.numpy))
         else:
             inputs.append(rng.random(info.shape) < 0.5)
     expected = interpreter.run_module(module, inputs)

@@ -15,17 +15,20 @@ Element types follow cuDNN: an output tensor takes the type it was given with
 ``set_data_type``, else the graph's ``io_data_type``, else the type of its op's
 first input; a virtual (non-output) tensor takes ``intermediate_data_type``
 (f32 by default). Ops with a fixed result type (comparisons give i1, statistics
-are f32) keep it.
+are f32) keep it. A convolution or matmul multiplies in its ``compute_data_type``,
+else the graph's, else as dnnc/compute_types.py says (f32 convolutions: tf32).
 """
 
 import json
 import math
 
+from dnnc import compute_types
 from dnnc.dialect import opdef as _opdef
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import GraphError, UnsupportedError, VerificationError
 from dnnc.graph_attention import lengths as _lengths, mask_attrs as _mask_attrs
 from dnnc.graph_attention import page_tables as _page_tables
+from dnnc import graph_attention as _attention
 
 
 def contiguous_strides(dim):
@@ -48,6 +51,7 @@ class Tensor:
         self.data_type = as_data_type(data_type) if data_type is not None else None
         self.producer = producer  # (Node, result name) or None for a graph input
         self.is_output = False
+        self.ragged_offset = None  # a packed (THD) tensor's offsets: set_ragged_offset
 
     # cudnn-frontend style setters, chainable.
     def set_output(self, is_output=True):
@@ -75,6 +79,15 @@ class Tensor:
     def set_name(self, name):
         self.name = str(name)
         return self
+
+    def set_ragged_offset(self, offsets):
+        """Make this tensor ragged (packed, THD) for sdpa: ``offsets`` (int32, B + 1
+        x 1 x 1 x 1) holds where each batch entry starts (graph_attention.py)."""
+        _attention.set_ragged_offset(self, offsets)
+        return self
+
+    def get_ragged_offset(self):
+        return self.ragged_offset
 
     def get_dim(self):
         return list(self.dim)
@@ -104,6 +117,7 @@ class Node:
         self.explicit_name = False  # kept in the IR only when the user gave it
         self.results = {}  # result name -> Tensor
         self.fixed_dtypes = {}  # result name -> data_type the op fixes
+        self.finish = None  # run as it becomes IR (an sdpa's ragged strides)
 
 
 def _check_stride(name, dim, stride):
@@ -121,11 +135,12 @@ class Graph:
     """A dnn graph under construction; see the module docstring."""
 
     def __init__(self, name="main", io_data_type=None, intermediate_data_type=data_type.FLOAT,
-                 compute_data_type=data_type.FLOAT):
+                 compute_data_type=None):
         self.name = name
         self.io_data_type = as_data_type(io_data_type) if io_data_type is not None else None
         self.intermediate_data_type = as_data_type(intermediate_data_type)
-        self.compute_data_type = as_data_type(compute_data_type)
+        # None: not asked, each op's default (dnnc/compute_types.py).
+        self.compute_data_type = compute_data_type and as_data_type(compute_data_type)
         self._inputs = []
         self._nodes = []
         self._outputs = []
@@ -133,8 +148,9 @@ class Graph:
 
     # ------------------------------------------------------------------ tensors
 
-    def tensor(self, name=None, dim=None, stride=None, data_type=None):
-        """A graph input. ``dim`` is logical; ``stride`` defaults to row-major."""
+    def tensor(self, name=None, dim=None, stride=None, data_type=None, ragged_offset=None):
+        """A graph input. ``dim`` is logical; ``stride`` defaults to row-major;
+        ``ragged_offset`` makes it ragged (``Tensor.set_ragged_offset``)."""
         if dim is None:
             raise GraphError("tensor(): expected dim, got none")
         name = name or f"input{len(self._inputs)}"
@@ -151,6 +167,8 @@ class Graph:
         _check_stride(name, dim, stride)
         t = Tensor(self, self._unique(name), dim, stride, dt)
         self._inputs.append(t)
+        if ragged_offset is not None:
+            t.set_ragged_offset(ragged_offset)
         return t
 
     def tensor_like(self, array, name=None):
@@ -192,6 +210,7 @@ class Graph:
                 if t is not None and (not isinstance(t, Tensor) or t._graph is not self):
                     raise GraphError(f"'{d.mlir_name}' operand '{key}': expected a tensor of "
                                      f"this graph, got {type(t).__name__}")
+                _attention.check_operand(d, key, t)
         infos = {key: ([self._info(t) for t in v] if isinstance(v, list) else
                        (self._info(v) if v is not None else None))
                  for key, v in operands.items()}
@@ -244,17 +263,23 @@ class Graph:
                         return dt
         return data_type.FLOAT
 
-    def _compute(self, compute_data_type):
-        dt = as_data_type(compute_data_type) if compute_data_type is not None else \
+    def _compute(self, compute_data_type, op="matmul", operands=(), groups=1):
+        """``op``'s compute type: asked on it, on the graph, else compute_types'."""
+        asked = as_data_type(compute_data_type) if compute_data_type is not None else \
             self.compute_data_type
-        if dt not in (data_type.FLOAT, data_type.TF32):
-            raise GraphError(f"compute_data_type: expected float or tf32, got {dt}")
-        return dt.mlir
+        if asked not in (None, data_type.FLOAT, data_type.TF32, data_type.INT32):
+            raise GraphError(f"compute_data_type: expected float, tf32 or int32, got {asked}")
+        types = [self._resolve_dtype(t) for t in operands if isinstance(t, Tensor)]
+        return compute_types.resolve(op, asked, types, groups).mlir
 
     # ------------------------------------------------------------------ convolution
 
-    def _conv_attrs(self, nd, padding, stride, dilation, pre_padding, post_padding, conv_mode,
-                    compute_data_type):
+    def _conv_attrs(self, op, operands, padding, stride, dilation, pre_padding, post_padding,
+                    conv_mode, compute_data_type):
+        nd = len(operands[0].dim) - 2
+        # operands: (x, w), (dy, w, dx dims) or (x, dy, dw dims): the groups.
+        x = operands[2] if op == "conv_dgrad" else operands[0].dim
+        groups = x[1] // max((operands[2] if op == "conv_wgrad" else operands[1].dim)[1], 1)
         pad = _spatial("padding", padding, nd, 0)
         return {
             "pre_padding": _spatial("pre_padding", pre_padding, nd, None) or pad,
@@ -262,23 +287,23 @@ class Graph:
             "stride": _spatial("stride", stride, nd, 1),
             "dilation": _spatial("dilation", dilation, nd, 1),
             "mode": conv_mode,
-            "compute_type": self._compute(compute_data_type),
+            "compute_type": self._compute(compute_data_type, op, operands, groups),
         }
 
     def conv_fprop(self, image, weight, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
-        """Convolution forward: y = image (*) weight."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        """Convolution forward: y = image (*) weight (compute types: compute_types.py)."""
+        attrs = self._conv_attrs("conv_fprop", (image, weight), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_fprop", {"x": image, "w": weight}, attrs, name)[0]
 
     def conv_dgrad(self, loss, filter, dx_dim, padding=None, stride=None, dilation=None,
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Data gradient of a convolution; ``dx_dim`` is the shape of the image."""
-        attrs = self._conv_attrs(len(loss.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_dgrad", (loss, filter, dx_dim), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_dgrad", {"dy": loss, "w": filter}, attrs, name,
                         declared={"dx": dx_dim})[0]
 
@@ -286,17 +311,18 @@ class Graph:
                    pre_padding=None, post_padding=None, conv_mode="cross_correlation",
                    compute_data_type=None, name=None):
         """Filter gradient of a convolution; ``dw_dim`` is the shape of the filter."""
-        attrs = self._conv_attrs(len(image.dim) - 2, padding, stride, dilation, pre_padding,
-                                 post_padding, conv_mode, compute_data_type)
+        attrs = self._conv_attrs("conv_wgrad", (image, loss, dw_dim), padding, stride, dilation,
+                                 pre_padding, post_padding, conv_mode, compute_data_type)
         return self._op("conv_wgrad", {"dy": loss, "x": image}, attrs, name,
                         declared={"dw": dw_dim})[0]
 
     # ------------------------------------------------------------------ matmul, attention
 
     def matmul(self, A, B, compute_data_type=None, name=None):
-        """C = A @ B with broadcast batch dims."""
+        """C = A @ B with broadcast batch dims (compute types: compute_types.py)."""
         return self._op("matmul", {"a": A, "b": B},
-                        {"compute_type": self._compute(compute_data_type)}, name)[0]
+                        {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
+                        name)[0]
 
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,
@@ -320,7 +346,8 @@ class Graph:
         j % page_size of page table[b, 0, j // page_size, 0];
         ``paged_attention_max_seq_len_kv`` is Skv (default pages_per_seq x
         page_size). It needs ``use_padding_mask``; only positions below
-        seq_len_kv are read, and their table entries must be valid pages."""
+        seq_len_kv are read, and their table entries must be valid pages.
+        Ragged (packed) q, k, v, o: ``Tensor.set_ragged_offset``."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         tables, paged = _page_tables(k, paged_attention_k_table, paged_attention_v_table,
                                      paged_attention_max_seq_len_kv, use_padding_mask)
@@ -333,18 +360,21 @@ class Graph:
                                  scale=float(scale), generate_stats=bool(generate_stats),
                                  **paged),
                             name)
-        return o, stats
+        return _attention.take_ragged(self, (o, stats))
 
     def sdpa_backward(self, q, k, v, o, dO, stats, attn_scale=None, bias=None,
                       use_causal_mask=False, use_causal_mask_bottom_right=False,
                       sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
                       seq_len_kv=None, paged_attention_k_table=None,
                       paged_attention_v_table=None, paged_attention_max_seq_len_kv=None,
-                      name=None):
+                      use_deterministic_algorithm=False, name=None):
         """Attention backward; returns (dQ, dK, dV). The masks are the
         forward's (``sdpa``). A paged KV cache is forward only, as in cuDNN:
         K and V here are contiguous (B, H_kv, S_kv, D), and the paged_attention
-        arguments are refused."""
+        arguments are refused. ``use_deterministic_algorithm`` asks for
+        kernels that sum every gradient in a fixed order, so that two runs
+        write the same bits (the default, faster backward adds dQ's parts
+        in whatever order its blocks finish)."""
         for arg, given in (("paged_attention_k_table", paged_attention_k_table),
                            ("paged_attention_v_table", paged_attention_v_table),
                            ("paged_attention_max_seq_len_kv", paged_attention_max_seq_len_kv)):
@@ -352,13 +382,13 @@ class Graph:
                 raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
                                        "cache is forward only, as in cuDNN), got a value")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
-        return tuple(self._op(
+        return _attention.take_ragged(self, tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale)), name))
+                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name)))
 
     # ------------------------------------------------------------------ normalization
 

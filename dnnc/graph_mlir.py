@@ -76,6 +76,8 @@ def _io_attrs(t):
 
 
 def _emit(graph, node, values):
+    if getattr(node, "finish", None) is not None:
+        node.finish()
     operands = {}
     for key, value in node.operands.items():
         if isinstance(value, list):

@@ -208,11 +208,11 @@ def cuda(arch, config="", db="", gpu=""):
     if arch not in ARCHS:
         raise PipelineError(f"unknown GPU architecture '{arch}': expected one of "
                             f"{', '.join(ARCHS)}")
-    # tc-sm80 applies no operand prologue: on sm_80 the ops stay a kernel of
-    # their own.
+    # tc-sm80 applies no operand prologue (a matmul's, a convolution's x):
+    # on sm_80 the ops stay a kernel of their own.
     front = FRONT if arch == "sm_90a" else tuple(
-        Stage(s.name, tuple("dnn-fuse{matmul_prologue=false}" if p == "dnn-fuse" else p
-                            for p in s.passes)) for s in FRONT)
+        Stage(s.name, tuple("dnn-fuse{matmul_prologue=false conv_prologue=false}"
+                            if p == "dnn-fuse" else p for p in s.passes)) for s in FRONT)
     return front + (configured(arch, config, db, gpu), LINALG_GPU, GPU, nvvm(arch), PTX)
 
 

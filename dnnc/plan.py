@@ -48,3 +48,43 @@ def describe(module):
     lines = [f"{len(ks)} kernel{'s' if len(ks) != 1 else ''}:"]
     lines += [f"  {i}. {k}" for i, k in enumerate(ks)]
     return "\n".join(lines)
+
+
+@dataclass
+class KernelStrategy:
+    """One kernel function of a module past dnn-configure: its name, anchor
+    op, code-generation strategy, the heuristics' reason (dnn.config_reason;
+    "" for a kernel made after them, a layout copy or a fill) and the
+    launches it makes (0 until the gpu stage has outlined them)."""
+
+    name: str
+    anchor: str
+    strategy: str
+    reason: str
+    launches: int
+
+
+def strategies(module):
+    """The strategy of every configured kernel function of ``module``, in
+    module order. Read after the ``gpu`` stage, ``launches`` counts the
+    ``gpu.launch_func`` ops each one makes; a function that makes none (its
+    loops had no iteration) is left out there."""
+    from dnnc.codegen.gpu.irutil import CONFIG_ATTR, symbol
+    from dnnc.dialect.walk import walk
+
+    found = []
+    for fn in module.body.operations:
+        attrs = fn.attributes
+        if fn.operation.name != "func.func" or CONFIG_ATTR not in attrs:
+            continue
+        config = ir.DictAttr(attrs[CONFIG_ATTR])
+        launches = sum(1 for op in walk(fn) if op.name == "gpu.launch_func")
+        found.append(KernelStrategy(
+            name=symbol(fn),
+            anchor=ir.StringAttr(attrs["dnn.anchor"]).value if "dnn.anchor" in attrs else "",
+            strategy=ir.StringAttr(config["strategy"]).value if "strategy" in config else "",
+            reason=ir.StringAttr(attrs["dnn.config_reason"]).value
+            if "dnn.config_reason" in attrs else "",
+            launches=launches))
+    outlined = any(op.operation.name == "gpu.module" for op in module.body.operations)
+    return [k for k in found if k.launches or not outlined]

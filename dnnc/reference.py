@@ -56,7 +56,7 @@ def evaluate(name, operands, attrs, results):
 def round_to(array, dtype):
     """Round a float64 array to the storage precision of ``dtype`` and return it
     as float64 (bool arrays pass through; BOOLEAN converts to bool, INT32
-    truncates toward zero).
+    truncates toward zero, INT8 and UINT8 round to nearest even and saturate).
 
     Rounding is to nearest even, done once from float64. fp8 types saturate:
     finite values beyond the largest finite value become +-max; inf becomes
@@ -70,8 +70,18 @@ def round_to(array, dtype):
         return a != 0
     if dtype is data_type.INT32:  # toward zero, as a conversion to int32 does
         return np.trunc(a.astype(np.float64))
+    if dtype in (data_type.INT8, data_type.UINT8):
+        return round_to_byte(a, dtype)
     with np.errstate(over="ignore", invalid="ignore"):  # overflow to inf is the rounding
         return _round_float(a.astype(np.float64), dtype)
+
+
+def round_to_byte(array, dtype):
+    """float64 -> the int8 / uint8 value: to nearest even, saturated to the
+    type's range, NaN giving 0 (PTX's cvt.rni.sat); returned as float64."""
+    info = np.iinfo(as_data_type(dtype).numpy)
+    a = np.asarray(array, dtype=np.float64)
+    return np.where(np.isnan(a), 0.0, np.clip(np.rint(a), info.min, info.max))
 
 
 def _round_float(a, dtype):
@@ -316,14 +326,34 @@ def _concat(o, a, r):
 # ----------------------------------------------------------------------------
 
 def _compute_operands(a, *arrays):
-    """The operands as the multiply sees them: rounded to tf32 in tf32 mode."""
+    """The operands as the multiply sees them: rounded to tf32 in tf32 mode,
+    exact int64 in i32 mode (int8 / uint8 operands)."""
     if str(a.get("compute_type", "f32")) == "tf32":
         return tuple(round_tf32(t) for t in arrays)
+    if _integer(a):
+        return tuple(np.asarray(t).astype(np.int64) for t in arrays)
     return arrays
+
+
+def _integer(a):
+    return str(a.get("compute_type", "f32")) == "i32"
+
+
+def _int32_result(acc, info):
+    """An exact int64 sum as the int32 accumulator holds it (wrapping past
+    2^31, as s32 adds do), then as the result type receives it: int32 and the
+    byte types from the integer, f32 rounded once, other floats through f32
+    (the lowering converts the accumulator to f32 first)."""
+    wrapped = ((np.asarray(acc, dtype=np.int64) + 2**31) % 2**32 - 2**31).astype(np.float64)
+    if info.dtype.is_integer or info.dtype in (data_type.FLOAT, data_type.BOOLEAN):
+        return wrapped
+    return wrapped.astype(np.float32).astype(np.float64)
 
 
 def _matmul(o, a, r):
     x, y = _compute_operands(a, o["a"], o["b"])
+    if _integer(a):
+        return {"c": _int32_result(np.matmul(x, y), r["c"])}
     return {"c": np.matmul(x, y)}
 
 
@@ -377,11 +407,12 @@ def _conv_fprop(o, a, r):
     xp = _pad(x, a["pre_padding"], a["post_padding"])
     taps, points = math.prod(w.shape[2:]), math.prod(out)
     wg = w.reshape(g, k // g, cg, taps)  # taps flattened in row-major order
-    y = np.zeros((n, g, k // g, points))
+    y = np.zeros((n, g, k // g, points), dtype=xp.dtype)
     for t, tap in enumerate(_taps(w.shape[2:])):
         xs = xp[_tap_view(tap, a["dilation"], a["stride"], out)].reshape(n, g, cg, points)
         y += np.einsum("ngcp,gkc->ngkp", xs, wg[..., t])
-    return {"y": y.reshape((n, k) + out)}
+    y = y.reshape((n, k) + out)
+    return {"y": _int32_result(y, r["y"]) if _integer(a) else y}
 
 
 def _conv_dgrad(o, a, r):

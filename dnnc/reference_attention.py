@@ -7,10 +7,15 @@ k and v are expanded to the H query heads (GQA: query head h reads kv head
 h // (H / Hk)); the gradients of the heads that share a kv head are summed.
 A paged k and v are first gathered into contiguous (B, Hk, Skv, D) tensors;
 positions from each sequence's Lkv on are not read (their table entries may
-be anything) and stay zero, masked by the padding.
+be anything) and stay zero, masked by the padding. Ragged (packed) tensors
+are likewise gathered into padded ones, each entry's rows below its length
+from its packed rows, and ragged results scattered back to their entries'
+rows (the elements no entry covers are 0).
 """
 
 import numpy as np
+
+from dnnc.dialect.ops_attention import BACKWARD_RAGGED, RAGGED
 
 
 def _expand_heads(t, heads):
@@ -52,6 +57,65 @@ def _unpaged(o, a):
                 v=gather_pages(o["v"], o["page_table_v"], lengths, skv))
 
 
+# Which lengths count a ragged tensor's rows.
+_LENGTH_OF = {"q": "seq_len_q", "o": "seq_len_q", "do": "seq_len_q", "dq": "seq_len_q",
+              "k": "seq_len_kv", "v": "seq_len_kv", "dk": "seq_len_kv", "dv": "seq_len_kv"}
+
+
+def _ragged_rows(o, a, name, sizes):
+    """(b, s, packed row) of each row of ragged tensor ``name`` that entry b
+    owns (s below its length) and the buffer holds, or None when ``name`` is
+    not ragged; ``sizes`` is its (B, S)."""
+    offsets = o.get(f"ragged_{name}")
+    if offsets is None:
+        return None
+    names = BACKWARD_RAGGED if o.get("do") is not None else RAGGED
+    stride = a["ragged_strides"][names.index(name)]
+    batch, length = sizes
+    lengths = np.clip(o[_LENGTH_OF[name]].reshape(-1), 0, length)
+    rows = []
+    for b in range(batch):
+        start = int(round(float(offsets.reshape(-1)[b])))
+        if start % stride:
+            raise ValueError(f"ragged_{name}[{b}] = {start}: expected a multiple of the "
+                             f"sequence stride {stride}")
+        for s in range(int(lengths[b])):
+            t = start // stride + s
+            if 0 <= t < batch * length:
+                rows.append((b, s, t))
+    return rows
+
+
+def _padded(o, a, name):
+    """Operand ``name`` as a padded (B, H, S, D) tensor: itself unless ragged."""
+    t = o[name]
+    rows = _ragged_rows(o, a, name, (t.shape[0], t.shape[2]))
+    if rows is None:
+        return t
+    packed = np.swapaxes(t, 1, 2).reshape((-1,) + (t.shape[1], t.shape[3]))
+    out = np.zeros_like(t)
+    for b, s, row in rows:
+        out[b, :, s] = packed[row]
+    return out
+
+
+def _packed(o, a, name, t):
+    """Result ``t`` (padded) written to its entries' packed rows when result
+    ``name`` is ragged (0 elsewhere), else ``t``."""
+    rows = _ragged_rows(o, a, name, (t.shape[0], t.shape[2]))
+    if rows is None:
+        return t
+    packed = np.zeros((t.shape[0] * t.shape[2], t.shape[1], t.shape[3]), t.dtype)
+    for b, s, row in rows:
+        packed[row] = t[b, :, s]
+    return np.swapaxes(packed.reshape(t.shape[0], t.shape[2], t.shape[1], t.shape[3]), 1, 2)
+
+
+def _unragged(o, a, names):
+    """The operands with the ragged ones among ``names`` made padded."""
+    return dict(o, **{n: _padded(o, a, n) for n in names})
+
+
 def _scores(o, q, k, a):
     """s = scale q k^T + bias; -inf where causal and j > i + shift, where
     j <= i + shift - window, and with padding where i >= Lq[b] or j >= Lkv[b]
@@ -90,15 +154,21 @@ def _probabilities(s, stats):
 
 
 def sdpa(o, a, r):
-    o = _unpaged(o, a)
+    o = _unragged(_unpaged(o, a), a, ("q", "k", "v"))
     q, h = o["q"], o["q"].shape[1]
     s = _scores(o, q, _expand_heads(o["k"], h), a)
     stats = _logsumexp_rows(s)
     p = _probabilities(s, stats)
-    return {"o": np.matmul(p, _expand_heads(o["v"], h)), "stats": stats}
+    return {"o": _packed(o, a, "o", np.matmul(p, _expand_heads(o["v"], h))), "stats": stats}
 
 
 def sdpa_backward(o, a, r):
+    o = _unragged(o, a, ("q", "k", "v", "o", "do"))
+    grads = _sdpa_backward(o, a)
+    return {n: _packed(o, a, n, g) for n, g in grads.items()}
+
+
+def _sdpa_backward(o, a):
     q, do, h, hk = o["q"], o["do"], o["q"].shape[1], o["k"].shape[1]
     k, v = _expand_heads(o["k"], h), _expand_heads(o["v"], h)
     p = _probabilities(_scores(o, q, k, a), o["stats"])

@@ -45,7 +45,8 @@ def render():
              "Ops are written in MLIR's generic form, e.g. "
              "`%y = \"dnn.relu\"(%x) : (tensor<4x7xf32>) -> tensor<4x7xf32>`. "
              "Every result's shape is checked against the rules below; element types "
-             "are free (any float type) unless stated.", ""]
+             "are free (any float type) unless stated; a free result may also be an "
+             "integer type (i32, si8, ui8), converted as `dnn.cast` converts.", ""]
     ops = all_ops()
     for family, title in FAMILIES:
         members = [d for d in ops if d.family == family]

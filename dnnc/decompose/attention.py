@@ -31,6 +31,9 @@ select is fused into the sum's kernel, so memory is that of the contiguous
 K and V, but the work is B * T * (cache size): correct for the CPU back end
 and simt-generic (page sizes tc-sm90 does not read), not a fast path.
 
+Ragged (packed) q, k, v, o and their gradients are made padded before all
+this, and ragged results packed after it (dnnc/decompose/ragged.py).
+
 Grouped-query attention (H query heads, Hk kv heads) splits the heads: q and
 the per-query-head tensors become (B, Hk, H/Hk, S, D), k and v (B, Hk, 1, S, D),
 so batched matmuls broadcast each kv head over its group; dk and dv are summed
@@ -39,8 +42,9 @@ over the group dim. Without GQA the tensors stay 4-D.
 
 from types import SimpleNamespace
 
+from dnnc.decompose import ragged
 from dnnc.decompose.common import NEG_INF
-from dnnc.dialect.ops_attention import paged
+from dnnc.dialect.ops_attention import BACKWARD_RAGGED, RAGGED, paged
 from dnnc.dialect.types import data_type
 
 F32 = data_type.FLOAT
@@ -160,8 +164,50 @@ def _unpaged(b, v):
     return SimpleNamespace(operands=operands, attrs=v.attrs, results=v.results)
 
 
+# Which lengths count a ragged tensor's rows.
+_LENGTH_OF = {"q": "seq_len_q", "o": "seq_len_q", "do": "seq_len_q", "dq": "seq_len_q",
+              "k": "seq_len_kv", "v": "seq_len_kv", "dk": "seq_len_kv", "dv": "seq_len_kv"}
+
+
+class _Ragged:
+    """The ragged tensors of sdpa (or sdpa_backward) ``v``: ``padded`` makes
+    an operand padded, ``packed`` a result ragged (each leaves a tensor
+    that is not ragged as it is)."""
+
+    def __init__(self, b, v, names):
+        self.b, self.v = b, v
+        strides = v.attrs.get("ragged_strides", ()) or (0,) * len(names)
+        self.strides = dict(zip(names, strides))
+
+    def _args(self, name, x):
+        b, o = self.b, self.v.operands
+        limit = float(b.shape_of(x)[2])
+        length = b.cast(o[_LENGTH_OF[name]], F32)
+        length = b.binary("max", b.binary("min", length, limit), 0.0)
+        return o[f"ragged_{name}"], self.strides[name], length
+
+    def padded(self, name, x):
+        if self.v.operands.get(f"ragged_{name}") is None:
+            return x
+        return ragged.padded(self.b, x, *self._args(name, x))
+
+    def packed(self, name, x, out):
+        if self.v.operands.get(f"ragged_{name}") is None:
+            return x
+        return ragged.packed(self.b, x, *self._args(name, x), out=out)
+
+
+def _unragged(b, v, names, inputs):
+    """(``v`` with its ragged ``inputs`` made padded, its _Ragged)."""
+    r = _Ragged(b, v, names)
+    if not any(v.operands.get(f"ragged_{n}") is not None for n in names):
+        return v, r
+    operands = dict(v.operands, **{n: r.padded(n, v.operands[n]) for n in inputs})
+    return SimpleNamespace(operands=operands, attrs=v.attrs, results=v.results), r
+
+
 def sdpa(b, v):
-    v = _unpaged(b, v)
+    v, rag = _unragged(b, _unpaged(b, v), RAGGED, ("q", "k", "v"))
     hk, per = _heads(b, v)
     s = _scores(b, v, _group(b, v.operands["q"], hk, per), hk, per)
     last = [len(b.shape_of(s)) - 1]
@@ -169,13 +215,15 @@ def sdpa(b, v):
     e = b.unary("exp", b.sub(s, shift))
     total = b.sum(e, last)
     ev = b.matmul(e, _group(b, v.operands["v"], hk, per))
-    out = {"o": _ungroup(b, b.div(ev, b.where_eq(total, 0.0, 1.0), out=b.out("o")))}
+    o = _ungroup(b, b.div(ev, b.where_eq(total, 0.0, 1.0), out=b.out("o")))
+    out = {"o": rag.packed("o", o, b.out("o"))}
     if v.results["stats"] is not None:
         out["stats"] = _ungroup(b, b.add(shift, b.unary("log", total)))
     return out
 
 
 def sdpa_backward(b, v):
+    v, rag = _unragged(b, v, BACKWARD_RAGGED, ("q", "k", "v", "o", "do"))
     o = v.operands
     hk, per = _heads(b, v)
     q, k = _group(b, o["q"], hk, per), _group(b, o["k"], hk, per)
@@ -189,7 +237,8 @@ def sdpa_backward(b, v):
     dq = b.mul(b.matmul(ds, k), scale, out=b.out("dq"))
     dk = b.mul(_sum_group(b, b.matmul(b.swap_last(ds), q), per), scale, out=b.out("dk"))
     dv = _sum_group(b, b.matmul(b.swap_last(p), do), per, out=b.out("dv"))
-    return {"dq": _ungroup(b, dq), "dk": dk, "dv": dv}
+    return {"dq": rag.packed("dq", _ungroup(b, dq), b.out("dq")),
+            "dk": rag.packed("dk", dk, b.out("dk")), "dv": rag.packed("dv", dv, b.out("dv"))}
 
 
 RULES = {

@@ -44,8 +44,8 @@ def info_of(type_):
     try:
         dtype = from_mlir(str(type_.element_type))
     except DnncError:
-        raise VerificationError(f"expected element type f32, f16, bf16, f8E4M3FN, f8E5M2 "
-                                f"or i1, got {type_.element_type}") from None
+        raise VerificationError(f"expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, "
+                                f"i1, i32, si8 or ui8, got {type_.element_type}") from None
     return _opdef.TensorInfo(tuple(type_.shape), dtype)
 
 
@@ -267,9 +267,13 @@ def verify(operation):
             if want.dtype is not None and info.dtype is not want.dtype:
                 raise VerificationError(f"'{d.mlir_name}' op result '{r.name}': expected "
                                         f"element type {want.dtype}, got {info.dtype}")
-            if want.dtype is None and not info.dtype.is_float and d.name != "cast":
+            # A result the op leaves free is a float or an integer (int32,
+            # int8: rounded and saturated, as cast does); only cast makes i1.
+            if want.dtype is None and not (info.dtype.is_float or info.dtype.is_integer) \
+                    and d.name != "cast":
                 raise VerificationError(f"'{d.mlir_name}' op result '{r.name}': expected a "
-                                        f"floating-point element type, got {info.dtype}")
+                                        "floating-point or integer element type, got "
+                                        f"{info.dtype}")
         view.attrs = full
         return view
     except VerificationError as err:

@@ -20,6 +20,9 @@ from dnnc.errors import VerificationError
 
 REQUIRED = object()
 
+# The integer operand types of convolution and matmul (int32 compute).
+BYTE_INTEGERS = (data_type.INT8, data_type.UINT8)
+
 # Attribute kinds and the MLIR attribute each is stored as.
 #   int    -> 3 : i64            ints  -> array<i64: 1, 2>
 #   float  -> 1.0e-05 : f64      bool  -> true
@@ -45,7 +48,9 @@ class Operand:
     name: str
     optional: bool = False
     variadic: bool = False
-    dtype: str = "float"  # "float", "bool", "int32" or "any"
+    # "float", "bool", "int32", "any", or "number": a float, or int8 / uint8
+    # (the operands of convolution and matmul, which int32 compute takes).
+    dtype: str = "float"
 
 
 @dataclass(frozen=True)
@@ -310,6 +315,9 @@ def infer(opdef, operands, attrs, declared=None, location=None):
                 continue
             if o.dtype == "float" and not info.dtype.is_float:
                 ctx.fail(f"operand '{o.name}'", f"expected a floating-point tensor, got {info.dtype}")
+            if o.dtype == "number" and not (info.dtype.is_float or info.dtype in BYTE_INTEGERS):
+                ctx.fail(f"operand '{o.name}'", "expected a floating-point, si8 or ui8 tensor, "
+                         f"got {info.dtype}")
     results = opdef.infer(ctx)
     return {k: v for k, v in results.items() if v is not None}, attrs
 

@@ -41,6 +41,36 @@ pages in [0, P); entries from Lkv[b] on may hold anything (cuDNN's contract).
 The rows of a named page from Lkv[b] on get no weight but may be read with
 the page (tc-sm90 multiplies them by zero), so they must hold finite values,
 as the padding of an unpaged k and v must.
+
+Ragged (packed, "THD") tensors, cuDNN's ragged offsets: any of q, k, v and
+o (and for the backward do, dq, dk and dv) may pack its batch entries'
+sequences one after another instead of padding each to S. Its operand
+``ragged_<name>`` (int32, (B + 1, 1, 1, 1)) holds element offsets: entry b
+starts off[b] elements into the tensor's buffer, and its row s (head h,
+column d) is the element off[b] + h * stride_h + s * stride_s + d. The
+tensor keeps its logical dims (B, H, S, D) and the strides of the packed
+layout with the batch dim merged into the sequence dim: stride_b = S *
+stride_s, and stride_s the largest of the other three (a [T, H, D] buffer of
+T = B * S rows, or one of q, k and v interleaved in a [T, 3, H, D] buffer).
+The attribute ``ragged_strides`` holds stride_s of each of the op's ragged
+tensors, in the order of its ``ragged_*`` operands (0 for one that is not
+ragged; empty when none is). Each offset must be a multiple of it: off[b] /
+stride_s is the packed row t where entry b starts, so, as a tensor of the
+IR, entry b's row s is the tensor's element (t' // S, h, t' % S, d) with t'
+= t + s, and elements no entry covers are not read. Ragged needs
+``padding``: the lengths seq_len_q (q, o, do, dq) and seq_len_kv (k, v, dk,
+dv), clamped to [0, S], say how many rows each entry has; its rows past them
+belong to the next entry (or are the buffer's end). Entries must not overlap
+and must lie within the buffer's B * S packed rows (a row past them reads
+as zero and is not written); off[B], the end of the last entry, is not read.
+Unlike FlashAttention's cu_seqlens, the entries need not be in order nor
+adjacent. The statistics stay padded (B, H, Sq, 1). A ragged
+result is written at its entries' rows below their lengths only; what its
+other elements hold is unspecified (tc-sm90 leaves them as they were, the
+decomposition writes 0). As with padding, the rows the entries do not own
+that share a kernel's tile with them (the next entry's, the buffer's end)
+may be read and multiplied by zero, so a ragged k, v, q and do must hold
+finite values there. A paged k and v are not ragged.
 """
 
 from dnnc.dialect.opdef import Attr, Operand, Result, TensorInfo, op
@@ -61,6 +91,17 @@ LENGTHS = (Operand("seq_len_q", optional=True, dtype="int32"),
            Operand("seq_len_kv", optional=True, dtype="int32"))
 PAGE_TABLES = (Operand("page_table_k", optional=True, dtype="int32"),
                Operand("page_table_v", optional=True, dtype="int32"))
+# The tensors that may be ragged, forward and backward, in operand order;
+# each one's offsets are operand "ragged_<name>".
+RAGGED = ("q", "k", "v", "o")
+BACKWARD_RAGGED = RAGGED + ("do", "dq", "dk", "dv")
+RAGGED_ATTRS = (Attr("ragged_strides", "ints", (),
+                     doc="the sequence stride of each ragged tensor, in the order of the "
+                         "ragged_* operands (0: not ragged); empty: none is ragged"),)
+
+
+def _ragged_operands(names):
+    return tuple(Operand(f"ragged_{n}", optional=True, dtype="int32") for n in names)
 
 
 def paged(operands):
@@ -101,6 +142,41 @@ def _check_qkv(ctx):
                 ctx.fail_dim("bias", i, f"{want} or 1", got, "broadcast to B, H, Sq, Skv")
     _check_lengths(ctx, b)
     return b, h, sq, d, hk, skv, v.shape[3]
+
+
+def ragged_tensors(operands):
+    """The names of an sdpa's ragged tensors (its operands by name)."""
+    return [n for n in BACKWARD_RAGGED if operands.get(f"ragged_{n}") is not None]
+
+
+def _check_ragged(ctx, names, b):
+    """The ragged offsets and their strides (module docstring)."""
+    given = ragged_tensors(ctx.operands)
+    strides = tuple(ctx.attrs.get("ragged_strides", ()))
+    if not given:
+        if any(strides):
+            ctx.fail("attribute 'ragged_strides'", f"expected none or zeros without ragged "
+                                                   f"offsets, got {list(strides)}")
+        return
+    if len(strides) != len(names):
+        ctx.fail("attribute 'ragged_strides'", f"expected {len(names)} values (one per "
+                                               f"tensor {', '.join(names)}), got "
+                                               f"{len(strides)}")
+    if not ctx.attrs.get("padding", False):
+        ctx.fail(f"operand 'ragged_{given[0]}'", "expected padding=True (use_padding_mask: "
+                                                  "the lengths of the packed sequences) with "
+                                                  "ragged offsets, got false")
+    if paged(ctx.operands):
+        ctx.fail(f"operand 'ragged_{given[0]}'", "expected no ragged offsets with a paged k "
+                                                  "and v, got both")
+    for name, stride in zip(names, strides):
+        if (name in given) != (stride > 0):
+            want = "a positive sequence stride" if name in given else "0 (not ragged)"
+            ctx.fail("attribute 'ragged_strides'", f"entry for '{name}': expected {want}, "
+                                                   f"got {stride}")
+    for name in given:
+        ctx.expect_shape(f"ragged_{name}", (b + 1, 1, 1, 1), "one offset per batch entry "
+                                                              "and the end")
 
 
 def _check_pages(ctx, b, hk):
@@ -157,12 +233,14 @@ def _check_lengths(ctx, b):
 
 
 @op("sdpa", family="attention",
-    operands=["q", "k", "v", Operand("bias", optional=True), *LENGTHS, *PAGE_TABLES],
+    operands=["q", "k", "v", Operand("bias", optional=True), *LENGTHS, *PAGE_TABLES,
+              *_ragged_operands(RAGGED)],
     results=["o", Result("stats", optional=True)],
-    attrs=SDPA_ATTRS + (Attr("generate_stats", "bool", False),) + PAGED_ATTRS)
+    attrs=SDPA_ATTRS + (Attr("generate_stats", "bool", False),) + PAGED_ATTRS + RAGGED_ATTRS)
 def _sdpa(ctx):
     """Attention forward; see the module docstring."""
     b, h, sq, _, _, _, dv = _check_qkv(ctx)
+    _check_ragged(ctx, RAGGED, b)
     out = {"o": TensorInfo((b, h, sq, dv))}
     if ctx.attrs["generate_stats"]:
         out["stats"] = TensorInfo((b, h, sq, 1), data_type.FLOAT)
@@ -170,12 +248,18 @@ def _sdpa(ctx):
 
 
 @op("sdpa_backward", family="attention",
-    operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True), *LENGTHS],
-    results=["dq", "dk", "dv"], attrs=SDPA_ATTRS)
+    operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True), *LENGTHS,
+              *_ragged_operands(BACKWARD_RAGGED)],
+    results=["dq", "dk", "dv"],
+    attrs=SDPA_ATTRS + RAGGED_ATTRS + (Attr("deterministic", "bool", False,
+                                            doc="every run writes the same bits (gradients "
+                                                "summed in a fixed order); the faster kernels "
+                                                "sum dq in any order"),))
 def _sdpa_backward(ctx):
     """Attention backward from the forward's o and stats; dk and dv are summed
     over the query heads that share a kv head."""
     b, h, sq, _, _, _, dv = _check_qkv(ctx)
+    _check_ragged(ctx, BACKWARD_RAGGED, b)
     ctx.expect_shape("o", (b, h, sq, dv), "shape of the forward output")
     ctx.expect_shape("do", (b, h, sq, dv), "shape of 'o'")
     ctx.expect_shape("stats", (b, h, sq, 1), "shape B, H, Sq, 1")

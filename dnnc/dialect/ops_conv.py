@@ -7,8 +7,8 @@ per spatial dim: ``(in + pre + post - dilation * (window - 1) - 1) // stride + 1
 learning frameworks call convolution) does not.
 """
 
-from dnnc.dialect.opdef import Attr, TensorInfo, op
-from dnnc.dialect.ops_matmul import COMPUTE_TYPES
+from dnnc.dialect.opdef import Attr, Operand, TensorInfo, op
+from dnnc.dialect.ops_matmul import COMPUTE_TYPES, check_compute
 
 CONV_ATTRS = (
     Attr("pre_padding", "ints"),
@@ -17,7 +17,8 @@ CONV_ATTRS = (
     Attr("dilation", "ints"),
     Attr("mode", "str", "cross_correlation", ("cross_correlation", "convolution")),
     Attr("compute_type", "type", "f32", COMPUTE_TYPES,
-         "accumulation type; tf32 rounds both operands to tf32"),
+         "accumulation type; tf32 rounds both operands to tf32; i32 (conv_fprop of si8 / "
+         "ui8 operands) is exact integer accumulation"),
 )
 
 
@@ -62,9 +63,13 @@ def _check_ranks(ctx, names):
         ctx.expect_rank(n, rank)
 
 
-@op("conv_fprop", family="conv", operands=["x", "w"], results=["y"], attrs=CONV_ATTRS)
+@op("conv_fprop", family="conv",
+    operands=[Operand("x", dtype="number"), Operand("w", dtype="number")], results=["y"],
+    attrs=CONV_ATTRS)
 def _conv_fprop(ctx):
-    """y = x (*) w, with padding, stride, dilation and groups."""
+    """y = x (*) w, with padding, stride, dilation and groups. si8 / ui8
+    operands accumulate exactly in int32 (compute_type i32)."""
+    check_compute(ctx, ["x", "w"])
     _check_ranks(ctx, ["x", "w"])
     x, w = ctx["x"], ctx["w"]
     _, out = _geometry(ctx, "x", x.shape, w.shape)
@@ -76,6 +81,7 @@ def _conv_fprop(ctx):
 def _conv_dgrad(ctx):
     """dx = gradient of conv_fprop(x, w) with respect to x, given dy. The shape of
     dx is given by the result type (several x sizes give one y size)."""
+    check_compute(ctx, ["dy", "w"])
     _check_ranks(ctx, ["dy", "w"])
     dy, w = ctx["dy"], ctx["w"]
     dx = ctx.declared_shape("dx")
@@ -91,6 +97,7 @@ def _conv_dgrad(ctx):
 def _conv_wgrad(ctx):
     """dw = gradient of conv_fprop(x, w) with respect to w, given dy. The shape of
     dw is given by the result type."""
+    check_compute(ctx, ["dy", "x"])
     _check_ranks(ctx, ["dy", "x"])
     x = ctx["x"]
     dw = ctx.declared_shape("dw")

@@ -9,7 +9,10 @@ from dnnc.dialect.opdef import Attr, Operand, TensorInfo, op
 def _cast(ctx):
     """Convert to the result's element type, rounding to nearest even. fp8
     saturates finite values to the largest finite one; inf saturates in
-    f8E4M3FN (no inf) and stays inf in f8E5M2. The result type is the target."""
+    f8E4M3FN (no inf) and stays inf in f8E5M2. si8 and ui8 saturate to their
+    range (NaN gives 0); a float to i32 truncates toward zero; between
+    integer types (i32, si8, ui8, and from i1) values are kept, or saturated,
+    exactly. To i1: x != 0. The result type is the target."""
     return {"y": TensorInfo(ctx["x"].shape)}
 
 

@@ -1,10 +1,16 @@
 """Data types of dnn tensors and their spellings in MLIR, NumPy and the graph API.
 
 Storage types are f32, f16, bf16, the two fp8 formats, bool (results of
-comparisons) and int32 (an attention padding mask's per-batch sequence
-lengths: operands of attention, not of arithmetic). ``tf32`` is a compute
+comparisons), int32 (an attention padding mask's per-batch sequence lengths,
+and the exact result of an int8 convolution or matmul) and int8 / uint8
+(quantized operands of convolution and matmul, which accumulate them in
+int32; casts take them to and from every other type). ``tf32`` is a compute
 mode only: it can be a matmul or convolution's ``compute_type`` but never a
-tensor's type.
+tensor's type; ``int32`` is both a storage type and a compute type.
+
+int8 and uint8 are spelled ``si8`` and ``ui8`` in MLIR, not ``i8``: a
+boolean is stored as ``i8`` once lowered (dnnc/codegen/linalg/emit.py), and
+the lowering must tell the two apart by type.
 """
 
 import enum
@@ -25,6 +31,8 @@ class data_type(enum.Enum):
     FP8_E5M2 = "f8E5M2"
     BOOLEAN = "i1"
     INT32 = "i32"
+    INT8 = "si8"
+    UINT8 = "ui8"
     TF32 = "tf32"
 
     @property
@@ -41,7 +49,13 @@ class data_type(enum.Enum):
 
     @property
     def is_float(self):
-        return self not in (data_type.BOOLEAN, data_type.INT32)
+        return self not in (data_type.BOOLEAN, data_type.INT32, data_type.INT8,
+                            data_type.UINT8)
+
+    @property
+    def is_integer(self):
+        """int32, int8 and uint8 (not bool)."""
+        return self in (data_type.INT32, data_type.INT8, data_type.UINT8)
 
     @property
     def is_storage(self):
@@ -63,6 +77,8 @@ _NUMPY = {
     data_type.FP8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
     data_type.BOOLEAN: np.dtype(np.bool_),
     data_type.INT32: np.dtype(np.int32),
+    data_type.INT8: np.dtype(np.int8),
+    data_type.UINT8: np.dtype(np.uint8),
 }
 
 _ALIASES = {
@@ -75,6 +91,8 @@ _ALIASES = {
     "f8e5m2": data_type.FP8_E5M2,
     "bool": data_type.BOOLEAN, "boolean": data_type.BOOLEAN, "i1": data_type.BOOLEAN,
     "int32": data_type.INT32, "i32": data_type.INT32,
+    "int8": data_type.INT8, "si8": data_type.INT8,
+    "uint8": data_type.UINT8, "ui8": data_type.UINT8,
     "tf32": data_type.TF32,
 }
 
@@ -104,4 +122,4 @@ def from_mlir(spelling):
         if dt.value == spelling:
             return dt
     raise GraphError(f"unsupported element type {spelling}: expected f32, f16, bf16, "
-                     "f8E4M3FN, f8E5M2, i1 or i32")
+                     "f8E4M3FN, f8E5M2, i1, i32, si8 or ui8")

@@ -193,6 +193,8 @@ _TO_DNNC = {
     data_type.FP8_E5M2: dnnc_data_type.FP8_E5M2,
     data_type.BOOLEAN: dnnc_data_type.BOOLEAN,
     data_type.INT32: dnnc_data_type.INT32,
+    data_type.INT8: dnnc_data_type.INT8,
+    data_type.UINT8: dnnc_data_type.UINT8,
     data_type.FAST_FLOAT_FOR_FP8: dnnc_data_type.FLOAT,
 }
 _FROM_DNNC = {v: k for k, v in _TO_DNNC.items() if k is not data_type.FAST_FLOAT_FOR_FP8}

@@ -197,7 +197,8 @@ class _DevicePointer:
     with the tensor's dims, strides and type, for the runtime's binding."""
 
     _TYPESTR = {"FLOAT": "<f4", "HALF": "<f2", "BFLOAT16": "<V2", "FP8_E4M3": "|V1",
-                "FP8_E5M2": "|V1", "BOOLEAN": "|b1", "INT32": "<i4"}
+                "FP8_E5M2": "|V1", "BOOLEAN": "|b1", "INT32": "<i4", "INT8": "|i1",
+                "UINT8": "|u1"}
 
     def __init__(self, address, t, itemsize):
         dtype = t.get_data_type().name
@@ -208,7 +209,7 @@ class _DevicePointer:
 
 
 _ITEMSIZE = {"FLOAT": 4, "HALF": 2, "BFLOAT16": 2, "FP8_E4M3": 1, "FP8_E5M2": 1, "BOOLEAN": 1,
-             "INT32": 4}
+             "INT32": 4, "INT8": 1, "UINT8": 1}
 
 
 def _device(value, t):

@@ -54,9 +54,10 @@ class Lowering:
             intermediate_data_type=enums.to_dnnc(fgraph.intermediate_data_type,
                                                  "pygraph intermediate_data_type")
             or enums.to_dnnc(enums.data_type.FLOAT, ""),
+            # NOT_SET: not asked, each op's default (dnnc/compute_types.py:
+            # f32 convolutions multiply as tf32); FLOAT asks for exact f32.
             compute_data_type=enums.to_dnnc(fgraph.compute_data_type,
-                                            "pygraph compute_data_type")
-            or enums.to_dnnc(enums.data_type.FLOAT, ""))
+                                            "pygraph compute_data_type"))
         self.tensors = {}             # id(frontend tensor) -> dnnc Tensor
         self.inputs = []              # (frontend tensor, dnnc Tensor) of the graph inputs
         self.scalars = []             # pass-by-value frontend tensors read as values
@@ -102,6 +103,9 @@ class Lowering:
         made = self.graph.tensor(name=name, dim=t._dim, stride=stride, data_type=dt)
         t._inferred_type = enums.library_type(made.get_data_type())
         self.inputs.append((t, made))
+        if t._ragged_offset is not None:
+            made.set_ragged_offset(self.tensor(t._ragged_offset, f"tensor '{name}' ragged "
+                                                                 "offset"))
         return made
 
     def scalar(self, value, what):
@@ -183,6 +187,9 @@ class Lowering:
                         d.set_stride(strides)
                     if t.get_name():
                         d.set_name(_unique_output_name(self, t, d))
+                    if t._ragged_offset is not None:
+                        d.set_ragged_offset(self.tensor(t._ragged_offset,
+                                                        f"{what} ragged offset"))
         self._copy_back()
 
     def _copy_back(self):

@@ -13,9 +13,13 @@ form ``diagonal_alignment`` + ``diagonal_band_right_bound=0`` (causal) +
 ``paged_attention_k_table`` / ``paged_attention_v_table`` (int32
 ``[B, 1, pages, 1]``) and ``paged_attention_max_seq_len_kv``, K and V then
 ``[pages, H_kv, page_size, D]`` caches (forward only, as in cuDNN).
-``attn_scale`` is a float or a pass-by-value tensor (compiled in). Options
+``attn_scale`` is a float or a pass-by-value tensor (compiled in). Ragged
+(packed, THD) q, k, v, o, dO, dQ, dK and dV are tensors with
+``set_ragged_offset`` (int32 offsets), taken with the padding mask; the
+backward's ``max_total_seq_len_q`` / ``_kv`` (cuDNN's bounds on the packed
+rows, for its workspace) are accepted and not needed. Options
 dnnc does not implement (dropout, ALiBi, block masks, score modifiers, sink
-tokens, a dBias output, ragged tensors, other band bounds) raise
+tokens, a dBias output, other band bounds) raise
 ``cudnnGraphNotSupportedError``
 naming the option.
 """
@@ -131,12 +135,12 @@ class AttentionOps:
                       dropout=None, rng_dump=None, use_deterministic_algorithm=False,
                       compute_data_type=data_type.NOT_SET, name="", score_mod=None,
                       score_mod_bprop=None, sink_token=None, dSink_token=None):
-        """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` holds
-        whatever its value: dnnc's kernels sum in a fixed order, with no
-        float atomics, so every run gives the same bits."""
+        """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` picks
+        kernels that sum every gradient in a fixed order (tc-sm90's two
+        backward kernels), so every run gives the same bits; without it the
+        fused backward adds dQ's parts in whatever order its blocks finish."""
         _refuse("sdpa_backward", dBias=dBias, use_alibi_mask=use_alibi_mask,
-                max_total_seq_len_q=max_total_seq_len_q,
-                max_total_seq_len_kv=max_total_seq_len_kv, dropout=dropout, rng_dump=rng_dump,
+                dropout=dropout, rng_dump=rng_dump,
                 score_mod=score_mod,
                 score_mod_bprop=score_mod_bprop, sink_token=sink_token, dSink_token=dSink_token)
         check_pointwise_compute("sdpa_backward", compute_data_type)
@@ -159,7 +163,8 @@ class AttentionOps:
                 use_causal_mask_bottom_right=bottom_right, sliding_window_length=window,
                 use_padding_mask=bool(use_padding_mask),
                 seq_len_q=ctx.tensor(i["seq_len_q"], "sdpa_backward seq_len_q"),
-                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa_backward seq_len_kv"))
+                seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa_backward seq_len_kv"),
+                use_deterministic_algorithm=bool(use_deterministic_algorithm))
 
         return tuple(self._add("sdpa_backward", name,
                                {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats,

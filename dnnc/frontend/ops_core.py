@@ -10,7 +10,9 @@ lowering keeps:
   the input's are not (``Y.set_dim([n, 1, h, w])`` sums over channels).
 
 Convolution and matmul pass ``compute_data_type`` to dnnc, which takes
-FLOAT (and TF32); padding, stride and dilation default as in cuDNN (0, 1, 1).
+FLOAT (and TF32), and INT32 for int8 / uint8 operands (exact integer
+accumulation, cuDNN's only choice for them: NOT_SET gives it too);
+padding, stride and dilation default as in cuDNN (0, 1, 1).
 """
 
 from dnnc.frontend import enums
@@ -32,8 +34,9 @@ def _compute(op, compute_data_type):
         return None
     if dt is data_type.FAST_FLOAT_FOR_FP8:
         return enums.to_dnnc(data_type.FLOAT, op)
-    if dt is not data_type.FLOAT:
-        raise unsupported(op, f"compute_data_type: expected FLOAT, got {dt.name}")
+    if dt not in (data_type.FLOAT, data_type.INT32):
+        raise unsupported(op, f"compute_data_type: expected FLOAT (or INT32 for int8 "
+                          f"operands), got {dt.name}")
     return enums.to_dnnc(dt, op)
 
 

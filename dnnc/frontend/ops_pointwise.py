@@ -9,19 +9,20 @@ returns its output tensor. A pass-by-value operand (a scalar given at
 ``execute``) becomes a dnnc constant.
 
 Where cuDNN has a pointwise mode dnnc has no op for, it is composed from
-dnnc ops with the same math (identity: x * 1; tan: sin / cos; add_square:
-a + b * b; a clipped relu: max/min against constants). Modes dnnc cannot
+dnnc ops with the same math (identity: x * 1, or a cast when its output is
+given a type, cuDNN's cast; tan: sin / cos; add_square: a + b * b; a clipped
+relu: max/min against constants). Modes dnnc cannot
 express (``mod``) raise ``cudnnGraphNotSupportedError`` naming them.
 
 Pointwise math in dnnc is fp32; ``compute_data_type`` may be NOT_SET or
 FLOAT (anything else is refused, not ignored). cuDNN lets arithmetic take a
-boolean or int32 operand (a ReLU mask times a gradient) and a select or
-logical op take a nonzero number as true; dnnc's ops are typed, so such
-operands are converted first (``as_float``: a cast; ``as_bool``: != 0).
+boolean or integer operand (a ReLU mask times a gradient, int8 data) and a
+select or logical op take a nonzero number as true; dnnc's ops are typed, so
+such operands are converted first (``as_float``: a cast; ``as_bool``: != 0).
 """
 
 from dnnc.dialect.types import data_type as dnnc_type
-from dnnc.frontend.enums import data_type, library_type
+from dnnc.frontend.enums import data_type, library_type, to_dnnc
 from dnnc.frontend.lowering import unsupported
 
 _FP32_COMPUTE = (data_type.NOT_SET, data_type.FLOAT, data_type.FAST_FLOAT_FOR_FP8)
@@ -35,8 +36,8 @@ def check_pointwise_compute(op, compute_data_type):
 
 
 def as_float(g, x):
-    """``x`` as a float tensor: booleans and int32 are cast."""
-    if x.get_data_type() in (dnnc_type.BOOLEAN, dnnc_type.INT32):
+    """``x`` as a float tensor: booleans and integers are cast."""
+    if x.get_data_type() is dnnc_type.BOOLEAN or x.get_data_type().is_integer:
         return g.cast(x, dnnc_type.FLOAT)
     return x
 
@@ -160,7 +161,6 @@ class PointwiseOps:
     cos = _unary("cos", lambda g, x: g.cos(x))
     tan = _unary("tan", _tan)
     erf = _unary("erf", lambda g, x: g.erf(x))
-    identity = _unary("identity", _identity)
     logical_not = _unary("logical_not", lambda g, x: g.logical_not(x))
     tanh = _unary("tanh", lambda g, x: g.tanh(x))
     sigmoid = _unary("sigmoid", lambda g, x: g.sigmoid(x))
@@ -182,6 +182,21 @@ class PointwiseOps:
         lambda g, dy, x: g.gelu_backward(dy, x, approximate="tanh"))
     softplus_backward = _binary("softplus_backward", "loss", "input",
                                 lambda g, dy, x: g.softplus_backward(dy, x))
+
+    def identity(self, input, compute_data_type=data_type.NOT_SET, name=""):
+        """cuDNN's IDENTITY: with a type set on its output (``set_data_type``),
+        cuDNN's cast, lowered to dnnc's (exact between integer types, int8
+        rounded and saturated); else x * 1 in the graph's types."""
+        check_pointwise_compute("identity", compute_data_type)
+
+        def lower(ctx, node):
+            x = ctx.tensor(node.inputs["input"], "identity input")
+            target = library_type(node.outputs[0]._data_type)
+            if target is not data_type.NOT_SET:
+                return [ctx.graph.cast(x, to_dnnc(target, "identity output"))]
+            return [_identity(ctx.graph, as_float(ctx.graph, x))]
+
+        return self._add("identity", name, {"input": input}, lower)[0]
 
     def mod(self, input0, input1, compute_data_type=data_type.NOT_SET, name=""):
         """cuDNN's MOD: dnnc has no remainder op."""

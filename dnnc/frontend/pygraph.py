@@ -110,9 +110,8 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
                is_pass_by_value=False, ragged_offset=None,
                reordering_type=tensor_reordering.NONE, name="", uid=-1):
         """A graph input (or, with is_virtual, a placeholder). ``stride``
-        defaults to row-major; ``data_type`` to the graph's io_data_type."""
-        if ragged_offset is not None:
-            raise unsupported("tensor", f"'{name}': ragged_offset is not supported by dnnc")
+        defaults to row-major; ``data_type`` to the graph's io_data_type;
+        ``ragged_offset`` makes it ragged (``tensor.set_ragged_offset``)."""
         if enums.enum_member(tensor_reordering, reordering_type, "reordering_type") \
                 is not tensor_reordering.NONE:
             raise unsupported("tensor", f"'{name}': reordering_type {reordering_type} is not "
@@ -127,6 +126,8 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
                                     f"rank of dim), got {len(stride)}")
         t = Tensor(self, dim=dim, stride=stride, data_type=data_type, is_virtual=is_virtual,
                    is_pass_by_value=is_pass_by_value, name=name, uid=self._new_uid(uid))
+        if ragged_offset is not None:
+            t.set_ragged_offset(ragged_offset)
         return self._keep(t)
 
     def tensor_like(self, input, name=""):

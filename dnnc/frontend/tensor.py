@@ -37,6 +37,7 @@ class tensor:  # noqa: N801 (cudnn-frontend's name)
         self._reordering = tensor_reordering.NONE
         self._alignment = 0
         self._inferred_type = enums.data_type.NOT_SET  # what dnnc resolved, when not set
+        self._ragged_offset = None    # a packed (THD) tensor's offsets (sdpa's tensors)
 
     # -- cudnn-frontend's accessors --------------------------------------------
 
@@ -140,12 +141,22 @@ class tensor:  # noqa: N801 (cudnn-frontend's name)
         return self
 
     def set_ragged_offset(self, ragged_offset):
-        if ragged_offset is not None:
-            from dnnc.frontend.errors import cudnnGraphNotSupportedError
+        """Make this tensor ragged (packed, "THD"): ``ragged_offset`` is an
+        int32 [B + 1, 1, 1, 1] tensor of this graph, the element offset where
+        each batch entry's sequence starts (dnnc.Graph's
+        ``Tensor.set_ragged_offset``, checked when the graph is lowered).
+        None makes it padded again."""
+        if ragged_offset is not None and getattr(ragged_offset, "_graph", None) is not \
+                self._graph:
+            from dnnc.frontend.errors import InvalidGraphError
 
-            raise cudnnGraphNotSupportedError(f"tensor '{self._name}': ragged offsets are not "
-                                              "supported by dnnc")
+            raise InvalidGraphError(f"tensor '{self._name}': ragged offset: expected a tensor "
+                                    f"of this graph, got {type(ragged_offset).__name__}")
+        self._ragged_offset = ragged_offset
         return self
+
+    def get_ragged_offset(self):
+        return self._ragged_offset
 
     # -- dnnc's view -------------------------------------------------------------
 

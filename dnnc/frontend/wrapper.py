@@ -218,6 +218,7 @@ class Graph:
         device = "cuda" if (self._graph.target or default_target()) == "cuda" else "cpu"
         torch_dtype = getattr(torch, {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
                                       "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2",
-                                      "i1": "bool", "i32": "int32"}[dt.mlir])
+                                      "i1": "bool", "i32": "int32", "si8": "int8",
+                                      "ui8": "uint8"}[dt.mlir])
         return torch.empty_strided(t.get_dim(), t.get_stride(), dtype=torch_dtype,
                                    device=device)

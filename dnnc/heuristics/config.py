@@ -31,7 +31,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-reduce-columns": ("block", "vector", "unroll", "tile"),
           "simt-reduce-rows-columns": ("block", "vector", "tile"),
           "simt-window": ("block", "vector", "tile"),
-          "simt-depthwise": ("block", "vector", "tile"),
+          "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold"),
           "tc-sm80": ("block", "tile", "stages")}

@@ -14,7 +14,9 @@ per 128: half the operand traffic per FLOP), and as many ring stages as
 shared memory holds beside one set of the epilogue's slots (16 KiB for a
 128-row tile: its output tiles go out through shared memory). Convolutions
 (bf16, f16) run as implicit GEMM on either (``_implicit_gemm``), with the
-same tiles as a matmul of their M x N. The attention forward (sdpa, bf16
+same tiles as a matmul of their M x N; a filter gradient's tiles lie in one
+filter tap, or its taps are the GEMM's batch (``_wgrad``,
+dnnc/codegen/gpu/tensorcore/wgrad_taps.py). The attention forward (sdpa, bf16
 and f16) runs on tc-sm90's flash kernel (``tc_sm90_attention``) on sm_90a,
 on tc-sm80's (``tc_sm80_attention``, mma.sync) on sm_80; the backward (on
 sm_80) and other types wait for theirs: simt-generic gives each output
@@ -29,6 +31,8 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
+from dnnc.codegen.gpu.tensorcore import wgrad_taps
+from dnnc.compute_types import NOTE as TF32_NOTE
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
@@ -318,16 +322,92 @@ def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
     return configs
 
 
-def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False):
+def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False, batch=1):
     """tc-sm80 Configs, best first, for an implicit-GEMM convolution of M x N
-    (``tc_sm80_configs``' tiles); a filter gradient's (``channels``: its C)
-    those whose N divides C first, a tile then lying in one filter tap (one
-    tap's offset a chunk; a tile that spans taps computes each column's,
-    sm80/im2col.py)."""
-    configs = tc_sm80_configs(m, n, 1, dtype, sms, facts, fallback)
+    (``tc_sm80_configs``' tiles), ``batch`` of them; a filter gradient's
+    whose tiles lie in one filter tap (``channels``: its C) only those whose
+    N divides C."""
+    configs = tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback)
     if channels is not None:
-        configs.sort(key=lambda c: channels % c.tile[1] != 0)
+        configs = [c for c in configs if channels % c.tile[1] == 0]
     return configs
+
+
+def _fewest_columns(configs, channels, taps, batched):
+    """A filter gradient's tensor-core ``configs`` whose tiles' N need not
+    divide C (``channels``; wgrad_taps.py), those that compute the fewest
+    columns a tap first (C = 144: tiles of 64 compute 192 columns a tap,
+    of 128 or 256 all 256), in their order otherwise; each reason says how
+    its columns cover C."""
+    def covered(c):
+        return wgrad_taps.covered(channels, c.tile[1])
+    out = []
+    for c in sorted(configs, key=covered):
+        if channels % c.tile[1] == 0:
+            out.append(c)
+            continue
+        how = f"the {taps} taps the GEMM's batch, " if batched else ""
+        out.append(c.replace(reason=f"{c.reason}; {how}C = {channels} in tiles of "
+                                    f"{c.tile[1]}: {covered(c)} columns a tap, "
+                                    f"{channels / covered(c):.0%} of them C"))
+    return out
+
+
+def _spanning(configs, channels, taps):
+    """tc-sm80's ``configs`` of a filter gradient whose tiles span filter
+    taps (wgrad_taps.py: rows of C not a multiple of 16 bytes), in their
+    order (no tile's N divides such a C), each reason saying so."""
+    return [c.replace(reason=f"{c.reason}; C = {channels} over {taps} taps: a tile's "
+                             f"{c.tile[1]} columns span filter taps (each chunk's tap and "
+                             "channel computed before the mainloop)")
+            for c in configs]
+
+
+def _wgrad(problem, faster, m, n, k, facts):
+    """The tensor-core Configs of a filter gradient (M = K, N = taps x C),
+    best first, in the GEMM layout wgrad_taps.py picks for its C and taps:
+    tiles whose N divides C (one tap each), any tile (one tap, or the taps
+    as the GEMM's batch, the fewest columns computed first), tc-sm80's
+    tiles spanning taps (rows of C not a multiple of 16 bytes, which only
+    tc-sm80 reads: the taps as the batch take the rest, on either
+    strategy), or none."""
+    groups = conv_groups(problem)
+    # The anchor's inputs are dy, x. A group is a batch of M = K / groups.
+    channels = problem.anchor_inputs[1].shape[1] // groups
+    if problem.dtype == "f32":
+        # tf32: tc-sm90 only (tc-sm80's gather loader takes 16-bit operands),
+        # its transposed product's tiles in one tap (no taps as the batch).
+        if faster != "tc-sm90":
+            return []
+        configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
+                   if channels % c.tile[1] == 0]
+        return _split_wider(_tf32_wgrad(configs), problem.sms, m // groups, n, groups, k)
+    taps = n // max(1, channels)
+    batched = wgrad_taps.tap_batched(groups, channels, taps)
+    if wgrad_taps.problem(groups, channels, taps):
+        return []
+    if wgrad_taps.spans_taps(channels, taps):
+        # tc-sm90's TMA cannot step such pixels (conv.Unaligned): tc-sm80's
+        # tiles over all taps x C columns, on sm_90a as its fallback.
+        return _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
+                                      fallback=faster == "tc-sm90"), channels, taps)
+    whole = channels if wgrad_taps.tiles_in_tap(channels, taps) else None
+    columns, batch = (channels, taps) if batched else (n, groups)
+    fast = tc_sm80_conv(m, columns, problem.dtype, problem.sms, facts, whole,
+                        fallback=faster == "tc-sm90", batch=batch)
+    if faster == "tc-sm90":
+        sm90 = tc_sm90(problem, m // groups, columns, k, batch, facts)
+        if whole is not None:
+            sm90 = _split_wider([c for c in sm90 if whole % c.tile[1] == 0], problem.sms,
+                                m // groups, n, groups, k)
+        fast = sm90 + fast
+    if whole is None:
+        # (_split_wider's wider tile would compute more columns past C.)
+        fast = _fewest_columns([c for c in fast if c.strategy == "tc-sm90"], channels, taps,
+                               batched) + \
+            _fewest_columns([c for c in fast if c.strategy == "tc-sm80"], channels, taps,
+                            batched)
+    return fast
 
 
 def _implicit_gemm(problem, faster, m, n, k, facts):
@@ -337,16 +417,7 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     forward or data gradient's K is taps x C rounded up to the tile's K."""
     groups = conv_groups(problem)
     if problem.anchor == "conv_wgrad":
-        # N runs over (tap, C): a tile must lie in one tap (the anchor's
-        # inputs are dy, x). A group is a batch of M = K / groups.
-        channels = problem.anchor_inputs[1].shape[1] // groups
-        fast = tc_sm80_conv(m, n, problem.dtype, problem.sms, facts, channels,
-                            fallback=faster == "tc-sm90")
-        if faster == "tc-sm90":
-            fast = _split_wider([c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
-                                 if channels % c.tile[1] == 0], problem.sms, m // groups, n,
-                                groups) + fast
-        return fast
+        return _wgrad(problem, faster, m, n, k, facts)
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
     taps = math.prod(w[2:])
@@ -363,11 +434,22 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
                                      f"({taps} taps x {reduced} channels in steps of {bk})"))
     if faster == "tc-sm90":
         # A group is a batch of N = its output channels.
-        configs = tc_sm90(problem, m, n // groups, taps * _ceil(reduced, bk90) * bk90, groups,
-                          facts)
+        reduction = taps * _ceil(reduced, bk90) * bk90
+        configs = tc_sm90(problem, m, n // groups, reduction, groups, facts)
         configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
-        fast = _split_wider(configs, problem.sms, m, n // groups, groups) + fast
+        fast = _split_wider(configs, problem.sms, m, n // groups, groups, reduction) + fast
     return fast
+
+
+def _tf32_wgrad(configs):
+    """tc-sm90's configs of a tf32 filter gradient: it runs as the
+    transposed product dwᵀ = im2col(x)ᵀ dy (sm90/tf32_conv.py), whose tile
+    is the config's with M and N swapped, so N 64 or 128 (M of the
+    transposed tile)."""
+    return [c.replace(reason=f"{c.reason}; run as dw^T = im2col(x)^T dy in {c.tile[1]}x"
+                             f"{c.tile[0]} tiles (x through registers, dy copied K-major: "
+                             "wgmma reads tf32 from shared memory only K-major)")
+            for c in configs if c.tile[1] in (64, 128)]
 
 
 # A convolution's tile count leaves a last wave this full at least, or a
@@ -404,10 +486,11 @@ def _whole_waves(configs, sms, m, n, batch):
     return [narrow.replace(reason=reason)] + [c for c in configs if c is not narrow]
 
 
-def _split_wider(configs, sms, m, n, batch):
-    """tc-sm90's configs of a convolution (an ``m`` x ``n`` GEMM, ``batch``
-    of them) with, first, the 128-wide tile split 2 ways where the first
-    is 64 wide, unsplit, with fewer tiles than SMs: as
+def _split_wider(configs, sms, m, n, batch, k):
+    """tc-sm90's configs of a convolution (an ``m`` x ``n`` x ``k`` GEMM,
+    ``batch`` of them) with, first, the 128-wide tile split 2 ways where the
+    first is 64 wide, unsplit, with fewer tiles than SMs, and K has two
+    steps at least (a single step cannot be split; tc-sm90 refuses it): as
     many blocks (half the tiles, each K split in two), each tile reading its
     A rows once per 128 columns instead of per 64. Measured on an H200
     (do_bench medians, 2026-11-27): the 3x3 32x512x7x7 forward in 0.0256 ms
@@ -428,7 +511,7 @@ def _split_wider(configs, sms, m, n, batch):
     wide = next((c for c in configs if c.tile[:2] == (first.tile[0], 128)), None)
     if first.tile[1] != 64 or first.split != 1 or wide is None or wide.split != 1:
         return configs
-    if _ceil(m, first.tile[0]) * _ceil(n, 64) * batch >= sms:
+    if _ceil(m, first.tile[0]) * _ceil(n, 64) * batch >= sms or _ceil(k, wide.tile[2]) < 2:
         return configs
     stages = min(wide.stages, SPLIT_WIDER_STAGES)
     split = wide.replace(split=2, cluster=2, stages=stages,
@@ -437,6 +520,12 @@ def _split_wider(configs, sms, m, n, batch):
                                 f"than SMs), the pair of splits a cluster that runs the "
                                 f"epilogue, {stages} stages")
     return [split] + configs
+
+
+# What the reason of a kernel whose sums are in no fixed order says (the fused
+# attention backward's dQ): tools/build-gpu-tests reads it so that such a
+# package's two calls are not required to write the same bits.
+NOT_DETERMINISTIC = "not deterministic"
 
 
 # The ring of _split_wider's tiles: measured faster than a full one (6 stages).
@@ -458,6 +547,42 @@ TC90_ATTENTION_SPLIT_TILES = 8
 TC90_ATTENTION_SPLITS = 16
 # The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
 TC90_ATTENTION_BACKWARD_D = 128
+# The tile of the two-kernel backward's config (dnn_map_tensor_cores'
+# TWO_KERNEL_BACKWARD): 128 rows a block in both kernels.
+TC90_ATTENTION_TWO_KERNELS = (128, 128)
+
+
+def _tc_sm90_attention_backward(problem, facts, d, dv):
+    """tc-sm90 Configs for an sdpa_backward: the fused kernel first
+    (sm90/flash_backward_fused.py: tile [query rows a step, kv rows a
+    block], dQ summed by f32 reduce-adds, in no fixed order) where it takes
+    the head dims, there is no bias and the op does not ask to be
+    ``deterministic``, then the two kernels
+    (sm90/flash_backward.py: tile [128, 128], each gradient summed in a
+    fixed order, the deterministic mode), which size their tiles from the
+    head dims."""
+    from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_fused as fused
+
+    if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
+        return []
+    two = Config("tc-sm90", (384, 1, 1), tile=TC90_ATTENTION_TWO_KERNELS, reason=(
+        f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
+        "block, no atomics (deterministic)"))
+    if problem.attr("deterministic", False):
+        return [two.replace(reason=f"{two.reason}; the graph asks for a deterministic "
+                                   "backward")]
+    biased = any(spec.dtype != "i32" for spec in problem.anchor_inputs[6:])
+    why = fused.refusal(d, dv, biased)
+    if why:
+        return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
+    tile = fused.tile_for(d, dv)
+    return [Config("tc-sm90", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
+                   reason=f"attention backward ({facts}): one fused kernel, a block per "
+                          f"{tile.n} kv rows, {tile.m} query rows a step, {tile.stages} stages, "
+                          f"dQ summed in f32 by TMA reduce-adds ({NOT_DETERMINISTIC}; tile "
+                          f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
+                          "names the deterministic two kernels)"),
+            two]
 
 
 def _attention_skv(problem):
@@ -508,12 +633,7 @@ def tc_sm90_attention(problem, facts):
         return []
     sq, d, dv = ins[0].shape[-2], ins[0].shape[-1], ins[2].shape[-1]
     if problem.anchor == "sdpa_backward":
-        # sm90/flash_backward.py sizes its two kernels from the head dims.
-        if max(d, dv) > TC90_ATTENTION_BACKWARD_D:
-            return []
-        return [Config("tc-sm90", (384, 1, 1), reason=(
-            f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
-            "block, no atomics"))]
+        return _tc_sm90_attention_backward(problem, facts, d, dv)
     if max(d, dv) > 256:
         return []
     fold = _attention_fold(problem)
@@ -669,6 +789,17 @@ def _attention_split(problem, bm, bn, fold=1):
                       TC90_ATTENTION_SPLITS))
 
 
+def _no_implicit_gemm(problem, n):
+    """Why ``_implicit_gemm`` gave no config for a convolution of GEMM
+    columns ``n``."""
+    groups = conv_groups(problem)
+    channels = problem.anchor_inputs[1].shape[1] // groups
+    why = None
+    if problem.anchor == "conv_wgrad":
+        why = wgrad_taps.problem(groups, channels, n // max(1, channels))
+    return why or "no tile fits its shared memory"
+
+
 def conv_groups(problem):
     """The groups of a convolution anchor: its channels over the filter's
     (fprop: x's C over w's; dgrad: dx's; wgrad: x's over dw's)."""
@@ -685,6 +816,9 @@ def rank(problem):
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")
+    if problem.anchor in IMPLICIT_GEMM and problem.dtype == "f32" and \
+            str(problem.attr("compute_type", "f32")) == "tf32":
+        facts += f", {TF32_NOTE}"
     depthwise = rank_depthwise(problem, facts)
     if depthwise:  # memory-bound: nothing for the tensor cores
         return depthwise
@@ -708,9 +842,16 @@ def rank(problem):
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and (problem.dtype in ("bf16", "f16")
-                 or (faster == "tc-sm90" and problem.anchor == "conv_fprop")):
+            and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
+        if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
+            return simt_generic(work, problem.sms, None, facts, head=(
+                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes C "
+                "(a group's) a multiple of 64 (a tile of its transposed product, 64 or 128 "
+                "rows, lies in one filter tap)"))
+        if not fast:
+            return simt_generic(work, problem.sms, None, facts, head=(
+                f"{faster} does not apply ({facts}): {_no_implicit_gemm(problem, n)}"))
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster == "tc-sm90" and problem.family == "attention" and \
             problem.dtype in ("bf16", "f16"):

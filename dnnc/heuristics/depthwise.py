@@ -1,4 +1,17 @@
-"""Rules for depthwise convolutions: the simt-depthwise strategy.
+"""Rules for depthwise convolutions and those of a few channels a group
+(ResNeXt's 32 groups of 4: window/grouped_emit.py): the simt-depthwise
+strategy, forward, data gradient and filter gradient.
+
+Gradients: a data gradient has the forward's configs (dy read where the
+forward reads x), its tile rounded to a whole number of W stride phases
+(dnnc/codegen/gpu/window/depthwise_dgrad.py). A filter gradient
+(depthwise_wgrad.py) reduces over N x P x Q: ``tile`` is the run of output
+pixels along W a work item takes (WGRAD_TILE), ``split`` the blocks the
+reduction is spread over, chosen so that the grid holds WGRAD_WAVES blocks
+an SM but its partial sums (written, then read back by the second launch)
+stay under 1/WGRAD_WORKSPACE_SHARE of the bytes of x and dy.
+
+Forward:
 
 A forward convolution with one input channel a group and one filter a
 channel (groups == C == K, w [C, 1, *win]) does C * taps multiply-adds per
@@ -31,6 +44,7 @@ fallback.
 import math
 
 from dnnc.heuristics import generic, pointwise
+from dnnc.codegen.gpu.window.tile import SMEM_BYTES, wgrad_lanes
 from dnnc.heuristics.config import Config
 
 STRATEGY = "simt-depthwise"
@@ -41,38 +55,137 @@ WIDE_TILES = (8, 4, 2)
 WIDE_WINDOW = 5
 WIDE_MAX_BLOCK = 256
 TYPES = ("bf16", "f16", "f32")
+# A filter gradient's run of output pixels a work item (8 at stride 1: a
+# 3x3's row of 10 x pixels for 8 outputs; 4 when strided) and the blocks an
+# SM its grid aims at, best first.
+WGRAD_TILE = 8
+WGRAD_WAVES = (2, 4, 1)
+WGRAD_WORKSPACE_SHARE = 16
+# The bytes of a group's channels that tc-sm90's grouped implicit GEMM reads
+# in whole K steps (64 bf16 / f16 channels: tensorcore/conv.groups_problem).
+SMALL_GROUP_K_STEP = 128
+
+
+def _roles(problem):
+    """(data, filter) of a depthwise convolution anchor, any direction: the
+    tensor whose channels are the groups ([N, C, *spatial]: fprop's x,
+    dgrad's dx, wgrad's x) and the filter's shape ([C, 1, *win]: w, or
+    wgrad's dw); None for any other anchor."""
+    inputs, outputs = problem.anchor_inputs, problem.anchor_outputs
+    if len(inputs) < 2 or not outputs:
+        return None
+    if problem.anchor == "conv_fprop":
+        return inputs[0], inputs[1]
+    if problem.anchor == "conv_dgrad":   # (dy, w) -> dx
+        return outputs[0], inputs[1]
+    if problem.anchor == "conv_wgrad":   # (dy, x) -> dw
+        return inputs[1], outputs[0]
+    return None
 
 
 def is_depthwise(problem):
-    """Whether ``problem`` is a forward depthwise convolution simt-depthwise
-    takes (see the module doc)."""
-    inputs = problem.anchor_inputs
-    if problem.anchor != "conv_fprop" or len(inputs) < 2 or not problem.anchor_outputs:
+    """Whether ``problem`` is a depthwise convolution (forward, data or
+    filter gradient) simt-depthwise takes (see the module doc)."""
+    roles = _roles(problem)
+    if roles is None:
         return False
-    x, w = inputs[0], inputs[1]
+    x, w = roles
+    types = {t.dtype for t in problem.anchor_inputs}
+    # (One channel is one group, not depthwise: dnn-depthwise-conv takes
+    # two groups at least, and the implicit GEMM reads 2-byte pixels.)
     return (len(x.shape) >= 3 and len(w.shape) == len(x.shape) and w.shape[1] == 1
-            and w.shape[0] == x.shape[1] and x.dtype in TYPES and w.dtype == x.dtype
+            and w.shape[0] == x.shape[1] > 1 and len(types) == 1 and types <= set(TYPES)
             and str(problem.attr("compute_type", "f32")) == "f32")
 
 
+def _group_shape(problem):
+    """(G, ins, outs) of a grouped convolution: its groups, the channels a
+    group of the operand read through windows (x: Cg; a data gradient's
+    dy: Kg) and of the output (y and dw: Kg; dx: Cg); None for another
+    anchor or a shape that is no grouped convolution."""
+    inputs, outputs = problem.anchor_inputs, problem.anchor_outputs
+    if problem.anchor not in ("conv_fprop", "conv_dgrad", "conv_wgrad") or len(inputs) < 2 \
+            or not outputs:
+        return None
+    data, w, out = inputs[0], inputs[1], outputs[0]
+    if problem.anchor == "conv_wgrad":   # (dy, x) -> dw
+        x, w = inputs[1], out
+    else:
+        x = data if problem.anchor == "conv_fprop" else out
+    cg, k = w.shape[1], w.shape[0]
+    if len(x.shape) < 3 or len(w.shape) != len(x.shape) or cg < 1 or x.shape[1] % cg:
+        return None
+    groups = x.shape[1] // cg
+    if groups < 2 or k % groups:
+        return None
+    kg = k // groups
+    return (groups, kg, cg) if problem.anchor == "conv_dgrad" else (groups, cg, kg)
+
+
+def is_small_groups(problem):
+    """Whether ``problem`` is a convolution (any direction) of a few
+    channels a group (not depthwise) that simt-depthwise takes: groups the
+    tensor cores do not (the channels a group reduces no whole K steps of
+    SMALL_GROUP_K_STEP bytes; f32 computed as f32), whose filters for one
+    vector of output channels fit shared memory (window/tile.py; a filter
+    gradient stages none)."""
+    shape = _group_shape(problem)
+    types = {t.dtype for t in problem.anchor_inputs}
+    if shape is None or len(types) != 1 or not types <= set(TYPES) \
+            or str(problem.attr("compute_type", "f32")) != "f32":
+        return False
+    _, ins, outs = shape
+    data = problem.anchor_inputs[0]
+    if data.dtype != "f32" and (ins * data.element_bytes) % SMALL_GROUP_K_STEP == 0:
+        return False  # tc-sm90's grouped implicit GEMM takes it
+    if problem.anchor == "conv_wgrad":   # no filter staged: the partials fit any Cg
+        return True
+    w = problem.anchor_inputs[1]
+    width = _grouped_width(problem.anchor_outputs[0].shape[1], outs, data.element_bytes)
+    return width * math.prod(w.shape[2:]) * ins * data.element_bytes <= SMEM_BYTES
+
+
+def _grouped_width(k, kg, element_bytes):
+    """Output channels a thread of a grouped convolution owns: 16 bytes,
+    halved until they divide K and hold whole groups or divide one
+    (window/grouped_emit.py)."""
+    width = max(1, pointwise.VECTOR_BYTES // element_bytes)
+    while width > 1 and (k % width or (width % kg and kg % width)):
+        width //= 2
+    return width
+
+
 def simt_depthwise(problem):
-    """The simt-depthwise configs of a depthwise convolution, best first, or []."""
-    if not is_depthwise(problem):
+    """The simt-depthwise configs of a depthwise or small-group
+    convolution, best first, or []."""
+    grouped = not is_depthwise(problem) and is_small_groups(problem)
+    if not is_depthwise(problem) and not grouped:
         return []
-    x, w = problem.anchor_inputs[0], problem.anchor_inputs[1]
+    if problem.anchor == "conv_wgrad":
+        return wgrad_configs(problem)
+    x, w = _roles(problem)
     y = problem.anchor_outputs[0]
-    channels = x.shape[1]
-    width = max(1, pointwise.VECTOR_BYTES // x.element_bytes)
+    channels = y.shape[1]
+    element_bytes = problem.anchor_inputs[0].element_bytes
+    width = max(1, pointwise.VECTOR_BYTES // element_bytes)
     while width > 1 and channels % width:
         width //= 2
+    if grouped:
+        groups, ins, outs = _group_shape(problem)
+        width = _grouped_width(channels, outs, element_bytes)
     taps = math.prod(w.shape[2:])
     out_w = y.shape[-1]
     stride = list(problem.attr("stride", ()) or (1,))
+    # A strided data gradient's thread owns a whole number of stride phases
+    # along W (depthwise_dgrad.py): its tile is rounded to that.
+    phases = stride[-1] if problem.anchor == "conv_dgrad" else 1
     wide = w.shape[-1] >= WIDE_WINDOW and stride[-1] == 1
     tiles = [t for t in (WIDE_TILES if wide else TILES) if t <= max(1, out_w)] or [1]
+    tiles = list(dict.fromkeys(max(1, t // phases) * phases for t in tiles))
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
-    facts = (f"depthwise conv_fprop: {y.elements} outputs of {taps} taps, {channels} "
+    kind = f"{groups} groups of {ins} channels" if grouped else "depthwise"
+    facts = (f"{kind} {problem.anchor}: {y.elements} outputs of {taps} taps, {channels} "
              f"channels; a thread per {width} channels x {tile} outputs along W ({work} "
              f"threads), the block's filters in shared memory")
     best = [Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile),
@@ -82,6 +195,47 @@ def simt_depthwise(problem):
     return best + [best[0].replace(tile=(1, t), reason=f"{facts}; tile 1x{t} instead, "
                                    f"block {best[0].block[0]}") for t in tiles[1:]
                    if t < 8 or best[0].block[0] <= WIDE_MAX_BLOCK]
+
+
+def wgrad_configs(problem):
+    """simt-depthwise configs of a depthwise filter gradient, best first
+    (dnnc/codegen/gpu/window/depthwise_wgrad.py): a thread per channel
+    vector and filter (or filter row), runs of ``tile`` output pixels along
+    W as its work items, the reduction split over ``split`` blocks along x
+    so that the grid holds about WGRAD_WAVES blocks an SM (their partial
+    sums then summed in order by a second launch)."""
+    dy, x = problem.anchor_inputs[0], problem.anchor_inputs[1]
+    dw = problem.anchor_outputs[0]
+    channels, window, cg = dy.shape[1], list(dw.shape[2:]), dw.shape[1]
+    kg = channels // (x.shape[1] // cg)
+    kind = "depthwise" if cg == kg == 1 else f"{x.shape[1] // cg} groups of {cg} channels"
+    width = _grouped_width(channels, kg, x.element_bytes)
+    out = list(dy.shape[2:])
+    stride = list(problem.attr("stride", ()) or (1,))
+    tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
+    tile = max(1, min(tile, out[-1]))
+    # The partials written and read back are at most 1/WGRAD_WORKSPACE_SHARE
+    # of the bytes of x and dy the first launch reads.
+    most = max(1, (x.elements + dy.elements) * x.element_bytes
+               // (WGRAD_WORKSPACE_SHARE * 2 * 4 * dw.elements))
+    configs = []
+    for waves, tile in [(w, tile) for w in WGRAD_WAVES] + [(WGRAD_WAVES[0], max(1, tile // 2))]:
+        block = 256
+        slice_, units, lanes = wgrad_lanes(channels // width, window, width, block, cg)
+        grid_y = channels // width // slice_
+        items = dy.shape[0] * math.prod(out[:-1]) * -(-out[-1] // tile)
+        split = max(1, min(-(-items // lanes), -(-waves * problem.sms // grid_y), most))
+        share = "a share of the filter" if units > 1 else "the filter"
+        config = Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile), split=split,
+                        reason=(f"{kind} conv_wgrad: {dw.elements} filter taps summed over "
+                                f"{dy.elements // channels} pixels, {channels} channels; a "
+                                f"thread per {width} channels x {share}, runs of {tile} "
+                                f"pixels along W ({items} of them) over "
+                                f"{split} x {lanes} threads ({waves} blocks an SM), then a "
+                                f"second launch sums the {split} partials in order"))
+        if config not in configs:
+            configs.append(config)
+    return configs
 
 
 def rank(problem, facts):

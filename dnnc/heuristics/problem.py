@@ -16,7 +16,7 @@ from dataclasses import dataclass
 SMS = {"sm_80": 108, "sm_90a": 132}
 
 DTYPE_BYTES = {"f64": 8, "f32": 4, "tf32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1,
-               "f8E5M2": 1, "i64": 8, "i32": 4, "i8": 1, "i1": 1, "index": 8}
+               "f8E5M2": 1, "i64": 8, "i32": 4, "i8": 1, "si8": 1, "ui8": 1, "i1": 1, "index": 8}
 
 # Anchors that are not op names (dnn-fuse): a pointwise chain, and
 # reshape / transpose / slice kernels.
@@ -177,23 +177,30 @@ def problem_of(kernel_func, arch):
             anchor_outputs=tuple(_spec(v.type) for v in op.results) if op else (),
             anchor_attrs=attrs,
             column_sums=sum(1 for o in dnn_ops if o is not op and _column_sum(o)),
-            prologues=_prologues(op) if op is not None and anchor == "matmul" else (),
+            prologues=_prologues(op) if op is not None and anchor in ("matmul", "conv_fprop")
+            else (),
         )
 
 
 def _prologues(op):
     """(operand index, stored element type) of each operand of ``op`` that
-    pointwise ops of its kernel compute from one kernel argument."""
+    pointwise ops of its kernel compute from one kernel argument of its
+    shape (their other operands constants, or per-channel tensors: a
+    convolution's scale and shift)."""
+    from mlir import ir
+
     from dnnc.codegen.gpu import irutil
 
     out = []
     for index, value in enumerate(list(op.operands)[:2]):
         chain = False
+        shape = list(ir.ShapedType(value.type).shape)
         while not irutil.is_block_argument(value):
             producer = irutil.defining_op(value)
             inputs = [v for v in producer.operands
-                      if irutil.is_block_argument(v)
-                      or irutil.defining_op(v).name != "dnn.constant"]
+                      if (irutil.is_block_argument(v)
+                          or irutil.defining_op(v).name != "dnn.constant")
+                      and list(ir.ShapedType(v.type).shape) == shape]
             if not producer.name.startswith("dnn.") or len(inputs) != 1:
                 break
             value, chain = inputs[0], True

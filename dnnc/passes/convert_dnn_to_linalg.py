@@ -11,7 +11,11 @@ arith and math ops, in every func.func of the module.
    function signatures and func.call results are retyped first.
 3. Each dnn op, in program order, is replaced by what
    ``dnnc.codegen.linalg.LOWERINGS`` emits for it, and erased.
-4. The graph function (marked ``dnn.graph``) gets ``llvm.emit_c_interface`` so
+4. int8 / uint8 tensors, typed si8 / ui8 through the lowering so that they
+   are not taken for booleans' i8 storage, are retyped to i8 (their storage;
+   arith and everything after this pass take signless integers only), and
+   the casts the bodies read them through (``emit.signless``) go away.
+5. The graph function (marked ``dnn.graph``) gets ``llvm.emit_c_interface`` so
    the ExecutionEngine can call it with memref descriptors.
 
 Lit test: test/lit/passes/convert_dnn_to_linalg.mlir (the shape of the IR);
@@ -150,6 +154,57 @@ def _describe_attention(op):
         fn.attributes[attention.ATTR] = described
 
 
+# ----------------------------------------------------------------------------
+# si8 / ui8 -> i8 storage everywhere, once the lowering is done
+
+
+def _byte_storage(t):
+    """``t`` with an si8 / ui8 element type (tensor or scalar) made i8; None
+    when it has none."""
+    i8 = ir.IntegerType.get_signless(8)
+    if isinstance(t, ir.IntegerType):
+        return i8 if t.width == 8 and not t.is_signless else None
+    if isinstance(t, ir.RankedTensorType):
+        element = _byte_storage(t.element_type)
+        return ir.RankedTensorType.get(list(t.shape), element) if element else None
+    return None
+
+
+def _retype_bytes(module):
+    """Give every si8 / ui8 value of the lowered module the i8 type; a cast
+    between si8 / ui8 and i8 becomes an identity and is removed."""
+    for fn in _functions(module):
+        ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
+        inputs = [_byte_storage(t) or t for t in ftype.inputs]
+        results = [_byte_storage(t) or t for t in ftype.results]
+        fn.attributes["function_type"] = ir.TypeAttr.get(ir.FunctionType.get(inputs, results))
+    casts = []
+
+    def visit(op):
+        for region in op.regions:
+            for block in region.blocks:
+                for arg in block.arguments:
+                    new = _byte_storage(arg.type)
+                    if new is not None:
+                        arg.set_type(new)
+                for inner in block.operations:
+                    inner = inner.operation
+                    for r in inner.results:
+                        new = _byte_storage(r.type)
+                        if new is not None:
+                            r.set_type(new)
+                    if inner.name == "builtin.unrealized_conversion_cast":
+                        casts.append(inner)
+                    visit(inner)
+
+    visit(module)
+    for cast in casts:
+        source, result = cast.operands[0], cast.results[0]
+        if source.type == result.type:
+            result.replace_all_uses_with(source)
+            cast.erase()
+
+
 def _mark_entry(module):
     funcs = _functions(module)
     marked = [f for f in funcs if "dnn.graph" in f.attributes]
@@ -173,6 +228,7 @@ def convert(module):
         _retype_signatures(module)
         for op in dnn_ops(module):
             _lower_op(op)
+        _retype_bytes(module)
         _mark_entry(module)
 
 

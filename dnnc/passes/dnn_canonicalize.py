@@ -43,6 +43,8 @@ _EXACT_TARGETS = {
     "f16": {"f32"},
     "bf16": {"f32"},
     "f32": set(),
+    "si8": {"f32", "f16", "bf16", "i32"},  # integers of magnitude <= 256: exact in bf16
+    "ui8": {"f32", "f16", "bf16", "i32"},
 }
 
 

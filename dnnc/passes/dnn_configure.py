@@ -7,6 +7,8 @@ the user's override, and records it as ``dnn.config`` with the reason as
 ``dnn.config_reason``. Nothing downstream guesses: the GPU lowering reads
 the config (dnn-default-config only fills in kernels made after this stage,
 and keeps these), and the artifact's manifest records strategy and reason.
+A kernel's ``dnn.fusion_note`` (why dnn-fuse left ops out of it) ends its
+reason.
 
 A kernel that already has a ``dnn.config`` (written by hand, or a module
 that was configured before) keeps it, unless the override names it.
@@ -64,6 +66,9 @@ from dnnc.heuristics import config as config_mod, override as override_mod
 from dnnc.passes import DnncPass, register
 
 KEPT_REASON = "config given in the input IR"
+# Why dnn-fuse left ops out of a kernel (dnn_fuse.Group.note): the reason
+# ends with it, so that the plan says why the ops are a kernel of their own.
+FUSION_NOTE = "dnn.fusion_note"
 
 
 @register
@@ -98,8 +103,11 @@ class DnnConfigure(DnncPass):
                         config = self._tuned(tuned, name, problem)
                     if config is None:
                         config = heuristics.choose(problem, override=fields or None)
+                reason = config.reason
+                if FUSION_NOTE in fn.attributes:
+                    reason = f"{reason}; {ir.StringAttr(fn.attributes[FUSION_NOTE]).value}"
                 fn.attributes[config_mod.ATTR] = config.to_attr()
-                fn.attributes[config_mod.REASON_ATTR] = ir.StringAttr.get(config.reason)
+                fn.attributes[config_mod.REASON_ATTR] = ir.StringAttr.get(reason)
 
     def _tuning_db(self, module):
         """(Database, kernel layouts) when ``db`` names a database with

@@ -1,11 +1,15 @@
 """dnn-depthwise-conv: lower every kernel whose ``dnn.config`` names the
-``simt-depthwise`` strategy (a forward convolution with one channel a
-group, and its fused pointwise epilogue) to one ``gpu.launch`` whose
-threads each own ``vector`` channels of ``tile`` outputs along W, load the
-x rows of their windows into registers once, weight them by the block's
-filters staged in shared memory, and store the epilogue's results
+``simt-depthwise`` strategy (a convolution with one channel a group, and
+its fused pointwise epilogue) to one ``gpu.launch`` whose threads each own
+``vector`` channels of ``tile`` outputs along W, load the x rows of their
+windows into registers once, weight them by the block's filters staged in
+shared memory, and store the epilogue's results
 (dnnc/codegen/gpu/window/: depthwise.py matches the kernel,
-depthwise_emit.py emits the launch).
+depthwise_emit.py emits the launch). A data gradient is the same launch
+reading dy (depthwise_dgrad.py: a strided one's W phases fixed when the
+kernel is built, its rows predicated); a filter gradient is two launches,
+partial sums over ``split`` blocks along N x P x Q into a workspace, then
+their sum in order with the epilogue (depthwise_wgrad.py).
 
 Runs in the ``gpu`` stage on bufferized kernel functions, after
 dnn-pool-windows, before convert-linalg-to-parallel-loops. The config's
@@ -43,15 +47,38 @@ tiles a block)::
 Lit test: test/lit/passes/dnn_depthwise_conv.mlir.
 """
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
 
-from dnnc.codegen.gpu.window import depthwise, depthwise_emit
+from dnnc.codegen.gpu.window import (depthwise, depthwise_dgrad, depthwise_emit, depthwise_wgrad,
+                                     grouped_emit)
 from dnnc.codegen.gpu.window.program import channel_contiguous
+from dnnc.codegen.gpu.window.tile import wgrad_units
 from dnnc.heuristics.config import fall_back, kernels_of
 from dnnc.heuristics.depthwise import STRATEGY
 from dnnc.passes import DnncPass, register
+
+
+def _fits(found, width, grouped):
+    """Whether a thread may own ``width`` channels: x's channels of one
+    load contiguous in memory, and for a grouped convolution, the channels
+    dividing K and holding whole groups or dividing one (grouped_emit.py)."""
+    if found.direction == "wgrad":
+        # dy's channel vectors, and x's chunk of input channels a group.
+        k, per = found.dy_shape[1], found.outs_per_group
+        if k % width or (width % per and per % width):
+            return False
+        _, chunk = wgrad_units(found.window, width, found.ins_per_group)
+        return (channel_contiguous(found.w.type, width)
+                and channel_contiguous(found.x.type, math.gcd(chunk, width)))
+    if not grouped:
+        return channel_contiguous(found.x.type, width)
+    k, per = found.out_shape[1], found.outs_per_group
+    if k % width or (width % per and per % width):
+        return False
+    return channel_contiguous(found.x.type, grouped_emit.piece(found.ins_per_group, per, width))
 
 
 @register
@@ -65,7 +92,8 @@ class DnnDepthwiseConv(DnncPass):
                 try:
                     found = depthwise.match(fn)
                     width = max(1, config.vector or 1)
-                    while width > 1 and not channel_contiguous(found.x.type, width):
+                    grouped = found.ins_per_group > 1 or found.outs_per_group > 1
+                    while width > 1 and not _fits(found, width, grouped):
                         width //= 2
                     if not channel_contiguous(found.x.type, 1):
                         raise depthwise.NotDepthwise("x's channels are not contiguous")
@@ -74,4 +102,11 @@ class DnnDepthwiseConv(DnncPass):
                               "thread per output")
                     continue
                 tile = list(config.tile or (1,))[-1]
-                depthwise_emit.build(fn, found, width, config.block[0], tile)
+                if found.direction == "wgrad":
+                    depthwise_wgrad.build(fn, found, width, config.block[0], tile, config.split)
+                elif grouped:
+                    grouped_emit.build(fn, found, width, config.block[0], tile)
+                elif found.direction == "dgrad":
+                    depthwise_dgrad.build(fn, found, width, config.block[0], tile)
+                else:
+                    depthwise_emit.build(fn, found, width, config.block[0], tile)

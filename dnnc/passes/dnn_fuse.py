@@ -61,6 +61,20 @@ Grouping, in program order:
   times), a tile of B once per row of them (M / 128), and converted each
   time, so fusing pays where that reuse is low (a skinny matmul's weight)
   and costs where it is high; an exp or gelu costs more still;
+* convolution prologue (option ``conv_prologue``): a chain of those cheap
+  ops whose other operands are per-channel tensors (``[1, C, 1, 1]``: a
+  batchnorm folded to scale and shift) or scalar constants, computing a
+  forward convolution's x from one tensor of its shape, each op used only
+  by the next and the last only by the convolution, joins the
+  convolution's kernel when tc-sm90 runs it (conv_prologue.fusion_problem:
+  bf16 / f16, C a multiple of 8, whole K steps a group, a pixel box TMA's
+  im2col mode describes): cuDNN's BN-ReLU-conv in one kernel, the
+  activation never stored. The chain stops at a value with another user (a
+  pre-activation that feeds a residual too): the ops that make it stay a
+  kernel of their own, which stores it once, and only those after it join,
+  so no work is done twice. Where tc-sm90 would not run the chain, the
+  convolution's kernel says why in ``dnn.fusion_note`` (dnn-configure puts
+  it in the plan's reason);
 * other pointwise ops join the pointwise kernels of their operands (one kernel
   per connected chain), else start one (anchor "pointwise");
 * reshape, transpose and slice get one kernel each (anchor "tensor"), but for
@@ -111,6 +125,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import func
 
+from dnnc.codegen.gpu.tensorcore.conv_prologue import fusion_problem
 from dnnc.dialect.ops_pointwise import POINTWISE_OPS
 from dnnc.dialect.ops_reduce import trailing_axes
 from dnnc.errors import UnsupportedError
@@ -153,6 +168,9 @@ class Group:
     # value per row that its pointwise ops span.
     rows: tuple = None
     columns: tuple = None  # a column reduction's (operand shape, result shape)
+    # Why ops that could have joined the kernel did not (``dnn.fusion_note``,
+    # which dnn-configure adds to the kernel's reason): the plan says so.
+    note: str = None
 
     def spans(self, value):
         """True when ``value`` is over this row reduction's rows, whole or reduced."""
@@ -180,6 +198,19 @@ def _is_constant(op):
 
 def _shape(value):
     return tuple(ir.ShapedType(value.type).shape)
+
+
+def _per_channel(value, shape):
+    """True for an operand a convolution prologue reads per channel of x
+    (``shape``: [N, C, *spatial]): a tensor that varies along C alone, or a
+    constant of one element."""
+    dims = _shape(value)
+    if len(dims) > len(shape):
+        return False
+    aligned = (1,) * (len(shape) - len(dims)) + dims
+    if _is_constant(_producer(value)):
+        return all(d == 1 for d in aligned)
+    return all(d == 1 for i, d in enumerate(aligned) if i != 1) and aligned[1] in (1, shape[1])
 
 
 def _row_reduction(op):
@@ -270,13 +301,15 @@ def _recomputed(ops):
 class Partition:
     """Splits one block's dnn ops into Groups; see the module docstring."""
 
-    def __init__(self, ops, epilogue=True, prologue=True, matmul_prologue=True):
+    def __init__(self, ops, epilogue=True, prologue=True, matmul_prologue=True,
+                 conv_prologue=True):
         self.group_of = {}
         self.producers = {}  # op -> the ops defining its operands (None: an argument)
         self.groups = []
         self.epilogue = epilogue
         self.prologue = prologue
         self.matmul_prologue = matmul_prologue
+        self.conv_prologue = conv_prologue
         self.prologue_adds = self._prologue_adds(ops) if prologue else set()
         self.cones, self.column_only = _recomputed(ops)
         self._holders = None  # computed once placing is done
@@ -391,6 +424,10 @@ class Partition:
                 for index in (0, 1):
                     for p in self._operand_prologue(op, index):
                         self._move(p, group)
+            if kind == "conv_fprop" and self.conv_prologue:
+                chain, group.note = self._conv_prologue(op)
+                for p in chain:
+                    self._move(p, group)
             self._add(group, op)
             if kind in EPILOGUE_ANCHORS or _row_reduction(op):
                 group.tip = op.results[0]
@@ -441,6 +478,38 @@ class Partition:
         if index == 1 and (len(out) < 2 or out[-2] > PROLOGUE_MAX_M):
             return []
         return chain[::-1]
+
+    def _conv_prologue(self, op):
+        """The pointwise ops computing forward convolution ``op``'s x that
+        join its kernel (see the module docstring), in program order, and
+        why such a chain does not join (None where it does or there is
+        none)."""
+        chain, value = [], op.operands[0]
+        shape = _shape(value)
+        while True:
+            p = _producer(value)
+            if p is None or _is_constant(p) or _kind(p) not in OPERAND_PROLOGUE \
+                    or len(list(value.uses)) != 1 \
+                    or getattr(self.group_of.get(p), "anchor", None) != "pointwise":
+                break
+            inputs = [v for v in p.operands if not _per_channel(v, shape)]
+            if len(inputs) != 1 or _shape(inputs[0]) != shape:
+                break
+            chain.append(p)
+            value = inputs[0]
+        if not chain:
+            return [], None
+        w = op.operands[1]
+        attrs = {name: list(ir.DenseI64ArrayAttr(op.attributes[name]))
+                 for name in ("stride", "dilation", "pre_padding", "post_padding")}
+        stored = str(ir.ShapedType(value.type).element_type)
+        problem = fusion_problem(stored, str(ir.ShapedType(w.type).element_type), shape,
+                                 _shape(w), **attrs)
+        if problem:
+            names = ", ".join(_kind(p) for p in chain[::-1])
+            return [], (f"x's {names} left to a kernel of their own (tc-sm90 runs no prologue "
+                        f"on x here: {problem})")
+        return chain[::-1], None
 
     def _move(self, op, group):
         """Move ``op`` from its pointwise kernel into ``group``; a kernel left
@@ -717,6 +786,8 @@ def _build_kernel(name, group, position, fn, partition):
                              visibility="private", ip=ir.InsertionPoint(fn))
         kernel.attributes["dnn.kernel"] = ir.UnitAttr.get()
         kernel.attributes["dnn.anchor"] = ir.StringAttr.get(group.anchor)
+        if group.note:
+            kernel.attributes["dnn.fusion_note"] = ir.StringAttr.get(group.note)
         block = kernel.add_entry_block()
         mapping = dict(zip(inputs, block.arguments))
         with ir.InsertionPoint(block):
@@ -741,7 +812,7 @@ def graph_functions(module):
                  or ir.StringAttr(f.attributes["sym_visibility"]).value == "public")]
 
 
-def fuse_function(fn, epilogue=True, prologue=True, matmul_prologue=True):
+def fuse_function(fn, epilogue=True, prologue=True, matmul_prologue=True, conv_prologue=True):
     """Outline the dnn ops of one function into kernels; return how many."""
     block = fn.regions[0].blocks[0]
     ops = [op.operation for op in block.operations]
@@ -755,7 +826,7 @@ def fuse_function(fn, epilogue=True, prologue=True, matmul_prologue=True):
         raise UnsupportedError(f"dnn-fuse: function @{graph}: expected dnn ops and "
                                f"func.return only, got '{others[0]}'")
     position = {op: i for i, op in enumerate(dnn)}
-    partition = Partition(dnn, epilogue, prologue, matmul_prologue)
+    partition = Partition(dnn, epilogue, prologue, matmul_prologue, conv_prologue)
     terminator = ops[-1]
     replaced, count = {}, 0
     for group in _topological(partition.groups, partition, position):
@@ -791,7 +862,9 @@ class DnnFuse(DnncPass):
     epilogue: bool = True
     prologue: bool = True
     matmul_prologue: bool = True
+    conv_prologue: bool = True
 
     def run(self, module):
         for fn in graph_functions(module):
-            fuse_function(fn, self.epilogue, self.prologue, self.matmul_prologue)
+            fuse_function(fn, self.epilogue, self.prologue, self.matmul_prologue,
+                          self.conv_prologue)

@@ -70,7 +70,8 @@ After, for ``strategy = "tc-sm80", tile = [64, 64, 32], stages = 3``::
       ... arith.addf ... vector.store ...
     }
 
-Lit test: test/lit/passes/dnn_map_tensor_cores.mlir.
+Lit test: test/lit/passes/dnn_map_tensor_cores.mlir (tf32 convolution
+gradients: dnn_map_tensor_cores_tf32_conv.mlir).
 """
 
 import dataclasses
@@ -84,9 +85,12 @@ from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
 from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import build_attention_backward
+from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import (
+    FusedTile, build_attention_backward_fused,
+)
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import (
-    tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
+    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
 )
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
@@ -204,17 +208,39 @@ class DnnMapTensorCores(DnncPass):
         m, n = (tuple(config.tile) + (128, 128))[:2]
         try:
             if attention_match.op_of(fn) == "sdpa_backward":
-                notes = build_attention_backward(fn, attention_match.match_backward(fn))
+                notes = self._sm90_attention_backward(fn, config)
             else:
                 att = attention_match.match(fn)
+                split, fold = max(1, config.split), max(1, config.fold)
+                if att.ragged and (split > 1 or fold > 1):
+                    # Split-KV's merge and a folded group's rows address
+                    # padded rows: a ragged problem runs unsplit, unfolded.
+                    split = fold = 1
+                    fn.attributes[ATTR] = config.replace(split=1, fold=1).to_attr()
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
-                                                           max(1, config.split),
-                                                           max(1, config.fold)))
+                                                           split, fold))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
         for note in notes:
             add_note(fn, note)
+
+    def _sm90_attention_backward(self, fn, config):
+        """An sdpa_backward kernel: the fused backward
+        (sm90/flash_backward_fused.py) where the config's tile is [query
+        rows a step, kv rows a block] other than [128, 128], else (no tile,
+        or [128, 128]: "128 rows a block", the deterministic mode) the
+        two kernels (sm90/flash_backward.py); a fused kernel that does
+        not take the problem goes to the two kernels, saying why."""
+        att = attention_match.match_backward(fn)
+        tile = tuple(config.tile[:2])
+        if tile and tile != TC90_ATTENTION_TWO_KERNELS:
+            try:
+                return build_attention_backward_fused(
+                    fn, att, FusedTile(tile[0], tile[1], max(2, config.stages)))
+            except sm90.NotSupported as why:
+                add_note(fn, f"the fused backward does not apply ({why})")
+        return build_attention_backward(fn, att)
 
     def _sm80_attention(self, fn, config):
         """An sdpa kernel configured tc-sm80: its attention forward
@@ -268,10 +294,13 @@ class DnnMapTensorCores(DnncPass):
                 for note in notes:
                     add_note(fn, note)
                 return
+            if conv.gemm.a.prologue is not None and tile.splits > 1 \
+                    and self._sm90_conv_unsplit(fn, config, tile, not_sm90):
+                return
         gemm = conv.gemm
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
-                                 conv.channels if conv.direction == "wgrad" else None,
-                                 fallback=True)
+                                 conv.channels if conv.tiles_in_tap else None,
+                                 fallback=True, batch=gemm.batch)
         if not fallbacks:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile for "
                           f"{gemm.m}x{gemm.n}): {SIMT}")
@@ -289,6 +318,28 @@ class DnnMapTensorCores(DnncPass):
                   f"{tile.stages} stages")
         for note in notes:
             add_note(fn, note)
+
+    @staticmethod
+    def _sm90_conv_unsplit(fn, config, tile, not_sm90):
+        """A convolution with a prologue on x whose K split tc-sm90 does
+        not take (more splits than a short K's steps): tc-sm80 takes no
+        prologue, so tc-sm90 runs it unsplit rather than simt-generic.
+        False where that fails too."""
+        unsplit = dataclasses.replace(tile, splits=1, cluster=1)
+        try:
+            conv = conv_match.match(fn, tile.k)
+        except gemm_match.NotAGemm:
+            return False
+        try:
+            notes = sm90.build_conv(fn, conv, unsplit)
+        except sm90.NotSupported:
+            conv_match.discard(conv.made)
+            return False
+        fn.attributes[ATTR] = config.replace(split=1, cluster=1).to_attr()
+        add_note(fn, f"{not_sm90}: K unsplit (tc-sm80 takes no prologue on x)")
+        for note in notes:
+            add_note(fn, note)
+        return True
 
     def _sm80_conv(self, fn, config):
         """A convolution kernel configured tc-sm80: its implicit GEMM, else
@@ -313,7 +364,7 @@ class DnnMapTensorCores(DnncPass):
         a filter gradient's N narrowed to a divisor of C where ``tile``'s is
         not). On failure the views the match made are erased again."""
         conv = conv_match.match(fn, tile.k, "tc-sm80")
-        if narrow and conv.direction == "wgrad" and conv.channels % tile.n:
+        if narrow and conv.tiles_in_tap and conv.channels % tile.n:
             n = next((n for n in (64, 32, 16) if n < tile.n and conv.channels % n == 0), None)
             tile = dataclasses.replace(tile, n=n) if n else tile
         try:

@@ -267,8 +267,11 @@ def _input_array(spec, value):
 
 
 def _output_array(spec):
-    """A fresh output buffer, pre-filled with NaN (booleans with 0xFF bytes) so
-    that an element the code fails to write shows."""
+    """A fresh output buffer, pre-filled with NaN (booleans with 0xFF bytes,
+    integers with 0xA5 bytes) so that an element the code fails to write shows."""
     if spec.dtype is data_type.BOOLEAN:
         return np.full(spec.shape, 0xFF, dtype=np.uint8)
+    if spec.dtype.is_integer:
+        nbytes = int(np.prod(spec.shape, dtype=np.int64)) * spec.dtype.itemsize
+        return np.full(nbytes, 0xA5, dtype=np.uint8).view(spec.dtype.numpy).reshape(spec.shape)
     return np.full(spec.shape, np.nan, dtype=spec.dtype.numpy)

@@ -28,7 +28,8 @@ PTX = "kernels.ptx"
 SOURCE = "graph.mlir"
 
 # Storage types (MLIR spellings) and their size in bytes; i1 is one byte.
-DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i1": 1, "i32": 4}
+DTYPE_SIZES = {"f32": 4, "f16": 2, "bf16": 2, "f8E4M3FN": 1, "f8E5M2": 1, "i1": 1, "i32": 4,
+               "si8": 1, "ui8": 1}
 # Scalar kernel arguments and their size in bytes.
 SCALAR_SIZES = {"i32": 4, "i64": 8, "f32": 4}
 WORKSPACE_ALIGNMENT = 256

@@ -30,7 +30,7 @@ TORCH, DEVICE, NUMPY = "torch", "device", "numpy"
 
 _TORCH_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
                 "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i1": "bool",
-                "i32": "int32"}
+                "i32": "int32", "si8": "int8", "ui8": "uint8"}
 _ML_DTYPES = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2"}
 # __cuda_array_interface__ typestrs. NumPy has no bf16/fp8, so producers describe
 # them as raw bytes ('V') or as ml_dtypes does; a raw 1-byte type cannot tell
@@ -38,9 +38,9 @@ _ML_DTYPES = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8
 _FP8_TYPESTRS = ("|V1", "<V1", "|f1", "<f1")
 _TYPESTRS = {"f32": ("<f4",), "f16": ("<f2",), "bf16": ("<V2", "|V2"),
              "f8E4M3FN": _FP8_TYPESTRS, "f8E5M2": _FP8_TYPESTRS, "i1": ("|b1",),
-             "i32": ("<i4",)}
+             "i32": ("<i4",), "si8": ("|i1",), "ui8": ("|u1",)}
 _OUT_TYPESTR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "f8E4M3FN": "|V1", "f8E5M2": "|V1",
-                "i1": "|b1", "i32": "<i4"}
+                "i1": "|b1", "i32": "<i4", "si8": "|i1", "ui8": "|u1"}
 
 _torch_dtypes = {}
 _numpy_dtypes = {}

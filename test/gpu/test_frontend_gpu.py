@@ -134,3 +134,61 @@ def test_reduction_into_a_buffer_of_other_dims(handle):
     g.execute({X: x, Y: y}, None, handle=h)
     stream.synchronize()
     torch.testing.assert_close(y, x.sum(dim=1), atol=1e-5, rtol=1e-5)
+
+
+def test_conv_int8_into_a_larger_int32_buffer(handle):
+    """cudnn-frontend's test_conv_int8 graph on the GPU (int8 channels-last
+    tensors, int32 compute, identity to an int32 output written into an
+    int32 buffer of the image's dims), exact against torch's float64
+    convolution of the same integers on the CPU (exact below 2^53)."""
+    h, stream = handle
+    torch.manual_seed(2)
+    x = torch.randint(-127, 128, (2, 64, 32, 32), device="cuda", dtype=torch.int8) \
+        .to(memory_format=torch.channels_last)
+    w = torch.randint(-127, 128, (4, 64, 3, 3), device="cuda", dtype=torch.int8) \
+        .to(memory_format=torch.channels_last)
+    with cudnn.graph(h, io_data_type=cudnn.data_type.INT8,
+                     intermediate_data_type=cudnn.data_type.INT32,
+                     compute_data_type=cudnn.data_type.INT32) as (g, _):
+        X, W = g.tensor_like(x), g.tensor_like(w)
+        conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1], dilation=[1, 1])
+        Y = g.identity(input=conv)
+        Y.set_output(True).set_data_type(cudnn.data_type.INT32)
+    _build(g)
+    y = torch.full(x.size(), -7, device="cuda", dtype=torch.int32) \
+        .to(memory_format=torch.channels_last)
+    torch.cuda.synchronize()
+    g.execute({X: x, W: w, Y: y}, None, handle=h)
+    stream.synchronize()
+    got = y.permute(0, 2, 3, 1).reshape(-1)[:2 * 32 * 32 * 4].reshape(2, 32, 32, 4) \
+        .permute(0, 3, 1, 2)
+    ref = F.conv2d(x.cpu().double(), w.cpu().double(), padding=1).to(torch.int32)
+    assert torch.equal(got.cpu(), ref)
+
+
+@pytest.mark.parametrize("mma", [torch.bfloat16, torch.float16, torch.float32])
+def test_int8_operands_cast_for_a_matmul(handle, mma):
+    """test_mixed_precision_matmul's int8 form: A int8, B int8 stored
+    column-major, both cast to the MMA type by identity."""
+    h, stream = handle
+    torch.manual_seed(3)
+    a = torch.randint(4, (16, 32, 128), device="cuda", dtype=torch.int8) - 1
+    b = torch.as_strided(torch.randint(3, (16, 128, 64), device="cuda", dtype=torch.int8) - 2,
+                         (16, 128, 64), (128 * 64, 1, 128))
+    mma_type = {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float16: cudnn.data_type.HALF,
+                torch.float32: cudnn.data_type.FLOAT}[mma]
+    g = cudnn.pygraph(handle=h)
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    Ac = g.identity(input=A, compute_data_type=cudnn.data_type.FLOAT)
+    Ac.set_data_type(mma_type)
+    Bc = g.identity(input=B, compute_data_type=cudnn.data_type.FLOAT)
+    Bc.set_data_type(mma_type)
+    C = g.matmul(A=Ac, B=Bc, compute_data_type=cudnn.data_type.FLOAT)
+    C.set_output(True).set_data_type(mma_type)
+    _build(g)
+    c = torch.full((16, 32, 64), float("nan"), device="cuda", dtype=mma)
+    torch.cuda.synchronize()
+    g.execute({A: a, B: b, C: c}, None, handle=h)
+    stream.synchronize()
+    ref = torch.matmul(a.cpu().double(), b.cpu().double()).to(mma)
+    assert torch.equal(c.cpu(), ref)

@@ -18,7 +18,9 @@ workspace as the first left it and write the same bits as the first: every
 dnnc kernel sums in a fixed order, with no float atomics (split-K partials,
 column partials and cluster exchanges are added in split / rank order;
 integer atomics only count arrivals), so outputs, backward reductions
-included, are deterministic.
+included, are deterministic; the one exception, a package whose index entry
+says ``"deterministic": false`` (the fused attention backward sums dQ by
+TMA reduce-adds), has both calls checked against the reference only.
 """
 
 import json
@@ -37,7 +39,7 @@ INDEX = os.path.join(FOLDER, "index.json")
 TORCH_DTYPES = {
     "f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16,
     "f8E4M3FN": torch.float8_e4m3fn, "f8E5M2": torch.float8_e5m2, "i1": torch.bool,
-    "i32": torch.int32,
+    "i32": torch.int32, "si8": torch.int8, "ui8": torch.uint8,
 }
 
 
@@ -71,6 +73,8 @@ def _poisoned(spec):
         out.view(torch.uint8).fill_(0xFF)
     elif spec["dtype"].startswith("f8"):
         out.view(torch.uint8).fill_(0x7F)  # NaN in both fp8 formats
+    elif spec["dtype"] in ("i32", "si8", "ui8"):
+        out.fill_({"i32": -0x5A5A5A5B, "si8": -91, "ui8": 0xA5}[spec["dtype"]])  # 0xA5 bytes
     else:
         out.fill_(float("nan"))
     return out
@@ -131,6 +135,8 @@ def test_package_matches_reference(case):
         for spec in case["outputs"]:
             name = f"{case['name']}.{spec['name']}"
             _check(f"{name} ({call})", outputs[spec["name"]], data[spec["key"]], spec)
+            if not case.get("deterministic", True):
+                continue  # dQ summed by reduce-adds in no fixed order: checked above
             bits = _bits(outputs[spec["name"]])
             if call == "first call":
                 first[spec["name"]] = bits

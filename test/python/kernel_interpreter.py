@@ -202,9 +202,24 @@ class Interpreter:
         for value, x in zip(a, [block_x, block_y, 0 * lane, tid, 0 * lane, 0 * lane]
                             + [np.full(self.lanes, s) for s in sizes]):
             self.env[value] = x
+        for value in a[12:]:
+            self._attribute_workgroup(value, blocks)
         self.pending = []
         self.committed = np.zeros(self.lanes, np.int64)
         self._block(region, np.ones(self.lanes, bool))
+
+    def _attribute_workgroup(self, value, blocks):
+        """A launch's workgroup attribution (static shared memory): a
+        buffer per block after the global array's end, its base per lane
+        that of the lane's block."""
+        shape, _, _ = irutil.memref_geometry(value.type)
+        _, eb = _element(ir.MemRefType(value.type).element_type)
+        size = -(-int(np.prod(shape)) * eb // 64) * 64
+        start = -(-len(self.gmem) // GLOBAL_ALIGN) * GLOBAL_ALIGN + GLOBAL_ALIGN
+        self.gmem = np.concatenate([self.gmem, np.zeros(start + blocks * size + 64
+                                                        - len(self.gmem), np.uint8)])
+        self.memrefs[value] = start + self.block_index * size
+        self.env[value] = None
 
     def _const(self, value):
         return self.env[value] if value in self.env else None
@@ -217,8 +232,26 @@ class Interpreter:
     def _constant(op):
         attr = op.attributes["value"]
         t = op.results[0].type
+        if isinstance(t, ir.VectorType):
+            # A splat vector: [1, n], broadcast against [lanes, n].
+            kind = str(ir.VectorType(t).element_type)
+            value = ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value
+            n = ir.VectorType(t).shape[0]
+            if kind == "bf16":
+                return np.full((1, n), _bf16_bits(np.float32(value)), np.uint16)
+            return np.full((1, n), value, {"f16": np.float16, "f32": np.float32}[kind])
         if isinstance(t, ir.F32Type):
             return np.float32(ir.FloatAttr(attr).value)
+        if isinstance(t, ir.VectorType):   # a splat: [1, n], as lanes broadcast
+            value = ir.FloatAttr(ir.DenseElementsAttr(attr).get_splat_value()).value
+            element = ir.VectorType(t).element_type
+            one = _bf16_bits(np.float32(value)) if isinstance(element, ir.BF16Type) else \
+                np.asarray(value, np.float16 if isinstance(element, ir.F16Type) else np.float32)
+            return np.full((1, ir.VectorType(t).shape[0]), one)
+        if isinstance(t, ir.BF16Type):    # held as its bits, as loads leave it
+            return _bf16_bits(np.float32(ir.FloatAttr(attr).value))[()]
+        if isinstance(t, ir.F16Type):
+            return np.float16(ir.FloatAttr(attr).value)
         if isinstance(t, ir.IntegerType) and ir.IntegerType(t).width == 1:
             return np.bool_(ir.IntegerAttr(attr).value)
         return np.int64(ir.IntegerAttr(attr).value)
@@ -290,6 +323,9 @@ class Interpreter:
     def _arith_xori(self, op, ins, mask):
         return np.bitwise_xor(*ins)
 
+    def _arith_shrui(self, op, ins, mask):
+        return np.right_shift(np.asarray(ins[0], np.int64), np.asarray(ins[1], np.int64))
+
     @staticmethod
     def _wrap(op, x):
         t = op.results[0].type
@@ -348,7 +384,8 @@ class Interpreter:
         return np.maximum(*ins).astype(np.float32)
 
     def _arith_extf(self, op, ins, mask):
-        src = str(op.operands[0].type)
+        t = op.operands[0].type
+        src = str(ir.VectorType(t).element_type if isinstance(t, ir.VectorType) else t)
         if src == "bf16":
             return _bf16_values(ins[0])
         return np.asarray(ins[0]).astype(np.float32)
@@ -443,6 +480,12 @@ class Interpreter:
             return ins[0].address
         return np.int64(self._base(op.operands[0]))
 
+    def _memref_reinterpret_cast(self, op, ins, mask):
+        """A view made inside a launch (its offset is in its type), as on
+        the host side."""
+        self.memrefs[op.results[0]] = self._base(op.operands[0])
+        self.env[op.results[0]] = None
+
     def _memref_load(self, op, ins, mask):
         address = self._memref_address(op.operands[0], ins[1:])
         kind = str(ir.MemRefType(op.operands[0].type).element_type)
@@ -501,6 +544,11 @@ class Interpreter:
     @staticmethod
     def _wrap_i32(x):
         return ((np.asarray(x, np.int64) + (1 << 31)) % (1 << 32)) - (1 << 31)
+
+    def _vector_broadcast(self, op, ins, mask):
+        n = ir.VectorType(op.results[0].type).shape[0]
+        x = np.broadcast_to(np.asarray(ins[0]), (self.lanes,))
+        return np.repeat(x[:, None], n, axis=1)
 
     def _vector_bitcast(self, op, ins, mask):
         return self._vector_of_bytes(op.results[0].type,

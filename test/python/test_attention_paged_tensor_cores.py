@@ -106,7 +106,8 @@ def test_attention_attribute_records_the_page_tables():
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
     assert "max_seq_len_kv = 300 : i64" in info, info
-    assert "operands = array<i64: 0, 1, 2, -1, 3, 4, 5, 6>, padding = true" in info, info
+    assert "operands = array<i64: 0, 1, 2, -1, 3, 4, 5, 6, -1, -1, -1, -1>, padding = " \
+        "true" in info, info
 
 
 def test_matcher_reads_the_paged_cache():

@@ -88,7 +88,9 @@ import dnnc
 from dnnc import compiler, graph_mlir, passes, pipelines
 from dnnc.codegen.gpu import irutil, ptxas, sass
 from dnnc.codegen.gpu.tensorcore import attention as attention_match
-from dnnc.codegen.gpu.tensorcore.sm90 import NotSupported, flash, flash_backward
+from dnnc.codegen.gpu.tensorcore.sm90 import (
+    NotSupported, flash, flash_backward, flash_backward_fused,
+)
 from dnnc.heuristics import Problem, TensorSpec, rank
 from test_cuda_compile import _load_gpu_cases
 from test_tc_sass import ARCH, MAX_SHARED, needs_sass
@@ -148,13 +150,14 @@ def sdpa_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, stats=T
 
 def backward_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, bias=None,
                    interleaved=(), types=None, bottom_right=False, window=None,
-                   bias_type=None, padding=False):
+                   bias_type=None, padding=False, deterministic=False):
     """One sdpa_backward of q [b, h, sq, d], k [b, hk, skv, d], v [b, hk,
     skv, dv], o and do [b, h, sq, dv] and stats (f32) into dq, dk and dv;
     ``interleaved`` the tensors (of q, k, v, o, do, dq, dk, dv) stored (B,
     S, H, D); ``types`` {tensor: type} for those not of ``dtype``;
     ``causal``, ``bottom_right`` and ``window`` the masks (``masks``);
-    ``bias`` the bias's dims, of ``bias_type`` (default ``dtype``)."""
+    ``bias`` the bias's dims, of ``bias_type`` (default ``dtype``);
+    ``deterministic``: use_deterministic_algorithm."""
     dv = dv or d
     types = types or {}
 
@@ -172,7 +175,8 @@ def backward_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, bia
         bias_t = g.tensor(name="bias", dim=bias, data_type=bias_type) if bias else None
         grads = g.sdpa_backward(t["q"], t["k"], t["v"], t["o"], t["do"], stats, bias=bias_t,
                                 **masks(causal, bottom_right, window),
-                                **lengths(g, b, padding))
+                                **lengths(g, b, padding),
+                                use_deterministic_algorithm=deterministic)
         for x, grad in zip(("dq", "dk", "dv"), grads):
             grad.set_name(x).set_output(True)
             if x in types:
@@ -482,19 +486,35 @@ def test_heuristics_count_the_bias(sq, d, dv, dtype, bias_type, tile, stages):
                             flash.FlashTile(*c.tile, c.stages))
 
 
-@pytest.mark.parametrize("d, dv, dtype", [(64, 64, "bf16"), (128, 128, "f16"), (8, 128, "bf16"),
-                                          (128, 40, "f16")])
-def test_heuristics_rank_the_attention_backward(d, dv, dtype):
-    """One tc-sm90 config (the kernels size their tiles from the head dims),
-    then simt-generic."""
+@pytest.mark.parametrize("d, dv, dtype, fused", [
+    (64, 64, "bf16", 3), (128, 128, "f16", 2), (128, 40, "f16", 3), (64, 128, "bf16", 3),
+    (8, 128, "bf16", None), (96, 96, "bf16", None), (72, 64, "f16", None)])
+def test_heuristics_rank_the_attention_backward(d, dv, dtype, fused):
+    """For D 64 and 128 the fused kernel (tile [64, 128]: query rows a
+    step, kv rows a block; ``fused`` ring stages, what shared memory
+    holds), then the two kernels (tile [128, 128]); for other head dims
+    the two kernels alone, saying why; then simt-generic."""
     configs = rank(backward_problem(300, 333, d, dv, dtype))
-    assert [c.strategy for c in configs][0] == "tc-sm90"
-    assert {c.strategy for c in configs[1:]} == {"simt-generic"}
-    first = configs[0]
-    assert (first.block, first.tile) == ((384, 1, 1), ()), first
+    tc = [c for c in configs if c.strategy == "tc-sm90"]
+    assert [c.strategy for c in configs[:len(tc)]] == ["tc-sm90"] * len(tc)
+    assert {c.strategy for c in configs[len(tc):]} == {"simt-generic"}
+    facts = f"attention backward (sdpa_backward: 300x333x{d} (S x Skv x D) x16 batch {dtype})"
+    two = tc[-1]
+    assert (two.block, two.tile) == ((384, 1, 1), (128, 128)), two
+    assert two.reason.startswith(
+        f"{facts}: a dQ kernel and a dK dV kernel, 128 rows a block, no atomics "
+        "(deterministic)"), two.reason
+    if fused is None:
+        assert len(tc) == 1
+        assert "; not the fused kernel: head dim D = " in two.reason, two.reason
+        return
+    first = tc[0]
+    assert len(tc) == 2
+    assert (first.block, first.tile, first.stages) == ((384, 1, 1), (64, 128), fused), first
     assert first.reason == (
-        f"attention backward (sdpa_backward: 300x333x{d} (S x Skv x D) x16 batch {dtype}): a "
-        "dQ kernel and a dK dV kernel, 128 rows a block, no atomics")
+        f"{facts}: one fused kernel, a block per 128 kv rows, 64 query rows a step, {fused} "
+        "stages, dQ summed in f32 by TMA reduce-adds (not deterministic; tile 128x128 names "
+        "the deterministic two kernels)")
 
 
 @pytest.mark.parametrize("build, why", [
@@ -550,20 +570,34 @@ def test_every_ranked_backward_is_one_the_kernels_take():
     """For head dims D and Dv that are multiples of 8 up to 256, the
     heuristics rank tc-sm90 for the backward exactly where both are up to
     128, and there ``flash_backward.check`` takes the tiles the kernels
-    choose; elsewhere it refuses them too."""
+    choose; elsewhere it refuses them too. They rank the fused kernel
+    first exactly where ``flash_backward_fused.check`` takes the config
+    (D 64 or 128)."""
     dims = range(8, 257, 8)
-    for d in dims:
-        for dv in dims:
-            ranked = [c.strategy for c in rank(backward_problem(100, 1000, d, dv))]
-            att = attention(d, dv, backward=True)
-            tiles = flash_backward.tiles_for(d, dv)
-            if max(d, dv) <= flash_backward.MAX_HEAD_DIM:
-                assert ranked[0] == "tc-sm90", (d, dv)
-                flash_backward.check(att, tiles)
-            else:
-                assert "tc-sm90" not in ranked, (d, dv)
-                with pytest.raises(NotSupported):
+    with ir.Context():
+        for d in dims:
+            for dv in dims:
+                configs = rank(backward_problem(100, 1000, d, dv))
+                ranked = [c.strategy for c in configs]
+                att = attention(d, dv, backward=True)
+                tiles = flash_backward.tiles_for(d, dv)
+                if max(d, dv) <= flash_backward.MAX_HEAD_DIM:
+                    assert ranked[0] == "tc-sm90", (d, dv)
                     flash_backward.check(att, tiles)
+                else:
+                    assert "tc-sm90" not in ranked, (d, dv)
+                    with pytest.raises(NotSupported):
+                        flash_backward.check(att, tiles)
+                    continue
+                first = configs[0]
+                tile = flash_backward_fused.FusedTile(*first.tile, first.stages)
+                if first.tile == (128, 128):
+                    assert d not in (64, 128), (d, dv)
+                    with pytest.raises(NotSupported):
+                        flash_backward_fused.check(att, flash_backward_fused.tile_for(d, dv))
+                else:
+                    assert d in (64, 128), (d, dv)
+                    flash_backward_fused.check(att, tile)
 
 
 @pytest.mark.parametrize("att, tile, why", [
@@ -674,7 +708,8 @@ def test_attention_attribute_records_operands_and_results():
     # q, k, v and bias are the kernel's arguments 0-3 (no lengths); o and
     # stats its two returned values, in that order.
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: '
-                    '0, 1, 2, 3, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, '
+                    '0, 1, 2, 3, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = '
+                    'array<i64: 0, 1>, '
                     'returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}'), info
 
 
@@ -685,7 +720,8 @@ def test_attention_attribute_records_the_lengths():
                                           padding=True))
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
-    assert "operands = array<i64: 0, 1, 2, -1, 3, 4, -1, -1>, padding = true" in info, info
+    assert "operands = array<i64: 0, 1, 2, -1, 3, 4, -1, -1, -1, -1, -1, -1>, padding = " \
+        "true" in info, info
 
 
 def test_attention_attribute_of_the_backward():
@@ -698,7 +734,8 @@ def test_attention_attribute_of_the_backward():
         info = str(fn.attributes[attention_match.ATTR])
         assert attention_match.op_of(fn) == "sdpa_backward"
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa_backward", operands = '
-                    'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1>, padding = false, results = '
+                    'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, '
+                    'padding = false, results = '
                     'array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
                     'window = 0 : i64}'), info
 
@@ -726,8 +763,8 @@ def test_attention_attribute_records_the_masks(build, diagonal, window):
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
         op = attention_match.op_of(fn)
-    operands, results = (("0, 1, 2, -1, -1, -1, -1, -1", "0, 1") if op == "sdpa" else
-                         ("0, 1, 2, 3, 4, 5, -1, -1, -1", "0, 1, 2"))
+    operands, results = (("0, 1, 2" + ", -1" * 9, "0, 1") if op == "sdpa" else
+                         ("0, 1, 2, 3, 4, 5" + ", -1" * 11, "0, 1, 2"))
     assert info == (f'{{causal = true, diagonal = "{diagonal}", op = "{op}", operands = '
                     f'array<i64: {operands}>, padding = false, results = array<i64: '
                     f'{results}>, returned = {results.count(",") + 1} : i64, scale = '
@@ -835,6 +872,10 @@ def test_backward_matcher_reads_the_bufferized_kernel():
 # Plans
 
 
+# The config override that takes an sdpa_backward to the two kernels.
+TWO_KERNELS = "*=tile:128x128"
+
+
 class Built:
     """Each graph compiled and assembled at most once."""
 
@@ -842,11 +883,16 @@ class Built:
         self.packages, self.assembled = {}, {}
 
     def package(self, name):
+        """The package of graph ``name``; BACKWARD's with the two-kernel
+        backward (the config override ``TWO_KERNELS``; the fused kernel's
+        plans and SASS: test_attention_backward_fused.py)."""
         if name not in self.packages:
             build = TENSOR_CORES.get(name) or BACKWARD.get(name) or FALLBACKS[name][0]
+            config = TWO_KERNELS if name in BACKWARD else None
             self.packages[name] = compiler.compile_module(
                 graph_mlir.to_module(build()),
-                compiler.Options(target="cuda", arch=ARCH, tuning_db="off"), basename=name)
+                compiler.Options(target="cuda", arch=ARCH, tuning_db="off", config=config),
+                basename=name)
         return self.packages[name]
 
     def assembly(self, name):
@@ -1353,11 +1399,11 @@ def test_random_attention_backward_inputs_are_the_forwards(gpu_cases, graph):
 
 @pytest.mark.parametrize("graph", BACKWARD_PLAN_GRAPHS)
 def test_random_attention_backward_plans(gpu_cases, graph):
-    """Each configuration without a bias (masked or not): two tc-sm90
-    launches (and a tc-sm90 forward before them where the graph computes
-    o), the gradients written where they lie; with one: the backward on
-    simt-generic, the bias named (a forward in the graph takes it:
-    tc-sm90)."""
+    """Each configuration without a bias (masked or not): for D 64 and 128
+    the fused backward's three launches, else the two kernels' two (and a
+    tc-sm90 forward before them where the graph computes o), the gradients
+    written where they lie; with one: the backward on simt-generic, the
+    bias named (a forward in the graph takes it: tc-sm90)."""
     family = gpu_cases.attention_backward_random
     configs = family.CONFIGS[graph]
     by_config, copies = family_plan(family_package(family, graph))
@@ -1377,6 +1423,14 @@ def test_random_attention_backward_plans(gpu_cases, graph):
             assert kernels[0]["reason"].startswith(
                 "tc-sm90 does not apply (an additive bias (not yet in the tensor-core "
                 "kernels)): simt-generic"), kernels[0]["reason"]
+            continue
+        if att.d in (64, 128) and att.bias is None:
+            # The fused backward: delta and the zeroed dQ workspace, the
+            # kernel, dQ's conversion.
+            assert [(k["strategy"], k["block"][0]) for k in kernels] == \
+                [("tc-sm90", 128), ("tc-sm90", 384), ("tc-sm90", 128)], \
+                (att, kernels[0]["reason"])
+            assert kernels[1]["grid"] == [-(-att.skv // 128), att.batch * att.kv_heads, 1]
             continue
         assert [(k["strategy"], k["block"][0]) for k in kernels] == [("tc-sm90", 384)] * 2, \
             (att, kernels[0]["reason"])

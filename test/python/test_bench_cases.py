@@ -255,7 +255,8 @@ def test_run_without_a_gpu(monkeypatch, capsys):
 
 
 ATTENTION_FORWARD = [c for c in CASES if c.group == "attention" and c.others
-                     and not c.name.startswith(("sdpa decode", "sdpa paged"))]
+                     and not c.name.startswith(("sdpa decode", "sdpa paged", "sdpa ragged"))]
+ATTENTION_RAGGED = [c for c in CASES if c.name.startswith("sdpa ragged")]
 ATTENTION_DECODE = [c for c in CASES if c.name.startswith("sdpa decode")]
 ATTENTION_PAGED = [c for c in CASES if c.name.startswith("sdpa paged decode")]
 
@@ -300,6 +301,57 @@ def test_attention_paged_torch_side_matches_the_reference():
     got = fn(torch, *tensors, k_full, v_full)
     values = {t.name: x.numpy() for t, x in zip(g.inputs, tensors)}
     want = g.execute_reference(values)[g.outputs[0].name]  # rounded to bf16
+    np.testing.assert_allclose(got.double().numpy(), want, rtol=8e-3, atol=1e-3)
+
+
+def test_attention_ragged_cases():
+    """B8 packed sequences of varying lengths, H16 D128, causal and not:
+    the offsets and lengths, then q, k and v packed (strides [S H D, D,
+    H D, 1]), in the order init and torch_prepare take them; FLOPs of each
+    sequence's own length."""
+    assert {c.name for c in ATTENTION_RAGGED} == {"sdpa ragged B8 H16 S4096 D128 bf16",
+                                                 "sdpa ragged causal B8 H16 S4096 D128 bf16"}
+    for c in ATTENTION_RAGGED:
+        assert set(c.others) == {"varlen", "cudnn_padded"} and c.torch_prepare and c.init
+        off, lens, q, k, v = graph(c.name).inputs
+        assert off.dim == [9, 1, 1, 1] and lens.dim == [8, 1, 1, 1]
+        assert q.get_stride() == [4096 * 16 * 128, 128, 16 * 128, 1]
+        assert q.get_ragged_offset() is off and v.get_ragged_offset() is off
+        lengths = cases.RAGGED_LENGTHS
+        causal = 2 if "causal" in c.name else 1
+        assert c.flops == sum(4 * 16 * n * n * 128 / causal for n in lengths)
+
+
+def test_attention_ragged_torch_side_matches_the_reference():
+    """PyTorch's side of a small ragged case, the varlen kernel replaced by
+    SDPA's math per sequence (varlen runs on CUDA only), through the same
+    init, prepare and index_copy, against the dnnc reference of the graph."""
+    torch = pytest.importorskip("torch", reason="PyTorch not installed")
+    import numpy as np
+    lengths, h, d = (5, 0, 9, 3), 2, 16
+    build, init, prepare = cases._sdpa_ragged(h, d, True, lengths)
+    g = build()
+    torch.manual_seed(0)
+    tensors = []
+    for t in g.inputs:
+        if t.get_data_type().mlir == "i32":
+            tensors.append(torch.zeros(t.dim, dtype=torch.int32))
+        else:
+            x = torch.empty_strided(t.dim, t.get_stride())
+            x.copy_(torch.randn(t.dim).to(torch.bfloat16).float())
+            tensors.append(x)
+    init(torch, *tensors)
+    qr, kr, vr, cu, at, padded, *_ = prepare(torch, *tensors)
+    rows = []
+    for i, n in enumerate(lengths):
+        a, z = int(cu[i]), int(cu[i + 1])
+        x = [y[a:z].transpose(0, 1) for y in (qr, kr, vr)]
+        rows.append(torch.nn.functional.scaled_dot_product_attention(*x, is_causal=True)
+                    .transpose(0, 1))
+    padded.index_copy_(0, at, torch.cat(rows))
+    got = padded.view(len(lengths), max(lengths), h, d).permute(0, 2, 1, 3)
+    values = {t.name: x.numpy() for t, x in zip(g.inputs, tensors)}
+    want = g.execute_reference(values)[g.outputs[0].name]
     np.testing.assert_allclose(got.double().numpy(), want, rtol=8e-3, atol=1e-3)
 
 

@@ -10,8 +10,11 @@ on sm_90a (where tc-sm90's TMA cannot step such pixels: conv.Unaligned).
   chunks; C = 6 and 12: cp.async of 4 and 8 bytes cut at C), strided,
   dilated, asymmetrically padded, 3-D, in convolution mode, with a bias and
   relu; data gradients of odd K and C, stride 1 and strided (stride
-  phases); filter gradients of odd K, and of C that no tile's N divides
-  (odd, and C = 40: a tile's columns span filter taps).
+  phases); filter gradients of odd K, and of C that no tile's N divides:
+  odd C and C = 12 (rows of C not a multiple of 16 bytes: a tile's
+  columns span filter taps, element by element and in 8-byte chunks), and
+  C = 40 of odd K (the taps the GEMM's batch, tensorcore/wgrad_taps.py,
+  its dy read element by element).
 * Plans: on sm_90a one tc-sm80 kernel, no layout kernel copying an operand
   into padded pixels, the reason saying why tc-sm90 does not apply.
 * SASS (sm_80 and sm_90a): HMMA of the operand type, no spills or local
@@ -94,7 +97,15 @@ INTERPRETED = {
                                             dict(dilation=[2, 1], pre_padding=[2, 0],
                                                  post_padding=[1, 1], conv_mode="convolution"),
                                             None),
-    "wgrad_k8_c40_f16": ("wgrad", "f16", [2, 40, 6, 6], 8, [3, 3], dict(padding=[1, 1]), None),
+    # C = 40 (a multiple of 8, not of 64) runs with the taps as the GEMM's
+    # batch (wgrad_taps.py), not in tiles spanning taps; of K = 8 tc-sm90
+    # runs it on sm_90a, so K = 7 here (dy's rows TMA cannot step) keeps it
+    # on tc-sm80 on both archs: the batched layout with an element-wise A.
+    "wgrad_k7_c40_f16": ("wgrad", "f16", [2, 40, 6, 6], 7, [3, 3], dict(padding=[1, 1]), None),
+    # C = 12: 24-byte pixels, 8-byte chunks, each in one tap, tiles spanning
+    # taps.
+    "wgrad_k16_c12_bf16": ("wgrad", "bf16", [2, 12, 7, 6], 16, [3, 3], dict(padding=[1, 1]),
+                           None),
     "wgrad_k3_c64_strided_f16": ("wgrad", "f16", [2, 64, 9, 7], 3, [2, 3],
                                  dict(stride=[2, 2], pre_padding=[1, 0], post_padding=[0, 1]),
                                  None),
@@ -164,7 +175,8 @@ SASS = {"fprop_c63_k65_bias_relu_bf16": "HMMA.16816.F32.BF16",
         "dgrad_k65_c63_bf16": "HMMA.16816.F32.BF16",
         "fprop_c12_k10_bf16": "HMMA.16816.F32.BF16",
         "wgrad_k3_c64_strided_f16": "HMMA.16816.F32",
-        "wgrad_k16_c63_bf16": "HMMA.16816.F32.BF16"}
+        "wgrad_k16_c63_bf16": "HMMA.16816.F32.BF16",
+        "wgrad_k7_c40_f16": "HMMA.16816.F32"}
 
 
 @needs_sass
@@ -228,3 +240,18 @@ def test_large_odd_channels_fit_registers(direction, arch):
     resources, _ = ptxas.assemble_cubin(built.ptx, arch)
     r = resources[k["entry"]]
     assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["config"], r)
+
+
+def test_wgrad_layout_in_plan():
+    """The plan says how a filter gradient's columns meet the taps
+    (wgrad_taps.py): C = 40 with the taps as the GEMM's batch (a multiple
+    of 8, which tc-sm90 would read too: preferred to tiles spanning taps),
+    C = 63 and 12 in tiles spanning taps (rows TMA cannot step), on sm_90a's
+    tc-sm80 and on sm_80."""
+    for arch in ("sm_80", "sm_90a"):
+        for name, says in (("wgrad_k7_c40_f16", "the taps the GEMM's batch: 64 columns a tap"),
+                           ("wgrad_k16_c63_bf16", "columns may span filter taps: C = 63"),
+                           ("wgrad_k16_c12_bf16", "columns may span filter taps: C = 12")):
+            (k,) = package(name, arch).kernels
+            assert k["strategy"] == "tc-sm80", (arch, name, k.get("reason"))
+            assert says in k["reason"], (arch, name, k["reason"])

@@ -21,8 +21,8 @@ without a tuning database:
   channels, no layout kernel), row-major (NCHW) x, all operands NCHW:
   tc-sm90 after dnn-conv-layouts' kernels (transposes to and from
   channels-last), the plan naming them.
-* ``FALLBACKS``: two groups: simt-generic, the reason saying why tc-sm90
-  does not apply.
+* ``FALLBACKS``: two groups of more channels than simt-depthwise stages:
+  simt-generic, the reason saying why tc-sm90 does not apply.
 * ``SM80_FALLBACKS``: a 3-D filter whose im2col pixel box TMA cannot
   describe, C = 3 pixels with nothing to fold: tc-sm80's implicit GEMM, the
   reason saying why tc-sm90 does not apply.
@@ -134,9 +134,11 @@ LAID_OUT = {
 }
 # name: (graph builder, what the reason says of why tc-sm90 does not apply).
 FALLBACKS = {
-    "groups2_f16": (conv_graph("groups2_f16", "f16", [2, 16, 8, 8], 16, [3, 3], groups=2,
-                               padding=[1, 1]),
-                    "2 groups of 8 channels: a group's channels are read in whole K steps "
+    # (Fewer channels a group run on simt-depthwise, test_grouped_simt.py;
+    # these 48 a group of 7 x 7 taps are more filters than it stages.)
+    "groups2_f16": (conv_graph("groups2_f16", "f16", [1, 96, 8, 8], 16, [7, 7], groups=2,
+                               padding=[3, 3]),
+                    "2 groups of 48 channels: a group's channels are read in whole K steps "
                     "of 64"),
 }
 # name: (graph builder, why tc-sm90 does not apply): tc-sm80 takes them.

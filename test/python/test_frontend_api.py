@@ -11,8 +11,8 @@ from dnnc.errors import GraphError, UnsupportedError
 CUDNN_TYPES = ["FLOAT", "DOUBLE", "HALF", "INT8", "INT32", "INT8x4", "UINT8", "UINT8x4",
                "INT8x32", "BFLOAT16", "INT64", "BOOLEAN", "FP8_E4M3", "FP8_E5M2",
                "FAST_FLOAT_FOR_FP8", "FP8_E8M0", "FP4_E2M1", "INT4", "NOT_SET"]
-DNNC_TYPES = {"FLOAT", "HALF", "BFLOAT16", "FP8_E4M3", "FP8_E5M2", "BOOLEAN", "INT32",
-              "FAST_FLOAT_FOR_FP8"}
+DNNC_TYPES = {"FLOAT", "HALF", "BFLOAT16", "FP8_E4M3", "FP8_E5M2", "BOOLEAN", "INT32", "INT8",
+              "UINT8", "FAST_FLOAT_FOR_FP8"}
 
 
 def _graph(**kw):
@@ -189,11 +189,11 @@ def test_handles_streams_and_versions():
 
 def test_unsupported_data_type_is_a_graph_error_naming_it():
     g = _graph()
-    x = g.tensor(name="x", dim=[4], data_type=cudnn.data_type.INT8)
+    x = g.tensor(name="x", dim=[4], data_type=cudnn.data_type.INT64)
     g.relu(x).set_output(True)
     g.validate()                      # as in cuDNN: create_execution_plans says what is not
     g.build_operation_graph()         # supported, which cudnn-frontend code catches to skip
-    with pytest.raises(cudnn.UnsupportedDataTypeError, match="tensor 'x'.*INT8") as err:
+    with pytest.raises(cudnn.UnsupportedDataTypeError, match="tensor 'x'.*INT64") as err:
         g.create_execution_plans([cudnn.heur_mode.A])
     assert isinstance(err.value, GraphError)
     assert isinstance(err.value, cudnn.cudnnGraphNotSupportedError)

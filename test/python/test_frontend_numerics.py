@@ -463,3 +463,172 @@ def test_graph_wrapper_as_the_samples_use_it():
     torch.testing.assert_close(m_out, x.mean(dim=(1, 2, 3), keepdim=True))
     by_name = graph({"ln::input": x, "ln::scale": s, "ln::bias": bb, "ln::epsilon": eps})
     torch.testing.assert_close(by_name["ln::Y"], y_out)
+
+
+def test_sdpa_on_ragged_thd_tensors():
+    # cuDNN's packed variable-length layout as its tests write it: q, k, v,
+    # o of dims [B, H, S, D] over THD buffers (strides [S H D, D, H D, 1]),
+    # int32 ragged offsets [B + 1, 1, 1, 1] (prefix sums of the lengths
+    # times H D) set on each, the lengths through the padding mask; against
+    # SDPA on each sequence alone, forward and backward.
+    torch.manual_seed(8)
+    B, H, S, D = 3, 2, 6, 8
+    lengths = torch.tensor([4, 6, 1], dtype=torch.int32)
+    total = int(lengths.sum())
+    off = torch.cat([torch.zeros(1, dtype=torch.int32), torch.cumsum(lengths, 0)]) * H * D
+    off = off.to(torch.int32).reshape(B + 1, 1, 1, 1)
+    seq = lengths.reshape(B, 1, 1, 1)
+
+    def packed(rows):
+        buf = torch.zeros(B * S, H, D)
+        buf[:total] = rows
+        return buf.reshape(B, S, H, D).permute(0, 2, 1, 3)   # strides [S H D, D, H D, 1]
+    q, k, v, do = (packed(torch.randn(total, H, D)) for _ in range(4))
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Q, K, V = g.tensor_like(q), g.tensor_like(k), g.tensor_like(v)
+    OFF, LEN = g.tensor_like(off), g.tensor_like(seq)
+    for t in (Q, K, V):
+        t.set_ragged_offset(OFF)
+    O, stats = g.sdpa(q=Q, k=K, v=V, attn_scale=0.4, generate_stats=True, use_causal_mask=True,
+                      use_padding_mask=True, seq_len_q=LEN, seq_len_kv=LEN)
+    O.set_output(True).set_stride(list(q.stride())).set_ragged_offset(OFF)
+    stats.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    o = torch.full_like(q, float("nan"))
+    st = torch.empty(B, H, S, 1)
+    g.execute({Q: q, K: k, V: v, OFF: off, LEN: seq, O: o, stats: st}, None)
+
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=o, do=do, st=st).items()}
+    BOFF, BLEN = bwd.tensor_like(off), bwd.tensor_like(seq)
+    for n in ("q", "k", "v", "o", "do"):
+        t[n].set_ragged_offset(BOFF)
+    grads = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"], stats=t["st"],
+                              attn_scale=0.4, use_causal_mask=True, use_padding_mask=True,
+                              seq_len_q=BLEN, seq_len_kv=BLEN, max_total_seq_len_q=total,
+                              max_total_seq_len_kv=total)
+    for x in grads:
+        x.set_output(True).set_stride(list(q.stride())).set_ragged_offset(BOFF)
+    _build(bwd)
+    dq, dk, dv = (torch.full_like(q, float("nan")) for _ in range(3))
+    bwd.execute({t["q"]: q, t["k"]: k, t["v"]: v, t["o"]: o, t["do"]: do, t["st"]: st,
+                 BOFF: off, BLEN: seq, grads[0]: dq, grads[1]: dk, grads[2]: dv}, None)
+
+    def rows(x, b):   # sequence b of packed x as [H, L, D]
+        start, n = int(off[b]) // (H * D), int(lengths[b])
+        return x.permute(0, 2, 1, 3).reshape(B * S, H, D)[start:start + n].transpose(0, 1)
+    for b in range(B):
+        qb, kb, vb = (rows(x, b).clone().requires_grad_() for x in (q, k, v))
+        want = F.scaled_dot_product_attention(qb, kb, vb, is_causal=True, scale=0.4)
+        want.backward(rows(do, b))
+        torch.testing.assert_close(rows(o, b), want, atol=1e-5, rtol=1e-5)
+        for got, ref in ((dq, qb.grad), (dk, kb.grad), (dv, vb.grad)):
+            torch.testing.assert_close(rows(got, b), ref, atol=1e-4, rtol=1e-4)
+
+
+def _conv_int64(x, w, padding):
+    """NumPy int64 cross-correlation of (N, C, H, W) by (K, C, R, S)."""
+    import numpy as np
+
+    x, w = x.astype(np.int64), w.astype(np.int64)
+    (n, _, h, wd), (k, _, r, s) = x.shape, w.shape
+    xp = np.pad(x, ((0, 0), (0, 0), (padding, padding), (padding, padding)))
+    p, q = h + 2 * padding - r + 1, wd + 2 * padding - s + 1
+    y = np.zeros((n, k, p, q), np.int64)
+    for i in range(r):
+        for j in range(s):
+            y += np.einsum("nchw,kc->nkhw", xp[:, :, i:i + p, j:j + q], w[:, :, i, j])
+    return y
+
+
+def test_conv_int8_as_cudnn_frontends_test_builds_it():
+    """test_conv_bias.py::test_conv_int8's graph (io INT8, intermediate and
+    compute INT32, identity to an INT32 output, channels-last tensors, the
+    output buffer a larger int32 tensor used as storage), exact against
+    NumPy's int64 sums."""
+    torch.manual_seed(0)
+    n, c, h, w, k = 2, 64, 12, 10, 4
+    x = torch.randint(-127, 128, (n, c, h, w), dtype=torch.int8) \
+        .to(memory_format=torch.channels_last)
+    wt = torch.randint(-127, 128, (k, c, 3, 3), dtype=torch.int8) \
+        .to(memory_format=torch.channels_last)
+
+    @cudnn.jit(heur_modes=[cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
+    def create(xg, wg):
+        with cudnn.graph(None, io_data_type=cudnn.data_type.INT8,
+                         intermediate_data_type=cudnn.data_type.INT32,
+                         compute_data_type=cudnn.data_type.INT32) as (g, _):
+            g.target = "cpu"
+            X, W = g.tensor_like(xg), g.tensor_like(wg)
+            conv = g.conv_fprop(image=X, weight=W, padding=[1, 1], stride=[1, 1],
+                                dilation=[1, 1])
+            Y = g.identity(name="identity", input=conv)
+            Y.set_output(True).set_data_type(cudnn.data_type.INT32)
+            return g, [X, W, Y]
+
+    g, (xu, wu, yu) = create(x, wt)
+    y = torch.randint(0, 127, x.size(), dtype=torch.int32).to(memory_format=torch.channels_last)
+    g.execute({xu: x, wu: wt, yu: y}, torch.empty(g.get_workspace_size(), dtype=torch.uint8))
+    # Y is [n, k, h, w] channels-last at the start of y's storage.
+    got = y.permute(0, 2, 3, 1).reshape(-1)[:n * h * w * k].reshape(n, h, w, k).permute(0, 3, 1, 2)
+    want = _conv_int64(x.numpy(), wt.numpy(), 1)
+    assert torch.equal(got, torch.from_numpy(want).to(torch.int32))
+
+
+@pytest.mark.parametrize("a_type, b_type, mma_type", [
+    (torch.int8, torch.bfloat16, torch.bfloat16), (torch.int8, torch.int8, torch.float32),
+    (torch.float16, torch.int8, torch.float16), (torch.int8, torch.float16, torch.bfloat16),
+])
+def test_mixed_precision_matmul_with_int8_casts(a_type, b_type, mma_type):
+    """test_matmul_bias_relu.py::test_mixed_precision_matmul's graph: int8
+    operands cast (identity + set_data_type) to the MMA type, B column-major."""
+    torch.manual_seed(5)
+    bsz, m, n, k = 4, 8, 16, 32
+    if a_type is torch.int8:
+        a = torch.randint(4, (bsz, m, k), dtype=torch.int8) - 1
+    else:
+        a = 2 * torch.randn(bsz, m, k, dtype=a_type) - 0.5
+    if b_type is torch.int8:
+        stored = torch.randint(3, (bsz, k, n), dtype=torch.int8) - 2
+    else:
+        stored = 3 * torch.randn(bsz, k, n, dtype=b_type) - 1.25
+    b = torch.as_strided(stored, (bsz, k, n), (n * k, 1, n))
+    mma = {torch.bfloat16: cudnn.data_type.BFLOAT16, torch.float16: cudnn.data_type.HALF,
+           torch.float32: cudnn.data_type.FLOAT}[mma_type]
+    g = cudnn.pygraph(target="cpu")
+    A, B = g.tensor_like(a), g.tensor_like(b)
+    A_cast = g.identity(input=A, compute_data_type=cudnn.data_type.FLOAT)
+    A_cast.set_data_type(mma)
+    B_cast = g.identity(input=B, compute_data_type=cudnn.data_type.FLOAT)
+    B_cast.set_data_type(mma)
+    C = g.matmul(name="matmul", A=A_cast, B=B_cast, compute_data_type=cudnn.data_type.FLOAT)
+    C.set_output(True).set_data_type(mma)
+    _build(g)
+    want = torch.matmul(a.to(mma_type).float(), b.to(mma_type).float()).to(mma_type)
+    got = torch.zeros_like(want)
+    g.execute({A: a, B: b, C: got}, None)
+    torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
+
+
+def test_int8_matmul_fuzzer_form_casts_both_to_float():
+    """test_matmul_fuzzer.py's int8 configurations: A and B int8 (B strided),
+    both cast to FLOAT, then bias and relu, a FLOAT output."""
+    torch.manual_seed(6)
+    a = torch.randint(-3, 4, (3, 17, 40), dtype=torch.int8)
+    b = torch.as_strided(torch.randint(-3, 4, (3 * 40 * 9,), dtype=torch.int8), (3, 40, 9),
+                         (360, 1, 40))
+    bias = torch.randint(-3, 4, (1, 17, 1)).float()
+    g = cudnn.pygraph(compute_data_type=cudnn.data_type.FLOAT,
+                      intermediate_data_type=cudnn.data_type.FLOAT, target="cpu")
+    A, B, Bias = g.tensor_like(a), g.tensor_like(b), g.tensor_like(bias)
+    Ac = g.identity(input=A, compute_data_type=cudnn.data_type.FLOAT)
+    Ac.set_data_type(cudnn.data_type.FLOAT)
+    Bc = g.identity(input=B, compute_data_type=cudnn.data_type.FLOAT)
+    Bc.set_data_type(cudnn.data_type.FLOAT)
+    C = g.relu(name="relu", input=g.bias(name="bias", input=g.matmul(name="matmul", A=Ac, B=Bc),
+                                         bias=Bias))
+    C.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    _build(g)
+    got = torch.empty(3, 17, 9)
+    g.execute({A: a, B: b, Bias: bias, C: got}, None)
+    assert torch.equal(got, torch.relu(a.float() @ b.float() + bias))

@@ -483,8 +483,10 @@ def test_convolution_is_an_implicit_gemm():
 def test_convolutions_on_tensor_cores():
     """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
     on sm_80, each tap's channels read in whole K steps; a filter
-    gradient's tiles of N that lie in one filter tap (N divides C) ranked
-    first, those that span taps after them."""
+    gradient's tiles of N lie in one filter tap: of a width that divides C
+    (a multiple of 64), or any where the taps are the GEMM's batch (C a
+    multiple of 8), and span taps on tc-sm80 only where neither reads C
+    (odd C) (dnnc/codegen/gpu/tensorcore/wgrad_taps.py)."""
     bf16 = [([8, 40, 28, 28], "bf16"), ([64, 40, 3, 3], "bf16")]
     for arch, first in (("sm_90a", "tc-sm90"), ("sm_80", "tc-sm80")):
         configs = rank(problem("conv_fprop", bf16, [([8, 64, 28, 28], "bf16")], arch=arch))
@@ -495,15 +497,22 @@ def test_convolutions_on_tensor_cores():
         # 40 channels a tap take 64 of K in steps of 32 or of 64.
         assert all(f"K 576 (9 taps x 40 channels in steps of {c.tile[2]})" in c.reason
                    for c in sm80), [c.reason for c in sm80]
-    for channels, first in ((192, 64), (96, None), (63, None)):
+    for channels, widths in ((192, {64}), (96, {64, 128})):
         wgrad = rank(problem("conv_wgrad", [([8, 64, 28, 28], "bf16"),
                                             ([8, channels, 28, 28], "bf16")],
                              [([64, channels, 3, 3], "bf16")], arch="sm_80"))
-        widths = [c.tile[1] for c in wgrad if c.strategy == "tc-sm80"]
-        assert widths and wgrad[0].strategy == "tc-sm80", wgrad
-        dividing = [channels % n == 0 for n in widths]
-        assert dividing == sorted(dividing, reverse=True), (channels, widths)
-        assert (widths[0] if channels % widths[0] == 0 else None) == first, (channels, widths)
+        assert {c.tile[1] for c in wgrad if c.strategy == "tc-sm80"} == widths, wgrad
+    # C = 63: rows of 126 bytes, which neither layout above reads (tc-sm90's
+    # TMA cannot step them): tc-sm80 only, on sm_90a as tc-sm90's fallback,
+    # any tile, its columns spanning taps.
+    for arch in ("sm_80", "sm_90a"):
+        wgrad = rank(problem("conv_wgrad", [([8, 64, 28, 28], "bf16"),
+                                            ([8, 63, 28, 28], "bf16")],
+                             [([64, 63, 3, 3], "bf16")], arch=arch))
+        sm80 = [c for c in wgrad if c.strategy == "tc-sm80"]
+        assert sm80 and wgrad[0].strategy == "tc-sm80", wgrad
+        assert "tc-sm90" not in {c.strategy for c in wgrad}, wgrad
+        assert all("columns span filter taps" in c.reason for c in sm80), sm80
 
 
 def test_tensor_and_unknown_anchors():
@@ -926,10 +935,12 @@ def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
                            "them for 132 SMs")
     wide = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6,
                   reason="conv_fprop: ...; 128x128 tiles, 52 of them for 132 SMs")
-    ranked = _split_wider([narrow, wide], 132, 1568, 512, 1)     # 104 tiles of 128x64
+    ranked = _split_wider([narrow, wide], 132, 1568, 512, 1, 4608)     # 104 tiles of 128x64
     assert ranked[0].tile == (128, 128, 64) and ranked[0].split == 2
     assert ranked[0].cluster == 2 and ranked[0].stages == 4   # the pair sums in a cluster
     assert ranked[1:] == [narrow, wide]
     many = narrow
-    assert _split_wider([many, wide], 132, 2240, 512, 1) == [many, wide]    # 144 tiles
-    assert _split_wider([wide, narrow], 132, 1568, 512, 1) == [wide, narrow]
+    assert _split_wider([many, wide], 132, 2240, 512, 1, 4608) == [many, wide]    # 144 tiles
+    assert _split_wider([wide, narrow], 132, 1568, 512, 1, 4608) == [wide, narrow]
+    # A single K step cannot be split (tc-sm90 would refuse the cluster).
+    assert _split_wider([narrow, wide], 132, 1568, 512, 1, 64) == [narrow, wide]

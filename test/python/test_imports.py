@@ -76,6 +76,7 @@ LAYERS = [
     ("dialect and IR utilities", [
         "dnnc.dialect.**",      # the dnn dialect; walk.py: walking a module, its graph function
         "dnnc.reference",       # the NumPy oracle
+        "dnnc.compute_types",   # what a convolution or matmul multiplies in by default
         "dnnc.reference_attention",  # its attention part
         "dnnc.artifact",        # the .dnnpkg package
         "dnnc.archs",           # the GPU architectures dnnc compiles for

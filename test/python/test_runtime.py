@@ -470,7 +470,8 @@ def test_torch_argument_errors(no_cuda):
 def test_torch_dtype_spellings(no_cuda):
     for dtype, torch_dtype in [("bf16", torch.bfloat16), ("f16", torch.float16),
                                ("f8E4M3FN", torch.float8_e4m3fn), ("f8E5M2", torch.float8_e5m2),
-                               ("i1", torch.bool)]:
+                               ("i1", torch.bool), ("i32", torch.int32), ("si8", torch.int8),
+                               ("ui8", torch.uint8)]:
         exe = load(scale_manifest(n=4, dtype=dtype))
         with pytest.raises(ArgumentError, match="expected a CUDA tensor"):  # the dtype was accepted
             exe(torch.zeros(4, dtype=torch_dtype))
@@ -481,12 +482,17 @@ def test_torch_dtype_spellings(no_cuda):
 def test_numpy_dtype_spellings(no_cuda):
     import ml_dtypes
     for dtype, np_dtype in [("bf16", ml_dtypes.bfloat16), ("f8E4M3FN", ml_dtypes.float8_e4m3fn),
-                            ("f8E5M2", ml_dtypes.float8_e5m2), ("i1", np.bool_), ("f16", np.float16)]:
+                            ("f8E5M2", ml_dtypes.float8_e5m2), ("i1", np.bool_), ("f16", np.float16),
+                            ("i32", np.int32), ("si8", np.int8), ("ui8", np.uint8)]:
         exe = load(scale_manifest(n=4, dtype=dtype))
         with pytest.raises(AssertionError, match="CUDA called"):  # accepted: goes on to the GPU
             exe(np.zeros(4, np_dtype))
         with pytest.raises(ArgumentError, match=f"expected dtype {dtype} "):
             exe(np.zeros(4, np.float32 if dtype != "f32" else np.float16))
+    # int8 and uint8 are told apart, and neither is a boolean.
+    for dtype, wrong in [("si8", np.uint8), ("ui8", np.int8), ("si8", np.bool_), ("i1", np.int8)]:
+        with pytest.raises(ArgumentError, match=f"expected dtype {dtype} "):
+            load(scale_manifest(n=4, dtype=dtype))(np.zeros(4, wrong))
 
 
 # -- the launch path, on a fake GPU --------------------------------------------

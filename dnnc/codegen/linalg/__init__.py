@@ -20,6 +20,7 @@ from dnnc.codegen.linalg.scalar import SCALAR
 def _table():
     table = {name: pointwise.lower_pointwise for name in SCALAR}
     table.update({
+        "cast": pointwise.lower_cast,
         "constant": pointwise.lower_constant,
         "gen_index": pointwise.lower_gen_index,
         "reshape": tensor.lower_reshape,

@@ -7,7 +7,8 @@ expansion (convert-dnn-to-linalg).
 Fields: ``op`` (sdpa or sdpa_backward), ``scale`` (f64), ``causal`` (bool),
 ``diagonal`` (top_left or bottom_right), ``window`` (i64, 0 for none) and
 ``padding`` (bool): the op's masks, ``max_seq_len_kv`` (i64, only with
-a paged k and v: their Skv),
+a paged k and v: their Skv), ``ragged_strides`` (only with ragged tensors:
+the op's attribute, one sequence stride per ragged_* operand),
 ``operands`` (which block argument of the function each of q, k, v, bias,
 seq_len_q, seq_len_kv and the page tables is, for the backward q, k, v, o, do, stats, bias and
 the lengths; -1 for none, or for
@@ -21,9 +22,12 @@ position).
 from mlir import ir
 
 ATTR = "dnn.attention"
-OPERANDS = ("q", "k", "v", "bias", "seq_len_q", "seq_len_kv", "page_table_k", "page_table_v")
+OPERANDS = ("q", "k", "v", "bias", "seq_len_q", "seq_len_kv", "page_table_k", "page_table_v",
+            "ragged_q", "ragged_k", "ragged_v", "ragged_o")
 RESULTS = ("o", "stats")
-BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias", "seq_len_q", "seq_len_kv")
+BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias", "seq_len_q", "seq_len_kv",
+                     "ragged_q", "ragged_k", "ragged_v", "ragged_o", "ragged_do", "ragged_dq",
+                     "ragged_dk", "ragged_dv")
 BACKWARD_RESULTS = ("dq", "dk", "dv")
 
 
@@ -58,6 +62,8 @@ def describe(view, fn):
     paged = {"max_seq_len_kv": ir.IntegerAttr.get(ir.IntegerType.get_signless(64),
                                                   int(a["max_seq_len_kv"]))} \
         if a.get("max_seq_len_kv", 0) else {}
+    if any(a.get("ragged_strides", ())):
+        paged["ragged_strides"] = ir.DenseI64ArrayAttr.get(list(a["ragged_strides"]))
     return ir.DictAttr.get({
         **paged,
         "op": ir.StringAttr.get(view.name),

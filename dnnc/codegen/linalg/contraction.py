@@ -1,5 +1,8 @@
 """Matmul as a linalg.generic with f32 accumulation, and the operand rounding
-shared with convolution (f32, or tf32 for ``compute_type = tf32``).
+shared with convolution (f32, or tf32 for ``compute_type = tf32``). With
+``compute_type = i32`` (int8 / uint8 operands) the products and their sum
+are i32, exact (wrapping past 2^31 as the hardware's s32 accumulators do),
+converted once to the result type (``emit.from_i32``).
 
 c[..., m, n] = sum_k a[..., m, k] * b[..., k, n]. Batch dims broadcast as in
 NumPy: each operand's batch dims align right against c's, and a batch dim of
@@ -27,26 +30,50 @@ def round_tf32(x):
     return arith.bitcast(emit.f32(), arith.select(finite, rounded, bits))
 
 
+def integer(compute_type):
+    """Whether ``compute_type`` is int32 accumulation (int8 / uint8 operands)."""
+    return str(compute_type) == "i32"
+
+
+def accumulator(compute_type):
+    """The element type of the accumulator: i32 or f32."""
+    return emit.i32() if integer(compute_type) else emit.f32()
+
+
 def operand_scalar(dtype, compute_type):
-    """Stored element of ``dtype`` -> the f32 value the multiply sees (None
-    when that is the identity)."""
+    """Stored element of ``dtype`` -> the value the multiply sees: f32
+    (tf32-rounded in tf32 mode), or i32 in i32 mode. None when that is the
+    identity."""
+    if integer(compute_type):
+        return lambda x: emit.to_i32(x, dtype)
     if str(compute_type) == "tf32":
         return lambda x: round_tf32(emit.to_f32(x, dtype))
     return emit.f32_scalar(dtype)
 
 
 def as_compute(value, compute_type):
-    """A tensor converted to f32 (tf32-rounded in tf32 mode); f32 is kept."""
+    """A tensor converted to f32 (tf32-rounded in tf32 mode) or, in i32 mode,
+    to i32; f32 is kept."""
     dtype = emit.logical_info(value).dtype
+    if integer(compute_type):
+        return emit.convert(value, dtype, data_type.INT32)
     if dtype is data_type.FLOAT and str(compute_type) != "tf32":
         return value
     return emit.convert(value, dtype, data_type.FLOAT,
                         round_tf32 if str(compute_type) == "tf32" else None)
 
 
-def finish(acc, dtype):
-    """The f32 accumulator rounded to the result type."""
-    return acc if dtype is data_type.FLOAT else emit.convert(acc, data_type.FLOAT, dtype)
+def mac(compute_type):
+    """The body ``acc + x * y`` of the accumulator's type."""
+    if integer(compute_type):
+        return lambda x, y, acc: [arith.addi(acc, arith.muli(x, y))]
+    return lambda x, y, acc: [arith.addf(acc, arith.mulf(x, y))]
+
+
+def finish(acc, dtype, compute_type="f32"):
+    """The accumulator (f32, or i32 in i32 mode) converted to the result type."""
+    have = data_type.INT32 if integer(compute_type) else data_type.FLOAT
+    return acc if dtype is have else emit.convert(acc, have, dtype)
 
 
 def _batch_exprs(shape, batch):
@@ -74,10 +101,11 @@ def lower_matmul(view):
     ct = view.attrs["compute_type"]
     sa = operand_scalar(ia.dtype, ct) or (lambda v: v)
     sb = operand_scalar(ib.dtype, ct) or (lambda v: v)
-    acc = emit.filled(out.shape, emit.f32(), 0.0)
+    acc = emit.filled(out.shape, accumulator(ct), 0.0)
+    step = mac(ct)
 
     def body(x, y, c):
-        return [arith.addf(c, arith.mulf(sa(x), sb(y)))]
+        return step(sa(x), sb(y), c)
 
     acc = emit.generic([a, b], [acc], maps, [PARALLEL] * (nb + 2) + [REDUCTION], body)[0]
-    return {"c": finish(acc, out.dtype)}
+    return {"c": finish(acc, out.dtype, ct)}

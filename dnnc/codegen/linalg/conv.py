@@ -7,7 +7,9 @@ that every loop appears alone in some indexing map (linalg infers loop ranges
 from those). Operands are first converted to f32 (tf32-rounded in tf32 mode);
 x is zero-padded. The window flip of ``mode = "convolution"`` goes into the
 data operand's index (R - 1 - r), so the filter is always read at its own
-tap r. Accumulation is f32, rounded once to the result type.
+tap r. Accumulation is f32, rounded once to the result type; a forward
+convolution of int8 / uint8 operands (``compute_type = i32``) converts them
+to i32 instead and accumulates exactly in i32 (contraction.py).
 
 Below, per spatial dim: s stride, dl dilation, R window, pre padding.
 """
@@ -44,8 +46,9 @@ def _tap(r_loop, window_len, dilation, flip):
 
 
 def _padded_f32(x, pre, post, compute_type):
+    """x zero-padded, in the accumulator's type (f32, or i32 in i32 mode)."""
     scalar = contraction.operand_scalar(emit.logical_info(x).dtype, compute_type)
-    return window.pad(x, pre, post, 0.0, emit.f32(), scalar)
+    return window.pad(x, pre, post, 0.0, contraction.accumulator(compute_type), scalar)
 
 
 def _mac(x, y, acc):
@@ -74,10 +77,11 @@ def lower_conv_fprop(view):
         for i in range(nd)])
     w_map = emit.amap(loops, [d(1), d(2), d(c_loop)] + [d(r0 + i) for i in range(nd)])
     y_map = emit.amap(loops, [d(0), d(1), d(2)] + [d(o0 + i) for i in range(nd)])
-    acc = emit.filled([n, g, k // g] + list(out.shape[2:]), emit.f32(), 0.0)
+    ct = a["compute_type"]
+    acc = emit.filled([n, g, k // g] + list(out.shape[2:]), contraction.accumulator(ct), 0.0)
     acc = emit.generic([xs, ws], [acc], [x_map, w_map, y_map],
-                       [PARALLEL] * (3 + nd) + [REDUCTION] * (1 + nd), _mac)[0]
-    return {"y": contraction.finish(_groups_merge(acc, 1), out.dtype)}
+                       [PARALLEL] * (3 + nd) + [REDUCTION] * (1 + nd), contraction.mac(ct))[0]
+    return {"y": contraction.finish(_groups_merge(acc, 1), out.dtype, ct)}
 
 
 def lower_conv_dgrad(view):
@@ -153,8 +157,10 @@ def describe(view, arguments):
     that the linalg form no longer says plainly, as the ``dnn.conv``
     attribute of its kernel function: the direction, the geometry per
     spatial dim, the groups, and which of the function's ``arguments`` (its
-    block arguments) each operand is (-1 for one computed in the kernel: a
-    fused prologue)."""
+    block arguments) each operand is (-1 for one computed in the kernel).
+    A forward convolution's x that pointwise ops of the kernel compute from
+    one argument of its shape (a prologue dnn-fuse joined: relu(x * scale +
+    shift)) names that argument, and ``prologue`` is true."""
     from mlir import ir
 
     a = view.attrs
@@ -168,12 +174,39 @@ def describe(view, arguments):
     def index(value):
         return next((i for i, arg in enumerate(arguments) if arg == value), -1)
 
+    x_source = _prologue_source(view.operands["x"], arguments) \
+        if view.name == "conv_fprop" else None
+
     fields = {
         "direction": ir.StringAttr.get(view.name[len("conv_"):]),
         "stride": ints(a["stride"]), "dilation": ints(a["dilation"]),
         "pre": ints(a["pre_padding"]), "post": ints(a["post_padding"]),
         "flip": ir.BoolAttr.get(a["mode"] == "convolution"),
         "groups": ir.IntegerAttr.get(i64, x.shape[1] // w.shape[1]),
-        "operands": ints(index(view.operands[name]) for name in OPERANDS[view.name]),
+        "operands": ints(index(x_source if name == "x" and x_source is not None
+                               else view.operands[name]) for name in OPERANDS[view.name]),
     }
+    if x_source is not None:
+        fields["prologue"] = ir.BoolAttr.get(True)
     return ir.DictAttr.get(fields)
+
+
+def _prologue_source(x, arguments):
+    """The function argument that the elementwise generics computing ``x``
+    read at x's shape (their other inputs broadcast: per-channel scale and
+    shift), or None where x is an argument or not so computed."""
+    from mlir import ir
+
+    value, steps = x, 0
+    while not any(value == arg for arg in arguments):
+        owner = value.owner
+        op = None if isinstance(owner, ir.Block) else owner.operation
+        if op is None or op.name != "linalg.generic":
+            return None
+        inputs = list(op.operands)[:len(op.opview.inputs)]
+        shape = list(ir.ShapedType(x.type).shape)
+        same = [v for v in inputs if list(ir.ShapedType(v.type).shape) == shape]
+        if len(same) != 1:
+            return None
+        value, steps = same[0], steps + 1
+    return value if steps else None

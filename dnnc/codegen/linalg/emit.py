@@ -6,14 +6,20 @@ lowering pass sets both to the dnn op being replaced). The conventions:
 * Storage types. A dnn tensor of ``i1`` is stored as ``i8`` (0 or 1) once
   lowered, because i1 memrefs do not lower to LLVM; every other dnn element
   type is kept. ``tensor_type`` and ``logical_info`` translate both ways.
+  int8 and uint8 tensors keep their ``si8`` / ``ui8`` types through the
+  lowering, so that they are never read as booleans; arith takes signless
+  integers only, so bodies see their elements through ``signless`` casts,
+  and convert-dnn-to-linalg gives them their ``i8`` storage at its end.
 * Scalars inside linalg bodies are computed in f32 (``to_f32`` / ``from_f32``)
-  or, for booleans, in i1 (``to_i1`` / ``from_i1``).
+  or, for booleans, in i1 (``to_i1`` / ``from_i1``); int32 accumulation of
+  int8 / uint8 products is integer (``to_i32`` / ``from_i32``), and casts
+  between integers never go through a float (``cast_scalar``).
 * ``generic`` builds a ``linalg.generic`` from plain Python: operands, affine
   maps, iterator kinds and a body callback returning the yielded values.
 """
 
 from mlir import ir
-from mlir.dialects import arith, bufferization, linalg, tensor
+from mlir.dialects import arith, bufferization, builtin, linalg, tensor
 
 from dnnc.dialect.opdef import TensorInfo
 from dnnc.dialect.types import data_type, from_mlir
@@ -47,7 +53,8 @@ def index_type():
 
 
 def storage_element(dtype):
-    """Element type of a lowered tensor of ``dtype`` (i1 is stored as i8)."""
+    """Element type of a lowered tensor of ``dtype`` (i1 is stored as i8; si8
+    and ui8 are kept until the end of the lowering, see the module docstring)."""
     if dtype is data_type.BOOLEAN:
         return i8()
     return ir.Type.parse(dtype.mlir)
@@ -92,9 +99,59 @@ def ci(value, type_=None):
     return const(type_ or i32(), value)
 
 
+def signless(value):
+    """An si8 / ui8 scalar as the i8 that arith computes on (other scalars
+    unchanged). The cast disappears when convert-dnn-to-linalg retypes the
+    int8 storage to i8."""
+    t = value.type
+    if isinstance(t, ir.IntegerType) and not ir.IntegerType(t).is_signless:
+        return builtin.unrealized_conversion_cast([i8()], [value])
+    return value
+
+
+def stored(value, dtype):
+    """An i8 scalar as the stored element of ``dtype`` (si8 / ui8; others
+    unchanged): the inverse of ``signless``."""
+    if dtype in (data_type.INT8, data_type.UINT8):
+        return builtin.unrealized_conversion_cast([storage_element(dtype)], [value])
+    return value
+
+
+def to_i32(value, dtype):
+    """A stored int8 / uint8 / int32 scalar as i32 (exact)."""
+    if dtype is data_type.INT32:
+        return value
+    if dtype is data_type.INT8:
+        return arith.extsi(i32(), signless(value))
+    if dtype is data_type.UINT8:
+        return arith.extui(i32(), signless(value))
+    if dtype is data_type.BOOLEAN:
+        return arith.extui(i32(), to_i1(value))
+    raise AssertionError(dtype)
+
+
+def _byte_range(dtype):
+    return (-128, 127) if dtype is data_type.INT8 else (0, 255)
+
+
+def from_i32(value, dtype):
+    """An i32 scalar as the storage of ``dtype``: int32 kept, int8 / uint8
+    saturated to their range, a boolean ``!= 0``, f32 rounded once to
+    nearest even, other floats through f32 (exact up to 2^24)."""
+    if dtype is data_type.INT32:
+        return value
+    if dtype in (data_type.INT8, data_type.UINT8):
+        lo, hi = _byte_range(dtype)
+        clamped = arith.minsi(arith.maxsi(value, ci(lo)), ci(hi))
+        return stored(arith.trunci(i8(), clamped), dtype)
+    if dtype is data_type.BOOLEAN:
+        return from_i1(arith.cmpi(arith.CmpIPredicate.ne, value, ci(0)))
+    return from_f32(arith.sitofp(f32(), value), dtype)
+
+
 def to_f32(value, dtype):
-    """A stored scalar of ``dtype`` as f32 (booleans give 0.0 / 1.0, int32 its
-    value, exact up to 2^24). fp8 is an
+    """A stored scalar of ``dtype`` as f32 (booleans give 0.0 / 1.0, int8 and
+    uint8 their value, int32 its value, exact up to 2^24). fp8 is an
     ``arith.extf`` like the 16-bit floats: dnn-expand-fp8 lowers it later, for
     the target at hand."""
     if dtype is data_type.FLOAT:
@@ -103,16 +160,20 @@ def to_f32(value, dtype):
         return arith.extf(f32(), value)
     if dtype is data_type.BOOLEAN:
         return arith.uitofp(f32(), to_i1(value))
-    if dtype is data_type.INT32:
-        return arith.sitofp(f32(), value)
+    if dtype in (data_type.INT32, data_type.INT8):
+        return arith.sitofp(f32(), signless(value))
+    if dtype is data_type.UINT8:
+        return arith.uitofp(f32(), signless(value))
     raise AssertionError(dtype)
 
 
 def from_f32(value, dtype):
     """An f32 scalar rounded to the storage of ``dtype`` (to nearest even; a
-    boolean is ``value != 0``, NaN counting as true). fp8 is an
-    ``arith.truncf`` whose saturation (dnnc/codegen/linalg/fp8.py) is given by
-    dnn-expand-fp8, which lowers it later for the target at hand."""
+    boolean is ``value != 0``, NaN counting as true; int32 truncated toward
+    zero; int8 and uint8 to nearest even and saturated, NaN giving 0, as PTX's
+    cvt.rni.sat does). fp8 is an ``arith.truncf`` whose saturation
+    (dnnc/codegen/linalg/fp8.py) is given by dnn-expand-fp8, which lowers it
+    later for the target at hand."""
     if dtype is data_type.FLOAT:
         return value
     if dtype in (data_type.HALF, data_type.BFLOAT16, data_type.FP8_E4M3, data_type.FP8_E5M2):
@@ -121,7 +182,38 @@ def from_f32(value, dtype):
         return from_i1(arith.cmpf(arith.CmpFPredicate.UNE, value, cf(0.0)))
     if dtype is data_type.INT32:
         return arith.fptosi(i32(), value)
+    if dtype in (data_type.INT8, data_type.UINT8):
+        # Clamp in float first (NaN -> 0 through the ordered compares), so the
+        # conversion to i32 is always in range; then round to nearest even.
+        lo, hi = _byte_range(dtype)
+        x = arith.select(arith.cmpf(arith.CmpFPredicate.ORD, value, value), value, cf(0.0))
+        x = arith.minimumf(arith.maximumf(x, cf(lo)), cf(hi))
+        return from_i32(arith.fptosi(i32(), _round_even(x)), dtype)
     raise AssertionError(dtype)
+
+
+def _round_even(x):
+    """An f32 of magnitude below 2^23 rounded to the nearest integer, ties to
+    even: adding and subtracting 1.5 * 2^23 leaves no fraction bits, and the
+    add rounds to nearest even (math.roundeven needs libm on the CPU)."""
+    magic = cf(12582912.0)
+    return arith.subf(arith.addf(x, magic), magic)
+
+
+def cast_scalar(value, src, dst):
+    """A stored scalar of ``src`` as the storage of ``dst``: between integer
+    types (and from booleans) exactly or saturated, never through a float;
+    every other pair through f32 (``to_f32`` / ``from_f32``)."""
+    if src is dst:
+        return value
+    integers = (data_type.INT32, data_type.INT8, data_type.UINT8)
+    if src in integers + (data_type.BOOLEAN,) and dst in integers:
+        return from_i32(to_i32(value, src), dst)
+    if src in integers and dst is data_type.BOOLEAN:
+        return from_i1(arith.cmpi(arith.CmpIPredicate.ne, to_i32(value, src), ci(0)))
+    if src is data_type.INT32 and dst is data_type.FLOAT:
+        return arith.sitofp(f32(), value)
+    return from_f32(to_f32(value, src), dst)
 
 
 def to_i1(value):
@@ -220,16 +312,16 @@ def filled(shape, element_type, value, unique=False):
 
 def convert(value, dtype_in, dtype_out, scalar=None):
     """Elementwise ``from_f32(scalar(to_f32(x)))`` into a new tensor of
-    ``dtype_out``; ``scalar`` (optional) maps the f32 value."""
+    ``dtype_out``; ``scalar`` (optional) maps the f32 value. Without one,
+    ``cast_scalar``: integers convert among themselves without a float."""
     shape = shape_of(value)
     out = empty(shape, storage_element(dtype_out))
     rank = len(shape)
 
     def body(x, _):
-        v = to_f32(x, dtype_in)
-        if scalar is not None:
-            v = scalar(v)
-        return [from_f32(v, dtype_out)]
+        if scalar is None:
+            return [cast_scalar(x, dtype_in, dtype_out)]
+        return [from_f32(scalar(to_f32(x, dtype_in)), dtype_out)]
 
     return generic([value], [out], [identity(rank)] * 2, [PARALLEL] * rank, body)[0]
 

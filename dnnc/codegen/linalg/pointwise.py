@@ -50,6 +50,16 @@ def lower_pointwise(view):
     return {name: y}
 
 
+def lower_cast(view):
+    """cast: ``emit.cast_scalar`` per element. Between integer types (int32,
+    int8, uint8, from booleans) no float is involved, so int32 values are
+    kept exactly; every other pair goes through f32, as in lower_pointwise."""
+    x = view.operands["x"]
+    have = emit.logical_info(x).dtype
+    name, out = _result(view)
+    return {name: emit.convert(x, have, out.dtype)}
+
+
 def lower_constant(view):
     """A rank-0 tensor holding ``value`` rounded to the result type."""
     name, out = _result(view)
@@ -57,6 +67,11 @@ def lower_constant(view):
     if out.dtype is data_type.BOOLEAN:
         attr = ir.IntegerAttr.get(emit.i8(), int(value != 0))
         return {name: _splat(attr, emit.i8())}
+    if out.dtype.is_integer:
+        # An f32 constant converted as a cast would (no si8 / ui8 constant:
+        # arith has signless integers only).
+        c = _splat(ir.FloatAttr.get(emit.f32(), value), emit.f32())
+        return {name: emit.convert(c, data_type.FLOAT, out.dtype)}
     if out.dtype in (data_type.FLOAT, data_type.HALF, data_type.BFLOAT16):
         elt = emit.storage_element(out.dtype)
         # FloatAttr rounds the double once, to nearest even.

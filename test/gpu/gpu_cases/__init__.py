@@ -19,12 +19,25 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
                        gradients alike; some of each with tc-sm80 forced
+    conv_random_tf32.py
+                       520 random forward convolutions, data gradients and
+                       filter gradients each of f32 tensors, tf32 by default
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
     conv_odd_channels.py
                        360 random convolutions (fprop, dgrad, wgrad) whose
                        channel counts are not multiples of 8, on tc-sm80's
                        loaders that zero-fill past C, ten to a graph
+    conv_grouped_simt.py
+                       576 random depthwise and small-group convolutions
+                       (forward, data and filter gradients) on
+                       simt-depthwise, eight to a graph, bf16, f16 and f32
+    conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
+                       the convolution's prologue), eight to a graph
+    conv_wgrad_channels.py
+                       96 random filter gradients whose C is no multiple of
+                       the tile width (8 to 200), eight to a graph, on
+                       tc-sm90 and some with tc-sm80 forced
     reductions.py      reductions, column reductions
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
@@ -40,6 +53,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        320 random sdpa backwards (tc-sm90's dQ and dK dV
                        kernels and their fallbacks), eight to a graph, o and
                        the statistics their forward's
+    attention_backward_fused.py
+                       the fused sdpa backward on chosen problems (both
+                       splits of dQ, masks, lengths past a tile, layouts),
+                       each beside its deterministic twin (the two kernels)
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -48,6 +65,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        padding masks (per-batch sequence lengths)
     attention_paged.py sdpa forwards over paged KV caches (page tables,
                        page sizes, decode and prefill)
+    attention_ragged.py
+                       64 random sdpa forwards and 64 backwards on ragged
+                       (packed, THD) tensors: offsets, lengths, gaps
     attention_gqa_fold.py
                        GQA decode steps whose query heads fold into one
                        block per kv head (row maps, masks, lengths, paged,
@@ -55,13 +75,17 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
+    int8.py            int8 / uint8 convolutions and matmuls (exact int32
+                       accumulation), casts at the byte types' edges, and
+                       cudnn-frontend's int8 test graphs
 """
 
-from . import (attention, attention_backward_random, attention_decode, attention_gqa_fold,
-               attention_padding, attention_paged, attention_random, attention_sm80,
-               conv_odd_channels, conv_phases, conv_random, convolution, data_movement, examples,
-               fp8, frontend, matmul, normalization, pointwise, pooling, reductions, row_programs,
-               zero_size)
+from . import (attention, attention_backward_fused, attention_backward_random,
+               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
+               attention_ragged, attention_random, attention_sm80, conv_grouped_simt,
+               conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
+               conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
+               matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -72,8 +96,12 @@ CASES = [
     *matmul.CASES,
     *convolution.CASES,
     *conv_random.CASES,
+    *conv_random_tf32.CASES,
     *conv_phases.CASES,
     *conv_odd_channels.CASES,
+    *conv_grouped_simt.CASES,
+    *conv_prologue.CASES,
+    *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *pooling.CASES,
@@ -83,13 +111,16 @@ CASES = [
     *attention_random.CASES,
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
+    *attention_backward_fused.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
+    *attention_ragged.CASES,
     *attention_decode.CASES,
     *attention_gqa_fold.CASES,
     *zero_size.CASES,
     *examples.CASES,
     *frontend.CASES,
+    *int8.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

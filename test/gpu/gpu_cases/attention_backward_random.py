@@ -1,8 +1,9 @@
 """Random attention backward: 320 sdpa_backward configurations drawn from a
 fixed seed, eight to a graph (each with inputs of its own, each its own
 kernel), half of the graphs bf16 and half f16: what tc-sm90's attention
-backward (dnnc/codegen/gpu/tensorcore/sm90/flash_backward.py: a dQ kernel,
-then a dK dV kernel) takes, and a few that fall back from it.
+backward takes (dnnc/codegen/gpu/tensorcore/sm90/flash_backward_fused.py,
+one kernel, for D 64 and 128 without a bias; flash_backward.py, a dQ kernel
+then a dK dV kernel, for the rest), and a few that fall back from it.
 
 Most are what the kernels take (no bias): B 1-8; query heads over kv heads
 1, 2 or 8 (grouped-query attention: dK and dV summed over the group); Sq
@@ -112,7 +113,9 @@ class AttentionBackwardConfig:
     not inputs; ``bias`` the bias's dims (broadcasting to [batch, heads,
     sq, skv]) or None; the masks: ``causal`` (a diagonal and the columns
     past it masked), aligned ``bottom_right`` or top-left, and a sliding
-    ``window`` (0 for none; implies causal)."""
+    ``window`` (0 for none; implies causal); ``deterministic``: the
+    backward asks for gradients summed in a fixed order (tc-sm90's two
+    kernels; else its fused kernel where it takes the problem)."""
 
     batch: int
     heads: int
@@ -129,6 +132,7 @@ class AttentionBackwardConfig:
     bias: tuple = None
     bottom_right: bool = False
     window: int = 0
+    deterministic: bool = False
 
     def dims(self, tensor):
         """The logical (B, H, S, D) dims of ``tensor`` (one of OPERANDS)."""
@@ -322,7 +326,7 @@ def add_backward(g, i, att, dtype):
         stats = g.tensor(name=f"stats{i}", dim=[att.batch, att.heads, att.sq, 1],
                          data_type=F32)
     grads = g.sdpa_backward(q, k, v, o, do, stats, attn_scale=att.scale, bias=bias,
-                            **att.masks())
+                            use_deterministic_algorithm=att.deterministic, **att.masks())
     for x, t in zip(GRADIENTS, grads):
         t.set_name(f"{x}{i}")
         if x in att.wide:

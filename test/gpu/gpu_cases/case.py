@@ -61,6 +61,10 @@ class Case:
     # and v), computed once those are drawn.
     derived: object = None
     fp8_ulps: int = 1        # codes an fp8 output may be off by
+    # values -> {output name: bool mask}: the elements the op leaves as they
+    # were (a ragged output's rows no batch entry owns), NaN in the expected
+    # output, so that the GPU must leave them poisoned with NaN.
+    unspecified: object = None
 
 
 def graph_of(add, dtype, configs):
@@ -92,7 +96,7 @@ def _rms(x):
 def comparison(dtype, expected, rtol=None, contraction=None, data=None, fp8_ulps=1):
     """How to compare an output: ``contraction`` is its (a, b, K) from
     ``contracted`` (then ``data`` holds the inputs' values)."""
-    if dtype is BOOL:
+    if dtype is BOOL or dtype.is_integer:
         return {"compare": "exact"}
     if dtype in (E4M3, E5M2):
         return {"compare": "fp8_ulps", "ulps": fp8_ulps}

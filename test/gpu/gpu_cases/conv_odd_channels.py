@@ -18,7 +18,8 @@ columns keeps tc-sm90's stem fold (tensorcore/fold.py).
   phases, tensorcore/phases.py);
 * wgrad: K (dy's channels, the GEMM's M) or C (x's, the GEMM's N over
   (tap, channel): a tile's columns may span filter taps) unaligned, or
-  both.
+  both; a C of ``WIDE`` (8, 16) under an odd K runs with the taps as the
+  GEMM's batch instead (tensorcore/wgrad_taps.py), on tc-sm80 too.
 
 Geometry as conv_random.py draws it: N 1-4, 2-D images of 1-20 pixels a
 side or 3-D of 1-8, filters 1-7, stride and dilation 1-3, asymmetric

@@ -3,7 +3,10 @@ ten to a graph (each with inputs of its own), half of the graphs bf16 and
 half f16: what the tc-sm90 implicit GEMM takes, and what falls back from it;
 and 520 data gradients and 520 filter gradients drawn alike (their own
 seeds; no epilogue; a data gradient's stride is 1 in three draws of four and
-a filter gradient's C 64 or 128 in most, what tc-sm90 takes of them).
+a filter gradient's C 64 or 128 in most: its tiles lie in one filter tap;
+the other multiples of 8, 8 to 40 and 256, run on tc-sm90 too, one tap in
+tiles past C or the taps as the GEMM's batch: tensorcore/wgrad_taps.py,
+and conv_wgrad_channels.py for more of them).
 
 Most are what tc-sm90 takes: one group, channels-last x (strides
 [HWC, 1, WC, C]), KRSC filters ([RSC, 1, SC, C]), channels-last outputs and
@@ -12,15 +15,17 @@ side or 3-D volumes of 1-8; filters of 1-7 taps a dim; stride and dilation
 1-3 a dim; pre and post padding each 0 .. (R - 1) * dilation; a quarter in
 convolution mode. Some end in a fused epilogue: bias + relu, bias + a
 residual (laid out as the output) + relu, or scale * y + shift per channel.
-The rest fall back, their reason in the plan: to simt-generic, groups
-(depthwise, 2 or 4) and row-major (NCHW) operands; to tc-sm80's implicit
-GEMM, 3-D filters whose im2col pixel box TMA cannot describe
-(``tma_im2col_fits``), and channels TMA cannot step (C, or a data
-gradient's K and C, or a filter gradient's K, not a multiple of 8: 1, 3, 7,
-63, 65), which tc-sm80's loaders read where they lie, zero past C (a
-forward convolution of C below 8 and a filter of several columns keeps
-tc-sm90, its columns folded into the channels: tensorcore/fold.py).
-conv_odd_channels.py draws more of those.
+The rest fall back, their reason in the plan: to simt-depthwise, groups
+(depthwise, 2 or 4) of fewer than 64 channels a group (conv_grouped_simt.py
+draws more of those); to simt-generic, row-major (NCHW) operands and groups
+simt-depthwise does not stage; to tc-sm80's implicit GEMM, 3-D filters
+whose im2col pixel box TMA cannot describe (``tma_im2col_fits``), and
+channels TMA cannot step (C, or a data gradient's K and C, or a filter
+gradient's K, not a multiple of 8: 1, 3, 7, 63, 65), which tc-sm80's
+loaders read where they lie, zero past C (a forward convolution of C below
+8 and a filter of several columns keeps tc-sm90, its columns folded into
+the channels: tensorcore/fold.py). conv_odd_channels.py draws more of
+those.
 
 Output channels K are drawn from all of those sizes: rows of 1, 3 or 65
 channels are what the epilogue cannot store by TMA. Each convolution's
@@ -153,10 +158,10 @@ def _channels(rng, share_odd):
     return int(rng.choice(pool))
 
 
-def _draw_one(rng, direction="fprop"):
-    """A ConvConfig within BUDGET (for a data gradient, stride 1 in three
+def _draw_one(rng, direction="fprop", budget=BUDGET):
+    """A ConvConfig within ``budget`` elements (for a data gradient, stride 1 in three
     draws of four: what tc-sm90 takes; for a filter gradient, C a multiple
-    of 64 in most draws, its tiles' width)."""
+    of 64 in most draws, its tiles' width, as before tc-sm90 took others)."""
     while True:
         kind = rng.random()
         groups, channels_last, share_odd = 1, True, ODD_C
@@ -186,14 +191,14 @@ def _draw_one(rng, direction="fprop"):
             groups=groups, channels_last=channels_last,
             epilogue=str(rng.choice(EPILOGUES)) if rng.random() < EPILOGUE and
             direction == "fprop" else None)
-        if all(o >= 1 for o in conv.out) and conv.elements() <= BUDGET:
+        if all(o >= 1 for o in conv.out) and conv.elements() <= budget:
             return conv
 
 
-def draw(seed=SEED, count=GRAPHS * PER_GRAPH, direction="fprop"):
-    """``count`` ConvConfigs drawn from ``seed``."""
+def draw(seed=SEED, count=GRAPHS * PER_GRAPH, direction="fprop", budget=BUDGET):
+    """``count`` ConvConfigs drawn from ``seed``, each within ``budget`` elements."""
     rng = np.random.default_rng(seed)
-    return [_draw_one(rng, direction) for _ in range(count)]
+    return [_draw_one(rng, direction, budget) for _ in range(count)]
 
 
 CONFIGS = draw()
@@ -256,9 +261,12 @@ def add_grad(g, i, conv, direction):
     return out
 
 
-def random_convs(dtype, convs, direction="fprop"):
+def random_convs(dtype, convs, direction="fprop", compute=None):
+    """A build of one graph of ``dtype`` tensors holding ``convs`` (each its
+    own inputs) in ``direction``; ``compute``: the graph's compute_data_type
+    (None: each convolution's default, tf32 for f32 tensors)."""
     def build():
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=compute)
         for i, conv in enumerate(convs):
             if direction == "fprop":
                 add_conv(g, i, conv)

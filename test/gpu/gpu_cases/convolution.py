@@ -1,7 +1,8 @@
 """Convolution cases: forward, data and filter gradients on 2-D and 3-D
 problems with uneven padding, strides and dilations (and true convolution
-mode), in f32, f16, bf16 and tf32; a channels-last forward with a fused
-bias and relu; grouped and depthwise convolutions.
+mode), in f32 (asked for: f32 convolutions take tf32 by default), f16, bf16
+and tf32; a channels-last forward with a fused bias and relu; grouped and
+depthwise convolutions.
 """
 
 import dnnc
@@ -21,9 +22,16 @@ CONV3D = ([1, 2, 5, 3, 7], [3, 2, 2, 3, 3], dict(pre_padding=[1, 0, 1], post_pad
                                                 stride=[2, 1, 2], dilation=[1, 1, 2]))
 
 
+def exact(dtype):
+    """The graph's compute type for these cases: f32 ones test exact f32
+    convolutions (held to f32's RTOL), so they ask for float, which f32
+    convolutions do not take by default (tf32: dnnc/compute_types.py)."""
+    return "float" if dtype is F32 else None
+
+
 def conv_fprop(dtype, compute=None):
     def build():
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=exact(dtype))
         for i, (xd, wd, attrs) in enumerate(CONV2D + [CONV3D]):
             x, w = g.tensor(name=f"x{i}", dim=xd), g.tensor(name=f"w{i}", dim=wd)
             kw = dict(attrs, compute_data_type=compute) if compute else attrs
@@ -34,7 +42,7 @@ def conv_fprop(dtype, compute=None):
 
 def conv_grads(dtype):
     def build():
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=exact(dtype))
         for i, (xd, wd, attrs) in enumerate(CONV2D + [CONV3D]):
             x, w = g.tensor(name=f"x{i}", dim=xd), g.tensor(name=f"w{i}", dim=wd)
             yd = [int(d) for d in g.conv_fprop(x, w, **attrs).dim]
@@ -49,7 +57,7 @@ def conv_nhwc(dtype):
     """Channels-last input, filter and output (NHWC / KRSC memory)."""
     def build():
         n, c, h, w, k = 2, 7, 9, 11, 5
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=exact(dtype))
         x = g.tensor(name="x", dim=[n, c, h, w], stride=[h * w * c, 1, w * c, c])
         wt = g.tensor(name="w", dim=[k, c, 3, 3], stride=[9 * c, 1, 3 * c, c])
         b = g.tensor(name="b", dim=[1, k, 1, 1])
@@ -60,12 +68,13 @@ def conv_nhwc(dtype):
     return build
 
 
-def conv_grouped(dtype):
+def conv_grouped(dtype, compute=None):
     """Grouped convolutions with 64 channels a group (what tc-sm90 runs as a
     batch of GEMMs, one a group), channels-last: forward with bias + relu,
-    3-D forward, the data and filter gradients."""
+    3-D forward, the data and filter gradients; ``compute`` the graph's
+    compute type."""
     def build():
-        g = dnnc.Graph(io_data_type=dtype)
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=compute)
         for i, (xd, wd, groups, attrs) in enumerate([
                 ([2, 128, 9, 10], [128, 64, 3, 3], 2, dict(padding=[1, 1])),
                 ([1, 256, 7, 5], [64, 64, 1, 3], 4, dict(stride=[1, 2], pre_padding=[0, 1],
@@ -169,6 +178,13 @@ CASES = [
     # On tc-sm90 the tensor cores read tf32 by truncation where the reference
     # rounds to nearest (as the tf32 matmul cases).
     Case("conv_fprop_tf32", conv_fprop(F32, "tf32"), rtol=2e-3),
+    # f32 tensors multiplied as tf32 on tc-sm90's tf32 paths: grouped
+    # convolutions, asking for tf32 (grouped f32 ones default to f32) (a data
+    # gradient's filter copied K-major per group, a filter gradient's groups
+    # the batch of its transposed product), and the fused patterns, the
+    # compute type left to its default (tf32).
+    Case("conv_grouped_tf32", conv_grouped(F32, "tf32"), rtol=2e-3),
+    Case("conv_fused_tc_tf32", conv_fused_tc(F32), positive=("s",), rtol=2e-3),
     *(Case(f"conv_grads_{d.mlir}", conv_grads(d)) for d in (F32, BF16)),
     *(Case(f"conv_nhwc_{d.mlir}", conv_nhwc(d)) for d in (F32, F16)),
 ]

@@ -36,6 +36,10 @@ def make_inputs(case, g):
             x = rng.uniform(0.5, 2.0, t.dim)
         elif t.name in case.integers:
             x = rng.integers(-2, 3, t.dim).astype(np.float64)
+        elif dtype.is_integer and dtype.itemsize == 1:
+            # int8 / uint8: every value of the type, both ends included.
+            info = np.iinfo(dtype.numpy)
+            x = rng.integers(info.min, info.max + 1, t.dim).astype(np.float64)
         else:
             mean, std = case.normal.get(t.name, (0.0, case.scale))
             x = rng.standard_normal(t.dim) * std + mean

@@ -42,7 +42,7 @@ func.func @too_few_operands_binary(%a: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 func.func @too_few_operands_with_optionals(%q: tensor<1x2x4x8xf32>, %k: tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op element 2 in 'operandSegmentSizes' attribute must be equal to 1
-  %o = "dnn.sdpa"(%q, %k) {operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
+  %o = "dnn.sdpa"(%q, %k) {operandSegmentSizes = array<i32: 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<1x2x4x8xf32>, tensor<1x2x4x8xf32>) -> tensor<1x2x4x8xf32>
   return %o : tensor<1x2x4x8xf32>
 }
 
@@ -137,7 +137,7 @@ func.func @segment_of_required_result_zero(%x: tensor<2x3xf32>) -> tensor<2x1xf3
 // -----
 
 func.func @unsupported_element_type(%x: tensor<2x3xf64>) -> tensor<2x3xf64> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2 or i1, got f64
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8 or ui8, got f64
   %y = "dnn.sin"(%x) : (tensor<2x3xf64>) -> tensor<2x3xf64>
   return %y : tensor<2x3xf64>
 }
@@ -152,6 +152,54 @@ func.func @float_operand_expected(%x: tensor<2x3xi1>) -> tensor<2x3xf32> {
 
 // -----
 
+func.func @int8_operand_of_float_op(%x: tensor<2x3xsi8>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.relu' op operand 'x': expected a floating-point tensor, got si8
+  %y = "dnn.relu"(%x) : (tensor<2x3xsi8>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @int8_matmul_with_a_float_operand(%a: tensor<2x3xsi8>, %b: tensor<3x4xbf16>) -> tensor<2x4xi32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op operand 'b': expected si8 or ui8 (as operand 'a'), got bf16
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xsi8>, tensor<3x4xbf16>) -> tensor<2x4xi32>
+  return %c : tensor<2x4xi32>
+}
+
+// -----
+
+func.func @int8_conv_with_float_compute(%x: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_fprop' op attribute 'compute_type': expected i32 (the accumulation of si8 / ui8 operands), got f32
+  %y = "dnn.conv_fprop"(%x, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32>
+  return %y : tensor<1x2x4x4xi32>
+}
+
+// -----
+
+func.func @int32_compute_of_float_operands(%a: tensor<2x3xf32>, %b: tensor<3x4xf32>) -> tensor<2x4xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': i32 takes si8 or ui8 operands: expected f32 or tf32 for operand 'a' of f32, got i32
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xf32>, tensor<3x4xf32>) -> tensor<2x4xf32>
+  return %c : tensor<2x4xf32>
+}
+
+// -----
+
+func.func @int8_data_gradient(%dy: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xsi8>) -> tensor<1x2x4x4xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_dgrad' op operand 'dy': expected a floating-point tensor, got si8
+  %dx = "dnn.conv_dgrad"(%dy, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xsi8>) -> tensor<1x2x4x4xf32>
+  return %dx : tensor<1x2x4x4xf32>
+}
+
+// -----
+
+func.func @signless_i8_is_not_a_dnn_type(%x: tensor<2x3xi8>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.cast' op operand 'x': expected element type f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8 or ui8, got i8
+  %y = "dnn.cast"(%x) : (tensor<2x3xi8>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}
+
+// -----
+
 func.func @bool_operand_expected(%a: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> tensor<2x3xi1> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.logical_and' op operand 'a': expected a tensor of i1, got f32
   %y = "dnn.logical_and"(%a, %b) : (tensor<2x3xf32>, tensor<2x3xi1>) -> tensor<2x3xi1>
@@ -161,7 +209,7 @@ func.func @bool_operand_expected(%a: tensor<2x3xf32>, %b: tensor<2x3xi1>) -> ten
 // -----
 
 func.func @float_result_expected(%x: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.abs' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.abs' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.abs"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -301,7 +349,7 @@ func.func @silu_result_shape(%x: tensor<2x3xbf16>) -> tensor<3x2xbf16> {
 // -----
 
 func.func @sigmoid_i1_result(%x: tensor<2x3xf8E4M3FN>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sigmoid' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sigmoid' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.sigmoid"(%x) : (tensor<2x3xf8E4M3FN>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -365,7 +413,7 @@ func.func @reciprocal_i1_operand(%x: tensor<2x3xi1>) -> tensor<2x3xf32> {
 // -----
 
 func.func @sin_i1_result(%x: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sin' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.sin"(%x) : (tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -405,7 +453,7 @@ func.func @div_no_broadcast_leading_dim(%a: tensor<2x3xf32>, %b: tensor<5x4x3xf3
 // -----
 
 func.func @max_i1_result(%a: tensor<2x3xf32>, %b: tensor<2x3xf32>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.max' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.max' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.max"(%a, %b) : (tensor<2x3xf32>, tensor<2x3xf32>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -525,7 +573,7 @@ func.func @gen_index_axis_out_of_range(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 // -----
 
 func.func @gen_index_i1_result(%x: tensor<2x3xi1>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.gen_index' op result 'y': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.gen_index' op result 'y': expected a floating-point or integer element type, got i1
   %y = "dnn.gen_index"(%x) {axis = 0 : i64} : (tensor<2x3xi1>) -> tensor<2x3xi1>
   return %y : tensor<2x3xi1>
 }
@@ -565,7 +613,7 @@ func.func @sigmoid_backward_i1_operand(%dy: tensor<2x3xi1>, %x: tensor<2x3xf32>)
 // -----
 
 func.func @tanh_backward_i1_result(%dy: tensor<2x3xf16>, %x: tensor<2x3xf16>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.tanh_backward' op result 'dx': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.tanh_backward' op result 'dx': expected a floating-point or integer element type, got i1
   %dx = "dnn.tanh_backward"(%dy, %x) : (tensor<2x3xf16>, tensor<2x3xf16>) -> tensor<2x3xi1>
   return %dx : tensor<2x3xi1>
 }
@@ -589,7 +637,7 @@ func.func @elu_backward_i1_operand(%dy: tensor<2x3xf32>, %x: tensor<2x3xi1>) -> 
 // -----
 
 func.func @leaky_relu_backward_i1_result(%dy: tensor<2x3xbf16>, %x: tensor<2x3xbf16>) -> tensor<2x3xi1> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point element type, got i1
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.leaky_relu_backward' op result 'dx': expected a floating-point or integer element type, got i1
   %dx = "dnn.leaky_relu_backward"(%dy, %x) : (tensor<2x3xbf16>, tensor<2x3xbf16>) -> tensor<2x3xi1>
   return %dx : tensor<2x3xi1>
 }
@@ -845,7 +893,7 @@ func.func @matmul_batch_mismatch(%a: tensor<2x4x8xf32>, %b: tensor<3x8x5xf32>) -
 // -----
 
 func.func @matmul_unknown_compute_type(%a: tensor<4x8xf16>, %b: tensor<8x5xf16>) -> tensor<4x5xf16> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': expected one of f32, tf32, got f16
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op attribute 'compute_type': expected one of f32, tf32, i32, got f16
   %c = "dnn.matmul"(%a, %b) {compute_type = f16} : (tensor<4x8xf16>, tensor<8x5xf16>) -> tensor<4x5xf16>
   return %c : tensor<4x5xf16>
 }
@@ -1098,7 +1146,7 @@ func.func @conv_wgrad_compute_type_as_string(%dy: tensor<2x6x4x4xf16>, %x: tenso
 
 func.func @sdpa_query_rank(%q: tensor<4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'q': expected rank 4, got rank 3
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<4x16x8xf32>
   return %o : tensor<4x16x8xf32>
 }
 
@@ -1106,7 +1154,7 @@ func.func @sdpa_query_rank(%q: tensor<4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v:
 
 func.func @sdpa_value_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'v': expected rank 4, got rank 3
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1114,7 +1162,7 @@ func.func @sdpa_value_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %
 
 func.func @sdpa_key_batch(%q: tensor<2x4x16x8xf32>, %k: tensor<3x2x32x8xf32>, %v: tensor<3x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'k' dim 0: expected 2 (batch of 'q'), got 3
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<3x2x32x8xf32>, tensor<3x2x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<3x2x32x8xf32>, tensor<3x2x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1122,7 +1170,7 @@ func.func @sdpa_key_batch(%q: tensor<2x4x16x8xf32>, %k: tensor<3x2x32x8xf32>, %v
 
 func.func @sdpa_key_heads_not_divisor(%q: tensor<2x4x16x8xf32>, %k: tensor<2x3x32x8xf32>, %v: tensor<2x3x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'k' dim 1: expected a divisor of 4 (heads of 'q'), got 3
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x3x32x8xf32>, tensor<2x3x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x3x32x8xf32>, tensor<2x3x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1130,7 +1178,7 @@ func.func @sdpa_key_heads_not_divisor(%q: tensor<2x4x16x8xf32>, %k: tensor<2x3x3
 
 func.func @sdpa_key_head_dim(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x16xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'k' dim 3: expected 8 (head dim of 'q'), got 16
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x16xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1138,7 +1186,7 @@ func.func @sdpa_key_head_dim(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x16xf32>
 
 func.func @sdpa_value_length(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'v' dim 2: expected 32 (batch, heads and length of 'k'), got 16
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x16x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1146,7 +1194,7 @@ func.func @sdpa_value_length(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>,
 
 func.func @sdpa_bias_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %bias: tensor<16x32xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'bias': expected rank 4, got rank 2
-  %o = "dnn.sdpa"(%q, %k, %v, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<16x32xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<16x32xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1154,7 +1202,7 @@ func.func @sdpa_bias_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v
 
 func.func @sdpa_bias_no_broadcast(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %bias: tensor<1x4x16x16xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'bias' dim 3: expected 32 or 1 (broadcast to B, H, Sq, Skv), got 16
-  %o = "dnn.sdpa"(%q, %k, %v, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<1x4x16x16xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<1x4x16x16xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1162,7 +1210,7 @@ func.func @sdpa_bias_no_broadcast(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8x
 
 func.func @sdpa_paged_without_padding(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: tensor<9x2x16x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x4x1xi32>, %vt: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'padding': expected true with a paged k and v (paged attention needs seq_len_kv), got false
-  %o = "dnn.sdpa"(%q, %k, %v, %kt, %vt) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 1>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+  %o = "dnn.sdpa"(%q, %k, %v, %kt, %vt) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 1, 1, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
   return %o : tensor<2x4x1x8xf16>
 }
 
@@ -1170,7 +1218,7 @@ func.func @sdpa_paged_without_padding(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16
 
 func.func @sdpa_paged_max_seq_len_kv_past_the_table(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: tensor<9x2x16x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x4x1xi32>, %vt: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'max_seq_len_kv': expected 1..64 (T = 4 pages of 16 rows), got 65
-  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 65 : i64, padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 65 : i64, padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
   return %o : tensor<2x4x1x8xf16>
 }
 
@@ -1178,7 +1226,7 @@ func.func @sdpa_paged_max_seq_len_kv_past_the_table(%q: tensor<2x4x1x8xf16>, %k:
 
 func.func @sdpa_paged_one_table(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: tensor<9x2x16x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x4x1xi32>, %vt: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'page_table_v': expected an int32 tensor (B, 1, T, 1) with 'page_table_k', got none
-  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt) {max_seq_len_kv = 60 : i64, padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt) {max_seq_len_kv = 60 : i64, padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
   return %o : tensor<2x4x1x8xf16>
 }
 
@@ -1186,7 +1234,7 @@ func.func @sdpa_paged_one_table(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16
 
 func.func @sdpa_paged_table_batch(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: tensor<9x2x16x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<3x1x4x1xi32>, %vt: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'page_table_k' dim 0: expected 2 (shape B, 1, T, 1), got 3
-  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 60 : i64, padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 60 : i64, padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
   return %o : tensor<2x4x1x8xf16>
 }
 
@@ -1194,7 +1242,7 @@ func.func @sdpa_paged_table_batch(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf
 
 func.func @sdpa_max_seq_len_kv_unpaged(%q: tensor<2x4x1x8xf16>, %k: tensor<2x2x16x8xf16>, %v: tensor<2x2x16x8xf16>) -> tensor<2x4x1x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'max_seq_len_kv': expected 0 without page tables, got 60
-  %o = "dnn.sdpa"(%q, %k, %v) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x8xf16>) -> tensor<2x4x1x8xf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x8xf16>) -> tensor<2x4x1x8xf16>
   return %o : tensor<2x4x1x8xf16>
 }
 
@@ -1202,7 +1250,7 @@ func.func @sdpa_max_seq_len_kv_unpaged(%q: tensor<2x4x1x8xf16>, %k: tensor<2x2x1
 
 func.func @sdpa_missing_scale(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'scale': expected a value, got none
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1210,7 +1258,7 @@ func.func @sdpa_missing_scale(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>
 
 func.func @sdpa_causal_as_int(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'causal': expected true or false, got 1 : i64
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = 1 : i64, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = 1 : i64, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1218,7 +1266,7 @@ func.func @sdpa_causal_as_int(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>
 
 func.func @sdpa_output_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x2x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op result 'o': expected shape 2x4x16x8, got 2x2x16x8
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x2x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x2x16x8xf32>
   return %o : tensor<2x2x16x8xf32>
 }
 
@@ -1226,7 +1274,7 @@ func.func @sdpa_output_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>,
 
 func.func @sdpa_stats_missing(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op result 'stats': expected present, got absent
-  %o = "dnn.sdpa"(%q, %k, %v) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32>
   return %o : tensor<2x4x16x8xf32>
 }
 
@@ -1234,7 +1282,7 @@ func.func @sdpa_stats_missing(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>
 
 func.func @sdpa_stats_not_requested(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op result 'stats': expected absent, got present
-  %r:2 = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>)
+  %r:2 = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1242,7 +1290,7 @@ func.func @sdpa_stats_not_requested(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x
 
 func.func @sdpa_stats_not_f32(%q: tensor<2x4x16x8xf16>, %k: tensor<2x2x32x8xf16>, %v: tensor<2x2x32x8xf16>) -> tensor<2x4x16x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op result 'stats': expected element type f32, got f16
-  %r:2 = "dnn.sdpa"(%q, %k, %v) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf16>, tensor<2x2x32x8xf16>, tensor<2x2x32x8xf16>) -> (tensor<2x4x16x8xf16>, tensor<2x4x16x1xf16>)
+  %r:2 = "dnn.sdpa"(%q, %k, %v) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf16>, tensor<2x2x32x8xf16>, tensor<2x2x32x8xf16>) -> (tensor<2x4x16x8xf16>, tensor<2x4x16x1xf16>)
   return %r#0 : tensor<2x4x16x8xf16>
 }
 
@@ -1250,7 +1298,7 @@ func.func @sdpa_stats_not_f32(%q: tensor<2x4x16x8xf16>, %k: tensor<2x2x32x8xf16>
 
 func.func @sdpa_stats_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op result 'stats': expected shape 2x4x16x1, got 2x4x16
-  %r:2 = "dnn.sdpa"(%q, %k, %v) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
+  %r:2 = "dnn.sdpa"(%q, %k, %v) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x16xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1258,7 +1306,7 @@ func.func @sdpa_stats_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, 
 
 func.func @sdpa_backward_output_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x16xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'o' dim 3: expected 8 (shape of the forward output), got 16
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x16xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1266,7 +1314,7 @@ func.func @sdpa_backward_output_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x3
 
 func.func @sdpa_backward_output_gradient_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x32x8xf32>, %stats: tensor<2x4x16x1xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'do' dim 2: expected 16 (shape of 'o'), got 32
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1274,7 +1322,7 @@ func.func @sdpa_backward_output_gradient_shape(%q: tensor<2x4x16x8xf32>, %k: ten
 
 func.func @sdpa_backward_stats_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'stats': expected rank 4, got rank 3
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1282,7 +1330,7 @@ func.func @sdpa_backward_stats_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x
 
 func.func @sdpa_backward_stats_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x2xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'stats' dim 3: expected 1 (shape B, H, Sq, 1), got 2
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x2xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x2xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1290,7 +1338,7 @@ func.func @sdpa_backward_stats_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32
 
 func.func @sdpa_backward_bias_no_broadcast(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x6x8xf16>, %v: tensor<1x2x6x8xf16>, %o: tensor<1x2x4x8xf16>, %do: tensor<1x2x4x8xf16>, %stats: tensor<1x2x4x1xf32>, %bias: tensor<1x3x4x6xf16>) -> tensor<1x2x4x8xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'bias' dim 1: expected 2 or 1 (broadcast to B, H, Sq, Skv), got 3
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0>} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x3x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x3x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
   return %r#0 : tensor<1x2x4x8xf16>
 }
 
@@ -1298,7 +1346,7 @@ func.func @sdpa_backward_bias_no_broadcast(%q: tensor<1x2x4x8xf16>, %k: tensor<1
 
 func.func @sdpa_backward_key_gradient_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op result 'dk': expected shape 2x2x32x8, got 2x4x32x8
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x2x32x8xf32>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x4x32x8xf32>, tensor<2x2x32x8xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -1306,7 +1354,7 @@ func.func @sdpa_backward_key_gradient_shape(%q: tensor<2x4x16x8xf32>, %k: tensor
 
 func.func @sdpa_backward_missing_scale(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op attribute 'scale': expected a value, got none
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
   return %r#0 : tensor<2x4x16x8xf32>
 }
 
@@ -2006,7 +2054,7 @@ func.func @f32_float_attribute(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
 
 func.func @nan_scale(%q: tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'scale': expected a finite number, got nan
-  %o = "dnn.sdpa"(%q, %q, %q) {causal = false, generate_stats = false, scale = 0x7FF8000000000000 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
+  %o = "dnn.sdpa"(%q, %q, %q) {causal = false, generate_stats = false, scale = 0x7FF8000000000000 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>, tensor<1x1x2x4xf32>) -> tensor<1x1x2x4xf32>
   return %o : tensor<1x1x2x4xf32>
 }
 
@@ -2032,4 +2080,44 @@ func.func @name_not_a_string(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.relu' op attribute 'dnn.name': expected a string, got 3 : i64
   %y = "dnn.relu"(%x) {dnn.name = 3 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
+}
+
+// -----
+
+func.func @sdpa_ragged_without_padding(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'ragged_q': expected padding=True (use_padding_mask: the lengths of the packed sequences) with ragged offsets, got false
+  %o = "dnn.sdpa"(%q, %k, %v, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 1, 0, 0, 0>, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_strides_count(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'ragged_strides': expected 4 values (one per tensor q, k, v, o), got 1
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_stride_of_a_padded_tensor(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'ragged_strides': entry for 'k': expected 0 (not ragged), got 16
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 16, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_strides_without_offsets(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op attribute 'ragged_strides': expected none or zeros without ragged offsets, got [32, 0, 0, 0]
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+func.func @sdpa_ragged_offsets_shape(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %bad: tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'ragged_q' dim 0: expected 3 (one offset per batch entry and the end), got 2
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %bad) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
 }

@@ -1,6 +1,6 @@
 // Round trip of every dnn op: each prints back as it was written, and the
 // printed form parses and prints again unchanged. Each element type
-// (f32, f16, bf16, f8E4M3FN, f8E5M2, i1) appears somewhere.
+// (f32, f16, bf16, f8E4M3FN, f8E5M2, i1, i32, si8, ui8) appears somewhere.
 
 // RUN: dnnc-opt %s --split-input-file | FileCheck %s
 // RUN: dnnc-opt %s --split-input-file | dnnc-opt --split-input-file | FileCheck %s
@@ -754,6 +754,31 @@ func.func @matmul_tf32(%a: tensor<4x8xf32>, %b: tensor<8x5xf32>) -> tensor<4x5xf
 
 // -----
 
+// int8 / uint8 operands accumulate in int32 (compute_type i32).
+// CHECK-LABEL: func.func @matmul_int8(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x8xsi8>, %[[B:.*]]: tensor<8x5xui8>) -> tensor<4x5xi32>
+//  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]]) {compute_type = i32} : (tensor<4x8xsi8>, tensor<8x5xui8>) -> tensor<4x5xi32>
+//  CHECK-NEXT:   return %[[C]] : tensor<4x5xi32>
+func.func @matmul_int8(%a: tensor<4x8xsi8>, %b: tensor<8x5xui8>) -> tensor<4x5xi32> {
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<4x8xsi8>, tensor<8x5xui8>) -> tensor<4x5xi32>
+  return %c : tensor<4x5xi32>
+}
+
+// -----
+
+// CHECK-LABEL: func.func @conv_fprop_int8_to_int8(
+//  CHECK-SAME:     %[[X:.*]]: tensor<1x4x5x5xsi8>, %[[W:.*]]: tensor<2x4x3x3xsi8>) -> (tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>)
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.conv_fprop"(%[[X]], %[[W]]) {compute_type = i32, dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x5x5xsi8>, tensor<2x4x3x3xsi8>) -> tensor<1x2x3x3xsi8>
+//  CHECK-NEXT:   %[[F:.*]] = "dnn.cast"(%[[Y]]) : (tensor<1x2x3x3xsi8>) -> tensor<1x2x3x3xf32>
+//  CHECK-NEXT:   return %[[Y]], %[[F]] : tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>
+func.func @conv_fprop_int8_to_int8(%x: tensor<1x4x5x5xsi8>, %w: tensor<2x4x3x3xsi8>) -> (tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>) {
+  %y = "dnn.conv_fprop"(%x, %w) {compute_type = i32, dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x4x5x5xsi8>, tensor<2x4x3x3xsi8>) -> tensor<1x2x3x3xsi8>
+  %f = "dnn.cast"(%y) : (tensor<1x2x3x3xsi8>) -> tensor<1x2x3x3xf32>
+  return %y, %f : tensor<1x2x3x3xsi8>, tensor<1x2x3x3xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @matmul_fp8_to_bf16(
 //  CHECK-SAME:     %[[A:.*]]: tensor<4x8xf8E4M3FN>, %[[B:.*]]: tensor<8x5xf8E5M2>) -> tensor<4x5xbf16>
 //  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]]) {compute_type = f32} : (tensor<4x8xf8E4M3FN>, tensor<8x5xf8E5M2>) -> tensor<4x5xbf16>
@@ -837,10 +862,10 @@ func.func @conv_wgrad(%dy: tensor<2x6x4x4xf16>, %x: tensor<2x4x8x8xf16>) -> tens
 
 // CHECK-LABEL: func.func @sdpa(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xbf16>, %[[K:.*]]: tensor<2x4x32x8xbf16>, %[[V:.*]]: tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
-//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
 //  CHECK-NEXT:   return %[[O]] : tensor<2x4x16x8xbf16>
 func.func @sdpa(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x32x8xbf16>, %v: tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16> {
-  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>) -> tensor<2x4x16x8xbf16>
   return %o : tensor<2x4x16x8xbf16>
 }
 
@@ -851,20 +876,33 @@ func.func @sdpa(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x32x8xbf16>, %v: tensor
 
 // CHECK-LABEL: func.func @sdpa_paged(
 //  CHECK-SAME:     %[[Q:[^:]*]]: tensor<2x4x1x8xf16>, %[[K:[^:]*]]: tensor<9x2x16x8xf16>, %[[V:[^:]*]]: tensor<9x2x16x8xf16>, %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %[[LKV:[^:]*]]: tensor<2x1x1x1xi32>, %[[KT:[^:]*]]: tensor<2x1x4x1xi32>, %[[VT:[^:]*]]: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
-//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[LQ]], %[[LKV]], %[[KT]], %[[VT]]) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>, padding = true, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[LQ]], %[[LKV]], %[[KT]], %[[VT]]) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0>, padding = true, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
 func.func @sdpa_paged(%q: tensor<2x4x1x8xf16>, %k: tensor<9x2x16x8xf16>, %v: tensor<9x2x16x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x4x1xi32>, %vt: tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16> {
-  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>, padding = true, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %kt, %vt) {max_seq_len_kv = 60 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0>, padding = true, scale = 1.250000e-01 : f64} : (tensor<2x4x1x8xf16>, tensor<9x2x16x8xf16>, tensor<9x2x16x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x4x1xi32>, tensor<2x1x4x1xi32>) -> tensor<2x4x1x8xf16>
   return %o : tensor<2x4x1x8xf16>
+}
+
+// -----
+
+// Ragged (packed) q, k, v and o: int32 offsets (B + 1, 1, 1, 1) of each,
+// their sequence strides in ragged_strides, with the padding mask's lengths.
+
+// CHECK-LABEL: func.func @sdpa_ragged(
+//  CHECK-SAME:     %[[Q:[^:]*]]: tensor<2x4x6x8xf16>, %[[K:[^:]*]]: tensor<2x2x9x8xf16>, %[[V:[^:]*]]: tensor<2x2x9x8xf16>, %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %[[LKV:[^:]*]]: tensor<2x1x1x1xi32>, %[[OQ:[^:]*]]: tensor<3x1x1x1xi32>, %[[OKV:[^:]*]]: tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[LQ]], %[[LKV]], %[[OQ]], %[[OKV]], %[[OKV]], %[[OQ]]) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1>, padding = true, ragged_strides = array<i64: 32, 16, 16, 32>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+func.func @sdpa_ragged(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8xf16>, %v: tensor<2x2x9x8xf16>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>, %okv: tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16> {
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq, %okv, %okv, %oq) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 1, 1, 1>, padding = true, ragged_strides = array<i64: 32, 16, 16, 32>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x4x6x8xf16>
+  return %o : tensor<2x4x6x8xf16>
 }
 
 // -----
 
 // CHECK-LABEL: func.func @sdpa_gqa_causal(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xf16>, %[[K:.*]]: tensor<2x2x16x8xf16>, %[[V:.*]]: tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
-//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
+//  CHECK-NEXT:   %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
 //  CHECK-NEXT:   return %[[O]] : tensor<2x4x16x16xf16>
 func.func @sdpa_gqa_causal(%q: tensor<2x4x16x8xf16>, %k: tensor<2x2x16x8xf16>, %v: tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16> {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf16>, tensor<2x2x16x8xf16>, tensor<2x2x16x16xf16>) -> tensor<2x4x16x16xf16>
   return %o : tensor<2x4x16x16xf16>
 }
 
@@ -872,10 +910,10 @@ func.func @sdpa_gqa_causal(%q: tensor<2x4x16x8xf16>, %k: tensor<2x2x16x8xf16>, %
 
 // CHECK-LABEL: func.func @sdpa_bias_and_stats(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xbf16>, %[[K:.*]]: tensor<2x4x32x8xbf16>, %[[V:.*]]: tensor<2x4x32x8xbf16>, %[[BIAS:.*]]: tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
-//  CHECK-NEXT:   %[[R:.*]]:2 = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[BIAS]]) {generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
+//  CHECK-NEXT:   %[[R:.*]]:2 = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[BIAS]]) {generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
 //  CHECK-NEXT:   return %[[R]]#0, %[[R]]#1 : tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>
 func.func @sdpa_bias_and_stats(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x32x8xbf16>, %v: tensor<2x4x32x8xbf16>, %bias: tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>) {
-  %r:2 = "dnn.sdpa"(%q, %k, %v, %bias) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
+  %r:2 = "dnn.sdpa"(%q, %k, %v, %bias) {generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x4x32x8xbf16>, tensor<2x4x32x8xbf16>, tensor<1x4x16x32xbf16>) -> (tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>)
   return %r#0, %r#1 : tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>
 }
 
@@ -883,10 +921,10 @@ func.func @sdpa_bias_and_stats(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x4x32x8xbf
 
 // CHECK-LABEL: func.func @sdpa_backward(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<2x4x16x8xbf16>, %[[K:.*]]: tensor<2x2x32x8xbf16>, %[[V:.*]]: tensor<2x2x32x8xbf16>, %[[O:.*]]: tensor<2x4x16x8xbf16>, %[[DO:.*]]: tensor<2x4x16x8xbf16>, %[[STATS:.*]]: tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>)
-//  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.sdpa_backward"(%[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]], %[[STATS]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>)
+//  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.sdpa_backward"(%[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]], %[[STATS]]) {causal = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>)
 //  CHECK-NEXT:   return %[[R]]#0, %[[R]]#1, %[[R]]#2 : tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>
 func.func @sdpa_backward(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x2x32x8xbf16>, %v: tensor<2x2x32x8xbf16>, %o: tensor<2x4x16x8xbf16>, %do: tensor<2x4x16x8xbf16>, %stats: tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>) {
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x8xbf16>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>)
   return %r#0, %r#1, %r#2 : tensor<2x4x16x8xbf16>, tensor<2x2x32x8xbf16>, tensor<2x2x32x8xbf16>
 }
 
@@ -894,10 +932,10 @@ func.func @sdpa_backward(%q: tensor<2x4x16x8xbf16>, %k: tensor<2x2x32x8xbf16>, %
 
 // CHECK-LABEL: func.func @sdpa_backward_bias(
 //  CHECK-SAME:     %[[Q:.*]]: tensor<1x2x4x8xf16>, %[[K:.*]]: tensor<1x2x6x8xf16>, %[[V:.*]]: tensor<1x2x6x8xf16>, %[[O:.*]]: tensor<1x2x4x8xf16>, %[[DO:.*]]: tensor<1x2x4x8xf16>, %[[STATS:.*]]: tensor<1x2x4x1xf32>, %[[BIAS:.*]]: tensor<1x1x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
-//  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.sdpa_backward"(%[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]], %[[STATS]], %[[BIAS]]) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x1x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
+//  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.sdpa_backward"(%[[Q]], %[[K]], %[[V]], %[[O]], %[[DO]], %[[STATS]], %[[BIAS]]) {operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x1x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
 //  CHECK-NEXT:   return %[[R]]#0, %[[R]]#1, %[[R]]#2 : tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
 func.func @sdpa_backward_bias(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x6x8xf16>, %v: tensor<1x2x6x8xf16>, %o: tensor<1x2x4x8xf16>, %do: tensor<1x2x4x8xf16>, %stats: tensor<1x2x4x1xf32>, %bias: tensor<1x1x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>) {
-  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0>} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x1x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
+  %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x1x4x6xf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>)
   return %r#0, %r#1, %r#2 : tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>
 }
 

@@ -211,14 +211,28 @@ func.func private @conv_wgrad_operands(%dy: tensor<1x16x6x6xbf16>, %x: tensor<1x
 
 // -----
 
-// An operand computed in the kernel (a relu dnn-fuse joined before the
-// convolution) is no argument: its index is -1.
+// A forward convolution's x that pointwise ops of the kernel compute from
+// one argument of its shape (a prologue dnn-fuse joined: relu(x * s + b),
+// s and b per channel) names that argument, with prologue = true; an x
+// computed from two (x + r) is no argument: its index is -1.
+
+// CHECK-LABEL: func.func private @conv_operand_prologue(
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: 0, 3>{{.*}}prologue = true
+func.func private @conv_operand_prologue(%x: tensor<1x8x4x4xbf16>, %s: tensor<1x8x1x1xf32>, %b: tensor<1x8x1x1xf32>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %m = "dnn.mul"(%x, %s) : (tensor<1x8x4x4xbf16>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xbf16>
+  %a = "dnn.add"(%m, %b) : (tensor<1x8x4x4xbf16>, tensor<1x8x1x1xf32>) -> tensor<1x8x4x4xbf16>
+  %r = "dnn.relu"(%a) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+  return %y : tensor<1x8x4x4xbf16>
+}
 
 // CHECK-LABEL: func.func private @conv_operand_computed(
-//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 1>
-func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
-  %r = "dnn.relu"(%x) : (tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
-  %y = "dnn.conv_fprop"(%r, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
+//  CHECK-SAME:     dnn.conv = {{.*}}operands = array<i64: -1, 2>
+//  CHECK-NOT:      prologue
+//  CHECK-SAME:     dnn.kernel
+func.func private @conv_operand_computed(%x: tensor<1x8x4x4xbf16>, %r: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16> attributes {dnn.kernel} {
+  %a = "dnn.add"(%x, %r) : (tensor<1x8x4x4xbf16>, tensor<1x8x4x4xbf16>) -> tensor<1x8x4x4xbf16>
+  %y = "dnn.conv_fprop"(%a, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x8x4x4xbf16>, tensor<8x8x1x1xbf16>) -> tensor<1x8x4x4xbf16>
   return %y : tensor<1x8x4x4xbf16>
 }
 
@@ -243,10 +257,10 @@ func.func @conv_in_graph(%x: tensor<1x8x4x4xbf16>, %w: tensor<8x8x1x1xbf16>) -> 
 // bufferization the out-parameters are the last arguments).
 
 // CHECK-LABEL: func.func private @sdpa_causal_stats(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 //   CHECK-NOT:   dnn.sdpa
 func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v) {causal = true, generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {causal = true, generate_stats = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) -> (tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>)
   return %o, %stats : tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>
 }
 
@@ -257,9 +271,9 @@ func.func private @sdpa_causal_stats(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9
 // before o.
 
 // CHECK-LABEL: func.func private @sdpa_bias_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 2, 3, 1, 0, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 2, 3, 1, 0, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0>, returned = 2 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x2x9x16xf16>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>) -> (tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>) attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v, %bias) {causal = false, generate_stats = true, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<1x1x7x9xf16>) -> (tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v, %bias) {causal = false, generate_stats = true, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<1x1x7x9xf16>) -> (tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>)
   return %stats, %o : tensor<2x2x7x1xf32>, tensor<2x2x7x16xf16>
 }
 
@@ -269,10 +283,10 @@ func.func private @sdpa_bias_reordered(%bias: tensor<1x1x7x9xf16>, %v: tensor<2x
 // argument: its index is -1; without statistics, stats is -1 too.
 
 // CHECK-LABEL: func.func private @sdpa_q_computed(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: -1, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: -1, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_q_computed(%x: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
   %q = "dnn.relu"(%x) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
 }
 
@@ -283,9 +297,9 @@ func.func private @sdpa_q_computed(%x: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x6
 // window of 4 columns.
 
 // CHECK-LABEL: func.func private @sdpa_bottom_right_window(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "bottom_right", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 4 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "bottom_right", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, -1>, returned = 1 : i64, scale = 1.250000e-01 : f64, window = 4 : i64}
 func.func private @sdpa_bottom_right_window(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, diagonal = "bottom_right", generate_stats = false, scale = 1.250000e-01 : f64, window = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = true, diagonal = "bottom_right", generate_stats = false, scale = 1.250000e-01 : f64, window = 4 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
 }
 
@@ -296,10 +310,10 @@ func.func private @sdpa_bottom_right_window(%q: tensor<1x2x7x64xbf16>, %k: tenso
 // dq, dk and dv is.
 
 // CHECK-LABEL: func.func private @sdpa_backward_causal_bias(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 //   CHECK-NOT:   dnn.sdpa_backward
 func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
   return %dq, %dk, %dv : tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>
 }
 
@@ -309,9 +323,9 @@ func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tens
 // stats is argument 0, no bias (-1), dk returned first.
 
 // CHECK-LABEL: func.func private @sdpa_backward_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>, %v: tensor<2x2x9x16xf16>, %o: tensor<2x2x7x16xf16>, %do: tensor<2x2x7x16xf16>) -> (tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
   return %dk, %dq, %dv : tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>
 }
 
@@ -320,9 +334,9 @@ func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tens
 // The backward's masks too: a top-left window of 3 columns.
 
 // CHECK-LABEL: func.func private @sdpa_backward_window(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
 func.func private @sdpa_backward_window(%q: tensor<1x2x7x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x16xf16>, %o: tensor<1x2x7x16xf16>, %do: tensor<1x2x7x16xf16>, %stats: tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, diagonal = "top_left", scale = 2.500000e-01 : f64, window = 3 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, diagonal = "top_left", scale = 2.500000e-01 : f64, window = 3 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>)
   return %dq, %dk, %dv : tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>
 }
 
@@ -335,7 +349,7 @@ func.func private @sdpa_backward_window(%q: tensor<1x2x7x16xf16>, %k: tensor<1x2
 //   CHECK-NOT:   dnn.attention
 //       CHECK:   linalg.generic
 func.func private @sdpa_o_used_in_kernel(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.anchor = "sdpa", dnn.kernel} {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   %y = "dnn.relu"(%o) : (tensor<1x2x7x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %y : tensor<1x2x7x64xbf16>
 }
@@ -348,6 +362,39 @@ func.func private @sdpa_o_used_in_kernel(%q: tensor<1x2x7x64xbf16>, %k: tensor<1
 // CHECK-LABEL: func.func @sdpa_in_graph(
 //  CHECK-SAME:     attributes {dnn.graph, llvm.emit_c_interface} {
 func.func @sdpa_in_graph(%q: tensor<1x2x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16> attributes {dnn.graph} {
-  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
+  %o = "dnn.sdpa"(%q, %k, %v) {causal = false, generate_stats = false, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x64xbf16>) -> tensor<1x2x7x64xbf16>
   return %o : tensor<1x2x7x64xbf16>
+}
+
+// -----
+
+// int8 / uint8 (si8 / ui8) matmul with i32 compute: the operands are
+// sign- or zero-extended and the products summed in i32; a cast to int8
+// saturates in integers. No si8 / ui8 is left: they are stored as i8, as
+// booleans are, once lowered (and the casts to signless i8 are gone).
+
+// CHECK-LABEL: func.func @matmul_int8(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x8xi8> {dnn.name = "a"}, %[[B:.*]]: tensor<8x5xi8> {dnn.name = "b"}) -> (tensor<4x5xi32> {dnn.name = "c"}, tensor<4x5xi8> {dnn.name = "q"})
+//       CHECK:   %[[ZERO:.*]] = linalg.generic
+//       CHECK:     arith.constant 0 : i32
+//       CHECK:   %[[C:.*]] = linalg.generic {{.*}} ins(%[[A]], %[[B]] : tensor<4x8xi8>, tensor<8x5xi8>) outs(%[[ZERO]] : tensor<4x5xi32>)
+//  CHECK-NEXT:   ^bb0(%[[X:.*]]: i8, %[[Y:.*]]: i8, %[[ACC:.*]]: i32):
+//  CHECK-NEXT:     %[[XW:.*]] = arith.extsi %[[X]] : i8 to i32
+//  CHECK-NEXT:     %[[YW:.*]] = arith.extui %[[Y]] : i8 to i32
+//  CHECK-NEXT:     %[[P:.*]] = arith.muli %[[XW]], %[[YW]] : i32
+//  CHECK-NEXT:     %[[S:.*]] = arith.addi %[[ACC]], %[[P]] : i32
+//  CHECK-NEXT:     linalg.yield %[[S]] : i32
+//       CHECK:   %[[Q:.*]] = linalg.generic {{.*}} ins(%[[C]] : tensor<4x5xi32>) outs(%{{.*}} : tensor<4x5xi8>)
+//       CHECK:     arith.maxsi
+//       CHECK:     arith.minsi
+//       CHECK:     %[[T:.*]] = arith.trunci %{{.*}} : i32 to i8
+//       CHECK:     linalg.yield %[[T]] : i8
+//       CHECK:   return %[[C]], %[[Q]] : tensor<4x5xi32>, tensor<4x5xi8>
+//   CHECK-NOT: si8
+//   CHECK-NOT: ui8
+//   CHECK-NOT: unrealized_conversion_cast
+func.func @matmul_int8(%a: tensor<4x8xsi8> {dnn.name = "a"}, %b: tensor<8x5xui8> {dnn.name = "b"}) -> (tensor<4x5xi32> {dnn.name = "c"}, tensor<4x5xsi8> {dnn.name = "q"}) attributes {dnn.graph} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<4x8xsi8>, tensor<8x5xui8>) -> tensor<4x5xi32>
+  %q = "dnn.cast"(%c) : (tensor<4x5xi32>) -> tensor<4x5xsi8>
+  return %c, %q : tensor<4x5xi32>, tensor<4x5xsi8>
 }

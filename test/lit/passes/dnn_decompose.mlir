@@ -212,7 +212,7 @@ func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: te
 // ALL: %[[STATS:.*]] = "dnn.reshape"(%[[LSE]]) : (tensor<1x2x2x5x1xf32>) -> tensor<1x4x5x1xf32>
 // ALL: return %[[O]], %[[STATS]]
 func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %v: tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>) {
-  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
+  %o, %stats = "dnn.sdpa"(%q, %k, %v) {scale = 0.125 : f64, causal = true, generate_stats = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x5x8xbf16>, tensor<1x2x7x8xbf16>, tensor<1x2x7x8xbf16>) -> (tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>)
   return %o, %stats : tensor<1x4x5x8xbf16>, tensor<1x4x5x1xf32>
 }
 
@@ -244,7 +244,7 @@ func.func @sdpa_gqa_causal(%q: tensor<1x4x5x8xbf16>, %k: tensor<1x2x7x8xbf16>, %
 // ALL: %[[ABOVE:.*]] = "dnn.cmp_gt"(%[[COL]], %[[DIAG]])
 // ALL: "dnn.select"(%[[ABOVE]], %{{.*}}, %[[SP]])
 func.func @sdpa_padding(%q: tensor<2x2x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: tensor<2x2x7x8xf32>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32> {
-  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {scale = 0.125 : f64, causal = true, diagonal = "bottom_right", padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0>} : (tensor<2x2x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32>
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv) {scale = 0.125 : f64, causal = true, diagonal = "bottom_right", padding = true, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x5x8xf32>, tensor<2x2x7x8xf32>, tensor<2x2x7x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x2x5x8xf32>
   return %o : tensor<2x2x5x8xf32>
 }
 
@@ -280,7 +280,37 @@ func.func @sdpa_padding(%q: tensor<2x2x5x8xf32>, %k: tensor<2x2x7x8xf32>, %v: te
 // ALL: "dnn.transpose"(%[[K]])
 // ALL: "dnn.matmul"(
 func.func @sdpa_paged(%q: tensor<2x2x3x8xf32>, %kc: tensor<5x1x4x8xf32>, %vc: tensor<5x1x4x8xf32>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %kt: tensor<2x1x2x1xi32>, %vt: tensor<2x1x2x1xi32>) -> tensor<2x2x3x8xf32> {
-  %o = "dnn.sdpa"(%q, %kc, %vc, %lq, %lkv, %kt, %vt) {scale = 0.125 : f64, causal = false, padding = true, max_seq_len_kv = 7 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1>} : (tensor<2x2x3x8xf32>, tensor<5x1x4x8xf32>, tensor<5x1x4x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x2x1xi32>, tensor<2x1x2x1xi32>) -> tensor<2x2x3x8xf32>
+  %o = "dnn.sdpa"(%q, %kc, %vc, %lq, %lkv, %kt, %vt) {scale = 0.125 : f64, causal = false, padding = true, max_seq_len_kv = 7 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 1, 1, 0, 0, 0, 0>} : (tensor<2x2x3x8xf32>, tensor<5x1x4x8xf32>, tensor<5x1x4x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x2x1xi32>, tensor<2x1x2x1xi32>) -> tensor<2x2x3x8xf32>
+  return %o : tensor<2x2x3x8xf32>
+}
+
+// -----
+
+// sdpa with a ragged (packed) q and o under all=true: q is gathered into a
+// padded tensor without a gather op (each entry's first packed row
+// floor(offset / stride + 1/2) plus the row, compared with the index of the
+// B x S packed rows below the entry's length, selected and summed), and o
+// scattered back the same way, summed over the entries' rows.
+
+// CHECK-LABEL: func.func @sdpa_ragged(
+// CHECK: "dnn.sdpa"
+// ALL-LABEL: func.func @sdpa_ragged(
+// ALL-SAME: %[[Q:[^:]*]]: tensor<2x2x3x8xf32>, %{{[^:]*}}: tensor<2x2x4x8xf32>, %{{[^:]*}}: tensor<2x2x4x8xf32>, %[[LQ:[^:]*]]: tensor<2x1x1x1xi32>, %{{[^:]*}}: tensor<2x1x1x1xi32>, %[[OFF:[^:]*]]: tensor<3x1x1x1xi32>)
+// ALL-NOT: dnn.sdpa
+// ALL: %[[BSHD:.*]] = "dnn.transpose"(%[[Q]]) {permutation = array<i64: 0, 2, 1, 3>}
+// ALL: %[[PACKED:.*]] = "dnn.reshape"(%[[BSHD]]) : (tensor<2x3x2x8xf32>) -> tensor<1x1x6x2x8xf32>
+// ALL: %[[FIRST:.*]] = "dnn.slice"(%[[OFF]]) {limit = array<i64: 2, 1, 1, 1>
+// ALL: "dnn.floor"
+// ALL: %[[HIT:.*]] = "dnn.cmp_eq"({{.*}}) : (tensor<1x1x6x2x8xf32>, tensor<2x3x1x2x8xf32>) -> tensor<2x3x6x2x8xi1>
+// ALL: %[[OWNED:.*]] = "dnn.logical_and"(%[[HIT]], %{{.*}})
+// ALL: %[[PICK:.*]] = "dnn.select"(%[[OWNED]], %[[PACKED]], %{{.*}})
+// ALL: "dnn.reduction"(%[[PICK]]) {axes = array<i64: 2>, keepdims = false, mode = "sum"} : (tensor<2x3x6x2x8xf32>) -> tensor<2x3x2x8xf32>
+// ALL: "dnn.matmul"(
+// ALL: "dnn.slice"(%[[OFF]])
+// ALL: %[[OUT:.*]] = "dnn.select"(%{{.*}}, %{{.*}}, %{{.*}}) : (tensor<2x3x6x2x8xi1>, tensor<2x3x1x2x8xf32>, tensor<f32>) -> tensor<2x3x6x2x8xf32>
+// ALL: "dnn.reduction"(%[[OUT]]) {axes = array<i64: 0, 1>, keepdims = false, mode = "sum"} : (tensor<2x3x6x2x8xf32>) -> tensor<6x2x8xf32>
+func.func @sdpa_ragged(%q: tensor<2x2x3x8xf32>, %k: tensor<2x2x4x8xf32>, %v: tensor<2x2x4x8xf32>, %lq: tensor<2x1x1x1xi32>, %lkv: tensor<2x1x1x1xi32>, %oq: tensor<3x1x1x1xi32>) -> tensor<2x2x3x8xf32> {
+  %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %oq, %oq) {scale = 0.125 : f64, causal = false, padding = true, ragged_strides = array<i64: 16, 0, 0, 16>, operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 1>} : (tensor<2x2x3x8xf32>, tensor<2x2x4x8xf32>, tensor<2x2x4x8xf32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<3x1x1x1xi32>, tensor<3x1x1x1xi32>) -> tensor<2x2x3x8xf32>
   return %o : tensor<2x2x3x8xf32>
 }
 
@@ -298,7 +328,7 @@ func.func @sdpa_paged(%q: tensor<2x2x3x8xf32>, %kc: tensor<5x1x4x8xf32>, %vc: te
 // ALL: %[[DV:.*]] = "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = false, mode = "sum"} : (tensor<1x2x2x7x8xf32>) -> tensor<1x2x7x8xf32>
 // ALL: return %{{.*}}, %[[DK]], %[[DV]]
 func.func @sdpa_backward_gqa(%q: tensor<1x4x5x8xf32>, %k: tensor<1x2x7x8xf32>, %v: tensor<1x2x7x8xf32>, %o: tensor<1x4x5x8xf32>, %do: tensor<1x4x5x8xf32>, %stats: tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>) {
-  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 0.125 : f64, causal = false, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0>} : (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>)
+  %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 0.125 : f64, causal = false, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x8xf32>, tensor<1x4x5x1xf32>) -> (tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>)
   return %dq, %dk, %dv : tensor<1x4x5x8xf32>, tensor<1x2x7x8xf32>, tensor<1x2x7x8xf32>
 }
 

@@ -1,5 +1,5 @@
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse)' | FileCheck %s
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false})' | FileCheck %s --check-prefix=NOFUSE
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false conv_prologue=false})' | FileCheck %s --check-prefix=NOFUSE
 
 // Each test's graph function ends up holding only calls; a graph body of one
 // call and a return shows that exactly one kernel was made.
@@ -751,4 +751,112 @@ func.func @dgrad_relu_backward(%dy: tensor<2x5x7x7xf32>, %w: tensor<5x3x3x3xf32>
   %0 = "dnn.conv_dgrad"(%dy, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x5x7x7xf32>, tensor<5x3x3x3xf32>) -> tensor<2x3x7x7xf32>
   %1 = "dnn.relu_backward"(%0, %x) : (tensor<2x3x7x7xf32>, tensor<2x3x7x7xf32>) -> tensor<2x3x7x7xf32>
   return %1 : tensor<2x3x7x7xf32>
+}
+
+// -----
+
+// Convolution prologue: cuDNN's BN-ReLU-conv. relu(x * scale + shift), scale
+// and shift per channel of x (C = 64, bf16), joins the forward convolution's
+// kernel: one dnn.kernel, the activation never stored. Off: two kernels.
+// CHECK-LABEL: func.func private @bn_relu_conv_k0_conv_fprop(
+//  CHECK-SAME: %[[X:.*]]: tensor<2x64x9x11xbf16>, %[[S:.*]]: tensor<1x64x1x1xf32>, %[[B:.*]]: tensor<1x64x1x1xf32>, %[[W:.*]]: tensor<32x64x3x3xbf16>
+//  CHECK-NEXT: %[[M:.*]] = "dnn.mul"(%[[X]], %[[S]])
+//  CHECK-NEXT: %[[A:.*]] = "dnn.add"(%[[M]], %[[B]])
+//  CHECK-NEXT: %[[R:.*]] = "dnn.relu"(%[[A]])
+//  CHECK-NEXT: %[[Y:.*]] = "dnn.conv_fprop"(%[[R]], %[[W]])
+//  CHECK-NEXT: return %[[Y]]
+// CHECK-LABEL: func.func @bn_relu_conv(
+//  CHECK-NEXT: call @bn_relu_conv_k0_conv_fprop(%arg0, %arg2, %arg3, %arg1)
+//  CHECK-NEXT: return
+// NOFUSE-LABEL: func.func @bn_relu_conv(
+//  NOFUSE-NEXT: call @bn_relu_conv_k0_pointwise
+//  NOFUSE-NEXT: call @bn_relu_conv_k1_conv_fprop
+func.func @bn_relu_conv(%x: tensor<2x64x9x11xbf16>, %w: tensor<32x64x3x3xbf16>, %s: tensor<1x64x1x1xf32>, %b: tensor<1x64x1x1xf32>) -> tensor<2x32x9x11xbf16> {
+  %0 = "dnn.mul"(%x, %s) : (tensor<2x64x9x11xbf16>, tensor<1x64x1x1xf32>) -> tensor<2x64x9x11xbf16>
+  %1 = "dnn.add"(%0, %b) : (tensor<2x64x9x11xbf16>, tensor<1x64x1x1xf32>) -> tensor<2x64x9x11xbf16>
+  %2 = "dnn.relu"(%1) : (tensor<2x64x9x11xbf16>) -> tensor<2x64x9x11xbf16>
+  %3 = "dnn.conv_fprop"(%2, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x64x9x11xbf16>, tensor<32x64x3x3xbf16>) -> tensor<2x32x9x11xbf16>
+  return %3 : tensor<2x32x9x11xbf16>
+}
+
+// -----
+
+// The plain scale + shift (no relu), 3-D and strided, and a relu alone
+// (of another input, scaled by [64, 1, 1, 1]: per channel, aligned on the
+// right): each one kernel with its convolution (the first with its
+// epilogue too).
+// CHECK-LABEL: func.func private @scale_shift_conv_k0_conv_fprop(
+//  CHECK-NEXT: "dnn.mul"
+//  CHECK-NEXT: "dnn.add"
+//  CHECK-NEXT: "dnn.conv_fprop"
+//  CHECK-NEXT: "dnn.relu"
+//  CHECK-NEXT: return
+// CHECK-LABEL: func.func private @scale_shift_conv_k1_conv_fprop(
+//  CHECK-NEXT: "dnn.relu"
+//  CHECK-NEXT: "dnn.mul"
+//  CHECK-NEXT: "dnn.conv_fprop"
+//  CHECK-NEXT: return
+// CHECK-LABEL: func.func @scale_shift_conv(
+//  CHECK-NEXT: call @scale_shift_conv_k0_conv_fprop
+//  CHECK-NEXT: call @scale_shift_conv_k1_conv_fprop
+//  CHECK-NEXT: return
+func.func @scale_shift_conv(%x: tensor<1x64x4x6x6xf16>, %w: tensor<64x64x3x3x3xf16>, %s: tensor<1x64x1x1x1xf32>, %b: tensor<1x64x1x1x1xf32>, %u: tensor<1x64x2x3x3xf16>, %v: tensor<64x64x1x1x1xf16>, %t: tensor<64x1x1x1xf32>) -> (tensor<1x64x2x3x3xf16>, tensor<1x64x2x3x3xf16>) {
+  %0 = "dnn.mul"(%x, %s) : (tensor<1x64x4x6x6xf16>, tensor<1x64x1x1x1xf32>) -> tensor<1x64x4x6x6xf16>
+  %1 = "dnn.add"(%0, %b) : (tensor<1x64x4x6x6xf16>, tensor<1x64x1x1x1xf32>) -> tensor<1x64x4x6x6xf16>
+  %2 = "dnn.conv_fprop"(%1, %w) {compute_type = f32, dilation = array<i64: 1, 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 0, 1>, pre_padding = array<i64: 1, 1, 0>, stride = array<i64: 2, 2, 2>} : (tensor<1x64x4x6x6xf16>, tensor<64x64x3x3x3xf16>) -> tensor<1x64x2x3x3xf16>
+  %3 = "dnn.relu"(%2) : (tensor<1x64x2x3x3xf16>) -> tensor<1x64x2x3x3xf16>
+  %4 = "dnn.relu"(%u) : (tensor<1x64x2x3x3xf16>) -> tensor<1x64x2x3x3xf16>
+  %5 = "dnn.mul"(%4, %t) : (tensor<1x64x2x3x3xf16>, tensor<64x1x1x1xf32>) -> tensor<1x64x2x3x3xf16>
+  %6 = "dnn.conv_fprop"(%5, %v) {compute_type = f32, dilation = array<i64: 1, 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0, 0>, pre_padding = array<i64: 0, 0, 0>, stride = array<i64: 1, 1, 1>} : (tensor<1x64x2x3x3xf16>, tensor<64x64x1x1x1xf16>) -> tensor<1x64x2x3x3xf16>
+  return %3, %6 : tensor<1x64x2x3x3xf16>, tensor<1x64x2x3x3xf16>
+}
+
+// -----
+
+// A pre-activation with another user (the batchnorm's output also feeds a
+// residual add): x * scale + shift stays a kernel of its own, which stores
+// it once; only the relu after it joins the convolution (nothing is
+// computed twice).
+// CHECK-LABEL: func.func private @shared_preactivation_k0_pointwise(
+//  CHECK-NEXT: "dnn.mul"
+//  CHECK-NEXT: "dnn.add"
+//  CHECK-NEXT: return
+// CHECK-LABEL: func.func private @shared_preactivation_k1_conv_fprop(
+//  CHECK-NEXT: "dnn.relu"
+//  CHECK-NEXT: "dnn.conv_fprop"
+//  CHECK-NEXT: return
+func.func @shared_preactivation(%x: tensor<2x64x8x8xbf16>, %w: tensor<64x64x1x1xbf16>, %s: tensor<1x64x1x1xf32>, %b: tensor<1x64x1x1xf32>) -> (tensor<2x64x8x8xbf16>, tensor<2x64x8x8xbf16>) {
+  %0 = "dnn.mul"(%x, %s) : (tensor<2x64x8x8xbf16>, tensor<1x64x1x1xf32>) -> tensor<2x64x8x8xbf16>
+  %1 = "dnn.add"(%0, %b) : (tensor<2x64x8x8xbf16>, tensor<1x64x1x1xf32>) -> tensor<2x64x8x8xbf16>
+  %2 = "dnn.relu"(%1) : (tensor<2x64x8x8xbf16>) -> tensor<2x64x8x8xbf16>
+  %3 = "dnn.conv_fprop"(%2, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x64x8x8xbf16>, tensor<64x64x1x1xbf16>) -> tensor<2x64x8x8xbf16>
+  %4 = "dnn.add"(%1, %3) : (tensor<2x64x8x8xbf16>, tensor<2x64x8x8xbf16>) -> tensor<2x64x8x8xbf16>
+  return %3, %4 : tensor<2x64x8x8xbf16>, tensor<2x64x8x8xbf16>
+}
+
+// -----
+
+// What tc-sm90 cannot run with a prologue keeps two kernels: C = 3 (x's
+// pixels are not 16 bytes), an f32 x (cast to bf16 in the chain), a
+// scale that varies along a spatial dim, and a depthwise convolution.
+// CHECK-LABEL: func.func @not_fused(
+//  CHECK-NEXT: call @not_fused_k0_pointwise
+//  CHECK-NEXT: call @not_fused_k1_conv_fprop
+//  CHECK-NEXT: call @not_fused_k2_pointwise
+//  CHECK-NEXT: call @not_fused_k3_conv_fprop
+//  CHECK-NEXT: call @not_fused_k4_pointwise
+//  CHECK-NEXT: call @not_fused_k5_conv_fprop
+//  CHECK-NEXT: call @not_fused_k6_pointwise
+//  CHECK-NEXT: call @not_fused_k7_conv_fprop
+func.func @not_fused(%x: tensor<1x3x8x8xbf16>, %w: tensor<8x3x3x3xbf16>, %s: tensor<1x3x1x1xf32>, %f: tensor<1x64x8x8xf32>, %v: tensor<8x64x1x1xbf16>, %g: tensor<1x64x8x8xbf16>, %h: tensor<1x64x8x1xf32>, %d: tensor<64x1x3x3xbf16>) -> (tensor<1x8x6x6xbf16>, tensor<1x8x8x8xbf16>, tensor<1x8x8x8xbf16>, tensor<1x64x8x8xbf16>) {
+  %0 = "dnn.mul"(%x, %s) : (tensor<1x3x8x8xbf16>, tensor<1x3x1x1xf32>) -> tensor<1x3x8x8xbf16>
+  %1 = "dnn.conv_fprop"(%0, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x3x8x8xbf16>, tensor<8x3x3x3xbf16>) -> tensor<1x8x6x6xbf16>
+  %2 = "dnn.relu"(%f) : (tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xf32>
+  %3 = "dnn.cast"(%2) : (tensor<1x64x8x8xf32>) -> tensor<1x64x8x8xbf16>
+  %4 = "dnn.conv_fprop"(%3, %v) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x64x8x8xbf16>, tensor<8x64x1x1xbf16>) -> tensor<1x8x8x8xbf16>
+  %5 = "dnn.mul"(%g, %h) : (tensor<1x64x8x8xbf16>, tensor<1x64x8x1xf32>) -> tensor<1x64x8x8xbf16>
+  %6 = "dnn.conv_fprop"(%5, %v) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x64x8x8xbf16>, tensor<8x64x1x1xbf16>) -> tensor<1x8x8x8xbf16>
+  %7 = "dnn.relu"(%g) : (tensor<1x64x8x8xbf16>) -> tensor<1x64x8x8xbf16>
+  %8 = "dnn.conv_fprop"(%7, %d) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x64x8x8xbf16>, tensor<64x1x3x3xbf16>) -> tensor<1x64x8x8xbf16>
+  return %1, %4, %6, %8 : tensor<1x8x6x6xbf16>, tensor<1x8x8x8xbf16>, tensor<1x8x8x8xbf16>, tensor<1x64x8x8xbf16>
 }

@@ -23,7 +23,8 @@
 // does not take (a bias of another type than q's or f32) keeps its
 // expansion, on simt-generic, with the reason. An sdpa_backward kernel becomes two
 // launches, the dQ kernel and the dK dV kernel, with delta in a buffer
-// between them.
+// between them; configured with the fused tile [64, 128], three launches
+// (delta and a zeroed f32 dQ buffer, the fused kernel, dQ's conversion).
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -1956,5 +1957,312 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
   %collapse_shape_11 = memref.collapse_shape %alloc_7 [[0], [1, 2], [3], [4]] : memref<1x2x2x3x1xf32> into memref<1x4x3x1xf32>
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x3x64xbf16>) outs(%arg3 : memref<1x4x3x64xbf16>)
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape_11 : memref<1x4x3x1xf32>) outs(%arg4 : memref<1x4x3x1xf32>)
+  return
+}
+
+// -----
+
+#map = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#map4 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#map5 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map6 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#map7 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+#map8 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d3)>
+#map9 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d4)>
+#map10 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+
+// The sdpa backward above, configured for the fused kernel (tile [64,
+// 128]: 64 query rows a step, 128 kv rows a block; 3 stages;
+// sm90/flash_backward_fused.py): three launches. First delta and the f32
+// dQ buffer zeroed, a quad of 128 threads a query row; then a block per
+// (kv tile, batch x kv head), K and V resident (boxes of 128 rows), Q and
+// dO tiles of 64 rows through the ring, S^T and dP^T on wgmma, dS^T into
+// shared memory, dQ's part (D 64: the consumer's 64 kv rows, dS and K both
+// read MN-major) into a staging tile and added into the buffer by TMA
+// reduce-adds (boxes of 64 rows x 32 f32), dV and dK from registers; then
+// dQ = scale x the buffer, rounded, 8 columns a thread.
+// CHECK-LABEL: func.func private @sdpa_backward_fused(
+//  CHECK-SAME:     %[[O:[^:]*]]: memref<1x4x64x64xbf16>, %[[DO:[^:]*]]: memref<1x4x64x64xbf16>, %[[STATS:[^:]*]]: memref<1x4x64x1xf32>, %[[DQ:[^:]*]]: memref<1x4x64x64xbf16> {bufferize.result}, %[[DK:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "sdpa_backward; attention backward, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace first; then a block per 128 kv rows, 64 query rows a step through 3 stages, five products on wgmma, dQ added into the workspace by TMA reduce-adds (not deterministic: the order of the adds varies); then dQ converted"
+//   CHECK-NOT:   linalg.
+//       CHECK:   %[[DELTA:.*]] = memref.alloc() : memref<1x4x64xf32>
+//       CHECK:   %[[DQSUM:.*]] = memref.alloc() : memref<1x4x64x64xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c0_i32 {
+//       CHECK:       vector.load %[[O]]{{.*}} {alignment = 16 : i64} : memref<1x4x64x64xbf16>, vector<8xbf16>
+//       CHECK:       vector.load %[[DO]]{{.*}} {alignment = 16 : i64} : memref<1x4x64x64xbf16>, vector<8xbf16>
+//       CHECK:       gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+//       CHECK:         memref.store %{{.*}}, %[[DELTA]][
+// CHECK-COUNT-4:       vector.store %{{.*}}, %[[DQSUM]][{{.*}}] {alignment = 16 : i64} : memref<1x4x64x64xf32>, vector<4xf32>
+//       CHECK:     gpu.terminator
+//       CHECK:   %[[UDQSUM:.*]] = memref.cast %[[DQSUM]]
+//       CHECK:   nvgpu.tma.create.descriptor %[[UDQSUM]] box[%c1, %c1, %c64, %c32] : memref<*xf32> -> <tensor = memref<1x1x64x32xf32, 3>, swizzle = swizzle_128b
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c1, %c128, %c64] : memref<*xbf16>
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c1, %c128, %c64] : memref<*xbf16>
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c1, %c64, %c64] : memref<*xbf16>
+//       CHECK:   nvgpu.tma.create.descriptor %{{.*}} box[%c1, %c1, %c64, %c64] : memref<*xbf16>
+// K and V (2 x 16 KiB), 3 stages of a Q and a dO tile (2 x 8 KiB), two dS
+// tiles (2 x 16 KiB), the consumers' dQ staging (2 x 16 KiB), their
+// log-sum-exp and delta buffers (2 KiB): 150584 bytes.
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c150584_i32 {
+//       CHECK:       nvvm.setmaxregister  decrease 24
+//       CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+//       CHECK:         scf.for
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 240
+//       CHECK:         scf.for
+//       CHECK:           memref.load %[[STATS]]
+//       CHECK:           memref.load %[[DELTA]]
+// S^T = K Q^T and dP^T = V dO^T, 64 x 64 each (four k16 steps of D).
+// CHECK-COUNT-8:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+// dV += P^T dO from registers (four k16 steps of the 64 query rows), a
+// group of its own; while it runs, dS^T into the step's dS tile, a 4-byte
+// pair a store; then the consumer's part of dQ_i, both operands MN-major
+// (four k16 steps of its 64 kv rows), and dK += dS^T Q, a group each.
+// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-16:        llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : i32, !llvm.ptr<3>
+//       CHECK:           llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <{{zero|one}}>, <wrapped>], A[<bf16>, <one>, <col>], B[<bf16>, <one>, <row>]
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+// CHECK-COUNT-4:         llvm.inline_asm has_side_effects "{{.*}}wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 {{.*}}, {$64, $65, $66, $67}, $68, p, 1, 1, 1;{{.*}}", "=f,{{.*}},r,r,r,r,l"
+//       CHECK:           nvvm.wgmma.commit.group.sync.aligned
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 1
+// dQ_i's part into the staging tile once the last reduce has read it, then
+// two TMA reduce-adds of 32 columns each, while dK runs.
+//       CHECK:             nvvm.cp.async.bulk.wait_group 0 {read}
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+// CHECK-COUNT-16:        llvm.store %{{.*}}, %{{.*}} {alignment = 8 : i64} : vector<2xf32>, !llvm.ptr<3>
+//       CHECK:           llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+//       CHECK:             nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c0_i32, {{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
+//       CHECK:             nvvm.cp.async.bulk.tensor.reduce %{{.*}}, %{{.*}}, box[%c32_i32, {{.*}}] {redKind = #nvvm.tma_redux_kind<add>}
+//       CHECK:             nvvm.cp.async.bulk.commit.group
+//       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:           scf.yield
+//       CHECK:           nvvm.cp.async.bulk.wait_group 0
+//       CHECK:           vector.store %{{.*}}, %[[DK]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
+//       CHECK:           vector.store %{{.*}}, %[[DV]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
+//       CHECK:     gpu.terminator
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c0_i32 {
+//       CHECK:       vector.load %[[DQSUM]]{{.*}} {alignment = 16 : i64} : memref<1x4x64x64xf32>, vector<8xf32>
+//       CHECK:       arith.mulf
+//       CHECK:       arith.truncf %{{.*}} : vector<8xf32> to vector<8xbf16>
+//       CHECK:       vector.store %{{.*}}, %[[DQ]][{{.*}}] {alignment = 16 : i64} : memref<1x4x64x64xbf16>, vector<8xbf16>
+//   CHECK-NOT:   gpu.launch
+//   CHECK-NOT:   linalg.
+//       CHECK:   return
+func.func private @sdpa_backward_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+  %cst = arith.constant 0xFF800000 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_2 = memref.expand_shape %k [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 96, 64] : memref<1x2x96x64xbf16> into memref<1x2x1x96x64xbf16>
+  %expand_shape_3 = memref.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_4 = memref.expand_shape %stats [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_5 = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc : memref<1x2x2x64x96xf32>) outs(%alloc_6 : memref<1x2x2x64x96xf32>)
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape, %expand_shape_5 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc_6 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_7 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map4, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%expand_shape_4, %alloc_6 : memref<1x2x2x64x1xf32>, memref<1x2x2x64x96xf32>) outs(%alloc_7 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %out: f32):
+    %0 = linalg.index 3 : index
+    %1 = linalg.index 4 : index
+    %2 = arith.mulf %in_17, %cst_0 : f32
+    %3 = arith.index_cast %0 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %1 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst, %2 : f32
+    %9 = arith.subf %8, %in : f32
+    %10 = math.exp %9 : f32
+    %11 = arith.cmpf oeq, %in, %cst : f32
+    %12 = arith.select %11, %cst_1, %10 : f32
+    linalg.yield %12 : f32
+  }
+  %alloc_8 = memref.alloc() {alignment = 64 : i64} : memref<1x4x64x1xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5, #map6], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%do, %o : memref<1x4x64x64xbf16>, memref<1x4x64x64xbf16>) outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %expand_shape_9 = memref.expand_shape %alloc_8 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_10 = memref.expand_shape %v [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape_3, %expand_shape_10 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map, #map4, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_7, %alloc, %expand_shape_9 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x96xf32>, memref<1x2x2x64x1xf32>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %in_18: f32, %out: f32):
+    %0 = arith.subf %in_17, %in_18 : f32
+    %1 = arith.mulf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_11 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map1, #map7, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape_2 : memref<1x2x2x64x96xf32>, memref<1x2x1x96x64xbf16>) outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_12 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xbf16>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_11 : memref<1x2x2x64x64xf32>) outs(%alloc_12 : memref<1x2x2x64x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  %alloc_13 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_14 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_14 : memref<1x2x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_14 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_15 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_16 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_14 : memref<1x2x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_16 : memref<1x2x96x64xf32>) outs(%dk : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc_7, %expand_shape_3 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%dv : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_12 [[0], [1, 2], [3], [4]] : memref<1x2x2x64x64xbf16> into memref<1x4x64x64xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
+  return
+}
+
+// -----
+
+// A filter gradient of C = 24 over 3 x 3 taps (dw [16, 24, 3, 3], KRSC):
+// no tile of 64 columns lies in one tap, so the taps are the GEMM's batch
+// (tensorcore/wgrad_taps.py): dw viewed as [taps, K, C] (taps C apart, rows
+// taps x C apart), x read at the batch's tap by TMA in im2col mode, 9
+// units (one 64 x 64 tile a tap), each output column stored where it is
+// below C.
+// CHECK-LABEL: func.func private @conv_wgrad_taps_batched(
+//  CHECK-SAME:     %[[DY:[^:]*]]: memref<1x16x6x6xbf16, {{.*}}>, %[[X:[^:]*]]: memref<1x24x6x6xbf16, {{.*}}>, %[[DW:[^:]*]]: memref<16x24x3x3xbf16
+//  CHECK-SAME:     dnn.config_reason = "conv_wgrad; implicit GEMM (wgrad): x read by TMA in im2col mode, 9 filter taps x 24 channels (the taps the GEMM's batch: 64 columns a tap, those past C zero-filled and not stored)
+//   CHECK-DAG:   %[[TAPS:.*]] = memref.reinterpret_cast %[[DW]] to offset: [0], sizes: [9, 16, 24], strides: [24, 216, 1]
+//   CHECK-DAG:   memref.reinterpret_cast %[[X]] to offset: [0], sizes: [1, 6, 6, 24], strides: [864, 144, 24, 1]
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}}dnn.im2col
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c9,
+//       CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}}im2col[
+//       CHECK:     %[[OK:.*]] = arith.cmpi ult, %[[COL:.*]], %c24 : index
+//       CHECK:     memref.store %{{.*}}, %[[TAPS]][%{{.*}}, %{{.*}}, %[[COL]]]
+#wg = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#wg1 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#wg2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d2, d3 + d6, d4 + d7)>
+#wg3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>
+#wg4 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+func.func private @conv_wgrad_taps_batched(%dy: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %x: memref<1x24x6x6xbf16, strided<[864, 1, 144, 24]>>, %dw: memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_wgrad", dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 1 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x24x8x8xf32>
+  linalg.generic {indexing_maps = [#wg], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x24x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<1x24x6x6xf32>
+  linalg.generic {indexing_maps = [#wg, #wg], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<1x24x6x6xbf16, strided<[864, 1, 144, 24]>>) outs(%alloc_0 : memref<1x24x6x6xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 24, 6, 6] [1, 1, 1, 1] : memref<1x24x8x8xf32> to memref<1x24x6x6xf32, strided<[1536, 64, 8, 1], offset: 9>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<1x24x6x6xf32>) outs(%subview : memref<1x24x6x6xf32, strided<[1536, 64, 8, 1], offset: 9>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [1, 1, 24, 8, 8] : memref<1x24x8x8xf32> into memref<1x1x24x8x8xf32>
+  %expand_shape_1 = memref.expand_shape %dy [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 6, 6] : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> into memref<1x1x16x6x6xbf16, strided<[576, 16, 1, 96, 16]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x16x24x3x3xf32>
+  linalg.generic {indexing_maps = [#wg1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<1x16x24x3x3xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#wg2, #wg3, #wg4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<1x1x24x8x8xf32>, memref<1x1x16x6x6xbf16, strided<[576, 16, 1, 96, 16]>>) outs(%alloc_2 : memref<1x16x24x3x3xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x16x24x3x3xbf16>
+  linalg.generic {indexing_maps = [#wg1, #wg1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<1x16x24x3x3xf32>) outs(%alloc_3 : memref<1x16x24x3x3xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<1x16x24x3x3xbf16> into memref<16x24x3x3xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x24x3x3xbf16>) outs(%dw : memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>>)
   return
 }

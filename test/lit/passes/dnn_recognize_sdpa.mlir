@@ -4,7 +4,7 @@
 // constant, the transpose and the matmuls go.
 // CHECK-LABEL: func.func @mul_scale_and_bias
 // CHECK-SAME: (%[[Q:[^:]*]]: tensor<2x3x5x4xf32>, %[[K:[^:]*]]: tensor<2x3x7x4xf32>, %[[V:[^:]*]]: tensor<2x3x7x6xf32>, %[[B:[^:]*]]: tensor<1x3x5x7xf32>)
-// CHECK-NEXT: %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[B]]) {causal = false, diagonal = "top_left", dnn.name = "attn", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>, padding = false, scale = 1.250000e-01 : f64, window = 0 : i64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<1x3x5x7xf32>) -> tensor<2x3x5x6xf32>
+// CHECK-NEXT: %[[O:.*]] = "dnn.sdpa"(%[[Q]], %[[K]], %[[V]], %[[B]]) {causal = false, diagonal = "top_left", dnn.name = "attn", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 1.250000e-01 : f64, window = 0 : i64} : (tensor<2x3x5x4xf32>, tensor<2x3x7x4xf32>, tensor<2x3x7x6xf32>, tensor<1x3x5x7xf32>) -> tensor<2x3x5x6xf32>
 // CHECK-NEXT: return %[[O]]
 func.func @mul_scale_and_bias(%q: tensor<2x3x5x4xf32>, %k: tensor<2x3x7x4xf32>, %v: tensor<2x3x7x6xf32>, %bias: tensor<1x3x5x7xf32>) -> tensor<2x3x5x6xf32> {
   %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<2x3x7x4xf32>) -> tensor<2x3x4x7xf32>
@@ -23,7 +23,7 @@ func.func @mul_scale_and_bias(%q: tensor<2x3x5x4xf32>, %k: tensor<2x3x7x4xf32>, 
 // of a mul and the bias on either side of the add. o keeps the final matmul's type.
 // CHECK-LABEL: func.func @div_scale_bias_first
 // CHECK-NOT: dnn.constant
-// CHECK: %[[O:.*]] = "dnn.sdpa"(%arg0, %arg1, %arg2, %arg3) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0>, padding = false, scale = 2.500000e-01 : f64, window = 0 : i64} : {{.*}} -> tensor<1x2x3x4xbf16>
+// CHECK: %[[O:.*]] = "dnn.sdpa"(%arg0, %arg1, %arg2, %arg3) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 2.500000e-01 : f64, window = 0 : i64} : {{.*}} -> tensor<1x2x3x4xbf16>
 // CHECK-NEXT: return %[[O]]
 func.func @div_scale_bias_first(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>, %bias: tensor<1x1x1x5xf32>) -> tensor<1x2x3x4xbf16> {
   %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x8x5xf32>
@@ -39,7 +39,7 @@ func.func @div_scale_bias_first(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>
 // -----
 
 // CHECK-LABEL: func.func @constant_on_the_left_no_bias
-// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, padding = false, scale = 5.000000e-01 : f64, window = 0 : i64}
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func @constant_on_the_left_no_bias(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32> {
   %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x8x5xf32>
   %1 = "dnn.matmul"(%q, %0) {compute_type = f32} : (tensor<1x2x3x8xf32>, tensor<1x2x8x5xf32>) -> tensor<1x2x3x5xf32>
@@ -54,7 +54,7 @@ func.func @constant_on_the_left_no_bias(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x
 
 // Without a scale op the scale is 1.0.
 // CHECK-LABEL: func.func @no_scale
-// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, padding = false, scale = 1.000000e+00 : f64, window = 0 : i64}
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 1.000000e+00 : f64, window = 0 : i64}
 func.func @no_scale(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32> {
   %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x8x5xf32>
   %1 = "dnn.matmul"(%q, %0) {compute_type = f32} : (tensor<1x2x3x8xf32>, tensor<1x2x8x5xf32>) -> tensor<1x2x3x5xf32>
@@ -68,7 +68,7 @@ func.func @no_scale(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor
 // A scale constant with another user stays for that user.
 // CHECK-LABEL: func.func @shared_scale_constant
 // CHECK: %[[C:.*]] = "dnn.constant"() {value = 5.000000e-01 : f64}
-// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, padding = false, scale = 5.000000e-01 : f64, window = 0 : i64}
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 5.000000e-01 : f64, window = 0 : i64}
 // CHECK: "dnn.mul"(%arg0, %[[C]])
 func.func @shared_scale_constant(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> (tensor<1x2x3x4xf32>, tensor<1x2x3x8xf32>) {
   %0 = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<1x2x5x8xf32>) -> tensor<1x2x8x5xf32>
@@ -230,7 +230,7 @@ func.func @tf32_matmuls(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: te
 // roundings. Everything between q, k, v and o goes.
 // CHECK-LABEL: func.func @scaled_q_and_casts
 // CHECK-NOT: dnn.cast
-// CHECK: %[[O:.*]] = "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, padding = false, scale = 1.250000e-01 : f64, window = 0 : i64} : {{.*}} -> tensor<1x2x3x4xbf16>
+// CHECK: %[[O:.*]] = "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 1.250000e-01 : f64, window = 0 : i64} : {{.*}} -> tensor<1x2x3x4xbf16>
 // CHECK-NEXT: return %[[O]]
 func.func @scaled_q_and_casts(%q: tensor<1x2x3x8xbf16>, %k: tensor<1x2x5x8xbf16>, %v: tensor<1x2x5x4xbf16>) -> tensor<1x2x3x4xbf16> {
   %c = "dnn.constant"() {value = 1.250000e-01 : f64} : () -> tensor<f32>
@@ -249,7 +249,7 @@ func.func @scaled_q_and_casts(%q: tensor<1x2x3x8xbf16>, %k: tensor<1x2x5x8xbf16>
 // k divided by a constant before its transpose, and the product scaled
 // again: the scales multiply (0.5 / 2 = 0.25).
 // CHECK-LABEL: func.func @scaled_k
-// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, padding = false, scale = 2.500000e-01 : f64, window = 0 : i64}
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 2.500000e-01 : f64, window = 0 : i64}
 // CHECK-NOT: dnn.div
 func.func @scaled_k(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor<1x2x5x4xf32>) -> tensor<1x2x3x4xf32> {
   %two = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
@@ -268,7 +268,7 @@ func.func @scaled_k(%q: tensor<1x2x3x8xf32>, %k: tensor<1x2x5x8xf32>, %v: tensor
 // k and v with one head, broadcast by the matmuls over q's three:
 // multi-query attention, an sdpa with one kv head.
 // CHECK-LABEL: func.func @multi_query
-// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0>, padding = false, scale = 1.000000e+00 : f64, window = 0 : i64} : (tensor<2x3x5x8xf32>, tensor<2x1x7x8xf32>, tensor<2x1x7x4xf32>) -> tensor<2x3x5x4xf32>
+// CHECK: "dnn.sdpa"(%arg0, %arg1, %arg2) {causal = false, diagonal = "top_left", generate_stats = false, max_seq_len_kv = 0 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0>, padding = false, ragged_strides = array<i64>, scale = 1.000000e+00 : f64, window = 0 : i64} : (tensor<2x3x5x8xf32>, tensor<2x1x7x8xf32>, tensor<2x1x7x4xf32>) -> tensor<2x3x5x4xf32>
 func.func @multi_query(%q: tensor<2x3x5x8xf32>, %k: tensor<2x1x7x8xf32>, %v: tensor<2x1x7x4xf32>) -> tensor<2x3x5x4xf32> {
   %kt = "dnn.transpose"(%k) {permutation = array<i64: 0, 1, 3, 2>} : (tensor<2x1x7x8xf32>) -> tensor<2x1x8x7xf32>
   %s = "dnn.matmul"(%q, %kt) {compute_type = f32} : (tensor<2x3x5x8xf32>, tensor<2x1x8x7xf32>) -> tensor<2x3x5x7xf32>

@@ -13,7 +13,7 @@ contiguous dim, rows TMA cannot step) raises ``NotAnAttention`` with the
 reason, before any IR is changed.
 """
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from mlir import ir
 
@@ -42,7 +42,9 @@ class Attention:
     theirs; see ops_attention.py. With a paged cache, k is ``[P, Hk,
     page, D]`` and v ``[P, Hk, page, Dv]``, ``page_table_k`` and
     ``page_table_v`` (int32 memrefs ``[B, 1, T, 1]``) name each batch
-    entry's pages and ``skv`` is the op's max_seq_len_kv."""
+    entry's pages and ``skv`` is the op's max_seq_len_kv. ``ragged`` maps
+    each ragged (packed) tensor's name (q, k, v, o; do, dq, dk, dv) to its
+    offsets (an int32 memref ``[B + 1, 1, 1, 1]``) and sequence stride."""
 
     q: object
     k: object
@@ -66,6 +68,7 @@ class Attention:
     seq_len_kv: object = None
     page_table_k: object = None
     page_table_v: object = None
+    ragged: dict = field(default_factory=dict)
 
     @property
     def paged(self):
@@ -200,6 +203,24 @@ def _page_tables(info, values):
     return tables
 
 
+def _ragged(info, values):
+    """{name: (offsets, sequence stride)} of the ragged tensors."""
+    if "ragged_strides" not in info:
+        return {}
+    names = ("q", "k", "v", "o") if "do" not in values else \
+        ("q", "k", "v", "o", "do", "dq", "dk", "dv")
+    out = {}
+    for name, stride in zip(names, ir.DenseI64ArrayAttr(info["ragged_strides"])):
+        if not stride:
+            continue
+        offsets = values.get(f"ragged_{name}")
+        if offsets is None:
+            raise NotAnAttention(f"the ragged offsets of {name} are computed in the kernel, "
+                                 "not a kernel argument")
+        out[name] = (offsets, int(stride))
+    return out
+
+
 def match(fn):
     """The Attention of kernel function ``fn`` (it carries ``dnn.attention``
     of an sdpa); NotAnAttention when its buffers are not what the kernels
@@ -210,7 +231,8 @@ def match(fn):
     return Attention(values["q"], values["k"], values["v"], values["o"], values["stats"],
                      values["bias"], *_sizes(values, info),
                      ir.FloatAttr(info["scale"]).value, ir.BoolAttr(info["causal"]).value,
-                     element, *_masks(info, values), *_page_tables(info, values))
+                     element, *_masks(info, values), *_page_tables(info, values),
+                     ragged=_ragged(info, values))
 
 
 @dataclass
@@ -241,5 +263,6 @@ def match_backward(fn):
                              values["bias"], *_sizes(values, info),
                              ir.FloatAttr(info["scale"]).value,
                              ir.BoolAttr(info["causal"]).value, element,
-                             *_masks(info, values), None, None, values["do"], values["dq"],
-                             values["dk"], values["dv"])
+                             *_masks(info, values), None, None, ragged=_ragged(info, values),
+                             do=values["do"], dq=values["dq"], dk=values["dk"],
+                             dv_grad=values["dv"])

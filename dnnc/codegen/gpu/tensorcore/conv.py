@@ -31,10 +31,18 @@ ones meet other taps): it is split by stride phase into such stride-1
 gradients (phases.py; a ``Conv`` that is ``phased`` keeps the forward
 convolution's geometry for that split).
 
+A filter gradient dw[K, taps, C] is dyᵀ · im2col(x), its GEMM's N over
+(tap, channel) where a tile lies in one tap (C a multiple of the tile's
+N), or over C alone with the taps as the GEMM's batch (``tap_batched``),
+or, on tc-sm80 only where rows of C are not a multiple of 16 bytes, over
+(tap, channel) in tiles that span taps: wgrad_taps.py says which and why.
+
 ``match`` checks that shape (the ops before the contraction only pad and
-convert x, the filter is a kernel argument, one group, channels-last
-operands; for tc-sm90, rows of channels TMA reads in 16-byte pieces, else
-``Unaligned``, which tc-sm80 takes) and returns a ``Conv``:
+convert x, or, where dnn-fuse joined a prologue to a forward convolution,
+compute x from the activation and per-channel tensors (conv_prologue.py:
+the GEMM's A then carries it), the filter is a kernel argument, one group,
+channels-last operands; for tc-sm90, rows of channels TMA reads in 16-byte
+pieces, else ``Unaligned``, which tc-sm80 takes) and returns a ``Conv``:
 the geometry, the operand views the loaders describe, and a ``gemm.Gemm``
 whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
 it reads and writes, so that the tensor-core epilogues (sm90/epilogue.py,
@@ -52,7 +60,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold
+from dnnc.codegen.gpu.tensorcore import conv_prologue, fold, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.conv_views import (
     VIEW_OPS, Views as _Views, copied_view as _copied_view, copies as _copies,
     group_stride as _group_stride, iterators as _iterators, loop_dims as _loop_dims,
@@ -100,6 +108,15 @@ class Conv:
     # (phases.py): stride, dilation, pre, post and flip are the forward
     # convolution's, ``out`` dx's sizes, the gemm dx's whole.
     phased: bool = False
+    # A filter gradient whose taps are the GEMM's batch (wgrad_taps.py):
+    # N = C, batch b reads x at tap b.
+    tap_batched: bool = False
+
+    @property
+    def tiles_in_tap(self):
+        """Whether a filter gradient's tile N must divide C (wgrad_taps.py)."""
+        return self.direction == "wgrad" and not self.tap_batched and \
+            wgrad_taps.tiles_in_tap(self.channels, self.taps)
 
     @property
     def taps(self):
@@ -123,6 +140,8 @@ def _geometry(fn):
     g["direction"] = ir.StringAttr(attrs["direction"]).value
     g["flip"] = ir.BoolAttr(attrs["flip"]).value
     g["groups"] = ir.IntegerAttr(attrs["groups"]).value
+    # A forward convolution's x computed by a prologue (conv_prologue.py).
+    g["prologue"] = "prologue" in attrs and ir.BoolAttr(attrs["prologue"]).value
     return g
 
 
@@ -227,12 +246,25 @@ def match(fn, bk, strategy="tc-sm90"):
         raise NotAGemm(f"{len(reductions)} reductions: expected one convolution")
     contraction = reductions[0]
     position = ops.index(contraction)
+    prologue = None
     for op in ops[:position]:
-        if op.name == "linalg.generic":
+        if op.name == "linalg.generic" and g["prologue"] and prologue is None \
+                and any(v == x for v in list(op.operands)[:len(op.opview.inputs)]):
+            if strategy != "tc-sm90":
+                raise NotAGemm(f"a prologue on x ({strategy} convolutions take none)")
+            prologue = conv_prologue.match(op, x, arguments, element)
+        elif op.name == "linalg.generic":
             _check_pad(op, (x, other), strategy, element == "f32")
         elif op.name not in VIEW_OPS + ("memref.alloc", "arith.constant", "linalg.copy"):
             raise NotAGemm(f"'{op.name}' before the convolution")
-    body = [o.name for o in irutil.body_ops(contraction)]
+    if len(contraction.opview.inputs) != 2:
+        raise NotAGemm(f"the convolution reads {len(contraction.opview.inputs)} operands: "
+                       "expected x and the filter")
+    if g["prologue"] and prologue is None:
+        # No padding: linalg's fusion moved the prologue into the body.
+        prologue = conv_prologue.match_body(contraction, x, element)
+    inside = set(prologue.ops) if prologue is not None else set()
+    body = [o.name for o in irutil.body_ops(contraction) if o not in inside]
     allowed = ("arith.extf", "arith.mulf", "arith.addf", "linalg.yield")
     compute = "f32"
     if element == "f32":
@@ -242,9 +274,9 @@ def match(fn, bk, strategy="tc-sm90"):
         if not any(name == "arith.bitcast" for name in body):
             raise NotAGemm("f32 operands multiplied in f32: the tensor cores take them as "
                            "tf32 (compute_data_type='tf32')")
-        if direction != "fprop" or strategy != "tc-sm90":
-            raise NotAGemm(f"a tf32 {direction}: {strategy} runs tf32 forward convolutions "
-                           "only (wgmma reads tf32 from shared memory only K-major)")
+        if strategy != "tc-sm90":
+            raise NotAGemm(f"a tf32 {direction}: {strategy} takes 16-bit convolutions only "
+                           "(its gather loader reads bf16 / f16 chunks)")
         allowed += TF32_ROUNDING
         compute = "tf32"
     if any(name not in allowed for name in body):
@@ -258,11 +290,24 @@ def match(fn, bk, strategy="tc-sm90"):
     nd = len(acc_shape) - 3
     x_shape = list(ir.MemRefType(x.type).shape)
     other_shape = list(ir.MemRefType(other.type).shape)
+    element_bytes = irutil.element_bytes(ir.MemRefType(x.type).element_type)
+    batched = False
     if direction == "wgrad":
         # dw [K, C, *window] = dy^T (pixels x K) times im2col(x) (pixels x
-        # taps x C): M = K, N = taps x C, the reduction over N·P·Q.
+        # taps x C): M = K, N = taps x C, the reduction over N·P·Q; or N =
+        # C, the taps the batch (wgrad_taps.py).
         channels, window, out = x_shape[1] // groups, acc_shape[3:], other_shape[2:]
-        m, n = acc_shape[1], math.prod(window) * channels
+        taps = math.prod(window)
+        problem = wgrad_taps.problem(groups, channels, taps)
+        if problem:
+            raise NotAGemm(f"{problem} ({strategy})")
+        if strategy == "tc-sm90" and wgrad_taps.spans_taps(channels, taps, element_bytes):
+            # (Whatever x's pitch: a tile of TMA's loads lies in one tap.)
+            raise Unaligned(f"a filter gradient of C = {channels} over {taps} filter taps: "
+                            f"tc-sm90's tiles lie in one tap, {ROWS} (C a multiple of "
+                            f"{16 // element_bytes}); tc-sm80's may span taps")
+        batched = wgrad_taps.tap_batched(groups, channels, taps, element_bytes)
+        m, n = acc_shape[1], channels if batched else taps * channels
         k = other_shape[0] * math.prod(out)
     else:
         # fprop: acc [N, 1, K, *out], w [K, C, *window]; dgrad: acc [N, 1, C,
@@ -298,21 +343,28 @@ def match(fn, bk, strategy="tc-sm90"):
         _, x_strides, _ = irutil.memref_geometry(x.type)
         pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape)))
                       if x_shape[d] != 1), channels)
-        folds = fold.folds(direction, channels, window,
-                           irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
+        folds = fold.folds(direction, channels, window, element_bytes, bk)
         if pitch % multiple and not folds:
             raise Unaligned(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
                             f"elements apart (C = {channels}): tc-sm90's {READS} ({multiple} "
                             f"{element} elements)")
         # The operand read MN-major must have rows TMA can step: a data
         # gradient's filter rows of C, a filter gradient's dy rows of K.
-        if direction == "dgrad" and n % multiple:
+        # tf32 gradients copy that operand K-major first
+        # (sm90/tf32_conv.py), into rows padded to 16 bytes.
+        copied = compute == "tf32" and direction != "fprop"
+        if direction == "dgrad" and n % multiple and not copied:
             raise Unaligned(f"a data gradient of C = {n}: tc-sm90 reads the filter "
                             f"C-contiguous, {ROWS} (C a multiple of {multiple})")
-        if direction == "wgrad" and m % multiple:
+        if direction == "wgrad" and m % multiple and not copied:
             raise Unaligned(f"a filter gradient of K = {m}: tc-sm90 reads dy K-contiguous, "
                             f"{ROWS} (K a multiple of {multiple})")
-    views = _Views(fn, m, n, groups)
+    if batched and compute == "tf32":
+        raise NotAGemm(f"a tf32 filter gradient of C = {channels} over {math.prod(window)} "
+                       "filter taps: its transposed product takes C a multiple of 64 (a tile "
+                       f"lies in one tap) ({strategy})")
+    g["prologue"] = prologue
+    views = _Views(fn, m, n, math.prod(window) if batched else groups, tap_batched=batched)
     try:
         return _conv(g, views, x, other, element, ops, position, arguments,
                      (channels, window, out, m, n, k, nd), compute)
@@ -344,7 +396,8 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
         sizes = dict(enumerate(ir.MemRefType(acc.type).shape))
         source, dest = copies[acc]
         accumulator = _copied_view(views, source, dest, acc, list(range(rank)), sizes,
-                                   _loop_dims(rank, nd, direction, views.groups, sizes))
+                                   _loop_dims(rank, nd, direction, views.groups, sizes,
+                                              views.tap_batched))
         stored.append(accumulator)
     epilogue = Epilogue(accumulator, outputs=stored)
     # Buffers of the accumulator's values: the accumulator and its views.
@@ -375,15 +428,18 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
         b = Operand(x_view, {"batch": None, "mn": rank - 1, "k": 0}, element)
     else:
         dgrad = direction == "dgrad"
-        a = Operand(x_view, {"batch": None, "mn": 0, "k": rank - 1}, element)
+        # A prologue on x runs on each element of A's tiles (sm90/prologue.py).
+        a = Operand(x_view, {"batch": None, "mn": 0, "k": rank - 1}, element,
+                    g.get("prologue"))
         b = Operand(other_view, {"batch": None, "mn": 2 if dgrad else 0,
                                  "k": 0 if dgrad else 2}, element)
     # The groups are the GEMM's batch (the loaders offset each by its
-    # channels, im2col.py).
+    # channels, im2col.py), or a filter gradient's taps (wgrad_taps.py).
     gemm = Gemm(a, b, m, n, k, views.groups, epilogue, compute)
+    groups = 1 if views.tap_batched else views.groups
     return Conv(x_view, other_view, channels, window, out, g["stride"], g["dilation"], g["pre"],
-                g["post"], g["flip"], gemm, views.made_ops(), direction, views.groups,
-                g.get("phased", False))
+                g["post"], g["flip"], gemm, views.made_ops(), direction, groups,
+                g.get("phased", False), views.tap_batched)
 
 
 def _pixels_by_channels(dy, strategy):

@@ -8,7 +8,8 @@ The steps' loop spaces are the accumulator's, ``[N, G, K, *out]`` (a
 filter gradient's ``[G, K, C, *window]``) or its collapse; ``loop_dims``
 says which loops are the GEMM's batch (the groups), rows (the output
 pixels, or a filter gradient's K) and columns (the channels, or a filter
-gradient's taps then C). A buffer is viewed along those when its strides
+gradient's taps then C, or C alone where the taps are the batch:
+``Views.tap_batched``). A buffer is viewed along those when its strides
 flatten each group of loops to one stride (channels-last ones do); one
 that does not is ``NotAGemm``, naming the buffer.
 """
@@ -92,8 +93,11 @@ class Views:
     at the top of the kernel function; and stand-in values for the buffers
     that live in registers only."""
 
-    def __init__(self, fn, m, n, groups=1):
+    def __init__(self, fn, m, n, groups=1, tap_batched=False):
         self.fn, self.m, self.n, self.groups = fn, m, n, groups
+        # A filter gradient whose taps are the batch (``groups`` of them,
+        # wgrad_taps.py): its views are [taps, K, C].
+        self.tap_batched = tap_batched
         self.made = {}
         self.first = list(irutil.body(fn).operations)[0]
         self.ops = []
@@ -189,7 +193,7 @@ def step(op, views, values, copies, epilogue, arguments, nd, direction):
     maps = irutil.indexing_maps(op)
     ins = len(op.opview.inputs)
     sizes = dict(enumerate(_loop_sizes(op, maps)))
-    dims = loop_dims(rank, nd, direction, views.groups, sizes)
+    dims = loop_dims(rank, nd, direction, views.groups, sizes, views.tap_batched)
     inputs, outputs = [], []
     block = op.regions[0].blocks[0]
     for i, (value, amap) in enumerate(zip(op.operands, maps)):
@@ -225,12 +229,19 @@ def step(op, views, values, copies, epilogue, arguments, nd, direction):
     return Step(op, inputs, outputs)
 
 
-def loop_dims(rank, nd, direction, groups, sizes):
+def loop_dims(rank, nd, direction, groups, sizes, tap_batched=False):
     """(group dims, output pixel dims, channel dims, the split dim or None)
     of an epilogue's loop space of ``rank`` loops, ``sizes`` (a dict, which
-    gains the split dim's halves)."""
+    gains the split dim's halves). ``tap_batched``: a filter gradient of
+    one group whose batch is the filter taps (wgrad_taps.py), its columns
+    C alone."""
     spatial = list(range(rank - nd, rank))
     wgrad = direction == "wgrad"
+    if tap_batched:
+        # [1, K, C, *window] or [K, C, *window]: the taps flatten to the
+        # batch (stride C in a KRSC filter), K the rows, C the columns.
+        first = rank - nd - 2
+        return spatial, [first], [first + 1], None
     if rank == 3 + nd:
         b_dims = [0] if wgrad else [1]
         m_dims, n_dims = ([1], spatial + [2]) if wgrad else ([0] + spatial, [2])

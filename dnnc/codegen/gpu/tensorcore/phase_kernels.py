@@ -114,7 +114,9 @@ def phase_conv(conv, phase, w_view, pixels):
     gemm = conv.gemm
     m = gemm.m // math.prod(conv.out) * math.prod(phase.out)
     k = math.prod(phase.filter) * conv.padded_channels
-    b = Operand(w_view, {"batch": None, "mn": 2, "k": 0}, gemm.b.element)
+    # The sub-filter lies as the whole filter does: ``[K, T, C]`` read
+    # C-contiguous, or ``[C, T, K]`` where a tf32 gradient copied it K-major.
+    b = Operand(w_view, dict(gemm.b.dims), gemm.b.element)
     epilogue = replace(gemm.epilogue, pixels=pixels)
     out = replace(conv, w=w_view, filter=phase.filter, out=phase.out,
                   stride=[1] * len(phase.dims), dilation=[d.dilation for d in phase.dims],
@@ -176,7 +178,7 @@ def empty_launch(conv, empty):
     return thread_launch(sum(counts), write)
 
 
-def build(fn, conv, check, build_gemm):
+def build(fn, conv, check, build_gemm, prepare=None):
     """Replace kernel function ``fn``'s body by the kernels of strided data
     gradient ``conv`` (``phased``) split by stride phase: the sub-filters'
     copy, a stride-1 implicit GEMM per phase with taps, a launch per phase
@@ -184,7 +186,9 @@ def build(fn, conv, check, build_gemm):
     phase's Conv it cannot build (called for every phase before any IR is
     made, on the whole filter's view); ``build_gemm(part)`` builds one,
     leaving the body's old ops (the caller's Kernel.build(erase=False)), and
-    returns its notes. Returns (the phases, the first GEMM's notes)."""
+    returns its notes. ``prepare(conv)``, given, emits what the GEMMs read
+    instead of the filter (a copy) ahead of the sub-filters, and returns the
+    Conv reading it. Returns (the phases, the first GEMM's notes)."""
     split = phases_of(conv)
     full = [p for p in split if not p.empty]
     for phase in full:
@@ -194,6 +198,8 @@ def build(fn, conv, check, build_gemm):
     ret = old[-1]
     notes, empty = [], []
     with ir.InsertionPoint(ret), ret.location:
+        if full and prepare is not None:
+            conv = prepare(conv)
         views = sub_filters(conv, split) if full else {}
         for index, phase in enumerate(split):
             pixels = pixel_views(conv, phase)

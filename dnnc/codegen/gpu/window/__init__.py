@@ -13,5 +13,10 @@ Each module imports only those listed before it:
   around it;
 * ``depthwise``, ``depthwise_emit``: the simt-depthwise strategy
   (dnn-depthwise-conv), a depthwise convolution as a window program whose
-  taps are weighted per channel: its matcher, and its launch and thread.
+  taps are weighted per channel: its matcher, and its launch and thread;
+* ``depthwise_dgrad``: its data gradient's thread (stride phases along W);
+* ``grouped_emit``: groups of a few channels, forward and data gradient
+  (threads that read their groups' span of channels);
+* ``depthwise_wgrad``: the filter gradient, depthwise or grouped, in two
+  launches (partial sums, their sum in order).
 """

@@ -1,8 +1,8 @@
 """What a depthwise convolution program is (the simt-depthwise strategy):
-``match`` reads a kernel function holding one forward convolution whose
-groups are its channels (one input channel a group, one filter a channel:
-MobileNet's 3x3, ConvNeXt's 7x7) and its fused pointwise epilogue into a
-``Depthwise``.
+``match`` reads a kernel function holding one convolution, forward, data
+gradient or filter gradient, whose groups are its channels (one input
+channel a group, one filter a channel: MobileNet's 3x3, ConvNeXt's 7x7)
+and its fused pointwise epilogue into a ``Depthwise``.
 
 A depthwise convolution is a pooling window whose taps are weighted per
 channel: ``y[n, c, o] = sum over taps t of x[n, c, o * s + t * dl - pre] *
@@ -23,6 +23,14 @@ conv.py's ``lower_conv_fprop``, then dnn-fuse's epilogue); G = C, Kg = 1::
     chain    generics over acc's shape or its [N, C, *out] collapse
              (collapse_shape views of computed buffers; linalg.copy of a
              computed buffer into an output argument)
+
+A data gradient's kernel has the same shape with dy in x's place (placed
+into a zero buffer with stride - 1 zeros between its pixels: window.place)
+and dx's shape for acc; a filter gradient's reads x and dy and reduces over
+N and the output pixels into acc [C, 1, 1, *win], collapsed to dw's
+[C, 1, *win]. ``Depthwise`` names the operands by role: ``x`` is the one
+read through windows (x, or dy in a data gradient), ``w`` the one read per
+channel (the filter, or dy in a filter gradient).
 
 The geometry is read from the function's ``dnn.conv`` attribute
 (conv.describe), not from the maps. The chain is kept as a list of links
@@ -75,9 +83,10 @@ class Link:
 
 @dataclass
 class Depthwise:
-    x: object                 # kernel argument [N, C, *in]
-    w: object                 # kernel argument [C, 1, *win]
-    acc: object               # the f32 accumulator [N, C, 1, *out]
+    x: object                 # kernel argument read through windows: x, or a dgrad's dy
+    w: object                 # kernel argument read per channel: the filter [C, 1, *win],
+    #                           or a wgrad's dy [N, C, *out]
+    acc: object               # the f32 accumulator [N, C, 1, *out] ([C, 1, 1, *win]: wgrad)
     window: list
     stride: list
     dilation: list
@@ -86,6 +95,26 @@ class Depthwise:
     chain: list
     stored: list              # kernel arguments the chain writes, [N, C, *out]
     ops: list                 # the kernel's ops, erased once lowered
+    direction: str = "fprop"  # "fprop", "dgrad" or "wgrad"
+    groups: int = 0           # G (0: one a channel)
+
+    @property
+    def ins_per_group(self):
+        """Channels a group of the operand read through windows: a
+        forward's and a filter gradient's Cg (x), a data gradient's Kg
+        (dy); 1 when depthwise."""
+        if self.direction == "wgrad":  # acc [G, Kg, Cg, *win]
+            return ir.MemRefType(self.acc.type).shape[2]
+        ws = ir.MemRefType(self.w.type).shape
+        return ws[1] if self.direction == "fprop" else ws[0] // self.groups
+
+    @property
+    def outs_per_group(self):
+        """Channels a group of the output: a forward's Kg (y), a data
+        gradient's Cg (dx), a filter gradient's Kg (dw's K); 1 when
+        depthwise."""
+        shape = ir.MemRefType(self.acc.type).shape
+        return shape[1] if self.direction == "wgrad" else shape[2]
 
     @property
     def in_shape(self):
@@ -94,7 +123,14 @@ class Depthwise:
     @property
     def out_shape(self):
         shape = list(ir.MemRefType(self.acc.type).shape)
-        return shape[:2] + shape[3:]
+        if self.direction == "wgrad":
+            return [shape[0] * shape[1], shape[2]] + shape[3:]
+        return [shape[0], shape[1] * shape[2]] + shape[3:]
+
+    @property
+    def dy_shape(self):
+        """A filter gradient's dy [N, C, *out] (the pixels it reduces over)."""
+        return list(ir.MemRefType(self.w.type).shape)
 
     @property
     def element(self):
@@ -151,8 +187,9 @@ def match(fn):
     if ATTR not in fn.attributes:
         raise NotDepthwise("no dnn.conv attribute")
     attrs = ir.DictAttr(fn.attributes[ATTR])
-    if ir.StringAttr(attrs["direction"]).value != "fprop":
-        raise NotDepthwise("not a forward convolution")
+    direction = ir.StringAttr(attrs["direction"]).value
+    # The operands as dnn.conv lists them (conv.OPERANDS): fprop (x, w),
+    # dgrad (dy, w), wgrad (x, dy); each is (x, w) by role here.
     xi, wi = irutil.int_list(attrs["operands"])
     arguments = list(irutil.body(fn).arguments)
     if xi < 0 or wi < 0:
@@ -160,9 +197,20 @@ def match(fn):
     x, w = arguments[xi], arguments[wi]
     xs, ws = list(ir.MemRefType(x.type).shape), list(ir.MemRefType(w.type).shape)
     groups = ir.IntegerAttr(attrs["groups"]).value
-    if len(xs) < 3 or ws[1] != 1 or ws[0] != xs[1] or groups != xs[1]:
-        raise NotDepthwise(f"groups {groups} of x {xs} and w {ws}: expected one channel a "
-                           "group and one filter a channel")
+    filter_shape = ws if direction != "wgrad" else None
+    if direction == "wgrad":
+        if len(ws) != len(xs) or ws[0] != xs[0] or groups < 2 or xs[1] % groups \
+                or ws[1] % groups:
+            raise NotDepthwise(f"groups {groups} of x {xs} and dy {ws}: expected a grouped "
+                               "convolution")
+    elif direction == "fprop":
+        # Depthwise, or groups of a few channels (grouped_emit.py).
+        if len(xs) < 3 or groups < 2 or ws[1] * groups != xs[1] or ws[0] % groups:
+            raise NotDepthwise(f"groups {groups} of x {xs} and w {ws}: expected a grouped "
+                               "convolution")
+    elif len(xs) < 3 or groups < 2 or ws[0] != xs[1] or xs[1] % groups:
+        raise NotDepthwise(f"groups {groups} of dy {xs} and w {ws}: expected a grouped "
+                           "convolution")
     ops = [o.operation for o in irutil.body(fn).operations]
     convs = [o for o in ops if o.name == "linalg.generic" and _reduces(o)]
     if len(convs) != 1:
@@ -177,7 +225,18 @@ def match(fn):
     acc = list(conv.operands)[-1]
     nd = len(xs) - 2
     acc_shape = list(ir.MemRefType(acc.type).shape)
-    out = acc_shape[:2] + acc_shape[3:]
+    if direction == "wgrad":
+        expected = [groups, ws[1] // groups, xs[1] // groups]
+        if acc_shape[:3] != expected:
+            raise NotDepthwise(f"a filter gradient's accumulator {acc_shape}: expected "
+                               f"{expected + ['*window']}")
+        filter_shape = [ws[1], xs[1] // groups] + acc_shape[3:]
+    # acc is [N, G, K / G, *out] (fprop, dgrad) or [G, K / G, C / G, *win]
+    # (wgrad), collapsed by the chain to the output's shape.
+    if direction == "wgrad":
+        out = [acc_shape[0] * acc_shape[1], acc_shape[2]] + acc_shape[3:]
+    else:
+        out = [acc_shape[0], acc_shape[1] * acc_shape[2]] + acc_shape[3:]
     ranks = {nd + 3: acc_shape, nd + 2: out}
     known, chain, stored = {acc}, [], []
     for o in ops[at + 1:]:
@@ -205,8 +264,8 @@ def match(fn):
     if not stored:
         raise NotDepthwise("the kernel stores nothing")
     ints = lambda name: irutil.int_list(attrs[name])  # noqa: E731
-    return Depthwise(x, w, acc, ws[2:], ints("stride"), ints("dilation"), ints("pre"),
-                     ir.BoolAttr(attrs["flip"]).value, chain, stored, ops)
+    return Depthwise(x, w, acc, filter_shape[2:], ints("stride"), ints("dilation"), ints("pre"),
+                     ir.BoolAttr(attrs["flip"]).value, chain, stored, ops, direction, groups)
 
 
 def _argument_indices(buffer, indices):
@@ -235,7 +294,17 @@ def _argument_indices(buffer, indices):
 def evaluate(found, value, point):
     """{buffer: scalar} of every buffer the chain of ``found`` writes, from
     ``value``, the f32 accumulator at output ``point`` ([n, c, *o])."""
-    long_point = point[:2] + [irutil.index(0)] + point[2:]
+    # The accumulator's point: output channel k is group k / per, channel
+    # k % per of it (per: Kg of a forward, Cg of a data gradient); a filter
+    # gradient's is dw's [k, c] with k split.
+    at = 0 if found.direction == "wgrad" else 1   # the split channel's dim
+    per = found.outs_per_group
+    if per == 1:
+        split = [point[at], irutil.index(0)]
+    else:
+        split = [arith.divui(point[at], irutil.index(per)),
+                 arith.remui(point[at], irutil.index(per))]
+    long_point = point[:at] + split + point[at + 1:]
     env = {found.acc: value}
     for link in found.chain:
         if link.kind in ("alias", "copy"):

@@ -12,7 +12,9 @@ whole channels-last pixels, consecutive 16-byte vectors.
 A thread's work, unrolled at compile time:
 
 1. **Filter.** The block copies its channels' taps into shared memory as
-   ``[taps, slice * width]`` (stored type; flipped in convolution mode), so
+   ``[taps, slice * width]`` (``[taps, Cg, slice * width]`` for a grouped
+   convolution's Cg filters a channel: grouped_emit.py; stored type;
+   flipped in convolution mode), so
    that a tap's weights for a thread's channels are one 16-byte vector
    (the filter is ``[C, 1, R, S]``: a channel's taps are contiguous, the
    channels of one tap are not). A barrier follows.
@@ -60,18 +62,25 @@ class Geometry:
         shape = found.out_shape
         self.groups = shape[1] // width
         taps = math.prod(found.window)
-        self.slice = channel_slice(self.groups, width, taps,
+        # A grouped convolution's output channel has a filter per input
+        # channel of its group: the block stages ``ins`` x taps a channel.
+        self.ins = found.ins_per_group
+        self.slice = channel_slice(self.groups, width, taps * self.ins,
                                    irutil.element_bytes(found.element), threads)
         self.pixels = max(1, threads // self.slice)
         self.threads = self.pixels * self.slice
         self.tile = max(1, min(tile, shape[-1]))
+        if found.direction == "dgrad":
+            # A whole number of stride phases along W (depthwise_dgrad.py).
+            phases = found.stride[-1]
+            self.tile = max(1, self.tile // phases) * phases
         # Tiles along the output's dims: N, the spatial dims but the last,
         # then the last in tiles of ``tile``.
         self.counts = [shape[0]] + shape[2:-1] + [-(-shape[-1] // self.tile)]
         self.tiles = math.prod(self.counts)
         self.blocks = (-(-self.tiles // self.pixels), self.groups // self.slice)
         self.taps = taps
-        self.smem = ir.MemRefType.get([taps * self.slice * width], found.element,
+        self.smem = ir.MemRefType.get([taps * self.ins * self.slice * width], found.element,
                                       memory_space=ir.Attribute.parse(_WORKGROUP))
 
 
@@ -80,16 +89,30 @@ def _stage_filter(g, smem, tx, by):
     thread tx copies elements tx, tx + threads, ... (a loop)."""
     f = g.found
     channels = g.slice * g.width
-    size = g.taps * channels
+    size = g.taps * g.ins * channels
     loop = scf.ForOp(tx, _index(size), _index(g.threads))
     with ir.InsertionPoint(loop.body):
         i = loop.induction_variable
-        tap, local = arith.divui(i, _index(channels)), arith.remui(i, _index(channels))
+        row, local = arith.divui(i, _index(channels)), arith.remui(i, _index(channels))
+        # Rows [tap, i] of a grouped convolution's filters a channel, one
+        # per input channel i of its group.
+        tap, cc = (arith.divui(row, _index(g.ins)), arith.remui(row, _index(g.ins))) \
+            if g.ins > 1 else (row, _index(0))
         c = arith.addi(arith.muli(by, _index(channels)), local)
         taps = loops.delinearize(tap, list(f.window))
         if f.flip:  # convolution mode: tap t reads filter tap R - 1 - t
             taps = [arith.subi(_index(r - 1), t) for r, t in zip(f.window, taps)]
-        memref.store(memref.load(f.w, [c, _index(0)] + taps), smem, [i])
+        if f.direction == "dgrad":
+            # dx channel c of group c / Cg takes dy channel (c / Cg) Kg + i
+            # through filter w[(c / Cg) Kg + i, c % Cg].
+            per = g.found.outs_per_group
+            group, within = (arith.divui(c, _index(per)), arith.remui(c, _index(per))) \
+                if per > 1 else (c, _index(0))
+            k = arith.addi(arith.muli(group, _index(g.ins)), cc) if g.ins > 1 else group
+            at = [k, within]
+        else:
+            at = [c, cc]
+        memref.store(memref.load(f.w, at + taps), smem, [i])
         scf.YieldOp([])
 
 
@@ -116,7 +139,7 @@ def _both(a, b):
     return arith.andi(a, b)
 
 
-class _Thread:
+class Thread:
     """2. and 3.: one thread's tile (see the module doc)."""
 
     def __init__(self, g, smem):
@@ -144,14 +167,23 @@ class _Thread:
         return vector.load(ir.VectorType.get([g.width], element), self.smem, [offset],
                            alignment=g.width * irutil.element_bytes(element))
 
-    def mainloop(self, n, c0, cg, origin):
+    def zero(self):
+        return arith.constant(self.vtype, ir.DenseElementsAttr.get_splat(
+            self.vtype, ir.FloatAttr.get(self.f32, 0.0)))
+
+    def fma(self, acc, a, b):
+        """acc + a * b, mul and add marked contractible: one fma
+        (dnn-expand-math takes no vector math.fma)."""
+        contract = ir.Attribute.parse(_CONTRACT)
+        return arith.addf(acc, arith.mulf(a, b, fastmath=contract), fastmath=contract)
+
+    def mainloop(self, n, c0, cg, origin, q):
         """The tile's f32 sums, one vector per output: ``origin`` is the
-        tile's first output per spatial dim."""
+        tile's first output per spatial dim, ``q`` the tile's index along
+        the last."""
         f, g = self.f, self.g
         nd = len(f.window)
-        zero = arith.constant(self.vtype, ir.DenseElementsAttr.get_splat(
-            self.vtype, ir.FloatAttr.get(self.f32, 0.0)))
-        accs = [zero] * g.tile
+        accs = [self.zero()] * g.tile
         last = nd - 1
         s_w, dl_w, width_taps = f.stride[last], f.dilation[last], f.window[last]
         cols = sorted({u * s_w + t * dl_w for u in range(g.tile) for t in range(width_taps)})
@@ -186,11 +218,7 @@ class _Thread:
                     t, rest = divmod(e - u * s_w, dl_w)
                     if rest or not 0 <= t < width_taps:
                         continue
-                    # mul and add marked contractible: one fma (dnn-expand-math
-                    # takes no vector math.fma).
-                    contract = ir.Attribute.parse(_CONTRACT)
-                    accs[u] = arith.addf(accs[u], arith.mulf(pixel, weights[t], fastmath=contract),
-                                         fastmath=contract)
+                    accs[u] = self.fma(accs[u], pixel, weights[t])
         return accs
 
     def epilogue(self, acc, n, c0, spatial):
@@ -218,7 +246,7 @@ class _Thread:
         n, q = ivs[0], ivs[-1]
         origin = ivs[1:-1] + [arith.muli(q, _index(g.tile)) if g.tile > 1 else q]
         c0 = arith.muli(arith.addi(arith.muli(by, _index(g.slice)), cg), _index(g.width))
-        accs = self.mainloop(n, c0, cg, origin)
+        accs = self.mainloop(n, c0, cg, origin, q)
         size = f.out_shape[-1]
         for u, acc in enumerate(accs):
             spatial = origin[:-1] + [arith.addi(origin[-1], _index(u)) if u else origin[-1]]
@@ -232,10 +260,11 @@ class _Thread:
                 self.epilogue(acc, n, c0, spatial)
 
 
-def build(fn, found, width, threads, tile):
+def build(fn, found, width, threads, tile, thread_class=Thread):
     """Replace kernel ``fn``'s body by the depthwise program of ``found``:
     about ``threads`` a block, ``width`` channels and ``tile`` outputs along
-    W a thread. Returns the Geometry."""
+    W a thread, whose mainloop is ``thread_class``'s (a data gradient's:
+    depthwise_dgrad.py). Returns the Geometry."""
     g = Geometry(found, width, threads, tile)
     body = irutil.body(fn)
     first = next(op for op in body.operations if op.operation.name != "arith.constant")
@@ -255,7 +284,7 @@ def build(fn, found, width, threads, tile):
             cg = arith.remui(tx, _index(g.slice)) if g.slice > 1 else _index(0)
             local = arith.divui(tx, _index(g.slice)) if g.slice > 1 else tx
             item = arith.addi(arith.muli(bx, _index(g.pixels)), local)
-            thread = _Thread(g, smem)
+            thread = thread_class(g, smem)
             if g.blocks[0] * g.pixels != g.tiles:
                 guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, item, _index(g.tiles)))
                 with ir.InsertionPoint(guard.then_block):

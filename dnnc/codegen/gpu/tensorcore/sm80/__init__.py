@@ -23,7 +23,7 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
 
 from dataclasses import replace
 
-from dnnc.codegen.gpu.tensorcore import phase_kernels, phases
+from dnnc.codegen.gpu.tensorcore import phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
@@ -66,7 +66,8 @@ def build_conv(fn, conv, tile):
     check(conv.gemm, tile, loaders)
     Kernel(fn, conv.gemm, tile, loaders).build()
     return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
-            f"filter taps x {conv.channels} channels{_unaligned(loaders)}"]
+            f"filter taps x {conv.channels} channels{wgrad_taps.note(conv, tile.n)}"
+            f"{_unaligned(loaders)}"]
 
 
 # Accumulators plus element-wise elements a thread may hold (loader.py's
@@ -98,9 +99,8 @@ def fit_element_wise(conv, tile):
                 replace(tile, n=tile.n // 2)
         else:
             break
-        if conv.direction == "wgrad" and conv.channels % smaller.n and not \
-                conv.channels % tile.n:
-            break           # keep a tile that lies in one filter tap
+        if conv.tiles_in_tap and conv.channels % smaller.n:
+            break           # keep a tile that lies in one filter tap (wgrad_taps.py)
         tile = smaller
         held, _ = load(tile)
     return tile

@@ -35,11 +35,13 @@ folded into the first checked coordinate (moved out of range), so a chunk
 carries a 64-bit address and one 32-bit coordinate per checked dim.
 
 The same loader reads B of a filter gradient (MN-major): its K runs over
-output pixels, its N over (tap, channel): each chunk's tap and channel are
-fixed in ``prepare`` (for element-wise chunks, each element's: a column of
-an odd C may lie in another tap than its neighbour), so a tile may span
-taps whatever C is, and each K step splits the chunk's pixel into (n, p,
-q).
+output pixels, its N over (tap, channel), or over C alone where the taps
+are the GEMM's batch (tensorcore/wgrad_taps.py, C a multiple of 8 but not
+of 64). Each chunk's tap and channel are fixed in ``prepare`` (for
+element-wise chunks, each element's: a column of an odd C may lie in
+another tap than its neighbour), so that where no other layout reads C a
+tile may span taps; the chunks past C (a batched tap's) or past N are
+zeros, and each K step splits the chunk's pixel into (n, p, q).
 
 ``FilterOperand``, B of a forward convolution (K-major: rows of output
 channels) or of a data gradient (MN-major: rows of the GEMM's K, dy's
@@ -99,6 +101,10 @@ def loaders(conv, tile):
         raise NotSupported(f"{conv.padded_channels} channels a tap in K steps of {tile.k}: "
                            "the convolution was matched for another K step")
     if conv.direction == "wgrad":
+        if conv.tiles_in_tap and conv.channels % tile.n:
+            raise NotSupported(f"a filter gradient of C = {conv.channels} in tiles of "
+                               f"{tile.n} columns: a tile must lie in one filter tap (C a "
+                               "multiple of the tile's N)")
         return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k, element_wise=True),
                 Im2colOperand(conv, tile))
     return Im2colOperand(conv, tile), FilterOperand(conv, tile)
@@ -172,7 +178,7 @@ class Im2colOperand(AsyncOperand):
 
     def prepare(self, tid, threads, batch, mn0):
         if not self.k_major:
-            return self._prepare_columns(tid, threads, mn0)
+            return self._prepare_columns(tid, threads, batch, mn0)
         conv = self.conv
         base = _i64(memref.extract_aligned_pointer_as_index(self.value))
         ragged_m = self.extent["mn"] % self.rows != 0
@@ -243,18 +249,26 @@ class Im2colOperand(AsyncOperand):
 
     # -- B of a filter gradient: output pixels (K) by (tap, channel) -------
 
-    def _column(self, base, n):
-        """Where column ``n`` (index) of a filter gradient's B starts: the
-        address of its channel at output pixel 0 (which may lie outside
-        x), the i32 input coordinates of the checked dims there, and
-        whether it lies before N (None where every column does)."""
+    def _column(self, base, batch, n):
+        """Where column ``n`` (index) of a filter gradient's B in batch
+        ``batch`` starts: the address of its channel at output pixel 0
+        (which may lie outside x), the i32 input coordinates of the checked
+        dims there, and whether it lies before N (None where every column
+        does)."""
         conv = self.conv
-        tap = arith.divui(n, _idx(conv.channels))
-        channel = arith.subi(n, arith.muli(tap, _idx(conv.channels)))
         inside = None
         if self.extent["mn"] % self.rows or self.element_wise:
             inside = _cmp("ult", n, _idx(self.extent["mn"]))
-            tap = arith.minui(tap, _idx(conv.taps - 1))    # a column past N: any tap
+        if conv.tap_batched:
+            # The taps are the GEMM's batch (wgrad_taps.py): column n is
+            # channel n of tap ``batch``, N = C (past it: zeros, which the
+            # epilogue does not store).
+            tap, channel = batch, n
+        else:
+            tap = arith.divui(n, _idx(conv.channels))
+            channel = arith.subi(n, arith.muli(tap, _idx(conv.channels)))
+            if inside is not None:
+                tap = arith.minui(tap, _idx(conv.taps - 1))    # a column past N: any tap
         if conv.flip:   # dw's tap t reads x at taps - 1 - t in convolution mode
             tap = arith.subi(_idx(conv.taps - 1), tap)
         # Input coordinate of output pixel 0 at this tap, per dim.
@@ -262,12 +276,12 @@ class Im2colOperand(AsyncOperand):
         address = self._address(base, arith.addi(self._pixel(_idx(0), shifts), channel))
         return address, [_i32(shifts[d]) for d in self.checked], inside
 
-    def _prepare_columns(self, tid, threads, n0):
+    def _prepare_columns(self, tid, threads, batch, n0):
         """Each chunk's columns: one (tap, channel) start where a chunk
         lies in one tap (C a multiple of its elements, the tile's start a
-        multiple of them too); for element-wise chunks (odd C) one per
-        element, each element's tap its own, so that a tile may span taps
-        whatever C is."""
+        multiple of them too, or the taps the batch: C a multiple of 8);
+        for element-wise chunks (odd C) one per element, each element's tap
+        its own, so that a tile may span taps whatever C is."""
         base = _i64(memref.extract_aligned_pointer_as_index(self.value))
         elements = self.width // self.eb
         chunks = []
@@ -275,8 +289,8 @@ class Im2colOperand(AsyncOperand):
             _, line, col, exists = self.chunk(tid, c, threads)
             dst = arith.addi(arith.muli(line, _idx(self.pitch)), arith.muli(col, _idx(self.eb)))
             n = arith.addi(n0, col)
-            starts = [self._column(base, _add(n, j)) for j in range(elements)] \
-                if self.element_wise else [self._column(base, n)]
+            starts = [self._column(base, batch, _add(n, j)) for j in range(elements)] \
+                if self.element_wise else [self._column(base, batch, n)]
             chunks.append((_i64(dst), starts, line, exists))
         return base, chunks
 

@@ -54,18 +54,20 @@ from dataclasses import replace
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases
+from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
     FilterOperand, GroupRows, Im2colOperand, check_conv,
 )
+from dnnc.codegen.gpu.tensorcore.sm90 import tf32_conv
 from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import LAST_ARRIVAL_SPLITS
+from dnnc.codegen.gpu.tensorcore.sm90.tf32_conv import tf32_gradient
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
-    CONVERTED_A, CONVERTED_B, NotSupported, Tile, check, computes_transposed, smem_bytes,
-    transposed_gemm, transposed_operands, transposed_tile,
+    CONVERTED_A, CONVERTED_B, NotSupported, Tile, check, computes_transposed, multiplied,
+    smem_bytes, transposed_gemm, transposed_operands, transposed_tile,
 )
 
 __all__ = [
@@ -81,33 +83,51 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     plan should say of it."""
     if conv.phased:
         return build_phases(fn, conv, tile, ctas)
+    if conv.direction == "wgrad" and tf32_gradient(conv):
+        return tf32_conv.build_wgrad(fn, conv, tile, ctas)
     keep = []
     ret = list(irutil.body(fn).operations)[-1]
+    if conv.gemm.a.prologue is not None and conv.channels % 8:
+        raise NotSupported(f"C = {conv.channels} with a prologue on x: its conversion takes "
+                           "whole 16-byte pieces of channels (C a multiple of 8)")
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
     try:
-        kernel = _conv_kernel(fn, conv, tile, ctas, keep)
+        kernel, conv, details = _conv_kernel(fn, conv, tile, ctas, keep, ret)
     except NotSupported:
-        # The fold's launches go again (last made first), so that the
-        # kernel function is as it was for the strategy it goes to next.
+        # The fold's launches (and a tf32 gradient's filter copy) go again,
+        # last made first, so that the kernel function is as it was for the
+        # strategy it goes to next.
         for op in reversed(keep):
             op.erase()
         raise
     kernel.build()
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
-    folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
-        if keep else ""
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
     return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}"] + \
-        kernel.notes()
+            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{details}"
+            f"{wgrad_taps.note(conv, tile.n)}"] + kernel.notes()
 
 
-def _conv_kernel(fn, conv, tile, ctas, keep):
-    """The Kernel of ``conv`` (checked: raises NotSupported), not built."""
+def _conv_kernel(fn, conv, tile, ctas, keep, ret):
+    """(the Kernel of ``conv``, checked but not built: raises NotSupported;
+    the convolution it runs, a tf32 gradient's on the filter's copy; what
+    the plan says of the fold, the copy and a prologue). The launches it
+    makes before ``ret`` are added to ``keep``."""
     check_conv(conv, tile)
     check(conv.gemm, tile)
+    folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
+        if keep else ""
+    copied = ""
+    if tf32_gradient(conv):
+        # The filter copied K-major first (tf32_conv.py); checked above as
+        # the copy transposed_operands names for a tf32 B.
+        with ir.InsertionPoint(ret), ret.location:
+            conv, launch = tf32_conv.filter_k_major(conv)
+        keep.append(launch)
+        copied = (", the filter copied K-major first (wgmma reads tf32 from shared memory only "
+                  "K-major)")
     element = conv.gemm.element
     if conv.direction == "wgrad":
         # A: dy's pixels by K, K contiguous: a matmul operand stored K x M.
@@ -116,17 +136,42 @@ def _conv_kernel(fn, conv, tile, ctas, keep):
         loaders = (GroupRows(a, conv.gemm.m) if conv.groups > 1 else a,
                    Im2colOperand(conv, tile.n, element, tile.k, mn_major=True))
     else:
-        loaders = (Im2colOperand(conv, tile.m, element, tile.k),
-                   FilterOperand(conv, tile.n, element, tile.k,
-                                 mn_major=conv.direction == "dgrad"))
-    return Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
+        loaders = _conv_loaders(conv, tile)
+    try:
+        kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
+    except NotSupported:
+        # Split-K's checks (the kernel constructs no IR): a cluster sum the
+        # heuristics chose may not divide the splits this K allows. tf32
+        # has no tc-sm80 to fall back to: its splits are summed without.
+        if tile.cluster == 1 or multiplied(conv.gemm) != "tf32":
+            raise
+        kernel = Kernel(fn, conv.gemm, replace(tile, cluster=1), ctas, loaders=loaders,
+                        keep=keep)
+    # (Read before the build erases the prologue's generic.)
+    prologue = conv.gemm.a.prologue
+    applied = "" if prologue is None else \
+        (f"; a prologue on x ({', '.join(_op_names(prologue.ops))}; "
+         f"{len(prologue.channels)} per-channel operands) run on each tile of x in shared "
+         "memory, the taps in the padding zeroed after it")
+    return kernel, conv, f"{folded}{copied}{applied}"
+
+
+def _op_names(ops):
+    """The prologue's arithmetic for the plan: its ops but the conversions
+    between f32 and the stored type, in order, once each."""
+    names = [o.name.split(".")[-1] for o in ops if o.name not in ("arith.extf", "arith.truncf")]
+    return list(dict.fromkeys(names)) or ["a cast"]
 
 
 def _conv_loaders(conv, tile):
-    """The A and B loaders of a forward convolution or data gradient."""
+    """The A and B loaders of a forward convolution or data gradient (its
+    filter read as the GEMM's B lies: C-contiguous, or K-major where a tf32
+    gradient copied it)."""
     element = conv.gemm.element
-    return (Im2colOperand(conv, tile.m, element, tile.k),
-            FilterOperand(conv, tile.n, element, tile.k, mn_major=conv.direction == "dgrad"))
+    # x with a prologue is loaded as it lies, for the consumers to convert.
+    return (Im2colOperand(conv, tile.m, element, tile.k,
+                          swizzled=conv.gemm.a.prologue is None),
+            FilterOperand(conv, tile.n, element, tile.k, mn_major=not conv.gemm.b.k_major))
 
 
 def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
@@ -161,10 +206,16 @@ def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):
         kernel.build(erase=False)
         return kernel.notes()
 
-    split, notes = phase_kernels.build(fn, conv, check_part, build_gemm)
+    # tf32: the filter copied K-major first (tf32_conv.py), then the
+    # phases' sub-filters from the copy.
+    prepare = (lambda whole: tf32_conv.filter_k_major(whole)[0]) \
+        if tf32_gradient(conv) else None
+    split, notes = phase_kernels.build(fn, conv, check_part, build_gemm, prepare)
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
+    copied = (", the filter copied K-major first (wgmma reads tf32 from shared memory only "
+              "K-major)") if prepare else ""
     return [f"implicit GEMM (dgrad): dy read by TMA in im2col mode, "
-            f"{phases.note(conv, split)}{grouped}"] + notes
+            f"{phases.note(conv, split)}{grouped}{copied}"] + notes
 
 
 def build(fn, gemm, tile, ctas=PERSISTENT_CTAS):

@@ -91,7 +91,9 @@ from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.paged import PagedRows, check_pages
-from dnnc.codegen.gpu.tensorcore.sm90.rows import GroupRows, Rows, StoredRows, padded
+from dnnc.codegen.gpu.tensorcore.sm90.rows import (
+    GroupRows, Packed, StoredRows, merge_problem, padded, tile_rows,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
@@ -133,10 +135,15 @@ def smem_bytes(tile, d, dv):
     return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 2 * tile.stages)
 
 
-def check_operands(att, kernels, max_head_dim, head_dims):
+def check_operands(att, kernels, max_head_dim, head_dims, ragged=False):
     """What both attention kernels refuse of ``att``'s operands, in the
     words of ``kernels`` ("the attention kernel takes") and ``head_dims``
-    (what a head dim must be, up to ``max_head_dim``): raise NotSupported."""
+    (what a head dim must be, up to ``max_head_dim``): raise NotSupported.
+    ``ragged``: the kernel reads and writes ragged tensors at their packed
+    rows (rows.RaggedRows, rows.Packed); a kernel that does not say so
+    refuses them (it would address padded rows)."""
+    if att.ragged and not ragged:
+        raise NotSupported(f"ragged {', '.join(att.ragged)}: {kernels} padded tensors only")
     if att.element not in ("bf16", "f16"):
         raise NotSupported(f"{att.element} q, k, v ({kernels} bf16 and f16)")
     for name, d in (("D", att.d), ("Dv", att.dv)):
@@ -154,7 +161,8 @@ def check_operands(att, kernels, max_head_dim, head_dims):
 def check(att, tile):
     """Raise NotSupported unless this kernel with ``tile`` computes ``att``
     (tensorcore/attention.Attention)."""
-    check_operands(att, "the attention kernel takes", 256, "expected a multiple of 8 up to")
+    check_operands(att, "the attention kernel takes", 256, "expected a multiple of 8 up to",
+                   ragged=True)
     if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
         raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")
@@ -167,12 +175,26 @@ def check(att, tile):
                            f"{tile.consumers} consumer warpgroups")
     if att.paged:
         check_pages(att, tile.n)
+    check_ragged(att)
+    if att.ragged and (tile.fold > 1 or tile.splits > 1):
+        raise NotSupported("ragged tensors with query heads folded or the kv tiles split: "
+                           "expected neither")
     if tile.fold > 1:
         check_fold(att, tile)
     size = smem_bytes(tile, att.d, att.dv)
     if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages of {tile.n} kv rows need {size} bytes of "
                            f"shared memory, more than {SMEM_LIMIT}")
+
+
+def check_ragged(att):
+    """Raise NotSupported unless the attention kernels read and write
+    ``att``'s ragged tensors as packed rows (rows.merge_problem)."""
+    for name in att.ragged:
+        value = att.dv_grad if name == "dv" else getattr(att, name)
+        problem = merge_problem(name, value)
+        if problem:
+            raise NotSupported(problem)
 
 
 def check_fold(att, tile):
@@ -247,19 +269,21 @@ class FlashForward:
         if self.folded:  # a GQA group's rows in one block (GroupRows)
             self.q = GroupRows(att.q, tile.m, att.d, tile.fold, att.sq)
         else:
-            self.q = Rows(att.q, tile.m, att.d)
+            self.q = tile_rows(att, "q", tile.m, att.d)  # ragged: rows.RaggedRows
         if att.paged:  # K and V tiles from their pages (paged.py)
             self.k = PagedRows(att.k, att.page_table_k, tile.n, att.d)
             self.v = PagedRows(att.v, att.page_table_v, tile.n, att.dv)
         else:
-            self.k = Rows(att.k, tile.n, att.d)
-            self.v = Rows(att.v, tile.n, att.dv)
+            self.k = tile_rows(att, "k", tile.n, att.d)
+            self.v = tile_rows(att, "v", tile.n, att.dv)
         # O is stored by TMA from the Q tile's boxes where it fits them (and
-        # has q's type; an f32 o goes from registers).
+        # has q's type; an f32 o goes from registers). A ragged o goes from
+        # registers too: a TMA box of the last tile would write past the
+        # entry's length into the next entry's rows.
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
         self.o = StoredRows(att.o, 16, att.dv, tile.m) \
             if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 \
-            and not self.folded else None
+            and not self.folded and "o" not in att.ragged else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -280,6 +304,11 @@ class FlashForward:
             split = (f"; the {t.fold} query heads g of each kv head in one block's rows "
                      f"(row {rows} for query s), each K and V tile read once for the "
                      f"group" + split)
+        if self.att.ragged:
+            split += (f"; ragged {', '.join(self.att.ragged)} at each entry's packed rows"
+                      " (o stored a row at a time below the entry's length)"
+                      if "o" in self.att.ragged else
+                      f"; ragged {', '.join(self.att.ragged)} at each entry's packed rows")
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
                 f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V "
                 f"in rings of {t.stages} stages; S = QK^T and O += PV on wgmma, the online "
@@ -574,15 +603,26 @@ class FlashForward:
         pairs = [[two(r, block) for block in range(att.dv // 8)] for r in range(2)]
         if self.o is not None:
             self.store_staged(pairs)
+        ragged = att.ragged.get("o")
+        if ragged:  # entry b's rows below Lq at its packed rows (rows.Packed)
+            packed = Packed(att.o, *ragged)
+            first = packed.first(self.b)
         for r in range(2):
             def write(r=r):
                 index = [self.b, self.heads[r], self.rows[r]]
-                if self.o is None:
+
+                def write_o(index=index):
                     pair_type = ir.VectorType.get([2], element)
                     for block, bits in enumerate(pairs[r]):
                         value = bits if wide else llvm.bitcast(pair_type, bits)
                         vector.store(value, att.o, index + [_add(self.column, 8 * block)],
                                      alignment=8 if wide else 4)
+                if ragged:
+                    batch, row = packed.at(first, self.rows[r])
+                    _if(_cmp("ult", self.rows[r], self.extent.sq),
+                        lambda: write_o([batch, self.heads[r], row]))
+                elif self.o is None:
+                    write_o()
                 if att.stats is not None:
                     def stats():
                         memref.store(log_sum_exp(m[r], totals[r], empty[r]), att.stats,

@@ -58,13 +58,15 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     if_ as _if, launch, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32,
     to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.flash import Turns, check_operands, registers
+from dnnc.codegen.gpu.tensorcore.sm90.flash import (
+    Turns, check_operands, check_ragged, registers,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
-from dnnc.codegen.gpu.tensorcore.sm90.rows import Rows, padded
+from dnnc.codegen.gpu.tensorcore.sm90.rows import Packed, padded, tile_rows
 from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
 
@@ -145,7 +147,8 @@ def check(att, tiles):
     """Raise NotSupported unless these kernels compute the backward ``att``
     (tensorcore/attention.AttentionBackward)."""
     check_operands(att, "the attention kernels take", MAX_HEAD_DIM,
-                   "the backward kernels take multiples of 8 up to")
+                   "the backward kernels take multiples of 8 up to", ragged=True)
+    check_ragged(att)
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
     budget = CONSUMER_REGISTERS - SPARE_REGISTERS
@@ -312,10 +315,21 @@ class _Blocks:
             scf.YieldOp(accs)
         return list(op.results)
 
-    def store(self, acc, n, buffer, b, h, first_row, limit, scale=None):
+    def address(self, name, buffer, b):
+        """(row -> (batch, row) indices of ``buffer``, tensor ``name``'s),
+        through its packed rows where it is ragged (rows.Packed)."""
+        if name not in self.att.ragged:
+            return lambda row: (b, row)
+        packed = Packed(buffer, *self.att.ragged[name])
+        first = packed.first(b)
+        return lambda row: packed.at(first, row)
+
+    def store(self, acc, n, buffer, b, h, first_row, limit, scale=None, name=None):
         """Accumulator ``acc`` (64 rows by n columns, times ``scale``) into
         rows ``first_row`` + the warpgroup's of ``buffer`` [B, H, S, n],
-        the rows below ``limit``."""
+        the rows below ``limit`` (an int, or the entry's length, an index
+        value, for a ragged ``name``: its rows past it are the next
+        entry's)."""
         values = unpack(acc, n // 2)
         if scale is not None:
             c = f32(scale)
@@ -328,15 +342,17 @@ class _Blocks:
                       for e in range(len(values) // 2)]
         else:
             packed = [llvm.bitcast(pair_type, x) for x in pairs(values, self.att.element)]
+        address = self.address(name, buffer, b)
         for r in range(2):
             row = arith.addi(first_row, _add(self.row_in, 8 * r))
 
             def write(r=r, row=row):
+                batch, at = address(row)
                 for block in range(n // 8):
                     vector.store(packed[2 * block + r], buffer,
-                                 [b, h, row, _add(self.column, 8 * block)],
+                                 [batch, h, at, _add(self.column, 8 * block)],
                                  alignment=8 if wide else 4)
-            _if(_cmp("ult", row, _idx(limit)), write)
+            _if(_cmp("ult", row, limit if name in self.att.ragged else _idx(limit)), write)
 
 
 class DqKernel(_Blocks):
@@ -344,8 +360,10 @@ class DqKernel(_Blocks):
 
     def __init__(self, att, tiles, delta):
         self.n = tiles.dq_n
-        super().__init__(att, [Rows(att.q, 128, att.d), Rows(att.do, 128, att.dv)],
-                         (Rows(att.k, self.n, att.d), Rows(att.v, self.n, att.dv)),
+        super().__init__(att, [tile_rows(att, "q", 128, att.d),
+                               tile_rows(att, "do", 128, att.dv)],
+                         (tile_rows(att, "k", self.n, att.d),
+                          tile_rows(att, "v", self.n, att.dv)),
                          tiles.dq_stages)
         self.delta = delta
         self.q_tiles = -(-att.sq // 128)
@@ -425,7 +443,8 @@ class DqKernel(_Blocks):
 
         dq, = self.pipelined(first_products, elementwise, accumulate,
                              [llvm.mlir_zero(struct(att.d // 2))])
-        self.store(dq, att.d, att.dq, self.b, self.h, first, att.sq, att.scale)
+        self.store(dq, att.d, att.dq, self.b, self.h, first,
+                   self.extent.sq if "dq" in att.ragged else att.sq, att.scale, "dq")
 
     def row_delta(self, row):
         """rowsum(dO ∘ O) of ``row``, the quad's four threads each summing
@@ -439,6 +458,10 @@ class DqKernel(_Blocks):
             return chunk if isinstance(element, ir.F32Type) else arith.extf(wide, chunk)
         chunks = att.dv // 8
         quarter = arith.remui(self.lane, _idx(4))
+        # A ragged o or do: the row of the entry's packed rows (clamped into
+        # the buffer; rows past the entry's length are masked, P = 0).
+        o_at, do_at = (self.address(name, getattr(att, name), self.b)(row)
+                       for name in ("o", "do"))
         total = f32(0.0)
         for t in range(-(-chunks // 4)):
             chunk = _add(quarter, 4 * t)
@@ -446,8 +469,9 @@ class DqKernel(_Blocks):
             if 4 * (t + 1) > chunks:
                 weight = arith.select(_cmp("ult", chunk, _idx(chunks)), f32(1.0), f32(0.0))
                 chunk = arith.minui(chunk, _idx(chunks - 1))
-            at = [self.b, self.h, row, arith.muli(chunk, _idx(8))]
-            o, do = load(att.o, at), load(att.do, at)
+            column = arith.muli(chunk, _idx(8))
+            o = load(att.o, [o_at[0], self.h, o_at[1], column])
+            do = load(att.do, [do_at[0], self.h, do_at[1], column])
             part = vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
                                     arith.mulf(o, do))
             if weight is not None:
@@ -467,11 +491,14 @@ class DkvKernel(_Blocks):
     """dK and dV for 128 kv rows of one (batch, kv head) a block."""
 
     turns_per_step = 2
+    mask_past_skv = False
 
     def __init__(self, att, tiles, delta):
         self.m = tiles.dkv_m
-        super().__init__(att, [Rows(att.k, 128, att.d), Rows(att.v, 128, att.dv)],
-                         (Rows(att.q, self.m, att.d), Rows(att.do, self.m, att.dv)),
+        super().__init__(att, [tile_rows(att, "k", 128, att.d),
+                               tile_rows(att, "v", 128, att.dv)],
+                         (tile_rows(att, "q", self.m, att.d),
+                          tile_rows(att, "do", self.m, att.dv)),
                          tiles.dkv_stages, STAGED_BYTES)
         self.delta = delta
         self.kv_tiles = -(-att.skv // 128)
@@ -619,8 +646,11 @@ class DkvKernel(_Blocks):
         loop = _for(_idx(0), self.steps, step,
                     [llvm.mlir_zero(struct(att.dv // 2)), llvm.mlir_zero(struct(att.d // 2))])
         dv, dk = loop.results
-        self.store(dk, att.d, att.dk, self.b, self.hk, first, att.skv, att.scale)
-        self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
+        limit = self.extent.skv if self.extent.padding else att.skv
+        self.store(dk, att.d, att.dk, self.b, self.hk, first,
+                   limit if "dk" in att.ragged else att.skv, att.scale, "dk")
+        self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first,
+                   limit if "dv" in att.ragged else att.skv, name="dv")
 
     def masked(self, scores, m0, rows, first):
         """Sᵀ (rows kv, columns q) with -inf where the query row does not see
@@ -636,6 +666,12 @@ class DkvKernel(_Blocks):
             need.append(_cmp("sgt", _add(first, 64), ext.skv))
         elif att.sq % m:
             need.append(_cmp("ugt", end, _idx(att.sq)))
+        # Kv rows past Skv (without padding) are masked only where a
+        # kernel asks (``mask_past_skv``): the dK dV kernel drops their
+        # rows, the fused kernel also multiplies their dS into dQ.
+        past_skv = self.mask_past_skv and not ext.padding and att.skv % 128
+        if past_skv:
+            need.append(_cmp("sgt", _add(first, 64), _idx(att.skv)))
         shift = negated(ext.shift)
         if att.causal:
             need.append(_cmp("sgt", plus(first, shift, 63), m0))
@@ -653,7 +689,8 @@ class DkvKernel(_Blocks):
             high = offset(plus(ext.sq))
             lows = [offset(plus(r, shift)) for r in rows]
             tops = [offset(plus(r, shift, att.window - 1)) for r in rows]
-            dead = [_cmp("sge", r, ext.skv) for r in rows] if ext.padding else None
+            dead = [_cmp("sge", r, plus(ext.skv)) for r in rows] \
+                if ext.padding or past_skv else None
 
             def bad(e):
                 o = _i(column_of(e))
@@ -689,4 +726,6 @@ def build_attention_backward(fn, att):
     return [f"attention backward: a dQ kernel (128 query rows a block, {tiles.dq_n} kv rows "
             f"a step, {tiles.dq_stages} stages; delta = rowsum(dO o O) into a workspace) "
             f"and a dK dV kernel (128 kv rows a block, {tiles.dkv_m} query rows a step, "
-            f"{tiles.dkv_stages} stages), products on wgmma, no atomics"]
+            f"{tiles.dkv_stages} stages), products on wgmma, no atomics"
+            + (f"; ragged {', '.join(att.ragged)} at each entry's packed rows"
+               if att.ragged else "")]

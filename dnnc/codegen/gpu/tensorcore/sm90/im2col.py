@@ -18,6 +18,11 @@ tap (r * dilation, ...); TMA walks the pixels in N·P·Q order across rows
 and images and fills with zeros what falls outside the input (the padding),
 past C, and past the last image (the tile's rows past M).
 
+A filter gradient's B is the same load, MN-major: BK output pixels by
+BN channels of their input pixels at the tile's tap, in boxes of 64
+channels; its tap is the column's (N = taps x C, a tile in one tap) or
+the batch index (the taps as the GEMM's batch: tensorcore/wgrad_taps.py).
+
 ``FilterOperand`` (B) loads BN output channels' weights at one tap: a tiled
 TMA box ``[BN, 1, BK]`` of the filter viewed as ``[K, taps, C]``, zero past
 K and C. In convolution mode the filter's tap is taps - 1 - t.
@@ -39,7 +44,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import (
 CORNER_RANGE = {3: (-2 ** 15, 2 ** 15 - 1), 4: (-2 ** 7, 2 ** 7 - 1), 5: (-2 ** 4, 2 ** 4 - 1)}
 
 
-def _split(value, sizes):
+def split(value, sizes):
     """``value`` (i32) as digits of mixed radix ``sizes`` (outermost first)."""
     digits = []
     for size in reversed(sizes):
@@ -58,7 +63,7 @@ def corners(conv):
 def check_conv(conv, tile):
     """Raise NotSupported unless TMA's im2col mode describes ``conv`` and
     its loaders take ``tile``."""
-    if conv.direction == "wgrad" and conv.channels % tile.n:
+    if conv.tiles_in_tap and conv.channels % tile.n:
         raise NotSupported(f"a filter gradient of C = {conv.channels} in tiles of "
                            f"{tile.n} columns: a tile must lie in one filter tap (C a "
                            "multiple of the tile's N)")
@@ -108,22 +113,32 @@ class Im2colOperand(_ConvTile):
     pixels by ``k`` (BK) channels of their input pixels at one tap,
     K-major. B of a filter gradient (``mn_major``): ``k`` (BK) output
     pixels by ``rows`` (BN) channels of their input pixels at the tap of the
-    tile's columns, in boxes of 64 channels (128 bytes)."""
+    tile's columns, in boxes of 64 channels (128 bytes). ``swizzled``
+    False: A loaded as it lies (rows of BK channels, no swizzle), for the
+    consumers to convert (a prologue on x, sm90/prologue.py)."""
 
+    swizzled: bool = True
 
     def make_descriptor(self, bk):
         lower, upper = corners(self.conv)
         strides = [1] + list(self.conv.stride) + [1]
         pixels, channels = (bk, self.rows // self.pieces) if self.mn_major else (self.rows, bk)
         self.descriptor = im2col_descriptor(self.conv.x, pixels, channels, lower, upper,
-                                            strides)
+                                            strides, self.swizzled)
         return self.descriptor
 
     def load(self, dest_i64, barrier, batch, mn0, k0):
         conv = self.conv
-        if self.mn_major:
+        if self.mn_major and conv.tap_batched:
+            # The tile's columns are channels of tap ``batch`` (the taps
+            # are the GEMM's batch: wgrad_taps.py); TMA fills past C with
+            # zeros, which the epilogue does not store.
+            tap, c0, first = batch, mn0, k0
+        elif self.mn_major:
             # The tile's columns are (tap, channel), C of them a tap (C a
-            # multiple of BN: a tile lies in one tap); its K, pixels.
+            # multiple of BN: a tile lies in one tap, or one tap, whose
+            # tiles' columns past C the epilogue does not store); its K,
+            # pixels.
             tap, c0 = arith.divui(mn0, _i(conv.channels)), arith.remui(mn0, _i(conv.channels))
             first = k0
         else:
@@ -132,14 +147,14 @@ class Im2colOperand(_ConvTile):
             first = mn0
         if conv.flip and conv.direction == "wgrad":
             tap = arith.subi(_i(conv.taps - 1), tap)
-        taps, _ = _split(tap, conv.filter)
+        taps, _ = split(tap, conv.filter)
         i16 = ir.IntegerType.get_signless(16)
         offsets = [arith.trunci(i16, arith.muli(t, _i(d)) if d != 1 else t)
                    for t, d in zip(taps, conv.dilation)]
         if conv.groups > 1:
             # Group ``batch``'s channels.
             c0 = arith.addi(c0, arith.muli(batch, _i(conv.channels)))
-        pixel, image = _split(first, conv.out)
+        pixel, image = split(first, conv.out)
         starts = [arith.subi(arith.muli(o, _i(s)) if s != 1 else o, _i(p))
                   for o, s, p in zip(pixel, conv.stride, conv.pre)]
         width = SWIZZLE // self.eb

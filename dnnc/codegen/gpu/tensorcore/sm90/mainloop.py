@@ -191,6 +191,9 @@ class Consumer:
 
         def per_tile(batch, tile_m, tile_n, k_steps, g):
             zero = llvm.mlir_zero(k.acc_type)
+            if k.prologues.conv is not None:
+                # The rows' pixels, once a tile, for the padding's predicate.
+                k.prologues.begin_tile(consumer, local, batch, tile_m)
             if k.registers_a:
                 loop = scf.ForOp(k_steps[0], k_steps[1], _idx(2), [zero, g])
                 with ir.InsertionPoint(loop.body):

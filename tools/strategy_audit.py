@@ -1,0 +1,194 @@
+"""Which strategy every kernel of the benchmark cases and the GPU test cases
+gets on sm_90a, and which of those on ``simt-generic`` are allowed to be.
+
+``simt-generic`` (one thread per output, composite ops in several launches)
+exists so that every graph runs; a common problem that lands on it is a
+performance bug. The audit compiles each case up to the ``gpu`` stage (the
+strategies are final there; no PTX is made), lists every kernel function
+that launches with its anchor op, strategy and the heuristics' reason, and
+checks each ``simt-generic`` one against ``ALLOWED``: an entry names the
+anchor ops it covers and a pattern of the reason the plan gives, and says
+why the kernel may stay there and what would move it. A kernel no entry
+covers fails the audit (test/python/test_strategy_audit.py), and so does an
+entry that covers no kernel (it would hide the next one).
+
+    .venv/bin/python tools/audit-strategies              # the table and the verdict
+    .venv/bin/python tools/audit-strategies --markdown   # ALLOWED as docs/performance.md has it
+
+The GPU test cases include, on purpose, what falls back (odd channel
+counts, NCHW operands, exact f32): the entries are those reasons. The
+benchmark cases are the common problems; none of their kernels may be on
+``simt-generic`` (no entry covers a bench case).
+"""
+
+import functools
+import os
+import re
+import sys
+from dataclasses import dataclass
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+ARCH = "sm_90a"
+GENERIC = "simt-generic"
+CONTRACTIONS = ("matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "sdpa", "sdpa_backward")
+CONVOLUTIONS = ("conv_fprop", "conv_dgrad", "conv_wgrad")
+
+
+@dataclass(frozen=True)
+class Allowed:
+    """``simt-generic`` kernels of ``anchors`` whose reason matches
+    ``reason`` (a regular expression, searched), in GPU test cases only;
+    ``why`` they may stay there, and the ``issue`` that would move them."""
+
+    name: str
+    anchors: tuple
+    reason: str
+    why: str
+    issue: str
+
+    def covers(self, kernel):
+        return kernel.anchor in self.anchors and re.search(self.reason, kernel.reason)
+
+
+ALLOWED = (
+    Allowed("exact f32 contraction", CONTRACTIONS,
+            r"an f32 multiply \(the tensor cores take f32 as tf32",
+            "f32 operands multiplied in f32, as the graph's compute type asks: the tensor cores "
+            "take f32 only as tf32, and a SIMT FFMA GEMM is not built yet",
+            "33 (exact f32 matmul)"),
+    Allowed("convolution channels not in 16-byte pixels", CONVOLUTIONS,
+            r"pixels are \d+ elements apart|has no contiguous dim|of [CK] = \d+: (the filter|dy)"
+            r" is read [CK]-contiguous",
+            "C or K not a multiple of 8 (bf16/f16): TMA and cp.async read a pixel's channels "
+            "in 16-byte units, and the loaders do not pad them yet",
+            "30 (C not a multiple of 8, padded in the loader)"),
+    Allowed("filter gradient tile across filter taps", ("conv_wgrad",),
+            r"^for when tc-sm90 does not apply \(conv_wgrad|in tiles of \d+ columns: a tile "
+            r"must lie in one filter tap",
+            "a filter gradient whose C is not a multiple of a tile's width: a tile must lie "
+            "in one filter tap",
+            "30 (filter gradients of any C)"),
+    Allowed("grouped convolution with few channels a group", CONVOLUTIONS,
+            r"groups of \d+ channels: a group's channels are read in whole K steps|"
+            r"\d+ groups: tc-sm80 convolutions take one so far",
+            "groups with fewer channels than a K step (tc-sm90) or more than one group "
+            "(tc-sm80); the SIMT direct convolution for small groups is not built yet",
+            "30 (small groups)"),
+    Allowed("depthwise convolution on strided channels", ("conv_fprop",),
+            r"simt-depthwise does not apply \(x's channels are not contiguous\)",
+            "a depthwise convolution of an NCHW x: simt-depthwise reads channel vectors",
+            "30 (depthwise)"),
+    Allowed("matmul operands TMA and cp.async cannot read", ("matmul",),
+            r"cp\.async copies at least \d+ aligned bytes|iterators \[.*\]: expected \[batch,\] "
+            r"M, N parallel and K reduction|tc-sm90 not implemented yet \(matmul: \d+x\d+x0 ",
+            "a matmul whose rows are not 4-byte aligned (an odd K in f16), with two batch "
+            "dims (broadcast against each other), or with K = 0 (a fill)",
+            "33 (matmul of any alignment)"),
+    Allowed("fp8 matmul", ("matmul",),
+            r"multiplies f8E\w+ x f8E\w+: expected both bf16 or both f16",
+            "fp8 operands: wgmma's fp8 form is not used yet", "33 (fp8 on tensor cores)"),
+    Allowed("attention with a bias of another type", ("sdpa", "sdpa_backward"),
+            r"a (bf16|f16) bias with (bf16|f16) q, k, v",
+            "a bias whose type is neither q's nor f32", "31"),
+    Allowed("attention over pages of an odd size", ("sdpa",),
+            r"a paged K and V of page size \d+: expected a multiple of 64",
+            "pages that are not a multiple of 64 rows nor 8, 16 or 32: a kv tile's TMA loads "
+            "cannot step them", "31 (paged KV)"),
+    Allowed("reduction or softmax over short rows", ("reduction", "softmax"),
+            r"simt-reduce not implemented yet \((reduction|softmax): \d+ rows of \d+\)",
+            "rows the row program does not take (short rows, or a reduction over a middle "
+            "axis)", "33 (reductions over middle axes)"),
+    Allowed("pointwise over an odd innermost dim",
+            ("pointwise", "reduction", "layernorm", "rmsnorm", "softmax", "log_softmax"),
+            r"simt-pointwise needs a vector dim that is a multiple of \d+ elements at least, "
+            r"got \d+",
+            "an innermost dim of an odd length (127, 5): simt-pointwise's vectors need an even "
+            "one; memory-bound all the same, one element a thread", "33"),
+    Allowed("data movement without a vector or tile program", ("tensor", "concat"),
+            r"no faster strategy planned \(copy by|simt-pointwise does not apply \(a slice "
+            r"that starts at|simt-transpose does not apply \(one axis to copy",
+            "a reshape, slice or concat copy whose dims give no 16-byte vectors, or a "
+            "transpose of one axis", "33"),
+    Allowed("layout copies made after the heuristics", ("copy",),
+            r"^$|^created by dnn-conv-layouts after the heuristics: .* pixels padded to 16 bytes",
+            "a strided graph input or output copied for a simt-generic kernel "
+            "(dnn-io-strides), or an operand's pixels padded to 16 bytes for a tensor-core "
+            "convolution (dnn-conv-layouts)", "30, 33"),
+)
+
+
+@dataclass(frozen=True)
+class Row:
+    """One kernel of one case, with the entry that allows it (None if none
+    does or it is not on simt-generic)."""
+
+    case: str
+    source: str     # "bench" or "gpu test"
+    kernel: object  # dnnc.plan.KernelStrategy
+    allowed: object
+
+    @property
+    def failing(self):
+        return self.kernel.strategy == GENERIC and self.allowed is None
+
+
+def _paths():
+    for path in (ROOT, os.path.join(ROOT, "runtime"), os.path.join(ROOT, "bench"),
+                 os.path.join(ROOT, "test", "gpu")):
+        if path not in sys.path:
+            sys.path.insert(0, path)
+
+
+@functools.lru_cache(maxsize=None)
+def cases():
+    """[(source, case)]: the benchmark cases, then the GPU test cases."""
+    _paths()
+    from cases import CASES as BENCH  # bench/cases.py
+    from gpu_cases import CASES as GPU  # test/gpu/gpu_cases
+
+    return tuple([("bench", c) for c in BENCH] + [("gpu test", c) for c in GPU])
+
+
+def audit_case(index):
+    """The Rows of ``cases()[index]``: compiled for sm_90a to the gpu stage,
+    with the case's config override and no tuning database. (By index: a
+    case holds lambdas, which worker processes cannot be sent.)"""
+    from dnnc import plan
+
+    source, case = cases()[index]
+    module = case.build().compile(target="cuda", arch=ARCH, tuning_db="off",
+                                  config=case.config, stop_after="gpu")
+    rows = []
+    for kernel in plan.strategies(module):
+        allowed = None
+        if kernel.strategy == GENERIC and source == "gpu test":
+            allowed = next((a for a in ALLOWED if a.covers(kernel)), None)
+        rows.append(Row(case.name, source, kernel, allowed))
+    return rows
+
+
+def audit(jobs=1, match=None):
+    """Every case's Rows (``match``: only cases whose name it matches), over
+    ``jobs`` processes."""
+    items = [i for i, (_, case) in enumerate(cases())
+             if match is None or re.search(match, case.name)]
+    if jobs <= 1:
+        return [row for i in items for row in audit_case(i)]
+    import multiprocessing
+
+    with multiprocessing.get_context("spawn").Pool(jobs) as pool:
+        return [row for rows in pool.imap(audit_case, items, chunksize=4) for row in rows]
+
+
+def unused(rows):
+    """The ALLOWED entries that cover no kernel of ``rows``."""
+    used = {row.allowed.name for row in rows if row.allowed is not None}
+    return [a for a in ALLOWED if a.name not in used]
+
+
+def markdown():
+    """ALLOWED as a Markdown table (docs/performance.md has it)."""
+    lines = ["| entry | ops | why it may stay on `simt-generic` | issue |", "|---|---|---|---|"]
+    for a in ALLOWED:
+        lines.append(f"| {a.name} | {', '.join(a.anchors)} | {a.why} | {a.issue} |")
+    return "\n".join(lines)
