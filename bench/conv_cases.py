@@ -3,7 +3,9 @@ filters) as the issue's performance table lists them, against PyTorch's
 cuDNN in the same process, and the fused patterns (conv + bias + relu,
 conv + batchnorm-inference + relu, conv + bias + residual + relu, and
 BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
-PyTorch eager and torch.compile; and one layer on tc-sm80, forced (``SM80``).
+PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``);
+and layers whose channel counts are not multiples of 8 (``ODD_CHANNELS``,
+``ODD_GRADS``).
 
 Imported by cases.py (``RESNET``); a case's graph is built when it runs.
 """
@@ -244,6 +246,22 @@ PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]
 # tiles in 3 stages 0.029 ms, 128x128x64 in 3 0.035, 128x128x32 in 4 (what
 # the heuristics give it) 0.040, 64x128x32 in 4 0.053.
 SM80 = [("3x3", 32, 128, 28, 128, 3, 1, 1, "*=strategy:tc-sm80,tile:256x128x64,stages:3")]
+# Channel counts that are not multiples of 8 (what, N, C, H, K, R, stride,
+# pad, config): TMA cannot step such pixels, so tc-sm80's implicit GEMM
+# reads them where they lie, zero past C in the loader (sm80/loader.py),
+# on sm_90a as on sm_80. A 3x3 layer over an RGB image (not the stem) and
+# the 7x7/2 stem take tc-sm90 with the filter's columns folded into the
+# channels (tensorcore/fold.py) by default; forced onto tc-sm80 they show
+# what the loader's padding costs against the fold.
+ODD_CHANNELS = [
+    ("3x3 C=3", 32, 3, 112, 64, 3, 1, 1, None),
+    ("3x3 C=3", 32, 3, 112, 64, 3, 1, 1, "*=strategy:tc-sm80"),
+    ("7x7/2 stem", 32, 3, 224, 64, 7, 2, 3, "*=strategy:tc-sm80"),
+    ("3x3 C=63", 32, 63, 56, 65, 3, 1, 1, None),
+]
+# Their gradients: dy of K = 65 channels (dgrad reduces them; wgrad's M).
+ODD_GRADS = [("3x3 K=65", "dgrad", 32, 63, 56, 65, 3, 1, 1),
+             ("3x3 K=65", "wgrad", 32, 64, 56, 65, 3, 1, 1)]
 
 
 def cases(Case):
@@ -291,6 +309,29 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
+    for what, n, c, h, k, r, s, pad, config in ODD_CHANNELS:
+        p = out_size(h, r, s, pad)
+        forced = " tc-sm80" if config else ""
+        name = f"conv {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16{forced}"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        slug = "conv_odd_" + "".join(ch if ch.isalnum() else "_"
+                                     for ch in f"{what}_{n}_{c}_{h}_{k}{forced}")
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_conv(s, pad, None), flops, nbytes, False, "conv",
+                        config=config))
+    for what, direction, n, c, h, k, r, s, pad in ODD_GRADS:
+        p = out_size(h, r, s, pad)
+        name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+        slug = "conv_odd_" + "".join(ch if ch.isalnum() else "_"
+                                     for ch in f"{direction}_{what}_{n}_{c}_{h}_{k}")
+        out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                        grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
     for direction in ("dgrad", "wgrad"):
         for what, n, c, h, k, r, s, pad in GRADS + (WGRAD_CHANNELS if direction == "wgrad"
                                                    else []):

@@ -353,11 +353,24 @@ def _fewest_columns(configs, channels, taps, batched):
     return out
 
 
+def _spanning(configs, channels, taps):
+    """tc-sm80's ``configs`` of a filter gradient whose tiles span filter
+    taps (wgrad_taps.py: rows of C not a multiple of 16 bytes), in their
+    order (no tile's N divides such a C), each reason saying so."""
+    return [c.replace(reason=f"{c.reason}; C = {channels} over {taps} taps: a tile's "
+                             f"{c.tile[1]} columns span filter taps (each chunk's tap and "
+                             "channel computed before the mainloop)")
+            for c in configs]
+
+
 def _wgrad(problem, faster, m, n, k, facts):
     """The tensor-core Configs of a filter gradient (M = K, N = taps x C),
     best first, in the GEMM layout wgrad_taps.py picks for its C and taps:
     tiles whose N divides C (one tap each), any tile (one tap, or the taps
-    as the GEMM's batch, the fewest columns computed first), or none."""
+    as the GEMM's batch, the fewest columns computed first), tc-sm80's
+    tiles spanning taps (rows of C not a multiple of 16 bytes, which only
+    tc-sm80 reads: the taps as the batch take the rest, on either
+    strategy), or none."""
     groups = conv_groups(problem)
     # The anchor's inputs are dy, x. A group is a batch of M = K / groups.
     channels = problem.anchor_inputs[1].shape[1] // groups
@@ -373,6 +386,11 @@ def _wgrad(problem, faster, m, n, k, facts):
     batched = wgrad_taps.tap_batched(groups, channels, taps)
     if wgrad_taps.problem(groups, channels, taps):
         return []
+    if wgrad_taps.spans_taps(channels, taps):
+        # tc-sm90's TMA cannot step such pixels (conv.Unaligned): tc-sm80's
+        # tiles over all taps x C columns, on sm_90a as its fallback.
+        return _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
+                                      fallback=faster == "tc-sm90"), channels, taps)
     whole = channels if wgrad_taps.tiles_in_tap(channels, taps) else None
     columns, batch = (channels, taps) if batched else (n, groups)
     fast = tc_sm80_conv(m, columns, problem.dtype, problem.sms, facts, whole,

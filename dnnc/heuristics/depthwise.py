@@ -91,8 +91,10 @@ def is_depthwise(problem):
         return False
     x, w = roles
     types = {t.dtype for t in problem.anchor_inputs}
+    # (One channel is one group, not depthwise: dnn-depthwise-conv takes
+    # two groups at least, and the implicit GEMM reads 2-byte pixels.)
     return (len(x.shape) >= 3 and len(w.shape) == len(x.shape) and w.shape[1] == 1
-            and w.shape[0] == x.shape[1] and len(types) == 1 and types <= set(TYPES)
+            and w.shape[0] == x.shape[1] > 1 and len(types) == 1 and types <= set(TYPES)
             and str(problem.attr("compute_type", "f32")) == "f32")
 
 

@@ -53,7 +53,6 @@ from mlir.dialects import linalg, memref
 
 from dnnc.codegen.gpu import irutil, outline
 from dnnc.codegen.gpu.tensorcore import conv as conv_match
-from dnnc.codegen.gpu.tensorcore import fold
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, call_counts, set_argument_type
@@ -81,12 +80,14 @@ def _channels_last(shape, element, pitch):
     return ir.MemRefType.get(list(shape), element, layout=ir.StridedLayoutAttr.get(0, strides))
 
 
-def _target(t, pitched):
+def _target(t):
     """The channels-last type a convolution needs for buffer type ``t``
     (rank 4 or 5, two or more dims that move), or None when ``t`` is one
     already: C contiguous, then the spatial dims, then N, dense but for the
-    pixels' pitch; for an operand TMA reads (``pitched``) that pitch a
-    multiple of 16 bytes (a C = 3 bf16 image's pixels 8 elements apart)."""
+    pixels' pitch. No pitch is padded: a convolution whose pixels TMA
+    cannot step (C = 3 or 63 16-bit channels) runs on tc-sm80, whose loader
+    reads them where they lie and zero-fills past C (sm80/loader.py), or
+    folds its filter's columns into its channels (tensorcore/fold.py)."""
     if t.rank not in (4, 5):
         return None
     shape, strides, _ = irutil.memref_geometry(t)
@@ -94,26 +95,19 @@ def _target(t, pitched):
     moving = [d for d in order if shape[d] != 1]
     if len(moving) < 2:
         return None
-    unit = 16 // irutil.element_bytes(t.element_type)
     spatial = [d for d in moving if d != 1]
     pitch = strides[spatial[-1]] if spatial else shape[1]
     have = irutil.memref_geometry(_channels_last(shape, t.element_type, pitch))[1]
-    if pitch >= shape[1] and all(strides[d] == have[d] for d in moving) and \
-            (not pitched or not spatial or pitch % unit == 0):
+    if pitch >= shape[1] and all(strides[d] == have[d] for d in moving):
         return None
-    pitch = -(-shape[1] // unit) * unit if pitched else shape[1]
-    return _channels_last(shape, t.element_type, pitch)
+    return _channels_last(shape, t.element_type, shape[1])
 
 
 def _physical(t):
     """The row-major buffer under channels-last type ``t``: its dims in
-    channels-last order, C padded to the pixels' pitch."""
-    shape, strides, _ = irutil.memref_geometry(t)
-    order = channels_last_order(t.rank)
-    dims = [shape[d] for d in order]
-    inner = order[-2]
-    dims[-1] = strides[inner]          # the pixels' pitch (C, or C padded)
-    return ir.MemRefType.get(dims, t.element_type)
+    channels-last order."""
+    shape = list(ir.MemRefType(t).shape)
+    return ir.MemRefType.get([shape[d] for d in channels_last_order(t.rank)], t.element_type)
 
 
 def is_conv(fn, config):
@@ -149,13 +143,11 @@ class _Layouts:
                 ir.DictAttr(callee.attributes[IMPLICIT_GEMM])["operands"]) if i >= 0]
             if self.grouped_out(callee, call, operands):
                 continue            # simt-generic will run it where it lies
-            if self.folded(callee, call, operands):
-                operands = []       # read by the fold's launch (tensorcore/fold.py)
             for index, value in enumerate(list(call.operands)):
                 t = value.type
                 if not isinstance(t, ir.MemRefType) or not ir.MemRefType(t).has_static_shape:
                     continue
-                target = _target(ir.MemRefType(t), index in operands)
+                target = _target(ir.MemRefType(t))
                 if target is not None and not self.reallocate(value, target):
                     self.copy(call, callee, index, value, target)
 
@@ -174,21 +166,6 @@ class _Layouts:
             128 // irutil.element_bytes(x.element_type)
         return conv_match.groups_problem(direction, groups, x.shape[1] // groups,
                                          bk) is not None
-
-    @staticmethod
-    def folded(callee, call, operands):
-        """Whether the convolution folds its filter's columns into its
-        channels (tensorcore/fold.py), reading x and w with loads that take
-        any pitch."""
-        if len(operands) != 2:
-            return False
-        attrs = ir.DictAttr(callee.attributes[IMPLICIT_GEMM])
-        direction = ir.StringAttr(attrs["direction"]).value
-        x, w = (ir.MemRefType(call.operands[i].type) for i in operands)
-        config = Config.of_kernel(callee)
-        eb = irutil.element_bytes(x.element_type)
-        bk = config.tile[2] if len(config.tile) > 2 else 128 // eb
-        return fold.folds(direction, x.shape[1], list(w.shape[2:]), eb, bk)
 
     def adaptable(self, use):
         """(kernel, argument index) of ``use`` when it is an operand of a
@@ -233,31 +210,29 @@ class _Layouts:
     def copy(self, call, callee, index, value, strided):
         """The convolution reads or writes a channels-last buffer of its
         own (``strided``), moved from or to ``value`` by a layout kernel: a
-        transpose between row-major buffers where the pixels are not
-        padded, else a copy between the two strided views."""
+        transpose between row-major buffers, else a copy between the two
+        strided views."""
         t = ir.MemRefType(value.type)
         writes = _writes(callee, index)
         physical_type = _physical(strided)
-        padded = list(physical_type.shape)[-1] != t.shape[1]
-        dense = not padded and \
-            irutil.memref_geometry(t)[1] == irutil.row_major_strides(list(t.shape))
+        dense = irutil.memref_geometry(t)[1] == irutil.row_major_strides(list(t.shape))
         with ir.InsertionPoint(call), call.location:
             physical = memref.alloc(physical_type, [], [])
             view = self._view(physical, strided)
         other = physical if dense else view
-        kernel = self.layout_kernel(t, ir.MemRefType(other.type), writes, dense, padded)
+        kernel = self.layout_kernel(t, ir.MemRefType(other.type), writes, dense)
         where = ir.InsertionPoint.after(call) if writes else ir.InsertionPoint(call)
         with where, call.location:
             outline.call(kernel, [other, value] if writes else [value, other])
         call.operands[index] = view
         set_argument_type(callee, index, strided)
 
-    def layout_kernel(self, t, other, to_source, dense, padded):
+    def layout_kernel(self, t, other, to_source, dense):
         """A kernel copying between buffer type ``t`` and ``other`` (``to_source``:
         from the latter): for ``dense``, ``other`` is the row-major buffer
         of ``t``'s dims in channels-last order and the copy a transpose
-        (simt-transpose); else the channels-last view of ``t``'s dims
-        (``padded``: its pixels padded to 16 bytes) and the copy direct."""
+        (simt-transpose); else the channels-last view of ``t``'s dims and
+        the copy direct."""
         base = f"{self.graph}_layout_{self.made}"
         self.made += 1
         source, dest = (other, t) if to_source else (t, other)
@@ -272,7 +247,7 @@ class _Layouts:
             what = "the row-major one"
         else:
             kernel = outline.copy_kernel(self.module, base, source, dest)
-            what = "its own strides" + (", pixels padded to 16 bytes" if padded else "")
+            what = "its own strides"
         kernel.attributes["dnn.config_reason"] = ir.StringAttr.get(
             "created by dnn-conv-layouts after the heuristics: moves a tensor-core "
             f"convolution's operand between its channels-last layout and {what}")

@@ -266,44 +266,56 @@ class DnnMapTensorCores(DnncPass):
     def _sm90_conv(self, fn, config):
         """A convolution kernel: tc-sm90's implicit GEMM, else tc-sm80's
         (what tc-sm90 does not take for its loaders or tiles: an im2col box
-        or a stride TMA cannot describe, a filter gradient's C), else
-        simt-generic."""
+        or a stride TMA cannot describe, channels not a multiple of 16
+        bytes, a filter gradient's C), else simt-generic."""
         tile = tile_of(config)
         try:
             conv = conv_match.match(fn, tile.k)
+        except conv_match.Unaligned as why:
+            # Channels TMA cannot step: tc-sm80's loaders read them (the
+            # GEMM's shape, for its tile, from its own match).
+            not_sm90 = f"{STRATEGY} does not apply ({why})"
+            try:
+                conv = conv_match.match(fn, tile.k, "tc-sm80")
+            except gemm_match.NotAGemm as why:
+                fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
+                return
+            conv_match.discard(conv.made)
         except gemm_match.NotAGemm as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
-        try:
-            notes = sm90.build_conv(fn, conv, tile)
-        except sm90.NotSupported as why:
-            conv_match.discard(conv.made)
-            not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
-            for note in notes:
-                add_note(fn, note)
-            return
-        if conv.gemm.a.prologue is not None and tile.splits > 1 \
-                and self._sm90_conv_unsplit(fn, config, tile, not_sm90):
-            return
+            try:
+                notes = sm90.build_conv(fn, conv, tile)
+            except sm90.NotSupported as why:
+                conv_match.discard(conv.made)
+                not_sm90 = f"{STRATEGY} does not apply ({why})"
+            else:
+                for note in notes:
+                    add_note(fn, note)
+                return
+            if conv.gemm.a.prologue is not None and tile.splits > 1 \
+                    and self._sm90_conv_unsplit(fn, config, tile, not_sm90):
+                return
         gemm = conv.gemm
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
                                  conv.channels if conv.tiles_in_tap else None,
                                  fallback=True, batch=gemm.batch)
         if not fallbacks:
-            fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile of N divides C = "
-                          f"{conv.channels}): {SIMT}")
+            fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile for "
+                          f"{gemm.m}x{gemm.n}): {SIMT}")
             return
         fallback = fallbacks[0]
         try:
-            notes, _ = self._build_sm80_conv(fn, sm80_tile_of(fallback, gemm.element))
+            notes, tile = self._build_sm80_conv(fn, sm80_tile_of(fallback, gemm.element))
         except (gemm_match.NotAGemm, sm80.NotSupported) as why:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
             return
-        hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
-                             stages=fallback.stages),
-                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
-                  f"{fallback.stages} stages")
+        # The tile that runs (narrowed for element-wise loads: fit_element_wise).
+        shape = (tile.m, tile.n, tile.k)
+        hand_over(fn, Config("tc-sm80", (tile.threads, 1, 1), tile=shape, stages=tile.stages),
+                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, shape))} tiles, "
+                  f"{tile.stages} stages")
         for note in notes:
             add_note(fn, note)
 
@@ -356,6 +368,13 @@ class DnnMapTensorCores(DnncPass):
             n = next((n for n in (64, 32, 16) if n < tile.n and conv.channels % n == 0), None)
             tile = dataclasses.replace(tile, n=n) if n else tile
         try:
+            fitted = sm80.fit_element_wise(conv, tile)
+            if fitted.k != tile.k:
+                # The match's K (each tap's channels in whole steps) is the
+                # tile's K step's.
+                conv_match.discard(conv.made)
+                conv = conv_match.match(fn, fitted.k, "tc-sm80")
+            tile = fitted
             return sm80.build_conv(fn, conv, tile), tile
         except sm80.NotSupported:
             conv_match.discard(conv.made)

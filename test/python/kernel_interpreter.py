@@ -307,6 +307,13 @@ class Interpreter:
     def _arith_maxsi(self, op, ins, mask):
         return np.maximum(*ins)
 
+    def _arith_extui(self, op, ins, mask):
+        width = ir.IntegerType(op.operands[0].type).width
+        return np.bitwise_and(np.asarray(ins[0], np.int64), (1 << width) - 1)
+
+    def _arith_shli(self, op, ins, mask):
+        return self._wrap(op, np.left_shift(np.asarray(ins[0], np.int64), ins[1]))
+
     def _arith_andi(self, op, ins, mask):
         return np.bitwise_and(*ins)
 
@@ -507,6 +514,8 @@ class Interpreter:
                 .view(np.uint8).reshape(self.lanes, 4)
         element = ir.VectorType(type_).element_type if isinstance(type_, ir.VectorType) \
             else type_
+        if str(element) == "i32":   # an element-wise chunk's packed pairs
+            return self._vector_bytes(type_, value)
         dtype = {"bf16": np.uint16, "f16": np.float16, "f32": np.float32}[str(element)]
         v = np.ascontiguousarray(np.broadcast_to(v, (self.lanes,) + v.shape[1:]).astype(dtype))
         return v.view(np.uint8).reshape(self.lanes, -1)
@@ -578,6 +587,10 @@ class Interpreter:
     def _llvm_load(self, op, ins, mask):
         ptr = ins[0]
         t = op.results[0].type
+        if str(t) == "i16":     # an element-wise chunk's element (tc-sm80's loader)
+            address = np.where(mask, ptr.address, 0)
+            raw = self._mem(ptr.space)[address[:, None] + np.arange(2)]
+            return raw.copy().view(np.uint16)[:, 0].astype(np.int64)
         n = ir.VectorType(t).shape[0]
         kind = str(ir.VectorType(t).element_type)
         address = np.where(mask, ptr.address, 0)
@@ -606,10 +619,11 @@ class Interpreter:
 
     def _nvvm_cp_async_shared_global(self, op, ins, mask):
         dst, src = ins[0], ins[1]
-        size = np.broadcast_to(np.asarray(ins[2] if len(ins) > 2 else 16, np.int64),
+        width = int(ir.IntegerAttr(op.attributes["size"]).value)
+        size = np.broadcast_to(np.asarray(ins[2] if len(ins) > 2 else width, np.int64),
                                (self.lanes,))
         self.pending.append((dst.address.copy(), src.address.copy(), size.copy(), mask.copy(),
-                             self.committed.copy()))
+                             self.committed.copy(), width))
 
     def _nvvm_cp_async_commit_group(self, op, ins, mask):
         self.committed = self.committed + mask
@@ -617,17 +631,17 @@ class Interpreter:
     def _nvvm_cp_async_wait_group(self, op, ins, mask):
         n = int(ir.IntegerAttr(op.attributes["n"]).value)
         keep = []
-        for dst, src, size, lanes, group in self.pending:
+        for dst, src, size, lanes, group, width in self.pending:
             done = lanes & mask & (group < self.committed - n)
             lanes_done = np.nonzero(done)[0]
             if len(lanes_done):
-                step = np.arange(16)
+                step = np.arange(width)
                 inside = step < size[lanes_done, None]
                 at = np.where(inside, src[lanes_done, None] + step, 0)
                 self.smem[dst[lanes_done, None] + step] = np.where(inside, self.gmem[at], 0)
             rest = lanes & ~done
             if rest.any():
-                keep.append((dst, src, size, rest, group))
+                keep.append((dst, src, size, rest, group, width))
         self.pending = keep
 
     def _nvvm_ldmatrix(self, op, ins, mask):

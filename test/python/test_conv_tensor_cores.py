@@ -17,14 +17,15 @@ without a tuning database:
   the implicit GEMM with the filter's taps and each tap's channels rounded
   up to whole K steps; x is read through an im2col-mode TMA descriptor, the
   filter as [K, taps, C] boxes of one tap.
-* ``LAID_OUT``: C = 3, row-major (NCHW) x, all operands NCHW: tc-sm90
-  after dnn-conv-layouts' kernels (pixels padded to 16 bytes; transposes to
-  and from channels-last), the plan naming them.
+* ``LAID_OUT``: an RGB stem (its filter's columns folded into its
+  channels, no layout kernel), row-major (NCHW) x, all operands NCHW:
+  tc-sm90 after dnn-conv-layouts' kernels (transposes to and from
+  channels-last), the plan naming them.
 * ``FALLBACKS``: two groups of more channels than simt-depthwise stages:
   simt-generic, the reason saying why tc-sm90 does not apply.
 * ``SM80_FALLBACKS``: a 3-D filter whose im2col pixel box TMA cannot
-  describe: tc-sm80's implicit GEMM, the reason saying why tc-sm90 does not
-  apply.
+  describe, C = 3 pixels with nothing to fold: tc-sm80's implicit GEMM, the
+  reason saying why tc-sm90 does not apply.
 * ``bias_relu_bf16`` through ptxas and the SASS (skipped without ptxas or
   cuobjdump, as test_tc_sass.py skips): no spills, no stack, no local
   memory; HGMMA of the tile's shape on bf16, TMA loads.
@@ -118,12 +119,6 @@ TENSOR_CORES = {
 # name: (graph builder, what dnn-conv-layouts' kernels do, how many): the
 # convolution runs on tensor cores, its operands laid out first.
 LAID_OUT = {
-    # C = 3 and a filter of one column (nothing to fold into the channels,
-    # tensorcore/fold.py): each pixel padded to 8 channels (16 bytes), x's
-    # and w's.
-    "c3_bf16": (conv_graph("c3_bf16", "bf16", [2, 3, 16, 16], 16, [7, 1], stride=[2, 2],
-                           pre_padding=[3, 0], post_padding=[3, 0]),
-                "its own strides, pixels padded to 16 bytes", 2),
     # An RGB stem, 7 x 7 / 2: its columns folded into the channels by the
     # convolution's own launches, no layout kernel.
     "stem_bf16": (conv_graph("stem_bf16", "bf16", [2, 3, 32, 32], 64, [7, 7], stride=[2, 2],
@@ -153,6 +148,12 @@ SM80_FALLBACKS = {
                               dilation=[3, 1, 1], pre_padding=[17, 0, 0],
                               post_padding=[2, 0, 0]),
                    "the im2col pixel box's lower corner [-17, 0, 0]"),
+    # C = 3 and a filter of one column (nothing to fold into the channels,
+    # tensorcore/fold.py): pixels TMA cannot step, read where they lie by
+    # tc-sm80's loader (no layout kernel padding them).
+    "c3_bf16": (conv_graph("c3_bf16", "bf16", [2, 3, 16, 16], 16, [7, 1], stride=[2, 2],
+                           pre_padding=[3, 0], post_padding=[3, 0]),
+                "x's pixels are 3 elements apart (C = 3)"),
 }
 
 

@@ -484,8 +484,9 @@ def test_convolutions_on_tensor_cores():
     """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
     on sm_80, each tap's channels read in whole K steps; a filter
     gradient's tiles of N lie in one filter tap: of a width that divides C
-    (a multiple of 64), or any where the taps are the GEMM's batch
-    (dnnc/codegen/gpu/tensorcore/wgrad_taps.py)."""
+    (a multiple of 64), or any where the taps are the GEMM's batch (C a
+    multiple of 8), and span taps on tc-sm80 only where neither reads C
+    (odd C) (dnnc/codegen/gpu/tensorcore/wgrad_taps.py)."""
     bf16 = [([8, 40, 28, 28], "bf16"), ([64, 40, 3, 3], "bf16")]
     for arch, first in (("sm_90a", "tc-sm90"), ("sm_80", "tc-sm80")):
         configs = rank(problem("conv_fprop", bf16, [([8, 64, 28, 28], "bf16")], arch=arch))
@@ -501,6 +502,17 @@ def test_convolutions_on_tensor_cores():
                                             ([8, channels, 28, 28], "bf16")],
                              [([64, channels, 3, 3], "bf16")], arch="sm_80"))
         assert {c.tile[1] for c in wgrad if c.strategy == "tc-sm80"} == widths, wgrad
+    # C = 63: rows of 126 bytes, which neither layout above reads (tc-sm90's
+    # TMA cannot step them): tc-sm80 only, on sm_90a as tc-sm90's fallback,
+    # any tile, its columns spanning taps.
+    for arch in ("sm_80", "sm_90a"):
+        wgrad = rank(problem("conv_wgrad", [([8, 64, 28, 28], "bf16"),
+                                            ([8, 63, 28, 28], "bf16")],
+                             [([64, 63, 3, 3], "bf16")], arch=arch))
+        sm80 = [c for c in wgrad if c.strategy == "tc-sm80"]
+        assert sm80 and wgrad[0].strategy == "tc-sm80", wgrad
+        assert "tc-sm90" not in {c.strategy for c in wgrad}, wgrad
+        assert all("columns span filter taps" in c.reason for c in sm80), sm80
 
 
 def test_tensor_and_unknown_anchors():

@@ -24,6 +24,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        filter gradients each of f32 tensors, tf32 by default
     conv_phases.py     strided data gradients split by stride phase, with fused
                        epilogues, on tc-sm90 and tc-sm80
+    conv_odd_channels.py
+                       360 random convolutions (fprop, dgrad, wgrad) whose
+                       channel counts are not multiples of 8, on tc-sm80's
+                       loaders that zero-fill past C, ten to a graph
     conv_grouped_simt.py
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
@@ -79,9 +83,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
                attention_ragged, attention_random, attention_sm80, conv_grouped_simt,
-               conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_wgrad_channels,
-               convolution, data_movement, examples, fp8, frontend, int8, matmul,
-               normalization, pointwise, pooling, reductions, row_programs, zero_size)
+               conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
+               conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
+               matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -94,6 +98,7 @@ CASES = [
     *conv_random.CASES,
     *conv_random_tf32.CASES,
     *conv_phases.CASES,
+    *conv_odd_channels.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
     *conv_wgrad_channels.CASES,

@@ -17,10 +17,15 @@ convolution mode. Some end in a fused epilogue: bias + relu, bias + a
 residual (laid out as the output) + relu, or scale * y + shift per channel.
 The rest fall back, their reason in the plan: to simt-depthwise, groups
 (depthwise, 2 or 4) of fewer than 64 channels a group (conv_grouped_simt.py
-draws more of those); to simt-generic, C not a multiple of 8 (1, 3, 7, 63,
-65), row-major (NCHW) operands and groups simt-depthwise does not stage; to
-tc-sm80's implicit GEMM, 3-D filters whose im2col pixel box TMA cannot
-describe (``tma_im2col_fits``).
+draws more of those); to simt-generic, row-major (NCHW) operands and groups
+simt-depthwise does not stage; to tc-sm80's implicit GEMM, 3-D filters
+whose im2col pixel box TMA cannot describe (``tma_im2col_fits``), and
+channels TMA cannot step (C, or a data gradient's K and C, or a filter
+gradient's K, not a multiple of 8: 1, 3, 7, 63, 65), which tc-sm80's
+loaders read where they lie, zero past C (a forward convolution of C below
+8 and a filter of several columns keeps tc-sm90, its columns folded into
+the channels: tensorcore/fold.py). conv_odd_channels.py draws more of
+those.
 
 Output channels K are drawn from all of those sizes: rows of 1, 3 or 65
 channels are what the epilogue cannot store by TMA. Each convolution's
@@ -125,7 +130,8 @@ class ConvConfig:
                    for p, q, f, d in zip(self.pre, self.post, self.filter, self.dilation))
 
     def tensor_core_eligible(self):
-        """What tc-sm90 takes (bf16 and f16 alike)."""
+        """What tc-sm90 takes (bf16 and f16 alike) without handing it to
+        tc-sm80 or folding it."""
         return (self.groups == 1 and self.channels_last and self.c % 8 == 0
                 and self.tma_im2col_fits())
 

@@ -5,10 +5,9 @@
 // takes any layout (here a pooling kernel, simt-window) is allocated
 // channels-last instead, its users' arguments retyped; an intermediate a
 // kernel needs row-major (a row reduction) gets a layout kernel after the
-// convolution that writes it; a C = 3 image's pixels are padded to 8
-// channels (16 bytes) by a copy, and so are its filter's taps (where the
-// convolution does not fold its filter's columns into the channels), and a
-// strided data gradient's dy (its stride phases read it by TMA).
+// convolution that writes it; channels-last operands whose pixels are not
+// a multiple of 16 bytes (C = 3, a strided data gradient's dy of K = 12)
+// are read where they lie, not copied into padded pixels.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-conv-layouts)' | FileCheck %s
 
@@ -96,22 +95,16 @@ module {
 }
 
 // A C = 3 image and its 7 x 1 filter (one column: nothing to fold into the
-// channels, tensorcore/fold.py): copied into buffers whose pixels (taps)
-// are 8 channels apart; the output, channels-last already, is written in
-// place.
+// channels, tensorcore/fold.py), channels-last already: read where they lie
+// (tc-sm80's loader zero-fills past C where tc-sm90's TMA cannot step such
+// pixels), no layout kernel, no argument retyped.
 // CHECK-LABEL: func.func private @s_k0_conv_fprop(
-//  CHECK-SAME:     memref<2x3x16x16xbf16, strided<[2048, 1, 128, 8]>>, %{{.*}}: memref<16x3x7x1xbf16, strided<[56, 1, 8, 8]>>, %{{.*}}: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}
-// CHECK-LABEL: func.func private @s_layout_0(
-//  CHECK-SAME:     memref<2x3x16x16xbf16, strided<[768, 1, 48, 3]>>, %{{.*}}: memref<2x3x16x16xbf16, strided<[2048, 1, 128, 8]>>)
-//  CHECK-SAME:     dnn.config_reason = "created by dnn-conv-layouts after the heuristics: moves a tensor-core convolution's operand between its channels-last layout and its own strides, pixels padded to 16 bytes"
-// CHECK-LABEL: func.func private @s_layout_1(
-//  CHECK-SAME:     memref<16x3x7x1xbf16, strided<[21, 1, 3, 3]>>, %{{.*}}: memref<16x3x7x1xbf16, strided<[56, 1, 8, 8]>>)
+//  CHECK-SAME:     memref<2x3x16x16xbf16, strided<[768, 1, 48, 3]>>, %{{.*}}: memref<16x3x7x1xbf16, strided<[21, 1, 3, 3]>>, %{{.*}}: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}
+//   CHECK-NOT: @s_layout_
 // CHECK-LABEL: func.func @s(
-//       CHECK:   %[[XP:.*]] = memref.alloc() : memref<2x16x16x8xbf16>
-//       CHECK:   call @s_layout_0(%{{.*}}, %{{.*}})
-//       CHECK:   %[[WP:.*]] = memref.alloc() : memref<16x7x1x8xbf16>
-//       CHECK:   call @s_layout_1(%{{.*}}, %{{.*}})
-//       CHECK:   call @s_k0_conv_fprop(
+//   CHECK-NOT:   memref.alloc
+//       CHECK:   call @s_k0_conv_fprop(%{{.*}}, %{{.*}}, %{{.*}})
+//   CHECK-NOT: @s_layout_
 
 // -----
 
@@ -126,13 +119,12 @@ module {
 }
 
 // A data gradient of stride 2 whose dy has K = 12 channels (24-byte
-// pixels): its stride phases read dy by TMA's im2col mode
-// (tensorcore/phases.py), so dy is copied into a buffer whose pixels are
-// 16 channels apart, as a stride-1 gradient's is.
+// pixels): read where it lies (its stride phases run on tc-sm80, whose
+// loader copies 8-byte pieces cut at K), no layout kernel.
 // CHECK-LABEL: func.func private @d_k0_conv_dgrad(
-//  CHECK-SAME:     memref<2x12x4x4xbf16, strided<[256, 1, 64, 16]>>, %{{.*}}: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %{{.*}}: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}
-// CHECK-LABEL: func.func private @d_layout_0(
-//  CHECK-SAME:     memref<2x12x4x4xbf16, strided<[192, 1, 48, 12]>>, %{{.*}}: memref<2x12x4x4xbf16, strided<[256, 1, 64, 16]>>)
+//  CHECK-SAME:     memref<2x12x4x4xbf16, strided<[192, 1, 48, 12]>>, %{{.*}}: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %{{.*}}: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}
+//   CHECK-NOT: @d_layout_
 // CHECK-LABEL: func.func @d(
-//       CHECK:   memref.alloc() : memref<2x4x4x16xbf16>
-//       CHECK:   call @d_layout_0(%{{.*}}, %{{.*}})
+//   CHECK-NOT:   memref.alloc
+//       CHECK:   call @d_k0_conv_dgrad(%{{.*}}, %{{.*}}, %{{.*}})
+//   CHECK-NOT: @d_layout_

@@ -33,14 +33,16 @@ convolution's geometry for that split).
 
 A filter gradient dw[K, taps, C] is dyᵀ · im2col(x), its GEMM's N over
 (tap, channel) where a tile lies in one tap (C a multiple of the tile's
-N), or over C alone with the taps as the GEMM's batch (``tap_batched``):
-wgrad_taps.py says which and why.
+N), or over C alone with the taps as the GEMM's batch (``tap_batched``),
+or, on tc-sm80 only where rows of C are not a multiple of 16 bytes, over
+(tap, channel) in tiles that span taps: wgrad_taps.py says which and why.
 
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, or, where dnn-fuse joined a prologue to a forward convolution,
 compute x from the activation and per-channel tensors (conv_prologue.py:
-the GEMM's A then carries it), the filter is a kernel argument, one group, channels-last
-operands the loaders can read in 16-byte pieces) and returns a ``Conv``:
+the GEMM's A then carries it), the filter is a kernel argument, one group,
+channels-last operands; for tc-sm90, rows of channels TMA reads in 16-byte
+pieces, else ``Unaligned``, which tc-sm80 takes) and returns a ``Conv``:
 the geometry, the operand views the loaders describe, and a ``gemm.Gemm``
 whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
 it reads and writes, so that the tensor-core epilogues (sm90/epilogue.py,
@@ -71,13 +73,10 @@ from dnnc.codegen.gpu.tensorcore.gemm import (
 ATTR = "dnn.conv"
 # Body ops a generic before the contraction may hold: it pads and converts x.
 PAD_OPS = ("arith.extf", "linalg.yield")
-# How each strategy reads the operands' rows of channels, for the reasons:
-# TMA's boxes (sm90/im2col.py) or cp.async's chunks (sm80/im2col.py), both
-# 16-byte aligned.
-READS = {"tc-sm90": "TMA steps them by multiples of 16 bytes",
-         "tc-sm80": "cp.async copies them in aligned 16-byte chunks"}
-ROWS = {"tc-sm90": "by TMA in rows of a multiple of 16 bytes",
-        "tc-sm80": "by cp.async in aligned 16-byte chunks"}
+# How tc-sm90 reads the operands' rows of channels, for the reasons: TMA's
+# boxes (sm90/im2col.py), 16-byte aligned.
+READS = "TMA steps them by multiples of 16 bytes"
+ROWS = "by TMA in rows of a multiple of 16 bytes"
 
 
 @dataclass
@@ -127,6 +126,11 @@ class Conv:
     def padded_channels(self):
         """C rounded up to whole K steps: the GEMM's K per tap."""
         return self.gemm.k // self.taps
+
+
+class Unaligned(NotAGemm):
+    """tc-sm90's TMA cannot read an operand whose rows of channels are not
+    a multiple of 16 bytes; tc-sm80's loaders can (the kernel goes there)."""
 
 
 def _geometry(fn):
@@ -286,6 +290,7 @@ def match(fn, bk, strategy="tc-sm90"):
     nd = len(acc_shape) - 3
     x_shape = list(ir.MemRefType(x.type).shape)
     other_shape = list(ir.MemRefType(other.type).shape)
+    element_bytes = irutil.element_bytes(ir.MemRefType(x.type).element_type)
     batched = False
     if direction == "wgrad":
         # dw [K, C, *window] = dy^T (pixels x K) times im2col(x) (pixels x
@@ -296,7 +301,12 @@ def match(fn, bk, strategy="tc-sm90"):
         problem = wgrad_taps.problem(groups, channels, taps)
         if problem:
             raise NotAGemm(f"{problem} ({strategy})")
-        batched = wgrad_taps.tap_batched(groups, channels, taps)
+        if strategy == "tc-sm90" and wgrad_taps.spans_taps(channels, taps, element_bytes):
+            # (Whatever x's pitch: a tile of TMA's loads lies in one tap.)
+            raise Unaligned(f"a filter gradient of C = {channels} over {taps} filter taps: "
+                            f"tc-sm90's tiles lie in one tap, {ROWS} (C a multiple of "
+                            f"{16 // element_bytes}); tc-sm80's may span taps")
+        batched = wgrad_taps.tap_batched(groups, channels, taps, element_bytes)
         m, n = acc_shape[1], channels if batched else taps * channels
         k = other_shape[0] * math.prod(out)
     else:
@@ -322,32 +332,33 @@ def match(fn, bk, strategy="tc-sm90"):
         m, n = acc_shape[0] * math.prod(out), acc_shape[2]
         k = math.prod(window) * -(-channels // bk) * bk
     multiple = 16 // (2 if element in ("bf16", "f16") else 4)
-    # The loaders step pixels (and filter taps) 16-byte aligned: C a
-    # multiple of 8, or channels-last with each pixel padded to that
-    # (dnn-conv-layouts); tc-sm90 folds a stem's filter columns into its
-    # channels instead (fold.py).
-    _, x_strides, _ = irutil.memref_geometry(x.type)
-    pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape))) if x_shape[d] != 1),
-                 channels)
-    folds = strategy == "tc-sm90" and fold.folds(
-        direction, channels, window, irutil.element_bytes(ir.MemRefType(x.type).element_type), bk)
-    if strategy == "tc-sm80" and channels % multiple:
-        pitch = channels    # its chunks are whole: no padded pitch
-    if pitch % multiple and not folds:
-        raise NotAGemm(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
-                       f"elements apart (C = {channels}): {READS[strategy]} ({multiple} "
-                       f"{element} elements)")
-    # The operand read MN-major must have rows the loaders can step: a data
-    # gradient's filter rows of C, a filter gradient's dy rows of K. tf32
-    # gradients copy that operand K-major first (sm90/tf32_conv.py), into
-    # rows padded to 16 bytes.
-    copied = compute == "tf32" and direction != "fprop"
-    if direction == "dgrad" and n % multiple and not copied:
-        raise NotAGemm(f"a data gradient of C = {n}: the filter is read C-contiguous, "
-                       f"{ROWS[strategy]} (C a multiple of {multiple})")
-    if direction == "wgrad" and m % multiple and not copied:
-        raise NotAGemm(f"a filter gradient of K = {m}: dy is read K-contiguous, "
-                       f"{ROWS[strategy]} (K a multiple of {multiple})")
+    # tc-sm90's loaders step pixels (and filter taps) by TMA, 16-byte
+    # aligned: C a multiple of 8 (or a stem whose filter columns fold into
+    # its channels, fold.py). tc-sm80's take any pitch: cp.async of the
+    # widest size the rows' alignment allows, else element-wise loads, each
+    # zero past C (sm80/loader.py), so a convolution tc-sm90 does not take
+    # for its channels (``Unaligned``) goes to tc-sm80, the operands where
+    # they lie.
+    if strategy == "tc-sm90":
+        _, x_strides, _ = irutil.memref_geometry(x.type)
+        pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape)))
+                      if x_shape[d] != 1), channels)
+        folds = fold.folds(direction, channels, window, element_bytes, bk)
+        if pitch % multiple and not folds:
+            raise Unaligned(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
+                            f"elements apart (C = {channels}): tc-sm90's {READS} ({multiple} "
+                            f"{element} elements)")
+        # The operand read MN-major must have rows TMA can step: a data
+        # gradient's filter rows of C, a filter gradient's dy rows of K.
+        # tf32 gradients copy that operand K-major first
+        # (sm90/tf32_conv.py), into rows padded to 16 bytes.
+        copied = compute == "tf32" and direction != "fprop"
+        if direction == "dgrad" and n % multiple and not copied:
+            raise Unaligned(f"a data gradient of C = {n}: tc-sm90 reads the filter "
+                            f"C-contiguous, {ROWS} (C a multiple of {multiple})")
+        if direction == "wgrad" and m % multiple and not copied:
+            raise Unaligned(f"a filter gradient of K = {m}: tc-sm90 reads dy K-contiguous, "
+                            f"{ROWS} (K a multiple of {multiple})")
     if batched and compute == "tf32":
         raise NotAGemm(f"a tf32 filter gradient of C = {channels} over {math.prod(window)} "
                        "filter taps: its transposed product takes C a multiple of 64 (a tile "

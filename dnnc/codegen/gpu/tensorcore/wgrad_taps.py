@@ -5,7 +5,9 @@ the heuristics that pick their tiles (dnnc/heuristics/contraction.py).
 A filter gradient dw[K, taps, C] = dyᵀ · im2col(x) has its GEMM's N run
 over (tap, channel). The loaders bring a tile's columns in as one tap's
 channels (one TMA im2col load per 64 channels, or cp.async chunks from one
-shifted pixel), so a tile may not straddle two taps. Three layouts follow:
+shifted pixel), so a tile does not straddle two taps, but where C leaves
+no other way: tc-sm80's chunks can each find their own tap. Four layouts
+follow:
 
 * **whole tiles a tap** (C a multiple of ``TAP_TILE``, the narrowest tile
   either strategy's heuristics take): N = taps x C, tiles of a width that
@@ -26,6 +28,21 @@ shifted pixel), so a tile may not straddle two taps. Three layouts follow:
   columns, so a narrower N needs another swizzle mode throughout the
   engine: the zero-filled columns are the cheaper change, and they cost no
   memory traffic (TMA and cp.async fill them without reading).
+  Rows of C are a multiple of 16 bytes here (C a multiple of 8 for 16-bit
+  types), so that TMA steps them and each 16-byte chunk lies wholly in C
+  or past it.
+* **tiles that span taps** (several taps, rows of C not a multiple of 16
+  bytes: odd C, C = 12; tc-sm80 only, tc-sm90's TMA cannot step such
+  pixels, conv.Unaligned): N = taps x C, any tile, each of a tile's chunks
+  (for element-wise chunks, each element) computing its own tap and
+  channel before the mainloop (sm80/im2col.py); the tiles compute
+  ceil(taps·C / BN)·BN columns, the epilogue stores those < taps·C.
+
+Where C is a multiple of 8 but not of 64 both the batched layout and tiles
+spanning taps would do; the batched one is taken, on either strategy:
+tc-sm90 (which cannot span taps) runs it, and on tc-sm80 a chunk's tap is
+the batch index, not its column divided by C. Tiles span taps only where
+nothing else reads C.
 
 A grouped gradient of several taps and such a C has no layout here yet:
 its batch would be (group, tap), whose output offsets are not one stride
@@ -35,13 +52,24 @@ its batch would be (group, tap), whose output offsets are not one stride
 # The narrowest tile N of tc-sm90 (wgmma's B in 128-byte swizzled boxes of
 # 64 columns) and of the heuristics' tc-sm80 tiles.
 TAP_TILE = 64
+# The rows of channels the batched layout reads: TMA's steps, and cp.async
+# chunks that lie wholly in C or past it.
+ROW_BYTES = 16
 
 
-def tap_batched(groups, channels, taps):
+def tap_batched(groups, channels, taps, element_bytes=2):
     """Whether a filter gradient of ``groups`` groups of ``channels``
-    channels over ``taps`` filter taps runs with its taps as the GEMM's
-    batch (see the module docstring)."""
-    return groups == 1 and taps > 1 and channels % TAP_TILE != 0
+    channels of ``element_bytes`` bytes over ``taps`` filter taps runs with
+    its taps as the GEMM's batch (see the module docstring)."""
+    return groups == 1 and taps > 1 and channels % TAP_TILE != 0 and \
+        channels * element_bytes % ROW_BYTES == 0
+
+
+def spans_taps(channels, taps, element_bytes=2):
+    """Whether a filter gradient's tiles may span filter taps: several
+    taps, rows of C not a multiple of 16 bytes (tc-sm80 only; see the
+    module docstring)."""
+    return taps > 1 and channels * element_bytes % ROW_BYTES != 0
 
 
 def tiles_in_tap(channels, taps):
@@ -55,7 +83,8 @@ def problem(groups, channels, taps):
     if groups > 1 and taps > 1 and channels % TAP_TILE:
         return (f"a filter gradient of {groups} groups of C = {channels} channels over {taps} "
                 f"filter taps: expected C a multiple of {TAP_TILE} (a tile lies in one tap), "
-                "one filter tap, or one group (the taps are then the GEMM's batch)")
+                "one filter tap, or one group (the taps are then the GEMM's batch, or a "
+                "tile's columns span them)")
     return None
 
 
@@ -70,6 +99,8 @@ def note(conv, bn):
     than C a tap; else ""."""
     if conv.direction != "wgrad" or conv.channels % bn == 0:
         return ""
+    if conv.taps > 1 and not conv.tap_batched:
+        return f" (a tile's {bn} columns may span filter taps: C = {conv.channels})"
     how = "the taps the GEMM's batch" if conv.tap_batched else "one tap"
     return (f" ({how}: {covered(conv.channels, bn)} columns a tap, those past C zero-filled "
             "and not stored)")

@@ -21,6 +21,8 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
   a kernel of its own beside the GEMM's parts (``build_attention``).
 """
 
+from dataclasses import replace
+
 from dnnc.codegen.gpu.tensorcore import phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
@@ -28,7 +30,7 @@ from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
 __all__ = ["PAD", "FlashTile", "NotSupported", "Tile", "build", "build_attention", "build_conv",
-           "check", "smem_bytes"]
+           "check", "fit_element_wise", "smem_bytes"]
 
 
 def build(fn, gemm, tile):
@@ -49,14 +51,68 @@ def build_conv(fn, conv, tile):
         def check_part(part):
             check(part.gemm, tile, im2col.loaders(part, tile))
 
+        built = []
+
         def build_gemm(part):
-            Kernel(fn, part.gemm, tile, im2col.loaders(part, tile)).build(erase=False)
+            loaders = im2col.loaders(part, tile)
+            built.append(loaders)
+            Kernel(fn, part.gemm, tile, loaders).build(erase=False)
             return []
 
         split, _ = phase_kernels.build(fn, conv, check_part, build_gemm)
-        return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"]
+        return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"
+                f"{_unaligned(built[0]) if built else ''}"]
     loaders = im2col.loaders(conv, tile)
     check(conv.gemm, tile, loaders)
     Kernel(fn, conv.gemm, tile, loaders).build()
     return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
-            f"filter taps x {conv.channels} channels{wgrad_taps.note(conv, tile.n)}"]
+            f"filter taps x {conv.channels} channels{wgrad_taps.note(conv, tile.n)}"
+            f"{_unaligned(loaders)}"]
+
+
+# Accumulators plus element-wise elements a thread may hold (loader.py's
+# element-wise chunks: their loads are in registers until the stage's
+# stores, on top of the plan and the fragments). Measured with ptxas for
+# C = 63 -> 65 bf16: 64x64x32 (4 warps: 32 + 32), 128x64x32 and 64x128x32
+# (4 warps: 64 + 48), 128x128x32 (8 warps: 64 + 32) and 64x64x64 (4 warps:
+# 32 + 64) assemble without spills; 128x128x32 (4 warps: 128 + 64) and
+# 256x128x64 (8 warps: 128 + 96) spill.
+ELEMENT_WISE_BUDGET = 128
+
+
+def fit_element_wise(conv, tile):
+    """``tile``, or for a convolution whose loaders load element by element
+    (channels not a multiple of 8: im2col.py) one within
+    ``ELEMENT_WISE_BUDGET``: K halved down to 32, then the longer of M and
+    N halved down to 64."""
+    def load(t):
+        loaders = im2col.loaders(conv, t)
+        held = sum(op.rows * t.k for op in loaders if op.element_wise) // t.threads
+        return t.warp_m * t.warp_n // 32 + held, any(op.element_wise for op in loaders)
+
+    held, element_wise = load(tile)
+    while element_wise and held > ELEMENT_WISE_BUDGET:
+        if tile.k > 32:
+            smaller = replace(tile, k=tile.k // 2)
+        elif max(tile.m, tile.n) > 64:
+            smaller = replace(tile, m=tile.m // 2) if tile.m >= tile.n else \
+                replace(tile, n=tile.n // 2)
+        else:
+            break
+        if conv.tiles_in_tap and conv.channels % smaller.n:
+            break           # keep a tile that lies in one filter tap (wgrad_taps.py)
+        tile = smaller
+        held, _ = load(tile)
+    return tile
+
+
+def _unaligned(loaders):
+    """What the plan says of operands read in pieces narrower than 16 bytes
+    (channels not a multiple of 8: im2col.py), or ""."""
+    pieces = [f"{op.name} element by element through registers" if op.element_wise else
+              f"{op.name} in {op.width}-byte copies"
+              for op in loaders if op.element_wise or op.width < 16]
+    if not pieces:
+        return ""
+    return (f"; {', '.join(pieces)}, zero past the channels in the loader (no padded copy: "
+            "TMA cannot step such pixels)")

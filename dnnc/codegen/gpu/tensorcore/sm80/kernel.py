@@ -16,7 +16,8 @@ the squarest, 64 x 64 for 128 x 128 tiles and 4 warps, 128 x 256 or 256 x
                     ldmatrix the fragments of slice kk+1 (A: WM / 16 x4
                     loads, B: WN / 16); at kk = 0, issue the copies of step
                     kt+stages-1 into the stage step kt-1 used, commit;
-                    at the last slice instead: wait until at most stages-2
+                    at the last slice instead: (the shared stores of a
+                    element-wise operand's chunks, loader.py) wait until at most stages-2
                     groups are in flight (step kt+1 has landed), barrier
                     (every thread's copies are visible, and every warp is
                     done reading step kt-1's stage), ldmatrix slice 0 of step
@@ -116,6 +117,9 @@ class Kernel:
         self.tiles_m = -(-gemm.m // tile.m)
         self.tiles_n = -(-gemm.n // tile.n)
         self.stage_bytes = self.a.bytes + self.b.bytes
+        # An operand loaded through registers (loader.py: element-wise chunks).
+        self.element_wise = getattr(self.a, "element_wise", False) or \
+            getattr(self.b, "element_wise", False)
         self.mt = tile.warp_m // 16      # m16 fragments per warp
         self.nt = tile.warp_n // 8       # n8 fragments per warp
         self.acc_type = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
@@ -157,10 +161,12 @@ class Kernel:
         ring = tile.stages * self.stage_bytes
 
         def load(kt, stage_offset):
+            """Issue K step ``kt``'s copies; the shared stores of element-wise
+            chunks still to issue (loader.py)."""
             stage = arith.addi(self.base, stage_offset)
             k0 = arith.muli(kt, _idx(tile.k))
-            self.a.load(plan_a, stage, k0)
-            self.b.load(plan_b, _add(stage, self.a.bytes), k0)
+            pending = self.a.load(plan_a, stage, k0) or []
+            return pending + (self.b.load(plan_b, _add(stage, self.a.bytes), k0) or [])
 
         def following(stage_offset):
             """The byte offset of the stage after ``stage_offset``'s, round
@@ -172,7 +178,8 @@ class Kernel:
         # for step 0 and read its first K slice's fragments.
         for s in range(tile.stages - 1):
             if s < self.steps:
-                load(_idx(s), _i(s * self.stage_bytes, 64))
+                for store in load(_idx(s), _i(s * self.stage_bytes, 64)):
+                    store()
             nvvm.CpAsyncCommitGroupOp()
         nvvm.CpAsyncWaitGroupOp(tile.stages - 2)
         gpu.barrier()
@@ -200,12 +207,21 @@ class Kernel:
             read_next = following(read)
 
             def copy_ahead():
-                # Step kt + stages-1 goes to the stage step kt-1 used: every
-                # warp read it before the last barrier.
+                """Step kt + stages-1 goes to the stage step kt-1 used: every
+                warp read it before the last barrier. With an element-wise
+                operand the loads are not under an scf.if (their stores
+                come later, outside it): past the last step they reload
+                the last one, into a stage no later step reads."""
                 ahead = _add(kt, tile.stages - 1)
-                _if(_cmp("ult", ahead, _idx(self.steps)), lambda: load(ahead, write))
+                if self.element_wise:
+                    pending = load(arith.minui(ahead, _idx(self.steps - 1)), write)
+                else:
+                    _if(_cmp("ult", ahead, _idx(self.steps)), lambda: load(ahead, write))
+                    pending = []
                 nvvm.CpAsyncCommitGroupOp()
+                return pending
 
+            pending = []
             for kk in range(self.kk_steps):
                 if kk + 1 < self.kk_steps:
                     after = self._load_fragments(stage, kk + 1, offsets)
@@ -213,10 +229,15 @@ class Kernel:
                     # behind the cp.async before them (they may alias), and
                     # the mma.syncs would wait for the copies' issue.
                     if kk == 0:
-                        copy_ahead()
+                        pending = copy_ahead()
                 else:
                     if kk == 0:   # one slice a stage: step kt+1 may be this copy
-                        copy_ahead()
+                        pending = copy_ahead()
+                    # An element-wise chunk's loads had the step's mma.syncs to
+                    # land under; its stores precede the barrier that makes
+                    # them visible.
+                    for store in pending:
+                        store()
                     # Step kt+1 has landed (at most stages-2 groups, steps
                     # kt+2 .., in flight) and every thread's copies are
                     # visible. Past the last step this reads a stale stage,

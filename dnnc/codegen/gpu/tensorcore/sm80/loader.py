@@ -16,9 +16,22 @@ chunks are numbered down its lines instead, so that each 8 threads write 8
 distinct lines (a bank-conflict-free wavefront at the odd pitch). A chunk
 past M, N or K copies 0 bytes (cp.async's src-size) and the hardware fills
 its destination with zeros, which the mma then multiplies harmlessly: any
-M, N, K. Operands without a unit-stride K or M/N
-dim, or whose rows are not 4-byte aligned (odd K or N of a 16-bit type),
-are NotSupported.
+M, N, K. Operands without a unit-stride K or M/N dim are NotSupported.
+
+**Element-wise chunks.** cp.async copies 4, 8 or 16 aligned bytes; rows of a
+16-bit operand that start 2 bytes apart (an odd row length: a convolution's
+pixels of C = 3 or 63 channels, a filter of K = 65) allow none. Such an
+operand (``element_wise``) keeps the stage layout and the chunks of 16 bytes, and
+each chunk is loaded element by element into registers (2-byte loads, the
+elements past the operand's end zero instead of read) and stored to the
+stage as one 16-byte shared store. That is the loader padding the operand:
+no padded copy is ever made in memory. The convolution loaders
+(im2col.py) take it; a matmul's operands do not (yet), their odd rows
+NotSupported. The loads are synchronous where
+cp.async is not: ``load`` returns the stores (``pending``) so that the
+mainloop issues them after the mma.syncs of the slice it loads under,
+which hide the loads' latency; the stage they write is free from the
+barrier before (the one every warp passed after reading it).
 
 **Fragments** (PTX ISA, mma.m16n8k16 / m16n8k8; g = lane / 4, t = lane % 4).
 Per 32 bytes of K (16 bf16 / f16 or 8 tf32 elements):
@@ -42,7 +55,7 @@ linalg level rounds (the tensor cores would truncate).
 """
 
 from mlir import ir
-from mlir.dialects import arith, llvm, memref, nvvm
+from mlir.dialects import arith, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
@@ -57,9 +70,11 @@ from dnnc.codegen.gpu.tensorcore.sm80.support import (
 class AsyncOperand:
     """How one GEMM operand goes from global memory to a stage of the ring
     (cp.async), and where its fragments are in the stage (see the module
-    docstring). ``rows`` is BM (A) or BN (B)."""
+    docstring). ``rows`` is BM (A) or BN (B); ``element_wise``: rows 2
+    bytes apart are loaded element by element (a convolution's loaders ask
+    for it), else NotSupported."""
 
-    def __init__(self, name, operand, rows, tile, extent_mn, extent_k):
+    def __init__(self, name, operand, rows, tile, extent_mn, extent_k, element_wise=False):
         self.name, self.operand = name, operand
         self.value = operand.value
         self.rows, self.bk = rows, tile.k
@@ -73,15 +88,19 @@ class AsyncOperand:
             raise NotSupported(f"{name} has neither K nor {'M' if name == 'A' else 'N'} "
                                f"contiguous (strides {strides}): cp.async copies rows")
         self.inner = inner
-        # The widest copy every row start and the base allow.
+        # The widest copy every row start and the base allow; none (rows 2
+        # bytes apart): chunks of 16 bytes loaded element by element.
         steps = [s * self.eb for d, s in enumerate(strides) if d != operand.dims[inner]
                  and shape[d] > 1] + [offset * self.eb]
         self.width = next((w for w in (16, 8, 4) if all(x % w == 0 for x in steps)), None)
-        if self.width is None:
+        if self.width is None and not element_wise:
             raise NotSupported(f"{name}'s rows start {min(x for x in steps if x % 4)} bytes "
                                "apart or in: cp.async copies at least 4 aligned bytes "
                                f"(an even {'K' if self.k_major else 'M or N'} for "
                                f"{operand.element})")
+        self.element_wise = self.width is None
+        if self.element_wise:
+            self.width = 16
         # Shared layout: lines of `line_bytes` (+ PAD), `lines` of them.
         self.lines, line_bytes = (rows, self.bk * self.eb) if self.k_major else \
             (self.bk, rows * self.eb)
@@ -158,8 +177,11 @@ class AsyncOperand:
 
     def load(self, plan, stage_i64, k0):
         """Issue this thread's cp.async copies of K step ``k0`` (index: the
-        first K element) into the stage at shared address ``stage_i64``."""
+        first K element) into the stage at shared address ``stage_i64``;
+        returns the shared stores of element-wise chunks still to issue (see
+        ``copy``)."""
         k_first, k_step_bytes = self.k_step(k0)
+        pending = []
         for dst, address, base, mn, along, exists in plan:
             k = arith.addi(k_first, along)
             # Bytes that lie inside the operand: 0 past M/N or K; a chunk
@@ -176,7 +198,8 @@ class AsyncOperand:
             # Nothing to read: point at the operand's base (never dereferenced).
             src = arith.select(_cmp("sgt", size, _idx(0)),
                                arith.addi(address, k_step_bytes), base)
-            self.copy(arith.addi(stage_i64, dst), src, size, exists)
+            pending += self.copy(arith.addi(stage_i64, dst), src, size, exists)
+        return pending
 
     def k_step(self, k0):
         """(the K coordinate the bounds check of K step ``k0`` starts from,
@@ -188,7 +211,11 @@ class AsyncOperand:
     def copy(self, dst_i64, src_i64, size, exists=None):
         """One cp.async of ``width`` bytes from global address ``src_i64`` to
         shared address ``dst_i64``, reading ``size`` (index) bytes of them
-        and zero-filling the rest; only where ``exists`` (an i1) holds."""
+        and zero-filling the rest; only where ``exists`` (an i1) holds.
+        Returns the stores still to issue: none, or for an element-wise operand
+        the chunk's (``element_chunk``)."""
+        if self.element_wise:
+            return [self.element_chunk(dst_i64, src_i64, size, exists)]
         dst_ptr = llvm.inttoptr(_ptr(3), dst_i64)
 
         def issue():
@@ -201,6 +228,66 @@ class AsyncOperand:
             issue()
         else:
             _if(exists, issue)
+        return []
+
+    def element_chunk(self, dst_i64, src_i64, size, exists=None):
+        """A chunk of an element-wise operand: its elements loaded now, 2
+        bytes each, the ones at or past ``size`` bytes zero (their load
+        reads the chunk's first element, which lies inside wherever
+        ``size`` > 0, and else ``src_i64`` is the operand's base). Returns
+        a function that stores them to ``dst_i64`` (``element_gather``)."""
+        pieces = []
+        for j in range(self.width // 2):
+            inside = _cmp("sgt", size, _idx(2 * j)) if j else None
+            pieces.append((_add(src_i64, 2 * j), inside))
+        return self.element_gather(dst_i64, src_i64, pieces, exists,
+                                   _cmp("sgt", size, _idx(0)))
+
+    def element_gather(self, dst_i64, safe_i64, pieces, exists=None, any_=None):
+        """Load a chunk's 2-byte elements from ``pieces`` ((i64 address,
+        i1 or None: whether to read it) each), zero where not read (their
+        load reads ``safe_i64`` instead, an address inside the operand);
+        ``any_``: an i1 that holds where some piece is read (their loads
+        are skipped where it does not: a chunk past C, past M or in the
+        padding, which C = 3's K steps are mostly), the pieces' own i1s
+        then read only where it does. Returns a function that stores them
+        to shared ``dst_i64`` as one 16-byte vector, where ``exists`` holds.
+        A chunk that does not exist loads all the same: its addresses are
+        checked like any other's."""
+        i16, i32 = ir.IntegerType.get_signless(16), ir.IntegerType.get_signless(32)
+
+        def load():
+            elements = []
+            for address, ok in pieces:
+                if ok is not None:
+                    address = arith.select(ok, address, safe_i64)
+                value = llvm.load(i16, llvm.inttoptr(_ptr(1), address))
+                elements.append(value if ok is None else arith.select(ok, value, _i(0, 16)))
+            # Packed in pairs at once: a word per two elements is what
+            # stays live until the store (half the registers of one per
+            # element).
+            return [arith.ori(arith.extui(i32, lo), arith.shli(arith.extui(i32, hi), _i(16)))
+                    for lo, hi in zip(elements[0::2], elements[1::2])]
+
+        if any_ is None:
+            words = load()
+        else:
+            branch = scf.IfOp(any_, [i32] * (len(pieces) // 2), has_else=True)
+            with ir.InsertionPoint(branch.then_block):
+                scf.YieldOp(load())
+            with ir.InsertionPoint(branch.else_block):
+                zero = _i(0)
+                scf.YieldOp([zero] * (len(pieces) // 2))
+            words = list(branch.results)
+
+        def store():
+            vec = vector.from_elements(ir.VectorType.get([len(words)], i32), words)
+            dst = llvm.inttoptr(_ptr(3), dst_i64)
+            if exists is None:
+                llvm.store(vec, dst, alignment=16)
+            else:
+                _if(exists, lambda: llvm.store(vec, dst, alignment=16))
+        return store
 
     # -- shared -> registers ------------------------------------------------
 

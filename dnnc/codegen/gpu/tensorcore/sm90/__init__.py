@@ -93,6 +93,28 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     if fold.applies(conv, tile.k):
         with ir.InsertionPoint(ret), ret.location:
             conv, keep = fold.fold(conv)
+    try:
+        kernel, conv, details = _conv_kernel(fn, conv, tile, ctas, keep, ret)
+    except NotSupported:
+        # The fold's launches (and a tf32 gradient's filter copy) go again,
+        # last made first, so that the kernel function is as it was for the
+        # strategy it goes to next.
+        for op in reversed(keep):
+            op.erase()
+        raise
+    kernel.build()
+    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
+    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
+    return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
+            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{details}"
+            f"{wgrad_taps.note(conv, tile.n)}"] + kernel.notes()
+
+
+def _conv_kernel(fn, conv, tile, ctas, keep, ret):
+    """(the Kernel of ``conv``, checked but not built: raises NotSupported;
+    the convolution it runs, a tf32 gradient's on the filter's copy; what
+    the plan says of the fold, the copy and a prologue). The launches it
+    makes before ``ret`` are added to ``keep``."""
     check_conv(conv, tile)
     check(conv.gemm, tile)
     folded = ", the filter's columns folded into its channels first (tensorcore/fold.py)" \
@@ -131,12 +153,7 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
         (f"; a prologue on x ({', '.join(_op_names(prologue.ops))}; "
          f"{len(prologue.channels)} per-channel operands) run on each tile of x in shared "
          "memory, the taps in the padding zeroed after it")
-    kernel.build()
-    read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
-    grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
-    return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
-            f"{conv.taps} filter taps x {conv.channels} channels{grouped}{folded}{copied}"
-            f"{applied}{wgrad_taps.note(conv, tile.n)}"] + kernel.notes()
+    return kernel, conv, f"{folded}{copied}{applied}"
 
 
 def _op_names(ops):
