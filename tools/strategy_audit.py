@@ -74,10 +74,24 @@ ALLOWED = (
             "groups with fewer channels than a K step (tc-sm90) or more than one group "
             "(tc-sm80); the SIMT direct convolution for small groups is not built yet",
             "30 (small groups)"),
-    Allowed("depthwise convolution on strided channels", ("conv_fprop",),
+    Allowed("depthwise or small-group convolution on strided channels", CONVOLUTIONS,
             r"simt-depthwise does not apply \(x's channels are not contiguous\)",
-            "a depthwise convolution of an NCHW x: simt-depthwise reads channel vectors",
-            "30 (depthwise)"),
+            "a depthwise or small-group convolution of an NCHW x: simt-depthwise reads "
+            "channel vectors", "30 (depthwise)"),
+    Allowed("tf32 filter gradient of C no multiple of 64", ("conv_wgrad",),
+            r"tc-sm90 does not take this tf32 filter gradient",
+            "a tf32 filter gradient whose C (a group's) is no multiple of 64: its transposed "
+            "product's tiles lie in one filter tap, and tc-sm80 takes no tf32 convolution",
+            "30 (tf32 gradients)"),
+    Allowed("tf32 convolution TMA's im2col box cannot describe", CONVOLUTIONS,
+            r"tc-sm90 does not apply \(the im2col pixel box's (upper|lower) corner",
+            "a tf32 convolution whose padding and dilated filter put the im2col box's corner "
+            "past TMA's range; the bf16 ones fall back to tc-sm80, which takes no tf32",
+            "30 (tf32 gradients)"),
+    Allowed("int8 contraction", ("matmul", "conv_fprop"),
+            r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as i8",
+            "int8 / uint8 operands (exact int32 sums) or an int8 operand cast to a float "
+            "type: wgmma's and mma.sync's s8 forms are not used yet", "32, 33"),
     Allowed("matmul operands TMA and cp.async cannot read", ("matmul",),
             r"cp\.async copies at least \d+ aligned bytes|iterators \[.*\]: expected \[batch,\] "
             r"M, N parallel and K reduction|tc-sm90 not implemented yet \(matmul: \d+x\d+x0 ",
