@@ -235,16 +235,20 @@ class _Blocks:
             _for(_idx(0), self.steps, step)
         _if(_cmp("eq", self.tid, _idx(0)), issue)
 
-    def consumer_setup(self):
+    def consumer_geometry(self):
+        """A consumer's registers raised, its warpgroup, leader and lane, and
+        the thread's first row of the warpgroup's 64 and first column."""
         nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
         local = arith.remui(self.tid, _idx(WARPGROUP))
         self.consumer_index = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
         self.leader = _cmp("eq", local, _idx(0))
         self.lane = arith.remui(local, _idx(32))
-        # The thread's first row of the warpgroup's 64 and first column.
         self.row_in = arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
                                  arith.divui(self.lane, _idx(4)))
         self.column = arith.muli(arith.remui(self.lane, _idx(4)), _idx(2))
+
+    def consumer_setup(self):
+        self.consumer_geometry()
         self.turns = Turns(self.consumer_index, 2,
                            arith.muli(self.steps, _idx(self.turns_per_step)))
         self.turns.start()

@@ -288,7 +288,7 @@ class FusedKernel(DkvKernel):
     def consumer(self):
         """The steps (module docstring), then dK and dV from registers."""
         att = self.att
-        self.consumer_setup_plain()
+        self.consumer_geometry()  # (no turns: the consumers meet every step)
         c = self.consumer_index
         first = arith.addi(self.n0, arith.muli(c, _idx(64)))
         rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
@@ -388,18 +388,6 @@ class FusedKernel(DkvKernel):
         _if(self.leader, lambda: nvvm.CpAsyncBulkWaitGroupOp(0))
         self.store(dk, att.d, att.dk, self.b, self.hk, first, att.skv, att.scale)
         self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
-
-    def consumer_setup_plain(self):
-        """consumer_setup's geometry, without turns (the consumers meet at
-        every step instead)."""
-        nvvm.SetMaxRegisterOp(CONSUMER_REGISTERS, nvvm.SetMaxRegisterAction.increase)
-        local = arith.remui(self.tid, _idx(WARPGROUP))
-        self.consumer_index = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
-        self.leader = _cmp("eq", local, _idx(0))
-        self.lane = arith.remui(local, _idx(32))
-        self.row_in = arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
-                                 arith.divui(self.lane, _idx(4)))
-        self.column = arith.muli(arith.remui(self.lane, _idx(4)), _idx(2))
 
     @staticmethod
     def bar(barrier, threads):
