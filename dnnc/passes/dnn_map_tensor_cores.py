@@ -90,7 +90,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import (
 )
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import (
-    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
+    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles,
+    tc_sm80_configs, tc_sm80_conv,
 )
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
