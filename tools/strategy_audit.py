@@ -83,11 +83,6 @@ ALLOWED = (
             "a tf32 filter gradient whose C (a group's) is no multiple of 64: its transposed "
             "product's tiles lie in one filter tap, and tc-sm80 takes no tf32 convolution",
             "30 (tf32 gradients)"),
-    Allowed("tf32 convolution TMA's im2col box cannot describe", CONVOLUTIONS,
-            r"tc-sm90 does not apply \(the im2col pixel box's (upper|lower) corner",
-            "a tf32 convolution whose padding and dilated filter put the im2col box's corner "
-            "past TMA's range; the bf16 ones fall back to tc-sm80, which takes no tf32",
-            "30 (tf32 gradients)"),
     Allowed("int8 contraction", ("matmul", "conv_fprop"),
             r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as i8",
             "int8 / uint8 operands (exact int32 sums) or an int8 operand cast to a float "
