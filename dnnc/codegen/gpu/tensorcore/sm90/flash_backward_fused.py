@@ -89,7 +89,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
     _Blocks,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
-    INSTR_K, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
+    column_of, pairs, row_of, struct, unpack, wgmma_mn, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.rows import Rows, padded
@@ -194,35 +194,6 @@ def check(att, tile):
     why = refusal(att.d, att.dv, att.bias is not None, tile)
     if why:
         raise NotSupported(why)
-
-
-def wgmma_mn(n, element, a_desc, b_desc, depth):
-    """Issue acc = A B, m64nNk16 steps over ``depth`` rows of K, A (64 x
-    K) and B (K x N) both MN-major in shared memory: 128-byte rows of K,
-    each next 16 rows 2048 bytes on (``*_desc``: the first row's
-    descriptors). Returns the accumulator in flight."""
-    acc_type = struct(n // 2)
-    kind = ir.Attribute.parse(f"#nvvm.wgmma_type<{element}>")
-    attrs = {
-        "shape": ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = {INSTR_K}>"),
-        "typeA": kind, "typeB": kind,
-        "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
-        "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
-        "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
-        # col A and row B: the transposed (MN-major) forms.
-        "layoutA": ir.Attribute.parse("#nvvm.mma_layout<col>"),
-        "layoutB": ir.Attribute.parse("#nvvm.mma_layout<row>"),
-        "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
-    }
-    acc = llvm.mlir_undef(acc_type)
-    for kk in range(depth // INSTR_K):
-        step = (kk * INSTR_K * SWIZZLE) >> 4
-        attrs_k = dict(attrs, scaleD=ir.Attribute.parse(
-            f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
-        acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[acc_type],
-                                  operands=[acc, _add(a_desc, step), _add(b_desc, step)],
-                                  attributes=attrs_k).results[0]
-    return acc
 
 
 def launder(x):

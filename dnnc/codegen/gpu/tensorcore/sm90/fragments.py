@@ -25,6 +25,7 @@ from mlir import ir
 from mlir.dialects import llvm
 
 from dnnc.codegen.gpu.tensorcore.emit import add as _add, pair
+from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
 
 BOX = 64                 # K elements of a 128-byte box row (16-bit types)
 INSTR_K = 16             # wgmma's k for 16-bit types
@@ -85,23 +86,44 @@ def wgmma_ss(n, element, a_desc, a_box_bytes, b_desc, b_box_bytes, depth):
     K-major in boxes of 64 columns of K (``*_box_bytes`` apart) from the
     matrix descriptors ``a_desc`` and ``b_desc`` (i64). Returns the
     accumulator in flight (n / 2 f32 a thread): wait for it before use."""
+    def step(kk):
+        box, within = divmod(kk * INSTR_K, BOX)
+        return (_add(a_desc, (box * a_box_bytes + 2 * within) >> 4),
+                _add(b_desc, (box * b_box_bytes + 2 * within) >> 4))
+    return _wgmma_chain(n, element, map(step, range(-(-depth // INSTR_K))), mn_major=False)
+
+
+def wgmma_mn(n, element, a_desc, b_desc, depth):
+    """Issue acc = A B, m64nNk16 steps over ``depth`` rows of K, A (64 x
+    K) and B (K x N) both MN-major in shared memory: 128-byte rows of K,
+    each next 16 rows 2048 bytes on (``*_desc``: the first row's
+    descriptors). Returns the accumulator in flight."""
+    def step(kk):
+        offset = (kk * INSTR_K * SWIZZLE) >> 4
+        return _add(a_desc, offset), _add(b_desc, offset)
+    return _wgmma_chain(n, element, map(step, range(depth // INSTR_K)), mn_major=True)
+
+
+def _wgmma_chain(n, element, steps, mn_major):
+    """One nvvm.wgmma.mma_async m64nNk16 per (A, B descriptor) pair of
+    ``steps`` (an iterator: each pair is made just before its wgmma), the
+    first zeroing the accumulator; A and B K-major, or both
+    MN-major (``mn_major``: layouts col A, row B, the transposed forms)."""
     acc_type = struct(n // 2)
     kind = ir.Attribute.parse(f"#nvvm.wgmma_type<{element}>")
+    layouts = ("col", "row") if mn_major else ("row", "col")
     attrs = {
         "shape": ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {n}, k = {INSTR_K}>"),
         "typeA": kind, "typeB": kind,
         "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
         "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
         "scaleB": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),
-        "layoutA": ir.Attribute.parse("#nvvm.mma_layout<row>"),
-        "layoutB": ir.Attribute.parse("#nvvm.mma_layout<col>"),
+        "layoutA": ir.Attribute.parse(f"#nvvm.mma_layout<{layouts[0]}>"),
+        "layoutB": ir.Attribute.parse(f"#nvvm.mma_layout<{layouts[1]}>"),
         "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
     }
     acc = llvm.mlir_undef(acc_type)
-    for kk in range(-(-depth // INSTR_K)):
-        box, within = divmod(kk * INSTR_K, BOX)
-        da = _add(a_desc, (box * a_box_bytes + 2 * within) >> 4)
-        db = _add(b_desc, (box * b_box_bytes + 2 * within) >> 4)
+    for kk, (da, db) in enumerate(steps):
         step = dict(attrs, scaleD=ir.Attribute.parse(
             f"#nvvm.wgmma_scale_out<{'zero' if kk == 0 else 'one'}>"))
         acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[acc_type],
