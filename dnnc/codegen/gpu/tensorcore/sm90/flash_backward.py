@@ -61,6 +61,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
     Turns, check_operands, check_ragged, registers,
 )
+from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_dq import chunk_sums
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
@@ -460,28 +461,18 @@ class DqKernel(_Blocks):
             element = ir.MemRefType(buffer.type).element_type
             chunk = vector.load(ir.VectorType.get([8], element), buffer, at)
             return chunk if isinstance(element, ir.F32Type) else arith.extf(wide, chunk)
-        chunks = att.dv // 8
         quarter = arith.remui(self.lane, _idx(4))
         # A ragged o or do: the row of the entry's packed rows (clamped into
         # the buffer; rows past the entry's length are masked, P = 0).
         o_at, do_at = (self.address(name, getattr(att, name), self.b)(row)
                        for name in ("o", "do"))
-        total = f32(0.0)
-        for t in range(-(-chunks // 4)):
-            chunk = _add(quarter, 4 * t)
-            weight = None
-            if 4 * (t + 1) > chunks:
-                weight = arith.select(_cmp("ult", chunk, _idx(chunks)), f32(1.0), f32(0.0))
-                chunk = arith.minui(chunk, _idx(chunks - 1))
-            column = arith.muli(chunk, _idx(8))
+
+        def product(column):
             o = load(att.o, [o_at[0], self.h, o_at[1], column])
             do = load(att.do, [do_at[0], self.h, do_at[1], column])
-            part = vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
+            return vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
                                     arith.mulf(o, do))
-            if weight is not None:
-                part = arith.mulf(part, weight)
-            total = arith.addf(total, part)
-        return quad(arith.addf, total)
+        return quad(arith.addf, chunk_sums(att.dv, quarter, product))
 
     def masked(self, scores, j, first, rows):
         """``scores`` of step ``j`` with -inf where a row does not see the

@@ -78,7 +78,20 @@ def _partial_delta(att, b, h, row, quarter):
         element = ir.MemRefType(buffer.type).element_type
         chunk = vector.load(_vector(8, element), buffer, at, alignment=16)
         return chunk if isinstance(element, ir.F32Type) else arith.extf(wide, chunk)
-    chunks = att.dv // 8
+
+    def product(column):
+        at = [b, h, row, column]
+        return vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
+                                arith.mulf(load(att.o, at), load(att.do, at)))
+    return chunk_sums(att.dv, quarter, product)
+
+
+def chunk_sums(dv, quarter, product):
+    """The sum of ``product(column)`` (an f32) over a thread's 8-column
+    chunks of a row of ``dv`` columns: every fourth chunk from ``quarter``,
+    a last chunk past Dv clamped into the row and weighted 0. The delta
+    rowsum(dO ∘ O) of both backwards, a quad of threads a row."""
+    chunks = dv // 8
     total = f32(0.0)
     for t in range(-(-chunks // 4)):
         chunk = _add(quarter, 4 * t)
@@ -86,9 +99,7 @@ def _partial_delta(att, b, h, row, quarter):
         if 4 * (t + 1) > chunks:
             weight = arith.select(_cmp("ult", chunk, _idx(chunks)), f32(1.0), f32(0.0))
             chunk = arith.minui(chunk, _idx(chunks - 1))
-        at = [b, h, row, arith.muli(chunk, _idx(8))]
-        part = vector.reduction(ir.F32Type.get(), vector.CombiningKind.ADD,
-                                arith.mulf(load(att.o, at), load(att.do, at)))
+        part = product(arith.muli(chunk, _idx(8)))
         if weight is not None:
             part = arith.mulf(part, weight)
         total = arith.addf(total, part)
