@@ -46,14 +46,25 @@ Outputs left to the runtime under capture come from torch's allocator, which
 serves capture from the graph's private pool; NumPy arguments are refused
 under capture.
 
-An Executable is not thread-safe, and its one workspace makes concurrent
-calls on different streams race: use one Executable per stream/thread.
+Threads and streams: one Executable may be called from several threads
+and on several streams at once. A lock serializes the host side of a call
+(writing the packed arguments, encoding descriptors, the launches; the
+kernels run asynchronously after it), and each stream gets a workspace of
+its own, allocated and zeroed on that stream by its first call, so that
+kernels of two streams never share scratch memory. Calls on one stream
+share its workspace, which the stream's order makes safe. A stream's
+workspace lives until ``close()``: an executable called on many streams
+holds ``workspace_bytes`` for each. Under CUDA graph capture a stream
+without a workspace gets one from torch's allocator (the graph's pool),
+zeroed by a memset the graph records; a capture with no torch tensor
+cannot allocate one and is refused: call once on that stream first.
 """
 
 import ctypes
 import statistics
 import sys
 import textwrap
+import threading
 
 import numpy as np
 
@@ -261,8 +272,11 @@ class Executable:
         self._launches = ()
         self._launch_args = ()      # cuda.launch_all's form of _launches
         self._relaunch = None       # relaunch.Relaunch once a call prepared the plan
-        self._workspace = 0         # device address of the workspace (0: none)
-        self._workspace_owner = None  # torch tensor, or "cuda" for cuMemAlloc memory
+        # Per stream handle: (device address, owner: a torch tensor or "cuda"
+        # for cuMemAlloc memory) of that stream's workspace.
+        self._workspaces = {}
+        self._first_stream = None   # the stream of the first call (whose workspace _workspace is)
+        self._lock = threading.RLock()
         n_in, n_out = len(self.inputs), len(self.outputs)
         # Where each buffer's address comes from: the call's address list is
         # [inputs..., outputs..., workspace].
@@ -292,22 +306,26 @@ class Executable:
             result = fast(args, outputs, stream)
             if result is not relaunch.MISS:
                 return result
-        call = self._begin(args, named, outputs, stream)
+        with self._lock:
+            call = self._begin(args, named, outputs, stream)
+            try:
+                addresses = call.addresses
+                # Bind every launch before the first: a TMA descriptor the driver
+                # refuses stops the call with nothing launched. (Each launch has
+                # its own slots, and cuLaunchKernel copies them when called.)
+                for k in self._launches:
+                    k.bind(addresses)
+                cuda.launch_all(self._launch_args, call.stream)
+            except BaseException:
+                call.release()
+                raise
+            if fast is None and self._relaunch is None and sys.modules.get("torch") is not None:
+                # Every slot, the workspace's too, has now been written once.
+                self._relaunch = relaunch.Relaunch(self)
         try:
-            addresses = call.addresses
-            # Bind every launch before the first: a TMA descriptor the driver
-            # refuses stops the call with nothing launched. (Each launch has
-            # its own slots, and cuLaunchKernel copies them when called.)
-            for k in self._launches:
-                k.bind(addresses)
-            cuda.launch_all(self._launch_args, call.stream)
-            result = self._finish(call)
+            return self._finish(call)   # NumPy copies back: outside the lock
         finally:
             call.release()
-        if fast is None and sys.modules.get("torch") is not None:
-            # Every slot, the workspace's too, has now been written once.
-            self._relaunch = relaunch.Relaunch(self)
-        return result
 
     def time(self, *args, repeat=100, warmup=10, outputs=None, stream=None, **named):
         """Median milliseconds of each kernel over ``repeat`` runs, timed with CUDA events.
@@ -317,6 +335,13 @@ class Executable:
         plus "total" (first kernel's start to last kernel's end). Arguments
         are as for a call; not for use under graph capture.
         """
+        self._lock.acquire()   # held throughout: every run reuses the bound slots
+        try:
+            return self._time(args, named, outputs, stream, repeat, warmup)
+        finally:
+            self._lock.release()
+
+    def _time(self, args, named, outputs, stream, repeat, warmup):
         call = self._begin(args, named, outputs, stream)
         events = []
         try:
@@ -377,6 +402,7 @@ class Executable:
                 handle = _torch_stream(device.index) if use_torch else 0
             if self._module is None:
                 self._prepare(device, handle, use_torch)
+            workspace = self._workspace_for(handle, use_torch, device)
             staged = []
             call.staged = staged
             if NUMPY in kinds or (outs is None and not use_torch and DEVICE not in kinds):
@@ -394,7 +420,7 @@ class Executable:
                     if b.kind is NUMPY:
                         b.address = _stage(b.spec, staged, None, handle)
             call.inputs, call.outputs, call.stream = ins, outs, handle
-            call.addresses = [b.address for b in ins] + [b.address for b in outs] + [self._workspace]
+            call.addresses = [b.address for b in ins] + [b.address for b in outs] + [workspace]
         except BaseException:
             call.release()
             raise
@@ -468,16 +494,10 @@ class Executable:
                     cuda.allow_dynamic_shared(function, k.shared_bytes)
                 if k.has_work:
                     launches.append(_Launch(i, k, function, self._sources, self._owners))
-            nbytes = self.artifact.workspace_bytes
-            if nbytes:
-                if use_torch:
-                    torch = sys.modules["torch"]
-                    owner = torch.empty(nbytes, dtype=torch.uint8, device=_torch_device(device.index))
-                    self._workspace, self._workspace_owner = owner.data_ptr(), owner
-                else:
-                    self._workspace, self._workspace_owner = cuda.mem_alloc(nbytes), "cuda"
-                cuda.memset_async(self._workspace, nbytes, handle)
+            self._first_stream = handle
+            self._workspace_for(handle, use_torch, device)
         except BaseException:
+            self._free_workspaces()
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
@@ -486,25 +506,69 @@ class Executable:
              cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)
             for k in launches)
 
+    @property
+    def _workspace(self):
+        """The device address of the first call's stream's workspace (0: none)."""
+        return self._workspaces.get(self._first_stream, (0, None))[0]
+
+    def workspace_of(self, handle):
+        """The device address of stream ``handle``'s workspace; None if that
+        stream has none yet, 0 if the plan needs none."""
+        if not self.artifact.workspace_bytes:
+            return 0
+        entry = self._workspaces.get(handle)
+        return None if entry is None else entry[0]
+
+    def _workspace_for(self, handle, use_torch, device):
+        """Stream ``handle``'s workspace, allocated and zeroed on that stream by
+        its first call (the kernels that count arrivals in it find zeros and
+        leave zeros). Called with the lock held."""
+        nbytes = self.artifact.workspace_bytes
+        if not nbytes:
+            return 0
+        entry = self._workspaces.get(handle)
+        if entry is not None:
+            return entry[0]
+        if use_torch:
+            torch = sys.modules["torch"]
+            owner = torch.empty(nbytes, dtype=torch.uint8, device=_torch_device(device.index))
+            address = owner.data_ptr()
+        else:
+            if self._module is not None and cuda.is_capturing(handle):
+                raise DeviceError("this stream is capturing a CUDA graph and has no workspace "
+                                  "of this executable yet; without a torch tensor in the call "
+                                  "none can be allocated under capture: call it once on this "
+                                  "stream before capturing")
+            owner, address = "cuda", cuda.mem_alloc(nbytes)
+        self._workspaces[handle] = (address, owner)
+        cuda.memset_async(address, nbytes, handle)
+        return address
+
+    def _free_workspaces(self):
+        for address, owner in self._workspaces.values():
+            if owner == "cuda":
+                cuda.mem_free(address)
+        self._workspaces = {}
+
     # -- lifecycle --------------------------------------------------------------
 
     def close(self):
         """Unload the kernels and free the workspace; the next call prepares again."""
         if self._module is None:
             return
-        pushed = self.device.activate()
-        try:
-            # Kernels may still use the workspace (on any stream): wait before
-            # handing it back to cuMemFree or torch's allocator.
-            cuda.synchronize_context()
-            if self._workspace_owner == "cuda":
-                cuda.mem_free(self._workspace)
-            _unload(self._module)
-        finally:
-            self.device.deactivate(pushed)
-            self._module, self._launches, self._relaunch = None, (), None
-            self._launch_args = ()
-            self._workspace, self._workspace_owner = 0, None
+        with self._lock:
+            pushed = self.device.activate()
+            try:
+                # Kernels may still use the workspaces (on any stream): wait before
+                # handing them back to cuMemFree or torch's allocator.
+                cuda.synchronize_context()
+                self._free_workspaces()
+                _unload(self._module)
+            finally:
+                self.device.deactivate(pushed)
+                self._module, self._launches, self._relaunch = None, (), None
+                self._launch_args = ()
+                self._workspaces, self._first_stream = {}, None
 
     def __enter__(self):
         return self

@@ -23,6 +23,11 @@ rewritten; the general path rewrites them all again, and the driver copies
 the slots when it launches, so nothing reads the stale ones. TMA
 descriptors are encoded only after every argument passed, as the general
 path does, so a refused address never hides an error of a later argument.
+
+The executable's lock is held from the first slot written to the last
+launch, as on the general path, and the workspace slots are written for
+the call's stream; a stream that has no workspace yet is a MISS (the
+general path allocates it).
 """
 
 import sys
@@ -38,12 +43,14 @@ class Relaunch:
     Built after the first call that went through the general path to the
     end (so the kernels are loaded, the launches packed, and every pointer
     slot and descriptor written once); dropped when the executable closes.
-    Workspace pointers and descriptors over the workspace stay as that call
-    wrote them: the workspace does not move while the kernels are loaded.
+    Each call points the workspace slots at its stream's workspace (the
+    general path may have pointed them at another stream's), and its
+    descriptors when they hold another address.
     """
 
     __slots__ = ("tensor", "device", "torch_device", "index", "raw_stream", "empty_strided",
-                 "n_in", "n_out", "checks", "allocations", "maps", "launches")
+                 "n_in", "n_out", "checks", "allocations", "maps", "launches", "lock",
+                 "workspaces", "workspace_writes", "workspace_maps")
 
     def __init__(self, exe):
         torch = sys.modules["torch"]
@@ -60,10 +67,18 @@ class Relaunch:
         # list): what it is checked against, and the (slots, index, byte
         # offset) of every pointer argument that points into it.
         writes = [[] for _ in specs]
+        workspace_writes = []
         for k in exe._launches:
             for slot, source, offset in k.pointers:
-                if source < len(specs):           # else the workspace: written once
+                if source < len(specs):
                     writes[source].append((k.slots, slot, offset))
+                else:                              # the workspace: per stream
+                    workspace_writes.append((k.slots, slot, offset))
+        self.workspace_writes = tuple(workspace_writes)
+        self.workspace_maps = tuple(m for k in exe._launches for m in k.maps
+                                    if m.source >= len(specs))
+        self.workspaces = exe._workspaces          # stream handle -> (address, owner)
+        self.lock = exe._lock
         self.checks = tuple(
             (binding.torch_dtype(s.dtype), s.dims, s.strides, s.alignment if s.numel else 1, s,
              tuple(w)) for s, w in zip(specs, writes))
@@ -90,39 +105,53 @@ class Relaunch:
             tensors = (*args, *outputs)
         else:
             return MISS
-        torch_device = self.torch_device
-        addresses = []
-        for t, (dtype, dims, strides, alignment, spec, writes) in zip(tensors, self.checks):
-            if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
-                return MISS
-            got = t.stride()
-            if got != strides:
-                binding.check_strides(spec, got)   # raises as the general path would
-            if t.device != torch_device:
-                return MISS
-            address = t.data_ptr()
-            if address % alignment:
-                return MISS
-            for slots, slot, offset in writes:
-                slots[slot] = address + offset
-            addresses.append(address)
-        handle = self.raw_stream(self.index) if stream is None else binding.stream_handle(stream)
+        with self.lock:
+            torch_device = self.torch_device
+            addresses = []
+            for t, (dtype, dims, strides, alignment, spec, writes) in zip(tensors, self.checks):
+                if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
+                    return MISS
+                got = t.stride()
+                if got != strides:
+                    binding.check_strides(spec, got)   # raises as the general path would
+                if t.device != torch_device:
+                    return MISS
+                address = t.data_ptr()
+                if address % alignment:
+                    return MISS
+                for slots, slot, offset in writes:
+                    slots[slot] = address + offset
+                addresses.append(address)
+            handle = self.raw_stream(self.index) if stream is None else binding.stream_handle(stream)
+            workspace = self.workspaces.get(handle)
+            if workspace is None and self.workspace_writes + self.workspace_maps:
+                return MISS                        # this stream's first call
 
-        device = self.device
-        pushed = device.activate()
-        try:
-            if outputs is None:
-                outputs = self._allocate(addresses)
-            for tensor_map in self.maps:
-                address = addresses[tensor_map.source] + tensor_map.offset
-                if address != tensor_map.encoded:
-                    tensor_map.encode(address)
-            cuda.launch_all(self.launches, handle)
-        finally:
-            device.deactivate(pushed)
+            device = self.device
+            pushed = device.activate()
+            try:
+                if outputs is None:
+                    outputs = self._allocate(addresses)
+                for tensor_map in self.maps:
+                    address = addresses[tensor_map.source] + tensor_map.offset
+                    if address != tensor_map.encoded:
+                        tensor_map.encode(address)
+                if workspace is not None:
+                    self._point_at_workspace(workspace[0])
+                cuda.launch_all(self.launches, handle)
+            finally:
+                device.deactivate(pushed)
         if type(outputs) is list or type(outputs) is tuple:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return outputs
+
+    def _point_at_workspace(self, base):
+        """Rewrite the workspace slots and descriptors for the workspace at ``base``."""
+        for slots, slot, offset in self.workspace_writes:
+            slots[slot] = base + offset
+        for tensor_map in self.workspace_maps:
+            if base + tensor_map.offset != tensor_map.encoded:
+                tensor_map.encode(base + tensor_map.offset)
 
     def _allocate(self, addresses):
         """Outputs the caller did not pass, from torch's allocator (as the general

@@ -4,7 +4,9 @@ Kernels (PTX for sm_80, which the driver JIT-compiles for any later GPU):
 - ``scale2(x, y, n: u64)``: y[i] = 2 x[i] for i < n;
 - ``add_c(a, y, c: f32, n: u32)``: y[i] = a[i] + c, passed through dynamic
   shared memory at byte 98304, so it fails unless the runtime opted the
-  kernel in to > 48 KiB.
+  kernel in to > 48 KiB;
+- ``spin(ns: u64)``: waits ``ns`` nanoseconds by the global timer, so that
+  calls on several streams overlap for as long as a test needs.
 
 Outputs are NaN-prefilled wherever the caller provides them, so an unwritten
 element fails the comparison. Run: ``pytest test/gpu`` (skipped without a GPU).
@@ -111,6 +113,23 @@ SCALE_DONE:
 ADD_DONE:
     ret;
 }
+
+.visible .entry spin(
+    .param .u64 spin_param_0
+)
+{
+    .reg .pred  %p<2>;
+    .reg .b64   %rd<5>;
+
+    ld.param.u64        %rd1, [spin_param_0];
+    mov.u64             %rd2, %globaltimer;
+SPIN:
+    mov.u64             %rd3, %globaltimer;
+    sub.s64             %rd4, %rd3, %rd2;
+    setp.lt.u64         %p1, %rd4, %rd1;
+    @%p1 bra            SPIN;
+    ret;
+}
 """
 
 
@@ -166,6 +185,17 @@ def two_kernel_manifest(n=1000):
                       {"kind": "scalar", "type": "i64", "value": 0}]},
         ],
     }
+
+
+def spinning_manifest(n=1 << 20, ns=2_000_000):
+    """y = 2 x + 1 as two_kernel_manifest's, with a ``spin`` of ``ns`` between
+    the write of the workspace and its read: calls on two streams that
+    shared one workspace would read each other's."""
+    m = two_kernel_manifest(n)
+    m["kernels"].insert(1, {"name": "k_spin", "entry": "spin", "strategy": "simt-generic",
+                            "grid": [1, 1, 1], "block": [32, 1, 1], "shared_bytes": 0,
+                            "args": [{"kind": "scalar", "type": "i64", "value": ns}]})
+    return m
 
 
 def package(manifest, ptx=PTX):
@@ -427,3 +457,53 @@ def test_cupy_arrays():
     out = cupy.full(1000, cupy.nan, dtype=cupy.float32)
     assert exe(x, outputs=[out]) is out
     np.testing.assert_array_equal(cupy.asnumpy(out), 2 * cupy.asnumpy(x))
+
+
+# -- several streams and threads ------------------------------------------------
+
+@needs_torch
+def test_calls_on_two_streams_at_once_use_their_own_workspaces():
+    exe = load(spinning_manifest())
+    n = 1 << 20
+    exe(torch.zeros(n, device="cuda"))              # prepares on the current stream
+    torch.cuda.synchronize()
+    streams = [torch.cuda.Stream() for _ in range(2)]
+    xs = [torch.from_numpy(rand(n, seed=20 + i)).cuda() for i in range(2)]
+    outs = [torch.full_like(xs[0], float("nan")) for _ in range(2)]
+    torch.cuda.synchronize()
+    for s, x, out in zip(streams, xs, outs):         # the second starts while the first spins
+        exe(x, outputs=[out], stream=s)
+    torch.cuda.synchronize()
+    for x, out in zip(xs, outs):
+        np.testing.assert_array_equal(out.cpu().numpy(), 2 * x.cpu().numpy() + 1)
+    workspaces = {exe.workspace_of(s.cuda_stream) for s in streams}
+    assert len(workspaces) == 2 and None not in workspaces
+
+
+@needs_torch
+def test_threads_with_streams_of_their_own_share_one_executable():
+    import threading
+
+    exe = load(spinning_manifest(n=1 << 16, ns=50_000))
+    n = 1 << 16
+    exe(torch.zeros(n, device="cuda"))
+    torch.cuda.synchronize()
+    errors = []
+
+    def worker(t):
+        try:
+            stream = torch.cuda.Stream()
+            with torch.cuda.stream(stream):
+                for i in range(20):
+                    x = torch.full((n,), float(t * 100 + i), device="cuda")
+                    y = exe(x)
+                    stream.synchronize()
+                    assert (y == 2 * x + 1).all().item(), (t, i)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]

@@ -667,12 +667,23 @@ def test_launch_packs_pointers_and_scalars(monkeypatch):
     assert gpu.zeroed == [(workspace, 512, 7)]
     assert bytes(gpu.view(workspace, 256)) == bytes(256)
 
-    # a second call reuses the workspace (not zeroed again) and only the pointers change
+    # a second call on the stream reuses its workspace (not zeroed again) and
+    # only the pointers change
     x2 = gpu.array(x_host + 1)
-    exe(x2, w_view, outputs=[y])
+    exe(x2, w_view, outputs=[y], stream=7)
     assert exe._workspace == workspace and len(gpu.zeroed) == 1
     assert gpu.launches[2]["args"][0] == x2.__cuda_array_interface__["data"][0]
-    assert gpu.launches[2]["stream"] == 0      # no stream given, no torch: the default stream
+    assert gpu.launches[2]["args"][1] == workspace + 256
+
+    # another stream gets a workspace of its own, zeroed on that stream
+    exe(x2, w_view, outputs=[y])
+    assert gpu.launches[4]["stream"] == 0      # no stream given, no torch: the default stream
+    other = exe.workspace_of(0)
+    assert other not in (None, workspace) and gpu.zeroed[1:] == [(other, 512, 0)]
+    assert gpu.launches[4]["args"][1] == other + 256 and gpu.launches[5]["args"][0] == other + 256
+    np.testing.assert_array_equal(y.host(), 2 * (x_host + 1) + 0.5 * w_host[:, :3])
+    exe(x, w_view, outputs=[y], stream=7)      # back on stream 7: its own workspace again
+    assert gpu.launches[6]["args"][1] == workspace + 256 and len(gpu.zeroed) == 2
 
 
 def test_numpy_inputs_are_staged_and_outputs_copied_back(monkeypatch):

@@ -156,6 +156,66 @@ def test_fast_path_allocates_every_output(monkeypatch, cuda_torch):
         [x.data_ptr(), workspace + 256, 6], [workspace + 256, w.data_ptr(), second.data_ptr()]]
 
 
+def test_each_stream_gets_its_own_workspace_on_the_fast_path(monkeypatch, cuda_torch):
+    gpu = HostGPU(monkeypatch)
+    exe = load(axpy_manifest())
+    x, w = f32(gpu, 2, 3), f32(gpu, 2, 4)[:, :3]
+    y = f32(gpu, 2, 3, fill=float("nan"))
+    exe(x, w, outputs=[y])                      # prepares; the workspace of stream 0x5000
+    first = exe.workspace_of(0x5000)
+    exe(x, w, outputs=[y], stream=0x7000)       # the fast path misses: a new stream
+    second = exe.workspace_of(0x7000)
+    assert second not in (None, first)
+    assert gpu.zeroed == [(first, 512, 0x5000), (second, 512, 0x7000)]
+    steady(exe, monkeypatch)
+    for stream, workspace in ((0x7000, second), (0x5000, first), (0x7000, second)):
+        y.fill_(float("nan"))
+        exe(x, w, outputs=[y], stream=stream)
+        k0, k1 = gpu.launches[-2:]
+        assert k0["stream"] == k1["stream"] == stream
+        assert k0["args"][1] == k1["args"][0] == workspace + 256
+        assert torch.equal(y, 2 * x + 0.5 * w)
+    assert len(gpu.zeroed) == 2
+    exe.close()
+    assert exe.workspace_of(0x5000) is None and exe.workspace_of(0x7000) is None
+
+
+def test_threads_calling_one_executable_each_get_their_own_results(monkeypatch, cuda_torch):
+    """Eight threads, each on a stream of its own, call one executable at
+    once; the fake driver yields the GIL between the slots being written and
+    read (a real launch releases it), so an unlocked call would launch
+    another thread's pointers."""
+    import threading
+
+    gpu = HostGPU(monkeypatch)
+    exe = load(axpy_manifest())
+    launch = gpu.launch
+
+    def slow_launch(*args):
+        time.sleep(0.0005)
+        launch(*args)
+    gpu.launch = slow_launch
+    w = f32(gpu, 2, 4)[:, :3]
+    exe(f32(gpu, 2, 3), w)                      # prepares
+    errors = []
+
+    def worker(t):
+        try:
+            for i in range(20):
+                x = gpu.tensor(torch.full((2, 3), float(t * 100 + i)))
+                y = exe(x, w, stream=0x10000 + t)
+                assert torch.equal(y, 2 * x + 0.5 * w), (t, i)
+        except BaseException as e:  # noqa: BLE001 - reported below
+            errors.append(e)
+    threads = [threading.Thread(target=worker, args=(t,)) for t in range(8)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert not errors, errors[0]
+    assert len({exe.workspace_of(0x10000 + t) for t in range(8)}) == 8
+
+
 @pytest.mark.parametrize("bad, tensor, message", [
     (lambda x, y: (x.half(), y), "x", r"input 'x': expected dtype f32 \(torch.float32\), got torch.float16"),
     (lambda x, y: (x[:999], y), "x", r"input 'x': expected shape \[1000\], got \[999\]"),
