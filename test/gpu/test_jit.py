@@ -210,3 +210,60 @@ def test_jit_matches_torch_and_hits_the_cache(case, jit_cache):
     again = build().compile(target="cuda")  # a new Graph object, the same graph
     assert (jit_cache.stats.hits, jit_cache.stats.writes) == (1, 1)
     _run_and_check(again, inputs, expected)
+
+
+# -- many processes, one cache -----------------------------------------------------
+
+PROCESSES = 16
+
+
+def _jit_in_child(directory, case, barrier, results):
+    """One process: JIT-compile ``case`` into the shared cache ``directory``,
+    all at once with the others (the barrier), run it and check it."""
+    import hashlib
+    import os
+
+    os.environ["DNNC_CACHE_DIR"] = directory
+    try:
+        build, make_inputs, reference = CASES[case]
+        gen = torch.Generator().manual_seed(os.getpid())
+        inputs = {name: t.to("cuda") for name, t in make_inputs(gen).items()}
+        expected = reference(**{name: t.double() for name, t in inputs.items()})
+        graph = build()
+        barrier.wait(timeout=300)
+        exe = graph.compile(target="cuda")
+        _run_and_check(exe, inputs, expected)
+        key, data = compiler.lookup(graph, exe.arch)
+        results.put(("ok", key, hashlib.sha256(data).hexdigest() if data else None))
+    except BaseException as err:  # noqa: BLE001 - reported to the parent
+        results.put(("error", repr(err), None))
+
+
+def test_processes_compiling_one_graph_at_once_share_one_cache_entry(tmp_path):
+    """PROCESSES processes JIT-compile the same graph into one cache at the
+    same moment: each gets correct results on its own inputs, and the cache
+    holds one valid entry (no temp file left), the bytes every process reads."""
+    import multiprocessing
+    import os
+
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch was built without CUDA")
+    directory = tmp_path / "cache"
+    ctx = multiprocessing.get_context("spawn")
+    barrier, results = ctx.Barrier(PROCESSES), ctx.Queue()
+    procs = [ctx.Process(target=_jit_in_child,
+                         args=(str(directory), "matmul_bias_gelu_f16", barrier, results))
+             for _ in range(PROCESSES)]
+    for p in procs:
+        p.start()
+    try:
+        outcomes = [results.get(timeout=600) for _ in procs]
+    finally:
+        for p in procs:
+            p.join(timeout=60)
+    assert [o[0] for o in outcomes] == ["ok"] * PROCESSES, outcomes
+    assert len({(key, digest) for _, key, digest in outcomes}) == 1, outcomes
+    names = os.listdir(directory)
+    assert names == [outcomes[0][1] + cache.ENTRY_SUFFIX], names
+    data = (directory / names[0]).read_bytes()
+    assert cache.recorded_key(data) == outcomes[0][1]
