@@ -233,16 +233,15 @@ def _jit_in_child(directory, case, barrier, results):
         barrier.wait(timeout=300)
         exe = graph.compile(target="cuda")
         _run_and_check(exe, inputs, expected)
-        key, data = compiler.lookup(graph, exe.arch)
-        results.put(("ok", key, hashlib.sha256(data).hexdigest() if data else None))
+        results.put(("ok", hashlib.sha256(exe.artifact.ptx.encode()).hexdigest()))
     except BaseException as err:  # noqa: BLE001 - reported to the parent
-        results.put(("error", repr(err), None))
+        results.put(("error", repr(err)))
 
 
 def test_processes_compiling_one_graph_at_once_share_one_cache_entry(tmp_path):
     """PROCESSES processes JIT-compile the same graph into one cache at the
-    same moment: each gets correct results on its own inputs, and the cache
-    holds one valid entry (no temp file left), the bytes every process reads."""
+    same moment: each gets correct results on its own inputs and the same
+    PTX, and the cache holds one valid entry (no temp file left)."""
     import multiprocessing
     import os
 
@@ -261,9 +260,9 @@ def test_processes_compiling_one_graph_at_once_share_one_cache_entry(tmp_path):
     finally:
         for p in procs:
             p.join(timeout=60)
-    assert [o[0] for o in outcomes] == ["ok"] * PROCESSES, outcomes
-    assert len({(key, digest) for _, key, digest in outcomes}) == 1, outcomes
+    assert [status for status, _ in outcomes] == ["ok"] * PROCESSES, outcomes
+    assert len({ptx for _, ptx in outcomes}) == 1, outcomes    # one package for all
     names = os.listdir(directory)
-    assert names == [outcomes[0][1] + cache.ENTRY_SUFFIX], names
-    data = (directory / names[0]).read_bytes()
-    assert cache.recorded_key(data) == outcomes[0][1]
+    assert len(names) == 1 and names[0].endswith(cache.ENTRY_SUFFIX), names   # no temp left
+    key = names[0][:-len(cache.ENTRY_SUFFIX)]
+    assert cache.recorded_key((directory / names[0]).read_bytes()) == key
