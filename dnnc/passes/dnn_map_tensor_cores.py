@@ -314,9 +314,11 @@ class DnnMapTensorCores(DnncPass):
                     and self._sm90_conv_unsplit(fn, config, tile, not_sm90):
                 return
         gemm = conv.gemm
+        # (The K split, where the tiles leave SMs idle, is sized for the K of
+        # tc-sm90's match: the same but where the K steps round C up.)
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
                                  conv.channels if conv.tiles_in_tap else None,
-                                 fallback=True, batch=gemm.batch)
+                                 fallback=True, batch=gemm.batch, k=gemm.k)
         if not fallbacks:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile for "
                           f"{gemm.m}x{gemm.n}): {SIMT}")
