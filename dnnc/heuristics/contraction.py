@@ -284,9 +284,11 @@ def tc_sm80(problem, m, n, k, batch, facts):
     128x128x64 (4 warps) with 3 0.390, 128x128x32 with 4 0.408. One block
     an SM either way (the 4-warp tiles also hold 255 registers a thread),
     so the wider tile, which reads each operand element a third less often
-    per FLOP, eases the L2 to SM traffic that bounds these kernels."""
-    return tc_sm80_configs(m, n, batch, problem.dtype, problem.sms, facts,
-                           fallback=problem.arch == "sm_90a")
+    per FLOP, eases the L2 to SM traffic that bounds these kernels. K is
+    split where the tiles leave SMs idle (tc80_split_config)."""
+    return [tc80_split_config(c, m, n, batch, k, problem.sms)
+            for c in tc_sm80_configs(m, n, batch, problem.dtype, problem.sms, facts,
+                                     fallback=problem.arch == "sm_90a")]
 
 
 def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
