@@ -340,13 +340,17 @@ def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False, batch=1
 
 # tc-sm80 split-K (sm80/splitk.py): at least this many K steps a split (a
 # shorter one spends its time filling and draining the ring of up to
-# TC80_MAX_STAGES stages), at most MAX_SPLIT splits.
+# TC80_MAX_STAGES stages), at most MAX_SPLIT splits; only a tile of this
+# many K steps or more is split (a shorter one runs for about as long as
+# the second launch takes to start: a few microseconds).
 TC80_MIN_SPLIT_STEPS = 8
+TC80_SPLIT_FROM_STEPS = 64
 
 
 def tc80_split(tiles, steps, warps, sms):
     """Blocks to share each of ``tiles`` tc-sm80 tiles' ``steps`` K steps
-    (sm80/splitk.py): 1 where the tiles give every SM a block; else enough
+    (sm80/splitk.py): 1 where the tiles give every SM a block, or run
+    fewer than TC80_SPLIT_FROM_STEPS steps; else enough
     splits to fill the blocks the SMs hold at once (two of 4 warps an SM,
     whose stages keep within TC80_SMEM; one of 8), each of at least
     TC80_MIN_SPLIT_STEPS steps, at most MAX_SPLIT, as many as equal runs of
@@ -355,7 +359,7 @@ def tc80_split(tiles, steps, warps, sms):
     gradient of K = 65 (3x3, C = 64, 32x56x56) has 18 tiles of 64 x 64
     for 132 SMs, each reducing 3136 K steps of 32 pixels: split 14 ways,
     252 blocks of 224 steps."""
-    if tiles >= sms or steps < 2 * TC80_MIN_SPLIT_STEPS:
+    if tiles >= sms or steps < TC80_SPLIT_FROM_STEPS:
         return 1
     resident = 1 if warps == 8 else 2
     splits = max(1, min(resident * sms // tiles, steps // TC80_MIN_SPLIT_STEPS, MAX_SPLIT))

@@ -25,7 +25,7 @@ import pytest
 import dnnc
 from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import ptxas, sass
-from dnnc.heuristics.contraction import TC80_MIN_SPLIT_STEPS, tc80_split
+from dnnc.heuristics.contraction import TC80_SPLIT_FROM_STEPS, tc80_split
 from test_conv_odd_channels import conv_graph
 from test_conv_phases import interpret
 from test_tc_sass import needs_sass
@@ -188,15 +188,15 @@ def test_small_forward_is_split():
 def test_tc80_split_rule():
     """tc80_split: 1 where the tiles give every SM a block or K is short;
     else the blocks the SMs hold at once (two 4-warp blocks an SM, one of
-    8 warps), each split at least TC80_MIN_SPLIT_STEPS K steps, equal runs,
-    at most 64."""
+    8 warps), each split at least 8 K steps, equal runs, at most 64."""
     assert tc80_split(132, 10000, 4, 132) == 1
-    assert tc80_split(18, 2 * TC80_MIN_SPLIT_STEPS - 1, 4, 132) == 1
+    assert tc80_split(18, TC80_SPLIT_FROM_STEPS - 1, 4, 132) == 1
     assert tc80_split(18, 3136, 4, 132) == 14        # 264 // 18
     assert tc80_split(18, 3136, 8, 132) == 7         # 132 // 18
     assert tc80_split(1, 100000, 4, 132) == 64
-    # 40 steps: at most 5 splits of 8; 100 steps over 12 splits run as 12 of 9 (the last 1).
-    assert tc80_split(2, 40, 4, 132) == 5
+    # 70 steps: at most 8 splits of 8 (as 8 of 9, the last 7); 100 steps
+    # over 12 splits run as 12 of 9 (the last 1).
+    assert tc80_split(2, 70, 4, 132) == 8
     split = tc80_split(20, 100, 4, 132)
     per = -(-100 // split)
     assert -(-100 // per) == split and (split - 1) * per < 100
