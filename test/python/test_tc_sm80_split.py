@@ -225,3 +225,20 @@ def test_split_wgrad_sass(arch):
     assert counts["HMMA.16816.F32.BF16"] > 0, sorted(counts)
     assert any(op.startswith("LDG") and "U16" in op for op in counts), sorted(counts)
     assert not any(op.startswith("HMMA") for op in sass.opcodes(functions[reduce_["entry"]]))
+
+
+def test_narrowed_tile_keeps_the_grid():
+    """A tile narrowed for its element-wise loads (sm80.fit_element_wise)
+    after the heuristics sized its split: the split shrinks by as much as
+    the tiles grow, so the grid stays about the size the heuristics chose."""
+    from types import SimpleNamespace
+
+    from dnnc.codegen.gpu.tensorcore.sm80 import Tile
+    from dnnc.passes.dnn_map_tensor_cores import sm80_refit_split
+
+    gemm = SimpleNamespace(m=128, n=576)
+    tile = Tile(128, 128, 64, 4, 8, splits=12)            # 5 tiles, 60 blocks
+    narrowed = Tile(128, 64, 32, 4, 8, splits=12)          # 9 tiles
+    assert sm80_refit_split(gemm, tile, narrowed).splits == 6
+    assert sm80_refit_split(gemm, Tile(128, 128, 64, 4, 8), Tile(128, 64, 32, 4, 8)).splits == 1
+    assert sm80_refit_split(gemm, tile, Tile(32, 32, 32, 4, 4, splits=12)).splits == 1
