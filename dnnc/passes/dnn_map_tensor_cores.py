@@ -90,8 +90,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import (
 )
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import (
-    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles,
-    tc_sm80_configs, tc_sm80_conv,
+    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_split_config, tc80_stages,
+    tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
 )
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
@@ -149,9 +149,11 @@ def sm80_attention_tile_of(config, att):
 
 
 def sm80_fallback(found):
-    """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs)."""
-    return tc_sm80_configs(found.m, found.n, found.batch, found.element, SMS["sm_90a"],
-                           "", fallback=True)[0]
+    """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs),
+    its K split where its tiles leave SMs idle (tc80_split_config)."""
+    config = tc_sm80_configs(found.m, found.n, found.batch, found.element, SMS["sm_90a"],
+                             "", fallback=True)[0]
+    return tc80_split_config(config, found.m, found.n, found.batch, found.k, SMS["sm_90a"])
 
 
 @register
@@ -208,14 +210,16 @@ class DnnMapTensorCores(DnncPass):
             return
         fallback = sm80_fallback(found)
         try:
-            sm80.build(fn, found, sm80_tile_of(fallback, found.element))
+            notes = sm80.build(fn, found, sm80_tile_of(fallback, found.element))
         except sm80.NotSupported as why:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
             return
         hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
-                             stages=fallback.stages),
+                             stages=fallback.stages, split=fallback.split),
                   f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
                   f"{fallback.stages} stages")
+        for note in notes:
+            add_note(fn, note)
 
     def _sm90_attention(self, fn, config):
         """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), an

@@ -242,3 +242,20 @@ def test_narrowed_tile_keeps_the_grid():
     assert sm80_refit_split(gemm, tile, narrowed).splits == 6
     assert sm80_refit_split(gemm, Tile(128, 128, 64, 4, 8), Tile(128, 64, 32, 4, 8)).splits == 1
     assert sm80_refit_split(gemm, tile, Tile(32, 32, 32, 4, 4, splits=12)).splits == 1
+
+
+def test_sm90a_matmul_handed_to_tc_sm80_is_split():
+    """A matmul tc-sm90 does not take (K = 2058: rows of A of 4116 bytes,
+    which TMA cannot step) with one tile and 65 K steps: tc-sm80 on sm_90a
+    splits its K (8 splits of 9 steps, the last 2) and says so; interpreted
+    against the reference."""
+    dtype = "bf16"
+    build = matmul_graph("handed", dtype, [40, 2058], 24, True)
+    expected, got, config = interpret(build, dtype, "sm_90a", poison=True)
+    assert 'strategy = "tc-sm80"' in config and "split = 8" in config, config
+    assert not np.isnan(got).any(), np.argwhere(np.isnan(got))[:5]
+    rtol, atol = _tolerance(dtype, 2058)
+    np.testing.assert_allclose(got, expected, rtol=rtol, atol=atol)
+    gemm, _ = _package(build, "sm_90a", "handed").kernels
+    assert gemm["reason"].startswith("tc-sm90 does not apply ("), gemm["reason"]
+    assert "K split 8 ways (9 K steps of 32 a split)" in gemm["reason"], gemm["reason"]
