@@ -5,7 +5,8 @@ conv + batchnorm-inference + relu, conv + bias + residual + relu, and
 BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
 PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``);
 and layers whose channel counts are not multiples of 8 (``ODD_CHANNELS``,
-``ODD_GRADS``).
+``ODD_GRADS``, and filter gradients split over K on tc-sm80:
+``SPLIT_WGRADS``).
 
 Imported by cases.py (``RESNET``); a case's graph is built when it runs.
 """
@@ -262,6 +263,17 @@ ODD_CHANNELS = [
 # Their gradients: dy of K = 65 channels (dgrad reduces them; wgrad's M).
 ODD_GRADS = [("3x3 K=65", "dgrad", 32, 63, 56, 65, 3, 1, 1),
              ("3x3 K=65", "wgrad", 32, 64, 56, 65, 3, 1, 1)]
+# Filter gradients of odd channels on tc-sm80 with K split over blocks
+# (sm80/splitk.py; their tiles alone leave most SMs idle), and the K = 65
+# one forced unsplit (the same tiles), to show what the split gains in the
+# same run: (what, N, C, H, K, R, stride, pad, config).
+SPLIT_WGRADS = [
+    ("3x3 C=63 K=65", 32, 63, 56, 65, 3, 1, 1, None),
+    ("3x3 C=3", 32, 3, 112, 64, 3, 1, 1, None),
+    ("7x7/2 stem C=3", 32, 3, 224, 64, 7, 2, 3, None),
+    ("3x3 K=7", 32, 64, 56, 7, 3, 1, 1, None),
+    ("3x3 K=65 unsplit", 32, 64, 56, 65, 3, 1, 1, "*=strategy:tc-sm80,tile:64x64x32"),
+]
 
 
 def cases(Case):
@@ -332,6 +344,17 @@ def cases(Case):
         out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                         grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                         _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    for what, n, c, h, k, r, s, pad, config in SPLIT_WGRADS:
+        p = out_size(h, r, s, pad)
+        name = f"conv wgrad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16 tc-sm80"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        slug = "conv_split_" + "".join(ch if ch.isalnum() else "_"
+                                       for ch in f"wgrad_{what}_{n}_{c}_{h}_{k}")
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        grad_graph(slug, "wgrad", *a[:5], stride=a[5], pad=a[6]),
+                        _torch_grad("wgrad", [k, c, r, r], s, pad), flops, nbytes, False,
+                        "conv", config=config))
     for direction in ("dgrad", "wgrad"):
         for what, n, c, h, k, r, s, pad in GRADS + (WGRAD_CHANNELS if direction == "wgrad"
                                                    else []):

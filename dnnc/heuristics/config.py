@@ -34,7 +34,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold"),
-          "tc-sm80": ("block", "tile", "stages")}
+          "tc-sm80": ("block", "tile", "stages", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
 FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-rows-columns",

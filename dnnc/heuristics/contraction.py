@@ -284,9 +284,11 @@ def tc_sm80(problem, m, n, k, batch, facts):
     128x128x64 (4 warps) with 3 0.390, 128x128x32 with 4 0.408. One block
     an SM either way (the 4-warp tiles also hold 255 registers a thread),
     so the wider tile, which reads each operand element a third less often
-    per FLOP, eases the L2 to SM traffic that bounds these kernels."""
-    return tc_sm80_configs(m, n, batch, problem.dtype, problem.sms, facts,
-                           fallback=problem.arch == "sm_90a")
+    per FLOP, eases the L2 to SM traffic that bounds these kernels. K is
+    split where the tiles leave SMs idle (tc80_split_config)."""
+    return [tc80_split_config(c, m, n, batch, k, problem.sms)
+            for c in tc_sm80_configs(m, n, batch, problem.dtype, problem.sms, facts,
+                                     fallback=problem.arch == "sm_90a")]
 
 
 def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
@@ -322,15 +324,64 @@ def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
     return configs
 
 
-def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False, batch=1):
+def tc_sm80_conv(m, n, dtype, sms, facts, channels=None, fallback=False, batch=1, k=None):
     """tc-sm80 Configs, best first, for an implicit-GEMM convolution of M x N
     (``tc_sm80_configs``' tiles), ``batch`` of them; a filter gradient's
     whose tiles lie in one filter tap (``channels``: its C) only those whose
-    N divides C."""
+    N divides C. Given the reduction ``k``, each with its K split where the
+    tiles leave SMs idle (tc80_split_config)."""
     configs = tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback)
     if channels is not None:
         configs = [c for c in configs if channels % c.tile[1] == 0]
+    if k is not None:
+        configs = [tc80_split_config(c, m, n, batch, k, sms) for c in configs]
     return configs
+
+
+# tc-sm80 split-K (sm80/splitk.py): at least this many K steps a split (a
+# shorter one spends its time filling and draining the ring of up to
+# TC80_MAX_STAGES stages), at most MAX_SPLIT splits; only a tile of this
+# many K steps or more is split (a shorter one runs for about as long as
+# the second launch takes to start: a few microseconds).
+TC80_MIN_SPLIT_STEPS = 8
+TC80_SPLIT_FROM_STEPS = 64
+
+
+def tc80_split(tiles, steps, warps, sms):
+    """Blocks to share each of ``tiles`` tc-sm80 tiles' ``steps`` K steps
+    (sm80/splitk.py): 1 where the tiles give every SM a block, or run
+    fewer than TC80_SPLIT_FROM_STEPS steps; else enough
+    splits to fill the blocks the SMs hold at once (two of 4 warps an SM,
+    whose stages keep within TC80_SMEM; one of 8), each of at least
+    TC80_MIN_SPLIT_STEPS steps, at most MAX_SPLIT, as many as equal runs of
+    steps make. The f32 partials cost splits x M x N x 8 bytes written and
+    read again, little beside the operands a long K reads. A filter
+    gradient of K = 65 (3x3, C = 64, 32x56x56) has 18 tiles of 64 x 64
+    for 132 SMs, each reducing 3136 K steps of 32 pixels: split 14 ways,
+    252 blocks of 224 steps."""
+    if tiles >= sms or steps < TC80_SPLIT_FROM_STEPS:
+        return 1
+    resident = 1 if warps == 8 else 2
+    splits = max(1, min(resident * sms // tiles, steps // TC80_MIN_SPLIT_STEPS, MAX_SPLIT))
+    return _ceil(steps, _ceil(steps, splits))
+
+
+def tc80_split_config(config, m, n, batch, k, sms):
+    """A tc-sm80 ``config`` of an ``m`` x ``n`` x ``k`` GEMM (``batch`` of
+    them) with its K split where tc80_split says (its reason saying so),
+    else as it is; other strategies' and split ones as they are."""
+    if config.strategy != "tc-sm80" or config.split != 1:
+        return config
+    bm, bn, bk = config.tile
+    tiles = _ceil(m, bm) * _ceil(n, bn) * batch
+    steps = _ceil(k, bk)
+    split = tc80_split(tiles, steps, config.threads // 32, sms)
+    if split == 1:
+        return config
+    return config.replace(split=split, reason=(
+        f"{config.reason}; K split {split} ways ({tiles} tiles leave SMs idle: "
+        f"{tiles * split} blocks, {_ceil(steps, split)} K steps of {bk} a split, the "
+        "partials summed in split order by a second launch)"))
 
 
 def _fewest_columns(configs, channels, taps, batched):
@@ -390,11 +441,11 @@ def _wgrad(problem, faster, m, n, k, facts):
         # tc-sm90's TMA cannot step such pixels (conv.Unaligned): tc-sm80's
         # tiles over all taps x C columns, on sm_90a as its fallback.
         return _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
-                                      fallback=faster == "tc-sm90"), channels, taps)
+                                      fallback=faster == "tc-sm90", k=k), channels, taps)
     whole = channels if wgrad_taps.tiles_in_tap(channels, taps) else None
     columns, batch = (channels, taps) if batched else (n, groups)
     fast = tc_sm80_conv(m, columns, problem.dtype, problem.sms, facts, whole,
-                        fallback=faster == "tc-sm90", batch=batch)
+                        fallback=faster == "tc-sm90", batch=batch, k=k)
     if faster == "tc-sm90":
         sm90 = tc_sm90(problem, m // groups, columns, k, batch, facts)
         if whole is not None:
@@ -430,8 +481,10 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     for c in tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
                           fallback=faster == "tc-sm90") if plain else []:
         bk = c.tile[2]
-        fast.append(c.replace(reason=f"{c.reason}; K {taps * _ceil(reduced, bk) * bk} "
-                                     f"({taps} taps x {reduced} channels in steps of {bk})"))
+        reduction = taps * _ceil(reduced, bk) * bk
+        c = c.replace(reason=f"{c.reason}; K {reduction} ({taps} taps x {reduced} channels in "
+                             f"steps of {bk})")
+        fast.append(tc80_split_config(c, m, n, 1, reduction, problem.sms))
     if faster == "tc-sm90":
         # A group is a batch of N = its output channels.
         reduction = taps * _ceil(reduced, bk90) * bk90

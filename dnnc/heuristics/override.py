@@ -18,7 +18,7 @@ pixels a thread owns per spatial dim for simt-window, ``HxW`` or
 ``DxHxW``, a shorter one naming the last dims),
 ``stages`` (the shared-memory ring's depth; tc-sm90,
 tc-sm80), ``split`` (blocks that share each output tile's K, split-K;
-tc-sm90; for simt-reduce, the blocks of the thread-block cluster that share
+tc-sm90 and tc-sm80; for simt-reduce, the blocks of the thread-block cluster that share
 each row, 2 to 8, sm_90), ``cluster`` (1, 2, 4 or 8: a split tile's
 consecutive K splits run as a thread-block cluster of this many blocks and
 sum their accumulators through distributed shared memory; tc-sm90; a

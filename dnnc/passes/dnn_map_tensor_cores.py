@@ -90,8 +90,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import (
 )
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import (
-    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_stages, tc_sm80_attention_tiles,
-    tc_sm80_configs, tc_sm80_conv,
+    TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_split_config, tc80_stages,
+    tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
 )
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
@@ -112,14 +112,27 @@ def sm80_tile_of(config, element):
     without a tile, 128 x 128 x (the K step the heuristics give that many
     warps); stages 1 (a config that names none: the ring needs two) is as
     many as the heuristics would give the tile, within sm_80's shared
-    memory (the pass does not know the arch; that budget fits both)."""
+    memory (the pass does not know the arch; that budget fits both);
+    ``split`` the blocks that share a tile's K (sm80/splitk.py)."""
     warps = max(1, config.threads // 32)
     k_default = tc80_k_bytes(warps) // (4 if element == "f32" else 2)
     m, n, k = (tuple(config.tile) + (128, 128, k_default)[len(config.tile):])[:3]
     stages = config.stages
     if stages == 1:
         stages = tc80_stages(m, n, warps, "sm_80")
-    return sm80.Tile(m, n, k, max(2, stages), warps)
+    return sm80.Tile(m, n, k, max(2, stages), warps, max(1, config.split))
+
+
+def sm80_refit_split(gemm, tile, fitted):
+    """``fitted`` (``tile`` narrowed by sm80.fit_element_wise) with its K
+    split scaled down by as much as its tiles of ``gemm`` outnumber
+    ``tile``'s: the grid the heuristics sized stays the same."""
+    if tile.splits == 1:
+        return fitted
+
+    def tiles(t):
+        return -(-gemm.m // t.m) * -(-gemm.n // t.n)
+    return dataclasses.replace(fitted, splits=max(1, tile.splits * tiles(tile) // tiles(fitted)))
 
 
 def sm80_attention_tile_of(config, att):
@@ -136,9 +149,11 @@ def sm80_attention_tile_of(config, att):
 
 
 def sm80_fallback(found):
-    """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs)."""
-    return tc_sm80_configs(found.m, found.n, found.batch, found.element, SMS["sm_90a"],
-                           "", fallback=True)[0]
+    """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs),
+    its K split where its tiles leave SMs idle (tc80_split_config)."""
+    config = tc_sm80_configs(found.m, found.n, found.batch, found.element, SMS["sm_90a"],
+                             "", fallback=True)[0]
+    return tc80_split_config(config, found.m, found.n, found.batch, found.k, SMS["sm_90a"])
 
 
 @register
@@ -163,13 +178,15 @@ class DnnMapTensorCores(DnncPass):
                 try:
                     found = gemm_match.match(fn)
                     tile = sm80_tile_of(config, found.element)
-                    sm80.build(fn, found, tile)
+                    notes = sm80.build(fn, found, tile)
                 except (gemm_match.NotAGemm, sm80.NotSupported) as why:
                     fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
                     continue
                 # The config records what runs (an override may name no tile).
                 fn.attributes[ATTR] = config.replace(
                     tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
+                for note in notes:
+                    add_note(fn, note)
 
     def _sm90(self, fn, config):
         if attention_match.ATTR in fn.attributes:
@@ -193,14 +210,16 @@ class DnnMapTensorCores(DnncPass):
             return
         fallback = sm80_fallback(found)
         try:
-            sm80.build(fn, found, sm80_tile_of(fallback, found.element))
+            notes = sm80.build(fn, found, sm80_tile_of(fallback, found.element))
         except sm80.NotSupported as why:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
             return
         hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
-                             stages=fallback.stages),
+                             stages=fallback.stages, split=fallback.split),
                   f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
                   f"{fallback.stages} stages")
+        for note in notes:
+            add_note(fn, note)
 
     def _sm90_attention(self, fn, config):
         """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), an
@@ -299,9 +318,11 @@ class DnnMapTensorCores(DnncPass):
                     and self._sm90_conv_unsplit(fn, config, tile, not_sm90):
                 return
         gemm = conv.gemm
+        # (The K split, where the tiles leave SMs idle, is sized for the K of
+        # tc-sm90's match: the same but where the K steps round C up.)
         fallbacks = tc_sm80_conv(gemm.m, gemm.n, gemm.element, SMS["sm_90a"], "",
                                  conv.channels if conv.tiles_in_tap else None,
-                                 fallback=True, batch=gemm.batch)
+                                 fallback=True, batch=gemm.batch, k=gemm.k)
         if not fallbacks:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 (no tile for "
                           f"{gemm.m}x{gemm.n}): {SIMT}")
@@ -314,9 +335,11 @@ class DnnMapTensorCores(DnncPass):
             return
         # The tile that runs (narrowed for element-wise loads: fit_element_wise).
         shape = (tile.m, tile.n, tile.k)
-        hand_over(fn, Config("tc-sm80", (tile.threads, 1, 1), tile=shape, stages=tile.stages),
+        split = f", K split {tile.splits} ways" if tile.splits > 1 else ""
+        hand_over(fn, Config("tc-sm80", (tile.threads, 1, 1), tile=shape, stages=tile.stages,
+                             split=tile.splits),
                   f"{not_sm90}: tc-sm80 {'x'.join(map(str, shape))} tiles, "
-                  f"{tile.stages} stages")
+                  f"{tile.stages} stages{split}")
         for note in notes:
             add_note(fn, note)
 
@@ -354,7 +377,7 @@ class DnnMapTensorCores(DnncPass):
             fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
             return
         fn.attributes[ATTR] = config.replace(
-            tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
+            tile=(tile.m, tile.n, tile.k), stages=tile.stages, split=tile.splits).to_attr()
         for note in notes:
             add_note(fn, note)
 
@@ -363,7 +386,9 @@ class DnnMapTensorCores(DnncPass):
         """Match the convolution of ``fn`` for ``tile`` and build its tc-sm80
         kernel; (the notes for the plan, the tile it ran with) (``narrow``:
         a filter gradient's N narrowed to a divisor of C where ``tile``'s is
-        not). On failure the views the match made are erased again."""
+        not). A K split keeps its blocks where the tile is narrowed (more
+        tiles, fewer splits: sm80_refit_split). On failure the views the
+        match made are erased again."""
         conv = conv_match.match(fn, tile.k, "tc-sm80")
         if narrow and conv.tiles_in_tap and conv.channels % tile.n:
             n = next((n for n in (64, 32, 16) if n < tile.n and conv.channels % n == 0), None)
@@ -375,7 +400,7 @@ class DnnMapTensorCores(DnncPass):
                 # tile's K step's.
                 conv_match.discard(conv.made)
                 conv = conv_match.match(fn, fitted.k, "tc-sm80")
-            tile = fitted
+            tile = sm80_refit_split(conv.gemm, tile, fitted)
             return sm80.build_conv(fn, conv, tile), tile
         except sm80.NotSupported:
             conv_match.discard(conv.made)

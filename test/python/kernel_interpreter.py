@@ -65,8 +65,11 @@ class Interpreter:
     ``arrays`` (NumPy arrays, one per function argument in order: outputs
     are written into theirs)."""
 
-    def __init__(self, fn, arrays):
+    def __init__(self, fn, arrays, poison=False):
         self.fn = fn
+        # Host-side buffers filled with 0xFF bytes (NaN as f32) instead of
+        # zeros: a workspace element read before any launch wrote it shows.
+        self.poison = poison
         self.args = list(irutil.body(fn).arguments)
         self.gmem = bytearray()
         self.bases = []
@@ -178,8 +181,10 @@ class Interpreter:
         _, eb = _element(ir.MemRefType(value.type).element_type)
         size = (1 + offset + sum((n - 1) * s for n, s in zip(shape, strides))) * eb
         start = -(-len(self.gmem) // GLOBAL_ALIGN) * GLOBAL_ALIGN + GLOBAL_ALIGN
-        self.gmem = np.concatenate([self.gmem,
-                                    np.zeros(start + size + 64 - len(self.gmem), np.uint8)])
+        fill = np.zeros(start + size + 64 - len(self.gmem), np.uint8)
+        if self.poison:
+            fill[start - len(self.gmem):] = 0xFF
+        self.gmem = np.concatenate([self.gmem, fill])
         self.memrefs[value] = start
 
     def _launch(self, launch):
@@ -709,10 +714,11 @@ class Interpreter:
         return out.reshape(self.lanes, 4)
 
 
-def run_kernel(fn, arrays):
+def run_kernel(fn, arrays, poison=False):
     """Run kernel function ``fn`` on ``arrays`` (one per argument, in order);
-    returns every argument's array after the run (outputs written)."""
-    interpreter = Interpreter(fn, arrays)
+    returns every argument's array after the run (outputs written).
+    ``poison``: host-side buffers start as NaN, not zeros."""
+    interpreter = Interpreter(fn, arrays, poison)
     interpreter.run()
     return interpreter.read_back()
 

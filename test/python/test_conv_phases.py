@@ -168,13 +168,14 @@ def dgrad_graph(name, dtype, dx_dims, k, window, epilogue=None, out_type=None, *
     return build
 
 
-def interpret(build, dtype, arch="sm_80"):
+def interpret(build, dtype, arch="sm_80", config=None, poison=False):
     """(the reference output, what the kernels wrote, the conv kernel
     function's config) for ``build``'s graph of one kernel, its inputs of
-    ``dtype`` ("bf16", "f16") drawn at random."""
+    ``dtype`` ("bf16", "f16") drawn at random; ``config``: an override of
+    the heuristics; ``poison``: the kernel's own buffers start as NaN."""
     g = build()
     module = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
-        target="cuda", arch=arch, tuning_db="off", stop_after="configured"))
+        target="cuda", arch=arch, tuning_db="off", stop_after="configured", config=config))
     gpu = pipelines.GPU.passes
     upto = pipelines.LINALG_GPU.passes + gpu[:gpu.index("dnn-map-tensor-cores") + 1]
     passes.run_pipeline(module, "builtin.module(" + ",".join(upto) + ")")
@@ -202,7 +203,7 @@ def interpret(build, dtype, arch="sm_80"):
                 arrays.append(np.full(list(ir.MemRefType(value.type).shape), np.nan,
                                       np.float32))
                 where = len(arrays) - 1
-        got = run_kernel(fn, arrays)[where]
+        got = run_kernel(fn, arrays, poison)[where]
     return np.asarray(expected[out.name], np.float64), got, config
 
 

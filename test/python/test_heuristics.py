@@ -444,8 +444,11 @@ def test_tc_sm80_override():
     assert (c.strategy, c.tile, c.stages, c.block) == ("tc-sm80", (128, 128, 32), 4, (128, 1, 1))
     wide = choose(p, override="strategy:tc-sm80,tile:128x256x32")
     assert wide.block == (256, 1, 1)
-    with pytest.raises(PipelineError, match="strategy 'tc-sm80' has no field 'split'"):
-        choose(p, override="strategy:tc-sm80,split:2")
+    # Split-K (sm80/splitk.py) takes a split, summed by a second launch,
+    # not in clusters.
+    assert choose(p, override="strategy:tc-sm80,split:2").split == 2
+    with pytest.raises(PipelineError, match="strategy 'tc-sm80' has no field 'cluster'"):
+        choose(p, override="strategy:tc-sm80,split:2,cluster:2")
 
 
 def test_tc_sm90_tile_override_brings_its_block():

@@ -5,7 +5,8 @@ SASS.
 * ``WGRADS`` (bf16 and f16, channels-last, C = 24, 40, 96 and 144; 1x1,
   3x3 strided or dilated, 3-D): one tc-sm90 kernel on sm_90a (a second
   one sums split-K partials where the kernel leaves them), one tc-sm80
-  kernel on sm_80; the reason names the implicit GEMM, the taps as the
+  kernel on sm_80 (and a second that sums its partials where K is split:
+  sm80/splitk.py); the reason names the implicit GEMM, the taps as the
   GEMM's batch where the filter has several, and the columns a tap the
   tiles compute. The SASS of each: HGMMA (sm_90a) or HMMA (sm_80) of the
   operand type only, no spills, no local memory.
@@ -128,9 +129,11 @@ def test_on_tc_sm90(built, name):
 @pytest.mark.parametrize("name", sorted(WGRADS))
 def test_on_tc_sm80(built, name):
     kernels = built.package(name, "sm_80").kernels
-    assert [k["strategy"] for k in kernels] == ["tc-sm80"], \
+    k = kernels[0]
+    # A split K's partials are summed by a second launch (sm80/splitk.py).
+    launches = 2 if k["config"].get("split", 1) > 1 else 1
+    assert [k["strategy"] for k in kernels] == ["tc-sm80"] * launches, \
         [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
-    (k,) = kernels
     taps, channels = _geometry(name)
     bn = k["config"]["tile"][1]
     said = _columns_said(taps, channels, bn)
@@ -168,15 +171,18 @@ def test_tc_sm90_sass(built, name):
 @pytest.mark.parametrize("name", SM80_SASS)
 def test_tc_sm80_sass(built, name):
     """No spills or local memory, registers within 255; HMMA of the operand
-    type only, cp.async and ldmatrix."""
-    (k,) = built.package(name, "sm_80").kernels
+    type only, cp.async and ldmatrix (the launch that sums a split K's
+    partials, where there is one: no spills or local memory either)."""
+    k, *sums = built.package(name, "sm_80").kernels
     resources, functions = built.assembly(name, "sm_80")
-    r = resources[k["entry"]]
-    threads = k["block"][0] * k["block"][1] * k["block"][2]
-    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-    assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (k["entry"], r)
+    for launch in [k] + sums:
+        r = resources[launch["entry"]]
+        threads = launch["block"][0] * launch["block"][1] * launch["block"][2]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (launch["entry"], r)
+        assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (launch["entry"], r)
+        counts = sass.opcodes(functions[launch["entry"]])
+        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
     counts = sass.opcodes(functions[k["entry"]])
-    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
     hmma = "HMMA.16816.F32.BF16" if name.endswith("bf16") else "HMMA.16816.F32"
     assert counts[hmma] > 0 and {op for op in counts if op.startswith("HMMA.")} == {hmma}, \
         sorted(counts)

@@ -28,6 +28,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        360 random convolutions (fprop, dgrad, wgrad) whose
                        channel counts are not multiples of 8, on tc-sm80's
                        loaders that zero-fill past C, ten to a graph
+    conv_sm80_split.py
+                       convolutions on tc-sm80 with K split: long filter
+                       gradients of unaligned channels the heuristics
+                       split, and random odd-channel forwards and gradients
+                       with the split forced
     conv_grouped_simt.py
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
@@ -86,6 +91,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
+from . import conv_sm80_split
 from .case import Case
 
 # In the order index.json lists them.
@@ -99,6 +105,7 @@ CASES = [
     *conv_random_tf32.CASES,
     *conv_phases.CASES,
     *conv_odd_channels.CASES,
+    *conv_sm80_split.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
     *conv_wgrad_channels.CASES,

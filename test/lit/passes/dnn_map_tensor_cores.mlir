@@ -10,7 +10,8 @@
 // says why.
 // A kernel tc-sm90 does not take goes to tc-sm80, else to simt-generic, with
 // the reason. tc-sm80 kernels: cp.async copies into a shared-memory ring,
-// ldmatrix, mma.sync, the epilogue on the accumulators in registers.
+// ldmatrix, mma.sync, the epilogue on the accumulators in registers; with
+// split-K, f32 partials and a second launch that sums them in split order.
 // A convolution kernel (marked dnn.conv) becomes the same kernel with other
 // operand loaders: the activation read by TMA in im2col mode, the filter as
 // [K, taps, C] tiles (an implicit GEMM); one tc-sm90 does not take goes to
@@ -2264,5 +2265,72 @@ func.func private @conv_wgrad_taps_batched(%dy: memref<1x16x6x6xbf16, strided<[5
   }
   %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<1x16x24x3x3xbf16> into memref<16x24x3x3xbf16>
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x24x3x3xbf16>) outs(%dw : memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>>)
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1) -> (d0, d1)>
+#row = affine_map<(d0, d1) -> (0, d1)>
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// tc-sm80 split-K (sm80/splitk.py): the 16 K steps of each of the 4 tiles of
+// 64 x 64 split 3 ways, 12 blocks; block b runs split b / 4 of tile b % 4,
+// K steps 6 (b / 4) up to min(6, 16 - 6 (b / 4)) of them (the last split
+// runs 4), and stores its f32 accumulator pairs, unscaled, into its split's
+// slice of a [3, 1, 100, 72] workspace, guarded at M and N. A second launch
+// of one thread per pair of columns (100 x 36 of them) adds the three
+// partials in split order, then runs relu(C + bias) and stores the pair.
+// CHECK-LABEL: func.func private @sm80_split_k(
+//  CHECK-SAME:     %[[A:.*]]: memref<100x512xf16>, %[[B:.*]]: memref<512x72xf16>, %[[BIAS:.*]]: memref<1x72xf16>, %[[Y:.*]]: memref<100x72xf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "K split 3 ways (6 K steps of 32 a split), the f32 partials summed in split order by a second launch that runs the epilogue"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   %[[WS:.*]] = memref.alloc() : memref<3x1x100x72xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c12, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c29184_i32 {
+//       CHECK:     %[[BLOCK:.*]] = gpu.block_id  x
+//       CHECK:     %[[SPLIT:.*]] = arith.divui %[[BLOCK]], %c4 : index
+//       CHECK:     %[[FIRST:.*]] = arith.muli %[[SPLIT]], %c6 : index
+//       CHECK:     %[[LEFT:.*]] = arith.subi %c16, %[[FIRST]] : index
+//       CHECK:     %[[COUNT:.*]] = arith.minui %[[LEFT]], %c6 : index
+//       CHECK:     scf.for %{{.*}} = %c0 to %[[COUNT]] step %c1
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     nvvm.cp.async.wait.group 0
+//   CHECK-NOT:     vector.store %{{.*}}, %[[Y]]
+//       CHECK:     scf.if
+//  CHECK-NEXT:       vector.store %{{.*}}, %[[WS]][%[[SPLIT]], %c0, %{{.*}}, %{{.*}}] {alignment = 8 : i64} : memref<3x1x100x72xf32>, vector<2xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c15, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:     %[[P0:.*]] = vector.load %[[WS]][%c0, %c0, %[[ROW:.*]], %[[COL:.*]]] {alignment = 8 : i64} : memref<3x1x100x72xf32>, vector<2xf32>
+//  CHECK-NEXT:     %[[P1:.*]] = vector.load %[[WS]][%c1, %c0, %[[ROW]], %[[COL]]]
+//  CHECK-NEXT:     %[[S01:.*]] = arith.addf %[[P0]], %[[P1]] : vector<2xf32>
+//  CHECK-NEXT:     %[[P2:.*]] = vector.load %[[WS]][%c2, %c0, %[[ROW]], %[[COL]]]
+//  CHECK-NEXT:     arith.addf %[[S01]], %[[P2]] : vector<2xf32>
+//       CHECK:     vector.load %[[BIAS]][%c0, %[[COL]]]
+//       CHECK:     arith.maximumf
+//       CHECK:     vector.store %{{.*}}, %[[Y]][%[[ROW]], %[[COL]]] {alignment = 4 : i64} : memref<100x72xf16>, vector<2xf16>
+func.func private @sm80_split_k(%A: memref<100x512xf16>, %B: memref<512x72xf16>, %bias: memref<1x72xf16>, %Y: memref<100x72xf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [128, 1, 1], split = 3 : i64, stages = 3 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<100x72xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<100x72xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<100x512xf16>, memref<512x72xf16>) outs(%C : memref<100x72xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel"]} ins(%C, %bias : memref<100x72xf32>, memref<1x72xf16>) outs(%Y : memref<100x72xf16>) {
+  ^bb0(%c: f32, %b: f16, %out: f16):
+    %0 = arith.extf %b : f16 to f32
+    %1 = arith.addf %c, %0 : f32
+    %2 = arith.maximumf %1, %zero : f32
+    %3 = arith.truncf %2 : f32 to f16
+    linalg.yield %3 : f16
+  }
   return
 }

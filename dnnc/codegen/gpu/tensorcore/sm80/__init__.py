@@ -16,7 +16,9 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
 * ``kernel``: ``check`` and the kernel (prologue, software-pipelined
   mainloop of ldmatrix and mma.sync);
 * ``epilogue``: the fused epilogue, stored 16 bytes a thread where it can;
-* ``scheduler``: one block per tile, in grouped order;
+* ``scheduler``: one block per tile (and K split), in grouped order;
+* ``splitk``: split-K, the partials summed in split order by a second
+  launch;
 * ``flash``: the attention forward (FlashAttention-2's scheme on mma.sync),
   a kernel of its own beside the GEMM's parts (``build_attention``).
 """
@@ -34,9 +36,12 @@ __all__ = ["PAD", "FlashTile", "NotSupported", "Tile", "build", "build_attention
 
 
 def build(fn, gemm, tile):
-    """Replace kernel function ``fn``'s body by the tc-sm80 kernel of ``gemm``."""
+    """Replace kernel function ``fn``'s body by the tc-sm80 kernel of
+    ``gemm``; returns what the plan should say of it beyond the config."""
     check(gemm, tile)
-    Kernel(fn, gemm, tile).build()
+    kernel = Kernel(fn, gemm, tile)
+    kernel.build()
+    return [kernel.splitk.note()[2:]] if kernel.splitk.split else []
 
 
 def build_conv(fn, conv, tile):
@@ -55,19 +60,21 @@ def build_conv(fn, conv, tile):
 
         def build_gemm(part):
             loaders = im2col.loaders(part, tile)
-            built.append(loaders)
-            Kernel(fn, part.gemm, tile, loaders).build(erase=False)
+            kernel = Kernel(fn, part.gemm, tile, loaders)
+            built.append((loaders, kernel.splitk.note()))
+            kernel.build(erase=False)
             return []
 
         split, _ = phase_kernels.build(fn, conv, check_part, build_gemm)
         return [f"implicit GEMM (dgrad): dy gathered by cp.async, {phases.note(conv, split)}"
-                f"{_unaligned(built[0]) if built else ''}"]
+                f"{_unaligned(built[0][0]) + built[0][1] if built else ''}"]
     loaders = im2col.loaders(conv, tile)
     check(conv.gemm, tile, loaders)
-    Kernel(fn, conv.gemm, tile, loaders).build()
+    kernel = Kernel(fn, conv.gemm, tile, loaders)
+    kernel.build()
     return [f"implicit GEMM ({conv.direction}): {read} gathered by cp.async, {conv.taps} "
             f"filter taps x {conv.channels} channels{wgrad_taps.note(conv, tile.n)}"
-            f"{_unaligned(loaders)}"]
+            f"{_unaligned(loaders)}{kernel.splitk.note()}"]
 
 
 # Accumulators plus element-wise elements a thread may hold (loader.py's

@@ -1,6 +1,8 @@
 """A tc-sm80 kernel: one block per output tile (scheduler.py), a cp.async
 ring of ``stages`` stages (loader.py), ldmatrix and mma.sync in a software
-pipeline (below), and the fused epilogue (epilogue.py).
+pipeline (below), and the fused epilogue (epilogue.py); with split-K, one
+block per tile and K split, each running the steps of its split, whose
+partials a second launch sums and runs the epilogue on (splitk.py).
 
 ``warps`` warps of 32 threads in a ``warps_m x warps_n`` grid, each warp
 owning a ``WM x WN`` slice of the tile (``Tile.warp_m`` / ``Tile.warp_n``:
@@ -24,7 +26,12 @@ the squarest, 64 x 64 for 128 x 128 tiles and 4 warps, 128 x 256 or 256 x
                     kt+1; then mma.sync slice kk (WM/16 x WN/8 of them, in
                     serpentine order)
     3. epilogue   wait for all groups; each accumulator pair goes through the
-                  fused pointwise chain and is stored (epilogue.py)
+                  fused pointwise chain and is stored (epilogue.py); split
+                  K: stored as f32 partials instead (splitk.py)
+
+The K steps are a block's split's (all of them unsplit): steps step0 ..
+step0 + count - 1, ``count`` a constant but where the last split runs
+fewer steps than the others.
 
 The fragments are double-buffered in registers so that no mma.sync waits
 for the ldmatrix just before it: the loads of slice kk+1 are in flight
@@ -47,6 +54,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 from dnnc.codegen.gpu.tensorcore.sm80.epilogue import Epilogue
 from dnnc.codegen.gpu.tensorcore.sm80.loader import AsyncOperand
 from dnnc.codegen.gpu.tensorcore.sm80.scheduler import tile_of_block
+from dnnc.codegen.gpu.tensorcore.sm80.splitk import SplitK
 from dnnc.codegen.gpu.tensorcore.sm80.support import (
     MAX_ACCUMULATORS, MAX_SHARED, MMA_K_BYTES, WARP, NotSupported,
 )
@@ -86,6 +94,8 @@ def check(gemm, tile, loaders=None):
         if operand.prologue is not None:
             raise NotSupported(f"a prologue on {name} ({operand.stored} -> {element}): "
                                "tc-sm80 applies none")
+    if tile.splits < 1:
+        raise NotSupported(f"K split {tile.splits} ways: expected at least 1")
     if tile.warps not in (1, 2, 4, 8) or tile.stages < 2:
         raise NotSupported(f"{tile.warps} warps, {tile.stages} stages: expected 1, 2, 4 or 8 "
                            "warps and at least 2 stages")
@@ -125,6 +135,7 @@ class Kernel:
         self.acc_type = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
         self.arguments = list(irutil.body(fn).arguments)
         self.epilogue = Epilogue(self)
+        self.splitk = SplitK(self)
 
     # -- host side ----------------------------------------------------------
 
@@ -136,9 +147,12 @@ class Kernel:
         body = irutil.body(self.fn)
         old = [op.operation for op in body.operations]
         with ir.InsertionPoint(old[-1]):
-            blocks = self.tiles_m * self.tiles_n * self.gemm.batch
+            self.splitk.allocate()
+            blocks = self.tiles_m * self.tiles_n * self.gemm.batch * self.splitk.splits
             launch((blocks, 1), self.tile.threads, self.tile.stages * self.stage_bytes,
                    self.kernel)
+            if self.splitk.split:
+                self.splitk.reduce()
         # The linalg ops and their buffers go; views the launch reads (an
         # implicit GEMM's operands) stay.
         if erase:
@@ -152,7 +166,10 @@ class Kernel:
         # Warps row-major over the warps_m x warps_n grid.
         wm0 = arith.muli(arith.divui(warp, _idx(tile.warps_n)), _idx(tile.warp_m))
         wn0 = arith.muli(arith.remui(warp, _idx(tile.warps_n)), _idx(tile.warp_n))
-        batch, tile_m, tile_n = tile_of_block(self.tiles_m, self.tiles_n, self.gemm.batch)
+        batch, tile_m, tile_n, split = tile_of_block(self.tiles_m, self.tiles_n,
+                                                     self.gemm.batch, self.splitk.splits)
+        # This block's K steps: step0 .. step0 + count - 1 (step0 None: 0).
+        step0, count = self.splitk.run(split)
         m0 = arith.muli(tile_m, _idx(tile.m))
         n0 = arith.muli(tile_n, _idx(tile.n))
         self.base = shared_base()
@@ -161,9 +178,12 @@ class Kernel:
         ring = tile.stages * self.stage_bytes
 
         def load(kt, stage_offset):
-            """Issue K step ``kt``'s copies; the shared stores of element-wise
-            chunks still to issue (loader.py)."""
+            """Issue the copies of the block's K step ``kt`` (counted from
+            its split's first); the shared stores of element-wise chunks
+            still to issue (loader.py)."""
             stage = arith.addi(self.base, stage_offset)
+            if step0 is not None:
+                kt = arith.addi(step0, kt)
             k0 = arith.muli(kt, _idx(tile.k))
             pending = self.a.load(plan_a, stage, k0) or []
             return pending + (self.b.load(plan_b, _add(stage, self.a.bytes), k0) or [])
@@ -176,10 +196,16 @@ class Kernel:
 
         # 1. Prologue: steps 0 .. stages-2, one commit group each; then wait
         # for step 0 and read its first K slice's fragments.
+        def load_now(s):
+            for store in load(_idx(s), _i(s * self.stage_bytes, 64)):
+                store()
+
         for s in range(tile.stages - 1):
-            if s < self.steps:
-                for store in load(_idx(s), _i(s * self.stage_bytes, 64)):
-                    store()
+            if s < self.splitk.last:
+                load_now(s)
+            elif s < self.splitk.per_split:
+                # Only the last split may run fewer steps than this.
+                _if(_cmp("ult", _idx(s), count), lambda s=s: load_now(s))
             nvvm.CpAsyncCommitGroupOp()
         nvvm.CpAsyncWaitGroupOp(tile.stages - 2)
         gpu.barrier()
@@ -196,7 +222,7 @@ class Kernel:
         zero = llvm.mlir_zero(self.acc_type)
         init = [zero] * accumulators + self._flat(first) + \
             [_i(0, 64), _i((tile.stages - 1) * self.stage_bytes, 64)]
-        loop = scf.ForOp(_idx(0), _idx(self.steps), _idx(1), init)
+        loop = scf.ForOp(_idx(0), count, _idx(1), init)
         with ir.InsertionPoint(loop.body):
             kt = loop.induction_variable
             carried = list(loop.inner_iter_args)
@@ -214,9 +240,11 @@ class Kernel:
                 the last one, into a stage no later step reads."""
                 ahead = _add(kt, tile.stages - 1)
                 if self.element_wise:
-                    pending = load(arith.minui(ahead, _idx(self.steps - 1)), write)
+                    final = _idx(self.steps - 1) if step0 is None else \
+                        arith.subi(count, _idx(1))
+                    pending = load(arith.minui(ahead, final), write)
                 else:
-                    _if(_cmp("ult", ahead, _idx(self.steps)), lambda: load(ahead, write))
+                    _if(_cmp("ult", ahead, count), lambda: load(ahead, write))
                     pending = []
                 nvvm.CpAsyncCommitGroupOp()
                 return pending
@@ -250,9 +278,13 @@ class Kernel:
             scf.YieldOp(accs + self._flat(frags) + [read_next, following(write)])
         nvvm.CpAsyncWaitGroupOp(0)
 
-        # 3. Epilogue.
-        self.epilogue.apply(list(loop.results)[:accumulators], lane, batch,
-                            arith.addi(m0, wm0), arith.addi(n0, wn0))
+        # 3. Epilogue (split K: the partials, which a second launch sums).
+        accs = list(loop.results)[:accumulators]
+        if self.splitk.split:
+            self.splitk.store(accs, lane, batch, arith.addi(m0, wm0), arith.addi(n0, wn0),
+                              split)
+        else:
+            self.epilogue.apply(accs, lane, batch, arith.addi(m0, wm0), arith.addi(n0, wn0))
 
     def _fragment_offsets(self, lane, wm0, wn0):
         """Per-lane byte offsets in a stage of the fragment reads."""

@@ -1,6 +1,6 @@
-"""tc-sm80's tile and limits: ``Tile`` (a block's BM x BN x BK, stages and
-warps, and the warp grid it makes), ``NotSupported``, and the constants the
-loader, the mainloop and the checks share."""
+"""tc-sm80's tile and limits: ``Tile`` (a block's BM x BN x BK, stages,
+warps and K splits, and the warp grid it makes), ``NotSupported``, and the
+constants the loader, the mainloop and the checks share."""
 
 from dataclasses import dataclass
 
@@ -25,6 +25,8 @@ class Tile:
     k: int = 32
     stages: int = 4
     warps: int = 4
+    # Blocks that share each tile's K steps (split-K: splitk.py).
+    splits: int = 1
 
     @property
     def threads(self):
