@@ -71,6 +71,17 @@ WGRAD_WORKSPACE_SHARE = 16
 # DEPTHWISE_ACCUMULATORS) it takes 62 and four blocks fit; a warp still
 # reads whole 32-byte sectors of each pixel's channels.
 WGRAD_DEPTHWISE_BYTES = 8
+# A grouped forward's thread holds a row of taps' f32 weights for its
+# channels (S x Cg x width: window/grouped_emit.py) beside its
+# accumulators (tile x width). ptxas 13 (sm_90a, bf16), ResNeXt-50's 32
+# groups of 4 in 3x3: 8 channels x 4 outputs a thread take 170 registers
+# (96 of weights: one 256-thread block an SM), 4 channels x 8 outputs 128
+# (two blocks), with more multiply-adds a load (10 x pixels a row for 8
+# outputs, 4 weights a load). So where 16 bytes of channels overflow
+# GROUPED_ROW_WEIGHTS and 8 bytes fit, a thread takes 8 bytes, and as
+# many outputs as GROUPED_ACCUMULATORS allow.
+GROUPED_ROW_WEIGHTS = 48
+GROUPED_ACCUMULATORS = 32
 # The bytes of a group's channels that tc-sm90's grouped implicit GEMM reads
 # in whole K steps (64 bf16 / f16 channels: tensorcore/conv.groups_problem).
 SMALL_GROUP_K_STEP = 128
@@ -165,6 +176,20 @@ def _grouped_width(k, kg, element_bytes, vector_bytes=pointwise.VECTOR_BYTES):
     return width
 
 
+def _grouped_forward(channels, ins, outs, row_taps, element_bytes, width, tiles):
+    """(width, tiles) of a grouped forward's thread, from the 16-byte
+    ``width`` and ``tiles``: 8 bytes of channels instead where that makes a
+    row of taps' f32 weights fit GROUPED_ROW_WEIGHTS, and then 8 outputs
+    along W first (see GROUPED_ROW_WEIGHTS)."""
+    if row_taps * ins * width <= GROUPED_ROW_WEIGHTS:
+        return width, tiles
+    narrow = _grouped_width(channels, outs, element_bytes, pointwise.VECTOR_BYTES // 2)
+    if narrow == width or row_taps * ins * narrow > GROUPED_ROW_WEIGHTS:
+        return width, tiles
+    first = max(t for t in TILES if t * narrow <= GROUPED_ACCUMULATORS)
+    return narrow, (first,) + tuple(t for t in tiles if t != first)
+
+
 def simt_depthwise(problem):
     """The simt-depthwise configs of a depthwise or small-group
     convolution, best first, or []."""
@@ -180,17 +205,21 @@ def simt_depthwise(problem):
     width = max(1, pointwise.VECTOR_BYTES // element_bytes)
     while width > 1 and channels % width:
         width //= 2
+    stride = list(problem.attr("stride", ()) or (1,))
+    wide = w.shape[-1] >= WIDE_WINDOW and stride[-1] == 1
+    choices = WIDE_TILES if wide else TILES
     if grouped:
         groups, ins, outs = _group_shape(problem)
         width = _grouped_width(channels, outs, element_bytes)
+        if problem.anchor == "conv_fprop":
+            width, choices = _grouped_forward(channels, ins, outs, w.shape[-1], element_bytes,
+                                              width, choices)
     taps = math.prod(w.shape[2:])
     out_w = y.shape[-1]
-    stride = list(problem.attr("stride", ()) or (1,))
     # A strided data gradient's thread owns a whole number of stride phases
     # along W (depthwise_dgrad.py): its tile is rounded to that.
     phases = stride[-1] if problem.anchor == "conv_dgrad" else 1
-    wide = w.shape[-1] >= WIDE_WINDOW and stride[-1] == 1
-    tiles = [t for t in (WIDE_TILES if wide else TILES) if t <= max(1, out_w)] or [1]
+    tiles = [t for t in choices if t <= max(1, out_w)] or [1]
     tiles = list(dict.fromkeys(max(1, t // phases) * phases for t in tiles))
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
