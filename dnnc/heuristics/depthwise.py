@@ -62,7 +62,10 @@ TYPES = ("bf16", "f16", "f32")
 # SM its grid aims at, best first.
 WGRAD_TILE = 8
 WGRAD_WAVES = (1, 2, 4)
-WGRAD_WORKSPACE_SHARE = 16
+# (1/16 left small images' gradients a fraction of the SMs: ConvNeXt's
+# 7x7 at 14 x 14, 32 x 384 channels, 4 blocks of partials along the
+# reduction, 96 blocks in all; 1/8 gives it 8.)
+WGRAD_WORKSPACE_SHARE = 8
 # The channels a depthwise filter gradient's thread owns: 8 bytes (4 bf16
 # channels), not 16. Its accumulators are taps x channels; at 8 channels a
 # 3x3's take 72 registers and ptxas gives the thread 178, one 252-thread
@@ -254,6 +257,7 @@ def wgrad_configs(problem):
                            WGRAD_DEPTHWISE_BYTES if cg == 1 else pointwise.VECTOR_BYTES)
     out = list(dy.shape[2:])
     stride = list(problem.attr("stride", ()) or (1,))
+    dilation = list(problem.attr("dilation", ()) or (1,))
     tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
     tile = max(1, min(tile, out[-1]))
     # The partials written and read back are at most 1/WGRAD_WORKSPACE_SHARE
@@ -266,11 +270,12 @@ def wgrad_configs(problem):
         slice_, units, lanes = wgrad_lanes(channels // width, window, width, block, cg)
         threads = slice_ * units * lanes
         resident = blocks_per_sm(wgrad_registers(window, width, cg, tile, stride[-1],
-                                                 x.element_bytes), threads)
+                                                 x.element_bytes, dilation[-1]), threads)
         grid_y = channels // width // slice_
         items = dy.shape[0] * math.prod(out[:-1]) * -(-out[-1] // tile)
-        split = max(1, min(-(-items // lanes), -(-waves * resident * problem.sms // grid_y),
-                           most))
+        # Rounded down: a grid of a wave's blocks and a few more would run a
+        # second, nearly empty wave.
+        split = max(1, min(-(-items // lanes), waves * resident * problem.sms // grid_y, most))
         share = "a share of the filter" if units > 1 else "the filter"
         config = Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile), split=split,
                         reason=(f"{kind} conv_wgrad: {dw.elements} filter taps summed over "

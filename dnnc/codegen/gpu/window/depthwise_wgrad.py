@@ -49,7 +49,8 @@ from dnnc.codegen.gpu.window.depthwise import evaluate
 from dnnc.codegen.gpu.window.depthwise_emit import _both
 from dnnc.codegen.gpu.window.program import memory_order_view, product
 from dnnc.codegen.gpu.window.grouped_emit import lane_sources
-from dnnc.codegen.gpu.window.tile import wgrad_lanes, wgrad_units
+from dnnc.codegen.gpu.window.tile import (blocks_per_sm, wgrad_lanes, wgrad_registers,
+                                          wgrad_units)
 
 _index = irutil.index
 _WORKGROUP = "#gpu.address_space<workgroup>"
@@ -84,6 +85,13 @@ class Geometry:
         self.items = math.prod(self.counts)
         self.split = max(1, min(split, -(-self.items // self.lanes)))
         self.blocks = (self.split, self.groups // self.slice)
+        # The blocks an SM holds at once that the heuristics planned the grid
+        # for (tile.py's register estimate), given to ptxas as the launch
+        # bound (irutil.BLOCKS_PER_SM_ATTR) so that it keeps the thread to
+        # that budget.
+        self.resident = blocks_per_sm(wgrad_registers(
+            window, width, self.cg, self.tile, found.stride[-1],
+            irutil.element_bytes(found.element), found.dilation[-1]), self.threads)
         self.workspace = ir.MemRefType.get([self.split, self.taps * self.cg, self.channels],
                                            ir.F32Type.get())
         self.smem = ir.MemRefType.get([self.threads * width], ir.F32Type.get(),
@@ -360,4 +368,6 @@ def build(fn, found, width, threads, tile, split):
     for op in reversed(found.ops):
         if op.name not in ("arith.constant", "func.return"):
             op.erase()
+    if g.resident > 1:
+        fn.attributes[irutil.BLOCKS_PER_SM_ATTR] = ir.DenseI32ArrayAttr.get([g.resident, 0])
     return g

@@ -101,11 +101,12 @@ SM_REGISTERS = 65536
 SM_THREADS = 2048
 
 
-def wgrad_registers(window, width, cg, tile, stride, element_bytes):
+def wgrad_registers(window, width, cg, tile, stride, element_bytes, dilation=1):
     """About the registers ptxas gives a depthwise or grouped filter
     gradient's partial-sums thread (depthwise_wgrad.py): its f32
     accumulators, the run's ``tile`` dy vectors and one filter row's x
-    pixels as loaded (``element_bytes`` each), and
+    pixels as loaded (``element_bytes`` each; ``stride`` and ``dilation``
+    along W), and
     WGRAD_OVERHEAD_REGISTERS. (ptxas 13 on sm_90a, bf16, runs of 8: a
     3x3's rows of 3 taps x 4 channels 62 against 64 here, a 7x7's 7 x 4
     96 against 88: either way four and two 256-thread blocks an SM; a
@@ -116,7 +117,7 @@ def wgrad_registers(window, width, cg, tile, stride, element_bytes):
         taps *= k
     row_taps = window[-1]
     accumulators = (row_taps if rows else taps) * chunk * width
-    pixels = (tile - 1) * stride + row_taps
+    pixels = (tile - 1) * stride + (row_taps - 1) * dilation + 1
     loaded = (tile * width + pixels * max(width, chunk)) * element_bytes
     return accumulators + -(-loaded // 4) + WGRAD_OVERHEAD_REGISTERS
 
