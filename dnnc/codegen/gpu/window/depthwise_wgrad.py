@@ -6,7 +6,11 @@ in one kernel function and no float atomics.
 
 Bytes: x and dy are read once from DRAM (each at least once: the minimum),
 dw is a few KiB; so the kernel is memory-bound and shaped as the forward
-is: 16-byte channel vectors, a warp reading whole channels-last pixels.
+is: channel vectors (8 bytes when depthwise, 16 when grouped: the
+heuristics' ``vector``), a warp reading runs of channels-last pixels. What
+hides the loads' latency is the warps an SM holds, so a depthwise thread
+keeps few accumulators (below) and the grid is one wave of the blocks the
+SMs hold at once, which ptxas is given as the launch bound.
 
 1. **Partial sums** (grid ``split`` x channel slices). A thread owns one
    channel vector (``width`` channels) and a set of taps: every tap of the
