@@ -170,6 +170,18 @@ GROUPED_GRADS = [
     ("3x3 32 groups", 32, 128, 56, 3, 1, 32),
 ]
 
+# More depthwise and small-group layers, every direction (what, N, C, H, R,
+# stride, pad, groups; K = C): MobileNetV2's strided 3x3 and a late 3x3 of
+# many channels, ConvNeXt's 7x7 at 14 x 14, ResNeXt-50's second stage (32
+# groups of 8), and the 3x3 depthwise layer at batch 128.
+DEPTHWISE_LAYERS = [
+    ("3x3/2 depthwise", 32, 96, 112, 3, 2, 1, 96),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, 1, 384),
+    ("7x7 depthwise", 32, 384, 14, 7, 1, 3, 384),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 1, 32),
+    ("3x3 depthwise", 128, 144, 56, 3, 1, 1, 144),
+]
+
 
 def _torch_conv(stride, pad, epilogue):
     def fn(t, x, w, *rest):
@@ -393,6 +405,27 @@ def cases(Case):
                             groups=groups: grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6],
                                                       groups=groups),
                             _torch_grad(direction, shape, 1, pad, groups), flops, nbytes, True,
+                            "conv"))
+    for what, n, c, h, r, s, pad, groups in DEPTHWISE_LAYERS:
+        p = out_size(h, r, s, pad)
+        cg = c // groups
+        # Memory-bound: the minimal bytes are the two activations read or
+        # written once and the filter.
+        nbytes = (n * c * h * h + c * cg * r * r + n * c * p * p) * BF16
+        flops = 2 * n * c * p * p * cg * r * r
+        tag = "".join(ch if ch.isalnum() else "_" for ch in f"{what}_{n}_{c}_{h}")
+        name = f"conv {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16"
+        out.append(Case(name, lambda slug=f"conv_layer_{tag}", a=([n, c, h, h], [c, cg, r, r],
+                                                                  s, pad, groups):
+                        general_graph(slug, *a), _torch_general(s, pad, groups, 4), flops,
+                        nbytes, True, "conv"))
+        for direction in ("dgrad", "wgrad"):
+            shape = [n, c, h, h] if direction == "dgrad" else [c, cg, r, r]
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16"
+            out.append(Case(name, lambda slug=f"conv_{direction}_layer_{tag}", d=direction,
+                            a=(n, c, h, c, r, s, pad), groups=groups:
+                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], groups=groups),
+                            _torch_grad(direction, shape, s, pad, groups), flops, nbytes, True,
                             "conv"))
     for what, n, c, h, k, r, s, pad, config in PHASE_TILES:
         p = out_size(h, r, s, pad)

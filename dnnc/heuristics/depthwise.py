@@ -7,9 +7,11 @@ forward reads x), its tile rounded to a whole number of W stride phases
 (dnnc/codegen/gpu/window/depthwise_dgrad.py). A filter gradient
 (depthwise_wgrad.py) reduces over N x P x Q: ``tile`` is the run of output
 pixels along W a work item takes (WGRAD_TILE), ``split`` the blocks the
-reduction is spread over, chosen so that the grid holds WGRAD_WAVES blocks
-an SM but its partial sums (written, then read back by the second launch)
-stay under 1/WGRAD_WORKSPACE_SHARE of the bytes of x and dy.
+reduction is spread over, chosen so that the grid is WGRAD_WAVES times the
+blocks the SMs hold at once (window/tile.py's register estimate: the grid
+is one wave, every block looping over its share of the pixels) but its
+partial sums (written, then read back by the second launch) stay under
+1/WGRAD_WORKSPACE_SHARE of the bytes of x and dy.
 
 Forward:
 
@@ -44,7 +46,7 @@ fallback.
 import math
 
 from dnnc.heuristics import generic, pointwise
-from dnnc.codegen.gpu.window.tile import SMEM_BYTES, wgrad_lanes
+from dnnc.codegen.gpu.window.tile import SMEM_BYTES, blocks_per_sm, wgrad_lanes, wgrad_registers
 from dnnc.heuristics.config import Config
 
 STRATEGY = "simt-depthwise"
@@ -59,8 +61,30 @@ TYPES = ("bf16", "f16", "f32")
 # 3x3's row of 10 x pixels for 8 outputs; 4 when strided) and the blocks an
 # SM its grid aims at, best first.
 WGRAD_TILE = 8
-WGRAD_WAVES = (2, 4, 1)
-WGRAD_WORKSPACE_SHARE = 16
+WGRAD_WAVES = (1, 2, 4)
+# (1/16 left small images' gradients a fraction of the SMs: ConvNeXt's
+# 7x7 at 14 x 14, 32 x 384 channels, 4 blocks of partials along the
+# reduction, 96 blocks in all; 1/8 gives it 8.)
+WGRAD_WORKSPACE_SHARE = 8
+# The channels a depthwise filter gradient's thread owns: 8 bytes (4 bf16
+# channels), not 16. Its accumulators are taps x channels; at 8 channels a
+# 3x3's take 72 registers and ptxas gives the thread 178, one 252-thread
+# block an SM (8 warps to hide every load's latency: 50% of cuDNN's speed
+# on an H200). At 4 channels a row of taps a thread (tile.py's
+# DEPTHWISE_ACCUMULATORS) it takes 62 and four blocks fit; a warp still
+# reads whole 32-byte sectors of each pixel's channels.
+WGRAD_DEPTHWISE_BYTES = 8
+# A grouped forward's thread holds a row of taps' f32 weights for its
+# channels (S x Cg x width: window/grouped_emit.py) beside its
+# accumulators (tile x width). ptxas 13 (sm_90a, bf16), ResNeXt-50's 32
+# groups of 4 in 3x3: 8 channels x 4 outputs a thread take 170 registers
+# (96 of weights: one 256-thread block an SM), 4 channels x 8 outputs 128
+# (two blocks), with more multiply-adds a load (10 x pixels a row for 8
+# outputs, 4 weights a load). So where 16 bytes of channels overflow
+# GROUPED_ROW_WEIGHTS and 8 bytes fit, a thread takes 8 bytes, and as
+# many outputs as GROUPED_ACCUMULATORS allow.
+GROUPED_ROW_WEIGHTS = 48
+GROUPED_ACCUMULATORS = 32
 # The bytes of a group's channels that tc-sm90's grouped implicit GEMM reads
 # in whole K steps (64 bf16 / f16 channels: tensorcore/conv.groups_problem).
 SMALL_GROUP_K_STEP = 128
@@ -145,14 +169,28 @@ def is_small_groups(problem):
     return width * math.prod(w.shape[2:]) * ins * data.element_bytes <= SMEM_BYTES
 
 
-def _grouped_width(k, kg, element_bytes):
-    """Output channels a thread of a grouped convolution owns: 16 bytes,
-    halved until they divide K and hold whole groups or divide one
-    (window/grouped_emit.py)."""
-    width = max(1, pointwise.VECTOR_BYTES // element_bytes)
+def _grouped_width(k, kg, element_bytes, vector_bytes=pointwise.VECTOR_BYTES):
+    """Output channels a thread of a grouped convolution owns:
+    ``vector_bytes`` (16), halved until they divide K and hold whole groups
+    or divide one (window/grouped_emit.py)."""
+    width = max(1, vector_bytes // element_bytes)
     while width > 1 and (k % width or (width % kg and kg % width)):
         width //= 2
     return width
+
+
+def _grouped_forward(channels, ins, outs, row_taps, element_bytes, width, tiles):
+    """(width, tiles) of a grouped forward's thread, from the 16-byte
+    ``width`` and ``tiles``: 8 bytes of channels instead where that makes a
+    row of taps' f32 weights fit GROUPED_ROW_WEIGHTS, and then 8 outputs
+    along W first (see GROUPED_ROW_WEIGHTS)."""
+    if row_taps * ins * width <= GROUPED_ROW_WEIGHTS:
+        return width, tiles
+    narrow = _grouped_width(channels, outs, element_bytes, pointwise.VECTOR_BYTES // 2)
+    if narrow == width or row_taps * ins * narrow > GROUPED_ROW_WEIGHTS:
+        return width, tiles
+    first = max(t for t in TILES if t * narrow <= GROUPED_ACCUMULATORS)
+    return narrow, (first,) + tuple(t for t in tiles if t != first)
 
 
 def simt_depthwise(problem):
@@ -170,17 +208,21 @@ def simt_depthwise(problem):
     width = max(1, pointwise.VECTOR_BYTES // element_bytes)
     while width > 1 and channels % width:
         width //= 2
+    stride = list(problem.attr("stride", ()) or (1,))
+    wide = w.shape[-1] >= WIDE_WINDOW and stride[-1] == 1
+    choices = WIDE_TILES if wide else TILES
     if grouped:
         groups, ins, outs = _group_shape(problem)
         width = _grouped_width(channels, outs, element_bytes)
+        if problem.anchor == "conv_fprop":
+            width, choices = _grouped_forward(channels, ins, outs, w.shape[-1], element_bytes,
+                                              width, choices)
     taps = math.prod(w.shape[2:])
     out_w = y.shape[-1]
-    stride = list(problem.attr("stride", ()) or (1,))
     # A strided data gradient's thread owns a whole number of stride phases
     # along W (depthwise_dgrad.py): its tile is rounded to that.
     phases = stride[-1] if problem.anchor == "conv_dgrad" else 1
-    wide = w.shape[-1] >= WIDE_WINDOW and stride[-1] == 1
-    tiles = [t for t in (WIDE_TILES if wide else TILES) if t <= max(1, out_w)] or [1]
+    tiles = [t for t in choices if t <= max(1, out_w)] or [1]
     tiles = list(dict.fromkeys(max(1, t // phases) * phases for t in tiles))
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
@@ -202,16 +244,20 @@ def wgrad_configs(problem):
     (dnnc/codegen/gpu/window/depthwise_wgrad.py): a thread per channel
     vector and filter (or filter row), runs of ``tile`` output pixels along
     W as its work items, the reduction split over ``split`` blocks along x
-    so that the grid holds about WGRAD_WAVES blocks an SM (their partial
-    sums then summed in order by a second launch)."""
+    so that the grid is WGRAD_WAVES times the blocks the SMs hold at once
+    (tile.py's register estimate; their partial sums then summed in order
+    by a second launch). A depthwise thread owns WGRAD_DEPTHWISE_BYTES of
+    channels, a grouped one 16 bytes (see WGRAD_DEPTHWISE_BYTES)."""
     dy, x = problem.anchor_inputs[0], problem.anchor_inputs[1]
     dw = problem.anchor_outputs[0]
     channels, window, cg = dy.shape[1], list(dw.shape[2:]), dw.shape[1]
     kg = channels // (x.shape[1] // cg)
     kind = "depthwise" if cg == kg == 1 else f"{x.shape[1] // cg} groups of {cg} channels"
-    width = _grouped_width(channels, kg, x.element_bytes)
+    width = _grouped_width(channels, kg, x.element_bytes,
+                           WGRAD_DEPTHWISE_BYTES if cg == 1 else pointwise.VECTOR_BYTES)
     out = list(dy.shape[2:])
     stride = list(problem.attr("stride", ()) or (1,))
+    dilation = list(problem.attr("dilation", ()) or (1,))
     tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
     tile = max(1, min(tile, out[-1]))
     # The partials written and read back are at most 1/WGRAD_WORKSPACE_SHARE
@@ -222,17 +268,23 @@ def wgrad_configs(problem):
     for waves, tile in [(w, tile) for w in WGRAD_WAVES] + [(WGRAD_WAVES[0], max(1, tile // 2))]:
         block = 256
         slice_, units, lanes = wgrad_lanes(channels // width, window, width, block, cg)
+        threads = slice_ * units * lanes
+        resident = blocks_per_sm(wgrad_registers(window, width, cg, tile, stride[-1],
+                                                 x.element_bytes, dilation[-1]), threads)
         grid_y = channels // width // slice_
         items = dy.shape[0] * math.prod(out[:-1]) * -(-out[-1] // tile)
-        split = max(1, min(-(-items // lanes), -(-waves * problem.sms // grid_y), most))
+        # Rounded down: a grid of a wave's blocks and a few more would run a
+        # second, nearly empty wave.
+        split = max(1, min(-(-items // lanes), waves * resident * problem.sms // grid_y, most))
         share = "a share of the filter" if units > 1 else "the filter"
         config = Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile), split=split,
                         reason=(f"{kind} conv_wgrad: {dw.elements} filter taps summed over "
                                 f"{dy.elements // channels} pixels, {channels} channels; a "
                                 f"thread per {width} channels x {share}, runs of {tile} "
                                 f"pixels along W ({items} of them) over "
-                                f"{split} x {lanes} threads ({waves} blocks an SM), then a "
-                                f"second launch sums the {split} partials in order"))
+                                f"{split} x {lanes} threads ({waves} x {resident} blocks an "
+                                f"SM), then a second launch sums the {split} partials in "
+                                f"order"))
         if config not in configs:
             configs.append(config)
     return configs

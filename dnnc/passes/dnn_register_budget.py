@@ -17,6 +17,13 @@ not fit. One block per SM (``.minnctapersm 1``) fixes the count at 64K
 registers over the block's threads. These kernels run one block per SM
 anyway: their shared memory is most of the SM's.
 
+A kernel function whose builder planned its grid for several blocks an SM
+says so in ``dnn.blocks_per_sm`` (irutil.BLOCKS_PER_SM_ATTR: one count per
+gpu.launch, in order, 0 for none; simt-depthwise's filter gradient sets
+it): each launched kernel gets that count as ``nvvm.minctasm``, so that
+ptxas keeps its threads within the registers that many blocks leave them
+instead of taking a few more and holding one block fewer.
+
 Before::
 
     gpu.func @k(...) kernel { ... nvvm.setmaxregister increase 240 ... }
@@ -59,9 +66,25 @@ def _wide(module):
     return out
 
 
+def _planned(module):
+    """{(gpu.module, gpu.func) names: blocks an SM} of the kernels launched
+    from kernel functions that carry irutil.BLOCKS_PER_SM_ATTR."""
+    out = {}
+    for fn in irutil.functions(module):
+        if irutil.BLOCKS_PER_SM_ATTR not in fn.attributes:
+            continue
+        counts = list(ir.DenseI32ArrayAttr(fn.attributes[irutil.BLOCKS_PER_SM_ATTR]))
+        for launch, count in zip(irutil.ops(fn, "gpu.launch_func"), counts):
+            if count > 0:
+                out[tuple(ir.SymbolRefAttr(launch.attributes["kernel"]).value)] = count
+    return out
+
+
 def mark(module):
     module = getattr(module, "operation", module)
     wide = _wide(module)
+    planned = _planned(module)
+    i32 = ir.IntegerType.get_signless(32)
     for gm in irutil.body(module).operations:
         if gm.operation.name != "gpu.module":
             continue
@@ -69,9 +92,11 @@ def mark(module):
             fn = f.operation
             if fn.name != "gpu.func":
                 continue
-            if irutil.ops(fn, "nvvm.setmaxregister") or \
-                    (irutil.symbol(gm.operation), irutil.symbol(fn)) in wide:
-                fn.attributes[ATTR] = ir.IntegerAttr.get(ir.IntegerType.get_signless(32), 1)
+            name = (irutil.symbol(gm.operation), irutil.symbol(fn))
+            if irutil.ops(fn, "nvvm.setmaxregister") or name in wide:
+                fn.attributes[ATTR] = ir.IntegerAttr.get(i32, 1)
+            elif name in planned:
+                fn.attributes[ATTR] = ir.IntegerAttr.get(i32, planned[name])
 
 
 @register

@@ -8,6 +8,8 @@ sum, no layout copies, the workspace bounded), their PTX through ptxas; the
 heuristics; the data gradient's compile-time stride phases along W.
 """
 
+import math
+
 import ml_dtypes
 import numpy as np
 import pytest
@@ -17,8 +19,10 @@ import dnnc
 from dnnc import compiler, graph_mlir, passes, pipelines
 from dnnc.codegen.gpu import irutil, ptxas
 from dnnc.codegen.gpu.window.depthwise_dgrad import taps_of_outputs
+from dnnc.codegen.gpu.window.tile import blocks_per_sm
 from dnnc.heuristics import rank
-from dnnc.heuristics.problem import Problem, TensorSpec
+from dnnc.heuristics.depthwise import WGRAD_WORKSPACE_SHARE
+from dnnc.heuristics.problem import SMS, Problem, TensorSpec
 from kernel_interpreter import run_kernel
 from test_conv_tensor_cores import channels_last
 
@@ -160,6 +164,11 @@ WGRADS = {
     # A thread per filter row (7 x 8 accumulators), split over 2 blocks.
     "7x7_rows_f16": ("f16", [1, 16, 9, 11], [7, 7], dict(padding=[3, 3]), None,
                      "*=strategy:simt-depthwise,block:64,vector:8,tile:1x4,split:2"),
+    # 40 partials: the second launch's lanes sum two each (l, l + 32), then
+    # the shuffles; rows of 3 taps x 4 channels a thread.
+    "3x3_split_over_a_warp_bf16": (
+        "bf16", [2, 16, 12, 12], [3, 3], dict(padding=[1, 1]), None,
+        "*=strategy:simt-depthwise,block:8,vector:4,tile:1x2,split:40"),
     "5x5_s3_dilated_asymmetric_f32": ("f32", [2, 8, 13, 12], [5, 5], dict(
         stride=[3, 3], dilation=[2, 1], pre_padding=[2, 0], post_padding=[1, 3]), None, ""),
     "3x3_convolution_mode_12_channels_f16": ("f16", [1, 12, 6, 7], [3, 3], dict(
@@ -203,10 +212,14 @@ def _bench_graph(direction, n, c, h, r, pad, stride=1):
 ])
 def test_benchmark_gradients_plan(direction, n, c, h, r, pad, stride, spills):
     """MobileNetV2's 3x3 and ConvNeXt's 7x7 gradients (channels-last bf16):
-    no layout copies; a data gradient is one kernel, a filter gradient two
-    (the partials' workspace at most 1/16 of x and dy) with 16-byte loads of
-    x and dy; ptxas assembles them (the 7x7 data gradient's 8 outputs a
-    thread spill a few bytes, as the forward's do)."""
+    no layout copies; a data gradient is one kernel with 16-byte loads of
+    its inputs, a filter gradient two (the partials' workspace at most 1/8
+    of x and dy) with 8-byte loads (4 channels a thread); ptxas assembles
+    them (the 7x7 data gradient's 8 outputs a thread spill a few bytes, as
+    the forward's do), and a filter gradient's partial sums take no more
+    registers than the heuristics counted on (their launch bound): the SMs
+    hold its whole grid at once (four blocks an SM for the 3x3, two for the
+    7x7)."""
     package = compiler.compile_cuda(_bench_graph(direction, n, c, h, r, pad, stride), "sm_90a",
                                     cache=False)
     m = package.manifest
@@ -218,17 +231,28 @@ def test_benchmark_gradients_plan(direction, n, c, h, r, pad, stride, spills):
         assert m["workspace_bytes"] == 0
     else:
         inputs = (n * c * h * h + n * c * p * p) * 2
-        assert 0 < 2 * m["workspace_bytes"] <= inputs // 16 + 4096
+        assert 0 < 2 * m["workspace_bytes"] <= inputs // WGRAD_WORKSPACE_SHARE + 4096
         split = kernels[0]["config"]["split"]
         assert m["workspace_bytes"] == split * r * r * c * 4
     text = package.ptx[package.ptx.index(f".entry {kernels[0]['entry']}("):]
     text = text[:text.index("\n}\n")]
-    assert "ld.global.v4.b32" in text or "ld.global.nc.v4.b32" in text
+    if direction == "wgrad":
+        # The blocks an SM the grid was planned for, ptxas's launch bound.
+        assert f".minnctapersm {4 if r == 3 else 2}" in text, text[:400]
+    vector = "v4.b32" if direction == "dgrad" else "v4.b16"
+    assert f"ld.global.{vector}" in text or f"ld.global.nc.{vector}" in text
     if PTXAS is None:
         return
     resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
     for info in resources.values():
         assert info.spill_stores <= (64 if spills else 0)
+    if direction == "wgrad":
+        partials = kernels[0]
+        threads = partials["block"][0]
+        resident = blocks_per_sm(resources[partials["entry"]].registers, threads)
+        assert resident >= {3: 4, 7: 2}[r], (resident, resources[partials["entry"]])
+        assert math.prod(partials["grid"]) <= resident * SMS["sm_90a"], (partials["grid"],
+                                                                          resident)
 
 
 def test_heuristics_rank_depthwise_gradients_first():

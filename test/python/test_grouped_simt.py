@@ -17,6 +17,7 @@ import pytest
 from dnnc import compiler
 from dnnc.codegen.gpu import ptxas
 from dnnc.codegen.gpu.window.grouped_emit import lane_sources, span
+from dnnc.codegen.gpu.window.tile import blocks_per_sm
 from dnnc.heuristics import rank
 from dnnc.heuristics.problem import Problem, TensorSpec
 from test_conv_tensor_cores import conv_graph
@@ -71,9 +72,15 @@ def _problem(x, w, dtype="bf16"):
 
 
 def test_heuristics_take_small_groups_and_leave_wide_ones_to_the_tensor_cores():
+    # ResNeXt's 4 in, 4 out a group: 4 channels x 8 outputs a thread (a
+    # row's f32 weights for 8 channels, 3 x 4 x 8, would overflow the 48
+    # registers the heuristics allow them: test_resnext_layer_...).
     resnext = rank(_problem([32, 128, 56, 56], [128, 4, 3, 3]))[0]
-    assert (resnext.strategy, resnext.vector) == (STRATEGY, 8)
+    assert (resnext.strategy, resnext.vector, resnext.tile) == (STRATEGY, 4, (1, 8))
     assert "32 groups of 4" in resnext.reason
+    # 2 in, 2 out a group: a row's weights fit at 8 channels, 4 outputs.
+    pairs = rank(_problem([32, 128, 56, 56], [128, 2, 3, 3]))[0]
+    assert (pairs.strategy, pairs.vector, pairs.tile) == (STRATEGY, 8, (1, 4))
     # 64 channels a group: tc-sm90's grouped implicit GEMM.
     assert rank(_problem([32, 256, 28, 28], [256, 64, 3, 3]))[0].strategy == "tc-sm90"
     # 3 output channels a group: one channel a thread.
@@ -90,15 +97,19 @@ def test_resnext_layer_is_one_kernel_without_copies_or_spills():
     assert m["workspace_bytes"] == 0
     text = package.ptx[package.ptx.index(f".entry {kernel['entry']}("):]
     text = text[:text.index("\n}\n")]
-    # 3 rows x (4 + 2) pixels of one 16-byte span each; 4 vectors stored.
+    # 3 rows x (8 + 2) pixels of one 8-byte span each (a group's 4
+    # channels); 8 vectors of 4 channels stored.
     ops = [line.split()[0] for line in text.splitlines() if line.startswith("\t")]
-    assert ops.count("ld.global.v4.b32") == 18
-    assert ops.count("st.global.v4.b32") == 4
+    assert ops.count("ld.global.v4.b16") == 30
+    assert ops.count("st.global.v2.b32") == 8
     if PTXAS is None:
         return
     resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
     for info in resources.values():
         assert info.spill_stores == 0
+    # Two 256-thread blocks an SM (8 channels x 4 outputs took 170).
+    (info,) = resources.values()
+    assert blocks_per_sm(info.registers, kernel["block"][0]) >= 2, info
 
 
 GROUPED_DGRADS = {

@@ -16,6 +16,10 @@ from dnnc.errors import LoweringError
 GRAPH_ATTR = "dnn.graph"
 KERNEL_ATTR = "dnn.kernel"
 CONFIG_ATTR = "dnn.config"
+# Set by a kernel builder on its kernel function: the blocks an SM must hold
+# of each of its gpu.launch ops, in order (0: no bound); dnn-register-budget
+# makes them the launched kernels' launch bounds.
+BLOCKS_PER_SM_ATTR = "dnn.blocks_per_sm"
 
 
 def ops(root, name=None):

@@ -22,6 +22,13 @@ A fifth of the forwards and data gradients end in bias + relu.
 One graph of each direction again with the filter gradient's reduction
 forced over many small blocks (``SPLIT_CONFIG``: 32 threads, split 5): the
 partial sums of several lanes and blocks summed by the second launch.
+
+``LAYERS``: the benchmark's layers (bench/conv_cases.py: MobileNetV2's
+3x3, ConvNeXt's 7x7, ResNeXt-50's 32 groups of 4) at a smaller batch, with
+the heuristics' own configs: filter gradients of 4 channels and a filter
+row a thread whose second launch sums more than 32 partials (a lane two
+or three), a strided one, an f32 one (2 channels a thread), and ResNeXt's
+forward of 4 channels x 8 outputs a thread.
 """
 
 import numpy as np
@@ -136,4 +143,28 @@ CASES = [
          depthwise_convs(BF16, CONFIGS[direction][:PER_GRAPH], direction),
          seed=SEED + 900 + i, config=SPLIT_CONFIG)
     for i, direction in enumerate(DIRECTIONS)
+]
+
+
+def _layer(n, c, k, image, window, stride, pad, groups):
+    return ConvConfig(n=n, c=c, k=k, image=(image, image), filter=(window, window),
+                      stride=(stride, stride), dilation=(1, 1), pre=(pad, pad),
+                      post=(pad, pad), groups=groups)
+
+
+# (name, direction, dtype, convolution)
+LAYERS = [
+    ("wgrad_3x3_depthwise", "wgrad", BF16, _layer(8, 144, 144, 56, 3, 1, 1, 144)),
+    ("wgrad_7x7_depthwise", "wgrad", BF16, _layer(8, 96, 96, 56, 7, 1, 3, 96)),
+    ("wgrad_3x3s2_depthwise", "wgrad", F16, _layer(4, 96, 96, 112, 3, 2, 1, 96)),
+    ("wgrad_3x3_depthwise", "wgrad", F32, _layer(4, 144, 144, 28, 3, 1, 1, 144)),
+    ("wgrad_3x3_32_groups", "wgrad", BF16, _layer(4, 128, 128, 56, 3, 1, 1, 32)),
+    ("fprop_3x3_32_groups", "fprop", BF16, _layer(4, 128, 128, 56, 3, 1, 1, 32)),
+    ("fprop_3x3_32_groups", "fprop", F16, _layer(2, 128, 128, 28, 3, 1, 1, 32)),
+]
+
+CASES += [
+    Case(f"conv_grouped_simt_layer_{name}_{dtype.mlir}",
+         depthwise_convs(dtype, [conv], direction), seed=SEED + 1000 + i)
+    for i, (name, direction, dtype, conv) in enumerate(LAYERS)
 ]

@@ -201,31 +201,36 @@ module {
 // -----
 
 // A depthwise filter gradient: two launches and a workspace of the partial
-// sums [split, taps, C]. The first: each thread walks its work items (runs
-// of 8 output pixels along W) with 9 taps x 8 channels of f32 accumulators,
-// loading the run's 8 dy pixels and 3 rows x 10 x pixels; then the block
-// sums its lanes in shared memory a tap at a time and writes its partials.
-// The second sums the 2 partials of each tap and channel vector in order
-// and stores dw per channel (its channels are not contiguous).
+// sums [split, taps, C]. The first: a thread owns 4 channels and one filter
+// row (3 taps x 4 channels of f32 accumulators: a depthwise thread holds at
+// most 32, so that many warps fit an SM), the block's 30 threads 3 rows x
+// 10 lanes; each thread walks its work items (runs of 8 output pixels along
+// W), loading the run's 8 dy pixels and its row's 10 x pixels; then the
+// block sums its lanes in shared memory a tap at a time and writes its
+// partials. The second: a warp per tap and channel vector, lane l summing
+// partials l, l + 32, ... (here 2: one shuffle adds lanes 0 and 1), lane 0
+// storing dw per channel (its channels are not contiguous).
 
 // CHECK-LABEL: func.func private @depthwise_wgrad_nhwc
 // CHECK-NOT:     linalg.generic
 // CHECK:         %[[WS:.*]] = memref.alloc() : memref<2x9x16xf32>
-// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1)
-// CHECK-SAME:      workgroup(%[[SMEM:.*]] : memref<256xf32, #gpu.address_space<workgroup>>)
-// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>, vector<8xf32>)
-// CHECK-COUNT-8:     vector.load %{{.*}} : memref<2x9x9x16xbf16>, vector<8xbf16>
-// CHECK-COUNT-30:    vector.load %{{.*}} : memref<2x9x9x16xbf16>, vector<8xbf16>
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c30, {{.*}} = %c1, {{.*}} = %c1)
+// CHECK-SAME:      workgroup(%[[SMEM:.*]] : memref<120xf32, #gpu.address_space<workgroup>>)
+// CHECK:           scf.for {{.*}} iter_args({{.*}}) -> (vector<4xf32>, vector<4xf32>, vector<4xf32>)
+// CHECK-COUNT-8:     vector.load %{{.*}} : memref<2x9x9x16xbf16>, vector<4xbf16>
+// CHECK-COUNT-10:    vector.load %{{.*}} : memref<2x9x9x16xbf16>, vector<4xbf16>
 // CHECK-NOT:         vector.load %{{.*}} : memref<2x9x9x16xbf16>
 // CHECK:           vector.store %{{.*}}, %[[SMEM]]
 // CHECK:           gpu.barrier
 // CHECK:           scf.for
 // CHECK:             vector.load %[[SMEM]]
-// CHECK:           vector.store %{{.*}}, %[[WS]][%{{.*}}, %c0, %{{.*}}] : memref<2x9x16xf32>, vector<8xf32>
-// CHECK:         gpu.launch
-// CHECK:           scf.for %{{.*}} = %c0 to %c2 step %c1
+// CHECK:           vector.store %{{.*}}, %[[WS]][%{{.*}}, %{{.*}}, %{{.*}}] : memref<2x9x16xf32>, vector<4xf32>
+// CHECK:         gpu.launch blocks({{.*}}) in ({{.*}} = %c5, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256,
+// CHECK:           scf.for %{{.*}} = %{{.*}} to %c2 step %c32
 // CHECK:             vector.load %[[WS]]
-// CHECK-COUNT-8:   memref.store %{{.*}} : memref<16x1x3x3xbf16>
+// CHECK-COUNT-4:   gpu.shuffle  xor %{{.*}}, %c1_i32, %c32_i32 : f32
+// CHECK-NOT:       gpu.shuffle
+// CHECK-COUNT-4:   memref.store %{{.*}} : memref<16x1x3x3xbf16>
 // CHECK-NOT:     linalg.generic
 #map = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
 #map1 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
@@ -233,7 +238,7 @@ module {
 #map3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>
 #map4 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
 module {
-  func.func private @depthwise_wgrad_nhwc(%arg0: memref<2x16x9x9xbf16, strided<[1296, 1, 144, 16]>>, %arg1: memref<2x16x9x9xbf16, strided<[1296, 1, 144, 16]>>, %arg2: memref<16x1x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [32, 1, 1], split = 2 : i64, strategy = "simt-depthwise", tile = [1, 8], vector = 8 : i64}, dnn.config_reason = "heuristics", dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 16 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  func.func private @depthwise_wgrad_nhwc(%arg0: memref<2x16x9x9xbf16, strided<[1296, 1, 144, 16]>>, %arg1: memref<2x16x9x9xbf16, strided<[1296, 1, 144, 16]>>, %arg2: memref<16x1x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [32, 1, 1], split = 2 : i64, strategy = "simt-depthwise", tile = [1, 8], vector = 4 : i64}, dnn.config_reason = "heuristics", dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 16 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
     %cst = arith.constant 0.000000e+00 : f32
     %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x16x11x11xf32>
     linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x16x11x11xf32>) {

@@ -2,7 +2,8 @@
 // (nvvm.setmaxregister) one block per SM as its launch bound
 // (nvvm.minctasm = 1, PTX .minnctapersm 1), so that ptxas knows the
 // register count at its entry and applies the reallocation; and tc-sm80's
-// attention kernel, so that ptxas gives it the registers it needs. Other
+// attention kernel, so that ptxas gives it the registers it needs; and a
+// kernel whose builder planned several blocks an SM, that count. Other
 // kernels are left as they are.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-register-budget)' | FileCheck %s
@@ -54,6 +55,39 @@ module attributes {gpu.container_module} {
   }
   gpu.module @gemm {
     gpu.func @gemm() kernel {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A kernel function whose builder planned several blocks an SM
+// (dnn.blocks_per_sm, one count per launch in order: simt-depthwise's filter
+// gradient) gives each launched kernel its count as the launch bound; a
+// count of 0 leaves its kernel as it is.
+
+// CHECK-LABEL: gpu.module @partials
+// CHECK: gpu.func @partials() kernel attributes {nvvm.minctasm = 4 : i32}
+// CHECK-LABEL: gpu.module @sum
+// CHECK: gpu.func @sum() kernel {
+
+module attributes {gpu.container_module} {
+  func.func private @k0_wgrad() attributes {dnn.blocks_per_sm = array<i32: 4, 0>,
+      dnn.config = {block = [256, 1, 1], split = 132 : i64, strategy = "simt-depthwise",
+                    tile = [1, 8], vector = 4 : i64}, dnn.kernel} {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @partials::@partials blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    gpu.launch_func @sum::@sum blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    return
+  }
+  gpu.module @partials {
+    gpu.func @partials() kernel {
+      gpu.return
+    }
+  }
+  gpu.module @sum {
+    gpu.func @sum() kernel {
       gpu.return
     }
   }

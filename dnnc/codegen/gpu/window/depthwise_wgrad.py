@@ -6,13 +6,18 @@ in one kernel function and no float atomics.
 
 Bytes: x and dy are read once from DRAM (each at least once: the minimum),
 dw is a few KiB; so the kernel is memory-bound and shaped as the forward
-is: 16-byte channel vectors, a warp reading whole channels-last pixels.
+is: channel vectors (8 bytes when depthwise, 16 when grouped: the
+heuristics' ``vector``), a warp reading runs of channels-last pixels. What
+hides the loads' latency is the warps an SM holds, so a depthwise thread
+keeps few accumulators (below) and the grid is one wave of the blocks the
+SMs hold at once, which ptxas is given as the launch bound.
 
 1. **Partial sums** (grid ``split`` x channel slices). A thread owns one
    channel vector (``width`` channels) and a set of taps: every tap of the
-   filter where their f32 accumulators fit (``taps * width <=
-   tile.MAX_ACCUMULATORS``: a 3x3's 9 x 8), else one filter row (a 7x7's 7 x 8,
-   the block's threads then covering the rows). Its work items are runs
+   filter where their f32 accumulators fit (``taps * width`` at most
+   tile.py's ``accumulator_budget``: 32 when depthwise, 96 when grouped),
+   else one filter row (a 3x3's 3 x 4 or a 7x7's 7 x 4 when depthwise, the
+   block's threads then covering the rows). Its work items are runs
    of ``tile`` consecutive output pixels along W (an item: n, the output
    row, the run), taken round-robin over the ``split`` x ``lanes`` threads
    that share its channels and taps. Per item it loads the run's dy pixels
@@ -28,10 +33,11 @@ is: 16-byte channel vectors, a warp reading whole channels-last pixels.
    chunk's channels of each group its vector covers and gives output lane
    j the one of its group (vector.from_elements: no instruction), as
    grouped_emit.py does.
-2. **Sum** (one thread per tap and channel vector): the ``split`` partials
-   of its tap in order, the fused epilogue (depthwise.evaluate) on each
-   channel's sum, dw stored (its channels are not contiguous in KCRS or
-   KRSC: [C, 1, R, S] puts C outermost, so per channel).
+2. **Sum** (a warp per tap and channel vector): lane l the partials l, l
+   + 32, ... in order, the lanes' sums added by XOR shuffles, then lane 0
+   runs the fused epilogue (depthwise.evaluate) on each channel's sum and
+   stores dw (its channels are not contiguous in KCRS or KRSC: [C, 1, R,
+   S] puts C outermost, so per channel).
 
 The sums are in a fixed order whatever the timing: the result is the same
 run to run. In convolution mode the position tap t is filter tap R - 1 - t.
@@ -47,12 +53,14 @@ from dnnc.codegen.gpu.window.depthwise import evaluate
 from dnnc.codegen.gpu.window.depthwise_emit import _both
 from dnnc.codegen.gpu.window.program import memory_order_view, product
 from dnnc.codegen.gpu.window.grouped_emit import lane_sources
-from dnnc.codegen.gpu.window.tile import wgrad_lanes, wgrad_units
+from dnnc.codegen.gpu.window.tile import (blocks_per_sm, wgrad_lanes, wgrad_registers,
+                                          wgrad_units)
 
 _index = irutil.index
 _WORKGROUP = "#gpu.address_space<workgroup>"
 _CONTRACT = "#arith.fastmath<contract>"
 SUM_THREADS = 256
+WARP = 32
 
 
 class Geometry:
@@ -81,6 +89,13 @@ class Geometry:
         self.items = math.prod(self.counts)
         self.split = max(1, min(split, -(-self.items // self.lanes)))
         self.blocks = (self.split, self.groups // self.slice)
+        # The blocks an SM holds at once that the heuristics planned the grid
+        # for (tile.py's register estimate), given to ptxas as the launch
+        # bound (irutil.BLOCKS_PER_SM_ATTR) so that it keeps the thread to
+        # that budget.
+        self.resident = blocks_per_sm(wgrad_registers(
+            window, width, self.cg, self.tile, found.stride[-1],
+            irutil.element_bytes(found.element), found.dilation[-1]), self.threads)
         self.workspace = ir.MemRefType.get([self.split, self.taps * self.cg, self.channels],
                                            ir.F32Type.get())
         self.smem = ir.MemRefType.get([self.threads * width], ir.F32Type.get(),
@@ -287,15 +302,26 @@ def _partials(g, workspace):
 
 
 def _sum(g, workspace):
-    """2.: the partials summed in order, the epilogue, dw stored."""
+    """2.: the partials summed in a fixed order, the epilogue, dw stored.
+
+    A warp per row of the workspace and channel vector: lane l sums the
+    partials l, l + 32, ... in order, then five XOR shuffles add the lanes'
+    sums (the same tree in every run, so the result is too) and lane 0
+    runs the epilogue. Each lane's loads are independent, so a warp has up
+    to 32 of them in flight where one thread walking the ``split``
+    partials would wait ``split`` times on L2."""
     f = g.found
     total = g.taps * g.cg * g.groups
-    launch, args, at = _launch((-(-total // SUM_THREADS), 1), SUM_THREADS)
+    warps = SUM_THREADS // WARP
+    launch, args, at = _launch((-(-total // warps), 1), SUM_THREADS)
     bx, tx = args[0], args[3]
     f32 = ir.F32Type.get()
+    i32 = ir.IntegerType.get_signless(32)
     vtype = ir.VectorType.get([g.width], f32)
     with at:
-        i = arith.addi(arith.muli(bx, _index(SUM_THREADS)), tx)
+        i = arith.addi(arith.muli(bx, _index(warps)), arith.divui(tx, _index(WARP)))
+        lane = arith.remui(tx, _index(WARP))
+        # Whole warps pass or fail this guard: the shuffles see all lanes.
         guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, i, _index(total)))
         with ir.InsertionPoint(guard.then_block):
             row = arith.divui(i, _index(g.groups))
@@ -304,19 +330,30 @@ def _sum(g, workspace):
             c0 = arith.muli(arith.remui(i, _index(g.groups)), _index(g.width))
             zero = arith.constant(vtype, ir.DenseElementsAttr.get_splat(
                 vtype, ir.FloatAttr.get(f32, 0.0)))
-            loop = scf.ForOp(_index(0), _index(g.split), _index(1), [zero])
+            loop = scf.ForOp(lane, _index(g.split), _index(WARP), [zero])
             with ir.InsertionPoint(loop.body):
                 part = vector.load(vtype, workspace, [loop.induction_variable, row, c0])
                 scf.YieldOp([arith.addf(loop.inner_iter_args[0], part)])
-            taps = loops.delinearize(tap, list(f.window))
-            if f.flip:  # convolution mode: position tap t is filter tap R - 1 - t
-                taps = [arith.subi(_index(r - 1), t) for r, t in zip(f.window, taps)]
-            for lane in range(g.width):
-                c = arith.addi(c0, _index(lane)) if lane else c0
-                point = [c, channel] + taps
-                env = evaluate(f, vector.extract(loop.results[0], [], [lane]), point)
-                for buffer in f.stored:
-                    memref.store(env[buffer], buffer, point)
+            sums = [vector.extract(loop.results[0], [], [k]) for k in range(g.width)]
+            for offset in (16, 8, 4, 2, 1):
+                if offset >= g.split:
+                    continue  # lanes at and past ``split`` hold zeros
+                sums = [arith.addf(s, gpu.ShuffleOp(s, arith.constant(i32, offset),
+                                                    arith.constant(i32, WARP),
+                                                    gpu.ShuffleMode.XOR).results[0])
+                        for s in sums]
+            first = scf.IfOp(arith.cmpi(arith.CmpIPredicate.eq, lane, _index(0)))
+            with ir.InsertionPoint(first.then_block):
+                taps = loops.delinearize(tap, list(f.window))
+                if f.flip:  # convolution mode: position tap t is filter tap R - 1 - t
+                    taps = [arith.subi(_index(r - 1), t) for r, t in zip(f.window, taps)]
+                for k in range(g.width):
+                    c = arith.addi(c0, _index(k)) if k else c0
+                    point = [c, channel] + taps
+                    env = evaluate(f, sums[k], point)
+                    for buffer in f.stored:
+                        memref.store(env[buffer], buffer, point)
+                scf.YieldOp([])
             scf.YieldOp([])
 
 
@@ -335,4 +372,6 @@ def build(fn, found, width, threads, tile, split):
     for op in reversed(found.ops):
         if op.name not in ("arith.constant", "func.return"):
             op.erase()
+    if g.resident > 1:
+        fn.attributes[irutil.BLOCKS_PER_SM_ATTR] = ir.DenseI32ArrayAttr.get([g.resident, 0])
     return g

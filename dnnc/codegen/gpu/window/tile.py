@@ -33,9 +33,24 @@ def channel_slice(groups, width, taps, element_bytes, threads):
     return best
 
 
-# f32 accumulators a thread of a depthwise filter gradient may hold (its
-# taps x channels: depthwise_wgrad.py); above, a thread takes one filter row.
+# f32 accumulators a thread of a filter gradient may hold (its taps x
+# channels: depthwise_wgrad.py); above, a thread takes one filter row.
+# A grouped thread feeds each x load to the accumulators of its Cg input
+# channels, so its loads are few for its work: MAX_ACCUMULATORS. A
+# depthwise thread's x load feeds one accumulator a tap: it does little
+# work per load, and what hides the loads' latency is the number of warps
+# an SM holds. DEPTHWISE_ACCUMULATORS keeps such a thread near 64
+# registers (ptxas: a 3x3's rows of 3 taps x 4 channels take 62 with runs
+# of 8 pixels, the whole filter's 9 x 4 take 102, 9 x 8 take 178), so that
+# four 256-thread blocks fit an SM where one did.
 MAX_ACCUMULATORS = 96
+DEPTHWISE_ACCUMULATORS = 32
+
+
+def accumulator_budget(cg):
+    """f32 accumulators a filter gradient's thread may hold, of ``cg``
+    input channels a group (1: depthwise)."""
+    return DEPTHWISE_ACCUMULATORS if cg == 1 else MAX_ACCUMULATORS
 
 
 def wgrad_units(window, width, cg=1):
@@ -43,19 +58,20 @@ def wgrad_units(window, width, cg=1):
     filter gradient takes (depthwise_wgrad.py), of a ``window`` filter,
     ``width`` output channels and ``cg`` input channels a group: the whole
     filter (rows 0) and all ``cg`` where its accumulators fit
-    MAX_ACCUMULATORS, else one filter row (a 1-D filter: the whole of it)
-    and the most of the ``cg`` that fit (a divisor of ``cg``)."""
+    ``accumulator_budget``, else one filter row (a 1-D filter: the whole of
+    it) and the most of the ``cg`` that fit (a divisor of ``cg``)."""
+    most = accumulator_budget(cg)
     taps = 1
     for k in window:
         taps *= k
-    if taps * cg * width <= MAX_ACCUMULATORS:
+    if taps * cg * width <= most:
         return 0, cg
     rows = 1
     for k in window[:-1]:
         rows *= k
     row_taps = window[-1] if len(window) > 1 else taps
     chunk = max((d for d in range(1, cg + 1)
-                 if cg % d == 0 and row_taps * d * width <= MAX_ACCUMULATORS), default=1)
+                 if cg % d == 0 and row_taps * d * width <= most), default=1)
     return (rows if len(window) > 1 else 0), chunk
 
 
@@ -76,3 +92,40 @@ def wgrad_lanes(groups, window, width, threads, cg=1):
     slice_ = max((k for k in range(1, groups + 1)
                   if groups % k == 0 and k * units * WGRAD_MIN_LANES <= threads), default=1)
     return slice_, units, max(1, threads // (slice_ * units))
+
+
+# Registers a partial-sums thread holds besides its accumulators and
+# pixels (addresses, indices, the loop), and what an SM offers.
+WGRAD_OVERHEAD_REGISTERS = 16
+SM_REGISTERS = 65536
+SM_THREADS = 2048
+
+
+def wgrad_registers(window, width, cg, tile, stride, element_bytes, dilation=1):
+    """About the registers ptxas gives a depthwise or grouped filter
+    gradient's partial-sums thread (depthwise_wgrad.py): its f32
+    accumulators, the run's ``tile`` dy vectors and one filter row's x
+    pixels as loaded (``element_bytes`` each; ``stride`` and ``dilation``
+    along W), and
+    WGRAD_OVERHEAD_REGISTERS. (ptxas 13 on sm_90a, bf16, runs of 8: a
+    3x3's rows of 3 taps x 4 channels 62 against 64 here, a 7x7's 7 x 4
+    96 against 88: either way four and two 256-thread blocks an SM; a
+    3x3's whole filter x 8 channels 178 against 160: one.)"""
+    rows, chunk = wgrad_units(window, width, cg)
+    taps = 1
+    for k in window:
+        taps *= k
+    row_taps = window[-1]
+    accumulators = (row_taps if rows else taps) * chunk * width
+    pixels = (tile - 1) * stride + (row_taps - 1) * dilation + 1
+    loaded = (tile * width + pixels * max(width, chunk)) * element_bytes
+    return accumulators + -(-loaded // 4) + WGRAD_OVERHEAD_REGISTERS
+
+
+def blocks_per_sm(registers, threads):
+    """Blocks of ``threads`` threads of ``registers`` registers each that an
+    SM holds at once (registers are given 8 at a time, threads a warp at a
+    time)."""
+    warps = -(-threads // 32) * 32
+    per_thread = -(-min(255, registers) // 8) * 8
+    return max(1, min(SM_REGISTERS // (per_thread * warps), SM_THREADS // warps))
