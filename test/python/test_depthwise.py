@@ -9,7 +9,6 @@ simt-generic and says why. Numerics are checked on the GPU
 (test/gpu/gpu_cases/convolution.py's depthwise cases).
 """
 
-import math
 import os
 import sys
 
@@ -89,55 +88,6 @@ def test_benchmark_layers_are_one_kernel_without_copies(what, x, w, pad, loads, 
         # The 7x7's 8 outputs a thread hold all 255 registers and spill a
         # few bytes (faster on an H200 than 4 outputs without spills).
         assert info.spill_stores <= (64 if spills else 0)
-
-
-# W not a multiple of the tile: the last tile along W starts early so that it
-# ends at W (depthwise_emit's Geometry), or, where it cannot start on a
-# stride phase, guards its outputs past W.
-# name: (direction, dtype, x dims, window, attrs, config)
-LAST_TILES = {
-    "fprop_7x7_w14_tile8_bf16": ("fprop", "bf16", [1, 16, 5, 14], [7, 7], dict(padding=[3, 3]),
-                                 "*=strategy:simt-depthwise,block:32,vector:8,tile:1x8"),
-    "dgrad_3x3_w11_tile4_f16": ("dgrad", "f16", [2, 8, 4, 11], [3, 3], dict(padding=[1, 1]),
-                                "*=strategy:simt-depthwise,block:16,vector:8,tile:1x4"),
-    # dx W = 14, tile 4, stride 2: the last tile starts at 10, a phase.
-    "dgrad_3x3_s2_w14_tile4_bf16": ("dgrad", "bf16", [1, 8, 6, 14], [3, 3],
-                                    dict(padding=[1, 1], stride=[2, 2]),
-                                    "*=strategy:simt-depthwise,block:16,vector:8,tile:1x4"),
-    # dx W = 13: a last tile ending at 13 would start at 9, no phase: guarded.
-    "dgrad_3x3_s2_w13_tile4_f32": ("dgrad", "f32", [1, 8, 5, 13], [3, 3],
-                                   dict(padding=[1, 1], stride=[2, 2]),
-                                   "*=strategy:simt-depthwise,block:16,vector:4,tile:1x4"),
-}
-
-
-@pytest.mark.parametrize("name", sorted(LAST_TILES))
-def test_last_tile_along_w_computes_the_convolution(name):
-    """Interpreted on the CPU against the NumPy reference, outputs
-    NaN-poisoned first (every output written)."""
-    from test_depthwise_gradients import check, depthwise_graph, interpret
-
-    direction, dtype, x_dims, window, attrs, config = LAST_TILES[name]
-    build = depthwise_graph(f"lt_{name}", direction, dtype, x_dims, window, **attrs)
-    expected, got, found, launches = interpret(build, dtype, config)
-    assert f'strategy = "{STRATEGY}"' in found and launches == 1, found
-    check(expected, got, dtype, int(math.prod(window)))
-
-
-def test_convnext_7x7_at_14_is_one_kernel_without_a_spill_storm():
-    """ConvNeXt's 7x7 at 14 x 14 (8 outputs a thread, W = 14): with its last
-    tile's outputs past W guarded, LLVM kept every x pixel of the tile live
-    into the guards and ptxas spilled 15 KB a thread; the shifted last tile
-    keeps it to the few bytes of the 56 x 56 layer."""
-    g = general_graph("dw7x7_14", [32, 384, 14, 14], [384, 1, 7, 7], 1, 3, 384, "bf16")
-    package = compiler.compile_cuda(g, "sm_90a", cache=False)
-    (kernel,) = package.manifest["kernels"]
-    assert kernel["strategy"] == STRATEGY and kernel["config"]["tile"] == [1, 8], kernel
-    if PTXAS is None:
-        return
-    resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
-    for info in resources.values():
-        assert info.spill_stores <= 256, info
 
 
 def test_row_major_x_falls_back_to_simt_generic():

@@ -94,15 +94,14 @@ class DgradThread(Thread):
         last = len(f.window) - 1
         s_w, width_taps, size_w = f.stride[last], f.window[last], f.in_shape[-1]
         plan = taps_of_outputs(g.tile, width_taps, s_w, f.dilation[last], f.pre[last])
-        # The tile's first dy column: its first output (a whole number of
-        # stride phases, depthwise_emit's Geometry) over the stride.
-        first = arith.divui(origin[last], _index(s_w)) if s_w != 1 else origin[last]
+        step = g.tile // s_w  # dy columns a tile advances
+        first = arith.muli(q, _index(step)) if step != 1 else q
         cols = sorted({e for taps in plan.values() for _, e in taps})
         col = {}
         for e in cols:
             c = arith.addi(first, _index(e)) if e > 0 else \
                 (arith.subi(first, _index(-e)) if e else first)
-            if e >= 0 and g.last_origin // s_w + e < size_w:
+            if e >= 0 and (g.counts[-1] - 1) * step + e < size_w:
                 col[e] = (c, None)
             else:
                 col[e] = (arith.minui(c, _index(size_w - 1)),

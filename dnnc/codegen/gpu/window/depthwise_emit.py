@@ -28,11 +28,8 @@ A thread's work, unrolled at compile time:
    taps are summed in row-major order, the CPU back end's.
 3. **Epilogue**, per output of the tile and channel: the chain
    (depthwise.evaluate) on the f32 sum, every output stored as one vector
-   where its channels are contiguous. Where the tile does not divide W,
-   the last tile along W starts early so that it ends at W (a few outputs
-   computed and stored twice, alike: see Geometry); where it cannot start
-   on a stride phase (a data gradient), its outputs past W are skipped (a
-   guard).
+   where its channels are contiguous. Outputs of the last tile past the end
+   of W are skipped (a guard).
 
 x and the outputs are read and written in their own strides (channels-last
 graph inputs and outputs need no copies: dnn-io-strides leaves them to this
@@ -80,20 +77,6 @@ class Geometry:
         # Tiles along the output's dims: N, the spatial dims but the last,
         # then the last in tiles of ``tile``.
         self.counts = [shape[0]] + shape[2:-1] + [-(-shape[-1] // self.tile)]
-        # Where ``tile`` does not divide W, the last tile starts early enough
-        # to end at W (its first outputs, the previous tile's last, are
-        # computed and stored twice, the same values) when it can start on
-        # a whole stride phase; else its outputs past W are guarded. A
-        # guard costs more than the repeated outputs: LLVM sinks the sums
-        # of the guarded outputs into their branch, which keeps every x
-        # pixel of the tile live to the end (ptxas: a 7x7's thread of 8
-        # outputs at W = 14 spilled 15 KB).
-        phases = found.stride[-1] if found.direction == "dgrad" else 1
-        natural = (self.counts[-1] - 1) * self.tile
-        back = (shape[-1] - self.tile) // phases * phases
-        self.shift_last = natural + self.tile > shape[-1] and back + self.tile == shape[-1]
-        # The largest first output of a tile along W.
-        self.last_origin = back if self.shift_last else natural
         self.tiles = math.prod(self.counts)
         self.blocks = (-(-self.tiles // self.pixels), self.groups // self.slice)
         self.taps = taps
@@ -204,7 +187,7 @@ class Thread:
         last = nd - 1
         s_w, dl_w, width_taps = f.stride[last], f.dilation[last], f.window[last]
         cols = sorted({u * s_w + t * dl_w for u in range(g.tile) for t in range(width_taps)})
-        count_w = g.last_origin + 1  # origins 0 .. last_origin
+        count_w = (g.counts[-1] - 1) * g.tile + 1  # origins 0 .. (tiles - 1) * tile
         col = {e: _row(f, last, origin[last], e, count_w) for e in cols}
         for upper in product(range(k) for k in f.window[:last]):
             picked = [_row(f, i, origin[i], t * f.dilation[i], g.counts[1 + i])
@@ -261,16 +244,13 @@ class Thread:
         g, f = self.g, self.f
         ivs = loops.delinearize(item, g.counts)
         n, q = ivs[0], ivs[-1]
-        first = arith.muli(q, _index(g.tile)) if g.tile > 1 else q
-        if g.shift_last:
-            first = arith.minui(first, _index(g.last_origin))
-        origin = ivs[1:-1] + [first]
+        origin = ivs[1:-1] + [arith.muli(q, _index(g.tile)) if g.tile > 1 else q]
         c0 = arith.muli(arith.addi(arith.muli(by, _index(g.slice)), cg), _index(g.width))
         accs = self.mainloop(n, c0, cg, origin, q)
         size = f.out_shape[-1]
         for u, acc in enumerate(accs):
             spatial = origin[:-1] + [arith.addi(origin[-1], _index(u)) if u else origin[-1]]
-            if u and g.last_origin + u >= size:
+            if u and (g.counts[-1] - 1) * g.tile + u >= size:
                 guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, spatial[-1],
                                             _index(size)))
                 with ir.InsertionPoint(guard.then_block):

@@ -132,7 +132,7 @@ class GroupedThread(SpanInputs, Thread):
         accs = [self.zero()] * g.tile
         s_w, dl_w, width_taps = f.stride[last], f.dilation[last], f.window[last]
         cols = sorted({u * s_w + t * dl_w for u in range(g.tile) for t in range(width_taps)})
-        count_w = g.last_origin + 1
+        count_w = (g.counts[-1] - 1) * g.tile + 1
         col = {e: _row(f, last, origin[last], e, count_w) for e in cols}
         for upper in product(range(k) for k in f.window[:last]):
             picked = [_row(f, i, origin[i], t * f.dilation[i], g.counts[1 + i])
