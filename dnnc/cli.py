@@ -107,7 +107,7 @@ def _basename(path):
 
 def cmd_compile(args, out):
     from dnnc import compiler, plan
-    from dnnc.parsing import parse
+    from dnnc.parsing import parse_graph
 
     if args.arch:
         return _compile_cuda(args, out)
@@ -122,7 +122,7 @@ def cmd_compile(args, out):
 
         raise UsageError(f"writing a .dnnpkg needs --arch ({' or '.join(ARCHS)})")
     stage = args.stage or "fused"
-    module = parse(open(args.input).read())
+    module = parse_graph(open(args.input).read())
     opts = compiler.Options(target="cpu", dump_ir=args.dump_ir, stop_after=stage)
     module = compiler.compile_module(module, opts, basename=_basename(args.input))
     text = str(module)
@@ -145,9 +145,9 @@ class UsageError(Exception):
 
 def _compile_cuda(args, out):
     from dnnc import compiler
-    from dnnc.parsing import parse
+    from dnnc.parsing import parse_graph
 
-    module = parse(open(args.input).read())
+    module = parse_graph(open(args.input).read())
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
                             stop_after=args.stage, config=args.config,
                             tuning_db=args.tuning_db)
@@ -198,10 +198,10 @@ def cmd_run(args, out):
 
     from dnnc import compiler, interpreter
     from dnnc.dialect.walk import entry_function
-    from dnnc.parsing import parse
+    from dnnc.parsing import parse_graph
 
     text = open(args.input).read()
-    module = parse(text)
+    module = parse_graph(text)
     fn = entry_function(module)
     rng = np.random.default_rng(args.seed)
     inputs = []
@@ -215,10 +215,14 @@ def cmd_run(args, out):
             limits = np.iinfo(info.dtype.numpy)  # int8 / uint8: their whole range
             inputs.append(rng.integers(limits.min, limits.max + 1, info.shape)
                           .astype(info.dtype.numpy))
+        elif info.dtype.is_integer:
+            # int32 (lengths, offsets, page tables): 0 or 1, in range for the
+            # ops that read them, typed int32 as the CPU back end takes them.
+            inputs.append(rng.integers(0, 2, info.shape).astype(info.dtype.numpy))
         else:
             inputs.append(rng.random(info.shape) < 0.5)
     expected = interpreter.run_module(module, inputs)
-    exe = compiler.compile_module(parse(text),
+    exe = compiler.compile_module(parse_graph(text),
                                   compiler.Options(target="cpu", dump_ir=args.dump_ir),
                                   basename=_basename(args.input))
     got = exe.run(*inputs)

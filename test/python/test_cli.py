@@ -75,3 +75,52 @@ def test_version(main, prog, capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{prog} {__version__} (MLIR ")
+
+
+_NO_DNN = '''func.func @f(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %arg0, %arg0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+'''
+
+_RETURNS_ITS_INPUT = '''func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32>
+    attributes {dnn.graph} {
+  return %arg0 : tensor<4xf32>
+}
+'''
+
+
+@pytest.mark.parametrize("text, message", [
+    (_NO_DNN, "dnnc: error: graph function '@f': expected dnn ops only, got 'arith.addf' at "
+              "loc(\"-\":2:8)\n"),
+    (_RETURNS_ITS_INPUT, "dnnc: error: graph function '@main' output #0: expected the result of "
+                         "a dnn op, got an input of the function\n"),
+])
+@pytest.mark.parametrize("command", [[], ["--arch", "sm_90a"], "run"])
+def test_a_module_without_a_dnn_graph_is_an_error(tmp_path, capsys, text, message, command):
+    """It used to compile to '0 kernels:' and exit 0."""
+    path = tmp_path / "f.mlir"
+    path.write_text(text)
+    argv = ["run", str(path)] if command == "run" else ["compile", str(path), *command]
+    assert cli.main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.err == message
+    assert "kernel" not in captured.out
+
+
+def test_from_mlir_reads_a_graph_by_the_same_rule():
+    with pytest.raises(dnnc.GraphError, match="graph function '@f': expected dnn ops only"):
+        dnnc.Graph.from_mlir(_NO_DNN)
+
+
+def test_run_draws_each_input_in_its_own_type(tmp_path, capsys):
+    # The CPU back end takes int32 and boolean inputs only as int32 and bool.
+    g = dnnc.Graph(name="g", io_data_type="f32")
+    n = g.tensor(name="n", dim=[8], data_type="int32")
+    keep = g.tensor(name="keep", dim=[8], data_type="bool")
+    x = g.tensor(name="x", dim=[8])
+    g.select(keep, g.cast(n, "f32"), x).set_output(True)
+    path = tmp_path / "g.mlir"
+    path.write_text(g.to_mlir())
+    assert cli.main(["run", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("PASS")
