@@ -41,6 +41,7 @@ class TensorSpec:
     name: str
     shape: tuple
     dtype: data_type
+    strides: tuple = None  # the graph's dnn.strides (None: not given, row-major)
 
 
 @dataclass(frozen=True)
@@ -60,8 +61,10 @@ def signature_of(module):
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         arg_names = _names(fn, "arg_attrs", len(ftype.inputs), "input")
         res_names = _names(fn, "res_attrs", len(ftype.results), "output")
-        inputs = tuple(_spec(n, t) for n, t in zip(arg_names, ftype.inputs))
-        outputs = tuple(_spec(n, t) for n, t in zip(res_names, ftype.results))
+        arg_strides = _strides(fn, "arg_attrs", len(ftype.inputs))
+        res_strides = _strides(fn, "res_attrs", len(ftype.results))
+        inputs = tuple(_spec(*a) for a in zip(arg_names, ftype.inputs, arg_strides))
+        outputs = tuple(_spec(*a) for a in zip(res_names, ftype.results, res_strides))
     return Signature(name, inputs, outputs)
 
 
@@ -80,9 +83,20 @@ def _names(fn, key, count, prefix):
     return names
 
 
-def _spec(name, type_):
+def _strides(fn, key, count):
+    """Each argument's (or result's) ``dnn.strides``, None where not given."""
+    strides = [None] * count
+    if key in fn.attributes:
+        for i, attrs in enumerate(fn.attributes[key]):
+            attrs = ir.DictAttr(attrs)
+            if "dnn.strides" in attrs:
+                strides[i] = tuple(ir.DenseI64ArrayAttr(attrs["dnn.strides"]))
+    return strides
+
+
+def _spec(name, type_, strides=None):
     info = builders.info_of(type_)
-    return TensorSpec(name, tuple(info.shape), info.dtype)
+    return TensorSpec(name, tuple(info.shape), info.dtype, strides)
 
 
 def compile_module(module, dump_ir=None, basename="graph"):

@@ -6,7 +6,8 @@ by the rules the GPU runtime applies, before any compiled code runs.
 A call is matched to the inputs as ``dnnc_runtime`` matches one (binding.py:
 by position, then by name; ``exe({"x": a})`` is taken as by name), and each
 array is checked by ``dnnc_runtime.host_arrays``: its dtype is the input's
-storage type exactly and its shape the input's dims. So an input the GPU
+storage type exactly, its shape the input's dims, and along a dim the graph
+broadcasts (stride 0) its values equal. So an input the GPU
 refuses is refused here too, with the same message. Nothing is converted: a
 float64 array for an f32 input, an int32 array for a boolean one, a list, a
 bf16 tensor passed as float32 are all errors, where converting them would
@@ -75,7 +76,7 @@ def _host_array(spec, value):
         raise ArgumentError(f"{label}: expected a NumPy array or a CPU torch tensor, got "
                             f"{type(value).__name__}", tensor=spec.name)
     array = np.asarray(value)
-    host_arrays.check(array, spec.dtype.mlir, spec.shape, label, spec.name)
+    host_arrays.check(array, spec.dtype.mlir, spec.shape, label, spec.name, spec.strides)
     return np.ascontiguousarray(array)
 
 

@@ -168,8 +168,9 @@ def bind_torch(t, spec):
 
 
 def bind_numpy(a, spec, writable):
-    # The rule dnnc's CPU back end shares (host_arrays.py): dtype and shape exact.
-    host_arrays.check(a, spec.dtype, spec.dims, spec.label, spec.name)
+    # The rule dnnc's CPU back end shares (host_arrays.py): dtype and shape exact,
+    # one value along a broadcast dim.
+    host_arrays.check(a, spec.dtype, spec.dims, spec.label, spec.name, spec.strides)
     if writable and not a.flags.writeable:
         raise ArgumentError(f"{spec.label}: expected a writable array, got a read-only one",
                             tensor=spec.name)

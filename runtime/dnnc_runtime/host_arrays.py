@@ -13,10 +13,15 @@ the CPU too, with the same ``ArgumentError`` and the same words:
   would let such a bug pass on the CPU and fail on the GPU;
 * its shape is the tensor's logical dims, exactly (no broadcasting of the
   argument itself: a graph input declared with a stride-0 dim still takes an
-  array of its full dims, as the GPU does).
+  array of its full dims, as the GPU does);
+* along a dim the tensor broadcasts (stride 0, more than one element), its
+  elements are equal, bit for bit. One element is stored there: the GPU's
+  staging copy would keep one of the differing values and the CPU back end,
+  which reads the logical array, every one of them, so the two would differ
+  where the caller meant something else. Refused, nothing is lost.
 
-Strides are not checked: a host array is copied into the layout the
-compiled code reads. This module imports numpy only (ml_dtypes when a bf16 or
+The array's own strides are not checked: a host array is copied into the
+layout the compiled code reads. This module imports numpy only (ml_dtypes when a bf16 or
 fp8 tensor needs it), so the compiler imports it without the GPU runtime's
 CUDA layer.
 """
@@ -52,10 +57,12 @@ def numpy_dtype(dtype, label="tensor"):
     return t
 
 
-def check(array, dtype, dims, label, name):
+def check(array, dtype, dims, label, name, strides=None):
     """Refuse ``array`` (a NumPy array) unless it has exactly manifest type
-    ``dtype`` and shape ``dims``. ``label`` is how messages name the tensor
-    (``input 'x'``), ``name`` what the ArgumentError's ``tensor`` holds."""
+    ``dtype`` and shape ``dims`` and, where ``strides`` (the tensor's, in
+    elements; None: not known) broadcast a dim, one value along it. ``label``
+    is how messages name the tensor (``input 'x'``), ``name`` what the
+    ArgumentError's ``tensor`` holds."""
     want = numpy_dtype(dtype, label)
     if array.dtype != want:
         raise ArgumentError(f"{label}: expected dtype {dtype} (numpy {want}), got numpy "
@@ -63,3 +70,22 @@ def check(array, dtype, dims, label, name):
     if tuple(array.shape) != tuple(dims):
         raise ArgumentError(f"{label}: expected shape {list(dims)}, got {list(array.shape)}",
                             tensor=name)
+    if strides is None or array.size == 0:
+        return
+    for d, (n, stride) in enumerate(zip(dims, strides)):
+        if stride == 0 and n > 1:
+            _check_broadcast(array, d, label, name)
+
+
+def _check_broadcast(array, d, label, name):
+    # Compared as bytes: bf16 and fp8 have no NumPy comparison of their own,
+    # and a NaN must equal itself.
+    raw = np.ascontiguousarray(array).view(np.uint8).reshape(array.shape + (array.itemsize,))
+    differs = (raw != np.take(raw, [0], axis=d)).any(axis=-1)
+    if differs.any():
+        at = [int(i) for i in np.argwhere(differs)[0]]
+        first = list(at)
+        first[d] = 0
+        raise ArgumentError(f"{label}: dim {d} has stride 0 (one element stored, broadcast): "
+                            f"expected equal values along it, got element {at} differing from "
+                            f"{first}", tensor=name)

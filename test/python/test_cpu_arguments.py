@@ -25,8 +25,8 @@ def _relu(io, dim=(2, 3)):
 def _gpu_message(value, dtype, dims):
     """What the GPU runtime says of ``value`` as input 'x' (binding.bind_numpy
     makes no CUDA call)."""
-    spec = type("Spec", (), {"dtype": dtype, "dims": tuple(dims), "label": "input 'x'",
-                             "name": "x"})()
+    spec = type("Spec", (), {"dtype": dtype, "dims": tuple(dims), "strides": None,
+                             "label": "input 'x'", "name": "x"})()
     with pytest.raises(ArgumentError) as err:
         binding.bind_numpy(value, spec, writable=False)
     return str(err.value)
@@ -100,6 +100,32 @@ def test_a_broadcast_input_takes_an_array_of_its_full_dims():
         exe.run(row)
     (y,) = exe.run(np.stack([row, row]))
     np.testing.assert_array_equal(y, np.maximum(np.stack([row, row]), 0))
+
+
+@pytest.mark.parametrize("io", [F32, BF16])
+def test_a_broadcast_input_of_differing_values_is_refused_as_on_the_gpu(io):
+    """One element is stored along a stride-0 dim: the GPU's staging copy
+    kept the last of differing values, the CPU read them all."""
+    g = dnnc.Graph(io_data_type=io)
+    b = g.tensor(name="x", dim=[3, 2, 4], stride=[4, 0, 1])
+    g.relu(b).set_output(True)
+    exe = g.compile(target="cpu")
+    value = np.zeros((3, 2, 4), io.numpy)
+    value[2, 1, 3] = 1.0
+    with pytest.raises(ArgumentError) as cpu:
+        exe.run(value)
+    assert str(cpu.value) == ("input 'x': dim 1 has stride 0 (one element stored, broadcast): "
+                              "expected equal values along it, got element [2, 1, 3] differing "
+                              "from [2, 0, 3]")
+    spec = type("Spec", (), {"dtype": io.mlir, "dims": (3, 2, 4), "strides": (4, 0, 1),
+                             "label": "input 'x'", "name": "x"})()
+    with pytest.raises(ArgumentError) as gpu:
+        binding.bind_numpy(value, spec, writable=False)
+    assert str(gpu.value) == str(cpu.value)
+    value[2, 0, 3] = 1.0
+    value[:, :, 0] = np.nan  # equal bits: NaN along the dim is one value
+    (y,) = exe.run(value)
+    np.testing.assert_array_equal(y.astype(np.float64), np.maximum(value.astype(np.float64), 0))
 
 
 def test_other_objects_are_refused():
