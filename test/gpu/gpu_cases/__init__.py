@@ -78,6 +78,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     int8.py            int8 / uint8 convolutions and matmuls (exact int32
                        accumulation), casts at the byte types' edges, and
                        cudnn-frontend's int8 test graphs
+    layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
+                       rows, a matmul's shared operand), outputs with padded
+                       rows, column-major and channels-last strides
 """
 
 from . import (attention, attention_backward_fused, attention_backward_random,
@@ -86,6 +89,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
+from . import layouts
 from .case import Case
 
 # In the order index.json lists them.
@@ -121,6 +125,7 @@ CASES = [
     *examples.CASES,
     *frontend.CASES,
     *int8.CASES,
+    *layouts.CASES,
 ]
 
 __all__ = ["CASES", "Case"]
