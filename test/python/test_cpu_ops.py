@@ -526,7 +526,8 @@ def test_rank0_and_empty_tensors():
             g.slice(z, start=[1, 0], limit=[2, 0], step=[1, 1], name="slice_empty"),
             g.pooling(p, "avg", window=[2, 2], padding=[1, 1], name="pool_empty"))
     got, ref = run(g, {"a": rand(rng, []), "b": rand(rng, []), "z": np.zeros((3, 0), np.float32),
-                       "w": np.zeros((0, 5), np.float32), "p": np.zeros((0, 2, 5, 4))})
+                       "w": np.zeros((0, 5), np.float32),
+                       "p": np.zeros((0, 2, 5, 4), np.float32)})
     check(g, got, ref)
     assert got[total.name].shape == ()
 
