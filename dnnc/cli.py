@@ -122,15 +122,14 @@ def cmd_compile(args, out):
 
         raise UsageError(f"writing a .dnnpkg needs --arch ({' or '.join(ARCHS)})")
     stage = args.stage or "fused"
-    module = parse_graph(open(args.input).read())
+    module = parse_graph(_read(args.input))
     opts = compiler.Options(target="cpu", dump_ir=args.dump_ir, stop_after=stage)
     module = compiler.compile_module(module, opts, basename=_basename(args.input))
     text = str(module)
     if stage == "fused":
         out.write(plan.describe(module) + "\n\n")
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        _write(args.output, text)
         out.write(f"wrote {args.output}\n")
     else:
         out.write(text)
@@ -147,7 +146,7 @@ def _compile_cuda(args, out):
     from dnnc import compiler
     from dnnc.parsing import parse_graph
 
-    module = parse_graph(open(args.input).read())
+    module = parse_graph(_read(args.input))
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
                             stop_after=args.stage, config=args.config,
                             tuning_db=args.tuning_db)
@@ -160,8 +159,7 @@ def _compile_cuda(args, out):
         else:
             text = str(result)
         if args.output:
-            with open(args.output, "w") as f:
-                f.write(text)
+            _write(args.output, text)
             out.write(f"wrote {args.output}\n")
         else:
             out.write(text)
@@ -200,7 +198,7 @@ def cmd_run(args, out):
     from dnnc.dialect.walk import entry_function
     from dnnc.parsing import parse_graph
 
-    text = open(args.input).read()
+    text = _read(args.input)
     module = parse_graph(text)
     fn = entry_function(module)
     rng = np.random.default_rng(args.seed)
@@ -262,8 +260,7 @@ def load_graph(path):
     Python file's ``build()`` returns (else the one Graph it makes at top
     level); its ``main`` is not run."""
     if not path.endswith(".py"):
-        with open(path) as f:
-            return f.read()
+        return _read(path)
     import runpy
 
     from dnnc.graph import Graph
@@ -390,9 +387,35 @@ def main(argv=None):
         sys.stderr.write(f"dnnc: error: {err}\n")
         return 1
     except OSError as err:
-        sys.stderr.write(f"dnnc: error: {err}\n")
+        sys.stderr.write(f"dnnc: error: {_describe(err)}\n")
         return 1
     return 2
+
+
+def _read(path):
+    """The text of file ``path``; an OSError that says it could not read it."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as err:
+        raise OSError(err.errno, f"cannot read '{path}': {err.strerror}") from None
+
+
+def _write(path, text):
+    """Write ``text`` to file ``path``; an OSError that says it could not."""
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write '{path}': {err.strerror}") from None
+
+
+def _describe(err):
+    """An OSError in one line that names its file, without Python's
+    ``[Errno N]`` prefix."""
+    if err.filename is not None:
+        return f"'{err.filename}': {err.strerror}"
+    return err.strerror or str(err)
 
 
 if __name__ == "__main__":

@@ -39,6 +39,7 @@ def test_compile_names_the_package_path_it_cannot_write(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"cannot write '{out}'" in err
     assert ".dnnpkg-" not in err  # not the temporary file's name
+    assert err == f"dnnc: error: cannot write '{out}': No such file or directory\n"
 
 
 def test_inspect_of_a_truncated_package_names_it(tmp_path, capsys):
@@ -124,3 +125,21 @@ def test_run_draws_each_input_in_its_own_type(tmp_path, capsys):
     path.write_text(g.to_mlir())
     assert cli.main(["run", str(path)]) == 0
     assert capsys.readouterr().out.splitlines()[-1].startswith("PASS")
+
+
+def test_compile_and_run_name_an_input_they_cannot_read(tmp_path, capsys):
+    missing = str(tmp_path / "nope.mlir")
+    for argv in (["compile", missing], ["compile", missing, "--arch", "sm_90a"], ["run", missing]):
+        assert cli.main(argv) == 1
+        assert capsys.readouterr().err == (f"dnnc: error: cannot read '{missing}': No such file "
+                                           "or directory\n")
+    assert cli.main(["inspect", str(tmp_path / "nope.dnnpkg")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dnnc: error: ") and "nope.dnnpkg" in err and "[Errno" not in err
+
+
+def test_compile_names_an_ir_output_it_cannot_write(tmp_path, capsys):
+    out = str(tmp_path / "no" / "such" / "g.mlir")
+    assert cli.main(["compile", _graph_file(tmp_path), "-o", out]) == 1
+    assert capsys.readouterr().err == (f"dnnc: error: cannot write '{out}': No such file or "
+                                       "directory\n")
