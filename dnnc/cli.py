@@ -24,6 +24,7 @@ option, 2 for a usage error.
 
 import argparse
 import os
+import re
 import sys
 
 from dnnc.errors import DnncError
@@ -384,12 +385,21 @@ def main(argv=None):
         sys.stderr.write(f"dnnc: error: {err}\n")
         return 2
     except DnncError as err:
-        sys.stderr.write(f"dnnc: error: {err}\n")
+        sys.stderr.write(f"dnnc: error: {_in_file(str(err), getattr(args, 'input', None))}\n")
         return 1
     except OSError as err:
         sys.stderr.write(f"dnnc: error: {_describe(err)}\n")
         return 1
     return 2
+
+
+def _in_file(message, path):
+    """``message`` with MLIR's locations in the text it parsed (``loc("-":3:8)``:
+    dnnc parses the file's text, not the file) given as ``path:3:8``."""
+    if not path:
+        return message
+    return re.sub(r'loc\("-":(\d+):(\d+)\)', lambda m: f"{path}:{m.group(1)}:{m.group(2)}",
+                  message)
 
 
 def _read(path):

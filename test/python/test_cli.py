@@ -93,7 +93,7 @@ _RETURNS_ITS_INPUT = '''func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32>
 
 @pytest.mark.parametrize("text, message", [
     (_NO_DNN, "dnnc: error: graph function '@f': expected dnn ops only, got 'arith.addf' at "
-              "loc(\"-\":2:8)\n"),
+              "{path}:2:8\n"),
     (_RETURNS_ITS_INPUT, "dnnc: error: graph function '@main' output #0: expected the result of "
                          "a dnn op, got an input of the function\n"),
 ])
@@ -105,7 +105,7 @@ def test_a_module_without_a_dnn_graph_is_an_error(tmp_path, capsys, text, messag
     argv = ["run", str(path)] if command == "run" else ["compile", str(path), *command]
     assert cli.main(argv) == 1
     captured = capsys.readouterr()
-    assert captured.err == message
+    assert captured.err == message.format(path=path)
     assert "kernel" not in captured.out
 
 
@@ -143,3 +143,12 @@ def test_compile_names_an_ir_output_it_cannot_write(tmp_path, capsys):
     assert cli.main(["compile", _graph_file(tmp_path), "-o", out]) == 1
     assert capsys.readouterr().err == (f"dnnc: error: cannot write '{out}': No such file or "
                                        "directory\n")
+
+
+def test_parse_errors_name_the_file_and_line(tmp_path, capsys):
+    path = tmp_path / "garbage.mlir"
+    path.write_text("func.func @main() {\n  garbage\n}\n")
+    assert cli.main(["compile", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dnnc: error: cannot parse the MLIR input\n")
+    assert f"{path}:2:3: error: " in err and 'loc("-"' not in err
