@@ -3,10 +3,11 @@
     module = parse(open("graph.mlir").read())
     module = parse_graph(text)     # and it must hold a dnn graph (dnnc compile / run)
 
-The driver (``compile_cuda`` of MLIR text), ``dnnc`` and ``dnnc-opt`` read
-their input through ``parse``, and ``Graph.from_mlir`` reads a graph's text
-through it. It runs the ``dnn-verify`` checks (dnnc/passes/dnn_verify.py),
-so it sits above the passes, with the driver.
+``dnnc-opt`` reads its input through ``parse``; the driver (``compile_cuda``
+of MLIR text), ``dnnc compile`` / ``run`` and ``Graph.from_mlir`` read a graph
+through ``parse_graph``. Both run the ``dnn-verify`` checks
+(dnnc/passes/dnn_verify.py), so this module sits above the passes, with the
+driver.
 """
 
 import re
