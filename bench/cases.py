@@ -1728,7 +1728,33 @@ from conv_cases import cases as _conv_cases  # noqa: E402  (bench/ is on sys.pat
 
 RESNET = _conv_cases(Case)
 
+# ============================================================================
+# Broadcast inputs: a graph input declared with a stride of 0 (one element
+# stored along that dim, docs/python-api.md), against PyTorch's expanded
+# tensor, which its own kernels read in place. (dnnc copies such an input to
+# a dense buffer first: dnn-io-strides' load kernel; a channel broadcast of
+# an NHWC image gets simt-generic copies, which the strategy audit refuses
+# in a benchmark case, so it is a GPU test case only: gpu_cases/layouts.py.)
+# ============================================================================
+
+
+def _add_broadcast_row():
+    g = _graph("add_broadcast_row")
+    x = g.tensor(name="x", dim=PW)
+    b = g.tensor(name="b", dim=PW, stride=[0, 1])  # one row, read for every row
+    g.add(x, b).set_output(True)
+    return g
+
+
+BROADCAST = [
+    Case(f"add broadcast row (stride 0) {PW_NAME} bf16", _add_broadcast_row,
+         lambda t, x, b: t.add(x, b), _numel(PW), (2 * _numel(PW) + PW[1]) * BF16, True,
+         "pointwise"),
+]
+
+
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
-         + ATTENTION_RAGGED + ATTENTION_BACKWARD)
+         + ATTENTION_RAGGED + ATTENTION_BACKWARD
+         + BROADCAST)

@@ -190,12 +190,15 @@ def _inputs(torch, exe, case, count, device=DEVICE):
         tensors = []
         for spec in exe.inputs:
             dt = dtypes[spec.dtype]
-            t = torch.empty_strided(spec.dims, spec.strides, dtype=dt, device=device)
+            # A dim the input broadcasts (stride 0) stores one element: fill a
+            # tensor of size 1 there, then expand it to the manifest's dims.
+            stored = [1 if s == 0 and n > 1 else n for n, s in zip(spec.dims, spec.strides)]
+            t = torch.empty_strided(stored, spec.strides, dtype=dt, device=device)
             if dt is torch.bool:
-                t.copy_(torch.rand(spec.dims, device=device) < 0.5)
+                t.copy_(torch.rand(stored, device=device) < 0.5)
             else:
-                t.copy_(torch.randn(spec.dims, device=device))
-            tensors.append(t)
+                t.copy_(torch.randn(stored, device=device))
+            tensors.append(t.expand(spec.dims))
         if case.init is not None:
             case.init(torch, *tensors)
         prepared = tuple(case.torch_prepare(torch, *tensors)) if case.torch_prepare else ()

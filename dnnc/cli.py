@@ -24,6 +24,7 @@ option, 2 for a usage error.
 
 import argparse
 import os
+import re
 import sys
 
 from dnnc.errors import DnncError
@@ -107,7 +108,7 @@ def _basename(path):
 
 def cmd_compile(args, out):
     from dnnc import compiler, plan
-    from dnnc.parsing import parse
+    from dnnc.parsing import parse_graph
 
     if args.arch:
         return _compile_cuda(args, out)
@@ -122,15 +123,14 @@ def cmd_compile(args, out):
 
         raise UsageError(f"writing a .dnnpkg needs --arch ({' or '.join(ARCHS)})")
     stage = args.stage or "fused"
-    module = parse(open(args.input).read())
+    module = parse_graph(_read(args.input))
     opts = compiler.Options(target="cpu", dump_ir=args.dump_ir, stop_after=stage)
     module = compiler.compile_module(module, opts, basename=_basename(args.input))
     text = str(module)
     if stage == "fused":
         out.write(plan.describe(module) + "\n\n")
     if args.output:
-        with open(args.output, "w") as f:
-            f.write(text)
+        _write(args.output, text)
         out.write(f"wrote {args.output}\n")
     else:
         out.write(text)
@@ -145,9 +145,9 @@ class UsageError(Exception):
 
 def _compile_cuda(args, out):
     from dnnc import compiler
-    from dnnc.parsing import parse
+    from dnnc.parsing import parse_graph
 
-    module = parse(open(args.input).read())
+    module = parse_graph(_read(args.input))
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
                             stop_after=args.stage, config=args.config,
                             tuning_db=args.tuning_db)
@@ -160,8 +160,7 @@ def _compile_cuda(args, out):
         else:
             text = str(result)
         if args.output:
-            with open(args.output, "w") as f:
-                f.write(text)
+            _write(args.output, text)
             out.write(f"wrote {args.output}\n")
         else:
             out.write(text)
@@ -198,10 +197,10 @@ def cmd_run(args, out):
 
     from dnnc import compiler, interpreter
     from dnnc.dialect.walk import entry_function
-    from dnnc.parsing import parse
+    from dnnc.parsing import parse_graph
 
-    text = open(args.input).read()
-    module = parse(text)
+    text = _read(args.input)
+    module = parse_graph(text)
     fn = entry_function(module)
     rng = np.random.default_rng(args.seed)
     inputs = []
@@ -215,10 +214,14 @@ def cmd_run(args, out):
             limits = np.iinfo(info.dtype.numpy)  # int8 / uint8: their whole range
             inputs.append(rng.integers(limits.min, limits.max + 1, info.shape)
                           .astype(info.dtype.numpy))
+        elif info.dtype.is_integer:
+            # int32 (lengths, offsets, page tables): 0 or 1, in range for the
+            # ops that read them, typed int32 as the CPU back end takes them.
+            inputs.append(rng.integers(0, 2, info.shape).astype(info.dtype.numpy))
         else:
             inputs.append(rng.random(info.shape) < 0.5)
     expected = interpreter.run_module(module, inputs)
-    exe = compiler.compile_module(parse(text),
+    exe = compiler.compile_module(parse_graph(text),
                                   compiler.Options(target="cpu", dump_ir=args.dump_ir),
                                   basename=_basename(args.input))
     got = exe.run(*inputs)
@@ -258,8 +261,7 @@ def load_graph(path):
     Python file's ``build()`` returns (else the one Graph it makes at top
     level); its ``main`` is not run."""
     if not path.endswith(".py"):
-        with open(path) as f:
-            return f.read()
+        return _read(path)
     import runpy
 
     from dnnc.graph import Graph
@@ -383,12 +385,47 @@ def main(argv=None):
         sys.stderr.write(f"dnnc: error: {err}\n")
         return 2
     except DnncError as err:
-        sys.stderr.write(f"dnnc: error: {err}\n")
+        sys.stderr.write(f"dnnc: error: {_in_file(str(err), getattr(args, 'input', None))}\n")
         return 1
     except OSError as err:
-        sys.stderr.write(f"dnnc: error: {err}\n")
+        sys.stderr.write(f"dnnc: error: {_describe(err)}\n")
         return 1
     return 2
+
+
+def _in_file(message, path):
+    """``message`` with MLIR's locations in the text it parsed (``loc("-":3:8)``:
+    dnnc parses the file's text, not the file) given as ``path:3:8``."""
+    if not path:
+        return message
+    return re.sub(r'loc\("-":(\d+):(\d+)\)', lambda m: f"{path}:{m.group(1)}:{m.group(2)}",
+                  message)
+
+
+def _read(path):
+    """The text of file ``path``; an OSError that says it could not read it."""
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError as err:
+        raise OSError(err.errno, f"cannot read '{path}': {err.strerror}") from None
+
+
+def _write(path, text):
+    """Write ``text`` to file ``path``; an OSError that says it could not."""
+    try:
+        with open(path, "w") as f:
+            f.write(text)
+    except OSError as err:
+        raise OSError(err.errno, f"cannot write '{path}': {err.strerror}") from None
+
+
+def _describe(err):
+    """An OSError in one line that names its file, without Python's
+    ``[Errno N]`` prefix."""
+    if err.filename is not None:
+        return f"'{err.filename}': {err.strerror}"
+    return err.strerror or str(err)
 
 
 if __name__ == "__main__":

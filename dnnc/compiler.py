@@ -240,9 +240,9 @@ def dnn_module(graph_or_module):
     if is_graph(graph_or_module):
         return graph_or_module.to_module(), graph_or_module.name
     if isinstance(graph_or_module, str):
-        from dnnc.parsing import parse  # imports MLIR, which a graph's cache hit does not
+        from dnnc.parsing import parse_graph  # imports MLIR, which a graph's cache hit does not
 
-        return parse(graph_or_module), "graph"
+        return parse_graph(graph_or_module), "graph"
     return graph_or_module, "graph"
 
 

@@ -11,7 +11,13 @@ class DnncError(Exception):
 
 
 class GraphError(DnncError):
-    """A graph was built or used wrongly (unknown tensor, missing input, ...)."""
+    """A graph was built or used wrongly (unknown tensor, missing input, ...).
+
+    A wrong argument of a CPU executable is a GraphError of its own class,
+    ``dnnc.targets.cpu_arguments.ArgumentError``, which is also the runtime's
+    ``dnnc_runtime.ArgumentError`` (defined there: this module is below the
+    runtime's users), so one ``except`` catches it on either back end.
+    """
 
 
 class VerificationError(DnncError):

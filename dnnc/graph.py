@@ -121,14 +121,17 @@ class Node:
 
 
 def _check_stride(name, dim, stride):
+    """One stride per dim, none negative: the layout rule of every path
+    (dnnc_runtime/layout.py), as far as it is known when strides are given.
+    Whether a tensor is an output, whose elements must not share an address,
+    is known when the graph becomes IR (graph_mlir.py checks it there)."""
     if stride is None:
         return
-    if len(stride) != len(dim):
-        raise GraphError(f"tensor '{name}' stride: expected {len(dim)} values (rank of dim), "
-                         f"got {len(stride)}")
-    for i, s in enumerate(stride):
-        if int(s) < 0:
-            raise GraphError(f"tensor '{name}' stride {i}: expected >= 0, got {s}")
+    from dnnc_runtime import layout  # the runtime's package: loaded when a stride is given
+
+    wrong = layout.problem(dim, stride, output=False)
+    if wrong:
+        raise GraphError(f"tensor '{name}': {wrong}")
 
 
 class Graph:

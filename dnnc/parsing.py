@@ -1,11 +1,13 @@
 """dnn MLIR text in: parse it into a module and verify every dnn op.
 
     module = parse(open("graph.mlir").read())
+    module = parse_graph(text)     # and it must hold a dnn graph (dnnc compile / run)
 
-The driver (``compile_cuda`` of MLIR text), ``dnnc`` and ``dnnc-opt`` read
-their input through ``parse``, and ``Graph.from_mlir`` reads a graph's text
-through it. It runs the ``dnn-verify`` checks (dnnc/passes/dnn_verify.py),
-so it sits above the passes, with the driver.
+``dnnc-opt`` reads its input through ``parse``; the driver (``compile_cuda``
+of MLIR text), ``dnnc compile`` / ``run`` and ``Graph.from_mlir`` read a graph
+through ``parse_graph``. Both run the ``dnn-verify`` checks
+(dnnc/passes/dnn_verify.py), so this module sits above the passes, with the
+driver.
 """
 
 import re
@@ -13,6 +15,7 @@ import re
 from mlir import ir
 
 from dnnc import dialect
+from dnnc.dialect.walk import entry_function
 from dnnc.errors import GraphError, ToolError
 from dnnc.passes.dnn_verify import verify_module
 
@@ -29,6 +32,38 @@ def parse(text, context=None):
         verify_module(module)
         check_layouts(module)
     return module
+
+
+def parse_graph(text, context=None):
+    """``parse``, then ``check_graph``: what ``dnnc compile`` and ``dnnc run``
+    read, and what the driver compiles when given MLIR text."""
+    module = parse(text, context)
+    with module.context:
+        check_graph(module)
+    return module
+
+
+def check_graph(module):
+    """The module's graph function (``entry_function``: the one marked
+    ``dnn.graph``, else the only public function), refused with GraphError
+    unless it is a dnn graph: dnn ops only, each output made by one of them.
+    A function of other ops is not something to compile (it used to pass as
+    a graph of 0 kernels), and an output that is an input is a copy no kernel
+    makes. ``Graph.from_mlir`` reads a graph by the same rule."""
+    fn = entry_function(module)
+    name = ir.StringAttr(fn.attributes["sym_name"]).value
+    block = fn.regions[0].blocks[0]
+    for op in block.operations:
+        op_name = op.operation.name
+        if op_name == "func.return":
+            for i, value in enumerate(op.operands):
+                if isinstance(value.owner, ir.Block):
+                    raise GraphError(f"graph function '@{name}' output #{i}: expected the "
+                                     "result of a dnn op, got an input of the function")
+        elif not op_name.startswith("dnn."):
+            raise GraphError(f"graph function '@{name}': expected dnn ops only, got "
+                             f"'{op_name}' at {op.location}")
+    return fn
 
 
 def check_layouts(module):

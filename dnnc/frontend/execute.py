@@ -186,12 +186,11 @@ def scalar_value(value, t):
 
 
 def _host_array(value):
-    """An input for the CPU back end, as a NumPy array of its values."""
-    if hasattr(value, "detach"):         # torch: bf16/fp8 have no NumPy twin, widen them
-        t = value.detach().cpu()
-        if t.dtype.is_floating_point and t.dtype.itemsize < 4 and str(t.dtype) != "torch.float16":
-            t = t.float()
-        return t.numpy()
+    """An input for the CPU back end: a NumPy array, or a torch tensor on
+    the CPU, which the back end reads in its own element type (bf16 and fp8
+    as ml_dtypes' types) and checks as the GPU runtime checks a tensor."""
+    if hasattr(value, "detach"):         # torch
+        return value.detach().cpu()
     if isinstance(value, int):
         raise InvalidVariantPackError("variant pack: a raw device pointer cannot be read by the "
                                       "CPU back end: pass arrays or CPU tensors")

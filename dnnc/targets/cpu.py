@@ -10,9 +10,12 @@ ExecutionEngine.
 function is called through its C interface: one pointer to a memref
 descriptor per input, then one per output.
 
-Arrays cross in their logical (row-major, C-contiguous) layout. Storage per
-element type: f32 and f16 as themselves, bf16 as 16 bits, fp8 as 8 bits and
-booleans as one byte (0 or 1) per element.
+Inputs are NumPy arrays of each input's own dtype and dims, checked by the
+rule the GPU runtime applies to NumPy arrays (cpu_arguments.py): nothing is
+converted, and a wrong one is an ``ArgumentError`` naming it. Arrays cross in
+their logical (row-major, C-contiguous) layout. Storage per element type: f32
+and f16 as themselves, bf16 as 16 bits, fp8 as 8 bits and booleans as one
+byte (0 or 1) per element.
 """
 
 import ctypes
@@ -26,7 +29,8 @@ from dnnc import pipelines
 from dnnc.dialect import builders
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.dialect.walk import entry_function
-from dnnc.errors import GraphError, LoweringError
+from dnnc.errors import LoweringError
+from dnnc.targets import cpu_arguments
 
 # Where the CPU pipeline takes over from the dnn-level front half.
 FIRST_STAGE = "linalg"
@@ -37,6 +41,7 @@ class TensorSpec:
     name: str
     shape: tuple
     dtype: data_type
+    strides: tuple = None  # the graph's dnn.strides (None: not given, row-major)
 
 
 @dataclass(frozen=True)
@@ -56,8 +61,10 @@ def signature_of(module):
         ftype = ir.FunctionType(ir.TypeAttr(fn.attributes["function_type"]).value)
         arg_names = _names(fn, "arg_attrs", len(ftype.inputs), "input")
         res_names = _names(fn, "res_attrs", len(ftype.results), "output")
-        inputs = tuple(_spec(n, t) for n, t in zip(arg_names, ftype.inputs))
-        outputs = tuple(_spec(n, t) for n, t in zip(res_names, ftype.results))
+        arg_strides = _strides(fn, "arg_attrs", len(ftype.inputs))
+        res_strides = _strides(fn, "res_attrs", len(ftype.results))
+        inputs = tuple(_spec(*a) for a in zip(arg_names, ftype.inputs, arg_strides))
+        outputs = tuple(_spec(*a) for a in zip(res_names, ftype.results, res_strides))
     return Signature(name, inputs, outputs)
 
 
@@ -76,9 +83,20 @@ def _names(fn, key, count, prefix):
     return names
 
 
-def _spec(name, type_):
+def _strides(fn, key, count):
+    """Each argument's (or result's) ``dnn.strides``, None where not given."""
+    strides = [None] * count
+    if key in fn.attributes:
+        for i, attrs in enumerate(fn.attributes[key]):
+            attrs = ir.DictAttr(attrs)
+            if "dnn.strides" in attrs:
+                strides[i] = tuple(ir.DenseI64ArrayAttr(attrs["dnn.strides"]))
+    return strides
+
+
+def _spec(name, type_, strides=None):
     info = builders.info_of(type_)
-    return TensorSpec(name, tuple(info.shape), info.dtype)
+    return TensorSpec(name, tuple(info.shape), info.dtype, strides)
 
 
 def compile_module(module, dump_ir=None, basename="graph"):
@@ -208,26 +226,8 @@ class CpuExecutable:
                 for a, s in zip(outputs, self.signature.outputs)]
 
     def _inputs(self, inputs, named):
-        specs = self.signature.inputs
-        if len(inputs) == 1 and isinstance(inputs[0], dict) and not named:
-            named = {getattr(k, "name", k): v for k, v in inputs[0].items()}
-            inputs = ()
-        if len(inputs) > len(specs):
-            raise GraphError(f"expected {len(specs)} inputs, got {len(inputs)}")
-        given = dict(zip([s.name for s in specs], inputs))
-        for key, value in named.items():
-            if key not in {s.name for s in specs}:
-                raise GraphError(f"unknown input '{key}'; the inputs are "
-                                 f"{', '.join(s.name for s in specs) or 'none'}")
-            if key in given:
-                raise GraphError(f"input '{key}' is given twice")
-            given[key] = value
-        arrays = []
-        for s in specs:
-            if s.name not in given:
-                raise GraphError(f"input '{s.name}': expected an array, got none")
-            arrays.append(_input_array(s, given[s.name]))
-        return arrays
+        # Checked as the GPU runtime checks NumPy arrays (cpu_arguments.py).
+        return cpu_arguments.bind(self.signature.inputs, inputs, named)
 
 
 # Functions of MLIR's runtime libraries, which the engine does not load.
@@ -243,27 +243,6 @@ def _check_runtime_calls(module):
             raise LoweringError(f"the lowered module calls '{name}' from MLIR's runtime library, "
                                 "which the CPU executable does not load (a strided memref.copy "
                                 "survived bufferization)")
-
-
-def _input_array(spec, value):
-    """``value`` as a C-contiguous array of the declared type. Floats of
-    another type are rounded once to nearest even (fp8 saturating), as
-    ``dnnc.reference.round_to`` rounds the reference's inputs."""
-    from dnnc.reference import round_to
-
-    a = np.asarray(value)
-    if a.shape != spec.shape:
-        raise GraphError(f"input '{spec.name}': expected shape {spec.shape}, got {a.shape}")
-    if spec.dtype is data_type.BOOLEAN:
-        a = a.astype(np.bool_) if a.dtype != np.bool_ else a
-    elif a.dtype != spec.dtype.numpy:
-        try:
-            wide = a.astype(np.float64)
-        except (TypeError, ValueError):
-            raise GraphError(f"input '{spec.name}': expected numbers, got dtype {a.dtype}") \
-                from None
-        a = round_to(wide, spec.dtype).astype(spec.dtype.numpy)
-    return np.ascontiguousarray(a)
 
 
 def _output_array(spec):

@@ -17,21 +17,24 @@ elements (equal to the manifest's except on size-1 dims, where any stride
 addresses the same bytes; NumPy arrays are exempt, since their staging copy
 takes the manifest's layout), device (a CPU torch tensor is refused), and
 the address alignment the kernels assume (16 bytes unless the manifest says
-otherwise). Errors name the tensor and say ``expected X, got Y``.
+otherwise). Errors name the tensor and say ``expected X, got Y``. A NumPy
+array's dtype and shape are checked by host_arrays.py, the rule dnnc's CPU
+back end applies to its inputs too.
 """
 
 import sys
 
 import numpy as np
 
+from . import host_arrays
 from .errors import ArgumentError
+from .host_arrays import numpy_dtype
 
 TORCH, DEVICE, NUMPY = "torch", "device", "numpy"
 
 _TORCH_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
                 "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i1": "bool",
                 "i32": "int32", "si8": "int8", "ui8": "uint8"}
-_ML_DTYPES = {"bf16": "bfloat16", "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2"}
 # __cuda_array_interface__ typestrs. NumPy has no bf16/fp8, so producers describe
 # them as raw bytes ('V') or as ml_dtypes does; a raw 1-byte type cannot tell
 # the two fp8 formats apart and is trusted.
@@ -43,7 +46,6 @@ _OUT_TYPESTR = {"f32": "<f4", "f16": "<f2", "bf16": "<V2", "f8E4M3FN": "|V1", "f
                 "i1": "|b1", "i32": "<i4", "si8": "|i1", "ui8": "|u1"}
 
 _torch_dtypes = {}
-_numpy_dtypes = {}
 
 
 class Bound:
@@ -66,23 +68,6 @@ def torch_dtype(dtype):
     t = _torch_dtypes.get(dtype)
     if t is None:
         t = _torch_dtypes[dtype] = getattr(sys.modules["torch"], _TORCH_NAMES[dtype])
-    return t
-
-
-def numpy_dtype(dtype, label="tensor"):
-    """The NumPy dtype for a manifest spelling (bf16 and fp8 need ml_dtypes)."""
-    t = _numpy_dtypes.get(dtype)
-    if t is None:
-        if dtype in _ML_DTYPES:
-            try:
-                import ml_dtypes
-            except ImportError as e:
-                raise ArgumentError(f"{label}: NumPy has no {dtype}; install ml_dtypes to pass "
-                                    f"{dtype} NumPy arrays", tensor=None) from e
-            t = np.dtype(getattr(ml_dtypes, _ML_DTYPES[dtype]))
-        else:
-            t = np.dtype(_TORCH_NAMES[dtype])
-        _numpy_dtypes[dtype] = t
     return t
 
 
@@ -183,12 +168,9 @@ def bind_torch(t, spec):
 
 
 def bind_numpy(a, spec, writable):
-    want = numpy_dtype(spec.dtype, spec.label)
-    if a.dtype != want:
-        raise ArgumentError(f"{spec.label}: expected dtype {spec.dtype} (numpy {want}), got "
-                            f"numpy {a.dtype}", tensor=spec.name)
-    if a.shape != spec.dims:
-        _shape_error(spec, a.shape)
+    # The rule dnnc's CPU back end shares (host_arrays.py): dtype and shape exact,
+    # one value along a broadcast dim.
+    host_arrays.check(a, spec.dtype, spec.dims, spec.label, spec.name, spec.strides)
     if writable and not a.flags.writeable:
         raise ArgumentError(f"{spec.label}: expected a writable array, got a read-only one",
                             tensor=spec.name)

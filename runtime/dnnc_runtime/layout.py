@@ -30,7 +30,7 @@ def problem(dims, strides, output):
         return f"expected {len(dims)} strides (one per dim), got {len(strides)}"
     for d, s in enumerate(strides):
         if int(s) < 0:
-            return f"stride {d}: expected >= 0, got {s}"
+            return f"dim {d} stride: expected >= 0, got {s}"
     if not output or any(n == 0 for n in dims):
         return None
     moving = sorted((int(s), int(n), d) for d, (n, s) in enumerate(zip(dims, strides)) if n > 1)
@@ -38,10 +38,10 @@ def problem(dims, strides, output):
     for stride, size, d in moving:
         if stride < reach:
             if stride == 0:
-                return (f"dim {d} (size {size}) has stride 0: an output cannot broadcast, its "
-                        "elements would share an address")
-            return (f"dims {last} and {d} overlap: dim {d} has stride {stride}, less than the "
-                    f"{reach} elements dim {last} spans, so two elements would share an "
-                    f"address (strides {strides} for dims {dims})")
+                return (f"dim {d} (size {size}) stride: expected > 0, got 0 (an output cannot "
+                        "broadcast: its elements would share an address)")
+            return (f"dim {d} (size {size}) stride: expected >= {reach}, the elements dim "
+                    f"{last} spans, got {stride}: dims {last} and {d} overlap, two elements "
+                    f"would share an address (strides {strides} for dims {dims})")
         reach, last = stride * size, d
     return None

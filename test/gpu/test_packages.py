@@ -61,9 +61,18 @@ def _to_device(array, spec):
         host = torch.from_numpy(np.ascontiguousarray(array).view(np.uint8)).view(dtype)
     else:
         host = torch.from_numpy(np.ascontiguousarray(array))
-    out = torch.empty_strided(spec["dims"], spec["strides"], dtype=dtype, device="cuda")
-    out.copy_(host.reshape(spec["dims"]).to("cuda"))
-    return out
+    dims, strides = spec["dims"], spec["strides"]
+    # A dim the input broadcasts (stride 0) stores one element: copy index 0
+    # of it (the case drew equal values along it) into a tensor of size 1
+    # there, then expand it to the manifest's dims and strides.
+    broadcast = [d for d, (n, s) in enumerate(zip(dims, strides)) if s == 0 and n > 1]
+    stored = [1 if d in broadcast else n for d, n in enumerate(dims)]
+    host = host.reshape(dims)
+    for d in broadcast:
+        host = host.narrow(d, 0, 1)
+    out = torch.empty_strided(stored, strides, dtype=dtype, device="cuda")
+    out.copy_(host.to("cuda"))
+    return out.expand(dims)
 
 
 def _poisoned(spec):

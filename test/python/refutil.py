@@ -29,3 +29,19 @@ def run(name, operands, declared=None, **attrs):
     infos = {k: _info(v) for k, v in operands.items()}
     results, full = opdef.infer(D.get(name), infos, attrs, declared)
     return ref.evaluate(name, operands, full, results)
+
+
+def typed(value, dtype):
+    """``value`` as an array of ``dtype``'s own NumPy type (ml_dtypes' for
+    bf16 and fp8, bool for booleans), rounded once from float64 as the
+    reference rounds its inputs: what an executable takes, on the CPU as on
+    the GPU (both refuse an array of another type)."""
+    from dnnc.dialect.types import as_data_type
+
+    dtype = as_data_type(dtype)
+    a = np.asarray(value)
+    if a.dtype == dtype.numpy:
+        return a
+    if dtype is data_type.BOOLEAN:
+        return a.astype(np.bool_)
+    return ref.round_to(a.astype(np.float64), dtype).astype(dtype.numpy)

@@ -39,6 +39,7 @@ def test_compile_names_the_package_path_it_cannot_write(tmp_path, capsys):
     err = capsys.readouterr().err
     assert f"cannot write '{out}'" in err
     assert ".dnnpkg-" not in err  # not the temporary file's name
+    assert err == f"dnnc: error: cannot write '{out}': No such file or directory\n"
 
 
 def test_inspect_of_a_truncated_package_names_it(tmp_path, capsys):
@@ -75,3 +76,79 @@ def test_version(main, prog, capsys):
     assert exit_.value.code == 0
     out = capsys.readouterr().out
     assert out.startswith(f"{prog} {__version__} (MLIR ")
+
+
+_NO_DNN = '''func.func @f(%arg0: tensor<4xf32>) -> tensor<4xf32> {
+  %0 = arith.addf %arg0, %arg0 : tensor<4xf32>
+  return %0 : tensor<4xf32>
+}
+'''
+
+_RETURNS_ITS_INPUT = '''func.func @main(%arg0: tensor<4xf32>) -> tensor<4xf32>
+    attributes {dnn.graph} {
+  return %arg0 : tensor<4xf32>
+}
+'''
+
+
+@pytest.mark.parametrize("text, message", [
+    (_NO_DNN, "dnnc: error: graph function '@f': expected dnn ops only, got 'arith.addf' at "
+              "{path}:2:8\n"),
+    (_RETURNS_ITS_INPUT, "dnnc: error: graph function '@main' output #0: expected the result of "
+                         "a dnn op, got an input of the function\n"),
+])
+@pytest.mark.parametrize("command", [[], ["--arch", "sm_90a"], "run"])
+def test_a_module_without_a_dnn_graph_is_an_error(tmp_path, capsys, text, message, command):
+    """It used to compile to '0 kernels:' and exit 0."""
+    path = tmp_path / "f.mlir"
+    path.write_text(text)
+    argv = ["run", str(path)] if command == "run" else ["compile", str(path), *command]
+    assert cli.main(argv) == 1
+    captured = capsys.readouterr()
+    assert captured.err == message.format(path=path)
+    assert "kernel" not in captured.out
+
+
+def test_from_mlir_reads_a_graph_by_the_same_rule():
+    with pytest.raises(dnnc.GraphError, match="graph function '@f': expected dnn ops only"):
+        dnnc.Graph.from_mlir(_NO_DNN)
+
+
+def test_run_draws_each_input_in_its_own_type(tmp_path, capsys):
+    # The CPU back end takes int32 and boolean inputs only as int32 and bool.
+    g = dnnc.Graph(name="g", io_data_type="f32")
+    n = g.tensor(name="n", dim=[8], data_type="int32")
+    keep = g.tensor(name="keep", dim=[8], data_type="bool")
+    x = g.tensor(name="x", dim=[8])
+    g.select(keep, g.cast(n, "f32"), x).set_output(True)
+    path = tmp_path / "g.mlir"
+    path.write_text(g.to_mlir())
+    assert cli.main(["run", str(path)]) == 0
+    assert capsys.readouterr().out.splitlines()[-1].startswith("PASS")
+
+
+def test_compile_and_run_name_an_input_they_cannot_read(tmp_path, capsys):
+    missing = str(tmp_path / "nope.mlir")
+    for argv in (["compile", missing], ["compile", missing, "--arch", "sm_90a"], ["run", missing]):
+        assert cli.main(argv) == 1
+        assert capsys.readouterr().err == (f"dnnc: error: cannot read '{missing}': No such file "
+                                           "or directory\n")
+    assert cli.main(["inspect", str(tmp_path / "nope.dnnpkg")]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dnnc: error: ") and "nope.dnnpkg" in err and "[Errno" not in err
+
+
+def test_compile_names_an_ir_output_it_cannot_write(tmp_path, capsys):
+    out = str(tmp_path / "no" / "such" / "g.mlir")
+    assert cli.main(["compile", _graph_file(tmp_path), "-o", out]) == 1
+    assert capsys.readouterr().err == (f"dnnc: error: cannot write '{out}': No such file or "
+                                       "directory\n")
+
+
+def test_parse_errors_name_the_file_and_line(tmp_path, capsys):
+    path = tmp_path / "garbage.mlir"
+    path.write_text("func.func @main() {\n  garbage\n}\n")
+    assert cli.main(["compile", str(path)]) == 1
+    err = capsys.readouterr().err
+    assert err.startswith("dnnc: error: cannot parse the MLIR input\n")
+    assert f"{path}:2:3: error: " in err and 'loc("-"' not in err

@@ -28,6 +28,7 @@ from dnnc.codegen.gpu import irutil, ptxas, sass
 from dnnc.dialect.types import data_type as dt
 from dnnc.heuristics import Problem, TensorSpec
 from dnnc.passes import run_pipeline
+from refutil import typed
 from test_cuda_compile import EMULATION_TAIL
 
 F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
@@ -242,6 +243,7 @@ def test_column_programs_match_the_cpu_back_end(dtype, dims, modes, keepdims, co
     x = np.random.default_rng(3).standard_normal(dims).astype(np.float32)
     if "prod" in modes:
         x = 1 + x / 100
+    x = typed(x, dtype)  # what both executables take
     expected = g.compile(target="cpu")(x=x)
     run, strategies = emulate(g, config)
     got = run(x=x)
@@ -261,7 +263,7 @@ def test_column_programs_match_the_cpu_back_end(dtype, dims, modes, keepdims, co
 
 def test_one_row_is_a_column_program_too():
     g = columns_graph(F16, [1, 129], ["sum", "max"])
-    x = np.random.default_rng(4).standard_normal([1, 129]).astype(np.float32)
+    x = typed(np.random.default_rng(4).standard_normal([1, 129]).astype(np.float32), F16)
     expected = g.compile(target="cpu")(x=x)
     run, strategies = emulate(g)
     assert set(strategies.values()) == {STRATEGY}, strategies
@@ -368,7 +370,7 @@ def test_weight_gradients_fold_in_one_pass(rows, n, config):
         [("x", (rows, n), BF16), ("dy", (rows, n), BF16), ("mean", (rows, 1), F32),
          ("inv", (rows, 1), F32)],
         [("dgamma", (1, n), BF16), ("dbeta", (1, n), BF16)]))
-    got = run(x=x, dy=dy, mean=mean, inv=inv)
+    got = run(x=typed(x, BF16), dy=typed(dy, BF16), mean=typed(mean, F32), inv=typed(inv, F32))
 
     def bf16(a):
         import ml_dtypes

@@ -38,6 +38,7 @@ import dnnc
 from dnnc import compiler, graph_mlir, interpreter, passes, pipelines, plan
 from dnnc.codegen.gpu import ptxas, sass
 from mlir import ir
+from refutil import typed
 from test_conv_tensor_cores import channels_last
 from test_tc_sass import ARCH, MAX_SHARED, gemm_kernels, needs_sass
 
@@ -103,7 +104,8 @@ def _inputs(graph, seed=0):
     arrays = []
     for t in graph.inputs:
         values = rng.standard_normal([int(d) for d in t.dim])
-        arrays.append(values + 0.5 if t.name == "shift" else values)
+        values = values + 0.5 if t.name == "shift" else values
+        arrays.append(typed(values, t.get_data_type()))  # in its own type, as executables take
     return arrays
 
 

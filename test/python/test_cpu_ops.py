@@ -20,7 +20,8 @@ import dnnc
 import dnnc.targets.cpu
 import dnnc.graph_mlir
 from dnnc.dialect.types import data_type as dt
-from dnnc.errors import GraphError, UnsupportedError
+from dnnc.errors import UnsupportedError
+from dnnc.targets.cpu_arguments import ArgumentError
 
 F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
 E4M3, E5M2, BOOL = dt.FP8_E4M3, dt.FP8_E5M2, dt.BOOLEAN
@@ -525,7 +526,8 @@ def test_rank0_and_empty_tensors():
             g.slice(z, start=[1, 0], limit=[2, 0], step=[1, 1], name="slice_empty"),
             g.pooling(p, "avg", window=[2, 2], padding=[1, 1], name="pool_empty"))
     got, ref = run(g, {"a": rand(rng, []), "b": rand(rng, []), "z": np.zeros((3, 0), np.float32),
-                       "w": np.zeros((0, 5), np.float32), "p": np.zeros((0, 2, 5, 4))})
+                       "w": np.zeros((0, 5), np.float32),
+                       "p": np.zeros((0, 2, 5, 4), np.float32)})
     check(g, got, ref)
     assert got[total.name].shape == ()
 
@@ -542,21 +544,32 @@ def test_executable_inputs():
     outputs(out)
     exe = dnnc.targets.cpu.compile_module(dnnc.graph_mlir.to_module(g))
     assert exe.input_names == ["x", "y"] and exe.output_names == [out.name]
-    xv = np.arange(6, dtype=np.float64).reshape(3, 2).T  # float64, not contiguous
-    got = exe(xv, y=[1.0, 2.0, 3.0])[out.name]
+    # bf16 arrays, x not contiguous: taken in its logical layout.
+    xv = np.arange(6, dtype=np.float64).reshape(3, 2).T.astype(ml_dtypes.bfloat16)
+    assert not xv.flags.c_contiguous
+    yv = np.array([1.0, 2.0, 3.0], ml_dtypes.bfloat16)
+    got = exe(xv, y=yv)[out.name]
     assert got.dtype == ml_dtypes.bfloat16
-    np.testing.assert_array_equal(got.astype(np.float64), xv + [1.0, 2.0, 3.0])
+    expected = xv.astype(np.float64) + [1.0, 2.0, 3.0]
+    np.testing.assert_array_equal(got.astype(np.float64), expected)
     # Repeated calls reuse the compiled code and fresh output buffers.
-    again = exe.run({"x": xv, "y": np.ones(3)})[0]
-    np.testing.assert_array_equal(again.astype(np.float64), xv + 1.0)
-    with pytest.raises(GraphError, match="expected shape"):
-        exe(np.zeros((3, 2)), np.zeros(3))
-    with pytest.raises(GraphError, match="'y'"):
+    again = exe.run({"x": xv, "y": np.ones(3, ml_dtypes.bfloat16)})[0]
+    np.testing.assert_array_equal(again.astype(np.float64), xv.astype(np.float64) + 1.0)
+    ones = np.ones(3, ml_dtypes.bfloat16)
+    with pytest.raises(ArgumentError, match=r"input 'x': expected shape \[2, 3\], got \[3, 2\]"):
+        exe(np.zeros((3, 2), ml_dtypes.bfloat16), ones)
+    with pytest.raises(ArgumentError, match="missing input.s. y"):
         exe(x=xv)
-    with pytest.raises(GraphError, match="unknown input 'q'"):
-        exe(xv, np.zeros(3), q=1)
-    with pytest.raises(GraphError, match="expected numbers"):
+    with pytest.raises(ArgumentError, match="unknown input 'q'"):
+        exe(xv, ones, q=1)
+    with pytest.raises(ArgumentError, match=r"expected 2 input.s. \(x, y\), got 3"):
+        exe(xv, ones, ones)
+    with pytest.raises(ArgumentError, match=r"input 'y': expected dtype bf16 \(numpy bfloat16\), "
+                                            r"got numpy <U1"):
         exe(xv, np.array(["a", "b", "c"]))
+    with pytest.raises(ArgumentError, match="input 'y': expected a NumPy array or a CPU torch "
+                                            "tensor, got list"):
+        exe(xv, [1.0, 2.0, 3.0])
 
 
 def test_composite_op_without_decomposition_is_unsupported(monkeypatch):

@@ -20,6 +20,7 @@ import pytest
 import dnnc
 from dnnc import graph_mlir, interpreter, passes, pipelines
 from mlir import ir
+from refutil import typed
 
 PIPELINE = ("builtin.module(dnn-canonicalize,dnn-recognize-sdpa,dnn-fold-operand-scales,"
             "dnn-fuse,dnn-verify)")
@@ -33,9 +34,10 @@ def _inputs(graph, seed, positive=()):
     arrays = []
     for t in graph.inputs:
         if t.name in positive:
-            arrays.append(rng.uniform(0.5, 1.5, t.dim))
+            x = rng.uniform(0.5, 1.5, t.dim)
         else:
-            arrays.append(rng.standard_normal(t.dim))
+            x = rng.standard_normal(t.dim)
+        arrays.append(typed(x, t.get_data_type()))  # each in its own type, as executables take
     return arrays
 
 

@@ -132,8 +132,10 @@ def test_graph_errors_are_typed():
         g.tensor(name="x", dim=[2], data_type="f32")
     with pytest.raises(GraphError, match="unknown data type"):
         g.tensor(name="y", dim=[2], data_type="int3")
-    with pytest.raises(GraphError, match="stride: expected 1 values"):
+    with pytest.raises(GraphError, match=r"tensor 'z': expected 1 strides \(one per dim\), got 2"):
         g.tensor(name="z", dim=[2], stride=[1, 1], data_type="f32")
+    with pytest.raises(GraphError, match="tensor 'z': dim 0 stride: expected >= 0, got -1"):
+        g.tensor(name="z", dim=[2], stride=[-1], data_type="f32")
     with pytest.raises(GraphError, match="no outputs"):
         g.to_mlir()
     other = dnnc.Graph(io_data_type="f32").tensor(name="o", dim=[2])

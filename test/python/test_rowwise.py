@@ -15,6 +15,7 @@ from dnnc import compiler, interpreter, passes, pipelines
 from dnnc.codegen.gpu import ptxas
 from dnnc.dialect.types import data_type as dt
 from dnnc.errors import PipelineError
+from refutil import typed
 
 F32, BF16 = dt.FLOAT, dt.BFLOAT16
 PTXAS = ptxas.find()
@@ -321,7 +322,7 @@ def fuse(g):
     after); the CPU back end, which runs the same kernels, checked too."""
     module = dnnc.graph_mlir.to_module(g)
     rng = np.random.default_rng(0)
-    arrays = [rng.standard_normal(t.dim) for t in g.inputs]
+    arrays = [typed(rng.standard_normal(t.dim), t.get_data_type()) for t in g.inputs]
     before = interpreter.run_module(module, arrays)
     passes.run_pipeline(module, FRONT)
     after = interpreter.run_module(module, arrays)

@@ -23,6 +23,7 @@ from dnnc import compiler
 from dnnc.codegen.gpu import ptxas
 from dnnc.dialect.types import data_type as dt
 from dnnc.heuristics import window as window_rules
+from refutil import typed
 from test_windows import POOLS, PTXAS, STRATEGY, _entry, _from_memory, _to_memory, \
     channels_last, emulate
 
@@ -63,7 +64,8 @@ def test_gathered_gradients_equal_the_cpu_back_end(dtype, dims, attrs, layout):
     x = rng.integers(-2, 3, dims).astype(np.float32)
     x[0, 1] = -np.inf  # windows of -inf alone: their first real tap wins
     x[(0, 2) + (1,) * (len(dims) - 2)] = np.nan  # a NaN beats every number
-    dy = rng.standard_normal(yd).astype(np.float32).astype(dtype.numpy).astype(np.float32)
+    dy = rng.standard_normal(yd).astype(np.float32)
+    x, dy = typed(x, dtype), typed(dy, dtype)  # what both executables take
     expected = g.compile(target="cpu")(x=x, dy=dy)
     reference = g.execute_reference({"x": x, "dy": dy})
     for name, want in reference.items():  # one rounding of dx (f32 sums here)

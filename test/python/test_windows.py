@@ -24,6 +24,7 @@ import dnnc.graph_mlir
 from dnnc import compiler
 from dnnc.codegen.gpu import ptxas
 from dnnc.dialect.types import data_type as dt
+from refutil import typed
 from test_colwise import emulate as colwise_emulate
 
 F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
@@ -98,7 +99,7 @@ TILES = ["", "*=tile:1", "*=tile:2x3x1"]
 def test_window_programs_match_the_cpu_back_end(dtype, dims, attrs, layout, tile):
     g = pools_graph(dtype, dims, attrs, layout)
     x = np.random.default_rng(5).standard_normal(dims).astype(np.float32)
-    x = x.astype(dtype.numpy).astype(np.float32)
+    x = typed(x, dtype)  # what both executables take
     expected = g.compile(target="cpu")(x=x)
     run, strategies = emulate(g, tile)
     # One kernel per pool, the relu fused into the max pool's.

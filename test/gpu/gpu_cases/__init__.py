@@ -83,6 +83,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     int8.py            int8 / uint8 convolutions and matmuls (exact int32
                        accumulation), casts at the byte types' edges, and
                        cudnn-frontend's int8 test graphs
+    layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
+                       rows, a matmul's shared operand), outputs with padded
+                       rows, column-major and channels-last strides
 """
 
 from . import (attention, attention_backward_fused, attention_backward_random,
@@ -92,6 +95,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from . import conv_sm80_split
+from . import layouts
 from .case import Case
 
 # In the order index.json lists them.
@@ -128,6 +132,7 @@ CASES = [
     *examples.CASES,
     *frontend.CASES,
     *int8.CASES,
+    *layouts.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

@@ -17,6 +17,16 @@ def storage(array, dtype):
     return array, str(array.dtype)
 
 
+def _broadcast(x, t):
+    """``x`` with one value along each dim ``t`` broadcasts (stride 0, more
+    than one element): one element is stored there, and the runtime refuses
+    a NumPy array whose values differ along it (dnnc_runtime/host_arrays.py)."""
+    for d, (n, stride) in enumerate(zip(t.dim, t.get_stride())):
+        if stride == 0 and n > 1:
+            x = np.broadcast_to(np.take(x, [0], axis=d), x.shape).copy()
+    return x
+
+
 def make_inputs(case, g):
     """The values of ``g``'s inputs by name, drawn as ``case`` says from a
     generator seeded with ``case.seed``; then those ``case.derived``
@@ -45,7 +55,7 @@ def make_inputs(case, g):
             x = rng.standard_normal(t.dim) * std + mean
         # Values representable in the input's type: what the GPU reads is
         # what the reference reads.
-        values[t.name] = x.astype(np.float32).astype(dtype.numpy)
+        values[t.name] = _broadcast(x.astype(np.float32).astype(dtype.numpy), t)
     if case.derived is not None:
         types = {t.name: t.get_data_type() for t in g.inputs}
         for name, x in case.derived(values).items():
