@@ -178,7 +178,7 @@ func.func private @registers_epilogue(%A: memref<256x512xbf16>, %B: memref<512x2
 // reason says why.
 // CHECK-LABEL: func.func private @odd_k(
 //  CHECK-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K, A's contiguous dim, a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; heuristics: matmul"
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K, A's contiguous dim, a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; tc-sm80's unaligned loader: A in 8-byte cp.async copies (its rows are 8-byte aligned: K = 100 bf16), zero past M, N and K in the loader (no padded copy); heuristics: matmul"
 //   CHECK-NOT:   linalg.generic
 //       CHECK:   gpu.launch
 //       CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
@@ -436,13 +436,17 @@ func.func private @split_k_cluster(%A: memref<64x512xbf16>, %B: memref<512x128xb
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // K = 99: A's rows are 198 bytes apart, which no cp.async copy (4 bytes at
-// least, aligned) can start every row at: neither tc-sm90 nor tc-sm80.
-// CHECK-LABEL: func.func private @odd_k_neither(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply ({{.*}}), nor does tc-sm80 (A's rows start 198 bytes apart or in: cp.async copies at least 4 aligned bytes (an even K for bf16)): simt-generic, one thread per output; heuristics: matmul"
-//       CHECK:   linalg.generic
-//   CHECK-NOT:   gpu.launch
-func.func private @odd_k_neither(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+// least, aligned) can start every row at: tc-sm80's loader reads A element
+// by element through registers (zero past K), B by 16-byte cp.async.
+// CHECK-LABEL: func.func private @odd_k_element_wise(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply ({{.*}}): tc-sm80 64x64x32 tiles, 4 stages; tc-sm80's unaligned loader: A element by element through registers (its rows start 2 bytes apart: K = 99 bf16), zero past M, N and K in the loader (no padded copy); heuristics: matmul"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch
+//       CHECK:     llvm.load {{.*}} : !llvm.ptr<1> -> i16
+//       CHECK:     nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+//       CHECK:     nvvm.mma.sync
+func.func private @odd_k_element_wise(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x64xf32>) {
   ^bb0(%out: f32):

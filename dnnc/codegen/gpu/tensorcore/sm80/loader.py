@@ -26,8 +26,9 @@ each chunk is loaded element by element into registers (2-byte loads, the
 elements past the operand's end zero instead of read) and stored to the
 stage as one 16-byte shared store. That is the loader padding the operand:
 no padded copy is ever made in memory. The convolution loaders
-(im2col.py) take it; a matmul's operands do not (yet), their odd rows
-NotSupported. The loads are synchronous where
+(im2col.py) and a matmul's (kernel.operand_loaders: an odd K of a K-major
+operand, an odd M or N of an MN-major one) take it. The loads are
+synchronous where
 cp.async is not: ``load`` returns the stores (``pending``) so that the
 mainloop issues them after the mma.syncs of the slice it loads under,
 which hide the loads' latency; the stage they write is free from the
