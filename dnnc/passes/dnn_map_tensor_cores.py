@@ -162,8 +162,12 @@ class DnnMapTensorCores(DnncPass):
                     continue
                 try:
                     found = gemm_match.match(fn)
-                    tile = sm80.fit_gemm(found, sm80_tile_of(config, found.element))
+                    asked = sm80_tile_of(config, found.element)
+                    tile = sm80.fit_gemm(found, asked)
                     notes = sm80.build(fn, found, tile)
+                    if tile != asked:
+                        notes.append(f"tile narrowed to {tile.m}x{tile.n}x{tile.k} (the "
+                                     "element-wise loads within the register budget)")
                 except (gemm_match.NotAGemm, sm80.NotSupported) as why:
                     fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
                     continue

@@ -188,6 +188,9 @@ def transposed_operands(gemm):
 
 def check(gemm, tile):
     """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
+    if gemm.batch_shape is not None:
+        raise NotSupported(f"{len(gemm.batch_shape)} batch dims {list(gemm.batch_shape)}: "
+                           "tc-sm90's tiles address one")
     element = multiplied(gemm)
     if element == "f32":
         raise NotSupported("f32 operands multiplied in f32: the tensor cores take them as tf32 "
