@@ -299,10 +299,13 @@ def empty_k(problem, facts):
     facts = f"{facts}, K = 0: the epilogue of a zero product, pointwise"
     width = pointwise.usable_width(problem)
     work = problem.output_elements
-    fallback = simt_generic(work, problem.sms, None, facts)
     if width == 1:
-        return fallback
-    return pointwise.vector_configs(problem, facts, width) + fallback
+        n = problem.anchor_outputs[0].shape[-1]
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"{facts}: simt-pointwise needs a vector dim that is a multiple of 2 elements "
+            f"at least, got {n}"))
+    return pointwise.vector_configs(problem, facts, width) + \
+        simt_generic(work, problem.sms, None, facts)
 
 
 def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
