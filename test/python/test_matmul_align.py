@@ -12,6 +12,10 @@ the pointwise epilogue of a zero product.
 * Plans: the reason names the loader of each operand and why.
 * SASS: HMMA, no spills; 16-bit global loads where an operand is read
   element by element.
+* A large GEMM of odd K on sm_90a: tc-sm90 after a copy of the operand
+  into rows of a 16-byte multiple (elementwise/pad_rows.py, interpreted
+  here), where the copy is small beside the GEMM (sm90.padded_operands);
+  a small one stays on tc-sm80.
 """
 
 import math
@@ -20,8 +24,14 @@ import numpy as np
 import pytest
 
 import dnnc
+from mlir import ir
+from mlir.dialects import func
+
+import dnnc.dialect
 from dnnc import compiler, graph_mlir, passes, pipelines
 from dnnc.codegen.gpu import irutil, ptxas, sass
+from dnnc.codegen.gpu.elementwise import pad_rows
+from kernel_interpreter import run_kernel
 from test_conv_phases import interpret
 from test_tc_sass import needs_sass
 
@@ -199,3 +209,68 @@ def test_matmul_align_sass(name, arch):
     hmma = SASS[name]
     assert counts[hmma] > 0, sorted(counts)
     assert any(op.startswith("LDG") and "U16" in op for op in counts), sorted(counts)
+
+
+@pytest.mark.parametrize("shape, dims, k", [
+    ([3, 5, 13], {"batch": 0, "mn": 1, "k": 2}, 13),
+    ([20, 129], {"batch": None, "mn": 0, "k": 1}, 129),
+    # A weight stored N x K read as K x N: K-major in dim 0.
+    ([7, 9], {"batch": None, "mn": 1, "k": 0}, 7),
+])
+def test_pad_rows_interpreted(shape, dims, k):
+    """pad_rows.emit, interpreted: each row of K elements copied into a
+    row of a 16-byte multiple, zero after K, every element written."""
+    with dnnc.dialect.context(), ir.Location.unknown():
+        module = ir.Module.create()
+        f16 = ir.F16Type.get()
+        extent = shape[dims["mn"]]
+        pitch = pad_rows.pitch_of(k, 2)
+        lead = [shape[0]] if dims["batch"] is not None else []
+        src_t = ir.MemRefType.get(shape, f16)
+        dst_t = ir.MemRefType.get(lead + [extent, pitch], f16)
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("pad", ([src_t, dst_t], []))
+            entry = fn.add_entry_block()
+            with ir.InsertionPoint(entry):
+                pad_rows.emit(entry.arguments[0], dims, entry.arguments[1], k)
+                func.ReturnOp([])
+        rng = np.random.default_rng(1)
+        src = rng.normal(size=shape).astype(np.float16).astype(np.float32)
+        out = run_kernel(fn, [src, np.full(lead + [extent, pitch], np.nan, np.float32)])[1]
+    rows = src if dims["k"] == len(shape) - 1 else np.swapaxes(src, -1, -2)
+    np.testing.assert_array_equal(out[..., :k], rows)
+    assert (out[..., k:] == 0).all()
+
+
+@pytest.mark.parametrize("a_dims, b_dims, b_stride, padded", [
+    ([2048, 1023], [1023, 8192], None, "A"),
+    ([4096, 4095], [4095, 4096], [1, 4095], "A, B"),
+])
+def test_large_odd_k_pads_for_tc_sm90(a_dims, b_dims, b_stride, padded):
+    """A large GEMM of odd K on sm_90a: tc-sm90, each odd-K K-major operand
+    copied into rows of a 16-byte multiple first (the reason says so, with
+    the copy's and the GEMM's estimated times); the copy kernel and the
+    GEMM assemble without spills."""
+    build = matmul_graph("pad", "f16", a_dims, b_dims, b_stride=b_stride)
+    built = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch="sm_90a", tuning_db="off"), basename="pad")
+    kernels = list({k["entry"]: k for k in built.kernels}.values())
+    assert {k["strategy"] for k in kernels} == {"tc-sm90"}, \
+        [(k["strategy"], k.get("reason")) for k in kernels]
+    reason = kernels[0]["reason"]
+    k = a_dims[-1]
+    for name in padded.split(", "):
+        assert f"{name} copied into rows of {pad_rows.pitch_of(k, 2)} elements first" in reason, \
+            reason
+    assert reason.count("copied into rows") == len(padded.split(", ")), reason
+    resources, _ = ptxas.assemble_cubin(built.ptx, "sm_90a")
+    for kernel in kernels:
+        r = resources[kernel["entry"]]
+        assert (r.spill_stores, r.spill_loads) == (0, 0), (kernel["entry"], r)
+
+
+def test_small_odd_k_stays_on_tc_sm80():
+    """An odd-K GEMM too small for the copy to pay (1000 x 129 x 129):
+    tc-sm80's loader reads A where it lies."""
+    (k,) = {k["entry"]: k for k in package("k129_n129_f16", "sm_90a").kernels}.values()
+    assert k["strategy"] == "tc-sm80" and "copied into rows" not in k["reason"], k["reason"]

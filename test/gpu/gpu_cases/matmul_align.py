@@ -3,7 +3,8 @@ TMA's 16-byte rule (127, 129, 1000, 4095, 50257; odd K in f16, whose rows
 are 2-byte aligned only), operands stored transposed, batch dims that
 broadcast against each other, K = 0, with fused epilogues. On sm_90a
 tc-sm90 takes what TMA can read (an operand copied transposed first where
-its rows of M or N are odd), tc-sm80's unaligned loader the rest (cp.async
+its rows of M or N are odd; a large GEMM's operand of odd K copied into
+padded rows first), tc-sm80's unaligned loader the rest (cp.async
 of 8 or 4 bytes, or element by element through registers, zero past M, N
 and K); a K = 0 matmul is the pointwise epilogue of a zero product. Some
 graphs are run with tc-sm80 forced, so that an sm_90a GPU checks its
@@ -116,6 +117,23 @@ def tf32_odd(dtype=F32):
     return build
 
 
+def padded(dtype):
+    """GEMMs of odd K large enough that tc-sm90 runs them after copying A
+    into rows of a 16-byte multiple (sm90.padded_operands), TMA zero-filling
+    past K: 2048 x 8192 x 1023, and 1024 x 8192 x 2047 with a bias."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=F32)
+        a = g.tensor(name="a", dim=[2048, 1023])
+        b = g.tensor(name="b", dim=[1023, 8192])
+        c = g.tensor(name="c", dim=[1024, 2047])
+        d = g.tensor(name="d", dim=[2047, 8192])
+        bias = g.tensor(name="bias", dim=[1, 8192])
+        outputs(contracted(g.matmul(a, b).set_name("k1023"), a, b, 1023),
+                contracted(g.add(g.matmul(c, d), bias).set_name("k2047_bias"), c, d, 2047))
+        return g
+    return build
+
+
 # tc-sm80 forced on every kernel: its loaders on shapes tc-sm90 would take
 # on sm_90a (N = 50257 copied transposed there, A stored K x M of M = 37).
 SM80 = "*=strategy:tc-sm80"
@@ -124,6 +142,8 @@ CASES = [
     *(Case(f"matmul_align_odd_{d.mlir}", odd_sizes(d)) for d in (F16, BF16)),
     *(Case(f"matmul_align_layouts_{d.mlir}", layouts(d)) for d in (F16, BF16)),
     *(Case(f"matmul_align_epilogues_{d.mlir}", epilogues(d)) for d in (F16, BF16)),
+    Case("matmul_align_padded_f16", padded(F16)),
+    Case("matmul_align_padded_bf16", padded(BF16)),
     Case("matmul_align_odd_sm80_bf16", odd_sizes(BF16), config=SM80),
     Case("matmul_align_layouts_sm80_f16", layouts(F16), config=SM80),
     # The tensor cores read a tf32 operand's top 19 bits (tc-sm90) or round

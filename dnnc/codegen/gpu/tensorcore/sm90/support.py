@@ -186,6 +186,47 @@ def transposed_operands(gemm):
     return copied
 
 
+# What padded_operands weighs (an H200's figures): tc-sm90's rate on a
+# large bf16 GEMM (4096^3 at 0.175-0.186 ms: 740-785 TFLOP/s; taken lower,
+# for H100s and ragged tiles), a copy's rate, a launch. tc-sm80, what such
+# an operand gets otherwise, ran 4096^3 in 0.327 ms (1.8x tc-sm90's time)
+# before its loader read rows element by element.
+TC90_FLOPS_PER_S = 600e12
+COPY_BYTES_PER_S = 2.5e12
+LAUNCH_S = 5e-6
+# The copy pays when it adds at most this share of the GEMM's time.
+PAD_SHARE = 0.25
+
+
+def padded_operands(gemm):
+    """{"A" or "B": why} for the K-major operands a launch ahead of the GEMM
+    copies into rows of a 16-byte multiple (elementwise/pad_rows.py), which
+    TMA then reads, zero past K: those TMA cannot read where they lie (rows
+    of K that are not 16 bytes apart, K = 4095 or 767 of 2-byte elements;
+    a row stride or start off 16 bytes), no prologue, where the GEMM is
+    large enough that the copy (the operand read and written once, and its
+    launch) adds at most PAD_SHARE to tc-sm90's time. Smaller GEMMs go to
+    tc-sm80, whose loader reads such rows where they lie."""
+    if gemm.batch_shape is not None or multiplied(gemm) not in ("bf16", "f16"):
+        return {}
+    gemm_s = 2 * gemm.m * gemm.n * gemm.k * gemm.batch / TC90_FLOPS_PER_S
+    out = {}
+    for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
+        eb = element_bytes(operand.stored)
+        if not operand.k_major or operand.prologue is not None or \
+                tma_problem(name, operand) is None:
+            continue
+        batches = gemm.batch if operand.dims["batch"] is not None else 1
+        copy_s = 2 * extent * gemm.k * batches * eb / COPY_BYTES_PER_S + LAUNCH_S
+        if copy_s <= PAD_SHARE * gemm_s:
+            out[name] = (f"{tma_problem(name, operand)}; "
+                         f"the copy, {copy_s * 1e6:.0f} us at {COPY_BYTES_PER_S / 1e12:g} TB/s, "
+                         f"is under {PAD_SHARE:.0%} of the GEMM's {gemm_s * 1e6:.0f} us at "
+                         f"{TC90_FLOPS_PER_S / 1e12:g} TFLOP/s, where tc-sm80's loader would "
+                         "take about 1.8x tc-sm90's time")
+    return out
+
+
 def check(gemm, tile):
     """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
     if gemm.batch_shape is not None:
@@ -211,7 +252,7 @@ def check(gemm, tile):
     # An operand copied transposed (``Kernel.transposed_copy``, kernel.py) is
     # read from the copy, row-major M x K or N x K with rows of a 16-byte
     # multiple.
-    transposed = transposed_operands(gemm)
+    transposed = {**transposed_operands(gemm), **padded_operands(gemm)}
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         if name in transposed:
             continue
