@@ -1388,6 +1388,14 @@ MATMUL_ALIGN = [
     _mm_case("odd K and N", "f16", [2048, 1000], [1000, 1001]),
     _mm_case("odd K, N = 50257", "bf16", [2048, 767], [767, 50257]),
     *_random_matmuls(),
+    # Tiny and skinny problems (issue 33's second bullet): M or N <= 16 (a
+    # weight read once: memory-bound) and batches of small matrices.
+    _mm_case("M = 1", "bf16", [1, 4096], [4096, 4096]),
+    _mm_case("M = 16", "bf16", [16, 4096], [4096, 4096]),
+    _mm_case("M = 16, odd K", "f16", [16, 4095], [4095, 4096]),
+    _mm_case("N = 16", "bf16", [4096, 4096], [4096, 16]),
+    _mm_case("batched small", "bf16", [512, 32, 32], [512, 32, 32]),
+    _mm_case("batched small", "f16", [256, 64, 64], [256, 64, 64]),
 ]
 
 
