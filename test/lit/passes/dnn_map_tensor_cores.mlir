@@ -2270,3 +2270,75 @@ func.func private @conv_wgrad_taps_batched(%dy: memref<1x16x6x6xbf16, strided<[5
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x24x3x3xbf16>) outs(%dw : memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>>)
   return
 }
+
+// -----
+
+#a5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, 0, d2, d4)>
+#b5 = affine_map<(d0, d1, d2, d3, d4) -> (d1, d4, d3)>
+#c5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// Two batch dims broadcast against each other ([2, 1, 7, 127] @ [3, 127,
+// 33]): tc-sm90's tiles address one batch dim; tc-sm80 unravels the flat
+// batch (its index divided by 3 for A's dim 0, remainder for B's dim 0).
+// CHECK-LABEL: func.func private @two_batch_dims(
+//  CHECK-SAME:     strategy = "tc-sm80"
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (2 batch dims [2, 3]: tc-sm90's tiles address one): tc-sm80 64x64x32 tiles, 4 stages; tc-sm80's unaligned loader: A element by element through registers (its rows start 2 bytes apart: K = 127 f16), B element by element through registers (its rows start 2 bytes apart: N = 33 f16), zero past M, N and K in the loader (no padded copy); heuristics: matmul"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch
+//       CHECK:     arith.divui %{{.*}}, %c3
+//       CHECK:     arith.remui %{{.*}}, %c3
+//       CHECK:     nvvm.mma.sync
+func.func private @two_batch_dims(%A: memref<2x1x7x127xf16>, %B: memref<3x127x33xf16>, %C: memref<2x3x7x33xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%C : memref<2x3x7x33xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a5, #b5, #c5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%A, %B : memref<2x1x7x127xf16>, memref<3x127x33xf16>) outs(%C : memref<2x3x7x33xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// K = 4095 in a GEMM large enough for a copy to pay: tc-sm90, A copied into
+// rows of 4096 elements first (a launch of its own), TMA reading its first
+// 4095 columns.
+// CHECK-LABEL: func.func private @large_odd_k_padded(
+//  CHECK-SAME:     strategy = "tc-sm90"
+//  CHECK-SAME:     A copied into rows of 4096 elements first (A's dim 0 stride is 8190 bytes
+//       CHECK:   memref.alloc() : memref<4096x4096xf16>
+//       CHECK:   gpu.launch
+//       CHECK:     vector.store {{.*}} {alignment = 16 : i64} : memref<4096x4096xf16>, vector<8xf16>
+//       CHECK:   memref.reinterpret_cast {{.*}} to offset: [0], sizes: [4096, 4095], strides: [4096, 1]
+//       CHECK:   nvgpu.tma.create.descriptor
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.wgmma.mma_async
+func.func private @large_odd_k_padded(%A: memref<4096x4095xf16>, %B: memref<4095x4096xf16>, %C: memref<4096x4096xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<4096x4096xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<4096x4095xf16>, memref<4095x4096xf16>) outs(%C : memref<4096x4096xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
