@@ -245,6 +245,8 @@ def test_pad_rows_interpreted(shape, dims, k):
 @pytest.mark.parametrize("a_dims, b_dims, b_stride, padded", [
     ([2048, 1023], [1023, 8192], None, "A"),
     ([4096, 4095], [4095, 4096], [1, 4095], "A, B"),
+    # Skinny: tc-sm80 would run 64 tiles on 132 SMs; A is 1% of the bytes.
+    ([16, 4095], [4095, 4096], None, "A"),
 ])
 def test_large_odd_k_pads_for_tc_sm90(a_dims, b_dims, b_stride, padded):
     """A large GEMM of odd K on sm_90a: tc-sm90, each odd-K K-major operand
@@ -269,8 +271,10 @@ def test_large_odd_k_pads_for_tc_sm90(a_dims, b_dims, b_stride, padded):
         assert (r.spill_stores, r.spill_loads) == (0, 0), (kernel["entry"], r)
 
 
-def test_small_odd_k_stays_on_tc_sm80():
-    """An odd-K GEMM too small for the copy to pay (1000 x 129 x 129):
-    tc-sm80's loader reads A where it lies."""
-    (k,) = {k["entry"]: k for k in package("k129_n129_f16", "sm_90a").kernels}.values()
+@pytest.mark.parametrize("name", ["k129_n129_f16", "m1_k127_batched_bf16"])
+def test_small_odd_k_stays_on_tc_sm80(name):
+    """An odd-K GEMM too small for the copy to pay (37 x 129 x 129; one row
+    a batch of 3, whose bytes take less than two launches' time): tc-sm80's
+    loader reads A where it lies."""
+    (k,) = {k["entry"]: k for k in package(name, "sm_90a").kernels}.values()
     assert k["strategy"] == "tc-sm80" and "copied into rows" not in k["reason"], k["reason"]

@@ -120,7 +120,9 @@ def tf32_odd(dtype=F32):
 def padded(dtype):
     """GEMMs of odd K large enough that tc-sm90 runs them after copying A
     into rows of a 16-byte multiple (sm90.padded_operands), TMA zero-filling
-    past K: 2048 x 8192 x 1023, and 1024 x 8192 x 2047 with a bias."""
+    past K: 2048 x 8192 x 1023, 1024 x 8192 x 2047 with a bias, and a
+    skinny 16 x 4096 x 4095 (K split on tc-sm90, where tc-sm80 would leave
+    half the SMs idle)."""
     def build():
         g = dnnc.Graph(io_data_type=dtype, compute_data_type=F32)
         a = g.tensor(name="a", dim=[2048, 1023])
@@ -128,8 +130,11 @@ def padded(dtype):
         c = g.tensor(name="c", dim=[1024, 2047])
         d = g.tensor(name="d", dim=[2047, 8192])
         bias = g.tensor(name="bias", dim=[1, 8192])
+        x = g.tensor(name="x", dim=[16, 4095])
+        w = g.tensor(name="w", dim=[4095, 4096])
         outputs(contracted(g.matmul(a, b).set_name("k1023"), a, b, 1023),
-                contracted(g.add(g.matmul(c, d), bias).set_name("k2047_bias"), c, d, 2047))
+                contracted(g.add(g.matmul(c, d), bias).set_name("k2047_bias"), c, d, 2047),
+                contracted(g.matmul(x, w).set_name("m16_k4095"), x, w, 4095))
         return g
     return build
 

@@ -196,6 +196,14 @@ COPY_BYTES_PER_S = 2.5e12
 LAUNCH_S = 5e-6
 # The copy pays when it adds at most this share of the GEMM's time.
 PAD_SHARE = 0.25
+# tc-sm80 has no split-K: where its narrowest tiles (64 x 64) would leave
+# more than half of the SMs idle (a skinny GEMM: M or N of 16, a long K),
+# tc-sm90's K split fills them, and a copy of an operand of at most this
+# share of the GEMM's bytes (A of 16 rows beside a weight) pays however
+# short the GEMM, as long as the GEMM's own bytes take two launches' time
+# (a copy's launch would double a tiny GEMM's).
+SMALL_COPY_SHARE = 0.1
+SM90_SMS = 132
 
 
 def padded_operands(gemm):
@@ -205,11 +213,18 @@ def padded_operands(gemm):
     of K that are not 16 bytes apart, K = 4095 or 767 of 2-byte elements;
     a row stride or start off 16 bytes), no prologue, where the GEMM is
     large enough that the copy (the operand read and written once, and its
-    launch) adds at most PAD_SHARE to tc-sm90's time. Smaller GEMMs go to
-    tc-sm80, whose loader reads such rows where they lie."""
+    launch) adds at most PAD_SHARE to tc-sm90's time, or skinny enough
+    that tc-sm80 would leave most SMs idle, the copied operand small
+    (SMALL_COPY_SHARE) and the GEMM's bytes not few. Other GEMMs go to tc-sm80, whose loader reads such
+    rows where they lie."""
     if gemm.batch_shape is not None or multiplied(gemm) not in ("bf16", "f16"):
         return {}
     gemm_s = 2 * gemm.m * gemm.n * gemm.k * gemm.batch / TC90_FLOPS_PER_S
+    eb = element_bytes(multiplied(gemm))
+    moved = eb * (gemm.m * gemm.n * gemm.batch + sum(
+        mn * gemm.k * (gemm.batch if o.dims["batch"] is not None else 1)
+        for o, mn in ((gemm.a, gemm.m), (gemm.b, gemm.n))))
+    skinny = -(-gemm.m // 64) * -(-gemm.n // 64) * gemm.batch < SM90_SMS // 2
     out = {}
     for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
         eb = element_bytes(operand.stored)
@@ -217,8 +232,14 @@ def padded_operands(gemm):
                 tma_problem(name, operand) is None:
             continue
         batches = gemm.batch if operand.dims["batch"] is not None else 1
-        copy_s = 2 * extent * gemm.k * batches * eb / COPY_BYTES_PER_S + LAUNCH_S
-        if copy_s <= PAD_SHARE * gemm_s:
+        copied = 2 * extent * gemm.k * batches * eb
+        copy_s = copied / COPY_BYTES_PER_S + LAUNCH_S
+        if skinny and copied <= SMALL_COPY_SHARE * moved and \
+                moved / COPY_BYTES_PER_S >= 2 * LAUNCH_S:
+            out[name] = (f"{tma_problem(name, operand)}; a copy of {copied // 1024} KiB "
+                         f"beside the GEMM's {moved // 1024} KiB, so that tc-sm90 splits K "
+                         "where tc-sm80's tiles would leave most SMs idle")
+        elif copy_s <= PAD_SHARE * gemm_s:
             out[name] = (f"{tma_problem(name, operand)}; "
                          f"the copy, {copy_s * 1e6:.0f} us at {COPY_BYTES_PER_S / 1e12:g} TB/s, "
                          f"is under {PAD_SHARE:.0%} of the GEMM's {gemm_s * 1e6:.0f} us at "
