@@ -144,23 +144,28 @@ def test_sm80_plan_mn_major_element_wise():
         "f16)" in k["reason"], k["reason"]
 
 
+@needs_sass
 def test_element_wise_tile_fits_registers():
-    """A large odd-K matmul: the heuristics' 8-warp tile would hold its
-    element-wise loads on top of 128 accumulators a thread; the tile runs
-    narrowed (sm80.fit_gemm) and its config says so."""
-    build = matmul_graph("big_odd_k", "f16", [4096, 4095], [4095, 4096])
-    (k,) = {k["entry"]: k for k in compiler.compile_module(
-        graph_mlir.to_module(build()), compiler.Options(
-            target="cuda", arch="sm_90a", tuning_db="off"), basename="big").kernels}.values()
-    assert k["strategy"] == "tc-sm80", k.get("reason")
-    warps = k["block"][0] // 32
-    assert "A element by element" in k["reason"], k["reason"]
-    # What fit_gemm keeps: accumulators + held loads within the budget.
+    """A large odd-K matmul on sm_80: the heuristics' 8-warp 256 x 128 x 64
+    tile would hold its element-wise loads on top of 128 accumulators a
+    thread; the tile runs narrowed (sm80.fit_gemm), its config and reason
+    say so, and ptxas spills nothing."""
     from dnnc.codegen.gpu.tensorcore import sm80
-    tile = sm80.Tile(*[int(x) for x in k["reason"].split("tc-sm80 ")[1].split(" tiles")[0]
-                       .split("x")], warps=warps)
+
+    build = matmul_graph("big_odd_k", "f16", [4096, 4095], [4095, 4096])
+    built = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch="sm_80", tuning_db="off"), basename="big")
+    (k,) = {k["entry"]: k for k in built.kernels}.values()
+    assert k["strategy"] == "tc-sm80", k.get("reason")
+    m, n, bk = k["config"]["tile"]
+    assert "A element by element" in k["reason"], k["reason"]
+    assert f"tile narrowed to {m}x{n}x{bk}" in k["reason"], k["reason"]
+    tile = sm80.Tile(m, n, bk, warps=k["block"][0] // 32)
     held = tile.m * tile.k // tile.threads
     assert tile.warp_m * tile.warp_n // 32 + held <= sm80.ELEMENT_WISE_BUDGET, tile
+    resources, _ = ptxas.assemble_cubin(built.ptx, "sm_80")
+    r = resources[k["entry"]]
+    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), r
 
 
 @pytest.mark.parametrize("arch", ["sm_80", "sm_90a"])
