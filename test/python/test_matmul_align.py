@@ -30,7 +30,7 @@ from mlir.dialects import func
 import dnnc.dialect
 from dnnc import compiler, graph_mlir, passes, pipelines
 from dnnc.codegen.gpu import irutil, ptxas, sass
-from dnnc.codegen.gpu.elementwise import pad_rows
+from dnnc.codegen.gpu.elementwise import pad_rows, transpose
 from kernel_interpreter import run_kernel
 from test_conv_phases import interpret
 from test_tc_sass import needs_sass
@@ -283,3 +283,46 @@ def test_small_odd_k_stays_on_tc_sm80(name):
     loader reads A where it lies."""
     (k,) = {k["entry"]: k for k in package(name, "sm_90a").kernels}.values()
     assert k["strategy"] == "tc-sm80" and "copied into rows" not in k["reason"], k["reason"]
+
+
+def test_transposed_copy_into_padded_rows_interpreted():
+    """The transposing copy ahead of tc-sm90 with rows of an odd K padded
+    (transpose.transposed_copy's ``pitch``: K = 13 into rows of 16),
+    interpreted: each row of the copy is a column of the source, the
+    padding left as it was (never read: TMA stops at K)."""
+    k, n, pitch = 13, 70, pad_rows.pitch_of(13, 2)
+    with dnnc.dialect.context(), ir.Location.unknown():
+        module = ir.Module.create()
+        f16 = ir.F16Type.get()
+        with ir.InsertionPoint(module.body):
+            fn = func.FuncOp("tp", ([ir.MemRefType.get([k, n], f16),
+                                     ir.MemRefType.get([n, pitch], f16)], []))
+            entry = fn.add_entry_block()
+            with ir.InsertionPoint(entry):
+                copy = transpose.Copy(transpose.Axis(n, 1, pitch), transpose.Axis(k, n, 1))
+                transpose.emit(copy, entry.arguments[0], entry.arguments[1])
+                func.ReturnOp([])
+        src = np.random.default_rng(2).normal(size=[k, n]).astype(np.float16).astype(np.float32)
+        out = run_kernel(fn, [src, np.full([n, pitch], np.nan, np.float32)])[1]
+    np.testing.assert_array_equal(out[:, :k], src.T)
+    assert np.isnan(out[:, k:]).all()
+
+
+def test_odd_k_lm_head_both_operands_copied():
+    """An LM head of odd K and odd vocabulary (4096 x 50257 x 767, W stored
+    K x N): tc-sm90 after two copies, A into rows of 768 elements, W
+    transposed into rows of 768; ptxas spills nothing."""
+    build = matmul_graph("lm_head", "bf16", [4096, 767], [767, 50257])
+    built = compiler.compile_module(graph_mlir.to_module(build()), compiler.Options(
+        target="cuda", arch="sm_90a", tuning_db="off"), basename="lm_head")
+    kernels = list({k["entry"]: k for k in built.kernels}.values())
+    assert len(kernels) == 3 and {k["strategy"] for k in kernels} == {"tc-sm90"}, \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    reason = kernels[0]["reason"]
+    assert "A copied into rows of 768 elements first" in reason, reason
+    assert "B stored K x N copied transposed first" in reason, reason
+    assert "into rows of K padded to 16 bytes" in reason, reason
+    resources, _ = ptxas.assemble_cubin(built.ptx, "sm_90a")
+    for kernel in kernels:
+        r = resources[kernel["entry"]]
+        assert (r.spill_stores, r.spill_loads) == (0, 0), (kernel["entry"], r)

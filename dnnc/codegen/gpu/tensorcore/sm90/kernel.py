@@ -172,8 +172,10 @@ class Kernel:
         the TmaOperand of the copy (K-major). It costs a read and a write of
         the operand ahead of the GEMM."""
         batched = operand.dims["batch"] is not None
+        # Rows of an odd K padded to 16 bytes (transposed_operands).
+        pitch = pitch_of(self.gemm.k, element_bytes(source or self.element))
         copy = transposed_copy(operand.value, operand.dims, extent, self.gemm.k,
-                               self.gemm.batch)
+                               self.gemm.batch, pitch)
         rank = 3 if batched else 2
         return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
                                  "k": rank - 1}, rows, False, source or self.element,

@@ -169,20 +169,31 @@ def transposed_operands(gemm):
     multiple of 16 bytes."""
     tf32 = multiplied(gemm) == "tf32"
     copied = {}
-    for name, operand in (("A", gemm.a), ("B", gemm.b)):
+    for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
         eb = element_bytes(operand.stored)
-        if operand.k_major or (gemm.k * eb) % 16:
+        # Rows of an odd K: the copy's rows padded to 16 bytes, where the
+        # copy pays (copy_pays), bf16 / f16 alone.
+        odd_k = (gemm.k * eb) % 16 != 0
+        if operand.k_major or odd_k and (tf32 or operand.prologue is not None
+                                         or gemm.batch_shape is not None):
             continue
         if tf32 and name == "B":
             copied[name] = "wgmma reads tf32 from shared memory only K-major"
             continue
         problem = tma_problem(name, operand)
-        if problem is not None:
-            # The rows of M or N lie one K step apart.
-            _, strides, _ = irutil.memref_geometry(operand.value.type)
-            pitch = strides[operand.dims["k"]] * eb
-            copied[name] = (f"its rows of {pitch} bytes are not a multiple of 16 for TMA"
-                            if pitch % 16 else problem)
+        if problem is None:
+            continue
+        # The rows of M or N lie one K step apart.
+        _, strides, _ = irutil.memref_geometry(operand.value.type)
+        pitch = strides[operand.dims["k"]] * eb
+        why = (f"its rows of {pitch} bytes are not a multiple of 16 for TMA"
+               if pitch % 16 else problem)
+        if odd_k:
+            pays = copy_pays(gemm, operand, extent)
+            if pays is None:
+                continue
+            why += f"; into rows of K padded to 16 bytes: {pays}"
+        copied[name] = why
     return copied
 
 
@@ -211,41 +222,48 @@ def padded_operands(gemm):
     copies into rows of a 16-byte multiple (elementwise/pad_rows.py), which
     TMA then reads, zero past K: those TMA cannot read where they lie (rows
     of K that are not 16 bytes apart, K = 4095 or 767 of 2-byte elements;
-    a row stride or start off 16 bytes), no prologue, where the GEMM is
-    large enough that the copy (the operand read and written once, and its
-    launch) adds at most PAD_SHARE to tc-sm90's time, or skinny enough
-    that tc-sm80 would leave most SMs idle, the copied operand small
-    (SMALL_COPY_SHARE) and the GEMM's bytes not few. Other GEMMs go to tc-sm80, whose loader reads such
-    rows where they lie."""
+    a row stride or start off 16 bytes), bf16 / f16 without a prologue,
+    where the copy pays (``copy_pays``). Other GEMMs go to tc-sm80, whose
+    loader reads such rows where they lie."""
     if gemm.batch_shape is not None or multiplied(gemm) not in ("bf16", "f16"):
         return {}
-    gemm_s = 2 * gemm.m * gemm.n * gemm.k * gemm.batch / TC90_FLOPS_PER_S
+    out = {}
+    for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
+        if not operand.k_major or operand.prologue is not None:
+            continue
+        problem = tma_problem(name, operand)
+        pays = None if problem is None else copy_pays(gemm, operand, extent)
+        if pays is not None:
+            out[name] = f"{problem}; {pays}"
+    return out
+
+
+def copy_pays(gemm, operand, extent):
+    """Why copying ``operand`` (of ``extent`` rows of M or N) ahead of the
+    GEMM, read and written once, pays for tc-sm90 over tc-sm80, or None:
+    the copy's estimated time (a launch included) is at most PAD_SHARE of
+    the GEMM's, or the GEMM is skinny enough that tc-sm80 would leave most
+    SMs idle, the copied operand small (SMALL_COPY_SHARE) and the GEMM's
+    bytes not few."""
     eb = element_bytes(multiplied(gemm))
+    gemm_s = 2 * gemm.m * gemm.n * gemm.k * gemm.batch / TC90_FLOPS_PER_S
     moved = eb * (gemm.m * gemm.n * gemm.batch + sum(
         mn * gemm.k * (gemm.batch if o.dims["batch"] is not None else 1)
         for o, mn in ((gemm.a, gemm.m), (gemm.b, gemm.n))))
     skinny = -(-gemm.m // 64) * -(-gemm.n // 64) * gemm.batch < SM90_SMS // 2
-    out = {}
-    for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
-        eb = element_bytes(operand.stored)
-        if not operand.k_major or operand.prologue is not None or \
-                tma_problem(name, operand) is None:
-            continue
-        batches = gemm.batch if operand.dims["batch"] is not None else 1
-        copied = 2 * extent * gemm.k * batches * eb
-        copy_s = copied / COPY_BYTES_PER_S + LAUNCH_S
-        if skinny and copied <= SMALL_COPY_SHARE * moved and \
-                moved / COPY_BYTES_PER_S >= 2 * LAUNCH_S:
-            out[name] = (f"{tma_problem(name, operand)}; a copy of {copied // 1024} KiB "
-                         f"beside the GEMM's {moved // 1024} KiB, so that tc-sm90 splits K "
-                         "where tc-sm80's tiles would leave most SMs idle")
-        elif copy_s <= PAD_SHARE * gemm_s:
-            out[name] = (f"{tma_problem(name, operand)}; "
-                         f"the copy, {copy_s * 1e6:.0f} us at {COPY_BYTES_PER_S / 1e12:g} TB/s, "
-                         f"is under {PAD_SHARE:.0%} of the GEMM's {gemm_s * 1e6:.0f} us at "
-                         f"{TC90_FLOPS_PER_S / 1e12:g} TFLOP/s, where tc-sm80's loader would "
-                         "take about 1.8x tc-sm90's time")
-    return out
+    batches = gemm.batch if operand.dims["batch"] is not None else 1
+    copied = 2 * extent * gemm.k * batches * eb
+    copy_s = copied / COPY_BYTES_PER_S + LAUNCH_S
+    if skinny and copied <= SMALL_COPY_SHARE * moved and \
+            moved / COPY_BYTES_PER_S >= 2 * LAUNCH_S:
+        return (f"a copy of {copied // 1024} KiB beside the GEMM's {moved // 1024} KiB, so "
+                "that tc-sm90 splits K where tc-sm80's tiles would leave most SMs idle")
+    if copy_s <= PAD_SHARE * gemm_s:
+        return (f"the copy, {copy_s * 1e6:.0f} us at {COPY_BYTES_PER_S / 1e12:g} TB/s, is "
+                f"under {PAD_SHARE:.0%} of the GEMM's {gemm_s * 1e6:.0f} us at "
+                f"{TC90_FLOPS_PER_S / 1e12:g} TFLOP/s, where tc-sm80's loader would take "
+                "about 1.8x tc-sm90's time")
+    return None
 
 
 def check(gemm, tile):
