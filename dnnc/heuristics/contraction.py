@@ -33,8 +33,8 @@ import math
 
 from dnnc.codegen.gpu.tensorcore import wgrad_taps
 from dnnc.compute_types import NOTE as TF32_NOTE
-from dnnc.heuristics.config import Config
 from dnnc.heuristics import pointwise
+from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
 from dnnc.heuristics.problem import DTYPE_BYTES
