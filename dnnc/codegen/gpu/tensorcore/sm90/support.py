@@ -165,8 +165,10 @@ def transposed_operands(gemm):
     that wgmma cannot read in place (a tf32 B, which it reads from shared
     memory only K-major; a tf32 A goes through registers where TMA can read
     it: registers_a) or TMA cannot (rows of M or N that are not a multiple
-    of 16 bytes apart, a misaligned start), when the copy's rows of K are a
-    multiple of 16 bytes."""
+    of 16 bytes apart, a misaligned start). Where the copy's rows of K are
+    not a multiple of 16 bytes (an odd K), bf16 / f16 operands without a
+    prologue are copied into rows padded to 16 bytes where that pays
+    (``copy_pays``); others are not copied (tc-sm80 takes the GEMM)."""
     tf32 = multiplied(gemm) == "tf32"
     copied = {}
     for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
