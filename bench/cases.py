@@ -1285,6 +1285,121 @@ MATMUL = [
 
 
 # ============================================================================
+# Matmuls of any alignment (issue 33): odd K, N, M; transposed operands;
+# broadcast batches; the issue's slow cases and a fixed-seed random set
+# ============================================================================
+
+
+def _swapped(dims):
+    """Strides of ``dims`` stored with its last two dims swapped (A stored
+    K x M, B stored N x K)."""
+    *lead, r, c = dims
+    strides, size = [], r * c
+    for d in reversed(lead):
+        strides.insert(0, size)
+        size *= d
+    return strides + [1, r]
+
+
+def _mm_case(label, dt, a_dims, b_dims, a_swapped=False, b_swapped=False):
+    """A matmul of ``a_dims`` by ``b_dims`` (logical dims: [batch...,] M x K
+    and K x N, batches broadcast as torch.matmul does), ``dt`` "bf16",
+    "f16" or "tf32" (f32 storage multiplied as tf32, PyTorch with
+    allow_tf32), A or B stored with its last two dims swapped."""
+    io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
+    m, k, n = a_dims[-2], a_dims[-1], b_dims[-1]
+    lead = [max(x, y) for x, y in zip([1] * (len(b_dims) - len(a_dims)) + a_dims[:-2],
+                                      [1] * (len(a_dims) - len(b_dims)) + b_dims[:-2])]
+    batch = _numel(lead)
+    tag = "x".join(map(str, a_dims)) + ("T" if a_swapped else "") + "_" + \
+        "x".join(map(str, b_dims)) + ("T" if b_swapped else "")
+
+    def build():
+        g = _graph(f"mm_{tag}_{dt}", io)
+        a = g.tensor(name="a", dim=a_dims, stride=_swapped(a_dims) if a_swapped else None)
+        b = g.tensor(name="b", dim=b_dims, stride=_swapped(b_dims) if b_swapped else None)
+        g.matmul(a, b, compute_data_type=compute).set_output(True)
+        return g
+
+    def torch_fn(t, a, b):
+        if compute != "tf32":
+            return t.matmul(a, b)
+        allowed = t.backends.cuda.matmul.allow_tf32
+        t.backends.cuda.matmul.allow_tf32 = True
+        y = t.matmul(a, b)
+        t.backends.cuda.matmul.allow_tf32 = allowed
+        return y
+
+    size = 4 if dt == "tf32" else 2
+    name = (f"matmul {'[' + ', '.join(map(str, a_dims)) + ']'}{'^T' if a_swapped else ''} @ "
+            f"{'[' + ', '.join(map(str, b_dims)) + ']'}{'^T' if b_swapped else ''} {dt} "
+            f"({label})")
+    return Case(name, build, torch_fn, 2 * batch * m * n * k,
+                (_numel(a_dims) + _numel(b_dims) + batch * m * n) * size, False, "matmul")
+
+
+def _random_matmuls(count=21, seed=33):
+    """``count`` matmuls drawn with a fixed seed, as issue 33 drew them:
+    M, N, K each odd (any size) or aligned (a multiple of 64) at even odds,
+    log-uniform over 1..4096; bf16, f16 or f32 multiplied as tf32 (exact
+    f32 is another strategy's); A stored K x M or B stored N x K a quarter
+    of the time each; a third batched (2 to 8), then a quarter of those with
+    A broadcast over the batch."""
+    import random
+
+    rng = random.Random(seed)
+
+    def size():
+        x = max(1, round(math.exp(rng.uniform(0, math.log(4096)))))
+        if rng.random() < 0.5:
+            return max(64, x // 64 * 64)
+        return x | 1
+    out = []
+    for i in range(count):
+        m, n, k = size(), size(), size()
+        dt = rng.choice(("bf16", "f16", "tf32"))
+        a_swapped, b_swapped = rng.random() < 0.25, rng.random() < 0.25
+        a_dims, b_dims = [m, k], [k, n]
+        if rng.random() < 1 / 3:
+            batch = rng.randint(2, 8)
+            b_dims = [batch] + b_dims
+            a_dims = ([1] if rng.random() < 0.25 else [batch]) + a_dims
+            # Keep a batch's work within reach of a quick benchmark.
+            while _numel(a_dims[1:]) + _numel(b_dims[1:]) > 1 << 23 and max(m, n, k) > 64:
+                m, n, k = max(1, m // 2), max(1, n // 2), max(1, k // 2)
+                a_dims[-2:], b_dims[-2:] = [m, k], [k, n]
+        out.append(_mm_case(f"random {i + 1} of {count}", dt, a_dims, b_dims, a_swapped,
+                            b_swapped))
+    return out
+
+
+MATMUL_ALIGN = [
+    # The issue's five slow cases (the f32 ones multiplied as tf32 here:
+    # exact f32 is the SIMT GEMM's).
+    _mm_case("issue 33", "tf32", [129, 1000], [1000, 1000], a_swapped=True),
+    _mm_case("issue 33", "tf32", [2, 1, 129], [2, 129, 127]),
+    _mm_case("issue 33", "bf16", [3, 1, 127], [3, 127, 1000], a_swapped=True),
+    _mm_case("issue 33", "f16", [1000, 129], [129, 129]),
+    _mm_case("issue 33", "tf32", [1, 127, 4096], [2, 4096, 7], b_swapped=True),
+    # Odd K or N of 127, 129, 1000, 4095, 50257 (bf16 / f16).
+    _mm_case("odd K", "f16", [4096, 4095], [4095, 4096]),
+    _mm_case("odd K", "bf16", [4096, 127], [127, 4096]),
+    _mm_case("odd N", "bf16", [4096, 1024], [1024, 129]),
+    _mm_case("odd K and N", "f16", [2048, 1000], [1000, 1001]),
+    _mm_case("odd K, N = 50257", "bf16", [4096, 767], [767, 50257]),
+    *_random_matmuls(),
+    # Tiny and skinny problems (issue 33's second bullet): M or N <= 16 (a
+    # weight read once: memory-bound) and batches of small matrices.
+    _mm_case("M = 1", "bf16", [1, 4096], [4096, 4096]),
+    _mm_case("M = 16", "bf16", [16, 4096], [4096, 4096]),
+    _mm_case("M = 16, odd K", "f16", [16, 4095], [4095, 4096]),
+    _mm_case("N = 16", "bf16", [4096, 4096], [4096, 16]),
+    _mm_case("batched small", "bf16", [512, 32, 32], [512, 32, 32]),
+    _mm_case("batched small", "f16", [256, 64, 64], [256, 64, 64]),
+]
+
+
+# ============================================================================
 # Convolution: fprop, dgrad, wgrad (cuDNN's job), NHWC / KRSC
 # ============================================================================
 
@@ -1754,7 +1869,8 @@ BROADCAST = [
 
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
-         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
+         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + MATMUL_ALIGN
+         + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD
          + BROADCAST)

@@ -33,6 +33,7 @@ import math
 
 from dnnc.codegen.gpu.tensorcore import wgrad_taps
 from dnnc.compute_types import NOTE as TF32_NOTE
+from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
@@ -289,6 +290,24 @@ def tc_sm80(problem, m, n, k, batch, facts):
     return [tc80_split_config(c, m, n, batch, k, problem.sms)
             for c in tc_sm80_configs(m, n, batch, problem.dtype, problem.sms, facts,
                                      fallback=problem.arch == "sm_90a")]
+
+
+def empty_k(problem, facts):
+    """Configs for a matmul of K = 0, best first: C is 0 and the kernel
+    is a fill and the epilogue on it (linalg drops the empty contraction),
+    pointwise work that simt-pointwise runs in 16-byte vectors where the
+    output's rows allow them (pointwise.usable_width), else simt-generic
+    one thread an element."""
+    facts = f"{facts}, K = 0: the epilogue of a zero product, pointwise"
+    width = pointwise.usable_width(problem)
+    work = problem.output_elements
+    if width == 1:
+        n = problem.anchor_outputs[0].shape[-1]
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"{facts}: simt-pointwise needs a vector dim that is a multiple of 2 elements "
+            f"at least, got {n}"))
+    return pointwise.vector_configs(problem, facts, width) + \
+        simt_generic(work, problem.sms, None, facts)
 
 
 def tc_sm80_configs(m, n, batch, dtype, sms, facts, fallback=False):
@@ -886,6 +905,9 @@ def rank(problem):
         facts += f", a type no tensor-core path takes on {problem.arch}"
     work = problem.anchor_outputs[0].elements if problem.anchor_outputs else \
         problem.output_elements
+    if faster in ("tc-sm90", "tc-sm80") and problem.anchor == "matmul" and m * n * batch \
+            and not k:
+        return empty_k(problem, facts)
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor == "matmul" and m * n * batch \
             and k:
         # On sm_90a tc-sm80's configs follow tc-sm90's: what dnn-map-tensor-

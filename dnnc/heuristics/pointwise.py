@@ -101,11 +101,11 @@ def rank(problem):
         why = (f"simt-pointwise needs a vector dim that is a multiple of 2 elements at "
                f"least, got {inner} ({facts})")
         return simt_generic(work, problem.sms, None, facts, ops=n, head=why)
-    return _vector_configs(problem, facts, width) + simt_generic(work, problem.sms, None, facts,
+    return vector_configs(problem, facts, width) + simt_generic(work, problem.sms, None, facts,
                                                                   ops=n)
 
 
-def _vector_configs(problem, facts, width):
+def vector_configs(problem, facts, width):
     """The simt-pointwise configs of ``problem``, by vectors of ``width``."""
     vectors = problem.output_elements // width
     block = 256 if vectors >= 2 * 256 * problem.sms else 128
@@ -147,7 +147,7 @@ def rank_tensor(problem):
         return simt_generic(problem.output_elements, problem.sms, None, facts,
                             ops=len(problem.ops),
                             head=f"simt-pointwise does not apply ({why}; {facts})")
-    return _vector_configs(problem, facts, width) + simt_tensor(problem)
+    return vector_configs(problem, facts, width) + simt_tensor(problem)
 
 
 def _moves_innermost(problem):

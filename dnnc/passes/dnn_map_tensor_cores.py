@@ -177,14 +177,20 @@ class DnnMapTensorCores(DnncPass):
                     continue
                 try:
                     found = gemm_match.match(fn)
-                    tile = sm80_tile_of(config, found.element)
+                    asked = sm80_tile_of(config, found.element)
+                    tile = sm80.fit_gemm(found, asked)
                     notes = sm80.build(fn, found, tile)
+                    if tile != asked:
+                        notes.append(f"tile narrowed to {tile.m}x{tile.n}x{tile.k} (the "
+                                     "element-wise loads within the register budget)")
                 except (gemm_match.NotAGemm, sm80.NotSupported) as why:
                     fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
                     continue
-                # The config records what runs (an override may name no tile).
+                # The config records what runs (an override may name no tile;
+                # element-wise loads narrow it: fit_gemm).
                 fn.attributes[ATTR] = config.replace(
-                    tile=(tile.m, tile.n, tile.k), stages=tile.stages).to_attr()
+                    block=(tile.threads, 1, 1), tile=(tile.m, tile.n, tile.k),
+                    stages=tile.stages).to_attr()
                 for note in notes:
                     add_note(fn, note)
 
@@ -210,16 +216,18 @@ class DnnMapTensorCores(DnncPass):
             return
         fallback = sm80_fallback(found)
         try:
-            notes = sm80.build(fn, found, sm80_tile_of(fallback, found.element))
+            tile = sm80.fit_gemm(found, sm80_tile_of(fallback, found.element))
+            notes = sm80.build(fn, found, tile)
         except sm80.NotSupported as why:
             fall_back(fn, f"{not_sm90}, nor does tc-sm80 ({why}): {SIMT}")
             return
-        hand_over(fn, Config("tc-sm80", fallback.block, tile=fallback.tile,
-                             stages=fallback.stages, split=fallback.split),
-                  f"{not_sm90}: tc-sm80 {'x'.join(map(str, fallback.tile))} tiles, "
-                  f"{fallback.stages} stages")
-        for note in notes:
-            add_note(fn, note)
+        shape = (tile.m, tile.n, tile.k)
+        # The notes (the split; which loader reads each operand, and why)
+        # beside why tc-sm90 does not apply, ahead of the heuristics' reason.
+        hand_over(fn, Config("tc-sm80", (tile.threads, 1, 1), tile=shape, stages=tile.stages,
+                             split=fallback.split),
+                  "; ".join([f"{not_sm90}: tc-sm80 {'x'.join(map(str, shape))} tiles, "
+                             f"{tile.stages} stages"] + notes))
 
     def _sm90_attention(self, fn, config):
         """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), an

@@ -15,6 +15,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     fp8.py             fp8 conversions at their edges, fp8 pointwise
     data_movement.py   constants, gen_index, reshape, transpose, slice, concat
     matmul.py          matmuls and the tensor-core GEMMs (tc-sm90, tc-sm80)
+    matmul_align.py    matmuls of any alignment: odd K, N, M (127, 129, 1000,
+                       4095, 50257), operands stored transposed, batch dims
+                       broadcast against each other, K = 0, epilogues; on
+                       tc-sm80's unaligned loader and tc-sm90
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -96,6 +100,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from . import conv_sm80_split
 from . import layouts
+               matmul, matmul_align, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -104,6 +109,7 @@ CASES = [
     *fp8.CASES,
     *data_movement.CASES,
     *matmul.CASES,
+    *matmul_align.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

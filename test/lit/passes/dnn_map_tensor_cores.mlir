@@ -179,7 +179,7 @@ func.func private @registers_epilogue(%A: memref<256x512xbf16>, %B: memref<512x2
 // reason says why.
 // CHECK-LABEL: func.func private @odd_k(
 //  CHECK-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K, A's contiguous dim, a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; heuristics: matmul"
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (A's dim 0 stride is 200 bytes: TMA needs a multiple of 16 (K, A's contiguous dim, a multiple of 8)): tc-sm80 64x64x32 tiles, 4 stages; tc-sm80's unaligned loader: A in 8-byte cp.async copies (its rows are 8-byte aligned: K = 100 bf16), zero past M, N and K in the loader (no padded copy); heuristics: matmul"
 //   CHECK-NOT:   linalg.generic
 //       CHECK:   gpu.launch
 //       CHECK:     nvvm.cp.async.shared.global %{{.*}}, %{{.*}}, 8, cache =  ca, %{{.*}} : !llvm.ptr<3>, !llvm.ptr<1>, i32
@@ -437,13 +437,17 @@ func.func private @split_k_cluster(%A: memref<64x512xbf16>, %B: memref<512x128xb
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // K = 99: A's rows are 198 bytes apart, which no cp.async copy (4 bytes at
-// least, aligned) can start every row at: neither tc-sm90 nor tc-sm80.
-// CHECK-LABEL: func.func private @odd_k_neither(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply ({{.*}}), nor does tc-sm80 (A's rows start 198 bytes apart or in: cp.async copies at least 4 aligned bytes (an even K for bf16)): simt-generic, one thread per output; heuristics: matmul"
-//       CHECK:   linalg.generic
-//   CHECK-NOT:   gpu.launch
-func.func private @odd_k_neither(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+// least, aligned) can start every row at: tc-sm80's loader reads A element
+// by element through registers (zero past K), B by 16-byte cp.async.
+// CHECK-LABEL: func.func private @odd_k_element_wise(
+//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply ({{.*}}): tc-sm80 64x64x32 tiles, 4 stages; tc-sm80's unaligned loader: A element by element through registers (its rows start 2 bytes apart: K = 99 bf16), zero past M, N and K in the loader (no padded copy); heuristics: matmul"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch
+//       CHECK:     llvm.load {{.*}} : !llvm.ptr<1> -> i16
+//       CHECK:     nvvm.cp.async.shared.global {{.*}}, 16, cache = cg
+//       CHECK:     nvvm.mma.sync
+func.func private @odd_k_element_wise(%A: memref<64x99xbf16>, %B: memref<99x64xbf16>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<64x64xf32>) {
   ^bb0(%out: f32):
@@ -2265,6 +2269,78 @@ func.func private @conv_wgrad_taps_batched(%dy: memref<1x16x6x6xbf16, strided<[5
   }
   %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<1x16x24x3x3xbf16> into memref<16x24x3x3xbf16>
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x24x3x3xbf16>) outs(%dw : memref<16x24x3x3xbf16, strided<[216, 1, 72, 24]>>)
+  return
+}
+
+// -----
+
+#a5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, 0, d2, d4)>
+#b5 = affine_map<(d0, d1, d2, d3, d4) -> (d1, d4, d3)>
+#c5 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// Two batch dims broadcast against each other ([2, 1, 7, 127] @ [3, 127,
+// 33]): tc-sm90's tiles address one batch dim; tc-sm80 unravels the flat
+// batch (its index divided by 3 for A's dim 0, remainder for B's dim 0).
+// CHECK-LABEL: func.func private @two_batch_dims(
+//  CHECK-SAME:     strategy = "tc-sm80"
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (2 batch dims [2, 3]: tc-sm90's tiles address one): tc-sm80 64x64x32 tiles, 4 stages; tc-sm80's unaligned loader: A element by element through registers (its rows start 2 bytes apart: K = 127 f16), B element by element through registers (its rows start 2 bytes apart: N = 33 f16), zero past M, N and K in the loader (no padded copy); heuristics: matmul"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch
+//       CHECK:     arith.divui %{{.*}}, %c3
+//       CHECK:     arith.remui %{{.*}}, %c3
+//       CHECK:     nvvm.mma.sync
+func.func private @two_batch_dims(%A: memref<2x1x7x127xf16>, %B: memref<3x127x33xf16>, %C: memref<2x3x7x33xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%C : memref<2x3x7x33xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a5, #b5, #c5], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%A, %B : memref<2x1x7x127xf16>, memref<3x127x33xf16>) outs(%C : memref<2x3x7x33xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// K = 4095 in a GEMM large enough for a copy to pay: tc-sm90, A copied into
+// rows of 4096 elements first (a launch of its own), TMA reading its first
+// 4095 columns.
+// CHECK-LABEL: func.func private @large_odd_k_padded(
+//  CHECK-SAME:     strategy = "tc-sm90"
+//  CHECK-SAME:     A copied into rows of 4096 elements first (A's dim 0 stride is 8190 bytes
+//       CHECK:   memref.alloc() : memref<4096x4096xf16>
+//       CHECK:   gpu.launch
+//       CHECK:     vector.store {{.*}} {alignment = 16 : i64} : memref<4096x4096xf16>, vector<8xf16>
+//       CHECK:   memref.reinterpret_cast {{.*}} to offset: [0], sizes: [4096, 4095], strides: [4096, 1]
+//       CHECK:   nvgpu.tma.create.descriptor
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.wgmma.mma_async
+func.func private @large_odd_k_padded(%A: memref<4096x4095xf16>, %B: memref<4095x4096xf16>, %C: memref<4096x4096xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 64]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<4096x4096xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<4096x4095xf16>, memref<4095x4096xf16>) outs(%C : memref<4096x4096xf32>) {
+  ^bb0(%x: f16, %w: f16, %acc: f32):
+    %0 = arith.extf %x : f16 to f32
+    %1 = arith.extf %w : f16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
   return
 }
 

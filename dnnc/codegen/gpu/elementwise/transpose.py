@@ -250,22 +250,32 @@ def emit(copy, source, dest, threads=THREADS, apply=None):
     return launch
 
 
-def transposed_copy(source, dims, extent, k, batch):
+def transposed_copy(source, dims, extent, k, batch, pitch=None):
     """tc-sm90's copy of an operand: emit it at the current insertion point
     (host side of a kernel function) and return the new buffer, ``[batch,]
     extent x k`` row-major with ``copy[b, r, kk] = source[b, kk, r]``.
     ``dims`` gives the source's "batch" (None when it has none), "k" and "mn"
-    dims; a source dim in none of them has size 1."""
+    dims; a source dim in none of them has size 1. ``pitch`` (elements,
+    more than ``k``): the copy's rows lie that far apart, and what is
+    returned is the view of their first ``k`` elements (TMA reads it, zero
+    past K; the rest of each row is never written nor read)."""
     _, strides, offset = irutil.memref_geometry(source.type)
     element = ir.MemRefType(source.type).element_type
     batched = dims["batch"] is not None
-    dest = memref.alloc(ir.MemRefType.get(([batch] if batched else []) + [extent, k],
-                                          element), [], [])
-    copy = Copy(Axis(extent, strides[dims["mn"]], k), Axis(k, strides[dims["k"]], 1),
-                (Axis(batch, strides[dims["batch"]], extent * k),) if batched else (),
+    pitch = pitch or k
+    lead = [batch] if batched else []
+    dest = memref.alloc(ir.MemRefType.get(lead + [extent, pitch], element), [], [])
+    copy = Copy(Axis(extent, strides[dims["mn"]], pitch), Axis(k, strides[dims["k"]], 1),
+                (Axis(batch, strides[dims["batch"]], extent * pitch),) if batched else (),
                 offset, 0)
     emit(copy, source, dest)
-    return dest
+    if pitch == k:
+        return dest
+    view_strides = ([extent * pitch] if batched else []) + [pitch, 1]
+    view_type = ir.MemRefType.get(lead + [extent, k], element,
+                                  layout=ir.StridedLayoutAttr.get(0, view_strides))
+    return memref.reinterpret_cast(view_type, dest, [], [], [], [0], lead + [extent, k],
+                                   view_strides)
 
 
 def lower_kernel(fn, threads):

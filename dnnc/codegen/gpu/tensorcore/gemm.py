@@ -84,6 +84,10 @@ class Operand:
     dims: dict               # "batch" / "mn" / "k" -> buffer dim (batch: None if broadcast)
     element: str             # "bf16", "f16", "f32"
     prologue: Prologue = None
+    # With several batch dims (``Gemm.batch_shape``): the buffer dim of each,
+    # outermost first, None where the operand is broadcast along it; then
+    # dims["batch"] is None and the loaders address the batch through these.
+    batches: tuple = None
 
     @property
     def stored(self):
@@ -155,6 +159,11 @@ class Gemm:
     # multiplied exactly), or "tf32" when the contraction rounds both f32
     # operands to tf32 first (a matmul with compute_type tf32).
     compute: str = "f32"
+    # C's batch dims, outermost first, where there are several (two batch
+    # dims broadcast against each other: [2, 1, M, K] @ [3, K, N]); ``batch``
+    # is their product, the kernels' flat batch index running over them
+    # row-major. None: one batch dim or none.
+    batch_shape: tuple = None
 
     @property
     def element(self):
@@ -301,12 +310,13 @@ def _contraction_body(op, elements):
 
 
 def _contraction(op):
-    """(A Operand, B Operand, m, n, k, batch, C, compute) of a contraction generic."""
+    """(A Operand, B Operand, m, n, k, batch shape, C, compute) of a
+    contraction generic: loops [batch...,] M, N parallel and K reduction."""
     iterators = _iterators(op)
     rank = len(iterators)
-    if rank not in (3, 4) or iterators[:-1] != ["parallel"] * (rank - 1) \
+    if rank < 3 or iterators[:-1] != ["parallel"] * (rank - 1) \
             or iterators[-1] != "reduction":
-        raise NotAGemm(f"iterators {iterators}: expected [batch,] M, N parallel and K "
+        raise NotAGemm(f"iterators {iterators}: expected [batch...,] M, N parallel and K "
                        "reduction, innermost")
     maps = irutil.indexing_maps(op)
     a_val, b_val, c_val = list(op.operands)
@@ -317,7 +327,7 @@ def _contraction(op):
                for x, r in zip(e, amap.results)):
             raise NotAGemm(f"operand map {amap} is not a projection")
         exprs.append(e)
-    b_dim = 0 if rank == 4 else None
+    batch_loops = list(range(rank - 3))
     m_dim, n_dim, k_dim = rank - 3, rank - 2, rank - 1
     if exprs[2] != list(range(rank - 1)):
         raise NotAGemm(f"the accumulator map {maps[2]} is not the identity over [batch,] M, N")
@@ -326,14 +336,16 @@ def _contraction(op):
         side = "M" if name == "A" else "N"
         used = [x for x in e if x is not None]
         if mn_dim not in used or k_dim not in used or len(set(used)) != len(used) \
-                or any(x not in (b_dim, mn_dim, k_dim) for x in used):
-            raise NotAGemm(f"{name} is not indexed by ([batch,] {side}, K) in some order")
+                or any(x not in batch_loops + [mn_dim, k_dim] for x in used):
+            raise NotAGemm(f"{name} is not indexed by ([batch...,] {side}, K) in some order")
         t = ir.MemRefType(value.type)
         if any(x is None and n != 1 for x, n in zip(e, t.shape)):
             raise NotAGemm(f"{name} has a broadcast dim of size other than 1")
+        batches = tuple(e.index(b) if b in used else None for b in batch_loops)
         dims = {"mn": e.index(mn_dim), "k": e.index(k_dim),
-                "batch": e.index(b_dim) if b_dim in used else None}
-        return Operand(value, dims, str(t.element_type))
+                "batch": batches[0] if len(batches) == 1 else None}
+        return Operand(value, dims, str(t.element_type),
+                       batches=batches if len(batches) > 1 else None)
 
     a = operand(a_val, exprs[0], m_dim, "A")
     b = operand(b_val, exprs[1], n_dim, "B")
@@ -348,8 +360,7 @@ def _contraction(op):
     shape = list(c_type.shape)
     ta = ir.MemRefType(a_val.type)
     k = ta.shape[a.dims["k"]]
-    batch = shape[0] if rank == 4 else 1
-    return a, b, shape[-2], shape[-1], k, batch, c_val, compute
+    return a, b, shape[-2], shape[-1], k, tuple(shape[:-2]), c_val, compute
 
 
 def _epilogue_step(op, rank, c_shape):
@@ -397,7 +408,7 @@ def match(fn):
     if len(reductions) != 1:
         raise NotAGemm(f"{len(reductions)} reductions: expected one contraction")
     contraction = reductions[0]
-    a, b, m, n, k, batch, c, compute = _contraction(contraction)
+    a, b, m, n, k, batch_shape, c, compute = _contraction(contraction)
     position = generics.index(contraction)
     before, after = generics[:position], generics[position + 1:]
     if len(before) != 1 or not _is_zero_fill(before[0]) or before[0].operands[0] != c:
@@ -423,4 +434,8 @@ def match(fn):
             raise NotAGemm("an allocation the GEMM does not write")
     if not epilogue.stored(arguments):
         raise NotAGemm("the kernel stores nothing")
-    return Gemm(a, b, m, n, k, batch, epilogue, compute)
+    batch = 1
+    for size in batch_shape:
+        batch *= size
+    return Gemm(a, b, m, n, k, batch, epilogue, compute,
+                batch_shape if len(batch_shape) > 1 else None)

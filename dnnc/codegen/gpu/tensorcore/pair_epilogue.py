@@ -150,11 +150,26 @@ class PairEpilogue:
         # pairs are not adjacent in memory).
         self.pairs = gemm.n % 2 == 0 and not transposed
 
+    def lead(self, batch):
+        """C's batch indices of the kernel's flat ``batch``: none, itself,
+        or with several batch dims (gemm.Gemm.batch_shape) it unravelled
+        row-major over them."""
+        if self.rank == 2:
+            return []
+        if self.rank == 3:
+            return [batch]
+        shape = ir.MemRefType(self.epilogue.accumulator.type).shape[:-2]
+        out = []
+        for size in reversed(shape):
+            out.append(arith.remui(batch, _idx(size)) if size != 1 else _idx(0))
+            batch = arith.divui(batch, _idx(size)) if size != 1 else batch
+        return out[::-1]
+
     def point(self, batch, row, col):
         """The indices of C at the kernel's (``batch``, ``row``, ``col``)."""
         if self.transposed:
             row, col = col, row
-        return [batch, row, col] if self.rank == 3 else [row, col]
+        return self.lead(batch) + [row, col]
 
     def store_transposed(self, envs, batch, row, col, row_ok=None, full_n=None):
         """A transposed kernel's store of ``envs`` (evaluate's results at its
@@ -162,7 +177,7 @@ class PairEpilogue:
         at C's (``col`` + e, ``row``), each where ``row_ok`` holds and, unless
         ``full_n``, where the column is inside the kernel's N (C's M)."""
         full_n = self.full_n if full_n is None else full_n
-        lead = [batch] if self.rank == 3 else []
+        lead = self.lead(batch)
         for e, env in enumerate(envs):
             c = arith.addi(col, _idx(e)) if e else col
             ok = row_ok
@@ -231,7 +246,7 @@ class PairEpilogue:
             self.store_transposed(envs, batch, row, col, row_ok, full_n)
             return
         full_n = self.full_n if full_n is None else full_n
-        lead = [batch] if self.rank == 3 else []
+        lead = self.lead(batch)
         for buffer in self.stored:
             values = [env[buffer] for env in envs]
             if self.pairs:
@@ -296,7 +311,7 @@ class PairEpilogue:
         the epilogue's), one past N is not stored."""
         full_n = self.full_n if full_n is None else full_n
         i32 = ir.IntegerType.get_signless(32)
-        lead = [batch] if self.rank == 3 else []
+        lead = self.lead(batch)
         for buffer in self.stored:
             element = ir.MemRefType(buffer.type).element_type
             m = []

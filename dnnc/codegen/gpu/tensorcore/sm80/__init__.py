@@ -28,20 +28,25 @@ from dataclasses import replace
 from dnnc.codegen.gpu.tensorcore import phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
-from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, smem_bytes
+from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, operand_loaders, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
 __all__ = ["PAD", "FlashTile", "NotSupported", "Tile", "build", "build_attention", "build_conv",
-           "check", "fit_element_wise", "smem_bytes"]
+           "check", "fit_element_wise", "fit_gemm", "loader_note", "smem_bytes"]
 
 
 def build(fn, gemm, tile):
     """Replace kernel function ``fn``'s body by the tc-sm80 kernel of
-    ``gemm``; returns what the plan should say of it beyond the config."""
-    check(gemm, tile)
-    kernel = Kernel(fn, gemm, tile)
+    ``gemm``; returns what the plan should say of it beyond the config (the
+    split, and how its operands are read where cp.async cannot copy 16
+    bytes: ``loader_note``)."""
+    loaders = operand_loaders(gemm, tile)
+    check(gemm, tile, loaders)
+    kernel = Kernel(fn, gemm, tile, loaders)
     kernel.build()
-    return [kernel.splitk.note()[2:]] if kernel.splitk.split else []
+    notes = [kernel.splitk.note()[2:]] if kernel.splitk.split else []
+    note = loader_note(gemm, loaders)
+    return notes + ([note] if note else [])
 
 
 def build_conv(fn, conv, tile):
@@ -92,8 +97,27 @@ def fit_element_wise(conv, tile):
     (channels not a multiple of 8: im2col.py) one within
     ``ELEMENT_WISE_BUDGET``: K halved down to 32, then the longer of M and
     N halved down to 64."""
+    def keeps(smaller):
+        # A filter gradient's tile lies in one filter tap (wgrad_taps.py).
+        return not (conv.tiles_in_tap and conv.channels % smaller.n)
+    return _fit(tile, lambda t: im2col.loaders(conv, t), keeps)
+
+
+def fit_gemm(gemm, tile):
+    """``tile``, or for a matmul whose operand rows start 2 bytes apart (an
+    odd K, or an odd M or N of an operand stored MN-major: read element by
+    element, kernel.operand_loaders) one within ``ELEMENT_WISE_BUDGET``, as
+    ``fit_element_wise`` narrows a convolution's."""
+    return _fit(tile, lambda t: operand_loaders(gemm, t), lambda smaller: True)
+
+
+def _fit(tile, loaders_of, keeps):
+    """``tile`` narrowed (K halved down to 32, then the longer of M and N
+    halved down to 64, while ``keeps`` the smaller one) until the
+    accumulators and the element-wise loads of ``loaders_of(tile)`` fit
+    ``ELEMENT_WISE_BUDGET`` registers a thread."""
     def load(t):
-        loaders = im2col.loaders(conv, t)
+        loaders = loaders_of(t)
         held = sum(op.rows * t.k for op in loaders if op.element_wise) // t.threads
         return t.warp_m * t.warp_n // 32 + held, any(op.element_wise for op in loaders)
 
@@ -106,11 +130,30 @@ def fit_element_wise(conv, tile):
                 replace(tile, n=tile.n // 2)
         else:
             break
-        if conv.tiles_in_tap and conv.channels % smaller.n:
-            break           # keep a tile that lies in one filter tap (wgrad_taps.py)
+        if not keeps(smaller):
+            break
         tile = smaller
         held, _ = load(tile)
     return tile
+
+
+def loader_note(gemm, loaders):
+    """What the plan says of a matmul's operands that cp.async cannot copy
+    16 bytes at a time (rows that are not 16 bytes apart), or ""."""
+    pieces = []
+    for op in loaders:
+        inner = "K" if op.k_major else {"A": "M", "B": "N"}[op.name]
+        extent = gemm.k if op.k_major else op.extent["mn"]
+        if op.element_wise:
+            pieces.append(f"{op.name} element by element through registers (its rows start "
+                          f"2 bytes apart: {inner} = {extent} {op.operand.stored})")
+        elif op.width < 16:
+            pieces.append(f"{op.name} in {op.width}-byte cp.async copies (its rows are "
+                          f"{op.width}-byte aligned: {inner} = {extent} {op.operand.stored})")
+    if not pieces:
+        return ""
+    return (f"tc-sm80's unaligned loader: {', '.join(pieces)}, zero past M, N and K in the "
+            "loader (no padded copy)")
 
 
 def _unaligned(loaders):

@@ -69,9 +69,14 @@ def _round_tf32(bits):
     return arith.select(finite, rounded, bits)
 
 def operand_loaders(gemm, tile):
-    """A GEMM's loaders: each operand a plain tile (AsyncOperand)."""
-    return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k),
-            AsyncOperand("B", gemm.b, tile.n, tile, gemm.n, gemm.k))
+    """A GEMM's loaders: each operand a plain tile (AsyncOperand), read
+    element by element where its rows start 2 bytes apart (an odd K or N
+    of 16-bit elements): loader.py's element-wise chunks, zero past M, N
+    and K, so that no operand is ever padded in memory."""
+    return (AsyncOperand("A", gemm.a, tile.m, tile, gemm.m, gemm.k, element_wise=True,
+                         batch_shape=gemm.batch_shape),
+            AsyncOperand("B", gemm.b, tile.n, tile, gemm.n, gemm.k, element_wise=True,
+                         batch_shape=gemm.batch_shape))
 
 
 def smem_bytes(gemm, tile, loaders=None):

@@ -26,8 +26,9 @@ each chunk is loaded element by element into registers (2-byte loads, the
 elements past the operand's end zero instead of read) and stored to the
 stage as one 16-byte shared store. That is the loader padding the operand:
 no padded copy is ever made in memory. The convolution loaders
-(im2col.py) take it; a matmul's operands do not (yet), their odd rows
-NotSupported. The loads are synchronous where
+(im2col.py) and a matmul's (kernel.operand_loaders: an odd K of a K-major
+operand, an odd M or N of an MN-major one) take it. The loads are
+synchronous where
 cp.async is not: ``load`` returns the stores (``pending``) so that the
 mainloop issues them after the mma.syncs of the slice it loads under,
 which hide the loads' latency; the stage they write is free from the
@@ -74,8 +75,11 @@ class AsyncOperand:
     bytes apart are loaded element by element (a convolution's loaders ask
     for it), else NotSupported."""
 
-    def __init__(self, name, operand, rows, tile, extent_mn, extent_k, element_wise=False):
+    def __init__(self, name, operand, rows, tile, extent_mn, extent_k, element_wise=False,
+                 batch_shape=None):
         self.name, self.operand = name, operand
+        # C's batch dims where there are several (gemm.Gemm.batch_shape).
+        self.batch_shape = batch_shape
         self.value = operand.value
         self.rows, self.bk = rows, tile.k
         self.eb = element_bytes(operand.element)
@@ -153,10 +157,7 @@ class AsyncOperand:
         dims, st = self.operand.dims, self.strides
         base = _i64(memref.extract_aligned_pointer_as_index(self.value))
         lead = self.offset
-        if dims["batch"] is not None:
-            lead_v = arith.muli(batch, _idx(st[dims["batch"]]))
-        else:
-            lead_v = _idx(0)
+        lead_v = self.batch_offset(batch)
         plan = []
         for c in range(-(-self.chunks // threads)):
             chunk, line, col, exists = self.chunk(tid, c, threads)
@@ -174,6 +175,25 @@ class AsyncOperand:
             address = arith.addi(base, arith.muli(_i64(elem), _i(self.eb, 64)))
             plan.append((_i64(dst), address, base, mn, along, exists))
         return plan
+
+    def batch_offset(self, batch):
+        """The element offset of flat batch ``batch`` (index) in the operand:
+        its batch dim's stride times it, or with several batch dims
+        (``Operand.batches``: C's ``batch_shape``) each dim's index, the flat
+        one unravelled row-major, times its stride; 0 along those it is
+        broadcast over."""
+        dims, st = self.operand.dims, self.strides
+        if self.operand.batches is None:
+            if dims["batch"] is None:
+                return _idx(0)
+            return arith.muli(batch, _idx(st[dims["batch"]]))
+        offset, inner = _idx(0), 1
+        for dim, size in reversed(list(zip(self.operand.batches, self.batch_shape))):
+            if dim is not None and size > 1:
+                index = arith.remui(arith.divui(batch, _idx(inner)), _idx(size))
+                offset = arith.addi(offset, arith.muli(index, _idx(st[dim])))
+            inner *= size
+        return offset
 
     def load(self, plan, stage_i64, k0):
         """Issue this thread's cp.async copies of K step ``k0`` (index: the

@@ -23,6 +23,7 @@ from mlir import ir
 from mlir.dialects import arith, gpu
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.elementwise.pad_rows import padded_copy, pitch_of
 from dnnc.codegen.gpu.elementwise.transpose import transposed_copy
 from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, shared_base,
@@ -34,8 +35,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.prologue import Prologues
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import TileScheduler
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import SplitK
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
-    ALIGN, WARPGROUP, converted_bytes, multiplied, prologue_sources, registers_a, smem_bytes,
-    transposed_operands,
+    ALIGN, WARPGROUP, converted_bytes, multiplied, padded_operands, prologue_sources,
+    registers_a, smem_bytes, transposed_operands,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand, element_bytes
 
@@ -64,14 +65,19 @@ class Kernel:
         # is first copied transposed (M x K, N x K) by a launch of its own
         # (transposed_copy, at build); its TmaOperand is the copy's.
         self.transposed = transposed_operands(gemm)
+        # A K-major operand TMA cannot read (rows of an odd K) is first
+        # copied into rows of a 16-byte multiple where that pays
+        # (padded_operands; pad_rows.padded_copy, at build).
+        self.padded = padded_operands(gemm)
         # An implicit GEMM brings its own loaders (im2col.py), which read
         # the operands where they lie.
         if loaders is not None:
-            self.transposed = {}
-        self.a = loaders[0] if loaders is not None else None if "A" in self.transposed else \
+            self.transposed, self.padded = {}, {}
+        copied = {**self.transposed, **self.padded}
+        self.a = loaders[0] if loaders is not None else None if "A" in copied else \
             TmaOperand(gemm.a.value, gemm.a.dims, tile.m, not gemm.a.k_major,
                        a_source or self.element, swizzled=a_source is None, k=tile.k)
-        self.b = loaders[1] if loaders is not None else None if "B" in self.transposed else \
+        self.b = loaders[1] if loaders is not None else None if "B" in copied else \
             TmaOperand(gemm.b.value, gemm.b.dims, tile.n, not gemm.b.k_major,
                        b_source or self.element, swizzled=b_source is None, k=tile.k)
         # A's fragments go from the stage to registers (registers_a).
@@ -102,6 +108,8 @@ class Kernel:
         stored = {"A": "A stored K x M", "B": "B stored K x N"}
         out = [f"{stored[name]} copied transposed first ({why})"
                for name, why in self.transposed.items()]
+        out += [f"{name} copied into rows of {pitch_of(self.gemm.k, self.eb)} elements first "
+                f"({why})" for name, why in self.padded.items()]
         if self.c_transposed:
             out.append(f"computes C^T = B^T A^T in {self.tile.m}x{self.tile.n} tiles: B stored "
                        "K x N is its A, read into registers (wgmma reads tf32 from shared "
@@ -129,6 +137,10 @@ class Kernel:
                 self.a = self.transposed_copy(self.gemm.a, self.gemm.m, tile.m, self.sources[0])
             if "B" in self.transposed:
                 self.b = self.transposed_copy(self.gemm.b, self.gemm.n, tile.n, self.sources[1])
+            if "A" in self.padded:
+                self.a = self.padded_copy(self.gemm.a, self.gemm.m, tile.m)
+            if "B" in self.padded:
+                self.b = self.padded_copy(self.gemm.b, self.gemm.n, tile.n)
             self.a.make_descriptor(tile.k)
             self.b.make_descriptor(tile.k)
             self.epilogue.make_descriptors()
@@ -160,12 +172,27 @@ class Kernel:
         the TmaOperand of the copy (K-major). It costs a read and a write of
         the operand ahead of the GEMM."""
         batched = operand.dims["batch"] is not None
+        # Rows of an odd K padded to 16 bytes (transposed_operands).
+        pitch = pitch_of(self.gemm.k, element_bytes(source or self.element))
         copy = transposed_copy(operand.value, operand.dims, extent, self.gemm.k,
-                               self.gemm.batch)
+                               self.gemm.batch, pitch)
         rank = 3 if batched else 2
         return TmaOperand(copy, {"batch": 0 if batched else None, "mn": rank - 2,
                                  "k": rank - 1}, rows, False, source or self.element,
                           swizzled=source is None, k=self.tile.k)
+
+    def padded_copy(self, operand, extent, rows):
+        """A K-major ``operand`` whose rows TMA cannot step by (``extent``
+        its M or N, ``rows`` its tile's): copy it into rows of a 16-byte
+        multiple by a launch of its own (pad_rows.padded_copy), and return
+        the TmaOperand of the copy's first K columns (TMA zero-fills past
+        them). It costs a read and a write of the operand ahead of the
+        GEMM."""
+        batched = operand.dims["batch"] is not None
+        view = padded_copy(operand.value, operand.dims, extent, self.gemm.k, self.gemm.batch)
+        rank = 3 if batched else 2
+        return TmaOperand(view, {"batch": 0 if batched else None, "mn": rank - 2,
+                                 "k": rank - 1}, rows, False, self.element, k=self.tile.k)
 
     # -- device side --------------------------------------------------------
 

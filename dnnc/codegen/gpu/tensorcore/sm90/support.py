@@ -165,29 +165,114 @@ def transposed_operands(gemm):
     that wgmma cannot read in place (a tf32 B, which it reads from shared
     memory only K-major; a tf32 A goes through registers where TMA can read
     it: registers_a) or TMA cannot (rows of M or N that are not a multiple
-    of 16 bytes apart, a misaligned start), when the copy's rows of K are a
-    multiple of 16 bytes."""
+    of 16 bytes apart, a misaligned start). Where the copy's rows of K are
+    not a multiple of 16 bytes (an odd K), bf16 / f16 operands without a
+    prologue are copied into rows padded to 16 bytes where that pays
+    (``copy_pays``); others are not copied (tc-sm80 takes the GEMM)."""
     tf32 = multiplied(gemm) == "tf32"
     copied = {}
-    for name, operand in (("A", gemm.a), ("B", gemm.b)):
+    for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
         eb = element_bytes(operand.stored)
-        if operand.k_major or (gemm.k * eb) % 16:
+        # Rows of an odd K: the copy's rows padded to 16 bytes, where the
+        # copy pays (copy_pays), bf16 / f16 alone.
+        odd_k = (gemm.k * eb) % 16 != 0
+        if operand.k_major or odd_k and (tf32 or operand.prologue is not None
+                                         or gemm.batch_shape is not None):
             continue
         if tf32 and name == "B":
             copied[name] = "wgmma reads tf32 from shared memory only K-major"
             continue
         problem = tma_problem(name, operand)
-        if problem is not None:
-            # The rows of M or N lie one K step apart.
-            _, strides, _ = irutil.memref_geometry(operand.value.type)
-            pitch = strides[operand.dims["k"]] * eb
-            copied[name] = (f"its rows of {pitch} bytes are not a multiple of 16 for TMA"
-                            if pitch % 16 else problem)
+        if problem is None:
+            continue
+        # The rows of M or N lie one K step apart.
+        _, strides, _ = irutil.memref_geometry(operand.value.type)
+        pitch = strides[operand.dims["k"]] * eb
+        why = (f"its rows of {pitch} bytes are not a multiple of 16 for TMA"
+               if pitch % 16 else problem)
+        if odd_k:
+            pays = copy_pays(gemm, operand, extent)
+            if pays is None:
+                continue
+            why += f"; into rows of K padded to 16 bytes: {pays}"
+        copied[name] = why
     return copied
+
+
+# What padded_operands weighs (an H200's figures): tc-sm90's rate on a
+# large bf16 GEMM (4096^3 at 0.175-0.186 ms: 740-785 TFLOP/s; taken lower,
+# for H100s and ragged tiles), a copy's rate, a launch. tc-sm80, what such
+# an operand gets otherwise, ran 4096^3 in 0.327 ms (1.8x tc-sm90's time)
+# before its loader read rows element by element.
+TC90_FLOPS_PER_S = 600e12
+COPY_BYTES_PER_S = 2.5e12
+LAUNCH_S = 5e-6
+# The copy pays when it adds at most this share of the GEMM's time.
+PAD_SHARE = 0.25
+# tc-sm80 has no split-K: where its narrowest tiles (64 x 64) would leave
+# more than half of the SMs idle (a skinny GEMM: M or N of 16, a long K),
+# tc-sm90's K split fills them, and a copy of an operand of at most this
+# share of the GEMM's bytes (A of 16 rows beside a weight) pays however
+# short the GEMM, as long as the GEMM's own bytes take two launches' time
+# (a copy's launch would double a tiny GEMM's).
+SMALL_COPY_SHARE = 0.1
+SM90_SMS = 132
+
+
+def padded_operands(gemm):
+    """{"A" or "B": why} for the K-major operands a launch ahead of the GEMM
+    copies into rows of a 16-byte multiple (elementwise/pad_rows.py), which
+    TMA then reads, zero past K: those TMA cannot read where they lie (rows
+    of K that are not 16 bytes apart, K = 4095 or 767 of 2-byte elements;
+    a row stride or start off 16 bytes), bf16 / f16 without a prologue,
+    where the copy pays (``copy_pays``). Other GEMMs go to tc-sm80, whose
+    loader reads such rows where they lie."""
+    if gemm.batch_shape is not None or multiplied(gemm) not in ("bf16", "f16"):
+        return {}
+    out = {}
+    for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
+        if not operand.k_major or operand.prologue is not None:
+            continue
+        problem = tma_problem(name, operand)
+        pays = None if problem is None else copy_pays(gemm, operand, extent)
+        if pays is not None:
+            out[name] = f"{problem}; {pays}"
+    return out
+
+
+def copy_pays(gemm, operand, extent):
+    """Why copying ``operand`` (of ``extent`` rows of M or N) ahead of the
+    GEMM, read and written once, pays for tc-sm90 over tc-sm80, or None:
+    the copy's estimated time (a launch included) is at most PAD_SHARE of
+    the GEMM's, or the GEMM is skinny enough that tc-sm80 would leave most
+    SMs idle, the copied operand small (SMALL_COPY_SHARE) and the GEMM's
+    bytes not few."""
+    eb = element_bytes(multiplied(gemm))
+    gemm_s = 2 * gemm.m * gemm.n * gemm.k * gemm.batch / TC90_FLOPS_PER_S
+    moved = eb * (gemm.m * gemm.n * gemm.batch + sum(
+        mn * gemm.k * (gemm.batch if o.dims["batch"] is not None else 1)
+        for o, mn in ((gemm.a, gemm.m), (gemm.b, gemm.n))))
+    skinny = -(-gemm.m // 64) * -(-gemm.n // 64) * gemm.batch < SM90_SMS // 2
+    batches = gemm.batch if operand.dims["batch"] is not None else 1
+    copied = 2 * extent * gemm.k * batches * eb
+    copy_s = copied / COPY_BYTES_PER_S + LAUNCH_S
+    if skinny and copied <= SMALL_COPY_SHARE * moved and \
+            moved / COPY_BYTES_PER_S >= 2 * LAUNCH_S:
+        return (f"a copy of {copied // 1024} KiB beside the GEMM's {moved // 1024} KiB, so "
+                "that tc-sm90 splits K where tc-sm80's tiles would leave most SMs idle")
+    if copy_s <= PAD_SHARE * gemm_s:
+        return (f"the copy, {copy_s * 1e6:.0f} us at {COPY_BYTES_PER_S / 1e12:g} TB/s, is "
+                f"under {PAD_SHARE:.0%} of the GEMM's {gemm_s * 1e6:.0f} us at "
+                f"{TC90_FLOPS_PER_S / 1e12:g} TFLOP/s, where tc-sm80's loader would take "
+                "about 1.8x tc-sm90's time")
+    return None
 
 
 def check(gemm, tile):
     """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
+    if gemm.batch_shape is not None:
+        raise NotSupported(f"{len(gemm.batch_shape)} batch dims {list(gemm.batch_shape)}: "
+                           "tc-sm90's tiles address one")
     element = multiplied(gemm)
     if element == "f32":
         raise NotSupported("f32 operands multiplied in f32: the tensor cores take them as tf32 "
@@ -208,7 +293,7 @@ def check(gemm, tile):
     # An operand copied transposed (``Kernel.transposed_copy``, kernel.py) is
     # read from the copy, row-major M x K or N x K with rows of a 16-byte
     # multiple.
-    transposed = transposed_operands(gemm)
+    transposed = {**transposed_operands(gemm), **padded_operands(gemm)}
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
         if name in transposed:
             continue
