@@ -299,6 +299,10 @@ COLUMN_UNROLL = 8
 COLUMN_ACCUMULATORS = 8
 COLUMN_BLOCKS_PER_SM = 2
 COLUMN_ONE_SPLIT = 64 * 1024
+# The row lanes' f32 sums meet in static shared memory (Ty x Tx x V per
+# reduction, colwise.SHARED_BYTES at most): a kernel of many reductions
+# (every mode of one input) gets fewer row lanes.
+COLUMN_SHARED = 48 * 1024
 
 
 # Reductions over a run of middle axes, ``[O, R, N]`` once adjacent dims are
@@ -346,6 +350,8 @@ def simt_reduce_columns(problem, rows, extent):
     ty = 1
     while ty < COLUMN_THREADS // tx and ty < extent:
         ty *= 2
+    while ty > 1 and (1 + problem.column_sums) * tx * ty * width * 4 > COLUMN_SHARED:
+        ty //= 2
     unroll = COLUMN_UNROLL // whole
     if whole == 1 and (1 + problem.column_sums) * width > COLUMN_ACCUMULATORS:
         unroll //= 2
