@@ -3,9 +3,10 @@ run ending at the innermost axis (a channels-first batchnorm's statistics:
 NCHW's axes [0, 2, 3], keeping C), becomes two reductions: one over that
 last run, a row reduction (the row program reads each (n, c) plane of H x W
 once, in 16-byte vectors), then one over the axes left, on the f32 partial
-results ([N, C]: a column program, or one over middle axes, which reads
-them once, coalesced). No transposing copy, and both launches fold in a
-fixed order: deterministic.
+results viewed without the reduced run ([N, C]: a column program, or one
+over middle axes, which reads them once, coalesced). No transposing copy,
+and both launches fold in a fixed order: deterministic. (As batchnorm's
+own decomposition does for its "planes", dnnc/decompose/batchnorm.py.)
 
 Every mode is its own second half: sum, max, min, prod and amax (of
 non-negative partials: their max) fold the partials as they fold elements;
@@ -17,11 +18,9 @@ read it see the same tensor, and dnn-fuse joins a pointwise prologue to the
 first (the row program) and an epilogue to the second.
 
 Left as they are: one run of axes (a row, column or middle reduction
-already), separated axes whose last run keeps the innermost axis (two
-column reductions would each read their input once: no better than the
-generic kernel's one pass is not known), and reductions over an axis of
-size 0 (the modes without an identity are refused there; the others keep
-their one op).
+already), separated axes that keep the innermost axis (not split yet: they
+stay on simt-generic), and reductions over an axis of size 0 (the modes
+without an identity are refused there; the others keep their one op).
 
 Before::
 
@@ -30,11 +29,14 @@ Before::
 
 After::
 
-    %0 = "dnn.reduction"(%x) {axes = array<i64: 2, 3>, keepdims = false, mode = "sum"}
-        : (tensor<32x64x56x56xbf16>) -> tensor<32x64xf32>
-    %1 = "dnn.reduction"(%0) {axes = array<i64: 0>, keepdims = false, mode = "sum"}
-        : (tensor<32x64xf32>) -> tensor<64xbf16>
-    %2 = "dnn.reshape"(%1) : (tensor<64xbf16>) -> tensor<1x64x1x1xbf16>
+    %0 = "dnn.reduction"(%x) {axes = array<i64: 2, 3>, keepdims = true, mode = "sum"}
+        : (tensor<32x64x56x56xbf16>) -> tensor<32x64x1x1xf32>
+    %1 = "dnn.reshape"(%0) : (tensor<32x64x1x1xf32>) -> tensor<32x64xf32>
+    %2 = "dnn.reduction"(%1) {axes = array<i64: 0>, keepdims = true, mode = "sum"}
+        : (tensor<32x64xf32>) -> tensor<1x64xbf16>
+    %3 = "dnn.reshape"(%2) : (tensor<1x64xbf16>) -> tensor<1x64x1x1xbf16>
+
+(the reshapes are views of the kernels' buffers on the GPU, dnn-layout-views).
 
 Lit test: test/lit/passes/dnn_split_reductions.mlir.
 """
