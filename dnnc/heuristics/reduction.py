@@ -356,14 +356,21 @@ def simt_reduce_columns(problem, rows, extent):
     if whole == 1 and (1 + problem.column_sums) * width > COLUMN_ACCUMULATORS:
         unroll //= 2
     unroll = max(1, min(unroll, -(-extent // ty)))
-    step = ty * unroll
     across = -(-vectors // tx) * outers
-    splits = -(-COLUMN_BLOCKS_PER_SM * problem.sms // across)
+    wanted = -(-COLUMN_BLOCKS_PER_SM * problem.sms // across)
     if outers * extent * n * min(read) <= COLUMN_ONE_SPLIT * across:
-        splits = 1
-    tile = -(-extent // splits)
-    tile = -(-tile // step) * step  # whole steps of Ty x unroll rows
-    splits = -(-extent // tile)
+        wanted = 1
+    while True:
+        step = ty * unroll
+        tile = -(-extent // wanted)
+        tile = -(-tile // step) * step  # whole steps of Ty x unroll rows
+        splits = -(-extent // tile)
+        # Whole steps can leave fewer blocks than SMs (few columns of many
+        # rows, 2 x 8192 x 64 bf16: 64 blocks at 8 rows in flight): fewer
+        # rows in flight, more blocks.
+        if splits >= wanted or across * splits >= problem.sms or unroll == 1:
+            break
+        unroll //= 2
     then = "; the last block of a column sums its partials" if splits > 1 else ""
     what = f"{outers} x {n} columns" if outers > 1 else f"{rows} columns"
     return Config("simt-reduce-columns", (tx, ty, 1), tile=(tile,), vector=width, unroll=unroll,
