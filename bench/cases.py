@@ -600,6 +600,42 @@ REDUCTION = [
 ]
 
 
+# Reductions over middle axes (issue 33): a sum over H of [B, H, S, D]; the
+# per-channel statistics of a channels-first batchnorm (NCHW, axes [0, 2, 3]:
+# a row program over each (n, c) plane, then a column program over n); a
+# mean over the middle axis of [64, 512, 1024]. The target is the copy rate
+# of the bytes read (bench/run.py's copy bandwidth against ``bytes``).
+
+
+def _reduce_middle(name, dims, axes, mode, dt):
+    def build():
+        g = _graph(name, dt)
+        x = g.tensor(name="x", dim=dims)
+        g.reduction(x, mode, axes=axes).set_output(True)
+        return g
+
+    return build
+
+
+def _middle_case(name, dims, axes, mode, dt, torch_fn):
+    size = {"bf16": BF16, "f32": F32}[dt]
+    kept = _numel(dims) // _numel([dims[a] for a in axes])
+    return Case(name, _reduce_middle(name.split()[0].replace("-", "_"), dims, axes, mode, dt),
+                torch_fn, _numel(dims), (_numel(dims) + kept) * size, True, "reduction")
+
+
+MIDDLE_REDUCTION = [
+    _middle_case("reduce-middle sum over H 8x16x1024x64 bf16", [8, 16, 1024, 64], [1], "sum",
+                 "bf16", lambda t, x: x.sum(1, keepdim=True)),
+    _middle_case("reduce-middle sum NCHW stats 32x64x56x56 f32", [32, 64, 56, 56], [0, 2, 3],
+                 "sum", "f32", lambda t, x: x.sum((0, 2, 3), keepdim=True)),
+    _middle_case("reduce-middle sum NCHW stats 128x256x14x14 bf16", [128, 256, 14, 14],
+                 [0, 2, 3], "sum", "bf16", lambda t, x: x.sum((0, 2, 3), keepdim=True)),
+    _middle_case("reduce-middle mean axis 1 64x512x1024 f32", [64, 512, 1024], [1], "mean",
+                 "f32", lambda t, x: x.mean(1, keepdim=True)),
+]
+
+
 # ============================================================================
 # Normalizations, forward and backward
 # ============================================================================
@@ -1869,8 +1905,8 @@ BROADCAST = [
 
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
-         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + MATMUL_ALIGN
-         + CONV + RESNET
+         + TENSOR + REDUCTION + MIDDLE_REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL
+         + MATMUL_ALIGN + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD
          + BROADCAST)

@@ -44,6 +44,9 @@ FRONT = (
         "dnn-decompose",
         "dnn-decompose{ops=layernorm_backward,rmsnorm_backward,groupnorm,groupnorm_backward,"
         "batchnorm,batchnorm_backward}",
+        # Reductions over separated axes ending at the innermost (NCHW's
+        # [0, 2, 3]): a row reduction, then one over the axes left.
+        "dnn-split-reductions",
         "dnn-canonicalize",
     )),
     Stage("fused", ("dnn-recognize-sdpa", "dnn-fold-operand-scales", "dnn-fuse", "dnn-verify")),

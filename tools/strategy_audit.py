@@ -103,10 +103,13 @@ ALLOWED = (
             r"a paged K and V of page size \d+: expected a multiple of 64",
             "pages that are not a multiple of 64 rows nor 8, 16 or 32: a kv tile's TMA loads "
             "cannot step them", "31 (paged KV)"),
-    Allowed("reduction or softmax over short rows", ("reduction", "softmax"),
-            r"simt-reduce not implemented yet \((reduction|softmax): \d+ rows of \d+\)",
-            "rows the row program does not take (short rows, or a reduction over a middle "
-            "axis)", "33 (reductions over middle axes)"),
+    Allowed("reduction over every axis or an empty one, softmax over a middle axis",
+            ("reduction", "softmax"),
+            r"simt-reduce not implemented yet \((reduction: 1 rows of \d+|reduction: \d+ rows "
+            r"of 0|softmax: \d+ rows of \d+)\)",
+            "a reduction to one element (no column to split the rows over, no row program "
+            "over the leading axes) or over an axis of size 0, and a softmax along an axis "
+            "that is not the innermost", "33"),
     Allowed("pointwise over an odd innermost dim",
             ("pointwise", "reduction", "layernorm", "rmsnorm", "softmax", "log_softmax"),
             r"simt-pointwise needs a vector dim that is a multiple of \d+ elements at least, "

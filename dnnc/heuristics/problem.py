@@ -210,12 +210,14 @@ def _prologues(op):
 
 
 def _column_sum(op):
-    """True for a dnn.reduction over the leading dims of its operand, keeping
-    the innermost (dnn-fuse puts those of a norm backward beside its dx)."""
+    """True for a dnn.reduction over one run of dims of its operand, keeping
+    the innermost (leading dims: dnn-fuse puts those of a norm backward
+    beside its dx; middle ones: reductions of one input share a kernel)."""
     from mlir import ir
 
     if op.name != "dnn.reduction" or "axes" not in op.attributes:
         return False
     rank = len(ir.ShapedType(op.operands[0].type).shape)
     axes = sorted(int(a) for a in ir.DenseI64ArrayAttr(op.attributes["axes"]))
-    return rank > 1 and bool(axes) and axes == list(range(len(axes))) and len(axes) < rank
+    return rank > 1 and bool(axes) and axes == list(range(axes[0], axes[-1] + 1)) and \
+        axes[-1] < rank - 1

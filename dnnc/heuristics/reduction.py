@@ -299,28 +299,49 @@ COLUMN_UNROLL = 8
 COLUMN_ACCUMULATORS = 8
 COLUMN_BLOCKS_PER_SM = 2
 COLUMN_ONE_SPLIT = 64 * 1024
+# The row lanes' f32 sums meet in static shared memory (Ty x Tx x V per
+# reduction, colwise.SHARED_BYTES at most): a kernel of many reductions
+# (every mode of one input) gets fewer row lanes.
+COLUMN_SHARED = 48 * 1024
 
 
-def leading_only(problem):
-    """True when the anchor reduces every axis of its operand but the innermost."""
+# Reductions over a run of middle axes, ``[O, R, N]`` once adjacent dims are
+# merged (a sum over H of [B, H, S, D]: O = B, R = H, N = S x D), are the
+# same column program with the outer index as grid z: each of the O column
+# problems is split and finished as one of leading axes would be, the grid
+# counting O x ceil(N / V / Tx) block columns. A warp still reads 512
+# consecutive bytes of a row of N, and no transposing copy is made.
+# (Reductions of separated axes whose last run is the innermost, such as
+# NCHW's [0, 2, 3], are split before fusion by dnn-split-reductions into a
+# row program and a column program of this kind.)
+
+
+def column_split(problem):
+    """(O, R, N) extents of a reduction over one run of axes that leaves the
+    innermost axis kept (O = 1: the leading axes), else None."""
     x = problem.anchor_inputs[0] if problem.anchor_inputs else None
     if problem.anchor not in COLUMN_OPS or x is None or len(x.shape) < 2:
-        return False
-    return tuple(sorted(problem.attr("axes", ()))) == tuple(range(len(x.shape) - 1))
+        return None
+    axes = tuple(sorted(problem.attr("axes", ())))
+    if not axes or axes != tuple(range(axes[0], axes[-1] + 1)) or axes[-1] >= len(x.shape) - 1:
+        return None
+    return (math.prod(x.shape[:axes[0]]), math.prod(x.shape[axes[0]:axes[-1] + 1]),
+            math.prod(x.shape[axes[-1] + 1:]))
 
 
 def simt_reduce_columns(problem, rows, extent):
     """The simt-reduce-columns config of a problem that reduces ``extent``
-    rows to ``rows`` columns, or None."""
-    if not leading_only(problem) or extent < 1:
+    rows to ``rows`` columns (O x N, O column problems of N), or None."""
+    split = column_split(problem)
+    if split is None or extent < 1:
         return None
+    outers, _, n = split
     x = problem.anchor_inputs[0]
-    n = x.shape[-1]
     # The vector is 16 bytes of the narrowest input the rows launch reads.
     read = [t.element_bytes for t in problem.inputs if t.shape == x.shape] or [x.element_bytes]
     whole = max(1, len(read))
     width = max(1, pointwise.VECTOR_BYTES // min(read))
-    while width > 1 and n % width:
+    while width > 1 and x.shape[-1] % width:
         width //= 2
     vectors = n // width
     tx = 1
@@ -329,21 +350,31 @@ def simt_reduce_columns(problem, rows, extent):
     ty = 1
     while ty < COLUMN_THREADS // tx and ty < extent:
         ty *= 2
+    while ty > 1 and (1 + problem.column_sums) * tx * ty * width * 4 > COLUMN_SHARED:
+        ty //= 2
     unroll = COLUMN_UNROLL // whole
     if whole == 1 and (1 + problem.column_sums) * width > COLUMN_ACCUMULATORS:
         unroll //= 2
     unroll = max(1, min(unroll, -(-extent // ty)))
-    step = ty * unroll
-    across = -(-vectors // tx)
-    splits = -(-COLUMN_BLOCKS_PER_SM * problem.sms // across)
-    if extent * n * min(read) <= COLUMN_ONE_SPLIT * across:
-        splits = 1
-    tile = -(-extent // splits)
-    tile = -(-tile // step) * step  # whole steps of Ty x unroll rows
-    splits = -(-extent // tile)
+    across = -(-vectors // tx) * outers
+    wanted = -(-COLUMN_BLOCKS_PER_SM * problem.sms // across)
+    if outers * extent * n * min(read) <= COLUMN_ONE_SPLIT * across:
+        wanted = 1
+    while True:
+        step = ty * unroll
+        tile = -(-extent // wanted)
+        tile = -(-tile // step) * step  # whole steps of Ty x unroll rows
+        splits = -(-extent // tile)
+        # Whole steps can leave fewer blocks than SMs (few columns of many
+        # rows, 2 x 8192 x 64 bf16: 64 blocks at 8 rows in flight): fewer
+        # rows in flight, more blocks.
+        if splits >= wanted or across * splits >= problem.sms or unroll == 1:
+            break
+        unroll //= 2
     then = "; the last block of a column sums its partials" if splits > 1 else ""
+    what = f"{outers} x {n} columns" if outers > 1 else f"{rows} columns"
     return Config("simt-reduce-columns", (tx, ty, 1), tile=(tile,), vector=width, unroll=unroll,
-                  reason=f"{problem.anchor}: {rows} columns of {extent}: {across}x{splits} "
+                  reason=f"{problem.anchor}: {what} of {extent}: {across}x{splits} "
                          f"blocks of {tx}x{ty}, vectors of {width}, {unroll} rows in flight "
                          f"per thread, {tile} rows per block{then}")
 

@@ -231,8 +231,9 @@ def _rows(op):
 
 
 def _column_reduction(op):
-    """(operand shape, result shape) of a reduction over leading dims that keeps
-    them, the innermost not among them; None for any other op."""
+    """(operand shape, result shape) of a reduction over one run of dims that
+    keeps them, the innermost not among them (leading dims, or middle ones:
+    a column program per outer index); None for any other op."""
     if op.name != "dnn.reduction":
         return None
     if "keepdims" in op.attributes and not ir.BoolAttr(op.attributes["keepdims"]).value:
@@ -240,9 +241,9 @@ def _column_reduction(op):
     shape = _shape(op.operands[0])
     k = len(shape) - 1
     axes = sorted(ir.DenseI64ArrayAttr(op.attributes["axes"]))
-    if not axes or axes != list(range(len(axes))) or len(axes) > k:
+    if not axes or axes != list(range(axes[0], axes[-1] + 1)) or axes[-1] >= k:
         return None
-    return shape, (1,) * len(axes) + shape[len(axes):]
+    return shape, tuple(1 if d in axes else n for d, n in enumerate(shape))
 
 
 def _is_view(op):
@@ -639,6 +640,8 @@ class Partition:
         sums of a row fit COLUMN_SUMS_BYTES."""
         for col in [g for g in self.groups if g.columns is not None]:
             shape, count = col.columns[0], sum(1 for o in col.ops if _column_reduction(o))
+            if col.columns[1][0] != 1:
+                continue  # a middle reduction: row-and-column programs sum leading dims
             rows = 1
             for d in shape[:-1]:
                 rows *= d

@@ -116,12 +116,17 @@ def test_reductions_rank_by_rows_and_name_simt_reduce():
     assert choose(columns).strategy == "simt-reduce-columns"
     assert choose(columns).reason.startswith("reduction: 4 columns of 1048576: 1x256 blocks "
                                              "of 1x256")
-    # Any other axes, or simt-generic: one thread per row, never a big block
-    # first (each thread loops over its row).
+    # Middle axes: a column program per outer index (test_middle_reductions.py).
     middle = problem("reduction", [[64, 32, 4]], [[64, 1, 4]], attrs=[("axes", (1,))])
-    assert choose(middle).strategy == "simt-generic"
-    assert choose(middle).reason.startswith("simt-reduce not implemented yet (reduction: 256 "
-                                            "rows of 32)")
+    assert choose(middle).strategy == "simt-reduce-columns"
+    assert choose(middle).reason.startswith("reduction: 64 x 4 columns of 32: 64x1 blocks")
+    # Any other axes (separated ones reach the kernels split by
+    # dnn-split-reductions), or simt-generic: one thread per row, never a
+    # big block first (each thread loops over its row).
+    apart = problem("reduction", [[64, 32, 4]], [[1, 32, 1]], attrs=[("axes", (0, 2))])
+    assert choose(apart).strategy == "simt-generic"
+    assert choose(apart).reason.startswith("simt-reduce not implemented yet (reduction: 32 "
+                                           "rows of 256)")
     inner = problem("softmax", [[4, 64, 8]], [[4, 64, 8]], attrs=[("axis", 1)])
     assert choose(inner).strategy == "simt-generic"
     huge = problem("reduction", [[1 << 26, 4], ], [[1 << 26, 1]], attrs=[("axes", (1,))])

@@ -48,6 +48,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        the tile width (8 to 200), eight to a graph, on
                        tc-sm90 and some with tc-sm80 forced
     reductions.py      reductions, column reductions
+    reduction_middle.py
+                       reductions over middle axes: column programs per outer
+                       index, and separated axes split into a row and a
+                       column program (NCHW statistics)
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
     row_programs.py    softmax and the norms over the row lengths and strides of
@@ -101,6 +105,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
 from . import conv_sm80_split
 from . import layouts
                matmul, matmul_align, normalization, pointwise, pooling, reductions, row_programs, zero_size)
+from . import reduction_middle
 from .case import Case
 
 # In the order index.json lists them.
@@ -121,6 +126,7 @@ CASES = [
     *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
+    *reduction_middle.CASES,
     *pooling.CASES,
     *normalization.CASES,
     *row_programs.CASES,

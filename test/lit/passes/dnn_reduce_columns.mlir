@@ -164,7 +164,7 @@ func.func private @centered(%x: memref<8x4xf32>, %y: memref<8x4xf32>) attributes
 // A row sum is simt-reduce's, not a column program.
 
 // CHECK-LABEL: func.func private @rows(
-//  CHECK-SAME:     dnn.config_reason = "simt-reduce-columns does not apply (a reduction that is not over the leading dims alone): simt-generic, one thread per column"
+//  CHECK-SAME:     dnn.config_reason = "simt-reduce-columns does not apply (a reduction that is not over one run of dims before the innermost): simt-generic, one thread per column"
 //       CHECK:   linalg.generic
 
 #id = affine_map<(d0, d1) -> (d0, d1)>
@@ -177,4 +177,52 @@ func.func private @rows(%x: memref<8x4xf32>, %s: memref<8x1xf32>) attributes {dn
     linalg.yield %t : f32
   }
   return
+}
+
+// -----
+
+// A reduction over a middle dim, O x R x N = 3 x 40 x (2 x 16): the outer
+// index is grid z; the rows split over 2 blocks (tile 24) whose partials of
+// outer index o sit at columns o * 32 + j, and the arrival count of its
+// column of blocks at o * 1 + bx; N's two dims indexed from j.
+
+// CHECK-LABEL: func.func private @middle_sum(
+//  CHECK-SAME:     %[[X:.*]]: memref<3x40x2x16xf32>, %[[Y:.*]]: memref<3x2x16xf32>)
+//  CHECK-SAME:     strategy = "simt-reduce-columns"
+//       CHECK:   %[[PART:.*]] = memref.alloc() : memref<2x96xf32>
+//       CHECK:   %[[COUNT:.*]] = memref.alloc() : memref<3xi32>
+//       CHECK:   gpu.launch blocks(%{{.*}}, %[[BY:.*]], %[[BZ:.*]]) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c3) threads(%[[TX:.*]], %[[TY:.*]], %{{.*}}) in ({{.*}} = %c8, {{.*}} = %c4, {{.*}} = %c1)
+//       CHECK:     %[[J:.*]] = arith.muli %[[TX]], %c4 : index
+//       CHECK:     %[[D1:.*]] = arith.remui %[[J]], %c16 : index
+//       CHECK:     %[[D0:.*]] = arith.divui %[[J]], %c16 : index
+//       CHECK:     vector.load %[[X]][%[[BZ]], %{{.*}}, %[[D0]], %[[D1]]] {alignment = 16 : i64} : memref<3x40x2x16xf32>, vector<4xf32>
+//       CHECK:     %[[AT:.*]] = arith.muli %[[BZ]], %c32 : index
+//       CHECK:     %[[COL:.*]] = arith.addi %[[AT]], %[[J]] : index
+//       CHECK:     vector.store %{{.*}}, %[[PART]][%[[BY]], %[[COL]]] {alignment = 16 : i64} : memref<2x96xf32>, vector<4xf32>
+//       CHECK:     memref.atomic_rmw addi %c1_i32, %[[COUNT]][%[[BZ]]] : (i32, memref<3xi32>) -> i32
+//       CHECK:     vector.store %{{.*}}, %[[Y]][%[[BZ]], %{{.*}}, %{{.*}}] {alignment = 16 : i64} : memref<3x2x16xf32>, vector<4xf32>
+//   CHECK-NOT:   linalg.generic
+
+#in = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#out = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+module {
+  func.func private @middle_sum(%x: memref<3x40x2x16xf32>, %y: memref<3x2x16xf32>)
+      attributes {dnn.config = {block = [8, 4, 1], strategy = "simt-reduce-columns", tile = [24],
+                                unroll = 2 : i64, vector = 4 : i64}, dnn.kernel} {
+    %zero = arith.constant 0.000000e+00 : f32
+    linalg.generic {indexing_maps = [#id3], iterator_types = ["parallel", "parallel", "parallel"]}
+        outs(%y : memref<3x2x16xf32>) {
+    ^bb0(%o: f32):
+      linalg.yield %zero : f32
+    }
+    linalg.generic {indexing_maps = [#in, #out],
+                    iterator_types = ["parallel", "reduction", "parallel", "parallel"]}
+        ins(%x : memref<3x40x2x16xf32>) outs(%y : memref<3x2x16xf32>) {
+    ^bb0(%a: f32, %acc: f32):
+      %s = arith.addf %acc, %a : f32
+      linalg.yield %s : f32
+    }
+    return
+  }
 }

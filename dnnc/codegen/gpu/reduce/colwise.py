@@ -123,8 +123,8 @@ Lit test: test/lit/passes/dnn_reduce_columns.mlir.
 from mlir import ir
 from mlir.dialects import arith, gpu, llvm, memref, scf, vector
 
-from dnnc.codegen.gpu import irutil, loops
-from dnnc.codegen.gpu.reduce.colwise_emitter import Memo, Point, vector_alignment
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.reduce.colwise_emitter import Memo, vector_alignment
 from dnnc.codegen.gpu.reduce.colwise_finish import FinishEmitter
 from dnnc.codegen.gpu.reduce.colwise_program import NotAColumnProgram, Program, statements_of
 from dnnc.codegen.gpu.reduce.rowwise import erase_statements
@@ -153,8 +153,7 @@ class RowsEmitter(FinishEmitter):
     def load_rows(self, rows, j):
         """(points, memos) of ``rows``: every memory read their reductions
         and stores need, issued now."""
-        points = [Point(loops.delinearize(r, list(self.shape.rows)), j, self.width)
-                  for r in rows]
+        points = [self.point(r, j) for r in rows]
         memos = [Memo() for _ in rows]
         for point, memo in zip(points, memos):
             for s, state in self.program.reductions + self.program.row_stores:
@@ -199,8 +198,7 @@ class RowsEmitter(FinishEmitter):
                 i = loop.induction_variable
                 values = list(loop.inner_iter_args)
                 now = self.restore(memos, values[n:])
-                here = [Point(loops.delinearize(r, list(self.shape.rows)), j, self.width)
-                        for r in self.step_rows(base, i, ty)]
+                here = [self.point(r, j) for r in self.step_rows(base, i, ty)]
                 _, ahead = self.load_rows(
                     self.step_rows(base, arith.addi(i, _index(1)), ty), j)
                 folded = self.fold_loaded(here, now, None, inside, self.unflatten(values[:n]))
@@ -208,8 +206,7 @@ class RowsEmitter(FinishEmitter):
                             [v for m in ahead for v in m.loaded()])
             results = list(loop.results)
             accs, memos = self.unflatten(results[:n]), self.restore(memos, results[n:])
-            points = [Point(loops.delinearize(r, list(self.shape.rows)), j, self.width)
-                      for r in self.step_rows(base, _index(steps - 1), ty)]
+            points = [self.point(r, j) for r in self.step_rows(base, _index(steps - 1), ty)]
         return self.fold_loaded(points, memos, None, inside, accs)
 
     @staticmethod
@@ -288,11 +285,11 @@ class RowsEmitter(FinishEmitter):
                 scf.YieldOp([])
             return
         if self.splits == 1:
-            self.finish(Point(None, j, self.width), lambda k: totals[k])
+            self.finish(self.point(None, j), lambda k: totals[k])
             return
         for k, lanes in enumerate(totals):
             vec = vector.from_elements(ir.VectorType.get([self.width], self.f32), lanes)
-            vector.store(vec, self.partials[k], [by, j],
+            vector.store(vec, self.partials[k], [by, self.column_of(j)],
                          alignment=vector_alignment(self.width, self.f32))
 
     def sum_if_last(self, bx, tx, ty, smem, ticket):
@@ -318,7 +315,8 @@ class RowsEmitter(FinishEmitter):
         count = scf.IfOp(first)
         with ir.InsertionPoint(count.then_block):
             _fence()
-            before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i32(1), self.arrivals, [bx])
+            before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i32(1), self.arrivals,
+                                       [self.slot_of(bx)])
             _fence()
             memref.store(before, ticket, [_index(0)])
             scf.YieldOp([])
@@ -337,14 +335,14 @@ class RowsEmitter(FinishEmitter):
                                arith.cmpi(arith.CmpIPredicate.eq, ty, _index(0)))
             reset = scf.IfOp(first)
             with ir.InsertionPoint(reset.then_block):
-                memref.store(_i32(0), self.arrivals, [bx])
+                memref.store(_i32(0), self.arrivals, [self.slot_of(bx)])
                 scf.YieldOp([])
             j, inside = self.column(bx, tx)
             sums = self.fold_partials(j, ty)
             if smem is not None:
                 self.to_slots(sums, smem, tx, ty)
                 return
-            point = Point(None, j, self.width)
+            point = self.point(None, j)
             if inside is None:
                 self.finish(point, lambda k: sums[k])
                 return
@@ -357,7 +355,7 @@ class RowsEmitter(FinishEmitter):
         if smem is not None:
             gpu.BarrierOp()
             if_last(lambda: self.from_slots(smem, bx, tx, ty, lambda totals, j: self.finish(
-                Point(None, j, self.width), lambda k: totals[k])))
+                self.point(None, j), lambda k: totals[k])))
 
 
 def build(fn, width, block, unroll, tile=None):
@@ -373,9 +371,11 @@ def build(fn, width, block, unroll, tile=None):
     program = Program(statements, outputs)
     if shape.count == 0 or shape.n == 0:
         raise NotAColumnProgram(f"{list(shape.rows)} x {shape.n}: no element to fold")
-    if width < 1 or shape.n % width:
-        raise NotAColumnProgram(f"rows of {shape.n} elements are not a multiple of the "
-                                f"vector ({width})")
+    if width < 1 or shape.inner[-1] % width:
+        raise NotAColumnProgram(f"an innermost dim of {shape.inner[-1]} elements is not a "
+                                f"multiple of the vector ({width})")
+    if shape.outers > MAX_SPLITS:
+        raise NotAColumnProgram(f"{shape.outers} outer indices: expected at most {MAX_SPLITS}")
     tile = shape.count if tile is None else tile
     if min(unroll, tile) < 1:
         raise NotAColumnProgram(f"unroll {unroll} and tile {tile}: expected >= 1")
@@ -394,12 +394,12 @@ def build(fn, width, block, unroll, tile=None):
         try:
             if emitter.splits > 1:
                 for s, _ in program.reductions:
-                    alloc = memref.alloc(ir.MemRefType.get([emitter.splits, shape.n],
-                                                           emitter.f32), [], [])
+                    alloc = memref.alloc(ir.MemRefType.get(
+                        [emitter.splits, shape.outers * shape.n], emitter.f32), [], [])
                     created.append(alloc.owner)
                     emitter.partials.append(alloc)
                 emitter.arrivals = memref.alloc(ir.MemRefType.get(
-                    [-(-emitter.vectors // emitter.tx)], ir.IntegerType.get_signless(32)), [], [])
+                    [shape.outers * emitter.blocks_x], ir.IntegerType.get_signless(32)), [], [])
                 created.append(emitter.arrivals.owner)
             emitter.rows_launch(created)
         except NotAColumnProgram:

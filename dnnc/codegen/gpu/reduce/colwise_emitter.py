@@ -3,10 +3,13 @@ computes a statement's values at a ``Point`` (``V`` columns from ``j``, at
 one row in the rows launch, at no row in the finish), each memory read once
 a point (``Memo``) and an intermediate recomputed where it is read, and
 stores them; it maps a block's threads onto the columns (thread ``(tx, ty)``
-of block ``bx`` owns the ``V`` columns from ``(bx * Tx + tx) * V``; a
-position past N reads the last vector and is not stored), makes a launch of
-``Tx x Ty`` threads with its workgroup buffers, and combines the block's
-``Ty`` row lanes through shared memory in the order of ``ty``.
+of block ``(bx, by, bz)`` owns the ``V`` columns from ``(bx * Tx + tx) * V``
+of outer index ``bz``; a position past N reads the last vector and is not
+stored), makes a launch of ``Tx x Ty`` threads with its workgroup buffers,
+and combines the block's ``Ty`` row lanes through shared memory in the
+order of ``ty``. Partials and arrival counts of outer index ``o`` sit at
+columns ``o * N + j`` and slots ``o * grid x + bx``: the O column problems
+side by side.
 
 The kernel is read in colwise_program.py. colwise_finish.py's
 ``FinishEmitter`` adds the finish (the partials summed, the column
@@ -17,7 +20,7 @@ to that.
 from mlir import ir
 from mlir.dialects import arith, gpu, memref, scf, vector
 
-from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu import irutil, loops
 from dnnc.codegen.gpu.elementwise.vectorize import clone_body
 from dnnc.codegen.gpu.reduce.colwise_program import NotAColumnProgram
 from dnnc.codegen.gpu.reduce.rowwise import combine, combiner
@@ -30,28 +33,31 @@ def _workgroup():
 
 
 class Point:
-    """Where values are computed: ``width`` columns from ``j``, at one row
-    (``rows``: its indices) in the rows launch, at no row in the finish,
-    where ``totals`` holds each reduction's result."""
+    """Where values are computed: ``width`` columns from ``j`` (flat over
+    the inner dims; ``inner``: its indices, the vector along the last), of
+    outer index ``outer`` (indices), at one row (``rows``: its indices) in
+    the rows launch, at no row in the finish, where ``totals`` holds each
+    reduction's result."""
 
-    def __init__(self, rows, j, width, totals=None):
+    def __init__(self, rows, j, width, totals=None, outer=(), inner=None):
         self.rows, self.j, self.width, self.totals = rows, j, width, totals
+        self.outer, self.inner = outer, [j] if inner is None else inner
 
     def index(self, stmt, d):
         """The value of loop dim ``d`` of ``stmt`` here (lane 0)."""
-        if d == stmt.rank - 1:
-            return self.j
-        if stmt.kind == "column":
+        role = stmt.roles[d]
+        if role is None:
             return _index(0)
-        return self.rows[d]
+        kind, i = role
+        return {"o": self.outer, "r": self.rows, "i": self.inner}[kind][i]
 
 
 def _token(stmt, d):
     """What index loop dim ``d`` of ``stmt`` (None: a broadcast) reads, as a
     key: two reads of a buffer with the same tokens load the same data."""
-    if d is None or (stmt.kind == "column" and d != stmt.rank - 1):
+    if d is None or stmt.roles[d] is None:
         return "0"
-    return "j" if d == stmt.rank - 1 else d
+    return stmt.roles[d]
 
 
 class Memo(dict):
@@ -89,9 +95,38 @@ class Emitter:
         self.unroll, self.tile = unroll, tile
         self.vectors = shape.n // width
         self.splits = -(-shape.count // tile)
+        self.bz = None         # the launch's outer index (block id z), once in a launch
         self.f32 = ir.F32Type.get()
         self.partials = []
         self.arrivals = None   # G > 1: an i32 count per column of blocks, zero between calls
+
+    # -- points --------------------------------------------------------------
+
+    def point(self, rows, j):
+        """The Point of the ``V`` columns from ``j`` of the launch's outer
+        index, at row ``rows`` (a linear row index; None: the finish)."""
+        shape = self.shape
+        outer = loops.delinearize(self.bz, list(shape.outer)) if shape.outer else ()
+        inner = loops.delinearize(j, list(shape.inner)) if len(shape.inner) > 1 else None
+        at = None if rows is None else loops.delinearize(rows, list(shape.rows))
+        return Point(at, j, self.width, outer=outer, inner=inner)
+
+    def column_of(self, j):
+        """Where the ``V`` columns from ``j`` of the outer index sit among the
+        O x N columns of the partials."""
+        if not self.shape.outer:
+            return j
+        return arith.addi(arith.muli(self.bz, _index(self.shape.n)), j)
+
+    def slot_of(self, bx):
+        """The arrival count of block column ``bx`` of the outer index."""
+        if not self.shape.outer:
+            return bx
+        return arith.addi(arith.muli(self.bz, _index(self.blocks_x)), bx)
+
+    @property
+    def blocks_x(self):
+        return -(-self.vectors // self.tx)
 
     # -- values --------------------------------------------------------------
 
@@ -220,11 +255,11 @@ class Emitter:
         vector.store(vec, out, idx, alignment=vector_alignment(point.width, elt))
 
     def new_launch(self, created, splits, ticket):
-        """A launch of ``ceil(vectors / Tx) x splits`` blocks of Tx x Ty
+        """A launch of ``ceil(vectors / Tx) x splits x O`` blocks of Tx x Ty
         threads, its terminator, and its workgroup buffers: the row lanes'
         slots (Ty > 1; else None) and, with ``ticket``, the block's arrival
-        count (else None)."""
-        grid = (-(-self.vectors // self.tx), splits, 1)
+        count (else None). Sets ``bz``, the outer index."""
+        grid = (self.blocks_x, splits, self.shape.outers)
         launch = gpu.LaunchOp(tuple(_index(g) for g in grid),
                               (_index(self.tx), _index(self.ty), _index(1)))
         created.append(launch.operation)
@@ -240,6 +275,7 @@ class Emitter:
             launch.attributes["workgroup_attributions"] = ir.IntegerAttr.get(
                 ir.IntegerType.get_signless(64), len(shared))
         buffers = [block.add_argument(t, launch.location) for t in shared]
+        self.bz = block.arguments[2]
         with ir.InsertionPoint(block):
             terminator = gpu.TerminatorOp()
         return (block, terminator, buffers[0] if self.ty > 1 else None,

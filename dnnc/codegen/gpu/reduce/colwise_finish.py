@@ -18,7 +18,7 @@ from mlir import ir
 from mlir.dialects import arith, memref, scf, vector
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.reduce.colwise_emitter import Emitter, Memo, Point, vector_alignment
+from dnnc.codegen.gpu.reduce.colwise_emitter import Emitter, Memo, vector_alignment
 from dnnc.codegen.gpu.reduce.colwise_program import NotAColumnProgram, Program, statements_of
 from dnnc.codegen.gpu.reduce.rowwise import combine, combiner
 
@@ -87,7 +87,7 @@ class FinishEmitter(Emitter):
 
     def load_partial(self, k, g, j):
         """Partial ``g`` of reduction ``k`` at the ``V`` columns from ``j``."""
-        buffer = self.partials[k]
+        buffer, j = self.partials[k], self.column_of(j)
         if self.width == 1:
             return [memref.load(buffer, [g, j])]
         raw = vector.load(ir.VectorType.get([self.width], self.f32), buffer, [g, j],
@@ -109,7 +109,7 @@ class FinishEmitter(Emitter):
             sums = self.fold_partials(j, ty)
 
             def then(totals, j):
-                self.finish(Point(None, j, self.width), lambda k: totals[k])
+                self.finish(self.point(None, j), lambda k: totals[k])
 
             if smem is not None:
                 self.combine_lanes(sums, smem, bx, tx, ty, then)
@@ -149,6 +149,8 @@ class Finish:
 
     def __init__(self, fn, skip, tile):
         self.statements, self.shape = statements_of(fn, skip)
+        if self.shape.outer or len(self.shape.inner) > 1:
+            raise NotAColumnProgram("column sums that keep dims before the reduced ones")
         args = set(irutil.body(fn).arguments)
         outputs = {s.operands[-1] for s in self.statements if s.operands[-1] in args}
         program = Program(self.statements, outputs)

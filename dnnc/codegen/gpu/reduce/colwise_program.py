@@ -1,9 +1,13 @@
 """Reading a column program (the simt-reduce-columns strategy, colwise.py):
-the statements of a kernel that reduces the leading dims of its loops and
+the statements of a kernel that reduces one run of dims of its loops and
 keeps the innermost, and what they compute, interpreted in program order.
 
 What the kernel is made of, after bufferization: ``linalg.generic`` ops over
-``R x N`` (R, the leading dims, are reduced; N, the innermost, is kept):
+``O x R x N`` (R, a run of dims, is reduced; N, the dims after it down to
+the innermost, and O, the dims before it, possibly none, are kept: a sum
+over H of ``[B, H, S, D]`` is O = B, R = H, N = S x D). Each outer index is
+a column problem of its own (the launches' grid z); the text below speaks of
+``R x N`` for one of them:
 
 * *full* statements, parallel over ``R x N`` (``dy * (x - mean[r]) * inv[r]``);
   operands are broadcasts in loop order, so a per-row scalar (``mean``,
@@ -11,7 +15,7 @@ What the kernel is made of, after bufferization: ``linalg.generic`` ops over
 * *reductions*: iterators ``[reduction, ..., parallel]``, the result of
   shape ``1 x N`` (or ``N``), combined by add / mul / max / min (COMBINERS
   in rowwise.py; mean is a sum and a scale statement), accumulating in f32;
-* *column* statements over ``N`` (a leading extent of 1, or none): the
+* *column* statements over ``O x N`` (extents of 1 for R, or none): the
   accumulator's fill, and what follows the reductions (a cast to bf16, the
   mean's scale, a norm's square root);
 * copies between such buffers, and ``memref.alloc`` of intermediates.
@@ -50,21 +54,35 @@ class NotAColumnProgram(Exception):
 @dataclass
 class Statement:
     op: object
-    kind: str                 # "full" (R x N), "column" (N), "reduction"
+    kind: str                 # "full" (O x R x N), "column" (O x N), "reduction"
     rank: int                 # loop dims; a copy's: its buffers' rank
     exprs: list               # per operand: the loop dim of each buffer dim, None for 0
     operands: list
     copy: bool = False
+    # Per loop dim, what it runs over: ("o", i) outer dim i, ("r", i) reduced
+    # dim i, ("i", i) inner dim i, None a dim of extent 1 (index 0).
+    roles: list = None
 
 
 @dataclass
 class Shape:
-    rows: tuple               # extents of the reduced (leading) dims
-    n: int                    # the kept, innermost dim
+    rows: tuple               # extents of the reduced dims
+    n: int                    # elements of the kept dims after them (N)
+    outer: tuple = ()         # extents of the kept dims before them (O)
+    inner: tuple = None       # extents of the kept dims after them; default (n,)
+
+    def __post_init__(self):
+        if self.inner is None:
+            self.inner = (self.n,)
 
     @property
     def count(self):
         return math.prod(self.rows)
+
+    @property
+    def outers(self):
+        """Column problems: the product of the outer extents."""
+        return math.prod(self.outer)
 
 
 # ----------------------------------------------------------------------------
@@ -96,13 +114,45 @@ def _loop_nest(op):
     return iterators, exprs, extents
 
 
+def _roles(prefix, extents):
+    """Roles of ``extents`` laid as ``prefix``: [(kind, dims)] in order."""
+    roles = []
+    for kind, dims in prefix:
+        roles += [None if kind is None else (kind, i) for i in range(len(dims))]
+    return roles
+
+
 def _kind(extents, shape):
-    """"column" or "full" for a loop nest (or buffer) of ``extents``, else None."""
-    if extents and extents[-1] == shape.n and all(x == 1 for x in extents[:-1]):
-        return "column"  # (when R is all 1s, a full nest is a column one: the same thing)
-    if tuple(extents[:-1]) == shape.rows and extents and extents[-1] == shape.n:
-        return "full"
-    return None
+    """("column" or "full", roles of its dims) for a loop nest (or buffer) of
+    ``extents``, else (None, None)."""
+    extents, o, r, i = tuple(extents), shape.outer, shape.rows, shape.inner
+    # (when R is all 1s, a full nest is a column one: the same thing)
+    if extents == o + i:
+        return "column", _roles((("o", o), ("i", i)), extents)
+    if extents == o + (1,) * len(r) + i:
+        return "column", _roles((("o", o), (None, r), ("i", i)), extents)
+    if not o and len(i) == 1 and extents and extents[-1] == shape.n and \
+            all(x == 1 for x in extents[:-1]):
+        return "column", [None] * (len(extents) - 1) + [("i", 0)]
+    if extents == o + r + i:
+        return "full", _roles((("o", o), ("r", r), ("i", i)), extents)
+    return None, None
+
+
+def _reduction_shape(parallel, extents):
+    """The Shape of a reduction nest: iterators parallel (O), reduction (R),
+    parallel (N, at least one); NotAColumnProgram otherwise."""
+    a = 0
+    while a < len(parallel) and parallel[a]:
+        a += 1
+    b = a
+    while b < len(parallel) and not parallel[b]:
+        b += 1
+    if b == len(parallel) or not all(parallel[b:]):
+        raise NotAColumnProgram("a reduction that is not over one run of dims before the "
+                                "innermost")
+    inner = tuple(extents[b:])
+    return Shape(tuple(extents[a:b]), math.prod(inner), tuple(extents[:a]), inner)
 
 
 def statements_of(fn, skip=()):
@@ -120,43 +170,51 @@ def statements_of(fn, skip=()):
             raise NotAColumnProgram(f"'{op.name}' in the kernel")
         parallel, exprs, extents = _loop_nest(op)
         if not all(parallel):
-            if len(parallel) < 2 or any(parallel[:-1]) or not parallel[-1]:
-                raise NotAColumnProgram("a reduction that is not over the leading dims alone")
-            this = Shape(tuple(extents[:-1]), extents[-1])
+            this = _reduction_shape(parallel, extents)
             if shape is not None and this != shape:
-                raise NotAColumnProgram(f"reductions over {list(shape.rows)} x {shape.n} "
-                                        f"and {list(this.rows)} x {this.n}")
+                raise NotAColumnProgram(f"reductions over {_text(shape)} and {_text(this)}")
             shape = this
         nests.append((op, (parallel, exprs, extents)))
     if shape is None:
-        raise NotAColumnProgram("no reduction over the leading dims")
+        raise NotAColumnProgram("no reduction over a run of dims before the innermost")
     out = []
     for op, nest in nests:
         if nest is None:
             src, dst = op.operands
             dims = list(ir.MemRefType(dst.type).shape)
-            kind = _kind(dims, shape)
+            kind, roles = _kind(dims, shape)
             if kind is None or list(ir.MemRefType(src.type).shape) != dims:
                 raise NotAColumnProgram(f"a copy of a {'x'.join(map(str, dims))} buffer")
             rank = len(dims)
-            out.append(Statement(op, kind, rank, [list(range(rank))] * 2, [src, dst], True))
+            out.append(Statement(op, kind, rank, [list(range(rank))] * 2, [src, dst], True,
+                                 roles))
             continue
         parallel, exprs, extents = nest
         rank = len(extents)
         if not all(parallel):
-            if exprs[-1] and exprs[-1][-1] not in (None, rank - 1) or \
-                    any(d is not None for d in exprs[-1][:-1]):
+            roles = _kind(extents, shape)[1]
+            kept = [d for d in range(rank) if parallel[d]]
+            if any(d is not None and d not in kept for d in exprs[-1]) or \
+                    [d for d in exprs[-1] if d is not None] != sorted(
+                        d for d in exprs[-1] if d is not None) or \
+                    (exprs[-1] and exprs[-1][-1] not in (None, rank - 1)):
                 raise NotAColumnProgram("a reduction whose result keeps a reduced dim")
-            out.append(Statement(op, "reduction", rank, exprs, list(op.operands)))
+            out.append(Statement(op, "reduction", rank, exprs, list(op.operands), roles=roles))
             continue
-        kind = _kind(extents, shape)
+        kind, roles = _kind(extents, shape)
         if kind is None:
             raise NotAColumnProgram(f"a loop nest over {'x'.join(map(str, extents))}, not "
-                                    f"{'x'.join(map(str, shape.rows))} x {shape.n} or {shape.n}")
+                                    f"{_text(shape)} or its columns")
         if exprs[-1] != list(range(rank)):
             raise NotAColumnProgram("an output written through a broadcast")
-        out.append(Statement(op, kind, rank, exprs, list(op.operands)))
+        out.append(Statement(op, kind, rank, exprs, list(op.operands), roles=roles))
     return out, shape
+
+
+def _text(shape):
+    """``O x R x N`` of a shape, as its extents."""
+    outer = f"{list(shape.outer)} x " if shape.outer else ""
+    return f"{outer}{list(shape.rows)} x {'x'.join(map(str, shape.inner))}"
 
 
 class Program:
