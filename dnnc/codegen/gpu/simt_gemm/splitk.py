@@ -9,7 +9,6 @@ consecutive columns of each partial (coalesced), and the sum is memory-bound
 work of splits x M x N floats, small beside the GEMM it follows.
 """
 
-from mlir import ir
 from mlir.dialects import arith, gpu, memref
 
 from dnnc.codegen.gpu.tensorcore.emit import idx as _idx, if_ as _if, launch
