@@ -15,6 +15,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     fp8.py             fp8 conversions at their edges, fp8 pointwise
     data_movement.py   constants, gen_index, reshape, transpose, slice, concat
     matmul.py          matmuls and the tensor-core GEMMs (tc-sm90, tc-sm80)
+    matmul_f32_exact.py
+                       48 random f32 matmuls multiplied exactly (simt-gemm's
+                       FFMA kernel), eight to a graph: odd sizes, transposed
+                       operands, batches, epilogues; each tile and a K split
+                       forced on chosen problems
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -86,6 +91,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
+from . import matmul_f32_exact
 from .case import Case
 
 # In the order index.json lists them.
@@ -94,6 +100,7 @@ CASES = [
     *fp8.CASES,
     *data_movement.CASES,
     *matmul.CASES,
+    *matmul_f32_exact.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

@@ -68,6 +68,9 @@ def check(gemm, tile):
             raise NotSupported(f"a prologue on {name}: simt-gemm applies none")
         if operand.stored != "f32":
             raise NotSupported(f"{name} stored as {operand.stored}: expected f32")
+    if min(gemm.m, gemm.n, gemm.k, gemm.batch) < 1:
+        raise NotSupported(f"an empty GEMM ({gemm.m}x{gemm.n}x{gemm.k} x{gemm.batch}): "
+                           "expected M, N, K and the batch at least 1")
     if gemm.epilogue.pixels:
         raise NotSupported("an epilogue through pixel views (a convolution's): expected a "
                            "matmul's")
