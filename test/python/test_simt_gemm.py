@@ -102,6 +102,8 @@ CASES = {
                                "*=tile:128x64x8,block:128"),
     "b_stored_n_by_k_64x64": ([65, 37], [37, 7], None, [1, 37], None,
                               "*=tile:64x64x8,block:64"),
+    "micro_8x4_64x64_bias_relu": ([70, 30], [30, 66], [1, 70], None, "bias_relu",
+                                  "*=tile:64x64x8,block:128"),
     "both_transposed_bias_relu": ([45, 19], [19, 36], [1, 45], [1, 19], "bias_relu", ""),
     "bias_residual_aligned": ([64, 32], [32, 64], None, None, "bias_residual",
                               "*=tile:32x32x8,block:64"),
@@ -137,9 +139,13 @@ def test_heuristics_take_exact_f32_and_leave_tf32_to_the_tensor_cores():
     big = rank(_problem([4096, 4096], [4096, 4096]))
     assert (big[0].strategy, big[0].tile, big[0].threads) == (STRATEGY, (128, 128, 8), 256)
     assert big[-1].strategy == "simt-generic"
-    # 129 rows: 32 x 32 tiles give the SMs a block each.
+    # 129 rows: 32 x 32 tiles give the SMs a block each, 320 warps: K split
+    # 3 ways brings 960 (the load latency hidden under other warps).
     odd = rank(_problem([129, 1000], [1000, 1000]))[0]
-    assert (odd.tile[:2], odd.split) == ((32, 32), 1), odd.reason
+    assert (odd.tile[:2], odd.split) == ((32, 32), 3), odd.reason
+    # 1000^3: 64 x 64 tiles (128 threads), 256 blocks, no split.
+    square = rank(_problem([1000, 1000], [1000, 1000]))[0]
+    assert (square.tile[:2], square.threads, square.split) == ((64, 64), 128, 1), square.reason
     # Few tiles, a long K: split.
     skinny = rank(_problem([2, 127, 4096], [2, 4096, 7]))[0]
     assert skinny.strategy == STRATEGY and skinny.split == 16, skinny.reason
@@ -150,6 +156,7 @@ def test_tile_micro_tiles():
     assert Tile(128, 128, 8, 256).micro == (8, 8)
     assert Tile(128, 64, 8, 128).micro == (8, 8)
     assert Tile(64, 64, 8, 64).micro == (8, 8)
+    assert Tile(64, 64, 8, 128).micro == (8, 4)
     assert Tile(32, 32, 8, 64).micro == (4, 4)
     assert Tile(128, 128, 8, 256).grid == (16, 16)
 
@@ -178,6 +185,7 @@ def test_unsupported_tile_falls_back_with_the_reason():
     (([1, 127, 4096], [2, 4096, 7]), ""),
     (([1000, 264], [264, 1000]), "*=tile:128x64x8,block:128"),
     (([1000, 264], [264, 1000]), "*=tile:64x64x8,block:64"),
+    (([1000, 264], [264, 1000]), "*=tile:64x64x8,block:128"),
 ])
 def test_ptx_assembles_without_spills(shape, override):
     g = _mm(*shape, epilogue="bias_relu")

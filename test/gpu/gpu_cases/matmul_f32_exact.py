@@ -111,7 +111,8 @@ def chosen_graph():
 FORCED = {
     "128x128": "*=tile:128x128x8,block:256",
     "128x64": "*=tile:128x64x8,block:128",
-    "64x64": "*=tile:64x64x8,block:64",
+    "64x64": "*=tile:64x64x8,block:128",
+    "64x64_64_threads": "*=tile:64x64x8,block:64",
     "32x32": "*=tile:32x32x8,block:64",
     "128x128_split5": "*=tile:128x128x8,block:256,split:5",
     "32x32_split16": "*=tile:32x32x8,block:64,split:16",
