@@ -72,7 +72,9 @@ class DnnMapSimtGemm(DnncPass):
                     found = gemm_match.match(fn)
                     simt_gemm.build(fn, found, tile)
                 except (gemm_match.NotAGemm, simt_gemm.NotSupported) as why:
-                    fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
+                    # simt-generic keeps the block (an override's, which it
+                    # can run: any size up to 1024).
+                    fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}", config.block)
                     continue
                 # The config records what runs: the splits as the kernel makes
                 # them (equal runs of K steps, none empty).

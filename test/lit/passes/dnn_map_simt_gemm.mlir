@@ -118,9 +118,10 @@ func.func private @split_a_k_by_m(%A: memref<33x77xf32, strided<[1, 33]>>, %B: m
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// 128 x 128 over 32 threads would give each 512 accumulators.
+// 128 x 128 over 32 threads would give each 512 accumulators: simt-generic,
+// with the block the config names.
 // CHECK-LABEL: func.func private @too_few_threads(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config = {block = [32, 1, 1], strategy = "simt-generic"}
 //  CHECK-SAME:     dnn.config_reason = "simt-gemm does not apply (micro-tile 32x16: expected at most 64 accumulators a thread): simt-generic, one thread per output; heuristics: matmul"
 //       CHECK:   linalg.generic
 func.func private @too_few_threads(%A: memref<64x16xf32>, %B: memref<16x64xf32>, %C: memref<64x64xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [32, 1, 1], strategy = "simt-gemm", tile = [128, 128, 8]}, dnn.config_reason = "matmul", dnn.kernel} {
