@@ -193,8 +193,11 @@ def test_ptx_assembles_without_spills(shape, override):
     kernels = package.manifest["kernels"]
     assert kernels[0]["strategy"] == STRATEGY, kernels[0]["reason"]
     resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")
+    threads = max(k["block"][0] for k in kernels if k["strategy"] == STRATEGY)
     for name, info in resources.items():
         assert info.spill_stores == 0 and info.spill_loads == 0, (name, info)
-        assert info.registers <= 255, (name, info)
+        # Two blocks an SM (dnn-register-budget's minctasm 2): 128 registers
+        # a thread for 256 threads.
+        assert info.registers <= min(255, 65536 // (2 * threads)), (name, info)
     # FFMA from shared float4s: 4 x (TM + TN) / 4 of them a K step.
     assert "fma.rn.f32" in package.ptx and "ld.shared.v4" in package.ptx
