@@ -52,8 +52,19 @@ def interpret(g, config=""):
         config = str(fn.attributes["dnn.config"])
         launches = len(list(irutil.ops(fn, "gpu.launch")))
         arrays, outs = [], {}
+        arguments = list(irutil.body(top).arguments)
         for i, value in enumerate(call.operands):
-            name = names[list(irutil.body(top).arguments).index(value)]
+            if value not in arguments:
+                # A view of an input (dnn-transpose-views' strided view): its
+                # elements as the view reads the input's row-major data.
+                source = irutil.defining_op(value).operands[0]
+                flat = np.ascontiguousarray(data[names[arguments.index(source)]],
+                                            np.float32).reshape(-1)
+                shape, strides, offset = irutil.memref_geometry(value.type)
+                arrays.append(np.lib.stride_tricks.as_strided(
+                    flat[offset:], shape, [4 * st for st in strides]).copy())
+                continue
+            name = names[arguments.index(value)]
             if name in data:
                 arrays.append(np.asarray(data[name], np.float32))
             else:
@@ -201,3 +212,16 @@ def test_ptx_assembles_without_spills(shape, override):
         assert info.registers <= min(255, 65536 // (2 * threads)), (name, info)
     # FFMA from shared float4s: 4 x (TM + TN) / 4 of them a K step.
     assert "fma.rn.f32" in package.ptx and "ld.shared.v4" in package.ptx
+
+
+def test_a_transpose_in_the_graph_is_read_in_place():
+    # x @ W^T with W stored (out, in): dnn-transpose-views makes the
+    # transpose a strided view, which the kernel reads as it lies (one
+    # kernel, no copy); a batch of 3 against a broadcast B.
+    g = dnnc.Graph(io_data_type="f32")
+    x = g.tensor(name="x", dim=[3, 130, 21])
+    w = g.tensor(name="w", dim=[1, 129, 21])
+    g.matmul(x, g.transpose(w, [0, 2, 1])).set_name("y").set_output(True)
+    expected, got, config, launches, bound = interpret(g)
+    assert f'strategy = "{STRATEGY}"' in config and launches == 1
+    check(np.asarray(expected["y"], np.float64), got["y"], bound["y"], 21)
