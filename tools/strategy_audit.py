@@ -85,7 +85,7 @@ ALLOWED = (
             "product's tiles lie in one filter tap, and tc-sm80 takes no tf32 convolution",
             "30 (tf32 gradients)"),
     Allowed("int8 contraction", ("matmul", "conv_fprop"),
-            r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as i8",
+            r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as [su]?i8",
             "int8 / uint8 operands (exact int32 sums) or an int8 operand cast to a float "
             "type: wgmma's and mma.sync's s8 forms are not used yet", "32, 33"),
     Allowed("matmul operands TMA and cp.async cannot read", ("matmul",),
@@ -94,6 +94,9 @@ ALLOWED = (
             "a matmul whose rows are not 4-byte aligned (an odd K in f16), with two batch "
             "dims (broadcast against each other), or with K = 0 (a fill)",
             "33 (matmul of any alignment)"),
+    Allowed("f32 matmul of K = 0", ("matmul",), r"\d+x\d+x0 \(M x N x K\)( x\d+ batch)? f32",
+            "an empty reduction: the output is the epilogue on zeros (the contraction folds "
+            "away), no GEMM to run", "33"),
     Allowed("fp8 matmul", ("matmul",),
             r"multiplies f8E\w+ x f8E\w+: expected both bf16 or both f16",
             "fp8 operands: wgmma's fp8 form is not used yet", "33 (fp8 on tensor cores)"),

@@ -843,10 +843,15 @@ def rank(problem):
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster is None and problem.anchor == "matmul" and problem.dtype == "f32" and m * n * batch \
-            and k and str(problem.attr("compute_type", "f32")) != "tf32":
-        # An exact f32 multiply: FFMA on the CUDA cores (heuristics/simt_gemm.py).
+            and k and not problem.prologues and str(problem.attr("compute_type", "f32")) != "tf32":
+        # An exact f32 multiply of f32 operands as stored: FFMA on the CUDA
+        # cores (heuristics/simt_gemm.py).
         return simt_gemm(problem, m, n, k, batch, facts) + \
             simt_generic(work, problem.sms, None, facts, fallback_of="simt-gemm")
+    if faster is None and problem.anchor == "matmul" and problem.prologues:
+        stored = "; ".join(f"a prologue on {'AB'[i]} stored as {t}" for i, t in problem.prologues)
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"simt-gemm does not take it ({facts}): {stored} (it applies none)"))
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
             and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)

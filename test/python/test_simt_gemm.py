@@ -161,6 +161,16 @@ def test_heuristics_take_exact_f32_and_leave_tf32_to_the_tensor_cores():
     skinny = rank(_problem([2, 127, 4096], [2, 4096, 7]))[0]
     assert skinny.strategy == STRATEGY and skinny.split == 16, skinny.reason
     assert rank(_problem([256, 256], [256, 256], compute="tf32"))[0].strategy == "tc-sm90"
+    # An operand stored as another type and converted in the kernel (a
+    # prologue): simt-gemm applies none, and the reason says so. K = 0 (the
+    # contraction folds to a fill): no GEMM.
+    cast = Problem(kernel="k", anchor="matmul", arch="sm_90a",
+                   anchor_inputs=(TensorSpec((64, 32), "f32"), TensorSpec((32, 64), "f32")),
+                   anchor_outputs=(TensorSpec((64, 64), "f32"),), prologues=((0, "si8"),))
+    first = rank(cast)[0]
+    assert first.strategy == "simt-generic" and \
+        "a prologue on A stored as si8 (it applies none)" in first.reason, first.reason
+    assert {c.strategy for c in rank(_problem([7, 0], [0, 33]))} == {"simt-generic"}
 
 
 def test_tile_micro_tiles():

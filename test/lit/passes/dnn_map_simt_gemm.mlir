@@ -1,7 +1,8 @@
 // dnn-map-simt-gemm lowers a simt-gemm kernel (an f32 matmul multiplied
 // exactly in f32) that reads as one GEMM plus an elementwise epilogue to one
-// gpu.launch: each K step of A and B read from global memory (scalar loads,
-// clamped and selected to 0 outside the operand), stored into one of two
+// gpu.launch: each K step of A and B read from global memory (16-byte loads
+// where the operand's contiguous dim allows, else scalar loads; clamped and
+// selected to 0 outside the operand), stored into one of two
 // shared stages with K outside, then float4 reads of the stage feeding a
 // thread's micro-tile of FFMAs (llvm.fma.f32); the epilogue runs on the
 // accumulators and stores 4 columns at once where N is a multiple of 4.
@@ -24,21 +25,27 @@
 //  CHECK-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-gemm", tile = [32, 32, 8]}
 //   CHECK-NOT:   linalg.generic
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c64, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c4608_i32 {
-// Step 0 into stage 0: 4 elements of A and 4 of B a thread.
-//       CHECK:     memref.load %[[A]]
-//       CHECK:     memref.load %[[B]]
-//       CHECK:     llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+// Step 0 into stage 0: K = 20 and N = 24 are multiples of 4, so a thread
+// reads a 16-byte vector of A (along K) and of B (along N), through the
+// buffers' addresses; A's goes down a column of its K-outside stage as 4
+// floats, B's into a row of its stage whole.
+//       CHECK:     %[[PA:.*]] = memref.extract_aligned_pointer_as_index %[[A]]
+//       CHECK:     %[[PB:.*]] = memref.extract_aligned_pointer_as_index %[[B]]
+//       CHECK:     llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+//       CHECK:     llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
+//       CHECK-COUNT-4: llvm.store %{{.*}}, %{{.*}} {alignment = 4 : i64} : f32, !llvm.ptr<3>
+//       CHECK:     llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
 //       CHECK:     gpu.barrier
 //       CHECK:     scf.for
 // Step kt + 1's loads first (K = 20: guarded), then the FFMAs of step kt.
 //       CHECK:       arith.minui
-//       CHECK:       %[[K_OK:.*]] = arith.cmpi ult, %{{.*}}, %c20 : index
-//       CHECK:       memref.load %[[A]]
+//       CHECK:       arith.cmpi ult, %{{.*}}, %c20 : index
+//       CHECK:       llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<1> -> vector<4xf32>
 //       CHECK:       llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
 //       CHECK:       llvm.call_intrinsic "llvm.fma.f32"
 //       CHECK-COUNT-15: llvm.call_intrinsic "llvm.fma.f32"
 //       CHECK:       llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<4xf32>
-//       CHECK:       llvm.store %{{.*}}, %{{.*}} : f32, !llvm.ptr<3>
+//       CHECK:       llvm.store %{{.*}}, %{{.*}} {alignment = 16 : i64} : vector<4xf32>, !llvm.ptr<3>
 //       CHECK:       gpu.barrier
 //       CHECK:       scf.yield
 // The epilogue: the bias a pair at a time, relu, 4 columns a store.
@@ -76,7 +83,8 @@ func.func private @f32_bias_relu(%A: memref<40x20xf32>, %B: memref<20x24xf32>, %
 #c = affine_map<(d0, d1, d2) -> (d0, d1)>
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
-// A stored K x M (M contiguous) is read as it lies; K = 77 in 10 steps
+// A stored K x M (M = 33 contiguous: element by element) is read as it
+// lies; K = 77 in 10 steps
 // split 4 ways (3 steps each, the last 1): a grid of 2 x 4 blocks writes
 // the partials, a second launch adds them in split order.
 // CHECK-LABEL: func.func private @split_a_k_by_m(

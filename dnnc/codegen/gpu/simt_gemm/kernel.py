@@ -53,7 +53,7 @@ def _ceil(a, b):
 def splits_of(gemm, tile):
     """(K steps a split, splits): ``tile.split`` made into equal runs of
     steps, none empty (5 splits of 8 steps run as 4 of 2)."""
-    steps = _ceil(gemm.k, tile.k)
+    steps = max(1, _ceil(gemm.k, tile.k))
     per = _ceil(steps, max(1, min(tile.split, steps)))
     return per, _ceil(steps, per)
 
@@ -206,6 +206,10 @@ class Kernel:
         accs = list(loop.results)[:count]
 
         # 3. Epilogue.
+        self._finish(accs, split, batch, ty, tx, m0, n0)
+
+    def _finish(self, accs, split, batch, ty, tx, m0, n0):
+        """The epilogue of this thread's accumulators (or its partial)."""
         rows = [arith.addi(m0, arith.addi(arith.muli(ty, _idx(CHUNK)),
                                           _idx(CHUNK * self.ty_count * (r // CHUNK) + r % CHUNK)))
                 for r in range(self.tm)]
