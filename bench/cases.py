@@ -1436,6 +1436,66 @@ MATMUL_ALIGN = [
 
 
 # ============================================================================
+# Exact f32 matmuls (simt-gemm's FFMA kernel) against cuBLAS's SGEMM
+# ============================================================================
+
+
+def _sgemm(name, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
+    """(build, torch_fn) of an f32 matmul multiplied exactly in f32 (the
+    default compute type of an f32 matmul), operands stored with the given
+    strides (a transposed operand read as it lies); ``epilogue`` "" or
+    "bias_gelu". PyTorch multiplies exactly too: allow_tf32 off for the
+    call (its default), so cuBLAS runs SGEMM."""
+    def build():
+        g = _graph(name, "f32")
+        a = g.tensor(name="a", dim=a_dims, stride=a_stride)
+        b = g.tensor(name="b", dim=b_dims, stride=b_stride)
+        y = g.matmul(a, b)
+        if epilogue == "bias_gelu":
+            y = g.gelu(g.add(y, g.tensor(name="bias", dim=[1, b_dims[-1]])))
+        y.set_output(True)
+        return g
+
+    def torch_fn(t, a, b, *rest):
+        allowed = t.backends.cuda.matmul.allow_tf32
+        t.backends.cuda.matmul.allow_tf32 = False
+        y = t.matmul(a, b)
+        t.backends.cuda.matmul.allow_tf32 = allowed
+        if epilogue == "bias_gelu":
+            return t.nn.functional.gelu(y + rest[0])
+        return y
+    return build, torch_fn
+
+
+def _sgemm_case(label, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
+    symbol = "".join(c if c.isalnum() else "_" for c in label)
+    build, torch_fn = _sgemm(f"sgemm_{symbol}", a_dims, b_dims, a_stride, b_stride, epilogue)
+    m, k, n = a_dims[-2], a_dims[-1], b_dims[-1]
+    batch = max(math.prod(a_dims[:-2]), math.prod(b_dims[:-2]))
+    elements = math.prod(a_dims) + math.prod(b_dims) + batch * m * n + \
+        (n if epilogue else 0)
+    return Case(f"matmul {label} f32 exact" + (f" +{epilogue.replace('_', '+')}" if epilogue
+                                                else ""),
+                build, torch_fn, 2 * batch * m * n * k, elements * 4, False, "matmul",
+                compiled=bool(epilogue))
+
+
+SGEMM = [
+    _sgemm_case("4096x4096x4096", [4096, 4096], [4096, 4096]),
+    _sgemm_case("4096x4096x4096 B stored N x K", [4096, 4096], [4096, 4096],
+                b_stride=[1, 4096]),
+    _sgemm_case("4096x4096x4096", [4096, 4096], [4096, 4096], epilogue="bias_gelu"),
+    # Issue 33's odd shapes: [129, 1000]^T @ [1000, 1000] (A stored K x M),
+    # a batch of single rows, a broadcast A against B stored [2, 7, 4096].
+    _sgemm_case("[129,1000]^T@[1000,1000]", [129, 1000], [1000, 1000], a_stride=[1, 129]),
+    _sgemm_case("[2,1,129]@[2,129,127]", [2, 1, 129], [2, 129, 127]),
+    _sgemm_case("[1,127,4096]@[2,4096,7]^T", [1, 127, 4096], [2, 4096, 7],
+                b_stride=[7 * 4096, 1, 4096]),
+    _sgemm_case("1000x1000x1000", [1000, 1000], [1000, 1000]),
+]
+
+
+# ============================================================================
 # Convolution: fprop, dgrad, wgrad (cuDNN's job), NHWC / KRSC
 # ============================================================================
 
@@ -1906,7 +1966,7 @@ BROADCAST = [
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + MIDDLE_REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL
-         + MATMUL_ALIGN + CONV + RESNET
+         + MATMUL_ALIGN + SGEMM + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD
          + BROADCAST)

@@ -125,6 +125,7 @@ GPU = Stage("gpu", (
     "dnn-conv-layouts",
     "dnn-default-config",
     "dnn-map-tensor-cores",
+    "dnn-map-simt-gemm",
     "dnn-vectorize-pointwise",
     "dnn-tile-transposes",
     "dnn-reduce-rows",

@@ -51,11 +51,12 @@ class Allowed:
 
 
 ALLOWED = (
-    Allowed("exact f32 contraction", CONTRACTIONS,
+    Allowed("exact f32 convolution or attention", CONVOLUTIONS + ("sdpa", "sdpa_backward"),
             r"an f32 multiply \(the tensor cores take f32 as tf32",
             "f32 operands multiplied in f32, as the graph's compute type asks: the tensor cores "
-            "take f32 only as tf32, and a SIMT FFMA GEMM is not built yet",
-            "33 (exact f32 matmul)"),
+            "take f32 only as tf32, and simt-gemm (the FFMA GEMM of exact f32 matmuls) runs "
+            "no implicit GEMM or attention yet",
+            "33 (exact f32 convolution and attention on simt-gemm)"),
     Allowed("convolution channels not in 16-byte pixels", CONVOLUTIONS,
             r"pixels are \d+ elements apart|has no contiguous dim|of [CK] = \d+: (the filter|dy)"
             r" is read [CK]-contiguous",
@@ -84,7 +85,7 @@ ALLOWED = (
             "product's tiles lie in one filter tap, and tc-sm80 takes no tf32 convolution",
             "30 (tf32 gradients)"),
     Allowed("int8 contraction", ("matmul", "conv_fprop"),
-            r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as i8",
+            r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as [su]?i8",
             "int8 / uint8 operands (exact int32 sums) or an int8 operand cast to a float "
             "type: wgmma's and mma.sync's s8 forms are not used yet", "32, 33"),
     Allowed("matmul of K = 0 over an odd N", ("matmul",),

@@ -38,6 +38,7 @@ from dnnc.heuristics.config import Config
 from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
 from dnnc.heuristics.problem import DTYPE_BYTES
+from dnnc.heuristics.simt_gemm import simt_gemm
 
 # tc-sm90 geometry: the tile's M (two consumer warpgroups of 64 rows), K step
 # (128 bytes of bf16/f16), threads, and the shared memory a block may use.
@@ -916,6 +917,16 @@ def rank(problem):
         if faster == "tc-sm90":
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
+    if faster is None and problem.anchor == "matmul" and problem.dtype == "f32" and m * n * batch \
+            and k and not problem.prologues and str(problem.attr("compute_type", "f32")) != "tf32":
+        # An exact f32 multiply of f32 operands as stored: FFMA on the CUDA
+        # cores (heuristics/simt_gemm.py).
+        return simt_gemm(problem, m, n, k, batch, facts) + \
+            simt_generic(work, problem.sms, None, facts, fallback_of="simt-gemm")
+    if faster is None and problem.anchor == "matmul" and problem.prologues:
+        stored = "; ".join(f"a prologue on {'AB'[i]} stored as {t}" for i, t in problem.prologues)
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"simt-gemm does not take it ({facts}): {stored} (it applies none)"))
     if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
             and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
         fast = _implicit_gemm(problem, faster, m, n, k, facts)

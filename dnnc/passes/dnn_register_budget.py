@@ -32,6 +32,12 @@ After::
 
     gpu.func @k(...) kernel attributes {nvvm.minctasm = 1 : i32} { ... }
 
+A simt-gemm kernel (an FFMA GEMM, configured simt-gemm) gets
+``nvvm.minctasm = 2``: two blocks an SM, so that one block's FFMAs run while
+the other waits at its barrier. Without the bound ptxas gives a 128 x 128
+tile's 256 threads 151 registers (one block an SM); with it 128, no spills
+(ptxas 13, sm_90a).
+
 Lit test: test/lit/passes/dnn_register_budget.mlir.
 """
 
@@ -50,6 +56,25 @@ ATTR = "nvvm.minctasm"
 # Kernel functions whose launched kernels hold as many registers as ptxas
 # gives them: (the attribute they carry, their configured strategy).
 WIDE_KERNELS = (("dnn.attention", "tc-sm80"),)
+
+
+# Kernel functions whose launched kernels should share an SM with another
+# block: {configured strategy: blocks an SM}.
+SHARED_SM = {"simt-gemm": 2}
+
+
+def _shared(module):
+    """{(gpu.module, gpu.func) names: blocks an SM} launched from kernel
+    functions configured one of SHARED_SM's strategies."""
+    out = {}
+    for fn in irutil.functions(module):
+        config = Config.of_kernel(fn) if CONFIG in fn.attributes else None
+        if config is None or config.strategy not in SHARED_SM:
+            continue
+        for launch in irutil.ops(fn, "gpu.launch_func"):
+            out[tuple(ir.SymbolRefAttr(launch.attributes["kernel"]).value)] = \
+                SHARED_SM[config.strategy]
+    return out
 
 
 def _wide(module):
@@ -84,6 +109,7 @@ def mark(module):
     module = getattr(module, "operation", module)
     wide = _wide(module)
     planned = _planned(module)
+    shared = _shared(module)
     i32 = ir.IntegerType.get_signless(32)
     for gm in irutil.body(module).operations:
         if gm.operation.name != "gpu.module":
@@ -97,6 +123,8 @@ def mark(module):
                 fn.attributes[ATTR] = ir.IntegerAttr.get(i32, 1)
             elif name in planned:
                 fn.attributes[ATTR] = ir.IntegerAttr.get(i32, planned[name])
+            elif name in shared:
+                fn.attributes[ATTR] = ir.IntegerAttr.get(i32, shared[name])
 
 
 @register

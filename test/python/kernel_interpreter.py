@@ -1,6 +1,7 @@
 """Runs a tensor-core kernel's ``gpu.launch`` on the CPU, for tests without
 a GPU: the IR dnn-map-tensor-cores leaves (arith, scf, memref, vector,
-llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync)
+llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync; and
+simt-gemm's FFMA kernels)
 interpreted with NumPy, every thread of every block in lockstep.
 
 Each SSA value is an array over all threads of the grid (``lanes``: block
@@ -599,6 +600,9 @@ class Interpreter:
         n = ir.VectorType(t).shape[0]
         kind = str(ir.VectorType(t).element_type)
         address = np.where(mask, ptr.address, 0)
+        if kind == "f32":       # simt-gemm's float4 reads of a shared stage
+            raw = self._mem(ptr.space)[address[:, None] + np.arange(4 * n)]
+            return raw.copy().view(np.float32)
         raw = self._mem(ptr.space)[address[:, None] + np.arange(2 * n)]
         return raw.copy().view(np.uint16 if kind == "bf16" else np.float16)
 

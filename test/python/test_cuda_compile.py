@@ -301,10 +301,11 @@ def check_manifest(m, arch):
         assert 1 <= k["block"][0] * k["block"][1] * k["block"][2] <= 1024
         assert all(g >= 1 for g in k["grid"]) and k["grid"][0] < 2 ** 31
         assert k["grid"][1] <= 65535 and k["grid"][2] <= 65535
-        # Dynamic shared memory: a row program's column sums, and the rings
-        # of the tensor-core kernels (the small convolutions here take tc-sm90).
+        # Dynamic shared memory: a row program's column sums, the rings of
+        # the tensor-core kernels (the small convolutions here take tc-sm90)
+        # and simt-gemm's two stages (an f32 matmul's).
         assert k["shared_bytes"] == 0 or k["strategy"] in (
-            "simt-reduce-rows-columns", "tc-sm90", "tc-sm80")
+            "simt-reduce-rows-columns", "tc-sm90", "tc-sm80", "simt-gemm")
         assert k["args"], k["entry"]
         for a in k["args"]:
             if a["kind"] == "buffer":

@@ -372,13 +372,16 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
         "for when tc-sm90 does not apply (matmul: 128x512x256")
     assert choose(problem(**mm, arch="sm_80")).strategy == "tc-sm80"
     f32 = problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]])
-    # An f32 multiply stays off the tensor cores (they round to tf32), saying so;
-    # in tf32 mode it is tc-sm90's, with 32-element (128-byte) K steps.
-    assert choose(f32).strategy == "simt-generic"
+    # An f32 multiply stays off the tensor cores (they round to tf32), saying so:
+    # simt-gemm's FFMAs, simt-generic behind them; in tf32 mode it is
+    # tc-sm90's, with 32-element (128-byte) K steps.
+    assert choose(f32).strategy == "simt-gemm"
     assert choose(f32).reason.startswith(
-        "no faster strategy planned (matmul: 8x32x16 (M x N x K) x4 batch f32, an f32 "
+        "matmul: 8x32x16 (M x N x K) x4 batch f32, an f32 "
         "multiply (the tensor cores take f32 as tf32: compute_data_type tf32; an operand "
-        "computed in the graph is bf16/f16 with intermediate_data_type)")
+        "computed in the graph is bf16/f16 with intermediate_data_type); FFMA")
+    assert rank(problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]]))[-1].reason \
+        .startswith("for when simt-gemm does not apply (matmul: 8x32x16")
     tf32 = problem("matmul", [[4096, 4096], [4096, 4096]], [[4096, 4096]],
                    attrs=[("compute_type", "tf32")])
     assert (choose(tf32).strategy, choose(tf32).tile) == ("tc-sm90", (128, 256, 32))
@@ -422,12 +425,12 @@ def test_tc_sm80_ranks_tiles_by_the_blocks_they_make():
                           [[64, 4096]], arch="sm_80"))
     assert {c.tile[0] for c in skinny if c.strategy == "tc-sm80"} == {64}
     # tf32 (an f32 matmul whose compute type is tf32): 16 elements of K a
-    # step (64 bytes); plain f32 is multiplied exactly, by simt-generic.
+    # step (64 bytes); plain f32 is multiplied exactly, by simt-gemm.
     tf32 = problem("matmul", [[1024, 1024], [1024, 1024]], [[1024, 1024]], arch="sm_80",
                    attrs=[("compute_type", "tf32")])
     assert (choose(tf32).strategy, choose(tf32).tile) == ("tc-sm80", (64, 128, 16))
     f32 = problem("matmul", [[1024, 1024], [1024, 1024]], [[1024, 1024]], arch="sm_80")
-    assert choose(f32).strategy == "simt-generic"
+    assert choose(f32).strategy == "simt-gemm"
     # sm_90a: tc-sm80 configs follow tc-sm90's, before simt-generic.
     ranked = rank(problem("matmul", [([4096, 4096], "bf16"), ([4096, 4096], "bf16")],
                           [[4096, 4096]]))
@@ -594,7 +597,7 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
             assert c.strategy in heuristics.IMPLEMENTED == (
                 "simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
                 "simt-reduce-rows-columns", "simt-window", "simt-transpose", "tc-sm90",
-                "tc-sm80", "simt-depthwise")
+                "tc-sm80", "simt-depthwise", "simt-gemm")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs
@@ -767,12 +770,13 @@ def test_manifest_records_strategy_and_reason():
     assert set(by_name) == {"main_load_x", *KERNELS}
     for name in KERNELS:
         for k in by_name[name]:
-            strategy = {"main_k2_pointwise": "simt-pointwise",
-                        "main_k0_softmax": "simt-reduce"}.get(name, "simt-generic")
-            assert k["strategy"] == strategy and k["block"] == [128, 1, 1]
+            strategy, block = {"main_k2_pointwise": ("simt-pointwise", 128),
+                               "main_k0_softmax": ("simt-reduce", 128),
+                               "main_k1_matmul": ("simt-gemm", 64)}[name]
+            assert k["strategy"] == strategy and k["block"] == [block, 1, 1]
             assert k["reason"] == by_name[name][0]["reason"]
     assert by_name["main_k0_softmax"][0]["reason"].startswith("softmax: 8 rows of 64: a warp")
-    assert by_name["main_k1_matmul"][0]["reason"].startswith("no faster strategy planned")
+    assert by_name["main_k1_matmul"][0]["reason"].startswith("matmul: 8x32x64 (M x N x K)")
     assert "an f32 multiply" in by_name["main_k1_matmul"][0]["reason"]
     # The layout copy is made after the heuristics ran: the fallback config, which
     # the reason says.

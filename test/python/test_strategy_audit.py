@@ -50,14 +50,17 @@ def test_the_audit_saw_every_case(rows):
 def test_an_entry_covers_only_its_anchors_and_reason():
     from dnnc.plan import KernelStrategy
 
-    f32 = KernelStrategy("k", "matmul", audit.GENERIC,
-                         "no faster strategy planned (matmul: 7x33x127 (M x N x K) f32, an f32 "
-                         "multiply (the tensor cores take f32 as tf32: ...)); block 128", 1)
-    entry = next(a for a in audit.ALLOWED if a.name == "exact f32 contraction")
+    f32 = KernelStrategy("k", "conv_fprop", audit.GENERIC,
+                         "no faster strategy planned (conv_fprop: 7x33x127 (M x N x K) f32, an "
+                         "f32 multiply (the tensor cores take f32 as tf32: ...)); block 128", 1)
+    entry = next(a for a in audit.ALLOWED if a.name == "exact f32 convolution or attention")
     assert entry.covers(f32)
     assert not entry.covers(KernelStrategy("k", "layernorm", audit.GENERIC, f32.reason, 1))
-    assert not entry.covers(KernelStrategy("k", "matmul", audit.GENERIC,
-                                           "no faster strategy planned (matmul: bf16)", 1))
+    assert not entry.covers(KernelStrategy("k", "conv_fprop", audit.GENERIC,
+                                           "no faster strategy planned (conv_fprop: bf16)", 1))
+    # An exact f32 matmul runs on simt-gemm: one on simt-generic is no longer
+    # allowed.
+    assert not entry.covers(KernelStrategy("k", "matmul", audit.GENERIC, f32.reason, 1))
 
 
 def test_the_docs_list_the_allow_list():

@@ -19,6 +19,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        4095, 50257), operands stored transposed, batch dims
                        broadcast against each other, K = 0, epilogues; on
                        tc-sm80's unaligned loader and tc-sm90
+    matmul_f32_exact.py
+                       48 random f32 matmuls multiplied exactly (simt-gemm's
+                       FFMA kernel), eight to a graph: odd sizes, transposed
+                       operands, batches, epilogues; each tile and a K split
+                       forced on chosen problems
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -106,6 +111,7 @@ from . import conv_sm80_split
 from . import layouts
                matmul, matmul_align, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from . import reduction_middle
+from . import matmul_f32_exact
 from .case import Case
 
 # In the order index.json lists them.
@@ -115,6 +121,7 @@ CASES = [
     *data_movement.CASES,
     *matmul.CASES,
     *matmul_align.CASES,
+    *matmul_f32_exact.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

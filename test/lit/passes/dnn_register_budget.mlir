@@ -2,9 +2,9 @@
 // (nvvm.setmaxregister) one block per SM as its launch bound
 // (nvvm.minctasm = 1, PTX .minnctapersm 1), so that ptxas knows the
 // register count at its entry and applies the reallocation; and tc-sm80's
-// attention kernel, so that ptxas gives it the registers it needs; and a
-// kernel whose builder planned several blocks an SM, that count. Other
-// kernels are left as they are.
+// attention kernel, so that ptxas gives it the registers it needs; a
+// kernel whose builder planned several blocks an SM, that count; and a
+// simt-gemm kernel two blocks an SM. Other kernels are left as they are.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-register-budget)' | FileCheck %s
 
@@ -88,6 +88,29 @@ module attributes {gpu.container_module} {
   }
   gpu.module @sum {
     gpu.func @sum() kernel {
+      gpu.return
+    }
+  }
+}
+
+// -----
+
+// A simt-gemm kernel (FFMA GEMM) gets two blocks an SM as its bound, so
+// that ptxas keeps a 256-thread block within 128 registers a thread.
+
+// CHECK-LABEL: gpu.module @sgemm
+// CHECK: gpu.func @sgemm() kernel attributes {nvvm.minctasm = 2 : i32}
+
+module attributes {gpu.container_module} {
+  func.func private @k0_matmul() attributes {
+      dnn.config = {block = [256, 1, 1], strategy = "simt-gemm", tile = [128, 128, 8]},
+      dnn.kernel} {
+    %c1 = arith.constant 1 : index
+    gpu.launch_func @sgemm::@sgemm blocks in (%c1, %c1, %c1) threads in (%c1, %c1, %c1)
+    return
+  }
+  gpu.module @sgemm {
+    gpu.func @sgemm() kernel {
       gpu.return
     }
   }
