@@ -134,7 +134,7 @@ class Kernel:
         tid = gpu.thread_id(gpu.Dimension.x)
         ty = arith.divui(tid, _idx(self.tx_count))
         tx = arith.remui(tid, _idx(self.tx_count))
-        batch, tile_m, tile_n = tile_of_block(self.tiles_m, self.tiles_n, gemm.batch)
+        batch, tile_m, tile_n, _ = tile_of_block(self.tiles_m, self.tiles_n, gemm.batch)
         m0 = arith.muli(tile_m, _idx(tile.m))
         n0 = arith.muli(tile_n, _idx(tile.n))
         # This block's K steps: [first, end).
