@@ -159,6 +159,13 @@ def split_cluster(split, steps, units, bm, bn, ring_bytes, sms):
     return TC90_CLUSTER
 
 
+def tc90_k_step(dtype):
+    """tc-sm90's K step for operands of ``dtype``: 128 bytes of each row,
+    64 bf16/f16, 32 tf32 (f32), 128 fp8 (wgmma's fp8 form multiplies 32 of
+    K an instruction, four a step)."""
+    return TC90_K * 2 // DTYPE_BYTES.get(dtype, 2) if dtype != "tf32" else TC90_K // 2
+
+
 def tc_sm90(problem, m, n, k, batch, facts):
     """tc-sm90 Configs, best first, for a bf16/f16 matmul: the widest tile
     that still gives every other SM a tile. When no width does (few rows or
@@ -181,8 +188,7 @@ def tc_sm90(problem, m, n, k, batch, facts):
     # 128-row tile's wgmma work would be padding.
     bm = 64 if m <= 64 else TC90_M
     threads = TC90_THREADS if bm == TC90_M else TC90_THREADS - 128
-    # A K step is 128 bytes of each row: 64 bf16/f16, 32 tf32 (f32).
-    bk = TC90_K if problem.dtype in ("bf16", "f16") else TC90_K // 2
+    bk = tc90_k_step(problem.dtype)
     steps = _ceil(k, bk)
     widths = [bn for bn, floor in ((256, 128), (128, 64), (64, 0)) if n > floor]
     tiles = {bn: _ceil(m, bm) * _ceil(n, bn) * batch for bn in widths}

@@ -39,6 +39,10 @@ from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs, identity_lay
 
 # Element types the tensor cores multiply, and what the kernel names them.
 TC_ELEMENTS = ("bf16", "f16", "f32")
+# fp8 operands a matmul may multiply, in any pairing (e4m3 x e5m2 too:
+# wgmma's fp8 forms take the two types independently). Only tc-sm90 takes
+# them (sm90/support.py); convolutions keep to TC_ELEMENTS.
+FP8_ELEMENTS = ("f8E4M3FN", "f8E5M2")
 
 
 class NotAGemm(Exception):
@@ -82,7 +86,7 @@ class Operand:
 
     value: object            # the memref (a kernel function argument)
     dims: dict               # "batch" / "mn" / "k" -> buffer dim (batch: None if broadcast)
-    element: str             # "bf16", "f16", "f32"
+    element: str             # "bf16", "f16", "f32", "f8E4M3FN", "f8E5M2"
     prologue: Prologue = None
 
     @property
@@ -159,6 +163,11 @@ class Gemm:
     @property
     def element(self):
         return self.a.element
+
+    @property
+    def fp8(self):
+        """Both operands are fp8 (FP8_ELEMENTS; their types may differ)."""
+        return self.a.element in FP8_ELEMENTS and self.b.element in FP8_ELEMENTS
 
 
 def _iterators(op):
@@ -241,8 +250,8 @@ def _cone(value, order):
 
 def _contraction_body(op, elements):
     """Check the body is acc + ext(f(a)) * ext(g(b)) (f, g: prologues, or
-    none) for bf16 / f16 multiplies, acc + a * b or acc + tf32(a) * tf32(b)
-    for f32; returns (what the multiply sees (``Gemm.compute``): "tf32" for
+    none) for bf16 / f16 multiplies and fp8 ones (e4m3 and e5m2 in any
+    pairing), acc + a * b or acc + tf32(a) * tf32(b) for f32; returns (what the multiply sees (``Gemm.compute``): "tf32" for
     the rounded form, else "f32"; the element each side multiplies; the
     Prologue of each side)."""
     body = irutil.body_ops(op)
@@ -290,9 +299,10 @@ def _contraction_body(op, elements):
                                "elementwise ops of the element alone")
         multiplied.append(str(value.type))
         prologues.append(Prologue(argument, ops, value) if ops else None)
-    if multiplied[0] != multiplied[1] or multiplied[0] not in ("bf16", "f16"):
+    fp8 = all(t in FP8_ELEMENTS for t in multiplied)
+    if not fp8 and (multiplied[0] != multiplied[1] or multiplied[0] not in ("bf16", "f16")):
         raise NotAGemm(f"the contraction multiplies {multiplied[0]} x {multiplied[1]}: "
-                       "expected both bf16 or both f16")
+                       "expected both bf16, both f16, or both fp8 (f8E4M3FN, f8E5M2)")
     inside = set(o for p in prologues if p for o in p.ops)
     extra = [o for o in body[:-3] if o.name != "arith.extf" and o not in inside]
     if extra or len(body) - 3 - len(inside) != 2:
@@ -342,9 +352,10 @@ def _contraction(op):
         raise NotAGemm(f"accumulator type {c_type.element_type}: expected f32")
     compute, (a.element, b.element), (a.prologue, b.prologue) = _contraction_body(
         op, (a.element, b.element))
-    if a.element != b.element or a.element not in TC_ELEMENTS:
+    fp8 = a.element in FP8_ELEMENTS and b.element in FP8_ELEMENTS
+    if not fp8 and (a.element != b.element or a.element not in TC_ELEMENTS):
         raise NotAGemm(f"operand types {a.element} x {b.element}: expected both bf16, "
-                       "f16 or f32")
+                       "f16 or f32, or both fp8")
     shape = list(c_type.shape)
     ta = ir.MemRefType(a_val.type)
     k = ta.shape[a.dims["k"]]

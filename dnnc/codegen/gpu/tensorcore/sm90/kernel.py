@@ -35,7 +35,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.scheduler import TileScheduler
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import SplitK
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, WARPGROUP, converted_bytes, multiplied, prologue_sources, registers_a, smem_bytes,
-    transposed_operands,
+    transposed_operands, wgmma_types,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand, element_bytes
 
@@ -55,6 +55,8 @@ class Kernel:
         self.tile = tile
         self.c_transposed = c_transposed
         self.element = multiplied(gemm)
+        # wgmma's names of A's and B's types (fp8: e4m3 or e5m2 each).
+        self.types = wgmma_types(gemm)
         self.eb = element_bytes(self.element)
         # An operand with a prologue is loaded as stored, unswizzled, and
         # converted by the consumers (prologue.py).
