@@ -15,6 +15,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     fp8.py             fp8 conversions at their edges, fp8 pointwise
     data_movement.py   constants, gen_index, reshape, transpose, slice, concat
     matmul.py          matmuls and the tensor-core GEMMs (tc-sm90, tc-sm80)
+    matmul_fp8.py      fp8 GEMMs on tc-sm90 (e4m3 / e5m2 pairs): per-tensor
+                       scales, bf16 / f16 / f32 / fp8 outputs, amax
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -86,6 +88,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
+from . import matmul_fp8
 from .case import Case
 
 # In the order index.json lists them.
@@ -94,6 +97,7 @@ CASES = [
     *fp8.CASES,
     *data_movement.CASES,
     *matmul.CASES,
+    *matmul_fp8.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

@@ -1,0 +1,66 @@
+"""fp8 matmuls on tc-sm90 (wgmma's k = 32 fp8 form): e4m3 x e4m3, e4m3 x
+e5m2 and e5m2 x e4m3 operands drawn at random (then rounded to fp8), with
+per-tensor scales as cuBLASLt and cuDNN take them (descale A and B, written
+``matmul(a, b) * s`` or ``(a * s) @ b``, both folded into the epilogue; the
+output's scale), outputs in bf16, f16, f32, e4m3 and e5m2, the amax of the
+pre-cast output (Transformer Engine's record for the next scale), shapes
+that are not tile multiples, a batch, B stored K x N (copied K-major first:
+wgmma reads fp8 only K-major) and N x K (read in place), and a skinny
+product whose K is split. Each output marks its inputs and K
+(``contracted``, with the scales' largest product as the gain).
+"""
+
+import dnnc
+
+from .case import BF16, E4M3, E5M2, F16, F32, Case, contracted, outputs
+
+# The scales are drawn from [0.5, 2) (``positive``): three of them multiply
+# an output by at most 8.
+SCALES = ("sa", "sb", "sy")
+GAIN = 8.0
+
+
+def _scales(g):
+    return [g.tensor(name=n, dim=[1, 1], data_type=F32) for n in SCALES]
+
+
+def fp8_gemm(ta, tb):
+    """The outputs of an fp8 GEMM of ``ta`` x ``tb`` operands."""
+    def build():
+        g = dnnc.Graph(io_data_type=F32, compute_data_type=F32)
+        sa, sb, sy = _scales(g)
+        # A linear layer's weight, stored N x K (K-major: read in place).
+        a = g.tensor(name="a", dim=[200, 1008], data_type=ta)
+        w_t = g.tensor(name="w_t", dim=[1008, 264], stride=[1, 1008], data_type=tb)
+        y = g.mul(g.mul(g.matmul(a, w_t), sa), sb)
+        # B stored K x N (N contiguous): copied K-major first; the descales
+        # written on the operands.
+        c = g.tensor(name="c", dim=[129, 256], data_type=ta)
+        d = g.tensor(name="d", dim=[256, 136], data_type=tb)
+        z = g.matmul(g.mul(c, sa), g.mul(d, sb))
+        # A batch, ragged M and N.
+        ba = g.tensor(name="ba", dim=[3, 65, 128], data_type=ta)
+        bb = g.tensor(name="bb", dim=[3, 128, 72], data_type=tb, stride=[72 * 128, 1, 128])
+        bz = g.mul(g.matmul(ba, bb), sa)
+        # Skinny: 64 rows, K 8192 (split over several blocks).
+        s = g.tensor(name="s", dim=[64, 8192], data_type=ta)
+        s_w = g.tensor(name="s_w", dim=[8192, 256], stride=[1, 8192], data_type=tb)
+        sz = g.mul(g.matmul(s, s_w), sb)
+        outputs(contracted(g.cast(y, BF16).set_name("descaled_bf16"), a, w_t, 1008, GAIN),
+                contracted(g.cast(g.mul(y, sy), E4M3).set_name("scaled_e4m3"), a, w_t, 1008,
+                           GAIN),
+                contracted(g.reduction(y, "amax", [0, 1]).set_name("amax"), a, w_t, 1008,
+                           GAIN),
+                contracted(z.set_name("prescaled_f32"), c, d, 256, GAIN),
+                contracted(g.cast(g.mul(z, sy), E5M2).set_name("prescaled_e5m2"), c, d, 256,
+                           GAIN),
+                contracted(g.cast(bz, F16).set_name("batched_f16"), ba, bb, 128, GAIN),
+                contracted(g.cast(sz, BF16).set_name("split_k_bf16"), s, s_w, 8192, GAIN))
+        return g
+    return build
+
+
+CASES = [
+    Case(f"matmul_fp8_{ta.mlir}_{tb.mlir}", fp8_gemm(ta, tb), positive=SCALES)
+    for ta, tb in ((E4M3, E4M3), (E4M3, E5M2), (E5M2, E4M3))
+]
