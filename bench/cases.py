@@ -1284,6 +1284,36 @@ MATMUL = [
 ]
 
 
+# ----------------------------------------------------------------------------
+# fp8 GEMMs (tc-sm90's wgmma fp8 form) against torch._scaled_mm (cuBLASLt)
+# ----------------------------------------------------------------------------
+
+
+def _fp8_gemm(m, n, k, out="bf16"):
+    """e4m3 x e4m3 with per-tensor descales, as cuBLASLt's fp8 GEMM takes
+    them: B stored N x K (column-major, which _scaled_mm requires), scales
+    as f32 scalars, y = (a @ b) * s_a * s_b in ``out``."""
+    def build():
+        g = _graph(f"fp8_gemm_{m}x{n}x{k}_{out}", "f32")
+        a = g.tensor(name="a", dim=[m, k], data_type="f8E4M3FN")
+        b = g.tensor(name="b", dim=[k, n], stride=[1, k], data_type="f8E4M3FN")
+        sa = g.tensor(name="sa", dim=[])
+        sb = g.tensor(name="sb", dim=[])
+        g.cast(g.mul(g.mul(g.matmul(a, b), sa), sb), out).set_output(True)
+        return g
+
+    def torch_fn(t, a, b, sa, sb):
+        dtype = {"bf16": t.bfloat16, "f16": t.float16, "f32": t.float32}[out]
+        return t._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=dtype)
+
+    size = {"bf16": 2, "f16": 2, "f32": 4}[out]
+    return Case(f"matmul {m}x{n}x{k} fp8 e4m3 +scales -> {out} (vs torch._scaled_mm)", build,
+                torch_fn, 2 * m * n * k, m * k + k * n + m * n * size + 8, False, "matmul")
+
+
+MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192)]
+
+
 # ============================================================================
 # Convolution: fprop, dgrad, wgrad (cuDNN's job), NHWC / KRSC
 # ============================================================================
@@ -1729,6 +1759,6 @@ from conv_cases import cases as _conv_cases  # noqa: E402  (bench/ is on sys.pat
 RESNET = _conv_cases(Case)
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
-         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + CONV + RESNET
+         + TENSOR + REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL + MATMUL_FP8 + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD)
