@@ -20,6 +20,13 @@ Grouping, in program order:
   (for a matmul: its only user but for the graph's return, so that a returned
   pre-activation is a second output of the GEMM's epilogue). Its other
   operands (bias, residual) become kernel arguments;
+* amax (option ``epilogue``): a reduction in mode amax over every axis of a
+  matmul kernel's chain tip joins the kernel, and the tip stays where it
+  was, so the chain goes on past it (an fp8 GEMM's output scaled and cast
+  after the amax of its unscaled value, as Transformer Engine records it):
+  the GEMM takes the largest |value| as its epilogue computes them, and the
+  value is not stored for a reduction kernel to read again. The tip's
+  other user may then join as if it were the only one;
 * rows: a reduction of the trailing axes that keeps them (``rows x 1``, a
   row program for simt-reduce; the innermost axis alone, or several, as
   groupnorm's (sample, group) rows of channels x positions) takes pointwise
@@ -225,6 +232,15 @@ def _row_reduction(op):
                          len(_shape(op.operands[0]))) > 0
 
 
+def _amax_of_all(op):
+    """True for a reduction in mode amax over every axis of its operand (a
+    tensor's largest |value|: an fp8 scaling's record)."""
+    if op.name != "dnn.reduction" or ir.StringAttr(op.attributes["mode"]).value != "amax":
+        return False
+    axes = set(ir.DenseI64ArrayAttr(op.attributes["axes"]))
+    return axes == set(range(len(_shape(op.operands[0]))))
+
+
 def _rows(op):
     """The rows of row reduction ``op``: (operand shape, result shape)."""
     return _shape(op.operands[0]), _shape(op.results[0])
@@ -409,7 +425,7 @@ class Partition:
             group = self._new(VIEW if _is_view(op) else "tensor", op)
             if kind == "transpose" and self.epilogue:
                 group.tip = op.results[0]
-        elif kind == "reduction" and self._place_reduction(op):
+        elif kind == "reduction" and (self._join_amax(op) or self._place_reduction(op)):
             pass
         elif kind == "concat" and self._join_concat(op):
             pass
@@ -536,6 +552,18 @@ class Partition:
                 return True
         return False
 
+    def _join_amax(self, op):
+        """Join ``op``, an amax over every axis (``_amax_of_all``) of a
+        matmul kernel's chain tip, to that kernel, the tip unchanged."""
+        if not self.epilogue or not _amax_of_all(op):
+            return False
+        group = self._source(op.operands[0])
+        if group is None or group.anchor != "matmul" or group.tip != op.operands[0] \
+                or not self._legal([group], op):
+            return False
+        self._add(group, op)
+        return True
+
     @staticmethod
     def _unary(op, value):
         """``op`` reads no tensor but ``value`` (its other operands are
@@ -553,7 +581,8 @@ class Partition:
         result."""
         users = _users(value)
         if group.anchor == "matmul":
-            users = [u for u in users if u.name != "func.return"]
+            # (An amax of the tip joins the kernel beside the chain: _join_amax.)
+            users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)]
         return users == [op]
 
     def _absorb(self, group):

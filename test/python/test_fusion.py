@@ -614,3 +614,20 @@ def test_fp8_descales_join_the_epilogue(types):
     module = check(g, ["matmul"], positive=("sa", "sb", "sy"), rtol=1e-5)
     assert f"(tensor<7x32x{types[0]}>, tensor<32x5x{types[1]}>) -> tensor<7x5xf32>" \
         in str(module)
+
+
+def test_fp8_gemm_amax_joins_the_gemm():
+    """An fp8 GEMM's descaled output y, its amax over every axis (the
+    record of y's range, as Transformer Engine keeps it) and y scaled and
+    cast to e4m3: one matmul kernel, which returns the amax and the fp8
+    output; the same values before and after, and on the CPU back end."""
+    g = _graph("fp8_amax")
+    a = g.tensor(name="a", dim=[2, 7, 32], data_type="f8E4M3FN")
+    b = g.tensor(name="b", dim=[2, 32, 5], data_type="f8E4M3FN")
+    sa = g.tensor(name="sa", dim=[])
+    sy = g.tensor(name="sy", dim=[])
+    y = g.mul(g.matmul(a, b), sa)
+    g.reduction(y, "amax", [0, 1, 2]).set_output(True)
+    g.cast(g.mul(y, sy), "f8E4M3FN").set_output(True)
+    module = check(g, ["matmul"], positive=("sa", "sy"))
+    assert '"dnn.reduction"' in str(module)

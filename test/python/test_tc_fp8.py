@@ -14,7 +14,12 @@ Graphs compiled once each (module-scoped fixture):
   operands ``(a * s) @ (b * t)`` (folded after the product), B stored
   K x N (N contiguous): copied K-major by a launch ahead of the GEMM,
   since wgmma reads fp8 only K-major; an f32 output;
-* ``skinny_split``: 64 x 256 x 8192, K split over several blocks.
+* ``skinny_split``: 64 x 256 x 8192, K split over several blocks;
+* ``amax_ragged``: e4m3 x e4m3, 200 x 136 x 96, the amax of the descaled
+  output (taken in the GEMM's epilogue, amax.py) beside its e4m3 cast;
+* ``amax_skinny``: the same on 64 x 256 x 8192, whose K splits the
+  amax keeps to at most 4 partials a tile (summed by the last to arrive,
+  which runs the whole epilogue).
 
 Without ptxas or cuobjdump / nvdisasm those tests skip and say why.
 """
@@ -39,9 +44,10 @@ needs_sass = pytest.mark.skipif(
     reason=str(PTXAS_MISSING or sass.missing()))
 
 
-def fp8_graph(name, m, n, k, ta, tb, out, weight=True, prescaled=False):
+def fp8_graph(name, m, n, k, ta, tb, out, weight=True, prescaled=False, amax=False):
     """An fp8 GEMM with per-tensor descales (after the product, or written
-    on the operands) and, for an fp8 output, the output's scale."""
+    on the operands) and, for an fp8 output, the output's scale; ``amax``:
+    the amax of the descaled output too."""
     g = dnnc.Graph(name=name, io_data_type="f32", compute_data_type="f32")
     a = g.tensor(name="a", dim=[m, k], data_type=ta)
     b = g.tensor(name="b", dim=[k, n], data_type=tb, stride=[1, k] if weight else None)
@@ -51,6 +57,8 @@ def fp8_graph(name, m, n, k, ta, tb, out, weight=True, prescaled=False):
         y = g.matmul(g.mul(a, sa), g.mul(b, sb))
     else:
         y = g.mul(g.mul(g.matmul(a, b), sa), sb)
+    if amax:
+        g.reduction(y, "amax", [0, 1]).set_output(True)
     if out in (E4M3, E5M2):
         y = g.mul(y, g.tensor(name="sy", dim=[1, 1]))
     g.cast(y, out).set_output(True)
@@ -70,7 +78,15 @@ CASES = {
                             E5M2, E4M3, None, 1),
     "skinny_split": (lambda: fp8_graph("skinny_split", 64, 256, 8192, E4M3, E4M3, "f16"),
                      E4M3, E4M3, [64, 64, 128], 0),
+    # The amax's zero is a one-thread launch ahead of the GEMM.
+    "amax_ragged": (lambda: fp8_graph("amax_ragged", 200, 136, 96, E4M3, E4M3, E4M3,
+                                      amax=True),
+                    E4M3, E4M3, None, 1),
+    "amax_skinny": (lambda: fp8_graph("amax_skinny", 64, 256, 8192, E4M3, E4M3, "bf16",
+                                      amax=True),
+                    E4M3, E4M3, [64, 64, 128], 1),
 }
+AMAX = ("amax_ragged", "amax_skinny")
 
 
 class Built:
@@ -133,6 +149,23 @@ def test_strategy_is_tc_sm90_with_the_fp8_wgmma(built, name):
     assert [a["dtype"] for a in tma][0] == ta and all(a["box"][-1] == 128 for a in tma), tma
 
 
+@pytest.mark.parametrize("name", AMAX)
+def test_amax_is_taken_in_the_epilogue(built, name):
+    """The amax joins the GEMM (dnn-fuse): its output is zeroed by a tiny
+    launch ahead, then raised by one atomic max on its bits a warp and
+    unit (the PTX's atom.global.max.s32), and no reduction kernel reads
+    the output again. A skinny GEMM keeps at most 4 partials a tile (no
+    second launch, whose epilogue would not take the amax), and says so."""
+    package = built.package(name)
+    zero, gemm = package.kernels
+    assert zero["block"] == [1, 1, 1] and zero["shared_bytes"] == 0, zero
+    assert "atom.global.max.s32" in package.ptx
+    if name == "amax_skinny":
+        assert gemm["config"]["split"] == 4, gemm["config"]
+        assert "K split 4 ways, not 16 (an amax in the epilogue: at most 4 partials a tile, " \
+            "summed by the last to arrive)" in gemm["reason"], gemm["reason"]
+
+
 def test_b_stored_k_by_n_is_copied_k_major(built):
     """wgmma reads fp8 only K-major: B stored K x N is copied transposed
     by a launch ahead of the GEMM, and the plan says why."""
@@ -174,6 +207,9 @@ def test_sass_has_qgmma_and_no_local_memory(built, name):
     assert counts[qgmma] > 0, sorted(counts)
     assert {op for op in counts if "GMMA." in op} == {qgmma}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+    if name in AMAX:  # the atomic max on the f32 bits (ptxas may fold a warp's into one)
+        assert any(op.startswith(("REDG.E.MAX.S32", "ATOMG.E.MAX.S32")) for op in counts), \
+            sorted(counts)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == [], gemm["entry"]
 
 

@@ -135,6 +135,11 @@ class Epilogue:
     # phase of a data gradient reads and writes instead (tensorcore/phases.py,
     # pair_epilogue.at); None: the buffers as they are.
     pixels: dict = None
+    # [(buffer, output)]: the amax (the largest |value|, NaN if any is NaN)
+    # of every element of C or of a step's output ``buffer``, into the
+    # kernel's one-element ``output`` (zero before the GEMM), which dnn-fuse
+    # joined beside the chain (``_amax_step``).
+    amax: list = field(default_factory=list)
 
     def stored(self, arguments):
         """The buffers the kernel must store: outputs that are in ``arguments``."""
@@ -396,6 +401,43 @@ def _epilogue_step(op, rank, c_shape):
     return Step(op, inputs, outputs)
 
 
+def _fill_value(op):
+    """The constant an all-parallel generic without inputs writes into its
+    one output (a linalg fill), or None."""
+    if len(op.operands) != 1 or not all(i == "parallel" for i in _iterators(op)):
+        return None
+    body = irutil.body_ops(op)
+    if len(body) != 1 or body[0].name != "linalg.yield":
+        return None
+    return irutil.constant_scalar(body[0].operands[0])
+
+
+def _amax_step(op, rank):
+    """(the buffer it reads, its output) of an amax over every element of a
+    [batch,] M x N buffer: a generic reducing all ``rank`` dims whose body
+    is max(out, |in|) (NaN-propagating, as math.absf and arith.maximumf
+    are), into an output of one element; None for any other op."""
+    iterators = _iterators(op)
+    if len(iterators) != rank or any(i != "reduction" for i in iterators) \
+            or len(op.operands) != 2:
+        return None
+    maps = irutil.indexing_maps(op)
+    if [r.position if isinstance(r, ir.AffineDimExpr) else None
+            for r in maps[0].results] != list(range(rank)):
+        return None
+    if any(not (isinstance(r, ir.AffineConstantExpr) and r.value == 0) for r in maps[1].results):
+        return None
+    body = irutil.body_ops(op)
+    if [o.name for o in body] != ["math.absf", "arith.maximumf", "linalg.yield"]:
+        return None
+    x, out = list(op.regions[0].blocks[0].arguments)
+    absf, maximum, done = body
+    if absf.operands[0] != x or set(maximum.operands) != {out, absf.results[0]} \
+            or done.operands[0] != maximum.results[0]:
+        return None
+    return op.operands[0], op.operands[1]
+
+
 def match(fn):
     """The ``Gemm`` of kernel function ``fn``; raises NotAGemm."""
     ops = [o.operation for o in irutil.body(fn).operations]
@@ -404,7 +446,9 @@ def match(fn):
                                                 "func.return", "memref.dealloc")]
     if others:
         raise NotAGemm(f"'{others[0].name}' in the kernel")
-    reductions = [g for g in generics if "reduction" in _iterators(g)]
+    # (An amax of the epilogue reduces every dim: not the contraction.)
+    reductions = [g for g in generics if "reduction" in _iterators(g)
+                  and "parallel" in _iterators(g)]
     if len(reductions) != 1:
         raise NotAGemm(f"{len(reductions)} reductions: expected one contraction")
     contraction = reductions[0]
@@ -420,8 +464,23 @@ def match(fn):
     c_shape = list(ir.MemRefType(c.type).shape)
     epilogue = Epilogue(c)
     known = {c}
+    # Fills of an amax's output (its zero: |x| >= 0), matched with the amax.
+    fills = {op: op.operands[0] for op in after if _fill_value(op) == 0.0
+             and op.operands[0] in arguments}
     for op in after:
+        if op in fills:
+            continue
+        amax = _amax_step(op, len(c_shape))
+        if amax is not None:
+            source, output = amax
+            if source not in known or output not in fills.values() or output not in arguments:
+                raise NotAGemm("an amax that reads no epilogue value, or whose output is no "
+                               "kernel output filled with zero")
+            epilogue.amax.append(amax)
+            continue
         step = _epilogue_step(op, len(c_shape), c_shape)
+        if any(source in step.outputs for source, _ in epilogue.amax):
+            raise NotAGemm("an epilogue op overwrites the value an amax reads")
         for value, exprs in step.inputs:
             if value in known and exprs != list(range(len(c_shape))):
                 raise NotAGemm("the epilogue reads the accumulator through a broadcast")
@@ -429,6 +488,8 @@ def match(fn):
                 raise NotAGemm("the epilogue reads a buffer computed before the GEMM")
         known.update(step.outputs)
         epilogue.steps.append(step)
+    if set(fills.values()) != {output for _, output in epilogue.amax}:
+        raise NotAGemm("a kernel output filled with zero that no amax reduces into")
     for alloc in (o for o in ops if o.name == "memref.alloc"):
         if alloc.results[0] not in known:
             raise NotAGemm("an allocation the GEMM does not write")

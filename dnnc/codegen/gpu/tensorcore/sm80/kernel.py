@@ -86,6 +86,8 @@ def check(gemm, tile, loaders=None):
         if operand.prologue is not None:
             raise NotSupported(f"a prologue on {name} ({operand.stored} -> {element}): "
                                "tc-sm80 applies none")
+    if gemm.epilogue.amax:
+        raise NotSupported("an amax beside the epilogue: tc-sm80's epilogue takes none")
     if tile.warps not in (1, 2, 4, 8) or tile.stages < 2:
         raise NotSupported(f"{tile.warps} warps, {tile.stages} stages: expected 1, 2, 4 or 8 "
                            "warps and at least 2 stages")

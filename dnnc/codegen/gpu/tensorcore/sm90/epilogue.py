@@ -39,6 +39,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, at, quad_transpose
+from dnnc.codegen.gpu.tensorcore.sm90.amax import Amax
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     SMEM_LIMIT, WARPGROUP, misaligned, smem_bytes,
 )
@@ -112,6 +113,8 @@ class Epilogue:
         self.staging_offset = k.ring_bytes + k.converted
         self.staging_bytes = self.slots * (tile.m // STAGE_ROWS) * SLOT_BYTES
         self.out_descriptors = []
+        # The amax outputs taken beside the chain (amax.py).
+        self.amax = Amax(k)
 
     def make_descriptors(self):
         """Host side: the TMA descriptors of the stored outputs, when TMA
@@ -279,10 +282,12 @@ class Epilogue:
                     out[(h, 4 * g + i)][buffer] = [vector.extract(pair, [], [e])
                                                    for e in range(2)]
 
-    def pair_values(self, acc, batch, row_safe, col, h, j, loaded):
+    def pair_values(self, acc, batch, row_safe, col, h, j, loaded, row_ok=None):
         """evaluate's results ({buffer: value}) at the thread's accumulator
         pair (``h``, ``j``): columns ``col`` and ``col`` + 1 of its row (read
-        at ``row_safe``, columns clamped into N)."""
+        at ``row_safe``, columns clamped into N); the amax outputs take them
+        where they lie inside C (``row_ok``: the row inside M, None where
+        every row is)."""
         k = self.k
         full_n = k.gemm.n % k.tile.n == 0
         values = []
@@ -294,13 +299,21 @@ class Epilogue:
             values.append(self.pair.evaluate(
                 v, self.pair.point(batch, row_safe, c_safe),
                 {b: pair[e] for b, pair in loaded.items()}))
+        self.amax.take(values, col, row_ok)
         return values
 
     def apply(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
-        k = self.k
+        self.amax.begin()
         if self.slots:
             self.staged(acc, consumer, local, batch, tile_m, tile_n, inputs)
-            return
+        else:
+            self.from_registers(acc, consumer, local, batch, tile_m, tile_n, inputs)
+        self.amax.flush(local)
+
+    def from_registers(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
+        """The epilogue stored from registers (no slots): pairs, or 16 bytes
+        a thread where the outputs allow."""
+        k = self.k
         tile, gemm = k.tile, k.gemm
         row0, col0 = self.origin(consumer, local, tile_m, tile_n)
         full_n = gemm.n % tile.n == 0
@@ -313,7 +326,7 @@ class Epilogue:
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 loaded = inputs[(h, j)] if inputs is not None else {}
-                values = self.pair_values(acc, batch, row_safe, col, h, j, loaded)
+                values = self.pair_values(acc, batch, row_safe, col, h, j, loaded, row_ok)
                 if not wide:
                     self.pair.store(values, batch, row, col, row_ok)
                     continue
@@ -403,13 +416,13 @@ class Epilogue:
             nvvm.SyncWarpOp(_i(-1))
             set_ = (s % sets) * len(stored)
             for h in range(2):
-                _, _, row_safe = self.rows(row0, h)
+                _, row_ok, row_safe = self.rows(row0, h)
                 row = arith.addi(quad, _idx(8 * h)) if h else quad
                 for g in range(groups):
                     j = s * groups + g
                     col = arith.addi(col0, _idx(8 * j)) if j else col0
                     loaded = inputs[(h, j)] if inputs is not None else {}
-                    values = self.pair_values(acc, batch, row_safe, col, h, j, loaded)
+                    values = self.pair_values(acc, batch, row_safe, col, h, j, loaded, row_ok)
                     chunk = arith.addi(pair_chunk, _idx(8 * g * eb // 16))
                     offset = _to_i64(swizzled_offset(row, chunk, within))
                     for i, buffer in enumerate(stored):

@@ -134,6 +134,7 @@ class Kernel:
             self.a.make_descriptor(tile.k)
             self.b.make_descriptor(tile.k)
             self.epilogue.make_descriptors()
+            self.epilogue.amax.zero()
             self.splitk.allocate()
             shared = smem_bytes(tile, self.element, self.sources) + self.epilogue.staging_bytes
             if self.splitk.cluster > 1:
