@@ -3,7 +3,9 @@ e5m2 and e5m2 x e4m3 operands drawn at random (then rounded to fp8), with
 per-tensor scales as cuBLASLt and cuDNN take them (descale A and B, written
 ``matmul(a, b) * s`` or ``(a * s) @ b``, both folded into the epilogue; the
 output's scale), outputs in bf16, f16, f32, e4m3 and e5m2, the amax of the
-pre-cast output (Transformer Engine's record for the next scale), shapes
+pre-cast output (Transformer Engine's record for the next scale, taken in
+the GEMM's epilogue: with a register epilogue, a staged one, and split-K's
+last arrival), shapes
 that are not tile multiples, a batch, B stored K x N (copied K-major first:
 wgmma reads fp8 only K-major) and N x K (read in place), and a skinny
 product whose K is split. Each output marks its inputs and K
@@ -33,6 +35,12 @@ def fp8_gemm(ta, tb):
         a = g.tensor(name="a", dim=[200, 1008], data_type=ta)
         w_t = g.tensor(name="w_t", dim=[1008, 264], stride=[1, 1008], data_type=tb)
         y = g.mul(g.mul(g.matmul(a, w_t), sa), sb)
+        # Enough tiles not to split K (72 of 128 x 64): a bf16 output stored
+        # through shared memory by TMA beside the amax, rows and columns
+        # past M and N in the last tiles.
+        x2 = g.tensor(name="x2", dim=[1000, 256], data_type=ta)
+        w2_t = g.tensor(name="w2_t", dim=[256, 568], stride=[1, 256], data_type=tb)
+        y2 = g.mul(g.mul(g.matmul(x2, w2_t), sb), sa)
         # B stored K x N (N contiguous): copied K-major first; the descales
         # written on the operands.
         c = g.tensor(name="c", dim=[129, 256], data_type=ta)
@@ -46,11 +54,18 @@ def fp8_gemm(ta, tb):
         s = g.tensor(name="s", dim=[64, 8192], data_type=ta)
         s_w = g.tensor(name="s_w", dim=[8192, 256], stride=[1, 8192], data_type=tb)
         sz = g.mul(g.matmul(s, s_w), sb)
-        outputs(contracted(g.cast(y, BF16).set_name("descaled_bf16"), a, w_t, 1008, GAIN),
+        # Its amax keeps the K split to 4 partials a tile.
+        outputs(contracted(g.reduction(sz, "amax", [0, 1]).set_name("split_k_amax"), s, s_w,
+                           8192, GAIN))
+        # y's amax and y scaled to e4m3: one kernel (the amax taken in the
+        # GEMM's epilogue, beside the chain).
+        outputs(contracted(g.reduction(y, "amax", [0, 1]).set_name("amax"), a, w_t, 1008,
+                           GAIN),
                 contracted(g.cast(g.mul(y, sy), E4M3).set_name("scaled_e4m3"), a, w_t, 1008,
                            GAIN),
-                contracted(g.reduction(y, "amax", [0, 1]).set_name("amax"), a, w_t, 1008,
-                           GAIN),
+                contracted(g.reduction(y2, "amax", [0, 1]).set_name("amax_bf16"), x2, w2_t,
+                           256, GAIN),
+                contracted(g.cast(y2, BF16).set_name("descaled_bf16"), x2, w2_t, 256, GAIN),
                 contracted(z.set_name("prescaled_f32"), c, d, 256, GAIN),
                 contracted(g.cast(g.mul(z, sy), E5M2).set_name("prescaled_e5m2"), c, d, 256,
                            GAIN),
