@@ -1302,13 +1302,20 @@ def _fp8_gemm(m, n, k, out="bf16"):
         g.cast(g.mul(g.mul(g.matmul(a, b), sa), sb), out).set_output(True)
         return g
 
-    def torch_fn(t, a, b, sa, sb):
-        dtype = {"bf16": t.bfloat16, "f16": t.float16, "f32": t.float32}[out]
-        return t._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=dtype)
+    def scaled_mm(fast):
+        def fn(t, a, b, sa, sb):
+            dtype = {"bf16": t.bfloat16, "f16": t.float16, "f32": t.float32}[out]
+            return t._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=dtype,
+                                use_fast_accum=fast)
+        return fn
 
     size = {"bf16": 2, "f16": 2, "f32": 4}[out]
+    # The reference is _scaled_mm's default (cuBLASLt adds wgmma's partial
+    # sums into f32 at intervals); "fast_accum" is its mode that, as dnnc's
+    # kernel does, accumulates in the wgmma accumulators throughout.
     return Case(f"matmul {m}x{n}x{k} fp8 e4m3 +scales -> {out} (vs torch._scaled_mm)", build,
-                torch_fn, 2 * m * n * k, m * k + k * n + m * n * size + 8, False, "matmul")
+                scaled_mm(False), 2 * m * n * k, m * k + k * n + m * n * size + 8, False,
+                "matmul", others={"fast_accum": scaled_mm(True)})
 
 
 MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192)]
