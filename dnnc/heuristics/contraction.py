@@ -6,7 +6,8 @@ sm_90a, tc-sm80 (cp.async, ldmatrix, mma.sync) on sm_80 and as sm_90a's
 fallback. Which one would apply depends on the arch and the operand type
 (``tensor_core``).
 
-tc-sm90 runs matmuls of bf16 and f16 (``tc_sm90``): a block of 384 threads
+tc-sm90 runs matmuls of bf16, f16 and fp8 (e4m3 / e5m2, K steps of 128:
+``tc90_k_step``) (``tc_sm90``): a block of 384 threads
 (a producer warpgroup, two consumer warpgroups of 64 rows each) per 128 x BN
 output tile, with BN the widest of 256, 128, 64 that still gives the SMs
 enough tiles (a wider tile reads each A row once per 256 columns instead of

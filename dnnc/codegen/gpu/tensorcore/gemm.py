@@ -12,8 +12,11 @@ pointwise consumers) is a short list of ``linalg.generic`` ops on buffers::
               (f32 operands: a * b, or tf32(a) * tf32(b) for a matmul whose
               compute type is tf32: ``Gemm.compute``)
     epilogue  Y[m, n] = f(C[m, n], bias[0, n], R[m, n], ...)   (zero or more)
+    amax      fill a = 0; a = max(a, |Y[m, n]|) over all m, n      (zero or more,
+              anywhere among the epilogue's ops: ``Epilogue.amax``)
 
-``match`` recognizes that shape and returns a ``Gemm``: the operands with
+Operands are bf16, f16, f32, or fp8 (e4m3 and e5m2 in any pairing:
+``Gemm.fp8``). ``match`` recognizes that shape and returns a ``Gemm``: the operands with
 the side their K runs along (the layout the operand loaders need), the
 problem size, and the ``Epilogue``: the elementwise generics after the
 contraction in program order, which the kernel builders evaluate on each

@@ -5,7 +5,7 @@ epilogue (epilogue.py), split-K (splitk.py) and the tile scheduler
 
 Host side (``Kernel.build``, at the kernel function's return): the copies of
 operands that wgmma or TMA cannot read in place, the TMA descriptors, the
-split-K workspace, the ``gpu.launch`` (in clusters for a cluster sum) and a
+zeroing of amax outputs (amax.py), the split-K workspace, the ``gpu.launch`` (in clusters for a cluster sum) and a
 second launch that sums split-K partials where this one does not. Device
 side (``Kernel.kernel``): align the dynamic shared memory, initialize the
 ring's barriers, and branch on the warpgroup: 0 runs the producer, the
