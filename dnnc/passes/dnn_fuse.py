@@ -20,13 +20,15 @@ Grouping, in program order:
   (for a matmul: its only user but for the graph's return, so that a returned
   pre-activation is a second output of the GEMM's epilogue). Its other
   operands (bias, residual) become kernel arguments;
-* amax (option ``epilogue``): a reduction in mode amax over every axis of a
-  matmul kernel's chain tip joins the kernel, and the tip stays where it
-  was, so the chain goes on past it (an fp8 GEMM's output scaled and cast
-  after the amax of its unscaled value, as Transformer Engine records it):
-  the GEMM takes the largest |value| as its epilogue computes them, and the
-  value is not stored for a reduction kernel to read again. The tip's
-  other user may then join as if it were the only one;
+* amax (option ``epilogue``): a reduction in mode amax over every axis of
+  the chain tip of an fp8 matmul's kernel (both operands fp8) joins the
+  kernel, and the tip stays where it was, so the chain goes on past it (the
+  output scaled and cast after the amax of its unscaled value, as
+  Transformer Engine records it): tc-sm90's GEMM takes the largest |value|
+  as its epilogue computes them, and the value is not stored for a
+  reduction kernel to read again. The tip's other user may then join as if
+  it were the only one. Only fp8: a bf16 or f16 GEMM may run on tc-sm80,
+  whose epilogue takes no amax;
 * rows: a reduction of the trailing axes that keeps them (``rows x 1``, a
   row program for simt-reduce; the innermost axis alone, or several, as
   groupnorm's (sample, group) rows of channels x positions) takes pointwise
@@ -157,6 +159,7 @@ OPERAND_PROLOGUE = {"cast", "relu", "leaky_relu", "abs", "neg", "add", "sub", "m
 PROLOGUE_MAX_N = {2: 2048, 4: 1024}
 PROLOGUE_MAX_M = 256
 VIEW = "view"  # the anchor of a reshape left in the graph function
+FP8 = ("f8E4M3FN", "f8E5M2")  # the operand types of a matmul an amax joins
 # A column kernel joins a row kernel over its rows (a row-and-column program:
 # dnnc/codegen/gpu/reduce/rowcolumns.py) when a block's f32 sums of one row's
 # columns, one per column reduction, take at most this much shared memory:
@@ -553,13 +556,16 @@ class Partition:
         return False
 
     def _join_amax(self, op):
-        """Join ``op``, an amax over every axis (``_amax_of_all``) of a
+        """Join ``op``, an amax over every axis (``_amax_of_all``) of an fp8
         matmul kernel's chain tip, to that kernel, the tip unchanged."""
         if not self.epilogue or not _amax_of_all(op):
             return False
         group = self._source(op.operands[0])
         if group is None or group.anchor != "matmul" or group.tip != op.operands[0] \
                 or not self._legal([group], op):
+            return False
+        matmul = next(o for o in group.ops if o.name == "dnn.matmul")
+        if any(str(ir.ShapedType(v.type).element_type) not in FP8 for v in matmul.operands):
             return False
         self._add(group, op)
         return True
@@ -581,7 +587,8 @@ class Partition:
         result."""
         users = _users(value)
         if group.anchor == "matmul":
-            # (An amax of the tip joins the kernel beside the chain: _join_amax.)
+            # (An amax of the tip may join the kernel beside the chain:
+            # _join_amax; where it does not, the kernel returns the tip too.)
             users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)]
         return users == [op]
 

@@ -348,8 +348,7 @@ func.func @fp8_amax(%a: tensor<5x32xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: t
 
 // -----
 
-// An amax over some axes only (a row's), or of a matmul's result that is
-// not the chain's tip: not joined.
+// An amax over some axes only (a row's): not joined.
 // CHECK-LABEL: func.func private @amax_rows_k0_matmul(
 // CHECK-NEXT: "dnn.matmul"
 // CHECK-NEXT: return
@@ -359,6 +358,25 @@ func.func @amax_rows(%a: tensor<5x32xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>) -> t
   %0 = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<5x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>) -> tensor<5x16xf32>
   %1 = "dnn.reduction"(%0) {axes = array<i64: 1>, keepdims = true, mode = "amax"} : (tensor<5x16xf32>) -> tensor<5x1xf32>
   return %1 : tensor<5x1xf32>
+}
+
+// -----
+
+// The amax of a bf16 GEMM's result (which tc-sm80 may run, whose epilogue
+// takes none) stays a kernel of its own; the cast still joins the GEMM,
+// which returns the product for the amax too.
+// CHECK-LABEL: func.func private @amax_bf16_k0_matmul(
+// CHECK-SAME: -> (tensor<5x16xf32>, tensor<5x16xbf16>)
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul"
+// CHECK-NEXT: %[[C:.*]] = "dnn.cast"(%[[M]])
+// CHECK-NEXT: return %[[M]], %[[C]]
+// CHECK: func.func private @amax_bf16_k1_reduction(
+// CHECK-LABEL: func.func @amax_bf16(
+func.func @amax_bf16(%a: tensor<5x32xbf16>, %b: tensor<32x16xbf16>) -> (tensor<1x1xf32>, tensor<5x16xbf16>) {
+  %0 = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<5x32xbf16>, tensor<32x16xbf16>) -> tensor<5x16xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 0, 1>, keepdims = true, mode = "amax"} : (tensor<5x16xf32>) -> tensor<1x1xf32>
+  %2 = "dnn.cast"(%0) : (tensor<5x16xf32>) -> tensor<5x16xbf16>
+  return %1, %2 : tensor<1x1xf32>, tensor<5x16xbf16>
 }
 
 // -----
