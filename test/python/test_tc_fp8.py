@@ -15,6 +15,8 @@ Graphs compiled once each (module-scoped fixture):
   K x N (N contiguous): copied K-major by a launch ahead of the GEMM,
   since wgmma reads fp8 only K-major; an f32 output;
 * ``skinny_split``: 64 x 256 x 8192, K split over several blocks;
+* ``e4m3_out_staged``: 1000 x 1168 x 256 scaled to e4m3, in 128 x 128
+  tiles whose fp8 output goes out through shared memory by TMA;
 * ``amax_ragged``: e4m3 x e4m3, 200 x 136 x 96, the amax of the descaled
   output (taken in the GEMM's epilogue, amax.py) beside its e4m3 cast;
 * ``amax_skinny``: the same on 64 x 256 x 8192, whose K splits the
@@ -78,6 +80,9 @@ CASES = {
                             E5M2, E4M3, None, 1),
     "skinny_split": (lambda: fp8_graph("skinny_split", 64, 256, 8192, E4M3, E4M3, "f16"),
                      E4M3, E4M3, [64, 64, 128], 0),
+    "e4m3_out_staged": (lambda: fp8_graph("e4m3_out_staged", 1000, 1168, 256, E4M3, E4M3,
+                                          E4M3),
+                        E4M3, E4M3, [128, 128, 128], 0),
     # The amax's zero is a one-thread launch ahead of the GEMM.
     "amax_ragged": (lambda: fp8_graph("amax_ragged", 200, 136, 96, E4M3, E4M3, E4M3,
                                       amax=True),
@@ -87,6 +92,15 @@ CASES = {
                     E4M3, E4M3, [64, 64, 128], 1),
 }
 AMAX = ("amax_ragged", "amax_skinny")
+# How the GEMM's epilogue stores an fp8 output (the end of its reason): by
+# TMA from 128-byte slots, or from registers where a tile's row of fp8 is
+# narrower than a slot.
+EPILOGUES = {
+    "e4m3_out_staged": "the output tiles are stored by TMA from shared memory (1 of 1 column "
+                       "slices in flight)",
+    "e4m3_e5m2_fp8_out": "the epilogue stores from registers (64 columns of 1-byte outputs "
+                         "fill less than a 128-byte slot row)",
+}
 
 
 class Built:
@@ -164,6 +178,22 @@ def test_amax_is_taken_in_the_epilogue(built, name):
         assert gemm["config"]["split"] == 4, gemm["config"]
         assert "K split 4 ways, not 16 (an amax in the epilogue: at most 4 partials a tile, " \
             "summed by the last to arrive)" in gemm["reason"], gemm["reason"]
+
+
+@pytest.mark.parametrize("name", sorted(EPILOGUES))
+def test_fp8_output_stores(built, name):
+    """An fp8 output is staged in shared memory and stored by TMA (boxes of
+    16 rows of 128 bytes, UTMASTG in the SASS) where its tile is 128
+    columns or more, else stored from registers, and the plan says which."""
+    package = built.package(name)
+    gemm = gemm_of(package)
+    assert gemm["reason"].endswith("; " + EPILOGUES[name]), gemm["reason"]
+    by_tma = "by TMA" in EPILOGUES[name]
+    outputs = [a for a in gemm["args"] if a["kind"] == "tma"][2:]
+    assert [a["box"][-2:] for a in outputs] == ([[16, 128]] if by_tma else []), outputs
+    if PTXAS_MISSING is None and sass.missing() is None:
+        counts = sass.opcodes(built.sass(name)[gemm["entry"]])
+        assert (counts["UTMASTG"] > 0) == by_tma, sorted(counts)
 
 
 def test_b_stored_k_by_n_is_copied_k_major(built):

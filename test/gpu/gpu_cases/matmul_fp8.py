@@ -41,6 +41,13 @@ def fp8_gemm(ta, tb):
         x2 = g.tensor(name="x2", dim=[1000, 256], data_type=ta)
         w2_t = g.tensor(name="w2_t", dim=[256, 568], stride=[1, 256], data_type=tb)
         y2 = g.mul(g.mul(g.matmul(x2, w2_t), sb), sa)
+        # fp8 outputs staged in shared memory (128 x 128 tiles): stored by
+        # TMA (rows of 1168 bytes), and by the warps along rows of 1160
+        # bytes, which TMA cannot step by.
+        w3_t = g.tensor(name="w3_t", dim=[256, 1168], stride=[1, 256], data_type=tb)
+        w4_t = g.tensor(name="w4_t", dim=[256, 1160], stride=[1, 256], data_type=tb)
+        y3 = g.mul(g.mul(g.matmul(x2, w3_t), sa), sy)
+        y4 = g.mul(g.mul(g.matmul(x2, w4_t), sb), sy)
         # B stored K x N (N contiguous): copied K-major first; the descales
         # written on the operands.
         c = g.tensor(name="c", dim=[129, 256], data_type=ta)
@@ -66,6 +73,9 @@ def fp8_gemm(ta, tb):
                 contracted(g.reduction(y2, "amax", [0, 1]).set_name("amax_bf16"), x2, w2_t,
                            256, GAIN),
                 contracted(g.cast(y2, BF16).set_name("descaled_bf16"), x2, w2_t, 256, GAIN),
+                contracted(g.cast(y3, E4M3).set_name("staged_e4m3"), x2, w3_t, 256, GAIN),
+                contracted(g.cast(y4, E5M2).set_name("staged_rows_e5m2"), x2, w4_t, 256,
+                           GAIN),
                 contracted(z.set_name("prescaled_f32"), c, d, 256, GAIN),
                 contracted(g.cast(g.mul(z, sy), E5M2).set_name("prescaled_e5m2"), c, d, 256,
                            GAIN),

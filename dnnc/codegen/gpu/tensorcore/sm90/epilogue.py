@@ -51,7 +51,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset, tma_d
 STAGE_ROWS = 16
 SLOT_BYTES = STAGE_ROWS * SWIZZLE
 # Output types a TMA store takes from a staged slot.
-STAGED_TYPES = ("bf16", "f16", "f32")
+STAGED_TYPES = ("bf16", "f16", "f32", "f8E4M3FN", "f8E5M2")
 # The staged epilogue reads the next column slice's residual-like inputs
 # while it evaluates one where a slice's take at most this many registers a
 # thread (one bf16 or f32 input; two would spill beside the accumulators).
@@ -60,7 +60,7 @@ AHEAD_REGISTERS = 16
 
 def stage_problem(buffer):
     """Why the epilogue cannot stage output ``buffer`` (C's [batch,] M x N)
-    in shared memory, or None: a type of 2 or 4 bytes, contiguous rows."""
+    in shared memory, or None: a type of 1, 2 or 4 bytes, contiguous rows."""
     t = ir.MemRefType(buffer.type)
     if str(t.element_type) not in STAGED_TYPES:
         return f"a {t.element_type} output (staged tiles take {', '.join(STAGED_TYPES)})"
@@ -162,9 +162,14 @@ class Epilogue:
         if len(widths) > 1:
             return 0, False, (f"{registers} (outputs of "
                               f"{' and '.join(map(str, sorted(widths)))} bytes)")
+        eb = widths.pop()
+        if k.tile.n * eb < SWIZZLE:
+            # (fp8 in a tile 64 columns wide: half a slot row.)
+            return 0, False, (f"{registers} ({k.tile.n} columns of {eb}-byte outputs fill "
+                              f"less than a {SWIZZLE}-byte slot row)")
         free = SMEM_LIMIT - smem_bytes(k.tile, k.element, k.sources)
         per_set = len(stored) * (k.tile.m // STAGE_ROWS) * SLOT_BYTES
-        slices = k.tile.n * widths.pop() // SWIZZLE
+        slices = k.tile.n * eb // SWIZZLE
         sets = min(1 if problems else slices, free // per_set)
         if sets == 0:
             return 0, False, (f"{registers} (its slots need {per_set} bytes of shared memory; "
@@ -343,7 +348,7 @@ class Epilogue:
 
     def slice_groups(self):
         """The accumulator's 8-column groups in a staged column slice (a
-        128-byte row of the slot: 8 for 16-bit outputs, 4 for f32)."""
+        128-byte row of the slot: 8 for 16-bit outputs, 4 for f32, 16 for fp8)."""
         return SWIZZLE // self.out_bytes() // 8
 
     def staged(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
@@ -385,7 +390,9 @@ class Epilogue:
         pair_byte = arith.muli(arith.remui(lane, _idx(4)), _idx(2 * eb))
         # The thread's pair in a group of 8 columns: chunk pair_byte >> 4
         # of the group's (whose first chunk is even for f32: no carry), byte
-        # pair_byte & 15 within it.
+        # pair_byte & 15 within it; for 1-byte outputs a group is half a
+        # chunk, odd groups its second half (8 bytes on, no carry: pair_byte
+        # is below 8).
         pair_chunk = arith.shrui(pair_byte, _idx(4))
         within = arith.andi(pair_byte, _idx(15))
         warp_index = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)), warp)
@@ -399,7 +406,11 @@ class Epilogue:
         first_row = _to_i32(warp_row)
         first_col = arith.muli(tile_n, _idx(tile.n))
         sets = self.slots // len(stored)
-        vec = {b: ir.VectorType.get([2], ir.MemRefType(b.type).element_type) for b in stored}
+        # An fp8 pair goes to the slot as its bytes (LLVM has no fp8 type:
+        # dnn-expand-fp8 makes the conversions integer code).
+        bits = {b: ir.IntegerType.get_signless(8) if eb == 1 else None for b in stored}
+        vec = {b: ir.VectorType.get([2], bits[b] or ir.MemRefType(b.type).element_type)
+               for b in stored}
         slices = tile.n // cols
         # Inputs read a slice at a time (see mainloop.Consumer) load a slice ahead,
         # while this one is evaluated, where a slice's take few registers.
@@ -424,12 +435,16 @@ class Epilogue:
                     loaded = inputs[(h, j)] if inputs is not None else {}
                     values = self.pair_values(acc, batch, row_safe, col, h, j, loaded, row_ok)
                     chunk = arith.addi(pair_chunk, _idx(8 * g * eb // 16))
-                    offset = _to_i64(swizzled_offset(row, chunk, within))
+                    half = (8 * g * eb) % 16
+                    byte = arith.addi(within, _idx(half)) if half else within
+                    offset = _to_i64(swizzled_offset(row, chunk, byte))
                     for i, buffer in enumerate(stored):
                         at = _i((set_ + i) * SLOT_BYTES, 64)
                         address = arith.addi(slots, arith.addi(at, offset))
-                        pair = vector.from_elements(vec[buffer],
-                                                    [values[0][buffer], values[1][buffer]])
+                        pair = [values[0][buffer], values[1][buffer]]
+                        if bits[buffer] is not None:
+                            pair = [arith.bitcast(bits[buffer], v) for v in pair]
+                        pair = vector.from_elements(vec[buffer], pair)
                         llvm.store(pair, _shared_ptr(address), alignment=2 * eb)
             if not self.by_tma:
                 nvvm.SyncWarpOp(_i(-1))
@@ -474,7 +489,11 @@ class Epilogue:
                 # Column lane + 32 i: chunk lane_chunk + 32 i eb / 16 of row r.
                 chunk = arith.addi(lane_chunk, _idx(32 * i * eb // 16))
                 address = arith.addi(slot, _to_i64(swizzled_offset(r, chunk, lane_within)))
-                value = llvm.load(element, _shared_ptr(address))
+                if eb == 1:  # fp8 read as its byte (LLVM has no fp8 type)
+                    value = arith.bitcast(element, llvm.load(ir.IntegerType.get_signless(8),
+                                                             _shared_ptr(address)))
+                else:
+                    value = llvm.load(element, _shared_ptr(address))
                 col = arith.addi(first_col, arith.addi(lane, _idx(32 * i)))
                 ok = _cmp("ult", col, _idx(gemm.n))
                 if row_ok is not None:
