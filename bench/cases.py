@@ -1320,6 +1320,43 @@ MATMUL = [
 ]
 
 
+# ----------------------------------------------------------------------------
+# fp8 GEMMs (tc-sm90's wgmma fp8 form) against torch._scaled_mm (cuBLASLt)
+# ----------------------------------------------------------------------------
+
+
+def _fp8_gemm(m, n, k, out="bf16"):
+    """e4m3 x e4m3 with per-tensor descales, as cuBLASLt's fp8 GEMM takes
+    them: B stored N x K (column-major, which _scaled_mm requires), scales
+    as f32 scalars, y = (a @ b) * s_a * s_b in ``out``."""
+    def build():
+        g = _graph(f"fp8_gemm_{m}x{n}x{k}_{out}", "f32")
+        a = g.tensor(name="a", dim=[m, k], data_type="f8E4M3FN")
+        b = g.tensor(name="b", dim=[k, n], stride=[1, k], data_type="f8E4M3FN")
+        sa = g.tensor(name="sa", dim=[])
+        sb = g.tensor(name="sb", dim=[])
+        g.cast(g.mul(g.mul(g.matmul(a, b), sa), sb), out).set_output(True)
+        return g
+
+    def scaled_mm(fast):
+        def fn(t, a, b, sa, sb):
+            dtype = {"bf16": t.bfloat16, "f16": t.float16, "f32": t.float32}[out]
+            return t._scaled_mm(a, b, scale_a=sa, scale_b=sb, out_dtype=dtype,
+                                use_fast_accum=fast)
+        return fn
+
+    size = {"bf16": 2, "f16": 2, "f32": 4}[out]
+    # The reference is _scaled_mm's default (cuBLASLt adds wgmma's partial
+    # sums into f32 at intervals); "fast_accum" is its mode that, as dnnc's
+    # kernel does, accumulates in the wgmma accumulators throughout.
+    return Case(f"matmul {m}x{n}x{k} fp8 e4m3 +scales -> {out} (vs torch._scaled_mm)", build,
+                scaled_mm(False), 2 * m * n * k, m * k + k * n + m * n * size + 8, False,
+                "matmul", others={"fast_accum": scaled_mm(True)})
+
+
+MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192)]
+
+
 # ============================================================================
 # Matmuls of any alignment (issue 33): odd K, N, M; transposed operands;
 # broadcast batches; the issue's slow cases and a fixed-seed random set
@@ -1966,7 +2003,7 @@ BROADCAST = [
 
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + MIDDLE_REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL
-         + MATMUL_ALIGN + SGEMM + CONV + RESNET
+         + MATMUL_ALIGN + SGEMM + MATMUL_FP8 + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD
          + BROADCAST)

@@ -6,7 +6,8 @@ sm_90a, tc-sm80 (cp.async, ldmatrix, mma.sync) on sm_80 and as sm_90a's
 fallback. Which one would apply depends on the arch and the operand type
 (``tensor_core``).
 
-tc-sm90 runs matmuls of bf16 and f16 (``tc_sm90``): a block of 384 threads
+tc-sm90 runs matmuls of bf16, f16 and fp8 (e4m3 / e5m2, K steps of 128:
+``tc90_k_step``) (``tc_sm90``): a block of 384 threads
 (a producer warpgroup, two consumer warpgroups of 64 rows each) per 128 x BN
 output tile, with BN the widest of 256, 128, 64 that still gives the SMs
 enough tiles (a wider tile reads each A row once per 256 columns instead of
@@ -161,6 +162,13 @@ def split_cluster(split, steps, units, bm, bn, ring_bytes, sms):
     return TC90_CLUSTER
 
 
+def tc90_k_step(dtype):
+    """tc-sm90's K step for operands of ``dtype``: 128 bytes of each row,
+    64 bf16/f16, 32 tf32 (f32), 128 fp8 (wgmma's fp8 form multiplies 32 of
+    K an instruction, four a step)."""
+    return TC90_K * 2 // DTYPE_BYTES.get(dtype, 2) if dtype != "tf32" else TC90_K // 2
+
+
 def tc_sm90(problem, m, n, k, batch, facts):
     """tc-sm90 Configs, best first, for a bf16/f16 matmul: the widest tile
     that still gives every other SM a tile. When no width does (few rows or
@@ -183,8 +191,7 @@ def tc_sm90(problem, m, n, k, batch, facts):
     # 128-row tile's wgmma work would be padding.
     bm = 64 if m <= 64 else TC90_M
     threads = TC90_THREADS if bm == TC90_M else TC90_THREADS - 128
-    # A K step is 128 bytes of each row: 64 bf16/f16, 32 tf32 (f32).
-    bk = TC90_K if problem.dtype in ("bf16", "f16") else TC90_K // 2
+    bk = tc90_k_step(problem.dtype)
     steps = _ceil(k, bk)
     widths = [bn for bn, floor in ((256, 128), (128, 64), (64, 0)) if n > floor]
     tiles = {bn: _ceil(m, bm) * _ceil(n, bn) * batch for bn in widths}

@@ -22,7 +22,9 @@ matmul as its only user, and the operand has the unscaled value's type:
 the multiply's own result, or its cast back to that type (a graph's
 ``cast(x * s, bf16)``, whose product is f32). A bf16 or f16 x scaled to
 f32 (``x * s`` left in f32) folds too when the matmul's operands then
-share one type: the f32 matmul becomes a bf16 / f16 one with f32
+share one type (or both are fp8, e4m3 and e5m2 in any pairing: a
+dequantized fp8 operand, ``(a * s_a) @ (b * s_b)``, as fp8 GEMMs take their
+per-tensor descales): the f32 matmul becomes a bf16 / f16 / fp8 one with f32
 accumulation, which holds every product exactly, as the f32 one did. A
 scale that narrows the type (f32 x * s -> bf16: a cast prologue) stays a
 pointwise kernel. Iterated, so that both operands' scales fold.
@@ -48,7 +50,9 @@ from dnnc.dialect import builders
 from dnnc.passes import DnncPass, dnn_ops, register
 
 SCALES = ("mul", "div")  # the ops whose second operand (mul: either) may be a scale
-WIDENED = ("bf16", "f16")  # operand types whose f32 scale the widening fold undoes
+WIDENED = ("bf16", "f16", "f8E4M3FN", "f8E5M2")  # operand types whose f32 scale the
+#                                                 widening fold undoes
+FP8 = ("f8E4M3FN", "f8E5M2")  # widened operands that may pair with each other
 
 
 def _shape(value):
@@ -161,10 +165,11 @@ def _fold_same_type(matmul):
 
 
 def _fold_widening(matmul):
-    """Fold the f32 scales of bf16 or f16 values (a graph's ``x * s`` with
-    an f32 ``s``, whose product is f32) of one or both operands when the
-    product then multiplies operands of one type: an f32 matmul becomes one
-    of that type (tensor cores) with the scales after it. The two differ
+    """Fold the f32 scales of bf16, f16 or fp8 values (a graph's ``x * s``
+    with an f32 ``s``, whose product is f32) of one or both operands when the
+    product then multiplies operands of one type, or two fp8 types: an f32
+    matmul becomes one of those types (tensor cores) with the scales after
+    it. The two differ
     in f32 rounding only: the f32 matmul rounds each x * s and product,
     the folded one each sum's scaling (its products are exact in f32)."""
     picked, operands, scales = [], [matmul.operands[0], matmul.operands[1]], []
@@ -180,7 +185,8 @@ def _fold_widening(matmul):
         operands[index] = split[0]
         scales.append((op.name[4:], split[1]))
         picked.append(op)
-    if not picked or _element(operands[0]) != _element(operands[1]):
+    types = {str(_element(x)) for x in operands}
+    if not picked or (len(types) != 1 and not types <= set(FP8)):
         return False
     _rebuild(matmul, operands, scales)
     for dead in picked:

@@ -20,6 +20,15 @@ Grouping, in program order:
   (for a matmul: its only user but for the graph's return, so that a returned
   pre-activation is a second output of the GEMM's epilogue). Its other
   operands (bias, residual) become kernel arguments;
+* amax (option ``epilogue``): a reduction in mode amax over every axis of
+  the chain tip of an fp8 matmul's kernel (both operands fp8) joins the
+  kernel, and the tip stays where it was, so the chain goes on past it (the
+  output scaled and cast after the amax of its unscaled value, as
+  Transformer Engine records it): tc-sm90's GEMM takes the largest |value|
+  as its epilogue computes them, and the value is not stored for a
+  reduction kernel to read again. The tip's other user may then join as if
+  it were the only one. Only fp8: a bf16 or f16 GEMM may run on tc-sm80,
+  whose epilogue takes no amax;
 * rows: a reduction of the trailing axes that keeps them (``rows x 1``, a
   row program for simt-reduce; the innermost axis alone, or several, as
   groupnorm's (sample, group) rows of channels x positions) takes pointwise
@@ -150,6 +159,7 @@ OPERAND_PROLOGUE = {"cast", "relu", "leaky_relu", "abs", "neg", "add", "sub", "m
 PROLOGUE_MAX_N = {2: 2048, 4: 1024}
 PROLOGUE_MAX_M = 256
 VIEW = "view"  # the anchor of a reshape left in the graph function
+FP8 = ("f8E4M3FN", "f8E5M2")  # the operand types of a matmul an amax joins
 # A column kernel joins a row kernel over its rows (a row-and-column program:
 # dnnc/codegen/gpu/reduce/rowcolumns.py) when a block's f32 sums of one row's
 # columns, one per column reduction, take at most this much shared memory:
@@ -223,6 +233,15 @@ def _row_reduction(op):
         return False
     return trailing_axes(ir.DenseI64ArrayAttr(op.attributes["axes"]),
                          len(_shape(op.operands[0]))) > 0
+
+
+def _amax_of_all(op):
+    """True for a reduction in mode amax over every axis of its operand (a
+    tensor's largest |value|: an fp8 scaling's record)."""
+    if op.name != "dnn.reduction" or ir.StringAttr(op.attributes["mode"]).value != "amax":
+        return False
+    axes = set(ir.DenseI64ArrayAttr(op.attributes["axes"]))
+    return axes == set(range(len(_shape(op.operands[0]))))
 
 
 def _rows(op):
@@ -410,7 +429,7 @@ class Partition:
             group = self._new(VIEW if _is_view(op) else "tensor", op)
             if kind == "transpose" and self.epilogue:
                 group.tip = op.results[0]
-        elif kind == "reduction" and self._place_reduction(op):
+        elif kind == "reduction" and (self._join_amax(op) or self._place_reduction(op)):
             pass
         elif kind == "concat" and self._join_concat(op):
             pass
@@ -537,6 +556,21 @@ class Partition:
                 return True
         return False
 
+    def _join_amax(self, op):
+        """Join ``op``, an amax over every axis (``_amax_of_all``) of an fp8
+        matmul kernel's chain tip, to that kernel, the tip unchanged."""
+        if not self.epilogue or not _amax_of_all(op):
+            return False
+        group = self._source(op.operands[0])
+        if group is None or group.anchor != "matmul" or group.tip != op.operands[0] \
+                or not self._legal([group], op):
+            return False
+        matmul = next(o for o in group.ops if o.name == "dnn.matmul")
+        if any(str(ir.ShapedType(v.type).element_type) not in FP8 for v in matmul.operands):
+            return False
+        self._add(group, op)
+        return True
+
     @staticmethod
     def _unary(op, value):
         """``op`` reads no tensor but ``value`` (its other operands are
@@ -554,7 +588,9 @@ class Partition:
         result."""
         users = _users(value)
         if group.anchor == "matmul":
-            users = [u for u in users if u.name != "func.return"]
+            # (An amax of the tip may join the kernel beside the chain:
+            # _join_amax; where it does not, the kernel returns the tip too.)
+            users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)]
         return users == [op]
 
     def _absorb(self, group):

@@ -206,8 +206,11 @@ class DnnMapTensorCores(DnncPass):
         except gemm_match.NotAGemm as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
+        tile = tile_of(config)
+        if found.epilogue.amax and tile.splits // tile.cluster > sm90.LAST_ARRIVAL_SPLITS:
+            tile, config = self._amax_splits(fn, config, tile)
         try:
-            notes = sm90.build(fn, found, tile_of(config))
+            notes = sm90.build(fn, found, tile)
         except sm90.NotSupported as why:
             not_sm90 = f"{STRATEGY} does not apply ({why})"
         else:
@@ -228,6 +231,20 @@ class DnnMapTensorCores(DnncPass):
                              split=fallback.split),
                   "; ".join([f"{not_sm90}: tc-sm80 {'x'.join(map(str, shape))} tiles, "
                              f"{tile.stages} stages"] + notes))
+
+    @staticmethod
+    def _amax_splits(fn, config, tile):
+        """(tile, config) of a GEMM whose epilogue takes an amax, with at most
+        LAST_ARRIVAL_SPLITS partials a tile: the second launch that would
+        sum more (sm90/splitk.py) evaluates the epilogue without it, while
+        the GEMM's last arrival and a cluster's sum run the whole epilogue."""
+        splits = tile.cluster * sm90.LAST_ARRIVAL_SPLITS
+        add_note(fn, f"K split {splits} ways, not {tile.splits} (an amax in the epilogue: "
+                     f"at most {sm90.LAST_ARRIVAL_SPLITS} partials a tile, summed by the last "
+                     "to arrive)")
+        config = config.replace(split=splits)
+        fn.attributes[ATTR] = config.to_attr()
+        return dataclasses.replace(tile, splits=splits), config
 
     def _sm90_attention(self, fn, config):
         """An sdpa kernel: tc-sm90's attention forward (sm90/flash.py), an

@@ -598,3 +598,38 @@ def test_channels_last_batchnorm_is_two_column_programs_and_a_pointwise_kernel()
     module = check_front(g, ["tensor", "reduction", "tensor", "tensor", "reduction", "pointwise",
                              "tensor", "tensor", "tensor"], positive=("rv",))
     assert [axes for axes in reduced_axes(module) if axes] == [[(0,)], [(0,)]]
+
+
+@pytest.mark.parametrize("types", [("f8E4M3FN", "f8E4M3FN"), ("f8E4M3FN", "f8E5M2")])
+def test_fp8_descales_join_the_epilogue(types):
+    """(a * s_a) @ (b * s_b) of fp8 a and b (the descales of an fp8 GEMM,
+    e4m3 x e5m2 too), then the output's scale: the descales move after the
+    fp8 product (dnn-fold-operand-scales), one kernel, the fp8 operands read
+    as they are stored."""
+    g = _graph("fp8_scaled")
+    a = g.tensor(name="a", dim=[7, 32], data_type=types[0])
+    b = g.tensor(name="b", dim=[32, 5], data_type=types[1])
+    sa = g.tensor(name="sa", dim=[])
+    sb = g.tensor(name="sb", dim=[])
+    sy = g.tensor(name="sy", dim=[])
+    g.mul(g.matmul(g.mul(a, sa), g.mul(b, sb)), sy).set_output(True)
+    module = check(g, ["matmul"], positive=("sa", "sb", "sy"), rtol=1e-5)
+    assert f"(tensor<7x32x{types[0]}>, tensor<32x5x{types[1]}>) -> tensor<7x5xf32>" \
+        in str(module)
+
+
+def test_fp8_gemm_amax_joins_the_gemm():
+    """An fp8 GEMM's descaled output y, its amax over every axis (the
+    record of y's range, as Transformer Engine keeps it) and y scaled and
+    cast to e4m3: one matmul kernel, which returns the amax and the fp8
+    output; the same values before and after, and on the CPU back end."""
+    g = _graph("fp8_amax")
+    a = g.tensor(name="a", dim=[2, 7, 32], data_type="f8E4M3FN")
+    b = g.tensor(name="b", dim=[2, 32, 5], data_type="f8E4M3FN")
+    sa = g.tensor(name="sa", dim=[])
+    sy = g.tensor(name="sy", dim=[])
+    y = g.mul(g.matmul(a, b), sa)
+    g.reduction(y, "amax", [0, 1, 2]).set_output(True)
+    g.cast(g.mul(y, sy), "f8E4M3FN").set_output(True)
+    module = check(g, ["matmul"], positive=("sa", "sy"))
+    assert '"dnn.reduction"' in str(module)

@@ -24,6 +24,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        FFMA kernel), eight to a graph: odd sizes, transposed
                        operands, batches, epilogues; each tile and a K split
                        forced on chosen problems
+    matmul_fp8.py      fp8 GEMMs on tc-sm90 (e4m3 / e5m2 pairs): per-tensor
+                       scales, bf16 / f16 / f32 / fp8 outputs, amax
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -112,6 +114,7 @@ from . import layouts
                matmul, matmul_align, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from . import reduction_middle
 from . import matmul_f32_exact
+from . import matmul_fp8
 from .case import Case
 
 # In the order index.json lists them.
@@ -122,6 +125,7 @@ CASES = [
     *matmul.CASES,
     *matmul_align.CASES,
     *matmul_f32_exact.CASES,
+    *matmul_fp8.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

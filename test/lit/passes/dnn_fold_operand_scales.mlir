@@ -103,3 +103,23 @@ func.func @kept(%a: tensor<8x16xbf16>, %b: tensor<16x4xbf16>, %k: tensor<1x16xf3
   %11 = "dnn.matmul"(%10, %b) {compute_type = f32} : (tensor<8x16xbf16>, tensor<16x4xbf16>) -> tensor<8x4xbf16>
   return %2, %4, %6, %5, %8, %11 : tensor<8x4xbf16>, tensor<8x4xbf16>, tensor<8x4xbf16>, tensor<8x16xbf16>, tensor<8x4xbf16>, tensor<8x4xbf16>
 }
+
+// -----
+
+// fp8 operands dequantized by per-tensor f32 scales, (a * s_a) @ (b * s_b)
+// with e4m3 x e5m2 too: both scales move after an fp8 matmul (its products
+// are exact in f32). An fp8 operand beside a bf16 one stays an f32 matmul.
+// CHECK-LABEL: func.func @fp8_descales(
+//  CHECK-NEXT:   %[[P:.*]] = "dnn.matmul"(%arg0, %arg1) {compute_type = f32} : (tensor<8x32xf8E4M3FN>, tensor<32x16xf8E5M2>) -> tensor<8x16xf32>
+//  CHECK-NEXT:   %[[S:.*]] = "dnn.mul"(%[[P]], %arg2) : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+//  CHECK-NEXT:   %[[T:.*]] = "dnn.mul"(%[[S]], %arg3) : (tensor<8x16xf32>, tensor<f32>) -> tensor<8x16xf32>
+//  CHECK-NEXT:   %[[M:.*]] = "dnn.mul"(%arg0, %arg2) : (tensor<8x32xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
+//  CHECK-NEXT:   "dnn.matmul"(%[[M]], %arg4)
+func.func @fp8_descales(%a: tensor<8x32xf8E4M3FN>, %b: tensor<32x16xf8E5M2>, %sa: tensor<f32>, %sb: tensor<f32>, %h: tensor<32x16xbf16>) -> (tensor<8x16xf32>, tensor<8x16xf32>) {
+  %0 = "dnn.mul"(%a, %sa) : (tensor<8x32xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
+  %1 = "dnn.mul"(%b, %sb) : (tensor<32x16xf8E5M2>, tensor<f32>) -> tensor<32x16xf32>
+  %2 = "dnn.matmul"(%0, %1) {compute_type = f32} : (tensor<8x32xf32>, tensor<32x16xf32>) -> tensor<8x16xf32>
+  %3 = "dnn.mul"(%a, %sa) : (tensor<8x32xf8E4M3FN>, tensor<f32>) -> tensor<8x32xf32>
+  %4 = "dnn.matmul"(%3, %h) {compute_type = f32} : (tensor<8x32xf32>, tensor<32x16xbf16>) -> tensor<8x16xf32>
+  return %2, %4 : tensor<8x16xf32>, tensor<8x16xf32>
+}

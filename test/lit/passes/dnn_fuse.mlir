@@ -322,6 +322,65 @@ func.func @pre_activation(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>, %b: tensor
 
 // -----
 
+// An fp8 GEMM's amax (over every axis) of its descaled output, which is then
+// scaled and cast to fp8: the amax joins the matmul kernel beside the chain,
+// and the chain goes on past it (mul, cast). One kernel, two results.
+// CHECK-LABEL: func.func private @fp8_amax_k0_matmul(
+// CHECK-SAME: -> (tensor<1x1xf32>, tensor<5x16xf8E4M3FN>)
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul"
+// CHECK-NEXT: %[[Y:.*]] = "dnn.mul"(%[[M]], %arg2)
+// CHECK-NEXT: %[[A:.*]] = "dnn.reduction"(%[[Y]]) {axes = array<i64: 0, 1>, keepdims = true, mode = "amax"}
+// CHECK-NEXT: %[[S:.*]] = "dnn.mul"(%[[Y]], %arg3)
+// CHECK-NEXT: %[[Q:.*]] = "dnn.cast"(%[[S]])
+// CHECK-NEXT: return %[[A]], %[[Q]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @fp8_amax(
+// CHECK-NEXT: %[[R:.*]]:2 = call @fp8_amax_k0_matmul(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1
+func.func @fp8_amax(%a: tensor<5x32xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>, %s: tensor<f32>, %q: tensor<f32>) -> (tensor<1x1xf32>, tensor<5x16xf8E4M3FN>) {
+  %0 = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<5x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>) -> tensor<5x16xf32>
+  %1 = "dnn.mul"(%0, %s) : (tensor<5x16xf32>, tensor<f32>) -> tensor<5x16xf32>
+  %2 = "dnn.reduction"(%1) {axes = array<i64: 0, 1>, keepdims = true, mode = "amax"} : (tensor<5x16xf32>) -> tensor<1x1xf32>
+  %3 = "dnn.mul"(%1, %q) : (tensor<5x16xf32>, tensor<f32>) -> tensor<5x16xf32>
+  %4 = "dnn.cast"(%3) : (tensor<5x16xf32>) -> tensor<5x16xf8E4M3FN>
+  return %2, %4 : tensor<1x1xf32>, tensor<5x16xf8E4M3FN>
+}
+
+// -----
+
+// An amax over some axes only (a row's): not joined.
+// CHECK-LABEL: func.func private @amax_rows_k0_matmul(
+// CHECK-NEXT: "dnn.matmul"
+// CHECK-NEXT: return
+// CHECK: func.func private @amax_rows_k1_reduction(
+// CHECK-LABEL: func.func @amax_rows(
+func.func @amax_rows(%a: tensor<5x32xf8E4M3FN>, %b: tensor<32x16xf8E4M3FN>) -> tensor<5x1xf32> {
+  %0 = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<5x32xf8E4M3FN>, tensor<32x16xf8E4M3FN>) -> tensor<5x16xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 1>, keepdims = true, mode = "amax"} : (tensor<5x16xf32>) -> tensor<5x1xf32>
+  return %1 : tensor<5x1xf32>
+}
+
+// -----
+
+// The amax of a bf16 GEMM's result (which tc-sm80 may run, whose epilogue
+// takes none) stays a kernel of its own; the cast still joins the GEMM,
+// which returns the product for the amax too.
+// CHECK-LABEL: func.func private @amax_bf16_k0_matmul(
+// CHECK-SAME: -> (tensor<5x16xf32>, tensor<5x16xbf16>)
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul"
+// CHECK-NEXT: %[[C:.*]] = "dnn.cast"(%[[M]])
+// CHECK-NEXT: return %[[M]], %[[C]]
+// CHECK: func.func private @amax_bf16_k1_reduction(
+// CHECK-LABEL: func.func @amax_bf16(
+func.func @amax_bf16(%a: tensor<5x32xbf16>, %b: tensor<32x16xbf16>) -> (tensor<1x1xf32>, tensor<5x16xbf16>) {
+  %0 = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<5x32xbf16>, tensor<32x16xbf16>) -> tensor<5x16xf32>
+  %1 = "dnn.reduction"(%0) {axes = array<i64: 0, 1>, keepdims = true, mode = "amax"} : (tensor<5x16xf32>) -> tensor<1x1xf32>
+  %2 = "dnn.cast"(%0) : (tensor<5x16xf32>) -> tensor<5x16xbf16>
+  return %1, %2 : tensor<1x1xf32>, tensor<5x16xbf16>
+}
+
+// -----
+
 // residual add + layernorm + the fp8 output's scale and cast: one kernel,
 // which also returns the sum; the scale is a kernel argument.
 // CHECK-LABEL: func.func private @residual_layernorm_fp8_k0_layernorm(

@@ -12,8 +12,11 @@ pointwise consumers) is a short list of ``linalg.generic`` ops on buffers::
               (f32 operands: a * b, or tf32(a) * tf32(b) for a matmul whose
               compute type is tf32: ``Gemm.compute``)
     epilogue  Y[m, n] = f(C[m, n], bias[0, n], R[m, n], ...)   (zero or more)
+    amax      fill a = 0; a = max(a, |Y[m, n]|) over all m, n      (zero or more,
+              anywhere among the epilogue's ops: ``Epilogue.amax``)
 
-``match`` recognizes that shape and returns a ``Gemm``: the operands with
+Operands are bf16, f16, f32, or fp8 (e4m3 and e5m2 in any pairing:
+``Gemm.fp8``). ``match`` recognizes that shape and returns a ``Gemm``: the operands with
 the side their K runs along (the layout the operand loaders need), the
 problem size, and the ``Epilogue``: the elementwise generics after the
 contraction in program order, which the kernel builders evaluate on each
@@ -39,6 +42,10 @@ from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs, identity_lay
 
 # Element types the tensor cores multiply, and what the kernel names them.
 TC_ELEMENTS = ("bf16", "f16", "f32")
+# fp8 operands a matmul may multiply, in any pairing (e4m3 x e5m2 too:
+# wgmma's fp8 forms take the two types independently). Only tc-sm90 takes
+# them (sm90/support.py); convolutions keep to TC_ELEMENTS.
+FP8_ELEMENTS = ("f8E4M3FN", "f8E5M2")
 
 
 class NotAGemm(Exception):
@@ -82,7 +89,7 @@ class Operand:
 
     value: object            # the memref (a kernel function argument)
     dims: dict               # "batch" / "mn" / "k" -> buffer dim (batch: None if broadcast)
-    element: str             # "bf16", "f16", "f32"
+    element: str             # "bf16", "f16", "f32", "f8E4M3FN", "f8E5M2"
     prologue: Prologue = None
     # With several batch dims (``Gemm.batch_shape``): the buffer dim of each,
     # outermost first, None where the operand is broadcast along it; then
@@ -135,6 +142,11 @@ class Epilogue:
     # phase of a data gradient reads and writes instead (tensorcore/phases.py,
     # pair_epilogue.at); None: the buffers as they are.
     pixels: dict = None
+    # [(buffer, output)]: the amax (the largest |value|, NaN if any is NaN)
+    # of every element of C or of a step's output ``buffer``, into the
+    # kernel's one-element ``output`` (zero before the GEMM), which dnn-fuse
+    # joined beside the chain (``_amax_step``).
+    amax: list = field(default_factory=list)
 
     def stored(self, arguments):
         """The buffers the kernel must store: outputs that are in ``arguments``."""
@@ -168,6 +180,11 @@ class Gemm:
     @property
     def element(self):
         return self.a.element
+
+    @property
+    def fp8(self):
+        """Both operands are fp8 (FP8_ELEMENTS; their types may differ)."""
+        return self.a.element in FP8_ELEMENTS and self.b.element in FP8_ELEMENTS
 
 
 def _iterators(op):
@@ -250,8 +267,8 @@ def _cone(value, order):
 
 def _contraction_body(op, elements):
     """Check the body is acc + ext(f(a)) * ext(g(b)) (f, g: prologues, or
-    none) for bf16 / f16 multiplies, acc + a * b or acc + tf32(a) * tf32(b)
-    for f32; returns (what the multiply sees (``Gemm.compute``): "tf32" for
+    none) for bf16 / f16 multiplies and fp8 ones (e4m3 and e5m2 in any
+    pairing), acc + a * b or acc + tf32(a) * tf32(b) for f32; returns (what the multiply sees (``Gemm.compute``): "tf32" for
     the rounded form, else "f32"; the element each side multiplies; the
     Prologue of each side)."""
     body = irutil.body_ops(op)
@@ -299,9 +316,10 @@ def _contraction_body(op, elements):
                                "elementwise ops of the element alone")
         multiplied.append(str(value.type))
         prologues.append(Prologue(argument, ops, value) if ops else None)
-    if multiplied[0] != multiplied[1] or multiplied[0] not in ("bf16", "f16"):
+    fp8 = all(t in FP8_ELEMENTS for t in multiplied)
+    if not fp8 and (multiplied[0] != multiplied[1] or multiplied[0] not in ("bf16", "f16")):
         raise NotAGemm(f"the contraction multiplies {multiplied[0]} x {multiplied[1]}: "
-                       "expected both bf16 or both f16")
+                       "expected both bf16, both f16, or both fp8 (f8E4M3FN, f8E5M2)")
     inside = set(o for p in prologues if p for o in p.ops)
     extra = [o for o in body[:-3] if o.name != "arith.extf" and o not in inside]
     if extra or len(body) - 3 - len(inside) != 2:
@@ -354,9 +372,10 @@ def _contraction(op):
         raise NotAGemm(f"accumulator type {c_type.element_type}: expected f32")
     compute, (a.element, b.element), (a.prologue, b.prologue) = _contraction_body(
         op, (a.element, b.element))
-    if a.element != b.element or a.element not in TC_ELEMENTS:
+    fp8 = a.element in FP8_ELEMENTS and b.element in FP8_ELEMENTS
+    if not fp8 and (a.element != b.element or a.element not in TC_ELEMENTS):
         raise NotAGemm(f"operand types {a.element} x {b.element}: expected both bf16, "
-                       "f16 or f32")
+                       "f16 or f32, or both fp8")
     shape = list(c_type.shape)
     ta = ir.MemRefType(a_val.type)
     k = ta.shape[a.dims["k"]]
@@ -396,6 +415,43 @@ def _epilogue_step(op, rank, c_shape):
     return Step(op, inputs, outputs)
 
 
+def _fill_value(op):
+    """The constant an all-parallel generic without inputs writes into its
+    one output (a linalg fill), or None."""
+    if len(op.operands) != 1 or not all(i == "parallel" for i in _iterators(op)):
+        return None
+    body = irutil.body_ops(op)
+    if len(body) != 1 or body[0].name != "linalg.yield":
+        return None
+    return irutil.constant_scalar(body[0].operands[0])
+
+
+def _amax_step(op, rank):
+    """(the buffer it reads, its output) of an amax over every element of a
+    [batch,] M x N buffer: a generic reducing all ``rank`` dims whose body
+    is max(out, |in|) (NaN-propagating, as math.absf and arith.maximumf
+    are), into an output of one element; None for any other op."""
+    iterators = _iterators(op)
+    if len(iterators) != rank or any(i != "reduction" for i in iterators) \
+            or len(op.operands) != 2:
+        return None
+    maps = irutil.indexing_maps(op)
+    if [r.position if isinstance(r, ir.AffineDimExpr) else None
+            for r in maps[0].results] != list(range(rank)):
+        return None
+    if any(not (isinstance(r, ir.AffineConstantExpr) and r.value == 0) for r in maps[1].results):
+        return None
+    body = irutil.body_ops(op)
+    if [o.name for o in body] != ["math.absf", "arith.maximumf", "linalg.yield"]:
+        return None
+    x, out = list(op.regions[0].blocks[0].arguments)
+    absf, maximum, done = body
+    if absf.operands[0] != x or set(maximum.operands) != {out, absf.results[0]} \
+            or done.operands[0] != maximum.results[0]:
+        return None
+    return op.operands[0], op.operands[1]
+
+
 def match(fn):
     """The ``Gemm`` of kernel function ``fn``; raises NotAGemm."""
     ops = [o.operation for o in irutil.body(fn).operations]
@@ -404,7 +460,9 @@ def match(fn):
                                                 "func.return", "memref.dealloc")]
     if others:
         raise NotAGemm(f"'{others[0].name}' in the kernel")
-    reductions = [g for g in generics if "reduction" in _iterators(g)]
+    # (An amax of the epilogue reduces every dim: not the contraction.)
+    reductions = [g for g in generics if "reduction" in _iterators(g)
+                  and "parallel" in _iterators(g)]
     if len(reductions) != 1:
         raise NotAGemm(f"{len(reductions)} reductions: expected one contraction")
     contraction = reductions[0]
@@ -420,8 +478,23 @@ def match(fn):
     c_shape = list(ir.MemRefType(c.type).shape)
     epilogue = Epilogue(c)
     known = {c}
+    # Fills of an amax's output (its zero: |x| >= 0), matched with the amax.
+    fills = {op: op.operands[0] for op in after if _fill_value(op) == 0.0
+             and op.operands[0] in arguments}
     for op in after:
+        if op in fills:
+            continue
+        amax = _amax_step(op, len(c_shape))
+        if amax is not None:
+            source, output = amax
+            if source not in known or output not in fills.values() or output not in arguments:
+                raise NotAGemm("an amax that reads no epilogue value, or whose output is no "
+                               "kernel output filled with zero")
+            epilogue.amax.append(amax)
+            continue
         step = _epilogue_step(op, len(c_shape), c_shape)
+        if any(source in step.outputs for source, _ in epilogue.amax):
+            raise NotAGemm("an epilogue op overwrites the value an amax reads")
         for value, exprs in step.inputs:
             if value in known and exprs != list(range(len(c_shape))):
                 raise NotAGemm("the epilogue reads the accumulator through a broadcast")
@@ -429,6 +502,8 @@ def match(fn):
                 raise NotAGemm("the epilogue reads a buffer computed before the GEMM")
         known.update(step.outputs)
         epilogue.steps.append(step)
+    if set(fills.values()) != {output for _, output in epilogue.amax}:
+        raise NotAGemm("a kernel output filled with zero that no amax reduces into")
     for alloc in (o for o in ops if o.name == "memref.alloc"):
         if alloc.results[0] not in known:
             raise NotAGemm("an allocation the GEMM does not write")

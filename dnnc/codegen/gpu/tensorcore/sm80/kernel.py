@@ -101,6 +101,8 @@ def check(gemm, tile, loaders=None):
                                "tc-sm80 applies none")
     if tile.splits < 1:
         raise NotSupported(f"K split {tile.splits} ways: expected at least 1")
+    if gemm.epilogue.amax:
+        raise NotSupported("an amax beside the epilogue: tc-sm80's epilogue takes none")
     if tile.warps not in (1, 2, 4, 8) or tile.stages < 2:
         raise NotSupported(f"{tile.warps} warps, {tile.stages} stages: expected 1, 2, 4 or 8 "
                            "warps and at least 2 stages")

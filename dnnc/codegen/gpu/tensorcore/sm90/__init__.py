@@ -35,7 +35,8 @@ dnnc/codegen/gpu/tensorcore/):
   memory or from registers); ``prologue``: operand prologues converted by
   the consumers;
 * ``epilogue``: the fused epilogue, stored from registers or staged in
-  shared memory and stored by TMA;
+  shared memory and stored by TMA; ``amax``: an amax of an epilogue value
+  taken as it is computed;
 * ``splitk``: K split over several units, summed in a fixed order (in the
   launch, in clusters, or by a second launch);
 * ``scheduler``: the persistent tile scheduler;

@@ -39,6 +39,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, at, quad_transpose
+from dnnc.codegen.gpu.tensorcore.sm90.amax import Amax
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     SMEM_LIMIT, WARPGROUP, misaligned, smem_bytes,
 )
@@ -50,7 +51,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset, tma_d
 STAGE_ROWS = 16
 SLOT_BYTES = STAGE_ROWS * SWIZZLE
 # Output types a TMA store takes from a staged slot.
-STAGED_TYPES = ("bf16", "f16", "f32")
+STAGED_TYPES = ("bf16", "f16", "f32", "f8E4M3FN", "f8E5M2")
 # The staged epilogue reads the next column slice's residual-like inputs
 # while it evaluates one where a slice's take at most this many registers a
 # thread (one bf16 or f32 input; two would spill beside the accumulators).
@@ -59,7 +60,7 @@ AHEAD_REGISTERS = 16
 
 def stage_problem(buffer):
     """Why the epilogue cannot stage output ``buffer`` (C's [batch,] M x N)
-    in shared memory, or None: a type of 2 or 4 bytes, contiguous rows."""
+    in shared memory, or None: a type of 1, 2 or 4 bytes, contiguous rows."""
     t = ir.MemRefType(buffer.type)
     if str(t.element_type) not in STAGED_TYPES:
         return f"a {t.element_type} output (staged tiles take {', '.join(STAGED_TYPES)})"
@@ -112,6 +113,8 @@ class Epilogue:
         self.staging_offset = k.ring_bytes + k.converted
         self.staging_bytes = self.slots * (tile.m // STAGE_ROWS) * SLOT_BYTES
         self.out_descriptors = []
+        # The amax outputs taken beside the chain (amax.py).
+        self.amax = Amax(k)
 
     def make_descriptors(self):
         """Host side: the TMA descriptors of the stored outputs, when TMA
@@ -159,9 +162,14 @@ class Epilogue:
         if len(widths) > 1:
             return 0, False, (f"{registers} (outputs of "
                               f"{' and '.join(map(str, sorted(widths)))} bytes)")
+        eb = widths.pop()
+        if k.tile.n * eb < SWIZZLE:
+            # (fp8 in a tile 64 columns wide: half a slot row.)
+            return 0, False, (f"{registers} ({k.tile.n} columns of {eb}-byte outputs fill "
+                              f"less than a {SWIZZLE}-byte slot row)")
         free = SMEM_LIMIT - smem_bytes(k.tile, k.element, k.sources)
         per_set = len(stored) * (k.tile.m // STAGE_ROWS) * SLOT_BYTES
-        slices = k.tile.n * widths.pop() // SWIZZLE
+        slices = k.tile.n * eb // SWIZZLE
         sets = min(1 if problems else slices, free // per_set)
         if sets == 0:
             return 0, False, (f"{registers} (its slots need {per_set} bytes of shared memory; "
@@ -279,10 +287,12 @@ class Epilogue:
                     out[(h, 4 * g + i)][buffer] = [vector.extract(pair, [], [e])
                                                    for e in range(2)]
 
-    def pair_values(self, acc, batch, row_safe, col, h, j, loaded):
+    def pair_values(self, acc, batch, row_safe, col, h, j, loaded, row_ok=None):
         """evaluate's results ({buffer: value}) at the thread's accumulator
         pair (``h``, ``j``): columns ``col`` and ``col`` + 1 of its row (read
-        at ``row_safe``, columns clamped into N)."""
+        at ``row_safe``, columns clamped into N); the amax outputs take them
+        where they lie inside C (``row_ok``: the row inside M, None where
+        every row is)."""
         k = self.k
         full_n = k.gemm.n % k.tile.n == 0
         values = []
@@ -294,13 +304,21 @@ class Epilogue:
             values.append(self.pair.evaluate(
                 v, self.pair.point(batch, row_safe, c_safe),
                 {b: pair[e] for b, pair in loaded.items()}))
+        self.amax.take(values, col, row_ok)
         return values
 
     def apply(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
-        k = self.k
+        self.amax.begin()
         if self.slots:
             self.staged(acc, consumer, local, batch, tile_m, tile_n, inputs)
-            return
+        else:
+            self.from_registers(acc, consumer, local, batch, tile_m, tile_n, inputs)
+        self.amax.flush(local)
+
+    def from_registers(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
+        """The epilogue stored from registers (no slots): pairs, or 16 bytes
+        a thread where the outputs allow."""
+        k = self.k
         tile, gemm = k.tile, k.gemm
         row0, col0 = self.origin(consumer, local, tile_m, tile_n)
         full_n = gemm.n % tile.n == 0
@@ -313,7 +331,7 @@ class Epilogue:
             for j in range(tile.n // 8):
                 col = arith.addi(col0, _idx(8 * j)) if j else col0
                 loaded = inputs[(h, j)] if inputs is not None else {}
-                values = self.pair_values(acc, batch, row_safe, col, h, j, loaded)
+                values = self.pair_values(acc, batch, row_safe, col, h, j, loaded, row_ok)
                 if not wide:
                     self.pair.store(values, batch, row, col, row_ok)
                     continue
@@ -330,7 +348,7 @@ class Epilogue:
 
     def slice_groups(self):
         """The accumulator's 8-column groups in a staged column slice (a
-        128-byte row of the slot: 8 for 16-bit outputs, 4 for f32)."""
+        128-byte row of the slot: 8 for 16-bit outputs, 4 for f32, 16 for fp8)."""
         return SWIZZLE // self.out_bytes() // 8
 
     def staged(self, acc, consumer, local, batch, tile_m, tile_n, inputs):
@@ -372,7 +390,9 @@ class Epilogue:
         pair_byte = arith.muli(arith.remui(lane, _idx(4)), _idx(2 * eb))
         # The thread's pair in a group of 8 columns: chunk pair_byte >> 4
         # of the group's (whose first chunk is even for f32: no carry), byte
-        # pair_byte & 15 within it.
+        # pair_byte & 15 within it; for 1-byte outputs a group is half a
+        # chunk, odd groups its second half (8 bytes on, no carry: pair_byte
+        # is below 8).
         pair_chunk = arith.shrui(pair_byte, _idx(4))
         within = arith.andi(pair_byte, _idx(15))
         warp_index = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)), warp)
@@ -386,7 +406,11 @@ class Epilogue:
         first_row = _to_i32(warp_row)
         first_col = arith.muli(tile_n, _idx(tile.n))
         sets = self.slots // len(stored)
-        vec = {b: ir.VectorType.get([2], ir.MemRefType(b.type).element_type) for b in stored}
+        # An fp8 pair goes to the slot as its bytes (LLVM has no fp8 type:
+        # dnn-expand-fp8 makes the conversions integer code).
+        bits = {b: ir.IntegerType.get_signless(8) if eb == 1 else None for b in stored}
+        vec = {b: ir.VectorType.get([2], bits[b] or ir.MemRefType(b.type).element_type)
+               for b in stored}
         slices = tile.n // cols
         # Inputs read a slice at a time (see mainloop.Consumer) load a slice ahead,
         # while this one is evaluated, where a slice's take few registers.
@@ -403,20 +427,24 @@ class Epilogue:
             nvvm.SyncWarpOp(_i(-1))
             set_ = (s % sets) * len(stored)
             for h in range(2):
-                _, _, row_safe = self.rows(row0, h)
+                _, row_ok, row_safe = self.rows(row0, h)
                 row = arith.addi(quad, _idx(8 * h)) if h else quad
                 for g in range(groups):
                     j = s * groups + g
                     col = arith.addi(col0, _idx(8 * j)) if j else col0
                     loaded = inputs[(h, j)] if inputs is not None else {}
-                    values = self.pair_values(acc, batch, row_safe, col, h, j, loaded)
+                    values = self.pair_values(acc, batch, row_safe, col, h, j, loaded, row_ok)
                     chunk = arith.addi(pair_chunk, _idx(8 * g * eb // 16))
-                    offset = _to_i64(swizzled_offset(row, chunk, within))
+                    half = (8 * g * eb) % 16
+                    byte = arith.addi(within, _idx(half)) if half else within
+                    offset = _to_i64(swizzled_offset(row, chunk, byte))
                     for i, buffer in enumerate(stored):
                         at = _i((set_ + i) * SLOT_BYTES, 64)
                         address = arith.addi(slots, arith.addi(at, offset))
-                        pair = vector.from_elements(vec[buffer],
-                                                    [values[0][buffer], values[1][buffer]])
+                        pair = [values[0][buffer], values[1][buffer]]
+                        if bits[buffer] is not None:
+                            pair = [arith.bitcast(bits[buffer], v) for v in pair]
+                        pair = vector.from_elements(vec[buffer], pair)
                         llvm.store(pair, _shared_ptr(address), alignment=2 * eb)
             if not self.by_tma:
                 nvvm.SyncWarpOp(_i(-1))
@@ -461,7 +489,11 @@ class Epilogue:
                 # Column lane + 32 i: chunk lane_chunk + 32 i eb / 16 of row r.
                 chunk = arith.addi(lane_chunk, _idx(32 * i * eb // 16))
                 address = arith.addi(slot, _to_i64(swizzled_offset(r, chunk, lane_within)))
-                value = llvm.load(element, _shared_ptr(address))
+                if eb == 1:  # fp8 read as its byte (LLVM has no fp8 type)
+                    value = arith.bitcast(element, llvm.load(ir.IntegerType.get_signless(8),
+                                                             _shared_ptr(address)))
+                else:
+                    value = llvm.load(element, _shared_ptr(address))
                 col = arith.addi(first_col, arith.addi(lane, _idx(32 * i)))
                 ok = _cmp("ult", col, _idx(gemm.n))
                 if row_ok is not None:

@@ -5,7 +5,7 @@ epilogue (epilogue.py), split-K (splitk.py) and the tile scheduler
 
 Host side (``Kernel.build``, at the kernel function's return): the copies of
 operands that wgmma or TMA cannot read in place, the TMA descriptors, the
-split-K workspace, the ``gpu.launch`` (in clusters for a cluster sum) and a
+zeroing of amax outputs (amax.py), the split-K workspace, the ``gpu.launch`` (in clusters for a cluster sum) and a
 second launch that sums split-K partials where this one does not. Device
 side (``Kernel.kernel``): align the dynamic shared memory, initialize the
 ring's barriers, and branch on the warpgroup: 0 runs the producer, the
@@ -36,7 +36,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.scheduler import TileScheduler
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import SplitK
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, WARPGROUP, converted_bytes, multiplied, padded_operands, prologue_sources,
-    registers_a, smem_bytes, transposed_operands,
+    registers_a, smem_bytes, transposed_operands, wgmma_types,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.tma import TmaOperand, element_bytes
 
@@ -56,6 +56,8 @@ class Kernel:
         self.tile = tile
         self.c_transposed = c_transposed
         self.element = multiplied(gemm)
+        # wgmma's names of A's and B's types (fp8: e4m3 or e5m2 each).
+        self.types = wgmma_types(gemm)
         self.eb = element_bytes(self.element)
         # An operand with a prologue is loaded as stored, unswizzled, and
         # converted by the consumers (prologue.py).
@@ -144,6 +146,7 @@ class Kernel:
             self.a.make_descriptor(tile.k)
             self.b.make_descriptor(tile.k)
             self.epilogue.make_descriptors()
+            self.epilogue.amax.zero()
             self.splitk.allocate()
             shared = smem_bytes(tile, self.element, self.sources) + self.epilogue.staging_bytes
             if self.splitk.cluster > 1:

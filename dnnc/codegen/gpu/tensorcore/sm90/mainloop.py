@@ -34,7 +34,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset
 
 PRODUCER_REGISTERS = 40
 CONSUMER_REGISTERS = 232
-# A wgmma instruction multiplies 32 bytes of K: k = 16 of bf16/f16, 8 of tf32.
+# A wgmma instruction multiplies 32 bytes of K: k = 16 of bf16/f16, 8 of tf32,
+# 32 of fp8.
 WGMMA_K_BYTES = 32
 
 
@@ -115,9 +116,10 @@ class Consumer:
         a_row_offset = arith.muli(_to_i64(consumer), _i(a_part, 64))
         instr_k = WGMMA_K_BYTES // k.eb
         shape = ir.Attribute.parse(f"#nvvm.shape<m = 64, n = {tile.n}, k = {instr_k}>")
-        wtype = ir.Attribute.parse(f"#nvvm.wgmma_type<{k.element}>")
+        # fp8: k = 32 an instruction, and A and B each name their own type.
+        type_a, type_b = (ir.Attribute.parse(f"#nvvm.wgmma_type<{t}>") for t in k.types)
         attrs = {
-            "shape": shape, "typeA": wtype, "typeB": wtype,
+            "shape": shape, "typeA": type_a, "typeB": type_b,
             "typeD": ir.Attribute.parse("#nvvm.wgmma_type<f32>"),
             "scaleD": ir.Attribute.parse("#nvvm.wgmma_scale_out<one>"),
             "scaleA": ir.Attribute.parse("#nvvm.wgmma_scale_in<one>"),

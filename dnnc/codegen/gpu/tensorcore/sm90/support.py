@@ -77,8 +77,21 @@ def prologue_sources(gemm):
 def multiplied(gemm):
     """The wgmma operand type of ``gemm``: bf16, f16, or tf32 for f32 operands
     a tf32 matmul rounds (wgmma reads their top 19 bits, rounding toward
-    zero where the reference rounds to nearest: within tf32's precision)."""
+    zero where the reference rounds to nearest: within tf32's precision);
+    for fp8 operands A's type (B's may be the other fp8 type: wgmma_types)."""
     return "tf32" if gemm.compute == "tf32" else gemm.element
+
+
+# wgmma's names of the fp8 types (#nvvm.wgmma_type, the PTX suffixes).
+WGMMA_FP8 = {"f8E4M3FN": "e4m3", "f8E5M2": "e5m2"}
+
+
+def wgmma_types(gemm):
+    """(A's, B's) wgmma operand type names: both ``multiplied``, but for
+    fp8, where each operand has its own (e4m3 x e5m2 is one instruction)."""
+    if gemm.fp8:
+        return WGMMA_FP8[gemm.a.element], WGMMA_FP8[gemm.b.element]
+    return (multiplied(gemm),) * 2
 
 
 def misaligned(shape, strides, offset, eb):
@@ -164,11 +177,12 @@ def transposed_operands(gemm):
     copies transposed (row-major M x K or N x K): those stored MN-major
     that wgmma cannot read in place (a tf32 B, which it reads from shared
     memory only K-major; a tf32 A goes through registers where TMA can read
-    it: registers_a) or TMA cannot (rows of M or N that are not a multiple
-    of 16 bytes apart, a misaligned start). Where the copy's rows of K are
-    not a multiple of 16 bytes (an odd K), bf16 / f16 operands without a
-    prologue are copied into rows padded to 16 bytes where that pays
-    (``copy_pays``); others are not copied (tc-sm80 takes the GEMM)."""
+    it: registers_a; an fp8 A or B, which it reads only K-major from
+    anywhere) or TMA cannot (rows of M or N that are not a multiple of 16
+    bytes apart, a misaligned start). Where the copy's rows of K are not a
+    multiple of 16 bytes (an odd K), bf16 / f16 operands without a prologue
+    are copied into rows padded to 16 bytes where that pays (``copy_pays``);
+    others are not copied (tc-sm80 takes a bf16 / f16 GEMM)."""
     tf32 = multiplied(gemm) == "tf32"
     copied = {}
     for name, operand, extent in (("A", gemm.a, gemm.m), ("B", gemm.b, gemm.n)):
@@ -176,11 +190,14 @@ def transposed_operands(gemm):
         # Rows of an odd K: the copy's rows padded to 16 bytes, where the
         # copy pays (copy_pays), bf16 / f16 alone.
         odd_k = (gemm.k * eb) % 16 != 0
-        if operand.k_major or odd_k and (tf32 or operand.prologue is not None
+        if operand.k_major or odd_k and (tf32 or gemm.fp8 or operand.prologue is not None
                                          or gemm.batch_shape is not None):
             continue
         if tf32 and name == "B":
             copied[name] = "wgmma reads tf32 from shared memory only K-major"
+            continue
+        if gemm.fp8:
+            copied[name] = "wgmma reads 8-bit operands only K-major"
             continue
         problem = tma_problem(name, operand)
         if problem is None:
@@ -277,8 +294,8 @@ def check(gemm, tile):
     if element == "f32":
         raise NotSupported("f32 operands multiplied in f32: the tensor cores take them as tf32 "
                            "(compute_data_type='tf32')")
-    if element not in ("bf16", "f16", "tf32"):
-        raise NotSupported(f"{element} operands (tc-sm90 takes bf16, f16 and tf32 so far)")
+    if element not in ("bf16", "f16", "tf32") and not gemm.fp8:
+        raise NotSupported(f"{element} operands (tc-sm90 takes bf16, f16, tf32 and fp8)")
     eb = element_bytes(element)
     if tile.k * eb != SWIZZLE:
         raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
@@ -287,6 +304,14 @@ def check(gemm, tile):
         raise NotSupported(f"tile {tile.m}x{tile.n}: expected M = 64 or 128 (64 per consumer "
                            "warpgroup) and N a multiple of 64 up to 256")
     for name, operand in (("A", gemm.a), ("B", gemm.b)):
+        if gemm.fp8 and operand.prologue is not None:
+            raise NotSupported(f"a prologue on the fp8 {name} ({operand.stored} -> "
+                               f"{operand.element}): tc-sm90 converts tiles to bf16 or f16 "
+                               "only")
+        if gemm.fp8 and not operand.k_major and (gemm.k * element_bytes(operand.stored)) % 16:
+            raise NotSupported(f"{name} is stored MN-major and K is {gemm.k}: wgmma reads fp8 "
+                               "only K-major, and a K-major copy needs rows of a multiple of "
+                               "16 bytes (K a multiple of 16)")
         if operand.prologue is not None and operand.stored not in PROLOGUE_SOURCES:
             raise NotSupported(f"a prologue on {name} stored as {operand.stored}: tc-sm90 "
                                f"converts {', '.join(PROLOGUE_SOURCES)} tiles")

@@ -49,7 +49,10 @@ SWIZZLE = 128          # bytes: a TMA box row; BK = SWIZZLE / element bytes
 
 
 def element_bytes(element):
-    """Bytes of an element of wgmma operand type ``element`` (tf32 as f32)."""
+    """Bytes of an element of wgmma operand type ``element`` (tf32 as f32;
+    fp8 one)."""
+    if element in ("f8E4M3FN", "f8E5M2"):
+        return 1
     return 4 if element in ("f32", "tf32") else 2
 
 
