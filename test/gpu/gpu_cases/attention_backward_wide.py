@@ -11,10 +11,10 @@ additive bias, broadcast or whole; Sq and Skv that are no multiple of the
 kernels' tiles (64 kv rows a dK dV block, 128 query rows a dQ block, and
 steps of 16 to 64 rows); B 1 to 4; tensors stored (B, S, H, D) and
 gradients in f32; one graph of longer sequences (several blocks a head,
-many steps a block). Each graph holds its problems twice, the second time
-with ``use_deterministic_algorithm`` (the same kernels: the backward of
-these head dims is the deterministic one either way), so that a package
-also checks that both write the same values.
+many steps a block). The backward of these head dims is the deterministic
+one either way (no fused kernel takes them), so no problem is repeated with
+``use_deterministic_algorithm``: the runner's second call of each package
+checks that it writes the same bytes again.
 
 o and the statistics are the reference forward's of the drawn q, k and v
 (attention_backward_random's ``derive_forward``); tolerances as that
@@ -22,8 +22,6 @@ family's (the output type's rtol times the largest output): the kernels
 round P and dS to the input type as the narrower head dims' do, and the
 rounding errors do not grow with D.
 """
-
-from dataclasses import replace
 
 from .attention_backward_random import (
     AttentionBackwardConfig as A, derive_forward, random_attention_backward,
@@ -34,11 +32,11 @@ SEED = 20261201
 
 # (name, problems).
 PROBLEMS = (
-    ("d256", [A(2, 4, 2, 300, 333, 256, 256),
+    ("d256", [A(1, 4, 2, 300, 333, 256, 256),
               A(1, 2, 1, 200, 130, 256, 256, causal=True)]),
     ("d192_dv128", [A(1, 4, 4, 257, 300, 192, 128, causal=True),
                     A(4, 2, 1, 100, 77, 192, 128)]),
-    ("d192", [A(3, 2, 2, 333, 200, 192, 192),
+    ("d192", [A(3, 2, 2, 133, 200, 192, 192),
               A(1, 8, 2, 130, 260, 192, 192, causal=True, bottom_right=True)]),
     ("d160", [A(2, 4, 1, 129, 190, 160, 160, causal=True),
               A(1, 2, 2, 65, 300, 160, 160)]),
@@ -52,13 +50,9 @@ PROBLEMS = (
     ("layouts", [A(1, 4, 2, 130, 150, 256, 256, interleaved=("q", "k", "do", "dq", "dv"),
                    wide=("o", "dk")),
                  A(1, 2, 1, 64, 128, 192, 128, scale=0.3, wide=("dq", "dv"))]),
-    ("long", [A(1, 2, 1, 1000, 1000, 256, 256, causal=True),
+    ("long", [A(1, 1, 1, 1000, 1000, 256, 256, causal=True),
               A(1, 1, 1, 700, 900, 192, 128)]),
 )
-
-
-def _with_twins(problems):
-    return problems + [replace(p, deterministic=True) for p in problems]
 
 
 # bf16 for every graph, f16 for the first three (the kernels differ by the
@@ -67,7 +61,7 @@ GRAPHS = [(p, BF16) for p in PROBLEMS] + [(p, F16) for p in PROBLEMS[:3]]
 
 CASES = [
     Case(f"attention_backward_wide_{name}_{dtype.mlir}",
-         random_attention_backward(dtype, _with_twins(problems)), seed=SEED + j,
-         rtol=RTOL[dtype.mlir], derived=derive_forward(dtype, _with_twins(problems)))
+         random_attention_backward(dtype, problems), seed=SEED + j, rtol=RTOL[dtype.mlir],
+         derived=derive_forward(dtype, problems))
     for j, ((name, problems), dtype) in enumerate(GRAPHS)
 ]
