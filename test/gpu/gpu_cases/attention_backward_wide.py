@@ -19,8 +19,10 @@ checks that it writes the same bytes again.
 o and the statistics are the reference forward's of the drawn q, k and v
 (attention_backward_random's ``derive_forward``); tolerances as that
 family's (the output type's rtol times the largest output): the kernels
-round P and dS to the input type as the narrower head dims' do, and the
-rounding errors do not grow with D.
+round P and dS to the input type as the narrower head dims' do. Emulated in
+NumPy (bf16 inputs, o rounded, P from the f32 statistics, P and dS rounded,
+float64 sums) on D 256 and 192 / 128 problems of these sizes, causal and
+not, every gradient stays within 0.2 of its tolerance, as at D 128.
 """
 
 from .attention_backward_random import (
