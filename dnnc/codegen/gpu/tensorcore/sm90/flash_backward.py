@@ -40,10 +40,10 @@ added to the recomputed scores in base 2.
 
 Head dims up to 128 (multiples of 8) take these two kernels as they are: the
 accumulators of both gradients of 64 kv rows (D / 2 + Dv / 2 registers a
-thread) must fit beside the step's. Wider head dims, up to 256, keep the dQ
-kernel with fewer kv rows a step and take flash_backward_wide's dK dV kernel
-(64 kv rows a block, dK in one consumer warpgroup and dV in the other);
-``tiles_for`` sizes both, flash_backward_wide.build_attention_backward
+thread) must fit beside the step's. Wider head dims, up to 256, take
+flash_backward_wide's kernels (the dQ kernel's steps in two turns; a dK dV
+kernel of 64 kv rows a block, dK in one consumer warpgroup and dV in the
+other); ``tiles_for`` sizes both, flash_backward_wide.build_attention_backward
 launches them.
 """
 
@@ -168,8 +168,8 @@ def dq_registers(d, n, bias):
 
 
 def wide_dkv_registers(d, dv, m, bias):
-    """Registers a WideDkvKernel consumer thread holds beside
-    SPARE_REGISTERS, the larger of its two warpgroups': dK (D / 2), Sᵀ and
+    """Registers a WideDkvKernel consumer thread holds, the larger of its
+    two warpgroups': dK (D / 2), Sᵀ and
     dPᵀ (m / 2 each) and dSᵀ as A fragments (m / 4); or dV (Dv / 2), Sᵀ
     and Pᵀ (m / 2 + m / 4); both a step's bias values (m / 2)."""
     return max(d // 2 + m + m // 4, dv // 2 + m // 2 + m // 4) + (m // 2 if bias else 0)
@@ -774,4 +774,3 @@ class DkvKernel(_Blocks):
                 return out
             return bad
         return masked_select(scores, need, bad_of)
-
