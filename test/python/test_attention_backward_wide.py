@@ -25,6 +25,8 @@ the kernels take, what the plan holds and what ptxas makes of it.
   dP) and 64 x D x 16 (dQ), of the dK dV kernel 64 x m x 16 (Sᵀ, dPᵀ),
   64 x D x 16 (dK) and 64 x Dv x 16 (dV); no atomics; no accumulator or
   fragment register touched while its wgmma may run.
+* Ragged (packed) tensors: the wide kernels take them at each entry's
+  packed rows, without spills.
 """
 
 import dataclasses
@@ -40,7 +42,7 @@ from test_attention_tensor_cores import (
     attention, backward_graph, backward_problem, box_of, padded, sizes, tensor_of,
     without_lengths,
 )
-from test_tc_sass import ARCH, MAX_SHARED, needs_sass
+from test_tc_sass import ARCH, MAX_SHARED, PTXAS_MISSING, needs_sass
 
 WIDE = {
     "d256_bf16": backward_graph("d256_bf16", "bf16", 2, 4, 2, 300, 333, 256),
@@ -240,3 +242,27 @@ def test_wide_sass(built, name):
         assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
         assert sass.wgmma_hazards(text) == []
         assert sass.wgmma_fragment_hazards(text) == []
+
+
+@pytest.mark.parametrize("d, masks", [(256, {"use_causal_mask": True}),
+                                      (192, {"use_causal_mask_bottom_right": True}),
+                                      (160, {})])
+def test_ragged_wide_backward(d, masks):
+    """Ragged (packed) tensors: the wide kernels read and write each
+    entry's packed rows, as the narrower head dims' do; ptxas spills
+    nothing (with ptxas)."""
+    from test_attention_ragged_tensor_cores import compiled, ragged_graph
+
+    package = compiled(ragged_graph(f"ragged_wide_{d}", d=d, backward=True, **masks))
+    kernels = package.kernels
+    assert [k["strategy"] for k in kernels] == ["tc-sm90"] * 2, kernels[0]["reason"]
+    reason = kernels[0]["reason"]
+    assert "a dK dV kernel (64 kv rows a block: dK in one consumer warpgroup" in reason, reason
+    assert "ragged q, k, v, o, do, dq, dk, dv at each entry's packed rows" in reason, reason
+    assert kernels[1]["grid"][0] == -(-300 // 64)
+    if PTXAS_MISSING:
+        return
+    resources, _ = ptxas.assemble_cubin(package.ptx, ARCH)
+    for k in kernels:
+        r = resources[k["entry"]]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)

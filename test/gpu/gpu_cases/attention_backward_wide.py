@@ -16,6 +16,10 @@ one either way (no fused kernel takes them), so no problem is repeated with
 ``use_deterministic_algorithm``: the runner's second call of each package
 checks that it writes the same bytes again.
 
+One more graph holds ragged (packed, THD) problems of these head dims,
+built as attention_ragged's (each entry's rows from its offset, gaps
+between entries, rows no entry owns left NaN), with their forwards.
+
 o and the statistics are the reference forward's of the drawn q, k and v
 (attention_backward_random's ``derive_forward``); tolerances as that
 family's (the output type's rtol times the largest output): the kernels
@@ -25,6 +29,9 @@ float64 sums) on D 256 and 192 / 128 problems of these sizes, causal and
 not, every gradient stays within 0.2 of its tolerance, as at D 128.
 """
 
+import numpy as np
+
+from . import attention_ragged as ragged
 from .attention_backward_random import (
     AttentionBackwardConfig as A, derive_forward, random_attention_backward,
 )
@@ -61,9 +68,34 @@ PROBLEMS = (
 # type's name only).
 GRAPHS = [(p, BF16) for p in PROBLEMS] + [(p, F16) for p in PROBLEMS[:3]]
 
+# (batch, heads, kv heads, Sq, Skv, D, mask) of the ragged graph.
+RAGGED = ((2, 4, 2, 200, 300, 256, "causal"), (3, 2, 1, 77, 130, 192, "bottom_right"),
+          (1, 2, 2, 150, 64, 160, "none"))
+
+
+def _ragged_configs(seed):
+    """RAGGED as attention_ragged's configurations: each entry's lengths and
+    packed rows drawn as that family draws them."""
+    rng = np.random.default_rng(seed)
+    out = []
+    for batch, heads, kv_heads, sq, skv, d, mask in RAGGED:
+        lq, lkv = ragged._lengths(rng, batch, sq), ragged._lengths(rng, batch, skv)
+        out.append(ragged.RaggedConfig(batch, heads, kv_heads, sq, skv, d, mask, lq, lkv,
+                                       ragged._starts(rng, lq, sq),
+                                       ragged._starts(rng, lkv, skv)))
+    return out
+
+
+RAGGED_CONFIGS = _ragged_configs(SEED)
+
 CASES = [
     Case(f"attention_backward_wide_{name}_{dtype.mlir}",
          random_attention_backward(dtype, problems), seed=SEED + j, rtol=RTOL[dtype.mlir],
          derived=derive_forward(dtype, problems))
     for j, ((name, problems), dtype) in enumerate(GRAPHS)
+] + [
+    Case("attention_backward_wide_ragged_bf16", ragged.ragged_attention(BF16, RAGGED_CONFIGS),
+         seed=SEED + 100, rtol=RTOL["bf16"], fixed=ragged._fixed(RAGGED_CONFIGS),
+         derived=ragged.derive_forward(BF16, RAGGED_CONFIGS),
+         unspecified=ragged._unspecified(RAGGED_CONFIGS)),
 ]

@@ -39,7 +39,7 @@ bias and ragged tensors are DkvKernel's (``place``, ``at_step``,
 import math
 
 from mlir import ir
-from mlir.dialects import arith, llvm, memref, nvvm
+from mlir.dialects import arith, llvm, memref, nvvm, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
@@ -123,6 +123,35 @@ class WideDkvKernel(DkvKernel):
                           arith.index_cast(ir.IndexType.get(), arith.remui(step, span)))
         head = arith.addi(arith.muli(self.hk, _idx(att.group)), g)
         return head, arith.muli(tile, _idx(self.m))
+
+    def store(self, acc, n, buffer, b, h, first_row, limit, scale=None, name=None):
+        """_Blocks.store, each row's values scaled and rounded inside that
+        row's write: rounding all 128 a thread (D 256) ahead of the writes,
+        ptxas kept the output's address on the stack (ragged outputs)."""
+        values = unpack(acc, n // 2)
+        element = ir.MemRefType(buffer.type).element_type
+        pair_type = ir.VectorType.get([2], element)
+        wide = isinstance(element, ir.F32Type)
+        address = self.address(name, buffer, b)
+        for r in range(2):
+            row = arith.addi(first_row, _add(self.row_in, 8 * r))
+
+            def write(r=r, row=row):
+                batch, at = address(row)
+                for block in range(n // 8):
+                    # Values 4 block + 2 r and the next: columns 8 block +
+                    # (0, 1) of the thread's row r (fragments.row_of).
+                    pair = values[4 * block + 2 * r:4 * block + 2 * r + 2]
+                    if scale is not None:
+                        pair = [arith.mulf(x, f32(scale)) for x in pair]
+                    if wide:
+                        packed = vector.from_elements(pair_type, pair)
+                    else:
+                        packed = llvm.bitcast(pair_type, pairs(pair, self.att.element)[0])
+                    vector.store(packed, buffer, [batch, h, at, _add(self.column, 8 * block)],
+                                 alignment=8 if wide else 4)
+            bound = limit if name in self.att.ragged else _idx(limit)
+            _if(_cmp("ult", row, bound), write)
 
     def consumer(self):
         self.consumer_setup()
