@@ -1972,6 +1972,44 @@ ATTENTION_BACKWARD = [
 ]
 
 
+# Attention backward of head dims over 128 (tc-sm90's two kernels,
+# sm90/flash_backward_wide.py): D256 and DeepSeek's D192 / Dv128, causal and
+# not, against cuDNN's backward as above.
+
+def _sdpa_backward_wide_graph(b, h, s, d, dv, causal):
+    def build():
+        g = _graph(f"sdpa_backward_b{b}_h{h}_s{s}_d{d}_dv{dv}" + ("_causal" if causal else ""))
+        q = g.tensor(name="q", dim=[b, h, s, d])
+        k = g.tensor(name="k", dim=[b, h, s, d])
+        v = g.tensor(name="v", dim=[b, h, s, dv])
+        o = g.tensor(name="o", dim=[b, h, s, dv])
+        do = g.tensor(name="do", dim=[b, h, s, dv])
+        stats = g.tensor(name="stats", dim=[b, h, s, 1], data_type="f32")
+        for out in g.sdpa_backward(q, k, v, o, do, stats, use_causal_mask=causal):
+            out.set_output(True)
+        return g
+
+    return build
+
+
+def _sdpa_backward_wide_case(b, h, s, d, dv, causal):
+    dims = f"D{d}" if d == dv else f"D{d} Dv{dv}"
+    name = f"sdpa backward{' causal' if causal else ''} B{b} H{h} S{s} {dims} bf16"
+    # S and dQ, dK over D; dP and dV over Dv (S recomputed once); causal: half.
+    flops = 2 * b * h * s * s * (3 * d + 2 * dv) / (2 if causal else 1)
+    # q, dq, k, dk; v, dv, o, do; the statistics.
+    size = (4 * b * h * s * d + 4 * b * h * s * dv) * BF16 + b * h * s * F32
+    prepare, grad = _sdpa_grad_on("CUDNN_ATTENTION", causal, False)
+    return Case(name, _sdpa_backward_wide_graph(b, h, s, d, dv, causal), grad, flops, size,
+                False, "attention", init=_sdpa_saved(causal), torch_prepare=prepare)
+
+
+ATTENTION_BACKWARD_WIDE = [
+    _sdpa_backward_wide_case(4, 16, 4096, d, dv, causal)
+    for d, dv in ((256, 256), (192, 128)) for causal in (False, True)
+]
+
+
 from conv_cases import cases as _conv_cases  # noqa: E402  (bench/ is on sys.path)
 
 RESNET = _conv_cases(Case)
@@ -2005,5 +2043,5 @@ CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIV
          + TENSOR + REDUCTION + MIDDLE_REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL
          + MATMUL_ALIGN + SGEMM + MATMUL_FP8 + CONV + RESNET
          + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
-         + ATTENTION_RAGGED + ATTENTION_BACKWARD
+         + ATTENTION_RAGGED + ATTENTION_BACKWARD + ATTENTION_BACKWARD_WIDE
          + BROADCAST)

@@ -625,8 +625,11 @@ TC90_ATTENTION_TALL_SQ = 2048
 # the most blocks a query tile's kv tiles are split over.
 TC90_ATTENTION_SPLIT_TILES = 8
 TC90_ATTENTION_SPLITS = 16
-# The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM).
-TC90_ATTENTION_BACKWARD_D = 128
+# The largest head dim of the attention backward (flash_backward.MAX_HEAD_DIM),
+# and the largest whose dK dV kernel holds both gradients in each warpgroup
+# (flash_backward.NARROW_HEAD_DIM; wider: flash_backward_wide.py).
+TC90_ATTENTION_BACKWARD_D = 256
+TC90_ATTENTION_BACKWARD_NARROW_D = 128
 # The tile of the two-kernel backward's config (dnn_map_tensor_cores'
 # TWO_KERNEL_BACKWARD): 128 rows a block in both kernels.
 TC90_ATTENTION_TWO_KERNELS = (128, 128)
@@ -648,6 +651,8 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
     two = Config("tc-sm90", (384, 1, 1), tile=TC90_ATTENTION_TWO_KERNELS, reason=(
         f"attention backward ({facts}): a dQ kernel and a dK dV kernel, 128 rows a "
         "block, no atomics (deterministic)"))
+    if max(d, dv) > TC90_ATTENTION_BACKWARD_NARROW_D:
+        two = _tc_sm90_wide_backward(two, facts)
     if problem.attr("deterministic", False):
         return [two.replace(reason=f"{two.reason}; the graph asks for a deterministic "
                                    "backward")]
@@ -663,6 +668,16 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
                           f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
                           "names the deterministic two kernels)"),
             two]
+
+
+def _tc_sm90_wide_backward(two, facts):
+    """The two-kernel Config ``two`` for head dims over 128
+    (sm90/flash_backward_wide.py), the only tc-sm90 backward that takes
+    them (the fused kernel's refusal says why not it)."""
+    return two.replace(reason=(
+        f"attention backward ({facts}): a dQ kernel (128 query rows a block) and a dK dV "
+        "kernel (64 kv rows a block, dK and dV in separate consumer warpgroups), no atomics "
+        "(deterministic)"))
 
 
 def _attention_skv(problem):

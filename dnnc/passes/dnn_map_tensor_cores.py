@@ -12,7 +12,7 @@ epilogue fused in registers:
 
 A kernel whose function carries ``dnn.attention`` is one sdpa forward (or
 backward): tc-sm90 replaces the body (its expansion) by the attention
-kernel (sm90/flash.py, flash_backward.py), tc-sm80 by its forward kernel
+kernel (sm90/flash.py, flash_backward.py, flash_backward_wide.py), tc-sm80 by its forward kernel
 (sm80/flash.py; its tile from the config, else the first
 ``tc_sm80_attention_tiles`` ranks); what a kernel does not take keeps the
 expansion, on simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
@@ -84,10 +84,10 @@ from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.codegen.gpu.tensorcore import gemm as gemm_match
 from dnnc.codegen.gpu.tensorcore import sm80, sm90
 from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, build_attention
-from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import build_attention_backward
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import (
     FusedTile, build_attention_backward_fused,
 )
+from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_wide import build_attention_backward
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import (
     TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_split_config, tc80_stages,

@@ -12,12 +12,13 @@ from it; which fall back and why; and what ptxas makes of the kernels.
   and P (and with an additive bias, a step's bias values: BN / 2
   registers more) fit a consumer thread's registers, else 64; as many
   stages (up to 3) as shared memory holds; simt-generic comes last. An
-  sdpa_backward of head dims up to 128 ranks one tc-sm90 config (384
-  threads, no tile). Larger head dims, f32 and the backward on sm_80
-  stay on simt-generic, the reason saying why (the forward on sm_80:
-  test_attention_sm80.py). Every config they rank for head
-  dims that are multiples of 8 (up to 256 forward, 128 backward), with a
-  bias or not, is one the kernels' ``check`` takes.
+  sdpa_backward of head dims up to 256 ranks tc-sm90 (the two kernels,
+  tile [128, 128], after the fused kernel where it applies; head dims over
+  128: test_attention_backward_wide.py). Larger head dims, f32 and the
+  backward on sm_80 stay on simt-generic, the reason saying why (the
+  forward on sm_80: test_attention_sm80.py). Every config they rank for
+  head dims that are multiples of 8 (up to 256), with a bias or not, is
+  one the kernels' ``check`` takes.
 * ``dnn.attention`` (convert-dnn-to-linalg) in the linalg stage: the op,
   scale, masks (causal, the diagonal top_left or bottom_right, the
   window, 0 for none), which argument each operand is and which result
@@ -322,9 +323,9 @@ FALLBACKS = {
     "bwd_f32": (backward_graph("bwd_f32", "f32", 1, 2, 2, 64, 80, 64),
                 "no faster strategy planned (sdpa_backward: 64x80x64 (S x Skv x D) x2 batch "
                 "f32, an f32 multiply"),
-    "bwd_dv136_f16": (backward_graph("bwd_dv136_f16", "f16", 1, 2, 2, 64, 80, 64, dv=136),
+    "bwd_dv264_f16": (backward_graph("bwd_dv264_f16", "f16", 1, 2, 2, 64, 80, 64, dv=264),
                       "tc-sm90's attention kernels do not take it (sdpa_backward: 64x80x64 "
-                      "(S x Skv x D) x2 batch f16): head dims up to 128"),
+                      "(S x Skv x D) x2 batch f16): head dims up to 256"),
     # dO is read by TMA and by wgmma: it must have q's type (o need not).
     "bwd_do_f32_bf16": (backward_graph("bwd_do_f32_bf16", "bf16", 1, 2, 2, 64, 80, 64,
                                        types={"do": "f32"}),
@@ -532,12 +533,12 @@ def test_heuristics_rank_the_attention_backward(d, dv, dtype, fused):
      "f32 multiply"),
     (lambda: backward_problem(100, 100, 64, 64, arch="sm_80"),
      "tc-sm80 not implemented yet (sdpa_backward: 100x100x64"),
-    (lambda: backward_problem(100, 100, 136, 64),
-     "tc-sm90's attention kernels do not take it (sdpa_backward: 100x100x136 (S x Skv x D) "
-     "x16 batch bf16): head dims up to 128"),
-    (lambda: backward_problem(100, 100, 128, 192),
+    (lambda: backward_problem(100, 100, 264, 64),
+     "tc-sm90's attention kernels do not take it (sdpa_backward: 100x100x264 (S x Skv x D) "
+     "x16 batch bf16): head dims up to 256"),
+    (lambda: backward_problem(100, 100, 128, 272),
      "tc-sm90's attention kernels do not take it (sdpa_backward: 100x100x128 (S x Skv x D) "
-     "x16 batch bf16): head dims up to 128"),
+     "x16 batch bf16): head dims up to 256"),
 ])
 def test_heuristics_keep_other_attention_on_simt_generic(build, why):
     configs = rank(build())
@@ -567,13 +568,13 @@ def test_every_ranked_tile_is_one_the_kernel_takes(bias):
 
 
 def test_every_ranked_backward_is_one_the_kernels_take():
-    """For head dims D and Dv that are multiples of 8 up to 256, the
-    heuristics rank tc-sm90 for the backward exactly where both are up to
-    128, and there ``flash_backward.check`` takes the tiles the kernels
-    choose; elsewhere it refuses them too. They rank the fused kernel
-    first exactly where ``flash_backward_fused.check`` takes the config
-    (D 64 or 128)."""
-    dims = range(8, 257, 8)
+    """For head dims D and Dv that are multiples of 8 up to 256 the
+    heuristics rank tc-sm90 for the backward, and ``flash_backward.check``
+    takes the tiles the kernels choose, with a bias or not; over 256 they
+    do not, and it refuses them too. They rank the fused kernel first
+    exactly where ``flash_backward_fused.check`` takes the config (D 64 or
+    128, Dv up to 128)."""
+    dims = range(8, 265, 8)
     with ir.Context():
         for d in dims:
             for dv in dims:
@@ -584,6 +585,8 @@ def test_every_ranked_backward_is_one_the_kernels_take():
                 if max(d, dv) <= flash_backward.MAX_HEAD_DIM:
                     assert ranked[0] == "tc-sm90", (d, dv)
                     flash_backward.check(att, tiles)
+                    biased = attention(d, dv, bias="bf16", backward=True)
+                    flash_backward.check(biased, flash_backward.tiles_for(d, dv, True))
                 else:
                     assert "tc-sm90" not in ranked, (d, dv)
                     with pytest.raises(NotSupported):
@@ -592,7 +595,7 @@ def test_every_ranked_backward_is_one_the_kernels_take():
                 first = configs[0]
                 tile = flash_backward_fused.FusedTile(*first.tile, first.stages)
                 if first.tile == (128, 128):
-                    assert d not in (64, 128), (d, dv)
+                    assert d not in (64, 128) or dv > 128, (d, dv)
                     with pytest.raises(NotSupported):
                         flash_backward_fused.check(att, flash_backward_fused.tile_for(d, dv))
                 else:
@@ -649,10 +652,12 @@ def test_kernel_check_takes_a_bias(att, tile):
     (attention(64, 64, "f16", backward=True), None),
     (attention(64, 64, "f32", backward=True), "f32 q, k, v (the attention kernels take bf16 "
                                               "and f16)"),
-    (attention(136, 64, backward=True), "head dim D = 136: the backward kernels take "
-                                        "multiples of 8 up to 128"),
+    (attention(264, 64, backward=True), "head dim D = 264: the backward kernels take "
+                                        "multiples of 8 up to 256"),
     (attention(64, 60, backward=True), "head dim Dv = 60: the backward kernels take "
-                                       "multiples of 8 up to 128"),
+                                       "multiples of 8 up to 256"),
+    (attention(136, 64, backward=True), None),
+    (attention(256, 256, bias="f32", backward=True), None),
     (attention(64, 64, bias="bf16", backward=True), None),
     (attention(64, 64, bias="f16", backward=True), "a f16 bias with bf16 q, k, v: expected "
                                                    "bf16 or f32"),

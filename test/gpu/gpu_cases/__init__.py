@@ -77,6 +77,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        the fused sdpa backward on chosen problems (both
                        splits of dQ, masks, lengths past a tile, layouts),
                        each beside its deterministic twin (the two kernels)
+    attention_backward_wide.py
+                       the sdpa backward for head dims over 128 (160, 192,
+                       256, 192 / 128; masks, GQA, a bias, lengths past a
+                       tile, layouts), each beside its deterministic twin
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -103,6 +107,7 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        rows, column-major and channels-last strides
 """
 
+from . import attention_backward_wide
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
                attention_ragged, attention_random, attention_sm80, conv_grouped_simt,
@@ -146,6 +151,7 @@ CASES = [
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
     *attention_backward_fused.CASES,
+    *attention_backward_wide.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_ragged.CASES,

@@ -38,8 +38,13 @@ An additive bias (bf16, f16 or f32, broadcast over any dims; no dbias) is
 read at each thread's scores from global memory, ahead of the products, and
 added to the recomputed scores in base 2.
 
-Head dims up to 128 (multiples of 8); the accumulators of both gradients of
-64 kv rows (D / 2 + Dv / 2 registers a thread) must fit beside the step's.
+Head dims up to 128 (multiples of 8) take these two kernels as they are: the
+accumulators of both gradients of 64 kv rows (D / 2 + Dv / 2 registers a
+thread) must fit beside the step's. Wider head dims, up to 256, take
+flash_backward_wide's kernels (the dQ kernel's steps in two turns; a dK dV
+kernel of 64 kv rows a block, dK in one consumer warpgroup and dV in the
+other); ``tiles_for`` sizes both, flash_backward_wide.build_attention_backward
+launches them.
 """
 
 import math
@@ -54,7 +59,7 @@ from dnnc.codegen.gpu.tensorcore.attention_tiles import (
     LOG2E, Extent, mask_columns, masked_select, negated, plus, query_block,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
-    add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
+    add as _add, cmp as _cmp, ex2, f32, for_ as _for, i as _i, idx as _idx,
     if_ as _if, launch, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32,
     to_i64 as _to_i64,
 )
@@ -71,8 +76,18 @@ from dnnc.codegen.gpu.tensorcore.sm90.rows import Packed, padded, tile_rows
 from dnnc.codegen.gpu.tensorcore.sm90.support import ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
 
-MAX_HEAD_DIM = 128
+MAX_HEAD_DIM = 256
+# Head dims up to which the dK dV kernel holds both gradients in each
+# consumer warpgroup (DkvKernel, 128 kv rows a block); wider ones take
+# flash_backward_wide.WideDkvKernel.
+NARROW_HEAD_DIM = 128
 MAX_STAGES = 4
+# What the held registers of ``dq_registers`` and ``wide_dkv_registers`` may
+# come to at head dims over NARROW_HEAD_DIM (flash_backward_wide): ptxas
+# spilled both kernels at 224 (D 224 with a bias, 64 rows a step) and 240
+# (D 256 with a bias), not at 208 (D 256 causal, D 192 with a bias, 64 rows
+# a step; D 256 with a bias, 32 rows).
+WIDE_REGISTERS = 208
 # Registers a consumer thread keeps beside its accumulators.
 SPARE_REGISTERS = 40
 # The dK dV kernel's shared buffers of a step's log-sum-exp and delta: a
@@ -86,8 +101,10 @@ PRODUCER_REGISTERS, CONSUMER_REGISTERS = registers(2)
 @dataclass(frozen=True)
 class BackwardTiles:
     """``dq_n``: kv rows a step of the dQ kernel; ``dkv_m``: query rows a
-    step of the dK dV kernel; their rings' stages. Both kernels' blocks hold
-    128 rows (two consumer warpgroups of 64)."""
+    step of the dK dV kernel; their rings' stages. The dQ kernel's blocks
+    hold 128 query rows (two consumer warpgroups of 64), the dK dV
+    kernel's ``dkv_rows`` kv rows (128: DkvKernel, a warpgroup's 64 each;
+    64: WideDkvKernel, the same 64 for both)."""
 
     dq_n: int
     dkv_m: int
@@ -96,6 +113,11 @@ class BackwardTiles:
 
     rows: int = 128
     consumers: int = 2
+    dkv_rows: int = 128
+
+    @property
+    def wide(self):
+        return self.dkv_rows != self.rows
 
     @property
     def threads(self):
@@ -129,19 +151,56 @@ def bias_values(att, b, h, queries, keys):
     return out
 
 
+def _stages(rows, d, dv, ring_rows):
+    """The most ring stages (2 .. MAX_STAGES; 0 for none) whose tiles of
+    ``ring_rows`` fit shared memory beside resident tiles of ``rows``."""
+    fits = [s for s in range(2, MAX_STAGES + 1)
+            if _smem(rows, (d, dv), ring_rows, (d, dv), s) + STAGED_BYTES <= SMEM_LIMIT]
+    return max(fits, default=0)
+
+
+def dq_registers(d, n, bias):
+    """Registers a dQ consumer thread of head dims over NARROW_HEAD_DIM
+    holds (flash_backward_wide.WideDqKernel): dQ (D / 2), a step's S and dP
+    (n / 2 each), dS as A fragments (n / 4) and, with a bias, the step's
+    bias values (n / 2)."""
+    return d // 2 + n + n // 4 + (n // 2 if bias else 0)
+
+
+def wide_dkv_registers(d, dv, m, bias):
+    """Registers a WideDkvKernel consumer thread holds, the larger of its
+    two warpgroups': dK (D / 2), Sᵀ and
+    dPᵀ (m / 2 each) and dSᵀ as A fragments (m / 4); or dV (Dv / 2), Sᵀ
+    and Pᵀ (m / 2 + m / 4); both a step's bias values (m / 2)."""
+    return max(d // 2 + m + m // 4, dv // 2 + m // 2 + m // 4) + (m // 2 if bias else 0)
+
+
 def tiles_for(d, dv, bias=False):
     """The BackwardTiles of head dims ``d``, ``dv``: steps of 64 kv rows (dQ
     kernel) and of 64 query rows (dK dV kernel); as many stages as shared
     memory holds, up to MAX_STAGES. With a bias (its values beside the
-    step's in registers) the dK dV kernel steps 32 query rows."""
+    step's in registers) the dK dV kernel steps 32 query rows. Head dims
+    over NARROW_HEAD_DIM: ``wide_tiles``."""
+    if max(d, dv) > NARROW_HEAD_DIM:
+        return wide_tiles(d, dv, bias)
     dkv_m = 64 if max(d, dv) <= 64 and not bias else 32
+    return BackwardTiles(64, dkv_m, _stages(128, d, dv, 64), _stages(128, d, dv, dkv_m))
 
-    def stages(resident, ring_rows, ring):
-        fits = [s for s in range(2, MAX_STAGES + 1)
-                if _smem(128, resident, ring_rows, ring, s) + STAGED_BYTES <= SMEM_LIMIT]
-        return max(fits, default=0)
-    return BackwardTiles(64, dkv_m, stages((d, dv), 64, (d, dv)),
-                         stages((d, dv), dkv_m, (d, dv)))
+
+def wide_tiles(d, dv, bias=False):
+    """The BackwardTiles of head dims over NARROW_HEAD_DIM: the dQ kernel
+    (128 query rows a block) steps the most kv rows of 64, 32 and 16 whose
+    registers (``dq_registers``) fit, the dK dV kernel (64 kv rows a
+    block, WideDkvKernel) the most query rows that fit
+    (``wide_dkv_registers``), each with two ring stages or more in shared
+    memory, and as many stages as it holds: at D 256, 64 rows a step in
+    both (32 with a bias)."""
+    dq_n = next((n for n in (64, 32) if dq_registers(d, n, bias) <= WIDE_REGISTERS
+                 and _stages(128, d, dv, n)), 16)
+    dkv_m = next((m for m in (64, 32) if wide_dkv_registers(d, dv, m, bias) <= WIDE_REGISTERS
+                  and _stages(64, d, dv, m)), 16)
+    return BackwardTiles(dq_n, dkv_m, _stages(128, d, dv, dq_n), _stages(64, d, dv, dkv_m),
+                         dkv_rows=64)
 
 
 def check(att, tiles):
@@ -153,8 +212,17 @@ def check(att, tiles):
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
     budget = CONSUMER_REGISTERS - SPARE_REGISTERS
-    held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2 - 32 + \
-        (tiles.dkv_m // 2 if att.bias is not None else 0)
+    biased = att.bias is not None
+    if max(att.d, att.dv) > NARROW_HEAD_DIM:
+        if not tiles.wide:
+            raise NotSupported(f"head dims {att.d}, {att.dv} over {NARROW_HEAD_DIM}: expected "
+                               f"a dK dV block of 64 kv rows, got {tiles.dkv_rows}")
+        held = max(dq_registers(att.d, tiles.dq_n, biased),
+                   wide_dkv_registers(att.d, att.dv, tiles.dkv_m, biased))
+        budget = WIDE_REGISTERS
+    else:
+        held = att.d // 2 + att.dv // 2 + tiles.dkv_m + tiles.dkv_m // 2 - 32 + \
+            (tiles.dkv_m // 2 if biased else 0)
     if held > budget:
         raise NotSupported(f"head dims {att.d}, {att.dv}: {held} accumulator registers a "
                            f"thread, expected at most {budget}")
@@ -260,6 +328,11 @@ class _Blocks:
         offset = arith.muli(_to_i64(self.consumer_index), _i(64 * SWIZZLE, 64))
         return matrix_descriptor(arith.addi(self.bases[which], offset),
                                  descriptor_constant(False, 0))
+
+    def in_step(self, value):
+        """``value`` (made before the steps) as a step uses it: itself
+        here; flash_backward_wide's kernels make it again in each step."""
+        return value
 
     def stage_descs(self, j):
         """Step ``j``'s stage: (first tile's address, second's), after
@@ -420,10 +493,10 @@ class DqKernel(_Blocks):
                                  [_add(base, column_of(e)) for e in range(n // 2)])
             k_at, v_at = self.stage_descs(j)
             nvvm.WgmmaFenceAlignedOp()
-            s = wgmma_ss(n, el, q_desc, self.resident[0].box_bytes,
+            s = wgmma_ss(n, el, self.in_step(q_desc), self.resident[0].box_bytes,
                          matrix_descriptor(k_at, descriptor_constant(False, 0)),
                          k_rows.box_bytes, att.d)
-            dp = wgmma_ss(n, el, do_desc, self.resident[1].box_bytes,
+            dp = wgmma_ss(n, el, self.in_step(do_desc), self.resident[1].box_bytes,
                           matrix_descriptor(v_at, descriptor_constant(False, 0)),
                           v_rows.box_bytes, att.dv)
             return s, dp, biases
@@ -487,16 +560,18 @@ class DkvKernel(_Blocks):
 
     turns_per_step = 2
     mask_past_skv = False
+    # kv rows a block (flash_backward_wide.WideDkvKernel takes 64).
+    ROWS = 128
 
     def __init__(self, att, tiles, delta):
         self.m = tiles.dkv_m
-        super().__init__(att, [tile_rows(att, "k", 128, att.d),
-                               tile_rows(att, "v", 128, att.dv)],
+        super().__init__(att, [tile_rows(att, "k", self.ROWS, att.d),
+                               tile_rows(att, "v", self.ROWS, att.dv)],
                          (tile_rows(att, "q", self.m, att.d),
                           tile_rows(att, "do", self.m, att.dv)),
                          tiles.dkv_stages, STAGED_BYTES)
         self.delta = delta
-        self.kv_tiles = -(-att.skv // 128)
+        self.kv_tiles = -(-att.skv // self.ROWS)
         self.q_tiles = -(-att.sq // self.m)
         self.c = att.scale * LOG2E
 
@@ -508,7 +583,7 @@ class DkvKernel(_Blocks):
         head = gpu.block_id(gpu.Dimension.y)
         self.b = arith.divui(head, _idx(att.kv_heads))
         self.hk = arith.remui(head, _idx(att.kv_heads))
-        self.n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(128))
+        self.n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(self.ROWS))
         ext = self.extent = Extent(att, self.b)
         # The query tiles that see the block's kv rows: kv row j is seen by
         # query rows i >= j - shift when causal, i <= j - shift + window - 1
@@ -520,7 +595,7 @@ class DkvKernel(_Blocks):
             end = _idx(self.q_tiles)
         shift = negated(ext.shift)
         if att.window:
-            last = arith.maxsi(plus(self.n0, shift, 128 + att.window - 1), _idx(0))
+            last = arith.maxsi(plus(self.n0, shift, self.ROWS + att.window - 1), _idx(0))
             end = arith.minui(arith.divui(_add(last, self.m - 1), _idx(self.m)), end)
         self.first_tile = _idx(0)
         if att.causal:
@@ -664,7 +739,7 @@ class DkvKernel(_Blocks):
         # Kv rows past Skv (without padding) are masked only where a
         # kernel asks (``mask_past_skv``): the dK dV kernel drops their
         # rows, the fused kernel also multiplies their dS into dQ.
-        past_skv = self.mask_past_skv and not ext.padding and att.skv % 128
+        past_skv = self.mask_past_skv and not ext.padding and att.skv % self.ROWS
         if past_skv:
             need.append(_cmp("sgt", _add(first, 64), _idx(att.skv)))
         shift = negated(ext.shift)
@@ -699,28 +774,3 @@ class DkvKernel(_Blocks):
                 return out
             return bad
         return masked_select(scores, need, bad_of)
-
-
-def build_attention_backward(fn, att):
-    """Replace kernel function ``fn``'s body by the two backward kernels of
-    ``att`` (a delta workspace between them). Returns what the plan should
-    say of it."""
-    tiles = tiles_for(att.d, att.dv, att.bias is not None)
-    check(att, tiles)
-    body = irutil.body(fn)
-    old = [op.operation for op in body.operations]
-    ret = old[-1]
-    with ir.InsertionPoint(ret), ret.location:
-        delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
-                                               ir.F32Type.get()), [], [])
-        dq = DqKernel(att, tiles, delta)
-        dq.launch(dq.grid())
-        dkv = DkvKernel(att, tiles, delta)
-        dkv.launch(dkv.grid())
-    erase_replaced(old[:-1])
-    return [f"attention backward: a dQ kernel (128 query rows a block, {tiles.dq_n} kv rows "
-            f"a step, {tiles.dq_stages} stages; delta = rowsum(dO o O) into a workspace) "
-            f"and a dK dV kernel (128 kv rows a block, {tiles.dkv_m} query rows a step, "
-            f"{tiles.dkv_stages} stages), products on wgmma, no atomics"
-            + (f"; ragged {', '.join(att.ragged)} at each entry's packed rows"
-               if att.ragged else "")]

@@ -85,7 +85,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_dq
 from dnnc.codegen.gpu.tensorcore.sm90.flash import check_operands
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
-    CONSUMER_REGISTERS, MAX_HEAD_DIM, SPARE_REGISTERS, STAGED_BYTES, STAGED_SET, DkvKernel,
+    CONSUMER_REGISTERS, NARROW_HEAD_DIM, SPARE_REGISTERS, STAGED_BYTES, STAGED_SET, DkvKernel,
     _Blocks,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
@@ -167,8 +167,9 @@ def refusal(d, dv, biased, tile=None):
     if d not in (64, 128):
         return (f"head dim D = {d}: the fused backward takes 64 or 128 (its consumers' parts "
                 "of dQ in whole 64-column boxes of K)")
-    if dv % 8 or not 8 <= dv <= MAX_HEAD_DIM:
-        return f"head dim Dv = {dv}: the fused backward takes multiples of 8 up to {MAX_HEAD_DIM}"
+    if dv % 8 or not 8 <= dv <= NARROW_HEAD_DIM:
+        return (f"head dim Dv = {dv}: the fused backward takes multiples of 8 up to "
+                f"{NARROW_HEAD_DIM}")
     if biased:
         return ("a bias: the fused backward takes none (a step's bias values do not fit "
                 "beside its accumulators)")
@@ -189,7 +190,7 @@ def refusal(d, dv, biased, tile=None):
 def check(att, tile):
     """Raise NotSupported unless this kernel with ``tile`` computes the
     backward ``att`` (tensorcore/attention.AttentionBackward)."""
-    check_operands(att, "the attention kernels take", MAX_HEAD_DIM,
+    check_operands(att, "the attention kernels take", NARROW_HEAD_DIM,
                    "the backward kernels take multiples of 8 up to")
     why = refusal(att.d, att.dv, att.bias is not None, tile)
     if why:
