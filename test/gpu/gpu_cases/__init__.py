@@ -107,19 +107,14 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        rows, column-major and channels-last strides
 """
 
-from . import attention_backward_wide
 from . import (attention, attention_backward_fused, attention_backward_random,
-               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_ragged, attention_random, attention_sm80, conv_grouped_simt,
-               conv_odd_channels, conv_phases, conv_prologue, conv_random, conv_random_tf32,
-               conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
-               matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
-from . import conv_sm80_split
-from . import layouts
-               matmul, matmul_align, normalization, pointwise, pooling, reductions, row_programs, zero_size)
-from . import reduction_middle
-from . import matmul_f32_exact
-from . import matmul_fp8
+               attention_backward_wide, attention_decode, attention_gqa_fold, attention_padding,
+               attention_paged, attention_ragged, attention_random, attention_sm80,
+               conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
+               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
+               data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
+               matmul_f32_exact, matmul_fp8, normalization, pointwise, pooling, reduction_middle,
+               reductions, row_programs, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
