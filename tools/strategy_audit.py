@@ -57,6 +57,11 @@ ALLOWED = (
             "take f32 only as tf32, and simt-gemm (the FFMA GEMM of exact f32 matmuls) runs "
             "no implicit GEMM or attention yet",
             "33 (exact f32 convolution and attention on simt-gemm)"),
+    Allowed("exact f32 matmul with two batch dims", ("matmul",),
+            r"simt-gemm does not apply \(batch dims \[[\d, ]+\] broadcast against each other",
+            "an exact f32 matmul whose two batch dims broadcast against each other: simt-gemm "
+            "addresses one batch dim (tc-sm80 unravels several, but multiplies f32 only as "
+            "tf32)", "33 (exact f32 matmul)"),
     Allowed("convolution channels not in 16-byte pixels", CONVOLUTIONS,
             r"pixels are \d+ elements apart|has no contiguous dim|of [CK] = \d+: (the filter|dy)"
             r" is read [CK]-contiguous",

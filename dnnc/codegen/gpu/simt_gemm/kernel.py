@@ -89,6 +89,9 @@ def check(gemm, tile):
             raise NotSupported(f"a {rows}x{tile.k} tile of the operand along {name} over "
                                f"{tile.threads} threads: expected a whole number of elements "
                                "each")
+    if gemm.batch_shape is not None:
+        raise NotSupported(f"batch dims {list(gemm.batch_shape)} broadcast against each other: "
+                           "simt-gemm addresses one batch dim")
     if not 1 <= tile.split <= MAX_SPLIT:
         raise NotSupported(f"split {tile.split}: expected 1 to {MAX_SPLIT}")
     if tile.smem_bytes > MAX_SHARED:
