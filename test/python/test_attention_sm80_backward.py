@@ -245,13 +245,16 @@ class Problem:
     bias: tuple = None
     bias_type: str = None
     padding: tuple = None     # (seq_len_q, seq_len_kv) per batch entry
+    interleaved: tuple = ()   # tensors stored (B, S, H, D)
+    types: tuple = ()         # (tensor, type) of those not of dtype
 
     def graph(self):
         return backward_graph("n", self.dtype, self.b, self.h, self.hk, self.sq, self.skv,
                               self.d, self.dv, causal=self.causal,
                               bottom_right=self.bottom_right, window=self.window,
                               bias=list(self.bias) if self.bias else None,
-                              bias_type=self.bias_type, padding=self.padding is not None)()
+                              bias_type=self.bias_type, padding=self.padding is not None,
+                              interleaved=self.interleaved, types=dict(self.types))()
 
 
 def forward_of(p, values):
@@ -365,3 +368,53 @@ def test_numerics_on_the_cpu(gpu_cases, name):
         atol = rtol * max(1.0, float(np.abs(reference).max()))
         assert np.allclose(got[x], reference, rtol=rtol, atol=atol), \
             (x, float(np.max(np.abs(got[x] - reference))), atol)
+
+
+def test_numerics_of_strided_and_f32_tensors(gpu_cases):
+    """q, k, do, dq and dv stored (B, S, H, D), o and dk in f32 (read and
+    written from registers)."""
+    from gpu_cases.case import RTOL
+
+    p = Problem("bf16", 1, 2, 1, 70, 90, 64, causal=True,
+                interleaved=("q", "k", "do", "dq", "dv"), types=(("o", "f32"), ("dk", "f32")))
+    expected, got, _ = interpret(p)
+    for x in ("dq", "dk", "dv"):
+        reference = np.asarray(expected[x], np.float64)
+        atol = RTOL["bf16"] * max(1.0, float(np.abs(reference).max()))
+        assert np.allclose(got[x], reference, rtol=RTOL["bf16"], atol=atol), x
+
+
+# ----------------------------------------------------------------------------
+# The GPU family attention_backward_sm80
+
+
+def test_sm80_backward_family(gpu_cases):
+    """test/gpu/gpu_cases/attention_backward_sm80.py covers what it says:
+    head dims 64, 80 and 128 (and Dv != D), Sq and Skv no multiple of a
+    tile, groups, every mask, a bias, layouts, padding; every case forced
+    onto tc-sm80, bf16 and f16."""
+    family = gpu_cases.attention_backward_sm80
+    problems = [a for _, graph in family.PROBLEMS for a in graph]
+    assert {a.d for a in problems} == {64, 80, 128} and any(a.d != a.dv for a in problems)
+    assert any(a.sq % 64 for a in problems) and any(a.skv % 64 for a in problems)
+    assert {a.heads // a.kv_heads for a in problems} >= {1, 2, 4, 8}
+    assert {(a.causal, a.bottom_right, a.window > 0) for a in problems} >= {
+        (False, False, False), (True, False, False), (True, True, False), (True, False, True),
+        (True, True, True)}
+    assert any(a.bias for a in problems) and any(a.interleaved for a in problems)
+    padded = [a for _, graph in family.PADDED for a in graph]
+    assert {a.mask for a in padded} == {"none", "causal", "bottom_right", "window"}
+    assert all(c.config == "*=strategy:tc-sm80" for c in family.CASES)
+    assert {c.name.rsplit("_", 1)[1] for c in family.CASES} == {"bf16", "f16"}
+
+
+@pytest.mark.parametrize("arch", [ARCH, "sm_90a"])
+def test_sm80_backward_family_runs_tc_sm80(gpu_cases, arch):
+    """A graph of the family compiles to tc-sm80 backward kernels for
+    sm_80 and sm_90a alike (two launches a kernel function)."""
+    case = next(c for c in gpu_cases.attention_backward_sm80.CASES if "masks" in c.name)
+    package = compiler.compile_module(graph_mlir.to_module(case.build()), compiler.Options(
+        target="cuda", arch=arch, tuning_db="off", config=case.config), basename="main")
+    kernels = backward_kernels(package)
+    assert len(kernels) == 6 and {k["strategy"] for k in kernels} == {"tc-sm80"}, \
+        [k["reason"] for k in kernels]

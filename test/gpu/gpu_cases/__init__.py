@@ -62,6 +62,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        the fused sdpa backward on chosen problems (both
                        splits of dQ, masks, lengths past a tile, layouts),
                        each beside its deterministic twin (the two kernels)
+    attention_backward_sm80.py
+                       sdpa backwards on tc-sm80's dQ and dK dV kernels (a
+                       config override) on chosen problems: head dims,
+                       masks, GQA, a bias, layouts, padding lengths
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -92,6 +96,7 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                matmul, normalization, pointwise, pooling, reductions, row_programs, zero_size)
 from . import conv_sm80_split
+from . import attention_backward_sm80
 from .case import Case
 
 # In the order index.json lists them.
@@ -119,6 +124,7 @@ CASES = [
     *attention_sm80.CASES,
     *attention_backward_random.CASES,
     *attention_backward_fused.CASES,
+    *attention_backward_sm80.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_ragged.CASES,
