@@ -17,19 +17,19 @@ statistics are the reference forward's of the drawn q, k and v
 (attention_backward_random's ``derive_forward``); tolerances as that
 family's.
 
-The padding graphs (per-batch lengths, attention_padding's pairs: an sdpa
-forward and a backward of one configuration) run the backward on these
-kernels and the forward where the override lets it (tc-sm80's forward
-takes no padding: it falls back to simt-generic, the plan says why).
+The padding graphs (per-batch lengths, attention_padding's configurations)
+hold the backward alone (tc-sm80's forward takes no padding), o and the
+statistics the reference forward's of the same lengths
+(attention_padding's ``derive_forward``).
 """
 
 from .attention_backward_random import (
     AttentionBackwardConfig as A, derive_forward, random_attention_backward,
 )
 from .attention_padding import PaddedConfig as P
-from .attention_padding import _fixed, padded_attention
+from .attention_padding import _fixed, _lengths_of
 from .attention_padding import derive_forward as derive_padded
-from .case import BF16, F16, RTOL, Case
+from .case import BF16, F16, F32, RTOL, Case, graph_of, outputs
 
 SEED = 20261206
 CONFIG = "*=strategy:tc-sm80"
@@ -63,6 +63,21 @@ PADDED = (
                       P(2, 2, 2, 300, 300, 80, 80, "window", 50, (257, 300), (300, 100))]),
 )
 
+def add_padded_backward(g, i, att):
+    """sdpa_backward (dq<i>, dk<i>, dv<i>) of ``att`` from inputs q<i>,
+    k<i>, v<i>, o_in<i>, stats_in<i>, do<i> and the lengths lq<i>, lkv<i>
+    (the names attention_padding's ``derive_forward`` fills)."""
+    q, k, v = (g.tensor(name=f"{x}{i}", dim=att.dims(x)) for x in "qkv")
+    o_in = g.tensor(name=f"o_in{i}", dim=att.dims("o"))
+    stats_in = g.tensor(name=f"stats_in{i}", dim=att.dims("stats"), data_type=F32)
+    do = g.tensor(name=f"do{i}", dim=att.dims("o"))
+    grads = g.sdpa_backward(q, k, v, o_in, do, stats_in, **att.masks(),
+                            **_lengths_of(g, i, att))
+    for name, t in zip(("dq", "dk", "dv"), grads):
+        t.set_name(f"{name}{i}")
+    outputs(*grads)
+
+
 # bf16 for every graph, f16 for the head dims and one padding graph.
 GRAPHS = [(p, BF16) for p in PROBLEMS] + [(p, F16) for p in PROBLEMS[:3]]
 
@@ -72,7 +87,8 @@ CASES = [
          derived=derive_forward(dtype, problems), config=CONFIG)
     for j, ((name, problems), dtype) in enumerate(GRAPHS)
 ] + [
-    Case(f"attention_backward_sm80_{name}_{dtype.mlir}", padded_attention(dtype, configs),
+    Case(f"attention_backward_sm80_{name}_{dtype.mlir}",
+         graph_of(add_padded_backward, dtype, configs),
          seed=SEED + 100 + j, rtol=RTOL[dtype.mlir], fixed=_fixed(configs),
          derived=derive_padded(dtype, configs), config=CONFIG)
     for j, ((name, configs), dtype) in enumerate(zip(PADDED, [BF16, F16]))
