@@ -22,7 +22,8 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
 * ``flash``: the attention forward (FlashAttention-2's scheme on mma.sync),
   a kernel of its own beside the GEMM's parts (``build_attention``);
 * ``flash_backward``: the attention backward (a dQ kernel and a dK dV
-  kernel, deterministic), ``build_attention_backward``.
+  kernel, deterministic), ``build_attention_backward``; its block in
+  ``flash_backward_block``, its kernels in ``flash_backward_kernels``.
 """
 
 from dataclasses import replace
