@@ -418,3 +418,21 @@ def test_sm80_backward_family_runs_tc_sm80(gpu_cases, arch):
     kernels = backward_kernels(package)
     assert len(kernels) == 6 and {k["strategy"] for k in kernels} == {"tc-sm80"}, \
         [k["reason"] for k in kernels]
+
+
+def test_numerics_of_an_override_tile(gpu_cases):
+    """A config naming the tile: 4 warps (64 rows a block), 32 kv rows a
+    dQ step, 32 query rows a dK dV step, 3 stages; recorded in the config
+    and computed as the reference does."""
+    from gpu_cases.case import RTOL
+
+    p = Problem("f16", 1, 4, 2, 100, 150, 64, causal=True, bias=(1, 1, 100, 150),
+                bias_type="f32")
+    expected, got, config_text = interpret(
+        p, config="*=strategy:tc-sm80,tile:32x32,block:128,stages:3")
+    assert "block = [128, 1, 1], stages = 3 : i64, strategy = \"tc-sm80\", tile = [32, 32]" \
+        in config_text, config_text
+    for x in ("dq", "dk", "dv"):
+        reference = np.asarray(expected[x], np.float64)
+        atol = RTOL["f16"] * max(1.0, float(np.abs(reference).max()))
+        assert np.allclose(got[x], reference, rtol=RTOL["f16"], atol=atol), x
