@@ -19,8 +19,9 @@ same tiles as a matmul of their M x N; a filter gradient's tiles lie in one
 filter tap, or its taps are the GEMM's batch (``_wgrad``,
 dnnc/codegen/gpu/tensorcore/wgrad_taps.py). The attention forward (sdpa, bf16
 and f16) runs on tc-sm90's flash kernel (``tc_sm90_attention``) on sm_90a,
-on tc-sm80's (``tc_sm80_attention``, mma.sync) on sm_80; the backward (on
-sm_80) and other types wait for theirs: simt-generic gives each output
+on tc-sm80's (``tc_sm80_attention``, mma.sync) on sm_80, and so does the
+backward (``tc_sm80_attention_backward``); other types wait for theirs:
+simt-generic gives each output
 element one thread that loops over the reduction (K); the output count sets
 the parallelism, and few outputs get 128-thread blocks. An operand with a prologue (``Problem.prologues``)
 is loaded as stored and converted in shared memory: its stored width sets
@@ -831,7 +832,7 @@ def tc_sm80_attention_tiles(sq, d, dv, biased, shared=TC80_SHARED["sm_80"]):
 def tc_sm80_attention(problem, facts):
     """tc-sm80 Configs for an sdpa forward of 16-bit q, k, v on sm_80
     (sm80/flash.py), best first (``tc_sm80_attention_tiles``); none for
-    the backward (no tc-sm80 kernel yet) or head dims over 256."""
+    the backward (``tc_sm80_attention_backward``) or head dims over 256."""
     ins = problem.anchor_inputs
     if len(ins) < 3 or problem.anchor != "sdpa":
         return []
@@ -845,6 +846,46 @@ def tc_sm80_attention(problem, facts):
             reason=f"attention forward ({facts}): {tile.m} query rows a block ({tile.warps} "
                    f"warps of {tile.rows}), {tile.n} kv rows a step, {tile.stages} stages"))
     return configs
+
+
+# The largest head dim of tc-sm80's attention backward
+# (sm80/flash_backward.MAX_HEAD_DIM: dK and dV of a kv row in a thread's
+# registers).
+TC80_ATTENTION_BACKWARD_D = 128
+
+
+def tc_sm80_attention_backward_tile(d, dv, biased, shared=TC80_SHARED["sm_80"]):
+    """The tc-sm80 attention backward tile (sm80.BackwardTile) of head dims
+    ``d``, ``dv`` within ``shared`` bytes, or None (flash_backward.tile_for:
+    128 rows a block in both kernels, over 8 warps of 16; 64 kv rows a dQ
+    step; 64 query rows a dK dV step where dK, dV and the step's scores
+    fit a thread's registers, else 32)."""
+    from dnnc.codegen.gpu.tensorcore.sm80 import flash_backward
+
+    if max(d, dv) > TC80_ATTENTION_BACKWARD_D:
+        return None
+    return flash_backward.tile_for(d, dv, biased, shared)
+
+
+def tc_sm80_attention_backward(problem, facts):
+    """tc-sm80 Configs for an sdpa_backward of 16-bit q, k, v on sm_80
+    (sm80/flash_backward.py): a dQ kernel and a dK dV kernel, each gradient
+    summed by one thread in a fixed order (deterministic, no atomics);
+    none above TC80_ATTENTION_BACKWARD_D. Its inputs are q, k, v, o, dO,
+    stats, then a bias (a float) or padding lengths (int32)."""
+    ins = problem.anchor_inputs
+    if len(ins) < 6:
+        return []
+    d, dv = ins[0].shape[-1], ins[2].shape[-1]
+    tile = tc_sm80_attention_backward_tile(d, dv, any(s.dtype != "i32" for s in ins[6:]))
+    if tile is None:
+        return []
+    return [Config(
+        "tc-sm80", (tile.threads, 1, 1), tile=(tile.dq_n, tile.dkv_m), stages=tile.stages,
+        reason=f"attention backward ({facts}): a dQ kernel ({tile.rows} query rows a block, "
+               f"{tile.dq_n} kv rows a step) and a dK dV kernel ({tile.rows} kv rows a block, "
+               f"{tile.dkv_m} query rows a step) on mma.sync, {tile.stages} stages, no "
+               "atomics (deterministic)")]
 
 
 def _attention_fold(problem):
@@ -973,6 +1014,14 @@ def rank(problem):
                    "expected a multiple of 64, or 8, 16 or 32")
         return simt_generic(work, problem.sms, None, facts, head=(
             f"tc-sm90's attention kernels do not take it ({facts}): {why}"))
+    if faster == "tc-sm80" and problem.anchor == "sdpa_backward" and \
+            problem.dtype in ("bf16", "f16"):
+        fast = tc_sm80_attention_backward(problem, facts)
+        if fast:
+            return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
+        return simt_generic(work, problem.sms, None, facts, head=(
+            f"tc-sm80's attention backward does not take it ({facts}): head dims up to "
+            f"{TC80_ATTENTION_BACKWARD_D}"))
     if faster == "tc-sm80" and problem.anchor == "sdpa" and problem.dtype in ("bf16", "f16"):
         fast = tc_sm80_attention(problem, facts)
         if fast:

@@ -14,7 +14,8 @@ A kernel whose function carries ``dnn.attention`` is one sdpa forward (or
 backward): tc-sm90 replaces the body (its expansion) by the attention
 kernel (sm90/flash.py, flash_backward.py, flash_backward_wide.py), tc-sm80 by its forward kernel
 (sm80/flash.py; its tile from the config, else the first
-``tc_sm80_attention_tiles`` ranks); what a kernel does not take keeps the
+``tc_sm80_attention_tiles`` ranks) or its backward kernels
+(sm80/flash_backward.py; ``tc_sm80_attention_backward_tile``); what a kernel does not take keeps the
 expansion, on simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
 strategy runs it as an implicit GEMM (tensorcore/conv.py) with its own
 operand loaders (sm90/im2col.py: TMA's im2col mode; sm80/im2col.py: a
@@ -91,7 +92,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_wide import build_attention
 from dnnc.heuristics.config import ATTR, Config, add_note, fall_back, hand_over, kernels_of
 from dnnc.heuristics.contraction import (
     TC90_ATTENTION_TWO_KERNELS, tc80_k_bytes, tc80_split_config, tc80_stages,
-    tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
+    tc_sm80_attention_backward_tile, tc_sm80_attention_tiles, tc_sm80_configs, tc_sm80_conv,
 )
 from dnnc.heuristics.problem import SMS
 from dnnc.passes import DnncPass, register
@@ -146,6 +147,20 @@ def sm80_attention_tile_of(config, att):
         return sm80.FlashTile(m, n, max(2, config.stages), max(1, config.threads // 32))
     ranked = tc_sm80_attention_tiles(att.sq, att.d, att.dv, att.bias is not None)
     return ranked[0] if ranked else sm80.FlashTile()
+
+
+def sm80_backward_tile_of(config, att):
+    """The sm80.BackwardTile a tc-sm80 config of attention backward ``att``
+    describes: ``tile`` = [kv rows a dQ step, query rows a dK dV step] over
+    a warp per 32 threads (16 rows each), 2 stages unless it names more;
+    without a tile (an override that names the strategy alone), the one
+    the heuristics pick for ``att`` (or the default, which check then
+    refuses with its reason)."""
+    if config.tile:
+        n, m = (tuple(config.tile) + (32,))[:2]
+        return sm80.BackwardTile(max(1, config.threads // 32), n, m, max(2, config.stages))
+    return tc_sm80_attention_backward_tile(att.d, att.dv, att.bias is not None) \
+        or sm80.BackwardTile()
 
 
 def sm80_fallback(found):
@@ -289,11 +304,11 @@ class DnnMapTensorCores(DnncPass):
 
     def _sm80_attention(self, fn, config):
         """An sdpa kernel configured tc-sm80: its attention forward
-        (sm80/flash.py), else simt-generic on the expansion the body holds
-        (an sdpa_backward too: tc-sm80 has no backward kernel)."""
-        if attention_match.op_of(fn) != "sdpa":
-            fall_back(fn, "tc-sm80 does not apply (an sdpa backward: tc-sm80 has no attention "
-                          f"backward kernel): {SIMT}")
+        (sm80/flash.py), an sdpa_backward its backward
+        (sm80/flash_backward.py), else simt-generic on the expansion the
+        body holds."""
+        if attention_match.op_of(fn) == "sdpa_backward":
+            self._sm80_attention_backward(fn, config)
             return
         try:
             att = attention_match.match(fn)
@@ -304,6 +319,22 @@ class DnnMapTensorCores(DnncPass):
             return
         # The config records what runs (an override may name no tile).
         fn.attributes[ATTR] = config.replace(block=(tile.threads, 1, 1), tile=(tile.m, tile.n),
+                                             stages=tile.stages).to_attr()
+        for note in notes:
+            add_note(fn, note)
+
+    def _sm80_attention_backward(self, fn, config):
+        """An sdpa_backward kernel configured tc-sm80: its two kernels
+        (sm80/flash_backward.py), else simt-generic, saying why."""
+        try:
+            att = attention_match.match_backward(fn)
+            tile = sm80_backward_tile_of(config, att)
+            notes = sm80.build_attention_backward(fn, att, tile)
+        except (attention_match.NotAnAttention, sm80.NotSupported) as why:
+            fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
+            return
+        fn.attributes[ATTR] = config.replace(block=(tile.threads, 1, 1),
+                                             tile=(tile.dq_n, tile.dkv_m),
                                              stages=tile.stages).to_attr()
         for note in notes:
             add_note(fn, note)

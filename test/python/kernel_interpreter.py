@@ -93,6 +93,10 @@ class Interpreter:
         a = np.asarray(array)
         if str(t.element_type) == "bf16":
             a = _bf16_bits(a.astype(np.float32))
+        if str(t.element_type) == "i32":
+            # Held as int64 in registers, stored in 4 bytes as the kernel
+            # addresses them (and _load reads them).
+            dtype = np.int32
         shape, strides, offset = irutil.memref_geometry(type_)
         size = 1 + offset + sum((n - 1) * s for n, s in zip(shape, strides))
         flat = np.zeros(size, dtype)

@@ -9,8 +9,8 @@ what it computes, run on the CPU by test/python/kernel_interpreter.py.
   128, over 8 warps of 16; 64 query rows for 64 or fewer), then
   simt-generic; every tile they rank for head
   dims that are multiples of 8 up to 256, with a bias or not, is one the
-  kernel's ``check`` takes within sm_80's shared memory. The backward
-  stays on simt-generic.
+  kernel's ``check`` takes within sm_80's shared memory. (The backward:
+  test_attention_sm80_backward.py.)
 * ``check`` refuses with the reason: f32, head dims that are no multiple
   of 8 or over 256, a bias of the other 16-bit type, a tile whose O, S, P
   (and Q, bias) exceed a thread's registers, and any field a newer
@@ -43,7 +43,7 @@ from dnnc.heuristics import rank
 from dnnc.heuristics.contraction import TC80_SHARED, tc_sm80_attention_tiles
 from kernel_interpreter import run_kernel
 from test_attention_tensor_cores import (
-    BiasValue, backward_problem, problem, ptx_entries, sdpa_graph,
+    BiasValue, problem, ptx_entries, sdpa_graph,
 )
 from test_cuda_compile import _load_gpu_cases
 from test_tc_sass import needs_sass
@@ -121,8 +121,6 @@ def test_every_ranked_tile_fits(biased):
     (lambda: problem(100, 100, 64, 64, "f32", arch=ARCH),
      "no faster strategy planned (sdpa: 100x100x64 (S x Skv x D) x16 batch f32, an f32 "
      "multiply"),
-    (lambda: backward_problem(100, 100, 64, 64, arch=ARCH),
-     "tc-sm80 not implemented yet (sdpa_backward: 100x100x64"),
 ])
 def test_heuristics_keep_the_rest_on_simt_generic(build, why):
     configs = rank(build())

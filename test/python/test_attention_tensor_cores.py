@@ -531,8 +531,8 @@ def test_heuristics_rank_the_attention_backward(d, dv, dtype, fused):
     (lambda: backward_problem(100, 100, 64, 64, "f32"),
      "no faster strategy planned (sdpa_backward: 100x100x64 (S x Skv x D) x16 batch f32, an "
      "f32 multiply"),
-    (lambda: backward_problem(100, 100, 64, 64, arch="sm_80"),
-     "tc-sm80 not implemented yet (sdpa_backward: 100x100x64"),
+    (lambda: backward_problem(100, 100, 192, 128, arch="sm_80"),
+     "tc-sm80's attention backward does not take it (sdpa_backward: 100x100x192"),
     (lambda: backward_problem(100, 100, 264, 64),
      "tc-sm90's attention kernels do not take it (sdpa_backward: 100x100x264 (S x Skv x D) "
      "x16 batch bf16): head dims up to 256"),

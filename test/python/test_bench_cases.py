@@ -392,3 +392,17 @@ def test_attention_forward_cases():
     # The S4096 D128 pair of the reference figures: 0.892 / 0.506 ms on cuDNN.
     pair = {c.name: c.flops for c in ATTENTION_FORWARD if "B4 H16 S4096 D128 bf16" in c.name}
     assert pair["sdpa B4 H16 S4096 D128 bf16"] == 2 * pair["sdpa causal B4 H16 S4096 D128 bf16"]
+
+
+def test_attention_backward_tc_sm80_cases():
+    """The Ampere backward forced (strategy alone) on the S4096 D128 and
+    D64 pairs, each named after its default twin, which has the same
+    graph."""
+    forced = {c.name: c for c in cases.ATTENTION_BACKWARD if c.name.endswith(" tc-sm80")}
+    assert set(forced) == {f"sdpa backward{causal} B4 H16 S4096 D{d} bf16 tc-sm80"
+                           for d in (128, 64) for causal in ("", " causal")}
+    for name, c in forced.items():
+        assert c.config == "*=strategy:tc-sm80"
+        twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(" tc-sm80")])
+        assert (c.flops, c.bytes) == (twin.flops, twin.bytes)
+        assert graph(name).to_mlir() == graph(twin.name).to_mlir()

@@ -20,7 +20,10 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
 * ``splitk``: split-K, the partials summed in split order by a second
   launch;
 * ``flash``: the attention forward (FlashAttention-2's scheme on mma.sync),
-  a kernel of its own beside the GEMM's parts (``build_attention``).
+  a kernel of its own beside the GEMM's parts (``build_attention``);
+* ``flash_backward``: the attention backward (a dQ kernel and a dK dV
+  kernel, deterministic), ``build_attention_backward``; its block in
+  ``flash_backward_block``, its kernels in ``flash_backward_kernels``.
 """
 
 from dataclasses import replace
@@ -28,11 +31,15 @@ from dataclasses import replace
 from dnnc.codegen.gpu.tensorcore import phase_kernels, phases, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm80 import im2col
 from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
+from dnnc.codegen.gpu.tensorcore.sm80.flash_backward import (
+    BackwardTile, build_attention_backward,
+)
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, operand_loaders, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
-__all__ = ["PAD", "FlashTile", "NotSupported", "Tile", "build", "build_attention", "build_conv",
-           "check", "fit_element_wise", "fit_gemm", "loader_note", "smem_bytes"]
+__all__ = ["PAD", "BackwardTile", "FlashTile", "NotSupported", "Tile", "build",
+           "build_attention", "build_attention_backward", "build_conv", "check",
+           "fit_element_wise", "fit_gemm", "loader_note", "smem_bytes"]
 
 
 def build(fn, gemm, tile):

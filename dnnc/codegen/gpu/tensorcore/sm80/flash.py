@@ -180,13 +180,13 @@ def fits(tile, d, dv, biased, shared=MAX_SHARED):
     return None
 
 
-def unimplemented(att):
-    """The first field of ``att`` that asks for a feature this kernel does
-    not implement (set and not in IMPLEMENTED: what a newer matcher
-    records, such as per-batch sequence lengths or paged K and V), or
-    None."""
+def unimplemented(att, implemented=IMPLEMENTED):
+    """The first field of ``att`` that asks for a feature this kernel (or
+    the one whose ``implemented`` fields are given) does not implement
+    (set and not among them: what a newer matcher records, such as
+    per-batch sequence lengths or paged K and V), or None."""
     for field in dataclasses.fields(att):
-        if field.name in IMPLEMENTED:
+        if field.name in implemented:
             continue
         value = getattr(att, field.name)
         if value is None or value is False:
