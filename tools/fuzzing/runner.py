@@ -29,10 +29,9 @@ def _reference(config, drawn, device):
             for name, spec in config["outputs"].items()}
 
 
-def check_config(config, run, device):
-    """Run ``config`` through ``run(inputs, outputs)`` (the package's
-    executable) and return [(output name, Mismatch or error text)] of its
-    failures."""
+def prepare(config, device):
+    """``config``'s inputs laid out with their strides, its poisoned
+    outputs (by graph-wide name), its references and drawn values."""
     drawn = values.inputs(config, device)
     refs = _reference(config, drawn, device)
     inputs = {}
@@ -43,28 +42,62 @@ def check_config(config, run, device):
                                                        spec["entry"]["strides"],
                                                        spec["entry"]["dtype"], device)
                for spec in config["outputs"].values()}
-    run(inputs, outputs)
+    return {"inputs": inputs, "outputs": outputs, "refs": refs, "drawn": drawn}
+
+
+def failures_of(config, prepared):
+    """[(output name, what is wrong)] of ``config`` after its launch."""
     failures = []
     for name, spec in config["outputs"].items():
         entry = spec["entry"]
-        rtol, atol = compare.tolerance(entry["dtype"], refs[name],
-                                       config["tolerance"].get(name), drawn)
-        bad = compare.check(outputs[entry["name"]], refs[name], entry["dtype"], rtol, atol)
+        ref = prepared["refs"][name]
+        rtol, atol = compare.tolerance(entry["dtype"], ref, config["tolerance"].get(name),
+                                       prepared["drawn"])
+        bad = compare.check(prepared["outputs"][entry["name"]], ref, entry["dtype"], rtol, atol)
         if bad is not None:
             failures.append((name, f"{bad.describe()} (rtol {rtol:g}, atol {atol:.3g})"))
     return failures
 
 
+def check_package(configs, run, device):
+    """Launch one package holding ``configs`` through ``run(inputs,
+    outputs)`` (every configuration's tensors at once, as the package's
+    graph takes them); return {configuration index: its failures}."""
+    prepared = {c["index"]: prepare(c, device) for c in configs}
+    inputs, outputs = {}, {}
+    for p in prepared.values():
+        inputs.update(p["inputs"])
+        outputs.update(p["outputs"])
+    try:
+        run(inputs, outputs)
+    except Exception as e:  # the launch failed: every configuration of it did
+        error = f"{type(e).__name__}: {str(e).splitlines()[0] if str(e) else ''}"
+        return {c["index"]: [("launch", error)] for c in configs}
+    return {c["index"]: failures_of(c, prepared[c["index"]]) for c in configs}
+
+
+def check_config(config, run, device):
+    """check_package of ``config`` alone: its failures."""
+    return check_package([config], run, device)[config["index"]]
+
+
 def failure_line(config, output, what, arch):
+    line = repro(config["family"], config["seed"], config["index"], config.get("huge", False),
+                 arch)
     return (f"FAIL {config['family']} #{config['index']} ({config['dtype']}) {output}: {what}\n"
-            f"  repro: {repro(config['family'], config['seed'], config['index'], "
-            f"config.get('huge', False), arch)}")
+            f"  repro: {line}")
 
 
-def run(folder, device="cuda", log=print):
-    """Run every package of ``folder``; return the table rows by family."""
-    import dnnc_runtime
+def run(folder, device="cuda", log=print, load=None):
+    """Run every package of ``folder``; return the table rows by family.
+    ``load``: path -> executable (default dnnc_runtime.load)."""
+    if load is None:
+        import dnnc_runtime
+        load = dnnc_runtime.load
 
+    def sync():
+        if device == "cuda":
+            torch.cuda.synchronize()
     with open(os.path.join(folder, "index.json")) as f:
         index = json.load(f)
     arch = index["arch"]
@@ -80,24 +113,27 @@ def run(folder, device="cuda", log=print):
     for package in index["packages"]:
         t = time.time()
         try:
-            exe = dnnc_runtime.load(os.path.join(folder, package["package"]))
+            exe = load(os.path.join(folder, package["package"]))
         except Exception as e:  # the package itself does not load: all its configurations fail
             exe, load_error = None, f"{type(e).__name__}: {e}"
 
         def launch(inputs, outputs):
-            torch.cuda.synchronize()
+            sync()
             exe(**inputs, outputs=outputs)
-            torch.cuda.synchronize()
-        for config in package["configs"]:
+            sync()
+        configs = package["configs"]
+        if exe is None:
+            results = {c["index"]: [("package", load_error)] for c in configs}
+        else:
+            try:
+                results = check_package(configs, launch, device)
+            except Exception as e:  # drawing or the reference failed: a fuzzer bug, said so
+                results = {c["index"]: [("reference", f"{type(e).__name__}: {e}")]
+                           for c in configs}
+        for config in configs:
             r = row(config["family"])
             r["configs"] += 1
-            if exe is None:
-                failures = [("package", load_error)]
-            else:
-                try:
-                    failures = check_config(config, launch, device)
-                except Exception as e:  # reported as this configuration's failure
-                    failures = [("launch", f"{type(e).__name__}: {str(e).splitlines()[0]}")]
+            failures = results[config["index"]]
             if failures:
                 r["failed"] += 1
                 for output, what in failures:
