@@ -208,11 +208,25 @@ def sdpa(q, k, v, bias=None, attn_scale=None, generate_stats=False, **masks):
 
 def sdpa_backward(q, k, v, o, dO, stats, bias=None, attn_scale=None,
                   use_deterministic_algorithm=False, **masks):
-    leaves = [t.detach().clone().requires_grad_(True) for t in (q, k, v)]
-    with torch.enable_grad():
-        out, _ = sdpa(*leaves, bias=bias, attn_scale=attn_scale, **masks)
-        out.backward(dO)
-    return tuple(t.grad for t in leaves)
+    """The gradients from the given o and statistics (as the kernels take
+    them), not from a forward recomputed here: D = rowsum(dO o) uses the
+    o passed in, rounded to its type."""
+    scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.shape[-1])
+    heads, kv_heads = q.shape[1], k.shape[1]
+    kx = k.repeat_interleave(heads // kv_heads, dim=1)
+    vx = v.repeat_interleave(heads // kv_heads, dim=1)
+    s = _scores(q, k, bias, attn_scale, masks)
+    p = torch.where(torch.isneginf(stats), torch.zeros_like(s), torch.exp(s - stats))
+    dv = torch.matmul(p.transpose(-1, -2), dO)
+    dp = torch.matmul(dO, vx.transpose(-1, -2))
+    ds = p * (dp - (dO * o).sum(-1, keepdim=True))
+    dq = torch.matmul(ds, kx) * scale
+    dk = torch.matmul(ds.transpose(-1, -2), q) * scale
+
+    def per_kv_head(t):  # the query heads that share a kv head add up
+        b, _, n, d = t.shape
+        return t.reshape(b, kv_heads, heads // kv_heads, n, d).sum(2)
+    return dq, per_kv_head(dk), per_kv_head(dv)
 
 
 def slice_(input, start, limit, step):
