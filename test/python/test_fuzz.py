@@ -251,3 +251,21 @@ def test_cli_lists_the_families():
 
 def test_data_types_of_the_builder():
     assert graph_builder.TYPES["bf16"] is data_type.BFLOAT16
+
+
+def test_the_runner_imports_neither_dnnc_nor_mlir():
+    code = ("import sys; import tools.fuzzing.runner; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('dnnc', 'mlir')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                   env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime")))
+
+
+def test_tables_of_several_folders_add_up():
+    a = {"matmul": {"configs": 3, "passed": 2, "failed": 1, "refused": 0, "seconds": 1.0}}
+    b = {"matmul": {"configs": 4, "passed": 4, "failed": 0, "refused": 1, "seconds": 2.0},
+         "conv": {"configs": 1, "passed": 1, "failed": 0, "refused": 0, "seconds": 0.5}}
+    rows = runner.merge(a, b)
+    assert rows["matmul"] == {"configs": 7, "passed": 6, "failed": 1, "refused": 1,
+                              "seconds": 3.0}
+    assert "| all | 8 | 7 | 1 | 1 | 9.0 |" in runner.table(rows, 9.0)

@@ -145,6 +145,17 @@ def run(folder, device="cuda", log=print, load=None):
     return rows
 
 
+def merge(a, b):
+    """Table rows ``a`` and ``b`` added up by family."""
+    out = {f: dict(r) for f, r in a.items()}
+    for family, r in b.items():
+        if family in out:
+            out[family] = {k: out[family][k] + v for k, v in r.items()}
+        else:
+            out[family] = dict(r)
+    return out
+
+
 def table(rows, seconds):
     """The results table (Markdown), with the total time."""
     lines = ["| family | configurations | passed | failed | refused | seconds |",
