@@ -269,3 +269,15 @@ def test_tables_of_several_folders_add_up():
     assert rows["matmul"] == {"configs": 7, "passed": 6, "failed": 1, "refused": 1,
                               "seconds": 3.0}
     assert "| all | 8 | 7 | 1 | 1 | 9.0 |" in runner.table(rows, 9.0)
+
+
+def test_a_built_folder_passes_on_the_cpu_back_end(tmp_path):
+    """The whole loop (build, index, inputs, poison, launch, compare) with
+    dnnc's CPU back end as the executable: every configuration passes."""
+    from tools.fuzzing.cpu_backend import loader
+
+    packing.build(["softmax", "transpose"], 6, 4, str(tmp_path), log=lambda *a: None)
+    lines = []
+    rows = runner.run(str(tmp_path), device="cpu", log=lines.append, load=loader(str(tmp_path)))
+    assert sum(r["configs"] for r in rows.values()) == 8, lines
+    assert not any(r["failed"] for r in rows.values()), "\n".join(lines)
