@@ -38,6 +38,7 @@ def loader(folder):
                 value = np.asarray(results[name])
                 if value.dtype.name == "bfloat16":
                     value = value.astype(np.float32)
-                out.copy_(torch.from_numpy(np.ascontiguousarray(value)))
+                # A rank-0 result comes back with shape [1].
+                out.copy_(torch.from_numpy(np.ascontiguousarray(value)).reshape(out.shape))
         return run
     return load
