@@ -1,0 +1,283 @@
+"""The GPU fuzzer's CPU side (tools/fuzz, tools/fuzzing/): its drawing is
+deterministic by seed and ``--only`` redraws one configuration; every
+configuration builds into a graph; packing; the PyTorch reference agrees
+with dnnc's NumPy reference; and the runner's comparison reports a wrong
+value, a NaN and an unwritten (still poisoned) element, each with its
+repro line, on fake outputs."""
+
+import json
+import os
+import subprocess
+import sys
+import warnings
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+if ROOT not in sys.path:
+    sys.path.insert(0, ROOT)
+
+from tools.fuzzing import compare, families, graph_builder, packing, runner  # noqa: E402
+from tools.fuzzing import torch_ops, values  # noqa: E402
+from tools.fuzzing.program import FAMILIES, prefixed  # noqa: E402
+
+import dnnc  # noqa: E402
+from dnnc.dialect.types import data_type  # noqa: E402
+
+
+def _with_entries(config):
+    """``config`` with its outputs' index entries, as packing gives them."""
+    g = dnnc.Graph()
+    for name, entry in graph_builder.add(g, config).items():
+        config["outputs"][name]["entry"] = entry
+    return g, config
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_drawing_is_deterministic_by_seed(family):
+    a = [families.draw(family, 7, i) for i in range(5)]
+    assert a == [families.draw(family, 7, i) for i in range(5)]
+    assert a != [families.draw(family, 8, i) for i in range(5)]
+    json.dumps(a)  # the index stores them as JSON
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_only_redraws_the_same_configuration(family):
+    full = packing.configurations(family, 3, 12)
+    assert packing.configurations(family, 3, 12, only=9) == [full[9]]
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_configurations_build_into_graphs(family):
+    """Every configuration is a valid graph: the calls verify, and the
+    outputs get the types and strides the configuration asks for."""
+    for i in range(12):
+        config = families.draw(family, 11, i)
+        _, config = _with_entries(config)
+        for name, spec in config["outputs"].items():
+            entry = spec["entry"]
+            assert entry["name"] == prefixed(config, name)
+            if spec["strides"] is not None:
+                assert entry["strides"] == spec["strides"]
+            if spec.get("dtype") != "keep":
+                assert entry["dtype"] == spec.get("dtype", config["dtype"])
+
+
+def test_packs_hold_one_type_and_at_most_their_size():
+    configs = packing.configurations("pointwise", 5, 40)
+    packs = packing.packs(configs, 6)
+    assert sorted(c["index"] for p in packs for c in p) == list(range(40))
+    for p in packs:
+        assert 1 <= len(p) <= 6 and len({c["dtype"] for c in p}) == 1
+    # One graph holds a pack: the prefixes keep the names apart.
+    g, entries = graph_builder.graph(packs[0])
+    assert len(g.outputs) == sum(len(c["outputs"]) for c in packs[0])
+
+
+def test_build_writes_packages_and_index(tmp_path):
+    index = packing.build(["transpose"], 2, 5, str(tmp_path), log=lambda *a: None)
+    assert sum(len(p["configs"]) for p in index["packages"]) + len(index["refused"]) == 5
+    for p in index["packages"]:
+        assert os.path.exists(tmp_path / p["package"])
+        for c in p["configs"]:
+            assert all("entry" in spec for spec in c["outputs"].values())
+    with open(tmp_path / "index.json") as f:
+        assert json.load(f) == index
+
+
+def _numpy_inputs(config, drawn):
+    import ml_dtypes
+
+    out = {}
+    for name, v in drawn.items():
+        if v.dtype == torch.bfloat16:
+            out[prefixed(config, name)] = v.float().numpy().astype(ml_dtypes.bfloat16)
+        else:
+            out[prefixed(config, name)] = v.numpy()
+    return out
+
+
+@pytest.mark.parametrize("family", FAMILIES)
+def test_torch_reference_agrees_with_dnnc_reference(family):
+    """The runner's reference (PyTorch, no dnnc) against Graph.execute_reference
+    on the same inputs, by the runner's own comparison."""
+    for i in range(4 if family in ("conv", "attention") else 10):
+        g, config = _with_entries(families.draw(family, 5, i))
+        drawn = torch_ops.derive(config, values.inputs(config))
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            expected = g.execute_reference(_numpy_inputs(config, drawn))
+        mine = torch_ops.reference(config, drawn)
+        for name, spec in config["outputs"].items():
+            entry = spec["entry"]
+            ref = torch.from_numpy(np.asarray(expected[entry["name"]], np.float64))
+            ref = ref.to(compare.TORCH[entry["dtype"]]).double()
+            rtol, atol = compare.tolerance(entry["dtype"], ref, config["tolerance"].get(name),
+                                           drawn)
+            got = mine[name].to(compare.TORCH[entry["dtype"]])
+            bad = compare.check(got, ref, entry["dtype"], rtol, atol)
+            assert bad is None, f"{family} #{i} {name}: {bad.describe()}"
+
+
+def test_tolerances_are_the_gpu_tests():
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    from gpu_cases import case
+
+    assert compare.RTOL == case.RTOL and compare.TAIL == case.TAIL
+
+
+def test_extremal_inputs_hold_every_kind():
+    spec = {"dims": [4000], "dtype": "f16", "draw": "extremal", "scale": 1.0}
+    x = torch.from_numpy(values.draw_one(np.random.default_rng(0), spec)).half().double()
+    assert torch.isnan(x).any() and (x == np.inf).any() and (x == -np.inf).any()
+    assert (x.abs() > 30000).any() & torch.isfinite(x).any()
+    assert ((x != 0) & (x.abs() < 2.0 ** -14)).any()  # f16 subnormals
+
+
+def _fake_executable(config, corrupt=None):
+    """A stand-in for a loaded package: writes the reference of ``config``
+    into the outputs, then ``corrupt(outputs)``; like a package, it takes
+    exactly its graph's inputs and outputs."""
+    def run(inputs, outputs):
+        assert set(inputs) == {prefixed(config, n) for n in config["tensors"]}
+        assert set(outputs) == {s["entry"]["name"] for s in config["outputs"].values()}
+        drawn = values.inputs(config)
+        torch_ops.derive(config, drawn)
+        refs = torch_ops.reference(config, drawn)
+        for name, spec in config["outputs"].items():
+            outputs[spec["entry"]["name"]].copy_(refs[name])
+        if corrupt:
+            corrupt(outputs)
+    return run
+
+
+def _config(family="softmax"):
+    """The first configuration of ``family`` (seed 9) without extremal inputs."""
+    index = 0
+    while any(t["draw"] == "extremal" for t in families.draw(family, 9, index)["tensors"].values()):
+        index += 1
+    _, config = _with_entries(families.draw(family, 9, index))
+    return config
+
+
+def test_check_passes_the_reference():
+    config = _config()
+    assert runner.check_config(config, _fake_executable(config), "cpu") == []
+
+
+@pytest.mark.parametrize("corruption, words", [
+    ("wrong", "out of tolerance"),
+    ("nan", "NaN where the reference has none"),
+    ("unwritten", "unwritten (poison intact)"),
+])
+def test_each_kind_of_failure_is_reported_with_its_repro(corruption, words):
+    config = _config()
+    (name,) = config["outputs"]
+    entry = config["outputs"][name]["entry"]
+
+    def corrupt(outputs):
+        y = outputs[entry["name"]]
+        index = tuple(d // 2 for d in y.shape)
+        if corruption == "wrong":
+            y[index] = y[index] + 0.5
+        elif corruption == "nan":
+            y[index] = float("nan")
+        else:
+            fresh = compare.poisoned(list(y.shape), list(y.stride()), entry["dtype"], "cpu")
+            y[index] = fresh[index]
+    failures = runner.check_config(config, _fake_executable(config, corrupt), "cpu")
+    assert len(failures) == 1 and failures[0][0] == name
+    assert words in failures[0][1] and "1 of" in failures[0][1]
+    line = runner.failure_line(config, *failures[0], "sm_90a")
+    assert (f"tools/fuzz build --family softmax --seed 9 --only {config['index']} --out "
+            in line and "&& tools/fuzz run " in line)
+
+
+def test_missing_nan_and_infinities():
+    ref = torch.tensor([float("nan"), float("inf"), -float("inf"), 1.0], dtype=torch.float64)
+    same = ref.to(torch.float16)
+    assert compare.check(same, ref, "f16", 2e-3, 2e-3) is None
+    swapped = torch.tensor([0.0, -float("inf"), -float("inf"), 1.0], dtype=torch.float16)
+    bad = compare.check(swapped, ref, "f16", 2e-3, 2e-3)
+    assert bad.missing_nan == 1 and bad.wrong == 1 and bad.first == (0,)
+
+
+def test_poison_fills_the_padding_and_reads_as_unwritten():
+    out = compare.poisoned([3, 5], [8, 1], "bf16", "cpu")
+    assert out.untyped_storage().nbytes() == (2 * 8 + 5) * 2
+    bad = compare.check(out, torch.zeros(3, 5, dtype=torch.float64), "bf16", 1e-2, 1e-2)
+    assert bad.unwritten == 15
+
+
+def test_run_prints_the_table_and_a_line_per_failure(tmp_path):
+    """``fuzz run`` over a built folder with a fake loader: one
+    configuration's output corrupted, one failure and its repro line."""
+    index = packing.build(["reduction"], 4, 6, str(tmp_path), log=lambda *a: None)
+    configs = {p["package"]: p["configs"] for p in index["packages"]}
+    victim = index["packages"][0]["configs"][0]
+
+    def load(path):
+        group = configs[os.path.basename(path)]
+
+        def exe(outputs=None, **inputs):
+            for c in group:
+                def nan(outs, c=c):
+                    for spec in c["outputs"].values():
+                        outs[spec["entry"]["name"]].fill_(float("nan"))
+                names = {prefixed(c, n) for n in c["tensors"]}
+                outs = {s["entry"]["name"] for s in c["outputs"].values()}
+                _fake_executable(c, nan if c["index"] == victim["index"] else None)(
+                    {k: v for k, v in inputs.items() if k in names},
+                    {k: v for k, v in outputs.items() if k in outs})
+        return exe
+    lines = []
+    rows = runner.run(str(tmp_path), device="cpu", log=lines.append, load=load)
+    assert rows["reduction"]["configs"] == 6 - len(index["refused"])
+    assert rows["reduction"]["failed"] == 1
+    fails = [line for line in lines if line.startswith("FAIL")]
+    assert len(fails) == 1 and f"#{victim['index']}" in fails[0]
+    assert f"--only {victim['index']}" in fails[0]
+    assert "| reduction |" in lines[-1]
+
+
+def test_cli_lists_the_families():
+    out = subprocess.run([sys.executable, os.path.join(ROOT, "tools", "fuzz"), "list"],
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert tuple(out) == FAMILIES
+
+
+def test_data_types_of_the_builder():
+    assert graph_builder.TYPES["bf16"] is data_type.BFLOAT16
+
+
+def test_the_runner_imports_neither_dnnc_nor_mlir():
+    code = ("import sys; import tools.fuzzing.runner; "
+            "bad = [m for m in sys.modules if m.split('.')[0] in ('dnnc', 'mlir')]; "
+            "assert not bad, bad")
+    subprocess.run([sys.executable, "-c", code], cwd=ROOT, check=True,
+                   env=dict(os.environ, PYTHONPATH=os.path.join(ROOT, "runtime")))
+
+
+def test_tables_of_several_folders_add_up():
+    a = {"matmul": {"configs": 3, "passed": 2, "failed": 1, "refused": 0, "seconds": 1.0}}
+    b = {"matmul": {"configs": 4, "passed": 4, "failed": 0, "refused": 1, "seconds": 2.0},
+         "conv": {"configs": 1, "passed": 1, "failed": 0, "refused": 0, "seconds": 0.5}}
+    rows = runner.merge(a, b)
+    assert rows["matmul"] == {"configs": 7, "passed": 6, "failed": 1, "refused": 1,
+                              "seconds": 3.0}
+    assert "| all | 8 | 7 | 1 | 1 | 9.0 |" in runner.table(rows, 9.0)
+
+
+def test_a_built_folder_passes_on_the_cpu_back_end(tmp_path):
+    """The whole loop (build, index, inputs, poison, launch, compare) with
+    dnnc's CPU back end as the executable: every configuration passes."""
+    from tools.fuzzing.cpu_backend import loader
+
+    packing.build(["softmax", "transpose"], 6, 4, str(tmp_path), log=lambda *a: None)
+    lines = []
+    rows = runner.run(str(tmp_path), device="cpu", log=lines.append, load=loader(str(tmp_path)))
+    assert sum(r["configs"] for r in rows.values()) == 8, lines
+    assert not any(r["failed"] for r in rows.values()), "\n".join(lines)

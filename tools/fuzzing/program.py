@@ -1,0 +1,61 @@
+"""The configuration format shared by the build and the run sides.
+
+A configuration is a JSON object::
+
+    {"family": "pointwise", "index": 17, "seed": 1, "dtype": "f16",
+     "tensors": {"x": {"dims": [7, 33], "strides": [40, 1], "dtype": "f16",
+                       "draw": "normal"}, ...},
+     "calls": [{"op": "add", "args": {"a": "x", "b": "y"}, "attrs": {},
+                "out": ["t0"]}, ...],
+     "outputs": {"t0": {"strides": null}},
+     "tolerance": {"t0": {"k": 40, "a": "x", "b": "w", "gain": 1.0}}}
+
+``calls`` are ``Graph`` methods: ``args`` name earlier tensors (or lists
+of them), ``attrs`` are the other keyword arguments, ``out`` names the
+results in order (null for a result not kept). ``outputs`` are the results
+the graph returns, with the strides they are stored with (null:
+row-major). ``tolerance`` marks outputs that sum ``k`` products of inputs
+``a`` and ``b`` (``b`` null for a plain sum), scaled by at most ``gain``.
+
+In a package every name is prefixed with ``c<index>_`` so that many
+configurations share one graph.
+"""
+
+import shlex
+
+FAMILIES = ("pointwise", "reduction", "softmax", "norm", "batchnorm", "pooling", "matmul",
+            "conv", "attention", "transpose", "fusion")
+DTYPES = ("f32", "f16", "bf16")
+
+
+def prefixed(config, name):
+    """The graph-wide name of tensor ``name`` of ``config``."""
+    return f"c{config['index']}_{name}"
+
+
+def unprefixed(config, name):
+    """``name`` without ``config``'s prefix."""
+    prefix = f"c{config['index']}_"
+    if not name.startswith(prefix):
+        raise ValueError(f"tensor '{name}': expected the prefix {prefix!r}")
+    return name[len(prefix):]
+
+
+def repro(family, seed, index, huge=False, arch="sm_90a"):
+    """The one-line command that rebuilds and reruns configuration ``index``
+    of ``family`` alone."""
+    out = f"/tmp/fuzz-{family}-{seed}-{index}"
+    build = ["tools/fuzz", "build", "--family", family, "--seed", str(seed), "--only",
+             str(index), "--out", out]
+    if huge:
+        build.append("--huge")
+    if arch != "sm_90a":
+        build += ["--arch", arch]
+    return f"{shlex.join(build)} && tools/fuzz run {shlex.quote(out)}"
+
+
+def elements(dims):
+    n = 1
+    for d in dims:
+        n *= int(d)
+    return n
