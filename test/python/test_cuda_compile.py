@@ -17,6 +17,7 @@ lowering computes the right numbers.
 """
 
 import importlib.util
+import io
 import json
 import os
 import re
@@ -1142,3 +1143,24 @@ def test_resnet50_example_runs_on_tensor_cores():
     assert not any("_layout_" in k["entry"] for k in kernels)
     stem = next(k for k in kernels if k["name"] == min(convs))
     assert "folded into its channels" in stem["reason"], stem["reason"]
+
+
+def test_tma_strides_of_unit_dims_are_16_byte_aligned_in_the_manifest():
+    """A GEMM of M = 1 over an odd K: A's row stride (61 bf16, 122 bytes)
+    steps a dim of size 1, which TMA never steps, but cuTensorMapEncode wants
+    every outer stride a multiple of 16 bytes. The manifest says a valid one
+    and the runtime loads the package (it refused it before)."""
+    g = dnnc.Graph(name="m1", io_data_type=dt.BFLOAT16, compute_data_type=dt.FLOAT)
+    a = g.tensor(name="a", dim=[1, 61])
+    b = g.tensor(name="b", dim=[61, 256])
+    g.matmul(a, b).set_output(True).set_name("y")
+    data = artifact.to_bytes(compiler.compile_cuda(g, "sm_90a", cache=False))
+    manifest = json.loads(zipfile.ZipFile(io.BytesIO(data)).read("manifest.json"))
+    tma = [arg for k in manifest["kernels"] for arg in k["args"] if arg["kind"] == "tma"]
+    assert tma, "expected the GEMM on tc-sm90's TMA loads"
+    for arg in tma:
+        size = {"bf16": 2}.get(arg["dtype"], 4)
+        assert all(s * size % 16 == 0 for s in arg["strides"][:-1]), arg
+    assert host_plan._unit_dims_aligned([1, 61], [61, 1], 2) == [64, 1]
+    assert host_plan._unit_dims_aligned([3, 61], [61, 1], 2) == [61, 1]   # stepped: kept
+    runtime_artifact.read(data)

@@ -256,10 +256,13 @@ class _Planner:
                 raise UnsupportedError(f"host plan: {where}: {what} {value} is not one of "
                                        f"{', '.join(table)}")
         box = ir.MemRefType(ir.Type.parse(tensor))
+        shape = [int(n) for n in ranked.shape]
         record = {"kind": "tma", "buffer": buffer,
                   "byte_offset": int(offset) * irutil.element_bytes(element),
-                  "dtype": str(element), "shape": [int(n) for n in ranked.shape],
-                  "strides": [int(v) for v in strides], "box": [int(n) for n in box.shape],
+                  "dtype": str(element), "shape": shape,
+                  "strides": _unit_dims_aligned(shape, [int(v) for v in strides],
+                                                irutil.element_bytes(element)),
+                  "box": [int(n) for n in box.shape],
                   "swizzle": SWIZZLE_BYTES[swizzle],
                   "l2_promotion": L2_PROMOTION_BYTES[l2promo], "oob_fill": OOB_FILL[oob]}
         if IM2COL_ATTR in op.attributes:
@@ -541,3 +544,17 @@ def check(plan, entries):
                                     f"PTX parameter .param .align 64 .b8 NAME[128] (the "
                                     f"CUtensorMap by value), got .{param} (did "
                                     "dnn-tma-grid-constant run?)")
+
+
+def _unit_dims_aligned(shape, strides, element_bytes):
+    """``strides`` with those of outer dims of size 1 replaced by the span of
+    the dims inside them, rounded up to 16 bytes. A dim of size 1 is never
+    stepped, so its stride addresses nothing, but cuTensorMapEncode wants
+    every outer stride a multiple of 16 bytes (a GEMM of M = 1 over an odd
+    K has a row stride of K elements: 122 bytes for 61 bf16)."""
+    out = list(strides)
+    for i in range(len(shape) - 1):
+        if shape[i] == 1 and (out[i] * element_bytes) % 16:
+            span = max(s * n for s, n in zip(out[i + 1:], shape[i + 1:]))
+            out[i] = -(-span * element_bytes // 16) * 16 // element_bytes
+    return out
