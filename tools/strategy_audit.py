@@ -99,6 +99,9 @@ ALLOWED = (
             "K = 0: C is 0 and the kernel is the epilogue on it, pointwise work, whose odd "
             "rows give simt-pointwise no vectors; memory-bound all the same, one element a "
             "thread", "33"),
+    Allowed("f32 matmul of K = 0", ("matmul",), r"\d+x\d+x0 \(M x N x K\)( x\d+ batch)? f32",
+            "an empty reduction: the output is the epilogue on zeros (the contraction folds "
+            "away), no GEMM to run", "33"),
     Allowed("fp8 matmul of rows TMA cannot read", ("matmul",),
             r"nor does tc-sm80 \(f8E\w+ operands: expected",
             "fp8 operands whose rows of K are not a multiple of 16 bytes (K not a multiple of "

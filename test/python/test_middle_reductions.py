@@ -23,6 +23,7 @@ from dnnc import compiler, heuristics
 from dnnc.codegen.gpu import ptxas
 from dnnc.dialect.types import data_type as dt
 from dnnc.heuristics import Problem, TensorSpec
+from refutil import typed
 from test_colwise import emulate
 
 F32, F16, BF16 = dt.FLOAT, dt.HALF, dt.BFLOAT16
@@ -100,7 +101,7 @@ def test_middle_column_programs_match_numpy(dtype, dims, axes, modes, keepdims, 
     x = draw(dims, modes)
     run, strategies = emulate(g, config)
     assert set(strategies.values()) == {COLUMNS}, strategies
-    check(run(x=x), rounded(x, dtype), modes, axes, keepdims, dtype)
+    check(run(x=typed(x, dtype)), rounded(x, dtype), modes, axes, keepdims, dtype)
     package = compiler.compile_cuda(g, "sm_90a", cache=False, config=config)
     outers = int(np.prod(dims[:axes[0]]))
     for k in package.kernels:
@@ -121,7 +122,7 @@ def test_prologue_and_epilogue_join_the_middle_column_program():
     one = np.ones([1, 1, 1, 1], np.float32)
     run, strategies = emulate(g, "*=block:8x4,tile:8,unroll:2")
     assert list(strategies.values()) == [COLUMNS], strategies
-    got = np.asarray(run(x=xv, one=one)["y"], np.float64)
+    got = np.asarray(run(x=typed(xv, BF16), one=typed(one, BF16))["y"], np.float64)
     x64 = rounded(xv, BF16)
     ref = np.sqrt(rounded(x64 * x64, BF16).mean(axis=1, keepdims=True) + 1)
     assert np.all(np.abs(got - ref) <= 1.6e-2 * np.maximum(1, np.abs(ref)))
@@ -145,7 +146,8 @@ def kernels(g, config=""):
 def test_separated_axes_match_numpy(dtype, dims, axes, keepdims):
     g = reductions_graph(dtype, dims, axes, MODES, keepdims)
     x = draw(dims, MODES)
-    check(g.compile(target="cpu")(x=x), rounded(x, dtype), MODES, axes, keepdims, dtype)
+    check(g.compile(target="cpu")(x=typed(x, dtype)), rounded(x, dtype), MODES, axes, keepdims,
+          dtype)
 
 
 def test_nchw_statistics_are_a_row_program_then_a_column_program():
