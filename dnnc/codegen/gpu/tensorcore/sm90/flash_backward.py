@@ -623,15 +623,12 @@ class DkvKernel(_Blocks):
         head, m0 = self.at_step(j)
         return [(self.b, head, m0)] * 2
 
-    def consumer(self):
-        """Per step, in two turns: Sᵀ and dPᵀ; then, once Pᵀ and dSᵀ are
-        formed, dV += Pᵀ dO and dK += dSᵀ Q. A step's log-sum-exp and delta
-        (m of each) are loaded one value a thread into the warpgroup's
-        shared buffer for the step's parity, so no thread keeps the
-        columns' values in registers across the products."""
-        att = self.att
-        self.consumer_setup()
-        first = arith.addi(self.n0, arith.muli(self.consumer_index, _idx(64)))
+    def consumer_prelude(self, first):
+        """What a consumer of kv rows from ``first`` sets up before its steps:
+        its two rows, its lane in the warpgroup, its staging buffer (a
+        step's log-sum-exp and delta, two parities) and named barrier, the
+        resident K and V descriptors once their load has landed, and the
+        MN- and K-major descriptor constants."""
         rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
         local = arith.remui(self.tid, _idx(WARPGROUP))
         own = arith.addi(self.extra_base, arith.muli(_to_i64(self.consumer_index),
@@ -642,6 +639,19 @@ class DkvKernel(_Blocks):
         k_desc, v_desc = self.resident_desc(0), self.resident_desc(1)
         mn = descriptor_constant(True, self.m * SWIZZLE)
         k_major = descriptor_constant(False, 0)
+        return rows, local, own, staging, k_desc, v_desc, mn, k_major
+
+    def consumer(self):
+        """Per step, in two turns: Sᵀ and dPᵀ; then, once Pᵀ and dSᵀ are
+        formed, dV += Pᵀ dO and dK += dSᵀ Q. A step's log-sum-exp and delta
+        (m of each) are loaded one value a thread into the warpgroup's
+        shared buffer for the step's parity, so no thread keeps the
+        columns' values in registers across the products."""
+        att = self.att
+        self.consumer_setup()
+        first = arith.addi(self.n0, arith.muli(self.consumer_index, _idx(64)))
+        (rows, local, own, staging, k_desc, v_desc, mn,
+         k_major) = self.consumer_prelude(first)
         q_rows, do_rows = self.ring_tiles
         m, el = self.m, att.element
         count = m // 2

@@ -57,7 +57,6 @@ from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.support import WARPGROUP
-from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE
 
 
 class WideDqKernel(DqKernel):
@@ -166,16 +165,8 @@ class WideDkvKernel(DkvKernel):
         for the step's parity, as DkvKernel stages them."""
         att = self.att
         first = self.n0
-        rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
-        local = arith.remui(self.tid, _idx(WARPGROUP))
-        own = arith.addi(self.extra_base, arith.muli(_to_i64(self.consumer_index),
-                                                     _i(2 * STAGED_SET, 64)))
-        staging = arith.index_cast(ir.IntegerType.get_signless(32),
-                                   _add(self.consumer_index, 3))
-        irutil.mbarrier_wait(self.resident_full, _i(0))
-        k_desc, v_desc = self.resident_desc(0), self.resident_desc(1)
-        mn = descriptor_constant(True, self.m * SWIZZLE)
-        k_major = descriptor_constant(False, 0)
+        (rows, local, own, staging, k_desc, v_desc, mn,
+         k_major) = self.consumer_prelude(first)
         q_rows, do_rows = self.ring_tiles
         m, el = self.m, att.element
         count = m // 2
