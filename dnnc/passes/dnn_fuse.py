@@ -807,8 +807,11 @@ def _build_kernel(name, group, position, fn, partition):
     def read_here(user, op):
         if partition.group_of.get(op) is not group:
             return False
-        return user not in inside and not (
-            user in holders and all(op in members for members in holders[user]))
+        if user in inside:
+            # A user this kernel computes that another kernel recomputes too
+            # (a column reduction's cone) reads op's result there as an input.
+            return any(op not in members for members in holders.get(user, ()))
+        return not (user in holders and all(op in members for members in holders[user]))
 
     inputs, outputs = {}, []
     for op in ops:

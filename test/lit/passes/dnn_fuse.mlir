@@ -919,3 +919,28 @@ func.func @not_fused(%x: tensor<1x3x8x8xbf16>, %w: tensor<8x3x3x3xbf16>, %s: ten
   %8 = "dnn.conv_fprop"(%7, %d) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x64x8x8xbf16>, tensor<64x1x3x3xbf16>) -> tensor<1x64x8x8xbf16>
   return %1, %4, %6, %8 : tensor<1x8x6x6xbf16>, tensor<1x8x8x8xbf16>, tensor<1x8x8x8xbf16>, tensor<1x64x8x8xbf16>
 }
+
+// -----
+
+// A matmul epilogue (gelu_backward) that is a graph output and that a column
+// reduction recomputes too (a linear layer's backward: dX's chain and the
+// bias gradient): the reduction kernel reads the matmul's result, so the
+// matmul kernel writes it beside the epilogue's.
+// CHECK-LABEL: func.func private @recomputed_epilogue_k0_matmul(
+//  CHECK-SAME: -> (tensor<4x32xf32>, tensor<4x32xf32>)
+//       CHECK: %[[MM:.*]] = "dnn.matmul"
+//       CHECK: %[[DX:.*]] = "dnn.gelu_backward"(%[[MM]],
+//       CHECK: return %[[MM]], %[[DX]]
+// CHECK-LABEL: func.func private @recomputed_epilogue_k1_reduction(
+//       CHECK: "dnn.gelu_backward"
+//       CHECK: "dnn.reduction"
+// CHECK-LABEL: func.func @recomputed_epilogue(
+//       CHECK: %[[K0:.*]]:2 = call @recomputed_epilogue_k0_matmul
+//       CHECK: %[[K1:.*]] = call @recomputed_epilogue_k1_reduction(%[[K0]]#0,
+//       CHECK: return %[[K1]], %[[K0]]#1
+func.func @recomputed_epilogue(%w: tensor<8x32xf32>, %dy: tensor<4x8xf32>, %x: tensor<4x32xf32>) -> (tensor<1x32xf32>, tensor<4x32xf32>) {
+  %0 = "dnn.matmul"(%dy, %w) {compute_type = f32} : (tensor<4x8xf32>, tensor<8x32xf32>) -> tensor<4x32xf32>
+  %1 = "dnn.gelu_backward"(%0, %x) {approximate = "none"} : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
+  %2 = "dnn.reduction"(%1) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<4x32xf32>) -> tensor<1x32xf32>
+  return %2, %1 : tensor<1x32xf32>, tensor<4x32xf32>
+}
