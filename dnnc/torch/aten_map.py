@@ -466,12 +466,14 @@ def _batch_norm_functional(low, node):
 
 
 def _batch_norm_no_training(low, node):
-    # (input, weight, bias, running_mean, running_var, momentum, eps) -> (out, -, -)
-    if _used(node) - {0}:
-        raise UnsupportedError(f"{node.target}: its empty statistics are read")
+    # (input, weight, bias, running_mean, running_var, momentum, eps) -> (out, -, -):
+    # the statistics are empty tensors (what its backward saves), Fillers here.
+    for i in _used(node) - {0}:
+        if example(node)[i].numel():
+            raise UnsupportedError(f"{node.target}: result {i} (not empty) is read")
     x = low.value(node.args[0])
     w, b, rm, rv, _, eps = node.args[1:7]
-    return (_batch_norm_inference(low, node, x, w, b, rm, rv, eps), None, None)
+    return (_batch_norm_inference(low, node, x, w, b, rm, rv, eps), Filler(), Filler())
 
 
 def _batch_norm_no_stats(low, node):
