@@ -15,12 +15,12 @@ largest absolute value); a norm's statistics have ATen's shapes (reshaped
 from dnnc's); a backward op reads what its forward saved.
 """
 
-import math
 import operator
 
 import torch
 
 from dnnc.errors import DnncError, UnsupportedError
+from dnnc.graph import Tensor
 from dnnc.torch.lowering import Filler, Lowering, check_static, dnnc_type, example
 
 aten = torch.ops.aten
@@ -47,7 +47,7 @@ def _axes(axes, rank):
 
 def _used(node):
     """The result indices of a multi-result ``node`` that some node reads."""
-    return {u.args[1] for u in node.users if u.target is operator.getitem}
+    return {u.args[1] for u in node.users if u.target is operator.getitem and u.users}
 
 
 def _spatial(value, nd, default):
@@ -322,10 +322,10 @@ def _getitem(low, node):
     if not isinstance(values, tuple):
         raise UnsupportedError(f"getitem: expected a tuple from {node.args[0].name}")
     v = values[node.args[1]]
-    if v is None:
+    if v is None and node.users and isinstance(example(node), torch.Tensor):
         raise UnsupportedError(f"{node.args[0].target}: result {node.args[1]} is not made "
                                "by dnnc's op")
-    return v
+    return v   # None for a result no one reads, or one that is None or a number
 
 
 # -- matmul and convolution ----------------------------------------------------------
@@ -703,21 +703,30 @@ def _sdpa(low, node):
                               generate_stats=1 in used)
     results = [o, None]
     if 1 in used:
-        lse = example(node)[1]
-        lse_dims = [int(d) for d in lse.shape]
-        if lse_dims[:3] != list(stats.dim[:3]) or math.prod(lse_dims) != math.prod(stats.dim):
-            raise UnsupportedError(f"{node.target}: logsumexp of dims {lse_dims}: expected "
-                                   f"{list(stats.dim[:3])} (one per query row)")
-        results[1] = low.graph.reshape(stats, lse_dims)
+        results[1] = _logsumexp(low, node, stats)
     for i, val in enumerate(example(node)[2:], start=2):
-        if i in used:   # the random state of dropout (off) and sequence bookkeeping
-            if not isinstance(val, torch.Tensor):
-                raise UnsupportedError(f"{node.target}: result {i} ({type(val).__name__}) is "
-                                       "read: expected tensors only")
-            results.append(Filler())
+        # The random state of dropout (off) and sequence bookkeeping: tensors
+        # made as zeros, numbers (the maximal lengths) and Nones as they are.
+        if not isinstance(val, torch.Tensor):
+            results.append(val)
         else:
-            results.append(None)
+            results.append(Filler() if i in used else None)
     return tuple(results)
+
+
+def _logsumexp(low, node, stats):
+    """dnnc's statistics (B, H, Sq, 1) in the form of ``node``'s logsumexp:
+    (B, H, Sq) or (B, H, Sq, 1); the efficient kernel's rows padded to a
+    multiple of 32 are zeros past Sq (no backward reads them)."""
+    lse = [int(d) for d in example(node)[1].shape]
+    b, h, sq, _ = stats.dim
+    if lse[:2] != [b, h] or len(lse) not in (3, 4) or lse[2] < sq or lse[3:] not in ([], [1]):
+        raise UnsupportedError(f"{node.target}: logsumexp of dims {lse}: expected "
+                               f"[{b}, {h}, {sq}] (one per query row) or padded rows")
+    rows = low.graph.reshape(stats, [b, h, sq])
+    if lse[2] > sq:
+        rows = low.graph.concat([rows, low.zeros([b, h, lse[2] - sq])], axis=2)
+    return low.graph.reshape(rows, lse) if len(lse) == 4 else rows
 
 
 def _sdpa_backward(low, node):
@@ -890,9 +899,9 @@ def lower(low, node):
 def _check_dims(node, value, val):
     if isinstance(val, (tuple, list)):
         for i, (v, e) in enumerate(zip(value, val)):
-            if v is not None and not isinstance(v, Filler) and isinstance(e, torch.Tensor):
+            if isinstance(v, Tensor) and isinstance(e, torch.Tensor):
                 _same(node, v, e, f" result {i}")
-    elif isinstance(val, torch.Tensor) and not isinstance(value, Filler):
+    elif isinstance(val, torch.Tensor) and isinstance(value, Tensor):
         _same(node, value, val, "")
 
 
@@ -915,7 +924,7 @@ def support(node, device_type="cpu"):
             return None   # goes with its producer (partition.py)
         lower(low, node)
         for v in (low.env[node] if isinstance(low.env[node], tuple) else [low.env[node]]):
-            if v is not None and not isinstance(v, Filler):
+            if isinstance(v, Tensor):
                 low.graph._resolve_dtype(v)
     except (UnsupportedError, DnncError) as err:
         return str(err)

@@ -137,6 +137,11 @@ def _replace(gm, nodes, outputs, region, example_inputs):
     for i, (old, new) in enumerate(zip(outputs, picks)):
         new.meta["val"] = fakes[i] if fakes is not None else old.meta.get("val")
         old.replace_all_uses_with(new)
+    for old, value in partition.constants_of(nodes).items():
+        for user in list(old.users):
+            user.args = torch.fx.node.map_arg(user.args, lambda a: value if a is old else a)
+            user.kwargs = torch.fx.node.map_arg(user.kwargs,
+                                                lambda a: value if a is old else a)
     for node in reversed(nodes):
         graph.erase_node(node)
 

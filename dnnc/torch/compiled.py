@@ -188,6 +188,8 @@ def _from_numpy(a, spec):
         t = torch.from_numpy(np.ascontiguousarray(a).view(np.int16)).view(torch.bfloat16)
     else:
         t = torch.from_numpy(np.ascontiguousarray(a))
+    if tuple(t.shape) != spec.shape:   # a rank-0 result comes back as [1]
+        t = t.reshape(spec.shape)
     return _with_strides(t, spec.strides)
 
 

@@ -162,7 +162,7 @@ class Lowering:
         if isinstance(arg, torch.fx.Node):
             if arg in self.env:
                 v = self.env[arg]
-                if isinstance(v, (tuple, Filler)):
+                if v is None or isinstance(v, (tuple, Filler, int, float)):
                     raise UnsupportedError(f"{arg.name}: expected a tensor, got "
                                            f"{type(v).__name__}")
                 return v

@@ -10,11 +10,14 @@ which merges neighbours as long as no path leaves a region and comes back
 (a cycle through torch code): a region is then one dnnc graph, so that
 dnnc's fusion passes see it whole. A getitem goes with the op whose result
 it picks. A region of data movement only (views, permutes) stays in torch:
-it computes nothing.
+it computes nothing. A region's outputs are its tensors read outside it;
+a None or a number that one of its ops returns beside its tensors (an
+attention op's sequence lengths) is put in its readers as a constant.
 """
 
 import operator
 
+import torch
 from torch.fx.passes.infra.partitioner import CapabilityBasedPartitioner
 from torch.fx.passes.operator_support import OperatorSupportBase
 
@@ -71,4 +74,14 @@ def outputs_of(nodes):
     inside = set(nodes)
     return [n for n in nodes
             if any(u not in inside for u in n.users)
-            and not isinstance(n.meta.get("val"), (tuple, list))]
+            and isinstance(n.meta.get("val"), torch.Tensor)]
+
+
+def constants_of(nodes):
+    """{node: value} of the nodes of a region whose value is not a tensor (a
+    None or a number an op returns beside its tensors) read outside it: the
+    backend puts the value itself in their readers."""
+    inside = set(nodes)
+    return {n: n.meta.get("val") for n in nodes
+            if any(u not in inside for u in n.users)
+            and not isinstance(n.meta.get("val"), (torch.Tensor, tuple, list))}

@@ -491,3 +491,75 @@ def test_backend_registered():
 def test_import_dnnc_does_not_import_torch():
     code = "import sys, dnnc; assert 'torch' not in sys.modules, 'torch imported'"
     subprocess.run([sys.executable, "-c", code], check=True)
+
+
+# -- the CUDA attention ops, mapped and run on the CPU back end ---------------------------------
+# The fused attention ops torch picks on a GPU (flash, efficient, cuDNN) are
+# traced here on meta tensors; their dnnc mapping then runs on CPU tensors
+# against PyTorch's math attention.
+
+aten = torch.ops.aten
+
+
+def _flash(q, k, v, bias):
+    r = aten._scaled_dot_product_flash_attention(q, k, v, 0.0, True, scale=0.5)
+    g = aten._scaled_dot_product_flash_attention_backward(
+        r[0] * 0 + v[..., :1].sum(), q, k, v, r[0], r[1], r[2], r[3], r[4], r[5], 0.0, True,
+        r[6], r[7], scale=0.5)
+    return r[0], r[1], g[0], g[1], g[2]
+
+
+def _efficient(q, k, v, bias):
+    r = aten._scaled_dot_product_efficient_attention(q, k, v, bias, True, 0.0, True, scale=0.5)
+    g = aten._scaled_dot_product_efficient_attention_backward(
+        r[0] * 0 + v[..., :1].sum(), q, k, v, bias, r[0], r[1], r[2], r[3], 0.0,
+        [True, True, True, False], True, scale=0.5)
+    return r[0], r[1], g[0], g[1], g[2]
+
+
+def _cudnn(q, k, v, bias):
+    r = aten._scaled_dot_product_cudnn_attention(q, k, v, bias, True, 0.0, True, scale=0.5)
+    g = aten._scaled_dot_product_cudnn_attention_backward(
+        r[0] * 0 + v[..., :1].sum(), q, k, v, r[0], r[1], r[6], r[7], bias, r[2], r[3], r[4],
+        r[5], 0.0, True, scale=0.5)
+    return r[0], r[1], g[0], g[1], g[2]
+
+
+@pytest.mark.parametrize("fn", [_flash, _efficient, _cudnn], ids=["flash", "efficient", "cudnn"])
+def test_cuda_attention_ops(fn):
+    from torch.fx.experimental.proxy_tensor import make_fx
+
+    from dnnc.torch import partition
+    from dnnc.torch.compiled import CompiledRegion
+
+    shapes = [(1, 2, 5, 8)] * 3 + [(1, 2, 5, 5)]
+    metas = [torch.empty(s, device="meta") for s in shapes]
+    gm = make_fx(fn, tracing_mode="fake")(*metas)
+    regions, refused = partition.propose(gm, "cpu")
+    attention = [n for n in gm.graph.nodes if "attention" in str(n.target)]
+    assert len(attention) == 2 and not any(n in refused for n in attention), \
+        {n.name: why for n, why in refused.items()}
+    nodes = [n for n in gm.graph.nodes if n.op == "call_function"]
+    output = next(n for n in gm.graph.nodes if n.op == "output")
+    region = CompiledRegion("attention", nodes, list(output.args[0]), "cpu")
+
+    q, k, v = (randn(*s, seed=i).requires_grad_() for i, s in enumerate(shapes[:3]))
+    bias = randn(*shapes[3], seed=3) if fn is _efficient or fn is _cudnn else None
+    inputs = {"q_1": q, "k_1": k, "v_1": v, "bias_1": bias}
+    o, lse, dq, dk, dv = region.run([inputs[n.name].detach() for n in region.input_nodes])
+
+    with torch.nn.attention.sdpa_kernel(torch.nn.attention.SDPBackend.MATH):
+        mask = torch.ones(5, 5, dtype=torch.bool).tril()
+        scores = (q @ k.transpose(-1, -2)) * 0.5
+        if bias is not None:
+            scores = scores + bias
+        scores = scores.masked_fill(~mask, float("-inf"))
+        ref = torch.softmax(scores, -1) @ v
+    (ref * 0 + v[..., :1].sum().detach() * ref).sum().backward()
+    torch.testing.assert_close(o, ref.detach(), **F32)
+    torch.testing.assert_close(lse[..., :5].reshape(1, 2, 5),
+                               torch.logsumexp(scores, -1).detach(), **F32)
+    if lse.shape[2] > 5 and lse.dim() == 3:
+        assert lse.shape[2] % 32 == 0   # the efficient kernel's padded rows
+    for got, t in ((dq, q), (dk, k), (dv, v)):
+        torch.testing.assert_close(got, t.grad, **F32)
