@@ -102,9 +102,11 @@ def compile_aten(gm, example_inputs, *, kind, fallback=None, report=None):
         outputs = partition.outputs_of(nodes)
         try:
             region = CompiledRegion(name, nodes, outputs, device)
-        except DnncError as err:
+        except (DnncError, TypeError, ValueError, IndexError, KeyError) as err:
+            # The region stays in torch, whatever refused it (aten_map.support
+            # tried each op alone; a region can still fail as a whole).
             for node in nodes:
-                refused[node] = f"region '{name}' did not compile: {err}"
+                refused[node] = f"region '{name}' did not compile: {type(err).__name__}: {err}"
             continue
         _replace(gm, nodes, outputs, region, example_inputs)
         record.regions.append(RegionReport(name, [(n.name, aten_map.op_name(n)) for n in nodes

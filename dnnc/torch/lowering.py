@@ -21,6 +21,7 @@ dims whose strides are all 0 (one element stored: ``zeros`` inputs, which the
 runner makes).
 """
 
+import operator
 from dataclasses import dataclass
 
 import torch
@@ -66,6 +67,42 @@ def check_static(val, what):
                                            "shapes (torch.compile(..., dynamic=False))")
         elif isinstance(t, torch.SymInt):
             raise UnsupportedError(f"{what}: a symbolic size: expected static shapes")
+
+
+# -- reading ATen nodes ------------------------------------------------------------
+
+def arg(node, i, name, default=None):
+    """Argument ``i`` (keyword ``name``) of ``node``, else ``default``."""
+    if i < len(node.args):
+        return node.args[i]
+    return node.kwargs.get(name, default)
+
+
+def dims(node):
+    """The dims of ``node``'s example value."""
+    return [int(d) for d in example(node).shape]
+
+
+def axes(axes, rank):
+    """ATen's ``dim`` argument as sorted axes (None or []: every axis)."""
+    if axes is None or (isinstance(axes, (list, tuple)) and len(axes) == 0):
+        return list(range(rank))
+    if isinstance(axes, int):
+        axes = [axes]
+    return sorted({int(a) % rank for a in axes})
+
+
+def used(node):
+    """The result indices of a multi-result ``node`` that some node reads."""
+    return {u.args[1] for u in node.users if u.target is operator.getitem and u.users}
+
+
+def spatial(value, nd, default):
+    """An ATen int-or-list spatial argument as ``nd`` values."""
+    if value is None or (isinstance(value, (list, tuple)) and len(value) == 0):
+        return [default] * nd
+    value = [int(v) for v in (value if isinstance(value, (list, tuple)) else [value])]
+    return value * nd if len(value) == 1 else value
 
 
 def channels_last_strides(shape):

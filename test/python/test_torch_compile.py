@@ -563,3 +563,33 @@ def test_cuda_attention_ops(fn):
         assert lse.shape[2] % 32 == 0   # the efficient kernel's padded rows
     for got, t in ((dq, q), (dk, k), (dv, v)):
         torch.testing.assert_close(got, t.grad, **F32)
+
+
+def test_entry_point():
+    """pyproject's torch_dynamo_backends entry point names the backend."""
+    import importlib
+    import os
+    import re
+
+    root = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    with open(os.path.join(root, "pyproject.toml")) as f:
+        text = f.read()
+    section = text.split("[project.entry-points.torch_dynamo_backends]", 1)[1]
+    target = re.search(r'^dnnc = "([\w.]+):(\w+)"', section, re.M)
+    assert target, "no dnnc entry in [project.entry-points.torch_dynamo_backends]"
+    module, name = target.groups()
+    assert getattr(importlib.import_module(module), name) is dnnc.torch.dnnc_backend
+
+
+def test_bench_models_build():
+    """bench/torch_models.py's models (the GPU test's and benchmark's), small,
+    on the CPU: ResNet-50 runs eagerly; a ViT block runs through the backend."""
+    import benchutil
+
+    models = benchutil.load("torch_models", "torch_models.py")
+    resnet, (x,) = models.build("resnet50", 1, device="cpu", dtype=torch.float32, image=32)
+    assert resnet(x).shape == (1, 1000)
+    assert x.is_contiguous(memory_format=torch.channels_last)
+    block, (x,) = models.build("vit_block", 1, device="cpu", dtype=torch.float32, seq=5)
+    check(block, x, ops=["aten.native_layer_norm", "aten.addmm", SDPA],
+          tol=dict(rtol=2e-4, atol=2e-4))

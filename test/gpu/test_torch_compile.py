@@ -1,0 +1,128 @@
+"""``torch.compile(model, backend="dnnc")`` on a GPU against eager PyTorch:
+a GPT-2-small block, a ViT-Base block and ResNet-50 (bench/torch_models.py),
+bf16 (ResNet-50 channels-last), forward and a training step.
+
+bf16 results are compared through an f32 copy of the model: dnnc's error
+against the f32 result may be at most twice eager bf16's plus a little
+(dnnc keeps f32 between the ops of a fused kernel, eager rounds each op to
+bf16, so dnnc is often closer). The gradients of every parameter are
+compared the same way, as relative L2 errors. The compiled graphs' reports
+must show the model's main ops in dnnc. Needs PyTorch with CUDA and the
+dnnc compiler (MLIR): the regions are compiled by the JIT on first call.
+
+    pytest test/gpu/test_torch_compile.py -v
+"""
+
+import copy
+import os
+import sys
+
+import pytest
+
+torch = pytest.importorskip("torch", reason="PyTorch not installed")
+if not torch.cuda.is_available():
+    pytest.skip("PyTorch sees no CUDA device", allow_module_level=True)
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "bench"))
+import torch_models  # noqa: E402
+
+import dnnc.torch  # noqa: E402
+
+# model -> (batch, build keywords, ATen ops that must run in dnnc)
+CASES = {
+    "gpt2_block": (2, dict(seq=256), ["aten.native_layer_norm", "aten.addmm", "aten.gelu",
+                                      "aten.native_layer_norm_backward", "aten.mm"]),
+    "vit_block": (2, dict(), ["aten.native_layer_norm", "aten.addmm", "aten.gelu"]),
+    "resnet50": (4, dict(image=128), ["aten.convolution", "aten.convolution_backward",
+                                      "aten._native_batch_norm_legit_functional",
+                                      "aten.native_batch_norm_backward"]),
+}
+
+
+def rel(a, b):
+    a, b = a.float(), b.float()
+    return ((a - b).norm() / b.norm().clamp_min(1e-30)).item()
+
+
+def _step(model, x, weight):
+    out = model(x)
+    (out.float() * weight).sum().backward()
+    return out.detach(), {n: p.grad.detach().clone() for n, p in model.named_parameters()}
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_training_step_bf16(name):
+    batch, kw, ops = CASES[name]
+    torch._dynamo.reset()
+    model, (x,) = torch_models.build(name, batch, device="cuda", dtype=torch.bfloat16, **kw)
+    model.train()
+    eager = copy.deepcopy(model)
+    ref = copy.deepcopy(model).float()
+    report = []
+    compiled = torch.compile(model, backend="dnnc", dynamic=False,
+                             options={"report": report})
+    weight = torch.randn(eager(x).shape, device="cuda", generator=torch.Generator(
+        device="cuda").manual_seed(3))
+    for m in (eager, ref):
+        m.zero_grad(set_to_none=True)
+    out, grads = _step(compiled, x, weight)
+    out_e, grads_e = _step(eager, x, weight)
+    out_r, grads_r = _step(ref, x.float(), weight)
+
+    err, err_e = rel(out, out_r), rel(out_e, out_r)
+    assert err <= 2 * err_e + 1e-2, f"{name} forward: dnnc {err:.3g}, eager bf16 {err_e:.3g}"
+    worst = []
+    for n in grads_r:
+        e, e_e = rel(grads[n], grads_r[n]), rel(grads_e[n], grads_r[n])
+        if e > 2 * e_e + 2e-2:
+            worst.append(f"{n}: dnnc {e:.3g}, eager bf16 {e_e:.3g}")
+    assert not worst, f"{name} gradients: " + "; ".join(worst)
+
+    taken = {op for g in report for r in g.regions for _, op in r.ops}
+    assert [g.kind for g in report] == ["forward", "backward"]
+    missing = [op for op in ops if op not in taken]
+    left = sorted({f"{op}: {why}" for g in report for _, op, why in g.fallbacks})
+    assert not missing, f"{name}: {missing} not in dnnc; left to torch: {left}"
+
+
+@pytest.mark.parametrize("name", list(CASES))
+def test_inference_bf16(name):
+    batch, kw, ops = CASES[name]
+    torch._dynamo.reset()
+    model, (x,) = torch_models.build(name, batch, device="cuda", dtype=torch.bfloat16, **kw)
+    model.eval()
+    ref = copy.deepcopy(model).float()
+    compiled = torch.compile(model, backend="dnnc", dynamic=False)
+    with torch.no_grad():
+        out, out_e, out_r = compiled(x), model(x), ref(x.float())
+    err, err_e = rel(out, out_r), rel(out_e, out_r)
+    assert err <= 2 * err_e + 1e-2, f"{name} inference: dnnc {err:.3g}, eager {err_e:.3g}"
+
+
+def test_attention_runs_in_dnnc():
+    """The GPT-2 block's attention, whichever fused op torch picks on this
+    GPU, runs in dnnc forward and backward."""
+    torch._dynamo.reset()
+    model, (x,) = torch_models.build("gpt2_block", 2, device="cuda", seq=128)
+    report = dnnc.torch.explain(model, x, backward=True)
+    attention = [op for _, _, _, op in report.dnnc_ops if "scaled_dot_product" in op]
+    assert len(attention) == 2, str(report)
+
+
+def test_f32_block_matches_eager():
+    """f32 with tf32 off: dnnc and eager agree closely."""
+    torch._dynamo.reset()
+    old = torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32
+    torch.backends.cuda.matmul.allow_tf32 = torch.backends.cudnn.allow_tf32 = False
+    try:
+        model, (x,) = torch_models.build("vit_block", 2, device="cuda", dtype=torch.float32)
+        eager = copy.deepcopy(model)
+        compiled = torch.compile(model, backend="dnnc", dynamic=False)
+        weight = torch.randn(x.shape, device="cuda")
+        out, grads = _step(compiled, x, weight)
+        out_e, grads_e = _step(eager, x, weight)
+        torch.testing.assert_close(out, out_e, rtol=1e-4, atol=1e-4)
+        for n in grads_e:
+            assert rel(grads[n], grads_e[n]) < 1e-4, n
+    finally:
+        torch.backends.cuda.matmul.allow_tf32, torch.backends.cudnn.allow_tf32 = old
