@@ -164,8 +164,11 @@ class CompiledRegion:
 
 
 def _with_strides(t, strides):
-    """``t``, or a copy of it with ``strides`` (those of dims of size 1 aside)."""
-    if all(n == 1 or a == b for n, a, b in zip(t.shape, t.stride(), strides)):
+    """``t``, or a copy of it with ``strides`` (those of dims of size 1
+    aside), also where it starts off a 16-byte boundary (a view at an
+    offset), which the GPU kernels' vector and TMA loads do not take."""
+    if all(n == 1 or a == b for n, a, b in zip(t.shape, t.stride(), strides)) and \
+            (t.device.type != "cuda" or t.data_ptr() % 16 == 0):
         return t
     out = torch.empty_strided(t.shape, strides, dtype=t.dtype, device=t.device)
     out.copy_(t)

@@ -39,6 +39,7 @@ LAYERS = [
         "dnnc",                 # the package __init__: a facade (Graph, errors, __version__)
         "dnnc.cli",             # dnnc compile / run / inspect / tune
         "dnnc.opt",             # dnnc-opt
+        "dnnc.torch.**",        # torch.compile's "dnnc" backend: ATen graphs onto dnnc.Graph
     ]),
     ("user-facing API", [
         "dnnc.graph",           # dnnc.Graph: graph building
