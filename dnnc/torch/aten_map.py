@@ -22,7 +22,7 @@ import torch
 from dnnc.errors import DnncError, UnsupportedError
 from dnnc.graph import Tensor
 from dnnc.torch import aten_attention, aten_nn, aten_pointwise
-from dnnc.torch.lowering import Lowering, check_static, example
+from dnnc.torch.lowering import DTYPES, Lowering, check_static, example
 
 
 # -- the table -------------------------------------------------------------------------
@@ -55,8 +55,26 @@ def lower(low, node):
     check_static(val, op_name(node))
     value = fn(low, node)
     _check_dims(node, value, val)
+    _take_types(value, val)
     low.env[node] = value
     return value
+
+
+def _take_types(value, val):
+    """Give each float result ``value`` made here its ATen type, as eager
+    rounds it: a bf16 model's matmul and convolution operands are then bf16
+    (the tensor cores' operands), not the graph's f32 intermediates. Results
+    whose type the op fixes (statistics, comparisons) and data movement,
+    which keeps its input's type, are left as they are."""
+    pairs = zip(value, val) if isinstance(val, (tuple, list)) else [(value, val)]
+    for v, e in pairs:
+        if not (isinstance(v, Tensor) and isinstance(e, torch.Tensor)) or v.producer is None:
+            continue
+        node, result = v.producer
+        if result in node.fixed_dtypes or node.opdef.dtype_from or e.dtype not in DTYPES \
+                or not e.dtype.is_floating_point:
+            continue
+        v.set_data_type(DTYPES[e.dtype])
 
 
 def _check_dims(node, value, val):

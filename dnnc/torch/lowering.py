@@ -11,8 +11,8 @@ A node outside the region becomes a graph input the first time an op reads it
 (``value``), with the dims, element type and layout of its example value
 (``node.meta["val"]``): contiguous, or channels-last where the example is, and
 contiguous for any other strides (the runner copies such a tensor into that
-layout, compiled.py). Intermediate values are f32, as dnnc's fused kernels
-keep them; each output gets its node's element type.
+layout, compiled.py). Each value takes its node's element type
+(aten_map.lower), each output too.
 
 Torch broadcasts an ``expand`` by strides; a dnnc tensor has its full dims. An
 expanded value every consumer of which broadcasts (pointwise ops) needs
@@ -83,13 +83,13 @@ def dims(node):
     return [int(d) for d in example(node).shape]
 
 
-def axes(axes, rank):
+def axes(dim, rank):
     """ATen's ``dim`` argument as sorted axes (None or []: every axis)."""
-    if axes is None or (isinstance(axes, (list, tuple)) and len(axes) == 0):
+    if dim is None or (isinstance(dim, (list, tuple)) and len(dim) == 0):
         return list(range(rank))
-    if isinstance(axes, int):
-        axes = [axes]
-    return sorted({int(a) % rank for a in axes})
+    if isinstance(dim, int):
+        dim = [dim]
+    return sorted({int(a) % rank for a in dim})
 
 
 def used(node):

@@ -4,8 +4,8 @@ bf16 (ResNet-50 channels-last), forward and a training step.
 
 bf16 results are compared through an f32 copy of the model: dnnc's error
 against the f32 result may be at most twice eager bf16's plus a little
-(dnnc keeps f32 between the ops of a fused kernel, eager rounds each op to
-bf16, so dnnc is often closer). The gradients of every parameter are
+(both round each op's result to bf16; they differ in the order of their
+sums and in fused epilogues). The gradients of every parameter are
 compared the same way, as relative L2 errors. The compiled graphs' reports
 must show the model's main ops in dnnc. Needs PyTorch with CUDA and the
 dnnc compiler (MLIR): the regions are compiled by the JIT on first call.
