@@ -1,0 +1,1 @@
+"""dnnc.torch (in progress)."""
