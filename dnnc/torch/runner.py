@@ -13,6 +13,8 @@ Interface (kept small on purpose; the ``torch.compile`` back end uses it too):
   with the JIT (``dnnc.jit``: the disk cache under it) for the arch of that
   device's GPU; a CPU device compiles with the CPU back end. The result is
   kept in this process, so a second call with the same key builds nothing.
+  Each CUDA device gets its own executable (a loaded module belongs to one
+  device's context).
 * ``run(exe, inputs, outputs)``: run on torch tensors. ``outputs`` are torch
   tensors allocated by the caller with the dims and strides the graph's
   outputs declare (``empty_like_spec`` makes them); they are written in
@@ -37,6 +39,7 @@ from dnnc.dialect.types import data_type
 
 _lock = threading.Lock()
 _compiled = {}
+_archs = {}   # CUDA device index -> dnnc arch
 
 # torch dtype -> dnnc data_type, for what dnnc stores.
 DTYPES = {torch.float32: data_type.FLOAT, torch.float16: data_type.HALF,
@@ -71,16 +74,26 @@ def graph_input(graph, name, t):
 
 def arch_of(device):
     """The dnnc arch of a CUDA device (compute capability 8.x: sm_80, 9.0: sm_90a)."""
-    from dnnc import compiler
+    index = torch.device(device).index
+    if index is None:
+        index = torch.cuda.current_device()
+    arch = _archs.get(index)
+    if arch is None:
+        from dnnc import compiler
 
-    major, minor = torch.cuda.get_device_capability(device)
-    return compiler.arch_for_capability(major, minor)
+        major, minor = torch.cuda.get_device_capability(index)
+        arch = _archs[index] = compiler.arch_for_capability(major, minor)
+    return arch
 
 
 def compiled(key, build, device):
     """The graph of ``key`` compiled for ``device`` (see the module docstring)."""
     device = torch.device(device)
-    where = ("cuda", arch_of(device)) if device.type == "cuda" else ("cpu", None)
+    if device.type == "cuda":
+        index = device.index if device.index is not None else torch.cuda.current_device()
+        where = ("cuda", arch_of(index), index)
+    else:
+        where = ("cpu", None, None)
     full = (key, where)
     exe = _compiled.get(full)
     if exe is not None:

@@ -191,7 +191,9 @@ def test_modules_have_torch_state_dicts():
     for ours, theirs in ((dt.nn.Conv2d(3, 4, 3, bias=False), torch.nn.Conv2d(3, 4, 3, bias=False)),
                          (dt.nn.Linear(3, 4), torch.nn.Linear(3, 4)),
                          (dt.nn.LayerNorm((2, 3)), torch.nn.LayerNorm((2, 3))),
-                         (dt.nn.RMSNorm(3), torch.nn.RMSNorm(3))):
+                         (dt.nn.RMSNorm(3), torch.nn.RMSNorm(3)),
+                         (dt.nn.BatchNorm2d(3), torch.nn.BatchNorm2d(3)),
+                         (dt.nn.GroupNorm(2, 4), torch.nn.GroupNorm(2, 4))):
         assert isinstance(ours, type(theirs))
         assert ours.state_dict().keys() == theirs.state_dict().keys()
         ours.load_state_dict(theirs.state_dict())
@@ -213,6 +215,23 @@ def test_training_step_matches_torch():
     assert math.isclose(ours.loss, theirs.loss, rel_tol=1e-5)
     for (name, p), q in zip(ours.named_parameters(), theirs.parameters()):
         torch.testing.assert_close(p, q, atol=1e-5, rtol=1e-4, msg=name)
+
+
+@pytest.mark.parametrize("momentum", [0.3, None])
+def test_batchnorm_module_matches_torch(momentum):
+    """Two training steps (running statistics, num_batches_tracked, the
+    cumulative average of momentum=None), then eval."""
+    ours = dt.nn.BatchNorm2d(3, momentum=momentum)
+    theirs = torch.nn.BatchNorm2d(3, momentum=momentum)
+    for _ in range(2):
+        x = torch.randn(4, 3, 5, 5)
+        torch.testing.assert_close(ours(x), theirs(x))
+    for name, buffer in theirs.named_buffers():
+        torch.testing.assert_close(getattr(ours, name), buffer, msg=name)
+    ours.eval()
+    theirs.eval()
+    x = torch.randn(2, 3, 5, 5)
+    torch.testing.assert_close(ours(x), theirs(x))
 
 
 def test_swap_modules_shares_parameters():
