@@ -90,5 +90,6 @@ def tensor_reason(op_tensors):
         if device is None:
             device = t.device
         elif t.device != device:
-            return f"tensor '{name}': expected device {device} (of the first tensor), got {t.device}"
+            return (f"tensor '{name}': expected device {device} (of the first tensor), "
+                    f"got {t.device}")
     return None

@@ -96,7 +96,8 @@ def from_torch(module):
 
 def swap_modules(model):
     """Replace, in place, every torch.nn Conv2d, Linear, LayerNorm, RMSNorm,
-    BatchNorm2d and GroupNorm inside ``model`` by its dnnc twin (``from_torch``); returns ``model``."""
+    BatchNorm2d and GroupNorm inside ``model`` by its dnnc twin
+    (``from_torch``); returns ``model``."""
     for name, child in list(model.named_children()):
         swapped = from_torch(child)
         if swapped is not child:

@@ -128,8 +128,9 @@ def _check_linear(x, w, bias):
           f"{x.dim()}")
     check(w.dim() == 2 and w.shape[1] == x.shape[1], "linear", f"input 'w': expected "
           f"[out_features, {x.shape[1]}], got {list(w.shape)}")
-    check(bias is None or list(bias.shape) == [w.shape[0]], "linear",
-          f"input 'bias': expected [{w.shape[0]}], got {list(bias.shape) if bias is not None else None}")
+    if bias is not None:
+        check(list(bias.shape) == [w.shape[0]], "linear",
+              f"input 'bias': expected [{w.shape[0]}], got {list(bias.shape)}")
 
 
 @torch.library.custom_op(qualified("linear"), mutates_args=())

@@ -12,8 +12,9 @@ dnnc's ops take ([1] * axis + normalized_shape, [1, C, 1, ...]).
 ``batch_norm`` is functional (autograd needs that of a custom op): in
 training it also returns the next running mean and variance (momentum,
 unbiased variance, as PyTorch's), which ``dnnc.torch.batch_norm`` copies
-into the module's buffers; in eval it normalizes with the running ones, and its backward is the eval formula (the statistics are
-constants there), built from pointwise ops and sums.
+into the module's buffers; in eval it normalizes with the running ones,
+and its backward is the eval formula (the statistics are constants there),
+built from pointwise ops and sums.
 """
 
 from typing import List, Optional, Tuple
