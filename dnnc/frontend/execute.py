@@ -17,9 +17,18 @@ tensor's dims; pass-by-value scalars are read from it as numbers (a CPU
 tensor, a NumPy array or a Python number). The workspace argument is
 accepted and not used: dnnc's executables own their workspace, which is why
 ``get_workspace_size`` is 0.
-"""
 
-import numpy as np
+Steady calls (``Steady``): after a plan's first execute on the GPU, a
+call whose pack holds exactly the plan's tensors (all keyed by tensor or
+all by uid), torch CUDA tensors in the layout the plan was compiled for,
+and the pass-by-value values the plan was compiled with, goes straight
+from the pack to the runtime's fast path (``Executable.run_steady``): one
+dict lookup per tensor, no pack rebuilt, no buffer viewed again, the
+runtime's checks (dtype, shape, strides, device, alignment) made once.
+Any other call takes the general path, ``Plan.run``, which accepts what
+the fast one does not (buffers of other dims, raw pointers, int64 ragged
+offsets) and raises the typed errors.
+"""
 
 from dnnc.frontend.enums import data_type
 from dnnc.frontend.errors import InvalidVariantPackError
@@ -75,6 +84,51 @@ class Plan:
         self.exe(*ins, outputs=outs, stream=stream)
 
 
+class Steady:
+    """execute's fast path on one compiled plan of target cuda (see the
+    module docstring): what a call checks, worked out once."""
+
+    __slots__ = ("plan", "tensors", "uids", "scalars", "scalar_uids", "values", "keys",
+                 "run_steady")
+
+    def __init__(self, plan, scalars, values):
+        self.plan = plan
+        tensors = (*plan.inputs, *plan.outputs)    # the runtime's order
+        self.tensors = tensors
+        self.uids = tuple(t.get_uid() for t in tensors)
+        self.scalars = tuple(scalars)              # pass-by-value tensors read from the pack
+        self.scalar_uids = tuple(t.get_uid() for t in scalars)
+        self.values = tuple(values)                # what the plan compiled in, in that order
+        # A pack of exactly this many keys that holds every one of the plan's
+        # holds nothing else: keys of other graphs, unknown uids, None keys
+        # and extra tensors all go to the general path, which judges them.
+        self.keys = len(tensors) + len(self.scalars)
+        self.run_steady = plan.exe.run_steady
+
+    def run(self, pack, stream):
+        """Launch on ``pack`` (the caller's variant pack) and return True, or
+        return False having launched nothing: the call is not a steady one."""
+        if len(pack) != self.keys:
+            return False
+        try:
+            buffers = [pack[t] for t in self.tensors]
+            scalars = self.scalars
+        except KeyError:
+            try:
+                buffers = [pack[u] for u in self.uids]
+            except (KeyError, TypeError):
+                return False
+            scalars = self.scalar_uids
+        if scalars:
+            try:
+                values = tuple([scalar_value(pack[k], t) for k, t in zip(scalars, self.scalars)])
+            except KeyError:
+                return False
+            if values != self.values:
+                return False                       # another plan's (or a first) compile
+        return self.run_steady(buffers, stream)
+
+
 def _narrowed(value, t):
     """An int64 input (only ragged offsets are lowered from int64: cuDNN 9.6+
     takes them so) as the int32 tensor dnnc reads; offsets past int32 are an
@@ -87,6 +141,8 @@ def _narrowed(value, t):
         narrow = value.to(torch.int32)
         fits = bool((narrow.to(value.dtype) == value).all())
     else:
+        import numpy as np
+
         wide = np.asarray(value)
         narrow = wide.astype(np.int32)
         fits = bool((narrow == wide).all())
@@ -167,6 +223,8 @@ def _restride(value, t):
     its first (lowest) element."""
     if hasattr(value, "as_strided"):      # torch: strides count from the storage offset
         return value.as_strided(t._dim, t._stride)
+    import numpy as np
+
     base = np.lib.stride_tricks.as_strided(value, shape=(value.size,),
                                            strides=(value.itemsize,))
     return np.lib.stride_tricks.as_strided(base, shape=t._dim,
@@ -194,10 +252,14 @@ def _host_array(value):
     if isinstance(value, int):
         raise InvalidVariantPackError("variant pack: a raw device pointer cannot be read by the "
                                       "CPU back end: pass arrays or CPU tensors")
+    import numpy as np
+
     return np.asarray(value)
 
 
 def _write_back(t, out, value):
+    import numpy as np
+
     if hasattr(out, "copy_"):            # torch
         import torch
 
