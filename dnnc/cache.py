@@ -73,14 +73,22 @@ def digest_sources(root):
 
 def _source_files(root):
     """The relative paths ("/"-separated, sorted) of every ``.py`` file under
-    ``root``, __pycache__ left out: the files ``digest_sources`` reads."""
+    ``root``, __pycache__ left out: the files ``digest_sources`` reads.
+    (``os.scandir`` with the paths joined as text: ``os.walk`` and
+    ``os.path.relpath`` cost several times as much, which a cache hit in a
+    new process pays.)"""
     files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            if name.endswith(".py"):
-                files.append(os.path.relpath(os.path.join(dirpath, name), root))
-    return sorted(f.replace(os.sep, "/") for f in files)
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(rel + entry.name + "/")
+                elif entry.name.endswith(".py"):
+                    files.append(rel + entry.name)
+    return sorted(files)
 
 
 def source_signature(root):
@@ -100,8 +108,9 @@ def _signature(root):
     """(source_signature, the newest ctime in ns)."""
     h = hashlib.sha256(root.encode() + b"\0")
     newest = 0
+    base = root + os.sep
     for rel in _source_files(root):
-        st = os.stat(os.path.join(root, rel))
+        st = os.stat(base + rel)
         h.update(f"{rel}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
                  .encode())
         newest = max(newest, st.st_ctime_ns)
