@@ -88,21 +88,21 @@ class Steady:
     """execute's fast path on one compiled plan of target cuda (see the
     module docstring): what a call checks, worked out once."""
 
-    __slots__ = ("plan", "tensors", "uids", "scalars", "scalar_uids", "values", "keys",
-                 "run_steady")
+    __slots__ = ("plan", "tensors", "uids", "scalars", "scalar_uids", "keys", "run_steady")
 
     def __init__(self, plan, scalars, values):
         self.plan = plan
         tensors = (*plan.inputs, *plan.outputs)    # the runtime's order
         self.tensors = tensors
         self.uids = tuple(t.get_uid() for t in tensors)
-        self.scalars = tuple(scalars)              # pass-by-value tensors read from the pack
-        self.scalar_uids = tuple(t.get_uid() for t in scalars)
-        self.values = tuple(values)                # what the plan compiled in, in that order
+        # Per pass-by-value tensor read from the pack: (key, tensor, the value
+        # the plan compiled in), keyed by tensor and by uid.
+        self.scalars = tuple(zip(scalars, scalars, values))
+        self.scalar_uids = tuple((t.get_uid(), t, v) for t, v in zip(scalars, values))
         # A pack of exactly this many keys that holds every one of the plan's
         # holds nothing else: keys of other graphs, unknown uids, None keys
         # and extra tensors all go to the general path, which judges them.
-        self.keys = len(tensors) + len(self.scalars)
+        self.keys = len(tensors) + len(scalars)
         self.run_steady = plan.exe.run_steady
 
     def run(self, pack, stream):
@@ -111,21 +111,17 @@ class Steady:
         if len(pack) != self.keys:
             return False
         try:
-            buffers = [pack[t] for t in self.tensors]
-            scalars = self.scalars
-        except KeyError:
             try:
-                buffers = [pack[u] for u in self.uids]
-            except (KeyError, TypeError):
-                return False
-            scalars = self.scalar_uids
-        if scalars:
-            try:
-                values = tuple([scalar_value(pack[k], t) for k, t in zip(scalars, self.scalars)])
+                buffers = [pack[t] for t in self.tensors]
+                scalars = self.scalars
             except KeyError:
-                return False
-            if values != self.values:
-                return False                       # another plan's (or a first) compile
+                buffers = [pack[u] for u in self.uids]
+                scalars = self.scalar_uids
+            for key, t, value in scalars:
+                if scalar_value(pack[key], t) != value:
+                    return False                   # another plan's (or a first) compile
+        except (KeyError, TypeError):
+            return False
         return self.run_steady(buffers, stream)
 
 

@@ -337,7 +337,7 @@ class Executable:
         wrong. Strides that break the manifest's layout raise ArgumentError
         here as there."""
         fast = self._relaunch
-        return fast is not None and fast.run(tensors, stream)
+        return fast is not None and fast.run(tensors, stream) is not relaunch.MISS
 
     def time(self, *args, repeat=100, warmup=10, outputs=None, stream=None, **named):
         """Median milliseconds of each kernel over ``repeat`` runs, timed with CUDA events.

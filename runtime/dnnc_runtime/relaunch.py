@@ -18,11 +18,11 @@ device, alignment), so a call either passes both or is refused the same
 way; strides that differ from the manifest's only on size-1 dims (which
 the general path accepts) go through ``binding.check_strides`` here too.
 
-``run`` is the same path for callers that keep the arguments in the
-manifest's order themselves (``Executable.run_steady``: dnnc.frontend's
-execute, which builds no positional tuple and takes no ``outputs=``): every
-input, then every output, one flat sequence; it says False where the call
-would return MISS, and the caller makes the call the general way.
+``run`` is the path itself, for callers that keep the arguments in the
+manifest's order (``Executable.run_steady``: dnnc.frontend's execute, which
+builds no positional tuple and takes no ``outputs=``): every input, then
+every output, one flat sequence; on a MISS the caller makes the call the
+general way.
 
 The pointer slots are written once every argument passed (one loop over
 the plan's pointer arguments), so a MISS leaves them as they were. TMA
@@ -55,7 +55,7 @@ class Relaunch:
     """
 
     __slots__ = ("tensor", "device", "torch_device", "index", "raw_stream", "empty_strided",
-                 "n_in", "n_out", "n_args", "checks", "input_checks", "allocations", "writes",
+                 "n_in", "n_out", "checks", "input_checks", "allocations", "writes",
                  "maps", "launches", "lock", "workspaces", "workspace_writes", "workspace_maps",
                  "uses_workspace")
 
@@ -70,7 +70,6 @@ class Relaunch:
         self.empty_strided = torch.empty_strided
         specs = exe.inputs + exe.outputs
         self.n_in, self.n_out = len(exe.inputs), len(exe.outputs)
-        self.n_args = self.n_in + self.n_out
         # Per argument (inputs, then outputs: the order of the call's address
         # list): what it is checked against. Per pointer argument of every
         # launch: (slots, slot, index into the address list, byte offset),
@@ -105,33 +104,27 @@ class Relaunch:
         if len(args) != self.n_in:
             return MISS
         if outputs is None:
-            return self._run(args, self.input_checks, stream, allocate=True)
+            return self.run(args, stream, allocate=True)
         if isinstance(outputs, self.tensor):
             if self.n_out != 1:
                 return MISS
-            result = self._run((*args, outputs), self.checks, stream)
-            return outputs if result is not MISS else MISS
+            return outputs if self.run((*args, outputs), stream) is not MISS else MISS
         if type(outputs) is list or type(outputs) is tuple:
-            if len(outputs) != self.n_out:
-                return MISS
-            if self._run((*args, *outputs), self.checks, stream) is MISS:
+            if len(outputs) != self.n_out or self.run((*args, *outputs), stream) is MISS:
                 return MISS
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return MISS
 
-    def run(self, tensors, stream):
+    def run(self, tensors, stream, allocate=False):
         """Run the plan on ``tensors``, every input then every output in the
-        manifest's order (a list or tuple): True when launched, False (nothing
-        launched) when this path cannot serve the call."""
-        if len(tensors) != self.n_args:
-            return False
-        return self._run(tensors, self.checks, stream) is not MISS
-
-    def _run(self, tensors, checks, stream, allocate=False):
-        """Check ``tensors`` against ``checks`` (all of them, or the inputs' with
-        ``allocate``: the outputs are then allocated), write their pointer
-        slots and launch; MISS when a tensor or the stream is not this path's.
-        Returns the allocated outputs (None when none were)."""
+        manifest's order (a list or tuple; with ``allocate`` the inputs only,
+        and the outputs are allocated). Checks them, writes the pointer slots
+        and launches on ``stream`` (None: torch's current stream). Returns
+        MISS, having launched nothing, when this path cannot serve the call;
+        else the allocated outputs (one tensor, or a tuple), or None."""
+        checks = self.input_checks if allocate else self.checks
+        if len(tensors) != len(checks):
+            return MISS
         tensor, torch_device = self.tensor, self.torch_device
         lock = self.lock
         lock.acquire()
