@@ -26,9 +26,18 @@ stub at cuda-python's boundary (every driver function returns success and
 does nothing, so ``launch only`` is near zero) and torch CPU tensors pass
 for CUDA ones: the figures are dnnc's own host work, the driver's left out.
 
+Then ``--builds N`` new processes (no torch) each import dnnc.frontend
+and build a layernorm and an SDPA graph seen before (epsilon and the scale
+as numbers, so that ``build_plans`` compiles, from the warm JIT cache; the
+first process fills it): the second table gives the import and each
+``build_plans`` in milliseconds, best and median wall time and the best
+CPU time, and says whether every build was a cache hit and whether MLIR
+or libLLVM.so was loaded. With a GPU the processes find it as user code
+does (the arch, and the driver's first cuInit in the first build).
+
 Usage::
 
-    python bench/host_overhead.py [--calls N] [--rounds R] [--json FILE]
+    python bench/host_overhead.py [--calls N] [--rounds R] [--builds N] [--json FILE]
     python bench/host_overhead.py --stub      # a CPU figure even with a GPU
 
 cudnn-frontend's own ``execute`` costs about 30 us per call (the issue
@@ -307,6 +316,86 @@ def install_stub(torch):
     torch.empty, torch.empty_strided = host(empty), host(empty_strided)
 
 
+# -- build_plans of a graph seen before, in a new process --------------------------
+
+# Run by ``python -c`` in a new process: import dnnc.frontend, then build the
+# layernorm and the SDPA graph (epsilon and the scale as numbers, so that
+# build_plans compiles: with the JIT cache warm, it reads the entry) and
+# print the times and whether MLIR or libLLVM.so came in. No torch.
+FRESH_BUILD = r"""
+import json, sys, time
+ARCH = %(sm_version)r
+w0, c0 = time.perf_counter(), time.process_time()
+import dnnc.frontend as cudnn
+w1, c1 = time.perf_counter(), time.process_time()
+times = {"import": (w1 - w0, c1 - c0)}
+
+def graph():
+    return cudnn.pygraph(io_data_type=cudnn.data_type.BFLOAT16,
+                         intermediate_data_type=cudnn.data_type.FLOAT,
+                         compute_data_type=cudnn.data_type.FLOAT, target="cuda", sm_version=ARCH)
+
+def layernorm(rows=2048, hidden=1024):
+    g = graph()
+    cl = [hidden, 1, hidden, hidden]
+    x = g.tensor(name="x", dim=[rows, hidden, 1, 1], stride=cl)
+    s = g.tensor(name="scale", dim=[1, hidden, 1, 1], stride=cl)
+    b = g.tensor(name="bias", dim=[1, hidden, 1, 1], stride=cl)
+    y, m, v = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=x,
+                          scale=s, bias=b, epsilon=1e-5)
+    y.set_output(True)
+    m.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    v.set_output(True).set_data_type(cudnn.data_type.FLOAT)
+    return g
+
+def sdpa(b=4, h=16, s=1024, d=128):
+    g = graph()
+    q, k, v = (g.tensor(name=n, dim=[b, h, s, d]) for n in "qkv")
+    o, _ = g.sdpa(q=q, k=k, v=v, is_inference=True, attn_scale=d ** -0.5, use_causal_mask=True)
+    o.set_output(True).set_dim([b, h, s, d]).set_stride([h * s * d, s * d, d, 1])
+    return g
+
+for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
+    w0, c0 = time.perf_counter(), time.process_time()
+    g = make()
+    g.validate(); g.build_operation_graph()
+    g.create_execution_plans([cudnn.heur_mode.A]); g.check_support(); g.build_plans()
+    w1, c1 = time.perf_counter(), time.process_time()
+    times[name] = (w1 - w0, c1 - c0)
+from dnnc import cache
+times["hits"] = cache.default().stats.hits
+times["mlir"] = any(m == "mlir" or m.startswith("mlir.") for m in sys.modules)
+times["llvm"] = "libLLVM" in open("/proc/self/maps").read()
+print(json.dumps(times))
+"""
+
+
+def fresh_builds(runs, sm_version):
+    """Rows of the new-process build times: (label, best ms, median ms, best
+    CPU ms), and whether a warm process imported MLIR or loaded libLLVM."""
+    import subprocess
+
+    env = dict(os.environ)
+    env["PYTHONPATH"] = os.pathsep.join(
+        [ROOT, os.path.join(ROOT, "runtime")] + [p for p in [env.get("PYTHONPATH")] if p])
+    script = FRESH_BUILD % {"sm_version": sm_version}
+    results = []
+    for i in range(runs + 1):                     # the first fills the JIT cache
+        out = subprocess.run([sys.executable, "-c", script], env=env, check=True,
+                             capture_output=True, text=True).stdout
+        if i:
+            results.append(json.loads(out.strip().splitlines()[-1]))
+    rows = []
+    for key, label in (("import", "import dnnc.frontend"), ("layernorm", "layernorm build"),
+                       ("sdpa", "sdpa build")):
+        wall = sorted(r[key][0] * 1e3 for r in results)
+        cpu = min(r[key][1] * 1e3 for r in results)
+        rows.append((label, wall[0], statistics.median(wall), cpu))
+    warm = all(r["hits"] == 2 for r in results)
+    heavy = any(r["mlir"] or r["llvm"] for r in results)
+    return rows, warm, heavy
+
+
 # -- main --------------------------------------------------------------------------
 
 def main():
@@ -316,6 +405,8 @@ def main():
     parser.add_argument("--stub", action="store_true",
                         help="stub the driver even when a GPU is present")
     parser.add_argument("--arch", default="sm_90a", help="the arch compiled for with --stub")
+    parser.add_argument("--builds", type=int, default=5,
+                        help="new processes timing build_plans of graphs seen before (0: none)")
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
     try:
@@ -359,10 +450,21 @@ def main():
                         "cpu_us": round(cpu, 2)})
         print(f"{label:<28}{best:8.2f}{median:8.2f}{cpu:8.2f}")
     print("kernels per call: " + ", ".join(f"{k} {n}" for k, n in kernels.items()))
+    builds = []
+    if args.builds:
+        rows, warm, heavy = fresh_builds(args.builds, sm_version)
+        print(f"\nbuild_plans of graphs seen before, {args.builds} new processes (no torch), "
+              f"milliseconds; every build a JIT cache hit: {warm}; MLIR or libLLVM.so loaded: "
+              f"{heavy}")
+        print(f"{'step':<28}{'best':>8}{'median':>8}{'cpu':>8}")
+        for label, best, median, cpu in rows:
+            builds.append({"step": label, "best_ms": round(best, 1),
+                           "median_ms": round(median, 1), "cpu_ms": round(cpu, 1)})
+            print(f"{label:<28}{best:8.1f}{median:8.1f}{cpu:8.1f}")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"where": where, "torch": torch.__version__, "stub": stub,
-                       "kernels": kernels, "rows": results}, f, indent=1)
+                       "kernels": kernels, "rows": results, "builds": builds}, f, indent=1)
 
 
 if __name__ == "__main__":
