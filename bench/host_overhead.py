@@ -39,6 +39,12 @@ Usage::
 
     python bench/host_overhead.py [--calls N] [--rounds R] [--builds N] [--json FILE]
     python bench/host_overhead.py --stub      # a CPU figure even with a GPU
+    python bench/host_overhead.py --save-plans DIR --builds 0   # where MLIR is
+    python bench/host_overhead.py --plans DIR --builds 0        # a GPU machine without it
+
+``--plans`` runs serialized plans (``pygraph.serialize``): the layernorm's
+epsilon is compiled in then, so its variant pack has no pass-by-value
+tensor.
 
 cudnn-frontend's own ``execute`` costs about 30 us per call (the issue
 this answers: 32); the target for dnnc's is under 10 us.
@@ -102,6 +108,24 @@ def sdpa_plan(cudnn, torch, device, sm_version, b=4, h=16, s=1024, d=128):
     _build(cudnn, g)
     o = torch.empty_like(q)
     return g, {Q: q, K: k, V: v, O: o}
+
+
+_TORCH_TYPES = {"BFLOAT16": "bfloat16", "HALF": "float16", "FLOAT": "float32"}
+
+
+def saved_plan(cudnn, torch, device, path):
+    """(graph, variant pack by tensor) of a plan ``--save-plans`` wrote: the
+    graph deserialized (no compiler needed), a random tensor per tensor."""
+    g = cudnn.pygraph()
+    with open(path, "rb") as f:
+        g.deserialize(f.read())
+    plan = g._last_plan
+    pack = {}
+    for t in (*plan.inputs, *plan.outputs):
+        dtype = getattr(torch, _TORCH_TYPES[t.get_data_type().name])
+        pack[t] = torch.empty_strided(t.get_dim(), t.get_stride(), dtype=dtype,
+                                      device=device).normal_()
+    return g, pack
 
 
 def _build(cudnn, g):
@@ -407,6 +431,10 @@ def main():
     parser.add_argument("--arch", default="sm_90a", help="the arch compiled for with --stub")
     parser.add_argument("--builds", type=int, default=5,
                         help="new processes timing build_plans of graphs seen before (0: none)")
+    parser.add_argument("--save-plans", metavar="DIR",
+                        help="write the plans built here (serialized) to DIR")
+    parser.add_argument("--plans", metavar="DIR",
+                        help="time the plans --save-plans wrote (no compiler needed)")
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
     try:
@@ -432,9 +460,16 @@ def main():
     rows = []
     kernels = {}
     for name, make in (("layernorm", layernorm_plan), ("sdpa", sdpa_plan)):
-        g, pack = make(cudnn, torch, device, sm_version)
+        if args.plans:
+            g, pack = saved_plan(cudnn, torch, device, os.path.join(args.plans, name + ".plan"))
+        else:
+            g, pack = make(cudnn, torch, device, sm_version)
         plan_rows, kernels[name] = rows_of(name, g, pack, stream, handle)
         rows += plan_rows
+        if args.save_plans:
+            os.makedirs(args.save_plans, exist_ok=True)
+            with open(os.path.join(args.save_plans, name + ".plan"), "wb") as f:
+                f.write(bytes(g.serialize()))
     if not stub:
         torch.cuda.synchronize()
 
