@@ -88,17 +88,17 @@ class Steady:
     """execute's fast path on one compiled plan of target cuda (see the
     module docstring): what a call checks, worked out once."""
 
-    __slots__ = ("plan", "tensors", "uids", "scalars", "scalar_uids", "keys", "run_steady")
+    __slots__ = ("plan", "forms", "keys", "run_steady")
 
     def __init__(self, plan, scalars, values):
         self.plan = plan
         tensors = (*plan.inputs, *plan.outputs)    # the runtime's order
-        self.tensors = tensors
-        self.uids = tuple(t.get_uid() for t in tensors)
-        # Per pass-by-value tensor read from the pack: (key, tensor, the value
-        # the plan compiled in), keyed by tensor and by uid.
-        self.scalars = tuple(zip(scalars, scalars, values))
-        self.scalar_uids = tuple((t.get_uid(), t, v) for t, v in zip(scalars, values))
+        # The pack's two forms: (its keys for the tensors, and per pass-by-value
+        # tensor read from it (key, tensor, the value the plan compiled in)),
+        # keyed by tensor and by uid; the form the last call used comes first.
+        self.forms = ((tensors, tuple(zip(scalars, scalars, values))),
+                      (tuple(t.get_uid() for t in tensors),
+                       tuple((t.get_uid(), t, v) for t, v in zip(scalars, values))))
         # A pack of exactly this many keys that holds every one of the plan's
         # holds nothing else: keys of other graphs, unknown uids, None keys
         # and extra tensors all go to the general path, which judges them.
@@ -111,12 +111,13 @@ class Steady:
         if len(pack) != self.keys:
             return False
         try:
+            keys, scalars = self.forms[0]
             try:
-                buffers = [pack[t] for t in self.tensors]
-                scalars = self.scalars
+                buffers = [pack[k] for k in keys]
             except KeyError:
-                buffers = [pack[u] for u in self.uids]
-                scalars = self.scalar_uids
+                self.forms = self.forms[::-1]
+                keys, scalars = self.forms[0]
+                buffers = [pack[k] for k in keys]
             for key, t, value in scalars:
                 if scalar_value(pack[key], t) != value:
                     return False                   # another plan's (or a first) compile

@@ -240,3 +240,21 @@ def test_the_runtime_fast_path_alone_says_when_it_cannot_serve(gpu):
     assert len(gpu.recorded) == launched + 1
     assert executable.Executable.run_steady(
         type("Cold", (), {"_relaunch": None})(), tensors) is False  # before a first call
+
+
+def test_a_steady_execute_costs_little_more_than_the_runtime_call(gpu, monkeypatch):
+    """Host time against a driver that does nothing: execute on top of the
+    runtime's own call adds the pack lookups and the scalar read, not a
+    second pass over the buffers (which cost about as much as the runtime
+    call itself before the fast path)."""
+    from test_runtime_relaunch import per_call_us
+
+    monkeypatch.setattr(cuda_mod, "launch_all", lambda launches, stream: None)
+    g, pack, t = layernorm(gpu)
+    exe = warm(g, pack)
+    plan = g._last_plan
+    ins, outs = [pack[x] for x in plan.inputs], [pack[x] for x in plan.outputs]
+    runtime_us = per_call_us(lambda: exe(*ins, outputs=outs))
+    execute_us = per_call_us(lambda: g.execute(pack, None))
+    assert execute_us < 1.5 * runtime_us + 2, (
+        f"execute took {execute_us:.1f} us of host time, the runtime call {runtime_us:.1f} us")
