@@ -83,7 +83,8 @@ class _LoadBeforeMlir:
     def find_spec(self, name, path=None, target=None):
         if _loaded or self.busy or not (name == "mlir" or name.startswith("mlir.")):
             return None
-        load_llvm()
+        if mlir_spec() is not None:   # not installed: the import fails as it would
+            load_llvm()
         return None   # the next finders find the module
 
 

@@ -47,3 +47,24 @@ def test_libllvm_is_loaded_at_the_first_mlir_import():
     assert steps["after mlir_spec"] == [False, False, True]
     assert steps["after other lookups"] == [False, False]
     assert steps["after from mlir import ir"] == [True, True, "module {\n}"]
+
+
+NO_MLIR = r"""
+import sys
+sys.path[:] = [p for p in sys.path if "site-packages" not in p]   # no wheels at all
+import dnnc, dnnc.frontend             # needs none: no MLIR, NumPy or ml_dtypes
+try:
+    import mlir
+except ImportError:
+    print("ImportError")
+"""
+
+
+def test_a_missing_mlir_is_still_an_import_error():
+    """Where the bindings are not installed, dnnc and dnnc.frontend import,
+    and code that tries ``import mlir`` to see whether they are (the GPU
+    tests do) gets ImportError, not dnnc's ToolError."""
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "runtime")]))
+    run = subprocess.run([sys.executable, "-c", NO_MLIR], capture_output=True, text=True,
+                         check=True, env=env)
+    assert run.stdout.strip() == "ImportError"
