@@ -35,6 +35,8 @@ A call goes in three steps:
 Calls after the first with torch tensors in the manifest's layout take a
 fast path (``relaunch.Relaunch``) that makes the same checks with what the
 executable worked out once; any other call takes the steps above.
+``run_steady`` is that fast path alone, for callers that hold their
+arguments in the manifest's order (dnnc.frontend's execute).
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
