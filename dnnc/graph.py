@@ -196,6 +196,20 @@ class Graph:
     def nodes(self):
         return list(self._nodes)
 
+    def unused_inputs(self):
+        """The inputs no op reads (``compile`` warns about each:
+        ``dnnc.graph_text.UnusedInputWarning``)."""
+        from dnnc import graph_text
+
+        return graph_text.unused_inputs(self)
+
+    def __repr__(self):
+        """Types, inputs (dims, strides, types), ops (operands, the attributes
+        given, results), outputs, and the inputs no op reads."""
+        from dnnc import graph_text
+
+        return graph_text.describe(self)
+
     def _unique(self, name):
         if name in self._names:
             raise GraphError(f"tensor name '{name}' is used twice")
@@ -689,6 +703,9 @@ class Graph:
         (default $DNNC_TUNING_DB, else ``tuning.json`` in the cache directory;
         ``"off"``: none).
         """
+        from dnnc import graph_text
+
+        graph_text.warn_unused(self)
         if target == "cuda":
             from dnnc import jit
 

@@ -17,9 +17,18 @@ tensor's dims; pass-by-value scalars are read from it as numbers (a CPU
 tensor, a NumPy array or a Python number). The workspace argument is
 accepted and not used: dnnc's executables own their workspace, which is why
 ``get_workspace_size`` is 0.
-"""
 
-import numpy as np
+Steady calls (``Steady``): after a plan's first execute on the GPU, a
+call whose pack holds exactly the plan's tensors (all keyed by tensor or
+all by uid), torch CUDA tensors in the layout the plan was compiled for,
+and the pass-by-value values the plan was compiled with, goes straight
+from the pack to the runtime's fast path (``Executable.run_steady``): one
+dict lookup per tensor, no pack rebuilt, no buffer viewed again, the
+runtime's checks (dtype, shape, strides, device, alignment) made once.
+Any other call takes the general path, ``Plan.run``, which accepts what
+the fast one does not (buffers of other dims, raw pointers, int64 ragged
+offsets) and raises the typed errors.
+"""
 
 from dnnc.frontend.enums import data_type
 from dnnc.frontend.errors import InvalidVariantPackError
@@ -75,6 +84,48 @@ class Plan:
         self.exe(*ins, outputs=outs, stream=stream)
 
 
+class Steady:
+    """execute's fast path on one compiled plan of target cuda (see the
+    module docstring): what a call checks, worked out once."""
+
+    __slots__ = ("plan", "forms", "keys", "run_steady")
+
+    def __init__(self, plan, scalars, values):
+        self.plan = plan
+        tensors = (*plan.inputs, *plan.outputs)    # the runtime's order
+        # The pack's two forms: (its keys for the tensors, and per pass-by-value
+        # tensor read from it (key, tensor, the value the plan compiled in)),
+        # keyed by tensor and by uid; the form the last call used comes first.
+        self.forms = ((tensors, tuple(zip(scalars, scalars, values))),
+                      (tuple(t.get_uid() for t in tensors),
+                       tuple((t.get_uid(), t, v) for t, v in zip(scalars, values))))
+        # A pack of exactly this many keys that holds every one of the plan's
+        # holds nothing else: keys of other graphs, unknown uids, None keys
+        # and extra tensors all go to the general path, which judges them.
+        self.keys = len(tensors) + len(scalars)
+        self.run_steady = plan.exe.run_steady
+
+    def run(self, pack, stream):
+        """Launch on ``pack`` (the caller's variant pack) and return True, or
+        return False having launched nothing: the call is not a steady one."""
+        if len(pack) != self.keys:
+            return False
+        try:
+            keys, scalars = self.forms[0]
+            try:
+                buffers = [pack[k] for k in keys]
+            except KeyError:
+                self.forms = self.forms[::-1]
+                keys, scalars = self.forms[0]
+                buffers = [pack[k] for k in keys]
+            for key, t, value in scalars:
+                if scalar_value(pack[key], t) != value:
+                    return False                   # another plan's (or a first) compile
+        except (KeyError, TypeError):
+            return False
+        return self.run_steady(buffers, stream)
+
+
 def _narrowed(value, t):
     """An int64 input (only ragged offsets are lowered from int64: cuDNN 9.6+
     takes them so) as the int32 tensor dnnc reads; offsets past int32 are an
@@ -87,6 +138,8 @@ def _narrowed(value, t):
         narrow = value.to(torch.int32)
         fits = bool((narrow.to(value.dtype) == value).all())
     else:
+        import numpy as np
+
         wide = np.asarray(value)
         narrow = wide.astype(np.int32)
         fits = bool((narrow == wide).all())
@@ -167,6 +220,8 @@ def _restride(value, t):
     its first (lowest) element."""
     if hasattr(value, "as_strided"):      # torch: strides count from the storage offset
         return value.as_strided(t._dim, t._stride)
+    import numpy as np
+
     base = np.lib.stride_tricks.as_strided(value, shape=(value.size,),
                                            strides=(value.itemsize,))
     return np.lib.stride_tricks.as_strided(base, shape=t._dim,
@@ -194,10 +249,14 @@ def _host_array(value):
     if isinstance(value, int):
         raise InvalidVariantPackError("variant pack: a raw device pointer cannot be read by the "
                                       "CPU back end: pass arrays or CPU tensors")
+    import numpy as np
+
     return np.asarray(value)
 
 
 def _write_back(t, out, value):
+    import numpy as np
+
     if hasattr(out, "copy_"):            # torch
         import torch
 

@@ -24,11 +24,7 @@ back end applies to its inputs too.
 
 import sys
 
-import numpy as np
-
-from . import host_arrays
 from .errors import ArgumentError
-from .host_arrays import numpy_dtype
 
 TORCH, DEVICE, NUMPY = "torch", "device", "numpy"
 
@@ -62,6 +58,13 @@ class Bound:
 
 
 # -- dtypes -------------------------------------------------------------------
+
+def numpy_dtype(dtype, label="tensor"):
+    """The NumPy dtype for a manifest spelling (host_arrays.numpy_dtype)."""
+    from .host_arrays import numpy_dtype as of
+
+    return of(dtype, label)
+
 
 def torch_dtype(dtype):
     """The torch dtype for a manifest spelling (torch must already be imported)."""
@@ -134,10 +137,12 @@ def bind(value, spec, writable=False):
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return bind_torch(value, spec)
-    if isinstance(value, np.ndarray):
-        return bind_numpy(value, spec, writable)
-    if isinstance(value, np.generic) and not writable:
-        return bind_numpy(np.asarray(value), spec, writable)
+    np = sys.modules.get("numpy")   # NumPy, imported by whoever made an array of it
+    if np is not None:
+        if isinstance(value, np.ndarray):
+            return bind_numpy(value, spec, writable)
+        if isinstance(value, np.generic) and not writable:
+            return bind_numpy(np.asarray(value), spec, writable)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
         return bind_cuda_array(value, cai, spec, writable)
@@ -170,6 +175,8 @@ def bind_torch(t, spec):
 def bind_numpy(a, spec, writable):
     # The rule dnnc's CPU back end shares (host_arrays.py): dtype and shape exact,
     # one value along a broadcast dim.
+    from . import host_arrays
+
     host_arrays.check(a, spec.dtype, spec.dims, spec.label, spec.name, spec.strides)
     if writable and not a.flags.writeable:
         raise ArgumentError(f"{spec.label}: expected a writable array, got a read-only one",
@@ -288,6 +295,8 @@ def stream_handle(stream):
 
 def to_layout(array, spec):
     """A flat host buffer holding ``array`` laid out with the manifest's strides."""
+    import numpy as np
+
     dtype = numpy_dtype(spec.dtype, spec.label)
     flat = np.empty(spec.extent, dtype)
     if spec.numel:
@@ -297,6 +306,8 @@ def to_layout(array, spec):
 
 def view_of(flat, spec):
     """The logical array a flat buffer in the manifest's layout holds."""
+    import numpy as np
+
     itemsize = flat.dtype.itemsize
     # as_strided goes through __array_interface__, whose type strings cannot
     # name every ml_dtypes type (fp8 E5M2 fails): stride the raw bytes instead.
@@ -333,6 +344,8 @@ class DeviceArray:
 
     def numpy(self):
         """Copy to a NumPy array (waits for the device)."""
+        import numpy as np
+
         from . import cuda
         flat = np.empty(self.spec.extent, numpy_dtype(self.dtype, self.spec.label))
         if flat.nbytes:

@@ -35,6 +35,8 @@ A call goes in three steps:
 Calls after the first with torch tensors in the manifest's layout take a
 fast path (``relaunch.Relaunch``) that makes the same checks with what the
 executable worked out once; any other call takes the steps above.
+``run_steady`` is that fast path alone, for callers that hold their
+arguments in the manifest's order (dnnc.frontend's execute).
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
@@ -61,12 +63,8 @@ cannot allocate one and is refused: call once on that stream first.
 """
 
 import ctypes
-import statistics
 import sys
-import textwrap
 import threading
-
-import numpy as np
 
 from . import artifact as _artifact
 from . import binding, cuda, relaunch
@@ -104,6 +102,8 @@ class Plan(tuple):
         return [e if entries.count(e) == 1 else f"{e}#{i}" for i, e in enumerate(entries)]
 
     def __str__(self):
+        import textwrap
+
         rows = [("#", "kernel", "entry", "strategy", "grid", "block", "shared", "args")]
         for i, k in enumerate(self):
             note = "" if k.has_work else "  (skipped: empty grid)"
@@ -327,6 +327,20 @@ class Executable:
         finally:
             call.release()
 
+    def run_steady(self, tensors, stream=None):
+        """The fast path alone (``relaunch.Relaunch``), for callers that keep
+        their arguments in the manifest's order, as dnnc.frontend's execute
+        does: ``tensors`` is every input then every output (a list or tuple of
+        torch tensors). Launches the plan on ``stream`` (None: torch's current
+        stream) and returns True when the call is one the fast path serves;
+        returns False, having launched nothing, otherwise (before the first
+        call, other kinds of arguments, a tensor not in the manifest's
+        layout): make the call the general way then, which names what is
+        wrong. Strides that break the manifest's layout raise ArgumentError
+        here as there."""
+        fast = self._relaunch
+        return fast is not None and fast.run(tensors, stream) is not relaunch.MISS
+
     def time(self, *args, repeat=100, warmup=10, outputs=None, stream=None, **named):
         """Median milliseconds of each kernel over ``repeat`` runs, timed with CUDA events.
 
@@ -342,6 +356,8 @@ class Executable:
             self._lock.release()
 
     def _time(self, args, named, outputs, stream, repeat, warmup):
+        import statistics
+
         call = self._begin(args, named, outputs, stream)
         events = []
         try:
@@ -446,6 +462,8 @@ class Executable:
         pending = []
         for b in call.outputs:
             if b.kind is NUMPY:
+                import numpy as np
+
                 flat = np.empty(b.spec.extent, binding.numpy_dtype(b.spec.dtype))
                 if flat.nbytes:
                     cuda.copy_to_host(flat.ctypes.data, b.address, flat.nbytes, call.stream)

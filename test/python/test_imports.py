@@ -39,13 +39,14 @@ LAYERS = [
         "dnnc",                 # the package __init__: a facade (Graph, errors, __version__)
         "dnnc.cli",             # dnnc compile / run / inspect / tune
         "dnnc.opt",             # dnnc-opt
-        "dnnc.torch.**",        # torch.compile's "dnnc" backend: ATen graphs onto dnnc.Graph
     ]),
     ("user-facing API", [
         "dnnc.graph",           # dnnc.Graph: graph building
         "dnnc.graph_attention",  # sdpa's masks, lengths and page tables checked
+        "dnnc.graph_text",      # print(graph); the inputs no op reads
         "dnnc.graph_mlir",      # Graph <-> dnn MLIR
         "dnnc.frontend.**",     # cudnn-frontend's Python API, lowered to dnnc.Graph
+        "dnnc.torch.**",        # torch.library ops, modules, torch.compile's backend (torch)
     ]),
     ("compiler driver", [
         "dnnc.jit",             # Graph.compile(target="cuda"): autotune, cache, runtime
