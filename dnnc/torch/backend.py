@@ -35,6 +35,7 @@ import warnings
 from dataclasses import dataclass, field
 
 import torch
+import torch.fx.passes.tools_common
 from torch._dynamo.backends.common import aot_autograd
 from torch._guards import detect_fake_mode
 
@@ -83,8 +84,11 @@ def inductor_available(device_type):
     return any(shutil.which(cc) for cc in ("g++", "c++", "clang++"))
 
 
-def _device_of(gm, example_inputs):
-    for value in list(example_inputs) + [n.meta.get("val") for n in gm.graph.nodes]:
+def _device_of(values):
+    """The device of the first tensor of ``values`` (CPU when there is none)."""
+    for value in values:
+        if isinstance(value, (tuple, list)):
+            value = next((v for v in value if isinstance(v, torch.Tensor)), None)
         if isinstance(value, torch.Tensor):
             return value.device
     return torch.device("cpu")
@@ -94,14 +98,15 @@ def compile_aten(gm, example_inputs, *, kind, fallback=None, report=None):
     """The AOTAutograd compiler of the backend: ``gm`` (an ATen graph) with
     its regions run by dnnc and the rest by ``fallback``; returns a function
     of a list of inputs (the boxed convention)."""
-    device = _device_of(gm, example_inputs)
+    device = _device_of(list(example_inputs) + [n.meta.get("val") for n in gm.graph.nodes])
     record = GraphReport(kind)
     regions, refused = partition.propose(gm, device.type)
     for i, nodes in enumerate(regions):
         name = f"{kind}_region{i}"
         outputs = partition.outputs_of(nodes)
         try:
-            region = CompiledRegion(name, nodes, outputs, device)
+            region = CompiledRegion(name, nodes, outputs,
+                                    _device_of(n.meta.get("val") for n in nodes))
         except (DnncError, TypeError, ValueError, IndexError, KeyError) as err:
             # The region stays in torch, whatever refused it (aten_map.support
             # tried each op alone; a region can still fail as a whole).
