@@ -66,13 +66,18 @@ def _convolution_backward(low, node):
     # (grad, input, weight, bias_sizes, stride, padding, dilation, transposed,
     #  output_padding, groups, output_mask) -> (dx, dw, dbias)
     g = low.graph
-    dy, x, w = (low.value(a) for a in node.args[:3])
+    dy = low.value(node.args[0])
     stride, padding, dilation, _ = _conv_args(node, 4)
     mask = list(node.args[10])
+    # Only what a wanted gradient reads becomes an input: dgrad reads the
+    # weight, wgrad the input image.
+    x_dims, w_dims = dims(node.args[1]), dims(node.args[2])
+    w = low.value(node.args[2]) if mask[0] else None
+    x = low.value(node.args[1]) if mask[1] else None
     common = dict(padding=padding, stride=stride, dilation=dilation,
-                  compute_data_type=low.compute("conv", dy, w, x))
-    dx = g.conv_dgrad(dy, w, x.dim, **common) if mask[0] else None
-    dw = g.conv_wgrad(x, dy, w.dim, **common) if mask[1] else None
+                  compute_data_type=low.compute("conv", *[t for t in (dy, w, x) if t]))
+    dx = g.conv_dgrad(dy, w, x_dims, **common) if mask[0] else None
+    dw = g.conv_wgrad(x, dy, w_dims, **common) if mask[1] else None
     db = None
     if mask[2]:
         db = g.reduction(dy, "sum", [0] + list(range(2, len(dy.dim))), keepdims=False)

@@ -448,6 +448,19 @@ def test_unsupported_op_falls_back():
     assert "aten.sort" in reasons
 
 
+def test_regions_do_not_cycle_through_torch():
+    """relu and the add it feeds cannot be one region: the add also reads a
+    cumsum (torch) of the relu, which would have to run inside it."""
+    def f(x):
+        a = F.relu(x) * 3
+        return torch.tanh(a) + torch.cumsum(a, dim=2)
+
+    report = check(f, X, ops=["aten.relu", "aten.tanh", "aten.add"])
+    assert len(report[0].regions) == 2
+    first, second = ({op for _, op in r.ops} for r in report[0].regions)
+    assert {"aten.relu", "aten.mul"} <= first and "aten.add" in second
+
+
 def test_unsupported_dtype_falls_back():
     x = torch.arange(24, dtype=torch.float64).reshape(4, 6)
     report = check(lambda x: F.relu(x - 10) * 2, x, ops=[])
