@@ -9,11 +9,13 @@ written out as products. A transpose of a region input is an input of
 transposed strides (Lowering.permuted).
 """
 
+import math
 import operator
 
 import torch
 
 from dnnc.errors import UnsupportedError
+from dnnc.graph import contiguous_strides
 from dnnc.torch.lowering import arg, dims, dnnc_type, example
 
 aten = torch.ops.aten
@@ -272,6 +274,59 @@ def _full(low, node):
     return low.graph.cast(low.full(value, val.shape), dnnc_type(val.dtype, str(node.target)))
 
 
+def _dense_strides(shape, strides):
+    """Whether ``strides`` are row-major over ``shape`` (dims of size 1 aside)."""
+    return all(n == 1 or a == b
+               for n, a, b in zip(shape, strides, contiguous_strides(list(shape))))
+
+
+def _as_strided(low, node):
+    # (input, size, stride, storage_offset): what functionalized views leave.
+    # dnnc's values are logical, so only two forms are taken: the input's own
+    # layout (an identity) and a row-major view of a row-major input (a reshape).
+    x, size, stride = node.args[0], [int(d) for d in node.args[1]], list(node.args[2])
+    offset = arg(node, 3, "storage_offset", 0) or 0
+    val = example(x)
+    if val.storage_offset() != 0:   # as_strided counts from its storage's start
+        raise UnsupportedError(f"{node.target}: an input at storage offset "
+                               f"{val.storage_offset()}: expected 0")
+    if offset == 0 and size == list(val.shape) and all(
+            n == 1 or a == b for n, a, b in zip(size, stride, val.stride())):
+        return low.value(x)
+    if offset == 0 and val.numel() == math.prod(size) and \
+            _dense_strides(val.shape, val.stride()) and _dense_strides(size, stride):
+        return low.graph.reshape(low.value(x), size)
+    raise UnsupportedError(f"{node.target}: size {size}, stride {stride}, offset {offset} of "
+                           f"an input of dims {list(val.shape)} strides {list(val.stride())}: "
+                           "expected its own layout or a row-major view of a row-major input")
+
+
+def _as_strided_scatter(low, node):
+    # (base, src, size, stride, storage_offset): src written over all of base.
+    base, src = node.args[0], node.args[1]
+    size, stride = [int(d) for d in node.args[2]], list(node.args[3])
+    offset = arg(node, 4, "storage_offset", 0) or 0
+    val = example(base)
+    if offset == 0 and val.storage_offset() == 0 and val.numel() == math.prod(size) and \
+            _dense_strides(val.shape, val.stride()) and _dense_strides(size, stride):
+        return low.graph.cast(low.graph.reshape(low.value(src), dims(node)),
+                              dnnc_type(val.dtype, str(node.target)))
+    raise UnsupportedError(f"{node.target}: a scatter over part of the base (size {size}, "
+                           f"stride {stride}, offset {offset}): expected all of it, row-major")
+
+
+def _copy(low, node):   # (dst, src): src broadcast to dst's dims, in dst's type
+    val = example(node)
+    src = low.shaped(low.value(node.args[1]), node)
+    return low.graph.cast(src, dnnc_type(val.dtype, str(node.target)))
+
+
+def _new_zeros(low, node):   # (input, size): zeros of the input's type
+    val = example(node)
+    return low.graph.cast(low.full(low.graph.constant(0.0), val.shape),
+                          dnnc_type(val.dtype, str(node.target)))
+
+
 def _scalar_tensor(low, node):
     val = example(node)
     return low.graph.cast(low.graph.constant(float(node.args[0])),
@@ -353,6 +408,10 @@ def _table():
     t[aten.zeros.default] = _full
     t[aten.ones.default] = _full
     t[aten.scalar_tensor.default] = _scalar_tensor
+    t[aten.as_strided.default] = _as_strided
+    t[aten.as_strided_scatter.default] = _as_strided_scatter
+    t[aten.copy.default] = _copy
+    t[aten.new_zeros.default] = _new_zeros
     t[operator.getitem] = _getitem
     return t
 
@@ -362,4 +421,4 @@ TABLE = _table()
 # Ops that compute nothing: a region of only these stays in torch.
 DATA_MOVEMENT = frozenset(op for op, fn in TABLE.items()
                           if fn in (_identity, _reshape, _t, _transpose, _permute, _expand,
-                                    _slice, _select, _split, _getitem))
+                                    _slice, _select, _split, _getitem, _as_strided))

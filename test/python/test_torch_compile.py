@@ -429,6 +429,20 @@ def test_conv_net():
                       "aten._native_batch_norm_legit_functional", "aten._log_softmax"])
 
 
+def test_channels_last_flatten():
+    """A channels-last net's pooling and flatten reach ATen as as_strided
+    views forward and an as_strided_scatter of a copy backward: all in dnnc,
+    so that nothing splits the network's regions."""
+    ours, theirs = _pair(lambda: nn.Sequential(
+        nn.Conv2d(3, 8, 3), nn.ReLU(), nn.AdaptiveAvgPool2d(1), nn.Flatten(),
+        nn.Linear(8, 4)).to(memory_format=torch.channels_last))
+    x = randn(2, 3, 8, 8).contiguous(memory_format=torch.channels_last)
+    report = check_module(ours, theirs, x, ops=["aten.as_strided", "aten.as_strided_scatter",
+                                               "aten.copy", "aten.new_zeros"])
+    assert [len(g.regions) for g in report] == [1, 1]
+    assert all(not g.fallbacks for g in report), [g.fallbacks for g in report]
+
+
 def test_transformer_block():
     ours, theirs = _pair(Block)
     report = check_module(ours, theirs, randn(2, 8, 32),
