@@ -119,7 +119,7 @@ class CompiledRegion:
         results, it = [], iter(computed)
         for spec in self.outputs:
             if spec.filler:
-                results.append(torch.zeros(spec.shape, dtype=spec.dtype, device=self.device))
+                results.append(_zeros(spec, self.device))
             else:
                 results.append(next(it))
         return results
@@ -161,6 +161,18 @@ class CompiledRegion:
 
         module = compiler.compile_cuda(self.graph, "sm_90a", stop_after="configured")
         return [(k.name, k.strategy, k.reason) for k in plan.strategies(module)]
+
+
+# Unsigned types torch fills on few devices: zeros of the signed type of
+# their size, viewed as them.
+_SIGNED = {getattr(torch, f"uint{n}", None): getattr(torch, f"int{n}") for n in (16, 32, 64)}
+
+
+def _zeros(spec, device):
+    """Zeros of ``spec``'s dims, dtype and strides (a Filler output)."""
+    dtype = _SIGNED.get(spec.dtype, spec.dtype)
+    out = torch.zeros(spec.shape, dtype=dtype, device=device)
+    return out.view(spec.dtype) if dtype is not spec.dtype else out
 
 
 def _with_strides(t, strides):
