@@ -281,3 +281,62 @@ def test_a_built_folder_passes_on_the_cpu_back_end(tmp_path):
     rows = runner.run(str(tmp_path), device="cpu", log=lines.append, load=loader(str(tmp_path)))
     assert sum(r["configs"] for r in rows.values()) == 8, lines
     assert not any(r["failed"] for r in rows.values()), "\n".join(lines)
+
+
+def _kernel_gradients(config, drawn):
+    """sdpa_backward as the tensor-core kernels compute it, emulated in
+    float64: P from the f32 statistics, P and dS = P (dP - delta) rounded
+    to the input type before the products (gpu_cases/
+    attention_backward_random.py describes the kernels' steps)."""
+    import math
+
+    (call,) = [c for c in config["calls"] if c["op"] == "sdpa_backward"]
+    a = {k: drawn[v].double() for k, v in call["args"].items()}
+    attrs = {k: v for k, v in call["attrs"].items() if k != "use_deterministic_algorithm"}
+    masks = {k: v for k, v in attrs.items() if k != "attn_scale"}
+    q, k, v, o, do, stats = (a[x] for x in ("q", "k", "v", "o", "dO", "stats"))
+    scale = attrs["attn_scale"] or 1.0 / math.sqrt(q.shape[-1])
+    group = q.shape[1] // k.shape[1]
+    s = torch_ops._scores(q, k, a.get("bias"), attrs["attn_scale"], masks)
+    p = torch.where(torch.isneginf(stats), torch.zeros_like(s), torch.exp(s - stats))
+
+    def rounded(t):
+        return t.to(compare.TORCH[config["dtype"]]).double()
+
+    def per_kv_head(t):
+        return t.reshape(t.shape[0], k.shape[1], group, *t.shape[2:]).sum(2)
+    delta = (do * o).sum(-1, keepdim=True)
+    ds = rounded(p * (do @ v.repeat_interleave(group, 1).transpose(-1, -2) - delta))
+    return {"dq": ds @ k.repeat_interleave(group, 1) * scale,
+            "dk": per_kv_head(ds.transpose(-1, -2) @ q * scale),
+            "dv": per_kv_head(rounded(p).transpose(-1, -2) @ do)}
+
+
+# Attention configurations of seed 1 with f32 gradients whose emulated
+# kernel errors break the f32 tolerance (6 of the 13 among the first 300,
+# as many as the H200 run failed; docs/reliability.md): one bf16, one f16,
+# their outputs all at least 1 in magnitude (below, atol = rtol absolute).
+@pytest.mark.parametrize("index", [70, 257])
+def test_f32_attention_gradients_of_16_bit_inputs_take_the_inputs_tolerance(index):
+    """The error the kernels' roundings of P and dS make fits the input
+    type's tolerance and not f32's; a scale error of 2 rtol or more (2% in
+    f16, 4% in bf16: the tolerance allows rtol of the largest output plus
+    rtol of each element) still fails."""
+    _, config = _with_entries(families.draw("attention", 1, index))
+    wide = [n for n, s in config["outputs"].items() if s["entry"]["dtype"] == "f32"]
+    assert wide and all(s["precision"] == config["dtype"] for s in config["outputs"].values())
+    prepared = runner.prepare(config, "cpu")
+    emulated = _kernel_gradients(config, prepared["drawn"])
+
+    def failures(error=0.0, precision=True):
+        c = json.loads(json.dumps(config))
+        for name, spec in c["outputs"].items():
+            out = prepared["outputs"][spec["entry"]["name"]]
+            out.copy_(emulated[name] * (1.0 + error))
+            if not precision:
+                del spec["precision"]
+        return {name for name, _ in runner.failures_of(c, prepared)}
+    assert failures() == set()
+    assert set(wide) <= failures(precision=False)
+    error = 0.02 if config["dtype"] == "f16" else 0.04
+    assert failures(error) == set(config["outputs"])

@@ -14,7 +14,10 @@ A configuration is a JSON object::
 of them), ``attrs`` are the other keyword arguments, ``out`` names the
 results in order (null for a result not kept). ``outputs`` are the results
 the graph returns, with the strides they are stored with (null:
-row-major). ``tolerance`` marks outputs that sum ``k`` products of inputs
+row-major), optionally their type (``dtype``; "keep": the op's) and
+``precision``, the type whose tolerance applies when the kernels round
+intermediates to a narrower type than the output's (an f32 attention
+gradient of bf16 inputs: P and dS are rounded to bf16). ``tolerance`` marks outputs that sum ``k`` products of inputs
 ``a`` and ``b`` (``b`` null for a plain sum), scaled by at most ``gain``.
 
 In a package every name is prefixed with ``c<index>_`` so that many

@@ -52,7 +52,7 @@ def failures_of(config, prepared):
         entry = spec["entry"]
         ref = prepared["refs"][name]
         rtol, atol = compare.tolerance(entry["dtype"], ref, config["tolerance"].get(name),
-                                       prepared["drawn"])
+                                       prepared["drawn"], spec.get("precision"))
         bad = compare.check(prepared["outputs"][entry["name"]], ref, entry["dtype"], rtol, atol)
         if bad is not None:
             failures.append((name, f"{bad.describe()} (rtol {rtol:g}, atol {atol:.3g})"))
