@@ -340,3 +340,85 @@ def test_f32_attention_gradients_of_16_bit_inputs_take_the_inputs_tolerance(inde
     assert set(wide) <= failures(precision=False)
     error = 0.02 if config["dtype"] == "f16" else 0.04
     assert failures(error) == set(config["outputs"])
+
+
+def test_repro_rebuilds_the_package_with_its_neighbours(tmp_path):
+    """A failure of a whole build's folder gives a repro that rebuilds its
+    package (--count and --package: the same configurations packed
+    together) and checks it alone (run --only); ``build --package`` makes
+    exactly that package, and a refused pack's split member by its name."""
+    config = dict(families.draw("reduction", 4, 13), index=13)
+    line = runner.failure_line(config, "y", "wrong", "sm_90a", "reduction-f16-001", 40)
+    assert ("repro: tools/fuzz build --family reduction --seed 4 --count 40 --package "
+            "reduction-f16-001 --out /tmp/fuzz-reduction-4-13 && tools/fuzz run "
+            "/tmp/fuzz-reduction-4-13 --only 13") in line
+    per = packing.DEFAULT_PER_PACKAGE
+    packs = packing.packs(packing.configurations("reduction", 4, 80), per)
+    j, pack = next((j, p) for j, p in enumerate(packs) if len(p) == per and j > 0)
+    name = f"reduction-{pack[0]['dtype']}-{j:03d}"
+    index = packing.build(["reduction"], 4, 80, str(tmp_path / "p"), package=name,
+                          log=lambda *a: None)
+    (built,) = index["packages"]
+    assert built["package"] == f"{name}.dnnpkg"
+    assert [c["index"] for c in built["configs"]] == [c["index"] for c in pack]
+    assert (index["count"], index["package"], index["only"]) == (80, name, None)
+    member = pack[3]["index"]
+    index = packing.build(["reduction"], 4, 80, str(tmp_path / "s"), package=f"{name}-c{member}",
+                          log=lambda *a: None)
+    assert [[c["index"] for c in p["configs"]] for p in index["packages"]] == [[member]]
+    with pytest.raises(ValueError, match="expected one that reduction of seed 4 and count 40"):
+        packing.build(["reduction"], 4, 40, str(tmp_path / "x"), package="reduction-f16-999")
+
+
+def test_run_only_launches_up_to_its_package_and_checks_it_alone(tmp_path):
+    """``run --only I``: the packages before I's and I's own are launched
+    (a rerun allocates as the whole run did), I alone is checked and
+    counted, and its repro names its package."""
+    index = packing.build(["reduction"], 4, 40, str(tmp_path), log=lambda *a: None)
+    assert len(index["packages"]) >= 3
+    victim = index["packages"][1]["configs"][2]
+    configs = {p["package"]: p["configs"] for p in index["packages"]}
+    loaded = []
+
+    def load(path):
+        loaded.append(os.path.basename(path))
+        group = configs[os.path.basename(path)]
+
+        def exe(outputs=None, **inputs):
+            for c in group:
+                def nan(outs, c=c):
+                    for spec in c["outputs"].values():
+                        outs[spec["entry"]["name"]].fill_(float("nan"))
+                names = {prefixed(c, n) for n in c["tensors"]}
+                outs = {s["entry"]["name"] for s in c["outputs"].values()}
+                # Every configuration of the package is wrong; only the
+                # victim's failure may be reported.
+                _fake_executable(c, nan)({k: v for k, v in inputs.items() if k in names},
+                                         {k: v for k, v in outputs.items() if k in outs})
+        return exe
+    lines = []
+    rows = runner.run(str(tmp_path), device="cpu", log=lines.append, load=load,
+                      only=victim["index"])
+    assert loaded == [p["package"] for p in index["packages"][:2]]
+    assert rows["reduction"]["configs"] == 1 and rows["reduction"]["failed"] == 1
+    fails = [line for line in lines if line.startswith("FAIL")]
+    package = index["packages"][1]["package"][:-len(".dnnpkg")]
+    assert fails and all(f"#{victim['index']} " in f for f in fails)
+    assert f"--count 40 --package {package} " in fails[0]
+    assert fails[0].endswith(f"--only {victim['index']}")
+    with pytest.raises(ValueError, match="expected a configuration of"):
+        runner.run(str(tmp_path), device="cpu", log=lines.append, load=load, only=999)
+
+
+def test_dnnc_fuzz_forwards_to_the_fuzzer():
+    env = dict(os.environ, PYTHONPATH=os.pathsep.join([ROOT, os.path.join(ROOT, "runtime")]))
+    out = subprocess.run([sys.executable, "-m", "dnnc.cli", "fuzz", "list"], cwd=ROOT, env=env,
+                         capture_output=True, text=True, check=True).stdout.split()
+    assert tuple(out) == FAMILIES
+    usage = subprocess.run([sys.executable, "-m", "dnnc.cli", "fuzz", "--help"], cwd=ROOT,
+                           env=env, capture_output=True, text=True, check=True).stdout
+    assert usage.startswith("usage: fuzz ") and "{build,run,list}" in usage
+    bad = subprocess.run([sys.executable, "-m", "dnnc.cli", "fuzz", "run", "--only", "3",
+                          os.path.join(ROOT, "no-such-folder")], cwd=ROOT, env=env,
+                         capture_output=True, text=True)
+    assert bad.returncode == 2 and "fuzz run: " in bad.stderr and "Traceback" not in bad.stderr

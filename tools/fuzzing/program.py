@@ -44,17 +44,26 @@ def unprefixed(config, name):
     return name[len(prefix):]
 
 
-def repro(family, seed, index, huge=False, arch="sm_90a"):
+def repro(family, seed, index, huge=False, arch="sm_90a", package=None, count=None):
     """The one-line command that rebuilds and reruns configuration ``index``
-    of ``family`` alone."""
+    of ``family``: with ``package`` (its package's name) and ``count`` (the
+    configurations the build drew), the same package, packed as before
+    with the same neighbours (a failure may need them: a read past a
+    tensor's end finds a neighbour's NaN-poisoned output), then run with
+    only ``index`` checked; without, ``index`` alone in a package."""
     out = f"/tmp/fuzz-{family}-{seed}-{index}"
-    build = ["tools/fuzz", "build", "--family", family, "--seed", str(seed), "--only",
-             str(index), "--out", out]
+    build = ["tools/fuzz", "build", "--family", family, "--seed", str(seed)]
+    if package is not None:
+        build += ["--count", str(count), "--package", package]
+    else:
+        build += ["--only", str(index)]
+    build += ["--out", out]
     if huge:
         build.append("--huge")
     if arch != "sm_90a":
         build += ["--arch", arch]
-    return f"{shlex.join(build)} && tools/fuzz run {shlex.quote(out)}"
+    run = ["tools/fuzz", "run", out] + (["--only", str(index)] if package is not None else [])
+    return f"{shlex.join(build)} && {shlex.join(run)}"
 
 
 def elements(dims):
