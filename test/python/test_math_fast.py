@@ -120,10 +120,10 @@ class NumpyOps:
     def tanh(self, x):
         return self._rel(np.tanh(np.float64(x)), 10.987)
 
-    def turn(self, x):
+    def turn(self, x, where):
         """x mod 2 pi in [-pi, pi], exactly (rational arithmetic with 400
         bits of 2/pi) then rounded to f32, where |x| >= 2^17 is finite; 0
-        elsewhere (the formulas do not use it there)."""
+        elsewhere (the formulas do not use it there, ``where`` says)."""
         return f32([_exact_turn(float(v)) for v in np.ravel(f32(x))]).reshape(np.shape(x))
 
     def sin(self, x):
@@ -294,12 +294,11 @@ def test_pow(sign):
     np.testing.assert_array_equal(got[zero], ref[zero].astype(F32))
 
 
-def test_two_over_pi_bits_and_windows():
-    """turns.py's 2/pi: its first 64 bits are the known ones, and each
-    window word is the 32 bits after its byte."""
+def test_two_over_pi_bits_and_words():
+    """turns.py's 2/pi: its first 64 bits are the known ones, and its words
+    are 2/pi's bits 64 k - 63 to 64 k, word 0 the zeros before them."""
     assert turns.two_over_pi(64) == 0xA2F9836E4E441529
     value = turns.two_over_pi(400)
-    for j, word in enumerate(turns.WORDS):
-        start = 8 * (j + turns.FIRST_BYTE)
-        assert word == (value >> (400 - start - 32)) & 0xFFFFFFFF, j
-    assert turns.WORDS[0] == 0xA2F983 and turns.WORDS[1] == 0xA2F9836E
+    assert turns.WORDS[0] == 0 and turns.WORDS[1] == 0xA2F9836E4E441529
+    for k, word in enumerate(turns.WORDS[1:], 1):
+        assert word == (value >> (400 - 64 * k)) & (2 ** 64 - 1), k

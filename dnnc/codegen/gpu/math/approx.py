@@ -148,7 +148,8 @@ def _f64(x):
 def _reduce_half_pi(x):
     """(r, n): x = j pi/2 + r with |r| <= pi/4 (r in f32) and n = j mod 4
     (i32): in f64 by Cody-Waite (two parts) for |x| < 2^20, exactly by
-    math/turns.py (Payne-Hanek) beyond, both computed and one selected."""
+    math/turns.py (Payne-Hanek) beyond, in a branch only the lanes that need
+    it take (turns.only_where)."""
     f64 = ir.F64Type.get()
     xd = _f64(x)
     j = intrinsic("llvm.roundeven.f64", arith.mulf(xd, arith.constant(f64, 2.0 / math.pi)),
@@ -158,12 +159,16 @@ def _reduce_half_pi(x):
     # j mod 4 from the integer-valued double, without an out-of-range fptosi.
     quarter = intrinsic("llvm.floor.f64", arith.mulf(j, arith.constant(f64, 0.25)), type_=f64)
     n = arith.fptosi(i32(), fma(quarter, arith.constant(f64, -4.0), j))
-    # |x| = 4 m + n_big + r_big quarter turns; for a negative x both change sign.
-    n_big, r_big = turns.nearest_quadrant(turns.quarter_turns(x))
-    negative = cmp(P.OLT, x, c(0.0))
-    n_big = select(negative, arith.andi(arith.subi(ci(0), n_big), ci(3)), n_big)
-    r_big = select(negative, arith.negf(r_big), r_big)
     small = cmp(P.OLT, fabs(x), c(_CODY_WAITE_LIMIT))
+
+    def exact():
+        # |x| = 4 m + n + r quarter turns; for a negative x both change sign.
+        n, r = turns.nearest_quadrant(turns.quarter_turns(x))
+        negative = cmp(P.OLT, x, c(0.0))
+        return (select(negative, arith.andi(arith.subi(ci(0), n), ci(3)), n),
+                select(negative, arith.negf(r), r))
+    n_big, r_big = turns.only_where(arith.xori(small, arith.constant(
+        ir.IntegerType.get_signless(1), 1)), exact, [i32(), f64])
     return arith.truncf(f32(), select(small, r, r_big)), select(small, n, n_big)
 
 

@@ -135,11 +135,14 @@ class Ops:
                                     fastmathFlags=ir.Attribute.parse("#llvm.fastmath<afn>")
                                     ).result
 
-    def turn(self, x):
+    def turn(self, x, where):
         """x mod 2 pi in [-pi, pi] for |x| >= 2^17, exactly (math/turns.py,
-        integer arithmetic), then rounded to f32; any value for inf or NaN."""
-        t = arith.truncf(s.f32(), turns.half_turn(turns.quarter_turns(x)))
-        return s.select(s.cmp(s.P.OLT, x, s.c(0.0)), arith.negf(t), t)
+        integer arithmetic), then rounded to f32; computed only where the
+        i1 ``where`` holds (a branch: turns.only_where), 0 elsewhere."""
+        def exact():
+            t = arith.truncf(s.f32(), turns.half_turn(turns.quarter_turns(x)))
+            return [s.select(s.cmp(s.P.OLT, x, s.c(0.0)), arith.negf(t), t)]
+        return turns.only_where(where, exact, [s.f32()])[0]
 
     def sin(self, x):
         return s.intrinsic("llvm.nvvm.sin.approx.ftz.f" if self.gpu else "llvm.sin.f32", x)
@@ -202,7 +205,7 @@ def _reduce_two_pi(o, x):
     r = o.fma(j, o.const(-_TWO_PI_LO), r)
     ax = o.fabs(x)
     big = o.and_(o.not_(o.lt(ax, o.const(_TWO_PART_LIMIT))), o.lt(ax, o.const(math.inf)))
-    return o.select(big, o.turn(x), r)
+    return o.select(big, o.turn(x, big), r)
 
 
 def sin(o, x):

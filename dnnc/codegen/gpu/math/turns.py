@@ -12,41 +12,41 @@ is computed exactly instead, from the bits of 2/pi that matter for this x:
   of 4, which changes nothing modulo 4, for every i <= e - 152. So only
   the bits after e - 152 matter; 96 of them are enough: those after bit
   e - 152 + 96 add less than M 2^(2 - 96) < 2^-70.
-* The 96 bits are read as three 32-bit words from ``WORDS``, the bits of
-  2/pi cut at every byte. The window must start at a byte, so M is first
-  shifted left by the (e - 152) mod 8 bits the window start is moved back
-  (M' = M << sh, at most 31 bits).
-* M' W modulo 2^96, W the 96-bit window, is x 2/pi mod 4 in units of
-  2^-94; its top 64 bits (three 32 x 32 -> 64-bit products and their
-  carries) are kept: ``quarter_turns`` returns them, x 2/pi mod 4 as an
-  unsigned 64-bit fixed-point number with 62 fraction bits. Dropping the
-  low 32 bits costs less than 2^-62 of a quarter turn.
+* The 96 bits are cut from ``WORDS``, 2/pi's bits in 64-bit words (word
+  k: bits 64 k - 63 to 64 k, the first of them its highest; word 0 the
+  zeros before the binary point): three consecutive words picked by
+  (e - 88) / 64 (selects among three) and funnel-shifted by (e - 88) mod
+  64 (``llvm.fshl``), so no table lookup and no memory.
+* M W modulo 2^96, W the 96-bit window, is x 2/pi mod 4 in units of
+  2^-94; its top 64 bits, M high + (M low) / 2^32 modulo 2^64 (high: the
+  window's first 64 bits, low: its last 32), are what ``quarter_turns``
+  returns: x 2/pi mod 4 as an unsigned 64-bit fixed-point number with 62
+  fraction bits. Dropping the low 32 bits costs less than 2^-62 of a
+  quarter turn.
 
 An f32 very near a multiple of pi/2, 16367173 2^72, is 2^-29.9 of a
 quarter turn away from it: the result still has 32 bits right, more than
-an f32 sin or cos needs. Valid for |x| >= 2^17 (e >= 144; smaller exponents would need bits
-before the first of 2/pi); callers select the Cody-Waite result below a
-threshold, and handle inf and NaN themselves (their words are finite
-garbage here). Tested on the CPU through the emulated GPU lowering
-(test_cuda_compile.py: f32 sin and cos within 1 ulp of float64 up to
-3.4e38, bf16 ones through math/fast.py); test_math_fast.py checks the
-formulas around it against exact rational arithmetic.
+an f32 sin or cos needs. Valid for |x| >= 2^17 (e >= 144; smaller
+exponents would need bits before the first word); callers select the
+Cody-Waite result below a threshold, and handle inf and NaN themselves
+(their words are finite garbage here). Tested on the CPU through the
+emulated GPU lowering (test_cuda_compile.py: f32 sin and cos within 1 ulp
+of float64 up to 3.4e38, bf16 ones through math/fast.py);
+test_math_fast.py checks the formulas around it against exact rational
+arithmetic, and the words.
 """
 
 import math
 
 from mlir import ir
-from mlir.dialects import arith
+from mlir.dialects import arith, scf
 
-from dnnc.codegen.gpu.math.scalar import bits, ci
+from dnnc.codegen.gpu.math.scalar import bits, ci, intrinsic
 
-# Bits of 2/pi computed here (``two_over_pi``): the last word read is bits
-# 161..192 (WORDS[21]); 64 more guard the truncation.
+# Bits of 2/pi computed here (``two_over_pi``): the last word read, WORDS[4],
+# ends at bit 256.
 FRACTION_BITS = 256
-# Window words for windows starting at bytes -1 .. 20 (the first byte is the
-# zeros before the binary point, for exponents 144 to 151).
-FIRST_BYTE = -1
-WORD_COUNT = 22
+WORD_COUNT = 5
 LEAST_EXPONENT = 144  # |x| >= 2^17
 PI_OVER_2_ULP = math.pi / 2 * 2.0 ** -62  # a unit of quarter_turns, in radians
 
@@ -73,15 +73,12 @@ def two_over_pi(bits_=FRACTION_BITS):
 
 
 def words():
-    """Windows of 2/pi at every byte: word j holds its bits 8 b + 1 to
-    8 b + 32 for b = j + FIRST_BYTE (the first of them its highest bit;
-    bits before the binary point are 0)."""
+    """2/pi's bits in 64-bit words: word k holds bits 64 k - 63 to 64 k (the
+    first of them its highest); word 0, the bits before the binary point,
+    is 0."""
     value = two_over_pi()
-    out = []
-    for j in range(WORD_COUNT):
-        start = 8 * (j + FIRST_BYTE)  # the bit before the window
-        out.append((value >> (FRACTION_BITS - start - 32)) & 0xFFFFFFFF)
-    return out
+    return [(value >> (FRACTION_BITS - 64 * k)) & (2 ** 64 - 1) if k else 0
+            for k in range(WORD_COUNT)]
 
 
 WORDS = words()
@@ -92,7 +89,21 @@ def _i64():
 
 
 def _c64(value):
-    return arith.constant(_i64(), int(value))
+    """An i64 constant of the 64 bits ``value`` (>= 2^63 as a negative)."""
+    value = int(value)
+    return arith.constant(_i64(), value - (1 << 64) if value >= 1 << 63 else value)
+
+
+def _word(q, first):
+    """WORDS[first + q] for an i32 q in {0, 1, 2}: two selects."""
+    return arith.select(arith.cmpi(arith.CmpIPredicate.eq, q, ci(0)), _c64(WORDS[first]),
+                        arith.select(arith.cmpi(arith.CmpIPredicate.eq, q, ci(1)),
+                                     _c64(WORDS[first + 1]), _c64(WORDS[first + 2])))
+
+
+def _fshl(a, b, r):
+    """The high 64 bits of (a:b) << r, r in [0, 63] (a alone for r = 0)."""
+    return intrinsic("llvm.fshl.i64", a, b, r, type_=_i64())
 
 
 def quarter_turns(x):
@@ -101,28 +112,19 @@ def quarter_turns(x):
     docstring); undefined below 2^17 and for inf and NaN."""
     word = arith.andi(bits(x), ci(0x7FFFFFFF))
     e = arith.maxsi(arith.shrui(word, ci(23)), ci(LEAST_EXPONENT))
-    m = arith.ori(arith.andi(word, ci(0x007FFFFF)), ci(0x00800000))
-    # The window starts after bit e - 152, moved back to a byte: M absorbs
-    # the sh bits moved. byte = (e - 152 - sh) / 8 - FIRST_BYTE >= 0.
-    start = arith.subi(e, ci(152 + 8 * FIRST_BYTE))
-    sh = arith.andi(start, ci(7))
-    byte = arith.shrui(start, ci(3))
-    m = arith.extui(_i64(), arith.shli(m, sh))
-    # WORDS[byte], WORDS[byte + 4], WORDS[byte + 8]: a chain of selects
-    # (no memory in the kernel); bytes run to (254 - 144) / 8 = 13.
-    hi_word, mid_word, lo_word = _c64(0), _c64(0), _c64(0)
-    for b in range((254 - LEAST_EXPONENT) // 8 + 1):
-        here = arith.cmpi(arith.CmpIPredicate.eq, byte, ci(b))
-        hi_word = arith.select(here, _c64(WORDS[b]), hi_word)
-        mid_word = arith.select(here, _c64(WORDS[b + 4]), mid_word)
-        lo_word = arith.select(here, _c64(WORDS[b + 8]), lo_word)
-    # M' W = (M' hi) 2^64 + (M' mid) 2^32 + M' lo, each product below 2^63;
-    # carries go up 32 bits at a time, and what passes 2^96 is dropped.
-    low32 = _c64(0xFFFFFFFF)
-    lo = arith.muli(m, lo_word)
-    mid = arith.addi(arith.muli(m, mid_word), arith.shrui(lo, _c64(32)))
-    hi = arith.addi(arith.muli(m, hi_word), arith.shrui(mid, _c64(32)))
-    return arith.ori(arith.shli(hi, _c64(32)), arith.andi(mid, low32))
+    m = arith.extui(_i64(), arith.ori(arith.andi(word, ci(0x007FFFFF)), ci(0x00800000)))
+    # The window starts after bit e - 152, which is bit r of word q (counted
+    # from its highest): e - 152 + 64 = 64 q + r, q in {0, 1, 2} for e in
+    # [144, 255].
+    start = arith.subi(e, ci(152 - 64))
+    q = arith.shrui(start, ci(6))
+    r = arith.extui(_i64(), arith.andi(start, ci(63)))
+    w0, w1, w2 = _word(q, 0), _word(q, 1), _word(q, 2)
+    high = _fshl(w0, w1, r)                                     # window bits 1 to 64
+    low = arith.shrui(_fshl(w1, w2, r), _c64(32))               # window bits 65 to 96
+    # (M W mod 2^96) / 2^32 = (M high + M low / 2^32) mod 2^64 (W = high
+    # 2^32 + low): the i64 product wraps where the bits past 2^96 go.
+    return arith.addi(arith.muli(m, high), arith.shrui(arith.muli(m, low), _c64(32)))
 
 
 def nearest_quadrant(turns):
@@ -140,3 +142,20 @@ def half_turn(turns):
     2 pi in [-pi, pi)."""
     return arith.mulf(arith.sitofp(ir.F64Type.get(), turns),
                       arith.constant(ir.F64Type.get(), PI_OVER_2_ULP))
+
+
+def only_where(condition, build, types):
+    """The values ``build()`` makes (of ``types``) where the i1 ``condition``
+    holds, zeros elsewhere: built inside an ``scf.if``, so that a warp none
+    of whose lanes needs the exact reduction (|x| < 2^20, the common case)
+    skips its some 40 instructions; the caller selects. The one branch
+    among the math expansions, which are otherwise computed and selected:
+    every other branch is a few instructions, this one is more than the
+    rest of a 16-bit sin or cos."""
+    op = scf.IfOp(condition, list(types), has_else=True)
+    with ir.InsertionPoint(op.then_block):
+        scf.YieldOp(list(build()))
+    with ir.InsertionPoint(op.else_block):
+        scf.YieldOp([arith.constant(t, 0.0 if isinstance(t, (ir.F32Type, ir.F64Type)) else 0)
+                     for t in types])
+    return list(op.results)
