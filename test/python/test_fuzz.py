@@ -422,3 +422,35 @@ def test_dnnc_fuzz_forwards_to_the_fuzzer():
                           os.path.join(ROOT, "no-such-folder")], cwd=ROOT, env=env,
                          capture_output=True, text=True)
     assert bad.returncode == 2 and "fuzz run: " in bad.stderr and "Traceback" not in bad.stderr
+
+
+@pytest.mark.parametrize("index", [89, 161, 261])
+def test_pointwise_failures_of_the_h200_run_pass_the_emulated_gpu_lowering(index):
+    """Pointwise #89 and #261 (f32 cos of 1e15 to 2e15) and #161 (bf16 gelu
+    of -inf) of seed 1 failed on the H200. dnnc's CPU back end calls libm
+    and passed them; the GPU lowering run on the CPU (test_cuda_compile's
+    emulation: the same math expansions, exact stand-ins for the hardware
+    approximations) reproduces the H200's failures before b48501c (#89: 3
+    elements, 0.7071 for 0.498; #261: 57, 0.7071 for 0.653) and passes
+    them now."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "python"))
+    from test_cuda_compile import emulate, logical
+
+    config = families.draw("pointwise", 1, index)
+    assert all(t["strides"] in (None, [1]) for t in config["tensors"].values())
+    g, (entries,) = graph_builder.graph([config])
+    for name, entry in entries.items():
+        config["outputs"][name]["entry"] = entry
+    exe = emulate(g)
+
+    def run(inputs, outputs):
+        results = exe(**{n: _numpy_tensor(t) for n, t in inputs.items()})
+        for name, out in outputs.items():
+            value = logical(np.asarray(results[name]), list(out.stride()))
+            out.copy_(torch.from_numpy(np.asarray(value, np.float32)).reshape(out.shape))
+    assert runner.check_config(config, run, "cpu") == []
+
+
+def _numpy_tensor(t):
+    from tools.fuzzing.cpu_backend import _numpy
+    return _numpy(t.contiguous())
