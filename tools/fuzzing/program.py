@@ -17,8 +17,9 @@ the graph returns, with the strides they are stored with (null:
 row-major), optionally their type (``dtype``; "keep": the op's) and
 ``precision``, the type whose tolerance applies when the kernels round
 intermediates to a narrower type than the output's (an f32 attention
-gradient of bf16 inputs: P and dS are rounded to bf16). ``tolerance`` marks outputs that sum ``k`` products of inputs
-``a`` and ``b`` (``b`` null for a plain sum), scaled by at most ``gain``.
+gradient of bf16 inputs: P and dS are rounded to bf16). ``tolerance``
+marks outputs that sum ``k`` products of inputs ``a`` and ``b`` (``b``
+null for a plain sum), scaled by at most ``gain``.
 
 In a package every name is prefixed with ``c<index>_`` so that many
 configurations share one graph.
