@@ -454,3 +454,22 @@ def test_pointwise_failures_of_the_h200_run_pass_the_emulated_gpu_lowering(index
 def _numpy_tensor(t):
     from tools.fuzzing.cpu_backend import _numpy
     return _numpy(t.contiguous())
+
+
+def test_inputs_lie_in_nan_with_guards_either_side():
+    """An input's padding and GUARD bytes before and after it are NaN, so
+    that a kernel reading past an input (conv #244 of seed 1, before
+    2a1cd71) writes NaN in a package run alone too, not only beside a
+    poisoned neighbour; the input keeps 16-byte alignment."""
+    value = torch.arange(15, dtype=torch.float64).reshape(3, 5).to(torch.bfloat16)
+    x = values.laid_out(value, [3, 5], [8, 1])
+    assert torch.equal(x, value) and x.stride() == (8, 1)
+    assert x.data_ptr() % 16 == 0
+    whole = torch.empty(0, dtype=x.dtype).set_(x.untyped_storage(), 0,
+                                              (x.untyped_storage().nbytes() // 2,))
+    guard = values.GUARD // 2
+    assert x.storage_offset() == guard and whole.numel() == 2 * guard + 2 * 8 + 5
+    inside = torch.zeros(whole.numel(), dtype=torch.bool)
+    for i in range(3):
+        inside[guard + 8 * i:guard + 8 * i + 5] = True
+    assert torch.isnan(whole[~inside].float()).all() and not torch.isnan(whole[inside]).any()
