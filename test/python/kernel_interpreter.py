@@ -77,12 +77,18 @@ class Interpreter:
         for value, array in zip(self.args, arrays):
             start = -(-len(self.gmem) // GLOBAL_ALIGN) * GLOBAL_ALIGN + GLOBAL_ALIGN
             data = self._to_bytes(value.type, array)
-            self.gmem += bytes(start - len(self.gmem)) + data
+            self.gmem += self._gap(start - len(self.gmem)) + data
             self.bases.append(start)
-        self.gmem = np.frombuffer(bytes(self.gmem) + bytes(64), np.uint8).copy()
+        self.gmem = np.frombuffer(bytes(self.gmem) + self._gap(64), np.uint8).copy()
         self.arrays = arrays
         # The host side's views and buffers: {memref value: base address}.
         self.memrefs = {}
+
+    def _gap(self, n):
+        """``n`` bytes between the arguments: 0xFF (NaN) when poisoned, so
+        that a read past an operand's end shows, as it may on a GPU whose
+        neighbouring allocation is a NaN-poisoned output."""
+        return bytes([0xFF]) * n if self.poison else bytes(n)
 
     # -- memory ---------------------------------------------------------------
 
@@ -203,7 +209,11 @@ class Interpreter:
         lane = np.arange(self.lanes)
         self.block_index = lane // threads
         self.smem_stride = -(-max(shared, 1) // 1024) * 1024
-        self.smem = np.zeros(blocks * self.smem_stride + 64, np.uint8)
+        # Poisoned: shared memory starts as 0xFF bytes (NaN in every float
+        # type), as a GPU's may hold what an earlier block left there, so
+        # that a kernel reading shared memory it never wrote shows.
+        self.smem = np.full(blocks * self.smem_stride + 64, 0xFF if self.poison else 0,
+                            np.uint8)
         region = launch.regions[0].blocks[0]
         a = self.launch_args = list(region.arguments)
         block_x = self.block_index % grid[0]
