@@ -519,10 +519,10 @@ class Executable:
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
-        self._launch_args = tuple(
+        self._launch_args = cuda.pack_launches(tuple(
             (k.function, *k.dims, k.params,
              cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)
-            for k in launches)
+            for k in launches))
 
     @property
     def _workspace(self):

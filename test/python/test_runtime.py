@@ -541,6 +541,7 @@ class FakeGPU:
             "allow_dynamic_shared": lambda f, n: self.opted_in.__setitem__(f, n),
             "launch": self.launch,
             "launch_all": self.launch_all,
+            "pack_launches": lambda launch_args: launch_args,
             "mem_alloc": self.alloc,
             "mem_free": lambda address: self.memory.pop(address),
             "memset_async": self.memset_async,
