@@ -31,6 +31,9 @@ from dnnc.graph_attention import page_tables as _page_tables
 from dnnc import graph_attention as _attention
 
 
+_FLOAT = data_type.FLOAT
+
+
 def contiguous_strides(dim):
     """Row-major strides of a logical shape."""
     strides, step = [], 1
@@ -52,6 +55,7 @@ class Tensor:
         self.producer = producer  # (Node, result name) or None for a graph input
         self.is_output = False
         self.ragged_offset = None  # a packed (THD) tensor's offsets: set_ragged_offset
+        self.is_by_value = False   # a runtime scalar (Graph.scalar): a float per call
 
     # cudnn-frontend style setters, chainable.
     def set_output(self, is_output=True):
@@ -172,6 +176,23 @@ class Graph:
         self._inputs.append(t)
         if ragged_offset is not None:
             t.set_ragged_offset(ragged_offset)
+        return t
+
+    def scalar(self, name=None, data_type=data_type.FLOAT):
+        """A runtime scalar input: one f32 value given with each call (a
+        Python float), passed to the kernels that read it as a kernel
+        argument, so that one compiled executable serves every value (an
+        epsilon, a scale). It is a rank-0 tensor of the graph, usable
+        wherever a ``constant`` is (a pointwise operand, broadcast) and as
+        the ``epsilon`` of layernorm and rmsnorm. Only FLOAT is supported."""
+        name = name or f"input{len(self._inputs)}"
+        dt = as_data_type(data_type)
+        if dt is not _FLOAT:
+            raise UnsupportedError(f"scalar '{name}': expected data_type FLOAT (runtime scalars "
+                                   f"are f32 kernel arguments), got {dt}")
+        t = Tensor(self, self._unique(name), [], [], dt)
+        t.is_by_value = True
+        self._inputs.append(t)
         return t
 
     def tensor_like(self, array, name=None):
@@ -621,7 +642,8 @@ class Graph:
     def serialize(self):
         """The graph as canonical JSON text, made without MLIR: everything
         ``to_mlir`` reads, in a fixed form. That is the graph's name and data
-        types; each input's name, dims, strides and element type; each op in
+        types; each input's name, dims, strides and element type (and whether it
+        is a runtime scalar); each op in
         order with its name, attributes, operands and result tensors (name,
         dims, strides, element type as resolved now); the outputs in order.
         Operands and outputs refer to tensors by position (``input:0``,
@@ -658,9 +680,12 @@ class Graph:
         return json.dumps(form, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     def _tensor_form(self, t):
-        return {"name": t.name, "dim": [int(d) for d in t.dim],
+        form = {"name": t.name, "dim": [int(d) for d in t.dim],
                 "stride": [int(s) for s in t.get_stride()],
                 "data_type": _dtype_form(self._resolve_dtype(t))}
+        if t.is_by_value:
+            form["by_value"] = True
+        return form
 
     def execute_reference(self, inputs):
         """Run the NumPy oracle. ``inputs`` maps input tensors (or their names)

@@ -8,7 +8,8 @@ strides to compare with and the pointer slots to rewrite; per launch, the
 arguments of cuLaunchKernel. A call then costs five attribute reads per
 tensor (dtype, shape, strides, device, address), one slot write per
 pointer argument and one driver call per kernel, and no loop over the
-manifest.
+manifest. A runtime scalar (a by-value input) is a Python number whose f32
+bits go into the slots of the kernels that take it.
 
 Anything else (NumPy or ``__cuda_array_interface__`` arguments, inputs by
 name, ``outputs=`` as a dict, a tensor that fails a check) returns ``MISS``
@@ -32,7 +33,7 @@ general path allocates it).
 
 import sys
 
-from . import binding, cuda
+from . import binding, cuda, scalars
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
 
@@ -80,8 +81,8 @@ class Relaunch:
         self.workspaces = exe._workspaces          # stream handle -> (address, owner)
         self.lock = exe._lock
         self.checks = tuple(
-            (binding.torch_dtype(s.dtype), s.dims, s.strides, s.alignment if s.numel else 1, s,
-             tuple(w)) for s, w in zip(specs, writes))
+            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, s.strides,
+             s.alignment if s.numel else 1, s, tuple(w)) for s, w in zip(specs, writes))
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
@@ -109,6 +110,12 @@ class Relaunch:
             torch_device = self.torch_device
             addresses = []
             for t, (dtype, dims, strides, alignment, spec, writes) in zip(tensors, self.checks):
+                if dtype is None:                  # a runtime scalar: its f32 bits
+                    address = scalars.bits(t, spec.name, spec.label)
+                    for slots, slot, offset in writes:
+                        slots[slot] = address
+                    addresses.append(address)
+                    continue
                 if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
                     return MISS
                 got = t.stride()
