@@ -130,9 +130,12 @@ def _buffer_text(manifest, index):
 def _arg_text(manifest, a):
     """One kernel argument as describe() prints it: ``input 'x'+64`` (a
     buffer), ``i64 128`` (a scalar), ``tma(input 'a', bf16 box 128x64,
-    swizzle 128)`` (a TMA descriptor of a buffer)."""
+    swizzle 128)`` (a TMA descriptor of a buffer), ``f32 input 'eps'`` (a
+    runtime scalar, by value)."""
     if a["kind"] == "scalar":
         return f"{a['type']} {a['value']}"
+    if a["kind"] == "scalar_input":
+        return f"{a['type']} {_buffer_text(manifest, a['buffer'])}"
     offset = f"+{a['byte_offset']}" if a.get("byte_offset") else ""
     text = _buffer_text(manifest, a["buffer"]) + offset
     if a["kind"] == "tma":
