@@ -373,6 +373,7 @@ class Graph:
         seq_len_kv are read, and their table entries must be valid pages.
         Ragged (packed) q, k, v, o: ``Tensor.set_ragged_offset``."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
+        scale = _number("sdpa", "attn_scale", scale)
         tables, paged = _page_tables(k, paged_attention_k_table, paged_attention_v_table,
                                      paged_attention_max_seq_len_kv, use_padding_mask)
         o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias,
@@ -406,6 +407,7 @@ class Graph:
                 raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
                                        "cache is forward only, as in cuDNN), got a value")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
+        scale = _number("sdpa_backward", "attn_scale", scale)
         return _attention.take_ragged(self, tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
@@ -419,16 +421,22 @@ class Graph:
     def layernorm(self, input, scale=None, bias=None, epsilon=1e-5, axis=1,
                   norm_forward_phase="inference", name=None):
         """Layer normalization over dims [axis, rank); returns (Y, mean, inv_variance)
-        with the statistics None in the inference phase."""
-        return tuple(self._op("layernorm", {"x": input, "scale": scale, "bias": bias},
-                              {"axis": _axis(axis, input), "epsilon": float(epsilon),
+        with the statistics None in the inference phase. ``epsilon`` is a
+        number, or a runtime scalar (``scalar``) given with each call."""
+        eps, attr = _epsilon_operand("layernorm", epsilon)
+        return tuple(self._op("layernorm", {"x": input, "scale": scale, "bias": bias,
+                                            "epsilon": eps},
+                              {"axis": _axis(axis, input), "epsilon": attr,
                                "training": _training(norm_forward_phase)}, name))
 
     def rmsnorm(self, input, scale=None, bias=None, epsilon=1e-5, axis=1,
                 norm_forward_phase="inference", name=None):
-        """RMS normalization over dims [axis, rank); returns (Y, inv_rms)."""
-        return tuple(self._op("rmsnorm", {"x": input, "scale": scale, "bias": bias},
-                              {"axis": _axis(axis, input), "epsilon": float(epsilon),
+        """RMS normalization over dims [axis, rank); returns (Y, inv_rms).
+        ``epsilon`` as for ``layernorm``."""
+        eps, attr = _epsilon_operand("rmsnorm", epsilon)
+        return tuple(self._op("rmsnorm", {"x": input, "scale": scale, "bias": bias,
+                                          "epsilon": eps},
+                              {"axis": _axis(axis, input), "epsilon": attr,
                                "training": _training(norm_forward_phase)}, name))
 
     def layernorm_backward(self, grad, input, scale=None, mean=None, inv_variance=None, axis=1,
@@ -454,13 +462,15 @@ class Graph:
         return tuple(self._op("batchnorm",
                               {"x": input, "scale": scale, "bias": bias,
                                "running_mean": in_running_mean, "running_var": in_running_var},
-                              {"epsilon": float(epsilon), "momentum": float(momentum)}, name))
+                              {"epsilon": _number("batchnorm", "epsilon", epsilon),
+                               "momentum": _number("batchnorm", "momentum", momentum)}, name))
 
     def batchnorm_inference(self, input, mean, variance, scale, bias, epsilon=1e-5, name=None):
         """Inference batchnorm with given statistics."""
         return self._op("batchnorm_inference",
                         {"x": input, "scale": scale, "bias": bias, "mean": mean,
-                         "variance": variance}, {"epsilon": float(epsilon)}, name)[0]
+                         "variance": variance},
+                        {"epsilon": _number("batchnorm_inference", "epsilon", epsilon)}, name)[0]
 
     def batchnorm_backward(self, grad, input, scale, mean, inv_variance, name=None):
         """Returns (dX, dscale, dbias)."""
@@ -472,7 +482,8 @@ class Graph:
                   norm_forward_phase="inference", name=None):
         """Group normalization; returns (Y, mean, inv_variance)."""
         return tuple(self._op("groupnorm", {"x": input, "scale": scale, "bias": bias},
-                              {"groups": int(groups), "epsilon": float(epsilon),
+                              {"groups": int(groups),
+                               "epsilon": _number("groupnorm", "epsilon", epsilon),
                                "training": _training(norm_forward_phase)}, name))
 
     def groupnorm_backward(self, grad, input, groups, scale=None, mean=None, inv_variance=None,
@@ -487,7 +498,7 @@ class Graph:
                      norm_forward_phase="inference", name=None):
         """Instance normalization; returns (Y, mean, inv_variance)."""
         return tuple(self._op("instancenorm", {"x": input, "scale": scale, "bias": bias},
-                              {"epsilon": float(epsilon),
+                              {"epsilon": _number("instancenorm", "epsilon", epsilon),
                                "training": _training(norm_forward_phase)}, name))
 
     def instancenorm_backward(self, grad, input, scale=None, mean=None, inv_variance=None,
@@ -742,6 +753,29 @@ class Graph:
             raise GraphError(f"unknown inputs: {', '.join(sorted(by_name))}; the graph's inputs "
                              f"are {', '.join(t.name for t in self._inputs)}")
         return ordered
+
+
+def _epsilon_operand(op, epsilon):
+    """(the ``epsilon`` operand, the epsilon attribute) of a layernorm or
+    rmsnorm: a rank-0 tensor (a runtime scalar) is the operand, and the
+    attribute keeps its default; a number is the attribute."""
+    if isinstance(epsilon, Tensor):
+        return epsilon, 1e-5
+    return None, _number(op, "epsilon", epsilon)
+
+
+def _number(op, what, value):
+    """``value`` as the float attribute ``what`` of ``op``. A tensor (a
+    runtime scalar) is refused: the op compiles this value in."""
+    if isinstance(value, Tensor):
+        raise UnsupportedError(f"{op}: {what}: expected a number, got tensor '{value.name}' "
+                               f"(a runtime scalar is taken as the epsilon of layernorm and "
+                               f"rmsnorm and as a pointwise operand; {op} compiles its {what} "
+                               "into the kernels: pass a float)")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise GraphError(f"{op}: {what}: expected a number, got {type(value).__name__}") from None
 
 
 def _dtype_form(dt):

@@ -13,8 +13,11 @@ parameter (``.param .f32`` in the PTX), and the host plan records it as a
 ``scalar_input`` argument read from the input (dnnc/codegen/gpu/host_plan.py).
 The kernel function's argument is marked ``dnn.by_value`` too.
 
-A strategy that reads the scalar any other way (a view of it, a vector
-load, a copy) cannot take it as a parameter: UnsupportedError names the
+A load through a view of the scalar (a strategy's broadcast of it as a
+``memref<1x1xf32>`` epilogue operand) reads that one element too, and is
+replaced the same way. A strategy that reads the scalar any other way (a
+vector load, a copy, a pointer into a kernel builder) cannot take it as a
+parameter: UnsupportedError names the
 kernel, its anchor, the scalar and the op, so that a caller can compile
 the value in instead (dnnc.frontend does).
 
@@ -48,6 +51,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.host_plan import VIEWS
 from dnnc.dialect.walk import BY_VALUE, by_value_arguments
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
@@ -99,17 +103,23 @@ def hoist(fn, index, scalar):
     ``scalar``) once at the function's entry, and read that value wherever
     the function loaded it. Raises UnsupportedError for any other use."""
     arg = irutil.body(fn).arguments[index]
-    loads = []
-    for use in list(arg.uses):
-        op = use.owner
-        if op.name == "memref.load" and len(op.operands) == 1:
-            loads.append(op)
-            continue
-        raise UnsupportedError(
-            f"kernel '{irutil.symbol(fn)}' ({_anchor(fn)}): runtime scalar '{scalar}' is read "
-            f"by '{op.name}' at {op.location}; expected scalar loads only (the strategy "
-            f"{_strategy(fn)!r} cannot take it as a kernel parameter): compile its value in "
-            "with Graph.constant instead")
+    loads, views = [], []
+    todo = [arg]
+    while todo:
+        for use in list(todo.pop().uses):
+            op = use.owner
+            if op.name == "memref.load":
+                loads.append(op)
+                continue
+            if op.name in VIEWS and op.operands[0] == use_value(use):
+                views.append(op)
+                todo.append(op.results[0])
+                continue
+            raise UnsupportedError(
+                f"kernel '{irutil.symbol(fn)}' ({_anchor(fn)}): runtime scalar '{scalar}' is "
+                f"read by '{op.name}' at {op.location}; expected scalar loads only (the "
+                f"strategy {_strategy(fn)!r} cannot take it as a kernel parameter): compile "
+                "its value in with Graph.constant instead")
     if not loads:
         return
     entry = irutil.body(fn)
@@ -119,7 +129,16 @@ def hoist(fn, index, scalar):
     for op in loads:
         op.results[0].replace_all_uses_with(value)
         op.erase()
+    # The views are left without uses: erase them, innermost first.
+    for op in reversed(views):
+        if not list(op.results[0].uses):
+            op.erase()
     _mark(fn, index)
+
+
+def use_value(use):
+    """The value an OpOperand uses."""
+    return use.owner.operands[use.operand_number]
 
 
 def _strategy(fn):

@@ -168,7 +168,7 @@ func.func @softmax(%x: tensor<4x7xf32>) -> tensor<4x7xf32> {
 // ALL: %[[Y:.*]] = "dnn.add"(%[[XS]], %[[BIAS]])
 // ALL: return %[[Y]], %[[MEAN]], %[[INV]]
 func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>) {
-  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
   return %y, %mean, %inv : tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>
 }
 

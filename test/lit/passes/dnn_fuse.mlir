@@ -93,7 +93,7 @@ func.func @matmul_bias_residual_relu(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>,
 // NOFUSE: func.func private @residual_layernorm_k1_layernorm(
 func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   return %1, %0 : tensor<5x13xf32>, tensor<5x13xf32>
 }
 
@@ -110,7 +110,7 @@ func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale
 // CHECK-NEXT: return %[[R]]
 func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tensor<5x13xf32> {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   return %1 : tensor<5x13xf32>
 }
 
@@ -135,7 +135,7 @@ func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tenso
 // NOFUSE: func.func private @residual_rmsnorm_cast_k2_pointwise(
 func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %scale: tensor<1x13xf32>) -> tensor<5x13xf16> {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xbf16>, tensor<5x13xbf16>) -> tensor<5x13xf32>
-  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.cast"(%1) : (tensor<5x13xf32>) -> tensor<5x13xf16>
   return %2 : tensor<5x13xf16>
 }
@@ -156,7 +156,7 @@ func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %
 // CHECK-NEXT: return %[[Y]], %[[P]]#1
 func.func @shared_residual(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.exp"(%0) : (tensor<5x13xf32>) -> tensor<5x13xf32>
   return %1, %2 : tensor<5x13xf32>, tensor<5x13xf32>
 }
@@ -398,7 +398,7 @@ func.func @amax_bf16(%a: tensor<5x32xbf16>, %b: tensor<32x16xbf16>) -> (tensor<1
 // NOFUSE: func.func private @residual_layernorm_fp8_k2_pointwise(
 func.func @residual_layernorm_fp8(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>, %q: tensor<f32>) -> (tensor<5x13xf8E4M3FN>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.mul"(%1, %q) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   %3 = "dnn.cast"(%2) : (tensor<5x13xf32>) -> tensor<5x13xf8E4M3FN>
   return %3, %0 : tensor<5x13xf8E4M3FN>, tensor<5x13xf32>
@@ -429,7 +429,7 @@ func.func @norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
   %c = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
   %0 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
   %1 = "dnn.mul"(%0, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
-  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %3 = "dnn.add"(%2, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   return %3 : tensor<5x13xf32>
 }
@@ -529,7 +529,7 @@ func.func @epilogue_reads_later_kernel(%x: tensor<5x5xf32>, %s: tensor<5x5xf32>)
 // CHECK-NEXT: %[[B:.*]] = call @norm_statistics_k1_layernorm_backward(%arg1, %arg0, %[[F]]#1, %[[F]]#2)
 // CHECK-NEXT: return %[[F]]#0, %[[B]]
 func.func @norm_statistics(%x: tensor<5x13xf32>, %dy: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
-  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
+  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
   %dx, %dbias = "dnn.layernorm_backward"(%dy, %x, %mean, %inv) {axis = 1 : i64, has_bias = true, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<5x13xf32>, tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>) -> (tensor<5x13xf32>, tensor<1x13xf32>)
   return %y, %dx : tensor<5x13xf32>, tensor<5x13xf32>
 }
