@@ -295,9 +295,25 @@ def test_missing_scalar_and_execute_before_build():
     with pytest.raises(GraphError, match="build_plans"):
         g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
     _build(g)
+    # s is a runtime scalar: the plan is compiled by build_plans, and the
+    # value is still required at execute.
+    assert "cpu" in g.get_plan_name_at_index(0)
     with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 's'"):
         g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
+    with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 's'.*got "
+                                                           "object"):
+        g.execute({x: np.ones(3, np.float32), s: object(), y: np.ones(3, np.float32)}, None)
+
+
+def test_compiled_in_scalar_waits_for_execute():
+    g = _graph()
+    x = g.tensor(name="x", dim=[3])
+    slope = g.tensor(name="slope", dim=[1], is_pass_by_value=True)
+    y = g.leaky_relu(x, negative_slope=slope).set_output(True)    # an attribute in dnnc
+    _build(g)
     assert "execute" in g.get_plan_name_at_index(0)    # not compiled until values come
+    with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 'slope'"):
+        g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
 
 
 def test_uids_are_assigned_when_read_or_lowered_around_the_callers():
