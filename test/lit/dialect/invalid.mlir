@@ -2121,3 +2121,30 @@ func.func @sdpa_ragged_offsets_shape(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8
   %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %bad) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16>
   return %o : tensor<2x4x6x8xf16>
 }
+
+// -----
+
+// A runtime scalar: an argument marked dnn.by_value is a rank-0 f32 tensor,
+// and the epsilon operand of layernorm and rmsnorm a rank-0 tensor.
+
+// CHECK: error: function '@by_value_not_a_scalar' argument #0: dnn.by_value: expected tensor<f32> (a rank-0 f32 runtime scalar), got tensor<2xf32>
+func.func @by_value_not_a_scalar(%x: tensor<2xf32> {dnn.by_value}) -> tensor<2xf32> {
+  %y = "dnn.relu"(%x) : (tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @by_value_not_f32(%x: tensor<2xf32>, %s: tensor<f16> {dnn.by_value}) -> tensor<2xf32> {
+  // CHECK: error: function '@by_value_not_f32' argument #1: dnn.by_value: expected tensor<f32> (a rank-0 f32 runtime scalar), got tensor<f16>
+  %y = "dnn.mul"(%x, %s) : (tensor<2xf32>, tensor<f16>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @rmsnorm_epsilon_not_a_scalar(%x: tensor<2x3xf32>, %eps: tensor<1xf32>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.rmsnorm' op operand 'epsilon': expected rank 0, got rank 1
+  %y = "dnn.rmsnorm"(%x, %eps) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
+}

@@ -967,6 +967,20 @@ func.func @layernorm_bias_only(%x: tensor<2x3x4xf16>, %bias: tensor<1x1x4xf16>) 
 
 // -----
 
+// The epsilon of layernorm and rmsnorm may be a rank-0 operand: a runtime
+// scalar, an argument marked dnn.by_value.
+
+// CHECK-LABEL: func.func @layernorm_runtime_epsilon(
+//  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xf32>, %[[EPS:.*]]: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> tensor<2x3x4xf32>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.layernorm"(%[[X]], %[[EPS]]) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+//  CHECK-NEXT:   return %[[Y]] : tensor<2x3x4xf32>
+func.func @layernorm_runtime_epsilon(%x: tensor<2x3x4xf32>, %eps: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> tensor<2x3x4xf32> {
+  %y = "dnn.layernorm"(%x, %eps) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+  return %y : tensor<2x3x4xf32>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @layernorm_training_scale_bias(
 //  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xbf16>, %[[SCALE:.*]]: tensor<1x1x4xbf16>, %[[BIAS:.*]]: tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
 //  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.layernorm"(%[[X]], %[[SCALE]], %[[BIAS]]) {axis = 2 : i64, epsilon = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xbf16>, tensor<1x1x4xbf16>, tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)

@@ -174,6 +174,27 @@ func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: te
 
 // -----
 
+// An rmsnorm whose epsilon is an operand (a runtime scalar: a rank-0 graph
+// argument marked dnn.by_value) adds that operand, not a constant.
+
+// CHECK-LABEL: func.func @rmsnorm_runtime_epsilon(
+// CHECK: "dnn.rmsnorm"
+// ALL-LABEL: func.func @rmsnorm_runtime_epsilon(
+// ALL-SAME: %[[X:.*]]: tensor<4x16xf32>, %[[EPS:.*]]: tensor<f32> {dnn.by_value, dnn.name = "eps"})
+// ALL-NOT: dnn.rmsnorm
+// ALL-NOT: dnn.constant
+// ALL: %[[MS:.*]] = "dnn.reduction"
+// ALL-NEXT: %[[VE:.*]] = "dnn.add"(%[[MS]], %[[EPS]]) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+// ALL-NEXT: %[[INV:.*]] = "dnn.rsqrt"(%[[VE]])
+// ALL-NEXT: %[[Y:.*]] = "dnn.mul"(%[[X]], %[[INV]])
+// ALL: return %[[Y]], %[[INV]]
+func.func @rmsnorm_runtime_epsilon(%x: tensor<4x16xf32>, %eps: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> (tensor<4x16xf32>, tensor<4x1xf32>) {
+  %y, %inv = "dnn.rmsnorm"(%x, %eps) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<4x16xf32>, tensor<f32>) -> (tensor<4x16xf32>, tensor<4x1xf32>)
+  return %y, %inv : tensor<4x16xf32>, tensor<4x1xf32>
+}
+
+// -----
+
 // Default options keep sdpa; all=true gives GQA through 5-D broadcast
 // matmuls, the causal mask from gen_index, and guards for fully masked rows.
 

@@ -919,3 +919,32 @@ func.func @not_fused(%x: tensor<1x3x8x8xbf16>, %w: tensor<8x3x3x3xbf16>, %s: ten
   %8 = "dnn.conv_fprop"(%7, %d) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x64x8x8xbf16>, tensor<64x1x3x3xbf16>) -> tensor<1x64x8x8xbf16>
   return %1, %4, %6, %8 : tensor<1x8x6x6xbf16>, tensor<1x8x8x8xbf16>, tensor<1x8x8x8xbf16>, tensor<1x64x8x8xbf16>
 }
+
+// -----
+
+// A runtime scalar (an argument marked dnn.by_value) stays an argument: each
+// kernel that reads it takes it as a tensor<f32> argument of its own (a
+// matmul epilogue's and a softmax epilogue's), where a dnn.constant would be
+// cloned in.
+// CHECK-LABEL: func.func private @runtime_scalar_k0_matmul(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<8x16xf32>, %[[B:[^:]*]]: tensor<16x32xf32>, %[[S:[^:]*]]: tensor<f32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.mul"(%[[C]], %[[S]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-LABEL: func.func private @runtime_scalar_k1_softmax(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<8x32xf32>, %[[S:[^:]*]]: tensor<f32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[M:.*]] = "dnn.softmax"(%[[X]])
+// CHECK-NEXT: %[[Z:.*]] = "dnn.add"(%[[M]], %[[S]])
+// CHECK-NEXT: return %[[Z]]
+// CHECK-LABEL: func.func @runtime_scalar(
+// CHECK-SAME: %{{.*}}: tensor<f32> {dnn.by_value, dnn.name = "s"}
+// CHECK-NEXT: %[[Y:.*]] = call @runtime_scalar_k0_matmul(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[Z:.*]] = call @runtime_scalar_k1_softmax(%[[Y]], %arg2)
+// CHECK-NEXT: return %[[Z]]
+func.func @runtime_scalar(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tensor<f32> {dnn.by_value, dnn.name = "s"}) -> tensor<8x32xf32> attributes {dnn.graph} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %y = "dnn.mul"(%c, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %m = "dnn.softmax"(%y) {axis = 1 : i64} : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  %z = "dnn.add"(%m, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  return %z : tensor<8x32xf32>
+}
