@@ -112,7 +112,7 @@ class Interpreter:
             shape, strides, offset = irutil.memref_geometry(value.type)
             dtype, eb = _element(t.element_type)
             index = offset + sum(np.indices(shape)[d] * strides[d] for d in range(len(shape)))
-            addresses = base + index * eb
+            addresses = np.asarray(base + index * eb)   # rank 0: a scalar's one element
             out.append(self._load(self.gmem, addresses.reshape(-1), str(t.element_type))
                        .reshape(shape))
         return out
