@@ -7,8 +7,9 @@ values.
 * The CPU back end and the NumPy reference run one executable with several
   values, each checked against NumPy (a kernel that ignored the value, or
   kept the first, fails).
-* The GPU lowering: each strategy that reads a scalar takes it as a
-  ``.param .f32`` (ptxas assembles it), the manifest binds it as a
+* The GPU lowering: each strategy that reads a scalar (pointwise, generic,
+  row, row-and-column and column programs, window, depthwise, tc-sm90,
+  tc-sm80, simt-gemm) takes it as a ``.param .f32`` (ptxas assembles it), the manifest binds it as a
   ``scalar_input`` of a ``by_value`` input, and the runtime loads it.
   Numerics: the pointwise and generic kernels through dnn-scalar-args,
   executed on the CPU; simt-gemm's and tc-sm80's epilogues in the kernel
@@ -190,6 +191,21 @@ def _build(kind):
         y = _matmul(g, BF16, 256, 256, 128, s)
     elif kind == "simt_gemm":
         y = _matmul(g, F32, 64, 48, 32, s)
+    elif kind == "depthwise":
+        x = g.tensor(name="x", dim=[2, 64, 16, 16], stride=[16384, 1, 1024, 64],
+                     data_type=BF16)
+        w = g.tensor(name="w", dim=[64, 1, 3, 3], data_type=BF16)
+        y = g.mul(g.conv_fprop(x, w, padding=[1, 1]), s)
+    elif kind == "window":
+        x = g.tensor(name="x", dim=[2, 64, 16, 16], stride=[16384, 1, 1024, 64])
+        y = g.mul(g.pooling(x, "max", [2, 2]), s)
+    elif kind == "rows_columns":
+        x, dy = g.tensor(name="x", dim=[64, 256]), g.tensor(name="dy", dim=[64, 256])
+        stats = [g.tensor(name=n, dim=[64, 1]) for n in ("mean", "inv")]
+        dx, dscale, _ = g.layernorm_backward(g.mul(dy, s), x, g.tensor(name="p", dim=[1, 256]),
+                                             *stats)
+        dscale.set_output(True)
+        y = dx
     elif kind == "conv":
         x = g.tensor(name="x", dim=[2, 64, 16, 16], stride=[16384, 1, 1024, 64],
                      data_type=BF16)
@@ -203,7 +219,9 @@ def _build(kind):
 KINDS = {"pointwise": "simt-pointwise", "row_program": "simt-reduce",
          "column_program": "simt-reduce-columns", "tensor_cores": {"sm_90a": "tc-sm90",
                                                                   "sm_80": "tc-sm80"},
-         "simt_gemm": "simt-gemm", "conv": {"sm_90a": "tc-sm90", "sm_80": "tc-sm80"}}
+         "simt_gemm": "simt-gemm", "conv": {"sm_90a": "tc-sm90", "sm_80": "tc-sm80"},
+         "depthwise": "simt-depthwise", "window": "simt-window",
+         "rows_columns": "simt-reduce-rows-columns"}
 
 
 @pytest.mark.parametrize("arch", pipelines.ARCHS)
