@@ -192,3 +192,40 @@ def test_int8_operands_cast_for_a_matmul(handle, mma):
     stream.synchronize()
     ref = torch.matmul(a.cpu().double(), b.cpu().double()).to(mma)
     assert torch.equal(c.cpu(), ref)
+
+
+def test_pass_by_value_scalars_change_per_execute_on_one_plan(handle, monkeypatch):
+    """A layernorm whose epsilon and an output scale are pass-by-value
+    tensors: runtime scalars of one compiled plan (no compile after
+    build_plans), each execute's values checked against torch."""
+    h, stream = handle
+    compiles = []
+    real = cudnn.pygraph._compile
+    monkeypatch.setattr(cudnn.pygraph, "_compile",
+                        lambda self, values: compiles.append(values) or real(self, values))
+    torch.manual_seed(4)
+    N, C = 512, 1024
+    x = 0.05 * torch.randn(N, C, 1, 1, device="cuda")
+    scale = torch.randn(1, C, 1, 1, device="cuda")
+    bias = torch.randn(1, C, 1, 1, device="cuda")
+    g = cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT,
+                      intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=h)
+    X, S, B = g.tensor_like(x), g.tensor_like(scale), g.tensor_like(bias)
+    E = g.tensor(name="eps", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    A = g.tensor(name="alpha", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    Y = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.INFERENCE, input=X, scale=S,
+                    bias=B, epsilon=E)[0]
+    Z = g.scale(Y, A).set_output(True)
+    _build(g)
+    for eps, alpha in ((1e-5, 1.0), (0.25, -2.0), (torch.full((1, 1, 1, 1), 1e-3), 0.5)):
+        z = _nan_like(x)
+        g.execute({X: x, S: scale, B: bias, E: eps, A: alpha, Z: z}, None, handle=h)
+        stream.synchronize()
+        eps, alpha = float(eps), float(alpha)
+        ref = F.layer_norm(x.double(), [C, 1, 1], scale.double().squeeze(0),
+                           bias.double().squeeze(0), eps) * alpha
+        torch.testing.assert_close(z.double(), ref, rtol=1e-4, atol=1e-4)
+    assert len(compiles) == 1 and len(g._plans) == 1
