@@ -165,6 +165,21 @@ def test_serialize_deserialize_round_trip_on_cpu():
         cudnn.pygraph().deserialize(b"not a plan")
 
 
+def test_serialized_plan_keeps_its_runtime_scalars():
+    g = _graph()
+    x = g.tensor(name="x", dim=[3])
+    s = g.tensor(name="s", dim=[1, 1], is_pass_by_value=True)
+    y = g.scale(x, s).set_output(True)
+    _build(g)
+    h = cudnn.pygraph()
+    h.deserialize(g.serialize())          # compiled at build_plans: no execute needed
+    for value in (2.0, -0.5):
+        out = np.zeros(3, np.float32)
+        h.execute({x.get_uid(): np.arange(3, dtype=np.float32), s.get_uid(): value,
+                   y.get_uid(): out}, None)
+        np.testing.assert_array_equal(out, np.arange(3) * value)
+
+
 def test_reported_version_can_be_set_for_version_gated_code(monkeypatch):
     monkeypatch.setenv("DNNC_FRONTEND_REPORTED_VERSION", "9.19.0")
     assert cudnn.backend_version_string() == "9.19.0"
