@@ -96,7 +96,7 @@ class Lowering:
             if dt is not None and not dt.is_float:
                 raise unsupported(what, f"pass-by-value tensor '{t.get_name()}' of type "
                                   f"{t._data_type.name}: expected a float scalar")
-            if self.runtime and t._value is None:
+            if self._at_runtime(t):
                 made = self._runtime_scalar(t, what)
             else:
                 made = self.graph.constant(self.scalar(t, what))
@@ -164,10 +164,16 @@ class Lowering:
         """A scalar an op takes either as a number or as a rank-0 tensor (the
         epsilon of layernorm and rmsnorm): a runtime scalar for a pass-by-value
         tensor whose value comes with execute, else ``scalar``'s float."""
-        if self.runtime and value is not None and not isinstance(value, (int, float)) and \
-                value.get_is_pass_by_value() and value._value is None:
+        if value is not None and not isinstance(value, (int, float)) and \
+                value.get_is_pass_by_value() and self._at_runtime(value):
             return self.tensor(value, what)
         return self.scalar(value, what)
+
+    def _at_runtime(self, t):
+        """Whether pass-by-value tensor ``t`` becomes a runtime scalar: its
+        value is neither fixed (``tensor_scalar``) nor given in ``values``
+        (``to_dnnc(values)`` compiles given values in)."""
+        return self.runtime and t._value is None and t.get_uid() not in self.values
 
     @staticmethod
     def _one_element(t, what):

@@ -238,8 +238,10 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         return Lowering(self, values, runtime=not self._compiled_in).run()
 
     def to_dnnc(self, values=None):
-        """The ``dnnc.Graph`` this graph lowers to (pass-by-value scalars from
-        ``values``, uid -> number, else 1.0 where not fixed)."""
+        """The ``dnnc.Graph`` this graph lowers to. Pass-by-value scalars
+        given in ``values`` (uid -> number) are compiled in; the others whose
+        value is not fixed are runtime scalars where dnnc takes one (inputs
+        of the dnnc graph), else compiled in as 1.0."""
         return self._lower(values).graph
 
     def to_mlir(self, values=None):
