@@ -40,7 +40,7 @@ import itertools
 import json
 import zipfile
 
-from dnnc.errors import DnncError, GraphError, UnsupportedError
+from dnnc.errors import DnncError, GraphError, ScalarArgumentError, UnsupportedError
 from dnnc.frontend import enums, handle as _handle
 from dnnc.frontend.enums import (behavior_note, build_plan_policy, data_type, heur_mode,
                                  tensor_reordering)
@@ -401,7 +401,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     def _plan_for(self, values):
         """The plan for compiled-in scalar ``values`` (uid -> number),
         compiled on first use. When the compiler refuses a runtime scalar
-        (UnsupportedError from a kernel that cannot take it), the graph is
+        (ScalarArgumentError from a kernel that cannot take it), the graph is
         lowered again with every scalar compiled in, and None is returned:
         the plan then waits for execute's values."""
         key = tuple(sorted(values.items()))
@@ -440,9 +440,11 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
             else:
                 package = None
                 exe = g.compile(target="cpu")
-        except UnsupportedError as err:
+        except ScalarArgumentError as err:
             if lowering.runtime_scalars:
                 raise _ScalarsRefused(str(err)) from err
+            raise cudnnGraphNotSupportedError(str(err)) from err
+        except UnsupportedError as err:
             raise cudnnGraphNotSupportedError(str(err)) from err
         by_name = {d.name: t for t, d in lowering.inputs}
         outputs = {id(d): t for t in self._tensors
@@ -636,7 +638,7 @@ for _mixin in (PointwiseOps, CoreOps, NormOps, AttentionOps):
 
 
 class _ScalarsRefused(Exception):
-    """The compiler refused a graph's runtime scalars (UnsupportedError):
+    """The compiler refused a graph's runtime scalars (ScalarArgumentError):
     ``_plan_for`` compiles their values in instead."""
 
 

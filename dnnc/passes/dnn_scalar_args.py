@@ -17,9 +17,9 @@ A load through a view of the scalar (a strategy's broadcast of it as a
 ``memref<1x1xf32>`` epilogue operand) reads that one element too, and is
 replaced the same way. A strategy that reads the scalar any other way (a
 vector load, a copy, a pointer into a kernel builder) cannot take it as a
-parameter: UnsupportedError names the
-kernel, its anchor, the scalar and the op, so that a caller can compile
-the value in instead (dnnc.frontend does).
+parameter: ScalarArgumentError (an UnsupportedError) names the kernel, its
+anchor, the scalar and the op, so that a caller can compile the value in
+instead (dnnc.frontend does).
 
 Before::
 
@@ -53,7 +53,7 @@ from mlir.dialects import memref
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.host_plan import VIEWS
 from dnnc.dialect.walk import BY_VALUE, by_value_arguments
-from dnnc.errors import UnsupportedError
+from dnnc.errors import ScalarArgumentError
 from dnnc.passes import DnncPass, register
 
 
@@ -101,7 +101,7 @@ def _anchor(fn):
 def hoist(fn, index, scalar):
     """Load argument ``index`` of kernel function ``fn`` (runtime scalar
     ``scalar``) once at the function's entry, and read that value wherever
-    the function loaded it. Raises UnsupportedError for any other use."""
+    the function loaded it. Raises ScalarArgumentError for any other use."""
     arg = irutil.body(fn).arguments[index]
     loads, views = [], []
     todo = [arg]
@@ -115,11 +115,12 @@ def hoist(fn, index, scalar):
                 views.append(op)
                 todo.append(op.results[0])
                 continue
-            raise UnsupportedError(
+            raise ScalarArgumentError(
                 f"kernel '{irutil.symbol(fn)}' ({_anchor(fn)}): runtime scalar '{scalar}' is "
                 f"read by '{op.name}' at {op.location}; expected scalar loads only (the "
                 f"strategy {_strategy(fn)!r} cannot take it as a kernel parameter): compile "
-                "its value in with Graph.constant instead")
+                "its value in with Graph.constant instead",
+                kernel=irutil.symbol(fn), scalar=scalar)
     if not loads:
         return
     entry = irutil.body(fn)

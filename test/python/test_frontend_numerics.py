@@ -426,18 +426,19 @@ def test_compiled_in_scalar_compiles_per_value(monkeypatch):
 
 
 def test_refused_runtime_scalar_is_compiled_in(monkeypatch):
-    """When the compiler refuses a runtime scalar (UnsupportedError: a
+    """When the compiler refuses a runtime scalar (ScalarArgumentError: a
     kernel that cannot take it as an argument), the graph is lowered again
-    with the value compiled in, and each value gets its plan."""
+    with the value compiled in, and each value gets its plan; any other
+    UnsupportedError is the frontend's cudnnGraphNotSupportedError."""
     from dnnc import graph as dnnc_graph
-    from dnnc.errors import UnsupportedError
+    from dnnc.errors import ScalarArgumentError
 
     real = dnnc_graph.Graph.compile
 
     def refusing(self, *args, **kwargs):
         if any(t.is_by_value for t in self.inputs):
-            raise UnsupportedError("kernel 'main_k0': runtime scalar 'alpha' is read by "
-                                   "'memref.copy'")
+            raise ScalarArgumentError("kernel 'main_k0': runtime scalar 'alpha' is read by "
+                                      "'memref.copy'", kernel="main_k0", scalar="alpha")
         return real(self, *args, **kwargs)
 
     monkeypatch.setattr(dnnc_graph.Graph, "compile", refusing)
@@ -455,6 +456,20 @@ def test_refused_runtime_scalar_is_compiled_in(monkeypatch):
         torch.testing.assert_close(y, x * a)
     assert [list(c.values()) for c in compiles] == [[], [0.5], [2.0]]
     assert len(g._plans) == 2
+
+    def unsupported(self, *args, **kwargs):
+        raise UnsupportedError("matmul: f64 operands")
+
+    from dnnc.errors import UnsupportedError
+
+    monkeypatch.setattr(dnnc_graph.Graph, "compile", unsupported)
+    h = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Xh = h.tensor_like(x)
+    beta = h.tensor(name="beta", dim=[1, 1], is_pass_by_value=True,
+                    data_type=cudnn.data_type.FLOAT)
+    h.scale(Xh, beta).set_output(True)
+    with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="f64 operands"):
+        _build(h)                                  # at check_support, as before
 
 
 def test_cmp_and_binary_select():
