@@ -156,7 +156,8 @@ def describe(manifest, resources=None):
     width = max([19] + [len(t["name"]) for _, t in tensors]) + 1
     for kind, t in tensors:
         lines.append(f"  {kind:<7}{t['name']:<{width}}{t['dtype']:<9}"
-                     f"dims {t['dims']} strides {t['strides']}")
+                     + ("by value (a runtime scalar)" if t.get("by_value") else
+                        f"dims {t['dims']} strides {t['strides']}"))
     lines.append(f"  workspace {m['workspace_bytes']} bytes")
     lines.append(f"{len(m['kernels'])} kernel launch{'es' if len(m['kernels']) != 1 else ''}:")
     explained = set()  # kernel functions whose reason is shown (once: one makes many launches)

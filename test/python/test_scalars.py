@@ -248,8 +248,9 @@ def test_strategies_take_the_scalar_as_an_f32_parameter(kind, arch):
     want = KINDS[kind] if isinstance(KINDS[kind], str) else KINDS[kind][arch]
     assert want in readers, (readers, [k["strategy"] for k in m["kernels"]])
     exe = dnnc_runtime.load(artifact.to_bytes(package))
-    assert [t.by_value for t in exe.inputs][scalar] and "f32 input 's'" in \
-        artifact.describe(m)
+    text = artifact.describe(m)
+    assert [t.by_value for t in exe.inputs][scalar] and "f32 input 's'" in text
+    assert re.search(r"input +s +f32 +by value \(a runtime scalar\)", text), text
     if PTXAS is not None:
         resources = ptxas.assemble(package.ptx, arch)
         assert all(resources[k["entry"]].spill_stores == 0 for k in m["kernels"])
