@@ -45,6 +45,7 @@ LAYERS = [
         "dnnc.graph_attention",  # sdpa's masks, lengths and page tables checked
         "dnnc.graph_mlir",      # Graph <-> dnn MLIR
         "dnnc.frontend.**",     # cudnn-frontend's Python API, lowered to dnnc.Graph
+        "dnnc.torch.**",        # torch.library ops, modules on dnnc graphs (imports torch)
     ]),
     ("compiler driver", [
         "dnnc.jit",             # Graph.compile(target="cuda"): autotune, cache, runtime
