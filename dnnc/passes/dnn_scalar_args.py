@@ -106,12 +106,13 @@ def hoist(fn, index, scalar):
     loads, views = [], []
     todo = [arg]
     while todo:
-        for use in list(todo.pop().uses):
+        source = todo.pop()
+        for use in list(source.uses):
             op = use.owner
             if op.name == "memref.load":
                 loads.append(op)
                 continue
-            if op.name in VIEWS and op.operands[0] == use_value(use):
+            if op.name in VIEWS and op.operands[0] == source:
                 views.append(op)
                 todo.append(op.results[0])
                 continue
@@ -136,10 +137,6 @@ def hoist(fn, index, scalar):
             op.erase()
     _mark(fn, index)
 
-
-def use_value(use):
-    """The value an OpOperand uses."""
-    return use.owner.operands[use.operand_number]
 
 
 def _strategy(fn):
