@@ -31,15 +31,13 @@ def value(arg, spec_name, label):
     """``arg`` as the f32 (a Python float) that input ``label`` (a by-value
     scalar named ``spec_name``) takes; ArgumentError when it is not a number."""
     kind = type(arg)
-    if kind is float or kind is int:   # the common case, first and cheap
-        number = float(arg)
-    else:
-        number = _number(arg, spec_name, label)
     try:
+        # The common case, first and cheap: a Python number.
+        number = float(arg) if kind is float or kind is int else _number(arg, spec_name, label)
         return _F32.unpack(_F32.pack(number))[0]
     except OverflowError:
         raise ArgumentError(f"{label}: expected a value within f32's range (|x| <= 3.4028235e38 "
-                            f"or inf) for a runtime scalar, got {number!r}",
+                            f"or inf) for a runtime scalar, got {repr(arg):.40}",
                             tensor=spec_name) from None
 
 

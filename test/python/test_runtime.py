@@ -1315,6 +1315,7 @@ def test_runtime_scalar_reaches_the_kernel_by_value(monkeypatch):
     (np.ones(2, np.float32), r"input 'a': expected a number .* got an array of dtype float32 and "
                              r"shape \[2\]"),
     (1e39, r"input 'a': expected a value within f32's range .* got 1e\+39"),
+    (10 ** 400, r"input 'a': expected a value within f32's range .* got 1000000"),
 ])
 def test_runtime_scalar_errors_before_any_cuda_call(no_cuda, value, message):
     exe = load(scalar_axpy_manifest())
