@@ -143,6 +143,9 @@ GPU = Stage("gpu", (
     "convert-parallel-loops-to-gpu",
     "lower-affine",
     "gpu-launch-sink-index-computations",
+    # Runtime scalars: one host-side load per kernel function, so that
+    # outlining passes the f32 value as a kernel parameter.
+    "dnn-scalar-args",
     "gpu-kernel-outlining",
     # Cluster launches (the split-row program): the shape onto the kernel.
     "dnn-kernel-clusters",

@@ -118,7 +118,7 @@ class Interpreter:
             shape, strides, offset = irutil.memref_geometry(value.type)
             dtype, eb = _element(t.element_type)
             index = offset + sum(np.indices(shape)[d] * strides[d] for d in range(len(shape)))
-            addresses = base + index * eb
+            addresses = np.asarray(base + index * eb)   # rank 0: a scalar's one element
             out.append(self._load(self.gmem, addresses.reshape(-1), str(t.element_type))
                        .reshape(shape))
         return out
@@ -182,6 +182,12 @@ class Interpreter:
             elif op.name == "memref.alloc":
                 self._allocate(op.results[0])
                 self.env[op.results[0]] = None
+            elif op.name == "memref.load":
+                # A runtime scalar, loaded on the host (dnn-scalar-args) and
+                # passed to the launch by value: one f32 for every lane.
+                kind = str(ir.MemRefType(op.operands[0].type).element_type)
+                address = np.asarray([self._memref_address(op.operands[0], [])])
+                self.env[op.results[0]] = np.float32(self._load(self.gmem, address, kind)[0])
             else:
                 self._scalar_op(op)
         assert launches

@@ -109,6 +109,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
                        rows, a matmul's shared operand), outputs with padded
                        rows, column-major and channels-last strides
+    scalars.py         runtime scalars (f32 kernel arguments): pointwise, matmul
+                       and convolution epilogues, reductions, the epsilon of
+                       layernorm and rmsnorm, a frontend graph; each package
+                       run again with other values
 """
 
 from . import (attention, attention_backward_fused, attention_backward_random,
@@ -118,7 +122,8 @@ from . import (attention, attention_backward_fused, attention_backward_random,
                conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_sm80_split,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                layouts, matmul, matmul_align, matmul_f32_exact, matmul_fp8, normalization,
-               pointwise, pooling, reduction_middle, reductions, row_programs, zero_size)
+               pointwise, pooling, reduction_middle, reductions, row_programs, scalars,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -162,6 +167,7 @@ CASES = [
     *frontend.CASES,
     *int8.CASES,
     *layouts.CASES,
+    *scalars.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

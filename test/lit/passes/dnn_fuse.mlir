@@ -93,7 +93,7 @@ func.func @matmul_bias_residual_relu(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>,
 // NOFUSE: func.func private @residual_layernorm_k1_layernorm(
 func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   return %1, %0 : tensor<5x13xf32>, tensor<5x13xf32>
 }
 
@@ -110,7 +110,7 @@ func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale
 // CHECK-NEXT: return %[[R]]
 func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tensor<5x13xf32> {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   return %1 : tensor<5x13xf32>
 }
 
@@ -135,7 +135,7 @@ func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tenso
 // NOFUSE: func.func private @residual_rmsnorm_cast_k2_pointwise(
 func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %scale: tensor<1x13xf32>) -> tensor<5x13xf16> {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xbf16>, tensor<5x13xbf16>) -> tensor<5x13xf32>
-  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.cast"(%1) : (tensor<5x13xf32>) -> tensor<5x13xf16>
   return %2 : tensor<5x13xf16>
 }
@@ -156,7 +156,7 @@ func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %
 // CHECK-NEXT: return %[[Y]], %[[P]]#1
 func.func @shared_residual(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.exp"(%0) : (tensor<5x13xf32>) -> tensor<5x13xf32>
   return %1, %2 : tensor<5x13xf32>, tensor<5x13xf32>
 }
@@ -398,7 +398,7 @@ func.func @amax_bf16(%a: tensor<5x32xbf16>, %b: tensor<32x16xbf16>) -> (tensor<1
 // NOFUSE: func.func private @residual_layernorm_fp8_k2_pointwise(
 func.func @residual_layernorm_fp8(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>, %q: tensor<f32>) -> (tensor<5x13xf8E4M3FN>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.mul"(%1, %q) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   %3 = "dnn.cast"(%2) : (tensor<5x13xf32>) -> tensor<5x13xf8E4M3FN>
   return %3, %0 : tensor<5x13xf8E4M3FN>, tensor<5x13xf32>
@@ -429,7 +429,7 @@ func.func @norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
   %c = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
   %0 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
   %1 = "dnn.mul"(%0, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
-  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %3 = "dnn.add"(%2, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   return %3 : tensor<5x13xf32>
 }
@@ -529,7 +529,7 @@ func.func @epilogue_reads_later_kernel(%x: tensor<5x5xf32>, %s: tensor<5x5xf32>)
 // CHECK-NEXT: %[[B:.*]] = call @norm_statistics_k1_layernorm_backward(%arg1, %arg0, %[[F]]#1, %[[F]]#2)
 // CHECK-NEXT: return %[[F]]#0, %[[B]]
 func.func @norm_statistics(%x: tensor<5x13xf32>, %dy: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
-  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
+  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
   %dx, %dbias = "dnn.layernorm_backward"(%dy, %x, %mean, %inv) {axis = 1 : i64, has_bias = true, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<5x13xf32>, tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>) -> (tensor<5x13xf32>, tensor<1x13xf32>)
   return %y, %dx : tensor<5x13xf32>, tensor<5x13xf32>
 }
@@ -918,4 +918,33 @@ func.func @not_fused(%x: tensor<1x3x8x8xbf16>, %w: tensor<8x3x3x3xbf16>, %s: ten
   %7 = "dnn.relu"(%g) : (tensor<1x64x8x8xbf16>) -> tensor<1x64x8x8xbf16>
   %8 = "dnn.conv_fprop"(%7, %d) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<1x64x8x8xbf16>, tensor<64x1x3x3xbf16>) -> tensor<1x64x8x8xbf16>
   return %1, %4, %6, %8 : tensor<1x8x6x6xbf16>, tensor<1x8x8x8xbf16>, tensor<1x8x8x8xbf16>, tensor<1x64x8x8xbf16>
+}
+
+// -----
+
+// A runtime scalar (an argument marked dnn.by_value) stays an argument: each
+// kernel that reads it takes it as a tensor<f32> argument of its own (a
+// matmul epilogue's and a softmax epilogue's), where a dnn.constant would be
+// cloned in.
+// CHECK-LABEL: func.func private @runtime_scalar_k0_matmul(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<8x16xf32>, %[[B:[^:]*]]: tensor<16x32xf32>, %[[S:[^:]*]]: tensor<f32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.mul"(%[[C]], %[[S]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-LABEL: func.func private @runtime_scalar_k1_softmax(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<8x32xf32>, %[[S:[^:]*]]: tensor<f32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[M:.*]] = "dnn.softmax"(%[[X]])
+// CHECK-NEXT: %[[Z:.*]] = "dnn.add"(%[[M]], %[[S]])
+// CHECK-NEXT: return %[[Z]]
+// CHECK-LABEL: func.func @runtime_scalar(
+// CHECK-SAME: %{{.*}}: tensor<f32> {dnn.by_value, dnn.name = "s"}
+// CHECK-NEXT: %[[Y:.*]] = call @runtime_scalar_k0_matmul(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[Z:.*]] = call @runtime_scalar_k1_softmax(%[[Y]], %arg2)
+// CHECK-NEXT: return %[[Z]]
+func.func @runtime_scalar(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tensor<f32> {dnn.by_value, dnn.name = "s"}) -> tensor<8x32xf32> attributes {dnn.graph} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %y = "dnn.mul"(%c, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %m = "dnn.softmax"(%y) {axis = 1 : i64} : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  %z = "dnn.add"(%m, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  return %z : tensor<8x32xf32>
 }
