@@ -96,6 +96,8 @@ class SplitK:
         that took every split) runs the epilogue at once."""
         k = self.k
         if self.parts == 1:
+            if k.bias is not None:
+                k.bias.sum_splits(*where)
             k.epilogue.apply(acc, *where, k.epilogue.inputs(*where))
             return
         self.store_partial(acc, *where, part)
@@ -141,6 +143,8 @@ class SplitK:
                                 arith.addi(_i(v * 512, 64), arith.muli(lane, _i(16, 64))))
             return _shared_ptr(arith.addi(k.base, offset))
 
+        if k.bias is not None:
+            k.bias.publish()
         nvvm.cluster_arrive_relaxed(aligned=True)
         nvvm.cluster_wait(aligned=True)
         to = _to_i32(owner)
@@ -245,6 +249,8 @@ class SplitK:
                     for e in range(2):
                         summed = llvm.insertvalue(summed, sums[e],
                                                   ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
+            if k.bias is not None:
+                k.bias.sum_splits(consumer, local, batch, tile_m, tile_n)
             inputs = k.epilogue.inputs(consumer, local, batch, tile_m, tile_n)
             k.epilogue.apply(summed, consumer, local, batch, tile_m, tile_n, inputs)
         _if(_cmp("eq", before, _i(self.parts - 1)), last)
@@ -312,3 +318,5 @@ class SplitK:
                     envs.append(k.epilogue.pair.evaluate(v, k.epilogue.pair.point(batch, row, c)))
                 k.epilogue.pair.store(envs, batch, row, col, full_n=True)
             _if(_cmp("ult", item, _idx(items)), body)
+            if k.bias is not None:
+                k.bias.reduce(item)
