@@ -48,6 +48,9 @@ whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
 it reads and writes, so that the tensor-core epilogues (sm90/epilogue.py,
 sm80/epilogue.py) treat it as a matmul's. Its reasons name the strategy
 that asked (``match``'s ``strategy``).
+A filter gradient's bias gradient that dnn-fuse joined (a sum of dy,
+conv_bias_grad.py) is set aside as the ``Conv``'s ``bias``, which tc-sm90
+sums from dy's tiles (sm90/bias_grad.py); other strategies refuse it.
 Anything else raises ``gemm.NotAGemm`` with the reason, before any IR is
 changed except the views it made, which the kernel's build erases when
 unused.

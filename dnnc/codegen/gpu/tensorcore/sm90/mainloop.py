@@ -17,7 +17,10 @@ The producer gives registers away (setmaxnreg 40) and the consumers take
 them (232): a consumer's 64 x BN f32 accumulator is BN / 2 registers per
 thread. Operands with a prologue are converted by the consumers each step
 (prologue.py); a tf32 A stored K x M goes from the stage into registers
-(``Consumer.fragments``) and wgmma takes it from there.
+(``Consumer.fragments``) and wgmma takes it from there. A filter
+gradient's bias gradient is summed from dy's box of each stage while the
+step's wgmmas run (bias_grad.py: the sums are the K loop's third carried
+value).
 """
 
 from mlir import ir

@@ -11,7 +11,9 @@ launch does (``reduce_splits``). With ``cluster`` C > 1 the launch runs in
 thread-block clusters of C consecutive splits of a tile, one unit a block,
 which first sum their accumulators through distributed shared memory
 (``cluster_sum``): P = S / C, and a lone partial (C = S) is not stored at
-all, its owner runs the epilogue.
+all, its owner runs the epilogue. A filter gradient's bias gradient
+(bias_grad.py) has its split partials summed, in split order, wherever its
+rows' weight partials are.
 """
 
 from mlir import ir
