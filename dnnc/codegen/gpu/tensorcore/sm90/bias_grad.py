@@ -32,7 +32,12 @@ batch) also sum it:
 
 A warp sums 32 bytes a row of a 128-byte box for each of BK / 16 rows a
 step: 4 16-byte loads and 32 adds a thread for BK = 64, while its
-wgmmas run.
+wgmmas run. Since the warps read the stage with loads of their own after
+issuing the wgmmas, a wgmma's completion no longer says that the stage
+is free: each warp releases it (the ring counts one arrival per warp,
+after a bar.warp.sync that orders its lanes' loads before lane 0's
+arrival), where a kernel without a bias gradient has one arrival per
+warpgroup.
 """
 
 from mlir import ir

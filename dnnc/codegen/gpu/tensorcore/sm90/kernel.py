@@ -102,9 +102,11 @@ class Kernel:
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
         self.epilogue = Epilogue(self)
+        # A bias gradient's warps read their stage with loads of their own
+        # (after its wgmmas are issued): each warp releases it (bias_grad.py).
         self.ring = Ring(tile.stages, self.stage_bytes,
                          self.epilogue.staging_offset + self.epilogue.staging_bytes,
-                         tile.consumers)
+                         tile.consumers, WARPGROUP // 32 if self.bias is not None else 1)
         self.prologues = Prologues(self)
         self.base = None    # device side: the block's aligned shared-memory base (i64)
         self.tid = None     # device side: the thread's index in the block

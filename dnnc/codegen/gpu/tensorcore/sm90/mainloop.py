@@ -134,10 +134,18 @@ class Consumer:
             "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
         }
 
+        if k.bias is not None:
+            # Each warp's lanes read the stage (the bias gradient's sums): the
+            # warp meets (bar.warp.sync orders its lanes' loads) and lane 0
+            # arrives, one arrival per warp.
+            leader = _cmp("eq", arith.remui(local, _idx(32)), _idx(0))
+
         def release(g):
             """Give the stage of step ``g`` back to the producer (one arrival per
-            consumer warpgroup)."""
+            consumer warpgroup, or per warp: ring.arrivals)."""
             s = arith.remui(g, _idx(tile.stages))
+            if k.bias is not None:
+                nvvm.SyncWarpOp(_i(-1))
             _if(leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
 
         fragments = self.fragment_offsets(consumer, local) if k.registers_a else None
