@@ -129,6 +129,44 @@ def test_bias_gradient_joins_the_filter_gradient(name):
     assert _anchors(_fused(FUSED[name]())) == ["conv_wgrad"]
 
 
+def backward(name, computed=False):
+    """A convolution's backward from one dy: dx, dw and db (dy computed by a
+    relu_backward where ``computed``)."""
+    def build():
+        g = dnnc.Graph(name=name, io_data_type="bf16", intermediate_data_type="bf16",
+                       compute_data_type="f32")
+        xd, yd, wd = [2, 64, 8, 8], [2, 64, 8, 8], [64, 64, 3, 3]
+        x = g.tensor(name="x", dim=xd, stride=channels_last(xd))
+        w = g.tensor(name="w", dim=wd, stride=channels_last(wd))
+        dy = g.tensor(name="dy", dim=yd, stride=channels_last(yd))
+        if computed:
+            y = g.tensor(name="y", dim=yd, stride=channels_last(yd))
+            dy = g.relu_backward(dy, y)
+        dx = g.conv_dgrad(dy, w, xd, padding=1)
+        dx.set_output(True).set_stride(channels_last(xd))
+        dw = g.conv_wgrad(x, dy, wd, padding=1)
+        dw.set_output(True).set_stride(channels_last(wd))
+        g.reduction(dy, "sum", [0, 2, 3]).set_output(True)
+        return g
+    return build
+
+
+@pytest.mark.parametrize("computed", [False, True])
+def test_backward_from_one_dy(computed):
+    """dx, dw and db of one dy (a graph input, or computed): the sum joins
+    the filter gradient, the data gradient stays a kernel of its own; on
+    sm_90a both are tc-sm90 kernels, the filter gradient's with the sum."""
+    graph = backward(f"backward_{computed}", computed)
+    module = _fused(graph())
+    assert _anchors(module)[-2:] == ["conv_dgrad", "conv_wgrad"], _anchors(module)
+    package = compiler.compile_module(graph_mlir.to_module(graph()), compiler.Options(
+        target="cuda", arch=ARCH, tuning_db="off"), basename="backward")
+    convs = {k["name"].split("_")[-1]: k for k in package.kernels if "_conv_" in k["name"]}
+    assert convs["dgrad"]["strategy"] == convs["wgrad"]["strategy"] == "tc-sm90"
+    assert NOTE in convs["wgrad"]["reason"] and NOTE not in convs["dgrad"]["reason"]
+    assert not any("reduction" in k["name"] for k in package.kernels)
+
+
 def test_option_off_splits_the_sum():
     graph = FUSED["wb_3x3_bf16"]()
     off = FRONT.replace("dnn-split-reductions,", "dnn-split-reductions{conv_bias_grad=false},") \

@@ -12,6 +12,8 @@ dnnc/codegen/gpu/tensorcore/sm90/bias_grad.py), against the reference.
   arrive sums), 8 (a second launch), a cluster of 2 splits (its owner
   sums), 8 in clusters of 2 (four partials, the last to arrive), 16 in
   clusters of 2 (a second launch).
+* ``backward``: dx, dw and db of one dy (a data gradient beside the
+  fused pair), dy an input or computed by a relu_backward.
 * ``tf32``: f32 tensors (tf32 filter gradient): the sum stays a kernel of
   its own (the plan says why), checked all the same.
 
@@ -94,6 +96,29 @@ def _graph(dtype, pairs):
     return build
 
 
+def _backward(dtype, computed):
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype,
+                       compute_data_type="f32")
+        xd, yd, wd = [4, 64, 14, 14], [4, 128, 14, 14], [128, 64, 3, 3]
+        x = g.tensor(name="x", dim=xd, stride=channels_last(xd))
+        w = g.tensor(name="w", dim=wd, stride=channels_last(wd))
+        given = g.tensor(name="dy", dim=yd, stride=channels_last(yd))
+        dy = given
+        if computed:
+            y = g.tensor(name="y", dim=yd, stride=channels_last(yd))
+            dy = g.relu_backward(given, y)
+        # (Tolerances from the drawn dy: relu_backward only zeroes some of it.)
+        dx = g.conv_dgrad(dy, w, xd, padding=1).set_name("dx")
+        outputs(contracted(dx.set_stride(channels_last(xd)), given, w, 128 * 9))
+        dw = g.conv_wgrad(x, dy, wd, padding=1).set_name("dw")
+        outputs(contracted(dw.set_stride(channels_last(wd)), x, given, 4 * 14 * 14))
+        db = g.reduction(dy, "sum", [0, 2, 3]).set_name("db")
+        outputs(contracted(db, given, given, 4 * 14 * 14))
+        return g
+    return build
+
+
 def _tf32():
     g = dnnc.Graph(io_data_type=F32)
     add_wgrad_bias(g, 0, **CHOSEN[0])
@@ -108,6 +133,10 @@ CASES = [
     Case(f"conv_bias_grad_split_{name}_{dtype.mlir}", _graph(dtype, [pair]),
          seed=SEED + 10 + j, config=f"*={config}")
     for j, (name, pair, config) in enumerate(SPLITS) for dtype in (BF16, F16)
+] + [
+    Case(f"conv_bias_grad_backward_{'computed' if computed else 'input'}_{dtype.mlir}",
+         _backward(dtype, computed), seed=SEED + 30 + j)
+    for j, (computed, dtype) in enumerate([(False, BF16), (True, F16)])
 ] + [
     Case("conv_bias_grad_tf32", _tf32, seed=SEED + 20, rtol=2e-3),
 ]
