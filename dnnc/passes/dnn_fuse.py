@@ -526,9 +526,13 @@ class Partition:
             dy = wgrad.operands[0]
             if not any(_sums_pixels(u, dy) for u in _users(dy)):
                 continue
-            why = "tc-sm80 computes none beside a filter gradient" \
-                if not self.conv_bias_grad else \
-                f"tc-sm90 sums none beside this one: {conv_bias_grad.fusion_problem(wgrad)}"
+            problem = conv_bias_grad.fusion_problem(wgrad) if self.conv_bias_grad else None
+            if not self.conv_bias_grad:
+                why = "tc-sm80 computes none beside a filter gradient"
+            elif problem:
+                why = f"tc-sm90 sums none beside this one: {problem}"
+            else:
+                why = "joining them would make two kernels depend on each other"
             group.note = f"the bias gradient (sum of dy) left to kernels of its own ({why})"
 
     def _join_concat(self, op):

@@ -350,11 +350,11 @@ def test_consumers_sum_dy_tiles(pixels, k):
     other values (their sum must not reach db); every channel of db equals
     the bf16 rounding of the f32 sum of its column of dy."""
     import ml_dtypes
-    from mlir.dialects import arith, func, gpu
+    from mlir.dialects import arith, gpu, llvm, vector
 
     from dnnc import parsing
     from dnnc.codegen.gpu.tensorcore.conv_bias_grad import BiasGrad
-    from dnnc.codegen.gpu.tensorcore.emit import idx, shared_base, shared_ptr, to_i64
+    from dnnc.codegen.gpu.tensorcore.emit import idx, if_, shared_base, shared_ptr, to_i64
     from dnnc.codegen.gpu.tensorcore.sm90.bias_grad import BiasGradSum
     from dnnc.codegen.gpu.tensorcore.sm90.support import Tile
     from kernel_interpreter import run_kernel
@@ -384,8 +384,6 @@ def test_consumers_sum_dy_tiles(pixels, k):
                                       ir.IntegerType.get_signless(32),
                                       steps * tile.consumers * box * 2))
             with ir.InsertionPoint(launch.regions[0].blocks[0]):
-                from mlir.dialects import llvm, vector
-
                 b = gpu.block_id(gpu.Dimension.x)
                 tid = gpu.thread_id(gpu.Dimension.x)
                 base = shared_base(1024)
@@ -396,7 +394,6 @@ def test_consumers_sum_dy_tiles(pixels, k):
                 for j in range(-(-per_block // (8 * threads))):
                     e = arith.muli(arith.addi(tid, idx(j * threads)), idx(8))
                     inside = arith.cmpi(arith.CmpIPredicate.ult, e, idx(per_block))
-                    from dnnc.codegen.gpu.tensorcore.emit import if_
 
                     def copy(e=e):
                         value = vector.load(vec, src, [arith.addi(
