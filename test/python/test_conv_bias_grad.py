@@ -15,9 +15,11 @@ conv_bias_grad.py, sm90/bias_grad.py).
   groups, f32) keeps two kernels with the reason.
 * ptxas and the SASS (skipped without them): HGMMA, no spills, no local
   memory.
-* The consumers' sum itself (BiasGradSum.step, finish) on the kernel
-  interpreter: fed swizzled dy tiles as TMA lays them, every channel of db
-  equals NumPy's sum, channels past K untouched.
+* The consumers' sum itself (BiasGradSum.step, finish; with split K,
+  sum_splits and reduce over the partials) on the kernel interpreter: fed
+  swizzled dy tiles as TMA lays them, every channel of db equals NumPy's
+  sum, the blocks of other columns of tiles write nothing, both ways of
+  summing the splits give the same bits.
 """
 
 import numpy as np
@@ -344,12 +346,19 @@ def _boxes(dy, tile, tiles_m, steps):
     return out
 
 
-@pytest.mark.parametrize("pixels, k", [(200, 200), (64, 40), (129, 128)])
-def test_consumers_sum_dy_tiles(pixels, k):
-    """Blocks (tile_m, tile_n) for tile_n in 0, 1: those of tile_n 1 read
-    other values (their sum must not reach db); every channel of db equals
-    the bf16 rounding of the f32 sum of its column of dy."""
+@pytest.mark.parametrize("pixels, k, splits", [(200, 200, 1), (64, 40, 1), (129, 128, 1),
+                                                (520, 200, 3), (300, 72, 2)])
+def test_consumers_sum_dy_tiles(pixels, k, splits):
+    """Blocks (tile_m, tile_n, split) for tile_n in 0, 1: those of tile_n 1
+    read other values (their sum must not reach db); every channel of db
+    equals the bf16 rounding of the f32 sum of its column of dy. Split K
+    (a block sums its split's steps): the splits' partials (a workspace
+    poisoned with NaN: a partial read before it is written shows) summed
+    by the warps that own the channels (``sum_splits``) and by the second
+    launch's threads (``reduce``), to the same bits."""
     import ml_dtypes
+    from types import SimpleNamespace
+
     from mlir.dialects import arith, gpu, llvm, vector
 
     from dnnc import parsing
@@ -361,6 +370,7 @@ def test_consumers_sum_dy_tiles(pixels, k):
 
     tile = Tile(128, 64, 64, 4, 2)
     tiles_m, steps = -(-k // tile.m), -(-pixels // tile.k)
+    per_split = -(-steps // splits)
     rng = np.random.default_rng(3)
     dy = rng.standard_normal((pixels, k)).astype(ml_dtypes.bfloat16).astype(np.float32)
     other = rng.standard_normal((pixels, k)).astype(ml_dtypes.bfloat16).astype(np.float32)
@@ -368,28 +378,30 @@ def test_consumers_sum_dy_tiles(pixels, k):
                      axis=1)                   # [tiles_m, tile_n, steps, consumers, BK, 64]
     box = tile.k * 64
     module = parsing.parse(
-        f"func.func @bias_sum(%src: memref<{boxes.size}xbf16>, %db: memref<1x{k}x1x1xbf16>) "
-        "{\n  return\n}")
+        f"func.func @bias_sum(%src: memref<{boxes.size}xbf16>, %db: memref<1x{k}x1x1xbf16>, "
+        f"%again: memref<{k}xbf16>) {{\n  return\n}}")
     with module.context, ir.Location.unknown():
         fn = next(iter(module.body.operations))
-        src, db = list(fn.regions[0].blocks[0].arguments)
+        src, db, again = list(fn.regions[0].blocks[0].arguments)
         ret = list(fn.regions[0].blocks[0].operations)[-1]
         kernel = _Kernel(k, tile)
+        kernel.scheduler = SimpleNamespace(splits=splits)
         summer = BiasGradSum(kernel, BiasGrad([], db, ir.BF16Type.get()))
         threads = tile.consumers * 128
+        per_block = steps * tile.consumers * box
         with ir.InsertionPoint(ret):
-            launch = gpu.LaunchOp((idx(tiles_m * 2), idx(1), idx(1)),
+            summer.allocate()
+            launch = gpu.LaunchOp((idx(tiles_m * 2 * splits), idx(1), idx(1)),
                                   (idx(threads), idx(1), idx(1)),
                                   dynamic_shared_memory_size=arith.constant(
-                                      ir.IntegerType.get_signless(32),
-                                      steps * tile.consumers * box * 2))
+                                      ir.IntegerType.get_signless(32), per_block * 2))
             with ir.InsertionPoint(launch.regions[0].blocks[0]):
                 b = gpu.block_id(gpu.Dimension.x)
                 tid = gpu.thread_id(gpu.Dimension.x)
                 base = shared_base(1024)
-                tile_m, tile_n = arith.divui(b, idx(2)), arith.remui(b, idx(2))
-                # The block's boxes, as TMA would leave them in its stages.
-                per_block = steps * tile.consumers * box
+                unit, split = arith.divui(b, idx(splits)), arith.remui(b, idx(splits))
+                tile_m, tile_n = arith.divui(unit, idx(2)), arith.remui(unit, idx(2))
+                # The unit's boxes, as TMA would leave them in its stages.
                 vec = ir.VectorType.get([8], ir.BF16Type.get())
                 for j in range(-(-per_block // (8 * threads))):
                     e = arith.muli(arith.addi(tid, idx(j * threads)), idx(8))
@@ -397,7 +409,7 @@ def test_consumers_sum_dy_tiles(pixels, k):
 
                     def copy(e=e):
                         value = vector.load(vec, src, [arith.addi(
-                            arith.muli(b, idx(per_block)), e)])
+                            arith.muli(unit, idx(per_block)), e)])
                         llvm.store(value, shared_ptr(arith.addi(
                             base, to_i64(arith.muli(e, idx(2))))))
                     if_(inside, copy)
@@ -409,10 +421,34 @@ def test_consumers_sum_dy_tiles(pixels, k):
                 for kt in range(steps):
                     at = arith.addi(base, to_i64(arith.muli(
                         arith.addi(idx(kt * tile.consumers), consumer), idx(box * 2))))
-                    sums = summer.step(at, local, sums, active)
-                summer.finish(sums, consumer, local, idx(0), tile_m, tile_n, None)
+                    mine = arith.cmpi(arith.CmpIPredicate.eq, split, idx(kt // per_split))
+                    sums = summer.step(at, local, sums, arith.andi(active, mine))
+                summer.finish(sums, consumer, local, idx(0), tile_m, tile_n,
+                              split if splits > 1 else None)
                 gpu.TerminatorOp()
-        args = [boxes.reshape(-1), np.full((1, k, 1, 1), np.nan)]
-        got = run_kernel(fn, args)[1].reshape(-1)
+            if splits > 1:
+                # The owners of each tile's rows sum them into db...
+                launch = gpu.LaunchOp((idx(tiles_m), idx(1), idx(1)),
+                                      (idx(threads), idx(1), idx(1)))
+                with ir.InsertionPoint(launch.regions[0].blocks[0]):
+                    tid = gpu.thread_id(gpu.Dimension.x)
+                    summer.sum_splits(arith.divui(tid, idx(128)), arith.remui(tid, idx(128)),
+                                      idx(0), gpu.block_id(gpu.Dimension.x), idx(0))
+                    gpu.TerminatorOp()
+                # ... and a second launch's threads into ``again``.
+                second = BiasGradSum(kernel, BiasGrad([], again, ir.BF16Type.get()))
+                second.partials = summer.partials
+                launch = gpu.LaunchOp((idx(-(-k // 256)), idx(1), idx(1)),
+                                      (idx(256), idx(1), idx(1)))
+                with ir.InsertionPoint(launch.regions[0].blocks[0]):
+                    second.reduce(arith.addi(arith.muli(gpu.block_id(gpu.Dimension.x),
+                                                        idx(256)),
+                                             gpu.thread_id(gpu.Dimension.x)))
+                    gpu.TerminatorOp()
+        args = [boxes.reshape(-1), np.full((1, k, 1, 1), np.nan), np.full(k, np.nan)]
+        out = run_kernel(fn, args, poison=True)
+        got = out[1].reshape(-1)
     want = dy.astype(np.float64).sum(axis=0)
     np.testing.assert_allclose(got, want, rtol=2.0 ** -8, atol=1e-6)
+    if splits > 1:
+        np.testing.assert_array_equal(out[2], got)
