@@ -50,6 +50,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        simt-depthwise, eight to a graph, bf16, f16 and f32
     conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
                        the convolution's prologue), eight to a graph
+    conv_bias_grad.py  filter gradients with their bias gradient (the sum of
+                       dy) in one tc-sm90 kernel: chosen geometries, K past
+                       the tiles, each way split-K partials are summed
     conv_wgrad_channels.py
                        96 random filter gradients whose C is no multiple of
                        the tile width (8 to 200), eight to a graph, on
@@ -118,7 +121,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 from . import (attention, attention_backward_fused, attention_backward_random,
                attention_backward_sm80, attention_backward_wide, attention_decode,
                attention_gqa_fold, attention_padding, attention_paged, attention_ragged,
-               attention_random, attention_sm80, conv_grouped_simt, conv_odd_channels,
+               attention_random, attention_sm80, conv_bias_grad, conv_grouped_simt,
+               conv_odd_channels,
                conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_sm80_split,
                conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
                layouts, matmul, matmul_align, matmul_f32_exact, matmul_fp8, normalization,
@@ -143,6 +147,7 @@ CASES = [
     *conv_sm80_split.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
+    *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,

@@ -1,5 +1,5 @@
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse)' | FileCheck %s
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false conv_prologue=false})' | FileCheck %s --check-prefix=NOFUSE
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false conv_prologue=false conv_bias_grad=false})' | FileCheck %s --check-prefix=NOFUSE
 
 // Each test's graph function ends up holding only calls; a graph body of one
 // call and a return shows that exactly one kernel was made.
@@ -947,4 +947,64 @@ func.func @runtime_scalar(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tenso
   %m = "dnn.softmax"(%y) {axis = 1 : i64} : (tensor<8x32xf32>) -> tensor<8x32xf32>
   %z = "dnn.add"(%m, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
   return %z : tensor<8x32xf32>
+}
+
+// -----
+
+// A filter gradient and its bias gradient (the sum of dy over every dim but
+// K): one conv_wgrad kernel returning dw and db; tc-sm90 sums dy's tiles
+// as its GEMM reads them. Off: the sum is a reduction kernel of its own,
+// and the filter gradient's kernel says why.
+// CHECK-LABEL: func.func private @wgrad_bias_k0_conv_wgrad(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x64x8x8xbf16>, %[[X:[^:]*]]: tensor<2x32x8x8xbf16>) -> (tensor<64x32x3x3xbf16>, tensor<1x64x1x1xbf16>)
+// CHECK-SAME: attributes {dnn.anchor = "conv_wgrad", dnn.kernel}
+// CHECK-NEXT: %[[DW:.*]] = "dnn.conv_wgrad"(%[[DY]], %[[X]])
+// CHECK-NEXT: %[[DB:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"}
+// CHECK-NEXT: return %[[DW]], %[[DB]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @wgrad_bias(
+// CHECK-NEXT: %[[R:.*]]:2 = call @wgrad_bias_k0_conv_wgrad(%arg1, %arg0)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1
+// NOFUSE-LABEL: func.func private @wgrad_bias_k0_conv_wgrad(
+// NOFUSE-SAME: dnn.fusion_note = "the bias gradient (sum of dy) left to kernels of its own (tc-sm80 computes none beside a filter gradient)"
+// NOFUSE: func.func private @wgrad_bias_k1_reduction(
+// NOFUSE-LABEL: func.func @wgrad_bias(
+// NOFUSE-NEXT: call @wgrad_bias_k0_conv_wgrad(%arg1, %arg0)
+// NOFUSE-NEXT: call @wgrad_bias_k1_reduction(%arg1)
+func.func @wgrad_bias(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x64x8x8xbf16>) -> (tensor<64x32x3x3xbf16>, tensor<1x64x1x1xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x64x8x8xbf16>, tensor<2x32x8x8xbf16>) -> tensor<64x32x3x3xbf16>
+  %1 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"} : (tensor<2x64x8x8xbf16>) -> tensor<1x64x1x1xbf16>
+  return %0, %1 : tensor<64x32x3x3xbf16>, tensor<1x64x1x1xbf16>
+}
+
+// -----
+
+// The bias gradient before the filter gradient in the graph, without its
+// kept dims: the filter gradient's kernel takes it all the same.
+// CHECK-LABEL: func.func private @bias_then_wgrad_k0_conv_wgrad(
+// CHECK-SAME: -> (tensor<64xbf16>, tensor<64x32x1x1xbf16>)
+// CHECK-NEXT: %[[DB:.*]] = "dnn.reduction"
+// CHECK-NEXT: %[[DW:.*]] = "dnn.conv_wgrad"
+// CHECK-NEXT: return %[[DB]], %[[DW]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @bias_then_wgrad(
+// CHECK-NEXT: %[[R:.*]]:2 = call @bias_then_wgrad_k0_conv_wgrad(%arg1, %arg0)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1
+func.func @bias_then_wgrad(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x64x8x8xbf16>) -> (tensor<64xbf16>, tensor<64x32x1x1xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = false, mode = "sum"} : (tensor<2x64x8x8xbf16>) -> tensor<64xbf16>
+  %1 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x64x8x8xbf16>, tensor<2x32x8x8xbf16>) -> tensor<64x32x1x1xbf16>
+  return %0, %1 : tensor<64xbf16>, tensor<64x32x1x1xbf16>
+}
+
+// -----
+
+// K = 12 (dy's pixels not whole 16-byte pieces: tc-sm80 runs the filter
+// gradient): two kernels, the filter gradient's saying why.
+// CHECK-LABEL: func.func private @wgrad_bias_k12_k0_conv_wgrad(
+// CHECK-SAME: dnn.fusion_note = "the bias gradient (sum of dy) left to kernels of its own (tc-sm90 sums none beside this one: K = 12, C = 32: tc-sm90 reads dy and x by TMA in 16-byte pixels (both multiples of 8))"
+// CHECK: func.func private @wgrad_bias_k12_k1_reduction(
+func.func @wgrad_bias_k12(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x12x8x8xbf16>) -> (tensor<12x32x3x3xbf16>, tensor<1x12x1x1xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x12x8x8xbf16>, tensor<2x32x8x8xbf16>) -> tensor<12x32x3x3xbf16>
+  %1 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"} : (tensor<2x12x8x8xbf16>) -> tensor<1x12x1x1xbf16>
+  return %0, %1 : tensor<12x32x3x3xbf16>, tensor<1x12x1x1xbf16>
 }
