@@ -741,7 +741,7 @@ def test_attention_attribute_of_the_backward():
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa_backward", operands = '
                     'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, '
                     'padding = false, results = '
-                    'array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
+                    'array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
                     'window = 0 : i64}'), info
 
 
