@@ -1,0 +1,78 @@
+"""The attention backward's bias gradient (``compute_dbias``: cuDNN's dBias)
+on tc-sm90's two kernels (dnnc/codegen/gpu/tensorcore/sm90/
+flash_backward_dbias.py: the dQ kernel writes dS; a second launch sums
+f32 partials over the dims the bias broadcasts on), on chosen problems.
+
+The problems are what the parts answer for: a bias one a head (cuDNN's
+``[1, H, Sq, Skv]``, summed over the batch), one a batch entry (``[B, 1,
+Sq, Skv]``, summed over the heads), one for all (``[1, 1, Sq, Skv]``) and
+one row a batch entry (``[B, 1, 1, Skv]``, summed over heads and query
+rows); a whole bias ``[B, H, Sq, Skv]`` of whole dQ blocks and steps
+(written by the dQ kernel where it lies) and of other sizes (through the
+workspace, converted); grouped-query heads; causal at either diagonal and
+not, a sliding window (the dQ kernel writes zeros over the kv tiles its
+rows skip; with Sq > Skv bottom-right the first rows see nothing: dS = 0
+there); Sq and Skv that are no multiple of a tile, and 1; head dims 64 to
+256 (flash_backward_wide's narrower dQ steps) and 192 / 128; an f32 bias
+of a bf16 graph (an f32 dbias); o and the statistics from an sdpa forward
+in the graph; gradients stored (B, S, H, D) and in f32. The dbias is
+deterministic (one thread sums each element in a fixed order): the
+runner's second call of each package checks that it writes the same bytes.
+
+o and the statistics are the reference forward's of the drawn q, k, v and
+bias (attention_backward_random's ``derive_forward``). Tolerances as that
+family's (the output type's rtol times the largest output): dbias is dS,
+which the kernel forms in f32 from P (f32, from the statistics) and dP (f32
+sums of products of the inputs), summed in f32 and rounded once to the
+bias's type, so each element is off by about one rounding of that type of
+the largest dS.
+"""
+
+from .attention_backward_random import (
+    AttentionBackwardConfig, derive_forward, random_attention_backward,
+)
+from .case import BF16, F16, F32, RTOL, Case
+
+SEED = 20261210
+
+
+def A(*args, **kw):
+    """An AttentionBackwardConfig that returns dbias."""
+    return AttentionBackwardConfig(*args, dbias=True, **kw)
+
+
+# (name, problems): one graph each.
+PROBLEMS = (
+    ("heads", [A(2, 4, 2, 300, 333, 64, 64, bias=(1, 4, 300, 333)),
+               A(3, 2, 2, 129, 77, 128, 128, causal=True, bias=(1, 2, 129, 77)),
+               A(3, 2, 1, 1, 77, 64, 64, bias=(1, 2, 1, 77))]),
+    ("batch", [A(2, 8, 2, 100, 257, 64, 64, causal=True, bias=(2, 1, 100, 257)),
+               A(4, 2, 2, 77, 64, 96, 96, bias=(4, 1, 77, 64)),
+               A(2, 4, 1, 150, 170, 80, 80, causal=True, bias=(1, 1, 150, 170)),
+               A(2, 2, 2, 64, 300, 64, 64, bias=(2, 1, 1, 300))]),
+    ("whole", [A(2, 2, 1, 256, 192, 64, 64, causal=True, bias=(2, 2, 256, 192)),
+               A(1, 4, 4, 200, 150, 128, 128, bias=(1, 4, 200, 150)),
+               A(2, 2, 2, 7, 7, 64, 64, causal=True, bias=(2, 2, 7, 7))]),
+    ("masks", [A(1, 2, 2, 300, 200, 64, 64, causal=True, bottom_right=True,
+                 bias=(1, 2, 300, 200)),
+               A(2, 2, 1, 257, 300, 128, 128, causal=True, window=70, bias=(1, 2, 257, 300))]),
+    ("wide", [A(2, 2, 1, 150, 170, 256, 256, causal=True, bias=(1, 2, 150, 170)),
+              A(1, 2, 2, 128, 128, 192, 128, bias=(1, 2, 128, 128))]),
+    ("layouts", [A(2, 4, 2, 130, 150, 64, 64, forward=True, bias=(1, 4, 130, 150)),
+                 A(1, 4, 2, 130, 150, 128, 128, interleaved=("q", "k", "do", "dq"),
+                   wide=("o", "dk"), bias=(1, 4, 130, 150)),
+                 A(2, 2, 2, 128, 256, 64, 64, causal=True, bias=(1, 2, 128, 256),
+                   bias_type=F32),
+                 A(1, 2, 1, 128, 128, 128, 128, bias=(1, 2, 128, 128), bias_type=F32)]),
+    ("long", [A(1, 2, 1, 1000, 700, 64, 64, causal=True, bias=(1, 2, 1000, 700))]),
+)
+
+# bf16 for every graph, f16 for the first three.
+GRAPHS = [(p, BF16) for p in PROBLEMS] + [(p, F16) for p in PROBLEMS[:3]]
+
+CASES = [
+    Case(f"attention_backward_dbias_{name}_{dtype.mlir}",
+         random_attention_backward(dtype, problems), seed=SEED + j, rtol=RTOL[dtype.mlir],
+         derived=derive_forward(dtype, problems))
+    for j, ((name, problems), dtype) in enumerate(GRAPHS)
+]
