@@ -1,5 +1,5 @@
 """The attention backward's bias gradient (compute_dbias) on tc-sm90 without
-a GPU (dnnc/codegen/gpu/tensorcore/sm90/flash_backward_dbias.py): what the
+a GPU (dnnc/codegen/gpu/tensorcore/attention_dbias.py): what the
 plan holds and what ptxas makes of it. Its values: the reference against
 PyTorch (test_reference_torch.py), the CPU back end against the reference
 (test_cpu_composite.py), the kernels on a GPU (test/gpu/gpu_cases/

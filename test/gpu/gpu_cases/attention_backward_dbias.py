@@ -1,7 +1,7 @@
 """The attention backward's bias gradient (``compute_dbias``: cuDNN's dBias)
-on tc-sm90's two kernels (dnnc/codegen/gpu/tensorcore/sm90/
-flash_backward_dbias.py: the dQ kernel writes dS; a second launch sums
-f32 partials over the dims the bias broadcasts on), on chosen problems.
+on tc-sm90's two kernels (dnnc/codegen/gpu/tensorcore/attention_dbias.py:
+the dQ kernel writes dS; a second launch sums f32 partials over the dims
+the bias broadcasts on), on chosen problems.
 
 The problems are what the parts answer for: a bias one a head (cuDNN's
 ``[1, H, Sq, Skv]``, summed over the batch), one a batch entry (``[B, 1,

@@ -37,7 +37,7 @@ rows, each masking the scores past them.
 An additive bias (bf16, f16 or f32, broadcast over any dims) is read at
 each thread's scores from global memory, ahead of the products, and added
 to the recomputed scores in base 2. Its gradient (dbias, on request) is the
-dQ kernel's dS, written as flash_backward_dbias.py says.
+dQ kernel's dS, written as tensorcore/attention_dbias.py says.
 
 Head dims up to 128 (multiples of 8) take these two kernels as they are: the
 accumulators of both gradients of 64 kv rows (D / 2 + Dv / 2 registers a
@@ -56,6 +56,7 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.attention_dbias import refusal as dbias_refusal
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
     LOG2E, Extent, mask_columns, masked_select, negated, plus, query_block,
 )
@@ -67,7 +68,6 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
     Turns, check_operands, check_ragged, registers,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_dbias import check as check_dbias
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_dq import chunk_sums
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
@@ -211,8 +211,9 @@ def check(att, tiles):
     check_operands(att, "the attention kernels take", MAX_HEAD_DIM,
                    "the backward kernels take multiples of 8 up to", ragged=True)
     check_ragged(att)
-    if att.dbias is not None:
-        check_dbias(att)
+    why = dbias_refusal(att) if att.dbias is not None else None
+    if why:
+        raise NotSupported(why)
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
     budget = CONSUMER_REGISTERS - SPARE_REGISTERS
@@ -442,7 +443,7 @@ class DqKernel(_Blocks):
 
     def __init__(self, att, tiles, delta, bias_gradient=None):
         self.n = tiles.dq_n
-        # Where dS goes as dbias (flash_backward_dbias.BiasGradient), or None.
+        # Where dS goes as dbias (attention_dbias.BiasGradient), or None.
         self.bias_gradient = bias_gradient
         super().__init__(att, [tile_rows(att, "q", 128, att.d),
                                tile_rows(att, "do", 128, att.dv)],

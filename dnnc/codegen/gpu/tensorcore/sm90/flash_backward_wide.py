@@ -43,6 +43,7 @@ from mlir.dialects import arith, llvm, memref, nvvm, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.attention_dbias import BiasGradient
 from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
@@ -51,10 +52,9 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
     STAGED_SET, DkvKernel, DqKernel, bias_values, check, tiles_for,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_dbias import BiasGradient
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import launder
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
-    column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
+    accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.support import WARPGROUP
@@ -276,7 +276,8 @@ def build_attention_backward(fn, att):
     with ir.InsertionPoint(ret), ret.location:
         delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
                                                ir.F32Type.get()), [], [])
-        gradient = BiasGradient(att, 128, tiles.dq_n) if att.dbias is not None else None
+        gradient = BiasGradient(att, 128, tiles.dq_n, accumulator_position) \
+            if att.dbias is not None else None
         dq = (WideDqKernel if tiles.wide else DqKernel)(att, tiles, delta, gradient)
         dq.launch(dq.grid())
         dkv = (WideDkvKernel if tiles.wide else DkvKernel)(att, tiles, delta)

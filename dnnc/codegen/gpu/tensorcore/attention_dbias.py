@@ -1,20 +1,21 @@
-"""dBias of tc-sm90's two-kernel attention backward (flash_backward.py): the
-gradient of an additive bias, which the bias enters after the scale, so it
-is dS = P ∘ (dP - delta) itself (0 where masked), summed over the dims the
-bias broadcasts on.
+"""dBias of the tensor-core attention backwards' two kernels (tc-sm90:
+sm90/flash_backward.py, tc-sm80: sm80/flash_backward.py): the gradient of
+an additive bias, which the bias enters after the scale, so it is dS = P ∘
+(dP - delta) itself (0 where masked), summed over the dims the bias
+broadcasts on.
 
-The dQ kernel (flash_backward.DqKernel, and WideDqKernel) is the one to
-write it: it forms dS for each step with rows the query rows and columns
-the kv rows, the bias's own layout, where each thread holds pairs of
-adjacent columns (the dK dV kernel holds dSᵀ, whose stores would stride
-over the bias's rows). Each dS element of a (batch, head) is formed once,
-by one thread, in that kernel.
+The dQ kernel is the one to write it: it forms dS for each step with rows
+the query rows and columns the kv rows, the bias's own layout, where each
+thread holds pairs of adjacent columns in two rows (wgmma's accumulators
+and mma.sync's m16n8 tiles alike: ``position``); the dK dV kernel holds
+dSᵀ, whose stores would stride over the bias's rows. Each dS element of a
+(batch, head) is formed once, by one thread, in that kernel.
 
 1. A whole bias ``[B, H, Sq, Skv]`` whose Sq and Skv are whole dQ blocks
-   (128 rows) and steps (``n`` kv rows), its column pairs aligned
-   (``direct``): the dQ kernel writes each step's dS into dbias where it
-   lies, two columns a store, converted to dbias's type (in q's type the
-   pairs it already rounded for dQ += dS K).
+   and steps (``rows`` query rows, ``n`` kv rows), its column pairs
+   aligned (``direct``): the dQ kernel writes each step's dS into dbias
+   where it lies, two columns a store, converted to dbias's type (in q's
+   type, on tc-sm90, the pairs it already rounded for dQ += dS K).
 2. Otherwise (a bias broadcast over any dim: cuDNN's ``[1, H, Sq, Skv]``,
    ``[B, 1, Sq, Skv]``, rows or columns too; or a whole one of other
    sizes): the dQ kernel writes f32 partials, one slice per (batch, head),
@@ -25,21 +26,21 @@ by one thread, in that kernel.
    conversion). Two runs write the same bits.
 
    The padding is what keeps the dQ kernel's stores unchecked: checked
-   against Sq and Skv (a branch a column pair), they made ptxas spill the
-   D 128 dQ kernel (148 bytes with a causal mask), where unchecked ones
-   leave it as it was.
+   against Sq and Skv (a branch a column pair), they made ptxas spill
+   tc-sm90's D 128 dQ kernel (148 bytes with a causal mask), where
+   unchecked ones leave it as it was.
 
    Why a workspace and not a loop over the broadcast dim inside a block: a
-   dQ block holds one (batch, head)'s 128 query rows with Q and dO
-   resident; looping over the batch would reload them per entry and divide
-   the grid by B, and a sum across blocks without atomics needs an order,
-   which the second launch gives. The price is the workspace, B x H x Sq'
-   x Skv' f32 (the score matrix's size, as FlashAttention's dbias
-   materializes it), and its traffic: written once, read once.
+   dQ block holds one (batch, head)'s query rows with Q and dO resident;
+   looping over the batch would reload them per entry and divide the grid
+   by B, and a sum across blocks without atomics needs an order, which the
+   second launch gives. The price is the workspace, B x H x Sq' x Skv'
+   f32 (the score matrix's size, as FlashAttention's dbias materializes
+   it), and its traffic: written once, read once.
 
 The dQ kernel visits only the kv tiles its rows see (causal, a window,
-padding): after its steps each thread writes zeros at its rows' columns of
-the tiles it skipped, so every element of dbias (or of a partial) is
+padding): ahead of its steps each thread writes zeros at its rows' columns
+of the tiles it skips, so every element of dbias (or of a partial) is
 written by the kernel, and masked scores get 0 as the reference's do.
 """
 
@@ -52,34 +53,36 @@ from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, f32, for_ as _for, idx as _idx, if_ as _if, launch,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.fragments import column_of, row_of
-from dnnc.codegen.gpu.tensorcore.sm90.support import NotSupported
 
-# dbias's element types (what the bias may be: flash.check_operands).
+# dbias's element types (what the bias may be: the kernels' checks).
 ELEMENTS = ("bf16", "f16", "f32")
 # Threads a block of the summing launch.
 SUM_THREADS = 128
 
 
-def check(att):
-    """Raise NotSupported unless BiasGradient writes ``att``'s dbias."""
+def refusal(att):
+    """Why BiasGradient does not write ``att``'s dbias, or None (each
+    strategy raises its own NotSupported with it)."""
     kind = str(ir.MemRefType(att.dbias.type).element_type)
     if kind not in ELEMENTS:
-        raise NotSupported(f"a {kind} dbias: expected {', '.join(ELEMENTS)}")
+        return f"a {kind} dbias: expected {', '.join(ELEMENTS)}"
     shape = list(ir.MemRefType(att.dbias.type).shape)
     if math.prod(shape[:2]) > 65535:
-        raise NotSupported(f"dbias {shape}: the summing launch's grid y (its B x H) over 65535")
+        return f"dbias {shape}: the summing launch's grid y (its B x H) over 65535"
+    return None
 
 
 class BiasGradient:
     """Where the dQ kernel writes dS for ``att.dbias`` (module docstring):
     dbias itself, or (``summed`` dims) an f32 workspace of partials that
     ``sum`` adds up. Make it where the backward's launches are emitted (the
-    workspace is allocated there)."""
+    workspace is allocated there), after the kernel's check has called
+    ``refusal``. ``position(e)``: (which of the thread's two rows, column
+    less the thread's first) of accumulator value e."""
 
-    def __init__(self, att, rows, n):
-        check(att)
+    def __init__(self, att, rows, n, position):
         self.att = att
+        self.position = position
         shape = list(ir.MemRefType(att.dbias.type).shape)
         full = (att.batch, att.heads, att.sq, att.skv)
         self.shape = shape
@@ -117,9 +120,9 @@ class BiasGradient:
     def write(self, b, h, rows, first, e, lo, hi, frag):
         """Write the pair of dS values ``e`` and ``e + 1`` (accumulator order,
         e even) of a step: f32 ``lo`` and ``hi`` (``frag`` the same rounded
-        to q's type as one i32, or None), at the query row ``rows[row_of(e)]``
-        (the thread's two rows) and kv column ``first + column_of(e)``
-        (``first``: the step's first column plus the thread's)."""
+        to q's type as one i32, or None), at the query row of ``rows`` (the
+        thread's two) and the kv column from ``first`` (the step's first
+        column plus the thread's) that ``position(e)`` gives."""
         if self.wide:
             element = ir.F32Type.get() if not self.direct else self.element
             value = vector.from_elements(ir.VectorType.get([2], element), [lo, hi])
@@ -130,7 +133,8 @@ class BiasGradient:
             else:
                 value = vector.from_elements(pair_type, [arith.truncf(self.element, x)
                                                          for x in (lo, hi)])
-        vector.store(value, self.target, [b, h, rows[row_of(e)], _add(first, column_of(e))],
+        row, column = self.position(e)
+        vector.store(value, self.target, [b, h, rows[row], _add(first, column)],
                      alignment=8 if self.wide else 4)
 
     def zero_skipped(self, b, h, rows, column, start, steps, n):
