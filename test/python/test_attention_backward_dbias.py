@@ -15,8 +15,8 @@ attention_backward_dbias.py).
 * ptxas and SASS (skipped without ptxas or cuobjdump): no spills, stack or
   local memory in any of the kernels; HGMMA in the dQ kernel as without
   dbias; no atomics anywhere (the sums are in a fixed order).
-* tc-sm80 does not write dbias: its backward falls back to simt-generic,
-  the plan saying why.
+* tc-sm80's two kernels write dbias the same way (its dQ kernel's blocks
+  and steps), without spills.
 """
 
 import pytest
@@ -25,7 +25,7 @@ from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import ptxas, sass
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward
 from test_attention_tensor_cores import backward_graph, sizes, tensor_of
-from test_tc_sass import ARCH, needs_sass
+from test_tc_sass import ARCH, PTXAS_MISSING, needs_sass
 
 # name: (graph builder, the dims the bias broadcasts on).
 DBIAS = {
@@ -214,12 +214,29 @@ SHAPES = {"heads_d64_bf16": ((2, 4, 2, 300, 333, 64), [1, 4, 300, 333], False),
           "whole_causal_d128_bf16": ((2, 4, 2, 256, 192, 128), [2, 4, 256, 192], True)}
 
 
-def test_sm80_falls_back_naming_dbias(built):
-    """tc-sm80's backward does not write dbias: simt-generic, saying so."""
-    package = built.package("heads_d64_bf16", "sm_80")
-    kernels = [k for k in package.kernels if "sdpa_backward" in k["name"]]
-    assert kernels and all(k["strategy"] == "simt-generic" for k in kernels), \
-        [(k["entry"], k["strategy"]) for k in package.kernels]
-    assert any("tc-sm80 does not apply (the attention's dbias: not implemented in tc-sm80's "
-               "attention backward)" in k["reason"] for k in kernels), \
-        [k["reason"] for k in kernels]
+@pytest.mark.parametrize("name", ["heads_d64_bf16", "whole_causal_d128_bf16",
+                                  "batch_window_d96_bf16", "rows_d64_bf16"])
+def test_sm80_dbias(built, name):
+    """tc-sm80's two kernels write dbias the same way (its dQ kernel's
+    blocks of 128 query rows, steps of 64 kv rows): the reason says how,
+    the sum (or conversion) a third launch; and (with ptxas) no spills,
+    stack or local memory in any kernel."""
+    build, summed = DBIAS[name]
+    package = built.package(name, "sm_80")
+    kernels = package.kernels
+    assert [k["strategy"] for k in kernels] == ["tc-sm80"] * len(kernels), \
+        [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+    (b, h, hk, sq, skv, d, dv), _ = sizes(build)
+    direct = not summed and sq % 128 == 0 and skv % 64 == 0
+    assert len(kernels) == (2 if direct else 3)
+    note = "dbias = dS written by the dQ kernel" if direct else \
+        "f32 partials per (batch, head)" if summed else "dbias = dS: f32 into a workspace"
+    assert note in kernels[0]["reason"], kernels[0]["reason"]
+    written = _written(package.manifest, kernels[0 if direct else 2])
+    assert "dbias" in written, written
+    if PTXAS_MISSING is not None:
+        return
+    resources = ptxas.assemble(package.ptx, "sm_80")
+    for k in kernels:
+        r = resources[k["entry"]]
+        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)

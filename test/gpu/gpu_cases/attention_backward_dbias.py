@@ -1,7 +1,10 @@
 """The attention backward's bias gradient (``compute_dbias``: cuDNN's dBias)
 on tc-sm90's two kernels (dnnc/codegen/gpu/tensorcore/attention_dbias.py:
 the dQ kernel writes dS; a second launch sums f32 partials over the dims
-the bias broadcasts on), on chosen problems.
+the bias broadcasts on), on chosen problems; and on tc-sm80's (``SM80``,
+forced by the config override ``*=strategy:tc-sm80``, as
+attention_backward_sm80 forces them: built for sm_90a an H100 or H200 runs
+them in place of tc-sm90's).
 
 The problems are what the parts answer for: a bias one a head (cuDNN's
 ``[1, H, Sq, Skv]``, summed over the batch), one a batch entry (``[B, 1,
@@ -67,12 +70,30 @@ PROBLEMS = (
     ("long", [A(1, 2, 1, 1000, 700, 64, 64, causal=True, bias=(1, 2, 1000, 700))]),
 )
 
-# bf16 for every graph, f16 for the first three.
+# tc-sm80's dQ kernel (128 query rows a block, 64 kv rows a step): head
+# dims up to 128; a bias one a head, one a batch entry, whole of whole
+# blocks and steps (written by the dQ kernel) and of other sizes; masks.
+SM80 = (
+    ("sm80", [A(2, 4, 2, 300, 333, 64, 64, bias=(1, 4, 300, 333)),
+              A(2, 4, 2, 129, 200, 128, 128, causal=True, bias=(2, 1, 129, 200)),
+              A(2, 2, 1, 256, 192, 64, 64, causal=True, bias=(2, 2, 256, 192)),
+              A(1, 2, 2, 100, 77, 80, 80, causal=True, bottom_right=True, bias=(1, 2, 100, 77)),
+              A(1, 2, 1, 200, 300, 96, 96, causal=True, window=50, bias=(1, 2, 200, 300))]),
+)
+SM80_CONFIG = "*=strategy:tc-sm80"
+
+# bf16 for every graph, f16 for the first three; tc-sm80's in both.
 GRAPHS = [(p, BF16) for p in PROBLEMS] + [(p, F16) for p in PROBLEMS[:3]]
+SM80_GRAPHS = [(p, dtype) for p in SM80 for dtype in (BF16, F16)]
 
 CASES = [
     Case(f"attention_backward_dbias_{name}_{dtype.mlir}",
          random_attention_backward(dtype, problems), seed=SEED + j, rtol=RTOL[dtype.mlir],
          derived=derive_forward(dtype, problems))
     for j, ((name, problems), dtype) in enumerate(GRAPHS)
+] + [
+    Case(f"attention_backward_dbias_{name}_{dtype.mlir}",
+         random_attention_backward(dtype, problems), seed=SEED + 100 + j,
+         rtol=RTOL[dtype.mlir], derived=derive_forward(dtype, problems), config=SM80_CONFIG)
+    for j, ((name, problems), dtype) in enumerate(SM80_GRAPHS)
 ]
