@@ -18,7 +18,8 @@ rows skip; with Sq > Skv bottom-right the first rows see nothing: dS = 0
 there); Sq and Skv that are no multiple of a tile, and 1; head dims 64 to
 256 (flash_backward_wide's narrower dQ steps) and 192 / 128; an f32 bias
 of a bf16 graph (an f32 dbias); o and the statistics from an sdpa forward
-in the graph; gradients stored (B, S, H, D) and in f32. The dbias is
+in the graph; gradients stored (B, S, H, D) and in f32; padding masks
+(per-batch lengths, some 0). The dbias is
 deterministic (one thread sums each element in a fixed order): the
 runner's second call of each package checks that it writes the same bytes.
 
@@ -31,10 +32,14 @@ bias's type, so each element is off by about one rounding of that type of
 the largest dS.
 """
 
+import dnnc
+
 from .attention_backward_random import (
     AttentionBackwardConfig, derive_forward, random_attention_backward,
 )
-from .case import BF16, F16, F32, RTOL, Case
+from .attention_padding import PaddedConfig as P
+from .attention_padding import _fixed, _lengths_of
+from .case import BF16, F16, F32, RTOL, Case, graph_of, outputs
 
 SEED = 20261210
 
@@ -82,6 +87,53 @@ SM80 = (
 )
 SM80_CONFIG = "*=strategy:tc-sm80"
 
+# Padding masks (per-batch lengths, attention_padding's configurations)
+# with a bias: (config, the bias's dims). Entries of Lq = 0 (blocks of no
+# step: all zeros), Lkv past a tile, a whole bias of whole blocks (the dQ
+# kernel writes it), one a head, one a batch entry.
+PADDED = (
+    (P(3, 4, 2, 200, 150, 64, 64, "none", 0, (200, 77, 0), (150, 1, 90)), (1, 4, 200, 150)),
+    (P(2, 2, 1, 128, 128, 128, 128, "causal", 0, (128, 5), (100, 128)), (2, 2, 128, 128)),
+    (P(2, 2, 2, 130, 300, 64, 64, "bottom_right", 0, (130, 64), (300, 129)), (2, 1, 130, 300)),
+)
+
+
+def _add_padded(g, i, config):
+    """sdpa_backward with a bias and dbias (dq<i>, dk<i>, dv<i>, dbias<i>)
+    of a padded problem, from inputs q<i>, k<i>, v<i>, o_in<i>,
+    stats_in<i>, do<i>, bias<i> and the lengths lq<i>, lkv<i>."""
+    att, dims = config
+    q, k, v = (g.tensor(name=f"{x}{i}", dim=att.dims(x)) for x in "qkv")
+    bias = g.tensor(name=f"bias{i}", dim=list(dims))
+    o_in = g.tensor(name=f"o_in{i}", dim=att.dims("o"))
+    stats_in = g.tensor(name=f"stats_in{i}", dim=att.dims("stats"), data_type=F32)
+    do = g.tensor(name=f"do{i}", dim=att.dims("o"))
+    grads = g.sdpa_backward(q, k, v, o_in, do, stats_in, bias=bias, compute_dbias=True,
+                            **att.masks(), **_lengths_of(g, i, att))
+    for name, t in zip(("dq", "dk", "dv", "dbias"), grads):
+        t.set_name(f"{name}{i}")
+    outputs(*grads)
+
+
+def _derive_padded(dtype, configs):
+    """Case.derived: each o_in and stats_in the reference forward's of the
+    drawn q, k, v, bias and the lengths."""
+    def derived(values):
+        out = {}
+        for i, (att, dims) in enumerate(configs):
+            g = dnnc.Graph(io_data_type=dtype)
+            q, k, v = (g.tensor(name=x, dim=att.dims(x)) for x in "qkv")
+            bias = g.tensor(name="bias", dim=list(dims))
+            o, stats = g.sdpa(q, k, v, bias=bias, generate_stats=True, **att.masks(),
+                              **_lengths_of(g, "", att))
+            o.set_name("o").set_output(True)
+            stats.set_name("stats").set_output(True)
+            ref = g.execute_reference({x: values[f"{x}{i}"]
+                                       for x in ("q", "k", "v", "bias", "lq", "lkv")})
+            out[f"o_in{i}"], out[f"stats_in{i}"] = ref["o"], ref["stats"]
+        return out
+    return derived
+
 # bf16 for every graph, f16 for the first three; tc-sm80's in both.
 GRAPHS = [(p, BF16) for p in PROBLEMS] + [(p, F16) for p in PROBLEMS[:3]]
 SM80_GRAPHS = [(p, dtype) for p in SM80 for dtype in (BF16, F16)]
@@ -96,4 +148,9 @@ CASES = [
          random_attention_backward(dtype, problems), seed=SEED + 100 + j,
          rtol=RTOL[dtype.mlir], derived=derive_forward(dtype, problems), config=SM80_CONFIG)
     for j, ((name, problems), dtype) in enumerate(SM80_GRAPHS)
+] + [
+    Case(f"attention_backward_dbias_padding_{dtype.mlir}", graph_of(_add_padded, dtype, PADDED),
+         seed=SEED + 200 + j, rtol=RTOL[dtype.mlir],
+         fixed=_fixed([att for att, _ in PADDED]), derived=_derive_padded(dtype, PADDED))
+    for j, dtype in enumerate((BF16, F16))
 ]
