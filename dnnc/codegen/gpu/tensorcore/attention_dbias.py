@@ -21,9 +21,9 @@ dSᵀ, whose stores would stride over the bias's rows. Each dS element of a
    sizes): the dQ kernel writes f32 partials, one slice per (batch, head),
    into a workspace ``[B, H, Sq', Skv']`` (Sq and Skv rounded up to whole
    blocks and steps), and a second launch (``BiasGradient.sum``) sums
-   them: one thread per dbias element adds its partials in a fixed order
-   (batch, head, row, column), in f32, and rounds once (over no dim: a
-   conversion). Two runs write the same bits.
+   them: one thread per dbias element adds its partials in f32 in a fixed
+   order (nested loops over the summed dims, batch outermost), and rounds
+   once (over no dim: a conversion). Two runs write the same bits.
 
    The padding is what keeps the dQ kernel's stores unchecked: checked
    against Sq and Skv (a branch a column pair), they made ptxas spill
@@ -86,7 +86,8 @@ class BiasGradient:
         shape = list(ir.MemRefType(att.dbias.type).shape)
         full = (att.batch, att.heads, att.sq, att.skv)
         self.shape = shape
-        self.summed = tuple(i for i, (n, f) in enumerate(zip(shape, full)) if n != f)
+        self.summed = tuple(d for d, (size, whole) in enumerate(zip(shape, full))
+                            if size != whole)
         self.element = ir.MemRefType(att.dbias.type).element_type
         # Direct: every store of the dQ kernel's blocks (``rows`` query rows)
         # and steps (``n`` kv rows) lands inside dbias, two columns aligned.
