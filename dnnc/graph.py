@@ -406,29 +406,45 @@ class Graph:
                       sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
                       seq_len_kv=None, paged_attention_k_table=None,
                       paged_attention_v_table=None, paged_attention_max_seq_len_kv=None,
-                      use_deterministic_algorithm=False, name=None):
-        """Attention backward; returns (dQ, dK, dV). The masks are the
+                      use_deterministic_algorithm=False, compute_dbias=False, name=None):
+        """Attention backward; returns (dQ, dK, dV), or (dQ, dK, dV, dBias)
+        with ``compute_dbias``. The masks are the
         forward's (``sdpa``). A paged KV cache is forward only, as in cuDNN:
         K and V here are contiguous (B, H_kv, S_kv, D), and the paged_attention
         arguments are refused. ``use_deterministic_algorithm`` asks for
         kernels that sum every gradient in a fixed order, so that two runs
         write the same bits (the default, faster backward adds dQ's parts
-        in whatever order its blocks finish)."""
+        in whatever order its blocks finish).
+
+        ``compute_dbias`` (cuDNN's dBias output) needs ``bias``: dBias has
+        the bias's shape and (unless set) type and is the gradient of the scores after
+        the scale (the bias is added unscaled), 0 where masked, summed over
+        the bias's dims of size 1 (a bias broadcast over B or H gets the
+        sum over the batch entries or heads)."""
         for arg, given in (("paged_attention_k_table", paged_attention_k_table),
                            ("paged_attention_v_table", paged_attention_v_table),
                            ("paged_attention_max_seq_len_kv", paged_attention_max_seq_len_kv)):
             if given is not None:
                 raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
                                        "cache is forward only, as in cuDNN), got a value")
+        if compute_dbias and bias is None:
+            raise GraphError("sdpa_backward: compute_dbias: expected a bias tensor (dBias is "
+                             "its gradient), got bias=None")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
         scale = _number("sdpa_backward", "attn_scale", scale)
-        return _attention.take_ragged(self, tuple(self._op(
+        grads = _attention.take_ragged(self, tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name)))
+                 scale=float(scale), deterministic=bool(use_deterministic_algorithm),
+                 compute_dbias=bool(compute_dbias)), name)))
+        if not compute_dbias:
+            return grads[:3]
+        if bias.data_type is not None:
+            grads[3].data_type = bias.data_type   # until set_data_type says otherwise
+        return grads
 
     # ------------------------------------------------------------------ normalization
 

@@ -183,6 +183,48 @@ def test_sdpa_causal_with_stats_and_backward():
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_sdpa_backward_dbias_of_a_bias_broadcast_over_the_batch():
+    # cuDNN's dBias as its samples pass it: a tensor the caller makes with
+    # the bias's dims ([1, H, Sq, Skv] here, so the batch is summed), given
+    # to sdpa_backward beside bias; against autograd of an additive
+    # attn_mask with a causal mask folded in (-inf above the diagonal).
+    torch.manual_seed(8)
+    B, H, Sq, Skv, D = 2, 3, 6, 9, 8
+    q, k, v = torch.randn(B, H, Sq, D), torch.randn(B, H, Skv, D), torch.randn(B, H, Skv, D)
+    bias, scale = torch.randn(1, H, Sq, Skv), 0.35
+    above = torch.ones(Sq, Skv, dtype=torch.bool).triu(1)
+    bg = bias.clone().requires_grad_()
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=bg.masked_fill(above, float("-inf")),
+                                       scale=scale)
+    do = torch.randn_like(o)
+    o.backward(do)
+    st = torch.logsumexp((q @ k.transpose(-1, -2) * scale + bias).masked_fill(
+        above, float("-inf")), -1, keepdim=True)
+
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in
+         dict(q=q, k=k, v=v, o=o.detach(), do=do, st=st, bias=bias).items()}
+    dBias = bwd.tensor(name="dBias", dim=bias.size(), stride=bias.stride(),
+                       data_type=cudnn.data_type.FLOAT).set_output(True)
+    dQ, dK, dV = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"],
+                                   stats=t["st"], attn_scale=scale, bias=t["bias"],
+                                   dBias=dBias, use_causal_mask=True)
+    for x in (dQ, dK, dV):
+        x.set_output(True)
+    _build(bwd)
+    dq, dk, dv, db = (torch.empty_like(x) for x in (q, k, v, bias))
+    bwd.execute({t["q"]: q, t["k"]: k, t["v"]: v, t["o"]: o.detach(), t["do"]: do,
+                 t["st"]: st, t["bias"]: bias, dQ: dq, dK: dk, dV: dv, dBias: db}, None)
+    torch.testing.assert_close(db, bg.grad, atol=1e-4, rtol=1e-4)
+    assert not db[..., above].any()
+
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: g.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=q, do=q, st=st).items()}
+    with pytest.raises(cudnn.InvalidGraphError, match="dBias: expected a bias with it"):
+        g.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"], stats=t["st"],
+                        dBias=g.tensor(name="dBias", dim=[1, H, Sq, Skv]))
+
+
 def test_sdpa_stats_packed_and_gradients_laid_out_like_their_inputs():
     # cudnn-frontend's tests hand q in [B, S, H, D] order and allocate the
     # statistics as a packed [B, H, S, 1] tensor: Stats does not follow q's

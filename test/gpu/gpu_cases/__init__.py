@@ -88,6 +88,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        sdpa backwards on tc-sm80's dQ and dK dV kernels (a
                        config override) on chosen problems: head dims,
                        masks, GQA, a bias, layouts, padding lengths
+    attention_backward_dbias.py
+                       the sdpa backward's bias gradient (compute_dbias) on
+                       tc-sm90's two kernels: biases broadcast over B, H or
+                       both and whole, masks, GQA, lengths past a tile,
+                       head dims to 256, layouts
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -118,15 +123,15 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        run again with other values
 """
 
-from . import (attention, attention_backward_fused, attention_backward_random,
-               attention_backward_sm80, attention_backward_wide, attention_decode,
-               attention_gqa_fold, attention_padding, attention_paged, attention_ragged,
-               attention_random, attention_sm80, conv_bias_grad, conv_grouped_simt,
-               conv_odd_channels,
-               conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_sm80_split,
-               conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
-               layouts, matmul, matmul_align, matmul_f32_exact, matmul_fp8, normalization,
-               pointwise, pooling, reduction_middle, reductions, row_programs, scalars,
+from . import (attention, attention_backward_dbias, attention_backward_fused,
+               attention_backward_random, attention_backward_sm80, attention_backward_wide,
+               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
+               attention_ragged, attention_random, attention_sm80, conv_bias_grad,
+               conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
+               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
+               data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
+               matmul_f32_exact, matmul_fp8, normalization, pointwise, pooling,
+               reduction_middle, reductions, row_programs, scalars,
                zero_size)
 from .case import Case
 
@@ -162,6 +167,7 @@ CASES = [
     *attention_backward_fused.CASES,
     *attention_backward_wide.CASES,
     *attention_backward_sm80.CASES,
+    *attention_backward_dbias.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_ragged.CASES,

@@ -1320,6 +1320,30 @@ func.func @sdpa_backward_output_gradient_shape(%q: tensor<2x4x16x8xf32>, %k: ten
 
 // -----
 
+func.func @sdpa_backward_dbias_without_bias(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>) -> tensor<2x4x16x8xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op attribute 'compute_dbias': expected a 'bias' operand with compute_dbias=true (dbias is its gradient), got none
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x32xf32>)
+  return %r#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @sdpa_backward_dbias_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>, %bias: tensor<1x4x16x32xf32>) -> tensor<2x4x16x8xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op result 'dbias': expected shape 1x4x16x32, got 2x4x16x32
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>, tensor<1x4x16x32xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x32xf32>)
+  return %r#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @sdpa_backward_dbias_absent(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>, %bias: tensor<1x4x16x32xf32>) -> tensor<2x4x16x8xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op result 'dbias': expected absent, got present
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>, tensor<1x4x16x32xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<1x4x16x32xf32>)
+  return %r#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
 func.func @sdpa_backward_stats_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'stats': expected rank 4, got rank 3
   %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)

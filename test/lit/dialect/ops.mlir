@@ -941,6 +941,18 @@ func.func @sdpa_backward_bias(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x6x8xf16>, 
 
 // -----
 
+// compute_dbias adds a fourth result, dbias, of the bias's shape and type.
+
+// CHECK-LABEL: func.func @sdpa_backward_dbias(
+//  CHECK-NEXT:   %[[R:.*]]:4 = "dnn.sdpa_backward"({{.*}}) {compute_dbias = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : ({{.*}}) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x6xbf16>)
+//  CHECK-NEXT:   return %[[R]]#3 : tensor<1x2x4x6xbf16>
+func.func @sdpa_backward_dbias(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x6x8xf16>, %v: tensor<1x2x6x8xf16>, %o: tensor<1x2x4x8xf16>, %do: tensor<1x2x4x8xf16>, %stats: tensor<1x2x4x1xf32>, %bias: tensor<1x2x4x6xbf16>) -> tensor<1x2x4x6xbf16> {
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x2x4x6xbf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x6xbf16>)
+  return %r#3 : tensor<1x2x4x6xbf16>
+}
+
+// -----
+
 // ============================================================================
 // Normalizations: optional scale/bias operands and optional statistics results.
 // ============================================================================
