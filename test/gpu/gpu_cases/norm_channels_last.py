@@ -103,8 +103,10 @@ CASES = [
          group(BF16, [2, 64, 8, 8], 32, phase="inference")),
     Case("norm_channels_last_group_plain_f32", group(F32, [2, 12, 4, 9], 3, affine=False)),
     # The benchmark problems (bench/cases.py's norm-nhwc cases).
-    Case("norm_channels_last_instance_bench_bf16", group(BF16, [16, 64, 64, 64])),
-    Case("norm_channels_last_group_bench_bf16", group(BF16, [16, 128, 32, 32], 32)),
+    Case("norm_channels_last_instance_bench_bf16", group(BF16, [16, 128, 64, 64],
+                                                         param_type=BF16)),
+    Case("norm_channels_last_group_bench_bf16", group(BF16, [8, 320, 64, 64], 32,
+                                                      param_type=BF16)),
     # cudnn-frontend's layernorm and rmsnorm shape in NHWC strides.
     Case("norm_channels_last_layernorm_rows_bf16", rows(BF16, 64, 768)),
     Case("norm_channels_last_rmsnorm_rows_bf16", rows(BF16, 48, 1000, "rmsnorm")),
