@@ -240,3 +240,66 @@ def test_row_major_y_of_a_channels_last_x():
     check_cpu(g)
     kernels = [k.strategy for k in strategies(g)]
     assert kernels == [COLUMNS, COLUMNS, P, "simt-transpose"], kernels
+
+
+# ---------------------------------------------------------------------- dnnc.frontend
+
+def _frontend_graph(form):
+    """cudnn-frontend's norm graphs as its tests write them (x, dy and the
+    [1, C, 1, 1] parameters channels_last, bf16 activations, f32
+    parameters and statistics), lowered to a dnnc.Graph."""
+    import dnnc.frontend as cudnn
+
+    f32 = cudnn.data_type.FLOAT
+    g = cudnn.pygraph(io_data_type=cudnn.data_type.BFLOAT16, intermediate_data_type=f32,
+                      compute_data_type=f32)
+    dims = ROWS if form.endswith("rows") else DIMS
+    c = dims[1]
+    x = g.tensor(name="x", dim=dims, stride=channels_last(dims))
+    dy = g.tensor(name="dy", dim=dims, stride=channels_last(dims))
+    p = {k: g.tensor(name=k, dim=[1, c, 1, 1], stride=channels_last([1, c, 1, 1]),
+                     data_type=f32) for k in ("scale", "bias", "mean", "var")}
+    training = cudnn.norm_forward_phase.TRAINING
+    if form == "instancenorm":
+        y, mean, inv = g.instancenorm(norm_forward_phase=training, input=x, scale=p["scale"],
+                                      bias=p["bias"], epsilon=1e-5)
+        outs = [y, mean, inv, *g.instancenorm_backward(grad=dy, input=x, scale=p["scale"],
+                                                       mean=mean, inv_variance=inv)]
+    elif form == "batchnorm":
+        y, mean, inv, _, _ = g.batchnorm(input=x, scale=p["scale"], bias=p["bias"],
+                                         in_running_mean=p["mean"], in_running_var=p["var"],
+                                         epsilon=1e-5, momentum=0.1)
+        outs = [y, mean, inv, *g.batchnorm_backward(grad=dy, input=x, scale=p["scale"],
+                                                    mean=mean, inv_variance=inv)]
+    elif form == "batchnorm_inference":
+        outs = [g.batchnorm_inference(input=x, mean=p["mean"], inv_variance=p["var"],
+                                      scale=p["scale"], bias=p["bias"])]
+    else:  # layernorm over [rows, hidden, 1, 1]
+        y, mean, inv = g.layernorm(norm_forward_phase=training, input=x, scale=p["scale"],
+                                   bias=p["bias"], epsilon=1e-5)
+        outs = [y, mean, inv, *g.layernorm_backward(grad=dy, input=x, scale=p["scale"],
+                                                    mean=mean, inv_variance=inv)]
+    for t in outs:
+        t.set_output(True)
+    for t in outs[1:3] if len(outs) > 1 else []:
+        t.set_data_type(f32)
+    return g.to_dnnc()
+
+
+FRONTEND = {
+    # forward: two column programs and y; backward: the sums of dy and
+    # dy * x join the first, dx one pointwise pass, dscale and dbias a
+    # column program over the samples.
+    "instancenorm": [COLUMNS, COLUMNS, P, P, COLUMNS],
+    "batchnorm": [COLUMNS, COLUMNS, P, COLUMNS, P],
+    # cuDNN's form (inverse deviation) composed of pointwise ops over x's
+    # memory order: one pass, no layout copy.
+    "batchnorm_inference": [P],
+    "layernorm_rows": [R, "simt-reduce-rows-columns"],
+}
+
+
+@pytest.mark.parametrize("form", sorted(FRONTEND))
+def test_frontend_channels_last_norms_plan(form):
+    kernels = assert_no_generic_or_copy(_frontend_graph(form))
+    assert [k.strategy for k in kernels] == FRONTEND[form]
