@@ -58,13 +58,13 @@ def _out(t, stride=None):
     t.set_output(True)
 
 
-def group_graph(op, layout, params, phase, dtype=F32):
+def group_graph(op, layout, params, phase, dtype=F32, dims=DIMS):
     """instancenorm or groupnorm forward (``phase``) and, in training, its
     backward from the forward's statistics, x and dy in ``layout``."""
     g = dnnc.Graph(io_data_type=dtype, compute_data_type=F32)
-    stride = _stride(DIMS, layout)
-    x = g.tensor(name="x", dim=DIMS, stride=stride)
-    c = DIMS[1]
+    stride = _stride(dims, layout)
+    x = g.tensor(name="x", dim=dims, stride=stride)
+    c = dims[1]
     scale, bias = _param(g, "scale", c, params), _param(g, "bias", c, params)
     if op == "groupnorm":
         y, mean, inv = g.groupnorm(x, GROUPS, scale, bias, epsilon=1e-3,
@@ -75,7 +75,7 @@ def group_graph(op, layout, params, phase, dtype=F32):
     if phase == "training":
         _out(mean)
         _out(inv)
-        dy = g.tensor(name="dy", dim=DIMS, stride=stride)
+        dy = g.tensor(name="dy", dim=dims, stride=stride)
         if op == "groupnorm":
             dx, dscale, dbias = g.groupnorm_backward(dy, x, GROUPS, scale, mean, inv)
         else:
@@ -179,6 +179,16 @@ FORMS = [(op, layout, params) for op in ("instancenorm", "groupnorm")
 @pytest.mark.parametrize("phase", ["training", "inference"])
 def test_group_norms_on_the_cpu(op, layout, params, phase):
     check_cpu(group_graph(op, layout, params, phase))
+
+
+@pytest.mark.parametrize("op", ["instancenorm", "groupnorm"])
+@pytest.mark.parametrize("dims", [[1, 16, 5, 6], [3, 16, 1, 6]])
+def test_channels_last_group_norms_of_unit_dims(op, dims):
+    """One sample, or a spatial dim of 1 (which channels-last strides list
+    anywhere): still the (N, S, C) view, no copy, the same values."""
+    g = group_graph(op, "nhwc", "nhwc", "training", dims=dims)
+    check_cpu(g)
+    assert_no_generic_or_copy(g)
 
 
 @pytest.mark.parametrize("op", ["instancenorm", "groupnorm"])
