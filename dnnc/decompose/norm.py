@@ -26,6 +26,9 @@ per row), and each reshape only relabels a buffer. The backward sums dy and
 dy * x per (sample, channel) over the spatial dims, folds those sums per
 group into the coefficients of dx = a * dy + p * x + q, and sums over the
 samples for dscale and dbias. (PyTorch's kernels take the same steps.)
+A channels-last x (a graph input whose strides put C innermost) is instead
+read in its memory order, (N, spatial, C), by column programs:
+dnnc/decompose/norm_channels_last.py.
 Batchnorm has its own rules: dnnc/decompose/batchnorm.py. Semantics:
 dnnc/dialect/ops_norm.py.
 """
@@ -164,13 +167,6 @@ def _per_channel(shape):
     return tuple(shape[:2]) + (1,) * (len(shape) - 2)
 
 
-def _spread(b, v, like):
-    """``v`` broadcast to its shape and ``like``'s together, as v + 0 * position:
-    gen_index reads no memory and its positions are finite, so the sum is v."""
-    position = b.emit("gen_index", {"x": like}, {"axis": 0})
-    return b.add(v, b.mul(position, 0.0))
-
-
 def _group_view(shape, groups):
     """The view of x (N, C, ...) that groupnorm's forward normalizes, the axes
     it reduces and the view of a (1, C, 1, ...) parameter. The views keep x's
@@ -259,8 +255,8 @@ def groupnorm_backward(b, v):
     p = b.unary("neg", b.mul(b.mul(b.mul(s2, inv), inv), 1.0 / count))
     q = b.mul(b.mul(b.sub(b.mul(b.mul(s2, mean), inv), s1), inv), 1.0 / count)
     if per_group > 1:
-        a = a if gamma is not None else _spread(b, a, ds_view)
-        p, q = _spread(b, p, ds_view), _spread(b, q, ds_view)
+        a = a if gamma is not None else b.spread(a, ds_view)
+        p, q = b.spread(p, ds_view), b.spread(q, ds_view)
     if cl is not None:
         dy, x, channel = dy_rows, x_rows, cl.channel_shape
     dx = b.add(b.add(b.mul(b.reshape(a, channel), dy), b.mul(b.reshape(p, channel), x)),

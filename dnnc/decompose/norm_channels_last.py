@@ -95,13 +95,6 @@ class ChannelsLast:
         return b.sum(t, [1])
 
 
-def _spread(b, v, like):
-    """``v`` broadcast to its shape and ``like``'s together, as v + 0 * position
-    (gen_index reads no memory, so the sum is v)."""
-    position = b.emit("gen_index", {"x": like}, {"axis": 0})
-    return b.add(v, b.mul(position, 0.0))
-
-
 def group_sum(b, cl, sums, groups):
     """Per (sample, group) sums (N, G, 1) of per-channel ``sums`` (N, 1, C);
     one channel a group: ``sums`` as they are."""
@@ -118,7 +111,7 @@ def per_channel(b, cl, value, groups, like):
     if groups == cl.c:
         return value
     grouped = b.reshape(like, (cl.n, groups, cl.c // groups))
-    return b.reshape(_spread(b, value, grouped), cl.channel_shape)
+    return b.reshape(b.spread(value, grouped), cl.channel_shape)
 
 
 def groupnorm(b, v, cl):
