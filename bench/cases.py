@@ -917,6 +917,49 @@ def _instance_stats(t, dy, x, s, mean, inv):
     inv.copy_(t.rsqrt(xf.var((2, 3), unbiased=False, keepdim=True) + EPS))
 
 
+# The same instance and group norms of channels-last (NHWC) x, y, dy and dx,
+# as cudnn-frontend's tests and samples give them, with [1, C, 1, 1]
+# parameters in NHWC strides: read in place by column programs over (N, H*W,
+# C) (dnnc/decompose/norm_channels_last.py). PyTorch's reference gets the
+# tensors in the same strides (its channels-last kernels).
+
+def _group_nhwc(kind, dims, backward):
+    def build():
+        n, c, h, w = dims
+        g = _graph(f"{kind}_nhwc" + ("_backward" if backward else ""))
+        nhwc, pstride = _nhwc(*dims), _nhwc(1, c, 1, 1)
+        x = g.tensor(name="x", dim=dims, stride=nhwc)
+        groups = GROUPS_GN if kind == "groupnorm" else c
+        if backward:
+            dy = g.tensor(name="dy", dim=dims, stride=nhwc)
+            s = g.tensor(name="scale", dim=[1, c, 1, 1], stride=pstride)
+            mean = g.tensor(name="mean", dim=[n, groups, 1, 1], data_type="f32")
+            inv = g.tensor(name="inv_variance", dim=[n, groups, 1, 1], data_type="f32")
+            if kind == "groupnorm":
+                outs = g.groupnorm_backward(dy, x, groups, s, mean, inv, has_bias=True)
+            else:
+                outs = g.instancenorm_backward(dy, x, s, mean, inv, has_bias=True)
+            outs[0].set_stride(nhwc)
+            for out in outs:
+                out.set_output(True)
+            return g
+        s = g.tensor(name="scale", dim=[1, c, 1, 1], stride=pstride)
+        b = g.tensor(name="bias", dim=[1, c, 1, 1], stride=pstride)
+        if kind == "groupnorm":
+            y = g.groupnorm(x, groups, s, b, epsilon=EPS)[0]
+        else:
+            y = g.instancenorm(x, s, b, epsilon=EPS)[0]
+        y.set_output(True).set_stride(nhwc)
+        return g
+    return build
+
+
+def _group_stats_nhwc(t, dy, x, s, mean, inv):
+    xf = x.float().permute(0, 2, 3, 1).reshape(GN[0], -1, GROUPS_GN, GN[1] // GROUPS_GN)
+    mean.copy_(xf.mean((1, 3)).reshape(mean.shape))
+    inv.copy_(t.rsqrt(xf.var((1, 3), unbiased=False) + EPS).reshape(inv.shape))
+
+
 NX = 16384 * D                     # elements of a layernorm / rmsnorm x
 BNX, GNX, INX = _numel(BN), _numel(GN), _numel(IN)
 
@@ -984,6 +1027,26 @@ NORM = [
                                                           bias=b.view(-1), eps=EPS),
          7 * INX, 2 * INX * BF16 + 2 * IN[1] * BF16, True, "norm"),
     Case("instancenorm backward 16x128x64x64 bf16", _instancenorm_backward,
+         _autograd_backward, 11 * INX,
+         3 * INX * BF16 + 3 * IN[1] * BF16 + 2 * IN[0] * IN[1] * F32, True, "norm",
+         init=_instance_stats,
+         torch_prepare=_norm_backward_prepare(
+             lambda t, x, w, b: t.nn.functional.instance_norm(x, weight=w, bias=b, eps=EPS))),
+    Case("groupnorm 32 groups 8x320x64x64 NHWC bf16", _group_nhwc("groupnorm", GN, False),
+         lambda t, x, s, b: t.nn.functional.group_norm(x, GROUPS_GN, s.view(-1), b.view(-1),
+                                                       EPS),
+         7 * GNX, 2 * GNX * BF16 + 2 * GN[1] * BF16, True, "norm"),
+    Case("groupnorm backward 32 groups 8x320x64x64 NHWC bf16",
+         _group_nhwc("groupnorm", GN, True), _autograd_backward, 11 * GNX,
+         3 * GNX * BF16 + 3 * GN[1] * BF16 + 2 * GN[0] * GROUPS_GN * F32, True, "norm",
+         init=_group_stats_nhwc,
+         torch_prepare=_norm_backward_prepare(
+             lambda t, x, w, b: t.nn.functional.group_norm(x, GROUPS_GN, w, b, EPS))),
+    Case("instancenorm 16x128x64x64 NHWC bf16", _group_nhwc("instancenorm", IN, False),
+         lambda t, x, s, b: t.nn.functional.instance_norm(x, weight=s.view(-1),
+                                                          bias=b.view(-1), eps=EPS),
+         7 * INX, 2 * INX * BF16 + 2 * IN[1] * BF16, True, "norm"),
+    Case("instancenorm backward 16x128x64x64 NHWC bf16", _group_nhwc("instancenorm", IN, True),
          _autograd_backward, 11 * INX,
          3 * INX * BF16 + 3 * IN[1] * BF16 + 2 * IN[0] * IN[1] * F32, True, "norm",
          init=_instance_stats,

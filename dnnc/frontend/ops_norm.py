@@ -96,6 +96,45 @@ class _Rows:
         return self.ctx.graph.reshape(d, shape)
 
 
+class _ChannelsLast:
+    """A channels-last graph input x (N, C, spatial...) in its memory order,
+    (N * spatial, C), with its [1, C, 1, ...] operands as (1, C): the
+    pointwise ops then run over x as it lies (the transposes are views of
+    the graph's buffers on the GPU, dnn-layout-views), where on the logical
+    NCHW shape they would read and write through layout copies.
+    ``of(g, x, params)`` is None unless x is such an input and every
+    parameter [1, C, 1, ...]."""
+
+    def __init__(self, g, dims, order):
+        self.g, self.dims, self.order = g, list(dims), order
+        self.c = dims[1]
+
+    @staticmethod
+    def of(g, x, params):
+        from dnnc.decompose import layout  # the compiler's reading of strides
+
+        dims = list(x.dim)
+        if x.producer is not None or len(dims) < 3 or math.prod(dims[2:]) <= 1:
+            return None
+        order = layout.channel_last_order(dims, x.stride)
+        if order is None or order == sorted(order):
+            return None
+        if any(list(t.dim) != [1, dims[1]] + [1] * (len(dims) - 2) for t in params):
+            return None
+        return _ChannelsLast(g, dims, order)
+
+    def flat(self, t):
+        t = self.g.transpose(t, self.order)
+        return self.g.reshape(t, [math.prod(self.dims) // self.c, self.c])
+
+    def param(self, t):
+        return self.g.reshape(t, [1, self.c])
+
+    def back(self, t):
+        t = self.g.reshape(t, [self.dims[d] for d in self.order])
+        return self.g.transpose(t, [self.order.index(d) for d in range(len(self.order))])
+
+
 class NormOps:
     """The normalization methods of ``pygraph``."""
 
@@ -200,11 +239,14 @@ class NormOps:
             i = node.inputs
             g = ctx.graph
             x = ctx.tensor(i["input"], "batchnorm_inference input")
-            centered = g.sub(x, ctx.tensor(i["mean"], "batchnorm_inference mean"))
-            normed = g.mul(centered, ctx.tensor(i["inv_variance"],
-                                                "batchnorm_inference inv_variance"))
-            scaled = g.mul(normed, ctx.tensor(i["scale"], "batchnorm_inference scale"))
-            return [g.add(scaled, ctx.tensor(i["bias"], "batchnorm_inference bias"))]
+            p = {k: ctx.tensor(i[k], f"batchnorm_inference {k}")
+                 for k in ("mean", "inv_variance", "scale", "bias")}
+            view = _ChannelsLast.of(g, x, p.values())
+            if view is not None:
+                x, p = view.flat(x), {k: view.param(t) for k, t in p.items()}
+            y = g.add(g.mul(g.mul(g.sub(x, p["mean"]), p["inv_variance"]), p["scale"]),
+                      p["bias"])
+            return [view.back(y) if view is not None else y]
 
         return self._add("batchnorm_inference", name,
                          {"input": input, "mean": mean, "inv_variance": inv_variance,

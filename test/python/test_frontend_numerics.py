@@ -399,6 +399,69 @@ def _count_compiles(monkeypatch, g):
     return compiles
 
 
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-5), (torch.bfloat16, 2e-2)])
+def test_channels_last_instancenorm_training_and_backward(dtype, tol):
+    """cudnn-frontend's test_instancenorm form: x, dy and the [1, C, 1, 1]
+    parameters channels_last, the statistics f32; y and dx come back
+    channels-last, and the same as PyTorch's."""
+    torch.manual_seed(11)
+    N, C, H, W = 2, 16, 5, 6
+    cl = torch.channels_last
+    x = (2 * torch.randn(N, C, H, W) + 1).to(dtype).to(memory_format=cl)
+    dy = torch.randn(N, C, H, W).to(dtype).to(memory_format=cl)
+    scale = torch.randn(1, C, 1, 1).to(memory_format=cl)
+    bias = torch.randn(1, C, 1, 1).to(memory_format=cl)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, DY, S, B = (g.tensor_like(a) for a in (x, dy, scale, bias))
+    Y, mean, inv = g.instancenorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X,
+                                  scale=S, bias=B, epsilon=1e-5)
+    Y.set_output(True).set_data_type(x.dtype)
+    mean.set_output(True).set_data_type(torch.float32)
+    inv.set_output(True).set_data_type(torch.float32)
+    DX, DS, DB = g.instancenorm_backward(grad=DY, input=X, scale=S, mean=mean, inv_variance=inv)
+    DX.set_output(True).set_data_type(x.dtype)
+    DS.set_output(True).set_data_type(torch.float32)
+    DB.set_output(True).set_data_type(torch.float32)
+    _build(g)
+    assert Y.get_stride() == list(x.stride()) and DX.get_stride() == list(x.stride())
+    y, dx = torch.empty_like(x), torch.empty_like(x)
+    m, iv = torch.empty(N, C, 1, 1), torch.empty(N, C, 1, 1)
+    ds, db = torch.empty(1, C, 1, 1), torch.empty(1, C, 1, 1)
+    g.execute({X: x, DY: dy, S: scale, B: bias, Y: y, mean: m, inv: iv, DX: dx, DS: ds, DB: db},
+              None)
+
+    xf = x.float().detach().requires_grad_()
+    w, b = scale.flatten().clone().requires_grad_(), bias.flatten().clone().requires_grad_()
+    y_ref = F.instance_norm(xf, weight=w, bias=b, eps=1e-5)
+    dx_ref, ds_ref, db_ref = torch.autograd.grad(y_ref, (xf, w, b), dy.float())
+    torch.testing.assert_close(y.float(), y_ref.detach(), atol=tol * 4, rtol=tol)
+    torch.testing.assert_close(m, x.float().mean((2, 3), keepdim=True), atol=tol, rtol=tol)
+    inv_ref = torch.rsqrt(x.float().var((2, 3), unbiased=False, keepdim=True) + 1e-5)
+    torch.testing.assert_close(iv, inv_ref, atol=tol, rtol=tol)
+    torch.testing.assert_close(dx.float(), dx_ref, atol=tol * 4, rtol=tol)
+    torch.testing.assert_close(ds.flatten(), ds_ref, atol=tol * 10, rtol=tol)
+    torch.testing.assert_close(db.flatten(), db_ref, atol=tol * 10, rtol=tol)
+
+
+def test_channels_last_batchnorm_inference():
+    """cuDNN's batchnorm inference (inverse deviation) on a channels_last x
+    and parameters: lowered over x's memory order, the same values."""
+    torch.manual_seed(12)
+    cl = torch.channels_last
+    x = torch.randn(3, 8, 5, 7).to(memory_format=cl)
+    p = [torch.randn(1, 8, 1, 1).to(memory_format=cl) for _ in range(4)]
+    p[1] = p[1].abs() + 0.5
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, M, IV, S, B = (g.tensor_like(a) for a in [x] + p)
+    Y = g.batchnorm_inference(input=X, mean=M, inv_variance=IV, scale=S, bias=B)
+    Y.set_output(True)
+    _build(g)
+    assert Y.get_stride() == list(x.stride())
+    y = torch.empty_like(x)
+    g.execute({X: x, M: p[0], IV: p[1], S: p[2], B: p[3], Y: y}, None)
+    torch.testing.assert_close(y, (x - p[0]) * p[1] * p[2] + p[3], atol=1e-5, rtol=1e-5)
+
+
 def test_scale_by_a_pass_by_value_scalar_is_one_plan_for_every_value(monkeypatch):
     x = torch.randn(3, 7)
     g = _graph(io_data_type=cudnn.data_type.FLOAT)

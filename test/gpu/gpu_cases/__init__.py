@@ -64,6 +64,12 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        column program (NCHW statistics)
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
+    norm_channels_last.py
+                       instance and group norms of channels-last x (forward,
+                       training and inference, and backward) read in place
+                       by column programs, [1, C, 1, 1] parameters in either
+                       stride order; layernorm / rmsnorm over [rows, hidden,
+                       1, 1] in NHWC strides
     row_programs.py    softmax and the norms over the row lengths and strides of
                        the row kernels
     attention.py       sdpa forward and backward
@@ -130,9 +136,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
                data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
-               matmul_f32_exact, matmul_fp8, normalization, pointwise, pooling,
-               reduction_middle, reductions, row_programs, scalars,
-               zero_size)
+               matmul_f32_exact, matmul_fp8, norm_channels_last, normalization, pointwise,
+               pooling, reduction_middle, reductions, row_programs, scalars, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -159,6 +164,7 @@ CASES = [
     *reduction_middle.CASES,
     *pooling.CASES,
     *normalization.CASES,
+    *norm_channels_last.CASES,
     *row_programs.CASES,
     *attention.CASES,
     *attention_random.CASES,
