@@ -928,10 +928,11 @@ def _group_nhwc(kind, dims, backward):
         n, c, h, w = dims
         g = _graph(f"{kind}_nhwc" + ("_backward" if backward else ""))
         nhwc, pstride = _nhwc(*dims), _nhwc(1, c, 1, 1)
-        x = g.tensor(name="x", dim=dims, stride=nhwc)
         groups = GROUPS_GN if kind == "groupnorm" else c
         if backward:
+            # dy first: the references and the statistics' init take (dy, x, ...).
             dy = g.tensor(name="dy", dim=dims, stride=nhwc)
+            x = g.tensor(name="x", dim=dims, stride=nhwc)
             s = g.tensor(name="scale", dim=[1, c, 1, 1], stride=pstride)
             mean = g.tensor(name="mean", dim=[n, groups, 1, 1], data_type="f32")
             inv = g.tensor(name="inv_variance", dim=[n, groups, 1, 1], data_type="f32")
@@ -943,6 +944,7 @@ def _group_nhwc(kind, dims, backward):
             for out in outs:
                 out.set_output(True)
             return g
+        x = g.tensor(name="x", dim=dims, stride=nhwc)
         s = g.tensor(name="scale", dim=[1, c, 1, 1], stride=pstride)
         b = g.tensor(name="bias", dim=[1, c, 1, 1], stride=pstride)
         if kind == "groupnorm":
