@@ -138,8 +138,14 @@ class Consumer:
             _if(leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
 
         fragments = self.fragment_offsets(consumer, local) if k.registers_a else None
+        scaling = k.block_scaling
 
-        def step(kt, acc, g, first=None):
+        def step(kt, acc, g, first=None, origin=None):
+            if scaling is not None:
+                # Block scales (block_scales.py): read ahead of the wait; the
+                # step's products go into a temporary from zero.
+                factors = scaling.factors(origin, kt)
+                total, acc = acc, llvm.mlir_zero(k.acc_type)
             s, parity = ring.slot(g)
             irutil.mbarrier_wait(ring.full(s), parity)
             stage = ring.stage(s)
@@ -170,9 +176,12 @@ class Consumer:
                                           operands=[acc, da, db], attributes=attrs).results[0]
             nvvm.WgmmaGroupSyncAlignedOp()
             # One group stays in flight: the previous step's wgmmas are done,
-            # so its stage can be refilled.
-            nvvm.WgmmaWaitGroupSyncOp(1)
+            # so its stage can be refilled. Block scales read this step's
+            # temporary next: none stays in flight.
+            nvvm.WgmmaWaitGroupSyncOp(0 if scaling is not None else 1)
             _if(_cmp("ugt", kt, first), lambda: release(arith.subi(g, _idx(1))))
+            if scaling is not None:
+                acc = scaling.promote(total, acc, factors)
             return [acc, arith.addi(g, _idx(1))]
 
         def two_steps(first, end):
@@ -202,8 +211,10 @@ class Consumer:
                     scf.YieldOp(two_steps(k_steps[0], k_steps[1])(
                         loop.induction_variable, *loop.inner_iter_args))
             else:
+                origin = None if scaling is None else \
+                    scaling.tile_origin(consumer, local, tile_m, tile_n)
                 loop = _for(k_steps[0], k_steps[1],
-                            lambda kt, acc, g: step(kt, acc, g, k_steps[0]), [zero, g])
+                            lambda kt, acc, g: step(kt, acc, g, k_steps[0], origin), [zero, g])
             acc, g = loop.results
             # The epilogue's inputs (bias, residual) are read while the last
             # K step's wgmmas finish: their latency hides behind them. A
