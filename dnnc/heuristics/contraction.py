@@ -956,8 +956,8 @@ def _rank_block_scaled(problem, m, n, k):
         return tc_sm90_block_scaled(problem, m, n, k, facts) + \
             simt_generic(work, problem.sms, None, facts, fallback_of="tc-sm90")
     return simt_generic(work, problem.sms, None, facts, head=(
-        f"no tensor-core path applies block scales on {problem.arch} ({facts}): tc-sm90's "
-        "wgmma fp8 mainloop needs sm_90a; tc-sm80 takes no fp8 operands"))
+        f"tc-sm90 does not apply on {problem.arch} ({facts}): its wgmma fp8 mainloop, which "
+        "applies the block scales, needs sm_90a, and tc-sm80 takes no fp8 operands"))
 
 
 def tc_sm90_block_scaled(problem, m, n, k, facts):
