@@ -5,10 +5,11 @@ B per 128 x 128 block.
 The K step of an fp8 tile is 128 (wgmma's k = 32, four instructions), the
 scales' block, so each step is one block. A consumer (mainloop.Consumer):
 
-1. reads its two rows' scales of A for the step (rows r and r + 8 of the
-   thread's accumulator fragment, fragments.row_of) and the one of B for
-   the tile's columns, before it waits for the stage: the global loads'
-   latency hides behind the wait and the previous step's promotion;
+1. reads its two rows' scales of A for the next step (rows r and r + 8 of
+   the thread's accumulator fragment, fragments.row_of) and the one of B
+   for the tile's columns, before it waits for the stage: the global loads'
+   latency hides behind a whole step (the first step's are read before the
+   loop);
 2. runs the step's wgmmas into a temporary accumulator from zero, and waits
    for them (wgmma.wait_group 0: the temporary is read next);
 3. promotes: acc += temporary * (a_scale[row, kb] * b_scale[kb, n / 128]),
@@ -36,9 +37,10 @@ class BlockScaling:
         self.k = kernel
         self.scales = kernel.gemm.scales
 
-    def tile_origin(self, consumer, local, tile_m, tile_n):
+    def tile_origin(self, consumer, local, tile_m, tile_n, end):
         """(row of A's scales of each of the thread's two fragment rows, the
-        column of B's scales) of a tile: read once a tile."""
+        column of B's scales, the last K block of the unit's steps, which
+        end at ``end``) of a tile: computed once a tile."""
         k = self.k
         gemm, tile = k.gemm, k.tile
         warp = arith.divui(local, _idx(32))
@@ -55,12 +57,23 @@ class BlockScaling:
             # row's scale keeps the read in bounds.
             rows.append(row if gemm.m % tile.m == 0 else arith.minui(row, _idx(gemm.m - 1)))
         column = arith.divui(arith.muli(tile_n, _idx(tile.n)), _idx(self.scales.block))
-        return rows, column
+        return rows, column, arith.subi(end, _idx(1))
+
+    def first_block(self, start):
+        """The K block of a unit's first step ``start``, kept in bounds for a
+        unit of no steps (an empty K split)."""
+        return arith.minui(start, _idx(-(-self.k.gemm.k // self.scales.block) - 1))
+
+    @staticmethod
+    def next_block(kt, origin):
+        """The K block after ``kt``, or ``kt`` at the unit's last (its read
+        is then unused, and stays in bounds)."""
+        return arith.minui(arith.addi(kt, _idx(1)), origin[2])
 
     def factors(self, origin, kt):
         """The f32 factor a_scale[row, kt] * b_scale[kt, column] of each of
         the thread's two fragment rows at K block ``kt``."""
-        rows, column = origin
+        rows, column, _ = origin
         b_scale = memref.load(self.scales.b, [kt, column])
         return [arith.mulf(memref.load(self.scales.a, [row, kt]), b_scale) for row in rows]
 

@@ -140,11 +140,12 @@ class Consumer:
         fragments = self.fragment_offsets(consumer, local) if k.registers_a else None
         scaling = k.block_scaling
 
-        def step(kt, acc, g, first=None, origin=None):
+        def step(kt, acc, g, first=None, origin=None, factors=None):
             if scaling is not None:
-                # Block scales (block_scales.py): read ahead of the wait; the
-                # step's products go into a temporary from zero.
-                factors = scaling.factors(origin, kt)
+                # Block scales (block_scales.py): this step's ``factors`` were
+                # read a step ahead; read the next step's now. The step's
+                # products go into a temporary from zero.
+                ahead = scaling.factors(origin, scaling.next_block(kt, origin))
                 total, acc = acc, llvm.mlir_zero(k.acc_type)
             s, parity = ring.slot(g)
             irutil.mbarrier_wait(ring.full(s), parity)
@@ -182,6 +183,7 @@ class Consumer:
             _if(_cmp("ugt", kt, first), lambda: release(arith.subi(g, _idx(1))))
             if scaling is not None:
                 acc = scaling.promote(total, acc, factors)
+                return [acc, arith.addi(g, _idx(1)), *ahead]
             return [acc, arith.addi(g, _idx(1))]
 
         def two_steps(first, end):
@@ -210,12 +212,17 @@ class Consumer:
                 with ir.InsertionPoint(loop.body):
                     scf.YieldOp(two_steps(k_steps[0], k_steps[1])(
                         loop.induction_variable, *loop.inner_iter_args))
-            else:
-                origin = None if scaling is None else \
-                    scaling.tile_origin(consumer, local, tile_m, tile_n)
+            elif scaling is not None:
+                origin = scaling.tile_origin(consumer, local, tile_m, tile_n, k_steps[1])
                 loop = _for(k_steps[0], k_steps[1],
-                            lambda kt, acc, g: step(kt, acc, g, k_steps[0], origin), [zero, g])
-            acc, g = loop.results
+                            lambda kt, acc, g, f0, f1: step(kt, acc, g, k_steps[0], origin,
+                                                            [f0, f1]),
+                            [zero, g, *scaling.factors(origin,
+                                                       scaling.first_block(k_steps[0]))])
+            else:
+                loop = _for(k_steps[0], k_steps[1],
+                            lambda kt, acc, g: step(kt, acc, g, k_steps[0]), [zero, g])
+            acc, g = loop.results[:2]
             # The epilogue's inputs (bias, residual) are read while the last
             # K step's wgmmas finish: their latency hides behind them. A
             # staged epilogue with an input that varies along the rows reads
