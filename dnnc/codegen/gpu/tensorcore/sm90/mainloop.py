@@ -131,6 +131,9 @@ class Consumer:
             "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
         }
 
+        # A block-scaled step's temporary starts at its first product.
+        fresh_attrs = dict(attrs, scaleD=ir.Attribute.parse("#nvvm.wgmma_scale_out<zero>"))
+
         def release(g):
             """Give the stage of step ``g`` back to the producer (one arrival per
             consumer warpgroup)."""
@@ -146,7 +149,9 @@ class Consumer:
                 # read a step ahead; read the next step's now. The step's
                 # products go into a temporary from zero.
                 ahead = scaling.factors(origin, scaling.next_block(kt, origin))
-                total, acc = acc, llvm.mlir_zero(k.acc_type)
+                # The first wgmma ignores its input (scale-d 0): no zeros to
+                # write into the temporary's registers.
+                total, acc = acc, llvm.mlir_undef(k.acc_type)
             s, parity = ring.slot(g)
             irutil.mbarrier_wait(ring.full(s), parity)
             stage = ring.stage(s)
@@ -173,8 +178,10 @@ class Consumer:
                 if k.registers_a:
                     acc = self.wgmma_registers(acc, a_values[kk], db)
                     continue
+                fresh = scaling is not None and kk == 0
                 acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[k.acc_type],
-                                          operands=[acc, da, db], attributes=attrs).results[0]
+                                          operands=[acc, da, db],
+                                          attributes=fresh_attrs if fresh else attrs).results[0]
             nvvm.WgmmaGroupSyncAlignedOp()
             # One group stays in flight: the previous step's wgmmas are done,
             # so its stage can be refilled. Block scales read this step's
