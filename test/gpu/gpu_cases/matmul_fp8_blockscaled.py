@@ -5,8 +5,9 @@ DeepSeek-V3 quantizes, applied in the mainloop (sm90/block_scales.py).
 Shapes: M, N, K of 128, 256 and 4096, and ones that are multiples of
 nothing (200 x 392 x 320: the last K block of 64, a last column block of
 8); B stored N x K (K-major, read in place) and K x N (copied K-major
-first); a skinny product whose K is split; bf16 and f32 outputs. Each
-product is computed twice over the same operands:
+first); a skinny product whose K is split; bf16 and f32 outputs, and an
+e4m3 one. Each product is computed twice over the same operands (an fp8
+output only with the first scales):
 
 * with scales drawn from [0.5, 2) (``positive``), held to the contraction's
   tight tolerance (gain 4): a scale read at the wrong row, K block or
@@ -42,7 +43,10 @@ def blockscaled(ta, tb, shapes):
             a = g.tensor(name=f"a{i}", dim=[m, k], data_type=ta)
             b = g.tensor(name=f"b{i}", dim=[k, n], data_type=tb,
                          stride=[1, k] if weight else None)
-            for scales, gain in ((NARROW, NARROW_GAIN), (tuple(WIDE), WIDE_GAIN)):
+            # An fp8 output takes the narrow scales alone: the wide ones
+            # reach past e4m3's largest value (448).
+            wide = () if out in (E4M3, E5M2) else ((tuple(WIDE), WIDE_GAIN),)
+            for scales, gain in ((NARROW, NARROW_GAIN),) + wide:
                 sa = g.tensor(name=f"{scales[0]}{i}", dim=[m, _blocks(k)])
                 sb = g.tensor(name=f"{scales[1]}{i}", dim=[_blocks(k), _blocks(n)])
                 c = g.matmul_block_scaled(a, b, sa, sb)
@@ -57,7 +61,7 @@ def blockscaled(ta, tb, shapes):
 SQUARE = [(128, 128, 128, True, BF16), (256, 256, 256, True, F32),
           (200, 392, 320, True, BF16), (200, 392, 320, False, F32),
           (256, 4096, 128, True, BF16), (4096, 128, 256, True, F32),
-          (128, 256, 4096, True, F32)]
+          (128, 256, 4096, True, F32), (256, 384, 512, True, E4M3)]
 LARGE = [(4096, 4096, 4096, True, BF16)]
 SKINNY = [(64, 256, 8192, True, F32)]
 
