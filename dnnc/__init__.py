@@ -7,7 +7,7 @@
 
 from dnnc import _bootstrap
 
-_bootstrap.load_llvm()
+_bootstrap.load_before_mlir()
 
 from dnnc.dialect.types import data_type  # noqa: E402
 from dnnc.errors import (  # noqa: E402

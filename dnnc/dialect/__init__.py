@@ -6,7 +6,7 @@ upstream dialects and ``dnn`` loaded.
 
 from dnnc import _bootstrap
 
-_bootstrap.load_llvm()
+_bootstrap.load_before_mlir()
 
 # Importing the families registers their ops, in this order.
 from dnnc.dialect import ops_pointwise, ops_tensor, ops_matmul, ops_conv  # noqa: E402,F401

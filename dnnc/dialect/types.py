@@ -11,12 +11,14 @@ tensor's type; ``int32`` is both a storage type and a compute type.
 int8 and uint8 are spelled ``si8`` and ``ui8`` in MLIR, not ``i8``: a
 boolean is stored as ``i8`` once lowered (dnnc/codegen/linalg/emit.py), and
 the lowering must tell the two apart by type.
+
+NumPy and ml_dtypes are imported when a type's NumPy dtype is first asked
+for, not with this module: ``import dnnc`` (and ``dnnc.frontend``) and a
+JIT cache hit never need them (ml_dtypes alone costs milliseconds).
 """
 
 import enum
-
-import ml_dtypes
-import numpy as np
+import sys
 
 from dnnc.errors import GraphError
 
@@ -45,7 +47,7 @@ class data_type(enum.Enum):
         """The NumPy dtype that stores this type on the host."""
         if self is data_type.TF32:
             raise GraphError("tf32 is a compute type, not a storage type")
-        return _NUMPY[self]
+        return (_NUMPY or _numpy_dtypes())[self]
 
     @property
     def is_float(self):
@@ -63,23 +65,41 @@ class data_type(enum.Enum):
 
     @property
     def itemsize(self):
-        return np.dtype(self.numpy).itemsize
+        if self is data_type.TF32:
+            raise GraphError("tf32 is a compute type, not a storage type")
+        return _ITEMSIZE[self]
 
     def __str__(self):
         return self.value
 
 
-_NUMPY = {
-    data_type.FLOAT: np.dtype(np.float32),
-    data_type.HALF: np.dtype(np.float16),
-    data_type.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
-    data_type.FP8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
-    data_type.FP8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
-    data_type.BOOLEAN: np.dtype(np.bool_),
-    data_type.INT32: np.dtype(np.int32),
-    data_type.INT8: np.dtype(np.int8),
-    data_type.UINT8: np.dtype(np.uint8),
+# Bytes per element of each storage type (the NumPy dtypes' itemsize).
+_ITEMSIZE = {
+    data_type.FLOAT: 4, data_type.HALF: 2, data_type.BFLOAT16: 2, data_type.FP8_E4M3: 1,
+    data_type.FP8_E5M2: 1, data_type.BOOLEAN: 1, data_type.INT32: 4, data_type.INT8: 1,
+    data_type.UINT8: 1,
 }
+
+_NUMPY = {}   # filled by _numpy_dtypes on first use
+
+
+def _numpy_dtypes():
+    """The NumPy dtype of each storage type (imports NumPy and ml_dtypes)."""
+    import ml_dtypes
+    import numpy as np
+
+    _NUMPY.update({
+        data_type.FLOAT: np.dtype(np.float32),
+        data_type.HALF: np.dtype(np.float16),
+        data_type.BFLOAT16: np.dtype(ml_dtypes.bfloat16),
+        data_type.FP8_E4M3: np.dtype(ml_dtypes.float8_e4m3fn),
+        data_type.FP8_E5M2: np.dtype(ml_dtypes.float8_e5m2),
+        data_type.BOOLEAN: np.dtype(np.bool_),
+        data_type.INT32: np.dtype(np.int32),
+        data_type.INT8: np.dtype(np.int8),
+        data_type.UINT8: np.dtype(np.uint8),
+    })
+    return _NUMPY
 
 _ALIASES = {
     "float": data_type.FLOAT, "float32": data_type.FLOAT, "f32": data_type.FLOAT,
@@ -101,19 +121,28 @@ def as_data_type(value):
     """Accept a data_type, its name, an MLIR/NumPy spelling or a torch dtype."""
     if isinstance(value, data_type):
         return value
-    if isinstance(value, str):
-        key = value.lower()
-    else:
-        # numpy dtypes and scalar types, torch dtypes ("torch.bfloat16").
-        try:
-            key = np.dtype(value).name
-        except TypeError:
-            key = str(value).rsplit(".", 1)[-1]
+    key = value.lower() if isinstance(value, str) else _key_of(value)
     try:
         return _ALIASES[key.lower()]
     except KeyError:
         names = ", ".join(sorted({d.name for d in data_type}))
         raise GraphError(f"unknown data type {value!r}: expected one of {names}") from None
+
+
+def _key_of(value):
+    """The alias of a dtype object: NumPy's name for it (NumPy and ml_dtypes
+    dtypes and scalar types), else the last dotted part of its text (torch
+    dtypes: "torch.bfloat16"). A torch dtype is named without importing
+    NumPy when NumPy is not imported yet (then the value is no NumPy type)."""
+    text = str(value).rsplit(".", 1)[-1]
+    if "numpy" not in sys.modules and text.lower() in _ALIASES:
+        return text
+    import numpy as np
+
+    try:
+        return np.dtype(value).name
+    except TypeError:
+        return text
 
 
 def from_mlir(spelling):

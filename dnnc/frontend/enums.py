@@ -11,6 +11,7 @@ imported), and, as dnnc does, a NumPy dtype, a dnnc ``data_type`` or a name.
 """
 
 import enum
+import sys
 
 from dnnc.dialect.types import data_type as dnnc_data_type
 from dnnc.frontend.errors import UnsupportedDataTypeError
@@ -220,16 +221,7 @@ def library_type(value):
         return value
     if isinstance(value, dnnc_data_type):
         return _FROM_DNNC[value]
-    if isinstance(value, str):
-        key = value
-    else:
-        try:
-            import numpy as np
-
-            key = np.dtype(value).name
-        except TypeError:
-            key = str(value)
-    key = key.rsplit(".", 1)[-1]
+    key = (value if isinstance(value, str) else _dtype_name(value)).rsplit(".", 1)[-1]
     if key.upper() in data_type.__members__:
         return data_type[key.upper()]
     try:
@@ -239,6 +231,24 @@ def library_type(value):
 
         raise InvalidGraphError(f"data type {value!r}: expected a cudnn.data_type, a torch or "
                                 "NumPy dtype, or a type name") from None
+
+
+def _dtype_name(value):
+    """NumPy's name for a dtype object (NumPy, ml_dtypes, Python's scalar
+    types), else its text ("torch.bfloat16"). A torch dtype is named without
+    importing NumPy when NumPy is not imported yet (the value is then no
+    NumPy type)."""
+    text = str(value)
+    if "numpy" not in sys.modules:
+        name = text.rsplit(".", 1)[-1]
+        if name.upper() in data_type.__members__ or name.lower() in _BY_NAME:
+            return text
+    import numpy as np
+
+    try:
+        return np.dtype(value).name
+    except TypeError:
+        return text
 
 
 def to_dnnc(value, what):

@@ -14,12 +14,23 @@ caller's output buffers.
 The variant pack maps tensors (or their uids) to buffers, as in
 cudnn-frontend. Every input and output of the plan must be in it, with the
 tensor's dims; pass-by-value scalars are read from it as numbers (a CPU
-tensor, a NumPy array or a Python number). The workspace argument is
+tensor, a NumPy array or a Python number), and a plan's runtime scalars
+(inputs that are pass-by-value tensors) are passed to the executable as
+floats, by value. The workspace argument is
 accepted and not used: dnnc's executables own their workspace, which is why
 ``get_workspace_size`` is 0.
-"""
 
-import numpy as np
+Steady calls (``Steady``): after a plan's first execute on the GPU, a
+call whose pack holds exactly the plan's tensors (all keyed by tensor or
+all by uid), torch CUDA tensors in the layout the plan was compiled for,
+and the pass-by-value values the plan was compiled with, goes straight
+from the pack to the runtime's fast path (``Executable.run_steady``): one
+dict lookup per tensor, no pack rebuilt, no buffer viewed again, the
+runtime's checks (dtype, shape, strides, device, alignment) made once.
+Any other call takes the general path, ``Plan.run``, which accepts what
+the fast one does not (buffers of other dims, raw pointers, int64 ragged
+offsets) and raises the typed errors.
+"""
 
 from dnnc.frontend.enums import data_type
 from dnnc.frontend.errors import InvalidVariantPackError
@@ -36,6 +47,8 @@ class Plan:
         self.dnnc_graph = dnnc_graph  # the dnnc.Graph compiled (None after deserialize)
         self.package = package        # the .dnnpkg bytes (target cuda)
         self._in_dims = [tuple(t._dim) for t in inputs]
+        # Runtime scalars (pass-by-value inputs): numbers, not buffers.
+        self._by_value = [t.get_is_pass_by_value() for t in inputs]
         self._out_dims = [tuple(t._dim) for t in outputs]
 
     @property
@@ -61,11 +74,12 @@ class Plan:
 
     def run(self, pack, stream):
         """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""
-        ins = [_narrowed(_buffer(pack, t, d, "input"), t)
-               for t, d in zip(self.inputs, self._in_dims)]
+        ins = [_scalar(pack, t) if by_value else _narrowed(_buffer(pack, t, d, "input"), t)
+               for t, d, by_value in zip(self.inputs, self._in_dims, self._by_value)]
         outs = [_buffer(pack, t, d, "output") for t, d in zip(self.outputs, self._out_dims)]
         if self.target == "cpu":
-            results = self.exe.run(*[_host_array(b) for b in ins])
+            results = self.exe.run(*[b if by_value else _host_array(b)
+                                     for b, by_value in zip(ins, self._by_value)])
             for t, out, value in zip(self.outputs, outs, results):
                 _write_back(t, out, value)
             return
@@ -73,6 +87,48 @@ class Plan:
             ins = [_device(b, t) for b, t in zip(ins, self.inputs)]
             outs = [_device(b, t) for b, t in zip(outs, self.outputs)]
         self.exe(*ins, outputs=outs, stream=stream)
+
+
+class Steady:
+    """execute's fast path on one compiled plan of target cuda (see the
+    module docstring): what a call checks, worked out once."""
+
+    __slots__ = ("plan", "forms", "keys", "run_steady")
+
+    def __init__(self, plan, scalars, values):
+        self.plan = plan
+        tensors = (*plan.inputs, *plan.outputs)    # the runtime's order
+        # The pack's two forms: (its keys for the tensors, and per pass-by-value
+        # tensor read from it (key, tensor, the value the plan compiled in)),
+        # keyed by tensor and by uid; the form the last call used comes first.
+        self.forms = ((tensors, tuple(zip(scalars, scalars, values))),
+                      (tuple(t.get_uid() for t in tensors),
+                       tuple((t.get_uid(), t, v) for t, v in zip(scalars, values))))
+        # A pack of exactly this many keys that holds every one of the plan's
+        # holds nothing else: keys of other graphs, unknown uids, None keys
+        # and extra tensors all go to the general path, which judges them.
+        self.keys = len(tensors) + len(scalars)
+        self.run_steady = plan.exe.run_steady
+
+    def run(self, pack, stream):
+        """Launch on ``pack`` (the caller's variant pack) and return True, or
+        return False having launched nothing: the call is not a steady one."""
+        if len(pack) != self.keys:
+            return False
+        try:
+            keys, scalars = self.forms[0]
+            try:
+                buffers = [pack[k] for k in keys]
+            except KeyError:
+                self.forms = self.forms[::-1]
+                keys, scalars = self.forms[0]
+                buffers = [pack[k] for k in keys]
+            for key, t, value in scalars:
+                if scalar_value(pack[key], t) != value:
+                    return False                   # another plan's (or a first) compile
+        except (KeyError, TypeError):
+            return False
+        return self.run_steady(buffers, stream)
 
 
 def _narrowed(value, t):
@@ -87,6 +143,8 @@ def _narrowed(value, t):
         narrow = value.to(torch.int32)
         fits = bool((narrow.to(value.dtype) == value).all())
     else:
+        import numpy as np
+
         wide = np.asarray(value)
         narrow = wide.astype(np.int32)
         fits = bool((narrow == wide).all())
@@ -167,10 +225,22 @@ def _restride(value, t):
     its first (lowest) element."""
     if hasattr(value, "as_strided"):      # torch: strides count from the storage offset
         return value.as_strided(t._dim, t._stride)
+    import numpy as np
+
     base = np.lib.stride_tricks.as_strided(value, shape=(value.size,),
                                            strides=(value.itemsize,))
     return np.lib.stride_tricks.as_strided(base, shape=t._dim,
                                            strides=[st * value.itemsize for st in t._stride])
+
+
+def _scalar(pack, t):
+    """A runtime scalar's value from the variant pack, as a float."""
+    try:
+        value = pack[t]
+    except KeyError:
+        raise InvalidVariantPackError(f"variant pack: pass-by-value {_label(t)} is "
+                                      "missing") from None
+    return scalar_value(value, t)
 
 
 def scalar_value(value, t):
@@ -194,10 +264,14 @@ def _host_array(value):
     if isinstance(value, int):
         raise InvalidVariantPackError("variant pack: a raw device pointer cannot be read by the "
                                       "CPU back end: pass arrays or CPU tensors")
+    import numpy as np
+
     return np.asarray(value)
 
 
 def _write_back(t, out, value):
+    import numpy as np
+
     if hasattr(out, "copy_"):            # torch
         import torch
 

@@ -11,8 +11,10 @@ The norms normalize over every dim but the first (layernorm, rmsnorm: a
 row per batch entry, ``[batch*seq, hidden, 1, 1]`` in cuDNN's samples) or
 per (batch, channel) (instancenorm) or per channel (batchnorm).
 ``epsilon`` and ``momentum`` are pass-by-value tensors in cuDNN (or Python
-floats here): dnnc compiles their values into the kernels (see
-``lowering.Lowering.scalar``).
+floats here). The epsilon of layernorm and rmsnorm, given at ``execute``,
+is a runtime scalar (an f32 kernel argument: one plan for every value);
+dnnc compiles the others' values into the kernels (see
+``lowering.Lowering.scalar_operand`` and ``scalar``).
 
 ``batchnorm_inference`` takes the inverse standard deviation, as cuDNN's
 does; dnnc's op takes the variance, so it is composed here from pointwise
@@ -108,7 +110,7 @@ class NormOps:
             x = ctx.tensor(i["input"], "layernorm input")
             s = ctx.tensor(i["scale"], "layernorm scale")
             b = ctx.tensor(i["bias"], "layernorm bias")
-            eps = ctx.scalar(epsilon, "layernorm epsilon")
+            eps = ctx.scalar_operand(epsilon, "layernorm epsilon")
             rows = _Rows.of(ctx, x, [s, b])
             if rows is None:
                 return ctx.graph.layernorm(x, s, b, epsilon=eps, norm_forward_phase=phase)
@@ -134,7 +136,7 @@ class NormOps:
             x = ctx.tensor(i["input"], "rmsnorm input")
             s = ctx.tensor(i["scale"], "rmsnorm scale")
             b = ctx.tensor(i["bias"], "rmsnorm bias")
-            eps = ctx.scalar(epsilon, "rmsnorm epsilon")
+            eps = ctx.scalar_operand(epsilon, "rmsnorm epsilon")
             rows = _Rows.of(ctx, x, [s, b])
             if rows is None:
                 return ctx.graph.rmsnorm(x, s, b, epsilon=eps, norm_forward_phase=phase)

@@ -87,6 +87,29 @@ def vector_extent(problem):
     return next((n for n in reversed(shape) if n > 1), shape[-1])
 
 
+# A norm backward's rows of at most this many elements take 16-byte vectors
+# of bf16 beside f32 statistics all the same: a warp per row then holds the
+# row (WARP_ROW vectors), several rows to a block, where 8-byte vectors
+# would give each row a block of 64 threads working alone.
+SHORT_COLUMN_ROW = 1024
+
+
+def row_vector_width(problem, rows):
+    """Elements per 16-byte access of the widest element along the rows: a
+    forward's per-row f32 statistics (``[rows, 1]``: a layernorm's mean and
+    inv_var) are stored once a row, not as vectors, and do not narrow the
+    row's bf16 vectors to 8 bytes. Measured on an H200 (layernorm training
+    over [2048, 768, 1, 1] bf16): 4.5 us at 8-byte vectors, against 3.6 us
+    for the same row without the statistics (16-byte vectors). A norm
+    backward's row-and-column program keeps them counted (pointwise.widest_bytes
+    says why)."""
+    along = [t for t in problem.inputs + problem.outputs
+             if t.shape and math.prod(t.shape) > rows]
+    if not along:
+        return 1
+    return max(1, pointwise.VECTOR_BYTES // max(t.element_bytes for t in along))
+
+
 def simt_reduce(problem, rows, extent):
     """The simt-reduce config of a row problem, or None."""
     axes = row_axes(problem)
@@ -95,6 +118,8 @@ def simt_reduce(problem, rows, extent):
     # A vector lies inside the innermost axis (a row of several axes reads its
     # parameters once per vector).
     width = pointwise.vector_width(problem)
+    if not problem.column_sums or extent <= SHORT_COLUMN_ROW:
+        width = max(width, row_vector_width(problem, rows))
     inner = vector_extent(problem)
     while width > 1 and inner % width:
         width //= 2
@@ -392,11 +417,17 @@ def simt_reduce_columns(problem, rows, extent):
 # block is resident at once, ROW_COLUMN_BLOCKS_PER_SM to an SM (fewer where
 # threads, registers or shared memory do not fit them), and each folds as
 # many rows: G x N x 4 bytes of partials per sum, written and read once.
+# Three blocks an SM where registers allow (blocks of 128 threads or fewer)
+# and at least 4 rows a block: on an H100, 2048 rows of 2048 and 4096 bf16
+# (cudnn-frontend's [2048, H, 1, 1] norm backwards) took 19.4 / 29.1 us
+# (layernorm) and 15.9 / 23.4 us (rmsnorm), against 21.2 / 30.7 and
+# 19.8 / 28.1 at two blocks and 8 rows; rows of 8192 (256 threads, two
+# blocks by registers) did not move.
 ROW_COLUMN_ELEMENTS = 32
-ROW_COLUMN_BLOCKS_PER_SM = 2
+ROW_COLUMN_BLOCKS_PER_SM = 3
 ROW_COLUMN_REGISTERS = 128
 # Rows a block folds at least: fewer would write more partials than rows.
-ROW_COLUMN_MIN_ROWS = 8
+ROW_COLUMN_MIN_ROWS = 4
 SM_THREADS, SM_REGISTERS = 2048, 65536
 SM_SHARED = {"sm_80": 163 * 1024, "sm_90a": 227 * 1024}
 
@@ -427,12 +458,39 @@ def simt_reduce_rows_columns(problem, rows, extent, row):
     blocks = -(-rows // tile)
     who = "a warp per row, %d rows per block" % at_once if at_once > 1 else \
         f"a block of {threads} per row"
-    return Config("simt-reduce-rows-columns", (threads, 1, 1), tile=(at_once, tile),
-                  vector=width,
+    columns, finish_blocks = finish_columns(extent, problem.sms)
+    return Config("simt-reduce-rows-columns", (threads, 1, 1),
+                  tile=(at_once, tile, columns), vector=width,
                   reason=f"{problem.anchor}: {rows} rows of {extent} and {k} column sums: "
                          f"{who}, vectors of {width}, {chunks} per thread; {blocks} blocks "
                          f"of {tile} rows, {sums} B of sums each; the partials summed in a "
-                         f"second launch")
+                         f"second launch of {finish_blocks} blocks, {columns} threads "
+                         f"along the columns")
+
+
+# The finish of the partials (colwise_finish.Finish): a thread per 16-byte
+# vector of f32 partials and row lanes below it. 32 threads along the
+# columns leave SMs idle where the columns are few: 8192 columns are 64
+# blocks on 132 SMs. Fewer threads along the columns, down to
+# FINISH_MIN_COLUMNS (four 16-byte vectors: two 32-byte sectors a row of
+# partials), until there are FINISH_BLOCKS_PER_SM blocks an SM. Measured
+# with Nsight Compute on an H200 (layernorm backward over [2048, H, 1, 1]
+# bf16, 256 partials a column): H = 8192 11.4 -> 8.0 us, 4096 10.3 -> 6.5,
+# 768 9.8 -> 5.8 (cuDNN's own finish kernel, in a trace: 6.9, 6.2, 2.3).
+FINISH_BLOCKS_PER_SM = 2
+FINISH_MIN_COLUMNS = 4
+
+
+def finish_columns(extent, sms):
+    """(threads of a finish block along the columns, blocks) for rows of
+    ``extent`` column sums."""
+    width = 4
+    while extent % width:
+        width //= 2
+    vectors, columns = extent // width, 32
+    while columns > FINISH_MIN_COLUMNS and -(-vectors // columns) < FINISH_BLOCKS_PER_SM * sms:
+        columns //= 2
+    return columns, -(-vectors // columns)
 
 
 def rank(problem):

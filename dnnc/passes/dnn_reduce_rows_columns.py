@@ -13,8 +13,9 @@ dnn-reduce-rows and dnn-reduce-columns, before
 convert-linalg-to-parallel-loops. The config's ``block[0]`` is the threads
 per block, ``tile = [W, B]`` the rows a block works on at a time (1: the
 whole block on one row; ``block[0] / 32``: a warp per row) and the rows it
-folds (the rows are split over ``G = ceil(R / B)`` blocks), ``vector`` the
-elements per load. A kernel that is not such a program is left as it is and
+folds (the rows are split over ``G = ceil(R / B)`` blocks), and optionally
+``Tx``, the threads of a finish block along the columns (``tile = [W, B,
+Tx]``); ``vector`` the elements per load. A kernel that is not such a program is left as it is and
 handed to simt-generic: its ``dnn.config`` becomes ``simt-generic`` with the
 same block, and its ``dnn.config_reason`` says why.
 
@@ -75,8 +76,10 @@ class DnnReduceRowsColumns(DnncPass):
             for fn, config in kernels_of(module, STRATEGY):
                 at_once = config.tile[0] if config.tile else 1
                 tile = config.tile[1] if len(config.tile) > 1 else None  # none: one block
+                columns = config.tile[2] if len(config.tile) > 2 else None
                 try:
-                    rowcolumns.build(fn, config.vector, config.block[0], at_once, tile)
+                    rowcolumns.build(fn, config.vector, config.block[0], at_once, tile,
+                                     finish_columns=columns)
                 except rowcolumns.NotARowColumnProgram as why:
                     fall_back(fn, f"simt-reduce-rows-columns does not apply ({why}): "
                               "simt-generic", config.block)

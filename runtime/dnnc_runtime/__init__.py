@@ -7,8 +7,11 @@
     exe(x, w, outputs=[y])                      # into caller-provided outputs (graph-capturable)
     ms = exe.time(x, w, repeat=100)             # per-kernel median milliseconds
 
-Depends on numpy and cuda-python (imported on first GPU use) only; PyTorch,
-CuPy, Numba and ml_dtypes are used when the caller's arguments come from them.
+Depends on numpy and cuda-python only, each imported when first needed:
+cuda-python on first GPU use, numpy when a NumPy array is an argument or a
+result (loading a package and calling it with torch tensors need neither
+numpy nor ml_dtypes); PyTorch, CuPy, Numba and ml_dtypes are used when the
+caller's arguments come from them.
 The rule (docs/artifact.md, DESIGN.md): this package never imports ``mlir``
 or ``dnnc``.
 """

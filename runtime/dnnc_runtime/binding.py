@@ -9,6 +9,9 @@ What a call accepts for a tensor, recognised in this order:
 | ``__cuda_array_interface__`` (CuPy, Numba) | ``data[0]``                 | the producer's ``stream`` is not awaited |
 | ``__dlpack__`` object or DLPack capsule   | via ``torch.utils.dlpack``  | needs PyTorch; else a clear error      |
 
+A runtime scalar (an input marked ``by_value``) takes a host number instead
+(scalars.py), passed to the kernels by value.
+
 Checks, all before anything touches the GPU (this module makes no CUDA call
 except in ``DeviceArray``'s own methods): dtype (manifest spelling vs the
 library's dtype: ``bf16`` is ``torch.bfloat16`` / ``ml_dtypes.bfloat16``,
@@ -24,13 +27,10 @@ back end applies to its inputs too.
 
 import sys
 
-import numpy as np
-
-from . import host_arrays
+from . import scalars
 from .errors import ArgumentError
-from .host_arrays import numpy_dtype
 
-TORCH, DEVICE, NUMPY = "torch", "device", "numpy"
+TORCH, DEVICE, NUMPY, SCALAR = "torch", "device", "numpy", "scalar"
 
 _TORCH_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
                 "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i1": "bool",
@@ -55,13 +55,20 @@ class Bound:
 
     def __init__(self, spec, kind, address, device, value):
         self.spec = spec
-        self.kind = kind          # TORCH, DEVICE or NUMPY
-        self.address = address    # device address (0 for NumPy until staged)
+        self.kind = kind          # TORCH, DEVICE, NUMPY or SCALAR
+        self.address = address    # device address (0 for NumPy until staged); SCALAR: f32 bits
         self.device = device      # CUDA ordinal when known (torch), else None
         self.value = value        # the caller's object (torch tensor for DLPack)
 
 
 # -- dtypes -------------------------------------------------------------------
+
+def numpy_dtype(dtype, label="tensor"):
+    """The NumPy dtype for a manifest spelling (host_arrays.numpy_dtype)."""
+    from .host_arrays import numpy_dtype as of
+
+    return of(dtype, label)
+
 
 def torch_dtype(dtype):
     """The torch dtype for a manifest spelling (torch must already be imported)."""
@@ -130,14 +137,20 @@ def match_outputs(specs, outputs):
 # -- one argument ---------------------------------------------------------------
 
 def bind(value, spec, writable=False):
-    """Check one argument against its spec; return a Bound. Makes no CUDA call."""
+    """Check one argument against its spec; return a Bound. Makes no CUDA call.
+    A runtime scalar's Bound holds its f32 bits where a tensor's holds its
+    address (the kernels take it by value: scalars.py)."""
+    if spec.by_value:
+        return Bound(spec, SCALAR, scalars.bits(value, spec.name, spec.label), None, value)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return bind_torch(value, spec)
-    if isinstance(value, np.ndarray):
-        return bind_numpy(value, spec, writable)
-    if isinstance(value, np.generic) and not writable:
-        return bind_numpy(np.asarray(value), spec, writable)
+    np = sys.modules.get("numpy")   # NumPy, imported by whoever made an array of it
+    if np is not None:
+        if isinstance(value, np.ndarray):
+            return bind_numpy(value, spec, writable)
+        if isinstance(value, np.generic) and not writable:
+            return bind_numpy(np.asarray(value), spec, writable)
     cai = getattr(value, "__cuda_array_interface__", None)
     if cai is not None:
         return bind_cuda_array(value, cai, spec, writable)
@@ -170,6 +183,8 @@ def bind_torch(t, spec):
 def bind_numpy(a, spec, writable):
     # The rule dnnc's CPU back end shares (host_arrays.py): dtype and shape exact,
     # one value along a broadcast dim.
+    from . import host_arrays
+
     host_arrays.check(a, spec.dtype, spec.dims, spec.label, spec.name, spec.strides)
     if writable and not a.flags.writeable:
         raise ArgumentError(f"{spec.label}: expected a writable array, got a read-only one",
@@ -288,6 +303,8 @@ def stream_handle(stream):
 
 def to_layout(array, spec):
     """A flat host buffer holding ``array`` laid out with the manifest's strides."""
+    import numpy as np
+
     dtype = numpy_dtype(spec.dtype, spec.label)
     flat = np.empty(spec.extent, dtype)
     if spec.numel:
@@ -297,6 +314,8 @@ def to_layout(array, spec):
 
 def view_of(flat, spec):
     """The logical array a flat buffer in the manifest's layout holds."""
+    import numpy as np
+
     itemsize = flat.dtype.itemsize
     # as_strided goes through __array_interface__, whose type strings cannot
     # name every ml_dtypes type (fp8 E5M2 fails): stride the raw bytes instead.
@@ -333,6 +352,8 @@ class DeviceArray:
 
     def numpy(self):
         """Copy to a NumPy array (waits for the device)."""
+        import numpy as np
+
         from . import cuda
         flat = np.empty(self.spec.extent, numpy_dtype(self.dtype, self.spec.label))
         if flat.nbytes:

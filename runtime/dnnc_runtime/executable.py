@@ -35,6 +35,8 @@ A call goes in three steps:
 Calls after the first with torch tensors in the manifest's layout take a
 fast path (``relaunch.Relaunch``) that makes the same checks with what the
 executable worked out once; any other call takes the steps above.
+``run_steady`` is that fast path alone, for callers that hold their
+arguments in the manifest's order (dnnc.frontend's execute).
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
@@ -61,12 +63,8 @@ cannot allocate one and is refused: call once on that stream first.
 """
 
 import ctypes
-import statistics
 import sys
-import textwrap
 import threading
-
-import numpy as np
 
 from . import artifact as _artifact
 from . import binding, cuda, relaunch
@@ -104,6 +102,8 @@ class Plan(tuple):
         return [e if entries.count(e) == 1 else f"{e}#{i}" for i, e in enumerate(entries)]
 
     def __str__(self):
+        import textwrap
+
         rows = [("#", "kernel", "entry", "strategy", "grid", "block", "shared", "args")]
         for i, k in enumerate(self):
             note = "" if k.has_work else "  (skipped: empty grid)"
@@ -128,7 +128,9 @@ class _Launch:
 
     Every pointer or scalar argument gets an 8-byte slot (big enough for a
     pointer, i64, i32 or f32; the driver copies as many bytes as the PTX
-    parameter has). A TMA argument gets a ``_TensorMap``: a 128-byte
+    parameter has). A runtime scalar's slot (``scalar_input``) is rewritten
+    on every call as a pointer's is, with the f32 bits the call's address
+    list holds for that input. A TMA argument gets a ``_TensorMap``: a 128-byte
     CUtensorMap buffer of its own, aligned as the CUtensorMap type is (the
     driver copies the 128 bytes into the kernel's ``.param .align 64 .b8
     [128]``). ``params`` is the address of the array of argument addresses
@@ -154,6 +156,11 @@ class _Launch:
                 _SCALAR_CTYPES[arg.type].from_buffer(self.slots, 8 * i).value = arg.value
                 continue
             source, offset = sources[arg.buffer]
+            if arg.kind == "scalar_input":
+                # The call's address list holds a runtime scalar's f32 bits
+                # (binding.bind): written into the slot as a pointer is.
+                pointers.append((i, source, 0))
+                continue
             if arg.kind == "tma":
                 tensor_map = _TensorMap(kernel, i, arg, source, offset + arg.byte_offset,
                                         owners[arg.buffer])
@@ -327,6 +334,20 @@ class Executable:
         finally:
             call.release()
 
+    def run_steady(self, tensors, stream=None):
+        """The fast path alone (``relaunch.Relaunch``), for callers that keep
+        their arguments in the manifest's order, as dnnc.frontend's execute
+        does: ``tensors`` is every input then every output (a list or tuple of
+        torch tensors). Launches the plan on ``stream`` (None: torch's current
+        stream) and returns True when the call is one the fast path serves;
+        returns False, having launched nothing, otherwise (before the first
+        call, other kinds of arguments, a tensor not in the manifest's
+        layout): make the call the general way then, which names what is
+        wrong. Strides that break the manifest's layout raise ArgumentError
+        here as there."""
+        fast = self._relaunch
+        return fast is not None and fast.run(tensors, stream) is not relaunch.MISS
+
     def time(self, *args, repeat=100, warmup=10, outputs=None, stream=None, **named):
         """Median milliseconds of each kernel over ``repeat`` runs, timed with CUDA events.
 
@@ -342,6 +363,8 @@ class Executable:
             self._lock.release()
 
     def _time(self, args, named, outputs, stream, repeat, warmup):
+        import statistics
+
         call = self._begin(args, named, outputs, stream)
         events = []
         try:
@@ -446,6 +469,8 @@ class Executable:
         pending = []
         for b in call.outputs:
             if b.kind is NUMPY:
+                import numpy as np
+
                 flat = np.empty(b.spec.extent, binding.numpy_dtype(b.spec.dtype))
                 if flat.nbytes:
                     cuda.copy_to_host(flat.ctypes.data, b.address, flat.nbytes, call.stream)
@@ -501,10 +526,10 @@ class Executable:
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
-        self._launch_args = tuple(
+        self._launch_args = cuda.pack_launches(tuple(
             (k.function, *k.dims, k.params,
              cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)
-            for k in launches)
+            for k in launches))
 
     @property
     def _workspace(self):

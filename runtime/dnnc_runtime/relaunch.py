@@ -8,7 +8,8 @@ strides to compare with and the pointer slots to rewrite; per launch, the
 arguments of cuLaunchKernel. A call then costs five attribute reads per
 tensor (dtype, shape, strides, device, address), one slot write per
 pointer argument and one driver call per kernel, and no loop over the
-manifest.
+manifest. A runtime scalar (a by-value input) is a Python number whose f32
+bits go into the slots of the kernels that take it.
 
 Anything else (NumPy or ``__cuda_array_interface__`` arguments, inputs by
 name, ``outputs=`` as a dict, a tensor that fails a check) returns ``MISS``
@@ -18,21 +19,27 @@ device, alignment), so a call either passes both or is refused the same
 way; strides that differ from the manifest's only on size-1 dims (which
 the general path accepts) go through ``binding.check_strides`` here too.
 
-A MISS may come after the pointer slots of the arguments before it were
-rewritten; the general path rewrites them all again, and the driver copies
-the slots when it launches, so nothing reads the stale ones. TMA
+``run`` is the path itself, for callers that keep the arguments in the
+manifest's order (``Executable.run_steady``: dnnc.frontend's execute, which
+builds no positional tuple and takes no ``outputs=``): every input, then
+every output, one flat sequence; on a MISS the caller makes the call the
+general way.
+
+The pointer slots are written once every argument passed (one loop over
+the plan's pointer arguments), so a MISS leaves them as they were. TMA
 descriptors are encoded only after every argument passed, as the general
 path does, so a refused address never hides an error of a later argument.
 
-The executable's lock is held from the first slot written to the last
-launch, as on the general path, and the workspace slots are written for
-the call's stream; a stream that has no workspace yet is a MISS (the
-general path allocates it).
+The executable's lock is held from the first argument checked to the last
+launch, as on the general path (taken with acquire and release: a
+``with`` block costs a few hundred nanoseconds more, a tenth of a small
+call here), and the workspace slots are written for the call's stream; a
+stream that has no workspace yet is a MISS (the general path allocates it).
 """
 
 import sys
 
-from . import binding, cuda
+from . import binding, cuda, scalars
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
 
@@ -49,8 +56,9 @@ class Relaunch:
     """
 
     __slots__ = ("tensor", "device", "torch_device", "index", "raw_stream", "empty_strided",
-                 "n_in", "n_out", "checks", "allocations", "maps", "launches", "lock",
-                 "workspaces", "workspace_writes", "workspace_maps")
+                 "n_in", "n_out", "checks", "input_checks", "allocations", "writes",
+                 "maps", "launches", "lock", "workspaces", "workspace_writes", "workspace_maps",
+                 "uses_workspace")
 
     def __init__(self, exe):
         torch = sys.modules["torch"]
@@ -64,24 +72,29 @@ class Relaunch:
         specs = exe.inputs + exe.outputs
         self.n_in, self.n_out = len(exe.inputs), len(exe.outputs)
         # Per argument (inputs, then outputs: the order of the call's address
-        # list): what it is checked against, and the (slots, index, byte
-        # offset) of every pointer argument that points into it.
-        writes = [[] for _ in specs]
+        # list): what it is checked against. Per pointer argument of every
+        # launch: (slots, slot, index into the address list, byte offset),
+        # written in one loop once every argument passed.
+        writes = []
         workspace_writes = []
         for k in exe._launches:
             for slot, source, offset in k.pointers:
                 if source < len(specs):
-                    writes[source].append((k.slots, slot, offset))
+                    writes.append((k.slots, slot, source, offset))
                 else:                              # the workspace: per stream
                     workspace_writes.append((k.slots, slot, offset))
+        self.writes = tuple(writes)
         self.workspace_writes = tuple(workspace_writes)
         self.workspace_maps = tuple(m for k in exe._launches for m in k.maps
                                     if m.source >= len(specs))
+        self.uses_workspace = bool(self.workspace_writes or self.workspace_maps)
         self.workspaces = exe._workspaces          # stream handle -> (address, owner)
         self.lock = exe._lock
         self.checks = tuple(
-            (binding.torch_dtype(s.dtype), s.dims, s.strides, s.alignment if s.numel else 1, s,
-             tuple(w)) for s, w in zip(specs, writes))
+            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, s.strides,
+             s.alignment if s.numel else 1, s)
+            for s in specs)
+        self.input_checks = self.checks[:self.n_in]
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
@@ -92,23 +105,37 @@ class Relaunch:
         path cannot serve the call."""
         if len(args) != self.n_in:
             return MISS
-        tensor = self.tensor
         if outputs is None:
-            tensors = args
-        elif isinstance(outputs, tensor):
+            return self.run(args, stream, allocate=True)
+        if isinstance(outputs, self.tensor):
             if self.n_out != 1:
                 return MISS
-            tensors = (*args, outputs)
-        elif type(outputs) is list or type(outputs) is tuple:
-            if len(outputs) != self.n_out:
+            return outputs if self.run((*args, outputs), stream) is not MISS else MISS
+        if type(outputs) is list or type(outputs) is tuple:
+            if len(outputs) != self.n_out or self.run((*args, *outputs), stream) is MISS:
                 return MISS
-            tensors = (*args, *outputs)
-        else:
+            return outputs[0] if self.n_out == 1 else tuple(outputs)
+        return MISS
+
+    def run(self, tensors, stream, allocate=False):
+        """Run the plan on ``tensors``, every input then every output in the
+        manifest's order (a list or tuple; with ``allocate`` the inputs only,
+        and the outputs are allocated). Checks them, writes the pointer slots
+        and launches on ``stream`` (None: torch's current stream). Returns
+        MISS, having launched nothing, when this path cannot serve the call;
+        else the allocated outputs (one tensor, or a tuple), or None."""
+        checks = self.input_checks if allocate else self.checks
+        if len(tensors) != len(checks):
             return MISS
-        with self.lock:
-            torch_device = self.torch_device
+        tensor, torch_device = self.tensor, self.torch_device
+        lock = self.lock
+        lock.acquire()
+        try:
             addresses = []
-            for t, (dtype, dims, strides, alignment, spec, writes) in zip(tensors, self.checks):
+            for t, (dtype, dims, strides, alignment, spec) in zip(tensors, checks):
+                if dtype is None:                  # a runtime scalar: its f32 bits
+                    addresses.append(scalars.bits(t, spec.name, spec.label))
+                    continue
                 if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
                     return MISS
                 got = t.stride()
@@ -119,19 +146,25 @@ class Relaunch:
                 address = t.data_ptr()
                 if address % alignment:
                     return MISS
-                for slots, slot, offset in writes:
-                    slots[slot] = address + offset
                 addresses.append(address)
-            handle = self.raw_stream(self.index) if stream is None else binding.stream_handle(stream)
-            workspace = self.workspaces.get(handle)
-            if workspace is None and self.workspace_writes + self.workspace_maps:
-                return MISS                        # this stream's first call
+            if stream is None:
+                handle = self.raw_stream(self.index)
+            elif type(stream) is int:
+                handle = stream
+            else:
+                handle = binding.stream_handle(stream)
+            workspace = None
+            if self.uses_workspace:
+                workspace = self.workspaces.get(handle)
+                if workspace is None:
+                    return MISS                    # this stream's first call
 
             device = self.device
             pushed = device.activate()
             try:
-                if outputs is None:
-                    outputs = self._allocate(addresses)
+                outputs = self._allocate(addresses) if allocate else None
+                for slots, slot, source, offset in self.writes:
+                    slots[slot] = addresses[source] + offset
                 for tensor_map in self.maps:
                     address = addresses[tensor_map.source] + tensor_map.offset
                     if address != tensor_map.encoded:
@@ -141,9 +174,11 @@ class Relaunch:
                 cuda.launch_all(self.launches, handle)
             finally:
                 device.deactivate(pushed)
-        if type(outputs) is list or type(outputs) is tuple:
+        finally:
+            lock.release()
+        if allocate:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
-        return outputs
+        return None
 
     def _point_at_workspace(self, base):
         """Rewrite the workspace slots and descriptors for the workspace at ``base``."""
@@ -155,16 +190,12 @@ class Relaunch:
 
     def _allocate(self, addresses):
         """Outputs the caller did not pass, from torch's allocator (as the general
-        path allocates them for torch inputs); their pointer slots written."""
+        path allocates them for torch inputs); their addresses appended."""
         outputs = []
         device, empty_strided = self.torch_device, self.empty_strided
-        checks = self.checks[self.n_in:]
-        for (dims, strides, dtype), check in zip(self.allocations, checks):
+        for dims, strides, dtype in self.allocations:
             t = empty_strided(dims, strides, dtype=dtype, device=device)
-            address = t.data_ptr()
-            for slots, slot, offset in check[-1]:
-                slots[slot] = address + offset
-            addresses.append(address)
+            addresses.append(t.data_ptr())
             outputs.append(t)
         return outputs
 

@@ -192,3 +192,111 @@ def test_int8_operands_cast_for_a_matmul(handle, mma):
     stream.synchronize()
     ref = torch.matmul(a.cpu().double(), b.cpu().double()).to(mma)
     assert torch.equal(c.cpu(), ref)
+
+
+def test_steady_execute_follows_new_buffers_values_and_streams(handle):
+    """After the first execute, calls with the plan's tensors take the fast
+    path (execute.Steady -> Executable.run_steady): new buffers each call,
+    on the handle's stream and on torch's current one, must give new
+    results; a new epsilon (a runtime scalar: a kernel argument) is served
+    by the same plan on the fast path; a bad dtype is still refused."""
+    h, stream = handle
+    torch.manual_seed(1)
+    N, C = 512, 1024
+    g = cudnn.pygraph(intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=h)
+    cl = [C, 1, C, C]
+    X = g.tensor(name="X", dim=[N, C, 1, 1], stride=cl, data_type=torch.bfloat16)
+    S = g.tensor(name="S", dim=[1, C, 1, 1], stride=cl, data_type=torch.bfloat16)
+    B = g.tensor(name="B", dim=[1, C, 1, 1], stride=cl, data_type=torch.bfloat16)
+    E = g.tensor(name="eps", dim=[1, 1, 1, 1], is_pass_by_value=True, data_type=torch.float32)
+    Y, mean, inv = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X,
+                               scale=S, bias=B, epsilon=E)
+    Y.set_output(True).set_data_type(torch.bfloat16)
+    mean.set_output(True).set_data_type(torch.float32)
+    inv.set_output(True).set_data_type(torch.float32)
+    _build(g)
+
+    def call(eps, on_handle, by_uid=False):
+        x = (2 * torch.randn(N, C, 1, 1, device="cuda") + 1).to(torch.bfloat16) \
+            .to(memory_format=torch.channels_last)
+        s = torch.randn(1, C, 1, 1, device="cuda").to(torch.bfloat16)
+        b = torch.randn(1, C, 1, 1, device="cuda").to(torch.bfloat16)
+        y = _nan_like(x)
+        m = torch.full((N, 1, 1, 1), float("nan"), device="cuda")
+        iv = torch.full((N, 1, 1, 1), float("nan"), device="cuda")
+        pack = {X: x, S: s, B: b, E: torch.full((1, 1, 1, 1), eps), Y: y, mean: m, inv: iv}
+        if by_uid:
+            pack = {t.get_uid(): v for t, v in pack.items()}
+        torch.cuda.synchronize()
+        if on_handle:
+            g.execute(pack, None, handle=h)
+            stream.synchronize()
+        else:
+            g.execute(pack, None)
+            torch.cuda.synchronize()
+        xf = x.double()
+        ref = F.layer_norm(xf, [C, 1, 1], s.double()[0], b.double()[0], eps)
+        torch.testing.assert_close(y.double(), ref, atol=3e-2, rtol=1.6e-2)
+        torch.testing.assert_close(m.double(), xf.mean(dim=(1, 2, 3), keepdim=True),
+                                   atol=1e-3, rtol=1e-3)
+        var = xf.var(dim=(1, 2, 3), keepdim=True, unbiased=False)
+        torch.testing.assert_close(iv.double(), torch.rsqrt(var + eps), atol=1e-3, rtol=1e-3)
+
+    call(1e-5, on_handle=True)                      # the general paths; Steady made
+    first = g._last_plan
+    assert g._steady is not None and g._steady.plan is first
+    call(1e-5, on_handle=True)                      # fast path, new buffers
+    call(1e-5, on_handle=True, by_uid=True)
+    g.handle = None
+    call(1e-5, on_handle=False)                     # torch's current stream
+    call(0.5, on_handle=False)                      # the same plan, another value
+    assert g._last_plan is first and len(g._plans) == 1
+    call(1e-5, on_handle=False)
+    assert g._last_plan is first
+    x = torch.randn(N, C, 1, 1, device="cuda").to(memory_format=torch.channels_last)  # f32
+    pack = {X: x, S: torch.ones(1, C, 1, 1, device="cuda", dtype=torch.bfloat16),
+            B: torch.zeros(1, C, 1, 1, device="cuda", dtype=torch.bfloat16),
+            E: torch.full((1, 1, 1, 1), 1e-5), Y: torch.empty_like(x, dtype=torch.bfloat16),
+            mean: torch.empty(N, 1, 1, 1, device="cuda"),
+            inv: torch.empty(N, 1, 1, 1, device="cuda")}
+    import dnnc_runtime
+    with pytest.raises(dnnc_runtime.ArgumentError, match="X.*expected dtype bf16"):
+        g.execute(pack, None)
+
+
+def test_pass_by_value_scalars_change_per_execute_on_one_plan(handle, monkeypatch):
+    """A layernorm whose epsilon and an output scale are pass-by-value
+    tensors: runtime scalars of one compiled plan (no compile after
+    build_plans), each execute's values checked against torch."""
+    h, stream = handle
+    compiles = []
+    real = cudnn.pygraph._compile
+    monkeypatch.setattr(cudnn.pygraph, "_compile",
+                        lambda self, values: compiles.append(values) or real(self, values))
+    torch.manual_seed(4)
+    N, C = 512, 1024
+    x = 0.05 * torch.randn(N, C, 1, 1, device="cuda")
+    scale = torch.randn(1, C, 1, 1, device="cuda")
+    bias = torch.randn(1, C, 1, 1, device="cuda")
+    g = cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT,
+                      intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=h)
+    X, S, B = g.tensor_like(x), g.tensor_like(scale), g.tensor_like(bias)
+    E = g.tensor(name="eps", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    A = g.tensor(name="alpha", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    Y = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.INFERENCE, input=X, scale=S,
+                    bias=B, epsilon=E)[0]
+    Z = g.scale(Y, A).set_output(True)
+    _build(g)
+    for eps, alpha in ((1e-5, 1.0), (0.25, -2.0), (torch.full((1, 1, 1, 1), 1e-3), 0.5)):
+        z = _nan_like(x)
+        g.execute({X: x, S: scale, B: bias, E: eps, A: alpha, Z: z}, None, handle=h)
+        stream.synchronize()
+        eps, alpha = float(eps), float(alpha)
+        ref = F.layer_norm(x.double(), [C, 1, 1], scale.double().squeeze(0),
+                           bias.double().squeeze(0), eps) * alpha
+        torch.testing.assert_close(z.double(), ref, rtol=1e-4, atol=1e-4)
+    assert len(compiles) == 1 and len(g._plans) == 1

@@ -65,7 +65,11 @@ def cuda_opts(arch="sm_80", **kw):
 
 
 def entries(directory):
-    return sorted(os.listdir(directory)) if os.path.isdir(directory) else []
+    """The entries and temp files of a cache directory (not its memo of the
+    sources' digest, cache.SOURCE_MEMO_DIR)."""
+    if not os.path.isdir(directory):
+        return []
+    return sorted(n for n in os.listdir(directory) if n != cache.SOURCE_MEMO_DIR)
 
 
 KEY_A, KEY_B = "a" * 64, "b" * 64
@@ -126,7 +130,7 @@ def test_bindings_version_comes_from_the_dist_info_name(tmp_path, monkeypatch):
                  "xtc_mlir_python_bindings_extra-9.0.dist-info",  # another package
                  "xtc_mlir_python_bindings-1.2.2.egg-info", "numpy-2.0.0.dist-info"):
         (site / name).mkdir()
-    monkeypatch.setattr(cache.importlib.util, "find_spec", lambda name: None)
+    monkeypatch.setattr(cache._bootstrap, "mlir_spec", lambda: None)
     monkeypatch.setattr(sys, "path", [str(tmp_path / "absent"), str(site)])
     monkeypatch.setattr(importlib.metadata, "version", lambda name: "from metadata")
     assert lookup() == "1.2.3"
@@ -154,6 +158,54 @@ def test_source_digest_covers_every_py_file(tmp_path):
     assert cache.digest_sources(str(root)) not in (base, edited)
     # dnnc's own digest is computed once per process.
     assert cache.source_digest() is cache.source_digest()
+
+
+def test_source_digest_memo_follows_every_write(tmp_path, monkeypatch):
+    """The memo of the sources' digest is used while no file changes, and
+    never after one does: an edit of the same size within the same
+    modification time (set back with utime), a new file, a removed one."""
+    root, memos = tmp_path / "pkg", tmp_path / "memos"
+    (root / "sub").mkdir(parents=True)
+    (root / "a.py").write_text("A = 1\n")
+    (root / "sub" / "b.py").write_text("B = 2\n")
+    # Files written a moment ago: no memo (a write in the same clock tick
+    # would not change the signature).
+    digest = cache.memoized_digest(str(root), str(memos))
+    assert digest == cache.digest_sources(str(root)) and not memos.exists()
+    monkeypatch.setattr(cache, "SOURCE_SETTLE_NS", 0)   # the tree has settled
+    assert cache.memoized_digest(str(root), str(memos)) == digest
+    assert os.listdir(memos) == [cache.source_signature(str(root))]
+
+    real_digest = cache.digest_sources
+    monkeypatch.setattr(cache, "digest_sources", lambda r: pytest.fail("read the sources"))
+    assert cache.memoized_digest(str(root), str(memos)) == digest   # the memo, no reading
+    monkeypatch.setattr(cache, "digest_sources", real_digest)
+
+    def changed(edit):
+        before = cache.source_signature(str(root))
+        edit()
+        assert cache.source_signature(str(root)) != before
+        again = cache.memoized_digest(str(root), str(memos))
+        assert again == cache.digest_sources(str(root))
+        return again
+
+    b = root / "sub" / "b.py"
+    st = os.stat(b)
+
+    def same_size_same_mtime():
+        b.write_text("B = 3\n")
+        os.utime(b, ns=(st.st_atime_ns, st.st_mtime_ns))
+    assert changed(same_size_same_mtime) != digest
+    assert changed(lambda: (root / "c.py").write_text("C = 1\n")) != digest
+    assert changed(lambda: os.unlink(root / "c.py")) != digest
+    # A memo that is not a digest is a miss, computed again and rewritten.
+    (memos / cache.source_signature(str(root))).write_text("garbage")
+    assert cache.memoized_digest(str(root), str(memos)) == cache.digest_sources(str(root))
+    # Only the newest memos are kept.
+    for i in range(cache.SOURCE_MEMOS_KEPT + 3):
+        (root / "a.py").write_text(f"A = {i}\n")
+        cache.memoized_digest(str(root), str(memos))
+    assert len(os.listdir(memos)) == cache.SOURCE_MEMOS_KEPT
 
 
 def test_cache_dir_default(monkeypatch, tmp_path):

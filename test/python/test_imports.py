@@ -43,8 +43,10 @@ LAYERS = [
     ("user-facing API", [
         "dnnc.graph",           # dnnc.Graph: graph building
         "dnnc.graph_attention",  # sdpa's masks, lengths and page tables checked
+        "dnnc.graph_text",      # print(graph); the inputs no op reads
         "dnnc.graph_mlir",      # Graph <-> dnn MLIR
         "dnnc.frontend.**",     # cudnn-frontend's Python API, lowered to dnnc.Graph
+        "dnnc.torch.**",        # torch.library ops, modules on dnnc graphs (imports torch)
     ]),
     ("compiler driver", [
         "dnnc.jit",             # Graph.compile(target="cuda"): autotune, cache, runtime

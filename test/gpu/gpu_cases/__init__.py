@@ -54,6 +54,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        simt-depthwise, eight to a graph, bf16, f16 and f32
     conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
                        the convolution's prologue), eight to a graph
+    conv_bias_grad.py  filter gradients with their bias gradient (the sum of
+                       dy) in one tc-sm90 kernel: chosen geometries, K past
+                       the tiles, each way split-K partials are summed
     conv_wgrad_channels.py
                        96 random filter gradients whose C is no multiple of
                        the tile width (8 to 200), eight to a graph, on
@@ -89,6 +92,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        sdpa backwards on tc-sm80's dQ and dK dV kernels (a
                        config override) on chosen problems: head dims,
                        masks, GQA, a bias, layouts, padding lengths
+    attention_backward_dbias.py
+                       the sdpa backward's bias gradient (compute_dbias) on
+                       tc-sm90's two kernels: biases broadcast over B, H or
+                       both and whole, masks, GQA, lengths past a tile,
+                       head dims to 256, layouts
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -113,17 +121,22 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
                        rows, a matmul's shared operand), outputs with padded
                        rows, column-major and channels-last strides
+    scalars.py         runtime scalars (f32 kernel arguments): pointwise, matmul
+                       and convolution epilogues, reductions, the epsilon of
+                       layernorm and rmsnorm, a frontend graph; each package
+                       run again with other values
 """
 
-from . import (attention, attention_backward_fused, attention_backward_random,
-               attention_backward_sm80, attention_backward_wide, attention_decode,
-               attention_gqa_fold, attention_padding, attention_paged, attention_ragged,
-               attention_random, attention_sm80, conv_grouped_simt, conv_odd_channels,
-               conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_sm80_split,
-               conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
-               layouts, matmul, matmul_align, matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled,
-               normalization,
-               pointwise, pooling, reduction_middle, reductions, row_programs, zero_size)
+from . import (attention, attention_backward_dbias, attention_backward_fused,
+               attention_backward_random, attention_backward_sm80, attention_backward_wide,
+               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
+               attention_ragged, attention_random, attention_sm80, conv_bias_grad,
+               conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
+               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
+               data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
+               matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, normalization, pointwise,
+               pooling, reduction_middle, reductions, row_programs, scalars,
+               zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -144,6 +157,7 @@ CASES = [
     *conv_sm80_split.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
+    *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
@@ -158,6 +172,7 @@ CASES = [
     *attention_backward_fused.CASES,
     *attention_backward_wide.CASES,
     *attention_backward_sm80.CASES,
+    *attention_backward_dbias.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_ragged.CASES,
@@ -168,6 +183,7 @@ CASES = [
     *frontend.CASES,
     *int8.CASES,
     *layouts.CASES,
+    *scalars.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

@@ -336,7 +336,7 @@ func.func private @sdpa_bottom_right_window(%q: tensor<1x2x7x64xbf16>, %k: tenso
 // dq, dk and dv is.
 
 // CHECK-LABEL: func.func private @sdpa_backward_causal_bias(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 //   CHECK-NOT:   dnn.sdpa_backward
 func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
@@ -345,11 +345,23 @@ func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tens
 
 // -----
 
+// With compute_dbias, dbias is the fourth of the results (returned first here).
+
+// CHECK-LABEL: func.func private @sdpa_backward_dbias(
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 2, 3, 0>, returned = 4 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//   CHECK-NOT:   dnn.sdpa_backward
+func.func private @sdpa_backward_dbias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x4x7x9xbf16>) -> (tensor<1x4x7x9xbf16>, tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
+  %dq, %dk, %dv, %dbias = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x4x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x9xbf16>)
+  return %dbias, %dq, %dk, %dv : tensor<1x4x7x9xbf16>, tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>
+}
+
+// -----
+
 // The backward's indices follow the arguments and returned values too:
 // stats is argument 0, no bias (-1), dk returned first.
 
 // CHECK-LABEL: func.func private @sdpa_backward_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2, -1>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>, %v: tensor<2x2x9x16xf16>, %o: tensor<2x2x7x16xf16>, %do: tensor<2x2x7x16xf16>) -> (tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
   return %dk, %dq, %dv : tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>
@@ -360,7 +372,7 @@ func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tens
 // The backward's masks too: a top-left window of 3 columns.
 
 // CHECK-LABEL: func.func private @sdpa_backward_window(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
 func.func private @sdpa_backward_window(%q: tensor<1x2x7x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x16xf16>, %o: tensor<1x2x7x16xf16>, %do: tensor<1x2x7x16xf16>, %stats: tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, diagonal = "top_left", scale = 2.500000e-01 : f64, window = 3 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>)
   return %dq, %dk, %dv : tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>

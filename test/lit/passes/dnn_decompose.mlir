@@ -168,8 +168,29 @@ func.func @softmax(%x: tensor<4x7xf32>) -> tensor<4x7xf32> {
 // ALL: %[[Y:.*]] = "dnn.add"(%[[XS]], %[[BIAS]])
 // ALL: return %[[Y]], %[[MEAN]], %[[INV]]
 func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>) {
-  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
   return %y, %mean, %inv : tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>
+}
+
+// -----
+
+// An rmsnorm whose epsilon is an operand (a runtime scalar: a rank-0 graph
+// argument marked dnn.by_value) adds that operand, not a constant.
+
+// CHECK-LABEL: func.func @rmsnorm_runtime_epsilon(
+// CHECK: "dnn.rmsnorm"
+// ALL-LABEL: func.func @rmsnorm_runtime_epsilon(
+// ALL-SAME: %[[X:.*]]: tensor<4x16xf32>, %[[EPS:.*]]: tensor<f32> {dnn.by_value, dnn.name = "eps"})
+// ALL-NOT: dnn.rmsnorm
+// ALL-NOT: dnn.constant
+// ALL: %[[MS:.*]] = "dnn.reduction"
+// ALL-NEXT: %[[VE:.*]] = "dnn.add"(%[[MS]], %[[EPS]]) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+// ALL-NEXT: %[[INV:.*]] = "dnn.rsqrt"(%[[VE]])
+// ALL-NEXT: %[[Y:.*]] = "dnn.mul"(%[[X]], %[[INV]])
+// ALL: return %[[Y]], %[[INV]]
+func.func @rmsnorm_runtime_epsilon(%x: tensor<4x16xf32>, %eps: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> (tensor<4x16xf32>, tensor<4x1xf32>) {
+  %y, %inv = "dnn.rmsnorm"(%x, %eps) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<4x16xf32>, tensor<f32>) -> (tensor<4x16xf32>, tensor<4x1xf32>)
+  return %y, %inv : tensor<4x16xf32>, tensor<4x1xf32>
 }
 
 // -----

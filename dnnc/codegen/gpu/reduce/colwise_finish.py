@@ -23,6 +23,9 @@ from dnnc.codegen.gpu.reduce.colwise_program import NotAColumnProgram, Program, 
 from dnnc.codegen.gpu.reduce.rowwise import combine, combiner
 
 FINISH_THREADS = 256      # threads of a block of the finish launch (Finish)
+# Row lanes of a finish block whose column threads the heuristics chose
+# (``columns``): its ty = 0 threads add the lanes one after another.
+FINISH_LANES = 32
 PARTIALS_IN_FLIGHT = 16   # partial loads a finishing thread issues before it adds them
 
 _index = irutil.index
@@ -141,13 +144,16 @@ class FinishEmitter(Emitter):
 class Finish:
     """The column reductions of kernel ``fn`` (its statements but the ops
     ``skip``) when another program folds their rows (rowcolumns.py) into
-    per-block partials, ``tile`` rows a block (None: all): ``allocate`` makes the
+    per-block partials, ``tile`` rows a block (None: all), ``columns`` threads
+    of a finish block along the columns (None: 32, as many blocks as vectors
+    of 32; the heuristics give fewer where that leaves SMs idle, each
+    block then having at most FINISH_LANES row lanes): ``allocate`` makes the
     ``[G, N]`` f32 partials (one per reduction, in program order) that it
     writes, ``launch`` the finish launch that sums them in order and runs
     the column statements (colwise.py's step 3). ``reductions``: the reductions'
     linalg ops; ``statements``: what the finish interprets (to erase)."""
 
-    def __init__(self, fn, skip, tile):
+    def __init__(self, fn, skip, tile, columns=None):
         self.statements, self.shape = statements_of(fn, skip)
         if self.shape.outer or len(self.shape.inner) > 1:
             raise NotAColumnProgram("column sums that keep dims before the reduced ones")
@@ -162,10 +168,11 @@ class Finish:
         while self.shape.n % width:
             width //= 2
         vectors, tx = self.shape.n // width, 1
-        while tx < 32 and tx < vectors:
+        while tx < (columns or 32) and tx < vectors:
             tx *= 2
         splits, ty = -(-self.shape.count // tile), 1
-        while ty < FINISH_THREADS // tx and ty < splits:
+        while ty < min(FINISH_THREADS // tx, FINISH_LANES if columns else FINISH_THREADS) \
+                and ty < splits:
             ty *= 2
         self._emitter = FinishEmitter(program, self.shape, width, (tx, ty), 1, tile)
         self.splits = self._emitter.splits

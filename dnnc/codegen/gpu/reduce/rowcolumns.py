@@ -111,7 +111,7 @@ def _column_statement(op, shape):
     return rowwise.Statement(op, "generic", shape.n, True, exprs, list(op.operands))
 
 
-def _plan(fn, tile):
+def _plan(fn, tile, finish_columns=None):
     """(program, row statements, finish, shape): the statements in program
     order as ("row", statement) | ("columns", k, statement)."""
     body = irutil.body(fn)
@@ -122,7 +122,7 @@ def _plan(fn, tile):
     others = [op.operation for op in body.operations if op.operation not in column_ops]
     try:
         statements, shape = rowwise._statements(fn, skip=column_ops)
-        finish = colwise_finish.Finish(fn, others, tile)
+        finish = colwise_finish.Finish(fn, others, tile, finish_columns)
     except (rowwise.NotARowProgram, colwise_program.NotAColumnProgram) as why:
         raise NotARowColumnProgram(str(why)) from None
     if (finish.shape.rows, finish.shape.n) != (shape.rows, shape.n):
@@ -249,14 +249,16 @@ class _Sums:
         self.strided(thread, threads, column)
 
 
-def build(fn, width, threads, rows_at_once, tile, registers=rowwise.REGISTER_ELEMENTS):
+def build(fn, width, threads, rows_at_once, tile, registers=rowwise.REGISTER_ELEMENTS,
+          finish_columns=None):
     """Replace kernel ``fn``'s body by its row program with column sums:
     blocks of ``threads`` folding ``tile`` rows each (None: one block),
     ``rows_at_once`` at a time (1, or a warp per row), ``width``-element
-    vectors; then the finish.
+    vectors; then the finish, whose blocks have ``finish_columns`` threads
+    along the columns (None: colwise_finish.Finish's default).
     Returns the number of blocks G. NotARowColumnProgram (nothing changed)
     when the kernel is not one."""
-    program, statements, finish, shape = _plan(fn, tile)
+    program, statements, finish, shape = _plan(fn, tile, finish_columns)
     tile = tile or shape.count
     for s in statements:
         if s.reduction:
