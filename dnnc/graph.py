@@ -362,6 +362,21 @@ class Graph:
                         {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
                         name)[0]
 
+    def matmul_block_scaled(self, A, B, A_scale, B_scale, compute_data_type=None, name=None):
+        """C = A @ B of fp8 operands (e4m3 / e5m2, any pairing) with block
+        scales, as DeepSeek-V3 quantizes: ``A_scale`` (f32, M x ceil(K/128))
+        scales each row of A over each 128-wide K block ("1 x 128"),
+        ``B_scale`` (f32, ceil(K/128) x ceil(N/128)) each 128 x 128 block of
+        B, so C[m, n] = sum over K blocks kb of A_scale[m, kb] *
+        B_scale[kb, n // 128] * sum_{k in kb} A[m, k] B[k, n]. The last K
+        block is partial when K is not a multiple of 128; its scales still
+        apply. Accumulates in f32 (the only compute type); C's type is the
+        output's (bf16, f16, f32 or fp8)."""
+        return self._op("matmul_block_scaled",
+                        {"a": A, "b": B, "a_scale": A_scale, "b_scale": B_scale},
+                        {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
+                        name)[0]
+
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,
              sliding_window_length=None, use_padding_mask=False, seq_len_q=None,

@@ -152,8 +152,8 @@ from dnnc.passes import DnncPass, register
 
 POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
-EPILOGUE_ANCHORS = {"matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "softmax", "log_softmax",
-                    "pooling", "layernorm", "rmsnorm"}
+EPILOGUE_ANCHORS = {"matmul", "matmul_block_scaled", "conv_fprop", "conv_dgrad", "conv_wgrad",
+                    "softmax", "log_softmax", "pooling", "layernorm", "rmsnorm"}
 PROLOGUE_NORMS = {"layernorm", "rmsnorm"}
 # Pointwise ops a matmul applies to its operand tiles as it loads them (a few
 # instructions an element); the other operands of a binary one are constants.

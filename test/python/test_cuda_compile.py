@@ -129,6 +129,12 @@ def matmul_conv():
     a = g.tensor(name="a", dim=[2, 3, 13])
     b = g.tensor(name="b", dim=[13, 7])
     outputs(g.matmul(a, b, name="mm"))
+    # fp8 with 1x128 / 128x128 block scales: K = 130 is two blocks, the last of 2.
+    qa = g.tensor(name="qa", dim=[5, 130], data_type=E4M3)
+    qb = g.tensor(name="qb", dim=[130, 9], data_type=E5M2)
+    qsa = g.tensor(name="qsa", dim=[5, 2], data_type=F32)
+    qsb = g.tensor(name="qsb", dim=[2, 1], data_type=F32)
+    outputs(g.matmul_block_scaled(qa, qb, qsa, qsb, name="mm_block_scaled"))
     x = g.tensor(name="x", dim=[2, 3, 7, 5])
     w = g.tensor(name="w", dim=[4, 3, 3, 2])
     attrs = dict(pre_padding=[1, 0], post_padding=[1, 1], stride=[2, 1])

@@ -26,6 +26,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        forced on chosen problems
     matmul_fp8.py      fp8 GEMMs on tc-sm90 (e4m3 / e5m2 pairs): per-tensor
                        scales, bf16 / f16 / f32 / fp8 outputs, amax
+    matmul_fp8_blockscaled.py
+                       block-scaled fp8 GEMMs (1 x 128 A, 128 x 128 B scales)
+                       on tc-sm90: tile multiples and odd sizes, B stored
+                       both ways, split K, scales of 2^-8 .. 2^8
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -136,8 +140,9 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
                data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
-               matmul_f32_exact, matmul_fp8, norm_channels_last, normalization, pointwise,
-               pooling, reduction_middle, reductions, row_programs, scalars, zero_size)
+               matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
+               normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
+               scalars, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -149,6 +154,7 @@ CASES = [
     *matmul_align.CASES,
     *matmul_f32_exact.CASES,
     *matmul_fp8.CASES,
+    *matmul_fp8_blockscaled.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

@@ -168,6 +168,38 @@ func.func @int8_matmul_with_a_float_operand(%a: tensor<2x3xsi8>, %b: tensor<3x4x
 
 // -----
 
+func.func @block_scaled_matmul_of_bf16(%a: tensor<4x200xbf16>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x2xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'a': expected f8E4M3FN or f8E5M2, got bf16
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xbf16>, tensor<200x130xf8E4M3FN>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
+func.func @block_scales_of_a_too_few(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x1xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'a_scale' dim 1: expected 2 (a_scale is M x ceil(K / 128): one per row and 128-wide K block of 'a'), got 1
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E4M3FN>, tensor<4x1xf32>, tensor<2x2xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
+func.func @block_scales_of_b_per_column(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x2xf32>, %sb: tensor<2x130xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'b_scale' dim 1: expected 2 (b_scale is ceil(K / 128) x ceil(N / 128): one per 128 x 128 block of 'b'), got 130
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E4M3FN>, tensor<4x2xf32>, tensor<2x130xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
+func.func @block_scales_in_bf16(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x2xbf16>, %sb: tensor<2x2xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'a_scale': expected element type f32, got bf16
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E4M3FN>, tensor<4x2xbf16>, tensor<2x2xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
 func.func @int8_conv_with_float_compute(%x: tensor<1x2x4x4xsi8>, %w: tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.conv_fprop' op attribute 'compute_type': expected i32 (the accumulation of si8 / ui8 operands), got f32
   %y = "dnn.conv_fprop"(%x, %w) {dilation = array<i64: 1, 1>, post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<1x2x4x4xsi8>, tensor<2x2x1x1xui8>) -> tensor<1x2x4x4xi32>

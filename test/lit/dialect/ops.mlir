@@ -721,6 +721,19 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x5xf32>) -> tensor<4x5xf32> {
 
 // -----
 
+// fp8 operands with 1x128 scales of a (one per row and 128-wide K block) and
+// 128x128 scales of b: K = 200 is two blocks, N = 130 two column blocks.
+// CHECK-LABEL: func.func @matmul_block_scaled(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x200xf8E4M3FN>, %[[B:.*]]: tensor<200x130xf8E5M2>, %[[SA:.*]]: tensor<4x2xf32>, %[[SB:.*]]: tensor<2x2xf32>) -> tensor<4x130xbf16>
+//  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul_block_scaled"(%[[A]], %[[B]], %[[SA]], %[[SB]]) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xbf16>
+//  CHECK-NEXT:   return %[[C]] : tensor<4x130xbf16>
+func.func @matmul_block_scaled(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E5M2>, %sa: tensor<4x2xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xbf16> {
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xbf16>
+  return %c : tensor<4x130xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @matmul_batch_broadcast(
 //  CHECK-SAME:     %[[A:.*]]: tensor<1x4x8xbf16>, %[[B:.*]]: tensor<3x8x5xbf16>) -> tensor<3x4x5xbf16>
 //  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]]) : (tensor<1x4x8xbf16>, tensor<3x8x5xbf16>) -> tensor<3x4x5xbf16>

@@ -79,6 +79,32 @@ func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf1
 
 // -----
 
+// Block-scaled fp8 matmul: the scales' maps divide k (and n) by the 128-wide
+// block; each product is scaled by its blocks' scales and accumulated in f32.
+
+// CHECK-DAG: #[[BS_A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[BS_B:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[BS_SA:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+// CHECK-DAG: #[[BS_SB:.*]] = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+// CHECK-DAG: #[[BS_C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @matmul_block_scaled(
+//       CHECK:   %[[ACC:.*]] = linalg.generic {indexing_maps = [#[[BS_A]], #[[BS_B]], #[[BS_SA]], #[[BS_SB]], #[[BS_C]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<4x130xf32>)
+//  CHECK-NEXT:   ^bb0(%[[X:.*]]: f8E4M3FN, %[[Y:.*]]: f8E5M2, %[[S:.*]]: f32, %[[T:.*]]: f32, %[[OUT:.*]]: f32):
+//  CHECK-NEXT:     %[[XF:.*]] = arith.extf %[[X]] : f8E4M3FN to f32
+//  CHECK-NEXT:     %[[YF:.*]] = arith.extf %[[Y]] : f8E5M2 to f32
+//  CHECK-NEXT:     %[[P:.*]] = arith.mulf %[[XF]], %[[YF]] : f32
+//  CHECK-NEXT:     %[[ST:.*]] = arith.mulf %[[S]], %[[T]] : f32
+//  CHECK-NEXT:     %[[Q:.*]] = arith.mulf %[[P]], %[[ST]] : f32
+//  CHECK-NEXT:     %[[SUM:.*]] = arith.addf %[[OUT]], %[[Q]] : f32
+//  CHECK-NEXT:     linalg.yield %[[SUM]] : f32
+//       CHECK:   linalg.generic {{.*}} ins(%[[ACC]] : tensor<4x130xf32>) outs(%{{.*}} : tensor<4x130xbf16>)
+func.func @matmul_block_scaled(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E5M2>, %sa: tensor<4x2xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xbf16> attributes {dnn.graph} {
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xbf16>
+  return %c : tensor<4x130xbf16>
+}
+
+// -----
+
 // A cast to fp8 is an arith.truncf like any other; dnn-expand-fp8 lowers it
 // for the target later (LLVM has no f8 types).
 

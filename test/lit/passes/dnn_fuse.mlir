@@ -53,6 +53,27 @@ func.func @matmul_bias_gelu(%a: tensor<3x5x13xf32>, %w: tensor<13x7xf32>, %b: te
 
 // -----
 
+// A block-scaled fp8 matmul takes the pointwise epilogue as a matmul does:
+// its bias and cast join the kernel, the scales are operands of the anchor.
+// CHECK-LABEL: func.func private @block_scaled_bias_k0_matmul_block_scaled(
+// CHECK-SAME: attributes {dnn.anchor = "matmul_block_scaled", dnn.kernel}
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul_block_scaled"(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[M]], %arg4)
+// CHECK-NEXT: %[[Y:.*]] = "dnn.cast"(%[[S]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @block_scaled_bias(
+// CHECK-NEXT: %[[R:.*]] = call @block_scaled_bias_k0_matmul_block_scaled(%arg0, %arg1, %arg2, %arg3, %arg4)
+// CHECK-NEXT: return %[[R]]
+func.func @block_scaled_bias(%a: tensor<5x200xf8E4M3FN>, %w: tensor<200x7xf8E4M3FN>, %sa: tensor<5x2xf32>, %sw: tensor<2x1xf32>, %b: tensor<1x7xf32>) -> tensor<5x7xbf16> {
+  %0 = "dnn.matmul_block_scaled"(%a, %w, %sa, %sw) : (tensor<5x200xf8E4M3FN>, tensor<200x7xf8E4M3FN>, tensor<5x2xf32>, tensor<2x1xf32>) -> tensor<5x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<5x7xf32>, tensor<1x7xf32>) -> tensor<5x7xf32>
+  %2 = "dnn.cast"(%1) : (tensor<5x7xf32>) -> tensor<5x7xbf16>
+  return %2 : tensor<5x7xbf16>
+}
+
+// -----
+
 // matmul + bias + residual add + relu (+ the output cast): one kernel with the
 // bias and the residual as extra arguments.
 // CHECK-LABEL: func.func private @matmul_bias_residual_relu_k0_matmul(

@@ -2677,3 +2677,88 @@ func.func private @conv_wgrad_bias_grad(%dy: memref<2x128x8x8xbf16, strided<[819
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<128x64x3x3xbf16>) outs(%dw : memref<128x64x3x3xbf16, strided<[576, 1, 192, 64]>>)
   return
 }
+
+// -----
+
+// A block-scaled fp8 GEMM (dnn.matmul_block_scaled's contraction: four
+// inputs, the scales' maps dividing k and n by 128) on tc-sm90: one launch
+// whose consumers read the scales of A and B from their buffers and run
+// wgmma's fp8 form; the reason says the scales are applied per K step.
+
+#bs_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled(
+//  CHECK-SAME:     %[[A:.*]]: memref<256x320xf8E4M3FN>, %[[B:.*]]: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %[[SA:.*]]: memref<256x3xf32>, %[[SB:.*]]: memref<3x2xf32>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart, then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
+//       CHECK:   gpu.launch
+//       CHECK:     memref.load %[[SB]]
+//       CHECK:     memref.load %[[SA]]
+// The first of a step's four wgmmas starts the temporary (scale-d zero).
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>, <wrapped>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>, <wrapped>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+//   CHECK-NOT:   linalg.generic
+func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %Y: memref<256x192xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<256x192xf32>
+  linalg.generic {indexing_maps = [#bs_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x192xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs_a, #bs_b, #bs_sa, #bs_sb, #bs_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x192xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x192xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  linalg.generic {indexing_maps = [#bs_id, #bs_id], iterator_types = ["parallel", "parallel"]} ins(%C : memref<256x192xf32>) outs(%Y : memref<256x192xbf16>) {
+  ^bb0(%c: f32, %out: bf16):
+    %0 = arith.truncf %c : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  return
+}
+
+// -----
+
+// A tile whose columns span two of B's scale blocks (N 256) is refused by
+// tc-sm90, and tc-sm80 applies no block scales: simt-generic, with both reasons.
+
+#bs2_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs2_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs2_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs2_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs2_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs2_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_wide_tile(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (tile N 256 with block scales: expected 64 or 128 (a tile's columns in one 128-column block of B's scales)), and tc-sm80 applies no block scales: simt-generic, one thread per output
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs2_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs2_a, #bs2_b, #bs2_sa, #bs2_sb, #bs2_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x256xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x256xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}

@@ -29,6 +29,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, shared_base,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.bias_grad import BiasGradSum
+from dnnc.codegen.gpu.tensorcore.sm90.block_scales import BlockScaling
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import Epilogue
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import Consumer, Producer
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
@@ -108,6 +109,8 @@ class Kernel:
                          self.epilogue.staging_offset + self.epilogue.staging_bytes,
                          tile.consumers, WARPGROUP // 32 if self.bias is not None else 1)
         self.prologues = Prologues(self)
+        # Block scales applied per K step (block_scales.py); None: a plain GEMM.
+        self.block_scaling = BlockScaling(self) if gemm.scales is not None else None
         self.base = None    # device side: the block's aligned shared-memory base (i64)
         self.tid = None     # device side: the thread's index in the block
 
@@ -126,6 +129,9 @@ class Kernel:
         elif self.registers_a:
             out.append("A stored K x M is read into registers (wgmma reads tf32 from shared "
                        "memory only K-major)")
+        if self.block_scaling is not None:
+            out.append(f"block-scaled: each {self.tile.k}-wide K step summed apart, then scaled "
+                       "by its 1x128 scale of A and 128x128 scale of B into the accumulator")
         if self.epilogue.note:
             out.append(self.epilogue.note)
         if self.bias is not None:
