@@ -61,7 +61,7 @@ class _Rows:
     parameter-shaped [1, hidden, 1..] or statistics-shaped [rows, 1, 1..])
     to rank 2, ``back(d, t)`` reshapes a result to the frontend tensor
     ``t``'s rank, first giving it the type ``t`` is to have (a reshape keeps
-    its input's type).
+    its input's type; a statistic, f32 by the op, is cast).
 
     ``of(ctx, x, params)`` is None unless x is of that form and every
     parameter either absent or [1, hidden, 1, ...].
@@ -92,6 +92,10 @@ class _Rows:
         dt = self.ctx.output_type(t, d)
         if dt is not None:
             d.set_data_type(dt)
+            if d.get_data_type() != dt:
+                # A type the op fixes (its statistics are f32), asked as another
+                # (a bf16 graph's untyped mean): converted on the way out.
+                d = self.ctx.graph.cast(d, dt)
         shape = [d.dim[0], d.dim[1]] + [1] * (len(self.dims) - 2)
         return self.ctx.graph.reshape(d, shape)
 

@@ -852,3 +852,38 @@ def test_int8_matmul_fuzzer_form_casts_both_to_float():
     got = torch.empty(3, 17, 9)
     g.execute({A: a, B: b, Bias: bias, C: got}, None)
     assert torch.equal(got, torch.relu(a.float() @ b.float() + bias))
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "rmsnorm"])
+def test_untyped_statistics_of_a_bf16_graph_take_its_io_type(kind):
+    """A bf16 graph whose statistics outputs are given no type: they are
+    bf16 outputs (the graph's io type), the f32 statistics cast on the way
+    out, in the [rows, hidden, 1, 1] form as in any other."""
+    torch.manual_seed(21)
+    x = (3 * torch.randn(64, 256, 1, 1) + 0.5).to(torch.bfloat16)
+    scale = torch.randn(1, 256, 1, 1).to(torch.bfloat16)
+    bias = torch.randn(1, 256, 1, 1).to(torch.bfloat16)
+    g = _graph(io_data_type=cudnn.data_type.BFLOAT16)
+    X, S, B = (g.tensor_like(a) for a in (x, scale, bias))
+    phase = cudnn.norm_forward_phase.TRAINING
+    if kind == "layernorm":
+        Y, mean, inv = g.layernorm(norm_forward_phase=phase, input=X, scale=S, bias=B,
+                                   epsilon=1e-5)
+        stats = [mean, inv]
+    else:
+        Y, inv = g.rmsnorm(norm_forward_phase=phase, input=X, scale=S, bias=None, epsilon=1e-5)
+        stats = [inv]
+    for t in [Y, *stats]:
+        t.set_output(True)
+    _build(g)
+    y = torch.empty_like(x)
+    got = [torch.full((64, 1, 1, 1), float("nan"), dtype=torch.bfloat16) for _ in stats]
+    g.execute({X: x, S: scale, B: bias, Y: y, **dict(zip(stats, got))}, None)
+    xf = x.double()
+    if kind == "layernorm":
+        want = [xf.mean((1, 2, 3), keepdim=True),
+                torch.rsqrt(xf.var((1, 2, 3), unbiased=False, keepdim=True) + 1e-5)]
+    else:
+        want = [torch.rsqrt((xf * xf).mean((1, 2, 3), keepdim=True) + 1e-5)]
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a.double(), b, atol=1e-3, rtol=8e-3)
