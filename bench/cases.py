@@ -917,6 +917,51 @@ def _instance_stats(t, dy, x, s, mean, inv):
     inv.copy_(t.rsqrt(xf.var((2, 3), unbiased=False, keepdim=True) + EPS))
 
 
+# The same instance and group norms of channels-last (NHWC) x, y, dy and dx,
+# as cudnn-frontend's tests and samples give them, with [1, C, 1, 1]
+# parameters in NHWC strides: read in place by column programs over (N, H*W,
+# C) (dnnc/decompose/norm_channels_last.py). PyTorch's reference gets the
+# tensors in the same strides (its channels-last kernels).
+
+def _group_nhwc(kind, dims, backward):
+    def build():
+        n, c, h, w = dims
+        g = _graph(f"{kind}_nhwc" + ("_backward" if backward else ""))
+        nhwc, pstride = _nhwc(*dims), _nhwc(1, c, 1, 1)
+        groups = GROUPS_GN if kind == "groupnorm" else c
+        if backward:
+            # dy first: the references and the statistics' init take (dy, x, ...).
+            dy = g.tensor(name="dy", dim=dims, stride=nhwc)
+            x = g.tensor(name="x", dim=dims, stride=nhwc)
+            s = g.tensor(name="scale", dim=[1, c, 1, 1], stride=pstride)
+            mean = g.tensor(name="mean", dim=[n, groups, 1, 1], data_type="f32")
+            inv = g.tensor(name="inv_variance", dim=[n, groups, 1, 1], data_type="f32")
+            if kind == "groupnorm":
+                outs = g.groupnorm_backward(dy, x, groups, s, mean, inv, has_bias=True)
+            else:
+                outs = g.instancenorm_backward(dy, x, s, mean, inv, has_bias=True)
+            outs[0].set_stride(nhwc)
+            for out in outs:
+                out.set_output(True)
+            return g
+        x = g.tensor(name="x", dim=dims, stride=nhwc)
+        s = g.tensor(name="scale", dim=[1, c, 1, 1], stride=pstride)
+        b = g.tensor(name="bias", dim=[1, c, 1, 1], stride=pstride)
+        if kind == "groupnorm":
+            y = g.groupnorm(x, groups, s, b, epsilon=EPS)[0]
+        else:
+            y = g.instancenorm(x, s, b, epsilon=EPS)[0]
+        y.set_output(True).set_stride(nhwc)
+        return g
+    return build
+
+
+def _group_stats_nhwc(t, dy, x, s, mean, inv):
+    xf = x.float().permute(0, 2, 3, 1).reshape(GN[0], -1, GROUPS_GN, GN[1] // GROUPS_GN)
+    mean.copy_(xf.mean((1, 3)).reshape(mean.shape))
+    inv.copy_(t.rsqrt(xf.var((1, 3), unbiased=False) + EPS).reshape(inv.shape))
+
+
 NX = 16384 * D                     # elements of a layernorm / rmsnorm x
 BNX, GNX, INX = _numel(BN), _numel(GN), _numel(IN)
 
@@ -984,6 +1029,26 @@ NORM = [
                                                           bias=b.view(-1), eps=EPS),
          7 * INX, 2 * INX * BF16 + 2 * IN[1] * BF16, True, "norm"),
     Case("instancenorm backward 16x128x64x64 bf16", _instancenorm_backward,
+         _autograd_backward, 11 * INX,
+         3 * INX * BF16 + 3 * IN[1] * BF16 + 2 * IN[0] * IN[1] * F32, True, "norm",
+         init=_instance_stats,
+         torch_prepare=_norm_backward_prepare(
+             lambda t, x, w, b: t.nn.functional.instance_norm(x, weight=w, bias=b, eps=EPS))),
+    Case("groupnorm 32 groups 8x320x64x64 NHWC bf16", _group_nhwc("groupnorm", GN, False),
+         lambda t, x, s, b: t.nn.functional.group_norm(x, GROUPS_GN, s.view(-1), b.view(-1),
+                                                       EPS),
+         7 * GNX, 2 * GNX * BF16 + 2 * GN[1] * BF16, True, "norm"),
+    Case("groupnorm backward 32 groups 8x320x64x64 NHWC bf16",
+         _group_nhwc("groupnorm", GN, True), _autograd_backward, 11 * GNX,
+         3 * GNX * BF16 + 3 * GN[1] * BF16 + 2 * GN[0] * GROUPS_GN * F32, True, "norm",
+         init=_group_stats_nhwc,
+         torch_prepare=_norm_backward_prepare(
+             lambda t, x, w, b: t.nn.functional.group_norm(x, GROUPS_GN, w, b, EPS))),
+    Case("instancenorm 16x128x64x64 NHWC bf16", _group_nhwc("instancenorm", IN, False),
+         lambda t, x, s, b: t.nn.functional.instance_norm(x, weight=s.view(-1),
+                                                          bias=b.view(-1), eps=EPS),
+         7 * INX, 2 * INX * BF16 + 2 * IN[1] * BF16, True, "norm"),
+    Case("instancenorm backward 16x128x64x64 NHWC bf16", _group_nhwc("instancenorm", IN, True),
          _autograd_backward, 11 * INX,
          3 * INX * BF16 + 3 * IN[1] * BF16 + 2 * IN[0] * IN[1] * F32, True, "norm",
          init=_instance_stats,
@@ -1354,7 +1419,48 @@ def _fp8_gemm(m, n, k, out="bf16"):
                 "matmul", others={"fast_accum": scaled_mm(True)})
 
 
-MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192)]
+def _fp8_block_scaled_gemm(m, n, k, out="bf16"):
+    """e4m3 x e4m3 with DeepSeek-V3's block scales (dnn.matmul_block_scaled):
+    A's one per row and 128-wide K block, B's one per 128 x 128 block, B
+    stored N x K. The reference is torch._scaled_mm's blockwise form
+    (cuBLASLt, sm_90: torch 2.11 takes 1x128 scales of A and 128x128 of B,
+    both stored outer-dim-major, which ``torch_prepare`` lays out untimed).
+    The scales are powers of two in 2^-8 .. 2^8 (``init``)."""
+    kb, nb = -(-k // 128), -(-n // 128)
+
+    def build():
+        g = _graph(f"fp8_block_scaled_gemm_{m}x{n}x{k}_{out}", "f32")
+        a = g.tensor(name="a", dim=[m, k], data_type="f8E4M3FN")
+        b = g.tensor(name="b", dim=[k, n], stride=[1, k], data_type="f8E4M3FN")
+        sa = g.tensor(name="sa", dim=[m, kb])
+        sb = g.tensor(name="sb", dim=[kb, nb])
+        g.cast(g.matmul_block_scaled(a, b, sa, sb), out).set_output(True)
+        return g
+
+    def init(t, a, b, sa, sb):
+        for s in (sa, sb):
+            s.copy_(t.exp2(t.randint(-8, 9, s.shape, device=s.device).float()))
+
+    def prepare(t, a, b, sa, sb):
+        return sa.t().contiguous().t(), sb.t().contiguous().t()
+
+    def scaled_mm(t, a, b, sa, sb, sa_outer, sb_outer):
+        dtype = {"bf16": t.bfloat16, "f16": t.float16, "f32": t.float32}[out]
+        return t._scaled_mm(a, b, scale_a=sa_outer, scale_b=sb_outer, out_dtype=dtype)
+
+    size = {"bf16": 2, "f16": 2, "f32": 4}[out]
+    return Case(f"matmul {m}x{n}x{k} fp8 e4m3 block-scaled 1x128/128x128 -> {out} "
+                "(vs torch._scaled_mm blockwise)", build, scaled_mm, 2 * m * n * k,
+                m * k + k * n + m * n * size + 4 * (m * kb + kb * nb), False, "matmul",
+                init=init, torch_prepare=prepare)
+
+
+# Per-tensor at 4096^3, 8192^3 and DeepSeek-V3's 8192 x 7168 x 2048 (a
+# projection's M x N x K), block-scaled at 4096^3 and 8192 x 7168 x 2048:
+# issue 33 sets block-scaled at 0.9x or more of the per-tensor kernel's speed.
+MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192),
+              _fp8_gemm(8192, 7168, 2048),
+              _fp8_block_scaled_gemm(4096, 4096, 4096), _fp8_block_scaled_gemm(8192, 7168, 2048)]
 
 
 # ============================================================================

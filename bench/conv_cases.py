@@ -6,7 +6,8 @@ BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
 PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``);
 and layers whose channel counts are not multiples of 8 (``ODD_CHANNELS``,
 ``ODD_GRADS``, and filter gradients split over K on tc-sm80:
-``SPLIT_WGRADS``).
+``SPLIT_WGRADS``); filter gradients with their bias gradient in one
+kernel (``BIAS_GRADS``) against cuDNN's filter gradient and dy.sum.
 
 Imported by cases.py (``RESNET``); a case's graph is built when it runs.
 """
@@ -102,6 +103,22 @@ def grad_graph(name, direction, n, c, h, k, r, stride=1, pad=0, dt="bf16", group
         out = g.conv_wgrad(x, dy, [k, cg, r, r], padding=pad, stride=stride)
         out.set_output(True).set_stride(_nhwc(k, cg, r, r))
     return g
+
+
+def bias_grad_graph(name, n, c, h, k, r, stride=1, pad=0, dt="bf16"):
+    """A filter gradient and the bias gradient beside it (db = the sum of dy
+    over N, P and Q), channels-last: one tc-sm90 kernel on sm_90a
+    (dnnc/codegen/gpu/tensorcore/sm90/bias_grad.py)."""
+    g = grad_graph(name, "wgrad", n, c, h, k, r, stride=stride, pad=pad, dt=dt)
+    dy = next(t for t in g.inputs if t.name == "dy")
+    g.reduction(dy, "sum", [0, 2, 3]).set_output(True)
+    return g
+
+
+def _torch_bias_grad(shape, stride, pad):
+    """PyTorch's two: cuDNN's filter gradient and dy.sum over N, H and W."""
+    return lambda t, x, dy: (t.nn.grad.conv2d_weight(x, shape, dy, stride=stride, padding=pad),
+                             dy.sum(dim=(0, 2, 3), keepdim=True))
 
 
 def _torch_grad(direction, shape, stride, pad, groups=1):
@@ -226,6 +243,13 @@ GRADS = [
 ]
 # The tf32 gradients of ResNet-50's 3x3 layers (f32 tensors; PyTorch with
 # cuDNN's tf32 allowed), beside GENERAL's tf32 forward.
+# Filter gradients with the bias gradient beside them (ResNet-50's layers at
+# batch 32; a conv-with-bias network's backward makes both from one dy).
+BIAS_GRADS = [
+    ("3x3", 32, 64, 56, 64, 3, 1, 1),
+    ("1x1", 32, 256, 56, 64, 1, 1, 0),
+    ("3x3", 32, 256, 14, 256, 3, 1, 1),
+]
 TF32_GRADS = [
     ("3x3", 32, 64, 56, 64, 3, 1, 1),
     ("3x3", 32, 128, 28, 128, 3, 1, 1),
@@ -379,6 +403,15 @@ def cases(Case):
             out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                             _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
+    for what, n, c, h, k, r, s, pad in BIAS_GRADS:
+        p = out_size(h, r, s, pad)
+        name = f"conv wgrad + bias grad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r + n * k * p * p
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p + k) * BF16
+        slug = f"conv_wgrad_bias_{what}_{n}_{c}_{h}_{k}"
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        bias_grad_graph(slug, *a[:5], stride=a[5], pad=a[6]),
+                        _torch_bias_grad([k, c, r, r], s, pad), flops, nbytes, False, "conv"))
     for direction in ("dgrad", "wgrad"):
         for what, n, c, h, k, r, s, pad in TF32_GRADS:
             p = out_size(h, r, s, pad)

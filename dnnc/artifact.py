@@ -50,9 +50,14 @@ def mlir_version():
     return ".".join(version.split(".")[:3])
 
 
-def tensor_entry(name, dims, strides, dtype):
-    return {"name": name, "dims": [int(d) for d in dims],
-            "strides": [int(s) for s in strides], "dtype": dtype}
+def tensor_entry(name, dims, strides, dtype, by_value=False):
+    """An input's or output's manifest entry; ``by_value`` marks a runtime
+    scalar (a rank-0 f32 input the call passes as a number)."""
+    entry = {"name": name, "dims": [int(d) for d in dims],
+             "strides": [int(s) for s in strides], "dtype": dtype}
+    if by_value:
+        entry["by_value"] = True
+    return entry
 
 
 def build_manifest(graph, arch, inputs, outputs, plan):
@@ -125,9 +130,12 @@ def _buffer_text(manifest, index):
 def _arg_text(manifest, a):
     """One kernel argument as describe() prints it: ``input 'x'+64`` (a
     buffer), ``i64 128`` (a scalar), ``tma(input 'a', bf16 box 128x64,
-    swizzle 128)`` (a TMA descriptor of a buffer)."""
+    swizzle 128)`` (a TMA descriptor of a buffer), ``f32 input 'eps'`` (a
+    runtime scalar, by value)."""
     if a["kind"] == "scalar":
         return f"{a['type']} {a['value']}"
+    if a["kind"] == "scalar_input":
+        return f"{a['type']} {_buffer_text(manifest, a['buffer'])}"
     offset = f"+{a['byte_offset']}" if a.get("byte_offset") else ""
     text = _buffer_text(manifest, a["buffer"]) + offset
     if a["kind"] == "tma":
@@ -148,7 +156,8 @@ def describe(manifest, resources=None):
     width = max([19] + [len(t["name"]) for _, t in tensors]) + 1
     for kind, t in tensors:
         lines.append(f"  {kind:<7}{t['name']:<{width}}{t['dtype']:<9}"
-                     f"dims {t['dims']} strides {t['strides']}")
+                     + ("by value (a runtime scalar)" if t.get("by_value") else
+                        f"dims {t['dims']} strides {t['strides']}"))
     lines.append(f"  workspace {m['workspace_bytes']} bytes")
     lines.append(f"{len(m['kernels'])} kernel launch{'es' if len(m['kernels']) != 1 else ''}:")
     explained = set()  # kernel functions whose reason is shown (once: one makes many launches)
@@ -256,6 +265,9 @@ def validate(m):
                      f"got {t.get('dtype')!r}")
             if len(t.get("dims", [])) != len(t.get("strides", [None])):
                 fail(f"{kind} '{t.get('name')}': expected one stride per dim")
+            if t.get("by_value") and (kind != "inputs" or t["dims"] or t["dtype"] != "f32"):
+                fail(f"{kind} '{t.get('name')}': by_value: expected a rank-0 f32 input, got "
+                     f"{t['dtype']}{t['dims']} ({kind[:-1]})")
     workspace = m["workspace_bytes"]
     for i, b in enumerate(m["buffers"]):
         kind = b.get("kind")
@@ -291,10 +303,18 @@ def validate(m):
                 if not 0 <= a.get("buffer", -1) < len(m["buffers"]):
                     fail(f"kernel {k['entry']}: argument names buffer {a.get('buffer')}, "
                          f"expected 0 to {len(m['buffers']) - 1}")
+            elif a.get("kind") == "scalar_input":
+                b = a.get("buffer", -1)
+                buffer = m["buffers"][b] if 0 <= b < len(m["buffers"]) else {}
+                if buffer.get("kind") != "input" or \
+                        not m["inputs"][buffer["index"]].get("by_value") or a.get("type") != "f32":
+                    fail(f"kernel {k['entry']}: scalar_input argument names buffer {b}, "
+                         "expected the buffer of an f32 input marked by_value")
             elif a.get("kind") == "scalar":
                 if a.get("type") not in SCALAR_TYPES:
                     fail(f"kernel {k['entry']}: scalar type expected one of "
                          f"{', '.join(SCALAR_TYPES)}, got {a.get('type')!r}")
             else:
-                fail(f"kernel {k['entry']}: argument kind expected buffer, scalar or tma, "
+                fail(f"kernel {k['entry']}: argument kind expected buffer, scalar, "
+                     "scalar_input or tma, "
                      f"got {a.get('kind')!r}")

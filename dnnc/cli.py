@@ -17,6 +17,9 @@
                                             # keep the fastest in the tuning database
                                             # (graph.py: its build() or its one Graph)
     dnnc tune --export tuned.json           # copy the database; --import merges one in
+    dnnc fuzz build --family all --out .fuzz  # the fuzzer (tools/fuzz of a source
+    dnnc fuzz run .fuzz                     # checkout): build here, run on the GPU;
+    dnnc fuzz run --cpu .fuzz               # or on the CPU back end (docs/reliability.md)
 
 Errors print as ``dnnc: error: ...``; the exit code is 1 for a bad graph or
 option, 2 for a usage error.
@@ -82,6 +85,12 @@ def _parser():
                    help="merge this database's entries in first (the newer entry of a "
                         "problem wins)")
     t.add_argument("--export", metavar="FILE", help="write the database here when done")
+    # Everything after "fuzz" is tools/fuzz's (its own --help included).
+    f = sub.add_parser("fuzz", add_help=False,
+                       help="the fuzzer: random graphs per op family built here and run on "
+                            "the GPU (or --cpu) against PyTorch; tools/fuzz of a source "
+                            "checkout, whose arguments it takes (dnnc fuzz --help)")
+    f.add_argument("fuzz_args", nargs=argparse.REMAINDER)
     return p
 
 
@@ -370,7 +379,37 @@ def cmd_tune(args, out, err):
     return 0
 
 
+def fuzz_script():
+    """tools/fuzz of the checkout this dnnc comes from; UsageError where
+    there is none (an installed dnnc: the fuzzer is a developer tool)."""
+    import dnnc
+
+    root = os.path.dirname(os.path.dirname(os.path.abspath(dnnc.__file__)))
+    script = os.path.join(root, "tools", "fuzz")
+    if not os.path.isfile(script):
+        raise UsageError(f"fuzz: expected the fuzzer at {script} (a source checkout of dnnc), "
+                         "got no such file")
+    return script
+
+
+def cmd_fuzz(fuzz_args):
+    """``dnnc fuzz ARGS``: tools/fuzz ARGS in a process of its own (its run
+    side loads no MLIR), its output and exit code passed on."""
+    import subprocess
+
+    return subprocess.call([sys.executable, fuzz_script(), *fuzz_args])
+
+
 def main(argv=None):
+    argv = sys.argv[1:] if argv is None else list(argv)
+    if argv[:1] == ["fuzz"]:
+        # Forwarded whole, before argparse: its REMAINDER would not take a
+        # first argument that starts with "-" (dnnc fuzz --help).
+        try:
+            return cmd_fuzz(argv[1:])
+        except UsageError as err:
+            sys.stderr.write(f"dnnc: error: {err}\n")
+            return 2
     args = _parser().parse_args(argv)
     try:
         if args.command == "compile":

@@ -37,6 +37,18 @@ class UnsupportedError(DnncError):
     """The request is valid but this version of dnnc does not implement it."""
 
 
+class ScalarArgumentError(UnsupportedError):
+    """A kernel's strategy cannot take a runtime scalar (``Graph.scalar``) as
+    a kernel argument (dnn-scalar-args). ``kernel`` and ``scalar`` name them;
+    compiling the value in (``Graph.constant``) is the way around, which
+    dnnc.frontend takes by itself."""
+
+    def __init__(self, message, *, kernel=None, scalar=None):
+        super().__init__(message)
+        self.kernel = kernel
+        self.scalar = scalar
+
+
 class LoweringError(DnncError):
     """A pass failed to transform IR it accepted."""
 

@@ -31,6 +31,9 @@ from dnnc.graph_attention import page_tables as _page_tables
 from dnnc import graph_attention as _attention
 
 
+_FLOAT = data_type.FLOAT
+
+
 def contiguous_strides(dim):
     """Row-major strides of a logical shape."""
     strides, step = [], 1
@@ -52,6 +55,7 @@ class Tensor:
         self.producer = producer  # (Node, result name) or None for a graph input
         self.is_output = False
         self.ragged_offset = None  # a packed (THD) tensor's offsets: set_ragged_offset
+        self.is_by_value = False   # a runtime scalar (Graph.scalar): a float per call
 
     # cudnn-frontend style setters, chainable.
     def set_output(self, is_output=True):
@@ -172,6 +176,23 @@ class Graph:
         self._inputs.append(t)
         if ragged_offset is not None:
             t.set_ragged_offset(ragged_offset)
+        return t
+
+    def scalar(self, name=None, data_type=data_type.FLOAT):
+        """A runtime scalar input: one f32 value given with each call (a
+        Python float), passed to the kernels that read it as a kernel
+        argument, so that one compiled executable serves every value (an
+        epsilon, a scale). It is a rank-0 tensor of the graph, usable
+        wherever a ``constant`` is (a pointwise operand, broadcast) and as
+        the ``epsilon`` of layernorm and rmsnorm. Only FLOAT is supported."""
+        name = name or f"input{len(self._inputs)}"
+        dt = as_data_type(data_type)
+        if dt is not _FLOAT:
+            raise UnsupportedError(f"scalar '{name}': expected data_type FLOAT (runtime scalars "
+                                   f"are f32 kernel arguments), got {dt}")
+        t = Tensor(self, self._unique(name), [], [], dt)
+        t.is_by_value = True
+        self._inputs.append(t)
         return t
 
     def tensor_like(self, array, name=None):
@@ -341,6 +362,21 @@ class Graph:
                         {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
                         name)[0]
 
+    def matmul_block_scaled(self, A, B, A_scale, B_scale, compute_data_type=None, name=None):
+        """C = A @ B of fp8 operands (e4m3 / e5m2, any pairing) with block
+        scales, as DeepSeek-V3 quantizes: ``A_scale`` (f32, M x ceil(K/128))
+        scales each row of A over each 128-wide K block ("1 x 128"),
+        ``B_scale`` (f32, ceil(K/128) x ceil(N/128)) each 128 x 128 block of
+        B, so C[m, n] = sum over K blocks kb of A_scale[m, kb] *
+        B_scale[kb, n // 128] * sum_{k in kb} A[m, k] B[k, n]. The last K
+        block is partial when K is not a multiple of 128; its scales still
+        apply. Accumulates in f32 (the only compute type); C's type is the
+        output's (bf16, f16, f32 or fp8)."""
+        return self._op("matmul_block_scaled",
+                        {"a": A, "b": B, "a_scale": A_scale, "b_scale": B_scale},
+                        {"compute_type": self._compute(compute_data_type, "matmul", (A, B))},
+                        name)[0]
+
     def sdpa(self, q, k, v, attn_scale=None, bias=None, use_causal_mask=False,
              generate_stats=False, use_causal_mask_bottom_right=False,
              sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
@@ -366,6 +402,7 @@ class Graph:
         seq_len_kv are read, and their table entries must be valid pages.
         Ragged (packed) q, k, v, o: ``Tensor.set_ragged_offset``."""
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
+        scale = _number("sdpa", "attn_scale", scale)
         tables, paged = _page_tables(k, paged_attention_k_table, paged_attention_v_table,
                                      paged_attention_max_seq_len_kv, use_padding_mask)
         o, stats = self._op("sdpa", {"q": q, "k": k, "v": v, "bias": bias,
@@ -384,44 +421,67 @@ class Graph:
                       sliding_window_length=None, use_padding_mask=False, seq_len_q=None,
                       seq_len_kv=None, paged_attention_k_table=None,
                       paged_attention_v_table=None, paged_attention_max_seq_len_kv=None,
-                      use_deterministic_algorithm=False, name=None):
-        """Attention backward; returns (dQ, dK, dV). The masks are the
+                      use_deterministic_algorithm=False, compute_dbias=False, name=None):
+        """Attention backward; returns (dQ, dK, dV), or (dQ, dK, dV, dBias)
+        with ``compute_dbias``. The masks are the
         forward's (``sdpa``). A paged KV cache is forward only, as in cuDNN:
         K and V here are contiguous (B, H_kv, S_kv, D), and the paged_attention
         arguments are refused. ``use_deterministic_algorithm`` asks for
         kernels that sum every gradient in a fixed order, so that two runs
         write the same bits (the default, faster backward adds dQ's parts
-        in whatever order its blocks finish)."""
+        in whatever order its blocks finish).
+
+        ``compute_dbias`` (cuDNN's dBias output) needs ``bias``: dBias has
+        the bias's shape and (unless set) type and is the gradient of the scores after
+        the scale (the bias is added unscaled), 0 where masked, summed over
+        the bias's dims of size 1 (a bias broadcast over B or H gets the
+        sum over the batch entries or heads)."""
         for arg, given in (("paged_attention_k_table", paged_attention_k_table),
                            ("paged_attention_v_table", paged_attention_v_table),
                            ("paged_attention_max_seq_len_kv", paged_attention_max_seq_len_kv)):
             if given is not None:
                 raise UnsupportedError(f"sdpa_backward: {arg}: expected None (a paged KV "
                                        "cache is forward only, as in cuDNN), got a value")
+        if compute_dbias and bias is None:
+            raise GraphError("sdpa_backward: compute_dbias: expected a bias tensor (dBias is "
+                             "its gradient), got bias=None")
         scale = attn_scale if attn_scale is not None else 1.0 / math.sqrt(q.dim[-1])
-        return _attention.take_ragged(self, tuple(self._op(
+        scale = _number("sdpa_backward", "attn_scale", scale)
+        grads = _attention.take_ragged(self, tuple(self._op(
             "sdpa_backward",
             {"q": q, "k": k, "v": v, "o": o, "do": dO, "stats": stats, "bias": bias,
              **_lengths(use_padding_mask, seq_len_q, seq_len_kv)},
             dict(_mask_attrs(use_causal_mask, use_causal_mask_bottom_right,
                              sliding_window_length), padding=bool(use_padding_mask),
-                 scale=float(scale), deterministic=bool(use_deterministic_algorithm)), name)))
+                 scale=float(scale), deterministic=bool(use_deterministic_algorithm),
+                 compute_dbias=bool(compute_dbias)), name)))
+        if not compute_dbias:
+            return grads[:3]
+        if bias.data_type is not None:
+            grads[3].data_type = bias.data_type   # until set_data_type says otherwise
+        return grads
 
     # ------------------------------------------------------------------ normalization
 
     def layernorm(self, input, scale=None, bias=None, epsilon=1e-5, axis=1,
                   norm_forward_phase="inference", name=None):
         """Layer normalization over dims [axis, rank); returns (Y, mean, inv_variance)
-        with the statistics None in the inference phase."""
-        return tuple(self._op("layernorm", {"x": input, "scale": scale, "bias": bias},
-                              {"axis": _axis(axis, input), "epsilon": float(epsilon),
+        with the statistics None in the inference phase. ``epsilon`` is a
+        number, or a runtime scalar (``scalar``) given with each call."""
+        eps, attr = _epsilon_operand("layernorm", epsilon)
+        return tuple(self._op("layernorm", {"x": input, "scale": scale, "bias": bias,
+                                            "epsilon": eps},
+                              {"axis": _axis(axis, input), "epsilon": attr,
                                "training": _training(norm_forward_phase)}, name))
 
     def rmsnorm(self, input, scale=None, bias=None, epsilon=1e-5, axis=1,
                 norm_forward_phase="inference", name=None):
-        """RMS normalization over dims [axis, rank); returns (Y, inv_rms)."""
-        return tuple(self._op("rmsnorm", {"x": input, "scale": scale, "bias": bias},
-                              {"axis": _axis(axis, input), "epsilon": float(epsilon),
+        """RMS normalization over dims [axis, rank); returns (Y, inv_rms).
+        ``epsilon`` as for ``layernorm``."""
+        eps, attr = _epsilon_operand("rmsnorm", epsilon)
+        return tuple(self._op("rmsnorm", {"x": input, "scale": scale, "bias": bias,
+                                          "epsilon": eps},
+                              {"axis": _axis(axis, input), "epsilon": attr,
                                "training": _training(norm_forward_phase)}, name))
 
     def layernorm_backward(self, grad, input, scale=None, mean=None, inv_variance=None, axis=1,
@@ -447,13 +507,15 @@ class Graph:
         return tuple(self._op("batchnorm",
                               {"x": input, "scale": scale, "bias": bias,
                                "running_mean": in_running_mean, "running_var": in_running_var},
-                              {"epsilon": float(epsilon), "momentum": float(momentum)}, name))
+                              {"epsilon": _number("batchnorm", "epsilon", epsilon),
+                               "momentum": _number("batchnorm", "momentum", momentum)}, name))
 
     def batchnorm_inference(self, input, mean, variance, scale, bias, epsilon=1e-5, name=None):
         """Inference batchnorm with given statistics."""
         return self._op("batchnorm_inference",
                         {"x": input, "scale": scale, "bias": bias, "mean": mean,
-                         "variance": variance}, {"epsilon": float(epsilon)}, name)[0]
+                         "variance": variance},
+                        {"epsilon": _number("batchnorm_inference", "epsilon", epsilon)}, name)[0]
 
     def batchnorm_backward(self, grad, input, scale, mean, inv_variance, name=None):
         """Returns (dX, dscale, dbias)."""
@@ -465,7 +527,8 @@ class Graph:
                   norm_forward_phase="inference", name=None):
         """Group normalization; returns (Y, mean, inv_variance)."""
         return tuple(self._op("groupnorm", {"x": input, "scale": scale, "bias": bias},
-                              {"groups": int(groups), "epsilon": float(epsilon),
+                              {"groups": int(groups),
+                               "epsilon": _number("groupnorm", "epsilon", epsilon),
                                "training": _training(norm_forward_phase)}, name))
 
     def groupnorm_backward(self, grad, input, groups, scale=None, mean=None, inv_variance=None,
@@ -480,7 +543,7 @@ class Graph:
                      norm_forward_phase="inference", name=None):
         """Instance normalization; returns (Y, mean, inv_variance)."""
         return tuple(self._op("instancenorm", {"x": input, "scale": scale, "bias": bias},
-                              {"epsilon": float(epsilon),
+                              {"epsilon": _number("instancenorm", "epsilon", epsilon),
                                "training": _training(norm_forward_phase)}, name))
 
     def instancenorm_backward(self, grad, input, scale=None, mean=None, inv_variance=None,
@@ -635,7 +698,8 @@ class Graph:
     def serialize(self):
         """The graph as canonical JSON text, made without MLIR: everything
         ``to_mlir`` reads, in a fixed form. That is the graph's name and data
-        types; each input's name, dims, strides and element type; each op in
+        types; each input's name, dims, strides and element type (and whether it
+        is a runtime scalar); each op in
         order with its name, attributes, operands and result tensors (name,
         dims, strides, element type as resolved now); the outputs in order.
         Operands and outputs refer to tensors by position (``input:0``,
@@ -672,9 +736,12 @@ class Graph:
         return json.dumps(form, sort_keys=True, separators=(",", ":"), allow_nan=False)
 
     def _tensor_form(self, t):
-        return {"name": t.name, "dim": [int(d) for d in t.dim],
+        form = {"name": t.name, "dim": [int(d) for d in t.dim],
                 "stride": [int(s) for s in t.get_stride()],
                 "data_type": _dtype_form(self._resolve_dtype(t))}
+        if t.is_by_value:
+            form["by_value"] = True
+        return form
 
     def execute_reference(self, inputs):
         """Run the NumPy oracle. ``inputs`` maps input tensors (or their names)
@@ -734,6 +801,29 @@ class Graph:
             raise GraphError(f"unknown inputs: {', '.join(sorted(by_name))}; the graph's inputs "
                              f"are {', '.join(t.name for t in self._inputs)}")
         return ordered
+
+
+def _epsilon_operand(op, epsilon):
+    """(the ``epsilon`` operand, the epsilon attribute) of a layernorm or
+    rmsnorm: a rank-0 tensor (a runtime scalar) is the operand, and the
+    attribute keeps its default; a number is the attribute."""
+    if isinstance(epsilon, Tensor):
+        return epsilon, 1e-5
+    return None, _number(op, "epsilon", epsilon)
+
+
+def _number(op, what, value):
+    """``value`` as the float attribute ``what`` of ``op``. A tensor (a
+    runtime scalar) is refused: the op compiles this value in."""
+    if isinstance(value, Tensor):
+        raise UnsupportedError(f"{op}: {what}: expected a number, got tensor '{value.name}' "
+                               f"(a runtime scalar is taken as the epsilon of layernorm and "
+                               f"rmsnorm and as a pointwise operand; {op} compiles its {what} "
+                               "into the kernels: pass a float)")
+    try:
+        return float(value)
+    except (TypeError, ValueError):
+        raise GraphError(f"{op}: {what}: expected a number, got {type(value).__name__}") from None
 
 
 def _dtype_form(dt):

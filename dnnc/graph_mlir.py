@@ -6,6 +6,11 @@ arguments and outputs its results, each with its name and physical strides::
     func.func @main(%arg0: tensor<8x64x56x56xbf16> {dnn.name = "x",
                     dnn.strides = array<i64: 200704, 1, 3584, 64>}) -> ...
 
+A runtime scalar (``Graph.scalar``) is a rank-0 f32 argument marked
+``dnn.by_value`` (see docs/compiler.md, "Runtime scalars")::
+
+    %arg1: tensor<f32> {dnn.by_value, dnn.name = "eps", dnn.strides = array<i64>}
+
 Op names given in the graph are kept as ``dnn.name`` on the op. Reading the text
 back gives a graph that prints to the same text.
 
@@ -19,6 +24,7 @@ from mlir import ir
 from dnnc import dialect
 from dnnc.dialect import builders
 from dnnc.dialect.walk import entry_function
+from dnnc.dialect.walk import BY_VALUE
 from dnnc.errors import GraphError
 from dnnc.parsing import parse_graph
 
@@ -69,10 +75,13 @@ def to_mlir(graph):
 
 
 def _io_attrs(t):
-    return ir.DictAttr.get({
+    attrs = {
         "dnn.name": ir.StringAttr.get(t.name),
         "dnn.strides": ir.DenseI64ArrayAttr.get(t.get_stride()),
-    })
+    }
+    if getattr(t, "is_by_value", False):
+        attrs[BY_VALUE] = ir.UnitAttr.get()
+    return ir.DictAttr.get(attrs)
 
 
 def _emit(graph, node, values):
@@ -111,8 +120,11 @@ def from_mlir(text, new_graph):
         for i, arg in enumerate(block.arguments):
             info = builders.info_of(arg.type)
             attrs = arg_attrs[i]
-            t = graph.tensor(name=attrs.get("dnn.name", f"input{i}"), dim=info.shape,
-                             stride=attrs.get("dnn.strides"), data_type=info.dtype)
+            if attrs.get(BY_VALUE):
+                t = graph.scalar(name=attrs.get("dnn.name", f"input{i}"), data_type=info.dtype)
+            else:
+                t = graph.tensor(name=attrs.get("dnn.name", f"input{i}"), dim=info.shape,
+                                 stride=attrs.get("dnn.strides"), data_type=info.dtype)
             values[arg] = t
         for op in block.operations:
             if op.operation.name == "func.return":
@@ -140,6 +152,7 @@ def _dicts(fn, key, count):
             out[i]["dnn.name"] = ir.StringAttr(d["dnn.name"]).value
         if "dnn.strides" in d:
             out[i]["dnn.strides"] = list(ir.DenseI64ArrayAttr(d["dnn.strides"]))
+        out[i][BY_VALUE] = BY_VALUE in d
     return out
 
 

@@ -15,8 +15,8 @@ import re
 from mlir import ir
 
 from dnnc import dialect
-from dnnc.dialect.walk import entry_function
-from dnnc.errors import GraphError, ToolError
+from dnnc.dialect.walk import BY_VALUE, by_value_arguments, entry_function
+from dnnc.errors import GraphError, ToolError, VerificationError
 from dnnc.passes.dnn_verify import verify_module
 
 
@@ -31,6 +31,7 @@ def parse(text, context=None):
             raise ToolError("cannot parse the MLIR input", stderr=_messages(err, text)) from None
         verify_module(module)
         check_layouts(module)
+        check_scalars(module)
     return module
 
 
@@ -92,6 +93,27 @@ def check_layouts(module):
                     name = ir.StringAttr(attrs["dnn.name"]).value if "dnn.name" in attrs \
                         else f"{'output' if output else 'input'}{i}"
                     raise GraphError(f"{'output' if output else 'input'} '{name}': {wrong}")
+
+
+def check_scalars(module):
+    """Every argument marked ``dnn.by_value`` (a runtime scalar) is a rank-0
+    f32 tensor (or, after bufferization, memref); VerificationError names
+    the function and the argument."""
+    for op in module.body.operations:
+        if op.operation.name != "func.func":
+            continue
+        fn = op.operation
+        args = fn.regions[0].blocks[0].arguments if len(fn.regions[0].blocks) else []
+        for i in by_value_arguments(fn):
+            t = args[i].type if i < len(args) else None
+            shaped = ir.ShapedType(t) if isinstance(t, (ir.RankedTensorType, ir.MemRefType)) \
+                else None
+            if shaped is None or shaped.rank != 0 or not isinstance(shaped.element_type,
+                                                                     ir.F32Type):
+                name = ir.StringAttr(fn.attributes["sym_name"]).value
+                raise VerificationError(f"function '@{name}' argument #{i}: {BY_VALUE}: "
+                                        f"expected tensor<f32> (a rank-0 f32 runtime scalar), "
+                                        f"got {t}")
 
 
 def _messages(err, text):

@@ -143,6 +143,9 @@ GPU = Stage("gpu", (
     "convert-parallel-loops-to-gpu",
     "lower-affine",
     "gpu-launch-sink-index-computations",
+    # Runtime scalars: one host-side load per kernel function, so that
+    # outlining passes the f32 value as a kernel parameter.
+    "dnn-scalar-args",
     "gpu-kernel-outlining",
     # Cluster launches (the split-row program): the shape onto the kernel.
     "dnn-kernel-clusters",
@@ -212,11 +215,14 @@ def cuda(arch, config="", db="", gpu=""):
     if arch not in ARCHS:
         raise PipelineError(f"unknown GPU architecture '{arch}': expected one of "
                             f"{', '.join(ARCHS)}")
-    # tc-sm80 applies no operand prologue (a matmul's, a convolution's x):
-    # on sm_80 the ops stay a kernel of their own.
+    # tc-sm80 applies no operand prologue (a matmul's, a convolution's x)
+    # and sums no bias gradient beside a filter gradient: on sm_80 the ops
+    # stay kernels of their own (the reduction split as any other).
+    sm80 = {"dnn-fuse": "dnn-fuse{matmul_prologue=false conv_prologue=false "
+                        "conv_bias_grad=false}",
+            "dnn-split-reductions": "dnn-split-reductions{conv_bias_grad=false}"}
     front = FRONT if arch == "sm_90a" else tuple(
-        Stage(s.name, tuple("dnn-fuse{matmul_prologue=false conv_prologue=false}"
-                            if p == "dnn-fuse" else p for p in s.passes)) for s in FRONT)
+        Stage(s.name, tuple(sm80.get(p, p) for p in s.passes)) for s in FRONT)
     return front + (configured(arch, config, db, gpu), LINALG_GPU, GPU, nvvm(arch), PTX)
 
 

@@ -23,6 +23,7 @@ import ml_dtypes
 import numpy as np
 
 from dnnc.dialect.ops_conv import output_size
+from dnnc.dialect.ops_matmul import SCALE_BLOCK
 from dnnc.dialect.types import as_data_type, data_type
 from dnnc.errors import UnsupportedError
 from dnnc.reference_attention import sdpa, sdpa_backward
@@ -357,6 +358,24 @@ def _matmul(o, a, r):
     return {"c": np.matmul(x, y)}
 
 
+def block_scaled_matmul(a, b, a_scale, b_scale, block=128):
+    """A @ B with A's rows scaled per ``block``-wide K block (``a_scale``,
+    M x ceil(K/block)) and B's ``block`` x ``block`` blocks (``b_scale``,
+    ceil(K/block) x ceil(N/block)): each operand dequantized block by block,
+    then multiplied in float64. Shared by the reference of
+    dnn.matmul_block_scaled and the tests that check it."""
+    a, b = np.asarray(a, np.float64), np.asarray(b, np.float64)
+    k = a.shape[-1]
+    rows = np.repeat(np.asarray(a_scale, np.float64), block, axis=-1)[..., :k]
+    blocks = np.repeat(np.repeat(np.asarray(b_scale, np.float64), block, axis=-2), block,
+                       axis=-1)[..., :k, :b.shape[-1]]
+    return np.matmul(a * rows, b * blocks)
+
+
+def _matmul_block_scaled(o, a, r):
+    return {"c": block_scaled_matmul(o["a"], o["b"], o["a_scale"], o["b_scale"], SCALE_BLOCK)}
+
+
 # ----------------------------------------------------------------------------
 # Convolution (2D and 3D): x (N, C, *in), w (K, C/G, *window), y (N, K, *out).
 # Each filter tap reads a strided view of the zero-padded input; fprop sums the
@@ -494,11 +513,17 @@ def _feature_axes(x, a):
     return tuple(range(a["axis"], x.ndim)), tuple(range(a["axis"]))
 
 
+def _epsilon(o, a):
+    """layernorm's and rmsnorm's epsilon: the operand (a runtime scalar) if given."""
+    given = o.get("epsilon")
+    return a["epsilon"] if given is None else float(given)
+
+
 def _layernorm(o, a, r):
     x = o["x"]
     axes, _ = _feature_axes(x, a)
     mean, var = _moments(x, axes)
-    inv = 1.0 / np.sqrt(var + a["epsilon"])
+    inv = 1.0 / np.sqrt(var + _epsilon(o, a))
     y = _affine((x - mean) * inv, o.get("scale"), o.get("bias"))
     return {"y": y, "mean": mean, "inv_variance": inv}
 
@@ -516,7 +541,7 @@ def _layernorm_backward(o, a, r):
 def _rmsnorm(o, a, r):
     x = o["x"]
     axes, _ = _feature_axes(x, a)
-    inv = 1.0 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + a["epsilon"])
+    inv = 1.0 / np.sqrt((x * x).mean(axis=axes, keepdims=True) + _epsilon(o, a))
     return {"y": _affine(x * inv, o.get("scale"), o.get("bias")), "inv_rms": inv}
 
 
@@ -748,7 +773,7 @@ _OPS.update({
     "cast": _cast, "constant": _constant, "reshape": _reshape,
     "transpose": _transpose, "slice": _slice, "concat": _concat,
     # matmul, convolution, attention
-    "matmul": _matmul,
+    "matmul": _matmul, "matmul_block_scaled": _matmul_block_scaled,
     "conv_fprop": _conv_fprop, "conv_dgrad": _conv_dgrad, "conv_wgrad": _conv_wgrad,
     "sdpa": sdpa, "sdpa_backward": sdpa_backward,
     # normalization

@@ -5,6 +5,7 @@ the present results (``r``).
 
 k and v are expanded to the H query heads (GQA: query head h reads kv head
 h // (H / Hk)); the gradients of the heads that share a kv head are summed.
+The bias's gradient (``compute_dbias``) is ds summed over its broadcast dims.
 A paged k and v are first gathered into contiguous (B, Hk, Skv, D) tensors;
 positions from each sequence's Lkv on are not read (their table entries may
 be anything) and stay zero, masked by the padding. Ragged (packed) tensors
@@ -179,4 +180,14 @@ def _sdpa_backward(o, a):
     ds = p * (dp - (do * o["o"]).sum(axis=-1, keepdims=True))
     dq = a["scale"] * np.matmul(ds, k)
     dk = a["scale"] * np.matmul(np.swapaxes(ds, -1, -2), q)
-    return {"dq": dq, "dk": _sum_heads(dk, hk), "dv": _sum_heads(dv, hk)}
+    out = {"dq": dq, "dk": _sum_heads(dk, hk), "dv": _sum_heads(dv, hk)}
+    if a.get("compute_dbias", False):
+        out["dbias"] = _bias_gradient(ds, o["bias"].shape)
+    return out
+
+
+def _bias_gradient(ds, shape):
+    """dbias: ds (the gradient of the scores, which the bias enters after
+    the scale; 0 where masked) summed over the dims the bias broadcasts on."""
+    axes = tuple(i for i, (n, full) in enumerate(zip(shape, ds.shape)) if n == 1 and full != 1)
+    return ds.sum(axis=axes, keepdims=True) if axes else ds

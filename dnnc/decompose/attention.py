@@ -16,6 +16,7 @@ stats = -inf) and uses
 
     dv = p^T @ do,  dp = do @ v^T,  ds = p * (dp - rowsum(do * o))
     dq = scale * ds @ k,  dk = scale * ds^T @ q
+    dbias = ds, summed over the dims the bias broadcasts on (compute_dbias)
 
 A paged k or v (a cache (P, Hk, page_size, D) and a table (B, 1, T, 1)) is
 first gathered into a contiguous (B, Hk, Skv, D) tensor without a gather op:
@@ -237,8 +238,21 @@ def sdpa_backward(b, v):
     dq = b.mul(b.matmul(ds, k), scale, out=b.out("dq"))
     dk = b.mul(_sum_group(b, b.matmul(b.swap_last(ds), q), per), scale, out=b.out("dk"))
     dv = _sum_group(b, b.matmul(b.swap_last(p), do), per, out=b.out("dv"))
-    return {"dq": rag.packed("dq", _ungroup(b, dq), b.out("dq")),
-            "dk": rag.packed("dk", dk, b.out("dk")), "dv": rag.packed("dv", dv, b.out("dv"))}
+    out = {"dq": rag.packed("dq", _ungroup(b, dq), b.out("dq")),
+           "dk": rag.packed("dk", dk, b.out("dk")), "dv": rag.packed("dv", dv, b.out("dv"))}
+    if v.results.get("dbias") is not None:
+        out["dbias"] = _bias_gradient(b, _ungroup(b, ds), o["bias"])
+    return out
+
+
+def _bias_gradient(b, ds, bias):
+    """dbias: ds (B, H, Sq, Skv), 0 where masked (p = 0 there), summed over
+    the dims the bias broadcasts on, in the bias's shape and type."""
+    full, shape = b.shape_of(ds), b.shape_of(bias)
+    axes = [i for i, (n, f) in enumerate(zip(shape, full)) if n == 1 and f != 1]
+    if not axes:
+        return b.cast(ds, b.out("dbias"))
+    return b.sum(ds, axes, keepdims=True, out=b.out("dbias"))
 
 
 RULES = {

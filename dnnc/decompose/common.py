@@ -129,6 +129,13 @@ class Builder:
     def select(self, cond, a, b, out=None):
         return self.emit("select", {"cond": cond, "a": a, "b": b}, out=out)
 
+    def spread(self, v, like):
+        """``v`` broadcast to its shape and ``like``'s together, as v + 0 *
+        position: gen_index reads no memory and its positions are finite,
+        so the sum is v (a per-group value made per channel)."""
+        position = self.emit("gen_index", {"x": like}, {"axis": 0})
+        return self.add(v, self.mul(position, 0.0))
+
     def where_eq(self, x, value, then, otherwise=None, out=None):
         """``then`` where x == value, else ``otherwise`` (default x)."""
         cond = self.binary("cmp_eq", x, value)

@@ -26,12 +26,17 @@ per row), and each reshape only relabels a buffer. The backward sums dy and
 dy * x per (sample, channel) over the spatial dims, folds those sums per
 group into the coefficients of dx = a * dy + p * x + q, and sums over the
 samples for dscale and dbias. (PyTorch's kernels take the same steps.)
+A channels-last x (a graph input whose strides put C innermost) is instead
+read in its memory order, (N, spatial, C), by column programs:
+dnnc/decompose/norm_channels_last.py.
 Batchnorm has its own rules: dnnc/decompose/batchnorm.py. Semantics:
 dnnc/dialect/ops_norm.py.
 """
 
 import math
 
+from dnnc.decompose import norm_channels_last
+from dnnc.decompose.norm_channels_last import ChannelsLast
 
 def _statistics(b, x, axes, epsilon):
     """mean, biased variance, inv = rsqrt(var + eps) and x - mean over ``axes``."""
@@ -80,6 +85,13 @@ def _param_grads(b, v, dy, xhat, axes):
     return out
 
 
+def _epsilon(v):
+    """A feature norm's epsilon: its ``epsilon`` operand (a runtime scalar,
+    rank 0) when given, else the attribute (a dnn.constant)."""
+    given = v.operands.get("epsilon")
+    return given if given is not None else v.attrs["epsilon"]
+
+
 def _rank(b, v):
     return len(b.shape_of(v.operands["x"]))
 
@@ -95,7 +107,7 @@ def _feature_axes(b, v):
 def layernorm(b, v):
     o = v.operands
     axes, _ = _feature_axes(b, v)
-    mean, _, inv, xhat = _moments(b, o["x"], axes, v.attrs["epsilon"])
+    mean, _, inv, xhat = _moments(b, o["x"], axes, _epsilon(v))
     y = _affine(b, xhat, o["scale"], o["bias"], b.out("y"))
     return {"y": y, "mean": mean, "inv_variance": inv}
 
@@ -140,7 +152,7 @@ def rmsnorm(b, v):
     o = v.operands
     axes, _ = _feature_axes(b, v)
     mean_square = b.mean(b.unary("square", o["x"]), axes)
-    inv = b.unary("rsqrt", b.add(mean_square, v.attrs["epsilon"]))
+    inv = b.unary("rsqrt", b.add(mean_square, _epsilon(v)))
     y = _affine(b, b.mul(o["x"], inv), o["scale"], o["bias"], b.out("y"))
     return {"y": y, "inv_rms": inv}
 
@@ -160,13 +172,6 @@ def rmsnorm_backward(b, v):
 def _per_channel(shape):
     """(N, C, 1, ...): a value per (sample, channel), broadcast on x."""
     return tuple(shape[:2]) + (1,) * (len(shape) - 2)
-
-
-def _spread(b, v, like):
-    """``v`` broadcast to its shape and ``like``'s together, as v + 0 * position:
-    gen_index reads no memory and its positions are finite, so the sum is v."""
-    position = b.emit("gen_index", {"x": like}, {"axis": 0})
-    return b.add(v, b.mul(position, 0.0))
 
 
 def _group_view(shape, groups):
@@ -195,6 +200,9 @@ def _group_view(shape, groups):
 
 def groupnorm(b, v):
     o, groups = v.operands, v.attrs["groups"]
+    channels_last = ChannelsLast.of(b, o["x"])
+    if channels_last is not None:  # x in its memory order, (N, S, C)
+        return norm_channels_last.groupnorm(b, v, channels_last)
     shape = b.shape_of(o["x"])
     # One (sample, group) per row, its channels and positions the row's
     # elements, so that the statistics and y are one row program: the
@@ -218,8 +226,14 @@ def groupnorm_backward(b, v):
     count = per_group * math.prod(shape[2:])  # elements of a (sample, group)
     channel = _per_channel(shape)
     # 1. Per (sample, channel): ds = sum(dy * x) and db = sum(dy) over the
-    #    spatial dims, one row each.
-    if rank > 2:
+    #    spatial dims, one row each (channels-last x: a column program over
+    #    the (N, S, C) view, norm_channels_last).
+    cl = ChannelsLast.of(b, x)
+    if cl is not None:
+        dy_rows, x_rows = cl.view(b, dy), cl.view(b, x)
+        ds = cl.spatial_sum(b, b.mul(dy_rows, x_rows))
+        db = cl.spatial_sum(b, dy_rows)
+    elif rank > 2:
         rows = channel[:-1] + (math.prod(shape[2:]),)
         dy_rows, x_rows = b.reshape(dy, rows), b.reshape(x, rows)
         ds = b.sum(b.mul(dy_rows, x_rows), [rank - 1])
@@ -232,8 +246,9 @@ def groupnorm_backward(b, v):
     if per_group > 1:
         view, axes = (shape[0], groups, per_group), [2]
         stat = (shape[0], groups, 1)
-    else:
-        view, axes, stat = channel, [], channel
+    else:  # channels-last: in the column program's (N, 1, C), its epilogue
+        view, axes = (cl.channel_shape if cl is not None else channel), []
+        stat = view
     mean, inv = b.reshape(o["mean"], stat), b.reshape(o["inv_variance"], stat)
     ds_view, db_view = b.reshape(ds, view), b.reshape(db, view)
     gamma = b.reshape(o["scale"], (1,) + view[1:]) if o["scale"] is not None else None
@@ -242,15 +257,18 @@ def groupnorm_backward(b, v):
     # dx = inv * (g - s1 / count - xhat * s2 / count) with xhat = (x - mean) * inv:
     # a = inv * scale, p = -inv^2 * s2 / count, q = inv * (mean * inv * s2 - s1) / count.
     a = b.mul(inv, gamma) if gamma is not None else inv
-    inv_count = b.mul(inv, 1.0 / count)
-    p = b.unary("neg", b.mul(b.mul(inv, inv_count), s2))
-    q = b.mul(inv_count, b.sub(b.mul(b.mul(mean, inv), s2), s1))
+    # Each product starts from a sum, so that all of them join the kernel
+    # that makes the sums (one of the statistics alone would be a kernel).
+    p = b.unary("neg", b.mul(b.mul(b.mul(s2, inv), inv), 1.0 / count))
+    q = b.mul(b.mul(b.sub(b.mul(b.mul(s2, mean), inv), s1), inv), 1.0 / count)
     if per_group > 1:
-        a = a if gamma is not None else _spread(b, a, ds_view)
-        p, q = _spread(b, p, ds_view), _spread(b, q, ds_view)
+        a = a if gamma is not None else b.spread(a, ds_view)
+        p, q = b.spread(p, ds_view), b.spread(q, ds_view)
+    if cl is not None:
+        dy, x, channel = dy_rows, x_rows, cl.channel_shape
     dx = b.add(b.add(b.mul(b.reshape(a, channel), dy), b.mul(b.reshape(p, channel), x)),
                b.reshape(q, channel), out=b.out("dx"))
-    out = {"dx": dx}
+    out = {"dx": cl.restore(b, dx) if cl is not None else dx}
     # 3. dscale = sum over samples of inv * (ds - mean * db), dbias = of db: on
     #    (N, C) views, a reduction over the leading dim of a 2-D tensor.
     samples = tuple(shape[:2])

@@ -15,6 +15,11 @@ that many columns, ending at its diagonal.
     o = p @ v
     stats = logsumexp(s, axis=-1)     (B, H, Sq, 1), f32, when generate_stats
 
+The backward (from o, stats and do = dL/do) returns dq, dk, dv and, with
+``compute_dbias``, dbias = dL/dbias: ds = p * (do @ v^T - rowsum(do * o))
+(the gradient of s, which the bias enters unscaled), 0 where masked, summed
+over the bias's dims of size 1 that broadcast (B, H, Sq or Skv > 1).
+
 A row whose scores are all -inf gives o = 0 and stats = -inf.
 
 With ``padding`` (cuDNN's padding mask, variable sequence lengths), int32
@@ -250,18 +255,33 @@ def _sdpa(ctx):
 @op("sdpa_backward", family="attention",
     operands=["q", "k", "v", "o", "do", "stats", Operand("bias", optional=True), *LENGTHS,
               *_ragged_operands(BACKWARD_RAGGED)],
-    results=["dq", "dk", "dv"],
+    results=["dq", "dk", "dv", Result("dbias", optional=True)],
     attrs=SDPA_ATTRS + RAGGED_ATTRS + (Attr("deterministic", "bool", False,
                                             doc="every run writes the same bits (gradients "
                                                 "summed in a fixed order); the faster kernels "
-                                                "sum dq in any order"),))
+                                                "sum dq in any order"),
+                                       Attr("compute_dbias", "bool", False,
+                                            doc="also return dbias, the gradient of the "
+                                                "bias (its shape and type)")))
 def _sdpa_backward(ctx):
     """Attention backward from the forward's o and stats; dk and dv are summed
-    over the query heads that share a kv head."""
+    over the query heads that share a kv head. With ``compute_dbias``,
+    dbias is the gradient of the scores s (the bias is added after the
+    scale, so it is ds itself: 0 where masked), summed over the dims the
+    bias broadcasts on (its dims of size 1); any float type (Graph gives it
+    the bias's unless set)."""
     b, h, sq, _, _, _, dv = _check_qkv(ctx)
     _check_ragged(ctx, BACKWARD_RAGGED, b)
     ctx.expect_shape("o", (b, h, sq, dv), "shape of the forward output")
     ctx.expect_shape("do", (b, h, sq, dv), "shape of 'o'")
     ctx.expect_shape("stats", (b, h, sq, 1), "shape B, H, Sq, 1")
-    return {"dq": TensorInfo(ctx["q"].shape), "dk": TensorInfo(ctx["k"].shape),
-            "dv": TensorInfo(ctx["v"].shape)}
+    out = {"dq": TensorInfo(ctx["q"].shape), "dk": TensorInfo(ctx["k"].shape),
+           "dv": TensorInfo(ctx["v"].shape)}
+    if ctx.attrs.get("compute_dbias", False):
+        bias = ctx.operands.get("bias")
+        if bias is None:
+            ctx.fail("attribute 'compute_dbias'", "expected a 'bias' operand with "
+                                                  "compute_dbias=true (dbias is its "
+                                                  "gradient), got none")
+        out["dbias"] = TensorInfo(bias.shape)
+    return out

@@ -15,7 +15,9 @@ broadcasts against x:
   ``[1, C, 1, ...]``.
 
 Statistics are f32. ``inv_variance`` is 1 / sqrt(var + epsilon), with the biased
-variance. Training batchnorm updates running statistics with PyTorch's rule
+variance. layernorm and rmsnorm take epsilon from their optional rank-0
+``epsilon`` operand when given (a runtime scalar, ``Graph.scalar``: one
+compiled graph for every epsilon), else from the attribute. Training batchnorm updates running statistics with PyTorch's rule
 ``running = (1 - momentum) * running + momentum * batch`` (unbiased batch
 variance for the running variance).
 """
@@ -47,6 +49,9 @@ def _gradients(ctx, x, param_shape):
 
 
 def _feature_norm(ctx):
+    if ctx.operands.get("epsilon") is not None:
+        # A runtime scalar (Graph.scalar) standing in for the attribute.
+        ctx.expect_shape("epsilon", (), "a scalar: it replaces the epsilon attribute")
     x = ctx["x"]
     if x.rank < 1:
         ctx.fail("operand 'x'", "expected rank >= 1, got rank 0")
@@ -59,7 +64,8 @@ def _feature_norm(ctx):
 
 
 @op("layernorm", family="norm",
-    operands=["x", Operand("scale", optional=True), Operand("bias", optional=True)],
+    operands=["x", Operand("scale", optional=True), Operand("bias", optional=True),
+              Operand("epsilon", optional=True)],
     results=["y", Result("mean", optional=True), Result("inv_variance", optional=True)],
     attrs=(Attr("axis", "int"), EPS) + STATS)
 def _layernorm(ctx):
@@ -73,7 +79,8 @@ def _layernorm(ctx):
 
 
 @op("rmsnorm", family="norm",
-    operands=["x", Operand("scale", optional=True), Operand("bias", optional=True)],
+    operands=["x", Operand("scale", optional=True), Operand("bias", optional=True),
+              Operand("epsilon", optional=True)],
     results=["y", Result("inv_rms", optional=True)],
     attrs=(Attr("axis", "int"), EPS) + STATS)
 def _rmsnorm(ctx):

@@ -9,6 +9,10 @@ definition.
 
 from dnnc.errors import GraphError
 
+# The argument attribute of a runtime scalar: a rank-0 f32 argument whose
+# value the caller passes by value with each call (Graph.scalar).
+BY_VALUE = "dnn.by_value"
+
 
 def walk(root):
     """Every op nested under ``root`` (not ``root`` itself), in program order."""
@@ -42,3 +46,13 @@ def entry_function(module):
     if len(public) == 1:
         return public[0]
     raise GraphError(f"expected one graph function (marked dnn.graph), found {len(public)}")
+
+
+def by_value_arguments(fn):
+    """The positions of ``fn``'s arguments marked ``dnn.by_value``."""
+    from mlir import ir
+
+    if "arg_attrs" not in fn.attributes:
+        return []
+    return [i for i, attrs in enumerate(ir.ArrayAttr(fn.attributes["arg_attrs"]))
+            if BY_VALUE in ir.DictAttr(attrs)]

@@ -14,7 +14,9 @@ caller's output buffers.
 The variant pack maps tensors (or their uids) to buffers, as in
 cudnn-frontend. Every input and output of the plan must be in it, with the
 tensor's dims; pass-by-value scalars are read from it as numbers (a CPU
-tensor, a NumPy array or a Python number). The workspace argument is
+tensor, a NumPy array or a Python number), and a plan's runtime scalars
+(inputs that are pass-by-value tensors) are passed to the executable as
+floats, by value. The workspace argument is
 accepted and not used: dnnc's executables own their workspace, which is why
 ``get_workspace_size`` is 0.
 
@@ -45,6 +47,8 @@ class Plan:
         self.dnnc_graph = dnnc_graph  # the dnnc.Graph compiled (None after deserialize)
         self.package = package        # the .dnnpkg bytes (target cuda)
         self._in_dims = [tuple(t._dim) for t in inputs]
+        # Runtime scalars (pass-by-value inputs): numbers, not buffers.
+        self._by_value = [t.get_is_pass_by_value() for t in inputs]
         self._out_dims = [tuple(t._dim) for t in outputs]
 
     @property
@@ -70,11 +74,12 @@ class Plan:
 
     def run(self, pack, stream):
         """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""
-        ins = [_narrowed(_buffer(pack, t, d, "input"), t)
-               for t, d in zip(self.inputs, self._in_dims)]
+        ins = [_scalar(pack, t) if by_value else _narrowed(_buffer(pack, t, d, "input"), t)
+               for t, d, by_value in zip(self.inputs, self._in_dims, self._by_value)]
         outs = [_buffer(pack, t, d, "output") for t, d in zip(self.outputs, self._out_dims)]
         if self.target == "cpu":
-            results = self.exe.run(*[_host_array(b) for b in ins])
+            results = self.exe.run(*[b if by_value else _host_array(b)
+                                     for b, by_value in zip(ins, self._by_value)])
             for t, out, value in zip(self.outputs, outs, results):
                 _write_back(t, out, value)
             return
@@ -226,6 +231,16 @@ def _restride(value, t):
                                            strides=(value.itemsize,))
     return np.lib.stride_tricks.as_strided(base, shape=t._dim,
                                            strides=[st * value.itemsize for st in t._stride])
+
+
+def _scalar(pack, t):
+    """A runtime scalar's value from the variant pack, as a float."""
+    try:
+        value = pack[t]
+    except KeyError:
+        raise InvalidVariantPackError(f"variant pack: pass-by-value {_label(t)} is "
+                                      "missing") from None
+    return scalar_value(value, t)
 
 
 def scalar_value(value, t):

@@ -9,6 +9,15 @@ lowering: the dnnc graph, the dnnc tensor of each frontend tensor, and the
 values of the pass-by-value scalars (``values``, by uid; a placeholder 1.0
 where they are not known yet, for dims and type inference).
 
+A pass-by-value scalar whose value comes with ``execute`` becomes a dnnc
+runtime scalar (``Graph.scalar``: an f32 kernel argument) wherever dnnc
+takes one: a pointwise operand, the epsilon of layernorm and rmsnorm
+(``scalar_operand``). Then one compiled plan serves every value. Where dnnc
+compiles the value in (an attribute: sdpa's attn_scale, a relu's slope,
+batchnorm's epsilon and momentum; ``scalar``), the scalar is listed in
+``scalars`` and the plan is compiled per value, as it is for every scalar
+when ``runtime`` is False (the compiler refused a runtime scalar).
+
 Each op's ``lower(ctx, node)`` returns the dnnc tensors of its outputs, in
 order (None where the op has none). After the ops, ``finish`` applies what
 the caller set on the outputs (output flag, data type, strides) and checks
@@ -45,9 +54,10 @@ class Lowering:
 
     PLACEHOLDER = 1.0
 
-    def __init__(self, fgraph, values=None):
+    def __init__(self, fgraph, values=None, runtime=True):
         self.fgraph = fgraph
         self.values = dict(values or {})
+        self.runtime = runtime       # lower pass-by-value scalars to runtime scalars
         self.graph = Graph(
             name=fgraph.name or "main",
             io_data_type=enums.to_dnnc(fgraph.io_data_type, "pygraph io_data_type"),
@@ -61,6 +71,7 @@ class Lowering:
         self.tensors = {}             # id(frontend tensor) -> dnnc Tensor
         self.inputs = []              # (frontend tensor, dnnc Tensor) of the graph inputs
         self.scalars = []             # pass-by-value frontend tensors read as values
+        self.runtime_scalars = []     # pass-by-value frontend tensors lowered to Graph.scalar
         self._names = set()
         self._offsets = set()         # id() of the tensors used as ragged offsets
 
@@ -81,22 +92,37 @@ class Lowering:
             raise InvalidGraphError(f"{what}: tensor '{t.get_name()}' is used before the op "
                                     "that makes it")
         if t.get_is_pass_by_value():
-            value = self.scalar(t, what)
             dt = enums.to_dnnc(t._data_type, f"tensor '{t.get_name()}'")
             if dt is not None and not dt.is_float:
                 raise unsupported(what, f"pass-by-value tensor '{t.get_name()}' of type "
                                   f"{t._data_type.name}: expected a float scalar")
-            made = self.graph.constant(value)
+            if self._at_runtime(t):
+                made = self._runtime_scalar(t, what)
+            else:
+                made = self.graph.constant(self.scalar(t, what))
         else:
             made = self._input(t)
         self.tensors[id(t)] = made
         return made
 
-    def _input(self, t):
-        name = t.get_name() or f"tensor{t.get_uid()}"
+    def _name(self, t, default):
+        name = t.get_name() or f"{default}{t.get_uid()}"
         if name in self._names:
             name = f"{name}_{t.get_uid()}"
         self._names.add(name)
+        return name
+
+    def _runtime_scalar(self, t, what):
+        """A dnnc runtime scalar for pass-by-value tensor ``t`` (one element)."""
+        self._one_element(t, what)
+        made = self.graph.scalar(name=self._name(t, "scalar"))
+        t._inferred_type = enums.library_type(made.get_data_type())
+        self.inputs.append((t, made))
+        self.runtime_scalars.append(t)
+        return made
+
+    def _input(self, t):
+        name = self._name(t, "tensor")
         if not t._dim:
             raise InvalidGraphError(f"tensor '{name}': expected dims, got none")
         stride = t._stride or contiguous_strides(t._dim)
@@ -127,17 +153,36 @@ class Lowering:
             raise unsupported(what, f"tensor '{t.get_name()}' is a device tensor; dnnc compiles "
                               "this value into the kernels: expected a pass-by-value tensor "
                               "(is_pass_by_value=True) or a Python float")
+        self._one_element(t, what)
+        if t not in self.scalars:
+            self.scalars.append(t)
+        if t._value is not None:
+            return float(t._value)
+        return float(self.values.get(t.get_uid(), self.PLACEHOLDER))
+
+    def scalar_operand(self, value, what):
+        """A scalar an op takes either as a number or as a rank-0 tensor (the
+        epsilon of layernorm and rmsnorm): a runtime scalar for a pass-by-value
+        tensor whose value comes with execute, else ``scalar``'s float."""
+        if value is not None and not isinstance(value, (int, float)) and \
+                value.get_is_pass_by_value() and self._at_runtime(value):
+            return self.tensor(value, what)
+        return self.scalar(value, what)
+
+    def _at_runtime(self, t):
+        """Whether pass-by-value tensor ``t`` becomes a runtime scalar: its
+        value is neither fixed (``tensor_scalar``) nor given in ``values``
+        (``to_dnnc(values)`` compiles given values in)."""
+        return self.runtime and t._value is None and t.get_uid() not in self.values
+
+    @staticmethod
+    def _one_element(t, what):
         numel = 1
         for d in t._dim:
             numel *= d
         if numel != 1:
             raise InvalidGraphError(f"{what}: pass-by-value tensor '{t.get_name()}': expected "
                                     f"one element, got dims {t._dim}")
-        if t not in self.scalars:
-            self.scalars.append(t)
-        if t._value is not None:
-            return float(t._value)
-        return float(self.values.get(t.get_uid(), self.PLACEHOLDER))
 
     # -- the whole graph -------------------------------------------------------
 

@@ -17,17 +17,18 @@ form ``diagonal_alignment`` + ``diagonal_band_right_bound=0`` (causal) +
 (packed, THD) q, k, v, o, dO, dQ, dK and dV are tensors with
 ``set_ragged_offset`` (int32 offsets), taken with the padding mask; the
 backward's ``max_total_seq_len_q`` / ``_kv`` (cuDNN's bounds on the packed
-rows, for its workspace) are accepted and not needed. Options
-dnnc does not implement (dropout, ALiBi, block masks, score modifiers, sink
-tokens, a dBias output, other band bounds) raise
-``cudnnGraphNotSupportedError``
-naming the option.
+rows, for its workspace) are accepted and not needed. ``dBias`` (a tensor
+the caller made) receives the bias's gradient. Options dnnc does not
+implement (dropout, ALiBi, block masks, score modifiers, sink tokens, other
+band bounds) raise ``cudnnGraphNotSupportedError`` naming the option.
 """
 
 from dnnc.frontend import enums
 from dnnc.frontend.enums import attention_implementation, data_type, diagonal_alignment
+from dnnc.frontend.errors import InvalidGraphError
 from dnnc.frontend.lowering import unsupported
 from dnnc.frontend.ops_pointwise import check_pointwise_compute
+from dnnc.frontend.tensor import tensor as Tensor
 
 
 def _refuse(op, **options):
@@ -74,6 +75,20 @@ def _masks(op, use_causal_mask, use_causal_mask_bottom_right, sliding_window_len
     if causal and bottom_right:
         causal = False   # the bottom-right diagonal was asked for explicitly
     return causal, bottom_right, window
+
+
+def _check_dbias(graph, bias, dbias):
+    """cuDNN's dBias argument: a tensor of this graph that nothing makes
+    yet, given with a bias."""
+    if not isinstance(dbias, Tensor) or dbias._graph is not graph:
+        raise InvalidGraphError(f"sdpa_backward dBias: expected a tensor of this graph, got "
+                                f"{type(dbias).__name__}")
+    if bias is None:
+        raise InvalidGraphError("sdpa_backward dBias: expected a bias with it (dBias is the "
+                                "bias's gradient), got bias=None")
+    if dbias._producer is not None:
+        raise InvalidGraphError(f"sdpa_backward dBias: tensor '{dbias.get_name()}' is already "
+                                "made by another op: expected a tensor of its own")
 
 
 class AttentionOps:
@@ -138,8 +153,14 @@ class AttentionOps:
         """Returns (dQ, dK, dV). ``use_deterministic_algorithm`` picks
         kernels that sum every gradient in a fixed order (tc-sm90's two
         backward kernels), so every run gives the same bits; without it the
-        fused backward adds dQ's parts in whatever order its blocks finish."""
-        _refuse("sdpa_backward", dBias=dBias, use_alibi_mask=use_alibi_mask,
+        fused backward adds dQ's parts in whatever order its blocks finish.
+
+        ``dBias``, as in cuDNN, is a tensor the caller made (``tensor``, of
+        the bias's dims) that the op writes: the bias's gradient (dnnc's
+        ``compute_dbias``), summed over the bias's dims of size 1."""
+        if dBias is not None:
+            _check_dbias(self, bias, dBias)
+        _refuse("sdpa_backward", use_alibi_mask=use_alibi_mask,
                 dropout=dropout, rng_dump=rng_dump,
                 score_mod=score_mod,
                 score_mod_bprop=score_mod_bprop, sink_token=sink_token, dSink_token=dSink_token)
@@ -164,12 +185,20 @@ class AttentionOps:
                 use_padding_mask=bool(use_padding_mask),
                 seq_len_q=ctx.tensor(i["seq_len_q"], "sdpa_backward seq_len_q"),
                 seq_len_kv=ctx.tensor(i["seq_len_kv"], "sdpa_backward seq_len_kv"),
-                use_deterministic_algorithm=bool(use_deterministic_algorithm))
+                use_deterministic_algorithm=bool(use_deterministic_algorithm),
+                compute_dbias=dBias is not None)
 
-        return tuple(self._add("sdpa_backward", name,
-                               {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats,
-                                "bias": bias, "seq_len_q": seq_len_q, "seq_len_kv": seq_len_kv},
-                               lower, n_out=3, labels=["dQ", "dK", "dV"]))
+        grads = self._add("sdpa_backward", name,
+                          {"q": q, "k": k, "v": v, "o": o, "dO": dO, "stats": stats,
+                           "bias": bias, "seq_len_q": seq_len_q, "seq_len_kv": seq_len_kv},
+                          lower, n_out=3, labels=["dQ", "dK", "dV"])
+        if dBias is not None:
+            # The caller's tensor becomes the op's fourth output (its dims,
+            # type and strides are checked and applied as an output's).
+            node = grads[0]._producer[0]
+            node.outputs.append(dBias)
+            dBias._producer = (node, 3)
+        return tuple(grads)
 
     def sdpa_fp8(self, q, k, v, *args, **kwargs):
         raise unsupported("sdpa_fp8", "fp8 attention with descale/scale tensors is not "

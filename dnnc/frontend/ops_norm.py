@@ -11,8 +11,10 @@ The norms normalize over every dim but the first (layernorm, rmsnorm: a
 row per batch entry, ``[batch*seq, hidden, 1, 1]`` in cuDNN's samples) or
 per (batch, channel) (instancenorm) or per channel (batchnorm).
 ``epsilon`` and ``momentum`` are pass-by-value tensors in cuDNN (or Python
-floats here): dnnc compiles their values into the kernels (see
-``lowering.Lowering.scalar``).
+floats here). The epsilon of layernorm and rmsnorm, given at ``execute``,
+is a runtime scalar (an f32 kernel argument: one plan for every value);
+dnnc compiles the others' values into the kernels (see
+``lowering.Lowering.scalar_operand`` and ``scalar``).
 
 ``batchnorm_inference`` takes the inverse standard deviation, as cuDNN's
 does; dnnc's op takes the variance, so it is composed here from pointwise
@@ -59,7 +61,7 @@ class _Rows:
     parameter-shaped [1, hidden, 1..] or statistics-shaped [rows, 1, 1..])
     to rank 2, ``back(d, t)`` reshapes a result to the frontend tensor
     ``t``'s rank, first giving it the type ``t`` is to have (a reshape keeps
-    its input's type).
+    its input's type; a statistic, f32 by the op, is cast).
 
     ``of(ctx, x, params)`` is None unless x is of that form and every
     parameter either absent or [1, hidden, 1, ...].
@@ -90,8 +92,51 @@ class _Rows:
         dt = self.ctx.output_type(t, d)
         if dt is not None:
             d.set_data_type(dt)
+            if d.get_data_type() != dt:
+                # A type the op fixes (its statistics are f32), asked as another
+                # (a bf16 graph's untyped mean): converted on the way out.
+                d = self.ctx.graph.cast(d, dt)
         shape = [d.dim[0], d.dim[1]] + [1] * (len(self.dims) - 2)
         return self.ctx.graph.reshape(d, shape)
+
+
+class _ChannelsLast:
+    """A channels-last graph input x (N, C, spatial...) in its memory order,
+    (N * spatial, C), with its [1, C, 1, ...] operands as (1, C): the
+    pointwise ops then run over x as it lies (the transposes are views of
+    the graph's buffers on the GPU, dnn-layout-views), where on the logical
+    NCHW shape they would read and write through layout copies.
+    ``of(g, x, params)`` is None unless x is such an input and every
+    parameter [1, C, 1, ...]."""
+
+    def __init__(self, g, dims, order):
+        self.g, self.dims, self.order = g, list(dims), order
+        self.c = dims[1]
+
+    @staticmethod
+    def of(g, x, params):
+        from dnnc.decompose import layout  # the compiler's reading of strides
+
+        dims = list(x.dim)
+        if x.producer is not None or len(dims) < 3 or math.prod(dims[2:]) <= 1:
+            return None
+        order = layout.channel_last_order(dims, x.stride)
+        if order is None or order == sorted(order):
+            return None
+        if any(list(t.dim) != [1, dims[1]] + [1] * (len(dims) - 2) for t in params):
+            return None
+        return _ChannelsLast(g, dims, order)
+
+    def flat(self, t):
+        t = self.g.transpose(t, self.order)
+        return self.g.reshape(t, [math.prod(self.dims) // self.c, self.c])
+
+    def param(self, t):
+        return self.g.reshape(t, [1, self.c])
+
+    def back(self, t):
+        t = self.g.reshape(t, [self.dims[d] for d in self.order])
+        return self.g.transpose(t, [self.order.index(d) for d in range(len(self.order))])
 
 
 class NormOps:
@@ -108,7 +153,7 @@ class NormOps:
             x = ctx.tensor(i["input"], "layernorm input")
             s = ctx.tensor(i["scale"], "layernorm scale")
             b = ctx.tensor(i["bias"], "layernorm bias")
-            eps = ctx.scalar(epsilon, "layernorm epsilon")
+            eps = ctx.scalar_operand(epsilon, "layernorm epsilon")
             rows = _Rows.of(ctx, x, [s, b])
             if rows is None:
                 return ctx.graph.layernorm(x, s, b, epsilon=eps, norm_forward_phase=phase)
@@ -134,7 +179,7 @@ class NormOps:
             x = ctx.tensor(i["input"], "rmsnorm input")
             s = ctx.tensor(i["scale"], "rmsnorm scale")
             b = ctx.tensor(i["bias"], "rmsnorm bias")
-            eps = ctx.scalar(epsilon, "rmsnorm epsilon")
+            eps = ctx.scalar_operand(epsilon, "rmsnorm epsilon")
             rows = _Rows.of(ctx, x, [s, b])
             if rows is None:
                 return ctx.graph.rmsnorm(x, s, b, epsilon=eps, norm_forward_phase=phase)
@@ -198,11 +243,14 @@ class NormOps:
             i = node.inputs
             g = ctx.graph
             x = ctx.tensor(i["input"], "batchnorm_inference input")
-            centered = g.sub(x, ctx.tensor(i["mean"], "batchnorm_inference mean"))
-            normed = g.mul(centered, ctx.tensor(i["inv_variance"],
-                                                "batchnorm_inference inv_variance"))
-            scaled = g.mul(normed, ctx.tensor(i["scale"], "batchnorm_inference scale"))
-            return [g.add(scaled, ctx.tensor(i["bias"], "batchnorm_inference bias"))]
+            p = {k: ctx.tensor(i[k], f"batchnorm_inference {k}")
+                 for k in ("mean", "inv_variance", "scale", "bias")}
+            view = _ChannelsLast.of(g, x, p.values())
+            if view is not None:
+                x, p = view.flat(x), {k: view.param(t) for k, t in p.items()}
+            y = g.add(g.mul(g.mul(g.sub(x, p["mean"]), p["inv_variance"]), p["scale"]),
+                      p["bias"])
+            return [view.back(y) if view is not None else y]
 
         return self._add("batchnorm_inference", name,
                          {"input": input, "mean": mean, "inv_variance": inv_variance,

@@ -6,7 +6,10 @@ Names, argument names and defaults are cudnn-frontend's
 comparison)``, ``relu(input, negative_slope, lower_clip, upper_clip)``,
 ``swish(input, swish_beta)``, the ``*_backward(loss, input)`` forms... Each
 returns its output tensor. A pass-by-value operand (a scalar given at
-``execute``) becomes a dnnc constant.
+``execute``) becomes a dnnc runtime scalar (``Graph.scalar``), passed to the
+kernels by value; one whose value is fixed (``tensor_scalar``) a constant.
+The slopes, clips and betas of the activations are compiled in (dnnc's
+ops take them as attributes).
 
 Where cuDNN has a pointwise mode dnnc has no op for, it is composed from
 dnnc ops with the same math (identity: x * 1, or a cast when its output is

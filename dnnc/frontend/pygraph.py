@@ -19,10 +19,14 @@ lifecycle maps onto dnnc so:
   heuristics (dnnc/heuristics/); every mode names it. One plan.
 - ``check_support`` / ``build_plans``: compile, for the GPU through the JIT
   and its cache (``Graph.compile(target="cuda")``), else for the CPU back end.
-  A graph with pass-by-value scalars (epsilon, a scale) whose values come
-  only with ``execute`` is compiled at the first ``execute`` with each new
-  set of values: dnnc compiles the values into the kernels, so new values
-  mean a new compile (a JIT cache hit when seen before).
+  Pass-by-value scalars (epsilon, a scale) whose values come only with
+  ``execute`` are dnnc runtime scalars (f32 kernel arguments) where dnnc
+  takes them (a pointwise operand, the epsilon of layernorm and rmsnorm):
+  one plan serves every value. A scalar dnnc compiles in (sdpa's
+  attn_scale, an activation's slope, batchnorm's epsilon; or every scalar,
+  when the compiler refuses a runtime one for a kernel: see ``_plan_for``)
+  makes the graph compile at the first ``execute`` with each new set of its
+  values (a JIT cache hit when seen before).
 - ``execute``: ``execute.Plan.run`` on the caller's buffers and stream.
 
 Which back end: ``target=`` ("cuda" or "cpu", a dnnc addition), else the
@@ -36,7 +40,7 @@ import itertools
 import json
 import zipfile
 
-from dnnc.errors import DnncError, GraphError, UnsupportedError
+from dnnc.errors import DnncError, GraphError, ScalarArgumentError, UnsupportedError
 from dnnc.frontend import enums, handle as _handle
 from dnnc.frontend.enums import (behavior_note, build_plan_policy, data_type, heur_mode,
                                  tensor_reordering)
@@ -101,9 +105,10 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         self._modes = None          # heuristics modes of create_execution_plans
         self._supported = False
         self._built = False
-        self._plans = {}            # scalar values key -> Plan
+        self._plans = {}            # compiled-in scalar values key -> Plan
         self._last_plan = None
         self._steady = None         # execute.Steady of the last plan executed on the GPU
+        self._compiled_in = False   # every scalar compiled in: the compiler refused one
 
     # -- tensors -----------------------------------------------------------------
 
@@ -231,11 +236,13 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         if dup:
             raise InvalidGraphError(f"uid {dup[0]}: expected one tensor per uid, got "
                                     f"{uids.count(dup[0])}")
-        return Lowering(self, values).run()
+        return Lowering(self, values, runtime=not self._compiled_in).run()
 
     def to_dnnc(self, values=None):
-        """The ``dnnc.Graph`` this graph lowers to (pass-by-value scalars from
-        ``values``, uid -> number, else 1.0 where not fixed)."""
+        """The ``dnnc.Graph`` this graph lowers to. Pass-by-value scalars
+        given in ``values`` (uid -> number) are compiled in; the others whose
+        value is not fixed are runtime scalars where dnnc takes one (inputs
+        of the dnnc graph), else compiled in as 1.0."""
         return self._lower(values).graph
 
     def to_mlir(self, values=None):
@@ -305,7 +312,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
             self.create_execution_plans()   # dnnc's one plan needs no engine choice
         self._check_supported()
         if not self._runtime_scalars():
-            self._plan_for({})
+            self._plan_for({})   # None when it had to compile scalars in: at execute
         self._supported = True
 
     def build_plans(self, policy=build_plan_policy.HEURISTICS_CHOICE):
@@ -386,16 +393,28 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     # -- compiling and running ----------------------------------------------------
 
     def _runtime_scalars(self):
-        """The pass-by-value tensors whose values come with execute."""
+        """The pass-by-value tensors whose values come with execute and are
+        compiled in (a runtime scalar of dnnc needs no value to compile)."""
         if self._lowering is None:
             self._lowering = self._lower()
         return [t for t in self._lowering.scalars if t._value is None]
 
     def _plan_for(self, values):
+        """The plan for compiled-in scalar ``values`` (uid -> number),
+        compiled on first use. When the compiler refuses a runtime scalar
+        (ScalarArgumentError from a kernel that cannot take it), the graph is
+        lowered again with every scalar compiled in, and None is returned:
+        the plan then waits for execute's values."""
         key = tuple(sorted(values.items()))
         plan = self._plans.get(key)
         if plan is None:
-            plan = self._plans[key] = self._compile(values)
+            try:
+                plan = self._compile(values)
+            except _ScalarsRefused:
+                self._compiled_in = True
+                self._plans, self._lowering = {}, self._lower()
+                return None
+            self._plans[key] = plan
         self._last_plan = plan
         return plan
 
@@ -422,6 +441,10 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
             else:
                 package = None
                 exe = g.compile(target="cpu")
+        except ScalarArgumentError as err:
+            if lowering.runtime_scalars:
+                raise _ScalarsRefused(str(err)) from err
+            raise cudnnGraphNotSupportedError(str(err)) from err
         except UnsupportedError as err:
             raise cudnnGraphNotSupportedError(str(err)) from err
         by_name = {d.name: t for t, d in lowering.inputs}
@@ -447,14 +470,17 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
         if not self._built:
             raise GraphError("execute: expected build_plans() first")
         pack = self._pack(variant_pack)
-        values = {}
-        scalars = self._runtime_scalars()
-        for t in scalars:
-            if t not in pack:
-                raise InvalidVariantPackError(f"variant pack: pass-by-value tensor "
-                                              f"'{t.get_name()}' (uid {t.get_uid()}) is missing")
-            values[t.get_uid()] = scalar_value(pack[t], t)
-        plan = self._plan_for(values)
+        plan = None
+        while plan is None:   # again (once) if compiling had to compile scalars in
+            values = {}
+            scalars = self._runtime_scalars()    # those compiled in: a plan per value
+            for t in scalars:
+                if t not in pack:
+                    raise InvalidVariantPackError(f"variant pack: pass-by-value tensor "
+                                                  f"'{t.get_name()}' (uid {t.get_uid()}) is "
+                                                  "missing")
+                values[t.get_uid()] = scalar_value(pack[t], t)
+            plan = self._plan_for(values)
         stream = _handle.stream_of(handle if handle is not None else self.handle)
         plan.run(pack, stream)
         if plan.target == "cuda" and (steady is None or steady.plan is not plan):
@@ -557,7 +583,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
     def _restore(self, form, output=False):
         t = Tensor(self, dim=form["dim"], stride=form["stride"],
                    data_type=enums.data_type[form["data_type"]], name=form["name"],
-                   uid=form["uid"])
+                   uid=form["uid"], is_pass_by_value=form.get("pass_by_value", False))
         t._restored_output = output
         self._tensors.append(t)
         return t
@@ -621,6 +647,11 @@ for _mixin in (PointwiseOps, CoreOps, NormOps, AttentionOps):
             setattr(pygraph, _name, _deferring(_method))
 
 
+class _ScalarsRefused(Exception):
+    """The compiler refused a graph's runtime scalars (ScalarArgumentError):
+    ``_plan_for`` compiles their values in instead."""
+
+
 class _Deserialized:
     """The lowering of a deserialized graph: it has no ops, and no scalars."""
 
@@ -670,8 +701,11 @@ def _array_layout(array):
 
 
 def _tensor_form(t):
-    return {"uid": t.get_uid(), "name": t.get_name(), "dim": t._dim, "stride": t._stride,
+    form = {"uid": t.get_uid(), "name": t.get_name(), "dim": t._dim, "stride": t._stride,
             "data_type": t.get_data_type().name}
+    if t.get_is_pass_by_value():
+        form["pass_by_value"] = True   # a runtime scalar of the plan
+    return form
 
 
 def _short(t):

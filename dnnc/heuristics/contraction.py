@@ -98,7 +98,7 @@ def gemm_shape(problem):
     out = problem.anchor_outputs[0] if problem.anchor_outputs else None
     if out is None or len(ins) < 2:
         return problem.output_elements, 1, 1, 1
-    if op == "matmul":
+    if op in ("matmul", "matmul_block_scaled"):
         a = ins[0].shape
         batch = out.elements // max(1, out.shape[-1] * out.shape[-2])
         return out.shape[-2], out.shape[-1], a[-1], batch
@@ -947,8 +947,35 @@ def conv_groups(problem):
     return max(1, ins[1].shape[1] // out.shape[1])
 
 
+def _rank_block_scaled(problem, m, n, k):
+    """tc-sm90 on sm_90a (simt-generic only as its fallback); elsewhere
+    simt-generic, whose reason says no tensor-core path applies the scales."""
+    facts = f"{problem.anchor}: {m}x{n}x{k} (M x N x K) {problem.dtype}"
+    work = m * n
+    if problem.arch == "sm_90a" and m * n and k:
+        return tc_sm90_block_scaled(problem, m, n, k, facts) + \
+            simt_generic(work, problem.sms, None, facts, fallback_of="tc-sm90")
+    return simt_generic(work, problem.sms, None, facts, head=(
+        f"tc-sm90 does not apply on {problem.arch} ({facts}): its wgmma fp8 mainloop, which "
+        "applies the block scales, needs sm_90a, and tc-sm80 takes no fp8 operands"))
+
+
+def tc_sm90_block_scaled(problem, m, n, k, facts):
+    """tc-sm90 Configs for a block-scaled fp8 matmul (dnn.matmul_block_scaled):
+    the K step is the scales' 128-wide block, so each step's products sum
+    into a temporary accumulator that is scaled and added to the tile's
+    (sm90/block_scales.py); a tile's columns lie in one 128-column scale
+    block of B: 128 or 64 wide, never 256 (its two accumulators, 2 x 128
+    f32 a thread, would not fit a consumer's 232 registers). Otherwise the
+    matmul's tiles, split and stages (tc_sm90)."""
+    facts = f"{facts}, block-scaled (1x128 A, 128x128 B scales applied in the mainloop)"
+    return [c for c in tc_sm90(problem, m, n, k, 1, facts) if c.tile[1] <= 128]
+
+
 def rank(problem):
     m, n, k, batch = gemm_shape(problem)
+    if problem.anchor == "matmul_block_scaled":
+        return _rank_block_scaled(problem, m, n, k)
     what = "S x Skv x D" if problem.family == "attention" else "M x N x K"
     facts = (f"{problem.anchor}: {m}x{n}x{k} ({what})"
              + (f" x{batch} batch" if batch > 1 else "") + f" {problem.dtype}")

@@ -84,6 +84,15 @@ Grouping, in program order:
   so no work is done twice. Where tc-sm90 would not run the chain, the
   convolution's kernel says why in ``dnn.fusion_note`` (dnn-configure puts
   it in the plan's reason);
+* bias gradient (option ``conv_bias_grad``): a sum of dy over every dim
+  but its channels (a convolution's bias gradient) joins the kernel of a
+  filter gradient that reads the same dy, before or after it in the graph,
+  when tc-sm90 runs the pair (conv_bias_grad.fusion_problem: bf16 / f16,
+  one group, K and C multiples of 8, a pixel box TMA's im2col mode
+  describes): the GEMM's first column of tiles sums dy's tiles as it
+  multiplies them, and dy is not read again. Where it does not join, the
+  filter gradient's kernel says why in ``dnn.fusion_note`` (the option is
+  off on sm_80: tc-sm80 computes no bias gradient);
 * other pointwise ops join the pointwise kernels of their operands (one kernel
   per connected chain), else start one (anchor "pointwise");
 * reshape, transpose and slice get one kernel each (anchor "tensor"), but for
@@ -134,6 +143,7 @@ from dataclasses import dataclass, field
 from mlir import ir
 from mlir.dialects import func
 
+from dnnc.codegen.gpu.tensorcore import conv_bias_grad
 from dnnc.codegen.gpu.tensorcore.conv_prologue import fusion_problem
 from dnnc.dialect.ops_pointwise import POINTWISE_OPS
 from dnnc.dialect.ops_reduce import trailing_axes
@@ -142,8 +152,8 @@ from dnnc.passes import DnncPass, register
 
 POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
-EPILOGUE_ANCHORS = {"matmul", "conv_fprop", "conv_dgrad", "conv_wgrad", "softmax", "log_softmax",
-                    "pooling", "layernorm", "rmsnorm"}
+EPILOGUE_ANCHORS = {"matmul", "matmul_block_scaled", "conv_fprop", "conv_dgrad", "conv_wgrad",
+                    "softmax", "log_softmax", "pooling", "layernorm", "rmsnorm"}
 PROLOGUE_NORMS = {"layernorm", "rmsnorm"}
 # Pointwise ops a matmul applies to its operand tiles as it loads them (a few
 # instructions an element); the other operands of a binary one are constants.
@@ -181,6 +191,9 @@ class Group:
     # Why ops that could have joined the kernel did not (``dnn.fusion_note``,
     # which dnn-configure adds to the kernel's reason): the plan says so.
     note: str = None
+    # A filter gradient's kernel: the bias gradient (a sum of its dy) joined
+    # to it (conv_bias_grad.py).
+    bias: object = None
 
     def spans(self, value):
         """True when ``value`` is over this row reduction's rows, whole or reduced."""
@@ -265,6 +278,17 @@ def _column_reduction(op):
     return shape, tuple(1 if d in axes else n for d, n in enumerate(shape))
 
 
+def _sums_pixels(op, dy):
+    """True for a sum of ``dy`` over its last dim and not its channels (dim
+    1): a bias gradient, or the first half of one split by
+    dnn-split-reductions."""
+    if op.name != "dnn.reduction" or ir.StringAttr(op.attributes["mode"]).value != "sum" \
+            or op.operands[0] != dy:
+        return False
+    axes = set(ir.DenseI64ArrayAttr(op.attributes["axes"]))
+    return 1 not in axes and len(_shape(dy)) - 1 in axes
+
+
 def _is_view(op):
     """True for a reshape of a computed value or argument that is no graph
     result: a view of its operand's buffer, left in the graph function."""
@@ -322,7 +346,7 @@ class Partition:
     """Splits one block's dnn ops into Groups; see the module docstring."""
 
     def __init__(self, ops, epilogue=True, prologue=True, matmul_prologue=True,
-                 conv_prologue=True):
+                 conv_prologue=True, conv_bias_grad=True):
         self.group_of = {}
         self.producers = {}  # op -> the ops defining its operands (None: an argument)
         self.groups = []
@@ -330,6 +354,7 @@ class Partition:
         self.prologue = prologue
         self.matmul_prologue = matmul_prologue
         self.conv_prologue = conv_prologue
+        self.conv_bias_grad = conv_bias_grad
         self.prologue_adds = self._prologue_adds(ops) if prologue else set()
         self.cones, self.column_only = _recomputed(ops)
         self._holders = None  # computed once placing is done
@@ -337,6 +362,7 @@ class Partition:
             if op not in self.column_only:  # placed with its column reductions
                 self._place(op)
         self._join_columns_to_rows()
+        self._bias_notes(ops)
 
     # -- dependencies between groups ----------------------------------------
 
@@ -429,7 +455,8 @@ class Partition:
             group = self._new(VIEW if _is_view(op) else "tensor", op)
             if kind == "transpose" and self.epilogue:
                 group.tip = op.results[0]
-        elif kind == "reduction" and (self._join_amax(op) or self._place_reduction(op)):
+        elif kind == "reduction" and (self._join_bias_grad(op) or self._join_amax(op)
+                                      or self._place_reduction(op)):
             pass
         elif kind == "concat" and self._join_concat(op):
             pass
@@ -449,11 +476,64 @@ class Partition:
                 for p in chain:
                     self._move(p, group)
             self._add(group, op)
+            if kind == "conv_wgrad":
+                self._take_bias_grad(group, op)
             if kind in EPILOGUE_ANCHORS or _row_reduction(op):
                 group.tip = op.results[0]
             if _row_reduction(op):
                 group.rows = _rows(op)
                 self._absorb(group)
+
+    # -- a filter gradient's bias gradient -----------------------------------
+
+    def _join_bias_grad(self, op):
+        """Join reduction ``op`` to the kernel of the filter gradient it is the
+        bias gradient of (conv_bias_grad.joins), when that is placed already;
+        one placed later takes it then (_take_bias_grad). True when joined."""
+        if not self.conv_bias_grad:
+            return False
+        wgrad, _ = conv_bias_grad.joins(op)
+        group = self.group_of.get(wgrad) if wgrad is not None else None
+        if group is None or group.bias is not None or not self._legal([group], op):
+            return False
+        self._add(group, op)
+        group.bias = op
+        return True
+
+    def _take_bias_grad(self, group, wgrad):
+        """Filter gradient ``wgrad``'s kernel ``group`` takes a bias gradient
+        of its dy placed before it (a reduction kernel of that op alone)."""
+        if not self.conv_bias_grad:
+            return
+        for other in list(self.groups):
+            if other is group or len(other.ops) != 1 or other.anchor != "reduction":
+                continue
+            op = other.ops[0]
+            if conv_bias_grad.joins(op)[0] == wgrad and self._legal([group, other], op):
+                self.groups.remove(other)
+                self._add(group, op)
+                group.bias = op
+                return
+
+    def _bias_notes(self, ops):
+        """A filter gradient's kernel whose dy has a bias gradient (or the
+        first half of one dnn-split-reductions split: a sum over its
+        pixels) in another kernel says why (``dnn.fusion_note``)."""
+        for group in self.groups:
+            wgrad = next((o for o in group.ops if o.name == "dnn.conv_wgrad"), None)
+            if wgrad is None or group.bias is not None or group.note:
+                continue
+            dy = wgrad.operands[0]
+            if not any(_sums_pixels(u, dy) for u in _users(dy)):
+                continue
+            problem = conv_bias_grad.fusion_problem(wgrad) if self.conv_bias_grad else None
+            if not self.conv_bias_grad:
+                why = "tc-sm80 computes none beside a filter gradient"
+            elif problem:
+                why = f"tc-sm90 sums none beside this one: {problem}"
+            else:
+                why = "joining them would make two kernels depend on each other"
+            group.note = f"the bias gradient (sum of dy) left to kernels of its own ({why})"
 
     def _join_concat(self, op):
         """Join ``op``, a concat, to the concat kernel making one of its
@@ -854,7 +934,8 @@ def graph_functions(module):
                  or ir.StringAttr(f.attributes["sym_visibility"]).value == "public")]
 
 
-def fuse_function(fn, epilogue=True, prologue=True, matmul_prologue=True, conv_prologue=True):
+def fuse_function(fn, epilogue=True, prologue=True, matmul_prologue=True, conv_prologue=True,
+                  conv_bias_grad=True):
     """Outline the dnn ops of one function into kernels; return how many."""
     block = fn.regions[0].blocks[0]
     ops = [op.operation for op in block.operations]
@@ -868,7 +949,8 @@ def fuse_function(fn, epilogue=True, prologue=True, matmul_prologue=True, conv_p
         raise UnsupportedError(f"dnn-fuse: function @{graph}: expected dnn ops and "
                                f"func.return only, got '{others[0]}'")
     position = {op: i for i, op in enumerate(dnn)}
-    partition = Partition(dnn, epilogue, prologue, matmul_prologue, conv_prologue)
+    partition = Partition(dnn, epilogue, prologue, matmul_prologue, conv_prologue,
+                          conv_bias_grad)
     terminator = ops[-1]
     replaced, count = {}, 0
     for group in _topological(partition.groups, partition, position):
@@ -905,8 +987,9 @@ class DnnFuse(DnncPass):
     prologue: bool = True
     matmul_prologue: bool = True
     conv_prologue: bool = True
+    conv_bias_grad: bool = True
 
     def run(self, module):
         for fn in graph_functions(module):
             fuse_function(fn, self.epilogue, self.prologue, self.matmul_prologue,
-                          self.conv_prologue)
+                          self.conv_prologue, self.conv_bias_grad)

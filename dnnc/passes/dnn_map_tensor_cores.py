@@ -217,7 +217,7 @@ class DnnMapTensorCores(DnncPass):
             self._sm90_conv(fn, config)
             return
         try:
-            found = gemm_match.match(fn)
+            found = gemm_match.match(fn, block_scaled=True)
         except gemm_match.NotAGemm as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
@@ -231,6 +231,9 @@ class DnnMapTensorCores(DnncPass):
         else:
             for note in notes:
                 add_note(fn, note)
+            return
+        if found.scales is not None:
+            fall_back(fn, f"{not_sm90}, and tc-sm80 applies no block scales: {SIMT}")
             return
         fallback = sm80_fallback(found)
         try:

@@ -17,7 +17,10 @@ reduction gives the original result's type and keepdims, so the ops that
 read it see the same tensor, and dnn-fuse joins a pointwise prologue to the
 first (the row program) and an epilogue to the second.
 
-Left as they are: one run of axes (a row, column or middle reduction
+Left as they are: a convolution's bias gradient (a sum of dy over every
+dim but the channels) that dnn-fuse joins to the filter gradient reading
+the same dy (option ``conv_bias_grad``; tensorcore/conv_bias_grad.py:
+tc-sm90 sums dy's tiles as its GEMM reads them), one run of axes (a row, column or middle reduction
 already), separated axes that keep the innermost axis (not split yet: they
 stay on simt-generic), and reductions over an axis of size 0 (the modes
 without an identity are refused there; the others keep their one op).
@@ -43,6 +46,7 @@ Lit test: test/lit/passes/dnn_split_reductions.mlir.
 
 from dataclasses import dataclass
 
+from dnnc.codegen.gpu.tensorcore.conv_bias_grad import joins
 from dnnc.decompose.common import Builder, dtype_of, shape_of
 from dnnc.dialect import builders
 from dnnc.passes import DnncPass, dnn_ops, register
@@ -96,8 +100,13 @@ def split(op):
 @dataclass
 class DnnSplitReductions(DnncPass):
     NAME = "dnn-split-reductions"
+    # Leave whole a bias gradient that dnn-fuse{conv_bias_grad} joins to its
+    # filter gradient (off where dnn-fuse's option is: sm_80).
+    conv_bias_grad: bool = True
 
     def run(self, module):
         for op in dnn_ops(module):
             if op.name == "dnn.reduction":
+                if self.conv_bias_grad and joins(op)[0] is not None:
+                    continue
                 split(op)

@@ -12,7 +12,9 @@ descriptor per input, then one per output.
 
 Inputs are NumPy arrays of each input's own dtype and dims, checked by the
 rule the GPU runtime applies to NumPy arrays (cpu_arguments.py): nothing is
-converted, and a wrong one is an ``ArgumentError`` naming it. Arrays cross in
+converted, and a wrong one is an ``ArgumentError`` naming it. A runtime
+scalar (``Graph.scalar``) takes a number, read as the GPU runtime reads one
+(dnnc_runtime/scalars.py), and crosses as a rank-0 f32 memref. Arrays cross in
 their logical (row-major, C-contiguous) layout. Storage per element type: f32
 and f16 as themselves, bf16 as 16 bits, fp8 as 8 bits and booleans as one
 byte (0 or 1) per element.
@@ -28,7 +30,7 @@ from mlir import ir
 from dnnc import pipelines
 from dnnc.dialect import builders
 from dnnc.dialect.types import as_data_type, data_type
-from dnnc.dialect.walk import entry_function
+from dnnc.dialect.walk import by_value_arguments, entry_function
 from dnnc.errors import LoweringError
 from dnnc.targets import cpu_arguments
 
@@ -42,6 +44,7 @@ class TensorSpec:
     shape: tuple
     dtype: data_type
     strides: tuple = None  # the graph's dnn.strides (None: not given, row-major)
+    by_value: bool = False  # a runtime scalar: the call passes a number (Graph.scalar)
 
 
 @dataclass(frozen=True)
@@ -63,7 +66,9 @@ def signature_of(module):
         res_names = _names(fn, "res_attrs", len(ftype.results), "output")
         arg_strides = _strides(fn, "arg_attrs", len(ftype.inputs))
         res_strides = _strides(fn, "res_attrs", len(ftype.results))
-        inputs = tuple(_spec(*a) for a in zip(arg_names, ftype.inputs, arg_strides))
+        scalars = set(by_value_arguments(fn))
+        inputs = tuple(_spec(*a, by_value=i in scalars)
+                       for i, a in enumerate(zip(arg_names, ftype.inputs, arg_strides)))
         outputs = tuple(_spec(*a) for a in zip(res_names, ftype.results, res_strides))
     return Signature(name, inputs, outputs)
 
@@ -94,9 +99,9 @@ def _strides(fn, key, count):
     return strides
 
 
-def _spec(name, type_, strides=None):
+def _spec(name, type_, strides=None, by_value=False):
     info = builders.info_of(type_)
-    return TensorSpec(name, tuple(info.shape), info.dtype, strides)
+    return TensorSpec(name, tuple(info.shape), info.dtype, strides, by_value)
 
 
 def compile_module(module, dump_ir=None, basename="graph"):

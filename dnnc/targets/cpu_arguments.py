@@ -7,7 +7,8 @@ A call is matched to the inputs as ``dnnc_runtime`` matches one (binding.py:
 by position, then by name; ``exe({"x": a})`` is taken as by name), and each
 array is checked by ``dnnc_runtime.host_arrays``: its dtype is the input's
 storage type exactly, its shape the input's dims, and along a dim the graph
-broadcasts (stride 0) its values equal. So an input the GPU
+broadcasts (stride 0) its values equal; a runtime scalar is a number, read
+by ``dnnc_runtime.scalars`` as the GPU runtime reads it. So an input the GPU
 refuses is refused here too, with the same message. Nothing is converted: a
 float64 array for an f32 input, an int32 array for a boolean one, a list, a
 bf16 tensor passed as float32 are all errors, where converting them would
@@ -26,7 +27,7 @@ import sys
 import numpy as np
 
 import dnnc_runtime
-from dnnc_runtime import binding, host_arrays
+from dnnc_runtime import binding, host_arrays, scalars
 
 from dnnc.errors import GraphError
 
@@ -69,6 +70,8 @@ def bind(specs, args, named):
 
 def _host_array(spec, value):
     label = f"input '{spec.name}'"
+    if getattr(spec, "by_value", False):
+        return np.array(scalars.value(value, spec.name, label), np.float32)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         value = _from_torch(value, spec, label)

@@ -19,6 +19,7 @@ from mlir import ir
 
 from dnnc import artifact, pipelines
 from dnnc.codegen.gpu import host_plan, irutil, ptx
+from dnnc.dialect.walk import BY_VALUE
 from dnnc.errors import LoweringError
 from dnnc.stages import run_stages
 
@@ -45,6 +46,9 @@ def _entry(fn, key, index, type_, prefix):
             name = ir.StringAttr(attrs["dnn.name"]).value
         if "dnn.strides" in attrs:
             strides = irutil.int_list(attrs["dnn.strides"])
+        if BY_VALUE in attrs:
+            return artifact.tensor_entry(name, dims, strides, str(t.element_type),
+                                         by_value=True)
     return artifact.tensor_entry(name, dims, strides, str(t.element_type))
 
 

@@ -64,6 +64,7 @@ class TensorSpec:
     strides: tuple
     dtype: str
     alignment: int = DEFAULT_ALIGNMENT   # bytes the kernels assume of its address
+    by_value: bool = False   # a runtime scalar: a number per call, no buffer (scalars.py)
 
     @property
     def label(self):
@@ -132,8 +133,8 @@ class ArgSpec:
     channels]``.
     """
 
-    kind: str            # "buffer", "scalar" or "tma"
-    buffer: int = 0      # buffer and tma: index into the manifest's buffers
+    kind: str            # "buffer", "scalar", "scalar_input" or "tma"
+    buffer: int = 0      # buffer, tma, scalar_input (a by-value input's): index into the buffers
     byte_offset: int = 0
     type: str = ""       # scalar type: i32, i64, f32
     value: object = None
@@ -149,7 +150,7 @@ class ArgSpec:
     @property
     def nbytes(self):
         """What the argument takes in the kernel's parameter space."""
-        if self.kind == "scalar":
+        if self.kind in ("scalar", "scalar_input"):
             return SCALAR_SIZES[self.type]
         return TENSOR_MAP_BYTES if self.kind == "tma" else 8
 
@@ -268,7 +269,7 @@ def parse(manifest, ptx="", source=""):
             raise ArtifactError(f"{MANIFEST}: tensor name {name!r} is used more than once")
     workspace = _int(manifest["workspace_bytes"], "workspace_bytes", minimum=0)
     buffers = _buffers(manifest["buffers"], inputs, outputs, workspace)
-    kernels = _kernels(manifest["kernels"], buffers)
+    kernels = _kernels(manifest["kernels"], buffers, inputs)
     _check_ptx(ptx, kernels)
     return Artifact(
         manifest=manifest, ptx=ptx, source=source, arch=arch,
@@ -366,7 +367,13 @@ def _tensors(entries, role):
         alignment = _int(t.get("alignment", DEFAULT_ALIGNMENT), f"{where}: alignment", minimum=1)
         if alignment & (alignment - 1):
             raise ArtifactError(f"{MANIFEST}: {where}: alignment: expected a power of two, got {alignment}")
-        specs.append(TensorSpec(name, role, i, tuple(dims), tuple(strides), dtype, alignment))
+        by_value = t.get("by_value", False)
+        if not isinstance(by_value, bool) or (by_value and (role != "input" or dims or
+                                                            dtype != "f32")):
+            raise ArtifactError(f"{MANIFEST}: {where}: by_value: expected true only on a rank-0 "
+                                f"f32 input, got {by_value!r} on a {dtype}{dims} {role}")
+        specs.append(TensorSpec(name, role, i, tuple(dims), tuple(strides), dtype, alignment,
+                                by_value))
     return tuple(specs)
 
 
@@ -398,7 +405,7 @@ def _buffers(entries, inputs, outputs, workspace):
     return tuple(buffers)
 
 
-def _kernels(entries, buffers):
+def _kernels(entries, buffers, inputs):
     kernels = []
     for i, k in enumerate(_list(entries, "kernels")):
         where = f"kernels[{i}]"
@@ -422,7 +429,7 @@ def _kernels(entries, buffers):
             raise ArtifactError(f"{MANIFEST}: {where}: block: expected at most 1024 threads, "
                                 f"got {list(block)}")
         shared = _int(_field(k, "shared_bytes", where), f"{where}: shared_bytes", minimum=0)
-        args = tuple(_arg(a, f"{where}: args[{j}]", buffers)
+        args = tuple(_arg(a, f"{where}: args[{j}]", buffers, inputs)
                      for j, a in enumerate(_list(_field(k, "args", where), f"{where}: args")))
         # Optional (packages of older compilers lack them): information only.
         config = k.get("config", {})
@@ -443,13 +450,21 @@ def _kernels(entries, buffers):
     return tuple(kernels)
 
 
-def _arg(a, where, buffers):
+def _arg(a, where, buffers, inputs):
     kind = _field(a, "kind", where)
     if kind == "buffer":
         index, offset = _buffer_ref(a, where, buffers)
         return ArgSpec("buffer", buffer=index, byte_offset=offset)
     if kind == "tma":
         return _tma_arg(a, where, buffers)
+    if kind == "scalar_input":
+        index = _int(_field(a, "buffer", where), f"{where}: buffer", minimum=0)
+        if index >= len(buffers) or buffers[index].kind != "input" or \
+                not inputs[buffers[index].index].by_value or a.get("type") != "f32":
+            raise ArtifactError(f"{MANIFEST}: {where}: expected an f32 scalar_input naming the "
+                                f"buffer of an input marked by_value, got buffer {index}, type "
+                                f"{a.get('type')!r}")
+        return ArgSpec("scalar_input", buffer=index, type="f32")
     if kind == "scalar":
         type_ = _field(a, "type", where)
         value = _field(a, "value", where)
@@ -463,7 +478,8 @@ def _arg(a, where, buffers):
             bits = 8 * SCALAR_SIZES[type_]
             _int(value, f"{where}: value", minimum=-2**(bits - 1), maximum=2**(bits - 1) - 1)
         return ArgSpec("scalar", type=type_, value=value)
-    raise ArtifactError(f"{MANIFEST}: {where}: kind: expected buffer, scalar or tma, got {kind!r}")
+    raise ArtifactError(f"{MANIFEST}: {where}: kind: expected buffer, scalar, scalar_input or tma, "
+                        f"got {kind!r}")
 
 
 def _buffer_ref(a, where, buffers):

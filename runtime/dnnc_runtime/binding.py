@@ -9,6 +9,9 @@ What a call accepts for a tensor, recognised in this order:
 | ``__cuda_array_interface__`` (CuPy, Numba) | ``data[0]``                 | the producer's ``stream`` is not awaited |
 | ``__dlpack__`` object or DLPack capsule   | via ``torch.utils.dlpack``  | needs PyTorch; else a clear error      |
 
+A runtime scalar (an input marked ``by_value``) takes a host number instead
+(scalars.py), passed to the kernels by value.
+
 Checks, all before anything touches the GPU (this module makes no CUDA call
 except in ``DeviceArray``'s own methods): dtype (manifest spelling vs the
 library's dtype: ``bf16`` is ``torch.bfloat16`` / ``ml_dtypes.bfloat16``,
@@ -24,9 +27,10 @@ back end applies to its inputs too.
 
 import sys
 
+from . import scalars
 from .errors import ArgumentError
 
-TORCH, DEVICE, NUMPY = "torch", "device", "numpy"
+TORCH, DEVICE, NUMPY, SCALAR = "torch", "device", "numpy", "scalar"
 
 _TORCH_NAMES = {"f32": "float32", "f16": "float16", "bf16": "bfloat16",
                 "f8E4M3FN": "float8_e4m3fn", "f8E5M2": "float8_e5m2", "i1": "bool",
@@ -51,8 +55,8 @@ class Bound:
 
     def __init__(self, spec, kind, address, device, value):
         self.spec = spec
-        self.kind = kind          # TORCH, DEVICE or NUMPY
-        self.address = address    # device address (0 for NumPy until staged)
+        self.kind = kind          # TORCH, DEVICE, NUMPY or SCALAR
+        self.address = address    # device address (0 for NumPy until staged); SCALAR: f32 bits
         self.device = device      # CUDA ordinal when known (torch), else None
         self.value = value        # the caller's object (torch tensor for DLPack)
 
@@ -133,7 +137,11 @@ def match_outputs(specs, outputs):
 # -- one argument ---------------------------------------------------------------
 
 def bind(value, spec, writable=False):
-    """Check one argument against its spec; return a Bound. Makes no CUDA call."""
+    """Check one argument against its spec; return a Bound. Makes no CUDA call.
+    A runtime scalar's Bound holds its f32 bits where a tensor's holds its
+    address (the kernels take it by value: scalars.py)."""
+    if spec.by_value:
+        return Bound(spec, SCALAR, scalars.bits(value, spec.name, spec.label), None, value)
     torch = sys.modules.get("torch")
     if torch is not None and isinstance(value, torch.Tensor):
         return bind_torch(value, spec)

@@ -249,9 +249,24 @@ def dependent_launch_config(gx, gy, gz, bx, by, bz, shared):
     return config
 
 
+def pack_launches(launch_args):
+    """A plan's launches (launch_all's tuples) in the form launch_all runs
+    fastest: packed for libcuda's own launch functions (direct_launch.py)
+    where libcuda loads, else the tuples as they are."""
+    from . import direct_launch
+
+    if direct_launch.library() is None:
+        return launch_args
+    ids = driver().CUlaunchAttributeID
+    return direct_launch.pack(
+        launch_args, int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION))
+
+
 def launch_all(launches, stream):
     """Launch each ``(function, gx, gy, gz, bx, by, bz, shared, params, early)`` of
     ``launches`` on ``stream``, in order: a plan's launches in one Python frame.
+    ``launches`` may also be pack_launches' ``direct_launch.Launches``, which
+    calls libcuda itself.
 
     ``function`` is the CUfunction the driver gave (the binding converts
     other types per call) and ``params`` the address of the kernel's void*[]
@@ -259,6 +274,11 @@ def launch_all(launches, stream):
     would be packed again on every launch). ``early`` is None (cuLaunchKernel)
     or the kernel's dependent_launch_config (cuLaunchKernelEx).
     """
+    if type(launches) is not tuple:
+        status, name = launches.run(stream)
+        if status:
+            raise CudaError(name, *_status_text(_d.CUresult(status)))
+        return
     handle = stream_object(stream)
     run, run_early = _d.cuLaunchKernel, _d.cuLaunchKernelEx
     for function, gx, gy, gz, bx, by, bz, shared, params, early in launches:

@@ -128,7 +128,9 @@ class _Launch:
 
     Every pointer or scalar argument gets an 8-byte slot (big enough for a
     pointer, i64, i32 or f32; the driver copies as many bytes as the PTX
-    parameter has). A TMA argument gets a ``_TensorMap``: a 128-byte
+    parameter has). A runtime scalar's slot (``scalar_input``) is rewritten
+    on every call as a pointer's is, with the f32 bits the call's address
+    list holds for that input. A TMA argument gets a ``_TensorMap``: a 128-byte
     CUtensorMap buffer of its own, aligned as the CUtensorMap type is (the
     driver copies the 128 bytes into the kernel's ``.param .align 64 .b8
     [128]``). ``params`` is the address of the array of argument addresses
@@ -154,6 +156,11 @@ class _Launch:
                 _SCALAR_CTYPES[arg.type].from_buffer(self.slots, 8 * i).value = arg.value
                 continue
             source, offset = sources[arg.buffer]
+            if arg.kind == "scalar_input":
+                # The call's address list holds a runtime scalar's f32 bits
+                # (binding.bind): written into the slot as a pointer is.
+                pointers.append((i, source, 0))
+                continue
             if arg.kind == "tma":
                 tensor_map = _TensorMap(kernel, i, arg, source, offset + arg.byte_offset,
                                         owners[arg.buffer])
@@ -519,10 +526,10 @@ class Executable:
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
-        self._launch_args = tuple(
+        self._launch_args = cuda.pack_launches(tuple(
             (k.function, *k.dims, k.params,
              cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)
-            for k in launches)
+            for k in launches))
 
     @property
     def _workspace(self):

@@ -8,7 +8,8 @@ strides to compare with and the pointer slots to rewrite; per launch, the
 arguments of cuLaunchKernel. A call then costs five attribute reads per
 tensor (dtype, shape, strides, device, address), one slot write per
 pointer argument and one driver call per kernel, and no loop over the
-manifest.
+manifest. A runtime scalar (a by-value input) is a Python number whose f32
+bits go into the slots of the kernels that take it.
 
 Anything else (NumPy or ``__cuda_array_interface__`` arguments, inputs by
 name, ``outputs=`` as a dict, a tensor that fails a check) returns ``MISS``
@@ -38,7 +39,7 @@ stream that has no workspace yet is a MISS (the general path allocates it).
 
 import sys
 
-from . import binding, cuda
+from . import binding, cuda, scalars
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
 
@@ -90,7 +91,8 @@ class Relaunch:
         self.workspaces = exe._workspaces          # stream handle -> (address, owner)
         self.lock = exe._lock
         self.checks = tuple(
-            (binding.torch_dtype(s.dtype), s.dims, s.strides, s.alignment if s.numel else 1, s)
+            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, s.strides,
+             s.alignment if s.numel else 1, s)
             for s in specs)
         self.input_checks = self.checks[:self.n_in]
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
@@ -131,6 +133,9 @@ class Relaunch:
         try:
             addresses = []
             for t, (dtype, dims, strides, alignment, spec) in zip(tensors, checks):
+                if dtype is None:                  # a runtime scalar: its f32 bits
+                    addresses.append(scalars.bits(t, spec.name, spec.label))
+                    continue
                 if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
                     return MISS
                 got = t.stride()

@@ -198,8 +198,8 @@ def test_steady_execute_follows_new_buffers_values_and_streams(handle):
     """After the first execute, calls with the plan's tensors take the fast
     path (execute.Steady -> Executable.run_steady): new buffers each call,
     on the handle's stream and on torch's current one, must give new
-    results; a new epsilon compiles another plan; a bad dtype is still
-    refused."""
+    results; a new epsilon (a runtime scalar: a kernel argument) is served
+    by the same plan on the fast path; a bad dtype is still refused."""
     h, stream = handle
     torch.manual_seed(1)
     N, C = 512, 1024
@@ -250,8 +250,8 @@ def test_steady_execute_follows_new_buffers_values_and_streams(handle):
     call(1e-5, on_handle=True, by_uid=True)
     g.handle = None
     call(1e-5, on_handle=False)                     # torch's current stream
-    call(0.5, on_handle=False)                      # another plan
-    assert g._last_plan is not first and len(g._plans) == 2
+    call(0.5, on_handle=False)                      # the same plan, another value
+    assert g._last_plan is first and len(g._plans) == 1
     call(1e-5, on_handle=False)
     assert g._last_plan is first
     x = torch.randn(N, C, 1, 1, device="cuda").to(memory_format=torch.channels_last)  # f32
@@ -263,3 +263,40 @@ def test_steady_execute_follows_new_buffers_values_and_streams(handle):
     import dnnc_runtime
     with pytest.raises(dnnc_runtime.ArgumentError, match="X.*expected dtype bf16"):
         g.execute(pack, None)
+
+
+def test_pass_by_value_scalars_change_per_execute_on_one_plan(handle, monkeypatch):
+    """A layernorm whose epsilon and an output scale are pass-by-value
+    tensors: runtime scalars of one compiled plan (no compile after
+    build_plans), each execute's values checked against torch."""
+    h, stream = handle
+    compiles = []
+    real = cudnn.pygraph._compile
+    monkeypatch.setattr(cudnn.pygraph, "_compile",
+                        lambda self, values: compiles.append(values) or real(self, values))
+    torch.manual_seed(4)
+    N, C = 512, 1024
+    x = 0.05 * torch.randn(N, C, 1, 1, device="cuda")
+    scale = torch.randn(1, C, 1, 1, device="cuda")
+    bias = torch.randn(1, C, 1, 1, device="cuda")
+    g = cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT,
+                      intermediate_data_type=cudnn.data_type.FLOAT,
+                      compute_data_type=cudnn.data_type.FLOAT, handle=h)
+    X, S, B = g.tensor_like(x), g.tensor_like(scale), g.tensor_like(bias)
+    E = g.tensor(name="eps", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    A = g.tensor(name="alpha", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    Y = g.layernorm(norm_forward_phase=cudnn.norm_forward_phase.INFERENCE, input=X, scale=S,
+                    bias=B, epsilon=E)[0]
+    Z = g.scale(Y, A).set_output(True)
+    _build(g)
+    for eps, alpha in ((1e-5, 1.0), (0.25, -2.0), (torch.full((1, 1, 1, 1), 1e-3), 0.5)):
+        z = _nan_like(x)
+        g.execute({X: x, S: scale, B: bias, E: eps, A: alpha, Z: z}, None, handle=h)
+        stream.synchronize()
+        eps, alpha = float(eps), float(alpha)
+        ref = F.layer_norm(x.double(), [C, 1, 1], scale.double().squeeze(0),
+                           bias.double().squeeze(0), eps) * alpha
+        torch.testing.assert_close(z.double(), ref, rtol=1e-4, atol=1e-4)
+    assert len(compiles) == 1 and len(g._plans) == 1

@@ -266,3 +266,45 @@ def test_processes_compiling_one_graph_at_once_share_one_cache_entry(tmp_path):
     assert len(names) == 1 and names[0].endswith(cache.ENTRY_SUFFIX), names   # no temp left
     key = names[0][:-len(cache.ENTRY_SUFFIX)]
     assert cache.recorded_key((directory / names[0]).read_bytes()) == key
+
+
+def test_runtime_scalars_change_per_call_on_one_executable():
+    """A bf16 matmul scaled by a runtime scalar (tc-sm90 / tc-sm80 epilogue)
+    and an rmsnorm with a runtime epsilon (a row program): one JIT compile,
+    called with several values through both of the runtime's paths (the
+    general one: NumPy and names; the fast one: torch tensors in order, after
+    the first call), each checked against torch in float64."""
+    if not torch.cuda.is_available():
+        pytest.skip("PyTorch was built without CUDA")
+    g = dnnc.Graph(io_data_type=dt.BFLOAT16)
+    a = g.tensor(name="a", dim=[256, 192])
+    b = g.tensor(name="b", dim=[192, 320])
+    x = g.tensor(name="x", dim=[64, 1024])
+    s, eps = g.scalar(name="s"), g.scalar(name="eps")
+    g.mul(g.matmul(a, b), s).set_output(True).set_name("y")
+    g.rmsnorm(x, epsilon=eps)[0].set_output(True).set_name("r")
+    exe = g.compile(target="cuda", cache=False)
+    gen = torch.Generator().manual_seed(7)
+    av, bv = _randn([256, 192], torch.bfloat16, gen), _randn([192, 320], torch.bfloat16, gen)
+    xv = _randn([64, 1024], torch.bfloat16, gen, scale=0.02)    # small: epsilon matters
+    ins = [t.to("cuda") for t in (av, bv, xv)]
+    rtol, atol = TOLERANCES[torch.bfloat16]
+    for call, (sv, ev) in enumerate(((0.5, 1e-5), (-3.0, 0.25), (2.0, 1e-2), (0.5, 1e-5))):
+        y = torch.full((256, 320), float("nan"), dtype=torch.bfloat16, device="cuda")
+        r = torch.full((64, 1024), float("nan"), dtype=torch.bfloat16, device="cuda")
+        if call == 1:
+            exe(a=ins[0], b=ins[1], x=ins[2], s=sv, eps=ev, outputs={"y": y, "r": r})
+        else:
+            exe(*ins, sv, ev, outputs=[y, r])
+        torch.cuda.synchronize()
+        y_ref = (av.double() @ bv.double()) * sv
+        xd = xv.double()
+        r_ref = xd * torch.rsqrt((xd * xd).mean(dim=1, keepdim=True) + ev)
+        torch.testing.assert_close(y.cpu().double(), y_ref, rtol=rtol, atol=atol * 4)
+        torch.testing.assert_close(r.cpu().double(), r_ref, rtol=rtol, atol=atol)
+    assert exe._relaunch is not None          # the fast path served the later calls
+    import dnnc_runtime
+
+    with pytest.raises(dnnc_runtime.ArgumentError, match=r"input 's': expected a number .* "
+                                                         r"a tensor on cuda"):
+        exe(*ins, torch.tensor(1.0, device="cuda"), 1e-5)

@@ -20,7 +20,10 @@ column partials and cluster exchanges are added in split / rank order;
 integer atomics only count arrivals), so outputs, backward reductions
 included, are deterministic; the one exception, a package whose index entry
 says ``"deterministic": false`` (the fused attention backward sums dQ by
-TMA reduce-adds), has both calls checked against the reference only.
+TMA reduce-adds), has both calls checked against the reference only. A runtime scalar (an
+input marked ``by_value``) is passed as a Python float; a case that lists
+``runs`` is then called once more per run with other values of its scalars,
+each checked against the reference's outputs for those values.
 """
 
 import json
@@ -138,7 +141,8 @@ def test_package_matches_reference(case):
     # The compiler drops kernels without iterations: every launch has work.
     assert len(exe.plan) == case["kernels"] and all(k.has_work for k in exe.plan)
     data = np.load(os.path.join(FOLDER, case["data"]))
-    inputs = {spec["name"]: _to_device(data[spec["key"]], spec) for spec in case["inputs"]}
+    inputs = {spec["name"]: float(data[spec["key"]]) if spec.get("by_value") else
+              _to_device(data[spec["key"]], spec) for spec in case["inputs"]}
     # Twice, outputs poisoned each time: the second call finds the workspace
     # as the first left it (split-K arrival counters back at zero) and
     # writes the same bits (sums in a fixed order: NaN where the first call
@@ -161,3 +165,14 @@ def test_package_matches_reference(case):
             assert differ.size == 0, (
                 f"{name}: the second call's bits differ from the first's in {differ.size} of "
                 f"{bits.size} bytes (first at byte {differ[:1].tolist()}): not deterministic")
+    # The same executable with other values of its runtime scalars (numbers,
+    # passed to the kernels by value): each run's outputs are the
+    # reference's for its values.
+    for j, run in enumerate(case.get("runs", ()), 1):
+        values = {name: float(data[key]) for name, key in run["inputs"].items()}
+        outputs = {spec["name"]: _poisoned(spec) for spec in run["outputs"]}
+        exe(**dict(inputs, **values), outputs=outputs)
+        torch.cuda.synchronize()
+        for spec in run["outputs"]:
+            _check(f"{case['name']}.{spec['name']} (run {j}: {values})", outputs[spec["name"]],
+                   data[spec["key"]], spec)

@@ -77,12 +77,18 @@ class Interpreter:
         for value, array in zip(self.args, arrays):
             start = -(-len(self.gmem) // GLOBAL_ALIGN) * GLOBAL_ALIGN + GLOBAL_ALIGN
             data = self._to_bytes(value.type, array)
-            self.gmem += bytes(start - len(self.gmem)) + data
+            self.gmem += self._gap(start - len(self.gmem)) + data
             self.bases.append(start)
-        self.gmem = np.frombuffer(bytes(self.gmem) + bytes(64), np.uint8).copy()
+        self.gmem = np.frombuffer(bytes(self.gmem) + self._gap(64), np.uint8).copy()
         self.arrays = arrays
         # The host side's views and buffers: {memref value: base address}.
         self.memrefs = {}
+
+    def _gap(self, n):
+        """``n`` bytes between the arguments: 0xFF (NaN) when poisoned, so
+        that a read past an operand's end shows, as it may on a GPU whose
+        neighbouring allocation is a NaN-poisoned output."""
+        return bytes([0xFF]) * n if self.poison else bytes(n)
 
     # -- memory ---------------------------------------------------------------
 
@@ -112,7 +118,7 @@ class Interpreter:
             shape, strides, offset = irutil.memref_geometry(value.type)
             dtype, eb = _element(t.element_type)
             index = offset + sum(np.indices(shape)[d] * strides[d] for d in range(len(shape)))
-            addresses = base + index * eb
+            addresses = np.asarray(base + index * eb)   # rank 0: a scalar's one element
             out.append(self._load(self.gmem, addresses.reshape(-1), str(t.element_type))
                        .reshape(shape))
         return out
@@ -176,6 +182,12 @@ class Interpreter:
             elif op.name == "memref.alloc":
                 self._allocate(op.results[0])
                 self.env[op.results[0]] = None
+            elif op.name == "memref.load":
+                # A runtime scalar, loaded on the host (dnn-scalar-args) and
+                # passed to the launch by value: one f32 for every lane.
+                kind = str(ir.MemRefType(op.operands[0].type).element_type)
+                address = np.asarray([self._memref_address(op.operands[0], [])])
+                self.env[op.results[0]] = np.float32(self._load(self.gmem, address, kind)[0])
             else:
                 self._scalar_op(op)
         assert launches
@@ -203,7 +215,11 @@ class Interpreter:
         lane = np.arange(self.lanes)
         self.block_index = lane // threads
         self.smem_stride = -(-max(shared, 1) // 1024) * 1024
-        self.smem = np.zeros(blocks * self.smem_stride + 64, np.uint8)
+        # Poisoned: shared memory starts as 0xFF bytes (NaN in every float
+        # type), as a GPU's may hold what an earlier block left there, so
+        # that a kernel reading shared memory it never wrote shows.
+        self.smem = np.full(blocks * self.smem_stride + 64, 0xFF if self.poison else 0,
+                            np.uint8)
         region = launch.regions[0].blocks[0]
         a = self.launch_args = list(region.arguments)
         block_x = self.block_index % grid[0]

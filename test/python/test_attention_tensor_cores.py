@@ -151,14 +151,15 @@ def sdpa_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, stats=T
 
 def backward_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, bias=None,
                    interleaved=(), types=None, bottom_right=False, window=None,
-                   bias_type=None, padding=False, deterministic=False):
+                   bias_type=None, padding=False, deterministic=False, dbias=False):
     """One sdpa_backward of q [b, h, sq, d], k [b, hk, skv, d], v [b, hk,
     skv, dv], o and do [b, h, sq, dv] and stats (f32) into dq, dk and dv;
     ``interleaved`` the tensors (of q, k, v, o, do, dq, dk, dv) stored (B,
     S, H, D); ``types`` {tensor: type} for those not of ``dtype``;
     ``causal``, ``bottom_right`` and ``window`` the masks (``masks``);
     ``bias`` the bias's dims, of ``bias_type`` (default ``dtype``);
-    ``deterministic``: use_deterministic_algorithm."""
+    ``deterministic``: use_deterministic_algorithm; ``dbias``: the bias's
+    gradient too (output ``dbias``)."""
     dv = dv or d
     types = types or {}
 
@@ -177,7 +178,10 @@ def backward_graph(name, dtype, b, h, hk, sq, skv, d, dv=None, causal=False, bia
         grads = g.sdpa_backward(t["q"], t["k"], t["v"], t["o"], t["do"], stats, bias=bias_t,
                                 **masks(causal, bottom_right, window),
                                 **lengths(g, b, padding),
-                                use_deterministic_algorithm=deterministic)
+                                use_deterministic_algorithm=deterministic,
+                                compute_dbias=dbias)
+        if dbias:
+            grads[3].set_name("dbias").set_output(True)
         for x, grad in zip(("dq", "dk", "dv"), grads):
             grad.set_name(x).set_output(True)
             if x in types:
@@ -741,7 +745,7 @@ def test_attention_attribute_of_the_backward():
     assert info == ('{causal = true, diagonal = "top_left", op = "sdpa_backward", operands = '
                     'array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, '
                     'padding = false, results = '
-                    'array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
+                    'array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, '
                     'window = 0 : i64}'), info
 
 
@@ -768,11 +772,11 @@ def test_attention_attribute_records_the_masks(build, diagonal, window):
     with module.context:
         info = str(fn.attributes[attention_match.ATTR])
         op = attention_match.op_of(fn)
-    operands, results = (("0, 1, 2" + ", -1" * 9, "0, 1") if op == "sdpa" else
-                         ("0, 1, 2, 3, 4, 5" + ", -1" * 11, "0, 1, 2"))
+    operands, results, returned = (("0, 1, 2" + ", -1" * 9, "0, 1", 2) if op == "sdpa" else
+                                   ("0, 1, 2, 3, 4, 5" + ", -1" * 11, "0, 1, 2, -1", 3))
     assert info == (f'{{causal = true, diagonal = "{diagonal}", op = "{op}", operands = '
                     f'array<i64: {operands}>, padding = false, results = array<i64: '
-                    f'{results}>, returned = {results.count(",") + 1} : i64, scale = '
+                    f'{results}>, returned = {returned} : i64, scale = '
                     f'1.250000e-01 : f64, window = {window} : i64}}'), info
 
 

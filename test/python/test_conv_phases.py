@@ -168,11 +168,13 @@ def dgrad_graph(name, dtype, dx_dims, k, window, epilogue=None, out_type=None, *
     return build
 
 
-def interpret(build, dtype, arch="sm_80", config=None, poison=False):
+def interpret(build, dtype, arch="sm_80", config=None, poison=True):
     """(the reference output, what the kernels wrote, the conv kernel
     function's config) for ``build``'s graph of one kernel, its inputs of
     ``dtype`` ("bf16", "f16") drawn at random; ``config``: an override of
-    the heuristics; ``poison``: the kernel's own buffers start as NaN."""
+    the heuristics; ``poison`` (the default): the kernel's own buffers,
+    the bytes between its operands and shared memory start as NaN, so that
+    a read past an operand or of memory never written shows."""
     g = build()
     module = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
         target="cuda", arch=arch, tuning_db="off", stop_after="configured", config=config))

@@ -81,6 +81,62 @@ def test_sdpa_forward_and_backward(dt, causal, bias, heads_k):
     _run(g, special=special)
 
 
+@pytest.mark.parametrize("dt,bias_dim,causal,heads_k,padding", [
+    (F32, [2, 4, 5, 7], False, 4, False),     # whole
+    (BF16, [1, 4, 5, 7], True, 2, False),     # over the batch (cuDNN's [1, H, S, S])
+    (F32, [2, 1, 5, 7], True, 1, False),      # over the heads, MQA
+    (F32, [2, 1, 1, 7], False, 2, True),      # over heads and rows, with padding
+])
+def test_sdpa_dbias(dt, bias_dim, causal, heads_k, padding):
+    """compute_dbias on the CPU against the reference (the reference's dbias
+    against PyTorch's autograd: test_reference_torch.py): the gradient of
+    the scores summed over the bias's dims of size 1, 0 where masked, in
+    the bias's type, beside dq, dk and dv."""
+    g = dnnc.Graph(io_data_type=dt)
+    q = g.tensor(name="q", dim=[2, 4, 5, 8])
+    k = g.tensor(name="k", dim=[2, heads_k, 7, 8])
+    v = g.tensor(name="v", dim=[2, heads_k, 7, 3])
+    b = g.tensor(name="bias", dim=bias_dim)
+    do = g.tensor(name="do", dim=[2, 4, 5, 3])
+    o_in = g.tensor(name="o_in", dim=[2, 4, 5, 3], data_type=F32)
+    stats_in = g.tensor(name="stats_in", dim=[2, 4, 5, 1], data_type=F32)
+    pad = {}
+    if padding:
+        lq, lkv = (g.tensor(name=n, dim=[2, 1, 1, 1], data_type=dnnc.data_type.INT32)
+                   for n in ("lq", "lkv"))
+        pad = dict(use_padding_mask=True, seq_len_q=lq, seq_len_kv=lkv)
+    dq, dk, dv, dbias = g.sdpa_backward(q, k, v, o_in, do, stats_in, bias=b,
+                                        use_causal_mask=causal, compute_dbias=True, **pad)
+    assert dbias.dim == bias_dim
+    _outputs(dq, dk, dv, dbias)
+    rng = np.random.default_rng(7)
+    data = {t.name: rng.standard_normal(t.dim).astype(dt.numpy) for t in (q, k, v, b, do)}
+    if padding:
+        data["lq"] = np.array([3, 5], np.int32).reshape(2, 1, 1, 1)
+        data["lkv"] = np.array([7, 4], np.int32).reshape(2, 1, 1, 1)
+    fwd = dnnc.Graph(io_data_type=F32)
+    fq, fk, fv, fb = (fwd.tensor(name=t.name, dim=t.dim) for t in (q, k, v, b))
+    fpad = {}
+    if padding:
+        flq, flkv = (fwd.tensor(name=n, dim=[2, 1, 1, 1], data_type=dnnc.data_type.INT32)
+                     for n in ("lq", "lkv"))
+        fpad = dict(use_padding_mask=True, seq_len_q=flq, seq_len_kv=flkv)
+    fo, fs = fwd.sdpa(fq, fk, fv, bias=fb, use_causal_mask=causal, generate_stats=True,
+                      **fpad)
+    _outputs(fo, fs)
+    ref = fwd.execute_reference({n: data[n] for n in ("q", "k", "v", "bias", "lq", "lkv")
+                                 if n in data})
+    special = dict(data, o_in=ref[fo.name].astype(np.float32),
+                   stats_in=ref[fs.name].astype(np.float32))
+    want = g.execute_reference(special)[dbias.name]
+    assert np.abs(want).max() > 1e-3  # a gradient that can be got wrong
+    if causal and bias_dim[2:] == [5, 7]:
+        assert not want[..., np.triu(np.ones((5, 7), bool), 1)].any()
+    if padding:  # entry 1's columns from its Lkv = 4 on are padding
+        assert not want[1, ..., 4:].any() and want[0, ..., 4:].any()
+    _run(g, special=special)
+
+
 @pytest.mark.parametrize("sq,skv", [(5, 9), (9, 5)])
 @pytest.mark.parametrize("bottom_right,window", [(True, None), (False, 3), (True, 2)])
 def test_sdpa_masks(sq, skv, bottom_right, window):

@@ -24,6 +24,7 @@ import re
 import sys
 import zipfile
 
+import ml_dtypes
 import numpy as np
 import pytest
 
@@ -128,6 +129,12 @@ def matmul_conv():
     a = g.tensor(name="a", dim=[2, 3, 13])
     b = g.tensor(name="b", dim=[13, 7])
     outputs(g.matmul(a, b, name="mm"))
+    # fp8 with 1x128 / 128x128 block scales: K = 130 is two blocks, the last of 2.
+    qa = g.tensor(name="qa", dim=[5, 130], data_type=E4M3)
+    qb = g.tensor(name="qb", dim=[130, 9], data_type=E5M2)
+    qsa = g.tensor(name="qsa", dim=[5, 2], data_type=F32)
+    qsb = g.tensor(name="qsb", dim=[2, 1], data_type=F32)
+    outputs(g.matmul_block_scaled(qa, qb, qsa, qsb, name="mm_block_scaled"))
     x = g.tensor(name="x", dim=[2, 3, 7, 5])
     w = g.tensor(name="w", dim=[4, 3, 3, 2])
     attrs = dict(pre_padding=[1, 0], post_padding=[1, 1], stride=[2, 1])
@@ -1073,7 +1080,14 @@ def test_math_expansions_are_accurate():
         np.exp(rng.uniform(-100, 88, 4000)), -np.exp(rng.uniform(-100, 19, 4000)),
         np.linspace(-10, 10, 2001),
         [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-38, 88.72, 88.73, -87.3,
-         -103.9, -104.5, 8191.0, 1e8, 1.0, -1.0, 0.84375, 0.875, -0.875, 1.25, 4.0, 6.0, 2.857]]).astype(np.float32)
+         -103.9, -104.5, 8191.0, 1e8, 1.0, -1.0, 0.84375, 0.875, -0.875, 1.25, 4.0, 6.0, 2.857],
+        # sin and cos: either side of the switch to the exact reduction
+        # (2^20), the fuzzer's large values (1e15 to 2e15), the largest f32
+        # and an f32 very near a multiple of pi/2 (16367173 * 2^72: 2^-29.9
+        # of a quarter turn away).
+        np.ldexp(1.0, 20) * np.array([1 - 2.0 ** -24, 1.0]), [1e15, -1.5e15, 2e15, 3.4e38],
+        [np.ldexp(16367173.0, 72), -np.ldexp(16367173.0, 72)],
+        np.exp(rng.uniform(14, 88, 4000)) * rng.choice([-1, 1], 4000)]).astype(np.float32)
     g = dnnc.Graph(io_data_type=F32)
     x = g.tensor(name="x", dim=[xs.size])
     results = {op: getattr(g, op)(x, name=op) for op in MATH_ULPS}
@@ -1085,12 +1099,37 @@ def test_math_expansions_are_accurate():
         np.testing.assert_array_equal(np.isnan(a), np.isnan(r), err_msg=op)
         np.testing.assert_array_equal(np.isinf(a), np.isinf(r), err_msg=op)
         ok = np.isfinite(r)
-        if op in ("sin", "cos"):
-            # Accurate where the f64 Cody-Waite reduction is exact; bounded beyond.
-            assert np.all(np.abs(a[ok]) <= 1.0), op
-            ok &= np.abs(xs) < 2.0 ** 28 * np.pi / 2
         worst = ulps(a[ok], r[ok]).max()
         assert worst <= limit, f"{op}: {worst} ulp, expected at most {limit}"
+
+
+def test_math_of_16_bit_results_keeps_large_arguments_and_the_references_nans():
+    """bf16 results take math/fast.py's forms. sin and cos of arguments
+    past 2^20 (the fuzzer's 1e15 to 2e15; bf16 reaches 3.4e38) reduce
+    exactly, and gelu(-inf) is NaN as in the reference (-inf * 0), its large
+    negative values -0: erf is exactly -1 there."""
+    rng = np.random.default_rng(2)
+    xs = np.concatenate([
+        rng.standard_normal(2000) * 3,
+        np.exp(rng.uniform(14, 88, 2000)) * rng.choice([-1, 1], 2000),
+        [1e15, -1.5e15, 2e15, 3.3e38, -3.3e38, np.inf, -np.inf, np.nan, -10.0, -1e15]])
+    xs = xs.astype(ml_dtypes.bfloat16)
+    g = dnnc.Graph(io_data_type=BF16)
+    x = g.tensor(name="x", dim=[xs.size])
+    ops = ("sin", "cos", "gelu")
+    results = {op: getattr(g, op)(x, name=op) for op in ops}
+    outputs(*results.values())
+    got = emulate(g)(x=xs)
+    ref = g.execute_reference({"x": xs})
+    for op in ops:
+        a = np.asarray(got[results[op].name]).astype(np.float64)
+        r = np.asarray(ref[results[op].name]).astype(np.float64)
+        np.testing.assert_array_equal(np.isnan(a), np.isnan(r), err_msg=op)
+        np.testing.assert_array_equal(a[np.isinf(r)], r[np.isinf(r)], err_msg=op)
+        ok = np.isfinite(r)
+        # One bf16 unit of the result, or 2^-9 absolute near sin's and cos's roots.
+        bad = np.abs(a[ok] - r[ok]) > np.maximum(np.abs(r[ok]) * 2.0 ** -7, 2.0 ** -9)
+        assert not bad.any(), (op, xs[ok][bad][:5], a[ok][bad][:5], r[ok][bad][:5])
 
 
 # ----------------------------------------------------------------------------

@@ -129,21 +129,21 @@ def batchnorm_backward_case(shape, stride=None):
     return c.outputs(*c.g.batchnorm_backward(dy, x, s, mean, inv))
 
 
-def group_norm_case(shape, groups, affine, training):
+def group_norm_case(shape, groups, affine, training, stride=None, param_stride=None):
     c = Case()
-    x = c.input("x", shape)
-    s = c.input("scale", _cshape(shape)) if affine else None
-    b = c.input("bias", _cshape(shape)) if affine else None
+    x = c.input("x", shape, stride=stride)
+    s = c.input("scale", _cshape(shape), stride=param_stride) if affine else None
+    b = c.input("bias", _cshape(shape), stride=param_stride) if affine else None
     phase = "training" if training else "inference"
     if groups is None:
         return c.outputs(*c.g.instancenorm(x, s, b, norm_forward_phase=phase))
     return c.outputs(*c.g.groupnorm(x, groups, s, b, norm_forward_phase=phase))
 
 
-def group_norm_backward_case(shape, groups, scale, has_bias):
+def group_norm_backward_case(shape, groups, scale, has_bias, stride=None, param_stride=None):
     c = Case()
-    dy, x = c.input("dy", shape), c.input("x", shape)
-    s = c.input("scale", _cshape(shape)) if scale else None
+    dy, x = c.input("dy", shape, stride=stride), c.input("x", shape, stride=stride)
+    s = c.input("scale", _cshape(shape), stride=param_stride) if scale else None
     g = shape[1] if groups is None else groups
     sshape = [shape[0], g] + [1] * (len(shape) - 2)
     mean, inv = c.input("mean", sshape), c.input("inv", sshape, positive=True)
@@ -259,6 +259,17 @@ for _shape, _groups in (([3, 6, 7], 2), ([2, 6, 5, 3], 3), ([2, 6, 5, 3], 1), ([
         _add(f"{_op}_backward-{_tag}-s{int(_scale)}b{int(_has_bias)}",
              lambda sh=_shape, g=_groups, s=_scale, b=_has_bias:
              group_norm_backward_case(sh, g, s, b))
+    if len(_shape) > 2:  # x stored channels-last: viewed as (N, S, C), norm_channels_last
+        _cl, _pcl = _channels_last(_shape), _channels_last(_cshape(_shape))
+        for _affine in (True, False):
+            _add(f"{_op}-{_tag}-a{int(_affine)}-t1-nhwc",
+                 lambda sh=_shape, g=_groups, a=_affine, st=_cl, ps=_pcl:
+                 group_norm_case(sh, g, a, True, st, ps))
+        _add(f"{_op}_backward-{_tag}-s1b1-nhwc",
+             lambda sh=_shape, g=_groups, st=_cl, ps=_pcl:
+             group_norm_backward_case(sh, g, True, True, st, ps))
+        _add(f"{_op}_backward-{_tag}-s0b0-nhwc",
+             lambda sh=_shape, g=_groups, st=_cl: group_norm_backward_case(sh, g, False, False, st))
 
 ATTENTION = {
     "plain": {},
@@ -430,6 +441,7 @@ def test_causal_mask_uses_gen_index():
 ROWS_AND_COLUMNS = ("layernorm_backward", "rmsnorm_backward", "groupnorm",
                     "groupnorm_backward", "instancenorm", "instancenorm_backward",
                     "batchnorm", "batchnorm_backward")
+GROUP_NORMS = ("groupnorm", "groupnorm_backward", "instancenorm", "instancenorm_backward")
 
 
 @pytest.mark.parametrize("name", sorted(n for n in CASES
@@ -443,7 +455,10 @@ def test_norm_reductions_run_along_rows_or_columns(name):
         rank = len(op.operands[0].type.shape)
         axes = sorted(op.attributes["axes"])
         trailing = name.startswith("groupnorm-") and axes == list(range(2, rank))
-        assert axes in ([rank - 1], list(range(rank - 1))) or trailing, f"{op}"
+        # Channels-last x, viewed (N, S, C): a column program per sample.
+        middle = name.endswith("-nhwc") and name.split("-")[0] in GROUP_NORMS and \
+            rank == 3 and axes == [1]
+        assert axes in ([rank - 1], list(range(rank - 1))) or trailing or middle, f"{op}"
 
 
 def test_groupnorm_is_one_row_per_group():
@@ -462,12 +477,58 @@ def test_groupnorm_is_one_row_per_group():
     assert [op.name for op in y] == ["dnn.mul", "dnn.add"]
 
 
+def test_channels_last_groupnorm_sums_the_middle_axis_of_its_memory_order():
+    """x (2, 6, 5, 3) stored channels-last in 3 groups is read as (2, 15, 6):
+    per-channel sums over the 15 positions (a column program per sample),
+    per-group sums of those over 2 channels, and y back through the inverse
+    transpose; the parameters are read as (1, 1, 6), no transposing copy."""
+    module = graph_mlir.to_module(CASES["groupnorm-r4-g3-a1-t1-nhwc"]().g)
+    decompose.expand_all(module)
+    text = str(module)
+    assert "permutation = array<i64: 0, 2, 3, 1>" in text
+    assert "(tensor<2x5x3x6xf32>) -> tensor<2x15x6xf32>" in text
+    assert "(tensor<1x6x1x1xf32>) -> tensor<1x1x6xf32>" in text
+    assert "permutation = array<i64: 0, 3, 1, 2>" in text
+    reductions = [(str(op.operands[0].type), list(op.attributes["axes"]))
+                  for op in dnn_ops(module) if op.name == "dnn.reduction"]
+    assert reductions == [("tensor<2x15x6xf32>", [1]), ("tensor<2x3x2xf32>", [2])] * 2
+
+
+def test_channels_last_instancenorm_backward_sums_dy_and_dy_x_per_channel():
+    """dy and x (2, 3, 5, 7) channels-last as (2, 35, 3): ds and db are sums
+    over the middle axis, the coefficients of dx computed on (2, 1, 3), and
+    dscale and dbias sums over the samples."""
+    module = graph_mlir.to_module(CASES["instancenorm_backward-r4-gNone-s1b1-nhwc"]().g)
+    decompose.expand_all(module)
+    reductions = [(str(op.operands[0].type), list(op.attributes["axes"]))
+                  for op in dnn_ops(module) if op.name == "dnn.reduction"]
+    assert reductions == [("tensor<2x35x3xf32>", [1])] * 2 + [("tensor<2x3xf32>", [0])] * 2
+    assert "(tensor<1x3x1x1xf32>) -> tensor<1x1x3xf32>" in str(module)
+
+
+@pytest.mark.parametrize("shape,stride", [
+    ([2, 6, 5, 3], [18, 1, 36, 6]),       # C innermost, N not outermost: (H, N, W, C)
+    ([2, 6, 5, 3], [90, 15, 3, 1]),       # row-major
+    ([2, 6, 1, 1], [6, 1, 6, 6]),         # no spatial positions
+])
+def test_groupnorm_of_other_layouts_keeps_rows(shape, stride):
+    """Only an x whose memory order is (N, spatial, C) is viewed channels-last;
+    any other keeps the row form (rows of channels x positions), and means the same."""
+    case = group_norm_case(shape, 3, True, True, stride)
+    module = graph_mlir.to_module(case.g)
+    before = _run(module, case.arrays)
+    decompose.expand_all(module)
+    assert "dnn.transpose" not in str(module)
+    _assert_same(before, _run(module, case.arrays))
+
+
 # ---------------------------------------------------------------------- element types
 
 LOW_PRECISION = ["softmax-3d-axis1", "log_softmax_backward-2d", "layernorm-r3-axis1-s1b1-t1",
                  "rmsnorm_backward-r3-axis2-s1b1", "batchnorm-r4-running",
                  "batchnorm_inference-r4", "instancenorm-r4-gNone-a1-t1",
-                 "groupnorm_backward-r4-g3-s1b1", "sdpa-gqa-masked", "sdpa_backward-gqa"]
+                 "groupnorm_backward-r4-g3-s1b1", "groupnorm-r4-g3-a1-t1-nhwc",
+                 "instancenorm_backward-r4-gNone-s1b1-nhwc", "sdpa-gqa-masked", "sdpa_backward-gqa"]
 
 
 @pytest.mark.parametrize("name", LOW_PRECISION)

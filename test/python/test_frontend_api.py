@@ -165,6 +165,21 @@ def test_serialize_deserialize_round_trip_on_cpu():
         cudnn.pygraph().deserialize(b"not a plan")
 
 
+def test_serialized_plan_keeps_its_runtime_scalars():
+    g = _graph()
+    x = g.tensor(name="x", dim=[3])
+    s = g.tensor(name="s", dim=[1, 1], is_pass_by_value=True)
+    y = g.scale(x, s).set_output(True)
+    _build(g)
+    h = cudnn.pygraph()
+    h.deserialize(g.serialize())          # compiled at build_plans: no execute needed
+    for value in (2.0, -0.5):
+        out = np.zeros(3, np.float32)
+        h.execute({x.get_uid(): np.arange(3, dtype=np.float32), s.get_uid(): value,
+                   y.get_uid(): out}, None)
+        np.testing.assert_array_equal(out, np.arange(3) * value)
+
+
 def test_reported_version_can_be_set_for_version_gated_code(monkeypatch):
     monkeypatch.setenv("DNNC_FRONTEND_REPORTED_VERSION", "9.19.0")
     assert cudnn.backend_version_string() == "9.19.0"
@@ -295,9 +310,25 @@ def test_missing_scalar_and_execute_before_build():
     with pytest.raises(GraphError, match="build_plans"):
         g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
     _build(g)
+    # s is a runtime scalar: the plan is compiled by build_plans, and the
+    # value is still required at execute.
+    assert "cpu" in g.get_plan_name_at_index(0)
     with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 's'"):
         g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
+    with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 's'.*got "
+                                                           "object"):
+        g.execute({x: np.ones(3, np.float32), s: object(), y: np.ones(3, np.float32)}, None)
+
+
+def test_compiled_in_scalar_waits_for_execute():
+    g = _graph()
+    x = g.tensor(name="x", dim=[3])
+    slope = g.tensor(name="slope", dim=[1], is_pass_by_value=True)
+    y = g.leaky_relu(x, negative_slope=slope).set_output(True)    # an attribute in dnnc
+    _build(g)
     assert "execute" in g.get_plan_name_at_index(0)    # not compiled until values come
+    with pytest.raises(cudnn.InvalidVariantPackError, match="pass-by-value tensor 'slope'"):
+        g.execute({x: np.ones(3, np.float32), y: np.ones(3, np.float32)}, None)
 
 
 def test_uids_are_assigned_when_read_or_lowered_around_the_callers():

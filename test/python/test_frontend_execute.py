@@ -19,6 +19,7 @@ the driver would read it: nothing runs.
 """
 
 import ctypes
+import struct
 
 import pytest
 
@@ -49,6 +50,7 @@ class Launches(list):
         super().__init__()
         self.counts = {}         # entry -> its number of arguments, as launches are packed
         monkeypatch.setattr(cuda_mod, "launch_all", self.launch_all)
+        monkeypatch.setattr(cuda_mod, "pack_launches", lambda launch_args: launch_args)
         pack = executable._Launch.__init__
 
         def packed(launch, index, kernel, *args):
@@ -92,13 +94,27 @@ def layernorm(gpu):
     return g, buffers(gpu, tensors), tensors
 
 
+def host_tensor(t):
+    """``t`` shown as the CPU tensor it is (see host_scalar)."""
+    t.__dict__["fake_device"] = torch.device("cpu")
+    return t
+
+
+def host_scalar(value):
+    """A pass-by-value value as cudnn-frontend code passes it: a CPU tensor
+    (shown as one: the fixture makes every other tensor look like cuda:0)."""
+    t = torch.full((1, 1, 1, 1), value)
+    t.__dict__["fake_device"] = torch.device("cpu")
+    return t
+
+
 def buffers(gpu, t, eps=1e-5):
     """A fresh buffer for each tensor (registered with the fake GPU)."""
     def bf16(*dims):
         return gpu.tensor(torch.randn(*dims).to(torch.bfloat16)
                           .to(memory_format=torch.channels_last))
     return {t["X"]: bf16(ROWS, HIDDEN, 1, 1), t["S"]: bf16(1, HIDDEN, 1, 1),
-            t["B"]: bf16(1, HIDDEN, 1, 1), t["E"]: torch.full((1, 1, 1, 1), eps),
+            t["B"]: bf16(1, HIDDEN, 1, 1), t["E"]: host_scalar(eps),
             t["Y"]: bf16(ROWS, HIDDEN, 1, 1),
             t["M"]: gpu.tensor(torch.empty(ROWS, 1, 1, 1)),
             t["V"]: gpu.tensor(torch.empty(ROWS, 1, 1, 1))}
@@ -116,6 +132,10 @@ def expected_arguments(exe, plan, pack):
     order = [*plan.inputs, *plan.outputs]
     values = [None] * len(launch.kernel.args)
     for slot, source, offset in launch.pointers:
+        if order[source].get_is_pass_by_value():     # a runtime scalar: its f32 bits
+            value = float(pack[order[source]].item())
+            values[slot] = struct.unpack("<I", struct.pack("<f", value))[0]
+            continue
         values[slot] = pack[order[source]].data_ptr() + offset
     return values
 
@@ -185,8 +205,9 @@ def test_steady_calls_refuse_bad_input_as_the_first_call_does(gpu, monkeypatch):
             r".*got dims \[32, 256, 1, 1\]", X=gpu.tensor(x[:32].clone()))
     refused(cudnn.InvalidVariantPackError, r"output tensor 'LN::.*is missing", Y=None)
     refused(cudnn.InvalidVariantPackError, r"pass-by-value tensor 'epsilon'.*missing", E=None)
-    refused(cudnn.InvalidVariantPackError, r"pass-by-value tensor 'epsilon'.*expected one number",
-            E=torch.ones(2))
+    # epsilon is a runtime scalar: the runtime reads it, and refuses two numbers.
+    refused(ArgumentError, r"input 'epsilon': expected a number.*got a tensor of dtype "
+            r"torch.float32 and shape \[2\]", E=host_tensor(torch.ones(2)))
     with pytest.raises(cudnn.InvalidVariantPackError, match="not a tensor of this graph"):
         g.execute({**pack, foreign: x}, None)
     with pytest.raises(cudnn.InvalidVariantPackError, match="uid 999"):
@@ -198,21 +219,22 @@ def test_steady_calls_refuse_bad_input_as_the_first_call_does(gpu, monkeypatch):
     assert len(gpu.recorded) == launched + 1
 
 
-def test_a_new_scalar_value_compiles_another_plan_then_runs_fast(gpu, monkeypatch):
+def test_a_new_scalar_value_runs_on_the_same_plan_fast(gpu, monkeypatch):
+    """epsilon is a runtime scalar (a kernel argument): a new value is served
+    by the plan already built, on the fast path, its bits in the argument."""
     g, pack, t = layernorm(gpu)
     warm(g, pack)
     first = g._last_plan
-    pack2 = {**pack, t["E"]: torch.full((1, 1, 1, 1), 2e-5)}
-    g.execute(pack2, None)                           # compiled now (a cache hit if seen)
-    second = g._last_plan
-    assert second is not first and len(g._plans) == 2 and g._steady.plan is second
-    monkeypatch.setattr(cudnn.pygraph, "_compile",
-                        lambda *a: pytest.fail("compiled a plan seen before"))
-    g.execute(pack, None)                            # the first plan again, from memory
-    assert g._last_plan is first and g._steady.plan is first
     general_paths_fail(monkeypatch, first.exe)
-    g.execute(pack, None)
-    assert gpu.recorded[-1][1] == expected_arguments(first.exe, first, pack)
+    monkeypatch.setattr(cudnn.pygraph, "_compile",
+                        lambda *a: pytest.fail("compiled another plan"))
+    for eps in (2e-5, 0.5, 1e-5):
+        pack2 = {**pack, t["E"]: host_scalar(eps)}
+        g.execute(pack2, None)
+        assert g._last_plan is first and len(g._plans) == 1
+        assert gpu.recorded[-1][1] == expected_arguments(first.exe, first, pack2)
+        assert struct.pack("<f", eps) in [struct.pack("<I", a) for a in gpu.recorded[-1][1]
+                                          if a < 2 ** 32]
 
 
 def test_buffers_of_other_dims_take_the_general_path(gpu):

@@ -183,6 +183,48 @@ def test_sdpa_causal_with_stats_and_backward():
         torch.testing.assert_close(got, want, atol=1e-4, rtol=1e-4)
 
 
+def test_sdpa_backward_dbias_of_a_bias_broadcast_over_the_batch():
+    # cuDNN's dBias as its samples pass it: a tensor the caller makes with
+    # the bias's dims ([1, H, Sq, Skv] here, so the batch is summed), given
+    # to sdpa_backward beside bias; against autograd of an additive
+    # attn_mask with a causal mask folded in (-inf above the diagonal).
+    torch.manual_seed(8)
+    B, H, Sq, Skv, D = 2, 3, 6, 9, 8
+    q, k, v = torch.randn(B, H, Sq, D), torch.randn(B, H, Skv, D), torch.randn(B, H, Skv, D)
+    bias, scale = torch.randn(1, H, Sq, Skv), 0.35
+    above = torch.ones(Sq, Skv, dtype=torch.bool).triu(1)
+    bg = bias.clone().requires_grad_()
+    o = F.scaled_dot_product_attention(q, k, v, attn_mask=bg.masked_fill(above, float("-inf")),
+                                       scale=scale)
+    do = torch.randn_like(o)
+    o.backward(do)
+    st = torch.logsumexp((q @ k.transpose(-1, -2) * scale + bias).masked_fill(
+        above, float("-inf")), -1, keepdim=True)
+
+    bwd = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: bwd.tensor_like(a) for n, a in
+         dict(q=q, k=k, v=v, o=o.detach(), do=do, st=st, bias=bias).items()}
+    dBias = bwd.tensor(name="dBias", dim=bias.size(), stride=bias.stride(),
+                       data_type=cudnn.data_type.FLOAT).set_output(True)
+    dQ, dK, dV = bwd.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"],
+                                   stats=t["st"], attn_scale=scale, bias=t["bias"],
+                                   dBias=dBias, use_causal_mask=True)
+    for x in (dQ, dK, dV):
+        x.set_output(True)
+    _build(bwd)
+    dq, dk, dv, db = (torch.empty_like(x) for x in (q, k, v, bias))
+    bwd.execute({t["q"]: q, t["k"]: k, t["v"]: v, t["o"]: o.detach(), t["do"]: do,
+                 t["st"]: st, t["bias"]: bias, dQ: dq, dK: dk, dV: dv, dBias: db}, None)
+    torch.testing.assert_close(db, bg.grad, atol=1e-4, rtol=1e-4)
+    assert not db[..., above].any()
+
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    t = {n: g.tensor_like(a) for n, a in dict(q=q, k=k, v=v, o=q, do=q, st=st).items()}
+    with pytest.raises(cudnn.InvalidGraphError, match="dBias: expected a bias with it"):
+        g.sdpa_backward(q=t["q"], k=t["k"], v=t["v"], o=t["o"], dO=t["do"], stats=t["st"],
+                        dBias=g.tensor(name="dBias", dim=[1, H, Sq, Skv]))
+
+
 def test_sdpa_stats_packed_and_gradients_laid_out_like_their_inputs():
     # cudnn-frontend's tests hand q in [B, S, H, D] order and allocate the
     # statistics as a packed [B, H, S, 1] tensor: Stats does not follow q's
@@ -344,19 +386,195 @@ def test_instancenorm_training():
     torch.testing.assert_close(y, ref, atol=1e-5, rtol=1e-5)
 
 
-def test_scale_by_a_pass_by_value_scalar_recompiles_per_value():
+def _count_compiles(monkeypatch, g):
+    """A list that grows by one each time ``g`` compiles a plan."""
+    compiles = []
+    compile_plan = type(g)._compile
+
+    def counted(self, values):
+        compiles.append(dict(values))
+        return compile_plan(self, values)
+
+    monkeypatch.setattr(type(g), "_compile", counted)
+    return compiles
+
+
+@pytest.mark.parametrize("dtype,tol", [(torch.float32, 2e-5), (torch.bfloat16, 2e-2)])
+def test_channels_last_instancenorm_training_and_backward(dtype, tol):
+    """cudnn-frontend's test_instancenorm form: x, dy and the [1, C, 1, 1]
+    parameters channels_last, the statistics f32; y and dx come back
+    channels-last, and the same as PyTorch's."""
+    torch.manual_seed(11)
+    N, C, H, W = 2, 16, 5, 6
+    cl = torch.channels_last
+    x = (2 * torch.randn(N, C, H, W) + 1).to(dtype).to(memory_format=cl)
+    dy = torch.randn(N, C, H, W).to(dtype).to(memory_format=cl)
+    scale = torch.randn(1, C, 1, 1).to(memory_format=cl)
+    bias = torch.randn(1, C, 1, 1).to(memory_format=cl)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, DY, S, B = (g.tensor_like(a) for a in (x, dy, scale, bias))
+    Y, mean, inv = g.instancenorm(norm_forward_phase=cudnn.norm_forward_phase.TRAINING, input=X,
+                                  scale=S, bias=B, epsilon=1e-5)
+    Y.set_output(True).set_data_type(x.dtype)
+    mean.set_output(True).set_data_type(torch.float32)
+    inv.set_output(True).set_data_type(torch.float32)
+    DX, DS, DB = g.instancenorm_backward(grad=DY, input=X, scale=S, mean=mean, inv_variance=inv)
+    DX.set_output(True).set_data_type(x.dtype)
+    DS.set_output(True).set_data_type(torch.float32)
+    DB.set_output(True).set_data_type(torch.float32)
+    _build(g)
+    assert Y.get_stride() == list(x.stride()) and DX.get_stride() == list(x.stride())
+    y, dx = torch.empty_like(x), torch.empty_like(x)
+    m, iv = torch.empty(N, C, 1, 1), torch.empty(N, C, 1, 1)
+    ds, db = torch.empty(1, C, 1, 1), torch.empty(1, C, 1, 1)
+    g.execute({X: x, DY: dy, S: scale, B: bias, Y: y, mean: m, inv: iv, DX: dx, DS: ds, DB: db},
+              None)
+
+    xf = x.float().detach().requires_grad_()
+    w, b = scale.flatten().clone().requires_grad_(), bias.flatten().clone().requires_grad_()
+    y_ref = F.instance_norm(xf, weight=w, bias=b, eps=1e-5)
+    dx_ref, ds_ref, db_ref = torch.autograd.grad(y_ref, (xf, w, b), dy.float())
+    torch.testing.assert_close(y.float(), y_ref.detach(), atol=tol * 4, rtol=tol)
+    torch.testing.assert_close(m, x.float().mean((2, 3), keepdim=True), atol=tol, rtol=tol)
+    inv_ref = torch.rsqrt(x.float().var((2, 3), unbiased=False, keepdim=True) + 1e-5)
+    torch.testing.assert_close(iv, inv_ref, atol=tol, rtol=tol)
+    torch.testing.assert_close(dx.float(), dx_ref, atol=tol * 4, rtol=tol)
+    torch.testing.assert_close(ds.flatten(), ds_ref, atol=tol * 10, rtol=tol)
+    torch.testing.assert_close(db.flatten(), db_ref, atol=tol * 10, rtol=tol)
+
+
+def test_channels_last_batchnorm_inference():
+    """cuDNN's batchnorm inference (inverse deviation) on a channels_last x
+    and parameters: lowered over x's memory order, the same values."""
+    torch.manual_seed(12)
+    cl = torch.channels_last
+    x = torch.randn(3, 8, 5, 7).to(memory_format=cl)
+    p = [torch.randn(1, 8, 1, 1).to(memory_format=cl) for _ in range(4)]
+    p[1] = p[1].abs() + 0.5
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    X, M, IV, S, B = (g.tensor_like(a) for a in [x] + p)
+    Y = g.batchnorm_inference(input=X, mean=M, inv_variance=IV, scale=S, bias=B)
+    Y.set_output(True)
+    _build(g)
+    assert Y.get_stride() == list(x.stride())
+    y = torch.empty_like(x)
+    g.execute({X: x, M: p[0], IV: p[1], S: p[2], B: p[3], Y: y}, None)
+    torch.testing.assert_close(y, (x - p[0]) * p[1] * p[2] + p[3], atol=1e-5, rtol=1e-5)
+
+
+def test_scale_by_a_pass_by_value_scalar_is_one_plan_for_every_value(monkeypatch):
     x = torch.randn(3, 7)
     g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    compiles = _count_compiles(monkeypatch, g)
     X = g.tensor_like(x)
     alpha = g.tensor(name="alpha", dim=[1, 1], is_pass_by_value=True,
                      data_type=cudnn.data_type.FLOAT)
     Y = g.swish(g.scale(X, alpha)).set_output(True)
     _build(g)
+    for a in (0.5, 2.0, torch.tensor([[-1.25]]), 3):
+        y = torch.empty_like(x)
+        g.execute({X: x, alpha: a, Y: y}, None)
+        a = float(a)
+        torch.testing.assert_close(y, F.silu(x * a), atol=1e-6, rtol=1e-5)
+    assert len(compiles) == 1 and len(g._plans) == 1    # the value is a kernel argument
+    assert "alpha" in g._last_plan.exe.input_names
+
+
+@pytest.mark.parametrize("norm", ["layernorm", "rmsnorm"])
+def test_norm_epsilon_by_value_is_one_plan_for_every_value(monkeypatch, norm):
+    torch.manual_seed(3)
+    N, C = 16, 96
+    x = 0.05 * torch.randn(N, C, 1, 1)                 # small: epsilon matters
+    scale, bias = torch.randn(1, C, 1, 1), torch.randn(1, C, 1, 1)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    compiles = _count_compiles(monkeypatch, g)
+    X, S, B = g.tensor_like(x), g.tensor_like(scale), g.tensor_like(bias)
+    E = g.tensor(name="epsilon", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    phase = cudnn.norm_forward_phase.INFERENCE
+    if norm == "layernorm":
+        Y = g.layernorm(norm_forward_phase=phase, input=X, scale=S, bias=B, epsilon=E)[0]
+    else:
+        Y = g.rmsnorm(norm_forward_phase=phase, input=X, scale=S, bias=B, epsilon=E)[0]
+    Y.set_output(True)
+    _build(g)
+    results = []
+    for eps in (1e-5, 0.25):
+        y = torch.empty_like(x)
+        g.execute({X: x, S: scale, B: bias, E: torch.full((1, 1, 1, 1), eps), Y: y}, None)
+        if norm == "layernorm":
+            ref = F.layer_norm(x, [C, 1, 1], scale.squeeze(0), bias.squeeze(0), eps)
+        else:
+            ref = x * torch.rsqrt(x.pow(2).mean(dim=(1, 2, 3), keepdim=True) + eps) * scale + bias
+        torch.testing.assert_close(y, ref, atol=1e-4, rtol=1e-4)
+        results.append(y)
+    assert not torch.allclose(results[0], results[1], atol=1e-2)   # the value mattered
+    assert len(compiles) == 1 and len(g._plans) == 1
+
+
+def test_compiled_in_scalar_compiles_per_value(monkeypatch):
+    """A scalar dnnc takes as an attribute (a leaky relu's slope) is
+    compiled in: a plan per value, as before runtime scalars."""
+    x = torch.randn(4, 5)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    compiles = _count_compiles(monkeypatch, g)
+    X = g.tensor_like(x)
+    slope = g.tensor(name="slope", dim=[1], is_pass_by_value=True,
+                     data_type=cudnn.data_type.FLOAT)
+    Y = g.leaky_relu(X, negative_slope=slope).set_output(True)
+    _build(g)
+    for s in (0.1, 0.3, 0.1):
+        y = torch.empty_like(x)
+        g.execute({X: x, slope: s, Y: y}, None)
+        torch.testing.assert_close(y, F.leaky_relu(x, s))
+    assert len(compiles) == 2 and len(g._plans) == 2
+
+
+def test_refused_runtime_scalar_is_compiled_in(monkeypatch):
+    """When the compiler refuses a runtime scalar (ScalarArgumentError: a
+    kernel that cannot take it as an argument), the graph is lowered again
+    with the value compiled in, and each value gets its plan; any other
+    UnsupportedError is the frontend's cudnnGraphNotSupportedError."""
+    from dnnc import graph as dnnc_graph
+    from dnnc.errors import ScalarArgumentError
+
+    real = dnnc_graph.Graph.compile
+
+    def refusing(self, *args, **kwargs):
+        if any(t.is_by_value for t in self.inputs):
+            raise ScalarArgumentError("kernel 'main_k0': runtime scalar 'alpha' is read by "
+                                      "'memref.copy'", kernel="main_k0", scalar="alpha")
+        return real(self, *args, **kwargs)
+
+    monkeypatch.setattr(dnnc_graph.Graph, "compile", refusing)
+    x = torch.randn(3, 7)
+    g = _graph(io_data_type=cudnn.data_type.FLOAT)
+    compiles = _count_compiles(monkeypatch, g)
+    X = g.tensor_like(x)
+    alpha = g.tensor(name="alpha", dim=[1, 1], is_pass_by_value=True,
+                     data_type=cudnn.data_type.FLOAT)
+    Y = g.scale(X, alpha).set_output(True)
+    _build(g)
     for a in (0.5, 2.0):
         y = torch.empty_like(x)
-        g.execute({X: x, alpha: torch.tensor([[a]]), Y: y}, None)
-        torch.testing.assert_close(y, F.silu(x * a), atol=1e-6, rtol=1e-5)
+        g.execute({X: x, alpha: a, Y: y}, None)
+        torch.testing.assert_close(y, x * a)
+    assert [list(c.values()) for c in compiles] == [[], [0.5], [2.0]]
     assert len(g._plans) == 2
+
+    def unsupported(self, *args, **kwargs):
+        raise UnsupportedError("matmul: f64 operands")
+
+    from dnnc.errors import UnsupportedError
+
+    monkeypatch.setattr(dnnc_graph.Graph, "compile", unsupported)
+    h = _graph(io_data_type=cudnn.data_type.FLOAT)
+    Xh = h.tensor_like(x)
+    beta = h.tensor(name="beta", dim=[1, 1], is_pass_by_value=True,
+                    data_type=cudnn.data_type.FLOAT)
+    h.scale(Xh, beta).set_output(True)
+    with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="f64 operands"):
+        _build(h)                                  # at check_support, as before
 
 
 def test_cmp_and_binary_select():
@@ -634,3 +852,38 @@ def test_int8_matmul_fuzzer_form_casts_both_to_float():
     got = torch.empty(3, 17, 9)
     g.execute({A: a, B: b, Bias: bias, C: got}, None)
     assert torch.equal(got, torch.relu(a.float() @ b.float() + bias))
+
+
+@pytest.mark.parametrize("kind", ["layernorm", "rmsnorm"])
+def test_untyped_statistics_of_a_bf16_graph_take_its_io_type(kind):
+    """A bf16 graph whose statistics outputs are given no type: they are
+    bf16 outputs (the graph's io type), the f32 statistics cast on the way
+    out, in the [rows, hidden, 1, 1] form as in any other."""
+    torch.manual_seed(21)
+    x = (3 * torch.randn(64, 256, 1, 1) + 0.5).to(torch.bfloat16)
+    scale = torch.randn(1, 256, 1, 1).to(torch.bfloat16)
+    bias = torch.randn(1, 256, 1, 1).to(torch.bfloat16)
+    g = _graph(io_data_type=cudnn.data_type.BFLOAT16)
+    X, S, B = (g.tensor_like(a) for a in (x, scale, bias))
+    phase = cudnn.norm_forward_phase.TRAINING
+    if kind == "layernorm":
+        Y, mean, inv = g.layernorm(norm_forward_phase=phase, input=X, scale=S, bias=B,
+                                   epsilon=1e-5)
+        stats = [mean, inv]
+    else:
+        Y, inv = g.rmsnorm(norm_forward_phase=phase, input=X, scale=S, bias=None, epsilon=1e-5)
+        stats = [inv]
+    for t in [Y, *stats]:
+        t.set_output(True)
+    _build(g)
+    y = torch.empty_like(x)
+    got = [torch.full((64, 1, 1, 1), float("nan"), dtype=torch.bfloat16) for _ in stats]
+    g.execute({X: x, S: scale, B: bias, Y: y, **dict(zip(stats, got))}, None)
+    xf = x.double()
+    if kind == "layernorm":
+        want = [xf.mean((1, 2, 3), keepdim=True),
+                torch.rsqrt(xf.var((1, 2, 3), unbiased=False, keepdim=True) + 1e-5)]
+    else:
+        want = [torch.rsqrt((xf * xf).mean((1, 2, 3), keepdim=True) + 1e-5)]
+    for a, b in zip(got, want):
+        torch.testing.assert_close(a.double(), b, atol=1e-3, rtol=8e-3)

@@ -11,12 +11,13 @@ hardware approximations; this file checks the approximations' effect.
 """
 
 import math
+from fractions import Fraction
 
 import ml_dtypes
 import numpy as np
 import pytest
 
-from dnnc.codegen.gpu.math import fast as math_fast
+from dnnc.codegen.gpu.math import fast as math_fast, turns
 
 F32 = np.float32
 TINY = 2.0 ** -126
@@ -119,6 +120,12 @@ class NumpyOps:
     def tanh(self, x):
         return self._rel(np.tanh(np.float64(x)), 10.987)
 
+    def turn(self, x, where):
+        """x mod 2 pi in [-pi, pi], exactly (rational arithmetic with 400
+        bits of 2/pi) then rounded to f32, where |x| >= 2^17 is finite; 0
+        elsewhere (the formulas do not use it there, ``where`` says)."""
+        return f32([_exact_turn(float(v)) for v in np.ravel(f32(x))]).reshape(np.shape(x))
+
     def sin(self, x):
         with np.errstate(invalid="ignore"):
             return f32(np.sin(_flush(x).astype(np.float64)) + self.s * 2.0 ** -20.9)
@@ -136,13 +143,28 @@ class NumpyOps:
             return self._rel(1.0 / np.sqrt(np.float64(x)), 23)
 
 
+_TWO_OVER_PI = Fraction(turns.two_over_pi(400), 2 ** 400)
+
+
+def _exact_turn(x):
+    if not math.isfinite(x) or abs(x) < 2.0 ** 17:
+        return 0.0
+    t = Fraction(abs(x)) * _TWO_OVER_PI % 4  # quarter turns, in [0, 4)
+    t = t - 4 if t >= 2 else t
+    r = float(t) * (math.pi / 2)
+    return -r if x < 0 else r
+
+
 def sweep():
     rng = np.random.default_rng(7)
     xs = np.concatenate([
         np.linspace(-12, 12, 48001), rng.standard_normal(20000) * 3,
         np.exp(rng.uniform(-90, 88, 8000)), -np.exp(rng.uniform(-90, 20, 8000)),
         [0.0, -0.0, np.inf, -np.inf, np.nan, 1e-45, -1e-45, 1e-39, -1e-39, 1e-38, 88.7, 89.0,
-         -87.0, -88.0, -104.0, 1e4, -1e4, 1e6, 3.5, 1.0 / 16, 1.0 / 64, -1.0 / 64]])
+         -87.0, -88.0, -104.0, 1e4, -1e4, 1e6, 3.5, 1.0 / 16, 1.0 / 64, -1.0 / 64,
+         # sin and cos: either side of the exact reduction's threshold, the
+         # fuzzer's large values, the largest f32.
+         2.0 ** 20 - 0.0625, 2.0 ** 20, 1e15, -1.5e15, 2e15, 3.4e38, -3.4e38]])
     return xs.astype(F32)
 
 
@@ -173,9 +195,7 @@ def _check(name, got, ref, xs):
     # Results beyond f32's range, or flushed below 2^-126, are not compared.
     ok = finite & (np.abs(ref) < 3e38) & ((np.abs(ref) >= TINY) | (ref == 0))
     if name in ("sin", "cos"):
-        # The two-part reduction by 2 pi is exact to |x| ~ 2^24; bounded beyond.
         assert np.all(np.abs(got[finite]) <= 1.0 + 2.0 ** -20), name
-        ok &= np.abs(xs) < 2.0 ** 24
     err = np.abs(got[ok].astype(np.float64) - ref[ok]) / np.maximum(np.abs(ref[ok]),
                                                                      max(floor, TINY))
     worst = int(np.argmax(err))
@@ -205,6 +225,24 @@ def test_unary_within_bounds(name, sign):
     with np.errstate(all="ignore"):
         got = getattr(math_fast, name)(NumpyOps(sign), xs)
     _check(name, got, _reference(name, xs), xs)
+
+
+@pytest.mark.parametrize("sign", [1, -1])
+def test_erf_is_one_beyond_its_clamp_so_gelu_keeps_the_references_nan(sign):
+    """Past 3.5, erf is +-1 exactly, so that GELU's 1 + erf(x / sqrt 2) is
+    0: gelu(-inf) is NaN (-inf * 0), as the reference has it, and the
+    large negative values give -0, not -3.7e-7 x."""
+    o = NumpyOps(sign)
+    xs = f32([3.5, 3.6, 10.0, 1e15, np.inf, -3.5, -7.0, -1e15, -np.inf, np.nan])
+    with np.errstate(all="ignore"):
+        e = math_fast.erf(o, xs)
+        np.testing.assert_array_equal(e[:9], f32([1, 1, 1, 1, 1, -1, -1, -1, -1]))
+        assert np.isnan(e[9])
+        x = f32([-1e15, -np.inf, -10.0, np.nan])
+        u = math_fast.erf(o, o.mul(x, F32(1.0 / math.sqrt(2.0))))
+        gelu = o.mul(o.mul(F32(0.5), x), o.add(F32(1.0), u))
+    assert gelu[0] == 0.0 and np.signbit(gelu[0]) and gelu[2] == 0.0
+    assert np.isnan(gelu[1]) and np.isnan(gelu[3])
 
 
 @pytest.mark.parametrize("sign", [1, -1])
@@ -254,3 +292,13 @@ def test_pow(sign):
     assert err.max() <= 2.0 ** -15, err.max()
     zero = ref == 0
     np.testing.assert_array_equal(got[zero], ref[zero].astype(F32))
+
+
+def test_two_over_pi_bits_and_words():
+    """turns.py's 2/pi: its first 64 bits are the known ones, and its words
+    are 2/pi's bits 64 k - 63 to 64 k, word 0 the zeros before them."""
+    assert turns.two_over_pi(64) == 0xA2F9836E4E441529
+    value = turns.two_over_pi(400)
+    assert turns.WORDS[0] == 0 and turns.WORDS[1] == 0xA2F9836E4E441529
+    for k, word in enumerate(turns.WORDS[1:], 1):
+        assert word == (value >> (400 - 64 * k)) & (2 ** 64 - 1), k

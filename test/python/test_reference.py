@@ -356,6 +356,27 @@ def test_matmul_tf32_rounds_operands():
                                ref.round_tf32(a) @ ref.round_tf32(b), rtol=1e-14)
 
 
+@covers("matmul_block_scaled")
+def test_matmul_block_scaled_vs_loops():
+    """Each product scaled by its row's scale of A at its K block and its
+    block's scale of B (K = 200: a last block of 72; N = 130: of 2)."""
+    g = rng()
+    m, k, n = 3, 200, 130
+    a, b = g.normal(size=(m, k)), g.normal(size=(k, n))
+    sa, sb = 2.0 ** g.integers(-8, 9, size=(m, 2)), 2.0 ** g.integers(-8, 9, size=(2, 2))
+    c = run("matmul_block_scaled", {"a": a, "b": b, "a_scale": sa, "b_scale": sb})["c"]
+    assert c.shape == (m, n)
+    for i, j in ((0, 0), (2, 129), (1, 127), (1, 128)):
+        want = sum(a[i, q] * b[q, j] * sa[i, q // 128] * sb[q // 128, j // 128]
+                   for q in range(k))
+        assert c[i, j] == pytest.approx(want, rel=1e-12)
+    # One scale changed moves only the outputs of its rows and column block.
+    sb2 = sb.copy()
+    sb2[1, 0] *= 2
+    c2 = run("matmul_block_scaled", {"a": a, "b": b, "a_scale": sa, "b_scale": sb2})["c"]
+    assert np.array_equal(c2[:, 128:], c[:, 128:]) and not np.allclose(c2[:, :128], c[:, :128])
+
+
 # ----------------------------------------------------------------------------
 # Convolution
 # ----------------------------------------------------------------------------

@@ -350,6 +350,49 @@ def test_sdpa_forward_and_backward(case):
     np.testing.assert_allclose(back["dv"], dv, **TIGHT)
 
 
+# Bias shapes whose gradient the backward returns (compute_dbias): whole,
+# broadcast over B (cuDNN's [1, H, Sq, Skv]), over H, over both, and over
+# rows or columns; with and without GQA and a causal mask.
+DBIAS_CASES = {
+    "whole": dict(heads=(4, 4), bias=(2, 4, 5, 7), causal=False),
+    "over_batch_causal": dict(heads=(4, 4), bias=(1, 4, 5, 7), causal=True),
+    "over_heads_gqa": dict(heads=(6, 2), bias=(2, 1, 5, 7), causal=False),
+    "over_both_gqa_causal": dict(heads=(6, 3), bias=(1, 1, 5, 7), causal=True),
+    "over_rows": dict(heads=(2, 1), bias=(2, 2, 1, 7), causal=True),
+    "over_columns": dict(heads=(3, 3), bias=(1, 3, 5, 1), causal=False),
+}
+
+
+@covers("sdpa_backward")
+@pytest.mark.parametrize("case", sorted(DBIAS_CASES))
+def test_sdpa_dbias_matches_torch_attn_mask_grad(case):
+    """dbias is the gradient PyTorch's autograd gives an additive attn_mask
+    that requires grad: the scores' gradient after the scale, 0 where
+    causally masked, summed over the bias's broadcast dims."""
+    c = DBIAS_CASES[case]
+    (h, hk), g = c["heads"], rng()
+    q = g.normal(size=(2, h, 5, 3))
+    k, v = g.normal(size=(2, hk, 7, 3)), g.normal(size=(2, hk, 7, 4))
+    bias = g.normal(size=c["bias"])
+    attrs = dict(scale=0.7, causal=c["causal"])
+    out = run("sdpa", {"q": q, "k": k, "v": v, "bias": bias}, generate_stats=True, **attrs)
+    bt = T(bias, grad=True)
+    ot, _ = torch_sdpa(T(q), T(k), T(v), bt, 0.7, c["causal"])
+    do = g.normal(size=out["o"].shape)
+    dbias, = grads(ot, [bt], do)
+    back = run("sdpa_backward", {"q": q, "k": k, "v": v, "o": out["o"], "do": do,
+                                 "stats": out["stats"], "bias": bias},
+               compute_dbias=True, **attrs)
+    assert back["dbias"].shape == bias.shape
+    np.testing.assert_allclose(back["dbias"], dbias, **TIGHT)
+    if c["causal"]:
+        # Masked scores get no gradient: with a bias of its own per (row,
+        # column), dbias is 0 right of the diagonal.
+        above = np.triu(np.ones((5, 7), bool), 1)
+        if c["bias"][2:] == (5, 7):
+            assert not np.any(back["dbias"][..., above])
+
+
 # ----------------------------------------------------------------------------
 # Normalization
 # ----------------------------------------------------------------------------

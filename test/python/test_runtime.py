@@ -309,7 +309,7 @@ def _broken(edit):
     (lambda m: m["kernels"][1]["args"].__setitem__(3, {"kind": "buffer", "buffer": 0}),
      r"argument 3 is a pointer \(8 bytes\) .* is 4 bytes"),
     (lambda m: m["kernels"][0]["args"][0].update(kind="texture"),
-     r"kind: expected buffer, scalar or tma, got 'texture'"),
+     r"kind: expected buffer, scalar, scalar_input or tma, got 'texture'"),
     (lambda m: m["kernels"][0].update(reason=["slow"]), r"'k0_scale': reason: expected a string"),
     (lambda m: m["kernels"][0].update(config="block=32"), r"'k0_scale': config: expected an object"),
     (lambda m: m["kernels"][0].update(config={"strategy": "tc-sm90"}),
@@ -541,6 +541,7 @@ class FakeGPU:
             "allow_dynamic_shared": lambda f, n: self.opted_in.__setitem__(f, n),
             "launch": self.launch,
             "launch_all": self.launch_all,
+            "pack_launches": lambda launch_args: launch_args,
             "mem_alloc": self.alloc,
             "mem_free": lambda address: self.memory.pop(address),
             "memset_async": self.memset_async,
@@ -1273,3 +1274,71 @@ def test_strided_host_view_of_every_storage_type(dtype):
     view = binding.view_of(flat, Spec)
     assert view.dtype == flat.dtype
     np.testing.assert_array_equal(view.astype(np.float32), [[0, 2, 4], [1, 3, 5]])
+
+
+# -- runtime scalars: a number per call, passed to the kernel by value ----------
+
+def scalar_axpy_manifest():
+    """axpy_manifest with its f32 ``a`` a runtime scalar: input 'a' (rank 0,
+    by_value), bound to kernel 1's parameter 3 as a scalar_input."""
+    m = axpy_manifest()
+    m["inputs"].append({"name": "a", "dims": [], "strides": [], "dtype": "f32",
+                        "by_value": True})
+    m["buffers"].append({"kind": "input", "index": 2})
+    m["kernels"][1]["args"][3] = {"kind": "scalar_input", "type": "f32", "buffer": 4}
+    return m
+
+
+def test_runtime_scalar_reaches_the_kernel_by_value(monkeypatch):
+    gpu = FakeGPU(monkeypatch)
+    exe = load(scalar_axpy_manifest())
+    x_host = np.arange(6, dtype=np.float32).reshape(2, 3)
+    w_host = np.zeros((2, 4), np.float32)
+    w_host[:, :3] = [[10, 20, 30], [40, 50, 60]]
+    x, w = gpu.array(x_host), gpu.array(w_host)
+    w_view = FakeCudaArray((2, 3), "<f4", (16, 4), w.__cuda_array_interface__["data"][0])
+    y = gpu.array(np.full((2, 3), np.nan, np.float32))
+    # One executable, three values (a Python float, a NumPy scalar, by name):
+    # each launch gets the call's value, rounded to f32.
+    for value, given in ((0.5, 0.5), (-2.0, np.float32(-2.0)), (0.1, np.float64(0.1))):
+        exe(x, w_view, given, outputs=[y], stream=7)
+        assert gpu.launches[-1]["args"][3] == np.float32(value)
+        np.testing.assert_array_equal(y.host(), 2 * x_host + np.float32(value) * w_host[:, :3])
+    exe(x, w=w_view, a=3, outputs=[y])
+    assert gpu.launches[-1]["args"][3] == 3.0
+    assert exe.inputs[2].by_value and not exe.inputs[0].by_value
+
+
+@pytest.mark.parametrize("value, message", [
+    ("0.5", r"input 'a': expected a number .* got str"),
+    (None, r"input 'a': expected a number .* got NoneType"),
+    (True, r"input 'a': expected a number .* got bool"),
+    (np.ones(2, np.float32), r"input 'a': expected a number .* got an array of dtype float32 and "
+                             r"shape \[2\]"),
+    (1e39, r"input 'a': expected a value within f32's range .* got 1e\+39"),
+    (10 ** 400, r"input 'a': expected a value within f32's range .* got 1000000"),
+])
+def test_runtime_scalar_errors_before_any_cuda_call(no_cuda, value, message):
+    exe = load(scalar_axpy_manifest())
+    x, w = _axpy_args()
+    with pytest.raises(ArgumentError, match=message) as info:
+        exe(x, w, value)
+    assert info.value.tensor == "a"
+
+
+@pytest.mark.parametrize("edit, message", [
+    (lambda m: m["inputs"][2].update(dims=[1], strides=[1]),
+     r"by_value: expected true only on a rank-0 f32 input, got True on a f32\[1\] input"),
+    (lambda m: m["inputs"][2].update(dtype="f16"), r"by_value: expected true only on a rank-0 f32"),
+    (lambda m: m["outputs"][0].update(by_value=True),
+     r"by_value: expected true only on a rank-0 f32 input, got True on a f32\[2, 3\] output"),
+    (lambda m: m["kernels"][1]["args"][3].update(buffer=1),
+     r"expected an f32 scalar_input naming the buffer of an input marked by_value, got buffer 1"),
+    (lambda m: m["inputs"][2].pop("by_value"),
+     r"expected an f32 scalar_input naming the buffer of an input marked by_value, got buffer 4"),
+])
+def test_runtime_scalar_manifest_errors(edit, message):
+    m = scalar_axpy_manifest()
+    edit(m)
+    with pytest.raises(ArtifactError, match=message):
+        load(m)

@@ -21,7 +21,8 @@ import time
 import numpy as np
 import pytest
 
-from test_runtime import FakeGPU, TMA_PTX, axpy_manifest, cuda_mod, load, scale_manifest, tma_manifest
+from test_runtime import (FakeGPU, TMA_PTX, axpy_manifest, cuda_mod, load, scale_manifest,
+                          scalar_axpy_manifest, tma_manifest)
 
 from dnnc_runtime import ArgumentError, executable
 
@@ -108,6 +109,25 @@ def test_steady_calls_take_the_fast_path_and_follow_the_pointers(monkeypatch, cu
         assert launch["args"] == [x.data_ptr(), y.data_ptr(), 1000]
         assert launch["grid"] == (8, 1, 1) and launch["stream"] == 0x5000
     assert len(gpu.launches) == 4
+
+
+def test_runtime_scalars_on_the_fast_path(monkeypatch, cuda_torch):
+    """A runtime scalar (a number among the tensors) is written into its
+    kernel's parameter on every fast call; a wrong one is refused as the
+    general path refuses it."""
+    gpu = HostGPU(monkeypatch)
+    exe = load(scalar_axpy_manifest())
+    x = f32(gpu, 2, 3)
+    w = gpu.tensor(torch.arange(8, dtype=torch.float32).reshape(2, 4))[:, :3]
+    y = f32(gpu, 2, 3, fill=float("nan"))
+    exe(x, w, 0.5, outputs=[y])
+    steady(exe, monkeypatch)
+    for a in (-2.0, 0.1, 3, np.float32(1.5)):
+        exe(x, w, a, outputs=[y])
+        assert gpu.launches[-1]["args"][3] == np.float32(a)
+        torch.testing.assert_close(y, 2 * x + torch.tensor(np.float32(a)) * w)
+    with pytest.raises(ArgumentError, match=r"input 'a': expected a number .* got str"):
+        exe(x, w, "2", outputs=[y])
 
 
 class SideStream:

@@ -2,7 +2,8 @@
 the GPU or, in the tests, the CPU).
 
 The tolerance rule is test/gpu/gpu_cases/case.py's (a CPU test holds the
-two equal): |got - ref| <= atol + rtol |ref| with rtol per output type;
+two equal): |got - ref| <= atol + rtol |ref| with rtol per output type (or
+per the type of the roundings inside, ``precision``, as Case.rtol says);
 atol = rtol * max(1, max |ref|), or, for an output that sums k products
 of inputs a and b (``tolerance`` in the configuration), rtol * max(1,
 TAIL sqrt(k) rms(a) rms(b) gain), rms over the finite values. The
@@ -51,11 +52,13 @@ def _rms(x):
     return math.sqrt(total / count) if count else 0.0
 
 
-def tolerance(dtype, ref, rule=None, values=None):
+def tolerance(dtype, ref, rule=None, values=None, precision=None):
     """(rtol, atol) of an output of type ``dtype`` whose rounded reference
     is ``ref``; ``rule``: its configuration's ``tolerance`` entry, with the
-    inputs ``values`` by name."""
-    rtol = RTOL[dtype]
+    inputs ``values`` by name; ``precision``: the type whose rtol applies
+    when it is not the output's (an f32 output computed through roundings
+    to a 16-bit type: program.py)."""
+    rtol = RTOL[precision or dtype]
     if rule is not None:
         b = _rms(values[rule["b"]]) if rule.get("b") else 1.0
         scale = TAIL * math.sqrt(rule["k"]) * _rms(values[rule["a"]]) * b * rule["gain"]

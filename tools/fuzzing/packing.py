@@ -11,6 +11,7 @@ alone, and those refused alone are listed in the index with the error
 import json
 import multiprocessing
 import os
+import re
 import time
 
 from .families import draw
@@ -79,9 +80,23 @@ def build_pack(job):
     return entries, refused, time.time() - start
 
 
-def build(families, seed, count, out, arch="sm_90a", only=None, huge=False, jobs=1, log=print):
+def _single(package):
+    """(the pack's name, the configuration index) of a package name that a
+    refused pack's split gave (``<pack>-c<index>``), else (package, None)."""
+    match = re.fullmatch(r"(.*)-c(\d+)", package)
+    return (match.group(1), int(match.group(2))) if match else (package, None)
+
+
+def build(families, seed, count, out, arch="sm_90a", only=None, huge=False, jobs=1, log=print,
+          package=None):
     """Build ``count`` configurations of each of ``families`` into ``out``;
-    return the index written there."""
+    return the index written there. ``only``: just that configuration,
+    alone in a package; ``package``: just the package of that name among
+    those the whole build makes (packed with the same neighbours; a
+    ``<pack>-c<index>`` name, that configuration alone as the split of a
+    refused pack compiles it)."""
+    if only is not None and package is not None:
+        raise ValueError("--only and --package: expected one of them, got both")
     os.makedirs(out, exist_ok=True)
     jobs_list = []
     for family in families:
@@ -93,6 +108,19 @@ def build(families, seed, count, out, arch="sm_90a", only=None, huge=False, jobs
         per = 1 if huge else PER_PACKAGE.get(family, DEFAULT_PER_PACKAGE)
         for j, pack in enumerate(packs(configs, per)):
             jobs_list.append((f"{family}-{pack[0]['dtype']}-{j:03d}", pack, arch, out))
+    if package is not None:
+        name, single = _single(package)
+        jobs_list = [(n, p, a, o) for n, p, a, o in jobs_list if n == name]
+        if not jobs_list:
+            raise ValueError(f"package: expected one that {', '.join(families)} of seed {seed} "
+                             f"and count {count} makes, got {package!r}")
+        if single is not None:
+            ((_, pack, a, o),) = jobs_list
+            members = [c for c in pack if c["index"] == single]
+            if not members:
+                raise ValueError(f"package {package!r}: expected configuration {single} in "
+                                 f"{name}, which holds {[c['index'] for c in pack]}")
+            jobs_list = [(package, members, a, o)]
     start = time.time()
     if jobs > 1 and len(jobs_list) > 1:
         # Fresh interpreters (spawn): a forked copy of a process that has
@@ -102,7 +130,8 @@ def build(families, seed, count, out, arch="sm_90a", only=None, huge=False, jobs
     else:
         results = list(_logged(map(build_pack, jobs_list), jobs_list, log))
     index = {"format": FORMAT, "generated_by": "tools/fuzz build", "arch": arch, "seed": seed,
-             "huge": huge, "families": list(families), "packages": [], "refused": []}
+             "count": count, "only": only, "package": package, "huge": huge,
+             "families": list(families), "packages": [], "refused": []}
     for entries, refused, _ in results:
         index["packages"] += entries
         index["refused"] += refused

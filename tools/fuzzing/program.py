@@ -14,8 +14,12 @@ A configuration is a JSON object::
 of them), ``attrs`` are the other keyword arguments, ``out`` names the
 results in order (null for a result not kept). ``outputs`` are the results
 the graph returns, with the strides they are stored with (null:
-row-major). ``tolerance`` marks outputs that sum ``k`` products of inputs
-``a`` and ``b`` (``b`` null for a plain sum), scaled by at most ``gain``.
+row-major), optionally their type (``dtype``; "keep": the op's) and
+``precision``, the type whose tolerance applies when the kernels round
+intermediates to a narrower type than the output's (an f32 attention
+gradient of bf16 inputs: P and dS are rounded to bf16). ``tolerance``
+marks outputs that sum ``k`` products of inputs ``a`` and ``b`` (``b``
+null for a plain sum), scaled by at most ``gain``.
 
 In a package every name is prefixed with ``c<index>_`` so that many
 configurations share one graph.
@@ -41,17 +45,26 @@ def unprefixed(config, name):
     return name[len(prefix):]
 
 
-def repro(family, seed, index, huge=False, arch="sm_90a"):
+def repro(family, seed, index, huge=False, arch="sm_90a", package=None, count=None):
     """The one-line command that rebuilds and reruns configuration ``index``
-    of ``family`` alone."""
+    of ``family``: with ``package`` (its package's name) and ``count`` (the
+    configurations the build drew), the same package, packed as before
+    with the same neighbours (a failure may need them: a read past a
+    tensor's end finds a neighbour's NaN-poisoned output), then run with
+    only ``index`` checked; without, ``index`` alone in a package."""
     out = f"/tmp/fuzz-{family}-{seed}-{index}"
-    build = ["tools/fuzz", "build", "--family", family, "--seed", str(seed), "--only",
-             str(index), "--out", out]
+    build = ["tools/fuzz", "build", "--family", family, "--seed", str(seed)]
+    if package is not None:
+        build += ["--count", str(count), "--package", package]
+    else:
+        build += ["--only", str(index)]
+    build += ["--out", out]
     if huge:
         build.append("--huge")
     if arch != "sm_90a":
         build += ["--arch", arch]
-    return f"{shlex.join(build)} && tools/fuzz run {shlex.quote(out)}"
+    run = ["tools/fuzz", "run", out] + (["--only", str(index)] if package is not None else [])
+    return f"{shlex.join(build)} && {shlex.join(run)}"
 
 
 def elements(dims):

@@ -8,6 +8,8 @@ float64 on the GPU (float32 for the huge set); fill the outputs with the
 poison; launch; compare (compare.py). Prints a line per failure with the
 command that rebuilds and reruns just that configuration, then a table
 per family: configurations, passed, failed, refused at build, seconds.
+``--only I`` reruns a folder for configuration I alone (its package and
+those before it launched as before, I alone checked): the repro's run.
 """
 
 import json
@@ -52,7 +54,7 @@ def failures_of(config, prepared):
         entry = spec["entry"]
         ref = prepared["refs"][name]
         rtol, atol = compare.tolerance(entry["dtype"], ref, config["tolerance"].get(name),
-                                       prepared["drawn"])
+                                       prepared["drawn"], spec.get("precision"))
         bad = compare.check(prepared["outputs"][entry["name"]], ref, entry["dtype"], rtol, atol)
         if bad is not None:
             failures.append((name, f"{bad.describe()} (rtol {rtol:g}, atol {atol:.3g})"))
@@ -81,16 +83,30 @@ def check_config(config, run, device):
     return check_package([config], run, device)[config["index"]]
 
 
-def failure_line(config, output, what, arch):
+def failure_line(config, output, what, arch, package=None, count=None):
+    """The FAIL line of ``config``'s ``output`` and its repro command: one
+    that rebuilds ``package`` (its name, without .dnnpkg) of a build of
+    ``count`` configurations where given, else the configuration alone."""
     line = repro(config["family"], config["seed"], config["index"], config.get("huge", False),
-                 arch)
+                 arch, package, count)
     return (f"FAIL {config['family']} #{config['index']} ({config['dtype']}) {output}: {what}\n"
             f"  repro: {line}")
 
 
-def run(folder, device="cuda", log=print, load=None):
+def _packages_up_to(packages, only):
+    """``packages`` up to the last holding configuration ``only``: what a
+    rerun of the folder launches before and with it (the same order, so
+    that the allocator hands out memory as it did)."""
+    last = max((i for i, p in enumerate(packages)
+                if any(c["index"] == only for c in p["configs"])), default=None)
+    return [] if last is None else packages[:last + 1]
+
+
+def run(folder, device="cuda", log=print, load=None, only=None):
     """Run every package of ``folder``; return the table rows by family.
-    ``load``: path -> executable (default dnnc_runtime.load)."""
+    ``load``: path -> executable (default dnnc_runtime.load). ``only``:
+    launch the packages up to the one holding that configuration (the
+    whole package: its neighbours too) and check and count it alone."""
     if load is None:
         import dnnc_runtime
         load = dnnc_runtime.load
@@ -101,16 +117,26 @@ def run(folder, device="cuda", log=print, load=None):
     with open(os.path.join(folder, "index.json")) as f:
         index = json.load(f)
     arch = index["arch"]
+    # A folder of a whole build (not of --only) names packages a repro can
+    # rebuild as they were (--package), with their neighbours.
+    count = index.get("count") if index.get("only") is None else None
+    packages = index["packages"]
+    if only is not None:
+        packages = _packages_up_to(packages, only)
+        if not packages and not any(c["index"] == only for c in index["refused"]):
+            raise ValueError(f"--only: expected a configuration of {folder}, got {only}")
     rows = {}
 
     def row(family):
         return rows.setdefault(family, {"configs": 0, "passed": 0, "failed": 0,
                                         "refused": 0, "seconds": 0.0})
     for c in index["refused"]:
+        if only is not None and c["index"] != only:
+            continue
         row(c["family"])["refused"] += 1
         log(f"REFUSED {c['family']} #{c['index']}: {c['error'].splitlines()[0][:300]}")
     start = time.time()
-    for package in index["packages"]:
+    for package in packages:
         t = time.time()
         try:
             exe = load(os.path.join(folder, package["package"]))
@@ -130,17 +156,21 @@ def run(folder, device="cuda", log=print, load=None):
             except Exception as e:  # drawing or the reference failed: a fuzzer bug, said so
                 results = {c["index"]: [("reference", f"{type(e).__name__}: {e}")]
                            for c in configs}
+        name = package["package"][:-len(".dnnpkg")] if count is not None else None
         for config in configs:
+            if only is not None and config["index"] != only:
+                continue
             r = row(config["family"])
             r["configs"] += 1
             failures = results[config["index"]]
             if failures:
                 r["failed"] += 1
                 for output, what in failures:
-                    log(failure_line(config, output, what, arch))
+                    log(failure_line(config, output, what, arch, name, count))
             else:
                 r["passed"] += 1
-        row(package["configs"][0]["family"])["seconds"] += time.time() - t
+        if only is None or any(c["index"] == only for c in configs):
+            row(package["configs"][0]["family"])["seconds"] += time.time() - t
     log(table(rows, time.time() - start))
     return rows
 

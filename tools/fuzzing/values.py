@@ -18,6 +18,7 @@ import numpy as np
 import torch
 
 from .program import FAMILIES
+from .shapes import storage_elements
 
 TORCH = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}
 SHARE = 0.03  # of the elements, for each kind of extremal value
@@ -84,8 +85,22 @@ def inputs(config, device="cpu"):
     return out
 
 
+# Bytes of NaN before and after every input (``laid_out``).
+GUARD = 256
+
+
 def laid_out(value, dims, strides):
-    """``value`` copied into a tensor of ``dims`` with ``strides``."""
-    out = torch.empty_strided(dims, strides, dtype=value.dtype, device=value.device)
+    """``value`` copied into a tensor of ``dims`` with ``strides``, inside a
+    buffer of NaN: its padding (what the strides skip) and ``GUARD`` bytes
+    either side of it. A kernel that reads past an input, or its padding,
+    and multiplies what it read by zero (a masked element) then writes NaN
+    whatever the allocator put beside it, in a package run alone as in a
+    whole folder (conv #244 of seed 1 read past dy into a neighbour's
+    poisoned output: its NaN showed only beside that neighbour)."""
+    guard = GUARD // value.element_size()
+    span = storage_elements(dims, strides)
+    buffer = torch.full((span + 2 * guard,), float("nan"), dtype=value.dtype,
+                        device=value.device)
+    out = buffer.as_strided(dims, strides, guard)
     out.copy_(value.reshape(dims))
     return out

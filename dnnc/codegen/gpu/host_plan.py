@@ -17,7 +17,12 @@ order, following calls, and records:
   a memref argument is one pointer parameter: a ``buffer`` arg, a buffer
   plus ``byte_offset`` (0: a view's static offset is folded into the
   kernel's code); an index / integer / float constant is a ``scalar`` arg;
-  a TMA descriptor is a ``tma`` arg (below).
+  a TMA descriptor is a ``tma`` arg (below). A runtime scalar (a graph
+  input marked ``dnn.by_value``) reaches a launch as the f32 that
+  dnn-scalar-args loads from it on the host: a ``scalar_input`` arg naming
+  the input's buffer, whose value the runtime takes from the call::
+
+    {"kind": "scalar_input", "type": "f32", "buffer": 1}
 
 TMA descriptors (the tensor-core GEMM strategy): a kernel function may make,
 before its launch, ``nvgpu.tma.create.descriptor`` of a ``memref.cast`` of a
@@ -99,6 +104,7 @@ from mlir import ir
 from mlir.dialects import llvm
 
 from dnnc.codegen.gpu import irutil
+from dnnc.dialect.walk import by_value_arguments
 from dnnc.errors import LoweringError, UnsupportedError
 
 ALIGNMENT = 256
@@ -141,6 +147,8 @@ class _Planner:
         self.descriptors = {}  # nvgpu.tma.create.descriptor result -> tma record
         self.tma = {}  # !llvm.ptr cast of a descriptor -> tma record
         self.graph_name = ""
+        self.loaded = {}  # f32 loaded on the host from a runtime scalar -> its buffer
+        self.by_value = set()  # buffers of the graph's runtime scalars
         self.gpu_funcs = {}  # (module, kernel) -> gpu.func op
         for gm in irutil.body(module).operations:
             if gm.operation.name == "gpu.module":
@@ -159,6 +167,7 @@ class _Planner:
         for i, arg in enumerate(args):
             kind, index = ("input", i) if i < self.n_inputs else ("output", i - self.n_inputs)
             self.where[arg] = self._add({"kind": kind, "index": index})
+        self.by_value = {self.where[args[i]] for i in by_value_arguments(graph)}
         self._function(graph, None)
         if not self.kernels:
             raise UnsupportedError(_nothing_to_launch(graph, self.n_inputs))
@@ -187,12 +196,25 @@ class _Planner:
                 self.tma[op.results[0]] = self._descriptor_address(op)
             elif name == "func.call":
                 self._call(op)
+            elif name == "memref.load":
+                self.loaded[op.results[0]] = self._scalar_load(op)
             elif name == "gpu.launch_func":
                 self._launch(op, kernel_fn or fn)
             else:
                 raise UnsupportedError(f"host plan: '{name}' on the host at {op.location} is "
                                        "not a launch, an allocation, a view or a TMA "
                                        "descriptor; it cannot run on the GPU")
+
+    def _scalar_load(self, op):
+        """The buffer of a host-side load of a runtime scalar (dnn-scalar-args);
+        any other load on the host cannot be planned."""
+        source = op.operands[0]
+        buffer = self.where.get(source)
+        if len(op.operands) != 1 or buffer not in self.by_value:
+            raise UnsupportedError(f"host plan: 'memref.load' on the host at {op.location} "
+                                   "reads no runtime scalar (an input marked dnn.by_value); "
+                                   "it cannot run on the GPU")
+        return buffer
 
     def _alloc(self, op):
         t = ir.MemRefType(op.results[0].type)
@@ -313,6 +335,9 @@ class _Planner:
                                            "descriptor (nvgpu.tma.create.descriptor cast to "
                                            "!llvm.ptr)")
                 args.append(dict(self.tma[value]))
+            elif value in self.loaded:
+                args.append({"kind": "scalar_input", "type": "f32",
+                             "buffer": self.loaded[value]})
             else:
                 args.append(self._scalar(value, op))
         target = tuple(ir.SymbolRefAttr(op.attributes["kernel"]).value)
@@ -536,7 +561,8 @@ def check(plan, entries):
             if not 1 <= g <= limit:
                 raise LoweringError(f"kernel '{name}': grid {k['grid']} exceeds {MAX_GRID}")
         for a, param in zip(k["args"], entries[name]):
-            if a["kind"] in ("buffer", "tma") and not 0 <= a["buffer"] < n_buffers:
+            if a["kind"] in ("buffer", "tma", "scalar_input") and \
+                    not 0 <= a["buffer"] < n_buffers:
                 raise LoweringError(f"kernel '{name}': argument names buffer {a['buffer']}, "
                                     f"expected 0 to {n_buffers - 1}")
             if a["kind"] == "tma" and param != TMA_PARAM:

@@ -28,6 +28,7 @@ def _table():
         "slice": tensor.lower_slice,
         "concat": tensor.lower_concat,
         "matmul": contraction.lower_matmul,
+        "matmul_block_scaled": contraction.lower_matmul_block_scaled,
         "conv_fprop": conv.lower_conv_fprop,
         "conv_dgrad": conv.lower_conv_dgrad,
         "conv_wgrad": conv.lower_conv_wgrad,

@@ -13,8 +13,8 @@ the op's attribute, one sequence stride per ragged_* operand),
 seq_len_q, seq_len_kv and the page tables is, for the backward q, k, v, o, do, stats, bias and
 the lengths; -1 for none, or for
 one computed in the kernel) and ``results`` (which operand of the
-function's return each of o and stats, or dq, dk and dv, is; -1 for none) and ``returned``
-(how many values the function returns). After bufferization a returned
+function's return each of o and stats, or dq, dk, dv and dbias, is; -1
+for none) and ``returned`` (how many values the function returns). After bufferization a returned
 value is the out-parameter at (number of arguments - returned + its
 position).
 """
@@ -28,7 +28,7 @@ RESULTS = ("o", "stats")
 BACKWARD_OPERANDS = ("q", "k", "v", "o", "do", "stats", "bias", "seq_len_q", "seq_len_kv",
                      "ragged_q", "ragged_k", "ragged_v", "ragged_o", "ragged_do", "ragged_dq",
                      "ragged_dk", "ragged_dv")
-BACKWARD_RESULTS = ("dq", "dk", "dv")
+BACKWARD_RESULTS = ("dq", "dk", "dv", "dbias")
 
 
 def roles(op):

@@ -9,10 +9,12 @@ NumPy: each operand's batch dims align right against c's, and a batch dim of
 size 1 that c widens is read at index 0.
 """
 
+from mlir import ir
 from mlir.dialects import arith
 
 from dnnc.codegen.linalg import emit
 from dnnc.codegen.linalg.emit import PARALLEL, REDUCTION, ci, d, zero_expr
+from dnnc.dialect.ops_matmul import SCALE_BLOCK
 from dnnc.dialect.types import data_type
 
 
@@ -109,3 +111,36 @@ def lower_matmul(view):
 
     acc = emit.generic([a, b], [acc], maps, [PARALLEL] * (nb + 2) + [REDUCTION], body)[0]
     return {"c": finish(acc, out.dtype, ct)}
+
+
+def lower_matmul_block_scaled(view):
+    """c[m, n] = sum_k (a[m, k] * b[k, n]) * (a_scale[m, k / 128] *
+    b_scale[k / 128, n / 128]) in f32: every product scaled by its blocks'
+    scales (the scales' maps divide k and n by the block), which equals
+    scaling each block's sum. The tensor-core kernels match this generic
+    (four inputs, gemm.BlockScales) and sum each block before scaling it."""
+    a, b = view.operands["a"], view.operands["b"]
+    sa, sb = view.operands["a_scale"], view.operands["b_scale"]
+    ia, ib = emit.logical_info(a), emit.logical_info(b)
+    out = emit.logical_info(view.results["c"])
+    m, n, k = 0, 1, 2
+
+    def block(i):
+        return ir.AffineFloorDivExpr.get(d(i), ir.AffineConstantExpr.get(SCALE_BLOCK))
+
+    maps = [
+        emit.amap(3, [d(m), d(k)]),
+        emit.amap(3, [d(k), d(n)]),
+        emit.amap(3, [d(m), block(k)]),
+        emit.amap(3, [block(k), block(n)]),
+        emit.amap(3, [d(m), d(n)]),
+    ]
+    to_a, to_b = emit.f32_scalar(ia.dtype), emit.f32_scalar(ib.dtype)
+    acc = emit.filled(out.shape, emit.f32(), 0.0)
+
+    def body(x, y, s, t, c):
+        product = arith.mulf(to_a(x), to_b(y))
+        return [arith.addf(c, arith.mulf(product, arith.mulf(s, t)))]
+
+    acc = emit.generic([a, b, sa, sb], [acc], maps, [PARALLEL, PARALLEL, REDUCTION], body)[0]
+    return {"c": finish(acc, out.dtype)}

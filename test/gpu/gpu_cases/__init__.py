@@ -26,6 +26,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        forced on chosen problems
     matmul_fp8.py      fp8 GEMMs on tc-sm90 (e4m3 / e5m2 pairs): per-tensor
                        scales, bf16 / f16 / f32 / fp8 outputs, amax
+    matmul_fp8_blockscaled.py
+                       block-scaled fp8 GEMMs (1 x 128 A, 128 x 128 B scales)
+                       on tc-sm90: tile multiples and odd sizes, B stored
+                       both ways, split K, scales of 2^-8 .. 2^8
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -50,6 +54,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        simt-depthwise, eight to a graph, bf16, f16 and f32
     conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
                        the convolution's prologue), eight to a graph
+    conv_bias_grad.py  filter gradients with their bias gradient (the sum of
+                       dy) in one tc-sm90 kernel: chosen geometries, K past
+                       the tiles, each way split-K partials are summed
     conv_wgrad_channels.py
                        96 random filter gradients whose C is no multiple of
                        the tile width (8 to 200), eight to a graph, on
@@ -61,6 +68,12 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        column program (NCHW statistics)
     pooling.py         pooling forward and backward, row-major and channels-last
     normalization.py   batch, layer, rms, group and instance norms
+    norm_channels_last.py
+                       instance and group norms of channels-last x (forward,
+                       training and inference, and backward) read in place
+                       by column programs, [1, C, 1, 1] parameters in either
+                       stride order; layernorm / rmsnorm over [rows, hidden,
+                       1, 1] in NHWC strides
     row_programs.py    softmax and the norms over the row lengths and strides of
                        the row kernels
     attention.py       sdpa forward and backward
@@ -85,6 +98,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        sdpa backwards on tc-sm80's dQ and dK dV kernels (a
                        config override) on chosen problems: head dims,
                        masks, GQA, a bias, layouts, padding lengths
+    attention_backward_dbias.py
+                       the sdpa backward's bias gradient (compute_dbias) on
+                       tc-sm90's two kernels: biases broadcast over B, H or
+                       both and whole, masks, GQA, lengths past a tile,
+                       head dims to 256, layouts
     attention_decode.py
                        split-KV sdpa forwards: decoding steps over long kv
                        sequences, masks, padding masks
@@ -109,16 +127,22 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
                        rows, a matmul's shared operand), outputs with padded
                        rows, column-major and channels-last strides
+    scalars.py         runtime scalars (f32 kernel arguments): pointwise, matmul
+                       and convolution epilogues, reductions, the epsilon of
+                       layernorm and rmsnorm, a frontend graph; each package
+                       run again with other values
 """
 
-from . import (attention, attention_backward_fused, attention_backward_random,
-               attention_backward_sm80, attention_backward_wide, attention_decode,
-               attention_gqa_fold, attention_padding, attention_paged, attention_ragged,
-               attention_random, attention_sm80, conv_grouped_simt, conv_odd_channels,
-               conv_phases, conv_prologue, conv_random, conv_random_tf32, conv_sm80_split,
-               conv_wgrad_channels, convolution, data_movement, examples, fp8, frontend, int8,
-               layouts, matmul, matmul_align, matmul_f32_exact, matmul_fp8, normalization,
-               pointwise, pooling, reduction_middle, reductions, row_programs, zero_size)
+from . import (attention, attention_backward_dbias, attention_backward_fused,
+               attention_backward_random, attention_backward_sm80, attention_backward_wide,
+               attention_decode, attention_gqa_fold, attention_padding, attention_paged,
+               attention_ragged, attention_random, attention_sm80, conv_bias_grad,
+               conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
+               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
+               data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
+               matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
+               normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
+               scalars, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -130,6 +154,7 @@ CASES = [
     *matmul_align.CASES,
     *matmul_f32_exact.CASES,
     *matmul_fp8.CASES,
+    *matmul_fp8_blockscaled.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,
@@ -138,12 +163,14 @@ CASES = [
     *conv_sm80_split.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
+    *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *reduction_middle.CASES,
     *pooling.CASES,
     *normalization.CASES,
+    *norm_channels_last.CASES,
     *row_programs.CASES,
     *attention.CASES,
     *attention_random.CASES,
@@ -152,6 +179,7 @@ CASES = [
     *attention_backward_fused.CASES,
     *attention_backward_wide.CASES,
     *attention_backward_sm80.CASES,
+    *attention_backward_dbias.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_ragged.CASES,
@@ -162,6 +190,7 @@ CASES = [
     *frontend.CASES,
     *int8.CASES,
     *layouts.CASES,
+    *scalars.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

@@ -115,7 +115,9 @@ class AttentionBackwardConfig:
     past it masked), aligned ``bottom_right`` or top-left, and a sliding
     ``window`` (0 for none; implies causal); ``deterministic``: the
     backward asks for gradients summed in a fixed order (tc-sm90's two
-    kernels; else its fused kernel where it takes the problem)."""
+    kernels; else its fused kernel where it takes the problem); ``dbias``:
+    it returns the bias's gradient too (``dbias<i>``, the bias's type);
+    ``bias_type`` the bias's type (None: the graph's)."""
 
     batch: int
     heads: int
@@ -133,6 +135,8 @@ class AttentionBackwardConfig:
     bottom_right: bool = False
     window: int = 0
     deterministic: bool = False
+    dbias: bool = False
+    bias_type: object = None
 
     def dims(self, tensor):
         """The logical (B, H, S, D) dims of ``tensor`` (one of OPERANDS)."""
@@ -158,6 +162,7 @@ class AttentionBackwardConfig:
         if not self.forward:
             total += (4 if "o" in self.wide else 2) * size["o"] \
                 + 4 * self.batch * self.heads * self.sq
+        total += 3 * math.prod(self.bias) if self.dbias else 0
         return total + sum((5 if x in self.wide else 3) * size[x] for x in GRADIENTS)
 
     def masks(self):
@@ -314,11 +319,12 @@ def add_backward(g, i, att, dtype):
     """Add ``att`` to graph ``g`` (of io type ``dtype``) as inputs ``q<i>``,
     ``k<i>``, ``v<i>``, ``do<i>`` (``o<i>`` and ``stats<i>`` unless an sdpa
     forward of the graph computes them; ``bias<i>``) and outputs ``dq<i>``,
-    ``dk<i>`` and ``dv<i>``."""
+    ``dk<i>`` and ``dv<i>`` (and ``dbias<i>``)."""
     def tensor(x, **kw):
         return g.tensor(name=f"{x}{i}", dim=att.dims(x), stride=att.strides(x), **kw)
     q, k, v, do = (tensor(x) for x in ("q", "k", "v", "do"))
-    bias = g.tensor(name=f"bias{i}", dim=list(att.bias)) if att.bias else None
+    bias = g.tensor(name=f"bias{i}", dim=list(att.bias), data_type=att.bias_type) \
+        if att.bias else None
     if att.forward:
         o, stats = _forward(g, att, q, k, v, bias, dtype)
     else:
@@ -326,7 +332,10 @@ def add_backward(g, i, att, dtype):
         stats = g.tensor(name=f"stats{i}", dim=[att.batch, att.heads, att.sq, 1],
                          data_type=F32)
     grads = g.sdpa_backward(q, k, v, o, do, stats, attn_scale=att.scale, bias=bias,
-                            use_deterministic_algorithm=att.deterministic, **att.masks())
+                            use_deterministic_algorithm=att.deterministic,
+                            compute_dbias=att.dbias, **att.masks())
+    if att.dbias:
+        grads[3].set_name(f"dbias{i}").set_output(True)
     for x, t in zip(GRADIENTS, grads):
         t.set_name(f"{x}{i}")
         if x in att.wide:
@@ -356,7 +365,8 @@ def derive_forward(dtype, configs):
                 continue
             g = dnnc.Graph(io_data_type=dtype)
             q, k, v = (g.tensor(name=x, dim=att.dims(x)) for x in "qkv")
-            bias = g.tensor(name="bias", dim=list(att.bias)) if att.bias else None
+            bias = g.tensor(name="bias", dim=list(att.bias), data_type=att.bias_type) \
+                if att.bias else None
             o, stats = _forward(g, att, q, k, v, bias, dtype)
             o.set_name("o").set_output(True)
             stats.set_name("stats").set_output(True)

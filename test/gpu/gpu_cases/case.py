@@ -65,6 +65,10 @@ class Case:
     # were (a ragged output's rows no batch entry owns), NaN in the expected
     # output, so that the GPU must leave them poisoned with NaN.
     unspecified: object = None
+    # Runs of the package after the first, each with other values of its
+    # runtime scalars ({input name: value}): the package is compiled once
+    # and checked against the reference for every run (gpu_cases/scalars.py).
+    runs: tuple = ()
 
 
 def graph_of(add, dtype, configs):

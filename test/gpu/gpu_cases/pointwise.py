@@ -94,6 +94,30 @@ def casts():
     return g
 
 
+def large_arguments(dtype):
+    """sin and cos of arguments past 2^20, where the reduction by pi/2 (f32
+    results) or 2 pi (16-bit results) must be exact (math/turns.py; the
+    fuzzer's pointwise f32 #89 and #261 of seed 1 gave 0.7071 for cos of
+    1e15 to 2e15); gelu at -inf and far below 0, where erf must be exactly
+    -1 (bf16 #161 gave -inf where the reference is NaN). Inputs: ``LARGE``
+    and ``GELU`` (``Case.fixed``), cycled over 1000 elements."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype)
+        x = g.tensor(name="x", dim=[1000])
+        xg = g.tensor(name="xg", dim=[1000])
+        outputs(g.sin(x).set_name("sin"), g.cos(x).set_name("cos"),
+                g.gelu(xg).set_name("gelu"))
+        return g
+    return build
+
+
+# f32 and bf16 reach 3.4e38; f16 stops at 65504, below the exact reduction.
+LARGE = {F32: [1e15, -1.5e15, 2e15, 1048577.0, -3.3e38, 7.7291789e28, 123456789.0, 0.5, -2.0],
+         BF16: [1e15, -1.5e15, 2e15, 1.05e6, -3.3e38, 7.7e28, 1.2e8, 0.5, -2.0],
+         F16: [65504.0, -65504.0, 40000.0, 1.05e4, 0.5, -2.0]}
+GELU = [-float("inf"), -1e4, -10.0, -5.5, float("inf"), float("nan"), 1.0, -1.0, 3.0]
+
+
 def pointwise_nhwc(dtype):
     def build():
         n, c, h, w = 2, 3, 7, 127
@@ -141,6 +165,8 @@ CASES = [
       for d in (F32, F16, BF16)),
     *(Case(f"binary_{d.mlir}", binary(d)) for d in (F32, F16, BF16)),
     Case("compare_logic_select_f32", compare_logic_select),
+    *(Case(f"pointwise_large_arguments_{d.mlir}", large_arguments(d),
+           fixed={"x": LARGE[d], "xg": GELU}) for d in (F32, F16, BF16)),
     Case("casts", casts, scale=30.0),
 ]
 

@@ -98,14 +98,14 @@ func.func @missing_operand_segment_sizes(%x: tensor<2x3xf32>, %s: tensor<1x3xf32
 
 func.func @missing_result_segment_sizes(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op 'resultSegmentSizes' attribute is expected but not provided
-  %y = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %y = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
 
 // -----
 
 func.func @segment_sizes_wrong_length(%x: tensor<2x3xf32>, %s: tensor<1x3xf32>) -> tensor<2x3xf32> {
-  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op 'operandSegmentSizes' attribute for specifying operand segments must have 3 elements, but got 2
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op 'operandSegmentSizes' attribute for specifying operand segments must have 4 elements, but got 2
   %y = "dnn.layernorm"(%x, %s) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
@@ -114,7 +114,7 @@ func.func @segment_sizes_wrong_length(%x: tensor<2x3xf32>, %s: tensor<1x3xf32>) 
 
 func.func @segment_sizes_wrong_sum(%x: tensor<2x3xf32>, %s: tensor<1x3xf32>) -> tensor<2x3xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op sum of elements in 'operandSegmentSizes' attribute must be equal to the number of operands
-  %y = "dnn.layernorm"(%x, %s) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %y = "dnn.layernorm"(%x, %s) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
 
@@ -122,7 +122,7 @@ func.func @segment_sizes_wrong_sum(%x: tensor<2x3xf32>, %s: tensor<1x3xf32>) -> 
 
 func.func @segment_of_optional_operand_above_one(%x: tensor<2x3xf32>, %s: tensor<1x3xf32>) -> tensor<2x3xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op element 1 in 'operandSegmentSizes' attribute must be equal to 0 or 1
-  %y = "dnn.layernorm"(%x, %s, %s) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 2, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3xf32>, tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
+  %y = "dnn.layernorm"(%x, %s, %s) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 2, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3xf32>, tensor<1x3xf32>, tensor<1x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
 
@@ -130,7 +130,7 @@ func.func @segment_of_optional_operand_above_one(%x: tensor<2x3xf32>, %s: tensor
 
 func.func @segment_of_required_result_zero(%x: tensor<2x3xf32>) -> tensor<2x1xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op element 0 in 'resultSegmentSizes' attribute must be equal to 1
-  %m = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0>, training = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
+  %m = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 0, 1, 0>, training = true} : (tensor<2x3xf32>) -> tensor<2x1xf32>
   return %m : tensor<2x1xf32>
 }
 
@@ -164,6 +164,38 @@ func.func @int8_matmul_with_a_float_operand(%a: tensor<2x3xsi8>, %b: tensor<3x4x
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul' op operand 'b': expected si8 or ui8 (as operand 'a'), got bf16
   %c = "dnn.matmul"(%a, %b) {compute_type = i32} : (tensor<2x3xsi8>, tensor<3x4xbf16>) -> tensor<2x4xi32>
   return %c : tensor<2x4xi32>
+}
+
+// -----
+
+func.func @block_scaled_matmul_of_bf16(%a: tensor<4x200xbf16>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x2xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'a': expected f8E4M3FN or f8E5M2, got bf16
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xbf16>, tensor<200x130xf8E4M3FN>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
+func.func @block_scales_of_a_too_few(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x1xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'a_scale' dim 1: expected 2 (a_scale is M x ceil(K / 128): one per row and 128-wide K block of 'a'), got 1
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E4M3FN>, tensor<4x1xf32>, tensor<2x2xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
+func.func @block_scales_of_b_per_column(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x2xf32>, %sb: tensor<2x130xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'b_scale' dim 1: expected 2 (b_scale is ceil(K / 128) x ceil(N / 128): one per 128 x 128 block of 'b'), got 130
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E4M3FN>, tensor<4x2xf32>, tensor<2x130xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
+}
+
+// -----
+
+func.func @block_scales_in_bf16(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E4M3FN>, %sa: tensor<4x2xbf16>, %sb: tensor<2x2xf32>) -> tensor<4x130xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.matmul_block_scaled' op operand 'a_scale': expected element type f32, got bf16
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E4M3FN>, tensor<4x2xbf16>, tensor<2x2xf32>) -> tensor<4x130xf32>
+  return %c : tensor<4x130xf32>
 }
 
 // -----
@@ -306,7 +338,7 @@ func.func @float_attribute_given_string(%x: tensor<2x3xf32>) -> tensor<2x3xf32> 
 
 func.func @bool_attribute_given_int(%x: tensor<2x3xf32>) -> tensor<2x3xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op attribute 'training': expected true or false, got 1 : i64
-  %y = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
+  %y = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = 1 : i64} : (tensor<2x3xf32>) -> tensor<2x3xf32>
   return %y : tensor<2x3xf32>
 }
 
@@ -1320,6 +1352,30 @@ func.func @sdpa_backward_output_gradient_shape(%q: tensor<2x4x16x8xf32>, %k: ten
 
 // -----
 
+func.func @sdpa_backward_dbias_without_bias(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>) -> tensor<2x4x16x8xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op attribute 'compute_dbias': expected a 'bias' operand with compute_dbias=true (dbias is its gradient), got none
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x32xf32>)
+  return %r#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @sdpa_backward_dbias_shape(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>, %bias: tensor<1x4x16x32xf32>) -> tensor<2x4x16x8xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op result 'dbias': expected shape 1x4x16x32, got 2x4x16x32
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>, tensor<1x4x16x32xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x32xf32>)
+  return %r#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
+func.func @sdpa_backward_dbias_absent(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16x1xf32>, %bias: tensor<1x4x16x32xf32>) -> tensor<2x4x16x8xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op result 'dbias': expected absent, got present
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x1xf32>, tensor<1x4x16x32xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<1x4x16x32xf32>)
+  return %r#0 : tensor<2x4x16x8xf32>
+}
+
+// -----
+
 func.func @sdpa_backward_stats_rank(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x32x8xf32>, %v: tensor<2x2x32x8xf32>, %o: tensor<2x4x16x8xf32>, %do: tensor<2x4x16x8xf32>, %stats: tensor<2x4x16xf32>) -> tensor<2x4x16x8xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa_backward' op operand 'stats': expected rank 4, got rank 3
   %r:3 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16x8xf32>, tensor<2x4x16xf32>) -> (tensor<2x4x16x8xf32>, tensor<2x2x32x8xf32>, tensor<2x2x32x8xf32>)
@@ -1366,7 +1422,7 @@ func.func @sdpa_backward_missing_scale(%q: tensor<2x4x16x8xf32>, %k: tensor<2x2x
 
 func.func @layernorm_scalar_input(%x: tensor<f32>) -> tensor<f32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op operand 'x': expected rank >= 1, got rank 0
-  %y = "dnn.layernorm"(%x) {axis = 0 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<f32>) -> tensor<f32>
+  %y = "dnn.layernorm"(%x) {axis = 0 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<f32>) -> tensor<f32>
   return %y : tensor<f32>
 }
 
@@ -1374,7 +1430,7 @@ func.func @layernorm_scalar_input(%x: tensor<f32>) -> tensor<f32> {
 
 func.func @layernorm_axis_out_of_range(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op attribute 'axis': expected an axis in [0, 3), got 3
-  %y = "dnn.layernorm"(%x) {axis = 3 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.layernorm"(%x) {axis = 3 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -1382,7 +1438,7 @@ func.func @layernorm_axis_out_of_range(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf3
 
 func.func @layernorm_scale_shape(%x: tensor<2x3x4xf32>, %scale: tensor<1x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op operand 'scale' dim 1: expected 1 ([1] * axis + x.shape[axis:]), got 3
-  %y = "dnn.layernorm"(%x, %scale) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<1x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.layernorm"(%x, %scale) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<1x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -1390,7 +1446,7 @@ func.func @layernorm_scale_shape(%x: tensor<2x3x4xf32>, %scale: tensor<1x3x4xf32
 
 func.func @layernorm_bias_rank(%x: tensor<2x3x4xf32>, %bias: tensor<4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op operand 'bias': expected rank 3, got rank 1
-  %y = "dnn.layernorm"(%x, %bias) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.layernorm"(%x, %bias) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -1398,7 +1454,7 @@ func.func @layernorm_bias_rank(%x: tensor<2x3x4xf32>, %bias: tensor<4xf32>) -> t
 
 func.func @layernorm_training_without_mean(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op result 'mean': expected present, got absent
-  %r:2 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 1>, training = true} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>)
+  %r:2 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 1>, training = true} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>)
   return %r#0 : tensor<2x3x4xf32>
 }
 
@@ -1406,7 +1462,7 @@ func.func @layernorm_training_without_mean(%x: tensor<2x3x4xf32>) -> tensor<2x3x
 
 func.func @layernorm_inference_with_stats(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op result 'mean': expected absent, got present
-  %r:3 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  %r:3 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
   return %r#0 : tensor<2x3x4xf32>
 }
 
@@ -1414,7 +1470,7 @@ func.func @layernorm_inference_with_stats(%x: tensor<2x3x4xf32>) -> tensor<2x3x4
 
 func.func @layernorm_mean_not_f32(%x: tensor<2x3x4xf16>) -> tensor<2x3x4xf16> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op result 'mean': expected element type f32, got f16
-  %r:3 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x3x1xf16>, tensor<2x3x1xf32>)
+  %r:3 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x3x1xf16>, tensor<2x3x1xf32>)
   return %r#0 : tensor<2x3x4xf16>
 }
 
@@ -1422,7 +1478,7 @@ func.func @layernorm_mean_not_f32(%x: tensor<2x3x4xf16>) -> tensor<2x3x4xf16> {
 
 func.func @layernorm_inv_variance_shape(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op result 'inv_variance': expected shape 2x3x1, got 2x3
-  %r:3 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3xf32>)
+  %r:3 = "dnn.layernorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>, tensor<2x3xf32>)
   return %r#0 : tensor<2x3x4xf32>
 }
 
@@ -1430,7 +1486,7 @@ func.func @layernorm_inv_variance_shape(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf
 
 func.func @layernorm_epsilon_as_int(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.layernorm' op attribute 'epsilon': expected an f64 float, got 0 : i64
-  %y = "dnn.layernorm"(%x) {axis = 2 : i64, epsilon = 0 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.layernorm"(%x) {axis = 2 : i64, epsilon = 0 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -1438,7 +1494,7 @@ func.func @layernorm_epsilon_as_int(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> 
 
 func.func @rmsnorm_missing_axis(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.rmsnorm' op attribute 'axis': expected a value, got none
-  %y = "dnn.rmsnorm"(%x) {operandSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.rmsnorm"(%x) {operandSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -1446,7 +1502,7 @@ func.func @rmsnorm_missing_axis(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 func.func @rmsnorm_bias_shape(%x: tensor<2x3x4xf32>, %bias: tensor<1x1x2xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.rmsnorm' op operand 'bias' dim 2: expected 4 ([1] * axis + x.shape[axis:]), got 2
-  %y = "dnn.rmsnorm"(%x, %bias) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1>} : (tensor<2x3x4xf32>, tensor<1x1x2xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.rmsnorm"(%x, %bias) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0>} : (tensor<2x3x4xf32>, tensor<1x1x2xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -1454,7 +1510,7 @@ func.func @rmsnorm_bias_shape(%x: tensor<2x3x4xf32>, %bias: tensor<1x1x2xf32>) -
 
 func.func @rmsnorm_inference_with_inv_rms(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.rmsnorm' op result 'inv_rms': expected absent, got present
-  %r:2 = "dnn.rmsnorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>)
+  %r:2 = "dnn.rmsnorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<2x3x4xf32>) -> (tensor<2x3x4xf32>, tensor<2x3x1xf32>)
   return %r#0 : tensor<2x3x4xf32>
 }
 
@@ -1462,7 +1518,7 @@ func.func @rmsnorm_inference_with_inv_rms(%x: tensor<2x3x4xf32>) -> tensor<2x3x4
 
 func.func @rmsnorm_training_without_inv_rms(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.rmsnorm' op result 'inv_rms': expected present, got absent
-  %y = "dnn.rmsnorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, training = true} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.rmsnorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, training = true} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -2120,4 +2176,31 @@ func.func @sdpa_ragged_offsets_shape(%q: tensor<2x4x6x8xf16>, %k: tensor<2x2x9x8
   // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.sdpa' op operand 'ragged_q' dim 0: expected 3 (one offset per batch entry and the end), got 2
   %o = "dnn.sdpa"(%q, %k, %v, %lq, %lkv, %bad) {operandSegmentSizes = array<i32: 1, 1, 1, 0, 1, 1, 0, 0, 1, 0, 0, 0>, padding = true, ragged_strides = array<i64: 32, 0, 0, 0>, scale = 1.250000e-01 : f64} : (tensor<2x4x6x8xf16>, tensor<2x2x9x8xf16>, tensor<2x2x9x8xf16>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>, tensor<2x1x1x1xi32>) -> tensor<2x4x6x8xf16>
   return %o : tensor<2x4x6x8xf16>
+}
+
+// -----
+
+// A runtime scalar: an argument marked dnn.by_value is a rank-0 f32 tensor,
+// and the epsilon operand of layernorm and rmsnorm a rank-0 tensor.
+
+// CHECK: error: function '@by_value_not_a_scalar' argument #0: dnn.by_value: expected tensor<f32> (a rank-0 f32 runtime scalar), got tensor<2xf32>
+func.func @by_value_not_a_scalar(%x: tensor<2xf32> {dnn.by_value}) -> tensor<2xf32> {
+  %y = "dnn.relu"(%x) : (tensor<2xf32>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @by_value_not_f32(%x: tensor<2xf32>, %s: tensor<f16> {dnn.by_value}) -> tensor<2xf32> {
+  // CHECK: error: function '@by_value_not_f32' argument #1: dnn.by_value: expected tensor<f32> (a rank-0 f32 runtime scalar), got tensor<f16>
+  %y = "dnn.mul"(%x, %s) : (tensor<2xf32>, tensor<f16>) -> tensor<2xf32>
+  return %y : tensor<2xf32>
+}
+
+// -----
+
+func.func @rmsnorm_epsilon_not_a_scalar(%x: tensor<2x3xf32>, %eps: tensor<1xf32>) -> tensor<2x3xf32> {
+  // CHECK: :[[@LINE+1]]:{{[0-9]+}}: error: 'dnn.rmsnorm' op operand 'epsilon': expected rank 0, got rank 1
+  %y = "dnn.rmsnorm"(%x, %eps) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<2x3xf32>, tensor<1xf32>) -> tensor<2x3xf32>
+  return %y : tensor<2x3xf32>
 }

@@ -721,6 +721,19 @@ func.func @matmul(%a: tensor<4x8xf32>, %b: tensor<8x5xf32>) -> tensor<4x5xf32> {
 
 // -----
 
+// fp8 operands with 1x128 scales of a (one per row and 128-wide K block) and
+// 128x128 scales of b: K = 200 is two blocks, N = 130 two column blocks.
+// CHECK-LABEL: func.func @matmul_block_scaled(
+//  CHECK-SAME:     %[[A:.*]]: tensor<4x200xf8E4M3FN>, %[[B:.*]]: tensor<200x130xf8E5M2>, %[[SA:.*]]: tensor<4x2xf32>, %[[SB:.*]]: tensor<2x2xf32>) -> tensor<4x130xbf16>
+//  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul_block_scaled"(%[[A]], %[[B]], %[[SA]], %[[SB]]) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xbf16>
+//  CHECK-NEXT:   return %[[C]] : tensor<4x130xbf16>
+func.func @matmul_block_scaled(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E5M2>, %sa: tensor<4x2xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xbf16> {
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xbf16>
+  return %c : tensor<4x130xbf16>
+}
+
+// -----
+
 // CHECK-LABEL: func.func @matmul_batch_broadcast(
 //  CHECK-SAME:     %[[A:.*]]: tensor<1x4x8xbf16>, %[[B:.*]]: tensor<3x8x5xbf16>) -> tensor<3x4x5xbf16>
 //  CHECK-NEXT:   %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]]) : (tensor<1x4x8xbf16>, tensor<3x8x5xbf16>) -> tensor<3x4x5xbf16>
@@ -941,16 +954,28 @@ func.func @sdpa_backward_bias(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x6x8xf16>, 
 
 // -----
 
+// compute_dbias adds a fourth result, dbias, of the bias's shape and type.
+
+// CHECK-LABEL: func.func @sdpa_backward_dbias(
+//  CHECK-NEXT:   %[[R:.*]]:4 = "dnn.sdpa_backward"({{.*}}) {compute_dbias = true, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>, scale = 1.250000e-01 : f64} : ({{.*}}) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x6xbf16>)
+//  CHECK-NEXT:   return %[[R]]#3 : tensor<1x2x4x6xbf16>
+func.func @sdpa_backward_dbias(%q: tensor<1x2x4x8xf16>, %k: tensor<1x2x6x8xf16>, %v: tensor<1x2x6x8xf16>, %o: tensor<1x2x4x8xf16>, %do: tensor<1x2x4x8xf16>, %stats: tensor<1x2x4x1xf32>, %bias: tensor<1x2x4x6xbf16>) -> tensor<1x2x4x6xbf16> {
+  %r:4 = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x8xf16>, tensor<1x2x4x1xf32>, tensor<1x2x4x6xbf16>) -> (tensor<1x2x4x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x6x8xf16>, tensor<1x2x4x6xbf16>)
+  return %r#3 : tensor<1x2x4x6xbf16>
+}
+
+// -----
+
 // ============================================================================
 // Normalizations: optional scale/bias operands and optional statistics results.
 // ============================================================================
 
 // CHECK-LABEL: func.func @layernorm_no_scale_no_bias(
 //  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
-//  CHECK-NEXT:   %[[Y:.*]] = "dnn.layernorm"(%[[X]]) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.layernorm"(%[[X]]) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 //  CHECK-NEXT:   return %[[Y]] : tensor<2x3x4xf32>
 func.func @layernorm_no_scale_no_bias(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
-  %y = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.layernorm"(%x) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -958,21 +983,35 @@ func.func @layernorm_no_scale_no_bias(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32
 
 // CHECK-LABEL: func.func @layernorm_bias_only(
 //  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xf16>, %[[BIAS:.*]]: tensor<1x1x4xf16>) -> tensor<2x3x4xf16>
-//  CHECK-NEXT:   %[[Y:.*]] = "dnn.layernorm"(%[[X]], %[[BIAS]]) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf16>, tensor<1x1x4xf16>) -> tensor<2x3x4xf16>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.layernorm"(%[[X]], %[[BIAS]]) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf16>, tensor<1x1x4xf16>) -> tensor<2x3x4xf16>
 //  CHECK-NEXT:   return %[[Y]] : tensor<2x3x4xf16>
 func.func @layernorm_bias_only(%x: tensor<2x3x4xf16>, %bias: tensor<1x1x4xf16>) -> tensor<2x3x4xf16> {
-  %y = "dnn.layernorm"(%x, %bias) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf16>, tensor<1x1x4xf16>) -> tensor<2x3x4xf16>
+  %y = "dnn.layernorm"(%x, %bias) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf16>, tensor<1x1x4xf16>) -> tensor<2x3x4xf16>
   return %y : tensor<2x3x4xf16>
+}
+
+// -----
+
+// The epsilon of layernorm and rmsnorm may be a rank-0 operand: a runtime
+// scalar, an argument marked dnn.by_value.
+
+// CHECK-LABEL: func.func @layernorm_runtime_epsilon(
+//  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xf32>, %[[EPS:.*]]: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> tensor<2x3x4xf32>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.layernorm"(%[[X]], %[[EPS]]) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+//  CHECK-NEXT:   return %[[Y]] : tensor<2x3x4xf32>
+func.func @layernorm_runtime_epsilon(%x: tensor<2x3x4xf32>, %eps: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> tensor<2x3x4xf32> {
+  %y = "dnn.layernorm"(%x, %eps) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 1>, resultSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>, tensor<f32>) -> tensor<2x3x4xf32>
+  return %y : tensor<2x3x4xf32>
 }
 
 // -----
 
 // CHECK-LABEL: func.func @layernorm_training_scale_bias(
 //  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xbf16>, %[[SCALE:.*]]: tensor<1x1x4xbf16>, %[[BIAS:.*]]: tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
-//  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.layernorm"(%[[X]], %[[SCALE]], %[[BIAS]]) {axis = 2 : i64, epsilon = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xbf16>, tensor<1x1x4xbf16>, tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+//  CHECK-NEXT:   %[[R:.*]]:3 = "dnn.layernorm"(%[[X]], %[[SCALE]], %[[BIAS]]) {axis = 2 : i64, epsilon = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xbf16>, tensor<1x1x4xbf16>, tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
 //  CHECK-NEXT:   return %[[R]]#0, %[[R]]#1, %[[R]]#2 : tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
 func.func @layernorm_training_scale_bias(%x: tensor<2x3x4xbf16>, %scale: tensor<1x1x4xbf16>, %bias: tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>) {
-  %r:3 = "dnn.layernorm"(%x, %scale, %bias) {axis = 2 : i64, epsilon = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xbf16>, tensor<1x1x4xbf16>, tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
+  %r:3 = "dnn.layernorm"(%x, %scale, %bias) {axis = 2 : i64, epsilon = 1.000000e-03 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<2x3x4xbf16>, tensor<1x1x4xbf16>, tensor<1x1x4xbf16>) -> (tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>)
   return %r#0, %r#1, %r#2 : tensor<2x3x4xbf16>, tensor<2x3x1xf32>, tensor<2x3x1xf32>
 }
 
@@ -980,10 +1019,10 @@ func.func @layernorm_training_scale_bias(%x: tensor<2x3x4xbf16>, %scale: tensor<
 
 // CHECK-LABEL: func.func @rmsnorm(
 //  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
-//  CHECK-NEXT:   %[[Y:.*]] = "dnn.rmsnorm"(%[[X]]) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+//  CHECK-NEXT:   %[[Y:.*]] = "dnn.rmsnorm"(%[[X]]) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
 //  CHECK-NEXT:   return %[[Y]] : tensor<2x3x4xf32>
 func.func @rmsnorm(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
-  %y = "dnn.rmsnorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
+  %y = "dnn.rmsnorm"(%x) {axis = 2 : i64, operandSegmentSizes = array<i32: 1, 0, 0, 0>} : (tensor<2x3x4xf32>) -> tensor<2x3x4xf32>
   return %y : tensor<2x3x4xf32>
 }
 
@@ -991,10 +1030,10 @@ func.func @rmsnorm(%x: tensor<2x3x4xf32>) -> tensor<2x3x4xf32> {
 
 // CHECK-LABEL: func.func @rmsnorm_training_scale(
 //  CHECK-SAME:     %[[X:.*]]: tensor<2x3x4xf16>, %[[SCALE:.*]]: tensor<1x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x1x1xf32>)
-//  CHECK-NEXT:   %[[R:.*]]:2 = "dnn.rmsnorm"(%[[X]], %[[SCALE]]) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, training = true} : (tensor<2x3x4xf16>, tensor<1x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x1x1xf32>)
+//  CHECK-NEXT:   %[[R:.*]]:2 = "dnn.rmsnorm"(%[[X]], %[[SCALE]]) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, training = true} : (tensor<2x3x4xf16>, tensor<1x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x1x1xf32>)
 //  CHECK-NEXT:   return %[[R]]#0, %[[R]]#1 : tensor<2x3x4xf16>, tensor<2x1x1xf32>
 func.func @rmsnorm_training_scale(%x: tensor<2x3x4xf16>, %scale: tensor<1x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x1x1xf32>) {
-  %r:2 = "dnn.rmsnorm"(%x, %scale) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0>, training = true} : (tensor<2x3x4xf16>, tensor<1x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x1x1xf32>)
+  %r:2 = "dnn.rmsnorm"(%x, %scale) {axis = 1 : i64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, training = true} : (tensor<2x3x4xf16>, tensor<1x3x4xf16>) -> (tensor<2x3x4xf16>, tensor<2x1x1xf32>)
   return %r#0, %r#1 : tensor<2x3x4xf16>, tensor<2x1x1xf32>
 }
 

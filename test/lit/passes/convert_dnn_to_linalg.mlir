@@ -79,6 +79,32 @@ func.func @matmul(%a: tensor<2x3x4xf32>, %b: tensor<4x5xf32>) -> tensor<2x3x5xf1
 
 // -----
 
+// Block-scaled fp8 matmul: the scales' maps divide k (and n) by the 128-wide
+// block; each product is scaled by its blocks' scales and accumulated in f32.
+
+// CHECK-DAG: #[[BS_A:.*]] = affine_map<(d0, d1, d2) -> (d0, d2)>
+// CHECK-DAG: #[[BS_B:.*]] = affine_map<(d0, d1, d2) -> (d2, d1)>
+// CHECK-DAG: #[[BS_SA:.*]] = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+// CHECK-DAG: #[[BS_SB:.*]] = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+// CHECK-DAG: #[[BS_C:.*]] = affine_map<(d0, d1, d2) -> (d0, d1)>
+// CHECK-LABEL: func.func @matmul_block_scaled(
+//       CHECK:   %[[ACC:.*]] = linalg.generic {indexing_maps = [#[[BS_A]], #[[BS_B]], #[[BS_SA]], #[[BS_SB]], #[[BS_C]]], iterator_types = ["parallel", "parallel", "reduction"]} ins(%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}} : tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) outs(%{{.*}} : tensor<4x130xf32>)
+//  CHECK-NEXT:   ^bb0(%[[X:.*]]: f8E4M3FN, %[[Y:.*]]: f8E5M2, %[[S:.*]]: f32, %[[T:.*]]: f32, %[[OUT:.*]]: f32):
+//  CHECK-NEXT:     %[[XF:.*]] = arith.extf %[[X]] : f8E4M3FN to f32
+//  CHECK-NEXT:     %[[YF:.*]] = arith.extf %[[Y]] : f8E5M2 to f32
+//  CHECK-NEXT:     %[[P:.*]] = arith.mulf %[[XF]], %[[YF]] : f32
+//  CHECK-NEXT:     %[[ST:.*]] = arith.mulf %[[S]], %[[T]] : f32
+//  CHECK-NEXT:     %[[Q:.*]] = arith.mulf %[[P]], %[[ST]] : f32
+//  CHECK-NEXT:     %[[SUM:.*]] = arith.addf %[[OUT]], %[[Q]] : f32
+//  CHECK-NEXT:     linalg.yield %[[SUM]] : f32
+//       CHECK:   linalg.generic {{.*}} ins(%[[ACC]] : tensor<4x130xf32>) outs(%{{.*}} : tensor<4x130xbf16>)
+func.func @matmul_block_scaled(%a: tensor<4x200xf8E4M3FN>, %b: tensor<200x130xf8E5M2>, %sa: tensor<4x2xf32>, %sb: tensor<2x2xf32>) -> tensor<4x130xbf16> attributes {dnn.graph} {
+  %c = "dnn.matmul_block_scaled"(%a, %b, %sa, %sb) : (tensor<4x200xf8E4M3FN>, tensor<200x130xf8E5M2>, tensor<4x2xf32>, tensor<2x2xf32>) -> tensor<4x130xbf16>
+  return %c : tensor<4x130xbf16>
+}
+
+// -----
+
 // A cast to fp8 is an arith.truncf like any other; dnn-expand-fp8 lowers it
 // for the target later (LLVM has no f8 types).
 
@@ -310,7 +336,7 @@ func.func private @sdpa_bottom_right_window(%q: tensor<1x2x7x64xbf16>, %k: tenso
 // dq, dk and dv is.
 
 // CHECK-LABEL: func.func private @sdpa_backward_causal_bias(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
 //   CHECK-NOT:   dnn.sdpa_backward
 func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {causal = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x1x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>)
@@ -319,11 +345,23 @@ func.func private @sdpa_backward_causal_bias(%q: tensor<1x4x7x64xbf16>, %k: tens
 
 // -----
 
+// With compute_dbias, dbias is the fourth of the results (returned first here).
+
+// CHECK-LABEL: func.func private @sdpa_backward_dbias(
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, 6, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 2, 3, 0>, returned = 4 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}
+//   CHECK-NOT:   dnn.sdpa_backward
+func.func private @sdpa_backward_dbias(%q: tensor<1x4x7x64xbf16>, %k: tensor<1x2x9x64xbf16>, %v: tensor<1x2x9x32xbf16>, %o: tensor<1x4x7x32xbf16>, %do: tensor<1x4x7x32xbf16>, %stats: tensor<1x4x7x1xf32>, %bias: tensor<1x4x7x9xbf16>) -> (tensor<1x4x7x9xbf16>, tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
+  %dq, %dk, %dv, %dbias = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats, %bias) {compute_dbias = true, scale = 1.250000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x32xbf16>, tensor<1x4x7x1xf32>, tensor<1x4x7x9xbf16>) -> (tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>, tensor<1x4x7x9xbf16>)
+  return %dbias, %dq, %dk, %dv : tensor<1x4x7x9xbf16>, tensor<1x4x7x64xbf16>, tensor<1x2x9x64xbf16>, tensor<1x2x9x32xbf16>
+}
+
+// -----
+
 // The backward's indices follow the arguments and returned values too:
 // stats is argument 0, no bias (-1), dk returned first.
 
 // CHECK-LABEL: func.func private @sdpa_backward_reordered(
-//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 1, 2, 3, 4, 5, 0, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 1, 0, 2, -1>, returned = 3 : i64, scale = 5.000000e-01 : f64, window = 0 : i64}
 func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tensor<2x2x7x16xf16>, %k: tensor<2x2x9x16xf16>, %v: tensor<2x2x9x16xf16>, %o: tensor<2x2x7x16xf16>, %do: tensor<2x2x7x16xf16>) -> (tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = false, scale = 5.000000e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x7x1xf32>) -> (tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>, tensor<2x2x9x16xf16>)
   return %dk, %dq, %dv : tensor<2x2x9x16xf16>, tensor<2x2x7x16xf16>, tensor<2x2x9x16xf16>
@@ -334,7 +372,7 @@ func.func private @sdpa_backward_reordered(%stats: tensor<2x2x7x1xf32>, %q: tens
 // The backward's masks too: a top-left window of 3 columns.
 
 // CHECK-LABEL: func.func private @sdpa_backward_window(
-//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
+//  CHECK-SAME:     dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 3 : i64}
 func.func private @sdpa_backward_window(%q: tensor<1x2x7x16xf16>, %k: tensor<1x2x9x16xf16>, %v: tensor<1x2x9x16xf16>, %o: tensor<1x2x7x16xf16>, %do: tensor<1x2x7x16xf16>, %stats: tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>) attributes {dnn.anchor = "sdpa_backward", dnn.kernel} {
   %dq, %dk, %dv = "dnn.sdpa_backward"(%q, %k, %v, %o, %do, %stats) {causal = true, diagonal = "top_left", scale = 2.500000e-01 : f64, window = 3 : i64, operandSegmentSizes = array<i32: 1, 1, 1, 1, 1, 1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0>} : (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x16xf16>, tensor<1x2x7x1xf32>) -> (tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>)
   return %dq, %dk, %dv : tensor<1x2x7x16xf16>, tensor<1x2x9x16xf16>, tensor<1x2x9x16xf16>

@@ -168,8 +168,29 @@ func.func @softmax(%x: tensor<4x7xf32>) -> tensor<4x7xf32> {
 // ALL: %[[Y:.*]] = "dnn.add"(%[[XS]], %[[BIAS]])
 // ALL: return %[[Y]], %[[MEAN]], %[[INV]]
 func.func @layernorm(%x: tensor<3x5x8xf32>, %scale: tensor<1x5x8xf32>, %bias: tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>) {
-  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
+  %y, %mean, %inv = "dnn.layernorm"(%x, %scale, %bias) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<3x5x8xf32>, tensor<1x5x8xf32>, tensor<1x5x8xf32>) -> (tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>)
   return %y, %mean, %inv : tensor<3x5x8xf32>, tensor<3x1x1xf32>, tensor<3x1x1xf32>
+}
+
+// -----
+
+// An rmsnorm whose epsilon is an operand (a runtime scalar: a rank-0 graph
+// argument marked dnn.by_value) adds that operand, not a constant.
+
+// CHECK-LABEL: func.func @rmsnorm_runtime_epsilon(
+// CHECK: "dnn.rmsnorm"
+// ALL-LABEL: func.func @rmsnorm_runtime_epsilon(
+// ALL-SAME: %[[X:.*]]: tensor<4x16xf32>, %[[EPS:.*]]: tensor<f32> {dnn.by_value, dnn.name = "eps"})
+// ALL-NOT: dnn.rmsnorm
+// ALL-NOT: dnn.constant
+// ALL: %[[MS:.*]] = "dnn.reduction"
+// ALL-NEXT: %[[VE:.*]] = "dnn.add"(%[[MS]], %[[EPS]]) : (tensor<4x1xf32>, tensor<f32>) -> tensor<4x1xf32>
+// ALL-NEXT: %[[INV:.*]] = "dnn.rsqrt"(%[[VE]])
+// ALL-NEXT: %[[Y:.*]] = "dnn.mul"(%[[X]], %[[INV]])
+// ALL: return %[[Y]], %[[INV]]
+func.func @rmsnorm_runtime_epsilon(%x: tensor<4x16xf32>, %eps: tensor<f32> {dnn.by_value, dnn.name = "eps"}) -> (tensor<4x16xf32>, tensor<4x1xf32>) {
+  %y, %inv = "dnn.rmsnorm"(%x, %eps) {axis = 1 : i64, epsilon = 1.0e-05 : f64, training = true, operandSegmentSizes = array<i32: 1, 0, 0, 1>} : (tensor<4x16xf32>, tensor<f32>) -> (tensor<4x16xf32>, tensor<4x1xf32>)
+  return %y, %inv : tensor<4x16xf32>, tensor<4x1xf32>
 }
 
 // -----
@@ -400,4 +421,61 @@ func.func @batchnorm_backward_planes(%dy: tensor<2x3x4x5xf32>, %x: tensor<2x3x4x
 func.func @batchnorm_inference_channels_last(%x: tensor<2x3x4x5xf32> {dnn.strides = array<i64: 60, 1, 15, 3>}, %scale: tensor<1x3x1x1xf32>, %bias: tensor<1x3x1x1xf32>, %mean: tensor<1x3x1x1xf32>, %var: tensor<1x3x1x1xf32>) -> tensor<2x3x4x5xf32> attributes {dnn.graph} {
   %0 = "dnn.batchnorm_inference"(%x, %scale, %bias, %mean, %var) {epsilon = 1.0e-05 : f64} : (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) -> tensor<2x3x4x5xf32>
   return %0 : tensor<2x3x4x5xf32>
+}
+
+// -----
+
+// groupnorm of a channels-last x: x in its memory order, (N, S, C); the
+// per-channel sums over S (a column program per sample), then per group
+// over C/G; the mean and inv spread back per channel; the parameters read as
+// (1, 1, C); y back through the inverse transpose.
+
+// ALL-LABEL: func.func @groupnorm_channels_last(
+// ALL: %[[T:.*]] = "dnn.transpose"(%{{.*}}) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<2x6x4x5xf32>) -> tensor<2x4x5x6xf32>
+// ALL: %[[V:.*]] = "dnn.reshape"(%[[T]]) : (tensor<2x4x5x6xf32>) -> tensor<2x20x6xf32>
+// ALL: %[[SUMS:.*]] = "dnn.reduction"(%[[V]]) {axes = array<i64: 1>, keepdims = true, mode = "sum"} : (tensor<2x20x6xf32>) -> tensor<2x1x6xf32>
+// ALL: %[[G:.*]] = "dnn.reshape"(%[[SUMS]]) : (tensor<2x1x6xf32>) -> tensor<2x3x2xf32>
+// ALL: "dnn.reduction"(%[[G]]) {axes = array<i64: 2>, keepdims = true, mode = "sum"} : (tensor<2x3x2xf32>) -> tensor<2x3x1xf32>
+// ALL: %[[MEAN:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x3x2xf32>) -> tensor<2x1x6xf32>
+// ALL: %[[D:.*]] = "dnn.sub"(%[[V]], %[[MEAN]]) : (tensor<2x20x6xf32>, tensor<2x1x6xf32>) -> tensor<2x20x6xf32>
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 1>, keepdims = true, mode = "sum"} : (tensor<2x20x6xf32>) -> tensor<2x1x6xf32>
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 2>, keepdims = true, mode = "sum"} : (tensor<2x3x2xf32>) -> tensor<2x3x1xf32>
+// ALL: %[[S:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<1x6x1x1xf32>) -> tensor<1x1x6xf32>
+// ALL: %[[B:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<1x6x1x1xf32>) -> tensor<1x1x6xf32>
+// ALL: %[[INV:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x3x2xf32>) -> tensor<2x1x6xf32>
+// ALL: %[[XHAT:.*]] = "dnn.mul"(%[[D]], %[[INV]])
+// ALL: %[[YS:.*]] = "dnn.mul"(%[[XHAT]], %[[S]]) : (tensor<2x20x6xf32>, tensor<1x1x6xf32>) -> tensor<2x20x6xf32>
+// ALL: %[[Y:.*]] = "dnn.add"(%[[YS]], %[[B]]) : (tensor<2x20x6xf32>, tensor<1x1x6xf32>) -> tensor<2x20x6xf32>
+// ALL: %[[YM:.*]] = "dnn.reshape"(%[[Y]]) : (tensor<2x20x6xf32>) -> tensor<2x4x5x6xf32>
+// ALL: %[[R:.*]] = "dnn.transpose"(%[[YM]]) {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x4x5x6xf32>) -> tensor<2x6x4x5xf32>
+// ALL: return %[[R]]
+func.func @groupnorm_channels_last(%x: tensor<2x6x4x5xf32> {dnn.strides = array<i64: 120, 1, 30, 6>}, %scale: tensor<1x6x1x1xf32> {dnn.strides = array<i64: 6, 1, 6, 6>}, %bias: tensor<1x6x1x1xf32>) -> (tensor<2x6x4x5xf32>, tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>) attributes {dnn.graph} {
+  %y, %mean, %inv = "dnn.groupnorm"(%x, %scale, %bias) {epsilon = 1.0e-05 : f64, groups = 3 : i64, training = true, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x6x4x5xf32>, tensor<1x6x1x1xf32>, tensor<1x6x1x1xf32>) -> (tensor<2x6x4x5xf32>, tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>)
+  return %y, %mean, %inv : tensor<2x6x4x5xf32>, tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>
+}
+
+// -----
+
+// instancenorm_backward of a channels-last dy and x: ds = sum(dy * x) and
+// db = sum(dy) over the middle axis of (N, S, C), the coefficients of dx on
+// (N, 1, C) (mean and inv viewed so), dx in the same view, dscale and dbias
+// sums over the samples.
+
+// ALL-LABEL: func.func @instancenorm_backward_channels_last(
+// ALL: %[[DY:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x4x5x3xf32>) -> tensor<2x20x3xf32>
+// ALL: %[[X:.*]] = "dnn.reshape"(%{{.*}}) : (tensor<2x4x5x3xf32>) -> tensor<2x20x3xf32>
+// ALL: %[[DYX:.*]] = "dnn.mul"(%[[DY]], %[[X]])
+// ALL: %[[DS:.*]] = "dnn.reduction"(%[[DYX]]) {axes = array<i64: 1>, keepdims = true, mode = "sum"} : (tensor<2x20x3xf32>) -> tensor<2x1x3xf32>
+// ALL: %[[DB:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 1>, keepdims = true, mode = "sum"} : (tensor<2x20x3xf32>) -> tensor<2x1x3xf32>
+// ALL: "dnn.reshape"(%{{.*}}) : (tensor<2x3x1x1xf32>) -> tensor<2x1x3xf32>
+// ALL: "dnn.reshape"(%{{.*}}) : (tensor<1x3x1x1xf32>) -> tensor<1x1x3xf32>
+// ALL-NOT: dnn.transpose
+// ALL: %[[DX:.*]] = "dnn.add"(%{{.*}}, %{{.*}}) : (tensor<2x20x3xf32>, tensor<2x1x3xf32>) -> tensor<2x20x3xf32>
+// ALL: "dnn.reshape"(%[[DX]]) : (tensor<2x20x3xf32>) -> tensor<2x4x5x3xf32>
+// ALL: "dnn.transpose"(%{{.*}}) {permutation = array<i64: 0, 3, 1, 2>}
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<2x3xf32>) -> tensor<1x3xf32>
+// ALL: "dnn.reduction"(%{{.*}}) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<2x3xf32>) -> tensor<1x3xf32>
+func.func @instancenorm_backward_channels_last(%dy: tensor<2x3x4x5xf32> {dnn.strides = array<i64: 60, 1, 15, 3>}, %x: tensor<2x3x4x5xf32> {dnn.strides = array<i64: 60, 1, 15, 3>}, %scale: tensor<1x3x1x1xf32>, %mean: tensor<2x3x1x1xf32>, %inv: tensor<2x3x1x1xf32>) -> (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>) attributes {dnn.graph} {
+  %dx, %ds, %db = "dnn.instancenorm_backward"(%dy, %x, %scale, %mean, %inv) {has_bias = true, resultSegmentSizes = array<i32: 1, 1, 1>} : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<2x3x1x1xf32>, tensor<2x3x1x1xf32>) -> (tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>)
+  return %dx, %ds, %db : tensor<2x3x4x5xf32>, tensor<1x3x1x1xf32>, tensor<1x3x1x1xf32>
 }

@@ -52,12 +52,21 @@ func.func @isnan(%x: f32) -> i1 {
 
 // -----
 
-// sin reduces by pi/2 in f64.
+// sin reduces by pi/2 in f64; past 2^20, exactly in integers (2/pi's bits
+// funnel-shifted out of 64-bit words), in a branch only such lanes take.
 
 // CHECK-LABEL: func.func @sin(
 //       CHECK:   arith.extf %{{.*}} : f32 to f64
 //       CHECK:   llvm.call_intrinsic "llvm.roundeven.f64"
 //       CHECK:   llvm.call_intrinsic "llvm.fma.f64"
+//       CHECK:   %[[SMALL:.*]] = arith.cmpf olt, %{{.*}}, %{{.*}} : f32
+//       CHECK:   %[[BIG:.*]] = arith.xori %[[SMALL]]
+//       CHECK:   %[[EXACT:.*]]:2 = scf.if %[[BIG]] -> (i32, f64) {
+//       CHECK:     llvm.call_intrinsic "llvm.fshl.i64"
+//       CHECK:     arith.muli %{{.*}} : i64
+//       CHECK:     scf.yield
+//       CHECK:   } else {
+//       CHECK:   arith.select %[[SMALL]], %{{.*}}, %[[EXACT]]#1 : f64
 //       CHECK:   arith.truncf %{{.*}} : f64 to f32
 func.func @sin(%x: f32) -> f32 {
   %y = math.sin %x : f32

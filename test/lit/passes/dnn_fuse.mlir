@@ -1,5 +1,5 @@
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse)' | FileCheck %s
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false conv_prologue=false})' | FileCheck %s --check-prefix=NOFUSE
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-fuse{epilogue=false prologue=false matmul_prologue=false conv_prologue=false conv_bias_grad=false})' | FileCheck %s --check-prefix=NOFUSE
 
 // Each test's graph function ends up holding only calls; a graph body of one
 // call and a return shows that exactly one kernel was made.
@@ -53,6 +53,27 @@ func.func @matmul_bias_gelu(%a: tensor<3x5x13xf32>, %w: tensor<13x7xf32>, %b: te
 
 // -----
 
+// A block-scaled fp8 matmul takes the pointwise epilogue as a matmul does:
+// its bias and cast join the kernel, the scales are operands of the anchor.
+// CHECK-LABEL: func.func private @block_scaled_bias_k0_matmul_block_scaled(
+// CHECK-SAME: attributes {dnn.anchor = "matmul_block_scaled", dnn.kernel}
+// CHECK-NEXT: %[[M:.*]] = "dnn.matmul_block_scaled"(%arg0, %arg1, %arg2, %arg3)
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[M]], %arg4)
+// CHECK-NEXT: %[[Y:.*]] = "dnn.cast"(%[[S]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @block_scaled_bias(
+// CHECK-NEXT: %[[R:.*]] = call @block_scaled_bias_k0_matmul_block_scaled(%arg0, %arg1, %arg2, %arg3, %arg4)
+// CHECK-NEXT: return %[[R]]
+func.func @block_scaled_bias(%a: tensor<5x200xf8E4M3FN>, %w: tensor<200x7xf8E4M3FN>, %sa: tensor<5x2xf32>, %sw: tensor<2x1xf32>, %b: tensor<1x7xf32>) -> tensor<5x7xbf16> {
+  %0 = "dnn.matmul_block_scaled"(%a, %w, %sa, %sw) : (tensor<5x200xf8E4M3FN>, tensor<200x7xf8E4M3FN>, tensor<5x2xf32>, tensor<2x1xf32>) -> tensor<5x7xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<5x7xf32>, tensor<1x7xf32>) -> tensor<5x7xf32>
+  %2 = "dnn.cast"(%1) : (tensor<5x7xf32>) -> tensor<5x7xbf16>
+  return %2 : tensor<5x7xbf16>
+}
+
+// -----
+
 // matmul + bias + residual add + relu (+ the output cast): one kernel with the
 // bias and the residual as extra arguments.
 // CHECK-LABEL: func.func private @matmul_bias_residual_relu_k0_matmul(
@@ -93,7 +114,7 @@ func.func @matmul_bias_residual_relu(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>,
 // NOFUSE: func.func private @residual_layernorm_k1_layernorm(
 func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   return %1, %0 : tensor<5x13xf32>, tensor<5x13xf32>
 }
 
@@ -110,7 +131,7 @@ func.func @residual_layernorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale
 // CHECK-NEXT: return %[[R]]
 func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tensor<5x13xf32> {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   return %1 : tensor<5x13xf32>
 }
 
@@ -135,7 +156,7 @@ func.func @residual_rmsnorm(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> tenso
 // NOFUSE: func.func private @residual_rmsnorm_cast_k2_pointwise(
 func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %scale: tensor<1x13xf32>) -> tensor<5x13xf16> {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xbf16>, tensor<5x13xbf16>) -> tensor<5x13xf32>
-  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.rmsnorm"(%0, %scale) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.cast"(%1) : (tensor<5x13xf32>) -> tensor<5x13xf16>
   return %2 : tensor<5x13xf16>
 }
@@ -156,7 +177,7 @@ func.func @residual_rmsnorm_cast(%x: tensor<5x13xbf16>, %r: tensor<5x13xbf16>, %
 // CHECK-NEXT: return %[[Y]], %[[P]]#1
 func.func @shared_residual(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.exp"(%0) : (tensor<5x13xf32>) -> tensor<5x13xf32>
   return %1, %2 : tensor<5x13xf32>, tensor<5x13xf32>
 }
@@ -398,7 +419,7 @@ func.func @amax_bf16(%a: tensor<5x32xbf16>, %b: tensor<32x16xbf16>) -> (tensor<1
 // NOFUSE: func.func private @residual_layernorm_fp8_k2_pointwise(
 func.func @residual_layernorm_fp8(%x: tensor<5x13xf32>, %r: tensor<5x13xf32>, %scale: tensor<1x13xf32>, %bias: tensor<1x13xf32>, %q: tensor<f32>) -> (tensor<5x13xf8E4M3FN>, tensor<5x13xf32>) {
   %0 = "dnn.add"(%x, %r) : (tensor<5x13xf32>, tensor<5x13xf32>) -> tensor<5x13xf32>
-  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
+  %1 = "dnn.layernorm"(%0, %scale, %bias) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>, tensor<1x13xf32>, tensor<1x13xf32>) -> tensor<5x13xf32>
   %2 = "dnn.mul"(%1, %q) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   %3 = "dnn.cast"(%2) : (tensor<5x13xf32>) -> tensor<5x13xf8E4M3FN>
   return %3, %0 : tensor<5x13xf8E4M3FN>, tensor<5x13xf32>
@@ -429,7 +450,7 @@ func.func @norm_epilogue(%x: tensor<13x5xf32>) -> tensor<5x13xf32> {
   %c = "dnn.constant"() {value = 2.000000e+00 : f64} : () -> tensor<f32>
   %0 = "dnn.transpose"(%x) {permutation = array<i64: 1, 0>} : (tensor<13x5xf32>) -> tensor<5x13xf32>
   %1 = "dnn.mul"(%0, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
-  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
+  %2 = "dnn.layernorm"(%1) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<5x13xf32>) -> tensor<5x13xf32>
   %3 = "dnn.add"(%2, %c) : (tensor<5x13xf32>, tensor<f32>) -> tensor<5x13xf32>
   return %3 : tensor<5x13xf32>
 }
@@ -529,7 +550,7 @@ func.func @epilogue_reads_later_kernel(%x: tensor<5x5xf32>, %s: tensor<5x5xf32>)
 // CHECK-NEXT: %[[B:.*]] = call @norm_statistics_k1_layernorm_backward(%arg1, %arg0, %[[F]]#1, %[[F]]#2)
 // CHECK-NEXT: return %[[F]]#0, %[[B]]
 func.func @norm_statistics(%x: tensor<5x13xf32>, %dy: tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x13xf32>) {
-  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
+  %y, %mean, %inv = "dnn.layernorm"(%x) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 0, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1>, training = true} : (tensor<5x13xf32>) -> (tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>)
   %dx, %dbias = "dnn.layernorm_backward"(%dy, %x, %mean, %inv) {axis = 1 : i64, has_bias = true, resultSegmentSizes = array<i32: 1, 0, 1>} : (tensor<5x13xf32>, tensor<5x13xf32>, tensor<5x1xf32>, tensor<5x1xf32>) -> (tensor<5x13xf32>, tensor<1x13xf32>)
   return %y, %dx : tensor<5x13xf32>, tensor<5x13xf32>
 }
@@ -943,4 +964,93 @@ func.func @recomputed_epilogue(%w: tensor<8x32xf32>, %dy: tensor<4x8xf32>, %x: t
   %1 = "dnn.gelu_backward"(%0, %x) {approximate = "none"} : (tensor<4x32xf32>, tensor<4x32xf32>) -> tensor<4x32xf32>
   %2 = "dnn.reduction"(%1) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<4x32xf32>) -> tensor<1x32xf32>
   return %2, %1 : tensor<1x32xf32>, tensor<4x32xf32>
+}
+
+// -----
+
+// A runtime scalar (an argument marked dnn.by_value) stays an argument: each
+// kernel that reads it takes it as a tensor<f32> argument of its own (a
+// matmul epilogue's and a softmax epilogue's), where a dnn.constant would be
+// cloned in.
+// CHECK-LABEL: func.func private @runtime_scalar_k0_matmul(
+// CHECK-SAME: %[[A:[^:]*]]: tensor<8x16xf32>, %[[B:[^:]*]]: tensor<16x32xf32>, %[[S:[^:]*]]: tensor<f32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[C:.*]] = "dnn.matmul"(%[[A]], %[[B]])
+// CHECK-NEXT: %[[Y:.*]] = "dnn.mul"(%[[C]], %[[S]])
+// CHECK-NEXT: return %[[Y]]
+// CHECK-LABEL: func.func private @runtime_scalar_k1_softmax(
+// CHECK-SAME: %[[X:[^:]*]]: tensor<8x32xf32>, %[[S:[^:]*]]: tensor<f32>) -> tensor<8x32xf32>
+// CHECK-NEXT: %[[M:.*]] = "dnn.softmax"(%[[X]])
+// CHECK-NEXT: %[[Z:.*]] = "dnn.add"(%[[M]], %[[S]])
+// CHECK-NEXT: return %[[Z]]
+// CHECK-LABEL: func.func @runtime_scalar(
+// CHECK-SAME: %{{.*}}: tensor<f32> {dnn.by_value, dnn.name = "s"}
+// CHECK-NEXT: %[[Y:.*]] = call @runtime_scalar_k0_matmul(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[Z:.*]] = call @runtime_scalar_k1_softmax(%[[Y]], %arg2)
+// CHECK-NEXT: return %[[Z]]
+func.func @runtime_scalar(%a: tensor<8x16xf32>, %b: tensor<16x32xf32>, %s: tensor<f32> {dnn.by_value, dnn.name = "s"}) -> tensor<8x32xf32> attributes {dnn.graph} {
+  %c = "dnn.matmul"(%a, %b) {compute_type = f32} : (tensor<8x16xf32>, tensor<16x32xf32>) -> tensor<8x32xf32>
+  %y = "dnn.mul"(%c, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  %m = "dnn.softmax"(%y) {axis = 1 : i64} : (tensor<8x32xf32>) -> tensor<8x32xf32>
+  %z = "dnn.add"(%m, %s) : (tensor<8x32xf32>, tensor<f32>) -> tensor<8x32xf32>
+  return %z : tensor<8x32xf32>
+}
+
+// -----
+
+// A filter gradient and its bias gradient (the sum of dy over every dim but
+// K): one conv_wgrad kernel returning dw and db; tc-sm90 sums dy's tiles
+// as its GEMM reads them. Off: the sum is a reduction kernel of its own,
+// and the filter gradient's kernel says why.
+// CHECK-LABEL: func.func private @wgrad_bias_k0_conv_wgrad(
+// CHECK-SAME: %[[DY:[^:]*]]: tensor<2x64x8x8xbf16>, %[[X:[^:]*]]: tensor<2x32x8x8xbf16>) -> (tensor<64x32x3x3xbf16>, tensor<1x64x1x1xbf16>)
+// CHECK-SAME: attributes {dnn.anchor = "conv_wgrad", dnn.kernel}
+// CHECK-NEXT: %[[DW:.*]] = "dnn.conv_wgrad"(%[[DY]], %[[X]])
+// CHECK-NEXT: %[[DB:.*]] = "dnn.reduction"(%[[DY]]) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"}
+// CHECK-NEXT: return %[[DW]], %[[DB]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @wgrad_bias(
+// CHECK-NEXT: %[[R:.*]]:2 = call @wgrad_bias_k0_conv_wgrad(%arg1, %arg0)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1
+// NOFUSE-LABEL: func.func private @wgrad_bias_k0_conv_wgrad(
+// NOFUSE-SAME: dnn.fusion_note = "the bias gradient (sum of dy) left to kernels of its own (tc-sm80 computes none beside a filter gradient)"
+// NOFUSE: func.func private @wgrad_bias_k1_reduction(
+// NOFUSE-LABEL: func.func @wgrad_bias(
+// NOFUSE-NEXT: call @wgrad_bias_k0_conv_wgrad(%arg1, %arg0)
+// NOFUSE-NEXT: call @wgrad_bias_k1_reduction(%arg1)
+func.func @wgrad_bias(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x64x8x8xbf16>) -> (tensor<64x32x3x3xbf16>, tensor<1x64x1x1xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x64x8x8xbf16>, tensor<2x32x8x8xbf16>) -> tensor<64x32x3x3xbf16>
+  %1 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"} : (tensor<2x64x8x8xbf16>) -> tensor<1x64x1x1xbf16>
+  return %0, %1 : tensor<64x32x3x3xbf16>, tensor<1x64x1x1xbf16>
+}
+
+// -----
+
+// The bias gradient before the filter gradient in the graph, without its
+// kept dims: the filter gradient's kernel takes it all the same.
+// CHECK-LABEL: func.func private @bias_then_wgrad_k0_conv_wgrad(
+// CHECK-SAME: -> (tensor<64xbf16>, tensor<64x32x1x1xbf16>)
+// CHECK-NEXT: %[[DB:.*]] = "dnn.reduction"
+// CHECK-NEXT: %[[DW:.*]] = "dnn.conv_wgrad"
+// CHECK-NEXT: return %[[DB]], %[[DW]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @bias_then_wgrad(
+// CHECK-NEXT: %[[R:.*]]:2 = call @bias_then_wgrad_k0_conv_wgrad(%arg1, %arg0)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1
+func.func @bias_then_wgrad(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x64x8x8xbf16>) -> (tensor<64xbf16>, tensor<64x32x1x1xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = false, mode = "sum"} : (tensor<2x64x8x8xbf16>) -> tensor<64xbf16>
+  %1 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x64x8x8xbf16>, tensor<2x32x8x8xbf16>) -> tensor<64x32x1x1xbf16>
+  return %0, %1 : tensor<64xbf16>, tensor<64x32x1x1xbf16>
+}
+
+// -----
+
+// K = 12 (dy's pixels not whole 16-byte pieces: tc-sm80 runs the filter
+// gradient): two kernels, the filter gradient's saying why.
+// CHECK-LABEL: func.func private @wgrad_bias_k12_k0_conv_wgrad(
+// CHECK-SAME: dnn.fusion_note = "the bias gradient (sum of dy) left to kernels of its own (tc-sm90 sums none beside this one: K = 12, C = 32: tc-sm90 reads dy and x by TMA in 16-byte pixels (both multiples of 8))"
+// CHECK: func.func private @wgrad_bias_k12_k1_reduction(
+func.func @wgrad_bias_k12(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x12x8x8xbf16>) -> (tensor<12x32x3x3xbf16>, tensor<1x12x1x1xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x12x8x8xbf16>, tensor<2x32x8x8xbf16>) -> tensor<12x32x3x3xbf16>
+  %1 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"} : (tensor<2x12x8x8xbf16>) -> tensor<1x12x1x1xbf16>
+  return %0, %1 : tensor<12x32x3x3xbf16>, tensor<1x12x1x1xbf16>
 }

@@ -1686,7 +1686,7 @@ func.func private @sdpa_bias_of_another_type(%q: memref<1x2x16x64xf16>, %k: memr
 //   CHECK-NOT:   gpu.launch
 //   CHECK-NOT:   linalg.
 //       CHECK:   return
-func.func private @sdpa_backward_causal_gqa(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+func.func private @sdpa_backward_causal_gqa(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0.000000e+00 : f32
@@ -2066,7 +2066,7 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
 //   CHECK-NOT:   gpu.launch
 //   CHECK-NOT:   linalg.
 //       CHECK:   return
-func.func private @sdpa_backward_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+func.func private @sdpa_backward_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0.000000e+00 : f32
@@ -2453,7 +2453,7 @@ func.func private @sm80_split_k(%A: memref<100x512xf16>, %B: memref<512x72xf16>,
 //       CHECK:     nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
 //       CHECK:     vector.store {{.*}}, %[[DK]]
 //       CHECK:     vector.store {{.*}}, %[[DV]]
-func.func private @sdpa_backward_sm80(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+func.func private @sdpa_backward_sm80(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0.000000e+00 : f32
@@ -2594,5 +2594,171 @@ func.func private @sdpa_backward_sm80(%q: memref<1x4x64x64xbf16>, %k: memref<1x2
   }
   %collapse_shape = memref.collapse_shape %alloc_12 [[0], [1, 2], [3], [4]] : memref<1x2x2x64x64xbf16> into memref<1x4x64x64xbf16>
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
+  return
+}
+
+// -----
+
+// A filter gradient with its bias gradient (dnn-fuse{conv_bias_grad}): the
+// sum of dy and its conversion to db's type leave no linalg op behind; the
+// consumers load their 16-byte pieces of dy's swizzled stage, add them,
+// add the lanes' sums by xor shuffles, and store db (sm90/bias_grad.py).
+// CHECK-LABEL: func.func private @conv_wgrad_bias_grad(
+//  CHECK-SAME:     memref<128x64x3x3xbf16, strided<[576, 1, 192, 64]>> {bufferize.result}, %[[DB:[^:]*]]: memref<1x128x1x1xbf16>
+//  CHECK-SAME:     dnn.config_reason = "conv_wgrad; implicit GEMM (wgrad): x read by TMA in im2col mode, 9 filter taps x 64 channels; {{.*}}; the bias gradient (sum of dy) taken from dy's tiles in shared memory by the first column of tiles"
+//   CHECK-NOT:   linalg.generic
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c9,
+//       CHECK:     nvvm.wgmma.mma_async
+//       CHECK:     nvvm.wgmma.commit.group.sync.aligned
+//       CHECK:     llvm.load %{{.*}} {alignment = 16 : i64} : !llvm.ptr<3> -> vector<8xbf16>
+//       CHECK:     arith.extf %{{.*}} : vector<8xbf16> to vector<8xf32>
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 1
+//       CHECK:     gpu.shuffle  xor
+//       CHECK:     memref.store %{{.*}}, %[[DB]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] : memref<1x128x1x1xbf16>
+//   CHECK-NOT:   linalg.generic
+#wb = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#wb1 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#wb2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d2, d3 + d6, d4 + d7)>
+#wb3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>
+#wb4 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+#wb5 = affine_map<(d0, d1, d2, d3) -> (0, d1, 0, 0)>
+func.func private @conv_wgrad_bias_grad(%dy: memref<2x128x8x8xbf16, strided<[8192, 1, 1024, 128]>>, %x: memref<2x64x8x8xbf16, strided<[4096, 1, 512, 64]>>, %dw: memref<128x64x3x3xbf16, strided<[576, 1, 192, 64]>> {bufferize.result}, %db: memref<1x128x1x1xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [384, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.config_reason = "conv_wgrad", dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 1 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x64x10x10xf32>
+  linalg.generic {indexing_maps = [#wb], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x64x10x10xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<2x64x8x8xf32>
+  linalg.generic {indexing_maps = [#wb, #wb], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<2x64x8x8xbf16, strided<[4096, 1, 512, 64]>>) outs(%alloc_0 : memref<2x64x8x8xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [2, 64, 8, 8] [1, 1, 1, 1] : memref<2x64x10x10xf32> to memref<2x64x8x8xf32, strided<[6400, 100, 10, 1], offset: 11>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<2x64x8x8xf32>) outs(%subview : memref<2x64x8x8xf32, strided<[6400, 100, 10, 1], offset: 11>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [2, 1, 64, 10, 10] : memref<2x64x10x10xf32> into memref<2x1x64x10x10xf32>
+  %expand_shape_1 = memref.expand_shape %dy [[0], [1, 2], [3], [4]] output_shape [2, 1, 128, 8, 8] : memref<2x128x8x8xbf16, strided<[8192, 1, 1024, 128]>> into memref<2x1x128x8x8xbf16, strided<[8192, 128, 1, 1024, 128]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x128x64x3x3xf32>
+  linalg.generic {indexing_maps = [#wb1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<1x128x64x3x3xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#wb2, #wb3, #wb4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<2x1x64x10x10xf32>, memref<2x1x128x8x8xbf16, strided<[8192, 128, 1, 1024, 128]>>) outs(%alloc_2 : memref<1x128x64x3x3xf32>) {
+  ^bb0(%in: f32, %in_5: bf16, %out: f32):
+    %0 = arith.extf %in_5 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x128x64x3x3xbf16>
+  linalg.generic {indexing_maps = [#wb1, #wb1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<1x128x64x3x3xf32>) outs(%alloc_3 : memref<1x128x64x3x3xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<1x128x64x3x3xbf16> into memref<128x64x3x3xbf16>
+  %alloc_4 = memref.alloc() {alignment = 64 : i64} : memref<1x128x1x1xf32>
+  linalg.generic {indexing_maps = [#wb], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_4 : memref<1x128x1x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#wb, #wb5], iterator_types = ["reduction", "parallel", "reduction", "reduction"]} ins(%dy : memref<2x128x8x8xbf16, strided<[8192, 1, 1024, 128]>>) outs(%alloc_4 : memref<1x128x1x1xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.addf %out, %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#wb, #wb], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_4 : memref<1x128x1x1xf32>) outs(%db : memref<1x128x1x1xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<128x64x3x3xbf16>) outs(%dw : memref<128x64x3x3xbf16, strided<[576, 1, 192, 64]>>)
+  return
+}
+
+// -----
+
+// A block-scaled fp8 GEMM (dnn.matmul_block_scaled's contraction: four
+// inputs, the scales' maps dividing k and n by 128) on tc-sm90: one launch
+// whose consumers read the scales of A and B from their buffers and run
+// wgmma's fp8 form; the reason says the scales are applied per K step.
+
+#bs_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled(
+//  CHECK-SAME:     %[[A:.*]]: memref<256x320xf8E4M3FN>, %[[B:.*]]: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %[[SA:.*]]: memref<256x3xf32>, %[[SB:.*]]: memref<3x2xf32>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart, then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
+//       CHECK:   gpu.launch
+//       CHECK:     memref.load %[[SB]]
+//       CHECK:     memref.load %[[SA]]
+// The first of a step's four wgmmas starts the temporary (scale-d zero).
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>, <wrapped>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <one>, <wrapped>], A[<e4m3>, <one>, <row>], B[<e4m3>, <one>, <col>]
+//   CHECK-NOT:   linalg.generic
+func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %Y: memref<256x192xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %C = memref.alloc() {alignment = 64 : i64} : memref<256x192xf32>
+  linalg.generic {indexing_maps = [#bs_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x192xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs_a, #bs_b, #bs_sa, #bs_sb, #bs_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x192xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x192xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  linalg.generic {indexing_maps = [#bs_id, #bs_id], iterator_types = ["parallel", "parallel"]} ins(%C : memref<256x192xf32>) outs(%Y : memref<256x192xbf16>) {
+  ^bb0(%c: f32, %out: bf16):
+    %0 = arith.truncf %c : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  return
+}
+
+// -----
+
+// A tile whose columns span two of B's scale blocks (N 256) is refused by
+// tc-sm90, and tc-sm80 applies no block scales: simt-generic, with both reasons.
+
+#bs2_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs2_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs2_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs2_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs2_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs2_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_wide_tile(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (tile N 256 with block scales: expected 64 or 128 (a tile's columns in one 128-column block of B's scales)), and tc-sm80 applies no block scales: simt-generic, one thread per output
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs2_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs2_a, #bs2_b, #bs2_sa, #bs2_sb, #bs2_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x256xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x256xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
   return
 }

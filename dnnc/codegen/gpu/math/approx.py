@@ -15,10 +15,11 @@ depend on the machine that compiled it:
   matters in bandwidth-bound GELU), and identities for expm1, log1p and powf.
 
 Accuracy, measured against float64 on the CPU (test_cuda_compile.py): exp,
-log, sin, cos, tanh within 1 ulp, erf within 2, softplus / elu within 2; sin and cos
-reduce by pi/2 in f64 (Cody-Waite, two parts), accurate for |x| < 2^28 pi/2
-and clamped to [-1, 1] beyond. powf is e^(y ln|x|) in f32: its relative error
-grows with |y ln x| (about 1.5 ulp per unit: 75 ulp at results near e^50).
+log, sin, cos, tanh within 1 ulp, erf within 2, softplus / elu within 2.
+sin and cos reduce by pi/2 in f64 (Cody-Waite, two parts) below 2^20 and
+exactly (Payne-Hanek, math/turns.py) beyond: within 1 ulp for every f32.
+powf is e^(y ln|x|) in f32: its relative error grows with |y ln x|
+(about 1.5 ulp per unit: 75 ulp at results near e^50).
 
 Every function takes and returns f32 Values and emits at the current
 insertion point; branches are computed and selected (no control flow).
@@ -29,6 +30,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith
 
+from dnnc.codegen.gpu.math import turns
 from dnnc.codegen.gpu.math.scalar import (
     I, P, add, as_float, bits, c, ceil, ci, cmp, copysign, div, f32, fabs, floor, fma, horner,
     i32, intrinsic, isinf, isnan, mul, pow2, roundeven, select, sqrt, sub, trunc,
@@ -132,9 +134,11 @@ def log1p(x):
 _SIN_POLY = [-1.9515295891e-4, 8.3321608736e-3, -1.6666654611e-1]
 _COS_POLY = [2.443315711809948e-5, -1.388731625493765e-3, 4.166664568298827e-2]
 # pi/2 = _PIO2_HI + _PIO2_LO: the first 33 bits, so j * _PIO2_HI is exact in
-# f64 for |j| < 2^20 and the reduction stays accurate up to |x| ~ 2^28 pi/2.
+# f64 for |j| < 2^20; with the fma, the two-part reduction is accurate far
+# beyond _CODY_WAITE_LIMIT, where math/turns.py takes over.
 _PIO2_HI = 1.57079631090164184570e+00
 _PIO2_LO = 1.58932547735281966916e-08
+_CODY_WAITE_LIMIT = 2.0 ** 20
 
 
 def _f64(x):
@@ -143,7 +147,9 @@ def _f64(x):
 
 def _reduce_half_pi(x):
     """(r, n): x = j pi/2 + r with |r| <= pi/4 (r in f32) and n = j mod 4
-    (i32), the reduction done in f64 (Cody-Waite, two parts)."""
+    (i32): in f64 by Cody-Waite (two parts) for |x| < 2^20, exactly by
+    math/turns.py (Payne-Hanek) beyond, in a branch only the lanes that need
+    it take (turns.only_where)."""
     f64 = ir.F64Type.get()
     xd = _f64(x)
     j = intrinsic("llvm.roundeven.f64", arith.mulf(xd, arith.constant(f64, 2.0 / math.pi)),
@@ -153,10 +159,17 @@ def _reduce_half_pi(x):
     # j mod 4 from the integer-valued double, without an out-of-range fptosi.
     quarter = intrinsic("llvm.floor.f64", arith.mulf(j, arith.constant(f64, 0.25)), type_=f64)
     n = arith.fptosi(i32(), fma(quarter, arith.constant(f64, -4.0), j))
-    # Clamped: where the reduction is inexact (|x| > ~4e8) r may leave
-    # [-pi/4, pi/4]; the result stays finite, in [-1, 1].
-    r = arith.truncf(f32(), r)
-    return arith.minimumf(arith.maximumf(r, c(-0.7854)), c(0.7854)), n
+    small = cmp(P.OLT, fabs(x), c(_CODY_WAITE_LIMIT))
+
+    def exact():
+        # |x| = 4 m + n + r quarter turns; for a negative x both change sign.
+        n, r = turns.nearest_quadrant(turns.quarter_turns(x))
+        negative = cmp(P.OLT, x, c(0.0))
+        return (select(negative, arith.andi(arith.subi(ci(0), n), ci(3)), n),
+                select(negative, arith.negf(r), r))
+    n_big, r_big = turns.only_where(arith.xori(small, arith.constant(
+        ir.IntegerType.get_signless(1), 1)), exact, [i32(), f64])
+    return arith.truncf(f32(), select(small, r, r_big)), select(small, n, n_big)
 
 
 def _sin_cos_poly(z):

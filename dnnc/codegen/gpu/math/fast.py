@@ -20,9 +20,9 @@ Errors of the hardware approximations (PTX ISA), and what they make here:
 * ``rcp.approx``: 1 ulp. The ``.ftz`` form (one instruction, where the plain
   one takes seven) is used where the operand is known to be at least 1.
 * ``sin.approx`` / ``cos.approx``: 2^-20.9 absolute on [-pi, pi]: the
-  argument is first reduced by 2 pi (Cody-Waite, two f32 parts, exact to
-  |x| ~ 2^24), and sin x = x - x^3 / 6 near 0, where an absolute error would
-  be a large relative one.
+  argument is first reduced by 2 pi (Cody-Waite, two f32 parts, below 2^20;
+  exactly beyond, math/turns.py), and sin x = x - x^3 / 6 near 0, where an
+  absolute error would be a large relative one.
 * ``tanh.approx``: 2^-10.99 relative, a quarter of a bf16 ulp and half an f16
   ulp; results differ from the correctly rounded ones by at most one unit.
 * ``sqrt.approx`` / ``rsqrt.approx``: 2^-23 relative.
@@ -44,7 +44,7 @@ import math
 from mlir import ir
 from mlir.dialects import arith, llvm
 
-from dnnc.codegen.gpu.math import scalar as s
+from dnnc.codegen.gpu.math import scalar as s, turns
 
 LOG2E = 1.4426950408889634
 LN2 = 0.6931471805599453
@@ -53,6 +53,7 @@ LN2 = 0.6931471805599453
 _TWO_PI_HI = 6.2831854820251465
 _TWO_PI_LO = -1.7484555314695172e-07
 _INV_TWO_PI = 0.15915493667125702
+_TWO_PART_LIMIT = 2.0 ** 20
 
 
 class Ops:
@@ -134,6 +135,15 @@ class Ops:
                                     fastmathFlags=ir.Attribute.parse("#llvm.fastmath<afn>")
                                     ).result
 
+    def turn(self, x, where):
+        """x mod 2 pi in [-pi, pi] for |x| >= 2^17, exactly (math/turns.py,
+        integer arithmetic), then rounded to f32; computed only where the
+        i1 ``where`` holds (a branch: turns.only_where), 0 elsewhere."""
+        def exact():
+            t = arith.truncf(s.f32(), turns.half_turn(turns.quarter_turns(x)))
+            return [s.select(s.cmp(s.P.OLT, x, s.c(0.0)), arith.negf(t), t)]
+        return turns.only_where(where, exact, [s.f32()])[0]
+
     def sin(self, x):
         return s.intrinsic("llvm.nvvm.sin.approx.ftz.f" if self.gpu else "llvm.sin.f32", x)
 
@@ -187,11 +197,15 @@ def tanh(o, x):
 
 def _reduce_two_pi(o, x):
     """x - j 2 pi for the integer j nearest x / 2 pi, in [-pi, pi] up to
-    rounding (j may be one off for |x| > 2^22: the result is then near +-pi,
-    still where the hardware is accurate). inf gives NaN."""
+    rounding: below 2^20 in two f32 parts, exact there; beyond, where j 2 pi
+    would round by more than the remainder (f32 inputs reach 3.4e38), the
+    exact reduction of math/turns.py (``Ops.turn``). inf and NaN give NaN."""
     j = o.roundeven(o.mul(x, o.const(_INV_TWO_PI)))
     r = o.fma(j, o.const(-_TWO_PI_HI), x)
-    return o.fma(j, o.const(-_TWO_PI_LO), r)
+    r = o.fma(j, o.const(-_TWO_PI_LO), r)
+    ax = o.fabs(x)
+    big = o.and_(o.not_(o.lt(ax, o.const(_TWO_PART_LIMIT))), o.lt(ax, o.const(math.inf)))
+    return o.select(big, o.turn(x, big), r)
 
 
 def sin(o, x):
@@ -230,21 +244,28 @@ def pow(o, x, y):
 # erf(t) = 1 - 2^Q(t) for t in [1/16, 3.5]: Q ~ log2 erfc, fitted for dnnc
 # (least squares reweighted toward the smallest largest relative error of
 # erf, coefficients rounded to f32): within 8.1e-7 of erf, relative.
-# erfc(3.5) = 7.4e-7: beyond, the clamped value rounds to 1 in bf16 and f16.
+# erfc(3.5) = 7.4e-7: beyond, erf is exactly +-1. Not 1 - 2^Q(3.5), which
+# would round to 1 in bf16 and f16 but not in the f32 arithmetic after it:
+# GELU's 0.5 x (1 + erf(x / sqrt 2)) would be -3.7e-7 x for every x below
+# -4.95 (-inf at -inf, where the reference's -inf * 0 is NaN; -3.7e8 at
+# -1e15, where it is -0).
 _ERF_LOG2_ERFC = [-2.9946169815957546e-3, 2.9790878295898438e-2, -1.4892756938934326e-1,
                   -9.183821082115173e-1, -1.6279069185256958, -7.253621703284807e-8]
 _ERF_CLAMP = 3.5
 
 
 def erf(o, x):
-    """sign(x) (1 - 2^Q(min(|x|, 3.5))); x (2/sqrt(pi))(1 - x^2/3) for
-    |x| < 1/16 (relative error x^4/10), where 1 - 2^Q would cancel. A NaN
-    goes through the clamp (minimumf keeps it)."""
+    """sign(x) (1 - 2^Q(|x|)) for |x| < 3.5, sign(x) beyond; x (2/sqrt(pi))
+    (1 - x^2/3) for |x| < 1/16 (relative error x^4/10), where 1 - 2^Q would
+    cancel. A NaN goes through the clamp (minimumf keeps it), fails the
+    test for the clamp's value and stays NaN in 1 - 2^Q(NaN)."""
     t = o.minimum(o.fabs(x), o.const(_ERF_CLAMP))
     q = o.const(_ERF_LOG2_ERFC[0])
     for k in _ERF_LOG2_ERFC[1:]:
         q = o.fma(q, t, o.const(k))
-    tail = o.copysign(o.sub(o.const(1.0), o.ex2(q)), x)
+    tail = o.select(o.eq(t, o.const(_ERF_CLAMP)), o.const(1.0),
+                    o.sub(o.const(1.0), o.ex2(q)))
+    tail = o.copysign(tail, x)
     two_over_sqrt_pi = 2.0 / math.sqrt(math.pi)
     small = o.mul(x, o.fma(o.mul(x, x), o.const(-two_over_sqrt_pi / 3.0),
                            o.const(two_over_sqrt_pi)))

@@ -239,12 +239,14 @@ def match(fn):
 class AttentionBackward(Attention):
     """An sdpa backward: ``Attention``'s fields (o the forward's output,
     stats its log-sum-exp, f32 ``[B, H, Sq, 1]``) with ``do`` (like o) and
-    the gradients ``dq``, ``dk``, ``dv`` (like q, k, v)."""
+    the gradients ``dq``, ``dk``, ``dv`` (like q, k, v), and ``dbias`` (like
+    bias, any float type; None unless the op computes it)."""
 
     do: object = None
     dq: object = None
     dk: object = None
     dv_grad: object = None
+    dbias: object = None
 
 
 def match_backward(fn):
@@ -265,4 +267,4 @@ def match_backward(fn):
                              ir.BoolAttr(info["causal"]).value, element,
                              *_masks(info, values), None, None, ragged=_ragged(info, values),
                              do=values["do"], dq=values["dq"], dk=values["dk"],
-                             dv_grad=values["dv"])
+                             dv_grad=values["dv"], dbias=values.get("dbias"))

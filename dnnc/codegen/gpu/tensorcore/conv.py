@@ -48,6 +48,9 @@ whose epilogue runs on two-dimensional ``[N·P·Q, K]`` views of the buffers
 it reads and writes, so that the tensor-core epilogues (sm90/epilogue.py,
 sm80/epilogue.py) treat it as a matmul's. Its reasons name the strategy
 that asked (``match``'s ``strategy``).
+A filter gradient's bias gradient that dnn-fuse joined (a sum of dy,
+conv_bias_grad.py) is set aside as the ``Conv``'s ``bias``, which tc-sm90
+sums from dy's tiles (sm90/bias_grad.py); other strategies refuse it.
 Anything else raises ``gemm.NotAGemm`` with the reason, before any IR is
 changed except the views it made, which the kernel's build erases when
 unused.
@@ -60,7 +63,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import conv_prologue, fold, wgrad_taps
+from dnnc.codegen.gpu.tensorcore import conv_bias_grad, conv_prologue, fold, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.conv_views import (
     VIEW_OPS, Views as _Views, copied_view as _copied_view, copies as _copies,
     group_stride as _group_stride, iterators as _iterators, loop_dims as _loop_dims,
@@ -111,6 +114,9 @@ class Conv:
     # A filter gradient whose taps are the GEMM's batch (wgrad_taps.py):
     # N = C, batch b reads x at tap b.
     tap_batched: bool = False
+    # A filter gradient's bias gradient, the sum of dy the kernel takes
+    # beside it (conv_bias_grad.BiasGrad), or None.
+    bias: object = None
 
     @property
     def tiles_in_tap(self):
@@ -240,6 +246,19 @@ def match(fn, bk, strategy="tc-sm90"):
         raise NotAGemm(f"operand types {element} x {ir.MemRefType(other.type).element_type}: "
                        f"{strategy} convolutions take bf16, f16 and f32 as tf32")
     ops = [o.operation for o in irutil.body(fn).operations]
+    bias = None
+    if direction == "wgrad":
+        # The bias gradient dnn-fuse joined (a sum of dy): not the GEMM's
+        # epilogue; tc-sm90's consumers take it from dy's tiles.
+        try:
+            bias = conv_bias_grad.match(ops, other)
+        except ValueError as e:
+            raise NotAGemm(f"{e} ({strategy})")
+        if bias is not None and strategy != "tc-sm90":
+            raise NotAGemm(f"a bias gradient beside the filter gradient ({strategy} computes "
+                           "none)")
+        if bias is not None:
+            ops = [o for o in ops if o not in bias.ops]
     generics = [o for o in ops if o.name == "linalg.generic"]
     reductions = [o for o in generics if "reduction" in _iterators(o)]
     if len(reductions) != 1:
@@ -366,8 +385,10 @@ def match(fn, bk, strategy="tc-sm90"):
     g["prologue"] = prologue
     views = _Views(fn, m, n, math.prod(window) if batched else groups, tap_batched=batched)
     try:
-        return _conv(g, views, x, other, element, ops, position, arguments,
+        conv = _conv(g, views, x, other, element, ops, position, arguments,
                      (channels, window, out, m, n, k, nd), compute)
+        conv.bias = bias
+        return conv
     except NotAGemm:
         discard(views.made_ops())
         raise

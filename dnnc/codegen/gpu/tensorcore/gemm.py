@@ -39,6 +39,7 @@ from mlir import ir
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise.vectorize import broadcast_exprs, identity_layout
+from dnnc.dialect.ops_matmul import SCALE_BLOCK
 
 # Element types the tensor cores multiply, and what the kernel names them.
 TC_ELEMENTS = ("bf16", "f16", "f32")
@@ -159,6 +160,19 @@ class Epilogue:
 
 
 @dataclass
+class BlockScales:
+    """The f32 scales of a block-scaled fp8 GEMM (dnn.matmul_block_scaled):
+    ``a`` M x ceil(K / block), one per row of A and K block; ``b``
+    ceil(K / block) x ceil(N / block), one per block x block block of B.
+    The kernel sums each K block's products apart, then adds them to the
+    accumulator scaled by a[m, kb] * b[kb, n / block]."""
+
+    a: object                # the memref of A's scales (a kernel argument)
+    b: object                # the memref of B's scales (a kernel argument)
+    block: int = 128
+
+
+@dataclass
 class Gemm:
     a: Operand
     b: Operand
@@ -176,6 +190,8 @@ class Gemm:
     # is their product, the kernels' flat batch index running over them
     # row-major. None: one batch dim or none.
     batch_shape: tuple = None
+    # Block scales (dnn.matmul_block_scaled); None: a plain product.
+    scales: BlockScales = None
 
     @property
     def element(self):
@@ -327,7 +343,46 @@ def _contraction_body(op, elements):
     return "f32", tuple(multiplied), tuple(prologues)
 
 
-def _contraction(op):
+# The body of a block-scaled contraction (contraction.lower_matmul_block_scaled):
+# acc + (ext(a) * ext(b)) * (s * t).
+SCALED_BODY = ["arith.extf", "arith.extf", "arith.mulf", "arith.mulf", "arith.mulf",
+               "arith.addf", "linalg.yield"]
+
+
+def _block_scales(op, maps, block):
+    """The BlockScales of a contraction generic of four inputs (a, b, a's
+    scales, b's scales) whose body is SCALED_BODY; raises NotAGemm."""
+    a_val, b_val, sa_val, sb_val, _ = list(op.operands)
+    if len(maps[0].results) != 2 or len(maps[1].results) != 2:
+        raise NotAGemm("a block-scaled contraction with batch dims: expected 2-D operands")
+    k = ir.AffineDimExpr.get(2)
+    kb = ir.AffineFloorDivExpr.get(k, ir.AffineConstantExpr.get(block))
+    nb = ir.AffineFloorDivExpr.get(ir.AffineDimExpr.get(1), ir.AffineConstantExpr.get(block))
+    want = (ir.AffineMap.get(3, 0, [ir.AffineDimExpr.get(0), kb]),
+            ir.AffineMap.get(3, 0, [kb, nb]))
+    for name, got, expected in (("A's scales", maps[2], want[0]),
+                                ("B's scales", maps[3], want[1])):
+        if got != expected:
+            raise NotAGemm(f"{name} map {got}: expected {expected}")
+    for name, value in (("A's scales", sa_val), ("B's scales", sb_val)):
+        t = ir.MemRefType(value.type)
+        if str(t.element_type) != "f32" or not identity_layout(t):
+            raise NotAGemm(f"{name}: expected a row-major f32 buffer, got {t}")
+    body = irutil.body_ops(op)
+    if [o.name for o in body] != SCALED_BODY:
+        raise NotAGemm("the block-scaled contraction body is not acc + (a * b) * (s * t)")
+    x, y, s, t, acc = list(op.regions[0].blocks[0].arguments)
+    ext_a, ext_b, product, scale, scaled, add, _ = body
+    if ext_a.operands[0] != x or ext_b.operands[0] != y \
+            or list(product.operands) != [ext_a.results[0], ext_b.results[0]] \
+            or list(scale.operands) != [s, t] \
+            or list(scaled.operands) != [product.results[0], scale.results[0]] \
+            or list(add.operands) != [acc, scaled.results[0]]:
+        raise NotAGemm("the block-scaled contraction body is not acc + (a * b) * (s * t)")
+    return BlockScales(sa_val, sb_val, block)
+
+
+def _contraction(op, block_scaled=False):
     """(A Operand, B Operand, m, n, k, batch shape, C, compute) of a
     contraction generic: loops [batch...,] M, N parallel and K reduction."""
     iterators = _iterators(op)
@@ -337,7 +392,16 @@ def _contraction(op):
         raise NotAGemm(f"iterators {iterators}: expected [batch...,] M, N parallel and K "
                        "reduction, innermost")
     maps = irutil.indexing_maps(op)
-    a_val, b_val, c_val = list(op.operands)
+    scales = None
+    if len(maps) == 5:
+        if not block_scaled:
+            raise NotAGemm("block scales (dnn.matmul_block_scaled): only tc-sm90 applies them")
+        scales = _block_scales(op, maps, SCALE_BLOCK)
+        operands = list(op.operands)
+        a_val, b_val, c_val = operands[0], operands[1], operands[4]
+        maps = [maps[0], maps[1], maps[4]]
+    else:
+        a_val, b_val, c_val = list(op.operands)
     exprs = []
     for value, amap in zip((a_val, b_val, c_val), maps):
         e = [r.position if isinstance(r, ir.AffineDimExpr) else None for r in amap.results]
@@ -370,16 +434,21 @@ def _contraction(op):
     c_type = ir.MemRefType(c_val.type)
     if str(c_type.element_type) != "f32":
         raise NotAGemm(f"accumulator type {c_type.element_type}: expected f32")
-    compute, (a.element, b.element), (a.prologue, b.prologue) = _contraction_body(
-        op, (a.element, b.element))
+    if scales is not None:
+        compute = "f32"
+    else:
+        compute, (a.element, b.element), (a.prologue, b.prologue) = _contraction_body(
+            op, (a.element, b.element))
     fp8 = a.element in FP8_ELEMENTS and b.element in FP8_ELEMENTS
+    if scales is not None and not fp8:
+        raise NotAGemm(f"block-scaled operands {a.element} x {b.element}: expected fp8")
     if not fp8 and (a.element != b.element or a.element not in TC_ELEMENTS):
         raise NotAGemm(f"operand types {a.element} x {b.element}: expected both bf16, "
                        "f16 or f32, or both fp8")
     shape = list(c_type.shape)
     ta = ir.MemRefType(a_val.type)
     k = ta.shape[a.dims["k"]]
-    return a, b, shape[-2], shape[-1], k, tuple(shape[:-2]), c_val, compute
+    return a, b, shape[-2], shape[-1], k, tuple(shape[:-2]), c_val, compute, scales
 
 
 def _epilogue_step(op, rank, c_shape):
@@ -452,8 +521,10 @@ def _amax_step(op, rank):
     return op.operands[0], op.operands[1]
 
 
-def match(fn):
-    """The ``Gemm`` of kernel function ``fn``; raises NotAGemm."""
+def match(fn, block_scaled=False):
+    """The ``Gemm`` of kernel function ``fn``; raises NotAGemm. A
+    block-scaled contraction (``Gemm.scales``) matches only for a caller
+    that applies the scales (``block_scaled``: tc-sm90)."""
     ops = [o.operation for o in irutil.body(fn).operations]
     generics = [o for o in ops if o.name == "linalg.generic"]
     others = [o for o in ops if o.name not in ("linalg.generic", "memref.alloc", "arith.constant",
@@ -466,14 +537,14 @@ def match(fn):
     if len(reductions) != 1:
         raise NotAGemm(f"{len(reductions)} reductions: expected one contraction")
     contraction = reductions[0]
-    a, b, m, n, k, batch_shape, c, compute = _contraction(contraction)
+    a, b, m, n, k, batch_shape, c, compute, scales = _contraction(contraction, block_scaled)
     position = generics.index(contraction)
     before, after = generics[:position], generics[position + 1:]
     if len(before) != 1 or not _is_zero_fill(before[0]) or before[0].operands[0] != c:
         raise NotAGemm("the accumulator is not filled with zeros right before the contraction")
     arguments = list(irutil.body(fn).arguments)
-    for operand in (a, b):
-        if operand.value not in arguments:
+    for value in [a.value, b.value] + ([scales.a, scales.b] if scales else []):
+        if value not in arguments:
             raise NotAGemm("a GEMM operand is computed inside the kernel")
     c_shape = list(ir.MemRefType(c.type).shape)
     epilogue = Epilogue(c)
@@ -513,4 +584,4 @@ def match(fn):
     for size in batch_shape:
         batch *= size
     return Gemm(a, b, m, n, k, batch, epilogue, compute,
-                batch_shape if len(batch_shape) > 1 else None)
+                batch_shape if len(batch_shape) > 1 else None, scales)

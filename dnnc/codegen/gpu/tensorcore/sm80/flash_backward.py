@@ -41,9 +41,10 @@ see (``query_block``) and masks as the forward does; the dK dV kernel over
 the query tiles that see its kv rows, masking the transposed scores (query
 column past Sq, before the kv row's diagonal when causal, past its window,
 kv rows that are padding). Padding lengths, GQA, an additive bias (bf16,
-f16 or f32, any broadcast; no dbias), causal at either diagonal and
-sliding windows are implemented; ragged (packed) rows and paged K, V are
-not.
+f16 or f32, any broadcast) and its gradient (dbias: the dQ kernel's dS,
+written as tensorcore/attention_dbias.py says), causal at either diagonal
+and sliding windows are implemented; ragged (packed) rows and paged K, V
+are not.
 
 The parts: this file the tiles, ``check`` and the host side;
 flash_backward_block.py the block both kernels are made of (warps,
@@ -61,8 +62,11 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.tensorcore.attention_dbias import BiasGradient
+from dnnc.codegen.gpu.tensorcore.attention_dbias import refusal as dbias_refusal
 from dnnc.codegen.gpu.tensorcore.emit import erase_replaced, launch
 from dnnc.codegen.gpu.tensorcore.sm80.flash import pitch, unimplemented
+from dnnc.codegen.gpu.tensorcore.sm80.flash_backward_block import position
 from dnnc.codegen.gpu.tensorcore.sm80.flash_backward_kernels import DkvKernel, DqKernel
 from dnnc.codegen.gpu.tensorcore.sm80.support import MAX_SHARED, WARP, NotSupported
 
@@ -74,7 +78,7 @@ SPARE_REGISTERS = 48
 # The features of an AttentionBackward these kernels implement.
 IMPLEMENTED = ("q", "k", "v", "o", "stats", "bias", "batch", "heads", "kv_heads", "sq", "skv",
                "d", "dv", "scale", "causal", "element", "diagonal", "window", "seq_len_q",
-               "seq_len_kv", "do", "dq", "dk", "dv_grad")
+               "seq_len_kv", "do", "dq", "dk", "dv_grad", "dbias")
 
 
 @dataclass(frozen=True)
@@ -174,6 +178,9 @@ def check(att, tile):
                                f"{att.element} or f32")
     if not att.scale > 0:
         raise NotSupported(f"scale {att.scale}: expected a positive scale")
+    why = dbias_refusal(att) if att.dbias is not None else None
+    if why:
+        raise NotSupported(why)
     why = fits(tile, att.d, att.dv, att.bias is not None)
     if why:
         raise NotSupported(why)
@@ -190,8 +197,12 @@ def build_attention_backward(fn, att, tile):
     with ir.InsertionPoint(ret), ret.location:
         delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
                                                ir.F32Type.get()), [], [])
-        for kernel in (DqKernel(att, tile, delta), DkvKernel(att, tile, delta)):
+        gradient = BiasGradient(att, tile.rows, tile.dq_n, position) \
+            if att.dbias is not None else None
+        for kernel in (DqKernel(att, tile, delta, gradient), DkvKernel(att, tile, delta)):
             launch(kernel.grid, tile.threads, kernel.shared, kernel.kernel)
+        if gradient is not None:
+            gradient.sum()
     erase_replaced(old[:-1])
     group = ", the group of query heads in turn" if att.group > 1 else ""
     return [f"attention backward on mma.sync: a dQ kernel ({tile.rows} query rows a block "
@@ -199,4 +210,4 @@ def build_attention_backward(fn, att, tile):
             f"into a workspace) and a dK dV kernel ({tile.rows} kv rows a block, "
             f"{tile.dkv_m} query rows a step{group}), "
             f"K, V and Q, dO through cp.async rings of {tile.stages} stages, no atomics "
-            "(deterministic)"]
+            "(deterministic)" + (f"; {gradient.note}" if gradient else "")]

@@ -21,8 +21,10 @@ from dnnc.codegen.gpu.tensorcore.sm80.flash_backward_block import (
 class DqKernel(BackwardBlock):
     """dQ (and delta) for ``tile.rows`` query rows of one (batch, head)."""
 
-    def __init__(self, att, tile, delta):
+    def __init__(self, att, tile, delta, bias_gradient=None):
         t = tile.threads
+        # Where dS goes as dbias (attention_dbias.BiasGradient), or None.
+        self.bias_gradient = bias_gradient
         super().__init__(att, tile,
                          (TileRows(att.q, tile.rows, att.d, att.sq, t),
                           TileRows(att.do, tile.rows, att.dv, att.sq, t)),
@@ -77,7 +79,16 @@ class DqKernel(BackwardBlock):
             dp = flat(self.product_nt(1, stage, n, att.dv))
             _, ds = self.gradients(lambda e: position(e)[0], s, dp, biases, known["shift"],
                                    known["delta"])
+            if self.bias_gradient is not None:
+                at = arith.addi(n0, self.column)
+                for e in range(0, n // 2, 2):
+                    self.bias_gradient.write(self.b, self.h, rows, at, e, ds[e], ds[e + 1],
+                                             None)
             return self.product_nn(carried, ds, 0, stage, n, att.d)
+        if self.bias_gradient is not None:
+            # The kv tiles the rows do not see: dS = 0.
+            self.bias_gradient.zero_skipped(self.b, self.h, rows, self.column, self.start,
+                                            self.steps, n)
         dq = self.run_steps(prologue, load_step, step, [f32(0.0)] * (att.d // 2))
         # Rows past a padded length saw no column (P = 0): their dQ is 0.
         self.store(dq, att.dq, self.b, self.h, rows, _idx(att.sq), att.d, att.scale)

@@ -231,7 +231,11 @@ class Im2colOperand(AsyncOperand):
                     arith.muli(room, _i(self.eb)), _i(self.width)), _i(0)))
                 ok.append(_cmp("sgt", room, _i(0)))
             elif channel_room is not None:
-                ok.append(_cmp("ult", c0_32, channel_room))
+                # Signed: a chunk past C (col > C: C = 8 in a K step of 32
+                # channels) has a negative room, which unsigned would take
+                # for a large one and read the next pixels' channels, or
+                # past x's end (NaN times the filter's zero rows is NaN).
+                ok.append(_cmp("slt", c0_32, channel_room))
             pending += self._copy_if(arith.addi(stage_i64, dst), base,
                                      arith.addi(address, step), _all(ok), exists, size)
         return pending

@@ -85,6 +85,9 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     if conv.phased:
         return build_phases(fn, conv, tile, ctas)
     if conv.direction == "wgrad" and tf32_gradient(conv):
+        if conv.bias is not None:
+            raise NotSupported("a bias gradient beside a tf32 filter gradient (its dy is read "
+                               "from a transposed copy, as B)")
         return tf32_conv.build_wgrad(fn, conv, tile, ctas)
     keep = []
     ret = list(irutil.body(fn).operations)[-1]
@@ -139,7 +142,7 @@ def _conv_kernel(fn, conv, tile, ctas, keep, ret):
     else:
         loaders = _conv_loaders(conv, tile)
     try:
-        kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep)
+        kernel = Kernel(fn, conv.gemm, tile, ctas, loaders=loaders, keep=keep, bias=conv.bias)
     except NotSupported:
         # Split-K's checks (the kernel constructs no IR): a cluster sum the
         # heuristics chose may not divide the splits this K allows. tf32
@@ -147,7 +150,7 @@ def _conv_kernel(fn, conv, tile, ctas, keep, ret):
         if tile.cluster == 1 or multiplied(conv.gemm) != "tf32":
             raise
         kernel = Kernel(fn, conv.gemm, replace(tile, cluster=1), ctas, loaders=loaders,
-                        keep=keep)
+                        keep=keep, bias=conv.bias)
     # (Read before the build erases the prologue's generic.)
     prologue = conv.gemm.a.prologue
     applied = "" if prologue is None else \

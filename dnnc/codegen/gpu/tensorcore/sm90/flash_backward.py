@@ -34,9 +34,10 @@ sliding window): the dQ kernel steps over the kv tiles its rows see
 (``column_tiles``), the dK dV kernel over the query tiles that see its kv
 rows, each masking the scores past them.
 
-An additive bias (bf16, f16 or f32, broadcast over any dims; no dbias) is
-read at each thread's scores from global memory, ahead of the products, and
-added to the recomputed scores in base 2.
+An additive bias (bf16, f16 or f32, broadcast over any dims) is read at
+each thread's scores from global memory, ahead of the products, and added
+to the recomputed scores in base 2. Its gradient (dbias, on request) is the
+dQ kernel's dS, written as tensorcore/attention_dbias.py says.
 
 Head dims up to 128 (multiples of 8) take these two kernels as they are: the
 accumulators of both gradients of 64 kv rows (D / 2 + Dv / 2 registers a
@@ -55,12 +56,13 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.attention_dbias import refusal as dbias_refusal
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
     LOG2E, Extent, mask_columns, masked_select, negated, plus, query_block,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, ex2, f32, for_ as _for, i as _i, idx as _idx,
-    if_ as _if, launch, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32,
+    if_ as _if, launch, pair, quad, shared_base, shared_ptr as _shared_ptr, to_i32 as _to_i32,
     to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash import (
@@ -209,6 +211,9 @@ def check(att, tiles):
     check_operands(att, "the attention kernels take", MAX_HEAD_DIM,
                    "the backward kernels take multiples of 8 up to", ragged=True)
     check_ragged(att)
+    why = dbias_refusal(att) if att.dbias is not None else None
+    if why:
+        raise NotSupported(why)
     if not tiles.dq_stages or not tiles.dkv_stages:
         raise NotSupported("the resident tiles and two ring stages do not fit shared memory")
     budget = CONSUMER_REGISTERS - SPARE_REGISTERS
@@ -436,8 +441,10 @@ class _Blocks:
 class DqKernel(_Blocks):
     """dQ (and delta) for 128 query rows of one (batch, head) a block."""
 
-    def __init__(self, att, tiles, delta):
+    def __init__(self, att, tiles, delta, bias_gradient=None):
         self.n = tiles.dq_n
+        # Where dS goes as dbias (attention_dbias.BiasGradient), or None.
+        self.bias_gradient = bias_gradient
         super().__init__(att, [tile_rows(att, "q", 128, att.d),
                                tile_rows(att, "do", 128, att.dv)],
                          (tile_rows(att, "k", self.n, att.d),
@@ -512,13 +519,26 @@ class DqKernel(_Blocks):
                     offset = arith.subf(biases[e], shift[row_of(e)])
                 p = ex2(fma(x, f32(self.c), offset))
                 ds.append(arith.mulf(p, arith.subf(y, delta[row_of(e)])))
-            return pairs(ds, el)
+            if self.bias_gradient is None:
+                return pairs(ds, el)
+            # dbias: each pair stored as soon as it is formed and rounded.
+            at = arith.addi(arith.muli(arith.addi(self.start, j), _idx(n)), self.column)
+            frags = []
+            for e in range(0, n // 2, 2):
+                frags.append(pair(ds[e], ds[e + 1], el))
+                self.bias_gradient.write(self.b, self.h, rows, at, e, ds[e], ds[e + 1],
+                                         frags[-1])
+            return frags
 
         def accumulate(accs, frags, j):
             k_at, _ = self.stage_of(j)
             nvvm.WgmmaFenceAlignedOp()
             return [wgmma_rs(accs[0], att.d, el, frags, matrix_descriptor(k_at, k_mn))]
 
+        if self.bias_gradient is not None:
+            # Ahead of the steps: what the zeros need is then not held across them.
+            self.bias_gradient.zero_skipped(self.b, self.h, rows, self.column, self.start,
+                                            self.steps, n)
         dq, = self.pipelined(first_products, elementwise, accumulate,
                              [llvm.mlir_zero(struct(att.d // 2))])
         self.store(dq, att.d, att.dq, self.b, self.h, first,

@@ -195,6 +195,8 @@ def check(att, tile):
     why = refusal(att.d, att.dv, att.bias is not None, tile)
     if why:
         raise NotSupported(why)
+    if att.dbias is not None:
+        raise NotSupported("dbias: the fused backward does not write it (the two kernels do)")
 
 
 def launder(x):

@@ -43,6 +43,7 @@ from mlir.dialects import arith, llvm, memref, nvvm, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
+from dnnc.codegen.gpu.tensorcore.attention_dbias import BiasGradient
 from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
@@ -53,7 +54,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import launder
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
-    column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
+    accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.support import WARPGROUP
@@ -275,10 +276,14 @@ def build_attention_backward(fn, att):
     with ir.InsertionPoint(ret), ret.location:
         delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
                                                ir.F32Type.get()), [], [])
-        dq = (WideDqKernel if tiles.wide else DqKernel)(att, tiles, delta)
+        gradient = BiasGradient(att, 128, tiles.dq_n, accumulator_position) \
+            if att.dbias is not None else None
+        dq = (WideDqKernel if tiles.wide else DqKernel)(att, tiles, delta, gradient)
         dq.launch(dq.grid())
         dkv = (WideDkvKernel if tiles.wide else DkvKernel)(att, tiles, delta)
         dkv.launch(dkv.grid())
+        if gradient is not None:
+            gradient.sum()
     erase_replaced(old[:-1])
     split = (": dK in one consumer warpgroup, dV in the other, both computing S"
              if tiles.wide else "")
@@ -287,4 +292,4 @@ def build_attention_backward(fn, att):
             f"and a dK dV kernel ({tiles.dkv_rows} kv rows a block{split}, {tiles.dkv_m} "
             f"query rows a step, {tiles.dkv_stages} stages), products on wgmma, no atomics"
             + (f"; ragged {', '.join(att.ragged)} at each entry's packed rows"
-               if att.ragged else "")]
+               if att.ragged else "") + (f"; {gradient.note}" if gradient else "")]

@@ -28,6 +28,8 @@ from dnnc.codegen.gpu.elementwise.transpose import transposed_copy
 from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, shared_base,
 )
+from dnnc.codegen.gpu.tensorcore.sm90.bias_grad import BiasGradSum
+from dnnc.codegen.gpu.tensorcore.sm90.block_scales import BlockScaling
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import Epilogue
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import Consumer, Producer
 from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
@@ -48,7 +50,8 @@ class Kernel:
     accumulator's rows are C's columns. The parts read the geometry here and
     each other through this object."""
 
-    def __init__(self, fn, gemm, tile, ctas, c_transposed=False, loaders=None, keep=()):
+    def __init__(self, fn, gemm, tile, ctas, c_transposed=False, loaders=None, keep=(),
+                 bias=None):
         self.fn = fn
         # Ops made ahead of the kernel that its build keeps (a fold's launches).
         self.keep = list(keep)
@@ -85,6 +88,9 @@ class Kernel:
         # A's fragments go from the stage to registers (registers_a).
         self.registers_a = self.a is not None and registers_a(gemm)
         self.scheduler = TileScheduler(gemm, tile, ctas)
+        # A filter gradient's bias gradient, summed from dy's tiles
+        # (bias_grad.py; ``bias`` a conv_bias_grad.BiasGrad).
+        self.bias = BiasGradSum(self, bias) if bias is not None else None
         # A's tile first in a stage, then B's: rows x BK elements as stored
         # (what the TmaOperand of a transposed copy will load too).
         self.a_bytes = tile.m * tile.k * element_bytes(a_source or self.element)
@@ -97,10 +103,14 @@ class Kernel:
             "!llvm.struct<(" + ", ".join(["f32"] * (tile.n // 2)) + ")>")
         self.arguments = list(irutil.body(fn).arguments)
         self.epilogue = Epilogue(self)
+        # A bias gradient's warps read their stage with loads of their own
+        # (after its wgmmas are issued): each warp releases it (bias_grad.py).
         self.ring = Ring(tile.stages, self.stage_bytes,
                          self.epilogue.staging_offset + self.epilogue.staging_bytes,
-                         tile.consumers)
+                         tile.consumers, WARPGROUP // 32 if self.bias is not None else 1)
         self.prologues = Prologues(self)
+        # Block scales applied per K step (block_scales.py); None: a plain GEMM.
+        self.block_scaling = BlockScaling(self) if gemm.scales is not None else None
         self.base = None    # device side: the block's aligned shared-memory base (i64)
         self.tid = None     # device side: the thread's index in the block
 
@@ -119,8 +129,13 @@ class Kernel:
         elif self.registers_a:
             out.append("A stored K x M is read into registers (wgmma reads tf32 from shared "
                        "memory only K-major)")
+        if self.block_scaling is not None:
+            out.append(f"block-scaled: each {self.tile.k}-wide K step summed apart, then scaled "
+                       "by its 1x128 scale of A and 128x128 scale of B into the accumulator")
         if self.epilogue.note:
             out.append(self.epilogue.note)
+        if self.bias is not None:
+            out.append(self.bias.note())
         return out
 
     # -- host side ----------------------------------------------------------
@@ -148,6 +163,8 @@ class Kernel:
             self.epilogue.make_descriptors()
             self.epilogue.amax.zero()
             self.splitk.allocate()
+            if self.bias is not None:
+                self.bias.allocate()
             shared = smem_bytes(tile, self.element, self.sources) + self.epilogue.staging_bytes
             if self.splitk.cluster > 1:
                 _, block = irutil.cluster_launch(scheduler.ctas, tile.threads,

@@ -17,7 +17,10 @@ The producer gives registers away (setmaxnreg 40) and the consumers take
 them (232): a consumer's 64 x BN f32 accumulator is BN / 2 registers per
 thread. Operands with a prologue are converted by the consumers each step
 (prologue.py); a tf32 A stored K x M goes from the stage into registers
-(``Consumer.fragments``) and wgmma takes it from there.
+(``Consumer.fragments``) and wgmma takes it from there. A filter
+gradient's bias gradient is summed from dy's box of each stage while the
+step's wgmmas run (bias_grad.py: the sums are the K loop's third carried
+value).
 """
 
 from mlir import ir
@@ -131,15 +134,34 @@ class Consumer:
             "satfinite": ir.Attribute.parse("#nvvm.mma_int_overflow<wrapped>"),
         }
 
+        # A block-scaled step's temporary starts at its first product.
+        fresh_attrs = dict(attrs, scaleD=ir.Attribute.parse("#nvvm.wgmma_scale_out<zero>"))
+        if k.bias is not None:
+            # Each warp's lanes read the stage (the bias gradient's sums): the
+            # warp meets (bar.warp.sync orders its lanes' loads) and lane 0
+            # arrives, one arrival per warp.
+            leader = _cmp("eq", arith.remui(local, _idx(32)), _idx(0))
+
         def release(g):
             """Give the stage of step ``g`` back to the producer (one arrival per
-            consumer warpgroup)."""
+            consumer warpgroup, or per warp: ring.arrivals)."""
             s = arith.remui(g, _idx(tile.stages))
+            if k.bias is not None:
+                nvvm.SyncWarpOp(_i(-1))
             _if(leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
 
         fragments = self.fragment_offsets(consumer, local) if k.registers_a else None
+        scaling = k.block_scaling
 
-        def step(kt, acc, g, first=None):
+        def step(kt, acc, g, first=None, sums=None, active=None, origin=None, factors=None):
+            if scaling is not None:
+                # Block scales (block_scales.py): this step's ``factors`` were
+                # read a step ahead; read the next step's now. The step's
+                # products go into a temporary from zero.
+                ahead = scaling.factors(origin, scaling.next_block(kt, origin))
+                # The first wgmma ignores its input (scale-d 0): no zeros to
+                # write into the temporary's registers.
+                total, acc = acc, llvm.mlir_undef(k.acc_type)
             s, parity = ring.slot(g)
             irutil.mbarrier_wait(ring.full(s), parity)
             stage = ring.stage(s)
@@ -166,14 +188,25 @@ class Consumer:
                 if k.registers_a:
                     acc = self.wgmma_registers(acc, a_values[kk], db)
                     continue
+                fresh = scaling is not None and kk == 0
                 acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[k.acc_type],
-                                          operands=[acc, da, db], attributes=attrs).results[0]
+                                          operands=[acc, da, db],
+                                          attributes=fresh_attrs if fresh else attrs).results[0]
             nvvm.WgmmaGroupSyncAlignedOp()
+            if sums is not None:
+                # A bias gradient: the consumer's dy rows summed while the
+                # wgmmas read the same stage (bias_grad.py).
+                sums = k.bias.step(arith.addi(stage, a_row_offset), local, sums, active)
             # One group stays in flight: the previous step's wgmmas are done,
-            # so its stage can be refilled.
-            nvvm.WgmmaWaitGroupSyncOp(1)
+            # so its stage can be refilled. Block scales read this step's
+            # temporary next: none stays in flight.
+            nvvm.WgmmaWaitGroupSyncOp(0 if scaling is not None else 1)
             _if(_cmp("ugt", kt, first), lambda: release(arith.subi(g, _idx(1))))
-            return [acc, arith.addi(g, _idx(1))]
+            if scaling is not None:
+                acc = scaling.promote(total, acc, factors)
+                return [acc, arith.addi(g, _idx(1)), *ahead]
+            out = [acc, arith.addi(g, _idx(1))]
+            return out if sums is None else out + [sums]
 
         def two_steps(first, end):
             """Steps kt and kt + 1 (if before ``end``) an iteration: with A
@@ -201,10 +234,22 @@ class Consumer:
                 with ir.InsertionPoint(loop.body):
                     scf.YieldOp(two_steps(k_steps[0], k_steps[1])(
                         loop.induction_variable, *loop.inner_iter_args))
+            elif scaling is not None:
+                origin = scaling.tile_origin(consumer, local, tile_m, tile_n, k_steps[1])
+                loop = _for(k_steps[0], k_steps[1],
+                            lambda kt, acc, g, f0, f1: step(kt, acc, g, k_steps[0],
+                                                            origin=origin, factors=[f0, f1]),
+                            [zero, g, *scaling.factors(origin,
+                                                       scaling.first_block(k_steps[0]))])
+            elif k.bias is not None:
+                active = k.bias.active(batch, tile_n)
+                loop = _for(k_steps[0], k_steps[1],
+                            lambda kt, acc, g, sums: step(kt, acc, g, k_steps[0], sums, active),
+                            [zero, g, k.bias.zero()])
             else:
                 loop = _for(k_steps[0], k_steps[1],
                             lambda kt, acc, g: step(kt, acc, g, k_steps[0]), [zero, g])
-            acc, g = loop.results
+            acc, g = list(loop.results)[:2]
             # The epilogue's inputs (bias, residual) are read while the last
             # K step's wgmmas finish: their latency hides behind them. A
             # staged epilogue with an input that varies along the rows reads
@@ -220,6 +265,10 @@ class Consumer:
             if k.scheduler.steps:
                 release(arith.subi(g, _idx(1)))
             where = (consumer, local, batch, tile_m, tile_n)
+            if k.bias is not None:
+                # db's channels, or this split's partial of them.
+                k.bias.finish(list(loop.results)[2], *where,
+                              k_steps[2] if k.scheduler.splits > 1 else None)
             if k.splitk.cluster > 1:
                 k.splitk.cluster_sum(acc, where, k_steps[2])
             elif k.scheduler.splits > 1:

@@ -5,7 +5,9 @@
   (one arrival plus the bytes its TMA loads will write); the loads complete
   on it; the consumers wait on it before their wgmmas read the stage.
 * ``empty[s]``: each consumer warpgroup arrives once it is done reading the
-  stage; the producer waits on it before loading the stage again.
+  stage (or each of its warps, where they also read it with loads of their
+  own: ``arrivals`` 4); the producer waits on it before loading the stage
+  again.
 
 K steps are numbered globally across a block's work units (``slot``: stage
 = step % stages, the phase parity from step / stages), so the ring is not
@@ -29,14 +31,16 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 
 class Ring:
     """``stages`` stages of ``stage_bytes``; ``consumers`` warpgroups release
-    each. ``base`` (the block's aligned shared-memory base, an i64 value) is
-    set on the device side before any address is asked for."""
+    each, with ``arrivals`` arrivals each. ``base`` (the block's aligned
+    shared-memory base, an i64 value) is set on the device side before any
+    address is asked for."""
 
-    def __init__(self, stages, stage_bytes, barriers_at, consumers):
+    def __init__(self, stages, stage_bytes, barriers_at, consumers, arrivals=1):
         self.stages = stages
         self.stage_bytes = stage_bytes
         self.barriers_at = barriers_at
         self.consumers = consumers
+        self.arrivals = arrivals
         self.base = None
 
     def init_barriers(self):
@@ -44,7 +48,7 @@ class Ring:
         block's first barrier)."""
         for s in range(self.stages):
             nvvm.MBarrierInitOp(self.full(s), _i(1))
-            nvvm.MBarrierInitOp(self.empty(s), _i(self.consumers))
+            nvvm.MBarrierInitOp(self.empty(s), _i(self.consumers * self.arrivals))
 
     def stage(self, s):
         """i64 shared address of stage ``s`` (an index value)."""

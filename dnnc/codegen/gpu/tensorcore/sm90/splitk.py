@@ -11,7 +11,9 @@ launch does (``reduce_splits``). With ``cluster`` C > 1 the launch runs in
 thread-block clusters of C consecutive splits of a tile, one unit a block,
 which first sum their accumulators through distributed shared memory
 (``cluster_sum``): P = S / C, and a lone partial (C = S) is not stored at
-all, its owner runs the epilogue.
+all, its owner runs the epilogue. A filter gradient's bias gradient
+(bias_grad.py) has its split partials summed, in split order, wherever its
+rows' weight partials are.
 """
 
 from mlir import ir
@@ -96,6 +98,8 @@ class SplitK:
         that took every split) runs the epilogue at once."""
         k = self.k
         if self.parts == 1:
+            if k.bias is not None:
+                k.bias.sum_splits(*where)
             k.epilogue.apply(acc, *where, k.epilogue.inputs(*where))
             return
         self.store_partial(acc, *where, part)
@@ -141,6 +145,8 @@ class SplitK:
                                 arith.addi(_i(v * 512, 64), arith.muli(lane, _i(16, 64))))
             return _shared_ptr(arith.addi(k.base, offset))
 
+        if k.bias is not None:
+            k.bias.publish()
         nvvm.cluster_arrive_relaxed(aligned=True)
         nvvm.cluster_wait(aligned=True)
         to = _to_i32(owner)
@@ -245,6 +251,8 @@ class SplitK:
                     for e in range(2):
                         summed = llvm.insertvalue(summed, sums[e],
                                                   ir.DenseI64ArrayAttr.get([4 * j + 2 * h + e]))
+            if k.bias is not None:
+                k.bias.sum_splits(consumer, local, batch, tile_m, tile_n)
             inputs = k.epilogue.inputs(consumer, local, batch, tile_m, tile_n)
             k.epilogue.apply(summed, consumer, local, batch, tile_m, tile_n, inputs)
         _if(_cmp("eq", before, _i(self.parts - 1)), last)
@@ -312,3 +320,5 @@ class SplitK:
                     envs.append(k.epilogue.pair.evaluate(v, k.epilogue.pair.point(batch, row, c)))
                 k.epilogue.pair.store(envs, batch, row, col, full_n=True)
             _if(_cmp("ult", item, _idx(items)), body)
+            if k.bias is not None:
+                k.bias.reduce(item)

@@ -285,6 +285,22 @@ def copy_pays(gemm, operand, extent):
     return None
 
 
+def _check_block_scales(gemm, tile):
+    """A block-scaled GEMM's tile: one K step a scale block, its columns in
+    one 128-column block of B's scales (block_scales.py)."""
+    block = gemm.scales.block
+    if not gemm.fp8:
+        raise NotSupported(f"block scales on {gemm.a.element} x {gemm.b.element}: expected fp8")
+    if tile.k != block:
+        raise NotSupported(f"tile K {tile.k} with block scales: expected {block} (a K step "
+                           "is one scale block)")
+    if tile.n not in (64, 128):
+        raise NotSupported(f"tile N {tile.n} with block scales: expected 64 or 128 (a tile's "
+                           f"columns in one {block}-column block of B's scales)")
+    if gemm.batch > 1:
+        raise NotSupported(f"a batch of {gemm.batch} with block scales: tc-sm90 scales one GEMM")
+
+
 def check(gemm, tile):
     """Raise NotSupported unless tc-sm90 with ``tile`` computes ``gemm``."""
     if gemm.batch_shape is not None:
@@ -296,6 +312,8 @@ def check(gemm, tile):
                            "(compute_data_type='tf32')")
     if element not in ("bf16", "f16", "tf32") and not gemm.fp8:
         raise NotSupported(f"{element} operands (tc-sm90 takes bf16, f16, tf32 and fp8)")
+    if gemm.scales is not None:
+        _check_block_scales(gemm, tile)
     eb = element_bytes(element)
     if tile.k * eb != SWIZZLE:
         raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
