@@ -509,7 +509,9 @@ class Partition:
             if other is group or len(other.ops) != 1 or other.anchor != "reduction":
                 continue
             op = other.ops[0]
-            if conv_bias_grad.joins(op)[0] == wgrad and self._legal([group, other], op):
+            joined = conv_bias_grad.joins(op)[0]   # None: not a bias gradient
+            # (the bindings' Operation == None raises rather than say False)
+            if joined is not None and joined == wgrad and self._legal([group, other], op):
                 self.groups.remove(other)
                 self._add(group, op)
                 group.bias = op

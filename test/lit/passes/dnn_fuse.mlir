@@ -1054,3 +1054,17 @@ func.func @wgrad_bias_k12(%x: tensor<2x32x8x8xbf16>, %dy: tensor<2x12x8x8xbf16>)
   %1 = "dnn.reduction"(%dy) {axes = array<i64: 0, 2, 3>, keepdims = true, mode = "sum"} : (tensor<2x12x8x8xbf16>) -> tensor<1x12x1x1xbf16>
   return %0, %1 : tensor<12x32x3x3xbf16>, tensor<1x12x1x1xbf16>
 }
+
+// -----
+
+// A reduction that is no bias gradient, placed before a filter gradient:
+// each stays a kernel of its own (the wgrad's search for its bias gradient
+// passes over it).
+// CHECK-LABEL: func.func @reduction_before_wgrad(
+//  CHECK-NEXT: call @reduction_before_wgrad_k0_reduction
+//  CHECK-NEXT: call @reduction_before_wgrad_k1_conv_wgrad
+func.func @reduction_before_wgrad(%a: tensor<4x32xf32>, %x: tensor<2x8x6x6xf32>, %dy: tensor<2x4x4x4xf32>) -> (tensor<1x32xf32>, tensor<4x8x3x3xf32>) {
+  %0 = "dnn.reduction"(%a) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<4x32xf32>) -> tensor<1x32xf32>
+  %1 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x4x4x4xf32>, tensor<2x8x6x6xf32>) -> tensor<4x8x3x3xf32>
+  return %0, %1 : tensor<1x32xf32>, tensor<4x8x3x3xf32>
+}
