@@ -8,12 +8,14 @@ the tests that read kernels' plans, PTX and SASS without a GPU.
   work.
 * ``needs_ptxas`` / ``needs_sass``: skip marks that say what is missing
   (ptxas; cuobjdump and nvdisasm).
-* The checks the tests share, each over a package's kernels: no spills or
-  stack (``assert_no_spills``), registers and shared memory within budget
-  (``assert_fit``, ``assert_shared_fit``), no
-  local memory in the SASS (``assert_no_local_memory``), and the opcodes
-  of an instruction family (``family``: the HGMMA or HMMA shapes a kernel
-  issues), atomics (``atomics``).
+* The checks the tests share, each over a list of a package's kernels: no
+  spills or stack (``assert_no_spills``), registers and shared memory
+  within budget (``assert_fit``, ``assert_shared_fit``), no local memory
+  in the SASS (``assert_no_local_memory``); and over a kernel's opcodes
+  (``sass.opcodes``), those of an instruction family (``family``: the
+  HGMMA or HMMA shapes it issues) and its atomics (``atomics``).
+
+Checked by test_kernel_builds.py.
 
 Usage::
 
