@@ -24,6 +24,7 @@ import pytest
 from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import ptxas, sass
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward
+from kernel_builds import Builds, assert_no_local_memory, assert_no_spills, atomics, family
 from test_attention_tensor_cores import backward_graph, sizes, tensor_of
 from test_tc_sass import ARCH, PTXAS_MISSING, needs_sass
 
@@ -66,29 +67,10 @@ DBIAS = {
 }
 
 
-class Built:
-    """Each graph compiled (and assembled) at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name, arch=ARCH):
-        if (name, arch) not in self.packages:
-            self.packages[name, arch] = compiler.compile_module(
-                graph_mlir.to_module(DBIAS[name][0]()),
-                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
-        return self.packages[name, arch]
-
-    def assembly(self, name):
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled (and assembled) at most once."""
+    return Builds(lambda name: DBIAS[name][0](), ARCH)
 
 
 def _written(manifest, kernel):
@@ -161,17 +143,14 @@ def test_dbias_sass(built, name):
     package = built.package(name)
     resources, functions = built.assembly(name)
     suffix = ".BF16" if name.endswith("bf16") else ""
-    for i, k in enumerate(package.kernels):
-        counts = sass.opcodes(functions[k["entry"]])
-        assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
-        if i == 1:
-            continue
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
+    for k in package.kernels:
+        assert not atomics(sass.opcodes(functions[k["entry"]]))
+    changed = package.kernels[:1] + package.kernels[2:]
+    assert_no_spills(changed, resources)
+    assert_no_local_memory(changed, functions)
     dq = package.kernels[0]
     counts = sass.opcodes(functions[dq["entry"]])
-    assert {op for op in counts if op.startswith("HGMMA.")} == \
+    assert family(counts, "HGMMA.") == \
         {f"HGMMA.64x{tiles.dq_n}x16.F32{suffix}", f"HGMMA.64x{d}x16.F32{suffix}"}, \
         sorted(counts)
     for k in package.kernels[2:]:
@@ -236,7 +215,4 @@ def test_sm80_dbias(built, name):
     assert "dbias" in written, written
     if PTXAS_MISSING is not None:
         return
-    resources = ptxas.assemble(package.ptx, "sm_80")
-    for k in kernels:
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
+    assert_no_spills(kernels, ptxas.assemble(package.ptx, "sm_80"))

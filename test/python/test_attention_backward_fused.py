@@ -31,8 +31,10 @@ of it.
 import pytest
 
 from dnnc import compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_fused as fused
+from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_shared_fit,
+                           atomics, family)
 from test_attention_tensor_cores import (
     attention, backward_graph, box_of, sizes, tensor_of, without_lengths,
 )
@@ -72,25 +74,9 @@ def compile_graph(build, name, config=None):
         basename=name)
 
 
-class Built:
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name):
-        if name not in self.packages:
-            self.packages[name] = compile_graph(FUSED[name], name)
-        return self.packages[name]
-
-    def assembly(self, name):
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    return Builds(lambda name: FUSED[name](), ARCH)
 
 
 @pytest.mark.parametrize("name", sorted(FUSED))
@@ -221,22 +207,18 @@ def test_fused_sass(built, name):
     (_, _, _, _, _, d, dv), _ = sizes(FUSED[name])
     pre, main, convert = built.package(name).kernels
     resources, functions = built.assembly(name)
-    for k in (pre, main, convert):
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // k["block"][0] // 8 * 8, (k["entry"], r)
-    r = resources[main["entry"]]
-    assert main["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (main["shared_bytes"], r)
+    assert_fit([pre, main, convert], resources)
+    assert_shared_fit([main], resources, MAX_SHARED)
+    assert_no_local_memory([main], functions)
     text = functions[main["entry"]]
     counts = sass.opcodes(text)
-    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
     assert counts["USETMAXREG"] > 0, "ptxas ignored setmaxnreg"
     suffix = ".BF16" if name.endswith("bf16") else ""
-    assert {op for op in counts if op.startswith("HGMMA.")} == \
+    assert family(counts, "HGMMA.") == \
         {f"HGMMA.64x{n}x16.F32{suffix}" for n in (64, d, dv)}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["UTMAREDG"] > 0 and counts["MUFU.EX2"] > 0, \
         sorted(counts)
-    assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
+    assert not atomics(counts)
     # dQ's part: both operands read transposed (MN-major) from shared memory.
     assert "tnspA.tnspB" in text
     assert sass.wgmma_hazards(text) == []

@@ -34,10 +34,11 @@ import dataclasses
 import pytest
 from mlir import ir
 
-from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import ptxas, sass
 from dnnc.codegen.gpu.tensorcore.sm90 import NotSupported, flash_backward
 from dnnc.heuristics import rank
+from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_no_spills,
+                           atomics, family)
 from test_attention_tensor_cores import (
     attention, backward_graph, backward_problem, box_of, padded, sizes, tensor_of,
     without_lengths,
@@ -76,29 +77,10 @@ SASS_CASES = ("d256_bf16", "d256_causal_f16", "d192_dv128_causal_bf16",
 SASS_XFAIL = {}
 
 
-class Built:
-    """Each graph compiled and assembled at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name):
-        if name not in self.packages:
-            self.packages[name] = compiler.compile_module(
-                graph_mlir.to_module(WIDE[name]()),
-                compiler.Options(target="cuda", arch=ARCH, tuning_db="off"), basename=name)
-        return self.packages[name]
-
-    def assembly(self, name):
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled and assembled at most once."""
+    return Builds(lambda name: WIDE[name](), ARCH)
 
 
 @pytest.mark.parametrize("d, dv", [(256, 256), (192, 128), (160, 160), (136, 64), (64, 256),
@@ -226,20 +208,18 @@ def test_wide_sass(built, name):
     kernels = built.package(name).kernels
     resources, functions = built.assembly(name)
     suffix = ".BF16" if name.endswith("bf16") else ""
-    for k, widths in zip(kernels, ({tiles.dq_n, d}, {tiles.dkv_m, d, dv})):
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // k["block"][0] // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+    dq_dkv = kernels[:2]
+    assert_fit(dq_dkv, resources, MAX_SHARED)
+    assert_no_local_memory(dq_dkv, functions)
+    for k, widths in zip(dq_dkv, ({tiles.dq_n, d}, {tiles.dkv_m, d, dv})):
         text = functions[k["entry"]]
         counts = sass.opcodes(text)
-        assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
         assert counts["USETMAXREG"] > 0, f"{k['entry']}: ptxas ignored setmaxnreg"
-        assert {op for op in counts if op.startswith("HGMMA.")} == \
+        assert family(counts, "HGMMA.") == \
             {f"HGMMA.64x{n}x16.F32{suffix}" for n in widths}, (k["entry"], sorted(counts))
         assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0 and counts["MUFU.EX2"] > 0, \
             (k["entry"], sorted(counts))
-        assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
+        assert not atomics(counts)
         assert sass.wgmma_hazards(text) == []
         assert sass.wgmma_fragment_hazards(text) == []
 
@@ -263,6 +243,4 @@ def test_ragged_wide_backward(d, masks):
     if PTXAS_MISSING:
         return
     resources, _ = ptxas.assemble_cubin(package.ptx, ARCH)
-    for k in kernels:
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
+    assert_no_spills(kernels, resources)

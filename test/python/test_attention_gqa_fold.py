@@ -27,9 +27,10 @@ import pytest
 from mlir import ir
 
 from dnnc import compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore.sm90 import NotSupported, flash
 from dnnc.heuristics import rank
+from kernel_builds import Builds, assert_no_local_memory, assert_shared_fit
 from test_attention_tensor_cores import (
     attention, box_of, problem, sdpa_graph, tensor_of,
 )
@@ -149,17 +150,12 @@ FOLDED = {
 }
 
 
-_packages = {}
+# Each FOLDED graph compiled once per override, and assembled once.
+_built = Builds(lambda name: FOLDED[name][0](), ARCH)
 
 
 def package_of(name, config=None):
-    key = (name, config)
-    if key not in _packages:
-        _packages[key] = compiler.compile_module(
-            graph_mlir.to_module(FOLDED[name][0]()),
-            compiler.Options(target="cuda", arch=ARCH, tuning_db="off", config=config),
-            basename=name)
-    return _packages[key]
+    return _built.package(name, config=config)
 
 
 @pytest.mark.parametrize("name", sorted(FOLDED))
@@ -217,15 +213,15 @@ def test_folded_sass(name):
     (_, _, _, _, _, _, dv), _ = sizes(build)
     package = package_of(name)
     k = package.kernels[0]
-    resources, cubin = ptxas.assemble_cubin(package.ptx, ARCH)
+    resources, functions = _built.assembly(name)
     for entry, r in resources.items():
         assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (entry, r)
     r = resources[k["entry"]]
     assert 0 < r.registers <= 65536 // k["block"][0] // 8 * 8, r
-    assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED
-    text = sass.functions(sass.disassemble(cubin))[k["entry"]]
+    assert_shared_fit([k], resources, MAX_SHARED)
+    assert_no_local_memory([k], functions)
+    text = functions[k["entry"]]
     counts = sass.opcodes(text)
-    assert counts["LDL"] == counts["STL"] == 0
     assert counts["USETMAXREG"] > 0
     suffix = ".BF16" if name.endswith("bf16") else ""
     bn = k["config"]["tile"][1]

@@ -93,6 +93,8 @@ from dnnc.codegen.gpu.tensorcore.sm90 import (
     NotSupported, flash, flash_backward, flash_backward_fused,
 )
 from dnnc.heuristics import Problem, TensorSpec, rank
+from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_no_spills, atomics,
+                           family)
 from test_cuda_compile import _load_gpu_cases
 from test_tc_sass import ARCH, MAX_SHARED, needs_sass
 
@@ -885,36 +887,18 @@ def test_backward_matcher_reads_the_bufferized_kernel():
 TWO_KERNELS = "*=tile:128x128"
 
 
-class Built:
-    """Each graph compiled and assembled at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name):
-        """The package of graph ``name``; BACKWARD's with the two-kernel
-        backward (the config override ``TWO_KERNELS``; the fused kernel's
-        plans and SASS: test_attention_backward_fused.py)."""
-        if name not in self.packages:
-            build = TENSOR_CORES.get(name) or BACKWARD.get(name) or FALLBACKS[name][0]
-            config = TWO_KERNELS if name in BACKWARD else None
-            self.packages[name] = compiler.compile_module(
-                graph_mlir.to_module(build()),
-                compiler.Options(target="cuda", arch=ARCH, tuning_db="off", config=config),
-                basename=name)
-        return self.packages[name]
-
-    def assembly(self, name):
-        """({entry: KernelResources}, {entry: SASS text})."""
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
+def graph_of(name):
+    """The graph of a TENSOR_CORES, BACKWARD or FALLBACKS name."""
+    return (TENSOR_CORES.get(name) or BACKWARD.get(name) or FALLBACKS[name][0])()
 
 
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled and assembled at most once; BACKWARD's with the
+    two-kernel backward (the config override ``TWO_KERNELS``; the fused
+    kernel's plans and SASS: test_attention_backward_fused.py)."""
+    return Builds(graph_of, ARCH,
+                  config=lambda name, override: TWO_KERNELS if name in BACKWARD else override)
 
 
 def tensor_of(manifest, arg):
@@ -1510,18 +1494,14 @@ def test_attention_sass(built, name):
     (_, _, _, _, _, _, dv), _ = sizes(TENSOR_CORES[name])
     k = built.package(name).kernels[0]  # (a split-KV merge after it: test_split_kv_kernels)
     resources, functions = built.assembly(name)
-    r = resources[k["entry"]]
-    threads = k["block"][0]
-    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-    assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-    assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+    assert_fit([k], resources, MAX_SHARED)
+    assert_no_local_memory([k], functions)
     text = functions[k["entry"]]
     counts = sass.opcodes(text)
-    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
     assert counts["USETMAXREG"] > 0, "ptxas ignored setmaxnreg"
     suffix = ".BF16" if name.endswith("bf16") else ""
     bn = k["config"]["tile"][1]
-    assert {op for op in counts if op.startswith("HGMMA.")} == \
+    assert family(counts, "HGMMA.") == \
         {f"HGMMA.64x{bn}x16.F32{suffix}", f"HGMMA.64x{dv}x16.F32{suffix}"}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0 and counts["MUFU.EX2"] > 0, \
         sorted(counts)
@@ -1545,21 +1525,19 @@ def test_attention_backward_sass(built, name):
     resources, functions = built.assembly(name)
     tiles = flash_backward.tiles_for(d, dv)
     suffix = ".BF16" if name.endswith("bf16") else ""
-    for k, steps in zip(kernels, (tiles.dq_n, tiles.dkv_m)):
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // k["block"][0] // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+    dq_dkv = kernels[:2]
+    assert_fit(dq_dkv, resources, MAX_SHARED)
+    assert_no_local_memory(dq_dkv, functions)
+    for k, steps in zip(dq_dkv, (tiles.dq_n, tiles.dkv_m)):
         text = functions[k["entry"]]
         counts = sass.opcodes(text)
-        assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
         assert counts["USETMAXREG"] > 0, f"{k['entry']}: ptxas ignored setmaxnreg"
-        assert {op for op in counts if op.startswith("HGMMA.")} == \
+        assert family(counts, "HGMMA.") == \
             {f"HGMMA.64x{steps}x16.F32{suffix}", f"HGMMA.64x{d}x16.F32{suffix}"}, \
             (k["entry"], sorted(counts))
         assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0 and counts["MUFU.EX2"] > 0, \
             (k["entry"], sorted(counts))
-        assert not {op for op in counts if op.split(".")[0] in ("ATOM", "ATOMG", "RED", "REDG")}
+        assert not atomics(counts)
         assert sass.wgmma_hazards(text) == []
         assert sass.wgmma_fragment_hazards(text) == []
 
@@ -1601,6 +1579,4 @@ def test_split_kv_kernels():
     written = {tensor_of(package.manifest, a) for a in merge["args"]}
     assert {"sdpa0.o", "sdpa0.stats", "workspace"} <= written, written
     resources, _ = ptxas.assemble_cubin(package.ptx, ARCH)
-    for entry in (attention["entry"], merge["entry"]):
-        r = resources[entry]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (entry, r)
+    assert_no_spills([attention, merge], resources)

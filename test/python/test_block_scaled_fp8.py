@@ -14,19 +14,12 @@ import numpy as np
 import pytest
 
 import dnnc
-from dnnc import compiler, graph_mlir, reference
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc import reference
 from dnnc.errors import DnncError
+from kernel_builds import Builds, needs_ptxas, needs_sass
 
 E4M3, E5M2 = "f8E4M3FN", "f8E5M2"
 NP = {E4M3: ml_dtypes.float8_e4m3fn, E5M2: ml_dtypes.float8_e5m2}
-
-PTXAS_MISSING = None if ptxas.find() else (
-    "no ptxas: set DNNC_PTXAS, pip install nvidia-cuda-nvcc, or put ptxas on PATH")
-needs_ptxas = pytest.mark.skipif(PTXAS_MISSING is not None, reason=str(PTXAS_MISSING))
-needs_sass = pytest.mark.skipif(
-    PTXAS_MISSING is not None or sass.missing() is not None,
-    reason=str(PTXAS_MISSING or sass.missing()))
 
 
 def blocks(n):
@@ -133,28 +126,17 @@ CASES = {
 }
 
 
-class Built:
-    def __init__(self):
-        self.packages, self.cubins = {}, {}
-
-    def package(self, name, arch="sm_90a"):
-        key = (name, arch)
-        if key not in self.packages:
-            m, n, k, ta, tb, out, weight, _ = CASES[name]
-            self.packages[key] = compiler.compile_module(
-                graph_mlir.to_module(graph(m, n, k, ta, tb, out, weight, name=name)),
-                compiler.Options(target="cuda", arch=arch), basename=name)
-        return self.packages[key]
-
-    def cubin(self, name):
-        if name not in self.cubins:
-            self.cubins[name] = ptxas.assemble_cubin(self.package(name).ptx, "sm_90a")
-        return self.cubins[name]
+def case_graph(name):
+    """The graph of CASES[name]."""
+    m, n, k, ta, tb, out, weight, _ = CASES[name]
+    return graph(m, n, k, ta, tb, out, weight, name=name)
 
 
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each case compiled (with the arch's default tuning database) and
+    assembled at most once."""
+    return Builds(case_graph, "sm_90a", tuning_db=None)
 
 
 def gemm_of(package):
@@ -191,7 +173,7 @@ def test_tc_sm90_block_scaled_plan_and_ptx(built, name):
 @needs_ptxas
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_ptxas_no_spills(built, name):
-    resources, _ = built.cubin(name)
+    resources, _ = built.resources(name)
     gemm = gemm_of(built.package(name))["entry"]
     r = resources[gemm]
     assert r.spill_stores == 0 and r.spill_loads == 0 and r.stack_bytes == 0, r
@@ -200,7 +182,7 @@ def test_ptxas_no_spills(built, name):
 
 @needs_sass
 def test_sass_has_fp8_tensor_core_mma(built):
-    functions = sass.functions(sass.disassemble(built.cubin("e4m3_4096")[1]))
+    functions = built.sass("e4m3_4096")
     gemm = gemm_of(built.package("e4m3_4096"))["entry"]
     text = functions[gemm]
     assert re.search(r"QGMMA\.64x128x32\.F32\.E4M3\.E4M3", text), "no QGMMA in the SASS"

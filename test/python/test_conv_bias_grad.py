@@ -27,7 +27,8 @@ import pytest
 
 import dnnc
 from dnnc import compiler, graph_mlir, interpreter, passes, pipelines
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
+from kernel_builds import Builds, assert_fit, assert_no_local_memory
 from mlir import ir
 from refutil import typed
 from test_conv_tensor_cores import channels_last
@@ -203,33 +204,12 @@ def test_cpu_back_end_matches_reference(name):
         np.testing.assert_allclose(o, e, rtol=0, atol=tol)
 
 
-class Built:
-    """Each graph compiled once per (arch, override), and assembled once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name, arch=ARCH, config=None):
-        key = (name, arch, config)
-        if key not in self.packages:
-            self.packages[key] = compiler.compile_module(
-                graph_mlir.to_module(FUSED[name]()),
-                compiler.Options(target="cuda", arch=arch, tuning_db="off",
-                                 config=f"{name}_k0_conv_wgrad={config}" if config else None),
-                basename=name)
-        return self.packages[key]
-
-    def assembly(self, name, config=None):
-        key = (name, config)
-        if key not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name, config=config).ptx, ARCH)
-            self.assembled[key] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[key]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled once per (arch, override), and assembled once;
+    an override is the config of the graph's one conv_wgrad kernel."""
+    return Builds(lambda name: FUSED[name](), ARCH,
+                  config=lambda name, config: f"{name}_k0_conv_wgrad={config}" if config else None)
 
 
 @pytest.mark.parametrize("name", sorted(FUSED))
@@ -294,15 +274,9 @@ def test_sass(built, name, config):
     """No spills or local memory, registers within 65536 / threads, shared
     memory within sm_90's; HGMMA of the operand type."""
     package = built.package(name, config=config)
-    resources, functions = built.assembly(name, config)
-    for k in package.kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    resources, functions = built.assembly(name, config=config)
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
     counts = sass.opcodes(functions[package.kernels[0]["entry"]])
     assert any(op.startswith("HGMMA.") for op in counts), sorted(counts)
     assert sass.wgmma_hazards(functions[package.kernels[0]["entry"]]) == []

@@ -36,7 +36,8 @@ import pytest
 
 import dnnc
 from dnnc import compiler, graph_mlir, interpreter, passes, pipelines, plan
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
+from kernel_builds import Builds, assert_fit, assert_no_local_memory, family
 from mlir import ir
 from refutil import typed
 from test_conv_tensor_cores import channels_last
@@ -192,29 +193,10 @@ def test_option_off_keeps_two_kernels():
     assert _anchors(_fused(graph, off)) == ["pointwise", "conv_fprop"]
 
 
-class Built:
-    """Each graph compiled for each arch, and assembled, at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name, arch=ARCH):
-        if (name, arch) not in self.packages:
-            self.packages[name, arch] = compiler.compile_module(
-                graph_mlir.to_module(FUSED[name]()),
-                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
-        return self.packages[name, arch]
-
-    def assembly(self, name):
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled for each arch, and assembled, at most once."""
+    return Builds(lambda name: FUSED[name](), ARCH)
 
 
 @pytest.mark.parametrize("name", sorted(FUSED))
@@ -266,20 +248,13 @@ def test_prologue_sass(built, name):
     TMA loads, no use of an accumulator before its wgmma's wait."""
     package = built.package(name)
     resources, functions = built.assembly(name)
-    for k in package.kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
     (gemm,) = gemm_kernels(package)
     counts = sass.opcodes(functions[gemm["entry"]])
     kind = "BF16" if "bf16" in name else "F16"
-    hgmma = {op for op in counts if op.startswith("HGMMA.")}
-    assert hgmma == {f"HGMMA.64x{gemm['config']['tile'][1]}x16.F32"
-                     + (".BF16" if kind == "BF16" else "")}, sorted(counts)
+    assert family(counts, "HGMMA.") == {f"HGMMA.64x{gemm['config']['tile'][1]}x16.F32"
+                                        + (".BF16" if kind == "BF16" else "")}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
 

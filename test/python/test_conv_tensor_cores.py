@@ -43,9 +43,9 @@ import math
 import pytest
 
 import dnnc
-from dnnc import compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore import sm90
+from kernel_builds import Builds, assert_fit, assert_no_local_memory, family
 from test_tc_sass import ARCH, MAX_SHARED, gemm_kernels, needs_sass
 from test_tc_sm80_sass import MAX_SHARED as SM80_MAX_SHARED
 
@@ -198,32 +198,17 @@ SM80_SASS = {"bias_relu_bf16": "HMMA.16816.F32.BF16", "strided_dilated_f16": "HM
              "dgrad_3x3_bf16": "HMMA.16816.F32.BF16", "wgrad_strided_f16": "HMMA.16816.F32"}
 
 
-class Built:
-    """Each graph compiled for each arch, and assembled, at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name, arch=ARCH):
-        if (name, arch) not in self.packages:
-            build = TENSOR_CORES.get(name) or GRADS.get(name, (None,))[0] or \
-                {**FALLBACKS, **SM80_FALLBACKS, **LAID_OUT}[name][0]
-            self.packages[name, arch] = compiler.compile_module(
-                graph_mlir.to_module(build()),
-                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
-        return self.packages[name, arch]
-
-    def assembly(self, name, arch=ARCH):
-        """({entry: KernelResources}, {entry: SASS text})."""
-        if (name, arch) not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name, arch).ptx, arch)
-            self.assembled[name, arch] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name, arch]
+def graph_of(name):
+    """The graph of a name of any of the tables above."""
+    build = TENSOR_CORES.get(name) or GRADS.get(name, (None,))[0] or \
+        {**FALLBACKS, **SM80_FALLBACKS, **LAID_OUT}[name][0]
+    return build()
 
 
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled for each arch, and assembled, at most once."""
+    return Builds(graph_of, ARCH)
 
 
 @pytest.mark.parametrize("name", sorted(TENSOR_CORES))
@@ -291,18 +276,12 @@ def test_implicit_gemm_sass(built):
     name = "bias_relu_bf16"
     package = built.package(name)
     resources, functions = built.assembly(name)
-    for k in package.kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
     (gemm,) = gemm_kernels(package)
     counts = sass.opcodes(functions[gemm["entry"]])
     hgmma = f"HGMMA.64x{gemm['config']['tile'][1]}x16.F32.BF16"
-    assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
+    assert family(counts, "HGMMA.") == {hgmma}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
 
@@ -362,14 +341,9 @@ def test_implicit_gemm_tc_sm80_sass(built, name):
     package = built.package(name, "sm_80")
     resources, functions = built.assembly(name, "sm_80")
     (k,) = package.kernels
-    r = resources[k["entry"]]
-    threads = k["block"][0] * k["block"][1] * k["block"][2]
-    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-    assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (k["entry"], r)
-    assert k["shared_bytes"] + r.shared_bytes <= SM80_MAX_SHARED, (k["shared_bytes"], r)
+    assert_fit([k], resources, SM80_MAX_SHARED, most_registers=255)
+    assert_no_local_memory([k], functions)
     counts = sass.opcodes(functions[k["entry"]])
-    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
     hmma = SM80_SASS[name]
-    assert counts[hmma] > 0 and {op for op in counts if op.startswith("HMMA.")} == {hmma}, \
-        sorted(counts)
+    assert counts[hmma] > 0 and family(counts, "HMMA.") == {hmma}, sorted(counts)
     assert counts["LDGSTS"] > 0 and counts["LDSM"] > 0, sorted(counts)

@@ -24,8 +24,9 @@ import pytest
 
 import dnnc
 from dnnc import compiler, compute_types, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
 from dnnc.dialect.types import data_type
+from kernel_builds import Builds, assert_fit, assert_no_local_memory, family
 from test_conv_tensor_cores import channels_last
 from test_tc_sass import A_REGISTER, ARCH, MAX_SHARED, gemm_kernels, needs_sass
 
@@ -196,31 +197,17 @@ GRADS = {
 }
 
 
-class Built:
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name, arch=ARCH):
-        if (name, arch) not in self.packages:
-            direction, x_dims, k, window, attrs = GRADS[name]
-            # Grouped f32 convolutions multiply in f32 unless asked for tf32.
-            g = conv_graph(direction, "tf32" if attrs.get("groups", 1) > 1 else None,
-                           x_dims=x_dims, k=k, window=window, **attrs)
-            self.packages[name, arch] = compiler.compile_module(
-                graph_mlir.to_module(g),
-                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
-        return self.packages[name, arch]
-
-    def assembly(self, name):
-        if name not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-            self.assembled[name] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name]
+def grad_graph(name):
+    """The graph of GRADS[name]."""
+    direction, x_dims, k, window, attrs = GRADS[name]
+    # Grouped f32 convolutions multiply in f32 unless asked for tf32.
+    return conv_graph(direction, "tf32" if attrs.get("groups", 1) > 1 else None,
+                      x_dims=x_dims, k=k, window=window, **attrs)
 
 
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    return Builds(grad_graph, ARCH)
 
 
 @pytest.mark.parametrize("name", sorted(GRADS))
@@ -260,18 +247,12 @@ def test_tf32_gradient_sass(built, name):
     (filter gradients) every HGMMA's A from registers."""
     package = built.package(name)
     resources, functions = built.assembly(name)
-    for k in package.kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
     for gemm in gemm_kernels(package):
         text = functions[gemm["entry"]]
         counts = sass.opcodes(text)
-        hgmma = {op for op in counts if op.startswith("HGMMA.")}
+        hgmma = family(counts, "HGMMA.")
         assert hgmma and all(op.endswith(".F32.TF32") and "x8." in op for op in hgmma), hgmma
         assert counts["UTMALDG"] > 0, sorted(counts)
         assert sass.wgmma_hazards(text) == []

@@ -31,6 +31,7 @@ import dnnc.dialect
 from dnnc import compiler, graph_mlir, passes, pipelines
 from dnnc.codegen.gpu import irutil, ptxas, sass
 from dnnc.codegen.gpu.elementwise import pad_rows, transpose
+from kernel_builds import assert_fit, assert_no_local_memory
 from kernel_interpreter import run_kernel
 from test_conv_phases import interpret
 from test_tc_sass import needs_sass
@@ -205,12 +206,9 @@ def test_matmul_align_sass(name, arch):
     resources, cubin = ptxas.assemble_cubin(built.ptx, arch)
     functions = sass.functions(sass.disassemble(cubin))
     (k,) = {k["entry"]: k for k in built.kernels}.values()
-    r = resources[k["entry"]]
-    threads = k["block"][0] * k["block"][1] * k["block"][2]
-    assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-    assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (k["entry"], r)
+    assert_fit([k], resources, most_registers=255)
+    assert_no_local_memory([k], functions)
     counts = sass.opcodes(functions[k["entry"]])
-    assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
     hmma = SASS[name]
     assert counts[hmma] > 0, sorted(counts)
     assert any(op.startswith("LDG") and "U16" in op for op in counts), sorted(counts)

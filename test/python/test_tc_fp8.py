@@ -32,18 +32,13 @@ import pytest
 
 import dnnc
 from dnnc import compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
+from kernel_builds import (PTXAS_MISSING, Builds, assert_fit, assert_no_local_memory, needs_ptxas,
+                           needs_sass)
 
 ARCH = "sm_90a"
 E4M3, E5M2 = "f8E4M3FN", "f8E5M2"
 WGMMA_NAME = {E4M3: "e4m3", E5M2: "e5m2"}
-
-PTXAS_MISSING = None if ptxas.find() else (
-    "no ptxas: set DNNC_PTXAS, pip install nvidia-cuda-nvcc, or put ptxas on PATH")
-needs_ptxas = pytest.mark.skipif(PTXAS_MISSING is not None, reason=str(PTXAS_MISSING))
-needs_sass = pytest.mark.skipif(
-    PTXAS_MISSING is not None or sass.missing() is not None,
-    reason=str(PTXAS_MISSING or sass.missing()))
 
 
 def fp8_graph(name, m, n, k, ta, tb, out, weight=True, prescaled=False, amax=False):
@@ -103,35 +98,11 @@ EPILOGUES = {
 }
 
 
-class Built:
-    """Each case compiled, assembled and disassembled at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name):
-        if name not in self.packages:
-            self.packages[name] = compiler.compile_module(
-                graph_mlir.to_module(CASES[name][0]()), compiler.Options(target="cuda",
-                                                                         arch=ARCH),
-                basename=name)
-        return self.packages[name]
-
-    def resources(self, name):
-        if name not in self.assembled:
-            self.assembled[name] = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-        return self.assembled[name]
-
-    def sass(self, name):
-        key = name + ".sass"
-        if key not in self.assembled:
-            self.assembled[key] = sass.functions(sass.disassemble(self.resources(name)[1]))
-        return self.assembled[key]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each case compiled (with the arch's default tuning database),
+    assembled and disassembled at most once."""
+    return Builds(lambda name: CASES[name][0](), ARCH, tuning_db=None)
 
 
 def gemm_of(package):
@@ -209,12 +180,7 @@ def test_b_stored_k_by_n_is_copied_k_major(built):
 @needs_ptxas
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_registers_no_spills(built, name):
-    resources = built.resources(name)[0]
-    for k in built.package(name).kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
+    assert_fit(built.package(name).kernels, built.resources(name)[0])
 
 
 @needs_sass
@@ -228,9 +194,7 @@ def test_sass_has_qgmma_and_no_local_memory(built, name):
     functions = built.sass(name)
     package = built.package(name)
     gemm = gemm_of(package)
-    for k in package.kernels:
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
+    assert_no_local_memory(package.kernels, functions)
     counts = sass.opcodes(functions[gemm["entry"]])
     qgmma = (f"QGMMA.64x{gemm['config']['tile'][1]}x32.F32."
              f"{WGMMA_NAME[ta].upper()}.{WGMMA_NAME[tb].upper()}")

@@ -52,19 +52,14 @@ import re
 import pytest
 
 import dnnc
-from dnnc import artifact, compiler, graph_mlir
+from dnnc import artifact
 from dnnc.codegen.gpu import ptxas, sass
 from dnnc.codegen.gpu.tensorcore import sm90
+from kernel_builds import (PTXAS_MISSING, Builds, assert_fit, assert_no_local_memory, family,
+                           needs_ptxas, needs_sass)
 
 ARCH = "sm_90a"
 MAX_SHARED = 232448  # sm_90: 227 KiB of shared memory per block at most (opt-in)
-
-PTXAS_MISSING = None if ptxas.find() else (
-    "no ptxas: set DNNC_PTXAS, pip install nvidia-cuda-nvcc, or put ptxas on PATH")
-needs_ptxas = pytest.mark.skipif(PTXAS_MISSING is not None, reason=str(PTXAS_MISSING))
-needs_sass = pytest.mark.skipif(
-    PTXAS_MISSING is not None or sass.missing() is not None,
-    reason=str(PTXAS_MISSING or sass.missing()))
 
 
 def mm4096():
@@ -289,38 +284,11 @@ def expected_hgmma(name, kernel):
     return f"HGMMA.64x{kernel['config']['tile'][1]}x{k}.F32{CASES[name][1]}"
 
 
-class Built:
-    """Each case compiled, assembled and disassembled at most once, when
-    first asked for."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name):
-        if name not in self.packages:
-            g = CASES[name][0]()
-            self.packages[name] = compiler.compile_module(
-                graph_mlir.to_module(g), compiler.Options(target="cuda", arch=ARCH),
-                basename=name)
-        return self.packages[name]
-
-    def resources(self, name):
-        """({entry: KernelResources}, cubin bytes)."""
-        if name not in self.assembled:
-            self.assembled[name] = ptxas.assemble_cubin(self.package(name).ptx, ARCH)
-        return self.assembled[name]
-
-    def sass(self, name):
-        """{entry: SASS text}."""
-        key = name + ".sass"
-        if key not in self.assembled:
-            self.assembled[key] = sass.functions(sass.disassemble(self.resources(name)[1]))
-        return self.assembled[key]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each case compiled (with the arch's default tuning database),
+    assembled and disassembled at most once, when first asked for."""
+    return Builds(lambda name: CASES[name][0](), ARCH, tuning_db=None)
 
 
 @pytest.mark.parametrize("name", sorted(CASES))
@@ -361,13 +329,7 @@ def test_strategy_is_tc_sm90(built, name):
 def test_registers_spills_shared_memory(built, name):
     resources = built.resources(name)[0]
     package = built.package(name)
-    for k in package.kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        # Registers are allocated 8 a thread: 168 at most for 384 threads.
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+    assert_fit(package.kernels, resources, MAX_SHARED)
     for k in gemm_kernels(package):
         assert 0 < k["shared_bytes"] <= MAX_SHARED, k["shared_bytes"]
 
@@ -379,15 +341,15 @@ def test_sass_has_wgmma_tma_mbarriers_no_local_memory(built, name):
     package = built.package(name)
     gemms = gemm_kernels(package)
     assert len(gemms) == 1, [k["entry"] for k in package.kernels]
+    assert_no_local_memory(package.kernels, functions)
     for k in package.kernels:
         counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
         if k is not gemms[0]:
             assert not any(op.startswith("HGMMA") for op in counts), sorted(counts)
             continue
         hgmma = expected_hgmma(name, k)
         assert counts[hgmma] > 0, sorted(counts)
-        assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
+        assert family(counts, "HGMMA.") == {hgmma}, sorted(counts)
         assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
         if name in PROLOGUES:
             # The converted tiles: a named barrier per K step (BAR.SYNC

@@ -32,17 +32,11 @@ Without ptxas or cuobjdump / nvdisasm those tests skip and say why.
 import pytest
 
 import dnnc
-from dnnc import compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
+from kernel_builds import (Builds, assert_fit, assert_no_local_memory, family, needs_ptxas,
+                           needs_sass)
 
 MAX_SHARED = 166912  # sm_80: 163 KiB of shared memory per block at most (opt-in)
-
-PTXAS_MISSING = None if ptxas.find() else (
-    "no ptxas: set DNNC_PTXAS, pip install nvidia-cuda-nvcc, or put ptxas on PATH")
-needs_ptxas = pytest.mark.skipif(PTXAS_MISSING is not None, reason=str(PTXAS_MISSING))
-needs_sass = pytest.mark.skipif(
-    PTXAS_MISSING is not None or sass.missing() is not None,
-    reason=str(PTXAS_MISSING or sass.missing()))
 
 
 def bf16_bias_gelu():
@@ -102,35 +96,12 @@ CASES = {
 }
 
 
-class Built:
-    """Each case compiled, assembled and disassembled at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name):
-        if name not in self.packages:
-            build, arch, config, _ = CASES[name]
-            self.packages[name] = compiler.compile_module(
-                graph_mlir.to_module(build()),
-                compiler.Options(target="cuda", arch=arch, config=config), basename=name)
-        return self.packages[name]
-
-    def resources(self, name):
-        if name not in self.assembled:
-            self.assembled[name] = ptxas.assemble_cubin(self.package(name).ptx, CASES[name][1])
-        return self.assembled[name]
-
-    def sass(self, name):
-        key = name + ".sass"
-        if key not in self.assembled:
-            self.assembled[key] = sass.functions(sass.disassemble(self.resources(name)[1]))
-        return self.assembled[key]
-
-
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each case compiled for its arch with its override (and the arch's
+    default tuning database), assembled and disassembled at most once."""
+    return Builds(lambda name: CASES[name][0](), lambda name: CASES[name][1],
+                  config=lambda name, override: override or CASES[name][2], tuning_db=None)
 
 
 def gemm_kernels(package):
@@ -159,13 +130,8 @@ def test_matmuls_are_tc_sm80(built, name):
 @needs_ptxas
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_registers_spills_shared_memory(built, name):
-    resources = built.resources(name)[0]
-    for k in built.package(name).kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
+    assert_fit(built.package(name).kernels, built.resources(name)[0], MAX_SHARED,
+               most_registers=255)
 
 
 @needs_sass
@@ -174,13 +140,11 @@ def test_sass_has_hmma_cp_async_ldmatrix_no_local_memory(built, name):
     functions = built.sass(name)
     package = built.package(name)
     hmma = CASES[name][3]
-    for k in package.kernels:
+    assert_no_local_memory(package.kernels, functions)
+    for k in gemm_kernels(package):
         counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
-        if k not in gemm_kernels(package):
-            continue
         assert counts[hmma] > 0, sorted(counts)
-        assert {op for op in counts if op.startswith("HMMA.")} == {hmma}, sorted(counts)
+        assert family(counts, "HMMA.") == {hmma}, sorted(counts)
         # tf32 operands stored MN-major are read with scalar shared loads (LDS).
         assert counts["LDGSTS"] > 0 and counts["LDSM"] + counts["LDS"] > 0, sorted(counts)
 

@@ -26,6 +26,7 @@ import dnnc
 from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import ptxas, sass
 from dnnc.heuristics.contraction import TC80_SPLIT_FROM_STEPS, tc80_split
+from kernel_builds import assert_no_local_memory, assert_no_spills
 from test_conv_odd_channels import conv_graph
 from test_conv_phases import interpret
 from test_tc_sass import needs_sass
@@ -216,11 +217,8 @@ def test_split_wgrad_sass(arch):
     functions = sass.functions(sass.disassemble(cubin))
     gemm, reduce_ = built.kernels
     assert gemm["config"].get("split", 1) > 1, gemm["config"]
-    for k in (gemm, reduce_):
-        r = resources[k["entry"]]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
+    assert_no_spills([gemm, reduce_], resources)
+    assert_no_local_memory([gemm, reduce_], functions)
     counts = sass.opcodes(functions[gemm["entry"]])
     assert counts["HMMA.16816.F32.BF16"] > 0, sorted(counts)
     assert any(op.startswith("LDG") and "U16" in op for op in counts), sorted(counts)

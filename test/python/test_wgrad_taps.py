@@ -20,9 +20,9 @@ import math
 import pytest
 
 import dnnc
-from dnnc import compiler, graph_mlir
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore import wgrad_taps
+from kernel_builds import Builds, assert_fit, assert_no_local_memory, family
 from test_conv_tensor_cores import channels_last, grad_graph
 from test_heuristics import problem, rank
 from test_tc_sass import ARCH, MAX_SHARED, gemm_kernels, needs_sass
@@ -62,31 +62,15 @@ def grouped_graph():
     return g
 
 
-class Built:
-    """Each graph compiled for each arch, and assembled, at most once."""
-
-    def __init__(self):
-        self.packages, self.assembled = {}, {}
-
-    def package(self, name, arch=ARCH):
-        if (name, arch) not in self.packages:
-            build = WGRADS[name][0] if name in WGRADS else grouped_graph
-            self.packages[name, arch] = compiler.compile_module(
-                graph_mlir.to_module(build()),
-                compiler.Options(target="cuda", arch=arch, tuning_db="off"), basename=name)
-        return self.packages[name, arch]
-
-    def assembly(self, name, arch=ARCH):
-        """({entry: KernelResources}, {entry: SASS text})."""
-        if (name, arch) not in self.assembled:
-            resources, cubin = ptxas.assemble_cubin(self.package(name, arch).ptx, arch)
-            self.assembled[name, arch] = resources, sass.functions(sass.disassemble(cubin))
-        return self.assembled[name, arch]
+def graph_of(name):
+    """The graph of a WGRADS name, or of ``wgrad_groups``."""
+    return (WGRADS[name][0] if name in WGRADS else grouped_graph)()
 
 
 @pytest.fixture(scope="module")
 def built():
-    return Built()
+    """Each graph compiled for each arch, and assembled, at most once."""
+    return Builds(graph_of, ARCH)
 
 
 def _geometry(name):
@@ -150,19 +134,13 @@ def test_tc_sm90_sass(built, name):
     operand type only, TMA loads."""
     package = built.package(name)
     resources, functions = built.assembly(name)
-    for k in package.kernels:
-        r = resources[k["entry"]]
-        threads = k["block"][0] * k["block"][1] * k["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (k["entry"], r)
-        assert 0 < r.registers <= 65536 // threads // 8 * 8, (k["entry"], r)
-        assert k["shared_bytes"] + r.shared_bytes <= MAX_SHARED, (k["shared_bytes"], r)
-        counts = sass.opcodes(functions[k["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
     (gemm,) = gemm_kernels(package)
     counts = sass.opcodes(functions[gemm["entry"]])
     kind = ".BF16" if name.endswith("bf16") else ""
     hgmma = f"HGMMA.64x{gemm['config']['tile'][1]}x16.F32{kind}"
-    assert {op for op in counts if op.startswith("HGMMA.")} == {hgmma}, sorted(counts)
+    assert family(counts, "HGMMA.") == {hgmma}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
 
@@ -175,17 +153,11 @@ def test_tc_sm80_sass(built, name):
     partials, where there is one: no spills or local memory either)."""
     k, *sums = built.package(name, "sm_80").kernels
     resources, functions = built.assembly(name, "sm_80")
-    for launch in [k] + sums:
-        r = resources[launch["entry"]]
-        threads = launch["block"][0] * launch["block"][1] * launch["block"][2]
-        assert (r.spill_stores, r.spill_loads, r.stack_bytes) == (0, 0, 0), (launch["entry"], r)
-        assert 0 < r.registers <= min(255, 65536 // threads // 8 * 8), (launch["entry"], r)
-        counts = sass.opcodes(functions[launch["entry"]])
-        assert counts["LDL"] == counts["STL"] == 0, (counts["LDL"], counts["STL"])
+    assert_fit([k] + sums, resources, most_registers=255)
+    assert_no_local_memory([k] + sums, functions)
     counts = sass.opcodes(functions[k["entry"]])
     hmma = "HMMA.16816.F32.BF16" if name.endswith("bf16") else "HMMA.16816.F32"
-    assert counts[hmma] > 0 and {op for op in counts if op.startswith("HMMA.")} == {hmma}, \
-        sorted(counts)
+    assert counts[hmma] > 0 and family(counts, "HMMA.") == {hmma}, sorted(counts)
     assert counts["LDGSTS"] > 0 and counts["LDSM"] > 0, sorted(counts)
 
 
