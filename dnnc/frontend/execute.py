@@ -248,6 +248,8 @@ def scalar_value(value, t):
     torch tensor or NumPy array (``item()``), or a Python number."""
     item = getattr(value, "item", None)
     try:
+        if isinstance(value, (str, bytes, bool)):
+            raise TypeError(value)            # float() would parse "1e-5"
         return float(item() if item is not None else value)
     except (TypeError, ValueError, RuntimeError):
         raise InvalidVariantPackError(f"variant pack: pass-by-value {_label(t)}: expected one "

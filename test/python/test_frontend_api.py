@@ -354,3 +354,25 @@ def test_kv_head_counts_dnnc_lacks_are_not_supported_errors():
     g.sdpa(q=q, k=k, v=v, is_inference=True)[0].set_output(True)
     with pytest.raises(cudnn.cudnnGraphNotSupportedError, match="k with 6 heads and v with 1"):
         g.validate()
+
+
+def test_a_compiled_in_scalar_is_a_number_not_a_string():
+    """execute reads a pass-by-value value that dnnc compiles in with
+    ``scalar_value``: numbers, one-element arrays and CPU tensors; a string
+    (which float() would parse) or a boolean is refused, naming the tensor."""
+    import numpy as np
+    import torch
+
+    from dnnc.frontend.execute import scalar_value
+
+    g = cudnn.pygraph()
+    t = g.tensor(name="alpha", dim=[1, 1, 1, 1], is_pass_by_value=True,
+                 data_type=cudnn.data_type.FLOAT)
+    assert scalar_value(0.5, t) == 0.5 and scalar_value(2, t) == 2.0
+    assert scalar_value(np.array([0.25]), t) == 0.25
+    assert scalar_value(torch.full((1, 1, 1, 1), 0.125), t) == 0.125
+    for bad in ("1e-5", b"1", True):
+        with pytest.raises(cudnn.InvalidVariantPackError,
+                           match=r"pass-by-value tensor 'alpha'.*expected one number.*got "
+                                 + type(bad).__name__):
+            scalar_value(bad, t)
