@@ -113,26 +113,33 @@ def _(dy, x, weight, mean, rstd, normalized_shape, has_bias, needs):
     return [empty(s, dt, x.device) for s, dt in _picked(specs, needs)]
 
 
-def _setup_layer_norm(ctx, inputs, output):
-    x, normalized_shape, weight, bias, eps = inputs
-    _, mean, rstd = output
-    ctx.save_for_backward(x, weight, mean, rstd)
-    ctx.normalized_shape = normalized_shape
-    ctx.has_bias = bias is not None
-    ctx.mark_non_differentiable(mean, rstd)
+def _mean_rstd_autograd(backward_op):
+    """(backward, setup_context) of a norm called as (x, arg, weight, bias, eps)
+    returning (y, mean, rstd), whose backward op takes (dy, x, weight, mean,
+    rstd, arg, has_bias, needs): layer_norm (arg: normalized_shape) and
+    group_norm (arg: groups)."""
+    def setup(ctx, inputs, output):
+        x, arg, weight, bias, eps = inputs
+        _, mean, rstd = output
+        ctx.save_for_backward(x, weight, mean, rstd)
+        ctx.arg = arg
+        ctx.has_bias = bias is not None
+        ctx.mark_non_differentiable(mean, rstd)
+
+    def backward(ctx, dy, dmean, drstd):
+        x, weight, mean, rstd = ctx.saved_tensors
+        needs = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2],
+                 ctx.has_bias and ctx.needs_input_grad[3]]
+        grads = backward_op(dy, x, weight, mean, rstd, ctx.arg, ctx.has_bias,
+                            needs) if any(needs) else []
+        dx, dw, db = _grads(grads, needs, 3)
+        return dx, None, dw, db, None
+
+    return backward, setup
 
 
-def _backward_layer_norm(ctx, dy, dmean, drstd):
-    x, weight, mean, rstd = ctx.saved_tensors
-    needs = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2],
-             ctx.has_bias and ctx.needs_input_grad[3]]
-    grads = layer_norm_backward(dy, x, weight, mean, rstd, ctx.normalized_shape,
-                                ctx.has_bias, needs) if any(needs) else []
-    dx, dw, db = _grads(grads, needs, 3)
-    return dx, None, dw, db, None
-
-
-layer_norm.register_autograd(_backward_layer_norm, setup_context=_setup_layer_norm)
+_backward, _setup = _mean_rstd_autograd(layer_norm_backward)
+layer_norm.register_autograd(_backward, setup_context=_setup)
 
 
 @torch.library.custom_op(qualified("rms_norm"), mutates_args=())
@@ -405,23 +412,5 @@ def _(dy, x, weight, mean, rstd, groups, has_bias, needs):
     return _picked(specs, needs)
 
 
-def _setup_group_norm(ctx, inputs, output):
-    x, groups, weight, bias, eps = inputs
-    _, mean, rstd = output
-    ctx.save_for_backward(x, weight, mean, rstd)
-    ctx.groups = groups
-    ctx.has_bias = bias is not None
-    ctx.mark_non_differentiable(mean, rstd)
-
-
-def _backward_group_norm(ctx, dy, dmean, drstd):
-    x, weight, mean, rstd = ctx.saved_tensors
-    needs = [ctx.needs_input_grad[0], weight is not None and ctx.needs_input_grad[2],
-             ctx.has_bias and ctx.needs_input_grad[3]]
-    grads = group_norm_backward(dy, x, weight, mean, rstd, ctx.groups, ctx.has_bias,
-                                needs) if any(needs) else []
-    dx, dw, db = _grads(grads, needs, 3)
-    return dx, None, dw, db, None
-
-
-group_norm.register_autograd(_backward_group_norm, setup_context=_setup_group_norm)
+_backward, _setup = _mean_rstd_autograd(group_norm_backward)
+group_norm.register_autograd(_backward, setup_context=_setup)
