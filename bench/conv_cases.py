@@ -290,7 +290,7 @@ PHASE_TILES = [
 # config). The 1x1 14x14 layer (GEMM 6272x256x1024, 98 tiles of 128x128 for
 # 132 SMs): x in TMA's im2col mode (what ran before the heuristics set
 # ``tiled``), 64-row tiles (196 of them), and 128x256 tiles with K split over
-# a cluster of 2 (98 blocks, each half of K; a third fewer operand bytes a
+# a cluster of 2 (98 blocks, each half of K; a quarter fewer operand bytes a
 # block than 128x128 unsplit). The 3x3 14x14 layer at batch 32 (the same
 # GEMM's M and N, K 2304): the same two tiles.
 ALTERNATIVES = [
