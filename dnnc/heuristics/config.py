@@ -9,8 +9,9 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold`` and ``tiled`` only when they differ from
-their defaults (a field that does not apply to the strategy is noise).
+``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold`` and
+``tiled`` only when they differ from their defaults (a field that does not
+apply to the strategy is noise).
 """
 
 import dataclasses

@@ -33,6 +33,7 @@ TMA box ``[BN, 1, BK]`` of the filter viewed as ``[K, taps, C]``, zero past
 K and C. In convolution mode the filter's tap is taps - 1 - t.
 """
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
@@ -182,7 +183,8 @@ class PixelRows(_ConvTile):
     gradient (pixel_rows.problem is None): ``rows`` (BM) output pixels by
     ``k`` (BK) channels, which are input pixels m.. m + BM - 1 at channels
     k0.., loaded by one tiled TMA box of the ``[N*H*W, C]`` matrix view of
-    x (rows one pixel pitch apart: ``matrix``), K-major, 128-byte swizzle.
+    x (rows one pixel pitch apart: ``matrix_pitch``), K-major, 128-byte
+    swizzle.
     TMA zero-fills rows past M and channels past C, as in im2col mode."""
 
     swizzled: bool = True
@@ -200,10 +202,7 @@ class PixelRows(_ConvTile):
         t = ir.MemRefType(self.conv.x.type)
         shape, _, offset = irutil.memref_geometry(t)
         pitch = self.matrix_pitch(self.conv)
-        rows = 1
-        for size in shape[:-1]:
-            rows *= size
-        view_shape, view_strides = [rows, shape[-1]], [pitch, 1]
+        view_shape, view_strides = [math.prod(shape[:-1]), shape[-1]], [pitch, 1]
         view_type = ir.MemRefType.get(view_shape, t.element_type,
                                       layout=ir.StridedLayoutAttr.get(offset, view_strides))
         view = memref.reinterpret_cast(view_type, self.conv.x, [], [], [], [offset], view_shape,
