@@ -348,10 +348,14 @@ def test_tiled_pixel_rows_sass(built):
     """A 1x1 convolution's x read as a matrix: tiled TMA loads only
     (UTMALDG.2D for x, .3D for the filter), no im2col-mode load."""
     name = "wide_c_k1_bf16"
-    (gemm,) = gemm_kernels(built.package(name))
-    _, functions = built.assembly(name)
+    package = built.package(name)
+    (gemm,) = gemm_kernels(package)
+    resources, functions = built.assembly(name)
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
     loads = family(sass.opcodes(functions[gemm["entry"]]), "UTMALDG.")
     assert loads == {"UTMALDG.2D", "UTMALDG.3D"}, sorted(loads)
+    assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
 
 
 @pytest.mark.parametrize("name", sorted(SM80_FALLBACKS))
