@@ -152,6 +152,9 @@ class Device:
         # Retained for the life of the process, as the CUDA runtime does.
         self.context = call(d.cuDevicePrimaryCtxRetain, self.handle)
         self._context_id = int(self.context)
+        from . import direct_launch
+
+        self._current_context = direct_launch.context_reader()   # None without libcuda
 
     @property
     def arch(self):
@@ -164,7 +167,12 @@ class Device:
         does implicitly). A thread in another context gets ours pushed, and
         the caller must ``deactivate(True)`` afterwards so the caller's
         library (PyTorch tracks its current device this way) sees no change.
+        The usual case (ours is current) is answered through libcuda itself
+        where it loads (direct_launch.context_reader), without cuda-python.
         """
+        read = self._current_context
+        if read is not None and read() == self._context_id:
+            return False
         current = _d.cuCtxGetCurrent()[1]
         if current == self.context:   # the usual case, on every call: one comparison
             return False

@@ -37,11 +37,25 @@ call here), and the workspace slots are written for the call's stream; a
 stream that has no workspace yet is a MISS (the general path allocates it).
 """
 
+import struct
 import sys
 
 from . import binding, cuda, scalars
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
+
+_F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
+
+
+def _packed(dims, strides):
+    """Whether ``strides`` are the row-major packed strides of ``dims``."""
+    step = 1
+    for d, s in zip(reversed(dims), reversed(strides)):
+        if s != step:
+            return False
+        step *= d
+    return True
 
 
 class Relaunch:
@@ -55,10 +69,11 @@ class Relaunch:
     descriptors when they hold another address.
     """
 
-    __slots__ = ("tensor", "device", "torch_device", "index", "raw_stream", "empty_strided",
-                 "n_in", "n_out", "checks", "input_checks", "allocations", "writes",
-                 "maps", "launches", "lock", "workspaces", "workspace_writes", "workspace_maps",
-                 "uses_workspace")
+    __slots__ = ("tensor", "device", "torch_device", "cpu", "f32", "index", "raw_stream",
+                 "empty_strided", "n_in", "n_out", "checks", "input_checks", "strides",
+                 "allocations", "writes", "maps", "launches", "lock", "workspaces",
+                 "workspace_writes", "workspace_maps", "uses_workspace", "written",
+                 "workspace_written")
 
     def __init__(self, exe):
         torch = sys.modules["torch"]
@@ -67,14 +82,15 @@ class Relaunch:
         self.device = device
         self.index = device.index
         self.torch_device = torch.device("cuda", device.index)
+        self.cpu, self.f32 = torch.device("cpu"), torch.float32
         self.raw_stream = _raw_stream_function(torch)
         self.empty_strided = torch.empty_strided
         specs = exe.inputs + exe.outputs
         self.n_in, self.n_out = len(exe.inputs), len(exe.outputs)
-        # Per argument (inputs, then outputs: the order of the call's address
-        # list): what it is checked against. Per pointer argument of every
-        # launch: (slots, slot, index into the address list, byte offset),
-        # written in one loop once every argument passed.
+        # Per pointer argument of every launch: (slots, slot, index into the
+        # call's address list, byte offset), written in one loop once every
+        # argument passed, and only when an address differs from the ones
+        # the slots hold (``written``).
         writes = []
         workspace_writes = []
         for k in exe._launches:
@@ -90,15 +106,30 @@ class Relaunch:
         self.uses_workspace = bool(self.workspace_writes or self.workspace_maps)
         self.workspaces = exe._workspaces          # stream handle -> (address, owner)
         self.lock = exe._lock
+        # Per argument (inputs, then outputs: the order of the call's address
+        # list): (torch dtype, or None for a runtime scalar; dims; its index;
+        # the address mask of its alignment; its spec). ``strides[i]`` is
+        # what the argument's strides are compared with: None where the
+        # manifest's are the packed row-major ones (then torch's cached
+        # ``is_contiguous()`` answers, which like check_strides ignores
+        # size-1 dims), else the last strides that passed check_strides
+        # (the manifest's at first): strides that differ from the manifest's
+        # only on size-1 dims are judged once, not on every call.
         self.checks = tuple(
-            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, s.strides,
-             s.alignment if s.numel else 1, s)
-            for s in specs)
+            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, i,
+             s.alignment - 1 if s.numel else 0, s)
+            for i, s in enumerate(specs))
+        self.strides = [None if _packed(s.dims, s.strides) else s.strides for s in specs]
         self.input_checks = self.checks[:self.n_in]
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
         self.launches = exe._launch_args
+        # What the pointer slots and descriptors hold: the address list of
+        # the last call that wrote them, and the workspace address; None
+        # when unknown (the general path wrote them: Executable.forget_bound).
+        self.written = None
+        self.workspace_written = None
 
     def __call__(self, args, outputs, stream):
         """Run the plan on ``args`` (positional inputs) and ``outputs``; MISS if this
@@ -127,26 +158,33 @@ class Relaunch:
         checks = self.input_checks if allocate else self.checks
         if len(tensors) != len(checks):
             return MISS
-        tensor, torch_device = self.tensor, self.torch_device
+        tensor, torch_device, expected_strides = self.tensor, self.torch_device, self.strides
         lock = self.lock
         lock.acquire()
         try:
             addresses = []
-            for t, (dtype, dims, strides, alignment, spec) in zip(tensors, checks):
+            append = addresses.append
+            for t, (dtype, dims, i, mask, spec) in zip(tensors, checks):
                 if dtype is None:                  # a runtime scalar: its f32 bits
-                    addresses.append(scalars.bits(t, spec.name, spec.label))
+                    append(self._scalar_bits(t, spec))
                     continue
                 if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
                     return MISS
-                got = t.stride()
-                if got != strides:
-                    binding.check_strides(spec, got)   # raises as the general path would
+                strides = expected_strides[i]
+                if strides is None:
+                    if not t.is_contiguous():
+                        binding.check_strides(spec, t.stride())   # raises as the general path
+                else:
+                    got = t.stride()
+                    if got != strides:
+                        binding.check_strides(spec, got)   # raises as the general path would
+                        expected_strides[i] = got
                 if t.device != torch_device:
                     return MISS
                 address = t.data_ptr()
-                if address % alignment:
+                if address & mask:
                     return MISS
-                addresses.append(address)
+                append(address)
             if stream is None:
                 handle = self.raw_stream(self.index)
             elif type(stream) is int:
@@ -163,13 +201,9 @@ class Relaunch:
             pushed = device.activate()
             try:
                 outputs = self._allocate(addresses) if allocate else None
-                for slots, slot, source, offset in self.writes:
-                    slots[slot] = addresses[source] + offset
-                for tensor_map in self.maps:
-                    address = addresses[tensor_map.source] + tensor_map.offset
-                    if address != tensor_map.encoded:
-                        tensor_map.encode(address)
-                if workspace is not None:
+                if addresses != self.written:
+                    self._point_at(addresses)
+                if workspace is not None and workspace[0] != self.workspace_written:
                     self._point_at_workspace(workspace[0])
                 cuda.launch_all(self.launches, handle)
             finally:
@@ -180,13 +214,42 @@ class Relaunch:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return None
 
+    def _scalar_bits(self, value, spec):
+        """A runtime scalar's f32 bits: a Python float, or a one-element f32
+        CPU tensor (cudnn-frontend's pass-by-value form), read here; any
+        other value is judged (and read, or refused) by scalars.bits."""
+        if type(value) is float:
+            number = value
+        elif (isinstance(value, self.tensor) and value.dtype is self.f32
+              and value.device == self.cpu and value.numel() == 1):
+            number = value.item()
+        else:
+            return scalars.bits(value, spec.name, spec.label)
+        try:
+            return _U32.unpack(_F32.pack(number))[0]
+        except OverflowError:
+            return scalars.bits(value, spec.name, spec.label)   # raises, naming the input
+
+    def _point_at(self, addresses):
+        """Write the pointer slots and descriptors for ``addresses``."""
+        self.written = None       # until every slot holds them (encode may raise)
+        for slots, slot, source, offset in self.writes:
+            slots[slot] = addresses[source] + offset
+        for tensor_map in self.maps:
+            address = addresses[tensor_map.source] + tensor_map.offset
+            if address != tensor_map.encoded:
+                tensor_map.encode(address)
+        self.written = addresses
+
     def _point_at_workspace(self, base):
         """Rewrite the workspace slots and descriptors for the workspace at ``base``."""
+        self.workspace_written = None
         for slots, slot, offset in self.workspace_writes:
             slots[slot] = base + offset
         for tensor_map in self.workspace_maps:
             if base + tensor_map.offset != tensor_map.encoded:
                 tensor_map.encode(base + tensor_map.offset)
+        self.workspace_written = base
 
     def _allocate(self, addresses):
         """Outputs the caller did not pass, from torch's allocator (as the general
