@@ -5,11 +5,13 @@ torch tensors on its device, of the dtypes, shapes and strides the manifest
 fixes, only their addresses new. ``Relaunch`` serves those calls with what
 ``Executable`` worked out once: per argument, the torch dtype, dims and
 strides to compare with and the pointer slots to rewrite; per launch, the
-arguments of cuLaunchKernel. A call then costs five attribute reads per
-tensor (dtype, shape, strides, device, address), one slot write per
-pointer argument and one driver call per kernel, and no loop over the
-manifest. A runtime scalar (a by-value input) is a Python number whose f32
-bits go into the slots of the kernels that take it.
+arguments of cuLaunchKernelEx. A call then costs five attribute reads per
+tensor (dtype, shape, strides or torch's contiguity flag, device,
+address) in checks written out once per executable (steady_checks.py),
+no loop over the manifest, the pointer slots written only when an address
+differs from the last call's, and one driver call per kernel. A runtime
+scalar (a by-value input) is a Python number (or a one-element CPU
+tensor) whose f32 bits go into the slots of the kernels that take it.
 
 Anything else (NumPy or ``__cuda_array_interface__`` arguments, inputs by
 name, ``outputs=`` as a dict, a tensor that fails a check) returns ``MISS``
@@ -26,9 +28,13 @@ every output, one flat sequence; on a MISS the caller makes the call the
 general way.
 
 The pointer slots are written once every argument passed (one loop over
-the plan's pointer arguments), so a MISS leaves them as they were. TMA
-descriptors are encoded only after every argument passed, as the general
-path does, so a refused address never hides an error of a later argument.
+the plan's pointer arguments, skipped when the call's addresses are the
+ones the slots hold), so a MISS leaves them as they were. Every other
+writer of the slots (the general path, ``Executable.time``) goes through
+``Executable._bind``, which tells this path the slots no longer hold its
+addresses. TMA descriptors are encoded only after every argument passed,
+as the general path does, so a refused address never hides an error of a
+later argument.
 
 The executable's lock is held from the first argument checked to the last
 launch, as on the general path (taken with acquire and release: a
@@ -40,22 +46,12 @@ stream that has no workspace yet is a MISS (the general path allocates it).
 import struct
 import sys
 
-from . import binding, cuda, scalars
+from . import binding, cuda, scalars, steady_checks
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
 
 _F32 = struct.Struct("<f")
 _U32 = struct.Struct("<I")
-
-
-def _packed(dims, strides):
-    """Whether ``strides`` are the row-major packed strides of ``dims``."""
-    step = 1
-    for d, s in zip(reversed(dims), reversed(strides)):
-        if s != step:
-            return False
-        step *= d
-    return True
 
 
 class Relaunch:
@@ -70,10 +66,10 @@ class Relaunch:
     """
 
     __slots__ = ("tensor", "device", "torch_device", "cpu", "f32", "index", "raw_stream",
-                 "empty_strided", "n_in", "n_out", "checks", "input_checks", "strides",
-                 "allocations", "writes", "maps", "launches", "lock", "workspaces",
-                 "workspace_writes", "workspace_maps", "uses_workspace", "written",
-                 "workspace_written")
+                 "empty_strided", "n_in", "n_out", "specs", "strides", "check",
+                 "check_inputs", "allocations", "writes", "maps", "launches", "lock",
+                 "workspaces", "workspace_writes", "workspace_maps", "uses_workspace",
+                 "written", "workspace_written")
 
     def __init__(self, exe):
         torch = sys.modules["torch"]
@@ -106,28 +102,29 @@ class Relaunch:
         self.uses_workspace = bool(self.workspace_writes or self.workspace_maps)
         self.workspaces = exe._workspaces          # stream handle -> (address, owner)
         self.lock = exe._lock
-        # Per argument (inputs, then outputs: the order of the call's address
-        # list): (torch dtype, or None for a runtime scalar; dims; its index;
-        # the address mask of its alignment; its spec). ``strides[i]`` is
-        # what the argument's strides are compared with: None where the
-        # manifest's are the packed row-major ones (then torch's cached
-        # ``is_contiguous()`` answers, which like check_strides ignores
-        # size-1 dims), else the last strides that passed check_strides
-        # (the manifest's at first): strides that differ from the manifest's
-        # only on size-1 dims are judged once, not on every call.
-        self.checks = tuple(
-            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, i,
-             s.alignment - 1 if s.numel else 0, s)
-            for i, s in enumerate(specs))
-        self.strides = [None if _packed(s.dims, s.strides) else s.strides for s in specs]
-        self.input_checks = self.checks[:self.n_in]
+        # The checks of every argument (inputs, then outputs: the order of
+        # the call's address list), and of the inputs alone (outputs
+        # allocated here), written out per executable (steady_checks.py).
+        # ``strides[i]`` is what argument i's strides are compared with
+        # (None: packed, torch's is_contiguous answers); strides that differ
+        # from the manifest's only on size-1 dims are judged once by
+        # check_strides and remembered there, not judged on every call.
+        self.specs = specs
+        self.strides = steady_checks.expected_strides(specs)
+
+        def compile_checks(specs):
+            return steady_checks.compile_checks(
+                specs, torch.Tensor, binding.torch_dtype, self.torch_device, self.strides,
+                self._strides_differ, self._scalar_bits, MISS)
+        self.check = compile_checks(specs)
+        self.check_inputs = compile_checks(exe.inputs)
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
         self.launches = exe._launch_args
         # What the pointer slots and descriptors hold: the address list of
         # the last call that wrote them, and the workspace address; None
-        # when unknown (the general path wrote them: Executable.forget_bound).
+        # when unknown (the general path wrote them: Executable._bind).
         self.written = None
         self.workspace_written = None
 
@@ -155,36 +152,15 @@ class Relaunch:
         and launches on ``stream`` (None: torch's current stream). Returns
         MISS, having launched nothing, when this path cannot serve the call;
         else the allocated outputs (one tensor, or a tuple), or None."""
-        checks = self.input_checks if allocate else self.checks
-        if len(tensors) != len(checks):
+        check = self.check_inputs if allocate else self.check
+        if len(tensors) != (self.n_in if allocate else self.n_in + self.n_out):
             return MISS
-        tensor, torch_device, expected_strides = self.tensor, self.torch_device, self.strides
         lock = self.lock
         lock.acquire()
         try:
-            addresses = []
-            append = addresses.append
-            for t, (dtype, dims, i, mask, spec) in zip(tensors, checks):
-                if dtype is None:                  # a runtime scalar: its f32 bits
-                    append(self._scalar_bits(t, spec))
-                    continue
-                if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
-                    return MISS
-                strides = expected_strides[i]
-                if strides is None:
-                    if not t.is_contiguous():
-                        binding.check_strides(spec, t.stride())   # raises as the general path
-                else:
-                    got = t.stride()
-                    if got != strides:
-                        binding.check_strides(spec, got)   # raises as the general path would
-                        expected_strides[i] = got
-                if t.device != torch_device:
-                    return MISS
-                address = t.data_ptr()
-                if address & mask:
-                    return MISS
-                append(address)
+            addresses = check(tensors)
+            if addresses is MISS:
+                return MISS
             if stream is None:
                 handle = self.raw_stream(self.index)
             elif type(stream) is int:
@@ -213,6 +189,15 @@ class Relaunch:
         if allocate:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return None
+
+    def _strides_differ(self, i, t):
+        """Argument i's strides differ from those it was compared with: raise
+        the general path's ArgumentError, or (they differ from the
+        manifest's only on size-1 dims) remember them for the next call."""
+        got = t.stride()
+        binding.check_strides(self.specs[i], got)
+        if self.strides[i] is not None:
+            self.strides[i] = got
 
     def _scalar_bits(self, value, spec):
         """A runtime scalar's f32 bits: a Python float, or a one-element f32
