@@ -134,23 +134,10 @@ def per_call_us(fn, calls, batches):
     return min(wall), statistics.median(wall), min(cpu)
 
 
-def host_scalar(torch, value):
-    """A pass-by-value value as cudnn-frontend code passes it: a CPU tensor.
-    (Under the stub every tensor says cuda:0 through class attributes; an
-    instance's own ``device`` shows this one as the CPU tensor it is. On
-    real torch the class's descriptor wins and the entry is never read.)"""
-    t = torch.full((1, 1, 1, 1), value)
-    t.__dict__["device"] = torch.device("cpu")
-    return t
-
-
 def plans(cudnn, torch, device, sm_version):
     """(name, graph, pack by tensor) of the two plans, small problems."""
     g, pack = host_overhead.layernorm_plan(cudnn, torch, device, sm_version, rows=256,
                                            hidden=1024)
-    for t in list(pack):
-        if t.get_is_pass_by_value():
-            pack[t] = host_scalar(torch, 1e-5)
     yield "layernorm", g, pack
     g, pack = host_overhead.sdpa_plan(cudnn, torch, device, sm_version, b=1, h=4, s=128, d=64)
     yield "sdpa", g, pack
