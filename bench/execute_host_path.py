@@ -189,8 +189,12 @@ def _swapped(fast, exe, packed, g, pack, handle):
     per batch, not per call: the row times execute alone)."""
     def run():
         g.execute(pack, None, handle=handle)
-    run.before = lambda: setattr(fast, "launches", packed)
-    run.after = lambda: setattr(fast, "launches", exe._launch_args)
+    def swap(launches):
+        fast.launches = launches
+        if getattr(fast, "launch", None) is not None:   # the fast path runs them itself
+            fast.launch = launches.run
+    run.before = lambda: swap(packed)
+    run.after = lambda: swap(exe._launch_args)
     return run
 
 

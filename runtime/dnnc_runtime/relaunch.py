@@ -67,7 +67,8 @@ class Relaunch:
 
     __slots__ = ("tensor", "device", "torch_device", "cpu", "f32", "index", "raw_stream",
                  "empty_strided", "n_in", "n_out", "specs", "strides", "check",
-                 "check_inputs", "allocations", "writes", "maps", "launches", "lock",
+                 "check_inputs", "allocations", "writes", "maps", "launches", "launch",
+                 "read_context", "context_id", "lock",
                  "workspaces", "workspace_writes", "workspace_maps", "uses_workspace",
                  "written", "workspace_written")
 
@@ -122,6 +123,11 @@ class Relaunch:
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
         self.launches = exe._launch_args
+        # Packed direct launches are run here (their run method), tuples by
+        # cuda.launch_all; and the device's own current-context question.
+        self.launch = None if type(self.launches) is tuple else self.launches.run
+        self.read_context = getattr(device, "current_context", None)
+        self.context_id = getattr(device, "context_id", None)
         # What the pointer slots and descriptors hold: the address list of
         # the last call that wrote them, and the workspace address; None
         # when unknown (the general path wrote them: Executable._bind).
@@ -173,17 +179,27 @@ class Relaunch:
                 if workspace is None:
                     return MISS                    # this stream's first call
 
-            device = self.device
-            pushed = device.activate()
+            # The device's context is current (the usual answer, asked of
+            # libcuda without a call of activate), or activate makes it so.
+            read = self.read_context
+            pushed = False if read is not None and read() == self.context_id else \
+                self.device.activate()
             try:
                 outputs = self._allocate(addresses) if allocate else None
                 if addresses != self.written:
                     self._point_at(addresses)
                 if workspace is not None and workspace[0] != self.workspace_written:
                     self._point_at_workspace(workspace[0])
-                cuda.launch_all(self.launches, handle)
+                launch = self.launch
+                if launch is None:
+                    cuda.launch_all(self.launches, handle)
+                else:
+                    status, name = launch(handle)
+                    if status:
+                        cuda.launch_failed(status, name)
             finally:
-                device.deactivate(pushed)
+                if pushed:
+                    self.device.deactivate(True)
         finally:
             lock.release()
         if allocate:

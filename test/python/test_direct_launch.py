@@ -141,3 +141,4 @@ def test_the_context_reader_reads_cuCtxGetCurrent(monkeypatch):
     assert [current(), current(), current()] == [0x1234, 0, 0]
     monkeypatch.setattr(direct_launch, "library", lambda: None)
     assert direct_launch.context_reader() is None
+
