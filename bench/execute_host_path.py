@@ -23,8 +23,10 @@ and, derived: ``variant pack binding`` = execute - runtime fast path,
 ``checks and packing`` = runtime fast path - launches. Where the launches
 go through libcuda itself (``dnnc_runtime/direct_launch.py``), the
 launches are also timed through each entry point it offers
-(``launches via cuLaunchKernel`` / ``via cuLaunchKernelEx``), and the
-whole ``execute`` with each: the A/B of the launch entry in one run.
+(``launches (no PSS) via cuLaunchKernel`` / ``via cuLaunchKernelEx``), and
+the whole ``execute`` with each: the A/B of the launch entry in one run.
+These rows launch every kernel without the programmatic stream
+serialization (PSS) attribute, which only cuLaunchKernelEx can pass.
 
 The plans are cudnn-frontend's forms (``bench/host_overhead.py``'s): a
 layernorm in training (x ``[rows, hidden, 1, 1]`` bf16 channels-last,
@@ -145,15 +147,17 @@ def plans(cudnn, torch, device, sm_version):
 
 def launch_entries(exe):
     """{entry: packed launches} for each launch entry direct_launch offers
-    (empty when the launches go through cuda-python)."""
+    (empty when the launches go through cuda-python), every launch without
+    the programmatic-serialization attribute: a launch with it is always
+    cuLaunchKernelEx, and a kernel that waits on the grid ahead
+    (griddepcontrol.wait) is as correct launched without it (the wait is
+    then a no-op), so the two entries are timed on the same launches."""
     from dnnc_runtime import cuda, direct_launch
 
     entries = getattr(direct_launch, "ENTRIES", ())
     if type(exe._launch_args) is tuple or not entries:
         return {}
-    args = tuple((k.function, *k.dims, k.params,
-                  cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)
-                 for k in exe._launches)
+    args = tuple((k.function, *k.dims, k.params, None) for k in exe._launches)
     ids = cuda.driver().CUlaunchAttributeID
     serialization = int(ids.CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZATION)
     return {entry: direct_launch.pack(args, serialization, entry=entry) for entry in entries}
@@ -177,9 +181,9 @@ def rows_of(name, g, pack, stream, handle):
             (f"{name}: launches", lambda: cuda.launch_all(exe._launch_args, stream))]
     fast = exe._relaunch
     for entry, packed in launch_entries(exe).items():
-        rows.append((f"{name}: launches via {entry}",
+        rows.append((f"{name}: launches (no PSS) via {entry}",
                      lambda packed=packed: cuda.launch_all(packed, stream)))
-        rows.append((f"{name}: execute via {entry}", _swapped(fast, exe, packed, g, pack,
+        rows.append((f"{name}: execute (no PSS) via {entry}", _swapped(fast, exe, packed, g, pack,
                                                                handle)))
     return rows, len(exe._launches)
 

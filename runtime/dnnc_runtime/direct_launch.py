@@ -51,7 +51,8 @@ class Libcuda:
     Typed functions (``argtypes``) convert every argument on every call:
     an 11-argument cuLaunchKernel cost 1.06 us of host time that way
     against 0.53 us with its arguments made once, and cuLaunchKernelEx's
-    four 0.20 us (bench/execute_host_path.py, against a libcuda stub)."""
+    four 0.20 us (timed against a do-nothing libcuda on the build
+    machine; docs/frontend.md, "Host overhead")."""
 
     def __init__(self, lib):
         self.cuLaunchKernel = lib["cuLaunchKernel"]
