@@ -346,3 +346,33 @@ def test_a_binding_that_changes_between_steady_calls_is_refused_each_time(gpu):
                 g.execute({**pack, t["S"]: scale, **{t[k]: v for k, v in changes.items()}},
                           None)
     assert len(gpu.recorded) == launched + 2 * len(cases)
+
+
+def test_a_handles_stream_object_is_read_once_and_a_destroyed_handle_refused(gpu):
+    """set_stream reads a stream object's handle (as cudnnSetStream takes the
+    raw handle); execute, steady or not, launches on it. A destroyed handle
+    is a GraphError, and an object that is no stream the runtime's
+    ArgumentError, at every execute, steady calls included."""
+    from dnnc.errors import GraphError
+
+    class SideStream:                    # what torch.cuda.Stream has
+        cuda_stream = 0x8000
+
+    g, pack, t = layernorm(gpu)
+    handle = cudnn.create_handle()
+    side = SideStream()
+    cudnn.set_stream(handle, side)
+    assert cudnn.get_stream(handle) == 0x8000
+    warm(g, pack, handle)
+    g.execute(pack, None, handle=handle)
+    assert [r[2] for r in gpu.recorded[-2:]] == [0x8000, 0x8000]
+    cudnn.set_stream(handle, "the default stream")
+    launched = len(gpu.recorded)
+    for _ in range(2):
+        with pytest.raises(ArgumentError, match="stream=: expected a CUDA stream"):
+            g.execute(pack, None, handle=handle)
+    cudnn.destroy_handle(handle)
+    for _ in range(2):
+        with pytest.raises(GraphError, match="expected a handle from create_handle"):
+            g.execute(pack, None, handle=handle)
+    assert len(gpu.recorded) == launched
