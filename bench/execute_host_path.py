@@ -90,18 +90,30 @@ STUB_SERIALIZATION_ID = 6   # CU_LAUNCH_ATTRIBUTE_PROGRAMMATIC_STREAM_SERIALIZAT
 
 def load_stub_libcuda():
     """Build the stub libcuda (soname libcuda.so.1) and load it, so that the
-    runtime's ``CDLL("libcuda.so.1")`` finds it loaded; False without a C compiler."""
+    runtime's ``CDLL("libcuda.so.1")`` finds it loaded. True when the
+    runtime's launches then reach the stub; otherwise (no C compiler, or a
+    real libcuda loaded first, whose launches would be given the stub's
+    handles) the runtime is kept off libcuda and launches through the stub
+    driver module, and False is returned."""
+    from dnnc_runtime import direct_launch
+
     compiler = shutil.which("cc") or shutil.which("gcc")
-    if compiler is None:
-        return False
-    where = tempfile.mkdtemp(prefix="dnnc-stub-libcuda-")
-    source, library = os.path.join(where, "stub.c"), os.path.join(where, "libcuda.so.1")
-    with open(source, "w") as f:
-        f.write(STUB_LIBCUDA)
-    subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1", "-o",
-                    library, source], check=True)
-    ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
-    return True
+    if compiler is not None:
+        where = tempfile.mkdtemp(prefix="dnnc-stub-libcuda-")
+        source, library = os.path.join(where, "stub.c"), os.path.join(where, "libcuda.so.1")
+        with open(source, "w") as f:
+            f.write(STUB_LIBCUDA)
+        subprocess.run([compiler, "-O2", "-shared", "-fPIC", "-Wl,-soname,libcuda.so.1",
+                        "-o", library, source], check=True)
+        stub = ctypes.CDLL(library, mode=ctypes.RTLD_GLOBAL)
+        lib = direct_launch.library()
+
+        def address(function):
+            return ctypes.cast(function, ctypes.c_void_p).value
+        if lib is not None and address(lib.cuLaunchKernelEx) == address(stub.cuLaunchKernelEx):
+            return True
+    direct_launch._library = False          # never a real libcuda with the stub's handles
+    return False
 
 
 def install_stub(torch):
@@ -258,7 +270,7 @@ def main():
     n = max(1, args.calls // args.batches)
     print(f"{where}; torch {torch.__version__}; python {sys.version.split()[0]}; "
           f"{args.batches} batches of {n} calls; host microseconds per call")
-    print(f"{'call':<40}{'best':>8}{'median':>8}{'cpu':>8}")
+    print(f"{'call':<48}{'best':>8}{'median':>8}{'cpu':>8}")
     results = []
     for label, fn in rows:
         if args.only and args.only not in label:
@@ -272,7 +284,7 @@ def main():
             torch.cuda.synchronize()
         results.append({"call": label, "best_us": round(best, 3), "median_us": round(median, 3),
                         "cpu_us": round(cpu, 3)})
-        print(f"{label:<40}{best:8.2f}{median:8.2f}{cpu:8.2f}")
+        print(f"{label:<48}{best:8.2f}{median:8.2f}{cpu:8.2f}")
     parts = derived(results)
     if parts:
         print("\nparts (differences of the best CPU times above), microseconds per call")
