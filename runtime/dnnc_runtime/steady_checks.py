@@ -72,13 +72,14 @@ def compile_checks(specs, tensor_type, torch_dtype, device, expected, strides_di
         lines.append(f"    {', '.join(f't{i}' for i in range(len(specs)))}, = tensors")
     for i, s in enumerate(specs):
         t, a = f"t{i}", f"a{i}"
+        label = ascii(s.label)[1:-1]     # a comment line whatever the name holds
         if s.by_value:
             names[f"SPEC{i}"] = s
-            lines += [f"    # {s.label}: a runtime scalar (f32 bits)",
+            lines += [f"    # {label}: a runtime scalar (f32 bits)",
                       f"    {a} = scalar_bits({t}, SPEC{i})"]
             continue
         names[f"D{i}"], names[f"S{i}"] = torch_dtype(s.dtype), s.dims
-        lines += [f"    # {s.label}: {s.dtype} {list(s.dims)}, strides {list(s.strides)}",
+        lines += [f"    # {label}: {s.dtype} {list(s.dims)}, strides {list(s.strides)}",
                   f"    if not isinstance({t}, Tensor) or {t}.dtype is not D{i} or "
                   f"{t}.shape != S{i}:",
                   "        return MISS"]

@@ -135,3 +135,11 @@ def test_no_arguments_and_one_argument():
     check, _ = compiled(SPECS[2:3])
     y = torch.zeros(8, 16)
     assert check([y]) == [y.data_ptr()]
+
+
+def test_any_tensor_name_makes_a_comment_line():
+    specs = (TensorSpec("x\nreturn MISS\r\x00\u00e9", "input", 0, (4,), (1,), "f32"),)
+    check, _ = compiled(specs)
+    x = torch.zeros(4)
+    assert check([x]) == [x.data_ptr()]
+    assert "\\n" in check.source.splitlines()[2]       # the comment, escaped
