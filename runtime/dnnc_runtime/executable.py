@@ -320,8 +320,7 @@ class Executable:
                 # Bind every launch before the first: a TMA descriptor the driver
                 # refuses stops the call with nothing launched. (Each launch has
                 # its own slots, and cuLaunchKernel copies them when called.)
-                for k in self._launches:
-                    k.bind(addresses)
+                self._bind(addresses)
                 cuda.launch_all(self._launch_args, call.stream)
             except BaseException:
                 call.release()
@@ -333,6 +332,16 @@ class Executable:
             return self._finish(call)   # NumPy copies back: outside the lock
         finally:
             call.release()
+
+    def _bind(self, addresses):
+        """Point every launch's arguments at ``addresses`` (the general path's
+        address list); the fast path, which skips rewriting slots that hold
+        its call's addresses already, then knows they no longer do."""
+        fast = self._relaunch
+        if fast is not None:
+            fast.written = fast.workspace_written = None
+        for k in self._launches:
+            k.bind(addresses)
 
     def run_steady(self, tensors, stream=None):
         """The fast path alone (``relaunch.Relaunch``), for callers that keep
@@ -369,8 +378,7 @@ class Executable:
         events = []
         try:
             handle = call.stream
-            for k in self._launches:     # the addresses stay for every run
-                k.bind(call.addresses)
+            self._bind(call.addresses)   # the addresses stay for every run
             events = [(cuda.event_create(), cuda.event_create()) for _ in self._launches]
             samples = [[] for _ in self._launches]
             totals = []
