@@ -16,15 +16,13 @@
 4. Where ptxas is found (and ``cubin`` is on: DNNC_CUBIN is not ``0``),
    assemble the PTX for the arch into the cubin the package carries beside
    it, so that a GPU of exactly that arch loads machine code instead of
-   having its driver compile the PTX (``make_cubins``). ptxas compiles the
-   entries on up to ``CUBIN_THREADS`` threads. A ptxas that refuses the PTX
-   (one older than the PTX ISA it is written in, say) leaves the package
-   with its PTX only, and says so in a warning: the driver may still load it.
+   having its driver compile the PTX (``make_cubins``). A ptxas that
+   refuses the PTX (one older than the PTX ISA it is written in, say) leaves
+   the package with its PTX only, and says so in a warning: the driver may
+   still load it.
 """
 
-import os
 import warnings
-
 
 from mlir import ir
 
@@ -32,10 +30,6 @@ from dnnc import artifact, env, pipelines
 from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas
 from dnnc.dialect.walk import BY_VALUE
 from dnnc.errors import LoweringError, ToolError
-
-# ptxas threads for a package of many kernels (--split-compile); a build
-# machine shared by several compiles gains little from more.
-CUBIN_THREADS = 4
 from dnnc.stages import run_stages
 
 
@@ -67,17 +61,15 @@ def _entry(fn, key, index, type_, prefix):
     return artifact.tensor_entry(name, dims, strides, str(t.element_type))
 
 
-def make_cubins(text, arch, entries):
+def make_cubins(text, arch):
     """(manifest entries, {member: bytes}) of the cubin ptxas makes of the
-    PTX ``text`` (``entries`` kernels) for ``arch``; none where no ptxas is
-    found, or where it refuses the PTX (then with a RuntimeWarning that
-    carries its messages)."""
+    PTX ``text`` for ``arch``; none where no ptxas is found, or where it
+    refuses the PTX (then with a RuntimeWarning that carries its messages)."""
     tool = ptxas.find()
     if tool is None:
         return [], {}
-    threads = max(1, min(entries, CUBIN_THREADS, os.cpu_count() or 1))
     try:
-        _, data = ptxas.assemble_cubin(text, arch, ptxas=tool, threads=threads)
+        _, data = ptxas.assemble_cubin(text, arch, ptxas=tool)
     except ToolError as err:
         warnings.warn(f"no cubin in the package, PTX only: {err}", RuntimeWarning, stacklevel=3)
         return [], {}
@@ -112,8 +104,8 @@ def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="
             kernel["dependent_launch"] = True
     if cubin is None:
         cubin = env.cubin_enabled()
-    count = len(ptx.entries(text))
     # A plan without kernels (every output empty) loads no module: no cubin.
-    entries, cubins = make_cubins(text, arch, count) if cubin and count else ([], {})
+    make = cubin and plan["kernels"]
+    entries, cubins = make_cubins(text, arch) if make else ([], {})
     manifest = artifact.build_manifest(graph, arch, inputs, outputs, plan, entries)
     return artifact.Package(manifest, text, source, cubins)
