@@ -32,6 +32,12 @@ from test_runtime import PTX, FakeGPU, cuda_mod, scale_manifest
 FAKE_CUBIN = b"\x7fELF" + bytes(range(256)) * 4
 
 
+@pytest.fixture(autouse=True)
+def cubins_on(monkeypatch):
+    """Cubins as users get them (conftest.py turns them off for the suite)."""
+    monkeypatch.delenv("DNNC_CUBIN", raising=False)
+
+
 def cubin_manifest(arch="sm_80", cubin_arch=None, data=FAKE_CUBIN):
     """scale_manifest as format version 2 with one cubin entry for ``data``."""
     m = scale_manifest(arch=arch)
@@ -189,7 +195,6 @@ def gpu(monkeypatch):
         return "module"
 
     monkeypatch.setattr(cuda_mod, "load_module", load_module)
-    monkeypatch.delenv("DNNC_CUBIN", raising=False)
     return fake
 
 
@@ -318,7 +323,6 @@ def test_no_ptxas_means_ptx_only_without_a_warning(tmp_path, monkeypatch):
 
 
 def test_turning_cubins_off_is_in_the_cache_key(monkeypatch):
-    monkeypatch.delenv("DNNC_CUBIN", raising=False)
     g = small_graph()
     on = compiler.cache_key(g, compiler.Options(target="cuda", arch="sm_80"))
     off = compiler.cache_key(g, compiler.Options(target="cuda", arch="sm_80", cubin=False))
@@ -334,7 +338,6 @@ def test_turning_cubins_off_is_in_the_cache_key(monkeypatch):
 def test_ptxas_cubin_round_trips_through_the_jit_cache(tmp_path, monkeypatch, arch):
     monkeypatch.setenv("DNNC_CACHE_DIR", str(tmp_path))
     monkeypatch.delenv("DNNC_PTXAS", raising=False)
-    monkeypatch.delenv("DNNC_CUBIN", raising=False)
     g = small_graph(f"cubin_{arch}")
     package, data = compiler.compile_or_read(g, arch)
     [entry] = package.manifest["cubins"]
@@ -358,7 +361,6 @@ def test_dnnc_compile_no_cubin(tmp_path, monkeypatch, capsys):
     from dnnc import cli
 
     monkeypatch.delenv("DNNC_PTXAS", raising=False)
-    monkeypatch.delenv("DNNC_CUBIN", raising=False)
     src = tmp_path / "g.mlir"
     src.write_text(small_graph().to_mlir())
     with_cubin, without = tmp_path / "a.dnnpkg", tmp_path / "b.dnnpkg"
