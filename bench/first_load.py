@@ -11,7 +11,8 @@ causal, q, k, v ``[4, 16, 1024, 128]`` bf16). For each it times, in
 milliseconds of wall time:
 
 - ``graph``: the tensors and the op;
-- ``build_plans``: ``validate`` … ``build_plans``, and inside it (wrapped
+- ``build_plans``: ``validate`` … ``build_plans`` (and its CPU time, which
+  a shared machine's wait for a core leaves out), and inside it (wrapped
   functions, so the parts add up to less): ``detect GPU``
   (compiler.detect_gpu: cuda-python's import and the driver's device
   queries, the first graph only), ``cache read`` (compiler.compile_or_read:
@@ -148,11 +149,12 @@ for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
     g, pack = make()
     sync()
     t[f"{name}: graph"] = clock() - start
-    start = clock()
+    start, start_cpu = clock(), time.process_time()
     g.validate(); g.build_operation_graph()
     g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     g.check_support(); g.build_plans()
     t[f"{name}: build_plans"] = clock() - start
+    t[f"{name}: build_plans, CPU time"] = time.process_time() - start_cpu
     for step in ("first execute", "next execute"):
         start = clock()
         g.execute(pack, None, handle=handle)
