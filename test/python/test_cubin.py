@@ -373,3 +373,23 @@ def test_dnnc_compile_no_cubin(tmp_path, monkeypatch, capsys):
         == {"kernels.sm_90a.cubin"}
     assert cli.main(["compile", str(src), "--no-cubin"]) == 2
     assert "--no-cubin configures GPU kernels: it needs --arch" in capsys.readouterr().err
+
+
+def test_frontend_plan_says_which_code(tmp_path, monkeypatch):
+    import dnnc.frontend as cudnn
+
+    monkeypatch.setenv("DNNC_CACHE_DIR", str(tmp_path / "cache"))
+    monkeypatch.setenv("DNNC_PTXAS", fake_ptxas(tmp_path, (
+        f"open(out, 'wb').write({FAKE_CUBIN!r}) if out else print('V1.2.3')\n")))
+    ptxas.version.cache_clear()
+    g = cudnn.pygraph(io_data_type=cudnn.data_type.FLOAT, compute_data_type=cudnn.data_type.FLOAT,
+                      target="cuda", sm_version=80)
+    x = g.tensor(name="x", dim=[8, 32], stride=[32, 1])
+    g.relu(input=x).set_output(True)
+    g.build([cudnn.heur_mode.A])
+    text = g.describe_plan()
+    assert text.endswith("\ncode: PTX and kernels.sm_80.cubin (sm_80), loaded at the first execute")
+    exe = g._last_plan.exe
+    exe.loaded_from, exe.load_note = "cubin", "kernels.sm_80.cubin (sm_80, ptxas 1.2.3)"
+    assert g.describe_plan().endswith(
+        "\ncode: loaded from its cubin: kernels.sm_80.cubin (sm_80, ptxas 1.2.3)")
