@@ -229,6 +229,11 @@ def main(argv=None):
         hits = {r["hits"] for r in results[label]}
         print(f"{label}: JIT cache hits per process {sorted(hits)}; loaded: "
               + "; ".join(sorted(loaded)))
+        want = "ptx" if label.startswith("ptx") else "cubin"
+        if any(source != want for r in results[label] for source, _ in r["loaded"].values()):
+            print(f"WARNING: mode '{label}' did not load the {want} in every process (no ptxas "
+                  "where the packages were compiled? set DNNC_PTXAS or install "
+                  "nvidia-cuda-nvcc): its figures are not what its name says")
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"where": where, "torch": torch.__version__, "runs": args.runs,
