@@ -228,7 +228,7 @@ def to_bytes(package, extra=None):
                (SOURCE, package.source)]
     for entry in manifest.get("cubins", []):
         data = package.cubins.get(entry["file"])
-        check_cubin(entry, data, "package")
+        check_cubin(manifest, entry, data, "package")
         members.append((entry["file"], data))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
@@ -240,11 +240,19 @@ def to_bytes(package, extra=None):
     return buf.getvalue()
 
 
-def check_cubin(entry, data, where):
+def kernel_names(manifest):
+    """The kernel functions of a manifest, for messages: ``a, b, c, ...``."""
+    names = sorted({k["name"] for k in manifest["kernels"]})
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def check_cubin(manifest, entry, data, where):
     """Raise ArtifactError unless ``data`` (bytes or None: absent) is the
-    cubin the manifest ``entry`` describes: an ELF file of its size and
-    sha256. ``where`` names the package in the message."""
-    name = f"{where}: cubin {entry['file']} (the {entry['arch']} code of {entry['module']})"
+    cubin ``entry`` of ``manifest`` describes: an ELF file of its size and
+    sha256. ``where`` names the package in the message, which also names
+    the cubin and the kernels it holds."""
+    name = (f"{where}: cubin {entry['file']} ({entry['arch']} code of kernels "
+            f"{kernel_names(manifest)})")
     if data is None:
         raise ArtifactError(f"{name}: listed in {MANIFEST} but missing from the package")
     if len(data) != entry["bytes"]:
@@ -302,7 +310,7 @@ def read(path_or_bytes):
         raise ArtifactError(f"{where}not a readable dnnpkg: {err}") from None
     where = "<bytes>" if isinstance(path_or_bytes, bytes) else f"{path_or_bytes}"
     for entry in manifest.get("cubins", []):
-        check_cubin(entry, cubins[entry["file"]], where)
+        check_cubin(manifest, entry, cubins[entry["file"]], where)
     return Package(manifest, ptx, src, cubins)
 
 

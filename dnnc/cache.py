@@ -283,7 +283,7 @@ def recorded_key(data):
             manifest = json.loads(z.read(artifact.MANIFEST).decode("utf-8"))
             artifact.validate(manifest)
             for entry in manifest.get("cubins", []):  # its digest, as the runtime checks it
-                artifact.check_cubin(entry, z.read(entry["file"]), "cache entry")
+                artifact.check_cubin(manifest, entry, z.read(entry["file"]), "cache entry")
     except Exception:  # noqa: BLE001 - whatever is wrong with an entry, it is a miss
         return None
     key = manifest.get(KEY_FIELD)

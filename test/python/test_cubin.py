@@ -114,6 +114,7 @@ def test_a_mismatching_cubin_is_refused_naming_package_and_kernels(tmp_path, sto
     with pytest.raises(artifact.ArtifactError, match=match) as err:
         artifact.read(str(path))
     assert str(path) in str(err.value) and "kernels.sm_80.cubin" in str(err.value)
+    assert "scale_k0" in str(err.value)
 
 
 def test_a_cubin_that_is_not_elf_is_refused():
