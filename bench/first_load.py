@@ -39,7 +39,7 @@ With ``--stub`` (the default without a GPU) the driver is bench/host_overhead.py
 stub, which loads nothing: the figures are dnnc's own host work, and the
 driver cache modes are left out.
 
-    python bench/first_load.py [--runs 5] [--json FILE] [--cache-dir DIR] [--stub]
+    python bench/first_load.py [--runs 5] [--json FILE] [--cache-dir DIR] [--stub] [--profile 25]
 
 Needs PyTorch, and the MLIR bindings for the one compile per mode (the JIT
 cache is a fresh directory unless ``--cache-dir`` names one); not
@@ -60,7 +60,7 @@ BENCH = os.path.dirname(os.path.abspath(__file__))
 
 PROBE = r"""
 import json, sys, time
-STUB, ARCH, BENCH = %(stub)r, %(arch)r, %(bench)r
+STUB, ARCH, BENCH, PROFILE = %(stub)r, %(arch)r, %(bench)r, %(profile)r
 clock = time.perf_counter
 t = {}
 start = clock()
@@ -141,7 +141,7 @@ def sdpa(b=4, h=16, s=1024, d=128):
     return g, {Q: q, K: k, V: v, O: torch.empty_like(q)}
 
 handle = cudnn.create_handle()
-loaded = {}
+loaded, profile = {}, ""
 for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
     current["graph"] = name
     sync()
@@ -149,11 +149,21 @@ for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
     g, pack = make()
     sync()
     t[f"{name}: graph"] = clock() - start
+    if PROFILE and name == "layernorm":
+        import cProfile
+        profiler = cProfile.Profile()
+        profiler.enable()
     start, start_cpu = clock(), time.process_time()
     g.validate(); g.build_operation_graph()
     g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
     g.check_support(); g.build_plans()
     t[f"{name}: build_plans"] = clock() - start
+    if PROFILE and name == "layernorm":
+        import io, pstats
+        profiler.disable()
+        text = io.StringIO()
+        pstats.Stats(profiler, stream=text).sort_stats("cumulative").print_stats(PROFILE)
+        profile = text.getvalue()
     t[f"{name}: build_plans, CPU time"] = time.process_time() - start_cpu
     for step in ("first execute", "next execute"):
         start = clock()
@@ -164,7 +174,7 @@ for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
     loaded[name] = [exe.loaded_from, exe.load_note]
 from dnnc import cache
 print(json.dumps({"ms": {k: v * 1e3 for k, v in t.items()}, "loaded": loaded,
-                  "hits": cache.default().stats.hits}))
+                  "hits": cache.default().stats.hits, "profile": profile}))
 """
 
 MODES = (
@@ -198,6 +208,10 @@ def main(argv=None):
     parser.add_argument("--arch", default="sm_90a", help="the arch compiled for with --stub")
     parser.add_argument("--cache-dir", help="the JIT cache (default: a fresh directory)")
     parser.add_argument("--json", help="write every process's figures here too")
+    parser.add_argument("--profile", type=int, default=0, metavar="N",
+                        help="also profile the layernorm's build_plans (cProfile, which slows "
+                             "it) in one more process of the first mode and print its N "
+                             "costliest functions by cumulative time")
     args = parser.parse_args(argv)
     import torch
 
@@ -205,7 +219,7 @@ def main(argv=None):
     where = (f"CPU, driver stubbed (plans for {args.arch})" if stub else
              f"{torch.cuda.get_device_name()}, real loads and launches")
     modes = MODES[:2] if stub else MODES
-    script = PROBE % {"stub": stub, "arch": args.arch, "bench": BENCH}
+    script = PROBE % {"stub": stub, "arch": args.arch, "bench": BENCH, "profile": 0}
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="dnnc-first-load-")
     for _, extra in modes:          # fills the JIT cache and the driver's
         probe(script, extra, cache_dir)
@@ -234,6 +248,11 @@ def main(argv=None):
             print(f"WARNING: mode '{label}' did not load the {want} in every process (no ptxas "
                   "where the packages were compiled? set DNNC_PTXAS or install "
                   "nvidia-cuda-nvcc): its figures are not what its name says")
+    if args.profile:
+        profiled = PROBE % {"stub": stub, "arch": args.arch, "bench": BENCH,
+                            "profile": args.profile}
+        print(f"\n{modes[0][0]}: the layernorm's build_plans under cProfile, in a new process")
+        print(probe(profiled, modes[0][1], cache_dir)["profile"])
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"where": where, "torch": torch.__version__, "runs": args.runs,
