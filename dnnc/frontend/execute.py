@@ -70,10 +70,17 @@ class Plan:
         return "; ".join(f"{name}: {config}" for name, config in self.kernels)
 
     def describe(self):
-        """The executable's launch table (target cuda) or its signature."""
+        """The executable's launch table (target cuda: and which code of the
+        package the driver was given, or will be offered) or its signature."""
         if self.target == "cpu":
             return f"cpu executable {self.exe.input_names} -> {self.exe.output_names}"
-        return str(self.exe.plan)
+        exe = self.exe
+        if exe.loaded_from is not None:
+            code = f"loaded from its {exe.loaded_from}: {exe.load_note}"
+        else:
+            cubins = ", ".join(f"{c.file} ({c.arch})" for c in exe.artifact.cubins)
+            code = (f"PTX and {cubins}" if cubins else "PTX only") + ", loaded at the first execute"
+        return f"{exe.plan}\ncode: {code}"
 
     def run(self, pack, stream):
         """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""

@@ -205,14 +205,17 @@ def get_device(index):
 
 # -- modules and functions --------------------------------------------------
 
-def load_module(ptx):
-    """Load PTX text into the current context; on failure the error carries the JIT log."""
+def load_module(image):
+    """Load a module into the current context: PTX text (a str, which the
+    driver compiles) or a cubin (bytes, loaded as it is); on failure the
+    error carries the JIT log."""
     d = driver()
     log = bytearray(_JIT_LOG_BYTES)
     options = [d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER,
                d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
     values = [log, len(log)]
-    status, module = d.cuModuleLoadDataEx(ptx.encode() + b"\0", len(options), options, values)
+    data = image.encode() + b"\0" if isinstance(image, str) else bytes(image)
+    status, module = d.cuModuleLoadDataEx(data, len(options), options, values)
     if status != _SUCCESS:
         text = bytes(log).split(b"\0", 1)[0].decode(errors="replace").strip()
         raise CudaError("cuModuleLoadDataEx", *_status_text(status), log=text)
