@@ -691,11 +691,12 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, split, staged, "
-                  "stages, strategy, tile, unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, promote_overlap, "
+                  "split, staged, stages, strategy, tile, unroll, vector"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
+    ("k=promote_overlap:3", "promote_overlap: expected one of 0, 2, 4, 8, got '3'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),
