@@ -947,6 +947,12 @@ def conv_groups(problem):
     return max(1, ins[1].shape[1] // out.shape[1])
 
 
+# K steps a group of a block-scaled GEMM's overlapped loop runs (Config.promote_overlap):
+# 3 of 4 promotions overlap the consumer's next wgmmas; 8 would make the
+# loop body twice as long for 7 of 8.
+BLOCK_SCALED_GROUP = 4
+
+
 def _rank_block_scaled(problem, m, n, k):
     """tc-sm90 on sm_90a (simt-generic only as its fallback); elsewhere
     simt-generic, whose reason says no tensor-core path applies the scales."""
@@ -964,12 +970,19 @@ def tc_sm90_block_scaled(problem, m, n, k, facts):
     """tc-sm90 Configs for a block-scaled fp8 matmul (dnn.matmul_block_scaled):
     the K step is the scales' 128-wide block, so each step's products sum
     into a temporary accumulator that is scaled and added to the tile's
-    (sm90/block_scales.py); a tile's columns lie in one 128-column scale
-    block of B: 128 or 64 wide, never 256 (its two accumulators, 2 x 128
-    f32 a thread, would not fit a consumer's 232 registers). Otherwise the
+    (sm90/block_scales.py). Tiles 128 or 64 wide, in groups of
+    BLOCK_SCALED_GROUP K steps whose promotions overlap the next step's
+    wgmmas (two temporaries beside the sum: 3 x 64 f32 a thread at 128
+    columns, no spills in ptxas's allocation under the consumers' 232
+    registers). Not 256 wide: its steps run as two halves into one
+    temporary without overlap, and ptxas spills 8 of its registers
+    (promote_overlap 0, tile 128x256x128 by override). Otherwise the
     matmul's tiles, split and stages (tc_sm90)."""
-    facts = f"{facts}, block-scaled (1x128 A, 128x128 B scales applied in the mainloop)"
-    return [c for c in tc_sm90(problem, m, n, k, 1, facts) if c.tile[1] <= 128]
+    facts = (f"{facts}, block-scaled (1x128 A, 128x128 B scales applied in the mainloop; "
+             f"K steps in groups of {BLOCK_SCALED_GROUP}, each step's promotion overlapping "
+             "the next step's wgmmas)")
+    return [c.replace(promote_overlap=BLOCK_SCALED_GROUP)
+            for c in tc_sm90(problem, m, n, k, 1, facts) if c.tile[1] <= 128]
 
 
 def rank(problem):

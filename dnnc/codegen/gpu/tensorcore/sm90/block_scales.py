@@ -70,6 +70,17 @@ class BlockScaling:
         # Steps a group of the overlapped loop runs; 0: whole steps.
         self.group = tile.promote_overlap
 
+    def note(self):
+        """What the plan says of the mainloop's scaling."""
+        tile = self.k.tile
+        how = (f"two temporaries alternating in groups of {self.group} steps, each step's "
+               "promoted while the next step's wgmmas run" if self.group else
+               "waited for and promoted before the next step")
+        if self.parts > 1:
+            how += f", in {self.parts} parts of {self.width} columns, one scale of B each"
+        return (f"block-scaled: each {tile.k}-wide K step summed apart ({how}), then scaled "
+                "by its 1x128 scale of A and 128x128 scale of B into the accumulator")
+
     # -- scales ---------------------------------------------------------------
 
     def tile_origin(self, consumer, local, tile_m, tile_n, end):
