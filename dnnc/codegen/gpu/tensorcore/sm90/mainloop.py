@@ -20,7 +20,9 @@ thread. Operands with a prologue are converted by the consumers each step
 (``Consumer.fragments``) and wgmma takes it from there. A filter
 gradient's bias gradient is summed from dy's box of each stage while the
 step's wgmmas run (bias_grad.py: the sums are the K loop's third carried
-value).
+value). A block-scaled GEMM runs its own K loop (block_scales.py), which
+issues each step through the consumer's ``issue`` (a step's wait and
+wgmmas, as one group) into temporaries.
 """
 
 from mlir import ir
