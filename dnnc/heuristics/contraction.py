@@ -992,15 +992,29 @@ def tc_sm90_block_scaled(problem, m, n, k, facts):
     128x256x128 by override). Otherwise the matmul's tiles, split and
     stages (tc_sm90)."""
     facts = f"{facts}, block-scaled (1x128 A, 128x128 B scales applied in the mainloop)"
-    out = []
+    grouped, wide = [], []
     for c in tc_sm90(problem, m, n, k, 1, facts):
         if c.tile[1] > 128:
+            wide.append(c.replace(promote_overlap=0, reason=(
+                f"{c.reason}; each K step in two halves of 128 columns, whole (ptxas spills "
+                "some of its registers: ranked for autotuning)")))
             continue
-        group = _block_scaled_group(k, c.tile[1], c.split)
-        out.append(c.replace(promote_overlap=group, reason=(
-            f"{c.reason}; K steps in groups of {group}, each step's promotion overlapping the "
-            "next step's wgmmas")))
-    return out
+        grouped.append(c)
+    if not grouped:
+        return wide
+
+    def loop(c, group, why):
+        how = f"K steps in groups of {group}" if group else "each K step whole"
+        return c.replace(promote_overlap=group, reason=f"{c.reason}; {how}{why}")
+
+    out = [loop(c, _block_scaled_group(k, c.tile[1], c.split), ", each step's promotion "
+                "overlapping the next step's wgmmas") for c in grouped]
+    # Autotuning's top few: the first tile's other loops (whole steps, the
+    # other group size) and a 256-wide tile, before the next tiles.
+    group = out[0].promote_overlap
+    other = BLOCK_SCALED_RAGGED_GROUP if group == BLOCK_SCALED_GROUP else BLOCK_SCALED_GROUP
+    loops = [loop(grouped[0], g, " (ranked for autotuning)") for g in (0, other)]
+    return out[:1] + loops + wide[:1] + out[1:] + wide[1:]
 
 
 def rank(problem):

@@ -327,6 +327,9 @@ def check(gemm, tile):
         raise NotSupported(f"{element} operands (tc-sm90 takes bf16, f16, tf32 and fp8)")
     if gemm.scales is not None:
         _check_block_scales(gemm, tile)
+    elif tile.promote_overlap:
+        raise NotSupported(f"promote_overlap {tile.promote_overlap} on a GEMM without block "
+                           "scales: expected 0 (it groups a block-scaled GEMM's K steps)")
     eb = element_bytes(element)
     if tile.k * eb != SWIZZLE:
         raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
