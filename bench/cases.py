@@ -1419,13 +1419,15 @@ def _fp8_gemm(m, n, k, out="bf16"):
                 "matmul", others={"fast_accum": scaled_mm(True)})
 
 
-def _fp8_block_scaled_gemm(m, n, k, out="bf16"):
+def _fp8_block_scaled_gemm(m, n, k, out="bf16", variant=None):
     """e4m3 x e4m3 with DeepSeek-V3's block scales (dnn.matmul_block_scaled):
     A's one per row and 128-wide K block, B's one per 128 x 128 block, B
     stored N x K. The reference is torch._scaled_mm's blockwise form
     (cuBLASLt, sm_90: torch 2.11 takes 1x128 scales of A and 128x128 of B,
     both stored outer-dim-major, which ``torch_prepare`` lays out untimed).
-    The scales are powers of two in 2^-8 .. 2^8 (``init``)."""
+    The scales are powers of two in 2^-8 .. 2^8 (``init``). ``variant``: a
+    config override's fields (BLOCK_SCALED_VARIANTS), named in the case's
+    name; None: the heuristics' kernel."""
     kb, nb = -(-k // 128), -(-n // 128)
 
     def build():
@@ -1450,17 +1452,27 @@ def _fp8_block_scaled_gemm(m, n, k, out="bf16"):
 
     size = {"bf16": 2, "f16": 2, "f32": 4}[out]
     return Case(f"matmul {m}x{n}x{k} fp8 e4m3 block-scaled 1x128/128x128 -> {out} "
-                "(vs torch._scaled_mm blockwise)", build, scaled_mm, 2 * m * n * k,
+                "(vs torch._scaled_mm blockwise)" + (f" {variant}" if variant else ""), build,
+                scaled_mm, 2 * m * n * k,
                 m * k + k * n + m * n * size + 4 * (m * kb + kb * nb), False, "matmul",
-                init=init, torch_prepare=prepare)
+                init=init, torch_prepare=prepare,
+                config=f"*={variant}" if variant else None)
 
 
-# Per-tensor at 4096^3, 8192^3 and DeepSeek-V3's 8192 x 7168 x 2048 (a
-# projection's M x N x K), block-scaled at 4096^3 and 8192 x 7168 x 2048:
-# issue 33 sets block-scaled at 0.9x or more of the per-tensor kernel's speed.
-MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192),
-              _fp8_gemm(8192, 7168, 2048),
-              _fp8_block_scaled_gemm(4096, 4096, 4096), _fp8_block_scaled_gemm(8192, 7168, 2048)]
+# The block-scaled kernel's loops (sm90/block_scales.py), to time beside the
+# heuristics' (groups of 4 K steps, two temporaries): each step whole (the
+# kernel before groups), groups of 2 and 8, and 128 x 256 tiles (each step
+# in two halves of 128 columns, whole).
+BLOCK_SCALED_VARIANTS = ("promote_overlap:0", "promote_overlap:2", "promote_overlap:8",
+                         "tile:128x256x128,stages:4,promote_overlap:0")
+FP8_SHAPES = [(4096, 4096, 4096), (8192, 7168, 2048), (8192, 8192, 8192)]
+
+# Per-tensor and block-scaled at 4096^3, DeepSeek-V3's 8192 x 7168 x 2048 (a
+# projection's M x N x K) and 8192^3: issue 33 sets block-scaled at 0.9x or
+# more of the per-tensor kernel's speed.
+MATMUL_FP8 = [_fp8_gemm(*shape) for shape in FP8_SHAPES] + \
+    [_fp8_block_scaled_gemm(*shape, variant=v) for shape in FP8_SHAPES
+     for v in (None,) + BLOCK_SCALED_VARIANTS]
 
 
 # ============================================================================

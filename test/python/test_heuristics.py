@@ -724,12 +724,13 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, split, staged, "
-                  "stages, strategy, tile, tiled, unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, promote_overlap, "
+                  "split, staged, stages, strategy, tile, tiled, unroll, vector"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
     ("k=tiled:2", "tiled: expected 0 or 1, got '2'"),
+    ("k=promote_overlap:3", "promote_overlap: expected one of 0, 2, 4, 8, got '3'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),
@@ -990,3 +991,24 @@ def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
     assert _split_wider([wide, narrow], 132, 1568, 512, 1, 4608) == [wide, narrow]
     # A single K step cannot be split (tc-sm90 would refuse the cluster).
     assert _split_wider([narrow, wide], 132, 1568, 512, 1, 64) == [narrow, wide]
+
+
+def test_tc_sm90_block_scaled_ranks_its_loops_for_autotuning():
+    """A block-scaled fp8 GEMM: first the tile in groups of 4 K steps (32
+    steps) or of 2 (11 steps, 128 columns), then the same tile's other
+    loops (whole steps, the other group) and a 256-wide tile in two halves,
+    each saying it is ranked for autotuning: autotuning's top 4 times them
+    all."""
+    for k, group, other in ((4096, 4, 2), (1408, 2, 4)):
+        blocks = -(-k // 128)
+        p = problem("matmul_block_scaled",
+                    [([2048, k], "f8E4M3FN"), ([k, 2048], "f8E4M3FN"),
+                     ([2048, blocks], "f32"), ([blocks, 16], "f32")], [([2048, 2048], "f32")])
+        top = dnnc.heuristics.rank(p)[:4]
+        assert [(c.strategy, c.tile, c.promote_overlap) for c in top] == [
+            ("tc-sm90", (128, 128, 128), group), ("tc-sm90", (128, 128, 128), 0),
+            ("tc-sm90", (128, 128, 128), other), ("tc-sm90", (128, 256, 128), 0)], top
+        assert f"K steps in groups of {group}, each step's promotion overlapping" in top[0].reason
+        assert "each K step whole (ranked for autotuning)" in top[1].reason
+        assert f"K steps in groups of {other} (ranked for autotuning)" in top[2].reason
+        assert "two halves of 128 columns, whole (ptxas spills" in top[3].reason

@@ -2694,7 +2694,7 @@ func.func private @conv_wgrad_bias_grad(%dy: memref<2x128x8x8xbf16, strided<[819
 
 // CHECK-LABEL: func.func private @block_scaled(
 //  CHECK-SAME:     %[[A:.*]]: memref<256x320xf8E4M3FN>, %[[B:.*]]: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %[[SA:.*]]: memref<256x3xf32>, %[[SB:.*]]: memref<3x2xf32>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
-//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart, then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (waited for and promoted before the next step), then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
 //       CHECK:   gpu.launch
 //       CHECK:     memref.load %[[SB]]
 //       CHECK:     memref.load %[[SA]]
@@ -2729,8 +2729,51 @@ func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192
 
 // -----
 
-// A tile whose columns span two of B's scale blocks (N 256) is refused by
-// tc-sm90, and tc-sm80 applies no block scales: simt-generic, with both reasons.
+// K steps in groups of 2 (promote_overlap; K = 320 is 3 steps: the first
+// whole, then one group): the group's second step waits for all but its own
+// wgmmas (wait_group 1) and promotes the first; the group ends waiting for
+// all (wait_group 0).
+
+#bs3_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs3_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs3_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs3_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs3_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs3_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_groups(
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (two temporaries alternating in groups of 2 steps, each step's promoted while the next step's wgmmas run), then scaled
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 1
+//       CHECK:     llvm.intr.fma
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//   CHECK-NOT:   linalg.generic
+func.func private @block_scaled_groups(%A: memref<256x320xf8E4M3FN>, %B: memref<320x128xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x1xf32>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], promote_overlap = 2 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [128, 128, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs3_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs3_a, #bs3_b, #bs3_sa, #bs3_sb, #bs3_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x128xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x1xf32>) outs(%C : memref<256x128xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// A tile whose columns span two of B's scale blocks (N 256): each K step
+// runs as two halves of 128 columns (m64n128k32), each waited for and
+// promoted with its own scale of B.
 
 #bs2_id = affine_map<(d0, d1) -> (d0, d1)>
 #bs2_a = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -2740,10 +2783,18 @@ func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192
 #bs2_c = affine_map<(d0, d1, d2) -> (d0, d1)>
 
 // CHECK-LABEL: func.func private @block_scaled_wide_tile(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (tile N 256 with block scales: expected 64 or 128 (a tile's columns in one 128-column block of B's scales)), and tc-sm80 applies no block scales: simt-generic, one thread per output
-//   CHECK-NOT:   gpu.launch
-//       CHECK:   linalg.generic
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (waited for and promoted before the next step, in 2 parts of 128 columns, one scale of B each), then scaled
+//       CHECK:   gpu.launch
+// The scales of B of the tile's two column blocks.
+//       CHECK:     memref.load %{{.*}}[%{{.*}}, %[[COL0:.*]]] : memref<3x2xf32>
+//       CHECK:     memref.load %{{.*}}[%{{.*}}, %[[COL1:.*]]] : memref<3x2xf32>
+// Each half's first wgmma starts its temporary.
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//   CHECK-NOT:     n = 256
+//   CHECK-NOT:   linalg.generic
 func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#bs2_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
@@ -2751,6 +2802,43 @@ func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memr
     linalg.yield %zero : f32
   }
   linalg.generic {indexing_maps = [#bs2_a, #bs2_b, #bs2_sa, #bs2_sb, #bs2_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x256xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x256xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// Two temporaries beside the sum of a 256-wide tile would need 3 x 128 f32
+// a thread: tc-sm90 refuses promote_overlap there, and tc-sm80 applies no
+// block scales: simt-generic, with both reasons.
+
+#bs4_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs4_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs4_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs4_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs4_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs4_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_wide_overlap(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (promote_overlap with a tile 256 wide: expected at most 128 (the sum and two temporaries, 3 x 128 f32 a thread, exceed a consumer's 232 registers)), and tc-sm80 applies no block scales: simt-generic, one thread per output
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+func.func private @block_scaled_wide_overlap(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], promote_overlap = 4 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs4_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs4_a, #bs4_b, #bs4_sa, #bs4_sb, #bs4_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x256xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x256xf32>) {
   ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
     %0 = arith.extf %x : f8E4M3FN to f32
     %1 = arith.extf %w : f8E4M3FN to f32
