@@ -33,6 +33,34 @@ After::
         strides: [1, 128] : memref<192x128xbf16> to memref<128x192xbf16, strided<[1, 128]>>
     call @g_k1_matmul(%x, %t, %y)    // its argument retyped to the strided memref
 
+The output side is the same view, the other way round: attention
+written the PyTorch way transposes its o ``[B, H, S, D]`` back to
+``[B, S, H, D]`` for the output projection, and a tc-sm90 attention kernel
+stores o at any strides (dnn_io_strides.LAYOUT_FREE_OUTPUTS). A call is
+also folded when its source is a ``memref.alloc`` of the graph function
+used only by the copy and by one call before it to a kernel that writes any
+layout (``layout_free_reader`` with LAYOUT_FREE_OUTPUTS), and its
+destination is an alloc of the graph function or a graph output that
+nothing touches before the copy: the source becomes a reinterpret_cast of
+the destination through the inverse permutation (the alloc moved ahead of
+the writer), which the writer fills in place::
+
+    %o = memref.alloc() : memref<2x4x130x64xbf16>
+    call @g_k7_sdpa(%q, %k, %v, %o)
+    %t = memref.alloc() : memref<2x130x4x64xbf16>
+    call @g_k8_tensor(%o, %t)        // transpose [0, 2, 1, 3]
+
+becomes::
+
+    %t = memref.alloc() : memref<2x130x4x64xbf16>
+    %o = memref.reinterpret_cast %t to offset: [0], sizes: [2, 4, 130, 64],
+        strides: [33280, 64, 256, 1] : ...
+    call @g_k7_sdpa(%q, %k, %v, %o)
+
+Either way, an attention kernel's view must have rows TMA can step
+(tensorcore/attention.py's ``rows_problem``); where it has not, the copy
+stays and its plan reason (``dnn.config_reason``) says why.
+
 The transpose kernel is erased when nothing else calls it.
 
 Lit test: test/lit/passes/dnn_transpose_views.mlir.
