@@ -40,10 +40,11 @@ stores o at any strides (dnn_io_strides.LAYOUT_FREE_OUTPUTS). A call is
 also folded when its source is a ``memref.alloc`` of the graph function
 used only by the copy and by one call before it to a kernel that writes any
 layout (``layout_free_reader`` with LAYOUT_FREE_OUTPUTS), and its
-destination is an alloc of the graph function or a graph output that
-nothing touches before the copy: the source becomes a reinterpret_cast of
-the destination through the inverse permutation (the alloc moved ahead of
-the writer), which the writer fills in place::
+destination is an alloc of the graph function or a graph output, or a view
+of one (a reshape, dnn-layout-views' reinterpret_cast), that nothing
+touches before the copy: the source becomes a reinterpret_cast of the
+destination through the inverse permutation (the alloc and views moved
+ahead of the writer), which the writer fills in place::
 
     %o = memref.alloc() : memref<2x4x130x64xbf16>
     call @g_k7_sdpa(%q, %k, %v, %o)
@@ -235,13 +236,16 @@ def _fold_output(call, functions, calls, graph):
     if found is None:
         return False
     target, index = found
-    if not _used_after(dest, call):
+    chain, root = _views_of(dest)
+    if not _used_after(root, call):
         return False
-    dest_op = irutil.defining_op(dest)
-    if dest_op is not None and (dest_op.name != "memref.alloc" or dest_op.block != body):
+    root_op = irutil.defining_op(root)
+    if root_op is not None and (root_op.name != "memref.alloc" or root_op.block != body):
         return False
-    if dest_op is None and (ir.BlockArgument(dest).owner != body or
-                            not is_output(graph, ir.BlockArgument(dest).arg_number)):
+    if root_op is None and (ir.BlockArgument(root).owner != body or
+                            not is_output(graph, ir.BlockArgument(root).arg_number)):
+        return False
+    if any(op.block != body for op in chain):
         return False
     try:
         shape, strides, offset = irutil.memref_geometry(dest.type)
@@ -256,8 +260,10 @@ def _fold_output(call, functions, calls, graph):
     if why:
         keep(callee, why.replace(" reads ", " writes "))
         return False
-    if dest_op is not None and not dest_op.is_before_in_block(alloc):
-        dest_op.move_before(alloc)
+    # The destination (and the views it is) must exist before the writer.
+    for op in ([root_op] if root_op is not None else []) + chain:
+        if not op.is_before_in_block(alloc):
+            op.move_before(alloc)
     with ir.InsertionPoint(alloc):
         view = memref.reinterpret_cast(view_type, dest, [], [], [], [offset], geometry[0],
                                        geometry[1])
@@ -268,15 +274,29 @@ def _fold_output(call, functions, calls, graph):
     return True
 
 
+VIEWS = ("memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast")
+
+
+def _views_of(value):
+    """(the view ops ``value`` is, outermost first, the buffer under them)."""
+    chain = []
+    op = irutil.defining_op(value)
+    while op is not None and op.name in VIEWS:
+        chain.insert(0, op)
+        value = op.operands[0]
+        op = irutil.defining_op(value)
+    return chain, value
+
+
 def _used_after(value, call):
-    """True when every user of ``value`` (and of its reshape views) but
+    """True when every user of ``value`` (and of its views) but
     ``call`` comes after ``call``: nothing else touches it while a writer
     before ``call`` fills it in ``call``'s stead."""
     for use in value.uses:
         op = use.owner.operation
         if op == call:
             continue
-        if op.name in ("memref.expand_shape", "memref.collapse_shape"):
+        if op.name in VIEWS and use.operand_number == 0:
             if not _used_after(op.results[0], call):
                 return False
             continue
