@@ -38,8 +38,8 @@ written the PyTorch way transposes its o ``[B, H, S, D]`` back to
 ``[B, S, H, D]`` for the output projection, and a tc-sm90 attention kernel
 stores o at any strides (dnn_io_strides.LAYOUT_FREE_OUTPUTS). A call is
 also folded when its source is a ``memref.alloc`` of the graph function
-used only by the copy and by one call before it to a kernel that writes any
-layout (``layout_free_reader`` with LAYOUT_FREE_OUTPUTS), and its
+used only by the copy and by one call before it to an attention kernel that
+writes any layout (``layout_free_reader`` with LAYOUT_FREE_OUTPUTS), and its
 destination is an alloc of the graph function or a graph output, or a view
 of one (a reshape, dnn-layout-views' reinterpret_cast), that nothing
 touches before the copy: the source becomes a reinterpret_cast of the
@@ -73,7 +73,8 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore.attention import argument_role, rows_problem
+from dnnc.codegen.gpu.tensorcore.attention import ATTR as ATTENTION, argument_role, \
+    rows_problem
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import LAYOUT_FREE_OUTPUTS, call_counts, is_output, \
     layout_free_reader, set_argument_type
@@ -233,7 +234,10 @@ def _fold_output(call, functions, calls, graph):
     if writer.block != body or not writer.is_before_in_block(call):
         return False
     found = layout_free_reader(others[0], functions, calls, LAYOUT_FREE_OUTPUTS)
-    if found is None:
+    # Only attention kernels so far: the other writers of any layout
+    # (windows, convolutions) have not been checked on arbitrary
+    # permutations of their outputs.
+    if found is None or ATTENTION not in found[0].attributes:
         return False
     target, index = found
     chain, root = _views_of(dest)
