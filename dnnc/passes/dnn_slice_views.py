@@ -29,7 +29,9 @@ when:
   dnn_io_strides.layout_free_reader, carrying ``dnn.attention``), or the
   source of a transpose copy that dnn-transpose-views folds
   (``input_fold``: its own destination only layout-free kernels read);
-* every attention kernel reached takes the view it would get.
+* every attention kernel reached takes the view it would get;
+* nothing after the slice writes the sliced buffer (every later kernel
+  call only reads it), so the view holds what the copy would have.
 
 Before::
 
@@ -65,8 +67,8 @@ from dnnc.codegen.gpu.tensorcore.attention import ATTR as ATTENTION
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import call_counts, layout_free_reader, retype_views, \
     set_argument_type
-from dnnc.passes.dnn_transpose_views import attention_problem, input_fold, keep, only_read, \
-    permuted, strided_type
+from dnnc.passes.dnn_transpose_views import attention_problem, copy_permutation, input_fold, \
+    keep, only_read, permuted, strided_type
 
 RESHAPES = ("memref.expand_shape", "memref.collapse_shape")
 
@@ -169,6 +171,49 @@ class _Readers:
         return True
 
 
+SOURCE_VIEWS = RESHAPES + ("memref.reinterpret_cast", "memref.subview")
+
+
+def _root(value):
+    """The buffer ``value`` is a view of (or is)."""
+    op = irutil.defining_op(value)
+    while op is not None and op.name in SOURCE_VIEWS:
+        value = op.operands[0]
+        op = irutil.defining_op(value)
+    return value
+
+
+def _unchanged_after(value, call, functions):
+    """True when nothing after ``call`` writes ``value`` or a view of it:
+    every later kernel call only reads it, so that a view read later sees
+    what the slice copy would have copied."""
+    for use in value.uses:
+        op = use.owner.operation
+        if op == call:
+            continue
+        if op.name in SOURCE_VIEWS and use.operand_number == 0:
+            if not _unchanged_after(op.results[0], call, functions):
+                return False
+            continue
+        if op.block == call.block and op.is_before_in_block(call):
+            continue
+        if op.name != "func.call":
+            return False
+        target = functions.get(ir.FlatSymbolRefAttr(op.attributes["callee"]).value)
+        if target is None or not _reads(target, use.operand_number):
+            return False
+    return True
+
+
+def _reads(target, index):
+    """True when kernel ``target`` only reads its argument ``index``: an
+    input of its linalg ops, or the source of a slice or transpose copy."""
+    if only_read(target, index):
+        return True
+    return index == 0 and (slice_of(target) is not None or
+                           copy_permutation(target) is not None)
+
+
 def _fold(call, functions, calls, body):
     name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
     callee = functions.get(name)
@@ -178,6 +223,8 @@ def _fold(call, functions, calls, body):
     source, dest = call.operands
     alloc = irutil.defining_op(dest)
     if alloc is None or alloc.name != "memref.alloc" or alloc.block != body:
+        return
+    if not _unchanged_after(_root(source), call, functions):
         return
     geometry = irutil.memref_geometry(view_type)
     readers = _Readers(functions, calls)

@@ -4,7 +4,8 @@
 // at the slice's offset and strides; the slice kernel goes. A slice whose
 // view an attention kernel cannot read (a start that is not 16-byte
 // aligned) stays a copy and its reason says why; so does one another kind
-// of kernel reads, without a word.
+// of kernel reads, without a word, and one whose buffer a later kernel
+// writes.
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-slice-views)' | FileCheck %s
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-slice-views,dnn-transpose-views)' | FileCheck %s --check-prefix=BOTH
@@ -206,5 +207,43 @@ func.func @to_simt(%a: memref<8x96xf32>) attributes {dnn.graph} {
   %s = memref.alloc() : memref<8x32xf32>
   call @to_simt_slice(%a, %s) : (memref<8x96xf32>, memref<8x32xf32>) -> ()
   call @to_simt_reader(%s) : (memref<8x32xf32>) -> ()
+  return
+}
+
+// -----
+
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// A kernel after the slice writes the sliced buffer: a view would see the
+// new values, so the copy stays.
+
+// CHECK-LABEL: func.func @overwritten(
+//  CHECK-NEXT:   %[[Q:.*]] = memref.alloc() : memref<1x2x8x16xbf16>
+//  CHECK-NEXT:   call @overwritten_slice(%{{.*}}, %[[Q]])
+func.func private @overwritten_slice(%a: memref<1x2x8x48xbf16>, %b: memref<1x2x8x16xbf16> {bufferize.result}) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise"}, dnn.config_reason = "copy by slice", dnn.kernel} {
+  %s = memref.subview %a[0, 0, 0, 16] [1, 2, 8, 16] [1, 1, 1, 1] : memref<1x2x8x48xbf16> to memref<1x2x8x16xbf16, strided<[768, 384, 48, 1], offset: 16>>
+  linalg.copy ins(%s : memref<1x2x8x16xbf16, strided<[768, 384, 48, 1], offset: 16>>) outs(%b : memref<1x2x8x16xbf16>)
+  return
+}
+func.func private @overwritten_writer(%a: memref<1x2x8x48xbf16>) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-generic"}, dnn.kernel} {
+  %c = arith.constant 0.0 : bf16
+  linalg.fill ins(%c : bf16) outs(%a : memref<1x2x8x48xbf16>)
+  return
+}
+func.func private @overwritten_attention(%q: memref<1x2x8x16xbf16>, %k: memref<1x2x8x16xbf16>, %v: memref<1x2x8x16xbf16>, %o: memref<1x2x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = false, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1>, results = array<i64: 0, -1>, returned = 1 : i64, scale = 2.500000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.kernel} {
+  linalg.generic {indexing_maps = [#id4, #id4, #id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%q, %k, %v : memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) outs(%o : memref<1x2x8x16xbf16>) {
+  ^bb0(%a: bf16, %b: bf16, %c: bf16, %out: bf16):
+    %s = arith.addf %a, %b : bf16
+    %t = arith.addf %s, %c : bf16
+    linalg.yield %t : bf16
+  }
+  return
+}
+func.func @overwritten(%p: memref<1x2x8x48xbf16>, %k: memref<1x2x8x16xbf16>, %v: memref<1x2x8x16xbf16>) attributes {dnn.graph} {
+  %q = memref.alloc() : memref<1x2x8x16xbf16>
+  call @overwritten_slice(%p, %q) : (memref<1x2x8x48xbf16>, memref<1x2x8x16xbf16>) -> ()
+  call @overwritten_writer(%p) : (memref<1x2x8x48xbf16>) -> ()
+  %o = memref.alloc() : memref<1x2x8x16xbf16>
+  call @overwritten_attention(%q, %k, %v, %o) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
   return
 }
