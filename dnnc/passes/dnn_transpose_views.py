@@ -35,8 +35,8 @@ After::
 
 The output side is the same view, the other way round: attention
 written the PyTorch way transposes its o ``[B, H, S, D]`` back to
-``[B, S, H, D]`` for the output projection, and a tc-sm90 attention kernel
-stores o at any strides (dnn_io_strides.LAYOUT_FREE_OUTPUTS). A call is
+``[B, S, H, D]`` for the output projection, and the tc-sm90 and tc-sm80
+attention kernels store o at any strides. A call is
 also folded when its source is a ``memref.alloc`` of the graph function
 used only by the copy and by one call before it to an attention kernel that
 writes any layout (``layout_free_reader`` with LAYOUT_FREE_OUTPUTS), and its
@@ -233,7 +233,10 @@ def _fold_output(call, functions, calls, graph):
     writer = others[0].owner.operation
     if writer.block != body or not writer.is_before_in_block(call):
         return False
-    found = layout_free_reader(others[0], functions, calls, LAYOUT_FREE_OUTPUTS)
+    # tc-sm80's attention kernels store o (and dq, dk, dv) by vector stores
+    # at the memref's indices, so at any strides, as tc-sm90's do.
+    found = layout_free_reader(others[0], functions, calls,
+                               LAYOUT_FREE_OUTPUTS + ("tc-sm80",))
     # Only attention kernels so far: the other writers of any layout
     # (windows, convolutions) have not been checked on arbitrary
     # permutations of their outputs.

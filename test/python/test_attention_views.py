@@ -12,9 +12,11 @@ cases ``sdpa_qkv_*`` of test/gpu/gpu_cases/attention.py).
   transposed strides. A backward's dq, dk and dv are written into theirs
   the same way; o's transpose stays (the backward reads o too). Slices
   that start 8 bytes in stay copies, and their reasons say why.
-* sm_80: the slices are views for tc-sm80's attention kernels too (its
-  cp.async loads step any 16-byte aligned rows); the forward kernel run by
-  the kernel interpreter on those views against the reference.
+* sm_80: the slices and o's transpose are views for tc-sm80's attention
+  kernels too (cp.async loads and vector stores step any 16-byte aligned
+  rows); the forward kernel run by the kernel interpreter on those views
+  (each argument laid out at its memref's offset and strides) against the
+  reference.
 """
 
 import numpy as np
@@ -139,9 +141,10 @@ def test_unaligned_slices_keep_their_copies(built):
 
 
 def test_sm80_forward_reads_the_slices(gpu_cases):
-    """tc-sm80's forward on the projection's views: the interpreter lays
-    each argument out at its memref's offset and strides, so q, k and v are
-    read at the slices' addresses."""
+    """tc-sm80's forward on the projection's views and o written through the
+    transposed strides: the interpreter lays each argument out at its
+    memref's offset and strides, so q, k and v are read, and o written, at
+    the views' addresses."""
     from gpu_cases.case import RTOL, Case
     from gpu_cases.inputs import make_inputs
 
@@ -160,12 +163,14 @@ def test_sm80_forward_reads_the_slices(gpu_cases):
         calls = [op.operation for op in irutil.body(graph).operations
                  if op.operation.name == "func.call"]
         names = [str(c.attributes["callee"]) for c in calls]
-        assert len(calls) == 2 and "sdpa" in names[0], names   # sdpa, o's transpose
+        assert len(calls) == 1 and "sdpa" in names[0], names   # no copy
         (fn,) = [f for f in irutil.kernel_functions(module) if irutil.symbol(f).endswith("_sdpa")]
         assert 'strategy = "tc-sm80"' in str(fn.attributes["dnn.config"])
         arguments = list(irutil.body(fn).arguments)
-        offsets = [irutil.memref_geometry(a.type)[2] for a in arguments[:3]]
-        assert offsets == [0, h * d, 2 * h * d]
+        geometry = [irutil.memref_geometry(a.type) for a in arguments[:4]]
+        assert [g[2] for g in geometry] == [0, h * d, 2 * h * d, 0]
+        assert [g[1] for g in geometry] == [[s * 3 * h * d, d, 3 * h * d, 1]] * 3 + \
+            [[s * h * d, d, h * d, 1]]
         qkv = np.asarray(data["qkv"], np.float32).reshape(b, s, 3, h, d)
         arrays = [np.ascontiguousarray(qkv[:, :, i].transpose(0, 2, 1, 3)) for i in range(3)]
         arrays.append(np.full([b, h, s, d], np.nan, np.float32))
