@@ -90,10 +90,10 @@ def slice_of(callee):
     if list(view.shape) != list(dest.shape) or view.element_type != dest.element_type:
         return None
     try:
-        shape, strides, offset = irutil.memref_geometry(view)
+        _, strides, offset = irutil.memref_geometry(view)
     except (ValueError, RuntimeError):
         return None
-    if any(ir.ShapedType.is_dynamic_size(v) for v in list(strides) + [offset]):
+    if any(view.is_dynamic_stride_or_offset(v) for v in list(strides) + [offset]):
         return None
     return view
 
@@ -123,9 +123,9 @@ def _reshaped(op, geometry):
 
 
 class _Readers:
-    """What the view of one slice reaches: the kernels that read it (and
-    the memref type each gets), the transpose copies dnn-transpose-views
-    folds on the way, or why it cannot be a view."""
+    """What the view of one slice reaches: the attention kernels that read
+    it, each with the (shape, strides, offset) its argument gets, directly
+    or through a transpose copy that dnn-transpose-views folds."""
 
     def __init__(self, functions, calls):
         self.functions, self.calls = functions, calls
@@ -163,7 +163,9 @@ class _Readers:
             if fold is None:
                 return False
             perm, _, readers = fold
-            if self.calls[irutil.symbol(self._callee(op))] != 1 or not all(ATTENTION in target.attributes for target, _ in readers):
+            # Retyping the copy's argument must change no other call.
+            if self.calls[irutil.symbol(self._callee(op))] != 1 or \
+                    not all(ATTENTION in target.attributes for target, _ in readers):
                 return False
             self.direct.append((op, (self._callee(op), 0)))
             self.kernels += readers
