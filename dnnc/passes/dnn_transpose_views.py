@@ -8,8 +8,9 @@ descriptors that take any dense layout (dnnc/codegen/gpu/tensorcore/sm90/), so t
 copy is not needed: the transposed buffer can be a ``memref.reinterpret_cast``
 of the source with permuted strides, passed to the kernel as it is.
 
-Run after dnn-io-strides, on the bufferized graph function. A call is folded
-when:
+Run after dnn-io-strides and dnn-slice-views (which leaves the transposes
+of the slices it folds reading strided views), on the bufferized graph
+function. A call is folded when:
 
 * its callee is a kernel whose body is one ``linalg.generic`` that copies
   its first argument into its second through a permutation (an input map
