@@ -8,7 +8,8 @@ D]`` (so are the backward's do, dq, dk and dv). On sm_90a the slices and
 transposes are views (dnn-slice-views, dnn-transpose-views): the attention
 kernels read q, k and v inside the projection and write o (and dq, dk, dv)
 through the transposed strides; ``_unaligned`` slices start 8 bytes in,
-where TMA cannot, and keep their copies.
+where TMA cannot, and keep their copies; ``_sm80_`` the forward on tc-sm80's
+kernel (the same views: cp.async loads, vector stores).
 """
 
 import dnnc
@@ -81,4 +82,11 @@ CASES = [
     Case("sdpa_f32", attention(F32, causal=False, bias=False)),
     Case("sdpa_causal_bias_f32", attention(F32, causal=True, bias=True)),
     Case("sdpa_causal_bf16", attention(BF16, causal=True, bias=False)),
-] + [Case(name, build) for name, build in QKV.items()]
+] + [Case(name, build) for name, build in QKV.items()] + [
+    # tc-sm80's forward on the same views (forced on whatever GPU runs it,
+    # with the tiles its heuristics give these head dims on sm_80).
+    Case("sdpa_qkv_sm80_d64_causal_bf16", QKV["sdpa_qkv_d64_causal_bf16"],
+         config="main_k6_sdpa=strategy:tc-sm80,tile:128x64,stages:2,block:128"),
+    Case("sdpa_qkv_sm80_d128_bf16", QKV["sdpa_qkv_d128_bf16"],
+         config="main_k6_sdpa=strategy:tc-sm80,tile:128x32,stages:2,block:128"),
+]
