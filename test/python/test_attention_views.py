@@ -6,6 +6,11 @@ cases ``sdpa_qkv_*`` of test/gpu/gpu_cases/attention.py).
 
 * CPU back end: the graphs, forward and backward, against the NumPy
   reference (the semantics the views must keep).
+* The sm_90a GPU lowering run on the CPU: the views made as for the GPU,
+  then every kernel as simt-generic loops (test_cuda_compile's emulation),
+  so that the host function's views, offsets and strided arguments are
+  computed and checked against the reference (a wrong output view's
+  strides fail it).
 * sm_90a plans: a forward is one tc-sm90 kernel; q, k and v are TMA
   descriptors of the projection buffer at byte offsets 0, 2 C and 4 C with
   its row stride; o is written by TMA into the output through the
@@ -179,3 +184,63 @@ def test_sm80_forward_reads_the_slices(gpu_cases):
     atol = RTOL["bf16"] * max(1.0, float(np.abs(reference).max()))
     assert np.allclose(got, reference, rtol=RTOL["bf16"], atol=atol), \
         float(np.nanmax(np.abs(got - reference)))
+
+
+def emulate_with_views(g):
+    """A CpuExecutable of ``g`` through the sm_90a GPU lowering, with the
+    views made as on the GPU (the attention kernels still tc-sm90 when
+    dnn-slice-views and dnn-transpose-views run), then every kernel on
+    simt-generic (the loops test_cuda_compile's ``emulate`` runs on the
+    CPU): the host function's views, offsets and strided arguments
+    computed by the CPU. Returns (the executable, the kernels the graph
+    function calls after the views)."""
+    from dnnc import heuristics
+    from dnnc.targets import cpu
+    from test_cuda_compile import EMULATION_TAIL
+
+    module = graph_mlir.to_module(g)
+    signature = cpu.signature_of(module)
+    for stage in pipelines.get("cuda", "sm_90a"):
+        if stage.name == "gpu":
+            break
+        passes.run_pipeline(module, stage.pipeline)
+    gpu = pipelines.GPU.passes
+    cut = gpu.index("dnn-transpose-views") + 1
+    passes.run_pipeline(module, "builtin.module(" + ",".join(gpu[:cut]) + ")")
+    with module.context:
+        graph = irutil.graph_function(module)
+        called = [str(op.operation.attributes["callee"]) for op in irutil.body(graph).operations
+                  if op.operation.name == "func.call"]
+        for fn in irutil.kernel_functions(module):
+            config = heuristics.Config.from_attr(fn.attributes["dnn.config"])
+            fn.attributes["dnn.config"] = heuristics.Config("simt-generic", config.block).to_attr()
+    rest = gpu[cut:gpu.index("dnn-distribute-loops") + 1]
+    passes.run_pipeline(module, "builtin.module(" + ",".join(list(rest) + list(EMULATION_TAIL))
+                        + ")")
+    return cpu.CpuExecutable(module, signature), called
+
+
+@pytest.mark.parametrize("backward", [False, True])
+def test_views_computed_on_the_cpu(gpu_cases, backward):
+    """The GPU lowering's host function with the views, run on the CPU (the
+    attention kernels as simt-generic loops reading and writing through the
+    views) against the NumPy reference: the forward calls the sdpa kernel
+    only; the backward the forward, o's transpose (o is read by the
+    backward) and the backward."""
+    from gpu_cases.case import RTOL, Case
+    from gpu_cases.inputs import make_inputs
+
+    build = small(gpu_cases, backward)
+    g = build()
+    data = make_inputs(Case("views", build), g)
+    expected = g.execute_reference(data)
+    exe, called = emulate_with_views(g)
+    kinds = [c.rsplit("_", 1)[-1] if "sdpa" not in c else "sdpa" for c in called]
+    assert kinds == (["sdpa", "tensor", "sdpa"] if backward else ["sdpa"]), called
+    got = exe(**data)
+    for name in ["o"] + (["dq", "dk", "dv"] if backward else []):
+        ref = np.asarray(expected[name], np.float64)
+        out = np.asarray(got[name], np.float64)
+        atol = RTOL["bf16"] * max(1.0, float(np.abs(ref).max()))
+        assert np.allclose(out, ref, rtol=RTOL["bf16"], atol=atol), \
+            (name, float(np.abs(out - ref).max()))
