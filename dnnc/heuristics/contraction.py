@@ -33,7 +33,7 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
-from dnnc.codegen.gpu.tensorcore import wgrad_taps
+from dnnc.codegen.gpu.tensorcore import pixel_rows, wgrad_taps
 from dnnc.compute_types import NOTE as TF32_NOTE
 from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
@@ -518,8 +518,29 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         reduction = taps * _ceil(reduced, bk90) * bk90
         configs = tc_sm90(problem, m, n // groups, reduction, groups, facts)
         configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
-        fast = _split_wider(configs, problem.sms, m, n // groups, groups, reduction) + fast
+        configs = _split_wider(configs, problem.sms, m, n // groups, groups, reduction)
+        fast = _tiled_rows(problem, configs, w[2:], groups) + fast
     return fast
+
+
+def _tiled_rows(problem, configs, window, groups):
+    """tc-sm90's ``configs`` of a forward convolution or data gradient
+    with ``tiled`` set where its activation is a plain matrix
+    (tensorcore/pixel_rows.py: 1x1, unit stride, no padding): A's tiles
+    are then loaded by tiled TMA boxes, as a matmul's, instead of in
+    im2col mode. Not yet timed against im2col mode on a GPU (the bench's
+    ``tiled:0`` cases time both in one run: bench/conv_cases.py)."""
+    ndim = len(window)
+    stride, pre, post = (list(problem.attr(name, ()) or (default,) * ndim)
+                         for name, default in (("stride", 1), ("pre_padding", 0),
+                                               ("post_padding", 0)))
+    direction = problem.anchor.split("_")[1]
+    if pixel_rows.problem(direction, window, stride, pre, post, groups,
+                          bool(problem.prologues)) is not None:
+        return configs
+    return [c.replace(tiled=1, reason=f"{c.reason}; tiled: the activation read as a matrix of "
+                                      "pixels by channels (1x1, unit stride, no padding)")
+            if c.strategy == "tc-sm90" else c for c in configs]
 
 
 def _tf32_wgrad(configs):

@@ -491,6 +491,39 @@ def test_convolution_is_an_implicit_gemm():
     assert "sdpa: 5x7x8 (S x Skv x D) x2 batch" in choose(sdpa).reason
 
 
+def test_unit_convolutions_read_x_as_a_matrix():
+    """tc-sm90's configs of a 1x1, unit-stride, unpadded forward convolution
+    or data gradient set ``tiled`` (x, or dy, read as the [N*H*W, C]
+    matrix by tiled TMA boxes: tensorcore/pixel_rows.py); padding, a
+    stride, a wider filter, groups or a filter gradient keep im2col mode,
+    and tc-sm80's configs never carry it."""
+    x, y = [32, 1024, 14, 14], [32, 256, 14, 14]
+    w = [256, 1024, 1, 1]
+
+    def configs(anchor="conv_fprop", filter_=w, attrs=(), ins=None, out=None):
+        ins = ins or [(x, "bf16"), (filter_, "bf16")]
+        out = out or [(y, "bf16")]
+        return [c for c in rank(problem(anchor, ins, out, attrs=attrs))
+                if c.strategy != "simt-generic"]
+
+    plain = configs()
+    assert {c.tiled for c in plain if c.strategy == "tc-sm90"} == {1}, plain
+    assert {c.tiled for c in plain if c.strategy == "tc-sm80"} == {0}, plain
+    assert "tiled: the activation read as a matrix of pixels by channels" in plain[0].reason
+    dgrad = configs("conv_dgrad", ins=[(y, "bf16"), (w, "bf16")], out=[(x, "bf16")])
+    assert dgrad[0].strategy == "tc-sm90" and dgrad[0].tiled == 1, dgrad[0]
+    padded = configs(attrs=[("pre_padding", [1, 1]), ("post_padding", [1, 1])],
+                     out=[([32, 256, 16, 16], "bf16")])
+    strided = configs(attrs=[("stride", [2, 2])], out=[([32, 256, 7, 7], "bf16")])
+    wide = configs(filter_=[256, 1024, 3, 3], attrs=[("pre_padding", [1, 1]),
+                                                     ("post_padding", [1, 1])])
+    wgrad = configs("conv_wgrad", ins=[(y, "bf16"), (x, "bf16")], out=[(w, "bf16")])
+    for other in (padded, strided, wide, wgrad):
+        assert other[0].strategy == "tc-sm90" and not any(c.tiled for c in other), other[0]
+    assert choose(problem("conv_fprop", [(x, "bf16"), (w, "bf16")], [(y, "bf16")]),
+                  override="tiled:0").tiled == 0
+
+
 def test_convolutions_on_tensor_cores():
     """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
     on sm_80, each tap's channels read in whole K steps; a filter
@@ -692,10 +725,11 @@ def test_override_wins():
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
     ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, split, staged, "
-                  "stages, strategy, tile, unroll, vector"),
+                  "stages, strategy, tile, tiled, unroll, vector"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
+    ("k=tiled:2", "tiled: expected 0 or 1, got '2'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),

@@ -2762,3 +2762,58 @@ func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memr
   }
   return
 }
+
+// -----
+
+#id51 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#x1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#w1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#y1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// A 1x1 forward convolution of unit stride and no padding whose config
+// asks for ``tiled``: x's pixels are the rows of a [N*H*W, C] = [32, 64]
+// matrix (channels-last, dense), so A is loaded as a matmul's, by a tiled
+// descriptor of that matrix (boxes of 64 rows by 64 channels) and a 2-D
+// copy at (c0, m0), not in im2col mode; the filter as [K, taps, C] boxes.
+// CHECK-LABEL: func.func private @conv_fprop_1x1_tiled(
+//  CHECK-SAME:     dnn.config_reason = "conv_fprop; implicit GEMM (fprop): x read as a matrix of pixels by channels with tiled TMA loads (1x1, unit stride, no padding), 1 filter taps x 64 channels
+//   CHECK-NOT:   linalg.
+//   CHECK-NOT:   im2col
+//       CHECK:   %[[XV:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [32, 64], strides: [64, 1]
+//       CHECK:   %[[UX:.*]] = memref.cast %[[XV]]
+//       CHECK:   %[[DX:.*]] = nvgpu.tma.create.descriptor %[[UX]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PX:.*]] = builtin.unrealized_conversion_cast %[[DX]]
+//       CHECK:   %[[WV:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1, 32, 64], strides: [2048, 64, 1]
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.setmaxregister  decrease 40
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PX]], %[[FULL:[^,]*]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[FULL]], box[%{{.*}}, %{{.*}}, %{{.*}}] :
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//   CHECK-NOT:   linalg.
+func.func private @conv_fprop_1x1_tiled(%arg0: memref<2x64x4x4xbf16, strided<[1024, 1, 256, 64]>>, %arg1: memref<32x64x1x1xbf16>, %arg2: memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64], tiled = 1 : i64}, dnn.config_reason = "conv_fprop", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 0, 0>, pre = array<i64: 0, 0>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [2, 1, 64, 4, 4] : memref<2x64x4x4xbf16, strided<[1024, 1, 256, 64]>> into memref<2x1x64x4x4xbf16, strided<[1024, 64, 1, 256, 64]>>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 32, 64, 1, 1] : memref<32x64x1x1xbf16> into memref<1x32x64x1x1xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1x32x4x4xf32>
+  linalg.generic {indexing_maps = [#id51], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x1x32x4x4xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#x1, #w1, #y1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<2x1x64x4x4xbf16, strided<[1024, 64, 1, 256, 64]>>, memref<1x32x64x1x1xbf16>) outs(%alloc : memref<2x1x32x4x4xf32>) {
+  ^bb0(%in: bf16, %in_2: bf16, %out: f32):
+    %0 = arith.extf %in_2 : bf16 to f32
+    %1 = arith.extf %in : bf16 to f32
+    %2 = arith.mulf %1, %0 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<2x1x32x4x4xbf16>
+  linalg.generic {indexing_maps = [#id51, #id51], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc : memref<2x1x32x4x4xf32>) outs(%alloc_1 : memref<2x1x32x4x4xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1, 2], [3], [4]] : memref<2x1x32x4x4xbf16> into memref<2x32x4x4xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<2x32x4x4xbf16>) outs(%arg2 : memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>>)
+  return
+}

@@ -34,6 +34,9 @@ class Tile:
     consumers: int = 2
     splits: int = 1          # split-K: blocks that share one output tile's K steps
     cluster: int = 1         # split-K: consecutive splits summed in a cluster of this many
+    # A 1x1, unit-stride, unpadded convolution's x read as a matrix by tiled
+    # TMA boxes (im2col.PixelRows), not in im2col mode: the config's ``tiled``.
+    tiled: bool = False
 
     @property
     def threads(self):
