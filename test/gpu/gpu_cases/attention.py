@@ -89,4 +89,8 @@ CASES = [
          config="main_k6_sdpa=strategy:tc-sm80,tile:128x64,stages:2,block:128"),
     Case("sdpa_qkv_sm80_d128_bf16", QKV["sdpa_qkv_d128_bf16"],
          config="main_k6_sdpa=strategy:tc-sm80,tile:128x32,stages:2,block:128"),
+    # And the backward's kernels: q, k, v read in the projection, dq, dk,
+    # dv written through the transposed strides by vector stores.
+    Case("sdpa_qkv_sm80_backward_d64_causal_bf16", QKV["sdpa_qkv_backward_d64_causal_bf16"],
+         config="main_k6_sdpa=strategy:tc-sm80;main_k10_sdpa_backward=strategy:tc-sm80"),
 ]
