@@ -21,7 +21,8 @@ cases ``sdpa_qkv_*`` of test/gpu/gpu_cases/attention.py).
   kernels too (cp.async loads and vector stores step any 16-byte aligned
   rows); the forward kernel run by the kernel interpreter on those views
   (each argument laid out at its memref's offset and strides) against the
-  reference.
+  reference; so are the backward's kernels, dq, dk and dv written through
+  the transposed strides.
 """
 
 import numpy as np
@@ -244,3 +245,67 @@ def test_views_computed_on_the_cpu(gpu_cases, backward):
         atol = RTOL["bf16"] * max(1.0, float(np.abs(ref).max()))
         assert np.allclose(out, ref, rtol=RTOL["bf16"], atol=atol), \
             (name, float(np.abs(out - ref).max()))
+
+
+def test_sm80_backward_writes_through_the_views(gpu_cases):
+    """tc-sm80's backward kernels on the projection's views (q, k, v), do
+    transposed from its [B x S, H x D] input, and dq, dk, dv written through
+    the transposed strides of theirs, interpreted on the CPU against the
+    reference's gradients."""
+    from gpu_cases.case import RTOL, Case
+    from gpu_cases.inputs import make_inputs
+    from mlir import ir
+
+    from dnnc.codegen.gpu.tensorcore import attention as attention_match
+
+    b, s, h, d = 2, 33, 2, 64
+    build = small(gpu_cases, backward=True)
+    g = build()
+    module = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
+        target="cuda", arch="sm_80", tuning_db="off", stop_after="configured"))
+    gpu = pipelines.GPU.passes
+    upto = pipelines.LINALG_GPU.passes + gpu[:gpu.index("dnn-map-tensor-cores") + 1]
+    passes.run_pipeline(module, "builtin.module(" + ",".join(upto) + ")")
+    data = make_inputs(Case("views", build), g)
+    expected = g.execute_reference(data)
+
+    def heads(x):   # [B x S, H x D] -> [B, H, S, D]
+        return np.asarray(x, np.float64).reshape(b, s, h, d).transpose(0, 2, 1, 3)
+
+    qkv = np.asarray(data["qkv"], np.float64).reshape(b, s, 3, h, d).transpose(2, 0, 3, 1, 4)
+    q, k, v = qkv
+    scores = q @ k.transpose(0, 1, 3, 2) / np.sqrt(d)
+    scores[..., np.triu(np.ones((s, s), bool), 1)] = -np.inf
+    top = scores.max(-1, keepdims=True)
+    stats = top + np.log(np.exp(scores - top).sum(-1, keepdims=True))
+    given = {"q": q, "k": k, "v": v, "o": heads(expected["o"]), "do": heads(data["do"]),
+             "stats": stats}
+    with module.context:
+        (fn,) = [f for f in irutil.kernel_functions(module)
+                 if irutil.symbol(f).endswith("_sdpa_backward")]
+        assert 'strategy = "tc-sm80"' in str(fn.attributes["dnn.config"])
+        info = ir.DictAttr(fn.attributes[attention_match.ATTR])
+        operand_names, result_names = attention_match.roles("sdpa_backward")
+        arguments = list(irutil.body(fn).arguments)
+        inputs = len(arguments) - ir.IntegerAttr(info["returned"]).value
+        arrays, where = [None] * len(arguments), {}
+        for name, i in zip(operand_names, ir.DenseI64ArrayAttr(info["operands"])):
+            if i >= 0:
+                arrays[i] = np.asarray(given[name], np.float32)
+        for name, i in zip(result_names, ir.DenseI64ArrayAttr(info["results"])):
+            if i >= 0:
+                arrays[inputs + i] = np.full([b, h, s, d], np.nan, np.float32)
+                where[name] = inputs + i
+        # q, k, v at the slices' offsets; dq, dk, dv [B, S, H, D] in memory.
+        offsets = [irutil.memref_geometry(arguments[i].type)[2] for i in range(3)]
+        assert offsets == [0, h * d, 2 * h * d]
+        for name in ("dq", "dk", "dv"):
+            assert irutil.memref_geometry(arguments[where[name]].type)[1] == \
+                [s * h * d, d, h * d, 1], name
+        got = run_kernel(fn, arrays)
+    for name in ("dq", "dk", "dv"):
+        ref = heads(expected[name])
+        out = np.asarray(got[where[name]], np.float64)
+        atol = RTOL["bf16"] * max(1.0, float(np.abs(ref).max()))
+        assert np.allclose(out, ref, rtol=RTOL["bf16"], atol=atol), \
+            (name, float(np.nanmax(np.abs(out - ref))))
