@@ -1815,6 +1815,49 @@ ATTENTION_FORWARD = [
 ]
 
 
+# Attention written the PyTorch way, as GPT-2's block does it (B8 H12 S1024
+# D64, causal): q, k and v split from one [B x S, 3 x H x D] projection,
+# each viewed [B, S, H, D] and transposed, o transposed back and viewed [B x
+# S, H x D]. dnnc reads q, k and v in the projection and writes o in place
+# (dnn-slice-views, dnn-transpose-views: one kernel); PyTorch runs the same
+# code (its reshape of o a copy).
+
+def _sdpa_qkv(b, h, s, d, causal, dt):
+    def build():
+        import dnnc
+
+        g = dnnc.Graph(name=f"sdpa_qkv_b{b}_h{h}_s{s}_d{d}_{dt}" + ("_causal" if causal else ""),
+                       io_data_type=dt, intermediate_data_type=dt)
+        c = h * d
+        qkv = g.tensor(name="qkv", dim=[b * s, 3 * c])
+        q, k, v = (g.transpose(g.reshape(g.slice(qkv, [slice(None), slice(i * c, (i + 1) * c)]),
+                                         [b, s, h, d]), [0, 2, 1, 3]) for i in range(3))
+        o = g.sdpa(q, k, v, use_causal_mask=causal)[0]
+        g.reshape(g.transpose(o, [0, 2, 1, 3]), [b * s, c]).set_output(True)
+        return g
+
+    return build
+
+
+def _sdpa_qkv_torch(b, h, s, d, causal):
+    def torch_fn(t, qkv):
+        q, k, v = qkv.split(h * d, dim=1)
+        q, k, v = (z.view(b, s, h, d).transpose(1, 2) for z in (q, k, v))
+        o = t.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return o.transpose(1, 2).reshape(b * s, h * d)
+
+    return torch_fn
+
+
+ATTENTION_QKV = [
+    Case(f"sdpa qkv-split{' causal' if causal else ''} B{b} H{h} S{s} D{d} bf16",
+         _sdpa_qkv(b, h, s, d, causal, "bf16"), _sdpa_qkv_torch(b, h, s, d, causal),
+         4 * b * h * s * s * d / (2 if causal else 1), 4 * b * s * h * d * BF16, False,
+         "attention")
+    for b, h, s, d, causal in [(8, 12, 1024, 64, True), (4, 16, 2048, 128, False)]
+]
+
+
 # Decode: one query row a head against a long kv sequence, memory-bound (K
 # and V read once is the floor); GQA with 4 query heads a kv head, and plain
 # multi-head attention.
@@ -2167,6 +2210,6 @@ BROADCAST = [
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + MIDDLE_REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL
          + MATMUL_ALIGN + SGEMM + MATMUL_FP8 + CONV + RESNET
-         + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
+         + ATTENTION + ATTENTION_FORWARD + ATTENTION_QKV + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD + ATTENTION_BACKWARD_WIDE
          + BROADCAST)
