@@ -124,7 +124,9 @@ def check_plan(package, name, persistent=True, parts=None):
         # A causal mask (either alignment: use_causal_mask_bottom_right)
         # without a window.
         causal = ("causal" in name or "bottom_right" in name) and "window" not in name
-        order = "the longest (most query tiles) first" if causal else "head by head"
+        order = "head by head"
+        if causal and -(-skv // 128) > 4:
+            order = "the longest (most query tiles) first, in bands of 4 kv tiles head by head"
         blocks = (f"{min(units, 132)} persistent blocks over {units} units of {per} ({order}, "
                   "in alternating directions round by round)")
     else:

@@ -6,26 +6,34 @@ parts of its group's query heads: with ``parts`` 1 the unit walks all of
 the group's query heads and writes dK and dV; with more (grouped heads
 only, ``parts`` dividing the group) it walks ``group / parts`` of them and
 writes its partial dK and dV, which a later launch sums over the parts in
-a fixed order (flash_backward_dq.group_sum). Units are numbered
-``(tile, head, part)``:
+a fixed order (flash_backward_dq.group_sum).
 
 * ``Persistent``: ``min(units, ctas)`` blocks, each looping over units
   with the producer's ring, the mbarrier phases and the dS tiles' parity
   carried from one unit to the next (flash_backward_fused.py says how).
+  Units are numbered in bands of ``band`` kv tiles: band by band, within
+  a band head by head, then the band's tiles, then the parts. With a
+  causal mask (no window) the bands are BAND tiles wide and the first
+  come first: the kv tiles that most query tiles see (the first ones,
+  either diagonal alignment), so that the last round, which not every
+  block gets, holds the shortest units; and the blocks that run at once
+  take BAND neighbouring kv tiles of a head, which read nearly the same
+  query tiles of Q and dO (L2). Otherwise one band holds all the kv tiles
+  (head by head, the order in which ``OnePerBlock``'s grid launches them).
   Round k gives block b unit ``k grid + b`` (k even) or ``k grid + grid
   - 1 - b`` (k odd): a block that took one of a round's first (longest)
-  units takes one of the next round's last. With a causal mask the units
-  run tile-major, the kv tiles that most query tiles see (the first ones,
-  either diagonal alignment) first, so that the last round, which not
-  every block gets, holds the shortest; otherwise head-major, the order in
-  which ``OnePerBlock``'s grid launches them, so that the blocks that run
-  at once read the same few heads' Q and dO (L2).
+  units takes one of the next round's last.
 
   Block balance under a cost model of a unit's steps plus two for its K and
   V and its stores (for the three problems of the docs' backward table:
   B4 H16 S4096 D64; causal B16 H16 S1024 D128; causal GQA 64q/8kv S8192
-  D128): the longest block's load is 1.03, 1.03 and 1.01 times the mean,
-  where one block a unit in launch order gives 1.03, 1.07 and 1.24.
+  D128): the longest block's load is 1.03 times the mean in each, where
+  one block a unit in launch order gives 1.03, 1.07 and 1.24. (Bands of
+  one tile, tile-major, would balance a little better: 1.01 for the GQA
+  problem, and over 217 random causal problems of 264 units or more about
+  1.02 times the mean load on average against about 1.035 with bands of
+  4; but the blocks that run at once would then each read another head's
+  Q and dO.)
 * ``OnePerBlock``: the grid ``(kv tiles, B x Hk x parts)``, a block a unit
   (the form before ``Persistent``, kept selectable: config ``persistent:0``).
 
@@ -54,6 +62,10 @@ class IndexOps:
     def odd(x):
         return _cmp("ne", arith.andi(x, _idx(1)), _idx(0))
 
+    @staticmethod
+    def lt(a, b):
+        return _cmp("ult", a, b)
+
 
 class IntOps:
     """The same on Python ints: what the tests run the schedule with."""
@@ -64,18 +76,23 @@ class IntOps:
     div, rem = staticmethod(lambda a, b: a // b), staticmethod(lambda a, b: a % b)
     select = staticmethod(lambda c, a, b: a if c else b)
     odd = staticmethod(lambda x: x % 2 == 1)
+    lt = staticmethod(lambda a, b: a < b)
+
+
+# Kv tiles a band of the causal order holds (``Persistent``).
+BAND = 4
 
 
 class Persistent:
     """``kv_tiles`` x ``heads`` x ``parts`` units over at most ``ctas``
-    looping blocks, tile-major when ``longest_first`` (module docstring)."""
+    looping blocks, in bands of ``band`` kv tiles (module docstring)."""
 
-    def __init__(self, kv_tiles, heads, parts, ctas, longest_first):
+    def __init__(self, kv_tiles, heads, parts, ctas, band):
         self.kv_tiles, self.heads, self.parts = kv_tiles, heads, parts
         self.units = kv_tiles * heads * parts
         self.ctas = min(self.units, ctas)
         self.rounds = -(-self.units // self.ctas)
-        self.longest_first = longest_first
+        self.band = min(band, kv_tiles)
 
     def grid(self):
         return (self.ctas, 1)
@@ -89,17 +106,28 @@ class Persistent:
         return ops.add(ops.mul(k, c(self.ctas)), at)
 
     def unit(self, u, ops=IndexOps):
-        """(head, tile, part) of unit ``u`` (part None with one part)."""
+        """(head, tile, part) of unit ``u`` (part None with one part). The
+        last band holds kv_tiles % band tiles where that is not 0: its
+        units divide by other constants, chosen by a select (no division
+        by a runtime value: a subroutine call in SASS)."""
         c = ops.const
-        part = None
-        if self.parts > 1:
-            part = ops.rem(u, c(self.parts))
-            u = ops.div(u, c(self.parts))
-        if self.longest_first:
-            tile, head = ops.div(u, c(self.heads)), ops.rem(u, c(self.heads))
-        else:
-            head, tile = ops.div(u, c(self.kv_tiles)), ops.rem(u, c(self.kv_tiles))
-        return head, tile, part
+        whole, tail = divmod(self.kv_tiles, self.band)
+        per_band = self.band * self.heads * self.parts
+        band = ops.div(u, c(per_band))
+        within = ops.sub(u, ops.mul(band, c(per_band)))
+
+        def split(width):
+            """(head, tile within the band, part) in a band ``width`` wide."""
+            per_head = width * self.parts
+            head, rest = ops.div(within, c(per_head)), ops.rem(within, c(per_head))
+            return head, ops.div(rest, c(self.parts)), ops.rem(rest, c(self.parts))
+        head, tile, part = split(self.band)
+        if tail:
+            last = ops.lt(band, c(whole))
+            head, tile, part = (ops.select(last, a, b)
+                                for a, b in zip((head, tile, part), split(tail)))
+        tile = ops.add(ops.mul(band, c(self.band)), tile)
+        return head, tile, part if self.parts > 1 else None
 
     def loop(self, body, inits):
         block = gpu.block_id(gpu.Dimension.x)

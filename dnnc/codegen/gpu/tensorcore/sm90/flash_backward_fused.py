@@ -83,7 +83,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     if_ as _if, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_dq
-from dnnc.codegen.gpu.tensorcore.sm90.backward_units import OnePerBlock, Persistent
+from dnnc.codegen.gpu.tensorcore.sm90.backward_units import BAND, OnePerBlock, Persistent
 from dnnc.codegen.gpu.tensorcore.sm90.flash import check_operands
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
     CONSUMER_REGISTERS, NARROW_HEAD_DIM, PRODUCER_REGISTERS, SPARE_REGISTERS, STAGED_BYTES,
@@ -593,8 +593,8 @@ def units_of(att, tile, ctas=PERSISTENT_CTAS):
         return OnePerBlock(kv_tiles, heads, tile.parts)
     # A sliding window (att.causal with one) gives the kv tiles about as many
     # query tiles each, the first and last aside: head by head then.
-    return Persistent(kv_tiles, heads, tile.parts, ctas,
-                      longest_first=att.causal and not att.window)
+    longest_first = att.causal and not att.window
+    return Persistent(kv_tiles, heads, tile.parts, ctas, BAND if longest_first else kv_tiles)
 
 
 def _describe(units, tile):
@@ -604,7 +604,11 @@ def _describe(units, tile):
         per += f" and 1/{units.parts} of the group's query heads"
     if isinstance(units, OnePerBlock):
         return f"a block per {per}"
-    order = "the longest (most query tiles) first" if units.longest_first else "head by head"
+    if units.band < units.kv_tiles:
+        order = (f"the longest (most query tiles) first, in bands of {units.band} kv tiles "
+                 "head by head")
+    else:
+        order = "head by head"
     return (f"{units.ctas} persistent blocks over {units.units} units of {per} ({order}, "
             "in alternating directions round by round)")
 
