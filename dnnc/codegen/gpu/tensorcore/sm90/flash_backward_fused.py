@@ -8,9 +8,11 @@ delta) (flash_backward.py)::
 
     launch 1  Preprocess (flash_backward_dq.py): delta into a workspace,
               the f32 dQ workspace ``dq_sum`` zeroed
-    launch 2  FusedKernel: a block per 128 kv rows of one (batch, kv head),
-              K and V resident, Q and dO tiles of 64 query rows (each
-              query head of the group in turn) through a ring:
+    launch 2  FusedKernel: a work unit per 128 kv rows of one (batch, kv
+              head) (backward_units.py: persistent blocks looping over
+              units, or a block a unit), K and V resident, Q and dO tiles
+              of 64 query rows (each query head of the group, or of the
+              unit's part of it, in turn) through a ring:
                   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ      (SS; per warpgroup 64 kv rows)
                   Pᵀ, dSᵀ in registers
                   dV += Pᵀ dO                  (RS, as flash_backward; runs
@@ -21,11 +23,30 @@ delta) (flash_backward.py)::
                   dq_sum[rows of Q_i] += dQ_i  (TMA tensor reduce-add, f32,
                                                 while dK runs)
     launch 3  Convert (flash_backward_dq.py): dq = scale dq_sum, rounded
+    launch 4  with the group's heads in parts: group_sum
+              (flash_backward_dq.py), dK and dV summed over the parts
 
-Warp roles: warpgroup 0 the producer (one thread: K and V once behind
-their barrier, each step's Q and dO tiles into the ring, as flash_backward);
-warpgroups 1 and 2 the consumers, consumer c owning kv rows 64 c .. 64 c +
-63 of the block for Sᵀ, dPᵀ, dK and dV, and columns c D / 2 .. of dQ_i.
+Warp roles: warpgroup 0 the producer (one thread: per unit K and V behind
+their barrier, then the unit's steps' Q and dO tiles into the ring, as
+flash_backward); warpgroups 1 and 2 the consumers, consumer c owning kv
+rows 64 c .. 64 c + 63 of the unit for Sᵀ, dPᵀ, dK and dV, and columns
+c D / 2 .. of dQ_i.
+
+From one unit to the next (persistent blocks): the steps are numbered
+across the block's units (the ring's slots and parities, the parity of the
+dS tiles and of the lse/delta buffers), so nothing is re-initialized and
+every argument below about step j and j - 1 or j - 2 holds across a unit's
+edge as within it. K and V are guarded by two barriers: ``resident_full``
+(the producer's expect_tx and the loads; consumers wait for phase k of a
+block's k-th unit) and ``resident_empty`` (count 2: each consumer's leader
+arrives once the last wgmma of its unit has completed, the unit's last
+step having waited for all of its groups; the producer waits for phase
+k - 1 before loading unit k's K and V, a fresh barrier passing parity 1 at
+once). Both consumers read all 128 kv rows of K (dQ_i's B, D 128), hence
+both arrive. dK and dV go from registers to global memory after the
+arrival, so the next unit's K and V load under those stores. A unit
+without steps (its kv rows all masked) still loads K and V and arrives,
+so the phases stay in step; it writes zeros.
 
 Each consumer writes its dSᵀ into a shared tile, stored MN-major for
 dQ's A (a 128-byte row per kv row, 64 query columns, 128-byte swizzle: a
