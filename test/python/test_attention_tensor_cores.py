@@ -1414,7 +1414,8 @@ def test_random_attention_backward_inputs_are_the_forwards(gpu_cases, graph):
 @pytest.mark.parametrize("graph", BACKWARD_PLAN_GRAPHS)
 def test_random_attention_backward_plans(gpu_cases, graph):
     """Each configuration without a bias (masked or not): for D 64 and 128
-    the fused backward's three launches, else the two kernels' two (and a
+    the fused backward's three launches (four with a group's heads in
+    parts), else the two kernels' two (and a
     tc-sm90 forward before them where the graph computes o), the gradients
     written where they lie; with one: the backward on simt-generic, the
     bias named (a forward in the graph takes it: tc-sm90)."""
@@ -1440,11 +1441,16 @@ def test_random_attention_backward_plans(gpu_cases, graph):
             continue
         if att.d in (64, 128) and att.bias is None:
             # The fused backward: delta and the zeroed dQ workspace, the
-            # kernel, dQ's conversion.
+            # kernel (persistent blocks over the units of 128 kv rows and,
+            # where the config splits a group's heads, its parts), dQ's
+            # conversion (and the parts' sum).
+            parts = kernels[1]["config"].get("split", 1)
             assert [(k["strategy"], k["block"][0]) for k in kernels] == \
-                [("tc-sm90", 128), ("tc-sm90", 384), ("tc-sm90", 128)], \
+                [("tc-sm90", 128), ("tc-sm90", 384)] + [("tc-sm90", 128)] * (1 + (parts > 1)), \
                 (att, kernels[0]["reason"])
-            assert kernels[1]["grid"] == [-(-att.skv // 128), att.batch * att.kv_heads, 1]
+            assert parts == 1 or (att.heads // att.kv_heads) % parts == 0, (att, parts)
+            units = -(-att.skv // 128) * att.batch * att.kv_heads * parts
+            assert kernels[1]["grid"] == [min(units, 132), 1, 1], (att, kernels[1]["grid"])
             continue
         assert [(k["strategy"], k["block"][0]) for k in kernels] == [("tc-sm90", 384)] * 2, \
             (att, kernels[0]["reason"])
