@@ -2131,6 +2131,20 @@ ATTENTION_BACKWARD = [
                         suffix=" two-kernel")
     for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
 ]
+# The fused kernel's other forms beside its default (persistent blocks over
+# work units, sm90/backward_units.py): a block a unit (the form before the
+# persistent blocks), and for grouped heads the group's 8 query heads
+# walked apart (8 parts, dK and dV summed by a small launch after) where the
+# heuristics keep them in one unit.
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config="*=persistent:0",
+                        suffix=" block-a-unit")
+    for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
+] + [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config=f"*=split:{h // hk}",
+                        suffix=f" {h // hk}-parts")
+    for b, h, s, d, hk in _BACKWARD_SHAPES if hk for causal in (False, True)
+]
 # The Ampere backward (mma.sync, cp.async: sm80/flash_backward.py, a dQ
 # kernel and a dK dV kernel) on whatever GPU runs it, forced by the
 # strategy alone: the tile its heuristics give these problems on sm_80.

@@ -9,9 +9,9 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold``, ``tiled``
-and ``promote_overlap`` only when they differ from their defaults (a field that does
-not apply to the strategy is noise).
+``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold``, ``tiled``,
+``promote_overlap`` and ``persistent`` only when they differ from their defaults (a
+field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -35,7 +35,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
-                      "promote_overlap"),
+                      "promote_overlap", "persistent"),
           "tc-sm80": ("block", "tile", "stages", "split"),
           "simt-gemm": ("block", "tile", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
@@ -79,6 +79,8 @@ class Config:
     #                             kt - 1's products are promoted while step kt's wgmmas
     #                             run (2, 4 or 8; 0: each step whole; tc-sm90,
     #                             block_scales.py)
+    persistent: int = 0         # 1: the blocks loop over the work units, one wave (tc-sm90's
+    #                             fused attention backward; its GEMMs always do)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -98,7 +100,7 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("staged", "tiled"):
+        for name in ("staged", "tiled", "persistent"):
             if getattr(self, name) not in (0, 1):
                 raise PipelineError(f"config: {name}: expected 0 or 1, got "
                                     f"{getattr(self, name)}")
@@ -128,7 +130,7 @@ class Config:
             out["tile"] = list(self.tile)
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
                               ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1),
-                              ("tiled", 0), ("promote_overlap", 0)):
+                              ("tiled", 0), ("promote_overlap", 0), ("persistent", 0)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

@@ -683,13 +683,41 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
     if why:
         return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
     tile = fused.tile_for(d, dv)
+    parts = _tc_sm90_backward_parts(problem, tile.n)
+    split = (f", the group's query heads in {parts} parts (fewer than "
+             f"{TC90_BACKWARD_UNITS_PER_SM} units an SM without), dK and dV summed after"
+             if parts > 1 else "")
     return [Config("tc-sm90", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
-                   reason=f"attention backward ({facts}): one fused kernel, a block per "
-                          f"{tile.n} kv rows, {tile.m} query rows a step, {tile.stages} stages, "
-                          f"dQ summed in f32 by TMA reduce-adds ({NOT_DETERMINISTIC}; tile "
+                   persistent=1, split=parts,
+                   reason=f"attention backward ({facts}): one fused kernel, persistent blocks "
+                          f"over units of {tile.n} kv rows{split}, {tile.m} query rows a step, "
+                          f"{tile.stages} stages, dQ summed in f32 by TMA reduce-adds "
+                          f"({NOT_DETERMINISTIC}; tile "
                           f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
-                          "names the deterministic two kernels)"),
+                          "names the deterministic two kernels; persistent:0 a block a unit)"),
             two]
+
+
+# Units of the fused backward (a kv tile of a (batch, kv head)) an SM should
+# have at least before a grouped-query group's heads are split into parts:
+# with two or more, the persistent blocks' alternating order evens out
+# uneven (causal) units (sm90/backward_units.py).
+TC90_BACKWARD_UNITS_PER_SM = 2
+
+
+def _tc_sm90_backward_parts(problem, kv_rows):
+    """The parts (a divisor of the group's query heads) the fused backward's
+    units take a grouped-query group in: 1, or the fewest that give the
+    SMs TC90_BACKWARD_UNITS_PER_SM units each (each part then sums its own
+    dK and dV in f32, a small launch adds the parts)."""
+    q, k = problem.anchor_inputs[0].shape, problem.anchor_inputs[1].shape
+    group = q[1] // k[1] if k[1] and q[1] % k[1] == 0 else 1
+    units = _ceil(k[2], kv_rows) * k[0] * k[1]
+    want = TC90_BACKWARD_UNITS_PER_SM * problem.sms
+    if group == 1 or units >= want:
+        return 1
+    return next(p for p in range(1, group + 1)
+                if group % p == 0 and (units * p >= want or p == group))
 
 
 def _tc_sm90_wide_backward(two, facts):

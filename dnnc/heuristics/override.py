@@ -28,11 +28,13 @@ simt-reduce), ``fold`` (tc-sm90's attention forward: the query heads of
 a kv head's group whose rows one block holds; 1 or the group's size),
 ``tiled`` (tc-sm90 convolutions: 1 reads a 1x1, unit-stride, unpadded
 convolution's x, or a data gradient's dy, as the [N*P*Q, C] matrix with
-tiled TMA boxes; 0 with TMA's im2col mode) and
+tiled TMA boxes; 0 with TMA's im2col mode),
 ``promote_overlap`` (tc-sm90's block-scaled fp8 GEMM: 2, 4 or 8 runs its
 K steps in groups of that many, promoting each step's products while the
 next step's wgmmas run, two temporaries a thread; 0 waits for each
-step's; block_scales.py).
+step's; block_scales.py) and
+``persistent`` (tc-sm90's fused attention backward: 1, as many blocks as
+the SMs hold, each looping over work units; 0, a block a unit).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -45,6 +47,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
     main_k0_matmul_block_scaled=tile:128x128x128,promote_overlap:4
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
+    main_k0_sdpa_backward=persistent:0          # a block a work unit
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -113,7 +116,7 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key in ("staged", "tiled"):
+    if key in ("staged", "tiled", "persistent"):
         if raw not in ("0", "1"):
             _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
         return int(raw)

@@ -292,7 +292,8 @@ class DnnMapTensorCores(DnncPass):
     def _sm90_attention_backward(self, fn, config):
         """An sdpa_backward kernel: the fused backward
         (sm90/flash_backward_fused.py) where the config's tile is [query
-        rows a step, kv rows a block] other than [128, 128], else (no tile,
+        rows a step, kv rows a block] other than [128, 128] (``persistent``:
+        looping blocks; ``split``: the parts of a query-head group), else (no tile,
         or [128, 128]: "128 rows a block", the deterministic mode) the
         two kernels (sm90/flash_backward.py); a fused kernel that does
         not take the problem goes to the two kernels, saying why."""
@@ -301,7 +302,9 @@ class DnnMapTensorCores(DnncPass):
         if tile and tile != TC90_ATTENTION_TWO_KERNELS:
             try:
                 return build_attention_backward_fused(
-                    fn, att, FusedTile(tile[0], tile[1], max(2, config.stages)))
+                    fn, att, FusedTile(tile[0], tile[1], max(2, config.stages),
+                                       persistent=bool(config.persistent),
+                                       parts=max(1, config.split)))
             except sm90.NotSupported as why:
                 add_note(fn, f"the fused backward does not apply ({why})")
         return build_attention_backward(fn, att)

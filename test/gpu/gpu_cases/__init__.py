@@ -92,7 +92,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     attention_backward_fused.py
                        the fused sdpa backward on chosen problems (both
                        splits of dQ, masks, lengths past a tile, layouts),
-                       each beside its deterministic twin (the two kernels)
+                       each beside its deterministic twin (the two kernels);
+                       its persistent work units (few, several rounds,
+                       GQA in parts) with the overrides of its other forms
     attention_backward_wide.py
                        the sdpa backward for head dims over 128 (160, 192,
                        256, 192 / 128; masks, GQA, a bias, lengths past a
