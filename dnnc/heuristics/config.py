@@ -9,7 +9,8 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector``, ``unroll``, ``split``, ``cluster``, ``staged`` and ``fold`` only when they differ from
+``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold`` and ``persistent`` only when
+they differ from
 their defaults (a field that does not apply to the strategy is noise).
 """
 
@@ -33,7 +34,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-window": ("block", "vector", "tile"),
           "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
-          "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold"),
+          "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "persistent"),
           "tc-sm80": ("block", "tile", "stages", "split"),
           "simt-gemm": ("block", "tile", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
@@ -68,6 +69,8 @@ class Config:
     #                             row's inputs in shared memory (simt-reduce)
     fold: int = 1               # query heads of a GQA group whose rows share one block
     #                             (tc-sm90's attention forward)
+    persistent: int = 0         # 1: a block an SM, each running query tile after query
+    #                             tile (tc-sm90's attention forward; its GEMM always is)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -87,8 +90,10 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        if self.staged not in (0, 1):
-            raise PipelineError(f"config: staged: expected 0 or 1, got {self.staged}")
+        for name in ("staged", "persistent"):
+            if getattr(self, name) not in (0, 1):
+                raise PipelineError(f"config: {name}: expected 0 or 1, got "
+                                    f"{getattr(self, name)}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 
@@ -110,7 +115,8 @@ class Config:
         if self.tile:
             out["tile"] = list(self.tile)
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
-                              ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1)):
+                              ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1),
+                              ("persistent", 0)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

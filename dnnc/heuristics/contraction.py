@@ -766,17 +766,20 @@ def tc_sm90_attention(problem, facts):
             if not stages:
                 continue
             split = _attention_split(problem, bm, bn, fold)
+            persistent = _attention_persistent(problem, bm, bn, split, fold)
             folded = (f", the {fold} query heads of each kv head folded into one block "
                       f"({fold} x {sq} rows: each K and V tile read once for the group)"
                       if fold > 1 else "")
             configs.append(Config(
                 "tc-sm90", (128 * (1 + consumers), 1, 1), tile=(bm, bn), stages=stages,
-                split=split, fold=fold,
+                split=split, fold=fold, persistent=persistent,
                 reason=f"attention forward ({facts}): {bm} query rows a block, {bn} kv rows "
                        f"a step, {stages} stages (the most shared memory holds, up to "
                        f"{TC90_ATTENTION_STAGES})" + folded
                        + (f", the kv tiles split over {split} blocks (too few query tiles "
-                          "for the SMs)" if split > 1 else "")))
+                          "for the SMs)" if split > 1 else "")
+                       + (", persistent (more query tiles than SMs: a block an SM runs "
+                          "tile after tile)" if persistent else "")))
     return configs
 
 
@@ -923,6 +926,22 @@ def _attention_split(problem, bm, bn, fold=1):
     tiles = _ceil(_attention_skv(problem), bn)
     return max(1, min(problem.sms // blocks, tiles // TC90_ATTENTION_SPLIT_TILES,
                       TC90_ATTENTION_SPLITS))
+
+
+def _attention_persistent(problem, bm, bn, split, fold):
+    """1 where tc-sm90's attention forward runs persistent blocks
+    (sm90/flash_scheduler.py): more query tiles x B x H than SMs (a block
+    a tile would take more than one wave), neither split nor folded (a
+    decode's blocks), and tiles of 128 x 128 (two consumer warpgroups; O
+    staged in the last V stage, so the next tile's Q loads under the
+    epilogue); else 0. Other tiles keep a block a tile: with 64 kv rows a
+    step (head dims over 128) or three consumer warpgroups (192 rows), the
+    persistent kernel's consumers spilled (ptxas 13.5, sm_90a: 56 to 192
+    bytes), where a block a tile spills nothing."""
+    if split > 1 or fold > 1 or (bm, bn) != (TC90_ATTENTION_M, 128):
+        return 0
+    q = problem.anchor_inputs[0].shape
+    return int(_ceil(q[-2], bm) * q[0] * q[1] > problem.sms)
 
 
 def _no_implicit_gemm(problem, n):

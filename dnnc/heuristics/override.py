@@ -24,8 +24,10 @@ consecutive K splits run as a thread-block cluster of this many blocks and
 sum their accumulators through distributed shared memory; tc-sm90; a
 ``split`` without a ``cluster`` sets it to 1), ``staged`` (1: a split row's
 blocks stage their parts of the row in shared memory; 0: in registers;
-simt-reduce) and ``fold`` (tc-sm90's attention forward: the query heads of
-a kv head's group whose rows one block holds; 1 or the group's size).
+simt-reduce), ``fold`` (tc-sm90's attention forward: the query heads of
+a kv head's group whose rows one block holds; 1 or the group's size) and
+``persistent`` (tc-sm90's attention forward: 1, a block an SM running
+query tile after query tile; 0, a block a query tile).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -103,9 +105,9 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key == "staged":
+    if key in ("staged", "persistent"):
         if raw not in ("0", "1"):
-            _fail(text, f"staged: expected 0 or 1, got '{raw}'")
+            _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:

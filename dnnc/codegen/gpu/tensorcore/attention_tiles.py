@@ -129,12 +129,19 @@ def query_block(att, rows, n):
     rows see (``column_tiles``). A causal grid runs each head's last query
     tiles, the longest, first."""
     head = gpu.block_id(gpu.Dimension.y)
-    b = arith.divui(head, _idx(att.heads))
-    h = arith.remui(head, _idx(att.heads))
-    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
     tile_x = gpu.block_id(gpu.Dimension.x)
     if att.causal:
         tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
+    return query_unit(att, rows, n, tile_x, head)
+
+
+def query_unit(att, rows, n, tile_x, head):
+    """query_block's values for query tile ``tile_x`` (of ``rows`` rows) of
+    ``head`` = b x H + h (index values): what a persistent block computes
+    for each work unit it takes (sm90/flash_scheduler.py)."""
+    b = arith.divui(head, _idx(att.heads))
+    h = arith.remui(head, _idx(att.heads))
+    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
     m0 = arith.muli(tile_x, _idx(rows))
     ext = Extent(att, b)
     start, end = column_tiles(att, ext, m0, rows, n)
