@@ -620,6 +620,8 @@ SPLIT_WIDER_STAGES = 4
 TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_SPARE = 128, 3, 32
 # Registers a biased attention step keeps beyond its bias values.
 TC90_ATTENTION_BIAS_SPARE = 16
+# The widest head dims (D and Dv) of the persistent attention forward.
+TC90_ATTENTION_PERSISTENT_D = 128
 # Query rows from which head dims up to 64 take 192-row blocks.
 TC90_ATTENTION_TALL_SQ = 2048
 # Split-KV (flash_combine.py): kv tiles a split block keeps at least, and
@@ -932,13 +934,17 @@ def _attention_persistent(problem, bm, bn, split, fold):
     """1 where tc-sm90's attention forward runs persistent blocks
     (sm90/flash_scheduler.py): more query tiles x B x H than SMs (a block
     a tile would take more than one wave), neither split nor folded (a
-    decode's blocks), and tiles of 128 x 128 (two consumer warpgroups; O
-    staged in the last V stage, so the next tile's Q loads under the
-    epilogue); else 0. Other tiles keep a block a tile: with 64 kv rows a
-    step (head dims over 128) or three consumer warpgroups (192 rows), the
-    persistent kernel's consumers spilled (ptxas 13.5, sm_90a: 56 to 192
-    bytes), where a block a tile spills nothing."""
+    decode's blocks), head dims up to 128 and tiles of 128 x 128 (two
+    consumer warpgroups; O staged in the last V stage, so the next tile's
+    Q loads under the epilogue); else 0. The others keep a block a tile:
+    with 64 kv rows a step (head dims over 128), three consumer
+    warpgroups (192 rows) or D 192, the persistent kernel's consumers
+    spilled (ptxas 13.5, sm_90a: 20 to 192 bytes), where a block a tile
+    spills nothing."""
     if split > 1 or fold > 1 or (bm, bn) != (TC90_ATTENTION_M, 128):
+        return 0
+    ins = problem.anchor_inputs
+    if max(ins[0].shape[-1], ins[2].shape[-1]) > TC90_ATTENTION_PERSISTENT_D:
         return 0
     q = problem.anchor_inputs[0].shape
     return int(_ceil(q[-2], bm) * q[0] * q[1] > problem.sms)

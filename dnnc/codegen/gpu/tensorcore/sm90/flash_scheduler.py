@@ -21,9 +21,9 @@ ctas, b + 2 ctas... in order::
                  Heads stay in the same order, so the units in flight still
                  share few heads.
 
-A block's items are the tiles it runs, two a round under a causal mask
+A block's items are the tiles it runs, two a unit under a causal mask
 (the second skipped where the pair is the middle tile), one otherwise;
-only the last round may hold no unit for some blocks. The loop carries the
+only the last round of units may hold none for some blocks. The loop carries the
 count of tiles the block has run, whose parity the Q tile's barriers take.
 
 The index arithmetic is written once (``tiles_of``) over ``Ints``: Python
@@ -69,6 +69,10 @@ class Ints:
     def both(a, b):
         return a and b
 
+    @staticmethod
+    def select(c, a, b):
+        return a if c else b
+
 
 class Values(Ints):
     """The same on index values (divisors and other right-hand sides are
@@ -103,6 +107,12 @@ class Values(Ints):
     def both(a, b):
         return arith.andi(a, b)
 
+    @staticmethod
+    def select(c, a, b):
+        if c.type != ir.IntegerType.get_signless(1):  # an index: nonzero
+            c = _cmp("ne", c, _idx(0))
+        return arith.select(c, a, b)
+
 
 class FlashScheduler:
     """The work units of attention ``att`` in query tiles of ``rows`` rows
@@ -119,43 +129,43 @@ class FlashScheduler:
         self.rounds = -(-self.units // self.ctas)
         self.items = 2 if self.causal else 1   # tiles a unit
 
-    def tiles_of(self, r, k, block, ops=Ints):
-        """(valid, query tile, b x H + h) of item ``k`` of block ``block``'s
-        round ``r``: its unit r x ctas + block, which must exist and, for
-        the second tile of a pair, not be the middle tile."""
+    def tiles_of(self, i, block, ops=Ints):
+        """(valid, query tile, b x H + h) of block ``block``'s item ``i``:
+        item i % items of unit (i / items) x ctas + block, which must exist
+        and, for the second tile of a pair, not be the middle tile."""
+        r = ops.div(i, self.items) if self.causal else i
         u = ops.add(ops.mul(r, self.ctas), block)
         valid = ops.less(u, self.units)
         head, p = ops.div(u, self.per_head), ops.rem(u, self.per_head)
         if not self.causal:
             return valid, p, head
         longer = ops.sub(self.tiles - 1, p)
-        if k == 0:
-            return valid, longer, head
+        second = ops.rem(i, 2)
         # The second tile is p, unless it is the longer one (the middle).
-        return ops.both(valid, ops.less(p, longer)), p, head
+        tile = ops.select(second, p, longer)
+        return ops.both(valid, ops.select(second, ops.less(p, longer), valid)), tile, head
 
     def tiles_for(self, block):
         """Python side: block ``block``'s (query tile, head) in the order
         it runs them."""
         out = []
-        for r in range(self.rounds):
-            for k in range(self.items):
-                valid, tile, head = self.tiles_of(r, k, block)
-                if valid:
-                    out.append((tile, head))
+        for i in range(self.rounds * self.items):
+            valid, tile, head = self.tiles_of(i, block)
+            if valid:
+                out.append((tile, head))
         return out
 
     def loop(self, body, inits):
         """Emit the block's loop over its tiles: ``body(count, tile, head,
         *iter_args)`` -> new iter_args for each (index values; ``count``
         the tiles the block ran before). Every role of a block walks the
-        same tiles in the same order."""
+        same tiles in the same order. One body for both tiles of a pair:
+        ptxas spilled from the consumers' two copies of it."""
         block = gpu.block_id(gpu.Dimension.x)
 
-        def item(r, k, count, args):
-            valid, tile, head = self.tiles_of(r, k, block, Values)
-            always = self.units % self.ctas == 0 and k == 0
-            if always:
+        def item(i, count, *args):
+            valid, tile, head = self.tiles_of(i, block, Values)
+            if self.units % self.ctas == 0 and not self.causal:
                 return [_add(count, 1)] + list(body(count, tile, head, *args) or [])
             op = scf.IfOp(valid, [count.type] + [a.type for a in args], has_else=True)
             with ir.InsertionPoint(op.then_block):
@@ -163,15 +173,10 @@ class FlashScheduler:
             with ir.InsertionPoint(op.else_block):
                 scf.YieldOp([count] + list(args))
             return list(op.results)
-
-        def round_(r, count, *args):
-            out = [count] + list(args)
-            for k in range(self.items):
-                out = item(r, k, out[0], out[1:])
-            return out
-        loop = scf.ForOp(_idx(0), _idx(self.rounds), _idx(1), [_idx(0)] + list(inits))
+        loop = scf.ForOp(_idx(0), _idx(self.rounds * self.items), _idx(1),
+                         [_idx(0)] + list(inits))
         with ir.InsertionPoint(loop.body):
-            scf.YieldOp(round_(loop.induction_variable, *loop.inner_iter_args))
+            scf.YieldOp(item(loop.induction_variable, *loop.inner_iter_args))
         return loop
 
     def note(self):
