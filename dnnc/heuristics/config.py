@@ -69,8 +69,9 @@ class Config:
     #                             row's inputs in shared memory (simt-reduce)
     fold: int = 1               # query heads of a GQA group whose rows share one block
     #                             (tc-sm90's attention forward)
-    persistent: int = 0         # 1: a block an SM, each running query tile after query
-    #                             tile (tc-sm90's attention forward; its GEMM always is)
+    persistent: int = 0         # tc-sm90's attention forward (its GEMM always is): 1, a
+    #                             block an SM, each running query tile after query tile;
+    #                             N > 1, at most N such blocks (tests: many tiles a block)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -90,10 +91,10 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("staged", "persistent"):
-            if getattr(self, name) not in (0, 1):
-                raise PipelineError(f"config: {name}: expected 0 or 1, got "
-                                    f"{getattr(self, name)}")
+        if self.staged not in (0, 1):
+            raise PipelineError(f"config: staged: expected 0 or 1, got {self.staged}")
+        if self.persistent < 0:
+            raise PipelineError(f"config: persistent: expected >= 0, got {self.persistent}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 

@@ -27,7 +27,8 @@ blocks stage their parts of the row in shared memory; 0: in registers;
 simt-reduce), ``fold`` (tc-sm90's attention forward: the query heads of
 a kv head's group whose rows one block holds; 1 or the group's size) and
 ``persistent`` (tc-sm90's attention forward: 1, a block an SM running
-query tile after query tile; 0, a block a query tile).
+query tile after query tile; 0, a block a query tile; N > 1, at most N
+persistent blocks, which gives a small problem many tiles a block).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -39,6 +40,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_matmul=tile:128x128x64,split:32,cluster:8
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
+    main_k0_sdpa=persistent:0                   # a block a query tile
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -55,6 +57,7 @@ ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
 MAX_STAGES = 8       # shared-memory ring depth (tensor-core strategies)
 MAX_SPLIT = 64       # blocks sharing one output tile's K (tensor-core strategies)
+MAX_PERSISTENT = 1024  # persistent blocks a grid (tc-sm90's attention forward)
 CLUSTERS = (1, 2, 4, 8)  # blocks summing their splits in a cluster (tc-sm90; portable sizes)
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
@@ -105,9 +108,14 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key in ("staged", "persistent"):
+    if key == "staged":
         if raw not in ("0", "1"):
-            _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
+            _fail(text, f"staged: expected 0 or 1, got '{raw}'")
+        return int(raw)
+    if key == "persistent":
+        if not raw.isdigit() or int(raw) > MAX_PERSISTENT:
+            _fail(text, f"persistent: expected an integer from 0 to {MAX_PERSISTENT}, "
+                        f"got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:

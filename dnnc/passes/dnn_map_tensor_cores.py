@@ -281,11 +281,11 @@ class DnnMapTensorCores(DnncPass):
                     split = fold = 1
                     config = config.replace(split=1, fold=1)
                     fn.attributes[ATTR] = config.to_attr()
-                persistent = bool(config.persistent)
+                persistent = config.persistent
                 if persistent and (split > 1 or fold > 1):
                     # A decode's split or folded blocks are one wave at most:
                     # they run a block a query tile.
-                    persistent = False
+                    persistent = 0
                     fn.attributes[ATTR] = config.replace(persistent=0).to_attr()
                     add_note(fn, "not persistent: the kv tiles split or query heads folded")
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),

@@ -87,6 +87,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
 from dnnc.codegen.gpu.tensorcore.sm90.flash_scheduler import FlashScheduler
+from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pack, pairs as fragment_pairs, row_of, struct,
     unpack, wgmma_rs, wgmma_ss,
@@ -119,15 +120,16 @@ class FlashTile:
     per step, ``stages`` ring stages of K and V tiles; ``splits`` blocks
     share each query tile's kv tiles (split-KV, ``flash_combine``);
     ``fold`` query heads (a GQA group, > 1) share a block's rows
-    (``GroupRows``); ``persistent``: a block an SM, each running query
-    tile after query tile (flash_scheduler.py)."""
+    (``GroupRows``); ``persistent`` 1: a block an SM, each running query
+    tile after query tile (flash_scheduler.py), N > 1: at most N such
+    blocks."""
 
     m: int = 128
     n: int = 128
     stages: int = 2
     splits: int = 1
     fold: int = 1
-    persistent: bool = False
+    persistent: int = 0
 
     @property
     def consumers(self):
@@ -305,8 +307,9 @@ class FlashForward:
                            tile.consumers)
         self.q_tiles = 1 if self.folded else -(-att.sq // tile.m)
         self.blocks = att.batch * (att.kv_heads if self.folded else att.heads)
-        self.persistent = tile.persistent
-        self.scheduler = FlashScheduler(att, tile.m) if self.persistent else None
+        self.persistent = bool(tile.persistent)
+        self.scheduler = FlashScheduler(att, tile.m, PERSISTENT_CTAS if tile.persistent == 1
+                                        else tile.persistent) if self.persistent else None
         # A persistent block stages a tile's O in the V stage of its last
         # step where that holds the tile's rows (n = m), so that the next
         # tile's Q may load into the Q tile once the last S is done, under
