@@ -107,6 +107,8 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset
 # consumers): every consumer before O is staged in a V stage, then one per
 # consumer warpgroup (this + 1 + c) after its stores have read their rows.
 EPILOGUE_BARRIER = 4
+# A persistent producer's registers beside two consumer warpgroups.
+PERSISTENT_PRODUCER_REGISTERS = 32
 
 # Registers a consumer thread keeps beside its accumulators and P (O: Dv /
 # 2, S: tile.n / 2, P: tile.n / 4), for the addresses and the softmax's
@@ -266,10 +268,9 @@ class Turns:
             lambda: self._bar("bar.arrive", self.next))
 
 
-def registers(consumers):
+def registers(consumers, producer=24):
     """(producer's, each consumer's) registers a thread, setmaxnreg's
     multiples of 8, within the SM's 64K for 1 + consumers warpgroups."""
-    producer = 24
     per = (65536 // WARPGROUP - producer) // consumers // 8 * 8
     return producer, min(per, 240)
 
@@ -402,6 +403,15 @@ class FlashForward:
         warpgroup = arith.divui(tid, _idx(WARPGROUP))
         _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
 
+    def registers(self):
+        """(producer's, each consumer's) setmaxnreg. A persistent producer
+        with two consumer warpgroups takes 32: it walks the tiles (a
+        ragged one reads offsets for each), and ptxas spilled it at 24;
+        the consumers keep their 240 (65536 = 128 (32 + 2 x 240))."""
+        if self.persistent and self.tile.consumers == 2:
+            return registers(2, PERSISTENT_PRODUCER_REGISTERS)
+        return registers(self.tile.consumers)
+
     def place(self, block):
         """Take the query tile ``block`` (attention_tiles.query_block's
         values) as the one the code that follows computes."""
@@ -432,7 +442,7 @@ class FlashForward:
         return _to_i32(arith.andi(count, _idx(1)))
 
     def producer(self):
-        nvvm.SetMaxRegisterOp(registers(self.tile.consumers)[0],
+        nvvm.SetMaxRegisterOp(self.registers()[0],
                               nvvm.SetMaxRegisterAction.decrease)
         t = self.tile
 
@@ -465,7 +475,7 @@ class FlashForward:
             _if(_cmp("eq", self.tid, _idx(0)), issue)
 
     def consumer(self):
-        nvvm.SetMaxRegisterOp(registers(self.tile.consumers)[1],
+        nvvm.SetMaxRegisterOp(self.registers()[1],
                               nvvm.SetMaxRegisterAction.increase)
         local = arith.remui(self.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
