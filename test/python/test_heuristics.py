@@ -691,8 +691,9 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, split, staged, "
-                  "stages, strategy, tile, unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, persistent, "
+                  "split, staged, stages, strategy, tile, unroll, vector"),
+    ("k=persistent:x", "persistent: expected an integer from 0 to 1024, got 'x'"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
