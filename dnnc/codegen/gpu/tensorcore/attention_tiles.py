@@ -22,7 +22,9 @@ The grid is (query tiles, B x H): the blocks that run together share few
 heads, whose K and V stay in L2 (ordered by head first, the blocks of the
 first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
-since the longest (the last) should not start last.
+since the longest (the last) should not start last. A persistent block
+places each tile it runs with ``query_unit`` (sm90/flash_scheduler.py
+orders them).
 
 A row's online softmax runs the same way in every kernel
 (``online_softmax``: base 2, the scale folded into one FMA, ex2.approx; a

@@ -61,12 +61,31 @@ first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
 since the longest (the last) should not start last.
 
+A persistent grid (``tile.persistent``: a block an SM, flash_scheduler.py)
+runs tile after tile in each block, in the same head-major order (causal:
+pairs of tiles of equal work, the longer first). Both roles walk the
+block's tiles: the producer's K and V steps and the consumers' waits count
+through the rings across tiles (``g``), and the Q tile gets an empty
+barrier (``q_empty``, one arrival a consumer warpgroup) that the producer
+waits on before the next tile's Q. Where O is staged through shared
+memory and the V tile is as tall as the Q tile (n = m), the consumers give
+the Q tile back once their last S is done and stage O in the V stage of
+the tile's last step instead (after every consumer's last P V: a named
+barrier), so the next Q loads under the last step and the epilogue; each
+warp's TMA store is awaited for its reads only (``wait_group.read``)
+before its warpgroup gives the stage back (the writes before the block
+exits). Elsewhere (n < m, or a tile with no step) O is staged in the Q
+tile, which goes back after those reads; O from registers frees the Q
+tile after the last S. The producer keeps 32 registers beside two
+consumers (the consumers still 240).
+
 The block's dynamic shared memory, from its 1024-byte aligned base::
 
     Q          tile.m x padded(D) elements (O's staging at the end)
     K ring     stages x tile.n x padded(D)
     V ring     stages x tile.n x padded(Dv)
-    barriers   q_full, K's full[stages] and empty[stages], V's likewise
+    barriers   q_full, K's full[stages] and empty[stages], V's likewise,
+               q_empty (persistent)
 """
 
 import math
