@@ -27,7 +27,7 @@ from mlir import ir
 from mlir.dialects import arith, func
 
 from dnnc import compiler, graph_mlir, passes
-from dnnc.codegen.gpu import ptxas, sass
+from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore.sm90.flash_scheduler import FlashScheduler, Ints, Values
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.errors import PipelineError

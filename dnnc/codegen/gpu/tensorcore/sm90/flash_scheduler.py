@@ -23,12 +23,13 @@ ctas, b + 2 ctas... in order::
 
 A block's items are the tiles it runs, two a unit under a causal mask
 (the second skipped where the pair is the middle tile), one otherwise;
-only the last round of units may hold none for some blocks. The loop carries the
-count of tiles the block has run, whose parity the Q tile's barriers take.
+only the last round of units may hold none for some blocks. The loop
+carries the count of tiles the block has run, whose parity the Q tile's
+barriers take.
 
 The index arithmetic is written once (``tiles_of``) over ``Ints``: Python
-ints for the tests and the notes, or index values for the kernel, so both
-walk the same order.
+ints for the tests (``tiles_for``), or index values for the kernel
+(``Values``), so both walk the same order.
 """
 
 from mlir import ir
@@ -181,8 +182,8 @@ class FlashScheduler:
 
     def note(self):
         """What the plan says of the schedule."""
-        what = (f"pairs of query tiles (the last and the first left of a head: equal work "
-                f"under the causal mask, the longer first)" if self.causal
+        what = ("pairs of query tiles (the last and the first left of a head: equal work "
+                "under the causal mask, the longer first)" if self.causal
                 else "query tiles")
         return (f"persistent: {self.ctas} blocks take {self.units} units round robin, "
                 f"{what}, head by head")
