@@ -261,16 +261,20 @@ def test_ptx_carries_the_block_from_tile_to_tile(built, name):
 @pytest.mark.parametrize("name", CASES)
 def test_persistent_sass(built, name):
     """ptxas's verdict on the persistent kernel (forced onto 3 blocks): no
-    spills, stack or local memory, setmaxnreg kept, HGMMA, TMA loads."""
+    spills, stack or local memory, setmaxnreg kept, HGMMA, TMA loads, no
+    accumulator or P fragment register touched while its wgmma may run."""
     package = built.package(name, config="*=persistent:3")
     k = _attention_kernel(package)
     resources, functions = built.assembly(name, config="*=persistent:3")
     assert_no_spills([k], resources)
     assert_no_local_memory([k], functions)
-    counts = sass.opcodes(functions[k["entry"]])
+    text = functions[k["entry"]]
+    counts = sass.opcodes(text)
     assert counts["USETMAXREG"] > 0, "ptxas ignored setmaxnreg"
     assert any(op.startswith("HGMMA.") for op in counts), sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+    assert sass.wgmma_hazards(text) == []
+    assert sass.wgmma_fragment_hazards(text) == []
 
 
 # ----------------------------------------------------------------------------
