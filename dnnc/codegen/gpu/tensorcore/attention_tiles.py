@@ -130,20 +130,31 @@ def query_block(att, rows, n):
     Extent) with index values, the kv tiles (of ``n`` columns) those its
     rows see (``column_tiles``). A causal grid runs each head's last query
     tiles, the longest, first."""
-    head = gpu.block_id(gpu.Dimension.y)
+    heads = _heads(att, gpu.block_id(gpu.Dimension.y))
     tile_x = gpu.block_id(gpu.Dimension.x)
     if att.causal:
         tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
-    return query_unit(att, rows, n, tile_x, head)
+    return _placed(att, rows, n, heads, tile_x)
 
 
 def query_unit(att, rows, n, tile_x, head):
     """query_block's values for query tile ``tile_x`` (of ``rows`` rows) of
     ``head`` = b x H + h (index values): what a persistent block computes
     for each work unit it takes (sm90/flash_scheduler.py)."""
+    return _placed(att, rows, n, _heads(att, head), tile_x)
+
+
+def _heads(att, head):
+    """(b, h, kv head) of ``head`` = b x H + h."""
     b = arith.divui(head, _idx(att.heads))
     h = arith.remui(head, _idx(att.heads))
     hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
+    return b, h, hk
+
+
+def _placed(att, rows, n, heads, tile_x):
+    """query_block's values from ``_heads`` and the query tile."""
+    b, h, hk = heads
     m0 = arith.muli(tile_x, _idx(rows))
     ext = Extent(att, b)
     start, end = column_tiles(att, ext, m0, rows, n)
