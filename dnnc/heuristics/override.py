@@ -25,7 +25,14 @@ sum their accumulators through distributed shared memory; tc-sm90; a
 ``split`` without a ``cluster`` sets it to 1), ``staged`` (1: a split row's
 blocks stage their parts of the row in shared memory; 0: in registers;
 simt-reduce), ``fold`` (tc-sm90's attention forward: the query heads of
-a kv head's group whose rows one block holds; 1 or the group's size) and
+a kv head's group whose rows one block holds; 1 or the group's size),
+``tiled`` (tc-sm90 convolutions: 1 reads a 1x1, unit-stride, unpadded
+convolution's x, or a data gradient's dy, as the [N*P*Q, C] matrix with
+tiled TMA boxes; 0 with TMA's im2col mode),
+``promote_overlap`` (tc-sm90's block-scaled fp8 GEMM: 2, 4 or 8 runs its
+K steps in groups of that many, promoting each step's products while the
+next step's wgmmas run, two temporaries a thread; 0 waits for each
+step's; block_scales.py) and
 ``persistent`` (tc-sm90's attention forward: 1, a block an SM running
 query tile after query tile; 0, a block a query tile; N > 1, at most N
 persistent blocks, which gives a small problem many tiles a block).
@@ -39,6 +46,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_matmul=tile:128x128x64,split:16
     main_k0_matmul=tile:128x128x64,split:32,cluster:8
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
+    main_k0_matmul_block_scaled=tile:128x128x128,promote_overlap:4
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
     main_k0_sdpa=persistent:0                   # a block a query tile
 
@@ -51,7 +59,9 @@ the kernels are known (dnn-configure).
 import re
 
 from dnnc.errors import PipelineError
-from dnnc.heuristics.config import FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS, PLANNED, Config
+from dnnc.heuristics.config import (
+    FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS, PLANNED, PROMOTE_OVERLAPS, Config,
+)
 
 ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
@@ -108,9 +118,14 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key == "staged":
+    if key in ("staged", "tiled"):
         if raw not in ("0", "1"):
-            _fail(text, f"staged: expected 0 or 1, got '{raw}'")
+            _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
+        return int(raw)
+    if key == "promote_overlap":
+        if raw not in tuple(map(str, PROMOTE_OVERLAPS)):
+            _fail(text, f"promote_overlap: expected one of "
+                        f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got '{raw}'")
         return int(raw)
     if key == "persistent":
         if not raw.isdigit() or int(raw) > MAX_PERSISTENT:

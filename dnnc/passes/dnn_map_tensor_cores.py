@@ -105,7 +105,8 @@ def tile_of(config):
     """The sm90.Tile a config describes."""
     m, n, k = (tuple(config.tile) + (128, 128, 64)[len(config.tile):])[:3]
     # A consumer warpgroup per 64 rows of the tile (the block follows).
-    return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster)
+    return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster,
+                     tiled=bool(config.tiled), promote_overlap=config.promote_overlap)
 
 
 def sm80_tile_of(config, element):

@@ -2840,7 +2840,7 @@ func.func private @conv_wgrad_bias_grad(%dy: memref<2x128x8x8xbf16, strided<[819
 
 // CHECK-LABEL: func.func private @block_scaled(
 //  CHECK-SAME:     %[[A:.*]]: memref<256x320xf8E4M3FN>, %[[B:.*]]: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %[[SA:.*]]: memref<256x3xf32>, %[[SB:.*]]: memref<3x2xf32>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
-//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart, then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (waited for and promoted before the next step), then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
 //       CHECK:   gpu.launch
 //       CHECK:     memref.load %[[SB]]
 //       CHECK:     memref.load %[[SA]]
@@ -2875,8 +2875,51 @@ func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192
 
 // -----
 
-// A tile whose columns span two of B's scale blocks (N 256) is refused by
-// tc-sm90, and tc-sm80 applies no block scales: simt-generic, with both reasons.
+// K steps in groups of 2 (promote_overlap; K = 320 is 3 steps: the first
+// whole, then one group): the group's second step waits for all but its own
+// wgmmas (wait_group 1) and promotes the first; the group ends waiting for
+// all (wait_group 0).
+
+#bs3_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs3_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs3_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs3_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs3_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs3_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_groups(
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (two temporaries alternating in groups of 2 steps, each step's promoted while the next step's wgmmas run), then scaled
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 1
+//       CHECK:     llvm.intr.fma
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//   CHECK-NOT:   linalg.generic
+func.func private @block_scaled_groups(%A: memref<256x320xf8E4M3FN>, %B: memref<320x128xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x1xf32>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], promote_overlap = 2 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [128, 128, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs3_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs3_a, #bs3_b, #bs3_sa, #bs3_sb, #bs3_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x128xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x1xf32>) outs(%C : memref<256x128xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// A tile whose columns span two of B's scale blocks (N 256): each K step
+// runs as two halves of 128 columns (m64n128k32), each waited for and
+// promoted with its own scale of B.
 
 #bs2_id = affine_map<(d0, d1) -> (d0, d1)>
 #bs2_a = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -2886,10 +2929,18 @@ func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192
 #bs2_c = affine_map<(d0, d1, d2) -> (d0, d1)>
 
 // CHECK-LABEL: func.func private @block_scaled_wide_tile(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (tile N 256 with block scales: expected 64 or 128 (a tile's columns in one 128-column block of B's scales)), and tc-sm80 applies no block scales: simt-generic, one thread per output
-//   CHECK-NOT:   gpu.launch
-//       CHECK:   linalg.generic
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (waited for and promoted before the next step, in 2 parts of 128 columns, one scale of B each), then scaled
+//       CHECK:   gpu.launch
+// The scales of B of the tile's two column blocks.
+//       CHECK:     memref.load %{{.*}}[%{{.*}}, %[[COL0:.*]]] : memref<3x2xf32>
+//       CHECK:     memref.load %{{.*}}[%{{.*}}, %[[COL1:.*]]] : memref<3x2xf32>
+// Each half's first wgmma starts its temporary.
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//   CHECK-NOT:     n = 256
+//   CHECK-NOT:   linalg.generic
 func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#bs2_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
@@ -2906,5 +2957,97 @@ func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memr
     %5 = arith.addf %acc, %4 : f32
     linalg.yield %5 : f32
   }
+  return
+}
+
+// -----
+
+// Two temporaries beside the sum of a 256-wide tile would need 3 x 128 f32
+// a thread: tc-sm90 refuses promote_overlap there, and tc-sm80 applies no
+// block scales: simt-generic, with both reasons.
+
+#bs4_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs4_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs4_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs4_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs4_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs4_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_wide_overlap(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (promote_overlap with a tile 256 wide: expected at most 128 (the sum and two temporaries, 3 x 128 f32 a thread, exceed a consumer's 232 registers)), and tc-sm80 applies no block scales: simt-generic, one thread per output
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+func.func private @block_scaled_wide_overlap(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], promote_overlap = 4 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs4_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs4_a, #bs4_b, #bs4_sa, #bs4_sb, #bs4_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x256xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x256xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+#id51 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#x1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#w1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#y1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// A 1x1 forward convolution of unit stride and no padding whose config
+// asks for ``tiled``: x's pixels are the rows of a [N*H*W, C] = [32, 64]
+// matrix (channels-last, dense), so A is loaded as a matmul's, by a tiled
+// descriptor of that matrix (boxes of 64 rows by 64 channels) and a 2-D
+// copy at (c0, m0), not in im2col mode; the filter as [K, taps, C] boxes.
+// CHECK-LABEL: func.func private @conv_fprop_1x1_tiled(
+//  CHECK-SAME:     dnn.config_reason = "conv_fprop; implicit GEMM (fprop): x read as a matrix of pixels by channels with tiled TMA loads (1x1, unit stride, no padding), 1 filter taps x 64 channels
+//   CHECK-NOT:   linalg.
+//   CHECK-NOT:   im2col
+//       CHECK:   %[[XV:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [32, 64], strides: [64, 1]
+//       CHECK:   %[[UX:.*]] = memref.cast %[[XV]]
+//       CHECK:   %[[DX:.*]] = nvgpu.tma.create.descriptor %[[UX]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PX:.*]] = builtin.unrealized_conversion_cast %[[DX]]
+//       CHECK:   %[[WV:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1, 32, 64], strides: [2048, 64, 1]
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.setmaxregister  decrease 40
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PX]], %[[FULL:[^,]*]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[FULL]], box[%{{.*}}, %{{.*}}, %{{.*}}] :
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//   CHECK-NOT:   linalg.
+func.func private @conv_fprop_1x1_tiled(%arg0: memref<2x64x4x4xbf16, strided<[1024, 1, 256, 64]>>, %arg1: memref<32x64x1x1xbf16>, %arg2: memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64], tiled = 1 : i64}, dnn.config_reason = "conv_fprop", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 0, 0>, pre = array<i64: 0, 0>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [2, 1, 64, 4, 4] : memref<2x64x4x4xbf16, strided<[1024, 1, 256, 64]>> into memref<2x1x64x4x4xbf16, strided<[1024, 64, 1, 256, 64]>>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 32, 64, 1, 1] : memref<32x64x1x1xbf16> into memref<1x32x64x1x1xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1x32x4x4xf32>
+  linalg.generic {indexing_maps = [#id51], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x1x32x4x4xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#x1, #w1, #y1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<2x1x64x4x4xbf16, strided<[1024, 64, 1, 256, 64]>>, memref<1x32x64x1x1xbf16>) outs(%alloc : memref<2x1x32x4x4xf32>) {
+  ^bb0(%in: bf16, %in_2: bf16, %out: f32):
+    %0 = arith.extf %in_2 : bf16 to f32
+    %1 = arith.extf %in : bf16 to f32
+    %2 = arith.mulf %1, %0 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<2x1x32x4x4xbf16>
+  linalg.generic {indexing_maps = [#id51, #id51], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc : memref<2x1x32x4x4xf32>) outs(%alloc_1 : memref<2x1x32x4x4xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1, 2], [3], [4]] : memref<2x1x32x4x4xbf16> into memref<2x32x4x4xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<2x32x4x4xbf16>) outs(%arg2 : memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>>)
   return
 }

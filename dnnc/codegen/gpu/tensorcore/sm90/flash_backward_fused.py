@@ -80,7 +80,7 @@ from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
-    if_ as _if, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    if_ as _if, launder, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_dq
 from dnnc.codegen.gpu.tensorcore.sm90.flash import check_operands
@@ -197,19 +197,6 @@ def check(att, tile):
         raise NotSupported(why)
     if att.dbias is not None:
         raise NotSupported("dbias: the fused backward does not write it (the two kernels do)")
-
-
-def launder(x):
-    """``x`` (an i64 or an index) through an opaque move, in the loop that
-    uses it: what is derived from it (the descriptors of the resident
-    tiles and their K steps, the masks' bounds of the thread's rows; 64-bit
-    each) is then made in the loop, not kept in registers across it, which
-    the consumers' accumulators need."""
-    index = isinstance(x.type, ir.IndexType)
-    value = _to_i64(x) if index else x
-    out = llvm.inline_asm(value.type, [value], "mov.b64 $0, $1;", "=l,l",
-                          has_side_effects=True)
-    return arith.index_cast(ir.IndexType.get(), out) if index else out
 
 
 class DqSum:
