@@ -149,6 +149,7 @@ from dnnc.dialect.ops_pointwise import POINTWISE_OPS
 from dnnc.dialect.ops_reduce import trailing_axes
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
+from dnnc.passes import dnn_sink_reshapes as sink
 
 POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
@@ -291,9 +292,19 @@ def _sums_pixels(op, dy):
 
 def _is_view(op):
     """True for a reshape of a computed value or argument that is no graph
-    result: a view of its operand's buffer, left in the graph function."""
-    return (op.name == "dnn.reshape" and not _is_constant(_producer(op.operands[0]))
-            and all(u.name.startswith("dnn.") for u in _users(op.results[0])))
+    result, or of a contraction's or pointwise op's result that is one (a
+    reshape dnn-sink-reshapes moved below an epilogue): a view of its
+    operand's buffer, left in the graph function (for a graph result,
+    dnn-host-to-kernels has the kernel write the output through the view)."""
+    if op.name != "dnn.reshape":
+        return False
+    source = _producer(op.operands[0])
+    if _is_constant(source):
+        return False
+    if all(u.name.startswith("dnn.") for u in _users(op.results[0])):
+        return True
+    return source is not None and (source.name in sink.CONTRACTIONS
+                                   or source.name in sink.MOVABLE)
 
 
 def _broadcasts(shape, full):
@@ -316,10 +327,14 @@ def _spans(op, rows):
     return _pointwise_over(op, rows, rows[0])
 
 
-def _recomputed(ops):
+def _recomputed(ops, epilogue=True):
     """{column reduction: the pointwise ops over its operand's shape that compute
     that operand, in program order} and the set of those ops whose every user
-    is such an op or reduction (nothing else needs them)."""
+    is such an op or reduction (nothing else needs them). With ``epilogue``,
+    not an op that ends a contraction's epilogue chain
+    (dnn_sink_reshapes.epilogue_value: a gelu backward on a GEMM's dx): the
+    GEMM computes it and stores it, and a column kernel recomputing it would
+    make the GEMM store its raw output too."""
     position = {op: i for i, op in enumerate(ops)}
     cones = {}
     for op in ops:
@@ -329,7 +344,8 @@ def _recomputed(ops):
         cone, todo = set(), [op.operands[0]]
         while todo:
             p = _producer(todo.pop())
-            if p not in cone and _pointwise_over(p, (columns[0],), columns[0]):
+            if p not in cone and _pointwise_over(p, (columns[0],), columns[0]) \
+                    and not (epilogue and sink.epilogue_value(p.results[0])):
                 cone.add(p)
                 todo.extend(p.operands)
         cones[op] = sorted(cone, key=position.__getitem__)
@@ -356,13 +372,14 @@ class Partition:
         self.conv_prologue = conv_prologue
         self.conv_bias_grad = conv_bias_grad
         self.prologue_adds = self._prologue_adds(ops) if prologue else set()
-        self.cones, self.column_only = _recomputed(ops)
+        self.cones, self.column_only = _recomputed(ops, epilogue)
         self._holders = None  # computed once placing is done
         for op in ops:
             if op not in self.column_only:  # placed with its column reductions
                 self._place(op)
         self._join_columns_to_rows()
         self._bias_notes(ops)
+        self._reshape_notes()
 
     # -- dependencies between groups ----------------------------------------
 
@@ -536,6 +553,24 @@ class Partition:
             else:
                 why = "joining them would make two kernels depend on each other"
             group.note = f"the bias gradient (sum of dy) left to kernels of its own ({why})"
+
+    def _reshape_notes(self):
+        """A contraction's kernel whose chain tip is reshaped for a pointwise
+        op that dnn-sink-reshapes could not move below the reshape says why
+        (``dnn.fusion_note``)."""
+        for group in self.groups:
+            if group.tip is None or not any(o.name in sink.CONTRACTIONS for o in group.ops):
+                continue
+            for view in _users(group.tip):
+                op = sink.candidate(view) if view.name == "dnn.reshape" else None
+                why = sink.why_not(view, op) if op is not None else None
+                if why:
+                    note = (f"the {_kind(op)} after the reshape of its output "
+                            f"{list(_shape(view.operands[0]))} to "
+                            f"{list(_shape(view.results[0]))} left to a kernel of its own "
+                            f"(the epilogue cannot read its operand across the reshape: "
+                            f"{why})")
+                    group.note = f"{group.note}; {note}" if group.note else note
 
     def _join_concat(self, op):
         """Join ``op``, a concat, to the concat kernel making one of its
