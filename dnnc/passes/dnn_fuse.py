@@ -49,7 +49,10 @@ Grouping, in program order:
   column program) recomputes the pointwise ops over its operand's shape
   that compute that operand (``dy * xhat`` from dy, x, mean and inv) rather
   than reading them from another kernel; those that nothing else needs are
-  placed with it alone. Reductions over the same columns share a kernel
+  placed with it alone. Not an op that ends a contraction's epilogue chain
+  (a gelu backward on a GEMM's dx, whose bias gradient sums it): the GEMM
+  stores that op's result anyway, and recomputing it would make the GEMM
+  store its raw output too. Reductions over the same columns share a kernel
   (dscale beside dbias), and a pointwise op over the reduced shape that reads
   one (the cast to the output's type) joins it;
 * rows and columns: once every op is placed, a column kernel joins a row
@@ -96,8 +99,13 @@ Grouping, in program order:
 * other pointwise ops join the pointwise kernels of their operands (one kernel
   per connected chain), else start one (anchor "pointwise");
 * reshape, transpose and slice get one kernel each (anchor "tensor"), but for
-  a reshape that is no graph result: it stays in the graph function, where
-  bufferization makes it a view of its operand's buffer (it moves no data);
+  a reshape that is no graph result, or that reshapes the end of a
+  contraction's epilogue chain (where dnn-sink-reshapes moved it, below the
+  ops that joined the epilogue): it stays in the graph function, where
+  bufferization makes it a view of its operand's buffer (it moves no data).
+  A contraction kernel whose result is reshaped for a pointwise op that
+  could not move above the reshape (an operand the epilogue cannot index
+  across it) says why in ``dnn.fusion_note``;
   a transpose takes an epilogue (option ``epilogue``) of pointwise ops that
   read no other tensor (a cast, a relu, a scale by a constant), each the
   only user of the one before: the copy applies them to each element it
@@ -292,19 +300,15 @@ def _sums_pixels(op, dy):
 
 def _is_view(op):
     """True for a reshape of a computed value or argument that is no graph
-    result, or of a contraction's or pointwise op's result that is one (a
-    reshape dnn-sink-reshapes moved below an epilogue): a view of its
+    result, or of the end of a contraction's epilogue chain that is one (a
+    reshape dnn-sink-reshapes moved below the epilogue): a view of its
     operand's buffer, left in the graph function (for a graph result,
-    dnn-host-to-kernels has the kernel write the output through the view)."""
-    if op.name != "dnn.reshape":
+    dnn-layout-views folds the copy that bufferization leaves from the view
+    into the output: the GEMM's kernel writes the output)."""
+    if op.name != "dnn.reshape" or _is_constant(_producer(op.operands[0])):
         return False
-    source = _producer(op.operands[0])
-    if _is_constant(source):
-        return False
-    if all(u.name.startswith("dnn.") for u in _users(op.results[0])):
-        return True
-    return source is not None and (source.name in sink.CONTRACTIONS
-                                   or source.name in sink.MOVABLE)
+    return all(u.name.startswith("dnn.") for u in _users(op.results[0])) \
+        or sink.epilogue_value(op.operands[0])
 
 
 def _broadcasts(shape, full):
