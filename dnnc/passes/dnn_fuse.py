@@ -711,7 +711,10 @@ class Partition:
         if group.anchor == "matmul":
             # (An amax of the tip may join the kernel beside the chain:
             # _join_amax; where it does not, the kernel returns the tip too.)
-            users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)]
+            # Nor a view of it that is only returned (dnn-sink-reshapes
+            # leaves one where the graph returns the viewed pre-activation).
+            users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)
+                     and not sink.returned_view(u)]
         return users == [op]
 
     def _absorb(self, group):

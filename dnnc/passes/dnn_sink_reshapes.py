@@ -12,8 +12,11 @@ reshape's operand shape instead, and the reshape come after it:
 * a ``dnn.reshape`` whose operand is a contraction's result (matmul,
   block-scaled matmul, forward or backward convolution), or a pointwise op's
   result reached from one through ops each the only dnn user of the one
-  before (the epilogue chain dnn-fuse grows), and whose result has one user,
-  a pointwise op over its shape, moves below that op;
+  before (the epilogue chain dnn-fuse grows), and whose result has one dnn
+  user, a pointwise op over its shape, moves below that op. Where the graph
+  returns the reshape too (a pre-activation a training step saves), it stays
+  for the return, and the op reads its operand: the GEMM's epilogue stores
+  both, as dnn-fuse lets it for a returned value;
 * the op's other operands are mapped across the reshape
   (dnnc/dialect/reshapes.py): a bias [N] stays as it is, a residual
   [8, 1024, 768] against a GEMM's [8192, 768] becomes a reshape of it to
@@ -74,6 +77,19 @@ def _dnn_users(value):
     return [op for op in ops if op.name.startswith("dnn.")]
 
 
+def returned_view(op):
+    """True for a dnn.reshape whose result only the graph's return reads (a
+    pre-activation saved for the backward pass, viewed as ATen returns it)."""
+    users = [u.owner.operation for u in op.results[0].uses]
+    return op.name == "dnn.reshape" and bool(users) and all(
+        u.name == "func.return" for u in users)
+
+
+def epilogue_users(value):
+    """The dnn users of ``value`` but returned views of it."""
+    return [op for op in _dnn_users(value) if not returned_view(op)]
+
+
 def _shape(value):
     return list(ir.RankedTensorType(value.type).shape)
 
@@ -92,7 +108,7 @@ def epilogue_value(value):
         if op.name not in MOVABLE:
             return False
         chain = [v for v in op.operands if _producer(v) is not None
-                 and _dnn_users(v) == [op] and _producer(v).name in CONTRACTIONS | MOVABLE]
+                 and epilogue_users(v) == [op] and _producer(v).name in CONTRACTIONS | MOVABLE]
         if not chain:
             return False
         value, seen = chain[0], seen + 1
@@ -103,8 +119,8 @@ def candidate(reshape):
     """The pointwise op ``reshape`` (a dnn.reshape of an epilogue value) would
     move below, else None."""
     x, y = reshape.operands[0], reshape.results[0]
-    users = [u.owner.operation for u in y.uses]
-    if len(set(users)) != 1 or not epilogue_value(x) or _dnn_users(x) != [reshape]:
+    users = _dnn_users(y)
+    if len(users) != 1 or not epilogue_value(x) or epilogue_users(x) != [reshape]:
         return None
     op = users[0]
     if op.name not in MOVABLE or len(op.results) != 1 or _shape(op.results[0]) != _shape(y):
@@ -167,7 +183,8 @@ def sink(reshape):
                                    ip=ip)
     op.results[0].replace_all_uses_with(back.results[0])
     op.erase()
-    reshape.erase()
+    if not list(y.uses):
+        reshape.erase()
     # A reshape of the new one back to src (the view a GEMM's next operand
     # takes) reads the moved op itself; run() erases what is left unused.
     for user in [u.owner.operation for u in back.results[0].uses]:

@@ -173,3 +173,32 @@ func.func @not_moved(%x: tensor<16x48xf32>, %a: tensor<16x32xf32>, %w: tensor<32
   %9 = "dnn.exp"(%6) : (tensor<16x48xf32>) -> tensor<16x48xf32>
   return %1, %4, %5, %8, %9 : tensor<2x8x48xf32>, tensor<2x8x48xf32>, tensor<2x8x48xf32>, tensor<2x8x48xf32>, tensor<16x48xf32>
 }
+
+// -----
+
+// The view of the pre-activation is returned too (a training step saves it
+// for the backward pass): it stays for the return, the gelu reads the GEMM's
+// rows, and dnn-fuse makes one kernel that stores both.
+// CHECK-LABEL: func.func @saved_pre_activation(
+//  CHECK-NEXT: %[[M:.*]] = "dnn.matmul"
+//  CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[M]], %arg2)
+//  CHECK-NEXT: %[[V:.*]] = "dnn.reshape"(%[[S]]) : (tensor<16x48xf32>) -> tensor<2x8x48xf32>
+//  CHECK-NEXT: %[[G:.*]] = "dnn.gelu"(%[[S]]) {approximate = "none"} : (tensor<16x48xf32>) -> tensor<16x48xf32>
+//  CHECK-NEXT: %[[W:.*]] = "dnn.reshape"(%[[G]]) : (tensor<16x48xf32>) -> tensor<2x8x48xf32>
+//  CHECK-NEXT: return %[[V]], %[[W]]
+// FUSE-LABEL: func.func private @saved_pre_activation_k0_matmul(
+//  FUSE-SAME: -> (tensor<16x48xf32>, tensor<16x48xf32>)
+//  FUSE-NEXT: "dnn.matmul"
+//  FUSE-NEXT: "dnn.add"
+//  FUSE-NEXT: "dnn.gelu"
+//  FUSE-NEXT: return
+//   FUSE-NOT: dnn.kernel
+// FUSE-LABEL: func.func @saved_pre_activation(
+//  FUSE-NEXT: %[[K:.*]]:2 = call @saved_pre_activation_k0_matmul(%arg0, %arg1, %arg2)
+func.func @saved_pre_activation(%a: tensor<16x32xf32>, %w: tensor<32x48xf32>, %b: tensor<48xf32>) -> (tensor<2x8x48xf32>, tensor<2x8x48xf32>) {
+  %0 = "dnn.matmul"(%a, %w) {compute_type = f32} : (tensor<16x32xf32>, tensor<32x48xf32>) -> tensor<16x48xf32>
+  %1 = "dnn.add"(%0, %b) : (tensor<16x48xf32>, tensor<48xf32>) -> tensor<16x48xf32>
+  %2 = "dnn.reshape"(%1) : (tensor<16x48xf32>) -> tensor<2x8x48xf32>
+  %3 = "dnn.gelu"(%2) {approximate = "none"} : (tensor<2x8x48xf32>) -> tensor<2x8x48xf32>
+  return %2, %3 : tensor<2x8x48xf32>, tensor<2x8x48xf32>
+}
