@@ -171,9 +171,7 @@ def sink(reshape):
                 operands.append(x)
                 continue
             shape, _ = reshapes.across(_shape(v), src, _shape(y))
-            p = _producer(v)
-            keep = reshapes.same_broadcast(shape, _shape(v)) or (
-                p is not None and p.name == "dnn.constant")
+            keep = reshapes.same_broadcast(shape, _shape(v))   # a bias, a scalar
             operands.append(v if keep else _reshaped(v, shape, ip))
         out = ir.RankedTensorType(op.results[0].type)
         moved = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(
