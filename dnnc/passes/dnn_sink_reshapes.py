@@ -23,9 +23,13 @@ reshape's operand shape instead, and the reshape come after it:
   [8192, 768] (a view: it moves no data); a scalar constant stays;
 * where an operand varies along part of a run of dims that the reshape
   regroups (a per-batch [8, 1, 768] against rows 8 x 1024 merged, a bias
-  [768] against a GEMM's 2304 columns split [3, 768]) the op stays where it
-  is, and dnn-fuse says so in the contraction kernel's ``dnn.fusion_note``
-  (``why_not``);
+  [768] against a GEMM's 2304 columns split [3, 768]), or, read over the
+  contraction's output, along some but not all of the dims its GEMM's rows
+  (or columns) span (a convolution's output [N, K, H, W] flattened to
+  [N, K, H * W] under a position table [1, K, H * W]: the implicit GEMM's
+  epilogue reads none that varies along the pixels but not the batch), the
+  op stays where it is, and dnn-fuse says so in the contraction kernel's
+  ``dnn.fusion_note`` (``why_not``);
 * the moved reshape then sinks past the next op the same way, and a
   reshape back to the operand's shape (a view and its inverse around the op)
   disappears.
@@ -36,7 +40,8 @@ never move.
 
 Before::
 
-    %0 = "dnn.matmul"(%a, %w) : (tensor<512x768xbf16>, tensor<768x3072xbf16>) -> tensor<512x3072xf32>
+    %0 = "dnn.matmul"(%a, %w) : (tensor<512x768xbf16>, tensor<768x3072xbf16>)
+                                -> tensor<512x3072xf32>
     %1 = "dnn.add"(%0, %b) : (tensor<512x3072xf32>, tensor<3072xbf16>) -> tensor<512x3072xbf16>
     %2 = "dnn.reshape"(%1) : (tensor<512x3072xbf16>) -> tensor<8x64x3072xbf16>
     %3 = "dnn.gelu"(%2) : (tensor<8x64x3072xbf16>) -> tensor<8x64x3072xbf16>
@@ -115,6 +120,49 @@ def epilogue_value(value):
     return False
 
 
+def _contraction(value):
+    """The contraction at the root of epilogue value ``value``."""
+    op = _producer(value)
+    while op.name not in CONTRACTIONS:
+        op = _producer(next(v for v in op.operands if _producer(v) is not None
+                            and epilogue_users(v) == [op]
+                            and _producer(v).name in CONTRACTIONS | MOVABLE))
+    return op
+
+
+def gemm_dims(op):
+    """(the dims of contraction ``op``'s output that its GEMM's rows span,
+    those its columns span): a matmul's M and N (its batch dims in neither);
+    a forward convolution's or data gradient's batch and pixels, and its
+    channels; a filter gradient's K, and its C and taps."""
+    rank = len(_shape(op.results[0]))
+    if op.name in ("dnn.matmul", "dnn.matmul_block_scaled"):
+        return (rank - 2,), (rank - 1,)
+    if op.name == "dnn.conv_wgrad":
+        return (0,), tuple(range(1, rank))
+    return (0,) + tuple(range(2, rank)), (1,)
+
+
+def _indexable(shape, op):
+    """Why the epilogue of contraction ``op`` cannot read an operand of
+    ``shape`` over its output (aligned on the right), None when it can: the
+    GEMM reads one that varies along all or none of the dims its rows span,
+    and likewise its columns (a convolution's [1, K, H, W] table varies
+    along its pixels but not its batch)."""
+    out = _shape(op.results[0])
+    aligned = [1] * (len(out) - len(shape)) + list(shape)
+    if len(aligned) != len(out):
+        return f"operand {shape} has more dims than the {op.name[4:]}'s output {out}"
+    for dims, what in zip(gemm_dims(op), ("rows", "columns")):
+        moving = [d for d in dims if out[d] != 1]
+        used = [d for d in moving if aligned[d] != 1]
+        if used and used != moving:
+            return (f"read as {aligned} over the {op.name[4:]}'s output {out}, it varies "
+                    f"along some of the dims {[out[d] for d in moving]} that its GEMM's "
+                    f"{what} span, not all")
+    return None
+
+
 def candidate(reshape):
     """The pointwise op ``reshape`` (a dnn.reshape of an epilogue value) would
     move below, else None."""
@@ -132,10 +180,15 @@ def why_not(reshape, op):
     """Why pointwise ``op``, the one user of ``reshape``'s result, cannot run
     over the reshape's operand shape; None when it can."""
     x, y = reshape.operands[0], reshape.results[0]
+    contraction = _contraction(x)
     for v in op.operands:
         if v == y:
             continue
-        _, why = reshapes.across(_shape(v), _shape(x), _shape(y))
+        shape, why = reshapes.across(_shape(v), _shape(x), _shape(y))
+        if why is None and _shape(x) == _shape(contraction.results[0]):
+            why = _indexable(shape, contraction)
+            if why:
+                why = f"operand {_shape(v)}, {why}"
         if why:
             return why
     return None

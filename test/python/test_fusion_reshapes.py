@@ -151,14 +151,28 @@ def test_bias_across_a_split_n_stays_a_kernel():
     assert "[3, 8] that the reshape makes of [24]" in str(module)
 
 
-def test_conv_flatten_position_add_is_one_kernel():
+def test_conv_flatten_residual_is_one_kernel():
+    g = dnnc.Graph(name="flat", io_data_type=F32)
+    x = g.tensor(name="x", dim=[2, 3, 8, 8])
+    w = g.tensor(name="w", dim=[6, 3, 2, 2])
+    r = g.tensor(name="r", dim=[2, 6, 16])
+    b = g.tensor(name="b", dim=[1, 6, 1])
+    c = g.conv_fprop(x, w, stride=[2, 2])
+    g.relu(g.add(g.add(g.reshape(c, [2, 6, 16]), r), b)).set_output(True)
+    check(g, ["conv_fprop"])
+
+
+def test_conv_flatten_position_table_stays_a_kernel():
+    # [1, K, H * W] varies along the pixels, not the batch: the implicit
+    # GEMM's epilogue cannot read it (its rows span both).
     g = dnnc.Graph(name="patches", io_data_type=F32)
     x = g.tensor(name="x", dim=[2, 3, 8, 8])
     w = g.tensor(name="w", dim=[6, 3, 2, 2])
     p = g.tensor(name="p", dim=[1, 6, 16])
     c = g.conv_fprop(x, w, stride=[2, 2])
     g.add(g.reshape(c, [2, 6, 16]), p).set_output(True)
-    check(g, ["conv_fprop"])
+    module = check(g, ["conv_fprop", "pointwise"])
+    assert "that its GEMM's rows span, not all" in str(module)
 
 
 def test_gpt2_mlp_bf16_is_three_kernels():

@@ -131,24 +131,31 @@ def conv_fused_tc(dtype):
 
 
 def conv_views(dtype):
-    """A ViT's patch embedding as ATen traces it: a 16 x 16 / 16 convolution
-    of an RGB image (C = 3: its filter's columns folded into the
-    channels) plus bias, flattened to [N, K, 14 * 14] (a view), plus a
-    position table [1, K, 196], which dnn-sink-reshapes reads as
-    [1, K, 14, 14] in the convolution's epilogue; and a 3 x 3 convolution
-    of 64 channels flattened the same way before a relu."""
+    """Convolutions flattened as ATen's flatten(2) does ([N, K, H, W] ->
+    [N, K, H * W], a view) before their epilogue: a 16 x 16 / 16 convolution
+    of an RGB image (a ViT's patch embedding; C = 3, its filter's columns
+    folded into the channels) plus bias, then a residual [N, K, 196] read
+    as [N, K, 14, 14] in the convolution's epilogue; a 3 x 3 convolution of
+    64 channels, then relu; and the patch embedding's position table
+    [1, K, 196], which the epilogue cannot read (it varies along the pixels
+    and not the batch): a pointwise kernel of its own after a tc-sm90
+    convolution."""
     def build():
         g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype)
         x = g.tensor(name="x", dim=[2, 3, 224, 224])
         w = g.tensor(name="w", dim=[192, 3, 16, 16])
         b = g.tensor(name="b", dim=[1, 192, 1, 1])
+        res = g.tensor(name="res", dim=[2, 192, 196])
         pos = g.tensor(name="pos", dim=[1, 192, 196])
         y = g.add(g.conv_fprop(x, w, stride=[16, 16]), b)
-        emb = g.add(g.reshape(y, [2, 192, 196]), pos).set_name("embedding")
+        emb = g.add(g.reshape(y, [2, 192, 196]), res).set_name("residual")
+        table = g.add(g.reshape(g.conv_fprop(x, w, stride=[16, 16]), [2, 192, 196]), pos)
         v = g.tensor(name="v", dim=[2, 64, 9, 11], stride=channels_last([2, 64, 9, 11]))
         f = g.tensor(name="f", dim=[64, 64, 3, 3], stride=channels_last([64, 64, 3, 3]))
         z = g.relu(g.reshape(g.conv_fprop(v, f, padding=1), [2, 64, 99])).set_name("flat_relu")
-        outputs(contracted(emb, x, w, 3 * 256), contracted(z, v, f, 64 * 9))
+        outputs(contracted(emb, x, w, 3 * 256),
+                contracted(table.set_name("position"), x, w, 3 * 256),
+                contracted(z, v, f, 64 * 9))
         return g
     return build
 

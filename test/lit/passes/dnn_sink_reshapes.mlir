@@ -120,25 +120,45 @@ func.func @matmul_split_n_relu(%a: tensor<16x32xf32>, %w: tensor<32x48xf32>) -> 
 
 // -----
 
-// A convolution's output flattened ([N, K, H, W] -> [N, K, H * W], a ViT's
-// patch embedding) under a position table [1, K, H * W]: read as
-// [1, K, H, W].
-// CHECK-LABEL: func.func @conv_flatten_add(
+// A convolution's output flattened ([N, K, H, W] -> [N, K, H * W]) under a
+// residual [N, K, H * W] and a bias [1, K, 1]: read as [N, K, H, W] and
+// [1, K, 1, 1]. One kernel.
+// CHECK-LABEL: func.func @conv_flatten_residual(
 //  CHECK-NEXT: %[[C:.*]] = "dnn.conv_fprop"
-//  CHECK-NEXT: %[[P:.*]] = "dnn.reshape"(%arg2) : (tensor<1x4x9xf32>) -> tensor<1x4x3x3xf32>
-//  CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[C]], %[[P]]) : (tensor<2x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<2x4x3x3xf32>
-//  CHECK-NEXT: %[[V:.*]] = "dnn.reshape"(%[[S]]) : (tensor<2x4x3x3xf32>) -> tensor<2x4x9xf32>
-// FUSE-LABEL: func.func private @conv_flatten_add_k0_conv_fprop(
+//  CHECK-NEXT: %[[R:.*]] = "dnn.reshape"(%arg2) : (tensor<2x4x9xf32>) -> tensor<2x4x3x3xf32>
+//  CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[C]], %[[R]]) : (tensor<2x4x3x3xf32>, tensor<2x4x3x3xf32>) -> tensor<2x4x3x3xf32>
+//  CHECK-NEXT: %[[B:.*]] = "dnn.reshape"(%arg3) : (tensor<1x4x1xf32>) -> tensor<1x4x1x1xf32>
+//  CHECK-NEXT: %[[T:.*]] = "dnn.add"(%[[S]], %[[B]]) : (tensor<2x4x3x3xf32>, tensor<1x4x1x1xf32>) -> tensor<2x4x3x3xf32>
+//  CHECK-NEXT: %[[V:.*]] = "dnn.reshape"(%[[T]]) : (tensor<2x4x3x3xf32>) -> tensor<2x4x9xf32>
+// FUSE-LABEL: func.func private @conv_flatten_residual_k0_conv_fprop(
 //  FUSE-NEXT: "dnn.conv_fprop"
+//  FUSE-NEXT: "dnn.add"
 //  FUSE-NEXT: "dnn.add"
 //  FUSE-NEXT: return
 //   FUSE-NOT: dnn.kernel
-// FUSE-LABEL: func.func @conv_flatten_add(
-//  FUSE-NEXT: %[[P:.*]] = "dnn.reshape"(%arg2)
-//  FUSE-NEXT: %[[K:.*]] = call @conv_flatten_add_k0_conv_fprop(%arg0, %arg1, %[[P]])
-//  FUSE-NEXT: %[[V:.*]] = "dnn.reshape"(%[[K]])
-//  FUSE-NEXT: return %[[V]]
-func.func @conv_flatten_add(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x2x2xf32>, %p: tensor<1x4x9xf32>) -> tensor<2x4x9xf32> {
+// FUSE-LABEL: func.func @conv_flatten_residual(
+func.func @conv_flatten_residual(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x2x2xf32>, %r: tensor<2x4x9xf32>, %b: tensor<1x4x1xf32>) -> tensor<2x4x9xf32> {
+  %0 = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<4x3x2x2xf32>) -> tensor<2x4x3x3xf32>
+  %1 = "dnn.reshape"(%0) : (tensor<2x4x3x3xf32>) -> tensor<2x4x9xf32>
+  %2 = "dnn.add"(%1, %r) : (tensor<2x4x9xf32>, tensor<2x4x9xf32>) -> tensor<2x4x9xf32>
+  %3 = "dnn.add"(%2, %b) : (tensor<2x4x9xf32>, tensor<1x4x1xf32>) -> tensor<2x4x9xf32>
+  return %3 : tensor<2x4x9xf32>
+}
+
+// -----
+
+// A position table [1, K, H * W] (a ViT's patch embedding) maps across the
+// view, as [1, K, H, W], but varies along the pixels and not the batch, which
+// the implicit GEMM's rows span together: its epilogue cannot read it, so
+// the add stays a kernel of its own and the convolution's says why.
+// CHECK-LABEL: func.func @conv_flatten_position(
+//  CHECK-NEXT: "dnn.conv_fprop"
+//  CHECK-NEXT: "dnn.reshape"
+//  CHECK-NEXT: "dnn.add"
+// FUSE-LABEL: func.func private @conv_flatten_position_k0_conv_fprop(
+//  FUSE-SAME: dnn.fusion_note = "the add after the reshape of its output [2, 4, 3, 3] to [2, 4, 9] left to a kernel of its own (the epilogue cannot read its operand across the reshape: operand [1, 4, 9], read as [1, 4, 3, 3] over the conv_fprop's output [2, 4, 3, 3], it varies along some of the dims [2, 3, 3] that its GEMM's rows span, not all)"
+// FUSE-LABEL: func.func private @conv_flatten_position_k1_pointwise(
+func.func @conv_flatten_position(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x2x2xf32>, %p: tensor<1x4x9xf32>) -> tensor<2x4x9xf32> {
   %0 = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<4x3x2x2xf32>) -> tensor<2x4x3x3xf32>
   %1 = "dnn.reshape"(%0) : (tensor<2x4x3x3xf32>) -> tensor<2x4x9xf32>
   %2 = "dnn.add"(%1, %p) : (tensor<2x4x9xf32>, tensor<1x4x9xf32>) -> tensor<2x4x9xf32>
