@@ -1442,13 +1442,15 @@ def _fp8_gemm(m, n, k, out="bf16"):
                 "matmul", others={"fast_accum": scaled_mm(True)})
 
 
-def _fp8_block_scaled_gemm(m, n, k, out="bf16"):
+def _fp8_block_scaled_gemm(m, n, k, out="bf16", variant=None):
     """e4m3 x e4m3 with DeepSeek-V3's block scales (dnn.matmul_block_scaled):
     A's one per row and 128-wide K block, B's one per 128 x 128 block, B
     stored N x K. The reference is torch._scaled_mm's blockwise form
     (cuBLASLt, sm_90: torch 2.11 takes 1x128 scales of A and 128x128 of B,
     both stored outer-dim-major, which ``torch_prepare`` lays out untimed).
-    The scales are powers of two in 2^-8 .. 2^8 (``init``)."""
+    The scales are powers of two in 2^-8 .. 2^8 (``init``). ``variant``: a
+    config override's fields (BLOCK_SCALED_VARIANTS), named in the case's
+    name; None: the heuristics' kernel."""
     kb, nb = -(-k // 128), -(-n // 128)
 
     def build():
@@ -1473,17 +1475,27 @@ def _fp8_block_scaled_gemm(m, n, k, out="bf16"):
 
     size = {"bf16": 2, "f16": 2, "f32": 4}[out]
     return Case(f"matmul {m}x{n}x{k} fp8 e4m3 block-scaled 1x128/128x128 -> {out} "
-                "(vs torch._scaled_mm blockwise)", build, scaled_mm, 2 * m * n * k,
+                "(vs torch._scaled_mm blockwise)" + (f" {variant}" if variant else ""), build,
+                scaled_mm, 2 * m * n * k,
                 m * k + k * n + m * n * size + 4 * (m * kb + kb * nb), False, "matmul",
-                init=init, torch_prepare=prepare)
+                init=init, torch_prepare=prepare,
+                config=f"*={variant}" if variant else None)
 
 
-# Per-tensor at 4096^3, 8192^3 and DeepSeek-V3's 8192 x 7168 x 2048 (a
-# projection's M x N x K), block-scaled at 4096^3 and 8192 x 7168 x 2048:
-# issue 33 sets block-scaled at 0.9x or more of the per-tensor kernel's speed.
-MATMUL_FP8 = [_fp8_gemm(4096, 4096, 4096), _fp8_gemm(8192, 8192, 8192),
-              _fp8_gemm(8192, 7168, 2048),
-              _fp8_block_scaled_gemm(4096, 4096, 4096), _fp8_block_scaled_gemm(8192, 7168, 2048)]
+# The block-scaled kernel's loops (sm90/block_scales.py), to time beside the
+# heuristics' (groups of 4 K steps, two temporaries): each step whole (the
+# kernel before groups), groups of 2 and 8, and 128 x 256 tiles (each step
+# in two halves of 128 columns, whole).
+BLOCK_SCALED_VARIANTS = ("promote_overlap:0", "promote_overlap:2", "promote_overlap:8",
+                         "tile:128x256x128,stages:4,promote_overlap:0")
+FP8_SHAPES = [(4096, 4096, 4096), (8192, 7168, 2048), (8192, 8192, 8192)]
+
+# Per-tensor and block-scaled at 4096^3, DeepSeek-V3's 8192 x 7168 x 2048 (a
+# projection's M x N x K) and 8192^3: issue 33 sets block-scaled at 0.9x or
+# more of the per-tensor kernel's speed.
+MATMUL_FP8 = [_fp8_gemm(*shape) for shape in FP8_SHAPES] + \
+    [_fp8_block_scaled_gemm(*shape, variant=v) for shape in FP8_SHAPES
+     for v in (None,) + BLOCK_SCALED_VARIANTS]
 
 
 # ============================================================================
@@ -1830,6 +1842,49 @@ ATTENTION_FORWARD = [
 ]
 
 
+# Attention written the PyTorch way, as GPT-2's block does it (B8 H12 S1024
+# D64, causal): q, k and v split from one [B x S, 3 x H x D] projection,
+# each viewed [B, S, H, D] and transposed, o transposed back and viewed [B x
+# S, H x D]. dnnc reads q, k and v in the projection and writes o in place
+# (dnn-slice-views, dnn-transpose-views: one kernel); PyTorch runs the same
+# code (its reshape of o a copy).
+
+def _sdpa_qkv(b, h, s, d, causal, dt):
+    def build():
+        import dnnc
+
+        g = dnnc.Graph(name=f"sdpa_qkv_b{b}_h{h}_s{s}_d{d}_{dt}" + ("_causal" if causal else ""),
+                       io_data_type=dt, intermediate_data_type=dt)
+        c = h * d
+        qkv = g.tensor(name="qkv", dim=[b * s, 3 * c])
+        q, k, v = (g.transpose(g.reshape(g.slice(qkv, [slice(None), slice(i * c, (i + 1) * c)]),
+                                         [b, s, h, d]), [0, 2, 1, 3]) for i in range(3))
+        o = g.sdpa(q, k, v, use_causal_mask=causal)[0]
+        g.reshape(g.transpose(o, [0, 2, 1, 3]), [b * s, c]).set_output(True)
+        return g
+
+    return build
+
+
+def _sdpa_qkv_torch(b, h, s, d, causal):
+    def torch_fn(t, qkv):
+        q, k, v = qkv.split(h * d, dim=1)
+        q, k, v = (z.view(b, s, h, d).transpose(1, 2) for z in (q, k, v))
+        o = t.nn.functional.scaled_dot_product_attention(q, k, v, is_causal=causal)
+        return o.transpose(1, 2).reshape(b * s, h * d)
+
+    return torch_fn
+
+
+ATTENTION_QKV = [
+    Case(f"sdpa qkv-split{' causal' if causal else ''} B{b} H{h} S{s} D{d} bf16",
+         _sdpa_qkv(b, h, s, d, causal, "bf16"), _sdpa_qkv_torch(b, h, s, d, causal),
+         4 * b * h * s * s * d / (2 if causal else 1), 4 * b * s * h * d * BF16, False,
+         "attention")
+    for b, h, s, d, causal in [(8, 12, 1024, 64, True), (4, 16, 2048, 128, False)]
+]
+
+
 # Decode: one query row a head against a long kv sequence, memory-bound (K
 # and V read once is the floor); GQA with 4 query heads a kv head, and plain
 # multi-head attention.
@@ -2103,6 +2158,20 @@ ATTENTION_BACKWARD = [
                         suffix=" two-kernel")
     for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
 ]
+# The fused kernel's other forms beside its default (persistent blocks over
+# work units, sm90/backward_units.py): a block a unit (the form before the
+# persistent blocks), and for grouped heads the group's 8 query heads
+# walked apart (8 parts, dK and dV summed by a small launch after) where the
+# heuristics keep them in one unit.
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config="*=persistent:0",
+                        suffix=" block-a-unit")
+    for b, h, s, d, hk in _BACKWARD_SHAPES for causal in (False, True)
+] + [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config=f"*=split:{h // hk}",
+                        suffix=f" {h // hk}-parts")
+    for b, h, s, d, hk in _BACKWARD_SHAPES if hk for causal in (False, True)
+]
 # The Ampere backward (mma.sync, cp.async: sm80/flash_backward.py, a dQ
 # kernel and a dK dV kernel) on whatever GPU runs it, forced by the
 # strategy alone: the tile its heuristics give these problems on sm_80.
@@ -2182,6 +2251,6 @@ BROADCAST = [
 CASES = (ORIGINAL + UNARY + BINARY + COMPARE + LOGICAL + OTHER_POINTWISE + ACTIVATION_BACKWARD
          + TENSOR + REDUCTION + MIDDLE_REDUCTION + NORM + SOFTMAX + ROW_LENGTHS + POOLING + MATMUL
          + MATMUL_ALIGN + SGEMM + MATMUL_FP8 + CONV + RESNET
-         + ATTENTION + ATTENTION_FORWARD + ATTENTION_DECODE + ATTENTION_PAGED
+         + ATTENTION + ATTENTION_FORWARD + ATTENTION_QKV + ATTENTION_DECODE + ATTENTION_PAGED
          + ATTENTION_RAGGED + ATTENTION_BACKWARD + ATTENTION_BACKWARD_WIDE
          + BROADCAST)

@@ -78,6 +78,9 @@ def layernorm_plan(cudnn, torch, device, sm_version, rows=2048, hidden=1024):
     scale = torch.randn(1, hidden, 1, 1, device=device).to(torch.bfloat16)
     bias = torch.randn(1, hidden, 1, 1, device=device).to(torch.bfloat16)
     eps = torch.full((1, 1, 1, 1), 1e-5)
+    # A CPU tensor, and so shown under the stub (whose class attributes make
+    # every tensor say cuda:0; on real torch the class's descriptor wins).
+    eps.__dict__["device"] = torch.device("cpu")
     X, S, B = g.tensor_like(x), g.tensor_like(scale), g.tensor_like(bias)
     E = g.tensor(name="epsilon", dim=[1, 1, 1, 1], stride=[1, 1, 1, 1], is_pass_by_value=True,
                  data_type=cudnn.data_type.FLOAT)

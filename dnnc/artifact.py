@@ -1,23 +1,35 @@
 """The ``.dnnpkg`` artifact: write, read and check it (docs/artifact.md).
 
-A zip holding ``manifest.json`` (format version 1: versions, arch, the graph's
-inputs and outputs, the workspace, the buffers kernels name and the kernels
-in launch order), ``kernels.ptx`` (every kernel, one PTX module) and
-``graph.mlir`` (the source dnn graph). ``Package`` is what
+A zip holding ``manifest.json`` (format version 2: versions, arch, the graph's
+inputs and outputs, the workspace, the buffers kernels name, the kernels
+in launch order and the cubins), ``kernels.ptx`` (every kernel, one PTX
+module), ``graph.mlir`` (the source dnn graph) and, where ptxas was found
+at compile time, ``kernels.<arch>.cubin``: that PTX assembled by ptxas for
+the arch, which a runtime on a GPU of exactly that arch loads instead of
+having the driver compile the PTX. Version 1 packages (PTX only, no
+``cubins`` key) are still read. ``Package`` is what
 ``compile_module(..., Options(target="cuda", arch=...))`` returns;
 ``read`` loads and validates a file. This module never needs a GPU.
 """
 
+import hashlib
 import io
 import json
+import re
 import zipfile
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from dnnc.errors import DnncError
 from dnnc.version import __version__
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# The versions ``read`` accepts: 1 had no cubins; 2 added the "cubins" list.
+READ_VERSIONS = (1, 2)
 MANIFEST, PTX, SOURCE = "manifest.json", "kernels.ptx", "graph.mlir"
+CUBIN_KEYS = ("module", "file", "arch", "ptxas_version", "bytes", "sha256")
+_ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
+_CUBIN_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.cubin$")
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
 DTYPES = ("f32", "f16", "bf16", "f8E4M3FN", "f8E5M2", "i1", "i32", "si8", "ui8")
 SCALAR_TYPES = ("i32", "i64", "f32")
 
@@ -60,9 +72,23 @@ def tensor_entry(name, dims, strides, dtype, by_value=False):
     return entry
 
 
-def build_manifest(graph, arch, inputs, outputs, plan):
+def cubin_file(arch):
+    """The member name of the cubin of ``kernels.ptx`` for ``arch``."""
+    return f"kernels.{arch}.cubin"
+
+
+def cubin_entry(arch, data, ptxas_version):
+    """The manifest entry of a cubin (``data``, bytes) that ptxas (release
+    ``ptxas_version``) made of ``kernels.ptx`` for ``arch``."""
+    return {"module": PTX, "file": cubin_file(arch), "arch": arch,
+            "ptxas_version": ptxas_version, "bytes": len(data),
+            "sha256": hashlib.sha256(data).hexdigest()}
+
+
+def build_manifest(graph, arch, inputs, outputs, plan, cubins=()):
     """The manifest dict: ``inputs`` / ``outputs`` are tensor_entry dicts,
-    ``plan`` what dnnc.codegen.gpu.host_plan.extract returned."""
+    ``plan`` what dnnc.codegen.gpu.host_plan.extract returned, ``cubins``
+    cubin_entry dicts."""
     manifest = {
         "format_version": FORMAT_VERSION,
         "dnnc_version": dnnc_version(),
@@ -74,6 +100,7 @@ def build_manifest(graph, arch, inputs, outputs, plan):
         "workspace_bytes": plan["workspace_bytes"],
         "buffers": plan["buffers"],
         "kernels": plan["kernels"],
+        "cubins": list(cubins),
     }
     validate(manifest)
     return manifest
@@ -81,11 +108,13 @@ def build_manifest(graph, arch, inputs, outputs, plan):
 
 @dataclass
 class Package:
-    """A compiled graph: the manifest, the PTX and the source dnn text."""
+    """A compiled graph: the manifest, the PTX, the source dnn text and the
+    cubins the manifest lists (member name -> bytes; none without ptxas)."""
 
     manifest: dict
     ptx: str
     source: str
+    cubins: dict = field(default_factory=dict)
 
     @property
     def arch(self):
@@ -152,6 +181,10 @@ def describe(manifest, resources=None):
     m = manifest
     lines = [f"graph {m['graph']} for {m['arch']} (format {m['format_version']}, "
              f"dnnc {m['dnnc_version']}, MLIR {m['mlir_version']})"]
+    cubins = m.get("cubins", [])
+    lines.append("  code: PTX" + "".join(
+        f", cubin {c['file']} ({c['arch']}, ptxas {c['ptxas_version']}, {c['bytes']} bytes)"
+        for c in cubins) + ("" if cubins else " only (the driver compiles it when loading)"))
     tensors = [(kind[:-1], t) for kind in ("inputs", "outputs") for t in m[kind]]
     width = max([19] + [len(t["name"]) for _, t in tensors]) + 1
     for kind, t in tensors:
@@ -191,15 +224,47 @@ def to_bytes(package, extra=None):
     Deterministic: one package always gives the same bytes."""
     manifest = dict(package.manifest, **(extra or {}))
     validate(manifest)
+    members = [(MANIFEST, json.dumps(manifest, indent=2) + "\n"), (PTX, package.ptx),
+               (SOURCE, package.source)]
+    for entry in manifest.get("cubins", []):
+        data = package.cubins.get(entry["file"])
+        check_cubin(manifest, entry, data, "package")
+        members.append((entry["file"], data))
     buf = io.BytesIO()
     with zipfile.ZipFile(buf, "w") as z:
-        for name, text in ((MANIFEST, json.dumps(manifest, indent=2) + "\n"),
-                           (PTX, package.ptx), (SOURCE, package.source)):
+        for name, content in members:
             info = zipfile.ZipInfo(name, date_time=_ZIP_TIME)
             info.compress_type = zipfile.ZIP_DEFLATED
             info.external_attr = 0o644 << 16
-            z.writestr(info, text)
+            z.writestr(info, content)
     return buf.getvalue()
+
+
+def kernel_names(manifest):
+    """The kernel functions of a manifest, for messages: ``a, b, c, ...``."""
+    names = sorted({k["name"] for k in manifest["kernels"]})
+    return ", ".join(names[:3]) + (", ..." if len(names) > 3 else "")
+
+
+def check_cubin(manifest, entry, data, where):
+    """Raise ArtifactError unless ``data`` (bytes or None: absent) is the
+    cubin ``entry`` of ``manifest`` describes: an ELF file of its size and
+    sha256. ``where`` names the package in the message, which also names
+    the cubin and the kernels it holds."""
+    name = (f"{where}: cubin {entry['file']} ({entry['arch']} code of kernels "
+            f"{kernel_names(manifest)})")
+    if data is None:
+        raise ArtifactError(f"{name}: listed in {MANIFEST} but missing from the package")
+    if len(data) != entry["bytes"]:
+        raise ArtifactError(f"{name}: expected {entry['bytes']} bytes, got {len(data)}; the "
+                            "package is corrupt: compile it again")
+    digest = hashlib.sha256(data).hexdigest()
+    if digest != entry["sha256"]:
+        raise ArtifactError(f"{name}: sha256 expected {entry['sha256']}, got {digest}; the "
+                            "package is corrupt: compile it again")
+    if not data.startswith(b"\x7fELF"):
+        raise ArtifactError(f"{name}: expected an ELF file (a cubin), got bytes starting "
+                            f"{data[:4]!r}")
 
 
 def write(path, package):
@@ -237,11 +302,16 @@ def read(path_or_bytes):
             manifest = json.loads(z.read(MANIFEST).decode("utf-8"))
             ptx = z.read(PTX).decode("utf-8")
             src = z.read(SOURCE).decode("utf-8")
+            validate(manifest)
+            cubins = {e["file"]: z.read(e["file"]) if e["file"] in names else None
+                      for e in manifest.get("cubins", [])}
     except (zipfile.BadZipFile, json.JSONDecodeError, UnicodeDecodeError) as err:
         where = "" if isinstance(path_or_bytes, bytes) else f"{path_or_bytes}: "
         raise ArtifactError(f"{where}not a readable dnnpkg: {err}") from None
-    validate(manifest)
-    return Package(manifest, ptx, src)
+    where = "<bytes>" if isinstance(path_or_bytes, bytes) else f"{path_or_bytes}"
+    for entry in manifest.get("cubins", []):
+        check_cubin(manifest, entry, cubins[entry["file"]], where)
+    return Package(manifest, ptx, src, cubins)
 
 
 def validate(m):
@@ -252,8 +322,10 @@ def validate(m):
 
     if not isinstance(m, dict):
         fail(f"expected a JSON object, got {type(m).__name__}")
-    if m.get("format_version") != FORMAT_VERSION:
-        fail(f"format_version: expected {FORMAT_VERSION}, got {m.get('format_version')!r}")
+    version = m.get("format_version")
+    if version not in READ_VERSIONS or isinstance(version, bool):
+        fail(f"format_version: expected one of {', '.join(map(str, READ_VERSIONS))}, "
+             f"got {version!r}")
     for key in ("dnnc_version", "mlir_version", "arch", "graph", "inputs", "outputs",
                 "workspace_bytes", "buffers", "kernels"):
         if key not in m:
@@ -318,3 +390,55 @@ def validate(m):
                 fail(f"kernel {k['entry']}: argument kind expected buffer, scalar, "
                      "scalar_input or tma, "
                      f"got {a.get('kind')!r}")
+    _validate_cubins(m, fail)
+
+
+def _validate_cubins(m, fail):
+    """The optional "cubins" list (format version 2): each entry the cubin
+    of kernels.ptx for an arch that runs the package's code, under a member
+    name of its own."""
+    if "cubins" not in m:
+        return
+    if m["format_version"] < 2:
+        fail(f"cubins: expected none in format version {m['format_version']} (cubins came "
+             "with version 2)")
+    if not isinstance(m["cubins"], list):
+        fail(f"cubins: expected a list, got {type(m['cubins']).__name__}")
+    files = set()
+    for i, c in enumerate(m["cubins"]):
+        if not isinstance(c, dict):
+            fail(f"cubins[{i}]: expected an object, got {type(c).__name__}")
+        for key in CUBIN_KEYS:
+            if key not in c:
+                fail(f"cubins[{i}]: missing key '{key}'")
+        if c["module"] != PTX:
+            fail(f"cubins[{i}]: module expected {PTX!r}, got {c['module']!r}")
+        name = c["file"]
+        if not isinstance(name, str) or not _CUBIN_FILE.match(name) or name in files:
+            fail(f"cubins[{i}]: file expected a member name of its own ending in .cubin, "
+                 f"got {name!r}")
+        files.add(name)
+        if not _cubin_fits(m["arch"], c["arch"]):
+            fail(f"cubins[{i}] {name}: arch expected one that runs {m['arch']} code "
+                 f"({m['arch']} itself for an arch-specific package), got {c['arch']!r}")
+        if not isinstance(c["ptxas_version"], str):
+            fail(f"cubins[{i}] {name}: ptxas_version expected a string, got "
+                 f"{c['ptxas_version']!r}")
+        if not isinstance(c["bytes"], int) or isinstance(c["bytes"], bool) or c["bytes"] < 0:
+            fail(f"cubins[{i}] {name}: bytes expected a size, got {c['bytes']!r}")
+        if not isinstance(c["sha256"], str) or not _SHA256.match(c["sha256"]):
+            fail(f"cubins[{i}] {name}: sha256 expected 64 lowercase hex digits, got "
+                 f"{c['sha256']!r}")
+
+
+def _cubin_fits(package_arch, cubin_arch):
+    """Whether a cubin for ``cubin_arch`` may stand for the PTX of a
+    ``package_arch`` package: the same arch, or (for a package of portable
+    code, sm_80) an arch of the same or a later GPU."""
+    p = _ARCH.match(package_arch) if isinstance(package_arch, str) else None
+    c = _ARCH.match(cubin_arch) if isinstance(cubin_arch, str) else None
+    if not p or not c:
+        return False
+    if p.group(3):
+        return cubin_arch == package_arch
+    return (int(c.group(1)), int(c.group(2))) >= (int(p.group(1)), int(p.group(2)))

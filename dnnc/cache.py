@@ -6,6 +6,10 @@
         data = cache.package_bytes(compile(...), key)
         cache.put(key, data)
 
+An entry is a whole package, so it holds the cubin beside the PTX where the
+compile made one (dnnc/targets/cuda.py): a hit in a new process hands the
+runtime machine code, and the driver compiles nothing.
+
 The key hashes everything that decides the artifact: the graph, the compile
 options that change the output (``Options.key_fields``), the arch, dnnc's
 version, a digest of the compiler's own sources (every ``.py`` under
@@ -277,7 +281,9 @@ def recorded_key(data):
             for name in (artifact.PTX, artifact.SOURCE):
                 z.read(name).decode("utf-8")  # reading checks the CRC
             manifest = json.loads(z.read(artifact.MANIFEST).decode("utf-8"))
-        artifact.validate(manifest)
+            artifact.validate(manifest)
+            for entry in manifest.get("cubins", []):  # its digest, as the runtime checks it
+                artifact.check_cubin(manifest, entry, z.read(entry["file"]), "cache entry")
     except Exception:  # noqa: BLE001 - whatever is wrong with an entry, it is a miss
         return None
     key = manifest.get(KEY_FIELD)

@@ -58,6 +58,9 @@ def _parser():
                    help="with --arch: take kernel configs from this tuning database ('off': "
                         "none; default $DNNC_TUNING_DB, else tuning.json in the cache "
                         "directory; see dnnc tune)")
+    c.add_argument("--no-cubin", dest="cubin", action="store_false", default=None,
+                   help="with --arch: no cubin beside the PTX in the package (default: one "
+                        "for the arch whenever ptxas is found, unless DNNC_CUBIN=0)")
     c.add_argument("-o", dest="output",
                    help="write the printed IR here instead of stdout; with --arch (and no "
                         "--stage), the .dnnpkg artifact")
@@ -121,7 +124,8 @@ def cmd_compile(args, out):
 
     if args.arch:
         return _compile_cuda(args, out)
-    for flag, value in (("--config", args.config), ("--tuning-db", args.tuning_db)):
+    for flag, value in (("--config", args.config), ("--tuning-db", args.tuning_db),
+                        ("--no-cubin", args.cubin is False)):
         if value:
             from dnnc.pipelines import ARCHS
 
@@ -159,7 +163,7 @@ def _compile_cuda(args, out):
     module = parse_graph(_read(args.input))
     opts = compiler.Options(target="cuda", arch=args.arch, dump_ir=args.dump_ir,
                             stop_after=args.stage, config=args.config,
-                            tuning_db=args.tuning_db)
+                            tuning_db=args.tuning_db, cubin=args.cubin)
     result = compiler.compile_module(module, opts, basename=_basename(args.input))
     if args.stage:
         if args.stage == "ptx":

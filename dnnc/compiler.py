@@ -44,7 +44,9 @@ class Options:
     cache directory; ``"off"``: none), ``gpu`` the GPU whose entries to
     prefer (the JIT fills it in from the device; None: any of the arch).
     Not the path but a digest of the database's entries for the arch goes
-    into the cache key (``key_fields``).
+    into the cache key (``key_fields``). ``cubin`` (target ``cuda``): put
+    the cubin ptxas makes beside the PTX when ptxas is found (None: unless
+    DNNC_CUBIN is ``0``; dnnc/targets/cuda.py).
     """
 
     target: str = "cpu"
@@ -54,6 +56,7 @@ class Options:
     config: str = None
     tuning_db: str = None
     gpu: str = None
+    cubin: bool = None
 
     def __post_init__(self):
         if self.target not in TARGETS:
@@ -65,7 +68,7 @@ class Options:
         if self.config and self.target != "cuda":
             raise UnsupportedError(f"option config='{self.config}' applies to target 'cuda', "
                                    f"not '{self.target}'")
-        for name in ("tuning_db", "gpu"):
+        for name in ("tuning_db", "gpu", "cubin"):
             if getattr(self, name) is not None and self.target != "cuda":
                 raise UnsupportedError(f"option {name}='{getattr(self, name)}' applies to "
                                        f"target 'cuda', not '{self.target}'")
@@ -83,14 +86,29 @@ class Options:
         str, which Python salts per process. For target cuda, ``tuning`` is
         the digest of the tuning database's entries for the arch (None: no
         database, or none for the arch): tuning again changes the key.
-        Reading it costs one stat (and a read when the file changed)."""
+        Reading it costs one stat (and a read when the file changed).
+        ``cubin`` is "off" when no cubin is made (the option, or
+        DNNC_CUBIN=0), else None: a package compiled without one is not
+        the entry of a compile that asks for one. Whether ptxas was found
+        is not in the key: an entry compiled where it was not has PTX only."""
         out = {f.name: getattr(self, f.name) for f in fields(self)
                if f.name not in self.NOT_IN_KEY}
         if self.target == "cuda":
+            out["cubin"] = None if self.cubin_enabled() else "off"
             from dnnc.tune import db
 
             out["tuning"] = db.digest(db.resolve(self.tuning_db), self.arch)
         return out
+
+    def cubin_enabled(self):
+        """Whether a cuda compile makes a cubin: the option, else DNNC_CUBIN."""
+        if self.target != "cuda":
+            return False
+        if self.cubin is not None:
+            return bool(self.cubin)
+        from dnnc import env
+
+        return env.cubin_enabled()
 
     def tuning_path(self):
         """The tuning database file the configured stage reads ("" when
@@ -160,7 +178,8 @@ def compile_module(module, options=Options(), basename="graph"):
 
         return cuda.compile_module(module, options.arch, dump_ir=options.dump_ir,
                                      basename=basename, config=options.config or "",
-                                     db=options.tuning_path(), gpu=options.gpu or "")
+                                     db=options.tuning_path(), gpu=options.gpu or "",
+                                     cubin=options.cubin_enabled())
     raise UnsupportedError(f"target '{options.target}' is not available")
 
 

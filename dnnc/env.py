@@ -4,6 +4,11 @@ DNNC_DUMP_IR    a directory: write every compilation stage's IR there, as
                 ``--dump-ir`` does (``<graph>.<stage>.mlir``).
 DNNC_PTXAS      the ptxas executable to check and inspect PTX with (else the
                 nvidia-cuda-nvcc wheel's, else the one on PATH).
+DNNC_CUBIN      ``0``: packages carry no cubin (ptxas is not run when
+                compiling; the runtime, which reads this variable itself,
+                loads the PTX even from a package that has one); unset or
+                anything else: a cubin for the package's arch beside the
+                PTX whenever ptxas is found.
 DNNC_CUOBJDUMP  the cuobjdump executable to disassemble cubins to SASS with
                 (else the nvidia-cuda-cuobjdump wheel's, else the one on PATH).
 DNNC_CACHE_DIR  the directory of the JIT cache of compiled ``.dnnpkg``
@@ -30,6 +35,11 @@ def dump_ir_dir():
 def ptxas():
     """The path named by DNNC_PTXAS, or None."""
     return os.environ.get("DNNC_PTXAS") or None
+
+
+def cubin_enabled():
+    """False when DNNC_CUBIN is ``0``: compile packages without a cubin."""
+    return os.environ.get("DNNC_CUBIN", "").strip() != "0"
 
 
 def cuobjdump():

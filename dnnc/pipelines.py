@@ -120,6 +120,10 @@ GPU = Stage("gpu", (
     # Again: a reshape copy of an input that dnn-io-strides copied to
     # row-major becomes a view, that copy writing the output itself.
     "dnn-layout-views",
+    # Slices (a qkv projection split into q, k and v) that attention
+    # kernels read, directly or through a transpose, become views; then the
+    # transposes.
+    "dnn-slice-views",
     "dnn-transpose-views",
     # Tensor-core convolutions' operands channels-last: intermediates
     # allocated so, anything else through a layout kernel.

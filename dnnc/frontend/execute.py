@@ -24,13 +24,16 @@ Steady calls (``Steady``): after a plan's first execute on the GPU, a
 call whose pack holds exactly the plan's tensors (all keyed by tensor or
 all by uid), torch CUDA tensors in the layout the plan was compiled for,
 and the pass-by-value values the plan was compiled with, goes straight
-from the pack to the runtime's fast path (``Executable.run_steady``): one
-dict lookup per tensor, no pack rebuilt, no buffer viewed again, the
-runtime's checks (dtype, shape, strides, device, alignment) made once.
+from the pack to the runtime's fast path (``Executable.run_steady``): the
+buffers read from the pack in one ``itemgetter`` call, no pack rebuilt,
+no buffer viewed again, the runtime's checks (dtype, shape, strides,
+device, alignment) made once.
 Any other call takes the general path, ``Plan.run``, which accepts what
 the fast one does not (buffers of other dims, raw pointers, int64 ragged
 offsets) and raises the typed errors.
 """
+
+from operator import itemgetter
 
 from dnnc.frontend.enums import data_type
 from dnnc.frontend.errors import InvalidVariantPackError
@@ -67,10 +70,17 @@ class Plan:
         return "; ".join(f"{name}: {config}" for name, config in self.kernels)
 
     def describe(self):
-        """The executable's launch table (target cuda) or its signature."""
+        """The executable's launch table (target cuda: and which code of the
+        package the driver was given, or will be offered) or its signature."""
         if self.target == "cpu":
             return f"cpu executable {self.exe.input_names} -> {self.exe.output_names}"
-        return str(self.exe.plan)
+        exe = self.exe
+        if exe.loaded_from is not None:
+            code = f"loaded from its {exe.loaded_from}: {exe.load_note}"
+        else:
+            cubins = ", ".join(f"{c.file} ({c.arch})" for c in exe.artifact.cubins)
+            code = (f"PTX and {cubins}" if cubins else "PTX only") + ", loaded at the first execute"
+        return f"{exe.plan}\ncode: {code}"
 
     def run(self, pack, stream):
         """Run on the buffers of ``pack`` (frontend tensor -> buffer)."""
@@ -89,6 +99,15 @@ class Plan:
         self.exe(*ins, outputs=outs, stream=stream)
 
 
+def _getter(keys):
+    """pack -> the tuple of ``pack[k]`` for ``keys``, in one C call
+    (``operator.itemgetter``; KeyError for a missing key)."""
+    if len(keys) == 1:
+        key = keys[0]
+        return lambda pack: (pack[key],)
+    return itemgetter(*keys)
+
+
 class Steady:
     """execute's fast path on one compiled plan of target cuda (see the
     module docstring): what a call checks, worked out once."""
@@ -98,11 +117,12 @@ class Steady:
     def __init__(self, plan, scalars, values):
         self.plan = plan
         tensors = (*plan.inputs, *plan.outputs)    # the runtime's order
-        # The pack's two forms: (its keys for the tensors, and per pass-by-value
-        # tensor read from it (key, tensor, the value the plan compiled in)),
-        # keyed by tensor and by uid; the form the last call used comes first.
-        self.forms = ((tensors, tuple(zip(scalars, scalars, values))),
-                      (tuple(t.get_uid() for t in tensors),
+        # The pack's two forms: (what reads the buffers from it in the
+        # runtime's order, and per pass-by-value tensor read from it (key,
+        # tensor, the value the plan compiled in)), keyed by tensor and by
+        # uid; the form the last call used comes first.
+        self.forms = ((_getter(tensors), tuple(zip(scalars, scalars, values))),
+                      (_getter(tuple(t.get_uid() for t in tensors)),
                        tuple((t.get_uid(), t, v) for t, v in zip(scalars, values))))
         # A pack of exactly this many keys that holds every one of the plan's
         # holds nothing else: keys of other graphs, unknown uids, None keys
@@ -116,13 +136,13 @@ class Steady:
         if len(pack) != self.keys:
             return False
         try:
-            keys, scalars = self.forms[0]
+            buffers_of, scalars = self.forms[0]
             try:
-                buffers = [pack[k] for k in keys]
+                buffers = buffers_of(pack)
             except KeyError:
                 self.forms = self.forms[::-1]
-                keys, scalars = self.forms[0]
-                buffers = [pack[k] for k in keys]
+                buffers_of, scalars = self.forms[0]
+                buffers = buffers_of(pack)
             for key, t, value in scalars:
                 if scalar_value(pack[key], t) != value:
                     return False                   # another plan's (or a first) compile

@@ -23,27 +23,43 @@ from dnnc import env
 from dnnc.errors import GraphError
 from dnnc.version import __version__
 
-_handles = {}                # handle -> its stream (None: not set)
+_handles = {}                # handle -> its stream as given (None: not set)
+_launch_streams = {}         # handle -> its stream as execute passes it on (see set_stream)
 _next = itertools.count(1)
 
 
 def create_handle():
     """A new handle (an int), with no stream set."""
     handle = next(_next)
-    _handles[handle] = None
+    _handles[handle] = _launch_streams[handle] = None
     return handle
 
 
 def destroy_handle(handle):
     _check(handle)
-    del _handles[handle]
+    del _handles[handle], _launch_streams[handle]
 
 
 def set_stream(handle, stream):
     """Launch the work of ``handle`` on ``stream`` (an int CUstream, or a
-    torch / CuPy stream object)."""
+    torch / CuPy stream object).
+
+    The stream object is kept (so it lives as long as the handle names it),
+    and its handle read once here, as cuDNN's cudnnSetStream takes the raw
+    handle: every execute then passes an int to the runtime, which reads
+    it as it is. An object the runtime cannot read is passed on as given,
+    for the runtime's error to name at execute."""
     _check(handle)
-    _handles[handle] = stream
+    launch_stream = stream
+    if stream is not None and type(stream) is not int:
+        from dnnc_runtime.binding import stream_handle
+        from dnnc_runtime.errors import ArgumentError
+
+        try:
+            launch_stream = stream_handle(stream)
+        except ArgumentError:
+            pass
+    _handles[handle], _launch_streams[handle] = stream, launch_stream
 
 
 def get_stream(handle):
@@ -53,11 +69,14 @@ def get_stream(handle):
 
 
 def stream_of(handle):
-    """The stream set on ``handle`` (None: none set, or no handle)."""
+    """The stream set on ``handle``, as the runtime takes it: an int handle
+    (or an object set that is not a stream); None: none set, or no handle."""
     if handle is None:
         return None
-    _check(handle)
-    return _handles[handle]
+    try:
+        return _launch_streams[handle]
+    except KeyError:
+        _check(handle)          # raises, naming the handle
 
 
 def _check(handle):

@@ -9,8 +9,9 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
         dnn.kernel}
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
-``vector``, ``unroll``, ``split``, ``cluster``, ``staged`` and ``fold`` only when they differ from
-their defaults (a field that does not apply to the strategy is noise).
+``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold``, ``tiled``,
+``promote_overlap`` and ``persistent`` only when they differ from their defaults (a
+field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -33,7 +34,8 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-window": ("block", "vector", "tile"),
           "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
-          "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold"),
+          "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
+                      "promote_overlap", "persistent"),
           "tc-sm80": ("block", "tile", "stages", "split"),
           "simt-gemm": ("block", "tile", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
@@ -42,6 +44,8 @@ FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-row
                "simt-window", "simt-transpose", "simt-depthwise")
 
 MAX_THREADS = 1024
+# A block-scaled GEMM's K steps a group of its overlapped loop (0: none).
+PROMOTE_OVERLAPS = (0, 2, 4, 8)
 ATTR, REASON_ATTR = "dnn.config", "dnn.config_reason"
 
 
@@ -68,6 +72,15 @@ class Config:
     #                             row's inputs in shared memory (simt-reduce)
     fold: int = 1               # query heads of a GQA group whose rows share one block
     #                             (tc-sm90's attention forward)
+    tiled: int = 0              # 1: a 1x1, unit-stride, unpadded convolution's x (dy)
+    #                             read as the [N*P*Q, C] matrix by tiled TMA boxes,
+    #                             not by TMA's im2col mode (tc-sm90)
+    promote_overlap: int = 0    # a block-scaled GEMM's K steps a group, in which step
+    #                             kt - 1's products are promoted while step kt's wgmmas
+    #                             run (2, 4 or 8; 0: each step whole; tc-sm90,
+    #                             block_scales.py)
+    persistent: int = 0         # 1: the blocks loop over the work units, one wave (tc-sm90's
+    #                             fused attention backward; its GEMMs always do)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -87,8 +100,14 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        if self.staged not in (0, 1):
-            raise PipelineError(f"config: staged: expected 0 or 1, got {self.staged}")
+        for name in ("staged", "tiled", "persistent"):
+            if getattr(self, name) not in (0, 1):
+                raise PipelineError(f"config: {name}: expected 0 or 1, got "
+                                    f"{getattr(self, name)}")
+        if self.promote_overlap not in PROMOTE_OVERLAPS:
+            raise PipelineError(f"config: promote_overlap: expected one of "
+                                f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got "
+                                f"{self.promote_overlap}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 
@@ -110,7 +129,8 @@ class Config:
         if self.tile:
             out["tile"] = list(self.tile)
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
-                              ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1)):
+                              ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1),
+                              ("tiled", 0), ("promote_overlap", 0), ("persistent", 0)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

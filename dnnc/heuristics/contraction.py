@@ -33,7 +33,7 @@ dnn-map-tensor-cores, which says why in the reason.
 
 import math
 
-from dnnc.codegen.gpu.tensorcore import wgrad_taps
+from dnnc.codegen.gpu.tensorcore import pixel_rows, wgrad_taps
 from dnnc.compute_types import NOTE as TF32_NOTE
 from dnnc.heuristics import pointwise
 from dnnc.heuristics.config import Config
@@ -518,8 +518,29 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         reduction = taps * _ceil(reduced, bk90) * bk90
         configs = tc_sm90(problem, m, n // groups, reduction, groups, facts)
         configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
-        fast = _split_wider(configs, problem.sms, m, n // groups, groups, reduction) + fast
+        configs = _split_wider(configs, problem.sms, m, n // groups, groups, reduction)
+        fast = _tiled_rows(problem, configs, w[2:], groups) + fast
     return fast
+
+
+def _tiled_rows(problem, configs, window, groups):
+    """tc-sm90's ``configs`` of a forward convolution or data gradient
+    with ``tiled`` set where its activation is a plain matrix
+    (tensorcore/pixel_rows.py: 1x1, unit stride, no padding): A's tiles
+    are then loaded by tiled TMA boxes, as a matmul's, instead of in
+    im2col mode. Not yet timed against im2col mode on a GPU (the bench's
+    ``tiled:0`` cases time both in one run: bench/conv_cases.py)."""
+    ndim = len(window)
+    stride, pre, post = (list(problem.attr(name, ()) or (default,) * ndim)
+                         for name, default in (("stride", 1), ("pre_padding", 0),
+                                               ("post_padding", 0)))
+    direction = problem.anchor.split("_")[1]
+    if pixel_rows.problem(direction, window, stride, pre, post, groups,
+                          bool(problem.prologues)) is not None:
+        return configs
+    return [c.replace(tiled=1, reason=f"{c.reason}; tiled: the activation read as a matrix of "
+                                      "pixels by channels (1x1, unit stride, no padding)")
+            if c.strategy == "tc-sm90" else c for c in configs]
 
 
 def _tf32_wgrad(configs):
@@ -662,13 +683,41 @@ def _tc_sm90_attention_backward(problem, facts, d, dv):
     if why:
         return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
     tile = fused.tile_for(d, dv)
+    parts = _tc_sm90_backward_parts(problem, tile.n)
+    split = (f", the group's query heads in {parts} parts (fewer than "
+             f"{TC90_BACKWARD_UNITS_PER_SM} units an SM without), dK and dV summed after"
+             if parts > 1 else "")
     return [Config("tc-sm90", (tile.threads, 1, 1), tile=(tile.m, tile.n), stages=tile.stages,
-                   reason=f"attention backward ({facts}): one fused kernel, a block per "
-                          f"{tile.n} kv rows, {tile.m} query rows a step, {tile.stages} stages, "
-                          f"dQ summed in f32 by TMA reduce-adds ({NOT_DETERMINISTIC}; tile "
+                   persistent=1, split=parts,
+                   reason=f"attention backward ({facts}): one fused kernel, persistent blocks "
+                          f"over units of {tile.n} kv rows{split}, {tile.m} query rows a step, "
+                          f"{tile.stages} stages, dQ summed in f32 by TMA reduce-adds "
+                          f"({NOT_DETERMINISTIC}; tile "
                           f"{TC90_ATTENTION_TWO_KERNELS[0]}x{TC90_ATTENTION_TWO_KERNELS[1]} "
-                          "names the deterministic two kernels)"),
+                          "names the deterministic two kernels; persistent:0 a block a unit)"),
             two]
+
+
+# Units of the fused backward (a kv tile of a (batch, kv head)) an SM should
+# have at least before a grouped-query group's heads are split into parts:
+# with two or more, the persistent blocks' alternating order evens out
+# uneven (causal) units (sm90/backward_units.py).
+TC90_BACKWARD_UNITS_PER_SM = 2
+
+
+def _tc_sm90_backward_parts(problem, kv_rows):
+    """The parts (a divisor of the group's query heads) the fused backward's
+    units take a grouped-query group in: 1, or the fewest that give the
+    SMs TC90_BACKWARD_UNITS_PER_SM units each (each part then sums its own
+    dK and dV in f32, a small launch adds the parts)."""
+    q, k = problem.anchor_inputs[0].shape, problem.anchor_inputs[1].shape
+    group = q[1] // k[1] if k[1] and q[1] % k[1] == 0 else 1
+    units = _ceil(k[2], kv_rows) * k[0] * k[1]
+    want = TC90_BACKWARD_UNITS_PER_SM * problem.sms
+    if group == 1 or units >= want:
+        return 1
+    return next(p for p in range(1, group + 1)
+                if group % p == 0 and (units * p >= want or p == group))
 
 
 def _tc_sm90_wide_backward(two, facts):
@@ -947,6 +996,26 @@ def conv_groups(problem):
     return max(1, ins[1].shape[1] // out.shape[1])
 
 
+# K steps a group of a block-scaled GEMM's overlapped loop runs
+# (Config.promote_overlap): 3 of 4 promotions overlap the consumer's next
+# wgmmas. At 128 columns, where the sum and two temporaries take 192 of the
+# consumer's 232 registers, ptxas spills 8 to 80 bytes of groups of 4 when
+# the unit's first count % 4 steps need a loop of their own (a step count no
+# multiple of 4, or a split K whose units' counts vary) but none of groups
+# of 2 (1 of 2 promotions overlap).
+BLOCK_SCALED_GROUP = 4
+BLOCK_SCALED_RAGGED_GROUP = 2
+
+
+def _block_scaled_group(k, tile_n, split):
+    """K steps a group of the overlapped loop for a tile ``tile_n`` wide
+    whose K of ``k`` is split ``split`` ways (BLOCK_SCALED_RAGGED_GROUP)."""
+    steps = -(-k // 128)
+    if tile_n <= 64 or (split == 1 and steps % BLOCK_SCALED_GROUP == 0):
+        return BLOCK_SCALED_GROUP
+    return BLOCK_SCALED_RAGGED_GROUP
+
+
 def _rank_block_scaled(problem, m, n, k):
     """tc-sm90 on sm_90a (simt-generic only as its fallback); elsewhere
     simt-generic, whose reason says no tensor-core path applies the scales."""
@@ -964,12 +1033,37 @@ def tc_sm90_block_scaled(problem, m, n, k, facts):
     """tc-sm90 Configs for a block-scaled fp8 matmul (dnn.matmul_block_scaled):
     the K step is the scales' 128-wide block, so each step's products sum
     into a temporary accumulator that is scaled and added to the tile's
-    (sm90/block_scales.py); a tile's columns lie in one 128-column scale
-    block of B: 128 or 64 wide, never 256 (its two accumulators, 2 x 128
-    f32 a thread, would not fit a consumer's 232 registers). Otherwise the
-    matmul's tiles, split and stages (tc_sm90)."""
+    (sm90/block_scales.py). Tiles 128 or 64 wide, in groups of K steps
+    whose promotions overlap the next step's wgmmas (two temporaries beside
+    the sum: 3 x 64 f32 a thread at 128 columns; _block_scaled_group). Not
+    256 wide: its steps run as two halves into one temporary without
+    overlap, and ptxas spills 8 of its registers (promote_overlap 0, tile
+    128x256x128 by override). Otherwise the matmul's tiles, split and
+    stages (tc_sm90)."""
     facts = f"{facts}, block-scaled (1x128 A, 128x128 B scales applied in the mainloop)"
-    return [c for c in tc_sm90(problem, m, n, k, 1, facts) if c.tile[1] <= 128]
+    grouped, wide = [], []
+    for c in tc_sm90(problem, m, n, k, 1, facts):
+        if c.tile[1] > 128:
+            wide.append(c.replace(promote_overlap=0, reason=(
+                f"{c.reason}; each K step in two halves of 128 columns, whole (ptxas spills "
+                "some of its registers: ranked for autotuning)")))
+            continue
+        grouped.append(c)
+    if not grouped:
+        return wide
+
+    def loop(c, group, why):
+        how = f"K steps in groups of {group}" if group else "each K step whole"
+        return c.replace(promote_overlap=group, reason=f"{c.reason}; {how}{why}")
+
+    out = [loop(c, _block_scaled_group(k, c.tile[1], c.split), ", each step's promotion "
+                "overlapping the next step's wgmmas") for c in grouped]
+    # Autotuning's top few: the first tile's other loops (whole steps, the
+    # other group size) and a 256-wide tile, before the next tiles.
+    group = out[0].promote_overlap
+    other = BLOCK_SCALED_RAGGED_GROUP if group == BLOCK_SCALED_GROUP else BLOCK_SCALED_GROUP
+    loops = [loop(grouped[0], g, " (ranked for autotuning)") for g in (0, other)]
+    return out[:1] + loops + wide[:1] + out[1:] + wide[1:]
 
 
 def rank(problem):

@@ -24,8 +24,17 @@ consecutive K splits run as a thread-block cluster of this many blocks and
 sum their accumulators through distributed shared memory; tc-sm90; a
 ``split`` without a ``cluster`` sets it to 1), ``staged`` (1: a split row's
 blocks stage their parts of the row in shared memory; 0: in registers;
-simt-reduce) and ``fold`` (tc-sm90's attention forward: the query heads of
-a kv head's group whose rows one block holds; 1 or the group's size).
+simt-reduce), ``fold`` (tc-sm90's attention forward: the query heads of
+a kv head's group whose rows one block holds; 1 or the group's size),
+``tiled`` (tc-sm90 convolutions: 1 reads a 1x1, unit-stride, unpadded
+convolution's x, or a data gradient's dy, as the [N*P*Q, C] matrix with
+tiled TMA boxes; 0 with TMA's im2col mode),
+``promote_overlap`` (tc-sm90's block-scaled fp8 GEMM: 2, 4 or 8 runs its
+K steps in groups of that many, promoting each step's products while the
+next step's wgmmas run, two temporaries a thread; 0 waits for each
+step's; block_scales.py) and
+``persistent`` (tc-sm90's fused attention backward: 1, as many blocks as
+the SMs hold, each looping over work units; 0, a block a unit).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -36,7 +45,9 @@ per 64 rows, plus the producer's 128)::
     main_k0_matmul=tile:128x128x64,split:16
     main_k0_matmul=tile:128x128x64,split:32,cluster:8
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
+    main_k0_matmul_block_scaled=tile:128x128x128,promote_overlap:4
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
+    main_k0_sdpa_backward=persistent:0          # a block a work unit
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -47,7 +58,9 @@ the kernels are known (dnn-configure).
 import re
 
 from dnnc.errors import PipelineError
-from dnnc.heuristics.config import FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS, PLANNED, Config
+from dnnc.heuristics.config import (
+    FIELDS, FLAT_BLOCKS, IMPLEMENTED, MAX_THREADS, PLANNED, PROMOTE_OVERLAPS, Config,
+)
 
 ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
@@ -103,9 +116,14 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key == "staged":
+    if key in ("staged", "tiled", "persistent"):
         if raw not in ("0", "1"):
-            _fail(text, f"staged: expected 0 or 1, got '{raw}'")
+            _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
+        return int(raw)
+    if key == "promote_overlap":
+        if raw not in tuple(map(str, PROMOTE_OVERLAPS)):
+            _fail(text, f"promote_overlap: expected one of "
+                        f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:

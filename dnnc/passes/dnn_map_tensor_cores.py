@@ -105,7 +105,8 @@ def tile_of(config):
     """The sm90.Tile a config describes."""
     m, n, k = (tuple(config.tile) + (128, 128, 64)[len(config.tile):])[:3]
     # A consumer warpgroup per 64 rows of the tile (the block follows).
-    return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster)
+    return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster,
+                     tiled=bool(config.tiled), promote_overlap=config.promote_overlap)
 
 
 def sm80_tile_of(config, element):
@@ -291,7 +292,8 @@ class DnnMapTensorCores(DnncPass):
     def _sm90_attention_backward(self, fn, config):
         """An sdpa_backward kernel: the fused backward
         (sm90/flash_backward_fused.py) where the config's tile is [query
-        rows a step, kv rows a block] other than [128, 128], else (no tile,
+        rows a step, kv rows a block] other than [128, 128] (``persistent``:
+        looping blocks; ``split``: the parts of a query-head group), else (no tile,
         or [128, 128]: "128 rows a block", the deterministic mode) the
         two kernels (sm90/flash_backward.py); a fused kernel that does
         not take the problem goes to the two kernels, saying why."""
@@ -300,7 +302,9 @@ class DnnMapTensorCores(DnncPass):
         if tile and tile != TC90_ATTENTION_TWO_KERNELS:
             try:
                 return build_attention_backward_fused(
-                    fn, att, FusedTile(tile[0], tile[1], max(2, config.stages)))
+                    fn, att, FusedTile(tile[0], tile[1], max(2, config.stages),
+                                       persistent=bool(config.persistent),
+                                       parts=max(1, config.split)))
             except sm90.NotSupported as why:
                 add_note(fn, f"the fused backward does not apply ({why})")
         return build_attention_backward(fn, att)

@@ -13,14 +13,23 @@
    calls; check every launch against the PTX entries and launch limits;
    mark the launches whose kernel waits for the grids ahead
    (``dependent_launch``: dnn-grid-dependency).
+4. Where ptxas is found (and ``cubin`` is on: DNNC_CUBIN is not ``0``),
+   assemble the PTX for the arch into the cubin the package carries beside
+   it, so that a GPU of exactly that arch loads machine code instead of
+   having its driver compile the PTX (``make_cubins``). A ptxas that
+   refuses the PTX (one older than the PTX ISA it is written in, say) leaves
+   the package with its PTX only, and says so in a warning: the driver may
+   still load it.
 """
+
+import warnings
 
 from mlir import ir
 
-from dnnc import artifact, pipelines
-from dnnc.codegen.gpu import host_plan, irutil, ptx
+from dnnc import artifact, env, pipelines
+from dnnc.codegen.gpu import host_plan, irutil, ptx, ptxas
 from dnnc.dialect.walk import BY_VALUE
-from dnnc.errors import LoweringError
+from dnnc.errors import LoweringError, ToolError
 from dnnc.stages import run_stages
 
 
@@ -52,10 +61,29 @@ def _entry(fn, key, index, type_, prefix):
     return artifact.tensor_entry(name, dims, strides, str(t.element_type))
 
 
-def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="", gpu=""):
+def make_cubins(text, arch):
+    """(manifest entries, {member: bytes}) of the cubin ptxas makes of the
+    PTX ``text`` for ``arch``; none where no ptxas is found, or where it
+    refuses the PTX (then with a RuntimeWarning that carries its messages)."""
+    tool = ptxas.find()
+    if tool is None:
+        return [], {}
+    try:
+        _, data = ptxas.assemble_cubin(text, arch, ptxas=tool)
+    except ToolError as err:
+        warnings.warn(f"no cubin in the package, PTX only: {err}", RuntimeWarning, stacklevel=3)
+        return [], {}
+    entry = artifact.cubin_entry(arch, data, ptxas.version(tool))
+    return [entry], {entry["file"]: data}
+
+
+def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="", gpu="",
+                   cubin=None):
     """Lower ``module`` (dnn level) in place for ``arch``, with the config
     override ``config`` (dnnc/heuristics/override.py) and the tuning
-    database file ``db`` of GPU ``gpu`` (dnnc/tune/db.py); return the Package."""
+    database file ``db`` of GPU ``gpu`` (dnnc/tune/db.py); return the
+    Package, with a cubin beside the PTX when ``cubin`` (None:
+    DNNC_CUBIN is not ``0``) and ptxas is found."""
     source = str(module)
     graph, inputs, outputs = signature(module)
     stages = pipelines.get("cuda", arch, config=config, db=db, gpu=gpu)
@@ -74,5 +102,10 @@ def compile_module(module, arch, dump_ir=None, basename="graph", config="", db="
     for kernel in plan["kernels"]:
         if kernel["entry"] in waiting:
             kernel["dependent_launch"] = True
-    manifest = artifact.build_manifest(graph, arch, inputs, outputs, plan)
-    return artifact.Package(manifest, text, source)
+    if cubin is None:
+        cubin = env.cubin_enabled()
+    # A plan without kernels (every output empty) loads no module: no cubin.
+    make = cubin and plan["kernels"]
+    entries, cubins = make_cubins(text, arch) if make else ([], {})
+    manifest = artifact.build_manifest(graph, arch, inputs, outputs, plan, entries)
+    return artifact.Package(manifest, text, source, cubins)

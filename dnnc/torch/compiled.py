@@ -148,8 +148,11 @@ class CompiledRegion:
 
     def kernels(self):
         """(kernel, strategy, reason) of each kernel of the plan: the loaded
-        executable's on CUDA; on the CPU, the plan the heuristics make for
-        sm_90a (what the GPU would run), up to the configured stage."""
+        executable's on CUDA; on the CPU, the plan for sm_90a (what the GPU
+        would run) as the ``gpu`` stage leaves it: the heuristics'
+        strategies, the kernel builders' fallbacks and reasons, and without
+        the copies that stage makes views (dnn-slice-views,
+        dnn-transpose-views, dnn-layout-views)."""
         if self.exe is None:
             return []
         if self.device.type == "cuda":
@@ -159,7 +162,7 @@ class CompiledRegion:
             return list(seen.values())
         from dnnc import compiler, plan
 
-        module = compiler.compile_cuda(self.graph, "sm_90a", stop_after="configured")
+        module = compiler.compile_cuda(self.graph, "sm_90a", stop_after="gpu")
         return [(k.name, k.strategy, k.reason) for k in plan.strategies(module)]
 
 

@@ -1,4 +1,4 @@
-"""Reading and validating a ``.dnnpkg`` (format version 1, see docs/artifact.md).
+"""Reading and validating a ``.dnnpkg`` (format versions 1 and 2, see docs/artifact.md).
 
 Everything here is pure Python: an artifact is read and checked completely
 (keys, types, dims and strides, every kernel argument (buffer, scalar or
@@ -8,8 +8,15 @@ and as wide parameters as the manifest binds) before any GPU is touched, so a ba
 artifact fails the same way on a laptop and on an H100. Only the arch check
 needs the device, and ``check_arch`` takes its compute capability as a plain
 tuple.
+
+Version 2 added ``cubins``: machine code ptxas made of ``kernels.ptx`` for
+an arch, each a member of the zip that must hold exactly the bytes its
+entry's size and sha256 say (else the package is refused, naming the
+package and the kernels the cubin holds). Which code is loaded on a given
+GPU is modules.py's choice, at the first call.
 """
 
+import hashlib
 import io
 import json
 import os
@@ -22,7 +29,9 @@ from .cuda import arch_name
 from . import layout
 from .errors import ArtifactError
 
-FORMAT_VERSION = 1
+FORMAT_VERSION = 2
+# The versions this runtime reads: 1 (PTX only) and 2 (which added "cubins").
+READ_VERSIONS = (1, 2)
 MANIFEST = "manifest.json"
 PTX = "kernels.ptx"
 SOURCE = "graph.mlir"
@@ -49,6 +58,8 @@ TMA_IM2COL_MAX_CHANNELS = 256
 TMA_IM2COL_MAX_PIXELS = 1024
 TMA_IM2COL_CORNERS = {3: (-32768, 32767), 4: (-128, 127), 5: (-16, 15)}
 TMA_MAX_ELEMENT_STRIDE = 8
+_SHA256 = re.compile(r"^[0-9a-f]{64}$")
+_CUBIN_FILE = re.compile(r"^[A-Za-z0-9_.-]+\.cubin$")
 _REQUIRED = ("format_version", "arch", "inputs", "outputs", "workspace_bytes", "buffers", "kernels")
 _ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
 
@@ -194,8 +205,29 @@ class KernelSpec:
 
 
 @dataclass(frozen=True)
+class CubinSpec:
+    """A cubin of the package: ``module`` (kernels.ptx) assembled by ptxas
+    (release ``ptxas_version``) for ``arch``; ``data``, its bytes, checked
+    against the manifest's size and sha256."""
+
+    module: str
+    file: str
+    arch: str
+    ptxas_version: str
+    sha256: str
+    data: bytes = field(repr=False)
+
+    @property
+    def capability(self):
+        """The (major, minor) compute capability the cubin is machine code for."""
+        m = _ARCH.match(self.arch)
+        return int(m.group(1)), int(m.group(2))
+
+
+@dataclass(frozen=True)
 class Artifact:
-    """A validated .dnnpkg: the manifest, parsed, plus the PTX and source text."""
+    """A validated .dnnpkg: the manifest, parsed, plus the PTX and source
+    text and the cubins (CubinSpec; none in a package without)."""
 
     manifest: dict
     ptx: str
@@ -209,6 +241,7 @@ class Artifact:
     workspace_bytes: int
     buffers: tuple
     kernels: tuple
+    cubins: tuple = ()
 
 
 def read(path_or_bytes):
@@ -232,6 +265,10 @@ def read(path_or_bytes):
             raw_manifest = z.read(MANIFEST)
             ptx = z.read(PTX).decode()
             source_text = z.read(SOURCE).decode() if SOURCE in names else ""
+            cubins = {}
+            for name in names:
+                if name.endswith(".cubin"):
+                    cubins[name] = z.read(name)
     except zipfile.BadZipFile as e:
         raise ArtifactError(f"{where}: not a .dnnpkg (zip) archive: {e}") from e
     except UnicodeDecodeError as e:
@@ -240,20 +277,23 @@ def read(path_or_bytes):
         manifest = json.loads(raw_manifest)
     except ValueError as e:
         raise ArtifactError(f"{where}: {MANIFEST} is not valid JSON: {e}") from e
-    return parse(manifest, ptx, source_text)
+    return parse(manifest, ptx, source_text, cubins, where)
 
 
-def parse(manifest, ptx="", source=""):
-    """Validate a manifest dict (and the PTX it refers to) into an Artifact."""
+def parse(manifest, ptx="", source="", cubins=None, where="<manifest>"):
+    """Validate a manifest dict (and the PTX it refers to, and the cubins:
+    member name -> bytes) into an Artifact; ``where`` names the package in
+    messages about its cubins."""
     if not isinstance(manifest, dict):
         raise ArtifactError(f"{MANIFEST}: expected a JSON object, got {type(manifest).__name__}")
     if "format_version" not in manifest:
         raise ArtifactError(f"{MANIFEST}: missing required key: format_version")
     version = manifest["format_version"]
-    if version != FORMAT_VERSION or isinstance(version, bool):
+    if version not in READ_VERSIONS or isinstance(version, bool):
         raise ArtifactError(
-            f"{MANIFEST}: format_version: expected {FORMAT_VERSION} (the only version this "
-            f"runtime reads), got {version!r}; use a runtime and compiler of matching versions")
+            f"{MANIFEST}: format_version: expected one of "
+            f"{', '.join(map(str, READ_VERSIONS))} (the versions this runtime reads), got "
+            f"{version!r}; use a runtime and compiler of matching versions")
     missing = [k for k in _REQUIRED if k not in manifest]
     if missing:
         raise ArtifactError(f"{MANIFEST}: missing required key(s): {', '.join(missing)}")
@@ -271,13 +311,14 @@ def parse(manifest, ptx="", source=""):
     buffers = _buffers(manifest["buffers"], inputs, outputs, workspace)
     kernels = _kernels(manifest["kernels"], buffers, inputs)
     _check_ptx(ptx, kernels)
+    cubin_specs = _cubins(manifest, version, arch, kernels, cubins or {}, where)
     return Artifact(
         manifest=manifest, ptx=ptx, source=source, arch=arch,
         graph=str(manifest.get("graph", "")),
         dnnc_version=str(manifest.get("dnnc_version", "")),
         mlir_version=str(manifest.get("mlir_version", "")),
         inputs=inputs, outputs=outputs, workspace_bytes=workspace,
-        buffers=buffers, kernels=kernels)
+        buffers=buffers, kernels=kernels, cubins=cubin_specs)
 
 
 # -- the arch check (needs only the device's compute capability) ------------
@@ -313,6 +354,64 @@ def check_arch(arch, capability, device_name="this GPU"):
         f"artifact built for {arch} cannot run on {device_name} (compute capability "
         f"{capability[0]}.{capability[1]}, {arch_name(capability)}): {why}; "
         f"recompile with --arch {arch_name(capability)}")
+
+
+def _cubins(manifest, version, arch, kernels, members, where):
+    """The "cubins" entries (format version 2), each checked against its
+    member's bytes: a corrupt or mismatching cubin is refused, never loaded
+    and never silently skipped."""
+    if "cubins" not in manifest:
+        return ()
+    if version < 2:
+        raise ArtifactError(f"{MANIFEST}: cubins: expected none in format version {version} "
+                            "(cubins came with version 2)")
+    entries = _list(manifest["cubins"], "cubins")
+    held = ", ".join(sorted({k.name for k in kernels})[:3]) + (
+        ", ..." if len({k.name for k in kernels}) > 3 else "")
+    specs, files = [], set()
+    for i, c in enumerate(entries):
+        at = f"cubins[{i}]"
+        module = _field(c, "module", at)
+        if module != PTX:
+            raise ArtifactError(f"{MANIFEST}: {at}: module: expected {PTX!r}, got {module!r}")
+        name = _field(c, "file", at)
+        if not isinstance(name, str) or not _CUBIN_FILE.match(name) or name in files:
+            raise ArtifactError(f"{MANIFEST}: {at}: file: expected a member name of its own "
+                                f"ending in .cubin, got {name!r}")
+        files.add(name)
+        at = f"{at} {name}"
+        cubin_arch = _field(c, "arch", at)
+        m = _ARCH.match(cubin_arch) if isinstance(cubin_arch, str) else None
+        fits = m and (cubin_arch == arch if _ARCH.match(arch).group(3) else
+                      arch_runs_on(arch, (int(m.group(1)), int(m.group(2)))))
+        if not fits:
+            raise ArtifactError(f"{MANIFEST}: {at}: arch: expected an arch that runs {arch} code "
+                                f"({arch} itself for arch-specific code), got {cubin_arch!r}")
+        version_text = _field(c, "ptxas_version", at)
+        if not isinstance(version_text, str):
+            raise ArtifactError(f"{MANIFEST}: {at}: ptxas_version: expected a string, got "
+                                f"{version_text!r}")
+        size = _int(_field(c, "bytes", at), f"{at}: bytes", minimum=0)
+        digest = _field(c, "sha256", at)
+        if not isinstance(digest, str) or not _SHA256.match(digest):
+            raise ArtifactError(f"{MANIFEST}: {at}: sha256: expected 64 lowercase hex digits, got "
+                                f"{digest!r}")
+        what = f"{where}: cubin {name} ({cubin_arch} code of kernels {held})"
+        data = members.get(name)
+        if data is None:
+            raise ArtifactError(f"{what}: listed in {MANIFEST} but missing from the package")
+        if len(data) != size:
+            raise ArtifactError(f"{what}: expected {size} bytes, got {len(data)}; the package is "
+                                "corrupt: compile it again")
+        got = hashlib.sha256(data).hexdigest()
+        if got != digest:
+            raise ArtifactError(f"{what}: sha256 expected {digest}, got {got}; the package is "
+                                "corrupt: compile it again")
+        if not data.startswith(b"\x7fELF"):
+            raise ArtifactError(f"{what}: expected an ELF file (a cubin), got bytes starting "
+                                f"{data[:4]!r}")
+        specs.append(CubinSpec(module, name, cubin_arch, version_text, digest, data))
+    return tuple(specs)
 
 
 # -- validation helpers -----------------------------------------------------

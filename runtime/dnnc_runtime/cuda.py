@@ -151,7 +151,12 @@ class Device:
         self.name = raw_name.split(b"\0", 1)[0].decode(errors="replace")
         # Retained for the life of the process, as the CUDA runtime does.
         self.context = call(d.cuDevicePrimaryCtxRetain, self.handle)
-        self._context_id = int(self.context)
+        self.context_id = int(self.context)
+        from . import direct_launch
+
+        # () -> the current context as an int, through libcuda (None without
+        # it): activate's first question, which the fast path asks itself.
+        self.current_context = direct_launch.context_reader()
 
     @property
     def arch(self):
@@ -164,12 +169,17 @@ class Device:
         does implicitly). A thread in another context gets ours pushed, and
         the caller must ``deactivate(True)`` afterwards so the caller's
         library (PyTorch tracks its current device this way) sees no change.
+        The usual case (ours is current) is answered through libcuda itself
+        where it loads (direct_launch.context_reader), without cuda-python.
         """
+        read = self.current_context
+        if read is not None and read() == self.context_id:
+            return False
         current = _d.cuCtxGetCurrent()[1]
         if current == self.context:   # the usual case, on every call: one comparison
             return False
         current_id = 0 if current is None else int(current)
-        if current_id == self._context_id:
+        if current_id == self.context_id:
             return False
         if current_id == 0:
             call(_d.cuCtxSetCurrent, self.context)
@@ -195,14 +205,17 @@ def get_device(index):
 
 # -- modules and functions --------------------------------------------------
 
-def load_module(ptx):
-    """Load PTX text into the current context; on failure the error carries the JIT log."""
+def load_module(image):
+    """Load a module into the current context: PTX text (a str, which the
+    driver compiles) or a cubin (bytes, loaded as it is); on failure the
+    error carries the JIT log."""
     d = driver()
     log = bytearray(_JIT_LOG_BYTES)
     options = [d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER,
                d.CUjit_option.CU_JIT_ERROR_LOG_BUFFER_SIZE_BYTES]
     values = [log, len(log)]
-    status, module = d.cuModuleLoadDataEx(ptx.encode() + b"\0", len(options), options, values)
+    data = image.encode() + b"\0" if isinstance(image, str) else bytes(image)
+    status, module = d.cuModuleLoadDataEx(data, len(options), options, values)
     if status != _SUCCESS:
         text = bytes(log).split(b"\0", 1)[0].decode(errors="replace").strip()
         raise CudaError("cuModuleLoadDataEx", *_status_text(status), log=text)
@@ -277,7 +290,7 @@ def launch_all(launches, stream):
     if type(launches) is not tuple:
         status, name = launches.run(stream)
         if status:
-            raise CudaError(name, *_status_text(_d.CUresult(status)))
+            launch_failed(status, name)
         return
     handle = stream_object(stream)
     run, run_early = _d.cuLaunchKernel, _d.cuLaunchKernelEx
@@ -291,6 +304,11 @@ def launch_all(launches, stream):
         status = run_early(early, function, params, 0)[0]
         if status != _SUCCESS:
             raise CudaError("cuLaunchKernelEx", *_status_text(status))
+
+
+def launch_failed(status, name):
+    """Raise the CudaError of a direct launch's failing status (an int)."""
+    raise CudaError(name, *_status_text(_d.CUresult(status)))
 
 
 _stream_objects = {}

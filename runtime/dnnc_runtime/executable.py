@@ -8,7 +8,9 @@ A call goes in three steps:
    launched.
 2. **Prepare** (first call only): pick the device (the torch tensors', else
    the current context's, else 0), check the artifact's arch against it, load
-   the PTX, look up every kernel, opt kernels in to > 48 KiB of dynamic shared
+   the kernels (the package's cubin for exactly this GPU when it has one
+   and the driver takes it, else the PTX: modules.py; ``loaded_from`` says
+   which), look up every kernel, opt kernels in to > 48 KiB of dynamic shared
    memory, allocate the workspace (torch's caching allocator when the call
    uses torch, else cuMemAlloc) and zero it on the call's stream (kernels
    that count arrivals there, a split-K GEMM's, find their counters at zero
@@ -67,19 +69,21 @@ import sys
 import threading
 
 from . import artifact as _artifact
-from . import binding, cuda, relaunch
+from . import binding, cuda, modules, relaunch
 from .binding import DEVICE, NUMPY, TORCH, Bound
 from .errors import ArgumentError, ArtifactError, CudaError, DeviceError
 
 _SCALAR_CTYPES = {"i32": ctypes.c_int32, "i64": ctypes.c_int64, "f32": ctypes.c_float}
 
 
-def load(path_or_bytes):
+def load(path_or_bytes, cubin=None):
     """Load a .dnnpkg (a path, its bytes, or a binary file) into an Executable.
 
     Reads and validates the artifact; touches no GPU until the first call.
+    ``cubin`` False loads the PTX even where the package has a cubin for
+    the GPU (None: unless DNNC_CUBIN is ``0``; see modules.py).
     """
-    return Executable(_artifact.read(path_or_bytes))
+    return Executable(_artifact.read(path_or_bytes), cubin=cubin)
 
 
 class Plan(tuple):
@@ -267,10 +271,17 @@ class Executable:
     else allocated like the inputs (torch tensors with the manifest's strides
     for torch inputs, DeviceArray for other device arrays, NumPy arrays for
     NumPy inputs). Returns the outputs: one object for one output, else a tuple.
+
+    ``loaded_from`` is None until the first call loads the kernels, then
+    "cubin" or "ptx": which code of the package the driver was given
+    (modules.py); ``load_note`` says which cubin, or why not one.
     """
 
-    def __init__(self, artifact):
+    def __init__(self, artifact, cubin=None):
         self.artifact = artifact
+        self.use_cubin = cubin
+        self.loaded_from = None
+        self.load_note = ""
         self.inputs = artifact.inputs
         self.outputs = artifact.outputs
         self.plan = Plan(artifact.kernels)
@@ -320,8 +331,7 @@ class Executable:
                 # Bind every launch before the first: a TMA descriptor the driver
                 # refuses stops the call with nothing launched. (Each launch has
                 # its own slots, and cuLaunchKernel copies them when called.)
-                for k in self._launches:
-                    k.bind(addresses)
+                self._bind(addresses)
                 cuda.launch_all(self._launch_args, call.stream)
             except BaseException:
                 call.release()
@@ -333,6 +343,16 @@ class Executable:
             return self._finish(call)   # NumPy copies back: outside the lock
         finally:
             call.release()
+
+    def _bind(self, addresses):
+        """Point every launch's arguments at ``addresses`` (the general path's
+        address list); the fast path, which skips rewriting slots that hold
+        its call's addresses already, then knows they no longer do."""
+        fast = self._relaunch
+        if fast is not None:
+            fast.written = fast.workspace_written = None
+        for k in self._launches:
+            k.bind(addresses)
 
     def run_steady(self, tensors, stream=None):
         """The fast path alone (``relaunch.Relaunch``), for callers that keep
@@ -369,8 +389,7 @@ class Executable:
         events = []
         try:
             handle = call.stream
-            for k in self._launches:     # the addresses stay for every run
-                k.bind(call.addresses)
+            self._bind(call.addresses)   # the addresses stay for every run
             events = [(cuda.event_create(), cuda.event_create()) for _ in self._launches]
             samples = [[] for _ in self._launches]
             totals = []
@@ -506,7 +525,10 @@ class Executable:
                               "workspace, which CUDA graph capture forbids: call it once before "
                               "capturing")
         # A plan without kernels (every output empty) has no PTX to load.
-        module = cuda.load_module(self.artifact.ptx) if self.artifact.kernels else _NO_MODULE
+        if self.artifact.kernels:
+            module, source, note = modules.load(self.artifact, device.capability, self.use_cubin)
+        else:
+            module, source, note = _NO_MODULE, None, "no kernels to load"
         launches = []
         try:
             for i, k in enumerate(self.artifact.kernels):
@@ -526,6 +548,7 @@ class Executable:
             _unload(module)
             raise
         self._module, self._launches = module, tuple(launches)
+        self.loaded_from, self.load_note = source, note
         self._launch_args = cuda.pack_launches(tuple(
             (k.function, *k.dims, k.params,
              cuda.dependent_launch_config(*k.dims) if k.kernel.dependent_launch else None)

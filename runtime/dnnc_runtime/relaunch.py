@@ -5,11 +5,13 @@ torch tensors on its device, of the dtypes, shapes and strides the manifest
 fixes, only their addresses new. ``Relaunch`` serves those calls with what
 ``Executable`` worked out once: per argument, the torch dtype, dims and
 strides to compare with and the pointer slots to rewrite; per launch, the
-arguments of cuLaunchKernel. A call then costs five attribute reads per
-tensor (dtype, shape, strides, device, address), one slot write per
-pointer argument and one driver call per kernel, and no loop over the
-manifest. A runtime scalar (a by-value input) is a Python number whose f32
-bits go into the slots of the kernels that take it.
+arguments of cuLaunchKernelEx. A call then costs five attribute reads per
+tensor (dtype, shape, strides or torch's contiguity flag, device,
+address) in checks written out once per executable (steady_checks.py),
+no loop over the manifest, the pointer slots written only when an address
+differs from the last call's, and one driver call per kernel. A runtime
+scalar (a by-value input) is a Python number (or a one-element CPU
+tensor) whose f32 bits go into the slots of the kernels that take it.
 
 Anything else (NumPy or ``__cuda_array_interface__`` arguments, inputs by
 name, ``outputs=`` as a dict, a tensor that fails a check) returns ``MISS``
@@ -26,9 +28,13 @@ every output, one flat sequence; on a MISS the caller makes the call the
 general way.
 
 The pointer slots are written once every argument passed (one loop over
-the plan's pointer arguments), so a MISS leaves them as they were. TMA
-descriptors are encoded only after every argument passed, as the general
-path does, so a refused address never hides an error of a later argument.
+the plan's pointer arguments, skipped when the call's addresses are the
+ones the slots hold), so a MISS leaves them as they were. Every other
+writer of the slots (the general path, ``Executable.time``) goes through
+``Executable._bind``, which tells this path the slots no longer hold its
+addresses. TMA descriptors are encoded only after every argument passed,
+as the general path does, so a refused address never hides an error of a
+later argument.
 
 The executable's lock is held from the first argument checked to the last
 launch, as on the general path (taken with acquire and release: a
@@ -37,11 +43,15 @@ call here), and the workspace slots are written for the call's stream; a
 stream that has no workspace yet is a MISS (the general path allocates it).
 """
 
+import struct
 import sys
 
-from . import binding, cuda, scalars
+from . import binding, cuda, scalars, steady_checks
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
+
+_F32 = struct.Struct("<f")
+_U32 = struct.Struct("<I")
 
 
 class Relaunch:
@@ -55,10 +65,12 @@ class Relaunch:
     descriptors when they hold another address.
     """
 
-    __slots__ = ("tensor", "device", "torch_device", "index", "raw_stream", "empty_strided",
-                 "n_in", "n_out", "checks", "input_checks", "allocations", "writes",
-                 "maps", "launches", "lock", "workspaces", "workspace_writes", "workspace_maps",
-                 "uses_workspace")
+    __slots__ = ("tensor", "device", "torch_device", "cpu", "f32", "index", "raw_stream",
+                 "empty_strided", "n_in", "n_out", "specs", "strides", "check",
+                 "check_inputs", "allocations", "writes", "maps", "launches", "launch",
+                 "read_context", "context_id", "lock",
+                 "workspaces", "workspace_writes", "workspace_maps", "uses_workspace",
+                 "written", "workspace_written")
 
     def __init__(self, exe):
         torch = sys.modules["torch"]
@@ -67,14 +79,15 @@ class Relaunch:
         self.device = device
         self.index = device.index
         self.torch_device = torch.device("cuda", device.index)
+        self.cpu, self.f32 = torch.device("cpu"), torch.float32
         self.raw_stream = _raw_stream_function(torch)
         self.empty_strided = torch.empty_strided
         specs = exe.inputs + exe.outputs
         self.n_in, self.n_out = len(exe.inputs), len(exe.outputs)
-        # Per argument (inputs, then outputs: the order of the call's address
-        # list): what it is checked against. Per pointer argument of every
-        # launch: (slots, slot, index into the address list, byte offset),
-        # written in one loop once every argument passed.
+        # Per pointer argument of every launch: (slots, slot, index into the
+        # call's address list, byte offset), written in one loop once every
+        # argument passed, and only when an address differs from the ones
+        # the slots hold (``written``).
         writes = []
         workspace_writes = []
         for k in exe._launches:
@@ -90,15 +103,36 @@ class Relaunch:
         self.uses_workspace = bool(self.workspace_writes or self.workspace_maps)
         self.workspaces = exe._workspaces          # stream handle -> (address, owner)
         self.lock = exe._lock
-        self.checks = tuple(
-            (None if s.by_value else binding.torch_dtype(s.dtype), s.dims, s.strides,
-             s.alignment if s.numel else 1, s)
-            for s in specs)
-        self.input_checks = self.checks[:self.n_in]
+        # The checks of every argument (inputs, then outputs: the order of
+        # the call's address list), and of the inputs alone (outputs
+        # allocated here), written out per executable (steady_checks.py).
+        # ``strides[i]`` is what argument i's strides are compared with
+        # (None: packed, torch's is_contiguous answers); strides that differ
+        # from the manifest's only on size-1 dims are judged once by
+        # check_strides and remembered there, not judged on every call.
+        self.specs = specs
+        self.strides = steady_checks.expected_strides(specs)
+
+        def compile_checks(specs):
+            return steady_checks.compile_checks(
+                specs, torch.Tensor, binding.torch_dtype, self.torch_device, self.strides,
+                self._strides_differ, self._scalar_bits, MISS)
+        self.check = compile_checks(specs)
+        self.check_inputs = compile_checks(exe.inputs)
         self.allocations = tuple((s.dims, s.strides, binding.torch_dtype(s.dtype))
                                  for s in exe.outputs)
         self.maps = tuple(m for k in exe._launches for m in k.maps if m.source < len(specs))
         self.launches = exe._launch_args
+        # Packed direct launches are run here (their run method), tuples by
+        # cuda.launch_all; and the device's own current-context question.
+        self.launch = None if type(self.launches) is tuple else self.launches.run
+        self.read_context = getattr(device, "current_context", None)
+        self.context_id = getattr(device, "context_id", None)
+        # What the pointer slots and descriptors hold: the address list of
+        # the last call that wrote them, and the workspace address; None
+        # when unknown (the general path wrote them: Executable._bind).
+        self.written = None
+        self.workspace_written = None
 
     def __call__(self, args, outputs, stream):
         """Run the plan on ``args`` (positional inputs) and ``outputs``; MISS if this
@@ -124,29 +158,15 @@ class Relaunch:
         and launches on ``stream`` (None: torch's current stream). Returns
         MISS, having launched nothing, when this path cannot serve the call;
         else the allocated outputs (one tensor, or a tuple), or None."""
-        checks = self.input_checks if allocate else self.checks
-        if len(tensors) != len(checks):
+        check = self.check_inputs if allocate else self.check
+        if len(tensors) != (self.n_in if allocate else self.n_in + self.n_out):
             return MISS
-        tensor, torch_device = self.tensor, self.torch_device
         lock = self.lock
         lock.acquire()
         try:
-            addresses = []
-            for t, (dtype, dims, strides, alignment, spec) in zip(tensors, checks):
-                if dtype is None:                  # a runtime scalar: its f32 bits
-                    addresses.append(scalars.bits(t, spec.name, spec.label))
-                    continue
-                if not isinstance(t, tensor) or t.dtype is not dtype or t.shape != dims:
-                    return MISS
-                got = t.stride()
-                if got != strides:
-                    binding.check_strides(spec, got)   # raises as the general path would
-                if t.device != torch_device:
-                    return MISS
-                address = t.data_ptr()
-                if address % alignment:
-                    return MISS
-                addresses.append(address)
+            addresses = check(tensors)
+            if addresses is MISS:
+                return MISS
             if stream is None:
                 handle = self.raw_stream(self.index)
             elif type(stream) is int:
@@ -159,34 +179,78 @@ class Relaunch:
                 if workspace is None:
                     return MISS                    # this stream's first call
 
-            device = self.device
-            pushed = device.activate()
+            # The device's context is current (the usual answer, asked of
+            # libcuda without a call of activate), or activate makes it so.
+            read = self.read_context
+            pushed = False if read is not None and read() == self.context_id else \
+                self.device.activate()
             try:
                 outputs = self._allocate(addresses) if allocate else None
-                for slots, slot, source, offset in self.writes:
-                    slots[slot] = addresses[source] + offset
-                for tensor_map in self.maps:
-                    address = addresses[tensor_map.source] + tensor_map.offset
-                    if address != tensor_map.encoded:
-                        tensor_map.encode(address)
-                if workspace is not None:
+                if addresses != self.written:
+                    self._point_at(addresses)
+                if workspace is not None and workspace[0] != self.workspace_written:
                     self._point_at_workspace(workspace[0])
-                cuda.launch_all(self.launches, handle)
+                launch = self.launch
+                if launch is None:
+                    cuda.launch_all(self.launches, handle)
+                else:
+                    status, name = launch(handle)
+                    if status:
+                        cuda.launch_failed(status, name)
             finally:
-                device.deactivate(pushed)
+                if pushed:
+                    self.device.deactivate(True)
         finally:
             lock.release()
         if allocate:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return None
 
+    def _strides_differ(self, i, t):
+        """Argument i's strides differ from those it was compared with: raise
+        the general path's ArgumentError, or (they differ from the
+        manifest's only on size-1 dims) remember them for the next call."""
+        got = t.stride()
+        binding.check_strides(self.specs[i], got)
+        if self.strides[i] is not None:
+            self.strides[i] = got
+
+    def _scalar_bits(self, value, spec):
+        """A runtime scalar's f32 bits: a Python float, or a one-element f32
+        CPU tensor (cudnn-frontend's pass-by-value form), read here; any
+        other value is judged (and read, or refused) by scalars.bits."""
+        if type(value) is float:
+            number = value
+        elif (isinstance(value, self.tensor) and value.dtype is self.f32
+              and value.device == self.cpu and value.numel() == 1):
+            number = value.item()
+        else:
+            return scalars.bits(value, spec.name, spec.label)
+        try:
+            return _U32.unpack(_F32.pack(number))[0]
+        except OverflowError:
+            return scalars.bits(value, spec.name, spec.label)   # raises, naming the input
+
+    def _point_at(self, addresses):
+        """Write the pointer slots and descriptors for ``addresses``."""
+        self.written = None       # until every slot holds them (encode may raise)
+        for slots, slot, source, offset in self.writes:
+            slots[slot] = addresses[source] + offset
+        for tensor_map in self.maps:
+            address = addresses[tensor_map.source] + tensor_map.offset
+            if address != tensor_map.encoded:
+                tensor_map.encode(address)
+        self.written = addresses
+
     def _point_at_workspace(self, base):
         """Rewrite the workspace slots and descriptors for the workspace at ``base``."""
+        self.workspace_written = None
         for slots, slot, offset in self.workspace_writes:
             slots[slot] = base + offset
         for tensor_map in self.workspace_maps:
             if base + tensor_map.offset != tensor_map.encoded:
                 tensor_map.encode(base + tensor_map.offset)
+        self.workspace_written = base
 
     def _allocate(self, addresses):
         """Outputs the caller did not pass, from torch's allocator (as the general

@@ -79,30 +79,66 @@ def built():
     return Builds(lambda name: FUSED[name](), ARCH)
 
 
-@pytest.mark.parametrize("name", sorted(FUSED))
-def test_fused_plan(built, name):
-    package = built.package(name)
+def expected_parts(b, h, hk, skv):
+    """The parts the heuristics split a grouped-query group's heads into:
+    1 without grouped heads or with two units (kv tiles of a (batch, kv
+    head)) an SM; else the fewest dividing the group that give two."""
+    group, units, want = h // hk, -(-skv // 128) * b * hk, 2 * 132
+    if group == 1 or units >= want:
+        return 1
+    return next(p for p in range(1, group + 1) if group % p == 0 and (units * p >= want
+                                                                       or p == group))
+
+
+def check_plan(package, name, persistent=True, parts=None):
+    """The fused backward's launches, grid, shared memory, reason and
+    arguments in ``package`` of graph ``name``."""
     manifest = package.manifest
     kernels = package.kernels
-    (b, h, hk, sq, skv, d, dv), inputs = sizes(FUSED[name])
+    (b, h, hk, sq, skv, d, dv), inputs = sizes(FUSED[name]) if name in FUSED else \
+        sizes(EXTRA[name])
     padding = "seq_len_q" in inputs
-    assert [(k["strategy"], k["block"][0]) for k in kernels] == \
-        [("tc-sm90", 128), ("tc-sm90", 384), ("tc-sm90", 128)], \
+    if parts is None:
+        parts = expected_parts(b, h, hk, skv)
+    launches = [("tc-sm90", 128), ("tc-sm90", 384), ("tc-sm90", 128)] + \
+        [("tc-sm90", 128)] * (parts > 1)
+    assert [(k["strategy"], k["block"][0]) for k in kernels] == launches, \
         [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
     assert len({k["name"] for k in kernels}) == 1
-    pre, main, convert = kernels
+    pre, main, convert = kernels[:3]
     tile = fused.tile_for(d, dv)
     assert main["config"]["tile"] == [64, 128] and main["config"]["stages"] == tile.stages
+    assert main["config"].get("split", 1) == parts, main["config"]
+    units = -(-skv // 128) * b * hk * parts
     assert pre["grid"] == [-(-sq // 32), b * h, 1]
-    assert main["grid"] == [-(-skv // 128), b * hk, 1]
+    if persistent:
+        assert main["grid"] == [min(units, 132), 1, 1]
+        assert main["config"]["persistent"] == 1
+    else:
+        assert main["grid"] == [-(-skv // 128), b * hk * parts, 1]
     assert convert["grid"] == [-(-sq * d // 8 // 128), b * h, 1]
     assert main["shared_bytes"] == fused.smem_bytes(d, dv, tile.stages) <= MAX_SHARED
     assert pre["shared_bytes"] == convert["shared_bytes"] == 0
+    per = "128 kv rows" + (f" and 1/{parts} of the group's query heads" if parts > 1 else "")
+    if persistent:
+        # A causal mask (either alignment: use_causal_mask_bottom_right)
+        # without a window.
+        causal = ("causal" in name or "bottom_right" in name) and "window" not in name
+        order = "head by head"
+        if causal and -(-skv // 128) > 4:
+            order = "the longest (most query tiles) first, in bands of 4 kv tiles head by head"
+        blocks = (f"{min(units, 132)} persistent blocks over {units} units of {per} ({order}, "
+                  "in alternating directions round by round)")
+    else:
+        blocks = f"a block per {per}"
+    summed = (f"; then dK and dV summed over the {parts} parts in a fixed order from f32 "
+              "workspaces") if parts > 1 else ""
     assert main["reason"].endswith(
         "attention backward, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace "
-        f"first; then a block per 128 kv rows, 64 query rows a step through {tile.stages} "
+        f"first; then {blocks}, 64 query rows a step through {tile.stages} "
         "stages, five products on wgmma, dQ added into the workspace by TMA reduce-adds (not "
-        "deterministic: the order of the adds varies); then dQ converted"), main["reason"]
+        f"deterministic: the order of the adds varies); then dQ converted{summed}"), \
+        main["reason"]
     # k and v (the block's rows), q and do (a step's) by TMA in the order
     # their dims lie; the dQ workspace by TMA reduce-adds.
     args = without_lengths(manifest, main["args"], padding)
@@ -114,7 +150,8 @@ def test_fused_plan(built, name):
     assert (dq_sum["dtype"], dq_sum["shape"], dq_sum["box"], dq_sum["swizzle"]) == \
         ("f32", [b, h, sq, d], [1, 1, 64, 32], 128), dq_sum
     rest = sorted(tensor_of(manifest, a) for a in args if a["kind"] == "buffer")
-    assert rest == sorted(["stats", "workspace", "dk", "dv"]), rest
+    outputs = ["workspace", "workspace"] if parts > 1 else ["dk", "dv"]
+    assert rest == sorted(["stats", "workspace"] + outputs), rest
     # The preprocess reads o and do and writes delta and zeroes the dQ
     # workspace; the conversion reads it and writes dq.
     assert sorted(tensor_of(manifest, a) for a in pre["args"] if a["kind"] == "buffer") == \
@@ -124,6 +161,62 @@ def test_fused_plan(built, name):
     workspaces = sorted(manifest["buffers"][a["buffer"]]["bytes"] for a in pre["args"]
                         if a["kind"] == "buffer" and tensor_of(manifest, a) == "workspace")
     assert workspaces == sorted([4 * b * h * sq, 4 * b * h * sq * d])
+    if parts > 1:
+        # The parts' f32 dK and dV, summed into dk and dv.
+        group_sum = kernels[3]
+        assert group_sum["grid"] == [-(-skv * max(d, dv) // 8 // 128), 2 * b * hk, 1]
+        summed = [a for a in group_sum["args"] if a["kind"] == "buffer"]
+        assert sorted(tensor_of(manifest, a) for a in summed) == \
+            ["dk", "dv", "workspace", "workspace"]
+        sizes_ = sorted(manifest["buffers"][a["buffer"]]["bytes"] for a in summed
+                        if tensor_of(manifest, a) == "workspace")
+        assert sizes_ == sorted(4 * parts * b * hk * skv * x for x in (d, dv))
+
+
+@pytest.mark.parametrize("name", sorted(FUSED))
+def test_fused_plan(built, name):
+    check_plan(built.package(name), name)
+
+
+# Problems for the persistent blocks and the parts of a group.
+EXTRA = {
+    # 7 kv tiles x 3 heads: 21 units, fewer than the SMs; head by head.
+    "uneven_d64_bf16": backward_graph("uneven_d64_bf16", "bf16", 1, 3, 3, 500, 833, 64),
+    # 300 units (more than the SMs, a short last round), longest first.
+    "rounds_causal_d128_bf16": backward_graph("rounds_causal_d128_bf16", "bf16", 3, 10, 10,
+                                              1280, 1280, 128, causal=True),
+    # GQA 8:1, S no multiple of 128: 8 units, the group in 8 parts.
+    "gqa8_causal_d128_bf16": backward_graph("gqa8_causal_d128_bf16", "bf16", 1, 8, 1, 1000,
+                                            1000, 128, causal=True),
+}
+
+
+@pytest.fixture(scope="module")
+def extra():
+    return Builds(lambda name: EXTRA[name](), ARCH)
+
+
+@pytest.mark.parametrize("name", sorted(EXTRA))
+@pytest.mark.parametrize("override", [None, "*=persistent:0", "*=split:1", "*=split:2"])
+def test_persistent_and_parts(extra, name, override):
+    """The heuristics' plan (persistent, the group in parts where units are
+    few), and each override: a block a unit; one part; two parts (a group
+    of 8 only: other groups refuse 2 parts, as the next test says)."""
+    (b, h, hk, *_), _ = sizes(EXTRA[name])
+    if override == "*=split:2" and (h // hk) % 2:
+        pytest.skip("a group of one head: no two parts")
+    package = extra.package(name, config=override)
+    parts = {"*=split:1": 1, "*=split:2": 2}.get(override)
+    check_plan(package, name, persistent=override != "*=persistent:0", parts=parts)
+
+
+def test_parts_that_do_not_divide_the_group_run_two_kernels():
+    build = backward_graph("parts3", "bf16", 1, 4, 2, 100, 120, 64)
+    package = compile_graph(build, "parts3", "*=split:3")
+    assert [k["block"][0] for k in package.kernels] == [384, 384]
+    assert "the fused backward does not apply (3 parts of a group of 2 query heads: expected " \
+        "a divisor of the group's size)" in package.kernels[0]["reason"], \
+        package.kernels[0]["reason"]
 
 
 @pytest.mark.parametrize("how", ["deterministic", "override"])
@@ -172,7 +265,7 @@ def test_a_fused_tile_the_kernel_does_not_take_runs_two_kernels(d, bias, why):
     (64, 64, True, None, "a bias: the fused backward takes none"),
     (64, 64, False, fused.FusedTile(128, 128, 2), "tile 128x128: the fused backward takes 64 "
                                                   "query rows a step and 128 kv rows a block"),
-    (128, 128, False, fused.FusedTile(64, 128, 3), "3 ring stages need 232504 bytes of shared "
+    (128, 128, False, fused.FusedTile(64, 128, 3), "3 ring stages need 232512 bytes of shared "
                                                    "memory"),
 ])
 def test_refusal_says_why(d, dv, biased, tile, why):
@@ -193,7 +286,7 @@ def test_check_refuses_the_operands_the_two_kernels_refuse():
 
 def test_tiles_fill_shared_memory():
     """Three stages of the Q and dO ring for D 64, two for D 128 (three
-    would need 232504 bytes); the register count within the consumers'."""
+    would need 232512 bytes); the register count within the consumers'."""
     assert fused.tile_for(64, 64).stages == 3
     assert fused.tile_for(128, 128).stages == 2
     assert fused.tile_for(128, 64).stages == 3
@@ -202,12 +295,17 @@ def test_tiles_fill_shared_memory():
 
 
 @needs_sass
-@pytest.mark.parametrize("name", SASS_CASES)
-def test_fused_sass(built, name):
-    (_, _, _, _, _, d, dv), _ = sizes(FUSED[name])
-    pre, main, convert = built.package(name).kernels
-    resources, functions = built.assembly(name)
-    assert_fit([pre, main, convert], resources)
+@pytest.mark.parametrize("override", [None, "*=persistent:0"])
+@pytest.mark.parametrize("name", SASS_CASES + tuple(sorted(EXTRA)))
+def test_fused_sass(built, extra, name, override):
+    """Persistent (the heuristics' form, with the group in parts where they
+    choose it) and a block a unit."""
+    builds = extra if name in EXTRA else built
+    (_, _, _, _, _, d, dv), _ = sizes((EXTRA if name in EXTRA else FUSED)[name])
+    kernels = builds.package(name, config=override).kernels
+    main = kernels[1]
+    resources, functions = builds.assembly(name, config=override)
+    assert_fit(kernels, resources)
     assert_shared_fit([main], resources, MAX_SHARED)
     assert_no_local_memory([main], functions)
     text = functions[main["entry"]]

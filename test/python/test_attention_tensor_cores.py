@@ -518,10 +518,31 @@ def test_heuristics_rank_the_attention_backward(d, dv, dtype, fused):
     first = tc[0]
     assert len(tc) == 2
     assert (first.block, first.tile, first.stages) == ((384, 1, 1), (64, 128), fused), first
+    # 3 kv tiles x 2 batch x 2 kv heads: 12 units, under 2 an SM even with
+    # the group of 4 query heads in 4 parts.
+    assert (first.persistent, first.split) == (1, 4), first
     assert first.reason == (
-        f"{facts}: one fused kernel, a block per 128 kv rows, 64 query rows a step, {fused} "
-        "stages, dQ summed in f32 by TMA reduce-adds (not deterministic; tile 128x128 names "
-        "the deterministic two kernels)")
+        f"{facts}: one fused kernel, persistent blocks over units of 128 kv rows, the group's "
+        f"query heads in 4 parts (fewer than 2 units an SM without), dK and dV summed after, "
+        f"64 query rows a step, {fused} stages, dQ summed in f32 by TMA reduce-adds (not "
+        "deterministic; tile 128x128 names the deterministic two kernels; persistent:0 a block "
+        "a unit)")
+
+
+@pytest.mark.parametrize("b, h, hk, skv, parts", [
+    (2, 8, 8, 1000, 1),     # no grouped heads
+    (1, 64, 8, 8192, 1),    # 512 units: 2 an SM or more
+    (1, 64, 8, 4096, 2),    # 256 units, under 264: 2 parts give 512
+    (1, 8, 1, 4096, 8),     # 32 units: 8 parts give 256, the whole group
+    (1, 32, 4, 2048, 8),    # 64 units: 4 parts give 256, 8 give 512
+    (1, 12, 4, 2048, 3),    # 64 units, a group of 3: its 3 heads apart
+])
+def test_heuristics_split_a_group_where_units_are_few(b, h, hk, skv, parts):
+    """The fused backward's config splits a grouped-query group's heads
+    into the fewest parts dividing it that give the 132 SMs 2 units each
+    (or into all its heads)."""
+    first = rank(backward_problem(skv, skv, 128, 128, b=b, h=h, hk=hk))[0]
+    assert (first.tile, first.persistent, first.split) == ((64, 128), 1, parts), first
 
 
 @pytest.mark.parametrize("build, why", [
@@ -1393,7 +1414,8 @@ def test_random_attention_backward_inputs_are_the_forwards(gpu_cases, graph):
 @pytest.mark.parametrize("graph", BACKWARD_PLAN_GRAPHS)
 def test_random_attention_backward_plans(gpu_cases, graph):
     """Each configuration without a bias (masked or not): for D 64 and 128
-    the fused backward's three launches, else the two kernels' two (and a
+    the fused backward's three launches (four with a group's heads in
+    parts), else the two kernels' two (and a
     tc-sm90 forward before them where the graph computes o), the gradients
     written where they lie; with one: the backward on simt-generic, the
     bias named (a forward in the graph takes it: tc-sm90)."""
@@ -1419,11 +1441,16 @@ def test_random_attention_backward_plans(gpu_cases, graph):
             continue
         if att.d in (64, 128) and att.bias is None:
             # The fused backward: delta and the zeroed dQ workspace, the
-            # kernel, dQ's conversion.
+            # kernel (persistent blocks over the units of 128 kv rows and,
+            # where the config splits a group's heads, its parts), dQ's
+            # conversion (and the parts' sum).
+            parts = kernels[1]["config"].get("split", 1)
             assert [(k["strategy"], k["block"][0]) for k in kernels] == \
-                [("tc-sm90", 128), ("tc-sm90", 384), ("tc-sm90", 128)], \
+                [("tc-sm90", 128), ("tc-sm90", 384)] + [("tc-sm90", 128)] * (1 + (parts > 1)), \
                 (att, kernels[0]["reason"])
-            assert kernels[1]["grid"] == [-(-att.skv // 128), att.batch * att.kv_heads, 1]
+            assert parts == 1 or (att.heads // att.kv_heads) % parts == 0, (att, parts)
+            units = -(-att.skv // 128) * att.batch * att.kv_heads * parts
+            assert kernels[1]["grid"] == [min(units, 132), 1, 1], (att, kernels[1]["grid"])
             continue
         assert [(k["strategy"], k["block"][0]) for k in kernels] == [("tc-sm90", 384)] * 2, \
             (att, kernels[0]["reason"])

@@ -394,6 +394,25 @@ def test_attention_forward_cases():
     assert pair["sdpa B4 H16 S4096 D128 bf16"] == 2 * pair["sdpa causal B4 H16 S4096 D128 bf16"]
 
 
+def test_attention_backward_fused_form_cases():
+    """Each backward case beside its fused kernel's other forms, named after
+    it: a block a unit (persistent:0) for every shape, the group's heads in
+    as many parts as it has for the GQA shape; same graph, FLOPs, bytes."""
+    twins = {" block-a-unit": "*=persistent:0", " 8-parts": "*=split:8"}
+    formed = {c.name: c for c in cases.ATTENTION_BACKWARD
+              if any(c.name.endswith(s) for s in twins)}
+    assert len([n for n in formed if n.endswith(" block-a-unit")]) == 8
+    assert {n for n in formed if n.endswith(" 8-parts")} == {
+        f"sdpa backward{causal} B1 GQA H64 KV8 S8192 D128 bf16 8-parts"
+        for causal in ("", " causal")}
+    for name, c in formed.items():
+        suffix = next(s for s in twins if name.endswith(s))
+        assert c.config == twins[suffix]
+        twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(suffix)])
+        assert twin.config is None and (c.flops, c.bytes) == (twin.flops, twin.bytes)
+        assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+
+
 def test_attention_backward_tc_sm80_cases():
     """The Ampere backward forced (strategy alone) on the S4096 D128 and
     D64 pairs, each named after its default twin, which has the same

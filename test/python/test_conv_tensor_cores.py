@@ -16,7 +16,11 @@ without a tuning database:
   channels-last and no kernel of its own for the epilogue; its reason names
   the implicit GEMM with the filter's taps and each tap's channels rounded
   up to whole K steps; x is read through an im2col-mode TMA descriptor, the
-  filter as [K, taps, C] boxes of one tap.
+  filter as [K, taps, C] boxes of one tap, but for the 1x1 unit-stride
+  unpadded ones (``PIXEL_ROWS``), whose x the heuristics read as the
+  [N*H*W, C] matrix by tiled boxes (``tiled``).
+* ``TILED``: that choice undone by ``tiled:0``, refused with the reason for
+  a padded and a strided 1x1, and taken for a 1x1 data gradient's dy.
 * ``LAID_OUT``: an RGB stem (its filter's columns folded into its
   channels, no layout kernel), row-major (NCHW) x, all operands NCHW:
   tc-sm90 after dnn-conv-layouts' kernels (transposes to and from
@@ -28,7 +32,9 @@ without a tuning database:
   reason saying why tc-sm90 does not apply.
 * ``bias_relu_bf16`` through ptxas and the SASS (skipped without ptxas or
   cuobjdump, as test_tc_sass.py skips): no spills, no stack, no local
-  memory; HGMMA of the tile's shape on bf16, TMA loads.
+  memory; HGMMA of the tile's shape on bf16, TMA loads; one CTA barrier
+  (BAR.SYNC), the one after the ring's initialization. A tiled 1x1's SASS:
+  tiled TMA loads only.
 
 For sm_80, the graphs of ``TENSOR_CORES`` and ``GRADS`` (data gradients of
 stride 1 and filter gradients, channels-last) are one tc-sm80 kernel each,
@@ -116,6 +122,9 @@ TENSOR_CORES = {
     "groups2_bf16": conv_graph("groups2_bf16", "bf16", [2, 128, 6, 6], 64, [3, 3], groups=2,
                                padding=[1, 1]),
 }
+# The graphs of TENSOR_CORES whose x the heuristics read as a plain matrix
+# (1x1, unit stride, no padding, one group: tensorcore/pixel_rows.py).
+PIXEL_ROWS = ("wide_c_k1_bf16", "scale_shift_bf16")
 # name: (graph builder, what dnn-conv-layouts' kernels do, how many): the
 # convolution runs on tensor cores, its operands laid out first.
 LAID_OUT = {
@@ -193,6 +202,25 @@ GRADS = {
                                      16, [2, 3], stride=[2, 2], pre_padding=[1, 0],
                                      post_padding=[0, 1]), "wgrad"),
 }
+# name: (graph builder, config override, what the reason says of how x is
+# read): the tiled loader asked by an override, taken or refused.
+TILED = {
+    "tiled_off_1x1_bf16": (conv_graph("tiled_off_1x1_bf16", "bf16", [2, 64, 6, 6], 32, [1, 1]),
+                           "*=tiled:0", "x read by TMA in im2col mode, 1 filter taps"),
+    "tiled_padded_1x1_bf16": (
+        conv_graph("tiled_padded_1x1_bf16", "bf16", [2, 64, 6, 6], 32, [1, 1], padding=[1, 1]),
+        "*=tiled:1", "x read by TMA in im2col mode (tiled asked, but padding [1, 1] / [1, 1] "
+                     "(none only)), 1 filter taps"),
+    "tiled_strided_1x1_bf16": (
+        conv_graph("tiled_strided_1x1_bf16", "bf16", [2, 64, 6, 6], 32, [1, 1], stride=[2, 2]),
+        "*=tiled:1", "x read by TMA in im2col mode (tiled asked, but stride [2, 2] (unit stride "
+                     "only)), 1 filter taps"),
+    # A 1x1 data gradient of unit stride: dy is the matrix, by default.
+    "tiled_dgrad_1x1_bf16": (grad_graph("tiled_dgrad_1x1_bf16", "dgrad", "bf16", [2, 64, 6, 6],
+                                        32, [1, 1]),
+                             None, "dy read as a matrix of pixels by channels with tiled TMA "
+                                   "loads (1x1, unit stride, no padding), 1 filter taps"),
+}
 # Assembled for sm_80: the HMMA opcode of each one's type.
 SM80_SASS = {"bias_relu_bf16": "HMMA.16816.F32.BF16", "strided_dilated_f16": "HMMA.16816.F32",
              "dgrad_3x3_bf16": "HMMA.16816.F32.BF16", "wgrad_strided_f16": "HMMA.16816.F32"}
@@ -201,7 +229,7 @@ SM80_SASS = {"bias_relu_bf16": "HMMA.16816.F32.BF16", "strided_dilated_f16": "HM
 def graph_of(name):
     """The graph of a name of any of the tables above."""
     build = TENSOR_CORES.get(name) or GRADS.get(name, (None,))[0] or \
-        {**FALLBACKS, **SM80_FALLBACKS, **LAID_OUT}[name][0]
+        {**FALLBACKS, **SM80_FALLBACKS, **LAID_OUT, **TILED}[name][0]
     return build()
 
 
@@ -227,10 +255,21 @@ def test_implicit_gemm_on_tensor_cores(built, name):
     x, w = (t for t in g.inputs if t.name in ("x", "w"))
     channels, window = int(w.dim[1]), [int(d) for d in w.dim[2:]]  # a group's
     taps = math.prod(window)
-    assert (f"implicit GEMM (fprop): x read by TMA in im2col mode, {taps} filter taps x "
-            f"{channels} channels") in gemm["reason"], gemm["reason"]
     a, b = gemm["args"][:2]
-    assert a["kind"] == b["kind"] == "tma" and "im2col" in a and "im2col" not in b, (a, b)
+    if name in PIXEL_ROWS:
+        # x's pixels a [N*H*W, C] matrix: tiled boxes of it, as a matmul's A.
+        assert gemm["config"].get("tiled") == 1, gemm["config"]
+        assert (f"implicit GEMM (fprop): x read as a matrix of pixels by channels with tiled "
+                f"TMA loads (1x1, unit stride, no padding), 1 filter taps x {channels} "
+                "channels") in gemm["reason"], gemm["reason"]
+        assert a["kind"] == "tma" and "im2col" not in a, a
+        assert a["shape"] == [math.prod(int(d) for d in x.dim) // channels, channels], a
+    else:
+        assert "tiled" not in gemm["config"], gemm["config"]
+        assert (f"implicit GEMM (fprop): x read by TMA in im2col mode, {taps} filter taps x "
+                f"{channels} channels") in gemm["reason"], gemm["reason"]
+        assert a["kind"] == "tma" and "im2col" in a, a
+    assert b["kind"] == "tma" and "im2col" not in b, b
     # The filter as [K, taps, C] (its dims in the order of their strides, a
     # single tap's first), a box of one tap.
     assert sorted(b["shape"]) == sorted([int(w.dim[0]), taps, channels]), b
@@ -253,6 +292,19 @@ def test_operands_laid_out_for_tensor_cores(built, name):
     convs = [k for k in kernels if "conv_fprop" in k["entry"]]
     assert convs and all(k["strategy"] == "tc-sm90" for k in convs), \
         [(k["entry"], k["strategy"], k.get("reason")) for k in kernels]
+
+
+@pytest.mark.parametrize("name", sorted(TILED))
+def test_tiled_pixel_rows(built, name):
+    """``tiled`` (the heuristics' default for a 1x1, unit-stride, unpadded
+    convolution) read x (dy) as a matrix; ``tiled:0`` reads it in im2col
+    mode; asked where it does not apply, im2col, the reason saying why."""
+    _, override, how = TILED[name]
+    (gemm,) = gemm_kernels(built.package(name, config=override))
+    assert gemm["strategy"] == "tc-sm90", (gemm["strategy"], gemm["reason"])
+    assert how in gemm["reason"], gemm["reason"]
+    a = gemm["args"][0]
+    assert a["kind"] == "tma" and ("im2col" in a) == ("im2col mode" in how), a
 
 
 @pytest.mark.parametrize("name", sorted(FALLBACKS))
@@ -283,6 +335,26 @@ def test_implicit_gemm_sass(built):
     hgmma = f"HGMMA.64x{gemm['config']['tile'][1]}x16.F32.BF16"
     assert family(counts, "HGMMA.") == {hgmma}, sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
+    assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
+    # One CTA barrier, after the ring's mbarriers are initialized: the
+    # warpgroups meet nowhere else (the ring's mbarriers order the K steps,
+    # each warp stages and stores its own epilogue rows, bar.warp.sync).
+    assert family(counts, "BAR.") == {"BAR.SYNC.DEFER_BLOCKING"}, sorted(counts)
+    assert counts["BAR.SYNC.DEFER_BLOCKING"] == 1, counts["BAR.SYNC.DEFER_BLOCKING"]
+
+
+@needs_sass
+def test_tiled_pixel_rows_sass(built):
+    """A 1x1 convolution's x read as a matrix: tiled TMA loads only
+    (UTMALDG.2D for x, .3D for the filter), no im2col-mode load."""
+    name = "wide_c_k1_bf16"
+    package = built.package(name)
+    (gemm,) = gemm_kernels(package)
+    resources, functions = built.assembly(name)
+    assert_fit(package.kernels, resources, MAX_SHARED)
+    assert_no_local_memory(package.kernels, functions)
+    loads = family(sass.opcodes(functions[gemm["entry"]]), "UTMALDG.")
+    assert loads == {"UTMALDG.2D", "UTMALDG.3D"}, sorted(loads)
     assert sass.wgmma_hazards(functions[gemm["entry"]]) == []
 
 

@@ -295,7 +295,7 @@ def compile_cuda(family, arch):
 def check_manifest(m, arch):
     """Every argument names a real buffer, workspace slices are aligned and
     inside the workspace, launches are within the hardware limits."""
-    assert m["format_version"] == 1 and m["arch"] == arch
+    assert m["format_version"] == artifact.FORMAT_VERSION and m["arch"] == arch
     assert m["mlir_version"].startswith("22.") and m["dnnc_version"] == dnnc.__version__
     buffers = m["buffers"]
     for b in buffers:
@@ -509,7 +509,7 @@ def test_manifest_without_config_and_reason_still_validates():
     artifact.validate(old)
     text = artifact.describe(old)
     assert "grid [" in text and "default config" not in text
-    kernels = runtime_artifact.parse(old, package.ptx).kernels
+    kernels = runtime_artifact.parse(old, package.ptx, cubins=package.cubins).kernels
     assert all(k.reason == "" and k.config == {} for k in kernels)
     bad = json.loads(json.dumps(package.manifest))
     bad["kernels"][0]["config"] = "block=128"
@@ -921,17 +921,19 @@ def test_package_round_trip(tmp_path):
     back = artifact.read(path)
     assert back.manifest == package.manifest
     assert back.ptx == package.ptx and back.source == package.source
+    assert back.cubins == package.cubins   # the cubin, where ptxas made one (test_cubin.py)
     assert 'func.func @main' in back.source and '"dnn.pooling"' in back.source
     with zipfile.ZipFile(path) as z:
-        assert sorted(z.namelist()) == ["graph.mlir", "kernels.ptx", "manifest.json"]
+        assert sorted(z.namelist()) == sorted(["graph.mlir", "kernels.ptx", "manifest.json",
+                                               *package.cubins])
         assert json.loads(z.read("manifest.json")) == package.manifest
     assert artifact.read(open(path, "rb").read()).manifest == package.manifest
 
 
 def test_package_is_validated(tmp_path):
     package = compile_cuda("tensor_ops", "sm_80")
-    bad = dict(package.manifest, format_version=2)
-    with pytest.raises(artifact.ArtifactError, match="format_version: expected 1, got 2"):
+    bad = dict(package.manifest, format_version=3)
+    with pytest.raises(artifact.ArtifactError, match="format_version: expected one of 1, 2, got 3"):
         artifact.validate(bad)
     kernels = json.loads(json.dumps(package.kernels))
     kernels[0]["args"][0]["buffer"] = 99

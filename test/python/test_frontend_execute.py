@@ -280,3 +280,99 @@ def test_a_steady_execute_costs_little_more_than_the_runtime_call(gpu, monkeypat
     execute_us = per_call_us(lambda: g.execute(pack, None))
     assert execute_us < 1.5 * runtime_us + 2, (
         f"execute took {execute_us:.1f} us of host time, the runtime call {runtime_us:.1f} us")
+
+
+# -- what the fast path caches ------------------------------------------------------------
+
+def test_same_buffers_again_then_one_moved_the_launch_follows(gpu, monkeypatch):
+    """The pointer slots are rewritten only when an address changed: the
+    same pack twice launches the same arguments, and a new buffer for one
+    tensor (or the workspace-free general path writing the slots in
+    between) is picked up by the next steady call."""
+    g, pack, t = layernorm(gpu)
+    exe = warm(g, pack)
+    plan = g._last_plan
+    g.execute(pack, None)
+    g.execute(pack, None)
+    assert gpu.recorded[-1][1] == gpu.recorded[-2][1] == expected_arguments(exe, plan, pack)
+    moved = {**pack, t["M"]: gpu.tensor(torch.empty(ROWS, 1, 1, 1))}
+    g.execute(moved, None)
+    assert gpu.recorded[-1][1] == expected_arguments(exe, plan, moved)
+    # The runtime's general path (a raw address for the scale) writes the
+    # slots for its own buffers; the steady call after it must write them back.
+    other_scale = gpu.tensor(torch.randn(1, HIDDEN, 1, 1).to(torch.bfloat16))
+    g.execute({**moved, t["S"]: other_scale.data_ptr()}, None)
+    assert other_scale.data_ptr() in gpu.recorded[-1][1]
+    general_paths_fail(monkeypatch, exe)
+    g.execute(moved, None)
+    assert gpu.recorded[-1][1] == expected_arguments(exe, plan, moved)
+
+
+def test_a_binding_that_changes_between_steady_calls_is_refused_each_time(gpu):
+    """Strides that differ from the plan's only on size-1 dims are judged
+    once and remembered; a tensor whose dtype, dims, strides or device
+    then change is still refused with the first call's typed error, and
+    the remembered strides never let another layout through."""
+    g, pack, t = layernorm(gpu)
+    warm(g, pack)
+    # scale [1, K, 1, 1]: strides of other size-1 dims pass, and are remembered.
+    scale = gpu.tensor(torch.randn(1, HIDDEN, 1, 1).to(torch.bfloat16))   # (K, 1, 1, 1)
+    for _ in range(2):
+        g.execute({**pack, t["S"]: scale}, None)
+        assert scale.data_ptr() in gpu.recorded[-1][1]
+    launched = len(gpu.recorded)
+    x = pack[t["X"]]
+    cases = [
+        (ArgumentError, r"input 'X'|X.*expected dtype bf16", {"X": gpu.tensor(x.float())}),
+        (cudnn.InvalidVariantPackError, r"input tensor 'X'.*expected dims \[64, 256, 1, 1\]",
+         {"X": gpu.tensor(x[:32].clone())}),
+        (ArgumentError, r"X.*expected strides \[256, 1, 256, 256\]",
+         {"X": gpu.tensor(torch.empty(HIDDEN, ROWS, 1, 1, dtype=torch.bfloat16)
+                          .permute(1, 0, 2, 3))}),
+        # mean [rows, 1, 1, 1] is packed: a strided view is refused.
+        (ArgumentError, r"LN::MEAN.*expected strides",
+         {"M": gpu.tensor(torch.empty(ROWS, 2, 1, 1))[:, :1]}),
+        (ArgumentError, r"scale.*expected strides",
+         {"S": gpu.tensor(torch.empty(1, HIDDEN, 2, 1, dtype=torch.bfloat16))[:, :, :1]
+          .as_strided((1, HIDDEN, 1, 1), (HIDDEN, 2, 1, 1))}),
+    ]
+    on_cpu = gpu.tensor(x.clone())
+    on_cpu.__dict__["fake_device"] = torch.device("cpu")
+    cases.append((ArgumentError, r"X.*expected a CUDA tensor", {"X": on_cpu}))
+    for error, match, changes in cases:
+        for _ in range(2):                             # and again, once anything is cached
+            g.execute({**pack, t["S"]: scale}, None)
+            with pytest.raises(error, match=match):
+                g.execute({**pack, t["S"]: scale, **{t[k]: v for k, v in changes.items()}},
+                          None)
+    assert len(gpu.recorded) == launched + 2 * len(cases)
+
+
+def test_a_handles_stream_object_is_read_once_and_a_destroyed_handle_refused(gpu):
+    """set_stream reads a stream object's handle (as cudnnSetStream takes the
+    raw handle); execute, steady or not, launches on it. A destroyed handle
+    is a GraphError, and an object that is no stream the runtime's
+    ArgumentError, at every execute, steady calls included."""
+    from dnnc.errors import GraphError
+
+    class SideStream:                    # what torch.cuda.Stream has
+        cuda_stream = 0x8000
+
+    g, pack, t = layernorm(gpu)
+    handle = cudnn.create_handle()
+    side = SideStream()
+    cudnn.set_stream(handle, side)
+    assert cudnn.get_stream(handle) == 0x8000
+    warm(g, pack, handle)
+    g.execute(pack, None, handle=handle)
+    assert [r[2] for r in gpu.recorded[-2:]] == [0x8000, 0x8000]
+    cudnn.set_stream(handle, "the default stream")
+    launched = len(gpu.recorded)
+    for _ in range(2):
+        with pytest.raises(ArgumentError, match="stream=: expected a CUDA stream"):
+            g.execute(pack, None, handle=handle)
+    cudnn.destroy_handle(handle)
+    for _ in range(2):
+        with pytest.raises(GraphError, match="expected a handle from create_handle"):
+            g.execute(pack, None, handle=handle)
+    assert len(gpu.recorded) == launched

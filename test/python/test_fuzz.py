@@ -137,6 +137,20 @@ def test_extremal_inputs_hold_every_kind():
     assert ((x != 0) & (x.abs() < 2.0 ** -14)).any()  # f16 subnormals
 
 
+def test_extremal_products_draw_no_large_values():
+    # Three values of 1e15 overflow any f32 partial product (PyTorch's f32
+    # prod too) where the float64 reference may be finite: a product's
+    # extremal inputs are values near 1 with infinities and NaN.
+    configs = [families.draw("reduction", 1, i) for i in range(400)]
+    drawn = [c["tensors"]["x"]["draw"] for c in configs if c["calls"][0]["attrs"]["mode"] == "prod"]
+    assert "extremal_near_one" in drawn and "extremal" not in drawn
+    spec = {"dims": [4000], "dtype": "f32", "draw": "extremal_near_one", "scale": 1.0}
+    x = torch.from_numpy(values.draw_one(np.random.default_rng(0), spec))
+    assert torch.isnan(x).any() and (x == np.inf).any() and (x == -np.inf).any()
+    finite = x[torch.isfinite(x)]
+    assert finite.abs().max() <= 1.1 and finite.abs().min() >= 0.9
+
+
 def _fake_executable(config, corrupt=None):
     """A stand-in for a loaded package: writes the reference of ``config``
     into the outputs, then ``corrupt(outputs)``; like a package, it takes

@@ -491,6 +491,39 @@ def test_convolution_is_an_implicit_gemm():
     assert "sdpa: 5x7x8 (S x Skv x D) x2 batch" in choose(sdpa).reason
 
 
+def test_unit_convolutions_read_x_as_a_matrix():
+    """tc-sm90's configs of a 1x1, unit-stride, unpadded forward convolution
+    or data gradient set ``tiled`` (x, or dy, read as the [N*H*W, C]
+    matrix by tiled TMA boxes: tensorcore/pixel_rows.py); padding, a
+    stride, a wider filter, groups or a filter gradient keep im2col mode,
+    and tc-sm80's configs never carry it."""
+    x, y = [32, 1024, 14, 14], [32, 256, 14, 14]
+    w = [256, 1024, 1, 1]
+
+    def configs(anchor="conv_fprop", filter_=w, attrs=(), ins=None, out=None):
+        ins = ins or [(x, "bf16"), (filter_, "bf16")]
+        out = out or [(y, "bf16")]
+        return [c for c in rank(problem(anchor, ins, out, attrs=attrs))
+                if c.strategy != "simt-generic"]
+
+    plain = configs()
+    assert {c.tiled for c in plain if c.strategy == "tc-sm90"} == {1}, plain
+    assert {c.tiled for c in plain if c.strategy == "tc-sm80"} == {0}, plain
+    assert "tiled: the activation read as a matrix of pixels by channels" in plain[0].reason
+    dgrad = configs("conv_dgrad", ins=[(y, "bf16"), (w, "bf16")], out=[(x, "bf16")])
+    assert dgrad[0].strategy == "tc-sm90" and dgrad[0].tiled == 1, dgrad[0]
+    padded = configs(attrs=[("pre_padding", [1, 1]), ("post_padding", [1, 1])],
+                     out=[([32, 256, 16, 16], "bf16")])
+    strided = configs(attrs=[("stride", [2, 2])], out=[([32, 256, 7, 7], "bf16")])
+    wide = configs(filter_=[256, 1024, 3, 3], attrs=[("pre_padding", [1, 1]),
+                                                     ("post_padding", [1, 1])])
+    wgrad = configs("conv_wgrad", ins=[(y, "bf16"), (x, "bf16")], out=[(w, "bf16")])
+    for other in (padded, strided, wide, wgrad):
+        assert other[0].strategy == "tc-sm90" and not any(c.tiled for c in other), other[0]
+    assert choose(problem("conv_fprop", [(x, "bf16"), (w, "bf16")], [(y, "bf16")]),
+                  override="tiled:0").tiled == 0
+
+
 def test_convolutions_on_tensor_cores():
     """Implicit GEMM: tc-sm90 on sm_90a, tc-sm80 after it (its fallback) and
     on sm_80, each tap's channels read in whole K steps; a filter
@@ -674,6 +707,21 @@ def test_override_of_a_split_resets_its_cluster():
         choose(p, override="strategy:tc-sm80,cluster:2")
 
 
+def test_persistent_is_a_tc_sm90_field_of_0_or_1():
+    """``persistent`` (tc-sm90's fused attention backward): written only
+    when 1, round-trips through the attribute, refused elsewhere."""
+    assert "persistent" not in Config("tc-sm90", 384, tile=(64, 128)).fields()
+    c = Config("tc-sm90", 384, tile=(64, 128), persistent=1)
+    assert c.fields()["persistent"] == 1 and str(c).endswith("persistent=1")
+    with dnnc.dialect.context():
+        assert Config.from_attr(c.to_attr()) == c
+    with pytest.raises(PipelineError, match="config: persistent: expected 0 or 1, got 2"):
+        Config("tc-sm90", 384, persistent=2)
+    p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
+    with pytest.raises(PipelineError, match="strategy 'simt-reduce' has no field 'persistent'"):
+        choose(p, override="persistent:0")
+
+
 def test_override_wins():
     p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
     assert choose(p).block == (64, 1, 1)
@@ -691,11 +739,14 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, split, staged, "
-                  "stages, strategy, tile, unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, persistent, "
+                  "promote_overlap, split, staged, stages, strategy, tile, tiled, unroll, vector"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
+    ("k=tiled:2", "tiled: expected 0 or 1, got '2'"),
+    ("k=promote_overlap:3", "promote_overlap: expected one of 0, 2, 4, 8, got '3'"),
+    ("k=persistent:2", "persistent: expected 0 or 1, got '2'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),
@@ -956,3 +1007,24 @@ def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
     assert _split_wider([wide, narrow], 132, 1568, 512, 1, 4608) == [wide, narrow]
     # A single K step cannot be split (tc-sm90 would refuse the cluster).
     assert _split_wider([narrow, wide], 132, 1568, 512, 1, 64) == [narrow, wide]
+
+
+def test_tc_sm90_block_scaled_ranks_its_loops_for_autotuning():
+    """A block-scaled fp8 GEMM: first the tile in groups of 4 K steps (32
+    steps) or of 2 (11 steps, 128 columns), then the same tile's other
+    loops (whole steps, the other group) and a 256-wide tile in two halves,
+    each saying it is ranked for autotuning: autotuning's top 4 times them
+    all."""
+    for k, group, other in ((4096, 4, 2), (1408, 2, 4)):
+        blocks = -(-k // 128)
+        p = problem("matmul_block_scaled",
+                    [([2048, k], "f8E4M3FN"), ([k, 2048], "f8E4M3FN"),
+                     ([2048, blocks], "f32"), ([blocks, 16], "f32")], [([2048, 2048], "f32")])
+        top = dnnc.heuristics.rank(p)[:4]
+        assert [(c.strategy, c.tile, c.promote_overlap) for c in top] == [
+            ("tc-sm90", (128, 128, 128), group), ("tc-sm90", (128, 128, 128), 0),
+            ("tc-sm90", (128, 128, 128), other), ("tc-sm90", (128, 256, 128), 0)], top
+        assert f"K steps in groups of {group}, each step's promotion overlapping" in top[0].reason
+        assert "each K step whole (ranked for autotuning)" in top[1].reason
+        assert f"K steps in groups of {other} (ranked for autotuning)" in top[2].reason
+        assert "two halves of 128 columns, whole (ptxas spills" in top[3].reason

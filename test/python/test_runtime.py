@@ -233,8 +233,8 @@ def test_llvm_style_ptx_signatures():
 
 def test_format_version_mismatch_names_both_versions():
     m = scale_manifest()
-    m["format_version"] = 2
-    with pytest.raises(ArtifactError, match=r"format_version: expected 1 .* got 2"):
+    m["format_version"] = 3
+    with pytest.raises(ArtifactError, match=r"format_version: expected one of 1, 2 .* got 3"):
         load(m)
     del m["format_version"]
     with pytest.raises(ArtifactError, match="missing required key: format_version"):

@@ -387,3 +387,35 @@ def test_host_time_per_call_on_an_idle_driver(monkeypatch, cuda_torch):
     assert small_us < 40, f"a one-kernel call took {small_us:.1f} us of host time"
     assert big_us < 2 * small_us + 2, (f"a call's host time grows with the manifest: {small_us:.1f} "
                                         f"us, {big_us:.1f} us with 300 unlaunched kernels")
+
+
+def test_the_fast_path_runs_direct_launches_and_raises_their_failure(monkeypatch, cuda_torch):
+    """An executable whose launches are packed for libcuda (test_direct_launch's
+    recording stand-in): the general path and the fast path both launch
+    through it, on the call's stream, and a failing status on a steady call
+    is a CudaError naming the function."""
+    from test_direct_launch import SERIALIZATION, FakeLibcuda
+
+    from dnnc_runtime import direct_launch
+    from dnnc_runtime.errors import CudaError
+
+    real_launch_all = cuda_mod.launch_all
+    gpu = HostGPU(monkeypatch)
+    lib = FakeLibcuda()
+    monkeypatch.setattr(cuda_mod, "launch_all", real_launch_all)
+    monkeypatch.setattr(cuda_mod, "get_function", lambda module, entry: 0xF00)
+    monkeypatch.setattr(cuda_mod, "pack_launches",
+                        lambda args: direct_launch.Launches(lib, args, SERIALIZATION))
+    cuda_mod.driver()
+    exe = load(scale_manifest(n=1000))
+    x, y = f32(gpu, 1000), f32(gpu, 1000)
+    exe(x, outputs=[y], stream=0x7000)                  # the general path
+    assert exe._relaunch.launch is not None
+    steady(exe, monkeypatch)
+    exe(x, outputs=[y])                                 # the fast path, torch's stream
+    params = exe._launches[0].params
+    assert lib.calls == [("ex", (0xF00, 8, 128, 0, 0x7000, params, 0)),
+                         ("ex", (0xF00, 8, 128, 0, 0x5000, params, 0))]
+    lib.fail_at = len(lib.calls)
+    with pytest.raises(CudaError, match="cuLaunchKernelEx.*CUDA_ERROR_ILLEGAL_ADDRESS"):
+        exe(x, outputs=[y])

@@ -29,13 +29,14 @@ def _rng(config, salt):
                                   config["index"], salt])
 
 
-def _extremal(rng, x, dtype):
+def _extremal(rng, x, dtype, big=True):
     # f16: its largest values, which f32 arithmetic holds, squares and sums
     # included. f32 and bf16: 1e15 and up to twice that, not their largest
     # (3.4e38): the kernels sum and square in f32, where two of those
     # overflow, while the reference sums in float64.
     top = float(torch.finfo(torch.float16).max) if dtype == "f16" else 2e15
-    kinds = [np.inf, -np.inf, np.nan, "big"] + (["subnormal"] if dtype == "f16" else [])
+    kinds = [np.inf, -np.inf, np.nan] + (["big"] if big else []) \
+        + (["subnormal"] if dtype == "f16" else [])
     pick = rng.random(x.shape)
     for j, kind in enumerate(kinds):
         where = (pick >= j * SHARE) & (pick < (j + 1) * SHARE)
@@ -57,6 +58,8 @@ def draw_one(rng, spec):
         return rng.uniform(0.5, 2.0, dims)
     if kind == "near_one":
         return rng.uniform(0.9, 1.1, dims)
+    if kind == "extremal_near_one":  # a product's inputs (families.reduction)
+        return _extremal(rng, rng.uniform(0.9, 1.1, dims), spec["dtype"], big=False)
     x = rng.standard_normal(dims) * scale
     if kind == "extremal":
         x = _extremal(rng, x, spec["dtype"])

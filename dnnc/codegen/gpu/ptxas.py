@@ -1,11 +1,14 @@
 """Find and run NVIDIA's ptxas: check that PTX assembles for an arch and read
 each kernel's registers, spills and shared memory (``ptxas -v``);
-``assemble_cubin`` also returns the cubin, for dnnc.codegen.gpu.sass.
+``assemble_cubin`` also returns the cubin, for dnnc.codegen.gpu.sass and for
+the cubin a package carries beside its PTX (dnnc/targets/cuda.py);
+``version`` says which ptxas made it.
 
 No GPU is needed. The search order is ``DNNC_PTXAS`` (a path), the ``ptxas``
 of the ``nvidia-cuda-nvcc`` wheel when installed, then ``ptxas`` on PATH.
 """
 
+import functools
 import glob
 import importlib.util
 import os
@@ -62,7 +65,12 @@ def assemble(ptx, arch, ptxas=None):
 def assemble_cubin(ptx, arch, ptxas=None):
     """As ``assemble``, and also return the cubin ptxas wrote: a pair
     ({entry: KernelResources}, cubin bytes), the bytes for
-    dnnc.codegen.gpu.sass.disassemble."""
+    dnnc.codegen.gpu.sass.disassemble or a package. One ptxas release
+    makes the same bytes of the same PTX every time. (``--split-compile``,
+    which compiles entries on several threads, is not used: its cubins
+    differ with the thread count, so a package's bytes would depend on the
+    machine, and it saved nothing measurable on packages of 3 to 5 kernels,
+    docs/artifact.md.)"""
     ptxas = ptxas or find()
     if ptxas is None:
         raise ToolError("ptxas not found: set DNNC_PTXAS, install nvidia-cuda-nvcc, "
@@ -80,6 +88,18 @@ def assemble_cubin(ptx, arch, ptxas=None):
         with open(out, "rb") as f:
             cubin = f.read()
     return parse_verbose(proc.stderr + proc.stdout), cubin
+
+
+@functools.lru_cache(maxsize=None)
+def version(ptxas):
+    """The release of the ptxas at path ``ptxas`` (``13.5.37``, from
+    ``ptxas --version``), or "unknown" when it does not say."""
+    try:
+        proc = subprocess.run([ptxas, "--version"], capture_output=True, text=True, timeout=60)
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    m = re.search(r"\bV(\d+(?:\.\d+)+)", proc.stdout)
+    return m.group(1) if m else "unknown"
 
 
 def parse_verbose(text):

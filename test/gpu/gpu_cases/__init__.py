@@ -57,6 +57,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_bias_grad.py  filter gradients with their bias gradient (the sum of
                        dy) in one tc-sm90 kernel: chosen geometries, K past
                        the tiles, each way split-K partials are summed
+    conv_pixel_rows.py 1x1 unit-stride unpadded forwards and data gradients,
+                       x (dy) read as a matrix by tiled TMA boxes (tc-sm90's
+                       default for them) and again in im2col mode (tiled:0)
     conv_wgrad_channels.py
                        96 random filter gradients whose C is no multiple of
                        the tile width (8 to 200), eight to a graph, on
@@ -89,7 +92,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     attention_backward_fused.py
                        the fused sdpa backward on chosen problems (both
                        splits of dQ, masks, lengths past a tile, layouts),
-                       each beside its deterministic twin (the two kernels)
+                       each beside its deterministic twin (the two kernels);
+                       its persistent work units (few, several rounds,
+                       GQA in parts) with the overrides of its other forms
     attention_backward_wide.py
                        the sdpa backward for head dims over 128 (160, 192,
                        256, 192 / 128; masks, GQA, a bias, lengths past a
@@ -137,7 +142,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                attention_backward_random, attention_backward_sm80, attention_backward_wide,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
                attention_ragged, attention_random, attention_sm80, conv_bias_grad,
-               conv_grouped_simt, conv_odd_channels, conv_phases, conv_prologue, conv_random,
+               conv_grouped_simt, conv_odd_channels, conv_phases, conv_pixel_rows,
+               conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
                data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
@@ -165,6 +171,7 @@ CASES = [
     *conv_prologue.CASES,
     *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
+    *conv_pixel_rows.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *reduction_middle.CASES,

@@ -1,5 +1,15 @@
 """Attention cases: sdpa forward (with its statistics) and backward, grouped
 heads, with and without a causal mask and a bias, in f32 and bf16.
+
+``sdpa_qkv_*``: attention written the PyTorch way, q, k and v split from one
+``[B x S, 3 x H x D]`` projection, each viewed ``[B, S, H, D]`` and
+transposed to ``[B, H, S, D]``, o transposed back and viewed ``[B x S, H x
+D]`` (so are the backward's do, dq, dk and dv). On sm_90a the slices and
+transposes are views (dnn-slice-views, dnn-transpose-views): the attention
+kernels read q, k and v inside the projection and write o (and dq, dk, dv)
+through the transposed strides; ``_unaligned`` slices start 8 bytes in,
+where TMA cannot, and keep their copies; ``_sm80_`` the forward on tc-sm80's
+kernel (the same views: cp.async loads, vector stores).
 """
 
 import dnnc
@@ -24,8 +34,63 @@ def attention(dtype, causal, bias):
     return build
 
 
+def qkv_attention(dtype, b, s, h, d, causal=False, backward=False, start=0):
+    """One sdpa (and with ``backward`` its backward) on q, k and v sliced
+    from an input ``qkv`` of ``[b * s, 3 * h * d + 2 * start]`` at columns
+    ``start``, ``start + h * d`` and ``start + 2 * h * d``; the outputs laid
+    out ``[b * s, h * d]``: o (and dq, dk, dv of an input ``do`` laid out
+    so). Intermediates in the io type, as PyTorch keeps them."""
+    c = h * d
+
+    def rows(g, x):
+        """[B, H, S, D] of ``x`` laid out [B x S, H x D]."""
+        return g.transpose(g.reshape(x, [b, s, h, d]), [0, 2, 1, 3])
+
+    def flat(g, x):
+        return g.reshape(g.transpose(x, [0, 2, 1, 3]), [b * s, c])
+
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype,
+                       compute_data_type=F32)
+        qkv = g.tensor(name="qkv", dim=[b * s, 3 * c + 2 * start])
+        q, k, v = (rows(g, g.slice(qkv, [slice(None), slice(start + i * c,
+                                                            start + (i + 1) * c)]))
+                   for i in range(3))
+        o, stats = g.sdpa(q, k, v, use_causal_mask=causal, generate_stats=backward)
+        flat(g, o).set_name("o").set_output(True)
+        if backward:
+            do = g.tensor(name="do", dim=[b * s, c])
+            grads = g.sdpa_backward(q, k, v, o, rows(g, do), stats, use_causal_mask=causal)
+            for name, grad in zip(("dq", "dk", "dv"), grads):
+                flat(g, grad).set_name(name).set_output(True)
+        return g
+    return build
+
+
+# q, k, v from one projection: D 64 and 128, causal or not, an odd S, the
+# backward; slices at an unaligned start (copies kept).
+QKV = {
+    "sdpa_qkv_d64_causal_bf16": qkv_attention(BF16, 2, 257, 4, 64, causal=True),
+    "sdpa_qkv_d128_bf16": qkv_attention(BF16, 2, 130, 2, 128),
+    "sdpa_qkv_backward_d64_causal_bf16": qkv_attention(BF16, 2, 257, 4, 64, causal=True,
+                                                        backward=True),
+    "sdpa_qkv_backward_d128_bf16": qkv_attention(BF16, 1, 129, 2, 128, backward=True),
+    "sdpa_qkv_unaligned_bf16": qkv_attention(BF16, 1, 130, 2, 64, causal=True, start=4),
+}
+
 CASES = [
     Case("sdpa_f32", attention(F32, causal=False, bias=False)),
     Case("sdpa_causal_bias_f32", attention(F32, causal=True, bias=True)),
     Case("sdpa_causal_bf16", attention(BF16, causal=True, bias=False)),
+] + [Case(name, build) for name, build in QKV.items()] + [
+    # tc-sm80's forward on the same views (forced on whatever GPU runs it,
+    # with the tiles its heuristics give these head dims on sm_80).
+    Case("sdpa_qkv_sm80_d64_causal_bf16", QKV["sdpa_qkv_d64_causal_bf16"],
+         config="main_k6_sdpa=strategy:tc-sm80,tile:128x64,stages:2,block:128"),
+    Case("sdpa_qkv_sm80_d128_bf16", QKV["sdpa_qkv_d128_bf16"],
+         config="main_k6_sdpa=strategy:tc-sm80,tile:128x32,stages:2,block:128"),
+    # And the backward's kernels: q, k, v read in the projection, dq, dk,
+    # dv written through the transposed strides by vector stores.
+    Case("sdpa_qkv_sm80_backward_d64_causal_bf16", QKV["sdpa_qkv_backward_d64_causal_bf16"],
+         config="main_k6_sdpa=strategy:tc-sm80;main_k10_sdpa_backward=strategy:tc-sm80"),
 ]

@@ -15,6 +15,15 @@ that see nothing, dq = 0 there), a sliding window; Dv != D; tensors
 stored (B, S, H, D) and gradients in f32. o and the statistics are the
 reference forward's of the drawn q, k and v (attention_backward_random's
 ``derive_forward``); tolerances as that family's.
+
+``PERSISTENT``: the work units of the persistent blocks
+(sm90/backward_units.py) on graphs of their own, each as the heuristics
+configure it and with the config overrides that give the other forms
+(``persistent:0``: a block a unit; ``split:1``: a grouped-query group's
+heads walked by one unit): fewer units than SMs (7 kv tiles x 3 heads),
+grouped heads 8:1 in parts with S no multiple of 128, and several rounds
+with a short last one (300 causal units, longest first; 216 units head by
+head; 288 units of a group in 2 parts).
 """
 
 from dataclasses import replace
@@ -57,4 +66,27 @@ CASES = [
          random_attention_backward(dtype, _with_twins(problems)), seed=SEED + j,
          rtol=RTOL[dtype.mlir], derived=derive_forward(dtype, _with_twins(problems)))
     for j, ((name, problems), dtype) in enumerate(GRAPHS)
+]
+
+
+# (name, problems, overrides besides the heuristics' config).
+PERSISTENT = (
+    ("uneven", [A(1, 3, 3, 500, 833, 64, 64),
+                A(1, 3, 3, 833, 833, 128, 128, causal=True)], ("persistent:0",)),
+    ("gqa", [A(1, 8, 1, 1000, 1000, 128, 128, causal=True),
+             A(2, 16, 2, 700, 900, 64, 64, causal=True, bottom_right=True)],
+     ("persistent:0", "split:1", "split:2")),
+    ("rounds", [A(3, 10, 10, 1280, 1280, 64, 64, causal=True),
+                A(2, 12, 12, 700, 1100, 128, 128),
+                A(2, 32, 8, 1100, 1100, 64, 64, causal=True)], ("persistent:0",)),
+)
+
+CASES += [
+    Case(f"attention_backward_fused_persistent_{name}"
+         f"{'_' + override.replace(':', '') if override else ''}_bf16",
+         random_attention_backward(BF16, _with_twins(problems)), seed=SEED + 100 + j,
+         rtol=RTOL[BF16.mlir], derived=derive_forward(BF16, _with_twins(problems)),
+         config=f"*={override}" if override else None)
+    for j, (name, problems, overrides) in enumerate(PERSISTENT)
+    for override in (None,) + overrides
 ]

@@ -1981,9 +1981,10 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
 #map10 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
 
 // The sdpa backward above, configured for the fused kernel (tile [64,
-// 128]: 64 query rows a step, 128 kv rows a block; 3 stages;
-// sm90/flash_backward_fused.py): three launches. First delta and the f32
-// dQ buffer zeroed, a quad of 128 threads a query row; then a block per
+// 128]: 64 query rows a step, 128 kv rows a block; 3 stages; no
+// persistent: a block a unit; sm90/flash_backward_fused.py): three
+// launches. First delta and the f32 dQ buffer zeroed, a quad of 128
+// threads a query row; then a block per
 // (kv tile, batch x kv head), K and V resident (boxes of 128 rows), Q and
 // dO tiles of 64 rows through the ring, S^T and dP^T on wgmma, dS^T into
 // shared memory, dQ's part (D 64: the consumer's 64 kv rows, dS and K both
@@ -2012,7 +2013,7 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
 // K and V (2 x 16 KiB), 3 stages of a Q and a dO tile (2 x 8 KiB), two dS
 // tiles (2 x 16 KiB), the consumers' dQ staging (2 x 16 KiB), their
 // log-sum-exp and delta buffers (2 KiB): 150584 bytes.
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c150584_i32 {
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c150592_i32 {
 //       CHECK:       nvvm.setmaxregister  decrease 24
 //       CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
 //       CHECK:         scf.for
@@ -2054,9 +2055,12 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
 //       CHECK:           nvvm.wgmma.wait.group.sync.aligned 0
 //       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 //       CHECK:           scf.yield
-//       CHECK:           nvvm.cp.async.bulk.wait_group 0
+// K and V released to the producer (the unit's products done), then dK and
+// dV stored; the last reduce waited for once the block's units are done.
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
 //       CHECK:           vector.store %{{.*}}, %[[DK]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
 //       CHECK:           vector.store %{{.*}}, %[[DV]][{{.*}}] {alignment = 4 : i64} : memref<1x2x96x64xbf16>, vector<2xbf16>
+//       CHECK:           nvvm.cp.async.bulk.wait_group 0
 //       CHECK:     gpu.terminator
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c0_i32 {
 //       CHECK:       vector.load %[[DQSUM]]{{.*}} {alignment = 16 : i64} : memref<1x4x64x64xf32>, vector<8xf32>
@@ -2067,6 +2071,208 @@ func.func private @sdpa_gqa_fold(%arg0: memref<1x4x3x64xbf16>, %arg1: memref<1x2
 //   CHECK-NOT:   linalg.
 //       CHECK:   return
 func.func private @sdpa_backward_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+  %cst = arith.constant 0xFF800000 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_2 = memref.expand_shape %k [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 96, 64] : memref<1x2x96x64xbf16> into memref<1x2x1x96x64xbf16>
+  %expand_shape_3 = memref.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_4 = memref.expand_shape %stats [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_5 = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc : memref<1x2x2x64x96xf32>) outs(%alloc_6 : memref<1x2x2x64x96xf32>)
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape, %expand_shape_5 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc_6 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_7 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map4, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%expand_shape_4, %alloc_6 : memref<1x2x2x64x1xf32>, memref<1x2x2x64x96xf32>) outs(%alloc_7 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %out: f32):
+    %0 = linalg.index 3 : index
+    %1 = linalg.index 4 : index
+    %2 = arith.mulf %in_17, %cst_0 : f32
+    %3 = arith.index_cast %0 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %1 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst, %2 : f32
+    %9 = arith.subf %8, %in : f32
+    %10 = math.exp %9 : f32
+    %11 = arith.cmpf oeq, %in, %cst : f32
+    %12 = arith.select %11, %cst_1, %10 : f32
+    linalg.yield %12 : f32
+  }
+  %alloc_8 = memref.alloc() {alignment = 64 : i64} : memref<1x4x64x1xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5, #map6], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%do, %o : memref<1x4x64x64xbf16>, memref<1x4x64x64xbf16>) outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %expand_shape_9 = memref.expand_shape %alloc_8 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_10 = memref.expand_shape %v [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape_3, %expand_shape_10 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map, #map4, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_7, %alloc, %expand_shape_9 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x96xf32>, memref<1x2x2x64x1xf32>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %in_18: f32, %out: f32):
+    %0 = arith.subf %in_17, %in_18 : f32
+    %1 = arith.mulf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_11 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map1, #map7, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape_2 : memref<1x2x2x64x96xf32>, memref<1x2x1x96x64xbf16>) outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_12 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xbf16>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_11 : memref<1x2x2x64x64xf32>) outs(%alloc_12 : memref<1x2x2x64x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  %alloc_13 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_14 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_14 : memref<1x2x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_14 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_15 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_16 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_14 : memref<1x2x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_16 : memref<1x2x96x64xf32>) outs(%dk : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc_7, %expand_shape_3 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%dv : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_12 [[0], [1, 2], [3], [4]] : memref<1x2x2x64x64xbf16> into memref<1x4x64x64xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
+  return
+}
+
+// -----
+
+// The same, persistent and the group's two query heads in two parts
+// (config persistent = 1, split = 2): the fused kernel's blocks loop over
+// rounds of units (one round here, 1 kv tile x 2 kv heads x 2 parts over 4
+// blocks: the loop folds away), the producer loading K and V once both
+// consumers have released the last unit's (a wait on that barrier, which
+// passes at once in round 0, before the expect_tx of K and V), each
+// consumer's step placing its unit from an opaque i32; the units write f32
+// partial dK and dV, which a fourth launch sums in a fixed order (part 0,
+// then 1) into dk (times the scale) and dv.
+// CHECK-LABEL: func.func private @sdpa_backward_fused_persistent(
+//  CHECK-SAME:     %[[DK:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config_reason = "sdpa_backward; attention backward, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace first; then 4 persistent blocks over 4 units of 128 kv rows and 1/2 of the group's query heads (head by head, in alternating directions round by round), 64 query rows a step through 3 stages, five products on wgmma, dQ added into the workspace by TMA reduce-adds (not deterministic: the order of the adds varies); then dQ converted; then dK and dV summed over the 2 parts in a fixed order from f32 workspaces"
+//       CHECK:   %[[DKP:.*]] = memref.alloc() : memref<2x2x96x64xf32>
+//       CHECK:   %[[DVP:.*]] = memref.alloc() : memref<2x2x96x64xf32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c150592_i32 {
+//       CHECK:       nvvm.setmaxregister  decrease 24
+//       CHECK:         mbarrier.try_wait.parity{{.*}} %c1_i32
+//       CHECK:         nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c32768_i32
+//       CHECK:         scf.for
+//       CHECK:           nvvm.mbarrier.arrive.expect_tx %{{.*}}, %c16384_i32
+//       CHECK:     } else {
+//  CHECK-NEXT:       nvvm.setmaxregister  increase 240
+//       CHECK:         mbarrier.try_wait.parity{{.*}} %c0_i32
+//       CHECK:         scf.for
+//       CHECK:           llvm.inline_asm has_side_effects "mov.b32 $0, $1;"
+//       CHECK:           nvvm.wgmma.mma_async
+//       CHECK:         nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:         vector.store %{{.*}}, %[[DKP]][{{.*}}] {alignment = 8 : i64} : memref<2x2x96x64xf32>, vector<2xf32>
+//       CHECK:         vector.store %{{.*}}, %[[DVP]][{{.*}}] {alignment = 8 : i64} : memref<2x2x96x64xf32>, vector<2xf32>
+//       CHECK:       nvvm.cp.async.bulk.wait_group 0
+//       CHECK:     gpu.terminator
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c4, {{.*}} = %c4, {{.*}} = %c1)
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c6, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c0_i32 {
+//       CHECK:       vector.load %[[DVP]]{{.*}} {alignment = 16 : i64} : memref<2x2x96x64xf32>, vector<8xf32>
+//       CHECK:       vector.load %[[DVP]]{{.*}} {alignment = 16 : i64} : memref<2x2x96x64xf32>, vector<8xf32>
+//       CHECK:       arith.addf
+//       CHECK:       vector.store %{{.*}}, %[[DV]][{{.*}}] {alignment = 16 : i64} : memref<1x2x96x64xbf16>, vector<8xbf16>
+//       CHECK:       vector.load %[[DKP]]{{.*}} {alignment = 16 : i64} : memref<2x2x96x64xf32>, vector<8xf32>
+//       CHECK:       vector.load %[[DKP]]{{.*}} {alignment = 16 : i64} : memref<2x2x96x64xf32>, vector<8xf32>
+//       CHECK:       arith.addf
+//       CHECK:       arith.mulf
+//       CHECK:       vector.store %{{.*}}, %[[DK]][{{.*}}] {alignment = 16 : i64} : memref<1x2x96x64xbf16>, vector<8xbf16>
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   return
+#map = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#map4 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#map5 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map6 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#map7 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+#map8 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d3)>
+#map9 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d4)>
+#map10 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+
+func.func private @sdpa_backward_fused_persistent(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], persistent = 1 : i64, split = 2 : i64, stages = 3 : i64, strategy = "tc-sm90", tile = [64, 128]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0.000000e+00 : f32
@@ -2694,7 +2900,7 @@ func.func private @conv_wgrad_bias_grad(%dy: memref<2x128x8x8xbf16, strided<[819
 
 // CHECK-LABEL: func.func private @block_scaled(
 //  CHECK-SAME:     %[[A:.*]]: memref<256x320xf8E4M3FN>, %[[B:.*]]: memref<320x192xf8E4M3FN, strided<[1, 320]>>, %[[SA:.*]]: memref<256x3xf32>, %[[SB:.*]]: memref<3x2xf32>, %[[Y:.*]]: memref<256x192xbf16> {bufferize.result})
-//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart, then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (waited for and promoted before the next step), then scaled by its 1x128 scale of A and 128x128 scale of B into the accumulator
 //       CHECK:   gpu.launch
 //       CHECK:     memref.load %[[SB]]
 //       CHECK:     memref.load %[[SA]]
@@ -2729,8 +2935,51 @@ func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192
 
 // -----
 
-// A tile whose columns span two of B's scale blocks (N 256) is refused by
-// tc-sm90, and tc-sm80 applies no block scales: simt-generic, with both reasons.
+// K steps in groups of 2 (promote_overlap; K = 320 is 3 steps: the first
+// whole, then one group): the group's second step waits for all but its own
+// wgmmas (wait_group 1) and promotes the first; the group ends waiting for
+// all (wait_group 0).
+
+#bs3_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs3_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs3_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs3_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs3_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs3_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_groups(
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (two temporaries alternating in groups of 2 steps, each step's promoted while the next step's wgmmas run), then scaled
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 1
+//       CHECK:     llvm.intr.fma
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//   CHECK-NOT:   linalg.generic
+func.func private @block_scaled_groups(%A: memref<256x320xf8E4M3FN>, %B: memref<320x128xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x1xf32>, %C: memref<256x128xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], promote_overlap = 2 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [128, 128, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs3_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs3_a, #bs3_b, #bs3_sa, #bs3_sb, #bs3_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x128xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x1xf32>) outs(%C : memref<256x128xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+// A tile whose columns span two of B's scale blocks (N 256): each K step
+// runs as two halves of 128 columns (m64n128k32), each waited for and
+// promoted with its own scale of B.
 
 #bs2_id = affine_map<(d0, d1) -> (d0, d1)>
 #bs2_a = affine_map<(d0, d1, d2) -> (d0, d2)>
@@ -2740,10 +2989,18 @@ func.func private @block_scaled(%A: memref<256x320xf8E4M3FN>, %B: memref<320x192
 #bs2_c = affine_map<(d0, d1, d2) -> (d0, d1)>
 
 // CHECK-LABEL: func.func private @block_scaled_wide_tile(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (tile N 256 with block scales: expected 64 or 128 (a tile's columns in one 128-column block of B's scales)), and tc-sm80 applies no block scales: simt-generic, one thread per output
-//   CHECK-NOT:   gpu.launch
-//       CHECK:   linalg.generic
+//  CHECK-SAME:     dnn.config_reason = "block-scaled: each 128-wide K step summed apart (waited for and promoted before the next step, in 2 parts of 128 columns, one scale of B each), then scaled
+//       CHECK:   gpu.launch
+// The scales of B of the tile's two column blocks.
+//       CHECK:     memref.load %{{.*}}[%{{.*}}, %[[COL0:.*]]] : memref<3x2xf32>
+//       CHECK:     memref.load %{{.*}}[%{{.*}}, %[[COL1:.*]]] : memref<3x2xf32>
+// Each half's first wgmma starts its temporary.
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//       CHECK:     nvvm.wgmma.mma_async {{.*}} <m = 64, n = 128, k = 32>, D[<f32>, <zero>, <wrapped>]
+//       CHECK:     nvvm.wgmma.wait.group.sync.aligned 0
+//   CHECK-NOT:     n = 256
+//   CHECK-NOT:   linalg.generic
 func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#bs2_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
@@ -2760,5 +3017,97 @@ func.func private @block_scaled_wide_tile(%A: memref<256x320xf8E4M3FN>, %B: memr
     %5 = arith.addf %acc, %4 : f32
     linalg.yield %5 : f32
   }
+  return
+}
+
+// -----
+
+// Two temporaries beside the sum of a 256-wide tile would need 3 x 128 f32
+// a thread: tc-sm90 refuses promote_overlap there, and tc-sm80 applies no
+// block scales: simt-generic, with both reasons.
+
+#bs4_id = affine_map<(d0, d1) -> (d0, d1)>
+#bs4_a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#bs4_b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#bs4_sa = affine_map<(d0, d1, d2) -> (d0, d2 floordiv 128)>
+#bs4_sb = affine_map<(d0, d1, d2) -> (d2 floordiv 128, d1 floordiv 128)>
+#bs4_c = affine_map<(d0, d1, d2) -> (d0, d1)>
+
+// CHECK-LABEL: func.func private @block_scaled_wide_overlap(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
+//  CHECK-SAME:     dnn.config_reason = "tc-sm90 does not apply (promote_overlap with a tile 256 wide: expected at most 128 (the sum and two temporaries, 3 x 128 f32 a thread, exceed a consumer's 232 registers)), and tc-sm80 applies no block scales: simt-generic, one thread per output
+//   CHECK-NOT:   gpu.launch
+//       CHECK:   linalg.generic
+func.func private @block_scaled_wide_overlap(%A: memref<256x320xf8E4M3FN>, %B: memref<320x256xf8E4M3FN, strided<[1, 320]>>, %SA: memref<256x3xf32>, %SB: memref<3x2xf32>, %C: memref<256x256xf32> {bufferize.result}) attributes {dnn.anchor = "matmul_block_scaled", dnn.config = {block = [384, 1, 1], promote_overlap = 4 : i64, stages = 4 : i64, strategy = "tc-sm90", tile = [128, 256, 128]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#bs4_id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<256x256xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#bs4_a, #bs4_b, #bs4_sa, #bs4_sb, #bs4_c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B, %SA, %SB : memref<256x320xf8E4M3FN>, memref<320x256xf8E4M3FN, strided<[1, 320]>>, memref<256x3xf32>, memref<3x2xf32>) outs(%C : memref<256x256xf32>) {
+  ^bb0(%x: f8E4M3FN, %w: f8E4M3FN, %s: f32, %t: f32, %acc: f32):
+    %0 = arith.extf %x : f8E4M3FN to f32
+    %1 = arith.extf %w : f8E4M3FN to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.mulf %s, %t : f32
+    %4 = arith.mulf %2, %3 : f32
+    %5 = arith.addf %acc, %4 : f32
+    linalg.yield %5 : f32
+  }
+  return
+}
+
+// -----
+
+#id51 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#x1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>
+#w1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>
+#y1 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+// A 1x1 forward convolution of unit stride and no padding whose config
+// asks for ``tiled``: x's pixels are the rows of a [N*H*W, C] = [32, 64]
+// matrix (channels-last, dense), so A is loaded as a matmul's, by a tiled
+// descriptor of that matrix (boxes of 64 rows by 64 channels) and a 2-D
+// copy at (c0, m0), not in im2col mode; the filter as [K, taps, C] boxes.
+// CHECK-LABEL: func.func private @conv_fprop_1x1_tiled(
+//  CHECK-SAME:     dnn.config_reason = "conv_fprop; implicit GEMM (fprop): x read as a matrix of pixels by channels with tiled TMA loads (1x1, unit stride, no padding), 1 filter taps x 64 channels
+//   CHECK-NOT:   linalg.
+//   CHECK-NOT:   im2col
+//       CHECK:   %[[XV:.*]] = memref.reinterpret_cast %arg0 to offset: [0], sizes: [32, 64], strides: [64, 1]
+//       CHECK:   %[[UX:.*]] = memref.cast %[[XV]]
+//       CHECK:   %[[DX:.*]] = nvgpu.tma.create.descriptor %[[UX]] box[%c64, %c64] : memref<*xbf16> -> <tensor = memref<64x64xbf16, 3>, swizzle = swizzle_128b
+//       CHECK:   %[[PX:.*]] = builtin.unrealized_conversion_cast %[[DX]]
+//       CHECK:   %[[WV:.*]] = memref.reinterpret_cast %arg1 to offset: [0], sizes: [1, 32, 64], strides: [2048, 64, 1]
+//       CHECK:   gpu.launch
+//       CHECK:     nvvm.setmaxregister  decrease 40
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[PX]], %[[FULL:[^,]*]], box[%{{.*}}, %{{.*}}] : !llvm.ptr<7>, !llvm.ptr
+//       CHECK:           nvvm.cp.async.bulk.tensor.shared.cluster.global %{{.*}}, %[[FULL]], box[%{{.*}}, %{{.*}}, %{{.*}}] :
+// CHECK-COUNT-4:         nvvm.wgmma.mma_async {{.*}} <m = 64, n = 64, k = 16>, D[<f32>, <one>, <wrapped>], A[<bf16>, <one>, <row>], B[<bf16>, <one>, <col>]
+//   CHECK-NOT:   linalg.
+func.func private @conv_fprop_1x1_tiled(%arg0: memref<2x64x4x4xbf16, strided<[1024, 1, 256, 64]>>, %arg1: memref<32x64x1x1xbf16>, %arg2: memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64], tiled = 1 : i64}, dnn.config_reason = "conv_fprop", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 0, 0>, pre = array<i64: 0, 0>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [2, 1, 64, 4, 4] : memref<2x64x4x4xbf16, strided<[1024, 1, 256, 64]>> into memref<2x1x64x4x4xbf16, strided<[1024, 64, 1, 256, 64]>>
+  %expand_shape_0 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 32, 64, 1, 1] : memref<32x64x1x1xbf16> into memref<1x32x64x1x1xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x1x32x4x4xf32>
+  linalg.generic {indexing_maps = [#id51], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x1x32x4x4xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#x1, #w1, #y1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_0 : memref<2x1x64x4x4xbf16, strided<[1024, 64, 1, 256, 64]>>, memref<1x32x64x1x1xbf16>) outs(%alloc : memref<2x1x32x4x4xf32>) {
+  ^bb0(%in: bf16, %in_2: bf16, %out: f32):
+    %0 = arith.extf %in_2 : bf16 to f32
+    %1 = arith.extf %in : bf16 to f32
+    %2 = arith.mulf %1, %0 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_1 = memref.alloc() {alignment = 64 : i64} : memref<2x1x32x4x4xbf16>
+  linalg.generic {indexing_maps = [#id51, #id51], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc : memref<2x1x32x4x4xf32>) outs(%alloc_1 : memref<2x1x32x4x4xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1, 2], [3], [4]] : memref<2x1x32x4x4xbf16> into memref<2x32x4x4xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<2x32x4x4xbf16>) outs(%arg2 : memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>>)
   return
 }

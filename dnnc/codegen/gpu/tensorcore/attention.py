@@ -20,8 +20,8 @@ from mlir import ir
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.linalg.attention import ATTR, roles
 
-__all__ = ["ATTR", "Attention", "AttentionBackward", "NotAnAttention", "match",
-           "match_backward", "op_of"]
+__all__ = ["ATTR", "Attention", "AttentionBackward", "NotAnAttention", "argument_role",
+           "match", "match_backward", "op_of", "rows_problem"]
 
 
 class NotAnAttention(Exception):
@@ -111,11 +111,17 @@ def _element(value):
 
 
 def _rows_problem(name, value):
-    """Why TMA cannot read or a thread cannot store ``value``'s rows
-    (``[B, H, S, D]``), or None: D contiguous, every other stride a multiple
-    of 16 bytes, a 16-byte aligned start."""
-    shape, strides, offset = irutil.memref_geometry(value.type)
-    eb = 4 if _element(value) == "f32" else 2
+    return rows_problem(name, value.type)
+
+
+def rows_problem(name, type_):
+    """Why TMA cannot read or a thread cannot store the rows of a buffer of
+    memref type ``type_`` (``[B, H, S, D]``, tensor ``name``), or None: D
+    contiguous, every other stride a multiple of 16 bytes, a 16-byte
+    aligned start. The views dnn-slice-views and dnn-transpose-views make
+    for attention kernels are checked by it too."""
+    shape, strides, offset = irutil.memref_geometry(type_)
+    eb = 4 if str(ir.MemRefType(type_).element_type) == "f32" else 2
     if strides[3] != 1 and shape[3] != 1:
         return f"{name}'s head dim has stride {strides[3]}: expected 1 (contiguous)"
     for dim in range(3):
@@ -124,6 +130,24 @@ def _rows_problem(name, value):
                     "multiple of 16")
     if (offset * eb) % 16:
         return f"{name} starts {offset * eb} bytes into its buffer: expected 16-byte alignment"
+    return None
+
+
+def argument_role(fn, index):
+    """The name (q, k, v, o, do, dq, ...) of kernel function ``fn``'s
+    argument ``index`` in the op its ``dnn.attention`` describes, or None
+    (another operand, or not an attention kernel)."""
+    if ATTR not in fn.attributes:
+        return None
+    info = ir.DictAttr(fn.attributes[ATTR])
+    operand_names, result_names = roles(ir.StringAttr(info["op"]).value)
+    inputs = len(irutil.body(fn).arguments) - ir.IntegerAttr(info["returned"]).value
+    for name, at in zip(operand_names, ir.DenseI64ArrayAttr(info["operands"])):
+        if at >= 0 and at == index:
+            return name
+    for name, at in zip(result_names, ir.DenseI64ArrayAttr(info["results"])):
+        if at >= 0 and inputs + at == index:
+            return name
     return None
 
 

@@ -64,6 +64,18 @@ def to_i64(v):
     return arith.index_cast(ir.IntegerType.get_signless(64), v)
 
 
+def launder(x):
+    """``x`` (an i64 or an index) through an opaque move, in the loop that
+    uses it: what is derived from it (descriptors, addresses; 64-bit each)
+    is then made in the loop, not hoisted and kept in registers across it,
+    which a kernel's accumulators need."""
+    index = isinstance(x.type, ir.IndexType)
+    value = to_i64(x) if index else x
+    out = llvm.inline_asm(value.type, [value], "mov.b64 $0, $1;", "=l,l",
+                          has_side_effects=True)
+    return arith.index_cast(ir.IndexType.get(), out) if index else out
+
+
 def add(v, n):
     """v + n (an index or i64 value), no op when n is 0."""
     if not n:

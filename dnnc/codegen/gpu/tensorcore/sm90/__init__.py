@@ -55,10 +55,10 @@ from dataclasses import replace
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
-from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases, wgrad_taps
+from dnnc.codegen.gpu.tensorcore import fold, phase_kernels, phases, pixel_rows, wgrad_taps
 from dnnc.codegen.gpu.tensorcore.sm90.epilogue import SLOT_BYTES
 from dnnc.codegen.gpu.tensorcore.sm90.im2col import (
-    FilterOperand, GroupRows, Im2colOperand, check_conv,
+    FilterOperand, GroupRows, Im2colOperand, PixelRows, check_conv,
 )
 from dnnc.codegen.gpu.tensorcore.sm90 import tf32_conv
 from dnnc.codegen.gpu.tensorcore.sm90.kernel import Kernel
@@ -109,7 +109,13 @@ def build_conv(fn, conv, tile, ctas=PERSISTENT_CTAS):
     kernel.build()
     read = {"fprop": "x", "dgrad": "dy", "wgrad": "x"}[conv.direction]
     grouped = f", {conv.groups} groups (a GEMM each, the batch)" if conv.groups > 1 else ""
-    return [f"implicit GEMM ({conv.direction}): {read} read by TMA in im2col mode, "
+    how = "by TMA in im2col mode"
+    if isinstance(kernel.a, PixelRows):
+        how = "as a matrix of pixels by channels with tiled TMA loads (1x1, unit stride, " \
+            "no padding)"
+    elif tile.tiled and conv.direction != "wgrad":
+        how += f" (tiled asked, but {_plain_rows_problem(conv)})"
+    return [f"implicit GEMM ({conv.direction}): {read} read {how}, "
             f"{conv.taps} filter taps x {conv.channels} channels{grouped}{details}"
             f"{wgrad_taps.note(conv, tile.n)}"] + kernel.notes()
 
@@ -172,10 +178,27 @@ def _conv_loaders(conv, tile):
     filter read as the GEMM's B lies: C-contiguous, or K-major where a tf32
     gradient copied it)."""
     element = conv.gemm.element
+    filter_ = FilterOperand(conv, tile.n, element, tile.k, mn_major=not conv.gemm.b.k_major)
+    if tile.tiled and _plain_rows_problem(conv) is None:
+        # (The config asks; pixel_rows.py says when it applies.)
+        return PixelRows(conv, tile.m, element, tile.k), filter_
     # x with a prologue is loaded as it lies, for the consumers to convert.
     return (Im2colOperand(conv, tile.m, element, tile.k,
-                          swizzled=conv.gemm.a.prologue is None),
-            FilterOperand(conv, tile.n, element, tile.k, mn_major=not conv.gemm.b.k_major))
+                          swizzled=conv.gemm.a.prologue is None), filter_)
+
+
+def _plain_rows_problem(conv):
+    """Why ``conv``'s x (dy) is not read as a plain matrix
+    (im2col.PixelRows), or None. A strided data gradient (split by phase)
+    keeps the forward stride; a stride-1 one has its padding turned into
+    the gradient's (none where the forward had none)."""
+    why = pixel_rows.problem(conv.direction, conv.filter, conv.stride, conv.pre, conv.post,
+                             conv.groups, conv.gemm.a.prologue is not None)
+    if why is None and conv.phased:
+        why = "a strided data gradient (split by phase)"
+    if why is None and PixelRows.matrix_pitch(conv) is None:
+        why = "its pixels do not form one matrix (strides between rows or images)"
+    return why
 
 
 def build_phases(fn, conv, tile, ctas=PERSISTENT_CTAS):

@@ -35,7 +35,7 @@ from mlir.dialects import arith, llvm, memref, nvvm, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
-    cmp as _cmp, i as _i, idx as _idx, if_ as _if, shared_ptr as _shared_ptr,
+    cmp as _cmp, i as _i, idx as _idx, if_ as _if, launder, shared_ptr as _shared_ptr,
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, at, quad_transpose
@@ -379,6 +379,13 @@ class Epilogue:
         along its rows itself (_store_rows); one set of slots is enough."""
         k = self.k
         tile = k.tile
+        base = k.base
+        if k.block_scaling is not None:
+            # A block-scaled mainloop needs its registers for the sum and
+            # its temporaries: the slots' addresses are made here, each
+            # tile, not hoisted out of the tile loop and kept in registers
+            # across the mainloop.
+            base = launder(base)
         stored = self.pair.stored
         eb = self.out_bytes()
         cols = SWIZZLE // eb                  # columns of a slot row
@@ -396,7 +403,7 @@ class Epilogue:
         pair_chunk = arith.shrui(pair_byte, _idx(4))
         within = arith.andi(pair_byte, _idx(15))
         warp_index = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)), warp)
-        slots = arith.addi(k.base, arith.addi(
+        slots = arith.addi(base, arith.addi(
             _i(self.staging_offset, 64),
             arith.muli(_to_i64(warp_index), _i(self.slots * SLOT_BYTES, 64))))
         row0, col0 = self.origin(consumer, local, tile_m, tile_n)

@@ -280,13 +280,16 @@ class _Blocks:
         self.resident_full = _shared_ptr(_add(self.extra_base, self.extra))
         self.place()
 
-        def init():
-            nvvm.MBarrierInitOp(self.resident_full, _i(1))
-            self.ring.init_barriers()
-        _if(_cmp("eq", tid, _idx(0)), init)
+        _if(_cmp("eq", tid, _idx(0)), self.init_barriers)
         gpu.barrier()
         warpgroup = arith.divui(tid, _idx(WARPGROUP))
         _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
+
+    def init_barriers(self):
+        """The block's mbarriers initialized (one thread, before the block's
+        first barrier)."""
+        nvvm.MBarrierInitOp(self.resident_full, _i(1))
+        self.ring.init_barriers()
 
     def producer(self):
         nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
@@ -599,11 +602,18 @@ class DkvKernel(_Blocks):
         return (self.kv_tiles, self.att.batch * self.att.kv_heads)
 
     def place(self):
+        self.place_unit(gpu.block_id(gpu.Dimension.y), gpu.block_id(gpu.Dimension.x))
+
+    def place_unit(self, head, tile, query_heads=None):
+        """The block's kv rows: tile ``tile`` of (batch, kv head) ``head``
+        (of B x Hk), and the steps over the query tiles that see them, for
+        ``query_heads`` (the first query head within the group, an index
+        value, and how many, an int; None: all of the group's)."""
         att = self.att
-        head = gpu.block_id(gpu.Dimension.y)
         self.b = arith.divui(head, _idx(att.kv_heads))
         self.hk = arith.remui(head, _idx(att.kv_heads))
-        self.n0 = arith.muli(gpu.block_id(gpu.Dimension.x), _idx(self.ROWS))
+        self.n0 = arith.muli(tile, _idx(self.ROWS))
+        self.query_heads = query_heads
         ext = self.extent = Extent(att, self.b)
         # The query tiles that see the block's kv rows: kv row j is seen by
         # query rows i >= j - shift when causal, i <= j - shift + window - 1
@@ -624,16 +634,21 @@ class DkvKernel(_Blocks):
         self.span = arith.subi(end, self.first_tile)
         if ext.padding:
             self.span = arith.select(_cmp("uge", self.n0, ext.skv), _idx(0), self.span)
-        self.steps = arith.muli(self.span, _idx(att.group))
+        count = att.group if self.query_heads is None else self.query_heads[1]
+        self.steps = arith.muli(self.span, _idx(count))
 
     def at_step(self, j):
-        """(query head, first query row) of step ``j``: the group's heads in
-        turn, each over its query tiles."""
+        """(query head, first query row) of step ``j``: the group's heads (or
+        the unit's, ``query_heads``) in turn, each over its query tiles."""
         span = arith.maxui(self.span, _idx(1))
         g = arith.divui(j, span)
         tile = arith.addi(self.first_tile, arith.remui(j, span))
-        head = arith.addi(arith.muli(self.hk, _idx(self.att.group)), g) \
-            if self.att.group > 1 else self.hk
+        if self.att.group == 1:
+            head = self.hk
+        else:
+            head = arith.addi(arith.muli(self.hk, _idx(self.att.group)), g)
+            if self.query_heads is not None:
+                head = arith.addi(head, self.query_heads[0])
         return head, arith.muli(tile, _idx(self.m))
 
     def resident_coords(self):

@@ -1,4 +1,4 @@
-"""The two small launches around tc-sm90's fused attention backward
+"""The small launches around tc-sm90's fused attention backward
 (flash_backward_fused.py), which sums dQ in an f32 workspace ``dq_sum``
 ``[B, H, Sq, D]`` where every kv block adds its part:
 
@@ -8,10 +8,15 @@
    workspace is not cleared between runs, and each run only adds to it).
 2. ``Convert``, after it: dQ = scale · ``dq_sum``, rounded to dq's type (or
    kept f32), a thread per 8 columns of a row, written where dq lies.
+3. ``group_sum``, after it where the fused kernel's units took a grouped-query
+   group's heads in parts (backward_units.py): dK = scale · the sum of the
+   parts' f32 partial dK, dV the sum of theirs, each element summed by one
+   thread from part 0 up (the same bits every run), a thread per 8
+   columns.
 
-Both are plain SIMT kernels on a (row tiles, B x H) grid: they read or write
-each element of O, dO, dQ once, in 16-byte vectors (rows of q, o, do and dq
-start 16-byte aligned: tensorcore/attention.py checks it).
+All are plain SIMT kernels on a (row tiles, B x H) grid: they read or write
+each element of O, dO, dQ (dK, dV) once, in vectors of 8 (rows of q, o, do,
+dq, dk and dv start 16-byte aligned: tensorcore/attention.py checks it).
 """
 
 from mlir import ir
@@ -128,4 +133,45 @@ def convert(att, dq_sum):
                 x = arith.truncf(_vector(CHUNK, element), x)
             vector.store(x, att.dq, [b, h, row, column], alignment=16)
         _if(_cmp("ult", row, _idx(att.sq)), write)
+    launch(grid, THREADS, 0, body)
+
+
+def group_sum(att, parts, sums):
+    """Launch the kernel that writes dk = scale · the sum over ``parts`` of
+    ``sums[0]`` and dv = the sum of ``sums[1]`` (each ``[parts x B, Hk,
+    Skv, D or Dv]`` f32, part p's entry b at p B + b), one launch for both:
+    grid y runs over B x Hk twice, dK's then dV's."""
+    per_row = max(att.d, att.dv) // CHUNK
+    grid = (-(-att.skv * per_row // THREADS), 2 * att.batch * att.kv_heads)
+    f32_type = ir.F32Type.get()
+
+    def one(buffer, out, width, b, h, row, column, scale):
+        def write():
+            total = None
+            for p in range(parts):
+                x = vector.load(_vector(CHUNK, f32_type), buffer,
+                                [_add(b, p * att.batch), h, row, column], alignment=16)
+                total = x if total is None else arith.addf(total, x)
+            if scale is not None:
+                total = arith.mulf(total, vector.broadcast(_vector(CHUNK, f32_type), f32(scale)))
+            element = ir.MemRefType(out.type).element_type
+            if not isinstance(element, ir.F32Type):
+                total = arith.truncf(_vector(CHUNK, element), total)
+            vector.store(total, out, [b, h, row, column], alignment=16)
+        inside = arith.andi(_cmp("ult", row, _idx(att.skv)), _cmp("ult", column, _idx(width)))
+        _if(inside, write)
+
+    def body():
+        y = gpu.block_id(gpu.Dimension.y)
+        heads = att.batch * att.kv_heads
+        second = _cmp("uge", y, _idx(heads))
+        at_head = arith.remui(y, _idx(heads))
+        b, h = arith.divui(at_head, _idx(att.kv_heads)), arith.remui(at_head, _idx(att.kv_heads))
+        at = arith.addi(arith.muli(gpu.block_id(gpu.Dimension.x), _idx(THREADS)),
+                        gpu.thread_id(gpu.Dimension.x))
+        row = arith.divui(at, _idx(per_row))
+        column = arith.muli(arith.remui(at, _idx(per_row)), _idx(CHUNK))
+        _if(second,
+            lambda: one(sums[1], att.dv_grad, att.dv, b, h, row, column, None),
+            lambda: one(sums[0], att.dk, att.d, b, h, row, column, att.scale))
     launch(grid, THREADS, 0, body)

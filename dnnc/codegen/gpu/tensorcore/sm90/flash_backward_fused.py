@@ -8,9 +8,11 @@ delta) (flash_backward.py)::
 
     launch 1  Preprocess (flash_backward_dq.py): delta into a workspace,
               the f32 dQ workspace ``dq_sum`` zeroed
-    launch 2  FusedKernel: a block per 128 kv rows of one (batch, kv head),
-              K and V resident, Q and dO tiles of 64 query rows (each
-              query head of the group in turn) through a ring:
+    launch 2  FusedKernel: a work unit per 128 kv rows of one (batch, kv
+              head) (backward_units.py: persistent blocks looping over
+              units, or a block a unit), K and V resident, Q and dO tiles
+              of 64 query rows (each query head of the group, or of the
+              unit's part of it, in turn) through a ring:
                   Sᵀ = K Qᵀ, dPᵀ = V dOᵀ      (SS; per warpgroup 64 kv rows)
                   Pᵀ, dSᵀ in registers
                   dV += Pᵀ dO                  (RS, as flash_backward; runs
@@ -21,11 +23,30 @@ delta) (flash_backward.py)::
                   dq_sum[rows of Q_i] += dQ_i  (TMA tensor reduce-add, f32,
                                                 while dK runs)
     launch 3  Convert (flash_backward_dq.py): dq = scale dq_sum, rounded
+    launch 4  with the group's heads in parts: group_sum
+              (flash_backward_dq.py), dK and dV summed over the parts
 
-Warp roles: warpgroup 0 the producer (one thread: K and V once behind
-their barrier, each step's Q and dO tiles into the ring, as flash_backward);
-warpgroups 1 and 2 the consumers, consumer c owning kv rows 64 c .. 64 c +
-63 of the block for Sᵀ, dPᵀ, dK and dV, and columns c D / 2 .. of dQ_i.
+Warp roles: warpgroup 0 the producer (one thread: per unit K and V behind
+their barrier, then the unit's steps' Q and dO tiles into the ring, as
+flash_backward); warpgroups 1 and 2 the consumers, consumer c owning kv
+rows 64 c .. 64 c + 63 of the unit for Sᵀ, dPᵀ, dK and dV, and columns
+c D / 2 .. of dQ_i.
+
+From one unit to the next (persistent blocks): the steps are numbered
+across the block's units (the ring's slots and parities, the parity of the
+dS tiles and of the lse/delta buffers), so nothing is re-initialized and
+every argument below about step j and j - 1 or j - 2 holds across a unit's
+edge as within it. K and V are guarded by two barriers: ``resident_full``
+(the producer's expect_tx and the loads; consumers wait for phase k of a
+block's k-th unit) and ``resident_empty`` (count 2: each consumer's leader
+arrives once the last wgmma of its unit has completed, the unit's last
+step having waited for all of its groups; the producer waits for phase
+k - 1 before loading unit k's K and V, a fresh barrier passing parity 1 at
+once). Both consumers read all 128 kv rows of K (dQ_i's B, D 128), hence
+both arrive. dK and dV go from registers to global memory after the
+arrival, so the next unit's K and V load under those stores. A unit
+without steps (its kv rows all masked) still loads K and V and arrives,
+so the phases stay in step; it writes zeros.
 
 Each consumer writes its dSᵀ into a shared tile, stored MN-major for
 dQ's A (a 128-byte row per kv row, 64 query columns, 128-byte swizzle: a
@@ -80,19 +101,21 @@ from dnnc.codegen.gpu.math.scalar import fma
 from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
-    if_ as _if, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
+    if_ as _if, launder, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_dq
+from dnnc.codegen.gpu.tensorcore.sm90.backward_units import BAND, OnePerBlock, Persistent
 from dnnc.codegen.gpu.tensorcore.sm90.flash import check_operands
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
-    CONSUMER_REGISTERS, NARROW_HEAD_DIM, SPARE_REGISTERS, STAGED_BYTES, STAGED_SET, DkvKernel,
-    _Blocks,
+    CONSUMER_REGISTERS, NARROW_HEAD_DIM, PRODUCER_REGISTERS, SPARE_REGISTERS, STAGED_BYTES,
+    STAGED_SET, DkvKernel, _Blocks,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     column_of, pairs, row_of, struct, unpack, wgmma_mn, wgmma_rs, wgmma_ss,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.mainloop import descriptor_constant, matrix_descriptor
 from dnnc.codegen.gpu.tensorcore.sm90.rows import Rows, padded
+from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, SMEM_LIMIT, WARPGROUP, NotSupported,
 )
@@ -112,12 +135,17 @@ OWN_BARRIER, MEET = 1, 3
 
 @dataclass(frozen=True)
 class FusedTile:
-    """``m`` query rows a step, ``n`` kv rows a block, ``stages`` of the Q
-    and dO ring."""
+    """``m`` query rows a step, ``n`` kv rows a unit, ``stages`` of the Q
+    and dO ring; ``persistent``: as many blocks as the SMs hold, each
+    looping over units (else a block a unit); ``parts``: the parts of a
+    grouped-query group's heads that units take apart, their dK and dV
+    summed after (backward_units.py)."""
 
     m: int = QUERY_ROWS
     n: int = KV_ROWS
     stages: int = 2
+    persistent: bool = True
+    parts: int = 1
 
     @property
     def threads(self):
@@ -132,9 +160,10 @@ def dq_columns(d):
 
 def _extra_bytes(d):
     """Shared memory after the ring: two dS tiles, the consumers' dQ
-    staging (64 rows x ``dq_columns`` f32 each) and the log-sum-exp and
-    delta buffers."""
-    return 2 * DS_TILE + 2 * 64 * dq_columns(d) * 4 + STAGED_BYTES
+    staging (64 rows x ``dq_columns`` f32 each), the log-sum-exp and
+    delta buffers, and the barrier of the resident tiles' release
+    (``FusedKernel.resident_empty``)."""
+    return 2 * DS_TILE + 2 * 64 * dq_columns(d) * 4 + STAGED_BYTES + 8
 
 
 def smem_bytes(d, dv, stages):
@@ -197,19 +226,14 @@ def check(att, tile):
         raise NotSupported(why)
     if att.dbias is not None:
         raise NotSupported("dbias: the fused backward does not write it (the two kernels do)")
+    if tile.parts > 1 and att.group % tile.parts:
+        raise NotSupported(f"{tile.parts} parts of a group of {att.group} query heads: "
+                           "expected a divisor of the group's size")
 
 
-def launder(x):
-    """``x`` (an i64 or an index) through an opaque move, in the loop that
-    uses it: what is derived from it (the descriptors of the resident
-    tiles and their K steps, the masks' bounds of the thread's rows; 64-bit
-    each) is then made in the loop, not kept in registers across it, which
-    the consumers' accumulators need."""
-    index = isinstance(x.type, ir.IndexType)
-    value = _to_i64(x) if index else x
-    out = llvm.inline_asm(value.type, [value], "mov.b64 $0, $1;", "=l,l",
-                          has_side_effects=True)
-    return arith.index_cast(ir.IndexType.get(), out) if index else out
+def launder32(x):
+    """``launder`` of an i32."""
+    return llvm.inline_asm(x.type, [x], "mov.b32 $0, $1;", "=r,r", has_side_effects=True)
 
 
 class DqSum:
@@ -238,44 +262,107 @@ class DqSum:
 
 
 class FusedKernel(DkvKernel):
-    """dK, dV of 128 kv rows of one (batch, kv head) a block, and their part
-    of dQ of every query tile that sees them. Kv rows past Skv are masked
+    """dK, dV of 128 kv rows of one (batch, kv head) a work unit (of the
+    group's query heads, or of a part of them: ``parts``), and their part
+    of dQ of every query tile that sees them; ``units`` (backward_units.py)
+    says which units a block runs. Kv rows past Skv are masked
     (``mask_past_skv``): their dS goes into dQ (times K's zero rows)."""
 
     mask_past_skv = True
 
-    def __init__(self, att, tile, delta, dq_sum):
+    def __init__(self, att, tile, delta, dq_sum, units, dkv_parts=None):
         self.m = tile.m
         _Blocks.__init__(self, att, [Rows(att.k, KV_ROWS, att.d), Rows(att.v, KV_ROWS, att.dv)],
                          (Rows(att.q, self.m, att.d), Rows(att.do, self.m, att.dv)),
                          tile.stages, _extra_bytes(att.d))
         self.delta = delta
         self.dq_sum = dq_sum
+        self.units = units
+        # With parts: the f32 workspaces [parts x B, Hk, Skv, D or Dv] of
+        # the partial dK and dV, unscaled.
+        self.dkv_parts = dkv_parts
         self.kv_tiles = -(-att.skv // KV_ROWS)
         self.q_tiles = -(-att.sq // self.m)
         self.c = att.scale * LOG2E
+
+    def grid(self):
+        return self.units.grid()
 
     def launch(self, grid):
         self.dq_sum.make_descriptor()
         super().launch(grid)
 
+    def place(self):
+        """Nothing: each role places each of its units (``unit``)."""
+
+    def init_barriers(self):
+        super().init_barriers()
+        nvvm.MBarrierInitOp(self.resident_empty, _i(2))
+
+    @property
+    def resident_empty(self):
+        """The barrier both consumers arrive on once done with a unit's K
+        and V, the producer waits on before loading the next unit's: the
+        last 8 bytes of ``extra``."""
+        return _shared_ptr(_add(self.extra_base, self.extra - 8))
+
+    def unit(self, head, tile, part):
+        """Place the unit: its kv rows, the query heads it walks."""
+        parts = self.units.parts
+        heads = None
+        if part is not None:
+            per = self.att.group // parts
+            heads = (arith.muli(part, _idx(per)), per)
+        self.place_unit(head, tile, heads)
+
+    def producer(self):
+        """Per unit (the same as the consumers', in the same order): K and V
+        once the consumers are done with the previous unit's (phase k of
+        ``resident_empty``), then its steps' Q and dO tiles into the ring,
+        the steps numbered across units (``g``)."""
+        nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
+        ring = self.ring
+
+        def issue():
+            def unit(k, head, tile, part, g):
+                self.unit(head, tile, part)
+                # Phase k - 1 done (a fresh barrier passes parity 1 at once).
+                irutil.mbarrier_wait(self.resident_empty,
+                                     _to_i32(arith.xori(arith.andi(k, _idx(1)), _idx(1))))
+                nvvm.MBarrierArriveExpectTxOp(None, self.resident_full, _i(self.resident_bytes))
+                for rows, base, coords in zip(self.resident, self.bases, self.resident_coords()):
+                    rows.load(base, self.resident_full, *[_to_i32(c) for c in coords])
+
+                def step(j):
+                    s, parity = ring.slot(arith.addi(g, j))
+                    irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
+                    full = ring.full(s)
+                    nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
+                    at = ring.stage(s)
+                    for rows, coords in zip(self.ring_tiles, self.step_coords(j)):
+                        rows.load(at, full, *[_to_i32(c) for c in coords])
+                        at = _add(at, rows.bytes)
+                _for(_idx(0), self.steps, step)
+                return [arith.addi(g, self.steps)]
+            self.units.loop(unit, [_idx(0)])
+        _if(_cmp("eq", self.tid, _idx(0)), issue)
+
     def consumer(self):
-        """The steps (module docstring), then dK and dV from registers."""
+        """Per unit: the steps (module docstring), then dK and dV from
+        registers; K and V released to the producer between the two."""
         att = self.att
         self.consumer_geometry()  # (no turns: the consumers meet every step)
         c = self.consumer_index
-        first = arith.addi(self.n0, arith.muli(c, _idx(64)))
-        rows = [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
         local = arith.remui(self.tid, _idx(WARPGROUP))
-        # Shared memory after the ring: dS tiles, dQ staging, lse/delta.
+        # Shared memory after the ring: dS tiles, dQ staging, lse/delta,
+        # the resident_empty barrier.
         ds_base = self.extra_base
         staging = arith.addi(_add(ds_base, 2 * DS_TILE),
                              arith.muli(_to_i64(c), _i(self.dq_sum.boxes * 64 * SWIZZLE, 64)))
-        own = arith.addi(_add(ds_base, self.extra - STAGED_BYTES),
+        own = arith.addi(_add(ds_base, self.extra - 8 - STAGED_BYTES),
                          arith.muli(_to_i64(c), _i(2 * STAGED_SET, 64)))
         i32 = ir.IntegerType.get_signless(32)
         own_barrier = arith.index_cast(i32, _add(c, OWN_BARRIER))
-        irutil.mbarrier_wait(self.resident_full, _i(0))
         k_desc, v_desc = self.resident_desc(0), self.resident_desc(1)
         mn = descriptor_constant(True, self.m * SWIZZLE)
         k_major = descriptor_constant(False, 0)
@@ -299,7 +386,9 @@ class FusedKernel(DkvKernel):
         q_rows, do_rows = self.ring_tiles
         m, el = self.m, att.element
 
-        def step(j, dv, dk):
+        def step(g, j, first, rows, dv, dk):
+            """Step ``j`` of the unit, ``g`` of the block (the ring's slot and
+            the parity of the dS tile and the lse/delta buffer)."""
             head, m0 = self.at_step(j)
             k_at, v_at, b_at = (launder(x) for x in (k_desc, v_desc, b_desc))
             # This thread's value of the step's log-sum-exp (threads 0 ..
@@ -310,14 +399,14 @@ class FusedKernel(DkvKernel):
             delta = memref.load(self.delta, [self.b, head, q])
             value = arith.select(_cmp("ult", local, _idx(m)), lse, delta)
             # 1. Sᵀ and dPᵀ.
-            q_at, do_at = self.stage_descs(j)
+            q_at, do_at = self.stage_descs(g)
             nvvm.WgmmaFenceAlignedOp()
             st = wgmma_ss(m, el, k_at, self.resident[0].box_bytes,
                           matrix_descriptor(q_at, k_major), q_rows.box_bytes, att.d)
             dpt = wgmma_ss(m, el, v_at, self.resident[1].box_bytes,
                            matrix_descriptor(do_at, k_major), do_rows.box_bytes, att.dv)
             nvvm.WgmmaGroupSyncAlignedOp()
-            parity = arith.remui(j, _idx(2))
+            parity = arith.remui(g, _idx(2))
             buffer = arith.addi(own, arith.muli(_to_i64(parity), _i(STAGED_SET, 64)))
             _if(_cmp("ult", local, _idx(2 * m)), lambda: llvm.store(
                 value, _shared_ptr(arith.addi(buffer, arith.muli(_to_i64(local), _i(4, 64)))),
@@ -351,17 +440,65 @@ class FusedKernel(DkvKernel):
             # 5. dQ_i's part into dq_sum, while dK runs.
             self.reduce_dq(dq, staging, own_barrier, head, m0, column_i32)
             nvvm.WgmmaWaitGroupSyncOp(0)
-            self.release(j)
+            self.release(g)
             return [dv, dk]
 
-        loop = _for(_idx(0), self.steps, step,
-                    [llvm.mlir_zero(struct(att.dv // 2)), llvm.mlir_zero(struct(att.d // 2))])
-        dv, dk = loop.results
+        def placed(head, tile, part):
+            """The unit placed (``unit``): the consumer's first kv row and
+            the thread's two."""
+            self.unit(head, tile, part)
+            first = arith.addi(self.n0, arith.muli(c, _idx(64)))
+            return first, [arith.addi(first, _add(self.row_in, 8 * r)) for r in range(2)]
+
+        parts = self.units.parts
+
+        def unit(k, head, tile, part, g):
+            self.unit(head, tile, part)
+            steps = self.steps
+            irutil.mbarrier_wait(self.resident_full, _to_i32(arith.andi(k, _idx(1))))
+
+            # The unit's indices as one i32, (head kv_tiles + tile) parts +
+            # part.
+            code = arith.addi(arith.muli(head, _idx(self.kv_tiles)), tile)
+            if part is not None:
+                code = arith.addi(arith.muli(code, _idx(parts)), part)
+            code = _to_i32(code)
+
+            def at(j, dv, dk):
+                # The unit placed again in the step from an opaque copy of
+                # its code: what derives from it (batch, kv head, rows,
+                # mask bounds) is then made in the step, not held across
+                # the steps beside the accumulators (one register is).
+                x = launder32(code)
+                p = None
+                if part is not None:
+                    p = arith.remui(x, _i(parts))
+                    x = arith.divui(x, _i(parts))
+                index = ir.IndexType.get()
+                first, rows = placed(*(arith.index_cast(index, y) for y in (
+                    arith.divui(x, _i(self.kv_tiles)), arith.remui(x, _i(self.kv_tiles)))),
+                    None if p is None else arith.index_cast(index, p))
+                return step(arith.addi(g, j), j, first, rows, dv, dk)
+            loop = _for(_idx(0), steps, at,
+                        [llvm.mlir_zero(struct(att.dv // 2)), llvm.mlir_zero(struct(att.d // 2))])
+            dv, dk = loop.results
+            # Every product of the unit has completed (each step waits for
+            # its own): K and V may be overwritten while dK and dV go out.
+            _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, self.resident_empty))
+            first, _ = placed(head, tile, part)
+            if part is None:
+                self.store(dk, att.d, att.dk, self.b, self.hk, first, att.skv, att.scale)
+                self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
+            else:
+                at_part = arith.addi(arith.muli(part, _idx(att.batch)), self.b)
+                dk_parts, dv_parts = self.dkv_parts
+                self.store(dk, att.d, dk_parts, at_part, self.hk, first, att.skv)
+                self.store(dv, att.dv, dv_parts, at_part, self.hk, first, att.skv)
+            return [arith.addi(g, steps)]
+        self.units.loop(unit, [_idx(0)])
         # The last reduce has read its staging before the block's shared
         # memory goes.
         _if(self.leader, lambda: nvvm.CpAsyncBulkWaitGroupOp(0))
-        self.store(dk, att.d, att.dk, self.b, self.hk, first, att.skv, att.scale)
-        self.store(dv, att.dv, att.dv_grad, self.b, self.hk, first, att.skv)
 
     @staticmethod
     def bar(barrier, threads):
@@ -454,24 +591,67 @@ class FusedKernel(DkvKernel):
         _if(self.leader, issue)
 
 
+def units_of(att, tile, ctas=PERSISTENT_CTAS):
+    """The work units' scheduler of ``att`` in ``tile`` (backward_units.py):
+    persistent over at most ``ctas`` blocks, the longest units first under
+    a causal mask without a window; or a block a unit."""
+    kv_tiles = -(-att.skv // KV_ROWS)
+    heads = att.batch * att.kv_heads
+    if not tile.persistent:
+        return OnePerBlock(kv_tiles, heads, tile.parts)
+    # A sliding window (att.causal with one) gives the kv tiles about as many
+    # query tiles each, the first and last aside: head by head then.
+    longest_first = att.causal and not att.window
+    return Persistent(kv_tiles, heads, tile.parts, ctas, BAND if longest_first else kv_tiles)
+
+
+def _describe(units, tile):
+    """What the plan says of the units."""
+    per = f"{tile.n} kv rows"
+    if units.parts > 1:
+        per += f" and 1/{units.parts} of the group's query heads"
+    if isinstance(units, OnePerBlock):
+        return f"a block per {per}"
+    if units.band < units.kv_tiles:
+        order = (f"the longest (most query tiles) first, in bands of {units.band} kv tiles "
+                 "head by head")
+    else:
+        order = "head by head"
+    return (f"{units.ctas} persistent blocks over {units.units} units of {per} ({order}, "
+            "in alternating directions round by round)")
+
+
 def build_attention_backward_fused(fn, att, tile):
     """Replace kernel function ``fn``'s body by the fused backward of
-    ``att`` (three launches, two workspaces). Returns what the plan should
-    say of it."""
+    ``att`` (three launches, two workspaces; four and four with ``parts``).
+    Returns what the plan should say of it."""
     check(att, tile)
     body = irutil.body(fn)
     old = [op.operation for op in body.operations]
     ret = old[-1]
+    units = units_of(att, tile)
     with ir.InsertionPoint(ret), ret.location:
         delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
                                                ir.F32Type.get()), [], [])
         dq_sum = DqSum(att)
+        parts = None
+        if tile.parts > 1:
+            parts = tuple(memref.alloc(ir.MemRefType.get(
+                [tile.parts * att.batch, att.kv_heads, att.skv, width], ir.F32Type.get()), [], [])
+                for width in (att.d, att.dv))
         flash_backward_dq.preprocess(att, delta, dq_sum.value)
-        kernel = FusedKernel(att, tile, delta, dq_sum)
+        kernel = FusedKernel(att, tile, delta, dq_sum, units, parts)
         kernel.launch(kernel.grid())
         flash_backward_dq.convert(att, dq_sum.value)
+        if parts:
+            flash_backward_dq.group_sum(att, tile.parts, parts)
     erase_replaced(old[:-1])
+    summed = ""
+    if parts:
+        summed = (f"; then dK and dV summed over the {tile.parts} parts in a fixed order from "
+                  "f32 workspaces")
     return [f"attention backward, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace "
-            f"first; then a block per {tile.n} kv rows, {tile.m} query rows a step through "
+            f"first; then {_describe(units, tile)}, {tile.m} query rows a step through "
             f"{tile.stages} stages, five products on wgmma, dQ added into the workspace by TMA "
-            "reduce-adds (not deterministic: the order of the adds varies); then dQ converted"]
+            f"reduce-adds (not deterministic: the order of the adds varies); then dQ "
+            f"converted{summed}"]

@@ -27,7 +27,7 @@ previous step's, and its step narrows where registers or shared memory ask
 (flash_backward.wide_tiles: 32 kv rows at D 256).
 
 Both make the resident tiles' descriptors again in each step
-(flash_backward_fused.launder): kept across the steps, the descriptors of
+(emit.launder): kept across the steps, the descriptors of
 every K step of two resident tiles (32 of 64 bits at D 256) crowded out the
 accumulators, and ptxas spilled.
 
@@ -47,12 +47,11 @@ from dnnc.codegen.gpu.tensorcore.attention_dbias import BiasGradient
 from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
-    if_ as _if, shared_ptr as _shared_ptr, to_i64 as _to_i64,
+    if_ as _if, launder, shared_ptr as _shared_ptr, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_backward import (
     STAGED_SET, DkvKernel, DqKernel, bias_values, check, tiles_for,
 )
-from dnnc.codegen.gpu.tensorcore.sm90.flash_backward_fused import launder
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pairs, row_of, struct, unpack, wgmma_rs, wgmma_ss,
 )

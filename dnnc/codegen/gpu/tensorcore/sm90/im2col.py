@@ -23,16 +23,24 @@ BN channels of their input pixels at the tile's tap, in boxes of 64
 channels; its tap is the column's (N = taps x C, a tile in one tap) or
 the batch index (the taps as the GEMM's batch: tensorcore/wgrad_taps.py).
 
+``PixelRows`` (A, where the config's ``tiled`` asks and the convolution
+allows: tensorcore/pixel_rows.py) loads a 1x1, unit-stride, unpadded
+convolution's BM output pixels as the matmul's loader loads rows: one tiled
+TMA box of the ``[N*H*W, C]`` matrix x's pixels form.
+
 ``FilterOperand`` (B) loads BN output channels' weights at one tap: a tiled
 TMA box ``[BN, 1, BK]`` of the filter viewed as ``[K, taps, C]``, zero past
 K and C. In convolution mode the filter's tap is taps - 1 - t.
 """
 
+import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, llvm, nvvm
+from mlir.dialects import arith, llvm, memref, nvvm
 
+from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.tensorcore import pixel_rows
 from dnnc.codegen.gpu.tensorcore.emit import i as _i, ptr as _ptr, shared_ptr as _shared_ptr
 from dnnc.codegen.gpu.tensorcore.sm90.support import NotSupported
 from dnnc.codegen.gpu.tensorcore.sm90.tma import (
@@ -167,6 +175,47 @@ class Im2colOperand(_ConvTile):
             nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(
                 dst, self.descriptor, list(reversed(coords)), barrier, list(reversed(offsets)),
                 mode=nvvm.TMALoadMode.IM2COL)
+
+
+@dataclass
+class PixelRows(_ConvTile):
+    """A of a 1x1, unit-stride, unpadded forward convolution or data
+    gradient (pixel_rows.problem is None): ``rows`` (BM) output pixels by
+    ``k`` (BK) channels, which are input pixels m.. m + BM - 1 at channels
+    k0.., loaded by one tiled TMA box of the ``[N*H*W, C]`` matrix view of
+    x (rows one pixel pitch apart: ``matrix_pitch``), K-major, 128-byte
+    swizzle.
+    TMA zero-fills rows past M and channels past C, as in im2col mode."""
+
+    swizzled: bool = True
+
+    @staticmethod
+    def matrix_pitch(conv):
+        """The pixel pitch of ``conv``'s x when its pixels form one matrix
+        (pixel_rows.dense_pitch), or None."""
+        shape, strides, _ = irutil.memref_geometry(conv.x.type)
+        return pixel_rows.dense_pitch(shape, strides)
+
+    def make_descriptor(self, bk):
+        """Host side: x viewed as ``[N*H*W, C]`` (a reinterpret_cast of its
+        activation view), its tiled descriptor of ``rows`` x ``bk`` boxes."""
+        t = ir.MemRefType(self.conv.x.type)
+        shape, _, offset = irutil.memref_geometry(t)
+        pitch = self.matrix_pitch(self.conv)
+        view_shape, view_strides = [math.prod(shape[:-1]), shape[-1]], [pitch, 1]
+        view_type = ir.MemRefType.get(view_shape, t.element_type,
+                                      layout=ir.StridedLayoutAttr.get(offset, view_strides))
+        view = memref.reinterpret_cast(view_type, self.conv.x, [], [], [], [offset], view_shape,
+                                       view_strides)
+        self.descriptor = tma_descriptor(view, [self.rows, bk], self.swizzled)
+        return self.descriptor
+
+    def load(self, dest_i64, barrier, batch, mn0, k0):
+        # A 1x1 filter's one tap: K step k0 is channels k0 .. k0 + BK - 1
+        # (C rounded up to BK, zero past C).
+        dst = llvm.addrspacecast(_ptr(7), _shared_ptr(dest_i64))
+        nvvm.CpAsyncBulkTensorGlobalToSharedClusterOp(dst, self.descriptor, [k0, mn0],
+                                                      barrier, [])
 
 
 @dataclass

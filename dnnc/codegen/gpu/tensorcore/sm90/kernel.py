@@ -130,8 +130,7 @@ class Kernel:
             out.append("A stored K x M is read into registers (wgmma reads tf32 from shared "
                        "memory only K-major)")
         if self.block_scaling is not None:
-            out.append(f"block-scaled: each {self.tile.k}-wide K step summed apart, then scaled "
-                       "by its 1x128 scale of A and 128x128 scale of B into the accumulator")
+            out.append(self.block_scaling.note())
         if self.epilogue.note:
             out.append(self.epilogue.note)
         if self.bias is not None:

@@ -20,7 +20,9 @@ thread. Operands with a prologue are converted by the consumers each step
 (``Consumer.fragments``) and wgmma takes it from there. A filter
 gradient's bias gradient is summed from dy's box of each stage while the
 step's wgmmas run (bias_grad.py: the sums are the K loop's third carried
-value).
+value). A block-scaled GEMM runs its own K loop (block_scales.py), which
+issues each step through the consumer's ``issue`` (a step's wait and
+wgmmas, as one group) into temporaries.
 """
 
 from mlir import ir
@@ -153,23 +155,31 @@ class Consumer:
         fragments = self.fragment_offsets(consumer, local) if k.registers_a else None
         scaling = k.block_scaling
 
-        def step(kt, acc, g, first=None, sums=None, active=None, origin=None, factors=None):
-            if scaling is not None:
-                # Block scales (block_scales.py): this step's ``factors`` were
-                # read a step ahead; read the next step's now. The step's
-                # products go into a temporary from zero.
-                ahead = scaling.factors(origin, scaling.next_block(kt, origin))
-                # The first wgmma ignores its input (scale-d 0): no zeros to
-                # write into the temporary's registers.
-                total, acc = acc, llvm.mlir_undef(k.acc_type)
+        def issue(kt, acc, g, columns=None, wait=True):
+            """Wait for step ``g``'s stage to be full (unless ``wait`` is
+            False: the caller did) and issue its wgmmas into ``acc``, as one
+            committed group; return (the accumulator in flight, the stage).
+            ``columns``: (first, count) of the tile's columns these wgmmas
+            compute, into a temporary from zero (block scales; None: all of
+            them, into ``acc``)."""
             s, parity = ring.slot(g)
-            irutil.mbarrier_wait(ring.full(s), parity)
+            if wait:
+                irutil.mbarrier_wait(ring.full(s), parity)
             stage = ring.stage(s)
             a_tile = arith.addi(stage, a_row_offset)
             b_tile = arith.addi(stage, _i(k.a_bytes, 64))
             if any(k.sources):
                 a_tile, b_tile = k.prologues.convert_step(stage, a_tile, b_tile, consumer,
                                                           local, kt, g)
+            kinds = (attrs, attrs)
+            if columns is not None:
+                # Rows of B's K-major tile (128 bytes each) from the first
+                # column on; fp8 B is always K-major (support.check).
+                b_tile = arith.addi(b_tile, _i(columns[0] * SWIZZLE, 64)) if columns[0] \
+                    else b_tile
+                width = ir.Attribute.parse(
+                    f"#nvvm.shape<m = 64, n = {columns[1]}, k = {instr_k}>")
+                kinds = (dict(fresh_attrs, shape=width), dict(attrs, shape=width))
             if not k.registers_a:
                 desc_a = matrix_descriptor(a_tile, a_const)
             desc_b = matrix_descriptor(b_tile, b_const)
@@ -188,23 +198,22 @@ class Consumer:
                 if k.registers_a:
                     acc = self.wgmma_registers(acc, a_values[kk], db)
                     continue
-                fresh = scaling is not None and kk == 0
-                acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[k.acc_type],
+                acc = ir.Operation.create("nvvm.wgmma.mma_async", results=[acc.type],
                                           operands=[acc, da, db],
-                                          attributes=fresh_attrs if fresh else attrs).results[0]
+                                          attributes=kinds[min(kk, 1)]).results[0]
             nvvm.WgmmaGroupSyncAlignedOp()
+            return acc, stage
+
+        def step(kt, acc, g, first=None, sums=None, active=None):
+            acc, stage = issue(kt, acc, g)
             if sums is not None:
                 # A bias gradient: the consumer's dy rows summed while the
                 # wgmmas read the same stage (bias_grad.py).
                 sums = k.bias.step(arith.addi(stage, a_row_offset), local, sums, active)
             # One group stays in flight: the previous step's wgmmas are done,
-            # so its stage can be refilled. Block scales read this step's
-            # temporary next: none stays in flight.
-            nvvm.WgmmaWaitGroupSyncOp(0 if scaling is not None else 1)
+            # so its stage can be refilled.
+            nvvm.WgmmaWaitGroupSyncOp(1)
             _if(_cmp("ugt", kt, first), lambda: release(arith.subi(g, _idx(1))))
-            if scaling is not None:
-                acc = scaling.promote(total, acc, factors)
-                return [acc, arith.addi(g, _idx(1)), *ahead]
             out = [acc, arith.addi(g, _idx(1))]
             return out if sums is None else out + [sums]
 
@@ -235,12 +244,10 @@ class Consumer:
                     scf.YieldOp(two_steps(k_steps[0], k_steps[1])(
                         loop.induction_variable, *loop.inner_iter_args))
             elif scaling is not None:
-                origin = scaling.tile_origin(consumer, local, tile_m, tile_n, k_steps[1])
-                loop = _for(k_steps[0], k_steps[1],
-                            lambda kt, acc, g, f0, f1: step(kt, acc, g, k_steps[0],
-                                                            origin=origin, factors=[f0, f1]),
-                            [zero, g, *scaling.factors(origin,
-                                                       scaling.first_block(k_steps[0]))])
+                # Block scales: each step's products into temporaries,
+                # promoted into the sum (block_scales.py).
+                loop = scaling.loop(consumer, local, tile_m, tile_n, k_steps, zero, g,
+                                    issue, release)
             elif k.bias is not None:
                 active = k.bias.active(batch, tile_n)
                 loop = _for(k_steps[0], k_steps[1],

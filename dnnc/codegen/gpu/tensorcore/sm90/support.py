@@ -11,6 +11,7 @@ from dataclasses import dataclass, replace
 from mlir import ir
 
 from dnnc.codegen.gpu import irutil
+from dnnc.codegen.gpu.tensorcore.sm90.block_scales import GROUPS
 from dnnc.codegen.gpu.tensorcore.sm90.tma import (
     SWIZZLE, element_bytes, physical_order, physical_view,
 )
@@ -34,6 +35,11 @@ class Tile:
     consumers: int = 2
     splits: int = 1          # split-K: blocks that share one output tile's K steps
     cluster: int = 1         # split-K: consecutive splits summed in a cluster of this many
+    # A 1x1, unit-stride, unpadded convolution's x read as a matrix by tiled
+    # TMA boxes (im2col.PixelRows), not in im2col mode: the config's ``tiled``.
+    tiled: bool = False
+    promote_overlap: int = 0  # block scales: steps a group runs promoting step kt - 1
+    #                           while kt's wgmmas run (2, 4, 8; 0: whole steps)
 
     @property
     def threads(self):
@@ -286,17 +292,27 @@ def copy_pays(gemm, operand, extent):
 
 
 def _check_block_scales(gemm, tile):
-    """A block-scaled GEMM's tile: one K step a scale block, its columns in
-    one 128-column block of B's scales (block_scales.py)."""
+    """A block-scaled GEMM's tile: one K step a scale block; its columns in
+    one 128-column block of B's scales, or two halves of a 256-wide tile
+    each in one; two temporaries (promote_overlap) only beside a sum of at
+    most 64 f32 a thread (block_scales.py)."""
     block = gemm.scales.block
     if not gemm.fp8:
         raise NotSupported(f"block scales on {gemm.a.element} x {gemm.b.element}: expected fp8")
     if tile.k != block:
         raise NotSupported(f"tile K {tile.k} with block scales: expected {block} (a K step "
                            "is one scale block)")
-    if tile.n not in (64, 128):
-        raise NotSupported(f"tile N {tile.n} with block scales: expected 64 or 128 (a tile's "
-                           f"columns in one {block}-column block of B's scales)")
+    if tile.n not in (64, 128, 2 * block):
+        raise NotSupported(f"tile N {tile.n} with block scales: expected 64, 128 or 256 (a "
+                           f"tile's columns in one or two {block}-column blocks of B's scales)")
+    if tile.promote_overlap not in (0,) + GROUPS:
+        raise NotSupported(f"promote_overlap {tile.promote_overlap}: expected 0 or one of "
+                           f"{', '.join(map(str, GROUPS))} (K steps a group of the "
+                           "overlapped loop runs)")
+    if tile.promote_overlap and tile.n > block:
+        raise NotSupported(f"promote_overlap with a tile {tile.n} wide: expected at most {block} "
+                           f"(the sum and two temporaries, 3 x {tile.n // 2} f32 a thread, "
+                           "exceed a consumer's 232 registers)")
     if gemm.batch > 1:
         raise NotSupported(f"a batch of {gemm.batch} with block scales: tc-sm90 scales one GEMM")
 
@@ -314,6 +330,9 @@ def check(gemm, tile):
         raise NotSupported(f"{element} operands (tc-sm90 takes bf16, f16, tf32 and fp8)")
     if gemm.scales is not None:
         _check_block_scales(gemm, tile)
+    elif tile.promote_overlap:
+        raise NotSupported(f"promote_overlap {tile.promote_overlap} on a GEMM without block "
+                           "scales: expected 0 (it groups a block-scaled GEMM's K steps)")
     eb = element_bytes(element)
     if tile.k * eb != SWIZZLE:
         raise NotSupported(f"tile K {tile.k}: expected {SWIZZLE // eb} for {element}")
