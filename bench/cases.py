@@ -1283,7 +1283,12 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
     multiply), which the GEMM applies to the operand's tiles as it loads
     them. ``dt`` "tf32" is f32 storage multiplied as tf32 (PyTorch with
     allow_tf32); ``weight``: B stored N x K (a linear layer's weight);
-    ``transposed_a``: A stored K x M (the x of a weight gradient x^T @ dy)."""
+    ``transposed_a``: A stored K x M (the x of a weight gradient x^T @ dy).
+    "bias_view_gelu" and "bias_view_residual" are a linear layer as ATen
+    traces it: a @ b + bias viewed [8, M / 8, N] (addmm, then view), then
+    gelu (tanh), or + r of that shape; dnn-sink-reshapes moves the view
+    below them, so they join the GEMM's epilogue as "bias_gelu" does (time
+    the two side by side)."""
     io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
 
     def build():
@@ -1305,6 +1310,12 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
         y = g.matmul(a, b, compute_data_type=compute)
         if epilogue in ("bias_gelu", "bias_residual_relu"):
             y = g.add(y, g.tensor(name="bias", dim=[1, n]))
+        if epilogue.startswith("bias_view"):
+            y = g.reshape(g.add(y, g.tensor(name="bias", dim=[n])), [8, m // 8, n])
+        if epilogue == "bias_view_gelu":
+            y = g.gelu(y, approximate="tanh")
+        elif epilogue == "bias_view_residual":
+            y = g.add(g.tensor(name="r", dim=[8, m // 8, n]), y)
         if epilogue == "bias_gelu":
             y = g.gelu(y)
         elif epilogue == "bias_residual_relu":
@@ -1328,6 +1339,10 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
             y = t.matmul(a, b.to(a.dtype))
         else:
             y = t.matmul(a, b)
+        if epilogue == "bias_view_gelu":
+            return t.nn.functional.gelu((y + rest[0]).view(8, m // 8, n), approximate="tanh")
+        if epilogue == "bias_view_residual":
+            return rest[1] + (y + rest[0]).view(8, m // 8, n)
         if epilogue == "bias_gelu":
             return t.nn.functional.gelu(y + rest[0])
         if epilogue == "bias_residual_relu":
@@ -1339,7 +1354,8 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
 def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transposed_a=False):
     build, torch_fn = _gemm(m, n, k, dt, epilogue, weight, transposed_a)
     size = 2 if dt in ("bf16", "f16") else 4
-    extra = {"bias_gelu": n, "bias_residual_relu": n + m * n,
+    extra = {"bias_gelu": n, "bias_residual_relu": n + m * n, "bias_view_gelu": n,
+             "bias_view_residual": n + m * n,
              "scales": 2 * (m + n), "cast_a": m * k, "cast_b": k * n}.get(epilogue, 0)
     name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
         + (f" ({label})" if label else "")
@@ -1372,6 +1388,13 @@ MATMUL = [
     _gemm_case(4096, 4096, 4096, epilogue="bias_gelu"),
     _gemm_case(4096, 4096, 4096, epilogue="bias_residual_relu"),
     _gemm_case(4096, 4096, 4096, epilogue="scales"),
+    # GPT-2-small's MLP (8 x 1024 tokens) as ATen traces it, the view between
+    # the GEMM and its epilogue; beside it the same GEMM's epilogue unviewed.
+    _gemm_case(8192, 3072, 768, epilogue="bias_view_gelu", label="GPT-2 MLP"),
+    _gemm_case(8192, 3072, 768, epilogue="bias_gelu", label="GPT-2 MLP"),
+    _gemm_case(8192, 768, 3072, epilogue="bias_view_residual", label="GPT-2 MLP"),
+    # ViT-Base's (8 x 197 tokens: M not a tile multiple).
+    _gemm_case(1576, 3072, 768, epilogue="bias_view_gelu", label="ViT MLP"),
     _gemm_case(4096, 1024, 4096, epilogue="relu_a"),
     _gemm_case(4096, 1024, 4096, epilogue="cast_a"),
     _gemm_case(64, 4096, 4096, epilogue="cast_b", label="skinny, f32 weight"),
@@ -1616,6 +1639,10 @@ def _sgemm(name, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
         t.backends.cuda.matmul.allow_tf32 = False
         y = t.matmul(a, b)
         t.backends.cuda.matmul.allow_tf32 = allowed
+        if epilogue == "bias_view_gelu":
+            return t.nn.functional.gelu((y + rest[0]).view(8, m // 8, n), approximate="tanh")
+        if epilogue == "bias_view_residual":
+            return rest[1] + (y + rest[0]).view(8, m // 8, n)
         if epilogue == "bias_gelu":
             return t.nn.functional.gelu(y + rest[0])
         return y

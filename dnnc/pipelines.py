@@ -49,7 +49,8 @@ FRONT = (
         "dnn-split-reductions",
         "dnn-canonicalize",
     )),
-    Stage("fused", ("dnn-recognize-sdpa", "dnn-fold-operand-scales", "dnn-fuse", "dnn-verify")),
+    Stage("fused", ("dnn-recognize-sdpa", "dnn-fold-operand-scales", "dnn-sink-reshapes",
+                    "dnn-fuse", "dnn-verify")),
 )
 
 # dnn -> linalg on tensors, shared by the CPU and GPU back ends.

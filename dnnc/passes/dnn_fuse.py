@@ -49,7 +49,10 @@ Grouping, in program order:
   column program) recomputes the pointwise ops over its operand's shape
   that compute that operand (``dy * xhat`` from dy, x, mean and inv) rather
   than reading them from another kernel; those that nothing else needs are
-  placed with it alone. Reductions over the same columns share a kernel
+  placed with it alone. Not an op that ends a contraction's epilogue chain
+  (a gelu backward on a GEMM's dx, whose bias gradient sums it): the GEMM
+  stores that op's result anyway, and recomputing it would make the GEMM
+  store its raw output too. Reductions over the same columns share a kernel
   (dscale beside dbias), and a pointwise op over the reduced shape that reads
   one (the cast to the output's type) joins it;
 * rows and columns: once every op is placed, a column kernel joins a row
@@ -96,8 +99,13 @@ Grouping, in program order:
 * other pointwise ops join the pointwise kernels of their operands (one kernel
   per connected chain), else start one (anchor "pointwise");
 * reshape, transpose and slice get one kernel each (anchor "tensor"), but for
-  a reshape that is no graph result: it stays in the graph function, where
-  bufferization makes it a view of its operand's buffer (it moves no data);
+  a reshape that is no graph result, or that reshapes the end of a
+  contraction's epilogue chain (where dnn-sink-reshapes moved it, below the
+  ops that joined the epilogue): it stays in the graph function, where
+  bufferization makes it a view of its operand's buffer (it moves no data).
+  A contraction kernel whose result is reshaped for a pointwise op that
+  could not move above the reshape (an operand the epilogue cannot index
+  across it) says why in ``dnn.fusion_note``;
   a transpose takes an epilogue (option ``epilogue``) of pointwise ops that
   read no other tensor (a cast, a relu, a scale by a constant), each the
   only user of the one before: the copy applies them to each element it
@@ -149,6 +157,7 @@ from dnnc.dialect.ops_pointwise import POINTWISE_OPS
 from dnnc.dialect.ops_reduce import trailing_axes
 from dnnc.errors import UnsupportedError
 from dnnc.passes import DnncPass, register
+from dnnc.passes import dnn_sink_reshapes as sink
 
 POINTWISE = set(POINTWISE_OPS) | {"cast", "constant"}
 TENSOR = {"reshape", "transpose", "slice"}
@@ -291,9 +300,15 @@ def _sums_pixels(op, dy):
 
 def _is_view(op):
     """True for a reshape of a computed value or argument that is no graph
-    result: a view of its operand's buffer, left in the graph function."""
-    return (op.name == "dnn.reshape" and not _is_constant(_producer(op.operands[0]))
-            and all(u.name.startswith("dnn.") for u in _users(op.results[0])))
+    result, or of the end of a contraction's epilogue chain that is one (a
+    reshape dnn-sink-reshapes moved below the epilogue): a view of its
+    operand's buffer, left in the graph function (for a graph result,
+    dnn-layout-views folds the copy that bufferization leaves from the view
+    into the output: the GEMM's kernel writes the output)."""
+    if op.name != "dnn.reshape" or _is_constant(_producer(op.operands[0])):
+        return False
+    return all(u.name.startswith("dnn.") for u in _users(op.results[0])) \
+        or sink.epilogue_value(op.operands[0])
 
 
 def _broadcasts(shape, full):
@@ -316,10 +331,14 @@ def _spans(op, rows):
     return _pointwise_over(op, rows, rows[0])
 
 
-def _recomputed(ops):
+def _recomputed(ops, epilogue=True):
     """{column reduction: the pointwise ops over its operand's shape that compute
     that operand, in program order} and the set of those ops whose every user
-    is such an op or reduction (nothing else needs them)."""
+    is such an op or reduction (nothing else needs them). With ``epilogue``,
+    not an op that ends a contraction's epilogue chain
+    (dnn_sink_reshapes.epilogue_value: a gelu backward on a GEMM's dx): the
+    GEMM computes it and stores it, and a column kernel recomputing it would
+    make the GEMM store its raw output too."""
     position = {op: i for i, op in enumerate(ops)}
     cones = {}
     for op in ops:
@@ -329,7 +348,8 @@ def _recomputed(ops):
         cone, todo = set(), [op.operands[0]]
         while todo:
             p = _producer(todo.pop())
-            if p not in cone and _pointwise_over(p, (columns[0],), columns[0]):
+            if p not in cone and _pointwise_over(p, (columns[0],), columns[0]) \
+                    and not (epilogue and sink.epilogue_value(p.results[0])):
                 cone.add(p)
                 todo.extend(p.operands)
         cones[op] = sorted(cone, key=position.__getitem__)
@@ -356,13 +376,14 @@ class Partition:
         self.conv_prologue = conv_prologue
         self.conv_bias_grad = conv_bias_grad
         self.prologue_adds = self._prologue_adds(ops) if prologue else set()
-        self.cones, self.column_only = _recomputed(ops)
+        self.cones, self.column_only = _recomputed(ops, epilogue)
         self._holders = None  # computed once placing is done
         for op in ops:
             if op not in self.column_only:  # placed with its column reductions
                 self._place(op)
         self._join_columns_to_rows()
         self._bias_notes(ops)
+        self._reshape_notes()
 
     # -- dependencies between groups ----------------------------------------
 
@@ -537,6 +558,24 @@ class Partition:
                 why = "joining them would make two kernels depend on each other"
             group.note = f"the bias gradient (sum of dy) left to kernels of its own ({why})"
 
+    def _reshape_notes(self):
+        """A contraction's kernel whose chain tip is reshaped for a pointwise
+        op that dnn-sink-reshapes could not move below the reshape says why
+        (``dnn.fusion_note``)."""
+        for group in self.groups:
+            if group.tip is None or not any(o.name in sink.CONTRACTIONS for o in group.ops):
+                continue
+            for view in _users(group.tip):
+                op = sink.candidate(view) if view.name == "dnn.reshape" else None
+                why = sink.why_not(view, op) if op is not None else None
+                if why:
+                    note = (f"the {_kind(op)} after the reshape of its output "
+                            f"{list(_shape(view.operands[0]))} to "
+                            f"{list(_shape(view.results[0]))} left to a kernel of its own "
+                            f"(the epilogue cannot read its operand across the reshape: "
+                            f"{why})")
+                    group.note = f"{group.note}; {note}" if group.note else note
+
     def _join_concat(self, op):
         """Join ``op``, a concat, to the concat kernel making one of its
         operands along the same axis, when that is the operand's only use:
@@ -672,7 +711,10 @@ class Partition:
         if group.anchor == "matmul":
             # (An amax of the tip may join the kernel beside the chain:
             # _join_amax; where it does not, the kernel returns the tip too.)
-            users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)]
+            # Nor a view of it that is only returned (dnn-sink-reshapes
+            # leaves one where the graph returns the viewed pre-activation).
+            users = [u for u in users if u.name != "func.return" and not _amax_of_all(u)
+                     and not sink.returned_view(u)]
         return users == [op]
 
     def _absorb(self, group):

@@ -451,6 +451,27 @@ def test_transformer_block():
     assert [len(g.regions) for g in report] == [1, 1]   # each graph one dnnc graph
 
 
+def test_transformer_block_epilogues_through_views():
+    """The block's linear layers reach dnnc as addmm, a view to [B, T, N],
+    then the gelu or the residual add: each of those joins its GEMM's
+    epilogue through the view (dnn-sink-reshapes), in inference and in the
+    training step's forward (which also returns the viewed pre-activation),
+    and gelu's backward joins the GEMM making its dy: no pointwise kernel is
+    left in any plan."""
+    torch.manual_seed(0)
+    model = Block()
+    x = randn(2, 8, 32)
+    training = dnnc.torch.explain(model, x, backward=True)
+    model.eval()
+    with torch.no_grad():
+        inference = dnnc.torch.explain(model, x)
+    for report in (training, inference):
+        for g in report.graphs:
+            names = [name for r in g.regions for name, _, _ in r.kernels]
+            assert names and not any(name.endswith("_pointwise") for name in names), \
+                (g.kind, names)
+
+
 # -- what stays in torch, explain, registration -------------------------------------------------
 
 

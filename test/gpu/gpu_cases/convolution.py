@@ -2,7 +2,7 @@
 problems with uneven padding, strides and dilations (and true convolution
 mode), in f32 (asked for: f32 convolutions take tf32 by default), f16, bf16
 and tf32; a channels-last forward with a fused bias and relu; grouped and
-depthwise convolutions.
+depthwise convolutions; epilogues through a flattening view.
 """
 
 import dnnc
@@ -130,6 +130,36 @@ def conv_fused_tc(dtype):
     return build
 
 
+def conv_views(dtype):
+    """Convolutions flattened as ATen's flatten(2) does ([N, K, H, W] ->
+    [N, K, H * W], a view) before their epilogue: a 16 x 16 / 16 convolution
+    of an RGB image (a ViT's patch embedding; C = 3, its filter's columns
+    folded into the channels) plus bias, then a residual [N, K, 196] read
+    as [N, K, 14, 14] in the convolution's epilogue; a 3 x 3 convolution of
+    64 channels, then relu; and the patch embedding's position table
+    [1, K, 196], which the epilogue cannot read (it varies along the pixels
+    and not the batch): a pointwise kernel of its own after a tc-sm90
+    convolution."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype)
+        x = g.tensor(name="x", dim=[2, 3, 224, 224])
+        w = g.tensor(name="w", dim=[192, 3, 16, 16])
+        b = g.tensor(name="b", dim=[1, 192, 1, 1])
+        res = g.tensor(name="res", dim=[2, 192, 196])
+        pos = g.tensor(name="pos", dim=[1, 192, 196])
+        y = g.add(g.conv_fprop(x, w, stride=[16, 16]), b)
+        emb = g.add(g.reshape(y, [2, 192, 196]), res).set_name("residual")
+        table = g.add(g.reshape(g.conv_fprop(x, w, stride=[16, 16]), [2, 192, 196]), pos)
+        v = g.tensor(name="v", dim=[2, 64, 9, 11], stride=channels_last([2, 64, 9, 11]))
+        f = g.tensor(name="f", dim=[64, 64, 3, 3], stride=channels_last([64, 64, 3, 3]))
+        z = g.relu(g.reshape(g.conv_fprop(v, f, padding=1), [2, 64, 99])).set_name("flat_relu")
+        outputs(contracted(emb, x, w, 3 * 256),
+                contracted(table.set_name("position"), x, w, 3 * 256),
+                contracted(z, v, f, 64 * 9))
+        return g
+    return build
+
+
 # (x dims, window, attrs, bias + relu): depthwise convolutions (groups ==
 # C, simt-depthwise): MobileNet's 3x3 / 1 and / 2, ConvNeXt's 7x7, uneven
 # padding, a W that the 4-output tiles do not divide, C of 12, 6 and 5
@@ -187,4 +217,5 @@ CASES = [
     Case("conv_fused_tc_tf32", conv_fused_tc(F32), positive=("s",), rtol=2e-3),
     *(Case(f"conv_grads_{d.mlir}", conv_grads(d)) for d in (F32, BF16)),
     *(Case(f"conv_nhwc_{d.mlir}", conv_nhwc(d)) for d in (F32, F16)),
+    *(Case(f"conv_views_{d.mlir}", conv_views(d)) for d in (BF16, F16)),
 ]

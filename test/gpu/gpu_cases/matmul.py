@@ -2,8 +2,9 @@
 cp.async, ldmatrix and mma.sync, forced by a config): f32, f16, bf16,
 fp8 and tf32; ragged M, N and K; batched and broadcast operands; A or B
 stored transposed; scaled operands; fused prologues and epilogues;
-split-K, alone and in thread-block clusters; staged epilogues; rows that
-TMA cannot step by. Each output marks the inputs and K it sums over
+split-K, alone and in thread-block clusters; staged epilogues; epilogues
+through views (a linear layer as ATen traces it); rows that TMA cannot step
+by. Each output marks the inputs and K it sums over
 (``contracted``) for its tolerance.
 """
 
@@ -329,6 +330,36 @@ def gemm_residual(dtype, compute=F32):
     return build
 
 
+def gemm_views(dtype, batch, seq):
+    """GPT-2-small's MLP as ATen traces it, over ``batch`` x ``seq`` rows:
+    x @ W1^T + b1 viewed [batch, seq, 3072] (addmm, view; the view also
+    returned, as a training step saves the pre-activation), gelu (tanh) of
+    it, and x + (h @ W2^T + b2) viewed [batch, seq, 768] (the residual
+    against the GEMM's rows through the view). dnn-sink-reshapes moves the
+    views below the gelu and the add, so each joins its GEMM's epilogue: two
+    GEMM kernels, the first storing both the pre-activation and the gelu."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=F32)
+        rows = batch * seq
+        x = g.tensor(name="x", dim=[batch, seq, 768])
+        # Linear weights stored N x K, as nn.Linear holds them.
+        w1 = g.tensor(name="w1", dim=[768, 3072], stride=[1, 768])
+        b1 = g.tensor(name="b1", dim=[3072])
+        h = g.tensor(name="h", dim=[rows, 3072])
+        w2 = g.tensor(name="w2", dim=[3072, 768], stride=[1, 3072])
+        b2 = g.tensor(name="b2", dim=[768])
+        x2 = g.reshape(x, [rows, 768])
+        pre = g.reshape(g.add(g.matmul(x2, w1, compute_data_type=F32), b1), [batch, seq, 3072])
+        act = g.gelu(pre, approximate="tanh")
+        down = g.reshape(g.add(g.matmul(h, w2, compute_data_type=F32), b2), [batch, seq, 768])
+        out = g.add(x, down)
+        outputs(contracted(pre.set_name("pre_activation"), x, w1, 768),
+                contracted(act.set_name("gelu"), x, w1, 768),
+                contracted(out.set_name("residual"), h, w2, 3072))
+        return g
+    return build
+
+
 def gemm_narrow_rows(dtype):
     """Matmuls whose rows are not 16-byte multiples, which TMA refuses and
     tc-sm80 copies 8 or 4 bytes at a time: K = 100 (200-byte rows of A),
@@ -366,6 +397,14 @@ CASES = [
       for d in (F16, BF16)),
     Case("gemm_residual_tf32", gemm_residual(F32, "tf32"), rtol=2e-3,
          config="*=tile:128x256x32,stages:4"),
+    # Epilogues through views (GPT-2's MLP): 8 x 1024 rows, 8 x 197 (ViT's:
+    # M = 1576, no tile multiple) and 3 x 333 (M = 999, odd), the last on
+    # tc-sm80 too.
+    Case("gemm_views_gpt2_bf16", gemm_views(BF16, 8, 1024)),
+    Case("gemm_views_vit_bf16", gemm_views(BF16, 8, 197)),
+    Case("gemm_views_odd_bf16", gemm_views(BF16, 3, 333)),
+    Case("gemm_views_odd_f16", gemm_views(F16, 3, 333)),
+    Case("gemm_sm80_views_odd_bf16", gemm_views(BF16, 3, 333), config="*=strategy:tc-sm80"),
     Case("gemm_split_k_bf16", gemm_split_k(BF16), config=SPLIT_K_CONFIG),
     Case("gemm_split_k_clusters_bf16", gemm_split_k_clusters(BF16),
          config=SPLIT_K_CLUSTER_CONFIG),
