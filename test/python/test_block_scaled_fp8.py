@@ -124,8 +124,8 @@ def test_cpu_back_end_matches_the_reference(m, n, k, ta, tb):
 # name: (M, N, K, A's type, B's type, output, B stored N x K, the tile, K
 # steps a group)
 CASES = {
-    "e4m3_4096": (4096, 4096, 4096, E4M3, E4M3, "bf16", True, [128, 128, 128], 4),
-    "deepseek": (8192, 7168, 2048, E4M3, E4M3, "bf16", True, [128, 128, 128], 4),
+    "e4m3_4096": (4096, 4096, 4096, E4M3, E4M3, "bf16", True, [128, 128, 128], 8),
+    "deepseek": (8192, 7168, 2048, E4M3, E4M3, "bf16", True, [128, 128, 128], 8),
     "odd_e5m2": (200, 392, 320, E4M3, E5M2, "f32", False, [128, 64, 128], 4),
     # 11 K steps: groups of 4 would need a loop for the first 3, and ptxas
     # spills at 128 columns; groups of 2 do not.
@@ -134,9 +134,10 @@ CASES = {
 # The loops a config override selects (block_scales.py), by what the
 # override names: (config, K steps a group; 0: whole steps).
 VARIANTS = {
-    "heuristics": (None, 4),
+    "heuristics": (None, 8),   # what e4m3_4096's 32 steps get
     "whole": ("*=promote_overlap:0", 0),
     "groups_of_2": ("*=promote_overlap:2", 2),
+    "groups_of_4": ("*=promote_overlap:4", 4),
     "groups_of_8": ("*=promote_overlap:8", 8),
 }
 WIDE = "*=tile:128x256x128,stages:4,promote_overlap:0"
@@ -167,8 +168,9 @@ def waits(ptx):
 @pytest.mark.parametrize("name", sorted(CASES))
 def test_tc_sm90_block_scaled_plan_and_ptx(built, name):
     """tc-sm90 with 128-wide K steps and a tile of at most 128 columns, in
-    groups of 4 steps (2 at 128 columns where the step count is no multiple
-    of 4: the heuristics' choice); the plan says so; each K step's k32
+    groups of 8 steps where the step count divides into them, else 4 (2 at
+    128 columns where the step count is no multiple of 4: the heuristics'
+    choice); the plan says so; each K step's k32
     wgmmas start from zero (a temporary), one group stays in flight while
     the step before is promoted, and every accumulator value takes one FMA
     of its promotion."""
@@ -195,11 +197,12 @@ def test_tc_sm90_block_scaled_plan_and_ptx(built, name):
     assert re.search(r"ld\.global(\.\w+)*\.b32", package.ptx), "no load of the scales"
 
 
-# Every case in every variant, but groups of 8 over 11 steps: its first 3
-# steps' loop beside the groups' spills (as groups of 4 do, and why the
-# heuristics take groups of 2 there).
+# Every case in every variant, but groups of 8 or 4 over 11 steps: the loop
+# of its first 3 steps beside the groups' spills (why the heuristics take
+# groups of 2 there).
 NO_SPILLS = [(name, variant) for name in sorted(CASES) for variant in sorted(VARIANTS)
-             if (name, variant) != ("ragged_steps", "groups_of_8")]
+             if (name, variant) not in (("ragged_steps", "groups_of_8"),
+                                        ("ragged_steps", "groups_of_4"))]
 
 
 @needs_ptxas

@@ -1010,12 +1010,12 @@ def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
 
 
 def test_tc_sm90_block_scaled_ranks_its_loops_for_autotuning():
-    """A block-scaled fp8 GEMM: first the tile in groups of 4 K steps (32
+    """A block-scaled fp8 GEMM: first the tile in groups of 8 K steps (32
     steps) or of 2 (11 steps, 128 columns), then the same tile's other
-    loops (whole steps, the other group) and a 256-wide tile in two halves,
+    loops (whole steps, groups of 4) and a 256-wide tile in two halves,
     each saying it is ranked for autotuning: autotuning's top 4 times them
     all."""
-    for k, group, other in ((4096, 4, 2), (1408, 2, 4)):
+    for k, group, other in ((4096, 8, 4), (1408, 2, 4)):
         blocks = -(-k // 128)
         p = problem("matmul_block_scaled",
                     [([2048, k], "f8E4M3FN"), ([k, 2048], "f8E4M3FN"),
