@@ -59,11 +59,9 @@ import ctypes
 import json
 import os
 import shutil
-import statistics
 import subprocess
 import sys
 import tempfile
-import time
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 for _path in (ROOT, os.path.join(ROOT, "runtime"), os.path.dirname(os.path.abspath(__file__))):
@@ -133,19 +131,8 @@ def install_stub(torch):
 
 def per_call_us(fn, calls, batches):
     """(best, median, best thread CPU) microseconds per call over ``batches``
-    batches of ``calls // batches`` calls."""
-    n = max(1, calls // batches)
-    for _ in range(min(n, 1000)):
-        fn()
-    wall, cpu = [], []
-    clock, thread_clock = time.perf_counter_ns, time.thread_time_ns
-    for _ in range(batches):
-        start, start_cpu = clock(), thread_clock()
-        for _ in range(n):
-            fn()
-        cpu.append((thread_clock() - start_cpu) / n / 1e3)
-        wall.append((clock() - start) / n / 1e3)
-    return min(wall), statistics.median(wall), min(cpu)
+    batches of ``calls // batches`` calls (host_overhead's timing)."""
+    return host_overhead.per_call_us(fn, max(1, calls // batches), batches)
 
 
 def plans(cudnn, torch, device, sm_version):
