@@ -224,7 +224,10 @@ def sink(reshape):
                 operands.append(x)
                 continue
             shape, _ = reshapes.across(_shape(v), src, _shape(y))
-            keep = reshapes.same_broadcast(shape, _shape(v))   # a bias, a scalar
+            # A bias or a scalar stays as it is; an operand of more dims
+            # than the op's new shape (leading 1s: a residual [1, S, N]
+            # against a GEMM's [S, N]) would broadcast the result back up.
+            keep = reshapes.same_broadcast(shape, _shape(v)) and len(_shape(v)) <= len(src)
             operands.append(v if keep else _reshaped(v, shape, ip))
         out = ir.RankedTensorType(op.results[0].type)
         moved = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(

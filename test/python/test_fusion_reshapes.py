@@ -130,6 +130,19 @@ def test_matmul_view_residual_is_one_kernel():
     check(g, ["matmul", "matmul"])
 
 
+def test_a_batch_of_one_residual_is_read_through_a_view():
+    # A batch of one: the view only adds a leading 1, and the residual
+    # [1, 5, 24] has more dims than the GEMM's [5, 24]; the moved add must
+    # read it as [5, 24], not broadcast its result back to [1, 5, 24].
+    g = dnnc.Graph(name="batch_of_one", io_data_type=F32)
+    x = g.tensor(name="x", dim=[1, 5, 24])
+    w = g.tensor(name="w", dim=[24, 24])
+    b = g.tensor(name="b", dim=[24])
+    h = g.add(g.matmul(g.reshape(x, [5, 24]), w), b)
+    g.add(x, g.reshape(h, [1, 5, 24])).set_output(True)
+    check(g, ["matmul"])
+
+
 def test_per_batch_scale_after_a_view_stays_a_kernel_and_says_why():
     g = dnnc.Graph(name="per_batch", io_data_type=F32)
     a = g.tensor(name="a", dim=[18, 16])

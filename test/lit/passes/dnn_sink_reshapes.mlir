@@ -34,22 +34,25 @@ func.func @matmul_view_gelu(%a: tensor<16x32xbf16>, %w: tensor<32x48xbf16>, %b: 
 // -----
 
 // The residual add after the view: the residual [2, 8, 48] is read as
-// [16, 48] (a reshape of it: a view), a bias [1, 1, 48] as it is, and the
-// reshape moves past both adds; its inverse (the next layer's A) goes.
+// [16, 48] (a reshape of it: a view), a bias [1, 1, 48] as [1, 48] (as it
+// is, its three dims would broadcast the add's result back to rank 3), and
+// the reshape moves past both adds; its inverse (the next layer's A) goes.
 // CHECK-LABEL: func.func @matmul_view_residual(
 //  CHECK-SAME: %[[A:[^:]*]]: tensor<16x32xbf16>, %[[W:[^:]*]]: tensor<32x48xbf16>, %[[R:[^:]*]]: tensor<2x8x48xbf16>, %[[B:[^:]*]]: tensor<1x1x48xbf16>, %[[W2:[^:]*]]: tensor<48x8xbf16>
 //  CHECK-NEXT: %[[M:.*]] = "dnn.matmul"(%[[A]], %[[W]])
 //  CHECK-NEXT: %[[RV:.*]] = "dnn.reshape"(%[[R]]) : (tensor<2x8x48xbf16>) -> tensor<16x48xbf16>
 //  CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[RV]], %[[M]]) : (tensor<16x48xbf16>, tensor<16x48xf32>) -> tensor<16x48xbf16>
-//  CHECK-NEXT: %[[T:.*]] = "dnn.add"(%[[S]], %[[B]]) : (tensor<16x48xbf16>, tensor<1x1x48xbf16>) -> tensor<16x48xbf16>
+//  CHECK-NEXT: %[[BV:.*]] = "dnn.reshape"(%[[B]]) : (tensor<1x1x48xbf16>) -> tensor<1x48xbf16>
+//  CHECK-NEXT: %[[T:.*]] = "dnn.add"(%[[S]], %[[BV]]) : (tensor<16x48xbf16>, tensor<1x48xbf16>) -> tensor<16x48xbf16>
 //  CHECK-NEXT: %[[V:.*]] = "dnn.reshape"(%[[T]]) : (tensor<16x48xbf16>) -> tensor<2x8x48xbf16>
 //  CHECK-NEXT: %[[N:.*]] = "dnn.matmul"(%[[T]], %[[W2]])
 //  CHECK-NEXT: return %[[V]], %[[N]]
 // FUSE-LABEL: func.func private @matmul_view_residual_k0_matmul(
-//  FUSE-SAME: %{{[^:]*}}: tensor<16x32xbf16>, %{{[^:]*}}: tensor<32x48xbf16>, %{{[^:]*}}: tensor<16x48xbf16>, %{{[^:]*}}: tensor<1x1x48xbf16>) -> tensor<16x48xbf16>
+//  FUSE-SAME: %{{[^:]*}}: tensor<16x32xbf16>, %{{[^:]*}}: tensor<32x48xbf16>, %{{[^:]*}}: tensor<16x48xbf16>, %{{[^:]*}}: tensor<1x48xbf16>) -> tensor<16x48xbf16>
 // FUSE-LABEL: func.func @matmul_view_residual(
 //  FUSE-NEXT: %[[RV:.*]] = "dnn.reshape"(%arg2)
-//  FUSE-NEXT: %[[K:.*]] = call @matmul_view_residual_k0_matmul(%arg0, %arg1, %[[RV]], %arg3)
+//  FUSE-NEXT: %[[BV:.*]] = "dnn.reshape"(%arg3)
+//  FUSE-NEXT: %[[K:.*]] = call @matmul_view_residual_k0_matmul(%arg0, %arg1, %[[RV]], %[[BV]])
 //  FUSE-NEXT: %[[V:.*]] = "dnn.reshape"(%[[K]])
 //  FUSE-NEXT: %[[N:.*]] = call @matmul_view_residual_k1_matmul(%[[K]], %arg4)
 //  FUSE-NEXT: return %[[V]], %[[N]]
