@@ -1,5 +1,5 @@
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-sink-reshapes)' | FileCheck %s
-// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-sink-reshapes,dnn-fuse)' | FileCheck %s --check-prefix=FUSE
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-sink-reshapes,dnn-verify)' | FileCheck %s
+// RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-sink-reshapes,dnn-verify,dnn-fuse)' | FileCheck %s --check-prefix=FUSE
 
 // A linear layer as ATen traces it: the GEMM over [B * S, K] rows, the bias in
 // its epilogue, the view to [B, S, N], then the gelu. The gelu moves above
