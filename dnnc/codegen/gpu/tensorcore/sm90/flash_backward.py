@@ -293,24 +293,32 @@ class _Blocks:
 
     def producer(self):
         nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
-        ring = self.ring
 
         def issue():
-            nvvm.MBarrierArriveExpectTxOp(None, self.resident_full, _i(self.resident_bytes))
-            for rows, base, coords in zip(self.resident, self.bases, self.resident_coords()):
-                rows.load(base, self.resident_full, *[_to_i32(c) for c in coords])
-
-            def step(j):
-                s, parity = ring.slot(j)
-                irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
-                full = ring.full(s)
-                nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
-                at = ring.stage(s)
-                for rows, coords in zip(self.ring_tiles, self.step_coords(j)):
-                    rows.load(at, full, *[_to_i32(c) for c in coords])
-                    at = _add(at, rows.bytes)
-            _for(_idx(0), self.steps, step)
+            self.load_resident()
+            _for(_idx(0), self.steps, lambda j: self.load_step(j, j))
         _if(_cmp("eq", self.tid, _idx(0)), issue)
+
+    def load_resident(self):
+        """The producer's loads of the resident tiles (K and V), on
+        ``resident_full``."""
+        nvvm.MBarrierArriveExpectTxOp(None, self.resident_full, _i(self.resident_bytes))
+        for rows, base, coords in zip(self.resident, self.bases, self.resident_coords()):
+            rows.load(base, self.resident_full, *[_to_i32(c) for c in coords])
+
+    def load_step(self, j, index):
+        """The producer's loads of step ``j``'s ring tiles into the ring's
+        stage for ``index`` (the step's number in the ring: ``j``, or the
+        steps counted across a persistent block's units)."""
+        ring = self.ring
+        s, parity = ring.slot(index)
+        irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
+        full = ring.full(s)
+        nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
+        at = ring.stage(s)
+        for rows, coords in zip(self.ring_tiles, self.step_coords(j)):
+            rows.load(at, full, *[_to_i32(c) for c in coords])
+            at = _add(at, rows.bytes)
 
     def consumer_geometry(self):
         """A consumer's registers raised, its warpgroup, leader and lane, and

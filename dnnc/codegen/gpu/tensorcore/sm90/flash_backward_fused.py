@@ -321,7 +321,6 @@ class FusedKernel(DkvKernel):
         ``resident_empty``), then its steps' Q and dO tiles into the ring,
         the steps numbered across units (``g``)."""
         nvvm.SetMaxRegisterOp(PRODUCER_REGISTERS, nvvm.SetMaxRegisterAction.decrease)
-        ring = self.ring
 
         def issue():
             def unit(k, head, tile, part, g):
@@ -329,20 +328,8 @@ class FusedKernel(DkvKernel):
                 # Phase k - 1 done (a fresh barrier passes parity 1 at once).
                 irutil.mbarrier_wait(self.resident_empty,
                                      _to_i32(arith.xori(arith.andi(k, _idx(1)), _idx(1))))
-                nvvm.MBarrierArriveExpectTxOp(None, self.resident_full, _i(self.resident_bytes))
-                for rows, base, coords in zip(self.resident, self.bases, self.resident_coords()):
-                    rows.load(base, self.resident_full, *[_to_i32(c) for c in coords])
-
-                def step(j):
-                    s, parity = ring.slot(arith.addi(g, j))
-                    irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
-                    full = ring.full(s)
-                    nvvm.MBarrierArriveExpectTxOp(None, full, _i(self.stage_bytes))
-                    at = ring.stage(s)
-                    for rows, coords in zip(self.ring_tiles, self.step_coords(j)):
-                        rows.load(at, full, *[_to_i32(c) for c in coords])
-                        at = _add(at, rows.bytes)
-                _for(_idx(0), self.steps, step)
+                self.load_resident()
+                _for(_idx(0), self.steps, lambda j: self.load_step(j, arith.addi(g, j)))
                 return [arith.addi(g, self.steps)]
             self.units.loop(unit, [_idx(0)])
         _if(_cmp("eq", self.tid, _idx(0)), issue)
