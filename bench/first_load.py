@@ -13,7 +13,9 @@ milliseconds of wall time:
 - ``graph``: the tensors and the op;
 - ``build_plans``: ``validate`` … ``build_plans`` (and its CPU time, which
   a shared machine's wait for a core leaves out), and inside it (wrapped
-  functions, so the parts add up to less): ``imports`` (the time spent in
+  functions: the parts add up to less, and overlap where one is made inside
+  another, an import inside ``cache read and load`` for one):
+  ``imports`` (the time spent in
   the imports it makes: modules ``import dnnc.frontend`` left for the first
   plan, the compiler driver, the cache, the runtime), ``detect GPU``
   (compiler.detect_gpu, the first graph only; inside it ``cuda init``:
