@@ -3,6 +3,7 @@ on whole models, measured in the same process (issue 35's table).
 
     python bench/torch_compile.py                       # every model, bf16
     python bench/torch_compile.py --only resnet50 --json torch_compile.json
+    python bench/torch_compile.py --only vit_block --steps inference --kernels 12
 
 Models (bench/torch_models.py): ResNet-50 (batch 128, 224 x 224, channels-last),
 a GPT-2-small block (batch 8 x 1024 tokens), a ViT-Base block (batch 64 x 197
@@ -63,8 +64,30 @@ def _time(fn, x, warmup, repeat):
     return statistics.median(times)
 
 
-def measure(name, train, modes, warmup, repeat):
-    """One row: {mode: ms}, {mode: compile s} and dnnc's op counts."""
+def kernel_times(fn, x, top):
+    """The GPU kernels of one call of ``fn``: (name, launches, total µs), the
+    ``top`` costliest by time, and the total of all of them (torch.profiler,
+    one call after the timed ones)."""
+    from torch.profiler import ProfilerActivity, profile
+
+    with profile(activities=[ProfilerActivity.CUDA]) as prof:
+        fn(x)
+        torch.cuda.synchronize()
+    rows = {}
+    for e in prof.events():
+        if e.device_type.name != "CUDA":
+            continue
+        name, us = e.name, e.time_range.elapsed_us()     # a kernel: its GPU interval
+        count, total = rows.get(name, (0, 0.0))
+        rows[name] = (count + 1, total + us)
+    ranked = sorted(((n, c, t) for n, (c, t) in rows.items()), key=lambda r: -r[2])
+    return {"total_us": sum(t for _, _, t in ranked), "launches": sum(c for _, c, _ in ranked),
+            "top": [[n[:90], c, round(t, 1)] for n, c, t in ranked[:top]]}
+
+
+def measure(name, train, modes, warmup, repeat, kernels=0):
+    """One row: {mode: ms}, {mode: compile s} and dnnc's op counts; with
+    ``kernels``, each mode's costliest GPU kernels of one call."""
     batch, kw = SIZES[name]
     base, (x,) = torch_models.build(name, batch, device="cuda", dtype=torch.bfloat16, **kw)
     base.train(train)
@@ -86,6 +109,8 @@ def measure(name, train, modes, warmup, repeat):
             torch.cuda.synchronize()
             row[f"{mode}_first_s"] = time.perf_counter() - t0
             row[f"{mode}_ms"] = _time(fn, x, warmup, repeat)
+            if kernels:
+                row[f"{mode}_kernels"] = kernel_times(fn, x, kernels)
         except Exception as err:   # a row of errors, and the run goes on
             row[f"{mode}_error"] = f"{type(err).__name__}: {err}"[:500]
             continue
@@ -113,6 +138,11 @@ def main(argv=None):
     parser.add_argument("--warmup", type=int, default=3)
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--json", help="write the rows here")
+    parser.add_argument("--steps", default="inference,training",
+                        help="comma-separated: inference, training")
+    parser.add_argument("--kernels", type=int, default=0, metavar="N",
+                        help="also list each mode's N costliest GPU kernels of one call "
+                             "(torch.profiler)")
     parser.add_argument("--cold", action="store_true",
                         help="compile dnnc's kernels afresh (an empty JIT cache directory)")
     args = parser.parse_args(argv)
@@ -131,7 +161,9 @@ def main(argv=None):
           f"{'x eager':>8} {'x induct':>8} {'compile s ind/dnnc':>19} {'ops dnnc/torch':>15}")
     for name in names:
         for train in (False, True):
-            row = measure(name, train, modes, args.warmup, args.repeat)
+            if ("training" if train else "inference") not in args.steps.split(","):
+                continue
+            row = measure(name, train, modes, args.warmup, args.repeat, args.kernels)
             rows.append(row)
             print(f"{name:<11} {row['step']:<9} {_fmt(row, 'eager_ms', '9.2f')} "
                   f"{_fmt(row, 'inductor_ms', '9.2f')} {_fmt(row, 'dnnc_ms', '9.2f')} "
@@ -141,6 +173,12 @@ def main(argv=None):
             for mode in modes:
                 if f"{mode}_error" in row:
                     print(f"    {mode}: {row[mode + '_error']}")
+                if f"{mode}_kernels" in row:
+                    k = row[f"{mode}_kernels"]
+                    print(f"    {mode}: {k['launches']} kernel launches, {k['total_us']:.1f} µs "
+                          "of kernel time")
+                    for kname, count, us in k["top"]:
+                        print(f"      {us:9.1f} µs  {count:3d} x  {kname}")
             if args.json:
                 with open(args.json, "w") as f:
                     json.dump({"device": torch.cuda.get_device_name(), "torch": torch.__version__,
