@@ -93,7 +93,8 @@ def test_training_step_returns_views_not_copies():
     k, v (slices of the qkv projection), o, the layernorms' outputs and the
     weights' transposes as views, so that its sm_90a plan has no copy kernel
     (no slice, transpose or reshape copies, no loads of the weights); the
-    backward reads q, k and v where the forward left them (no load copy).
+    backward reads q, k and v where the forward left them (no load copy)
+    and writes dq, dk and dv into their concat (no concat kernel).
     Outputs and gradients against eager on the CPU back end."""
     torch.manual_seed(0)
     ours = Block().to(torch.bfloat16)
@@ -126,6 +127,9 @@ def test_training_step_returns_views_not_copies():
     assert len(qkv) == 4
     loads = [n for n in plans["backward"] if any(n.endswith(q) for q in qkv)]
     assert not loads, plans["backward"]
+    # dq, dk and dv written into their concat, the qkv weight's gradient
+    # (dnn-concat-views): no concat kernel.
+    assert not any(n.endswith("_concat") for n in plans["backward"]), plans["backward"]
     strided = [spec.strides for spec in region.inputs if len(spec.shape) == 4]
     assert strided.count((768, 8, 96, 1)) == 3, strided   # inside the [16, 96] projection
     torch._dynamo.reset()
