@@ -361,3 +361,18 @@ def test_joined_gradients_written_in_place(built, name):
                 if a["kind"] in ("tma", "buffer") and tensor_of(manifest, a) == "dqkv"]
     assert len(touching) >= 3, touching
     assert all("sdpa_backward" in kernel for kernel, _ in touching), touching
+
+
+def test_backward_reads_strided_inputs_in_place(built):
+    """q, k and v graph inputs at the strides of slices of one [B x S, 3 C]
+    projection (what the torch backend's backward graph receives): no load
+    copies; the backward's TMA descriptors read them at rows of 3 C."""
+    package = built.package("sdpa_backward_strided_qkv_d64_causal_bf16")
+    manifest = package.manifest
+    assert all("sdpa_backward" in k["name"] for k in package.kernels), \
+        [(k["entry"], k["reason"]) for k in package.kernels]
+    reads = {tensor_of(manifest, a): a for k in package.kernels for a in k["args"]
+             if a["kind"] == "tma"}
+    c = 4 * 64
+    for name in "qkv":
+        assert name in reads and 3 * c in reads[name]["strides"], reads.get(name)

@@ -75,6 +75,27 @@ def qkv_attention(dtype, b, s, h, d, causal=False, backward=False, start=0, join
     return build
 
 
+def backward_on_strided_inputs(dtype, b, s, h, d, causal=False):
+    """The backward alone, as the torch backend's backward graph gets it: q,
+    k and v inputs [B, H, S, D] whose strides are those of slices of one
+    [B x S, 3 x H x D] projection (rows 3 C apart: not dense), o laid out
+    [B, S, H, D]; the tc-sm90 kernel reads them where they lie
+    (dnn-io-strides), no load copies."""
+    c = h * d
+    sliced = [s * 3 * c, d, 3 * c, 1]
+
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype,
+                       compute_data_type=F32)
+        q, k, v = (g.tensor(name=n, dim=[b, h, s, d], stride=sliced) for n in "qkv")
+        o = g.tensor(name="o", dim=[b, h, s, d], stride=[s * c, d, c, 1])
+        do = g.tensor(name="do", dim=[b, h, s, d])
+        stats = g.tensor(name="stats", dim=[b, h, s, 1], data_type=F32)
+        outputs(*g.sdpa_backward(q, k, v, o, do, stats, use_causal_mask=causal))
+        return g
+    return build
+
+
 # q, k, v from one projection: D 64 and 128, causal or not, an odd S, the
 # backward; slices at an unaligned start (copies kept).
 QKV = {
@@ -90,6 +111,9 @@ QKV = {
         BF16, 2, 257, 4, 64, causal=True, backward=True, joined=True),
     "sdpa_qkv_backward_joined_d128_bf16": qkv_attention(BF16, 1, 129, 2, 128, backward=True,
                                                          joined=True),
+    # q, k and v inputs at the strides of slices of one projection.
+    "sdpa_backward_strided_qkv_d64_causal_bf16": backward_on_strided_inputs(
+        BF16, 2, 257, 4, 64, causal=True),
 }
 
 CASES = [
