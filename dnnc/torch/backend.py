@@ -166,31 +166,25 @@ def _view(graph, made, node, root, steps, fake_mode):
     node in ``made``, else itself): ``steps`` replayed, or one as_strided of
     node's traced geometry (aliases.Plan)."""
     env = {root: made.get(root, root)}
-
-    def meta(value):
-        return torch.fx.node.map_arg(value, lambda a: a.meta.get("val"))
-
     if steps is None:
         val = node.meta["val"]
-        steps = [graph.call_function(aliases.AS_STRIDED,
-                                     (env[root], list(val.shape), list(val.stride()),
-                                      val.storage_offset()))]
-        last = steps[0]
-        new = [last]
+        new = [graph.call_function(aliases.AS_STRIDED,
+                                   (env[root], list(val.shape), list(val.stride()),
+                                    val.storage_offset()))]
     else:
         new = []
         for step in steps:
-            last = graph.node_copy(step, lambda a: env.get(a, a))
-            env[step] = last
-            new.append(last)
+            env[step] = graph.node_copy(step, lambda a: env.get(a, a))
+            new.append(env[step])
     for n in new:
         if fake_mode is None:
+            n.meta["val"] = node.meta.get("val") if n is new[-1] else None
             continue
+        # The view of the region's fake output, so that its meta aliases it.
+        args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("val"))
         with fake_mode:
-            n.meta["val"] = n.target(*meta(n.args), **meta(n.kwargs))
-    if fake_mode is None:
-        last.meta["val"] = node.meta.get("val")
-    return last
+            n.meta["val"] = n.target(*args, **kwargs)
+    return new[-1]
 
 
 def _compile_residual(gm, example_inputs, device, fallback, kind):
