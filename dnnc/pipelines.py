@@ -125,6 +125,9 @@ GPU = Stage("gpu", (
     # transposes.
     "dnn-slice-views",
     "dnn-transpose-views",
+    # dq, dk and dv, which the attention backward now writes through views,
+    # joined by a concat (the qkv projection's gradient): written in place.
+    "dnn-concat-views",
     # Tensor-core convolutions' operands channels-last: intermediates
     # allocated so, anything else through a layout kernel.
     "dnn-conv-layouts",

@@ -9,7 +9,12 @@ dnn ops are pure, so an op whose results are all unused is erased. The folds:
 * ``reshape(reshape(x))`` becomes one reshape; a reshape to x's shape is removed;
 * ``transpose(transpose(x))`` becomes one transpose; an identity permutation is
   removed;
-* a ``slice`` of the whole tensor with step 1 is removed.
+* a ``slice`` of the whole tensor with step 1 is removed;
+* a rounding ``cast`` (to f16 or bf16) of a reduction's f32 result that
+  nothing else reads, directly or through a reshape, becomes the
+  reduction's own result type: the reduction accumulates in f32 whatever
+  it stores and rounds once at the store, as the cast did, and the cast is
+  no kernel of its own.
 
 Before::
 
@@ -94,20 +99,58 @@ def erase_dead(view):
 
 
 def fold_cast(view):
-    """cast to the same type -> x; cast(cast(x)) with an exact inner cast -> cast(x)."""
+    """cast to the same type -> x; cast(cast(x)) with an exact inner cast -> cast(x);
+    a rounding cast of an f32 reduction -> the reduction of the cast's type."""
     x = view.operands["x"]
     y = view.results["y"]
     if x.type == y.type:
         return _replace(view, x)
     inner = _producer(x, "cast")
     if inner is None:
-        return False
+        return round_in_reduction(view)
     source = inner.operands["x"]
     if _element(x) not in _EXACT_TARGETS.get(_element(source), ()):
         return False  # the inner cast rounds; skipping it would change the result
     if source.type == y.type:
         return _replace(view, source)
     return _rebuild(view, "cast", {"x": source}, {})
+
+
+# Types a reduction's f32 accumulator is rounded to at its store as a cast would
+# round it (codegen/linalg/reduce.py).
+_ROUNDED = {"f16", "bf16"}
+
+
+def _single_use(value):
+    return len(list(value.uses)) == 1
+
+
+def round_in_reduction(view):
+    """cast(reduction(x)) -> reduction(x) of the cast's type, also through a
+    reshape between them (cast(reshape(r)) -> reshape(r')), when the
+    reduction's f32 result has no other use: its accumulator is f32 whatever
+    its result type, and rounding it once at the store is the cast, so the
+    cast (a launch of its own after a column reduction: a layernorm's dscale
+    and dbias in bf16) goes."""
+    target = _element(view.results["y"])
+    x = view.operands["x"]
+    reshape = _producer(x, "reshape")
+    value = reshape.operands["x"] if reshape is not None else x
+    reduction = _producer(value, "reduction")
+    if reduction is None or target not in _ROUNDED or _element(value) != "f32" or \
+            not _single_use(value) or (reshape is not None and not _single_use(x)):
+        return False
+    source = ir.RankedTensorType(value.type)
+    with reduction.operation.location:
+        rounded = ir.RankedTensorType.get(
+            list(source.shape), ir.RankedTensorType(view.results["y"].type).element_type)
+        new = builders.create("reduction", dict(reduction.operands), reduction.attrs,
+                              {"y": rounded}, discardable=reduction.discardable,
+                              ip=ir.InsertionPoint(reduction.operation))
+    result = new.results["y"]
+    if reshape is None:
+        return _replace(view, result)
+    return _rebuild(view, "reshape", {"x": result}, {})
 
 
 def fold_reshape(view):

@@ -33,7 +33,11 @@ as K x N needs no transposing copy) or ``tc-sm80`` (its cp.async copies read
 rows along whichever of K and M/N is contiguous) or ``simt-transpose`` (its
 tiles read and write any strides), each called once, and only when the
 strides are a permutation of a dense layout (a transposed view, not a
-slice). Should such a kernel fall back to simt-generic, its loops read the
+slice). A slice is passed as it is only to tensor-core attention kernels
+(tc-sm90, tc-sm80, carrying dnn.attention) that read it as q, k, v, o or
+dO, whose rows TMA can step (tensorcore/attention.py's rows_problem): the
+backward of attention reads q, k and v where the forward left them, inside
+the qkv projection's buffer (dnnc/torch/aliases.py). Should such a kernel fall back to simt-generic, its loops read the
 strided memref all the same. Likewise an output whose only users are
 kernels configured ``simt-window`` (a pooling kernel stores each element at
 its own strides, channels-last included), ``simt-transpose`` or
@@ -56,6 +60,7 @@ from mlir import ir
 from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil, outline
+from dnnc.codegen.gpu.tensorcore.attention import argument_role, rows_problem
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 
@@ -145,6 +150,8 @@ IMPLICIT_GEMM_STRATEGIES = ("tc-sm90", "tc-sm80")
 # outputs through their memrefs' strides too (TMA in memory order, or
 # vector stores).
 ATTENTION = "dnn.attention"
+# The attention operands its kernels read by TMA rows (rows_problem).
+ATTENTION_INPUTS = ("q", "k", "v", "o", "do")
 
 
 
@@ -184,13 +191,35 @@ def _strided_readers(module, arg, strides, output=False):
     needs its copy. For a graph ``output`` the kernels must write any
     layout too (LAYOUT_FREE_OUTPUTS)."""
     shape = list(ir.MemRefType(arg.type).shape)
-    if not _permuted_dense(shape, strides):
-        return None
     functions = {irutil.symbol(f): f for f in irutil.functions(module)}
     calls = call_counts(module)
+    if not _permuted_dense(shape, strides):
+        return None if output else _attention_readers(arg, strides, functions, calls)
     strategies = LAYOUT_FREE_OUTPUTS if output else LAYOUT_FREE
     readers = [layout_free_reader(use, functions, calls, strategies) for use in arg.uses]
     return readers if readers and None not in readers else None
+
+
+def _attention_readers(arg, strides, functions, calls):
+    """[(kernel function, argument index)] of every use of graph input
+    ``arg``, whose ``strides`` are not dense (q, k or v of a backward, a
+    slice of the qkv projection the forward returned as a view), when each
+    is a tensor-core attention kernel that reads it through TMA at those
+    strides (tensorcore/attention.py's rows_problem); None otherwise."""
+    t = ir.MemRefType(arg.type)
+    strided = ir.MemRefType.get(list(t.shape), t.element_type,
+                                layout=ir.StridedLayoutAttr.get(0, strides))
+    readers = []
+    for use in arg.uses:
+        found = layout_free_reader(use, functions, calls, ("tc-sm90", "tc-sm80"))
+        if found is None or ATTENTION not in found[0].attributes:
+            return None
+        callee, index = found
+        role = argument_role(callee, index)
+        if role is None or role not in ATTENTION_INPUTS or rows_problem(role, strided):
+            return None
+        readers.append(found)
+    return readers or None
 
 
 def _permuted_dense(shape, strides):

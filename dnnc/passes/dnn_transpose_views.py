@@ -244,8 +244,8 @@ def _fold_output(call, functions, calls, graph):
     if found is None or ATTENTION not in found[0].attributes:
         return False
     target, index = found
-    chain, root = _views_of(dest)
-    if not _used_after(root, call):
+    chain, root = views_of(dest)
+    if not used_after(root, call):
         return False
     root_op = irutil.defining_op(root)
     if root_op is not None and (root_op.name != "memref.alloc" or root_op.block != body):
@@ -285,8 +285,9 @@ def _fold_output(call, functions, calls, graph):
 VIEWS = ("memref.expand_shape", "memref.collapse_shape", "memref.reinterpret_cast")
 
 
-def _views_of(value):
-    """(the view ops ``value`` is, outermost first, the buffer under them)."""
+def views_of(value):
+    """(the view ops ``value`` is, outermost first, the buffer under them).
+    Shared with dnn-concat-views."""
     chain = []
     op = irutil.defining_op(value)
     while op is not None and op.name in VIEWS:
@@ -296,7 +297,7 @@ def _views_of(value):
     return chain, value
 
 
-def _used_after(value, call):
+def used_after(value, call):
     """True when every user of ``value`` (and of its views) but
     ``call`` comes after ``call``: nothing else touches it while a writer
     before ``call`` fills it in ``call``'s stead."""
@@ -305,7 +306,7 @@ def _used_after(value, call):
         if op == call:
             continue
         if op.name in VIEWS and use.operand_number == 0:
-            if not _used_after(op.results[0], call):
+            if not used_after(op.results[0], call):
                 return False
             continue
         if op.block != call.block or not call.is_before_in_block(op):

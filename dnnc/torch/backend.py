@@ -40,7 +40,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._guards import detect_fake_mode
 
 from dnnc.errors import DnncError
-from dnnc.torch import aten_map, partition
+from dnnc.torch import aliases, aten_map, partition
 from dnnc.torch.compiled import CompiledRegion
 
 FALLBACKS = ("inductor", "eager")
@@ -103,9 +103,9 @@ def compile_aten(gm, example_inputs, *, kind, fallback=None, report=None):
     regions, refused = partition.propose(gm, device.type)
     for i, nodes in enumerate(regions):
         name = f"{kind}_region{i}"
-        outputs = partition.outputs_of(nodes)
+        outputs = aliases.plan(nodes, partition.outputs_of(nodes))
         try:
-            region = CompiledRegion(name, nodes, outputs,
+            region = CompiledRegion(name, nodes, outputs.outputs,
                                     _device_of(n.meta.get("val") for n in nodes))
         except (DnncError, TypeError, ValueError, IndexError, KeyError) as err:
             # The region stays in torch, whatever refused it (aten_map.support
@@ -129,20 +129,28 @@ def compile_aten(gm, example_inputs, *, kind, fallback=None, report=None):
 
 
 def _replace(gm, nodes, outputs, region, example_inputs):
-    """Put one dnnc::compiled_region call in place of ``nodes``."""
+    """Put one dnnc::compiled_region call in place of ``nodes``, and the
+    views ``outputs`` (an aliases.Plan) rebuilds after it."""
     graph = gm.graph
     fake_mode = detect_fake_mode(example_inputs)
     with graph.inserting_before(nodes[0]):
         call = graph.call_function(REGION_OP,
                                    (region.key, list(region.input_nodes)))
-        picks = [graph.call_function(operator.getitem, (call, i)) for i in range(len(outputs))]
+        picks = [graph.call_function(operator.getitem, (call, i))
+                 for i in range(len(outputs.outputs))]
     fakes = None
     if fake_mode is not None:
         with fake_mode:
             fakes = region.fake(None)
         call.meta["val"] = fakes
-    for i, (old, new) in enumerate(zip(outputs, picks)):
+    made = {}
+    for i, (old, new) in enumerate(zip(outputs.outputs, picks)):
         new.meta["val"] = fakes[i] if fakes is not None else old.meta.get("val")
+        made[old] = new
+    with graph.inserting_before(nodes[0]):
+        views = [(old, _view(graph, made, old, root, steps, fake_mode))
+                 for old, root, steps in outputs.views]
+    for old, new in list(made.items()) + views:
         old.replace_all_uses_with(new)
     for old, value in partition.constants_of(nodes).items():
         for user in list(old.users):
@@ -153,6 +161,32 @@ def _replace(gm, nodes, outputs, region, example_inputs):
         graph.erase_node(node)
 
 
+def _view(graph, made, node, root, steps, fake_mode):
+    """A node of ``graph`` computing ``node`` as a view of ``root`` (its new
+    node in ``made``, else itself): ``steps`` replayed, or one as_strided of
+    node's traced geometry (aliases.Plan)."""
+    env = {root: made.get(root, root)}
+    if steps is None:
+        val = node.meta["val"]
+        new = [graph.call_function(aliases.AS_STRIDED,
+                                   (env[root], list(val.shape), list(val.stride()),
+                                    val.storage_offset()))]
+    else:
+        new = []
+        for step in steps:
+            env[step] = graph.node_copy(step, lambda a: env.get(a, a))
+            new.append(env[step])
+    for n in new:
+        if fake_mode is None:
+            n.meta["val"] = node.meta.get("val") if n is new[-1] else None
+            continue
+        # The view of the region's fake output, so that its meta aliases it.
+        args, kwargs = torch.fx.node.map_arg((n.args, n.kwargs), lambda a: a.meta.get("val"))
+        with fake_mode:
+            n.meta["val"] = n.target(*args, **kwargs)
+    return new[-1]
+
+
 def _compile_residual(gm, example_inputs, device, fallback, kind):
     """(boxed function, what runs the rest) for ``gm``, whose regions are dnnc calls."""
     from functorch.compile import make_boxed_func
@@ -161,6 +195,9 @@ def _compile_residual(gm, example_inputs, device, fallback, kind):
             and n.target not in (REGION_OP, operator.getitem)]
     if not rest:
         return make_boxed_func(gm.forward), "nothing (every op runs in dnnc)"
+    if all(getattr(n.target, "is_view", False) for n in rest):
+        # Views of the regions' outputs (aliases.py): nothing to compile.
+        return make_boxed_func(gm.forward), f"eager torch ({len(rest)} views)"
     fallback = fallback or ("inductor" if inductor_available(device.type) else "eager")
     if fallback not in FALLBACKS:
         raise ValueError(f"dnnc backend option fallback: expected one of "

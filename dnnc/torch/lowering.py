@@ -126,6 +126,21 @@ def layout_of(val):
     return contiguous_strides(shape)
 
 
+def input_layout(val):
+    """The strides a graph input like ``val`` gets: its own where they do not
+    overlap (a transposed view, a slice of a wider buffer, a view that
+    aliases.py handed to torch instead of a copy), so that the runner passes
+    the tensor as it lies and dnnc reads it in place or copies it itself;
+    else layout_of's (the runner copies the tensor into them)."""
+    from dnnc_runtime import layout
+
+    shape = [int(d) for d in val.shape]
+    strides = [int(s) for s in val.stride()]
+    if val.numel() > 1 and layout.problem(shape, strides, output=True) is None:
+        return strides
+    return layout_of(val)
+
+
 def _same_strides(shape, a, b):
     # Strides of dims of size 1 say nothing about the layout.
     return all(n == 1 or x == y for n, x, y in zip(shape, a, b))
@@ -219,7 +234,7 @@ class Lowering:
         check_static(val, f"input '{node.name}'")
         dt = dnnc_type(val.dtype, f"input '{node.name}'")
         shape = tuple(int(d) for d in val.shape)
-        strides = tuple(layout_of(val))
+        strides = tuple(input_layout(val))
         t = self.graph.tensor(name=f"in{len(self.inputs)}", dim=list(shape),
                               stride=list(strides), data_type=dt)
         self.inputs.append(InputSpec(node, shape, val.dtype, strides))
@@ -238,7 +253,7 @@ class Lowering:
             val = example(arg)
             check_static(val, f"input '{arg.name}'")
             dt = dnnc_type(val.dtype, f"input '{arg.name}'")
-            base = layout_of(val)
+            base = input_layout(val)
             shape = tuple(int(val.shape[p]) for p in perm)
             strides = tuple(base[p] for p in perm)
             self.env[key] = self.graph.tensor(name=f"in{len(self.inputs)}", dim=list(shape),

@@ -111,6 +111,27 @@ def test_attention_runs_in_dnnc():
     assert len(attention) == 2, str(report)
 
 
+@pytest.mark.parametrize("name", ["gpt2_block", "vit_block"])
+def test_training_plans_without_copies(name):
+    """A bf16 block's training step compiled on this GPU: the forward
+    returns q, k, v, o and the layernorms' outputs as views (no copy or
+    load kernel in its plan), the backward writes dq, dk and dv into their
+    concat (no concat kernel) and casts no parameter gradient on its own
+    (no pointwise kernel): bench/torch_plan.py's counts, here with the
+    attention op torch picks on this GPU."""
+    torch._dynamo.reset()
+    batch, kw, _ = CASES[name]
+    model, (x,) = torch_models.build(name, batch, device="cuda", **kw)
+    report = dnnc.torch.explain(model, x, backward=True)
+    plans = {g.kind: [k for r in g.regions for k, _, _ in r.kernels] for g in report.graphs}
+    extra = [k for k in plans["forward"] if k.endswith("_tensor") or "_load_" in k
+             or k.endswith("_pointwise")]
+    assert not extra, (name, plans["forward"])
+    extra = [k for k in plans["backward"] if k.endswith("_concat") or "_load_" in k
+             or k.endswith("_pointwise")]
+    assert not extra, (name, plans["backward"])
+
+
 def test_f32_block_matches_eager():
     """f32 with tf32 off: dnnc and eager agree closely."""
     torch._dynamo.reset()

@@ -190,7 +190,7 @@ def test_sm80_forward_reads_the_slices(gpu_cases):
 def emulate_with_views(g):
     """A CpuExecutable of ``g`` through the sm_90a GPU lowering, with the
     views made as on the GPU (the attention kernels still tc-sm90 when
-    dnn-slice-views and dnn-transpose-views run), then every kernel on
+    dnn-slice-views, dnn-transpose-views and dnn-concat-views run), then every kernel on
     simt-generic (the loops test_cuda_compile's ``emulate`` runs on the
     CPU): the host function's views, offsets and strided arguments
     computed by the CPU. Returns (the executable, the kernels the graph
@@ -206,7 +206,7 @@ def emulate_with_views(g):
             break
         passes.run_pipeline(module, stage.pipeline)
     gpu = pipelines.GPU.passes
-    cut = gpu.index("dnn-transpose-views") + 1
+    cut = gpu.index("dnn-concat-views") + 1
     passes.run_pipeline(module, "builtin.module(" + ",".join(gpu[:cut]) + ")")
     with module.context:
         graph = irutil.graph_function(module)
@@ -309,3 +309,70 @@ def test_sm80_backward_writes_through_the_views(gpu_cases):
         atol = RTOL["bf16"] * max(1.0, float(np.abs(ref).max()))
         assert np.allclose(out, ref, rtol=RTOL["bf16"], atol=atol), \
             (name, float(np.nanmax(np.abs(out - ref))))
+
+
+# -- dq, dk and dv joined by a concat (dnn-concat-views) --------------------------------------
+
+
+def joined(gpu_cases):
+    from gpu_cases import attention
+    from gpu_cases.case import BF16
+
+    return attention.qkv_attention(BF16, 2, 33, 2, 64, causal=True, backward=True, joined=True)
+
+
+def test_joined_gradients_computed_on_the_cpu(gpu_cases):
+    """The backward's dq, dk and dv concatenated into dqkv ([B x S, 3 C], the
+    qkv projection's gradient): on the CPU back end, and through the GPU
+    lowering's views (the attention backward, as simt-generic loops, writes
+    each gradient through its slice of dqkv: no concat kernel), against the
+    NumPy reference."""
+    from dnnc.targets import cpu
+    from gpu_cases.case import RTOL, Case
+    from gpu_cases.inputs import make_inputs
+
+    build = joined(gpu_cases)
+    g = build()
+    data = make_inputs(Case("joined", build), g)
+    expected = g.execute_reference(data)
+    exe, called = emulate_with_views(g)
+    assert not any("concat" in c for c in called), called
+    for got in (cpu.compile_module(graph_mlir.to_module(build()))(**data), exe(**data)):
+        for name in ("o", "dqkv"):
+            ref = np.asarray(expected[name], np.float64)
+            out = np.asarray(got[name], np.float64)
+            atol = RTOL["bf16"] * max(1.0, float(np.abs(ref).max()))
+            assert np.allclose(out, ref, rtol=RTOL["bf16"], atol=atol), \
+                (name, float(np.abs(out - ref).max()))
+
+
+@pytest.mark.parametrize("name", ["sdpa_qkv_backward_joined_d64_causal_bf16",
+                                  "sdpa_qkv_backward_joined_d128_bf16"])
+def test_joined_gradients_written_in_place(built, name):
+    """sm_90a: no concat kernel; only the attention backward's kernels touch
+    dqkv: its three gradients are written there (each at its offset in the
+    kernel's memref type, which test_joined_gradients_computed_on_the_cpu
+    checks through the same views)."""
+    package = built.package(name)
+    manifest = package.manifest
+    assert not any("concat" in k["name"] for k in package.kernels), \
+        [(k["entry"], k["reason"]) for k in package.kernels]
+    touching = [(k["name"], a) for k in package.kernels for a in k["args"]
+                if a["kind"] in ("tma", "buffer") and tensor_of(manifest, a) == "dqkv"]
+    assert len(touching) >= 3, touching
+    assert all("sdpa_backward" in kernel for kernel, _ in touching), touching
+
+
+def test_backward_reads_strided_inputs_in_place(built):
+    """q, k and v graph inputs at the strides of slices of one [B x S, 3 C]
+    projection (what the torch backend's backward graph receives): no load
+    copies; the backward's TMA descriptors read them at rows of 3 C."""
+    package = built.package("sdpa_backward_strided_qkv_d64_causal_bf16")
+    manifest = package.manifest
+    assert all("sdpa_backward" in k["name"] for k in package.kernels), \
+        [(k["entry"], k["reason"]) for k in package.kernels]
+    reads = {tensor_of(manifest, a): a for k in package.kernels for a in k["args"]
+             if a["kind"] == "tma"}
+    c = 4 * 64
+    for name in "qkv":
+        assert name in reads and 3 * c in reads[name]["strides"], reads.get(name)

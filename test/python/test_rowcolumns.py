@@ -95,3 +95,42 @@ def test_long_rows_keep_a_row_and_a_column_program():
     package = compile_cuda(norm_backward("layernorm_backward", BF16, 40000, rows=64))
     assert [k["strategy"] for k in package.kernels][:2] == [
         "simt-reduce", "simt-reduce-columns"]
+
+
+def test_parameter_casts_fold_into_the_column_sums():
+    """The torch backend's layernorm backward in bf16 (the GPU case
+    layernorm_backward_params_cast_bf16): dscale and dbias, f32 column sums
+    reshaped to [768] and cast to bf16, are stored as bf16 by the
+    rows-columns kernel itself (dnn-canonicalize): its plan has no cast
+    kernel, its PTX assembles, and the CPU back end (the same dnn stage)
+    matches the NumPy reference."""
+    import numpy as np
+
+    from dnnc.targets import cpu
+    from test_cuda_compile import _load_gpu_cases
+
+    _load_gpu_cases()
+    from gpu_cases import normalization
+    from gpu_cases.case import RTOL, Case
+    from gpu_cases.inputs import make_inputs
+
+    build = normalization.layernorm_backward_params_cast(BF16)
+    module = compiler.compile_cuda(build(), "sm_90a", stop_after="gpu")
+    from dnnc import plan
+    kernels = plan.strategies(module)
+    assert [k.strategy for k in kernels] == ["simt-reduce", STRATEGY], \
+        [(k.name, k.strategy) for k in kernels]
+    if PTXAS:
+        ptxas.assemble(compiler.compile_cuda(build(), "sm_90a", cache=False).ptx, "sm_90a",
+                       PTXAS)
+    g = build()
+    data = make_inputs(Case("params_cast", build), g)
+    expected = g.execute_reference(data)
+    got = cpu.compile_module(dnnc.graph_mlir.to_module(build()))(**data)
+    assert len(expected) == 3
+    for name, ref in expected.items():
+        ref = np.asarray(ref, np.float64)
+        out = np.asarray(got[name], np.float64)
+        atol = RTOL["bf16"] * max(1.0, float(np.abs(ref).max()))
+        assert np.allclose(out, ref, rtol=RTOL["bf16"], atol=atol), \
+            (name, float(np.abs(out - ref).max()))

@@ -7,7 +7,8 @@ transposed to ``[B, H, S, D]``, o transposed back and viewed ``[B x S, H x
 D]`` (so are the backward's do, dq, dk and dv). On sm_90a the slices and
 transposes are views (dnn-slice-views, dnn-transpose-views): the attention
 kernels read q, k and v inside the projection and write o (and dq, dk, dv)
-through the transposed strides; ``_unaligned`` slices start 8 bytes in,
+through the transposed strides (``_joined``: dq, dk and dv into their concat,
+dnn-concat-views); ``_unaligned`` slices start 8 bytes in,
 where TMA cannot, and keep their copies; ``_sm80_`` the forward on tc-sm80's
 kernel (the same views: cp.async loads, vector stores).
 """
@@ -34,12 +35,14 @@ def attention(dtype, causal, bias):
     return build
 
 
-def qkv_attention(dtype, b, s, h, d, causal=False, backward=False, start=0):
+def qkv_attention(dtype, b, s, h, d, causal=False, backward=False, start=0, joined=False):
     """One sdpa (and with ``backward`` its backward) on q, k and v sliced
     from an input ``qkv`` of ``[b * s, 3 * h * d + 2 * start]`` at columns
     ``start``, ``start + h * d`` and ``start + 2 * h * d``; the outputs laid
     out ``[b * s, h * d]``: o (and dq, dk, dv of an input ``do`` laid out
-    so). Intermediates in the io type, as PyTorch keeps them."""
+    so; with ``joined`` one output ``dqkv`` of ``[b * s, 3 * h * d]``, their
+    concat, the qkv projection's gradient as PyTorch's backward makes it).
+    Intermediates in the io type, as PyTorch keeps them."""
     c = h * d
 
     def rows(g, x):
@@ -61,8 +64,34 @@ def qkv_attention(dtype, b, s, h, d, causal=False, backward=False, start=0):
         if backward:
             do = g.tensor(name="do", dim=[b * s, c])
             grads = g.sdpa_backward(q, k, v, o, rows(g, do), stats, use_causal_mask=causal)
-            for name, grad in zip(("dq", "dk", "dv"), grads):
-                flat(g, grad).set_name(name).set_output(True)
+            if joined:
+                joined_ = g.concat([g.reshape(g.transpose(x, [0, 2, 1, 3]), [b, s, c])
+                                    for x in grads], axis=2)
+                g.reshape(joined_, [b * s, 3 * c]).set_name("dqkv").set_output(True)
+            else:
+                for name, grad in zip(("dq", "dk", "dv"), grads):
+                    flat(g, grad).set_name(name).set_output(True)
+        return g
+    return build
+
+
+def backward_on_strided_inputs(dtype, b, s, h, d, causal=False):
+    """The backward alone, as the torch backend's backward graph gets it: q,
+    k and v inputs [B, H, S, D] whose strides are those of slices of one
+    [B x S, 3 x H x D] projection (rows 3 C apart: not dense), o laid out
+    [B, S, H, D]; the tc-sm90 kernel reads them where they lie
+    (dnn-io-strides), no load copies."""
+    c = h * d
+    sliced = [s * 3 * c, d, 3 * c, 1]
+
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype,
+                       compute_data_type=F32)
+        q, k, v = (g.tensor(name=n, dim=[b, h, s, d], stride=sliced) for n in "qkv")
+        o = g.tensor(name="o", dim=[b, h, s, d], stride=[s * c, d, c, 1])
+        do = g.tensor(name="do", dim=[b, h, s, d])
+        stats = g.tensor(name="stats", dim=[b, h, s, 1], data_type=F32)
+        outputs(*g.sdpa_backward(q, k, v, o, do, stats, use_causal_mask=causal))
         return g
     return build
 
@@ -76,6 +105,15 @@ QKV = {
                                                         backward=True),
     "sdpa_qkv_backward_d128_bf16": qkv_attention(BF16, 1, 129, 2, 128, backward=True),
     "sdpa_qkv_unaligned_bf16": qkv_attention(BF16, 1, 130, 2, 64, causal=True, start=4),
+    # dq, dk and dv joined by a concat into dqkv: written in place
+    # (dnn-concat-views), no concat kernel.
+    "sdpa_qkv_backward_joined_d64_causal_bf16": qkv_attention(
+        BF16, 2, 257, 4, 64, causal=True, backward=True, joined=True),
+    "sdpa_qkv_backward_joined_d128_bf16": qkv_attention(BF16, 1, 129, 2, 128, backward=True,
+                                                         joined=True),
+    # q, k and v inputs at the strides of slices of one projection.
+    "sdpa_backward_strided_qkv_d64_causal_bf16": backward_on_strided_inputs(
+        BF16, 2, 257, 4, 64, causal=True),
 }
 
 CASES = [

@@ -220,3 +220,26 @@ CASES = [
     *(Case(f"norms_over_trailing_dims_{d.mlir}", norms_over_trailing_dims(d))
       for d in (F32, BF16, F16)),
 ]
+
+
+def layernorm_backward_params_cast(dtype):
+    """A layernorm's backward as the torch backend lowers ATen's
+    native_layer_norm_backward of bf16 activations: rows of 768 over [4, 33],
+    the f32 dscale and dbias reshaped to [768] and cast to the parameters'
+    type. dnn-canonicalize folds each cast into its column reduction, which
+    stores the type itself: no cast kernels."""
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=F32, compute_data_type=F32)
+        x = g.tensor(name="x", dim=[4, 33, 768])
+        dy = g.tensor(name="dy", dim=[4, 33, 768])
+        scale = g.tensor(name="scale", dim=[1, 1, 768])
+        bias = g.tensor(name="bias", dim=[1, 1, 768])
+        _, mean, inv = g.layernorm(x, scale, bias, axis=2, norm_forward_phase="training")
+        dx, dscale, dbias = g.layernorm_backward(dy, x, scale, mean, inv, axis=2, has_bias=True)
+        outputs(dx, *(g.cast(g.reshape(t, [768]), dtype) for t in (dscale, dbias)))
+        return g
+    return build
+
+
+CASES += [Case(f"layernorm_backward_params_cast_{d.mlir}", layernorm_backward_params_cast(d))
+          for d in (BF16, F16)]

@@ -182,3 +182,41 @@ func.func @fixed_point(%arg0: tensor<2x3xf16>) -> tensor<2x3xbf16> {
   %4 = "dnn.cast"(%3) : (tensor<2x3xf32>) -> tensor<2x3xbf16>
   return %4 : tensor<2x3xbf16>
 }
+
+// -----
+
+// A bf16 cast of an f32 reduction that nothing else reads, directly or
+// through a reshape (a layernorm's dscale of [1, 1, 768] returned as [768]):
+// the reduction stores bf16 itself (it accumulates in f32 either way).
+// CHECK-LABEL: func.func @cast_of_reduction_rounds_in_it
+//  CHECK-NEXT: %[[S:.*]] = "dnn.reduction"(%arg0) {axes = array<i64: 0, 1>, keepdims = true, mode = "sum"} : (tensor<2x4x8xbf16>) -> tensor<1x1x8xbf16>
+//  CHECK-NEXT: %[[R:.*]] = "dnn.reshape"(%[[S]]) : (tensor<1x1x8xbf16>) -> tensor<8xbf16>
+//  CHECK-NEXT: %[[M:.*]] = "dnn.reduction"(%arg0) {axes = array<i64: 2>, keepdims = true, mode = "max"} : (tensor<2x4x8xbf16>) -> tensor<2x4x1xf16>
+//  CHECK-NEXT: return %[[R]], %[[M]]
+func.func @cast_of_reduction_rounds_in_it(%arg0: tensor<2x4x8xbf16>) -> (tensor<8xbf16>, tensor<2x4x1xf16>) {
+  %0 = "dnn.reduction"(%arg0) {axes = array<i64: 0, 1>, keepdims = true, mode = "sum"} : (tensor<2x4x8xbf16>) -> tensor<1x1x8xf32>
+  %1 = "dnn.reshape"(%0) : (tensor<1x1x8xf32>) -> tensor<8xf32>
+  %2 = "dnn.cast"(%1) : (tensor<8xf32>) -> tensor<8xbf16>
+  %3 = "dnn.reduction"(%arg0) {axes = array<i64: 2>, keepdims = true, mode = "max"} : (tensor<2x4x8xbf16>) -> tensor<2x4x1xf32>
+  %4 = "dnn.cast"(%3) : (tensor<2x4x1xf32>) -> tensor<2x4x1xf16>
+  return %2, %4 : tensor<8xbf16>, tensor<2x4x1xf16>
+}
+
+// -----
+
+// Kept: the f32 sum is read too (rounding it would change that reader), and
+// a cast to f32 of a bf16 reduction is a widening of a value already
+// rounded.
+// CHECK-LABEL: func.func @cast_of_reduction_kept
+//  CHECK-NEXT: %[[S:.*]] = "dnn.reduction"(%arg0) {{.*}} -> tensor<1x1x8xf32>
+//  CHECK-NEXT: %[[C:.*]] = "dnn.cast"(%[[S]]) : (tensor<1x1x8xf32>) -> tensor<1x1x8xbf16>
+//  CHECK-NEXT: %[[B:.*]] = "dnn.reduction"(%arg0) {{.*}} -> tensor<1x1x8xbf16>
+//  CHECK-NEXT: %[[W:.*]] = "dnn.cast"(%[[B]]) : (tensor<1x1x8xbf16>) -> tensor<1x1x8xf32>
+//  CHECK-NEXT: return %[[C]], %[[S]], %[[W]]
+func.func @cast_of_reduction_kept(%arg0: tensor<2x4x8xbf16>) -> (tensor<1x1x8xbf16>, tensor<1x1x8xf32>, tensor<1x1x8xf32>) {
+  %0 = "dnn.reduction"(%arg0) {axes = array<i64: 0, 1>, keepdims = true, mode = "sum"} : (tensor<2x4x8xbf16>) -> tensor<1x1x8xf32>
+  %1 = "dnn.cast"(%0) : (tensor<1x1x8xf32>) -> tensor<1x1x8xbf16>
+  %2 = "dnn.reduction"(%arg0) {axes = array<i64: 0, 1>, keepdims = true, mode = "sum"} : (tensor<2x4x8xbf16>) -> tensor<1x1x8xbf16>
+  %3 = "dnn.cast"(%2) : (tensor<1x1x8xbf16>) -> tensor<1x1x8xf32>
+  return %1, %0, %3 : tensor<1x1x8xbf16>, tensor<1x1x8xf32>, tensor<1x1x8xf32>
+}

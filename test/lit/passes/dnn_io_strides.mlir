@@ -230,3 +230,52 @@ func.func @attention_backward_bshd(%q: memref<1x2x8x16xbf16> {dnn.name = "q"}, %
   call @attention_backward(%q, %k, %v, %o, %do, %stats, %dq, %dk, %dv) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x1xf32>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
   return
 }
+
+// -----
+
+// q, k and v of an attention backward that are slices of one [B, S, 3 x H x D]
+// projection (the forward handed them to torch as views of it): strides
+// that are no permutation of a dense layout, read by the tc-sm90 kernel's
+// TMA where they lie (rows of 96 elements, 192 bytes): passed strided, no
+// copy kernel.
+
+// CHECK-LABEL: func.func private @attention_backward(
+//  CHECK-SAME:     %{{[^:]*}}: memref<1x2x8x16xbf16, strided<[768, 16, 96, 1]>>, %{{[^:]*}}: memref<1x2x8x16xbf16, strided<[768, 16, 96, 1]>>, %{{[^:]*}}: memref<1x2x8x16xbf16, strided<[768, 16, 96, 1]>>, %{{[^:]*}}: memref<1x2x8x16xbf16>,
+//   CHECK-NOT:   func.func
+// CHECK-LABEL: func.func @attention_backward_qkv_slices(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x2x8x16xbf16, strided<[768, 16, 96, 1]>> {dnn.name = "q"
+//  CHECK-NEXT:   call @attention_backward(%[[Q]],
+//  CHECK-NEXT:   return
+func.func private @attention_backward(%q: memref<1x2x8x16xbf16>, %k: memref<1x2x8x16xbf16>, %v: memref<1x2x8x16xbf16>, %o: memref<1x2x8x16xbf16>, %do: memref<1x2x8x16xbf16>, %stats: memref<1x2x8x1xf32>, %dq: memref<1x2x8x16xbf16> {bufferize.result}, %dk: memref<1x2x8x16xbf16> {bufferize.result}, %dv: memref<1x2x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1>, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.kernel} {
+  linalg.copy ins(%q : memref<1x2x8x16xbf16>) outs(%dq : memref<1x2x8x16xbf16>)
+  linalg.copy ins(%k : memref<1x2x8x16xbf16>) outs(%dk : memref<1x2x8x16xbf16>)
+  linalg.copy ins(%v : memref<1x2x8x16xbf16>) outs(%dv : memref<1x2x8x16xbf16>)
+  return
+}
+func.func @attention_backward_qkv_slices(%q: memref<1x2x8x16xbf16> {dnn.name = "q", dnn.strides = array<i64: 768, 16, 96, 1>}, %k: memref<1x2x8x16xbf16> {dnn.name = "k", dnn.strides = array<i64: 768, 16, 96, 1>}, %v: memref<1x2x8x16xbf16> {dnn.name = "v", dnn.strides = array<i64: 768, 16, 96, 1>}, %o: memref<1x2x8x16xbf16> {dnn.name = "o"}, %do: memref<1x2x8x16xbf16> {dnn.name = "do"}, %stats: memref<1x2x8x1xf32> {dnn.name = "stats"}, %dq: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dq"}, %dk: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dk"}, %dv: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dv"}) attributes {dnn.graph} {
+  call @attention_backward(%q, %k, %v, %o, %do, %stats, %dq, %dk, %dv) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x1xf32>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
+  return
+}
+
+// -----
+
+// Rows TMA cannot step (100 elements, 200 bytes: not a multiple of 16) keep
+// the load copy into a row-major buffer, which the kernel reads.
+
+// CHECK-LABEL: func.func private @attention_backward_unaligned_rows_load_q(
+//  CHECK-SAME:     memref<1x2x8x16xbf16, strided<[800, 16, 100, 1]>>, %{{.*}}: memref<1x2x8x16xbf16>)
+// CHECK-LABEL: func.func @attention_backward_unaligned_rows(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x2x8x16xbf16, strided<[800, 16, 100, 1]>> {dnn.name = "q"
+//       CHECK:   %[[BUF:.*]] = memref.alloc() : memref<1x2x8x16xbf16>
+//       CHECK:   call @attention_backward_unaligned_rows_load_q(%[[Q]], %[[BUF]])
+//       CHECK:   call @attention_backward(%[[BUF]],
+func.func private @attention_backward(%q: memref<1x2x8x16xbf16>, %k: memref<1x2x8x16xbf16>, %v: memref<1x2x8x16xbf16>, %o: memref<1x2x8x16xbf16>, %do: memref<1x2x8x16xbf16>, %stats: memref<1x2x8x1xf32>, %dq: memref<1x2x8x16xbf16> {bufferize.result}, %dk: memref<1x2x8x16xbf16> {bufferize.result}, %dv: memref<1x2x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1>, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 2.500000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], strategy = "tc-sm90"}, dnn.kernel} {
+  linalg.copy ins(%q : memref<1x2x8x16xbf16>) outs(%dq : memref<1x2x8x16xbf16>)
+  linalg.copy ins(%k : memref<1x2x8x16xbf16>) outs(%dk : memref<1x2x8x16xbf16>)
+  linalg.copy ins(%v : memref<1x2x8x16xbf16>) outs(%dv : memref<1x2x8x16xbf16>)
+  return
+}
+func.func @attention_backward_unaligned_rows(%q: memref<1x2x8x16xbf16> {dnn.name = "q", dnn.strides = array<i64: 800, 16, 100, 1>}, %k: memref<1x2x8x16xbf16> {dnn.name = "k"}, %v: memref<1x2x8x16xbf16> {dnn.name = "v"}, %o: memref<1x2x8x16xbf16> {dnn.name = "o"}, %do: memref<1x2x8x16xbf16> {dnn.name = "do"}, %stats: memref<1x2x8x1xf32> {dnn.name = "stats"}, %dq: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dq"}, %dk: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dk"}, %dv: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dv"}) attributes {dnn.graph} {
+  call @attention_backward(%q, %k, %v, %o, %do, %stats, %dq, %dk, %dv) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x1xf32>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
+  return
+}
