@@ -62,7 +62,18 @@ MN-major for dQ's B. How the consumers share dQ_i (``dq_columns``):
 * D 64: each computes all of dQ_i over its own 64 kv rows (N 64, K 64) and
   both add theirs: half of 64 columns would be an MN-major B narrower than
   the 128-byte swizzle's 64-column atom. A consumer reads only its own
-  rows of the tile, so it needs no meeting.
+  rows of the tile, so it needs no meeting. Both reduce-add their 64 x 64
+  f32 part: twice D 128's reduce-add traffic a step.
+* D 64, ``summed`` (config ``staged = 1``): as above, then consumer c keeps
+  box c (columns 32 c ..) of its part and sends the other box to its
+  partner through an exchange tile (16-byte stores, a thread's slots 2 KB
+  apart so that a warp fills whole wavefronts; a tile per consumer and
+  step parity), meets it at ``MEET``, adds the partner's box c and stages
+  and reduce-adds that one box: one dQ_i a step reaches dq_sum, as for
+  D 128, for a meeting, four 16-byte loads and 16 adds a thread more (its
+  shared stores: four of 16 bytes and eight of 8, against sixteen of 8;
+  ``reduce_dq_summed``). The heuristics keep the form above until the
+  GPU times the two side by side.
 
 A consumer's dQ_i (64 rows x ``dq_columns`` f32) goes from registers to
 its staging tile (boxes of 64 rows x 32 f32 in 128-byte swizzle)
