@@ -189,7 +189,10 @@ def test_summed_dq_plan(built, name):
     """D 64 configured staged:1: the consumers' dQ parts summed in shared
     memory (one box each of staging, the exchange tiles), the plan saying
     so; persistent or a block a unit."""
-    check_plan(built.package(name, config=SUMMED), name, summed=True)
+    package = built.package(name, config=SUMMED)
+    check_plan(package, name, summed=True)
+    assert package.kernels[1]["config"]["staged"] == 1
+    assert package.kernels[1]["reason"].startswith("user override staged=1; heuristics: ")
     check_plan(built.package(name, config=SUMMED + ",persistent:0"), name, persistent=False,
                summed=True)
 
