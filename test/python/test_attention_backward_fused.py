@@ -352,7 +352,11 @@ def test_fused_sass(built, extra, name, override):
         sorted(counts)
     assert not atomics(counts)
     summed = override is not None and override.startswith(SUMMED) and d == 64
-    assert counts["UTMAREDG.4D.ADD"] == (1 if summed else 2), sorted(counts)
+    # Summed, D 64 causal: a second reduce-add site, the idle step's (its
+    # zeros through the exchange; FusedKernel.consumer).
+    causal = "causal" in name or "bottom_right" in name
+    sites = 2 if summed and causal else 1
+    assert counts["UTMAREDG.4D.ADD"] == (sites if summed else 2), sorted(counts)
     assert (counts["STS.128"] > 0 and counts["LDS.128"] > 0) == summed, sorted(counts)
     # dQ's part: both operands read transposed (MN-major) from shared memory.
     assert "tnspA.tnspB" in text

@@ -109,7 +109,7 @@ from mlir.dialects import arith, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
-from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
+from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E, negated, plus
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
     if_ as _if, launder, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
@@ -411,9 +411,54 @@ class FusedKernel(DkvKernel):
 
         def step(g, j, first, rows, dv, dk):
             """Step ``j`` of the unit, ``g`` of the block (the ring's slot and
-            the parity of the dS tile and the lse/delta buffer)."""
+            the parity of the dS tile and the lse/delta buffer): ``work``, or,
+            D 64 under a causal mask, ``idle`` where no query row of the step
+            sees the consumer's kv rows (consumer 1 on a unit's first
+            diagonal step: its P and dS are all zero). D 128 works through
+            such steps: with the idle branch ptxas spilled its accumulators
+            (212 bytes, causal D 128)."""
             head, m0 = self.at_step(j)
-            k_at, v_at, b_at = (launder(x) for x in (k_desc, v_desc, b_desc))
+            descs = [launder(x) for x in (k_desc, v_desc, b_desc)]
+            if not att.causal or split_columns:
+                return work(g, head, m0, first, rows, dv, dk, *descs)
+            unseen = _cmp("sgt", plus(first, negated(self.extent.shift)), _add(m0, m - 1))
+            op = scf.IfOp(unseen, [dv.type, dk.type], has_else=True)
+            with ir.InsertionPoint(op.then_block):
+                idle(g, head, m0)
+                scf.YieldOp([dv, dk])
+            with ir.InsertionPoint(op.else_block):
+                scf.YieldOp(work(g, head, m0, first, rows, dv, dk, *descs))
+            return list(op.results)
+
+        def send_dq(dq, parity, head, m0):
+            """5. dQ_i's part into dq_sum (while dK runs)."""
+            if self.summed:
+                pair = arith.addi(exchange, arith.muli(_to_i64(parity), _i(2 * EXCHANGE, 64)))
+                mine = arith.addi(arith.addi(pair, arith.muli(_to_i64(c), _i(EXCHANGE, 64))),
+                                  slot)
+                theirs = arith.addi(arith.addi(pair, arith.muli(
+                    _to_i64(arith.subi(_idx(1), c)), _i(EXCHANGE, 64))), slot)
+                self.reduce_dq_summed(dq, staging, mine, theirs, own_barrier, head, m0,
+                                      column_i32)
+            else:
+                self.reduce_dq(dq, staging, own_barrier, head, m0, column_i32)
+
+        def idle(g, head, m0):
+            """A D 64 step whose products would all be zero for this
+            consumer: dV and dK unchanged, no dQ_i to add. Its ring slot is
+            released once full, as in a step that reads it: released before
+            its fill, the arrival would count towards the slot's previous
+            use, which the other consumer (not held back by a meeting
+            without dQ summed) may still be reading. With dQ summed its part
+            (zeros) still goes through the exchange: the other consumer
+            meets it every step."""
+            if self.summed:
+                send_dq(llvm.mlir_zero(struct(width // 2)), arith.remui(g, _idx(2)), head, m0)
+            self.stage_descs(g)
+            self.release(g)
+
+        def work(g, head, m0, first, rows, dv, dk, k_at, v_at, b_at):
+            """The step's products (module docstring)."""
             # This thread's value of the step's log-sum-exp (threads 0 ..
             # m - 1) or delta (m .. 2 m - 1), loaded under the products.
             column = arith.remui(local, _idx(m))
@@ -460,17 +505,7 @@ class FusedKernel(DkvKernel):
             nvvm.WgmmaGroupSyncAlignedOp()
             # dV and dQ_i done (groups complete in order); dK may run on.
             nvvm.WgmmaWaitGroupSyncOp(1)
-            # 5. dQ_i's part into dq_sum, while dK runs.
-            if self.summed:
-                pair = arith.addi(exchange, arith.muli(_to_i64(parity), _i(2 * EXCHANGE, 64)))
-                mine = arith.addi(arith.addi(pair, arith.muli(_to_i64(c), _i(EXCHANGE, 64))),
-                                  slot)
-                theirs = arith.addi(arith.addi(pair, arith.muli(
-                    _to_i64(arith.subi(_idx(1), c)), _i(EXCHANGE, 64))), slot)
-                self.reduce_dq_summed(dq, staging, mine, theirs, own_barrier, head, m0,
-                                      column_i32)
-            else:
-                self.reduce_dq(dq, staging, own_barrier, head, m0, column_i32)
+            send_dq(dq, parity, head, m0)
             nvvm.WgmmaWaitGroupSyncOp(0)
             self.release(g)
             return [dv, dk]
