@@ -92,6 +92,11 @@ rows. By estimate (not measured), a B4 H16 S4096 D128 backward (1.4
 TFLOP, ~2.5 ms at cuDNN's speed) would send ~5 x 10^8 such atomics, ~2 x
 10^11 a second, about what L2's atomic units are reported to retire.
 
+At D 64 under a causal mask a consumer whose kv rows no query row of the
+step sees (consumer 1 on a head's first diagonal step) skips the step's
+products (``idle`` in ``consumer``); D 128 computes them (its dS rows
+zero), ptxas having spilled its accumulators with that branch.
+
 A step's log-sum-exp and delta go through the consumer's shared buffer as
 in flash_backward's dK dV kernel; masks (causal either alignment, a
 window, padding lengths) are its ``masked``; the query tiles a block
