@@ -421,7 +421,8 @@ class FusedKernel(DkvKernel):
             sees the consumer's kv rows (consumer 1 on a unit's first
             diagonal step: its P and dS are all zero). D 128 works through
             such steps: with the idle branch ptxas spilled its accumulators
-            (212 bytes, causal D 128)."""
+            (212 bytes, causal D 128), and with only Sᵀ and dPᵀ skipped (Pᵀ
+            and dSᵀ zeros from a branch) 8 bytes (causal GQA, a window)."""
             head, m0 = self.at_step(j)
             descs = [launder(x) for x in (k_desc, v_desc, b_desc)]
             if not att.causal or split_columns:
