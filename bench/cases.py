@@ -2172,6 +2172,15 @@ ATTENTION_BACKWARD += [
                         suffix=f" {h // hk}-parts")
     for b, h, s, d, hk in _BACKWARD_SHAPES if hk for causal in (False, True)
 ]
+# D 64's fused kernel with its two consumers' parts of a step's dQ summed in
+# shared memory before one reduce-add (staged:1), beside the default (each
+# reduce-adds its own 64 x 64 part), persistent and a block a unit.
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(b, h, s, d, causal, hk, config=f"*={extra}staged:1",
+                        suffix=f"{name} dq-summed")
+    for b, h, s, d, hk in _BACKWARD_SHAPES if d == 64 for causal in (False, True)
+    for extra, name in (("", ""), ("persistent:0,", " block-a-unit"))
+]
 # The Ampere backward (mma.sync, cp.async: sm80/flash_backward.py, a dQ
 # kernel and a dK dV kernel) on whatever GPU runs it, forced by the
 # strategy alone: the tile its heuristics give these problems on sm_80.

@@ -41,7 +41,9 @@ and ``dnnc_tbs`` / ``torch_tbs`` and ``copy_same_tbs`` (the copy of the same
 bytes) or ``dnnc_tflops`` / ``torch_tflops``, ``compile_ms`` for the cases
 also timed under ``torch.compile``, ``torch_NAME_ms`` for each of the
 case's ``others`` (null where the variant raised, its error then in
-``torch_NAME_error``), and ``timing``: "host" for the
+``torch_NAME_error``), ``kernel_ms`` with ``--kernels`` (each kernel's
+median, the runtime's ``Executable.time``, by PTX entry, and ``total``),
+and ``timing``: "host" for the
 host-timed cases. Cases that could not be measured
 are under ``errors``: ``case``, ``group``, ``stage``, ``error``, and the times
 measured before the failure.
@@ -223,9 +225,11 @@ def _rel_err(torch, got, want):
     return (diff.norm() / ref.norm().clamp_min(1e-30)).item()
 
 
-def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=DEVICE):
+def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=DEVICE,
+             kernels=False):
     """One row: times, ratio, rates, errors of the comparison with PyTorch; or
-    the stage that failed and its error."""
+    the stage that failed and its error. ``kernels``: also each kernel's
+    median (``kernel_ms``, the runtime's ``Executable.time``)."""
     sync = torch.cuda.synchronize if device == "cuda" else (lambda: None)
     stage = "inputs"
     row = {"case": case.name, "group": case.group}
@@ -258,6 +262,8 @@ def _measure(torch, bench, exe, case, entry, l2, traceback_wanted=False, device=
 
         stage = "dnnc timing"
         row["dnnc_ms"] = bench(ours)
+        if kernels:
+            row["kernel_ms"] = exe.time(*sets[0][0], outputs=outs, repeat=50)
         stage = "torch timing"
         row["torch_ms"] = bench(theirs)
         for name, fn in case.others.items():
@@ -484,7 +490,8 @@ def run(args):
             else:
                 try:
                     row = _measure(torch, host if case.host_timed else bench, exe, case,
-                                   entry, l2, args.traceback)
+                                   entry, l2, args.traceback,
+                                   kernels=args.kernels and not case.host_timed)
                     if case.host_timed:
                         row["timing"] = "host"
                     elif "dnnc_tbs" in row:
@@ -495,6 +502,9 @@ def run(args):
                 exe = None
         (errors if "error" in row else rows).append(row)
         print(_line(row, copy_tbs, others), flush=True)
+        if "kernel_ms" in row:
+            print("    " + ", ".join(f"{k} {v:.4f}" for k, v in row["kernel_ms"].items()),
+                  flush=True)
         save()
     print()
     for line in _summary(rows, errors):
@@ -519,6 +529,9 @@ def main():
     r.add_argument("--dir", default=os.path.join(ROOT, ".bench"))
     r.add_argument("--json", default=None)
     r.add_argument("--only", **only)
+    r.add_argument("--kernels", action="store_true",
+                   help="also time each kernel of a case (its median, with CUDA events "
+                        "around each launch; JSON kernel_ms)")
     r.add_argument("--traceback", action="store_true",
                    help="print the traceback of a case that fails")
     r.add_argument("--commit", default=None, metavar="HASH",

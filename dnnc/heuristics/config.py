@@ -35,7 +35,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
-                      "promote_overlap", "persistent"),
+                      "promote_overlap", "persistent", "staged"),
           "tc-sm80": ("block", "tile", "stages", "split"),
           "simt-gemm": ("block", "tile", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
@@ -69,7 +69,9 @@ class Config:
     cluster: int = 1            # a tile's K splits summed in clusters of this many blocks
     #                             through distributed shared memory (tc-sm90)
     staged: int = 0             # 1: each block of a split row stages its part of the
-    #                             row's inputs in shared memory (simt-reduce)
+    #                             row's inputs in shared memory (simt-reduce); the
+    #                             consumers of tc-sm90's fused attention backward sum
+    #                             their dQ parts in shared memory (D 64)
     fold: int = 1               # query heads of a GQA group whose rows share one block
     #                             (tc-sm90's attention forward)
     tiled: int = 0              # 1: a 1x1, unit-stride, unpadded convolution's x (dy)

@@ -24,7 +24,9 @@ consecutive K splits run as a thread-block cluster of this many blocks and
 sum their accumulators through distributed shared memory; tc-sm90; a
 ``split`` without a ``cluster`` sets it to 1), ``staged`` (1: a split row's
 blocks stage their parts of the row in shared memory; 0: in registers;
-simt-reduce), ``fold`` (tc-sm90's attention forward: the query heads of
+simt-reduce; tc-sm90's fused attention backward of head dim 64: 1, its two
+consumer warpgroups sum their parts of a step's dQ in shared memory and
+reduce-add one, 0 each reduce-adds its own), ``fold`` (tc-sm90's attention forward: the query heads of
 a kv head's group whose rows one block holds; 1 or the group's size),
 ``tiled`` (tc-sm90 convolutions: 1 reads a 1x1, unit-stride, unpadded
 convolution's x, or a data gradient's dy, as the [N*P*Q, C] matrix with
@@ -48,6 +50,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_matmul_block_scaled=tile:128x128x128,promote_overlap:4
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
     main_k0_sdpa_backward=persistent:0          # a block a work unit
+    main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is

@@ -293,7 +293,8 @@ class DnnMapTensorCores(DnncPass):
         """An sdpa_backward kernel: the fused backward
         (sm90/flash_backward_fused.py) where the config's tile is [query
         rows a step, kv rows a block] other than [128, 128] (``persistent``:
-        looping blocks; ``split``: the parts of a query-head group), else (no tile,
+        looping blocks; ``split``: the parts of a query-head group;
+        ``staged``: D 64's consumers sum dQ's parts in shared memory), else (no tile,
         or [128, 128]: "128 rows a block", the deterministic mode) the
         two kernels (sm90/flash_backward.py); a fused kernel that does
         not take the problem goes to the two kernels, saying why."""
@@ -304,7 +305,8 @@ class DnnMapTensorCores(DnncPass):
                 return build_attention_backward_fused(
                     fn, att, FusedTile(tile[0], tile[1], max(2, config.stages),
                                        persistent=bool(config.persistent),
-                                       parts=max(1, config.split)))
+                                       parts=max(1, config.split),
+                                       summed=bool(config.staged)))
             except sm90.NotSupported as why:
                 add_note(fn, f"the fused backward does not apply ({why})")
         return build_attention_backward(fn, att)

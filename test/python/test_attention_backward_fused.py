@@ -90,9 +90,10 @@ def expected_parts(b, h, hk, skv):
                                                                        or p == group))
 
 
-def check_plan(package, name, persistent=True, parts=None):
+def check_plan(package, name, persistent=True, parts=None, summed=False):
     """The fused backward's launches, grid, shared memory, reason and
-    arguments in ``package`` of graph ``name``."""
+    arguments in ``package`` of graph ``name`` (``summed``: configured
+    staged:1, the consumers' dQ parts summed in shared memory for D 64)."""
     manifest = package.manifest
     kernels = package.kernels
     (b, h, hk, sq, skv, d, dv), inputs = sizes(FUSED[name]) if name in FUSED else \
@@ -107,6 +108,7 @@ def check_plan(package, name, persistent=True, parts=None):
     assert len({k["name"] for k in kernels}) == 1
     pre, main, convert = kernels[:3]
     tile = fused.tile_for(d, dv)
+    summed = summed and d == 64
     assert main["config"]["tile"] == [64, 128] and main["config"]["stages"] == tile.stages
     assert main["config"].get("split", 1) == parts, main["config"]
     units = -(-skv // 128) * b * hk * parts
@@ -117,7 +119,7 @@ def check_plan(package, name, persistent=True, parts=None):
     else:
         assert main["grid"] == [-(-skv // 128), b * hk * parts, 1]
     assert convert["grid"] == [-(-sq * d // 8 // 128), b * h, 1]
-    assert main["shared_bytes"] == fused.smem_bytes(d, dv, tile.stages) <= MAX_SHARED
+    assert main["shared_bytes"] == fused.smem_bytes(d, dv, tile.stages, summed) <= MAX_SHARED
     assert pre["shared_bytes"] == convert["shared_bytes"] == 0
     per = "128 kv rows" + (f" and 1/{parts} of the group's query heads" if parts > 1 else "")
     if persistent:
@@ -131,13 +133,14 @@ def check_plan(package, name, persistent=True, parts=None):
                   "in alternating directions round by round)")
     else:
         blocks = f"a block per {per}"
-    summed = (f"; then dK and dV summed over the {parts} parts in a fixed order from f32 "
-              "workspaces") if parts > 1 else ""
+    total = (f"; then dK and dV summed over the {parts} parts in a fixed order from f32 "
+             "workspaces") if parts > 1 else ""
+    pair = "the two consumers' parts summed in shared memory, then " if summed else ""
     assert main["reason"].endswith(
         "attention backward, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace "
         f"first; then {blocks}, 64 query rows a step through {tile.stages} "
-        "stages, five products on wgmma, dQ added into the workspace by TMA reduce-adds (not "
-        f"deterministic: the order of the adds varies); then dQ converted{summed}"), \
+        f"stages, five products on wgmma, dQ {pair}added into the workspace by TMA reduce-adds "
+        f"(not deterministic: the order of the adds varies); then dQ converted{total}"), \
         main["reason"]
     # k and v (the block's rows), q and do (a step's) by TMA in the order
     # their dims lie; the dQ workspace by TMA reduce-adds.
@@ -165,10 +168,10 @@ def check_plan(package, name, persistent=True, parts=None):
         # The parts' f32 dK and dV, summed into dk and dv.
         group_sum = kernels[3]
         assert group_sum["grid"] == [-(-skv * max(d, dv) // 8 // 128), 2 * b * hk, 1]
-        summed = [a for a in group_sum["args"] if a["kind"] == "buffer"]
-        assert sorted(tensor_of(manifest, a) for a in summed) == \
+        partials = [a for a in group_sum["args"] if a["kind"] == "buffer"]
+        assert sorted(tensor_of(manifest, a) for a in partials) == \
             ["dk", "dv", "workspace", "workspace"]
-        sizes_ = sorted(manifest["buffers"][a["buffer"]]["bytes"] for a in summed
+        sizes_ = sorted(manifest["buffers"][a["buffer"]]["bytes"] for a in partials
                         if tensor_of(manifest, a) == "workspace")
         assert sizes_ == sorted(4 * parts * b * hk * skv * x for x in (d, dv))
 
@@ -176,6 +179,28 @@ def check_plan(package, name, persistent=True, parts=None):
 @pytest.mark.parametrize("name", sorted(FUSED))
 def test_fused_plan(built, name):
     check_plan(built.package(name), name)
+
+
+SUMMED = "*=staged:1"
+
+
+@pytest.mark.parametrize("name", [n for n in sorted(FUSED) if n.startswith("d64")])
+def test_summed_dq_plan(built, name):
+    """D 64 configured staged:1: the consumers' dQ parts summed in shared
+    memory (one box each of staging, the exchange tiles), the plan saying
+    so; persistent or a block a unit."""
+    package = built.package(name, config=SUMMED)
+    check_plan(package, name, summed=True)
+    assert package.kernels[1]["config"]["staged"] == 1
+    assert package.kernels[1]["reason"].startswith("user override staged=1; heuristics: ")
+    check_plan(built.package(name, config=SUMMED + ",persistent:0"), name, persistent=False,
+               summed=True)
+
+
+@pytest.mark.parametrize("name", ["d128_bf16", "d128_causal_bf16"])
+def test_summed_dq_leaves_d128_as_it_is(built, name):
+    """D 128 sends one dQ_i a step already: staged:1 builds the same PTX."""
+    assert built.package(name, config=SUMMED).ptx == built.package(name).ptx
 
 
 # Problems for the persistent blocks and the parts of a group.
@@ -292,14 +317,23 @@ def test_tiles_fill_shared_memory():
     assert fused.tile_for(128, 64).stages == 3
     assert fused.held_registers(128, 128) == 192
     assert fused.held_registers(64, 64) == 128
+    # D 64 with dQ summed: one staging box a consumer (16 KB less), the
+    # exchange tiles (32 KB more), still three stages.
+    assert fused.smem_bytes(64, 64, 3, True) == fused.smem_bytes(64, 64, 3) + 16384
+    assert fused.refusal(64, 64, False, fused.FusedTile(stages=3, summed=True)) is None
+    assert fused.refusal(64, 128, False, fused.FusedTile(stages=3, summed=True)) is None
 
 
 @needs_sass
-@pytest.mark.parametrize("override", [None, "*=persistent:0"])
+@pytest.mark.parametrize("override", [None, "*=persistent:0", SUMMED,
+                                      SUMMED + ",persistent:0"])
 @pytest.mark.parametrize("name", SASS_CASES + tuple(sorted(EXTRA)))
 def test_fused_sass(built, extra, name, override):
     """Persistent (the heuristics' form, with the group in parts where they
-    choose it) and a block a unit."""
+    choose it) and a block a unit; each with D 64's dQ parts summed in
+    shared memory (staged:1: one reduce-add a consumer, of a box of 32
+    columns, where each of today's sends two; the exchange by 16-byte
+    stores and loads)."""
     builds = extra if name in EXTRA else built
     (_, _, _, _, _, d, dv), _ = sizes((EXTRA if name in EXTRA else FUSED)[name])
     kernels = builds.package(name, config=override).kernels
@@ -317,6 +351,13 @@ def test_fused_sass(built, extra, name, override):
     assert counts["UTMALDG"] > 0 and counts["UTMAREDG"] > 0 and counts["MUFU.EX2"] > 0, \
         sorted(counts)
     assert not atomics(counts)
+    summed = override is not None and override.startswith(SUMMED) and d == 64
+    # Summed, D 64 causal: a second reduce-add site, the idle step's (its
+    # zeros through the exchange; FusedKernel.consumer).
+    causal = "causal" in name or "bottom_right" in name
+    sites = 2 if summed and causal else 1
+    assert counts["UTMAREDG.4D.ADD"] == (sites if summed else 2), sorted(counts)
+    assert (counts["STS.128"] > 0 and counts["LDS.128"] > 0) == summed, sorted(counts)
     # dQ's part: both operands read transposed (MN-major) from shared memory.
     assert "tnspA.tnspB" in text
     assert sass.wgmma_hazards(text) == []

@@ -413,6 +413,22 @@ def test_attention_backward_fused_form_cases():
         assert graph(name).to_mlir() == graph(twin.name).to_mlir()
 
 
+def test_attention_backward_dq_summed_cases():
+    """D 64's backward with its consumers' dQ parts summed in shared memory
+    (staged:1), persistent and a block a unit, each named after its
+    default twin: same graph, FLOPs, bytes."""
+    twins = {" block-a-unit dq-summed": "*=persistent:0,staged:1", " dq-summed": "*=staged:1"}
+    summed = {c.name: c for c in cases.ATTENTION_BACKWARD if c.name.endswith(" dq-summed")}
+    assert set(summed) == {f"sdpa backward{causal} B4 H16 S4096 D64 bf16{form} dq-summed"
+                           for causal in ("", " causal") for form in ("", " block-a-unit")}
+    for name, c in summed.items():
+        suffix = next(s for s in twins if name.endswith(s))
+        assert c.config == twins[suffix]
+        twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(suffix)])
+        assert twin.config is None and (c.flops, c.bytes) == (twin.flops, twin.bytes)
+        assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+
+
 def test_attention_backward_tc_sm80_cases():
     """The Ampere backward forced (strategy alone) on the S4096 D128 and
     D64 pairs, each named after its default twin, which has the same

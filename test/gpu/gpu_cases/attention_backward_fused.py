@@ -24,6 +24,13 @@ heads walked by one unit): fewer units than SMs (7 kv tiles x 3 heads),
 grouped heads 8:1 in parts with S no multiple of 128, and several rounds
 with a short last one (300 causal units, longest first; 216 units head by
 head; 288 units of a group in 2 parts).
+
+``SUMMED``: D 64 with the config override ``staged:1`` (the two consumer
+warpgroups sum their parts of a step's dQ in shared memory, each
+reduce-adds one box of 32 columns), persistent and a block a unit:
+non-causal and causal, Sq and Skv no multiple of a tile, grouped heads
+(one unit and in parts), Dv 40 and 128, a window and bottom-right
+alignment, many steps a unit, several rounds of units.
 """
 
 from dataclasses import replace
@@ -89,4 +96,29 @@ CASES += [
          config=f"*={override}" if override else None)
     for j, (name, problems, overrides) in enumerate(PERSISTENT)
     for override in (None,) + overrides
+]
+
+# (name, problems): D 64 graphs run with the consumers' dQ parts summed in
+# shared memory (staged:1), persistent and a block a unit.
+SUMMED = (
+    ("plain", [A(2, 4, 4, 300, 333, 64, 64),
+               A(1, 4, 2, 333, 300, 64, 64, causal=True),
+               A(1, 8, 1, 77, 129, 64, 40)]),
+    ("masks", [A(1, 2, 2, 300, 200, 64, 128, bottom_right=True, causal=True),
+               A(1, 2, 1, 257, 300, 64, 64, causal=True, window=70),
+               A(1, 1, 1, 1000, 65, 64, 64, causal=True, bottom_right=True),
+               A(1, 1, 1, 1, 1000, 64, 64)]),
+    ("rounds", [A(3, 10, 10, 1280, 1280, 64, 64, causal=True),
+                A(2, 32, 8, 1100, 1100, 64, 64, causal=True),
+                A(2, 16, 2, 700, 900, 64, 64, causal=True, bottom_right=True)]),
+)
+
+CASES += [
+    Case(f"attention_backward_fused_summed_{name}{'_' + extra.replace(':', '') if extra else ''}"
+         "_bf16",
+         random_attention_backward(BF16, _with_twins(problems)), seed=SEED + 200 + j,
+         rtol=RTOL[BF16.mlir], derived=derive_forward(BF16, _with_twins(problems)),
+         config="*=staged:1" + (f",{extra}" if extra else ""))
+    for j, (name, problems) in enumerate(SUMMED)
+    for extra in (None, "persistent:0")
 ]

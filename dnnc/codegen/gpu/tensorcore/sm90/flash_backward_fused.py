@@ -62,7 +62,18 @@ MN-major for dQ's B. How the consumers share dQ_i (``dq_columns``):
 * D 64: each computes all of dQ_i over its own 64 kv rows (N 64, K 64) and
   both add theirs: half of 64 columns would be an MN-major B narrower than
   the 128-byte swizzle's 64-column atom. A consumer reads only its own
-  rows of the tile, so it needs no meeting.
+  rows of the tile, so it needs no meeting. Both reduce-add their 64 x 64
+  f32 part: twice D 128's reduce-add traffic a step.
+* D 64, ``summed`` (config ``staged = 1``): as above, then consumer c keeps
+  box c (columns 32 c ..) of its part and sends the other box to its
+  partner through an exchange tile (16-byte stores, a thread's slots 2 KB
+  apart so that a warp fills whole wavefronts; a tile per consumer and
+  step parity), meets it at ``MEET``, adds the partner's box c and stages
+  and reduce-adds that one box: one dQ_i a step reaches dq_sum, as for
+  D 128, for a meeting, four 16-byte loads and 16 adds a thread more (its
+  shared stores: four of 16 bytes and eight of 8, against sixteen of 8;
+  ``reduce_dq_summed``). The heuristics keep the form above until the
+  GPU times the two side by side.
 
 A consumer's dQ_i (64 rows x ``dq_columns`` f32) goes from registers to
 its staging tile (boxes of 64 rows x 32 f32 in 128-byte swizzle)
@@ -81,6 +92,11 @@ rows. By estimate (not measured), a B4 H16 S4096 D128 backward (1.4
 TFLOP, ~2.5 ms at cuDNN's speed) would send ~5 x 10^8 such atomics, ~2 x
 10^11 a second, about what L2's atomic units are reported to retire.
 
+At D 64 under a causal mask a consumer whose kv rows no query row of the
+step sees (consumer 1 on a head's first diagonal step) skips the step's
+products (``idle`` in ``consumer``); D 128 computes them (its dS rows
+zero), ptxas having spilled its accumulators with that branch.
+
 A step's log-sum-exp and delta go through the consumer's shared buffer as
 in flash_backward's dK dV kernel; masks (causal either alignment, a
 window, padding lengths) are its ``masked``; the query tiles a block
@@ -94,11 +110,11 @@ import math
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import arith, llvm, memref, nvvm, vector
+from mlir.dialects import arith, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import fma
-from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E
+from dnnc.codegen.gpu.tensorcore.attention_tiles import LOG2E, negated, plus
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, ex2, f32, for_ as _for, i as _i, idx as _idx,
     if_ as _if, launder, shared_ptr as _shared_ptr, to_i32 as _to_i32, to_i64 as _to_i64,
@@ -131,6 +147,9 @@ DS_TILE = KV_ROWS * SWIZZLE
 # Named barriers: 1 + consumer (the consumer's own, flash_backward's
 # staging ids 3 and 4 are not used here), MEET for both consumers.
 OWN_BARRIER, MEET = 1, 3
+# D 64 with dQ summed in shared memory (FusedTile.summed): the half of a
+# consumer's dQ_i (64 x 32 f32) its partner sends, 16 values a thread.
+EXCHANGE = 64 * DQ_BOX * 4
 
 
 @dataclass(frozen=True)
@@ -146,6 +165,12 @@ class FusedTile:
     stages: int = 2
     persistent: bool = True
     parts: int = 1
+    summed: bool = False
+
+    def sums_dq(self, d):
+        """Whether the consumers sum their dQ_i in shared memory before one
+        reduce-add (``summed``, D 64; D 128 sends one dQ_i a step anyway)."""
+        return self.summed and dq_columns(d) == d
 
     @property
     def threads(self):
@@ -158,19 +183,25 @@ def dq_columns(d):
     return d // 2 if d > 64 else d
 
 
-def _extra_bytes(d):
+def _extra_bytes(d, summed=False):
     """Shared memory after the ring: two dS tiles, the consumers' dQ
-    staging (64 rows x ``dq_columns`` f32 each), the log-sum-exp and
-    delta buffers, and the barrier of the resident tiles' release
-    (``FusedKernel.resident_empty``)."""
-    return 2 * DS_TILE + 2 * 64 * dq_columns(d) * 4 + STAGED_BYTES + 8
+    staging (64 rows x ``dq_columns`` f32 each; ``summed``: one 32-column
+    box each, then the exchange tiles, EXCHANGE bytes a consumer at either
+    step parity), the log-sum-exp and delta buffers, and the barrier of the
+    resident tiles' release (``FusedKernel.resident_empty``)."""
+    if summed:
+        dq = 2 * 64 * DQ_BOX * 4 + 4 * EXCHANGE
+    else:
+        dq = 2 * 64 * dq_columns(d) * 4
+    return 2 * DS_TILE + dq + STAGED_BYTES + 8
 
 
-def smem_bytes(d, dv, stages):
-    """The kernel's dynamic shared memory (``_Blocks.shared``)."""
+def smem_bytes(d, dv, stages, summed=False):
+    """The kernel's dynamic shared memory (``_Blocks.shared``); ``summed``
+    as ``FusedTile.sums_dq``."""
     resident = KV_ROWS * (padded(d) + padded(dv)) * 2
     stage = QUERY_ROWS * (padded(d) + padded(dv)) * 2
-    return ALIGN + resident + stages * stage + _extra_bytes(d) + 8 * (1 + 2 * stages)
+    return ALIGN + resident + stages * stage + _extra_bytes(d, summed) + 8 * (1 + 2 * stages)
 
 
 def tile_for(d, dv):
@@ -205,7 +236,7 @@ def refusal(d, dv, biased, tile=None):
     if (tile.m, tile.n) != (QUERY_ROWS, KV_ROWS):
         return (f"tile {tile.m}x{tile.n}: the fused backward takes {QUERY_ROWS} query rows a "
                 f"step and {KV_ROWS} kv rows a block")
-    size = smem_bytes(d, dv, tile.stages)
+    size = smem_bytes(d, dv, tile.stages, tile.sums_dq(d))
     if tile.stages < 2 or size > SMEM_LIMIT:
         return (f"{tile.stages} ring stages need {size} bytes of shared memory: expected 2 or "
                 f"more within {SMEM_LIMIT}")
@@ -240,12 +271,14 @@ class DqSum:
     """The f32 dQ workspace ``[B, H, Sq, D]`` and its TMA reduce-adds, in
     boxes of 64 rows x 32 columns (128-byte swizzle)."""
 
-    def __init__(self, att):
+    def __init__(self, att, summed=False):
         self.att = att
         self.value = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq, att.d],
                                                     ir.F32Type.get()), [], [])
         self.descriptor = None
-        self.boxes = dq_columns(att.d) // DQ_BOX        # a consumer's part
+        # A consumer's part: ``summed`` (FusedTile.sums_dq), one box of the
+        # pair's sum.
+        self.boxes = 1 if summed else dq_columns(att.d) // DQ_BOX
 
     def make_descriptor(self):
         self.descriptor = tma_descriptor(self.value, [1, 1, 64, DQ_BOX])
@@ -272,9 +305,10 @@ class FusedKernel(DkvKernel):
 
     def __init__(self, att, tile, delta, dq_sum, units, dkv_parts=None):
         self.m = tile.m
+        self.summed = tile.sums_dq(att.d)
         _Blocks.__init__(self, att, [Rows(att.k, KV_ROWS, att.d), Rows(att.v, KV_ROWS, att.dv)],
                          (Rows(att.q, self.m, att.d), Rows(att.do, self.m, att.dv)),
-                         tile.stages, _extra_bytes(att.d))
+                         tile.stages, _extra_bytes(att.d, self.summed))
         self.delta = delta
         self.dq_sum = dq_sum
         self.units = units
@@ -350,6 +384,11 @@ class FusedKernel(DkvKernel):
                          arith.muli(_to_i64(c), _i(2 * STAGED_SET, 64)))
         i32 = ir.IntegerType.get_signless(32)
         own_barrier = arith.index_cast(i32, _add(c, OWN_BARRIER))
+        # Summed (D 64): the exchange tiles after both stagings, [parity]
+        # [consumer]; the thread's 16-byte slot k of either at 16 (128 k +
+        # local), so that a warp's stores and loads fill whole wavefronts.
+        exchange = _add(ds_base, 2 * DS_TILE + 2 * 64 * SWIZZLE)
+        slot = arith.muli(_to_i64(local), _i(16, 64))
         k_desc, v_desc = self.resident_desc(0), self.resident_desc(1)
         mn = descriptor_constant(True, self.m * SWIZZLE)
         k_major = descriptor_constant(False, 0)
@@ -366,6 +405,8 @@ class FusedKernel(DkvKernel):
         else:
             depth, k_part = KV_ROWS // 2, _i(64 * SWIZZLE, 64)
             ds_part, column_i32 = k_part, _i(0)
+            if self.summed:
+                column_i32 = _to_i32(arith.muli(c, _idx(DQ_BOX)))
         k_part = arith.muli(part, k_part)
         ds_part = arith.muli(part, ds_part)
         b_desc = matrix_descriptor(arith.addi(self.bases[0], k_part),
@@ -375,9 +416,55 @@ class FusedKernel(DkvKernel):
 
         def step(g, j, first, rows, dv, dk):
             """Step ``j`` of the unit, ``g`` of the block (the ring's slot and
-            the parity of the dS tile and the lse/delta buffer)."""
+            the parity of the dS tile and the lse/delta buffer): ``work``, or,
+            D 64 under a causal mask, ``idle`` where no query row of the step
+            sees the consumer's kv rows (consumer 1 on a unit's first
+            diagonal step: its P and dS are all zero). D 128 works through
+            such steps: with the idle branch ptxas spilled its accumulators
+            (212 bytes, causal D 128), and with only Sᵀ and dPᵀ skipped (Pᵀ
+            and dSᵀ zeros from a branch) 8 bytes (causal GQA, a window)."""
             head, m0 = self.at_step(j)
-            k_at, v_at, b_at = (launder(x) for x in (k_desc, v_desc, b_desc))
+            descs = [launder(x) for x in (k_desc, v_desc, b_desc)]
+            if not att.causal or split_columns:
+                return work(g, head, m0, first, rows, dv, dk, *descs)
+            unseen = _cmp("sgt", plus(first, negated(self.extent.shift)), _add(m0, m - 1))
+            op = scf.IfOp(unseen, [dv.type, dk.type], has_else=True)
+            with ir.InsertionPoint(op.then_block):
+                idle(g, head, m0)
+                scf.YieldOp([dv, dk])
+            with ir.InsertionPoint(op.else_block):
+                scf.YieldOp(work(g, head, m0, first, rows, dv, dk, *descs))
+            return list(op.results)
+
+        def send_dq(dq, parity, head, m0):
+            """5. dQ_i's part into dq_sum (while dK runs)."""
+            if self.summed:
+                pair = arith.addi(exchange, arith.muli(_to_i64(parity), _i(2 * EXCHANGE, 64)))
+                mine = arith.addi(arith.addi(pair, arith.muli(_to_i64(c), _i(EXCHANGE, 64))),
+                                  slot)
+                theirs = arith.addi(arith.addi(pair, arith.muli(
+                    _to_i64(arith.subi(_idx(1), c)), _i(EXCHANGE, 64))), slot)
+                self.reduce_dq_summed(dq, staging, mine, theirs, own_barrier, head, m0,
+                                      column_i32)
+            else:
+                self.reduce_dq(dq, staging, own_barrier, head, m0, column_i32)
+
+        def idle(g, head, m0):
+            """A D 64 step whose products would all be zero for this
+            consumer: dV and dK unchanged, no dQ_i to add. Its ring slot is
+            released once full, as in a step that reads it: released before
+            its fill, the arrival would count towards the slot's previous
+            use, which the other consumer (not held back by a meeting
+            without dQ summed) may still be reading. With dQ summed its part
+            (zeros) still goes through the exchange: the other consumer
+            meets it every step."""
+            if self.summed:
+                send_dq(llvm.mlir_zero(struct(width // 2)), arith.remui(g, _idx(2)), head, m0)
+            self.stage_descs(g)
+            self.release(g)
+
+        def work(g, head, m0, first, rows, dv, dk, k_at, v_at, b_at):
+            """The step's products (module docstring)."""
             # This thread's value of the step's log-sum-exp (threads 0 ..
             # m - 1) or delta (m .. 2 m - 1), loaded under the products.
             column = arith.remui(local, _idx(m))
@@ -424,8 +511,7 @@ class FusedKernel(DkvKernel):
             nvvm.WgmmaGroupSyncAlignedOp()
             # dV and dQ_i done (groups complete in order); dK may run on.
             nvvm.WgmmaWaitGroupSyncOp(1)
-            # 5. dQ_i's part into dq_sum, while dK runs.
-            self.reduce_dq(dq, staging, own_barrier, head, m0, column_i32)
+            send_dq(dq, parity, head, m0)
             nvvm.WgmmaWaitGroupSyncOp(0)
             self.release(g)
             return [dv, dk]
@@ -578,6 +664,59 @@ class FusedKernel(DkvKernel):
         _if(self.leader, issue)
 
 
+    def reduce_dq_summed(self, dq, staging, mine, theirs, own_barrier, head, m0, column):
+        """D 64, ``summed``: consumer c keeps box c (columns 32 c ..) of its
+        dQ_i (values 16 c .. 16 c + 15, ``reduce_dq``'s order) and sends
+        the other box to its partner through its exchange slots ``mine``
+        (the thread's, at the step's parity); after the meeting it adds
+        the partner's (``theirs``: the partner's thread of the same index
+        holds the same rows and columns of its dQ_i) and stages and
+        reduce-adds its one box: one dQ_i a step into dq_sum, as D 128
+        sends. The exchange tile written at step j was last read at step
+        j - 2, before the reader's meeting of step j - 1, which the writer
+        has passed (the dS tiles' argument)."""
+        # The staging is free once the last reduce has read it: the leader
+        # waits before the meeting, which its warpgroup passes only after.
+        _if(self.leader, lambda: nvvm.CpAsyncBulkWaitGroupOp(0, read=True))
+        values = unpack(dq, dq_columns(self.att.d) // 2)
+        half = len(values) // 2
+        quad = ir.VectorType.get([4], ir.F32Type.get())
+
+        def send(part):
+            for k in range(0, half, 4):
+                llvm.store(vector.from_elements(quad, part[k:k + 4]),
+                           _shared_ptr(_add(mine, k // 4 * WARPGROUP * 16)), alignment=16)
+        # Box c kept, the other sent; the branch is one per warpgroup.
+        keep = scf.IfOp(_cmp("eq", self.consumer_index, _idx(0)), [ir.F32Type.get()] * half,
+                        has_else=True)
+        for block, (sent, kept) in ((keep.then_block, (values[half:], values[:half])),
+                                    (keep.else_block, (values[:half], values[half:]))):
+            with ir.InsertionPoint(block):
+                send(sent)
+                scf.YieldOp(kept)
+        self.bar(_i(MEET), 2 * WARPGROUP)
+        got = []
+        for k in range(0, half, 4):
+            four = llvm.load(quad, _shared_ptr(_add(theirs, k // 4 * WARPGROUP * 16)),
+                             alignment=16)
+            got += [vector.extract(four, [], [e]) for e in range(4)]
+        sums = [arith.addf(x, y) for x, y in zip(keep.results, got)]
+        pair_type = ir.VectorType.get([2], ir.F32Type.get())
+        rows = self.swizzled_rows(staging, self.row_in, arith.divui(self.column, _idx(4)),
+                                  arith.muli(arith.remui(self.column, _idx(4)), _idx(4)))
+        for e in range(0, half, 2):
+            at = arith.xori(rows[row_of(e)], _i((2 * (e // 4)) << 4, 64))
+            llvm.store(vector.from_elements(pair_type, sums[e:e + 2]), _shared_ptr(at),
+                       alignment=8)
+        self.fence_async()
+        self.bar(own_barrier, WARPGROUP)
+
+        def issue():
+            self.dq_sum.reduce(staging, _to_i32(self.b), _to_i32(head), _to_i32(m0), column)
+            nvvm.CpAsyncBulkCommitGroupOp()
+        _if(self.leader, issue)
+
+
 def units_of(att, tile, ctas=PERSISTENT_CTAS):
     """The work units' scheduler of ``att`` in ``tile`` (backward_units.py):
     persistent over at most ``ctas`` blocks, the longest units first under
@@ -620,7 +759,7 @@ def build_attention_backward_fused(fn, att, tile):
     with ir.InsertionPoint(ret), ret.location:
         delta = memref.alloc(ir.MemRefType.get([att.batch, att.heads, att.sq],
                                                ir.F32Type.get()), [], [])
-        dq_sum = DqSum(att)
+        dq_sum = DqSum(att, tile.sums_dq(att.d))
         parts = None
         if tile.parts > 1:
             parts = tuple(memref.alloc(ir.MemRefType.get(
@@ -637,8 +776,10 @@ def build_attention_backward_fused(fn, att, tile):
     if parts:
         summed = (f"; then dK and dV summed over the {tile.parts} parts in a fixed order from "
                   "f32 workspaces")
+    pair = ("the two consumers' parts summed in shared memory, then " if tile.sums_dq(att.d)
+            else "")
     return [f"attention backward, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace "
             f"first; then {_describe(units, tile)}, {tile.m} query rows a step through "
-            f"{tile.stages} stages, five products on wgmma, dQ added into the workspace by TMA "
-            f"reduce-adds (not deterministic: the order of the adds varies); then dQ "
+            f"{tile.stages} stages, five products on wgmma, dQ {pair}added into the workspace by "
+            f"TMA reduce-adds (not deterministic: the order of the adds varies); then dQ "
             f"converted{summed}"]
