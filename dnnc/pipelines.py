@@ -134,6 +134,7 @@ GPU = Stage("gpu", (
     "dnn-default-config",
     "dnn-map-tensor-cores",
     "dnn-map-simt-gemm",
+    "dnn-map-simt-gemv",
     "dnn-vectorize-pointwise",
     "dnn-tile-transposes",
     "dnn-reduce-rows",

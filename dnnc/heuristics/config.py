@@ -23,7 +23,7 @@ from dnnc.errors import PipelineError
 # config may only name these. DESIGN.md's faster ones not built yet are PLANNED.
 IMPLEMENTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
                "simt-reduce-rows-columns", "simt-window", "simt-transpose", "tc-sm90",
-               "tc-sm80", "simt-depthwise", "simt-gemm")
+               "tc-sm80", "simt-depthwise", "simt-gemm", "simt-gemv")
 PLANNED = ()
 
 # The fields each implemented strategy reads; an override may set only these.
@@ -37,7 +37,8 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
                       "promote_overlap", "persistent", "staged"),
           "tc-sm80": ("block", "tile", "stages", "split"),
-          "simt-gemm": ("block", "tile", "split")}
+          "simt-gemm": ("block", "tile", "split"),
+          "simt-gemv": ("block", "split", "vector", "unroll")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
 FLAT_BLOCKS = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-rows-columns",

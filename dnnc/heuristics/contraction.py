@@ -41,6 +41,7 @@ from dnnc.heuristics.depthwise import rank as rank_depthwise
 from dnnc.heuristics.generic import simt_generic
 from dnnc.heuristics.problem import DTYPE_BYTES
 from dnnc.heuristics.simt_gemm import simt_gemm
+from dnnc.heuristics.simt_gemv import simt_gemv
 
 # tc-sm90 geometry: the tile's M (two consumer warpgroups of 64 rows), K step
 # (128 bytes of bf16/f16), threads, and the shared memory a block may use.
@@ -1105,12 +1106,18 @@ def rank(problem):
         fast = tc_sm80(problem, m, n, k, batch, facts)
         if faster == "tc-sm90":
             fast = tc_sm90(problem, m, n, k, batch, facts) + fast
+        # M or N at most 8: a GEMV on the CUDA cores, first where the
+        # problem is latency-bound (heuristics/simt_gemv.py).
+        gemv, confident = simt_gemv(problem, m, n, k, batch, facts,
+                                    str(problem.attr("compute_type", "f32")))
+        fast = gemv + fast if confident else fast + gemv
         return fast + simt_generic(work, problem.sms, None, facts, fallback_of=faster)
     if faster is None and problem.anchor == "matmul" and problem.dtype == "f32" and m * n * batch \
             and k and not problem.prologues and str(problem.attr("compute_type", "f32")) != "tf32":
         # An exact f32 multiply of f32 operands as stored: FFMA on the CUDA
         # cores (heuristics/simt_gemm.py).
-        return simt_gemm(problem, m, n, k, batch, facts) + \
+        gemv, _ = simt_gemv(problem, m, n, k, batch, facts)
+        return gemv + simt_gemm(problem, m, n, k, batch, facts) + \
             simt_generic(work, problem.sms, None, facts, fallback_of="simt-gemm")
     if faster is None and problem.anchor == "matmul" and problem.prologues:
         stored = "; ".join(f"a prologue on {'AB'[i]} stored as {t}" for i, t in problem.prologues)

@@ -52,7 +52,7 @@ from dnnc.passes import DnncPass, register
 DISTRIBUTED = ("simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
                "simt-reduce-rows-columns",
                "simt-window", "simt-transpose", "simt-depthwise", "tc-sm90", "tc-sm80",
-               "simt-gemm")
+               "simt-gemm", "simt-gemv")
 
 # Ops that may stay on the host between launches: they only make or view
 # buffers, or are constants that gpu-kernel-outlining sinks into kernels.

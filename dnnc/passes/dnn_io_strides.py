@@ -138,7 +138,7 @@ def apply(module):
 
 # Strategies whose kernels read an input in whatever layout it has.
 LAYOUT_FREE = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-depthwise",
-               "simt-gemm")
+               "simt-gemm", "simt-gemv")
 # Those whose kernels also write an output in whatever layout it has; and a
 # tensor-core convolution (a kernel function with IMPLICIT_GEMM's attribute
 # configured one of IMPLICIT_GEMM_STRATEGIES), whose epilogue stores

@@ -384,6 +384,12 @@ class Interpreter:
             c = c.reshape(c.shape + (1,) * (max(a.ndim, b.ndim) - c.ndim))
         return np.where(c, a, b)
 
+    def _arith_bitcast(self, op, ins, mask):
+        """f32 <-> i32 (tf32 rounding); an i32 is held as a signed int64."""
+        if str(op.results[0].type) == "i32":
+            return np.asarray(ins[0], np.float32).view(np.int32).astype(np.int64)
+        return np.asarray(ins[0], np.int64).astype(np.int32).view(np.float32)
+
     def _arith_index_cast(self, op, ins, mask):
         return self._wrap(op, np.asarray(ins[0], np.int64))
 
@@ -617,6 +623,10 @@ class Interpreter:
             address = np.where(mask, ptr.address, 0)
             raw = self._mem(ptr.space)[address[:, None] + np.arange(2)]
             return raw.copy().view(np.uint16)[:, 0].astype(np.int64)
+        if str(t) == "f32":     # one float (simt-gemv's partials in shared memory)
+            address = np.where(mask, ptr.address, 0)
+            raw = self._mem(ptr.space)[address[:, None] + np.arange(4)]
+            return raw.copy().view(np.float32)[:, 0]
         n = ir.VectorType(t).shape[0]
         kind = str(ir.VectorType(t).element_type)
         address = np.where(mask, ptr.address, 0)
