@@ -118,7 +118,7 @@ def simt_gemv(problem, m, n, k, batch, facts, compute="f32"):
     row-major); dnn-map-simt-gemv chooses again for the operands as stored
     where they differ."""
     if min(m, n) > MAX_ROWS or not min(m, n, k, batch) or problem.prologues or \
-            problem.dtype not in ("f32", "f16", "bf16"):
+            problem.dtype not in ("f32", "f16", "bf16") or len(problem.anchor_inputs) < 2:
         return [], False
     nbytes = problem.anchor_inputs[0].element_bytes
     swapped = n < m

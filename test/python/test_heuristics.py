@@ -371,17 +371,21 @@ def test_contractions_name_the_tensor_core_strategy_of_the_arch():
     assert rank(problem(**mm))[-1].reason.startswith(
         "for when tc-sm90 does not apply (matmul: 128x512x256")
     assert choose(problem(**mm, arch="sm_80")).strategy == "tc-sm80"
-    f32 = problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]])
+    f32 = problem("matmul", [[4, 12, 16], [16, 32]], [[4, 12, 32]])
     # An f32 multiply stays off the tensor cores (they round to tf32), saying so:
     # simt-gemm's FFMAs, simt-generic behind them; in tf32 mode it is
     # tc-sm90's, with 32-element (128-byte) K steps.
     assert choose(f32).strategy == "simt-gemm"
     assert choose(f32).reason.startswith(
-        "matmul: 8x32x16 (M x N x K) x4 batch f32, an f32 "
+        "matmul: 12x32x16 (M x N x K) x4 batch f32, an f32 "
         "multiply (the tensor cores take f32 as tf32: compute_data_type tf32; an operand "
         "computed in the graph is bf16/f16 with intermediate_data_type); FFMA")
-    assert rank(problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]]))[-1].reason \
-        .startswith("for when simt-gemm does not apply (matmul: 8x32x16")
+    assert rank(problem("matmul", [[4, 12, 16], [16, 32]], [[4, 12, 32]]))[-1].reason \
+        .startswith("for when simt-gemm does not apply (matmul: 12x32x16")
+    # M at most 8: a GEMV on the CUDA cores first, simt-gemm next
+    # (heuristics/simt_gemv.py).
+    gemv = rank(problem("matmul", [[4, 8, 16], [16, 32]], [[4, 8, 32]]))
+    assert [c.strategy for c in gemv[:2]] == ["simt-gemv", "simt-gemm"]
     tf32 = problem("matmul", [[4096, 4096], [4096, 4096]], [[4096, 4096]],
                    attrs=[("compute_type", "tf32")])
     assert (choose(tf32).strategy, choose(tf32).tile) == ("tc-sm90", (128, 256, 32))
@@ -630,7 +634,7 @@ def test_every_anchor_ranks_implemented_configs_with_a_reason(anchor, arch):
             assert c.strategy in heuristics.IMPLEMENTED == (
                 "simt-generic", "simt-pointwise", "simt-reduce", "simt-reduce-columns",
                 "simt-reduce-rows-columns", "simt-window", "simt-transpose", "tc-sm90",
-                "tc-sm80", "simt-depthwise", "simt-gemm")
+                "tc-sm80", "simt-depthwise", "simt-gemm", "simt-gemv")
             assert 1 <= c.threads <= 1024
             assert c.reason and "\n" not in c.reason
             if c.strategy == "simt-generic":  # says why nothing faster runs
@@ -823,7 +827,7 @@ def test_manifest_records_strategy_and_reason():
         for k in by_name[name]:
             strategy, block = {"main_k2_pointwise": ("simt-pointwise", 128),
                                "main_k0_softmax": ("simt-reduce", 128),
-                               "main_k1_matmul": ("simt-gemm", 64)}[name]
+                               "main_k1_matmul": ("simt-gemv", 64)}[name]
             assert k["strategy"] == strategy and k["block"] == [block, 1, 1]
             assert k["reason"] == by_name[name][0]["reason"]
     assert by_name["main_k0_softmax"][0]["reason"].startswith("softmax: 8 rows of 64: a warp")
