@@ -29,7 +29,7 @@ database, whose entries dnn-configure then prefers to ``choose``'s.
 from dnnc.errors import PipelineError
 from dnnc.heuristics import contraction, generic, pointwise, reduction, window
 from dnnc.heuristics import override as _override
-from dnnc.heuristics.config import IMPLEMENTED, PLANNED, Config
+from dnnc.heuristics.config import FIELDS, IMPLEMENTED, PLANNED, Config
 from dnnc.heuristics.problem import Problem, TensorSpec, problem_of
 
 __all__ = ["Config", "Problem", "TensorSpec", "IMPLEMENTED", "PLANNED", "problem_of",
@@ -71,7 +71,8 @@ def choose(problem, override=None):
     ``override`` applied. ``override`` is a dict of fields (``{"block": 128}``),
     their text (``"block:128"``, the part after ``KERNEL=`` of
     ``override.parse``'s syntax), or a whole Config."""
-    best = rank(problem)[0]
+    ranked = rank(problem)
+    best = ranked[0]
     if override is None or override == {} or override == "":
         return best
     if isinstance(override, Config):
@@ -88,4 +89,24 @@ def choose(problem, override=None):
     else:
         raise PipelineError(f"config override: expected a dict, a string or a Config, "
                             f"got {type(override).__name__}")
-    return _override.apply(best, fields)
+    return _override.apply(_base(ranked, fields), fields)
+
+
+def _base(ranked, fields):
+    """The ranked config an override's ``fields`` apply to: the best, unless
+    they name another strategy but no tile or block (``strategy:simt-gemm``:
+    the first ranked config of it, whose tile and split carry over; with a
+    tile or a block, the switch starts afresh, override.apply), or name
+    fields the best's strategy does not read (``tile`` for a kernel ranked
+    simt-gemv first): then the first ranked config whose strategy reads
+    them. Where none is ranked, the best."""
+    best = ranked[0]
+    wanted = fields.get("strategy")
+    if wanted is not None:
+        if "tile" in fields or "block" in fields:
+            return best
+        return next((c for c in ranked if c.strategy == wanted), best)
+    keys = set(fields)
+    if keys <= set(FIELDS.get(best.strategy, ())):
+        return best
+    return next((c for c in ranked if keys <= set(FIELDS.get(c.strategy, ()))), best)

@@ -118,8 +118,11 @@ def simt_gemv(problem, m, n, k, batch, facts, compute="f32"):
     row-major); dnn-map-simt-gemv chooses again for the operands as stored
     where they differ."""
     if min(m, n) > MAX_ROWS or not min(m, n, k, batch) or problem.prologues or \
-            problem.dtype not in ("f32", "f16", "bf16") or len(problem.anchor_inputs) < 2:
+            problem.dtype not in ("f32", "f16", "bf16") or len(problem.anchor_inputs) < 2 or \
+            not problem.anchor_outputs:
         return [], False
+    if sum(1 for d in problem.anchor_outputs[0].shape[:-2] if d > 1) > 1:
+        return [], False  # batch dims broadcast against each other: one batch dim only
     nbytes = problem.anchor_inputs[0].element_bytes
     swapped = n < m
     rows, length = (n, m) if swapped else (m, n)

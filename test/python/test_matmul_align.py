@@ -81,6 +81,7 @@ CASES = {
 
 # Cases tc-sm90 runs on sm_90a.
 TC_SM90 = {"a_stored_k_by_m_m37_f16"}
+GEMV = {name for name, (_, a, b, _) in CASES.items() if min(a[-2], b[-1]) <= 8}
 
 
 def build_of(name):
@@ -96,8 +97,12 @@ def test_matmul_align_interpreted(name, arch):
     dtype, a_dims, _, _ = CASES[name]
     if arch == "sm_90a" and name in TC_SM90:
         pytest.skip("tc-sm90 takes it on sm_90a (an operand copied transposed first)")
+    # A side of at most 8 rows runs on simt-gemv unless the tensor cores are
+    # asked for (test_simt_gemv.py).
+    ask = ("*=strategy:" + ("tc-sm90" if arch == "sm_90a" else "tc-sm80")) \
+        if name in GEMV else None
     expected, got, config = interpret(build_of(name), "bf16" if dtype == "bf16" else "f16",
-                                      arch)
+                                      arch, config=ask)
     assert 'strategy = "tc-sm80"' in config, config
     assert not np.isnan(got).any(), np.argwhere(np.isnan(got))[:5]
     rtol = {"bf16": 1.6e-2, "f16": 2e-3, "f32": 2e-3}[dtype]
@@ -274,13 +279,14 @@ def test_large_odd_k_pads_for_tc_sm90(a_dims, b_dims, b_stride, padded):
         assert (r.spill_stores, r.spill_loads) == (0, 0), (kernel["entry"], r)
 
 
-@pytest.mark.parametrize("name", ["k129_n129_f16", "m1_k127_batched_bf16"])
-def test_small_odd_k_stays_on_tc_sm80(name):
-    """An odd-K GEMM too small for the copy to pay (37 x 129 x 129; one row
-    a batch of 3, whose bytes take less than two launches' time): tc-sm80's
-    loader reads A where it lies."""
-    (k,) = {k["entry"]: k for k in package(name, "sm_90a").kernels}.values()
+def test_small_odd_k_stays_on_tc_sm80():
+    """An odd-K GEMM too small for the copy to pay (37 x 129 x 129): tc-sm80's
+    loader reads A where it lies. One row a batch of 3 (1 x 100 x 127):
+    simt-gemv, one launch, no copy either."""
+    (k,) = {k["entry"]: k for k in package("k129_n129_f16", "sm_90a").kernels}.values()
     assert k["strategy"] == "tc-sm80" and "copied into rows" not in k["reason"], k["reason"]
+    (k,) = {k["entry"]: k for k in package("m1_k127_batched_bf16", "sm_90a").kernels}.values()
+    assert k["strategy"] == "simt-gemv" and "copied into rows" not in k["reason"], k["reason"]
 
 
 def test_transposed_copy_into_padded_rows_interpreted():

@@ -118,8 +118,10 @@ CASES = {
     "both_transposed_bias_relu": ([45, 19], [19, 36], [1, 45], [1, 19], "bias_relu", ""),
     "bias_residual_aligned": ([64, 32], [32, 64], None, None, "bias_residual",
                               "*=tile:32x32x8,block:64"),
-    "batched_1_row": ([2, 1, 29], [2, 29, 27], None, None, None, ""),
-    "broadcast_a_b_transposed": ([1, 27, 40], [2, 40, 7], None, [280, 1, 40], None, ""),
+    # M = 1 and N = 7 run on simt-gemv unless asked (test_simt_gemv.py).
+    "batched_1_row": ([2, 1, 29], [2, 29, 27], None, None, None, "*=strategy:simt-gemm"),
+    "broadcast_a_b_transposed": ([1, 27, 40], [2, 40, 7], None, [280, 1, 40], None,
+                                 "*=strategy:simt-gemm"),
     "split_3_bias_relu": ([40, 100], [100, 24], None, None, "bias_relu",
                           "*=tile:32x32x8,block:64,split:3"),
     "split_4_odd_n_transposed_a": ([33, 77], [77, 9], [1, 33], None, None,
@@ -157,8 +159,10 @@ def test_heuristics_take_exact_f32_and_leave_tf32_to_the_tensor_cores():
     # 1000^3: 64 x 64 tiles (128 threads), 256 blocks, no split.
     square = rank(_problem([1000, 1000], [1000, 1000]))[0]
     assert (square.tile[:2], square.threads, square.split) == ((64, 64), 128, 1), square.reason
-    # Few tiles, a long K: split.
-    skinny = rank(_problem([2, 127, 4096], [2, 4096, 7]))[0]
+    # Few tiles, a long K: split (N = 7: simt-gemv first, simt-gemm next).
+    ranked = rank(_problem([2, 127, 4096], [2, 4096, 7]))
+    skinny = ranked[1]
+    assert ranked[0].strategy == "simt-gemv", ranked[0].reason
     assert skinny.strategy == STRATEGY and skinny.split == 16, skinny.reason
     assert rank(_problem([256, 256], [256, 256], compute="tf32"))[0].strategy == "tc-sm90"
     # An operand stored as another type and converted in the kernel (a
@@ -202,8 +206,8 @@ def test_unsupported_tile_falls_back_with_the_reason():
 @pytest.mark.parametrize("shape,override", [
     (([4096, 4096], [4096, 4096]), ""),
     (([129, 1000], [1000, 1000]), ""),
-    (([2, 1, 129], [2, 129, 127]), ""),
-    (([1, 127, 4096], [2, 4096, 7]), ""),
+    (([2, 1, 129], [2, 129, 127]), "*=strategy:simt-gemm"),
+    (([1, 127, 4096], [2, 4096, 7]), "*=strategy:simt-gemm"),
     (([1000, 264], [264, 1000]), "*=tile:128x64x8,block:128"),
     (([1000, 264], [264, 1000]), "*=tile:64x64x8,block:64"),
     (([1000, 264], [264, 1000]), "*=tile:64x64x8,block:128"),

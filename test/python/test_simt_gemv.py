@@ -153,8 +153,8 @@ def test_simt_gemv_computes_the_matmul(name):
     check(np.asarray(expected["y"], np.float64), got["y"], bound["y"], a_dims[-1], dtype)
 
 
-def _problem(a, b, dtype="f32", compute="f32"):
-    out = tuple(a[:-1]) + (b[-1],)
+def _problem(a, b, dtype="f32", compute="f32", out=None):
+    out = tuple(out or tuple(a[:-1]) + (b[-1],))
     return Problem(kernel="k", anchor="matmul", arch="sm_90a",
                    anchor_inputs=(TensorSpec(tuple(a), dtype), TensorSpec(tuple(b), dtype)),
                    anchor_outputs=(TensorSpec(out, dtype),),
@@ -180,6 +180,9 @@ def test_heuristics_choose_a_gemv_where_a_side_is_small():
     big = rank(_problem([1, 4096], [4096, 4096], "bf16"))
     assert big[0].strategy == "tc-sm90"
     assert STRATEGY in [c.strategy for c in big]
+    # Two batch dims broadcast against each other: simt-gemv addresses one.
+    two = rank(_problem([2, 1, 7, 127], [3, 127, 33], "f16", out=[2, 3, 7, 33]))
+    assert STRATEGY not in [c.strategy for c in two]
     # M = 9: no GEMV.
     assert STRATEGY not in [c.strategy for c in rank(_problem([9, 64], [64, 64]))]
     assert rank(_problem([16, 4096], [4096, 4096], "bf16"))[0].strategy == "tc-sm90"
