@@ -1515,11 +1515,13 @@ def _swapped(dims):
     return strides + [1, r]
 
 
-def _mm_case(label, dt, a_dims, b_dims, a_swapped=False, b_swapped=False):
+def _mm_case(label, dt, a_dims, b_dims, a_swapped=False, b_swapped=False, config=None,
+             suffix=""):
     """A matmul of ``a_dims`` by ``b_dims`` (logical dims: [batch...,] M x K
     and K x N, batches broadcast as torch.matmul does), ``dt`` "bf16",
     "f16" or "tf32" (f32 storage multiplied as tf32, PyTorch with
-    allow_tf32), A or B stored with its last two dims swapped."""
+    allow_tf32), A or B stored with its last two dims swapped; ``config``
+    an override (a twin timing another plan), named by ``suffix``."""
     io, compute = ("f32", "tf32") if dt == "tf32" else (dt, "f32")
     m, k, n = a_dims[-2], a_dims[-1], b_dims[-1]
     lead = [max(x, y) for x, y in zip([1] * (len(b_dims) - len(a_dims)) + a_dims[:-2],
@@ -1547,9 +1549,10 @@ def _mm_case(label, dt, a_dims, b_dims, a_swapped=False, b_swapped=False):
     size = 4 if dt == "tf32" else 2
     name = (f"matmul {'[' + ', '.join(map(str, a_dims)) + ']'}{'^T' if a_swapped else ''} @ "
             f"{'[' + ', '.join(map(str, b_dims)) + ']'}{'^T' if b_swapped else ''} {dt} "
-            f"({label})")
+            f"({label})" + suffix)
     return Case(name, build, torch_fn, 2 * batch * m * n * k,
-                (_numel(a_dims) + _numel(b_dims) + batch * m * n) * size, False, "matmul")
+                (_numel(a_dims) + _numel(b_dims) + batch * m * n) * size, False, "matmul",
+                config=config)
 
 
 def _random_matmuls(count=21, seed=33):
@@ -1595,6 +1598,14 @@ MATMUL_ALIGN = [
     _mm_case("issue 33", "bf16", [3, 1, 127], [3, 127, 1000], a_swapped=True),
     _mm_case("issue 33", "f16", [1000, 129], [129, 129]),
     _mm_case("issue 33", "tf32", [1, 127, 4096], [2, 4096, 7], b_swapped=True),
+    # Twins of those simt-gemv now takes (M or N <= 8), on the tensor-core
+    # plans they had, for an A/B in one run.
+    _mm_case("issue 33", "tf32", [2, 1, 129], [2, 129, 127], config="*=strategy:tc-sm90",
+             suffix=" tensor cores"),
+    _mm_case("issue 33", "bf16", [3, 1, 127], [3, 127, 1000], a_swapped=True,
+             config="*=strategy:tc-sm90", suffix=" tensor cores"),
+    _mm_case("issue 33", "tf32", [1, 127, 4096], [2, 4096, 7], b_swapped=True,
+             config="*=strategy:tc-sm90", suffix=" tensor cores"),
     # Odd K or N of 127, 129, 1000, 4095, 50257 (bf16 / f16).
     _mm_case("odd K", "f16", [4096, 4095], [4095, 4096]),
     _mm_case("odd K", "bf16", [4096, 127], [127, 4096]),
@@ -1605,6 +1616,12 @@ MATMUL_ALIGN = [
     # Tiny and skinny problems (issue 33's second bullet): M or N <= 16 (a
     # weight read once: memory-bound) and batches of small matrices.
     _mm_case("M = 1", "bf16", [1, 4096], [4096, 4096]),
+    # The GEMV on it (ranked after tc-sm90 for a 32 MiB weight).
+    _mm_case("M = 1", "bf16", [1, 4096], [4096, 4096], config="*=strategy:simt-gemv",
+             suffix=" simt-gemv"),
+    _mm_case("M = 8", "bf16", [8, 4096], [4096, 4096]),
+    _mm_case("M = 8", "bf16", [8, 4096], [4096, 4096], config="*=strategy:simt-gemv",
+             suffix=" simt-gemv"),
     _mm_case("M = 16", "bf16", [16, 4096], [4096, 4096]),
     _mm_case("M = 16, odd K", "f16", [16, 4095], [4095, 4096]),
     _mm_case("N = 16", "bf16", [4096, 4096], [4096, 16]),
@@ -1649,7 +1666,8 @@ def _sgemm(name, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
     return build, torch_fn
 
 
-def _sgemm_case(label, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
+def _sgemm_case(label, a_dims, b_dims, a_stride=None, b_stride=None, epilogue="",
+                config=None, suffix=""):
     symbol = "".join(c if c.isalnum() else "_" for c in label)
     build, torch_fn = _sgemm(f"sgemm_{symbol}", a_dims, b_dims, a_stride, b_stride, epilogue)
     m, k, n = a_dims[-2], a_dims[-1], b_dims[-1]
@@ -1657,9 +1675,9 @@ def _sgemm_case(label, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""
     elements = math.prod(a_dims) + math.prod(b_dims) + batch * m * n + \
         (n if epilogue else 0)
     return Case(f"matmul {label} f32 exact" + (f" +{epilogue.replace('_', '+')}" if epilogue
-                                                else ""),
+                                                else "") + suffix,
                 build, torch_fn, 2 * batch * m * n * k, elements * 4, False, "matmul",
-                compiled=bool(epilogue))
+                compiled=bool(epilogue), config=config)
 
 
 SGEMM = [
@@ -1674,6 +1692,15 @@ SGEMM = [
     _sgemm_case("[1,127,4096]@[2,4096,7]^T", [1, 127, 4096], [2, 4096, 7],
                 b_stride=[7 * 4096, 1, 4096]),
     _sgemm_case("1000x1000x1000", [1000, 1000], [1000, 1000]),
+    # simt-gemv takes M or N <= 8 now: the simt-gemm plans they had, beside.
+    _sgemm_case("[2,1,129]@[2,129,127]", [2, 1, 129], [2, 129, 127],
+                config="*=strategy:simt-gemm", suffix=" simt-gemm"),
+    _sgemm_case("[1,127,4096]@[2,4096,7]^T", [1, 127, 4096], [2, 4096, 7],
+                b_stride=[7 * 4096, 1, 4096], config="*=strategy:simt-gemm",
+                suffix=" simt-gemm"),
+    _sgemm_case("[1,4096]@[4096,4096]", [1, 4096], [4096, 4096]),
+    _sgemm_case("[1,4096]@[4096,4096]", [1, 4096], [4096, 4096],
+                config="*=strategy:simt-gemm", suffix=" simt-gemm"),
 ]
 
 

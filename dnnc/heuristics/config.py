@@ -37,7 +37,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
                       "promote_overlap", "persistent", "staged"),
           "tc-sm80": ("block", "tile", "stages", "split"),
-          "simt-gemm": ("block", "tile", "split"),
+          "simt-gemm": ("block", "tile", "split", "staged"),
           "simt-gemv": ("block", "split", "vector", "unroll")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
@@ -72,7 +72,9 @@ class Config:
     staged: int = 0             # 1: each block of a split row stages its part of the
     #                             row's inputs in shared memory (simt-reduce); the
     #                             consumers of tc-sm90's fused attention backward sum
-    #                             their dQ parts in shared memory (D 64)
+    #                             their dQ parts in shared memory (D 64); a K
+    #                             split's partials summed by a second launch, not by
+    #                             the tile's last block to arrive (simt-gemm)
     fold: int = 1               # query heads of a GQA group whose rows share one block
     #                             (tc-sm90's attention forward)
     tiled: int = 0              # 1: a 1x1, unit-stride, unpadded convolution's x (dy)

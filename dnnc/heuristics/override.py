@@ -26,7 +26,9 @@ sum their accumulators through distributed shared memory; tc-sm90; a
 blocks stage their parts of the row in shared memory; 0: in registers;
 simt-reduce; tc-sm90's fused attention backward of head dim 64: 1, its two
 consumer warpgroups sum their parts of a step's dQ in shared memory and
-reduce-add one, 0 each reduce-adds its own), ``fold`` (tc-sm90's attention forward: the query heads of
+reduce-add one, 0 each reduce-adds its own; simt-gemm: 1 sums a K split
+of up to 4 by a second launch instead of by the tile's last block to
+arrive in the GEMM's launch), ``fold`` (tc-sm90's attention forward: the query heads of
 a kv head's group whose rows one block holds; 1 or the group's size),
 ``tiled`` (tc-sm90 convolutions: 1 reads a 1x1, unit-stride, unpadded
 convolution's x, or a data gradient's dy, as the [N*P*Q, C] matrix with

@@ -12,11 +12,15 @@ the FFMAs of the one before), so a grid of few warps is bound by that
 latency, not by the FFMAs: where the grid has fewer than WARPS_PER_SM warps
 an SM, K is split over as many blocks as bring it there (each split at
 least MIN_SPLIT_STEPS K steps, at most MAX_SPLIT splits), their partials
-summed by a second launch in a fixed order. The others follow, for
+summed in a fixed order: up to LAST_ARRIVAL_SPLITS by the last block of a
+tile to arrive, in the GEMM's launch (a second launch costs 2-3 us, as
+much as issue 33's small problems take), more by a second launch, which
+spreads the sum over every SM. The others follow, for
 autotuning, and then simt-generic. These rules are reasoned, not yet
 measured: bench/cases.py's "f32 exact" cases time them against cuBLAS.
 """
 
+from dnnc.codegen.gpu.simt_gemm.support import LAST_ARRIVAL_SPLITS
 from dnnc.heuristics.config import Config
 
 # (BM, BN, threads), widest first: 8 x 8 accumulators a thread for the two
@@ -67,8 +71,10 @@ def simt_gemm(problem, m, n, k, batch, facts):
             why += (" (the widest that fills the SMs)" if filling else
                     " (too few tiles at any width: the narrowest)")
         if split > 1:
+            summed = ("by the last block of a tile to arrive, in this launch"
+                      if split <= LAST_ARRIVAL_SPLITS else "by a second launch")
             why += (f", K split {split} ways ({blocks[(bm, bn, threads)] * split} blocks, "
-                    "the partials summed in order by a second launch)")
+                    f"the partials summed in order {summed})")
         configs.append(Config("simt-gemm", (threads, 1, 1), tile=(bm, bn, BK), split=split,
                               reason=f"{facts}; FFMA (f32 multiplied exactly); {why}"))
     return configs

@@ -6,8 +6,9 @@ tf32).
 
 The config's ``tile`` is ``[BM, BN, BK]``, ``block`` the threads (their
 micro-tiles follow: 8 x 8 for 128 x 128 over 256 threads) and ``split`` the
-blocks sharing a tile's K steps (their partials summed by a second launch,
-in a fixed order). The kernel must read as one GEMM plus an elementwise
+blocks sharing a tile's K steps, their partials summed in a fixed order:
+up to 4 splits by the tile's last block to arrive, in the same launch,
+more (or with ``staged = 1``) by a second launch. The kernel must read as one GEMM plus an elementwise
 epilogue (dnnc/codegen/gpu/tensorcore/gemm.py) of f32 operands with f32
 compute; otherwise the kernel is left as it is and handed to
 simt-generic, its ``dnn.config_reason`` saying why.
@@ -56,7 +57,8 @@ def tile_of(config):
     """The simt_gemm.Tile a config describes (128 x 128 x 8 where it names
     no tile)."""
     m, n, k = (tuple(config.tile) + (128, 128, 8)[len(config.tile):])[:3]
-    return simt_gemm.Tile(m, n, k, config.threads, max(1, config.split))
+    return simt_gemm.Tile(m, n, k, config.threads, max(1, config.split),
+                          second_launch=config.staged == 1)
 
 
 @register

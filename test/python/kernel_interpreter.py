@@ -529,10 +529,23 @@ class Interpreter:
         address = np.broadcast_to(self._memref_address(op.operands[1], ins[2:]), (self.lanes,))
         kind = str(ir.MemRefType(op.operands[1].type).element_type)
         # A bf16 value is its bits (as memref.load and arith.truncf leave it).
-        dtype = {"bf16": np.uint16, "f16": np.float16}.get(kind, np.float32)
+        dtype = {"bf16": np.uint16, "f16": np.float16, "i32": np.int32}.get(kind, np.float32)
         value = np.ascontiguousarray(np.broadcast_to(np.asarray(ins[0]).astype(dtype),
                                                      (self.lanes,)))
         self._store(self.gmem, address, value.view(np.uint8).reshape(self.lanes, -1), mask)
+
+    def _memref_atomic_rmw(self, op, ins, mask):
+        """An i32 atomic add, lane after lane (every block runs at once here:
+        the highest lane arrives last)."""
+        value = np.broadcast_to(np.asarray(ins[0], np.int64), (self.lanes,))
+        address = np.broadcast_to(self._memref_address(op.operands[1], ins[2:]), (self.lanes,))
+        out = np.zeros(self.lanes, np.int64)
+        for lane in np.nonzero(mask)[0]:
+            at = int(address[lane])
+            old = int(self.gmem[at:at + 4].copy().view(np.int32)[0])
+            self.gmem[at:at + 4] = np.asarray([old + int(value[lane])], np.int32).view(np.uint8)
+            out[lane] = old
+        return out
 
     def _vector_from_elements(self, op, ins, mask):
         return np.stack([np.broadcast_to(x, (self.lanes,)) for x in ins], axis=1)
@@ -623,9 +636,11 @@ class Interpreter:
             address = np.where(mask, ptr.address, 0)
             raw = self._mem(ptr.space)[address[:, None] + np.arange(2)]
             return raw.copy().view(np.uint16)[:, 0].astype(np.int64)
-        if str(t) == "f32":     # one float (simt-gemv's partials in shared memory)
+        if str(t) in ("f32", "i32"):   # one word (simt-gemv's partials, a count)
             address = np.where(mask, ptr.address, 0)
             raw = self._mem(ptr.space)[address[:, None] + np.arange(4)]
+            if str(t) == "i32":
+                return raw.copy().view(np.int32)[:, 0].astype(np.int64)
             return raw.copy().view(np.float32)[:, 0]
         n = ir.VectorType(t).shape[0]
         kind = str(ir.VectorType(t).element_type)
@@ -654,6 +669,9 @@ class Interpreter:
     # -- nvvm ---------------------------------------------------------------------------
 
     def _nvvm_bar_warp_sync(self, op, ins, mask):
+        return None
+
+    def _nvvm_memory_barrier(self, op, ins, mask):
         return None
 
     def _nvvm_cp_async_shared_global(self, op, ins, mask):

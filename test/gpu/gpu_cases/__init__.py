@@ -23,7 +23,12 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        48 random f32 matmuls multiplied exactly (simt-gemm's
                        FFMA kernel), eight to a graph: odd sizes, transposed
                        operands, batches, epilogues; each tile and a K split
-                       forced on chosen problems
+                       forced on chosen problems (those with M or N <= 8
+                       run on simt-gemv)
+    matmul_gemv.py     64 random matmuls with M or N at most 8 (simt-gemv),
+                       f32, tf32, f16, bf16, eight to a graph: both layouts
+                       of the long operand, batches, epilogues; issue 33's
+                       shapes; the kernel's parameters forced
     matmul_fp8.py      fp8 GEMMs on tc-sm90 (e4m3 / e5m2 pairs): per-tensor
                        scales, bf16 / f16 / f32 / fp8 outputs, amax
     matmul_fp8_blockscaled.py
@@ -146,8 +151,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
                data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
-               matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
-               normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
+               matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, matmul_gemv,
+               norm_channels_last, normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
                scalars, zero_size)
 from .case import Case
 
@@ -159,6 +164,7 @@ CASES = [
     *matmul.CASES,
     *matmul_align.CASES,
     *matmul_f32_exact.CASES,
+    *matmul_gemv.CASES,
     *matmul_fp8.CASES,
     *matmul_fp8_blockscaled.CASES,
     *convolution.CASES,

@@ -86,10 +86,11 @@ func.func private @f32_bias_relu(%A: memref<40x20xf32>, %B: memref<20x24xf32>, %
 // A stored K x M (M = 33 contiguous: element by element) is read as it
 // lies; K = 77 in 10 steps
 // split 4 ways (3 steps each, the last 1): a grid of 2 x 4 blocks writes
-// the partials, a second launch adds them in split order.
+// the partials, a second launch adds them in split order (staged = 1 asks
+// for it; up to 4 splits are otherwise summed by the last block to arrive).
 // CHECK-LABEL: func.func private @split_a_k_by_m(
 //  CHECK-SAME:     %[[A:.*]]: memref<33x77xf32, strided<[1, 33]>>, %[[B:.*]]: memref<77x9xf32>, %[[C:.*]]: memref<33x9xf32> {bufferize.result})
-//  CHECK-SAME:     split = 4 : i64, strategy = "simt-gemm"
+//  CHECK-SAME:     split = 4 : i64, staged = 1 : i64, strategy = "simt-gemm"
 //       CHECK:   %[[P:.*]] = memref.alloc() : memref<4x1x33x9xf32>
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c64,
 //       CHECK:     %[[S:.*]] = gpu.block_id  y
@@ -104,7 +105,54 @@ func.func private @f32_bias_relu(%A: memref<40x20xf32>, %B: memref<20x24xf32>, %
 //  CHECK-NEXT:       %[[P3:.*]] = memref.load %[[P]][%c3,
 //  CHECK-NEXT:       %[[SUM:.*]] = arith.addf %[[S012]], %[[P3]] : f32
 //  CHECK-NEXT:       memref.store %[[SUM]], %[[C]]
-func.func private @split_a_k_by_m(%A: memref<33x77xf32, strided<[1, 33]>>, %B: memref<77x9xf32>, %C: memref<33x9xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [64, 1, 1], split = 4 : i64, strategy = "simt-gemm", tile = [32, 32, 8]}, dnn.config_reason = "matmul", dnn.kernel} {
+func.func private @split_a_k_by_m(%A: memref<33x77xf32, strided<[1, 33]>>, %B: memref<77x9xf32>, %C: memref<33x9xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [64, 1, 1], split = 4 : i64, staged = 1 : i64, strategy = "simt-gemm", tile = [32, 32, 8]}, dnn.config_reason = "matmul", dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<33x9xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<33x77xf32, strided<[1, 33]>>, memref<77x9xf32>) outs(%C : memref<33x9xf32>) {
+  ^bb0(%x: f32, %w: f32, %acc: f32):
+    %2 = arith.mulf %x, %w : f32
+    %3 = arith.addf %acc, %2 : f32
+    linalg.yield %3 : f32
+  }
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// The same split 2 ways (5 steps each), summed in the GEMM's launch: each
+// block stores its partial, fences, and thread 0 counts the tile's
+// arrivals (one i32 a tile, 2 tiles); the block that brings the count to
+// 1 puts it back to 0, reads both partials in split order and runs the
+// epilogue. No second launch.
+// CHECK-LABEL: func.func private @split_last_arrival(
+//  CHECK-SAME:     %[[A:.*]]: memref<33x77xf32, strided<[1, 33]>>, %[[B:.*]]: memref<77x9xf32>, %[[C:.*]]: memref<33x9xf32> {bufferize.result})
+//  CHECK-SAME:     split = 2 : i64, strategy = "simt-gemm"
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<2x1x33x9xf32>
+//       CHECK:   %[[N:.*]] = memref.alloc() : memref<2xi32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c64,
+//       CHECK:     memref.store %{{.*}}, %[[P]]
+//       CHECK:     nvvm.memory.barrier
+//  CHECK-NEXT:     gpu.barrier
+//       CHECK:     memref.atomic_rmw addi %{{.*}}, %[[N]][%{{.*}}] : (i32, memref<2xi32>) -> i32
+//  CHECK-NEXT:     nvvm.memory.barrier
+//       CHECK:     gpu.barrier
+//       CHECK:     %[[BEFORE:.*]] = llvm.load %{{.*}} : !llvm.ptr<3> -> i32
+//       CHECK:     arith.cmpi eq, %[[BEFORE]], %c1_i32 : i32
+//       CHECK:       memref.store %c0_i32, %[[N]]
+//       CHECK:       %[[P0:.*]] = memref.load %[[P]][%c0,
+//       CHECK:       %[[P1:.*]] = memref.load %[[P]][%c1,
+//       CHECK:       arith.addf %[[P0]], %[[P1]] : f32
+//       CHECK:       memref.store %{{.*}}, %[[C]]
+//   CHECK-NOT:   gpu.launch
+func.func private @split_last_arrival(%A: memref<33x77xf32, strided<[1, 33]>>, %B: memref<77x9xf32>, %C: memref<33x9xf32> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [64, 1, 1], split = 2 : i64, strategy = "simt-gemm", tile = [32, 32, 8]}, dnn.config_reason = "matmul", dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
   linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%C : memref<33x9xf32>) {
   ^bb0(%out: f32):

@@ -22,7 +22,11 @@ and a warp's reads of one K slice touch few distinct float4s (broadcasts)::
     3. epilogue   unsplit: the fused pointwise chain on each pair of
                   columns (pair_epilogue.py), stored 4 columns at once
                   where N is a multiple of 4; split: the f32 partial into
-                  the workspace, summed by a second launch (splitk.py)
+                  the workspace; up to LAST_ARRIVAL_SPLITS splits the last
+                  block of the tile to arrive (an atomic count per tile)
+                  reads every partial in split order and runs the epilogue
+                  on the sum, in this launch; more, a second launch sums
+                  them (splitk.py)
 
 FFMA (llvm.fma.f32) rounds once per multiply-add: each output is the f32
 sum of its K products in order of K within a split, splits summed in
@@ -30,17 +34,19 @@ order, the same on every run.
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, memref, scf, vector
+from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.math.scalar import intrinsic
 from dnnc.codegen.gpu.simt_gemm.loader import OperandLoader
 from dnnc.codegen.gpu.simt_gemm.splitk import reduce_splits
 from dnnc.codegen.gpu.simt_gemm.support import (
-    CHUNK, MAX_ACCUMULATORS, MAX_SHARED, MAX_SPLIT, MAX_THREADS, NotSupported,
+    CHUNK, LAST_ARRIVAL_SPLITS, MAX_ACCUMULATORS, MAX_SHARED, MAX_SPLIT, MAX_THREADS,
+    NotSupported,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
-    erase_replaced, i as _i, idx as _idx, launch, ptr as _ptr, shared_base, to_i64 as _i64,
+    erase_replaced, i as _i, idx as _idx, if_ as _if, launch, ptr as _ptr, shared_base,
+    to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, store_lanes
 from dnnc.codegen.gpu.tensorcore.sm80.scheduler import tile_of_block
@@ -112,6 +118,10 @@ class Kernel:
         self.tiles_n = _ceil(gemm.n, tile.n)
         self.arguments = list(irutil.body(fn).arguments)
         self.partials = None
+        # The splits summed in this launch by the tile's last block to
+        # arrive: an i32 arrival count per tile, zero between calls.
+        self.last_arrival = 1 < self.splits <= LAST_ARRIVAL_SPLITS and not tile.second_launch
+        self.arrivals = None
 
     def build(self):
         """Replace the kernel function's body: the launch (and the sum of
@@ -120,12 +130,15 @@ class Kernel:
         old = [op.operation for op in body.operations]
         gemm = self.gemm
         with ir.InsertionPoint(old[-1]):
+            blocks = self.tiles_m * self.tiles_n * gemm.batch
             if self.splits > 1:
                 self.partials = memref.alloc(ir.MemRefType.get(
                     [self.splits, gemm.batch, gemm.m, gemm.n], ir.F32Type.get()), [], [])
-            blocks = self.tiles_m * self.tiles_n * gemm.batch
+            if self.last_arrival:
+                self.arrivals = memref.alloc(ir.MemRefType.get(
+                    [blocks], ir.IntegerType.get_signless(32)), [], [])
             launch((blocks, self.splits), self.tile.threads, self.tile.smem_bytes, self.kernel)
-            if self.splits > 1:
+            if self.splits > 1 and not self.last_arrival:
                 reduce_splits(gemm, self.arguments, self.partials, self.splits)
         erase_replaced(old[:-1])
 
@@ -209,10 +222,13 @@ class Kernel:
         accs = list(loop.results)[:count]
 
         # 3. Epilogue.
-        self._finish(accs, split, batch, ty, tx, m0, n0)
+        tile_index = arith.addi(arith.muli(arith.addi(
+            arith.muli(batch, _idx(self.tiles_m)), tile_m), _idx(self.tiles_n)), tile_n)
+        self._finish(accs, split, batch, ty, tx, m0, n0, tid, tile_index)
 
-    def _finish(self, accs, split, batch, ty, tx, m0, n0):
-        """The epilogue of this thread's accumulators (or its partial)."""
+    def _finish(self, accs, split, batch, ty, tx, m0, n0, tid, tile_index):
+        """The epilogue of this thread's accumulators (or its partial, and
+        where this launch sums the splits, the sum of the last to arrive)."""
         rows = [arith.addi(m0, arith.addi(arith.muli(ty, _idx(CHUNK)),
                                           _idx(CHUNK * self.ty_count * (r // CHUNK) + r % CHUNK)))
                 for r in range(self.tm)]
@@ -221,8 +237,73 @@ class Kernel:
                 for j in range(self.tn // CHUNK)]
         if self.splits > 1:
             self._store_partial(accs, split, batch, rows, cols)
+            if self.last_arrival:
+                self._sum_if_last(tid, tile_index, batch, rows, cols)
         else:
             self._epilogue(accs, batch, rows, cols)
+
+    def _sum_if_last(self, tid, tile_index, batch, rows, cols):
+        """Count this block's arrival at its tile; the last of the tile's
+        splits to arrive reads every partial in split order (the same sum,
+        bit for bit, as the second launch's, whichever split came last),
+        runs the epilogue on it, and puts the count back to zero for the
+        next call.
+
+        Every thread's partial stores are fenced (membar.gl) and the block
+        synchronized before thread 0 adds 1 to the tile's count; thread 0
+        fences again, so that the block's later loads see every partial,
+        and passes the count to the block through shared memory (the
+        stages are free: the mainloop's last barrier is behind)."""
+        i32 = ir.IntegerType.get_signless(32)
+        nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+        gpu.barrier()
+        word = llvm.inttoptr(_ptr(3), shared_base())
+        first = arith.cmpi(arith.CmpIPredicate.eq, tid, _idx(0))
+
+        def count():
+            before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i(1), self.arrivals,
+                                       [tile_index])
+            nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+            llvm.store(before, word, alignment=4)
+        _if(first, count)
+        gpu.barrier()
+        before = llvm.load(i32, word, alignment=4)
+
+        def last():
+            _if(first, lambda: memref.store(_i(0), self.arrivals, [tile_index]))
+            self._epilogue(self._summed(batch, rows, cols), batch, rows, cols)
+        _if(arith.cmpi(arith.CmpIPredicate.eq, before, _i(self.splits - 1)), last)
+
+    def _summed(self, batch, rows, cols):
+        """This thread's accumulator positions summed over the partials in
+        split order, read at clamped positions (a row or column past M or
+        N reads a valid one, whose value the epilogue does not store): 4
+        columns a load where N is a multiple of 4."""
+        gemm = self.gemm
+        f32 = ir.F32Type.get()
+        out = [None] * (self.tm * self.tn)
+        for r, row in enumerate(rows):
+            row_safe = row if gemm.m % self.tile.m == 0 else \
+                arith.minui(row, _idx(gemm.m - 1))
+            for j, col in enumerate(cols):
+                sums = None
+                for s in range(self.splits):
+                    where = [_idx(s), batch, row_safe]
+                    if gemm.n % CHUNK == 0:
+                        safe = col if gemm.n % self.tile.n == 0 else \
+                            arith.minui(col, _idx(gemm.n - CHUNK))
+                        vec = vector.load(ir.VectorType.get([CHUNK], f32), self.partials,
+                                          where + [safe], alignment=16)
+                        part = [vector.extract(vec, [], [e]) for e in range(CHUNK)]
+                    else:
+                        part = [memref.load(self.partials, where + [arith.minui(
+                            arith.addi(col, _idx(e)) if e else col, _idx(gemm.n - 1))])
+                            for e in range(CHUNK)]
+                    sums = part if sums is None else \
+                        [arith.addf(a, b) for a, b in zip(sums, part)]
+                for e in range(CHUNK):
+                    out[r * self.tn + CHUNK * j + e] = sums[e]
+        return out
 
     def _values(self, accs, r, j):
         return accs[r * self.tn + CHUNK * j: r * self.tn + CHUNK * (j + 1)]

@@ -19,6 +19,10 @@ MAX_THREADS = 1024
 # (16) and the staged loads fit under 255 registers.
 MAX_ACCUMULATORS = 64
 MAX_SPLIT = 64
+# A K split of at most this many is summed in the GEMM's own launch by the
+# last block of a tile to arrive (kernel.Kernel._sum_if_last); more, or a
+# tile's ``second_launch``, by a second launch (splitk.py).
+LAST_ARRIVAL_SPLITS = 4
 # Static shared memory a block may use without the opt-in.
 MAX_SHARED = 48 * 1024
 
@@ -30,13 +34,17 @@ class NotSupported(Exception):
 @dataclass(frozen=True)
 class Tile:
     """A block's ``m`` x ``n`` output tile, ``k`` elements of K a step, over
-    ``threads`` threads; ``split`` blocks share each tile's K steps."""
+    ``threads`` threads; ``split`` blocks share each tile's K steps, summed
+    in this launch up to LAST_ARRIVAL_SPLITS unless ``second_launch``."""
 
     m: int = 128
     n: int = 128
     k: int = 8
     threads: int = 256
     split: int = 1
+    # A split's partials summed by a second launch even where the last
+    # block to arrive could (config ``staged = 1``).
+    second_launch: bool = False
 
     @property
     def micro(self):
