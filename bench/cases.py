@@ -1597,6 +1597,15 @@ MATMUL_ALIGN = [
     _mm_case("issue 33", "tf32", [2, 1, 129], [2, 129, 127]),
     _mm_case("issue 33", "bf16", [3, 1, 127], [3, 127, 1000], a_swapped=True),
     _mm_case("issue 33", "f16", [1000, 129], [129, 129]),
+    # Twins of it on other tc-sm80 grids (48 blocks of 64 x 64 by default):
+    # 96 blocks of 32 x 64 (2 warps), 80 of 64 x 32, 160 of 32 x 32 (one
+    # warp), 64 x 64 with K split 2 ways (a second launch sums).
+    *(_mm_case("issue 33", "f16", [1000, 129], [129, 129],
+               config=f"*=strategy:tc-sm80,{c}", suffix=f" tc-sm80 {label}")
+      for label, c in (("32x64", "tile:32x64x32,block:64,stages:4"),
+                       ("64x32", "tile:64x32x32,block:64,stages:4"),
+                       ("32x32", "tile:32x32x32,block:32,stages:4"),
+                       ("64x64 split 2", "tile:64x64x32,block:128,stages:4,split:2"))),
     _mm_case("issue 33", "tf32", [1, 127, 4096], [2, 4096, 7], b_swapped=True),
     # Twins of those simt-gemv now takes (M or N <= 8), on the tensor-core
     # plans they had, for an A/B in one run.
@@ -1692,6 +1701,17 @@ SGEMM = [
     _sgemm_case("[1,127,4096]@[2,4096,7]^T", [1, 127, 4096], [2, 4096, 7],
                 b_stride=[7 * 4096, 1, 4096]),
     _sgemm_case("1000x1000x1000", [1000, 1000], [1000, 1000]),
+    # Other grids for 1000³ (256 blocks of 64 x 64 by default): 128 x 128
+    # and 128 x 64 tiles with K split 2 ways, summed by the last block to
+    # arrive (128 and 256 blocks).
+    _sgemm_case("1000x1000x1000", [1000, 1000], [1000, 1000],
+                config="*=tile:128x128x8,block:256,split:2", suffix=" 128x128 split 2"),
+    _sgemm_case("1000x1000x1000", [1000, 1000], [1000, 1000],
+                config="*=tile:128x64x8,block:128,split:2", suffix=" 128x64 split 2"),
+    # [129, 1000]ᵀ @ [1000, 1000]: its 3 splits summed by a second launch,
+    # as before the last-arrival sum.
+    _sgemm_case("[129,1000]^T@[1000,1000]", [129, 1000], [1000, 1000], a_stride=[1, 129],
+                config="*=staged:1", suffix=" second launch"),
     # simt-gemv takes M or N <= 8 now: the simt-gemm plans they had, beside.
     _sgemm_case("[2,1,129]@[2,129,127]", [2, 1, 129], [2, 129, 127],
                 config="*=strategy:simt-gemm", suffix=" simt-gemm"),

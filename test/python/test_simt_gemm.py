@@ -220,6 +220,9 @@ def test_unsupported_tile_falls_back_with_the_reason():
     (([1000, 264], [264, 1000]), "*=tile:128x64x8,block:128"),
     (([1000, 264], [264, 1000]), "*=tile:64x64x8,block:64"),
     (([1000, 264], [264, 1000]), "*=tile:64x64x8,block:128"),
+    # The last-arrival sum of the widest tile: its partials read chunk by
+    # chunk as the epilogue stores them (all at once spilled 64 bytes).
+    (([1000, 1000], [1000, 1000]), "*=tile:128x128x8,block:256,split:2"),
 ])
 def test_ptx_assembles_without_spills(shape, override):
     g = _mm(*shape, epilogue="bias_relu")

@@ -271,41 +271,40 @@ class Kernel:
 
         def last():
             _if(first, lambda: memref.store(_i(0), self.arrivals, [tile_index]))
-            self._epilogue(self._summed(batch, rows, cols), batch, rows, cols)
+            self._epilogue(lambda r, j: self._summed(batch, rows[r], cols[j]), batch, rows,
+                           cols)
         _if(arith.cmpi(arith.CmpIPredicate.eq, before, _i(self.splits - 1)), last)
 
-    def _summed(self, batch, rows, cols):
-        """This thread's accumulator positions summed over the partials in
-        split order, read at clamped positions (a row or column past M or
-        N reads a valid one, whose value the epilogue does not store): 4
-        columns a load where N is a multiple of 4."""
+    def _summed(self, batch, row, col):
+        """The 4 columns from ``col`` of ``row`` summed over the partials in
+        split order, read at clamped positions (a row or column past M or N
+        reads a valid one, whose value the epilogue does not store): one
+        vector a partial where N is a multiple of 4. Read chunk by chunk as
+        the epilogue stores them, so that few sums are live at once."""
         gemm = self.gemm
         f32 = ir.F32Type.get()
-        out = [None] * (self.tm * self.tn)
-        for r, row in enumerate(rows):
-            row_safe = row if gemm.m % self.tile.m == 0 else \
-                arith.minui(row, _idx(gemm.m - 1))
-            for j, col in enumerate(cols):
-                sums = None
-                for s in range(self.splits):
-                    where = [_idx(s), batch, row_safe]
-                    if gemm.n % CHUNK == 0:
-                        safe = col if gemm.n % self.tile.n == 0 else \
-                            arith.minui(col, _idx(gemm.n - CHUNK))
-                        vec = vector.load(ir.VectorType.get([CHUNK], f32), self.partials,
-                                          where + [safe], alignment=16)
-                        part = [vector.extract(vec, [], [e]) for e in range(CHUNK)]
-                    else:
-                        part = [memref.load(self.partials, where + [arith.minui(
-                            arith.addi(col, _idx(e)) if e else col, _idx(gemm.n - 1))])
-                            for e in range(CHUNK)]
-                    sums = part if sums is None else \
-                        [arith.addf(a, b) for a, b in zip(sums, part)]
-                for e in range(CHUNK):
-                    out[r * self.tn + CHUNK * j + e] = sums[e]
-        return out
+        row_safe = row if gemm.m % self.tile.m == 0 else arith.minui(row, _idx(gemm.m - 1))
+        sums = None
+        for s in range(self.splits):
+            where = [_idx(s), batch, row_safe]
+            if gemm.n % CHUNK == 0:
+                safe = col if gemm.n % self.tile.n == 0 else \
+                    arith.minui(col, _idx(gemm.n - CHUNK))
+                vec = vector.load(ir.VectorType.get([CHUNK], f32), self.partials,
+                                  where + [safe], alignment=16)
+                part = [vector.extract(vec, [], [e]) for e in range(CHUNK)]
+            else:
+                part = [memref.load(self.partials, where + [arith.minui(
+                    arith.addi(col, _idx(e)) if e else col, _idx(gemm.n - 1))])
+                    for e in range(CHUNK)]
+            sums = part if sums is None else [arith.addf(a, b) for a, b in zip(sums, part)]
+        return sums
 
     def _values(self, accs, r, j):
+        """Chunk ``j`` of row ``r``: of the accumulators, or made by
+        ``accs(r, j)`` where it is a function (the summed partials)."""
+        if callable(accs):
+            return accs(r, j)
         return accs[r * self.tn + CHUNK * j: r * self.tn + CHUNK * (j + 1)]
 
     def _epilogue(self, accs, batch, rows, cols):
