@@ -94,11 +94,12 @@ def skinny(rows, length, k, batch, w_k_major, widest, element_bytes, sms):
         threads = lanes * split
         iterations = _ceil(k, split)
         unroll = max(1, min(iterations, MAX_UNROLL, LOAD_REGISTERS // (vector + rows)))
-        why = (f"W MN-major: {lanes} lanes across it reading {vector} columns each, "
+        why = (f"W MN-major: {lanes} lanes across it reading {vector} "
+               f"column{'s' if vector > 1 else ''} each, "
                f"{split} groups down K summed through shared memory")
     blocks = _ceil(length, threads // split * (1 if w_k_major else vector)) * batch
-    why += (f"; {blocks} blocks of {threads} threads, {_ceil(k, split * (vector if w_k_major else 1))}"
-            f" loads of K a thread, {unroll} in flight")
+    loads = _ceil(k, split * (vector if w_k_major else 1))
+    why += f"; {blocks} blocks of {threads} threads, {loads} loads of K a thread, {unroll} in flight"
     return threads, split, vector, unroll, why
 
 
