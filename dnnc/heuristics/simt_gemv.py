@@ -37,8 +37,11 @@ STRATEGY = "simt-gemv"
 # one global-memory latency).
 MAX_ITERATIONS = 8
 MAX_UNROLL = 8
-# Registers for the values of a chunk's loads in flight.
+# Registers for the values of a chunk's loads in flight: an MN-major W's
+# blocks are up to 1024 threads (64 registers a thread at most); a K-major
+# W's are up to 256, which may hold more.
 LOAD_REGISTERS = 64
+LOAD_REGISTERS_K_MAJOR = 128
 # A long operand up to this many bytes: a latency-bound GEMV.
 SMALL_BYTES = 4 << 20
 MAX_SHARED = 48 * 1024
@@ -73,7 +76,7 @@ def skinny(rows, length, k, batch, w_k_major, widest, element_bytes, sms):
                 break
         iterations = _ceil(k, split * vector)
         unroll = max(1, min(iterations, MAX_UNROLL,
-                            LOAD_REGISTERS // (vector * (rows + 1))))
+                            LOAD_REGISTERS_K_MAJOR // (vector * (rows + 1))))
         why = (f"W K-major: {split} lanes a column reading {vector} of K each, "
                f"{threads // split} columns a block")
     else:
