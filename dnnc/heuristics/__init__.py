@@ -31,6 +31,7 @@ from dnnc.heuristics import contraction, generic, pointwise, reduction, window
 from dnnc.heuristics import override as _override
 from dnnc.heuristics.config import FIELDS, IMPLEMENTED, PLANNED, Config
 from dnnc.heuristics.problem import Problem, TensorSpec, problem_of
+from dnnc.heuristics.simt_gemv import STRATEGY as GEMV
 
 __all__ = ["Config", "Problem", "TensorSpec", "IMPLEMENTED", "PLANNED", "problem_of",
            "rank", "choose", "parse_override"]
@@ -93,20 +94,26 @@ def choose(problem, override=None):
 
 
 def _base(ranked, fields):
-    """The ranked config an override's ``fields`` apply to: the best, unless
-    they name another strategy but no tile or block (``strategy:simt-gemm``:
-    the first ranked config of it, whose tile and split carry over; with a
-    tile or a block, the switch starts afresh, override.apply), or name
-    fields the best's strategy does not read (``tile`` for a kernel ranked
-    simt-gemv first): then the first ranked config whose strategy reads
-    them. Where none is ranked, the best."""
+    """The ranked config an override's ``fields`` apply to. The best, but
+    around simt-gemv, which took M or N <= 8 from the plans ranked after
+    it: ``strategy:simt-gemv`` starts from its ranked config (its split,
+    vector and unroll) wherever it is ranked; where it is ranked first, an
+    override naming another strategy starts from the plan it displaced (the
+    first ranked config of another strategy: ``strategy:simt-gemm`` or
+    ``strategy:tc-sm90`` gets that plan as it was), and one naming fields
+    it does not read (``tile:...``) from the first ranked config whose
+    strategy reads them. Every other override applies to the best, as
+    override.apply says."""
     best = ranked[0]
     wanted = fields.get("strategy")
-    if wanted is not None:
-        if "tile" in fields or "block" in fields:
-            return best
-        return next((c for c in ranked if c.strategy == wanted), best)
-    keys = set(fields)
-    if keys <= set(FIELDS.get(best.strategy, ())):
+    if wanted == GEMV:
+        return next((c for c in ranked if c.strategy == GEMV), best)
+    if best.strategy != GEMV:
         return best
-    return next((c for c in ranked if keys <= set(FIELDS.get(c.strategy, ()))), best)
+    before = next((c for c in ranked if c.strategy != GEMV), best)
+    if wanted is not None:
+        return before
+    keys = set(fields)
+    if keys <= set(FIELDS[GEMV]):
+        return best
+    return next((c for c in ranked if keys <= set(FIELDS.get(c.strategy, ()))), before)

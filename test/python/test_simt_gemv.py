@@ -226,3 +226,32 @@ def test_ptx_assembles_without_spills(dtype, shape, compute):
     for name, info in resources.items():
         assert info.spill_stores == 0 and info.spill_loads == 0, (name, info)
     assert "fma.rn.f32" in package.ptx
+
+
+def test_overrides_around_simt_gemv_start_from_the_ranked_plans():
+    from dnnc.heuristics import choose
+
+    def without_reason(c):
+        return c.replace(reason="")
+    # simt-gemv first: naming another strategy gets the plan it displaced.
+    p = _problem([2, 1, 129], [2, 129, 127])
+    ranked = rank(p)
+    gemm = next(c for c in ranked if c.strategy == "simt-gemm")
+    assert without_reason(choose(p, override="strategy:simt-gemm")) == without_reason(gemm)
+    tf32 = _problem([2, 1, 129], [2, 129, 127], compute="tf32")
+    tc = next(c for c in rank(tf32) if c.strategy == "tc-sm90")
+    assert without_reason(choose(tf32, override="strategy:tc-sm90")) == without_reason(tc)
+    # A field simt-gemv does not read: the first ranked strategy that does.
+    tiled = choose(p, override="tile:32x32x8,block:64")
+    assert (tiled.strategy, tiled.tile, tiled.threads) == ("simt-gemm", (32, 32, 8), 64)
+    # simt-gemv asked where it is ranked later: its ranked split, vector
+    # and unroll, not a fresh config's.
+    big = _problem([1, 4096], [4096, 4096], "bf16")
+    asked = choose(big, override="strategy:simt-gemv")
+    ranked_gemv = next(c for c in rank(big) if c.strategy == STRATEGY)
+    assert (asked.strategy, asked.block, asked.split, asked.unroll) == (
+        STRATEGY, ranked_gemv.block, ranked_gemv.split, ranked_gemv.unroll)
+    assert asked.split > 1
+    # Elsewhere overrides apply to the best as before.
+    sq = _problem([256, 128], [128, 384], "bf16")
+    assert choose(sq, override="strategy:tc-sm80,split:2").split == 2
