@@ -39,14 +39,22 @@ next step's wgmmas run, two temporaries a thread; 0 waits for each
 step's; block_scales.py) and
 ``persistent`` (tc-sm90's fused attention backward: 1, as many blocks as
 the SMs hold, each looping over work units; 0, a block a unit).
-Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
+For simt-gemv, ``split`` is the threads of a block sharing an output's K,
+``vector`` the elements of a load along the long operand's contiguous dim
+and ``unroll`` the loads of K a thread has in flight. Switching a kernel to
+tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
-per 64 rows, plus the producer's 128)::
+per 64 rows, plus the producer's 128). ``strategy:simt-gemv`` starts from
+its ranked config; on a kernel ranked simt-gemv first, naming another
+strategy starts from the plan it displaced, and fields it does not read
+(``tile``) from the first ranked strategy that reads them
+(heuristics.choose)::
 
     main_k0_pointwise=vector:4,unroll:2
     main_k0_softmax=block:128,tile:4
     main_k0_matmul=tile:128x256x64,stages:4
     main_k0_matmul=tile:128x128x64,split:16
+    main_k0_matmul=strategy:simt-gemv,block:256,split:16,unroll:4
     main_k0_matmul=tile:128x128x64,split:32,cluster:8
     main_k0_matmul=strategy:tc-sm80,tile:128x128x32,stages:4
     main_k0_matmul_block_scaled=tile:128x128x128,promote_overlap:4
