@@ -255,3 +255,33 @@ def test_overrides_around_simt_gemv_start_from_the_ranked_plans():
     # Elsewhere overrides apply to the best as before.
     sq = _problem([256, 128], [128, 384], "bf16")
     assert choose(sq, override="strategy:tc-sm80,split:2").split == 2
+
+
+def test_the_gpu_family_draws_interpreted():
+    """The small draws of the GPU family (test/gpu/gpu_cases/matmul_gemv.py,
+    up to 60000 elements: 45 of 64), one matmul a graph, interpreted in
+    their graph's type: odd sizes, both layouts of each operand, batches
+    and a broadcast, epilogues (gelu as relu: the interpreter has no erf)."""
+    from test_cuda_compile import _load_gpu_cases
+
+    _load_gpu_cases()
+    from gpu_cases import matmul_gemv as family
+    from gpu_cases.case import BF16, F16, F32
+
+    names = {F32: "f32", F16: "f16", BF16: "bf16"}
+    done = 0
+    for i, draw in enumerate(family.draws()):
+        batch, _, m, n, k, _, _, epilogue = draw
+        if batch * (m * k + k * n + m * n) > 60000:
+            continue
+        if epilogue == "bias_gelu":
+            draw = draw[:-1] + ("bias_relu",)
+        _, dtype, compute = family.TYPES[(i // family.PER_GRAPH) % len(family.TYPES)]
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type="f32")
+        family._add(g, 0, draw, compute).set_output(True)
+        expected, got, config, reason, launches, bound = interpret(g, names[dtype])
+        (out,) = got
+        assert f'strategy = "{STRATEGY}"' in config and launches == 1, (draw, reason)
+        check(np.asarray(expected[out], np.float64), got[out], bound[out], k, names[dtype])
+        done += 1
+    assert done == 45
