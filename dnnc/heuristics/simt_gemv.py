@@ -43,7 +43,7 @@ MAX_UNROLL = 8
 LOAD_REGISTERS = 64
 LOAD_REGISTERS_K_MAJOR = 128
 # A long operand up to this many bytes: a latency-bound GEMV.
-SMALL_BYTES = 4 << 20
+SMALL_BYTES = 2 << 20
 MAX_SHARED = 48 * 1024
 
 

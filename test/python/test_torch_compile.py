@@ -520,7 +520,7 @@ def test_explain():
     kinds = {op for _, _, _, op in report.dnnc_ops}
     assert {"aten.addmm", "aten.gelu", "aten.gelu_backward", "aten.mm"} <= kinds
     kernels = [k for g in report.graphs for r in g.regions for k in r.kernels]
-    assert any(strategy.startswith("simt-gemm") or strategy.startswith("tc-")
+    assert any(strategy.startswith(("simt-gemm", "simt-gemv", "tc-"))
                for _, strategy, _ in kernels), kernels
     assert "kernel forward_region0_k" in text
 
