@@ -102,7 +102,8 @@ def skinny(rows, length, k, batch, w_k_major, widest, element_bytes, sms):
                f"{split} groups down K summed through shared memory")
     blocks = _ceil(length, threads // split * (1 if w_k_major else vector)) * batch
     loads = _ceil(k, split * (vector if w_k_major else 1))
-    why += f"; {blocks} blocks of {threads} threads, {loads} loads of K a thread, {unroll} in flight"
+    why += (f"; {blocks} blocks of {threads} threads, {loads} loads of K a thread, "
+            f"{unroll} in flight")
     return threads, split, vector, unroll, why
 
 

@@ -126,8 +126,9 @@ CASES = {
     "n7_k_major_odd_k": ("f32", [45, 37], [37, 7], None, None, None, None, ""),
     # N small, K a multiple of 4: 16-byte loads of K, X (B stored N x K)
     # read in vectors too; a batch against a broadcast A.
-    "n5_k_major_vectors_broadcast": ("f32", [1, 33, 64], [2, 64, 5], None, [320, 1, 64],
-                                     None, None, "*=strategy:simt-gemv,block:64,split:8,vector:4,unroll:2"),
+    "n5_k_major_vectors_broadcast": (
+        "f32", [1, 33, 64], [2, 64, 5], None, [320, 1, 64], None, None,
+        "*=strategy:simt-gemv,block:64,split:8,vector:4,unroll:2"),
     # M = 1, B stored N x K (a linear layer's weight): K-major W.
     "m1_b_stored_n_by_k_bias_residual": ("f32", [1, 50], [50, 30], None, [1, 50],
                                          "bias_residual", None, ""),

@@ -195,6 +195,9 @@ class Kernel:
     # -- K-major W: a lane group per column, shuffles --------------------------------
 
     def _k_major(self, tid, first, batch, x, w):
+        """A K-major W: ``split`` neighbouring lanes per column of L (from
+        ``first``), each reading ``vector`` successive K; their sums added
+        by XOR shuffles; lane r mod split stores row r."""
         side, sk = self.side, self.skinny
         s, v = sk.split, sk.vector
         lane = arith.remui(tid, _idx(s)) if s > 1 else _idx(0)
@@ -241,6 +244,9 @@ class Kernel:
     # -- MN-major W: lanes across L, groups down K, shared memory --------------------
 
     def _mn_major(self, tid, first, batch, x, w):
+        """An MN-major W: lanes across L (``vector`` columns each, from
+        ``first``), ``split`` groups of them down K, interleaved; their
+        partials added in group order through shared memory."""
         side, sk = self.side, self.skinny
         s, v, rows = sk.split, sk.vector, side.rows
         lanes = sk.threads // s
