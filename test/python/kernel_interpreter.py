@@ -585,6 +585,20 @@ class Interpreter:
         return np.broadcast_to(np.asarray(ins[0]), (self.lanes,) + np.shape(ins[0])[1:])[
             :, position]
 
+    def _vector_reduction(self, op, ins, mask):
+        """An f32 vector's elements added (the only kind the kernels use),
+        left to right in f32."""
+        kind = str(op.attributes["kind"])
+        if "add" not in kind or str(op.results[0].type) != "f32":
+            raise NotImplementedError(f"kernel interpreter: vector.reduction {kind} "
+                                      f"to {op.results[0].type}")
+        v = np.broadcast_to(np.asarray(ins[0], np.float32),
+                            (self.lanes, ir.VectorType(op.operands[0].type).shape[0]))
+        total = v[:, 0].copy()
+        for j in range(1, v.shape[1]):
+            total = (total + v[:, j]).astype(np.float32)
+        return total
+
     def _vector_load(self, op, ins, mask):
         t = ir.VectorType(op.results[0].type)
         _, eb = _element(t.element_type)
