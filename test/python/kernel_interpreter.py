@@ -624,6 +624,9 @@ class Interpreter:
         n = ir.VectorType(t).shape[0]
         kind = str(ir.VectorType(t).element_type)
         address = np.where(mask, ptr.address, 0)
+        if kind == "i32":       # a tf32 chunk read back to be rounded (tc-sm80)
+            raw = self._mem(ptr.space)[address[:, None] + np.arange(4 * n)]
+            return self._vector_of_bytes(t, raw.copy())
         if kind == "f32":       # simt-gemm's float4 reads of a shared stage
             raw = self._mem(ptr.space)[address[:, None] + np.arange(4 * n)]
             return raw.copy().view(np.float32)

@@ -157,6 +157,45 @@ def test_rounding_is_to_nearest():
     np.testing.assert_array_equal(got, np.float32(rounded))
 
 
+def matmul_graph(name, a_dims, n, a_transposed=False):
+    """C = A @ B of f32 tensors multiplied as tf32 (the graph asks: f32
+    matmuls default to exact f32), A ``a_dims`` (batched when 3-D), stored
+    M-contiguous where ``a_transposed``, then a relu."""
+    def build():
+        g = dnnc.Graph(name=name, io_data_type="f32", compute_data_type="tf32")
+        stride = None
+        if a_transposed:
+            m, k = a_dims[-2:]
+            stride = [m * k] * (len(a_dims) - 2) + [1, m]
+        a = g.tensor(name="a", dim=a_dims, stride=stride)
+        b = g.tensor(name="b", dim=a_dims[:-2] + [a_dims[-1], n])
+        g.relu(g.matmul(a, b)).set_output(True)
+        return g
+    return build
+
+
+# name: (A dims, N, A stored M-contiguous)
+MATMULS = {
+    # B's rows of 38 f32: 8-byte chunks, MN-major fragments read by 32-bit loads.
+    "matmul_tf32_n38": ([70, 200], 38, False),
+    # A stored M-contiguous (its fragments by 32-bit loads), a batch of 2.
+    "matmul_tf32_batched_a_transposed": ([2, 33, 96], 72, True),
+}
+
+
+@pytest.mark.parametrize("name", sorted(MATMULS))
+def test_tf32_matmul_interpreted(name):
+    """The tf32 matmul shares the kernel (its stages rounded as they land):
+    interpreted within f32's tolerance of the tf32 reference."""
+    a_dims, n, transposed = MATMULS[name]
+    expected, got, config = interpret(matmul_graph(name, a_dims, n, transposed), "f32",
+                                      "sm_80")
+    assert 'strategy = "tc-sm80"' in config, config
+    assert not np.isnan(got).any(), np.argwhere(np.isnan(got))[:5]
+    np.testing.assert_allclose(got, expected, rtol=1e-5,
+                               atol=1e-5 * 4 * math.sqrt(a_dims[-1]))
+
+
 # ----------------------------------------------------------------------------
 # Plans and SASS
 

@@ -51,8 +51,10 @@ read as it is; an MN-major one (16-bit only) with ``.trans``, each matrix
 being 8 rows of K by 8 columns. tf32 MN-major operands have no transposing
 ldmatrix (it moves 16-bit elements): their fragments are read with scalar
 shared loads, which the padded pitch also keeps free of conflicts (bank
-= 4t + g). tf32 fragments are rounded to nearest even in registers, as the
-linalg level rounds (the tensor cores would truncate).
+= 4t + g). tf32 elements are rounded to nearest even in the stage, as the
+linalg level rounds (the tensor cores would truncate): each thread rounds
+the chunks it copied once they land (``slots`` says where they are;
+kernel.py), before the barrier that shows them to the fragment reads.
 """
 
 from mlir import ir
@@ -175,6 +177,12 @@ class AsyncOperand:
             address = arith.addi(base, arith.muli(_i64(elem), _i(self.eb, 64)))
             plan.append((_i64(dst), address, base, mn, along, exists))
         return plan
+
+    def slots(self, plan):
+        """(shared byte offset in a stage, exists: an i1 or None) of each of
+        this thread's chunks in ``plan`` (``prepare``'s): where its copies
+        land."""
+        return [(chunk[0], chunk[-1]) for chunk in plan]
 
     def batch_offset(self, batch):
         """The element offset of flat batch ``batch`` (index) in the operand:
