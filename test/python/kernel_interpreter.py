@@ -13,9 +13,11 @@ kernel function's memref arguments in one global array, each block's
 dynamic shared memory in another. The warp-wide ops take their operands
 from the warp's 32 lanes as the PTX ISA lays them out (ldmatrix's rows
 addressed by lanes 8 i .. 8 i + 7; mma.m16n8k16's fragments by g = lane /
-4, t = lane % 4; m16n8k8's tf32 ones likewise). A cp.async writes shared memory only when a
-``cp.async.wait_group`` waits for its group, the latest the hardware may,
-so a read of a tile before its wait sees what was there before.
+4, t = lane % 4; m16n8k8's tf32 ones likewise, read truncated to their 19
+high bits as the tensor cores read them). A cp.async writes shared memory
+only when a ``cp.async.wait_group`` waits for its group, the latest the
+hardware may, so a read of a tile before its wait sees what was there
+before.
 
 A kernel function of several launches (a stride-phased data gradient's:
 copies into buffers of its own, then GEMMs) runs them in order; its host
