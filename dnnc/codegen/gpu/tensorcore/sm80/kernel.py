@@ -140,6 +140,12 @@ class Kernel:
         # An operand loaded through registers (loader.py: element-wise chunks).
         self.element_wise = getattr(self.a, "element_wise", False) or \
             getattr(self.b, "element_wise", False)
+        # tf32 A stored M-contiguous (a filter gradient's dy, a transposed
+        # matmul A): an m16 fragment's rows g and g + 8 are the tile's rows
+        # 2g and 2g + 1, so that a0, a1 (and a2, a3) are adjacent words, one
+        # 64-bit shared load, not two 32-bit ones; the accumulators' rows
+        # follow (``row_of``), which the epilogue and split-K store by.
+        self.paired_rows = self.tf32 and not self.a.k_major
         self.mt = tile.warp_m // 16      # m16 fragments per warp
         self.nt = tile.warp_n // 8       # n8 fragments per warp
         self.acc_type = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
@@ -336,18 +342,29 @@ class Kernel:
         for name, op, first in (("a", self.a, wm0), ("b", self.b, wn0)):
             if op.k_major or not self.tf32:
                 out[name] = _i64(op.lane_offset(lane, first, name))
+            elif name == "a":   # paired rows: 2g
+                out[name] = _i64(op.scalar_offset(arith.muli(g, _idx(2)), t, first))
             else:
                 out[name] = _i64(op.scalar_offset(g, t, first))
         return out
+
+    def row_of(self, g, mt, h):
+        """The row in the warp tile of accumulator registers 2h, 2h + 1 of
+        m16 fragment ``mt`` for lane group ``g`` (index): 16 mt + g + 8 h,
+        or 16 mt + 2g + h where A's rows are paired (``paired_rows``)."""
+        if self.paired_rows:
+            return _add(arith.muli(g, _idx(2)), 16 * mt + h)
+        return _add(g, 16 * mt + 8 * h)
 
     def _a_fragment(self, stage, kk, mt, offsets):
         a = self.a
         if a.k_major or not self.tf32:
             return a.ldmatrix(stage, offsets["a"], kk, mt)
-        # tf32 from [BK][BM]: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4).
+        # tf32 from [BK][BM]: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4),
+        # fragment rows g and g+8 the tile's 2g and 2g+1 (paired_rows).
         line = kk * (MMA_K_BYTES // 4)
-        return [a.scalar(stage, offsets["a"], (line + 4 * (j // 2)) * a.pitch
-                         + (16 * mt + 8 * (j % 2)) * 4) for j in range(4)]
+        return [word for j in range(2)
+                for word in a.pair(stage, offsets["a"], (line + 4 * j) * a.pitch + 16 * mt * 4)]
 
     def _b_fragments(self, stage, kk, pair, offsets):
         """(b0, b1) of the 8-column B tiles 2 pair and 2 pair + 1."""
