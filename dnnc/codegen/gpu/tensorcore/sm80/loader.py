@@ -54,9 +54,11 @@ shared loads, thread (g, t) reading line t (or t + 4), column g: its lines
 are padded by ``TF32_MN_PAD`` (32) bytes, so that the pitch is 8 words past
 a multiple of 32 and the warp's 32 loads fall in banks 8t + g, all
 distinct (16 bytes of padding put them in banks 4t + g, where threads g and
-g + 4 of neighbouring t collide: two passes a load). tf32 elements are rounded to nearest even in the stage, as the
-linalg level rounds (the tensor cores would truncate): each thread rounds
-the chunks it copied once they land (``slots`` says where they are;
+g + 4 of neighbouring t collide: two passes a load); A's are read in 64-bit
+pairs (``pair``: kernel.py's paired rows), banks 8t + 2g of each half warp,
+distinct too. tf32 elements are rounded to nearest even in the stage, as
+the linalg level rounds (the tensor cores would truncate): each thread
+rounds the chunks it copied once they land (``slots`` says where they are;
 kernel.py), before the barrier that shows them to the fragment reads.
 """
 
