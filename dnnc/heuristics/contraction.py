@@ -449,44 +449,49 @@ def _wgrad(problem, faster, m, n, k, facts):
     as the GEMM's batch, the fewest columns computed first), tc-sm80's
     tiles spanning taps (rows of C not a multiple of 16 bytes, which only
     tc-sm80 reads: the taps as the batch take the rest, on either
-    strategy), or none."""
+    strategy), or none. tf32 on sm_90a: tc-sm90's transposed product
+    (``_tf32_wgrad``: C a multiple of its tile's 64 or 128 rows), then
+    tc-sm80's, which reads the tf32 fragments of dy and x from the stages as
+    they lie (sm80/loader.py) and so takes any C, as for 16-bit types."""
     groups = conv_groups(problem)
     # The anchor's inputs are dy, x. A group is a batch of M = K / groups.
     channels = problem.anchor_inputs[1].shape[1] // groups
-    if problem.dtype == "f32":
-        # tf32: tc-sm90 only (tc-sm80's gather loader takes 16-bit operands),
-        # its transposed product's tiles in one tap (no taps as the batch).
-        if faster != "tc-sm90":
-            return []
+    taps = n // max(1, channels)
+    eb = DTYPE_BYTES.get(problem.dtype, 2)
+    tf32 = problem.dtype == "f32"
+    sm90 = []
+    if faster == "tc-sm90" and tf32:
         configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
                    if channels % c.tile[1] == 0]
-        return _split_wider(_tf32_wgrad(configs), problem.sms, m // groups, n, groups, k)
-    taps = n // max(1, channels)
-    batched = wgrad_taps.tap_batched(groups, channels, taps)
+        sm90 = _split_wider(_tf32_wgrad(configs), problem.sms, m // groups, n, groups, k)
+        if not sm90:
+            facts += (f"; tc-sm90 does not take this tf32 filter gradient: it takes C (a "
+                      f"group's, {channels}) a multiple of 64 (a tile of its transposed "
+                      "product, 64 or 128 rows, lies in one filter tap)")
     if wgrad_taps.problem(groups, channels, taps):
-        return []
-    if wgrad_taps.spans_taps(channels, taps):
+        return sm90
+    fallback = faster == "tc-sm90"
+    if wgrad_taps.spans_taps(channels, taps, eb):
         # tc-sm90's TMA cannot step such pixels (conv.Unaligned): tc-sm80's
         # tiles over all taps x C columns, on sm_90a as its fallback.
-        return _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
-                                      fallback=faster == "tc-sm90", k=k), channels, taps)
+        return sm90 + _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
+                                             fallback=fallback, k=k), channels, taps)
+    batched = wgrad_taps.tap_batched(groups, channels, taps, eb)
     whole = channels if wgrad_taps.tiles_in_tap(channels, taps) else None
     columns, batch = (channels, taps) if batched else (n, groups)
     fast = tc_sm80_conv(m, columns, problem.dtype, problem.sms, facts, whole,
-                        fallback=faster == "tc-sm90", batch=batch, k=k)
-    if faster == "tc-sm90":
+                        fallback=fallback, batch=batch, k=k)
+    if faster == "tc-sm90" and not tf32:
         sm90 = tc_sm90(problem, m // groups, columns, k, batch, facts)
         if whole is not None:
             sm90 = _split_wider([c for c in sm90 if whole % c.tile[1] == 0], problem.sms,
                                 m // groups, n, groups, k)
-        fast = sm90 + fast
     if whole is None:
         # (_split_wider's wider tile would compute more columns past C.)
-        fast = _fewest_columns([c for c in fast if c.strategy == "tc-sm90"], channels, taps,
-                               batched) + \
-            _fewest_columns([c for c in fast if c.strategy == "tc-sm80"], channels, taps,
-                            batched)
-    return fast
+        if not tf32:
+            sm90 = _fewest_columns(sm90, channels, taps, batched)
+        fast = _fewest_columns(fast, channels, taps, batched)
+    return sm90 + fast
 
 
 def _implicit_gemm(problem, faster, m, n, k, facts):
@@ -500,14 +505,12 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
     taps = math.prod(w[2:])
-    # A K step is 128 bytes of a row: 64 bf16 / f16, 32 tf32 (f32, a forward
-    # convolution's: tc-sm90 only).
+    # A K step is 128 bytes of a row: 64 bf16 / f16, 32 tf32.
     bk90 = TC90_K if problem.dtype in ("bf16", "f16") else TC90_K // 2
     fast = []
     # (tc-sm80 takes one group: its match says so where it gets more.)
-    plain = problem.dtype in ("bf16", "f16")
     for c in tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
-                          fallback=faster == "tc-sm90") if plain else []:
+                          fallback=faster == "tc-sm90"):
         bk = c.tile[2]
         reduction = taps * _ceil(reduced, bk) * bk
         c = c.replace(reason=f"{c.reason}; K {reduction} ({taps} taps x {reduced} channels in "
@@ -1116,14 +1119,8 @@ def rank(problem):
         stored = "; ".join(f"a prologue on {'AB'[i]} stored as {t}" for i, t in problem.prologues)
         return simt_generic(work, problem.sms, None, facts, head=(
             f"simt-gemm does not take it ({facts}): {stored} (it applies none)"))
-    if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
+    if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k:
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
-        if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
-            return simt_generic(work, problem.sms, None, facts, head=(
-                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes C "
-                "(a group's) a multiple of 64 (a tile of its transposed product, 64 or 128 "
-                "rows, lies in one filter tap)"))
         if not fast:
             return simt_generic(work, problem.sms, None, facts, head=(
                 f"{faster} does not apply ({facts}): {_no_implicit_gemm(problem, n)}"))

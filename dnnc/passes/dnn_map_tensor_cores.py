@@ -434,8 +434,8 @@ class DnnMapTensorCores(DnncPass):
         """A convolution kernel configured tc-sm80: its implicit GEMM, else
         simt-generic. Without a tile (an override that names none) a filter
         gradient's tile is narrowed to lie in one filter tap."""
-        # Implicit-GEMM operands are 16-bit (conv.match takes no other).
-        tile = sm80_tile_of(config, "bf16")
+        # (The default K step is a number of bytes: 16 tf32, 32 bf16 / f16.)
+        tile = sm80_tile_of(config, conv_match.element_of(fn))
         try:
             notes, tile = self._build_sm80_conv(fn, tile, narrow=not config.tile)
         except (gemm_match.NotAGemm, sm80.NotSupported) as why:

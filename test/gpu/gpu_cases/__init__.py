@@ -48,6 +48,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        gradients of unaligned channels the heuristics
                        split, and random odd-channel forwards and gradients
                        with the split forced
+    conv_sm80_tf32.py  tf32 convolutions (fprop, dgrad, wgrad) on tc-sm80:
+                       conv_random_tf32's draws with it forced in each
+                       tile, odd channels handed over by tc-sm90, split K
     conv_grouped_simt.py
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
@@ -144,7 +147,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                attention_ragged, attention_random, attention_sm80, conv_bias_grad,
                conv_grouped_simt, conv_odd_channels, conv_phases, conv_pixel_rows,
                conv_prologue, conv_random,
-               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
+               conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
+               convolution,
                data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
                normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
@@ -167,6 +171,7 @@ CASES = [
     *conv_phases.CASES,
     *conv_odd_channels.CASES,
     *conv_sm80_split.CASES,
+    *conv_sm80_tf32.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
     *conv_bias_grad.CASES,
