@@ -1802,13 +1802,15 @@ def _sdpa_on(backend, causal, gqa):
     return torch_fn
 
 
-def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None):
+def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None,
+               suffix=""):
     """The sdpa forward case; ``strategy`` (with its ``config`` override)
-    names a strategy forced on whatever GPU runs it, in the name too."""
+    names a strategy forced on whatever GPU runs it, in the name too;
+    ``suffix`` names another ``config``."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
     name = f"sdpa{' causal' if causal else ''} B{b} {heads} S{s} D{d} {dt}" + \
-        (f" {strategy}" if strategy else "")
+        (f" {strategy}" if strategy else "") + suffix
     # Two matmuls (QK^T, PV) of 2 FLOPs per multiply-add; causal: half.
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     size = (2 * b * h * s * d + 2 * b * hk * s * d) * BF16  # q, o; k, v (f16: 2 bytes too)
@@ -1839,6 +1841,17 @@ ATTENTION_FORWARD = [
     _sdpa_case(4, 16, 4096, d, causal, strategy="tc-sm80",
                config=f"*=strategy:tc-sm80,tile:128x{n},stages:2,block:128")
     for d, causal, n in ((128, False, 32), (128, True, 32), (64, False, 64))
+] + [
+    # The problems whose forward runs persistent blocks (sm90/flash_scheduler.py:
+    # 128 x 128 tiles, head dims up to 128, more tiles than SMs), each beside
+    # its twin on the grid of a block a query tile (the config override
+    # persistent:0), for A/B timing in one run; the causal S1024 D64 one is
+    # the twin of the original set's case.
+    _sdpa_case(b, h, s, d, causal, hk, config="*=persistent:0", suffix=" one block a tile")
+    for b, h, s, d, hk in [(4, 16, 1024, 64, None), (4, 16, 4096, 128, None),
+                           (16, 16, 1024, 128, None), (8, 16, 2048, 128, None),
+                           (1, 16, 16384, 128, None), (1, 64, 8192, 128, 8)]
+    for causal in ((True,) if s == 1024 and d == 64 else (False, True))
 ]
 
 
