@@ -28,11 +28,13 @@ from mlir.dialects import arith, func
 
 from dnnc import compiler, graph_mlir, passes
 from dnnc.codegen.gpu import sass
+from dnnc.codegen.gpu.tensorcore.sm90.flash import entry_registers, registers
 from dnnc.codegen.gpu.tensorcore.sm90.flash_scheduler import FlashScheduler, Ints, Values
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.errors import PipelineError
 from dnnc.heuristics import Config, parse_override, rank
-from kernel_builds import Builds, assert_no_local_memory, assert_no_spills
+from kernel_builds import (Builds, assert_no_local_memory, assert_no_spills,
+                           assert_setmaxnreg_fits)
 from test_attention_paged_tensor_cores import paged_graph
 from test_attention_ragged_tensor_cores import ragged_graph
 from test_attention_tensor_cores import problem, sdpa_graph
@@ -127,6 +129,23 @@ def test_kernel_arithmetic_matches(causal, b, h, sq, ctas):
             assert got[0] == int(valid), (i, block)
             if valid:
                 assert got[1:] == (tile, head), (i, block)
+
+
+@pytest.mark.parametrize("consumers", [1, 2, 3])
+@pytest.mark.parametrize("producer", [24, 32, 40])
+def test_registers_fit_the_block(consumers, producer):
+    """flash.registers: the producer's count and the consumers' (multiples
+    of 8, at most 240) within the registers the block's warpgroups hold
+    at entry, the most that fits; the forms the kernels take."""
+    threads = 128 * (1 + consumers)
+    pool = entry_registers(threads) * threads
+    p, c = registers(consumers, producer)
+    assert p == producer and c % 8 == 0 and c <= 240
+    assert 128 * (p + consumers * c) <= pool
+    assert c == 240 or 128 * (p + consumers * (c + 8)) > pool
+    assert entry_registers(384) == 168 and entry_registers(512) == 128
+    assert registers(2) == (24, 240) and registers(3) == (24, 160)
+    assert registers(2, 40) == (40, 232) and registers(2, 32) == (32, 232)
 
 
 # ----------------------------------------------------------------------------
@@ -261,7 +280,8 @@ def test_ptx_carries_the_block_from_tile_to_tile(built, name):
 @pytest.mark.parametrize("name", CASES)
 def test_persistent_sass(built, name):
     """ptxas's verdict on the persistent kernel (forced onto 3 blocks): no
-    spills, stack or local memory, setmaxnreg kept, HGMMA, TMA loads, no
+    spills, stack or local memory, setmaxnreg kept and within the block's
+    registers (as many at entry as flash.entry_registers says), HGMMA, TMA loads, no
     accumulator or P fragment register touched while its wgmma may run."""
     package = built.package(name, config="*=persistent:3")
     k = _attention_kernel(package)
@@ -271,6 +291,12 @@ def test_persistent_sass(built, name):
     text = functions[k["entry"]]
     counts = sass.opcodes(text)
     assert counts["USETMAXREG"] > 0, "ptxas ignored setmaxnreg"
+    # The warpgroups' setmaxnreg within the block's registers: the
+    # producer at 32 beside two consumers at 240 asked for 65536 of the
+    # 64512 a block of 384 threads holds, and the second consumer waited
+    # forever (the hang of the first GPU run).
+    assert_setmaxnreg_fits([k], resources, functions)
+    assert resources[k["entry"]].registers == entry_registers(k["block"][0])
     assert any(op.startswith("HGMMA.") for op in counts), sorted(counts)
     assert counts["UTMALDG"] > 0 and counts["SYNCS"] > 0, sorted(counts)
     assert sass.wgmma_hazards(text) == []

@@ -76,8 +76,10 @@ warp's TMA store is awaited for its reads only (``wait_group.read``)
 before its warpgroup gives the stage back (the writes before the block
 exits). Elsewhere (n < m, or a tile with no step) O is staged in the Q
 tile, which goes back after those reads; O from registers frees the Q
-tile after the last S. The producer keeps 32 registers beside two
-consumers (the consumers still 240).
+tile after the last S. The warpgroups' setmaxnreg stay within the
+registers the block holds at entry (``registers``: a consumer asking for
+more than the producer gave back waits forever); a persistent producer
+walking ragged tiles keeps 40, its two consumers 232.
 
 The block's dynamic shared memory, from its 1024-byte aligned base::
 
@@ -126,8 +128,9 @@ from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset
 # consumers): every consumer before O is staged in a V stage, then one per
 # consumer warpgroup (this + 1 + c) after its stores have read their rows.
 EPILOGUE_BARRIER = 4
-# A persistent producer's registers beside two consumer warpgroups.
-PERSISTENT_PRODUCER_REGISTERS = 32
+# A persistent producer's registers where it walks ragged tiles
+# (register_plan): two consumer warpgroups then keep 232.
+PERSISTENT_PRODUCER_REGISTERS = 40
 
 # Registers a consumer thread keeps beside its accumulators and P (O: Dv /
 # 2, S: tile.n / 2, P: tile.n / 4), for the addresses and the softmax's
@@ -202,7 +205,7 @@ def check(att, tile):
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")
     # O, S, P, and a step's bias values.
     held = att.dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if att.bias is not None else 0)
-    budget = registers(tile.consumers)[1] - SPARE_REGISTERS
+    budget = register_plan(att, tile)[1] - SPARE_REGISTERS
     if held > budget:
         raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {held} accumulator "
                            f"registers a thread, expected at most {budget} with "
@@ -287,11 +290,38 @@ class Turns:
             lambda: self._bar("bar.arrive", self.next))
 
 
+def entry_registers(threads):
+    """The registers a thread of a block of ``threads`` holds at the
+    kernel's entry: ptxas gives a kernel of one block an SM
+    (dnn-register-budget's ``.minnctapersm 1``) the SM's 64K over its
+    threads, in whole multiples of 8 (168 for 384 threads), at most 255."""
+    return min(65536 // threads, 255) // 8 * 8
+
+
 def registers(consumers, producer=24):
     """(producer's, each consumer's) registers a thread, setmaxnreg's
-    multiples of 8, within the SM's 64K for 1 + consumers warpgroups."""
-    per = (65536 // WARPGROUP - producer) // consumers // 8 * 8
+    multiples of 8, within what the block's 1 + consumers warpgroups hold
+    at entry (``entry_registers``). That is the block's pool: the
+    producer's setmaxnreg.dec gives registers to it, and a consumer
+    warpgroup's setmaxnreg.inc waits until it holds what the warpgroup
+    asks for; asked for more than the producer gave back, the last
+    consumer waits forever (two consumers at 240 need the producer at
+    24: 128 x (24 + 2 x 240) = 168 x 384)."""
+    warpgroups = 1 + consumers
+    pool = entry_registers(WARPGROUP * warpgroups) * warpgroups
+    per = (pool - producer) // consumers // 8 * 8
     return producer, min(per, 240)
+
+
+def register_plan(att, tile):
+    """(producer's, each consumer's) setmaxnreg of the forward of ``att``
+    in ``tile``s: the producer keeps 24, or PERSISTENT_PRODUCER_REGISTERS
+    where it walks a persistent block's ragged tiles (it reads each
+    entry's offsets; ptxas spilled it at 24), the consumers taking what
+    is left (``registers``)."""
+    if tile.persistent and att.ragged:
+        return registers(tile.consumers, PERSISTENT_PRODUCER_REGISTERS)
+    return registers(tile.consumers)
 
 
 class FlashForward:
@@ -423,13 +453,8 @@ class FlashForward:
         _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
 
     def registers(self):
-        """(producer's, each consumer's) setmaxnreg. A persistent producer
-        with two consumer warpgroups takes 32: it walks the tiles (a
-        ragged one reads offsets for each), and ptxas spilled it at 24;
-        the consumers keep their 240 (65536 = 128 (32 + 2 x 240))."""
-        if self.persistent and self.tile.consumers == 2:
-            return registers(2, PERSISTENT_PRODUCER_REGISTERS)
-        return registers(self.tile.consumers)
+        """(producer's, each consumer's) setmaxnreg (``register_plan``)."""
+        return register_plan(self.att, self.tile)
 
     def place(self, block):
         """Take the query tile ``block`` (attention_tiles.query_block's
