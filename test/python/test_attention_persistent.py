@@ -5,6 +5,13 @@
   blocks, causal tiles in pairs of equal work (the longer first), the
   blocks' shares even to within one unit; the index arithmetic the kernel
   emits folds to the same tiles as the Python walk;
+* the synchronization (flash_protocol.py): every block's roles run their
+  tiles to the end under random interleavings, for units that are not a
+  multiple of the blocks, causal pairs of even and odd tile counts, a
+  unit a block, tiles with no step, O staged in the last V stage, in the
+  Q tile or not at all, one to three consumer warpgroups; the model finds
+  the first persistent forward's hang (setmaxnreg asking for more than
+  the block holds) and a Q tile given back early;
 * the heuristics: persistent where a block a tile takes more than a wave,
   on 128 x 128 tiles of head dims up to 128; not for a decode (split or
   folded), other tiles or head dims; the override ``persistent:N`` (0 the
@@ -19,6 +26,7 @@
 Numerics run on a GPU (test/gpu, family attention_persistent).
 """
 
+import dataclasses
 import re
 from types import SimpleNamespace
 
@@ -28,11 +36,13 @@ from mlir.dialects import arith, func
 
 from dnnc import compiler, graph_mlir, passes
 from dnnc.codegen.gpu import sass
-from dnnc.codegen.gpu.tensorcore.sm90.flash import entry_registers, registers
+from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, entry_registers, registers
 from dnnc.codegen.gpu.tensorcore.sm90.flash_scheduler import FlashScheduler, Ints, Values
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.errors import PipelineError
 from dnnc.heuristics import Config, parse_override, rank
+import flash_protocol
+from flash_protocol import Barrier, Block, ProtocolError, Shapes, run_blocks
 from kernel_builds import (Builds, assert_no_local_memory, assert_no_spills,
                            assert_setmaxnreg_fits)
 from test_attention_paged_tensor_cores import paged_graph
@@ -146,6 +156,99 @@ def test_registers_fit_the_block(consumers, producer):
     assert entry_registers(384) == 168 and entry_registers(512) == 128
     assert registers(2) == (24, 240) and registers(3) == (24, 160)
     assert registers(2, 40) == (40, 232) and registers(2, 32) == (32, 232)
+
+
+# ----------------------------------------------------------------------------
+# The synchronization (flash_protocol.py: the roles' waits and arrivals run
+# over the blocks' tiles, at random interleavings)
+
+
+def model_att(b=1, h=3, hk=1, sq=1000, skv=None, d=64, dv=None, causal=False,
+              bottom_right=False, window=0):
+    """What the model's kernel code reads of an Attention (no padding, not
+    ragged)."""
+    skv = sq if skv is None else skv
+    return SimpleNamespace(batch=b, heads=h, kv_heads=hk, group=h // hk, sq=sq, skv=skv, d=d,
+                           dv=dv or d, causal=causal, window=window, padding=False,
+                           ragged={}, diagonal="bottom_right" if bottom_right else "top_left",
+                           shift=skv - sq if bottom_right else 0)
+
+
+PROTOCOL = {
+    # units % blocks != 0: 24 tiles over 5 blocks.
+    "plain": (model_att(), FlashTile(128, 128, 2), 5),
+    "plain_3_stages": (model_att(sq=700, skv=1500), FlashTile(128, 128, 3), 4),
+    # Causal pairs: 8 tiles (4 pairs a head), 9 (the middle tile alone).
+    "causal_even": (model_att(causal=True), FlashTile(128, 128, 2), 4),
+    "causal_odd": (model_att(sq=1100, causal=True), FlashTile(128, 128, 2), 7),
+    "causal_one_tile": (model_att(b=2, h=2, sq=100, causal=True), FlashTile(128, 128, 2), 3),
+    # A block a unit (as many blocks as units).
+    "a_unit_each": (model_att(h=2, sq=300, causal=True), FlashTile(128, 128, 2), 132),
+    # Bottom-right, Sq > Skv: the first tiles see no column (no step).
+    "no_steps": (model_att(h=2, hk=1, sq=700, skv=333, bottom_right=True, window=100),
+                 FlashTile(128, 128, 2), 3),
+    "causal_bottom_right": (model_att(sq=600, skv=1000, causal=True, bottom_right=True),
+                            FlashTile(128, 128, 2), 4),
+    # O staged in the Q tile (64 kv rows a step: D 256), from registers
+    # (Dv wider than D), three consumer warpgroups, one.
+    "d256": (model_att(sq=700, d=256, causal=True), FlashTile(128, 64, 2), 3),
+    "o_from_registers": (model_att(sq=520, d=64, dv=128, causal=True),
+                         FlashTile(128, 128, 2), 3),
+    "three_consumers": (model_att(sq=1000, causal=True), FlashTile(192, 128, 2), 4),
+    "three_consumers_o_in_q": (model_att(sq=1000), FlashTile(192, 64, 3), 4),
+    "one_consumer": (model_att(sq=300, causal=True), FlashTile(64, 64, 2), 4),
+}
+
+
+def _shapes(name, persistent=True, plan=None):
+    att, tile, ctas = PROTOCOL[name]
+    tile = dataclasses.replace(tile, persistent=ctas if persistent else 0)
+    return Shapes(att, tile, ctas=ctas, plan=plan)
+
+
+@pytest.mark.parametrize("name", PROTOCOL)
+def test_protocol_persistent(name):
+    """Every block of the persistent forward runs its tiles to the end
+    under random interleavings: no wait left without its arrival, no
+    barrier over-arrived or left mid-phase, no stage read after a load or
+    O overwrote it nor loaded while a warpgroup still reads it; every tile
+    stored once by each consumer warpgroup."""
+    shapes = _shapes(name)
+    ran = run_blocks(shapes, seeds=range(4))
+    s = FlashScheduler(shapes.att, shapes.tile.m, shapes.ctas)
+    assert sorted(ran) == sorted((t, h) for t in range(s.tiles) for h in range(s.heads))
+
+
+@pytest.mark.parametrize("name", ["plain", "causal_odd", "no_steps", "d256",
+                                  "three_consumers", "one_consumer"])
+def test_protocol_one_block_a_tile(name):
+    """The same model over a block a tile (the forward that runs on the
+    GPU), as a check of the model itself."""
+    run_blocks(_shapes(name, persistent=False), seeds=range(2), blocks=6)
+
+
+def test_protocol_finds_the_register_hang():
+    """With the producer at 32 and the consumers at 240 (the first
+    persistent forward), the second consumer's setmaxnreg.inc waits for
+    registers the block never holds: the model hangs there."""
+    with pytest.raises(ProtocolError, match=r"hang: .*consumer\d at inc"):
+        run_blocks(_shapes("plain", plan=(32, 240)), blocks=1)
+
+
+class _OneQEmptyArrival(Block):
+    """The Q tile given back after one consumer warpgroup's arrival."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.q_empty = Barrier("q_empty", 1)
+
+
+def test_protocol_finds_an_early_q_load(monkeypatch):
+    """A Q tile given back by one warpgroup of two: the next tile's Q loads
+    while the other still reads the last one (the model says so)."""
+    monkeypatch.setattr(flash_protocol, "Block", _OneQEmptyArrival)
+    with pytest.raises(ProtocolError, match="Q: .* loaded while consumers"):
+        run_blocks(_shapes("causal_even"), seeds=range(8), blocks=2)
 
 
 # ----------------------------------------------------------------------------

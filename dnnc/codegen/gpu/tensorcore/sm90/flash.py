@@ -227,6 +227,23 @@ def check(att, tile):
                            f"shared memory, more than {SMEM_LIMIT}")
 
 
+def o_staging(att, tile, same_type):
+    """Where the forward of ``att`` in ``tile``s stages O for its TMA
+    stores (``same_type``: o has q's element type): None where O goes from
+    registers (Dv needs more boxes than D, another type, split or folded
+    blocks, a ragged o, whose last box would write into the next entry's
+    rows); "v" in a persistent block whose V tile is as tall as the Q tile
+    (n = m): the V stage of the tile's last step, so that the next tile's Q
+    may load into the Q tile once the last S is done, under the last step
+    and the epilogue (a tile with no step stages it in the Q tile); else
+    "q", the Q tile (a persistent block's next Q then waits for the
+    stores' reads)."""
+    if padded(att.dv) > padded(att.d) or not same_type or tile.splits > 1 \
+            or tile.fold > 1 or "o" in att.ragged:
+        return None
+    return "v" if tile.persistent and tile.n == tile.m else "q"
+
+
 def check_ragged(att):
     """Raise NotSupported unless the attention kernels read and write
     ``att``'s ragged tensors as packed rows (rows.merge_problem)."""
@@ -347,9 +364,8 @@ class FlashForward:
         # registers too: a TMA box of the last tile would write past the
         # entry's length into the next entry's rows.
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
-        self.o = StoredRows(att.o, 16, att.dv, tile.m) \
-            if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 \
-            and not self.folded and "o" not in att.ragged else None
+        staging = o_staging(att, tile, same)
+        self.o = StoredRows(att.o, 16, att.dv, tile.m) if staging else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -360,14 +376,9 @@ class FlashForward:
         self.persistent = bool(tile.persistent)
         self.scheduler = FlashScheduler(att, tile.m, PERSISTENT_CTAS if tile.persistent == 1
                                         else tile.persistent) if self.persistent else None
-        # A persistent block stages a tile's O in the V stage of its last
-        # step where that holds the tile's rows (n = m), so that the next
-        # tile's Q may load into the Q tile once the last S is done, under
-        # the last step and the epilogue; else (and for a tile with no
-        # step) in the Q tile, which the next Q then waits for.
-        self.o_in_v = self.persistent and self.o is not None and tile.n == tile.m
+        self.o_in_v = staging == "v"
         # O always staged in the Q tile: the next Q waits for its stores.
-        self.q_staging = self.persistent and self.o is not None and not self.o_in_v
+        self.q_staging = self.persistent and staging == "q"
         self.g0 = None  # the ring's step count before the tile (persistent)
         self.n_s = tile.n // 2            # S values a thread holds
         self.n_o = att.dv // 2            # O values a thread holds
