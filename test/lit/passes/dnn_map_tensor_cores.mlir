@@ -1364,8 +1364,8 @@ func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 6
 // blocks, each running a loop over its tiles (2 rounds of 2 items) in both
 // roles. The Q tile gets an empty barrier beside its full one (two
 // arrivals: the consumers), 8 more bytes of shared memory; the producer
-// keeps 32 registers and waits for the Q tile to be empty before each Q
-// load; K and V steps count through the rings across tiles. The consumers
+// keeps 24 registers (24 + 2 x 240 a thread: what 384 threads hold at 168)
+// and waits for the Q tile to be empty before each Q load; K and V steps count through the rings across tiles. The consumers
 // give the Q tile back once the tile's last S is done, then stage O in the
 // V stage of the last step once every consumer's last P V is done (a
 // named barrier of 256 threads), store it by TMA awaiting only the reads,
@@ -1376,7 +1376,7 @@ func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 6
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115776_i32 {
 //       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
 //  CHECK-NEXT:     nvvm.mbarrier.init %[[QEMPTY:.*]], %c2_i32
-//       CHECK:     nvvm.setmaxregister  decrease 32
+//       CHECK:     nvvm.setmaxregister  decrease 24
 //       CHECK:       gpu.block_id  x
 //  CHECK-NEXT:       scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(%{{.*}} = %c0, %{{.*}} = %c0) -> (index, index) {
 //       CHECK:             llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QEMPTY]], %{{.*}}
