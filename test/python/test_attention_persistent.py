@@ -13,8 +13,9 @@
   the first persistent forward's hang (setmaxnreg asking for more than
   the block holds) and a Q tile given back early;
 * the heuristics: persistent where a block a tile takes more than a wave,
-  on 128 x 128 tiles of head dims up to 128; not for a decode (split or
-  folded), other tiles or head dims; the override ``persistent:N`` (0 the
+  on 128 x 128 tiles of head dims up to 128 and kv sequences up to 1024;
+  not for a decode (split or folded), other tiles, head dims or longer
+  sequences; the override ``persistent:N`` (0 the
   old grid, N > 1 at most N blocks) and its errors; a split or folded
   kernel that is told to run persistent keeps its grid, saying why;
 * the kernels: the grid, the plan, the barriers and stores that carry a
@@ -260,7 +261,12 @@ def test_protocol_finds_an_early_q_load(monkeypatch):
     (1024, 64, 64, 2, 8, 0),
     (1024, 64, 64, 4, 16, 1),
     (1000, 128, 128, 4, 16, 1),
-    (4096, 96, 96, 1, 16, 1),
+    (1024, 128, 128, 16, 16, 1),
+    (1024, 96, 96, 2, 16, 1),
+    # Longer sequences keep a block a tile (measured at 99-110% of cuDNN).
+    (1025, 128, 128, 4, 16, 0),
+    (2048, 128, 128, 8, 16, 0),
+    (4096, 96, 96, 1, 16, 0),
     # 64 kv rows a step (D 256), 192-row tiles (D 64 over 2048 rows), D 192:
     # a block a tile.
     (1024, 256, 256, 4, 16, 0),
