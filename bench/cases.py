@@ -1842,16 +1842,20 @@ ATTENTION_FORWARD = [
                config=f"*=strategy:tc-sm80,tile:128x{n},stages:2,block:128")
     for d, causal, n in ((128, False, 32), (128, True, 32), (64, False, 64))
 ] + [
-    # The problems whose forward runs persistent blocks (sm90/flash_scheduler.py:
-    # 128 x 128 tiles, head dims up to 128, more tiles than SMs), each beside
-    # its twin on the grid of a block a query tile (the config override
-    # persistent:0), for A/B timing in one run; the causal S1024 D64 one is
-    # the twin of the original set's case.
-    _sdpa_case(b, h, s, d, causal, hk, config="*=persistent:0", suffix=" one block a tile")
-    for b, h, s, d, hk in [(4, 16, 1024, 64, None), (4, 16, 4096, 128, None),
-                           (16, 16, 1024, 128, None), (8, 16, 2048, 128, None),
-                           (1, 16, 16384, 128, None), (1, 64, 8192, 128, 8)]
-    for causal in ((True,) if s == 1024 and d == 64 else (False, True))
+    # The persistent forward (sm90/flash_scheduler.py: a block an SM taking
+    # query tiles, causal pairs of equal work) and a block a tile, each
+    # forced by the config override whatever the heuristics choose (they
+    # choose persistent up to Skv 1024), beside the case of the same graph,
+    # for A/B timing in one run: the short-tile problems it is for (the
+    # causal S1024 D64 one beside the original set's case) and longer ones.
+    _sdpa_case(b, h, s, d, causal, hk, config=f"*=persistent:{persistent}", suffix=suffix)
+    for b, h, s, d, hk, causals in [(4, 16, 1024, 64, None, (True,)),
+                                    (16, 16, 1024, 128, None, (False, True)),
+                                    (8, 16, 2048, 128, None, (False, True)),
+                                    (4, 16, 4096, 128, None, (False, True)),
+                                    (1, 64, 8192, 128, 8, (True,))]
+    for causal in causals
+    for persistent, suffix in ((1, " persistent"), (0, " block-a-tile"))
 ]
 
 

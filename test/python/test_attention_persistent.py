@@ -421,26 +421,41 @@ FAMILY = [c for c in _load_gpu_cases().CASES if c.name.startswith("attention_per
 
 def test_gpu_family():
     """attention_persistent's packages: each forces its graph's kernels onto
-    2 or 3 persistent blocks."""
+    2 or 3 persistent blocks, or a block an SM (wave)."""
     assert [c.name for c in FAMILY] == [
         "attention_persistent_plain_00_bf16", "attention_persistent_plain_01_f16",
+        "attention_persistent_wide_bf16", "attention_persistent_wave_f16",
         "attention_persistent_padding_bf16", "attention_persistent_ragged_f16",
         "attention_persistent_paged_bf16"]
     for case in FAMILY:
-        assert re.fullmatch(r"\*=persistent:[23]", case.config), case.config
+        assert re.fullmatch(r"\*=persistent:[123](,split:1)?", case.config), case.config
+        assert (case.config == "*=persistent:1") == case.name.endswith("wave_f16")
 
 
 @pytest.mark.parametrize("case", FAMILY, ids=lambda c: c.name)
 def test_gpu_family_plans(case):
     """Every kernel of the family's graphs is an sdpa forward on tc-sm90's
     persistent grid of the forced blocks, each block taking several tiles
-    (more units than blocks)."""
+    (more units than blocks); with a block an SM, as many blocks as SMs
+    or units. Between them they take every form: 64 and 128 kv rows a
+    step, 128 and 192 query rows, O staged in the V stage, in the Q tile
+    and from registers."""
     package = compiler.compile_module(graph_mlir.to_module(case.build()), compiler.Options(
         target="cuda", arch=ARCH, config=case.config, tuning_db="off"), basename=case.name)
-    blocks = int(case.config.split(":")[1])
+    forced = int(case.config.split("persistent:")[1].split(",")[0])
     assert package.kernels
+    units = []
     for k in package.kernels:
-        assert k["config"]["strategy"] == "tc-sm90" and k["config"]["persistent"] == blocks
+        assert k["config"]["strategy"] == "tc-sm90" and k["config"]["persistent"] == forced
         m = re.search(r"persistent: (\d+) blocks take (\d+) units", k["reason"])
-        assert m and int(m.group(1)) == blocks and int(m.group(2)) > blocks, k["reason"]
+        assert m, k["reason"]
+        blocks, n = int(m.group(1)), int(m.group(2))
+        assert blocks == min(n, PERSISTENT_CTAS if forced == 1 else forced), k["reason"]
+        assert forced == 1 or n > blocks, k["reason"]
         assert k["grid"] == [blocks, 1, 1]
+        units.append(n)
+    if forced == 1:
+        assert units == [134, 68]
+    if case.name.endswith("wide_bf16"):
+        tiles = [tuple(k["config"]["tile"]) for k in package.kernels]
+        assert tiles == [(128, 64), (128, 64), (192, 128), (128, 128)], tiles

@@ -2,8 +2,8 @@
 forwards whose query tiles run on a few persistent blocks each, so that
 every block carries its K and V ring, its barriers' phases and its Q tile
 from tile to tile, forced by the config override ``persistent:N`` (at most
-N blocks; N from ``BLOCKS``, fewer than the units of every sdpa; some unit
-counts no multiple of N).
+N blocks; N from ``BLOCKS``, or 3, fewer than the units of every sdpa;
+some unit counts no multiple of N; and 1, a block an SM).
 
 The configurations are chosen, not drawn: each feature the forward takes
 with the unit counts and tile edges the scheduler must get right, on
@@ -14,9 +14,12 @@ many tiles):
   a multiple of the tile and not, top-left and bottom-right (whose first
   tiles see no column with Sq > Skv: tiles with no step), windows;
 * non-causal grids of units that are no multiple of the blocks;
+* a block an SM (``persistent:1``) with a few more units than SMs, and
+  with fewer (a block a unit, the others none);
 * GQA and MQA, a bias (f32, q's type), heads stored (B, S, H, D), D 40,
-  64, 80, 96, 128, Dv other than D (O from registers where its boxes do
-  not fit Q's), no statistics;
+  64, 80, 96, 128 and 256 (64 kv rows a step, O staged in the Q tile),
+  192-row tiles (three consumer warpgroups), Dv other than D (O from
+  registers where its boxes do not fit Q's), no statistics;
 * padding masks (lengths of 0, short, whole and past S), ragged (packed)
   q, k, v and o, and paged K and V caches, from the families of those
   features (attention_padding's, attention_ragged's and attention_paged's
@@ -60,6 +63,28 @@ PLAIN = [
     AttentionConfig(1, 2, 1, 520, 520, 64, 128, causal=True),
     # D 40 (one box, zero-filled past 40); a sharper softmax.
     AttentionConfig(2, 2, 1, 260, 300, 40, 40, causal=True, scale=0.3),
+]
+
+# Other tile forms, forced onto 3 blocks: D 256 (64 kv rows a step, O
+# staged in the Q tile, which the next Q waits for), D 64 over Sq >= 2048
+# (192 query rows a block: three consumer warpgroups in turn), GQA 4:2 with
+# the bottom-right diagonal and Sq < Skv (every tile sees the whole start).
+WIDE = [
+    # Causal, 3 tiles: a pair and the middle tile alone, twice.
+    AttentionConfig(1, 2, 1, 300, 300, 256, 256, causal=True),
+    AttentionConfig(1, 2, 2, 260, 400, 256, 256),
+    # 11 tiles of 192 rows: 6 pairs, the middle tile alone.
+    AttentionConfig(1, 1, 1, 2100, 2100, 64, 64, causal=True),
+    AttentionConfig(1, 4, 2, 384, 640, 128, 128, causal=True, bottom_right=True),
+]
+
+# A block an SM (persistent:1, 132 blocks): 134 units, so that two blocks
+# run a second tile and the others' last round has none; 68 causal units
+# (a pair each: the short last tile of 72 rows, then the first), a block
+# a unit and 64 blocks with none. Head dim 16 keeps the package small.
+WAVE = [
+    AttentionConfig(1, 67, 67, 256, 256, 16, 16),
+    AttentionConfig(1, 68, 4, 200, 256, 16, 16, causal=True),
 ]
 
 PADDED = [
@@ -133,6 +158,12 @@ CASES = [
     Case(f"attention_persistent_plain_{j:02d}_{dtype.mlir}", random_attention(dtype, configs),
          seed=SEED + j, config=_override(j))
     for j, (configs, dtype) in enumerate(zip(_halves(PLAIN), (BF16, F16)))
+] + [
+    # split:1: the 192-row problem's few tiles would split its kv tiles.
+    Case("attention_persistent_wide_bf16", random_attention(BF16, WIDE), seed=SEED + 5,
+         config="*=persistent:3,split:1"),
+    Case("attention_persistent_wave_f16", random_attention(F16, WAVE), seed=SEED + 6,
+         config="*=persistent:1"),
 ] + [
     Case(f"attention_persistent_padding_{dtype.mlir}",
          graph_of(add_padded, dtype, PADDED), seed=SEED + 10, rtol=RTOL[dtype.mlir],
