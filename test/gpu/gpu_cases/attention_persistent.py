@@ -69,6 +69,8 @@ PLAIN = [
 # staged in the Q tile, which the next Q waits for), D 64 over Sq >= 2048
 # (192 query rows a block: three consumer warpgroups in turn), GQA 4:2 with
 # the bottom-right diagonal and Sq < Skv (every tile sees the whole start).
+# The heuristics keep the first two forms a block a tile (persistent, ptxas
+# spills 16 to 124 bytes of their consumers); here for their correctness.
 WIDE = [
     # Causal, 3 tiles: a pair and the middle tile alone, twice.
     AttentionConfig(1, 2, 1, 300, 300, 256, 256, causal=True),
