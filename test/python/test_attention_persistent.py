@@ -37,7 +37,9 @@ from mlir.dialects import arith, func
 
 from dnnc import compiler, graph_mlir, passes
 from dnnc.codegen.gpu import sass
-from dnnc.codegen.gpu.tensorcore.sm90.flash import FlashTile, entry_registers, registers
+from dnnc.codegen.gpu.tensorcore.sm90.flash import (
+    SPARE_REGISTERS, FlashTile, accumulator_registers, entry_registers, register_plan, registers,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.flash_scheduler import FlashScheduler, Ints, Values
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.errors import PipelineError
@@ -250,6 +252,25 @@ def test_protocol_finds_an_early_q_load(monkeypatch):
     monkeypatch.setattr(flash_protocol, "Block", _OneQEmptyArrival)
     with pytest.raises(ProtocolError, match="Q: .* loaded while consumers"):
         run_blocks(_shapes("causal_even"), seeds=range(8), blocks=2)
+
+
+@pytest.mark.parametrize("m, n, d, bias, plan", [
+    (128, 128, 128, False, (40, 232)),
+    (128, 128, 64, True, (40, 232)),
+    # Three consumers at D 64 need their 160: the producer keeps 32.
+    (192, 128, 64, False, (32, 160)),
+    (64, 64, 128, False, (40, 240)),
+])
+def test_register_plan_of_a_persistent_ragged_forward(m, n, d, bias, plan):
+    """A persistent producer walking ragged tiles keeps up to 40 registers,
+    as many as leave the consumers their accumulators; others keep 24."""
+    att = SimpleNamespace(d=d, dv=d, bias=object() if bias else None, ragged={"q": 0})
+    tile = FlashTile(m, n, 2, persistent=1)
+    assert register_plan(att, tile) == plan
+    assert accumulator_registers(att, tile) <= plan[1] - SPARE_REGISTERS
+    assert register_plan(SimpleNamespace(**dict(vars(att), ragged={})), tile) \
+        == registers(tile.consumers)
+    assert register_plan(att, FlashTile(m, n, 2)) == registers(tile.consumers)
 
 
 # ----------------------------------------------------------------------------

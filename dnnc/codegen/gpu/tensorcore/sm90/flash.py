@@ -203,8 +203,7 @@ def check(att, tile):
     if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
         raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")
-    # O, S, P, and a step's bias values.
-    held = att.dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if att.bias is not None else 0)
+    held = accumulator_registers(att, tile)
     budget = register_plan(att, tile)[1] - SPARE_REGISTERS
     if held > budget:
         raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {held} accumulator "
@@ -330,14 +329,25 @@ def registers(consumers, producer=24):
     return producer, min(per, 240)
 
 
+def accumulator_registers(att, tile):
+    """Registers a consumer thread holds for O, S, P and a step's bias
+    values."""
+    return att.dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if att.bias is not None else 0)
+
+
 def register_plan(att, tile):
     """(producer's, each consumer's) setmaxnreg of the forward of ``att``
-    in ``tile``s: the producer keeps 24, or PERSISTENT_PRODUCER_REGISTERS
-    where it walks a persistent block's ragged tiles (it reads each
-    entry's offsets; ptxas spilled it at 24), the consumers taking what
-    is left (``registers``)."""
+    in ``tile``s: the producer keeps 24, the consumers what is left
+    (``registers``). A producer that walks a persistent block's ragged
+    tiles (it reads each entry's offsets; ptxas spilled it at 24) keeps
+    up to PERSISTENT_PRODUCER_REGISTERS, as many as leave the consumers
+    room for their accumulators (two consumers: 40 and 232; three at D 64:
+    32 and 160)."""
     if tile.persistent and att.ragged:
-        return registers(tile.consumers, PERSISTENT_PRODUCER_REGISTERS)
+        for producer in range(PERSISTENT_PRODUCER_REGISTERS, 24, -8):
+            plan = registers(tile.consumers, producer)
+            if accumulator_registers(att, tile) <= plan[1] - SPARE_REGISTERS:
+                return plan
     return registers(tile.consumers)
 
 
