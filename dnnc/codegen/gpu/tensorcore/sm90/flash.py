@@ -79,7 +79,36 @@ tile, which goes back after those reads; O from registers frees the Q
 tile after the last S. The warpgroups' setmaxnreg stay within the
 registers the block holds at entry (``registers``: a consumer asking for
 more than the producer gave back waits forever); a persistent producer
-walking ragged tiles keeps 40, its two consumers 232.
+walking ragged tiles keeps up to 40 (``register_plan``).
+
+The synchronization of a persistent block, for its c-th tile (c from 0,
+S steps, steps numbered g0 + j across the block's tiles, g0 the steps of
+its tiles before; C consumer warpgroups; test/python/flash_protocol.py
+models it and the tests run the model)::
+
+    q_full      count 1 + Q's bytes; the producer arms it once a tile;
+                the consumers wait parity c % 2
+    q_empty     count C; each consumer's leader arrives once a tile (after
+                its last S, or after its O stores read the Q tile); the
+                producer waits parity (c % 2) ^ 1 before the tile's Q (the
+                first wait passes on a fresh barrier)
+    K/V full    stage g % stages, count 1 + bytes; the consumers wait
+                parity (g / stages) % 2
+    K/V empty   count C; each consumer arrives once a step g (K after S_g,
+                V after P V_g, the last step's V after the O stores that
+                staged in it read it); the producer waits the parity
+                flipped before loading the stage again
+    turns 1..C  named, 256 threads: consumer k syncs 1 + k before each of
+                its S turns; k arrives on the next's after each, the last
+                consumer once at the tile's start (if S > 0) and not after
+                its last turn: S syncs, S arrivals a barrier a tile
+    4           named (EPILOGUE_BARRIER), C x 128: every consumer's last P
+                V is done before O goes into the V stage (staged there only)
+    5 + k       named, 128: consumer k's warps' TMA stores have read its
+                rows before its leader gives the staging back
+
+A block a tile takes the same barriers without q_empty and the last two
+(the O stores awaited whole), with Turns started once.
 
 The block's dynamic shared memory, from its 1024-byte aligned base::
 
