@@ -446,11 +446,16 @@ def test_gpu_family():
     assert [c.name for c in FAMILY] == [
         "attention_persistent_plain_00_bf16", "attention_persistent_plain_01_f16",
         "attention_persistent_wide_bf16", "attention_persistent_wave_f16",
-        "attention_persistent_padding_bf16", "attention_persistent_ragged_f16",
+        "attention_persistent_one_round_bf16", "attention_persistent_padding_bf16", "attention_persistent_ragged_f16",
         "attention_persistent_paged_bf16"]
     for case in FAMILY:
         assert re.fullmatch(r"\*=persistent:[123](,split:1)?", case.config), case.config
-        assert (case.config == "*=persistent:1") == case.name.endswith("wave_f16")
+        assert (case.config == "*=persistent:1") == \
+            case.name.endswith(("wave_f16", "one_round_bf16"))
+    one_round, plain = (next(c for c in FAMILY if c.name == f"attention_persistent_{n}")
+                        for n in ("one_round_bf16", "plain_00_bf16"))
+    assert one_round.seed == plain.seed and \
+        one_round.build().to_mlir() == plain.build().to_mlir()
 
 
 @pytest.mark.parametrize("case", FAMILY, ids=lambda c: c.name)
@@ -475,8 +480,10 @@ def test_gpu_family_plans(case):
         assert forced == 1 or n > blocks, k["reason"]
         assert k["grid"] == [blocks, 1, 1]
         units.append(n)
-    if forced == 1:
+    if case.name.endswith("wave_f16"):
         assert units == [134, 68]
+    if case.name.endswith("one_round_bf16"):
+        assert max(units) <= PERSISTENT_CTAS
     if case.name.endswith("wide_bf16"):
         tiles = [tuple(k["config"]["tile"]) for k in package.kernels]
         assert tiles == [(128, 64), (128, 64), (192, 128), (128, 128)], tiles

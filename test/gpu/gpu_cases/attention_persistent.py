@@ -15,7 +15,8 @@ many tiles):
   tiles see no column with Sq > Skv: tiles with no step), windows;
 * non-causal grids of units that are no multiple of the blocks;
 * a block an SM (``persistent:1``) with a few more units than SMs, and
-  with fewer (a block a unit, the others none);
+  with fewer (a block a unit, the others none), also on plain_00's graph
+  and data (one_round), to tell the kernel from what carries across tiles;
 * GQA and MQA, a bias (f32, q's type), heads stored (B, S, H, D), D 40,
   64, 80, 96, 128 and 256 (64 kv rows a step, O staged in the Q tile),
   192-row tiles (three consumer warpgroups), Dv other than D (O from
@@ -166,6 +167,12 @@ CASES = [
          config="*=persistent:3,split:1"),
     Case("attention_persistent_wave_f16", random_attention(F16, WAVE), seed=SEED + 6,
          config="*=persistent:1"),
+    # plain_00's graph and data with a block an SM: fewer units than SMs,
+    # so every block runs one unit (one round, nothing carried from tile to
+    # tile but a causal pair's). Beside plain_00 it splits a fault between
+    # the persistent kernel itself and what carries across its tiles.
+    Case("attention_persistent_one_round_bf16", random_attention(BF16, _halves(PLAIN)[0]),
+         seed=SEED, config="*=persistent:1"),
 ] + [
     Case(f"attention_persistent_padding_{dtype.mlir}",
          graph_of(add_padded, dtype, PADDED), seed=SEED + 10, rtol=RTOL[dtype.mlir],
