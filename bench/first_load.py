@@ -13,12 +13,19 @@ milliseconds of wall time:
 - ``graph``: the tensors and the op;
 - ``build_plans``: ``validate`` … ``build_plans`` (and its CPU time, which
   a shared machine's wait for a core leaves out), and inside it (wrapped
-  functions, so the parts add up to less): ``detect GPU``
-  (compiler.detect_gpu: cuda-python's import and the driver's device
-  queries, the first graph only), ``cache read`` (compiler.compile_or_read:
-  the key and the entry; a compile if it missed) and ``runtime load``
-  (dnnc_runtime.load: reading and checking the package, its cubin's sha256
-  included);
+  functions: the parts add up to less, and overlap where one is made inside
+  another, an import inside ``cache read and load`` for one):
+  ``imports`` (the time spent in
+  the imports it makes: modules ``import dnnc.frontend`` left for the first
+  plan, the compiler driver, the cache, the runtime), ``detect GPU``
+  (compiler.detect_gpu, the first graph only; inside it ``cuda init``:
+  cuda-python's import, where nothing imported it before, and the first
+  ``cuInit`` through it, which loads libcuda and resolves its functions),
+  ``key`` (compiler.cache_key: the graph's serialization, the options, the
+  digest of dnnc's sources) and ``cache read and load``
+  (compiler.compile_or_load: the key, then the entry read and checked by
+  the runtime's reader, every member and each cubin's sha256, and the
+  Executable made; a compile if it missed);
 - ``first execute``: the first ``execute`` and a synchronize, and inside it
   ``module load`` (dnnc_runtime.modules.load: cuModuleLoadDataEx of the
   cubin, or of the PTX, which the driver compiles or finds in its own disk
@@ -39,7 +46,13 @@ With ``--stub`` (the default without a GPU) the driver is bench/host_overhead.py
 stub, which loads nothing: the figures are dnnc's own host work, and the
 driver cache modes are left out.
 
-    python bench/first_load.py [--runs 5] [--json FILE] [--cache-dir DIR] [--stub] [--profile 25]
+    python bench/first_load.py [--runs 5] [--modes cubin,ptx] [--json FILE] [--cache-dir DIR]
+                               [--stub] [--profile 25] [--bytecode compile|as-is]
+
+dnnc's bytecode is compiled first (``--bytecode as-is`` leaves the tree as
+it is: where PYTHONDONTWRITEBYTECODE is set and no ``__pycache__`` exists,
+every process compiles dnnc's sources, which on the build machine cost
+``import dnnc.frontend`` 40 ms and the first ``build_plans`` 20 ms more).
 
 Needs PyTorch, and the MLIR bindings for the one compile per mode (the JIT
 cache is a fresh directory unless ``--cache-dir`` names one); not
@@ -59,7 +72,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 BENCH = os.path.dirname(os.path.abspath(__file__))
 
 PROBE = r"""
-import json, sys, time
+import json, os, sys, time
 STUB, ARCH, BENCH, PROFILE = %(stub)r, %(arch)r, %(bench)r, %(profile)r
 clock = time.perf_counter
 t = {}
@@ -79,11 +92,17 @@ start = clock()
 import dnnc.frontend as cudnn
 t["import dnnc.frontend"] = clock() - start
 
-import dnnc_runtime
-from dnnc import compiler
-from dnnc_runtime import modules
+import builtins, importlib.util
 
-current = {"graph": None}
+current = {"graph": None, "step": None}
+# The functions timed, each wrapped once its module is imported (by dnnc,
+# not by this probe: a module imported here would leave its import out of
+# the step that imports it). Without a GPU the stub has imported the runtime.
+pending = [("dnnc.compiler", "detect_gpu", "  detect GPU"),
+           ("dnnc_runtime.cuda", "init", "    cuda init"),
+           ("dnnc.compiler", "cache_key", "  key"),
+           ("dnnc.compiler", "compile_or_load", "  cache read and load"),
+           ("dnnc_runtime.modules", "load", "  module load")]
 
 def timed(owner, name, label):
     inner = getattr(owner, name)
@@ -96,10 +115,32 @@ def timed(owner, name, label):
             t[key] = t.get(key, 0.0) + clock() - start
     setattr(owner, name, wrapper)
 
-timed(compiler, "detect_gpu", "  detect GPU")
-timed(compiler, "compile_or_read", "  cache read")
-timed(dnnc_runtime, "load", "  runtime load")
-timed(modules, "load", "  module load")
+def wrap_imported():
+    for item in list(pending):
+        module = sys.modules.get(item[0])
+        if module is not None:
+            timed(module, item[1], item[2])
+            pending.remove(item)
+
+_import, depth = builtins.__import__, [0]
+
+def timed_import(*args, **kwargs):
+    # The outermost imports only: an import inside one is part of its time.
+    if depth[0] or current["graph"] is None:
+        return _import(*args, **kwargs)
+    depth[0] += 1
+    start = clock()
+    try:
+        return _import(*args, **kwargs)
+    finally:
+        depth[0] -= 1
+        key = f"{current['graph']}:   imports ({current['step']})"
+        t[key] = t.get(key, 0.0) + clock() - start
+        if pending:
+            wrap_imported()
+
+wrap_imported()
+builtins.__import__ = timed_import
 
 def sync():
     if not STUB:
@@ -143,7 +184,7 @@ def sdpa(b=4, h=16, s=1024, d=128):
 handle = cudnn.create_handle()
 loaded, profile = {}, ""
 for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
-    current["graph"] = name
+    current["graph"], current["step"] = name, "graph"
     sync()
     start = clock()
     g, pack = make()
@@ -151,8 +192,10 @@ for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
     t[f"{name}: graph"] = clock() - start
     if PROFILE and name == "layernorm":
         import cProfile
-        profiler = cProfile.Profile()
+        # The thread's CPU time without a GPU (a shared build machine), else wall time.
+        profiler = cProfile.Profile(time.thread_time) if STUB else cProfile.Profile()
         profiler.enable()
+    current["step"] = "build_plans"
     start, start_cpu = clock(), time.process_time()
     g.validate(); g.build_operation_graph()
     g.create_execution_plans([cudnn.heur_mode.A, cudnn.heur_mode.FALLBACK])
@@ -166,15 +209,19 @@ for name, make in (("layernorm", layernorm), ("sdpa", sdpa)):
         profile = text.getvalue()
     t[f"{name}: build_plans, CPU time"] = time.process_time() - start_cpu
     for step in ("first execute", "next execute"):
+        current["step"] = step
         start = clock()
         g.execute(pack, None, handle=handle)
         sync()
         t[f"{name}: {step}"] = clock() - start
     exe = g._last_plan.exe
     loaded[name] = [exe.loaded_from, exe.load_note]
-from dnnc import cache
+from dnnc import cache, compiler
+# Whether this process read dnnc's bytecode or compiled its sources (no
+# __pycache__ and PYTHONDONTWRITEBYTECODE set: every process compiles them).
+bytecode = os.path.exists(importlib.util.cache_from_source(compiler.__file__))
 print(json.dumps({"ms": {k: v * 1e3 for k, v in t.items()}, "loaded": loaded,
-                  "hits": cache.default().stats.hits, "profile": profile}))
+                  "hits": cache.default().stats.hits, "profile": profile, "bytecode": bytecode}))
 """
 
 MODES = (
@@ -212,13 +259,31 @@ def main(argv=None):
                         help="also profile the layernorm's build_plans (cProfile, which slows "
                              "it) in one more process of the first mode and print its N "
                              "costliest functions by cumulative time")
+    parser.add_argument("--bytecode", choices=("compile", "as-is"), default="compile",
+                        help="compile dnnc's bytecode before the new processes (as an "
+                             "installed dnnc has it), or time the tree as it is (where "
+                             "PYTHONDONTWRITEBYTECODE is set and no __pycache__ exists, every "
+                             "process compiles dnnc's sources)")
+    parser.add_argument("--modes", help="a comma-separated subset of the modes to run "
+                        f"(of: {', '.join(label for label, _ in MODES)})")
     args = parser.parse_args(argv)
     import torch
 
+    sys.path.insert(0, BENCH)
+    import host_overhead
+
+    bytecode_note = host_overhead.compile_bytecode(args.bytecode)
     stub = args.stub or not torch.cuda.is_available()
     where = (f"CPU, driver stubbed (plans for {args.arch})" if stub else
              f"{torch.cuda.get_device_name()}, real loads and launches")
     modes = MODES[:2] if stub else MODES
+    if args.modes:
+        wanted = [m.strip() for m in args.modes.split(",")]
+        unknown = [m for m in wanted if m not in dict(MODES)]
+        if unknown:
+            parser.error(f"--modes: expected names among {[label for label, _ in MODES]}, "
+                         f"got {unknown}")
+        modes = [(label, extra) for label, extra in modes if label in wanted]
     script = PROBE % {"stub": stub, "arch": args.arch, "bench": BENCH, "profile": 0}
     cache_dir = args.cache_dir or tempfile.mkdtemp(prefix="dnnc-first-load-")
     for _, extra in modes:          # fills the JIT cache and the driver's
@@ -228,9 +293,15 @@ def main(argv=None):
         for label, extra in modes:
             results[label].append(probe(script, extra, cache_dir))
 
-    steps = list(results[modes[0][0]][0]["ms"])
+    steps = list(dict.fromkeys(step for label, _ in modes for r in results[label]
+                               for step in r["ms"]))
+    bytecode = {r["bytecode"] for label, _ in modes for r in results[label]}
     print(f"{where}; {args.runs} new processes per mode; milliseconds of wall time, "
-          "median (best)")
+          "median (best); the compiler driver's bytecode "
+          + ("read from __pycache__" if bytecode == {True} else
+             "compiled from source in every process" if bytecode == {False} else
+             "in some processes"))
+    print(bytecode_note)
     print(f"{'step':<36}" + "".join(f"{label:>26}" for label, _ in modes))
     for step in steps:
         cells = []
@@ -256,6 +327,7 @@ def main(argv=None):
     if args.json:
         with open(args.json, "w") as f:
             json.dump({"where": where, "torch": torch.__version__, "runs": args.runs,
+                       "bytecode": sorted(bytecode),
                        "results": results}, f, indent=1)
 
 

@@ -17,6 +17,11 @@ Three figures per library:
   cache warm), with the import time apart.
 
     python bench/frontend_vs_cudnn.py [--json OUT] [--hidden 768,1024,...]
+    python bench/frontend_vs_cudnn.py --probe-only [--bytecode compile|as-is]
+
+``--probe-only`` runs the new processes alone (dnnc.frontend and CUDA
+torch; no cudnn-frontend); dnnc's bytecode is compiled before them unless
+``--bytecode as-is``.
 """
 
 import argparse
@@ -266,10 +271,18 @@ print(json.dumps({{"import_torch_s": t1 - t0, "import_frontend_s": t2 - t1,
 """
 
 
-def build_probe():
+def build_probe(bytecode="compile"):
     """``build_plans`` in fresh processes: the first fills dnnc's JIT cache,
-    the next ones find the graph there."""
-    code = PROBE.format(bench=os.path.dirname(os.path.abspath(__file__)))
+    the next ones find the graph there. ``bytecode``: compile dnnc's
+    bytecode first ("compile"), or time the tree as it is ("as-is")."""
+    bench = os.path.dirname(os.path.abspath(__file__))
+    code = PROBE.format(bench=bench)
+    sys.path.insert(0, bench)
+    import host_overhead
+
+    # As an installed dnnc: without bytecode (PYTHONDONTWRITEBYTECODE and no
+    # __pycache__) every process would compile dnnc's sources, 60 ms or more.
+    print(host_overhead.compile_bytecode(bytecode), flush=True)
     runs = []
     for _ in range(4):
         out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
@@ -283,7 +296,20 @@ def main(argv=None):
     ap.add_argument("--json")
     ap.add_argument("--hidden", default=",".join(map(str, HIDDEN)))
     ap.add_argument("--no-probe", action="store_true")
+    ap.add_argument("--bytecode", choices=("compile", "as-is"), default="compile",
+                    help="the probe's processes read dnnc's bytecode, compiled first, or find "
+                         "the tree as it is")
+    ap.add_argument("--probe-only", action="store_true",
+                    help="only the new processes' import and build_plans (dnnc.frontend alone: "
+                         "cudnn-frontend not needed)")
     args = ap.parse_args(argv)
+    if args.probe_only:
+        for i, p in enumerate(build_probe(args.bytecode)):
+            print(f"new process {i}: import torch {p['import_torch_s']*1e3:.0f} ms, "
+                  f"import dnnc.frontend {p['import_frontend_s']*1e3:.0f} ms, "
+                  f"build to plans {p['build_s']*1e3:.1f} ms, "
+                  f"first execute {p['first_execute_s']*1e3:.1f} ms")
+        return
     import torch
     import cudnn
     import dnnc.frontend as dfe
@@ -301,7 +327,7 @@ def main(argv=None):
                     rows.append({"case": f"{kind} {phase} {hidden}", "error": repr(e)[:300]})
                 print(json.dumps(rows[-1]), flush=True)
     host = host_rows(mods)
-    probe = [] if args.no_probe else build_probe()
+    probe = [] if args.no_probe else build_probe(args.bytecode)
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cudnn": cudnn.backend_version_string(), "date": time.strftime("%Y-%m-%d"),
               "rows": rows, "host": host, "build_probe": probe}

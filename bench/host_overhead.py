@@ -42,6 +42,10 @@ Usage::
     python bench/host_overhead.py --save-plans DIR --builds 0   # where MLIR is
     python bench/host_overhead.py --plans DIR --builds 0        # a GPU machine without it
 
+Before the new processes dnnc's bytecode is compiled, as an installed
+dnnc has it (``--bytecode as-is`` times the tree as it is; see
+``compile_bytecode``).
+
 ``--plans`` runs serialized plans (``pygraph.serialize``): the layernorm's
 epsilon is compiled in then, so its variant pack has no pass-by-value
 tensor.
@@ -345,6 +349,32 @@ def install_stub(torch):
 
 # -- build_plans of a graph seen before, in a new process --------------------------
 
+def compile_bytecode(mode="compile"):
+    """Make sure new processes read dnnc's bytecode, as an installed dnnc's
+    (pip compiles it at install) and return a line saying what they read.
+
+    A source tree without ``__pycache__``, where PYTHONDONTWRITEBYTECODE is
+    set, has every new process compile dnnc's sources again: on the build
+    machine that took ``import dnnc.frontend`` from 11 to 51 ms and a
+    layernorm's ``build_plans`` from 8 to 32 ms of CPU time (torch imported
+    first; docs/frontend.md, "Host overhead"). ``mode`` "compile" compiles
+    what lacks bytecode (``compileall``) first; "as-is" leaves the tree as
+    it is, to time what a process finds there."""
+    import compileall
+    import importlib.util
+
+    roots = [os.path.join(ROOT, "dnnc"), os.path.join(ROOT, "runtime", "dnnc_runtime")]
+    if mode == "compile":
+        for root in roots:
+            compileall.compile_dir(root, quiet=1)
+    sources = [os.path.join(d, f) for root in roots for d, _, files in os.walk(root)
+               for f in files if f.endswith(".py")]
+    have = sum(os.path.exists(importlib.util.cache_from_source(f)) for f in sources)
+    write = "not written" if sys.flags.dont_write_bytecode else "written on import"
+    return (f"dnnc's bytecode: {have} of {len(sources)} modules compiled ({mode}); "
+            f"missing bytecode is {write} (PYTHONDONTWRITEBYTECODE)")
+
+
 # Run by ``python -c`` in a new process: import dnnc.frontend, then build the
 # layernorm and the SDPA graph (epsilon and the scale as numbers, so that
 # build_plans compiles: with the JIT cache warm, it reads the entry) and
@@ -438,6 +468,9 @@ def main():
                         help="write the plans built here (serialized) to DIR")
     parser.add_argument("--plans", metavar="DIR",
                         help="time the plans --save-plans wrote (no compiler needed)")
+    parser.add_argument("--bytecode", choices=("compile", "as-is"), default="compile",
+                        help="compile dnnc's bytecode before the new processes (as an "
+                             "installed dnnc has it), or time the tree as it is")
     parser.add_argument("--json", help="write the rows here too")
     args = parser.parse_args()
     try:
@@ -490,10 +523,11 @@ def main():
     print("kernels per call: " + ", ".join(f"{k} {n}" for k, n in kernels.items()))
     builds = []
     if args.builds:
+        bytecode = compile_bytecode(args.bytecode)
         rows, warm, heavy = fresh_builds(args.builds, sm_version)
         print(f"\nbuild_plans of graphs seen before, {args.builds} new processes (no torch), "
               f"milliseconds; every build a JIT cache hit: {warm}; MLIR or libLLVM.so loaded: "
-              f"{heavy}")
+              f"{heavy}; {bytecode}")
         print(f"{'step':<28}{'best':>8}{'median':>8}{'cpu':>8}")
         for label, best, median, cpu in rows:
             builds.append({"step": label, "best_ms": round(best, 1),

@@ -47,7 +47,7 @@ import time
 import zipfile
 from dataclasses import dataclass
 
-from dnnc import _bootstrap, artifact, atomic_file, env, version
+from dnnc import _bootstrap, atomic_file, env, version
 
 # Bump when the key's recipe or the entry layout changes.
 CACHE_FORMAT = 2
@@ -270,12 +270,18 @@ def package_bytes(package, key=None):
     """The ``.dnnpkg`` bytes of ``package`` (same members as artifact.write),
     with ``key`` recorded in the manifest when given. Deterministic: one
     package always gives the same bytes."""
+    from dnnc import artifact
+
     return artifact.to_bytes(package, {KEY_FIELD: key} if key is not None else None)
 
 
 def recorded_key(data):
     """The key an entry's manifest records, or None when ``data`` is not a
     complete, valid .dnnpkg (truncated, bad CRC, bad manifest, no key)."""
+    # Imported here, as in package_bytes and put: a JIT hit (Cache.read with
+    # the runtime's reader) needs none of the compiler's package code.
+    from dnnc import artifact
+
     try:
         with zipfile.ZipFile(io.BytesIO(data)) as z:
             for name in (artifact.PTX, artifact.SOURCE):
@@ -329,6 +335,34 @@ class Cache:
         self.stats.hits += 1
         return data
 
+    def read(self, key, reader):
+        """``(bytes, reader's value)`` of the entry of ``key``, or None on a
+        miss. ``reader(data)`` parses and checks the entry as its user needs
+        it and returns ``(the key its manifest records, value)``; whatever
+        it raises makes the entry bad (a miss), as does another key
+        recorded. ``get`` checks an entry with ``recorded_key`` and its user
+        then parses it again; a user that checks every member anyway (the
+        JIT, through the runtime's artifact reader: every member read, so
+        every CRC, the manifest, each cubin's size and sha256) reads a hit
+        once this way."""
+        path = self.path(key)
+        try:
+            with open(path, "rb") as f:
+                data = f.read()
+        except OSError:
+            self.stats.misses += 1
+            return None
+        try:
+            recorded, value = reader(data)
+        except Exception:  # noqa: BLE001 - whatever is wrong with an entry, it is a miss
+            recorded = None
+        if recorded != key:
+            self.stats.bad += 1
+            self.stats.misses += 1
+            return None
+        self.stats.hits += 1
+        return data, value
+
     def put(self, key, data):
         """Store ``data`` (.dnnpkg bytes) as the entry of ``key``, atomically;
         return the entry's path. Bytes that do not record ``key`` are
@@ -336,6 +370,8 @@ class Cache:
         be written."""
         path = self.path(key)
         if recorded_key(data) != key:
+            from dnnc import artifact
+
             data = package_bytes(artifact.read(data), key)
         os.makedirs(self.directory, exist_ok=True)
         atomic_file.write(path, data, prefix=f".{key[:16]}-")

@@ -21,9 +21,8 @@ import os
 from dataclasses import dataclass, fields
 from typing import Protocol
 
-from dnnc import pipelines
+from dnnc.archs import ARCHS
 from dnnc.errors import UnsupportedError
-from dnnc.stages import run_stages
 
 TARGETS = ("cpu", "cuda")
 # How kernel configs are chosen: the heuristics' first choice (or the tuning
@@ -72,9 +71,9 @@ class Options:
             if getattr(self, name) is not None and self.target != "cuda":
                 raise UnsupportedError(f"option {name}='{getattr(self, name)}' applies to "
                                        f"target 'cuda', not '{self.target}'")
-        if self.arch is not None and self.arch not in pipelines.ARCHS:
+        if self.arch is not None and self.arch not in ARCHS:
             raise UnsupportedError(f"arch '{self.arch}': expected one of "
-                                   f"{', '.join(pipelines.ARCHS)}")
+                                   f"{', '.join(ARCHS)}")
 
     # Fields that say where to write or read things, not what to compile.
     NOT_IN_KEY = ("dump_ir", "tuning_db")
@@ -125,10 +124,13 @@ class Options:
 
     def stages(self):
         """The pipeline of this target (and arch)."""
+        # Imported here: a JIT cache hit makes no pipeline (see compile_or_load).
+        from dnnc import pipelines
+
         if self.target == "cuda":
             if self.arch is None:
                 raise UnsupportedError("target 'cuda' needs an arch: expected one of "
-                                       f"{', '.join(pipelines.ARCHS)}, got none")
+                                       f"{', '.join(ARCHS)}, got none")
             return pipelines.get("cuda", self.arch, config=self.config or "",
                                  db=self.tuning_path(), gpu=self.gpu or "")
         return pipelines.get(self.target)
@@ -162,6 +164,8 @@ def compile_module(module, options=Options(), basename="graph"):
     ``cuda``, a ``dnnc.artifact.Package``: manifest, PTX, source and
     ``save(path)``), or the module itself when ``options.stop_after`` names a
     stage."""
+    from dnnc.stages import run_stages
+
     stages = options.stages()
     if options.stop_after:
         run_stages(module, stages, dump_ir=options.dump_ir, basename=basename,
@@ -205,7 +209,7 @@ def arch_for_capability(major, minor):
         return "sm_80"
     raise UnsupportedError(
         f"GPU of compute capability {major}.{minor}: expected 8.x (arch sm_80) or 9.0 "
-        f"(arch sm_90a); supported archs are {', '.join(pipelines.ARCHS)}")
+        f"(arch sm_90a); supported archs are {', '.join(ARCHS)}")
 
 
 NO_DEVICE = "no CUDA device found: pass arch= to compile ahead of time, or use target='cpu'"
@@ -293,38 +297,81 @@ def lookup(graph_or_module, arch, **options):
 def compile_or_read(graph_or_module, arch, cache=True, **options):
     """(Package or None, .dnnpkg bytes) of compiling ``graph_or_module`` for
     ``arch`` with ``options`` (further Options fields): on a cache hit only
-    the bytes, read from the entry; on a miss (or without ``cache``) the
-    Package just compiled and its bytes. It is ``compile_cuda`` without
-    building a Package on a hit: the JIT (dnnc/jit.py) hands the bytes to the
-    runtime."""
+    the bytes, read from the entry (and checked: ``cache.Cache.get``); on a
+    miss (or without ``cache``) the Package just compiled and its bytes. It
+    is ``compile_cuda`` without building a Package on a hit."""
+    package, data, _ = _through_cache(graph_or_module, arch, cache, None, options)
+    return package, data
+
+
+def compile_or_load(graph_or_module, arch, cache=True, **options):
+    """(dnnc_runtime Executable, .dnnpkg bytes) of compiling
+    ``graph_or_module`` for ``arch`` with ``options`` through the cache: what
+    the JIT (dnnc/jit.py) and dnnc.frontend's plans run.
+
+    A hit is read and checked once, by the runtime's own artifact reader
+    (``cache.Cache.read``): every member read (so every CRC), the manifest
+    validated, each cubin's size and sha256 checked; an entry it refuses is
+    a miss, compiled again and rewritten, as with ``get``. (Through
+    ``compile_or_read`` and ``dnnc_runtime.load`` a hit was checked by the
+    cache and then again by the runtime: two zip reads and two sha256 of
+    each cubin.) A compile is loaded from its bytes with ``dnnc_runtime.load``."""
+    import dnnc_runtime
+
+    _, data, artifact = _through_cache(graph_or_module, arch, cache, _runtime_entry, options)
+    if artifact is not None:
+        return dnnc_runtime.Executable(artifact), data
+    return dnnc_runtime.load(data), data
+
+
+def _runtime_entry(data):
+    """A cache entry read by the runtime (``Cache.read``'s reader): (the
+    key its manifest records, its dnnc_runtime Artifact); raises
+    ArtifactError for anything wrong with it."""
+    from dnnc_runtime import artifact as runtime_artifact
+
+    artifact = runtime_artifact.read(data)
+    from dnnc import cache as jit_cache
+
+    return artifact.manifest.get(jit_cache.KEY_FIELD), artifact
+
+
+def _through_cache(graph_or_module, arch, cache, reader, options):
+    """(Package or None, bytes, the reader's value or None): a hit read
+    with ``Cache.get`` (``reader`` None) or ``Cache.read(key, reader)``;
+    else compiled (and stored with ``cache``)."""
     from dnnc import cache as jit_cache
 
     opts = Options(target="cuda", arch=arch, **options)
     if not cache:
         module, basename = dnn_module(graph_or_module)
         package = compile_module(module, opts, basename=basename)
-        return package, jit_cache.package_bytes(package)
+        return package, jit_cache.package_bytes(package), None
     if isinstance(graph_or_module, str):  # parsed once, for the key and the compile
         graph_or_module, _ = dnn_module(graph_or_module)
-    if opts.dump_ir:  # asked for the stages' IR: compile, so that it is written
-        key = cache_key(graph_or_module, opts)
-    else:
-        key, data = lookup(graph_or_module, arch, **options)
-        if data is not None:
-            return None, data
+    key = cache_key(graph_or_module, opts)
+    store = jit_cache.default()
+    if not opts.dump_ir:  # asked for the stages' IR: compile, so that it is written
+        if reader is None:
+            data = store.get(key)
+            if data is not None:
+                return None, data, None
+        else:
+            hit = store.read(key, reader)
+            if hit is not None:
+                return None, hit[0], hit[1]
     module, basename = dnn_module(graph_or_module)
     package = compile_module(module, opts, basename=basename)
     package.manifest[jit_cache.KEY_FIELD] = key
     data = jit_cache.package_bytes(package)
-    store = jit_cache.default()
     try:
         store.put(key, data)
     except OSError as err:  # a read-only or full disk costs the next run a compile, no more
         import warnings
 
         warnings.warn(f"dnnc cache: cannot write {store.path(key)}: {err}", RuntimeWarning,
-                      stacklevel=3)
-    return package, data
+                      stacklevel=4)
+    return package, data, None
 
 
 def compile_cuda(graph_or_module, arch, cache=True, **options):

@@ -3,8 +3,9 @@
     exe = jit(graph)                     # the current GPU's arch, through the cache
     exe = jit(graph, mode="autotune")    # tune what the database lacks, then compile
 
-Detect the GPU's arch, compile through the JIT cache (``compiler.compile_or_read``;
-a hit imports no MLIR), return the runtime's Executable. With
+Detect the GPU's arch, compile through the JIT cache
+(``compiler.compile_or_load``: a hit imports no MLIR and is read and checked
+once, by the runtime's reader), return the runtime's Executable. With
 ``mode="autotune"`` the graph's kernels are first tuned (dnnc/tune/tuner.py)
 into the tuning database, which every cuda compile reads. The JIT sits above
 both the driver and the tuner, which compiles through the driver.
@@ -42,7 +43,5 @@ def jit(graph, arch=None, cache=True, mode="heuristic", top=None, progress=None,
                                 top=top or tuner.DEFAULT_TOP, progress=progress)
         if report.gpu and not options.get("gpu"):
             options["gpu"] = report.gpu  # its entries, not another GPU's, for the compile
-    _, data = compiler.compile_or_read(graph, arch, cache, **options)
-    import dnnc_runtime
-
-    return dnnc_runtime.load(data)
+    exe, _ = compiler.compile_or_load(graph, arch, cache, **options)
+    return exe

@@ -5,8 +5,10 @@
     dnnc-opt --dump-pipeline                      # print the pipelines of dnnc/pipelines.py
     dnnc-opt --pipeline cpu --dump-ir out/ graph.mlir
 
-Every input is parsed, and its dnn ops verified, before the passes run. Errors
-print as ``file:line:col: error: message`` and the exit code is 1.
+Every input is parsed, and its dnn ops verified, before the passes run, and
+the dnn ops left after them are verified again (as ``dnn-verify`` does), so a
+pass that leaves shape-inconsistent IR fails its lit test. Errors print as
+``file:line:col: error: message`` and the exit code is 1.
 """
 
 import argparse
@@ -76,7 +78,10 @@ def process(text, pipeline, *, filename="<stdin>", line_offset=0, dump_dir=None)
     ctx = dialect.context()
     module = parse(text, context=ctx)
     if pipeline:
+        from dnnc.passes.dnn_verify import verify_module
+
         passes.run_pipeline(module, pipeline, dump_dir=dump_dir)
+        verify_module(module)
     return str(module)
 
 

@@ -434,10 +434,7 @@ class pygraph(PointwiseOps, CoreOps, NormOps, AttentionOps):  # noqa: N801
                     arch, gpu = compiler.detect_gpu()
                     if gpu:
                         options["gpu"] = gpu
-                _, package = compiler.compile_or_read(g, arch, True, **options)
-                import dnnc_runtime
-
-                exe = dnnc_runtime.load(package)
+                exe, package = compiler.compile_or_load(g, arch, True, **options)
             else:
                 package = None
                 exe = g.compile(target="cpu")

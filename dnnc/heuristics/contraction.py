@@ -761,7 +761,7 @@ def _attention_smem(bm, bn, d, dv, stages):
     def padded(x):
         return _ceil(x, 64) * 64
     return 1024 + bm * padded(d) * 2 + stages * bn * (padded(d) + padded(dv)) * 2 \
-        + 8 * (1 + 2 * stages)
+        + 8 * (1 + 4 * stages)
 
 
 def tc_sm90_attention(problem, facts):

@@ -22,12 +22,12 @@ import json
 import os
 import re
 import zipfile
-from dataclasses import dataclass, field
 
 from .cuda import TENSOR_MAP_BYTES, TMA_DATA_TYPES, TMA_L2_PROMOTIONS, TMA_OOB_FILLS, TMA_SWIZZLES
 from .cuda import arch_name
 from . import layout
 from .errors import ArtifactError
+from .record import Field, Record
 
 FORMAT_VERSION = 2
 # The versions this runtime reads: 1 (PTX only) and 2 (which added "cubins").
@@ -64,8 +64,7 @@ _REQUIRED = ("format_version", "arch", "inputs", "outputs", "workspace_bytes", "
 _ARCH = re.compile(r"^sm_(\d+)(\d)([af]?)$")
 
 
-@dataclass(frozen=True)
-class TensorSpec:
+class TensorSpec(Record):
     """One graph input or output: logical dims, strides in elements, dtype."""
 
     name: str
@@ -105,8 +104,7 @@ class TensorSpec:
         return self.extent * self.itemsize
 
 
-@dataclass(frozen=True)
-class BufferSpec:
+class BufferSpec(Record):
     """A device buffer kernels name: a graph input/output, or a workspace slice."""
 
     kind: str            # "input", "output" or "workspace"
@@ -115,8 +113,7 @@ class BufferSpec:
     nbytes: int = 0      # size in bytes (tensor extent, or the slice size)
 
 
-@dataclass(frozen=True)
-class Im2colSpec:
+class Im2colSpec(Record):
     """What makes a "tma" argument an im2col-mode descriptor (a convolution's
     activation read as the rows of its implicit GEMM), outermost first:
     ``lower`` and ``upper``, the pixel box's corners, one per spatial dim
@@ -129,8 +126,7 @@ class Im2colSpec:
     element_strides: tuple
 
 
-@dataclass(frozen=True)
-class ArgSpec:
+class ArgSpec(Record):
     """A kernel argument: a pointer into a buffer, a scalar, or a TMA descriptor.
 
     A "tma" argument is a CUtensorMap (128 bytes, by value) over the tensor
@@ -166,8 +162,7 @@ class ArgSpec:
         return TENSOR_MAP_BYTES if self.kind == "tma" else 8
 
 
-@dataclass(frozen=True)
-class KernelSpec:
+class KernelSpec(Record):
     """One launch of the plan.
 
     ``name`` is the kernel function the launch came from, ``strategy`` and
@@ -183,7 +178,7 @@ class KernelSpec:
     block: tuple
     shared_bytes: int
     args: tuple
-    config: dict = field(default_factory=dict, hash=False, compare=False)
+    config: dict = Field(factory=dict, compare=False)
     reason: str = ""
     dependent_launch: bool = False   # waits for the grids ahead: may launch before they end
 
@@ -204,8 +199,7 @@ class KernelSpec:
         return " ".join(parts)
 
 
-@dataclass(frozen=True)
-class CubinSpec:
+class CubinSpec(Record):
     """A cubin of the package: ``module`` (kernels.ptx) assembled by ptxas
     (release ``ptxas_version``) for ``arch``; ``data``, its bytes, checked
     against the manifest's size and sha256."""
@@ -215,7 +209,7 @@ class CubinSpec:
     arch: str
     ptxas_version: str
     sha256: str
-    data: bytes = field(repr=False)
+    data: bytes = Field(repr=False)
 
     @property
     def capability(self):
@@ -224,8 +218,7 @@ class CubinSpec:
         return int(m.group(1)), int(m.group(2))
 
 
-@dataclass(frozen=True)
-class Artifact:
+class Artifact(Record):
     """A validated .dnnpkg: the manifest, parsed, plus the PTX and source
     text and the cubins (CubinSpec; none in a package without)."""
 

@@ -355,6 +355,81 @@ def test_damaged_entry_is_recompiled_and_rewritten(cache_dir):
     assert path.read_bytes() == good
 
 
+def test_jit_hit_is_read_and_checked_once(cache_dir, monkeypatch):
+    """A JIT hit (compiler.compile_or_load, which jit and dnnc.frontend use)
+    is read by the runtime's reader alone: the cache's own check
+    (recorded_key) does not run before it, and each cubin's sha256 is taken
+    once (it was taken twice, by the cache and by the runtime's load)."""
+    import dnnc_runtime
+    from dnnc_runtime import artifact as runtime_artifact
+
+    exe, data = compiler.compile_or_load(small_graph(), "sm_80")   # compiles
+    assert isinstance(exe, dnnc_runtime.Executable)
+    with zipfile.ZipFile(io.BytesIO(data)) as z:
+        cubins = [z.read(n) for n in z.namelist() if n.endswith(".cubin")]
+    reads, digested = [], []
+    real_read, real_sha256 = runtime_artifact.read, hashlib.sha256
+
+    def read(source):
+        reads.append(source)
+        return real_read(source)
+
+    def sha256(*args, **kwargs):
+        digested.extend(a for a in args if any(a == c for c in cubins))
+        return real_sha256(*args, **kwargs)
+
+    def no_second_check(data):
+        raise AssertionError("a JIT hit was checked by the cache before the runtime's reader")
+
+    monkeypatch.setattr(runtime_artifact, "read", read)
+    monkeypatch.setattr(hashlib, "sha256", sha256)
+    monkeypatch.setattr(cache, "recorded_key", no_second_check)
+    hit, again = compiler.compile_or_load(small_graph(), "sm_80")
+    assert again == data and reads == [data]
+    assert len(digested) == len(cubins)
+    assert cache.default().stats.hits == 1
+    assert [t.name for t in hit.inputs] == [t.name for t in exe.inputs]
+    assert hit.plan == exe.plan and hit.artifact.cubins == exe.artifact.cubins
+
+
+def _with_member_changed(data, suffix):
+    """``data`` with one byte flipped in the middle of the member ending in
+    ``suffix``, rewritten as a valid zip (its CRC matches the new bytes)."""
+    out = io.BytesIO()
+    with zipfile.ZipFile(io.BytesIO(data)) as z, zipfile.ZipFile(out, "w") as w:
+        for info in z.infolist():
+            member = z.read(info)
+            if info.filename.endswith(suffix):
+                member = bytearray(member)
+                member[len(member) // 2] ^= 0xFF
+                member = bytes(member)
+            w.writestr(info, member)
+    return out.getvalue()
+
+
+def test_jit_damaged_entries_are_misses_compiled_again(cache_dir):
+    """What the runtime's reader refuses in an entry (a truncated zip, a
+    cubin whose sha256 is not the manifest's, another graph's package) is a
+    miss for the JIT: compiled again, and the entry rewritten."""
+    _, good = compiler.compile_or_load(small_graph(), "sm_80")
+    key = cache.key_for_graph(small_graph(), cuda_opts())
+    path = cache_dir / (key + ".dnnpkg")
+    assert path.read_bytes() == good
+    _, other = compiler.compile_or_load(small_graph(n=32), "sm_80")
+    damaged = {"truncated": good[: len(good) // 3], "foreign": other}
+    with zipfile.ZipFile(io.BytesIO(good)) as z:
+        if any(n.endswith(".cubin") for n in z.namelist()):
+            damaged["cubin digest"] = _with_member_changed(good, ".cubin")
+    for how, data in damaged.items():
+        path.write_bytes(data)
+        assert cache.recorded_key(data) != key, how    # the cache's own check agrees
+        exe, again = compiler.compile_or_load(small_graph(), "sm_80")
+        assert again == good and path.read_bytes() == good, how
+        assert [t.name for t in exe.inputs] == ["x", "w"]
+    stats = cache.default().stats
+    assert (stats.hits, stats.bad) == (0, len(damaged))
+
+
 def test_dump_ir_compiles_even_on_a_hit(tmp_path):
     compiler.compile_cuda(small_graph(), "sm_80")
     dump = tmp_path / "ir"

@@ -152,3 +152,24 @@ def test_parse_errors_name_the_file_and_line(tmp_path, capsys):
     err = capsys.readouterr().err
     assert err.startswith("dnnc: error: cannot parse the MLIR input\n")
     assert f"{path}:2:3: error: " in err and 'loc("-"' not in err
+
+
+def test_opt_verifies_the_dnn_ops_a_pipeline_leaves(tmp_path, capsys, monkeypatch):
+    """A pass that leaves a dnn op whose shapes contradict each other fails
+    dnnc-opt, as mlir-opt's verifier fails a pass that breaks structure."""
+    from dnnc import passes
+    from mlir import ir
+
+    def break_softmax(module, pipeline, dump_dir=None):
+        for op in passes.dnn_ops(module):
+            if op.name == "dnn.softmax":
+                with module.context:
+                    op.attributes["axis"] = ir.IntegerAttr.get(ir.IntegerType.get_signless(64), 7)
+
+    src = _graph_file(tmp_path)
+    assert opt.main([src, "--pass-pipeline", "builtin.module(canonicalize)"]) == 0
+    capsys.readouterr()
+    monkeypatch.setattr(passes, "run_pipeline", break_softmax)
+    assert opt.main([src, "--pass-pipeline", "builtin.module(canonicalize)"]) == 1
+    err = capsys.readouterr().err
+    assert "dnn.softmax" in err and "error:" in err

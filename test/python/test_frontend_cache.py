@@ -7,9 +7,11 @@
   epsilon, phase, masks, scale, layout, arch) changes the key, and over all
   the variants two keys are equal exactly when the dnn MLIR compiled is.
 * ``build_plans`` of a graph seen before, in a new process, reads the
-  cache entry and imports no MLIR, no pass, no code generator, no NumPy
-  and loads no libLLVM.so; ``import dnnc.frontend`` alone loads none of
-  them either. Both print their times (run with -s).
+  cache entry and imports no MLIR, no pass, no code generator, no NumPy,
+  neither the pipelines nor the stage loop, nor the compiler's package
+  code (``dnnc.artifact``: the runtime's reader checks the entry), and
+  loads no libLLVM.so; ``import dnnc.frontend`` alone loads none of them
+  either. Both print their times (run with -s).
 """
 
 import json
@@ -25,7 +27,7 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 # What the builders give every pygraph (the fresh process sets target and arch).
 GRAPH_OPTIONS = {}
 HEAVY = ("mlir", "dnnc.passes", "dnnc.codegen", "dnnc.parsing", "dnnc.graph_mlir", "numpy",
-         "ml_dtypes", "importlib.metadata")
+         "ml_dtypes", "importlib.metadata", "dnnc.pipelines", "dnnc.stages", "dnnc.artifact")
 
 
 def layernorm(rows=64, hidden=256, dtype=cudnn.data_type.BFLOAT16, stride=None,

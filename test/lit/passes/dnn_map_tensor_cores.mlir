@@ -1171,7 +1171,7 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:   %[[UO:.*]] = memref.cast %[[O]]
 //       CHECK:   %[[DO:.*]] = nvgpu.tma.create.descriptor %[[UO]] box[%c1, %c1, %c16, %c64] : memref<*xbf16> -> <tensor = memref<1x1x16x64xbf16, 3>, swizzle = swizzle_128b
 //       CHECK:   %[[PO:.*]] = builtin.unrealized_conversion_cast %[[DO]]
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115768_i32 {
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115816_i32 {
 // Q's barrier expects one arrival, each stage's full barrier one (the
 // producer's), its empty barrier two (the consumers').
 //       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
@@ -1373,7 +1373,7 @@ func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 6
 // are awaited before the block exits.
 // CHECK-LABEL: func.func private @sdpa_persistent(
 //  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 128 query rows a block (2 consumer warpgroups), 128 kv rows a step, K and V in rings of 3 stages; S = QK^T and O += PV on wgmma, the online softmax in registers; persistent: 2 blocks take 4 units round robin, pairs of query tiles (the last and the first left of a head: equal work under the causal mask, the longer first), head by head, O staged in the V stage of the tile's last step (the next Q loads under the epilogue)"
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115776_i32 {
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115824_i32 {
 //       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
 //  CHECK-NEXT:     nvvm.mbarrier.init %[[QEMPTY:.*]], %c2_i32
 //       CHECK:     nvvm.setmaxregister  decrease 24

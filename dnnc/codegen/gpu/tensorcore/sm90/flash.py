@@ -194,10 +194,11 @@ class FlashTile:
 
 
 def smem_bytes(tile, d, dv):
-    """Dynamic shared memory of the kernel: Q, the ring, the barriers (a
+    """Dynamic shared memory of the kernel: Q, the rings, the barriers
+    (q_full, and a full and an empty one a stage of K's ring and of V's; a
     persistent block's q_empty too), slack."""
     ring = tile.stages * tile.n * (padded(d) + padded(dv)) * 2
-    return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 2 * tile.stages) \
+    return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 4 * tile.stages) \
         + (8 if tile.persistent else 0)
 
 
