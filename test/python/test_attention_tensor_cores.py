@@ -1564,6 +1564,7 @@ def test_attention_backward_sass(built, name):
         text = functions[k["entry"]]
         counts = sass.opcodes(text)
         assert counts["USETMAXREG"] > 0, f"{k['entry']}: ptxas ignored setmaxnreg"
+        assert_setmaxnreg_fits([k], resources, functions)
         assert family(counts, "HGMMA.") == \
             {f"HGMMA.64x{steps}x16.F32{suffix}", f"HGMMA.64x{d}x16.F32{suffix}"}, \
             (k["entry"], sorted(counts))
