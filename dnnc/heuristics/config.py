@@ -81,8 +81,10 @@ class Config:
     #                             kt - 1's products are promoted while step kt's wgmmas
     #                             run (2, 4 or 8; 0: each step whole; tc-sm90,
     #                             block_scales.py)
-    persistent: int = 0         # 1: the blocks loop over the work units, one wave (tc-sm90's
-    #                             fused attention backward; its GEMMs always do)
+    persistent: int = 0         # tc-sm90's attention (its GEMMs always are): 1, a block an
+    #                             SM, each looping over work units (query tiles forward, kv
+    #                             tiles backward); 0, a block a unit; N > 1, at most N such
+    #                             blocks (the forward; tests: many units a block)
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -102,7 +104,7 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("staged", "tiled", "persistent"):
+        for name in ("staged", "tiled"):
             if getattr(self, name) not in (0, 1):
                 raise PipelineError(f"config: {name}: expected 0 or 1, got "
                                     f"{getattr(self, name)}")
@@ -110,6 +112,8 @@ class Config:
             raise PipelineError(f"config: promote_overlap: expected one of "
                                 f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got "
                                 f"{self.promote_overlap}")
+        if self.persistent < 0:
+            raise PipelineError(f"config: persistent: expected >= 0, got {self.persistent}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 

@@ -644,6 +644,9 @@ SPLIT_WIDER_STAGES = 4
 TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_SPARE = 128, 3, 32
 # Registers a biased attention step keeps beyond its bias values.
 TC90_ATTENTION_BIAS_SPARE = 16
+# The widest head dims (D and Dv) of the persistent attention forward, and
+# the longest kv sequence it is chosen for (8 steps of 128 kv rows).
+TC90_ATTENTION_PERSISTENT_D, TC90_ATTENTION_PERSISTENT_SKV = 128, 1024
 # Query rows from which head dims up to 64 take 192-row blocks.
 TC90_ATTENTION_TALL_SQ = 2048
 # Split-KV (flash_combine.py): kv tiles a split block keeps at least, and
@@ -818,17 +821,21 @@ def tc_sm90_attention(problem, facts):
             if not stages:
                 continue
             split = _attention_split(problem, bm, bn, fold)
+            persistent = _attention_persistent(problem, bm, bn, split, fold)
             folded = (f", the {fold} query heads of each kv head folded into one block "
                       f"({fold} x {sq} rows: each K and V tile read once for the group)"
                       if fold > 1 else "")
             configs.append(Config(
                 "tc-sm90", (128 * (1 + consumers), 1, 1), tile=(bm, bn), stages=stages,
-                split=split, fold=fold,
+                split=split, fold=fold, persistent=persistent,
                 reason=f"attention forward ({facts}): {bm} query rows a block, {bn} kv rows "
                        f"a step, {stages} stages (the most shared memory holds, up to "
                        f"{TC90_ATTENTION_STAGES})" + folded
                        + (f", the kv tiles split over {split} blocks (too few query tiles "
-                          "for the SMs)" if split > 1 else "")))
+                          "for the SMs)" if split > 1 else "")
+                       + (", persistent (more query tiles than SMs, each of at most "
+                          f"{TC90_ATTENTION_PERSISTENT_SKV // 128} kv steps: a block an SM "
+                          "runs tile after tile)" if persistent else "")))
     return configs
 
 
@@ -975,6 +982,36 @@ def _attention_split(problem, bm, bn, fold=1):
     tiles = _ceil(_attention_skv(problem), bn)
     return max(1, min(problem.sms // blocks, tiles // TC90_ATTENTION_SPLIT_TILES,
                       TC90_ATTENTION_SPLITS))
+
+
+def _attention_persistent(problem, bm, bn, split, fold):
+    """1 where tc-sm90's attention forward runs persistent blocks
+    (sm90/flash_scheduler.py): more query tiles x B x H than SMs (a block
+    a tile would take more than one wave), neither split nor folded (a
+    decode's blocks), head dims up to 128 and tiles of 128 x 128 (two
+    consumer warpgroups; O staged in the last V stage, so the next tile's
+    Q loads under the epilogue), and a kv sequence of at most
+    TC90_ATTENTION_PERSISTENT_SKV (8 steps a tile at most); else 0.
+
+    The short tiles are the ones it is for: there a block's start (its
+    barriers, its first Q and K loads) and its epilogue weigh most against
+    its few steps, and those are the problems a block a tile left short of
+    cuDNN (H200, f65125d: causal B4 H16 S1024 D64 at 91%, B16 H16 S1024
+    D128 at 97%, causal 98%); from S2048 a block a tile measured 99-110%
+    of cuDNN, and keeps its grid until the bench's persistent twins say
+    otherwise. The others keep a block a tile too: with 64 kv rows a step
+    (head dims over 128), three consumer warpgroups (192 rows) or D 192,
+    the persistent kernel's consumers spilled (ptxas 13.5, sm_90a: 20 to
+    192 bytes), where a block a tile spills nothing."""
+    if split > 1 or fold > 1 or (bm, bn) != (TC90_ATTENTION_M, 128):
+        return 0
+    ins = problem.anchor_inputs
+    if max(ins[0].shape[-1], ins[2].shape[-1]) > TC90_ATTENTION_PERSISTENT_D:
+        return 0
+    if _attention_skv(problem) > TC90_ATTENTION_PERSISTENT_SKV:
+        return 0
+    q = ins[0].shape
+    return int(_ceil(q[-2], bm) * q[0] * q[1] > problem.sms)
 
 
 def _no_implicit_gemm(problem, n):

@@ -280,9 +280,17 @@ class DnnMapTensorCores(DnncPass):
                     # Split-KV's merge and a folded group's rows address
                     # padded rows: a ragged problem runs unsplit, unfolded.
                     split = fold = 1
-                    fn.attributes[ATTR] = config.replace(split=1, fold=1).to_attr()
+                    config = config.replace(split=1, fold=1)
+                    fn.attributes[ATTR] = config.to_attr()
+                persistent = config.persistent
+                if persistent and (split > 1 or fold > 1):
+                    # A decode's split or folded blocks are one wave at most:
+                    # they run a block a query tile.
+                    persistent = 0
+                    fn.attributes[ATTR] = config.replace(persistent=0).to_attr()
+                    add_note(fn, "not persistent: the kv tiles split or query heads folded")
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
-                                                           split, fold))
+                                                           split, fold, persistent))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return

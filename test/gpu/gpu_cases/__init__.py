@@ -126,6 +126,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        GQA decode steps whose query heads fold into one
                        block per kv head (row maps, masks, lengths, paged,
                        split-KV)
+    attention_persistent.py
+                       sdpa forwards on tc-sm90's persistent grid, forced
+                       onto a few blocks: causal tile pairs, tiles with no
+                       step, masks, bias, GQA, padding, ragged, paged
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
@@ -144,9 +148,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 from . import (attention, attention_backward_dbias, attention_backward_fused,
                attention_backward_random, attention_backward_sm80, attention_backward_wide,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_ragged, attention_random, attention_sm80, conv_bias_grad,
-               conv_grouped_simt, conv_odd_channels, conv_phases, conv_pixel_rows,
-               conv_prologue, conv_random,
+               attention_persistent, attention_ragged, attention_random, attention_sm80,
+               conv_bias_grad, conv_grouped_simt, conv_odd_channels, conv_phases,
+               conv_pixel_rows, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
                convolution,
                data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
@@ -197,6 +201,7 @@ CASES = [
     *attention_ragged.CASES,
     *attention_decode.CASES,
     *attention_gqa_fold.CASES,
+    *attention_persistent.CASES,
     *zero_size.CASES,
     *examples.CASES,
     *frontend.CASES,
