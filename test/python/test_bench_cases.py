@@ -108,6 +108,11 @@ def test_only_selects_by_name_or_group():
                                        if c.group in ("softmax", "matmul")
                                        or "softmax" in c.name or "matmul" in c.name}
     assert names("no such case") == set()
+    # A leading '=' takes the whole name only, not the twins it begins.
+    base = "sdpa B16 H16 S1024 D128 bf16"
+    assert base in IDS and names(base) > {base}
+    assert names("=" + base) == {base}
+    assert names("=SDPA B16 H16 S1024 D128 BF16, =no such case") == {base}
 
 
 def test_rel_err():
