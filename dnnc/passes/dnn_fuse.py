@@ -17,8 +17,9 @@ Grouping, in program order:
   conv, softmax, log_softmax, layernorm, rmsnorm or pooling kernel when it
   uses the kernel's chain tip (the
   anchor's result, then the last op that joined) and is that value's only user
-  (for a matmul: its only user but for the graph's return, so that a returned
-  pre-activation is a second output of the GEMM's epilogue). Its other
+  (for a matmul or a convolution: its only user but for the graph's return,
+  so that a returned pre-activation is a second output of the GEMM's
+  epilogue). Its other
   operands (bias, residual) become kernel arguments;
 * amax (option ``epilogue``): a reduction in mode amax over every axis of
   the chain tip of an fp8 matmul's kernel (both operands fp8) joins the
@@ -177,6 +178,12 @@ OPERAND_PROLOGUE = {"cast", "relu", "leaky_relu", "abs", "neg", "add", "sub", "m
 # 1.77x at M 64, 0.99x at 512.
 PROLOGUE_MAX_N = {2: 2048, 4: 1024}
 PROLOGUE_MAX_M = 256
+# Contractions whose epilogue stores a chain value that the graph returns
+# beside the chain's end (a pre-activation a backward pass needs): the GEMM's
+# epilogue, and the implicit GEMM's, store it from registers as a second
+# output (gemm.Epilogue; conv_views.step), where a kernel of its own would
+# read it back.
+SECOND_OUTPUT = ("matmul", "conv_fprop", "conv_dgrad", "conv_wgrad")
 VIEW = "view"  # the anchor of a reshape left in the graph function
 FP8 = ("f8E4M3FN", "f8E5M2")  # the operand types of a matmul an amax joins
 # A column kernel joins a row kernel over its rows (a row-and-column program:
@@ -704,11 +711,11 @@ class Partition:
     @staticmethod
     def _only_user(group, value, op):
         """``op`` is the one dnn user of the chain tip ``value``. A matmul's
-        tip may also be returned (a second output, such as the pre-activation
-        a backward pass needs): the GEMM's epilogue stores it beside the
-        result."""
+        or convolution's tip may also be returned (a second output, such as
+        the pre-activation a backward pass needs: SECOND_OUTPUT): the
+        GEMM's epilogue stores it beside the result."""
         users = _users(value)
-        if group.anchor == "matmul":
+        if group.anchor in SECOND_OUTPUT:
             # (An amax of the tip may join the kernel beside the chain:
             # _join_amax; where it does not, the kernel returns the tip too.)
             # Nor a view of it that is only returned (dnn-sink-reshapes
