@@ -1,6 +1,7 @@
 """Epilogue operands of every broadcast and layout on the tensor-core
-contractions: a forward convolution, a data gradient (stride 1, and stride
-2 split by stride phase), a filter gradient and a batched matmul, each
+contractions: a forward convolution (also of two groups, and 3-D), a data
+gradient (stride 1, and stride 2 split by stride phase), a filter gradient
+and a batched matmul, each
 ending in a pointwise epilogue that reads one operand of a kind in
 ``OPERANDS`` (or two: a scale and a shift):
 
@@ -32,7 +33,8 @@ test/python/test_epilogue_reads.py checks on the CPU that none of these
 contractions lands there and runs tc-sm80's kernels in the kernel
 interpreter. ``CASES``: every kind under ``bn_relu`` and a few under the
 other epilogues, a graph per direction and type, on the heuristics'
-strategy (tc-sm90 on an H100 / H200) and again with tc-sm80 forced.
+strategy (tc-sm90 on an H100 / H200) and again with tc-sm80 forced (not
+the grouped one: tc-sm80 takes one group).
 """
 
 import math
@@ -48,7 +50,9 @@ SEED = 20261201
 N, C, K, IMAGE, WINDOW = 2, 16, 24, (5, 7), (3, 3)
 # A matmul's: a batch of 3 of [33, 40] @ [40, 48].
 BATCH, M, KM, NM = 3, 33, 40, 48
-DIRECTIONS = ("fprop", "dgrad", "dgrad_strided", "wgrad", "matmul")
+DIRECTIONS = ("fprop", "fprop_groups", "fprop_3d", "dgrad", "dgrad_strided", "wgrad", "matmul")
+# What tc-sm80 does not take (one group only): no tc-sm80 package.
+SM90_ONLY = ("fprop_groups",)
 OPERANDS = ("bias", "residual_nhwc", "residual_nchw", "over_batch", "over_pixels",
             "pixels_only", "scalar", "last_dim", "per_row")
 EPILOGUES = ("add", "bn_relu", "second", "cast", "f32_operand")
@@ -84,6 +88,20 @@ def contraction(g, i, direction):
         b = g.tensor(name=f"b{i}", dim=y_dims, stride=channels_last(y_dims))
         dw = g.conv_wgrad(a, b, w_dims, padding=[1, 1])
         return dw, w_dims, 1, a, b, N * math.prod(y_dims[2:])
+    if direction == "fprop_groups":
+        # Two groups of 64 channels (whole K steps a group): the GEMM's
+        # batch, each epilogue view [G, M, N].
+        x_dims, w_dims = [N, 128, *IMAGE], [64, 64, *WINDOW]
+        a = g.tensor(name=f"a{i}", dim=x_dims, stride=channels_last(x_dims))
+        b = g.tensor(name=f"b{i}", dim=w_dims, stride=channels_last(w_dims))
+        y = g.conv_fprop(a, b, padding=[1, 1])
+        return y, [N, 64, *IMAGE], 1, a, b, 64 * taps
+    if direction == "fprop_3d":
+        x_dims, w_dims = [N, C, 3, *IMAGE], [K, C, 3, *WINDOW]
+        a = g.tensor(name=f"a{i}", dim=x_dims, stride=channels_last(x_dims))
+        b = g.tensor(name=f"b{i}", dim=w_dims, stride=channels_last(w_dims))
+        y = g.conv_fprop(a, b, padding=[1, 1, 1])
+        return y, [N, K, 3, *IMAGE], 1, a, b, C * taps * 3
     stride = 2 if direction == "dgrad_strided" else 1
     if direction == "fprop":
         a = g.tensor(name=f"a{i}", dim=x_dims, stride=channels_last(x_dims))
@@ -220,7 +238,8 @@ CASES = [
         (direction, suffix, config, dtype)
         for direction in DIRECTIONS
         for suffix, config, dtype in (("", None, BF16), ("", None, F16),
-                                      ("_sm80", "*=strategy:tc-sm80", BF16)))
+                                      ("_sm80", "*=strategy:tc-sm80", BF16))
+        if not (suffix and direction in SM90_ONLY))
 ] + [
     Case(f"epilogue_reads_position_table_{dtype.mlir}", position_table(dtype),
          seed=SEED + 100 + j)
