@@ -107,9 +107,10 @@ class Views:
         self.made = {}
         self.first = list(irutil.body(fn).operations)[0]
         self.ops = []
-        # {stand-in [[G,] M, N] view: (view, row radices, column radices)}
-        # of the inputs read through split views (_split): the epilogue's
-        # ``pixels``.
+        # {stand-in [[G,] M, N] view: (view, row radices, column radices,
+        # batch radices)} of the inputs read through split views (_split),
+        # radices None for a side that stays one dim: the epilogue's
+        # ``pixels`` (pair_epilogue.at).
         self.pixels = {}
 
     def made_ops(self):

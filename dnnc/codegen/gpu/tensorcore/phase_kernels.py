@@ -117,6 +117,8 @@ def _phase_of_split(entry, phase, sizes, stride):
     read through a split view (conv_views.Views._split: ``entry``, its rows
     dx's pixels): the rows' image dim as it is, each spatial dim d from
     pixel phase_d on, stride_d apart; the columns as they are."""
+    # (A data gradient's rows always split where its view is split: its
+    # columns and groups are one dim each, which flatten.)
     pixel, rows, cols, batches = entry
     shape, strides, offset = irutil.memref_geometry(pixel.type)
     lead = len(shape) - len(rows) - (len(cols) if cols else 1)
