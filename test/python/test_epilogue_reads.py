@@ -146,7 +146,7 @@ def test_prologue_reads_keep_tensor_cores(kind, matmul):
 INTERPRETED = [
     ("over_batch", "bn_relu"), ("over_pixels", "add"), ("pixels_only", "bn_relu"),
     ("last_dim", "add"), ("per_row", "second"), ("bias", "second"),
-    ("over_batch", "f32_operand"), ("residual_nhwc", "cast"),
+    ("over_batch", "f32_operand"), ("residual_nhwc", "cast"), ("over_batch_nchw", "add"),
 ]
 
 

@@ -12,6 +12,7 @@ ending in a pointwise epilogue that reads one operand of a kind in
     residual_nchw   the output's shape, row-major (NCHW: a layout kernel
                     makes it channels-last for a convolution)
     over_batch      the same for every image ([1, K, P, Q]; [1, M, N])
+    over_batch_nchw the same, row-major (read where it lies: no layout kernel)
     over_pixels     one value a channel of each image ([N, K, 1, 1]; [B, 1, N])
     pixels_only     one value a pixel, every channel ([1, 1, P, Q]; [1, M, 1])
     scalar          one element
@@ -53,8 +54,8 @@ BATCH, M, KM, NM = 3, 33, 40, 48
 DIRECTIONS = ("fprop", "fprop_groups", "fprop_3d", "dgrad", "dgrad_strided", "wgrad", "matmul")
 # What tc-sm80 does not take (one group only): no tc-sm80 package.
 SM90_ONLY = ("fprop_groups",)
-OPERANDS = ("bias", "residual_nhwc", "residual_nchw", "over_batch", "over_pixels",
-            "pixels_only", "scalar", "last_dim", "per_row")
+OPERANDS = ("bias", "residual_nhwc", "residual_nchw", "over_batch", "over_batch_nchw",
+            "over_pixels", "pixels_only", "scalar", "last_dim", "per_row")
 EPILOGUES = ("add", "bn_relu", "second", "cast", "f32_operand")
 # The kinds each epilogue but bn_relu (which takes them all) is built with.
 SOME = ("bias", "over_batch", "over_pixels", "residual_nhwc")
@@ -132,6 +133,8 @@ def operand_layout(kind, dims, channel):
     if kind == "over_batch":
         out = [1] + list(dims[1:])
         return out, channels_last(out) if conv else None
+    if kind == "over_batch_nchw":
+        return [1] + list(dims[1:]), None
     if kind == "over_pixels":
         if conv:
             return list(dims[:2]) + [1] * (rank - 2), None
