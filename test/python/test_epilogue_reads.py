@@ -7,15 +7,16 @@ prologue reads, without a GPU.
   dim, per row; a second output, an f32 output, an f32 operand on a bf16 /
   f16 contraction) on a forward convolution (of two groups and 3-D too),
   data gradients of stride 1 and 2, a filter gradient and a batched
-  matmul, compiled to the gpu stage
-  for sm_90a and sm_80: each contraction's kernel runs on its tensor-core
-  strategy and holds its whole epilogue (no pointwise kernel is left).
+  matmul, compiled to the gpu stage for sm_90a and sm_80: each
+  contraction's kernel runs on its tensor-core strategy and holds its
+  whole epilogue (no pointwise kernel is left).
   Those read through split views (conv_views.Views._split) ran on
   simt-generic before.
 * Prologues: BN-ReLU before a forward convolution with scale and shift of
   each kind, and the matmul's operand prologues with a tensor operand:
-  what the kernel cannot apply stays a kernel of its own (the convolution's
-  kernel says why), and the contraction keeps its tensor-core strategy.
+  what the kernel cannot apply (a scale that is not per channel, a
+  tensor operand of a matmul's prologue) stays a pointwise kernel of its
+  own, and the contraction keeps its tensor-core strategy.
 * tc-sm80's kernels run in the kernel interpreter (kernel_interpreter.py),
   every output NaN-poisoned first, match the NumPy reference: the split
   views' coordinates (a row split into image and pixel, a column into tap
