@@ -82,7 +82,10 @@ Grouping, in program order:
   convolution's kernel when tc-sm90 runs it (conv_prologue.fusion_problem:
   bf16 / f16, C a multiple of 8, whole K steps a group, a pixel box TMA's
   im2col mode describes): cuDNN's BN-ReLU-conv in one kernel, the
-  activation never stored. The chain stops at a value with another user (a
+  activation never stored. An op whose other operand is not per channel
+  (a scale that varies along a spatial dim) stops the chain there, and
+  the convolution's kernel says so in ``dnn.fusion_note``. The chain
+  stops at a value with another user (a
   pre-activation that feeds a residual too): the ops that make it stay a
   kernel of their own, which stores it once, and only those after it join,
   so no work is done twice. Where tc-sm90 would not run the chain, the
@@ -634,6 +637,7 @@ class Partition:
         none)."""
         chain, value = [], op.operands[0]
         shape = _shape(value)
+        blocked = None  # why the op before the chain does not join it
         while True:
             p = _producer(value)
             if p is None or _is_constant(p) or _kind(p) not in OPERAND_PROLOGUE \
@@ -642,11 +646,16 @@ class Partition:
                 break
             inputs = [v for v in p.operands if not _per_channel(v, shape)]
             if len(inputs) != 1 or _shape(inputs[0]) != shape:
+                other = next((_shape(v) for v in inputs if _shape(v) != shape), None)
+                if other is not None:
+                    blocked = (f"x's {_kind(p)} left to a kernel of its own (the "
+                               "convolution's prologue reads per-channel operands "
+                               f"[1, C, 1, ...] and scalars beside x, got {list(other)})")
                 break
             chain.append(p)
             value = inputs[0]
         if not chain:
-            return [], None
+            return [], blocked
         w = op.operands[1]
         attrs = {name: list(ir.DenseI64ArrayAttr(op.attributes[name]))
                  for name in ("stride", "dilation", "pre_padding", "post_padding")}
@@ -657,7 +666,7 @@ class Partition:
             names = ", ".join(_kind(p) for p in chain[::-1])
             return [], (f"x's {names} left to a kernel of their own (tc-sm90 runs no prologue "
                         f"on x here: {problem})")
-        return chain[::-1], None
+        return chain[::-1], blocked
 
     def _move(self, op, group):
         """Move ``op`` from its pointwise kernel into ``group``; a kernel left

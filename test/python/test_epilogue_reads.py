@@ -16,7 +16,8 @@ prologue reads, without a GPU.
   each kind, and the matmul's operand prologues with a tensor operand:
   what the kernel cannot apply (a scale that is not per channel, a
   tensor operand of a matmul's prologue) stays a pointwise kernel of its
-  own, and the contraction keeps its tensor-core strategy.
+  own, the convolution's plan reason saying why, and the contraction
+  keeps its tensor-core strategy.
 * tc-sm80's kernels run in the kernel interpreter (kernel_interpreter.py),
   every output NaN-poisoned first, match the NumPy reference: the split
   views' coordinates (a row split into image and pixel, a column into tap
@@ -139,6 +140,10 @@ def test_prologue_reads_keep_tensor_cores(kind, matmul):
     joined = not [k for k in kernels if k.anchor == "pointwise"]
     if not matmul:
         assert joined == (kind in ("bias", "scalar")), [(k.anchor, k.reason) for k in kernels]
+        # A scale of another shape than x's, not per channel: the plan says
+        # why (a full-size one is no prologue operand at all).
+        noted = "prologue reads per-channel operands" in contraction.reason
+        assert noted == (not joined and not kind.startswith("residual")), contraction.reason
 
 
 # ----------------------------------------------------------------------------

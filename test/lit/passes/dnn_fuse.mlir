@@ -957,6 +957,10 @@ func.func @shared_preactivation(%x: tensor<2x64x8x8xbf16>, %w: tensor<64x64x1x1x
 // What tc-sm90 cannot run with a prologue keeps two kernels: C = 3 (x's
 // pixels are not 16 bytes), an f32 x (cast to bf16 in the chain), a
 // scale that varies along a spatial dim, and a depthwise convolution.
+// The scale along a spatial dim ([1, 64, 8, 1]) is no per-channel operand:
+// the convolution's kernel says so.
+// CHECK-LABEL: func.func private @not_fused_k5_conv_fprop(
+//  CHECK-SAME: dnn.fusion_note = "x's mul left to a kernel of its own (the convolution's prologue reads per-channel operands [1, C, 1, ...] and scalars beside x, got [1, 64, 8, 1])"
 // CHECK-LABEL: func.func @not_fused(
 //  CHECK-NEXT: call @not_fused_k0_pointwise
 //  CHECK-NEXT: call @not_fused_k1_conv_fprop
