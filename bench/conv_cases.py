@@ -37,8 +37,12 @@ def out_size(size, r, stride, pad):
 def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
     """A graph of one forward convolution of x [n, c, h, h] by w [k, c, r, r]
     (both channels-last), with ``epilogue``: None, "bias_relu", "bn_relu"
-    (per-channel scale and shift: batchnorm inference folded) or
-    "bias_residual_relu"."""
+    (per-channel scale and shift: batchnorm inference folded),
+    "bias_residual_relu", "film_relu" (a scale and shift per image and
+    channel, [n, k, 1, 1]: FiLM, a diffusion UNet's time embedding) or
+    "pos_relu" (a table over the pixels and channels, [1, k, p, p], the
+    same for every image); the last two the epilogue reads through split
+    views (tensorcore/conv_views.py)."""
     import dnnc
 
     p = out_size(h, r, stride, pad)
@@ -53,6 +57,11 @@ def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
                   g.tensor(name="shift", dim=[1, k, 1, 1]))
     if epilogue == "bias_residual_relu":
         y = g.add(y, g.tensor(name="r", dim=[n, k, p, p], stride=_nhwc(n, k, p, p)))
+    if epilogue == "film_relu":
+        y = g.add(g.mul(y, g.tensor(name="scale", dim=[n, k, 1, 1])),
+                  g.tensor(name="shift", dim=[n, k, 1, 1]))
+    if epilogue == "pos_relu":
+        y = g.add(y, g.tensor(name="pos", dim=[1, k, p, p], stride=_nhwc(1, k, p, p)))
     if epilogue:
         y = g.relu(y)
     y.set_output(True).set_stride(_nhwc(n, k, p, p))
@@ -218,8 +227,10 @@ def _torch_conv(stride, pad, epilogue):
         y = t.nn.functional.conv2d(x, w, stride=stride, padding=pad)
         if epilogue == "bias_relu":
             y = y + rest[0]
-        elif epilogue == "bn_relu":
+        elif epilogue in ("bn_relu", "film_relu"):
             y = y * rest[0] + rest[1]
+        elif epilogue == "pos_relu":
+            y = y + rest[0]
         elif epilogue == "bias_residual_relu":
             y = y + rest[0] + rest[1]
         return t.relu(y) if epilogue else y
@@ -308,7 +319,10 @@ ALTERNATIVES = [
 # against cuBLAS, beside the convolution's (N, C, H, K).
 AS_MATMUL = [(32, 1024, 14, 256)]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
-         ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
+         ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1),
+         # Operands broadcast over some of the output pixel dims (split
+         # views; simt-generic before).
+         ("film_relu", 32, 64, 56, 64, 3, 1, 1), ("pos_relu", 32, 64, 56, 64, 3, 1, 1)]
 # BN-ReLU-conv on ResNet-50's 3x3 layer: the batchnorm and relu of the
 # layer before as the convolution's prologue.
 PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]

@@ -60,6 +60,13 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_bias_grad.py  filter gradients with their bias gradient (the sum of
                        dy) in one tc-sm90 kernel: chosen geometries, K past
                        the tiles, each way split-K partials are summed
+    epilogue_reads.py  epilogue operands of every broadcast and layout (bias,
+                       residuals NHWC and NCHW, over the batch, over the
+                       pixels, pixels only, scalars, one dim) on forward
+                       convolutions, data gradients (stride 1 and 2), filter
+                       gradients and matmuls: scale and shift, a second
+                       output, an f32 output, an f32 operand; tc-sm90 and
+                       tc-sm80
     conv_pixel_rows.py 1x1 unit-stride unpadded forwards and data gradients,
                        x (dy) read as a matrix by tiled TMA boxes (tc-sm90's
                        default for them) and again in im2col mode (tiled:0)
@@ -153,7 +160,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                conv_pixel_rows, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
                convolution,
-               data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
+               data_movement, epilogue_reads, examples, fp8, frontend, int8, layouts, matmul,
+               matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
                normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
                scalars, zero_size)
@@ -181,6 +189,7 @@ CASES = [
     *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
     *conv_pixel_rows.CASES,
+    *epilogue_reads.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *reduction_middle.CASES,

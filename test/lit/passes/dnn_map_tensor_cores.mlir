@@ -1125,6 +1125,69 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 
 // -----
 
+// A residual broadcast over the batch ([1, K, P, Q], channels-last) added to
+// a tc-sm80 convolution: its pixel dims do not flatten to one stride (0 over
+// the images, 16 over the pixels), so the epilogue reads it through a split
+// view [N, P, Q, K] with stride 0 along N (conv_views.Views._split), the
+// GEMM's row split into (image, p, q) by at(); pairs of channels are
+// adjacent there, one 4-byte load each. It ran on simt-generic before.
+// CHECK-LABEL: func.func private @sm80_conv_residual_over_batch(
+//   CHECK-DAG:   %[[R:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [2, 4, 5, 16], strides: [0, 80, 16, 1]
+//   CHECK-DAG:   memref.reinterpret_cast %arg3 to offset: [0], sizes: [40, 16], strides: [16, 1]
+//       CHECK:   gpu.launch
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     arith.remui %{{.*}}, %c5
+//       CHECK:     vector.load %[[R]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<2x4x5x16xbf16, strided<[0, 80, 16, 1]>>, vector<2xbf16>
+//   CHECK-NOT:   linalg.generic
+func.func private @sm80_conv_residual_over_batch(%arg0: memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>>, %arg1: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %arg2: memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>, %arg3: memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}, dnn.config_reason = "conv_fprop: 40x16x144 (M x N x K) bf16", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x16x6x7xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x16x6x7xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<2x16x4x5xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>>) outs(%alloc_0 : memref<2x16x4x5xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [2, 16, 4, 5] [1, 1, 1, 1] : memref<2x16x6x7xf32> to memref<2x16x4x5xf32, strided<[672, 42, 7, 1], offset: 8>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<2x16x4x5xf32>) outs(%subview : memref<2x16x4x5xf32, strided<[672, 42, 7, 1], offset: 8>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [2, 1, 16, 6, 7] : memref<2x16x6x7xf32> into memref<2x1x16x6x7xf32>
+  %expand_shape_1 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<2x1x16x4x5xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<2x1x16x4x5xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<2x1x16x6x7xf32>, memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>) outs(%alloc_2 : memref<2x1x16x4x5xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<2x1x16x4x5xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<2x1x16x4x5xf32>) outs(%alloc_3 : memref<2x1x16x4x5xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0], [1, 2], [3], [4]] : memref<2x1x16x4x5xbf16> into memref<2x16x4x5xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape, %arg2 : memref<2x16x4x5xbf16>, memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>) outs(%arg3 : memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>>) {
+  ^bb0(%in: bf16, %in_4: bf16, %out: bf16):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_4 : bf16 to f32
+    %2 = arith.addf %0, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  return
+}
+
+// -----
+
 #id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 #qk_q = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
 #qk_k = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>

@@ -445,6 +445,7 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
                                     direction))
     if not epilogue.outputs:
         raise NotAGemm("the kernel stores nothing")
+    epilogue.pixels = dict(views.pixels) or None
     with ir.InsertionPoint(views.first), ir.Location.unknown():
         x_view = _activation(x, g["strategy"])
         other_view = _pixels_by_channels(other, g["strategy"]) if direction == "wgrad" else \
