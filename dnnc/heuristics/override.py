@@ -36,7 +36,11 @@ K steps in groups of that many, promoting each step's products while the
 next step's wgmmas run, two temporaries a thread; 0 waits for each
 step's; block_scales.py) and
 ``persistent`` (tc-sm90's fused attention backward: 1, as many blocks as
-the SMs hold, each looping over work units; 0, a block a unit).
+the SMs hold, each looping over work units; 0, a block a unit) and
+``tail_split`` (tc-sm90 GEMMs and convolutions: S from 2 to 64 splits each
+tile of the persistent grid's last, partial wave along K into at most S
+parts, as many as the blocks that wave leaves idle hold, summed in split
+order by the last part to arrive; 0, off; sm90/tail_split.py).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -51,6 +55,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
     main_k0_sdpa_backward=persistent:0          # a block a work unit
     main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
+    main_k0_conv_fprop=tile:128x256x64,tail_split:2  # the last wave's tiles in halves
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -118,6 +123,11 @@ def _value(text, key, raw):
     if key == "cluster":
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
+        return int(raw)
+    if key == "tail_split":
+        if not raw.isdigit() or not (int(raw) == 0 or 2 <= int(raw) <= MAX_SPLIT):
+            _fail(text, f"tail_split: expected 0 (off) or an integer from 2 to {MAX_SPLIT}, "
+                        f"got '{raw}'")
         return int(raw)
     if key in ("staged", "tiled", "persistent"):
         if raw not in ("0", "1"):
