@@ -40,7 +40,8 @@ the SMs hold, each looping over work units; 0, a block a unit) and
 ``tail_split`` (tc-sm90 GEMMs and convolutions: S from 2 to 64 splits each
 tile of the persistent grid's last, partial wave along K into at most S
 parts, as many as the blocks that wave leaves idle hold, summed in split
-order by the last part to arrive; 0, off; sm90/tail_split.py).
+order by the last part to arrive; 0, off; sm90/tail_split.py; a
+``tail_split`` without a ``split`` sets split to 1).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -222,6 +223,11 @@ def apply(config, fields):
         # The heuristics' cluster was sized for their split: a split set by
         # hand sums without one unless it names one too.
         changed = changed.replace(cluster=1)
+    if fields.get("tail_split", 0) > 1 and "split" not in fields and strategy == "tc-sm90":
+        # A tail split splits the last wave's tiles instead of every
+        # tile's K: the heuristics' split-K goes unless the override names
+        # one too (which tc-sm90 then refuses beside it, saying why).
+        changed = changed.replace(split=1, cluster=1)
     if strategy == "tc-sm90" and "tile" in fields and "block" not in fields:
         # A producer warpgroup and a consumer warpgroup per 64 rows of the tile.
         changed = changed.replace(block=(128 * (1 + changed.tile[0] // 64), 1, 1))

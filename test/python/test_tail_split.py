@@ -52,7 +52,6 @@ def run(units):
     (1576, 3072, 768, 1, 128, 256, 64, 132),   # 12 steps: at most 12 parts
     (6272, 256, 1024, 1, 128, 64, 2, 132),     # conv 1x1 in 128x64 tiles
     (1000, 264, 512, 6, 128, 128, 4, 132),     # batched, ragged M and N
-    (333, 200, 512, 3, 128, 64, 4, 132),       # fewer tiles than blocks: all split
     (640, 640, 448, 1, 64, 64, 3, 30),         # 100 tiles over 30 blocks: 3, 3, 1 steps
     (640, 576, 320, 1, 64, 64, 4, 44),         # 5 steps over 4 parts run as 3 of 2
 ])
@@ -94,6 +93,7 @@ def test_every_step_once_whole_tiles_then_parts(m, n, k, batch, bm, bn, asked, c
     (4096, 4096, 4096, Tile(128, 256, 64, tail_split=2), 132, "116 tail tiles"),
     (128 * 132, 256, 4096, Tile(128, 256, 64, tail_split=2), 132, "full waves"),
     (4096, 256, 64, Tile(128, 256, 64, tail_split=2), 132, "one K step"),
+    (333 * 3, 200, 512, Tile(128, 64, 64, tail_split=4), 132, "fewer tiles than blocks"),
     (64, 4096, 4096, Tile(64, 64, 64, splits=2, tail_split=2), 132, "split-K"),
 ])
 def test_tail_split_that_does_not_apply(m, n, k, tile, ctas, why):
@@ -144,6 +144,16 @@ def mm4096():
     return g
 
 
+def vit_residual():
+    g = dnnc.Graph(name="vit_residual", io_data_type="bf16", compute_data_type="f32")
+    x = g.tensor(name="x", dim=[1576, 768])
+    w = g.tensor(name="w", dim=[768, 3072])
+    bias = g.tensor(name="bias", dim=[1, 3072])
+    res = g.tensor(name="res", dim=[1576, 3072])
+    g.add(g.add(g.matmul(x, w), bias), res).set_output(True)
+    return g
+
+
 def skinny():
     g = dnnc.Graph(name="skinny", io_data_type="bf16", compute_data_type="f32")
     a = g.tensor(name="a", dim=[64, 4096])
@@ -153,7 +163,7 @@ def skinny():
 
 
 GRAPHS = {"conv3x3": conv3x3, "vit_mlp": vit_mlp, "bmm_f16": bmm_f16, "mm4096": mm4096,
-          "skinny": skinny}
+          "skinny": skinny, "vit_residual": vit_residual}
 # name: (override, (tail tiles, of tiles, parts, steps a part, of steps, blocks), the
 # tile, the HGMMA input type).
 SPLIT = {
@@ -206,6 +216,8 @@ def test_plan_says_which_tiles_split(built, name):
                                  "for a second part of each"),
     ("conv3x3", "*=tile:128x128x64,tail_split:2", "the last wave's 128 tiles leave 4 blocks "
                                                  "idle, too few for a second part of each"),
+    ("skinny", "*=tile:64x64x64,split:1,tail_split:2",
+     "16 tiles for 132 blocks, none whole: split-K's case (config split)"),
 ])
 def test_tail_split_that_does_not_apply_changes_nothing(built, name, config, why):
     package = built.package(name, config=config)
@@ -222,6 +234,16 @@ def test_tail_split_zero_is_the_default(built):
     assert off.ptx == default.ptx
     assert "tail_split" not in gemm_of(off)["config"]
     assert "tail_split" not in gemm_of(default)["config"]
+
+
+def test_refused_where_it_spills(built):
+    """128x256 tiles with a bias and a residual: their inputs, read before
+    the sum beside the accumulators, spilled; tc-sm80 runs it."""
+    package = built.package("vit_residual", config="*=tail_split:3")
+    assert [k["strategy"] for k in package.kernels] == ["tc-sm80"], package.kernels
+    assert "tc-sm90 does not apply (tail_split 3 in 128x256 tiles with these epilogue " \
+           "inputs (read before the sum, beside the 128 accumulator registers a thread, they " \
+           "spill): expected tail_split 0)" in package.kernels[0]["reason"]
 
 
 def test_refused_beside_split_k(built):

@@ -62,15 +62,17 @@ class TileScheduler:
         """The tail split's geometry (module docstring): ``whole`` tiles,
         ``tail_tiles`` split into ``tail_parts`` parts of ``tail_per_split``
         K steps. ``tail_parts`` 1 (and the units as without) where the
-        tiles fill their waves, K has a single step, or the idle blocks
-        hold no second part of each tail tile."""
+        tiles fill their waves or do not fill one, K has a single step, or
+        the idle blocks hold no second part of each tail tile."""
         self.whole, self.tail_tiles, self.tail_parts, self.tail_per_split = \
             self.total_tiles, 0, 1, self.steps
         if asked < 2 or self.splits > 1 or self.steps < 2:
             return
         whole = self.total_tiles // ctas * ctas
         tail = self.total_tiles - whole
-        parts = min(asked, ctas // tail, self.steps) if tail else 1
+        # Fewer tiles than blocks (no whole tile) is split-K's case (the
+        # config's split), whose sums the kernel runs without the branch.
+        parts = min(asked, ctas // tail, self.steps) if tail and whole else 1
         if parts < 2:
             return
         # Equal runs of steps, none empty (as split-K's).
@@ -98,8 +100,6 @@ class TileScheduler:
         first = ops.mul(split, c(self.tail_per_split))
         end = ops.min(ops.add(first, c(self.tail_per_split)), c(self.steps))
         tile = ops.add(c(self.whole), tail_tile)
-        if self.whole == 0:
-            return tile, first, end, split, ops.ge(u, c(0)), tail_tile
         tail = ops.ge(u, c(self.whole))
         return (ops.select(tail, tile, u), ops.select(tail, first, c(0)),
                 ops.select(tail, end, c(self.steps)), ops.select(tail, split, c(0)),

@@ -23,9 +23,15 @@ instruction of a warp moves 512 contiguous bytes, and rows and columns
 past M and N are stored and summed like the others (TMA's zero fill) and
 not stored by the epilogue.
 
-Refused (NotSupported) beside split-K or a cluster sum (the whole tiles
-are already split), a bias gradient (its sums are split-K's) and block
-scales (their mainloop carries other temporaries).
+It applies where the tiles fill at least one wave (fewer tiles than
+blocks is split-K's case) and leave a partial one whose tiles the idle
+blocks can take a second part of each. Refused (NotSupported) beside
+split-K or a cluster sum (the whole tiles are already split), a bias
+gradient (its sums are split-K's), block scales (their mainloop carries
+other temporaries), and in tiles 256 wide with epilogue inputs that
+spill (``_spills``: the inputs, read before the last wgmma wait for the
+whole tiles, stay live across a part's store and sum beside its 128
+accumulator registers a thread).
 """
 
 from mlir import ir
@@ -52,8 +58,26 @@ def check(kernel):
         why = "beside a bias gradient (its sums follow split-K's)"
     elif k.gemm.scales is not None:
         why = "on a block-scaled GEMM (its mainloop's temporaries)"
+    elif k.scheduler.tail_split and _spills(k):
+        why = (f"in {tile.m}x{tile.n} tiles with these epilogue inputs (read before the "
+               "sum, beside the 128 accumulator registers a thread, they spill)")
     if why is not None:
         raise NotSupported(f"tail_split {tile.tail_split} {why}: expected tail_split 0")
+
+
+def _spills(k):
+    """Whether ptxas spills the tail split of kernel ``k``: in tiles 256
+    wide (128 accumulators a thread), with the epilogue's inputs read for
+    the whole tiles before the last wgmma wait and live across a part's
+    store and sum. Measured (sm_90a, ptxas 12): 128x256 with bias + gelu
+    or a residual alone, none; with bias + residual, 56 bytes; 64x256 (one
+    consumer) with a residual or gelu alone, none; with bias + gelu, 92."""
+    if k.tile.n < 256:
+        return False
+    inputs = len(k.epilogue.pair.along_columns)
+    if k.tile.m == 64:
+        return inputs > 1 or inputs == 1 and not k.epilogue.inputs_along_rows()
+    return inputs > 1 and k.epilogue.inputs_along_rows()
 
 
 class TailSplit:
@@ -82,6 +106,8 @@ class TailSplit:
             tail = units.total_tiles % units.max_ctas
             why = f"{units.steps} K step" if units.steps < 2 else \
                 f"the {units.total_tiles} tiles fill their waves" if tail == 0 else \
+                f"{units.total_tiles} tiles for {units.max_ctas} blocks, none whole: split-K's " \
+                "case (config split)" if units.total_tiles < units.max_ctas else \
                 f"the last wave's {tail} tiles leave {units.max_ctas - tail} blocks idle, " \
                 "too few for a second part of each"
             return f"tail_split {self.k.tile.tail_split} does not apply ({why}): tiles run whole"
@@ -115,7 +141,8 @@ class TailSplit:
 
     def _part(self, acc, consumer, local, split, tail_tile):
         """A part: store it, count the warp's arrival, and sum the parts
-        if it is the last; (the sum or ``acc``, whether it was last)."""
+        if it is the last; (the sum, or undef where it was not, whether it
+        was last)."""
         warp = arith.addi(arith.muli(consumer, _idx(WARPGROUP // 32)),
                           arith.divui(local, _idx(32)))
         lane = arith.remui(local, _idx(32))
@@ -141,7 +168,9 @@ class TailSplit:
         summed = scf.IfOp(last, [acc.type], has_else=True)
         with ir.InsertionPoint(summed.then_block):
             _if(first_lane, lambda: memref.store(_i(0), self.arrivals, [counter]))
-            out = acc
+            # From undef, not from ``acc``: the part's own registers are
+            # dead once stored, and the loads may take them.
+            out = llvm.mlir_undef(acc.type)
             for v in range(vectors):
                 total = None
                 for s in range(self.parts):
@@ -153,7 +182,8 @@ class TailSplit:
                                            ir.DenseI64ArrayAttr.get([4 * v + e]))
             scf.YieldOp([out])
         with ir.InsertionPoint(summed.else_block):
-            scf.YieldOp([acc])
+            # (The epilogue does not run: any value.)
+            scf.YieldOp([llvm.mlir_undef(acc.type)])
         return summed.results[0], last
 
 
