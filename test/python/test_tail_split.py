@@ -10,8 +10,9 @@ over the blocks it leaves idle, summed by the last part to arrive.
 * Plans: the note the GEMM's reason ends with (the conv 3x3 128x256x14x14
   -> 256 and ViT-Base's MLP matmul of docs/performance.md, a batched f16
   matmul); a tail split that does not apply says why, and leaves the PTX
-  byte-identical to tail_split 0's (and to no override); refused beside
-  split-K, with the reason (tc-sm80 then runs it).
+  byte-identical to tail_split 0's (and to no override), as where it
+  would spill; refused beside split-K, with the reason (tc-sm80 then runs
+  it).
 * The override's text: tail_split 0 or 2 to 64, tc-sm90 only.
 * ptxas and the SASS (skipped without them, as test_tc_sass.py): no
   spills, no local memory, no wgmma hazards, the arrival's atomic add, and
@@ -218,6 +219,11 @@ def test_plan_says_which_tiles_split(built, name):
                                                  "idle, too few for a second part of each"),
     ("skinny", "*=tile:64x64x64,split:1,tail_split:2",
      "16 tiles for 132 blocks, none whole: split-K's case (config split)"),
+    # 128x256 tiles with a bias and a residual: their inputs, read before a
+    # part's sum beside the accumulators, spilled.
+    ("vit_residual", "*=tail_split:2", "in 128x256 tiles with these epilogue inputs, read "
+                                       "before a part's sum beside its 128 accumulator "
+                                       "registers a thread, ptxas spills"),
 ])
 def test_tail_split_that_does_not_apply_changes_nothing(built, name, config, why):
     package = built.package(name, config=config)
@@ -234,16 +240,6 @@ def test_tail_split_zero_is_the_default(built):
     assert off.ptx == default.ptx
     assert "tail_split" not in gemm_of(off)["config"]
     assert "tail_split" not in gemm_of(default)["config"]
-
-
-def test_refused_where_it_spills(built):
-    """128x256 tiles with a bias and a residual: their inputs, read before
-    the sum beside the accumulators, spilled; tc-sm80 runs it."""
-    package = built.package("vit_residual", config="*=tail_split:3")
-    assert [k["strategy"] for k in package.kernels] == ["tc-sm80"], package.kernels
-    assert "tc-sm90 does not apply (tail_split 3 in 128x256 tiles with these epilogue " \
-           "inputs (read before the sum, beside the 128 accumulator registers a thread, they " \
-           "spill): expected tail_split 0)" in package.kernels[0]["reason"]
 
 
 def test_refused_beside_split_k(built):

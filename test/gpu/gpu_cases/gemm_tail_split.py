@@ -12,8 +12,8 @@ bits.
   stored N x K with bias + residual + relu and 5 K steps (parts of 2, 2
   and 1); a batch of 4 (160 tiles, 6 steps in parts of 2); 64x256 tiles
   (128 accumulators a thread, as 128x256's) with gelu (133 tiles: the
-  last split over K's 2 steps; with a bias too, tail_split.py refuses
-  them: they spill). bf16, f16, and f32 multiplied in tf32
+  last split over K's 2 steps; with a bias too they would spill, and run
+  whole). bf16, f16, and f32 multiplied in tf32
   (B stored K x N: the transposed product).
 * ``conv_tail_split_*``: forward convolutions: 3x3 padded, bias + relu, in
   64x64 tiles (196 tiles: the last 64 split 2 ways, 9 K steps as 5 and 4);

@@ -77,6 +77,7 @@ class Kernel:
         self.padded = padded_operands(gemm)
         # An implicit GEMM brings its own loaders (im2col.py), which read
         # the operands where they lie.
+        self.implicit_gemm = loaders is not None
         if loaders is not None:
             self.transposed, self.padded = {}, {}
         copied = {**self.transposed, **self.padded}

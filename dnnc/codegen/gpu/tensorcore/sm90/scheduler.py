@@ -81,6 +81,14 @@ class TileScheduler:
         self.tail_parts, self.tail_per_split = -(-self.steps // per_split), per_split
         self.units = whole + tail * self.tail_parts
 
+    def drop_tail_split(self):
+        """Run every tile whole after all (the units as without a tail
+        split)."""
+        self.whole, self.tail_tiles, self.tail_parts, self.tail_per_split = \
+            self.total_tiles, 0, 1, self.steps
+        self.units = self.total_tiles * self.splits
+        self.ctas = min(self.units, self.max_ctas)
+
     @property
     def tail_split(self):
         """Whether the last wave's tiles run split (``tail_parts`` > 1)."""

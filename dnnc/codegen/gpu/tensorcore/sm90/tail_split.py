@@ -28,10 +28,11 @@ blocks is split-K's case) and leave a partial one whose tiles the idle
 blocks can take a second part of each. Refused (NotSupported) beside
 split-K or a cluster sum (the whole tiles are already split), a bias
 gradient (its sums are split-K's), block scales (their mainloop carries
-other temporaries), and in tiles 256 wide with epilogue inputs that
-spill (``_spills``: the inputs, read before the last wgmma wait for the
-whole tiles, stay live across a part's store and sum beside its 128
-accumulator registers a thread).
+other temporaries). In tiles 256 wide with epilogue inputs that spill
+(``_spills``: the inputs, read before the last wgmma wait for the whole
+tiles, stay live across a part's store and sum beside its 128
+accumulator registers a thread) the tiles run whole, and the plan says
+why.
 """
 
 from mlir import ir
@@ -58,26 +59,28 @@ def check(kernel):
         why = "beside a bias gradient (its sums follow split-K's)"
     elif k.gemm.scales is not None:
         why = "on a block-scaled GEMM (its mainloop's temporaries)"
-    elif k.scheduler.tail_split and _spills(k):
-        why = (f"in {tile.m}x{tile.n} tiles with these epilogue inputs (read before the "
-               "sum, beside the 128 accumulator registers a thread, they spill)")
     if why is not None:
         raise NotSupported(f"tail_split {tile.tail_split} {why}: expected tail_split 0")
 
 
 def _spills(k):
     """Whether ptxas spills the tail split of kernel ``k``: in tiles 256
-    wide (128 accumulators a thread), with the epilogue's inputs read for
-    the whole tiles before the last wgmma wait and live across a part's
-    store and sum. Measured (sm_90a, ptxas 12): 128x256 with bias + gelu
-    or a residual alone, none; with bias + residual, 56 bytes; 64x256 (one
-    consumer) with a residual or gelu alone, none; with bias + gelu, 92."""
+    wide (128 accumulators a thread), the epilogue's inputs, read for the
+    whole tiles before the last wgmma wait, stay live across a part's
+    store and sum, and ptxas issues the sum's loads at once. Measured
+    (sm_90a; bytes spilled; 128x256 and 64x256 alike unless said): no
+    input, 0; a residual alone, 0; a matmul's bias in 128x256 tiles (+
+    gelu: ViT-Base's MLP), 0, in 64x256 tiles 92; a convolution's bias (+
+    relu), 8 (bf16) or 0 (f16); scale and shift, 24-184; bias and
+    residual, 8-24. Taken where none spilled."""
     if k.tile.n < 256:
         return False
-    inputs = len(k.epilogue.pair.along_columns)
-    if k.tile.m == 64:
-        return inputs > 1 or inputs == 1 and not k.epilogue.inputs_along_rows()
-    return inputs > 1 and k.epilogue.inputs_along_rows()
+    inputs = k.epilogue.pair.along_columns
+    if not inputs:
+        return False
+    if len(inputs) == 1 and k.epilogue.inputs_along_rows():
+        return False
+    return not (len(inputs) == 1 and k.tile.m == 128 and not k.implicit_gemm)
 
 
 class TailSplit:
@@ -88,6 +91,11 @@ class TailSplit:
         check(kernel)
         self.k = kernel
         units = kernel.scheduler
+        # Where it would spill, the tiles run whole (the kernel is
+        # tail_split 0's), and the plan says why.
+        self.spills = units.tail_split and _spills(kernel)
+        if self.spills:
+            units.drop_tail_split()
         self.active = units.tail_split
         self.parts = units.tail_parts
         self.tiles = units.tail_tiles
@@ -103,6 +111,11 @@ class TailSplit:
         if not self.active:
             if self.k.tile.tail_split < 2:
                 return None
+            if self.spills:
+                return (f"tail_split {self.k.tile.tail_split} does not apply (in "
+                        f"{self.k.tile.m}x{self.k.tile.n} tiles with these epilogue inputs, "
+                        "read before a part's sum beside its 128 accumulator registers a "
+                        "thread, ptxas spills): tiles run whole")
             tail = units.total_tiles % units.max_ctas
             why = f"{units.steps} K step" if units.steps < 2 else \
                 f"the {units.total_tiles} tiles fill their waves" if tail == 0 else \
