@@ -1810,13 +1810,15 @@ def _sdpa_on(backend, causal, gqa):
     return torch_fn
 
 
-def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None):
+def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None,
+               suffix=""):
     """The sdpa forward case; ``strategy`` (with its ``config`` override)
-    names a strategy forced on whatever GPU runs it, in the name too."""
+    names a strategy forced on whatever GPU runs it, in the name too;
+    ``suffix`` names another ``config``."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
     name = f"sdpa{' causal' if causal else ''} B{b} {heads} S{s} D{d} {dt}" + \
-        (f" {strategy}" if strategy else "")
+        (f" {strategy}" if strategy else "") + suffix
     # Two matmuls (QK^T, PV) of 2 FLOPs per multiply-add; causal: half.
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     size = (2 * b * h * s * d + 2 * b * hk * s * d) * BF16  # q, o; k, v (f16: 2 bytes too)
@@ -1847,6 +1849,21 @@ ATTENTION_FORWARD = [
     _sdpa_case(4, 16, 4096, d, causal, strategy="tc-sm80",
                config=f"*=strategy:tc-sm80,tile:128x{n},stages:2,block:128")
     for d, causal, n in ((128, False, 32), (128, True, 32), (64, False, 64))
+] + [
+    # The persistent forward (sm90/flash_scheduler.py: a block an SM taking
+    # query tiles, causal pairs of equal work) and a block a tile, each
+    # forced by the config override whatever the heuristics choose (they
+    # choose persistent up to Skv 1024), beside the case of the same graph,
+    # for A/B timing in one run: the short-tile problems it is for (the
+    # causal S1024 D64 one beside the original set's case) and longer ones.
+    _sdpa_case(b, h, s, d, causal, hk, config=f"*=persistent:{persistent}", suffix=suffix)
+    for b, h, s, d, hk, causals in [(4, 16, 1024, 64, None, (True,)),
+                                    (16, 16, 1024, 128, None, (False, True)),
+                                    (8, 16, 2048, 128, None, (False, True)),
+                                    (4, 16, 4096, 128, None, (False, True)),
+                                    (1, 64, 8192, 128, 8, (True,))]
+    for causal in causals
+    for persistent, suffix in ((1, " persistent"), (0, " block-a-tile"))
 ]
 
 

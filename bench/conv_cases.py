@@ -3,7 +3,8 @@ filters) as the issue's performance table lists them, against PyTorch's
 cuDNN in the same process, and the fused patterns (conv + bias + relu,
 conv + batchnorm-inference + relu, conv + bias + residual + relu, and
 BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
-PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``);
+PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``),
+and tf32 layers forced onto it (``SM80_TF32``);
 and layers whose channel counts are not multiples of 8 (``ODD_CHANNELS``,
 ``ODD_GRADS``, and filter gradients split over K on tc-sm80:
 ``SPLIT_WGRADS``); filter gradients with their bias gradient in one
@@ -328,6 +329,27 @@ PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]
 # tiles in 3 stages 0.029 ms, 128x128x64 in 3 0.035, 128x128x32 in 4 (what
 # the heuristics give it) 0.040, 64x128x32 in 4 0.053.
 SM80 = [("3x3", 32, 128, 28, 128, 3, 1, 1, "*=strategy:tc-sm80,tile:256x128x64,stages:3")]
+# tf32 convolutions (f32 tensors; PyTorch with cuDNN's tf32 allowed) on
+# tc-sm80, forced: its implicit GEMM of 4-byte elements (16-byte cp.async
+# chunks of 4 channels, mma.sync m16n8k8 tf32), what an A100 runs, timed on
+# whatever GPU runs it beside cuDNN (and, on sm_90a, beside tc-sm90's own
+# cases: GENERAL's "3x3 tf32" and TF32_GRADS). (direction, what, N, C, H, K,
+# R, stride, pad, tile or None): None, the tile dnn-map-tensor-cores gives
+# a forced kernel (4 warps of 128 x 128 x 16; a filter gradient's N a
+# divisor of C); a tile, 8 warps of it with a K step of 128 bytes (32 tf32),
+# 3 stages, to time against the first in the same run.
+SM80_TF32 = [
+    ("fprop", "3x3", 32, 128, 28, 128, 3, 1, 1, None),
+    ("fprop", "3x3", 32, 128, 28, 128, 3, 1, 1, "256x128x32"),
+    ("fprop", "1x1", 32, 256, 56, 64, 1, 1, 0, None),
+    ("dgrad", "3x3", 32, 64, 56, 64, 3, 1, 1, None),
+    ("dgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, None),
+    ("dgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, "256x128x32"),
+    ("dgrad", "3x3/2", 32, 128, 56, 128, 3, 2, 1, None),
+    ("wgrad", "3x3", 32, 64, 56, 64, 3, 1, 1, None),
+    ("wgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, None),
+    ("wgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, "128x256x32"),
+]
 # Channel counts that are not multiples of 8 (what, N, C, H, K, R, stride,
 # pad, config): TMA cannot step such pixels, so tc-sm80's implicit GEMM
 # reads them where they lie, zero past C in the loader (sm80/loader.py),
@@ -402,6 +424,26 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
+    for direction, what, n, c, h, k, r, s, pad, tile in SM80_TF32:
+        p = out_size(h, r, s, pad)
+        config = "*=strategy:tc-sm80" + (f",tile:{tile},stages:3,block:256" if tile else "")
+        name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32 tc-sm80" + \
+            (f" tile {tile}" if tile else "")
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
+        slug = "conv_sm80_tf32_" + "".join(ch if ch.isalnum() else "_" for ch in
+                                           f"{direction}_{what}_{n}_{c}_{h}_{k}_{tile or ''}")
+        if direction == "fprop":
+            graph = (lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                     general_graph(slug, [a[0], a[1], a[2], a[2]], [a[3], a[1], a[4], a[4]],
+                                   a[5], a[6], dt="tf32"))
+            torch_fn = _torch_general(s, pad, 1, 4)
+        else:
+            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+            graph = (lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                     grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"))
+            torch_fn = _allow_tf32(_torch_grad(direction, shape, s, pad))
+        out.append(Case(name, graph, torch_fn, flops, nbytes, False, "conv", config=config))
     for what, n, c, h, k, r, s, pad, config in ODD_CHANNELS:
         p = out_size(h, r, s, pad)
         forced = " tc-sm80" if config else ""

@@ -10,8 +10,8 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
 ``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold``, ``tiled``,
-``promote_overlap``, ``persistent`` and ``tail_split`` only when they differ from their defaults (a
-field that does not apply to the strategy is noise).
+``promote_overlap``, ``persistent`` and ``tail_split`` only when they differ from
+their defaults (a field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -81,8 +81,10 @@ class Config:
     #                             kt - 1's products are promoted while step kt's wgmmas
     #                             run (2, 4 or 8; 0: each step whole; tc-sm90,
     #                             block_scales.py)
-    persistent: int = 0         # 1: the blocks loop over the work units, one wave (tc-sm90's
-    #                             fused attention backward; its GEMMs always do)
+    persistent: int = 0         # tc-sm90's attention (its GEMMs always are): 1, a block an
+    #                             SM, each looping over work units (query tiles forward, kv
+    #                             tiles backward); 0, a block a unit; N > 1, at most N such
+    #                             blocks (the forward; tests: many units a block)
     tail_split: int = 0         # S >= 2: the tiles of the persistent GEMM's last, partial
     #                             wave split along K S ways over the blocks it leaves idle,
     #                             summed by the last to arrive (tc-sm90; 0: off)
@@ -105,7 +107,7 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("staged", "tiled", "persistent"):
+        for name in ("staged", "tiled"):
             if getattr(self, name) not in (0, 1):
                 raise PipelineError(f"config: {name}: expected 0 or 1, got "
                                     f"{getattr(self, name)}")
@@ -116,6 +118,8 @@ class Config:
             raise PipelineError(f"config: promote_overlap: expected one of "
                                 f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got "
                                 f"{self.promote_overlap}")
+        if self.persistent < 0:
+            raise PipelineError(f"config: persistent: expected >= 0, got {self.persistent}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 

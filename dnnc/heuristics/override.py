@@ -35,8 +35,10 @@ tiled TMA boxes; 0 with TMA's im2col mode),
 K steps in groups of that many, promoting each step's products while the
 next step's wgmmas run, two temporaries a thread; 0 waits for each
 step's; block_scales.py) and
-``persistent`` (tc-sm90's fused attention backward: 1, as many blocks as
-the SMs hold, each looping over work units; 0, a block a unit) and
+``persistent`` (tc-sm90's attention: 1, a block an SM, each looping over
+work units, query tiles forward and kv tiles in the fused backward; 0, a
+block a unit; N > 1, at most N persistent blocks in the forward, which
+gives a small problem many tiles a block) and
 ``tail_split`` (tc-sm90 GEMMs and convolutions: S from 2 to 64 splits each
 tile of the persistent grid's last, partial wave along K into at most S
 parts, as many as the blocks that wave leaves idle hold, summed in split
@@ -56,6 +58,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
     main_k0_sdpa_backward=persistent:0          # a block a work unit
     main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
+    main_k0_sdpa=persistent:0                   # a block a query tile
     main_k0_conv_fprop=tile:128x256x64,tail_split:2  # the last wave's tiles in halves
 
 No spaces, braces or parentheses: the text travels inside a pass
@@ -75,6 +78,7 @@ ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
 MAX_STAGES = 8       # shared-memory ring depth (tensor-core strategies)
 MAX_SPLIT = 64       # blocks sharing one output tile's K (tensor-core strategies)
+MAX_PERSISTENT = 1024  # persistent blocks a grid (tc-sm90's attention forward)
 CLUSTERS = (1, 2, 4, 8)  # blocks summing their splits in a cluster (tc-sm90; portable sizes)
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
@@ -130,7 +134,7 @@ def _value(text, key, raw):
             _fail(text, f"tail_split: expected 0 (off) or an integer from 2 to {MAX_SPLIT}, "
                         f"got '{raw}'")
         return int(raw)
-    if key in ("staged", "tiled", "persistent"):
+    if key in ("staged", "tiled"):
         if raw not in ("0", "1"):
             _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
         return int(raw)
@@ -138,6 +142,11 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, PROMOTE_OVERLAPS)):
             _fail(text, f"promote_overlap: expected one of "
                         f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got '{raw}'")
+        return int(raw)
+    if key == "persistent":
+        if not raw.isdigit() or int(raw) > MAX_PERSISTENT:
+            _fail(text, f"persistent: expected an integer from 0 to {MAX_PERSISTENT}, "
+                        f"got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:

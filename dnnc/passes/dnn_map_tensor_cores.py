@@ -281,9 +281,17 @@ class DnnMapTensorCores(DnncPass):
                     # Split-KV's merge and a folded group's rows address
                     # padded rows: a ragged problem runs unsplit, unfolded.
                     split = fold = 1
-                    fn.attributes[ATTR] = config.replace(split=1, fold=1).to_attr()
+                    config = config.replace(split=1, fold=1)
+                    fn.attributes[ATTR] = config.to_attr()
+                persistent = config.persistent
+                if persistent and (split > 1 or fold > 1):
+                    # A decode's split or folded blocks are one wave at most:
+                    # they run a block a query tile.
+                    persistent = 0
+                    fn.attributes[ATTR] = config.replace(persistent=0).to_attr()
+                    add_note(fn, "not persistent: the kv tiles split or query heads folded")
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
-                                                           split, fold))
+                                                           split, fold, persistent))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
@@ -435,8 +443,8 @@ class DnnMapTensorCores(DnncPass):
         """A convolution kernel configured tc-sm80: its implicit GEMM, else
         simt-generic. Without a tile (an override that names none) a filter
         gradient's tile is narrowed to lie in one filter tap."""
-        # Implicit-GEMM operands are 16-bit (conv.match takes no other).
-        tile = sm80_tile_of(config, "bf16")
+        # (The default K step is a number of bytes: 16 tf32, 32 bf16 / f16.)
+        tile = sm80_tile_of(config, conv_match.element_of(fn))
         try:
             notes, tile = self._build_sm80_conv(fn, tile, narrow=not config.tile)
         except (gemm_match.NotAGemm, sm80.NotSupported) as why:

@@ -51,6 +51,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        gradients of unaligned channels the heuristics
                        split, and random odd-channel forwards and gradients
                        with the split forced
+    conv_sm80_tf32.py  tf32 convolutions (fprop, dgrad, wgrad) on tc-sm80:
+                       conv_random_tf32's draws with it forced in each
+                       tile, odd channels handed over by tc-sm90, split K
     conv_grouped_simt.py
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
@@ -126,6 +129,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        GQA decode steps whose query heads fold into one
                        block per kv head (row maps, masks, lengths, paged,
                        split-KV)
+    attention_persistent.py
+                       sdpa forwards on tc-sm90's persistent grid, forced
+                       onto a few blocks: causal tile pairs, tiles with no
+                       step, masks, bias, GQA, padding, ragged, paged
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
@@ -144,10 +151,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 from . import (attention, attention_backward_dbias, attention_backward_fused,
                attention_backward_random, attention_backward_sm80, attention_backward_wide,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_ragged, attention_random, attention_sm80, conv_bias_grad,
-               conv_grouped_simt, conv_odd_channels, conv_phases, conv_pixel_rows,
-               conv_prologue, conv_random,
-               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
+               attention_persistent, attention_ragged, attention_random, attention_sm80,
+               conv_bias_grad, conv_grouped_simt, conv_odd_channels, conv_phases,
+               conv_pixel_rows, conv_prologue, conv_random,
+               conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
+               convolution,
                data_movement, examples, fp8, frontend, gemm_tail_split, int8, layouts, matmul,
                matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
@@ -172,6 +180,7 @@ CASES = [
     *conv_phases.CASES,
     *conv_odd_channels.CASES,
     *conv_sm80_split.CASES,
+    *conv_sm80_tf32.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
     *conv_bias_grad.CASES,
@@ -197,6 +206,7 @@ CASES = [
     *attention_ragged.CASES,
     *attention_decode.CASES,
     *attention_gqa_fold.CASES,
+    *attention_persistent.CASES,
     *zero_size.CASES,
     *examples.CASES,
     *frontend.CASES,

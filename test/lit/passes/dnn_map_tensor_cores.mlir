@@ -1171,7 +1171,7 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:   %[[UO:.*]] = memref.cast %[[O]]
 //       CHECK:   %[[DO:.*]] = nvgpu.tma.create.descriptor %[[UO]] box[%c1, %c1, %c16, %c64] : memref<*xbf16> -> <tensor = memref<1x1x16x64xbf16, 3>, swizzle = swizzle_128b
 //       CHECK:   %[[PO:.*]] = builtin.unrealized_conversion_cast %[[DO]]
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115768_i32 {
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115816_i32 {
 // Q's barrier expects one arrival, each stage's full barrier one (the
 // producer's), its empty barrier two (the consumers').
 //       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
@@ -1250,6 +1250,152 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:             memref.store %{{.*}}, %[[STATS]][%{{.*}}, %{{.*}}, %{{.*}}, %c0] : memref<1x4x128x1xf32>
 //   CHECK-NOT:   linalg.
 func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %q_groups = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 128, 64] : memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>> into memref<1x2x2x128x64xbf16, strided<[32768, 128, 64, 256, 1]>>
+  %k_groups = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 128, 1, 64] : memref<1x2x128x64xbf16> into memref<1x2x128x1x64xbf16>
+  %s = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x128xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q_groups, %k_groups : memref<1x2x2x128x64xbf16, strided<[32768, 128, 64, 256, 1]>>, memref<1x2x128x1x64xbf16>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: bf16, %in_10: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_10 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = linalg.index 3 : index
+    %2 = linalg.index 4 : index
+    %3 = arith.index_cast %1 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %2 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst_1, %0 : f32
+    linalg.yield %8 : f32
+  }
+  %m = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x1xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %shift = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x1xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%m : memref<1x2x2x128x1xf32>) outs(%shift : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in, %cst_1 : f32
+    %1 = arith.select %0, %cst_2, %in : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s, %shift : memref<1x2x2x128x128xf32>, memref<1x2x2x128x1xf32>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: f32, %in_10: f32, %out: f32):
+    %0 = arith.subf %in, %in_10 : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %v_groups = memref.expand_shape %v [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 128, 64] : memref<1x2x128x64xbf16> into memref<1x2x1x128x64xbf16>
+  %pv = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%pv : memref<1x2x2x128x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #pv_v, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s, %v_groups : memref<1x2x2x128x128xf32>, memref<1x2x1x128x64xbf16>) outs(%pv : memref<1x2x2x128x64xf32>) {
+  ^bb0(%in: f32, %in_10: bf16, %out: f32):
+    %0 = arith.extf %in_10 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %o_groups = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x64xbf16>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%pv, %m : memref<1x2x2x128x64xf32>, memref<1x2x2x128x1xf32>) outs(%o_groups : memref<1x2x2x128x64xbf16>) {
+  ^bb0(%in: f32, %in_10: f32, %out: bf16):
+    %0 = arith.cmpf oeq, %in_10, %cst_2 : f32
+    %1 = arith.select %0, %cst, %in_10 : f32
+    %2 = arith.divf %in, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  %o_heads = memref.collapse_shape %o_groups [[0], [1, 2], [3], [4]] : memref<1x2x2x128x64xbf16> into memref<1x4x128x64xbf16>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%shift, %m : memref<1x2x2x128x1xf32>, memref<1x2x2x128x1xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %in_10: f32, %out: f32):
+    %0 = math.log %in_10 : f32
+    %1 = arith.addf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %stats_heads = memref.collapse_shape %m [[0], [1, 2], [3], [4]] : memref<1x2x2x128x1xf32> into memref<1x4x128x1xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%o_heads : memref<1x4x128x64xbf16>) outs(%o : memref<1x4x128x64xbf16>)
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%stats_heads : memref<1x4x128x1xf32>) outs(%stats : memref<1x4x128x1xf32>)
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#qk_q = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#qk_k = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#qk_s = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#row = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#pv_v = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+
+// The sdpa forward above on a persistent grid (dnn.config persistent = 2:
+// at most 2 blocks; sm90/flash_scheduler.py): 4 units (one tile pair a
+// head, the pair's second tile absent: one tile of 128 rows) over 2
+// blocks, each running a loop over its tiles (2 rounds of 2 items) in both
+// roles. The Q tile gets an empty barrier beside its full one (two
+// arrivals: the consumers), 8 more bytes of shared memory; the producer
+// keeps 24 registers (24 + 2 x 240 a thread: what 384 threads hold at 168)
+// and waits for the Q tile to be empty before each Q load; K and V steps count through the rings across tiles. The consumers
+// give the Q tile back once the tile's last S is done, then stage O in the
+// V stage of the last step once every consumer's last P V is done (a
+// named barrier of 256 threads), store it by TMA awaiting only the reads,
+// meet as a warpgroup (128 threads) and give the V stage back; all stores
+// are awaited before the block exits.
+// CHECK-LABEL: func.func private @sdpa_persistent(
+//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 128 query rows a block (2 consumer warpgroups), 128 kv rows a step, K and V in rings of 3 stages; S = QK^T and O += PV on wgmma, the online softmax in registers; persistent: 2 blocks take 4 units round robin, pairs of query tiles (the last and the first left of a head: equal work under the causal mask, the longer first), head by head, O staged in the V stage of the tile's last step (the next Q loads under the epilogue)"
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115824_i32 {
+//       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
+//  CHECK-NEXT:     nvvm.mbarrier.init %[[QEMPTY:.*]], %c2_i32
+//       CHECK:     nvvm.setmaxregister  decrease 24
+//       CHECK:       gpu.block_id  x
+//  CHECK-NEXT:       scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(%{{.*}} = %c0, %{{.*}} = %c0) -> (index, index) {
+//       CHECK:             llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QEMPTY]], %{{.*}}
+//  CHECK-NEXT:             nvvm.mbarrier.arrive.expect_tx %[[QFULL]], %c16384_i32
+//       CHECK:     nvvm.setmaxregister  increase 240
+//       CHECK:       scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(%{{.*}} = %c0, %{{.*}} = %c0) -> (index, index) {
+//       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QFULL]], %{{.*}}
+//       CHECK:             nvvm.mbarrier.arrive %[[QEMPTY]] : !llvm.ptr<3>
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;", "r" %c4_i32
+//       CHECK:           llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//       CHECK:             nvvm.cp.async.bulk.tensor.global.shared.cta
+//  CHECK-NEXT:             nvvm.cp.async.bulk.commit.group
+//  CHECK-NEXT:             nvvm.cp.async.bulk.wait_group 0 {read}
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+//  CHECK-NEXT:           scf.if
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:       nvvm.cp.async.bulk.wait_group 0
+//  CHECK-NEXT:     }
+func.func private @sdpa_persistent(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], persistent = 2 : i64, stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32

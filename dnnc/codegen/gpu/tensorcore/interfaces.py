@@ -30,8 +30,9 @@ How the next kernels plug in:
 * **Attention** keeps the loaders (Q, K, V tiles are plain TMA tiles), the
   pipeline and the epilogue's store path, and replaces the mainloop (two
   GEMMs per step with the softmax between them, P·V with P from registers)
-  and the scheduler (query blocks per batch and head; causal work that
-  shrinks along the diagonal).
+  and the scheduler (sm90/flash_scheduler.py: query tiles per batch and
+  head; causal work that shrinks along the diagonal, dealt in pairs of
+  tiles of equal work).
 
 tc-sm80 (sm80/) has the same layers on Ampere's instructions: a loader of
 cp.async copies (``CopyLoader``), a block-per-tile scheduler, a
