@@ -3279,14 +3279,14 @@ func.func private @conv_fprop_1x1_tiled(%arg0: memref<2x64x4x4xbf16, strided<[10
 //       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c132, {{.*}} = %c1, {{.*}} = %c1)
 //       CHECK:       scf.for %[[U:.*]] = %{{.*}} to %c164 step %c132
 //       CHECK:         arith.cmpi uge, %[[U]], %c132
-//       CHECK:       %[[RUN:.*]]:2 = scf.if %{{.*}} -> (!llvm.struct<({{.*}})>, i1) {
+//       CHECK:       %[[FIN:.*]]:2 = scf.if %{{.*}} -> (!llvm.struct<({{.*}})>, i1) {
 //       CHECK-COUNT-8:   vector.store %{{.*}}, %[[P]][%{{.*}}] {alignment = 16 : i64} : memref<131072xf32>, vector<4xf32>
 //       CHECK:         nvvm.memory.barrier <gpu>
 //       CHECK:           memref.atomic_rmw addi %{{.*}}, %[[N]][%{{.*}}] : (i32, memref<32xi32>) -> i32
 //       CHECK:         gpu.shuffle  idx
 //       CHECK:           memref.store %{{.*}}, %[[N]][%{{.*}}] : memref<32xi32>
 //       CHECK-COUNT-32:  vector.load %[[P]][%{{.*}}] {alignment = 16 : i64} : memref<131072xf32>, vector<4xf32>
-//       CHECK:       scf.if %[[RUN]]#1 {
+//       CHECK:       scf.if %[[FIN]]#1 {
 //       CHECK:   return
 func.func private @tail_split(%A: memref<8960x256xbf16>, %B: memref<256x64xbf16, strided<[1, 256]>>, %C: memref<8960x64xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tail_split = 4 : i64, tile = [64, 64, 64]}, dnn.kernel} {
   %zero = arith.constant 0.000000e+00 : f32
