@@ -16,7 +16,9 @@ branches at run time (``finish``):
   on which part finished last) and runs the epilogue on the sum.
 
 The epilogue is emitted once, after the branch: it runs where the unit is
-whole or this warp summed the parts. A slot holds a warp's 16 rows
+whole or this warp summed the parts, on inputs read before the last wgmma
+wait for either (a code size of one epilogue; two, the second reading
+its inputs after the sum, spilled far more). A slot holds a warp's 16 rows
 lane-interleaved, as a warp's registers hold them (vector v of lane l at
 (v x 32 + l) x 16 bytes of the warp's piece): each store and load
 instruction of a warp moves 512 contiguous bytes, and rows and columns
@@ -27,8 +29,8 @@ It applies where the tiles fill at least one wave (fewer tiles than
 blocks is split-K's case) and leave a partial one whose tiles the idle
 blocks can take a second part of each. Refused (NotSupported) beside
 split-K or a cluster sum (the whole tiles are already split), a bias
-gradient (its sums are split-K's), block scales (their mainloop carries
-other temporaries). In tiles 256 wide with epilogue inputs that spill
+gradient (its sums are split-K's) and block scales (their mainloop
+carries other temporaries). In tiles 256 wide with epilogue inputs that spill
 (``_spills``: the inputs, read before the last wgmma wait for the whole
 tiles, stay live across a part's store and sum beside its 128
 accumulator registers a thread) the tiles run whole, and the plan says
