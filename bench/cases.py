@@ -1351,7 +1351,8 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
     return build, torch_fn
 
 
-def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transposed_a=False):
+def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transposed_a=False,
+               config=None):
     build, torch_fn = _gemm(m, n, k, dt, epilogue, weight, transposed_a)
     size = 2 if dt in ("bf16", "f16") else 4
     extra = {"bias_gelu": n, "bias_residual_relu": n + m * n, "bias_view_gelu": n,
@@ -1360,7 +1361,7 @@ def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transpos
     name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
         + (f" ({label})" if label else "")
     return Case(name, build, torch_fn, 2 * m * n * k, (m * k + k * n + m * n + extra) * size,
-                False, "matmul", compiled=bool(epilogue))
+                False, "matmul", compiled=bool(epilogue), config=config)
 
 
 MATMUL = [
@@ -1395,6 +1396,13 @@ MATMUL = [
     _gemm_case(8192, 768, 3072, epilogue="bias_view_residual", label="GPT-2 MLP"),
     # ViT-Base's (8 x 197 tokens: M not a tile multiple).
     _gemm_case(1576, 3072, 768, epilogue="bias_view_gelu", label="ViT MLP"),
+    # The same with the tail split (sm90/tail_split.py): 156 tiles of
+    # 128x256 (1.18 waves), the last 24 split 2, 3 or 4 ways along K's 12
+    # steps; and 4096^3, where it does not apply (116 tail tiles for 16
+    # idle blocks: the same kernel, which must not be slower).
+    *(_gemm_case(1576, 3072, 768, epilogue="bias_view_gelu", label=f"ViT MLP, tail split {s}",
+                 config=f"*=tail_split:{s}") for s in (2, 3, 4)),
+    _gemm_case(4096, 4096, 4096, label="tail split 2", config="*=tail_split:2"),
     _gemm_case(4096, 1024, 4096, epilogue="relu_a"),
     _gemm_case(4096, 1024, 4096, epilogue="cast_a"),
     _gemm_case(64, 4096, 4096, epilogue="cast_b", label="skinny, f32 weight"),
@@ -1639,10 +1647,6 @@ def _sgemm(name, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
         t.backends.cuda.matmul.allow_tf32 = False
         y = t.matmul(a, b)
         t.backends.cuda.matmul.allow_tf32 = allowed
-        if epilogue == "bias_view_gelu":
-            return t.nn.functional.gelu((y + rest[0]).view(8, m // 8, n), approximate="tanh")
-        if epilogue == "bias_view_residual":
-            return rest[1] + (y + rest[0]).view(8, m // 8, n)
         if epilogue == "bias_gelu":
             return t.nn.functional.gelu(y + rest[0])
         return y

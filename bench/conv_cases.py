@@ -313,6 +313,17 @@ ALTERNATIVES = [
     ("3x3", 32, 256, 14, 256, 3, 1, 1, "tile 64x128x64", "*=tile:64x128x64"),
     ("3x3", 32, 256, 14, 256, 3, 1, 1, "tile 128x256x64 split 2 cluster 2",
      "*=tile:128x256x64,split:2,cluster:2,stages:4"),
+    # The tail split (sm90/tail_split.py) beside the same tiles without it:
+    # 196 tiles of 128x256 (1.48 waves), the last 64 split 2 ways along K;
+    # the 1x1's 196 tiles of 128x64 or 64x128 likewise.
+    ("3x3", 128, 256, 14, 256, 3, 1, 1, "tile 128x256x64", "*=tile:128x256x64,stages:4"),
+    ("3x3", 128, 256, 14, 256, 3, 1, 1, "tile 128x256x64 tail split 2",
+     "*=tile:128x256x64,stages:4,tail_split:2"),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 128x64x64", "*=tile:128x64x64"),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 128x64x64 tail split 2",
+     "*=tile:128x64x64,tail_split:2"),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 64x128x64 tail split 2",
+     "*=tile:64x128x64,tail_split:2"),
 ]
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,

@@ -38,7 +38,12 @@ step's; block_scales.py) and
 ``persistent`` (tc-sm90's attention: 1, a block an SM, each looping over
 work units, query tiles forward and kv tiles in the fused backward; 0, a
 block a unit; N > 1, at most N persistent blocks in the forward, which
-gives a small problem many tiles a block).
+gives a small problem many tiles a block) and
+``tail_split`` (tc-sm90 GEMMs and convolutions: S from 2 to 64 splits each
+tile of the persistent grid's last, partial wave along K into at most S
+parts, as many as the blocks that wave leaves idle hold, summed in split
+order by the last part to arrive; 0, off; sm90/tail_split.py; a
+``tail_split`` without a ``split`` sets split to 1).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -54,6 +59,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_sdpa_backward=persistent:0          # a block a work unit
     main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
     main_k0_sdpa=persistent:0                   # a block a query tile
+    main_k0_conv_fprop=tile:128x256x64,tail_split:2  # the last wave's tiles in halves
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -122,6 +128,11 @@ def _value(text, key, raw):
     if key == "cluster":
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
+        return int(raw)
+    if key == "tail_split":
+        if not raw.isdigit() or not (int(raw) == 0 or 2 <= int(raw) <= MAX_SPLIT):
+            _fail(text, f"tail_split: expected 0 (off) or an integer from 2 to {MAX_SPLIT}, "
+                        f"got '{raw}'")
         return int(raw)
     if key in ("staged", "tiled"):
         if raw not in ("0", "1"):
@@ -221,6 +232,11 @@ def apply(config, fields):
         # The heuristics' cluster was sized for their split: a split set by
         # hand sums without one unless it names one too.
         changed = changed.replace(cluster=1)
+    if fields.get("tail_split", 0) > 1 and "split" not in fields and strategy == "tc-sm90":
+        # A tail split splits the last wave's tiles instead of every
+        # tile's K: the heuristics' split-K goes unless the override names
+        # one too (which tc-sm90 then refuses beside it, saying why).
+        changed = changed.replace(split=1, cluster=1)
     if strategy == "tc-sm90" and "tile" in fields and "block" not in fields:
         # A producer warpgroup and a consumer warpgroup per 64 rows of the tile.
         changed = changed.replace(block=(128 * (1 + changed.tile[0] // 64), 1, 1))

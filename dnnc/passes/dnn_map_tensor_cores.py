@@ -106,7 +106,8 @@ def tile_of(config):
     m, n, k = (tuple(config.tile) + (128, 128, 64)[len(config.tile):])[:3]
     # A consumer warpgroup per 64 rows of the tile (the block follows).
     return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster,
-                     tiled=bool(config.tiled), promote_overlap=config.promote_overlap)
+                     tiled=bool(config.tiled), promote_overlap=config.promote_overlap,
+                     tail_split=config.tail_split)
 
 
 def sm80_tile_of(config, element):

@@ -742,7 +742,8 @@ def test_override_wins():
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
     ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, persistent, "
-                  "promote_overlap, split, staged, stages, strategy, tile, tiled, unroll, vector"),
+                  "promote_overlap, split, staged, stages, strategy, tail_split, tile, tiled, "
+                  "unroll, vector"),
     ("k=persistent:x", "persistent: expected an integer from 0 to 1024, got 'x'"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),

@@ -30,6 +30,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        block-scaled fp8 GEMMs (1 x 128 A, 128 x 128 B scales)
                        on tc-sm90: tile multiples and odd sizes, B stored
                        both ways, split K, scales of 2^-8 .. 2^8
+    gemm_tail_split.py tc-sm90's tail split forced on matmuls (bf16, f16,
+                       tf32) and forward convolutions (bf16, f16): the last
+                       wave's tiles split along K, summed by the last part
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -160,7 +163,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                conv_pixel_rows, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
                convolution,
-               data_movement, epilogue_reads, examples, fp8, frontend, int8, layouts, matmul,
+               data_movement, epilogue_reads, examples, fp8, frontend, gemm_tail_split, int8,
+               layouts, matmul,
                matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
                normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
@@ -177,6 +181,7 @@ CASES = [
     *matmul_f32_exact.CASES,
     *matmul_fp8.CASES,
     *matmul_fp8_blockscaled.CASES,
+    *gemm_tail_split.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,

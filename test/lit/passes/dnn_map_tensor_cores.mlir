@@ -3320,3 +3320,56 @@ func.func private @conv_fprop_1x1_tiled(%arg0: memref<2x64x4x4xbf16, strided<[10
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<2x32x4x4xbf16>) outs(%arg2 : memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>>)
   return
 }
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A tail split (config tail_split = 4): 140 tiles of 64x64 over 132 blocks,
+// the last wave's 8 split 4 ways along K's 4 steps (164 units). The
+// scheduler's unit is a tail part from unit 132 on; a consumer's finish
+// branches on it: a part stores its 8 vectors of 4 f32 a lane into its slot
+// of the compact workspace (4 parts x 8 tiles x 4 warps x 1024 f32), fences
+// and counts the warp's arrival (an i32 per warp of a tail tile); the last
+// resets its counter and adds the 4 parts of each vector in split order (32 loads).
+// The epilogue follows the branch once, where it says to run.
+// CHECK-LABEL: func.func private @tail_split(
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<131072xf32>
+//       CHECK:   %[[N:.*]] = memref.alloc() : memref<32xi32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c132, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:       scf.for %[[U:.*]] = %{{.*}} to %c164 step %c132
+//       CHECK:         arith.cmpi uge, %[[U]], %c132
+//       CHECK:       %[[FIN:.*]]:2 = scf.if %{{.*}} -> (!llvm.struct<({{.*}})>, i1) {
+//       CHECK-COUNT-8:   vector.store %{{.*}}, %[[P]][%{{.*}}] {alignment = 16 : i64} : memref<131072xf32>, vector<4xf32>
+//       CHECK:         nvvm.memory.barrier <gpu>
+//       CHECK:           memref.atomic_rmw addi %{{.*}}, %[[N]][%{{.*}}] : (i32, memref<32xi32>) -> i32
+//       CHECK:         gpu.shuffle  idx
+//       CHECK:           memref.store %{{.*}}, %[[N]][%{{.*}}] : memref<32xi32>
+//       CHECK-COUNT-32:  vector.load %[[P]][%{{.*}}] {alignment = 16 : i64} : memref<131072xf32>, vector<4xf32>
+//       CHECK:       scf.if %[[FIN]]#1 {
+//       CHECK:   return
+func.func private @tail_split(%A: memref<8960x256xbf16>, %B: memref<256x64xbf16, strided<[1, 256]>>, %C: memref<8960x64xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tail_split = 4 : i64, tile = [64, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<8960x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%acc : memref<8960x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<8960x256xbf16>, memref<256x64xbf16, strided<[1, 256]>>) outs(%acc : memref<8960x64xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %a: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %a, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<8960x64xf32>) outs(%C : memref<8960x64xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
+  return
+}

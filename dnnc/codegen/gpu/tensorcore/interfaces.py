@@ -98,8 +98,10 @@ class TileScheduler(Protocol):
         """Emit the block's loop over its work units, calling ``body(batch,
         tile_m, tile_n, (first K step, end, split or None), *iter_args)``
         for each, which returns the new iter_args (the producer and each
-        consumer thread its global K-step counter through). Every role of a
-        block must get the same units in the same order."""
+        consumer thread its global K-step counter through); under a tail
+        split the K steps' tuple holds a fourth entry, (i1 tail, tail tile)
+        (sm90/scheduler.py). Every role of a block must get the same units
+        in the same order."""
 
 
 class Role(Protocol):
