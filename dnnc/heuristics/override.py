@@ -38,7 +38,9 @@ step's; block_scales.py) and
 ``persistent`` (tc-sm90's attention: 1, a block an SM, each looping over
 work units, query tiles forward and kv tiles in the fused backward; 0, a
 block a unit; N > 1, at most N persistent blocks in the forward, which
-gives a small problem many tiles a block).
+gives a small problem many tiles a block) and ``fused`` (tc-sm80's attention
+backward: 1, one kernel that sums dQ by f32 reductions, not deterministic,
+sm80/flash_backward_fused.py; 0, a dQ kernel and a dK dV kernel).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -54,6 +56,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_sdpa_backward=persistent:0          # a block a work unit
     main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
     main_k0_sdpa=persistent:0                   # a block a query tile
+    main_k0_sdpa_backward=strategy:tc-sm80,fused:1  # one kernel, dQ by reductions
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -123,7 +126,7 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key in ("staged", "tiled"):
+    if key in ("staged", "tiled", "fused"):
         if raw not in ("0", "1"):
             _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
         return int(raw)
