@@ -106,10 +106,10 @@ def refusal(tile, d, dv, dbias=False, shared=MAX_SHARED):
 def check(att, tile):
     """Raise NotSupported unless FusedKernel with ``tile`` computes the
     backward ``att``."""
-    check_two_kernels(att, tile)
     why = refusal(tile, att.d, att.dv, att.dbias is not None)
     if why:
         raise NotSupported(f"tc-sm80's fused attention backward: {why}")
+    check_two_kernels(att, tile)
 
 
 class FusedKernel(DkvKernel):
