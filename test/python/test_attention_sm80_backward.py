@@ -396,7 +396,7 @@ def test_sm80_backward_family(gpu_cases):
     assert any(a.bias for a in problems) and any(a.interleaved for a in problems)
     padded = [a for _, graph in family.PADDED for a in graph]
     assert {a.mask for a in padded} == {"none", "causal", "bottom_right", "window"}
-    assert all(c.config == "*=strategy:tc-sm80" for c in family.CASES)
+    assert all(c.config == "*=strategy:tc-sm80,fused:0" for c in family.CASES)
     assert {c.name.rsplit("_", 1)[1] for c in family.CASES} == {"bf16", "f16"}
 
 
