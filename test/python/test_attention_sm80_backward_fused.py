@@ -26,6 +26,7 @@ import numpy as np
 import pytest
 from mlir import ir
 
+from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore.sm80 import NotSupported, flash_backward, flash_backward_fused
 from dnnc.heuristics import rank
@@ -237,3 +238,28 @@ def test_numerics_on_the_cpu(gpu_cases, name):
         atol = rtol * max(1.0, float(np.abs(reference).max()))
         assert np.allclose(got[x], reference, rtol=rtol, atol=atol), \
             (x, float(np.max(np.abs(got[x] - reference))), atol)
+
+
+# ----------------------------------------------------------------------------
+# The GPU family attention_backward_sm80_fused
+
+
+def test_sm80_fused_family(gpu_cases):
+    """attention_backward_sm80's problems, each case forced onto the fused
+    kernel; its d64 graph compiles to three launches a kernel function on
+    sm_90a, its d80 graph (20 columns a warp) to the two kernels, saying
+    why."""
+    family = gpu_cases.attention_backward_sm80_fused
+    assert all(c.config == "*=strategy:tc-sm80,fused:1" for c in family.CASES)
+    names = {c.name for c in family.CASES}
+    assert {n.replace("_fused", "") for n in names} == \
+        {c.name for c in gpu_cases.attention_backward_sm80.CASES}
+    for graph, launches in (("d64_bf16", 9), ("d80_bf16", 4)):
+        case = next(c for c in family.CASES if c.name.endswith(graph))
+        package = compiler.compile_module(graph_mlir.to_module(case.build()), compiler.Options(
+            target="cuda", arch="sm_90a", tuning_db="off", config=case.config),
+            basename="main")
+        kernels = backward_kernels(package)
+        assert len(kernels) == launches and {k["strategy"] for k in kernels} == {"tc-sm80"}
+        if launches == 4:
+            assert all("the fused backward does not apply" in k["reason"] for k in kernels)
