@@ -2208,6 +2208,14 @@ ATTENTION_BACKWARD += [
                         suffix=" tc-sm80" + (" fused" if fused else ""))
     for d in (128, 64) for causal in (False, True) for fused in (0, 1)
 ]
+# The fused kernel in blocks of 4 warps (64 kv rows: twice the blocks and
+# the dQ reductions, two blocks an SM by registers), 3 stages.
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(4, 16, 4096, d, causal,
+                        config=f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3",
+                        suffix=" tc-sm80 fused 4-warps")
+    for d, m in ((128, 32), (64, 64)) for causal in (False, True)
+]
 
 
 # Attention backward of head dims over 128 (tc-sm90's two kernels,

@@ -240,6 +240,28 @@ def test_numerics_on_the_cpu(gpu_cases, name):
             (x, float(np.max(np.abs(got[x] - reference))), atol)
 
 
+@pytest.mark.parametrize("p, config, split", [
+    (Problem("bf16", 1, 4, 2, 150, 140, 64, causal=True),
+     "*=fused:1,tile:64x64,block:128,stages:3", "block = [128, 1, 1], fused = 1"),
+    (Problem("f16", 1, 2, 1, 100, 150, 128), "*=fused:1,tile:64x32,block:128",
+     "block = [128, 1, 1], fused = 1"),
+    (Problem("bf16", 1, 2, 1, 100, 150, 64), "*=fused:1,tile:64x32",
+     "block = [256, 1, 1], fused = 1"),
+])
+def test_numerics_of_override_tiles(gpu_cases, p, config, split):
+    """Tiles a config names: 4 warps (64 kv rows a block; dQ_i's 16-row
+    groups over one or two column groups), 32 query rows a step at D 64
+    (four column groups of 16), 3 stages."""
+    from gpu_cases.case import RTOL
+
+    expected, got, config_text = interpret(p, config=config)
+    assert split in config_text, config_text
+    for x in ("dq", "dk", "dv"):
+        reference = np.asarray(expected[x], np.float64)
+        atol = RTOL[p.dtype] * max(1.0, float(np.abs(reference).max()))
+        assert np.allclose(got[x], reference, rtol=RTOL[p.dtype], atol=atol), x
+
+
 # ----------------------------------------------------------------------------
 # The GPU family attention_backward_sm80_fused
 

@@ -460,3 +460,8 @@ def test_attention_backward_tc_sm80_cases():
             twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(suffix)])
             assert (c.flops, c.bytes) == (twin.flops, twin.bytes)
             assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+    four = {c.name: c for c in cases.ATTENTION_BACKWARD
+            if c.name.endswith(" tc-sm80 fused 4-warps")}
+    assert {c.config for c in four.values()} == {
+        f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3" for m in (32, 64)}
+    assert len(four) == 4
