@@ -30,9 +30,10 @@ the resident tile, read by ldmatrix.trans as B ([kv][D]), as the two-kernel
 form reads its ring tiles for the accumulating products. Each warp sums
 its part of dQ_i over all the block's kv rows, so each element of dQ_i is
 one reduction a step (16 a thread at D 64 with 64 query rows a step, or at
-D 128 with 32). ``red.global.add.v2.f32`` would halve the instructions but
-needs sm_90; the kernel builder does not know the arch, and these kernels
-are meant for sm_80 too.
+D 128 with 32). ``red.global.add.v2.f32`` (a thread's pair of adjacent
+columns) would halve the instructions but needs sm_90 and PTX ISA 8.1: the
+kernel builder does not know the arch, these kernels are meant for sm_80
+too, and the PTX dnnc emits declares ISA 8.0.
 
 The step's dS tile is read by every warp after the barrier and written
 again only after the ring's end-of-step barrier. The last reader of a
