@@ -2202,12 +2202,23 @@ ATTENTION_BACKWARD += [
     for b, h, s, d, hk in _BACKWARD_SHAPES if d == 64 for causal in (False, True)
     for extra, name in (("", ""), ("persistent:0,", " block-a-unit"))
 ]
-# The Ampere backward (mma.sync, cp.async: sm80/flash_backward.py, a dQ
-# kernel and a dK dV kernel) on whatever GPU runs it, forced by the
-# strategy alone: the tile its heuristics give these problems on sm_80.
+# The Ampere backward (mma.sync, cp.async) on whatever GPU runs it, in the
+# tile its heuristics give these problems on sm_80: its two kernels
+# (sm80/flash_backward.py, a dQ kernel and a dK dV kernel; fused:0) beside
+# its fused kernel (sm80/flash_backward_fused.py, dQ by f32 reductions;
+# fused:1), for A/B timing in one run.
 ATTENTION_BACKWARD += [
-    _sdpa_backward_case(4, 16, 4096, d, causal, config="*=strategy:tc-sm80", suffix=" tc-sm80")
-    for d in (128, 64) for causal in (False, True)
+    _sdpa_backward_case(4, 16, 4096, d, causal, config=f"*=strategy:tc-sm80,fused:{fused}",
+                        suffix=" tc-sm80" + (" fused" if fused else ""))
+    for d in (128, 64) for causal in (False, True) for fused in (0, 1)
+]
+# The fused kernel in blocks of 4 warps (64 kv rows: twice the blocks and
+# the dQ reductions, two blocks an SM by registers), 3 stages.
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(4, 16, 4096, d, causal,
+                        config=f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3",
+                        suffix=" tc-sm80 fused 4-warps")
+    for d, m in ((128, 32), (64, 64)) for causal in (False, True)
 ]
 
 

@@ -10,8 +10,8 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
 ``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold``, ``tiled``,
-``promote_overlap``, ``persistent`` and ``tail_split`` only when they differ from
-their defaults (a field that does not apply to the strategy is noise).
+``promote_overlap``, ``persistent``, ``tail_split`` and ``fused`` only when they differ
+from their defaults (a field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -36,7 +36,7 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
                       "promote_overlap", "persistent", "staged", "tail_split"),
-          "tc-sm80": ("block", "tile", "stages", "split"),
+          "tc-sm80": ("block", "tile", "stages", "split", "fused"),
           "simt-gemm": ("block", "tile", "split")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
 # over block[0] threads (a [32, 2, 1] block would run as [64, 1, 1]).
@@ -88,6 +88,9 @@ class Config:
     tail_split: int = 0         # S >= 2: the tiles of the persistent GEMM's last, partial
     #                             wave split along K S ways over the blocks it leaves idle,
     #                             summed by the last to arrive (tc-sm90; 0: off)
+    fused: int = 0              # tc-sm80's attention backward: 1, one kernel (dQ summed by
+    #                             f32 reductions, not deterministic) between a preprocess
+    #                             and a conversion; 0, a dQ kernel and a dK dV kernel
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -107,7 +110,7 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("staged", "tiled"):
+        for name in ("staged", "tiled", "fused"):
             if getattr(self, name) not in (0, 1):
                 raise PipelineError(f"config: {name}: expected 0 or 1, got "
                                     f"{getattr(self, name)}")
@@ -143,7 +146,7 @@ class Config:
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
                               ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1),
                               ("tiled", 0), ("promote_overlap", 0), ("persistent", 0),
-                              ("tail_split", 0)):
+                              ("tail_split", 0), ("fused", 0)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

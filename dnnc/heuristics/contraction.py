@@ -927,24 +927,59 @@ def tc_sm80_attention_backward_tile(d, dv, biased, shared=TC80_SHARED["sm_80"]):
 
 
 def tc_sm80_attention_backward(problem, facts):
-    """tc-sm80 Configs for an sdpa_backward of 16-bit q, k, v on sm_80
-    (sm80/flash_backward.py): a dQ kernel and a dK dV kernel, each gradient
-    summed by one thread in a fixed order (deterministic, no atomics);
-    none above TC80_ATTENTION_BACKWARD_D. Its inputs are q, k, v, o, dO,
+    """tc-sm80 Configs for an sdpa_backward of 16-bit q, k, v on sm_80:
+    the fused kernel first where ``_tc_sm80_not_fused`` finds nothing
+    against it (sm80/flash_backward_fused.py, ``fused = 1``: dQ summed by
+    f32 reductions, in no fixed order), then a dQ kernel and a dK dV kernel
+    (sm80/flash_backward.py), each gradient summed by one thread in a fixed
+    order (deterministic, no atomics); none above
+    TC80_ATTENTION_BACKWARD_D. Its inputs are q, k, v, o, dO,
     stats, then a bias (a float) or padding lengths (int32)."""
     ins = problem.anchor_inputs
     if len(ins) < 6:
         return []
     d, dv = ins[0].shape[-1], ins[2].shape[-1]
-    tile = tc_sm80_attention_backward_tile(d, dv, any(s.dtype != "i32" for s in ins[6:]))
+    biased = any(s.dtype != "i32" for s in ins[6:])
+    tile = tc_sm80_attention_backward_tile(d, dv, biased)
     if tile is None:
         return []
-    return [Config(
+    two = Config(
         "tc-sm80", (tile.threads, 1, 1), tile=(tile.dq_n, tile.dkv_m), stages=tile.stages,
         reason=f"attention backward ({facts}): a dQ kernel ({tile.rows} query rows a block, "
                f"{tile.dq_n} kv rows a step) and a dK dV kernel ({tile.rows} kv rows a block, "
                f"{tile.dkv_m} query rows a step) on mma.sync, {tile.stages} stages, no "
-               "atomics (deterministic)")]
+               "atomics (deterministic)")
+    why = _tc_sm80_not_fused(problem, tile, d, dv, biased)
+    if why:
+        return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
+    return [two.replace(fused=1, reason=(
+        f"attention backward ({facts}): one fused kernel on mma.sync ({tile.rows} kv rows a "
+        f"block, {tile.dkv_m} query rows a step, {tile.stages} stages, five products a step), "
+        f"dQ summed in f32 by red.global.add ({NOT_DETERMINISTIC}; fused:0 names the "
+        "deterministic two kernels)")), two]
+
+
+# Head dims (D = Dv) at which tc-sm80's fused attention backward is ranked
+# first; it takes others (any D its warps split evenly) when a config asks.
+TC80_FUSED_BACKWARD_D = (64, 128)
+
+
+def _tc_sm80_not_fused(problem, tile, d, dv, biased):
+    """Why tc-sm80's fused attention backward (sm80/flash_backward_fused.py)
+    is not ranked first for ``problem`` in ``tile``, or None: the graph
+    asks for a deterministic backward, a bias (the two kernels' dbias, and
+    a step's bias values beside the accumulators), head dims other than
+    TC80_FUSED_BACKWARD_D, or the kernel's own refusal."""
+    from dnnc.codegen.gpu.tensorcore.sm80 import flash_backward_fused
+
+    if problem.attr("deterministic", False):
+        return "the graph asks for a deterministic backward"
+    if biased:
+        return "a bias (kept on the two kernels until the GPU times both)"
+    if d != dv or d not in TC80_FUSED_BACKWARD_D:
+        return (f"D {d}, Dv {dv} (ranked first for D = Dv in "
+                f"{', '.join(map(str, TC80_FUSED_BACKWARD_D))}; fused:1 asks for it)")
+    return flash_backward_fused.refusal(tile, d, dv)
 
 
 def _attention_fold(problem):

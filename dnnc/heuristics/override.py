@@ -38,12 +38,15 @@ step's; block_scales.py) and
 ``persistent`` (tc-sm90's attention: 1, a block an SM, each looping over
 work units, query tiles forward and kv tiles in the fused backward; 0, a
 block a unit; N > 1, at most N persistent blocks in the forward, which
-gives a small problem many tiles a block) and
+gives a small problem many tiles a block),
 ``tail_split`` (tc-sm90 GEMMs and convolutions: S from 2 to 64 splits each
 tile of the persistent grid's last, partial wave along K into at most S
 parts, as many as the blocks that wave leaves idle hold, summed in split
 order by the last part to arrive; 0, off; sm90/tail_split.py; a
-``tail_split`` without a ``split`` sets split to 1).
+``tail_split`` without a ``split`` sets split to 1) and ``fused`` (tc-sm80's
+attention backward: 1, one kernel that sums dQ by f32 reductions, not
+deterministic, sm80/flash_backward_fused.py; 0, a dQ kernel and a dK dV
+kernel).
 Switching a kernel to tc-sm80 without a ``block`` gives it 4 warps (8 for a
 tile 256 wide); a tc-sm90 ``tile`` brings its block (128 threads
 per 64 rows, plus the producer's 128)::
@@ -60,6 +63,7 @@ per 64 rows, plus the producer's 128)::
     main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
     main_k0_sdpa=persistent:0                   # a block a query tile
     main_k0_conv_fprop=tile:128x256x64,tail_split:2  # the last wave's tiles in halves
+    main_k0_sdpa_backward=strategy:tc-sm80,fused:1  # one kernel, dQ by reductions
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -134,7 +138,7 @@ def _value(text, key, raw):
             _fail(text, f"tail_split: expected 0 (off) or an integer from 2 to {MAX_SPLIT}, "
                         f"got '{raw}'")
         return int(raw)
-    if key in ("staged", "tiled"):
+    if key in ("staged", "tiled", "fused"):
         if raw not in ("0", "1"):
             _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
         return int(raw)

@@ -15,7 +15,8 @@ backward): tc-sm90 replaces the body (its expansion) by the attention
 kernel (sm90/flash.py, flash_backward.py, flash_backward_wide.py), tc-sm80 by its forward kernel
 (sm80/flash.py; its tile from the config, else the first
 ``tc_sm80_attention_tiles`` ranks) or its backward kernels
-(sm80/flash_backward.py; ``tc_sm80_attention_backward_tile``); what a kernel does not take keeps the
+(sm80/flash_backward.py; ``tc_sm80_attention_backward_tile``; the config's ``fused``:
+sm80/flash_backward_fused.py); what a kernel does not take keeps the
 expansion, on simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
 strategy runs it as an implicit GEMM (tensorcore/conv.py) with its own
 operand loaders (sm90/im2col.py: TMA's im2col mode; sm80/im2col.py: a
@@ -342,12 +343,22 @@ class DnnMapTensorCores(DnncPass):
             add_note(fn, note)
 
     def _sm80_attention_backward(self, fn, config):
-        """An sdpa_backward kernel configured tc-sm80: its two kernels
+        """An sdpa_backward kernel configured tc-sm80: with ``fused = 1`` its
+        fused kernel (sm80/flash_backward_fused.py), else (or where that
+        does not take it, saying why) its two kernels
         (sm80/flash_backward.py), else simt-generic, saying why."""
         try:
             att = attention_match.match_backward(fn)
             tile = sm80_backward_tile_of(config, att)
-            notes = sm80.build_attention_backward(fn, att, tile)
+            notes = None
+            if config.fused:
+                try:
+                    notes = sm80.build_attention_backward_fused(fn, att, tile)
+                except sm80.NotSupported as why:
+                    add_note(fn, f"the fused backward does not apply ({why})")
+                    config = config.replace(fused=0)
+            if notes is None:
+                notes = sm80.build_attention_backward(fn, att, tile)
         except (attention_match.NotAnAttention, sm80.NotSupported) as why:
             fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
             return

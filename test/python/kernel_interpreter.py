@@ -1,6 +1,7 @@
 """Runs a tensor-core kernel's ``gpu.launch`` on the CPU, for tests without
 a GPU: the IR dnn-map-tensor-cores leaves (arith, scf, memref, vector,
-llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync; and
+llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync, the
+inline ``red.global.add.f32`` of its fused attention backward; and
 simt-gemm's FFMA kernels)
 interpreted with NumPy, every thread of every block in lockstep.
 
@@ -648,6 +649,21 @@ class Interpreter:
             return raw.copy().view(np.float32)
         raw = self._mem(ptr.space)[address[:, None] + np.arange(2 * n)]
         return raw.copy().view(np.uint16 if kind == "bf16" else np.float16)
+
+    def _llvm_inline_asm(self, op, ins, mask):
+        """``red.global.add.f32 [address], value`` (tc-sm80's fused attention
+        backward): each active lane's value added to the f32 at its address,
+        lanes in order (a GPU's order varies; the sum is the same up to
+        rounding)."""
+        text = ir.StringAttr(op.attributes["asm_string"]).value
+        if not text.startswith("red.global.add.f32 "):
+            raise NotImplementedError(f"kernel interpreter: inline asm '{text}'")
+        address = np.broadcast_to(np.asarray(ins[0], np.int64), (self.lanes,))[mask]
+        value = np.broadcast_to(np.asarray(ins[1], np.float32), (self.lanes,))[mask]
+        assert not (address % 4).any()
+        words = self.gmem[:len(self.gmem) // 4 * 4].view(np.float32)
+        np.add.at(words, address // 4, value)
+        return None
 
     def _llvm_bitcast(self, op, ins, mask):
         dst = op.results[0].type

@@ -448,14 +448,20 @@ def test_attention_backward_dq_summed_cases():
 
 
 def test_attention_backward_tc_sm80_cases():
-    """The Ampere backward forced (strategy alone) on the S4096 D128 and
-    D64 pairs, each named after its default twin, which has the same
-    graph."""
-    forced = {c.name: c for c in cases.ATTENTION_BACKWARD if c.name.endswith(" tc-sm80")}
-    assert set(forced) == {f"sdpa backward{causal} B4 H16 S4096 D{d} bf16 tc-sm80"
-                           for d in (128, 64) for causal in ("", " causal")}
-    for name, c in forced.items():
-        assert c.config == "*=strategy:tc-sm80"
-        twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(" tc-sm80")])
-        assert (c.flops, c.bytes) == (twin.flops, twin.bytes)
-        assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+    """The Ampere backward forced on the S4096 D128 and D64 pairs, its two
+    kernels (fused:0) and its fused kernel (fused:1), each named after its
+    default twin, which has the same graph."""
+    for suffix, fused in ((" tc-sm80", 0), (" tc-sm80 fused", 1)):
+        forced = {c.name: c for c in cases.ATTENTION_BACKWARD if c.name.endswith(suffix)}
+        assert set(forced) == {f"sdpa backward{causal} B4 H16 S4096 D{d} bf16{suffix}"
+                               for d in (128, 64) for causal in ("", " causal")}
+        for name, c in forced.items():
+            assert c.config == f"*=strategy:tc-sm80,fused:{fused}"
+            twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(suffix)])
+            assert (c.flops, c.bytes) == (twin.flops, twin.bytes)
+            assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+    four = {c.name: c for c in cases.ATTENTION_BACKWARD
+            if c.name.endswith(" tc-sm80 fused 4-warps")}
+    assert {c.config for c in four.values()} == {
+        f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3" for m in (32, 64)}
+    assert len(four) == 4

@@ -116,6 +116,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        sdpa backwards on tc-sm80's dQ and dK dV kernels (a
                        config override) on chosen problems: head dims,
                        masks, GQA, a bias, layouts, padding lengths
+    attention_backward_sm80_fused.py
+                       the same problems on tc-sm80's fused backward (dQ by
+                       f32 reductions; override fused:1)
     attention_backward_dbias.py
                        the sdpa backward's bias gradient (compute_dbias) on
                        tc-sm90's two kernels: biases broadcast over B, H or
@@ -156,7 +159,8 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 """
 
 from . import (attention, attention_backward_dbias, attention_backward_fused,
-               attention_backward_random, attention_backward_sm80, attention_backward_wide,
+               attention_backward_random, attention_backward_sm80,
+               attention_backward_sm80_fused, attention_backward_wide,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
                attention_persistent, attention_ragged, attention_random, attention_sm80,
                conv_bias_grad, conv_grouped_simt, conv_odd_channels, conv_phases,
@@ -209,6 +213,7 @@ CASES = [
     *attention_backward_fused.CASES,
     *attention_backward_wide.CASES,
     *attention_backward_sm80.CASES,
+    *attention_backward_sm80_fused.CASES,
     *attention_backward_dbias.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,

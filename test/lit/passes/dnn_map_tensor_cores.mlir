@@ -26,7 +26,8 @@
 // launches, the dQ kernel and the dK dV kernel, with delta in a buffer
 // between them; configured with the fused tile [64, 128], three launches
 // (delta and a zeroed f32 dQ buffer, the fused kernel, dQ's conversion);
-// configured tc-sm80, two launches of cp.async, ldmatrix and mma.sync.
+// configured tc-sm80, two launches of cp.async, ldmatrix and mma.sync; with
+// fused = 1, three (the fused kernel adds dQ by red.global.add.f32).
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -2869,6 +2870,193 @@ func.func private @sm80_split_k(%A: memref<100x512xf16>, %B: memref<512x72xf16>,
 //       CHECK:     vector.store {{.*}}, %[[DK]]
 //       CHECK:     vector.store {{.*}}, %[[DV]]
 func.func private @sdpa_backward_sm80(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+  %cst = arith.constant 0xFF800000 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_2 = memref.expand_shape %k [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 96, 64] : memref<1x2x96x64xbf16> into memref<1x2x1x96x64xbf16>
+  %expand_shape_3 = memref.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_4 = memref.expand_shape %stats [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_5 = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc : memref<1x2x2x64x96xf32>) outs(%alloc_6 : memref<1x2x2x64x96xf32>)
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape, %expand_shape_5 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc_6 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_7 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map4, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%expand_shape_4, %alloc_6 : memref<1x2x2x64x1xf32>, memref<1x2x2x64x96xf32>) outs(%alloc_7 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %out: f32):
+    %0 = linalg.index 3 : index
+    %1 = linalg.index 4 : index
+    %2 = arith.mulf %in_17, %cst_0 : f32
+    %3 = arith.index_cast %0 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %1 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst, %2 : f32
+    %9 = arith.subf %8, %in : f32
+    %10 = math.exp %9 : f32
+    %11 = arith.cmpf oeq, %in, %cst : f32
+    %12 = arith.select %11, %cst_1, %10 : f32
+    linalg.yield %12 : f32
+  }
+  %alloc_8 = memref.alloc() {alignment = 64 : i64} : memref<1x4x64x1xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5, #map6], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%do, %o : memref<1x4x64x64xbf16>, memref<1x4x64x64xbf16>) outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %expand_shape_9 = memref.expand_shape %alloc_8 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_10 = memref.expand_shape %v [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape_3, %expand_shape_10 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map, #map4, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_7, %alloc, %expand_shape_9 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x96xf32>, memref<1x2x2x64x1xf32>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %in_18: f32, %out: f32):
+    %0 = arith.subf %in_17, %in_18 : f32
+    %1 = arith.mulf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_11 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map1, #map7, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape_2 : memref<1x2x2x64x96xf32>, memref<1x2x1x96x64xbf16>) outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_12 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xbf16>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_11 : memref<1x2x2x64x64xf32>) outs(%alloc_12 : memref<1x2x2x64x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  %alloc_13 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_14 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_14 : memref<1x2x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_14 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_15 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_16 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_14 : memref<1x2x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_16 : memref<1x2x96x64xf32>) outs(%dk : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc_7, %expand_shape_3 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%dv : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_12 [[0], [1, 2], [3], [4]] : memref<1x2x2x64x64xbf16> into memref<1x4x64x64xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
+  return
+}
+
+// -----
+
+#map = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#map4 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#map5 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map6 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#map7 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+#map8 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d3)>
+#map9 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d4)>
+#map10 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+
+
+// The same backward configured tc-sm80 with fused = 1
+// (sm80/flash_backward_fused.py): three launches. The preprocess writes
+// delta and zeroes the f32 dQ workspace; the fused kernel (the dK dV
+// kernel's block, 92160 bytes: K, V, the ring and a dSᵀ tile of 128 rows
+// of 144 bytes) stores each step's dSᵀ pairs to shared memory, meets at a
+// barrier, multiplies dS by K (both by ldmatrix.trans) and adds dQ_i into
+// the workspace by red.global.add.f32; the conversion writes dq.
+// CHECK-LABEL: func.func private @sdpa_backward_sm80_fused(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x64x64xbf16>, %[[K:[^:]*]]: memref<1x2x96x64xbf16>, %[[V:[^:]*]]: memref<1x2x96x64xbf16>, %[[O:[^:]*]]: memref<1x4x64x64xbf16>, %[[DO:[^:]*]]: memref<1x4x64x64xbf16>, %[[STATS:[^:]*]]: memref<1x4x64x1xf32>, %[[DQ:[^:]*]]: memref<1x4x64x64xbf16> {bufferize.result}, %[[DK:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], fused = 1 : i64, stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward; attention backward on mma.sync, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace first; then one kernel (128 kv rows a block over 8 warps, 64 query rows a step, the group of query heads in turn, Q and dO through a cp.async ring of 2 stages, five products a step), dQ added into the workspace by red.global.add.f32 (not deterministic: the order of the adds varies); then dQ converted"
+//   CHECK-NOT:   linalg.
+//       CHECK:   %[[DELTA:.*]] = memref.alloc() : memref<1x4x64xf32>
+//       CHECK:   %[[SUM:.*]] = memref.alloc() : memref<1x4x64x64xf32>
+//       CHECK:   gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c0_i32 {
+//       CHECK:     memref.store %{{.*}}, %[[DELTA]]
+//       CHECK:     vector.store %{{.*}}, %[[SUM]]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c92160_i32 {
+//       CHECK:     memref.load %[[DELTA]]
+//       CHECK:     nvvm.mma.sync
+//       CHECK:     llvm.store {{.*}} : i32, !llvm.ptr<3>
+//       CHECK:     gpu.barrier
+//       CHECK:     nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+//       CHECK:     llvm.inline_asm has_side_effects "red.global.add.f32 [$0], $1;", "l,f"
+//       CHECK:     vector.store {{.*}}, %[[DK]]
+//       CHECK:     vector.store {{.*}}, %[[DV]]
+//       CHECK:   gpu.launch
+//       CHECK:     vector.load %[[SUM]]
+//       CHECK:     vector.store {{.*}}, %[[DQ]]
+func.func private @sdpa_backward_sm80_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], fused = 1 : i64, stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
   %cst = arith.constant 0xFF800000 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0.000000e+00 : f32

@@ -23,7 +23,10 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
   a kernel of its own beside the GEMM's parts (``build_attention``);
 * ``flash_backward``: the attention backward (a dQ kernel and a dK dV
   kernel, deterministic), ``build_attention_backward``; its block in
-  ``flash_backward_block``, its kernels in ``flash_backward_kernels``.
+  ``flash_backward_block``, its kernels in ``flash_backward_kernels``;
+* ``flash_backward_fused``: the attention backward as one kernel, dQ
+  summed by f32 reductions (not deterministic),
+  ``build_attention_backward_fused``.
 """
 
 from dataclasses import replace
@@ -34,11 +37,13 @@ from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.flash_backward import (
     BackwardTile, build_attention_backward,
 )
+from dnnc.codegen.gpu.tensorcore.sm80.flash_backward_fused import build_attention_backward_fused
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, operand_loaders, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
 __all__ = ["PAD", "BackwardTile", "FlashTile", "NotSupported", "Tile", "build",
-           "build_attention", "build_attention_backward", "build_conv", "check",
+           "build_attention", "build_attention_backward", "build_attention_backward_fused",
+           "build_conv", "check",
            "fit_element_wise", "fit_gemm", "loader_note", "smem_bytes"]
 
 

@@ -1,6 +1,8 @@
 """The small launches around tc-sm90's fused attention backward
 (flash_backward_fused.py), which sums dQ in an f32 workspace ``dq_sum``
-``[B, H, Sq, D]`` where every kv block adds its part:
+``[B, H, Sq, D]`` where every kv block adds its part (the preprocess and
+the conversion also frame tc-sm80's fused backward,
+sm80/flash_backward_fused.py: plain SIMT kernels, nothing of Hopper's):
 
 1. ``Preprocess``, before it: a quad of threads per query row computes
    delta = rowsum(dO ∘ O) (f32, into the ``[B, H, Sq]`` workspace the
