@@ -24,6 +24,7 @@ import argparse
 import hashlib
 import json
 import os
+import resource
 import sys
 import time
 
@@ -149,13 +150,13 @@ def measure(name, train, ptx_dir=None, ptxas_kernels=0):
            "regions": [], "passes": {}}
     with passes.timing() as pass_times:
         for graph in graphs:
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
             package = compiler.compile_cuda(graph, "sm_90a", cache=False)
-            seconds = time.perf_counter() - t0
+            seconds, cpu = time.perf_counter() - t0, _cpu() - c0
             entries = ptx_text.entries(package.ptx)
             launches = package.manifest["kernels"]
             row["regions"].append({
-                "graph": graph.name, "seconds": seconds, "entries": len(entries),
+                "graph": graph.name, "seconds": seconds, "cpu_s": cpu, "entries": len(entries),
                 "launches": len(launches),
                 "kernel_functions": len({k["name"] for k in launches}),
                 "ptx_sha256": hashlib.sha256(package.ptx.encode()).hexdigest(),
@@ -171,9 +172,26 @@ def measure(name, train, ptx_dir=None, ptxas_kernels=0):
     row["passes"] = dict(sorted(pass_times.items(), key=lambda kv: -kv[1]))
     row["stages"] = clock.stages
     row["compile_s"] = sum(r["seconds"] for r in row["regions"])
+    row["compile_cpu_s"] = sum(r["cpu_s"] for r in row["regions"])
     if ptxas_kernels:
         row["ptxas_entries"] = sorted(row["ptxas_entries"], key=lambda e: -e[2])[:ptxas_kernels]
     return row
+
+
+def _cpu():
+    """CPU seconds of this process and of its finished children (ptxas)."""
+    children = resource.getrusage(resource.RUSAGE_CHILDREN)
+    return time.process_time() + children.ru_utime + children.ru_stime
+
+
+def without_dedup():
+    """Take dnn-dedup-kernels out of the cuda pipeline (compile every
+    occurrence of a kernel, as before the pass)."""
+    from dnnc import pipelines
+
+    gpu = pipelines.GPU
+    pipelines.GPU = pipelines.Stage(gpu.name, tuple(p for p in gpu.passes
+                                                    if p != "dnn-dedup-kernels"))
 
 
 def _ptxas_per_entry(ptx, graph):
@@ -215,7 +233,12 @@ def main(argv=None):
     parser.add_argument("--passes", type=int, default=12, help="list the N costliest passes")
     parser.add_argument("--ptxas-kernels", type=int, default=0, metavar="N",
                         help="time ptxas on each entry alone; list the N slowest")
+    parser.add_argument("--no-dedup", action="store_true",
+                        help="compile every occurrence of identical kernels "
+                             "(dnn-dedup-kernels off)")
     args = parser.parse_args(argv)
+    if args.no_dedup:
+        without_dedup()
     names = [n for n in torch_models.MODELS if not args.only or n in args.only.split(",")]
     rows = []
     for name in names:
@@ -229,9 +252,11 @@ def main(argv=None):
                   f"{sum(r['launches'] for r in regions)} launches, "
                   f"{sum(r['kernel_functions'] for r in regions)} kernel functions, "
                   f"{sum(r['entries'] for r in regions)} PTX entries; "
-                  f"compile {row['compile_s']:.1f} s (trace {row['trace_s']:.1f} s)")
+                  f"compile {row['compile_s']:.1f} s, {row['compile_cpu_s']:.1f} s CPU "
+                  f"(trace {row['trace_s']:.1f} s)")
             for r in regions:
-                print(f"  {r['graph']:<18} {r['seconds']:7.1f} s  {r['launches']:4d} launches "
+                print(f"  {r['graph']:<18} {r['seconds']:7.1f} s {r['cpu_s']:7.1f} s CPU "
+                  f"{r['launches']:4d} launches "
                       f"{r['kernel_functions']:4d} functions {r['entries']:4d} entries  "
                       f"ptx {r['ptx_sha256'][:12]}{'' if r['cubin'] else '  (no cubin)'}")
             print("  stages: " + ", ".join(f"{k} {v:.1f}" for k, v in row["stages"].items()))

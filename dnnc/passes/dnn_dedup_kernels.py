@@ -60,8 +60,7 @@ def dedup(module):
     {(gpu.module name, dropped kernel): kept kernel}."""
     module = getattr(module, "operation", module)
     launched = {}
-    for launch in (op for fn in irutil.functions(module)
-                   for op in irutil.ops(fn, "gpu.launch_func")):
+    for launch in irutil.launches(module):
         parts = list(ir.SymbolRefAttr(launch.attributes["kernel"]).value)
         launched.setdefault((parts[0], parts[-1]), []).append(launch)
     dropped = {}

@@ -71,6 +71,13 @@ def enclosing(op, name):
     return parent
 
 
+def launches(module):
+    """Every gpu.launch_func of ``module``'s host functions (its top-level
+    func.func ops), in order. The gpu.modules, where nearly all ops of a
+    lowered module are and no launch is, are not walked."""
+    return [op for fn in functions(module) for op in ops(fn, "gpu.launch_func")]
+
+
 def launched_kernel(launch):
     """(gpu.module name, kernel name) of the kernel a gpu.launch_func launches."""
     parts = list(ir.SymbolRefAttr(launch.attributes["kernel"]).value)
