@@ -165,19 +165,27 @@ def parse_pipeline(text):
     return elements
 
 
+# Upstream pipeline elements already parsed without error: a compile parses
+# each stage's pipeline, and every compile the same ones.
+_CHECKED = set()
+
+
 def _check_upstream(elements):
     from mlir import passmanager
 
     from dnnc.dialect import context
 
+    unchecked = [e for e in elements if isinstance(e, str) and e not in _CHECKED]
+    if not unchecked:
+        return
     with context():
-        for e in elements:
-            if isinstance(e, str):
-                try:
-                    passmanager.PassManager.parse(f"builtin.module({e})")
-                except ValueError as err:
-                    raise PipelineError(f"unknown pass or bad pipeline element '{e}': "
-                                        f"{_first_line(err)}") from None
+        for e in unchecked:
+            try:
+                passmanager.PassManager.parse(f"builtin.module({e})")
+            except ValueError as err:
+                raise PipelineError(f"unknown pass or bad pipeline element '{e}': "
+                                    f"{_first_line(err)}") from None
+            _CHECKED.add(e)
 
 
 def _first_line(err):
