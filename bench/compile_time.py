@@ -21,6 +21,7 @@ to compare two commits byte for byte.
 """
 
 import argparse
+import contextlib
 import hashlib
 import json
 import os
@@ -98,14 +99,17 @@ def region_graphs(kind, gm):
 
 
 class Clock:
-    """Seconds by stage: the pipeline's stages (timed where dnnc.stages runs
-    them), ``cubin`` (ptxas) and ``to_module``."""
+    """Seconds by stage, wall-clock and CPU (this process and ptxas): the
+    pipeline's stages (timed where dnnc/targets/cuda.py runs them) and
+    ``cubin`` (ptxas)."""
 
     def __init__(self):
         self.stages = {}
+        self.cpu = {}
 
-    def add(self, name, seconds):
+    def add(self, name, seconds, cpu):
         self.stages[name] = self.stages.get(name, 0.0) + seconds
+        self.cpu[name] = self.cpu.get(name, 0.0) + cpu
 
     def install(self):
         from dnnc import stages
@@ -116,9 +120,9 @@ class Clock:
         def run_stages(module, stage_list, **kw):
             ran = []
             for stage in stage_list:
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), _cpu()
                 ran += original_run_stages(module, [stage], **kw)
-                self.add(stage.name, time.perf_counter() - t0)
+                self.add(stage.name, time.perf_counter() - t0, _cpu() - c0)
             return ran
 
         cuda.run_stages = run_stages
@@ -128,11 +132,11 @@ class Clock:
         fn = getattr(mod, attr)
 
         def timed(*a, **kw):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), _cpu()
             try:
                 return fn(*a, **kw)
             finally:
-                self.add(label, time.perf_counter() - t0)
+                self.add(label, time.perf_counter() - t0, _cpu() - c0)
         setattr(mod, attr, timed)
 
 
@@ -148,7 +152,9 @@ def measure(name, train, ptx_dir=None, ptxas_kernels=0):
     clock.install()
     row = {"model": name, "step": "training" if train else "inference", "trace_s": traced,
            "regions": [], "passes": {}}
-    with passes.timing() as pass_times:
+    # An older dnnc (to compare against) has no pass timing: stages only.
+    timing = getattr(passes, "timing", None) or (lambda: contextlib.nullcontext({}))
+    with timing() as pass_times:
         for graph in graphs:
             t0, c0 = time.perf_counter(), _cpu()
             package = compiler.compile_cuda(graph, "sm_90a", cache=False)
@@ -171,6 +177,7 @@ def measure(name, train, ptx_dir=None, ptxas_kernels=0):
                     _ptxas_per_entry(package.ptx, graph.name))
     row["passes"] = dict(sorted(pass_times.items(), key=lambda kv: -kv[1]))
     row["stages"] = clock.stages
+    row["stages_cpu"] = clock.cpu
     row["compile_s"] = sum(r["seconds"] for r in row["regions"])
     row["compile_cpu_s"] = sum(r["cpu_s"] for r in row["regions"])
     if ptxas_kernels:
@@ -259,7 +266,8 @@ def main(argv=None):
                   f"{r['launches']:4d} launches "
                       f"{r['kernel_functions']:4d} functions {r['entries']:4d} entries  "
                       f"ptx {r['ptx_sha256'][:12]}{'' if r['cubin'] else '  (no cubin)'}")
-            print("  stages: " + ", ".join(f"{k} {v:.1f}" for k, v in row["stages"].items()))
+            print("  stages, s (CPU s): " + ", ".join(
+                f"{k} {v:.1f} ({row['stages_cpu'][k]:.1f})" for k, v in row["stages"].items()))
             print("  passes: " + ", ".join(f"{k} {v:.1f}"
                                            for k, v in list(row["passes"].items())[:args.passes]))
             for graph, entry, seconds in row.get("ptxas_entries", []):
