@@ -28,6 +28,22 @@ def ops(root, name=None):
     return [op for op in walk(root) if name is None or op.name == name]
 
 
+def contains(root, name):
+    """Whether an op named ``name`` is nested under ``root`` (not ``root``
+    itself); the walk stops at the first."""
+    root = getattr(root, "operation", root)
+    found = []
+
+    def visit(op):
+        if op.name == name and op != root:
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return bool(found)
+
+
 def body(op):
     """The first block of ``op``'s first region."""
     return getattr(op, "operation", op).regions[0].blocks[0]
