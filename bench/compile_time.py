@@ -11,13 +11,17 @@ makes of a training step) are those a CUDA device gives. Each graph is split
 into regions as the backend splits it, each region lowered to a dnnc graph
 and compiled for sm_90a with no JIT cache (``compiler.compile_cuda(...,
 cache=False)``). Reported per model and step: kernels (PTX entries) against
-the kernel functions the ``gpu`` stage outlined (the same kernel used more
-than once is compiled once), seconds per stage (the pipeline's stages, the
-cubin: ptxas; ``host`` is what the driver does outside them: signature,
-plan, PTX checks, the package), the costliest passes, and the slowest
-kernels' share of ptxas (``--ptxas-kernels``: each entry's ptxas time alone,
-a second ptxas run per entry). ``--ptx-dir`` writes each region's PTX there,
-to compare two commits byte for byte.
+the launches and the kernel functions the ``gpu`` stage outlined (identical
+kernels are compiled once, dnn-dedup-kernels), wall-clock and CPU seconds
+(this process and ptxas) per region and per stage (the pipeline's stages and
+``cubin``, ptxas; what a region's total has beyond them is the driver's own
+work: signature, plan, PTX checks, the package), the costliest passes, and
+with ``--ptxas-kernels N`` the N slowest entries under ptxas alone (a second
+ptxas run per entry). ``--ptx-dir`` writes each region's PTX there, to
+compare two commits entry by entry; ``--no-dedup`` compiles every
+occurrence of a kernel, as before dnn-dedup-kernels. ``DNNC_PTXAS_THREADS``
+is read as in any compile. Seconds depend on the machine and its load: on
+a shared machine compare the CPU seconds.
 """
 
 import argparse
