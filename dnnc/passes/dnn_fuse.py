@@ -418,12 +418,16 @@ class Partition:
                     out[g] = None
         return list(out)
 
-    def _reaches(self, start, targets):
-        """True when ``start`` depends, through any chain of groups, on one of ``targets``."""
-        seen, todo = set(), [start]
+    def _reaches(self, starts, targets):
+        """True when one of the groups ``starts`` depends, through any chain
+        of groups, on one of ``targets``. One search from all of them, each
+        group's dependencies read once: the groups do not change during it.
+        (A search per start, reading dependencies again at every visit, made
+        dnn-fuse quadratic: 8 of its 13 s on ResNet-50's backward graph.)"""
+        targets = set(targets)
+        seen, todo = set(starts), list(starts)
         while todo:
-            g = todo.pop()
-            for d in self._deps([g]):
+            for d in self._deps([todo.pop()]):
                 if d in targets:
                     return True
                 if d not in seen:
@@ -444,7 +448,7 @@ class Partition:
 
     def _legal(self, members, op):
         """Can ``op`` and the groups ``members`` form one kernel without a cycle?"""
-        return not any(self._reaches(d, members) for d in self._deps(members, [op]))
+        return not self._reaches(self._deps(members, [op]), members)
 
     # -- placing ops ---------------------------------------------------------
 
@@ -747,7 +751,7 @@ class Partition:
             if any(u.owner.operation not in inside
                    for o in g.ops for r in o.results for u in r.uses):
                 continue
-            if any(self._reaches(d, [group, g]) for d in self._deps([group, g])):
+            if self._reaches(self._deps([group, g]), [group, g]):
                 continue
             for o in g.ops:
                 self._add(group, o)
@@ -798,8 +802,8 @@ class Partition:
             made = set(g.ops) - set(ops)
             reads = any(_producer(v) in made and not _is_constant(_producer(v))
                         for o in ops for v in o.operands)
-            if g.columns == columns and not reads and not any(
-                    self._reaches(d, [g]) for d in self._deps([g], ops)):
+            if g.columns == columns and not reads and \
+                    not self._reaches(self._deps([g], ops), [g]):
                 target = g
                 break
         if target is None:
@@ -830,8 +834,7 @@ class Partition:
                 if g.rows != (shape, shape[:-1] + (1,)):
                     continue
                 known = {v for o in g.ops for v in list(o.operands) + list(o.results)}
-                if reads <= known and not any(self._reaches(d, [g, col])
-                                              for d in self._deps([g, col])):
+                if reads <= known and not self._reaches(self._deps([g, col]), [g, col]):
                     for o in col.ops:
                         if o not in g.ops:
                             g.ops.append(o)

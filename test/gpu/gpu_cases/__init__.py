@@ -152,6 +152,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
                        rows, a matmul's shared operand), outputs with padded
                        rows, column-major and channels-last strides
+    repeated_kernels.py
+                       graphs that repeat kernels (tc-sm90 convolutions and
+                       matmuls), which dnn-dedup-kernels compiles once: one
+                       PTX entry launched several times
     scalars.py         runtime scalars (f32 kernel arguments): pointwise, matmul
                        and convolution epilogues, reductions, the epsilon of
                        layernorm and rmsnorm, a frontend graph; each package
@@ -171,8 +175,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                layouts, matmul,
                matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, norm_channels_last,
-               normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
-               scalars, zero_size)
+               normalization, pointwise, pooling, reduction_middle, reductions,
+               repeated_kernels, row_programs, scalars, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -227,6 +231,7 @@ CASES = [
     *int8.CASES,
     *layouts.CASES,
     *scalars.CASES,
+    *repeated_kernels.CASES,
 ]
 
 __all__ = ["CASES", "Case"]
