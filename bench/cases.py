@@ -1351,7 +1351,8 @@ def _gemm(m, n, k, dt="bf16", epilogue="", weight=False, transposed_a=False):
     return build, torch_fn
 
 
-def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transposed_a=False):
+def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transposed_a=False,
+               config=None):
     build, torch_fn = _gemm(m, n, k, dt, epilogue, weight, transposed_a)
     size = 2 if dt in ("bf16", "f16") else 4
     extra = {"bias_gelu": n, "bias_residual_relu": n + m * n, "bias_view_gelu": n,
@@ -1360,7 +1361,7 @@ def _gemm_case(m, n, k, dt="bf16", epilogue="", label="", weight=False, transpos
     name = f"matmul {m}x{n}x{k} {dt}" + (f" +{epilogue.replace('_', '+')}" if epilogue else "") \
         + (f" ({label})" if label else "")
     return Case(name, build, torch_fn, 2 * m * n * k, (m * k + k * n + m * n + extra) * size,
-                False, "matmul", compiled=bool(epilogue))
+                False, "matmul", compiled=bool(epilogue), config=config)
 
 
 MATMUL = [
@@ -1395,6 +1396,13 @@ MATMUL = [
     _gemm_case(8192, 768, 3072, epilogue="bias_view_residual", label="GPT-2 MLP"),
     # ViT-Base's (8 x 197 tokens: M not a tile multiple).
     _gemm_case(1576, 3072, 768, epilogue="bias_view_gelu", label="ViT MLP"),
+    # The same with the tail split (sm90/tail_split.py): 156 tiles of
+    # 128x256 (1.18 waves), the last 24 split 2, 3 or 4 ways along K's 12
+    # steps; and 4096^3, where it does not apply (116 tail tiles for 16
+    # idle blocks: the same kernel, which must not be slower).
+    *(_gemm_case(1576, 3072, 768, epilogue="bias_view_gelu", label=f"ViT MLP, tail split {s}",
+                 config=f"*=tail_split:{s}") for s in (2, 3, 4)),
+    _gemm_case(4096, 4096, 4096, label="tail split 2", config="*=tail_split:2"),
     _gemm_case(4096, 1024, 4096, epilogue="relu_a"),
     _gemm_case(4096, 1024, 4096, epilogue="cast_a"),
     _gemm_case(64, 4096, 4096, epilogue="cast_b", label="skinny, f32 weight"),
@@ -1665,10 +1673,6 @@ def _sgemm(name, a_dims, b_dims, a_stride=None, b_stride=None, epilogue=""):
         t.backends.cuda.matmul.allow_tf32 = False
         y = t.matmul(a, b)
         t.backends.cuda.matmul.allow_tf32 = allowed
-        if epilogue == "bias_view_gelu":
-            return t.nn.functional.gelu((y + rest[0]).view(8, m // 8, n), approximate="tanh")
-        if epilogue == "bias_view_residual":
-            return rest[1] + (y + rest[0]).view(8, m // 8, n)
         if epilogue == "bias_gelu":
             return t.nn.functional.gelu(y + rest[0])
         return y
@@ -1849,13 +1853,15 @@ def _sdpa_on(backend, causal, gqa):
     return torch_fn
 
 
-def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None):
+def _sdpa_case(b, h, s, d, causal=False, hk=None, dt="bf16", strategy=None, config=None,
+               suffix=""):
     """The sdpa forward case; ``strategy`` (with its ``config`` override)
-    names a strategy forced on whatever GPU runs it, in the name too."""
+    names a strategy forced on whatever GPU runs it, in the name too;
+    ``suffix`` names another ``config``."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
     name = f"sdpa{' causal' if causal else ''} B{b} {heads} S{s} D{d} {dt}" + \
-        (f" {strategy}" if strategy else "")
+        (f" {strategy}" if strategy else "") + suffix
     # Two matmuls (QK^T, PV) of 2 FLOPs per multiply-add; causal: half.
     flops = 4 * b * h * s * s * d / (2 if causal else 1)
     size = (2 * b * h * s * d + 2 * b * hk * s * d) * BF16  # q, o; k, v (f16: 2 bytes too)
@@ -1886,6 +1892,21 @@ ATTENTION_FORWARD = [
     _sdpa_case(4, 16, 4096, d, causal, strategy="tc-sm80",
                config=f"*=strategy:tc-sm80,tile:128x{n},stages:2,block:128")
     for d, causal, n in ((128, False, 32), (128, True, 32), (64, False, 64))
+] + [
+    # The persistent forward (sm90/flash_scheduler.py: a block an SM taking
+    # query tiles, causal pairs of equal work) and a block a tile, each
+    # forced by the config override whatever the heuristics choose (they
+    # choose persistent up to Skv 1024), beside the case of the same graph,
+    # for A/B timing in one run: the short-tile problems it is for (the
+    # causal S1024 D64 one beside the original set's case) and longer ones.
+    _sdpa_case(b, h, s, d, causal, hk, config=f"*=persistent:{persistent}", suffix=suffix)
+    for b, h, s, d, hk, causals in [(4, 16, 1024, 64, None, (True,)),
+                                    (16, 16, 1024, 128, None, (False, True)),
+                                    (8, 16, 2048, 128, None, (False, True)),
+                                    (4, 16, 4096, 128, None, (False, True)),
+                                    (1, 64, 8192, 128, 8, (True,))]
+    for causal in causals
+    for persistent, suffix in ((1, " persistent"), (0, " block-a-tile"))
 ]
 
 
@@ -2228,12 +2249,23 @@ ATTENTION_BACKWARD += [
     for b, h, s, d, hk in _BACKWARD_SHAPES if d == 64 for causal in (False, True)
     for extra, name in (("", ""), ("persistent:0,", " block-a-unit"))
 ]
-# The Ampere backward (mma.sync, cp.async: sm80/flash_backward.py, a dQ
-# kernel and a dK dV kernel) on whatever GPU runs it, forced by the
-# strategy alone: the tile its heuristics give these problems on sm_80.
+# The Ampere backward (mma.sync, cp.async) on whatever GPU runs it, in the
+# tile its heuristics give these problems on sm_80: its two kernels
+# (sm80/flash_backward.py, a dQ kernel and a dK dV kernel; fused:0) beside
+# its fused kernel (sm80/flash_backward_fused.py, dQ by f32 reductions;
+# fused:1), for A/B timing in one run.
 ATTENTION_BACKWARD += [
-    _sdpa_backward_case(4, 16, 4096, d, causal, config="*=strategy:tc-sm80", suffix=" tc-sm80")
-    for d in (128, 64) for causal in (False, True)
+    _sdpa_backward_case(4, 16, 4096, d, causal, config=f"*=strategy:tc-sm80,fused:{fused}",
+                        suffix=" tc-sm80" + (" fused" if fused else ""))
+    for d in (128, 64) for causal in (False, True) for fused in (0, 1)
+]
+# The fused kernel in blocks of 4 warps (64 kv rows: twice the blocks and
+# the dQ reductions, two blocks an SM by registers), 3 stages.
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(4, 16, 4096, d, causal,
+                        config=f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3",
+                        suffix=" tc-sm80 fused 4-warps")
+    for d, m in ((128, 32), (64, 64)) for causal in (False, True)
 ]
 
 

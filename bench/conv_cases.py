@@ -3,7 +3,8 @@ filters) as the issue's performance table lists them, against PyTorch's
 cuDNN in the same process, and the fused patterns (conv + bias + relu,
 conv + batchnorm-inference + relu, conv + bias + residual + relu, and
 BN-ReLU-conv: relu(x * scale + shift) as the convolution's prologue) against
-PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``);
+PyTorch eager and torch.compile; one layer on tc-sm80, forced (``SM80``),
+and tf32 layers forced onto it (``SM80_TF32``);
 and layers whose channel counts are not multiples of 8 (``ODD_CHANNELS``,
 ``ODD_GRADS``, and filter gradients split over K on tc-sm80:
 ``SPLIT_WGRADS``); filter gradients with their bias gradient in one
@@ -36,8 +37,12 @@ def out_size(size, r, stride, pad):
 def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
     """A graph of one forward convolution of x [n, c, h, h] by w [k, c, r, r]
     (both channels-last), with ``epilogue``: None, "bias_relu", "bn_relu"
-    (per-channel scale and shift: batchnorm inference folded) or
-    "bias_residual_relu"."""
+    (per-channel scale and shift: batchnorm inference folded),
+    "bias_residual_relu", "film_relu" (a scale and shift per image and
+    channel, [n, k, 1, 1]: FiLM, a diffusion UNet's time embedding) or
+    "pos_relu" (a table over the pixels and channels, [1, k, p, p], the
+    same for every image); the last two the epilogue reads through split
+    views (tensorcore/conv_views.py)."""
     import dnnc
 
     p = out_size(h, r, stride, pad)
@@ -52,6 +57,11 @@ def conv_graph(name, n, c, h, k, r, stride=1, pad=0, epilogue=None, dt="bf16"):
                   g.tensor(name="shift", dim=[1, k, 1, 1]))
     if epilogue == "bias_residual_relu":
         y = g.add(y, g.tensor(name="r", dim=[n, k, p, p], stride=_nhwc(n, k, p, p)))
+    if epilogue == "film_relu":
+        y = g.add(g.mul(y, g.tensor(name="scale", dim=[n, k, 1, 1])),
+                  g.tensor(name="shift", dim=[n, k, 1, 1]))
+    if epilogue == "pos_relu":
+        y = g.add(y, g.tensor(name="pos", dim=[1, k, p, p], stride=_nhwc(1, k, p, p)))
     if epilogue:
         y = g.relu(y)
     y.set_output(True).set_stride(_nhwc(n, k, p, p))
@@ -217,8 +227,10 @@ def _torch_conv(stride, pad, epilogue):
         y = t.nn.functional.conv2d(x, w, stride=stride, padding=pad)
         if epilogue == "bias_relu":
             y = y + rest[0]
-        elif epilogue == "bn_relu":
+        elif epilogue in ("bn_relu", "film_relu"):
             y = y * rest[0] + rest[1]
+        elif epilogue == "pos_relu":
+            y = y + rest[0]
         elif epilogue == "bias_residual_relu":
             y = y + rest[0] + rest[1]
         return t.relu(y) if epilogue else y
@@ -301,13 +313,27 @@ ALTERNATIVES = [
     ("3x3", 32, 256, 14, 256, 3, 1, 1, "tile 64x128x64", "*=tile:64x128x64"),
     ("3x3", 32, 256, 14, 256, 3, 1, 1, "tile 128x256x64 split 2 cluster 2",
      "*=tile:128x256x64,split:2,cluster:2,stages:4"),
+    # The tail split (sm90/tail_split.py) beside the same tiles without it:
+    # 196 tiles of 128x256 (1.48 waves), the last 64 split 2 ways along K;
+    # the 1x1's 196 tiles of 128x64 or 64x128 likewise.
+    ("3x3", 128, 256, 14, 256, 3, 1, 1, "tile 128x256x64", "*=tile:128x256x64,stages:4"),
+    ("3x3", 128, 256, 14, 256, 3, 1, 1, "tile 128x256x64 tail split 2",
+     "*=tile:128x256x64,stages:4,tail_split:2"),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 128x64x64", "*=tile:128x64x64"),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 128x64x64 tail split 2",
+     "*=tile:128x64x64,tail_split:2"),
+    ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 64x128x64 tail split 2",
+     "*=tile:64x128x64,tail_split:2"),
 ]
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,
 # against cuBLAS, beside the convolution's (N, C, H, K).
 AS_MATMUL = [(32, 1024, 14, 256)]
 FUSED = [("bias_relu", 32, 64, 56, 64, 3, 1, 1), ("bn_relu", 32, 64, 56, 64, 3, 1, 1),
-         ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1)]
+         ("bias_residual_relu", 32, 64, 56, 64, 3, 1, 1),
+         # Operands broadcast over some of the output pixel dims (split
+         # views; simt-generic before).
+         ("film_relu", 32, 64, 56, 64, 3, 1, 1), ("pos_relu", 32, 64, 56, 64, 3, 1, 1)]
 # BN-ReLU-conv on ResNet-50's 3x3 layer: the batchnorm and relu of the
 # layer before as the convolution's prologue.
 PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]
@@ -317,6 +343,27 @@ PROLOGUES = [("3x3", 32, 64, 56, 64, 3, 1, 1)]
 # tiles in 3 stages 0.029 ms, 128x128x64 in 3 0.035, 128x128x32 in 4 (what
 # the heuristics give it) 0.040, 64x128x32 in 4 0.053.
 SM80 = [("3x3", 32, 128, 28, 128, 3, 1, 1, "*=strategy:tc-sm80,tile:256x128x64,stages:3")]
+# tf32 convolutions (f32 tensors; PyTorch with cuDNN's tf32 allowed) on
+# tc-sm80, forced: its implicit GEMM of 4-byte elements (16-byte cp.async
+# chunks of 4 channels, mma.sync m16n8k8 tf32), what an A100 runs, timed on
+# whatever GPU runs it beside cuDNN (and, on sm_90a, beside tc-sm90's own
+# cases: GENERAL's "3x3 tf32" and TF32_GRADS). (direction, what, N, C, H, K,
+# R, stride, pad, tile or None): None, the tile dnn-map-tensor-cores gives
+# a forced kernel (4 warps of 128 x 128 x 16; a filter gradient's N a
+# divisor of C); a tile, 8 warps of it with a K step of 128 bytes (32 tf32),
+# 3 stages, to time against the first in the same run.
+SM80_TF32 = [
+    ("fprop", "3x3", 32, 128, 28, 128, 3, 1, 1, None),
+    ("fprop", "3x3", 32, 128, 28, 128, 3, 1, 1, "256x128x32"),
+    ("fprop", "1x1", 32, 256, 56, 64, 1, 1, 0, None),
+    ("dgrad", "3x3", 32, 64, 56, 64, 3, 1, 1, None),
+    ("dgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, None),
+    ("dgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, "256x128x32"),
+    ("dgrad", "3x3/2", 32, 128, 56, 128, 3, 2, 1, None),
+    ("wgrad", "3x3", 32, 64, 56, 64, 3, 1, 1, None),
+    ("wgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, None),
+    ("wgrad", "3x3", 32, 256, 14, 256, 3, 1, 1, "128x256x32"),
+]
 # Channel counts that are not multiples of 8 (what, N, C, H, K, R, stride,
 # pad, config): TMA cannot step such pixels, so tc-sm80's implicit GEMM
 # reads them where they lie, zero past C in the loader (sm80/loader.py),
@@ -391,6 +438,26 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
+    for direction, what, n, c, h, k, r, s, pad, tile in SM80_TF32:
+        p = out_size(h, r, s, pad)
+        config = "*=strategy:tc-sm80" + (f",tile:{tile},stages:3,block:256" if tile else "")
+        name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32 tc-sm80" + \
+            (f" tile {tile}" if tile else "")
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
+        slug = "conv_sm80_tf32_" + "".join(ch if ch.isalnum() else "_" for ch in
+                                           f"{direction}_{what}_{n}_{c}_{h}_{k}_{tile or ''}")
+        if direction == "fprop":
+            graph = (lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                     general_graph(slug, [a[0], a[1], a[2], a[2]], [a[3], a[1], a[4], a[4]],
+                                   a[5], a[6], dt="tf32"))
+            torch_fn = _torch_general(s, pad, 1, 4)
+        else:
+            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+            graph = (lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
+                     grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"))
+            torch_fn = _allow_tf32(_torch_grad(direction, shape, s, pad))
+        out.append(Case(name, graph, torch_fn, flops, nbytes, False, "conv", config=config))
     for what, n, c, h, k, r, s, pad, config in ODD_CHANNELS:
         p = out_size(h, r, s, pad)
         forced = " tc-sm80" if config else ""

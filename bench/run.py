@@ -7,7 +7,8 @@ Two steps, so the GPU machine needs no MLIR:
 
 ``--only PATTERN`` (both steps) keeps the cases whose name or group matches:
 a substring, or an fnmatch pattern (``'conv*'``, ``'*backward*'``), case
-insensitive; several patterns are separated by commas. ``build --only`` adds
+insensitive, or with a leading ``=`` the whole name (``'=sdpa B16 H16 S1024 D128
+bf16'``, not its twins); several patterns are separated by commas. ``build --only`` adds
 to the index of an existing output directory instead of replacing it.
 
 ``run`` prints a table: each case's median time for dnnc and PyTorch (after
@@ -96,6 +97,8 @@ def select(cases, only):
 
     def matches(text, pattern):
         text = text.lower()
+        if pattern.startswith("="):
+            return text == pattern[1:]
         return pattern in text or fnmatch.fnmatchcase(text, pattern)
 
     return [c for c in cases

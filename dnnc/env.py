@@ -9,6 +9,12 @@ DNNC_CUBIN      ``0``: packages carry no cubin (ptxas is not run when
                 loads the PTX even from a package that has one); unset or
                 anything else: a cubin for the package's arch beside the
                 PTX whenever ptxas is found.
+DNNC_PTXAS_THREADS
+                a count N > 1: ptxas makes a package's cubin on N threads
+                (``--split-compile N``), its entries compiled side by side.
+                The cubin's bytes depend on N (the same for a given N on any
+                machine), not on the machine's cores; unset, 0 or 1: one
+                thread, the cubin ptxas has always made.
 DNNC_CUOBJDUMP  the cuobjdump executable to disassemble cubins to SASS with
                 (else the nvidia-cuda-cuobjdump wheel's, else the one on PATH).
 DNNC_CACHE_DIR  the directory of the JIT cache of compiled ``.dnnpkg``
@@ -40,6 +46,22 @@ def ptxas():
 def cubin_enabled():
     """False when DNNC_CUBIN is ``0``: compile packages without a cubin."""
     return os.environ.get("DNNC_CUBIN", "").strip() != "0"
+
+
+def ptxas_threads():
+    """The thread count DNNC_PTXAS_THREADS names (1 when unset); a value
+    that is not a whole number is refused with a ValueError naming it."""
+    text = os.environ.get("DNNC_PTXAS_THREADS", "").strip()
+    if not text:
+        return 1
+    try:
+        count = int(text)
+    except ValueError:
+        raise ValueError(f"DNNC_PTXAS_THREADS: expected a whole number of threads, "
+                         f"got {text!r}") from None
+    if count < 0:
+        raise ValueError(f"DNNC_PTXAS_THREADS: expected 0 or more threads, got {count}")
+    return max(count, 1)
 
 
 def cuobjdump():

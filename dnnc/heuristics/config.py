@@ -10,8 +10,8 @@ On a kernel function it is the ``dnn.config`` dictionary, beside a
 
 ``strategy`` and ``block`` are always written; ``tile``, ``stages``, ``warps``,
 ``vector``, ``unroll``, ``split``, ``cluster``, ``staged``, ``fold``, ``tiled``,
-``promote_overlap`` and ``persistent`` only when they differ from their defaults (a
-field that does not apply to the strategy is noise).
+``promote_overlap``, ``persistent``, ``tail_split`` and ``fused`` only when they differ
+from their defaults (a field that does not apply to the strategy is noise).
 """
 
 import dataclasses
@@ -35,8 +35,8 @@ FIELDS = {"simt-generic": ("block",), "simt-pointwise": ("block", "vector", "unr
           "simt-depthwise": ("block", "vector", "tile", "split"),
           "simt-transpose": ("block",),
           "tc-sm90": ("block", "tile", "stages", "split", "cluster", "fold", "tiled",
-                      "promote_overlap", "persistent", "staged"),
-          "tc-sm80": ("block", "tile", "stages", "split"),
+                      "promote_overlap", "persistent", "staged", "tail_split"),
+          "tc-sm80": ("block", "tile", "stages", "split", "fused"),
           "simt-gemm": ("block", "tile", "split", "staged"),
           "simt-gemv": ("block", "split", "vector", "unroll")}
 # Strategies whose blocks are 1-D: dnn-distribute-loops spreads one flat loop
@@ -84,8 +84,16 @@ class Config:
     #                             kt - 1's products are promoted while step kt's wgmmas
     #                             run (2, 4 or 8; 0: each step whole; tc-sm90,
     #                             block_scales.py)
-    persistent: int = 0         # 1: the blocks loop over the work units, one wave (tc-sm90's
-    #                             fused attention backward; its GEMMs always do)
+    persistent: int = 0         # tc-sm90's attention (its GEMMs always are): 1, a block an
+    #                             SM, each looping over work units (query tiles forward, kv
+    #                             tiles backward); 0, a block a unit; N > 1, at most N such
+    #                             blocks (the forward; tests: many units a block)
+    tail_split: int = 0         # S >= 2: the tiles of the persistent GEMM's last, partial
+    #                             wave split along K S ways over the blocks it leaves idle,
+    #                             summed by the last to arrive (tc-sm90; 0: off)
+    fused: int = 0              # tc-sm80's attention backward: 1, one kernel (dQ summed by
+    #                             f32 reductions, not deterministic) between a preprocess
+    #                             and a conversion; 0, a dQ kernel and a dK dV kernel
     reason: str = field(default="", compare=False)
 
     def __post_init__(self):
@@ -105,14 +113,19 @@ class Config:
         for name in ("stages", "vector", "unroll", "split", "cluster", "fold"):
             if getattr(self, name) < 1:
                 raise PipelineError(f"config: {name}: expected >= 1, got {getattr(self, name)}")
-        for name in ("staged", "tiled", "persistent"):
+        for name in ("staged", "tiled", "fused"):
             if getattr(self, name) not in (0, 1):
                 raise PipelineError(f"config: {name}: expected 0 or 1, got "
                                     f"{getattr(self, name)}")
+        if self.tail_split < 0 or self.tail_split == 1:
+            raise PipelineError(f"config: tail_split: expected 0 (off) or at least 2, got "
+                                f"{self.tail_split}")
         if self.promote_overlap not in PROMOTE_OVERLAPS:
             raise PipelineError(f"config: promote_overlap: expected one of "
                                 f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got "
                                 f"{self.promote_overlap}")
+        if self.persistent < 0:
+            raise PipelineError(f"config: persistent: expected >= 0, got {self.persistent}")
         if "\n" in self.reason:
             raise PipelineError("config: reason: expected one line")
 
@@ -135,7 +148,8 @@ class Config:
             out["tile"] = list(self.tile)
         for name, default in (("stages", 1), ("warps", 0), ("vector", 1), ("unroll", 1),
                               ("split", 1), ("cluster", 1), ("staged", 0), ("fold", 1),
-                              ("tiled", 0), ("promote_overlap", 0), ("persistent", 0)):
+                              ("tiled", 0), ("promote_overlap", 0), ("persistent", 0),
+                              ("tail_split", 0), ("fused", 0)):
             if getattr(self, name) != default:
                 out[name] = getattr(self, name)
         return out

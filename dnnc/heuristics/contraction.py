@@ -450,44 +450,49 @@ def _wgrad(problem, faster, m, n, k, facts):
     as the GEMM's batch, the fewest columns computed first), tc-sm80's
     tiles spanning taps (rows of C not a multiple of 16 bytes, which only
     tc-sm80 reads: the taps as the batch take the rest, on either
-    strategy), or none."""
+    strategy), or none. tf32 on sm_90a: tc-sm90's transposed product
+    (``_tf32_wgrad``: C a multiple of its tile's 64 or 128 rows), then
+    tc-sm80's, which reads the tf32 fragments of dy and x from the stages as
+    they lie (sm80/loader.py) and so takes any C, as for 16-bit types."""
     groups = conv_groups(problem)
     # The anchor's inputs are dy, x. A group is a batch of M = K / groups.
     channels = problem.anchor_inputs[1].shape[1] // groups
-    if problem.dtype == "f32":
-        # tf32: tc-sm90 only (tc-sm80's gather loader takes 16-bit operands),
-        # its transposed product's tiles in one tap (no taps as the batch).
-        if faster != "tc-sm90":
-            return []
+    taps = n // max(1, channels)
+    eb = DTYPE_BYTES.get(problem.dtype, 2)
+    tf32 = problem.dtype == "f32"
+    sm90 = []
+    if faster == "tc-sm90" and tf32:
         configs = [c for c in tc_sm90(problem, m // groups, n, k, groups, facts)
                    if channels % c.tile[1] == 0]
-        return _split_wider(_tf32_wgrad(configs), problem.sms, m // groups, n, groups, k)
-    taps = n // max(1, channels)
-    batched = wgrad_taps.tap_batched(groups, channels, taps)
+        sm90 = _split_wider(_tf32_wgrad(configs), problem.sms, m // groups, n, groups, k)
+        if not sm90:
+            facts += (f"; tc-sm90 does not take this tf32 filter gradient: it takes C (a "
+                      f"group's, {channels}) a multiple of 64 (a tile of its transposed "
+                      "product, 64 or 128 rows, lies in one filter tap)")
     if wgrad_taps.problem(groups, channels, taps):
-        return []
-    if wgrad_taps.spans_taps(channels, taps):
+        return sm90
+    fallback = faster == "tc-sm90"
+    if wgrad_taps.spans_taps(channels, taps, eb):
         # tc-sm90's TMA cannot step such pixels (conv.Unaligned): tc-sm80's
         # tiles over all taps x C columns, on sm_90a as its fallback.
-        return _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
-                                      fallback=faster == "tc-sm90", k=k), channels, taps)
+        return sm90 + _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
+                                             fallback=fallback, k=k), channels, taps)
+    batched = wgrad_taps.tap_batched(groups, channels, taps, eb)
     whole = channels if wgrad_taps.tiles_in_tap(channels, taps) else None
     columns, batch = (channels, taps) if batched else (n, groups)
     fast = tc_sm80_conv(m, columns, problem.dtype, problem.sms, facts, whole,
-                        fallback=faster == "tc-sm90", batch=batch, k=k)
-    if faster == "tc-sm90":
+                        fallback=fallback, batch=batch, k=k)
+    if faster == "tc-sm90" and not tf32:
         sm90 = tc_sm90(problem, m // groups, columns, k, batch, facts)
         if whole is not None:
             sm90 = _split_wider([c for c in sm90 if whole % c.tile[1] == 0], problem.sms,
                                 m // groups, n, groups, k)
-        fast = sm90 + fast
     if whole is None:
         # (_split_wider's wider tile would compute more columns past C.)
-        fast = _fewest_columns([c for c in fast if c.strategy == "tc-sm90"], channels, taps,
-                               batched) + \
-            _fewest_columns([c for c in fast if c.strategy == "tc-sm80"], channels, taps,
-                            batched)
-    return fast
+        if not tf32:
+            sm90 = _fewest_columns(sm90, channels, taps, batched)
+        fast = _fewest_columns(fast, channels, taps, batched)
+    return sm90 + fast
 
 
 def _implicit_gemm(problem, faster, m, n, k, facts):
@@ -501,14 +506,12 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
     w = problem.anchor_inputs[1].shape
     reduced = w[0] // groups if problem.anchor == "conv_dgrad" else w[1]
     taps = math.prod(w[2:])
-    # A K step is 128 bytes of a row: 64 bf16 / f16, 32 tf32 (f32, a forward
-    # convolution's: tc-sm90 only).
+    # A K step is 128 bytes of a row: 64 bf16 / f16, 32 tf32.
     bk90 = TC90_K if problem.dtype in ("bf16", "f16") else TC90_K // 2
     fast = []
     # (tc-sm80 takes one group: its match says so where it gets more.)
-    plain = problem.dtype in ("bf16", "f16")
     for c in tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
-                          fallback=faster == "tc-sm90") if plain else []:
+                          fallback=faster == "tc-sm90"):
         bk = c.tile[2]
         reduction = taps * _ceil(reduced, bk) * bk
         c = c.replace(reason=f"{c.reason}; K {reduction} ({taps} taps x {reduced} channels in "
@@ -642,6 +645,9 @@ SPLIT_WIDER_STAGES = 4
 TC90_ATTENTION_M, TC90_ATTENTION_STAGES, TC90_ATTENTION_SPARE = 128, 3, 32
 # Registers a biased attention step keeps beyond its bias values.
 TC90_ATTENTION_BIAS_SPARE = 16
+# The widest head dims (D and Dv) of the persistent attention forward, and
+# the longest kv sequence it is chosen for (8 steps of 128 kv rows).
+TC90_ATTENTION_PERSISTENT_D, TC90_ATTENTION_PERSISTENT_SKV = 128, 1024
 # Query rows from which head dims up to 64 take 192-row blocks.
 TC90_ATTENTION_TALL_SQ = 2048
 # Split-KV (flash_combine.py): kv tiles a split block keeps at least, and
@@ -816,17 +822,21 @@ def tc_sm90_attention(problem, facts):
             if not stages:
                 continue
             split = _attention_split(problem, bm, bn, fold)
+            persistent = _attention_persistent(problem, bm, bn, split, fold)
             folded = (f", the {fold} query heads of each kv head folded into one block "
                       f"({fold} x {sq} rows: each K and V tile read once for the group)"
                       if fold > 1 else "")
             configs.append(Config(
                 "tc-sm90", (128 * (1 + consumers), 1, 1), tile=(bm, bn), stages=stages,
-                split=split, fold=fold,
+                split=split, fold=fold, persistent=persistent,
                 reason=f"attention forward ({facts}): {bm} query rows a block, {bn} kv rows "
                        f"a step, {stages} stages (the most shared memory holds, up to "
                        f"{TC90_ATTENTION_STAGES})" + folded
                        + (f", the kv tiles split over {split} blocks (too few query tiles "
-                          "for the SMs)" if split > 1 else "")))
+                          "for the SMs)" if split > 1 else "")
+                       + (", persistent (more query tiles than SMs, each of at most "
+                          f"{TC90_ATTENTION_PERSISTENT_SKV // 128} kv steps: a block an SM "
+                          "runs tile after tile)" if persistent else "")))
     return configs
 
 
@@ -918,24 +928,59 @@ def tc_sm80_attention_backward_tile(d, dv, biased, shared=TC80_SHARED["sm_80"]):
 
 
 def tc_sm80_attention_backward(problem, facts):
-    """tc-sm80 Configs for an sdpa_backward of 16-bit q, k, v on sm_80
-    (sm80/flash_backward.py): a dQ kernel and a dK dV kernel, each gradient
-    summed by one thread in a fixed order (deterministic, no atomics);
-    none above TC80_ATTENTION_BACKWARD_D. Its inputs are q, k, v, o, dO,
+    """tc-sm80 Configs for an sdpa_backward of 16-bit q, k, v on sm_80:
+    the fused kernel first where ``_tc_sm80_not_fused`` finds nothing
+    against it (sm80/flash_backward_fused.py, ``fused = 1``: dQ summed by
+    f32 reductions, in no fixed order), then a dQ kernel and a dK dV kernel
+    (sm80/flash_backward.py), each gradient summed by one thread in a fixed
+    order (deterministic, no atomics); none above
+    TC80_ATTENTION_BACKWARD_D. Its inputs are q, k, v, o, dO,
     stats, then a bias (a float) or padding lengths (int32)."""
     ins = problem.anchor_inputs
     if len(ins) < 6:
         return []
     d, dv = ins[0].shape[-1], ins[2].shape[-1]
-    tile = tc_sm80_attention_backward_tile(d, dv, any(s.dtype != "i32" for s in ins[6:]))
+    biased = any(s.dtype != "i32" for s in ins[6:])
+    tile = tc_sm80_attention_backward_tile(d, dv, biased)
     if tile is None:
         return []
-    return [Config(
+    two = Config(
         "tc-sm80", (tile.threads, 1, 1), tile=(tile.dq_n, tile.dkv_m), stages=tile.stages,
         reason=f"attention backward ({facts}): a dQ kernel ({tile.rows} query rows a block, "
                f"{tile.dq_n} kv rows a step) and a dK dV kernel ({tile.rows} kv rows a block, "
                f"{tile.dkv_m} query rows a step) on mma.sync, {tile.stages} stages, no "
-               "atomics (deterministic)")]
+               "atomics (deterministic)")
+    why = _tc_sm80_not_fused(problem, tile, d, dv, biased)
+    if why:
+        return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
+    return [two.replace(fused=1, reason=(
+        f"attention backward ({facts}): one fused kernel on mma.sync ({tile.rows} kv rows a "
+        f"block, {tile.dkv_m} query rows a step, {tile.stages} stages, five products a step), "
+        f"dQ summed in f32 by red.global.add ({NOT_DETERMINISTIC}; fused:0 names the "
+        "deterministic two kernels)")), two]
+
+
+# Head dims (D = Dv) at which tc-sm80's fused attention backward is ranked
+# first; it takes others (any D its warps split evenly) when a config asks.
+TC80_FUSED_BACKWARD_D = (64, 128)
+
+
+def _tc_sm80_not_fused(problem, tile, d, dv, biased):
+    """Why tc-sm80's fused attention backward (sm80/flash_backward_fused.py)
+    is not ranked first for ``problem`` in ``tile``, or None: the graph
+    asks for a deterministic backward, a bias (the two kernels' dbias, and
+    a step's bias values beside the accumulators), head dims other than
+    TC80_FUSED_BACKWARD_D, or the kernel's own refusal."""
+    from dnnc.codegen.gpu.tensorcore.sm80 import flash_backward_fused
+
+    if problem.attr("deterministic", False):
+        return "the graph asks for a deterministic backward"
+    if biased:
+        return "a bias (kept on the two kernels until the GPU times both)"
+    if d != dv or d not in TC80_FUSED_BACKWARD_D:
+        return (f"D {d}, Dv {dv} (ranked first for D = Dv in "
+                f"{', '.join(map(str, TC80_FUSED_BACKWARD_D))}; fused:1 asks for it)")
+    return flash_backward_fused.refusal(tile, d, dv)
 
 
 def _attention_fold(problem):
@@ -973,6 +1018,36 @@ def _attention_split(problem, bm, bn, fold=1):
     tiles = _ceil(_attention_skv(problem), bn)
     return max(1, min(problem.sms // blocks, tiles // TC90_ATTENTION_SPLIT_TILES,
                       TC90_ATTENTION_SPLITS))
+
+
+def _attention_persistent(problem, bm, bn, split, fold):
+    """1 where tc-sm90's attention forward runs persistent blocks
+    (sm90/flash_scheduler.py): more query tiles x B x H than SMs (a block
+    a tile would take more than one wave), neither split nor folded (a
+    decode's blocks), head dims up to 128 and tiles of 128 x 128 (two
+    consumer warpgroups; O staged in the last V stage, so the next tile's
+    Q loads under the epilogue), and a kv sequence of at most
+    TC90_ATTENTION_PERSISTENT_SKV (8 steps a tile at most); else 0.
+
+    The short tiles are the ones it is for: there a block's start (its
+    barriers, its first Q and K loads) and its epilogue weigh most against
+    its few steps, and those are the problems a block a tile left short of
+    cuDNN (H200, f65125d: causal B4 H16 S1024 D64 at 91%, B16 H16 S1024
+    D128 at 97%, causal 98%); from S2048 a block a tile measured 99-110%
+    of cuDNN, and keeps its grid until the bench's persistent twins say
+    otherwise. The others keep a block a tile too: with 64 kv rows a step
+    (head dims over 128), three consumer warpgroups (192 rows) or D 192,
+    the persistent kernel's consumers spilled (ptxas 13.5, sm_90a: 20 to
+    192 bytes), where a block a tile spills nothing."""
+    if split > 1 or fold > 1 or (bm, bn) != (TC90_ATTENTION_M, 128):
+        return 0
+    ins = problem.anchor_inputs
+    if max(ins[0].shape[-1], ins[2].shape[-1]) > TC90_ATTENTION_PERSISTENT_D:
+        return 0
+    if _attention_skv(problem) > TC90_ATTENTION_PERSISTENT_SKV:
+        return 0
+    q = ins[0].shape
+    return int(_ceil(q[-2], bm) * q[0] * q[1] > problem.sms)
 
 
 def _no_implicit_gemm(problem, n):
@@ -1123,14 +1198,8 @@ def rank(problem):
         stored = "; ".join(f"a prologue on {'AB'[i]} stored as {t}" for i, t in problem.prologues)
         return simt_generic(work, problem.sms, None, facts, head=(
             f"simt-gemm does not take it ({facts}): {stored} (it applies none)"))
-    if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k \
-            and (problem.dtype in ("bf16", "f16") or faster == "tc-sm90"):
+    if faster in ("tc-sm90", "tc-sm80") and problem.anchor in IMPLICIT_GEMM and m * n and k:
         fast = _implicit_gemm(problem, faster, m, n, k, facts)
-        if not fast and problem.dtype == "f32" and problem.anchor == "conv_wgrad":
-            return simt_generic(work, problem.sms, None, facts, head=(
-                f"tc-sm90 does not take this tf32 filter gradient ({facts}): it takes C "
-                "(a group's) a multiple of 64 (a tile of its transposed product, 64 or 128 "
-                "rows, lies in one filter tap)"))
         if not fast:
             return simt_generic(work, problem.sms, None, facts, head=(
                 f"{faster} does not apply ({facts}): {_no_implicit_gemm(problem, n)}"))

@@ -37,8 +37,18 @@ tiled TMA boxes; 0 with TMA's im2col mode),
 K steps in groups of that many, promoting each step's products while the
 next step's wgmmas run, two temporaries a thread; 0 waits for each
 step's; block_scales.py) and
-``persistent`` (tc-sm90's fused attention backward: 1, as many blocks as
-the SMs hold, each looping over work units; 0, a block a unit).
+``persistent`` (tc-sm90's attention: 1, a block an SM, each looping over
+work units, query tiles forward and kv tiles in the fused backward; 0, a
+block a unit; N > 1, at most N persistent blocks in the forward, which
+gives a small problem many tiles a block),
+``tail_split`` (tc-sm90 GEMMs and convolutions: S from 2 to 64 splits each
+tile of the persistent grid's last, partial wave along K into at most S
+parts, as many as the blocks that wave leaves idle hold, summed in split
+order by the last part to arrive; 0, off; sm90/tail_split.py; a
+``tail_split`` without a ``split`` sets split to 1) and ``fused`` (tc-sm80's
+attention backward: 1, one kernel that sums dQ by f32 reductions, not
+deterministic, sm80/flash_backward_fused.py; 0, a dQ kernel and a dK dV
+kernel).
 For simt-gemv, ``split`` is the threads of a block sharing an output's K,
 ``vector`` the elements of a load along the long operand's contiguous dim
 and ``unroll`` the loads of K a thread has in flight. Switching a kernel to
@@ -61,6 +71,9 @@ strategy starts from the plan it displaced, and fields it does not read
     main_k0_pooling=tile:2x2                    # 2 x 2 output pixels a thread
     main_k0_sdpa_backward=persistent:0          # a block a work unit
     main_k0_sdpa_backward=staged:1              # D 64: dQ's parts summed first
+    main_k0_sdpa=persistent:0                   # a block a query tile
+    main_k0_conv_fprop=tile:128x256x64,tail_split:2  # the last wave's tiles in halves
+    main_k0_sdpa_backward=strategy:tc-sm80,fused:1  # one kernel, dQ by reductions
 
 No spaces, braces or parentheses: the text travels inside a pass
 pipeline string (``dnn-configure{arch=sm_90a override=...}``). Everything is
@@ -79,6 +92,7 @@ ALL = "*"
 MAX_PER_THREAD = 16  # vector elements, or vectors a thread handles
 MAX_STAGES = 8       # shared-memory ring depth (tensor-core strategies)
 MAX_SPLIT = 64       # blocks sharing one output tile's K (tensor-core strategies)
+MAX_PERSISTENT = 1024  # persistent blocks a grid (tc-sm90's attention forward)
 CLUSTERS = (1, 2, 4, 8)  # blocks summing their splits in a cluster (tc-sm90; portable sizes)
 _TEXT = re.compile(r"[A-Za-z0-9_.$*=:;,\-]*")
 _NAME = re.compile(r"[A-Za-z_.$][A-Za-z0-9_.$\-]*|\*")
@@ -129,7 +143,12 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, CLUSTERS)):
             _fail(text, f"cluster: expected one of {', '.join(map(str, CLUSTERS))}, got '{raw}'")
         return int(raw)
-    if key in ("staged", "tiled", "persistent"):
+    if key == "tail_split":
+        if not raw.isdigit() or not (int(raw) == 0 or 2 <= int(raw) <= MAX_SPLIT):
+            _fail(text, f"tail_split: expected 0 (off) or an integer from 2 to {MAX_SPLIT}, "
+                        f"got '{raw}'")
+        return int(raw)
+    if key in ("staged", "tiled", "fused"):
         if raw not in ("0", "1"):
             _fail(text, f"{key}: expected 0 or 1, got '{raw}'")
         return int(raw)
@@ -137,6 +156,11 @@ def _value(text, key, raw):
         if raw not in tuple(map(str, PROMOTE_OVERLAPS)):
             _fail(text, f"promote_overlap: expected one of "
                         f"{', '.join(map(str, PROMOTE_OVERLAPS))}, got '{raw}'")
+        return int(raw)
+    if key == "persistent":
+        if not raw.isdigit() or int(raw) > MAX_PERSISTENT:
+            _fail(text, f"persistent: expected an integer from 0 to {MAX_PERSISTENT}, "
+                        f"got '{raw}'")
         return int(raw)
     if key in ("vector", "unroll"):
         if not raw.isdigit() or not 1 <= int(raw) <= MAX_PER_THREAD:
@@ -222,6 +246,11 @@ def apply(config, fields):
         # The heuristics' cluster was sized for their split: a split set by
         # hand sums without one unless it names one too.
         changed = changed.replace(cluster=1)
+    if fields.get("tail_split", 0) > 1 and "split" not in fields and strategy == "tc-sm90":
+        # A tail split splits the last wave's tiles instead of every
+        # tile's K: the heuristics' split-K goes unless the override names
+        # one too (which tc-sm90 then refuses beside it, saying why).
+        changed = changed.replace(split=1, cluster=1)
     if strategy == "tc-sm90" and "tile" in fields and "block" not in fields:
         # A producer warpgroup and a consumer warpgroup per 64 rows of the tile.
         changed = changed.replace(block=(128 * (1 + changed.tile[0] // 64), 1, 1))

@@ -21,9 +21,11 @@ The string is parsed and checked before anything runs.
 
 import dataclasses
 import importlib
+import contextlib
 import os
 import pkgutil
 import re
+import time
 
 # walk and dnn_ops live with the dialect (the code generators and the
 # decomposition rules use them too); the passes import them from here.
@@ -32,6 +34,8 @@ from dnnc.errors import DnncError, LoweringError, PipelineError
 
 _PASSES = {}
 _LOADED = False
+# Where run_pipeline adds each element's seconds while ``timing()`` is on.
+_TIMES = None
 
 
 class DnncPass:
@@ -161,19 +165,27 @@ def parse_pipeline(text):
     return elements
 
 
+# Upstream pipeline elements already parsed without error: a compile parses
+# each stage's pipeline, and every compile the same ones.
+_CHECKED = set()
+
+
 def _check_upstream(elements):
     from mlir import passmanager
 
     from dnnc.dialect import context
 
+    unchecked = [e for e in elements if isinstance(e, str) and e not in _CHECKED]
+    if not unchecked:
+        return
     with context():
-        for e in elements:
-            if isinstance(e, str):
-                try:
-                    passmanager.PassManager.parse(f"builtin.module({e})")
-                except ValueError as err:
-                    raise PipelineError(f"unknown pass or bad pipeline element '{e}': "
-                                        f"{_first_line(err)}") from None
+        for e in unchecked:
+            try:
+                passmanager.PassManager.parse(f"builtin.module({e})")
+            except ValueError as err:
+                raise PipelineError(f"unknown pass or bad pipeline element '{e}': "
+                                    f"{_first_line(err)}") from None
+            _CHECKED.add(e)
 
 
 def _first_line(err):
@@ -203,6 +215,7 @@ def run_pipeline(module, pipeline, *, dump_dir=None, dump_prefix=""):
     if dump_dir:
         os.makedirs(dump_dir, exist_ok=True)
     for index, element in enumerate(elements):
+        start = time.perf_counter() if _TIMES is not None else 0.0
         with module.context:
             if isinstance(element, DnncPass):
                 _run_dnnc_pass(module, element)
@@ -213,11 +226,31 @@ def run_pipeline(module, pipeline, *, dump_dir=None, dump_prefix=""):
                 except ir.MLIRError as err:
                     raise LoweringError(f"pass '{element_name(element)}' failed:\n"
                                         f"{_diagnostics(err)}") from None
+        if _TIMES is not None:
+            name = element_name(element)
+            _TIMES[name] = _TIMES.get(name, 0.0) + time.perf_counter() - start
         if dump_dir:
             path = os.path.join(dump_dir, f"{dump_prefix}{index:02d}-{element_name(element)}.mlir")
             with open(path, "w") as f:
                 f.write(str(module))
     return module
+
+
+@contextlib.contextmanager
+def timing():
+    """Within ``with timing() as times:``, ``times`` (a dict) gathers the
+    wall-clock seconds of every pipeline element run in this process, by
+    pass name (summed over runs): what bench/compile_time.py reports per
+    pass. Off, ``run_pipeline`` reads no clock."""
+    global _TIMES
+    outer, _TIMES = _TIMES, {}
+    try:
+        yield _TIMES
+    finally:
+        inner, _TIMES = _TIMES, outer
+        if outer is not None:
+            for name, seconds in inner.items():
+                outer[name] = outer.get(name, 0.0) + seconds
 
 
 def _run_dnnc_pass(module, p):

@@ -19,6 +19,10 @@ gets it here:
   takes (their arguments retyped). So consecutive convolutions pass
   channels-last activations without a copy, as do a pooling or a fallback
   kernel between them;
+* an **input of the epilogue broadcast** along some of the output's dims
+  (a ``[1, K, H, W]`` table, an ``[N, K, 1, 1]`` scale) stays as it is: the
+  implicit GEMM's epilogue reads it in any layout (a split view,
+  tensorcore/conv_views.py), and a layout kernel would cost a launch;
 * **anything else** (a graph input or output without channels-last strides,
   an intermediate another kernel needs row-major) is copied: the
   convolution reads or writes its own channels-last buffer, and a layout
@@ -110,6 +114,24 @@ def _physical(t):
     return ir.MemRefType.get([shape[d] for d in channels_last_order(t.rank)], t.element_type)
 
 
+def _broadcast_input(fn, index):
+    """Whether argument ``index`` of convolution kernel ``fn`` is an input
+    of its epilogue broadcast along some dim of an output (a ``[1, K, P,
+    Q]`` table, an ``[N, K, 1, 1]`` scale): the implicit GEMM's epilogue
+    reads it in any layout through a split view (tensorcore/conv_views.py),
+    and it is smaller than the output, so a layout kernel would cost a
+    launch and a pass over it to save the epilogue little. A full-size
+    input (a residual) is still laid out channels-last: read NCHW, each
+    warp's loads would cut across its rows."""
+    if _writes(fn, index):
+        return False
+    args = list(irutil.body(fn).arguments)
+    shape = list(ir.MemRefType(args[index].type).shape)
+    outputs = [list(ir.MemRefType(a.type).shape) for i, a in enumerate(args)
+               if _writes(fn, i) and ir.MemRefType(a.type).rank == len(shape)]
+    return any(any(n == 1 and m > 1 for n, m in zip(shape, out)) for out in outputs)
+
+
 def is_conv(fn, config):
     return config is not None and config.strategy in CONV_STRATEGIES and \
         IMPLICIT_GEMM in fn.attributes
@@ -148,8 +170,11 @@ class _Layouts:
                 if not isinstance(t, ir.MemRefType) or not ir.MemRefType(t).has_static_shape:
                     continue
                 target = _target(ir.MemRefType(t))
-                if target is not None and not self.reallocate(value, target):
-                    self.copy(call, callee, index, value, target)
+                if target is None or self.reallocate(value, target):
+                    continue
+                if index not in operands and _broadcast_input(callee, index):
+                    continue        # the epilogue reads it where it lies
+                self.copy(call, callee, index, value, target)
 
     @staticmethod
     def grouped_out(callee, call, operands):

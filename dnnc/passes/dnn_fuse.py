@@ -17,8 +17,9 @@ Grouping, in program order:
   conv, softmax, log_softmax, layernorm, rmsnorm or pooling kernel when it
   uses the kernel's chain tip (the
   anchor's result, then the last op that joined) and is that value's only user
-  (for a matmul: its only user but for the graph's return, so that a returned
-  pre-activation is a second output of the GEMM's epilogue). Its other
+  (for a matmul or a convolution: its only user but for the graph's return,
+  so that a returned pre-activation is a second output of the GEMM's
+  epilogue). Its other
   operands (bias, residual) become kernel arguments;
 * amax (option ``epilogue``): a reduction in mode amax over every axis of
   the chain tip of an fp8 matmul's kernel (both operands fp8) joins the
@@ -81,7 +82,10 @@ Grouping, in program order:
   convolution's kernel when tc-sm90 runs it (conv_prologue.fusion_problem:
   bf16 / f16, C a multiple of 8, whole K steps a group, a pixel box TMA's
   im2col mode describes): cuDNN's BN-ReLU-conv in one kernel, the
-  activation never stored. The chain stops at a value with another user (a
+  activation never stored. An op whose other operand is not per channel
+  (a scale that varies along a spatial dim) stops the chain there, and
+  the convolution's kernel says so in ``dnn.fusion_note``. The chain
+  stops at a value with another user (a
   pre-activation that feeds a residual too): the ops that make it stay a
   kernel of their own, which stores it once, and only those after it join,
   so no work is done twice. Where tc-sm90 would not run the chain, the
@@ -177,6 +181,12 @@ OPERAND_PROLOGUE = {"cast", "relu", "leaky_relu", "abs", "neg", "add", "sub", "m
 # 1.77x at M 64, 0.99x at 512.
 PROLOGUE_MAX_N = {2: 2048, 4: 1024}
 PROLOGUE_MAX_M = 256
+# Contractions whose epilogue stores a chain value that the graph returns
+# beside the chain's end (a pre-activation a backward pass needs): the GEMM's
+# epilogue, and the implicit GEMM's, store it from registers as a second
+# output (gemm.Epilogue; conv_views.step), where a kernel of its own would
+# read it back.
+SECOND_OUTPUT = ("matmul", "conv_fprop", "conv_dgrad", "conv_wgrad")
 VIEW = "view"  # the anchor of a reshape left in the graph function
 FP8 = ("f8E4M3FN", "f8E5M2")  # the operand types of a matmul an amax joins
 # A column kernel joins a row kernel over its rows (a row-and-column program:
@@ -408,12 +418,16 @@ class Partition:
                     out[g] = None
         return list(out)
 
-    def _reaches(self, start, targets):
-        """True when ``start`` depends, through any chain of groups, on one of ``targets``."""
-        seen, todo = set(), [start]
+    def _reaches(self, starts, targets):
+        """True when one of the groups ``starts`` depends, through any chain
+        of groups, on one of ``targets``. One search from all of them, each
+        group's dependencies read once: the groups do not change during it.
+        (A search per start, reading dependencies again at every visit, made
+        dnn-fuse quadratic: 8 of its 13 s on ResNet-50's backward graph.)"""
+        targets = set(targets)
+        seen, todo = set(starts), list(starts)
         while todo:
-            g = todo.pop()
-            for d in self._deps([g]):
+            for d in self._deps([todo.pop()]):
                 if d in targets:
                     return True
                 if d not in seen:
@@ -434,7 +448,7 @@ class Partition:
 
     def _legal(self, members, op):
         """Can ``op`` and the groups ``members`` form one kernel without a cycle?"""
-        return not any(self._reaches(d, members) for d in self._deps(members, [op]))
+        return not self._reaches(self._deps(members, [op]), members)
 
     # -- placing ops ---------------------------------------------------------
 
@@ -627,6 +641,7 @@ class Partition:
         none)."""
         chain, value = [], op.operands[0]
         shape = _shape(value)
+        blocked = None  # why the op before the chain does not join it
         while True:
             p = _producer(value)
             if p is None or _is_constant(p) or _kind(p) not in OPERAND_PROLOGUE \
@@ -635,11 +650,16 @@ class Partition:
                 break
             inputs = [v for v in p.operands if not _per_channel(v, shape)]
             if len(inputs) != 1 or _shape(inputs[0]) != shape:
+                other = next((_shape(v) for v in inputs if _shape(v) != shape), None)
+                if other is not None:
+                    blocked = (f"x's {_kind(p)} left to a kernel of its own (the "
+                               "convolution's prologue reads per-channel operands "
+                               f"[1, C, 1, ...] and scalars beside x, got {list(other)})")
                 break
             chain.append(p)
             value = inputs[0]
         if not chain:
-            return [], None
+            return [], blocked
         w = op.operands[1]
         attrs = {name: list(ir.DenseI64ArrayAttr(op.attributes[name]))
                  for name in ("stride", "dilation", "pre_padding", "post_padding")}
@@ -650,7 +670,7 @@ class Partition:
             names = ", ".join(_kind(p) for p in chain[::-1])
             return [], (f"x's {names} left to a kernel of their own (tc-sm90 runs no prologue "
                         f"on x here: {problem})")
-        return chain[::-1], None
+        return chain[::-1], blocked
 
     def _move(self, op, group):
         """Move ``op`` from its pointwise kernel into ``group``; a kernel left
@@ -704,11 +724,11 @@ class Partition:
     @staticmethod
     def _only_user(group, value, op):
         """``op`` is the one dnn user of the chain tip ``value``. A matmul's
-        tip may also be returned (a second output, such as the pre-activation
-        a backward pass needs): the GEMM's epilogue stores it beside the
-        result."""
+        or convolution's tip may also be returned (a second output, such as
+        the pre-activation a backward pass needs: SECOND_OUTPUT): the
+        GEMM's epilogue stores it beside the result."""
         users = _users(value)
-        if group.anchor == "matmul":
+        if group.anchor in SECOND_OUTPUT:
             # (An amax of the tip may join the kernel beside the chain:
             # _join_amax; where it does not, the kernel returns the tip too.)
             # Nor a view of it that is only returned (dnn-sink-reshapes
@@ -731,7 +751,7 @@ class Partition:
             if any(u.owner.operation not in inside
                    for o in g.ops for r in o.results for u in r.uses):
                 continue
-            if any(self._reaches(d, [group, g]) for d in self._deps([group, g])):
+            if self._reaches(self._deps([group, g]), [group, g]):
                 continue
             for o in g.ops:
                 self._add(group, o)
@@ -782,8 +802,8 @@ class Partition:
             made = set(g.ops) - set(ops)
             reads = any(_producer(v) in made and not _is_constant(_producer(v))
                         for o in ops for v in o.operands)
-            if g.columns == columns and not reads and not any(
-                    self._reaches(d, [g]) for d in self._deps([g], ops)):
+            if g.columns == columns and not reads and \
+                    not self._reaches(self._deps([g], ops), [g]):
                 target = g
                 break
         if target is None:
@@ -814,8 +834,7 @@ class Partition:
                 if g.rows != (shape, shape[:-1] + (1,)):
                     continue
                 known = {v for o in g.ops for v in list(o.operands) + list(o.results)}
-                if reads <= known and not any(self._reaches(d, [g, col])
-                                              for d in self._deps([g, col])):
+                if reads <= known and not self._reaches(self._deps([g, col]), [g, col]):
                     for o in col.ops:
                         if o not in g.ops:
                             g.ops.append(o)

@@ -91,7 +91,7 @@ def _blocks(module):
     have; 0 for a grid that is not constant} and the set of kernels that a
     function of a RESIDENT_STRATEGIES config launches."""
     out, resident = {}, set()
-    for launch in irutil.ops(module, "gpu.launch_func"):
+    for launch in irutil.launches(module):
         view = launch.opview
         sizes = [irutil.constant_int(v) for v in (view.gridSizeX, view.gridSizeY, view.gridSizeZ)]
         blocks = 0 if None in sizes else sizes[0] * sizes[1] * sizes[2]

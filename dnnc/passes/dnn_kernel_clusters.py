@@ -63,7 +63,7 @@ def mark(module):
                 if f.operation.name == "gpu.func":
                     kernels[(irutil.symbol(gm.operation), irutil.symbol(f.operation))] = \
                         f.operation
-    for launch in irutil.ops(module, "gpu.launch_func"):
+    for launch in irutil.launches(module):
         shape = cluster_of(launch)
         if shape is None:
             continue

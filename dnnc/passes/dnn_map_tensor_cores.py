@@ -15,7 +15,8 @@ backward): tc-sm90 replaces the body (its expansion) by the attention
 kernel (sm90/flash.py, flash_backward.py, flash_backward_wide.py), tc-sm80 by its forward kernel
 (sm80/flash.py; its tile from the config, else the first
 ``tc_sm80_attention_tiles`` ranks) or its backward kernels
-(sm80/flash_backward.py; ``tc_sm80_attention_backward_tile``); what a kernel does not take keeps the
+(sm80/flash_backward.py; ``tc_sm80_attention_backward_tile``; the config's ``fused``:
+sm80/flash_backward_fused.py); what a kernel does not take keeps the
 expansion, on simt-generic. A kernel whose function carries ``dnn.conv`` is a convolution: each
 strategy runs it as an implicit GEMM (tensorcore/conv.py) with its own
 operand loaders (sm90/im2col.py: TMA's im2col mode; sm80/im2col.py: a
@@ -106,7 +107,8 @@ def tile_of(config):
     m, n, k = (tuple(config.tile) + (128, 128, 64)[len(config.tile):])[:3]
     # A consumer warpgroup per 64 rows of the tile (the block follows).
     return sm90.Tile(m, n, k, config.stages, max(1, m // 64), config.split, config.cluster,
-                     tiled=bool(config.tiled), promote_overlap=config.promote_overlap)
+                     tiled=bool(config.tiled), promote_overlap=config.promote_overlap,
+                     tail_split=config.tail_split)
 
 
 def sm80_tile_of(config, element):
@@ -280,9 +282,17 @@ class DnnMapTensorCores(DnncPass):
                     # Split-KV's merge and a folded group's rows address
                     # padded rows: a ragged problem runs unsplit, unfolded.
                     split = fold = 1
-                    fn.attributes[ATTR] = config.replace(split=1, fold=1).to_attr()
+                    config = config.replace(split=1, fold=1)
+                    fn.attributes[ATTR] = config.to_attr()
+                persistent = config.persistent
+                if persistent and (split > 1 or fold > 1):
+                    # A decode's split or folded blocks are one wave at most:
+                    # they run a block a query tile.
+                    persistent = 0
+                    fn.attributes[ATTR] = config.replace(persistent=0).to_attr()
+                    add_note(fn, "not persistent: the kv tiles split or query heads folded")
                 notes = build_attention(fn, att, FlashTile(m, n, max(2, config.stages),
-                                                           split, fold))
+                                                           split, fold, persistent))
         except (attention_match.NotAnAttention, sm90.NotSupported) as why:
             fall_back(fn, f"{STRATEGY} does not apply ({why}): {SIMT}")
             return
@@ -333,12 +343,22 @@ class DnnMapTensorCores(DnncPass):
             add_note(fn, note)
 
     def _sm80_attention_backward(self, fn, config):
-        """An sdpa_backward kernel configured tc-sm80: its two kernels
+        """An sdpa_backward kernel configured tc-sm80: with ``fused = 1`` its
+        fused kernel (sm80/flash_backward_fused.py), else (or where that
+        does not take it, saying why) its two kernels
         (sm80/flash_backward.py), else simt-generic, saying why."""
         try:
             att = attention_match.match_backward(fn)
             tile = sm80_backward_tile_of(config, att)
-            notes = sm80.build_attention_backward(fn, att, tile)
+            notes = None
+            if config.fused:
+                try:
+                    notes = sm80.build_attention_backward_fused(fn, att, tile)
+                except sm80.NotSupported as why:
+                    add_note(fn, f"the fused backward does not apply ({why})")
+                    config = config.replace(fused=0)
+            if notes is None:
+                notes = sm80.build_attention_backward(fn, att, tile)
         except (attention_match.NotAnAttention, sm80.NotSupported) as why:
             fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
             return
@@ -434,8 +454,8 @@ class DnnMapTensorCores(DnncPass):
         """A convolution kernel configured tc-sm80: its implicit GEMM, else
         simt-generic. Without a tile (an override that names none) a filter
         gradient's tile is narrowed to lie in one filter tap."""
-        # Implicit-GEMM operands are 16-bit (conv.match takes no other).
-        tile = sm80_tile_of(config, "bf16")
+        # (The default K step is a number of bytes: 16 tf32, 32 bf16 / f16.)
+        tile = sm80_tile_of(config, conv_match.element_of(fn))
         try:
             notes, tile = self._build_sm80_conv(fn, tile, narrow=not config.tile)
         except (gemm_match.NotAGemm, sm80.NotSupported) as why:

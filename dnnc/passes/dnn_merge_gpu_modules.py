@@ -74,7 +74,7 @@ def merge(module, name):
                 k.detach_from_parent()
                 target.append(k)
             gm.erase()
-        for launch in irutil.ops(module, "gpu.launch_func"):
+        for launch in irutil.launches(module):
             key = _launch_target(launch)
             if key not in renamed:
                 raise LoweringError(f"dnn-merge-gpu-modules: launch of unknown kernel "

@@ -119,7 +119,7 @@ def mark(module):
             if fn.name != "gpu.func":
                 continue
             name = (irutil.symbol(gm.operation), irutil.symbol(fn))
-            if irutil.ops(fn, "nvvm.setmaxregister") or name in wide:
+            if irutil.contains(fn, "nvvm.setmaxregister") or name in wide:
                 fn.attributes[ATTR] = ir.IntegerAttr.get(i32, 1)
             elif name in planned:
                 fn.attributes[ATTR] = ir.IntegerAttr.get(i32, planned[name])

@@ -23,13 +23,13 @@ reshape's operand shape instead, and the reshape come after it:
   [8192, 768] (a view: it moves no data); a scalar constant stays;
 * where an operand varies along part of a run of dims that the reshape
   regroups (a per-batch [8, 1, 768] against rows 8 x 1024 merged, a bias
-  [768] against a GEMM's 2304 columns split [3, 768]), or, read over the
-  contraction's output, along some but not all of the dims its GEMM's rows
-  (or columns) span (a convolution's output [N, K, H, W] flattened to
-  [N, K, H * W] under a position table [1, K, H * W]: the implicit GEMM's
-  epilogue reads none that varies along the pixels but not the batch), the
-  op stays where it is, and dnn-fuse says so in the contraction kernel's
-  ``dnn.fusion_note`` (``why_not``);
+  [768] against a GEMM's 2304 columns split [3, 768]), the op stays where
+  it is, and dnn-fuse says so in the contraction kernel's
+  ``dnn.fusion_note`` (``why_not``). An operand that, read over the
+  contraction's output, varies along some but not all of the dims its
+  GEMM's rows span (a convolution's output [N, K, H, W] flattened to
+  [N, K, H * W] under a position table [1, K, H * W]) moves: the implicit
+  GEMM's epilogue reads it through a split view (conv_views.py);
 * the moved reshape then sinks past the next op the same way, and a
   reshape back to the operand's shape (a view and its inverse around the op)
   disappears.
@@ -130,36 +130,17 @@ def _contraction(value):
     return op
 
 
-def gemm_dims(op):
-    """(the dims of contraction ``op``'s output that its GEMM's rows span,
-    those its columns span): a matmul's M and N (its batch dims in neither);
-    a forward convolution's or data gradient's batch and pixels, and its
-    channels; a filter gradient's K, and its C and taps."""
-    rank = len(_shape(op.results[0]))
-    if op.name in ("dnn.matmul", "dnn.matmul_block_scaled"):
-        return (rank - 2,), (rank - 1,)
-    if op.name == "dnn.conv_wgrad":
-        return (0,), tuple(range(1, rank))
-    return (0,) + tuple(range(2, rank)), (1,)
-
-
-def _indexable(shape, op):
+def _readable(shape, op):
     """Why the epilogue of contraction ``op`` cannot read an operand of
-    ``shape`` over its output (aligned on the right), None when it can: the
-    GEMM reads one that varies along all or none of the dims its rows span,
-    and likewise its columns (a convolution's [1, K, H, W] table varies
-    along its pixels but not its batch)."""
+    ``shape`` over its output (aligned on the right), None when it can. The
+    GEMM's and the implicit GEMM's epilogues read any broadcast of the
+    output's shape (one that varies along some of the dims a GEMM's rows
+    span, not all, such as a convolution's [1, K, H, W] position table,
+    through a split view: tensorcore/conv_views.py); an operand of more dims
+    than the output has no place in it."""
     out = _shape(op.results[0])
-    aligned = [1] * (len(out) - len(shape)) + list(shape)
-    if len(aligned) != len(out):
+    if len(shape) > len(out):
         return f"operand {shape} has more dims than the {op.name[4:]}'s output {out}"
-    for dims, what in zip(gemm_dims(op), ("rows", "columns")):
-        moving = [d for d in dims if out[d] != 1]
-        used = [d for d in moving if aligned[d] != 1]
-        if used and used != moving:
-            return (f"read as {aligned} over the {op.name[4:]}'s output {out}, it varies "
-                    f"along some of the dims {[out[d] for d in moving]} that its GEMM's "
-                    f"{what} span, not all")
     return None
 
 
@@ -186,7 +167,7 @@ def why_not(reshape, op):
             continue
         shape, why = reshapes.across(_shape(v), _shape(x), _shape(y))
         if why is None and _shape(x) == _shape(contraction.results[0]):
-            why = _indexable(shape, contraction)
+            why = _readable(shape, contraction)
             if why:
                 why = f"operand {_shape(v)}, {why}"
         if why:

@@ -80,7 +80,7 @@ def _descriptor_positions(module):
     """{(module, kernel): set of argument positions that get a descriptor},
     checking that every launch of a kernel agrees."""
     seen = {}  # (module, kernel) -> (positions, number of operands, first launch)
-    for launch in irutil.ops(module, "gpu.launch_func"):
+    for launch in irutil.launches(module):
         ref = ir.SymbolRefAttr(launch.attributes["kernel"])
         parts = list(ref.value)
         key = (parts[0], parts[-1])

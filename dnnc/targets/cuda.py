@@ -69,7 +69,7 @@ def make_cubins(text, arch):
     if tool is None:
         return [], {}
     try:
-        _, data = ptxas.assemble_cubin(text, arch, ptxas=tool)
+        _, data = ptxas.assemble_cubin(text, arch, ptxas=tool, threads=env.ptxas_threads())
     except ToolError as err:
         warnings.warn(f"no cubin in the package, PTX only: {err}", RuntimeWarning, stacklevel=3)
         return [], {}

@@ -530,15 +530,24 @@ class Executable:
         else:
             module, source, note = _NO_MODULE, None, "no kernels to load"
         launches = []
+        # One entry may be launched more than once (identical kernels share
+        # one, dnn-dedup-kernels): its shared-memory opt-in is the most any
+        # of its launches takes, set once.
+        shared = {}
+        for k in self.artifact.kernels:
+            shared[k.entry] = max(shared.get(k.entry, 0), k.shared_bytes)
+        functions = {}
         try:
             for i, k in enumerate(self.artifact.kernels):
                 if k.shared_bytes > device.max_shared_optin:
                     raise ArtifactError(f"kernel '{k.name}': expected at most {device.max_shared_optin} "
                                         f"bytes of shared memory per block on {device.name}, got "
                                         f"shared_bytes = {k.shared_bytes}")
-                function = cuda.get_function(module, k.entry)
-                if k.shared_bytes > cuda.DEFAULT_SHARED_LIMIT:
-                    cuda.allow_dynamic_shared(function, k.shared_bytes)
+                function = functions.get(k.entry)
+                if function is None:
+                    function = functions[k.entry] = cuda.get_function(module, k.entry)
+                    if shared[k.entry] > cuda.DEFAULT_SHARED_LIMIT:
+                        cuda.allow_dynamic_shared(function, shared[k.entry])
                 if k.has_work:
                     launches.append(_Launch(i, k, function, self._sources, self._owners))
             self._first_stream = handle

@@ -11,7 +11,8 @@ the tests that read kernels' plans, PTX and SASS without a GPU.
 * The checks the tests share, each over a list of a package's kernels: no
   spills or stack (``assert_no_spills``), registers and shared memory
   within budget (``assert_fit``, ``assert_shared_fit``), no local memory
-  in the SASS (``assert_no_local_memory``); and over a kernel's opcodes
+  in the SASS (``assert_no_local_memory``), setmaxnreg within the block's
+  registers (``assert_setmaxnreg_fits``); and over a kernel's opcodes
   (``sass.opcodes``), those of an instruction family (``family``: the
   HGMMA or HMMA shapes it issues) and its atomics (``atomics``).
 
@@ -31,6 +32,8 @@ Usage::
         counts = sass.opcodes(functions[package.kernels[0]["entry"]])
         assert family(counts, "HGMMA.") == {"HGMMA.64x128x16.F32.BF16"}, sorted(counts)
 """
+
+import re
 
 import pytest
 
@@ -152,6 +155,27 @@ def assert_no_local_memory(kernels, functions):
     for k in kernels:
         counts = sass.opcodes(functions[k["entry"]])
         assert counts["LDL"] == counts["STL"] == 0, (k["entry"], counts["LDL"], counts["STL"])
+
+
+def assert_setmaxnreg_fits(kernels, resources, functions):
+    """Each kernel's warpgroups reallocate registers (USETMAXREG, from
+    setmaxnreg) within what its block holds at entry: ptxas's register
+    count times the block's threads is the block's pool, one warpgroup (the
+    producer) gives back down to its DEALLOC count and the others each
+    take up to their TRY_ALLOC count, which waits until the pool holds it;
+    asked for more, a warpgroup waits forever (the kernel hangs)."""
+    pattern = re.compile(
+        r"USETMAXREG\.(DEALLOC|TRY_ALLOC)\.CTAPOOL\s+(?:UP\d+,\s*)?(0x[0-9a-f]+|\d+)")
+    for k in kernels:
+        found = pattern.findall(functions[k["entry"]])
+        counts = {what: max(int(v, 0) for w, v in found if w == what) for what, _ in found}
+        if not counts:
+            continue
+        warpgroups = threads(k) // 128
+        asked = 128 * (counts.get("DEALLOC", 0) + counts.get("TRY_ALLOC", 0) * (warpgroups - 1))
+        pool = resources[k["entry"]].registers * threads(k)
+        assert asked <= pool, (k["entry"], counts, f"{asked} registers asked, the block "
+                               f"holds {pool}")
 
 
 def family(counts, prefix):

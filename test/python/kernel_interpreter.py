@@ -1,6 +1,7 @@
 """Runs a tensor-core kernel's ``gpu.launch`` on the CPU, for tests without
 a GPU: the IR dnn-map-tensor-cores leaves (arith, scf, memref, vector,
-llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync; and
+llvm, gpu and the nvvm ops of tc-sm80: cp.async, ldmatrix, mma.sync, the
+inline ``red.global.add.f32`` of its fused attention backward; and
 simt-gemm's FFMA kernels)
 interpreted with NumPy, every thread of every block in lockstep.
 
@@ -13,9 +14,11 @@ kernel function's memref arguments in one global array, each block's
 dynamic shared memory in another. The warp-wide ops take their operands
 from the warp's 32 lanes as the PTX ISA lays them out (ldmatrix's rows
 addressed by lanes 8 i .. 8 i + 7; mma.m16n8k16's fragments by g = lane /
-4, t = lane % 4). A cp.async writes shared memory only when a
-``cp.async.wait_group`` waits for its group, the latest the hardware may,
-so a read of a tile before its wait sees what was there before.
+4, t = lane % 4; m16n8k8's tf32 ones likewise, read truncated to their 19
+high bits as the tensor cores read them). A cp.async writes shared memory
+only when a ``cp.async.wait_group`` waits for its group, the latest the
+hardware may, so a read of a tile before its wait sees what was there
+before.
 
 A kernel function of several launches (a stride-phased data gradient's:
 copies into buffers of its own, then GEMMs) runs them in order; its host
@@ -604,6 +607,20 @@ class Interpreter:
         return np.broadcast_to(np.asarray(ins[0]), (self.lanes,) + np.shape(ins[0])[1:])[
             :, position]
 
+    def _vector_reduction(self, op, ins, mask):
+        """An f32 vector's elements added (the only kind the kernels use),
+        left to right in f32."""
+        kind = str(op.attributes["kind"])
+        if "add" not in kind or str(op.results[0].type) != "f32":
+            raise NotImplementedError(f"kernel interpreter: vector.reduction {kind} "
+                                      f"to {op.results[0].type}")
+        v = np.broadcast_to(np.asarray(ins[0], np.float32),
+                            (self.lanes, ir.VectorType(op.operands[0].type).shape[0]))
+        total = v[:, 0].copy()
+        for j in range(1, v.shape[1]):
+            total = (total + v[:, j]).astype(np.float32)
+        return total
+
     def _vector_load(self, op, ins, mask):
         t = ir.VectorType(op.results[0].type)
         _, eb = _element(t.element_type)
@@ -636,20 +653,40 @@ class Interpreter:
             address = np.where(mask, ptr.address, 0)
             raw = self._mem(ptr.space)[address[:, None] + np.arange(2)]
             return raw.copy().view(np.uint16)[:, 0].astype(np.int64)
-        if str(t) in ("f32", "i32"):   # one word (simt-gemv's partials, a count)
+        if str(t) == "i32":     # a tf32 fragment register (tc-sm80), an arrival count (simt-gemm)
             address = np.where(mask, ptr.address, 0)
             raw = self._mem(ptr.space)[address[:, None] + np.arange(4)]
-            if str(t) == "i32":
-                return raw.copy().view(np.int32)[:, 0].astype(np.int64)
+            return raw.copy().view(np.uint32)[:, 0].astype(np.int64)
+        if str(t) == "f32":     # one float (simt-gemv's partials in shared memory)
+            address = np.where(mask, ptr.address, 0)
+            raw = self._mem(ptr.space)[address[:, None] + np.arange(4)]
             return raw.copy().view(np.float32)[:, 0]
         n = ir.VectorType(t).shape[0]
         kind = str(ir.VectorType(t).element_type)
         address = np.where(mask, ptr.address, 0)
+        if kind == "i32":       # a tf32 chunk read back to be rounded (tc-sm80)
+            raw = self._mem(ptr.space)[address[:, None] + np.arange(4 * n)]
+            return self._vector_of_bytes(t, raw.copy())
         if kind == "f32":       # simt-gemm's float4 reads of a shared stage
             raw = self._mem(ptr.space)[address[:, None] + np.arange(4 * n)]
             return raw.copy().view(np.float32)
         raw = self._mem(ptr.space)[address[:, None] + np.arange(2 * n)]
         return raw.copy().view(np.uint16 if kind == "bf16" else np.float16)
+
+    def _llvm_inline_asm(self, op, ins, mask):
+        """``red.global.add.f32 [address], value`` (tc-sm80's fused attention
+        backward): each active lane's value added to the f32 at its address,
+        lanes in order (a GPU's order varies; the sum is the same up to
+        rounding)."""
+        text = ir.StringAttr(op.attributes["asm_string"]).value
+        if not text.startswith("red.global.add.f32 "):
+            raise NotImplementedError(f"kernel interpreter: inline asm '{text}'")
+        address = np.broadcast_to(np.asarray(ins[0], np.int64), (self.lanes,))[mask]
+        value = np.broadcast_to(np.asarray(ins[1], np.float32), (self.lanes,))[mask]
+        assert not (address % 4).any()
+        words = self.gmem[:len(self.gmem) // 4 * 4].view(np.float32)
+        np.add.at(words, address // 4, value)
+        return None
 
     def _llvm_bitcast(self, op, ins, mask):
         dst = op.results[0].type
@@ -735,8 +772,40 @@ class Interpreter:
             return _bf16_values(bits)
         return bits.view(np.float16).astype(np.float32)
 
+    def _mma_tf32(self, ins):
+        """mma.m16n8k8 of tf32: a register an element (f32 bits, of which
+        the tensor cores read the 19 high: the low 13 cleared), A 16 x 8:
+        a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4); B 8 x 8: b0 (t,
+        g), b1 (t+4, g); C as m16n8k16's."""
+        def tf32(x):
+            bits = np.broadcast_to(np.asarray(x, np.int64), (self.lanes,)) & 0xFFFFE000
+            return bits.astype(np.uint32).view(np.float32).astype(np.float64)
+        a = [tf32(x) for x in ins[0:4]]
+        b = [tf32(x) for x in ins[4:6]]
+        c = [np.broadcast_to(np.asarray(x, np.float32), (self.lanes,)) for x in ins[6:10]]
+        warps = self.lanes // 32
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+
+        def w(x):
+            return np.asarray(x).reshape((warps, 32))
+        A, B, C = np.zeros((warps, 16, 8)), np.zeros((warps, 8, 8)), np.zeros((warps, 16, 8))
+        A[:, g, t], A[:, g + 8, t], A[:, g, t + 4], A[:, g + 8, t + 4] = (w(x) for x in a)
+        B[:, t, g], B[:, t + 4, g] = w(b[0]), w(b[1])
+        for j in range(2):
+            C[:, g, 2 * t + j] = w(c[j])
+            C[:, g + 8, 2 * t + j] = w(c[2 + j])
+        D = (A @ B + C).astype(np.float32)
+        out = np.zeros((warps, 32, 4), np.float32)
+        for j in range(2):
+            out[:, :, j] = D[:, g, 2 * t + j]
+            out[:, :, 2 + j] = D[:, g + 8, 2 * t + j]
+        return out.reshape(self.lanes, 4)
+
     def _nvvm_mma_sync(self, op, ins, mask):
         kind = str(op.attributes["multiplicandAPtxType"]).split("<")[1].rstrip(">")
+        if kind == "tf32":
+            return self._mma_tf32(ins)
         a = [self._halves(x, kind) for x in ins[0:4]]       # [lanes, 2] each
         b = [self._halves(x, kind) for x in ins[4:6]]
         c = [np.broadcast_to(np.asarray(x, np.float32), (self.lanes,)) for x in ins[6:10]]

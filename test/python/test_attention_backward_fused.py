@@ -33,8 +33,8 @@ import pytest
 from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_fused as fused
-from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_shared_fit,
-                           atomics, family)
+from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_setmaxnreg_fits,
+                           assert_shared_fit, atomics, family)
 from test_attention_tensor_cores import (
     attention, backward_graph, box_of, sizes, tensor_of, without_lengths,
 )
@@ -345,6 +345,7 @@ def test_fused_sass(built, extra, name, override):
     text = functions[main["entry"]]
     counts = sass.opcodes(text)
     assert counts["USETMAXREG"] > 0, "ptxas ignored setmaxnreg"
+    assert_setmaxnreg_fits([main], resources, functions)
     suffix = ".BF16" if name.endswith("bf16") else ""
     assert family(counts, "HGMMA.") == \
         {f"HGMMA.64x{n}x16.F32{suffix}" for n in (64, d, dv)}, sorted(counts)

@@ -3,12 +3,15 @@
 rank on sm_80, what the kernels refuse and why, the plans (two tc-sm80
 kernels: dQ then dK dV), the override on sm_90a, what ptxas makes of them,
 and what they compute, run on the CPU by test/python/kernel_interpreter.py
-against the NumPy reference.
+against the NumPy reference. The plans here are the two kernels'
+(``TWO_KERNELS``: the config's fused = 0, where the sm_80 heuristics rank
+the fused kernel first; test_attention_sm80_backward_fused.py tests that).
 
 * Heuristics (``tc_sm80_attention_backward``): on sm_80 an sdpa_backward
-  of bf16 or f16 with head dims up to 128 ranks tc-sm80 first (128 rows a
-  block over 8 warps, 64 kv rows a dQ step, 64 or 32 query rows a dK dV
-  step), then simt-generic; above 128 simt-generic says why.
+  of bf16 or f16 with head dims up to 128 ranks the two kernels (128 rows
+  a block over 8 warps, 64 kv rows a dQ step, 64 or 32 query rows a dK dV
+  step) first or second (after the fused kernel), then simt-generic; above
+  128 simt-generic says why.
 * ``check`` refuses with the reason: f32, head dims no multiple of 8 or
   over 128, a bias of the other 16-bit type, ragged rows, a tile whose
   accumulators exceed a thread's registers.
@@ -42,6 +45,9 @@ from test_tc_sass import needs_sass
 
 ARCH = "sm_80"
 SM80_SHARED = TC80_SHARED["sm_80"]
+# The override that keeps the two kernels where sm_80's heuristics rank the
+# fused kernel first.
+TWO_KERNELS = "*=fused:0"
 
 
 def attention(d, dv, element="bf16", scale=0.125, bias=None, **extra):
@@ -61,15 +67,18 @@ def attention(d, dv, element="bf16", scale=0.125, bias=None, **extra):
                                           (8, 8, 64)])
 def test_heuristics_rank_tc_sm80(d, dv, dkv_m):
     configs = rank(backward_problem(1024, 1000, d, dv, arch=ARCH))
-    first = configs[0]
-    assert (first.strategy, first.tile, first.stages, first.block) == \
+    fused = d == dv and d in (64, 128)
+    assert [c.fused for c in configs[:2] if c.strategy == "tc-sm80"] == \
+        ([1, 0] if fused else [0]), [(c.strategy, c.fused) for c in configs]
+    two = configs[1 if fused else 0]
+    assert (two.strategy, two.tile, two.stages, two.block) == \
         ("tc-sm80", (64, dkv_m), 2, (256, 1, 1)), [(c.strategy, c.tile) for c in configs]
-    assert {c.strategy for c in configs[1:]} == {"simt-generic"}
-    assert first.reason.startswith(
+    assert {c.strategy for c in configs[2 if fused else 1:]} == {"simt-generic"}
+    assert two.reason.startswith(
         f"attention backward (sdpa_backward: 1024x1000x{d} (S x Skv x D) x16 batch bf16): a "
         f"dQ kernel (128 query rows a block, 64 kv rows a step) and a dK dV kernel (128 kv "
-        f"rows a block, {dkv_m} query rows a step) on mma.sync"), first.reason
-    assert "no atomics (deterministic)" in first.reason
+        f"rows a block, {dkv_m} query rows a step) on mma.sync"), two.reason
+    assert "no atomics (deterministic)" in two.reason
 
 
 def test_heuristics_keep_wide_heads_on_simt_generic():
@@ -144,7 +153,8 @@ SASS_CASES = ("d64_bf16", "d64_causal_f16", "d128_bf16", "d128_causal_f16", "bia
 @pytest.fixture(scope="module")
 def built():
     """Each graph compiled and assembled at most once."""
-    return Builds(lambda name: CASES[name](), ARCH)
+    return Builds(lambda name: CASES[name](), ARCH,
+                  config=lambda name, override: override or TWO_KERNELS)
 
 
 def backward_kernels(package):
@@ -261,10 +271,12 @@ def forward_of(p, values):
 
 
 def interpret(p, seed=0, arch=ARCH, config=None):
-    """(the reference's dq, dk, dv, what the kernels wrote, the config)."""
+    """(the reference's dq, dk, dv, what the kernels wrote, the config);
+    ``config`` an override, TWO_KERNELS without one."""
     g = p.graph()
     module = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
-        target="cuda", arch=arch, tuning_db="off", stop_after="configured", config=config))
+        target="cuda", arch=arch, tuning_db="off", stop_after="configured",
+        config=config or TWO_KERNELS))
     gpu = pipelines.GPU.passes
     upto = pipelines.LINALG_GPU.passes + gpu[:gpu.index("dnn-map-tensor-cores") + 1]
     passes.run_pipeline(module, "builtin.module(" + ",".join(upto) + ")")
@@ -384,7 +396,7 @@ def test_sm80_backward_family(gpu_cases):
     assert any(a.bias for a in problems) and any(a.interleaved for a in problems)
     padded = [a for _, graph in family.PADDED for a in graph]
     assert {a.mask for a in padded} == {"none", "causal", "bottom_right", "window"}
-    assert all(c.config == "*=strategy:tc-sm80" for c in family.CASES)
+    assert all(c.config == "*=strategy:tc-sm80,fused:0" for c in family.CASES)
     assert {c.name.rsplit("_", 1)[1] for c in family.CASES} == {"bf16", "f16"}
 
 

@@ -93,8 +93,8 @@ from dnnc.codegen.gpu.tensorcore.sm90 import (
     NotSupported, flash, flash_backward, flash_backward_fused,
 )
 from dnnc.heuristics import Problem, TensorSpec, rank
-from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_no_spills, atomics,
-                           family)
+from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_no_spills,
+                           assert_setmaxnreg_fits, atomics, family)
 from test_cuda_compile import _load_gpu_cases
 from test_tc_sass import ARCH, MAX_SHARED, needs_sass
 
@@ -1518,7 +1518,7 @@ def test_tensor_core_kernels_are_one_block_per_sm(built, name):
 def test_attention_sass(built, name):
     """ptxas's verdict and the SASS of the forward kernel: no spills, stack
     or local memory; registers within 65536 / threads; shared memory within
-    sm_90's; setmaxnreg kept; HGMMA 64 x BN x 16 (S = QK^T) and 64 x Dv x 16
+    sm_90's; setmaxnreg kept, within the block's registers; HGMMA 64 x BN x 16 (S = QK^T) and 64 x Dv x 16
     (PV) on the input type only; TMA loads (UTMALDG), mbarriers (SYNCS),
     ex2 (MUFU.EX2); no accumulator or P fragment register touched while
     its wgmma may run."""
@@ -1530,6 +1530,7 @@ def test_attention_sass(built, name):
     text = functions[k["entry"]]
     counts = sass.opcodes(text)
     assert counts["USETMAXREG"] > 0, "ptxas ignored setmaxnreg"
+    assert_setmaxnreg_fits([k], resources, functions)
     suffix = ".BF16" if name.endswith("bf16") else ""
     bn = k["config"]["tile"][1]
     assert family(counts, "HGMMA.") == \
@@ -1563,6 +1564,7 @@ def test_attention_backward_sass(built, name):
         text = functions[k["entry"]]
         counts = sass.opcodes(text)
         assert counts["USETMAXREG"] > 0, f"{k['entry']}: ptxas ignored setmaxnreg"
+        assert_setmaxnreg_fits([k], resources, functions)
         assert family(counts, "HGMMA.") == \
             {f"HGMMA.64x{steps}x16.F32{suffix}", f"HGMMA.64x{d}x16.F32{suffix}"}, \
             (k["entry"], sorted(counts))

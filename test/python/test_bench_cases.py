@@ -108,6 +108,11 @@ def test_only_selects_by_name_or_group():
                                        if c.group in ("softmax", "matmul")
                                        or "softmax" in c.name or "matmul" in c.name}
     assert names("no such case") == set()
+    # A leading '=' takes the whole name only, not the twins it begins.
+    base = "sdpa B16 H16 S1024 D128 bf16"
+    assert base in IDS and names(base) > {base}
+    assert names("=" + base) == {base}
+    assert names("=SDPA B16 H16 S1024 D128 BF16, =no such case") == {base}
 
 
 def test_rel_err():
@@ -375,13 +380,26 @@ def test_attention_forward_cases():
                   "B1 H16 S16384 D128", "B1 GQA H64 KV8 S8192 D128",
                   "B1 GQA H64 KV8 S16384 D128"]:
         assert {f"sdpa {shape} bf16", f"sdpa causal {shape} bf16"} <= names
-    assert "sdpa B4 H16 S4096 D128 f16" in names and len(names) == 22
+    assert "sdpa B4 H16 S4096 D128 f16" in names and len(names) == 38
     # The Ampere kernel forced on the S4096 D128 pair and D64.
-    forced = {c.name: c.config for c in ATTENTION_FORWARD if c.config}
+    forced = {c.name: c.config for c in ATTENTION_FORWARD
+              if c.config and c.name.endswith(" tc-sm80")}
     assert set(forced) == {"sdpa B4 H16 S4096 D128 bf16 tc-sm80",
                            "sdpa causal B4 H16 S4096 D128 bf16 tc-sm80",
                            "sdpa B4 H16 S4096 D64 bf16 tc-sm80"}
     assert all(c.startswith("*=strategy:tc-sm80,") for c in forced.values())
+    # The persistent forward and a block a tile, both forced, beside the
+    # case of the same graph (the causal S1024 D64 one the original set's).
+    twins = {" persistent": "*=persistent:1", " block-a-tile": "*=persistent:0"}
+    for suffix, config in twins.items():
+        formed = {c.name[:-len(suffix)]: c for c in ATTENTION_FORWARD if c.name.endswith(suffix)}
+        assert len(formed) == 8 and {c.config for c in formed.values()} == {config}
+        assert "sdpa causal B4 H16 S1024 D64 bf16" in formed
+        assert {"sdpa B16 H16 S1024 D128 bf16", "sdpa causal B1 GQA H64 KV8 S8192 D128 bf16"} \
+            <= set(formed)
+        for name, c in formed.items():
+            base = next(x for x in cases.CASES if x.name == name)
+            assert base.config is None and (c.flops, c.bytes) == (base.flops, base.bytes)
     for c in ATTENTION_FORWARD:
         assert set(c.others) == {"flash"} and not c.memory_bound
         g = graph(c.name)
@@ -430,14 +448,20 @@ def test_attention_backward_dq_summed_cases():
 
 
 def test_attention_backward_tc_sm80_cases():
-    """The Ampere backward forced (strategy alone) on the S4096 D128 and
-    D64 pairs, each named after its default twin, which has the same
-    graph."""
-    forced = {c.name: c for c in cases.ATTENTION_BACKWARD if c.name.endswith(" tc-sm80")}
-    assert set(forced) == {f"sdpa backward{causal} B4 H16 S4096 D{d} bf16 tc-sm80"
-                           for d in (128, 64) for causal in ("", " causal")}
-    for name, c in forced.items():
-        assert c.config == "*=strategy:tc-sm80"
-        twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(" tc-sm80")])
-        assert (c.flops, c.bytes) == (twin.flops, twin.bytes)
-        assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+    """The Ampere backward forced on the S4096 D128 and D64 pairs, its two
+    kernels (fused:0) and its fused kernel (fused:1), each named after its
+    default twin, which has the same graph."""
+    for suffix, fused in ((" tc-sm80", 0), (" tc-sm80 fused", 1)):
+        forced = {c.name: c for c in cases.ATTENTION_BACKWARD if c.name.endswith(suffix)}
+        assert set(forced) == {f"sdpa backward{causal} B4 H16 S4096 D{d} bf16{suffix}"
+                               for d in (128, 64) for causal in ("", " causal")}
+        for name, c in forced.items():
+            assert c.config == f"*=strategy:tc-sm80,fused:{fused}"
+            twin = next(x for x in cases.ATTENTION_BACKWARD if x.name == name[:-len(suffix)])
+            assert (c.flops, c.bytes) == (twin.flops, twin.bytes)
+            assert graph(name).to_mlir() == graph(twin.name).to_mlir()
+    four = {c.name: c for c in cases.ATTENTION_BACKWARD
+            if c.name.endswith(" tc-sm80 fused 4-warps")}
+    assert {c.config for c in four.values()} == {
+        f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3" for m in (32, 64)}
+    assert len(four) == 4

@@ -168,13 +168,14 @@ def dgrad_graph(name, dtype, dx_dims, k, window, epilogue=None, out_type=None, *
     return build
 
 
-def interpret(build, dtype, arch="sm_80", config=None, poison=True):
+def interpret(build, dtype, arch="sm_80", config=None, poison=True, fill=None):
     """(the reference output, what the kernels wrote, the conv kernel
     function's config) for ``build``'s graph of one kernel, its inputs of
-    ``dtype`` ("bf16", "f16") drawn at random; ``config``: an override of
+    ``dtype`` ("bf16", "f16", "f32") drawn at random; ``config``: an override of
     the heuristics; ``poison`` (the default): the kernel's own buffers,
     the bytes between its operands and shared memory start as NaN, so that
-    a read past an operand or of memory never written shows."""
+    a read past an operand or of memory never written shows; ``fill``: a
+    value for every input instead of random ones."""
     g = build()
     module = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
         target="cuda", arch=arch, tuning_db="off", stop_after="configured", config=config))
@@ -182,8 +183,9 @@ def interpret(build, dtype, arch="sm_80", config=None, poison=True):
     upto = pipelines.LINALG_GPU.passes + gpu[:gpu.index("dnn-map-tensor-cores") + 1]
     passes.run_pipeline(module, "builtin.module(" + ",".join(upto) + ")")
     rng = np.random.default_rng(7)
-    numpy_type = ml_dtypes.bfloat16 if dtype == "bf16" else np.float16
-    data = {t.name: rng.normal(size=[int(d) for d in t.dim]).astype(numpy_type)
+    numpy_type = {"bf16": ml_dtypes.bfloat16, "f16": np.float16, "f32": np.float32}[dtype]
+    data = {t.name: (rng.normal(size=[int(d) for d in t.dim]) if fill is None else
+                     np.full([int(d) for d in t.dim], fill)).astype(numpy_type)
             .astype(np.float64) for t in g.inputs}
     expected = g.execute_reference(data)
     (out,) = g.outputs

@@ -15,8 +15,9 @@ of them.
   without ptxas or cuobjdump, as test_tc_sass.py skips): HGMMA on tf32
   only, no spills, no local memory, and for the filter gradient every
   HGMMA's A a register.
-* What tc-sm90 does not take says why: a filter gradient of C not a
-  multiple of 64, and on sm_80 (no tf32 implicit GEMM on tc-sm80).
+* tc-sm80's tf32 implicit GEMM (sm_80, and on sm_90a what tc-sm90 does
+  not take: a filter gradient of C not a multiple of 64) is
+  test_conv_sm80_tf32.py's.
 """
 
 import numpy as np
@@ -259,27 +260,3 @@ def test_tf32_gradient_sass(built, name):
         if GRADS[name][0] == "wgrad":
             lines = [line for line in text.splitlines() if "HGMMA" in line]
             assert lines and all(A_REGISTER.search(line) for line in lines), lines[:2]
-
-
-def test_tf32_filter_gradient_tc_sm90_does_not_tile_says_why():
-    """C = 24: no tile of the transposed product (64 or 128 rows) lies in
-    one filter tap."""
-    g = conv_graph("wgrad", x_dims=(1, 24, 6, 6), k=16, padding=[1, 1])
-    package = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
-        target="cuda", arch=ARCH, tuning_db="off"), basename="wgrad_c24")
-    convs = [k for k in package.kernels if "conv_wgrad" in k["entry"]]
-    assert convs and all(k["strategy"] == "simt-generic" for k in convs), convs
-    k = convs[0]
-    assert k["reason"].startswith("tc-sm90 does not take this tf32 filter gradient") and \
-        "a multiple of 64" in k["reason"], k["reason"]
-
-
-def test_tf32_gradients_on_sm80_say_why():
-    g = conv_graph("dgrad", x_dims=(1, 16, 6, 6), k=16, padding=[1, 1])
-    package = compiler.compile_module(graph_mlir.to_module(g), compiler.Options(
-        target="cuda", arch="sm_80", tuning_db="off"), basename="dgrad_sm80")
-    convs = [k for k in package.kernels if "conv_dgrad" in k["entry"]]
-    assert convs and all(k["strategy"] == "simt-generic" for k in convs), convs
-    assert convs[0]["reason"].startswith("tc-sm80 not implemented yet (conv_dgrad"), \
-        convs[0]["reason"]
-    assert compute_types.NOTE in convs[0]["reason"]

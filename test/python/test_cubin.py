@@ -21,7 +21,7 @@ import numpy as np
 import pytest
 
 import dnnc
-from dnnc import artifact, cache, compiler
+from dnnc import artifact, cache, compiler, env
 from dnnc.codegen.gpu import ptxas
 from dnnc_runtime import artifact as runtime_artifact
 from dnnc_runtime import modules
@@ -394,3 +394,40 @@ def test_frontend_plan_says_which_code(tmp_path, monkeypatch):
     exe.loaded_from, exe.load_note = "cubin", "kernels.sm_80.cubin (sm_80, ptxas 1.2.3)"
     assert g.describe_plan().endswith(
         "\ncode: loaded from its cubin: kernels.sm_80.cubin (sm_80, ptxas 1.2.3)")
+
+
+# -- ptxas on several threads (DNNC_PTXAS_THREADS) ------------------------------
+
+@pytest.mark.parametrize("value, flag", [(None, None), ("1", None), ("0", None),
+                                         ("4", "--split-compile=4")])
+def test_ptxas_threads_reach_the_command_line(tmp_path, monkeypatch, value, flag):
+    tool = fake_ptxas(tmp_path, (
+        "if args == ['--version']:\n"
+        "    print('Cuda compilation tools, release 99.1, V99.1.7'); sys.exit(0)\n"
+        "open(out, 'wb').write(b'\\x7fELF' + ' '.join(args).encode())\n"))
+    monkeypatch.setenv("DNNC_PTXAS", tool)
+    if value is None:
+        monkeypatch.delenv("DNNC_PTXAS_THREADS", raising=False)
+    else:
+        monkeypatch.setenv("DNNC_PTXAS_THREADS", value)
+    ptxas.version.cache_clear()
+    package = compiler.compile_cuda(small_graph("cubin_threads"), "sm_80", cache=False)
+    args = package.cubins["kernels.sm_80.cubin"][4:].decode().split()
+    assert [a for a in args if a.startswith("--split-compile")] == ([flag] if flag else [])
+
+
+@pytest.mark.parametrize("value", ["four", "-2"])
+def test_ptxas_threads_that_are_not_a_count_are_refused(monkeypatch, value):
+    monkeypatch.setenv("DNNC_PTXAS_THREADS", value)
+    with pytest.raises(ValueError, match=f"DNNC_PTXAS_THREADS: expected .*{value}"):
+        env.ptxas_threads()
+
+
+@needs_ptxas
+def test_ptxas_on_threads_makes_the_same_cubin_every_time():
+    text = compiler.compile_cuda(small_graph("cubin_split"), "sm_90a", cache=False,
+                                 cubin=False).ptx
+    one = ptxas.assemble_cubin(text, "sm_90a")[1]
+    split = [ptxas.assemble_cubin(text, "sm_90a", threads=4)[1] for _ in range(2)]
+    assert split[0] == split[1]
+    assert one == ptxas.assemble_cubin(text, "sm_90a", threads=1)[1]

@@ -711,19 +711,37 @@ def test_override_of_a_split_resets_its_cluster():
         choose(p, override="strategy:tc-sm80,cluster:2")
 
 
-def test_persistent_is_a_tc_sm90_field_of_0_or_1():
-    """``persistent`` (tc-sm90's fused attention backward): written only
-    when 1, round-trips through the attribute, refused elsewhere."""
+def test_persistent_is_a_tc_sm90_field():
+    """``persistent`` (tc-sm90's attention): written only when not 0,
+    round-trips through the attribute, refused when negative and
+    elsewhere."""
     assert "persistent" not in Config("tc-sm90", 384, tile=(64, 128)).fields()
     c = Config("tc-sm90", 384, tile=(64, 128), persistent=1)
     assert c.fields()["persistent"] == 1 and str(c).endswith("persistent=1")
     with dnnc.dialect.context():
         assert Config.from_attr(c.to_attr()) == c
-    with pytest.raises(PipelineError, match="config: persistent: expected 0 or 1, got 2"):
-        Config("tc-sm90", 384, persistent=2)
+    assert Config("tc-sm90", 384, persistent=4).fields()["persistent"] == 4
+    with pytest.raises(PipelineError, match="config: persistent: expected >= 0, got -1"):
+        Config("tc-sm90", 384, persistent=-1)
     p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
     with pytest.raises(PipelineError, match="strategy 'simt-reduce' has no field 'persistent'"):
         choose(p, override="persistent:0")
+
+
+def test_fused_is_a_tc_sm80_field():
+    """``fused`` (tc-sm80's attention backward): written only when not 0,
+    round-trips through the attribute, refused when not 0 or 1 and
+    elsewhere."""
+    assert "fused" not in Config("tc-sm80", 256, tile=(64, 64)).fields()
+    c = Config("tc-sm80", 256, tile=(64, 64), fused=1)
+    assert c.fields()["fused"] == 1 and str(c).endswith("fused=1")
+    with dnnc.dialect.context():
+        assert Config.from_attr(c.to_attr()) == c
+    with pytest.raises(PipelineError, match="config: fused: expected 0 or 1, got 2"):
+        Config("tc-sm80", 256, fused=2)
+    p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
+    with pytest.raises(PipelineError, match="strategy 'simt-reduce' has no field 'fused'"):
+        choose(p, override="fused:1")
 
 
 def test_override_wins():
@@ -743,14 +761,16 @@ def test_override_wins():
     ("k=block:32x64", "block 32x64: expected 1 to 1024 threads per block, got 2048"),
     ("k=block:abc", "block: expected threads per block as N or NxMxK, got 'abc'"),
     ("k=stages:9", "stages: expected an integer from 1 to 8, got '9'"),
-    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, persistent, "
-                  "promote_overlap, split, staged, stages, strategy, tile, tiled, unroll, vector"),
+    ("k=warps:2", "unknown key 'warps': expected one of block, cluster, fold, fused, "
+                  "persistent, promote_overlap, split, staged, stages, strategy, tail_split, "
+                  "tile, tiled, unroll, vector"),
+    ("k=fused:2", "fused: expected 0 or 1, got '2'"),
+    ("k=persistent:x", "persistent: expected an integer from 0 to 1024, got 'x'"),
     ("k=fold:0", "fold: expected a positive integer, got '0'"),
     ("k=cluster:3", "cluster: expected one of 1, 2, 4, 8, got '3'"),
     ("k=staged:2", "staged: expected 0 or 1, got '2'"),
     ("k=tiled:2", "tiled: expected 0 or 1, got '2'"),
     ("k=promote_overlap:3", "promote_overlap: expected one of 0, 2, 4, 8, got '3'"),
-    ("k=persistent:2", "persistent: expected 0 or 1, got '2'"),
     ("k=split:0", "split: expected an integer from 1 to 64, got '0'"),
     ("k=tile:0", "tile: expected N or NxM positive integers, got '0'"),
     ("k=vector:3", "vector: expected a power of two, got 3"),

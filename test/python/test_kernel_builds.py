@@ -10,7 +10,8 @@ import dnnc
 from dnnc.codegen.gpu import sass
 from dnnc.codegen.gpu.ptxas import KernelResources
 from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_no_spills,
-                           assert_shared_fit, atomics, family, register_budget)
+                           assert_setmaxnreg_fits, assert_shared_fit, atomics, family,
+                           register_budget)
 
 SASS = """
 \t\tFunction : k0
@@ -71,6 +72,30 @@ def test_local_memory_families_atomics():
     assert family(counts, "HMMA.") == {"HMMA.16816.F32"}
     assert atomics(counts) == {"REDG", "REDG.E.ADD.F32.FTZ.RN.STRONG.GPU"}
     assert atomics(sass.opcodes(FUNCTIONS["k1"])) == set()
+
+
+def _setmaxnreg(producer, consumer):
+    return sass.functions(f"""
+\t\tFunction : k
+        /*0300*/                   USETMAXREG.DEALLOC.CTAPOOL {producer:#x} ;
+        /*0bb0*/                   USETMAXREG.TRY_ALLOC.CTAPOOL UP0, {consumer:#x} ;
+        /*0bc0*/                   EXIT ;
+""")
+
+
+def test_assert_setmaxnreg_fits():
+    """A producer at 24 and two consumers at 240 fit a block of 384
+    threads at 168 registers (64512); the producer at 32 does not: the
+    second consumer's TRY_ALLOC would wait forever."""
+    at_168 = {"k": KernelResources(registers=168)}
+    assert_setmaxnreg_fits([kernel("k")], at_168, _setmaxnreg(24, 240))
+    assert_setmaxnreg_fits([kernel("k")], at_168, _setmaxnreg(40, 232))
+    with pytest.raises(AssertionError, match="65536 registers asked, the block holds 64512"):
+        assert_setmaxnreg_fits([kernel("k")], at_168, _setmaxnreg(32, 240))
+    # Three consumers at 160 beside 24 in 512 threads at 128.
+    assert_setmaxnreg_fits([kernel("k", (512, 1, 1))], {"k": KernelResources(registers=128)},
+                           _setmaxnreg(24, 160))
+    assert_setmaxnreg_fits([kernel("k")], at_168, FUNCTIONS | {"k": ""})
 
 
 def matmul(name):

@@ -1342,3 +1342,22 @@ def test_runtime_scalar_manifest_errors(edit, message):
     edit(m)
     with pytest.raises(ArtifactError, match=message):
         load(m)
+
+
+def test_an_entry_launched_twice_is_opted_in_once_to_the_most_shared_memory(monkeypatch):
+    # dnn-dedup-kernels: identical kernels share one PTX entry; each launch
+    # keeps its own record (name, grid, shared memory).
+    gpu = FakeGPU(monkeypatch)
+    manifest = scale_manifest(n=256, arch="sm_90a")
+    first = manifest["kernels"][0]
+    first["shared_bytes"] = 70000
+    second = dict(first, name="scale_k1", shared_bytes=60000)
+    manifest["kernels"] = [first, second]
+    exe = load(manifest)
+    x = gpu.array(np.arange(256, dtype=np.float32))
+    y = gpu.array(np.full(256, np.nan, np.float32))
+    exe(x, outputs={"y": y})
+    assert [l["function"] for l in gpu.launches] == ["scale2", "scale2"]
+    assert [l["shared"] for l in gpu.launches] == [70000, 60000]
+    assert gpu.opted_in == {"scale2": 70000}
+    np.testing.assert_array_equal(y.host(), 2 * np.arange(256, dtype=np.float32))

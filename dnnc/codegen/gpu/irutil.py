@@ -28,6 +28,22 @@ def ops(root, name=None):
     return [op for op in walk(root) if name is None or op.name == name]
 
 
+def contains(root, name):
+    """Whether an op named ``name`` is nested under ``root`` (not ``root``
+    itself); the walk stops at the first."""
+    root = getattr(root, "operation", root)
+    found = []
+
+    def visit(op):
+        if op.name == name and op != root:
+            found.append(op)
+            return ir.WalkResult.INTERRUPT
+        return ir.WalkResult.ADVANCE
+
+    root.walk(visit, ir.WalkOrder.PRE_ORDER)
+    return bool(found)
+
+
 def body(op):
     """The first block of ``op``'s first region."""
     return getattr(op, "operation", op).regions[0].blocks[0]
@@ -69,6 +85,13 @@ def enclosing(op, name):
     while parent is not None and parent.name != name:
         parent = parent.parent
     return parent
+
+
+def launches(module):
+    """Every gpu.launch_func of ``module``'s host functions (its top-level
+    func.func ops), in order. The gpu.modules, where nearly all ops of a
+    lowered module are and no launch is, are not walked."""
+    return [op for fn in functions(module) for op in ops(fn, "gpu.launch_func")]
 
 
 def launched_kernel(launch):

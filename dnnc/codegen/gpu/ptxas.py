@@ -62,15 +62,15 @@ def assemble(ptx, arch, ptxas=None):
     return assemble_cubin(ptx, arch, ptxas)[0]
 
 
-def assemble_cubin(ptx, arch, ptxas=None):
+def assemble_cubin(ptx, arch, ptxas=None, threads=1):
     """As ``assemble``, and also return the cubin ptxas wrote: a pair
     ({entry: KernelResources}, cubin bytes), the bytes for
     dnnc.codegen.gpu.sass.disassemble or a package. One ptxas release
-    makes the same bytes of the same PTX every time. (``--split-compile``,
-    which compiles entries on several threads, is not used: its cubins
-    differ with the thread count, so a package's bytes would depend on the
-    machine, and it saved nothing measurable on packages of 3 to 5 kernels,
-    docs/artifact.md.)"""
+    makes the same bytes of the same PTX every time. ``threads`` > 1 runs
+    ptxas with ``--split-compile threads``, its entries compiled on that
+    many threads: the cubin then differs from the one-thread cubin, and
+    with the count, but is the same for one count on any machine (so the
+    count is a fixed number, never the machine's cores; docs/artifact.md)."""
     ptxas = ptxas or find()
     if ptxas is None:
         raise ToolError("ptxas not found: set DNNC_PTXAS, install nvidia-cuda-nvcc, "
@@ -80,7 +80,10 @@ def assemble_cubin(ptx, arch, ptxas=None):
         with open(src, "w") as f:
             f.write(ptx)
         out = os.path.join(tmp, "kernels.cubin")
-        cmd = [ptxas, f"-arch={arch}", "-v", "-o", out, src]
+        cmd = [ptxas, f"-arch={arch}", "-v"]
+        if threads > 1:
+            cmd.append(f"--split-compile={int(threads)}")
+        cmd += ["-o", out, src]
         proc = subprocess.run(cmd, capture_output=True, text=True)
         if proc.returncode != 0:
             raise ToolError(f"ptxas failed for {arch} (exit {proc.returncode}); reproduce with: "

@@ -35,6 +35,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        block-scaled fp8 GEMMs (1 x 128 A, 128 x 128 B scales)
                        on tc-sm90: tile multiples and odd sizes, B stored
                        both ways, split K, scales of 2^-8 .. 2^8
+    gemm_tail_split.py tc-sm90's tail split forced on matmuls (bf16, f16,
+                       tf32) and forward convolutions (bf16, f16): the last
+                       wave's tiles split along K, summed by the last part
     convolution.py     conv forward and gradients, 2-D and 3-D, channels-last
     conv_random.py     520 random forward convolutions (tc-sm90's implicit GEMM
                        and its fallbacks), ten to a graph; data and filter
@@ -53,6 +56,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        gradients of unaligned channels the heuristics
                        split, and random odd-channel forwards and gradients
                        with the split forced
+    conv_sm80_tf32.py  tf32 convolutions (fprop, dgrad, wgrad) on tc-sm80:
+                       conv_random_tf32's draws with it forced in each
+                       tile, odd channels handed over by tc-sm90, split K
     conv_grouped_simt.py
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
@@ -62,6 +68,13 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_bias_grad.py  filter gradients with their bias gradient (the sum of
                        dy) in one tc-sm90 kernel: chosen geometries, K past
                        the tiles, each way split-K partials are summed
+    epilogue_reads.py  epilogue operands of every broadcast and layout (bias,
+                       residuals NHWC and NCHW, over the batch, over the
+                       pixels, pixels only, scalars, one dim) on forward
+                       convolutions, data gradients (stride 1 and 2), filter
+                       gradients and matmuls: scale and shift, a second
+                       output, an f32 output, an f32 operand; tc-sm90 and
+                       tc-sm80
     conv_pixel_rows.py 1x1 unit-stride unpadded forwards and data gradients,
                        x (dy) read as a matrix by tiled TMA boxes (tc-sm90's
                        default for them) and again in im2col mode (tiled:0)
@@ -108,6 +121,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        sdpa backwards on tc-sm80's dQ and dK dV kernels (a
                        config override) on chosen problems: head dims,
                        masks, GQA, a bias, layouts, padding lengths
+    attention_backward_sm80_fused.py
+                       the same problems on tc-sm80's fused backward (dQ by
+                       f32 reductions; override fused:1)
     attention_backward_dbias.py
                        the sdpa backward's bias gradient (compute_dbias) on
                        tc-sm90's two kernels: biases broadcast over B, H or
@@ -128,6 +144,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        GQA decode steps whose query heads fold into one
                        block per kv head (row maps, masks, lengths, paged,
                        split-KV)
+    attention_persistent.py
+                       sdpa forwards on tc-sm90's persistent grid, forced
+                       onto a few blocks: causal tile pairs, tiles with no
+                       step, masks, bias, GQA, padding, ragged, paged
     zero_size.py       dims of size 0
     examples.py        the graphs of examples/
     frontend.py        graphs written with dnnc.frontend (cudnn-frontend's API)
@@ -137,6 +157,10 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     layouts.py         the layout rule: inputs broadcast with stride 0 (bias,
                        rows, a matmul's shared operand), outputs with padded
                        rows, column-major and channels-last strides
+    repeated_kernels.py
+                       graphs that repeat kernels (tc-sm90 convolutions and
+                       matmuls), which dnn-dedup-kernels compiles once: one
+                       PTX entry launched several times
     scalars.py         runtime scalars (f32 kernel arguments): pointwise, matmul
                        and convolution epilogues, reductions, the epsilon of
                        layernorm and rmsnorm, a frontend graph; each package
@@ -144,16 +168,21 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
 """
 
 from . import (attention, attention_backward_dbias, attention_backward_fused,
-               attention_backward_random, attention_backward_sm80, attention_backward_wide,
+               attention_backward_random, attention_backward_sm80,
+               attention_backward_sm80_fused, attention_backward_wide,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
-               attention_ragged, attention_random, attention_sm80, conv_bias_grad,
-               conv_grouped_simt, conv_odd_channels, conv_phases, conv_pixel_rows,
-               conv_prologue, conv_random,
-               conv_random_tf32, conv_sm80_split, conv_wgrad_channels, convolution,
-               data_movement, examples, fp8, frontend, int8, layouts, matmul, matmul_align,
+               attention_persistent, attention_ragged, attention_random, attention_sm80,
+               conv_bias_grad, conv_grouped_simt, conv_odd_channels, conv_phases,
+               conv_pixel_rows, conv_prologue, conv_random,
+               conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
+               convolution,
+               data_movement, epilogue_reads, examples, fp8, frontend, gemm_tail_split, int8,
+               layouts, matmul,
+               matmul_align,
                matmul_f32_exact, matmul_fp8, matmul_fp8_blockscaled, matmul_gemv,
-               norm_channels_last, normalization, pointwise, pooling, reduction_middle, reductions, row_programs,
-               scalars, zero_size)
+               norm_channels_last,
+               normalization, pointwise, pooling, reduction_middle, reductions,
+               repeated_kernels, row_programs, scalars, zero_size)
 from .case import Case
 
 # In the order index.json lists them.
@@ -167,17 +196,20 @@ CASES = [
     *matmul_gemv.CASES,
     *matmul_fp8.CASES,
     *matmul_fp8_blockscaled.CASES,
+    *gemm_tail_split.CASES,
     *convolution.CASES,
     *conv_random.CASES,
     *conv_random_tf32.CASES,
     *conv_phases.CASES,
     *conv_odd_channels.CASES,
     *conv_sm80_split.CASES,
+    *conv_sm80_tf32.CASES,
     *conv_grouped_simt.CASES,
     *conv_prologue.CASES,
     *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
     *conv_pixel_rows.CASES,
+    *epilogue_reads.CASES,
     *pointwise.NHWC_AND_BIG_CASES,
     *reductions.CASES,
     *reduction_middle.CASES,
@@ -192,18 +224,21 @@ CASES = [
     *attention_backward_fused.CASES,
     *attention_backward_wide.CASES,
     *attention_backward_sm80.CASES,
+    *attention_backward_sm80_fused.CASES,
     *attention_backward_dbias.CASES,
     *attention_padding.CASES,
     *attention_paged.CASES,
     *attention_ragged.CASES,
     *attention_decode.CASES,
     *attention_gqa_fold.CASES,
+    *attention_persistent.CASES,
     *zero_size.CASES,
     *examples.CASES,
     *frontend.CASES,
     *int8.CASES,
     *layouts.CASES,
     *scalars.CASES,
+    *repeated_kernels.CASES,
 ]
 
 __all__ = ["CASES", "Case"]

@@ -128,3 +128,28 @@ module {
 //   CHECK-NOT:   memref.alloc
 //       CHECK:   call @d_k0_conv_dgrad(%{{.*}}, %{{.*}}, %{{.*}})
 //   CHECK-NOT: @d_layout_
+
+// -----
+
+module {
+  func.func private @e_k0_conv_fprop(%x: memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %w: memref<32x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %t: memref<1x32x6x6xbf16>, %r: memref<2x32x6x6xbf16>, %y: memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func @e(%x: memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %w: memref<32x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %t: memref<1x32x6x6xbf16>, %r: memref<2x32x6x6xbf16>, %y: memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>> {bufferize.result}) attributes {dnn.graph} {
+    call @e_k0_conv_fprop(%x, %w, %t, %r, %y) : (memref<2x16x6x6xbf16, strided<[576, 1, 96, 16]>>, memref<32x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<1x32x6x6xbf16>, memref<2x32x6x6xbf16>, memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>>) -> ()
+    return
+  }
+}
+
+// Two row-major (NCHW) inputs of the epilogue: a table over the batch
+// [1, K, H, W] stays as it lies (the implicit GEMM's epilogue reads it
+// through a split view; a layout kernel would cost a launch), the
+// full-size residual gets its layout kernel as before.
+// CHECK-LABEL: func.func private @e_k0_conv_fprop(
+//  CHECK-SAME:     %{{.*}}: memref<1x32x6x6xbf16>, %{{.*}}: memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>>, %{{.*}}: memref<2x32x6x6xbf16, strided<[1152, 1, 192, 32]>> {bufferize.result}
+// CHECK-LABEL: func.func private @e_layout_0(
+// CHECK-LABEL: func.func @e(
+//  CHECK-SAME:     %[[T:[^:]*]]: memref<1x32x6x6xbf16>, %[[R:[^:]*]]: memref<2x32x6x6xbf16>
+//       CHECK:   call @e_layout_0(%[[R]], %{{.*}})
+//       CHECK:   call @e_k0_conv_fprop(%{{.*}}, %{{.*}}, %[[T]], %{{.*}}, %{{.*}})
+//   CHECK-NOT: @e_layout_1

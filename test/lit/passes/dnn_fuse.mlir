@@ -343,6 +343,42 @@ func.func @pre_activation(%a: tensor<5x13xf32>, %w: tensor<13x7xf32>, %b: tensor
 
 // -----
 
+// A returned convolution result that feeds a bias add and a relu (a data
+// gradient's dx, which the graph also returns): one conv_dgrad kernel
+// returns both, the implicit GEMM's epilogue storing dx beside the chain's
+// end (as a matmul's does). A filter gradient's likewise.
+// CHECK-LABEL: func.func private @conv_second_output_k0_conv_dgrad(
+// CHECK-SAME: -> (tensor<2x16x5x7xbf16>, tensor<2x16x5x7xbf16>)
+// CHECK-NEXT: %[[D:.*]] = "dnn.conv_dgrad"
+// CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[D]],
+// CHECK-NEXT: %[[Y:.*]] = "dnn.relu"(%[[S]])
+// CHECK-NEXT: return %[[D]], %[[Y]]
+// CHECK-LABEL: func.func private @conv_second_output_k1_conv_wgrad(
+// CHECK-SAME: -> (tensor<24x16x3x3xbf16>, tensor<24x16x3x3xbf16>)
+// CHECK-NEXT: %[[W:.*]] = "dnn.conv_wgrad"
+// CHECK-NEXT: %[[M:.*]] = "dnn.mul"(%[[W]],
+// CHECK-NEXT: return %[[W]], %[[M]]
+// CHECK-NOT: dnn.kernel
+// CHECK-LABEL: func.func @conv_second_output(
+// CHECK-NEXT: %[[R:.*]]:2 = call @conv_second_output_k0_conv_dgrad(%arg0, %arg1, %arg2)
+// CHECK-NEXT: %[[T:.*]]:2 = call @conv_second_output_k1_conv_wgrad(%arg0, %arg3, %arg4)
+// CHECK-NEXT: return %[[R]]#0, %[[R]]#1, %[[T]]#0, %[[T]]#1
+// NOFUSE-LABEL: func.func @conv_second_output(
+// NOFUSE-NEXT: call @conv_second_output_k0_conv_dgrad
+// NOFUSE-NEXT: call @conv_second_output_k1_pointwise
+// NOFUSE-NEXT: call @conv_second_output_k2_conv_wgrad
+// NOFUSE-NEXT: call @conv_second_output_k3_pointwise
+func.func @conv_second_output(%dy: tensor<2x24x5x7xbf16>, %w: tensor<24x16x3x3xbf16>, %b: tensor<1x16x1x1xbf16>, %x: tensor<2x16x5x7xbf16>, %s: tensor<1x16x1x1xbf16>) -> (tensor<2x16x5x7xbf16>, tensor<2x16x5x7xbf16>, tensor<24x16x3x3xbf16>, tensor<24x16x3x3xbf16>) attributes {dnn.graph} {
+  %0 = "dnn.conv_dgrad"(%dy, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x24x5x7xbf16>, tensor<24x16x3x3xbf16>) -> tensor<2x16x5x7xbf16>
+  %1 = "dnn.add"(%0, %b) : (tensor<2x16x5x7xbf16>, tensor<1x16x1x1xbf16>) -> tensor<2x16x5x7xbf16>
+  %2 = "dnn.relu"(%1) : (tensor<2x16x5x7xbf16>) -> tensor<2x16x5x7xbf16>
+  %3 = "dnn.conv_wgrad"(%dy, %x) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 1, 1>, pre_padding = array<i64: 1, 1>, stride = array<i64: 1, 1>} : (tensor<2x24x5x7xbf16>, tensor<2x16x5x7xbf16>) -> tensor<24x16x3x3xbf16>
+  %4 = "dnn.mul"(%3, %s) : (tensor<24x16x3x3xbf16>, tensor<1x16x1x1xbf16>) -> tensor<24x16x3x3xbf16>
+  return %0, %2, %3, %4 : tensor<2x16x5x7xbf16>, tensor<2x16x5x7xbf16>, tensor<24x16x3x3xbf16>, tensor<24x16x3x3xbf16>
+}
+
+// -----
+
 // An fp8 GEMM's amax (over every axis) of its descaled output, which is then
 // scaled and cast to fp8: the amax joins the matmul kernel beside the chain,
 // and the chain goes on past it (mul, cast). One kernel, two results.
@@ -896,15 +932,17 @@ func.func @scale_shift_conv(%x: tensor<1x64x4x6x6xf16>, %w: tensor<64x64x3x3x3xf
 // A pre-activation with another user (the batchnorm's output also feeds a
 // residual add): x * scale + shift stays a kernel of its own, which stores
 // it once; only the relu after it joins the convolution (nothing is
-// computed twice).
+// computed twice). The convolution's result is returned and feeds the
+// residual add: the add joins its epilogue, which stores both.
 // CHECK-LABEL: func.func private @shared_preactivation_k0_pointwise(
 //  CHECK-NEXT: "dnn.mul"
 //  CHECK-NEXT: "dnn.add"
 //  CHECK-NEXT: return
 // CHECK-LABEL: func.func private @shared_preactivation_k1_conv_fprop(
 //  CHECK-NEXT: "dnn.relu"
-//  CHECK-NEXT: "dnn.conv_fprop"
-//  CHECK-NEXT: return
+//  CHECK-NEXT: %[[C:.*]] = "dnn.conv_fprop"
+//  CHECK-NEXT: %[[Z:.*]] = "dnn.add"(%arg0, %[[C]])
+//  CHECK-NEXT: return %[[C]], %[[Z]]
 func.func @shared_preactivation(%x: tensor<2x64x8x8xbf16>, %w: tensor<64x64x1x1xbf16>, %s: tensor<1x64x1x1xf32>, %b: tensor<1x64x1x1xf32>) -> (tensor<2x64x8x8xbf16>, tensor<2x64x8x8xbf16>) {
   %0 = "dnn.mul"(%x, %s) : (tensor<2x64x8x8xbf16>, tensor<1x64x1x1xf32>) -> tensor<2x64x8x8xbf16>
   %1 = "dnn.add"(%0, %b) : (tensor<2x64x8x8xbf16>, tensor<1x64x1x1xf32>) -> tensor<2x64x8x8xbf16>
@@ -919,6 +957,10 @@ func.func @shared_preactivation(%x: tensor<2x64x8x8xbf16>, %w: tensor<64x64x1x1x
 // What tc-sm90 cannot run with a prologue keeps two kernels: C = 3 (x's
 // pixels are not 16 bytes), an f32 x (cast to bf16 in the chain), a
 // scale that varies along a spatial dim, and a depthwise convolution.
+// The scale along a spatial dim ([1, 64, 8, 1]) is no per-channel operand:
+// the convolution's kernel says so.
+// CHECK-LABEL: func.func private @not_fused_k5_conv_fprop(
+//  CHECK-SAME: dnn.fusion_note = "x's mul left to a kernel of its own (the convolution's prologue reads per-channel operands [1, C, 1, ...] and scalars beside x, got [1, 64, 8, 1])"
 // CHECK-LABEL: func.func @not_fused(
 //  CHECK-NEXT: call @not_fused_k0_pointwise
 //  CHECK-NEXT: call @not_fused_k1_conv_fprop

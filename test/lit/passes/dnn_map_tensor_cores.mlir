@@ -26,7 +26,8 @@
 // launches, the dQ kernel and the dK dV kernel, with delta in a buffer
 // between them; configured with the fused tile [64, 128], three launches
 // (delta and a zeroed f32 dQ buffer, the fused kernel, dQ's conversion);
-// configured tc-sm80, two launches of cp.async, ldmatrix and mma.sync.
+// configured tc-sm80, two launches of cp.async, ldmatrix and mma.sync; with
+// fused = 1, three (the fused kernel adds dQ by red.global.add.f32).
 
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-map-tensor-cores,canonicalize,cse)' | FileCheck %s
 
@@ -1125,6 +1126,69 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 
 // -----
 
+// A residual broadcast over the batch ([1, K, P, Q], channels-last) added to
+// a tc-sm80 convolution: its pixel dims do not flatten to one stride (0 over
+// the images, 16 over the pixels), so the epilogue reads it through a split
+// view [N, P, Q, K] with stride 0 along N (conv_views.Views._split), the
+// GEMM's row split into (image, p, q) by at(); pairs of channels are
+// adjacent there, one 4-byte load each. It ran on simt-generic before.
+// CHECK-LABEL: func.func private @sm80_conv_residual_over_batch(
+//   CHECK-DAG:   %[[R:.*]] = memref.reinterpret_cast %arg2 to offset: [0], sizes: [2, 4, 5, 16], strides: [0, 80, 16, 1]
+//   CHECK-DAG:   memref.reinterpret_cast %arg3 to offset: [0], sizes: [40, 16], strides: [16, 1]
+//       CHECK:   gpu.launch
+//       CHECK:       nvvm.mma.sync
+//       CHECK:     arith.remui %{{.*}}, %c5
+//       CHECK:     vector.load %[[R]][%{{.*}}, %{{.*}}, %{{.*}}, %{{.*}}] {alignment = 4 : i64} : memref<2x4x5x16xbf16, strided<[0, 80, 16, 1]>>, vector<2xbf16>
+//   CHECK-NOT:   linalg.generic
+func.func private @sm80_conv_residual_over_batch(%arg0: memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>>, %arg1: memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %arg2: memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>, %arg3: memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [128, 1, 1], stages = 4 : i64, strategy = "tc-sm80", tile = [64, 64, 32]}, dnn.config_reason = "conv_fprop: 40x16x144 (M x N x K) bf16", dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<2x16x6x7xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<2x16x6x7xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<2x16x4x5xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg0 : memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>>) outs(%alloc_0 : memref<2x16x4x5xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [2, 16, 4, 5] [1, 1, 1, 1] : memref<2x16x6x7xf32> to memref<2x16x4x5xf32, strided<[672, 42, 7, 1], offset: 8>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<2x16x4x5xf32>) outs(%subview : memref<2x16x4x5xf32, strided<[672, 42, 7, 1], offset: 8>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [2, 1, 16, 6, 7] : memref<2x16x6x7xf32> into memref<2x1x16x6x7xf32>
+  %expand_shape_1 = memref.expand_shape %arg1 [[0, 1], [2], [3], [4]] output_shape [1, 16, 16, 3, 3] : memref<16x16x3x3xbf16, strided<[144, 1, 48, 16]>> into memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<2x1x16x4x5xf32>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<2x1x16x4x5xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d5, d3 + d6, d4 + d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d1, d2, d5, d6, d7)>, affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<2x1x16x6x7xf32>, memref<1x16x16x3x3xbf16, strided<[2304, 144, 1, 48, 16]>>) outs(%alloc_2 : memref<2x1x16x4x5xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<2x1x16x4x5xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>, affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<2x1x16x4x5xf32>) outs(%alloc_3 : memref<2x1x16x4x5xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0], [1, 2], [3], [4]] : memref<2x1x16x4x5xbf16> into memref<2x16x4x5xbf16>
+  linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (0, d1, d2, d3)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%collapse_shape, %arg2 : memref<2x16x4x5xbf16>, memref<1x16x4x5xbf16, strided<[320, 1, 80, 16]>>) outs(%arg3 : memref<2x16x4x5xbf16, strided<[320, 1, 80, 16]>>) {
+  ^bb0(%in: bf16, %in_4: bf16, %out: bf16):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_4 : bf16 to f32
+    %2 = arith.addf %0, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  return
+}
+
+// -----
+
 #id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
 #qk_q = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
 #qk_k = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
@@ -1171,7 +1235,7 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:   %[[UO:.*]] = memref.cast %[[O]]
 //       CHECK:   %[[DO:.*]] = nvgpu.tma.create.descriptor %[[UO]] box[%c1, %c1, %c16, %c64] : memref<*xbf16> -> <tensor = memref<1x1x16x64xbf16, 3>, swizzle = swizzle_128b
 //       CHECK:   %[[PO:.*]] = builtin.unrealized_conversion_cast %[[DO]]
-//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115768_i32 {
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c4, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115816_i32 {
 // Q's barrier expects one arrival, each stage's full barrier one (the
 // producer's), its empty barrier two (the consumers').
 //       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
@@ -1250,6 +1314,152 @@ func.func private @sm80_conv_relu(%arg0: memref<1x16x4x5xbf16, strided<[320, 1, 
 //       CHECK:             memref.store %{{.*}}, %[[STATS]][%{{.*}}, %{{.*}}, %{{.*}}, %c0] : memref<1x4x128x1xf32>
 //   CHECK-NOT:   linalg.
 func.func private @sdpa_causal_gqa(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
+  %cst = arith.constant 1.000000e+00 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0xFF800000 : f32
+  %cst_2 = arith.constant 0.000000e+00 : f32
+  %q_groups = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 128, 64] : memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>> into memref<1x2x2x128x64xbf16, strided<[32768, 128, 64, 256, 1]>>
+  %k_groups = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 128, 1, 64] : memref<1x2x128x64xbf16> into memref<1x2x128x1x64xbf16>
+  %s = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x128xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #qk_k, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%q_groups, %k_groups : memref<1x2x2x128x64xbf16, strided<[32768, 128, 64, 256, 1]>>, memref<1x2x128x1x64xbf16>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: bf16, %in_10: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_10 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = linalg.index 3 : index
+    %2 = linalg.index 4 : index
+    %3 = arith.index_cast %1 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %2 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst_1, %0 : f32
+    linalg.yield %8 : f32
+  }
+  %m = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x1xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.maximumf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %shift = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x1xf32>
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%m : memref<1x2x2x128x1xf32>) outs(%shift : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.cmpf oeq, %in, %cst_1 : f32
+    %1 = arith.select %0, %cst_2, %in : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%s, %shift : memref<1x2x2x128x128xf32>, memref<1x2x2x128x1xf32>) outs(%s : memref<1x2x2x128x128xf32>) {
+  ^bb0(%in: f32, %in_10: f32, %out: f32):
+    %0 = arith.subf %in, %in_10 : f32
+    %1 = math.exp %0 : f32
+    linalg.yield %1 : f32
+  }
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #row], iterator_types = ["parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s : memref<1x2x2x128x128xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  %v_groups = memref.expand_shape %v [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 128, 64] : memref<1x2x128x64xbf16> into memref<1x2x1x128x64xbf16>
+  %pv = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%pv : memref<1x2x2x128x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_2 : f32
+  }
+  linalg.generic {indexing_maps = [#qk_q, #pv_v, #qk_s], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%s, %v_groups : memref<1x2x2x128x128xf32>, memref<1x2x1x128x64xbf16>) outs(%pv : memref<1x2x2x128x64xf32>) {
+  ^bb0(%in: f32, %in_10: bf16, %out: f32):
+    %0 = arith.extf %in_10 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %o_groups = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x128x64xbf16>
+  linalg.generic {indexing_maps = [#id, #row, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%pv, %m : memref<1x2x2x128x64xf32>, memref<1x2x2x128x1xf32>) outs(%o_groups : memref<1x2x2x128x64xbf16>) {
+  ^bb0(%in: f32, %in_10: f32, %out: bf16):
+    %0 = arith.cmpf oeq, %in_10, %cst_2 : f32
+    %1 = arith.select %0, %cst, %in_10 : f32
+    %2 = arith.divf %in, %1 : f32
+    %3 = arith.truncf %2 : f32 to bf16
+    linalg.yield %3 : bf16
+  }
+  %o_heads = memref.collapse_shape %o_groups [[0], [1, 2], [3], [4]] : memref<1x2x2x128x64xbf16> into memref<1x4x128x64xbf16>
+  linalg.generic {indexing_maps = [#id, #id, #id], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%shift, %m : memref<1x2x2x128x1xf32>, memref<1x2x2x128x1xf32>) outs(%m : memref<1x2x2x128x1xf32>) {
+  ^bb0(%in: f32, %in_10: f32, %out: f32):
+    %0 = math.log %in_10 : f32
+    %1 = arith.addf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %stats_heads = memref.collapse_shape %m [[0], [1, 2], [3], [4]] : memref<1x2x2x128x1xf32> into memref<1x4x128x1xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%o_heads : memref<1x4x128x64xbf16>) outs(%o : memref<1x4x128x64xbf16>)
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%stats_heads : memref<1x4x128x1xf32>) outs(%stats : memref<1x4x128x1xf32>)
+  return
+}
+
+// -----
+
+#id = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#qk_q = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#qk_k = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#qk_s = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#row = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#pv_v = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+
+// The sdpa forward above on a persistent grid (dnn.config persistent = 2:
+// at most 2 blocks; sm90/flash_scheduler.py): 4 units (one tile pair a
+// head, the pair's second tile absent: one tile of 128 rows) over 2
+// blocks, each running a loop over its tiles (2 rounds of 2 items) in both
+// roles. The Q tile gets an empty barrier beside its full one (two
+// arrivals: the consumers), 8 more bytes of shared memory; the producer
+// keeps 24 registers (24 + 2 x 240 a thread: what 384 threads hold at 168)
+// and waits for the Q tile to be empty before each Q load; K and V steps count through the rings across tiles. The consumers
+// give the Q tile back once the tile's last S is done, then stage O in the
+// V stage of the last step once every consumer's last P V is done (a
+// named barrier of 256 threads), store it by TMA awaiting only the reads,
+// meet as a warpgroup (128 threads) and give the V stage back; all stores
+// are awaited before the block exits.
+// CHECK-LABEL: func.func private @sdpa_persistent(
+//  CHECK-SAME:     dnn.config_reason = "sdpa; attention forward: 128 query rows a block (2 consumer warpgroups), 128 kv rows a step, K and V in rings of 3 stages; S = QK^T and O += PV on wgmma, the online softmax in registers; persistent: 2 blocks take 4 units round robin, pairs of query tiles (the last and the first left of a head: equal work under the causal mask, the longer first), head by head, O staged in the V stage of the tile's last step (the next Q loads under the epilogue)"
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c2, {{.*}} = %c1, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c384, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c115824_i32 {
+//       CHECK:     nvvm.mbarrier.init %[[QFULL:.*]], %c1_i32
+//  CHECK-NEXT:     nvvm.mbarrier.init %[[QEMPTY:.*]], %c2_i32
+//       CHECK:     nvvm.setmaxregister  decrease 24
+//       CHECK:       gpu.block_id  x
+//  CHECK-NEXT:       scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(%{{.*}} = %c0, %{{.*}} = %c0) -> (index, index) {
+//       CHECK:             llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QEMPTY]], %{{.*}}
+//  CHECK-NEXT:             nvvm.mbarrier.arrive.expect_tx %[[QFULL]], %c16384_i32
+//       CHECK:     nvvm.setmaxregister  increase 240
+//       CHECK:       scf.for %{{.*}} = %c0 to %c4 step %c1 iter_args(%{{.*}} = %c0, %{{.*}} = %c0) -> (index, index) {
+//       CHECK:           llvm.inline_asm has_side_effects "{{.*}}mbarrier.try_wait.parity{{.*}}", "r,r" %[[QFULL]], %{{.*}}
+//       CHECK:             nvvm.mbarrier.arrive %[[QEMPTY]] : !llvm.ptr<3>
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 256;", "r" %c4_i32
+//       CHECK:           llvm.inline_asm has_side_effects "fence.proxy.async.shared::cta;"
+//       CHECK:             nvvm.cp.async.bulk.tensor.global.shared.cta
+//  CHECK-NEXT:             nvvm.cp.async.bulk.commit.group
+//  CHECK-NEXT:             nvvm.cp.async.bulk.wait_group 0 {read}
+//       CHECK:           llvm.inline_asm has_side_effects "bar.sync $0, 128;"
+//  CHECK-NEXT:           scf.if
+//       CHECK:             nvvm.mbarrier.arrive %{{.*}} : !llvm.ptr<3>
+//       CHECK:       nvvm.cp.async.bulk.wait_group 0
+//  CHECK-NEXT:     }
+func.func private @sdpa_persistent(%q: memref<1x4x128x64xbf16, strided<[32768, 64, 256, 1]>>, %k: memref<1x2x128x64xbf16>, %v: memref<1x2x128x64xbf16>, %o: memref<1x4x128x64xbf16> {bufferize.result}, %stats: memref<1x4x128x1xf32> {bufferize.result}) attributes {dnn.anchor = "sdpa", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa", operands = array<i64: 0, 1, 2, -1, -1, -1, -1, -1>, padding = false, results = array<i64: 0, 1>, returned = 2 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [384, 1, 1], persistent = 2 : i64, stages = 3 : i64, strategy = "tc-sm90", tile = [128, 128]}, dnn.config_reason = "sdpa", dnn.kernel} {
   %cst = arith.constant 1.000000e+00 : f32
   %cst_0 = arith.constant 1.250000e-01 : f32
   %cst_1 = arith.constant 0xFF800000 : f32
@@ -2805,6 +3015,193 @@ func.func private @sdpa_backward_sm80(%q: memref<1x4x64x64xbf16>, %k: memref<1x2
 
 // -----
 
+#map = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#map1 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d5)>
+#map2 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d4, 0, d5)>
+#map3 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d3, d4)>
+#map4 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, 0)>
+#map5 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#map6 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, 0)>
+#map7 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, 0, d5, d4)>
+#map8 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d3)>
+#map9 = affine_map<(d0, d1, d2, d3, d4, d5) -> (d0, d1, d2, d5, d4)>
+#map10 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d3, d4)>
+
+
+// The same backward configured tc-sm80 with fused = 1
+// (sm80/flash_backward_fused.py): three launches. The preprocess writes
+// delta and zeroes the f32 dQ workspace; the fused kernel (the dK dV
+// kernel's block, 92160 bytes: K, V, the ring and a dSᵀ tile of 128 rows
+// of 144 bytes) stores each step's dSᵀ pairs to shared memory, meets at a
+// barrier, multiplies dS by K (both by ldmatrix.trans) and adds dQ_i into
+// the workspace by red.global.add.f32; the conversion writes dq.
+// CHECK-LABEL: func.func private @sdpa_backward_sm80_fused(
+//  CHECK-SAME:     %[[Q:[^:]*]]: memref<1x4x64x64xbf16>, %[[K:[^:]*]]: memref<1x2x96x64xbf16>, %[[V:[^:]*]]: memref<1x2x96x64xbf16>, %[[O:[^:]*]]: memref<1x4x64x64xbf16>, %[[DO:[^:]*]]: memref<1x4x64x64xbf16>, %[[STATS:[^:]*]]: memref<1x4x64x1xf32>, %[[DQ:[^:]*]]: memref<1x4x64x64xbf16> {bufferize.result}, %[[DK:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result}, %[[DV:[^:]*]]: memref<1x2x96x64xbf16> {bufferize.result})
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], fused = 1 : i64, stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward; attention backward on mma.sync, fused: delta = rowsum(dO o O) and a zeroed f32 dQ workspace first; then one kernel (128 kv rows a block over 8 warps, 64 query rows a step, the group of query heads in turn, Q and dO through a cp.async ring of 2 stages, five products a step), dQ added into the workspace by red.global.add.f32 (not deterministic: the order of the adds varies); then dQ converted"
+//   CHECK-NOT:   linalg.
+//       CHECK:   %[[DELTA:.*]] = memref.alloc() : memref<1x4x64xf32>
+//       CHECK:   %[[SUM:.*]] = memref.alloc() : memref<1x4x64x64xf32>
+//       CHECK:   gpu.launch {{.*}} threads({{.*}}) in ({{.*}} = %c128, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c0_i32 {
+//       CHECK:     memref.store %{{.*}}, %[[DELTA]]
+//       CHECK:     vector.store %{{.*}}, %[[SUM]]
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c1, {{.*}} = %c2, {{.*}} = %c1) threads({{.*}}) in ({{.*}} = %c256, {{.*}} = %c1, {{.*}} = %c1) dynamic_shared_memory_size %c92160_i32 {
+//       CHECK:     memref.load %[[DELTA]]
+//       CHECK:     nvvm.mma.sync
+//       CHECK:     llvm.store {{.*}} : i32, !llvm.ptr<3>
+//       CHECK:     gpu.barrier
+//       CHECK:     nvvm.ldmatrix {{.*}}layout = #nvvm.mma_layout<col>
+//       CHECK:     llvm.inline_asm has_side_effects "red.global.add.f32 [$0], $1;", "l,f"
+//       CHECK:     vector.store {{.*}}, %[[DK]]
+//       CHECK:     vector.store {{.*}}, %[[DV]]
+//       CHECK:   gpu.launch
+//       CHECK:     vector.load %[[SUM]]
+//       CHECK:     vector.store {{.*}}, %[[DQ]]
+func.func private @sdpa_backward_sm80_fused(%q: memref<1x4x64x64xbf16>, %k: memref<1x2x96x64xbf16>, %v: memref<1x2x96x64xbf16>, %o: memref<1x4x64x64xbf16>, %do: memref<1x4x64x64xbf16>, %stats: memref<1x4x64x1xf32>, %dq: memref<1x4x64x64xbf16> {bufferize.result}, %dk: memref<1x2x96x64xbf16> {bufferize.result}, %dv: memref<1x2x96x64xbf16> {bufferize.result}) attributes {dnn.anchor = "sdpa_backward", dnn.attention = {causal = true, diagonal = "top_left", op = "sdpa_backward", operands = array<i64: 0, 1, 2, 3, 4, 5, -1, -1, -1>, padding = false, results = array<i64: 0, 1, 2, -1>, returned = 3 : i64, scale = 1.250000e-01 : f64, window = 0 : i64}, dnn.config = {block = [256, 1, 1], fused = 1 : i64, stages = 2 : i64, strategy = "tc-sm80", tile = [64, 64]}, dnn.config_reason = "sdpa_backward", dnn.kernel} {
+  %cst = arith.constant 0xFF800000 : f32
+  %cst_0 = arith.constant 1.250000e-01 : f32
+  %cst_1 = arith.constant 0.000000e+00 : f32
+  %expand_shape = memref.expand_shape %q [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_2 = memref.expand_shape %k [[0], [1], [2, 3], [4]] output_shape [1, 2, 1, 96, 64] : memref<1x2x96x64xbf16> into memref<1x2x1x96x64xbf16>
+  %expand_shape_3 = memref.expand_shape %do [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 64] : memref<1x4x64x64xbf16> into memref<1x2x2x64x64xbf16>
+  %expand_shape_4 = memref.expand_shape %stats [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_5 = memref.expand_shape %k [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_6 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc : memref<1x2x2x64x96xf32>) outs(%alloc_6 : memref<1x2x2x64x96xf32>)
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape, %expand_shape_5 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc_6 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %alloc_7 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x96xf32>
+  linalg.generic {indexing_maps = [#map4, #map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%expand_shape_4, %alloc_6 : memref<1x2x2x64x1xf32>, memref<1x2x2x64x96xf32>) outs(%alloc_7 : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %out: f32):
+    %0 = linalg.index 3 : index
+    %1 = linalg.index 4 : index
+    %2 = arith.mulf %in_17, %cst_0 : f32
+    %3 = arith.index_cast %0 : index to i64
+    %4 = arith.uitofp %3 : i64 to f32
+    %5 = arith.index_cast %1 : index to i64
+    %6 = arith.uitofp %5 : i64 to f32
+    %7 = arith.cmpf ogt, %6, %4 : f32
+    %8 = arith.select %7, %cst, %2 : f32
+    %9 = arith.subf %8, %in : f32
+    %10 = math.exp %9 : f32
+    %11 = arith.cmpf oeq, %in, %cst : f32
+    %12 = arith.select %11, %cst_1, %10 : f32
+    linalg.yield %12 : f32
+  }
+  %alloc_8 = memref.alloc() {alignment = 64 : i64} : memref<1x4x64x1xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5, #map6], iterator_types = ["parallel", "parallel", "parallel", "reduction"]} ins(%do, %o : memref<1x4x64x64xbf16>, memref<1x4x64x64xbf16>) outs(%alloc_8 : memref<1x4x64x1xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  %expand_shape_9 = memref.expand_shape %alloc_8 [[0], [1, 2], [3], [4]] output_shape [1, 2, 2, 64, 1] : memref<1x4x64x1xf32> into memref<1x2x2x64x1xf32>
+  %expand_shape_10 = memref.expand_shape %v [[0], [1], [2], [3, 4]] output_shape [1, 2, 96, 1, 64] : memref<1x2x96x64xbf16> into memref<1x2x96x1x64xbf16>
+  linalg.generic {indexing_maps = [#map1, #map2, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%expand_shape_3, %expand_shape_10 : memref<1x2x2x64x64xbf16>, memref<1x2x96x1x64xbf16>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: bf16, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    %1 = arith.extf %in_17 : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %out, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map, #map4, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_7, %alloc, %expand_shape_9 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x96xf32>, memref<1x2x2x64x1xf32>) outs(%alloc : memref<1x2x2x64x96xf32>) {
+  ^bb0(%in: f32, %in_17: f32, %in_18: f32, %out: f32):
+    %0 = arith.subf %in_17, %in_18 : f32
+    %1 = arith.mulf %in, %0 : f32
+    linalg.yield %1 : f32
+  }
+  %alloc_11 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  linalg.generic {indexing_maps = [#map1, #map7, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape_2 : memref<1x2x2x64x96xf32>, memref<1x2x1x96x64xbf16>) outs(%alloc_11 : memref<1x2x2x64x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_12 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x64x64xbf16>
+  linalg.generic {indexing_maps = [#map, #map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_11 : memref<1x2x2x64x64xf32>) outs(%alloc_12 : memref<1x2x2x64x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  %alloc_13 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_14 = memref.alloc() {alignment = 64 : i64} : memref<1x2x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_14 : memref<1x2x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc, %expand_shape : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_14 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_15 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.generic {indexing_maps = [#map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst_1 : f32
+  }
+  %alloc_16 = memref.alloc() {alignment = 64 : i64} : memref<1x2x96x64xf32>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>)
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_14 : memref<1x2x2x96x64xf32>) outs(%alloc_16 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_16 : memref<1x2x96x64xf32>) outs(%dk : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.mulf %in, %cst_0 : f32
+    %1 = arith.truncf %0 : f32 to bf16
+    linalg.yield %1 : bf16
+  }
+  linalg.generic {indexing_maps = [#map8, #map9, #map3], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction"]} ins(%alloc_7, %expand_shape_3 : memref<1x2x2x64x96xf32>, memref<1x2x2x64x64xbf16>) outs(%alloc_13 : memref<1x2x2x96x64xf32>) {
+  ^bb0(%in: f32, %in_17: bf16, %out: f32):
+    %0 = arith.extf %in_17 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  linalg.generic {indexing_maps = [#map, #map10], iterator_types = ["parallel", "parallel", "reduction", "parallel", "parallel"]} ins(%alloc_13 : memref<1x2x2x96x64xf32>) outs(%alloc_15 : memref<1x2x96x64xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %0 = arith.addf %out, %in : f32
+    linalg.yield %0 : f32
+  }
+  linalg.generic {indexing_maps = [#map5, #map5], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%alloc_15 : memref<1x2x96x64xf32>) outs(%dv : memref<1x2x96x64xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_12 [[0], [1, 2], [3], [4]] : memref<1x2x2x64x64xbf16> into memref<1x4x64x64xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<1x4x64x64xbf16>) outs(%dq : memref<1x4x64x64xbf16>)
+  return
+}
+
+// -----
+
 // A filter gradient with its bias gradient (dnn-fuse{conv_bias_grad}): the
 // sum of dy and its conversion to db's type leave no linalg op behind; the
 // consumers load their 16-byte pieces of dy's swizzled stage, add them,
@@ -3109,5 +3506,58 @@ func.func private @conv_fprop_1x1_tiled(%arg0: memref<2x64x4x4xbf16, strided<[10
   }
   %collapse_shape = memref.collapse_shape %alloc_1 [[0], [1, 2], [3], [4]] : memref<2x1x32x4x4xbf16> into memref<2x32x4x4xbf16>
   linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<2x32x4x4xbf16>) outs(%arg2 : memref<2x32x4x4xbf16, strided<[512, 1, 128, 32]>>)
+  return
+}
+
+// -----
+
+#a = affine_map<(d0, d1, d2) -> (d0, d2)>
+#b = affine_map<(d0, d1, d2) -> (d2, d1)>
+#c = affine_map<(d0, d1, d2) -> (d0, d1)>
+#id = affine_map<(d0, d1) -> (d0, d1)>
+
+// A tail split (config tail_split = 4): 140 tiles of 64x64 over 132 blocks,
+// the last wave's 8 split 4 ways along K's 4 steps (164 units). The
+// scheduler's unit is a tail part from unit 132 on; a consumer's finish
+// branches on it: a part stores its 8 vectors of 4 f32 a lane into its slot
+// of the compact workspace (4 parts x 8 tiles x 4 warps x 1024 f32), fences
+// and counts the warp's arrival (an i32 per warp of a tail tile); the last
+// resets its counter and adds the 4 parts of each vector in split order (32 loads).
+// The epilogue follows the branch once, where it says to run.
+// CHECK-LABEL: func.func private @tail_split(
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<131072xf32>
+//       CHECK:   %[[N:.*]] = memref.alloc() : memref<32xi32>
+//       CHECK:   gpu.launch blocks({{.*}}) in ({{.*}} = %c132, {{.*}} = %c1, {{.*}} = %c1)
+//       CHECK:       scf.for %[[U:.*]] = %{{.*}} to %c164 step %c132
+//       CHECK:         arith.cmpi uge, %[[U]], %c132
+//       CHECK:       %[[FIN:.*]]:2 = scf.if %{{.*}} -> (!llvm.struct<({{.*}})>, i1) {
+//       CHECK-COUNT-8:   vector.store %{{.*}}, %[[P]][%{{.*}}] {alignment = 16 : i64} : memref<131072xf32>, vector<4xf32>
+//       CHECK:         nvvm.memory.barrier <gpu>
+//       CHECK:           memref.atomic_rmw addi %{{.*}}, %[[N]][%{{.*}}] : (i32, memref<32xi32>) -> i32
+//       CHECK:         gpu.shuffle  idx
+//       CHECK:           memref.store %{{.*}}, %[[N]][%{{.*}}] : memref<32xi32>
+//       CHECK-COUNT-32:  vector.load %[[P]][%{{.*}}] {alignment = 16 : i64} : memref<131072xf32>, vector<4xf32>
+//       CHECK:       scf.if %[[FIN]]#1 {
+//       CHECK:   return
+func.func private @tail_split(%A: memref<8960x256xbf16>, %B: memref<256x64xbf16, strided<[1, 256]>>, %C: memref<8960x64xbf16> {bufferize.result}) attributes {dnn.anchor = "matmul", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tail_split = 4 : i64, tile = [64, 64, 64]}, dnn.kernel} {
+  %zero = arith.constant 0.000000e+00 : f32
+  %acc = memref.alloc() : memref<8960x64xf32>
+  linalg.generic {indexing_maps = [#id], iterator_types = ["parallel", "parallel"]} outs(%acc : memref<8960x64xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %zero : f32
+  }
+  linalg.generic {indexing_maps = [#a, #b, #c], iterator_types = ["parallel", "parallel", "reduction"]} ins(%A, %B : memref<8960x256xbf16>, memref<256x64xbf16, strided<[1, 256]>>) outs(%acc : memref<8960x64xf32>) {
+  ^bb0(%x: bf16, %w: bf16, %a: f32):
+    %0 = arith.extf %x : bf16 to f32
+    %1 = arith.extf %w : bf16 to f32
+    %2 = arith.mulf %0, %1 : f32
+    %3 = arith.addf %a, %2 : f32
+    linalg.yield %3 : f32
+  }
+  linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%acc : memref<8960x64xf32>) outs(%C : memref<8960x64xbf16>) {
+  ^bb0(%v: f32, %out: bf16):
+    %r = arith.truncf %v : f32 to bf16
+    linalg.yield %r : bf16
+  }
   return
 }

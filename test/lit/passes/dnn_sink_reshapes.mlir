@@ -151,16 +151,21 @@ func.func @conv_flatten_residual(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x2x2xf32
 // -----
 
 // A position table [1, K, H * W] (a ViT's patch embedding) maps across the
-// view, as [1, K, H, W], but varies along the pixels and not the batch, which
-// the implicit GEMM's rows span together: its epilogue cannot read it, so
-// the add stays a kernel of its own and the convolution's says why.
+// view, as [1, K, H, W]: it varies along the pixels and not the batch, which
+// the implicit GEMM's rows span together, and its epilogue reads it through
+// a split view (tensorcore/conv_views.py). The add moves above the view and
+// joins the convolution's kernel: one kernel, no note.
 // CHECK-LABEL: func.func @conv_flatten_position(
-//  CHECK-NEXT: "dnn.conv_fprop"
-//  CHECK-NEXT: "dnn.reshape"
-//  CHECK-NEXT: "dnn.add"
+//  CHECK-SAME: %[[X:[^:]*]]: tensor<2x3x6x6xf32>, %[[W:[^:]*]]: tensor<4x3x2x2xf32>, %[[P:[^:]*]]: tensor<1x4x9xf32>
+//  CHECK-NEXT: %[[C:.*]] = "dnn.conv_fprop"
+//  CHECK-NEXT: %[[Q:.*]] = "dnn.reshape"(%[[P]]) : (tensor<1x4x9xf32>) -> tensor<1x4x3x3xf32>
+//  CHECK-NEXT: %[[S:.*]] = "dnn.add"(%[[C]], %[[Q]]) : (tensor<2x4x3x3xf32>, tensor<1x4x3x3xf32>) -> tensor<2x4x3x3xf32>
+//  CHECK-NEXT: "dnn.reshape"(%[[S]]) : (tensor<2x4x3x3xf32>) -> tensor<2x4x9xf32>
 // FUSE-LABEL: func.func private @conv_flatten_position_k0_conv_fprop(
-//  FUSE-SAME: dnn.fusion_note = "the add after the reshape of its output [2, 4, 3, 3] to [2, 4, 9] left to a kernel of its own (the epilogue cannot read its operand across the reshape: operand [1, 4, 9], read as [1, 4, 3, 3] over the conv_fprop's output [2, 4, 3, 3], it varies along some of the dims [2, 3, 3] that its GEMM's rows span, not all)"
-// FUSE-LABEL: func.func private @conv_flatten_position_k1_pointwise(
+//   FUSE-NOT: dnn.fusion_note
+//  FUSE-SAME: {dnn.anchor = "conv_fprop", dnn.kernel}
+//   FUSE-NOT: dnn.kernel
+// FUSE-LABEL: func.func @conv_flatten_position(
 func.func @conv_flatten_position(%x: tensor<2x3x6x6xf32>, %w: tensor<4x3x2x2xf32>, %p: tensor<1x4x9xf32>) -> tensor<2x4x9xf32> {
   %0 = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 2, 2>} : (tensor<2x3x6x6xf32>, tensor<4x3x2x2xf32>) -> tensor<2x4x3x3xf32>
   %1 = "dnn.reshape"(%0) : (tensor<2x4x3x3xf32>) -> tensor<2x4x9xf32>

@@ -22,7 +22,9 @@ The grid is (query tiles, B x H): the blocks that run together share few
 heads, whose K and V stay in L2 (ordered by head first, the blocks of the
 first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
-since the longest (the last) should not start last.
+since the longest (the last) should not start last. A persistent block
+places each tile it runs with ``query_unit`` (sm90/flash_scheduler.py
+orders them).
 
 A row's online softmax runs the same way in every kernel
 (``online_softmax``: base 2, the scale folded into one FMA, ex2.approx; a
@@ -128,13 +130,31 @@ def query_block(att, rows, n):
     Extent) with index values, the kv tiles (of ``n`` columns) those its
     rows see (``column_tiles``). A causal grid runs each head's last query
     tiles, the longest, first."""
-    head = gpu.block_id(gpu.Dimension.y)
-    b = arith.divui(head, _idx(att.heads))
-    h = arith.remui(head, _idx(att.heads))
-    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
+    heads = _heads(att, gpu.block_id(gpu.Dimension.y))
     tile_x = gpu.block_id(gpu.Dimension.x)
     if att.causal:
         tile_x = arith.subi(_idx(-(-att.sq // rows) - 1), tile_x)
+    return _placed(att, rows, n, heads, tile_x)
+
+
+def query_unit(att, rows, n, tile_x, head):
+    """query_block's values for query tile ``tile_x`` (of ``rows`` rows) of
+    ``head`` = b x H + h (index values): what a persistent block computes
+    for each work unit it takes (sm90/flash_scheduler.py)."""
+    return _placed(att, rows, n, _heads(att, head), tile_x)
+
+
+def _heads(att, head):
+    """(b, h, kv head) of ``head`` = b x H + h."""
+    b = arith.divui(head, _idx(att.heads))
+    h = arith.remui(head, _idx(att.heads))
+    hk = arith.divui(h, _idx(att.group)) if att.group > 1 else h
+    return b, h, hk
+
+
+def _placed(att, rows, n, heads, tile_x):
+    """query_block's values from ``_heads`` and the query tile."""
+    b, h, hk = heads
     m0 = arith.muli(tile_x, _idx(rows))
     ext = Extent(att, b)
     start, end = column_tiles(att, ext, m0, rows, n)

@@ -210,6 +210,17 @@ def _filter(w, strategy):
     return memref.reinterpret_cast(t, w, [], [], [], [offset], view_shape, view_strides)
 
 
+def element_of(fn):
+    """The operand type of convolution kernel function ``fn`` (its
+    im2col operand's: x, or dy of a data gradient), as MLIR spells it;
+    None where the kernel computes that operand (a prologue)."""
+    operand = irutil.int_list(ir.DictAttr(fn.attributes[ATTR])["operands"])[0]
+    if operand < 0:
+        return None
+    x = list(irutil.body(fn).arguments)[operand]
+    return str(ir.MemRefType(x.type).element_type)
+
+
 def groups_problem(direction, groups, channels, bk):
     """Why a convolution of ``groups`` groups reducing ``channels`` a group
     (forward: C / G; data gradient: K / G) is no implicit GEMM in K steps of
@@ -288,14 +299,12 @@ def match(fn, bk, strategy="tc-sm90"):
     compute = "f32"
     if element == "f32":
         # f32 operands: only as tf32 (the linalg form rounds both, the pad
-        # generic x, the body w: gemm.TF32_ROUNDING), a forward convolution
-        # (wgmma reads tf32 from shared memory only K-major).
+        # generic x, the body w: gemm.TF32_ROUNDING). tc-sm90 copies a
+        # gradient's MN-major operand K-major (sm90/tf32_conv.py); tc-sm80
+        # reads its fragments from the stage as they lie (sm80/loader.py).
         if not any(name == "arith.bitcast" for name in body):
             raise NotAGemm("f32 operands multiplied in f32: the tensor cores take them as "
                            "tf32 (compute_data_type='tf32')")
-        if strategy != "tc-sm90":
-            raise NotAGemm(f"a tf32 {direction}: {strategy} takes 16-bit convolutions only "
-                           "(its gather loader reads bf16 / f16 chunks)")
         allowed += TF32_ROUNDING
         compute = "tf32"
     if any(name not in allowed for name in body):
@@ -378,7 +387,7 @@ def match(fn, bk, strategy="tc-sm90"):
         if direction == "wgrad" and m % multiple and not copied:
             raise Unaligned(f"a filter gradient of K = {m}: tc-sm90 reads dy K-contiguous, "
                             f"{ROWS} (K a multiple of {multiple})")
-    if batched and compute == "tf32":
+    if batched and compute == "tf32" and strategy == "tc-sm90":
         raise NotAGemm(f"a tf32 filter gradient of C = {channels} over {math.prod(window)} "
                        "filter taps: its transposed product takes C a multiple of 64 (a tile "
                        f"lies in one tap) ({strategy})")
@@ -436,6 +445,7 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
                                     direction))
     if not epilogue.outputs:
         raise NotAGemm("the kernel stores nothing")
+    epilogue.pixels = dict(views.pixels) or None
     with ir.InsertionPoint(views.first), ir.Location.unknown():
         x_view = _activation(x, g["strategy"])
         other_view = _pixels_by_channels(other, g["strategy"]) if direction == "wgrad" else \

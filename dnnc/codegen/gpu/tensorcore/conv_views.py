@@ -10,8 +10,14 @@ says which loops are the GEMM's batch (the groups), rows (the output
 pixels, or a filter gradient's K) and columns (the channels, or a filter
 gradient's taps then C, or C alone where the taps are the batch:
 ``Views.tap_batched``). A buffer is viewed along those when its strides
-flatten each group of loops to one stride (channels-last ones do); one
-that does not is ``NotAGemm``, naming the buffer.
+flatten each group of loops to one stride (channels-last ones do). An
+input that does not (broadcast along some of a group's dims and not the
+others, or laid out with them apart) is read through a split view
+(``Views._split``): a stand-in ``[[G,] M, N]`` buffer that the epilogue's
+``pixels`` map sends to a view over the dims themselves, each with its own
+stride (pair_epilogue.at splits the GEMM's indices into them). An output
+that does not is ``NotAGemm``, naming the buffer (dnn-conv-layouts lays
+outputs out channels-last).
 """
 
 from mlir import ir
@@ -101,15 +107,22 @@ class Views:
         self.made = {}
         self.first = list(irutil.body(fn).operations)[0]
         self.ops = []
+        # {stand-in [[G,] M, N] view: (view, row radices, column radices,
+        # batch radices)} of the inputs read through split views (_split),
+        # radices None for a side that stays one dim: the epilogue's
+        # ``pixels`` (pair_epilogue.at).
+        self.pixels = {}
 
     def made_ops(self):
         return list(self.ops)
 
-    def view(self, value, exprs, sizes, dims, strides=None):
+    def view(self, value, exprs, sizes, dims, strides=None, read=False):
         """(the view, its exprs over ([g,] m, n)) of ``value`` read through
         ``exprs`` in a loop space of ``sizes``; ``dims`` = (group dims,
         output pixel dims, channel dims) of that space; ``strides``, given,
-        are the buffer's per loop dim instead of what ``exprs`` say."""
+        are the buffer's per loop dim instead of what ``exprs`` say.
+        ``read``: an input, which may be a split view (``_split``) where its
+        group, pixel or channel dims do not flatten to one stride."""
         b_dims, m_dims, n_dims, split = dims
         offset = irutil.memref_geometry(value.type)[2]
         if strides is None:
@@ -119,6 +132,8 @@ class Views:
             sm = group_stride(strides, m_dims, sizes, "output pixel")
             sn = group_stride(strides, n_dims, sizes, "channel")
         except NotAGemm as why:
+            if read:
+                return self._split(value, strides, offset, sizes, (b_dims, m_dims, n_dims))
             raise NotAGemm(f"{why}; it is {_describe(value)}") from None
         key = (value, sb, sm, sn)
         if key not in self.made:
@@ -146,6 +161,62 @@ class Views:
         if self.groups > 1:
             exprs = [0 if sb is not None else None] + [e + 1 if e is not None else None
                                                        for e in exprs]
+        return self.made[key], exprs
+
+    def _split(self, value, strides, offset, sizes, sides):
+        """(the view, its exprs) of input ``value`` whose group, pixel or
+        channel dims do not flatten to one stride: an operand broadcast
+        along some of them (``[1, K, P, Q]`` over the images, ``[N, K, 1,
+        1]`` over the pixels of each, a filter gradient's ``[1, C, 1, 1]``
+        over its taps) or laid out with them apart. The view is an ``[[G,]
+        M, N]`` stand-in whose loads ``pixels`` sends to a view over the
+        dims themselves, ``[[*group dims,] *pixel dims, *channel dims]``,
+        each with its own stride (0 where the operand is broadcast):
+        pair_epilogue.at splits C's batch, row and column into their
+        coordinates. A side that flattens stays one dim there."""
+        parts = []   # per side: (radices or None, view sizes, view strides, varies)
+        totals = (self.groups, self.m, self.n)
+        for i, (dims, total) in enumerate(zip(sides, totals)):
+            if i == 0 and self.groups == 1:
+                parts.append((None, [], [], False))
+                continue
+            try:
+                stride = group_stride(strides, dims, sizes, "")
+            except NotAGemm:
+                radices = [sizes[d] for d in dims]
+                steps = [strides.get(d, 0) if sizes[d] != 1 else 0 for d in dims]
+                parts.append((radices, radices, steps, True))
+                continue
+            parts.append((None, [total if stride is not None else 1],
+                          [stride if stride is not None else 0], stride is not None))
+        key = (value, "split", tuple(sorted(strides.items(), key=str)))
+        if key not in self.made:
+            shape = [total if varies else 1 for (_, _, _, varies), total in zip(parts, totals)]
+            shape = shape if self.groups > 1 else shape[1:]
+            view_shape = [n for _, sizes_, _, _ in parts for n in sizes_]
+            view_strides = [s for _, _, steps, _ in parts for s in steps]
+            element = ir.MemRefType(value.type).element_type
+            source = irutil.defining_op(value)
+            where = ir.InsertionPoint(self.first) if source is None else \
+                ir.InsertionPoint.after(source)
+            t = ir.MemRefType.get(view_shape, element,
+                                  layout=ir.StridedLayoutAttr.get(offset, view_strides))
+            with where, ir.Location.unknown():
+                pixel = memref.reinterpret_cast(t, value, [], [], [], [offset], view_shape,
+                                                view_strides)
+                # The stand-in: only its type (shape, element) is read; at()
+                # addresses ``pixel`` instead.
+                stand_in = memref.reinterpret_cast(
+                    ir.MemRefType.get(shape, element), value, [], [], [], [0], shape,
+                    irutil.row_major_strides(shape))
+            self.ops += [irutil.defining_op(pixel), irutil.defining_op(stand_in)]
+            (batches, *_), (rows, *_), (cols, *_) = parts
+            self.pixels[stand_in] = (pixel, rows, cols, batches)
+            self.made[key] = stand_in
+        exprs = [0 if parts[1][3] else None, 1 if parts[2][3] else None]
+        if self.groups > 1:
+            exprs = [0 if parts[0][3] else None] + [e + 1 if e is not None else None
+                                                    for e in exprs]
         return self.made[key], exprs
 
     def register_value(self):
@@ -207,7 +278,7 @@ def step(op, views, values, copies, epilogue, arguments, nd, direction):
                     raise NotAGemm("the epilogue reads the accumulator through a broadcast")
                 inputs.append((values[origin], views.whole))
             elif origin in arguments:
-                inputs.append(views.view(value, exprs, sizes, dims))
+                inputs.append(views.view(value, exprs, sizes, dims, read=True))
             else:
                 raise NotAGemm("the epilogue reads a buffer computed before the convolution")
             continue

@@ -139,9 +139,12 @@ class Epilogue:
     # The buffers the kernel stores, where they are not kernel arguments
     # (views of them: an implicit GEMM's, conv.py); None: the arguments written.
     outputs: list = None
-    # {[M, N] view: (pixel view, radices of the row)}: the views a stride
-    # phase of a data gradient reads and writes instead (tensorcore/phases.py,
-    # pair_epilogue.at); None: the buffers as they are.
+    # {[M, N] view: (pixel view, radices of the row[, of the column, of the
+    # batch])}: the views a stride phase of a data gradient reads and writes
+    # instead (tensorcore/phases.py), and those an implicit GEMM reads an
+    # input through whose dims do not flatten (a split view:
+    # conv_views.Views._split); pair_epilogue.at addresses them. None: the
+    # buffers as they are.
     pixels: dict = None
     # [(buffer, output)]: the amax (the largest |value|, NaN if any is NaN)
     # of every element of C or of a step's output ``buffer``, into the
@@ -471,11 +474,14 @@ def _epilogue_step(op, rank, c_shape):
         exprs = broadcast_exprs(amap)
         if exprs is None or len(exprs) != t.rank:
             raise NotAGemm(f"epilogue operand map {amap} is not a broadcast")
-        if not identity_layout(t):
-            raise NotAGemm("an epilogue operand has a strided layout")
         if i < ins_count:
+            # An input of any strides is read where its strides say (a
+            # pair or 16-byte load only where its rows allow one:
+            # pair_epilogue.vector_ok).
             inputs.append((value, exprs))
         else:
+            if not identity_layout(t):
+                raise NotAGemm("an epilogue output has a strided layout")
             if exprs != list(range(rank)) or list(t.shape) != c_shape:
                 raise NotAGemm("an epilogue output is not written whole")
             if any(True for _ in list(block.arguments)[i].uses):

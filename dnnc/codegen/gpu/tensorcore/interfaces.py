@@ -30,8 +30,9 @@ How the next kernels plug in:
 * **Attention** keeps the loaders (Q, K, V tiles are plain TMA tiles), the
   pipeline and the epilogue's store path, and replaces the mainloop (two
   GEMMs per step with the softmax between them, P·V with P from registers)
-  and the scheduler (query blocks per batch and head; causal work that
-  shrinks along the diagonal).
+  and the scheduler (sm90/flash_scheduler.py: query tiles per batch and
+  head; causal work that shrinks along the diagonal, dealt in pairs of
+  tiles of equal work).
 
 tc-sm80 (sm80/) has the same layers on Ampere's instructions: a loader of
 cp.async copies (``CopyLoader``), a block-per-tile scheduler, a
@@ -97,8 +98,10 @@ class TileScheduler(Protocol):
         """Emit the block's loop over its work units, calling ``body(batch,
         tile_m, tile_n, (first K step, end, split or None), *iter_args)``
         for each, which returns the new iter_args (the producer and each
-        consumer thread its global K-step counter through). Every role of a
-        block must get the same units in the same order."""
+        consumer thread its global K-step counter through); under a tail
+        split the K steps' tuple holds a fourth entry, (i1 tail, tail tile)
+        (sm90/scheduler.py). Every role of a block must get the same units
+        in the same order."""
 
 
 class Role(Protocol):

@@ -48,18 +48,47 @@ from dnnc.codegen.gpu.tensorcore.emit import idx as _idx, if_ as _if
 def at(pixels, buffer, indices):
     """(the memref, its indices) that C's ``indices`` ([batch,] row, col) of
     ``buffer`` address: ``buffer`` itself, or where ``pixels`` (a
-    gemm.Epilogue's) maps it to a pixel view, that view at the row split
-    into its pixel's coordinates (a stride phase's rows are pixels of dx
-    that are not one stride apart: tensorcore/phases.py)."""
+    gemm.Epilogue's) maps it to a pixel view, that view at the row (and,
+    where the entry gives column or batch radices, the column and the
+    batch) split into its coordinates: a stride phase's rows are pixels of dx that are not one
+    stride apart (tensorcore/phases.py), and an operand broadcast along some
+    of the output's pixel or channel dims has no one stride along them
+    (conv_views.py)."""
     if not pixels or buffer not in pixels:
         return buffer, indices
-    view, sizes = pixels[buffer]
+    view, rows, *more = pixels[buffer]
+    cols, batches = (list(more) + [None, None])[:2]
     *lead, row, col = indices
+    if batches and lead:
+        # (One batch index: a convolution's groups, or a filter gradient's taps.)
+        lead = split_index(lead[0], batches)
+    return view, lead + split_index(row, rows) + split_index(col, cols)
+
+
+def split_index(index, radices):
+    """``index`` as coordinates of ``radices`` (sizes, outermost first; the
+    outermost coordinate is what is left); [index] without radices."""
+    if not radices:
+        return [index]
     coords = []
-    for size in reversed(sizes[1:]):
-        coords.append(arith.remui(row, _idx(size)) if size != 1 else _idx(0))
-        row = arith.divui(row, _idx(size)) if size != 1 else row
-    return view, lead + [row] + list(reversed(coords)) + [col]
+    for size in reversed(radices[1:]):
+        coords.append(arith.remui(index, _idx(size)) if size != 1 else _idx(0))
+        index = arith.divui(index, _idx(size)) if size != 1 else index
+    return [index] + coords[::-1]
+
+
+def vector_ok(pixels, buffer, width):
+    """Whether ``width`` consecutive elements of a row of ``buffer`` from a
+    column that is a multiple of ``width`` are one vector aligned to its
+    size in the memref ``at`` addresses: a unit stride along the innermost
+    dim, whose length ``width`` divides, and every other stride and the
+    offset multiples of ``width``."""
+    target = pixels[buffer][0] if pixels and buffer in pixels else buffer
+    shape, strides, offset = irutil.memref_geometry(target.type)
+    if shape[-1] % width or strides[-1] != 1:
+        return False
+    return offset % width == 0 and all(s % width == 0 for s, n in zip(strides[:-1], shape[:-1])
+                                       if n != 1)
 
 
 def evaluate(accumulator, steps, value, point, loaded=None, index_of=None, pixels=None):
@@ -195,14 +224,16 @@ class PairEpilogue:
 
     def _inputs_along_columns(self):
         """[(buffer, exprs)] of the inputs that run along C's columns (an
-        even row length, the last dim C's columns): what load_pairs reads
+        even row length, the last dim C's columns, pairs of its elements
+        adjacent and aligned: vector_ok): what load_pairs reads
         (``along_columns``)."""
         out = []
         for step in self.epilogue.steps:
             for value, exprs in step.inputs:
                 t = ir.MemRefType(value.type)
                 if value in self.written or any(value == v for v, _ in out) or not exprs \
-                        or exprs[-1] != self.rank - 1 or t.shape[-1] % 2:
+                        or exprs[-1] != self.rank - 1 or t.shape[-1] % 2 \
+                        or not vector_ok(self.pixels, value, 2):
                     continue
                 out.append((value, exprs))
         return out

@@ -89,7 +89,11 @@ def pixel_views(conv, phase):
     pixels = {}
     # dx's pixel strides in rows: [H·W, W, 1] (3-D: [D·H·W, H·W, W, 1]).
     pitch = [math.prod(conv.out[d:]) for d in range(len(conv.out) + 1)]
+    split = conv.gemm.epilogue.pixels or {}
     for view in epilogue_buffers(conv.gemm.epilogue):
+        if view in split:
+            pixels[view] = _phase_of_split(split[view], phase, sizes, conv.stride)
+            continue
         shape, strides, offset = irutil.memref_geometry(view.type)
         if shape[-2] != conv.gemm.m or shape[-2] == 1:
             continue
@@ -106,6 +110,29 @@ def pixel_views(conv, phase):
                                             view_strides)
         pixels[view] = (pixel, sizes)
     return pixels
+
+
+def _phase_of_split(entry, phase, sizes, stride):
+    """The pixel view entry (pair_epilogue.at) of ``phase`` of an input
+    read through a split view (conv_views.Views._split: ``entry``, its rows
+    dx's pixels): the rows' image dim as it is, each spatial dim d from
+    pixel phase_d on, stride_d apart; the columns as they are."""
+    # (A data gradient's rows always split where its view is split: its
+    # columns and groups are one dim each, which flatten.)
+    pixel, rows, cols, batches = entry
+    shape, strides, offset = irutil.memref_geometry(pixel.type)
+    lead = len(shape) - len(rows) - (len(cols) if cols else 1)
+    steps = strides[lead + 1:lead + len(rows)]
+    first = offset + sum(p * s for p, s in zip(phase.phase, steps))
+    view_shape = shape[:lead] + sizes + shape[lead + len(rows):]
+    view_strides = strides[:lead + 1] + [s * t for s, t in zip(steps, stride)] + \
+        strides[lead + len(rows):]
+    t = ir.MemRefType.get(view_shape, ir.MemRefType(pixel.type).element_type,
+                          layout=ir.StridedLayoutAttr.get(first, view_strides))
+    with ir.InsertionPoint.after(irutil.defining_op(pixel)), ir.Location.unknown():
+        view = memref.reinterpret_cast(t, irutil.defining_op(pixel).operands[0], [], [], [],
+                                       [first], view_shape, view_strides)
+    return view, sizes, cols, batches
 
 
 def phase_conv(conv, phase, w_view, pixels):

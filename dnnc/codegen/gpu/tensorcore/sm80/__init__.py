@@ -23,7 +23,10 @@ package docstring of dnnc/codegen/gpu/tensorcore/):
   a kernel of its own beside the GEMM's parts (``build_attention``);
 * ``flash_backward``: the attention backward (a dQ kernel and a dK dV
   kernel, deterministic), ``build_attention_backward``; its block in
-  ``flash_backward_block``, its kernels in ``flash_backward_kernels``.
+  ``flash_backward_block``, its kernels in ``flash_backward_kernels``;
+* ``flash_backward_fused``: the attention backward as one kernel, dQ
+  summed by f32 reductions (not deterministic),
+  ``build_attention_backward_fused``.
 """
 
 from dataclasses import replace
@@ -34,11 +37,13 @@ from dnnc.codegen.gpu.tensorcore.sm80.flash import FlashTile, build_attention
 from dnnc.codegen.gpu.tensorcore.sm80.flash_backward import (
     BackwardTile, build_attention_backward,
 )
+from dnnc.codegen.gpu.tensorcore.sm80.flash_backward_fused import build_attention_backward_fused
 from dnnc.codegen.gpu.tensorcore.sm80.kernel import Kernel, check, operand_loaders, smem_bytes
 from dnnc.codegen.gpu.tensorcore.sm80.support import PAD, NotSupported, Tile
 
 __all__ = ["PAD", "BackwardTile", "FlashTile", "NotSupported", "Tile", "build",
-           "build_attention", "build_attention_backward", "build_conv", "check",
+           "build_attention", "build_attention_backward", "build_attention_backward_fused",
+           "build_conv", "check",
            "fit_element_wise", "fit_gemm", "loader_note", "smem_bytes"]
 
 
@@ -97,17 +102,26 @@ def build_conv(fn, conv, tile):
 # 32 + 64) assemble without spills; 128x128x32 (4 warps: 128 + 64) and
 # 256x128x64 (8 warps: 128 + 96) spill.
 ELEMENT_WISE_BUDGET = 128
+# Registers the plan of a chunk narrower than 16 bytes (cp.async of 8 or 4
+# bytes: rows of C 8 or 4 bytes apart) holds for the whole mainloop, its
+# 64-bit address. Measured with ptxas for a 7x7 stem of C = 3 tf32 (4-byte
+# chunks): 128x128x16 (4 warps: 64 + 2 x 32 chunks) assembles in 192
+# registers without spills; 256x128x32 (8 warps: 128 + 2 x 48) spills 144
+# bytes.
+NARROW_CHUNK_REGISTERS = 2
+# The narrowest K step _fit takes: 64 bytes of a row (32 bf16 / f16, 16 tf32).
+MIN_FIT_K_BYTES = 64
 
 
 def fit_element_wise(conv, tile):
     """``tile``, or for a convolution whose loaders load element by element
-    (channels not a multiple of 8: im2col.py) one within
-    ``ELEMENT_WISE_BUDGET``: K halved down to 32, then the longer of M and
-    N halved down to 64."""
+    or in chunks narrower than 16 bytes (rows of channels not a multiple of
+    16 bytes: im2col.py) one within ``ELEMENT_WISE_BUDGET``: K halved down
+    to 64 bytes, then the longer of M and N halved down to 64."""
     def keeps(smaller):
         # A filter gradient's tile lies in one filter tap (wgrad_taps.py).
         return not (conv.tiles_in_tap and conv.channels % smaller.n)
-    return _fit(tile, lambda t: im2col.loaders(conv, t), keeps)
+    return _fit(tile, lambda t: im2col.loaders(conv, t), keeps, narrow_chunks=True)
 
 
 def fit_gemm(gemm, tile):
@@ -118,19 +132,25 @@ def fit_gemm(gemm, tile):
     return _fit(tile, lambda t: operand_loaders(gemm, t), lambda smaller: True)
 
 
-def _fit(tile, loaders_of, keeps):
-    """``tile`` narrowed (K halved down to 32, then the longer of M and N
-    halved down to 64, while ``keeps`` the smaller one) until the
-    accumulators and the element-wise loads of ``loaders_of(tile)`` fit
-    ``ELEMENT_WISE_BUDGET`` registers a thread."""
+def _fit(tile, loaders_of, keeps, narrow_chunks=False):
+    """``tile`` narrowed (K halved down to MIN_FIT_K_BYTES, then the longer
+    of M and N halved down to 64, while ``keeps`` the smaller one) until the
+    accumulators and the element-wise loads of ``loaders_of(tile)`` (with
+    ``narrow_chunks``, also the plans of its chunks narrower than 16 bytes,
+    NARROW_CHUNK_REGISTERS each: a convolution's) fit ``ELEMENT_WISE_BUDGET``
+    registers a thread."""
     def load(t):
         loaders = loaders_of(t)
         held = sum(op.rows * t.k for op in loaders if op.element_wise) // t.threads
-        return t.warp_m * t.warp_n // 32 + held, any(op.element_wise for op in loaders)
+        narrow = [op for op in loaders if narrow_chunks and not op.element_wise
+                  and op.width < 16]
+        held += sum(NARROW_CHUNK_REGISTERS * -(-op.chunks // t.threads) for op in narrow)
+        narrow = narrow or any(op.element_wise for op in loaders)
+        return t.warp_m * t.warp_n // 32 + held, narrow, loaders[0].eb
 
-    held, element_wise = load(tile)
-    while element_wise and held > ELEMENT_WISE_BUDGET:
-        if tile.k > 32:
+    held, narrow, eb = load(tile)
+    while narrow and held > ELEMENT_WISE_BUDGET:
+        if tile.k * eb > MIN_FIT_K_BYTES:
             smaller = replace(tile, k=tile.k // 2)
         elif max(tile.m, tile.n) > 64:
             smaller = replace(tile, m=tile.m // 2) if tile.m >= tile.n else \
@@ -140,7 +160,7 @@ def _fit(tile, loaders_of, keeps):
         if not keeps(smaller):
             break
         tile = smaller
-        held, _ = load(tile)
+        held, _, _ = load(tile)
     return tile
 
 

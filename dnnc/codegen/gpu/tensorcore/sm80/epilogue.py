@@ -2,7 +2,8 @@
 and its stores.
 
 Thread (g, t) of warp (wm, wn) holds, for each mt < WM/16 and nt < WN/8, C
-at rows ``BM*tile_m + WM*wm + 16 mt + g (+ 8)`` and columns
+at rows ``BM*tile_m + WM*wm + 16 mt + g (+ 8)`` (``+ 2g (+ 1)`` where a
+tf32 A's rows are paired: ``Kernel.row_of``) and columns
 ``BN*tile_n + WN*wn + 8 nt + 2t (+ 1)``: pairs of adjacent columns, which
 ``PairEpilogue`` (dnnc/codegen/gpu/tensorcore/pair_epilogue.py) evaluates.
 Where every output has 2-byte elements, N is a multiple of 8 and a warp tile
@@ -33,7 +34,6 @@ class Epilogue:
         k = self.k
         tile, gemm = k.tile, k.gemm
         g, t = arith.divui(lane, _idx(4)), arith.remui(lane, _idx(4))
-        row_base = arith.addi(row0, g)                       # + 16 mt + 8 h
         col_base = arith.addi(col0, arith.muli(t, _idx(2)))  # + 8 nt
         epilogue = PairEpilogue(gemm, k.arguments, full_m=gemm.m % tile.m == 0,
                                 full_n=gemm.n % tile.n == 0)
@@ -45,7 +45,7 @@ class Epilogue:
         cache = {}
         for mt in range(k.mt):
             for h in range(2):
-                row = _add(row_base, 16 * mt + 8 * h)
+                row = arith.addi(row0, k.row_of(g, mt, h))
                 row_ok, row_safe = epilogue.row_guard(row)
                 group = []
                 for nt in range(k.nt):

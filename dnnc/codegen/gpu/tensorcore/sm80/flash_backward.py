@@ -49,7 +49,9 @@ are not.
 The parts: this file the tiles, ``check`` and the host side;
 flash_backward_block.py the block both kernels are made of (warps,
 ldmatrix offsets, the two products, the ring); flash_backward_kernels.py
-the two kernels.
+the two kernels. flash_backward_fused.py is the other form: the dK dV
+kernel also sums dQ, by f32 reductions in no fixed order (the config's
+``fused = 1``).
 
 Registers: a dK dV thread holds dK and dV of its 16 kv rows (D / 2 + Dv /
 2 f32) beside Sᵀ, dPᵀ and its columns' statistics: head dims up to

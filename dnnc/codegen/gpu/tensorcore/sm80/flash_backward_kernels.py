@@ -211,13 +211,20 @@ class DkvKernel(BackwardBlock):
             st = self.masked(st, m0, rows, first)
             dpt = flat(self.product_nt(1, stage, m, att.dv))
             p, ds = self.gradients(lambda e: position(e)[1], st, dpt, biases, shift, deltas)
-            dv = self.product_nn(dv, p, 1, stage, m, att.dv)
-            dk = self.product_nn(dk, ds, 0, stage, m, att.d)
-            return dv + dk
+            return self.accumulate(stage, head, m0, p, ds, dv, dk)
         out = self.run_steps(prologue, load_step, step, [f32(0.0)] * ((att.dv + att.d) // 2))
         dv, dk = out[:att.dv // 2], out[att.dv // 2:]
         self.store(dk, att.dk, self.b, self.hk, rows, _idx(att.skv), att.d, att.scale)
         self.store(dv, att.dv_grad, self.b, self.hk, rows, _idx(att.skv), att.dv)
+
+    def accumulate(self, stage, head, m0, p, ds, dv, dk):
+        """dV += Pᵀ dO and dK += dSᵀ Q of a step (query head ``head``, its
+        rows from ``m0``; ``p``, ``ds`` as a product_nt's): the dV and dK
+        values the step carries on."""
+        att, m = self.att, self.tile.dkv_m
+        dv = self.product_nn(dv, p, 1, stage, m, att.dv)
+        dk = self.product_nn(dk, ds, 0, stage, m, att.d)
+        return dv + dk
 
     def masked(self, scores, m0, rows, first):
         """Sᵀ (rows kv, columns queries from ``m0``) with -inf where the

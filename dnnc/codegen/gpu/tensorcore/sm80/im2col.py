@@ -174,6 +174,11 @@ class Im2colOperand(AsyncOperand):
         lie in the image (unsigned: a negative one is past any size)."""
         return [_cmp("ult", c, _i(self.image[d])) for c, d in zip(coords, self.checked)]
 
+    def slots(self, plan):
+        # Both plans (rows and columns) are (base, chunks), each chunk's
+        # shared offset first and its ``exists`` last.
+        return [(chunk[0], chunk[-1]) for chunk in plan[1]]
+
     # -- A: output pixels by (tap, channel) ----------------------------------
 
     def prepare(self, tid, threads, batch, mn0):

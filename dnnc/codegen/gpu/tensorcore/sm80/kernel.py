@@ -11,7 +11,8 @@ the squarest, 64 x 64 for 128 x 128 tiles and 4 warps, 128 x 256 or 256 x
 
     1. prologue   issue the cp.async copies of K steps 0 .. stages-2, one
                   commit group per step (an empty group past the last step
-                  keeps the group count uniform); wait for step 0, barrier,
+                  keeps the group count uniform); wait for step 0 (tf32:
+                  round its chunks), barrier,
                   ldmatrix the fragments of its first K slice
     2. mainloop   for each K step kt, for each 16-element slice kk of K (8
                   for tf32), the fragments of slice kk in registers:
@@ -20,7 +21,9 @@ the squarest, 64 x 64 for 128 x 128 tiles and 4 warps, 128 x 256 or 256 x
                     kt+stages-1 into the stage step kt-1 used, commit;
                     at the last slice instead: (the shared stores of a
                     element-wise operand's chunks, loader.py) wait until at most stages-2
-                    groups are in flight (step kt+1 has landed), barrier
+                    groups are in flight (step kt+1 has landed), (tf32:
+                    each thread rounds the chunks it copied of step kt+1,
+                    in place: _round_landed) barrier
                     (every thread's copies are visible, and every warp is
                     done reading step kt-1's stage), ldmatrix slice 0 of step
                     kt+1; then mma.sync slice kk (WM/16 x WN/8 of them, in
@@ -43,12 +46,12 @@ not move a shared load above a cp.async (which writes shared memory).
 """
 
 from mlir import ir
-from mlir.dialects import arith, gpu, llvm, nvvm, scf
+from mlir.dialects import arith, gpu, llvm, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, i as _i, idx as _idx, if_ as _if, launch,
-    shared_base,
+    ptr as _ptr, shared_base,
     to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm80.epilogue import Epilogue
@@ -137,6 +140,12 @@ class Kernel:
         # An operand loaded through registers (loader.py: element-wise chunks).
         self.element_wise = getattr(self.a, "element_wise", False) or \
             getattr(self.b, "element_wise", False)
+        # tf32 A stored M-contiguous (a filter gradient's dy, a transposed
+        # matmul A): an m16 fragment's rows g and g + 8 are the tile's rows
+        # 2g and 2g + 1, so that a0, a1 (and a2, a3) are adjacent words, one
+        # 64-bit shared load, not two 32-bit ones; the accumulators' rows
+        # follow (``row_of``), which the epilogue and split-K store by.
+        self.paired_rows = self.tf32 and not self.a.k_major
         self.mt = tile.warp_m // 16      # m16 fragments per warp
         self.nt = tile.warp_n // 8       # n8 fragments per warp
         self.acc_type = ir.Type.parse("!llvm.struct<(f32, f32, f32, f32)>")
@@ -215,6 +224,8 @@ class Kernel:
                 _if(_cmp("ult", _idx(s), count), lambda s=s: load_now(s))
             nvvm.CpAsyncCommitGroupOp()
         nvvm.CpAsyncWaitGroupOp(tile.stages - 2)
+        if self.tf32:
+            self._round_landed(self.base, plan_a, plan_b)
         gpu.barrier()
         offsets = self._fragment_offsets(lane, wm0, wn0)
         first = self._load_fragments(self.base, 0, offsets)
@@ -278,6 +289,8 @@ class Kernel:
                     # visible. Past the last step this reads a stale stage,
                     # unused.
                     nvvm.CpAsyncWaitGroupOp(tile.stages - 2)
+                    if self.tf32:
+                        self._round_landed(arith.addi(self.base, read_next), plan_a, plan_b)
                     gpu.barrier()
                     after = self._load_fragments(arith.addi(self.base, read_next), 0, offsets)
                 accs = self._mma(frags, accs)
@@ -293,6 +306,35 @@ class Kernel:
         else:
             self.epilogue.apply(accs, lane, batch, arith.addi(m0, wm0), arith.addi(n0, wn0))
 
+    def _round_landed(self, stage, plan_a, plan_b):
+        """tf32: round this thread's chunks of the stage at ``stage`` (i64)
+        to tf32 in place, between the wait that landed its copies (a
+        thread sees its own completed cp.async writes) and the barrier
+        that shows them to the other warps. Each element is rounded once,
+        where rounding the fragments at every use cost each warp 32
+        registers x 7 instructions a K slice of a 64 x 64 warp tile, and
+        every warp of a row (column) of the grid rounded the same A (B).
+        ptxas for sm_90a, the 3x3 128 -> 128 channel forward: the mainloop
+        of 128x128x16 tiles (4 warps) went from 602 instructions to 427 for
+        its 64 HMMA, of 256x128x32 (8 warps) from 1101 to 644 for 128.
+        Past the last step the stage holds an old step's tf32 values, no
+        copy in flight to it: rounding them again leaves them as they
+        are."""
+        i32 = ir.IntegerType.get_signless(32)
+        for op, plan, first in ((self.a, plan_a, 0), (self.b, plan_b, self.a.bytes)):
+            words = op.width // 4
+            vec = ir.VectorType.get([words], i32)
+            for dst, exists in op.slots(plan):
+                def round_chunk(dst=dst, vec=vec, words=words):
+                    ptr = llvm.inttoptr(_ptr(3), _add(arith.addi(stage, dst), first))
+                    got = llvm.load(vec, ptr, alignment=op.width)
+                    rounded = [_round_tf32(vector.extract(got, [], [j])) for j in range(words)]
+                    llvm.store(vector.from_elements(vec, rounded), ptr, alignment=op.width)
+                if exists is None:
+                    round_chunk()
+                else:
+                    _if(exists, round_chunk)
+
     def _fragment_offsets(self, lane, wm0, wn0):
         """Per-lane byte offsets in a stage of the fragment reads."""
         g, t = arith.divui(lane, _idx(4)), arith.remui(lane, _idx(4))
@@ -300,18 +342,29 @@ class Kernel:
         for name, op, first in (("a", self.a, wm0), ("b", self.b, wn0)):
             if op.k_major or not self.tf32:
                 out[name] = _i64(op.lane_offset(lane, first, name))
+            elif name == "a":   # paired rows: 2g
+                out[name] = _i64(op.scalar_offset(arith.muli(g, _idx(2)), t, first))
             else:
                 out[name] = _i64(op.scalar_offset(g, t, first))
         return out
+
+    def row_of(self, g, mt, h):
+        """The row in the warp tile of accumulator registers 2h, 2h + 1 of
+        m16 fragment ``mt`` for lane group ``g`` (index): 16 mt + g + 8 h,
+        or 16 mt + 2g + h where A's rows are paired (``paired_rows``)."""
+        if self.paired_rows:
+            return _add(arith.muli(g, _idx(2)), 16 * mt + h)
+        return _add(g, 16 * mt + 8 * h)
 
     def _a_fragment(self, stage, kk, mt, offsets):
         a = self.a
         if a.k_major or not self.tf32:
             return a.ldmatrix(stage, offsets["a"], kk, mt)
-        # tf32 from [BK][BM]: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4).
+        # tf32 from [BK][BM]: a0 (g, t), a1 (g+8, t), a2 (g, t+4), a3 (g+8, t+4),
+        # fragment rows g and g+8 the tile's 2g and 2g+1 (paired_rows).
         line = kk * (MMA_K_BYTES // 4)
-        return [a.scalar(stage, offsets["a"], (line + 4 * (j // 2)) * a.pitch
-                         + (16 * mt + 8 * (j % 2)) * 4) for j in range(4)]
+        return [word for j in range(2)
+                for word in a.pair(stage, offsets["a"], (line + 4 * j) * a.pitch + 16 * mt * 4)]
 
     def _b_fragments(self, stage, kk, pair, offsets):
         """(b0, b1) of the 8-column B tiles 2 pair and 2 pair + 1."""
@@ -348,9 +401,7 @@ class Kernel:
         """The mma.syncs of one K slice's fragments; new accumulators."""
         a_frags, b_frags = frags
         element = self.gemm.element
-        if self.tf32:
-            a_frags = [[_round_tf32(r) for r in f] for f in a_frags]
-            b_frags = [tuple(_round_tf32(r) for r in f) for f in b_frags]
+        # (tf32 fragments come from stages rounded as they land: _round_landed.)
         if element == "f16":  # f16 operands are vector<2xf16> registers
             half2 = ir.VectorType.get([2], ir.F16Type.get())
             a_frags = [[llvm.bitcast(half2, r) for r in f] for f in a_frags]

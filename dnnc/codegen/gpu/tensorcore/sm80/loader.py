@@ -50,9 +50,16 @@ of row g of each: exactly a0..a3 (matrices: rows 0-7 / 8-15 x bytes 0-15 /
 read as it is; an MN-major one (16-bit only) with ``.trans``, each matrix
 being 8 rows of K by 8 columns. tf32 MN-major operands have no transposing
 ldmatrix (it moves 16-bit elements): their fragments are read with scalar
-shared loads, which the padded pitch also keeps free of conflicts (bank
-= 4t + g). tf32 fragments are rounded to nearest even in registers, as the
-linalg level rounds (the tensor cores would truncate).
+shared loads, thread (g, t) reading line t (or t + 4), column g: its lines
+are padded by ``TF32_MN_PAD`` (32) bytes, so that the pitch is 8 words past
+a multiple of 32 and the warp's 32 loads fall in banks 8t + g, all
+distinct (16 bytes of padding put them in banks 4t + g, where threads g and
+g + 4 of neighbouring t collide: two passes a load); A's are read in 64-bit
+pairs (``pair``: kernel.py's paired rows), banks 8t + 2g of each half warp,
+distinct too. tf32 elements are rounded to nearest even in the stage, as
+the linalg level rounds (the tensor cores would truncate): each thread
+rounds the chunks it copied once they land (``slots`` says where they are;
+kernel.py), before the barrier that shows them to the fragment reads.
 """
 
 from mlir import ir
@@ -64,7 +71,7 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     to_i64 as _i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm80.support import (
-    MMA_K_BYTES, PAD, WARP, NotSupported, element_bytes,
+    MMA_K_BYTES, PAD, TF32_MN_PAD, WARP, NotSupported, element_bytes,
 )
 
 
@@ -111,7 +118,8 @@ class AsyncOperand:
         if line_bytes % 32:
             raise NotSupported(f"{name}'s shared rows are {line_bytes} bytes: expected a "
                                "multiple of 32 (tile K a multiple of 16 elements, or 8 for tf32)")
-        self.pitch = line_bytes + PAD
+        pad = TF32_MN_PAD if self.eb == 4 and not self.k_major else PAD
+        self.pitch = line_bytes + pad
         self.bytes = self.lines * self.pitch
         self.per_line = line_bytes // self.width
         self.chunks = self.lines * self.per_line
@@ -175,6 +183,12 @@ class AsyncOperand:
             address = arith.addi(base, arith.muli(_i64(elem), _i(self.eb, 64)))
             plan.append((_i64(dst), address, base, mn, along, exists))
         return plan
+
+    def slots(self, plan):
+        """(shared byte offset in a stage, exists: an i1 or None) of each of
+        this thread's chunks in ``plan`` (``prepare``'s): where its copies
+        land."""
+        return [(chunk[0], chunk[-1]) for chunk in plan]
 
     def batch_offset(self, batch):
         """The element offset of flat batch ``batch`` (index) in the operand:
@@ -356,6 +370,15 @@ class AsyncOperand:
         ``first`` + g), the first register of a fragment."""
         return arith.addi(arith.muli(t, _idx(self.pitch)),
                           arith.muli(arith.addi(first, g), _idx(self.eb)))
+
+    def pair(self, stage_i64, offset, const):
+        """Two 32-bit words at ``offset`` + ``const`` bytes, one 64-bit
+        shared load."""
+        address = _add(arith.addi(stage_i64, offset), const)
+        i32 = ir.IntegerType.get_signless(32)
+        got = llvm.load(ir.VectorType.get([2], i32), llvm.inttoptr(_ptr(3), address),
+                        alignment=8)
+        return [vector.extract(got, [], [j]) for j in range(2)]
 
     def scalar(self, stage_i64, offset, const):
         """One 32-bit shared load at ``offset`` + ``const`` bytes."""

@@ -85,14 +85,13 @@ class SplitK:
         k = self.k
         gemm, tile = k.gemm, k.tile
         g, t = arith.divui(lane, _idx(4)), arith.remui(lane, _idx(4))
-        row_base = arith.addi(row0, g)
         col_base = arith.addi(col0, arith.muli(t, _idx(2)))
         f32 = ir.F32Type.get()
         pair = ir.VectorType.get([2], f32)
         full_m, full_n = gemm.m % tile.m == 0, gemm.n % tile.n == 0
         for mt in range(k.mt):
             for h in range(2):
-                row = _add(row_base, 16 * mt + 8 * h)
+                row = arith.addi(row0, k.row_of(g, mt, h))
                 row_ok = None if full_m else _cmp("ult", row, _idx(gemm.m))
                 for nt in range(k.nt):
                     col = _add(col_base, 8 * nt)

@@ -6,6 +6,10 @@ from dataclasses import dataclass
 
 WARP = 32
 PAD = 16                 # bytes after each shared row: an odd pitch in 16-byte units
+# Bytes after each line of an MN-major tf32 operand, whose fragments are
+# scalar loads, not ldmatrix: a pitch of 8 words past a multiple of 32
+# (loader.py).
+TF32_MN_PAD = 32
 MMA_K_BYTES = 32         # K bytes per mma: k16 of bf16 / f16, k8 of tf32
 # Bytes of shared memory a block may use (opt-in): 227 KiB on sm_90; an
 # sm_80 block gets 163 KiB, which the heuristics keep to (tc80_stages), and

@@ -39,7 +39,8 @@ dnnc/codegen/gpu/tensorcore/):
   taken as it is computed;
 * ``splitk``: K split over several units, summed in a fixed order (in the
   launch, in clusters, or by a second launch);
-* ``scheduler``: the persistent tile scheduler;
+* ``scheduler``: the persistent tile scheduler; ``flash_scheduler``: the
+  attention forward's (query tiles; causal tiles in pairs of equal work);
 * ``kernel``: the composition (host side: descriptors, workspace, launches;
   device side: the roles).
 

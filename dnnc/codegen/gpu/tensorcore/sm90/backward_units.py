@@ -66,6 +66,12 @@ class IndexOps:
     def lt(a, b):
         return _cmp("ult", a, b)
 
+    @staticmethod
+    def ge(a, b):
+        return _cmp("uge", a, b)
+
+    min = staticmethod(arith.minui)
+
 
 class IntOps:
     """The same on Python ints: what the tests run the schedule with."""
@@ -77,6 +83,8 @@ class IntOps:
     select = staticmethod(lambda c, a, b: a if c else b)
     odd = staticmethod(lambda x: x % 2 == 1)
     lt = staticmethod(lambda a, b: a < b)
+    ge = staticmethod(lambda a, b: a >= b)
+    min = staticmethod(min)
 
 
 # Kv tiles a band of the causal order holds (``Persistent``).

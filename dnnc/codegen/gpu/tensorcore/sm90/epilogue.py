@@ -38,7 +38,9 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     cmp as _cmp, i as _i, idx as _idx, if_ as _if, launder, shared_ptr as _shared_ptr,
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
-from dnnc.codegen.gpu.tensorcore.pair_epilogue import PairEpilogue, at, quad_transpose
+from dnnc.codegen.gpu.tensorcore.pair_epilogue import (
+    PairEpilogue, at, quad_transpose, vector_ok,
+)
 from dnnc.codegen.gpu.tensorcore.sm90.amax import Amax
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     SMEM_LIMIT, WARPGROUP, misaligned, smem_bytes,
@@ -150,7 +152,7 @@ class Epilogue:
             problem = stage_problem(buffer)
             if problem is not None:
                 return 0, False, f"{registers} ({problem})"
-        if self.pair.pixels:
+        if any(b in self.pair.pixels for b in stored):
             # A stride phase's rows are dx's pixels s apart (phases.py): a
             # TMA box of consecutive rows does not hold them, and a warp's
             # 16-byte stores from registers (8 rows x 64 bytes an
@@ -252,6 +254,7 @@ class Epilogue:
         rank = self.pair.rank
         return [(b, e) for b, e in self.pair.along_columns
                 if rank - 2 in e and ir.MemRefType(b.type).shape[-1] % 8 == 0
+                and vector_ok(self.pair.pixels, b, 8)
                 and irutil.element_bytes(ir.MemRefType(b.type).element_type) == 2]
 
     def load_quads(self, quads, out, h, batch, row_safe, tile_n, local, spans):

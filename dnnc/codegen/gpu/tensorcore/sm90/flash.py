@@ -61,12 +61,62 @@ first wave would read every head's K and V, more than L2 holds, and each
 again from memory). A causal grid runs each head's query tiles last first,
 since the longest (the last) should not start last.
 
+A persistent grid (``tile.persistent``: a block an SM, flash_scheduler.py)
+runs tile after tile in each block, in the same head-major order (causal:
+pairs of tiles of equal work, the longer first). Both roles walk the
+block's tiles: the producer's K and V steps and the consumers' waits count
+through the rings across tiles (``g``), and the Q tile gets an empty
+barrier (``q_empty``, one arrival a consumer warpgroup) that the producer
+waits on before the next tile's Q. Where O is staged through shared
+memory and the V tile is as tall as the Q tile (n = m), the consumers give
+the Q tile back once their last S is done and stage O in the V stage of
+the tile's last step instead (after every consumer's last P V: a named
+barrier), so the next Q loads under the last step and the epilogue; each
+warp's TMA store is awaited for its reads only (``wait_group.read``)
+before its warpgroup gives the stage back (the writes before the block
+exits). Elsewhere (n < m, or a tile with no step) O is staged in the Q
+tile, which goes back after those reads; O from registers frees the Q
+tile after the last S. The warpgroups' setmaxnreg stay within the
+registers the block holds at entry (``registers``: a consumer asking for
+more than the producer gave back waits forever); a persistent producer
+walking ragged tiles keeps up to 40 (``register_plan``).
+
+The synchronization of a persistent block, for its c-th tile (c from 0,
+S steps, steps numbered g0 + j across the block's tiles, g0 the steps of
+its tiles before; C consumer warpgroups; test/python/flash_protocol.py
+models it and the tests run the model)::
+
+    q_full      count 1 + Q's bytes; the producer arms it once a tile;
+                the consumers wait parity c % 2
+    q_empty     count C; each consumer's leader arrives once a tile (after
+                its last S, or after its O stores read the Q tile); the
+                producer waits parity (c % 2) ^ 1 before the tile's Q (the
+                first wait passes on a fresh barrier)
+    K/V full    stage g % stages, count 1 + bytes; the consumers wait
+                parity (g / stages) % 2
+    K/V empty   count C; each consumer arrives once a step g (K after S_g,
+                V after P V_g, the last step's V after the O stores that
+                staged in it read it); the producer waits the parity
+                flipped before loading the stage again
+    turns 1..C  named, 256 threads: consumer k syncs 1 + k before each of
+                its S turns; k arrives on the next's after each, the last
+                consumer once at the tile's start (if S > 0) and not after
+                its last turn: S syncs, S arrivals a barrier a tile
+    4           named (EPILOGUE_BARRIER), C x 128: every consumer's last P
+                V is done before O goes into the V stage (staged there only)
+    5 + k       named, 128: consumer k's warps' TMA stores have read its
+                rows before its leader gives the staging back
+
+A block a tile takes the same barriers without q_empty and the last two
+(the O stores awaited whole), with Turns started once.
+
 The block's dynamic shared memory, from its 1024-byte aligned base::
 
     Q          tile.m x padded(D) elements (O's staging at the end)
     K ring     stages x tile.n x padded(D)
     V ring     stages x tile.n x padded(Dv)
-    barriers   q_full, K's full[stages] and empty[stages], V's likewise
+    barriers   q_full, K's full[stages] and empty[stages], V's likewise,
+               q_empty (persistent)
 """
 
 import math
@@ -77,7 +127,8 @@ from mlir.dialects import arith, gpu, llvm, memref, nvvm, scf, vector
 
 from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.tensorcore.attention_tiles import (
-    LOG2E, group_block, log_sum_exp, mask_columns, online_softmax, query_block, row_sums,
+    LOG2E, group_block, log_sum_exp, mask_columns, online_softmax, query_block, query_unit,
+    row_sums,
 )
 from dnnc.codegen.gpu.tensorcore.emit import (
     add as _add, cmp as _cmp, erase_replaced, f32, for_ as _for, i as _i, idx as _idx,
@@ -85,6 +136,8 @@ from dnnc.codegen.gpu.tensorcore.emit import (
     to_i32 as _to_i32, to_i64 as _to_i64,
 )
 from dnnc.codegen.gpu.tensorcore.sm90.flash_combine import Partials, split_range
+from dnnc.codegen.gpu.tensorcore.sm90.flash_scheduler import FlashScheduler
+from dnnc.codegen.gpu.tensorcore.sm90.scheduler import PERSISTENT_CTAS
 from dnnc.codegen.gpu.tensorcore.sm90.fragments import (
     accumulator_position, column_of, pack, pairs as fragment_pairs, row_of, struct,
     unpack, wgmma_rs, wgmma_ss,
@@ -100,6 +153,14 @@ from dnnc.codegen.gpu.tensorcore.sm90.support import (
 )
 from dnnc.codegen.gpu.tensorcore.sm90.tma import SWIZZLE, swizzled_offset
 
+# Named barriers of a persistent block's epilogue (after Turns' 1 ..
+# consumers): every consumer before O is staged in a V stage, then one per
+# consumer warpgroup (this + 1 + c) after its stores have read their rows.
+EPILOGUE_BARRIER = 4
+# A persistent producer's registers where it walks ragged tiles
+# (register_plan): two consumer warpgroups then keep 232.
+PERSISTENT_PRODUCER_REGISTERS = 40
+
 # Registers a consumer thread keeps beside its accumulators and P (O: Dv /
 # 2, S: tile.n / 2, P: tile.n / 4), for the addresses and the softmax's
 # temporaries.
@@ -112,13 +173,16 @@ class FlashTile:
     per step, ``stages`` ring stages of K and V tiles; ``splits`` blocks
     share each query tile's kv tiles (split-KV, ``flash_combine``);
     ``fold`` query heads (a GQA group, > 1) share a block's rows
-    (``GroupRows``)."""
+    (``GroupRows``); ``persistent`` 1: a block an SM, each running query
+    tile after query tile (flash_scheduler.py), N > 1: at most N such
+    blocks."""
 
     m: int = 128
     n: int = 128
     stages: int = 2
     splits: int = 1
     fold: int = 1
+    persistent: int = 0
 
     @property
     def consumers(self):
@@ -131,10 +195,11 @@ class FlashTile:
 
 def smem_bytes(tile, d, dv):
     """Dynamic shared memory of the kernel: Q, the rings, the barriers
-    (q_full, and a full and an empty one a stage of K's ring and of V's),
-    slack."""
+    (q_full, and a full and an empty one a stage of K's ring and of V's; a
+    persistent block's q_empty too), slack."""
     ring = tile.stages * tile.n * (padded(d) + padded(dv)) * 2
-    return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 4 * tile.stages)
+    return ALIGN + tile.m * padded(d) * 2 + ring + 8 * (1 + 4 * tile.stages) \
+        + (8 if tile.persistent else 0)
 
 
 def check_operands(att, kernels, max_head_dim, head_dims, ragged=False):
@@ -168,9 +233,8 @@ def check(att, tile):
     if tile.m not in (64, 128, 192) or tile.n not in (64, 128) or tile.stages < 2:
         raise NotSupported(f"tile {tile.m}x{tile.n} in {tile.stages} stages: expected 64, 128 "
                            "or 192 query rows, 64 or 128 kv rows and 2 stages or more")
-    # O, S, P, and a step's bias values.
-    held = att.dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if att.bias is not None else 0)
-    budget = registers(tile.consumers)[1] - SPARE_REGISTERS
+    held = accumulator_registers(att, tile)
+    budget = register_plan(att, tile)[1] - SPARE_REGISTERS
     if held > budget:
         raise NotSupported(f"Dv {att.dv} with {tile.n} kv rows a step: {held} accumulator "
                            f"registers a thread, expected at most {budget} with "
@@ -183,10 +247,30 @@ def check(att, tile):
                            "expected neither")
     if tile.fold > 1:
         check_fold(att, tile)
+    if tile.persistent and (tile.fold > 1 or tile.splits > 1):
+        raise NotSupported("a persistent grid with query heads folded or the kv tiles split: "
+                           "expected neither (a decode's few units fill no more than a wave)")
     size = smem_bytes(tile, att.d, att.dv)
     if size > SMEM_LIMIT:
         raise NotSupported(f"{tile.stages} stages of {tile.n} kv rows need {size} bytes of "
                            f"shared memory, more than {SMEM_LIMIT}")
+
+
+def o_staging(att, tile, same_type):
+    """Where the forward of ``att`` in ``tile``s stages O for its TMA
+    stores (``same_type``: o has q's element type): None where O goes from
+    registers (Dv needs more boxes than D, another type, split or folded
+    blocks, a ragged o, whose last box would write into the next entry's
+    rows); "v" in a persistent block whose V tile is as tall as the Q tile
+    (n = m): the V stage of the tile's last step, so that the next tile's Q
+    may load into the Q tile once the last S is done, under the last step
+    and the epilogue (a tile with no step stages it in the Q tile); else
+    "q", the Q tile (a persistent block's next Q then waits for the
+    stores' reads)."""
+    if padded(att.dv) > padded(att.d) or not same_type or tile.splits > 1 \
+            or tile.fold > 1 or "o" in att.ragged:
+        return None
+    return "v" if tile.persistent and tile.n == tile.m else "q"
 
 
 def check_ragged(att):
@@ -252,12 +336,49 @@ class Turns:
             lambda: self._bar("bar.arrive", self.next))
 
 
-def registers(consumers):
+def entry_registers(threads):
+    """The registers a thread of a block of ``threads`` holds at the
+    kernel's entry: ptxas gives a kernel of one block an SM
+    (dnn-register-budget's ``.minnctapersm 1``) the SM's 64K over its
+    threads, in whole multiples of 8 (168 for 384 threads), at most 255."""
+    return min(65536 // threads, 255) // 8 * 8
+
+
+def registers(consumers, producer=24):
     """(producer's, each consumer's) registers a thread, setmaxnreg's
-    multiples of 8, within the SM's 64K for 1 + consumers warpgroups."""
-    producer = 24
-    per = (65536 // WARPGROUP - producer) // consumers // 8 * 8
+    multiples of 8, within what the block's 1 + consumers warpgroups hold
+    at entry (``entry_registers``). That is the block's pool: the
+    producer's setmaxnreg.dec gives registers to it, and a consumer
+    warpgroup's setmaxnreg.inc waits until it holds what the warpgroup
+    asks for; asked for more than the producer gave back, the last
+    consumer waits forever (two consumers at 240 need the producer at
+    24: 128 x (24 + 2 x 240) = 168 x 384)."""
+    warpgroups = 1 + consumers
+    pool = entry_registers(WARPGROUP * warpgroups) * warpgroups
+    per = (pool - producer) // consumers // 8 * 8
     return producer, min(per, 240)
+
+
+def accumulator_registers(att, tile):
+    """Registers a consumer thread holds for O, S, P and a step's bias
+    values."""
+    return att.dv // 2 + tile.n // 2 + tile.n // 4 + (tile.n // 2 if att.bias is not None else 0)
+
+
+def register_plan(att, tile):
+    """(producer's, each consumer's) setmaxnreg of the forward of ``att``
+    in ``tile``s: the producer keeps 24, the consumers what is left
+    (``registers``). A producer that walks a persistent block's ragged
+    tiles (it reads each entry's offsets; ptxas spilled it at 24) keeps
+    up to PERSISTENT_PRODUCER_REGISTERS, as many as leave the consumers
+    room for their accumulators (two consumers: 40 and 232; three at D 64:
+    32 and 160)."""
+    if tile.persistent and att.ragged:
+        for producer in range(PERSISTENT_PRODUCER_REGISTERS, 24, -8):
+            plan = registers(tile.consumers, producer)
+            if accumulator_registers(att, tile) <= plan[1] - SPARE_REGISTERS:
+                return plan
+    return registers(tile.consumers)
 
 
 class FlashForward:
@@ -283,9 +404,8 @@ class FlashForward:
         # registers too: a TMA box of the last tile would write past the
         # entry's length into the next entry's rows.
         same = ir.MemRefType(att.o.type).element_type == ir.MemRefType(att.q.type).element_type
-        self.o = StoredRows(att.o, 16, att.dv, tile.m) \
-            if padded(att.dv) <= padded(att.d) and same and tile.splits == 1 \
-            and not self.folded and "o" not in att.ragged else None
+        staging = o_staging(att, tile, same)
+        self.o = StoredRows(att.o, 16, att.dv, tile.m) if staging else None
         # Two rings, K's then V's, their barriers after both (after q_full).
         k_ring, v_ring = tile.stages * self.k.bytes, tile.stages * self.v.bytes
         self.ring_k = Ring(tile.stages, self.k.bytes, k_ring + v_ring + 8, tile.consumers)
@@ -293,6 +413,13 @@ class FlashForward:
                            tile.consumers)
         self.q_tiles = 1 if self.folded else -(-att.sq // tile.m)
         self.blocks = att.batch * (att.kv_heads if self.folded else att.heads)
+        self.persistent = bool(tile.persistent)
+        self.scheduler = FlashScheduler(att, tile.m, PERSISTENT_CTAS if tile.persistent == 1
+                                        else tile.persistent) if self.persistent else None
+        self.o_in_v = staging == "v"
+        # O always staged in the Q tile: the next Q waits for its stores.
+        self.q_staging = self.persistent and staging == "q"
+        self.g0 = None  # the ring's step count before the tile (persistent)
         self.n_s = tile.n // 2            # S values a thread holds
         self.n_o = att.dv // 2            # O values a thread holds
         self.c = att.scale * LOG2E        # scores to base-2 exponents
@@ -311,6 +438,10 @@ class FlashForward:
                       " (o stored a row at a time below the entry's length)"
                       if "o" in self.att.ragged else
                       f"; ragged {', '.join(self.att.ragged)} at each entry's packed rows")
+        if self.persistent:
+            split += "; " + self.scheduler.note() + (
+                ", O staged in the V stage of the tile's last step (the next Q loads under "
+                "the epilogue)" if self.o_in_v else "")
         return [f"attention forward: {t.m} query rows a block ({t.consumers} consumer "
                 f"warpgroup{'s' if t.consumers > 1 else ''}), {t.n} kv rows a step, K and V "
                 f"in rings of {t.stages} stages; S = QK^T and O += PV on wgmma, the online "
@@ -330,7 +461,9 @@ class FlashForward:
             shared = smem_bytes(t, self.att.d, self.att.dv)
             if t.splits > 1:
                 self.partials = Partials(self.att, t.splits)
-            launch((self.q_tiles, self.blocks, t.splits), t.threads, shared, self.kernel)
+            grid = (self.scheduler.ctas, 1, 1) if self.persistent \
+                else (self.q_tiles, self.blocks, t.splits)
+            launch(grid, t.threads, shared, self.kernel)
             if t.splits > 1:
                 self.partials.combine()
         # The expansion's ops go.
@@ -347,14 +480,22 @@ class FlashForward:
         self.ring_k.base = _add(base, self.q.bytes)
         self.ring_v.base = _add(self.ring_k.base, t.stages * self.k.bytes)
         self.q_full = _shared_ptr(_add(self.ring_v.base, t.stages * self.v.bytes))
-        # Step j loads kv tile start + j.
-        block = group_block(att, t.fold, t.n) if self.folded else query_block(att, t.m, t.n)
-        self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = block
-        if t.splits > 1:
-            self.start, self.steps = split_range(self.start, self.steps, t.splits)
+        if self.persistent:
+            # After q_full and both rings' barriers.
+            self.q_empty = _shared_ptr(_add(self.ring_v.base, t.stages * self.v.bytes + 8
+                                            + 32 * t.stages))
+        else:
+            # Step j loads kv tile start + j.
+            block = group_block(att, t.fold, t.n) if self.folded \
+                else query_block(att, t.m, t.n)
+            self.place(block)
+            if t.splits > 1:
+                self.start, self.steps = split_range(self.start, self.steps, t.splits)
 
         def init():
             nvvm.MBarrierInitOp(self.q_full, _i(1))
+            if self.persistent:
+                nvvm.MBarrierInitOp(self.q_empty, _i(t.consumers))
             self.ring_k.init_barriers()
             self.ring_v.init_barriers()
         _if(_cmp("eq", tid, _idx(0)), init)
@@ -362,23 +503,60 @@ class FlashForward:
         warpgroup = arith.divui(tid, _idx(WARPGROUP))
         _if(_cmp("eq", warpgroup, _idx(0)), self.producer, self.consumer)
 
+    def registers(self):
+        """(producer's, each consumer's) setmaxnreg (``register_plan``)."""
+        return register_plan(self.att, self.tile)
+
+    def place(self, block):
+        """Take the query tile ``block`` (attention_tiles.query_block's
+        values) as the one the code that follows computes."""
+        self.b, self.h, self.hk, self.m0, self.start, self.steps, self.extent = block
+
+    def tiles(self, body):
+        """A persistent block's loop over its query tiles
+        (flash_scheduler.py), each placed, calling ``body(count)`` (the
+        tiles run before, an index value) with ``g0`` the ring's step count
+        before the tile; it runs the tile's steps."""
+        t = self.tile
+
+        def run(count, tile_x, head, g0):
+            self.place(query_unit(self.att, t.m, t.n, tile_x, head))
+            self.g0 = g0
+            body(count)
+            return [arith.addi(g0, self.steps)]
+        self.scheduler.loop(run, [_idx(0)])
+
+    def g(self, j):
+        """The ring's step number of the tile's step ``j``: steps run
+        through the rings across a persistent block's tiles (pipeline.Ring)."""
+        return j if self.g0 is None else arith.addi(self.g0, j)
+
+    @staticmethod
+    def parity(count):
+        """The phase parity (i32) of the count-th use of a barrier."""
+        return _to_i32(arith.andi(count, _idx(1)))
+
     def producer(self):
-        nvvm.SetMaxRegisterOp(registers(self.tile.consumers)[0],
+        nvvm.SetMaxRegisterOp(self.registers()[0],
                               nvvm.SetMaxRegisterAction.decrease)
         t = self.tile
 
-        def issue():
+        def issue(count=None):
             b, h, hk = _to_i32(self.b), _to_i32(self.h), _to_i32(self.hk)
             if self.att.paged:
                 for rows in (self.k, self.v):
                     rows.bind(self.extent.skv)
+            if count is not None:
+                # The Q tile is free once the consumers are done with the
+                # last tile's Q (and its O, where staged there).
+                irutil.mbarrier_wait(self.q_empty, arith.xori(self.parity(count), _i(1)))
             nvvm.MBarrierArriveExpectTxOp(None, self.q_full, _i(self.q.arrival_bytes))
             self.q.load(self.q_base, self.q_full, b, h, _to_i32(self.m0))
 
             def step(j):
                 n0 = _to_i32(arith.muli(arith.addi(self.start, j), _idx(t.n)))
                 for ring, rows in ((self.ring_k, self.k), (self.ring_v, self.v)):
-                    s, parity = ring.slot(j)
+                    s, parity = ring.slot(self.g(j))
                     # A fresh barrier counts as completed in the phase
                     # before its first: the first pass does not wait.
                     irutil.mbarrier_wait(ring.empty(s), arith.xori(parity, _i(1)))
@@ -386,17 +564,39 @@ class FlashForward:
                     nvvm.MBarrierArriveExpectTxOp(None, full, _i(rows.bytes))
                     rows.load(ring.stage(s), full, b, hk, n0)
             _for(_idx(0), self.steps, step)
-        _if(_cmp("eq", self.tid, _idx(0)), issue)
+        if self.persistent:
+            _if(_cmp("eq", self.tid, _idx(0)), lambda: self.tiles(issue))
+        else:
+            _if(_cmp("eq", self.tid, _idx(0)), issue)
 
     def consumer(self):
-        nvvm.SetMaxRegisterOp(registers(self.tile.consumers)[1],
+        nvvm.SetMaxRegisterOp(self.registers()[1],
                               nvvm.SetMaxRegisterAction.increase)
-        t = self.tile
         local = arith.remui(self.tid, _idx(WARPGROUP))
         consumer = arith.subi(arith.divui(self.tid, _idx(WARPGROUP)), _idx(1))
         self.leader = _cmp("eq", local, _idx(0))
         lane = arith.remui(local, _idx(32))
         self.local, self.lane, self.consumer = local, lane, consumer
+        if not self.persistent:
+            self.place_rows()
+            irutil.mbarrier_wait(self.q_full, _i(0))
+            self.descriptors()
+            self.compute()
+            return
+        self.descriptors()
+
+        def tile(count):
+            self.place_rows()
+            irutil.mbarrier_wait(self.q_full, self.parity(count))
+            self.compute()
+        self.tiles(tile)
+        if self.o is not None:
+            # The last tile's TMA stores are done before the block exits.
+            _if(_cmp("eq", lane, _idx(0)), lambda: nvvm.CpAsyncBulkWaitGroupOp(0))
+
+    def place_rows(self):
+        """The thread's query rows in the tile (and, folded, their heads)."""
+        local, lane, consumer = self.local, self.lane, self.consumer
         first = arith.addi(self.m0, arith.muli(consumer, _idx(64)))  # the warpgroup's first row
         row = arith.addi(first, arith.addi(arith.muli(arith.divui(local, _idx(32)), _idx(16)),
                                            arith.divui(lane, _idx(4))))
@@ -417,15 +617,22 @@ class FlashForward:
             self.rows = [s for _, s in pairs]
             self.span = (_idx(0), self.att.sq)
 
-        irutil.mbarrier_wait(self.q_full, _i(0))
-        # Q: the warpgroup's 64 rows of each box, K-major.
+    def descriptors(self):
+        """The wgmma descriptors' parts that hold for every step: Q's (the
+        warpgroup's 64 rows of each box, K-major), K's mode, V's."""
+        t = self.tile
         self.k_major = descriptor_constant(False, 0)
         self.q_desc = matrix_descriptor(
-            arith.addi(self.q_base, arith.muli(_to_i64(consumer), _i(64 * SWIZZLE, 64))),
+            arith.addi(self.q_base, arith.muli(_to_i64(self.consumer), _i(64 * SWIZZLE, 64))),
             self.k_major)
         self.v_const = descriptor_constant(True, t.n * SWIZZLE)
-        turns = Turns(consumer, t.consumers, self.steps) if t.consumers > 1 else None
-        if turns:
+
+    def compute(self):
+        """The placed tile's steps and epilogue, O and the statistics
+        stored."""
+        t = self.tile
+        turns = Turns(self.consumer, t.consumers, self.steps) if t.consumers > 1 else None
+        if turns and not self.persistent:
             turns.start()
         neg_inf, zero = f32(-math.inf), f32(0.0)
         # A block whose rows see no column (bottom-right aligned, Sq > Skv)
@@ -434,6 +641,8 @@ class FlashForward:
         run = scf.IfOp(_cmp("ugt", self.steps, _idx(0)), [x.type for x in none],
                        has_else=True)
         with ir.InsertionPoint(run.else_block):
+            if self.persistent and self.o is None:
+                self.release_q()  # nothing was read of Q, nor is O staged there
             scf.YieldOp(none)
         with ir.InsertionPoint(run.then_block):
             scf.YieldOp(self.steps_of(turns))
@@ -443,9 +652,17 @@ class FlashForward:
         else:
             self.store(o_acc, [m_a, m_b], [l_a, l_b])
 
+    def release_q(self):
+        """Give the Q tile back to the producer (one arrival a warpgroup),
+        for the next tile's Q (persistent)."""
+        _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, self.q_empty))
+
     def steps_of(self, turns):
         """The block's steps (at least one): returns O, the row maxima and
         the row sums."""
+        if turns and self.persistent:
+            # Inside the tile's steps: a tile with none takes no turn.
+            turns.start()
         # Step 0: S_0, its softmax; no P V yet.
         biases = self.biases(_idx(0))
         if turns:
@@ -491,13 +708,17 @@ class FlashForward:
                     [llvm.mlir_zero(struct(self.n_o))] + m + l_ + [one, one] + pairs)
         o_acc, m_a, m_b, l_a, l_b, alpha_a, alpha_b = loop.results[:7]
         pairs = list(loop.results[7:])
+        if self.persistent and not self.q_staging:
+            # Every S is done: the next tile's Q may load.
+            self.release_q()
         # The last step's P V.
         last = arith.subi(self.steps, _idx(1))
         o_acc = self.rescale(o_acc, [alpha_a, alpha_b])
         o_acc = self.pv(o_acc, pairs, last)
         nvvm.WgmmaGroupSyncAlignedOp()
         nvvm.WgmmaWaitGroupSyncOp(0)
-        self.release(self.ring_v, last)
+        if not self.o_in_v:  # else O is staged there: the epilogue releases it
+            self.release(self.ring_v, last)
         return [o_acc, m_a, m_b, l_a, l_b]
 
     # -- the products ---------------------------------------------------------
@@ -506,7 +727,7 @@ class FlashForward:
         """Issue S = Q K_j^T over the head dim (16 columns a wgmma), after
         waiting for step ``j``'s stage; returns the accumulator in flight."""
         att, t, ring = self.att, self.tile, self.ring_k
-        s, parity = ring.slot(j)
+        s, parity = ring.slot(self.g(j))
         irutil.mbarrier_wait(ring.full(s), parity)
         k_desc = matrix_descriptor(ring.stage(s), self.k_major)
         # After the wait: registers the wgmmas read (O, P) were written by
@@ -518,7 +739,7 @@ class FlashForward:
     def pv(self, o_acc, pairs, j):
         """Issue O += P V_j over step ``j``'s kv rows (16 a wgmma), P from
         registers (``pairs``: 4 i32 per 16 columns of S)."""
-        s, parity = self.ring_v.slot(j)
+        s, parity = self.ring_v.slot(self.g(j))
         irutil.mbarrier_wait(self.ring_v.full(s), parity)
         v_desc = matrix_descriptor(self.ring_v.stage(s), self.v_const)
         nvvm.WgmmaFenceAlignedOp()
@@ -527,7 +748,7 @@ class FlashForward:
     def release(self, ring, j):
         """Give step ``j``'s stage of ``ring`` back to the producer (one
         arrival a warpgroup)."""
-        s = arith.remui(j, _idx(self.tile.stages))
+        s = arith.remui(self.g(j), _idx(self.tile.stages))
         _if(self.leader, lambda: nvvm.MBarrierArriveOp(None, ring.empty(s)))
 
     # -- the softmax ----------------------------------------------------------
@@ -643,7 +864,20 @@ class FlashForward:
         """O through shared memory and TMA stores: each warp writes its 16
         rows into its warpgroup's rows of the Q tile (free once the last S
         is done), in the same swizzled boxes, and its first lane stores them
-        (TMA drops the rows past Sq and the columns past Dv)."""
+        (TMA drops the rows past Sq and the columns past Dv). A persistent
+        block with ``o_in_v`` writes them into the V stage of the tile's
+        last step instead (the Q tile then loads the next tile's Q), once
+        every consumer's last P V is done; after the stores have read
+        shared memory it gives back whichever it used."""
+        t = self.tile
+        staging = self.q_base
+        if self.o_in_v:
+            if t.consumers > 1:
+                # The stage holds V rows other warpgroups' last P V read.
+                self._bar("bar.sync", _i(EPILOGUE_BARRIER), t.consumers * WARPGROUP)
+            last = arith.remui(self.g(arith.subi(self.steps, _idx(1))), _idx(t.stages))
+            staging = arith.select(_cmp("ugt", self.steps, _idx(0)),
+                                   self.ring_v.stage(last), self.q_base)
         byte = arith.muli(arith.remui(self.lane, _idx(4)), _idx(4))
         first = arith.addi(arith.muli(self.consumer, _idx(64)),
                            arith.muli(arith.divui(self.local, _idx(32)), _idx(16)))
@@ -651,18 +885,38 @@ class FlashForward:
             row = arith.addi(first, _add(arith.divui(self.lane, _idx(4)), 8 * r))
             for block, bits in enumerate(pairs[r]):
                 box, chunk = divmod(block, 8)
-                at = arith.addi(self.q_base, _to_i64(swizzled_offset(row, chunk, byte)))
+                at = arith.addi(staging, _to_i64(swizzled_offset(row, chunk, byte)))
                 llvm.store(bits, _shared_ptr(_add(at, box * self.q.box_bytes)), alignment=4)
         llvm.inline_asm(None, [], "fence.proxy.async.shared::cta;", "", has_side_effects=True)
         nvvm.SyncWarpOp(_i(-1))
 
         def issue():
-            src = arith.addi(self.q_base, _to_i64(arith.muli(first, _idx(SWIZZLE))))
+            src = arith.addi(staging, _to_i64(arith.muli(first, _idx(SWIZZLE))))
             self.o.store(src, _to_i32(self.b), _to_i32(self.h),
                          _to_i32(arith.addi(self.m0, first)))
             nvvm.CpAsyncBulkCommitGroupOp()
-            nvvm.CpAsyncBulkWaitGroupOp(0)
+            # A persistent block waits only for the stores' reads of shared
+            # memory (the last tile's writes are awaited before it exits).
+            nvvm.CpAsyncBulkWaitGroupOp(0, read=self.persistent)
         _if(_cmp("eq", self.lane, _idx(0)), issue)
+        if not self.persistent:
+            return
+        # Each warp's stores have read its rows: the warpgroup's arrival.
+        nvvm.SyncWarpOp(_i(-1))
+        mine = arith.index_cast(ir.IntegerType.get_signless(32),
+                                _add(self.consumer, EPILOGUE_BARRIER + 1))
+        self._bar("bar.sync", mine, WARPGROUP)
+        if self.o_in_v:
+            _if(_cmp("ugt", self.steps, _idx(0)),
+                lambda: self.release(self.ring_v, arith.subi(self.steps, _idx(1))),
+                self.release_q)
+        else:
+            self.release_q()
+
+    @staticmethod
+    def _bar(op, barrier, threads):
+        """Named barrier ``barrier`` (an i32) over ``threads`` threads."""
+        llvm.inline_asm(None, [barrier], f"{op} $0, {threads};", "r", has_side_effects=True)
 
 
 def build_attention(fn, att, tile):

@@ -1,11 +1,11 @@
 """A tc-sm90 kernel, composed: operand loaders (tma.py), the ring
 (pipeline.py), the warp-specialized mainloop (mainloop.py, prologue.py), the
-epilogue (epilogue.py), split-K (splitk.py) and the tile scheduler
-(scheduler.py), over one geometry (``Kernel``).
+epilogue (epilogue.py), split-K (splitk.py), the tail split (tail_split.py)
+and the tile scheduler (scheduler.py), over one geometry (``Kernel``).
 
 Host side (``Kernel.build``, at the kernel function's return): the copies of
 operands that wgmma or TMA cannot read in place, the TMA descriptors, the
-zeroing of amax outputs (amax.py), the split-K workspace, the ``gpu.launch`` (in clusters for a cluster sum) and a
+zeroing of amax outputs (amax.py), the split-K and tail split workspaces, the ``gpu.launch`` (in clusters for a cluster sum) and a
 second launch that sums split-K partials where this one does not. Device
 side (``Kernel.kernel``): align the dynamic shared memory, initialize the
 ring's barriers, and branch on the warpgroup: 0 runs the producer, the
@@ -36,6 +36,7 @@ from dnnc.codegen.gpu.tensorcore.sm90.pipeline import Ring
 from dnnc.codegen.gpu.tensorcore.sm90.prologue import Prologues
 from dnnc.codegen.gpu.tensorcore.sm90.scheduler import TileScheduler
 from dnnc.codegen.gpu.tensorcore.sm90.splitk import SplitK
+from dnnc.codegen.gpu.tensorcore.sm90.tail_split import TailSplit
 from dnnc.codegen.gpu.tensorcore.sm90.support import (
     ALIGN, WARPGROUP, converted_bytes, multiplied, padded_operands, prologue_sources,
     registers_a, smem_bytes, transposed_operands, wgmma_types,
@@ -76,6 +77,7 @@ class Kernel:
         self.padded = padded_operands(gemm)
         # An implicit GEMM brings its own loaders (im2col.py), which read
         # the operands where they lie.
+        self.implicit_gemm = loaders is not None
         if loaders is not None:
             self.transposed, self.padded = {}, {}
         copied = {**self.transposed, **self.padded}
@@ -111,6 +113,9 @@ class Kernel:
         self.prologues = Prologues(self)
         # Block scales applied per K step (block_scales.py); None: a plain GEMM.
         self.block_scaling = BlockScaling(self) if gemm.scales is not None else None
+        # The last wave's tiles split along K (tail_split.py; raises
+        # NotSupported where it cannot run).
+        self.tail = TailSplit(self)
         self.base = None    # device side: the block's aligned shared-memory base (i64)
         self.tid = None     # device side: the thread's index in the block
 
@@ -135,6 +140,8 @@ class Kernel:
             out.append(self.epilogue.note)
         if self.bias is not None:
             out.append(self.bias.note())
+        if self.tail.note():
+            out.append(self.tail.note())
         return out
 
     # -- host side ----------------------------------------------------------
@@ -162,6 +169,7 @@ class Kernel:
             self.epilogue.make_descriptors()
             self.epilogue.amax.zero()
             self.splitk.allocate()
+            self.tail.allocate()
             if self.bias is not None:
                 self.bias.allocate()
             shared = smem_bytes(tile, self.element, self.sources) + self.epilogue.staging_bytes

@@ -9,8 +9,9 @@ steps through the ring (pipeline.py).
   for the stage to be full, issue BK / k wgmma m64nBNk on it, release the
   previous step's stage once its wgmmas are done (``wgmma.wait_group 1``
   keeps one step in flight); after a unit's last step, wait for all, release
-  that stage, and hand the accumulator to the epilogue (epilogue.py) or to
-  split-K (splitk.py). The epilogue's inputs are read while the last step's
+  that stage, and hand the accumulator to the epilogue (epilogue.py), to
+  split-K (splitk.py), or, under a tail split, to the run-time branch
+  between the two (tail_split.py). The epilogue's inputs are read while the last step's
   wgmmas run.
 
 The producer gives registers away (setmaxnreg 40) and the consumers take
@@ -280,6 +281,12 @@ class Consumer:
                 k.splitk.cluster_sum(acc, where, k_steps[2])
             elif k.scheduler.splits > 1:
                 k.splitk.finish_part(acc, where, k_steps[2])
+            elif k.scheduler.tail_split:
+                # A whole unit, or the part that sums its tile's: one
+                # epilogue after the branch (tail_split.py). The inputs
+                # were read early for either.
+                acc, run = k.tail.finish(acc, consumer, local, k_steps[2], k_steps[3])
+                _if(run, lambda: epilogue.apply(acc, *where, inputs))
             else:
                 epilogue.apply(acc, *where, inputs)
             return [g]

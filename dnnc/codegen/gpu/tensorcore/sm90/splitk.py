@@ -32,6 +32,26 @@ from dnnc.codegen.gpu.tensorcore.sm90.support import WARPGROUP, NotSupported
 LAST_ARRIVAL_SPLITS = 4
 
 
+def arrive(arrivals, counter, first_lane):
+    """A warp's arrival at i32 counter ``counter`` of ``arrivals``
+    (``first_lane``: lane 0 of the warp): the warp's stores before are made
+    visible to the GPU (membar.gl), lane 0 adds one and fences again, and
+    every lane gets the count before the add (the last of n to arrive reads
+    n - 1)."""
+    i32 = ir.IntegerType.get_signless(32)
+    nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+    nvvm.SyncWarpOp(_i(-1))
+    count = scf.IfOp(first_lane, [i32], has_else=True)
+    with ir.InsertionPoint(count.then_block):
+        before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i(1), arrivals, [counter])
+        nvvm.MembarOp(nvvm.MemScopeKind.GPU)
+        scf.YieldOp([before])
+    with ir.InsertionPoint(count.else_block):
+        scf.YieldOp([_i(0)])
+    nvvm.SyncWarpOp(_i(-1))
+    return gpu.ShuffleOp(count.results[0], _i(0), _i(32), gpu.ShuffleMode.IDX).results[0]
+
+
 class SplitK:
     """How ``kernel``'s (kernel.Kernel) K splits are summed. Raises
     NotSupported when the splits cannot be summed in clusters of the tile's
@@ -215,7 +235,6 @@ class SplitK:
         after the others are done: beyond LAST_ARRIVAL_SPLITS the sum is a
         second launch."""
         k = self.k
-        i32 = ir.IntegerType.get_signless(32)
         warp = arith.divui(local, _idx(32))
         lane = arith.remui(local, _idx(32))
         tile_index = arith.addi(
@@ -225,17 +244,7 @@ class SplitK:
             arith.muli(tile_index, _idx(k.tile.consumers)), consumer), _idx(WARPGROUP // 32)),
             warp)
         first_lane = _cmp("eq", lane, _idx(0))
-        nvvm.MembarOp(nvvm.MemScopeKind.GPU)
-        nvvm.SyncWarpOp(_i(-1))
-        count = scf.IfOp(first_lane, [i32], has_else=True)
-        with ir.InsertionPoint(count.then_block):
-            before = memref.atomic_rmw(arith.AtomicRMWKind.addi, _i(1), self.arrivals, [counter])
-            nvvm.MembarOp(nvvm.MemScopeKind.GPU)
-            scf.YieldOp([before])
-        with ir.InsertionPoint(count.else_block):
-            scf.YieldOp([_i(0)])
-        nvvm.SyncWarpOp(_i(-1))
-        before = gpu.ShuffleOp(count.results[0], _i(0), _i(32), gpu.ShuffleMode.IDX).results[0]
+        before = arrive(self.arrivals, counter, first_lane)
 
         def last():
             _if(first_lane, lambda: memref.store(_i(0), self.arrivals, [counter]))

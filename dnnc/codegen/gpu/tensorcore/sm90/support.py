@@ -40,6 +40,8 @@ class Tile:
     tiled: bool = False
     promote_overlap: int = 0  # block scales: steps a group runs promoting step kt - 1
     #                           while kt's wgmmas run (2, 4, 8; 0: whole steps)
+    tail_split: int = 0      # the last wave's tiles split along K up to this many ways
+    #                           (scheduler.py, tail_split.py; 0: off)
 
     @property
     def threads(self):
