@@ -129,6 +129,23 @@ def test_tolerances_are_the_gpu_tests():
     assert compare.RTOL == case.RTOL and compare.TAIL == case.TAIL
 
 
+def test_a_wider_output_of_a_rounded_value_takes_the_rounding_tolerance():
+    """An f32 output cast from a bf16 intermediate (``contracted(...,
+    rounded=BF16)``) is held to bf16's RTOL: GPU and reference may round an
+    f32 sum to either side of a bf16 step, one bf16 ulp apart in f32."""
+    sys.path.insert(0, os.path.join(ROOT, "test", "gpu"))
+    from gpu_cases import case
+
+    data = {"a": np.ones(64), "b": np.ones(64)}
+    expected = np.array([20.125])
+    plain = case.comparison(case.F32, expected, None, ("a", "b", 64, 1.0, None), data)
+    rounded = case.comparison(case.F32, expected, None, ("a", "b", 64, 1.0, "bf16"), data)
+    assert plain["rtol"] == case.RTOL["f32"] and rounded["rtol"] == case.RTOL["bf16"]
+    got = 20.25   # the next bf16 value
+    assert abs(got - 20.125) > plain["atol"] + plain["rtol"] * 20.125
+    assert abs(got - 20.125) <= rounded["atol"] + rounded["rtol"] * 20.125
+
+
 def test_extremal_inputs_hold_every_kind():
     spec = {"dims": [4000], "dtype": "f16", "draw": "extremal", "scale": 1.0}
     x = torch.from_numpy(values.draw_one(np.random.default_rng(0), spec)).half().double()

@@ -31,11 +31,15 @@ TAIL = 4.0
 CONTRACTIONS = {}
 
 
-def contracted(out, a, b, k, gain=1.0):
+def contracted(out, a, b, k, gain=1.0, rounded=None):
     """Mark ``out`` (or the epilogue ending in it) as a sum of ``k``
     products of graph inputs ``a`` and ``b`` (tensors), scaled by at most
-    ``gain`` on the way, for its tolerance."""
-    CONTRACTIONS[out.name] = (a.name, b.name, int(k), float(gain))
+    ``gain`` on the way, for its tolerance. ``rounded``: the type (a
+    data_type) the value is rounded to on the way to a wider output (an f32
+    cast of a bf16 intermediate): its RTOL holds where larger, since GPU
+    and reference may round an f32 sum to either side of a 16-bit step."""
+    CONTRACTIONS[out.name] = (a.name, b.name, int(k), float(gain),
+                              rounded.mlir if rounded is not None else None)
     return out
 
 
@@ -100,7 +104,7 @@ def _rms(x):
 def _contraction_scale(contraction, data):
     """The magnitude a sum of ``k`` products of ``a`` and ``b`` (scaled by
     ``gain``) reaches in its tail: what its absolute tolerance scales with."""
-    a, b, k, gain = contraction
+    a, b, k, gain = contraction[:4]
     return max(1.0, TAIL * np.sqrt(k) * _rms(data[a]) * _rms(data[b]) * gain)
 
 
@@ -121,6 +125,8 @@ def comparison(dtype, expected, rtol=None, contraction=None, data=None, fp8_ulps
             rule["atol"] = RTOL["f32"] * _contraction_scale(contraction, data)
         return rule
     rtol = rtol or RTOL[dtype.mlir]
+    if contraction is not None and len(contraction) > 4 and contraction[4]:
+        rtol = max(rtol, RTOL[contraction[4]])
     if contraction is not None:
         return {"compare": "allclose", "rtol": rtol,
                 "atol": rtol * _contraction_scale(contraction, data)}

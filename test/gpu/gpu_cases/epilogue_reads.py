@@ -176,7 +176,8 @@ def add_epilogue_read(g, i, direction, kind, epilogue, dtype):
     z.set_name(f"z{i}")
     if conv:
         z.set_stride(channels_last(dims))
-    outputs(contracted(z, a, b, k, gain))
+    # A cast's f32 output holds the dtype intermediate's rounding.
+    outputs(contracted(z, a, b, k, gain, rounded=dtype if epilogue == "cast" else None))
     if epilogue == "second":
         y.set_name(f"y{i}")
         if conv:
