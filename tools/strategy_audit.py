@@ -62,12 +62,6 @@ ALLOWED = (
             "an exact f32 matmul whose two batch dims broadcast against each other: simt-gemm "
             "addresses one batch dim (tc-sm80 unravels several, but multiplies f32 only as "
             "tf32)", "33 (exact f32 matmul)"),
-    Allowed("convolution channels not in 16-byte pixels", CONVOLUTIONS,
-            r"pixels are \d+ elements apart|has no contiguous dim|of [CK] = \d+: (the filter|dy)"
-            r" is read [CK]-contiguous",
-            "C or K not a multiple of 8 (bf16/f16): TMA and cp.async read a pixel's channels "
-            "in 16-byte units, and the loaders do not pad them yet",
-            "30 (C not a multiple of 8, padded in the loader)"),
     Allowed("filter gradient tile across filter taps", ("conv_wgrad",),
             r"^for when tc-sm90 does not apply \(conv_wgrad|in tiles of \d+ columns: a tile "
             r"must lie in one filter tap",

@@ -205,7 +205,10 @@ def _attention_readers(arg, strides, functions, calls):
     ``arg``, whose ``strides`` are not dense (q, k or v of a backward, a
     slice of the qkv projection the forward returned as a view), when each
     is a tensor-core attention kernel that reads it through TMA at those
-    strides (tensorcore/attention.py's rows_problem); None otherwise."""
+    strides (tensorcore/attention.py's rows_problem); None otherwise. A
+    ragged (packed, THD) attention keeps the copy: its offsets address the
+    rows of the declared layout, and that path through a strided input has
+    not run on a GPU."""
     t = ir.MemRefType(arg.type)
     strided = ir.MemRefType.get(list(t.shape), t.element_type,
                                 layout=ir.StridedLayoutAttr.get(0, strides))
@@ -215,6 +218,8 @@ def _attention_readers(arg, strides, functions, calls):
         if found is None or ATTENTION not in found[0].attributes:
             return None
         callee, index = found
+        if "ragged_strides" in ir.DictAttr(callee.attributes[ATTENTION]):
+            return None
         role = argument_role(callee, index)
         if role is None or role not in ATTENTION_INPUTS or rows_problem(role, strided):
             return None

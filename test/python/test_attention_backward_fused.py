@@ -28,11 +28,13 @@ of it.
   touched while its wgmma may run.
 """
 
+import types
+
 import pytest
 
 from dnnc import compiler, graph_mlir
 from dnnc.codegen.gpu import sass
-from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_fused as fused
+from dnnc.codegen.gpu.tensorcore.sm90 import flash_backward_dq, flash_backward_fused as fused
 from kernel_builds import (Builds, assert_fit, assert_no_local_memory, assert_setmaxnreg_fits,
                            assert_shared_fit, atomics, family)
 from test_attention_tensor_cores import (
@@ -112,7 +114,8 @@ def check_plan(package, name, persistent=True, parts=None, summed=False):
     assert main["config"]["tile"] == [64, 128] and main["config"]["stages"] == tile.stages
     assert main["config"].get("split", 1) == parts, main["config"]
     units = -(-skv // 128) * b * hk * parts
-    assert pre["grid"] == [-(-sq // 32), b * h, 1]
+    passes = flash_backward_dq.pre_passes(types.SimpleNamespace(batch=b, heads=h, sq=sq, dv=dv))
+    assert pre["grid"] == [-(-sq // (flash_backward_dq.PRE_ROWS * passes)), b * h, 1]
     if persistent:
         assert main["grid"] == [min(units, 132), 1, 1]
         assert main["config"]["persistent"] == 1
