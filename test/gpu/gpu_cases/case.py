@@ -35,11 +35,11 @@ def contracted(out, a, b, k, gain=1.0, rounded=None):
     """Mark ``out`` (or the epilogue ending in it) as a sum of ``k``
     products of graph inputs ``a`` and ``b`` (tensors), scaled by at most
     ``gain`` on the way, for its tolerance. ``rounded``: the type (a
-    data_type) the value is rounded to on the way to a wider output (an f32
+    data_type or its name) the value is rounded to on the way to a wider output (an f32
     cast of a bf16 intermediate): its RTOL holds where larger, since GPU
     and reference may round an f32 sum to either side of a 16-bit step."""
     CONTRACTIONS[out.name] = (a.name, b.name, int(k), float(gain),
-                              rounded.mlir if rounded is not None else None)
+                              getattr(rounded, "mlir", rounded))
     return out
 
 
