@@ -782,19 +782,31 @@ class Interpreter:
             return bits.astype(np.uint32).view(np.float32).astype(np.float64)
         a = [tf32(x) for x in ins[0:4]]
         b = [tf32(x) for x in ins[4:6]]
-        c = [np.broadcast_to(np.asarray(x, np.float32), (self.lanes,)) for x in ins[6:10]]
         warps = self.lanes // 32
         lane = np.arange(32)
         g, t = lane // 4, lane % 4
 
         def w(x):
             return np.asarray(x).reshape((warps, 32))
-        A, B, C = np.zeros((warps, 16, 8)), np.zeros((warps, 8, 8)), np.zeros((warps, 16, 8))
+        A, B = np.zeros((warps, 16, 8)), np.zeros((warps, 8, 8))
         A[:, g, t], A[:, g + 8, t], A[:, g, t + 4], A[:, g + 8, t + 4] = (w(x) for x in a)
         B[:, t, g], B[:, t + 4, g] = w(b[0]), w(b[1])
+        return self._mma_accumulate(A, B, ins[6:10])
+
+    def _mma_accumulate(self, A, B, c):
+        """D = A B + C of an m16n8 mma.sync, C and D in the accumulator
+        fragments (c0, c1 at row g, columns 2t, 2t + 1; c2, c3 at row g + 8):
+        ``A`` and ``B`` [warps, 16, k] and [warps, k, 8], ``c`` the four C
+        registers; returns D's four registers a lane."""
+        warps = self.lanes // 32
+        lane = np.arange(32)
+        g, t = lane // 4, lane % 4
+        c = [np.broadcast_to(np.asarray(x, np.float32), (self.lanes,)).reshape(warps, 32)
+             for x in c]
+        C = np.zeros((warps, 16, 8))
         for j in range(2):
-            C[:, g, 2 * t + j] = w(c[j])
-            C[:, g + 8, 2 * t + j] = w(c[2 + j])
+            C[:, g, 2 * t + j] = c[j]
+            C[:, g + 8, 2 * t + j] = c[2 + j]
         D = (A @ B + C).astype(np.float32)
         out = np.zeros((warps, 32, 4), np.float32)
         for j in range(2):
@@ -808,13 +820,11 @@ class Interpreter:
             return self._mma_tf32(ins)
         a = [self._halves(x, kind) for x in ins[0:4]]       # [lanes, 2] each
         b = [self._halves(x, kind) for x in ins[4:6]]
-        c = [np.broadcast_to(np.asarray(x, np.float32), (self.lanes,)) for x in ins[6:10]]
         warps = self.lanes // 32
         lane = np.arange(32)
         g, t = lane // 4, lane % 4
         A = np.zeros((warps, 16, 16))
         B = np.zeros((warps, 16, 8))
-        C = np.zeros((warps, 16, 8))
 
         def w(x):
             return np.asarray(x).reshape((warps, 32) + np.shape(x)[1:])
@@ -825,14 +835,7 @@ class Interpreter:
             A[:, g + 8, 8 + 2 * t + j] = w(a[3])[:, :, j]
             B[:, 2 * t + j, g] = w(b[0])[:, :, j]
             B[:, 8 + 2 * t + j, g] = w(b[1])[:, :, j]
-            C[:, g, 2 * t + j] = w(c[j])
-            C[:, g + 8, 2 * t + j] = w(c[2 + j])
-        D = (A @ B + C).astype(np.float32)
-        out = np.zeros((warps, 32, 4), np.float32)
-        for j in range(2):
-            out[:, :, j] = D[:, g, 2 * t + j]
-            out[:, :, 2 + j] = D[:, g + 8, 2 * t + j]
-        return out.reshape(self.lanes, 4)
+        return self._mma_accumulate(A, B, ins[6:10])
 
 
 def run_kernel(fn, arrays, poison=False):
