@@ -108,6 +108,12 @@ def _base(ranked, fields):
     wanted = fields.get("strategy")
     if wanted == GEMV:
         return next((c for c in ranked if c.strategy == GEMV), best)
+    if wanted is not None and set(fields) == {"strategy"} and wanted != best.strategy:
+        # Only the strategy named: its own best ranked plan (a tc-sm80
+        # filter gradient's K split), where the heuristics rank it at all.
+        theirs = next((c for c in ranked if c.strategy == wanted), None)
+        if theirs is not None:
+            return theirs
     if best.strategy != GEMV:
         return best
     before = next((c for c in ranked if c.strategy != GEMV), best)

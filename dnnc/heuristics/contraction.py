@@ -929,11 +929,11 @@ def tc_sm80_attention_backward_tile(d, dv, biased, shared=TC80_SHARED["sm_80"]):
 
 def tc_sm80_attention_backward(problem, facts):
     """tc-sm80 Configs for an sdpa_backward of 16-bit q, k, v on sm_80:
-    the fused kernel first where ``_tc_sm80_not_fused`` finds nothing
-    against it (sm80/flash_backward_fused.py, ``fused = 1``: dQ summed by
-    f32 reductions, in no fixed order), then a dQ kernel and a dK dV kernel
-    (sm80/flash_backward.py), each gradient summed by one thread in a fixed
-    order (deterministic, no atomics); none above
+    a dQ kernel and a dK dV kernel (sm80/flash_backward.py), each gradient
+    summed by one thread in a fixed order (deterministic, no atomics), then
+    the fused kernel where ``_tc_sm80_not_fused`` finds nothing against it
+    (sm80/flash_backward_fused.py, ``fused = 1``: dQ summed by f32
+    reductions, in no fixed order; slower, TC80_FUSED_SLOWER); none above
     TC80_ATTENTION_BACKWARD_D. Its inputs are q, k, v, o, dO,
     stats, then a bias (a float) or padding lengths (int32)."""
     ins = problem.anchor_inputs
@@ -953,21 +953,27 @@ def tc_sm80_attention_backward(problem, facts):
     why = _tc_sm80_not_fused(problem, tile, d, dv, biased)
     if why:
         return [two.replace(reason=f"{two.reason}; not the fused kernel: {why}")]
-    return [two.replace(fused=1, reason=(
+    fused = two.replace(fused=1, reason=(
         f"attention backward ({facts}): one fused kernel on mma.sync ({tile.rows} kv rows a "
         f"block, {tile.dkv_m} query rows a step, {tile.stages} stages, five products a step), "
-        f"dQ summed in f32 by red.global.add ({NOT_DETERMINISTIC}; fused:0 names the "
-        "deterministic two kernels)")), two]
+        f"dQ summed in f32 by red.global.add ({NOT_DETERMINISTIC})"))
+    return [two.replace(reason=f"{two.reason}; before the fused kernel (fused:1), which "
+                               f"{TC80_FUSED_SLOWER}"), fused]
 
 
 # Head dims (D = Dv) at which tc-sm80's fused attention backward is ranked
-# first; it takes others (any D its warps split evenly) when a config asks.
+# (second, after the two kernels); it takes others (any D its warps split
+# evenly) when a config asks.
 TC80_FUSED_BACKWARD_D = (64, 128)
+# Why the two kernels rank before the fused one: measured on an H200
+# (bench/cases.py's tc-sm80 backwards, B4 H16 S4096 bf16), the fused kernel
+# took 6-13% longer at D 64 and 128, causal or not.
+TC80_FUSED_SLOWER = "took 6-13% longer on an H200 at D 64 and 128"
 
 
 def _tc_sm80_not_fused(problem, tile, d, dv, biased):
     """Why tc-sm80's fused attention backward (sm80/flash_backward_fused.py)
-    is not ranked first for ``problem`` in ``tile``, or None: the graph
+    is not ranked (after the two kernels) for ``problem`` in ``tile``, or None: the graph
     asks for a deterministic backward, a bias (the two kernels' dbias, and
     a step's bias values beside the accumulators), head dims other than
     TC80_FUSED_BACKWARD_D, or the kernel's own refusal."""

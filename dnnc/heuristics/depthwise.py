@@ -57,6 +57,11 @@ WIDE_TILES = (8, 4, 2)
 WIDE_WINDOW = 5
 WIDE_MAX_BLOCK = 256
 TYPES = ("bf16", "f16", "f32")
+# DIVIDING_TILES: a tile that divides W is taken over one up to twice as
+# wide that does not. The last tile's guarded outputs (depthwise_emit.py)
+# cost more than the shorter rows: on an H200 (bf16, ConvNeXt's 7x7 at
+# 32x384x14x14) T = 8 over W = 14 took 0.424 ms, the guards' sums sunk
+# into them and spilled by ptxas; T = 7 divides it.
 # A filter gradient's run of output pixels a work item (8 at stride 1: a
 # 3x3's row of 10 x pixels for 8 outputs; 4 when strided) and the blocks an
 # SM its grid aims at, best first.
@@ -193,6 +198,19 @@ def _grouped_forward(channels, ins, outs, row_taps, element_bytes, width, tiles)
     return narrow, (first,) + tuple(t for t in tiles if t != first)
 
 
+def _dividing(tile, width, phases=1):
+    """``tile``, or the largest tile from half of it up that divides the
+    output's ``width`` (a multiple of ``phases``): a last tile that runs
+    past W guards its outputs, and ptxas then spills the wide windows'
+    accumulators (see DIVIDING_TILES)."""
+    if width % tile == 0:
+        return tile
+    for t in range(tile - 1, -(-tile // 2) - 1, -1):
+        if t % phases == 0 and width % t == 0:
+            return t
+    return tile
+
+
 def simt_depthwise(problem):
     """The simt-depthwise configs of a depthwise or small-group
     convolution, best first, or []."""
@@ -223,7 +241,8 @@ def simt_depthwise(problem):
     # along W (depthwise_dgrad.py): its tile is rounded to that.
     phases = stride[-1] if problem.anchor == "conv_dgrad" else 1
     tiles = [t for t in choices if t <= max(1, out_w)] or [1]
-    tiles = list(dict.fromkeys(max(1, t // phases) * phases for t in tiles))
+    tiles = list(dict.fromkeys(_dividing(max(1, t // phases) * phases, out_w, phases)
+                               for t in tiles))
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
     kind = f"{groups} groups of {ins} channels" if grouped else "depthwise"
@@ -233,10 +252,10 @@ def simt_depthwise(problem):
     best = [Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile),
                    reason=f"{facts}; block {block}: {why}")
             for block, why in generic.block_choices(work, problem.sms)
-            if tile < 8 or block <= WIDE_MAX_BLOCK]
+            if tile <= 4 or block <= WIDE_MAX_BLOCK]
     return best + [best[0].replace(tile=(1, t), reason=f"{facts}; tile 1x{t} instead, "
                                    f"block {best[0].block[0]}") for t in tiles[1:]
-                   if t < 8 or best[0].block[0] <= WIDE_MAX_BLOCK]
+                   if t <= 4 or best[0].block[0] <= WIDE_MAX_BLOCK]
 
 
 def wgrad_configs(problem):

@@ -4,13 +4,13 @@ rank on sm_80, what the kernels refuse and why, the plans (two tc-sm80
 kernels: dQ then dK dV), the override on sm_90a, what ptxas makes of them,
 and what they compute, run on the CPU by test/python/kernel_interpreter.py
 against the NumPy reference. The plans here are the two kernels'
-(``TWO_KERNELS``: the config's fused = 0, where the sm_80 heuristics rank
-the fused kernel first; test_attention_sm80_backward_fused.py tests that).
+(``TWO_KERNELS``: the config's fused = 0, which the sm_80 heuristics rank
+first; test_attention_sm80_backward_fused.py tests the fused kernel).
 
 * Heuristics (``tc_sm80_attention_backward``): on sm_80 an sdpa_backward
   of bf16 or f16 with head dims up to 128 ranks the two kernels (128 rows
   a block over 8 warps, 64 kv rows a dQ step, 64 or 32 query rows a dK dV
-  step) first or second (after the fused kernel), then simt-generic; above
+  step) first (the fused kernel second where it applies), then simt-generic; above
   128 simt-generic says why.
 * ``check`` refuses with the reason: f32, head dims no multiple of 8 or
   over 128, a bias of the other 16-bit type, ragged rows, a tile whose
@@ -45,8 +45,8 @@ from test_tc_sass import needs_sass
 
 ARCH = "sm_80"
 SM80_SHARED = TC80_SHARED["sm_80"]
-# The override that keeps the two kernels where sm_80's heuristics rank the
-# fused kernel first.
+# The override that names the two kernels (sm_80's heuristics rank them
+# first too).
 TWO_KERNELS = "*=fused:0"
 
 
@@ -69,8 +69,8 @@ def test_heuristics_rank_tc_sm80(d, dv, dkv_m):
     configs = rank(backward_problem(1024, 1000, d, dv, arch=ARCH))
     fused = d == dv and d in (64, 128)
     assert [c.fused for c in configs[:2] if c.strategy == "tc-sm80"] == \
-        ([1, 0] if fused else [0]), [(c.strategy, c.fused) for c in configs]
-    two = configs[1 if fused else 0]
+        ([0, 1] if fused else [0]), [(c.strategy, c.fused) for c in configs]
+    two = configs[0]
     assert (two.strategy, two.tile, two.stages, two.block) == \
         ("tc-sm80", (64, dkv_m), 2, (256, 1, 1)), [(c.strategy, c.tile) for c in configs]
     assert {c.strategy for c in configs[2 if fused else 1:]} == {"simt-generic"}

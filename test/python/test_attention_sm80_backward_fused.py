@@ -6,9 +6,10 @@ what ptxas makes of it, and what it computes, run on the CPU by
 test/python/kernel_interpreter.py (its ``red.global.add.f32`` included)
 against the NumPy reference.
 
-* Heuristics: D = Dv in (64, 128), no bias, not deterministic: the fused
-  kernel (``fused = 1``) first, the two kernels second; otherwise the two
-  kernels alone, their reason saying why not the fused kernel.
+* Heuristics: D = Dv in (64, 128), no bias, not deterministic: the two
+  kernels first (the fused kernel measured slower on an H200), the fused
+  kernel (``fused = 1``) second; otherwise the two kernels alone, their
+  reason saying why not the fused kernel.
 * ``refusal``: dbias, a step's query rows that do not divide the warps, D
   not in whole n8 tiles a warp; such a config falls back to the two kernels
   with a note.
@@ -47,9 +48,11 @@ ON_SM90 = "*=strategy:tc-sm80,fused:1"
 
 
 @pytest.mark.parametrize("d, dkv_m", [(64, 64), (128, 32)])
-def test_heuristics_rank_the_fused_kernel_first(d, dkv_m):
+def test_heuristics_rank_the_fused_kernel_second(d, dkv_m):
+    # The two kernels first: the fused one measured slower on an H200.
     configs = rank(backward_problem(1024, 1000, d, d, arch=ARCH))
-    fused, two = configs[:2]
+    two, fused = configs[:2]
+    assert "before the fused kernel (fused:1), which took 6-13% longer" in two.reason
     assert (fused.strategy, fused.fused, fused.tile, fused.block) == \
         ("tc-sm80", 1, (64, dkv_m), (256, 1, 1)), fused
     assert (two.strategy, two.fused, two.tile) == ("tc-sm80", 0, (64, dkv_m)), two
@@ -137,10 +140,10 @@ def built():
     return Builds(lambda name: CASES[name](), ARCH)
 
 
-@pytest.mark.parametrize("name, config", [("d64_bf16", None), ("d128_causal_f16", None),
+@pytest.mark.parametrize("name, config", [("d64_bf16", FUSED), ("d128_causal_f16", FUSED),
                                           ("d64_bf16", ON_SM90), ("bias_d128_bf16", FUSED)])
 def test_three_launches(built, name, config):
-    """The default on sm_80 (and the override, on sm_90a too): the
+    """The fused kernel, asked for on sm_80 (and on sm_90a): the
     preprocess over (query row blocks, B x H), the fused kernel over (kv
     tiles, B x Hkv), the conversion."""
     arch = "sm_90a" if config == ON_SM90 else ARCH

@@ -1,9 +1,9 @@
 """tc-sm80's attention backward
 (dnnc/codegen/gpu/tensorcore/sm80/flash_backward.py: a dQ kernel, then a
 dK dV kernel, on mma.sync) on chosen problems, every kernel forced onto
-tc-sm80's two kernels by a config override (``*=strategy:tc-sm80,fused:0``:
-on sm_80 the heuristics would rank the fused kernel first for some; its
-family is attention_backward_sm80_fused): built with ``--arch
+tc-sm80's two kernels by a config override (``*=strategy:tc-sm80,fused:0``,
+which the sm_80 heuristics rank first too; the fused kernel's family is
+attention_backward_sm80_fused): built with ``--arch
 sm_80`` they run as an A100 runs them, built for sm_90a an H100 or H200
 runs the same kernels in place of tc-sm90's.
 
