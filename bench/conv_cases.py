@@ -325,13 +325,21 @@ ALTERNATIVES = [
     ("1x1", 32, 1024, 14, 256, 1, 1, 0, "tile 64x128x64 tail split 2",
      "*=tile:64x128x64,tail_split:2"),
 ]
-# simt-depthwise's tile along W where it does not divide W (14): the
-# heuristics take one that does (2 for the 3x3, 7 for the 7x7); these are
-# the 3x3's tile of 4 with its last tile's outputs guarded, forward and data
-# gradient: (what, N, C, H, R, pad, direction, tile).
+# simt-depthwise's configs at W = 14, timed beside the heuristics' choice
+# (a tile along W that divides W: 2 for the 3x3, 7 for the 7x7, 8 channels
+# a thread): the 3x3's tile of 4 with its last tile's outputs guarded,
+# forward and data gradient, and the 7x7 with 4 channels a thread (112
+# registers instead of 188), in larger blocks and whole rows of 14.
+# (what, N, C, H, R, pad, direction, label, config)
 DEPTHWISE_TILES = [
-    ("3x3 depthwise", 32, 384, 14, 3, 1, "fprop", 4),
-    ("3x3 depthwise", 32, 384, 14, 3, 1, "dgrad", 4),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "fprop", "tile 1x4", "*=tile:1x4"),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "dgrad", "tile 1x4", "*=tile:1x4"),
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "fprop", "vector 4", "*=vector:4"),
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "fprop", "vector 4 block 256",
+     "*=vector:4,block:256"),
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "fprop", "vector 4 tile 1x14 block 256",
+     "*=vector:4,tile:1x14,block:256"),
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "fprop", "block 256", "*=block:256"),
 ]
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,
@@ -580,20 +588,19 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
-    for what, n, c, h, r, pad, direction, tile in DEPTHWISE_TILES:
+    for what, n, c, h, r, pad, direction, label, config in DEPTHWISE_TILES:
         nbytes = (2 * n * c * h * h + c * r * r) * BF16
         flops = 2 * n * c * h * h * r * r
-        tag = "".join(ch if ch.isalnum() else "_" for ch in f"{what}_{n}_{c}_{h}_{tile}")
-        config = f"*=tile:1x{tile}"
+        tag = "".join(ch if ch.isalnum() else "_" for ch in f"{what}_{n}_{c}_{h}_{label}")
         if direction == "fprop":
-            name = f"conv {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 tile 1x{tile}"
-            out.append(Case(name, lambda slug=f"conv_dwtile_{tag}",
+            name = f"conv {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
+            out.append(Case(name, lambda slug=f"conv_dwalt_{tag}",
                             a=([n, c, h, h], [c, 1, r, r], 1, pad, c): general_graph(slug, *a),
                             _torch_general(1, pad, c, 4), flops, nbytes, True, "conv",
                             config=config))
         else:
-            name = f"conv dgrad {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 tile 1x{tile}"
-            out.append(Case(name, lambda slug=f"conv_dgrad_dwtile_{tag}", a=(n, c, h, c, r, 1, pad):
+            name = f"conv dgrad {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
+            out.append(Case(name, lambda slug=f"conv_dgrad_dwalt_{tag}", a=(n, c, h, c, r, 1, pad):
                             grad_graph(slug, "dgrad", *a[:5], stride=a[5], pad=a[6], groups=c),
                             _torch_grad("dgrad", [n, c, h, h], 1, pad, c), flops, nbytes, True,
                             "conv", config=config))

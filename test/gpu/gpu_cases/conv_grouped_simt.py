@@ -161,6 +161,10 @@ LAYERS = [
     ("wgrad_3x3_32_groups", "wgrad", BF16, _layer(4, 128, 128, 56, 3, 1, 1, 32)),
     ("fprop_3x3_32_groups", "fprop", BF16, _layer(4, 128, 128, 56, 3, 1, 1, 32)),
     ("fprop_3x3_32_groups", "fprop", F16, _layer(2, 128, 128, 28, 3, 1, 1, 32)),
+    # W = 14: tiles along W that divide it (7 for the 7x7, 2 for the 3x3).
+    ("fprop_7x7_depthwise_14", "fprop", BF16, _layer(4, 384, 384, 14, 7, 1, 3, 384)),
+    ("dgrad_7x7_depthwise_14", "dgrad", BF16, _layer(4, 384, 384, 14, 7, 1, 3, 384)),
+    ("fprop_3x3_depthwise_14", "fprop", F16, _layer(4, 384, 384, 14, 3, 1, 1, 384)),
 ]
 
 CASES += [
