@@ -35,6 +35,11 @@ such blocks are not offered with T = 8). Measured on an H200 (bf16,
 cuDNN 0.076; 32x144x56x56 3x3: 0.032 ms at T = 4, 0.034 at 8, 0.037 at 2;
 cuDNN 0.035).
 
+A tile that divides W is preferred to one up to twice as wide that does
+not (DIVIDING_TILES), and a wide window over a short row (W up to
+SHORT_ROW) takes the whole row a thread over 8 bytes of channels
+(SHORT_ROW).
+
 A block takes a slice of the channels (window/tile.py's
 ``channel_slice``: all of them when their filters fit ``SMEM_BYTES`` of
 shared memory) and as many tiles as ``block`` threads hold; its first
@@ -52,6 +57,14 @@ from dnnc.heuristics.config import Config
 STRATEGY = "simt-depthwise"
 TILES = (4, 2, 8)
 WIDE_TILES = (8, 4, 2)
+# SHORT_ROW: a wide window's forward over a W of at most this many outputs
+# takes the whole row a thread (T = W) over SHORT_ROW_BYTES of channels, in
+# blocks of 256. On an H200 (bf16, ConvNeXt's 7x7 at 32x384x14x14; cuDNN
+# 0.027-0.028 ms): 8 channels x 7 outputs, 188 registers in blocks of 120,
+# 0.038 ms; 4 channels x 7 in blocks of 240, 0.028; 4 channels x 14, 127
+# registers in blocks of 240, 0.024.
+SHORT_ROW = 16
+SHORT_ROW_BYTES = 8
 # Window widths from which T = 8 pays (see the module doc), and the block
 # size above which it spills.
 WIDE_WINDOW = 5
@@ -243,15 +256,25 @@ def simt_depthwise(problem):
     tiles = [t for t in choices if t <= max(1, out_w)] or [1]
     tiles = list(dict.fromkeys(_dividing(max(1, t // phases) * phases, out_w, phases)
                                for t in tiles))
+    short = (not grouped and problem.anchor == "conv_fprop" and wide and out_w <= SHORT_ROW)
+    if short:
+        # A whole row a thread, 8 bytes of channels (see SHORT_ROW).
+        while width > 1 and (width * element_bytes > SHORT_ROW_BYTES or channels % width):
+            width //= 2
+        tiles = [out_w] + [t for t in tiles if t != out_w]
     tile = tiles[0]
     work = -(-y.elements // (width * out_w)) * -(-out_w // tile)
     kind = f"{groups} groups of {ins} channels" if grouped else "depthwise"
     facts = (f"{kind} {problem.anchor}: {y.elements} outputs of {taps} taps, {channels} "
              f"channels; a thread per {width} channels x {tile} outputs along W ({work} "
              f"threads), the block's filters in shared memory")
+    blocks = generic.block_choices(work, problem.sms)
+    if short:
+        blocks = [(256, "a whole row of a wide window a thread")] + \
+            [(b, why) for b, why in blocks if b != 256]
     best = [Config(STRATEGY, (block, 1, 1), vector=width, tile=(1, tile),
                    reason=f"{facts}; block {block}: {why}")
-            for block, why in generic.block_choices(work, problem.sms)
+            for block, why in blocks
             if tile <= 4 or block <= WIDE_MAX_BLOCK]
     return best + [best[0].replace(tile=(1, t), reason=f"{facts}; tile 1x{t} instead, "
                                    f"block {best[0].block[0]}") for t in tiles[1:]
