@@ -3,6 +3,7 @@ without a GPU: kernels, launches and the bytes each kernel's buffers span.
 
     python bench/torch_plan.py gpt2_block            # 8 x 1024 tokens, bf16
     python bench/torch_plan.py vit_block --batch 64 --kernels
+    python bench/torch_plan.py resnet50 --batch 128 --kernels   # 224 x 224 images
 
 The step (forward, a loss, backward) is traced on meta tensors, so that the
 ATen graphs are those a CUDA device gives (the layernorms' statistics in
@@ -25,7 +26,7 @@ import torch.nn.functional as F
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import torch_models  # noqa: E402
 
-SIZES = {"gpt2_block": (8, 1024), "vit_block": (64, 197)}
+SIZES = {"gpt2_block": (8, 1024), "vit_block": (64, 197), "resnet50": (128, 224)}
 
 
 class _CudaAttention(torch.overrides.TorchFunctionMode):
@@ -57,9 +58,16 @@ def trace(name, batch, seq):
             return make_boxed_func(gm.forward)
         return compile_
 
-    model, _ = torch_models.build(name, 1, device="cpu", dtype=torch.float32, seq=1)
-    model = model.to(device="meta", dtype=torch.bfloat16)
-    x = torch.empty(batch, seq, 768, device="meta", dtype=torch.bfloat16)
+    if name == "resnet50":   # seq is the image's side; channels-last, as the bench runs it
+        model, _ = torch_models.build(name, 1, device="cpu", dtype=torch.float32, image=32)
+        model = model.to(device="meta", dtype=torch.bfloat16)
+        model = model.to(memory_format=torch.channels_last)
+        x = torch.empty(batch, 3, seq, seq, device="meta", dtype=torch.bfloat16)
+        x = x.contiguous(memory_format=torch.channels_last)
+    else:
+        model, _ = torch_models.build(name, 1, device="cpu", dtype=torch.float32, seq=1)
+        model = model.to(device="meta", dtype=torch.bfloat16)
+        x = torch.empty(batch, seq, 768, device="meta", dtype=torch.bfloat16)
     torch._dynamo.reset()
     compiled = torch.compile(model, dynamic=False, backend=aot_autograd(
         fw_compiler=capture("forward"), bw_compiler=capture("backward"),

@@ -53,7 +53,7 @@ Lit test: test/lit/passes/dnn_conv_layouts.mlir.
 from dataclasses import dataclass
 
 from mlir import ir
-from mlir.dialects import linalg, memref
+from mlir.dialects import memref
 
 from dnnc.codegen.gpu import irutil, outline
 from dnnc.codegen.gpu.tensorcore import conv as conv_match
@@ -266,8 +266,7 @@ class _Layouts:
             # permutation between the two (physical dim l is logical dim order[l]).
             order = channels_last_order(t.rank)
             read = list(order) if to_source else [order.index(d) for d in range(t.rank)]
-            kernel = outline.new_kernel(self.module, base, [source, dest],
-                                        lambda args: _permuted_copy(args, read), "copy")
+            kernel = outline.permuted_copy_kernel(self.module, base, source, dest, read)
             kernel.attributes["dnn.config"] = Config(TRANSPOSE, (256, 1, 1)).to_attr()
             what = "the row-major one"
         else:
@@ -280,22 +279,6 @@ class _Layouts:
         self.functions[name] = kernel
         self.calls[name] = 1
         return kernel
-
-
-def _permuted_copy(args, read):
-    """``args[1]`` = ``args[0]`` read through the permutation ``read`` (a
-    linalg.generic over the destination's dims)."""
-    loops = len(read)
-    parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
-    op = linalg.GenericOp([], [args[0]], [args[1]],
-                          ir.ArrayAttr.get([
-                              ir.AffineMapAttr.get(ir.AffineMap.get_permutation(read)),
-                              ir.AffineMapAttr.get(ir.AffineMap.get_identity(loops))]),
-                          ir.ArrayAttr.get([parallel] * loops))
-    element = ir.MemRefType(args[0].type).element_type
-    block = op.regions[0].blocks.append(element, element)
-    with ir.InsertionPoint(block):
-        linalg.YieldOp([block.arguments[0]])
 
 
 def apply(module):

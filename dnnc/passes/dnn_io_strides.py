@@ -7,7 +7,12 @@ a transposed view) gets a strided memref type instead, and a copy kernel
 between it and a row-major buffer: inputs are copied in at the start
 (``<graph>_load_<name>``), outputs copied out at the end
 (``<graph>_store_<name>``); everything else keeps working on row-major
-buffers. Strides of size-1 dims do not move any element and are ignored.
+buffers. Where the strides permute a dense layout (channels-last, a
+transposed matrix), the copy is a transpose: a ``linalg.generic`` between
+the two types configured ``simt-transpose``, whose tiles read along one
+buffer's contiguous dim and write along the other's (a permutation that
+keeps the contiguous dim stays a copy for the heuristics). Strides of
+size-1 dims do not move any element and are ignored.
 Run after dnn-host-to-kernels, on the bufferized graph function; outputs
 are the arguments ``buffer-results-to-out-params{add-result-attr}`` marked
 ``bufferize.result``.
@@ -90,6 +95,7 @@ def _symbol_part(name):
 
 
 OUTPUT_ATTR = "bufferize.result"
+TRANSPOSE = "simt-transpose"
 
 
 def apply(module):
@@ -123,16 +129,28 @@ def apply(module):
             arg.replace_all_uses_with(buf)
             arg.set_type(strided)
             types[i] = strided
-            if not is_output(fn, i):
-                kernel = outline.copy_kernel(module, f"{graph}_load_{_symbol_part(name)}",
-                                             strided, t)
-                with ir.InsertionPoint(first):
-                    outline.call(kernel, [arg, buf])
+            output = is_output(fn, i)
+            base = f"{graph}_{'store' if output else 'load'}_{_symbol_part(name)}"
+            where = ir.InsertionPoint(terminator if output else first)
+            if _permuted_dense(list(t.shape), strides) and \
+                    _moves_innermost(list(t.shape), strides):
+                # A transpose between the row-major buffer and the strided
+                # argument: simt-transpose's tiles, which read and write
+                # any strides. (A copy that keeps the contiguous dim is
+                # left to the heuristics: simt-pointwise's vectors.)
+                source, dest = (t, strided) if output else (strided, t)
+                kernel = outline.permuted_copy_kernel(module, base, source, dest,
+                                                      list(range(t.rank)))
+                kernel.attributes["dnn.config"] = Config(TRANSPOSE, (256, 1, 1)).to_attr()
+                kernel.attributes["dnn.config_reason"] = ir.StringAttr.get(
+                    f"created by dnn-io-strides after the heuristics: moves graph "
+                    f"{'output' if output else 'input'} '{name}' between its declared "
+                    f"strides {list(strides)} and the row-major buffer the kernels use")
             else:
-                kernel = outline.copy_kernel(module, f"{graph}_store_{_symbol_part(name)}",
-                                             t, strided)
-                with ir.InsertionPoint(terminator):
-                    outline.call(kernel, [buf, arg])
+                kernel = outline.copy_kernel(module, base, t, strided) if output else \
+                    outline.copy_kernel(module, base, strided, t)
+            with where:
+                outline.call(kernel, [buf, arg] if output else [arg, buf])
         irutil.set_function_type(fn, types, list(ftype.results))
 
 
@@ -225,6 +243,13 @@ def _attention_readers(arg, strides, functions, calls):
             return None
         readers.append(found)
     return readers or None
+
+
+def _moves_innermost(shape, strides):
+    """True when ``strides`` make another dim than the row-major innermost
+    (the last of more than one element) contiguous."""
+    dims = [d for d, n in enumerate(shape) if n != 1]
+    return bool(dims) and strides[dims[-1]] != 1
 
 
 def _permuted_dense(shape, strides):

@@ -48,6 +48,26 @@ def copy_kernel(module, base, source_type, dest_type):
                       lambda args: linalg.copy(args[0], outs=[args[1]]), "copy")
 
 
+def permuted_copy_kernel(module, base, source_type, dest_type, read):
+    """A kernel function ``(source, dest)`` whose ``dest`` element at index
+    ``i`` is ``source``'s at ``[i[read[0]], i[read[1]], ...]``: a
+    linalg.generic over the destination's dims reading the source through
+    the permutation ``read`` (the form dnn-tile-transposes lowers)."""
+    def build(args):
+        loops = len(read)
+        parallel = ir.Attribute.parse("#linalg.iterator_type<parallel>")
+        op = linalg.GenericOp([], [args[0]], [args[1]],
+                              ir.ArrayAttr.get([
+                                  ir.AffineMapAttr.get(ir.AffineMap.get_permutation(read)),
+                                  ir.AffineMapAttr.get(ir.AffineMap.get_identity(loops))]),
+                              ir.ArrayAttr.get([parallel] * loops))
+        element = ir.MemRefType(args[0].type).element_type
+        block = op.regions[0].blocks.append(element, element)
+        with ir.InsertionPoint(block):
+            linalg.YieldOp([block.arguments[0]])
+    return new_kernel(module, base, [source_type, dest_type], build, "copy")
+
+
 def call(fn, operands):
     """A ``func.call`` of ``fn`` at the current insertion point."""
     return func.CallOp([], ir.FlatSymbolRefAttr.get(irutil.symbol(fn)), list(operands))

@@ -7,13 +7,17 @@
 // RUN: dnnc-opt %s --split-input-file --pass-pipeline='builtin.module(dnn-io-strides)' | FileCheck %s
 
 // A channels-last input and output each get a strided type and a copy
-// kernel; the row-major argument keeps its type.
+// kernel; the row-major argument keeps its type. Their strides permute a
+// dense layout, so each copy is a transpose configured simt-transpose
+// (a linalg.generic between the strided argument and the row-major
+// buffer, whose tiles follow the two types' strides).
 
 // CHECK-LABEL: func.func private @channels_last_load_x(
-//  CHECK-SAME:     memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, %{{.*}}: memref<2x3x4x5xf32>) attributes {dnn.anchor = "copy", dnn.kernel}
-//  CHECK-NEXT:   linalg.copy
+//  CHECK-SAME:     memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, %{{.*}}: memref<2x3x4x5xf32>) attributes {dnn.anchor = "copy", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}
+//  CHECK-NEXT:   linalg.generic
 // CHECK-LABEL: func.func private @channels_last_store_y(
-//  CHECK-SAME:     memref<2x3x4x5xf32>, %{{.*}}: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) attributes {dnn.anchor = "copy", dnn.kernel}
+//  CHECK-SAME:     memref<2x3x4x5xf32>, %{{.*}}: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) attributes {dnn.anchor = "copy", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}
+//  CHECK-NEXT:   linalg.generic
 // CHECK-LABEL: func.func @channels_last(
 //  CHECK-SAME:     %[[X:.*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {dnn.name = "x"
 //  CHECK-SAME:     %[[B:.*]]: memref<1x3x1x1xf32> {dnn.name = "b"
@@ -277,5 +281,23 @@ func.func private @attention_backward(%q: memref<1x2x8x16xbf16>, %k: memref<1x2x
 }
 func.func @attention_backward_unaligned_rows(%q: memref<1x2x8x16xbf16> {dnn.name = "q", dnn.strides = array<i64: 800, 16, 100, 1>}, %k: memref<1x2x8x16xbf16> {dnn.name = "k"}, %v: memref<1x2x8x16xbf16> {dnn.name = "v"}, %o: memref<1x2x8x16xbf16> {dnn.name = "o"}, %do: memref<1x2x8x16xbf16> {dnn.name = "do"}, %stats: memref<1x2x8x1xf32> {dnn.name = "stats"}, %dq: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dq"}, %dk: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dk"}, %dv: memref<1x2x8x16xbf16> {bufferize.result, dnn.name = "dv"}) attributes {dnn.graph} {
   call @attention_backward(%q, %k, %v, %o, %do, %stats, %dq, %dk, %dv) : (memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x1xf32>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>, memref<1x2x8x16xbf16>) -> ()
+  return
+}
+
+// -----
+
+// Strides that are no permutation of a dense layout (rows padded to 8
+// elements) keep an element-by-element copy into the strided argument.
+
+// CHECK-LABEL: func.func private @padded_rows_store_y(
+//  CHECK-SAME:     memref<4x5xf32>, %{{.*}}: memref<4x5xf32, strided<[8, 1]>>) attributes {dnn.anchor = "copy", dnn.kernel}
+//  CHECK-NEXT:   linalg.copy
+// CHECK-LABEL: func.func @padded_rows(
+//       CHECK:   call @padded_rows_store_y(%{{.*}}, %{{.*}}) : (memref<4x5xf32>, memref<4x5xf32, strided<[8, 1]>>)
+func.func private @k2(%y: memref<4x5xf32>) attributes {dnn.kernel} {
+  return
+}
+func.func @padded_rows(%y: memref<4x5xf32> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 8, 1>}) attributes {dnn.graph} {
+  call @k2(%y) : (memref<4x5xf32>) -> ()
   return
 }
