@@ -135,8 +135,10 @@ GPU = Stage("gpu", (
     "dnn-map-tensor-cores",
     "dnn-map-simt-gemm",
     "dnn-map-simt-gemv",
-    "dnn-vectorize-pointwise",
+    # Before dnn-vectorize-pointwise: a "transpose" that is a plain copy
+    # once views have permuted its operand is handed to simt-pointwise.
     "dnn-tile-transposes",
+    "dnn-vectorize-pointwise",
     "dnn-reduce-rows",
     "dnn-reduce-rows-columns",
     "dnn-reduce-columns",

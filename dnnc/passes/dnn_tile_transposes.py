@@ -11,9 +11,11 @@ read its one input through permuted maps; its body (a cast, a relu, a scale:
 the epilogue dnn-fuse joins to a transpose) is applied to each element as it
 is written. Its dims are merged where both
 buffers keep them adjacent (NCHW to NHWC is a batch of N transposes of C x
-HW). ``block[0]`` is the threads per block. A kernel that is not such a
-copy, or whose buffers are contiguous along the same dim, is handed to
-simt-generic with the reason.
+HW). ``block[0]`` is the threads per block. A kernel whose buffers both
+lie contiguously in the same order (a transpose whose operand a view
+already permuted) becomes a copy between their flat views, handed to
+simt-pointwise (dnn-vectorize-pointwise, which runs after this pass); any
+other that is not such a copy is handed to simt-generic with the reason.
 
 Before (config ``{block = [256, 1, 1], strategy = "simt-transpose"}``)::
 
@@ -40,11 +42,14 @@ from dataclasses import dataclass
 
 from mlir import ir
 
+from dnnc.codegen.gpu import irutil
 from dnnc.codegen.gpu.elementwise import transpose
-from dnnc.heuristics.config import add_note, fall_back, kernels_of
+from dnnc.heuristics.config import Config, add_note, fall_back, hand_over, kernels_of
+from dnnc.heuristics.pointwise import VECTOR_BYTES
 from dnnc.passes import DnncPass, register
 
 STRATEGY = "simt-transpose"
+POINTWISE = "simt-pointwise"
 
 
 @register
@@ -58,7 +63,21 @@ class DnnTileTransposes(DnncPass):
                 try:
                     note = transpose.lower_kernel(fn, config.threads)
                 except transpose.NotATranspose as e:
+                    count = transpose.flatten_plain_copy(fn)
+                    if count is not None:
+                        hand_over(fn, plain_copy_config(fn), f"{STRATEGY} does not apply "
+                                  f"({e}): a plain copy of {count} contiguous elements, "
+                                  "simt-pointwise's vectors")
+                        continue
                     fall_back(fn, f"{STRATEGY} does not apply ({e}): simt-generic, one "
                                   "thread per element", config.block)
                     continue
                 add_note(fn, note)
+
+
+def plain_copy_config(fn):
+    """simt-pointwise's config for a flattened copy (transpose.flatten_plain_copy):
+    16-byte vectors of the wider of the two element types, two a thread."""
+    widest = max(irutil.element_bytes(ir.MemRefType(t).element_type)
+                 for t in irutil.function_type(fn).inputs)
+    return Config(POINTWISE, (256, 1, 1), vector=max(1, VECTOR_BYTES // widest), unroll=2)

@@ -79,8 +79,10 @@ def transposes(dtype):
     merged), the last two dims of a batch, a permutation left with two
     batch axes; read from a channels-last input and written to an output
     declared with other strides, both where they lie; and the transposed
-    copy of a graph input declared with transposed strides (contiguous
-    along the same dim as the result: a plain copy, simt-generic); with
+    copy of a graph input declared with transposed strides, and NHWC
+    permuted to NCHW into an output declared channels-last (contiguous along
+    the same dim as the result: plain copies of the flat buffers,
+    simt-pointwise, one with a cast); with
     the pointwise ops dnn-fuse joins to a transpose applied as it copies (a
     cast to another type, a relu and a scale)."""
     def build():
@@ -108,7 +110,11 @@ def transposes(dtype):
                 g.cast(g.transpose(b, [1, 0]), BF16 if dtype == F32 else F32).set_name(
                     "transpose_cast"),
                 g.mul(g.relu(g.transpose(nchw, [0, 2, 3, 1])), g.constant(0.5)).set_name(
-                    "transpose_relu_scale"))
+                    "transpose_relu_scale"),
+                g.transpose(nhwc, [0, 3, 1, 2]).set_stride(channels_last([2, 24, 7, 9]))
+                .set_name("nhwc_as_channels_last"),
+                g.cast(g.transpose(nhwc, [0, 3, 1, 2]), BF16 if dtype == F32 else F32)
+                .set_stride(channels_last([2, 24, 7, 9])).set_name("nhwc_as_channels_last_cast"))
         return g
     return build
 

@@ -59,12 +59,15 @@ func.func private @nchw_to_nhwc(%x: memref<2x24x7x9xbf16>, %y: memref<2x7x9x24xb
 #id = affine_map<(d0, d1) -> (d0, d1)>
 
 // The same order in both buffers (a plain copy, one axis once its dims
-// merge): not a transpose. The kernel goes to simt-generic, and its reason
-// says why.
+// merge): not a transpose. The copy becomes one between the buffers' flat
+// views, handed to simt-pointwise (16-byte vectors), and its reason says
+// why.
 // CHECK-LABEL: func.func private @plain_copy(
-//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-generic"}
-//  CHECK-SAME:     dnn.config_reason = "simt-transpose does not apply (one axis to copy, in the same order in both buffers): simt-generic, one thread per element; heuristics: copy"
-//       CHECK:   linalg.generic
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-pointwise", unroll = 2 : i64, vector = 4 : i64}
+//  CHECK-SAME:     dnn.config_reason = "simt-transpose does not apply (one axis to copy, in the same order in both buffers): a plain copy of 2048 contiguous elements, simt-pointwise's vectors; heuristics: copy"
+//       CHECK:   %[[X:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [2048], strides: [1]
+//       CHECK:   %[[Y:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [2048], strides: [1]
+//       CHECK:   linalg.generic {{.*}} iterator_types = ["parallel"]} ins(%[[X]] : memref<2048xf32>) outs(%[[Y]] : memref<2048xf32>)
 //   CHECK-NOT:   gpu.launch
 func.func private @plain_copy(%x: memref<64x32xf32>, %y: memref<64x32xf32> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.config_reason = "copy", dnn.kernel} {
   linalg.generic {indexing_maps = [#id, #id], iterator_types = ["parallel", "parallel"]} ins(%x : memref<64x32xf32>) outs(%y : memref<64x32xf32>) {
@@ -128,6 +131,27 @@ func.func private @reads_output(%x: memref<64x32xf32>, %y: memref<32x64xf32> {bu
   ^bb0(%in: f32, %out: f32):
     %0 = arith.addf %in, %out : f32
     linalg.yield %0 : f32
+  }
+  return
+}
+
+// -----
+
+#p = affine_map<(d0, d1, d2) -> (d0, d2, d1)>
+#id3 = affine_map<(d0, d1, d2) -> (d0, d1, d2)>
+
+// A transpose whose operand is a view that already permutes it (dims 1 and
+// 2 swapped in its strides): both buffers step in the same order, so it is
+// a plain copy of the operand's memory, at the view's offset.
+// CHECK-LABEL: func.func private @permuted_view(
+//  CHECK-SAME:     strategy = "simt-pointwise"
+//       CHECK:   memref.reinterpret_cast %{{.*}} to offset: [8], sizes: [24], strides: [1] : memref<2x3x4xbf16, strided<[12, 1, 3], offset: 8>> to memref<24xbf16, strided<[1], offset: 8>>
+//       CHECK:   memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [24], strides: [1] : memref<2x4x3xbf16> to memref<24xbf16>
+//   CHECK-NOT:   gpu.launch
+func.func private @permuted_view(%x: memref<2x3x4xbf16, strided<[12, 1, 3], offset: 8>>, %y: memref<2x4x3xbf16> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.config_reason = "copy", dnn.kernel} {
+  linalg.generic {indexing_maps = [#p, #id3], iterator_types = ["parallel", "parallel", "parallel"]} ins(%x : memref<2x3x4xbf16, strided<[12, 1, 3], offset: 8>>) outs(%y : memref<2x4x3xbf16>) {
+  ^bb0(%in: bf16, %out: bf16):
+    linalg.yield %in : bf16
   }
   return
 }

@@ -278,12 +278,10 @@ def transposed_copy(source, dims, extent, k, batch, pitch=None):
                                    view_strides)
 
 
-def lower_kernel(fn, threads):
-    """Replace the one ``linalg.generic`` of kernel function ``fn`` (a
-    transpose: its input read through a permuted map, its body a function
-    of that input alone, such as a cast) by the tiled launch; return what
-    the plan says of it. Raises NotATranspose, leaving ``fn`` as it is, when
-    it is no such kernel."""
+def _the_copy(fn):
+    """(generic op, sizes, [(per-loop strides, offset)] of its source and
+    destination) of kernel function ``fn``'s one transposing copy; raises
+    NotATranspose when ``fn`` is no such kernel."""
     ops = [op.operation for op in irutil.body(fn).operations
            if op.operation.name not in ("arith.constant", "func.return")]
     if len(ops) != 1 or ops[0].name != "linalg.generic":
@@ -298,10 +296,9 @@ def lower_kernel(fn, threads):
         raise NotATranspose("the kernel's body reads its output or its indices")
     if any(not irutil.is_parallel(i) for i in ir.ArrayAttr(op.attributes["iterator_types"])):
         raise NotATranspose("the kernel reduces")
-    source, dest = op.operands[0], op.operands[1]
     sizes = [0] * len(ir.ArrayAttr(op.attributes["iterator_types"]))
     strides_of = []
-    for value, amap in zip((source, dest), irutil.indexing_maps(op)):
+    for value, amap in zip(op.operands, irutil.indexing_maps(op)):
         if not amap.is_permutation:
             raise NotATranspose(f"a map {amap} that is not a permutation")
         shape, strides, offset = irutil.memref_geometry(value.type)
@@ -311,6 +308,58 @@ def lower_kernel(fn, threads):
             per_loop[d] = strides[position]
             sizes[d] = shape[position]
         strides_of.append((per_loop, offset))
+    return op, sizes, strides_of
+
+
+def flatten_plain_copy(fn):
+    """Rewrite kernel function ``fn``'s one copy, where its source and
+    destination both lie contiguously in the same order (a transpose op whose
+    operand a view already permuted), as a copy between the two buffers'
+    flat views: one axis, identity maps, the body kept, which
+    simt-pointwise moves by vectors. Returns the number of elements, or
+    None (``fn`` unchanged) when it is no such copy."""
+    try:
+        op, sizes, ((src, src_offset), (dst, dst_offset)) = _the_copy(fn)
+    except NotATranspose:
+        return None
+    axes = [Axis(n, a, b) for n, a, b in zip(sizes, src, dst) if n != 1]
+    axes.sort(key=lambda a: -a.dst)
+    merged = []
+    for axis in axes:
+        if merged and merged[-1].src == axis.src * axis.size \
+                and merged[-1].dst == axis.dst * axis.size:
+            outer = merged.pop()
+            axis = Axis(outer.size * axis.size, axis.src, axis.dst)
+        merged.append(axis)
+    if len(merged) != 1 or merged[0].src != 1 or merged[0].dst != 1 \
+            or min(src_offset, dst_offset) < 0:   # (a dynamic offset)
+        return None
+    count = merged[0].size
+    with ir.InsertionPoint(op), op.location:
+        for i, (value, offset) in enumerate(zip(list(op.operands),
+                                                (src_offset, dst_offset))):
+            element = ir.MemRefType(value.type).element_type
+            flat = ir.MemRefType.get([count], element, layout=ir.StridedLayoutAttr.get(
+                offset, [1])) if offset else ir.MemRefType.get([count], element)
+            op.operands[i] = memref.reinterpret_cast(flat, value, [], [], [], [offset],
+                                                     [count], [1])
+    identity = ir.AffineMapAttr.get(ir.AffineMap.get_identity(1))
+    op.attributes["indexing_maps"] = ir.ArrayAttr.get([identity, identity])
+    op.attributes["iterator_types"] = ir.ArrayAttr.get(
+        [ir.Attribute.parse("#linalg.iterator_type<parallel>")])
+    return count
+
+
+def lower_kernel(fn, threads):
+    """Replace the one ``linalg.generic`` of kernel function ``fn`` (a
+    transpose: its input read through a permuted map, its body a function
+    of that input alone, such as a cast) by the tiled launch; return what
+    the plan says of it. Raises NotATranspose, leaving ``fn`` as it is, when
+    it is no such kernel."""
+    op, sizes, strides_of = _the_copy(fn)
+    block = op.regions[0].blocks[0]
+    body = [o.operation for o in block.operations][:-1]
+    source, dest = op.operands[0], op.operands[1]
     (src_strides, src_offset), (dst_strides, dst_offset) = strides_of
     copy = copy_axes(sizes, src_strides, dst_strides, src_offset, dst_offset)
     def apply(x):
