@@ -328,8 +328,9 @@ ALTERNATIVES = [
 # simt-depthwise's configs at W = 14, timed beside the heuristics' choice
 # (a tile along W that divides W: 2 for the 3x3, 7 for the 7x7, 8 channels
 # a thread): the 3x3's tile of 4 with its last tile's outputs guarded,
-# forward and data gradient, and the 7x7 with 4 channels a thread (112
-# registers instead of 188), in larger blocks and whole rows of 14.
+# forward and data gradient, the 7x7 with 4 channels a thread (112
+# registers instead of 188), in larger blocks and whole rows of 14, and
+# the 7x7's filter gradient split further.
 # (what, N, C, H, R, pad, direction, label, config)
 DEPTHWISE_TILES = [
     ("3x3 depthwise", 32, 384, 14, 3, 1, "fprop", "tile 1x4", "*=tile:1x4"),
@@ -340,6 +341,11 @@ DEPTHWISE_TILES = [
     ("7x7 depthwise", 32, 384, 14, 7, 3, "fprop", "vector 4 tile 1x14 block 256",
      "*=vector:4,tile:1x14,block:256"),
     ("7x7 depthwise", 32, 384, 14, 7, 3, "fprop", "block 256", "*=block:256"),
+    # The 7x7's filter gradient (80% of cuDNN at 8 splits of the pixels,
+    # 192 blocks): more splits, a tile of 7 that divides W.
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "split 16", "*=split:16"),
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "split 24", "*=split:24"),
+    ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "tile 1x7 split 16", "*=tile:1x7,split:16"),
 ]
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,
@@ -599,10 +605,12 @@ def cases(Case):
                             _torch_general(1, pad, c, 4), flops, nbytes, True, "conv",
                             config=config))
         else:
-            name = f"conv dgrad {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
-            out.append(Case(name, lambda slug=f"conv_dgrad_dwalt_{tag}", a=(n, c, h, c, r, 1, pad):
-                            grad_graph(slug, "dgrad", *a[:5], stride=a[5], pad=a[6], groups=c),
-                            _torch_grad("dgrad", [n, c, h, h], 1, pad, c), flops, nbytes, True,
+            name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
+            shape = [n, c, h, h] if direction == "dgrad" else [c, 1, r, r]
+            out.append(Case(name, lambda slug=f"conv_{direction}_dwalt_{tag}", d=direction,
+                            a=(n, c, h, c, r, 1, pad):
+                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], groups=c),
+                            _torch_grad(direction, shape, 1, pad, c), flops, nbytes, True,
                             "conv", config=config))
     for n, c, h, k in AS_MATMUL:
         m = n * h * h
