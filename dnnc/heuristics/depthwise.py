@@ -84,6 +84,13 @@ WGRAD_WAVES = (1, 2, 4)
 # 7x7 at 14 x 14, 32 x 384 channels, 4 blocks of partials along the
 # reduction, 96 blocks in all; 1/8 gives it 8.)
 WGRAD_WORKSPACE_SHARE = 8
+# WGRAD_SHORT_ROWS: a wide window's filter gradient (stride 1) over rows of
+# at most SHORT_ROW outputs takes runs that divide W, a grid of two waves
+# first and partials up to 1/WGRAD_SHORT_ROWS_SHARE of x and dy: on an
+# H200 (bf16, ConvNeXt's 7x7 at 32x384x14x14; cuDNN 0.0286 ms) runs of 8
+# in 8 splits (one wave, 1/8) took 0.0354 ms, in 16 splits 0.0316, runs of
+# 7 in 16 splits 0.0290.
+WGRAD_SHORT_ROWS_SHARE = 4
 # The channels a depthwise filter gradient's thread owns: 8 bytes (4 bf16
 # channels), not 16. Its accumulators are taps x channels; at 8 channels a
 # 3x3's take 72 registers and ptxas gives the thread 178, one 252-thread
@@ -302,12 +309,17 @@ def wgrad_configs(problem):
     dilation = list(problem.attr("dilation", ()) or (1,))
     tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
     tile = max(1, min(tile, out[-1]))
-    # The partials written and read back are at most 1/WGRAD_WORKSPACE_SHARE
-    # of the bytes of x and dy the first launch reads.
+    short = window[-1] >= WIDE_WINDOW and stride[-1] == 1 and out[-1] <= SHORT_ROW
+    share, waves_first = WGRAD_WORKSPACE_SHARE, WGRAD_WAVES
+    if short:   # see WGRAD_SHORT_ROWS
+        tile, share = _dividing(tile, out[-1]), WGRAD_SHORT_ROWS_SHARE
+        waves_first = (2,) + tuple(w for w in WGRAD_WAVES if w != 2)
+    # The partials written and read back are at most 1/share of the bytes of
+    # x and dy the first launch reads.
     most = max(1, (x.elements + dy.elements) * x.element_bytes
-               // (WGRAD_WORKSPACE_SHARE * 2 * 4 * dw.elements))
+               // (share * 2 * 4 * dw.elements))
     configs = []
-    for waves, tile in [(w, tile) for w in WGRAD_WAVES] + [(WGRAD_WAVES[0], max(1, tile // 2))]:
+    for waves, tile in [(w, tile) for w in waves_first] + [(waves_first[0], max(1, tile // 2))]:
         block = 256
         slice_, units, lanes = wgrad_lanes(channels // width, window, width, block, cg)
         threads = slice_ * units * lanes

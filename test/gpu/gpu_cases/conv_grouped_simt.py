@@ -165,6 +165,8 @@ LAYERS = [
     ("fprop_7x7_depthwise_14", "fprop", BF16, _layer(4, 384, 384, 14, 7, 1, 3, 384)),
     ("dgrad_7x7_depthwise_14", "dgrad", BF16, _layer(4, 384, 384, 14, 7, 1, 3, 384)),
     ("fprop_3x3_depthwise_14", "fprop", F16, _layer(4, 384, 384, 14, 3, 1, 1, 384)),
+    # The 7x7's filter gradient over rows of 14: runs of 7, two waves.
+    ("wgrad_7x7_depthwise_14", "wgrad", BF16, _layer(8, 384, 384, 14, 7, 1, 3, 384)),
 ]
 
 CASES += [
