@@ -205,6 +205,7 @@ def _compile_residual(gm, example_inputs, device, fallback, kind):
     if fallback == "inductor":
         from torch._inductor.compile_fx import compile_fx_inner
 
+        _as_inductor_takes(gm)
         try:
             compiled = compile_fx_inner(gm, example_inputs, is_backward=kind == "backward",
                                         is_inference=kind == "inference")
@@ -214,6 +215,35 @@ def _compile_residual(gm, example_inputs, device, fallback, kind):
                           f"({type(err).__name__}: {err}); running them eagerly",
                           RuntimeWarning, stacklevel=2)
     return make_boxed_func(gm.forward), f"eager torch ({len(rest)} ops)"
+
+
+def _as_inductor_takes(gm):
+    """Rewrite the ops of ``gm`` that compile_fx_inner expects decomposed:
+    the graphs AOTAutograd hands dnnc keep ``aten.t`` (dnnc maps it: see
+    _decompositions), and Inductor, which decomposes it in its own
+    pipeline, refuses to lower it ("both a fallback and a decomp for same
+    op"). A view of a region's output rebuilt in the residual (a linear
+    layer's transposed weight saved for the backward) is such an op; it
+    becomes the permute it is."""
+    t = torch.ops.aten.t.default
+    changed = False
+    for node in list(gm.graph.nodes):
+        if node.op != "call_function" or node.target is not t:
+            continue
+        source = node.args[0]
+        value = source.meta.get("val") if isinstance(source, torch.fx.Node) else None
+        rank = value.dim() if isinstance(value, torch.Tensor) else None
+        if rank is None:
+            continue
+        with gm.graph.inserting_before(node):
+            new = gm.graph.call_function(torch.ops.aten.permute.default,
+                                         (source, [1, 0] if rank == 2 else list(range(rank))))
+        new.meta = dict(node.meta)
+        node.replace_all_uses_with(new)
+        gm.graph.erase_node(node)
+        changed = True
+    if changed:
+        gm.recompile()
 
 
 def _decompositions():

@@ -15,6 +15,7 @@ runs it through Inductor. Skipped, visibly, where PyTorch is not installed.
 import copy
 import subprocess
 import sys
+import warnings
 
 import pytest
 
@@ -507,6 +508,21 @@ def test_inductor_runs_the_rest():
     report = check(lambda x: torch.cumsum(torch.tanh(x) * 2, dim=1), X, ops=["aten.tanh"],
                    fallback="inductor")
     assert report[0].residual.startswith("Inductor")
+
+
+def test_inductor_takes_a_view_rebuilt_in_the_rest():
+    """A linear layer's transposed weight, saved for the backward, is
+    rebuilt outside the region as ``aten.t`` of it; with a batchnorm's
+    int64 step counter (left to torch) the rest goes to Inductor, which
+    refused ``aten.t`` ("both a fallback and a decomp") until the backend
+    rewrote it as the permute it is. No warning, and the step's gradients
+    match eager's."""
+    ours, theirs = _pair(lambda: nn.Sequential(nn.BatchNorm1d(8), nn.Linear(8, 4)))
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        report = check_module(ours, theirs, randn(16, 8), fallback="inductor")
+    forward = report[0]
+    assert forward.residual.startswith("Inductor"), forward.residual
 
 
 def test_explain():
