@@ -109,14 +109,11 @@ def write_width(copy, eb):
                   [copy.r.dst, copy.dst_offset] + [a.dst for a in copy.batch])
 
 
-def copy_axes(sizes, src_strides, dst_strides, src_offset=0, dst_offset=0):
-    """The Copy of a copy over loop dims of ``sizes`` whose elements lie at
-    ``src_strides`` in the source and ``dst_strides`` in the destination.
-    Raises NotATranspose when both are contiguous along the same axis (a
-    plain copy, which simt-pointwise moves by vectors)."""
+def merged_axes(sizes, src_strides, dst_strides):
+    """The Axis of each loop dim of more than one element, outermost first
+    in the destination, an axis merged into the one before it where both
+    buffers step over the two as over one longer axis."""
     axes = [Axis(s, a, b) for s, a, b in zip(sizes, src_strides, dst_strides) if s != 1]
-    # Outermost first in the destination; merge an axis into the one before
-    # it where both buffers step over it as over one longer axis.
     axes.sort(key=lambda a: -a.dst)
     merged = []
     for axis in axes:
@@ -125,6 +122,15 @@ def copy_axes(sizes, src_strides, dst_strides, src_offset=0, dst_offset=0):
             outer = merged.pop()
             axis = Axis(outer.size * axis.size, axis.src, axis.dst)
         merged.append(axis)
+    return merged
+
+
+def copy_axes(sizes, src_strides, dst_strides, src_offset=0, dst_offset=0):
+    """The Copy of a copy over loop dims of ``sizes`` whose elements lie at
+    ``src_strides`` in the source and ``dst_strides`` in the destination.
+    Raises NotATranspose when both are contiguous along the same axis (a
+    plain copy, which simt-pointwise moves by vectors)."""
+    merged = merged_axes(sizes, src_strides, dst_strides)
     if len(merged) < 2:
         raise NotATranspose(f"{'one axis' if merged else 'one element'} to copy, in the "
                             "same order in both buffers")
@@ -322,15 +328,7 @@ def flatten_plain_copy(fn):
         op, sizes, ((src, src_offset), (dst, dst_offset)) = _the_copy(fn)
     except NotATranspose:
         return None
-    axes = [Axis(n, a, b) for n, a, b in zip(sizes, src, dst) if n != 1]
-    axes.sort(key=lambda a: -a.dst)
-    merged = []
-    for axis in axes:
-        if merged and merged[-1].src == axis.src * axis.size \
-                and merged[-1].dst == axis.dst * axis.size:
-            outer = merged.pop()
-            axis = Axis(outer.size * axis.size, axis.src, axis.dst)
-        merged.append(axis)
+    merged = merged_axes(sizes, src, dst)
     if len(merged) != 1 or merged[0].src != 1 or merged[0].dst != 1 \
             or min(src_offset, dst_offset) < 0:   # (a dynamic offset)
         return None
