@@ -63,11 +63,14 @@ class DnnTileTransposes(DnncPass):
                 try:
                     note = transpose.lower_kernel(fn, config.threads)
                 except transpose.NotATranspose as e:
-                    count = transpose.flatten_plain_copy(fn)
+                    width = plain_copy_width(fn)
+                    count = transpose.flatten_plain_copy(fn) if width > 1 else None
                     if count is not None:
-                        hand_over(fn, plain_copy_config(fn), f"{STRATEGY} does not apply "
-                                  f"({e}): a plain copy of {count} contiguous elements, "
-                                  "simt-pointwise's vectors")
+                        while count % width:   # whole vectors (width 2 at least)
+                            width //= 2
+                        hand_over(fn, Config(POINTWISE, (256, 1, 1), vector=width, unroll=2),
+                                  f"{STRATEGY} does not apply ({e}): a plain copy of {count} "
+                                  "contiguous elements, simt-pointwise's vectors")
                         continue
                     fall_back(fn, f"{STRATEGY} does not apply ({e}): simt-generic, one "
                                   "thread per element", config.block)
@@ -75,9 +78,10 @@ class DnnTileTransposes(DnncPass):
                 add_note(fn, note)
 
 
-def plain_copy_config(fn):
-    """simt-pointwise's config for a flattened copy (transpose.flatten_plain_copy):
-    16-byte vectors of the wider of the two element types, two a thread."""
+def plain_copy_width(fn):
+    """The elements of a 16-byte vector of the wider of kernel ``fn``'s two
+    element types: the widest vector of a flattened copy
+    (transpose.flatten_plain_copy), halved until it divides the copy."""
     widest = max(irutil.element_bytes(ir.MemRefType(t).element_type)
                  for t in irutil.function_type(fn).inputs)
-    return Config(POINTWISE, (256, 1, 1), vector=max(1, VECTOR_BYTES // widest), unroll=2)
+    return max(1, VECTOR_BYTES // widest)
