@@ -36,7 +36,7 @@ cuDNN 0.076; 32x144x56x56 3x3: 0.032 ms at T = 4, 0.034 at 8, 0.037 at 2;
 cuDNN 0.035).
 
 A tile that divides W is preferred to one up to twice as wide that does
-not (DIVIDING_TILES), and a wide window over a short row (W up to
+not (``_dividing``), and a wide window over a short row (W up to
 SHORT_ROW) takes the whole row a thread over 8 bytes of channels
 (SHORT_ROW).
 
@@ -70,11 +70,6 @@ SHORT_ROW_BYTES = 8
 WIDE_WINDOW = 5
 WIDE_MAX_BLOCK = 256
 TYPES = ("bf16", "f16", "f32")
-# DIVIDING_TILES: a tile that divides W is taken over one up to twice as
-# wide that does not. The last tile's guarded outputs (depthwise_emit.py)
-# cost more than the shorter rows: on an H200 (bf16, ConvNeXt's 7x7 at
-# 32x384x14x14) T = 8 over W = 14 took 0.424 ms, the guards' sums sunk
-# into them and spilled by ptxas; T = 7 divides it.
 # A filter gradient's run of output pixels a work item (8 at stride 1: a
 # 3x3's row of 10 x pixels for 8 outputs; 4 when strided) and the blocks an
 # SM its grid aims at, best first.
@@ -220,15 +215,23 @@ def _grouped_forward(channels, ins, outs, row_taps, element_bytes, width, tiles)
 
 def _dividing(tile, width, phases=1):
     """``tile``, or the largest tile from half of it up that divides the
-    output's ``width`` (a multiple of ``phases``): a last tile that runs
-    past W guards its outputs, and ptxas then spills the wide windows'
-    accumulators (see DIVIDING_TILES)."""
+    output's ``width`` (a multiple of ``phases``). A last tile that runs
+    past W guards its outputs (depthwise_emit.py), and the guards cost more
+    than the shorter rows: on an H200 (bf16, ConvNeXt's 7x7 at
+    32x384x14x14) T = 8 over W = 14 took 0.424 ms, its guarded sums spilled
+    by ptxas; T = 7 divides it."""
     if width % tile == 0:
         return tile
     for t in range(tile - 1, -(-tile // 2) - 1, -1):
         if t % phases == 0 and width % t == 0:
             return t
     return tile
+
+
+def _short_row(window_w, stride_w, out_w):
+    """Whether a window ``window_w`` wide at stride ``stride_w`` runs over
+    rows of at most SHORT_ROW outputs (see SHORT_ROW, WGRAD_SHORT_ROWS)."""
+    return window_w >= WIDE_WINDOW and stride_w == 1 and out_w <= SHORT_ROW
 
 
 def simt_depthwise(problem):
@@ -263,7 +266,8 @@ def simt_depthwise(problem):
     tiles = [t for t in choices if t <= max(1, out_w)] or [1]
     tiles = list(dict.fromkeys(_dividing(max(1, t // phases) * phases, out_w, phases)
                                for t in tiles))
-    short = (not grouped and problem.anchor == "conv_fprop" and wide and out_w <= SHORT_ROW)
+    short = (not grouped and problem.anchor == "conv_fprop"
+             and _short_row(w.shape[-1], stride[-1], out_w))
     if short:
         # A whole row a thread, 8 bytes of channels (see SHORT_ROW).
         while width > 1 and (width * element_bytes > SHORT_ROW_BYTES or channels % width):
@@ -309,7 +313,7 @@ def wgrad_configs(problem):
     dilation = list(problem.attr("dilation", ()) or (1,))
     tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
     tile = max(1, min(tile, out[-1]))
-    short = window[-1] >= WIDE_WINDOW and stride[-1] == 1 and out[-1] <= SHORT_ROW
+    short = _short_row(window[-1], stride[-1], out[-1])
     share, waves_first = WGRAD_WORKSPACE_SHARE, WGRAD_WAVES
     if short:   # see WGRAD_SHORT_ROWS
         tile, share = _dividing(tile, out[-1]), WGRAD_SHORT_ROWS_SHARE

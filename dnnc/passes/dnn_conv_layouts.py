@@ -59,14 +59,13 @@ from dnnc.codegen.gpu import irutil, outline
 from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
-from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, call_counts, set_argument_type
+from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, TRANSPOSE, call_counts, set_argument_type
 
 CONV_STRATEGIES = ("tc-sm90", "tc-sm80")
 # Strategies whose kernels read (and write) a buffer in any layout.
 READ_ANY = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-depthwise",
             "simt-generic")
 WRITE_ANY = ("simt-window", "simt-transpose", "simt-depthwise", "simt-generic")
-TRANSPOSE = "simt-transpose"
 
 
 def channels_last_order(rank):

@@ -66,7 +66,9 @@ class DnnTileTransposes(DnncPass):
                     width = plain_copy_width(fn)
                     count = transpose.flatten_plain_copy(fn) if width > 1 else None
                     if count is not None:
-                        while count % width:   # whole vectors (width 2 at least)
+                        # Whole vectors; at 1, dnn-vectorize-pointwise hands the
+                        # copy to simt-generic, saying why.
+                        while count % width:
                             width //= 2
                         hand_over(fn, Config(POINTWISE, (256, 1, 1), vector=width, unroll=2),
                                   f"{STRATEGY} does not apply ({e}): a plain copy of {count} "
