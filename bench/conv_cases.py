@@ -347,6 +347,23 @@ DEPTHWISE_TILES = [
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "split 24", "*=split:24"),
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "tile 1x7 split 16", "*=tile:1x7,split:16"),
 ]
+# ResNeXt-50's second stage (32 groups of 8 channels, 3x3 at 28 x 28) in
+# other simt-depthwise configs, beside the heuristics' choice: 4 channels a
+# thread (the group's 8 inputs for half its outputs), tiles of 2 and 8
+# outputs along W, smaller blocks; its filter gradient in more and fewer
+# splits and 4 channels a thread.
+# (what, N, C, H, R, pad, groups, direction, label, config)
+GROUPED_TILES = [
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "vector 4", "*=vector:4"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "tile 1x2", "*=tile:1x2"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "tile 1x7", "*=tile:1x7"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "block 128", "*=block:128"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "vector 4 tile 1x7", "*=vector:4,tile:1x7"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "vector 4", "*=vector:4"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "split 32", "*=split:32"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "split 8", "*=split:8"),
+    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "tile 1x4", "*=tile:1x4"),
+]
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,
 # against cuBLAS, beside the convolution's (N, C, H, K).
@@ -594,23 +611,26 @@ def cases(Case):
                         conv_graph(slug, *a[:5], stride=a[5], pad=a[6]),
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
-    for what, n, c, h, r, pad, direction, label, config in DEPTHWISE_TILES:
-        nbytes = (2 * n * c * h * h + c * r * r) * BF16
-        flops = 2 * n * c * h * h * r * r
+    tiles = [(*entry[:6], entry[2], *entry[6:]) for entry in DEPTHWISE_TILES] + GROUPED_TILES
+    for what, n, c, h, r, pad, groups, direction, label, config in tiles:
+        cg = c // groups
+        nbytes = (2 * n * c * h * h + c * cg * r * r) * BF16
+        flops = 2 * n * c * h * h * cg * r * r
         tag = "".join(ch if ch.isalnum() else "_" for ch in f"{what}_{n}_{c}_{h}_{label}")
         if direction == "fprop":
             name = f"conv {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
             out.append(Case(name, lambda slug=f"conv_dwalt_{tag}",
-                            a=([n, c, h, h], [c, 1, r, r], 1, pad, c): general_graph(slug, *a),
-                            _torch_general(1, pad, c, 4), flops, nbytes, True, "conv",
+                            a=([n, c, h, h], [c, cg, r, r], 1, pad, groups):
+                            general_graph(slug, *a),
+                            _torch_general(1, pad, groups, 4), flops, nbytes, True, "conv",
                             config=config))
         else:
             name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
-            shape = [n, c, h, h] if direction == "dgrad" else [c, 1, r, r]
+            shape = [n, c, h, h] if direction == "dgrad" else [c, cg, r, r]
             out.append(Case(name, lambda slug=f"conv_{direction}_dwalt_{tag}", d=direction,
-                            a=(n, c, h, c, r, 1, pad):
-                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], groups=c),
-                            _torch_grad(direction, shape, 1, pad, c), flops, nbytes, True,
+                            a=(n, c, h, c, r, 1, pad), groups=groups:
+                            grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], groups=groups),
+                            _torch_grad(direction, shape, 1, pad, groups), flops, nbytes, True,
                             "conv", config=config))
     for n, c, h, k in AS_MATMUL:
         m = n * h * h

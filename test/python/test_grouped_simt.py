@@ -97,11 +97,20 @@ def test_resnext_layer_is_one_kernel_without_copies_or_spills():
     assert m["workspace_bytes"] == 0
     text = package.ptx[package.ptx.index(f".entry {kernel['entry']}("):]
     text = text[:text.index("\n}\n")]
-    # 3 rows x (8 + 2) pixels of one 8-byte span each (a group's 4
-    # channels); 8 vectors of 4 channels stored.
+    # Staging, before the barrier: the block's 128 channels x 9 taps of a
+    # group's 4 filters, 4 of them a load (4608 elements, 256 threads):
+    # 4 loads a thread, all issued before the first store to shared
+    # memory, and a fifth for half of them. Then 3 rows x (8 + 2) pixels of one
+    # 8-byte span each (a group's 4 channels); 8 vectors of 4 channels
+    # stored.
     ops = [line.split()[0] for line in text.splitlines() if line.startswith("\t")]
-    assert ops.count("ld.global.v4.b16") == 30
-    assert ops.count("st.global.v2.b32") == 8
+    barrier = ops.index("bar.sync")
+    staging, tile = ops[:barrier], ops[barrier:]
+    assert staging.count("ld.global.v4.b16") == 5
+    loads = [i for i, op in enumerate(staging) if op == "ld.global.v4.b16"]
+    assert loads[3] < staging.index("st.shared.b16") < loads[4]
+    assert tile.count("ld.global.v4.b16") == 30
+    assert tile.count("st.global.v2.b32") == 8
     if PTXAS is None:
         return
     resources, _ = ptxas.assemble_cubin(package.ptx, "sm_90a")

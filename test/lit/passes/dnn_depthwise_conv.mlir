@@ -1,7 +1,8 @@
 // dnn-depthwise-conv lowers a simt-depthwise kernel, a depthwise convolution
 // (groups == C, its dnn.conv attribute) with its pointwise epilogue, to one
 // gpu.launch: the block first copies its channels' filters into shared
-// memory as [tap, channel], then each thread owns 8 channels of 4 outputs along W of
+// memory as [tap, channel] (144 taps over 128 threads: a load and store each,
+// and a second for 16 of them), then each thread owns 8 channels of 4 outputs along W of
 // a channels-last x, loads the 3 x 6 x pixels of their windows as 16-byte
 // vectors (through an identity-layout view of x in memory order), reads each
 // tap's 8 weights as one 16-byte vector from shared memory, and stores the
@@ -16,7 +17,9 @@
 // CHECK-NOT:     linalg.generic
 // CHECK:         gpu.launch
 // CHECK-SAME:      workgroup(%[[SMEM:.*]] : memref<144xbf16, #gpu.address_space<workgroup>>)
-// CHECK:           scf.for
+// CHECK:           memref.load %{{.*}} : memref<16x1x3x3xbf16>
+// CHECK:           memref.store %{{.*}}, %[[SMEM]]
+// CHECK:           scf.if
 // CHECK:             memref.load %{{.*}} : memref<16x1x3x3xbf16>
 // CHECK:             memref.store %{{.*}}, %[[SMEM]]
 // CHECK:           gpu.barrier
@@ -284,7 +287,8 @@ module {
 // A grouped convolution of 4 channels a group (4 groups, K = C = 16): a
 // thread's 8 output channels are two groups, which read the 8 input
 // channels of one 16-byte x vector; the block stages the filters as
-// [tap, c, channel] (9 x 4 x 16); for input channel c of the group, lanes
+// [tap, c, channel] (9 x 4 x 16), reading a tap's 4 filters of a channel as
+// one vector (they are contiguous in the channels-last filter); for input channel c of the group, lanes
 // 0-3 take span element c and lanes 4-7 element 4 + c (vector.from_elements
 // of converted scalars), times the [tap, c] weights' vector.
 
@@ -292,7 +296,10 @@ module {
 // CHECK-NOT:     linalg.generic
 // CHECK:         gpu.launch
 // CHECK-SAME:      workgroup(%[[SMEM:.*]] : memref<576xbf16, #gpu.address_space<workgroup>>)
-// CHECK:           memref.load %{{.*}} : memref<16x4x3x3xbf16, strided<[36, 1, 12, 4]>>
+// CHECK:           %[[W:.*]] = memref.reinterpret_cast %{{.*}} to offset: [0], sizes: [16, 3, 3, 4], strides: [36, 12, 4, 1] : memref<16x4x3x3xbf16, strided<[36, 1, 12, 4]>> to memref<16x3x3x4xbf16>
+// CHECK:           vector.load %[[W]]{{.*}} : memref<16x3x3x4xbf16>, vector<4xbf16>
+// CHECK-COUNT-4:   memref.store %{{.*}}, %[[SMEM]]
+// CHECK:           scf.if
 // CHECK:           gpu.barrier
 // CHECK-COUNT-12:  vector.load %[[SMEM]]
 // CHECK:           %[[X:.*]] = vector.load %{{.*}} : memref<2x6x6x16xbf16>, vector<8xbf16>

@@ -17,7 +17,10 @@ A thread's work, unrolled at compile time:
    flipped in convolution mode), so
    that a tap's weights for a thread's channels are one 16-byte vector
    (the filter is ``[C, 1, R, S]``: a channel's taps are contiguous, the
-   channels of one tap are not). A barrier follows.
+   channels of one tap are not). Each thread issues several loads before
+   it stores what they read, and a forward's Cg filters of a tap, contiguous
+   in a channels-last filter, are one load (``_stage_filter``). A barrier
+   follows.
 2. **Mainloop**, per row of taps (every spatial dim but the last): the x
    pixels the tile's windows read on that row, each loaded once as a vector
    and converted to f32 (``tile`` outputs of stride s read ``(tile - 1) * s
@@ -51,6 +54,10 @@ from dnnc.codegen.gpu.window.tile import channel_slice
 _index = irutil.index
 _WORKGROUP = "#gpu.address_space<workgroup>"
 _CONTRACT = "#arith.fastmath<contract>"
+# Staging the filter: loads a thread has in flight (_stage_filter), and the
+# rounds of them unrolled before a loop takes over.
+STAGE_LOADS = 8
+STAGE_UNROLL = 8
 
 
 class Geometry:
@@ -84,20 +91,41 @@ class Geometry:
                                       memory_space=ir.Attribute.parse(_WORKGROUP))
 
 
+def _stage_vector(g):
+    """Input channels of a filter row one staging load reads: a forward's
+    ``Cg`` filters a channel are contiguous in a channels-last filter ([K,
+    R, S, Cg] in memory), up to 16 bytes of them; 1 otherwise (a data
+    gradient's rows run along K, a depthwise filter has one)."""
+    f = g.found
+    if f.direction != "fprop" or g.ins == 1:
+        return 1
+    vec = math.gcd(g.ins, 16 // irutil.element_bytes(f.element))
+    return vec if vec > 1 and channel_contiguous(f.w.type, vec) else 1
+
+
 def _stage_filter(g, smem, tx, by):
-    """1. Copy the block's channels' taps into ``smem`` as [tap, channel]:
-    thread tx copies elements tx, tx + threads, ... (a loop)."""
+    """1. Copy the block's channels' taps into ``smem`` as [tap, channel]
+    (see the module doc). An item is a run of ``_stage_vector`` input
+    channels of one tap of one output channel, the channels fastest across
+    the threads; thread tx takes items tx, tx + threads, ... and issues up
+    to STAGE_LOADS loads before it stores what they read, so that their
+    latencies overlap (one item at a time, each load's round trip to L2
+    was paid in turn: 36 of them a thread for ResNeXt's 128 channels of 8
+    a block)."""
     f = g.found
     channels = g.slice * g.width
-    size = g.taps * g.ins * channels
-    loop = scf.ForOp(tx, _index(size), _index(g.threads))
-    with ir.InsertionPoint(loop.body):
-        i = loop.induction_variable
+    vec = _stage_vector(g)
+    chunks = g.ins // vec
+    items = g.taps * chunks * channels
+    w_view, w_order = memory_order_view(f.w) if vec > 1 else (f.w, None)
+
+    def load(i):
         row, local = arith.divui(i, _index(channels)), arith.remui(i, _index(channels))
         # Rows [tap, i] of a grouped convolution's filters a channel, one
         # per input channel i of its group.
-        tap, cc = (arith.divui(row, _index(g.ins)), arith.remui(row, _index(g.ins))) \
-            if g.ins > 1 else (row, _index(0))
+        tap, chunk = (arith.divui(row, _index(chunks)), arith.remui(row, _index(chunks))) \
+            if chunks > 1 else (row, _index(0))
+        cc = arith.muli(chunk, _index(vec)) if vec > 1 else chunk
         c = arith.addi(arith.muli(by, _index(channels)), local)
         taps = loops.delinearize(tap, list(f.window))
         if f.flip:  # convolution mode: tap t reads filter tap R - 1 - t
@@ -112,8 +140,48 @@ def _stage_filter(g, smem, tx, by):
             at = [k, within]
         else:
             at = [c, cc]
-        memref.store(memref.load(f.w, at + taps), smem, [i])
-        scf.YieldOp([])
+        at += taps
+        # smem [tap, input channel, channel]: the run's first element.
+        first = arith.addi(arith.muli(arith.addi(arith.muli(tap, _index(g.ins)), cc),
+                                      _index(channels)), local)
+        if vec == 1:
+            return [memref.load(f.w, at)], first
+        v = vector.load(ir.VectorType.get([vec], f.element), w_view, [at[d] for d in w_order],
+                        alignment=vec * irutil.element_bytes(f.element))
+        return [vector.extract(v, [], [j]) for j in range(vec)], first
+
+    def store(values, first):
+        for j, value in enumerate(values):
+            at = arith.addi(first, _index(j * channels)) if j else first
+            memref.store(value, smem, [at])
+
+    def batch(indices):
+        loaded = [load(i) for i in indices]
+        for values, first in loaded:
+            store(values, first)
+
+    full, rest = divmod(items, g.threads)
+    rounds, left = divmod(full, STAGE_LOADS)
+    step = STAGE_LOADS * g.threads
+    if rounds > STAGE_UNROLL:
+        loop = scf.ForOp(tx, _index(rounds * step), _index(step))
+        with ir.InsertionPoint(loop.body):
+            i = loop.induction_variable
+            batch([arith.addi(i, _index(m * g.threads)) if m else i
+                   for m in range(STAGE_LOADS)])
+            scf.YieldOp([])
+        done = rounds * STAGE_LOADS
+    else:
+        done = 0
+    for start in range(done, full, STAGE_LOADS):
+        batch([arith.addi(tx, _index(m * g.threads)) if m else tx
+               for m in range(start, min(full, start + STAGE_LOADS))])
+    if rest:
+        i = arith.addi(tx, _index(full * g.threads)) if full else tx
+        guard = scf.IfOp(arith.cmpi(arith.CmpIPredicate.ult, tx, _index(rest)))
+        with ir.InsertionPoint(guard.then_block):
+            batch([i])
+            scf.YieldOp([])
 
 
 def _row(f, dim, origin, offset, count):
