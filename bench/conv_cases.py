@@ -219,6 +219,9 @@ DEPTHWISE_LAYERS = [
     ("7x7 depthwise", 32, 384, 14, 7, 1, 3, 384),
     ("3x3 32 groups", 32, 256, 28, 3, 1, 1, 32),
     ("3x3 depthwise", 128, 144, 56, 3, 1, 1, 144),
+    # ResNeXt-50's third and fourth stages: 32 groups of 16 and of 32.
+    ("3x3 32 groups", 32, 512, 14, 3, 1, 1, 32),
+    ("3x3 32 groups", 32, 1024, 7, 3, 1, 1, 32),
 ]
 
 
@@ -347,23 +350,9 @@ DEPTHWISE_TILES = [
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "split 24", "*=split:24"),
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "tile 1x7 split 16", "*=tile:1x7,split:16"),
 ]
-# ResNeXt-50's second stage (32 groups of 8 channels, 3x3 at 28 x 28) in
-# other simt-depthwise configs, beside the heuristics' choice: 4 channels a
-# thread (the group's 8 inputs for half its outputs), tiles of 2 and 8
-# outputs along W, smaller blocks; its filter gradient in more and fewer
-# splits and 4 channels a thread.
-# (what, N, C, H, R, pad, groups, direction, label, config)
-GROUPED_TILES = [
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "vector 4", "*=vector:4"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "tile 1x2", "*=tile:1x2"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "tile 1x7", "*=tile:1x7"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "block 128", "*=block:128"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "fprop", "vector 4 tile 1x7", "*=vector:4,tile:1x7"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "vector 4", "*=vector:4"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "split 32", "*=split:32"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "split 8", "*=split:8"),
-    ("3x3 32 groups", 32, 256, 28, 3, 1, 32, "wgrad", "tile 1x4", "*=tile:1x4"),
-]
+# Other configs of the grouped layers above (what, N, C, H, R, pad, groups,
+# direction, label, config), timed beside the heuristics' choice.
+GROUPED_TILES = []
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,
 # against cuBLAS, beside the convolution's (N, C, H, K).

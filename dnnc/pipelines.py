@@ -235,8 +235,15 @@ def cuda(arch, config="", db="", gpu=""):
     sm80 = {"dnn-fuse": "dnn-fuse{matmul_prologue=false conv_prologue=false "
                         "conv_bias_grad=false}",
             "dnn-split-reductions": "dnn-split-reductions{conv_bias_grad=false}"}
-    front = FRONT if arch == "sm_90a" else tuple(
-        Stage(s.name, tuple(sm80.get(p, p) for p in s.passes)) for s in FRONT)
+    # sm_90a: a convolution of a few channels a group runs as one of 64
+    # channels a group with block-diagonal filters (dnn-widen-groups), on
+    # tc-sm90's grouped implicit GEMM, which sm_80's tc-sm80 does not have.
+    sm90 = {"dnn-split-reductions": ("dnn-widen-groups", "dnn-split-reductions")}
+    if arch == "sm_90a":
+        front = tuple(Stage(s.name, tuple(q for p in s.passes for q in sm90.get(p, (p,))))
+                      for s in FRONT)
+    else:
+        front = tuple(Stage(s.name, tuple(sm80.get(p, p) for p in s.passes)) for s in FRONT)
     return front + (configured(arch, config, db, gpu), LINALG_GPU, GPU, nvvm(arch), PTX)
 
 

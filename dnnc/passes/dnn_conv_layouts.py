@@ -60,12 +60,14 @@ from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, TRANSPOSE, call_counts, set_argument_type
+from dnnc.passes.dnn_transpose_views import copy_permutation, permuted
 
 CONV_STRATEGIES = ("tc-sm90", "tc-sm80")
 # Strategies whose kernels read (and write) a buffer in any layout.
 READ_ANY = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-depthwise",
             "simt-generic")
 WRITE_ANY = ("simt-window", "simt-transpose", "simt-depthwise", "simt-generic")
+RESHAPES = ("memref.collapse_shape", "memref.expand_shape")
 
 
 def channels_last_order(rank):
@@ -129,6 +131,10 @@ def _broadcast_input(fn, index):
     outputs = [list(ir.MemRefType(a.type).shape) for i, a in enumerate(args)
                if _writes(fn, i) and ir.MemRefType(a.type).rank == len(shape)]
     return any(any(n == 1 and m > 1 for n, m in zip(shape, out)) for out in outputs)
+
+
+def _op(owner):
+    return getattr(owner, "operation", owner)
 
 
 def is_conv(fn, config):
@@ -216,12 +222,105 @@ class _Layouts:
         users = [self.adaptable(use) for use in value.uses]
         if not users or None in users:
             return False
+        if self.alias_copy(value, strided):
+            return True
         with ir.InsertionPoint(op), op.location:
             cast = self._view(memref.alloc(_physical(strided), [], []), strided)
         value.replace_all_uses_with(cast)
         op.erase()
         for callee, index in users:
             set_argument_type(callee, index, strided)
+        for use in list(cast.uses):
+            self.alias_copied(cast, _op(use.owner))
+        return True
+
+    def alias_copied(self, cast, call):
+        """The other way round from ``alias_copy``: where channels-last
+        ``cast`` (a view of its row-major physical buffer) is copied by a
+        permutation copy into an intermediate whose row-major layout is
+        that physical buffer's (a filter gradient's dw' read as [K,
+        *window, C]: dnn-widen-groups), the intermediate becomes the
+        physical buffer itself and the copy goes. The intermediate must be
+        read only after the copy, and ``cast`` written only before it."""
+        if call.name != "func.call" or len(call.operands) != 2 or call.operands[0] != cast:
+            return
+        callee = self.callee(call)
+        perm = None if callee is None else copy_permutation(callee)
+        dest = call.operands[1]
+        alloc = irutil.defining_op(dest)
+        if perm is None or alloc is None or alloc.name != "memref.alloc" or alloc.operands:
+            return
+        physical = _op(cast.owner).operands[0]
+        geometry = permuted(irutil.memref_geometry(cast.type), perm)
+        shape, strides, offset = irutil.memref_geometry(dest.type)
+        if list(geometry) != [shape, strides, offset] or \
+                ir.MemRefType(physical.type).shape != shape:
+            return
+        body = irutil.body(self.fn)
+        later = [_op(u.owner) for u in dest.uses if _op(u.owner) != call]
+        earlier = [_op(u.owner) for u in cast.uses if _op(u.owner) != call]
+        if any(o.block != body or not call.is_before_in_block(o) for o in later) or \
+                any(o.block != body or not o.is_before_in_block(call) for o in earlier):
+            return
+        name = irutil.symbol(callee)
+        call.erase()
+        self.calls[name] -= 1
+        if self.calls[name] == 0:
+            self.functions.pop(name).erase()
+        dest.replace_all_uses_with(physical)
+        alloc.erase()
+
+    def alias_copy(self, value, strided):
+        """When intermediate ``value`` is written by a permutation copy
+        (a transpose kernel) of an intermediate whose memory, read through
+        the permutation, is already ``strided`` (a channels-last filter
+        computed as [K, *window, C] and transposed to [K, C, *window]:
+        dnn-widen-groups), the copy would move every element to where it
+        is: ``value`` becomes a view of the copy's source and the copy
+        goes. The source must be written only before the copy."""
+        uses = list(value.uses)
+        copies = [_op(use.owner) for use in uses if use.owner.name == "func.call"
+                  and use.operand_number == 1 and len(use.owner.operands) == 2]
+        if len(copies) != 1:
+            return False
+        call = copies[0]
+        callee = self.callee(call)
+        perm = None if callee is None else copy_permutation(callee)
+        source = call.operands[0]
+        # The source, or the reshapes (views) of an intermediate it reads.
+        chain, root = [source], source
+        while irutil.defining_op(root) is not None and \
+                irutil.defining_op(root).name in RESHAPES:
+            root = irutil.defining_op(root).operands[0]
+            chain.append(root)
+        alloc = irutil.defining_op(root)
+        if perm is None or alloc is None or alloc.name != "memref.alloc":
+            return False
+        body = irutil.body(self.fn)
+        views = [irutil.defining_op(v) for v in chain[:-1]]
+        others = [_op(use.owner) for v in chain for use in v.uses
+                  if _op(use.owner) != call and _op(use.owner) not in views]
+        if any(o.block != body or not o.is_before_in_block(call) for o in others):
+            return False
+        try:
+            geometry = permuted(irutil.memref_geometry(source.type), perm)
+        except (ValueError, RuntimeError):
+            return False
+        if list(geometry) != list(irutil.memref_geometry(strided)):
+            return False
+        with ir.InsertionPoint.after(irutil.defining_op(source)), alloc.location:
+            view = memref.reinterpret_cast(strided, source, [], [], [], [geometry[2]],
+                                           geometry[0], geometry[1])
+        readers = [self.adaptable(use) for use in uses if _op(use.owner) != call]
+        name = irutil.symbol(callee)
+        call.erase()
+        self.calls[name] -= 1
+        if self.calls[name] == 0:
+            self.functions.pop(name).erase()
+        value.replace_all_uses_with(view)
+        value.owner.erase()
+        for target, index in readers:
+            set_argument_type(target, index, strided)
         return True
 
     @staticmethod

@@ -63,6 +63,11 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
                        576 random depthwise and small-group convolutions
                        (forward, data and filter gradients) on
                        simt-depthwise, eight to a graph, bf16, f16 and f32
+    conv_widened_groups.py
+                       144 random convolutions of 8, 16 and 32 channels a
+                       group (forward, data and filter gradients), which
+                       sm_90a runs as 64 channels a group with
+                       block-diagonal filters on tc-sm90; ResNeXt's layers
     conv_prologue.py   160 random BN-ReLU-convs (relu(x * scale + shift) as
                        the convolution's prologue), eight to a graph
     conv_bias_grad.py  filter gradients with their bias gradient (the sum of
@@ -175,6 +180,7 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                conv_bias_grad, conv_grouped_simt, conv_odd_channels, conv_phases,
                conv_pixel_rows, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
+               conv_widened_groups,
                convolution,
                data_movement, epilogue_reads, examples, fp8, frontend, gemm_tail_split, int8,
                layouts, matmul,
@@ -205,6 +211,7 @@ CASES = [
     *conv_sm80_split.CASES,
     *conv_sm80_tf32.CASES,
     *conv_grouped_simt.CASES,
+    *conv_widened_groups.CASES,
     *conv_prologue.CASES,
     *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,

@@ -5,7 +5,10 @@ f16 and f32 (f32 computed as f32: simt-depthwise takes no tf32).
 
 Groups: two draws in three depthwise (K = C, a third of them K = 2C: a
 channel multiplier), one in three of a few channels a group: Cg from 2, 3,
-4, 8, 16 and Kg from Cg, 2 Cg or Cg / 2 (ResNeXt's 4 in, 4 out among them).
+4, 8, 16 and Kg from Cg, 2 Cg or Cg / 2 (ResNeXt's 4 in, 4 out among them;
+on sm_90a, those of Cg = Kg = 8 or 16 over C a multiple of 64 run as 64
+channels a group on tc-sm90 instead: dnn-widen-groups, and
+conv_widened_groups.py).
 (A 3-D one whose filters for a vector of output channels overflow the
 shared memory simt-depthwise stages them in runs on simt-generic, its plan
 saying why: one such forward in these draws.)

@@ -153,3 +153,69 @@ module {
 //       CHECK:   call @e_layout_0(%[[R]], %{{.*}})
 //       CHECK:   call @e_k0_conv_fprop(%{{.*}}, %{{.*}}, %[[T]], %{{.*}}, %{{.*}})
 //   CHECK-NOT: @e_layout_1
+
+// -----
+
+// A filter computed channels-last ([K, R, S, C], row-major) and transposed
+// to [K, C, R, S] for the convolution (dnn-widen-groups' block-diagonal
+// filter): the convolution's channels-last view of the transpose's output
+// is where the transpose's input already lies, so the filter becomes a
+// view of the input and the transpose goes. The other way round for a
+// filter gradient written channels-last and transposed to [K, R, S, C]
+// for a pointwise kernel: that kernel reads the gradient's own buffer.
+
+module {
+  func.func private @h_k0_pointwise(%w: memref<128x3x3x64xbf16> {bufferize.result}) attributes {dnn.anchor = "pointwise", dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.kernel} {
+    return
+  }
+  func.func private @h_k1_tensor(%a: memref<128x3x3x64xbf16>, %t: memref<128x64x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.kernel} {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<128x3x3x64xbf16>) outs(%t : memref<128x64x3x3xbf16>) {
+    ^bb0(%in: bf16, %out: bf16):
+      linalg.yield %in : bf16
+    }
+    return
+  }
+  func.func private @h_k2_conv_fprop(%x: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, %w: memref<128x64x3x3xbf16>, %y: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>> {bufferize.result}) attributes {dnn.anchor = "conv_fprop", dnn.config = {block = [384, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [128, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "fprop", flip = false, groups = 2 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func private @h_k3_conv_wgrad(%dy: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, %x: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, %dw: memref<128x64x3x3xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 2 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func private @h_k4_tensor(%a: memref<128x64x3x3xbf16>, %t: memref<128x3x3x64xbf16> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.kernel} {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<128x64x3x3xbf16>) outs(%t : memref<128x3x3x64xbf16>) {
+    ^bb0(%in: bf16, %out: bf16):
+      linalg.yield %in : bf16
+    }
+    return
+  }
+  func.func private @h_k5_pointwise(%u: memref<128x3x3x64xbf16>, %v: memref<128x3x3x64xbf16> {bufferize.result}) attributes {dnn.anchor = "pointwise", dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.kernel} {
+    return
+  }
+  func.func @h(%x: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, %dy: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, %y: memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>> {bufferize.result}, %out: memref<128x3x3x64xbf16> {bufferize.result}) attributes {dnn.graph} {
+    %a = memref.alloc() : memref<128x3x3x64xbf16>
+    call @h_k0_pointwise(%a) : (memref<128x3x3x64xbf16>) -> ()
+    %t = memref.alloc() : memref<128x64x3x3xbf16>
+    call @h_k1_tensor(%a, %t) : (memref<128x3x3x64xbf16>, memref<128x64x3x3xbf16>) -> ()
+    call @h_k2_conv_fprop(%x, %t, %y) : (memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, memref<128x64x3x3xbf16>, memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>) -> ()
+    %dw = memref.alloc() : memref<128x64x3x3xbf16>
+    call @h_k3_conv_wgrad(%dy, %x, %dw) : (memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, memref<2x128x6x6xbf16, strided<[4608, 1, 768, 128]>>, memref<128x64x3x3xbf16>) -> ()
+    %u = memref.alloc() : memref<128x3x3x64xbf16>
+    call @h_k4_tensor(%dw, %u) : (memref<128x64x3x3xbf16>, memref<128x3x3x64xbf16>) -> ()
+    call @h_k5_pointwise(%u, %out) : (memref<128x3x3x64xbf16>, memref<128x3x3x64xbf16>) -> ()
+    return
+  }
+}
+
+// CHECK-NOT:   func.func private @h_k1_tensor
+// CHECK-NOT:   func.func private @h_k4_tensor
+// CHECK-LABEL: func.func @h(
+//       CHECK:   %[[A:.*]] = memref.alloc() : memref<128x3x3x64xbf16>
+//       CHECK:   %[[W:.*]] = memref.reinterpret_cast %[[A]] to offset: [0], sizes: [128, 64, 3, 3], strides: [576, 1, 192, 64]
+//       CHECK:   call @h_k0_pointwise(%[[A]])
+//   CHECK-NOT:   call @h_k1_tensor
+//       CHECK:   call @h_k2_conv_fprop(%{{.*}}, %[[W]], %{{.*}})
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<128x3x3x64xbf16>
+//       CHECK:   %[[DW:.*]] = memref.reinterpret_cast %[[P]] to offset: [0], sizes: [128, 64, 3, 3], strides: [576, 1, 192, 64]
+//       CHECK:   call @h_k3_conv_wgrad(%{{.*}}, %{{.*}}, %[[DW]])
+//   CHECK-NOT:   call @h_k4_tensor
+//       CHECK:   call @h_k5_pointwise(%[[P]], %{{.*}})
