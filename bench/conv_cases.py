@@ -351,8 +351,17 @@ DEPTHWISE_TILES = [
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "tile 1x7 split 16", "*=tile:1x7,split:16"),
 ]
 # Other configs of the grouped layers above (what, N, C, H, R, pad, groups,
-# direction, label, config), timed beside the heuristics' choice.
-GROUPED_TILES = []
+# direction, label, config), timed beside the heuristics' choice; KERNEL in
+# a config names the case's convolution kernel. ResNeXt-50's third and
+# fourth stages' filter gradients (32 groups of 16 and 32, widened to 64
+# channels a group: dnn-widen-groups): 72 and 144 tiles of 64 x 64 for 132
+# SMs, unsplit, beside K split 2 and 3.
+GROUPED_TILES = [
+    ("3x3 32 groups", 32, 512, 14, 3, 1, 32, "wgrad", "split 2", "KERNEL=split:2"),
+    ("3x3 32 groups", 32, 512, 14, 3, 1, 32, "wgrad", "split 3", "KERNEL=split:3"),
+    ("3x3 32 groups", 32, 1024, 7, 3, 1, 32, "wgrad", "split 2", "KERNEL=split:2"),
+    ("3x3 32 groups", 32, 1024, 7, 3, 1, 32, "wgrad", "tile 128x64x64", "KERNEL=tile:128x64x64"),
+]
 # The 1x1 14x14 layer's GEMM as a matmul (x as [N*H*W, C], the filter as
 # [C, K] stored K x C): what dnnc's matmul path makes of the same product,
 # against cuBLAS, beside the convolution's (N, C, H, K).
@@ -616,11 +625,13 @@ def cases(Case):
         else:
             name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{c} NHWC bf16 {label}"
             shape = [n, c, h, h] if direction == "dgrad" else [c, cg, r, r]
-            out.append(Case(name, lambda slug=f"conv_{direction}_dwalt_{tag}", d=direction,
+            slug = f"conv_{direction}_dwalt_{tag}"
+            out.append(Case(name, lambda slug=slug, d=direction,
                             a=(n, c, h, c, r, 1, pad), groups=groups:
                             grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], groups=groups),
                             _torch_grad(direction, shape, 1, pad, groups), flops, nbytes, True,
-                            "conv", config=config))
+                            "conv", config=config.replace("KERNEL",
+                                                          f"{slug}_k0_conv_{direction}")))
     for n, c, h, k in AS_MATMUL:
         m = n * h * h
         name = f"conv 1x1 {n}x{c}x{h}x{h} ->{k} as matmul {m}x{k}x{c} bf16"
