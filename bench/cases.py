@@ -2198,9 +2198,27 @@ def _sdpa_grad_on(backend, causal, gqa):
     return prepare, grad
 
 
-def _sdpa_backward_case(b, h, s, d, causal=False, hk=None, config=None, suffix=""):
+def _sdpa_grad_variant(backend, causal, gqa):
+    """The backward through another SDPBackend as a case's ``others``
+    entry: the forward through that backend runs once per input set (the
+    first call, a warm-up one), the timed calls its autograd.grad."""
+    prepare, grad = _sdpa_grad_on(backend, causal, gqa)
+    forwards = {}
+
+    def variant(t, q, k, v, o, do, stats, *cudnn_prepared):
+        key = q.data_ptr()
+        if key not in forwards:
+            forwards[key] = prepare(t, q, k, v, o, do, stats)
+        return grad(t, q, k, v, o, do, stats, *forwards[key])
+
+    return variant
+
+
+def _sdpa_backward_case(b, h, s, d, causal=False, hk=None, config=None, suffix="",
+                        flash=False):
     """The backward case; ``config`` an override (``suffix`` then names
-    it: the two-kernel twins)."""
+    it: the two-kernel twins); ``flash``: also time the flash backend's
+    backward (FlashAttention-2, mma.sync), beside the tc-sm80 kernels."""
     hk = hk or h
     heads = f"GQA H{h} KV{hk}" if hk != h else f"H{h}"
     name = f"sdpa backward{' causal' if causal else ''} B{b} {heads} S{s} D{d} bf16{suffix}"
@@ -2209,8 +2227,10 @@ def _sdpa_backward_case(b, h, s, d, causal=False, hk=None, config=None, suffix="
     # q, o, do and dq; k, v, dk and dv; the statistics.
     size = (4 * b * h * s * d + 4 * b * hk * s * d) * BF16 + b * h * s * F32
     prepare, grad = _sdpa_grad_on("CUDNN_ATTENTION", causal, hk != h)
+    others = {"flash": _sdpa_grad_variant("FLASH_ATTENTION", causal, hk != h)} if flash else {}
     return Case(name, _sdpa_backward_graph(b, h, hk, s, d, causal), grad, flops, size, False,
-                "attention", init=_sdpa_saved(causal), torch_prepare=prepare, config=config)
+                "attention", init=_sdpa_saved(causal), torch_prepare=prepare, config=config,
+                others=others)
 
 
 _BACKWARD_SHAPES = [(4, 16, 4096, 128, None), (4, 16, 4096, 64, None),
@@ -2256,8 +2276,17 @@ ATTENTION_BACKWARD += [
 # fused:1), for A/B timing in one run.
 ATTENTION_BACKWARD += [
     _sdpa_backward_case(4, 16, 4096, d, causal, config=f"*=strategy:tc-sm80,fused:{fused}",
-                        suffix=" tc-sm80" + (" fused" if fused else ""))
+                        suffix=" tc-sm80" + (" fused" if fused else ""), flash=not fused)
     for d in (128, 64) for causal in (False, True) for fused in (0, 1)
+]
+# The two kernels in other tiles (D 128): three and four ring stages (the
+# sm_80 tile keeps two within sm_80's shared memory; the H200 has more), 32
+# kv rows a dQ step, and blocks of 4 warps (64 rows).
+ATTENTION_BACKWARD += [
+    _sdpa_backward_case(4, 16, 4096, 128, False,
+                        config=f"*=strategy:tc-sm80,fused:0,{extra}",
+                        suffix=f" tc-sm80 {extra.replace(':', ' ').replace(',', ' ')}")
+    for extra in ("stages:3", "stages:4", "tile:32x32", "tile:64x32,block:128")
 ]
 # The fused kernel in blocks of 4 warps (64 kv rows: twice the blocks and
 # the dQ reductions, two blocks an SM by registers), 3 stages.

@@ -143,27 +143,33 @@ def sm80_attention_tile_of(config, att):
     """The sm80.FlashTile a tc-sm80 config of attention ``att`` describes:
     ``tile`` = [query rows a block, kv rows a step (64 if left out)] over a
     warp per 32 threads, 2 stages unless it names more; without a tile
-    (an override that names the strategy alone), the first the heuristics
-    rank for ``att``, whatever the block."""
+    (an override that names the strategy, and perhaps the stages), the
+    first the heuristics rank for ``att``, whatever the block, in the
+    stages the config names."""
     if config.tile:
         m, n = (tuple(config.tile) + (64,))[:2]
         return sm80.FlashTile(m, n, max(2, config.stages), max(1, config.threads // 32))
     ranked = tc_sm80_attention_tiles(att.sq, att.d, att.dv, att.bias is not None)
-    return ranked[0] if ranked else sm80.FlashTile()
+    return _named_stages(ranked[0] if ranked else sm80.FlashTile(), config)
+
+
+def _named_stages(tile, config):
+    """``tile`` in the stages ``config`` names (more than one), else as it is."""
+    return dataclasses.replace(tile, stages=config.stages) if config.stages > 1 else tile
 
 
 def sm80_backward_tile_of(config, att):
     """The sm80.BackwardTile a tc-sm80 config of attention backward ``att``
     describes: ``tile`` = [kv rows a dQ step, query rows a dK dV step] over
     a warp per 32 threads (16 rows each), 2 stages unless it names more;
-    without a tile (an override that names the strategy alone), the one
-    the heuristics pick for ``att`` (or the default, which check then
-    refuses with its reason)."""
+    without a tile (an override that names the strategy, and perhaps the
+    stages), the one the heuristics pick for ``att`` (or the default, which
+    check then refuses with its reason), in the stages the config names."""
     if config.tile:
         n, m = (tuple(config.tile) + (32,))[:2]
         return sm80.BackwardTile(max(1, config.threads // 32), n, m, max(2, config.stages))
-    return tc_sm80_attention_backward_tile(att.d, att.dv, att.bias is not None) \
-        or sm80.BackwardTile()
+    return _named_stages(tc_sm80_attention_backward_tile(att.d, att.dv, att.bias is not None)
+                         or sm80.BackwardTile(), config)
 
 
 def sm80_fallback(found):
