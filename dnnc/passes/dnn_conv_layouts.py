@@ -219,56 +219,68 @@ class _Layouts:
         op = irutil.defining_op(value)
         if op is None or op.name != "memref.alloc" or op.operands:
             return False
-        users = [self.adaptable(use) for use in value.uses]
-        if not users or None in users:
-            return False
         if self.alias_copy(value, strided):
             return True
+        users, copies = [], []
+        for use in value.uses:
+            copied = self.copied_to(value, strided, _op(use.owner))
+            if copied is not None:
+                copies.append(copied)
+            else:
+                users.append(self.adaptable(use))
+        if not users + copies or None in users:
+            return False
         with ir.InsertionPoint(op), op.location:
-            cast = self._view(memref.alloc(_physical(strided), [], []), strided)
+            physical = memref.alloc(_physical(strided), [], [])
+            cast = self._view(physical, strided)
         value.replace_all_uses_with(cast)
         op.erase()
         for callee, index in users:
             set_argument_type(callee, index, strided)
-        for use in list(cast.uses):
-            self.alias_copied(cast, _op(use.owner))
+        for call, dest in copies:
+            self.drop_copy(call)
+            dest.replace_all_uses_with(physical)
+            irutil.defining_op(dest).erase()
         return True
 
-    def alias_copied(self, cast, call):
-        """The other way round from ``alias_copy``: where channels-last
-        ``cast`` (a view of its row-major physical buffer) is copied by a
-        permutation copy into an intermediate whose row-major layout is
-        that physical buffer's (a filter gradient's dw' read as [K,
-        *window, C]: dnn-widen-groups), the intermediate becomes the
-        physical buffer itself and the copy goes. The intermediate must be
-        read only after the copy, and ``cast`` written only before it."""
-        if call.name != "func.call" or len(call.operands) != 2 or call.operands[0] != cast:
-            return
+    def copied_to(self, value, strided, call):
+        """The other way round from ``alias_copy``: (the copy, its
+        destination) when ``call`` is a permutation copy of ``value``,
+        were it laid out ``strided`` (channels-last, a view of its
+        row-major physical buffer), into an intermediate whose row-major
+        layout is that physical buffer's (a filter gradient's dw' read as
+        [K, *window, C]: dnn-widen-groups): the destination can be the
+        physical buffer itself and the copy can go. The destination must
+        be read only after the copy, and ``value`` written only before it.
+        None otherwise."""
+        if call.name != "func.call" or len(call.operands) != 2 or call.operands[0] != value:
+            return None
         callee = self.callee(call)
         perm = None if callee is None else copy_permutation(callee)
         dest = call.operands[1]
         alloc = irutil.defining_op(dest)
         if perm is None or alloc is None or alloc.name != "memref.alloc" or alloc.operands:
-            return
-        physical = _op(cast.owner).operands[0]
-        geometry = permuted(irutil.memref_geometry(cast.type), perm)
+            return None
+        geometry = permuted(irutil.memref_geometry(strided), perm)
         shape, strides, offset = irutil.memref_geometry(dest.type)
         if list(geometry) != [shape, strides, offset] or \
-                ir.MemRefType(physical.type).shape != shape:
-            return
+                ir.MemRefType(_physical(strided)).shape != shape:
+            return None
         body = irutil.body(self.fn)
         later = [_op(u.owner) for u in dest.uses if _op(u.owner) != call]
-        earlier = [_op(u.owner) for u in cast.uses if _op(u.owner) != call]
+        earlier = [_op(u.owner) for u in value.uses if _op(u.owner) != call]
         if any(o.block != body or not call.is_before_in_block(o) for o in later) or \
                 any(o.block != body or not o.is_before_in_block(call) for o in earlier):
-            return
-        name = irutil.symbol(callee)
+            return None
+        return call, dest
+
+    def drop_copy(self, call):
+        """Erase ``call``, and its kernel when nothing else calls it."""
+        name = irutil.symbol(self.callee(call))
         call.erase()
         self.calls[name] -= 1
         if self.calls[name] == 0:
             self.functions.pop(name).erase()
-        dest.replace_all_uses_with(physical)
-        alloc.erase()
 
     def alias_copy(self, value, strided):
         """When intermediate ``value`` is written by a permutation copy
@@ -308,15 +320,15 @@ class _Layouts:
             return False
         if list(geometry) != list(irutil.memref_geometry(strided)):
             return False
+        # Every other user takes the view (the copy's own strategy does not
+        # matter: it goes).
+        readers = [self.adaptable(use) for use in uses if _op(use.owner) != call]
+        if not readers or None in readers:
+            return False
         with ir.InsertionPoint.after(irutil.defining_op(source)), alloc.location:
             view = memref.reinterpret_cast(strided, source, [], [], [], [geometry[2]],
                                            geometry[0], geometry[1])
-        readers = [self.adaptable(use) for use in uses if _op(use.owner) != call]
-        name = irutil.symbol(callee)
-        call.erase()
-        self.calls[name] -= 1
-        if self.calls[name] == 0:
-            self.functions.pop(name).erase()
+        self.drop_copy(call)
         value.replace_all_uses_with(view)
         value.owner.erase()
         for target, index in readers:

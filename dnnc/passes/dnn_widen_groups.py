@@ -97,6 +97,17 @@ def _first(nd):
     return [0, 1 + nd] + list(range(1, 1 + nd))
 
 
+def _permute(b, x, perm):
+    """``x`` transposed through ``perm``; a reshape where only dims of one
+    element move (a 1x1 filter's [K, 1, 1, C] is [K, C, 1, 1] in memory),
+    which no kernel copies."""
+    shape = shape_of(x)
+    moved = [d for d in perm if shape[d] != 1]
+    if moved == sorted(moved):
+        return b.reshape(x, [shape[d] for d in perm])
+    return b.transpose(x, perm)
+
+
 def _blocks(b, w, cg, pair):
     """w [K, Cg, *win] (a forward's filter: ``pair``) or dw' [K, BLOCK,
     *win], channels last and split as [G', j, Kg, *win, j', Cg] (j the
@@ -109,7 +120,7 @@ def _blocks(b, w, cg, pair):
     nd = len(window)
     blocks, kg = BLOCK // cg, cg
     wide = k // (blocks * kg)
-    last = b.transpose(w, _last(nd))
+    last = _permute(b, w, _last(nd))
     rows = b.reshape(last, [wide, blocks, kg, *window, 1 if pair else blocks, cg])
     columns = b.reshape(last, [wide, 1, kg, *window, blocks, cg]) if pair else rows
     cond = b.binary("cmp_eq", b.emit("gen_index", {"x": rows}, {"axis": 1}),
@@ -123,7 +134,7 @@ def wide_filter(b, w, cg):
     k, _, *window = shape_of(w)
     rows, cond = _blocks(b, w, cg, pair=True)
     wide = b.select(cond, rows, 0.0, out=dtype_of(w))         # [G', j, Kg, *win, j', Cg]
-    return b.transpose(b.reshape(wide, [k, *window, BLOCK]), _first(len(window)))
+    return _permute(b, b.reshape(wide, [k, *window, BLOCK]), _first(len(window)))
 
 
 def diagonal_blocks(b, dw_wide, cg, dtype):
@@ -134,7 +145,7 @@ def diagonal_blocks(b, dw_wide, cg, dtype):
     rows, cond = _blocks(b, dw_wide, cg, pair=False)
     kept = b.select(cond, rows, 0.0, out=dtype)                   # exact: dw' is ``dtype``
     summed = b.sum(kept, [3 + nd], keepdims=False, out=dtype)     # [G', j, Kg, *win, Cg]
-    return b.transpose(b.reshape(summed, [k, *window, cg]), _first(nd))
+    return _permute(b, b.reshape(summed, [k, *window, cg]), _first(nd))
 
 
 def rewrite(view):

@@ -143,6 +143,18 @@ def test_sm90a_plan_of_resnext_layers():
     assert not any("tensor" in entry or "layout" in entry for _, entry in fprop + dgrad + wgrad)
 
 
+@pytest.mark.parametrize("direction, window", [("fprop", [2, 1]), ("fprop", [1, 1]),
+                                               ("wgrad", [1, 3]), ("wgrad", [1, 1])])
+def test_sm90a_plan_with_unit_window_dims(direction, window):
+    # A window dim of 1: the filter's transposes move it (a plain copy in
+    # memory, or a reshape), and still no copy kernel is left.
+    plan = _plan(_conv_graph(direction, BF16, [1, 128, 6, 6], 128, window, 8,
+                             pre=[0, 0], post=[0, 0]))
+    assert "tc-sm90" in [s for s, _ in plan], plan
+    assert not any("tensor" in entry or "layout" in entry or s == "simt-generic"
+                   for s, entry in plan), plan
+
+
 def test_sm80_keeps_small_groups():
     plan = _plan_arch(_conv_graph("fprop", BF16, [2, 256, 8, 8], 256, [3, 3], 32), "sm_80")
     assert plan == ["simt-depthwise"], plan
