@@ -349,6 +349,14 @@ DEPTHWISE_TILES = [
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "split 16", "*=split:16"),
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "split 24", "*=split:24"),
     ("7x7 depthwise", 32, 384, 14, 7, 3, "wgrad", "tile 1x7 split 16", "*=tile:1x7,split:16"),
+    # The 3x3's filter gradient at 14 x 14 (runs of 8 over W = 14, the
+    # last guarded, 43 splits, before WGRAD_SHORT_ROWS took it): runs of 7
+    # that divide W, in other splits.
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "wgrad", "tile 1x7", "*=tile:1x7"),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "wgrad", "tile 1x7 split 16", "*=tile:1x7,split:16"),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "wgrad", "tile 1x7 split 24", "*=tile:1x7,split:24"),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "wgrad", "tile 1x7 split 43", "*=tile:1x7,split:43"),
+    ("3x3 depthwise", 32, 384, 14, 3, 1, "wgrad", "split 16", "*=split:16"),
 ]
 # Other configs of the grouped layers above (what, N, C, H, R, pad, groups,
 # direction, label, config), timed beside the heuristics' choice; KERNEL in

@@ -79,12 +79,15 @@ WGRAD_WAVES = (1, 2, 4)
 # 7x7 at 14 x 14, 32 x 384 channels, 4 blocks of partials along the
 # reduction, 96 blocks in all; 1/8 gives it 8.)
 WGRAD_WORKSPACE_SHARE = 8
-# WGRAD_SHORT_ROWS: a wide window's filter gradient (stride 1) over rows of
-# at most SHORT_ROW outputs takes runs that divide W, a grid of two waves
-# first and partials up to 1/WGRAD_SHORT_ROWS_SHARE of x and dy: on an
-# H200 (bf16, ConvNeXt's 7x7 at 32x384x14x14; cuDNN 0.0286 ms) runs of 8
-# in 8 splits (one wave, 1/8) took 0.0354 ms, in 16 splits 0.0316, runs of
-# 7 in 16 splits 0.0290.
+# WGRAD_SHORT_ROWS: a filter gradient (stride 1) over rows of at most
+# SHORT_ROW outputs takes runs that divide W; a wide window's, a grid of
+# two waves first and partials up to 1/WGRAD_SHORT_ROWS_SHARE of x and dy.
+# On an H200 (bf16, ConvNeXt's 7x7 at 32x384x14x14; cuDNN 0.0286 ms) runs
+# of 8 in 8 splits (one wave, 1/8) took 0.0354 ms, in 16 splits 0.0316,
+# runs of 7 in 16 splits 0.0290. MobileNetV2's 3x3 at 32x384x14x14 (cuDNN
+# 0.0165-0.0167 ms): runs of 8 in 43 splits (one wave) 0.0186-0.0188,
+# runs of 7 in 43 splits 0.0162-0.0164, in 16 0.0165-0.0167, in 24
+# 0.0146-0.0148 (no rule here picks 24 yet).
 WGRAD_SHORT_ROWS_SHARE = 4
 # The channels a depthwise filter gradient's thread owns: 8 bytes (4 bf16
 # channels), not 16. Its accumulators are taps x channels; at 8 channels a
@@ -313,11 +316,12 @@ def wgrad_configs(problem):
     dilation = list(problem.attr("dilation", ()) or (1,))
     tile = WGRAD_TILE if stride[-1] == 1 else WGRAD_TILE // 2
     tile = max(1, min(tile, out[-1]))
-    short = _short_row(window[-1], stride[-1], out[-1])
     share, waves_first = WGRAD_WORKSPACE_SHARE, WGRAD_WAVES
-    if short:   # see WGRAD_SHORT_ROWS
-        tile, share = _dividing(tile, out[-1]), WGRAD_SHORT_ROWS_SHARE
-        waves_first = (2,) + tuple(w for w in WGRAD_WAVES if w != 2)
+    if stride[-1] == 1 and out[-1] <= SHORT_ROW:   # see WGRAD_SHORT_ROWS
+        tile = _dividing(tile, out[-1])
+        if _short_row(window[-1], stride[-1], out[-1]):
+            share = WGRAD_SHORT_ROWS_SHARE
+            waves_first = (2,) + tuple(w for w in WGRAD_WAVES if w != 2)
     # The partials written and read back are at most 1/share of the bytes of
     # x and dy the first launch reads.
     most = max(1, (x.elements + dy.elements) * x.element_bytes

@@ -170,6 +170,8 @@ LAYERS = [
     ("fprop_3x3_depthwise_14", "fprop", F16, _layer(4, 384, 384, 14, 3, 1, 1, 384)),
     # The 7x7's filter gradient over rows of 14: runs of 7, two waves.
     ("wgrad_7x7_depthwise_14", "wgrad", BF16, _layer(8, 384, 384, 14, 7, 1, 3, 384)),
+    # The 3x3's over rows of 14: runs of 7 that divide W.
+    ("wgrad_3x3_depthwise_14", "wgrad", BF16, _layer(8, 384, 384, 14, 3, 1, 1, 384)),
 ]
 
 CASES += [
