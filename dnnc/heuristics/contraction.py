@@ -574,7 +574,8 @@ def _whole_waves(configs, sms, m, n, batch):
     narrower fills its waves: the 3x3 128x256x14x14 forward has 196 tiles of
     128x256 (1.48 waves of 132: 74% full) and 392 of 128x128 (2.97: 99%).
     Measured on an H200 (do_bench medians, 2026-11-27): 0.0436 ms with
-    128x128 tiles against 0.0536 with 128x256 (cuDNN 0.0452-0.0457)."""
+    128x128 tiles against 0.0536 with 128x256 (cuDNN 0.0452-0.0457). A tile
+    up to HALF_ROWS_MAX_N wide halves its rows instead (HALF_ROWS_MAX_N)."""
     if not configs or configs[0].strategy != "tc-sm90" or configs[0].split != 1:
         return configs
     first = configs[0]
@@ -582,14 +583,30 @@ def _whole_waves(configs, sms, m, n, batch):
     narrow = next((c for c in configs if c.tile[:2] == (bm, bn // 2) and c.split == 1), None)
     if narrow is None:
         return configs
-    wide, half = (_ceil(m, bm) * _ceil(n, w) * batch for w in (bn, bn // 2))
+    if bm > 64 and bn <= HALF_ROWS_MAX_N:
+        # The same stage bytes in half the rows: a producer and one consumer
+        # warpgroup a 64-row tile (see HALF_ROWS_MAX_N).
+        narrow = narrow.replace(tile=(bm // 2, bn, *narrow.tile[2:]),
+                                block=(128 * (1 + bm // 2 // 64), 1, 1))
+    nm, nn = narrow.tile[:2]
+    wide, half = _ceil(m, bm) * _ceil(n, bn) * batch, _ceil(m, nm) * _ceil(n, nn) * batch
     if _wave_share(wide, sms) >= FULL_WAVE or \
             _wave_share(half, sms) < _wave_share(wide, sms) + WAVE_GAIN:
         return configs
-    reason = (f"{narrow.reason}; {bm}x{bn // 2} tiles, not {bm}x{bn}: {half} tiles fill "
+    reason = (f"{narrow.reason}; {nm}x{nn} tiles, not {bm}x{bn}: {half} tiles fill "
               f"{_wave_share(half, sms):.0%} of their waves, {wide} only "
               f"{_wave_share(wide, sms):.0%}")
     return [narrow.replace(reason=reason)] + [c for c in configs if c is not narrow]
+
+
+# HALF_ROWS_MAX_N: a convolution whose waves a narrower tile fills, its
+# tile at most this wide, takes half the rows (64 x BN, one consumer
+# warpgroup of wgmma N = BN) rather than half the columns (BM x BN/2, two
+# of N = BN/2). On an H200, the 3x3 32x128x28x28 forward (392 tiles either
+# way): tf32 64x128x32 0.0296-0.0302 ms, 128x64x32 0.0364-0.0367 (cuDNN
+# 0.0323-0.0334); bf16 64x128x64 0.0167-0.0169, 128x64x64 0.0197-0.0204
+# (cuDNN 0.0206-0.0220). A 256-wide tile's half rows are not measured.
+HALF_ROWS_MAX_N = 128
 
 
 def _split_wider(configs, sms, m, n, batch, k):
