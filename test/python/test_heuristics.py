@@ -1009,6 +1009,22 @@ def test_convolution_takes_the_narrower_tile_that_fills_its_waves():
     assert _whole_waves([split, narrow], 132, 25088, 256, 1) == [split, narrow]
 
 
+def test_convolution_halves_the_rows_of_a_tile_up_to_128_wide():
+    """The 3x3 32x128x28x28 forward: 196 tiles of 128x128 (74% of their
+    waves) become 392 of 64x128 (one consumer warpgroup, a 256-thread
+    block), not 128x64; the narrower config's stages carry over (the same
+    stage bytes)."""
+    from dnnc.heuristics.config import Config
+    from dnnc.heuristics.contraction import HALF_ROWS_MAX_N, _whole_waves
+
+    assert HALF_ROWS_MAX_N == 128
+    wide = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6, reason="wide")
+    narrow = Config("tc-sm90", (384, 1, 1), tile=(128, 64, 64), stages=8, reason="narrow")
+    first = _whole_waves([wide, narrow], 132, 25088, 128, 1)[0]
+    assert (first.tile, first.block, first.stages) == ((64, 128, 64), (256, 1, 1), 8)
+    assert "64x128 tiles, not 128x128: 392 tiles fill 99% of their waves" in first.reason
+
+
 def test_convolution_of_few_narrow_tiles_takes_the_wider_tile_split():
     """A convolution whose first tc-sm90 config is 64 wide, unsplit, with
     fewer tiles than SMs gets the 128-wide tile split 2 ways first (as many
