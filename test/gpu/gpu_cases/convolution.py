@@ -2,7 +2,8 @@
 problems with uneven padding, strides and dilations (and true convolution
 mode), in f32 (asked for: f32 convolutions take tf32 by default), f16, bf16
 and tf32; a channels-last forward with a fused bias and relu; grouped and
-depthwise convolutions; epilogues through a flattening view.
+depthwise convolutions; epilogues through a flattening view; a forward
+in half-row tiles (64 x 128), bf16 and tf32.
 """
 
 import dnnc
@@ -130,6 +131,26 @@ def conv_fused_tc(dtype):
     return build
 
 
+def conv_half_rows(dtype):
+    """A forward whose 128x128 tiles leave their last wave mostly empty (24
+    x 32 x 28 x 28 -> 128, 3x3: 147 tiles for 132 SMs, 56% of two waves),
+    so that tc-sm90 takes half-row tiles (64 x 128, one consumer warpgroup:
+    heuristics/contraction.py's HALF_ROWS_MAX_N), with a bias and relu
+    after it, channels-last."""
+    def build():
+        n, c, h, k = 24, 32, 28, 128
+        g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype)
+
+        def tensor(name, dims):
+            return g.tensor(name=name, dim=dims, stride=channels_last(dims))
+        x, w = tensor("x", [n, c, h, h]), tensor("w", [k, c, 3, 3])
+        b = g.tensor(name="b", dim=[1, k, 1, 1])
+        y = g.relu(g.add(g.conv_fprop(x, w, padding=1), b)).set_name("y")
+        outputs(contracted(y.set_stride(channels_last([n, k, h, h])), x, w, c * 9))
+        return g
+    return build
+
+
 def conv_views(dtype):
     """Convolutions flattened as ATen's flatten(2) does ([N, K, H, W] ->
     [N, K, H * W], a view) before their epilogue: a 16 x 16 / 16 convolution
@@ -218,4 +239,6 @@ CASES = [
     *(Case(f"conv_grads_{d.mlir}", conv_grads(d)) for d in (F32, BF16)),
     *(Case(f"conv_nhwc_{d.mlir}", conv_nhwc(d)) for d in (F32, F16)),
     *(Case(f"conv_views_{d.mlir}", conv_views(d)) for d in (BF16, F16)),
+    Case("conv_half_rows_bf16", conv_half_rows(BF16)),
+    Case("conv_half_rows_tf32", conv_half_rows(F32), rtol=2e-3),
 ]
