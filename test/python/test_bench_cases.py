@@ -260,7 +260,8 @@ def test_run_without_a_gpu(monkeypatch, capsys):
 
 
 ATTENTION_FORWARD = [c for c in CASES if c.group == "attention" and c.others
-                     and not c.name.startswith(("sdpa decode", "sdpa paged", "sdpa ragged"))]
+                     and not c.name.startswith(("sdpa decode", "sdpa paged", "sdpa ragged",
+                                                "sdpa backward"))]
 ATTENTION_RAGGED = [c for c in CASES if c.name.startswith("sdpa ragged")]
 ATTENTION_DECODE = [c for c in CASES if c.name.startswith("sdpa decode")]
 ATTENTION_PAGED = [c for c in CASES if c.name.startswith("sdpa paged decode")]
@@ -465,3 +466,15 @@ def test_attention_backward_tc_sm80_cases():
     assert {c.config for c in four.values()} == {
         f"*=strategy:tc-sm80,fused:1,tile:64x{m},block:128,stages:3" for m in (32, 64)}
     assert len(four) == 4
+    # The two kernels are timed beside FlashAttention-2's backward (PyTorch's
+    # flash backend, the same mma.sync), the fused ones not.
+    for c in cases.ATTENTION_BACKWARD:
+        assert set(c.others) == ({"flash"} if c.name.endswith(" tc-sm80") else set()), c.name
+    # Their other tiles (D128): stages, a dQ step of 32, 4 warps.
+    tiles = {c.name: c.config for c in cases.ATTENTION_BACKWARD
+             if " tc-sm80 " in c.name and "fused" not in c.name}
+    assert tiles == {f"sdpa backward B4 H16 S4096 D128 bf16 tc-sm80 {label}":
+                     f"*=strategy:tc-sm80,fused:0,{extra}" for label, extra in (
+                         ("stages 3", "stages:3"), ("stages 4", "stages:4"),
+                         ("tile 32x32", "tile:32x32"),
+                         ("tile 64x32 block 128", "tile:64x32,block:128"))}
