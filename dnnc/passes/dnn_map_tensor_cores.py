@@ -172,6 +172,15 @@ def sm80_backward_tile_of(config, att):
                          or sm80.BackwardTile(), config)
 
 
+def _note_untiled_block(fn, config, threads):
+    """Say in ``fn``'s plan where a tc-sm80 attention config that names no
+    tile (an override naming the strategy) runs another block than its
+    own: the warps are the tile's."""
+    if not config.tile and config.threads != threads:
+        add_note(fn, f"{threads} threads a block, the tile's, not the config's "
+                     f"{config.threads}: an override sets the warps by naming a tile")
+
+
 def sm80_fallback(found):
     """The tc-sm80 Config for a GEMM tc-sm90 does not take (sm_90a's SMs),
     its K split where its tiles leave SMs idle (tc80_split_config)."""
@@ -343,6 +352,7 @@ class DnnMapTensorCores(DnncPass):
             fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
             return
         # The config records what runs (an override may name no tile).
+        _note_untiled_block(fn, config, tile.threads)
         fn.attributes[ATTR] = config.replace(block=(tile.threads, 1, 1), tile=(tile.m, tile.n),
                                              stages=tile.stages).to_attr()
         for note in notes:
@@ -368,6 +378,7 @@ class DnnMapTensorCores(DnncPass):
         except (attention_match.NotAnAttention, sm80.NotSupported) as why:
             fall_back(fn, f"tc-sm80 does not apply ({why}): {SIMT}")
             return
+        _note_untiled_block(fn, config, tile.threads)
         fn.attributes[ATTR] = config.replace(block=(tile.threads, 1, 1),
                                              tile=(tile.dq_n, tile.dkv_m),
                                              stages=tile.stages).to_attr()

@@ -193,6 +193,21 @@ def test_override_on_sm90a_reaches_the_kernels(built):
         assert not [op for op in counts if op.startswith("HGMMA")]
 
 
+def test_override_stages_without_a_tile(built):
+    """An override naming the stages but no tile runs the heuristics' tile
+    in those stages; one naming a block but no tile keeps the tile's warps
+    and its plan says so."""
+    staged = backward_kernels(built.package("d128_bf16", "sm_90a",
+                                            "*=strategy:tc-sm80,fused:0,stages:3"))
+    assert {k["config"]["stages"] for k in staged} == {3}, [k["config"] for k in staged]
+    blocked = backward_kernels(built.package("d128_bf16", "sm_90a",
+                                             "*=strategy:tc-sm80,fused:0,block:128"))
+    for k in blocked:
+        assert k["block"] == [256, 1, 1]
+        assert "256 threads a block, the tile's, not the config's 128: an override sets the " \
+               "warps by naming a tile" in k["reason"], k["reason"]
+
+
 @needs_sass
 @pytest.mark.parametrize("name", SASS_CASES)
 def test_sass(built, name):
