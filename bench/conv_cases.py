@@ -317,7 +317,7 @@ ALTERNATIVES = [
     # The bf16 twin of tf32's half-rows tile (TF32_HALF_ROWS): 392 tiles of
     # 64x128 beside the heuristics' 128x64.
     ("3x3", 32, 128, 28, 128, 3, 1, 1, "tile 64x128x64", "*=tile:64x128x64"),
-    ("3x3", 128, 256, 14, 256, 3, 1, 1, "tile 64x256x64", "*=tile:64x256x64"),
+    ("3x3", 128, 256, 14, 256, 3, 1, 1, "tile 64x256x64", "*=tile:64x256x64,stages:5"),
     ("3x3", 32, 256, 14, 256, 3, 1, 1, "tile 128x256x64 split 2 cluster 2",
      "*=tile:128x256x64,split:2,cluster:2,stages:4"),
     # The tail split (sm90/tail_split.py) beside the same tiles without it:

@@ -521,7 +521,8 @@ def _implicit_gemm(problem, faster, m, n, k, facts):
         # A group is a batch of N = its output channels.
         reduction = taps * _ceil(reduced, bk90) * bk90
         configs = tc_sm90(problem, m, n // groups, reduction, groups, facts)
-        configs = _whole_waves(configs, problem.sms, m, n // groups, groups)
+        configs = _whole_waves(configs, problem.sms, m, n // groups, groups,
+                               forward=problem.anchor == "conv_fprop")
         configs = _split_wider(configs, problem.sms, m, n // groups, groups, reduction)
         fast = _tiled_rows(problem, configs, w[2:], groups) + fast
     return fast
@@ -568,14 +569,15 @@ def _wave_share(tiles, sms):
     return tiles / (_ceil(tiles, sms) * sms)
 
 
-def _whole_waves(configs, sms, m, n, batch):
+def _whole_waves(configs, sms, m, n, batch, forward=True):
     """tc-sm90's configs of a convolution with, first, the next narrower
     tile where the first (unsplit) leaves its last wave mostly empty and the
     narrower fills its waves: the 3x3 128x256x14x14 forward has 196 tiles of
     128x256 (1.48 waves of 132: 74% full) and 392 of 128x128 (2.97: 99%).
     Measured on an H200 (do_bench medians, 2026-11-27): 0.0436 ms with
     128x128 tiles against 0.0536 with 128x256 (cuDNN 0.0452-0.0457). A tile
-    up to HALF_ROWS_MAX_N wide halves its rows instead (HALF_ROWS_MAX_N)."""
+    up to HALF_ROWS_MAX_N wide halves its rows instead (HALF_ROWS_MAX_N; a
+    data gradient's, up to 128)."""
     if not configs or configs[0].strategy != "tc-sm90" or configs[0].split != 1:
         return configs
     first = configs[0]
@@ -583,11 +585,14 @@ def _whole_waves(configs, sms, m, n, batch):
     narrow = next((c for c in configs if c.tile[:2] == (bm, bn // 2) and c.split == 1), None)
     if narrow is None:
         return configs
-    if bm > 64 and bn <= HALF_ROWS_MAX_N:
-        # The same stage bytes in half the rows: a producer and one consumer
-        # warpgroup a 64-row tile (see HALF_ROWS_MAX_N).
-        narrow = narrow.replace(tile=(bm // 2, bn, *narrow.tile[2:]),
-                                block=(128 * (1 + bm // 2 // 64), 1, 1))
+    if bm > 64 and bn <= (HALF_ROWS_MAX_N if forward else 128):
+        # Half the rows: a producer and one consumer warpgroup a 64-row tile
+        # (see HALF_ROWS_MAX_N), in the narrower tile's stages where their
+        # bytes are the same (BN up to 128), else as many as fit.
+        stages = narrow.stages if bn <= 128 else _half_row_stages(first, bm // 2, bn)
+        if stages:
+            narrow = narrow.replace(tile=(bm // 2, bn, *narrow.tile[2:]), stages=stages,
+                                    block=(128 * (1 + bm // 2 // 64), 1, 1))
     nm, nn = narrow.tile[:2]
     wide, half = _ceil(m, bm) * _ceil(n, bn) * batch, _ceil(m, nm) * _ceil(n, nn) * batch
     if _wave_share(wide, sms) >= FULL_WAVE or \
@@ -605,8 +610,25 @@ def _whole_waves(configs, sms, m, n, batch):
 # of N = BN/2). On an H200, the 3x3 32x128x28x28 forward (392 tiles either
 # way): tf32 64x128x32 0.0296-0.0302 ms, 128x64x32 0.0364-0.0367 (cuDNN
 # 0.0323-0.0334); bf16 64x128x64 0.0167-0.0169, 128x64x64 0.0197-0.0204
-# (cuDNN 0.0206-0.0220). A 256-wide tile's half rows are not measured.
-HALF_ROWS_MAX_N = 128
+# (cuDNN 0.0206-0.0220). The 3x3 128x256x14x14 forward (392 tiles): bf16
+# 64x256x64 in 5 stages 0.0438-0.0441 ms, 128x128x64 in 6 0.0490-0.0499
+# (cuDNN 0.0448-0.0457). A data gradient's 256-wide tile keeps its rows:
+# the 1x1 32x1024x14x14 one took 0.0122-0.0124 ms in 64x256 tiles against
+# 0.0113 in 128x128.
+HALF_ROWS_MAX_N = 256
+
+
+def _half_row_stages(first, rows, cols):
+    """The ring stages a rows x cols tile of ``first``'s K step fits, as
+    tc_sm90 counts them for an operand without a prologue; 0 where
+    ``first`` has one (its converted tiles take room this does not
+    count) or fewer than 2 fit."""
+    if "prologue" in first.reason:
+        return 0
+    stage = (rows + cols) * 128      # 128-byte rows of K: 64 bf16 / f16, 32 tf32
+    slots = TC90_SLOTS_PER_ROW * rows
+    stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - slots) // (stage + 16))
+    return stages if stages >= 2 else 0
 
 
 def _split_wider(configs, sms, m, n, batch, k):

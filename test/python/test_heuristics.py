@@ -1000,9 +1000,17 @@ def test_convolution_takes_the_narrower_tile_that_fills_its_waves():
 
     wide = Config("tc-sm90", (384, 1, 1), tile=(128, 256, 64), stages=4, reason="wide")
     narrow = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6, reason="narrow")
-    ranked = _whole_waves([wide, narrow], 132, 25088, 256, 1)
+    # A data gradient halves the columns of a 256-wide tile.
+    ranked = _whole_waves([wide, narrow], 132, 25088, 256, 1, forward=False)
     assert [c.tile for c in ranked] == [(128, 128, 64), (128, 256, 64)]
     assert "392 tiles fill 99% of their waves, 196 only 74%" in ranked[0].reason
+    # A forward halves its rows: 64x256 in the 5 stages of 40 KiB that fit.
+    first = _whole_waves([wide, narrow], 132, 25088, 256, 1)[0]
+    assert (first.tile, first.block, first.stages) == ((64, 256, 64), (256, 1, 1), 5)
+    assert "64x256 tiles, not 128x256: 392 tiles fill 99% of their waves" in first.reason
+    # ... but not when a prologue's converted tiles share the ring.
+    fed = wide.replace(reason="wide; a prologue on A (bf16 tiles converted in shared memory)")
+    assert _whole_waves([fed, narrow], 132, 25088, 256, 1)[0].tile == (128, 128, 64)
     assert _whole_waves([wide, narrow], 132, 100352, 256, 1) == [wide, narrow]  # 784: 99%
     assert _whole_waves([wide, narrow], 132, 6272, 512, 1) == [wide, narrow]    # 98 vs 196
     split = wide.replace(split=2)
@@ -1017,7 +1025,7 @@ def test_convolution_halves_the_rows_of_a_tile_up_to_128_wide():
     from dnnc.heuristics.config import Config
     from dnnc.heuristics.contraction import HALF_ROWS_MAX_N, _whole_waves
 
-    assert HALF_ROWS_MAX_N == 128
+    assert HALF_ROWS_MAX_N == 256
     wide = Config("tc-sm90", (384, 1, 1), tile=(128, 128, 64), stages=6, reason="wide")
     narrow = Config("tc-sm90", (384, 1, 1), tile=(128, 64, 64), stages=8, reason="narrow")
     first = _whole_waves([wide, narrow], 132, 25088, 128, 1)[0]

@@ -131,14 +131,15 @@ def conv_fused_tc(dtype):
     return build
 
 
-def conv_half_rows(dtype):
-    """A forward whose 128x128 tiles leave their last wave mostly empty (24
-    x 32 x 28 x 28 -> 128, 3x3: 147 tiles for 132 SMs, 56% of two waves),
-    so that tc-sm90 takes half-row tiles (64 x 128, one consumer warpgroup:
+def conv_half_rows(dtype, n=24, k=128):
+    """A forward whose 128 x K tiles leave their last wave mostly empty (24
+    x 32 x 28 x 28 -> 128, 3x3: 147 tiles of 128x128 for 132 SMs, 56% of
+    two waves; 32 x 32 x 28 x 28 -> 256: 196 tiles of 128x256, 74%), so
+    that tc-sm90 takes half-row tiles (64 x K, one consumer warpgroup:
     heuristics/contraction.py's HALF_ROWS_MAX_N), with a bias and relu
     after it, channels-last."""
     def build():
-        n, c, h, k = 24, 32, 28, 128
+        c, h = 32, 28
         g = dnnc.Graph(io_data_type=dtype, intermediate_data_type=dtype)
 
         def tensor(name, dims):
@@ -241,4 +242,5 @@ CASES = [
     *(Case(f"conv_views_{d.mlir}", conv_views(d)) for d in (BF16, F16)),
     Case("conv_half_rows_bf16", conv_half_rows(BF16)),
     Case("conv_half_rows_tf32", conv_half_rows(F32), rtol=2e-3),
+    Case("conv_half_rows_wide_bf16", conv_half_rows(BF16, 32, 256)),
 ]
