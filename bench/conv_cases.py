@@ -456,6 +456,27 @@ SPLIT_WGRADS = [
 ]
 
 
+def _tf32_case(Case, direction, what, geometry, label, slug, config):
+    """A tf32 convolution case (f32 tensors; PyTorch with cuDNN's tf32
+    allowed) of ``geometry`` (N, C, H, K, R, stride, pad) in ``direction``,
+    named with ``label``, run with ``config``."""
+    n, c, h, k, r, s, pad = geometry
+    p = out_size(h, r, s, pad)
+    name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32 {label}"
+    flops = 2 * n * k * p * p * c * r * r
+    nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
+    if direction == "fprop":
+        graph = (lambda slug=slug: general_graph(slug, [n, c, h, h], [k, c, r, r], s, pad,
+                                                 dt="tf32"))
+        torch_fn = _torch_general(s, pad, 1, 4)
+    else:
+        shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
+        graph = (lambda slug=slug: grad_graph(slug, direction, n, c, h, k, r, stride=s,
+                                              pad=pad, dt="tf32"))
+        torch_fn = _allow_tf32(_torch_grad(direction, shape, s, pad))
+    return Case(name, graph, torch_fn, flops, nbytes, False, "conv", config=config)
+
+
 def cases(Case):
     """The cases, made with cases.py's ``Case``."""
     out = []
@@ -502,43 +523,17 @@ def cases(Case):
                         _torch_conv(s, pad, None), flops, nbytes, False, "conv",
                         config=config))
     for direction, what, n, c, h, k, r, s, pad, tile in SM80_TF32:
-        p = out_size(h, r, s, pad)
         config = "*=strategy:tc-sm80" + (f",tile:{tile},stages:3,block:256" if tile else "")
-        name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32 tc-sm80" + \
-            (f" tile {tile}" if tile else "")
-        flops = 2 * n * k * p * p * c * r * r
-        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
+        label = "tc-sm80" + (f" tile {tile}" if tile else "")
         slug = "conv_sm80_tf32_" + "".join(ch if ch.isalnum() else "_" for ch in
                                            f"{direction}_{what}_{n}_{c}_{h}_{k}_{tile or ''}")
-        if direction == "fprop":
-            graph = (lambda slug=slug, a=(n, c, h, k, r, s, pad):
-                     general_graph(slug, [a[0], a[1], a[2], a[2]], [a[3], a[1], a[4], a[4]],
-                                   a[5], a[6], dt="tf32"))
-            torch_fn = _torch_general(s, pad, 1, 4)
-        else:
-            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
-            graph = (lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
-                     grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"))
-            torch_fn = _allow_tf32(_torch_grad(direction, shape, s, pad))
-        out.append(Case(name, graph, torch_fn, flops, nbytes, False, "conv", config=config))
+        out.append(_tf32_case(Case, direction, what, (n, c, h, k, r, s, pad), label, slug,
+                              config))
     for direction, what, n, c, h, k, r, s, pad, label, config in TF32_TILES:
-        p = out_size(h, r, s, pad)
-        name = f"conv {direction} {what} {n}x{c}x{h}x{h} ->{k} NHWC tf32 {label}"
-        flops = 2 * n * k * p * p * c * r * r
-        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * 4
         slug = "conv_tf32_alt_" + "".join(ch if ch.isalnum() else "_" for ch in
                                           f"{direction}_{what}_{n}_{c}_{h}_{k}_{label}")
-        if direction == "fprop":
-            graph = (lambda slug=slug, a=(n, c, h, k, r, s, pad):
-                     general_graph(slug, [a[0], a[1], a[2], a[2]], [a[3], a[1], a[4], a[4]],
-                                   a[5], a[6], dt="tf32"))
-            torch_fn = _torch_general(s, pad, 1, 4)
-        else:
-            shape = [n, c, h, h] if direction == "dgrad" else [k, c, r, r]
-            graph = (lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
-                     grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6], dt="tf32"))
-            torch_fn = _allow_tf32(_torch_grad(direction, shape, s, pad))
-        out.append(Case(name, graph, torch_fn, flops, nbytes, False, "conv", config=config))
+        out.append(_tf32_case(Case, direction, what, (n, c, h, k, r, s, pad), label, slug,
+                              config))
     for what, n, c, h, k, r, s, pad, config in ODD_CHANNELS:
         p = out_size(h, r, s, pad)
         forced = " tc-sm80" if config else ""

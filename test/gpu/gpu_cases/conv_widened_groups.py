@@ -19,10 +19,8 @@ small batch.
 
 import numpy as np
 
-import dnnc
-
 from .case import BF16, F16, Case
-from .conv_random import ConvConfig, add_conv, add_grad
+from .conv_random import ConvConfig, random_convs
 
 SEED = 20261128
 GRAPHS = 6
@@ -65,18 +63,6 @@ def draw(direction, seed):
 CONFIGS = {d: draw(d, SEED + i) for i, d in enumerate(DIRECTIONS)}
 
 
-def widened_convs(dtype, convs, direction):
-    def build():
-        g = dnnc.Graph(io_data_type=dtype, compute_data_type="f32")
-        for i, conv in enumerate(convs):
-            if direction == "fprop":
-                add_conv(g, i, conv)
-            else:
-                add_grad(g, i, conv, direction)
-        return g
-    return build
-
-
 def _layer(n, c, image, groups):
     return ConvConfig(n=n, c=c, k=c, image=(image, image), filter=(3, 3), stride=(1, 1),
                       dilation=(1, 1), pre=(1, 1), post=(1, 1), groups=groups)
@@ -90,13 +76,14 @@ LAYERS = [("3x3_32_groups_of_8", _layer(2, 256, 28, 32)),
 
 CASES = [
     Case(f"conv_widened_groups_{direction}_{j:02d}_{dtype.mlir}",
-         widened_convs(dtype, CONFIGS[direction][j * PER_GRAPH:(j + 1) * PER_GRAPH], direction),
+         random_convs(dtype, CONFIGS[direction][j * PER_GRAPH:(j + 1) * PER_GRAPH], direction,
+                      "f32"),
          seed=SEED + 100 * i + j)
     for i, direction in enumerate(DIRECTIONS)
     for j, dtype in zip(range(GRAPHS), [BF16, F16] * GRAPHS)
 ] + [
     Case(f"conv_widened_groups_layer_{name}_{direction}_{BF16.mlir}",
-         widened_convs(BF16, [conv], direction), seed=SEED + 1000 + 10 * i + k)
+         random_convs(BF16, [conv], direction, "f32"), seed=SEED + 1000 + 10 * i + k)
     for i, (name, conv) in enumerate(LAYERS)
     for k, direction in enumerate(DIRECTIONS)
 ]
