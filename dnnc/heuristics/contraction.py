@@ -232,7 +232,7 @@ def tc_sm90(problem, m, n, k, batch, facts):
         # (A prologue's converted tiles take that room: its epilogue stores
         # from registers.)
         slots = 0 if stored else TC90_SLOTS_PER_ROW * bm
-        stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - converted - slots) // (stage + 16))
+        stages = _tc90_ring_stages(stage, converted + slots)
         if stages < 2:
             continue
         split = 1 if enough else splits[bn]
@@ -569,6 +569,13 @@ def _wave_share(tiles, sms):
     return tiles / (_ceil(tiles, sms) * sms)
 
 
+def _tc90_ring_stages(stage, other):
+    """The ring stages of ``stage`` bytes each (and an mbarrier pair's 16)
+    that fit tc-sm90's shared memory beside ``other`` bytes (converted
+    prologue tiles, the epilogue's slots), at most TC90_MAX_STAGES."""
+    return min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - other) // (stage + 16))
+
+
 def _whole_waves(configs, sms, m, n, batch, forward=True):
     """tc-sm90's configs of a convolution with, first, the next narrower
     tile where the first (unsplit) leaves its last wave mostly empty and the
@@ -625,9 +632,8 @@ def _half_row_stages(first, rows, cols):
     count) or fewer than 2 fit."""
     if "prologue" in first.reason:
         return 0
-    stage = (rows + cols) * 128      # 128-byte rows of K: 64 bf16 / f16, 32 tf32
-    slots = TC90_SLOTS_PER_ROW * rows
-    stages = min(TC90_MAX_STAGES, (TC90_SMEM - 1024 - slots) // (stage + 16))
+    stages = _tc90_ring_stages((rows + cols) * 128,   # 128-byte rows of K
+                               TC90_SLOTS_PER_ROW * rows)
     return stages if stages >= 2 else 0
 
 

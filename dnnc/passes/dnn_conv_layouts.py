@@ -60,7 +60,7 @@ from dnnc.codegen.gpu.tensorcore import conv as conv_match
 from dnnc.heuristics.config import Config
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import IMPLICIT_GEMM, TRANSPOSE, call_counts, set_argument_type
-from dnnc.passes.dnn_transpose_views import copy_permutation, permuted
+from dnnc.passes.dnn_transpose_views import copy_permutation, drop_call, permuted
 
 CONV_STRATEGIES = ("tc-sm90", "tc-sm80")
 # Strategies whose kernels read (and write) a buffer in any layout.
@@ -238,7 +238,7 @@ class _Layouts:
         for callee, index in users:
             set_argument_type(callee, index, strided)
         for call, dest in copies:
-            self.drop_copy(call)
+            drop_call(call, self.functions, self.calls)
             dest.replace_all_uses_with(physical)
             irutil.defining_op(dest).erase()
         return True
@@ -273,14 +273,6 @@ class _Layouts:
                 any(o.block != body or not o.is_before_in_block(call) for o in earlier):
             return None
         return call, dest
-
-    def drop_copy(self, call):
-        """Erase ``call``, and its kernel when nothing else calls it."""
-        name = irutil.symbol(self.callee(call))
-        call.erase()
-        self.calls[name] -= 1
-        if self.calls[name] == 0:
-            self.functions.pop(name).erase()
 
     def alias_copy(self, value, strided):
         """When intermediate ``value`` is written by a permutation copy
@@ -328,7 +320,7 @@ class _Layouts:
         with ir.InsertionPoint.after(irutil.defining_op(source)), alloc.location:
             view = memref.reinterpret_cast(strided, source, [], [], [], [geometry[2]],
                                            geometry[0], geometry[1])
-        self.drop_copy(call)
+        drop_call(call, self.functions, self.calls)
         value.replace_all_uses_with(view)
         value.owner.erase()
         for target, index in readers:

@@ -209,7 +209,7 @@ def _fold_input(call, functions, calls):
     call.operands[1].replace_all_uses_with(view)
     for target, index in readers:
         set_argument_type(target, index, view_type)
-    _drop(call, functions, calls)
+    drop_call(call, functions, calls)
     alloc.erase()
     return True
 
@@ -277,7 +277,7 @@ def _fold_output(call, functions, calls, graph):
                                        geometry[1])
     source.replace_all_uses_with(view)
     set_argument_type(target, index, view_type)
-    _drop(call, functions, calls)
+    drop_call(call, functions, calls)
     alloc.erase()
     return True
 
@@ -318,8 +318,9 @@ def _callee(call, functions):
     return functions.get(ir.FlatSymbolRefAttr(call.attributes["callee"]).value)
 
 
-def _drop(call, functions, calls):
-    """Erase ``call``, and its callee when nothing else calls it."""
+def drop_call(call, functions, calls):
+    """Erase ``call``, and its callee when nothing else calls it. Shared
+    with dnn-conv-layouts."""
     name = ir.FlatSymbolRefAttr(call.attributes["callee"]).value
     call.erase()
     calls[name] -= 1

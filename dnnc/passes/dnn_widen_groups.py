@@ -71,7 +71,7 @@ def _roles(view):
 
 
 def widened(view):
-    """(groups, Cg) of a convolution this pass widens, or None."""
+    """Cg of a convolution this pass widens, or None."""
     if view.name not in CONVS or str(view.attrs.get("compute_type")) != "f32":
         return None
     # The operands' types (the result's may be f32: an epilogue follows).
@@ -84,7 +84,7 @@ def widened(view):
     groups = c // cg
     if k % groups or k // groups != cg:
         return None
-    return groups, cg
+    return cg
 
 
 def _last(nd):
@@ -148,9 +148,9 @@ def diagonal_blocks(b, dw_wide, cg, dtype):
     return _permute(b, b.reshape(summed, [k, *window, cg]), _first(nd))
 
 
-def rewrite(view):
-    """Replace the convolution ``view`` by its wide-group form."""
-    _, cg = widened(view)
+def rewrite(view, cg):
+    """Replace the convolution ``view``, of ``cg`` channels a group, by its
+    wide-group form."""
     b = Builder(view)
     attrs = dict(view.attrs)
     discardable = dict(view.discardable)
@@ -180,7 +180,7 @@ class DnnWidenGroups(DnncPass):
     def run(self, module):
         for op in list(dnn_ops(module)):
             view = builders.verify(op)
-            if widened(view) is None:
-                continue
-            with op.context, op.location:
-                rewrite(view)
+            cg = widened(view)
+            if cg is not None:
+                with op.context, op.location:
+                    rewrite(view, cg)
