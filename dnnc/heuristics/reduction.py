@@ -60,9 +60,35 @@ ROW_OPS = ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
 # not the last (the forward's reductions run over all of them).
 FEATURE_NORMS = ("layernorm", "rmsnorm")
 # Vectors of a row per thread a block aims at; rows of at most WARP_ROW
-# vectors get a warp each, four rows to a 128-thread block.
+# vectors get a warp each, several rows to a block. A row along one dim
+# (cudnn-frontend's [rows, hidden, 1, 1] too) of at most SHORT_ROW vectors
+# aims at SHORT_ROW_VECTORS a thread: twice the threads. Measured on an
+# H200 (2026-11-28; cudnn-frontend's norms over [2048, H, 1, 1] bf16,
+# forward, against cuDNN 9.19 in the same process; the bench's row sweeps
+# against the choice before):
+# * H = 2048, 256 vectors: rmsnorm 6.7 us in blocks of 64 x 4 vectors, 5.9
+#   in 128 x 2 (cuDNN 6.7); layernorm 7.1 either way;
+# * H = 4096, 512 vectors: rmsnorm 11.1-11.3 us in 128 x 4, 10.5 in
+#   256 x 2 (cuDNN 10.0); layernorm 11.7 and 11.4 (cuDNN 12.2). ptxas gives
+#   128 x 4 48 registers (10 blocks an SM: the 2048 rows take 1.55 waves),
+#   256 x 2 32 (8 blocks, every thread slot used). The sweeps' 65536 x 2048
+#   and 32768 x 4096 moved by -2% to +1%;
+# * H = 8192, 1024 vectors: 512 x 2 is slower than 256 x 4 (rmsnorm 19.1
+#   against 18.8 us, layernorm 20.7 against 19.7), so longer rows keep 4;
+# * a row of several dims (instance and group norms, 16 x 128 x 64 x 64:
+#   2048 rows of 64 x 64) took 8% longer in 256 x 2, so keeps 4;
+# * H = 768 and 1024, a warp a row: 8 rows to a 256-thread block took
+#   3.3-4.2 us against 3.4-4.5 for 4 to a 128-thread block (rmsnorm 768:
+#   3.26 against 3.37, cuDNN 3.25), 2 to a block 3.7-4.8. Those 2048 rows
+#   are one wave of warps (an SM holds 64); the sweeps' 262144 rows of 512
+#   took 2-3% longer in blocks of 8, so rows past one wave keep 4.
 VECTORS_PER_THREAD = 4
+SHORT_ROW = 512
+SHORT_ROW_VECTORS = 2
 WARP_ROW = 128
+WARP_ROWS = 4
+ONE_WAVE_WARP_ROWS = 8
+SM_WARPS = 64
 
 
 def row_axes(problem):
@@ -127,11 +153,14 @@ def simt_reduce(problem, rows, extent):
     facts = f"{problem.anchor}: {rows} rows of {extent}"
     if vectors <= WARP_ROW:
         chunks = -(-vectors // 32)
-        return Config("simt-reduce", (128, 1, 1), tile=(4,), vector=width,
-                      reason=f"{facts}: a warp per row, 4 rows per block, vectors of "
-                             f"{width}, {chunks} per thread")
+        per = ONE_WAVE_WARP_ROWS if rows <= SM_WARPS * problem.sms else WARP_ROWS
+        return Config("simt-reduce", (32 * per, 1, 1), tile=(per,), vector=width,
+                      reason=f"{facts}: a warp per row, {per} rows per block, vectors "
+                             f"of {width}, {chunks} per thread")
+    along_one = sum(1 for n in problem.anchor_inputs[0].shape[-axes:] if n > 1) == 1
+    aim = SHORT_ROW_VECTORS if vectors <= SHORT_ROW and along_one else VECTORS_PER_THREAD
     threads = 64
-    while threads < 1024 and threads * VECTORS_PER_THREAD < vectors:
+    while threads < 1024 and threads * aim < vectors:
         threads *= 2
     chunks = -(-vectors // threads)
     if vectors * width >= MIN_STAGED_ROW and axes == 1:
