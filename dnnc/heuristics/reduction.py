@@ -60,9 +60,14 @@ ROW_OPS = ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
 # not the last (the forward's reductions run over all of them).
 FEATURE_NORMS = ("layernorm", "rmsnorm")
 # Vectors of a row per thread a block aims at; rows of at most WARP_ROW
-# vectors get a warp each, several rows to a block. A row along one dim
-# (cudnn-frontend's [rows, hidden, 1, 1] too) of at most SHORT_ROW vectors
-# aims at SHORT_ROW_VECTORS a thread: twice the threads. Measured on an
+# vectors get a warp each, several rows to a block. A layernorm's or
+# rmsnorm's row along one dim (cudnn-frontend's [rows, hidden, 1, 1] too) of
+# at most SHORT_ROW vectors aims at SHORT_ROW_VECTORS a thread: twice the
+# threads, and their short rows that are one wave of warps take
+# ONE_WAVE_WARP_ROWS rows a block. Other row programs keep the choice
+# below, measured before for them (their row sweeps moved by -1% to +1%
+# under the new one, an instance norm's statistics over 2048 rows of 4096
+# bf16 by +3-5% in two runs). Measured on an
 # H200 (2026-11-28; cudnn-frontend's norms over [2048, H, 1, 1] bf16,
 # forward, against cuDNN 9.19 in the same process; the bench's row sweeps
 # against the choice before):
@@ -75,8 +80,7 @@ FEATURE_NORMS = ("layernorm", "rmsnorm")
 #   and 32768 x 4096 moved by -2% to +1%;
 # * H = 8192, 1024 vectors: 512 x 2 is slower than 256 x 4 (rmsnorm 19.1
 #   against 18.8 us, layernorm 20.7 against 19.7), so longer rows keep 4;
-# * a row of several dims (instance and group norms, 16 x 128 x 64 x 64:
-#   2048 rows of 64 x 64) took 8% longer in 256 x 2, so keeps 4;
+# * a row of several dims keeps 4 (not measured apart);
 # * H = 768 and 1024, a warp a row: 8 rows to a 256-thread block took
 #   3.3-4.2 us against 3.4-4.5 for 4 to a 128-thread block (rmsnorm 768:
 #   3.26 against 3.37, cuDNN 3.25), 2 to a block 3.7-4.8. Those 2048 rows
@@ -153,12 +157,14 @@ def simt_reduce(problem, rows, extent):
     facts = f"{problem.anchor}: {rows} rows of {extent}"
     if vectors <= WARP_ROW:
         chunks = -(-vectors // 32)
-        per = ONE_WAVE_WARP_ROWS if rows <= SM_WARPS * problem.sms else WARP_ROWS
+        norm = problem.anchor in FEATURE_NORMS
+        per = ONE_WAVE_WARP_ROWS if norm and rows <= SM_WARPS * problem.sms else WARP_ROWS
         return Config("simt-reduce", (32 * per, 1, 1), tile=(per,), vector=width,
                       reason=f"{facts}: a warp per row, {per} rows per block, vectors "
                              f"of {width}, {chunks} per thread")
     along_one = sum(1 for n in problem.anchor_inputs[0].shape[-axes:] if n > 1) == 1
-    aim = SHORT_ROW_VECTORS if vectors <= SHORT_ROW and along_one else VECTORS_PER_THREAD
+    short = problem.anchor in FEATURE_NORMS and along_one and vectors <= SHORT_ROW
+    aim = SHORT_ROW_VECTORS if short else VECTORS_PER_THREAD
     threads = 64
     while threads < 1024 and threads * aim < vectors:
         threads *= 2

@@ -99,15 +99,20 @@ def test_smaller_gpus_need_fewer_points_for_256():
 
 
 def test_reductions_rank_by_rows_and_name_simt_reduce():
-    # Rows of up to 512 vectors: a block per row, about two vectors per thread.
+    # Long rows: a block per row, about four vectors per thread.
     few = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
     c = choose(few)
-    assert (c.strategy, c.block, c.vector, c.tile) == ("simt-reduce", (128, 1, 1), 4, ())
-    assert c.reason == "softmax: 8 rows of 1024: a block of 128 per row, vectors of 4, " \
-                       "2 per thread"
+    assert (c.strategy, c.block, c.vector, c.tile) == ("simt-reduce", (64, 1, 1), 4, ())
+    assert c.reason == "softmax: 8 rows of 1024: a block of 64 per row, vectors of 4, " \
+                       "4 per thread"
+    # A norm's rows of up to 512 vectors: about two.
     mid = problem("rmsnorm", [([2048, 4096], "bf16")], [([2048, 4096], "bf16")],
                   attrs=[("axis", 1)])
     assert (choose(mid).block, choose(mid).vector) == ((256, 1, 1), 8)
+    assert choose(mid).reason.endswith("2 per thread")
+    stats = problem("reduction", [([2048, 4096], "bf16")], [([2048, 1], "f32")],
+                    attrs=[("axes", (1,))])
+    assert choose(stats).block == (128, 1, 1)
     # Longer rows: about four.
     bf16 = problem("layernorm", [([16384, 8192], "bf16")], [([16384, 8192], "bf16")],
                    attrs=[("axis", 1)])
@@ -117,8 +122,8 @@ def test_reductions_rank_by_rows_and_name_simt_reduce():
     dims = problem("rmsnorm", [([2048, 64, 64], "bf16")], [([2048, 64, 64], "bf16")],
                    attrs=[("axis", 1)])
     assert (choose(dims).block, choose(dims).vector) == ((128, 1, 1), 8)
-    # Short rows: a warp each, four to a block; eight where the rows are
-    # one wave of warps (64 an SM).
+    # Short rows: a warp each, four to a block; a norm's eight where the
+    # rows are one wave of warps (64 an SM).
     many = problem("softmax", [[262144, 64]], [[262144, 64]], attrs=[("axis", 1)])
     assert (choose(many).block, choose(many).tile) == ((128, 1, 1), (4,))
     wave = problem("rmsnorm", [([2048, 768, 1, 1], "bf16")], [([2048, 768, 1, 1], "bf16")],
@@ -760,7 +765,7 @@ def test_fused_is_a_tc_sm80_field():
 
 def test_override_wins():
     p = problem("softmax", [[8, 1024]], [[8, 1024]], attrs=[("axis", 1)])
-    assert choose(p).block == (128, 1, 1)
+    assert choose(p).block == (64, 1, 1)
     for given in ("block:512", {"block": 512}):
         c = choose(p, override=given)
         assert c.block == (512, 1, 1) and c.strategy == "simt-reduce"
@@ -833,7 +838,7 @@ def test_configured_stage_holds_the_config_of_every_kernel():
             expected = choose(heuristics.problem_of(fn, "sm_90a"))
             assert str(fn.attributes["dnn.config"]) == expected.to_text()
             assert fn.attributes["dnn.config_reason"].value == expected.reason
-    assert ('dnn.config_reason = "softmax: 8 rows of 64: a warp per row, 8 rows per block'
+    assert ('dnn.config_reason = "softmax: 8 rows of 64: a warp per row, 4 rows per block'
             in str(module))
     # The stage is deterministic.
     assert str(compile_cuda(stop_after="configured")) == str(module)
@@ -860,7 +865,7 @@ def test_manifest_records_strategy_and_reason():
     for name in KERNELS:
         for k in by_name[name]:
             strategy, block = {"main_k2_pointwise": ("simt-pointwise", 128),
-                               "main_k0_softmax": ("simt-reduce", 256),
+                               "main_k0_softmax": ("simt-reduce", 128),
                                "main_k1_matmul": ("simt-gemv", 64)}[name]
             assert k["strategy"] == strategy and k["block"] == [block, 1, 1]
             assert k["reason"] == by_name[name][0]["reason"]

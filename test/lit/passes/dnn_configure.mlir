@@ -76,11 +76,11 @@ func.func private @huge_odd_chain(%x: tensor<16385x4097xf16>) -> tensor<16385x40
   return %0 : tensor<16385x4097xf16>
 }
 
-// 8 rows of 1024 f32: simt-reduce, a block of 128 threads per row, each
-// thread loading 2 vectors of 4.
+// 8 rows of 1024 f32: simt-reduce, a block of 64 threads per row, each
+// thread loading 4 vectors of 4.
 // CHECK-LABEL: func.func private @softmax_few_rows(
-//  CHECK-SAME:     dnn.config = {block = [128, 1, 1], strategy = "simt-reduce", vector = 4 : i64}
-//  CHECK-SAME:     dnn.config_reason = "softmax: 8 rows of 1024: a block of 128 per row, vectors of 4, 2 per thread"
+//  CHECK-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}
+//  CHECK-SAME:     dnn.config_reason = "softmax: 8 rows of 1024: a block of 64 per row, vectors of 4, 4 per thread"
 // OVERRIDE-LABEL: func.func private @softmax_few_rows(
 //  OVERRIDE-SAME:     dnn.config = {block = [64, 1, 1], strategy = "simt-reduce", vector = 4 : i64}
 //  OVERRIDE-SAME:     dnn.config_reason = "user override block=64; heuristics: softmax: 8 rows of 1024: {{.*}}"
