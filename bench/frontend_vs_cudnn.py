@@ -22,6 +22,14 @@ Three figures per library:
 ``--probe-only`` runs the new processes alone (dnnc.frontend and CUDA
 torch; no cudnn-frontend); dnnc's bytecode is compiled before them unless
 ``--bytecode as-is``.
+
+On a GPU machine without the MLIR bindings, dnnc's plans are compiled where
+MLIR is and serialized (``pygraph.serialize``, with each role's uid), then
+run there deserialized, keyed by uid (the build probe needs the compiler,
+so it is left out):
+
+    python bench/frontend_vs_cudnn.py --save-plans DIR [--hidden ...] [--arch sm_90a]
+    python bench/frontend_vs_cudnn.py --plans DIR --no-probe [--json OUT]
 """
 
 import argparse
@@ -43,11 +51,13 @@ def _tensor(g, name, like):
                     data_type=like.dtype)
 
 
-def build(mod, handle, kind, phase, data):
+def build(mod, handle, kind, phase, data, **graph_options):
     """The graph of ``kind`` / ``phase`` on ``mod`` (``cudnn`` or
-    ``dnnc.frontend``), built to plans; returns (graph, {role: tensor})."""
+    ``dnnc.frontend``), built to plans; returns (graph, {role: tensor}).
+    ``graph_options``: more keywords of ``pygraph`` (dnnc's target and
+    sm_version, to compile without a GPU)."""
     g = mod.pygraph(intermediate_data_type=mod.data_type.FLOAT,
-                    compute_data_type=mod.data_type.FLOAT, handle=handle)
+                    compute_data_type=mod.data_type.FLOAT, handle=handle, **graph_options)
     t = {"x": _tensor(g, "X", data["x"]), "scale": _tensor(g, "scale", data["scale"])}
     if kind == "layernorm":
         t["bias"] = _tensor(g, "bias", data["bias"])
@@ -97,25 +107,69 @@ def build(mod, handle, kind, phase, data):
     return g, t
 
 
-def make_data(kind, phase, hidden, seed=0):
+def make_data(kind, phase, hidden, seed=0, device="cuda"):
     import torch
-    gen = torch.Generator(device="cuda").manual_seed(seed)
-    x = (torch.randn(ROWS, hidden, 1, 1, device="cuda", generator=gen) * 2 - 0.5).to(torch.bfloat16)
+    gen = torch.Generator(device=device).manual_seed(seed)
+    x = (torch.randn(ROWS, hidden, 1, 1, device=device, generator=gen) * 2 - 0.5).to(torch.bfloat16)
     data = {"x": x,
-            "scale": (torch.randn(1, hidden, 1, 1, device="cuda", generator=gen) + 1).to(torch.bfloat16),
-            "bias": torch.randn(1, hidden, 1, 1, device="cuda", generator=gen).to(torch.bfloat16),
+            "scale": (torch.randn(1, hidden, 1, 1, device=device, generator=gen) + 1).to(torch.bfloat16),
+            "bias": torch.randn(1, hidden, 1, 1, device=device, generator=gen).to(torch.bfloat16),
             "epsilon": torch.full((1, 1, 1, 1), EPSILON)}
     xf = x.float()
     if kind == "layernorm":
         mean = xf.mean(dim=(1, 2, 3), keepdim=True)
         var = xf.var(dim=(1, 2, 3), keepdim=True, unbiased=False)
     else:
-        mean = torch.zeros(ROWS, 1, 1, 1, device="cuda")
+        mean = torch.zeros(ROWS, 1, 1, 1, device=device)
         var = (xf * xf).mean(dim=(1, 2, 3), keepdim=True)
     data["mean"] = mean
     data["inv_var"] = torch.rsqrt(var + EPSILON)
-    data["dy"] = torch.randn(ROWS, hidden, 1, 1, device="cuda", generator=gen).to(torch.bfloat16)
+    data["dy"] = torch.randn(ROWS, hidden, 1, 1, device=device, generator=gen).to(torch.bfloat16)
     return data
+
+
+def _plan_stem(directory, kind, phase, hidden):
+    return os.path.join(directory, f"{kind}_{phase}_{hidden}")
+
+
+def save_plans(directory, hiddens, arch):
+    """Compile dnnc's plans of every graph for ``arch`` (no GPU needed) and
+    write each serialized (``.plan``) with its roles' uids (``.json``)."""
+    import dnnc.frontend as dfe
+    os.makedirs(directory, exist_ok=True)
+    handle = dfe.create_handle()
+    for kind in KINDS:
+        for phase in PHASES:
+            for hidden in hiddens:
+                data = make_data(kind, phase, hidden, device="cpu")
+                g, t = build(dfe, handle, kind, phase, data, target="cuda",
+                             sm_version=int(arch[3:].rstrip("a")))
+                stem = _plan_stem(directory, kind, phase, hidden)
+                with open(stem + ".plan", "wb") as f:
+                    f.write(bytes(g.serialize()))
+                with open(stem + ".json", "w") as f:
+                    json.dump({role: tensor.get_uid() for role, tensor in t.items()}, f)
+                print(f"{kind} {phase} {hidden}: {stem}.plan", flush=True)
+
+
+def saved_plan(directory, kind, phase, hidden):
+    """(graph, {role: uid}) of a dnnc plan ``save_plans`` wrote: deserialized,
+    no compiler needed; its variant packs are keyed by uid."""
+    import dnnc.frontend as dfe
+    g = dfe.pygraph()
+    stem = _plan_stem(directory, kind, phase, hidden)
+    with open(stem + ".plan", "rb") as f:
+        g.deserialize(f.read())
+    with open(stem + ".json") as f:
+        return g, json.load(f)
+
+
+def graph_of(label, mod, handle, kind, phase, data, plans=None):
+    """The graph and roles of ``label``'s library: built, or for dnnc with
+    ``plans`` the saved plan."""
+    if label == "dnnc" and plans:
+        return saved_plan(plans, kind, phase, data["x"].shape[1])
+    return build(mod, handle, kind, phase, data)
 
 
 def pack(t, data, outs):
@@ -198,7 +252,7 @@ def host_time_us(run_once, calls=2000):
     return best
 
 
-def compare(kind, phase, hidden, mods):
+def compare(kind, phase, hidden, mods, plans=None):
     import torch
     sets = max(2, int(200e6 // (ROWS * hidden * 2 * 3)) + 1)
     datas = [make_data(kind, phase, hidden, seed=s) for s in range(sets)]
@@ -206,7 +260,7 @@ def compare(kind, phase, hidden, mods):
            "phase": phase, "hidden": hidden}
     results = {}
     for label, (mod, handle) in mods.items():
-        g, t = build(mod, handle, kind, phase, datas[0])
+        g, t = graph_of(label, mod, handle, kind, phase, datas[0], plans)
         ws = torch.empty(max(1, g.get_workspace_size()), device="cuda", dtype=torch.uint8)
         outs = [alloc_outputs(kind, phase, d) for d in datas]
         packs = [pack(t, d, o) for d, o in zip(datas, outs)]
@@ -233,14 +287,14 @@ def compare(kind, phase, hidden, mods):
     return row
 
 
-def host_rows(mods):
+def host_rows(mods, plans=None):
     import torch
     rows = []
     for kind, phase, hidden in (("layernorm", "training", 768), ("rmsnorm", "inference", 768)):
         data = make_data(kind, phase, hidden)
         row = {"case": f"execute host time, {kind} {phase} [{ROWS}, {hidden}, 1, 1] bf16"}
         for label, (mod, handle) in mods.items():
-            g, t = build(mod, handle, kind, phase, data)
+            g, t = graph_of(label, mod, handle, kind, phase, data, plans)
             ws = torch.empty(max(1, g.get_workspace_size()), device="cuda", dtype=torch.uint8)
             p = pack(t, data, alloc_outputs(kind, phase, data))
             row[f"{label}_us"] = host_time_us(lambda i: g.execute(p, ws, handle=handle))
@@ -302,7 +356,17 @@ def main(argv=None):
     ap.add_argument("--probe-only", action="store_true",
                     help="only the new processes' import and build_plans (dnnc.frontend alone: "
                          "cudnn-frontend not needed)")
+    ap.add_argument("--save-plans", metavar="DIR",
+                    help="compile dnnc's plans for --arch and write them to DIR (no GPU needed)")
+    ap.add_argument("--arch", default="sm_90a", help="the arch --save-plans compiles for")
+    ap.add_argument("--plans", metavar="DIR",
+                    help="run dnnc's plans --save-plans wrote (no compiler needed)")
     args = ap.parse_args(argv)
+    if args.save_plans:
+        save_plans(args.save_plans, [int(h) for h in args.hidden.split(",")], args.arch)
+        return
+    if args.plans and not args.no_probe:
+        ap.error("--plans needs --no-probe: the build probe compiles")
     if args.probe_only:
         for i, p in enumerate(build_probe(args.bytecode)):
             print(f"new process {i}: import torch {p['import_torch_s']*1e3:.0f} ms, "
@@ -322,11 +386,11 @@ def main(argv=None):
         for phase in PHASES:
             for hidden in map(int, args.hidden.split(",")):
                 try:
-                    rows.append(compare(kind, phase, hidden, mods))
+                    rows.append(compare(kind, phase, hidden, mods, args.plans))
                 except Exception as e:  # record and go on: one graph must not hide the rest
                     rows.append({"case": f"{kind} {phase} {hidden}", "error": repr(e)[:300]})
                 print(json.dumps(rows[-1]), flush=True)
-    host = host_rows(mods)
+    host = host_rows(mods, args.plans)
     probe = [] if args.no_probe else build_probe(args.bytecode)
     result = {"device": torch.cuda.get_device_name(), "torch": torch.__version__,
               "cudnn": cudnn.backend_version_string(), "date": time.strftime("%Y-%m-%d"),
