@@ -17,7 +17,7 @@
 // RUN: dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_90a override=matmul=strategy:tc-sm80,tile:128x128x32,stages:4})' | FileCheck %s --check-prefix=TC80
 // RUN: not dnnc-opt %s --pass-pipeline='builtin.module(dnn-configure{arch=sm_70})' 2>&1 | FileCheck %s --check-prefix=ARCH
 
-// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, matmul, reshape, odd_reshape, keeps_its_config (or '*')
+// UNKNOWN: dnn_configure.mlir: error: config override names kernel 'no_such_kernel', which is not in the module: expected one of small_pointwise, medium_pointwise, large_pointwise, huge_short_chain, huge_odd_chain, softmax_few_rows, rmsnorm_short_rows, layernorm_one_wave, matmul, reshape, odd_reshape, keeps_its_config (or '*')
 // BLOCK: dnnc-opt: error: config override 'matmul=block:2048': block 2048: expected 1 to 1024 threads per block, got 2048
 // STRATEGY: dnnc-opt: error: config override 'matmul=strategy:tc-sm100': unknown strategy 'tc-sm100': expected one of simt-generic, simt-pointwise, simt-reduce, simt-reduce-columns, simt-reduce-rows-columns, simt-window, simt-transpose, tc-sm90, tc-sm80
 // TC80-LABEL: func.func private @matmul(
@@ -87,6 +87,26 @@ func.func private @huge_odd_chain(%x: tensor<16385x4097xf16>) -> tensor<16385x40
 func.func private @softmax_few_rows(%x: tensor<8x1024xf32>) -> tensor<8x1024xf32> attributes {dnn.anchor = "softmax", dnn.kernel} {
   %y = "dnn.softmax"(%x) {axis = 1 : i64} : (tensor<8x1024xf32>) -> tensor<8x1024xf32>
   return %y : tensor<8x1024xf32>
+}
+
+// A norm's row of at most 512 16-byte vectors takes two a thread: 2048 rows
+// of 4096 bf16 (512 vectors of 8), a block of 256 per row.
+// CHECK-LABEL: func.func private @rmsnorm_short_rows(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-reduce", vector = 8 : i64}
+//  CHECK-SAME:     dnn.config_reason = "rmsnorm: 2048 rows of 4096: a block of 256 per row, vectors of 8, 2 per thread"
+func.func private @rmsnorm_short_rows(%x: tensor<2048x4096xbf16>, %s: tensor<1x4096xbf16>) -> tensor<2048x4096xbf16> attributes {dnn.anchor = "rmsnorm", dnn.kernel} {
+  %y = "dnn.rmsnorm"(%x, %s) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 0, 0>, training = false} : (tensor<2048x4096xbf16>, tensor<1x4096xbf16>) -> tensor<2048x4096xbf16>
+  return %y : tensor<2048x4096xbf16>
+}
+
+// A norm's rows of a warp each that fit in one wave of warps (64 an SM) go
+// 8 to a block.
+// CHECK-LABEL: func.func private @layernorm_one_wave(
+//  CHECK-SAME:     dnn.config = {block = [256, 1, 1], strategy = "simt-reduce", tile = [8], vector = 8 : i64}
+//  CHECK-SAME:     dnn.config_reason = "layernorm: 2048 rows of 768: a warp per row, 8 rows per block, vectors of 8, 3 per thread"
+func.func private @layernorm_one_wave(%x: tensor<2048x768xbf16>, %s: tensor<1x768xbf16>, %b: tensor<1x768xbf16>) -> tensor<2048x768xbf16> attributes {dnn.anchor = "layernorm", dnn.kernel} {
+  %y = "dnn.layernorm"(%x, %s, %b) {axis = 1 : i64, epsilon = 1.000000e-05 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0>, resultSegmentSizes = array<i32: 1, 0, 0>, training = false} : (tensor<2048x768xbf16>, tensor<1x768xbf16>, tensor<1x768xbf16>) -> tensor<2048x768xbf16>
+  return %y : tensor<2048x768xbf16>
 }
 
 // On sm_90a a bf16 matmul runs on tensor cores: 128x64 tiles (too few tiles
