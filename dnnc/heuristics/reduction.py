@@ -60,32 +60,33 @@ ROW_OPS = ("softmax", "log_softmax", "softmax_backward", "log_softmax_backward",
 # not the last (the forward's reductions run over all of them).
 FEATURE_NORMS = ("layernorm", "rmsnorm")
 # Vectors of a row per thread a block aims at; rows of at most WARP_ROW
-# vectors get a warp each, several rows to a block. A layernorm's or
-# rmsnorm's row along one dim (cudnn-frontend's [rows, hidden, 1, 1] too) of
-# at most SHORT_ROW vectors aims at SHORT_ROW_VECTORS a thread: twice the
-# threads, and their short rows that are one wave of warps take
-# ONE_WAVE_WARP_ROWS rows a block. Other row programs keep the choice
-# below, measured before for them (their row sweeps moved by -1% to +1%
-# under the new one, an instance norm's statistics over 2048 rows of 4096
-# bf16 by +3-5% in two runs). Measured on an
-# H200 (2026-11-28; cudnn-frontend's norms over [2048, H, 1, 1] bf16,
-# forward, against cuDNN 9.19 in the same process; the bench's row sweeps
-# against the choice before):
+# vectors get a warp each, WARP_ROWS rows to a block. Layernorm and rmsnorm
+# differ in two ways:
+# * a row along one dim (cudnn-frontend's [rows, hidden, 1, 1] too) of at
+#   most SHORT_ROW vectors aims at SHORT_ROW_VECTORS a thread: twice the
+#   threads;
+# * short rows that fit in one wave of warps (SM_WARPS an SM) go
+#   ONE_WAVE_WARP_ROWS to a block.
+# Measured on an H200 (2026-11-28): cudnn-frontend's norms over
+# [2048, H, 1, 1] bf16, forward, against cuDNN 9.19 in the same process, and
+# the bench's row programs against the choice before:
 # * H = 2048, 256 vectors: rmsnorm 6.7 us in blocks of 64 x 4 vectors, 5.9
 #   in 128 x 2 (cuDNN 6.7); layernorm 7.1 either way;
-# * H = 4096, 512 vectors: rmsnorm 11.1-11.3 us in 128 x 4, 10.5 in
-#   256 x 2 (cuDNN 10.0); layernorm 11.7 and 11.4 (cuDNN 12.2). ptxas gives
-#   128 x 4 48 registers (10 blocks an SM: the 2048 rows take 1.55 waves),
-#   256 x 2 32 (8 blocks, every thread slot used). The sweeps' 65536 x 2048
-#   and 32768 x 4096 moved by -2% to +1%;
+# * H = 4096, 512 vectors: rmsnorm 11.1-11.3 us in 128 x 4, 10.5 in 256 x 2
+#   (cuDNN 10.0); layernorm 11.7 and 11.4 (cuDNN 12.2). ptxas gives 128 x 4
+#   48 registers (10 blocks an SM: the 2048 rows take 1.55 waves), 256 x 2
+#   32 (8 blocks, every thread slot used). The norms' row sweeps at 65536 x
+#   2048 and 32768 x 4096 moved by -1.5% to +0.1%;
 # * H = 8192, 1024 vectors: 512 x 2 is slower than 256 x 4 (rmsnorm 19.1
 #   against 18.8 us, layernorm 20.7 against 19.7), so longer rows keep 4;
-# * a row of several dims keeps 4 (not measured apart);
 # * H = 768 and 1024, a warp a row: 8 rows to a 256-thread block took
 #   3.3-4.2 us against 3.4-4.5 for 4 to a 128-thread block (rmsnorm 768:
-#   3.26 against 3.37, cuDNN 3.25), 2 to a block 3.7-4.8. Those 2048 rows
-#   are one wave of warps (an SM holds 64); the sweeps' 262144 rows of 512
-#   took 2-3% longer in blocks of 8, so rows past one wave keep 4.
+#   3.26 against 3.37, cuDNN 3.25), 2 to a block 3.7-4.8. The sweeps'
+#   262144 rows of 512 took 2-3% longer in blocks of 8: past one wave, 4;
+# * other row programs keep both choices of before: an instance norm's
+#   statistics over 2048 rows of 4096 bf16 took 3-5% longer in 256 x 2 (two
+#   runs), softmax's sweeps moved by -1% to +1%; a row of several dims is
+#   not measured apart and keeps 4.
 VECTORS_PER_THREAD = 4
 SHORT_ROW = 512
 SHORT_ROW_VECTORS = 2
