@@ -156,15 +156,15 @@ def simt_reduce(problem, rows, extent):
         width //= 2
     vectors = extent // width
     facts = f"{problem.anchor}: {rows} rows of {extent}"
+    norm = problem.anchor in FEATURE_NORMS
     if vectors <= WARP_ROW:
         chunks = -(-vectors // 32)
-        norm = problem.anchor in FEATURE_NORMS
         per = ONE_WAVE_WARP_ROWS if norm and rows <= SM_WARPS * problem.sms else WARP_ROWS
         return Config("simt-reduce", (32 * per, 1, 1), tile=(per,), vector=width,
                       reason=f"{facts}: a warp per row, {per} rows per block, vectors "
                              f"of {width}, {chunks} per thread")
     along_one = sum(1 for n in problem.anchor_inputs[0].shape[-axes:] if n > 1) == 1
-    short = problem.anchor in FEATURE_NORMS and along_one and vectors <= SHORT_ROW
+    short = norm and along_one and vectors <= SHORT_ROW
     aim = SHORT_ROW_VECTORS if short else VECTORS_PER_THREAD
     threads = 64
     while threads < 1024 and threads * aim < vectors:
