@@ -447,12 +447,24 @@ ODD_GRADS = [("3x3 K=65", "dgrad", 32, 63, 56, 65, 3, 1, 1),
 # (sm80/splitk.py; their tiles alone leave most SMs idle), and the K = 65
 # one forced unsplit (the same tiles), to show what the split gains in the
 # same run: (what, N, C, H, K, R, stride, pad, config).
+# The two of C = 3 run on tc-sm90 by default, their filter's columns folded
+# into the channels (tensorcore/fold.py: FOLDED_WGRADS): here forced onto
+# tc-sm80, as they ran before.
 SPLIT_WGRADS = [
     ("3x3 C=63 K=65", 32, 63, 56, 65, 3, 1, 1, None),
-    ("3x3 C=3", 32, 3, 112, 64, 3, 1, 1, None),
-    ("7x7/2 stem C=3", 32, 3, 224, 64, 7, 2, 3, None),
+    ("3x3 C=3", 32, 3, 112, 64, 3, 1, 1, "*=strategy:tc-sm80"),
+    ("7x7/2 stem C=3", 32, 3, 224, 64, 7, 2, 3, "*=strategy:tc-sm80"),
     ("3x3 K=7", 32, 64, 56, 7, 3, 1, 1, None),
     ("3x3 K=65 unsplit", 32, 64, 56, 65, 3, 1, 1, "*=strategy:tc-sm80,tile:64x64x32"),
+]
+# Filter gradients of RGB images, the filter's columns folded into the
+# channels on tc-sm90 (tensorcore/fold.py): a 3x3 and the ResNet stem, at
+# batch 32 and at the 128 of a training step (what, N, C, H, K, R, stride,
+# pad).
+FOLDED_WGRADS = [
+    ("3x3 C=3", 32, 3, 112, 64, 3, 1, 1),
+    ("7x7/2 stem C=3", 32, 3, 224, 64, 7, 2, 3),
+    ("7x7/2 stem C=3", 128, 3, 224, 64, 7, 2, 3),
 ]
 
 
@@ -568,6 +580,17 @@ def cases(Case):
                         grad_graph(slug, "wgrad", *a[:5], stride=a[5], pad=a[6]),
                         _torch_grad("wgrad", [k, c, r, r], s, pad), flops, nbytes, False,
                         "conv", config=config))
+    for what, n, c, h, k, r, s, pad in FOLDED_WGRADS:
+        p = out_size(h, r, s, pad)
+        name = f"conv wgrad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
+        flops = 2 * n * k * p * p * c * r * r
+        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+        slug = "conv_fold_" + "".join(ch if ch.isalnum() else "_"
+                                      for ch in f"wgrad_{what}_{n}_{c}_{h}_{k}")
+        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                        grad_graph(slug, "wgrad", *a[:5], stride=a[5], pad=a[6]),
+                        _torch_grad("wgrad", [k, c, r, r], s, pad), flops, nbytes, False,
+                        "conv"))
     for direction in ("dgrad", "wgrad"):
         for what, n, c, h, k, r, s, pad in GRADS + (WGRAD_CHANNELS if direction == "wgrad"
                                                    else []):

@@ -473,8 +473,12 @@ def _wgrad(problem, faster, m, n, k, facts):
         return sm90
     fallback = faster == "tc-sm90"
     if wgrad_taps.spans_taps(channels, taps, eb):
-        # tc-sm90's TMA cannot step such pixels (conv.Unaligned): tc-sm80's
-        # tiles over all taps x C columns, on sm_90a as its fallback.
+        # tc-sm90's TMA cannot step such pixels (conv.Unaligned), but where
+        # the filter's columns fold into them (tensorcore/fold.py); else
+        # tc-sm80's tiles over all taps x C columns, on sm_90a as its
+        # fallback.
+        if faster == "tc-sm90" and not tf32:
+            sm90 = _folded_wgrad(problem, m, k, channels, groups, facts)
         return sm90 + _spanning(tc_sm80_conv(m, n, problem.dtype, problem.sms, facts,
                                              fallback=fallback, k=k), channels, taps)
     batched = wgrad_taps.tap_batched(groups, channels, taps, eb)
@@ -493,6 +497,22 @@ def _wgrad(problem, faster, m, n, k, facts):
             sm90 = _fewest_columns(sm90, channels, taps, batched)
         fast = _fewest_columns(fast, channels, taps, batched)
     return sm90 + fast
+
+
+def _folded_wgrad(problem, m, k, channels, groups, facts):
+    """tc-sm90's configs of a filter gradient of few channels whose
+    filter's columns fold into them (tensorcore/fold.py): a GEMM of the
+    last filter dim's S x C columns, the outer taps its batch; or none."""
+    from dnnc.codegen.gpu.tensorcore import fold
+    window = problem.anchor_outputs[0].shape[2:]
+    if not fold.folds("wgrad", channels, window, DTYPE_BYTES.get(problem.dtype, 2),
+                      groups=groups):
+        return []
+    columns, batch = window[-1] * channels, fold.outer_taps(window)
+    outer = f", the {batch} outer taps the GEMM's batch" if batch > 1 else ""
+    return [c.replace(reason=f"{c.reason}; the filter's {window[-1]} columns folded into its "
+                             f"C = {channels} channels ({columns} columns a tap of x'{outer})")
+            for c in tc_sm90(problem, m, columns, k, batch, facts)]
 
 
 def _implicit_gemm(problem, faster, m, n, k, facts):

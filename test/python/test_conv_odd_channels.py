@@ -134,7 +134,8 @@ def test_odd_channels_interpreted(name, arch):
     shared memory start as NaN, so that a read past an operand or of
     shared memory never written shows as a NaN."""
     direction, dtype, x_dims, k, window, _, _ = INTERPRETED[name]
-    if arch == "sm_90a" and fold.folds(direction, x_dims[1], window, 2, 64):
+    if arch == "sm_90a" and fold.folds(direction, x_dims[1], window, 2, 64) and \
+            (direction == "fprop" or k % 8 == 0):
         pytest.skip("tc-sm90 folds the filter's columns into the channels (fold.py)")
     expected, got, config = interpret(build_of(name), dtype, arch)
     assert 'strategy = "tc-sm80"' in config, config

@@ -849,17 +849,19 @@ func.func private @conv_fprop_im2col(%x: memref<1x16x6x6xbf16, strided<[576, 1, 
 // pixels by multiples of 16) and a 3 x 3 filter: its columns are folded
 // into the channels (tensorcore/fold.py). Two launches ahead of the GEMM
 // write x' (the output's 6 columns, 3 x 3 = 9 channels a pixel, padded to
-// 16) and w' ([16, 3 taps, 9 channels], padded to 16); the implicit GEMM
+// 16, a thread a pixel in 16-byte stores) and w' ([16, 3 taps, 9
+// channels], padded to 16); the implicit GEMM
 // then reads x' by im2col with a 3 x 1 filter: 3 K steps instead of 9.
 // CHECK-LABEL: func.func private @conv_fprop_c3(
 //  CHECK-SAME:     dnn.config_reason = "conv_fprop; implicit GEMM (fprop): x read by TMA in im2col mode, 3 filter taps x 9 channels, the filter's columns folded into its channels first (tensorcore/fold.py)
 //       CHECK:   %[[XF:.*]] = memref.alloc() : memref<1x6x6x16xbf16>
+//       CHECK:   gpu.launch
+//       CHECK:     vector.store %{{.*}}, %[[XF]][{{.*}}, %c0] {alignment = 16 : i64} : memref<1x6x6x16xbf16>, vector<8xbf16>
+//       CHECK:     vector.store %{{.*}}, %[[XF]][{{.*}}, %c8] {alignment = 16 : i64} : memref<1x6x6x16xbf16>, vector<8xbf16>
+//       CHECK:   memref.reinterpret_cast %[[XF]] to offset: [0], sizes: [1, 6, 6, 9], strides: [576, 96, 16, 1]
 //       CHECK:   %[[WF:.*]] = memref.alloc() : memref<16x3x16xbf16>
 //       CHECK:   gpu.launch
-//       CHECK:     memref.store %{{.*}}, %[[XF]]
-//       CHECK:   gpu.launch
 //       CHECK:     memref.store %{{.*}}, %[[WF]]
-//       CHECK:   memref.reinterpret_cast %[[XF]] to offset: [0], sizes: [1, 6, 6, 9], strides: [576, 96, 16, 1]
 //       CHECK:   nvgpu.tma.create.descriptor {{.*}} {dnn.im2col = {element_strides = array<i64: 1, 1, 1, 1>, lower = array<i64: -1, 0>, upper = array<i64: -1, 0>}}
 //       CHECK:   gpu.launch {{.*}} dynamic_shared_memory_size
 //       CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} im2col[
@@ -901,6 +903,72 @@ func.func private @conv_fprop_c3(%x: memref<1x3x6x6xbf16, strided<[108, 1, 18, 3
   }
   %yc = memref.collapse_shape %yb [[0], [1, 2], [3], [4]] : memref<1x1x16x6x6xbf16> into memref<1x16x6x6xbf16>
   linalg.copy ins(%yc : memref<1x16x6x6xbf16>) outs(%y : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>)
+  return
+}
+
+// -----
+
+// The filter gradient of that stem-like convolution (C = 3, a 3 x 3
+// filter): its columns folded into the channels too. One launch writes x'
+// (no filter to copy); the GEMM's N is the 9 folded channels, its batch
+// the 3 outer taps, and its epilogue writes dw where it lies: a [taps, K,
+// S x C] view of the KRSC filter, taps 9 elements apart, K 27.
+// CHECK-LABEL: func.func private @conv_wgrad_c3(
+//  CHECK-SAME:     implicit GEMM (wgrad): x read by TMA in im2col mode, 3 filter taps x 9 channels, the filter's columns folded into its channels first (tensorcore/fold.py) (the taps the GEMM's batch
+//       CHECK:   memref.reinterpret_cast %arg2 to offset: [0], sizes: [3, 16, 9], strides: [9, 27, 1]
+//       CHECK:   %[[XF:.*]] = memref.alloc() : memref<1x6x6x16xbf16>
+//       CHECK:   gpu.launch
+//       CHECK:     vector.store %{{.*}}, %[[XF]][{{.*}}, %c0] {alignment = 16 : i64}
+//       CHECK:     vector.store %{{.*}}, %[[XF]][{{.*}}, %c8] {alignment = 16 : i64}
+//       CHECK:   memref.reinterpret_cast %[[XF]] to offset: [0], sizes: [1, 6, 6, 9], strides: [576, 96, 16, 1]
+//   CHECK-NOT:   memref.alloc() : memref<16x
+//       CHECK:   nvgpu.tma.create.descriptor {{.*}} {dnn.im2col = {element_strides = array<i64: 1, 1, 1, 1>, lower = array<i64: -1, 0>, upper = array<i64: -1, 0>}}
+//       CHECK:   gpu.launch {{.*}} dynamic_shared_memory_size
+//       CHECK:     nvvm.cp.async.bulk.tensor.shared.cluster.global {{.*}} im2col[
+//   CHECK-NOT:   linalg.generic
+#wg = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#wg1 = affine_map<(d0, d1, d2, d3, d4) -> (d0, d1, d2, d3, d4)>
+#wg2 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d2, d3 + d6, d4 + d7)>
+#wg3 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d5, d0, d1, d6, d7)>
+#wg4 = affine_map<(d0, d1, d2, d3, d4, d5, d6, d7) -> (d0, d1, d2, d3, d4)>
+
+func.func private @conv_wgrad_c3(%arg0: memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>>, %arg1: memref<1x3x6x6xbf16, strided<[108, 1, 18, 3]>>, %arg2: memref<16x3x3x3xbf16, strided<[27, 1, 9, 3]>> {bufferize.result}) attributes {dnn.anchor = "conv_wgrad", dnn.config = {block = [256, 1, 1], stages = 8 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.config_reason = "conv_wgrad: 16x27x36 (M x N x K) bf16; 64x64 tiles, 3 of them for 132 SMs (too few tiles at any width: the narrowest); 8 stages of 16 KiB fill shared memory; the filter's 3 columns folded into its C = 3 channels (9 columns a tap of x', the 3 outer taps the GEMM's batch)", dnn.conv = {dilation = array<i64: 1, 1>, direction = "wgrad", flip = false, groups = 1 : i64, operands = array<i64: 1, 0>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+  %cst = arith.constant 0.000000e+00 : f32
+  %alloc = memref.alloc() {alignment = 64 : i64} : memref<1x3x8x8xf32>
+  linalg.generic {indexing_maps = [#wg], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} outs(%alloc : memref<1x3x8x8xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  %alloc_0 = memref.alloc() {alignment = 64 : i64} : memref<1x3x6x6xf32>
+  linalg.generic {indexing_maps = [#wg, #wg], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%arg1 : memref<1x3x6x6xbf16, strided<[108, 1, 18, 3]>>) outs(%alloc_0 : memref<1x3x6x6xf32>) {
+  ^bb0(%in: bf16, %out: f32):
+    %0 = arith.extf %in : bf16 to f32
+    linalg.yield %0 : f32
+  }
+  %subview = memref.subview %alloc[0, 0, 1, 1] [1, 3, 6, 6] [1, 1, 1, 1] : memref<1x3x8x8xf32> to memref<1x3x6x6xf32, strided<[192, 64, 8, 1], offset: 9>>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%alloc_0 : memref<1x3x6x6xf32>) outs(%subview : memref<1x3x6x6xf32, strided<[192, 64, 8, 1], offset: 9>>)
+  %expand_shape = memref.expand_shape %alloc [[0], [1, 2], [3], [4]] output_shape [1, 1, 3, 8, 8] : memref<1x3x8x8xf32> into memref<1x1x3x8x8xf32>
+  %expand_shape_1 = memref.expand_shape %arg0 [[0], [1, 2], [3], [4]] output_shape [1, 1, 16, 6, 6] : memref<1x16x6x6xbf16, strided<[576, 1, 96, 16]>> into memref<1x1x16x6x6xbf16, strided<[576, 16, 1, 96, 16]>>
+  %alloc_2 = memref.alloc() {alignment = 64 : i64} : memref<1x16x3x3x3xf32>
+  linalg.generic {indexing_maps = [#wg1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} outs(%alloc_2 : memref<1x16x3x3x3xf32>) {
+  ^bb0(%out: f32):
+    linalg.yield %cst : f32
+  }
+  linalg.generic {indexing_maps = [#wg2, #wg3, #wg4], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel", "reduction", "reduction", "reduction"]} ins(%expand_shape, %expand_shape_1 : memref<1x1x3x8x8xf32>, memref<1x1x16x6x6xbf16, strided<[576, 16, 1, 96, 16]>>) outs(%alloc_2 : memref<1x16x3x3x3xf32>) {
+  ^bb0(%in: f32, %in_4: bf16, %out: f32):
+    %0 = arith.extf %in_4 : bf16 to f32
+    %1 = arith.mulf %in, %0 : f32
+    %2 = arith.addf %out, %1 : f32
+    linalg.yield %2 : f32
+  }
+  %alloc_3 = memref.alloc() {alignment = 64 : i64} : memref<1x16x3x3x3xbf16>
+  linalg.generic {indexing_maps = [#wg1, #wg1], iterator_types = ["parallel", "parallel", "parallel", "parallel", "parallel"]} ins(%alloc_2 : memref<1x16x3x3x3xf32>) outs(%alloc_3 : memref<1x16x3x3x3xbf16>) {
+  ^bb0(%in: f32, %out: bf16):
+    %0 = arith.truncf %in : f32 to bf16
+    linalg.yield %0 : bf16
+  }
+  %collapse_shape = memref.collapse_shape %alloc_3 [[0, 1], [2], [3], [4]] : memref<1x16x3x3x3xbf16> into memref<16x3x3x3xbf16>
+  linalg.copy {cast = #linalg.type_fn<cast_signed>} ins(%collapse_shape : memref<16x3x3x3xbf16>) outs(%arg2 : memref<16x3x3x3xbf16, strided<[27, 1, 9, 3]>>)
   return
 }
 

@@ -36,6 +36,9 @@ A filter gradient dw[K, taps, C] is dyᵀ · im2col(x), its GEMM's N over
 N), or over C alone with the taps as the GEMM's batch (``tap_batched``),
 or, on tc-sm80 only where rows of C are not a multiple of 16 bytes, over
 (tap, channel) in tiles that span taps: wgrad_taps.py says which and why.
+On tc-sm90 a C below 8 under a filter of several columns has the columns
+folded into the channels (fold.py): the GEMM's N is then S x C, its
+batch the outer taps, its epilogue's views of dw laid out so.
 
 ``match`` checks that shape (the ops before the contraction only pad and
 convert x, or, where dnn-fuse joined a prologue to a forward convolution,
@@ -319,7 +322,8 @@ def match(fn, bk, strategy="tc-sm90"):
     x_shape = list(ir.MemRefType(x.type).shape)
     other_shape = list(ir.MemRefType(other.type).shape)
     element_bytes = irutil.element_bytes(ir.MemRefType(x.type).element_type)
-    batched = False
+    batched = folded = False
+    batch_taps = 1
     if direction == "wgrad":
         # dw [K, C, *window] = dy^T (pixels x K) times im2col(x) (pixels x
         # taps x C): M = K, N = taps x C, the reduction over N·P·Q; or N =
@@ -329,13 +333,24 @@ def match(fn, bk, strategy="tc-sm90"):
         problem = wgrad_taps.problem(groups, channels, taps)
         if problem:
             raise NotAGemm(f"{problem} ({strategy})")
-        if strategy == "tc-sm90" and wgrad_taps.spans_taps(channels, taps, element_bytes):
-            # (Whatever x's pitch: a tile of TMA's loads lies in one tap.)
-            raise Unaligned(f"a filter gradient of C = {channels} over {taps} filter taps: "
-                            f"tc-sm90's tiles lie in one tap, {ROWS} (C a multiple of "
-                            f"{16 // element_bytes}); tc-sm80's may span taps")
-        batched = wgrad_taps.tap_batched(groups, channels, taps, element_bytes)
-        m, n = acc_shape[1], channels if batched else taps * channels
+        folded = strategy == "tc-sm90" and \
+            fold.folds(direction, channels, window, element_bytes, bk, groups)
+        if folded:
+            # Few channels: the filter's columns folded into them (fold.py
+            # builds x' at the kernel's build), the GEMM's N their S x C,
+            # its batch the outer taps where there are several.
+            batch_taps = fold.outer_taps(window)
+            batched = batch_taps > 1
+            m, n = acc_shape[1], window[-1] * channels
+        else:
+            if strategy == "tc-sm90" and wgrad_taps.spans_taps(channels, taps, element_bytes):
+                # (Whatever x's pitch: a tile of TMA's loads lies in one tap.)
+                raise Unaligned(f"a filter gradient of C = {channels} over {taps} filter "
+                                f"taps: tc-sm90's tiles lie in one tap, {ROWS} (C a multiple "
+                                f"of {16 // element_bytes}); tc-sm80's may span taps")
+            batched = wgrad_taps.tap_batched(groups, channels, taps, element_bytes)
+            batch_taps = taps
+            m, n = acc_shape[1], channels if batched else taps * channels
         k = other_shape[0] * math.prod(out)
     else:
         # fprop: acc [N, 1, K, *out], w [K, C, *window]; dgrad: acc [N, 1, C,
@@ -371,7 +386,7 @@ def match(fn, bk, strategy="tc-sm90"):
         _, x_strides, _ = irutil.memref_geometry(x.type)
         pitch = next((x_strides[d] for d in reversed(range(2, len(x_shape)))
                       if x_shape[d] != 1), channels)
-        folds = fold.folds(direction, channels, window, element_bytes, bk)
+        folds = fold.folds(direction, channels, window, element_bytes, bk, groups)
         if pitch % multiple and not folds:
             raise Unaligned(f"{'dy' if direction == 'dgrad' else 'x'}'s pixels are {pitch} "
                             f"elements apart (C = {channels}): tc-sm90's {READS} ({multiple} "
@@ -392,7 +407,8 @@ def match(fn, bk, strategy="tc-sm90"):
                        "filter taps: its transposed product takes C a multiple of 64 (a tile "
                        f"lies in one tap) ({strategy})")
     g["prologue"] = prologue
-    views = _Views(fn, m, n, math.prod(window) if batched else groups, tap_batched=batched)
+    views = _Views(fn, m, n, batch_taps if batched else groups, tap_batched=batched,
+                   folded=folded)
     try:
         conv = _conv(g, views, x, other, element, ops, position, arguments,
                      (channels, window, out, m, n, k, nd), compute)
@@ -427,7 +443,7 @@ def _conv(g, views, x, other, element, ops, position, arguments, sizes, compute=
         source, dest = copies[acc]
         accumulator = _copied_view(views, source, dest, acc, list(range(rank)), sizes,
                                    _loop_dims(rank, nd, direction, views.groups, sizes,
-                                              views.tap_batched))
+                                              views.tap_batched, views.folded))
         stored.append(accumulator)
     epilogue = Epilogue(accumulator, outputs=stored)
     # Buffers of the accumulator's values: the accumulator and its views.

@@ -99,11 +99,13 @@ class Views:
     at the top of the kernel function; and stand-in values for the buffers
     that live in registers only."""
 
-    def __init__(self, fn, m, n, groups=1, tap_batched=False):
+    def __init__(self, fn, m, n, groups=1, tap_batched=False, folded=False):
         self.fn, self.m, self.n, self.groups = fn, m, n, groups
         # A filter gradient whose taps are the batch (``groups`` of them,
-        # wgrad_taps.py): its views are [taps, K, C].
+        # wgrad_taps.py): its views are [taps, K, C]; ``folded`` (fold.py):
+        # [outer taps, K, S x C].
         self.tap_batched = tap_batched
+        self.folded = folded
         self.made = {}
         self.first = list(irutil.body(fn).operations)[0]
         self.ops = []
@@ -264,7 +266,8 @@ def step(op, views, values, copies, epilogue, arguments, nd, direction):
     maps = irutil.indexing_maps(op)
     ins = len(op.opview.inputs)
     sizes = dict(enumerate(_loop_sizes(op, maps)))
-    dims = loop_dims(rank, nd, direction, views.groups, sizes, views.tap_batched)
+    dims = loop_dims(rank, nd, direction, views.groups, sizes, views.tap_batched,
+                     views.folded)
     inputs, outputs = [], []
     block = op.regions[0].blocks[0]
     for i, (value, amap) in enumerate(zip(op.operands, maps)):
@@ -300,18 +303,23 @@ def step(op, views, values, copies, epilogue, arguments, nd, direction):
     return Step(op, inputs, outputs)
 
 
-def loop_dims(rank, nd, direction, groups, sizes, tap_batched=False):
+def loop_dims(rank, nd, direction, groups, sizes, tap_batched=False, folded=False):
     """(group dims, output pixel dims, channel dims, the split dim or None)
     of an epilogue's loop space of ``rank`` loops, ``sizes`` (a dict, which
     gains the split dim's halves). ``tap_batched``: a filter gradient of
     one group whose batch is the filter taps (wgrad_taps.py), its columns
-    C alone."""
+    C alone; ``folded`` too (fold.py): the batch the outer taps, the
+    columns the last filter dim's taps by C."""
     spatial = list(range(rank - nd, rank))
     wgrad = direction == "wgrad"
     if tap_batched:
         # [1, K, C, *window] or [K, C, *window]: the taps flatten to the
-        # batch (stride C in a KRSC filter), K the rows, C the columns.
+        # batch (stride C in a KRSC filter), K the rows, C the columns;
+        # folded, the last filter dim's taps and C flatten to the columns
+        # (strides C and 1) and the outer taps to the batch (stride S x C).
         first = rank - nd - 2
+        if folded:
+            return spatial[:-1], [first], [spatial[-1], first + 1], None
         return spatial, [first], [first + 1], None
     if rank == 3 + nd:
         b_dims = [0] if wgrad else [1]

@@ -33,7 +33,9 @@ follow:
   or past it.
 * **tiles that span taps** (several taps, rows of C not a multiple of 16
   bytes: odd C, C = 12; tc-sm80 only, tc-sm90's TMA cannot step such
-  pixels, conv.Unaligned): N = taps x C, any tile, each of a tile's chunks
+  pixels, conv.Unaligned, but where C is below 8 and the filter's columns
+  fold into the channels, fold.py, which tc-sm90 then runs with the outer
+  taps as the batch): N = taps x C, any tile, each of a tile's chunks
   (for element-wise chunks, each element) computing its own tap and
   channel before the mainloop (sm80/im2col.py); the tiles compute
   ceil(taps·C / BN)·BN columns, the epilogue stores those < taps·C.
