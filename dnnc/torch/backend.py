@@ -40,7 +40,7 @@ from torch._dynamo.backends.common import aot_autograd
 from torch._guards import detect_fake_mode
 
 from dnnc.errors import DnncError
-from dnnc.torch import aliases, aten_map, partition
+from dnnc.torch import aliases, aten_map, aten_nn, partition
 from dnnc.torch.compiled import CompiledRegion
 
 FALLBACKS = ("inductor", "eager")
@@ -255,6 +255,18 @@ def _decompositions():
             if op not in aten_map.TABLE}
 
 
+def _partition(joint, joint_inputs, *args, **kwargs):
+    """AOTAutograd's default partition of a training step's joint graph,
+    once max pooling's backward reads the forward's input instead of its
+    indices (aten_nn.backward_from_input), so that neither graph needs
+    them."""
+    from torch._functorch.partitioners import default_partition
+
+    if aten_nn.backward_from_input(joint.graph):
+        joint.recompile()
+    return default_partition(joint, joint_inputs, *args, **kwargs)
+
+
 def dnnc_backend(gm, example_inputs, options=None):
     """The Dynamo backend: ``torch.compile(model, backend=dnnc_backend)``
     (registered as "dnnc"). ``options``: see the module docstring."""
@@ -268,7 +280,7 @@ def dnnc_backend(gm, example_inputs, options=None):
     backward = functools.partial(compile_aten, kind="backward", **common)
     inference = functools.partial(compile_aten, kind="inference", **common)
     return aot_autograd(fw_compiler=forward, bw_compiler=backward,
-                        inference_compiler=inference,
+                        inference_compiler=inference, partition_fn=_partition,
                         decompositions=_decompositions())(gm, example_inputs)
 
 

@@ -327,13 +327,34 @@ def test_max_pool_inference():
 
 
 def test_max_pool_training():
-    """Training saves max pooling's indices, which dnnc does not make: the
-    forward pooling runs in torch, its backward in dnnc."""
-    report = check(lambda x: F.max_pool2d(x * 2, 2), randn(2, 3, 6, 6), grad=True,
-                   ops=["aten.max_pool2d_with_indices_backward"])
+    """Training: max pooling's backward reads the forward's input instead of
+    its indices (dnnc::pool_backward, aten_nn.backward_from_input), so the
+    partition saves no indices and dnnc runs the forward pooling too."""
+    report = check(lambda x: F.max_pool2d(x * 2, 3, stride=2, padding=1), randn(2, 3, 7, 7),
+                   grad=True, ops=["aten.max_pool2d_with_indices", "dnnc.pool_backward"])
+    left = [op for g in report for _, op, _ in g.fallbacks]
+    assert not any("max_pool" in op for op in left), left
+
+
+def test_max_pool_training_ties():
+    """Windows of equal values after a relu (zeros) and repeated ones: the
+    gradient goes to each window's first maximum, as torch's indices say."""
+    x = torch.tensor([[[[0.5, 0.5, -1.0, 2.0], [0.5, -3.0, 2.0, 2.0],
+                        [-1.0, -2.0, -1.0, -1.0], [1.0, 1.0, -1.0, -4.0]]]]).repeat(2, 3, 1, 1)
+    check(lambda x: F.max_pool2d(torch.relu(x), 2), x, grad=True,
+          ops=["aten.max_pool2d_with_indices", "dnnc.pool_backward"])
+
+
+def test_max_pool_indices_read_stay_in_torch():
+    """Indices the model itself reads are made by torch: the forward pooling
+    stays there, with the reason."""
+    def fn(x):
+        y, i = F.max_pool2d(x * 2, 2, return_indices=True)
+        return y + i.to(y.dtype)
+    report = check(fn, randn(2, 3, 6, 6), grad=True, ops=["dnnc.pool_backward"])
     reasons = [why for g in report for _, op, why in g.fallbacks
                if op == "aten.max_pool2d_with_indices"]
-    assert reasons and "indices" in reasons[0]
+    assert reasons and "indices" in reasons[0], reasons
 
 
 def test_avg_pool():
