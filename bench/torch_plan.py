@@ -71,7 +71,7 @@ def trace(name, batch, seq):
     torch._dynamo.reset()
     compiled = torch.compile(model, dynamic=False, backend=aot_autograd(
         fw_compiler=capture("forward"), bw_compiler=capture("backward"),
-        decompositions=backend._decompositions()))
+        partition_fn=backend._partition, decompositions=backend._decompositions()))
     with _CudaAttention():
         out = compiled(x)
         out.float().square().mean().backward()
