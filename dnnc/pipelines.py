@@ -49,8 +49,10 @@ FRONT = (
         "dnn-split-reductions",
         "dnn-canonicalize",
     )),
-    Stage("fused", ("dnn-recognize-sdpa", "dnn-fold-operand-scales", "dnn-sink-reshapes",
-                    "dnn-fuse", "dnn-verify")),
+    # Transposes of pointwise results moved onto the inputs whose memory
+    # order they are (a batchnorm backward's dy in its x's order).
+    Stage("fused", ("dnn-hoist-transposes", "dnn-recognize-sdpa", "dnn-fold-operand-scales",
+                    "dnn-sink-reshapes", "dnn-fuse", "dnn-verify")),
 )
 
 # dnn -> linalg on tensors, shared by the CPU and GPU back ends.

@@ -5,7 +5,9 @@ Batchnorm reduces every dim of x but the channels (dim 1). The rules view x
 so that those sums are the fast reductions:
 
 * **rows** — x stored channels-last (a graph input whose strides put C
-  innermost, dnnc/decompose/layout.py) or of rank 2: x in its memory order,
+  innermost, dnnc/decompose/layout.py; in training and backward, a
+  convolution's output, which the GPU's convolutions write channels-last)
+  or of rank 2: x in its memory order,
   ``reshape(transpose(x, order), (R, C))`` with R = N * spatial, where a
   per-channel sum is a column sum over R (a column program, read once by
   every thread's 16-byte vectors) and the pointwise passes run over the same
@@ -50,6 +52,11 @@ class _Channels:
         self.count = math.prod(self.shape) // c
         order = list(range(len(self.shape))) if len(self.shape) == 2 else \
             layout.channel_last_order(self.shape, layout.input_strides(x))
+        if order is None and not strided_only and len(self.shape) > 2 and \
+                layout.written_channels_last(x):
+            # A convolution's output: channels-last on the GPU where its
+            # readers take any layout, as this view's transpose does.
+            order = [0] + list(range(2, len(self.shape))) + [1]
         if strided_only and order is not None and order == sorted(order):
             order = None
         self.order = order

@@ -66,3 +66,18 @@ def channel_last_order(shape, strides):
             return None
         step *= shape[d]
     return units + others + [1]
+
+
+# Ops whose result the GPU back end lays out channels-last when its readers
+# take any layout (dnn-conv-layouts: a tensor-core or depthwise
+# convolution's output).
+CHANNELS_LAST_WRITERS = ("dnn.conv_fprop", "dnn.conv_dgrad")
+
+
+def written_channels_last(value):
+    """Whether ``value`` is the result of an op in CHANNELS_LAST_WRITERS."""
+    if isinstance(value.owner, ir.Block):
+        return False
+    op = getattr(value.owner, "operation", value.owner)
+    return op.name in CHANNELS_LAST_WRITERS
+

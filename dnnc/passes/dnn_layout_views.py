@@ -33,7 +33,13 @@ and ``linalg.copy`` (a reshape), and every element keeps its address:
   only the call uses; the source is, through reshape views, a
   ``memref.alloc`` that after the call only kernels read. That alloc becomes
   a ``memref.reinterpret_cast`` of the output, so the kernels that fill it
-  write the output's memory (and later readers read it there).
+  write the output's memory (and later readers read it there);
+* **output read back**: the source is a graph output already of its
+  declared strided type (dnn-io-strides gave it to the kernel that writes
+  it: a convolution's output a training step saves), which nothing writes
+  after the call; the destination is a ``memref.alloc`` that only kernels
+  read (a batchnorm's column sums over the output's memory order). The
+  alloc becomes a ``memref.reinterpret_cast`` of the output.
 
 The copy kernel is erased when nothing else calls it.
 
@@ -254,6 +260,40 @@ class _Folder:
         _alias(alloc, arg)
         self.drop(call)
 
+    def fold_read_back(self, arg):
+        """Make each alloc that a copy fills from output ``arg`` (already of
+        its declared strided type), after the kernels that write it, a view
+        of it when it holds the elements in the output's memory order: a
+        convolution's output that a batchnorm's column sums read back as
+        (N*H*W, C) (dnnc/decompose/batchnorm.py)."""
+        shape, strides, offset = irutil.memref_geometry(arg.type)
+        if offset != 0:
+            return
+        for use in list(arg.uses):
+            call = _operation(use.owner)
+            if use.operand_number != 0 or call.block != self.body:
+                continue
+            perm = _moves(self.callee(call))
+            if perm is None:
+                continue
+            dest = call.operands[1]
+            alloc = irutil.defining_op(dest)
+            if perm == () or alloc is None or alloc.name != "memref.alloc" \
+                    or alloc.block != self.body or \
+                    not _is_row_major(ir.MemRefType(dest.type)):
+                continue
+            dense = irutil.row_major_strides(list(ir.MemRefType(dest.type).shape))
+            if not _same_addresses(shape, strides, dense, perm):
+                continue
+            if not all(op == call or self.reads(op, i) for op, i in _users(dest)):
+                continue
+            # Nothing may write the output once the copy has read it.
+            if not all(op == call or op.is_before_in_block(call) or self.reads(op, i)
+                       for op, i in _users(arg) if op.block == self.body):
+                continue
+            _alias(alloc, arg)
+            self.drop(call)
+
     def run(self):
         for index, arg in enumerate(list(self.body.arguments)):
             if not isinstance(arg.type, ir.MemRefType):
@@ -261,6 +301,8 @@ class _Folder:
             _, strides = declared_strides(self.fn, index)
             if is_output(self.fn, index):
                 self.fold_output(index, arg, strides)
+                if strides is not None and arg.uses:
+                    self.fold_read_back(arg)
             elif strides is not None:
                 self.fold_input(index, arg, strides)
         # The reshape views only a dropped call read.

@@ -59,6 +59,9 @@ so MLIR): nothing under test/gpu that pytest collects may import them.
     conv_sm80_tf32.py  tf32 convolutions (fprop, dgrad, wgrad) on tc-sm80:
                        conv_random_tf32's draws with it forced in each
                        tile, odd channels handed over by tc-sm90, split K
+    conv_batchnorm.py  a training step's convolution, batchnorm and relu
+                       forward and backward, channels-last (the batchnorm
+                       over the convolution's memory order)
     conv_fold_wgrad.py
                        filter gradients of 1-7 channels with the filter's
                        columns folded into them on tc-sm90: 64 random
@@ -181,8 +184,8 @@ from . import (attention, attention_backward_dbias, attention_backward_fused,
                attention_backward_sm80_fused, attention_backward_wide,
                attention_decode, attention_gqa_fold, attention_padding, attention_paged,
                attention_persistent, attention_ragged, attention_random, attention_sm80,
-               conv_bias_grad, conv_fold_wgrad, conv_grouped_simt, conv_odd_channels,
-               conv_phases, conv_pixel_rows, conv_prologue, conv_random,
+               conv_batchnorm, conv_bias_grad, conv_fold_wgrad, conv_grouped_simt,
+               conv_odd_channels, conv_phases, conv_pixel_rows, conv_prologue, conv_random,
                conv_random_tf32, conv_sm80_split, conv_sm80_tf32, conv_wgrad_channels,
                conv_widened_groups,
                convolution,
@@ -220,6 +223,7 @@ CASES = [
     *conv_bias_grad.CASES,
     *conv_wgrad_channels.CASES,
     *conv_fold_wgrad.CASES,
+    *conv_batchnorm.CASES,
     *conv_pixel_rows.CASES,
     *epilogue_reads.CASES,
     *pointwise.NHWC_AND_BIG_CASES,

@@ -386,6 +386,28 @@ func.func @batchnorm_channels_last(%x: tensor<2x3x4x5xf32> {dnn.strides = array<
 
 // -----
 
+// A training batchnorm of a convolution's output: the GPU's convolutions
+// write channels-last, so x is read as (N*H*W, C) as above (column sums),
+// not in (N, C, H*W) planes. An inference batchnorm of it stays on x as it
+// is (a per-channel multiply-add that joins the convolution's epilogue).
+
+// BN-LABEL: func.func @batchnorm_of_convolution(
+//       BN:   %[[Y:.*]] = "dnn.conv_fprop"
+//       BN:   %[[T:.*]] = "dnn.transpose"(%[[Y]]) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<2x8x4x5xf32>) -> tensor<2x4x5x8xf32>
+//       BN:   %[[R:.*]] = "dnn.reshape"(%[[T]]) : (tensor<2x4x5x8xf32>) -> tensor<40x8xf32>
+//       BN:   "dnn.reduction"(%[[R]]) {axes = array<i64: 0>, keepdims = true, mode = "sum"} : (tensor<40x8xf32>) -> tensor<1x8xf32>
+//       BN:   "dnn.transpose"(%{{.*}}) {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x4x5x8xf32>) -> tensor<2x8x4x5xf32>
+//   BN-NOT:   dnn.transpose
+//       BN:   return
+func.func @batchnorm_of_convolution(%x: tensor<2x3x4x5xf32>, %w: tensor<8x3x1x1xf32>, %scale: tensor<1x8x1x1xf32>, %bias: tensor<1x8x1x1xf32>, %m: tensor<1x8x1x1xf32>, %v: tensor<1x8x1x1xf32>) -> (tensor<2x8x4x5xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>, tensor<2x8x4x5xf32>) attributes {dnn.graph} {
+  %c = "dnn.conv_fprop"(%x, %w) {compute_type = f32, dilation = array<i64: 1, 1>, mode = "cross_correlation", post_padding = array<i64: 0, 0>, pre_padding = array<i64: 0, 0>, stride = array<i64: 1, 1>} : (tensor<2x3x4x5xf32>, tensor<8x3x1x1xf32>) -> tensor<2x8x4x5xf32>
+  %y, %mean, %inv = "dnn.batchnorm"(%c, %scale, %bias) {epsilon = 1.0e-05 : f64, momentum = 1.0e-01 : f64, operandSegmentSizes = array<i32: 1, 1, 1, 0, 0>, resultSegmentSizes = array<i32: 1, 1, 1, 0, 0>} : (tensor<2x8x4x5xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>) -> (tensor<2x8x4x5xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>)
+  %z = "dnn.batchnorm_inference"(%c, %scale, %bias, %m, %v) {epsilon = 1.0e-05 : f64} : (tensor<2x8x4x5xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>) -> tensor<2x8x4x5xf32>
+  return %y, %mean, %inv, %z : tensor<2x8x4x5xf32>, tensor<1x8x1x1xf32>, tensor<1x8x1x1xf32>, tensor<2x8x4x5xf32>
+}
+
+// -----
+
 // Batchnorm backward on row-major x: (N, C, H*W) planes; dbias and dscale
 // are row sums over H*W per (sample, channel), then column sums over N.
 

@@ -118,3 +118,88 @@ func.func @moves(%x: memref<2x3x4x5xf32> {dnn.name = "x", dnn.strides = array<i6
   call @moves_k1(%t) : (memref<2x4x5x3xf32>) -> ()
   return
 }
+
+// -----
+
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// Output read back: a kernel writes output y (already of its channels-last
+// type, as dnn-io-strides leaves a convolution's output that a training
+// step saves), and a transpose reads it into y's memory order for the
+// column sums of a batchnorm: the buffer becomes a view of y.
+
+// CHECK-NOT:   func.func private @b_k1_tensor
+// CHECK-LABEL: func.func @b(
+//  CHECK-SAME:     %[[X:[^:]*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {dnn.name = "x"
+//  CHECK-SAME:     %[[Y:[^:]*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.result
+//  CHECK-NEXT:   call @b_k0_writer(%[[X]], %[[Y]])
+//  CHECK-NEXT:   %[[V:.*]] = memref.reinterpret_cast %[[Y]] to offset: [0], sizes: [2, 4, 5, 3], strides: [60, 15, 3, 1] : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> to memref<2x4x5x3xf32>
+//  CHECK-NEXT:   %[[R:.*]] = memref.collapse_shape %[[V]]
+//  CHECK-NEXT:   call @b_k2_reduction(%[[R]], %{{.*}})
+func.func private @b_k0_writer(%x: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, %y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%x : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) outs(%y : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func private @b_k1_tensor(%y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, %t: memref<2x4x5x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#nhwc, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) outs(%t : memref<2x4x5x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func private @b_k2_reduction(%r: memref<40x3xf32>, %s: memref<1x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#id2, affine_map<(d0, d1) -> (0, d1)>], iterator_types = ["reduction", "parallel"]} ins(%r : memref<40x3xf32>) outs(%s : memref<1x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %a = arith.addf %in, %out : f32
+    linalg.yield %a : f32
+  }
+  return
+}
+func.func @b(%x: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {dnn.name = "x", dnn.strides = array<i64: 60, 1, 15, 3>}, %y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 60, 1, 15, 3>}, %s: memref<1x3xf32> {bufferize.result, dnn.name = "s"}) attributes {dnn.graph} {
+  call @b_k0_writer(%x, %y) : (memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) -> ()
+  %t = memref.alloc() : memref<2x4x5x3xf32>
+  call @b_k1_tensor(%y, %t) : (memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, memref<2x4x5x3xf32>) -> ()
+  %r = memref.collapse_shape %t [[0, 1, 2], [3]] : memref<2x4x5x3xf32> into memref<40x3xf32>
+  call @b_k2_reduction(%r, %s) : (memref<40x3xf32>, memref<1x3xf32>) -> ()
+  return
+}
+
+// -----
+
+#nhwc = affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+
+// The same copy with a kernel writing y after it: the copy stays (the view
+// would read what the later write leaves).
+
+// CHECK-LABEL: func.func @late(
+//       CHECK:   memref.alloc() : memref<2x4x5x3xf32>
+//  CHECK-NEXT:   call @late_k1_tensor
+//  CHECK-NEXT:   call @late_k2_writer
+func.func private @late_k1_tensor(%y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, %t: memref<2x4x5x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#nhwc, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) outs(%t : memref<2x4x5x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func private @late_k2_writer(%t: memref<2x4x5x3xf32>, %y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) outs(%y : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func @late(%y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 60, 1, 15, 3>}) attributes {dnn.graph} {
+  %t = memref.alloc() : memref<2x4x5x3xf32>
+  call @late_k1_tensor(%y, %t) : (memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>, memref<2x4x5x3xf32>) -> ()
+  call @late_k2_writer(%t, %y) : (memref<2x4x5x3xf32>, memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) -> ()
+  return
+}
