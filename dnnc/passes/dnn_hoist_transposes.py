@@ -182,7 +182,9 @@ def run(module):
     todo = [op for op in dnn_ops(module) if op.name == "dnn.transpose"]
     moves = 0
     while todo and moves < MAX_MOVES:
-        new = hoist(todo.pop(0))
+        transpose = todo.pop(0)
+        # (One composed into a later transpose may be left unused: no move.)
+        new = hoist(transpose) if list(transpose.results[0].uses) else None
         if new is not None:
             moves += 1
             todo += new
