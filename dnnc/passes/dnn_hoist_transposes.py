@@ -1,7 +1,9 @@
 """dnn-hoist-transposes: move a transpose of a pointwise op's result above
 the op, onto its operands, where it lands on graph inputs whose memory
 order it is (or cancels another transpose), so that the op runs in the
-transposed order and no transpose moves data.
+transposed order and no transpose moves data; and move a pointwise op of
+restored values (a batchnorm's (N*H*W, C) view taken back to NCHW) above
+the restore.
 
 A training step's batchnorm backward reads dy in the memory order of its
 channels-last x (dnnc/decompose/batchnorm.py: ``transpose(dy, [0, 2, 3,
@@ -27,8 +29,21 @@ return), and each operand of that op is
   per-channel parameter), which a reshape views in the new order.
 
 The op is made again on the moved operands with the transpose's result
-shape; the transposes it leaves on its operands may move again. Run in the
-fused stage, before dnn-fuse, so that the op joins the kernel that reads it.
+shape; the transposes it leaves on its operands may move again.
+
+Then the other way: a pointwise op whose full-size operands are each
+``transpose(reshape(x))`` (or ``transpose(x)``) of a computed x, with one
+shape and permutation, the rest scalars (``sink``), runs on the x and the
+restore follows it. A training batchnorm's y over (N*H*W, C) taken back
+to NCHW, then a relu (and a residual add of another such restore), so
+becomes one pointwise kernel over (N*H*W, C) whose result the restore
+views in the relu's channels-last output (dnn-layout-views), where the
+relu had been a copy kernel of its own. A restore of a graph input is left
+alone (it is what the first phase makes), so the two phases do not undo
+each other.
+
+Run in the fused stage, before dnn-fuse, so that the ops join the kernels
+that read or make their values.
 
 Before (g and y declared channels-last)::
 
@@ -57,6 +72,8 @@ MOVABLE = {f"dnn.{name}" for name in POINTWISE_OPS - {"gen_index"}}
 # Moves a graph may make (each lands a transpose on operands nearer its
 # inputs, so the walk ends; this bounds it all the same).
 MAX_MOVES = 10000
+# Sweeps of the sinking phase (each moves ops one restore further down).
+MAX_SWEEPS = 64
 
 
 def _shape(value):
@@ -177,6 +194,86 @@ def hoist(transpose):
             if _producer(v) is not None and _producer(v).name == "dnn.transpose"]
 
 
+def _restore(value):
+    """(the 2-D or N-D value, reshape shape or None, permutation) when
+    ``value`` is ``transpose(x, perm)`` or ``transpose(reshape(x), perm)``
+    (a batchnorm's view of its channels-last x taken back to NCHW), else
+    None."""
+    t = _producer(value)
+    if t is None or t.name != "dnn.transpose":
+        return None
+    x = t.operands[0]
+    r = _producer(x)
+    if r is not None and r.name == "dnn.reshape":
+        return r.operands[0], _shape(x), _permutation(t)
+    return x, None, _permutation(t)
+
+
+def _rebuilt(value, shape, perm, like, ip):
+    """``value`` reshaped to ``shape`` (when given) and transposed by
+    ``perm``, of ``like``'s type."""
+    if shape is not None:
+        element = ir.RankedTensorType(value.type).element_type
+        value = ir.Operation.create("dnn.reshape", results=[ir.RankedTensorType.get(
+            shape, element)], operands=[value], ip=ip).results[0]
+    return ir.Operation.create("dnn.transpose", results=[like], operands=[value],
+                               attributes={"permutation": ir.DenseI64ArrayAttr.get(perm)},
+                               ip=ip).results[0]
+
+
+def sink(op):
+    """Move pointwise ``op`` above the restores its operands are: each
+    full-size operand ``transpose(reshape(x_i))`` (or ``transpose(x_i)``)
+    of computed x_i, with one shape and permutation, the others scalars;
+    the op then runs on the x_i and the restore follows it, where the op
+    joins the kernel that makes them (a batchnorm's y over (N*H*W, C)) and
+    the restore is a view of the output it lands in. An operand's restore
+    stays for its other readers. Returns the new restore's result, or None
+    when ``op`` stays."""
+    if op.name not in MOVABLE or len(op.results) != 1:
+        return None
+    found, operands = None, []
+    for v in op.operands:
+        if len(_shape(v)) == 0:
+            operands.append(v)
+            continue
+        r = _restore(v)
+        # (A transpose of a graph input is a view already: what hoist makes.)
+        if r is None or _producer(r[0]) is None or \
+                (found is not None and found[1:] != r[1:]) or \
+                _shape(v) != _shape(op.results[0]):
+            return None
+        found = r
+        operands.append(r[0])
+    if found is None:
+        return None
+    x, shape, perm = found
+    if any(_shape(v) != _shape(x) for v in operands if len(_shape(v))):
+        return None
+    ip = ir.InsertionPoint(op)
+    with op.location:
+        element = ir.RankedTensorType(op.results[0].type).element_type
+        moved = ir.Operation.create(op.name, results=[ir.RankedTensorType.get(
+            _shape(x), element)], operands=operands,
+            attributes=dict(op.attributes.items()), ip=ip)
+        back = _rebuilt(moved.results[0], shape, perm, op.results[0].type, ip)
+    old = []
+    for v in op.operands:
+        t = _producer(v) if len(_shape(v)) else None
+        if t is not None and not any(t == o for o in old):
+            old.append(t)
+    op.results[0].replace_all_uses_with(back)
+    op.erase()
+    for t in old:
+        if not list(t.results[0].uses):
+            inner = _producer(t.operands[0])
+            t.erase()
+            if inner is not None and inner.name == "dnn.reshape" and \
+                    not list(inner.results[0].uses):
+                inner.erase()
+    return back
+
+
 def run(module):
     """Hoist every transpose that can move; return how many moves were made."""
     todo = [op for op in dnn_ops(module) if op.name == "dnn.transpose"]
@@ -188,6 +285,17 @@ def run(module):
         if new is not None:
             moves += 1
             todo += new
+    # Then sink pointwise ops above restores, sweeping the graph afresh
+    # until none moves (a sweep's ops are all live when it starts; an op a
+    # sweep erases is its current one).
+    for _ in range(MAX_SWEEPS):
+        swept = 0
+        for op in [o for o in dnn_ops(module) if o.name in MOVABLE]:
+            if sink(op) is not None:
+                swept += 1
+        moves += swept
+        if not swept:
+            break
     if moves:
         # Transposes left unused (one composed into another), latest first.
         for op in reversed([o for o in dnn_ops(module) if o.name == "dnn.transpose"]):

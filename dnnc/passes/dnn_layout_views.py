@@ -30,7 +30,7 @@ and ``linalg.copy`` (a reshape), and every element keeps its address:
   ``memref.reinterpret_cast`` of the argument, which takes its strided type
   (dnn-io-strides then leaves it alone);
 * **output**: the destination is a graph output (``bufferize.result``) that
-  only the call uses; the source is, through reshape views, a
+  only the call uses, or kernels read after it; the source is, through reshape views, a
   ``memref.alloc`` that after the call only kernels read. That alloc becomes
   a ``memref.reinterpret_cast`` of the output, so the kernels that fill it
   write the output's memory (and later readers read it there);
@@ -70,7 +70,7 @@ from mlir.dialects import memref
 from dnnc.codegen.gpu import irutil
 from dnnc.passes import DnncPass, register
 from dnnc.passes.dnn_io_strides import call_counts, declared_strides, is_output, \
-    set_argument_type
+    layout_free_reader, set_argument_type
 from dnnc.passes.dnn_transpose_views import copy_permutation, only_read
 
 RESHAPES = ("memref.expand_shape", "memref.collapse_shape")
@@ -147,6 +147,14 @@ def _users(value):
         else:
             out.append((op, use.operand_number))
     return out
+
+
+def _writes(fn, index):
+    """Whether kernel ``fn`` writes its argument ``index`` (a result that
+    bufferization made an out-parameter)."""
+    if "arg_attrs" not in fn.attributes:
+        return False
+    return "bufferize.result" in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[index])
 
 
 def _operation(op):
@@ -231,14 +239,29 @@ class _Folder:
             self.drop(call)
 
     def fold_output(self, index, arg, strides):
-        """Make the buffer copied into output ``index`` a view of it."""
-        uses = list(arg.uses)
-        if len(uses) != 1 or uses[0].operand_number != 1:
+        """Make the buffer copied into output ``index`` a view of it. Besides
+        the copy, the output may have readers after it (a relu's output
+        that the next convolution reads and a training step saves)."""
+        writes = [u for u in arg.uses if u.operand_number == 1 and
+                  _operation(u.owner).name == "func.call" and
+                  _moves(self.callee(_operation(u.owner))) is not None]
+        if len(writes) != 1:
             return
-        call = _operation(uses[0].owner)
+        call = _operation(writes[0].owner)
+        readers = []
+        for use in arg.uses:
+            op = _operation(use.owner)
+            if op == call:
+                continue
+            if op.block != self.body or op.is_before_in_block(call):
+                return
+            # Retyped to the output's strides below: a kernel that reads any
+            # layout (a convolution), called once, and does not write it.
+            reader = layout_free_reader(use, self.functions, self.calls)
+            if reader is None or _writes(*reader):
+                return
+            readers.append(reader)
         perm = _moves(self.callee(call))
-        if perm is None:
-            return
         source = call.operands[0]
         t = ir.MemRefType(source.type)
         shape = list(t.shape)
@@ -255,8 +278,12 @@ class _Folder:
             if op != call and (op.block != self.body or not op.is_before_in_block(call)) \
                     and not self.reads(op, operand):
                 return
+        if readers and (perm == () or strides is None):
+            return
         if perm != () and strides is not None:
             self.strided(index, strides)
+            for callee, i in readers:
+                set_argument_type(callee, i, self.body.arguments[index].type)
         _alias(alloc, arg)
         self.drop(call)
 

@@ -57,3 +57,34 @@ func.func @stays(%x: tensor<2x3x4x5xf32>, %z: tensor<2x3x4x5xf32> {dnn.strides =
   %u = "dnn.transpose"(%f) {permutation = array<i64: 0, 2, 3, 1>} : (tensor<2x3x4x5xf32>) -> tensor<2x4x5x3xf32>
   return %t, %u, %f : tensor<2x4x5x3xf32>, tensor<2x4x5x3xf32>, tensor<2x3x4x5xf32>
 }
+
+// -----
+
+// Sinking: a batchnorm's y over (N*H*W, C) taken back to NCHW (reshape,
+// then transpose) and a relu after it, with a residual add of another such
+// restore: the add and the relu move above the restores and run on the
+// (N*H*W, C) values, where they join the kernel that makes y; one restore
+// follows them. The residual's restore stays for its other reader.
+// CHECK-LABEL: func.func @sinks(
+//  CHECK-SAME:     %[[Y:[^:]*]]: tensor<40x3xf32>, %[[R:[^:]*]]: tensor<40x3xf32>
+//       CHECK:   %[[Y1:.*]] = "dnn.relu"(%[[Y]])
+//       CHECK:   %[[R1:.*]] = "dnn.relu"(%[[R]])
+//       CHECK:   %[[RV:.*]] = "dnn.reshape"(%[[R1]])
+//       CHECK:   %[[RT:.*]] = "dnn.transpose"(%[[RV]])
+//       CHECK:   %[[A:.*]] = "dnn.add"(%[[Y1]], %[[R1]]) : (tensor<40x3xf32>, tensor<40x3xf32>) -> tensor<40x3xf32>
+//       CHECK:   %[[M:.*]] = "dnn.relu"(%[[A]]) : (tensor<40x3xf32>) -> tensor<40x3xf32>
+//       CHECK:   %[[V:.*]] = "dnn.reshape"(%[[M]]) : (tensor<40x3xf32>) -> tensor<2x4x5x3xf32>
+//       CHECK:   %[[T:.*]] = "dnn.transpose"(%[[V]]) {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x4x5x3xf32>) -> tensor<2x3x4x5xf32>
+//   CHECK-NOT:   dnn.transpose
+//       CHECK:   return %[[T]], %[[RT]] :
+func.func @sinks(%y: tensor<40x3xf32>, %r: tensor<40x3xf32>) -> (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) attributes {dnn.graph} {
+  %y1 = "dnn.relu"(%y) : (tensor<40x3xf32>) -> tensor<40x3xf32>
+  %r1 = "dnn.relu"(%r) : (tensor<40x3xf32>) -> tensor<40x3xf32>
+  %a = "dnn.reshape"(%y1) : (tensor<40x3xf32>) -> tensor<2x4x5x3xf32>
+  %b = "dnn.transpose"(%a) {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x4x5x3xf32>) -> tensor<2x3x4x5xf32>
+  %c = "dnn.reshape"(%r1) : (tensor<40x3xf32>) -> tensor<2x4x5x3xf32>
+  %d = "dnn.transpose"(%c) {permutation = array<i64: 0, 3, 1, 2>} : (tensor<2x4x5x3xf32>) -> tensor<2x3x4x5xf32>
+  %s = "dnn.add"(%b, %d) : (tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  %t = "dnn.relu"(%s) : (tensor<2x3x4x5xf32>) -> tensor<2x3x4x5xf32>
+  return %t, %d : tensor<2x3x4x5xf32>, tensor<2x3x4x5xf32>
+}

@@ -203,3 +203,54 @@ func.func @late(%y: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.resu
   call @late_k2_writer(%t, %y) : (memref<2x4x5x3xf32>, memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>) -> ()
   return
 }
+
+// -----
+
+#nchw = affine_map<(d0, d1, d2, d3) -> (d0, d2, d3, d1)>
+#id4 = affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>
+#id2 = affine_map<(d0, d1) -> (d0, d1)>
+
+// Output with a reader: a kernel fills a buffer in y's memory order, a
+// transpose copies it into y, and a kernel that reads any layout (here a
+// pooling window) reads y after the copy, as a relu's output that the next
+// convolution reads and a training step saves. The buffer becomes a view
+// of y, y takes its strided type and so does the reader's argument.
+
+// CHECK-NOT:   func.func private @o_k1_tensor
+// CHECK-LABEL: func.func private @o_k2_pool(
+//  CHECK-SAME:     %{{[^:]*}}: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>>
+// CHECK-LABEL: func.func @o(
+//  CHECK-SAME:     %[[Y:[^:]*]]: memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> {bufferize.result
+//  CHECK-NEXT:   %[[V:.*]] = memref.reinterpret_cast %[[Y]] to offset: [0], sizes: [40, 3], strides: [3, 1] : memref<2x3x4x5xf32, strided<[60, 1, 15, 3]>> to memref<40x3xf32>
+//  CHECK-NEXT:   call @o_k0_pointwise(%{{.*}}, %[[V]])
+//  CHECK-NEXT:   call @o_k2_pool(%[[Y]], %{{.*}})
+func.func private @o_k0_pointwise(%x: memref<40x3xf32>, %o: memref<40x3xf32>) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#id2, #id2], iterator_types = ["parallel", "parallel"]} ins(%x : memref<40x3xf32>) outs(%o : memref<40x3xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    %e = math.exp %in : f32
+    linalg.yield %e : f32
+  }
+  return
+}
+func.func private @o_k1_tensor(%s: memref<2x4x5x3xf32>, %y: memref<2x3x4x5xf32> {bufferize.result}) attributes {dnn.kernel} {
+  linalg.generic {indexing_maps = [#nchw, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%s : memref<2x4x5x3xf32>) outs(%y : memref<2x3x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func private @o_k2_pool(%y: memref<2x3x4x5xf32>, %p: memref<2x3x4x5xf32> {bufferize.result}) attributes {dnn.config = {block = [128, 1, 1], strategy = "simt-window"}, dnn.kernel} {
+  linalg.generic {indexing_maps = [#id4, #id4], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%y : memref<2x3x4x5xf32>) outs(%p : memref<2x3x4x5xf32>) {
+  ^bb0(%in: f32, %out: f32):
+    linalg.yield %in : f32
+  }
+  return
+}
+func.func @o(%x: memref<40x3xf32> {dnn.name = "x"}, %y: memref<2x3x4x5xf32> {bufferize.result, dnn.name = "y", dnn.strides = array<i64: 60, 1, 15, 3>}, %p: memref<2x3x4x5xf32> {bufferize.result, dnn.name = "p"}) attributes {dnn.graph} {
+  %o = memref.alloc() : memref<40x3xf32>
+  call @o_k0_pointwise(%x, %o) : (memref<40x3xf32>, memref<40x3xf32>) -> ()
+  %s = memref.expand_shape %o [[0, 1, 2], [3]] output_shape [2, 4, 5, 3] : memref<40x3xf32> into memref<2x4x5x3xf32>
+  call @o_k1_tensor(%s, %y) : (memref<2x4x5x3xf32>, memref<2x3x4x5xf32>) -> ()
+  call @o_k2_pool(%y, %p) : (memref<2x3x4x5xf32>, memref<2x3x4x5xf32>) -> ()
+  return
+}
