@@ -24,11 +24,9 @@ from dataclasses import replace
 
 import numpy as np
 
-import dnnc
-
 from .case import BF16, F16, F32, Case
 from .conv_random import ConvConfig, _geometry
-from .conv_wgrad_channels import add_wgrad
+from .conv_wgrad_channels import _elements, wgrads
 
 SEED = 20261205
 GRAPHS = 8
@@ -38,10 +36,6 @@ OUTPUT_CHANNELS = (8, 16, 24, 64, 128)
 # Elements of x, dy and twice dw (stored as float64).
 BUDGET = 150000
 ONE_ROW, F32_OUT, CONVOLUTION_MODE, THREE_D = 0.1, 0.1, 0.25, 0.2
-
-
-def _elements(conv):
-    return math.prod(conv.x_dims) + math.prod(conv.y_dims) + 2 * math.prod(conv.w_dims)
 
 
 def _draw_one(rng):
@@ -93,15 +87,6 @@ FIXED = [
     (_fixed(3, 40, 64, 3, 1, 1, "convolution"), None),
     (_fixed(1, 48, 32, 3, 2, 1), None),
 ]
-
-
-def wgrads(dtype, configs):
-    def build():
-        g = dnnc.Graph(io_data_type=dtype, compute_data_type=F32)
-        for i, (conv, out_type) in enumerate(configs):
-            add_wgrad(g, i, conv, out_type)
-        return g
-    return build
 
 
 CASES = [
