@@ -569,28 +569,21 @@ def cases(Case):
         out.append(Case(name, lambda slug=slug, d=direction, a=(n, c, h, k, r, s, pad):
                         grad_graph(slug, d, *a[:5], stride=a[5], pad=a[6]),
                         _torch_grad(direction, shape, s, pad), flops, nbytes, False, "conv"))
-    for what, n, c, h, k, r, s, pad, config in SPLIT_WGRADS:
-        p = out_size(h, r, s, pad)
-        name = f"conv wgrad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16 tc-sm80"
-        flops = 2 * n * k * p * p * c * r * r
-        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
-        slug = "conv_split_" + "".join(ch if ch.isalnum() else "_"
-                                       for ch in f"wgrad_{what}_{n}_{c}_{h}_{k}")
-        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
-                        grad_graph(slug, "wgrad", *a[:5], stride=a[5], pad=a[6]),
-                        _torch_grad("wgrad", [k, c, r, r], s, pad), flops, nbytes, False,
-                        "conv", config=config))
-    for what, n, c, h, k, r, s, pad in FOLDED_WGRADS:
-        p = out_size(h, r, s, pad)
-        name = f"conv wgrad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16"
-        flops = 2 * n * k * p * p * c * r * r
-        nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
-        slug = "conv_fold_" + "".join(ch if ch.isalnum() else "_"
-                                      for ch in f"wgrad_{what}_{n}_{c}_{h}_{k}")
-        out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
-                        grad_graph(slug, "wgrad", *a[:5], stride=a[5], pad=a[6]),
-                        _torch_grad("wgrad", [k, c, r, r], s, pad), flops, nbytes, False,
-                        "conv"))
+    # (cases, their slugs' prefix, their names' suffix)
+    wgrads = [(SPLIT_WGRADS, "conv_split_", " tc-sm80"),
+              ([(*g, None) for g in FOLDED_WGRADS], "conv_fold_", "")]
+    for cases, prefix, suffix in wgrads:
+        for what, n, c, h, k, r, s, pad, config in cases:
+            p = out_size(h, r, s, pad)
+            name = f"conv wgrad {what} {n}x{c}x{h}x{h} ->{k} NHWC bf16{suffix}"
+            flops = 2 * n * k * p * p * c * r * r
+            nbytes = (n * c * h * h + k * c * r * r + n * k * p * p) * BF16
+            slug = prefix + "".join(ch if ch.isalnum() else "_"
+                                    for ch in f"wgrad_{what}_{n}_{c}_{h}_{k}")
+            out.append(Case(name, lambda slug=slug, a=(n, c, h, k, r, s, pad):
+                            grad_graph(slug, "wgrad", *a[:5], stride=a[5], pad=a[6]),
+                            _torch_grad("wgrad", [k, c, r, r], s, pad), flops, nbytes, False,
+                            "conv", config=config))
     for direction in ("dgrad", "wgrad"):
         for what, n, c, h, k, r, s, pad in GRADS + (WGRAD_CHANNELS if direction == "wgrad"
                                                    else []):

@@ -151,10 +151,13 @@ def _transposed(value, perm, ip):
         if composed == list(range(len(composed))):
             return value
         perm = composed
+    return _transpose(value, perm, ir.RankedTensorType.get(moved, t.element_type), ip)
+
+
+def _transpose(value, perm, result_type, ip):
     return ir.Operation.create(
-        "dnn.transpose", results=[ir.RankedTensorType.get(moved, t.element_type)],
-        operands=[value], attributes={"permutation": ir.DenseI64ArrayAttr.get(perm)},
-        ip=ip).results[0]
+        "dnn.transpose", results=[result_type], operands=[value],
+        attributes={"permutation": ir.DenseI64ArrayAttr.get(perm)}, ip=ip).results[0]
 
 
 def candidate(transpose):
@@ -216,9 +219,7 @@ def _rebuilt(value, shape, perm, like, ip):
         element = ir.RankedTensorType(value.type).element_type
         value = ir.Operation.create("dnn.reshape", results=[ir.RankedTensorType.get(
             shape, element)], operands=[value], ip=ip).results[0]
-    return ir.Operation.create("dnn.transpose", results=[like], operands=[value],
-                               attributes={"permutation": ir.DenseI64ArrayAttr.get(perm)},
-                               ip=ip).results[0]
+    return _transpose(value, perm, like, ip)
 
 
 def sink(op):
@@ -275,7 +276,8 @@ def sink(op):
 
 
 def run(module):
-    """Hoist every transpose that can move; return how many moves were made."""
+    """Hoist every transpose that can move, then sink every pointwise op
+    that can; return how many moves were made."""
     todo = [op for op in dnn_ops(module) if op.name == "dnn.transpose"]
     moves = 0
     while todo and moves < MAX_MOVES:

@@ -149,14 +149,6 @@ def _users(value):
     return out
 
 
-def _writes(fn, index):
-    """Whether kernel ``fn`` writes its argument ``index`` (a result that
-    bufferization made an out-parameter)."""
-    if "arg_attrs" not in fn.attributes:
-        return False
-    return "bufferize.result" in ir.DictAttr(ir.ArrayAttr(fn.attributes["arg_attrs"])[index])
-
-
 def _operation(op):
     return getattr(op, "operation", op)
 
@@ -258,7 +250,7 @@ class _Folder:
             # Retyped to the output's strides below: a kernel that reads any
             # layout (a convolution), called once, and does not write it.
             reader = layout_free_reader(use, self.functions, self.calls)
-            if reader is None or _writes(*reader):
+            if reader is None or is_output(*reader):
                 return
             readers.append(reader)
         perm = _moves(self.callee(call))

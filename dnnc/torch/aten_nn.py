@@ -283,17 +283,23 @@ def _pool(node, mode, x, first, count_include_pad=False):
     """Graph.pooling's arguments from ATen's (kernel, stride, padding[,
     dilation]) at argument ``first``. Ceil mode needs nothing: where it
     changes the dims, they differ from the example's and the op is refused."""
-    nd = len(x.dim) - 2
+    window, stride, padding, dilation = _pool_window(node, first, len(x.dim) - 2)
+    if mode == "max" and any(d != 1 for d in dilation):
+        raise UnsupportedError(f"{node.target}: dilation: expected 1, got {dilation}")
+    return dict(mode=mode, window=window, stride=stride, padding=padding,
+                count_include_pad=count_include_pad)
+
+
+def _pool_window(node, first, nd):
+    """(window, stride, padding, dilation) of ATen's pooling arguments at
+    argument ``first``, ``nd`` values each (the stride the window's where
+    left out)."""
     window = spatial(node.args[first], nd, 1)
     stride = spatial(arg(node, first + 1, "stride"), nd, None)
     stride = window if None in stride else stride
     padding = spatial(arg(node, first + 2, "padding", 0), nd, 0)
-    if mode == "max":
-        dilation = spatial(arg(node, first + 3, "dilation", 1), nd, 1)
-        if any(d != 1 for d in dilation):
-            raise UnsupportedError(f"{node.target}: dilation: expected 1, got {dilation}")
-    return dict(mode=mode, window=window, stride=stride, padding=padding,
-                count_include_pad=count_include_pad)
+    dilation = spatial(arg(node, first + 3, "dilation", 1), nd, 1)
+    return window, stride, padding, dilation
 
 
 def _max_pool_backward(low, node):
@@ -333,11 +339,7 @@ def backward_from_input(graph):
         nd = MAX_POOL_BACKWARD.get(node.target) if node.op == "call_function" else None
         if nd is None:
             continue
-        kernel = spatial(node.args[2], nd, 1)
-        stride = spatial(arg(node, 3, "stride"), nd, None)
-        stride = kernel if None in stride else stride
-        padding = spatial(arg(node, 4, "padding", 0), nd, 0)
-        dilation = spatial(arg(node, 5, "dilation", 1), nd, 1)
+        kernel, stride, padding, dilation = _pool_window(node, 2, nd)
         if any(d != 1 for d in dilation) or arg(node, 6, "ceil_mode", False) or \
                 any(2 * p > k for p, k in zip(padding, kernel)):
             continue
