@@ -41,7 +41,7 @@ from torch._guards import detect_fake_mode
 
 from dnnc.errors import DnncError
 from dnnc.torch import aliases, aten_map, aten_nn, partition
-from dnnc.torch.compiled import CompiledRegion
+from dnnc.torch.compiled import CompiledRegion, run_region
 
 FALLBACKS = ("inductor", "eager")
 REGION_OP = torch.ops.dnnc.compiled_region.default
@@ -189,15 +189,13 @@ def _view(graph, made, node, root, steps, fake_mode):
 
 def _compile_residual(gm, example_inputs, device, fallback, kind):
     """(boxed function, what runs the rest) for ``gm``, whose regions are dnnc calls."""
-    from functorch.compile import make_boxed_func
-
     rest = [n for n in gm.graph.nodes if n.op == "call_function"
             and n.target not in (REGION_OP, operator.getitem)]
     if not rest:
-        return make_boxed_func(gm.forward), "nothing (every op runs in dnnc)"
+        return _run_directly(gm), "nothing (every op runs in dnnc)"
     if all(getattr(n.target, "is_view", False) for n in rest):
         # Views of the regions' outputs (aliases.py): nothing to compile.
-        return make_boxed_func(gm.forward), f"eager torch ({len(rest)} views)"
+        return _run_directly(gm), f"eager torch ({len(rest)} views)"
     fallback = fallback or ("inductor" if inductor_available(device.type) else "eager")
     if fallback not in FALLBACKS:
         raise ValueError(f"dnnc backend option fallback: expected one of "
@@ -214,7 +212,26 @@ def _compile_residual(gm, example_inputs, device, fallback, kind):
             warnings.warn(f"dnnc backend: Inductor failed on the ops dnnc does not take "
                           f"({type(err).__name__}: {err}); running them eagerly",
                           RuntimeWarning, stacklevel=2)
-    return make_boxed_func(gm.forward), f"eager torch ({len(rest)} ops)"
+    return _run_directly(gm), f"eager torch ({len(rest)} ops)"
+
+
+def _run_directly(gm):
+    """``gm`` as a boxed function run by Python, its regions called as
+    ``compiled.run_region`` instead of through torch's dispatch of
+    dnnc::compiled_region: in a graph nothing else compiles, the custom
+    op's dispatch (its autograd and aliasing checks, the tensor lists
+    converted both ways) costs more host time than the region's own call
+    (docs/torch.md, "Host time of a step")."""
+    from functorch.compile import make_boxed_func
+
+    changed = False
+    for node in gm.graph.nodes:
+        if node.op == "call_function" and node.target is REGION_OP:
+            node.target = run_region
+            changed = True
+    if changed:
+        gm.recompile()
+    return make_boxed_func(gm.forward)
 
 
 def _as_inductor_takes(gm):

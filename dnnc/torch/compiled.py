@@ -76,6 +76,10 @@ class CompiledRegion:
                 self.exe = self.graph.compile(target="cuda", arch=self.arch)
             else:
                 self.exe = self.graph.compile(target="cpu")
+        self._made_fillers = {}   # output index -> zeros (run's reuse_fillers)
+        self._given = len(self.input_nodes)   # how many tensors run takes
+        self._steady_args = self._steady_arguments() if self.device.type == "cuda" and \
+            self.exe is not None else None
         REGIONS[self.key] = self
 
     @property
@@ -85,9 +89,19 @@ class CompiledRegion:
 
     # -- running ---------------------------------------------------------------
 
-    def run(self, tensors):
+    def run(self, tensors, reuse_fillers=False):
         """The outputs (torch tensors) of the region on ``tensors`` (one per
-        ``input_nodes``)."""
+        ``input_nodes``). With ``reuse_fillers`` the filler outputs (zeros
+        dnnc does not compute) are the same tensors on every call, made on
+        the first: for a caller that neither writes them nor hands their
+        memory to another op (the graph run by Python: backend's
+        _run_directly; Inductor may reuse a dead output's buffer, so its
+        graphs get fresh ones). Making them costs a fill kernel each."""
+        fill = self._fillers if reuse_fillers else self._fresh_fillers
+        if self._steady_args is not None:
+            results = self._run_steady(tensors, fill)
+            if results is not None:
+                return results
         tensors = list(tensors)
         if len(tensors) != len(self.input_nodes):
             raise ValueError(f"region '{self.name}': expected {len(self.input_nodes)} inputs, "
@@ -117,12 +131,61 @@ class CompiledRegion:
         else:
             computed = self._run_cpu(args)
         results, it = [], iter(computed)
-        for spec in self.outputs:
+        for i, spec in enumerate(self.outputs):
             if spec.filler:
-                results.append(_zeros(spec, self.device))
+                results.append(fill(i))
             else:
                 results.append(next(it))
         return results
+
+    def _steady_arguments(self):
+        """Per graph input, what ``_run_steady`` passes: the index of its
+        tensor among ``run``'s and the permutation to view it through (None:
+        as it is), or (None, a zeros tensor made here once) for a zeros
+        input."""
+        plan, given = [], 0
+        for spec in self.inputs:
+            if spec.node is None:
+                plan.append((None, torch.zeros((), dtype=spec.dtype, device=self.device)
+                             .expand(spec.shape)))
+            else:
+                plan.append((given, spec.perm))
+                given += 1
+        return tuple(plan)
+
+    def _run_steady(self, tensors, fill):
+        """``run`` on CUDA when every tensor already has the strides, alignment
+        and device the executable was compiled for (the usual call: torch
+        hands a region the same layouts every step): the tensors go to the
+        runtime's fast path as they are, which checks each of them once.
+        None, with nothing launched, for any other call (the first one
+        among them); ``run`` then copies what needs copying and says what
+        is wrong."""
+        if len(tensors) != self._given:
+            return None
+        args = []
+        for i, how in self._steady_args:
+            if i is None:
+                args.append(how)                      # the zeros tensor
+            else:
+                args.append(tensors[i] if how is None else tensors[i].permute(how))
+        outs = [torch.empty_strided(s.shape, s.strides, dtype=s.dtype, device=self.device)
+                for s in self.outputs if not s.filler]
+        if not self.exe.run_steady(args + outs):   # on torch's current stream
+            return None
+        if len(outs) == len(self.outputs):
+            return outs
+        it = iter(outs)
+        return [fill(i) if s.filler else next(it) for i, s in enumerate(self.outputs)]
+
+    def _fresh_fillers(self, i):
+        return _zeros(self.outputs[i], self.device)
+
+    def _fillers(self, i):
+        made = self._made_fillers.get(i)
+        if made is None:
+            made = self._made_fillers[i] = _zeros(self.outputs[i], self.device)
+        return made
 
     def _run_cuda(self, args):
         ins = [_with_strides(t, s.strides) if s.node is not None else t
@@ -211,15 +274,25 @@ def _from_numpy(a, spec):
     return _with_strides(t, spec.strides)
 
 
-@torch.library.custom_op("dnnc::compiled_region", mutates_args=())
-def compiled_region(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
-    """Run compiled region ``key`` (a key of REGIONS) on ``inputs``."""
+def _region(key):
     try:
-        region = REGIONS[key]
+        return REGIONS[key]
     except KeyError:
         raise RuntimeError(f"dnnc::compiled_region: region '{key}' is not compiled in this "
                            "process (compile the model with backend='dnnc' first)") from None
-    return region.run(inputs)
+
+
+def run_region(key, inputs):
+    """Run compiled region ``key`` (a key of REGIONS) on ``inputs``, as
+    dnnc::compiled_region does, for a graph run by Python, which calls it
+    directly (the filler outputs reused: ``CompiledRegion.run``)."""
+    return _region(key).run(inputs, reuse_fillers=True)
+
+
+@torch.library.custom_op("dnnc::compiled_region", mutates_args=())
+def compiled_region(key: str, inputs: list[torch.Tensor]) -> list[torch.Tensor]:
+    """Run compiled region ``key`` (a key of REGIONS) on ``inputs``."""
+    return _region(key).run(inputs)
 
 
 @compiled_region.register_fake

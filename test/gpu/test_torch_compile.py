@@ -87,6 +87,79 @@ def test_training_step_bf16(name):
     assert not missing, f"{name}: {missing} not in dnnc; left to torch: {left}"
 
 
+@pytest.mark.parametrize("name", ["gpt2_block", "resnet50"])
+def test_later_steps_take_the_steady_path(name, monkeypatch):
+    """A second training step on new data: every region call goes through
+    the runtime's fast path (CompiledRegion._run_steady, no call of
+    _run_cuda), and its output and gradients match eager's as the first
+    step's do."""
+    from dnnc.torch import compiled as regions
+
+    batch, kw, _ = CASES[name]
+    torch._dynamo.reset()
+    model, (x,) = torch_models.build(name, batch, device="cuda", dtype=torch.bfloat16, **kw)
+    model.train()
+    eager, ref = copy.deepcopy(model), copy.deepcopy(model).float()
+    compiled = torch.compile(model, backend="dnnc", dynamic=False)
+    weight = torch.randn(eager(x).shape, device="cuda")
+    _step(compiled, x, weight)
+    x2 = torch.randn_like(x, dtype=torch.float32).to(x.dtype).contiguous(
+        memory_format=torch.channels_last if x.dim() == 4 else torch.contiguous_format)
+    slow = []
+    real = regions.CompiledRegion._run_cuda
+    monkeypatch.setattr(regions.CompiledRegion, "_run_cuda",
+                        lambda self, args: slow.append(self.name) or real(self, args))
+    for m in (compiled, eager, ref):
+        m.zero_grad(set_to_none=True)
+    out, grads = _step(compiled, x2, weight)
+    out_e, grads_e = _step(eager, x2, weight)
+    out_r, grads_r = _step(ref, x2.float(), weight)
+    assert not slow, f"{name}: regions called off the fast path: {slow}"
+    err, err_e = rel(out, out_r), rel(out_e, out_r)
+    assert err <= 2 * err_e + 1e-2, f"{name} forward: dnnc {err:.3g}, eager bf16 {err_e:.3g}"
+    worst = [n for n in grads_r
+             if rel(grads[n], grads_r[n]) > 2 * rel(grads_e[n], grads_r[n]) + 2e-2]
+    assert not worst, f"{name} gradients: {worst}"
+
+
+def test_region_call_off_its_layout(monkeypatch):
+    """A region called with an input away from a 16-byte boundary (a view at
+    an odd offset, which the kernels' vector loads do not take) leaves the
+    fast path for the general one, which copies it, and returns what the
+    aligned call returns."""
+    from dnnc.torch import compiled as regions
+
+    torch._dynamo.reset()
+    calls = []
+    real = regions.CompiledRegion.run
+    monkeypatch.setattr(regions.CompiledRegion, "run",
+                        lambda self, tensors, **kw: calls.append((self, list(tensors)))
+                        or real(self, tensors, **kw))
+    layer = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.GELU()).cuda()
+    compiled = torch.compile(layer, backend="dnnc", dynamic=False)
+    with torch.no_grad():
+        compiled(torch.randn(32, 64, device="cuda"))
+    (region, tensors), = calls
+    first = [t.clone() for t in real(region, tensors)]
+    again = [t.clone() for t in real(region, tensors)]     # the fast path's call
+    moved = []
+    for t in tensors:       # each input copied to one element past a 16-byte boundary
+        storage = torch.empty(t.numel() + 1, dtype=t.dtype, device=t.device)
+        shifted = storage[1:].view(t.shape)
+        shifted.copy_(t)
+        assert shifted.data_ptr() % 16 != 0
+        moved.append(shifted)
+    slow = []
+    real_cuda = regions.CompiledRegion._run_cuda
+    monkeypatch.setattr(regions.CompiledRegion, "_run_cuda",
+                        lambda self, args: slow.append(1) or real_cuda(self, args))
+    off = real(region, moved)
+    assert slow, "a misaligned input went through the fast path"
+    for a, b, c in zip(first, again, off):
+        torch.testing.assert_close(b, a, rtol=0, atol=0)
+        torch.testing.assert_close(c, a, rtol=0, atol=0)
+
+
 @pytest.mark.parametrize("name", list(CASES))
 def test_inference_bf16(name):
     batch, kw, ops = CASES[name]
