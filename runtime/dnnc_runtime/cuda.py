@@ -382,6 +382,38 @@ def is_capturing(stream):
     return status != _d.CUstreamCaptureStatus.CU_STREAM_CAPTURE_STATUS_NONE
 
 
+def capture_graph(record):
+    """The instantiated CUDA graph (its CUgraphExec as an int) of what
+    ``record(stream)`` launches on a new stream (an int handle) captured
+    meanwhile: recorded, not run. ``record`` returns ``(status, name)`` as
+    direct_launch.Launches.run does. CudaError when the driver refuses any
+    step."""
+    d = driver()
+    stream = call(_d.cuStreamCreate, int(d.CUstream_flags.CU_STREAM_NON_BLOCKING))
+    try:
+        call(_d.cuStreamBeginCapture, stream,
+             d.CUstreamCaptureMode.CU_STREAM_CAPTURE_MODE_THREAD_LOCAL)
+        try:
+            status, name = record(int(stream))
+        finally:
+            graph = call(_d.cuStreamEndCapture, stream)
+        if status:
+            launch_failed(status, name)
+        try:
+            graph_exec = call(_d.cuGraphInstantiate, graph, 0)
+        finally:
+            call(_d.cuGraphDestroy, graph)
+    finally:
+        call(_d.cuStreamDestroy, stream)
+    return int(graph_exec)
+
+
+def graph_exec_destroy(graph_exec):
+    """Destroy what capture_graph returned (a graph still running is freed
+    by the driver when it ends)."""
+    call(_d.cuGraphExecDestroy, _d.CUgraphExec(graph_exec))
+
+
 def event_create():
     return call(_d.cuEventCreate, _d.CUevent_flags.CU_EVENT_DEFAULT)
 

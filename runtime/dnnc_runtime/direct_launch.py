@@ -58,7 +58,11 @@ class Libcuda:
         self.cuLaunchKernel = lib["cuLaunchKernel"]
         self.cuLaunchKernelEx = lib["cuLaunchKernelEx"]
         self.cuCtxGetCurrent = lib["cuCtxGetCurrent"]
-        for function in (self.cuLaunchKernel, self.cuLaunchKernelEx, self.cuCtxGetCurrent):
+        # replay.py's: a captured plan's launch, and the check before it
+        self.cuGraphLaunch = lib["cuGraphLaunch"]
+        self.cuStreamIsCapturing = lib["cuStreamIsCapturing"]
+        for function in (self.cuLaunchKernel, self.cuLaunchKernelEx, self.cuCtxGetCurrent,
+                         self.cuGraphLaunch, self.cuStreamIsCapturing):
             function.restype = ctypes.c_int
 
 
@@ -104,11 +108,12 @@ class Launches:
     into the configs and the shared stream argument only when it differs
     from the last call's."""
 
-    __slots__ = ("_items", "_configs", "_stream_arg", "_stream", "_keep")
+    __slots__ = ("lib", "_items", "_configs", "_stream_arg", "_stream", "_keep")
 
     def __init__(self, lib, launch_args, serialization_id, entry=DEFAULT_ENTRY):
         if entry not in ENTRIES:
             raise ValueError(f"launch entry: expected one of {ENTRIES}, got {entry!r}")
+        self.lib = lib        # the Libcuda they call (replay.py launches graphs through it)
         items, configs, keep = [], [], []
         stream_arg = ctypes.c_void_p(0)
         for function, gx, gy, gz, bx, by, bz, shared, params, early in launch_args:

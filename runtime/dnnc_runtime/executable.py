@@ -38,7 +38,11 @@ Calls after the first with torch tensors in the manifest's layout take a
 fast path (``relaunch.Relaunch``) that makes the same checks with what the
 executable worked out once; any other call takes the steps above.
 ``run_steady`` is that fast path alone, for callers that hold their
-arguments in the manifest's order (dnnc.frontend's execute).
+arguments in the manifest's order (dnnc.frontend's execute). When a call
+on the fast path has the addresses of the call before it, the plan's
+launches are captured into a CUDA graph, and later calls with those
+addresses launch the graph instead of each kernel (replay.py;
+``graph_replay``).
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
@@ -65,6 +69,7 @@ cannot allocate one and is refused: call once on that stream first.
 """
 
 import ctypes
+import os
 import sys
 import threading
 
@@ -275,6 +280,11 @@ class Executable:
     ``loaded_from`` is None until the first call loads the kernels, then
     "cubin" or "ptx": which code of the package the driver was given
     (modules.py); ``load_note`` says which cubin, or why not one.
+
+    ``graph_replay``: whether the fast path replays a CUDA graph of the
+    plan's launches for calls whose addresses repeat (replay.py); on unless
+    the environment sets ``DNNC_GRAPH_REPLAY=0``. Read when the fast path
+    is built (the second call): set it before that.
     """
 
     def __init__(self, artifact, cubin=None):
@@ -290,6 +300,7 @@ class Executable:
         self._launches = ()
         self._launch_args = ()      # cuda.launch_all's form of _launches
         self._relaunch = None       # relaunch.Relaunch once a call prepared the plan
+        self.graph_replay = os.environ.get("DNNC_GRAPH_REPLAY", "1") != "0"
         # Per stream handle: (device address, owner: a torch tensor or "cuda"
         # for cuMemAlloc memory) of that stream's workspace.
         self._workspaces = {}
@@ -619,6 +630,8 @@ class Executable:
                 # Kernels may still use the workspaces (on any stream): wait before
                 # handing them back to cuMemFree or torch's allocator.
                 cuda.synchronize_context()
+                if self._relaunch is not None and self._relaunch.replays is not None:
+                    self._relaunch.replays.close()   # before the kernels they launch
                 self._free_workspaces()
                 _unload(self._module)
             finally:

@@ -46,7 +46,7 @@ stream that has no workspace yet is a MISS (the general path allocates it).
 import struct
 import sys
 
-from . import binding, cuda, scalars, steady_checks
+from . import binding, cuda, replay, scalars, steady_checks
 
 MISS = object()   # what a Relaunch returns for a call the general path must serve
 
@@ -68,7 +68,7 @@ class Relaunch:
     __slots__ = ("tensor", "device", "torch_device", "cpu", "f32", "index", "raw_stream",
                  "empty_strided", "n_in", "n_out", "specs", "strides", "check",
                  "check_inputs", "allocations", "writes", "maps", "launches", "launch",
-                 "read_context", "context_id", "lock",
+                 "read_context", "context_id", "lock", "replays",
                  "workspaces", "workspace_writes", "workspace_maps", "uses_workspace",
                  "written", "workspace_written")
 
@@ -126,6 +126,12 @@ class Relaunch:
         # Packed direct launches are run here (their run method), tuples by
         # cuda.launch_all; and the device's own current-context question.
         self.launch = None if type(self.launches) is tuple else self.launches.run
+        # CUDA graphs of the launches, for calls whose addresses repeat
+        # (replay.py); packed launches only, and not where turned off.
+        self.replays = None
+        if self.launch is not None and exe.graph_replay and \
+                len(self.launches) >= replay.MIN_LAUNCHES:
+            self.replays = replay.Replays(self.launches)
         self.read_context = getattr(device, "current_context", None)
         self.context_id = getattr(device, "context_id", None)
         # What the pointer slots and descriptors hold: the address list of
@@ -186,17 +192,14 @@ class Relaunch:
                 self.device.activate()
             try:
                 outputs = self._allocate(addresses) if allocate else None
-                if addresses != self.written:
-                    self._point_at(addresses)
-                if workspace is not None and workspace[0] != self.workspace_written:
-                    self._point_at_workspace(workspace[0])
-                launch = self.launch
-                if launch is None:
-                    cuda.launch_all(self.launches, handle)
+                replays = self.replays
+                if replays is None:
+                    self._launch(addresses, workspace, handle)
                 else:
-                    status, name = launch(handle)
-                    if status:
-                        cuda.launch_failed(status, name)
+                    key = (*addresses, workspace[0] if workspace is not None else 0)
+                    if not replays.replay(key, handle):
+                        self._launch(addresses, workspace, handle)
+                        replays.launched(key, handle)
             finally:
                 if pushed:
                     self.device.deactivate(True)
@@ -205,6 +208,21 @@ class Relaunch:
         if allocate:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return None
+
+    def _launch(self, addresses, workspace, handle):
+        """Point the slots at ``addresses`` and ``workspace`` where they hold
+        others, and launch the plan's kernels one by one on ``handle``."""
+        if addresses != self.written:
+            self._point_at(addresses)
+        if workspace is not None and workspace[0] != self.workspace_written:
+            self._point_at_workspace(workspace[0])
+        launch = self.launch
+        if launch is None:
+            cuda.launch_all(self.launches, handle)
+        else:
+            status, name = launch(handle)
+            if status:
+                cuda.launch_failed(status, name)
 
     def _strides_differ(self, i, t):
         """Argument i's strides differ from those it was compared with: raise

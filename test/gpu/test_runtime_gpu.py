@@ -357,6 +357,59 @@ def test_cuda_graph_capture_and_replay():
 
 
 @needs_torch
+def test_repeated_addresses_replay_a_graph_of_the_launches(monkeypatch):
+    """The third call in a row on the same tensors (the fast path's second)
+    captures the plan's launches; later ones launch that graph, reading the
+    inputs' current contents; other addresses launch kernel by kernel."""
+    from dnnc_runtime import replay
+
+    monkeypatch.setattr(replay, "MIN_LAUNCHES", 1)      # the plan here launches two kernels
+    exe = load(two_kernel_manifest())
+    x = torch.from_numpy(rand(1000, seed=11)).cuda()
+    out = torch.full_like(x, float("nan"))
+    for seed in range(12, 18):
+        x.copy_(torch.from_numpy(rand(1000, seed=seed)))
+        out.fill_(float("nan"))
+        exe(x, outputs=[out])
+        np.testing.assert_array_equal(out.cpu().numpy(), 2 * x.cpu().numpy() + 1)
+    replays = exe._relaunch.replays
+    assert replays is not None and len(replays.graphs) == 1
+    other = torch.full_like(x, float("nan"))
+    exe(x, outputs=[other])
+    exe(x, outputs=[out])
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(other.cpu().numpy(), 2 * x.cpu().numpy() + 1)
+    np.testing.assert_array_equal(out.cpu().numpy(), 2 * x.cpu().numpy() + 1)
+    exe.close()
+    assert not replays.graphs
+
+
+@needs_torch
+def test_a_held_graph_is_not_launched_under_the_callers_capture(monkeypatch):
+    """With a graph of its launches held, a call made while torch captures
+    the stream puts its kernels in torch's graph, which then replays right."""
+    from dnnc_runtime import replay
+
+    monkeypatch.setattr(replay, "MIN_LAUNCHES", 1)      # the plan here launches two kernels
+    exe = load(two_kernel_manifest())
+    x = torch.from_numpy(rand(1000, seed=21)).cuda()
+    out = torch.full_like(x, float("nan"))
+    for _ in range(4):
+        exe(x, outputs=[out])
+    assert len(exe._relaunch.replays.graphs) == 1
+    torch.cuda.synchronize()
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        exe(x, outputs=[out])
+    for seed in (22, 23):
+        x.copy_(torch.from_numpy(rand(1000, seed=seed)))
+        out.fill_(float("nan"))
+        graph.replay()
+        torch.cuda.synchronize()
+        np.testing.assert_array_equal(out.cpu().numpy(), 2 * x.cpu().numpy() + 1)
+
+
+@needs_torch
 @pytest.mark.filterwarnings("ignore:The CUDA Graph is empty")
 def test_first_call_under_capture_is_refused():
     exe = load(scale_manifest())

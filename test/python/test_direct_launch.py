@@ -71,6 +71,18 @@ class FakeLibcuda:
                                   config.numAttrs, *attribute)))
         return self._result()
 
+    # replay.py's: a graph launch is recorded; ``capturing`` holds the
+    # streams that report being captured.
+    capturing = ()
+
+    def cuGraphLaunch(self, graph, stream):
+        self.calls.append(("graph", (graph.value, stream.value)))
+        return self._result()
+
+    def cuStreamIsCapturing(self, stream, status):
+        status._obj.value = 1 if stream.value in self.capturing else 0
+        return 0
+
 
 def _launch_args():
     early = object()   # cuda.dependent_launch_config's object: only its presence counts

@@ -419,3 +419,143 @@ def test_the_fast_path_runs_direct_launches_and_raises_their_failure(monkeypatch
     lib.fail_at = len(lib.calls)
     with pytest.raises(CudaError, match="cuLaunchKernelEx.*CUDA_ERROR_ILLEGAL_ADDRESS"):
         exe(x, outputs=[y])
+
+
+# -- graphs of the launches, replayed when the addresses repeat (replay.py) ---------------
+
+def _direct_executable(monkeypatch, replay_on=True, min_launches=1):
+    """(executable on test_direct_launch's recording libcuda after its first
+    call, the fake lib, the graphs captured, the graphs destroyed, x, y)."""
+    from test_direct_launch import SERIALIZATION, FakeLibcuda
+
+    from dnnc_runtime import direct_launch, replay
+
+    real_launch_all = cuda_mod.launch_all
+    gpu = HostGPU(monkeypatch)
+    lib = FakeLibcuda()
+    captured, destroyed = [], []
+    monkeypatch.setattr(replay, "MIN_LAUNCHES", min_launches)   # the plan here is one kernel
+
+    def capture(record):                   # records the launches on a stream of its own
+        status, name = record(0x9000)
+        assert status == 0
+        captured.append(len(lib.calls))
+        return 0xE000 + len(captured)
+
+    monkeypatch.setattr(cuda_mod, "launch_all", real_launch_all)
+    monkeypatch.setattr(cuda_mod, "get_function", lambda module, entry: 0xF00)
+    monkeypatch.setattr(cuda_mod, "pack_launches",
+                        lambda args: direct_launch.Launches(lib, args, SERIALIZATION))
+    monkeypatch.setattr(cuda_mod, "capture_graph", capture)
+    monkeypatch.setattr(cuda_mod, "graph_exec_destroy", destroyed.append)
+    cuda_mod.driver()
+    exe = load(scale_manifest(n=1000))
+    exe.graph_replay = replay_on
+    x, y = f32(gpu, 1000), f32(gpu, 1000)
+    exe(x, outputs=[y], stream=0x7000)      # the general path builds the fast one
+    steady(exe, monkeypatch)
+    lib.calls.clear()
+    return exe, lib, gpu, captured, destroyed, x, y
+
+
+def test_repeated_addresses_are_captured_then_replayed(monkeypatch, cuda_torch):
+    """The second call in a row with one address list is launched kernel by
+    kernel and captured (its launches recorded on the capture's stream);
+    the next with it is one graph launch on the caller's stream. Other
+    addresses launch kernel by kernel, and the graph serves its own again."""
+    exe, lib, gpu, captured, _, x, y = _direct_executable(monkeypatch)
+    params = exe._launches[0].params
+    kernel = ("ex", (0xF00, 8, 128, 0, 0x5000, params, 0))
+    exe(x, outputs=[y])
+    assert lib.calls == [kernel] and not captured
+    exe(x, outputs=[y])
+    assert lib.calls == [kernel, kernel, ("ex", (0xF00, 8, 128, 0, 0x9000, params, 0))]
+    assert captured == [3]
+    lib.calls.clear()
+    exe(x, outputs=[y])
+    assert lib.calls == [("graph", (0xE001, 0x5000))]
+    y2 = f32(gpu, 1000)
+    lib.calls.clear()
+    exe(x, outputs=[y2])                    # new addresses: the slots follow
+    assert lib.calls == [kernel]
+    lib.calls.clear()
+    exe(x, outputs=[y])
+    assert lib.calls == [("graph", (0xE001, 0x5000))] and captured == [3]
+
+
+def test_no_replay_while_the_callers_stream_is_captured(monkeypatch, cuda_torch):
+    """Under the caller's own capture a held graph is not launched: the
+    kernels go into the caller's graph one by one, and nothing is captured."""
+    exe, lib, _, captured, _, x, y = _direct_executable(monkeypatch)
+    for _ in range(2):
+        exe(x, outputs=[y])
+    assert captured == [3]
+    lib.capturing = (0x5000,)
+    lib.calls.clear()
+    exe(x, outputs=[y])
+    exe(x, outputs=[y])
+    assert [c[0] for c in lib.calls] == ["ex", "ex"] and captured == [3]
+
+
+def test_alternating_addresses_are_both_replayed(monkeypatch, cuda_torch):
+    """A loop that keeps one call's output while it makes the next gets two
+    sets of addresses in turn: each is captured on its second call, and
+    from then on both are graph launches."""
+    exe, lib, gpu, captured, _, x, y = _direct_executable(monkeypatch)
+    y2 = f32(gpu, 1000)
+    for out in (y, y2, y, y2):
+        exe(x, outputs=[out])
+    assert len(captured) == 2
+    lib.calls.clear()
+    for out in (y, y2, y):
+        exe(x, outputs=[out])
+    assert [c[0] for c in lib.calls] == ["graph"] * 3
+
+
+def test_short_plans_are_not_captured(monkeypatch, cuda_torch):
+    """A plan of fewer than replay.MIN_LAUNCHES kernels launches them one by one."""
+    exe, lib, _, captured, _, x, y = _direct_executable(monkeypatch, min_launches=2)
+    for _ in range(4):
+        exe(x, outputs=[y])
+    assert exe._relaunch.replays is None and not captured
+    assert [c[0] for c in lib.calls] == ["ex"] * 4
+
+
+def test_replay_keeps_a_few_graphs_and_can_be_turned_off(monkeypatch, cuda_torch):
+    """Past replay.KEPT graphs the oldest is destroyed for the newest;
+    close() destroys the rest; with graph_replay off nothing is captured."""
+    from dnnc_runtime import replay
+
+    exe, lib, gpu, captured, destroyed, x, _ = _direct_executable(monkeypatch)
+    outs = [f32(gpu, 1000) for _ in range(replay.KEPT + 1)]
+    for y in outs:
+        exe(x, outputs=[y])
+        exe(x, outputs=[y])
+    assert len(captured) == replay.KEPT + 1 and destroyed == [0xE001]
+    assert len(exe._relaunch.replays.graphs) == replay.KEPT
+    exe.close()
+    assert sorted(destroyed) == [0xE000 + i for i in range(1, replay.KEPT + 2)]
+
+    exe, lib, _, captured, _, x, y = _direct_executable(monkeypatch, replay_on=False)
+    for _ in range(3):
+        exe(x, outputs=[y])
+    assert exe._relaunch.replays is None and not captured
+    assert [c[0] for c in lib.calls] == ["ex"] * 3
+
+
+def test_captures_stop_when_addresses_keep_changing(monkeypatch, cuda_torch):
+    """Past replay.CAPTURES captures an executable captures no more (each
+    costs host time): the graphs it holds still serve their addresses."""
+    from dnnc_runtime import replay
+
+    monkeypatch.setattr(replay, "CAPTURES", 3)
+    exe, lib, gpu, captured, _, x, _ = _direct_executable(monkeypatch)
+    outs = [f32(gpu, 1000) for _ in range(5)]
+    for y in outs:
+        exe(x, outputs=[y])
+        exe(x, outputs=[y])
+    assert len(captured) == 3
+    lib.calls.clear()
+    exe(x, outputs=[outs[2]])
+    exe(x, outputs=[outs[4]])
+    assert [c[0] for c in lib.calls] == ["graph", "ex"]
