@@ -9,7 +9,9 @@ into outputs torch allocates with the strides the graph was compiled for.
 CPU tensors run through the CPU back end (MLIR's ExecutionEngine), copied
 across as NumPy arrays in their logical layout. An input whose strides are
 not the ones compiled (contiguous, or channels-last where the example was)
-is copied into that layout first.
+is copied into that layout first. On CUDA a call first tries the runtime's
+fast path with the tensors as they are (``_run_steady``), which is what
+every call after the first usually is.
 
 A compiled region enters the FX graph as one call of the custom op
 ``dnnc::compiled_region(key, inputs) -> outputs``: opaque to Inductor, which
@@ -18,6 +20,8 @@ fake implementation giving the outputs' dims, dtypes and strides, so that
 torch traces through it. ``key`` names the region in this process's table
 (``REGIONS``); it is a digest of the compiled graph, so a graph that Inductor
 caches on disk names the same region in every process that compiles it.
+A graph that Python runs calls ``run_region`` instead: the same work
+without torch's dispatch of a custom op (backend._run_directly).
 """
 
 import hashlib
