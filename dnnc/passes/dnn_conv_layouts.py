@@ -68,6 +68,7 @@ READ_ANY = ("tc-sm90", "tc-sm80", "simt-window", "simt-transpose", "simt-depthwi
             "simt-generic")
 WRITE_ANY = ("simt-window", "simt-transpose", "simt-depthwise", "simt-generic")
 RESHAPES = ("memref.collapse_shape", "memref.expand_shape")
+VIEWS = RESHAPES + ("memref.reinterpret_cast", "memref.subview")
 
 
 def channels_last_order(rank):
@@ -251,8 +252,11 @@ class _Layouts:
         layout is that physical buffer's (a filter gradient's dw' read as
         [K, *window, C]: dnn-widen-groups): the destination can be the
         physical buffer itself and the copy can go. The destination must
-        be read only after the copy, and ``value`` written only before it.
-        None otherwise."""
+        be read only after the copy, and ``value`` written only before it;
+        ``value`` may still be read after it (a data gradient that the next
+        data gradient's epilogue adds as its residual, copied for a
+        batchnorm backward's rows view) when nothing after the copy writes
+        either of them, as the two are then one buffer. None otherwise."""
         if call.name != "func.call" or len(call.operands) != 2 or call.operands[0] != value:
             return None
         callee = self.callee(call)
@@ -267,12 +271,29 @@ class _Layouts:
                 ir.MemRefType(_physical(strided)).shape != shape:
             return None
         body = irutil.body(self.fn)
-        later = [_op(u.owner) for u in dest.uses if _op(u.owner) != call]
-        earlier = [_op(u.owner) for u in value.uses if _op(u.owner) != call]
-        if any(o.block != body or not call.is_before_in_block(o) for o in later) or \
-                any(o.block != body or not o.is_before_in_block(call) for o in earlier):
+        later = [u for u in dest.uses if _op(u.owner) != call]
+        others = [u for u in value.uses if _op(u.owner) != call]
+        if any(_op(u.owner).block != body for u in later + others) or \
+                any(not call.is_before_in_block(_op(u.owner)) for u in later):
+            return None
+        after = [u for u in others if call.is_before_in_block(_op(u.owner))]
+        if after and not (self.reads_only(after) and self.reads_only(later)):
             return None
         return call, dest
+
+    def reads_only(self, uses):
+        """Whether each of ``uses`` (through views of the buffer) is an
+        argument of a kernel call that reads it and does not write it."""
+        for use in uses:
+            op = _op(use.owner)
+            if op.name in VIEWS:
+                if not self.reads_only(list(op.results[0].uses)):
+                    return False
+                continue
+            callee = self.callee(op) if op.name == "func.call" else None
+            if callee is None or _writes(callee, use.operand_number):
+                return False
+        return True
 
     def alias_copy(self, value, strided):
         """When intermediate ``value`` is written by a permutation copy

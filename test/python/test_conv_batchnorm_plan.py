@@ -71,3 +71,17 @@ def test_backward_plan(backward):
     assert strategies.count("tc-sm90") == 2, backward
     assert strategies.count("simt-reduce-columns") == 1, backward
     assert len(backward) == 5, backward
+
+
+def test_backward_residual_plan():
+    """A data gradient read by a batchnorm backward (in rows) and again, as
+    its residual, by the next data gradient: the rows read the gradient's
+    channels-last buffer itself (dnn-conv-layouts), with no copy of it
+    between the two readers."""
+    kernels = plan(conv_batchnorm.backward_residual(BF16, SHAPE))
+    _no_layout_kernels(kernels)
+    copies = [k for k in kernels if k[0].split("_kernel")[0].endswith("_tensor")]
+    assert not copies, kernels
+    strategies = [k[1] for k in kernels]
+    assert strategies.count("tc-sm90") == 2, kernels
+    assert len(kernels) == 4, kernels

@@ -13,6 +13,9 @@ channels-last tensors, its transposes moved onto them
 * ``conv_batchnorm_backward_*``: relu_backward(g, r) -> batchnorm backward
   (x, the saved convolution output) -> the convolution's filter and data
   gradients.
+* ``conv_batchnorm_backward_residual_*``: a data gradient that a batchnorm
+  backward reads as its dy and the next data gradient adds as its
+  residual.
 """
 
 import dnnc
@@ -81,12 +84,45 @@ def backward(dtype, shape):
     return build
 
 
-POSITIVE = {"forward": ("running_var", "scale"), "backward": ("inv_variance", "scale")}
+def backward_residual(dtype, shape):
+    """A data gradient read twice, as ResNet's backward reads one: by the
+    batchnorm backward before it (as its dy, in rows) and as the residual
+    the next data gradient's epilogue adds (the skip connection)."""
+    n, c, h, w, k = shape
+
+    def build():
+        g = dnnc.Graph(io_data_type=dtype, compute_data_type=F32)
+        x_dims, w_dims = [n, c, h, w], [k, c, 3, 3]
+        dy1 = g.tensor(name="dy1", dim=[n, k, h, w], stride=channels_last([n, k, h, w]))
+        dy2 = g.tensor(name="dy2", dim=[n, k, h, w], stride=channels_last([n, k, h, w]))
+        w1 = g.tensor(name="w1", dim=w_dims, stride=channels_last(w_dims))
+        w2 = g.tensor(name="w2", dim=w_dims, stride=channels_last(w_dims))
+        y = g.tensor(name="y", dim=x_dims, stride=channels_last(x_dims))
+        s, mean, inv = _params(g, c, ["scale", "mean", "inv_variance"])
+        d1 = g.conv_dgrad(dy1, w1, x_dims, padding=[1, 1])
+        dx, dscale, dbias = g.batchnorm_backward(d1, y, s, mean, inv)
+        dx.set_name("dx").set_stride(channels_last(x_dims)).set_data_type(dtype)
+        din = g.add(g.conv_dgrad(dy2, w2, x_dims, padding=[1, 1]), d1).set_name("din")
+        din.set_stride(channels_last(x_dims)).set_data_type(dtype)
+        dscale.set_data_type(F32)
+        dbias.set_data_type(F32)
+        # dx: d1 scaled by the inverse deviation and the scale (each below
+        # 2) less its means; din: two such sums added.
+        contracted(dx, dy1, w1, k * 9, gain=4.0)
+        contracted(din, dy2, w2, k * 9, gain=2.0)
+        outputs(dx, din, dscale, dbias)
+        return g
+    return build
+
+
+POSITIVE = {"forward": ("running_var", "scale"), "backward": ("inv_variance", "scale"),
+            "backward_residual": ("inv_variance", "scale")}
 
 CASES = [
     Case(f"conv_batchnorm_{kind}_{i}_{dtype.mlir}", build(dtype, shape),
          positive=POSITIVE[kind], seed=20261206 + 10 * i + j)
     for i, shape in enumerate(SHAPES)
-    for j, (kind, build) in enumerate((("forward", forward), ("backward", backward)))
+    for j, (kind, build) in enumerate((("forward", forward), ("backward", backward),
+                                       ("backward_residual", backward_residual)))
     for dtype in (BF16, F16)
 ]

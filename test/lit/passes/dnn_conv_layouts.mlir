@@ -219,3 +219,94 @@ module {
 //       CHECK:   call @h_k3_conv_wgrad(%{{.*}}, %{{.*}}, %[[DW]])
 //   CHECK-NOT:   call @h_k4_tensor
 //       CHECK:   call @h_k5_pointwise(%[[P]], %{{.*}})
+
+// -----
+
+// A data gradient copied for a batchnorm backward's rows view ([N*H*W, C],
+// the copy a transpose into [N, H, W, C]) and read again after the copy,
+// as the residual of the next data gradient's epilogue: once the gradient
+// is allocated channels-last, the copy's destination is its buffer, so the
+// rows kernel reads that buffer and the copy goes; the later convolution
+// reads the channels-last view.
+
+module {
+  func.func private @r_k0_conv_dgrad(%dy: memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %dx: memref<2x16x8x8xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func private @r_k1_tensor(%a: memref<2x16x8x8xbf16>, %t: memref<2x8x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.kernel} {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<2x16x8x8xbf16>) outs(%t : memref<2x8x8x16xbf16>) {
+    ^bb0(%in: bf16, %out: bf16):
+      linalg.yield %in : bf16
+    }
+    return
+  }
+  func.func private @r_k2_pointwise(%u: memref<128x16xbf16>, %v: memref<128x16xbf16> {bufferize.result}) attributes {dnn.anchor = "pointwise", dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.kernel} {
+    return
+  }
+  func.func private @r_k3_conv_dgrad(%dy: memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %res: memref<2x16x8x8xbf16>, %dx: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func @r(%dy: memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %w2: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %rows: memref<128x16xbf16> {bufferize.result}, %dx2: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.graph} {
+    %dx = memref.alloc() : memref<2x16x8x8xbf16>
+    call @r_k0_conv_dgrad(%dy, %w, %dx) : (memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<2x16x8x8xbf16>) -> ()
+    %t = memref.alloc() : memref<2x8x8x16xbf16>
+    call @r_k1_tensor(%dx, %t) : (memref<2x16x8x8xbf16>, memref<2x8x8x16xbf16>) -> ()
+    %c = memref.collapse_shape %t [[0, 1, 2], [3]] : memref<2x8x8x16xbf16> into memref<128x16xbf16>
+    call @r_k2_pointwise(%c, %rows) : (memref<128x16xbf16>, memref<128x16xbf16>) -> ()
+    call @r_k3_conv_dgrad(%dy, %w2, %dx, %dx2) : (memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<2x16x8x8xbf16>, memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>) -> ()
+    return
+  }
+}
+
+// CHECK-NOT:   func.func private @r_k1_tensor
+// CHECK-LABEL: func.func @r(
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<2x8x8x16xbf16>
+//       CHECK:   %[[DX:.*]] = memref.reinterpret_cast %[[P]] to offset: [0], sizes: [2, 16, 8, 8], strides: [1024, 1, 128, 16]
+//       CHECK:   call @r_k0_conv_dgrad(%{{.*}}, %{{.*}}, %[[DX]])
+//   CHECK-NOT:   call @r_k1_tensor
+//       CHECK:   %[[C:.*]] = memref.collapse_shape %[[P]]
+//       CHECK:   call @r_k2_pointwise(%[[C]], %{{.*}})
+//       CHECK:   call @r_k3_conv_dgrad(%{{.*}}, %{{.*}}, %[[DX]], %{{.*}})
+
+// -----
+
+// The same, but the rows kernel writes the copy in place: the copy's
+// destination cannot be the gradient that the next convolution still
+// reads, so the copy stays (reading the channels-last gradient).
+
+module {
+  func.func private @q_k0_conv_dgrad(%dy: memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %dx: memref<2x16x8x8xbf16> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func private @q_k1_tensor(%a: memref<2x16x8x8xbf16>, %t: memref<2x8x8x16xbf16> {bufferize.result}) attributes {dnn.anchor = "tensor", dnn.config = {block = [256, 1, 1], strategy = "simt-transpose"}, dnn.kernel} {
+    linalg.generic {indexing_maps = [affine_map<(d0, d1, d2, d3) -> (d0, d3, d1, d2)>, affine_map<(d0, d1, d2, d3) -> (d0, d1, d2, d3)>], iterator_types = ["parallel", "parallel", "parallel", "parallel"]} ins(%a : memref<2x16x8x8xbf16>) outs(%t : memref<2x8x8x16xbf16>) {
+    ^bb0(%in: bf16, %out: bf16):
+      linalg.yield %in : bf16
+    }
+    return
+  }
+  func.func private @q_k2_pointwise(%u: memref<128x16xbf16> {bufferize.result}) attributes {dnn.anchor = "pointwise", dnn.config = {block = [128, 1, 1], strategy = "simt-pointwise", vector = 8 : i64}, dnn.kernel} {
+    return
+  }
+  func.func private @q_k3_conv_dgrad(%dy: memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %res: memref<2x16x8x8xbf16>, %dx: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.anchor = "conv_dgrad", dnn.config = {block = [256, 1, 1], stages = 4 : i64, strategy = "tc-sm90", tile = [64, 64, 64]}, dnn.conv = {dilation = array<i64: 1, 1>, direction = "dgrad", flip = false, groups = 1 : i64, operands = array<i64: 0, 1>, post = array<i64: 1, 1>, pre = array<i64: 1, 1>, stride = array<i64: 1, 1>}, dnn.kernel} {
+    return
+  }
+  func.func @q(%dy: memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, %w: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %w2: memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, %dx2: memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>> {bufferize.result}) attributes {dnn.graph} {
+    %dx = memref.alloc() : memref<2x16x8x8xbf16>
+    call @q_k0_conv_dgrad(%dy, %w, %dx) : (memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<2x16x8x8xbf16>) -> ()
+    %t = memref.alloc() : memref<2x8x8x16xbf16>
+    call @q_k1_tensor(%dx, %t) : (memref<2x16x8x8xbf16>, memref<2x8x8x16xbf16>) -> ()
+    %c = memref.collapse_shape %t [[0, 1, 2], [3]] : memref<2x8x8x16xbf16> into memref<128x16xbf16>
+    call @q_k2_pointwise(%c) : (memref<128x16xbf16>) -> ()
+    call @q_k3_conv_dgrad(%dy, %w2, %dx, %dx2) : (memref<2x12x8x8xbf16, strided<[768, 1, 96, 12]>>, memref<12x16x3x3xbf16, strided<[144, 1, 48, 16]>>, memref<2x16x8x8xbf16>, memref<2x16x8x8xbf16, strided<[1024, 1, 128, 16]>>) -> ()
+    return
+  }
+}
+
+// CHECK-LABEL: func.func @q(
+//       CHECK:   %[[P:.*]] = memref.alloc() : memref<2x8x8x16xbf16>
+//       CHECK:   %[[DX:.*]] = memref.reinterpret_cast %[[P]]
+//       CHECK:   call @q_k0_conv_dgrad(%{{.*}}, %{{.*}}, %[[DX]])
+//       CHECK:   %[[T:.*]] = memref.alloc() : memref<2x8x8x16xbf16>
+//       CHECK:   call @q_k1_tensor(%[[DX]], %[[T]])
+//       CHECK:   call @q_k3_conv_dgrad(%{{.*}}, %{{.*}}, %[[DX]], %{{.*}})
