@@ -29,6 +29,8 @@ import hashlib
 import numpy as np
 import torch
 
+from dnnc_runtime.errors import ArgumentError
+
 from dnnc.torch import aten_map
 from dnnc.torch.lowering import Lowering
 
@@ -175,7 +177,10 @@ class CompiledRegion:
                 args.append(tensors[i] if how is None else tensors[i].permute(how))
         outs = [torch.empty_strided(s.shape, s.strides, dtype=s.dtype, device=self.device)
                 for s in self.outputs if not s.filler]
-        if not self.exe.run_steady(args + outs):   # on torch's current stream
+        try:
+            if not self.exe.run_steady(args + outs):   # on torch's current stream
+                return None
+        except ArgumentError:        # strides other than compiled: run copies the tensor
             return None
         if len(outs) == len(self.outputs):
             return outs

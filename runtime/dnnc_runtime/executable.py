@@ -38,11 +38,11 @@ Calls after the first with torch tensors in the manifest's layout take a
 fast path (``relaunch.Relaunch``) that makes the same checks with what the
 executable worked out once; any other call takes the steps above.
 ``run_steady`` is that fast path alone, for callers that hold their
-arguments in the manifest's order (dnnc.frontend's execute). When a call
-on the fast path has the addresses of the call before it, the plan's
-launches are captured into a CUDA graph, and later calls with those
-addresses launch the graph instead of each kernel (replay.py;
-``graph_replay``).
+arguments in the manifest's order (dnnc.frontend's execute). With
+``graph_replay`` on, a call on the fast path that has the addresses of a
+recent call captures the plan's launches into a CUDA graph, and later
+calls with those addresses launch the graph instead of each kernel
+(replay.py).
 
 CUDA graph capture: a call whose arguments and ``outputs=`` are all CUDA
 tensors / device arrays makes no allocation, synchronization or host copy,
@@ -282,9 +282,9 @@ class Executable:
     (modules.py); ``load_note`` says which cubin, or why not one.
 
     ``graph_replay``: whether the fast path replays a CUDA graph of the
-    plan's launches for calls whose addresses repeat (replay.py); on unless
-    the environment sets ``DNNC_GRAPH_REPLAY=0``. Read when the fast path
-    is built (the second call): set it before that.
+    plan's launches for calls whose addresses repeat (replay.py); off
+    unless the environment sets ``DNNC_GRAPH_REPLAY=1``; may be set at any
+    time (turned off, the graphs held are destroyed).
     """
 
     def __init__(self, artifact, cubin=None):
@@ -300,7 +300,7 @@ class Executable:
         self._launches = ()
         self._launch_args = ()      # cuda.launch_all's form of _launches
         self._relaunch = None       # relaunch.Relaunch once a call prepared the plan
-        self.graph_replay = os.environ.get("DNNC_GRAPH_REPLAY", "1") != "0"
+        self._graph_replay = os.environ.get("DNNC_GRAPH_REPLAY", "0") == "1"
         # Per stream handle: (device address, owner: a torch tensor or "cuda"
         # for cuMemAlloc memory) of that stream's workspace.
         self._workspaces = {}
@@ -326,6 +326,17 @@ class Executable:
         sig = lambda ts: ", ".join(f"{t.name}: {t.dtype}{list(t.dims)}" for t in ts)
         return (f"<dnnc_runtime.Executable {self.artifact.graph or '?'} for {self.arch}: "
                 f"({sig(self.inputs)}) -> ({sig(self.outputs)}), {len(self.plan)} kernel(s)>")
+
+    @property
+    def graph_replay(self):
+        return self._graph_replay
+
+    @graph_replay.setter
+    def graph_replay(self, on):
+        with self._lock:
+            self._graph_replay = bool(on)
+            if self._relaunch is not None:
+                self._relaunch.use_replays(self._graph_replay)
 
     # -- calling ------------------------------------------------------------
 

@@ -127,11 +127,9 @@ class Relaunch:
         # cuda.launch_all; and the device's own current-context question.
         self.launch = None if type(self.launches) is tuple else self.launches.run
         # CUDA graphs of the launches, for calls whose addresses repeat
-        # (replay.py); packed launches only, and not where turned off.
+        # (replay.py); packed launches only, where turned on.
         self.replays = None
-        if self.launch is not None and exe.graph_replay and \
-                len(self.launches) >= replay.MIN_LAUNCHES:
-            self.replays = replay.Replays(self.launches)
+        self.use_replays(exe.graph_replay)
         self.read_context = getattr(device, "current_context", None)
         self.context_id = getattr(device, "context_id", None)
         # What the pointer slots and descriptors hold: the address list of
@@ -208,6 +206,21 @@ class Relaunch:
         if allocate:
             return outputs[0] if self.n_out == 1 else tuple(outputs)
         return None
+
+    def use_replays(self, on):
+        """Replay graphs of the launches (a plan of replay.MIN_LAUNCHES
+        kernels or more, packed for libcuda), or stop: the graphs held are
+        destroyed. Called under the executable's lock."""
+        if on and self.replays is None and self.launch is not None and \
+                len(self.launches) >= replay.MIN_LAUNCHES:
+            self.replays = replay.Replays(self.launches)
+        elif not on and self.replays is not None:
+            replays, self.replays = self.replays, None
+            pushed = self.device.activate()
+            try:
+                replays.close()
+            finally:
+                self.device.deactivate(pushed)
 
     def _launch(self, addresses, workspace, handle):
         """Point the slots at ``addresses`` and ``workspace`` where they hold

@@ -365,6 +365,7 @@ def test_repeated_addresses_replay_a_graph_of_the_launches(monkeypatch):
 
     monkeypatch.setattr(replay, "MIN_LAUNCHES", 1)      # the plan here launches two kernels
     exe = load(two_kernel_manifest())
+    exe.graph_replay = True
     x = torch.from_numpy(rand(1000, seed=11)).cuda()
     out = torch.full_like(x, float("nan"))
     for seed in range(12, 18):
@@ -392,6 +393,7 @@ def test_a_held_graph_is_not_launched_under_the_callers_capture(monkeypatch):
 
     monkeypatch.setattr(replay, "MIN_LAUNCHES", 1)      # the plan here launches two kernels
     exe = load(two_kernel_manifest())
+    exe.graph_replay = True
     x = torch.from_numpy(rand(1000, seed=21)).cuda()
     out = torch.full_like(x, float("nan"))
     for _ in range(4):

@@ -123,6 +123,54 @@ def test_later_steps_take_the_steady_path(name, monkeypatch):
     assert not worst, f"{name} gradients: {worst}"
 
 
+def test_replayed_region_computes_what_its_launches_do(monkeypatch):
+    """A region of tensor-core kernels (the GPT-2 block's inference plan:
+    TMA GEMMs, the attention) with graph replay on: the call that repeats
+    a recent call's addresses is captured, the next is one graph launch,
+    and each gives what launching the kernels one by one gives, also after
+    an input's contents change at the same address."""
+    from dnnc.torch import compiled as regions
+
+    torch._dynamo.reset()
+    calls = []
+    real = regions.CompiledRegion.run
+    monkeypatch.setattr(regions.CompiledRegion, "run",
+                        lambda self, tensors, **kw: calls.append((self, list(tensors)))
+                        or real(self, tensors, **kw))
+    model, (x,) = torch_models.build("gpt2_block", 2, device="cuda", seq=256)
+    model.eval()
+    compiled = torch.compile(model, backend="dnnc", dynamic=False)
+    with torch.no_grad():
+        compiled(x)
+    (region, tensors), = calls
+    exe = region.exe
+    args = [how if i is None else tensors[i] if how is None else tensors[i].permute(how)
+            for i, how in region._steady_args]
+    outs = [torch.empty_strided(s.shape, s.strides, dtype=s.dtype, device="cuda")
+            for s in region.outputs if not s.filler]
+
+    def call():
+        for o in outs:
+            o.fill_(float("nan"))
+        assert exe.run_steady(args + outs)
+        torch.cuda.synchronize()
+        return [o.clone() for o in outs]
+
+    want = call()
+    exe.graph_replay = True
+    call()
+    call()                                   # captured after these launches
+    assert len(exe._relaunch.replays.graphs) == 1
+    for got, ref in zip(call(), want):       # the graph
+        torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-2, equal_nan=False)
+    moved = max((a for a in args if 0 not in a.stride()), key=lambda a: a.numel())
+    moved.mul_(0.5)                          # new contents, same address
+    replayed = call()
+    exe.graph_replay = False
+    for got, ref in zip(replayed, call()):
+        torch.testing.assert_close(got, ref, rtol=1e-2, atol=1e-2, equal_nan=False)
+
+
 def test_region_call_off_its_layout(monkeypatch):
     """A region called with an input away from a 16-byte boundary (a view at
     an odd offset, which the kernels' vector loads do not take) leaves the

@@ -559,3 +559,19 @@ def test_captures_stop_when_addresses_keep_changing(monkeypatch, cuda_torch):
     exe(x, outputs=[outs[2]])
     exe(x, outputs=[outs[4]])
     assert [c[0] for c in lib.calls] == ["graph", "ex"]
+
+
+def test_replay_turned_on_and_off_on_a_running_executable(monkeypatch, cuda_torch):
+    """graph_replay may change after the fast path is built: on, calls start
+    capturing; off, the graphs held are destroyed and kernels launch one by one."""
+    exe, lib, _, captured, destroyed, x, y = _direct_executable(monkeypatch, replay_on=False)
+    assert exe._relaunch.replays is None
+    exe.graph_replay = True
+    for _ in range(3):
+        exe(x, outputs=[y])
+    assert captured == [3] and lib.calls[-1][0] == "graph"
+    exe.graph_replay = False
+    assert exe._relaunch.replays is None and destroyed == [0xE001]
+    lib.calls.clear()
+    exe(x, outputs=[y])
+    assert [c[0] for c in lib.calls] == ["ex"]
