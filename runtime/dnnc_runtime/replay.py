@@ -1,11 +1,11 @@
 """CUDA graphs of a plan's launches, replayed when a call's addresses repeat.
 
-A steady caller calls an executable on the same memory again and again: a
-training loop through the torch backend (torch's caching allocator hands
-each step the blocks of the step before), or code that executes one
-cudnn-frontend-style plan on the same buffers. Each kernel launch costs
-a driver call of several microseconds of host time; a CUDA graph of the
-whole plan costs one.
+A steady caller may call an executable on the same memory again and
+again: code that executes one cudnn-frontend-style plan on the same
+buffers, or a loop whose allocator hands each step the blocks of a step
+before. Each kernel launch costs a driver call of several microseconds of
+host time; a CUDA graph of the whole plan costs one. Off unless the
+executable's ``graph_replay`` is set (executable.py).
 
 ``Replays`` keeps up to ``KEPT`` instantiated graphs of one executable, each
 under the key of the call it was captured from: the call's address list
@@ -17,9 +17,8 @@ kernel by kernel, then calls ``launched(key, stream)``: a key that one of
 the last ``RECENT`` calls launched this way also had is captured then,
 while the argument slots hold its addresses, by recording the launches on
 a private stream (recorded, not run) and instantiating the graph. (Not
-only the call before: a loop that keeps one step's result while it runs
-the next gets two sets of blocks from torch's allocator, in turn.) The
-oldest graph makes room for a new one past ``KEPT`` (the driver frees a
+only the call before: a loop that keeps one call's outputs while it makes
+the next may alternate between sets of addresses.) The oldest graph makes room for a new one past ``KEPT`` (the driver frees a
 graph still running when it ends).
 
 Plans of fewer than ``MIN_LAUNCHES`` kernels are not captured. Nothing is
@@ -34,8 +33,8 @@ import ctypes
 from . import cuda
 
 KEPT = 4            # graphs held per executable
-MIN_LAUNCHES = 3    # plans of fewer kernels launch them one by one: a graph launch
-                    # costs about what two kernel launches do
+MIN_LAUNCHES = 3    # plans of fewer kernels launch them one by one (a one-kernel
+                    # call measured slower through a graph than launched)
 RECENT = 8          # keys of the calls launched kernel by kernel, remembered
 CAPTURES = 16       # graphs captured per executable at most: past them, addresses
                     # that keep changing are not chased (the held graphs still serve)
