@@ -525,6 +525,24 @@ def test_unsupported_dtype_falls_back():
     assert reasons and "float64" in reasons[0]
 
 
+def test_regions_called_directly_unless_inductor_runs_the_rest(monkeypatch):
+    """A graph that Python runs calls its regions as compiled.run_region,
+    without torch's dispatch of dnnc::compiled_region; a graph whose rest
+    Inductor compiles calls the custom op (Inductor needs an op). Both
+    compute what eager does."""
+    from dnnc.torch import backend, compiled
+
+    direct = []
+    monkeypatch.setattr(backend, "run_region",
+                        lambda key, inputs: direct.append(key) or compiled.run_region(key, inputs))
+    report = check(lambda x: F.relu(x - 1) * 2, X, ops=["aten.relu"])
+    assert report[0].residual.startswith("nothing") and len(direct) == 1
+    direct.clear()
+    report = check(lambda x: torch.cumsum(torch.tanh(x) * 2, dim=1), X, ops=["aten.tanh"],
+                   fallback="inductor")
+    assert report[0].residual.startswith("Inductor") and not direct
+
+
 def test_inductor_runs_the_rest():
     report = check(lambda x: torch.cumsum(torch.tanh(x) * 2, dim=1), X, ops=["aten.tanh"],
                    fallback="inductor")
