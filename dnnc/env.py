@@ -23,6 +23,12 @@ DNNC_TUNING_DB  the tuning database file (dnnc/tune/db.py): where autotuning
                 writes the winning kernel configs and where compiles read
                 them; default ``tuning.json`` in the cache directory; ``off``:
                 compile without one.
+DNNC_GRAPH_REPLAY
+                ``1``: loaded executables replay a CUDA graph of their
+                launches for calls whose addresses repeat a recent call's
+                (read by the runtime itself, dnnc_runtime/replay.py; the
+                property ``Executable.graph_replay``); unset or anything
+                else: off.
 DNNC_FRONTEND_REPORTED_VERSION
                 a version string (``9.19.0``) that dnnc.frontend's
                 ``backend_version`` / ``backend_version_string`` report
