@@ -4,6 +4,7 @@ without a GPU: kernels, launches and the bytes each kernel's buffers span.
     python bench/torch_plan.py gpt2_block            # 8 x 1024 tokens, bf16
     python bench/torch_plan.py vit_block --batch 64 --kernels
     python bench/torch_plan.py resnet50 --batch 128 --kernels   # 224 x 224 images
+    python bench/torch_plan.py resnet50 --batch 2 --seq 64     # quicker, same kernels
 
 The step (forward, a loss, backward) is traced on meta tensors, so that the
 ATen graphs are those a CUDA device gives (the layernorms' statistics in
@@ -13,6 +14,9 @@ split into regions as the backend splits it (partition.propose, then
 aliases.plan), and each region compiled for sm_90a to the ``gpu`` stage.
 Bytes are the sizes of the buffers a kernel's launches take (each once), an
 estimate of the memory it moves: a copy counts its source and destination.
+ResNet-50's rank-4 values are lowered channels-last, as a GPU lays them out
+(``channels_last_values``; ``--no-channels-last``: with the strides the meta
+trace gives them).
 """
 
 import argparse
@@ -79,6 +83,34 @@ def trace(name, batch, seq):
     return graphs
 
 
+@contextlib.contextmanager
+def channels_last_values():
+    """Within it, every rank-4 value of more than one channel is lowered
+    channels-last, graph inputs and outputs included, as a GPU lays out a
+    channels-last network's activations and gradients (cuDNN's convolutions
+    keep their input's memory format; meta tensors' convolutions return
+    contiguous strides, so a trace on them would plan NCHW buffers a GPU
+    never sees)."""
+    from dnnc.torch import lowering
+
+    layout_of, input_layout = lowering.layout_of, lowering.input_layout
+
+    def channels_last(original):
+        def strides(val):
+            shape = [int(d) for d in val.shape]
+            if len(shape) == 4 and shape[1] > 1 and val.numel() > 1:
+                return lowering.channels_last_strides(shape)
+            return original(val)
+        return strides
+
+    lowering.layout_of = channels_last(layout_of)
+    lowering.input_layout = channels_last(input_layout)
+    try:
+        yield
+    finally:
+        lowering.layout_of, lowering.input_layout = layout_of, input_layout
+
+
 def _bytes(fn):
     """Bytes of the distinct buffers the gpu.launch_func ops of ``fn`` take."""
     from mlir import ir
@@ -126,15 +158,21 @@ def main(argv=None):
     parser.add_argument("--batch", type=int)
     parser.add_argument("--seq", type=int)
     parser.add_argument("--kernels", action="store_true", help="list every kernel")
+    parser.add_argument("--channels-last", action=argparse.BooleanOptionalAction,
+                        help="lower every rank-4 value channels-last, as a GPU lays them "
+                        "out (channels_last_values; the default for resnet50)")
     args = parser.parse_args(argv)
     from dnnc.torch import partition
 
     batch, seq = SIZES[args.model]
     batch, seq = args.batch or batch, args.seq or seq
+    channels_last = args.model == "resnet50" if args.channels_last is None else \
+        args.channels_last
     for kind, gm in trace(args.model, batch, seq):
         regions, refused = partition.propose(gm, "cuda")
         for i, nodes in enumerate(regions):
-            kernels, outputs = region_plan(kind, i, nodes)
+            with channels_last_values() if channels_last else contextlib.nullcontext():
+                kernels, outputs = region_plan(kind, i, nodes)
             launches = sum(k[2] for k in kernels)
             mb = sum(k[3] for k in kernels) / 1e6
             print(f"{args.model} {batch}x{seq} {kind} region {i}: {len(kernels)} kernels, "
