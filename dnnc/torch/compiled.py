@@ -159,6 +159,18 @@ class CompiledRegion:
                 given += 1
         return tuple(plan)
 
+    def steady_inputs(self, tensors):
+        """The executable's inputs as ``_run_steady`` passes them for
+        ``tensors`` (one per ``input_nodes``; CUDA regions): each tensor as
+        it is or permuted, and the zeros inputs."""
+        args = []
+        for i, how in self._steady_args:
+            if i is None:
+                args.append(how)                      # the zeros tensor
+            else:
+                args.append(tensors[i] if how is None else tensors[i].permute(how))
+        return args
+
     def _run_steady(self, tensors, fill):
         """``run`` on CUDA when every tensor already has the strides, alignment
         and device the executable was compiled for (the usual call: torch
@@ -169,12 +181,7 @@ class CompiledRegion:
         is wrong."""
         if len(tensors) != self._given:
             return None
-        args = []
-        for i, how in self._steady_args:
-            if i is None:
-                args.append(how)                      # the zeros tensor
-            else:
-                args.append(tensors[i] if how is None else tensors[i].permute(how))
+        args = self.steady_inputs(tensors)
         outs = [torch.empty_strided(s.shape, s.strides, dtype=s.dtype, device=self.device)
                 for s in self.outputs if not s.filler]
         try:

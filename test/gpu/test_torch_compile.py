@@ -123,20 +123,27 @@ def test_later_steps_take_the_steady_path(name, monkeypatch):
     assert not worst, f"{name} gradients: {worst}"
 
 
+def _record_region_calls(monkeypatch):
+    """([(region, its input tensors)] of every CompiledRegion.run from now
+    on, the unpatched run)."""
+    from dnnc.torch import compiled as regions
+
+    calls = []
+    real = regions.CompiledRegion.run
+    monkeypatch.setattr(regions.CompiledRegion, "run",
+                        lambda self, tensors, **kw: calls.append((self, list(tensors)))
+                        or real(self, tensors, **kw))
+    return calls, real
+
+
 def test_replayed_region_computes_what_its_launches_do(monkeypatch):
     """A region of tensor-core kernels (the GPT-2 block's inference plan:
     TMA GEMMs, the attention) with graph replay on: the call that repeats
     a recent call's addresses is captured, the next is one graph launch,
     and each gives what launching the kernels one by one gives, also after
     an input's contents change at the same address."""
-    from dnnc.torch import compiled as regions
-
     torch._dynamo.reset()
-    calls = []
-    real = regions.CompiledRegion.run
-    monkeypatch.setattr(regions.CompiledRegion, "run",
-                        lambda self, tensors, **kw: calls.append((self, list(tensors)))
-                        or real(self, tensors, **kw))
+    calls, _ = _record_region_calls(monkeypatch)
     model, (x,) = torch_models.build("gpt2_block", 2, device="cuda", seq=256)
     model.eval()
     compiled = torch.compile(model, backend="dnnc", dynamic=False)
@@ -144,8 +151,7 @@ def test_replayed_region_computes_what_its_launches_do(monkeypatch):
         compiled(x)
     (region, tensors), = calls
     exe = region.exe
-    args = [how if i is None else tensors[i] if how is None else tensors[i].permute(how)
-            for i, how in region._steady_args]
+    args = region.steady_inputs(tensors)
     outs = [torch.empty_strided(s.shape, s.strides, dtype=s.dtype, device="cuda")
             for s in region.outputs if not s.filler]
 
@@ -179,11 +185,7 @@ def test_region_call_off_its_layout(monkeypatch):
     from dnnc.torch import compiled as regions
 
     torch._dynamo.reset()
-    calls = []
-    real = regions.CompiledRegion.run
-    monkeypatch.setattr(regions.CompiledRegion, "run",
-                        lambda self, tensors, **kw: calls.append((self, list(tensors)))
-                        or real(self, tensors, **kw))
+    calls, real = _record_region_calls(monkeypatch)
     layer = torch.nn.Sequential(torch.nn.Linear(64, 96), torch.nn.GELU()).cuda()
     compiled = torch.compile(layer, backend="dnnc", dynamic=False)
     with torch.no_grad():
